@@ -1,0 +1,80 @@
+import { readFile } from 'node:fs/promises';
+
+/** How the simulated provider answers a create call for an offer. */
+export type CreateMode = 'ok' | 'unavailable' | 'ambiguous-created' | 'ambiguous-none' | 'fail';
+export const CREATE_MODES: CreateMode[] = ['ok', 'unavailable', 'ambiguous-created', 'ambiguous-none', 'fail'];
+
+export interface LocalInventoryOffer {
+  key: string;
+  name: string;
+  category: string;
+  vramGb: number | null;
+  gpuCount: number;
+  cpuCores?: number | null;
+  memoryGb?: number | null;
+  storageGb?: number | null;
+  pricePerHourMinor: number;
+  maximumDurationSeconds: number;
+  /** False hides the offer from listings (as if sold out). Default true. */
+  available?: boolean;
+  /** Default `ok`. */
+  create?: CreateMode;
+  /** Seconds from create to running. Default 3. */
+  provisionSeconds?: number;
+}
+
+export interface LocalInventory {
+  offers: LocalInventoryOffer[];
+}
+
+function fail(where: string, msg: string): never {
+  throw new Error(`local inventory ${where}: ${msg}`);
+}
+
+const posInt = (v: unknown) => Number.isSafeInteger(v) && (v as number) > 0;
+const optInt = (v: unknown) => v === undefined || v === null || (Number.isSafeInteger(v) && (v as number) >= 0);
+
+/** Validates an inventory document; errors name the offer index and field. */
+export function parseInventory(doc: unknown, source: string): LocalInventory {
+  if (!doc || typeof doc !== 'object' || !Array.isArray((doc as LocalInventory).offers)) {
+    fail(source, 'must be an object with an "offers" array');
+  }
+  const keys = new Set<string>();
+  const offers = (doc as LocalInventory).offers.map((o, i) => {
+    const at = `${source} offers[${i}]`;
+    if (!o || typeof o !== 'object') fail(at, 'must be an object');
+    if (typeof o.key !== 'string' || !/^[A-Za-z0-9._:-]{1,100}$/.test(o.key)) fail(at, '"key" must be 1-100 characters of letters, digits, . _ : -');
+    if (keys.has(o.key)) fail(at, `duplicate key "${o.key}"`);
+    keys.add(o.key);
+    if (typeof o.name !== 'string' || o.name.trim() === '' || o.name.length > 100) fail(at, '"name" must be a non-empty string of at most 100 characters');
+    if (typeof o.category !== 'string' || o.category.trim() === '' || o.category.length > 64) fail(at, '"category" must be a non-empty string');
+    if (!(o.vramGb === null || posInt(o.vramGb))) fail(at, '"vramGb" must be a positive integer or null');
+    if (!posInt(o.gpuCount)) fail(at, '"gpuCount" must be a positive integer');
+    for (const f of ['cpuCores', 'memoryGb', 'storageGb'] as const) if (!optInt(o[f])) fail(at, `"${f}" must be a non-negative integer`);
+    if (!posInt(o.pricePerHourMinor)) fail(at, '"pricePerHourMinor" must be a positive integer (cents)');
+    if (!posInt(o.maximumDurationSeconds)) fail(at, '"maximumDurationSeconds" must be a positive integer');
+    if (o.available !== undefined && typeof o.available !== 'boolean') fail(at, '"available" must be true or false');
+    if (o.create !== undefined && !CREATE_MODES.includes(o.create)) fail(at, `"create" must be one of ${CREATE_MODES.join(', ')}`);
+    if (o.provisionSeconds !== undefined && !(Number.isFinite(o.provisionSeconds) && o.provisionSeconds >= 0)) {
+      fail(at, '"provisionSeconds" must be a number >= 0');
+    }
+    return { ...o, available: o.available ?? true, create: o.create ?? 'ok', provisionSeconds: o.provisionSeconds ?? 3 };
+  });
+  return { offers };
+}
+
+export async function readInventoryFile(path: string): Promise<LocalInventory> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    fail(path, `cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    fail(path, `is not valid JSON (${(err as Error).message})`);
+  }
+  return parseInventory(doc, path);
+}

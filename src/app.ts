@@ -1,0 +1,109 @@
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import { pinoHttp } from 'pino-http';
+import swaggerUiDist from 'swagger-ui-dist';
+import type { Services } from './container.js';
+import { envelope } from './errors/envelope.js';
+import { errorHandler, notFoundHandler } from './http/error-handler.js';
+import { requestId } from './http/request-id.js';
+import { openApiDocument } from './http/openapi.js';
+import { RegisterRoutes } from './generated/routes.js';
+
+export interface AppOptions {
+  /** Routers of other roles to mount before the API routes (webhooks, pages, dashboards). */
+  mount?: (app: Express) => void;
+  /** Reports whether the database is reachable and migrated, for /healthz. */
+  health?: () => Promise<boolean>;
+}
+
+const PUBLIC_CORS_PATHS = /^\/api\/(v1\/(offers|gpus)(\/.*)?|openapi\.json)$/;
+
+export function createApp(services: Services, options: AppOptions = {}): Express {
+  const app = express();
+  app.locals.services = services;
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback');
+  app.set('etag', false);
+
+  app.use(requestId());
+  app.use(
+    pinoHttp({
+      logger: services.logger,
+      genReqId: (req) => (req as Request).requestId,
+      customProps: (req) => ({ requestId: (req as Request).requestId }),
+      serializers: {
+        req: (req) => ({ method: req.method, url: String(req.url).split('?')[0] }),
+        res: (res) => ({ statusCode: res.statusCode }),
+      },
+      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
+    }),
+  );
+
+  // Public inventory is meant to be read from anywhere, including browsers on other origins.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (PUBLIC_CORS_PATHS.test(req.path)) {
+      res.setHeader('Access-Control-Allow-Origin', '*');
+      res.setHeader('Access-Control-Expose-Headers', 'ETag, X-Request-Id');
+      if (req.method === 'OPTIONS') {
+        res.setHeader('Access-Control-Allow-Methods', 'GET, HEAD, OPTIONS');
+        res.setHeader('Access-Control-Allow-Headers', 'If-None-Match, X-Request-Id');
+        res.setHeader('Access-Control-Max-Age', '600');
+        res.status(204).end();
+        return;
+      }
+    }
+    next();
+  });
+
+  app.get('/healthz', async (req, res) => {
+    let ok = false;
+    try {
+      ok = options.health ? await options.health() : (await services.ds.query('SELECT 1')).length === 1;
+    } catch {
+      ok = false;
+    }
+    res.status(ok ? 200 : 503).json(envelope(req, { status: ok ? 'ok' : 'unavailable' }));
+  });
+
+  const spec = openApiDocument(services.config.publicBaseUrl);
+  app.get('/api/openapi.json', (_req, res) => {
+    res.json(spec);
+  });
+  app.use('/docs/assets', express.static(swaggerUiDist.getAbsoluteFSPath(), { index: false, maxAge: '1h' }));
+  app.get('/docs', (_req, res) => {
+    res.type('html').send(DOCS_HTML);
+  });
+
+  options.mount?.(app);
+
+  app.use(
+    express.json({
+      limit: '64kb',
+      strict: true,
+      // Kept for webhook signature checks, which must see the exact bytes that were signed.
+      verify: (req, _res, buf) => {
+        (req as Request).rawBody = buf;
+      },
+    }),
+  );
+  RegisterRoutes(app);
+  app.use(notFoundHandler());
+  app.use(errorHandler(services.logger));
+  return app;
+}
+
+const DOCS_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>GPU Rental API reference</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script>
+window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id: '#swagger-ui', deepLinking: true });
+</script>
+</body>
+</html>`;

@@ -1,0 +1,161 @@
+import { randomBytes } from 'node:crypto';
+
+export type BillingModel = 'LEGACY_PREPAID' | 'ACCOUNT_BALANCE';
+export type Role = 'api' | 'worker' | 'bot';
+
+export interface ProviderConfig {
+  id: string;
+  /** Raw string options taken from `<ID>_PROVIDER_<NAME>` variables, validated by the plugin. */
+  options: Record<string, string>;
+}
+
+export interface Config {
+  nodeEnv: string;
+  port: number;
+  databaseUrl: string;
+  publicBaseUrl: string;
+  providers: ProviderConfig[];
+  inventoryRefreshSeconds: number;
+  agentV1Enabled: boolean;
+  signupRatePerMinute: number;
+  logLevel: string;
+  defaultBillingModel: BillingModel;
+  /** Key-encryption key for secrets at rest (AES-256-GCM); 32 bytes. */
+  secretsKey: Buffer;
+  secretsKeyId: string;
+  secretsKeyGenerated: boolean;
+  jobsProcessEveryMs: number;
+  adminJobsUser?: string;
+  adminJobsPassword?: string;
+  stripeSecretKey?: string;
+  stripeWebhookSecret: string;
+  stripeWebhookSecretGenerated: boolean;
+  stripeApiUrl?: string;
+  telegramBotToken?: string;
+  telegramApiRoot?: string;
+  telegramBotUsername?: string;
+  telegramWebhookSecret?: string;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function str(env: Env, name: string, fallback: string): string {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? fallback : v.trim();
+}
+
+function opt(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const n = Number(raw.trim());
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const v = raw.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(v)) return true;
+  if (['false', '0', 'no', 'off'].includes(v)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string, fallback: string, protocols: string[]): string {
+  const v = str(env, name, fallback);
+  let parsed: URL;
+  try {
+    parsed = new URL(v);
+  } catch {
+    throw new ConfigError(`${name} must be a URL, got "${v}"`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
+  }
+  return v;
+}
+
+function providers(env: Env): ProviderConfig[] {
+  const ids = str(env, 'PROVIDERS', 'local')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (ids.length === 0) throw new ConfigError('PROVIDERS must name at least one provider plugin');
+  for (const id of ids) {
+    if (!/^[a-z][a-z0-9-]{0,31}$/.test(id)) throw new ConfigError(`PROVIDERS contains an invalid plugin id "${id}"`);
+  }
+  if (new Set(ids).size !== ids.length) throw new ConfigError('PROVIDERS lists a plugin twice');
+  return ids.map((id) => {
+    const prefix = `${id.toUpperCase().replace(/-/g, '_')}_PROVIDER_`;
+    const options: Record<string, string> = {};
+    for (const [k, v] of Object.entries(env)) {
+      if (k.startsWith(prefix) && v !== undefined && v !== '') options[k.slice(prefix.length)] = v;
+    }
+    return { id, options };
+  });
+}
+
+function secretsKey(env: Env): { key: Buffer; id: string; generated: boolean } {
+  const raw = opt(env, 'SECRETS_KEY');
+  if (!raw) {
+    // Outside production a per-process key keeps `npm start` one command; secrets sealed with
+    // it do not survive a restart, which is acceptable only for development.
+    if (str(env, 'NODE_ENV', 'development') === 'production') {
+      throw new ConfigError('SECRETS_KEY is required in production (32 bytes, base64)');
+    }
+    return { key: randomBytes(32), id: 'dev', generated: true };
+  }
+  const key = Buffer.from(raw, 'base64');
+  if (key.length !== 32) throw new ConfigError('SECRETS_KEY must be 32 bytes encoded as base64');
+  return { key, id: str(env, 'SECRETS_KEY_ID', 'k1'), generated: false };
+}
+
+/** Parses and validates the environment once. Throws ConfigError naming the offending variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const port = int(env, 'PORT', 8080, 0, 65535);
+  const logLevel = str(env, 'LOG_LEVEL', 'info').toLowerCase();
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  const billing = str(env, 'DEFAULT_BILLING_MODEL', 'ACCOUNT_BALANCE');
+  if (billing !== 'ACCOUNT_BALANCE' && billing !== 'LEGACY_PREPAID') {
+    throw new ConfigError(`DEFAULT_BILLING_MODEL must be ACCOUNT_BALANCE or LEGACY_PREPAID, got "${billing}"`);
+  }
+  const secrets = secretsKey(env);
+  const webhookSecret = opt(env, 'STRIPE_WEBHOOK_SECRET');
+  const publicBaseUrl = url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`, ['http:', 'https:']).replace(/\/+$/, '');
+  return {
+    nodeEnv: str(env, 'NODE_ENV', 'development'),
+    port,
+    databaseUrl: url(env, 'DATABASE_URL', 'mysql://root@127.0.0.1:3306/gpu_rental', ['mysql:', 'mariadb:']),
+    publicBaseUrl,
+    providers: providers(env),
+    inventoryRefreshSeconds: int(env, 'INVENTORY_REFRESH_SECONDS', 30, 1, 86400),
+    agentV1Enabled: bool(env, 'AGENT_V1_ENABLED', true),
+    signupRatePerMinute: int(env, 'SIGNUP_RATE_PER_MINUTE', 30, 1, 1_000_000),
+    logLevel,
+    defaultBillingModel: billing,
+    secretsKey: secrets.key,
+    secretsKeyId: secrets.id,
+    secretsKeyGenerated: secrets.generated,
+    jobsProcessEveryMs: int(env, 'JOBS_PROCESS_EVERY_MS', 1000, 50, 600_000),
+    adminJobsUser: opt(env, 'ADMIN_JOBS_USER'),
+    adminJobsPassword: opt(env, 'ADMIN_JOBS_PASSWORD'),
+    stripeSecretKey: opt(env, 'STRIPE_SECRET_KEY'),
+    stripeWebhookSecret: webhookSecret ?? `whsec_dev_${randomBytes(24).toString('hex')}`,
+    stripeWebhookSecretGenerated: webhookSecret === undefined,
+    stripeApiUrl: opt(env, 'STRIPE_API_URL') && url(env, 'STRIPE_API_URL', '', ['http:', 'https:']),
+    telegramBotToken: opt(env, 'TELEGRAM_BOT_TOKEN'),
+    telegramApiRoot: opt(env, 'TELEGRAM_API_ROOT') && url(env, 'TELEGRAM_API_ROOT', '', ['http:', 'https:']),
+    telegramBotUsername: opt(env, 'TELEGRAM_BOT_USERNAME'),
+    telegramWebhookSecret: opt(env, 'TELEGRAM_WEBHOOK_SECRET'),
+  };
+}

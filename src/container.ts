@@ -1,0 +1,48 @@
+import type { DataSource } from 'typeorm';
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import { RateLimiter } from './http/rate-limiter.js';
+import type { Logger } from './logger.js';
+import { AccountsService } from './modules/accounts/accounts.service.js';
+import { BillingService } from './modules/billing/billing.service.js';
+import { LedgerService } from './modules/billing/ledger.service.js';
+import { InventoryService } from './modules/inventory/inventory.service.js';
+import { KeysService } from './modules/keys/keys.service.js';
+import type { ProviderRegistry } from './providers/provider-registry.js';
+
+/** Everything a controller, job or bot feature may call. Built once per process (or per test). */
+export interface Services {
+  config: Config;
+  ds: DataSource;
+  clock: Clock;
+  logger: Logger;
+  providers: ProviderRegistry;
+  rateLimiter: RateLimiter;
+  keys: KeysService;
+  ledger: LedgerService;
+  accounts: AccountsService;
+  billing: BillingService;
+  inventory: InventoryService;
+}
+
+export interface ServiceDeps {
+  config: Config;
+  ds: DataSource;
+  clock: Clock;
+  logger: Logger;
+  providers: ProviderRegistry;
+}
+
+export function createServices({ config, ds, clock, logger, providers }: ServiceDeps): Services {
+  const rateLimiter = new RateLimiter(ds, clock);
+  const keys = new KeysService(ds, clock);
+  const ledger = new LedgerService(ds, clock);
+  const accounts = new AccountsService(ds, clock, keys, rateLimiter, {
+    agentV1Enabled: config.agentV1Enabled,
+    signupRatePerMinute: config.signupRatePerMinute,
+    defaultBillingModel: config.defaultBillingModel,
+  });
+  const billing = new BillingService(ds, ledger, keys);
+  const inventory = new InventoryService(ds, providers, clock, logger, config.publicBaseUrl);
+  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory };
+}

@@ -1,0 +1,96 @@
+import mysql from 'mysql2/promise';
+import { DataSource } from 'typeorm';
+import { migrations } from '../../migrations/index.js';
+import { entities } from './entities.js';
+
+export interface DatabaseTarget {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+  database: string;
+}
+
+export function parseDatabaseUrl(databaseUrl: string): DatabaseTarget {
+  const u = new URL(databaseUrl);
+  const database = decodeURIComponent(u.pathname.replace(/^\//, ''));
+  if (!/^[A-Za-z0-9_$]{1,64}$/.test(database)) {
+    throw new Error(`DATABASE_URL must name a database of letters, digits and underscores, got "${database}"`);
+  }
+  return {
+    host: u.hostname || '127.0.0.1',
+    port: u.port ? Number(u.port) : 3306,
+    user: decodeURIComponent(u.username || 'root'),
+    password: decodeURIComponent(u.password),
+    database,
+  };
+}
+
+/** Where we tried to connect, without the password, for messages and logs. */
+export function describeTarget(t: DatabaseTarget): string {
+  return `mysql://${t.user}@${t.host}:${t.port}/${t.database}`;
+}
+
+export function createDataSource(databaseUrl: string, poolSize = 10): DataSource {
+  const t = parseDatabaseUrl(databaseUrl);
+  return new DataSource({
+    type: 'mysql',
+    host: t.host,
+    port: t.port,
+    username: t.user,
+    password: t.password,
+    database: t.database,
+    timezone: 'Z',
+    charset: 'utf8mb4_bin',
+    supportBigNumbers: true,
+    bigNumberStrings: false,
+    entities,
+    migrations,
+    migrationsRun: false,
+    synchronize: false,
+    logging: false,
+    poolSize,
+    extra: { connectionLimit: poolSize },
+  });
+}
+
+export async function createDatabaseIfMissing(databaseUrl: string): Promise<void> {
+  const t = parseDatabaseUrl(databaseUrl);
+  const conn = await mysql.createConnection({ host: t.host, port: t.port, user: t.user, password: t.password, connectTimeout: 5000 });
+  try {
+    await conn.query(`CREATE DATABASE IF NOT EXISTS \`${t.database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+  } finally {
+    await conn.end();
+  }
+}
+
+/**
+ * Runs pending migrations under a MySQL named lock, so several processes starting at once
+ * migrate exactly once and the others wait for it.
+ */
+export async function migrate(ds: DataSource, lockTimeoutSeconds = 120): Promise<void> {
+  const runner = ds.createQueryRunner();
+  await runner.connect();
+  try {
+    const lockName = `${ds.options.database}.migrations`;
+    const [row] = await runner.query('SELECT GET_LOCK(?, ?) AS ok', [lockName, lockTimeoutSeconds]);
+    if (Number(row.ok) !== 1) throw new Error(`timed out after ${lockTimeoutSeconds}s waiting for the migration lock`);
+    try {
+      await ds.runMigrations({ transaction: 'each' });
+    } finally {
+      await runner.query('SELECT RELEASE_LOCK(?)', [lockName]);
+    }
+  } finally {
+    await runner.release();
+  }
+}
+
+export async function dropDatabase(databaseUrl: string): Promise<void> {
+  const t = parseDatabaseUrl(databaseUrl);
+  const conn = await mysql.createConnection({ host: t.host, port: t.port, user: t.user, password: t.password });
+  try {
+    await conn.query(`DROP DATABASE IF EXISTS \`${t.database}\``);
+  } finally {
+    await conn.end();
+  }
+}

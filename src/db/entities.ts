@@ -1,0 +1,10 @@
+import { Account } from '../modules/accounts/account.entity.js';
+import { ApiKey } from '../modules/keys/api-key.entity.js';
+import { LedgerEntry } from '../modules/billing/ledger-entry.entity.js';
+import { Offer } from '../modules/inventory/offer.entity.js';
+import { IdempotencyRecord } from '../http/idempotency-record.entity.js';
+import { Order } from '../modules/rentals/order.entity.js';
+import { Deployment } from '../modules/rentals/deployment.entity.js';
+
+/** Every TypeORM entity. Register a new entity here. */
+export const entities = [Account, ApiKey, LedgerEntry, Offer, IdempotencyRecord, Order, Deployment];

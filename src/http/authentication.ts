@@ -1,0 +1,20 @@
+import type { Request } from 'express';
+import type { Services } from '../container.js';
+import { AppError } from '../errors/app-error.js';
+import type { Scope } from '../modules/keys/api-key.entity.js';
+import type { Principal } from './principal.js';
+
+/**
+ * tsoa's authentication hook for `@Security('bearer', scopes)`: the key must be valid and
+ * carry every listed scope. Returning the principal makes tsoa set `request.user`.
+ */
+export async function expressAuthentication(req: Request, securityName: string, scopes: string[] = []): Promise<Principal> {
+  if (securityName !== 'bearer') throw new Error(`unknown security scheme ${securityName}`);
+  const services = req.app.locals.services as Services;
+  const principal = await services.keys.authenticate(req.header('authorization'));
+  const missing = scopes.filter((s) => !principal.scopes.includes(s as Scope));
+  if (missing.length) {
+    throw new AppError('FORBIDDEN', `This key lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')} required here.`);
+  }
+  return principal;
+}

@@ -1,0 +1,33 @@
+import { Controller } from '@tsoa/runtime';
+import type { Request as ExRequest } from 'express';
+import type { Services } from '../container.js';
+import { envelope, type Envelope } from '../errors/envelope.js';
+import type { Principal } from './principal.js';
+
+/** Shared plumbing for controllers: services, the envelope, the caller. */
+export abstract class BaseController extends Controller {
+  constructor(protected readonly services: Services) {
+    super();
+  }
+
+  protected ok<T>(req: ExRequest, data: T, status = 200): Envelope<T> {
+    this.setStatus(status);
+    return envelope(req, data);
+  }
+
+  protected principal(req: ExRequest): Principal {
+    return req.user as Principal;
+  }
+
+  /** Serves an ETag'd body, or 304 when the client already has it. */
+  protected cached<T>(req: ExRequest, snapshot: { etag: string; body: T }): Envelope<T> {
+    this.setHeader('ETag', snapshot.etag);
+    this.setHeader('Cache-Control', 'public, max-age=0, must-revalidate');
+    const inm = req.header('if-none-match');
+    if (inm && inm.split(',').some((t) => t.trim() === snapshot.etag || t.trim() === '*')) {
+      this.setStatus(304);
+      return undefined as unknown as Envelope<T>;
+    }
+    return this.ok(req, snapshot.body);
+  }
+}

@@ -1,0 +1,68 @@
+import { ValidateError } from '@tsoa/runtime';
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { AppError } from '../errors/app-error.js';
+import { errorEnvelope } from '../errors/envelope.js';
+import type { Logger } from '../logger.js';
+
+/** Turns tsoa's field map into one readable sentence naming each offending field. */
+export function describeValidation(fields: Record<string, { message: string; value?: unknown }>): string {
+  const parts = Object.entries(fields).map(([path, { message }]) => {
+    const name = path.replace(/^(requestBody|body)\.?/, '').replace(/^\$\.?/, '');
+    const excess = /"([^"]+)" is an excess property/.exec(message);
+    if (excess) return `${excess[1]}: unknown property`;
+    const clean = message.replace(/^invalid /i, 'must be a valid ').replace(/'/g, '');
+    return name ? `${name}: ${clean}` : clean === 'must be a valid object' ? 'body: must be a JSON object' : `body: ${clean}`;
+  });
+  return `Invalid request: ${parts.join('; ')}.`;
+}
+
+const HEADER_FIELD = /^(idempotency-key|authorization|x-[\w-]+)$/i;
+
+export function notFoundHandler(): RequestHandler {
+  return (req, res) => {
+    res.status(404).json(errorEnvelope(req.requestId, 'NOT_FOUND', `No route for ${req.method} ${req.path}.`));
+  };
+}
+
+/** The one error handler: every failure leaves as the envelope; internals stay in the log. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    const requestId = req.requestId ?? 'unknown';
+    let status: number;
+    let code: string;
+    let message: string;
+    let headers: Record<string, string> = {};
+    if (err instanceof AppError) {
+      ({ status, code, message, headers } = err);
+    } else if (err instanceof ValidateError) {
+      const names = Object.keys(err.fields);
+      if (names.length > 0 && names.every((n) => HEADER_FIELD.test(n))) {
+        status = 400;
+        code = 'INVALID_REQUEST';
+        message = `Missing or invalid header: ${names.join(', ')}.`;
+      } else {
+        status = 422;
+        code = 'VALIDATION_FAILED';
+        message = describeValidation(err.fields);
+      }
+    } else if (err && typeof err === 'object' && 'type' in err && typeof err.type === 'string' && err.type.startsWith('entity.')) {
+      // body-parser failures: malformed JSON, oversize, bad charset.
+      status = 400;
+      code = 'INVALID_REQUEST';
+      message =
+        err.type === 'entity.parse.failed'
+          ? 'The request body is not valid JSON.'
+          : err.type === 'entity.too.large'
+            ? 'The request body is too large.'
+            : 'The request body could not be read.';
+    } else {
+      status = 500;
+      code = 'INTERNAL';
+      message = 'Something went wrong on our side. Quote the request id when reporting it.';
+      logger.error({ err, requestId, method: req.method, path: req.path }, 'unhandled error');
+    }
+    if (res.headersSent) return;
+    for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+    res.status(status).json(errorEnvelope(requestId, code, message));
+  };
+}

@@ -1,0 +1,73 @@
+import type { EntityManager } from 'typeorm';
+import type { Clock } from '../clock.js';
+import { AppError } from '../errors/app-error.js';
+import { sha256Hex } from '../modules/keys/tokens.js';
+import { IdempotencyRecord } from './idempotency-record.entity.js';
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Validates an Idempotency-Key header; a missing or malformed key is a 400, per DESIGN.md. */
+export function requireIdempotencyKey(value: string | undefined, opts: { uuid?: boolean } = {}): string {
+  if (value === undefined || value === '') throw new AppError('INVALID_REQUEST', 'The Idempotency-Key header is required.');
+  if (opts.uuid) {
+    if (!UUID_RE.test(value)) throw new AppError('INVALID_REQUEST', 'The Idempotency-Key header must be a UUID.');
+  } else if (value.length > 128 || !/^[\x21-\x7e]+$/.test(value)) {
+    throw new AppError('INVALID_REQUEST', 'The Idempotency-Key header must be 1 to 128 printable ASCII characters.');
+  }
+  return value;
+}
+
+/** Stable hash of a JSON value: object keys sorted, so field order does not matter. */
+export function requestHash(body: unknown): string {
+  const canon = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(canon);
+    if (v && typeof v === 'object') {
+      return Object.fromEntries(
+        Object.keys(v as object)
+          .sort()
+          .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+          .map((k) => [k, canon((v as Record<string, unknown>)[k])]),
+      );
+    }
+    return v;
+  };
+  return sha256Hex(JSON.stringify(canon(body ?? {})));
+}
+
+export type Claim =
+  | { kind: 'new'; record: IdempotencyRecord }
+  | { kind: 'replay'; record: IdempotencyRecord };
+
+/**
+ * Claims (scope, key) inside the caller's transaction. The unique index serialises concurrent
+ * claims: a second claimant blocks on the first one's row until it commits (and then sees a
+ * replay) or rolls back (and then claims it itself). A changed body is IDEMPOTENCY_CONFLICT.
+ */
+export async function claimIdempotencyKey(
+  manager: EntityManager,
+  clock: Clock,
+  scope: string,
+  key: string,
+  hash: string,
+): Promise<Claim> {
+  const res: { affectedRows: number } = await manager.query(
+    `INSERT IGNORE INTO idempotency_records (scope, idem_key, request_hash, resource_id, created_at) VALUES (?, ?, ?, NULL, ?)`,
+    [scope, key, hash, clock.now()],
+  );
+  const record = await manager
+    .getRepository(IdempotencyRecord)
+    .createQueryBuilder('r')
+    .setLock('pessimistic_write')
+    .where('r.scope = :scope AND r.idem_key = :key', { scope, key })
+    .getOneOrFail();
+  if (res.affectedRows === 1) return { kind: 'new', record };
+  if (record.requestHash !== hash) {
+    throw new AppError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was already used with a different request body.');
+  }
+  return { kind: 'replay', record };
+}
+
+export async function setIdempotencyResource(manager: EntityManager, record: IdempotencyRecord, resourceId: string): Promise<void> {
+  await manager.update(IdempotencyRecord, { id: record.id }, { resourceId });
+  record.resourceId = resourceId;
+}

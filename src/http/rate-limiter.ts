@@ -1,0 +1,41 @@
+import type { DataSource } from 'typeorm';
+import type { Clock } from '../clock.js';
+import { AppError } from '../errors/app-error.js';
+
+/**
+ * Fixed-window counters kept in MySQL, so the limit holds across every api process.
+ * The increment and the read happen in one transaction holding the counter row lock,
+ * so each request sees its own exact position in the window.
+ */
+export class RateLimiter {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly clock: Clock,
+  ) {}
+
+  async hit(bucket: string, limit: number, windowSeconds: number, what: string): Promise<void> {
+    const nowMs = this.clock.now().getTime();
+    const windowMs = windowSeconds * 1000;
+    const start = new Date(Math.floor(nowMs / windowMs) * windowMs);
+    const count = await this.ds.transaction(async (m) => {
+      await m.query(
+        `INSERT INTO rate_limit_counters (bucket, window_start, count) VALUES (?, ?, 1)
+           ON DUPLICATE KEY UPDATE count = count + 1`,
+        [bucket, start],
+      );
+      const [row] = await m.query(`SELECT count FROM rate_limit_counters WHERE bucket = ? AND window_start = ?`, [bucket, start]);
+      return Number(row.count);
+    });
+    if (count > limit) {
+      const retryAfter = Math.max(1, Math.ceil((start.getTime() + windowMs - nowMs) / 1000));
+      throw new AppError('RATE_LIMITED', `Too many ${what}; try again in ${retryAfter} s.`, { 'Retry-After': String(retryAfter) });
+    }
+  }
+
+  /** Drops windows that ended long ago; called by housekeeping. */
+  async prune(olderThanSeconds = 3600): Promise<void> {
+    await this.ds.query(`DELETE FROM rate_limit_counters WHERE window_start < ?`, [
+      new Date(this.clock.now().getTime() - olderThanSeconds * 1000),
+    ]);
+  }
+}

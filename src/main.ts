@@ -1,0 +1,123 @@
+import type { Server } from 'node:http';
+import { systemClock } from './clock.js';
+import { ConfigError, loadConfig, type Config, type Role } from './config.js';
+import { createApp } from './app.js';
+import { createServices, type Services } from './container.js';
+import { createDatabaseIfMissing, createDataSource, describeTarget, migrate, parseDatabaseUrl } from './db/data-source.js';
+import { createLogger, type Logger } from './logger.js';
+import { createProviderRegistry } from './providers/provider-registry.js';
+import { startWorker, type Worker } from './worker.js';
+
+const ROLES: Role[] = ['api', 'worker', 'bot'];
+const START_MARIADB = 'start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd';
+
+function parseRoles(argv: string[]): Role[] {
+  const i = argv.indexOf('--role');
+  const eq = argv.find((a) => a.startsWith('--role='));
+  const raw = eq ? eq.slice('--role='.length) : i >= 0 ? argv[i + 1] : undefined;
+  if (raw === undefined) return ROLES;
+  const roles = raw.split(',').map((r) => r.trim()) as Role[];
+  for (const r of roles) if (!ROLES.includes(r)) throw new ConfigError(`--role must be one of ${ROLES.join(', ')} (comma-separated), got "${raw}"`);
+  return roles;
+}
+
+function isConnectionError(err: unknown): boolean {
+  const code = (err as { code?: string })?.code;
+  return ['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ER_ACCESS_DENIED_ERROR', 'PROTOCOL_CONNECTION_LOST'].includes(code ?? '');
+}
+
+async function run(config: Config, roles: Role[], logger: Logger): Promise<() => Promise<void>> {
+  const target = parseDatabaseUrl(config.databaseUrl);
+  try {
+    await createDatabaseIfMissing(config.databaseUrl);
+  } catch (err) {
+    if (isConnectionError(err)) {
+      process.stderr.write(
+        `Cannot reach MySQL at ${describeTarget(target)} (${(err as { code?: string }).code}). ` +
+          `Set DATABASE_URL, or start MariaDB on this machine with: ${START_MARIADB}\n`,
+      );
+      process.exit(1);
+    }
+    throw err;
+  }
+  const ds = createDataSource(config.databaseUrl);
+  await ds.initialize();
+  await migrate(ds);
+  if (config.secretsKeyGenerated) logger.warn('SECRETS_KEY is not set: using a per-process key; sealed secrets will not survive a restart');
+
+  const providers = await createProviderRegistry(config.providers, {
+    logger: logger.child({ component: 'provider' }),
+    clock: systemClock,
+    dataSource: ds,
+    production: config.nodeEnv === 'production',
+    labelPrefix: 'gpr-',
+  });
+  const services: Services = createServices({ config, ds, clock: systemClock, logger, providers });
+
+  let server: Server | undefined;
+  let worker: Worker | undefined;
+  if (roles.includes('worker')) worker = await startWorker(services);
+  if (roles.includes('api')) {
+    let migrated = false;
+    const app = createApp(services, {
+      health: async () => {
+        await ds.query('SELECT 1');
+        if (!migrated) migrated = !(await ds.showMigrations());
+        return migrated;
+      },
+    });
+    server = await new Promise<Server>((resolve) => {
+      const s = app.listen(config.port, () => resolve(s));
+    });
+    logger.info({ port: config.port, url: config.publicBaseUrl, roles }, `GPU rental service listening on ${config.publicBaseUrl} (docs at /docs)`);
+  }
+  if (roles.includes('bot') && !config.telegramBotToken) {
+    logger.info('bot role: TELEGRAM_BOT_TOKEN is not set, so the Telegram bot is off');
+  }
+
+  return async () => {
+    if (server) await new Promise<void>((r) => server!.close(() => r()));
+    if (worker) await worker.stop();
+    await providers.close();
+    await ds.destroy();
+  };
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  let roles: Role[];
+  try {
+    config = loadConfig();
+    roles = parseRoles(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.logLevel);
+  const stop = await run(config, roles, logger);
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 30_000);
+    force.unref();
+    stop().then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((err) => {
+  process.stderr.write(`Failed to start: ${(err as Error).message}\n`);
+  process.exit(1);
+});

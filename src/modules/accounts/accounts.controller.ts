@@ -1,0 +1,40 @@
+import { Body, Get, Header, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import type { Request as ExRequest } from 'express';
+import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
+import { BaseController } from '../../http/controller-base.js';
+import type { AccountDto, SignupRequest, SignupResponse } from './accounts.dto.js';
+
+@Route('api/v1')
+@Tags('Account')
+export class AccountsController extends BaseController {
+  /**
+   * Headless signup: creates a new zero-balance account and an AGENT key with scopes
+   * read, rent, manage and billing. The raw token is returned once; only its hash is kept.
+   * Repeating an Idempotency-Key that completed returns 409 SIGNUP_ALREADY_COMPLETED without
+   * the token; the same key with a changed body returns 409 IDEMPOTENCY_CONFLICT.
+   * @param idempotencyKey A UUID, fresh per signup intent.
+   */
+  @Post('signup')
+  @SuccessResponse(201, 'Created')
+  @Response<ErrorEnvelope>(400, 'Missing or malformed Idempotency-Key, or malformed JSON (INVALID_REQUEST)')
+  @Response<ErrorEnvelope>(409, 'SIGNUP_ALREADY_COMPLETED or IDEMPOTENCY_CONFLICT')
+  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
+  @Response<ErrorEnvelope>(429, 'RATE_LIMITED (see Retry-After)')
+  @Response<ErrorEnvelope>(503, 'AGENTS_DISABLED')
+  async signup(
+    @Request() req: ExRequest,
+    @Header('Idempotency-Key') idempotencyKey: string,
+    @Body() body?: SignupRequest,
+  ): Promise<Envelope<SignupResponse>> {
+    return this.ok(req, await this.services.accounts.signup(idempotencyKey, body), 201);
+  }
+
+  /** The calling key's account: user, key and its limits, balance, and billing model. */
+  @Get('me')
+  @Security('bearer', ['read'])
+  @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN')
+  async me(@Request() req: ExRequest): Promise<Envelope<AccountDto>> {
+    return this.ok(req, await this.services.accounts.describe(this.principal(req)));
+  }
+}

@@ -1,0 +1,85 @@
+import type { BillingModel } from '../../config.js';
+import type { KeyKind, Scope } from '../keys/api-key.entity.js';
+
+export interface SignupRequest {
+  /**
+   * Per-rental spending cap in cents.
+   * @isInt
+   * @minimum 500
+   * @default 500
+   */
+  maxPerRentalMinor?: number;
+  /**
+   * Total net-spending cap in cents over the key's lifetime.
+   * @isInt
+   * @minimum 500
+   * @default 50000
+   */
+  budgetLimitMinor?: number;
+  /**
+   * Maximum concurrent deployments.
+   * @isInt
+   * @minimum 1
+   * @default 1
+   */
+  maxConcurrentDeployments?: number;
+}
+
+export interface UserDto {
+  /** The account id. */
+  id: string;
+  email: string | null;
+  /** @format date-time */
+  createdAt: string;
+  /** True when an owner is linked through the Telegram bot. */
+  telegramLinked: boolean;
+}
+
+export interface KeyDto {
+  id: string;
+  kind: KeyKind;
+  name: string;
+  /** Public part of the token, shown in listings. */
+  prefix: string;
+  scopes: Scope[];
+  maxPerRentalMinor: number;
+  budgetLimitMinor: number;
+  maxConcurrentDeployments: number;
+  /** Rental debits and usage minus reversals, in cents, over the key's life. */
+  netSpentMinor: number;
+  /** budgetLimitMinor minus netSpentMinor, never below zero. */
+  remainingBudgetMinor: number;
+  activeDeployments: number;
+  /** @format date-time */
+  createdAt: string;
+  /** @format date-time */
+  revokedAt: string | null;
+}
+
+export interface BalanceDto {
+  /** Account credits in cents. */
+  creditsMinor: number;
+  /** The calling key's remaining budget: lifetime budget minus net rental debits. */
+  keyRemainingBudgetMinor: number;
+  currency: string;
+  frozen: boolean;
+}
+
+export interface BillingDto {
+  model: BillingModel;
+  /** False only for an eligible ACCOUNT_BALANCE account: rentals may then omit budgetMinor. */
+  budgetRequired: boolean;
+}
+
+export interface AccountDto {
+  user: UserDto;
+  key: KeyDto;
+  balance: BalanceDto;
+  billing: BillingDto;
+}
+
+export interface SignupResponse {
+  account: AccountDto;
+  /** The raw API key. Shown once; the server keeps only a hash. */
+  token: string;
+}

@@ -1,0 +1,133 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { Clock } from '../../clock.js';
+import type { BillingModel } from '../../config.js';
+import { AppError } from '../../errors/app-error.js';
+import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotencyResource } from '../../http/idempotency.js';
+import { IdempotencyRecord } from '../../http/idempotency-record.entity.js';
+import type { Principal } from '../../http/principal.js';
+import type { RateLimiter } from '../../http/rate-limiter.js';
+import type { ApiKey } from '../keys/api-key.entity.js';
+import type { KeysService, KeyUsage } from '../keys/keys.service.js';
+import { Account } from './account.entity.js';
+import type { AccountDto, KeyDto, SignupRequest, SignupResponse } from './accounts.dto.js';
+import { accountBalanceEligible } from './billing-eligibility.js';
+
+export const SIGNUP_DEFAULTS = { maxPerRentalMinor: 500, budgetLimitMinor: 50000, maxConcurrentDeployments: 1 };
+
+export interface AccountsOptions {
+  agentV1Enabled: boolean;
+  signupRatePerMinute: number;
+  defaultBillingModel: BillingModel;
+}
+
+export function toKeyDto(key: ApiKey, usage: KeyUsage): KeyDto {
+  return {
+    id: key.id,
+    kind: key.kind,
+    name: key.name,
+    prefix: key.prefix,
+    scopes: key.scopes,
+    maxPerRentalMinor: key.maxPerRentalMinor,
+    budgetLimitMinor: key.budgetLimitMinor,
+    maxConcurrentDeployments: key.maxConcurrentDeployments,
+    netSpentMinor: usage.netSpentMinor,
+    remainingBudgetMinor: usage.remainingBudgetMinor,
+    activeDeployments: usage.activeDeployments,
+    createdAt: key.createdAt.toISOString(),
+    revokedAt: key.revokedAt ? key.revokedAt.toISOString() : null,
+  };
+}
+
+export class AccountsService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly clock: Clock,
+    private readonly keys: KeysService,
+    private readonly rateLimiter: RateLimiter,
+    private readonly options: AccountsOptions,
+  ) {}
+
+  assertAgentsEnabled(): void {
+    if (!this.options.agentV1Enabled) throw new AppError('AGENTS_DISABLED', 'Agent creation is switched off on this service.');
+  }
+
+  async createAccount(manager: EntityManager, fields: Partial<Pick<Account, 'email' | 'telegramUserId' | 'telegramChatId'>> = {}): Promise<Account> {
+    const account = manager.create(Account, {
+      id: randomUUID(),
+      billingModel: this.options.defaultBillingModel,
+      balanceMinor: 0,
+      frozen: false,
+      email: fields.email ?? null,
+      telegramUserId: fields.telegramUserId ?? null,
+      telegramChatId: fields.telegramChatId ?? null,
+      createdAt: this.clock.now(),
+    });
+    await manager.insert(Account, account);
+    return account;
+  }
+
+  /** Headless signup: always a new zero-balance account and one AGENT key with every scope. */
+  async signup(idempotencyKeyHeader: string | undefined, body: SignupRequest | undefined): Promise<SignupResponse> {
+    this.assertAgentsEnabled();
+    const idemKey = requireIdempotencyKey(idempotencyKeyHeader, { uuid: true });
+    const limits = { ...SIGNUP_DEFAULTS, ...stripUndefined(body ?? {}) };
+    const hash = requestHash(limits);
+    // A retry of a finished signup is answered without spending the global rate budget.
+    const prior = await this.ds.getRepository(IdempotencyRecord).findOneBy({ scope: 'signup', idemKey });
+    if (prior) throw replayError(prior.requestHash === hash);
+    await this.rateLimiter.hit('signup', this.options.signupRatePerMinute, 60, 'signups');
+
+    const { token } = await this.ds.transaction(async (m) => {
+      const claim = await claimIdempotencyKey(m, this.clock, 'signup', idemKey, hash);
+      if (claim.kind === 'replay') throw replayError(true);
+      const account = await this.createAccount(m);
+      const { token } = await this.keys.create(m, {
+        accountId: account.id,
+        kind: 'AGENT',
+        name: 'signup',
+        scopes: ['read', 'rent', 'manage', 'billing'],
+        origin: 'signup',
+        ...limits,
+      });
+      await setIdempotencyResource(m, claim.record, account.id);
+      return { token };
+    });
+    const principal = await this.keys.authenticate(`Bearer ${token}`);
+    return { account: await this.describe(principal), token };
+  }
+
+  async describe(principal: Principal): Promise<AccountDto> {
+    const account = await this.ds.getRepository(Account).findOneByOrFail({ id: principal.accountId });
+    const usage = (await this.keys.usage([principal.key])).get(principal.keyId)!;
+    return {
+      user: {
+        id: account.id,
+        email: account.email,
+        createdAt: account.createdAt.toISOString(),
+        telegramLinked: account.telegramUserId !== null,
+      },
+      key: toKeyDto(principal.key, usage),
+      balance: {
+        creditsMinor: account.balanceMinor,
+        keyRemainingBudgetMinor: usage.remainingBudgetMinor,
+        currency: 'USD',
+        frozen: account.frozen,
+      },
+      billing: {
+        model: account.billingModel,
+        budgetRequired: !accountBalanceEligible(account),
+      },
+    };
+  }
+}
+
+function replayError(sameBody: boolean): AppError {
+  return sameBody
+    ? new AppError('SIGNUP_ALREADY_COMPLETED', 'This Idempotency-Key already completed a signup; the token is not shown again.')
+    : new AppError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was already used with a different request body.');
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -1,0 +1,32 @@
+import { Get, Path, Query, Request, Response, Route, Tags } from '@tsoa/runtime';
+import type { Request as ExRequest } from 'express';
+import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
+import { BaseController } from '../../http/controller-base.js';
+import type { GpuModelDetailDto, GpuSummaryDto, OfferDto } from './inventory.dto.js';
+
+@Route('api/v1')
+@Tags('Inventory')
+export class InventoryController extends BaseController {
+  /**
+   * Every available offer, cheapest first. The canonical source of inventory and prices;
+   * no credential needed, readable cross-origin, and ETag'd (send If-None-Match for a 304).
+   * @param gpu Only offers of this GPU model (a slug from /gpus or any spelling, e.g. "NVIDIA H100").
+   */
+  @Get('offers')
+  async offers(@Request() req: ExRequest, @Query() gpu?: string): Promise<Envelope<OfferDto[]>> {
+    return this.cached(req, await this.services.inventory.listOffers(gpu));
+  }
+
+  /** Per-model view of the same offers. */
+  @Get('gpus')
+  async gpus(@Request() req: ExRequest): Promise<Envelope<GpuSummaryDto>> {
+    return this.cached(req, await this.services.inventory.gpuSummary());
+  }
+
+  /** One GPU model and its offers. */
+  @Get('gpus/{slug}')
+  @Response<ErrorEnvelope>(404, 'NOT_FOUND')
+  async gpu(@Request() req: ExRequest, @Path() slug: string): Promise<Envelope<GpuModelDetailDto>> {
+    return this.cached(req, await this.services.inventory.gpuModel(slug));
+  }
+}

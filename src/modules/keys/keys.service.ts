@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { Clock } from '../../clock.js';
+import { AppError } from '../../errors/app-error.js';
+import type { Principal } from '../../http/principal.js';
+import { ApiKey, type KeyKind, type Scope } from './api-key.entity.js';
+import { hashesEqual, mintApiKey, parseApiKey } from './tokens.js';
+
+export interface KeyLimits {
+  maxPerRentalMinor: number;
+  budgetLimitMinor: number;
+  maxConcurrentDeployments: number;
+}
+
+export interface NewKey extends KeyLimits {
+  accountId: string;
+  kind: KeyKind;
+  name: string;
+  scopes: Scope[];
+  origin: string;
+  isAdmin?: boolean;
+}
+
+export interface KeyUsage {
+  /** Rental debits and usage minus reversals, in cents, over the key's life. */
+  netSpentMinor: number;
+  remainingBudgetMinor: number;
+  activeDeployments: number;
+}
+
+/** The uniform 401: same code and message whatever the cause, so callers learn nothing. */
+export function unauthenticated(): AppError {
+  return new AppError('UNAUTHENTICATED', 'Missing, invalid or revoked API key.');
+}
+
+const LAST_USED_GRANULARITY_MS = 60_000;
+
+export class KeysService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Creates a key and returns the raw token, which exists only in this return value. */
+  async create(manager: EntityManager, input: NewKey): Promise<{ key: ApiKey; token: string }> {
+    const minted = mintApiKey();
+    const key = manager.create(ApiKey, {
+      id: randomUUID(),
+      accountId: input.accountId,
+      kind: input.kind,
+      name: input.name,
+      prefix: minted.prefix,
+      secretHash: minted.secretHash,
+      scopes: input.scopes,
+      maxPerRentalMinor: input.maxPerRentalMinor,
+      budgetLimitMinor: input.budgetLimitMinor,
+      maxConcurrentDeployments: input.maxConcurrentDeployments,
+      isAdmin: input.isAdmin ?? false,
+      origin: input.origin,
+      createdAt: this.clock.now(),
+      revokedAt: null,
+      lastUsedAt: null,
+    });
+    await manager.insert(ApiKey, key);
+    return { key, token: minted.token };
+  }
+
+  async authenticate(header: string | undefined): Promise<Principal> {
+    const m = header ? /^Bearer ([^\s]+)$/.exec(header.trim()) : null;
+    const parsed = m ? parseApiKey(m[1]) : null;
+    if (!parsed) throw unauthenticated();
+    const key = await this.ds.getRepository(ApiKey).findOneBy({ prefix: parsed.prefix });
+    if (!key || !hashesEqual(key.secretHash, parsed.secretHash) || key.revokedAt) throw unauthenticated();
+    const now = this.clock.now();
+    if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() > LAST_USED_GRANULARITY_MS) {
+      // Best effort and coarse, so authentication does not become a write on every request.
+      await this.ds.getRepository(ApiKey).update({ id: key.id }, { lastUsedAt: now });
+    }
+    return { keyId: key.id, accountId: key.accountId, kind: key.kind, scopes: key.scopes, key };
+  }
+
+  async usage(keys: ApiKey[], manager: EntityManager = this.ds.manager): Promise<Map<string, KeyUsage>> {
+    const out = new Map<string, KeyUsage>();
+    if (keys.length === 0) return out;
+    const ids = keys.map((k) => k.id);
+    const spent: { key_id: string; net: string | number }[] = await manager.query(
+      `SELECT key_id, -SUM(amount_minor) AS net FROM ledger_entries
+        WHERE key_id IN (?) AND kind IN ('RENTAL_DEBIT', 'USAGE', 'REVERSAL') GROUP BY key_id`,
+      [ids],
+    );
+    const active: { key_id: string; n: string | number }[] = await manager.query(
+      `SELECT key_id, COUNT(*) AS n FROM deployments
+        WHERE key_id IN (?) AND status NOT IN ('TERMINATED', 'FAILED') GROUP BY key_id`,
+      [ids],
+    );
+    const spentBy = new Map(spent.map((r) => [r.key_id, Number(r.net)]));
+    const activeBy = new Map(active.map((r) => [r.key_id, Number(r.n)]));
+    for (const k of keys) {
+      const net = spentBy.get(k.id) ?? 0;
+      out.set(k.id, {
+        netSpentMinor: net,
+        remainingBudgetMinor: Math.max(0, k.budgetLimitMinor - net),
+        activeDeployments: activeBy.get(k.id) ?? 0,
+      });
+    }
+    return out;
+  }
+
+  async revoke(accountId: string, keyId: string): Promise<void> {
+    const res = await this.ds
+      .getRepository(ApiKey)
+      .createQueryBuilder()
+      .update()
+      .set({ revokedAt: this.clock.now() })
+      .where('id = :keyId AND account_id = :accountId AND revoked_at IS NULL', { keyId, accountId })
+      .execute();
+    if (!res.affected) {
+      const exists = await this.ds.getRepository(ApiKey).existsBy({ id: keyId, accountId });
+      if (!exists) throw new AppError('NOT_FOUND', 'No such key on this account.');
+    }
+  }
+}

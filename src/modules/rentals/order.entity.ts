@@ -1,0 +1,87 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { minorUnits } from '../../db/columns.js';
+
+export type DeploymentBillingModel = 'LEGACY_PREPAID' | 'ACCOUNT_BALANCE' | 'MAX_SPEND_METERED';
+export type RentalStatus =
+  | 'AWAITING_PAYMENT'
+  | 'PENDING'
+  | 'PROVISIONING'
+  | 'ACTIVE'
+  | 'TERMINATING'
+  | 'TERMINATED'
+  | 'FAILED';
+export const TERMINAL_STATUSES: RentalStatus[] = ['TERMINATED', 'FAILED'];
+export type ReversalStatus = 'PENDING' | 'SUCCEEDED';
+
+/** A rental as the customer bought it. The rental id is this order's id. */
+@Entity({ name: 'orders' })
+export class Order {
+  @PrimaryColumn({ type: 'char', length: 36 })
+  id: string;
+
+  @Column({ name: 'account_id', type: 'char', length: 36 })
+  accountId: string;
+
+  @Column({ name: 'key_id', type: 'char', length: 36 })
+  keyId: string;
+
+  /** CREDITS for API rentals, CARD for the human checkout path. */
+  @Column({ type: 'varchar', length: 8 })
+  funding: 'CREDITS' | 'CARD';
+
+  @Column({ name: 'billing_model', type: 'varchar', length: 32 })
+  billingModel: DeploymentBillingModel;
+
+  @Column({ type: 'varchar', length: 32 })
+  status: RentalStatus;
+
+  /** OFFER (explicit offer id) or INTENT (GPU model, count and price ceiling). */
+  @Column({ name: 'request_kind', type: 'varchar', length: 8 })
+  requestKind: 'OFFER' | 'INTENT';
+
+  @Column({ name: 'offer_id', type: 'char', length: 36, nullable: true })
+  offerId: string | null;
+
+  @Column({ name: 'gpu_model', type: 'varchar', length: 100, nullable: true })
+  gpuModel: string | null;
+
+  @Column({ name: 'gpu_slug', type: 'varchar', length: 100, nullable: true })
+  gpuSlug: string | null;
+
+  @Column({ name: 'gpu_count', type: 'int', nullable: true })
+  gpuCount: number | null;
+
+  @Column({ name: 'max_hourly_price_minor', type: 'bigint', nullable: true, transformer: minorUnits })
+  maxHourlyPriceMinor: number | null;
+
+  @Column({ name: 'budget_minor', type: 'bigint', nullable: true, transformer: minorUnits })
+  budgetMinor: number | null;
+
+  @Column({ name: 'hourly_price_minor', type: 'bigint', transformer: minorUnits })
+  hourlyPriceMinor: number;
+
+  @Column({ name: 'duration_seconds', type: 'int', nullable: true })
+  durationSeconds: number | null;
+
+  @Column({ name: 'total_minor', type: 'bigint', transformer: minorUnits })
+  totalMinor: number;
+
+  @Column({ type: 'char', length: 3 })
+  currency: string;
+
+  /** Customer-safe failure code and reason, set with status FAILED. */
+  @Column({ name: 'failure_code', type: 'varchar', length: 64, nullable: true })
+  failureCode: string | null;
+
+  @Column({ name: 'failure_reason', type: 'varchar', length: 255, nullable: true })
+  failureReason: string | null;
+
+  @Column({ name: 'reversal_status', type: 'varchar', length: 16, nullable: true })
+  reversalStatus: ReversalStatus | null;
+
+  @Column({ name: 'created_at', type: 'datetime', precision: 3 })
+  createdAt: Date;
+
+  @Column({ name: 'updated_at', type: 'datetime', precision: 3 })
+  updatedAt: Date;
+}

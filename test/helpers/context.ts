@@ -1,0 +1,78 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Express } from 'express';
+import supertest from 'supertest';
+import { createApp, type AppOptions } from '../../src/app.js';
+import { ManualClock } from '../../src/clock.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createServices, type Services } from '../../src/container.js';
+import { createLogger } from '../../src/logger.js';
+import { createProviderRegistry } from '../../src/providers/provider-registry.js';
+import { defaultInventory } from '../../plugins/local/default-inventory.js';
+import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
+import { testDatabaseUrl, testDataSource } from './db.js';
+
+export interface TestContext {
+  config: Config;
+  services: Services;
+  app: Express;
+  api: supertest.Agent;
+  clock: ManualClock;
+  inventoryPath: string;
+  /** Rewrites the local provider's inventory file and refreshes the cache. */
+  setInventory(offers: LocalInventoryOffer[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ContextOptions {
+  env?: Record<string, string>;
+  offers?: LocalInventoryOffer[];
+  app?: AppOptions;
+}
+
+/** The same wiring as main.ts, on the run's test database, with a movable clock. */
+export async function createTestContext(opts: ContextOptions = {}): Promise<TestContext> {
+  const ds = await testDataSource();
+  const dir = mkdtempSync(join(tmpdir(), 'gpu-rental-test-'));
+  const inventoryPath = join(dir, 'inventory.json');
+  writeFileSync(inventoryPath, JSON.stringify({ offers: opts.offers ?? defaultInventory.offers }));
+  const config = loadConfig({
+    DATABASE_URL: testDatabaseUrl,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    PUBLIC_BASE_URL: 'http://gpu.test',
+    LOCAL_PROVIDER_INVENTORY: inventoryPath,
+    SIGNUP_RATE_PER_MINUTE: '1000000',
+    ...opts.env,
+  });
+  const logger = createLogger(config.logLevel);
+  const clock = new ManualClock();
+  const providers = await createProviderRegistry(config.providers, {
+    logger,
+    clock,
+    dataSource: ds,
+    production: false,
+    labelPrefix: 'gpr-',
+  });
+  const services = createServices({ config, ds, clock, logger, providers });
+  const app = createApp(services, opts.app);
+  const ctx: TestContext = {
+    config,
+    services,
+    app,
+    api: supertest.agent(app),
+    clock,
+    inventoryPath,
+    async setInventory(offers) {
+      writeFileSync(inventoryPath, JSON.stringify({ offers }));
+      await services.inventory.refresh();
+      services.inventory.invalidate();
+    },
+    async close() {
+      await providers.close();
+    },
+  };
+  await services.inventory.refresh();
+  services.inventory.invalidate();
+  return ctx;
+}
