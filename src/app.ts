@@ -2,7 +2,7 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import { pinoHttp } from 'pino-http';
 import swaggerUiDist from 'swagger-ui-dist';
 import type { Services } from './container.js';
-import { envelope } from './errors/envelope.js';
+import { envelope, errorEnvelope } from './errors/envelope.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { requestId } from './http/request-id.js';
 import { openApiDocument } from './http/openapi.js';
@@ -61,7 +61,8 @@ export function createApp(services: Services, options: AppOptions = {}): Express
     } catch {
       ok = false;
     }
-    res.status(ok ? 200 : 503).json(envelope(req, { status: ok ? 'ok' : 'unavailable' }));
+    if (ok) res.json(envelope(req, { status: 'ok' }));
+    else res.status(503).json(errorEnvelope(req.requestId, 'UNAVAILABLE', 'The database is not reachable or not migrated yet.'));
   });
 
   const spec = openApiDocument(services.config.publicBaseUrl);

@@ -10,10 +10,26 @@ export function describeValidation(fields: Record<string, { message: string; val
     const name = path.replace(/^(requestBody|body)\.?/, '').replace(/^\$\.?/, '');
     const excess = /"([^"]+)" is an excess property/.exec(message);
     if (excess) return `${excess[1]}: unknown property`;
-    const clean = message.replace(/^invalid /i, 'must be a valid ').replace(/'/g, '');
+    const clean = humanize(message);
     return name ? `${name}: ${clean}` : clean === 'must be a valid object' ? 'body: must be a JSON object' : `body: ${clean}`;
   });
   return `Invalid request: ${parts.join('; ')}.`;
+}
+
+const RULES: [RegExp, string][] = [
+  [/^min (\S+)$/, 'must be at least $1'],
+  [/^max (\S+)$/, 'must be at most $1'],
+  [/^minLength (\S+)$/, 'must have at least $1 characters'],
+  [/^maxLength (\S+)$/, 'must have at most $1 characters'],
+  [/^minItems (\S+)$/, 'must have at least $1 items'],
+  [/^invalid integer number$/i, 'must be a whole number'],
+  [/^invalid float number$/i, 'must be a number'],
+  [/^invalid (\w+)$/i, 'must be a valid $1'],
+];
+
+function humanize(message: string): string {
+  for (const [re, out] of RULES) if (re.test(message)) return message.replace(re, out).replace(/'/g, '');
+  return message.replace(/'/g, '');
 }
 
 const HEADER_FIELD = /^(idempotency-key|authorization|x-[\w-]+)$/i;

@@ -54,12 +54,9 @@ export async function claimIdempotencyKey(
     `INSERT IGNORE INTO idempotency_records (scope, idem_key, request_hash, resource_id, created_at) VALUES (?, ?, ?, NULL, ?)`,
     [scope, key, hash, clock.now()],
   );
-  const record = await manager
-    .getRepository(IdempotencyRecord)
-    .createQueryBuilder('r')
-    .setLock('pessimistic_write')
-    .where('r.scope = :scope AND r.idem_key = :key', { scope, key })
-    .getOneOrFail();
+  // No locking read here: when the insert was ignored, it had already waited for the winner to
+  // commit; upgrading the shared lock it left would deadlock the waiting claimants.
+  const record = await manager.getRepository(IdempotencyRecord).findOneByOrFail({ scope, idemKey: key });
   if (res.affectedRows === 1) return { kind: 'new', record };
   if (record.requestHash !== hash) {
     throw new AppError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was already used with a different request body.');

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import type { BillingModel } from '../../config.js';
+import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotencyResource } from '../../http/idempotency.js';
 import { IdempotencyRecord } from '../../http/idempotency-record.entity.js';
@@ -78,7 +79,7 @@ export class AccountsService {
     if (prior) throw replayError(prior.requestHash === hash);
     await this.rateLimiter.hit('signup', this.options.signupRatePerMinute, 60, 'signups');
 
-    const { token } = await this.ds.transaction(async (m) => {
+    const { token } = await inTransaction(this.ds, async (m) => {
       const claim = await claimIdempotencyKey(m, this.clock, 'signup', idemKey, hash);
       if (claim.kind === 'replay') throw replayError(true);
       const account = await this.createAccount(m);

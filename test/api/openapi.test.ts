@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict';
+import { createTestContext, type TestContext } from '../helpers/context.js';
+
+describe('OpenAPI document and reference page', () => {
+  let ctx: TestContext;
+  before(async () => {
+    ctx = await createTestContext();
+  });
+  after(() => ctx.close());
+
+  it('publishes version v1 with the bearer scheme, every route and its error responses', async () => {
+    const res = await ctx.api.get('/api/openapi.json');
+    assert.equal(res.status, 200);
+    const doc = res.body;
+    assert.match(doc.openapi, /^3\./);
+    assert.equal(doc.info.version, 'v1');
+    assert.deepEqual(doc.servers, [{ url: 'http://gpu.test' }]);
+    assert.equal(doc.components.securitySchemes.bearer.scheme, 'bearer');
+    for (const [path, method] of [
+      ['/api/v1/offers', 'get'],
+      ['/api/v1/gpus', 'get'],
+      ['/api/v1/gpus/{slug}', 'get'],
+      ['/api/v1/signup', 'post'],
+      ['/api/v1/me', 'get'],
+      ['/api/v1/billing/balance', 'get'],
+    ]) {
+      assert.ok(doc.paths[path]?.[method], `${method.toUpperCase()} ${path}`);
+    }
+    const signup = doc.paths['/api/v1/signup'].post;
+    for (const s of ['201', '400', '409', '422', '429', '503']) assert.ok(signup.responses[s], `signup ${s}`);
+    assert.ok(signup.parameters.some((p: { in: string; name: string; required: boolean }) => p.in === 'header' && p.name === 'Idempotency-Key' && p.required));
+    assert.deepEqual(doc.paths['/api/v1/me'].get.security, [{ bearer: ['read'] }]);
+    assert.ok(doc.paths['/api/v1/me'].get.responses['401'].content['application/json'].schema.$ref.endsWith('ErrorEnvelope'));
+    const props = doc.components.schemas.SignupRequest.properties;
+    assert.equal(props.maxPerRentalMinor.minimum, 500);
+    assert.equal(props.budgetLimitMinor.default, 50000);
+    assert.equal(doc.components.schemas.SignupRequest.additionalProperties, false);
+  });
+
+  it('serves a human-readable reference at /docs rendered from the document', async () => {
+    const page = await ctx.api.get('/docs');
+    assert.equal(page.status, 200);
+    assert.match(page.headers['content-type'], /html/);
+    assert.match(page.text, /\/api\/openapi\.json/);
+    const bundle = await ctx.api.get('/docs/assets/swagger-ui-bundle.js');
+    assert.equal(bundle.status, 200);
+  });
+});
