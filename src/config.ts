@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 
 export type BillingModel = 'LEGACY_PREPAID' | 'ACCOUNT_BALANCE';
 export type Role = 'api' | 'worker' | 'bot';
@@ -108,12 +108,12 @@ function providers(env: Env): ProviderConfig[] {
 function secretsKey(env: Env): { key: Buffer; id: string; generated: boolean } {
   const raw = opt(env, 'SECRETS_KEY');
   if (!raw) {
-    // Outside production a per-process key keeps `npm start` one command; secrets sealed with
-    // it do not survive a restart, which is acceptable only for development.
     if (str(env, 'NODE_ENV', 'development') === 'production') {
       throw new ConfigError('SECRETS_KEY is required in production (32 bytes, base64)');
     }
-    return { key: randomBytes(32), id: 'dev', generated: true };
+    // A fixed, public development key: every process of a dev setup (api and worker apart) can
+    // open what another sealed, across restarts. It protects nothing, hence production refuses it.
+    return { key: createHash('sha256').update('gpu-rental development secrets key').digest(), id: 'dev', generated: true };
   }
   const key = Buffer.from(raw, 'base64');
   if (key.length !== 32) throw new ConfigError('SECRETS_KEY must be 32 bytes encoded as base64');
@@ -150,7 +150,8 @@ export function loadConfig(env: Env = process.env): Config {
     adminJobsUser: opt(env, 'ADMIN_JOBS_USER'),
     adminJobsPassword: opt(env, 'ADMIN_JOBS_PASSWORD'),
     stripeSecretKey: opt(env, 'STRIPE_SECRET_KEY'),
-    stripeWebhookSecret: webhookSecret ?? `whsec_dev_${randomBytes(24).toString('hex')}`,
+    // Fixed in development so every api process verifies what the local payment page signed.
+    stripeWebhookSecret: webhookSecret ?? `whsec_dev_${createHash('sha256').update('gpu-rental development webhook secret').digest('hex').slice(0, 32)}`,
     stripeWebhookSecretGenerated: webhookSecret === undefined,
     stripeApiUrl: opt(env, 'STRIPE_API_URL') && url(env, 'STRIPE_API_URL', '', ['http:', 'https:']),
     telegramBotToken: opt(env, 'TELEGRAM_BOT_TOKEN'),

@@ -43,7 +43,7 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
   const ds = createDataSource(config.databaseUrl);
   await ds.initialize();
   await migrate(ds);
-  if (config.secretsKeyGenerated) logger.warn('SECRETS_KEY is not set: using a per-process key; sealed secrets will not survive a restart');
+  if (config.secretsKeyGenerated) logger.warn('SECRETS_KEY is not set: using the fixed development key, which protects nothing (production refuses it)');
 
   const providers = await createProviderRegistry(config.providers, {
     logger: logger.child({ component: 'provider' }),

@@ -56,7 +56,7 @@ describe('service process', function () {
       assert.equal((health as { data: { status: string } }).data.status, 'ok');
       assert.equal(await databaseExists(name), true);
       const offers = await waitFor(async () => {
-        const r = await (await fetch(`http://127.0.0.1:${port}/api/v1/offers`)).json();
+        const r = (await (await fetch(`http://127.0.0.1:${port}/api/v1/offers`)).json()) as { data: unknown[] };
         return r.data.length >= 12 && r.data;
       }, 15_000, 'offers');
       assert.ok(offers.length >= 12);
@@ -75,11 +75,11 @@ describe('service process', function () {
     let worker: ReturnType<typeof spawnService> | undefined;
     try {
       await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, 30_000, 'api healthz');
-      const before = await (await fetch(`http://127.0.0.1:${port}/api/v1/offers`)).json();
+      const before = (await (await fetch(`http://127.0.0.1:${port}/api/v1/offers`)).json()) as { data: unknown[] };
       assert.deepEqual(before.data, [], 'the api role does not refresh inventory itself');
       worker = spawnService(['--role=worker'], { DATABASE_URL: url, PORT: String(port) });
       const after = await waitFor(async () => {
-        const r = await (await fetch(`http://127.0.0.1:${port}/api/v1/offers`)).json();
+        const r = (await (await fetch(`http://127.0.0.1:${port}/api/v1/offers`)).json()) as { data: unknown[] };
         return r.data.length > 0 && r.data;
       }, 30_000, 'offers from the worker');
       assert.ok(after.length >= 12);
