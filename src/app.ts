@@ -7,6 +7,7 @@ import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { requestId } from './http/request-id.js';
 import { openApiDocument } from './http/openapi.js';
 import { RegisterRoutes } from './generated/routes.js';
+import { paymentPagesRouter } from './modules/billing/payment-pages.router.js';
 
 export interface AppOptions {
   /** Routers of other roles to mount before the API routes (webhooks, pages, dashboards). */
@@ -74,6 +75,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
     res.type('html').send(DOCS_HTML);
   });
 
+  app.use(paymentPagesRouter(services));
   options.mount?.(app);
 
   app.use(

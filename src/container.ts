@@ -6,6 +6,7 @@ import type { Logger } from './logger.js';
 import { AccountsService } from './modules/accounts/accounts.service.js';
 import { BillingService } from './modules/billing/billing.service.js';
 import { LedgerService } from './modules/billing/ledger.service.js';
+import { createPayments, type Payments } from './modules/billing/payments.js';
 import { InventoryService } from './modules/inventory/inventory.service.js';
 import { KeysService } from './modules/keys/keys.service.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
@@ -23,6 +24,7 @@ export interface Services {
   accounts: AccountsService;
   billing: BillingService;
   inventory: InventoryService;
+  payments: Payments;
 }
 
 export interface ServiceDeps {
@@ -44,5 +46,6 @@ export function createServices({ config, ds, clock, logger, providers }: Service
   });
   const billing = new BillingService(ds, ledger, keys);
   const inventory = new InventoryService(ds, providers, clock, logger, config.publicBaseUrl);
-  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory };
+  const payments = createPayments({ config, ds, clock, logger, ledger, inventory });
+  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments };
 }

@@ -1,4 +1,5 @@
 import type { Services } from './container.js';
+import { reconcilePayments, RECONCILE_PAYMENTS_EVERY_MS } from './modules/billing/billing.jobs.js';
 
 export interface Worker {
   stop(): Promise<void>;
@@ -17,9 +18,13 @@ export async function startWorker(services: Services): Promise<Worker> {
   };
   await refresh();
   const timer = setInterval(refresh, config.inventoryRefreshSeconds * 1000);
+  const paymentsTimer = setInterval(() => {
+    reconcilePayments(services).catch((err) => logger.error({ err }, 'payment reconciliation failed'));
+  }, RECONCILE_PAYMENTS_EVERY_MS);
   return {
     async stop() {
       clearInterval(timer);
+      clearInterval(paymentsTimer);
     },
   };
 }

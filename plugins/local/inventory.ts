@@ -4,6 +4,18 @@ import { readFile } from 'node:fs/promises';
 export type CreateMode = 'ok' | 'unavailable' | 'ambiguous-created' | 'ambiguous-none' | 'fail';
 export const CREATE_MODES: CreateMode[] = ['ok', 'unavailable', 'ambiguous-created', 'ambiguous-none', 'fail'];
 
+/**
+ * How the simulated provider answers a destroy call for an instance of an offer, read from the
+ * inventory at destroy time so a test can make destruction misbehave and later recover.
+ * - `ok`: the instance is destroyed: SSH server closed, sandbox removed, `get` reports `gone`.
+ * - `ignore`: destroy reports success but nothing happens; `get` keeps reporting the instance.
+ * - `ghost`: destroy reports success and the API forgets the instance (`get` says `gone`), but
+ *   its SSH server keeps answering until a later destroy under `ok` or `close()`: the case the
+ *   host's SSH probe exists to catch.
+ */
+export type DestroyMode = 'ok' | 'ignore' | 'ghost';
+export const DESTROY_MODES: DestroyMode[] = ['ok', 'ignore', 'ghost'];
+
 export interface LocalInventoryOffer {
   key: string;
   name: string;
@@ -21,6 +33,8 @@ export interface LocalInventoryOffer {
   create?: CreateMode;
   /** Seconds from create to running. Default 3. */
   provisionSeconds?: number;
+  /** Default `ok`. */
+  destroy?: DestroyMode;
 }
 
 export interface LocalInventory {
@@ -58,7 +72,8 @@ export function parseInventory(doc: unknown, source: string): LocalInventory {
     if (o.provisionSeconds !== undefined && !(Number.isFinite(o.provisionSeconds) && o.provisionSeconds >= 0)) {
       fail(at, '"provisionSeconds" must be a number >= 0');
     }
-    return { ...o, available: o.available ?? true, create: o.create ?? 'ok', provisionSeconds: o.provisionSeconds ?? 3 };
+    if (o.destroy !== undefined && !DESTROY_MODES.includes(o.destroy)) fail(at, `"destroy" must be one of ${DESTROY_MODES.join(', ')}`);
+    return { ...o, available: o.available ?? true, create: o.create ?? 'ok', provisionSeconds: o.provisionSeconds ?? 3, destroy: o.destroy ?? 'ok' };
   });
   return { offers };
 }

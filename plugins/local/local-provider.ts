@@ -1,6 +1,10 @@
+import { randomUUID } from 'node:crypto';
+import ssh2 from 'ssh2';
+import type { Logger } from '../../src/logger.js';
 import type {
   CreateResult,
   InstanceInfo,
+  InstanceState,
   OfferRef,
   Provider,
   ProviderCapabilities,
@@ -8,22 +12,61 @@ import type {
   ProviderOffer,
 } from '../../src/providers/provider.js';
 import { defaultInventory } from './default-inventory.js';
-import { readInventoryFile, type LocalInventory } from './inventory.js';
+import { readInventoryFile, type DestroyMode, type LocalInventory } from './inventory.js';
+import { LocalInstanceStore, type LocalInstanceRow } from './local-instance-store.js';
+import { prepareSandbox, removeSandbox, sandboxDirFor } from './sandbox.js';
+import { LOCAL_SSH_USER, SshInstanceServer } from './ssh-instance-server.js';
 
 export interface LocalOptions {
-  /** Inventory JSON path; re-read on every listing so edits take effect at the next refresh. */
+  /** Inventory JSON path; re-read on every call so edits take effect without a restart. */
   inventoryPath?: string;
   allowProduction: boolean;
 }
 
+/** The local provider's own state names, as its "API" would report them. */
+type LocalState = 'provisioning' | 'running' | 'error' | 'destroyed';
+
+/** The one table from the local provider's states to ours. */
+const STATE_MAP: Record<LocalState, InstanceState> = {
+  provisioning: 'pending',
+  running: 'running',
+  error: 'failed',
+  destroyed: 'gone',
+};
+
+const SSH_HOST = '127.0.0.1';
+const MAX_LABEL_LENGTH = 191;
+
+/**
+ * The reference provider: a simulated GPU cloud whose instances are real SSH servers on
+ * 127.0.0.1, one sandbox directory each.
+ *
+ * Instance state lives in `local_provider_instances`, playing the cloud's database: a new
+ * process (or another worker) answers `findByLabel`/`get` for instances an earlier one created,
+ * and brings a running instance's SSH server back up on first use, on its old port when free.
+ * Misbehaviour is driven by the inventory file, per offer:
+ * `create`: `ok | unavailable | ambiguous-created | ambiguous-none | fail`,
+ * `provisionSeconds`: time from create to running (or to failed under `fail`),
+ * `destroy`: `ok | ignore | ghost` (read when destroy is called; see {@link DestroyMode}).
+ */
 export class LocalProvider implements Provider {
   readonly id = 'local';
   readonly capabilities: ProviderCapabilities = { labels: true, sshKeyPerInstance: true, listInstances: true };
 
+  private readonly store: LocalInstanceStore;
+  private readonly log: Logger;
+  private readonly servers = new Map<string, SshInstanceServer>();
+  private readonly starting = new Map<string, Promise<number | null>>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private closed = false;
+
   constructor(
     private readonly options: LocalOptions,
     private readonly deps: ProviderDeps,
-  ) {}
+  ) {
+    this.store = new LocalInstanceStore(deps.dataSource);
+    this.log = deps.logger.child({ provider: 'local' });
+  }
 
   async inventory(): Promise<LocalInventory> {
     return this.options.inventoryPath ? readInventoryFile(this.options.inventoryPath) : defaultInventory;
@@ -47,23 +90,237 @@ export class LocalProvider implements Provider {
       }));
   }
 
-  async create(_label: string, _offer: OfferRef, _sshPublicKey: string): Promise<CreateResult> {
-    throw new Error('local provider: instances are not implemented yet');
+  /**
+   * A label already in use returns its instance, even a destroyed one (as cloud idempotency
+   * tokens do), so a retried create can never make a second machine.
+   */
+  async create(label: string, offer: OfferRef, sshPublicKey: string): Promise<CreateResult> {
+    if (label.length === 0 || label.length > MAX_LABEL_LENGTH) {
+      throw new Error(`local provider: label must be 1-${MAX_LABEL_LENGTH} characters`);
+    }
+    SshInstanceServer.assertPublicKey(sshPublicKey);
+    const existing = await this.store.byLabel(label);
+    if (existing) return { kind: 'created', instanceId: existing.id };
+
+    const o = (await this.inventory()).offers.find((x) => x.key === offer.key);
+    if (!o || o.available === false) return { kind: 'unavailable', reason: `offer "${offer.key}" is not offered any more` };
+    const mode = o.create ?? 'ok';
+    if (mode === 'unavailable') return { kind: 'unavailable', reason: `no capacity for offer "${o.key}"` };
+    if (mode === 'ambiguous-none') return { kind: 'ambiguous', reason: 'simulated timeout: the request never reached the provider' };
+
+    const id = randomUUID();
+    const now = this.deps.clock.now();
+    const provisionMs = Math.round((o.provisionSeconds ?? 3) * 1000);
+    const { row, inserted } = await this.store.insertOnce({
+      id,
+      label,
+      offerKey: o.key,
+      gpuName: o.name,
+      gpuCount: o.gpuCount,
+      vramGb: o.vramGb,
+      publicKey: sshPublicKey.trim(),
+      hostKey: ssh2.utils.generateKeyPairSync('ed25519').private,
+      state: 'pending',
+      outcome: mode === 'fail' ? 'failed' : 'running',
+      sshPort: null,
+      sandboxDir: sandboxDirFor(id),
+      createdAt: now,
+      runningAt: new Date(now.getTime() + provisionMs),
+      destroyedAt: null,
+    });
+    if (inserted) {
+      this.log.info({ instanceId: row.id, label, offerKey: o.key, mode }, 'local instance created');
+      this.scheduleBoot(row);
+    }
+    if (mode === 'ambiguous-created') {
+      return { kind: 'ambiguous', reason: 'simulated lost response: the instance was created' };
+    }
+    return { kind: 'created', instanceId: row.id };
   }
 
-  async findByLabel(_label: string): Promise<InstanceInfo | null> {
-    throw new Error('local provider: instances are not implemented yet');
+  async findByLabel(label: string): Promise<InstanceInfo | null> {
+    const row = await this.store.byLabel(label);
+    if (!row) return null;
+    if (row.state !== 'pending') {
+      await this.reapIfDestroyed(row);
+      return null;
+    }
+    return this.info(row);
   }
 
-  async get(_instanceId: string): Promise<InstanceInfo> {
-    throw new Error('local provider: instances are not implemented yet');
+  async get(instanceId: string): Promise<InstanceInfo> {
+    const row = await this.store.byId(instanceId);
+    if (!row || row.state !== 'pending') {
+      if (row) await this.reapIfDestroyed(row);
+      return { instanceId, label: row?.label ?? '', state: 'gone', providerState: 'destroyed' };
+    }
+    return this.info(row);
   }
 
-  async destroy(_instanceId: string): Promise<void> {
-    throw new Error('local provider: instances are not implemented yet');
+  async destroy(instanceId: string): Promise<void> {
+    const row = await this.store.byId(instanceId);
+    if (!row) return;
+    const mode = row.state === 'destroyed' ? 'ok' : await this.destroyMode(row.offerKey);
+    if (mode === 'ignore') {
+      this.log.warn({ instanceId }, 'local instance destroy ignored (inventory destroy: ignore)');
+      return;
+    }
+    if (mode === 'ghost') {
+      if (row.state === 'pending') {
+        // Make sure the machine the API is about to forget is actually up and reachable.
+        if (this.localState(row) === 'running') await this.ensureServer(row);
+        await this.store.markDestroyed(instanceId, 'ghost', this.deps.clock.now());
+        this.log.warn({ instanceId }, 'local instance ghosted: reported destroyed, SSH left running (inventory destroy: ghost)');
+      }
+      return;
+    }
+    // Recorded first, so a server of this instance in any other process refuses logins from now on.
+    await this.store.markDestroyed(instanceId, 'destroyed', this.deps.clock.now());
+    await this.teardown(row);
+    if (row.state !== 'destroyed') this.log.info({ instanceId, label: row.label }, 'local instance destroyed');
   }
 
   async listInstances(): Promise<InstanceInfo[]> {
-    return [];
+    const rows = await this.store.listLive(this.deps.labelPrefix);
+    return Promise.all(rows.map((r) => this.info(r)));
+  }
+
+  /** Stops every SSH server of this process; the instances themselves live on in the table. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    await Promise.allSettled([...this.starting.values()]);
+    const servers = [...this.servers.values()];
+    this.servers.clear();
+    await Promise.all(servers.map((s) => s.close()));
+  }
+
+  private localState(row: LocalInstanceRow): LocalState {
+    if (row.state !== 'pending') return 'destroyed';
+    if (this.deps.clock.now().getTime() < row.runningAt.getTime()) return 'provisioning';
+    return row.outcome === 'failed' ? 'error' : 'running';
+  }
+
+  private async info(row: LocalInstanceRow): Promise<InstanceInfo> {
+    const local = this.localState(row);
+    const info: InstanceInfo = { instanceId: row.id, label: row.label, state: STATE_MAP[local], providerState: local };
+    if (local === 'running') {
+      const port = await this.ensureServer(row);
+      if (port !== null) info.ssh = { host: SSH_HOST, port, user: LOCAL_SSH_USER };
+    }
+    return info;
+  }
+
+  private async destroyMode(offerKey: string): Promise<DestroyMode> {
+    try {
+      const o = (await this.inventory()).offers.find((x) => x.key === offerKey);
+      return o?.destroy ?? 'ok';
+    } catch (err) {
+      // A broken inventory file must not keep machines alive; destroying is the safe default.
+      this.log.warn({ err }, 'local inventory unreadable at destroy; destroying normally');
+      return 'ok';
+    }
+  }
+
+  /** Brings the SSH server up when provisioning ends, as a cloud VM boots without being polled. */
+  private scheduleBoot(row: LocalInstanceRow): void {
+    if (row.outcome !== 'running' || this.closed) return;
+    const delay = Math.max(0, row.runningAt.getTime() - this.deps.clock.now().getTime());
+    const timer = setTimeout(() => {
+      this.timers.delete(row.id);
+      void this.bootIfDue(row.id);
+    }, delay);
+    timer.unref();
+    this.timers.set(row.id, timer);
+  }
+
+  private async bootIfDue(instanceId: string): Promise<void> {
+    try {
+      const row = await this.store.byId(instanceId);
+      // With a manual clock the timer can fire "early"; the first get() after the clock moves boots it.
+      if (row && this.localState(row) === 'running') await this.ensureServer(row);
+    } catch (err) {
+      if (!this.closed) this.log.warn({ err, instanceId }, 'local instance boot failed; will retry on next get');
+    }
+  }
+
+  /** Port of the instance's SSH server, starting it in this process when nobody serves it. */
+  private ensureServer(row: LocalInstanceRow): Promise<number | null> {
+    const running = this.servers.get(row.id);
+    if (running?.port !== undefined) return Promise.resolve(running.port);
+    if (this.closed) return Promise.resolve(null);
+    let p = this.starting.get(row.id);
+    if (!p) {
+      p = this.startServer(row).finally(() => this.starting.delete(row.id));
+      this.starting.set(row.id, p);
+    }
+    return p;
+  }
+
+  private newServer(row: LocalInstanceRow): SshInstanceServer {
+    return new SshInstanceServer({
+      instanceId: row.id,
+      hostKey: row.hostKey,
+      authorizedKey: row.publicKey,
+      sandboxDir: row.sandboxDir,
+      logger: this.log,
+      isAlive: async () => {
+        const r = await this.store.byId(row.id);
+        return r !== null && r.state !== 'destroyed';
+      },
+      onDead: () => {
+        void this.teardown(row).catch((err) => this.log.warn({ err, instanceId: row.id }, 'local instance teardown failed'));
+      },
+    });
+  }
+
+  private async startServer(row: LocalInstanceRow): Promise<number | null> {
+    await prepareSandbox(row.sandboxDir, { instanceId: row.id, name: row.gpuName, count: row.gpuCount, vramGb: row.vramGb });
+    let server = this.newServer(row);
+    let port: number;
+    if (row.sshPort === null) {
+      port = await server.listen(0);
+    } else {
+      try {
+        // A restarted VM keeps its address; reuse the recorded port when it is free.
+        port = await server.listen(row.sshPort);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+        await server.close();
+        if (await SshInstanceServer.isServing(row.sshPort, row.id)) return row.sshPort;
+        server = this.newServer(row);
+        port = await server.listen(0);
+      }
+    }
+    if (port !== row.sshPort && !(await this.store.claimPort(row.id, row.sshPort, port))) {
+      // Another process claimed the instance first; its server is the instance's.
+      await server.close();
+      const fresh = await this.store.byId(row.id);
+      return fresh && fresh.state !== 'destroyed' ? fresh.sshPort : null;
+    }
+    if (this.closed) {
+      await server.close();
+      return null;
+    }
+    this.servers.set(row.id, server);
+    this.log.info({ instanceId: row.id, port }, 'local instance ssh server listening');
+    return port;
+  }
+
+  private async reapIfDestroyed(row: LocalInstanceRow): Promise<void> {
+    if (row.state === 'destroyed' && (this.servers.has(row.id) || this.starting.has(row.id))) await this.teardown(row);
+  }
+
+  /** Closes the instance's server in this process (waiting out a start in flight) and wipes its disk. */
+  private async teardown(row: LocalInstanceRow): Promise<void> {
+    const timer = this.timers.get(row.id);
+    if (timer) clearTimeout(timer);
+    this.timers.delete(row.id);
+    await this.starting.get(row.id)?.catch(() => null);
+    const server = this.servers.get(row.id);
+    this.servers.delete(row.id);
+    await server?.close();
+    await removeSandbox(row.sandboxDir);
   }
 }

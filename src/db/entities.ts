@@ -5,6 +5,8 @@ import { Offer } from '../modules/inventory/offer.entity.js';
 import { IdempotencyRecord } from '../http/idempotency-record.entity.js';
 import { Order } from '../modules/rentals/order.entity.js';
 import { Deployment } from '../modules/rentals/deployment.entity.js';
+import { Checkout } from '../modules/billing/checkout.entity.js';
+import { PaymentEvent } from '../modules/billing/payment-event.entity.js';
 
 /** Every TypeORM entity. Register a new entity here. */
-export const entities = [Account, ApiKey, LedgerEntry, Offer, IdempotencyRecord, Order, Deployment];
+export const entities = [Account, ApiKey, LedgerEntry, Offer, IdempotencyRecord, Order, Deployment, Checkout, PaymentEvent];

@@ -1,4 +1,4 @@
-import type { DataSource, EntityManager } from 'typeorm';
+import { LessThan, type DataSource, type EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { AppError } from '../../errors/app-error.js';
 import { Account } from '../accounts/account.entity.js';
@@ -47,6 +47,8 @@ export class LedgerService {
    */
   async post(manager: EntityManager, p: Posting): Promise<PostResult> {
     if (!Number.isSafeInteger(p.amountMinor)) throw new Error(`ledger amount ${p.amountMinor} is not a safe integer`);
+    // Entry and cached balance must commit or roll back together.
+    if (!manager.queryRunner?.isTransactionActive) throw new Error('LedgerService.post must run inside a transaction');
     const account = await this.lockAccount(manager, p.accountId);
     const existing = await manager.getRepository(LedgerEntry).findOneBy({ externalRef: p.externalRef });
     if (existing) {
@@ -74,7 +76,9 @@ export class LedgerService {
     return { entry, posted: true };
   }
 
-  async recent(accountId: string, limit = 50): Promise<LedgerEntry[]> {
-    return this.ds.getRepository(LedgerEntry).find({ where: { accountId }, order: { id: 'DESC' }, take: limit });
+  /** Newest first; `beforeId` continues below a previously read entry. */
+  async recent(accountId: string, limit = 50, beforeId?: number): Promise<LedgerEntry[]> {
+    const where = beforeId === undefined ? { accountId } : { accountId, id: LessThan(String(beforeId)) };
+    return this.ds.getRepository(LedgerEntry).find({ where, order: { id: 'DESC' }, take: limit });
   }
 }

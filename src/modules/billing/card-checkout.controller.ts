@@ -1,0 +1,37 @@
+import { Body, Header, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import type { Request as ExRequest } from 'express';
+import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
+import { BaseController } from '../../http/controller-base.js';
+import type { CardCheckoutRequest, CardCheckoutResponse } from './billing.dto.js';
+
+@Route('api/v1/orders')
+@Tags('Rentals')
+export class CardCheckoutController extends BaseController {
+  /**
+   * The human card-payment path: creates a LEGACY_PREPAID rental of whole hours, paid by card
+   * rather than credits, and returns a checkout URL a human opens to pay. Success means the
+   * checkout exists, not that payment or provisioning is complete; once the payment is verified
+   * the rental starts provisioning. Needs an e-mail on the account (PUT /api/v1/me/email). The
+   * same Idempotency-Key with the same body returns the same order and URL (also 201, as first
+   * answered); with a different body, 409 IDEMPOTENCY_CONFLICT.
+   * @param idempotencyKey A fresh UUID per purchase intent, reused with an identical body on retries.
+   * @minLength idempotencyKey 1
+   * @maxLength idempotencyKey 128
+   */
+  @Post('checkout')
+  @Security('bearer')
+  @SuccessResponse(201, 'Created')
+  @Response<ErrorEnvelope>(400, 'Missing or malformed Idempotency-Key, or malformed JSON (INVALID_REQUEST)')
+  @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(404, 'OFFER_NOT_FOUND')
+  @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT')
+  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (including budgetMinor above the offer maximum), BUDGET_TOO_SMALL, EMAIL_REQUIRED')
+  @Response<ErrorEnvelope>(503, 'UNAVAILABLE (payment provider unreachable; retry with the same key)')
+  async checkout(
+    @Request() req: ExRequest,
+    @Header('Idempotency-Key') idempotencyKey: string,
+    @Body() body: CardCheckoutRequest,
+  ): Promise<Envelope<CardCheckoutResponse>> {
+    return this.ok(req, await this.services.payments.cardCheckout.checkout(this.principal(req), idempotencyKey, body), 201);
+  }
+}

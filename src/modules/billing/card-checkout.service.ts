@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import type { Clock } from '../../clock.js';
+import { inTransaction } from '../../db/transaction.js';
+import { AppError } from '../../errors/app-error.js';
+import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotencyResource } from '../../http/idempotency.js';
+import { IdempotencyRecord } from '../../http/idempotency-record.entity.js';
+import type { Principal } from '../../http/principal.js';
+import { Account } from '../accounts/account.entity.js';
+import type { InventoryService } from '../inventory/inventory.service.js';
+import type { Offer } from '../inventory/offer.entity.js';
+import { Deployment } from '../rentals/deployment.entity.js';
+import { Order } from '../rentals/order.entity.js';
+import type { CardCheckoutRequest, CardCheckoutResponse } from './billing.dto.js';
+import { Checkout } from './checkout.entity.js';
+import type { CheckoutDescription, CheckoutSessionsService } from './checkout-sessions.service.js';
+
+/** Largest budget the card path accepts for an offer: its price over its whole maximum duration. */
+export function maxCheckoutBudget(offer: Pick<Offer, 'pricePerHourMinor' | 'maximumDurationSeconds'>): number {
+  return Math.floor((offer.pricePerHourMinor * offer.maximumDurationSeconds) / 3600);
+}
+
+/** Whole purchased hours (DESIGN.md, Money): never more than the budget or the offer allows. */
+export function purchasedHours(budgetMinor: number, offer: Pick<Offer, 'pricePerHourMinor' | 'maximumDurationSeconds'>): number {
+  return Math.min(Math.floor(budgetMinor / offer.pricePerHourMinor), Math.floor(offer.maximumDurationSeconds / 3600));
+}
+
+/**
+ * The human card path: a LEGACY_PREPAID rental paid by card through a hosted checkout. It never
+ * touches compute credits (no ledger entry): the card pays the order directly, so the account's
+ * balance and the key's budget stay as they are.
+ */
+export class CardCheckoutService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly clock: Clock,
+    private readonly inventory: InventoryService,
+    private readonly sessions: CheckoutSessionsService,
+  ) {}
+
+  async checkout(principal: Principal, idempotencyKeyHeader: string | undefined, body: CardCheckoutRequest): Promise<CardCheckoutResponse> {
+    const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
+    this.sessions.requireProvider();
+    const scope = `checkout:${principal.accountId}`;
+    const hash = requestHash({ offerId: body.offerId.toLowerCase(), budgetMinor: body.budgetMinor });
+
+    // A retry answers with the order it made even if the offer has since changed or vanished.
+    const prior = await this.ds.getRepository(IdempotencyRecord).findOneBy({ scope, idemKey });
+    const admitted = prior ? null : await this.admit(principal, body);
+
+    const claimed = await inTransaction(this.ds, async (m) => {
+      const claim = await claimIdempotencyKey(m, this.clock, scope, idemKey, hash);
+      if (claim.kind === 'replay') {
+        return m.getRepository(Checkout).findOneByOrFail({ orderId: claim.record.resourceId! });
+      }
+      // A key with no record before the transaction was admitted above; records are never deleted.
+      const { offer, hours } = admitted ?? (await this.admit(principal, body));
+      const now = this.clock.now();
+      const orderId = randomUUID();
+      const durationSeconds = hours * 3600;
+      const totalMinor = hours * offer.pricePerHourMinor;
+      await m.insert(Order, {
+        id: orderId,
+        accountId: principal.accountId,
+        keyId: principal.keyId,
+        funding: 'CARD',
+        billingModel: 'LEGACY_PREPAID',
+        status: 'AWAITING_PAYMENT',
+        requestKind: 'OFFER',
+        offerId: offer.id,
+        gpuModel: null,
+        gpuSlug: null,
+        gpuCount: null,
+        maxHourlyPriceMinor: null,
+        budgetMinor: body.budgetMinor,
+        hourlyPriceMinor: offer.pricePerHourMinor,
+        durationSeconds,
+        totalMinor,
+        currency: offer.currency,
+        failureCode: null,
+        failureReason: null,
+        reversalStatus: null,
+        createdAt: now,
+        updatedAt: now,
+      });
+      await m.insert(Deployment, {
+        id: randomUUID(),
+        orderId,
+        accountId: principal.accountId,
+        keyId: principal.keyId,
+        status: 'AWAITING_PAYMENT',
+        billingModel: 'LEGACY_PREPAID',
+        hoursPurchased: hours,
+        durationSeconds,
+        startedAt: null,
+        endsAt: null,
+        endedAt: null,
+        createdAt: now,
+        updatedAt: now,
+      });
+      const checkout = await this.sessions.insert(m, {
+        purpose: 'ORDER',
+        accountId: principal.accountId,
+        keyId: principal.keyId,
+        orderId,
+        amountMinor: totalMinor,
+      });
+      await setIdempotencyResource(m, claim.record, orderId);
+      return checkout;
+    });
+
+    const order = await this.ds.getRepository(Order).findOneByOrFail({ id: claimed.orderId! });
+    let checkout = await this.sessions.open(claimed, await this.describe(order));
+    checkout = await this.sessions.expireIfDue(checkout);
+    if (!checkout.checkoutUrl) throw new AppError('UNAVAILABLE', 'The payment page is not ready yet. Retry with the same Idempotency-Key.');
+    return {
+      orderId: order.id,
+      checkoutUrl: checkout.checkoutUrl,
+      expiresAt: checkout.expiresAt ? checkout.expiresAt.toISOString() : null,
+      quote: {
+        hourlyPriceMinor: order.hourlyPriceMinor,
+        durationSeconds: order.durationSeconds ?? 0,
+        totalMinor: order.totalMinor,
+        currency: order.currency,
+      },
+    };
+  }
+
+  /** The checks a new card order must pass before its Idempotency-Key is claimed. */
+  private async admit(principal: Principal, body: CardCheckoutRequest): Promise<{ offer: Offer; hours: number }> {
+    const account = await this.ds.getRepository(Account).findOneByOrFail({ id: principal.accountId });
+    if (!account.email) {
+      throw new AppError('EMAIL_REQUIRED', 'Card checkout needs an e-mail on the account for the receipt. Set it with PUT /api/v1/me/email.');
+    }
+    const offer = await this.inventory.findCached(body.offerId.toLowerCase());
+    if (!offer || !offer.available) {
+      throw new AppError('OFFER_NOT_FOUND', `Offer ${body.offerId} is not currently offered. See /api/v1/offers.`);
+    }
+    const max = maxCheckoutBudget(offer);
+    if (body.budgetMinor > max) {
+      throw new AppError('VALIDATION_FAILED', `Invalid request: budgetMinor: must be at most ${max} for this offer (its price over its maximum duration).`);
+    }
+    const hours = purchasedHours(body.budgetMinor, offer);
+    if (hours < 1) {
+      throw new AppError('BUDGET_TOO_SMALL', `budgetMinor buys no whole hour of this offer; one hour costs ${offer.pricePerHourMinor}.`);
+    }
+    return { offer, hours };
+  }
+
+  private async describe(order: Order): Promise<CheckoutDescription> {
+    const [offer, account] = await Promise.all([
+      order.offerId ? this.inventory.findCached(order.offerId) : null,
+      this.ds.getRepository(Account).findOneByOrFail({ id: order.accountId }),
+    ]);
+    const hours = (order.durationSeconds ?? 0) / 3600;
+    return {
+      productName: `GPU rental: ${offer ? offer.name : 'GPU instance'}`,
+      productDescription: `${hours} hour${hours === 1 ? '' : 's'} at USD ${(order.hourlyPriceMinor / 100).toFixed(2)} per hour, order ${order.id}.`,
+      customerEmail: account.email,
+    };
+  }
+}

@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { Clock } from '../../clock.js';
+import { inTransaction } from '../../db/transaction.js';
+import { AppError } from '../../errors/app-error.js';
+import type { Logger } from '../../logger.js';
+import { Deployment } from '../rentals/deployment.entity.js';
+import { Order } from '../rentals/order.entity.js';
+import { Checkout, type CheckoutPurpose } from './checkout.entity.js';
+import type { PaymentProvider } from './payment-provider.js';
+
+export interface NewCheckout {
+  purpose: CheckoutPurpose;
+  accountId: string;
+  keyId: string | null;
+  orderId?: string | null;
+  amountMinor: number;
+}
+
+/** What the line item says; must be derived from stored data so every retry sends the same. */
+export interface CheckoutDescription {
+  productName: string;
+  productDescription?: string;
+  customerEmail?: string | null;
+}
+
+/**
+ * The part of a top-up or card checkout that talks to the payment provider. The checkout row is
+ * committed first (status CREATING) together with the idempotency claim; the provider is called
+ * outside any transaction with an idempotency key derived from the checkout id; the session is
+ * stored afterwards. A retry after a crash anywhere in between finds CREATING and asks again with
+ * the same key, so it converges on the one session the provider created.
+ */
+export class CheckoutSessionsService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    readonly provider: PaymentProvider | null,
+    private readonly publicBaseUrl: string,
+  ) {}
+
+  requireProvider(): PaymentProvider {
+    if (!this.provider) throw new AppError('UNAVAILABLE', 'Card payments are not configured on this service.');
+    return this.provider;
+  }
+
+  /** Inserts a CREATING checkout in the caller's transaction. */
+  async insert(manager: EntityManager, input: NewCheckout): Promise<Checkout> {
+    const now = this.clock.now();
+    const checkout = manager.create(Checkout, {
+      id: randomUUID(),
+      purpose: input.purpose,
+      accountId: input.accountId,
+      keyId: input.keyId,
+      orderId: input.orderId ?? null,
+      amountMinor: input.amountMinor,
+      currency: 'USD',
+      status: 'CREATING',
+      provider: this.requireProvider().id,
+      sessionId: null,
+      checkoutUrl: null,
+      expiresAt: null,
+      paidAt: null,
+      paidEventId: null,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await manager.insert(Checkout, checkout);
+    return checkout;
+  }
+
+  /** Makes sure a CREATING checkout has its provider session; safe to run concurrently and twice. */
+  async open(checkout: Checkout, description: CheckoutDescription): Promise<Checkout> {
+    if (checkout.status !== 'CREATING') return checkout;
+    const provider = this.requireProvider();
+    if (provider.id !== checkout.provider) {
+      throw new AppError('UNAVAILABLE', 'This payment link was started with a payment provider that is no longer configured; use a new Idempotency-Key.');
+    }
+    let session;
+    try {
+      session = await provider.createCheckoutSession({
+        checkoutId: checkout.id,
+        purpose: checkout.purpose,
+        accountId: checkout.accountId,
+        orderId: checkout.orderId,
+        amountMinor: checkout.amountMinor,
+        currency: checkout.currency.toLowerCase(),
+        productName: description.productName,
+        productDescription: description.productDescription,
+        customerEmail: description.customerEmail,
+        successUrl: this.successUrl(checkout.id),
+        cancelUrl: this.cancelUrl(checkout.id),
+        idempotencyKey: `checkout-session:${checkout.id}`,
+      });
+    } catch (err) {
+      this.logger.error({ err, checkoutId: checkout.id, provider: provider.id }, 'payment provider did not create a checkout session');
+      throw new AppError('UNAVAILABLE', 'The payment provider could not be reached. Retry with the same Idempotency-Key; no payment link was lost.');
+    }
+    if (!session.url) {
+      this.logger.error({ checkoutId: checkout.id, sessionId: session.id }, 'payment provider returned a session without a URL');
+      throw new AppError('UNAVAILABLE', 'The payment provider returned no payment page. Retry with the same Idempotency-Key.');
+    }
+    // Concurrent openers got the same session (same idempotency key); whichever stores first wins
+    // and the others read the stored row.
+    await this.ds.getRepository(Checkout).update(
+      { id: checkout.id, status: 'CREATING' },
+      {
+        status: session.status === 'expired' ? 'EXPIRED' : 'OPEN',
+        sessionId: session.id,
+        checkoutUrl: session.url,
+        expiresAt: session.expiresAt,
+        updatedAt: this.clock.now(),
+      },
+    );
+    return this.ds.getRepository(Checkout).findOneByOrFail({ id: checkout.id });
+  }
+
+  /**
+   * An OPEN checkout whose session lifetime has passed can no longer be paid; record that. A
+   * payment that completed just before expiry still credits when its event arrives.
+   */
+  async expireIfDue(checkout: Checkout): Promise<Checkout> {
+    if (checkout.status !== 'OPEN' || !checkout.expiresAt || checkout.expiresAt.getTime() > this.clock.now().getTime()) return checkout;
+    await inTransaction(this.ds, (m) => this.closeUnpaid(m, checkout.id, 'EXPIRED'));
+    return this.ds.getRepository(Checkout).findOneByOrFail({ id: checkout.id });
+  }
+
+  /** Locks a checkout row for a decision about it; null when there is no such checkout. */
+  async lock(manager: EntityManager, checkoutId: string): Promise<Checkout | null> {
+    return manager.getRepository(Checkout).createQueryBuilder('c').setLock('pessimistic_write').where('c.id = :id', { id: checkoutId }).getOne();
+  }
+
+  /**
+   * Ends an unpaid checkout (session expired, or an asynchronous payment failed). A card order it
+   * was paying fails with a customer-safe reason; nothing was charged, so nothing is reversed.
+   * Returns false when the checkout was already paid or closed.
+   */
+  async closeUnpaid(manager: EntityManager, checkoutId: string, status: 'EXPIRED' | 'FAILED', sessionId?: string): Promise<boolean> {
+    const checkout = await this.lock(manager, checkoutId);
+    if (!checkout || (checkout.status !== 'CREATING' && checkout.status !== 'OPEN')) return false;
+    const now = this.clock.now();
+    await manager.update(Checkout, { id: checkout.id }, { status, sessionId: checkout.sessionId ?? sessionId ?? null, updatedAt: now });
+    if (checkout.purpose === 'ORDER' && checkout.orderId) {
+      const [code, reason] =
+        status === 'EXPIRED'
+          ? ['PAYMENT_EXPIRED', 'The card checkout expired before it was paid. Nothing was charged.']
+          : ['PAYMENT_FAILED', 'The card payment did not go through. Nothing was charged.'];
+      await manager.update(
+        Order,
+        { id: checkout.orderId, status: 'AWAITING_PAYMENT' },
+        { status: 'FAILED', failureCode: code, failureReason: reason, updatedAt: now },
+      );
+      await manager.update(Deployment, { orderId: checkout.orderId, status: 'AWAITING_PAYMENT' }, { status: 'FAILED', updatedAt: now });
+    }
+    return true;
+  }
+
+  successUrl(checkoutId: string): string {
+    return `${this.publicBaseUrl}/checkout/${checkoutId}/success`;
+  }
+
+  cancelUrl(checkoutId: string): string {
+    return `${this.publicBaseUrl}/checkout/${checkoutId}/cancel`;
+  }
+}

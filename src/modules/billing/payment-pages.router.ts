@@ -1,0 +1,157 @@
+import { Router, type Request, type Response } from 'express';
+import type { Services } from '../../container.js';
+import { Order } from '../rentals/order.entity.js';
+import { Checkout } from './checkout.entity.js';
+import { LocalPaymentProvider } from './local-payment-provider.js';
+import { escapeHtml, formatUsd, PAGE_HEADERS, renderPage } from './payment-pages.html.js';
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Pages a human sees around a card payment: the return pages after the provider's hosted
+ * checkout (success, cancelled) and, without a Stripe key, the development payment page itself.
+ */
+export function paymentPagesRouter(services: Services): Router {
+  const router = Router();
+  const { ds, clock, logger } = services;
+  const log = logger.child({ component: 'payment-pages' });
+
+  const send = (res: Response, status: number, html: string) => {
+    res.status(status).set(PAGE_HEADERS).type('html').send(html);
+  };
+  const notFound = (res: Response) =>
+    send(res, 404, renderPage({ title: 'Payment not found', body: '<p>We could not find this payment. Check that the link is complete, or ask for a new one.</p>' }));
+
+  const load = async (req: Request): Promise<Checkout | null> => {
+    const id = String(req.params.checkoutId ?? '').toLowerCase();
+    return UUID_RE.test(id) ? ds.getRepository(Checkout).findOneBy({ id }) : null;
+  };
+  const local = (): LocalPaymentProvider | null => (services.payments.provider instanceof LocalPaymentProvider ? services.payments.provider : null);
+  const isExpired = (c: Checkout) => c.status === 'EXPIRED' || (c.status === 'OPEN' && c.expiresAt !== null && c.expiresAt.getTime() <= clock.now().getTime());
+
+  /** What is being bought, in words. */
+  const subject = async (c: Checkout): Promise<string> => {
+    if (c.purpose === 'TOPUP') return 'Compute credits';
+    const order = c.orderId ? await ds.getRepository(Order).findOneBy({ id: c.orderId }) : null;
+    const hours = order?.durationSeconds ? order.durationSeconds / 3600 : null;
+    return hours ? `GPU rental, ${hours} hour${hours === 1 ? '' : 's'}` : 'GPU rental';
+  };
+
+  const guard = (handler: (req: Request, res: Response) => Promise<void>) => async (req: Request, res: Response) => {
+    try {
+      await handler(req, res);
+    } catch (err) {
+      log.error({ err, requestId: req.requestId, path: req.path }, 'payment page failed');
+      if (!res.headersSent) {
+        send(res, 500, renderPage({ title: 'Something went wrong', body: `<p>Something went wrong on our side. Nothing was charged by this page. Please try again; if it keeps failing, quote request <code>${escapeHtml(req.requestId)}</code>.</p>` }));
+      }
+    }
+  };
+
+  // The development checkout: stands in for Stripe's hosted page when no Stripe key is set.
+  router.get(
+    '/pay/:checkoutId',
+    guard(async (req, res) => {
+      const provider = local();
+      const c = await load(req);
+      if (!provider || !c || c.provider !== 'local') return notFound(res);
+      const what = escapeHtml(await subject(c));
+      const amount = formatUsd(c.amountMinor);
+      if (c.status === 'PAID') {
+        return send(res, 200, renderPage({ title: 'Already paid', devBanner: true, body: `<p>This payment of ${amount} for ${what} is complete. Nothing more to do.</p><p><a href="/checkout/${c.id}/success">See the confirmation</a></p>` }));
+      }
+      if (isExpired(c) || c.status === 'FAILED' || c.status === 'CREATING') {
+        return send(res, 410, renderPage({ title: 'This payment link has expired', devBanner: true, body: '<p>This link can no longer be paid. Nothing was charged. Ask for a new payment link.</p>' }));
+      }
+      send(
+        res,
+        200,
+        renderPage({
+          title: 'Pay for compute',
+          devBanner: true,
+          body: `<p class="amount" id="amount">${amount}</p>
+<dl>
+<dt>For</dt><dd>${what}</dd>
+<dt>Reference</dt><dd>${c.id}</dd>
+${c.expiresAt ? `<dt>Link valid until</dt><dd>${escapeHtml(c.expiresAt.toISOString().replace('T', ' ').slice(0, 16))} UTC</dd>` : ''}
+</dl>
+<form method="post" action="/pay/${c.id}">
+<div class="actions">
+<button type="submit">Pay ${amount}</button>
+<a href="/checkout/${c.id}/cancel">Cancel</a>
+</div>
+</form>`,
+        }),
+      );
+    }),
+  );
+
+  router.post(
+    '/pay/:checkoutId',
+    guard(async (req, res) => {
+      const provider = local();
+      const c = await load(req);
+      if (!provider || !c || c.provider !== 'local') return notFound(res);
+      if (c.status === 'PAID') return void res.redirect(303, `/checkout/${c.id}/success`);
+      if (c.status !== 'OPEN' || isExpired(c)) {
+        return send(res, 410, renderPage({ title: 'This payment link has expired', devBanner: true, body: '<p>This link can no longer be paid. Nothing was charged. Ask for a new payment link.</p>' }));
+      }
+      // The signed event goes to this very process over the socket the browser reached, never to a
+      // host named by the request: the body is a valid payment proof.
+      const host = req.socket.localAddress ?? '127.0.0.1';
+      const webhookUrl = `http://${host.includes(':') ? `[${host}]` : host}:${req.socket.localPort}/api/v1/webhooks/stripe`;
+      const status = await provider.deliverPaidEvent(c, webhookUrl);
+      if (status < 200 || status >= 300) {
+        log.error({ checkoutId: c.id, status }, 'development payment event was not accepted');
+        return send(res, 502, renderPage({ title: 'Payment not recorded', devBanner: true, body: '<p>The payment could not be recorded. Nothing was credited. Please try again.</p>' }));
+      }
+      res.redirect(303, `/checkout/${c.id}/success`);
+    }),
+  );
+
+  router.get(
+    '/checkout/:checkoutId/success',
+    guard(async (req, res) => {
+      const c = await load(req);
+      if (!c) return notFound(res);
+      const amount = formatUsd(c.amountMinor);
+      if (c.status === 'PAID') {
+        const body =
+          c.purpose === 'TOPUP'
+            ? `<p>Your payment of ${amount} was received and ${amount} of compute credits were added to the account.</p><p>You can close this page.</p>`
+            : `<p>Your payment of ${amount} was received. The GPU rental is being prepared now; whoever ordered it can follow its progress.</p><p>You can close this page.</p>`;
+        return send(res, 200, renderPage({ title: 'Payment received', body }));
+      }
+      if (c.status === 'EXPIRED' || c.status === 'FAILED') {
+        return send(res, 200, renderPage({ title: 'Payment not completed', body: '<p>This payment did not go through and the link has expired. Nothing was charged. Ask for a new payment link to try again.</p>' }));
+      }
+      send(
+        res,
+        200,
+        renderPage({
+          title: 'Confirming your payment',
+          refreshSeconds: 5,
+          body: `<p>Thank you. We are waiting for the card processor to confirm your payment of ${amount}. This usually takes a few seconds; this page refreshes by itself.</p><p class="muted">You can also close this page: ${c.purpose === 'TOPUP' ? 'the credits are added' : 'the rental starts'} as soon as the payment is confirmed.</p>`,
+        }),
+      );
+    }),
+  );
+
+  router.get(
+    '/checkout/:checkoutId/cancel',
+    guard(async (req, res) => {
+      const c = await load(req);
+      if (!c) return notFound(res);
+      if (c.status === 'PAID') {
+        return send(res, 200, renderPage({ title: 'Already paid', body: `<p>This payment of ${formatUsd(c.amountMinor)} was already completed, so nothing was cancelled.</p><p>You can close this page.</p>` }));
+      }
+      const again =
+        c.status === 'OPEN' && !isExpired(c) && c.checkoutUrl
+          ? `<p>Changed your mind? <a href="${escapeHtml(c.checkoutUrl)}">Return to the payment page</a>${c.expiresAt ? ` (it works until ${escapeHtml(c.expiresAt.toISOString().replace('T', ' ').slice(0, 16))} UTC)` : ''}.</p>`
+          : '<p>To pay later, ask for a new payment link.</p>';
+      send(res, 200, renderPage({ title: 'Payment cancelled', body: `<p>You cancelled the payment. Nothing was charged.</p>${again}<p>You can close this page.</p>` }));
+    }),
+  );
+
+  return router;
+}

@@ -1,0 +1,53 @@
+import type { DataSource } from 'typeorm';
+import type { Clock } from '../../clock.js';
+import type { Config } from '../../config.js';
+import type { Logger } from '../../logger.js';
+import type { InventoryService } from '../inventory/inventory.service.js';
+import { CardCheckoutService } from './card-checkout.service.js';
+import { CheckoutSessionsService } from './checkout-sessions.service.js';
+import type { LedgerService } from './ledger.service.js';
+import { PaymentEventsService } from './payment-events.service.js';
+import { createPaymentProvider } from './payment-provider-factory.js';
+import type { PaymentProvider } from './payment-provider.js';
+import type { RentalHandoff } from './rental-handoff.js';
+import { TopupsService } from './topups.service.js';
+
+/** Card payments: hosted top-ups, the card checkout path, and the events that settle them. */
+export interface Payments {
+  /** Null when no provider may run (production without a Stripe key). */
+  provider: PaymentProvider | null;
+  sessions: CheckoutSessionsService;
+  topups: TopupsService;
+  cardCheckout: CardCheckoutService;
+  events: PaymentEventsService;
+  /** Set by the rentals module: receives paid card orders. Unset, they wait in PENDING. */
+  rentalHandoff?: RentalHandoff;
+}
+
+export interface PaymentsDeps {
+  config: Config;
+  ds: DataSource;
+  clock: Clock;
+  logger: Logger;
+  ledger: LedgerService;
+  inventory: InventoryService;
+  /** Overrides the provider chosen from config (tests). */
+  provider?: PaymentProvider | null;
+}
+
+export function createPayments({ config, ds, clock, logger, ledger, inventory, provider }: PaymentsDeps): Payments {
+  const log = logger.child({ component: 'payments' });
+  const chosen = provider === undefined ? createPaymentProvider(config, clock, log) : provider;
+  const sessions = new CheckoutSessionsService(ds, clock, log, chosen, config.publicBaseUrl);
+  const payments: Payments = {
+    provider: chosen,
+    sessions,
+    topups: new TopupsService(ds, clock, sessions),
+    cardCheckout: new CardCheckoutService(ds, clock, inventory, sessions),
+    events: new PaymentEventsService(ds, clock, log, ledger, sessions, {
+      webhookSecret: config.nodeEnv === 'production' && config.stripeWebhookSecretGenerated ? null : config.stripeWebhookSecret,
+      rentalHandoff: () => payments.rentalHandoff,
+    }),
+  };
+  return payments;
+}

@@ -1,0 +1,85 @@
+import type { DataSource } from 'typeorm';
+import type { Clock } from '../../clock.js';
+import { inTransaction } from '../../db/transaction.js';
+import { AppError } from '../../errors/app-error.js';
+import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotencyResource } from '../../http/idempotency.js';
+import type { Principal } from '../../http/principal.js';
+import type { TopupDto, TopupRequest } from './billing.dto.js';
+import { Checkout } from './checkout.entity.js';
+import type { CheckoutDescription, CheckoutSessionsService } from './checkout-sessions.service.js';
+
+export interface TopupResult {
+  /** 201 when this request created the top-up, 200 for a replay of the same key and body. */
+  status: 200 | 201;
+  topup: TopupDto;
+}
+
+/** Hosted top-ups: a link a human pays once; only the verified payment event credits. */
+export class TopupsService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly clock: Clock,
+    private readonly sessions: CheckoutSessionsService,
+  ) {}
+
+  async create(principal: Principal, idempotencyKeyHeader: string | undefined, body: TopupRequest): Promise<TopupResult> {
+    const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
+    this.sessions.requireProvider();
+    const hash = requestHash({ amountMinor: body.amountMinor });
+    // Keys are scoped to the account: two accounts may use the same key independently.
+    const scope = `topup:${principal.accountId}`;
+    const claimed = await inTransaction(this.ds, async (m) => {
+      const claim = await claimIdempotencyKey(m, this.clock, scope, idemKey, hash);
+      if (claim.kind === 'replay') {
+        return { checkout: await m.getRepository(Checkout).findOneByOrFail({ id: claim.record.resourceId! }), created: false };
+      }
+      const checkout = await this.sessions.insert(m, {
+        purpose: 'TOPUP',
+        accountId: principal.accountId,
+        keyId: principal.keyId,
+        amountMinor: body.amountMinor,
+      });
+      await setIdempotencyResource(m, claim.record, checkout.id);
+      return { checkout, created: true };
+    });
+
+    let checkout = await this.sessions.open(claimed.checkout, this.describe(claimed.checkout));
+    checkout = await this.sessions.expireIfDue(checkout);
+    if (checkout.status === 'EXPIRED' || checkout.status === 'FAILED') {
+      throw new AppError(
+        'TOPUP_EXPIRED',
+        checkout.status === 'EXPIRED'
+          ? 'The payment link for this Idempotency-Key has expired unpaid. Ask again with a new Idempotency-Key.'
+          : 'The payment for this Idempotency-Key failed. Ask again with a new Idempotency-Key.',
+      );
+    }
+    return { status: claimed.created ? 201 : 200, topup: toTopupDto(checkout) };
+  }
+
+  async get(principal: Principal, topupId: string): Promise<TopupDto> {
+    const checkout = await this.ds.getRepository(Checkout).findOneBy({ id: topupId, purpose: 'TOPUP', accountId: principal.accountId });
+    if (!checkout) throw new AppError('NOT_FOUND', 'No such top-up on this account.');
+    return toTopupDto(await this.sessions.expireIfDue(checkout));
+  }
+
+  /** Fixed wording: a retry must send the provider identical parameters. */
+  private describe(checkout: Checkout): CheckoutDescription {
+    return {
+      productName: 'Compute credits',
+      productDescription: `USD ${(checkout.amountMinor / 100).toFixed(2)} of GPU compute credits. Credits are non-transferable and non-withdrawable.`,
+    };
+  }
+}
+
+export function toTopupDto(c: Checkout): TopupDto {
+  return {
+    topupId: c.id,
+    status: c.status,
+    amountMinor: c.amountMinor,
+    currency: c.currency,
+    paymentUrl: c.checkoutUrl,
+    expiresAt: c.expiresAt ? c.expiresAt.toISOString() : null,
+    createdAt: c.createdAt.toISOString(),
+    paidAt: c.paidAt ? c.paidAt.toISOString() : null,
+  };
+}

@@ -1,0 +1,235 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { Checkout } from '../../src/modules/billing/checkout.entity.js';
+import { Offer } from '../../src/modules/inventory/offer.entity.js';
+import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
+import { Order } from '../../src/modules/rentals/order.entity.js';
+import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
+import { signup, type SignedUp } from '../helpers/factories.js';
+import { balanceOf, createStripeContext, deliver, sessionFor, type StripeTestContext } from '../helpers/payments.js';
+
+const OFFERS: LocalInventoryOffer[] = [
+  { key: 'two-hours', name: 'NVIDIA H200', category: 'datacenter', vramGb: 141, gpuCount: 1, pricePerHourMinor: 700, maximumDurationSeconds: 7200 },
+  { key: 'week', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 299, maximumDurationSeconds: 7 * 86400 },
+  { key: 'half-hour', name: 'NVIDIA B200', category: 'datacenter', vramGb: 192, gpuCount: 1, pricePerHourMinor: 900, maximumDurationSeconds: 1800 },
+  { key: 'sold-out', name: 'NVIDIA GB200', category: 'datacenter', vramGb: 192, gpuCount: 1, pricePerHourMinor: 1200, maximumDurationSeconds: 86400 },
+];
+
+describe('POST /api/v1/orders/checkout', () => {
+  let ctx: StripeTestContext;
+  const offerId: Record<string, string> = {};
+  before(async () => {
+    ctx = await createStripeContext({ offers: OFFERS });
+    for (const o of await ctx.services.ds.getRepository(Offer).find()) offerId[o.providerOfferKey] = o.id;
+    assert.ok(offerId['two-hours'] && offerId.week && offerId['sold-out']);
+    // Cached once, then gone from the provider: the cache still knows it, marked unavailable.
+    await ctx.setInventory(OFFERS.map((o) => (o.key === 'sold-out' ? { ...o, available: false } : o)));
+  });
+  after(() => ctx.close());
+  afterEach(() => {
+    ctx.services.payments.rentalHandoff = undefined;
+  });
+
+  const checkout = (who: SignedUp, body: unknown, key = randomUUID()) =>
+    ctx.api.post('/api/v1/orders/checkout').set(who.auth).set('Idempotency-Key', key).send(body as object);
+
+  async function withEmail(): Promise<SignedUp> {
+    const who = await signup(ctx);
+    const res = await ctx.api.put('/api/v1/me/email').set(who.auth).send({ email: `owner+${who.accountId.slice(0, 8)}@example.com` });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    return who;
+  }
+
+  describe('PUT /api/v1/me/email', () => {
+    it('sets the e-mail with a billing-scoped key and shows it on the account', async () => {
+      const who = await signup(ctx);
+      const res = await ctx.api.put('/api/v1/me/email').set(who.auth).send({ email: 'human@example.com' });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.data.email, 'human@example.com');
+      const me = await ctx.api.get('/api/v1/me').set(who.auth);
+      assert.equal(me.body.data.user.email, 'human@example.com');
+    });
+
+    it('refuses keys that are neither owner keys nor billing-scoped (403), and malformed addresses (422)', async () => {
+      const who = await signup(ctx);
+      const { token } = await ctx.services.ds.transaction((m) =>
+        ctx.services.keys.create(m, {
+          accountId: who.accountId,
+          kind: 'AGENT',
+          name: 'setup-code agent',
+          scopes: ['read', 'rent', 'manage'],
+          origin: 'test',
+          maxPerRentalMinor: 500,
+          budgetLimitMinor: 500,
+          maxConcurrentDeployments: 1,
+        }),
+      );
+      const forbidden = await ctx.api.put('/api/v1/me/email').set('Authorization', `Bearer ${token}`).send({ email: 'a@example.com' });
+      assert.equal(forbidden.status, 403);
+      assert.equal(forbidden.body.error.code, 'FORBIDDEN');
+      for (const email of ['not-an-address', 'a@b', `${'x'.repeat(250)}@example.com`]) {
+        const res = await ctx.api.put('/api/v1/me/email').set(who.auth).send({ email });
+        assert.equal(res.status, 422, email);
+        assert.equal(res.body.error.code, 'VALIDATION_FAILED');
+      }
+    });
+  });
+
+  it('needs an e-mail on the account: 422 EMAIL_REQUIRED, and nothing is created', async () => {
+    const who = await signup(ctx);
+    const res = await checkout(who, { offerId: offerId.week, budgetMinor: 1000 });
+    assert.equal(res.status, 422);
+    assert.equal(res.body.error.code, 'EMAIL_REQUIRED');
+    assert.equal(await ctx.services.ds.getRepository(Order).countBy({ accountId: who.accountId }), 0);
+  });
+
+  it('enforces budgetMinor between 500 and floor(price * maximumDurationSeconds / 3600) for the offer', async () => {
+    const who = await withEmail();
+    const cases: [string, number, number, string][] = [
+      ['two-hours', 499, 422, 'VALIDATION_FAILED'],
+      ['two-hours', 1401, 422, 'VALIDATION_FAILED'],
+      ['half-hour', 500, 422, 'VALIDATION_FAILED'], // its maximum, 450, is below the minimum
+      ['two-hours', 500, 422, 'BUDGET_TOO_SMALL'], // not one whole hour at 700
+      ['two-hours', 1400, 201, ''],
+      ['two-hours', 700, 201, ''],
+      ['week', 500, 201, ''],
+      ['week', 50232, 201, ''],
+      ['week', 50233, 422, 'VALIDATION_FAILED'],
+    ];
+    for (const [key, budgetMinor, status, code] of cases) {
+      const res = await checkout(who, { offerId: offerId[key], budgetMinor });
+      assert.equal(res.status, status, `${key} ${budgetMinor}: ${JSON.stringify(res.body)}`);
+      if (code) {
+        assert.equal(res.body.error.code, code, `${key} ${budgetMinor}`);
+        assert.match(res.body.error.message, /budgetMinor/);
+      }
+    }
+    const invalid = await checkout(who, { offerId: 'nope', budgetMinor: 1000 });
+    assert.equal(invalid.status, 422);
+    const extra = await checkout(who, { offerId: offerId.week, budgetMinor: 1000, hours: 3 });
+    assert.equal(extra.status, 422);
+  });
+
+  it('answers 404 OFFER_NOT_FOUND for an offer that is not currently offered', async () => {
+    const who = await withEmail();
+    for (const id of [offerId['sold-out'], randomUUID()]) {
+      const res = await checkout(who, { offerId: id, budgetMinor: 1200 });
+      assert.equal(res.status, 404);
+      assert.equal(res.body.error.code, 'OFFER_NOT_FOUND');
+    }
+  });
+
+  it('creates an AWAITING_PAYMENT card-funded LEGACY_PREPAID order of whole hours and a Stripe checkout for it', async () => {
+    const who = await withEmail();
+    const res = await checkout(who, { offerId: offerId.week, budgetMinor: 1000 });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const { orderId, checkoutUrl, quote } = res.body.data;
+    assert.deepEqual(quote, { hourlyPriceMinor: 299, durationSeconds: 3 * 3600, totalMinor: 897, currency: 'USD' });
+
+    const order = await ctx.services.ds.getRepository(Order).findOneByOrFail({ id: orderId });
+    assert.equal(order.status, 'AWAITING_PAYMENT');
+    assert.equal(order.funding, 'CARD');
+    assert.equal(order.billingModel, 'LEGACY_PREPAID');
+    assert.equal(order.requestKind, 'OFFER');
+    assert.equal(order.offerId, offerId.week);
+    assert.equal(order.keyId, who.keyId);
+    assert.equal(order.budgetMinor, 1000);
+    assert.equal(order.totalMinor, 897);
+    assert.equal(order.durationSeconds, 10800);
+    const dep = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ orderId });
+    assert.equal(dep.status, 'AWAITING_PAYMENT');
+    assert.equal(dep.billingModel, 'LEGACY_PREPAID');
+    assert.equal(dep.hoursPurchased, 3);
+    assert.equal(dep.durationSeconds, 10800);
+
+    const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ orderId });
+    const session = sessionFor(ctx, c.id);
+    assert.equal(checkoutUrl, session.url);
+    assert.equal(session.amount_total, 897);
+    assert.equal(session.currency, 'usd');
+    assert.equal(session.mode, 'payment');
+    assert.equal(session.customer_email, `owner+${who.accountId.slice(0, 8)}@example.com`);
+    assert.equal(session.metadata.order_id, orderId);
+    assert.equal(session.metadata.purpose, 'ORDER');
+    assert.deepEqual(await balanceOf(ctx, who.accountId), { balance: 0, entries: 0 }, 'card orders never touch credits');
+  });
+
+  it('returns the same order for the same key and body, and 409 IDEMPOTENCY_CONFLICT for a changed body', async () => {
+    const who = await withEmail();
+    const key = randomUUID();
+    const first = await checkout(who, { offerId: offerId.week, budgetMinor: 1500 }, key);
+    assert.equal(first.status, 201);
+    const sessions = ctx.stripe.createdSessions.length;
+    const again = await checkout(who, { budgetMinor: 1500, offerId: offerId.week }, key);
+    assert.equal(again.status, 201);
+    assert.deepEqual(again.body.data, first.body.data);
+    assert.equal(ctx.stripe.createdSessions.length, sessions);
+    const changed = await checkout(who, { offerId: offerId.week, budgetMinor: 1600 }, key);
+    assert.equal(changed.status, 409);
+    assert.equal(changed.body.error.code, 'IDEMPOTENCY_CONFLICT');
+    assert.equal(await ctx.services.ds.getRepository(Order).countBy({ accountId: who.accountId }), 1);
+    const missingKey = await ctx.api.post('/api/v1/orders/checkout').set(who.auth).send({ offerId: offerId.week, budgetMinor: 1500 });
+    assert.equal(missingKey.status, 400);
+    const anon = await ctx.api.post('/api/v1/orders/checkout').set('Idempotency-Key', key).send({ offerId: offerId.week, budgetMinor: 1500 });
+    assert.equal(anon.status, 401);
+  });
+
+  it('moves a paid order to PENDING, hands it to rentals, and posts no ledger entry', async () => {
+    const who = await withEmail();
+    const handed: string[] = [];
+    ctx.services.payments.rentalHandoff = { cardOrderPaid: async (id) => void handed.push(id) };
+    const res = await checkout(who, { offerId: offerId['two-hours'], budgetMinor: 1400 });
+    const { orderId } = res.body.data;
+    const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ orderId });
+    const paid = ctx.stripe.completeSession(sessionFor(ctx, c.id).id);
+    const payload = ctx.stripe.eventPayload('checkout.session.completed', paid);
+    const results = await Promise.all([deliver(ctx, payload), deliver(ctx, payload), deliver(ctx, payload)]);
+    assert.deepEqual(results.map((r) => r.status), [200, 200, 200]);
+
+    assert.equal((await ctx.services.ds.getRepository(Order).findOneByOrFail({ id: orderId })).status, 'PENDING');
+    assert.equal((await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ orderId })).status, 'PENDING');
+    assert.equal((await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ orderId })).status, 'PAID');
+    assert.ok(handed.length >= 1 && handed.every((id) => id === orderId), JSON.stringify(handed));
+    assert.deepEqual(await balanceOf(ctx, who.accountId), { balance: 0, entries: 0 });
+  });
+
+  it('leaves a paid order PENDING when no rentals hook is wired', async () => {
+    const who = await withEmail();
+    const { orderId } = (await checkout(who, { offerId: offerId.week, budgetMinor: 600 })).body.data;
+    const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ orderId });
+    assert.equal((await deliver(ctx, ctx.stripe.eventPayload('checkout.session.completed', ctx.stripe.completeSession(sessionFor(ctx, c.id).id)))).status, 200);
+    assert.equal((await ctx.services.ds.getRepository(Order).findOneByOrFail({ id: orderId })).status, 'PENDING');
+  });
+
+  it('answers 500 while the rentals hook fails, so Stripe redelivers until it succeeds', async () => {
+    const who = await withEmail();
+    const { orderId } = (await checkout(who, { offerId: offerId.week, budgetMinor: 900 })).body.data;
+    const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ orderId });
+    const payload = ctx.stripe.eventPayload('checkout.session.completed', ctx.stripe.completeSession(sessionFor(ctx, c.id).id));
+    ctx.services.payments.rentalHandoff = {
+      cardOrderPaid: async () => {
+        throw new Error('queue down');
+      },
+    };
+    assert.equal((await deliver(ctx, payload)).status, 500);
+    assert.equal((await ctx.services.ds.getRepository(Order).findOneByOrFail({ id: orderId })).status, 'PENDING', 'the payment itself is recorded');
+    const handed: string[] = [];
+    ctx.services.payments.rentalHandoff = { cardOrderPaid: async (id) => void handed.push(id) };
+    assert.equal((await deliver(ctx, payload)).status, 200);
+    assert.deepEqual(handed, [orderId]);
+  });
+
+  it('fails an unpaid order when its checkout expires, with a customer-safe reason', async () => {
+    const who = await withEmail();
+    const { orderId } = (await checkout(who, { offerId: offerId.week, budgetMinor: 700 })).body.data;
+    const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ orderId });
+    const expired = ctx.stripe.expireSession(sessionFor(ctx, c.id).id);
+    assert.equal((await deliver(ctx, ctx.stripe.eventPayload('checkout.session.expired', expired))).status, 200);
+    const order = await ctx.services.ds.getRepository(Order).findOneByOrFail({ id: orderId });
+    assert.equal(order.status, 'FAILED');
+    assert.equal(order.failureCode, 'PAYMENT_EXPIRED');
+    assert.match(order.failureReason!, /Nothing was charged/);
+    assert.equal(order.reversalStatus, null);
+    assert.equal((await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ orderId })).status, 'FAILED');
+  });
+});
