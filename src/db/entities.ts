@@ -5,8 +5,13 @@ import { Offer } from '../modules/inventory/offer.entity.js';
 import { IdempotencyRecord } from '../http/idempotency-record.entity.js';
 import { Order } from '../modules/rentals/order.entity.js';
 import { Deployment } from '../modules/rentals/deployment.entity.js';
+import { DeploymentAttempt } from '../modules/rentals/deployment-attempt.entity.js';
+import { CredentialReveal } from '../modules/rentals/credential-reveal.entity.js';
 import { Checkout } from '../modules/billing/checkout.entity.js';
 import { PaymentEvent } from '../modules/billing/payment-event.entity.js';
 
 /** Every TypeORM entity. Register a new entity here. */
-export const entities = [Account, ApiKey, LedgerEntry, Offer, IdempotencyRecord, Order, Deployment, Checkout, PaymentEvent];
+export const entities = [
+  Account, ApiKey, LedgerEntry, Offer, IdempotencyRecord, Order, Deployment, Checkout, PaymentEvent,
+  DeploymentAttempt, CredentialReveal,
+];

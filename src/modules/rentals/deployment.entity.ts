@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { minorUnits } from '../../db/columns.js';
 import type { DeploymentBillingModel, RentalStatus } from './order.entity.js';
 
 /** The machine behind a rental; created with its order in one transaction. */
@@ -38,6 +39,78 @@ export class Deployment {
   /** Verified destruction time; written once, never changed. */
   @Column({ name: 'ended_at', type: 'datetime', precision: 3, nullable: true })
   endedAt: Date | null;
+
+  /** Provider and cached offer of the current (or last) create attempt. */
+  @Column({ name: 'provider_id', type: 'varchar', length: 64, nullable: true })
+  providerId: string | null;
+
+  @Column({ name: 'offer_id', type: 'char', length: 36, nullable: true })
+  offerId: string | null;
+
+  /** Customer cents per hour of the offer being run; metering multiplies active seconds by it. */
+  @Column({ name: 'hourly_price_minor', type: 'bigint', transformer: minorUnits })
+  hourlyPriceMinor: number;
+
+  /** Metered rentals: usage at which the rental is terminated (min of budget and key cap). */
+  @Column({ name: 'spend_cap_minor', type: 'bigint', nullable: true, transformer: minorUnits })
+  spendCapMinor: number | null;
+
+  /** Number of the current create attempt (1-based; 0 before the first). */
+  @Column({ type: 'int' })
+  attempt: number;
+
+  /** Label of the current attempt's instance, derived from id and attempt; unique. */
+  @Column({ type: 'varchar', length: 128, nullable: true })
+  label: string | null;
+
+  @Column({ name: 'instance_id', type: 'varchar', length: 191, nullable: true })
+  instanceId: string | null;
+
+  @Column({ name: 'ssh_host', type: 'varchar', length: 255, nullable: true })
+  sshHost: string | null;
+
+  @Column({ name: 'ssh_port', type: 'int', nullable: true })
+  sshPort: number | null;
+
+  @Column({ name: 'ssh_user', type: 'varchar', length: 64, nullable: true })
+  sshUser: string | null;
+
+  @Column({ name: 'ssh_public_key', type: 'text', nullable: true })
+  sshPublicKey: string | null;
+
+  /** AES-256-GCM ciphertext of the private key (DESIGN.md, Secrets); never logged. */
+  @Column({ name: 'ssh_private_key_enc', type: 'varbinary', length: 4096, nullable: true })
+  sshPrivateKeyEnc: Buffer | null;
+
+  /** Id of the key-encryption key that sealed the private key, for rotation. */
+  @Column({ name: 'ssh_key_kid', type: 'varchar', length: 32, nullable: true })
+  sshKeyKid: string | null;
+
+  /** Metering has posted usage up to this instant. */
+  @Column({ name: 'metered_until', type: 'datetime', precision: 3, nullable: true })
+  meteredUntil: Date | null;
+
+  /** Usage posted so far (metered rentals), in cents. */
+  @Column({ name: 'usage_minor', type: 'bigint', transformer: minorUnits })
+  usageMinor: number;
+
+  @Column({ name: 'terminate_requested_at', type: 'datetime', precision: 3, nullable: true })
+  terminateRequestedAt: Date | null;
+
+  /** Why termination began: REQUESTED, EXPIRED, SPEND_CAP, KEY_BUDGET, CREDITS, FAILURE, RECONCILER. */
+  @Column({ name: 'termination_reason', type: 'varchar', length: 32, nullable: true })
+  terminationReason: string | null;
+
+  @Column({ name: 'verify_attempts', type: 'int' })
+  verifyAttempts: number;
+
+  /** Last provider/SSH check, for operators; never contains key material. */
+  @Column({ name: 'last_check_detail', type: 'varchar', length: 512, nullable: true })
+  lastCheckDetail: string | null;
+
+  /** When status last changed; the reconciler re-drives rows stuck past a bound. */
+  @Column({ name: 'status_changed_at', type: 'datetime', precision: 3, nullable: true })
+  statusChangedAt: Date | null;
 
   @Column({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt: Date;
