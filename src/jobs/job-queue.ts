@@ -19,3 +19,22 @@ export interface EnqueueOptions {
   /** Deduplicates waiting jobs of the same name, e.g. the deployment id. */
   uniqueKey?: string;
 }
+
+/**
+ * One kind of background job. Modules export arrays of these from `src/modules/<area>/<area>.jobs.ts`
+ * and src/jobs/job-definitions.ts lists them all; the worker registers every one with Agenda.
+ * `handler` is a plain function that tests call directly: it reads state from MySQL, acts and
+ * writes state back, so a run repeated or resumed after a crash converges on the same result.
+ */
+export interface JobDefinition<T extends object = Record<string, unknown>> {
+  name: string;
+  handler(data: T, services: import('../container.js').Services): Promise<void>;
+  /** Repeat on this interval as a single job row (Agenda `every`), for periodic sweeps. */
+  everyMs?: number;
+  /** Parallel runs of this job per worker process (Agenda default otherwise). */
+  concurrency?: number;
+  /** How long a claimed run may go without finishing before another worker may take it over. */
+  lockLifetimeMs?: number;
+  /** Higher runs first when several are due. */
+  priority?: number;
+}

@@ -1,0 +1,43 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
+/**
+ * AES-256-GCM sealing of secrets at rest (deployment SSH private keys). The caller binds each
+ * ciphertext to its row by passing the row id as additional data, so a ciphertext copied onto
+ * another row fails to open. Layout: version byte, 12-byte nonce, 16-byte tag, ciphertext.
+ */
+export class SecretBox {
+  private static readonly VERSION = 1;
+
+  /** @param keys key-encryption keys by id; `currentKeyId` seals, any listed key opens. */
+  constructor(
+    private readonly keys: ReadonlyMap<string, Buffer>,
+    readonly currentKeyId: string,
+  ) {
+    for (const [id, key] of keys) if (key.length !== 32) throw new Error(`secret key ${id} must be 32 bytes`);
+    if (!keys.has(currentKeyId)) throw new Error(`secret key ${currentKeyId} is not configured`);
+  }
+
+  static fromConfig(config: { secretsKey: Buffer; secretsKeyId: string }): SecretBox {
+    return new SecretBox(new Map([[config.secretsKeyId, config.secretsKey]]), config.secretsKeyId);
+  }
+
+  seal(plaintext: string, additionalData: string): { ciphertext: Buffer; keyId: string } {
+    const nonce = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.keys.get(this.currentKeyId)!, nonce);
+    cipher.setAAD(Buffer.from(additionalData, 'utf8'));
+    const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+    const ciphertext = Buffer.concat([Buffer.from([SecretBox.VERSION]), nonce, cipher.getAuthTag(), body]);
+    return { ciphertext, keyId: this.currentKeyId };
+  }
+
+  /** Throws when the key id is unknown, the data was altered, or the additional data differs. */
+  open(ciphertext: Buffer, keyId: string, additionalData: string): string {
+    const key = this.keys.get(keyId);
+    if (!key) throw new Error(`secret key ${keyId} is not configured`);
+    if (ciphertext.length < 29 || ciphertext[0] !== SecretBox.VERSION) throw new Error('unrecognised sealed secret');
+    const decipher = createDecipheriv('aes-256-gcm', key, ciphertext.subarray(1, 13));
+    decipher.setAuthTag(ciphertext.subarray(13, 29));
+    decipher.setAAD(Buffer.from(additionalData, 'utf8'));
+    return Buffer.concat([decipher.update(ciphertext.subarray(29)), decipher.final()]).toString('utf8');
+  }
+}
