@@ -1,10 +1,14 @@
 import { Initial1763800000000 } from './1763800000000-Initial.js';
+import { AgendaJobs1763800001000 } from './1763800001000-AgendaJobs.js';
 import { LocalProviderInstances1763800002000 } from './1763800002000-LocalProviderInstances.js';
 import { Payments1763800003000 } from './1763800003000-Payments.js';
 import { RentalLifecycle1763800004000 } from './1763800004000-RentalLifecycle.js';
+import { RentalCandidates1763800004100 } from './1763800004100-RentalCandidates.js';
+import { TelegramBot1763800006000 } from './1763800006000-TelegramBot.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
-  Initial1763800000000, LocalProviderInstances1763800002000, Payments1763800003000,
-  RentalLifecycle1763800004000,
+  Initial1763800000000, AgendaJobs1763800001000, LocalProviderInstances1763800002000, Payments1763800003000,
+  RentalLifecycle1763800004000, RentalCandidates1763800004100,
+  TelegramBot1763800006000,
 ];

@@ -8,6 +8,7 @@ import { requestId } from './http/request-id.js';
 import { openApiDocument } from './http/openapi.js';
 import { RegisterRoutes } from './generated/routes.js';
 import { paymentPagesRouter } from './modules/billing/payment-pages.router.js';
+import { jobsDashboard } from './jobs/jobs-dashboard.js';
 
 export interface AppOptions {
   /** Routers of other roles to mount before the API routes (webhooks, pages, dashboards). */
@@ -76,6 +77,8 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   });
 
   app.use(paymentPagesRouter(services));
+  const dashboard = jobsDashboard(services);
+  if (dashboard) app.use('/admin/jobs', ...dashboard);
   options.mount?.(app);
 
   app.use(

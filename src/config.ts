@@ -35,6 +35,10 @@ export interface Config {
   telegramApiRoot?: string;
   telegramBotUsername?: string;
   telegramWebhookSecret?: string;
+  /** A debit that takes a Telegram owner's credits below this (cents) sends a low-credits message. */
+  telegramLowCreditsMinor: number;
+  /** How often the bot role scans for owner notifications to send. */
+  telegramNotifySeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -120,6 +124,15 @@ function secretsKey(env: Env): { key: Buffer; id: string; generated: boolean } {
   return { key, id: str(env, 'SECRETS_KEY_ID', 'k1'), generated: false };
 }
 
+/** Telegram accepts 1-256 characters of A-Za-z0-9_- as a webhook secret token. */
+function webhookToken(env: Env): string | undefined {
+  const v = opt(env, 'TELEGRAM_WEBHOOK_SECRET');
+  if (v !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(v)) {
+    throw new ConfigError('TELEGRAM_WEBHOOK_SECRET must be 1-256 characters of A-Z, a-z, 0-9, _ and -');
+  }
+  return v;
+}
+
 /** Parses and validates the environment once. Throws ConfigError naming the offending variable. */
 export function loadConfig(env: Env = process.env): Config {
   const port = int(env, 'PORT', 8080, 0, 65535);
@@ -157,6 +170,8 @@ export function loadConfig(env: Env = process.env): Config {
     telegramBotToken: opt(env, 'TELEGRAM_BOT_TOKEN'),
     telegramApiRoot: opt(env, 'TELEGRAM_API_ROOT') && url(env, 'TELEGRAM_API_ROOT', '', ['http:', 'https:']),
     telegramBotUsername: opt(env, 'TELEGRAM_BOT_USERNAME'),
-    telegramWebhookSecret: opt(env, 'TELEGRAM_WEBHOOK_SECRET'),
+    telegramWebhookSecret: webhookToken(env),
+    telegramLowCreditsMinor: int(env, 'TELEGRAM_LOW_CREDITS_MINOR', 500, 0, 100_000_000),
+    telegramNotifySeconds: int(env, 'TELEGRAM_NOTIFY_SECONDS', 10, 1, 3600),
   };
 }

@@ -1,6 +1,9 @@
 import type { DataSource } from 'typeorm';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
+import { createAgenda, defineJobs } from './jobs/agenda.js';
+import { allJobDefinitions } from './jobs/job-definitions.js';
+import type { JobQueue } from './jobs/job-queue.js';
 import { RateLimiter } from './http/rate-limiter.js';
 import type { Logger } from './logger.js';
 import { AccountsService } from './modules/accounts/accounts.service.js';
@@ -9,6 +12,9 @@ import { LedgerService } from './modules/billing/ledger.service.js';
 import { createPayments, type Payments } from './modules/billing/payments.js';
 import { InventoryService } from './modules/inventory/inventory.service.js';
 import { KeysService } from './modules/keys/keys.service.js';
+import { CredentialsService } from './modules/credentials/credentials.service.js';
+import { SecretBox } from './modules/credentials/secret-box.js';
+import { RentalsService } from './modules/rentals/rentals.service.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
 
 /** Everything a controller, job or bot feature may call. Built once per process (or per test). */
@@ -25,6 +31,10 @@ export interface Services {
   billing: BillingService;
   inventory: InventoryService;
   payments: Payments;
+  rentals: RentalsService;
+  credentials: CredentialsService;
+  /** Background work: enqueue here; the worker role (src/worker.ts) runs it. */
+  jobs: JobQueue;
 }
 
 export interface ServiceDeps {
@@ -47,5 +57,11 @@ export function createServices({ config, ds, clock, logger, providers }: Service
   const billing = new BillingService(ds, ledger, keys);
   const inventory = new InventoryService(ds, providers, clock, logger, config.publicBaseUrl);
   const payments = createPayments({ config, ds, clock, logger, ledger, inventory });
-  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments };
+  // Every process gets an Agenda: enqueuing needs no processing, and only the worker role starts it.
+  const { queue: jobs } = createAgenda(ds, config);
+  const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs);
+  const credentials = new CredentialsService(ds, clock, SecretBox.fromConfig(config));
+  const services: Services = { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, credentials, jobs };
+  defineJobs(jobs.agenda, allJobDefinitions(), services);
+  return services;
 }

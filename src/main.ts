@@ -7,6 +7,8 @@ import { createDatabaseIfMissing, createDataSource, describeTarget, migrate, par
 import { createLogger, type Logger } from './logger.js';
 import { createProviderRegistry } from './providers/provider-registry.js';
 import { startWorker, type Worker } from './worker.js';
+import { createBot } from '../bot/bot.js';
+import { mountTelegramWebhook, startBotRole, type BotRole } from '../bot/runtime.js';
 
 const ROLES: Role[] = ['api', 'worker', 'bot'];
 const START_MARIADB = 'start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd';
@@ -56,10 +58,19 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
 
   let server: Server | undefined;
   let worker: Worker | undefined;
+  let botRole: BotRole | undefined;
+  const token = config.telegramBotToken;
+  const webhookSecret = config.telegramWebhookSecret;
+  // The bot role polls or registers the webhook; in webhook mode every api process takes updates.
+  const bot =
+    token && (roles.includes('bot') || (roles.includes('api') && webhookSecret))
+      ? createBot({ services, token, apiRoot: config.telegramApiRoot })
+      : undefined;
   if (roles.includes('worker')) worker = await startWorker(services);
   if (roles.includes('api')) {
     let migrated = false;
     const app = createApp(services, {
+      mount: bot && webhookSecret ? (a) => mountTelegramWebhook(a, bot, webhookSecret) : undefined,
       health: async () => {
         await ds.query('SELECT 1');
         if (!migrated) migrated = !(await ds.showMigrations());
@@ -74,8 +85,10 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
   if (roles.includes('bot') && !config.telegramBotToken) {
     logger.info('bot role: TELEGRAM_BOT_TOKEN is not set, so the Telegram bot is off');
   }
+  if (roles.includes('bot') && bot) botRole = await startBotRole(services, bot);
 
   return async () => {
+    if (botRole) await botRole.stop();
     if (server) await new Promise<void>((r) => server!.close(() => r()));
     if (worker) await worker.stop();
     await providers.close();

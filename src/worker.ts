@@ -1,30 +1,31 @@
 import type { Services } from './container.js';
-import { reconcilePayments, RECONCILE_PAYMENTS_EVERY_MS } from './modules/billing/billing.jobs.js';
+import { startJobWorker } from './jobs/agenda.js';
+import { allJobDefinitions } from './jobs/job-definitions.js';
 
 export interface Worker {
   stop(): Promise<void>;
 }
 
-/** Background work of the worker role. */
+/** How long SIGTERM waits for running jobs before leaving them to lock expiry (main.ts forces exit at 30 s). */
+const DRAIN_TIMEOUT_MS = 25_000;
+
+/**
+ * Background work of the worker role: every job definition on Agenda (MySQL backend), including
+ * the periodic inventory refresh and payment reconciliation. `stop()` drains running jobs.
+ */
 export async function startWorker(services: Services): Promise<Worker> {
-  const { logger, config } = services;
-  const refresh = async () => {
-    try {
-      const results = await services.inventory.refresh();
-      logger.debug({ results }, 'inventory refreshed');
-    } catch (err) {
-      logger.error({ err }, 'inventory refresh failed');
-    }
-  };
-  await refresh();
-  const timer = setInterval(refresh, config.inventoryRefreshSeconds * 1000);
-  const paymentsTimer = setInterval(() => {
-    reconcilePayments(services).catch((err) => logger.error({ err }, 'payment reconciliation failed'));
-  }, RECONCILE_PAYMENTS_EVERY_MS);
+  const { logger } = services;
+  // The cache is warm before the first poll, as it was before the refresh became a job.
+  try {
+    const results = await services.inventory.refresh();
+    logger.debug({ results }, 'inventory refreshed');
+  } catch (err) {
+    logger.error({ err }, 'inventory refresh failed');
+  }
+  const jobs = await startJobWorker(services, { definitions: allJobDefinitions() });
   return {
     async stop() {
-      clearInterval(timer);
-      clearInterval(paymentsTimer);
+      await jobs.stop({ timeoutMs: DRAIN_TIMEOUT_MS });
     },
   };
 }

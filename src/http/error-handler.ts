@@ -6,14 +6,49 @@ import type { Logger } from '../logger.js';
 
 /** Turns tsoa's field map into one readable sentence naming each offending field. */
 export function describeValidation(fields: Record<string, { message: string; value?: unknown }>): string {
-  const parts = Object.entries(fields).map(([path, { message }]) => {
+  return `Invalid request: ${describeFields(fields).join('; ')}.`;
+}
+
+type FieldErrors = Record<string, { message: string; value?: unknown }>;
+
+const UNION = /^Could not match the union against any of the items\. Issues: (\[.*\])$/s;
+const ENUM = /^should be one of the following; \[(.*)\]$/;
+
+function describeFields(fields: FieldErrors): string[] {
+  return Object.entries(fields).map(([path, { message }]) => {
     const name = path.replace(/^(requestBody|body)\.?/, '').replace(/^\$\.?/, '');
-    const excess = /"([^"]+)" is an excess property/.exec(message);
+    const union = UNION.exec(message);
+    if (union) return describeUnion(name, union[1]);
+    const excess = /^"([^"]+)" is an excess property/.exec(message);
     if (excess) return `${excess[1]}: unknown property`;
     const clean = humanize(message);
-    return name ? `${name}: ${clean}` : clean === 'must be a valid object' ? 'body: must be a JSON object' : `body: ${clean}`;
+    return name ? `${name}: ${clean}` : clean === 'must be a valid object' || clean === 'invalid object' ? 'body: must be a JSON object' : `body: ${clean}`;
   });
-  return `Invalid request: ${parts.join('; ')}.`;
+}
+
+/**
+ * tsoa reports a union mismatch as one error per alternative. A union of literals (`1 | 2 | 4 | 8`)
+ * becomes "must be one of"; a union of object shapes names the closest shapes' problems.
+ */
+function describeUnion(name: string, issuesJson: string): string {
+  let shapes: FieldErrors[];
+  try {
+    shapes = JSON.parse(issuesJson) as FieldErrors[];
+  } catch {
+    shapes = [];
+  }
+  const subject = name || 'body';
+  if (shapes.length === 0) return `${subject}: does not match any accepted form`;
+  const literals = shapes.map((s) => {
+    const errs = Object.values(s);
+    return errs.length === 1 ? ENUM.exec(errs[0].message)?.[1] : undefined;
+  });
+  if (literals.every((l) => l !== undefined)) return `${subject}: must be one of ${literals.join(', ').replace(/'/g, '')}`;
+  const counts = shapes.map((s) => Object.keys(s).length);
+  const fewest = Math.min(...counts);
+  const closest = shapes.filter((_, i) => counts[i] === fewest).map((s) => describeFields(s).join(', '));
+  if (closest.every((c) => c === 'body: must be a JSON object')) return 'body: must be a JSON object';
+  return `${subject} must match exactly one accepted shape (closest: ${closest.join(' | or: ')})`;
 }
 
 const RULES: [RegExp, string][] = [
@@ -24,6 +59,8 @@ const RULES: [RegExp, string][] = [
   [/^minItems (\S+)$/, 'must have at least $1 items'],
   [/^invalid integer number$/i, 'must be a whole number'],
   [/^invalid float number$/i, 'must be a number'],
+  [/^'(\w+)' is required$/, 'is required'],
+  [/^Not match in '(.*)'$/, 'must match $1'],
   [/^invalid (\w+)$/i, 'must be a valid $1'],
 ];
 

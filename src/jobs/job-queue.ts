@@ -31,6 +31,11 @@ export interface JobDefinition<T extends object = Record<string, unknown>> {
   handler(data: T, services: import('../container.js').Services): Promise<void>;
   /** Repeat on this interval as a single job row (Agenda `every`), for periodic sweeps. */
   everyMs?: number;
+  /**
+   * Like `everyMs` but read from configuration when the worker starts (e.g. the inventory refresh
+   * period); takes precedence over `everyMs`.
+   */
+  everyMsFromConfig?(config: import('../config.js').Config): number;
   /** Parallel runs of this job per worker process (Agenda default otherwise). */
   concurrency?: number;
   /** How long a claimed run may go without finishing before another worker may take it over. */

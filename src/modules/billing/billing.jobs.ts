@@ -1,4 +1,5 @@
 import type { Services } from '../../container.js';
+import type { JobDefinition } from '../../jobs/job-queue.js';
 
 /** How often the worker looks for payments whose webhook never arrived. */
 export const RECONCILE_PAYMENTS_EVERY_MS = 5 * 60 * 1000;
@@ -13,3 +14,15 @@ export async function reconcilePayments(services: Pick<Services, 'payments' | 'l
   if (settled) services.logger.info({ settled }, 'payments reconciled');
   return settled;
 }
+
+/** Billing's background jobs, listed in src/jobs/job-definitions.ts. */
+export const billingJobs: JobDefinition[] = [
+  {
+    name: 'payments.reconcile',
+    everyMs: RECONCILE_PAYMENTS_EVERY_MS,
+    concurrency: 1,
+    async handler(_data, services) {
+      await reconcilePayments(services);
+    },
+  },
+];

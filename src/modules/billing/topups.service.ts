@@ -22,7 +22,15 @@ export class TopupsService {
     private readonly sessions: CheckoutSessionsService,
   ) {}
 
-  async create(principal: Principal, idempotencyKeyHeader: string | undefined, body: TopupRequest): Promise<TopupResult> {
+  /**
+   * `principal` is the calling key, or for the owner bot an account with no key (`keyId: null`),
+   * whose idempotency keys are derived from Telegram update ids.
+   */
+  async create(
+    principal: Pick<Principal, 'accountId'> & { keyId: string | null },
+    idempotencyKeyHeader: string | undefined,
+    body: TopupRequest,
+  ): Promise<TopupResult> {
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
     this.sessions.requireProvider();
     const hash = requestHash({ amountMinor: body.amountMinor });

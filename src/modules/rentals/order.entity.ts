@@ -54,6 +54,13 @@ export class Order {
   @Column({ name: 'max_hourly_price_minor', type: 'bigint', nullable: true, transformer: minorUnits })
   maxHourlyPriceMinor: number | null;
 
+  /**
+   * Cached offer ids chosen at admission, cheapest first (one for an explicit offer, at most three
+   * for a GPU intent). Provisioning tries exactly these, in order; null for card orders (use offerId).
+   */
+  @Column({ name: 'candidate_offer_ids', type: 'json', nullable: true })
+  candidateOfferIds: string[] | null;
+
   @Column({ name: 'budget_minor', type: 'bigint', nullable: true, transformer: minorUnits })
   budgetMinor: number | null;
 

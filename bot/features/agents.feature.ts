@@ -1,0 +1,70 @@
+import { Composer, InlineKeyboard } from 'grammy';
+import { AppError } from '../../src/errors/app-error.js';
+import { agentsOf } from '../ports.js';
+import { ownerOf, type BotContext } from '../context.js';
+import { html, usd } from '../format.js';
+
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+/** Telegram keeps messages under 4096 characters; beyond this many keys the list says "and N more". */
+const MAX_LISTED = 15;
+
+/** /agents: the account's agent keys with limits, spend and active rentals; revoke with a confirmation. */
+export function agentsFeature(): Composer<BotContext> {
+  const composer = new Composer<BotContext>();
+
+  composer.command('agents', async (ctx) => {
+    const keys = (await agentsOf(ctx.services).listAgentKeys(ownerOf(ctx).id)).filter((k) => !k.revokedAt);
+    if (keys.length === 0) {
+      await ctx.reply('You have no active agent keys. Connect an agent with /newagent.');
+      return;
+    }
+    const shown = keys.slice(0, MAX_LISTED);
+    const lines = shown.map(
+      (k, i) =>
+        `${i + 1}. <b>${html(k.name)}</b> <code>${html(k.prefix)}</code>\n` +
+        `   limits: ${usd(k.maxPerRentalMinor)} per rental, ${usd(k.budgetLimitMinor)} total, ${k.maxConcurrentDeployments} at a time\n` +
+        `   spent ${usd(k.netSpentMinor)} (${usd(k.remainingBudgetMinor)} left), ${k.activeDeployments} active rental${k.activeDeployments === 1 ? '' : 's'}`,
+    );
+    if (keys.length > shown.length) lines.push(`…and ${keys.length - shown.length} more.`);
+    const kb = new InlineKeyboard();
+    shown.forEach((k, i) => kb.text(`Revoke ${i + 1}. ${k.name}`.slice(0, 60), `rv:${k.id}`).row());
+    await ctx.reply(`<b>Agent keys</b>\n\n${lines.join('\n\n')}`, { parse_mode: 'HTML', reply_markup: kb });
+  });
+
+  composer.callbackQuery(new RegExp(`^rv:(${UUID})$`), async (ctx) => {
+    const keyId = ctx.match[1];
+    const key = (await agentsOf(ctx.services).listAgentKeys(ownerOf(ctx).id)).find((k) => k.id === keyId);
+    if (!key || key.revokedAt) {
+      await ctx.answerCallbackQuery({ text: key ? 'That key is already revoked.' : 'That key is not on your account.', show_alert: true });
+      return;
+    }
+    await ctx.answerCallbackQuery();
+    const kb = new InlineKeyboard().text('Yes, revoke it', `rvy:${keyId}`).text('Keep it', 'rvn');
+    await ctx.reply(
+      `Revoke <b>${html(key.name)}</b> <code>${html(key.prefix)}</code>? The agent using it is refused from its next call on. ` +
+        'Its running rentals keep running until they end or you terminate them in /rentals.',
+      { parse_mode: 'HTML', reply_markup: kb },
+    );
+  });
+
+  composer.callbackQuery(new RegExp(`^rvy:(${UUID})$`), async (ctx) => {
+    try {
+      await agentsOf(ctx.services).revokeAgentKey(ownerOf(ctx).id, ctx.match[1]);
+    } catch (err) {
+      if (err instanceof AppError && err.status === 404) {
+        await ctx.answerCallbackQuery({ text: 'That key is not on your account.', show_alert: true });
+        return;
+      }
+      throw err;
+    }
+    await ctx.answerCallbackQuery({ text: 'Revoked.' });
+    await ctx.editMessageText('Revoked. That key no longer works; its agent needs a new setup code (/newagent) to come back.');
+  });
+
+  composer.callbackQuery('rvn', async (ctx) => {
+    await ctx.answerCallbackQuery();
+    await ctx.editMessageText('Kept. Nothing changed.');
+  });
+
+  return composer;
+}

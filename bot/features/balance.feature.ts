@@ -1,0 +1,90 @@
+import { Composer, InlineKeyboard } from 'grammy';
+import { AppError } from '../../src/errors/app-error.js';
+import { Account } from '../../src/modules/accounts/account.entity.js';
+import { ownerOf, type BotContext } from '../context.js';
+import { html, parseUsd, usd, utc } from '../format.js';
+
+/** SPEC.md top-up bounds, in cents. */
+const TOPUP_MIN = 500;
+const TOPUP_MAX = 50_000;
+const PRESETS = [1000, 2500, 5000, 10000];
+
+/** /balance and /topup <usd>. */
+export function balanceFeature(): Composer<BotContext> {
+  const composer = new Composer<BotContext>();
+
+  composer.command('balance', async (ctx) => {
+    const owner = ownerOf(ctx);
+    const account = await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: owner.id });
+    const entries = await ctx.services.ledger.recent(owner.id, 5);
+    const lines = [`Compute credits: <b>${usd(account.balanceMinor)}</b>${account.frozen ? ' (account frozen: no new rentals)' : ''}`];
+    if (entries.length) {
+      lines.push('', 'Recent movements:');
+      for (const e of entries) lines.push(`${utc(e.createdAt)}  ${e.amountMinor >= 0 ? '+' : ''}${usd(e.amountMinor)}  ${html(e.description)}`);
+    } else {
+      lines.push('', 'No movements yet. Add credits with /topup 20 (any amount from $5 to $500).');
+    }
+    await ctx.reply(lines.join('\n'), { parse_mode: 'HTML' });
+  });
+
+  composer.command('topup', async (ctx) => {
+    const arg = ctx.match.trim();
+    if (!arg) {
+      const kb = new InlineKeyboard();
+      for (const p of PRESETS) kb.text(usd(p).replace(/\.00$/, ''), `tu:${p}`);
+      await ctx.reply('How much would you like to add? Pick an amount, or send /topup with any amount from $5 to $500, e.g. /topup 20.', {
+        reply_markup: kb,
+      });
+      return;
+    }
+    const amount = parseUsd(arg);
+    if (amount === null) {
+      await ctx.reply(`"${arg.slice(0, 40)}" is not an amount. Send the amount in US dollars, e.g. /topup 20 or /topup 12.50.`);
+      return;
+    }
+    if (amount < TOPUP_MIN || amount > TOPUP_MAX) {
+      await ctx.reply(`A top-up must be between ${usd(TOPUP_MIN)} and ${usd(TOPUP_MAX)}; you asked for ${usd(amount)}.`);
+      return;
+    }
+    await sendTopupLink(ctx, amount);
+  });
+
+  composer.callbackQuery(/^tu:(\d{1,7})$/, async (ctx) => {
+    const amount = Number(ctx.match[1]);
+    if (!PRESETS.includes(amount)) {
+      await ctx.answerCallbackQuery({ text: 'That button is not valid. Send /topup with an amount.', show_alert: true });
+      return;
+    }
+    await ctx.answerCallbackQuery();
+    await sendTopupLink(ctx, amount);
+  });
+
+  return composer;
+}
+
+async function sendTopupLink(ctx: BotContext, amountMinor: number): Promise<void> {
+  const owner = ownerOf(ctx);
+  // The update id makes a redelivered update (webhook retry, restart mid-batch) reuse the same link.
+  const idempotencyKey = `telegram-update-${ctx.update.update_id}`;
+  let result;
+  try {
+    result = await ctx.services.payments.topups.create({ accountId: owner.id, keyId: null }, idempotencyKey, { amountMinor });
+  } catch (err) {
+    if (err instanceof AppError && (err.code === 'UNAVAILABLE' || err.code === 'TOPUP_EXPIRED')) {
+      await ctx.reply(`No payment link right now: ${err.message.split('.')[0]}. Please try again with /topup in a moment.`);
+      return;
+    }
+    throw err;
+  }
+  const { topup } = result;
+  const kb = topup.paymentUrl && /^https?:\/\//.test(topup.paymentUrl) ? new InlineKeyboard().url(`Pay ${usd(amountMinor)}`, topup.paymentUrl) : undefined;
+  await ctx.reply(
+    [
+      `Payment link for <b>${usd(amountMinor)}</b> of compute credits${topup.expiresAt ? ` (valid until ${utc(topup.expiresAt)})` : ''}:`,
+      html(topup.paymentUrl ?? ''),
+      '',
+      'Credits are added once the card payment is confirmed; I\'ll tell you here. Credits are non-transferable and non-withdrawable.',
+    ].join('\n'),
+    { parse_mode: 'HTML', link_preview_options: { is_disabled: true }, ...(kb ? { reply_markup: kb } : {}) },
+  );
+}

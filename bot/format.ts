@@ -1,0 +1,41 @@
+/** Cents as dollars for people: 500 -> "$5.00". */
+export function usd(minor: number): string {
+  const sign = minor < 0 ? '-' : '';
+  const abs = Math.abs(minor);
+  return `${sign}$${Math.floor(abs / 100).toLocaleString('en-US')}.${String(abs % 100).padStart(2, '0')}`;
+}
+
+/** Escapes text for Telegram's HTML parse mode. */
+export function html(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** A moment in UTC, minute precision: "2026-11-22 19:40 UTC". */
+export function utc(d: Date | string): string {
+  const iso = (typeof d === 'string' ? new Date(d) : d).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+}
+
+/** Whole minutes from `now` until `until`, at least 0. */
+export function minutesLeft(until: Date | string, now: Date): number {
+  const ms = new Date(until).getTime() - now.getTime();
+  return Math.max(0, Math.round(ms / 60_000));
+}
+
+/**
+ * Parses a dollar amount as people type it ("5", "$12.50", "12,5", "USD 20") into cents;
+ * null when it is not a plain non-negative amount with at most two decimals.
+ */
+export function parseUsd(input: string): number | null {
+  const s = input.trim().replace(/^(usd|us\$|\$)\s*/i, '').replace(/\s*(usd|\$)$/i, '').replace(',', '.');
+  if (!/^\d{1,9}(\.\d{1,2})?$/.test(s)) return null;
+  const [whole, frac = ''] = s.split('.');
+  return Number(whole) * 100 + Number(frac.padEnd(2, '0'));
+}
+
+/** Parses a positive whole count ("1", " 3 "); null otherwise. */
+export function parseCount(input: string): number | null {
+  const s = input.trim();
+  if (!/^\d{1,6}$/.test(s)) return null;
+  return Number(s);
+}

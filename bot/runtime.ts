@@ -1,0 +1,67 @@
+import express, { type Express } from 'express';
+import { webhookCallback, type Bot } from 'grammy';
+import type { Services } from '../src/container.js';
+import { NotificationsService } from '../src/modules/notifications/notifications.service.js';
+import { ALLOWED_UPDATES, COMMANDS } from './bot.js';
+import type { BotContext } from './context.js';
+import { telegramSender } from './notifier.js';
+
+/** Where Telegram posts updates in webhook mode (api role). */
+export const WEBHOOK_PATH = '/telegram/webhook';
+
+/**
+ * Webhook mode: the api role takes updates on WEBHOOK_PATH, accepting only requests that carry
+ * the configured secret in X-Telegram-Bot-Api-Secret-Token (anything else gets 401). Conversation
+ * state is in MySQL, so any number of api processes may take updates.
+ */
+export function mountTelegramWebhook(app: Express, bot: Bot<BotContext>, secretToken: string): void {
+  app.post(
+    WEBHOOK_PATH,
+    express.json({ limit: '1mb' }),
+    webhookCallback(bot, 'express', { secretToken, onTimeout: 'return', timeoutMilliseconds: 9_000 }),
+  );
+}
+
+export interface BotRole {
+  mode: 'polling' | 'webhook';
+  notifications: NotificationsService;
+  stop(): Promise<void>;
+}
+
+/**
+ * The bot role: registers the command menu, then either long-polls (default) or points Telegram
+ * at the api role's webhook route, and runs the owner-notification dispatcher.
+ */
+export async function startBotRole(services: Services, bot: Bot<BotContext>, opts: { notifyIntervalMs?: number } = {}): Promise<BotRole> {
+  const { config, logger } = services;
+  const log = logger.child({ component: 'telegram-bot' });
+  await bot.init();
+  try {
+    await bot.api.setMyCommands(COMMANDS);
+  } catch (err) {
+    log.warn({ err }, 'could not set the bot command menu');
+  }
+  const secret = config.telegramWebhookSecret;
+  let polling: Promise<void> | undefined;
+  if (secret) {
+    await bot.api.setWebhook(`${config.publicBaseUrl}${WEBHOOK_PATH}`, { secret_token: secret, allowed_updates: [...ALLOWED_UPDATES] });
+    log.info({ username: bot.botInfo.username }, 'Telegram bot on, webhook mode');
+  } else {
+    polling = bot
+      .start({ allowed_updates: [...ALLOWED_UPDATES], onStart: (me) => log.info({ username: me.username }, 'Telegram bot on, long polling') })
+      .catch((err) => log.error({ err }, 'Telegram long polling stopped'));
+  }
+  const notifications = new NotificationsService(services.ds, services.clock, log, { lowCreditsMinor: config.telegramLowCreditsMinor });
+  const loop = notifications.start(telegramSender(bot.api), opts.notifyIntervalMs ?? config.telegramNotifySeconds * 1000);
+  return {
+    mode: secret ? 'webhook' : 'polling',
+    notifications,
+    async stop() {
+      await loop.stop();
+      if (polling) {
+        await bot.stop();
+        await polling;
+      }
+    },
+  };
+}

@@ -1,0 +1,37 @@
+import type { Agenda } from 'agenda';
+import type { EnqueueOptions, JobQueue } from './job-queue.js';
+import type { MysqlBackend } from './mysql-backend.js';
+
+/**
+ * The JobQueue on Agenda. Enqueuing only writes a row (and, when this process's Agenda is
+ * processing, wakes it at once); it never starts processing, so api and bot processes use it too.
+ */
+export class AgendaJobQueue implements JobQueue {
+  constructor(
+    /** The process's Agenda; the worker role defines jobs on it and starts it. */
+    readonly agenda: Agenda,
+    /** The MySQL backend under `agenda` (its repository and in-process notification channel). */
+    readonly backend: MysqlBackend,
+  ) {}
+
+  async now<T extends object>(name: string, data: T, options?: EnqueueOptions): Promise<void> {
+    await this.schedule(new Date(), name, data, options);
+  }
+
+  async schedule<T extends object>(when: Date, name: string, data: T, options?: EnqueueOptions): Promise<void> {
+    if (options?.uniqueKey === undefined) {
+      await this.agenda.schedule(when, name, data);
+      return;
+    }
+    const priority = this.agenda.definitions[name]?.priority ?? 0;
+    const { job } = await this.backend.repository.enqueueUnique(
+      { name, data, priority, nextRunAt: when, type: 'normal' },
+      options.uniqueKey,
+    );
+    // Same wake-up Job.save() gives a plain job (a no-op unless this process is processing).
+    const channel = this.backend.notificationChannel;
+    if (channel && channel.state === 'connected' && job._id) {
+      await channel.publish({ jobId: job._id, jobName: name, nextRunAt: job.nextRunAt, priority, timestamp: new Date() });
+    }
+  }
+}

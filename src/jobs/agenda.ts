@@ -1,0 +1,171 @@
+import { hostname } from 'node:os';
+import { Agenda, type Job } from 'agenda';
+import type { DataSource } from 'typeorm';
+import type { Config } from '../config.js';
+import type { Services } from '../container.js';
+import type { Logger } from '../logger.js';
+import { AgendaJobQueue } from './agenda-job-queue.js';
+import type { JobDefinition, JobQueue } from './job-queue.js';
+import { MysqlBackend, type MysqlBackendOptions } from './mysql-backend.js';
+
+/** Options for {@link createAgenda}. */
+export interface CreateAgendaOptions extends MysqlBackendOptions {
+  /** How often the processor polls MySQL for due jobs (default: config JOBS_PROCESS_EVERY_MS, 1 s). */
+  processEveryMs?: number;
+  /** Lock lifetime of jobs whose definition sets none (Agenda's default: 10 minutes). */
+  defaultLockLifetimeMs?: number;
+  /** Jobs run at once by this process, all names together (Agenda's default: 20). */
+  maxConcurrency?: number;
+  /**
+   * Jobs of one name a process holds locked at once, running or queued locally (default 10).
+   * Without a limit the first worker to poll takes every due job and the others idle.
+   */
+  defaultLockLimit?: number;
+  /** Recorded as `last_modified_by` on rows this process touches (default host:pid). */
+  name?: string;
+}
+
+/**
+ * Creates this process's Agenda on the MySQL backend and the JobQueue over it. Nothing runs
+ * until `agenda.start()`; enqueuing works at once, so api and bot processes simply never start it.
+ *
+ * Usage:
+ * ```ts
+ * const { agenda, queue } = createAgenda(ds, config);          // createServices does this
+ * await services.jobs.now('rental.provision', { deploymentId }, { uniqueKey: deploymentId });
+ * await services.jobs.schedule(new Date(Date.now() + 60_000), 'rental.poll', { deploymentId });
+ * // worker role (src/worker.ts): define every JobDefinition, upsert the `every` rows, start
+ * const worker = await startJobWorker(services);   // ...later: await worker.stop() drains
+ * ```
+ * Define jobs as `JobDefinition`s in `src/modules/<area>/<area>.jobs.ts` and list the array in
+ * src/jobs/job-definitions.ts. Handlers get `(data, services)`, must be safe to run twice, and
+ * run on wall-clock Agenda time (a test's ManualClock does not move jobs). In tests use
+ * test/helpers/jobs.ts `startTestWorker(ctx)`.
+ */
+export function createAgenda(ds: DataSource, config: Pick<Config, 'jobsProcessEveryMs'>, options: CreateAgendaOptions = {}): { agenda: Agenda; queue: AgendaJobQueue; backend: MysqlBackend } {
+  const backend = new MysqlBackend(ds, options);
+  const agenda = new Agenda({
+    backend,
+    name: options.name ?? `${hostname()}:${process.pid}`,
+    processEvery: options.processEveryMs ?? config.jobsProcessEveryMs,
+    ...(options.defaultLockLifetimeMs ? { defaultLockLifetime: options.defaultLockLifetimeMs } : {}),
+    ...(options.maxConcurrency ? { maxConcurrency: options.maxConcurrency } : {}),
+    defaultLockLimit: options.defaultLockLimit ?? 10,
+  });
+  return { agenda, queue: new AgendaJobQueue(agenda, backend), backend };
+}
+
+/** The Agenda queue behind a Services' JobQueue, for the processes that run jobs. */
+export function agendaQueueOf(jobs: JobQueue): AgendaJobQueue {
+  if (!(jobs instanceof AgendaJobQueue)) throw new Error('services.jobs is not an AgendaJobQueue, so it cannot run jobs');
+  return jobs;
+}
+
+/** The Agenda behind a Services' JobQueue. */
+export function agendaOf(jobs: JobQueue): Agenda {
+  return agendaQueueOf(jobs).agenda;
+}
+
+/**
+ * Registers job definitions on `agenda` (any process may: defining starts nothing, and it gives
+ * enqueued jobs their defined priority). Handlers receive the job data and `services`.
+ */
+export function defineJobs(agenda: Agenda, definitions: readonly JobDefinition<any>[], services: Services): void {
+  for (const def of definitions) {
+    agenda.define(
+      def.name,
+      async (job: Job<any>) => {
+        await def.handler((job.attrs.data ?? {}) as object, services);
+      },
+      {
+        ...(def.concurrency ? { concurrency: def.concurrency } : {}),
+        ...(def.lockLifetimeMs ? { lockLifetime: def.lockLifetimeMs } : {}),
+        ...(def.priority !== undefined ? { priority: def.priority } : {}),
+      },
+    );
+  }
+}
+
+/** A running job processor; `stop()` stops claiming and waits for running jobs to finish. */
+export interface JobWorker {
+  agenda: Agenda;
+  stop(options?: { timeoutMs?: number }): Promise<void>;
+}
+
+export interface StartJobWorkerOptions {
+  /** Definitions to register before starting, in addition to those already defined. */
+  definitions?: readonly JobDefinition<any>[];
+  /** Upsert the `every` row of each repeating definition (default true). */
+  scheduleRepeating?: boolean;
+}
+
+/**
+ * Starts processing on the Agenda behind `services.jobs`: registers `definitions`, upserts one
+ * row per repeating job, then polls every `processEvery` (and wakes at once for jobs enqueued in
+ * this process). `stop()` drains: no new claims, running jobs finish (up to `timeoutMs`), locks of
+ * jobs claimed but not started are released.
+ */
+export async function startJobWorker(services: Services, options: StartJobWorkerOptions = {}): Promise<JobWorker> {
+  const definitions = options.definitions ?? [];
+  const queue = agendaQueueOf(services.jobs);
+  defineJobs(queue.agenda, definitions, services);
+  const repeating = (options.scheduleRepeating ?? true)
+    ? definitions.flatMap((def) => {
+        const everyMs = def.everyMsFromConfig ? def.everyMsFromConfig(services.config) : def.everyMs;
+        return everyMs ? [{ name: def.name, everyMs }] : [];
+      })
+    : [];
+  return startAgendaProcessing(queue, services.logger, repeating);
+}
+
+/**
+ * The processing half of {@link startJobWorker} for jobs already defined on `queue.agenda`:
+ * starts Agenda, then upserts one `every` row per entry of `repeating`.
+ */
+export async function startAgendaProcessing(queue: AgendaJobQueue, logger: Logger, repeating: ReadonlyArray<{ name: string; everyMs: number }> = []): Promise<JobWorker> {
+  const { agenda } = queue;
+  let running = 0;
+  const idle: Array<() => void> = [];
+  const onStart = () => running++;
+  const channel = queue.backend.notificationChannel;
+  const onComplete = (job: Job) => {
+    running--;
+    // A freed slot looks for more work of that name at once: with a lock limit, waiting for the
+    // next poll would cap a worker at lockLimit jobs per processEvery.
+    if (channel?.state === 'connected' && job.attrs._id) {
+      void channel.publish({ jobId: job.attrs._id, jobName: job.attrs.name, nextRunAt: new Date(), priority: job.attrs.priority, timestamp: new Date() }).catch(() => undefined);
+    }
+    if (running <= 0) idle.splice(0).forEach((resolve) => resolve());
+  };
+  const onError = (err: Error) => logger.error({ err }, 'job processing error');
+  const onFail = (err: Error, job: Job) => logger.warn({ err, job: job.attrs.name, jobId: String(job.attrs._id) }, 'job failed');
+  agenda.on('start', onStart);
+  agenda.on('complete', onComplete);
+  agenda.on('error', onError);
+  agenda.on('fail', onFail);
+  await agenda.start();
+  for (const { name, everyMs } of repeating) await agenda.every(everyMs, name, {});
+  let stopped: Promise<void> | undefined;
+  return {
+    agenda,
+    stop({ timeoutMs } = {}) {
+      stopped ??= (async () => {
+        // Agenda's stop() ends claiming and releases jobs claimed but not started; running jobs
+        // keep their locks and are awaited here, which is what drain() alone would not release.
+        await agenda.stop(false);
+        if (running > 0) {
+          const done = new Promise<void>((resolve) => idle.push(resolve));
+          const timedOut = timeoutMs === undefined ? undefined : new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), timeoutMs).unref());
+          if ((await Promise.race([done, ...(timedOut ? [timedOut] : [])])) === 'timeout') {
+            logger.warn({ running }, 'jobs still running at shutdown; their locks expire for another worker');
+          }
+        }
+        agenda.off('start', onStart);
+        agenda.off('complete', onComplete);
+        agenda.off('error', onError);
+        agenda.off('fail', onFail);
+      })();
+      return stopped;
+    },
+  };
+}

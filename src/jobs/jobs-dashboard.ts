@@ -1,0 +1,50 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { createExpressMiddleware } from 'agendash';
+import type { Services } from '../container.js';
+import { errorEnvelope } from '../errors/envelope.js';
+import { agendaOf } from './agenda.js';
+
+function sameSecret(a: string, b: string): boolean {
+  // Hash first so the comparison takes the same time whatever the lengths.
+  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
+}
+
+/**
+ * Agendash (the Agenda dashboard) for `/admin/jobs`, or undefined when it is off: it is on only
+ * when ADMIN_JOBS_USER and ADMIN_JOBS_PASSWORD are set. A request needs those credentials by HTTP
+ * basic auth (what a browser can send), or `Authorization: Bearer` with an OWNER key carrying the
+ * admin flag (for scripts). It reads and edits the `agenda_jobs` table through this process's
+ * Agenda, so it works on api processes that never run jobs.
+ */
+export function jobsDashboard(services: Services): RequestHandler[] | undefined {
+  const { adminJobsUser: user, adminJobsPassword: password } = services.config;
+  if (!user || !password) return undefined;
+  const deny = (req: Request, res: Response, status: 401 | 403) => {
+    if (status === 401) res.setHeader('WWW-Authenticate', 'Basic realm="jobs", charset="UTF-8"');
+    res.status(status).json(errorEnvelope(req.requestId, status === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN',
+      status === 401 ? 'The jobs dashboard needs its basic-auth credentials or an admin owner key.' : 'Only an OWNER key with the admin flag may open the jobs dashboard.'));
+  };
+  const guard: RequestHandler = (req: Request, res: Response, next: NextFunction) => {
+    const header = req.headers.authorization ?? '';
+    const basic = /^Basic ([A-Za-z0-9+/=]+)$/.exec(header.trim());
+    if (basic) {
+      const decoded = Buffer.from(basic[1], 'base64').toString('utf8');
+      const i = decoded.indexOf(':');
+      // Both compared in full, so a wrong user name takes as long as a wrong password.
+      const userOk = i >= 0 && sameSecret(decoded.slice(0, i), user);
+      const passwordOk = i >= 0 && sameSecret(decoded.slice(i + 1), password);
+      if (userOk && passwordOk) return next();
+      return deny(req, res, 401);
+    }
+    if (/^Bearer /.test(header)) {
+      services.keys.authenticate(header).then(
+        (principal) => (principal.kind === 'OWNER' && principal.key.isAdmin ? next() : deny(req, res, 403)),
+        () => deny(req, res, 401),
+      );
+      return;
+    }
+    deny(req, res, 401);
+  };
+  return [guard, createExpressMiddleware(agendaOf(services.jobs))];
+}

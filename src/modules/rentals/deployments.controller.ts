@@ -1,0 +1,72 @@
+import { Get, Path, Post, Query, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import type { Request as ExRequest } from 'express';
+import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
+import { assertBodyless } from '../../http/bodyless.js';
+import { BaseController } from '../../http/controller-base.js';
+import type { CredentialsDto, DeploymentDto, TerminateAccepted } from './rentals.dto.js';
+
+@Route('api/v1/deployments')
+@Tags('Deployments')
+export class DeploymentsController extends BaseController {
+  /**
+   * Deployments of the calling key's account, newest first. Agent keys see only their own.
+   * @param limit How many (default 100).
+   * @isInt limit
+   * @minimum limit 1
+   * @maximum limit 500
+   */
+  @Get()
+  @Security('bearer', ['read'])
+  @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN')
+  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
+  async list(@Request() req: ExRequest, @Query() limit?: number): Promise<Envelope<DeploymentDto[]>> {
+    return this.ok(req, await this.services.rentals.listDeployments(this.principal(req), limit ?? 100));
+  }
+
+  /** One deployment. Agent keys see only their own; owner keys every deployment of the account. */
+  @Get('{id}')
+  @Security('bearer', ['read'])
+  @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN')
+  @Response<ErrorEnvelope>(404, 'NOT_FOUND')
+  async get(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<DeploymentDto>> {
+    return this.ok(req, await this.services.rentals.getDeployment(this.principal(req), id));
+  }
+
+  /**
+   * Terminates the deployment: irreversible, everything on the instance is destroyed. Accepted at
+   * once (202) and repeatable; the deployment goes TERMINATING, then TERMINATED once the provider
+   * reports the instance gone and its SSH key no longer gets in (`endedAt` is that moment). Legacy
+   * rentals forfeit their remaining paid time; metered rentals stop accruing and settle actual use.
+   * Send no body and no JSON Content-Type. Agent keys may terminate only their own deployments.
+   */
+  @Post('{id}/terminate')
+  @Security('bearer', ['manage'])
+  @SuccessResponse(202, 'Accepted')
+  @Response<ErrorEnvelope>(400, 'INVALID_REQUEST (a JSON Content-Type on this bodyless call)')
+  @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN (no manage scope)')
+  @Response<ErrorEnvelope>(404, 'NOT_FOUND')
+  async terminate(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<TerminateAccepted>> {
+    assertBodyless(req);
+    return this.ok(req, await this.services.rentals.terminate(this.principal(req), id), 202);
+  }
+
+  /**
+   * SSH access to an ACTIVE deployment: host, port, user, its own private key and a ready `ssh`
+   * command line. Every call is audited (key, time, request id). Before ACTIVE and after
+   * termination there are no credentials to reveal (404). Send no body and no JSON Content-Type.
+   */
+  @Post('{id}/credentials/reveal')
+  @Security('bearer', ['read'])
+  @Response<ErrorEnvelope>(400, 'INVALID_REQUEST (a JSON Content-Type on this bodyless call)')
+  @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN')
+  @Response<ErrorEnvelope>(404, 'NOT_FOUND (no such deployment, or it is not ACTIVE)')
+  async reveal(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<CredentialsDto>> {
+    assertBodyless(req);
+    this.setHeader('Cache-Control', 'no-store');
+    return this.ok(req, await this.services.credentials.reveal(this.principal(req), id, req.requestId));
+  }
+}

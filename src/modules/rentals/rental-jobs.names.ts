@@ -1,0 +1,5 @@
+/** Names of the rental lifecycle jobs, shared by the API (which enqueues) and the worker (which runs them). */
+export const RENTAL_JOBS = {
+  provision: 'rental.provision',
+  terminate: 'rental.terminate',
+} as const;

@@ -1,0 +1,62 @@
+import { Body, Get, Header, Path, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import type { Request as ExRequest } from 'express';
+import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
+import { BaseController } from '../../http/controller-base.js';
+import type { CreateRentalRequest, RentalDto } from './rentals.dto.js';
+
+@Route('api/v1/rentals')
+@Tags('Rentals')
+export class RentalsController extends BaseController {
+  /**
+   * Rents a GPU machine paid from credits: either one exact offer (`offerId`) or a GPU intent
+   * (`gpuModel`, `gpuCount`, `maxHourlyPriceMinor`), never both and nothing else. One order and
+   * one deployment are created atomically; provisioning is asynchronous, so keep `rentalId` and
+   * `deploymentId` and poll GET /api/v1/rentals/{id} until `ACTIVE`.
+   *
+   * Billing follows the account (see `billing` on GET /api/v1/me): LEGACY_PREPAID needs
+   * `budgetMinor` (at least 500) and debits whole hours now; ACCOUNT_BALANCE debits nothing now and
+   * charges usage per second of ACTIVE time, up to `budgetMinor` when given (MAX_SPEND_METERED)
+   * and always up to the key's per-rental cap.
+   *
+   * 201 for a new rental; 200 with the same rental for the same Idempotency-Key and body; 409
+   * IDEMPOTENCY_CONFLICT for the same key with a different body. Keys are scoped to the account.
+   * @param idempotencyKey 1 to 128 printable characters; retries keep the same key and body.
+   * @minLength idempotencyKey 1
+   * @maxLength idempotencyKey 128
+   */
+  @Post()
+  @Security('bearer', ['rent'])
+  @SuccessResponse(201, 'Created')
+  @Response<Envelope<RentalDto>>(200, 'Replay of the same Idempotency-Key and body')
+  @Response<ErrorEnvelope>(400, 'Missing or malformed Idempotency-Key, or malformed JSON (INVALID_REQUEST)')
+  @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(402, 'INSUFFICIENT_CREDITS, ACCOUNT_FROZEN (frozen or negative account)')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN (no rent scope), KEY_LIMIT_EXCEEDED (per-rental cap or key budget)')
+  @Response<ErrorEnvelope>(404, 'OFFER_NOT_FOUND (the offer id was never in the inventory)')
+  @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT, CONCURRENCY_LIMIT_REACHED')
+  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED, BUDGET_REQUIRED, BUDGET_TOO_SMALL, NO_MATCHING_OFFER')
+  @Response<ErrorEnvelope>(503, 'UNAVAILABLE')
+  async create(
+    @Request() req: ExRequest,
+    @Header('Idempotency-Key') idempotencyKey: string,
+    @Body() body: CreateRentalRequest,
+  ): Promise<Envelope<RentalDto>> {
+    const { status, rental } = await this.services.rentals.create(this.principal(req), idempotencyKey, body);
+    return this.ok(req, rental, status);
+  }
+
+  /**
+   * One rental with its deployment and quote. When FAILED, `failureCode` and `failureReason` say
+   * why in customer-safe words and `reversalStatus` whether the debit has been returned (PENDING,
+   * then SUCCEEDED). Agent keys see only their own rentals; owner keys every rental of the account.
+   * @param id The rental (order) id.
+   */
+  @Get('{id}')
+  @Security('bearer', ['read'])
+  @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN')
+  @Response<ErrorEnvelope>(404, 'NOT_FOUND')
+  async get(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<RentalDto>> {
+    return this.ok(req, await this.services.rentals.get(this.principal(req), id));
+  }
+}

@@ -1,0 +1,158 @@
+import type { DeploymentBillingModel, RentalStatus, ReversalStatus } from './order.entity.js';
+
+/**
+ * Rent one exact cached offer. Never substituted: if the provider no longer has it at
+ * provisioning time the rental fails with OFFER_NOT_FOUND and its credits are reversed.
+ */
+export interface OfferRentalRequest {
+  /**
+   * The exact offer id from GET /api/v1/offers.
+   * @pattern ^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$
+   */
+  offerId: string;
+  /**
+   * USD cents for the whole rental, not per GPU. LEGACY_PREPAID: required, at least 500, buys
+   * whole hours. ACCOUNT_BALANCE: optional extra spend ceiling (the rental becomes
+   * MAX_SPEND_METERED). Check `billing.budgetRequired` on GET /api/v1/me before omitting it.
+   * @isInt
+   * @minimum 1
+   */
+  budgetMinor?: number;
+}
+
+/** GPUs in a GPU-intent rental. */
+export type GpuCount = 1 | 2 | 4 | 8;
+
+/**
+ * Rent by intent: the cheapest cached offers of this GPU model and count at or under the price
+ * ceiling (up to three, cheapest first) are tried in order when a candidate is unavailable.
+ */
+export interface GpuIntentRentalRequest {
+  /**
+   * GPU model, e.g. `H100 SXM`; spacing, case and vendor words are normalized (`NVIDIA H100 SXM`,
+   * `h100sxm` and `H100-SXM` are the same model). See GET /api/v1/gpus for slugs.
+   * @minLength 1
+   * @maxLength 100
+   */
+  gpuModel: string;
+  /** GPUs in the instance: 1, 2, 4 or 8. */
+  gpuCount: GpuCount;
+  /**
+   * Customer cents per hour for the whole instance; never exceeded.
+   * @isInt
+   * @minimum 1
+   */
+  maxHourlyPriceMinor: number;
+  /**
+   * USD cents for the whole rental, as for an explicit offer.
+   * @isInt
+   * @minimum 1
+   */
+  budgetMinor?: number;
+}
+
+/** Exactly one of the two shapes, with no other properties. */
+export type CreateRentalRequest = OfferRentalRequest | GpuIntentRentalRequest;
+
+export interface QuoteDto {
+  /** Customer cents per hour for the whole instance. */
+  hourlyPriceMinor: number;
+  /** Purchased runtime of a LEGACY_PREPAID rental; null for ACCOUNT_BALANCE and MAX_SPEND_METERED. */
+  durationSeconds: number | null;
+  /** What LEGACY_PREPAID debited at admission; 0 for metered rentals (usage is charged as it accrues). */
+  totalMinor: number;
+  currency: string;
+}
+
+export interface DeploymentDto {
+  id: string;
+  /** The rental (order) this deployment belongs to. */
+  rentalId: string;
+  /** PENDING, PROVISIONING, ACTIVE, TERMINATING, TERMINATED, FAILED (AWAITING_PAYMENT for unpaid card orders). */
+  status: RentalStatus;
+  /** Fixed at admission; never changes afterwards. */
+  billingModel: DeploymentBillingModel;
+  /** Whole purchased hours; null for ACCOUNT_BALANCE and MAX_SPEND_METERED. */
+  hoursPurchased: number | null;
+  /** Purchased runtime in seconds; null for ACCOUNT_BALANCE and MAX_SPEND_METERED. */
+  durationSeconds: number | null;
+  /**
+   * When the purchased runtime ends (LEGACY_PREPAID, once ACTIVE); null otherwise.
+   * @format date-time
+   */
+  endsAt: string | null;
+  /**
+   * The verified destruction time, once TERMINATED; null before, and always null for card-funded rentals.
+   * @format date-time
+   */
+  endedAt: string | null;
+  /**
+   * When the deployment became ACTIVE.
+   * @format date-time
+   */
+  startedAt: string | null;
+  /** Customer cents per hour of the offer being run. */
+  hourlyPriceMinor: number;
+  /** Metered rentals: usage at which the rental is stopped (min of budgetMinor and the key's per-rental cap). */
+  spendCapMinor: number | null;
+  /** Metered rentals: usage charged so far, in cents. */
+  usageMinor: number;
+  /** The cached offer of the current (or last) create attempt. */
+  offerId: string | null;
+  providerId: string | null;
+  /** @format date-time */
+  terminateRequestedAt: string | null;
+  /** @format date-time */
+  createdAt: string;
+}
+
+export interface RentalDto {
+  /** Equals orderId. */
+  rentalId: string;
+  orderId: string;
+  deploymentId: string | null;
+  /** PENDING, PROVISIONING, ACTIVE, TERMINATING, TERMINATED, FAILED (AWAITING_PAYMENT for unpaid card orders). */
+  status: RentalStatus;
+  /**
+   * Same as deployment.endedAt.
+   * @format date-time
+   */
+  endedAt: string | null;
+  deployment: DeploymentDto | null;
+  quote: QuoteDto;
+  billingModel: DeploymentBillingModel;
+  /** CREDITS for API rentals, CARD for the human checkout path. */
+  funding: 'CREDITS' | 'CARD';
+  /** Offer ids chosen at admission, in the order they are tried (cheapest first). */
+  candidateOfferIds: string[];
+  /** When FAILED: a stable code, e.g. OFFER_NOT_FOUND or NO_MATCHING_OFFER; null otherwise. */
+  failureCode: string | null;
+  /** When FAILED: a customer-safe explanation; null otherwise. */
+  failureReason: string | null;
+  /** When FAILED: whether the rental's debit has been returned (PENDING, then SUCCEEDED); null otherwise. */
+  reversalStatus: ReversalStatus | null;
+  /** @format date-time */
+  createdAt: string;
+}
+
+export interface TerminateAccepted {
+  accepted: boolean;
+}
+
+/** SSH access to an ACTIVE deployment. Contains a private key: keep it secret. */
+export interface CredentialsDto {
+  deploymentId: string;
+  host: string;
+  port: number;
+  user: string;
+  /** OpenSSH private key (ed25519) generated for this deployment only. Save it with mode 600. */
+  privateKey: string;
+  /** The matching public key installed on the instance. */
+  publicKey: string;
+  /** File name `sshCommand` expects the private key in. */
+  privateKeyFile: string;
+  /** A ready command line, once the private key is saved as `privateKeyFile`. */
+  sshCommand: string;
+  /** @format date-time */
+  revealedAt: string;
+}

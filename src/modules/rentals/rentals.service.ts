@@ -1,0 +1,490 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { Clock } from '../../clock.js';
+import { inTransaction } from '../../db/transaction.js';
+import { AppError } from '../../errors/app-error.js';
+import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotencyResource } from '../../http/idempotency.js';
+import { IdempotencyRecord } from '../../http/idempotency-record.entity.js';
+import type { Principal } from '../../http/principal.js';
+import type { JobQueue } from '../../jobs/job-queue.js';
+import type { Logger } from '../../logger.js';
+import type { Account } from '../accounts/account.entity.js';
+import { accountBalanceEligible } from '../accounts/billing-eligibility.js';
+import type { LedgerService } from '../billing/ledger.service.js';
+import { gpuSlug } from '../inventory/gpu-slug.js';
+import { Offer } from '../inventory/offer.entity.js';
+import type { KeysService } from '../keys/keys.service.js';
+import { Deployment } from './deployment.entity.js';
+import { Order, type DeploymentBillingModel } from './order.entity.js';
+import { RENTAL_JOBS } from './rental-jobs.names.js';
+import type { CreateRentalRequest, DeploymentDto, GpuIntentRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
+
+/** Legacy prepaid purchases start at this many cents (SPEC.md, Limits). */
+export const LEGACY_MIN_BUDGET_MINOR = 500;
+/** GPU-intent rentals try at most this many candidates (SPEC.md, Limits). */
+export const MAX_CANDIDATES = 3;
+/** Ledger reference of a legacy rental's admission debit; one per rental, ever. */
+export const rentalDebitRef = (rentalId: string): string => `rental:${rentalId}:debit`;
+
+/** Statuses terminate moves to TERMINATING; the terminate job takes it from there. */
+const TERMINABLE = ['PENDING', 'PROVISIONING', 'ACTIVE'] as const;
+
+interface Resolved {
+  requestKind: 'OFFER' | 'INTENT';
+  candidates: Offer[];
+  slug: string | null;
+}
+
+/** What admission decided about money, before anything is written. */
+interface Terms {
+  billingModel: DeploymentBillingModel;
+  hours: number | null;
+  durationSeconds: number | null;
+  totalMinor: number;
+  spendCapMinor: number | null;
+  candidates: Offer[];
+}
+
+export interface CreateResult {
+  /** 201 for a new rental, 200 for a replay of the same Idempotency-Key and body. */
+  status: 200 | 201;
+  rental: RentalDto;
+}
+
+/**
+ * Rental admission and the customer's reads of rentals and deployments. Admission checks and
+ * writes (order, deployment, ledger debit, idempotency record) run in one transaction that holds
+ * the account row lock, so concurrent requests of an account are decided one after another.
+ * Provisioning and termination themselves are jobs (see rental-jobs.names.ts).
+ */
+export class RentalsService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly ledger: LedgerService,
+    private readonly keys: KeysService,
+    private readonly jobs: JobQueue,
+  ) {}
+
+  async create(principal: Principal, idempotencyKeyHeader: string | undefined, body: CreateRentalRequest): Promise<CreateResult> {
+    const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
+    const scope = `rental:${principal.accountId}`;
+    // The key is part of the intent: one key's request is never answered with another key's rental.
+    const hash = requestHash({ ...canonicalIntent(body), keyId: principal.keyId });
+
+    // A finished request's retry is answered without the account lock or an inventory read.
+    const prior = await this.ds.getRepository(IdempotencyRecord).findOneBy({ scope, idemKey });
+    if (prior?.resourceId) {
+      if (prior.requestHash !== hash) throw idempotencyConflict();
+      return this.replay(prior.resourceId);
+    }
+
+    // Inventory is read outside the lock; an error is raised only after the key was found unused,
+    // so a replay is never answered with a newer verdict on the offer.
+    let resolved: Resolved | AppError;
+    try {
+      resolved = await this.resolve(body);
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      resolved = err;
+    }
+
+    const outcome = await inTransaction(this.ds, async (m) => {
+      const account = await this.ledger.lockAccount(m, principal.accountId);
+      // Under the account lock, so a concurrent twin waits here and then sees a replay.
+      const claim = await claimIdempotencyKey(m, this.clock, scope, idemKey, hash);
+      if (claim.kind === 'replay') return { replayOf: claim.record.resourceId!, created: null };
+      if (resolved instanceof AppError) throw resolved;
+      const terms = this.decide(account, principal, body, resolved);
+      await this.enforceLimits(m, account, principal, terms);
+      const created = await this.insertRental(m, principal, body, resolved, terms);
+      await setIdempotencyResource(m, claim.record, created.order.id);
+      return { replayOf: null, created };
+    });
+
+    if (outcome.created === null) return this.replay(outcome.replayOf);
+    const { order, deployment } = outcome.created;
+    await this.enqueue(RENTAL_JOBS.provision, deployment.id);
+    return { status: 201, rental: toRentalDto(order, deployment) };
+  }
+
+  /** Cached candidates for the request, cheapest first; no live provider search. */
+  private async resolve(body: CreateRentalRequest): Promise<Resolved> {
+    const offers = this.ds.getRepository(Offer);
+    if ('offerId' in body) {
+      // Any offer the cache ever had is admitted; one the provider no longer has fails at
+      // provisioning as OFFER_NOT_FOUND with its credits reversed (SPEC.md, Rentals rule 2).
+      const offer = await offers.findOneBy({ id: body.offerId.toLowerCase() });
+      if (!offer) throw new AppError('OFFER_NOT_FOUND', `Offer ${body.offerId} is not known. See GET /api/v1/offers for current offers.`);
+      return { requestKind: 'OFFER', candidates: [offer], slug: null };
+    }
+    const slug = gpuSlug(body.gpuModel);
+    const candidates = slug
+      ? await offers
+          .createQueryBuilder('o')
+          .where('o.available = 1 AND o.slug = :slug AND o.gpu_count = :count AND o.price_per_hour_minor <= :max', {
+            slug,
+            count: body.gpuCount,
+            max: body.maxHourlyPriceMinor,
+          })
+          .orderBy('o.price_per_hour_minor', 'ASC')
+          .addOrderBy('o.id', 'ASC')
+          // Legacy rentals drop candidates that cannot run the purchased hours, so fetch spares.
+          .take(20)
+          .getMany()
+      : [];
+    if (candidates.length === 0) throw noMatchingOffer(body);
+    return { requestKind: 'INTENT', candidates, slug };
+  }
+
+  /** The billing model and purchase, from the account's model and the request (DESIGN.md, Money). */
+  private decide(account: Account, principal: Principal, body: CreateRentalRequest, resolved: Resolved): Terms {
+    if (account.frozen || account.balanceMinor < 0) {
+      throw new AppError('ACCOUNT_FROZEN', 'This account is frozen or its credits are negative; it cannot start rentals. Top up or contact support.');
+    }
+    const budget = body.budgetMinor;
+    if (accountBalanceEligible(account)) {
+      const cap = budget === undefined ? principal.key.maxPerRentalMinor : Math.min(budget, principal.key.maxPerRentalMinor);
+      return {
+        billingModel: budget === undefined ? 'ACCOUNT_BALANCE' : 'MAX_SPEND_METERED',
+        hours: null,
+        durationSeconds: null,
+        totalMinor: 0,
+        spendCapMinor: cap,
+        candidates: resolved.candidates.slice(0, MAX_CANDIDATES),
+      };
+    }
+    if (budget === undefined) {
+      throw new AppError('BUDGET_REQUIRED', 'This account is billed LEGACY_PREPAID: budgetMinor (at least 500 cents) is required.');
+    }
+    if (budget < LEGACY_MIN_BUDGET_MINOR) {
+      throw new AppError('BUDGET_TOO_SMALL', `budgetMinor must be at least ${LEGACY_MIN_BUDGET_MINOR} cents for a LEGACY_PREPAID rental.`);
+    }
+    // An offer whose maximum duration is under an hour cannot sell a whole hour.
+    const usable = resolved.candidates.filter((o) => o.maximumDurationSeconds >= 3600);
+    const first = usable[0] ?? resolved.candidates[0];
+    const hours = Math.min(Math.floor(budget / first.pricePerHourMinor), Math.floor(first.maximumDurationSeconds / 3600));
+    if (hours < 1) {
+      throw new AppError(
+        'BUDGET_TOO_SMALL',
+        first.maximumDurationSeconds < 3600
+          ? 'This offer allows less than one hour, the smallest LEGACY_PREPAID purchase.'
+          : `budgetMinor buys no whole hour: one hour costs ${first.pricePerHourMinor} cents.`,
+      );
+    }
+    // Fallbacks must be able to run what was bought; the quoted price holds whichever one runs.
+    const candidates = usable.filter((o) => o.maximumDurationSeconds >= hours * 3600).slice(0, MAX_CANDIDATES);
+    return {
+      billingModel: 'LEGACY_PREPAID',
+      hours,
+      durationSeconds: hours * 3600,
+      totalMinor: hours * first.pricePerHourMinor,
+      spendCapMinor: null,
+      candidates,
+    };
+  }
+
+  /** Key limits and credits, read under the account lock so parallel admissions cannot overshoot. */
+  private async enforceLimits(m: EntityManager, account: Account, principal: Principal, terms: Terms): Promise<void> {
+    const key = principal.key;
+    const usage = (await this.keys.usage([key], m)).get(key.id)!;
+    const remainingKeyBudget = key.budgetLimitMinor - usage.netSpentMinor;
+    // A metered rental must be able to pay for its first hour, or its whole cap if that is less.
+    const price = terms.candidates[0].pricePerHourMinor;
+    const needed = terms.billingModel === 'LEGACY_PREPAID' ? terms.totalMinor : Math.min(price, terms.spendCapMinor ?? price);
+
+    if (terms.billingModel === 'LEGACY_PREPAID' && terms.totalMinor > key.maxPerRentalMinor) {
+      throw new AppError(
+        'KEY_LIMIT_EXCEEDED',
+        `This rental costs ${terms.totalMinor} cents; this key may spend at most ${key.maxPerRentalMinor} cents per rental.`,
+      );
+    }
+    if (needed > remainingKeyBudget) {
+      throw new AppError(
+        'KEY_LIMIT_EXCEEDED',
+        `This rental needs ${needed} cents of this key's budget; ${Math.max(0, remainingKeyBudget)} cents of its ${key.budgetLimitMinor} remain.`,
+      );
+    }
+    if (usage.activeDeployments >= key.maxConcurrentDeployments) {
+      throw new AppError(
+        'CONCURRENCY_LIMIT_REACHED',
+        `This key already has ${usage.activeDeployments} deployment(s) running or starting; its limit is ${key.maxConcurrentDeployments}. Terminate one first.`,
+      );
+    }
+    if (account.balanceMinor < needed) {
+      throw new AppError('INSUFFICIENT_CREDITS', `This rental needs ${needed} cents of credits; the account has ${account.balanceMinor}. Top up first.`);
+    }
+  }
+
+  /** Writes the order, its deployment and (legacy) the debit; returns the rows as written. */
+  private async insertRental(
+    m: EntityManager,
+    principal: Principal,
+    body: CreateRentalRequest,
+    resolved: Resolved,
+    terms: Terms,
+  ): Promise<{ order: Order; deployment: Deployment }> {
+    const now = this.clock.now();
+    const rentalId = randomUUID();
+    const first = terms.candidates[0];
+    const intent = 'offerId' in body ? null : (body as GpuIntentRentalRequest);
+    const order = m.create(Order, {
+      id: rentalId,
+      accountId: principal.accountId,
+      keyId: principal.keyId,
+      funding: 'CREDITS',
+      billingModel: terms.billingModel,
+      status: 'PENDING',
+      requestKind: resolved.requestKind,
+      offerId: intent ? null : first.id,
+      candidateOfferIds: terms.candidates.map((o) => o.id),
+      gpuModel: intent ? intent.gpuModel : null,
+      gpuSlug: resolved.slug,
+      gpuCount: intent ? intent.gpuCount : null,
+      maxHourlyPriceMinor: intent ? intent.maxHourlyPriceMinor : null,
+      budgetMinor: body.budgetMinor ?? null,
+      hourlyPriceMinor: first.pricePerHourMinor,
+      durationSeconds: terms.durationSeconds,
+      totalMinor: terms.totalMinor,
+      currency: first.currency,
+      failureCode: null,
+      failureReason: null,
+      reversalStatus: null,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await m.insert(Order, order);
+    const deployment = m.create(Deployment, {
+      id: randomUUID(),
+      orderId: rentalId,
+      accountId: principal.accountId,
+      keyId: principal.keyId,
+      status: 'PENDING',
+      billingModel: terms.billingModel,
+      hoursPurchased: terms.hours,
+      durationSeconds: terms.durationSeconds,
+      startedAt: null,
+      endsAt: null,
+      endedAt: null,
+      providerId: first.provider,
+      offerId: first.id,
+      hourlyPriceMinor: first.pricePerHourMinor,
+      spendCapMinor: terms.spendCapMinor,
+      attempt: 0,
+      label: null,
+      instanceId: null,
+      sshHost: null,
+      sshPort: null,
+      sshUser: null,
+      sshPublicKey: null,
+      sshPrivateKeyEnc: null,
+      sshKeyKid: null,
+      meteredUntil: null,
+      usageMinor: 0,
+      terminateRequestedAt: null,
+      terminationReason: null,
+      verifyAttempts: 0,
+      lastCheckDetail: null,
+      statusChangedAt: now,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await m.insert(Deployment, deployment);
+    if (terms.totalMinor > 0) {
+      await this.ledger.post(m, {
+        accountId: principal.accountId,
+        kind: 'RENTAL_DEBIT',
+        amountMinor: -terms.totalMinor,
+        externalRef: rentalDebitRef(rentalId),
+        description: `Rental ${rentalId}: ${terms.hours} h at ${first.pricePerHourMinor} cents/h`,
+        keyId: principal.keyId,
+        rentalId,
+      });
+    }
+    return { order, deployment };
+  }
+
+  private async replay(rentalId: string): Promise<CreateResult> {
+    const rental = await this.loadRental(rentalId);
+    // The first answer may have been lost before its job was queued; queueing is idempotent.
+    if (rental.status === 'PENDING' && rental.funding === 'CREDITS' && rental.deploymentId) {
+      await this.enqueue(RENTAL_JOBS.provision, rental.deploymentId);
+    }
+    return { status: 200, rental };
+  }
+
+  /**
+   * Queues a lifecycle job after the state it acts on has committed. A failure is logged, not
+   * returned: the state is already written, and the reconciler re-drives deployments left waiting.
+   */
+  private async enqueue(name: string, deploymentId: string): Promise<void> {
+    try {
+      await this.jobs.now(name, { deploymentId }, { uniqueKey: deploymentId });
+    } catch (err) {
+      this.logger.error({ err, job: name, deploymentId }, 'could not queue a rental job');
+    }
+  }
+
+  /** One rental; agent keys see only their own, owner keys every rental of their account. */
+  async get(principal: Principal, rentalId: string): Promise<RentalDto> {
+    const order = await this.ds.getRepository(Order).findOneBy(visibleTo(principal, { id: rentalId.toLowerCase() }));
+    if (!order) throw notFound('rental');
+    const deployment = await this.ds.getRepository(Deployment).findOneBy({ orderId: order.id });
+    return toRentalDto(order, deployment);
+  }
+
+  private async loadRental(rentalId: string): Promise<RentalDto> {
+    const order = await this.ds.getRepository(Order).findOneByOrFail({ id: rentalId });
+    return toRentalDto(order, await this.ds.getRepository(Deployment).findOneBy({ orderId: rentalId }));
+  }
+
+  /** The caller's deployments, newest first. */
+  async listDeployments(principal: Principal, limit: number): Promise<DeploymentDto[]> {
+    const deployments = await this.ds.getRepository(Deployment).find({
+      where: visibleTo(principal, {}),
+      order: { createdAt: 'DESC', id: 'ASC' },
+      take: limit,
+    });
+    const funding = await this.fundingOf(deployments.map((d) => d.orderId));
+    return deployments.map((d) => toDeploymentDto(d, funding.get(d.orderId) ?? 'CREDITS'));
+  }
+
+  async getDeployment(principal: Principal, deploymentId: string): Promise<DeploymentDto> {
+    const d = await this.ds.getRepository(Deployment).findOneBy(visibleTo(principal, { id: deploymentId.toLowerCase() }));
+    if (!d) throw notFound('deployment');
+    const funding = await this.fundingOf([d.orderId]);
+    return toDeploymentDto(d, funding.get(d.orderId) ?? 'CREDITS');
+  }
+
+  /**
+   * Asks for termination; repeatable. A deployment that is starting or running is marked
+   * TERMINATING with the request time, and the terminate job destroys and verifies it. A
+   * deployment already terminating or finished is left as it is.
+   */
+  async terminate(principal: Principal, deploymentId: string): Promise<TerminateAccepted> {
+    const id = deploymentId.toLowerCase();
+    const enqueue = await inTransaction(this.ds, async (m) => {
+      const d = await m
+        .getRepository(Deployment)
+        .createQueryBuilder('d')
+        .setLock('pessimistic_write')
+        .where(principal.kind === 'AGENT' ? 'd.id = :id AND d.key_id = :keyId' : 'd.id = :id AND d.account_id = :accountId', {
+          id,
+          keyId: principal.keyId,
+          accountId: principal.accountId,
+        })
+        .getOne();
+      if (!d) throw notFound('deployment');
+      if (d.status === 'TERMINATED' || d.status === 'FAILED') return false;
+      const now = this.clock.now();
+      const patch: Partial<Deployment> = { updatedAt: now };
+      if (!d.terminateRequestedAt) patch.terminateRequestedAt = now;
+      if (!d.terminationReason) patch.terminationReason = 'REQUESTED';
+      if ((TERMINABLE as readonly string[]).includes(d.status)) {
+        patch.status = 'TERMINATING';
+        patch.statusChangedAt = now;
+        await m.update(Order, { id: d.orderId }, { status: 'TERMINATING', updatedAt: now });
+      }
+      await m.update(Deployment, { id: d.id }, patch);
+      // AWAITING_PAYMENT keeps its status (the card payment path owns it) but carries the request.
+      return d.status !== 'AWAITING_PAYMENT';
+    });
+    if (enqueue) await this.enqueue(RENTAL_JOBS.terminate, id);
+    return { accepted: true };
+  }
+
+  private async fundingOf(orderIds: string[]): Promise<Map<string, 'CREDITS' | 'CARD'>> {
+    if (orderIds.length === 0) return new Map();
+    const rows: { id: string; funding: 'CREDITS' | 'CARD' }[] = await this.ds.query(`SELECT id, funding FROM orders WHERE id IN (?)`, [orderIds]);
+    return new Map(rows.map((r) => [r.id, r.funding]));
+  }
+}
+
+/** The request as a value: equal intents hash equal whatever their spelling or field order. */
+function canonicalIntent(body: CreateRentalRequest): Record<string, unknown> {
+  if ('offerId' in body) return { kind: 'OFFER', offerId: body.offerId.toLowerCase(), budgetMinor: body.budgetMinor ?? null };
+  return {
+    kind: 'INTENT',
+    gpuSlug: gpuSlug(body.gpuModel),
+    gpuCount: Number(body.gpuCount),
+    maxHourlyPriceMinor: body.maxHourlyPriceMinor,
+    budgetMinor: body.budgetMinor ?? null,
+  };
+}
+
+/** Row filter: agent keys see their own rows, owner keys their account's. */
+function visibleTo<T extends object>(principal: Principal, where: T): T & ({ keyId: string } | { accountId: string }) {
+  return principal.kind === 'AGENT' ? { ...where, keyId: principal.keyId } : { ...where, accountId: principal.accountId };
+}
+
+function notFound(what: 'rental' | 'deployment'): AppError {
+  return new AppError('NOT_FOUND', `No such ${what} for this key.`);
+}
+
+function idempotencyConflict(): AppError {
+  return new AppError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was already used with a different request body.');
+}
+
+function noMatchingOffer(body: GpuIntentRentalRequest): AppError {
+  return new AppError(
+    'NO_MATCHING_OFFER',
+    `No current offer of ${body.gpuCount} x ${body.gpuModel} at or under ${body.maxHourlyPriceMinor} cents per hour. See GET /api/v1/gpus.`,
+  );
+}
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+/** endedAt is shown only for credit-funded rentals that reached TERMINATED (SPEC.md, Rental). */
+function endedAtOf(d: Deployment, funding: 'CREDITS' | 'CARD'): string | null {
+  return funding === 'CREDITS' && d.status === 'TERMINATED' ? iso(d.endedAt) : null;
+}
+
+export function toDeploymentDto(d: Deployment, funding: 'CREDITS' | 'CARD'): DeploymentDto {
+  const metered = d.billingModel !== 'LEGACY_PREPAID';
+  return {
+    id: d.id,
+    rentalId: d.orderId,
+    status: d.status,
+    billingModel: d.billingModel,
+    hoursPurchased: metered ? null : d.hoursPurchased,
+    durationSeconds: metered ? null : d.durationSeconds,
+    endsAt: metered ? null : iso(d.endsAt),
+    endedAt: endedAtOf(d, funding),
+    startedAt: iso(d.startedAt),
+    hourlyPriceMinor: d.hourlyPriceMinor,
+    spendCapMinor: d.spendCapMinor,
+    usageMinor: d.usageMinor,
+    offerId: d.offerId,
+    providerId: d.providerId,
+    terminateRequestedAt: iso(d.terminateRequestedAt),
+    createdAt: d.createdAt.toISOString(),
+  };
+}
+
+export function toRentalDto(o: Order, d: Deployment | null): RentalDto {
+  const metered = o.billingModel !== 'LEGACY_PREPAID';
+  const failed = (d?.status ?? o.status) === 'FAILED';
+  return {
+    rentalId: o.id,
+    orderId: o.id,
+    deploymentId: d ? d.id : null,
+    // The deployment row is the one the lifecycle jobs move first; the order follows it.
+    status: d ? d.status : o.status,
+    endedAt: d ? endedAtOf(d, o.funding) : null,
+    deployment: d ? toDeploymentDto(d, o.funding) : null,
+    quote: {
+      hourlyPriceMinor: o.hourlyPriceMinor,
+      durationSeconds: metered ? null : o.durationSeconds,
+      totalMinor: metered ? 0 : o.totalMinor,
+      currency: o.currency,
+    },
+    billingModel: o.billingModel,
+    funding: o.funding,
+    candidateOfferIds: o.candidateOfferIds ?? (o.offerId ? [o.offerId] : []),
+    failureCode: failed ? o.failureCode : null,
+    failureReason: failed ? o.failureReason : null,
+    reversalStatus: o.reversalStatus,
+    createdAt: o.createdAt.toISOString(),
+  };
+}

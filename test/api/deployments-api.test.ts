@@ -1,0 +1,292 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import ssh2 from 'ssh2';
+import { CredentialReveal } from '../../src/modules/rentals/credential-reveal.entity.js';
+import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
+import { Order } from '../../src/modules/rentals/order.entity.js';
+import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
+import { createTestContext, type TestContext } from '../helpers/context.js';
+import type { SignedUp } from '../helpers/factories.js';
+import { account, addKey, makeActive, offerIds, rentOk, setStatus, discardQueuedRentalJobs, queuedJobs } from '../helpers/rentals.js';
+
+const OFFERS: LocalInventoryOffer[] = [
+  { key: 'l4', name: 'NVIDIA L4', category: 'datacenter', vramGb: 24, gpuCount: 1, pricePerHourMinor: 50, maximumDurationSeconds: 86400 },
+];
+
+describe('Deployments API', () => {
+  let ctx: TestContext;
+  let offerId: string;
+  before(async () => {
+    ctx = await createTestContext({ offers: OFFERS });
+    offerId = (await offerIds(ctx)).l4;
+  });
+  after(async () => {
+    await discardQueuedRentalJobs(ctx);
+    await ctx.close();
+  });
+
+  const deployment = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
+
+  /** An account with an agent key, a second agent key and an owner key; credits for many rentals. */
+  async function family() {
+    const agent = await account(ctx, { creditsMinor: 10_000 });
+    const sibling = await addKey(ctx, agent.accountId);
+    const owner = await addKey(ctx, agent.accountId, { kind: 'OWNER', scopes: ['read', 'rent', 'manage', 'billing'] });
+    return { agent, sibling, owner };
+  }
+
+  describe('GET /api/v1/deployments and /deployments/{id}', () => {
+    it('lists the account for owner keys and only their own for agent keys, newest first', async () => {
+      const { agent, sibling, owner } = await family();
+      const stranger = await account(ctx, { creditsMinor: 1000 });
+      const a1 = await rentOk(ctx, agent, { offerId });
+      ctx.clock.advance(1000);
+      const a2 = await rentOk(ctx, agent, { offerId });
+      ctx.clock.advance(1000);
+      const s1 = await rentOk(ctx, sibling, { offerId });
+      await rentOk(ctx, stranger, { offerId });
+
+      const ids = async (who: SignedUp, query = '') => {
+        const res = await ctx.api.get(`/api/v1/deployments${query}`).set(who.auth);
+        assert.equal(res.status, 200, JSON.stringify(res.body));
+        return (res.body.data as { id: string }[]).map((d) => d.id);
+      };
+      assert.deepEqual(await ids(agent), [a2.deploymentId, a1.deploymentId]);
+      assert.deepEqual(await ids(sibling), [s1.deploymentId]);
+      assert.deepEqual(await ids(owner), [s1.deploymentId, a2.deploymentId, a1.deploymentId]);
+      assert.deepEqual(await ids(owner, '?limit=2'), [s1.deploymentId, a2.deploymentId]);
+      const bad = await ctx.api.get('/api/v1/deployments?limit=0').set(owner.auth);
+      assert.equal(bad.status, 422);
+    });
+
+    it('returns one deployment in the SPEC shape; 404 for other keys of agents, other accounts and unknown ids', async () => {
+      const { agent, sibling, owner } = await family();
+      const stranger = await account(ctx, { creditsMinor: 1000 });
+      const r = await rentOk(ctx, agent, { offerId });
+      const res = await ctx.api.get(`/api/v1/deployments/${r.deploymentId}`).set(agent.auth);
+      assert.equal(res.status, 200);
+      const d = res.body.data;
+      assert.equal(d.id, r.deploymentId);
+      assert.equal(d.rentalId, r.rentalId);
+      assert.equal(d.status, 'PENDING');
+      assert.equal(d.billingModel, 'ACCOUNT_BALANCE');
+      for (const f of ['hoursPurchased', 'durationSeconds', 'endsAt', 'endedAt']) assert.ok(f in d && d[f] === null, f);
+      assert.deepEqual(d, r.deployment);
+      assert.equal((await ctx.api.get(`/api/v1/deployments/${r.deploymentId}`).set(owner.auth)).status, 200);
+      for (const who of [sibling, stranger]) {
+        const denied = await ctx.api.get(`/api/v1/deployments/${r.deploymentId}`).set(who.auth);
+        assert.equal(denied.status, 404);
+        assert.equal(denied.body.error.code, 'NOT_FOUND');
+      }
+      assert.equal((await ctx.api.get(`/api/v1/deployments/${randomUUID()}`).set(agent.auth)).status, 404);
+      assert.equal((await ctx.api.get('/api/v1/deployments').set('Authorization', 'Bearer nope')).status, 401);
+    });
+  });
+
+  describe('POST /api/v1/deployments/{id}/terminate', () => {
+    const terminate = (who: SignedUp, id: string) => ctx.api.post(`/api/v1/deployments/${id}/terminate`).set(who.auth);
+
+    it('accepts with 202 {accepted:true}, marks the deployment TERMINATING once, and is repeatable', async () => {
+      const { agent } = await family();
+      const r = await rentOk(ctx, agent, { offerId });
+      await makeActive(ctx, r.deploymentId);
+      const first = await terminate(agent, r.deploymentId);
+      assert.equal(first.status, 202, JSON.stringify(first.body));
+      assert.deepEqual(first.body.data, { accepted: true });
+      const d1 = await deployment(r.deploymentId);
+      assert.equal(d1.status, 'TERMINATING');
+      assert.equal(d1.terminationReason, 'REQUESTED');
+      assert.equal(d1.terminateRequestedAt?.getTime(), ctx.clock.now().getTime());
+      assert.equal(d1.statusChangedAt?.getTime(), ctx.clock.now().getTime());
+      assert.equal((await ctx.services.ds.getRepository(Order).findOneByOrFail({ id: r.rentalId })).status, 'TERMINATING');
+
+      ctx.clock.advance(5000);
+      const again = await terminate(agent, r.deploymentId);
+      assert.equal(again.status, 202);
+      assert.deepEqual(again.body.data, { accepted: true });
+      const d2 = await deployment(r.deploymentId);
+      assert.equal(d2.status, 'TERMINATING');
+      assert.equal(d2.terminateRequestedAt?.getTime(), d1.terminateRequestedAt?.getTime(), 'the first request time is kept');
+      const view = await ctx.api.get(`/api/v1/rentals/${r.rentalId}`).set(agent.auth);
+      assert.equal(view.body.data.status, 'TERMINATING');
+      // The terminate job is queued once per deployment however often termination is asked for.
+      const jobs = await queuedJobs(ctx, r.deploymentId);
+      assert.deepEqual(jobs.filter((j) => j.name === 'rental.terminate'), [{ name: 'rental.terminate', deploymentId: r.deploymentId }]);
+    });
+
+    it('moves PENDING and PROVISIONING deployments to TERMINATING too', async () => {
+      const { agent } = await family();
+      const pending = await rentOk(ctx, agent, { offerId });
+      const provisioning = await rentOk(ctx, agent, { offerId });
+      await setStatus(ctx, provisioning.deploymentId, 'PROVISIONING');
+      for (const r of [pending, provisioning]) {
+        assert.equal((await terminate(agent, r.deploymentId)).status, 202);
+        assert.equal((await deployment(r.deploymentId)).status, 'TERMINATING');
+      }
+    });
+
+    it('leaves finished deployments as they are (202, nothing changes)', async () => {
+      const { agent } = await family();
+      const r = await rentOk(ctx, agent, { offerId });
+      const ended = new Date('2026-03-01T00:00:00.000Z');
+      await setStatus(ctx, r.deploymentId, 'TERMINATED', { endedAt: ended, terminationReason: 'EXPIRED' });
+      const res = await terminate(agent, r.deploymentId);
+      assert.equal(res.status, 202);
+      assert.deepEqual((await queuedJobs(ctx, r.deploymentId)).filter((j) => j.name === 'rental.terminate'), []);
+      const d = await deployment(r.deploymentId);
+      assert.equal(d.status, 'TERMINATED');
+      assert.equal(d.terminationReason, 'EXPIRED');
+      assert.equal(d.terminateRequestedAt, null);
+      assert.equal(d.endedAt?.toISOString(), ended.toISOString());
+    });
+
+    it('records a request on an unpaid card order without taking it from the payment path', async () => {
+      const { agent } = await family();
+      const r = await rentOk(ctx, agent, { offerId });
+      // As the card checkout leaves an order before its payment arrives.
+      await setStatus(ctx, r.deploymentId, 'AWAITING_PAYMENT');
+      await ctx.services.ds.getRepository(Order).update({ id: r.rentalId }, { funding: 'CARD' });
+      await discardQueuedRentalJobs(ctx);
+      assert.equal((await terminate(agent, r.deploymentId)).status, 202);
+      const d = await deployment(r.deploymentId);
+      assert.equal(d.status, 'AWAITING_PAYMENT');
+      assert.equal(d.terminationReason, 'REQUESTED');
+      assert.ok(d.terminateRequestedAt);
+      assert.deepEqual(await queuedJobs(ctx, r.deploymentId), []);
+    });
+
+    it('refuses a JSON Content-Type with 400 INVALID_REQUEST and changes nothing', async () => {
+      const { agent } = await family();
+      const r = await rentOk(ctx, agent, { offerId });
+      for (const type of ['application/json', 'application/json; charset=utf-8', 'application/merge-patch+json']) {
+        const res = await ctx.api.post(`/api/v1/deployments/${r.deploymentId}/terminate`).set(agent.auth).set('Content-Type', type).send('{}');
+        assert.equal(res.status, 400, type);
+        assert.equal(res.body.error.code, 'INVALID_REQUEST');
+      }
+      const empty = await ctx.api.post(`/api/v1/deployments/${r.deploymentId}/terminate`).set(agent.auth).set('Content-Type', 'application/json');
+      assert.equal(empty.status, 400);
+      assert.equal((await deployment(r.deploymentId)).status, 'PENDING');
+    });
+
+    it('lets agent keys terminate only their own deployments; owner keys any of the account; needs manage', async () => {
+      const { agent, sibling, owner } = await family();
+      const stranger = await account(ctx, { creditsMinor: 1000 });
+      const reader = await addKey(ctx, agent.accountId, { kind: 'OWNER', scopes: ['read', 'rent'] });
+      const r = await rentOk(ctx, agent, { offerId });
+      for (const who of [sibling, stranger]) {
+        const res = await terminate(who, r.deploymentId);
+        assert.equal(res.status, 404);
+        assert.equal(res.body.error.code, 'NOT_FOUND');
+      }
+      const forbidden = await terminate(reader, r.deploymentId);
+      assert.equal(forbidden.status, 403);
+      assert.equal(forbidden.body.error.code, 'FORBIDDEN');
+      assert.equal((await deployment(r.deploymentId)).status, 'PENDING');
+      assert.equal((await terminate(owner, r.deploymentId)).status, 202);
+      assert.equal((await deployment(r.deploymentId)).status, 'TERMINATING');
+      assert.equal((await terminate(agent, randomUUID())).status, 404);
+    });
+
+    it('frees the concurrency slot only once terminated, not at the request', async () => {
+      const who = await account(ctx, { creditsMinor: 10_000, maxConcurrentDeployments: 1 });
+      const r = await rentOk(ctx, who, { offerId });
+      assert.equal((await terminate(who, r.deploymentId)).status, 202);
+      const blocked = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId });
+      assert.equal(blocked.status, 409);
+      assert.equal(blocked.body.error.code, 'CONCURRENCY_LIMIT_REACHED');
+    });
+  });
+
+  describe('POST /api/v1/deployments/{id}/credentials/reveal', () => {
+    const reveal = (who: SignedUp, id: string, requestId?: string) => {
+      const req = ctx.api.post(`/api/v1/deployments/${id}/credentials/reveal`).set(who.auth);
+      return requestId ? req.set('X-Request-Id', requestId) : req;
+    };
+    const audits = (deploymentId: string) => ctx.services.ds.getRepository(CredentialReveal).find({ where: { deploymentId }, order: { id: 'ASC' } });
+
+    it('reveals host, port, user, the private key and a ready ssh command, and audits every call', async () => {
+      const { agent, owner } = await family();
+      const r = await rentOk(ctx, agent, { offerId });
+      const pair = await makeActive(ctx, r.deploymentId, { host: '127.0.0.1', port: 40022, user: 'gpu' });
+      const res = await reveal(agent, r.deploymentId, 'req-reveal-test-0001');
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const c = res.body.data;
+      assert.equal(c.deploymentId, r.deploymentId);
+      assert.equal(c.host, '127.0.0.1');
+      assert.equal(c.port, 40022);
+      assert.equal(c.user, 'gpu');
+      assert.equal(c.privateKey, pair.privateKey);
+      assert.equal(c.publicKey, pair.publicKey);
+      assert.match(c.sshCommand, new RegExp(`^ssh -i ${c.privateKeyFile} -p 40022 .*gpu@127\\.0\\.0\\.1$`));
+      // The revealed key is a usable ed25519 key whose public half is the one installed.
+      const parsed = ssh2.utils.parseKey(c.privateKey);
+      assert.ok(!(parsed instanceof Error));
+      const key = Array.isArray(parsed) ? parsed[0] : parsed;
+      assert.equal(key.type, 'ssh-ed25519');
+      assert.equal(key.getPublicSSH().toString('base64'), pair.publicKey.split(' ')[1]);
+      assert.equal(res.headers['cache-control'], 'no-store', 'a private key must not be cached');
+
+      ctx.clock.advance(1000);
+      assert.equal((await reveal(owner, r.deploymentId, 'req-reveal-test-0002')).status, 200);
+      const rows = await audits(r.deploymentId);
+      assert.equal(rows.length, 2);
+      assert.deepEqual(
+        rows.map((a) => [a.keyId, a.accountId, a.requestId]),
+        [
+          [agent.keyId, agent.accountId, 'req-reveal-test-0001'],
+          [owner.keyId, agent.accountId, 'req-reveal-test-0002'],
+        ],
+      );
+      assert.equal(rows[1].revealedAt.getTime() - rows[0].revealedAt.getTime(), 1000);
+    });
+
+    it('has no credentials before ACTIVE or after it (404), and audits nothing then', async () => {
+      const { agent } = await family();
+      const r = await rentOk(ctx, agent, { offerId });
+      const pending = await reveal(agent, r.deploymentId);
+      assert.equal(pending.status, 404);
+      assert.equal(pending.body.error.code, 'NOT_FOUND');
+      assert.match(pending.body.error.message, /ACTIVE/);
+      await makeActive(ctx, r.deploymentId);
+      await setStatus(ctx, r.deploymentId, 'TERMINATING');
+      assert.equal((await reveal(agent, r.deploymentId)).status, 404);
+      assert.equal((await audits(r.deploymentId)).length, 0);
+    });
+
+    it('shows agent keys only their own deployments; other keys get 404 without an audit row', async () => {
+      const { agent, sibling } = await family();
+      const stranger = await account(ctx, { creditsMinor: 1000 });
+      const r = await rentOk(ctx, agent, { offerId });
+      await makeActive(ctx, r.deploymentId);
+      for (const who of [sibling, stranger]) assert.equal((await reveal(who, r.deploymentId)).status, 404);
+      assert.equal((await audits(r.deploymentId)).length, 0);
+    });
+
+    it('refuses a JSON Content-Type (400) and keys without read (403), writing no audit row', async () => {
+      const { agent } = await family();
+      const renter = await addKey(ctx, agent.accountId, { kind: 'OWNER', scopes: ['rent', 'manage'] });
+      const r = await rentOk(ctx, agent, { offerId });
+      await makeActive(ctx, r.deploymentId);
+      const json = await reveal(agent, r.deploymentId).set('Content-Type', 'application/json').send('{}');
+      assert.equal(json.status, 400);
+      assert.equal(json.body.error.code, 'INVALID_REQUEST');
+      const forbidden = await reveal(renter, r.deploymentId);
+      assert.equal(forbidden.status, 403);
+      assert.equal((await audits(r.deploymentId)).length, 0);
+    });
+
+    it('refuses to open a sealed key copied from another deployment', async () => {
+      const { agent } = await family();
+      const a = await rentOk(ctx, agent, { offerId });
+      const b = await rentOk(ctx, agent, { offerId });
+      await makeActive(ctx, a.deploymentId);
+      await makeActive(ctx, b.deploymentId);
+      const donor = await deployment(a.deploymentId);
+      await ctx.services.ds.getRepository(Deployment).update({ id: b.deploymentId }, { sshPrivateKeyEnc: donor.sshPrivateKeyEnc });
+      const res = await reveal(agent, b.deploymentId);
+      assert.equal(res.status, 500);
+      assert.ok(!JSON.stringify(res.body).includes('PRIVATE KEY'));
+      assert.equal((await audits(b.deploymentId)).length, 0);
+    });
+  });
+});

@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import type { KeyKind } from '../../src/modules/keys/api-key.entity.js';
+import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-job-repository.js';
+import { createTestContext, type TestContext } from '../helpers/context.js';
+import { signup } from '../helpers/factories.js';
+
+const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+
+describe('jobs: Agendash at /admin/jobs', () => {
+  it('is not mounted unless its credentials are configured', async () => {
+    const ctx = await createTestContext();
+    try {
+      const res = await ctx.api.get('/admin/jobs/').set('Authorization', basic('ops', 'x'));
+      assert.equal(res.status, 404);
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  describe('when configured', () => {
+    let ctx: TestContext;
+    const ok = basic('ops', 'correct horse');
+
+    before(async () => {
+      ctx = await createTestContext({ env: { ADMIN_JOBS_USER: 'ops', ADMIN_JOBS_PASSWORD: 'correct horse' } });
+    });
+    after(async () => {
+      await ctx.services.ds.query(`DELETE FROM ${AGENDA_JOBS_TABLE} WHERE name = 'dash.example'`);
+      await ctx.close();
+    });
+
+    async function key(kind: KeyKind, isAdmin: boolean): Promise<string> {
+      const { accountId } = await signup(ctx);
+      const { token } = await ctx.services.keys.create(ctx.services.ds.manager, {
+        accountId, kind, name: 'ops', scopes: ['read'], origin: 'signup', isAdmin,
+        maxPerRentalMinor: 0, budgetLimitMinor: 0, maxConcurrentDeployments: 0,
+      });
+      return token;
+    }
+
+    it('asks for basic auth and refuses wrong credentials', async () => {
+      const none = await ctx.api.get('/admin/jobs/');
+      assert.equal(none.status, 401);
+      assert.match(String(none.headers['www-authenticate']), /^Basic realm="jobs"/);
+      assert.equal(none.body.error.code, 'UNAUTHENTICATED');
+      assert.equal((await ctx.api.get('/admin/jobs/').set('Authorization', basic('ops', 'wrong'))).status, 401);
+      assert.equal((await ctx.api.get('/admin/jobs/').set('Authorization', basic('root', 'correct horse'))).status, 401);
+    });
+
+    it('serves the dashboard and lists jobs from the MySQL backend', async () => {
+      const page = await ctx.api.get('/admin/jobs/').set('Authorization', ok);
+      assert.equal(page.status, 200);
+      assert.match(page.text, /<html/i);
+      await ctx.services.jobs.schedule(new Date(Date.now() + 3_600_000), 'dash.example', { deploymentId: 'd-1' });
+      const api = await ctx.api.get('/admin/jobs/api').query({ job: 'dash.example' }).set('Authorization', ok);
+      assert.equal(api.status, 200, JSON.stringify(api.body));
+      const overview = api.body.overview.find((o: { displayName: string }) => o.displayName === 'dash.example');
+      assert.equal(overview.scheduled, 1);
+      assert.equal(api.body.jobs.length, 1);
+      assert.deepEqual(api.body.jobs[0].job.data, { deploymentId: 'd-1' });
+    });
+
+    it('pauses and deletes a job through the dashboard API', async () => {
+      await ctx.services.jobs.schedule(new Date(Date.now() + 3_600_000), 'dash.example', { deploymentId: 'd-2' });
+      const [row] = await ctx.services.ds.query(`SELECT id FROM ${AGENDA_JOBS_TABLE} WHERE name = 'dash.example' AND JSON_VALUE(data, '$.deploymentId') = 'd-2'`);
+      const id = String(row.id);
+      const paused = await ctx.api.post('/admin/jobs/api/jobs/pause').set('Authorization', ok).send({ jobIds: [id] });
+      assert.equal(paused.status, 200, JSON.stringify(paused.body));
+      assert.equal(Number((await ctx.services.ds.query(`SELECT disabled FROM ${AGENDA_JOBS_TABLE} WHERE id = ?`, [id]))[0].disabled), 1);
+      const deleted = await ctx.api.post('/admin/jobs/api/jobs/delete').set('Authorization', ok).send({ jobIds: [id] });
+      assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
+      assert.equal((await ctx.services.ds.query(`SELECT id FROM ${AGENDA_JOBS_TABLE} WHERE id = ?`, [id])).length, 0);
+    });
+
+    it('admits an admin OWNER key by bearer, and no other key', async () => {
+      const admin = await key('OWNER', true);
+      const owner = await key('OWNER', false);
+      const agent = await key('AGENT', true);
+      assert.equal((await ctx.api.get('/admin/jobs/api').set('Authorization', `Bearer ${admin}`)).status, 200);
+      const denied = await ctx.api.get('/admin/jobs/api').set('Authorization', `Bearer ${owner}`);
+      assert.equal(denied.status, 403);
+      assert.equal(denied.body.error.code, 'FORBIDDEN');
+      assert.equal((await ctx.api.get('/admin/jobs/api').set('Authorization', `Bearer ${agent}`)).status, 403);
+      assert.equal((await ctx.api.get('/admin/jobs/api').set('Authorization', 'Bearer gpr_nope.nope')).status, 401);
+    });
+  });
+});

@@ -1,0 +1,43 @@
+import assert from 'node:assert/strict';
+import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-job-repository.js';
+import { spawnService, waitFor } from '../helpers/process.js';
+import { scratchDatabase } from './scratch-database.js';
+
+describe('jobs: the worker role', function () {
+  this.timeout(40_000);
+
+  it('schedules the periodic jobs as single Agenda rows, runs them, and drains on SIGTERM', async () => {
+    const db = await scratchDatabase(4);
+    try {
+      const env = { DATABASE_URL: db.url, JOBS_PROCESS_EVERY_MS: '100', INVENTORY_REFRESH_SECONDS: '1' };
+      const svc = spawnService(['--role', 'worker'], env);
+      try {
+        // A refresh finished by Agenda (not only the warm-up call at start) proves the job runs.
+        await waitFor(async () => {
+          const [r] = await db.ds.query(`SELECT last_finished_at FROM ${AGENDA_JOBS_TABLE} WHERE name = 'inventory.refresh'`);
+          return r?.last_finished_at instanceof Date;
+        }, 20_000, `inventory.refresh to run (${svc.stderr()})`);
+        // A second worker process declares the same jobs without adding rows.
+        const other = spawnService(['--role', 'worker'], env);
+        await waitFor(async () => {
+          const r = await db.ds.query(`SELECT 1 FROM ${AGENDA_JOBS_TABLE} WHERE last_modified_by LIKE ?`, [`%:${other.child.pid}`]);
+          return r.length > 0;
+        }, 20_000, `second worker to declare its jobs (${other.stderr()})`);
+        other.child.kill('SIGTERM');
+        assert.equal(await other.exited, 0, other.stderr());
+      } finally {
+        svc.child.kill('SIGTERM');
+      }
+      assert.equal(await svc.exited, 0, svc.stderr());
+      const rows: Array<{ name: string; type: string; repeat_interval: string; locked_at: Date | null }> = await db.ds.query(
+        `SELECT name, type, repeat_interval, locked_at FROM ${AGENDA_JOBS_TABLE} ORDER BY name`,
+      );
+      assert.deepEqual(rows.map((r) => [r.name, r.type, r.repeat_interval, r.locked_at]), [
+        ['inventory.refresh', 'single', '1000', null],
+        ['payments.reconcile', 'single', String(5 * 60 * 1000), null],
+      ]);
+    } finally {
+      await db.drop();
+    }
+  });
+});
