@@ -3,6 +3,7 @@ import { AgendaJobs1763800001000 } from './1763800001000-AgendaJobs.js';
 import { LocalProviderInstances1763800002000 } from './1763800002000-LocalProviderInstances.js';
 import { Payments1763800003000 } from './1763800003000-Payments.js';
 import { RentalLifecycle1763800004000 } from './1763800004000-RentalLifecycle.js';
+import { AgentAuthorizations1763800005000 } from './1763800005000-AgentAuthorizations.js';
 import { RentalCandidates1763800004100 } from './1763800004100-RentalCandidates.js';
 import { TelegramBot1763800006000 } from './1763800006000-TelegramBot.js';
 
@@ -10,5 +11,6 @@ import { TelegramBot1763800006000 } from './1763800006000-TelegramBot.js';
 export const migrations = [
   Initial1763800000000, AgendaJobs1763800001000, LocalProviderInstances1763800002000, Payments1763800003000,
   RentalLifecycle1763800004000, RentalCandidates1763800004100,
+  AgentAuthorizations1763800005000,
   TelegramBot1763800006000,
 ];

@@ -7,6 +7,7 @@ import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { requestId } from './http/request-id.js';
 import { openApiDocument } from './http/openapi.js';
 import { RegisterRoutes } from './generated/routes.js';
+import { approvalPageRouter } from './modules/agents/approval-page.router.js';
 import { paymentPagesRouter } from './modules/billing/payment-pages.router.js';
 import { jobsDashboard } from './jobs/jobs-dashboard.js';
 
@@ -77,6 +78,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   });
 
   app.use(paymentPagesRouter(services));
+  app.use(approvalPageRouter(services));
   const dashboard = jobsDashboard(services);
   if (dashboard) app.use('/admin/jobs', ...dashboard);
   options.mount?.(app);

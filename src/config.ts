@@ -18,6 +18,8 @@ export interface Config {
   inventoryRefreshSeconds: number;
   agentV1Enabled: boolean;
   signupRatePerMinute: number;
+  /** Per client address: agent authorizations begun plus setup-code exchanges per minute. */
+  agentSetupRatePerMinute: number;
   logLevel: string;
   defaultBillingModel: BillingModel;
   /** Key-encryption key for secrets at rest (AES-256-GCM); 32 bytes. */
@@ -25,6 +27,10 @@ export interface Config {
   secretsKeyId: string;
   secretsKeyGenerated: boolean;
   jobsProcessEveryMs: number;
+  /** Delay between provisioning polls of a rental (and the first retry of a destruction check). */
+  rentalPollMs: number;
+  /** Period of the metering sweep. */
+  meteringEveryMs: number;
   adminJobsUser?: string;
   adminJobsPassword?: string;
   stripeSecretKey?: string;
@@ -154,12 +160,15 @@ export function loadConfig(env: Env = process.env): Config {
     inventoryRefreshSeconds: int(env, 'INVENTORY_REFRESH_SECONDS', 30, 1, 86400),
     agentV1Enabled: bool(env, 'AGENT_V1_ENABLED', true),
     signupRatePerMinute: int(env, 'SIGNUP_RATE_PER_MINUTE', 30, 1, 1_000_000),
+    agentSetupRatePerMinute: int(env, 'AGENT_SETUP_RATE_PER_MINUTE', 60, 1, 1_000_000),
     logLevel,
     defaultBillingModel: billing,
     secretsKey: secrets.key,
     secretsKeyId: secrets.id,
     secretsKeyGenerated: secrets.generated,
     jobsProcessEveryMs: int(env, 'JOBS_PROCESS_EVERY_MS', 1000, 50, 600_000),
+    rentalPollMs: int(env, 'RENTAL_POLL_MS', 1000, 20, 600_000),
+    meteringEveryMs: int(env, 'METERING_EVERY_MS', 15_000, 100, 3_600_000),
     adminJobsUser: opt(env, 'ADMIN_JOBS_USER'),
     adminJobsPassword: opt(env, 'ADMIN_JOBS_PASSWORD'),
     stripeSecretKey: opt(env, 'STRIPE_SECRET_KEY'),

@@ -12,9 +12,11 @@ import { LedgerService } from './modules/billing/ledger.service.js';
 import { createPayments, type Payments } from './modules/billing/payments.js';
 import { InventoryService } from './modules/inventory/inventory.service.js';
 import { KeysService } from './modules/keys/keys.service.js';
+import { AgentsService } from './modules/agents/agents.service.js';
 import { CredentialsService } from './modules/credentials/credentials.service.js';
 import { SecretBox } from './modules/credentials/secret-box.js';
 import { RentalsService } from './modules/rentals/rentals.service.js';
+import { CardRentalHandoff } from './modules/rentals/lifecycle/rental-handoff.service.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
 
 /** Everything a controller, job or bot feature may call. Built once per process (or per test). */
@@ -33,6 +35,7 @@ export interface Services {
   payments: Payments;
   rentals: RentalsService;
   credentials: CredentialsService;
+  agents: AgentsService;
   /** Background work: enqueue here; the worker role (src/worker.ts) runs it. */
   jobs: JobQueue;
 }
@@ -60,8 +63,14 @@ export function createServices({ config, ds, clock, logger, providers }: Service
   // Every process gets an Agenda: enqueuing needs no processing, and only the worker role starts it.
   const { queue: jobs } = createAgenda(ds, config);
   const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs);
+  payments.rentalHandoff = new CardRentalHandoff(ds, jobs);
   const credentials = new CredentialsService(ds, clock, SecretBox.fromConfig(config));
-  const services: Services = { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, credentials, jobs };
+  const agents = new AgentsService(ds, clock, keys, rateLimiter, {
+    agentV1Enabled: config.agentV1Enabled,
+    publicBaseUrl: config.publicBaseUrl,
+    setupRatePerMinute: config.agentSetupRatePerMinute,
+  });
+  const services: Services = { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, credentials, jobs, agents };
   defineJobs(jobs.agenda, allJobDefinitions(), services);
   return services;
 }

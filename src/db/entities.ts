@@ -7,6 +7,7 @@ import { Order } from '../modules/rentals/order.entity.js';
 import { Deployment } from '../modules/rentals/deployment.entity.js';
 import { DeploymentAttempt } from '../modules/rentals/deployment-attempt.entity.js';
 import { CredentialReveal } from '../modules/rentals/credential-reveal.entity.js';
+import { AgentAuthorization } from '../modules/agents/agent-authorization.entity.js';
 import { Checkout } from '../modules/billing/checkout.entity.js';
 import { PaymentEvent } from '../modules/billing/payment-event.entity.js';
 
@@ -14,4 +15,5 @@ import { PaymentEvent } from '../modules/billing/payment-event.entity.js';
 export const entities = [
   Account, ApiKey, LedgerEntry, Offer, IdempotencyRecord, Order, Deployment, Checkout, PaymentEvent,
   DeploymentAttempt, CredentialReveal,
+  AgentAuthorization,
 ];

@@ -14,6 +14,9 @@ import { Account } from './account.entity.js';
 import type { AccountDto, KeyDto, SignupRequest, SignupResponse } from './accounts.dto.js';
 import { accountBalanceEligible } from './billing-eligibility.js';
 
+/** Rental limits of owner keys: the owner spends its own credits, so only runaway loops are capped. */
+export const OWNER_KEY_LIMITS = { maxPerRentalMinor: 1_000_000, budgetLimitMinor: 100_000_000, maxConcurrentDeployments: 50 };
+
 export const SIGNUP_DEFAULTS = { maxPerRentalMinor: 500, budgetLimitMinor: 50000, maxConcurrentDeployments: 1 };
 
 export interface AccountsOptions {
@@ -96,6 +99,46 @@ export class AccountsService {
     });
     const principal = await this.keys.authenticate(`Bearer ${token}`);
     return { account: await this.describe(principal), token };
+  }
+
+  /**
+   * The owner account bound to a Telegram user, created on first contact. The unique key on
+   * telegram_user_id makes concurrent first messages converge on one account; the chat id is kept
+   * current so notifications reach the chat the owner last used.
+   */
+  async findOrCreateTelegramOwner(telegramUserId: number, chatId: number): Promise<Account> {
+    const repo = this.ds.getRepository(Account);
+    const existing = await repo.findOneBy({ telegramUserId });
+    if (existing) {
+      if (existing.telegramChatId !== chatId) {
+        await repo.update({ id: existing.id }, { telegramChatId: chatId });
+        existing.telegramChatId = chatId;
+      }
+      return existing;
+    }
+    try {
+      return await inTransaction(this.ds, (m) => this.createAccount(m, { telegramUserId, telegramChatId: chatId }));
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'ER_DUP_ENTRY') throw err;
+      return repo.findOneByOrFail({ telegramUserId });
+    }
+  }
+
+  /**
+   * Issues an OWNER key with every scope (shown once). Owner keys approve agents and issue agent
+   * keys; their own rental limits are generous because the owner is the one paying.
+   */
+  async issueOwnerKey(accountId: string, name = 'owner key'): Promise<{ key: ApiKey; token: string }> {
+    return inTransaction(this.ds, (m) =>
+      this.keys.create(m, {
+        accountId,
+        kind: 'OWNER',
+        name,
+        scopes: ['read', 'rent', 'manage', 'billing'],
+        origin: 'owner',
+        ...OWNER_KEY_LIMITS,
+      }),
+    );
   }
 
   async describe(principal: Principal): Promise<AccountDto> {

@@ -1,0 +1,106 @@
+import { Body, Delete, Get, Header, Path, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import type { Request as ExRequest } from 'express';
+import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
+import { BaseController } from '../../http/controller-base.js';
+import type { KeyDto } from '../accounts/accounts.dto.js';
+import type {
+  AgentKeyIssued,
+  ApproveAuthorizationRequest,
+  ApproveAuthorizationResponse,
+  BeginAuthorizationResponse,
+  ExchangeSetupCodeRequest,
+  IssueAgentKeyRequest,
+  RevokedKey,
+} from './agents.dto.js';
+
+const clientAddress = (req: ExRequest): string => req.ip ?? req.socket.remoteAddress ?? 'unknown';
+
+@Route('api/v1')
+@Tags('Agents')
+export class AgentsController extends BaseController {
+  /**
+   * An agent begins an authorization: a private setup code (keep it; poll the exchange call with
+   * it) and a public approval URL to hand to the owner. Both expire in 10 minutes.
+   */
+  @Post('agent-authorizations')
+  @SuccessResponse(201, 'Created')
+  @Response<ErrorEnvelope>(429, 'RATE_LIMITED (per client address; see Retry-After)')
+  @Response<ErrorEnvelope>(503, 'AGENTS_DISABLED')
+  async begin(@Request() req: ExRequest): Promise<Envelope<BeginAuthorizationResponse>> {
+    return this.ok(req, await this.services.agents.beginAuthorization(clientAddress(req)), 201);
+  }
+
+  /**
+   * The owner approves a pending authorization with the agent's three limits. Needs an OWNER key
+   * with scopes read, rent and manage. A session is approved once; the agent then has 10 minutes
+   * to exchange its setup code.
+   */
+  @Post('agent-authorizations/approve')
+  @Security('bearer', ['read'])
+  @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or missing read, rent or manage)')
+  @Response<ErrorEnvelope>(404, 'NOT_FOUND (unknown approval code)')
+  @Response<ErrorEnvelope>(409, 'AGENT_SETUP_INVALID (already approved, or expired)')
+  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
+  @Response<ErrorEnvelope>(503, 'AGENTS_DISABLED')
+  async approve(@Request() req: ExRequest, @Body() body: ApproveAuthorizationRequest): Promise<Envelope<ApproveAuthorizationResponse>> {
+    const { approvalCode, ...limits } = body;
+    return this.ok(req, await this.services.agents.approveWithKey(this.principal(req), approvalCode, limits));
+  }
+
+  /**
+   * Exchanges a setup code for an AGENT key (scopes read, rent, manage; never billing) carrying the
+   * owner's limits. The token is returned once. While the owner has not approved yet the answer is
+   * 409 AGENT_AUTHORIZATION_PENDING: poll again a few seconds later.
+   */
+  @Post('agent-setups/exchange')
+  @Response<ErrorEnvelope>(409, 'AGENT_AUTHORIZATION_PENDING or AGENT_SETUP_INVALID (invalid, expired or used)')
+  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (malformed setup code)')
+  @Response<ErrorEnvelope>(429, 'RATE_LIMITED (per client address; see Retry-After)')
+  @Response<ErrorEnvelope>(503, 'AGENTS_DISABLED')
+  async exchange(@Request() req: ExRequest, @Body() body: ExchangeSetupCodeRequest): Promise<Envelope<AgentKeyIssued>> {
+    return this.ok(req, await this.services.agents.exchange(body.setupCode, clientAddress(req)));
+  }
+
+  /**
+   * An owner issues an agent key directly: scopes a subset of the owner key's, three limits.
+   * 201 with the token once; an identical replay of the Idempotency-Key answers 200 with
+   * `token: null`; a changed body 409 IDEMPOTENCY_CONFLICT.
+   * @param idempotencyKey 1 to 128 printable characters, fresh per key you mean to create.
+   */
+  @Post('agent-keys')
+  @Security('bearer', ['read'])
+  @SuccessResponse(201, 'Created')
+  @Response<ErrorEnvelope>(400, 'INVALID_REQUEST (missing or malformed Idempotency-Key)')
+  @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or scopes beyond the owner key)')
+  @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT')
+  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
+  async issue(
+    @Request() req: ExRequest,
+    @Header('Idempotency-Key') idempotencyKey: string | undefined,
+    @Body() body: IssueAgentKeyRequest,
+  ): Promise<Envelope<AgentKeyIssued>> {
+    const { issued, created } = await this.services.agents.issueAgentKey(this.principal(req), idempotencyKey, body);
+    return this.ok(req, issued, created ? 201 : 200);
+  }
+
+  /** The account's agent keys with limits, net spend and active deployments (never secrets). Owner keys only. */
+  @Get('agent-keys')
+  @Security('bearer', ['read'])
+  @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key)')
+  async list(@Request() req: ExRequest): Promise<Envelope<KeyDto[]>> {
+    return this.ok(req, await this.services.agents.listAgentKeysFor(this.principal(req)));
+  }
+
+  /** Revokes an agent key at once: its next call gets the uniform 401. Owner keys only. */
+  @Delete('agent-keys/{id}')
+  @Security('bearer', ['manage'])
+  @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key)')
+  @Response<ErrorEnvelope>(404, 'NOT_FOUND')
+  async revoke(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<RevokedKey>> {
+    return this.ok(req, await this.services.agents.revokeAgentKeyFor(this.principal(req), id));
+  }
+}

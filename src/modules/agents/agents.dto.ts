@@ -1,0 +1,112 @@
+import type { KeyDto } from '../accounts/accounts.dto.js';
+import type { Scope } from '../keys/api-key.entity.js';
+
+/** Limits an owner puts on an agent key. */
+export interface AgentLimits {
+  maxPerRentalMinor: number;
+  budgetLimitMinor: number;
+  maxConcurrentDeployments: number;
+  /** Label of the key; a default is chosen when absent. */
+  name?: string;
+}
+
+export interface BeginAuthorizationResponse {
+  authorizationId: string;
+  /** Private: the agent keeps it and polls the exchange call with it. Shown once. */
+  setupCode: string;
+  /** Public: the agent hands this page to its owner, who approves there or in Telegram. */
+  approvalUrl: string;
+  /** @format date-time */
+  expiresAt: string;
+}
+
+export interface ApproveAuthorizationRequest {
+  /**
+   * The public approval code (last path segment of the approval URL).
+   * @pattern ^gpa_[A-Za-z0-9_-]{43}$
+   */
+  approvalCode: string;
+  /**
+   * Per-rental spending cap in cents.
+   * @isInt
+   * @minimum 500
+   */
+  maxPerRentalMinor: number;
+  /**
+   * Total net-spending cap in cents over the key's lifetime.
+   * @isInt
+   * @minimum 500
+   */
+  budgetLimitMinor: number;
+  /**
+   * Maximum concurrent deployments.
+   * @isInt
+   * @minimum 1
+   */
+  maxConcurrentDeployments: number;
+  /**
+   * Label of the agent key.
+   * @minLength 1
+   * @maxLength 100
+   */
+  name?: string;
+}
+
+export interface ApproveAuthorizationResponse {
+  authorizationId: string;
+  status: 'APPROVED';
+  /** The agent must exchange its setup code before this time. @format date-time */
+  exchangeBefore: string;
+  maxPerRentalMinor: number;
+  budgetLimitMinor: number;
+  maxConcurrentDeployments: number;
+}
+
+export interface ExchangeSetupCodeRequest {
+  /**
+   * The private setup code from the bot or from beginning an authorization.
+   * @pattern ^gps_[A-Za-z0-9_-]{43}$
+   */
+  setupCode: string;
+}
+
+/** Carries the raw token once. */
+export interface AgentKeyIssued {
+  key: KeyDto;
+  /** `gpr_<prefix>.<secret>`; shown once. Null on an identical replay of an agent-keys request. */
+  token: string | null;
+}
+
+export interface IssueAgentKeyRequest {
+  /**
+   * @minLength 1
+   * @maxLength 100
+   */
+  name: string;
+  /**
+   * A non-empty subset of the calling owner key's scopes.
+   * @minItems 1
+   */
+  scopes: Scope[];
+  /**
+   * @isInt
+   * @minimum 1
+   */
+  maxPerRentalMinor: number;
+  /**
+   * @isInt
+   * @minimum 1
+   */
+  budgetLimitMinor: number;
+  /**
+   * @isInt
+   * @minimum 1
+   */
+  maxConcurrentDeployments: number;
+}
+
+export interface RevokedKey {
+  id: string;
+  /** @format date-time */
+  revokedAt: string;
+}

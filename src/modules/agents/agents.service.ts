@@ -1,0 +1,316 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource, EntityManager } from 'typeorm';
+import type { Clock } from '../../clock.js';
+import { inTransaction } from '../../db/transaction.js';
+import { AppError } from '../../errors/app-error.js';
+import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotencyResource } from '../../http/idempotency.js';
+import type { Principal } from '../../http/principal.js';
+import type { RateLimiter } from '../../http/rate-limiter.js';
+import { toKeyDto } from '../accounts/accounts.service.js';
+import type { KeyDto } from '../accounts/accounts.dto.js';
+import { ApiKey, type Scope } from '../keys/api-key.entity.js';
+import type { KeysService } from '../keys/keys.service.js';
+import { APPROVAL_CODE_TAG, mintCode, SETUP_CODE_TAG, sha256 } from '../keys/tokens.js';
+import { AgentAuthorization } from './agent-authorization.entity.js';
+import type {
+  AgentKeyIssued,
+  AgentLimits,
+  ApproveAuthorizationResponse,
+  BeginAuthorizationResponse,
+  IssueAgentKeyRequest,
+  RevokedKey,
+} from './agents.dto.js';
+
+/** SPEC.md Limits: setup codes and approvals are valid for 10 minutes. */
+export const AUTHORIZATION_TTL_MS = 10 * 60 * 1000;
+/** SPEC.md Limits: minimums for limits set at approval (and in Telegram). */
+export const APPROVAL_MINIMUMS = { maxPerRentalMinor: 500, budgetLimitMinor: 500, maxConcurrentDeployments: 1 };
+/** Agent keys obtained through a setup code never carry `billing`. */
+export const SETUP_SCOPES: Scope[] = ['read', 'rent', 'manage'];
+
+/** The owner acting: the account, and the OWNER key it acts with (null through the Telegram bot). */
+export interface OwnerRef {
+  accountId: string;
+  keyId: string | null;
+}
+
+export type AuthorizationView = 'PENDING' | 'APPROVED' | 'EXCHANGED' | 'EXPIRED';
+
+export interface AuthorizationDescription {
+  authorizationId: string;
+  status: AuthorizationView;
+  expiresAt: Date;
+  approvalUrl: string;
+}
+
+export interface AgentsOptions {
+  agentV1Enabled: boolean;
+  publicBaseUrl: string;
+  setupRatePerMinute: number;
+}
+
+/**
+ * How agents get keys without ever holding their owner's credential: authorization sessions an
+ * owner approves, setup codes an owner mints in Telegram, and keys an owner issues directly.
+ * Every code is stored as a SHA-256 hash; each authorization is exchanged for at most one key.
+ */
+export class AgentsService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly clock: Clock,
+    private readonly keys: KeysService,
+    private readonly rateLimiter: RateLimiter,
+    private readonly options: AgentsOptions,
+  ) {}
+
+  private assertEnabled(): void {
+    if (!this.options.agentV1Enabled) throw new AppError('AGENTS_DISABLED', 'Agent creation is switched off on this service.');
+  }
+
+  private approvalUrl(approvalCode: string): string {
+    return `${this.options.publicBaseUrl.replace(/\/+$/, '')}/approve/${approvalCode}`;
+  }
+
+  private async limitAddress(kind: string, clientAddress: string): Promise<void> {
+    await this.rateLimiter.hit(`agent-setup:${clientAddress}`, this.options.setupRatePerMinute, 60, `agent setup requests from this address (${kind})`);
+  }
+
+  /**
+   * An agent asks to be authorized: a private setup code for itself and a public approval URL
+   * for its owner, both valid for 10 minutes.
+   */
+  async beginAuthorization(clientAddress = 'internal'): Promise<BeginAuthorizationResponse> {
+    this.assertEnabled();
+    await this.limitAddress('begin', clientAddress);
+    const setup = mintCode(SETUP_CODE_TAG);
+    const approval = mintCode(APPROVAL_CODE_TAG);
+    const now = this.clock.now();
+    const row = this.ds.getRepository(AgentAuthorization).create({
+      id: randomUUID(),
+      origin: 'SESSION',
+      status: 'PENDING',
+      setupCodeHash: setup.hash,
+      approvalCodeHash: approval.hash,
+      accountId: null,
+      approvedByKeyId: null,
+      name: null,
+      maxPerRentalMinor: null,
+      budgetLimitMinor: null,
+      maxConcurrentDeployments: null,
+      issuedKeyId: null,
+      expiresAt: new Date(now.getTime() + AUTHORIZATION_TTL_MS),
+      approvedAt: null,
+      exchangedAt: null,
+      createdAt: now,
+    });
+    await this.ds.getRepository(AgentAuthorization).insert(row);
+    return { authorizationId: row.id, setupCode: setup.code, approvalUrl: this.approvalUrl(approval.code), expiresAt: row.expiresAt.toISOString() };
+  }
+
+  /** What the approval page and the bot show for a public approval code; null when unknown. */
+  async describeAuthorization(approvalCode: string): Promise<AuthorizationDescription | null> {
+    if (!/^gpa_[A-Za-z0-9_-]{43}$/.test(approvalCode)) return null;
+    const row = await this.ds.getRepository(AgentAuthorization).findOneBy({ approvalCodeHash: sha256(approvalCode) });
+    if (!row) return null;
+    return { authorizationId: row.id, status: this.view(row), expiresAt: row.expiresAt, approvalUrl: this.approvalUrl(approvalCode) };
+  }
+
+  private view(row: AgentAuthorization): AuthorizationView {
+    if (row.status === 'EXCHANGED') return 'EXCHANGED';
+    return row.expiresAt.getTime() <= this.clock.now().getTime() ? 'EXPIRED' : row.status;
+  }
+
+  /** The HTTP approve route: an OWNER key holding read, rent and manage approves for its account. */
+  async approveWithKey(principal: Principal, approvalCode: string, limits: AgentLimits): Promise<ApproveAuthorizationResponse> {
+    if (principal.kind !== 'OWNER') throw new AppError('FORBIDDEN', 'Only owner keys may approve agent authorizations.');
+    const missing = SETUP_SCOPES.filter((s) => !principal.scopes.includes(s));
+    if (missing.length) throw new AppError('FORBIDDEN', `Approving needs an owner key with scopes read, rent and manage (missing: ${missing.join(', ')}).`);
+    return this.approveAuthorization({ accountId: principal.accountId, keyId: principal.keyId }, approvalCode, limits);
+  }
+
+  /**
+   * Approves a pending session once, binding it to the owner's account and the limits. The agent
+   * then has 10 minutes from approval to exchange its setup code. A second approval, or one after
+   * the session expired, is 409 AGENT_SETUP_INVALID; an unknown code is 404.
+   */
+  async approveAuthorization(owner: OwnerRef, approvalCode: string, limits: AgentLimits): Promise<ApproveAuthorizationResponse> {
+    this.assertEnabled();
+    checkLimits(limits, APPROVAL_MINIMUMS);
+    return inTransaction(this.ds, async (m) => {
+      const row = await m
+        .getRepository(AgentAuthorization)
+        .createQueryBuilder('a')
+        .setLock('pessimistic_write')
+        .where('a.approval_code_hash = :h', { h: sha256(approvalCode) })
+        .getOne();
+      if (!row) throw new AppError('NOT_FOUND', 'No agent authorization has this approval code.');
+      const now = this.clock.now();
+      if (row.status !== 'PENDING') throw new AppError('AGENT_SETUP_INVALID', 'This agent authorization was already approved; a session can be approved once.');
+      if (row.expiresAt.getTime() <= now.getTime()) throw new AppError('AGENT_SETUP_INVALID', 'This agent authorization expired; the agent must begin a new one.');
+      const patch: Partial<AgentAuthorization> = {
+        status: 'APPROVED',
+        accountId: owner.accountId,
+        approvedByKeyId: owner.keyId,
+        name: limits.name ?? 'approved agent',
+        maxPerRentalMinor: limits.maxPerRentalMinor,
+        budgetLimitMinor: limits.budgetLimitMinor,
+        maxConcurrentDeployments: limits.maxConcurrentDeployments,
+        approvedAt: now,
+        expiresAt: new Date(now.getTime() + AUTHORIZATION_TTL_MS),
+      };
+      await m.update(AgentAuthorization, { id: row.id }, patch);
+      return {
+        authorizationId: row.id,
+        status: 'APPROVED' as const,
+        exchangeBefore: patch.expiresAt!.toISOString(),
+        maxPerRentalMinor: limits.maxPerRentalMinor,
+        budgetLimitMinor: limits.budgetLimitMinor,
+        maxConcurrentDeployments: limits.maxConcurrentDeployments,
+      };
+    });
+  }
+
+  /** An owner mints a setup code (Telegram): usable once, within 10 minutes, with these limits. */
+  async mintSetupCode(owner: OwnerRef, limits: AgentLimits): Promise<{ setupCode: string; expiresAt: Date }> {
+    this.assertEnabled();
+    checkLimits(limits, APPROVAL_MINIMUMS);
+    const setup = mintCode(SETUP_CODE_TAG);
+    const now = this.clock.now();
+    const expiresAt = new Date(now.getTime() + AUTHORIZATION_TTL_MS);
+    await this.ds.getRepository(AgentAuthorization).insert({
+      id: randomUUID(),
+      origin: 'TELEGRAM',
+      status: 'APPROVED',
+      setupCodeHash: setup.hash,
+      approvalCodeHash: null,
+      accountId: owner.accountId,
+      approvedByKeyId: owner.keyId,
+      name: limits.name ?? 'telegram agent',
+      maxPerRentalMinor: limits.maxPerRentalMinor,
+      budgetLimitMinor: limits.budgetLimitMinor,
+      maxConcurrentDeployments: limits.maxConcurrentDeployments,
+      issuedKeyId: null,
+      expiresAt,
+      approvedAt: now,
+      exchangedAt: null,
+      createdAt: now,
+    });
+    return { setupCode: setup.code, expiresAt };
+  }
+
+  /**
+   * Exchanges a setup code for an AGENT key (read, rent, manage). The row is locked for the
+   * decision, so concurrent exchanges of one code issue one key. Pending sessions answer 409
+   * AGENT_AUTHORIZATION_PENDING (the agent polls); unknown, expired or used codes 409 AGENT_SETUP_INVALID.
+   */
+  async exchange(setupCode: string, clientAddress = 'internal'): Promise<AgentKeyIssued> {
+    this.assertEnabled();
+    await this.limitAddress('exchange', clientAddress);
+    const invalid = () => new AppError('AGENT_SETUP_INVALID', 'This setup code is invalid, expired or already used.');
+    const { keyId, token } = await inTransaction(this.ds, async (m) => {
+      const row = await m
+        .getRepository(AgentAuthorization)
+        .createQueryBuilder('a')
+        .setLock('pessimistic_write')
+        .where('a.setup_code_hash = :h', { h: sha256(setupCode) })
+        .getOne();
+      if (!row || row.status === 'EXCHANGED') throw invalid();
+      const now = this.clock.now();
+      if (row.expiresAt.getTime() <= now.getTime()) throw invalid();
+      if (row.status === 'PENDING') {
+        throw new AppError('AGENT_AUTHORIZATION_PENDING', `Waiting for the owner to approve; poll again (the session expires at ${row.expiresAt.toISOString()}).`);
+      }
+      const { key, token } = await this.keys.create(m, {
+        accountId: row.accountId!,
+        kind: 'AGENT',
+        name: row.name ?? 'agent',
+        scopes: SETUP_SCOPES,
+        origin: row.origin === 'TELEGRAM' ? 'telegram-setup' : 'authorization',
+        maxPerRentalMinor: row.maxPerRentalMinor!,
+        budgetLimitMinor: row.budgetLimitMinor!,
+        maxConcurrentDeployments: row.maxConcurrentDeployments!,
+      });
+      await m.update(AgentAuthorization, { id: row.id }, { status: 'EXCHANGED', exchangedAt: now, issuedKeyId: key.id });
+      return { keyId: key.id, token };
+    });
+    return { key: await this.describeKey(keyId), token };
+  }
+
+  /**
+   * An OWNER key issues an agent key directly. Idempotent per account and key: an identical replay
+   * answers the same key with `token: null` (the secret is never shown twice).
+   */
+  async issueAgentKey(principal: Principal, idempotencyKeyHeader: string | undefined, body: IssueAgentKeyRequest): Promise<{ issued: AgentKeyIssued; created: boolean }> {
+    this.assertOwner(principal, 'issue agent keys');
+    this.assertEnabled();
+    const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
+    const scopes = [...new Set(body.scopes)];
+    const beyond = scopes.filter((s) => !principal.scopes.includes(s));
+    if (beyond.length) throw new AppError('FORBIDDEN', `An agent key's scopes must be a subset of yours; this key lacks: ${beyond.join(', ')}.`);
+    const input = { ...body, scopes: [...scopes].sort() };
+    const result = await inTransaction(this.ds, async (m) => {
+      const claim = await claimIdempotencyKey(m, this.clock, `agent-keys:${principal.accountId}`, idemKey, requestHash(input));
+      if (claim.kind === 'replay') return { keyId: claim.record.resourceId!, token: null };
+      const { key, token } = await this.keys.create(m, {
+        accountId: principal.accountId,
+        kind: 'AGENT',
+        name: body.name,
+        scopes: input.scopes,
+        origin: 'owner-issued',
+        maxPerRentalMinor: body.maxPerRentalMinor,
+        budgetLimitMinor: body.budgetLimitMinor,
+        maxConcurrentDeployments: body.maxConcurrentDeployments,
+      });
+      await setIdempotencyResource(m, claim.record, key.id);
+      return { keyId: key.id, token };
+    });
+    return { issued: { key: await this.describeKey(result.keyId), token: result.token }, created: result.token !== null };
+  }
+
+  /** The account's agent keys, newest first, with limits and usage; never secrets. */
+  async listAgentKeys(accountId: string): Promise<KeyDto[]> {
+    const keys = await this.ds.getRepository(ApiKey).find({ where: { accountId, kind: 'AGENT' }, order: { createdAt: 'DESC' } });
+    const usage = await this.keys.usage(keys);
+    return keys.map((k) => toKeyDto(k, usage.get(k.id)!));
+  }
+
+  async listAgentKeysFor(principal: Principal): Promise<KeyDto[]> {
+    this.assertOwner(principal, 'list agent keys');
+    return this.listAgentKeys(principal.accountId);
+  }
+
+  /** Revokes an agent key of the account at once; revoking twice is fine. Owner keys are not agent keys (404). */
+  async revokeAgentKey(accountId: string, keyId: string): Promise<RevokedKey> {
+    const key = /^[0-9a-f-]{36}$/i.test(keyId) ? await this.ds.getRepository(ApiKey).findOneBy({ id: keyId.toLowerCase(), accountId, kind: 'AGENT' }) : null;
+    if (!key) throw new AppError('NOT_FOUND', 'No agent key with this id on this account.');
+    await this.keys.revoke(accountId, key.id);
+    const after = await this.ds.getRepository(ApiKey).findOneByOrFail({ id: key.id });
+    return { id: key.id, revokedAt: after.revokedAt!.toISOString() };
+  }
+
+  async revokeAgentKeyFor(principal: Principal, keyId: string): Promise<RevokedKey> {
+    this.assertOwner(principal, 'revoke agent keys');
+    return this.revokeAgentKey(principal.accountId, keyId);
+  }
+
+  private assertOwner(principal: Principal, what: string): void {
+    if (principal.kind !== 'OWNER') throw new AppError('FORBIDDEN', `Only owner keys may ${what}.`);
+  }
+
+  private async describeKey(keyId: string, manager: EntityManager = this.ds.manager): Promise<KeyDto> {
+    const key = await manager.getRepository(ApiKey).findOneByOrFail({ id: keyId });
+    const usage = await this.keys.usage([key], manager);
+    return toKeyDto(key, usage.get(key.id)!);
+  }
+}
+
+/** Limits given outside the HTTP schema (Telegram) are checked here with the same minimums. */
+function checkLimits(limits: AgentLimits, min: typeof APPROVAL_MINIMUMS): void {
+  const bad: string[] = [];
+  for (const f of ['maxPerRentalMinor', 'budgetLimitMinor', 'maxConcurrentDeployments'] as const) {
+    const v = limits[f];
+    if (!Number.isSafeInteger(v) || v < min[f]) bad.push(`${f} must be an integer of at least ${min[f]}`);
+  }
+  if (limits.name !== undefined && (limits.name.length < 1 || limits.name.length > 100)) bad.push('name must be 1 to 100 characters');
+  if (bad.length) throw new AppError('VALIDATION_FAILED', `Invalid limits: ${bad.join('; ')}.`);
+}
