@@ -43,7 +43,7 @@ describe(AgentsService.name, () => {
     return res.body.data as { authorizationId: string; setupCode: string; approvalUrl: string; expiresAt: string };
   }
   const exchange = (setupCode: string) => ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode });
-  const approve = (o: { auth: object }, approvalCode: string, limits: object = LIMITS) =>
+  const approve = (o: { auth: Record<string, string> }, approvalCode: string, limits: object = LIMITS) =>
     ctx.api.post('/api/v1/agent-authorizations/approve').set(o.auth).send({ approvalCode, ...limits });
 
   describe('POST /api/v1/agent-authorizations', () => {
@@ -243,7 +243,7 @@ describe(AgentsService.name, () => {
 
   describe('agent keys issued by owners', () => {
     const body = { name: 'batch runner', scopes: ['read', 'rent'], maxPerRentalMinor: 100, budgetLimitMinor: 1000, maxConcurrentDeployments: 3 };
-    const issue = (o: { auth: object }, key: string | null, b: object = body) => {
+    const issue = (o: { auth: Record<string, string> }, key: string | null, b: object = body) => {
       const req = ctx.api.post('/api/v1/agent-keys').set(o.auth);
       if (key !== null) req.set('Idempotency-Key', key);
       return req.send(b);
