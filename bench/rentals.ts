@@ -171,6 +171,11 @@ async function provisioningLatency(services: Services, base: string, offerId: st
     console.log(`  admission -> provider create: not measured (${!jobs ? 'no job queue on Services' : `no ${RENTAL_JOBS.provision} job defined`} yet)`);
     return;
   }
+  // The admission phases queued a provisioning job per rental; drop them and retire their rows so
+  // this phase measures the pick-up of a fresh rental, not a backlog of our own making.
+  await services.ds.query(`DELETE FROM agenda_jobs WHERE name = ?`, [RENTAL_JOBS.provision]);
+  await services.ds.query(`UPDATE deployments SET status = 'FAILED' WHERE status = 'PENDING'`);
+  await services.ds.query(`UPDATE orders SET status = 'FAILED' WHERE status = 'PENDING'`);
   const { startWorker } = await import('../src/worker.js');
   const worker = await startWorker(services);
   try {
@@ -214,7 +219,10 @@ async function provisioningLatency(services: Services, base: string, offerId: st
   }
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+main()
+  .catch((err) => {
+    console.error(err);
+    process.exitCode = 1;
+  })
+  // Agenda and SSH timers of the in-process worker would otherwise keep the process alive.
+  .finally(() => process.exit());

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import ssh2 from 'ssh2';
 import type { Logger } from '../../src/logger.js';
 import type {
   CreateResult,
@@ -11,6 +10,7 @@ import type {
   ProviderDeps,
   ProviderOffer,
 } from '../../src/providers/provider.js';
+import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { defaultInventory } from './default-inventory.js';
 import { readInventoryFile, type DestroyMode, type LocalInventory } from './inventory.js';
 import { LocalInstanceStore, type LocalInstanceRow } from './local-instance-store.js';
@@ -119,7 +119,8 @@ export class LocalProvider implements Provider {
       gpuCount: o.gpuCount,
       vramGb: o.vramGb,
       publicKey: sshPublicKey.trim(),
-      hostKey: ssh2.utils.generateKeyPairSync('ed25519').private,
+      // The shared generator redraws the rare ed25519 key ssh2 cannot parse back.
+      hostKey: generateDeploymentKeyPair('local-host-key').privateKey,
       state: 'pending',
       outcome: mode === 'fail' ? 'failed' : 'running',
       sshPort: null,

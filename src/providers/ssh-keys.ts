@@ -17,6 +17,10 @@ export interface DeploymentKeyPair {
  */
 export function generateDeploymentKeyPair(comment = 'gpu-rental'): DeploymentKeyPair {
   if (!/^[\x21-\x7e]{1,100}$/.test(comment)) throw new Error('SSH key comment must be 1-100 printable ASCII characters without spaces');
-  const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment });
-  return { publicKey: pair.public.trim(), privateKey: pair.private };
+  // ssh2 occasionally (about 3 in 1000) writes an ed25519 private key its own parser rejects as
+  // "Malformed OpenSSH private key"; such a key could never log in, so draw again.
+  for (let i = 0; ; i++) {
+    const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment });
+    if (!(ssh2.utils.parseKey(pair.private) instanceof Error) || i >= 20) return { publicKey: pair.public.trim(), privateKey: pair.private };
+  }
 }

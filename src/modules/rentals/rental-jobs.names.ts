@@ -2,4 +2,7 @@
 export const RENTAL_JOBS = {
   provision: 'rental.provision',
   terminate: 'rental.terminate',
+  expire: 'rental.expire',
+  meter: 'rental.meter',
+  reconcile: 'rental.reconcile',
 } as const;
