@@ -265,6 +265,23 @@ describe('rental lifecycle (job handlers)', function () {
     assert.equal((await dep(deploymentId)).status, 'TERMINATED');
   });
 
+  it('reconciler ends an overdue legacy rental whose expiry job was lost', async () => {
+    await ctx.setInventory(offers());
+    const { deploymentId } = await legacy({ offerId: ids['lc-a'] });
+    await activate(deploymentId);
+    await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE unique_key = ?`, [deploymentId]);
+    assert.equal((await life.reconcile()).redriven.includes(deploymentId), false, 'not before endsAt');
+    assert.equal((await dep(deploymentId)).status, 'ACTIVE');
+    ctx.clock.advance(2 * 3600 * 1000);
+    const out = await life.reconcile();
+    assert.ok(out.redriven.includes(deploymentId));
+    const d = await dep(deploymentId);
+    assert.equal(d.status, 'TERMINATING');
+    assert.equal(d.terminationReason, 'EXPIRED');
+    await life.terminate(deploymentId);
+    assert.equal((await dep(deploymentId)).status, 'TERMINATED');
+  });
+
   describe('metering', () => {
     it('posts per-second usage, one entry per deployment per sweep, stops at the termination request and settles the rest', async () => {
       await ctx.setInventory(offers());

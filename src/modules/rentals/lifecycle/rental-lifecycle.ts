@@ -627,7 +627,14 @@ export class RentalLifecycle {
     for (const d of stuck) {
       await this.enqueue(d.status === 'TERMINATING' ? RENTAL_JOBS.terminate : RENTAL_JOBS.provision, d.id);
     }
-    return { destroyed, redriven: stuck.map((d) => d.id) };
+    // Backstop for the one-off expiry job: if it was lost (a crash between ACTIVE and scheduling
+    // it), a paid-up legacy rental would otherwise run past what was bought.
+    const overdue: { id: string }[] = await this.s.ds.query(
+      `SELECT id FROM deployments WHERE status = 'ACTIVE' AND billing_model = 'LEGACY_PREPAID' AND ends_at IS NOT NULL AND ends_at <= ?`,
+      [this.now()],
+    );
+    for (const d of overdue) await this.requestTermination(d.id, 'EXPIRED');
+    return { destroyed, redriven: [...stuck.map((d) => d.id), ...overdue.map((d) => d.id)] };
   }
 }
 
