@@ -7,7 +7,7 @@ import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
 import { DeploymentAttempt } from '../../src/modules/rentals/deployment-attempt.entity.js';
 import { Order } from '../../src/modules/rentals/order.entity.js';
 import { Account } from '../../src/modules/accounts/account.entity.js';
-import { RentalLifecycle, instanceLabel, type LifecycleTiming } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
+import { RentalLifecycle, failRental, instanceLabel, type LifecycleTiming } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
 import { rentalJobs } from '../../src/modules/rentals/rentals.jobs.js';
 import type { CreateMode, DestroyMode, LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
@@ -121,6 +121,19 @@ describe('rental lifecycle (job handlers)', function () {
     const reversals = await ctx.services.ds.getRepository(LedgerEntry).findBy({ rentalId, kind: 'REVERSAL' });
     assert.equal(reversals.length, 1);
     assert.equal((await attempts(deploymentId)).length, 1);
+  });
+
+  it('failRental (exported for the sweeps): a PENDING legacy rental FAILED with its debit back once across two calls', async () => {
+    const { who, deploymentId, rentalId } = await legacy({ offerId: ids['lc-a'] });
+    assert.equal(await balance(who.accountId), 4400);
+    await failRental(ctx.services, deploymentId, 'PROVISIONING_TIMEOUT', 'The machine could not be started.');
+    await failRental(ctx.services, deploymentId, 'PROVISIONING_TIMEOUT', 'The machine could not be started.');
+    const o = await order(rentalId);
+    assert.equal(o.status, 'FAILED');
+    assert.equal(o.reversalStatus, 'SUCCEEDED');
+    assert.equal((await dep(deploymentId)).status, 'FAILED');
+    assert.equal(await balance(who.accountId), 5000);
+    assert.equal((await ctx.services.ds.getRepository(LedgerEntry).findBy({ rentalId, kind: 'REVERSAL' })).length, 1);
   });
 
   it('GPU intent: falls back on unavailable to the next candidate in price order', async () => {

@@ -647,3 +647,19 @@ function accrual(d: Deployment, untilMs: number): { amount: number; untilMs: num
   if (d.spendCapMinor !== null) total = Math.min(total, d.spendCapMinor);
   return { amount: Math.max(0, total - d.usageMinor), untilMs: Math.max(end, d.meteredUntil!.getTime()) };
 }
+
+/**
+ * Fails a PENDING/PROVISIONING rental with a customer-safe reason and settles its reversal
+ * (legacy: the admission debit credited back once under `rental:<id>:reversal`; metered: nothing
+ * was charged). Safe to call repeatedly; a deployment in any other status is left alone.
+ */
+export async function failRental(services: Services, deploymentId: string, code: string, reason: string): Promise<void> {
+  const lifecycle = new RentalLifecycle(services);
+  const d = await services.ds.getRepository(Deployment).findOneBy({ id: deploymentId });
+  if (!d) return;
+  if (d.status === 'FAILED') {
+    await lifecycle.settleReversal(d);
+    return;
+  }
+  await lifecycle.fail(d, code, reason);
+}

@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { Checkout } from '../../src/modules/billing/checkout.entity.js';
+import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
+import { Offer } from '../../src/modules/inventory/offer.entity.js';
+import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
+import { signup } from '../helpers/factories.js';
+import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
+import { createStripeContext, deliver, sessionFor, type StripeTestContext } from '../helpers/payments.js';
+import { waitFor } from '../helpers/process.js';
+
+const OFFERS: LocalInventoryOffer[] = [
+  { key: 'card-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 299, maximumDurationSeconds: 86400, provisionSeconds: 0 },
+];
+
+/** Full wiring with the real hand-off from createServices: a paid card order provisions like any rental. */
+describe('rentals end to end: card checkout paid via webhook', function () {
+  this.timeout(60_000);
+  let ctx: StripeTestContext;
+  let worker: TestWorker;
+
+  before(async () => {
+    ctx = await createStripeContext({ offers: OFFERS, env: { RENTAL_POLL_MS: '50' } });
+    worker = await startTestWorker(ctx, { processEveryMs: 50 });
+  });
+  after(async () => {
+    await worker.stop();
+    await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE name LIKE 'rental.%'`);
+    await ctx.close();
+  });
+
+  it('reaches ACTIVE after the webhook, with one instance, even when the webhook is redelivered', async () => {
+    const who = await signup(ctx);
+    assert.equal((await ctx.api.put('/api/v1/me/email').set(who.auth).send({ email: `card+${who.accountId.slice(0, 8)}@example.com` })).status, 200);
+    const offer = await ctx.services.ds.getRepository(Offer).findOneByOrFail({ providerOfferKey: 'card-h100' });
+    const res = await ctx.api.post('/api/v1/orders/checkout').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId: offer.id, budgetMinor: 897 });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const { orderId } = res.body.data;
+    const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ orderId });
+    const payload = ctx.stripe.eventPayload('checkout.session.completed', ctx.stripe.completeSession(sessionFor(ctx, c.id).id));
+    assert.equal((await deliver(ctx, payload)).status, 200);
+    assert.equal((await deliver(ctx, payload)).status, 200);
+
+    const d = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ orderId });
+    await waitFor(async () => {
+      ctx.clock.advance(200);
+      const fresh = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d.id });
+      return fresh.status === 'ACTIVE' || fresh.status === 'FAILED';
+    }, 20_000, 'card deployment ACTIVE');
+    const fresh = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d.id });
+    assert.equal(fresh.status, 'ACTIVE');
+    assert.ok(fresh.startedAt && fresh.instanceId);
+    const [row] = await ctx.services.ds.query(`SELECT COUNT(*) AS n FROM deployment_attempts WHERE deployment_id = ?`, [d.id]);
+    assert.equal(Number(row.n), 1);
+
+    assert.equal((await ctx.api.post(`/api/v1/deployments/${d.id}/terminate`).set(who.auth)).status, 202);
+    await waitFor(async () => (await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d.id })).status === 'TERMINATED', 20_000, 'card deployment TERMINATED');
+    const view = await ctx.api.get(`/api/v1/deployments/${d.id}`).set(who.auth);
+    assert.equal(view.body.data.status, 'TERMINATED');
+    // Card-funded legacy rentals show no endedAt (SPEC.md).
+    assert.equal(view.body.data.endedAt ?? null, null);
+  });
+});
