@@ -14,6 +14,9 @@ const OFFERS: LocalInventoryOffer[] = [
   { key: 'e2e-gone', name: 'NVIDIA A100 80GB', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 150, maximumDurationSeconds: 86400, create: 'unavailable', provisionSeconds: 0 },
   { key: 'e2e-a100', name: 'NVIDIA A100 80GB', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 200, maximumDurationSeconds: 86400, provisionSeconds: 1 },
   { key: 'e2e-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 300, maximumDurationSeconds: 86400, provisionSeconds: 0 },
+  { key: 'e2e-l40s', name: 'NVIDIA L40S', category: 'datacenter', vramGb: 48, gpuCount: 1, pricePerHourMinor: 120, maximumDurationSeconds: 86400, create: 'ambiguous-created', provisionSeconds: 0 },
+  { key: 'e2e-4090', name: 'NVIDIA GeForce RTX 4090', category: 'consumer', vramGb: 24, gpuCount: 1, pricePerHourMinor: 60, maximumDurationSeconds: 86400, create: 'ambiguous-none', provisionSeconds: 0 },
+  { key: 'e2e-a6000', name: 'NVIDIA RTX A6000', category: 'workstation', vramGb: 48, gpuCount: 1, pricePerHourMinor: 80, maximumDurationSeconds: 86400, create: 'fail', provisionSeconds: 0 },
 ];
 
 /** Full wiring: the HTTP app and a real Agenda worker on the same database, the local provider behind both. */
@@ -45,11 +48,11 @@ describe('rentals end to end (API + worker + local provider)', function () {
     return who;
   }
 
-  async function until(who: SignedUp, deploymentId: string, statuses: string[]) {
+  async function until(who: SignedUp, deploymentId: string, statuses: string[], stepMs = 200) {
     let last: { status: string; [k: string]: unknown } | undefined;
     await waitFor(async () => {
       // The local provider boots on the injected (manual) clock; move it so provisionSeconds pass.
-      ctx.clock.advance(200);
+      ctx.clock.advance(stepMs);
       const res = await ctx.api.get(`/api/v1/deployments/${deploymentId}`).set(who.auth);
       last = res.body.data;
       return statuses.includes(res.body.data?.status);
@@ -57,7 +60,7 @@ describe('rentals end to end (API + worker + local provider)', function () {
     return last!;
   }
 
-  async function lifecycle(who: SignedUp, body: object, expectOffer: string) {
+  async function lifecycle(who: SignedUp, body: object, expectGpu: RegExp) {
     const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send(body);
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const { deploymentId, rentalId } = res.body.data;
@@ -71,7 +74,7 @@ describe('rentals end to end (API + worker + local provider)', function () {
     const target = { host: c.host, port: c.port, user: c.user, privateKey: c.privateKey };
     const smi = await sshExec(target, 'nvidia-smi');
     assert.equal(smi.code, 0);
-    assert.match(smi.stdout, new RegExp(expectOffer === 'a100' ? 'A100' : 'H100'));
+    assert.match(smi.stdout, expectGpu);
 
     assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
     const done = await until(who, deploymentId, ['TERMINATED']);
@@ -84,12 +87,12 @@ describe('rentals end to end (API + worker + local provider)', function () {
 
   it('metered: rent by offer, ACTIVE, reveal, nvidia-smi over SSH, terminate, TERMINATED and the key refused', async () => {
     const who = await fundedAgent(5000, 'ACCOUNT_BALANCE');
-    await lifecycle(who, { offerId: ids['e2e-h100'] }, 'h100');
+    await lifecycle(who, { offerId: ids['e2e-h100'] }, /H100/);
   });
 
   it('legacy: rent by GPU intent, falls past the unavailable offer, runs, terminates with no credit back (quoted 3 h at the cheapest candidate, 150/h)', async () => {
     const who = await fundedAgent(5000, 'LEGACY_PREPAID');
-    await lifecycle(who, { gpuModel: 'A100 80GB', gpuCount: 1, maxHourlyPriceMinor: 250, budgetMinor: 500 }, 'a100');
+    await lifecycle(who, { gpuModel: 'A100 80GB', gpuCount: 1, maxHourlyPriceMinor: 250, budgetMinor: 500 }, /A100/);
     const bal = await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: who.accountId });
     assert.ok(bal.balanceMinor < 5000 && bal.balanceMinor === 5000 - 450, String(bal.balanceMinor));
   });
@@ -105,6 +108,49 @@ describe('rentals end to end (API + worker + local provider)', function () {
     }, 10_000, 'reversal');
     const r = await ctx.api.get(`/api/v1/rentals/${res.body.data.rentalId}`).set(who.auth);
     assert.match(JSON.stringify(r.body.data), /OFFER_NOT_FOUND/);
+    assert.equal((await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: who.accountId })).balanceMinor, 5000);
+  });
+
+  const instancesOf = async (deploymentId: string) =>
+    (await ctx.services.ds.query(`SELECT state FROM local_provider_instances WHERE label LIKE ?`, [`%${deploymentId}%`])).map((r: { state: string }) => r.state);
+  const attemptsOf = async (deploymentId: string) =>
+    (await ctx.services.ds.query(`SELECT outcome FROM deployment_attempts WHERE deployment_id = ? ORDER BY attempt`, [deploymentId])).map((r: { outcome: string }) => r.outcome);
+
+  async function failedWithReversal(who: SignedUp, res: { body: { data: { rentalId: string; deploymentId: string } } }, stepMs = 200) {
+    await until(who, res.body.data.deploymentId, ['FAILED'], stepMs);
+    const rental = await waitFor(async () => {
+      const r = await ctx.api.get(`/api/v1/rentals/${res.body.data.rentalId}`).set(who.auth);
+      return r.body.data.reversalStatus === 'SUCCEEDED' && r.body.data;
+    }, 10_000, 'reversal');
+    return rental as { failureReason: string | null; [k: string]: unknown };
+  }
+
+  it('ambiguous create whose instance exists: adopted by its label, one instance, usable over SSH, then destroyed', async () => {
+    const who = await fundedAgent(5000, 'ACCOUNT_BALANCE');
+    const { deploymentId } = await lifecycle(who, { gpuModel: 'L40S', gpuCount: 1, maxHourlyPriceMinor: 200 }, /L40S/);
+    assert.deepEqual(await attemptsOf(deploymentId), ['ADOPTED']);
+    assert.deepEqual(await instancesOf(deploymentId), ['destroyed']);
+  });
+
+  it('ambiguous create with no instance: looked for by label until the bound, never re-created, FAILED with the legacy debit back', async () => {
+    const who = await fundedAgent(5000, 'LEGACY_PREPAID');
+    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ gpuModel: 'RTX 4090', gpuCount: 1, maxHourlyPriceMinor: 100, budgetMinor: 500 });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    // The adoption bound runs on the injected clock; step it in large strides.
+    await failedWithReversal(who, res, 5000);
+    assert.deepEqual(await attemptsOf(res.body.data.deploymentId), ['NOT_FOUND']);
+    assert.deepEqual(await instancesOf(res.body.data.deploymentId), []);
+    assert.equal((await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: who.accountId })).balanceMinor, 5000);
+  });
+
+  it('provider reports the instance failed: FAILED with a customer-safe reason, the instance destroyed, nothing charged', async () => {
+    const who = await fundedAgent(5000, 'ACCOUNT_BALANCE');
+    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId: ids['e2e-a6000'] });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const rental = await failedWithReversal(who, res);
+    assert.equal(rental.status, 'FAILED');
+    assert.ok(rental.failureReason && !/stack|Error:|at \//.test(rental.failureReason), String(rental.failureReason));
+    await waitFor(async () => (await instancesOf(res.body.data.deploymentId)).join() === 'destroyed', 10_000, 'instance destroyed');
     assert.equal((await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: who.accountId })).balanceMinor, 5000);
   });
 });
