@@ -4,7 +4,6 @@ import type { Services } from '../src/container.js';
 import { AppError } from '../src/errors/app-error.js';
 import { ConversationStore } from './conversation-store.js';
 import type { BotContext } from './context.js';
-import { ownersOf } from './ports.js';
 import { agentsFeature } from './features/agents.feature.js';
 import { approveFeature, completeApproval } from './features/approve.feature.js';
 import { balanceFeature } from './features/balance.feature.js';
@@ -79,7 +78,7 @@ function ownerMiddleware(): Middleware<BotContext> {
   return async (ctx, next) => {
     if (!ctx.message && !ctx.callbackQuery) return; // edits, member updates: nothing to do
     if (!ctx.from || ctx.from.is_bot || ctx.chat?.type !== 'private') return;
-    ctx.owner = await ownersOf(ctx.services).findOrCreateTelegramOwner(ctx.from.id, ctx.chat.id);
+    ctx.owner = await ctx.services.accounts.findOrCreateTelegramOwner(ctx.from.id, ctx.chat.id);
     await next();
   };
 }

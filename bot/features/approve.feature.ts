@@ -2,7 +2,6 @@ import { Composer, InlineKeyboard } from 'grammy';
 import { AppError } from '../../src/errors/app-error.js';
 import { APPROVAL_CODE_TAG } from '../../src/modules/keys/tokens.js';
 import type { Conversation } from '../conversation-store.js';
-import { agentsOf } from '../ports.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, minutesLeft, utc } from '../format.js';
 import { describeLimits, startLimitsDialogue, type ChosenLimits } from '../limits-dialogue.js';
@@ -25,7 +24,11 @@ export function approveFeature(): Composer<BotContext> {
       return;
     }
     const code = m[1];
-    const session = await agentsOf(ctx.services).describeAuthorization(code);
+    const session = await ctx.services.agents.describeAuthorization(code);
+    if (!session) {
+      await ctx.reply('No request matches this approval link. Ask your agent for a fresh approval link.');
+      return;
+    }
     const now = ctx.services.clock.now();
     const expiresAt = new Date(session.expiresAt);
     if (session.status !== 'PENDING' || expiresAt.getTime() <= now.getTime()) {
@@ -65,7 +68,7 @@ export function approveFeature(): Composer<BotContext> {
     }
     await ctx.answerCallbackQuery();
     try {
-      await agentsOf(ctx.services).approveAuthorization({ accountId: ownerOf(ctx).id, keyId: null }, conversation.data.approvalCode!, limits);
+      await ctx.services.agents.approveAuthorization({ accountId: ownerOf(ctx).id, keyId: null }, conversation.data.approvalCode!, limits);
     } catch (err) {
       // 404 and 409 both mean the session is gone, used or expired: say so rather than fail.
       if (!(err instanceof AppError) || (err.status !== 404 && err.status !== 409)) throw err;

@@ -1,6 +1,5 @@
 import { Composer } from 'grammy';
 import type { Conversation } from '../conversation-store.js';
-import { agentsOf } from '../ports.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, minutesLeft, utc } from '../format.js';
 import { describeLimits, parseLimitArgs, startLimitsDialogue, type ChosenLimits } from '../limits-dialogue.js';
@@ -40,7 +39,7 @@ export async function completeNewAgent(ctx: BotContext, conversation: Conversati
 
 async function sendSetupCode(ctx: BotContext, limits: ChosenLimits, name?: string): Promise<void> {
   const owner = ownerOf(ctx);
-  const { setupCode, expiresAt } = await agentsOf(ctx.services).mintSetupCode(
+  const { setupCode, expiresAt } = await ctx.services.agents.mintSetupCode(
     { accountId: owner.id, keyId: null },
     { ...limits, ...(name ? { name } : {}) },
   );

@@ -1,5 +1,4 @@
 import { Composer } from 'grammy';
-import { ownersOf } from '../ports.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html } from '../format.js';
 
@@ -8,7 +7,7 @@ export function ownerKeyFeature(): Composer<BotContext> {
   const composer = new Composer<BotContext>();
 
   composer.command('ownerkey', async (ctx) => {
-    const { key, token } = await ownersOf(ctx.services).issueOwnerKey(ownerOf(ctx).id);
+    const { key, token } = await ctx.services.accounts.issueOwnerKey(ownerOf(ctx).id);
     await ctx.reply(
       [
         '<b>Your new OWNER API key</b> (shown only this once — store it now, e.g. in a password manager):',

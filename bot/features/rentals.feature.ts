@@ -1,7 +1,5 @@
 import { Composer, InlineKeyboard } from 'grammy';
 import { AppError } from '../../src/errors/app-error.js';
-import type { Principal } from '../../src/http/principal.js';
-import type { ApiKey } from '../../src/modules/keys/api-key.entity.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, usd, utc } from '../format.js';
 
@@ -92,7 +90,7 @@ export function rentalsFeature(): Composer<BotContext> {
 
   composer.callbackQuery(new RegExp(`^tmy:(${UUID})$`), async (ctx) => {
     try {
-      await ctx.services.rentals.terminate(ownerPrincipal(ownerOf(ctx).id), ctx.match[1]);
+      await ctx.services.rentals.terminate({ kind: 'OWNER', accountId: ownerOf(ctx).id }, ctx.match[1]);
     } catch (err) {
       if (err instanceof AppError && err.status === 404) {
         await ctx.answerCallbackQuery({ text: 'That rental is not on your account.', show_alert: true });
@@ -110,12 +108,4 @@ export function rentalsFeature(): Composer<BotContext> {
   });
 
   return composer;
-}
-
-/**
- * The account holder acting through the bot holds no API key here. The rentals service's
- * terminate reads only the kind and the account of an OWNER principal.
- */
-function ownerPrincipal(accountId: string): Principal {
-  return { kind: 'OWNER', accountId, keyId: '', scopes: ['read', 'rent', 'manage'], key: null as unknown as ApiKey };
 }

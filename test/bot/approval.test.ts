@@ -69,6 +69,7 @@ describe('Telegram approval of agent authorizations (deep link)', () => {
   it('says plainly when the link is malformed or the request expired, including mid-dialogue', async () => {
     const owner = h.owner(telegramId());
     assert.match(await owner.say('/start approve_nonsense'), /not valid/);
+    assert.match(await owner.say(`/start approve_gpa_${'x'.repeat(43)}`), /No request matches/);
 
     const late = await begin();
     const [, q1] = await owner.send(`/start approve_${late.approvalCode}`);

@@ -6,6 +6,12 @@ import { AppError } from '../../errors/app-error.js';
 import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotencyResource } from '../../http/idempotency.js';
 import { IdempotencyRecord } from '../../http/idempotency-record.entity.js';
 import type { Principal } from '../../http/principal.js';
+
+/**
+ * Who may ask for termination: an agent key reaches only its own deployments, the account holder
+ * (an OWNER key, or the owner in the Telegram bot, who holds no key there) the whole account's.
+ */
+export type TerminatingActor = { kind: 'AGENT'; accountId: string; keyId: string } | { kind: 'OWNER'; accountId: string };
 import type { JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import type { Account } from '../accounts/account.entity.js';
@@ -362,7 +368,7 @@ export class RentalsService {
    * TERMINATING with the request time, and the terminate job destroys and verifies it. A
    * deployment already terminating or finished is left as it is.
    */
-  async terminate(principal: Principal, deploymentId: string): Promise<TerminateAccepted> {
+  async terminate(principal: TerminatingActor, deploymentId: string): Promise<TerminateAccepted> {
     const id = deploymentId.toLowerCase();
     const enqueue = await inTransaction(this.ds, async (m) => {
       const d = await m
@@ -371,7 +377,7 @@ export class RentalsService {
         .setLock('pessimistic_write')
         .where(principal.kind === 'AGENT' ? 'd.id = :id AND d.key_id = :keyId' : 'd.id = :id AND d.account_id = :accountId', {
           id,
-          keyId: principal.keyId,
+          keyId: principal.kind === 'AGENT' ? principal.keyId : null,
           accountId: principal.accountId,
         })
         .getOne();
