@@ -7,6 +7,7 @@ import { createDatabaseIfMissing, createDataSource, describeTarget, migrate, par
 import { createLogger, type Logger } from './logger.js';
 import { createProviderRegistry } from './providers/provider-registry.js';
 import { startWorker, type Worker } from './worker.js';
+import { LABEL_PREFIX } from './modules/rentals/lifecycle/rental-lifecycle.js';
 import { createBot } from '../bot/bot.js';
 import { mountTelegramWebhook, startBotRole, type BotRole } from '../bot/runtime.js';
 
@@ -52,7 +53,7 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
     clock: systemClock,
     dataSource: ds,
     production: config.nodeEnv === 'production',
-    labelPrefix: 'gpr-',
+    labelPrefix: LABEL_PREFIX,
   });
   const services: Services = createServices({ config, ds, clock: systemClock, logger, providers });
 

@@ -1,3 +1,4 @@
+import { LABEL_PREFIX } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,7 +53,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     clock,
     dataSource: ds,
     production: false,
-    labelPrefix: 'gpr-',
+    labelPrefix: LABEL_PREFIX,
   });
   const services = createServices({ config, ds, clock, logger, providers });
   const app = createApp(services, opts.app);

@@ -14,7 +14,7 @@ import { Order, type RentalStatus } from '../order.entity.js';
 import { RENTAL_JOBS } from '../rental-jobs.names.js';
 import { rentalDebitRef } from '../rentals.service.js';
 
-/** Prefix of every instance label (the same one main.ts hands the plugins as `labelPrefix`). */
+/** Prefix of every instance label (main.ts hands it to the plugins as `labelPrefix`, so reconciliation finds only our instances). */
 export const LABEL_PREFIX = 'gpr-';
 /** GPU-intent rentals make at most this many create calls. */
 export const MAX_CREATE_ATTEMPTS = 3;
