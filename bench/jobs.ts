@@ -99,15 +99,15 @@ async function postgresSide(url?: string): Promise<Side> {
   const pool = new pg.Pool({ connectionString: url, max: 20 });
   // The LISTEN client may still be open when the database is force-dropped at the end.
   pool.on('error', () => undefined);
-  // Let the backend create its schema once before timing anything.
-  const init = new PostgresBackend({ pool });
-  await init.connect();
+  // The schema is created once, by the parent; worker processes creating it at the same moment
+  // race in PostgreSQL's catalog ("tuple concurrently updated").
+  if (owned) await new PostgresBackend({ pool }).connect();
   return {
     kind: 'postgres',
     url,
     async agenda({ processEvery }) {
       const agenda = new Agenda({
-        backend: new PostgresBackend({ pool }),
+        backend: new PostgresBackend({ pool, ensureSchema: false }),
         processEvery: processEvery ?? SETTINGS.processEvery,
         defaultConcurrency: SETTINGS.defaultConcurrency,
         maxConcurrency: SETTINGS.maxConcurrency,
