@@ -300,7 +300,10 @@ export class MysqlJobRepository implements JobRepository {
       const runner = this.ds.createQueryRunner();
       try {
         await runner.connect();
-        await runner.startTransaction();
+        // READ COMMITTED: a locking read under REPEATABLE READ also takes gap locks, which stall the
+        // producers inserting due jobs at the end of the very range the workers scan. Row locks
+        // plus SKIP LOCKED are all a claim needs.
+        await runner.startTransaction('READ COMMITTED');
         let row: JobRow | undefined;
         for (const [condition, params] of scans) {
           const rows: JobRow[] = await runner.query(
