@@ -86,7 +86,8 @@ function ownerMiddleware(): Middleware<BotContext> {
 async function onFeatureError(err: BotError<BotContext>, log: Services['logger']): Promise<void> {
   const ctx = err.ctx;
   const e = err.error;
-  const expected = e instanceof AppError && e.status < 500;
+  // AGENTS_DISABLED is a 503 but a standing answer, not a fault: say it plainly, do not suggest a retry.
+  const expected = e instanceof AppError && (e.status < 500 || e.code === 'AGENTS_DISABLED');
   if (expected) log.warn({ code: (e as AppError).code, updateId: ctx.update.update_id }, 'telegram update refused');
   else if (e instanceof GrammyError || e instanceof HttpError) log.error({ err: e, updateId: ctx.update.update_id }, 'Bot API call failed');
   else log.error({ err: e, updateId: ctx.update.update_id }, 'telegram update failed');

@@ -39,7 +39,7 @@ describe(AgentsService.name, () => {
 
   async function begin() {
     const res = await ctx.api.post('/api/v1/agent-authorizations');
-    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.equal(res.status, 200, JSON.stringify(res.body));
     return res.body.data as { authorizationId: string; setupCode: string; approvalUrl: string; expiresAt: string };
   }
   const exchange = (setupCode: string) => ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode });
@@ -146,18 +146,23 @@ describe(AgentsService.name, () => {
       assert.equal(ex.body.error.code, 'AGENT_SETUP_INVALID');
     });
 
-    it('gives the agent ten minutes from approval to exchange, and no longer', async () => {
+    it('holds approval and exchange to the expiry the agent was told at the start', async () => {
       const o = await owner(ctx);
       const s = await begin();
       ctx.clock.advance(9 * 60 * 1000);
-      assert.equal((await approve(o, approvalCodeOf(s.approvalUrl))).status, 200);
-      ctx.clock.advance(5 * 60 * 1000);
-      // Fourteen minutes after the session began, five after approval: still exchangeable.
-      assert.equal((await exchange(s.setupCode)).status, 200);
+      const approved = await approve(o, approvalCodeOf(s.approvalUrl));
+      assert.equal(approved.status, 200);
+      assert.equal(approved.body.data.exchangeBefore, s.expiresAt, 'approval does not move the expiry');
+      ctx.clock.advance(59 * 1000);
+      assert.equal((await exchange(s.setupCode)).status, 200, 'one second before the expiry');
+
       const s2 = await begin();
+      ctx.clock.advance(9 * 60 * 1000);
       assert.equal((await approve(o, approvalCodeOf(s2.approvalUrl))).status, 200);
-      ctx.clock.advance(TEN_MINUTES);
-      assert.equal((await exchange(s2.setupCode)).body.error.code, 'AGENT_SETUP_INVALID');
+      ctx.clock.advance(60 * 1000);
+      const late = await exchange(s2.setupCode);
+      assert.equal(late.status, 409);
+      assert.equal(late.body.error.code, 'AGENT_SETUP_INVALID');
     });
 
     it('exchanges a Telegram-minted code once within ten minutes', async () => {
@@ -214,9 +219,29 @@ describe(AgentsService.name, () => {
         const e = await off.api.post('/api/v1/agent-setups/exchange').send({ setupCode: `gps_${'A'.repeat(43)}` });
         assert.equal(e.status, 503);
         assert.equal(e.body.error.code, 'AGENTS_DISABLED');
+        await assert.rejects(off.services.agents.mintSetupCode({ accountId: (await owner(off)).accountId, keyId: null }, LIMITS), /switched off/);
+        // Owners keep managing what they have: the switch covers only new agent credentials from outside.
+        const o = await owner(off);
+        assert.equal((await off.api.post('/api/v1/agent-authorizations/approve').set(o.auth).send({ approvalCode: `gpa_${'x'.repeat(43)}`, ...LIMITS })).status, 404);
+        const issued = await off.api.post('/api/v1/agent-keys').set(o.auth).set('Idempotency-Key', randomUUID()).send({ name: 'ci', scopes: ['read'], ...LIMITS });
+        assert.equal(issued.status, 201, JSON.stringify(issued.body));
       } finally {
         await off.close();
       }
+    });
+
+    it('refuses a frozen account new agents: approval, key issuance and setup codes (402 ACCOUNT_FROZEN)', async () => {
+      const o = await owner(ctx);
+      const s = await begin();
+      await ctx.services.ds.query('UPDATE accounts SET frozen = 1 WHERE id = ?', [o.accountId]);
+      const approved = await approve(o, approvalCodeOf(s.approvalUrl));
+      assert.equal(approved.status, 402);
+      assert.equal(approved.body.error.code, 'ACCOUNT_FROZEN');
+      const issued = await ctx.api.post('/api/v1/agent-keys').set(o.auth).set('Idempotency-Key', randomUUID()).send({ name: 'x', scopes: ['read'], ...LIMITS });
+      assert.equal(issued.status, 402);
+      assert.equal(issued.body.error.code, 'ACCOUNT_FROZEN');
+      await assert.rejects(ctx.services.agents.mintSetupCode({ accountId: o.accountId, keyId: null }, LIMITS), /frozen/);
+      assert.equal((await exchange(s.setupCode)).body.error.code, 'AGENT_AUTHORIZATION_PENDING', 'the session is still unapproved');
     });
 
     it('rate-limits setup requests per client address with Retry-After', async () => {
@@ -226,7 +251,7 @@ describe(AgentsService.name, () => {
         limited.clock.set(new Date(Date.UTC(2101, 0, 1, 0, Math.floor(Math.random() * 60 * 24))));
         const codes = [`gps_${'B'.repeat(43)}`, `gps_${'C'.repeat(43)}`];
         const first = await limited.api.post('/api/v1/agent-authorizations');
-        assert.equal(first.status, 201);
+        assert.equal(first.status, 200);
         assert.equal((await limited.api.post('/api/v1/agent-setups/exchange').send({ setupCode: codes[0] })).status, 409);
         assert.equal((await limited.api.post('/api/v1/agent-setups/exchange').send({ setupCode: codes[1] })).status, 409);
         const refused = await limited.api.post('/api/v1/agent-setups/exchange').send({ setupCode: codes[0] });

@@ -91,15 +91,16 @@ describe('POST /api/v1/billing/topups (Stripe)', () => {
     assert.notEqual(ra.body.data.topupId, rb.body.data.topupId);
   });
 
-  it('requires an Idempotency-Key of 1 to 128 printable characters (400 INVALID_REQUEST)', async () => {
+  it('requires an Idempotency-Key of 1 to 128 characters without control characters (400 INVALID_REQUEST)', async () => {
     const a = await signup(ctx);
-    for (const key of [undefined, '', 'x'.repeat(129), 'has space']) {
+    for (const key of [undefined, '', 'x'.repeat(129), 'has\ttab']) {
       const res = await post(a.auth, key, { amountMinor: 1000 });
       assert.equal(res.status, 400, `key ${JSON.stringify(key)}: ${JSON.stringify(res.body)}`);
       assert.equal(res.body.error.code, 'INVALID_REQUEST');
     }
     assert.equal((await post(a.auth, 'k'.repeat(128), { amountMinor: 1000 })).status, 201);
     assert.equal((await post(a.auth, 'k', { amountMinor: 1000 })).status, 201);
+    assert.equal((await post(a.auth, 'order 42 / attempt 1', { amountMinor: 1000 })).status, 201);
   });
 
   it('accepts 500 to 50000 cents and rejects anything else with 422 naming amountMinor', async () => {

@@ -76,6 +76,17 @@ describe('Telegram owner bot', () => {
       assert.match(await owner.say('/newagent 5 50000000 1'), /The total cap can be at most \$100,000\.00/);
     });
 
+    it('says plainly that agent creation is switched off, without suggesting a retry', async () => {
+      const off = await createBotHarness({ env: { AGENT_V1_ENABLED: 'false' } });
+      try {
+        const text = await off.owner(telegramId()).say('/newagent 5 50 1');
+        assert.match(text, /Agent creation is switched off on this service/);
+        assert.doesNotMatch(text, /try again|gps_/i);
+      } finally {
+        await off.close();
+      }
+    });
+
     it('asks step by step with preset buttons and typed amounts, and the dialogue survives a bot restart', async () => {
       const owner = h.owner(telegramId());
       const intro = await owner.send('/newagent');

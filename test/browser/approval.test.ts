@@ -31,7 +31,7 @@ describe('Agent approval page in a browser', function () {
 
   async function begin(): Promise<{ approvalUrl: string; expiresAt: string }> {
     const res = await fetch(`${base}/api/v1/agent-authorizations`, { method: 'POST' });
-    assert.equal(res.status, 201);
+    assert.equal(res.status, 200);
     return ((await res.json()) as { data: { approvalUrl: string; expiresAt: string } }).data;
   }
 

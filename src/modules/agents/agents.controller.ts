@@ -20,29 +20,30 @@ const clientAddress = (req: ExRequest): string => req.ip ?? req.socket.remoteAdd
 export class AgentsController extends BaseController {
   /**
    * An agent begins an authorization: a private setup code (keep it; poll the exchange call with
-   * it) and a public approval URL to hand to the owner. Both expire in 10 minutes.
+   * it) and a public approval URL to hand to the owner. Both expire in 10 minutes: the owner
+   * approves and the agent exchanges before `expiresAt`.
    */
   @Post('agent-authorizations')
-  @SuccessResponse(201, 'Created')
+  @SuccessResponse(200, 'OK')
   @Response<ErrorEnvelope>(429, 'RATE_LIMITED (per client address; see Retry-After)')
   @Response<ErrorEnvelope>(503, 'AGENTS_DISABLED')
   async begin(@Request() req: ExRequest): Promise<Envelope<BeginAuthorizationResponse>> {
-    return this.ok(req, await this.services.agents.beginAuthorization(clientAddress(req)), 201);
+    return this.ok(req, await this.services.agents.beginAuthorization(clientAddress(req)));
   }
 
   /**
    * The owner approves a pending authorization with the agent's three limits. Needs an OWNER key
-   * with scopes read, rent and manage. A session is approved once; the agent then has 10 minutes
-   * to exchange its setup code.
+   * with scopes read, rent and manage. A session is approved once, before the expiry given at
+   * its start; the agent exchanges its setup code before that same expiry.
    */
   @Post('agent-authorizations/approve')
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(402, 'ACCOUNT_FROZEN')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or missing read, rent or manage)')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND (unknown approval code)')
   @Response<ErrorEnvelope>(409, 'AGENT_SETUP_INVALID (already approved, or expired)')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
-  @Response<ErrorEnvelope>(503, 'AGENTS_DISABLED')
   async approve(@Request() req: ExRequest, @Body() body: ApproveAuthorizationRequest): Promise<Envelope<ApproveAuthorizationResponse>> {
     const { approvalCode, ...limits } = body;
     return this.ok(req, await this.services.agents.approveWithKey(this.principal(req), approvalCode, limits));
@@ -66,13 +67,15 @@ export class AgentsController extends BaseController {
    * An owner issues an agent key directly: scopes a subset of the owner key's, three limits.
    * 201 with the token once; an identical replay of the Idempotency-Key answers 200 with
    * `token: null`; a changed body 409 IDEMPOTENCY_CONFLICT.
-   * @param idempotencyKey 1 to 128 printable characters, fresh per key you mean to create.
+   * @param idempotencyKey 1 to 128 characters, fresh per key you mean to create.
    */
   @Post('agent-keys')
   @Security('bearer', ['read'])
   @SuccessResponse(201, 'Created')
+  @Response<Envelope<AgentKeyIssued>>(200, 'An identical replay: the same key, `token: null`')
   @Response<ErrorEnvelope>(400, 'INVALID_REQUEST (missing or malformed Idempotency-Key)')
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(402, 'ACCOUNT_FROZEN')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or scopes beyond the owner key)')
   @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')

@@ -6,6 +6,7 @@ import { AppError } from '../../errors/app-error.js';
 import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotencyResource } from '../../http/idempotency.js';
 import type { Principal } from '../../http/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
+import { Account } from '../accounts/account.entity.js';
 import { toKeyDto } from '../accounts/accounts.service.js';
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import { ApiKey, type Scope } from '../keys/api-key.entity.js';
@@ -63,6 +64,10 @@ export class AgentsService {
     private readonly options: AgentsOptions,
   ) {}
 
+  /**
+   * The AGENT_V1_ENABLED switch covers what mints new agent credentials out of nowhere: signup,
+   * authorization sessions, setup codes and their exchange. Owners' own key management stays up.
+   */
   private assertEnabled(): void {
     if (!this.options.agentV1Enabled) throw new AppError('AGENTS_DISABLED', 'Agent creation is switched off on this service.');
   }
@@ -129,13 +134,14 @@ export class AgentsService {
   }
 
   /**
-   * Approves a pending session once, binding it to the owner's account and the limits. The agent
-   * then has 10 minutes from approval to exchange its setup code. A second approval, or one after
-   * the session expired, is 409 AGENT_SETUP_INVALID; an unknown code is 404.
+   * Approves a pending session once, binding it to the owner's account and the limits. The session
+   * keeps the expiry its agent was told at the start: approval and exchange both happen within
+   * those 10 minutes. A second approval, or one after the session expired, is 409
+   * AGENT_SETUP_INVALID; an unknown code is 404.
    */
   async approveAuthorization(owner: OwnerRef, approvalCode: string, limits: AgentLimits): Promise<ApproveAuthorizationResponse> {
-    this.assertEnabled();
     checkLimits(limits, APPROVAL_MINIMUMS);
+    await assertNotFrozen(this.ds.manager, owner.accountId);
     return inTransaction(this.ds, async (m) => {
       const row = await m
         .getRepository(AgentAuthorization)
@@ -156,13 +162,12 @@ export class AgentsService {
         budgetLimitMinor: limits.budgetLimitMinor,
         maxConcurrentDeployments: limits.maxConcurrentDeployments,
         approvedAt: now,
-        expiresAt: new Date(now.getTime() + AUTHORIZATION_TTL_MS),
       };
       await m.update(AgentAuthorization, { id: row.id }, patch);
       return {
         authorizationId: row.id,
         status: 'APPROVED' as const,
-        exchangeBefore: patch.expiresAt!.toISOString(),
+        exchangeBefore: row.expiresAt.toISOString(),
         maxPerRentalMinor: limits.maxPerRentalMinor,
         budgetLimitMinor: limits.budgetLimitMinor,
         maxConcurrentDeployments: limits.maxConcurrentDeployments,
@@ -174,6 +179,7 @@ export class AgentsService {
   async mintSetupCode(owner: OwnerRef, limits: AgentLimits): Promise<{ setupCode: string; expiresAt: Date }> {
     this.assertEnabled();
     checkLimits(limits, APPROVAL_MINIMUMS);
+    await assertNotFrozen(this.ds.manager, owner.accountId);
     const setup = mintCode(SETUP_CODE_TAG);
     const now = this.clock.now();
     const expiresAt = new Date(now.getTime() + AUTHORIZATION_TTL_MS);
@@ -242,12 +248,14 @@ export class AgentsService {
    */
   async issueAgentKey(principal: Principal, idempotencyKeyHeader: string | undefined, body: IssueAgentKeyRequest): Promise<{ issued: AgentKeyIssued; created: boolean }> {
     this.assertOwner(principal, 'issue agent keys');
-    this.assertEnabled();
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
     const scopes = [...new Set(body.scopes)];
     const beyond = scopes.filter((s) => !principal.scopes.includes(s));
     if (beyond.length) throw new AppError('FORBIDDEN', `An agent key's scopes must be a subset of yours; this key lacks: ${beyond.join(', ')}.`);
     const input = { ...body, scopes: [...scopes].sort() };
+    // Checked before the transaction: a plain read inside it would fix the snapshot ahead of the
+    // idempotency claim, hiding a concurrent twin's committed key from the replay path.
+    await assertNotFrozen(this.ds.manager, principal.accountId);
     const result = await inTransaction(this.ds, async (m) => {
       const claim = await claimIdempotencyKey(m, this.clock, `agent-keys:${principal.accountId}`, idemKey, requestHash(input));
       if (claim.kind === 'replay') return { keyId: claim.record.resourceId!, token: null };
@@ -313,4 +321,11 @@ function checkLimits(limits: AgentLimits, min: typeof APPROVAL_MINIMUMS): void {
   }
   if (limits.name !== undefined && (limits.name.length < 1 || limits.name.length > 100)) bad.push('name must be 1 to 100 characters');
   if (bad.length) throw new AppError('VALIDATION_FAILED', `Invalid limits: ${bad.join('; ')}.`);
+}
+
+/** A frozen account may not bring new agents in: 402 ACCOUNT_FROZEN. */
+async function assertNotFrozen(m: EntityManager, accountId: string): Promise<void> {
+  const account = await m.getRepository(Account).findOneBy({ id: accountId });
+  if (!account) throw new AppError('NOT_FOUND', 'This account no longer exists.');
+  if (account.frozen) throw new AppError('ACCOUNT_FROZEN', 'This account is frozen; it cannot authorize new agents. Contact support.');
 }
