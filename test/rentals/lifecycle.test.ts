@@ -263,6 +263,28 @@ describe('rental lifecycle (job handlers)', function () {
     });
   }
 
+  it('terminated while PROVISIONING with its machine up: the SSH probe still runs, so a ghost is never TERMINATED', async () => {
+    await ctx.setInventory(offers({ destroy: 'ghost' }).map((o) => ({ ...o, provisionSeconds: 2 })));
+    const { who, deploymentId } = await metered({ offerId: ids['lc-a'] });
+    await life.provision(deploymentId);
+    const created = await dep(deploymentId);
+    assert.equal(created.status, 'PROVISIONING');
+    assert.ok(created.instanceId);
+    ctx.clock.advance(3000);
+    await terminateViaApi(who, deploymentId);
+    await life.terminate(deploymentId);
+    const stuck = await dep(deploymentId);
+    assert.equal(stuck.status, 'TERMINATING', stuck.lastCheckDetail ?? '');
+    assert.ok(stuck.sshHost && stuck.sshPort, 'the address was learned before the destroy');
+    assert.equal((await sshProbe(target(stuck), { timeoutMs: 1500 })).ok, true, 'the ghost still lets the key in');
+    await ctx.setInventory(offers().map((o) => ({ ...o, provisionSeconds: 2 })));
+    await life.terminate(deploymentId);
+    const done = await dep(deploymentId);
+    assert.equal(done.status, 'TERMINATED');
+    assert.equal(done.startedAt, null);
+    assert.equal((await sshProbe(target(stuck), { timeoutMs: 1500 })).ok, false);
+  });
+
   it('legacy rentals expire at endsAt with reason EXPIRED', async () => {
     await ctx.setInventory(offers());
     const { deploymentId } = await legacy({ offerId: ids['lc-a'] });

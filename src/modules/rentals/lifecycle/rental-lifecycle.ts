@@ -305,6 +305,10 @@ export class RentalLifecycle {
       await this.fail(d, 'PROVISIONING_FAILED', 'The machine failed to start; your rental was not started.');
       return;
     }
+    if (info.state === 'running' && info.ssh && (info.ssh.host !== d.sshHost || info.ssh.port !== d.sshPort)) {
+      // Recorded as soon as known: a termination before ACTIVE must probe this address.
+      await this.s.ds.getRepository(Deployment).update({ id: d.id }, { sshHost: info.ssh.host, sshPort: info.ssh.port, sshUser: info.ssh.user });
+    }
     if (info.state === 'running' && info.ssh) {
       const probe = await sshProbe({ ...info.ssh, privateKey: this.privateKey(d) }, { timeoutMs: this.timing.sshTimeoutMs });
       if (probe.ok) {
@@ -440,19 +444,25 @@ export class RentalLifecycle {
     }
     if (!instanceId || !provider) return this.markTerminated(d);
 
+    let target = this.target(d);
+    if (!target && d.sshPrivateKeyEnc) {
+      // Ended before ACTIVE: ask for the address while the instance still exists, so the probe
+      // after the destroy knocks on the door the machine really had.
+      const info = await provider.get(instanceId).catch(() => null);
+      if (info?.ssh) {
+        await this.s.ds.getRepository(Deployment).update({ id: d.id }, { sshHost: info.ssh.host, sshPort: info.ssh.port, sshUser: info.ssh.user });
+        target = this.target(d, info.ssh);
+      }
+    }
     try {
       await provider.destroy(instanceId);
     } catch (err) {
       return this.retryVerify(d, `destroy failed: ${(err as Error).message}`);
     }
-    let target = this.target(d);
-    if (!target) {
-      // Never reachable while we watched; the provider's word is the only check left.
-      target = d.sshPrivateKeyEnc ? { host: '127.0.0.1', port: 1, user: 'none', privateKey: this.privateKey(d) } : null;
-    }
+    // Without an address the provider never gave one: nobody could have got in, so its word is the check.
     const check = target
       ? await new DestructionVerifier({ sshTimeoutMs: this.timing.sshTimeoutMs }).verify(provider, instanceId, target)
-      : { verified: (await provider.get(instanceId)).state === 'gone', detail: 'no SSH key recorded' };
+      : { verified: (await provider.get(instanceId)).state === 'gone', detail: 'provider reports gone; it never reported an SSH address' };
     if (!check.verified) return this.retryVerify(d, check.detail);
     await this.s.ds.getRepository(Deployment).update({ id: d.id }, { lastCheckDetail: check.detail.slice(0, 512) });
     await this.markTerminated(d);
