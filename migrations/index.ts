@@ -6,6 +6,7 @@ import { RentalLifecycle1763800004000 } from './1763800004000-RentalLifecycle.js
 import { AgentAuthorizations1763800005000 } from './1763800005000-AgentAuthorizations.js';
 import { RentalCandidates1763800004100 } from './1763800004100-RentalCandidates.js';
 import { TelegramBot1763800006000 } from './1763800006000-TelegramBot.js';
+import { CheckoutRefunds1763800007000 } from './1763800007000-CheckoutRefunds.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -13,4 +14,5 @@ export const migrations = [
   RentalLifecycle1763800004000, RentalCandidates1763800004100,
   AgentAuthorizations1763800005000,
   TelegramBot1763800006000,
+  CheckoutRefunds1763800007000,
 ];

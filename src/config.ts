@@ -150,6 +150,10 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const secrets = secretsKey(env);
   const webhookSecret = opt(env, 'STRIPE_WEBHOOK_SECRET');
+  if (opt(env, 'STRIPE_SECRET_KEY') && webhookSecret === undefined) {
+    // The development webhook secret is public: with real Stripe money behind it, anyone could sign a payment.
+    throw new ConfigError('STRIPE_WEBHOOK_SECRET is required when STRIPE_SECRET_KEY is set (the signing secret of your Stripe webhook endpoint, whsec_...)');
+  }
   const publicBaseUrl = url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`, ['http:', 'https:']).replace(/\/+$/, '');
   return {
     nodeEnv: str(env, 'NODE_ENV', 'development'),

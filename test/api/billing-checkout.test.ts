@@ -4,6 +4,7 @@ import { Checkout } from '../../src/modules/billing/checkout.entity.js';
 import { Offer } from '../../src/modules/inventory/offer.entity.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
 import { Order } from '../../src/modules/rentals/order.entity.js';
+import { RentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { signup, type SignedUp } from '../helpers/factories.js';
 import { balanceOf, createStripeContext, deliver, sessionFor, type StripeTestContext } from '../helpers/payments.js';
@@ -110,12 +111,13 @@ describe('POST /api/v1/orders/checkout', () => {
     assert.equal(extra.status, 422);
   });
 
-  it('answers 404 OFFER_NOT_FOUND for an offer that is not currently offered', async () => {
+  it('answers 422 naming offerId for an offer that is not currently offered', async () => {
     const who = await withEmail();
     for (const id of [offerId['sold-out'], randomUUID()]) {
       const res = await checkout(who, { offerId: id, budgetMinor: 1200 });
-      assert.equal(res.status, 404);
-      assert.equal(res.body.error.code, 'OFFER_NOT_FOUND');
+      assert.equal(res.status, 422);
+      assert.equal(res.body.error.code, 'VALIDATION_FAILED');
+      assert.match(res.body.error.message, /offerId: .* is not currently offered/);
     }
   });
 
@@ -229,7 +231,56 @@ describe('POST /api/v1/orders/checkout', () => {
     assert.equal(order.status, 'FAILED');
     assert.equal(order.failureCode, 'PAYMENT_EXPIRED');
     assert.match(order.failureReason!, /Nothing was charged/);
-    assert.equal(order.reversalStatus, null);
+    assert.equal(order.reversalStatus, 'SUCCEEDED', 'nothing was charged, so nothing is owed back');
     assert.equal((await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ orderId })).status, 'FAILED');
+  });
+
+  it('refunds the card in full, once, when a paid rental fails; a refused refund stays PENDING until the reconciler retries', async () => {
+    // The provider has no capacity for "week" any more; the cached offer (and its id) is unchanged.
+    await ctx.setInventory(OFFERS.map((o) => (o.key === 'sold-out' ? { ...o, available: false } : o.key === 'week' ? { ...o, create: 'unavailable' as const } : o)));
+    const life = new RentalLifecycle(ctx.services, { stuckAfterMs: 60_000 });
+    const who = await withEmail();
+    async function paidOrder(budgetMinor: number) {
+      const { orderId } = (await checkout(who, { offerId: offerId.week, budgetMinor })).body.data;
+      const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ orderId });
+      const paid = ctx.stripe.completeSession(sessionFor(ctx, c.id).id);
+      assert.equal((await deliver(ctx, ctx.stripe.eventPayload('checkout.session.completed', paid))).status, 200);
+      const d = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ orderId });
+      return { orderId, checkoutId: c.id, amount: c.amountMinor, intent: paid.payment_intent!, deploymentId: d.id };
+    }
+    const rental = async (id: string) => (await ctx.api.get(`/api/v1/rentals/${id}`).set(who.auth)).body.data;
+    try {
+      const a = await paidOrder(900);
+      await life.provision(a.deploymentId);
+      await life.provision(a.deploymentId);
+      const failed = await rental(a.orderId);
+      assert.equal(failed.status, 'FAILED');
+      assert.equal(failed.failureReason !== null, true);
+      assert.equal(failed.reversalStatus, 'SUCCEEDED');
+      const refunds = ctx.stripe.refunds.filter((r) => r.payment_intent === a.intent);
+      assert.equal(refunds.length, 1, 'refunded once across two runs');
+      assert.equal(refunds[0].amount, a.amount);
+      assert.equal(refunds[0].metadata.order_id, a.orderId);
+      const refundCalls = ctx.stripe.requests.filter((r) => r.path === '/v1/refunds');
+      assert.ok(refundCalls.every((r) => r.idempotencyKey === `refund:${a.checkoutId}`));
+      assert.equal((await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ id: a.checkoutId })).refundId, refunds[0].id);
+      assert.deepEqual(await balanceOf(ctx, who.accountId), { balance: 0, entries: 0 }, 'card money never becomes credits');
+
+      ctx.stripe.refuseRefunds = true;
+      const b = await paidOrder(600);
+      await life.provision(b.deploymentId);
+      assert.equal((await rental(b.orderId)).reversalStatus, 'PENDING');
+      assert.equal(ctx.stripe.refunds.filter((r) => r.payment_intent === b.intent).length, 0);
+      ctx.stripe.refuseRefunds = false;
+      ctx.clock.advance(61_000);
+      const { redriven } = await life.reconcile();
+      assert.ok(redriven.includes(b.deploymentId), JSON.stringify(redriven));
+      await life.provision(b.deploymentId);
+      assert.equal((await rental(b.orderId)).reversalStatus, 'SUCCEEDED');
+      assert.equal(ctx.stripe.refunds.filter((r) => r.payment_intent === b.intent).length, 1);
+    } finally {
+      ctx.stripe.refuseRefunds = false;
+      await ctx.setInventory(OFFERS.map((o) => (o.key === 'sold-out' ? { ...o, available: false } : o)));
+    }
   });
 });

@@ -40,6 +40,7 @@ describe('loadConfig', () => {
     [{ DEFAULT_BILLING_MODEL: 'FREE' }, /^DEFAULT_BILLING_MODEL /],
     [{ SECRETS_KEY: 'c2hvcnQ=' }, /^SECRETS_KEY /],
     [{ NODE_ENV: 'production' }, /^SECRETS_KEY /],
+    [{ STRIPE_SECRET_KEY: 'sk_test_x' }, /^STRIPE_WEBHOOK_SECRET /],
   ];
   for (const [env, re] of bad) {
     it(`rejects ${JSON.stringify(env)} naming the variable`, () => {

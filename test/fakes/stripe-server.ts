@@ -2,6 +2,20 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
+/** A Refund as Stripe's API documents it (the fields this service and its tests use). */
+export interface FakeRefund {
+  id: string;
+  object: 'refund';
+  amount: number;
+  charge: string;
+  created: number;
+  currency: string;
+  metadata: Record<string, string>;
+  payment_intent: string;
+  reason: string | null;
+  status: 'pending' | 'succeeded' | 'failed' | 'canceled' | 'requires_action';
+}
+
 /** A Checkout Session as Stripe's API documents it (the fields this service and its tests use). */
 export interface FakeCheckoutSession {
   id: string;
@@ -54,7 +68,8 @@ export interface FakeStripeOptions {
 
 /**
  * A local stand-in for the parts of Stripe's API this service uses, spoken to by the real SDK:
- * POST /v1/checkout/sessions, GET /v1/checkout/sessions/:id and POST /v1/checkout/sessions/:id/expire,
+ * POST /v1/checkout/sessions, GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire
+ * and POST /v1/refunds,
  * with form-encoded bodies, Stripe-shaped errors and Stripe's Idempotency-Key rules (same key and
  * parameters replay the first result; different parameters are an idempotency_error; a key whose
  * first request is still running is a 409 the SDK retries).
@@ -62,6 +77,9 @@ export interface FakeStripeOptions {
 export class FakeStripeServer {
   readonly requests: RecordedRequest[] = [];
   readonly sessions = new Map<string, FakeCheckoutSession>();
+  readonly refunds: FakeRefund[] = [];
+  /** When set, refunds are refused as Stripe refuses them for a card that cannot take one. */
+  refuseRefunds = false;
   /** Delay before answering each API request, to let concurrent requests overlap. */
   latencyMs = 0;
   private dropsLeft = 0;
@@ -242,7 +260,41 @@ export class FakeStripeServer {
       s.url = null;
       return { status: 200, body: s };
     }
+    if (method === 'POST' && path === '/v1/refunds') return this.createRefund(params);
     return stripeError(404, { type: 'invalid_request_error', message: `Unrecognized request URL (${method}: ${path}). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.` });
+  }
+
+  private createRefund(p: Record<string, unknown>): Reply {
+    const intent = p.payment_intent;
+    if (intent === undefined && p.charge === undefined) {
+      return stripeError(400, { type: 'invalid_request_error', message: 'One of the following params should be provided for this request: payment_intent or charge.' });
+    }
+    const session = [...this.sessions.values()].find((s) => s.payment_intent === intent);
+    if (!session) return stripeError(404, { type: 'invalid_request_error', code: 'resource_missing', param: 'payment_intent', message: `No such payment_intent: '${String(intent)}'` });
+    if (this.refuseRefunds) return stripeError(402, { type: 'card_error', code: 'expired_or_canceled_card', message: 'The card this payment was made with can no longer take refunds.' });
+    const refunded = this.refunds.filter((r) => r.payment_intent === intent && r.status !== 'failed' && r.status !== 'canceled').reduce((n, r) => n + r.amount, 0);
+    const amount = p.amount === undefined ? session.amount_total - refunded : Number(p.amount);
+    if (!Number.isInteger(amount) || amount < 1) return paramInvalid('amount', 'Invalid positive integer');
+    if (refunded >= session.amount_total) {
+      return stripeError(400, { type: 'invalid_request_error', code: 'charge_already_refunded', message: `Charge for ${String(intent)} has already been refunded.` });
+    }
+    if (amount > session.amount_total - refunded) {
+      return stripeError(400, { type: 'invalid_request_error', code: 'amount_too_large', param: 'amount', message: `Refund amount ($${(amount / 100).toFixed(2)}) is greater than unrefunded amount on charge ($${((session.amount_total - refunded) / 100).toFixed(2)})` });
+    }
+    const refund: FakeRefund = {
+      id: `re_test_${randomBytes(12).toString('hex')}`,
+      object: 'refund',
+      amount,
+      charge: `ch_test_${String(intent).slice(8)}`,
+      created: Math.floor(Date.now() / 1000),
+      currency: session.currency,
+      metadata: { ...((p.metadata ?? {}) as Record<string, string>) },
+      payment_intent: String(intent),
+      reason: typeof p.reason === 'string' ? p.reason : null,
+      status: 'succeeded',
+    };
+    this.refunds.push(refund);
+    return { status: 200, body: refund };
   }
 
   private createSession(p: Record<string, unknown>): Reply {

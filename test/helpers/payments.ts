@@ -15,10 +15,16 @@ export interface StripeTestContext extends TestContext {
 /** A test context whose payments go through the real Stripe SDK to a local fake Stripe. */
 export async function createStripeContext(opts: ContextOptions = {}): Promise<StripeTestContext> {
   const stripe = await FakeStripeServer.start({ secretKey: STRIPE_KEY });
-  const ctx = await createTestContext({
-    ...opts,
-    env: { STRIPE_SECRET_KEY: STRIPE_KEY, STRIPE_API_URL: stripe.url, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, ...opts.env },
-  });
+  let ctx: TestContext;
+  try {
+    ctx = await createTestContext({
+      ...opts,
+      env: { STRIPE_SECRET_KEY: STRIPE_KEY, STRIPE_API_URL: stripe.url, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, ...opts.env },
+    });
+  } catch (err) {
+    await stripe.close();
+    throw err;
+  }
   const closeContext = ctx.close.bind(ctx);
   return Object.assign(ctx, {
     stripe,

@@ -23,9 +23,8 @@ export class CardCheckoutController extends BaseController {
   @SuccessResponse(201, 'Created')
   @Response<ErrorEnvelope>(400, 'Missing or malformed Idempotency-Key, or malformed JSON (INVALID_REQUEST)')
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
-  @Response<ErrorEnvelope>(404, 'OFFER_NOT_FOUND')
   @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT')
-  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (including budgetMinor above the offer maximum), BUDGET_TOO_SMALL, EMAIL_REQUIRED')
+  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (including an offerId not currently offered and budgetMinor above the offer maximum), BUDGET_TOO_SMALL, EMAIL_REQUIRED')
   @Response<ErrorEnvelope>(503, 'UNAVAILABLE (payment provider unreachable; retry with the same key)')
   async checkout(
     @Request() req: ExRequest,

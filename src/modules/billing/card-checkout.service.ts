@@ -134,7 +134,8 @@ export class CardCheckoutService {
     }
     const offer = await this.inventory.findCached(body.offerId.toLowerCase());
     if (!offer || !offer.available) {
-      throw new AppError('OFFER_NOT_FOUND', `Offer ${body.offerId} is not currently offered. See /api/v1/offers.`);
+      // A 422 on the field, not 404: this route's contract declares only 401 and 422 as errors.
+      throw new AppError('VALIDATION_FAILED', `Invalid request: offerId: ${body.offerId} is not currently offered. See /api/v1/offers.`);
     }
     const max = maxCheckoutBudget(offer);
     if (body.budgetMinor > max) {

@@ -63,6 +63,8 @@ export class CheckoutSessionsService {
       expiresAt: null,
       paidAt: null,
       paidEventId: null,
+      refundId: null,
+      refundedAt: null,
       createdAt: now,
       updatedAt: now,
     });
@@ -146,14 +148,48 @@ export class CheckoutSessionsService {
         status === 'EXPIRED'
           ? ['PAYMENT_EXPIRED', 'The card checkout expired before it was paid. Nothing was charged.']
           : ['PAYMENT_FAILED', 'The card payment did not go through. Nothing was charged.'];
+      // Nothing was charged, so there is nothing to give back: the reversal is complete as it stands.
       await manager.update(
         Order,
         { id: checkout.orderId, status: 'AWAITING_PAYMENT' },
-        { status: 'FAILED', failureCode: code, failureReason: reason, updatedAt: now },
+        { status: 'FAILED', failureCode: code, failureReason: reason, reversalStatus: 'SUCCEEDED', updatedAt: now },
       );
       await manager.update(Deployment, { orderId: checkout.orderId, status: 'AWAITING_PAYMENT' }, { status: 'FAILED', updatedAt: now });
     }
     return true;
+  }
+
+  /**
+   * Gives a failed card order's payment back to the card, in full and once: the refund carries an
+   * idempotency key derived from the checkout, so a retry after a crash finds the same refund.
+   * 'NOTHING_PAID' when the order has no paid checkout. Throws when the provider cannot refund now.
+   */
+  async refundOrder(orderId: string): Promise<'REFUNDED' | 'NOTHING_PAID'> {
+    const checkout = await this.ds.getRepository(Checkout).findOneBy({ orderId, purpose: 'ORDER', status: 'PAID' });
+    if (!checkout) return 'NOTHING_PAID';
+    if (checkout.refundId) return 'REFUNDED';
+    const provider = this.requireProvider();
+    if (provider.id !== checkout.provider || !checkout.sessionId) {
+      throw new Error(`checkout ${checkout.id} was paid through ${checkout.provider}, which is not configured now; refund it by hand`);
+    }
+    const refund = await provider.refund({
+      sessionId: checkout.sessionId,
+      checkoutId: checkout.id,
+      orderId,
+      amountMinor: checkout.amountMinor,
+      idempotencyKey: `refund:${checkout.id}`,
+    });
+    if (refund.status === 'failed' || refund.status === 'canceled') {
+      throw new Error(`refund ${refund.id} of checkout ${checkout.id} is ${refund.status}`);
+    }
+    await this.ds
+      .createQueryBuilder()
+      .update(Checkout)
+      .set({ refundId: refund.id, refundedAt: this.clock.now(), updatedAt: this.clock.now() })
+      .where('id = :id AND refund_id IS NULL', { id: checkout.id })
+      .execute();
+    this.logger.info({ checkoutId: checkout.id, orderId, refundId: refund.id, status: refund.status }, 'card order refunded');
+    return 'REFUNDED';
   }
 
   successUrl(checkoutId: string): string {

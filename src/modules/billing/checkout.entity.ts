@@ -62,6 +62,13 @@ export class Checkout {
   @Column({ name: 'paid_event_id', type: 'varchar', length: 191, nullable: true })
   paidEventId: string | null;
 
+  /** The provider's refund of this payment (a card order whose rental failed). */
+  @Column({ name: 'refund_id', type: 'varchar', length: 191, nullable: true })
+  refundId: string | null;
+
+  @Column({ name: 'refunded_at', type: 'datetime', precision: 3, nullable: true })
+  refundedAt: Date | null;
+
   @Column({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt: Date;
 

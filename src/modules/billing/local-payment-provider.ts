@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
 import type { Clock } from '../../clock.js';
 import type { Checkout } from './checkout.entity.js';
-import type { CheckoutSessionInfo, CheckoutSessionRequest, PaymentProvider } from './payment-provider.js';
+import type { CheckoutSessionInfo, CheckoutSessionRequest, PaymentProvider, RefundInfo, RefundRequest } from './payment-provider.js';
 import { sessionMetadata } from './payment-provider.js';
 
 /** How long a development payment page stays payable, like Stripe's default session lifetime. */
@@ -48,6 +48,11 @@ export class LocalPaymentProvider implements PaymentProvider {
 
   async expireCheckoutSession(): Promise<CheckoutSessionInfo | null> {
     return null;
+  }
+
+  /** Nothing was really charged on the development page; the refund is recorded on the checkout row. */
+  async refund(r: RefundRequest): Promise<RefundInfo> {
+    return { id: `re_local_${createHash('sha256').update(r.idempotencyKey).digest('hex').slice(0, 24)}`, status: 'succeeded' };
   }
 
   /** A `checkout.session.completed` event for the checkout, paid in full, as Stripe would send it. */

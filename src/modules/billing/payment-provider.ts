@@ -36,6 +36,22 @@ export interface CheckoutSessionInfo {
   clientReferenceId: string | null;
 }
 
+/** Money back to the card that paid a session, in full. */
+export interface RefundRequest {
+  sessionId: string;
+  checkoutId: string;
+  orderId: string | null;
+  amountMinor: number;
+  /** Derived from the checkout id: asking again after a crash returns the one refund already made. */
+  idempotencyKey: string;
+}
+
+/** A refund as the provider reports it; `pending` is normal for cards and completes on its own. */
+export interface RefundInfo {
+  id: string;
+  status: 'pending' | 'requires_action' | 'succeeded' | 'failed' | 'canceled';
+}
+
 /**
  * A card-payment provider hosting checkout pages. Payment is never inferred from these calls:
  * only a verified webhook event (or a session read back from the provider's API by reconciliation)
@@ -49,6 +65,8 @@ export interface PaymentProvider {
   retrieveCheckoutSession(sessionId: string): Promise<CheckoutSessionInfo | null>;
   /** Ends an open session so it can no longer be paid; idempotent under `idempotencyKey`. */
   expireCheckoutSession(sessionId: string, idempotencyKey: string): Promise<CheckoutSessionInfo | null>;
+  /** Refunds a paid session in full; idempotent under `request.idempotencyKey`. Throws when it cannot. */
+  refund(request: RefundRequest): Promise<RefundInfo>;
 }
 
 /** Metadata keys every session carries, so a webhook can find its checkout without a lookup table. */

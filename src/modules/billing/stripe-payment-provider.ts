@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import type { CheckoutSessionInfo, CheckoutSessionRequest, PaymentProvider } from './payment-provider.js';
+import type { CheckoutSessionInfo, CheckoutSessionRequest, PaymentProvider, RefundInfo, RefundRequest } from './payment-provider.js';
 import { sessionMetadata } from './payment-provider.js';
 
 export interface StripeProviderOptions {
@@ -77,6 +77,17 @@ export class StripePaymentProvider implements PaymentProvider {
       if (err instanceof Stripe.errors.StripeInvalidRequestError && err.statusCode === 404) return null;
       throw err;
     }
+  }
+
+  async refund(r: RefundRequest): Promise<RefundInfo> {
+    const session = await this.stripe.checkout.sessions.retrieve(r.sessionId);
+    const intent = typeof session.payment_intent === 'string' ? session.payment_intent : session.payment_intent?.id;
+    if (!intent || session.payment_status !== 'paid') throw new Error(`checkout session ${r.sessionId} has no captured payment to refund`);
+    const refund = await this.stripe.refunds.create(
+      { payment_intent: intent, amount: r.amountMinor, reason: 'requested_by_customer', metadata: { checkout_id: r.checkoutId, ...(r.orderId ? { order_id: r.orderId } : {}) } },
+      { idempotencyKey: r.idempotencyKey },
+    );
+    return { id: refund.id, status: (refund.status ?? 'pending') as RefundInfo['status'] };
   }
 }
 

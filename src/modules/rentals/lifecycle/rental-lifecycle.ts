@@ -361,10 +361,22 @@ export class RentalLifecycle {
     await this.settleReversal(fresh);
   }
 
-  /** Credits back exactly what admission debited (legacy), once; metered rentals owe nothing. */
+  /**
+   * Gives back exactly what the rental took, once: a credit-funded legacy debit returns as credits,
+   * a card-funded order's payment returns to the card; metered rentals owe nothing. A refund the
+   * payment provider cannot make now leaves the reversal PENDING for the reconciler to retry.
+   */
   async settleReversal(d: Deployment): Promise<void> {
     const order = await this.s.ds.getRepository(Order).findOneByOrFail({ id: d.orderId });
     if (order.reversalStatus !== 'PENDING') return;
+    if (order.funding === 'CARD') {
+      try {
+        await this.s.payments.sessions.refundOrder(order.id);
+      } catch (err) {
+        this.s.logger.error({ err, rentalId: order.id }, 'card refund of a failed rental did not go through; the reconciler retries');
+        return;
+      }
+    }
     await inTransaction(this.s.ds, async (m) => {
       const debit = await m.getRepository(LedgerEntry).findOneBy({ externalRef: rentalDebitRef(order.id) });
       if (debit && debit.amountMinor < 0) {
@@ -637,6 +649,14 @@ export class RentalLifecycle {
     for (const d of stuck) {
       await this.enqueue(d.status === 'TERMINATING' ? RENTAL_JOBS.terminate : RENTAL_JOBS.provision, d.id);
     }
+    // A reversal left PENDING (a refund the payment provider refused for the moment) is retried;
+    // the provision job of a FAILED deployment only settles its reversal.
+    const unsettled: { id: string }[] = await this.s.ds.query(
+      `SELECT d.id FROM deployments d JOIN orders o ON o.id = d.order_id
+        WHERE d.status = 'FAILED' AND o.reversal_status = 'PENDING' AND d.status_changed_at < ?`,
+      [cutoff],
+    );
+    for (const d of unsettled) await this.enqueue(RENTAL_JOBS.provision, d.id);
     // Backstop for the one-off expiry job: if it was lost (a crash between ACTIVE and scheduling
     // it), a paid-up legacy rental would otherwise run past what was bought.
     const overdue: { id: string }[] = await this.s.ds.query(
@@ -644,7 +664,7 @@ export class RentalLifecycle {
       [this.now()],
     );
     for (const d of overdue) await this.requestTermination(d.id, 'EXPIRED');
-    return { destroyed, redriven: [...stuck.map((d) => d.id), ...overdue.map((d) => d.id)] };
+    return { destroyed, redriven: [...stuck.map((d) => d.id), ...unsettled.map((d) => d.id), ...overdue.map((d) => d.id)] };
   }
 }
 
