@@ -7,6 +7,7 @@ import { AgentAuthorizations1763800005000 } from './1763800005000-AgentAuthoriza
 import { RentalCandidates1763800004100 } from './1763800004100-RentalCandidates.js';
 import { TelegramBot1763800006000 } from './1763800006000-TelegramBot.js';
 import { CheckoutRefunds1763800007000 } from './1763800007000-CheckoutRefunds.js';
+import { RevealAudit1763800007100 } from './1763800007100-RevealAudit.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -15,4 +16,5 @@ export const migrations = [
   AgentAuthorizations1763800005000,
   TelegramBot1763800006000,
   CheckoutRefunds1763800007000,
+  RevealAudit1763800007100,
 ];

@@ -237,10 +237,11 @@ describe('Deployments API', () => {
           [owner.keyId, agent.accountId, 'req-reveal-test-0002'],
         ],
       );
-      assert.equal(rows[1].revealedAt.getTime() - rows[0].revealedAt.getTime(), 1000);
+      assert.equal(rows[1].calledAt.getTime() - rows[0].calledAt.getTime(), 1000);
+      assert.deepEqual(rows.map((a) => [a.outcome, a.refusal]), [['REVEALED', null], ['REVEALED', null]]);
     });
 
-    it('has no credentials before ACTIVE or after it (404), and audits nothing then', async () => {
+    it('has no credentials before ACTIVE or after it (404), and audits those calls as refused', async () => {
       const { agent } = await family();
       const r = await rentOk(ctx, agent, { offerId });
       const pending = await reveal(agent, r.deploymentId);
@@ -250,19 +251,27 @@ describe('Deployments API', () => {
       await makeActive(ctx, r.deploymentId);
       await setStatus(ctx, r.deploymentId, 'TERMINATING');
       assert.equal((await reveal(agent, r.deploymentId)).status, 404);
-      assert.equal((await audits(r.deploymentId)).length, 0);
+      const rows = await audits(r.deploymentId);
+      assert.deepEqual(rows.map((a) => [a.keyId, a.outcome, a.refusal]), [[agent.keyId, 'REFUSED', 'NOT_ACTIVE'], [agent.keyId, 'REFUSED', 'NOT_ACTIVE']]);
     });
 
-    it('shows agent keys only their own deployments; other keys get 404 without an audit row', async () => {
+    it('shows agent keys only their own deployments; other keys get 404, audited against the caller', async () => {
       const { agent, sibling } = await family();
       const stranger = await account(ctx, { creditsMinor: 1000 });
       const r = await rentOk(ctx, agent, { offerId });
       await makeActive(ctx, r.deploymentId);
       for (const who of [sibling, stranger]) assert.equal((await reveal(who, r.deploymentId)).status, 404);
-      assert.equal((await audits(r.deploymentId)).length, 0);
+      const rows = await audits(r.deploymentId);
+      assert.deepEqual(rows.map((a) => [a.keyId, a.accountId, a.outcome, a.refusal]), [
+        [sibling.keyId, sibling.accountId, 'REFUSED', 'NOT_FOUND'],
+        [stranger.keyId, stranger.accountId, 'REFUSED', 'NOT_FOUND'],
+      ]);
+      const ghost = randomUUID();
+      assert.equal((await reveal(agent, ghost)).status, 404);
+      assert.equal((await audits(ghost)).length, 1, 'even an id that names no deployment');
     });
 
-    it('refuses a JSON Content-Type (400) and keys without read (403), writing no audit row', async () => {
+    it('refuses a JSON Content-Type (400, audited) and keys without read (403, stopped before the handler)', async () => {
       const { agent } = await family();
       const renter = await addKey(ctx, agent.accountId, { kind: 'OWNER', scopes: ['rent', 'manage'] });
       const r = await rentOk(ctx, agent, { offerId });
@@ -272,7 +281,7 @@ describe('Deployments API', () => {
       assert.equal(json.body.error.code, 'INVALID_REQUEST');
       const forbidden = await reveal(renter, r.deploymentId);
       assert.equal(forbidden.status, 403);
-      assert.equal((await audits(r.deploymentId)).length, 0);
+      assert.deepEqual((await audits(r.deploymentId)).map((a) => [a.keyId, a.outcome, a.refusal]), [[agent.keyId, 'REFUSED', 'JSON_BODY']]);
     });
 
     it('refuses to open a sealed key copied from another deployment', async () => {
@@ -286,7 +295,7 @@ describe('Deployments API', () => {
       const res = await reveal(agent, b.deploymentId);
       assert.equal(res.status, 500);
       assert.ok(!JSON.stringify(res.body).includes('PRIVATE KEY'));
-      assert.equal((await audits(b.deploymentId)).length, 0);
+      assert.deepEqual((await audits(b.deploymentId)).map((a) => [a.outcome, a.refusal]), [['REFUSED', 'ERROR']]);
     });
   });
 });

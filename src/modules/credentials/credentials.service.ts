@@ -3,7 +3,7 @@ import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../../http/principal.js';
-import { CredentialReveal } from '../rentals/credential-reveal.entity.js';
+import { CredentialReveal, type RevealRefusal } from '../rentals/credential-reveal.entity.js';
 import { Deployment } from '../rentals/deployment.entity.js';
 import type { CredentialsDto } from '../rentals/rentals.dto.js';
 import type { SecretBox } from './secret-box.js';
@@ -11,7 +11,7 @@ import type { SecretBox } from './secret-box.js';
 /**
  * Hands out a deployment's SSH access. The private key is opened only for an ACTIVE deployment
  * the caller may see, and only in a transaction that also writes the audit row: a reveal that
- * is not recorded does not happen.
+ * is not recorded does not happen. Refused calls are audited too, after the refusal is decided.
  */
 export class CredentialsService {
   constructor(
@@ -22,49 +22,76 @@ export class CredentialsService {
 
   async reveal(principal: Principal, deploymentId: string, requestId: string): Promise<CredentialsDto> {
     const id = deploymentId.toLowerCase();
-    return inTransaction(this.ds, async (m) => {
-      // The row lock holds the status until the audit row commits: termination cannot slip between.
-      // (FOR UPDATE rather than a shared lock: TypeORM spells that FOR SHARE, which MariaDB lacks.)
-      const d = await m
-        .getRepository(Deployment)
-        .createQueryBuilder('d')
-        .setLock('pessimistic_write')
-        .where(principal.kind === 'AGENT' ? 'd.id = :id AND d.key_id = :keyId' : 'd.id = :id AND d.account_id = :accountId', {
-          id,
-          keyId: principal.keyId,
+    let result: { dto: CredentialsDto } | { refusal: 'NOT_FOUND' } | { refusal: 'NOT_ACTIVE'; status: string };
+    try {
+      result = await inTransaction(this.ds, async (m) => {
+        // The row lock holds the status until the audit row commits: termination cannot slip between.
+        // (FOR UPDATE rather than a shared lock: TypeORM spells that FOR SHARE, which MariaDB lacks.)
+        const d = await m
+          .getRepository(Deployment)
+          .createQueryBuilder('d')
+          .setLock('pessimistic_write')
+          .where(principal.kind === 'AGENT' ? 'd.id = :id AND d.key_id = :keyId' : 'd.id = :id AND d.account_id = :accountId', {
+            id,
+            keyId: principal.keyId,
+            accountId: principal.accountId,
+          })
+          .getOne();
+        if (!d) return { refusal: 'NOT_FOUND' as const };
+        if (d.status !== 'ACTIVE' || !d.sshPrivateKeyEnc || !d.sshKeyKid || !d.sshHost || !d.sshPort || !d.sshUser) {
+          return { refusal: 'NOT_ACTIVE' as const, status: d.status };
+        }
+        const privateKey = this.box.open(d.sshPrivateKeyEnc, d.sshKeyKid, d.id);
+        const now = this.clock.now();
+        await m.insert(CredentialReveal, {
+          deploymentId: d.id,
           accountId: principal.accountId,
-        })
-        .getOne();
-      if (!d) throw new AppError('NOT_FOUND', 'No such deployment for this key.');
-      if (d.status !== 'ACTIVE' || !d.sshPrivateKeyEnc || !d.sshKeyKid || !d.sshHost || !d.sshPort || !d.sshUser) {
-        // SPEC.md declares 401 and 404 for reveal: credentials that do not exist yet (or any more) are not found.
-        throw new AppError(
-          'NOT_FOUND',
-          `Credentials exist only while the deployment is ACTIVE; it is ${d.status}. Poll GET /api/v1/deployments/${d.id}.`,
-        );
-      }
-      const privateKey = this.box.open(d.sshPrivateKeyEnc, d.sshKeyKid, d.id);
-      const now = this.clock.now();
-      await m.insert(CredentialReveal, {
-        deploymentId: d.id,
-        accountId: d.accountId,
+          keyId: principal.keyId,
+          requestId,
+          outcome: 'REVEALED',
+          refusal: null,
+          calledAt: now,
+        });
+        const privateKeyFile = `gpr-${d.id.slice(0, 8)}.key`;
+        return {
+          dto: {
+            deploymentId: d.id,
+            host: d.sshHost,
+            port: d.sshPort,
+            user: d.sshUser,
+            privateKey,
+            publicKey: d.sshPublicKey ?? '',
+            privateKeyFile,
+            sshCommand: sshCommand(privateKeyFile, d.sshUser, d.sshHost, d.sshPort),
+            revealedAt: now.toISOString(),
+          },
+        };
+      });
+    } catch (err) {
+      await this.recordRefusal(principal, id, requestId, 'ERROR');
+      throw err;
+    }
+    if ('dto' in result) return result.dto;
+    await this.recordRefusal(principal, id, requestId, result.refusal);
+    // SPEC.md declares 401 and 404 for reveal: credentials that do not exist yet (or any more) are not found.
+    if (result.refusal === 'NOT_FOUND') throw new AppError('NOT_FOUND', 'No such deployment for this key.');
+    throw new AppError('NOT_FOUND', `Credentials exist only while the deployment is ACTIVE; it is ${result.status}. Poll GET /api/v1/deployments/${id}.`);
+  }
+
+  /** The audit row of a refused reveal call. Best effort: failing to record it must not change the answer. */
+  async recordRefusal(principal: Principal, deploymentId: string, requestId: string, refusal: RevealRefusal): Promise<void> {
+    await this.ds
+      .getRepository(CredentialReveal)
+      .insert({
+        deploymentId: deploymentId.toLowerCase().slice(0, 64),
+        accountId: principal.accountId,
         keyId: principal.keyId,
         requestId,
-        revealedAt: now,
-      });
-      const privateKeyFile = `gpr-${d.id.slice(0, 8)}.key`;
-      return {
-        deploymentId: d.id,
-        host: d.sshHost,
-        port: d.sshPort,
-        user: d.sshUser,
-        privateKey,
-        publicKey: d.sshPublicKey ?? '',
-        privateKeyFile,
-        sshCommand: sshCommand(privateKeyFile, d.sshUser, d.sshHost, d.sshPort),
-        revealedAt: now.toISOString(),
-      };
-    });
+        outcome: 'REFUSED',
+        refusal,
+        calledAt: this.clock.now(),
+      })
+      .catch(() => undefined);
   }
 }
 

@@ -55,7 +55,7 @@ export class DeploymentsController extends BaseController {
 
   /**
    * SSH access to an ACTIVE deployment: host, port, user, its own private key and a ready `ssh`
-   * command line. Every call is audited (key, time, request id). Before ACTIVE and after
+   * command line. Every call is audited (key, time, request id, and whether it revealed). Before ACTIVE and after
    * termination there are no credentials to reveal (404). Send no body and no JSON Content-Type.
    */
   @Post('{id}/credentials/reveal')
@@ -65,7 +65,12 @@ export class DeploymentsController extends BaseController {
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND (no such deployment, or it is not ACTIVE)')
   async reveal(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<CredentialsDto>> {
-    assertBodyless(req);
+    try {
+      assertBodyless(req);
+    } catch (err) {
+      await this.services.credentials.recordRefusal(this.principal(req), id, req.requestId, 'JSON_BODY');
+      throw err;
+    }
     this.setHeader('Cache-Control', 'no-store');
     return this.ok(req, await this.services.credentials.reveal(this.principal(req), id, req.requestId));
   }
