@@ -86,7 +86,8 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   app.use(
     express.json({
       limit: '64kb',
-      strict: true,
+      // Any JSON value parses; a top-level null or number is then a schema violation (422), not "invalid JSON".
+      strict: false,
       // Kept for webhook signature checks, which must see the exact bytes that were signed.
       verify: (req, _res, buf) => {
         (req as Request).rawBody = buf;

@@ -89,10 +89,12 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       ({ status, code, message, headers } = err);
     } else if (err instanceof ValidateError) {
       const names = Object.keys(err.fields);
-      if (names.length > 0 && names.every((n) => HEADER_FIELD.test(n))) {
+      const headerNames = names.filter((n) => HEADER_FIELD.test(n));
+      if (headerNames.length > 0) {
+        // A bad header is the caller's protocol error (400) whatever else is wrong with the body.
         status = 400;
         code = 'INVALID_REQUEST';
-        message = `Missing or invalid header: ${names.join(', ')}.`;
+        message = `Missing or invalid header: ${headerNames.join(', ')}.`;
       } else {
         status = 422;
         code = 'VALIDATION_FAILED';

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { signup } from '../helpers/factories.js';
@@ -43,6 +44,22 @@ describe('envelope and errors', () => {
     assert.equal(res.status, 400);
     assert.equal(res.body.error.code, 'INVALID_REQUEST');
     assert.doesNotMatch(JSON.stringify(res.body), /SyntaxError|at JSON\.parse|node_modules/);
+  });
+
+  it('treats well-formed JSON that is not an object as a schema violation (422), not as malformed', async () => {
+    for (const body of ['null', '5', '"text"', 'true']) {
+      const res = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).set('Content-Type', 'application/json').send(body);
+      assert.equal(res.status, 422, body);
+      assert.equal(res.body.error.code, 'VALIDATION_FAILED');
+      assert.match(res.body.error.message, /body: must be a JSON object/);
+    }
+  });
+
+  it('answers a bad header with 400 even when the body is wrong too', async () => {
+    const res = await ctx.api.post('/api/v1/signup').set('Content-Type', 'application/json').send('{"maxPerRentalMinor": 1}');
+    assert.equal(res.status, 400);
+    assert.equal(res.body.error.code, 'INVALID_REQUEST');
+    assert.match(res.body.error.message, /Idempotency-Key/);
   });
 
   it('names the offending fields on schema violations (422 VALIDATION_FAILED)', async () => {

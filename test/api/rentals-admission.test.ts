@@ -317,6 +317,8 @@ describe('POST /api/v1/rentals', () => {
         { offerId: 'not-a-uuid' },
         { offerId: offer['h100-a'], budgetMinor: 0 },
         { offerId: offer['h100-a'], budgetMinor: 'lots' },
+        { offerId: offer['h100-a'], budgetMinor: 1e20 },
+        { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 9007199254740993 },
         [offer['h100-a']],
       ];
       for (const body of bad) {

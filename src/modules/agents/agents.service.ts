@@ -26,6 +26,8 @@ import type {
 export const AUTHORIZATION_TTL_MS = 10 * 60 * 1000;
 /** SPEC.md Limits: minimums for limits set at approval (and in Telegram). */
 export const APPROVAL_MINIMUMS = { maxPerRentalMinor: 500, budgetLimitMinor: 500, maxConcurrentDeployments: 1 };
+/** The ceilings the HTTP schemas declare (@maximum) for an agent key's limits. */
+export const LIMIT_MAXIMUMS = { maxPerRentalMinor: 100_000_000, budgetLimitMinor: 1_000_000_000, maxConcurrentDeployments: 1000 };
 /** Agent keys obtained through a setup code never carry `billing`. */
 export const SETUP_SCOPES: Scope[] = ['read', 'rent', 'manage'];
 
@@ -317,7 +319,7 @@ function checkLimits(limits: AgentLimits, min: typeof APPROVAL_MINIMUMS): void {
   const bad: string[] = [];
   for (const f of ['maxPerRentalMinor', 'budgetLimitMinor', 'maxConcurrentDeployments'] as const) {
     const v = limits[f];
-    if (!Number.isSafeInteger(v) || v < min[f]) bad.push(`${f} must be an integer of at least ${min[f]}`);
+    if (!Number.isSafeInteger(v) || v < min[f] || v > LIMIT_MAXIMUMS[f]) bad.push(`${f} must be an integer from ${min[f]} to ${LIMIT_MAXIMUMS[f]}`);
   }
   if (limits.name !== undefined && (limits.name.length < 1 || limits.name.length > 100)) bad.push('name must be 1 to 100 characters');
   if (bad.length) throw new AppError('VALIDATION_FAILED', `Invalid limits: ${bad.join('; ')}.`);

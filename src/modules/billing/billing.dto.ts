@@ -93,6 +93,7 @@ export interface CardCheckoutRequest {
    * floor(maximumDurationSeconds / 3600)).
    * @isInt
    * @minimum 500
+   * @maximum 1000000000
    */
   budgetMinor: number;
 }

@@ -6,16 +6,29 @@ export interface OfferDto {
   category: string;
   /** GPU model name. */
   name: string;
-  /** VRAM per GPU. */
+  /**
+   * VRAM per GPU.
+   * @isInt
+   */
   vramGb: number | null;
+  /** @isInt */
   gpuCount: number;
+  /** @isInt */
   cpuCores?: number;
+  /** @isInt */
   memoryGb?: number;
+  /** @isInt */
   storageGb?: number;
-  /** USD cents per hour for the whole instance. */
+  /**
+   * USD cents per hour for the whole instance.
+   * @isInt
+   */
   pricePerHourMinor: number;
   currency: string;
-  /** Longest rental the offer allows. */
+  /**
+   * Longest rental the offer allows.
+   * @isInt
+   */
   maximumDurationSeconds: number;
 }
 
@@ -23,16 +36,26 @@ export interface GpuModelDto {
   slug: string;
   name: string;
   category: string;
+  /** @isInt */
   vramGb: number | null;
+  /** @isInt */
   availableOffers: number;
+  /** @isInt */
   availableGpus: number;
-  /** Cheapest current price, cents per hour for the whole instance. */
+  /**
+   * Cheapest current price, cents per hour for the whole instance.
+   * @isInt
+   */
   minPricePerHourMinor: number;
-  /** Dearest current price, cents per hour for the whole instance. */
+  /**
+   * Dearest current price, cents per hour for the whole instance.
+   * @isInt
+   */
   maxPricePerHourMinor: number;
   /** The offer id to buy the cheapest. @format uuid */
   cheapestOfferId: string;
   currency: string;
+  /** @isInt */
   maximumDurationSeconds: number;
   /** @format uri */
   url: string;
@@ -45,7 +68,10 @@ export interface GpuSummaryDto {
   generatedAt: string;
   /** States the unit of every price. */
   unit: string;
-  /** Number of models. */
+  /**
+   * Number of models.
+   * @isInt
+   */
   count: number;
   /** @format uri */
   offersUrl: string;

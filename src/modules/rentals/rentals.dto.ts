@@ -16,6 +16,7 @@ export interface OfferRentalRequest {
    * MAX_SPEND_METERED). Check `billing.budgetRequired` on GET /api/v1/me before omitting it.
    * @isInt
    * @minimum 1
+   * @maximum 1000000000
    */
   budgetMinor?: number;
 }
@@ -41,12 +42,14 @@ export interface GpuIntentRentalRequest {
    * Customer cents per hour for the whole instance; never exceeded.
    * @isInt
    * @minimum 1
+   * @maximum 100000000
    */
   maxHourlyPriceMinor: number;
   /**
    * USD cents for the whole rental, as for an explicit offer.
    * @isInt
    * @minimum 1
+   * @maximum 1000000000
    */
   budgetMinor?: number;
 }
