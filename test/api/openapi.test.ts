@@ -37,6 +37,31 @@ describe('OpenAPI document and reference page', () => {
     assert.equal(doc.components.schemas.SignupRequest.additionalProperties, false);
   });
 
+  it('declares on every route at least the statuses SPEC.md lists for it, and integer types where SPEC.md says integer', async () => {
+    const doc = (await ctx.api.get('/api/openapi.json')).body;
+    const spec: [string, string, number[]][] = [
+      ['/api/v1/signup', 'post', [201, 409, 422, 429, 503]],
+      ['/api/v1/agent-authorizations', 'post', [200, 409, 503]],
+      ['/api/v1/agent-authorizations/approve', 'post', [200, 401, 402, 403, 404, 409, 422]],
+      ['/api/v1/agent-setups/exchange', 'post', [200, 409, 422, 429, 503]],
+      ['/api/v1/agent-keys', 'post', [200, 201, 400, 401, 402, 403, 404, 409, 422]],
+      ['/api/v1/me', 'get', [200, 401, 402, 403, 404, 409, 422]],
+      ['/api/v1/billing/balance', 'get', [200, 401, 402, 403, 404, 409, 422]],
+      ['/api/v1/billing/topups', 'post', [200, 201, 400, 401, 402, 403, 404, 409, 410, 422]],
+      ['/api/v1/rentals', 'post', [200, 201, 400, 401, 402, 403, 404, 409, 422, 503]],
+      ['/api/v1/rentals/{id}', 'get', [200, 401, 402, 403, 404, 409, 422]],
+      ['/api/v1/orders/checkout', 'post', [201, 401, 422]],
+    ];
+    for (const [path, method, codes] of spec) {
+      const declared = Object.keys(doc.paths[path]?.[method]?.responses ?? {});
+      const missing = codes.map(String).filter((c) => !declared.includes(c));
+      assert.deepEqual(missing, [], `${method.toUpperCase()} ${path} lacks ${missing.join(', ')}`);
+    }
+    const offer = doc.components.schemas.OfferDto.properties;
+    for (const f of ['vramGb', 'gpuCount', 'pricePerHourMinor', 'maximumDurationSeconds']) assert.equal(offer[f].type, 'integer', f);
+    assert.equal(doc.components.schemas.SignupRequest.properties.budgetLimitMinor.maximum, 1_000_000_000);
+  });
+
   it('serves a human-readable reference at /docs rendered from the document', async () => {
     const page = await ctx.api.get('/docs');
     assert.equal(page.status, 200);

@@ -33,7 +33,11 @@ export class AccountsController extends BaseController {
   @Get('me')
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(402, 'Declared by the v1 contract for this route; this service does not produce it at present')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
+  @Response<ErrorEnvelope>(404, 'Declared by the v1 contract for this route; this service does not produce it at present')
+  @Response<ErrorEnvelope>(409, 'Declared by the v1 contract for this route; this service does not produce it at present')
+  @Response<ErrorEnvelope>(422, 'Declared by the v1 contract for this route; this service does not produce it at present')
   async me(@Request() req: ExRequest): Promise<Envelope<AccountDto>> {
     return this.ok(req, await this.services.accounts.describe(this.principal(req)));
   }

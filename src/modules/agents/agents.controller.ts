@@ -25,6 +25,7 @@ export class AgentsController extends BaseController {
    */
   @Post('agent-authorizations')
   @SuccessResponse(200, 'OK')
+  @Response<ErrorEnvelope>(409, 'Declared by the v1 contract for this route; this service does not produce it at present')
   @Response<ErrorEnvelope>(429, 'RATE_LIMITED (per client address; see Retry-After)')
   @Response<ErrorEnvelope>(503, 'AGENTS_DISABLED')
   async begin(@Request() req: ExRequest): Promise<Envelope<BeginAuthorizationResponse>> {
@@ -77,6 +78,7 @@ export class AgentsController extends BaseController {
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(402, 'ACCOUNT_FROZEN')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or scopes beyond the owner key)')
+  @Response<ErrorEnvelope>(404, 'Declared by the v1 contract for this route; this service does not produce it at present')
   @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
   async issue(

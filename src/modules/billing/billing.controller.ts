@@ -21,7 +21,10 @@ export class BillingController extends BaseController {
   @Get('balance')
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(402, 'Declared by the v1 contract for this route; this service does not produce it at present')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
+  @Response<ErrorEnvelope>(404, 'Declared by the v1 contract for this route; this service does not produce it at present')
+  @Response<ErrorEnvelope>(409, 'Declared by the v1 contract for this route; this service does not produce it at present')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
   async balance(@Request() req: ExRequest, @Query() limit?: number, @Query() before?: number): Promise<Envelope<BalanceResponse>> {
     return this.ok(req, await this.services.billing.balance(this.principal(req), limit ?? 50, before));
@@ -43,7 +46,9 @@ export class BillingController extends BaseController {
   @Response<Envelope<TopupDto>>(200, 'Replay of the same Idempotency-Key and body')
   @Response<ErrorEnvelope>(400, 'Missing or malformed Idempotency-Key, or malformed JSON (INVALID_REQUEST)')
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(402, 'Declared by the v1 contract for this route; this service does not produce it at present')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (the key lacks the billing scope)')
+  @Response<ErrorEnvelope>(404, 'Declared by the v1 contract for this route; this service does not produce it at present')
   @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT')
   @Response<ErrorEnvelope>(410, 'TOPUP_EXPIRED')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')

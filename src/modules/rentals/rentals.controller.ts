@@ -54,8 +54,11 @@ export class RentalsController extends BaseController {
   @Get('{id}')
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(402, 'Declared by the v1 contract for this route; this service does not produce it at present')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
+  @Response<ErrorEnvelope>(409, 'Declared by the v1 contract for this route; this service does not produce it at present')
+  @Response<ErrorEnvelope>(422, 'Declared by the v1 contract for this route; this service does not produce it at present')
   async get(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<RentalDto>> {
     return this.ok(req, await this.services.rentals.get(this.principal(req), id));
   }
