@@ -1,4 +1,5 @@
 import type { ProviderPlugin } from '../../src/providers/provider.js';
+import { readInventoryFile } from './inventory.js';
 import { LocalProvider, type LocalOptions } from './local-provider.js';
 
 function flag(raw: string | undefined, name: string): boolean {
@@ -22,11 +23,20 @@ const plugin: ProviderPlugin<LocalOptions> = {
       allowProduction: flag(raw.ALLOW_PRODUCTION, 'LOCAL_PROVIDER_ALLOW_PRODUCTION'),
     };
   },
-  create(options, deps) {
+  async create(options, deps) {
     if (deps.production && !options.allowProduction) {
       throw new Error(
         'the local provider runs commands on this host and refuses to load with NODE_ENV=production; set LOCAL_PROVIDER_ALLOW_PRODUCTION=true to override',
       );
+    }
+    if (options.inventoryPath) {
+      // Read once at start so a wrong path or a broken file stops the service with a clear line;
+      // later refreshes re-read it (and keep the last good offers if an edit breaks it).
+      try {
+        await readInventoryFile(options.inventoryPath);
+      } catch (err) {
+        throw new Error(`LOCAL_PROVIDER_INVENTORY: ${(err as Error).message}`);
+      }
     }
     return new LocalProvider(options, deps);
   },

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { NodeSSH } from 'node-ssh';
 import localPlugin from '../../plugins/local/index.js';
 import { parseInventory } from '../../plugins/local/inventory.js';
@@ -422,7 +422,7 @@ describe(LocalProvider.name, () => {
   describe('plugin loading', () => {
     it('refuses to load in production unless explicitly allowed', async () => {
       const deps = { logger: createLogger('silent'), clock: new ManualClock(), dataSource: await testDataSource(), production: true, labelPrefix: 'x-' };
-      assert.throws(() => localPlugin.create(localPlugin.validateOptions({}), deps), /NODE_ENV=production.*LOCAL_PROVIDER_ALLOW_PRODUCTION=true/);
+      await assert.rejects(async () => localPlugin.create(localPlugin.validateOptions({}), deps), /NODE_ENV=production.*LOCAL_PROVIDER_ALLOW_PRODUCTION=true/);
       const allowed = await localPlugin.create(localPlugin.validateOptions({ ALLOW_PRODUCTION: 'true' }), deps);
       assert.ok(allowed instanceof LocalProvider);
       await allowed.close?.();
@@ -432,6 +432,19 @@ describe(LocalProvider.name, () => {
       assert.throws(() => localPlugin.validateOptions({ INVENTROY: 'x' }), /LOCAL_PROVIDER_INVENTROY/);
       assert.throws(() => parseInventory({ offers: [{ ...TEST_OFFERS[0], destroy: 'maybe' }] }, 'inv.json'), /offers\[0\].*"destroy" must be one of ok, ignore, ghost/);
       assert.equal(parseInventory({ offers: [TEST_OFFERS[0]] }, 'inv.json').offers[0].destroy, 'ok');
+    });
+
+    it('refuses to start on an inventory file it cannot read or parse, naming LOCAL_PROVIDER_INVENTORY', async () => {
+      const deps = { logger: createLogger('silent'), clock: new ManualClock(), dataSource: await testDataSource(), production: false, labelPrefix: 'x-' };
+      await assert.rejects(
+        async () => localPlugin.create(localPlugin.validateOptions({ INVENTORY: '/nonexistent/inventory.json' }), deps),
+        /^Error: LOCAL_PROVIDER_INVENTORY: .*\/nonexistent\/inventory\.json.*cannot be read \(ENOENT\)/,
+      );
+      const broken = `${h.inventoryPath}.broken.json`;
+      await writeFile(broken, '{"offers": [');
+      await assert.rejects(async () => localPlugin.create(localPlugin.validateOptions({ INVENTORY: broken }), deps), /^Error: LOCAL_PROVIDER_INVENTORY: .*not valid JSON/);
+      const good = await localPlugin.create(localPlugin.validateOptions({ INVENTORY: h.inventoryPath }), deps);
+      await good.close?.();
     });
 
     it('uses the built-in inventory when none is configured', async () => {
