@@ -53,6 +53,11 @@ describe('GET /api/v1/me and /api/v1/billing/balance', () => {
         ['RENTAL_DEBIT', -1200, 8800],
       ],
     );
+    // Usage settled after a stop can go past the budget: the remainder says so rather than hiding it at 0.
+    await ds.transaction((m) =>
+      ledger.post(m, { accountId: a.accountId, keyId: a.keyId, kind: 'USAGE', amountMinor: -4300, externalRef: `test-usage:${a.keyId}`, description: 'usage' }),
+    );
+    assert.equal((await ctx.api.get('/api/v1/me').set(a.auth)).body.data.key.remainingBudgetMinor, -300);
   });
 
   it('shows a new account an empty ledger', async () => {

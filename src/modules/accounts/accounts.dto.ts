@@ -50,7 +50,7 @@ export interface KeyDto {
   maxConcurrentDeployments: number;
   /** Rental debits and usage minus reversals, in cents, over the key's life. */
   netSpentMinor: number;
-  /** budgetLimitMinor minus netSpentMinor, never below zero. */
+  /** budgetLimitMinor minus netSpentMinor; negative when usage settled after a stop went past the budget. */
   remainingBudgetMinor: number;
   activeDeployments: number;
   /** @format date-time */

@@ -10,7 +10,7 @@ export class InventoryController extends BaseController {
   /**
    * Every available offer, cheapest first. The canonical source of inventory and prices;
    * no credential needed, readable cross-origin, and ETag'd (send If-None-Match for a 304).
-   * @param gpu Only offers of this GPU model (a slug from /gpus or any spelling, e.g. "NVIDIA H100").
+   * @param gpu Only offers of this GPU model (a slug from /gpus or any spelling, e.g. "NVIDIA H100 SXM", "h100sxm").
    */
   @Get('offers')
   async offers(@Request() req: ExRequest, @Query() gpu?: string): Promise<Envelope<OfferDto[]>> {

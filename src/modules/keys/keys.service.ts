@@ -99,7 +99,7 @@ export class KeysService {
       const net = spentBy.get(k.id) ?? 0;
       out.set(k.id, {
         netSpentMinor: net,
-        remainingBudgetMinor: Math.max(0, k.budgetLimitMinor - net),
+        remainingBudgetMinor: k.budgetLimitMinor - net,
         activeDeployments: activeBy.get(k.id) ?? 0,
       });
     }
