@@ -13,6 +13,7 @@ export class AccountsController extends BaseController {
    * Repeating an Idempotency-Key that completed returns 409 SIGNUP_ALREADY_COMPLETED without
    * the token; the same key with a changed body returns 409 IDEMPOTENCY_CONFLICT.
    * @param idempotencyKey A UUID, fresh per signup intent.
+   * @pattern idempotencyKey ^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$
    */
   @Post('signup')
   @SuccessResponse(201, 'Created')
