@@ -4,7 +4,7 @@ import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../../http/principal.js';
 import { CredentialReveal, type RevealRefusal } from '../rentals/credential-reveal.entity.js';
-import { Deployment } from '../rentals/deployment.entity.js';
+import { lockDeploymentFor } from '../rentals/deployment-access.js';
 import type { CredentialsDto } from '../rentals/rentals.dto.js';
 import type { SecretBox } from './secret-box.js';
 
@@ -26,17 +26,7 @@ export class CredentialsService {
     try {
       result = await inTransaction(this.ds, async (m) => {
         // The row lock holds the status until the audit row commits: termination cannot slip between.
-        // (FOR UPDATE rather than a shared lock: TypeORM spells that FOR SHARE, which MariaDB lacks.)
-        const d = await m
-          .getRepository(Deployment)
-          .createQueryBuilder('d')
-          .setLock('pessimistic_write')
-          .where(principal.kind === 'AGENT' ? 'd.id = :id AND d.key_id = :keyId' : 'd.id = :id AND d.account_id = :accountId', {
-            id,
-            keyId: principal.keyId,
-            accountId: principal.accountId,
-          })
-          .getOne();
+        const d = await lockDeploymentFor(m, principal, id);
         if (!d) return { refusal: 'NOT_FOUND' as const };
         if (d.status !== 'ACTIVE' || !d.sshPrivateKeyEnc || !d.sshKeyKid || !d.sshHost || !d.sshPort || !d.sshUser) {
           return { refusal: 'NOT_ACTIVE' as const, status: d.status };

@@ -11,7 +11,8 @@ import type { Principal } from '../../http/principal.js';
  * Who may ask for termination: an agent key reaches only its own deployments, the account holder
  * (an OWNER key, or the owner in the Telegram bot, who holds no key there) the whole account's.
  */
-export type TerminatingActor = { kind: 'AGENT'; accountId: string; keyId: string } | { kind: 'OWNER'; accountId: string };
+/** Who may ask for termination: an agent key for its own deployments, an owner for its account's. */
+export type TerminatingActor = DeploymentActor;
 import type { JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import type { Account } from '../accounts/account.entity.js';
@@ -21,6 +22,7 @@ import { gpuSlug } from '../inventory/gpu-slug.js';
 import { Offer } from '../inventory/offer.entity.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { Deployment } from './deployment.entity.js';
+import { lockDeploymentFor, type DeploymentActor } from './deployment-access.js';
 import { Order, type DeploymentBillingModel } from './order.entity.js';
 import { RENTAL_JOBS } from './rental-jobs.names.js';
 import type { CreateRentalRequest, DeploymentDto, GpuIntentRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
@@ -371,16 +373,7 @@ export class RentalsService {
   async terminate(principal: TerminatingActor, deploymentId: string): Promise<TerminateAccepted> {
     const id = deploymentId.toLowerCase();
     const enqueue = await inTransaction(this.ds, async (m) => {
-      const d = await m
-        .getRepository(Deployment)
-        .createQueryBuilder('d')
-        .setLock('pessimistic_write')
-        .where(principal.kind === 'AGENT' ? 'd.id = :id AND d.key_id = :keyId' : 'd.id = :id AND d.account_id = :accountId', {
-          id,
-          keyId: principal.kind === 'AGENT' ? principal.keyId : null,
-          accountId: principal.accountId,
-        })
-        .getOne();
+      const d = await lockDeploymentFor(m, principal, id);
       if (!d) throw notFound('deployment');
       if (d.status === 'TERMINATED' || d.status === 'FAILED') return false;
       const now = this.clock.now();

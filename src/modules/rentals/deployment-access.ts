@@ -1,0 +1,17 @@
+import type { EntityManager } from 'typeorm';
+import { Deployment } from './deployment.entity.js';
+
+/** Who acts on a deployment: an agent key reaches its own deployments, an owner its account's. */
+export type DeploymentActor = { kind: 'AGENT'; accountId: string; keyId: string } | { kind: 'OWNER'; accountId: string };
+
+/**
+ * The deployment `id` as `actor` may see it, locked FOR UPDATE until the caller's transaction
+ * ends; null when it does not exist for this actor. (FOR UPDATE rather than a shared lock:
+ * TypeORM spells that FOR SHARE, which MariaDB lacks.)
+ */
+export function lockDeploymentFor(m: EntityManager, actor: DeploymentActor, id: string): Promise<Deployment | null> {
+  const qb = m.getRepository(Deployment).createQueryBuilder('d').setLock('pessimistic_write');
+  return actor.kind === 'AGENT'
+    ? qb.where('d.id = :id AND d.key_id = :keyId', { id, keyId: actor.keyId }).getOne()
+    : qb.where('d.id = :id AND d.account_id = :accountId', { id, accountId: actor.accountId }).getOne();
+}
