@@ -89,9 +89,12 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
   if (roles.includes('bot') && bot) botRole = await startBotRole(services, bot);
 
   return async () => {
-    if (botRole) await botRole.stop();
-    if (server) await new Promise<void>((r) => server!.close(() => r()));
-    if (worker) await worker.stop();
+    // Side by side: jobs stop being claimed at once instead of after the last HTTP request ends.
+    await Promise.all([
+      botRole?.stop(),
+      server && new Promise<void>((r) => server!.close(() => r())),
+      worker?.stop(),
+    ]);
     await providers.close();
     await ds.destroy();
   };

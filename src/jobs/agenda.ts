@@ -124,22 +124,16 @@ export async function startJobWorker(services: Services, options: StartJobWorker
  */
 export async function startAgendaProcessing(queue: AgendaJobQueue, logger: Logger, repeating: ReadonlyArray<{ name: string; everyMs: number }> = []): Promise<JobWorker> {
   const { agenda } = queue;
-  let running = 0;
-  const idle: Array<() => void> = [];
-  const onStart = () => running++;
   const channel = queue.backend.notificationChannel;
   const onComplete = (job: Job) => {
-    running--;
     // A freed slot looks for more work of that name at once: with a lock limit, waiting for the
     // next poll would cap a worker at lockLimit jobs per processEvery.
     if (channel?.state === 'connected' && job.attrs._id) {
       void channel.publish({ jobId: job.attrs._id, jobName: job.attrs.name, nextRunAt: new Date(), priority: job.attrs.priority, timestamp: new Date() }).catch(() => undefined);
     }
-    if (running <= 0) idle.splice(0).forEach((resolve) => resolve());
   };
   const onError = (err: Error) => logger.error({ err }, 'job processing error');
   const onFail = (err: Error, job: Job) => logger.warn({ err, job: job.attrs.name, jobId: String(job.attrs._id) }, 'job failed');
-  agenda.on('start', onStart);
   agenda.on('complete', onComplete);
   agenda.on('error', onError);
   agenda.on('fail', onFail);
@@ -152,15 +146,27 @@ export async function startAgendaProcessing(queue: AgendaJobQueue, logger: Logge
       stopped ??= (async () => {
         // Agenda's stop() ends claiming and releases jobs claimed but not started; running jobs
         // keep their locks and are awaited here, which is what drain() alone would not release.
+        // Agenda's own running list counts a job from before its 'start' event (its state is
+        // saved first), so a job caught in that gap is awaited too.
+        const runningJobs = runningJobsOf(agenda);
         await agenda.stop(false);
-        if (running > 0) {
-          const done = new Promise<void>((resolve) => idle.push(resolve));
+        if (runningJobs.length > 0) {
+          const done = new Promise<void>((resolve) => {
+            const check = () => {
+              if (runningJobs.length > 0) return;
+              agenda.off('complete', onAnyComplete);
+              resolve();
+            };
+            // Agenda removes a job from the list just after emitting 'complete'.
+            const onAnyComplete = () => setImmediate(check);
+            agenda.on('complete', onAnyComplete);
+            check();
+          });
           const timedOut = timeoutMs === undefined ? undefined : new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), timeoutMs).unref());
           if ((await Promise.race([done, ...(timedOut ? [timedOut] : [])])) === 'timeout') {
-            logger.warn({ running }, 'jobs still running at shutdown; their locks expire for another worker');
+            logger.warn({ running: runningJobs.length }, 'jobs still running at shutdown; their locks expire for another worker');
           }
         }
-        agenda.off('start', onStart);
         agenda.off('complete', onComplete);
         agenda.off('error', onError);
         agenda.off('fail', onFail);
@@ -168,4 +174,14 @@ export async function startAgendaProcessing(queue: AgendaJobQueue, logger: Logge
       return stopped;
     },
   };
+}
+
+/**
+ * The live list of jobs Agenda has begun and not finished. Agenda keeps it on its job processor,
+ * which it drops on stop(), so it is taken beforehand. agenda is pinned to one version
+ * (package.json), and the worker-role test fails if this reach into it stops holding.
+ */
+function runningJobsOf(agenda: Agenda): readonly unknown[] {
+  const processor = (agenda as unknown as { jobProcessor?: { runningJobs?: unknown[] } }).jobProcessor;
+  return processor?.runningJobs ?? [];
 }

@@ -18,6 +18,13 @@ import { isRetryableTxError } from '../db/transaction.js';
 /** The table created by migrations/1763800001000-AgendaJobs.ts. */
 export const AGENDA_JOBS_TABLE = 'agenda_jobs';
 
+/**
+ * Every read takes the JSON columns also as plain text: whether mysql2 hands a JSON column back
+ * parsed depends on the server's column metadata, and a job's data may itself be a string that
+ * looks like JSON, so guessing from the value's type would parse some data twice.
+ */
+const JOB_COLUMNS = '*, CAST(data AS CHAR) AS data_text, CAST(skip_days AS CHAR) AS skip_days_text';
+
 interface JobRow {
   id: number | string;
   name: string;
@@ -34,6 +41,7 @@ interface JobRow {
   repeat_timezone: string | null;
   repeat_at: string | null;
   data: unknown;
+  data_text: string | null;
   disabled: number;
   progress: number | null;
   fork: number;
@@ -42,6 +50,7 @@ interface JobRow {
   start_date: Date | null;
   end_date: Date | null;
   skip_days: unknown;
+  skip_days_text: string | null;
 }
 
 interface WriteResult {
@@ -99,11 +108,12 @@ export class MysqlJobRepository implements JobRepository {
     const { state, includeDisabled = true, sort, skip = 0, limit = 0 } = options;
     const where = this.filter({ ...options, id: options.id, ids: options.ids });
     if (options.search) {
-      where.conditions.push('name LIKE ?');
+      // The column's binary collation would make the dashboard's search case-sensitive.
+      where.conditions.push('LOWER(name) LIKE LOWER(?)');
       where.params.push(`%${options.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
     }
     if (!includeDisabled) where.conditions.push('disabled = 0');
-    const sql = `SELECT * FROM ${AGENDA_JOBS_TABLE}${whereClause(where.conditions)} ORDER BY ${orderBy(sort)}`;
+    const sql = `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE}${whereClause(where.conditions)} ORDER BY ${orderBy(sort)}`;
     const rows: JobRow[] = await this.ds.query(sql, where.params);
     const now = new Date();
     let jobs: JobWithState[] = rows
@@ -119,7 +129,7 @@ export class MysqlJobRepository implements JobRepository {
   }
 
   async getJobsOverview(): Promise<JobsOverview[]> {
-    const rows: JobRow[] = await this.ds.query(`SELECT * FROM ${AGENDA_JOBS_TABLE} ORDER BY name`);
+    const rows: JobRow[] = await this.ds.query(`SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} ORDER BY name`);
     const now = new Date();
     const byName = new Map<string, JobsOverview>();
     for (const row of rows) {
@@ -143,7 +153,7 @@ export class MysqlJobRepository implements JobRepository {
 
   async getJobById(id: string): Promise<JobParameters | null> {
     if (!isId(id)) return null;
-    const rows: JobRow[] = await this.ds.query(`SELECT * FROM ${AGENDA_JOBS_TABLE} WHERE id = ?`, [id]);
+    const rows: JobRow[] = await this.ds.query(`SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE id = ?`, [id]);
     return rows[0] ? rowToJob(rows[0]) : null;
   }
 
@@ -240,9 +250,8 @@ export class MysqlJobRepository implements JobRepository {
   ): Promise<JobParameters | undefined> {
     const lockTime = now ?? new Date();
     const by = options?.lastModifiedBy ?? null;
-    // Two index range scans instead of one OR: each walks ix_agenda_jobs_claim in order and
-    // stops at the first row nobody holds. Both run in one transaction, because Agenda ends every
-    // queue fill with a call that finds nothing, and that call should cost one round trip per scan.
+    // Two index range scans rather than one OR, which would not use the index order: due jobs
+    // nobody holds, and jobs whose lock outlived its deadline (their runner is gone).
     return this.claim(
       [
         ['name = ? AND disabled = 0 AND locked_at IS NULL AND next_run_at <= ?', [jobName, nextScanAt]],
@@ -267,7 +276,7 @@ export class MysqlJobRepository implements JobRepository {
         await runner.connect();
         await runner.startTransaction();
         const rows: JobRow[] = await runner.query(
-          `SELECT * FROM ${AGENDA_JOBS_TABLE} WHERE name = ? AND unique_key = ? FOR UPDATE`,
+          `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE name = ? AND unique_key = ? FOR UPDATE`,
           [job.name, uniqueKey],
         );
         const waiting = rows.find((r) => r.locked_at === null && r.next_run_at !== null && !r.disabled);
@@ -294,7 +303,7 @@ export class MysqlJobRepository implements JobRepository {
     }
   }
 
-  /** Locks the first free row of the first scan that has one. */
+  /** Locks the earliest due row nobody holds across the scans, in one short transaction. */
   private async claim(scans: [condition: string, params: unknown[]][], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
     for (let attempt = 1; ; attempt++) {
       const runner = this.ds.createQueryRunner();
@@ -304,22 +313,25 @@ export class MysqlJobRepository implements JobRepository {
         // producers inserting due jobs at the end of the very range the workers scan. Row locks
         // plus SKIP LOCKED are all a claim needs.
         await runner.startTransaction('READ COMMITTED');
-        let row: JobRow | undefined;
-        for (const [condition, params] of scans) {
-          const rows: JobRow[] = await runner.query(
-            `SELECT * FROM ${AGENDA_JOBS_TABLE} WHERE ${condition}
-             ORDER BY next_run_at ASC, priority DESC LIMIT 1 FOR UPDATE SKIP LOCKED`,
-            params,
-          );
-          row = rows[0];
-          if (row) break;
-        }
+        // One round trip: each scan walks ix_agenda_jobs_claim in order and stops at the first row
+        // nobody holds; of those (at most one per scan) the earliest due, then the highest
+        // priority, wins, as if the scans were one. The other stays locked only until the commit.
+        const parts = scans.map(
+          ([condition]) => `(SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE ${condition}
+             ORDER BY next_run_at ASC, priority DESC LIMIT 1 FOR UPDATE SKIP LOCKED)`,
+        );
+        const found: JobRow[] = await runner.query(parts.join(' UNION ALL '), scans.flatMap(([, params]) => params));
+        const row = found.sort(
+          (a, b) => (a.next_run_at?.getTime() ?? 0) - (b.next_run_at?.getTime() ?? 0) || Number(b.priority) - Number(a.priority),
+        )[0];
+        // Read before the lock is written: a row that cannot be read must not stay claimed.
+        const job = row ? rowToJob(row) : undefined;
         if (row) {
           await runner.query(`UPDATE ${AGENDA_JOBS_TABLE} SET locked_at = ?, last_modified_by = ? WHERE id = ?`, [lockTime, by, row.id]);
         }
         await runner.commitTransaction();
-        if (!row) return undefined;
-        return { ...rowToJob(row), lockedAt: lockTime, lastModifiedBy: by ?? undefined };
+        if (!job) return undefined;
+        return { ...job, lockedAt: lockTime, lastModifiedBy: by ?? undefined };
       } catch (err) {
         if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
         if (attempt >= this.claimAttempts || !isRetryableTxError(err)) throw err;
@@ -386,7 +398,7 @@ export class MysqlJobRepository implements JobRepository {
         await runner.connect();
         await runner.startTransaction();
         const rows: JobRow[] = await runner.query(
-          `SELECT * FROM ${AGENDA_JOBS_TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id LIMIT 1 FOR UPDATE`,
+          `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id LIMIT 1 FOR UPDATE`,
           params,
         );
         let saved: JobParameters<DATA>;
@@ -417,7 +429,7 @@ export class MysqlJobRepository implements JobRepository {
                WHERE id = ?`,
               [values[1], nextRunAt, ...values.slice(3), by, debounceStartedAt, ...dateConstraintValues(job), existing.id],
             );
-            const [row] = await runner.query(`SELECT * FROM ${AGENDA_JOBS_TABLE} WHERE id = ?`, [existing.id]);
+            const [row] = await runner.query(`SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE id = ?`, [existing.id]);
             saved = rowToJob(row) as JobParameters<DATA>;
           }
         } else {
@@ -519,8 +531,9 @@ function dateConstraintValues(job: JobParameters): unknown[] {
   return [job.startDate ?? null, job.endDate ?? null, job.skipDays ? JSON.stringify(job.skipDays) : null];
 }
 
-function parseJson(v: unknown): unknown {
-  return typeof v === 'string' ? JSON.parse(v) : v;
+/** The JSON columns' text, parsed exactly once by us (see JOB_COLUMNS). */
+function parseJson(text: string | null): unknown {
+  return text === null ? null : JSON.parse(text);
 }
 
 function rowToJob(row: JobRow): JobParameters {
@@ -540,7 +553,7 @@ function rowToJob(row: JobRow): JobParameters {
     repeatInterval: interval === null ? undefined : /^[0-9]+$/.test(interval) ? Number(interval) : interval,
     repeatTimezone: row.repeat_timezone ?? undefined,
     repeatAt: row.repeat_at ?? undefined,
-    data: parseJson(row.data),
+    data: parseJson(row.data_text),
     disabled: Boolean(row.disabled),
     progress: row.progress ?? undefined,
     fork: Boolean(row.fork),
@@ -548,7 +561,7 @@ function rowToJob(row: JobRow): JobParameters {
     debounceStartedAt: row.debounce_started_at ?? undefined,
     startDate: row.start_date ?? undefined,
     endDate: row.end_date ?? undefined,
-    skipDays: (parseJson(row.skip_days) as number[] | null) ?? undefined,
+    skipDays: (parseJson(row.skip_days_text) as number[] | null) ?? undefined,
   };
 }
 

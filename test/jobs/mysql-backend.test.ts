@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import type { Agenda, Job, JobParameters } from 'agenda';
 import type { DataSource } from 'typeorm';
-import { createAgenda } from '../../src/jobs/agenda.js';
+import { createAgenda, startAgendaProcessing } from '../../src/jobs/agenda.js';
+import { createLogger } from '../../src/logger.js';
 import type { AgendaJobQueue } from '../../src/jobs/agenda-job-queue.js';
 import { AGENDA_JOBS_TABLE, MysqlJobRepository } from '../../src/jobs/mysql-job-repository.js';
 import { createTestContext } from '../helpers/context.js';
@@ -77,6 +78,31 @@ describe('jobs: MySQL backend for Agenda', function () {
       assert.equal(back.lastModifiedBy, 'me');
       assert.equal(await repo.getJobById('999999999'), null);
       assert.equal(await repo.getJobById('not-an-id'), null);
+    });
+
+    it('returns data exactly as saved, whatever JSON it is (strings that look like JSON, numbers, null, dates as ISO)', async () => {
+      const when = new Date('2026-01-02T03:04:05.678Z');
+      for (const data of ['hello', '123', '{"a":1}', 'null', 42, null, [1, 'x'], { at: when, deep: { s: '"q"' } }]) {
+        const saved = await repo.saveJob(normal('t.data', later(60_000), { data }), undefined);
+        const back = await repo.getJobById(String(saved._id));
+        assert.deepEqual(back!.data, JSON.parse(JSON.stringify(data)), JSON.stringify(data));
+      }
+      const all = await repo.queryJobs({ name: 't.data' });
+      assert.equal(all.total, 8);
+      await repo.saveJob(normal('t.data.due', ago(10), { data: 'plain text' }), undefined);
+      const claimed = await repo.getNextJobToRun('t.data.due', new Date(), ago(60_000), undefined, undefined);
+      assert.equal(claimed!.data, 'plain text');
+    });
+
+    it('takes an abandoned job (lock past its deadline) before younger due ones, as one ordered scan', async () => {
+      await repo.saveJob(normal('t.mixed', ago(600_000), { data: { which: 'abandoned' } }), undefined);
+      const abandoned = await repo.getNextJobToRun('t.mixed', new Date(), ago(60_000), ago(300_000), undefined);
+      assert.equal((abandoned!.data as { which: string }).which, 'abandoned');
+      for (let i = 0; i < 3; i++) await repo.saveJob(normal('t.mixed', ago(1000), { data: { which: `fresh${i}` } }), undefined);
+      const next = await repo.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined);
+      assert.equal((next!.data as { which: string }).which, 'abandoned', 'locked 5 minutes ago, deadline 1 minute: taken over first');
+      const then = await repo.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined);
+      assert.equal((then!.data as { which: string }).which, 'fresh0');
     });
 
     it('claims each due job once across concurrent claimers, oldest first', async () => {
@@ -170,6 +196,8 @@ describe('jobs: MySQL backend for Agenda', function () {
       const page = await repo.queryJobs({ name: 't.q', state: 'scheduled' });
       assert.equal(page.total, 1);
       assert.equal((await repo.queryJobs({ search: 't.', limit: 2 })).jobs.length, 2);
+      assert.equal((await repo.queryJobs({ search: 'T.Q' })).total, 3, 'search ignores case');
+      assert.equal((await repo.queryJobs({ search: '%' })).total, 0, 'search is literal');
       const [overview] = await repo.getJobsOverview();
       assert.equal(overview.name, 't.q');
       assert.equal(overview.total, 3);
@@ -367,6 +395,43 @@ describe('jobs: MySQL backend for Agenda', function () {
         await shared.query(`DELETE FROM ${AGENDA_JOBS_TABLE} WHERE name = 't.drain'`);
         await ctx.close();
       }
+    });
+
+    it('waits on stop for a job caught between its claim and its start event', async () => {
+      const { agenda, queue } = agendaFor();
+      const seen: string[] = [];
+      agenda.define('t.gap', async () => {
+        await sleep(50);
+        seen.push('ran');
+      });
+      // Agenda saves a job's state before it emits 'start': hold that save to widen the gap.
+      const repository = queue.backend.repository;
+      const save = repository.saveJobState.bind(repository);
+      let entered!: () => void;
+      const inGap = new Promise<void>((r) => (entered = r));
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      let first = true;
+      repository.saveJobState = async (job, options) => {
+        if (job.name === 't.gap' && first) {
+          first = false;
+          entered();
+          await gate;
+        }
+        return save(job, options);
+      };
+      const worker = await startAgendaProcessing(queue, createLogger('silent'));
+      await agenda.now('t.gap', {});
+      await inGap;
+      let stopped = false;
+      const stopping = worker.stop({ timeoutMs: 10_000 }).then(() => {
+        stopped = true;
+      });
+      await sleep(200);
+      assert.equal(stopped, false, 'stop() waits for the job in the gap');
+      release();
+      await stopping;
+      assert.deepEqual(seen, ['ran']);
     });
 
     it('lets a test worker settle on the jobs its handlers enqueue', async () => {
