@@ -25,6 +25,7 @@ export const AGENDA_JOBS_TABLE = 'agenda_jobs';
  */
 const JOB_COLUMNS = '*, CAST(data AS CHAR) AS data_text, CAST(skip_days AS CHAR) AS skip_days_text';
 
+
 interface JobRow {
   id: number | string;
   name: string;
@@ -72,6 +73,8 @@ const UNIQUE_COLUMNS = new Set([
 export interface MysqlJobRepositoryOptions {
   /** Attempts of a claim or unique-enqueue transaction when InnoDB reports a deadlock or lock-wait timeout (default 8). */
   claimAttempts?: number;
+  /** How often, per job name, a claim looks for abandoned jobs (lock past its deadline) before due ones (default 1000 ms). */
+  abandonedScanEveryMs?: number;
 }
 
 /** What {@link MysqlJobRepository.enqueueUnique} did. */
@@ -92,12 +95,16 @@ export interface EnqueueUniqueResult {
  */
 export class MysqlJobRepository implements JobRepository {
   private readonly claimAttempts: number;
+  /** Per job name: when a claim next looks for abandoned jobs first. */
+  private readonly abandonedScanAt = new Map<string, number>();
+  private readonly abandonedScanEveryMs: number;
 
   constructor(
     private readonly ds: DataSource,
     options: MysqlJobRepositoryOptions = {},
   ) {
     this.claimAttempts = options.claimAttempts ?? 8;
+    this.abandonedScanEveryMs = options.abandonedScanEveryMs ?? 1000;
   }
 
   async connect(): Promise<void> {
@@ -251,15 +258,16 @@ export class MysqlJobRepository implements JobRepository {
     const lockTime = now ?? new Date();
     const by = options?.lastModifiedBy ?? null;
     // Two index range scans rather than one OR, which would not use the index order: due jobs
-    // nobody holds, and jobs whose lock outlived its deadline (their runner is gone).
-    return this.claim(
-      [
-        ['name = ? AND disabled = 0 AND locked_at IS NULL AND next_run_at <= ?', [jobName, nextScanAt]],
-        ['name = ? AND disabled = 0 AND locked_at <= ?', [jobName, lockDeadline]],
-      ],
-      lockTime,
-      by,
-    );
+    // nobody holds, and jobs whose lock outlived its deadline (their runner is gone). Each stops
+    // at its first free row. Abandoned jobs are rare, so the second scan runs only when the first
+    // finds nothing, except that once a second per name it goes first: a standing backlog of due
+    // jobs cannot starve an abandoned one, and the common claim stays a single query.
+    const due: [string, unknown[]] = ['name = ? AND disabled = 0 AND locked_at IS NULL AND next_run_at <= ?', [jobName, nextScanAt]];
+    const abandoned: [string, unknown[]] = ['name = ? AND disabled = 0 AND locked_at <= ?', [jobName, lockDeadline]];
+    const nowMs = Date.now();
+    const abandonedFirst = nowMs >= (this.abandonedScanAt.get(jobName) ?? 0);
+    if (abandonedFirst) this.abandonedScanAt.set(jobName, nowMs + this.abandonedScanEveryMs);
+    return this.claim(abandonedFirst ? [abandoned, due] : [due, abandoned], lockTime, by);
   }
 
   /**
@@ -303,7 +311,7 @@ export class MysqlJobRepository implements JobRepository {
     }
   }
 
-  /** Locks the earliest due row nobody holds across the scans, in one short transaction. */
+  /** Locks the first free row of the first scan that has one, in one short transaction. */
   private async claim(scans: [condition: string, params: unknown[]][], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
     for (let attempt = 1; ; attempt++) {
       const runner = this.ds.createQueryRunner();
@@ -313,17 +321,16 @@ export class MysqlJobRepository implements JobRepository {
         // producers inserting due jobs at the end of the very range the workers scan. Row locks
         // plus SKIP LOCKED are all a claim needs.
         await runner.startTransaction('READ COMMITTED');
-        // One round trip: each scan walks ix_agenda_jobs_claim in order and stops at the first row
-        // nobody holds; of those (at most one per scan) the earliest due, then the highest
-        // priority, wins, as if the scans were one. The other stays locked only until the commit.
-        const parts = scans.map(
-          ([condition]) => `(SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE ${condition}
-             ORDER BY next_run_at ASC, priority DESC LIMIT 1 FOR UPDATE SKIP LOCKED)`,
-        );
-        const found: JobRow[] = await runner.query(parts.join(' UNION ALL '), scans.flatMap(([, params]) => params));
-        const row = found.sort(
-          (a, b) => (a.next_run_at?.getTime() ?? 0) - (b.next_run_at?.getTime() ?? 0) || Number(b.priority) - Number(a.priority),
-        )[0];
+        let row: JobRow | undefined;
+        for (const [condition, params] of scans) {
+          const rows: JobRow[] = await runner.query(
+            `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE ${condition}
+             ORDER BY next_run_at ASC, priority DESC LIMIT 1 FOR UPDATE SKIP LOCKED`,
+            params,
+          );
+          row = rows[0];
+          if (row) break;
+        }
         // Read before the lock is written: a row that cannot be read must not stay claimed.
         const job = row ? rowToJob(row) : undefined;
         if (row) {

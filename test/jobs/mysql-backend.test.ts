@@ -94,15 +94,17 @@ describe('jobs: MySQL backend for Agenda', function () {
       assert.equal(claimed!.data, 'plain text');
     });
 
-    it('takes an abandoned job (lock past its deadline) before younger due ones, as one ordered scan', async () => {
-      await repo.saveJob(normal('t.mixed', ago(600_000), { data: { which: 'abandoned' } }), undefined);
-      const abandoned = await repo.getNextJobToRun('t.mixed', new Date(), ago(60_000), ago(300_000), undefined);
-      assert.equal((abandoned!.data as { which: string }).which, 'abandoned');
-      for (let i = 0; i < 3; i++) await repo.saveJob(normal('t.mixed', ago(1000), { data: { which: `fresh${i}` } }), undefined);
-      const next = await repo.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined);
-      assert.equal((next!.data as { which: string }).which, 'abandoned', 'locked 5 minutes ago, deadline 1 minute: taken over first');
-      const then = await repo.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined);
-      assert.equal((then!.data as { which: string }).which, 'fresh0');
+    it('takes over an abandoned job (lock past its deadline) even behind a standing backlog of due ones', async () => {
+      const r = new MysqlJobRepository(ds, { abandonedScanEveryMs: 300 });
+      const which = (j: JobParameters | undefined) => (j?.data as { which: string } | undefined)?.which;
+      await r.saveJob(normal('t.mixed', ago(600_000), { data: { which: 'abandoned' } }), undefined);
+      assert.equal(which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), ago(300_000), undefined)), 'abandoned');
+      for (let i = 0; i < 3; i++) await r.saveJob(normal('t.mixed', ago(1000), { data: { which: `fresh${i}` } }), undefined);
+      // Between abandoned-first scans due jobs go first; then, however many are due, the abandoned one.
+      assert.equal(which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined)), 'fresh0');
+      await sleep(350);
+      assert.equal(which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined)), 'abandoned', 'locked 5 minutes ago, deadline 1 minute');
+      assert.equal(which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined)), 'fresh1');
     });
 
     it('claims each due job once across concurrent claimers, oldest first', async () => {
