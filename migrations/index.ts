@@ -8,6 +8,7 @@ import { RentalCandidates1763800004100 } from './1763800004100-RentalCandidates.
 import { TelegramBot1763800006000 } from './1763800006000-TelegramBot.js';
 import { CheckoutRefunds1763800007000 } from './1763800007000-CheckoutRefunds.js';
 import { RevealAudit1763800007100 } from './1763800007100-RevealAudit.js';
+import { AgendaJobsUtcCreatedAt1763800007200 } from './1763800007200-AgendaJobsUtcCreatedAt.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -17,4 +18,5 @@ export const migrations = [
   TelegramBot1763800006000,
   CheckoutRefunds1763800007000,
   RevealAudit1763800007100,
+  AgendaJobsUtcCreatedAt1763800007200,
 ];

@@ -20,12 +20,21 @@ function sameSecret(a: string, b: string): boolean {
 export function jobsDashboard(services: Services): RequestHandler[] | undefined {
   const { adminJobsUser: user, adminJobsPassword: password } = services.config;
   if (!user || !password) return undefined;
-  const deny = (req: Request, res: Response, status: 401 | 403) => {
+  const deny = (req: Request, res: Response, status: 401 | 403, message?: string) => {
     if (status === 401) res.setHeader('WWW-Authenticate', 'Basic realm="jobs", charset="UTF-8"');
     res.status(status).json(errorEnvelope(req.requestId, status === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN',
-      status === 401 ? 'The jobs dashboard needs its basic-auth credentials or an admin owner key.' : 'Only an OWNER key with the admin flag may open the jobs dashboard.'));
+      message ?? (status === 401 ? 'The jobs dashboard needs its basic-auth credentials or an admin owner key.' : 'Only an OWNER key with the admin flag may open the jobs dashboard.')));
   };
   const guard: RequestHandler = (req: Request, res: Response, next: NextFunction) => {
+    // Browsers resend basic credentials on any request to this origin, so a page elsewhere could
+    // post a form here. Changes must come as JSON (what the dashboard sends; a cross-site form
+    // cannot) and not from another site.
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+      if (type !== 'application/json' || req.headers['sec-fetch-site'] === 'cross-site') {
+        return deny(req, res, 403, 'Changes through the jobs dashboard must be JSON requests from the dashboard itself.');
+      }
+    }
     const header = req.headers.authorization ?? '';
     const basic = /^Basic ([A-Za-z0-9+/=]+)$/.exec(header.trim());
     if (basic) {

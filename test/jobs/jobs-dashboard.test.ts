@@ -72,6 +72,20 @@ describe('jobs: Agendash at /admin/jobs', () => {
       assert.equal((await ctx.services.ds.query(`SELECT id FROM ${AGENDA_JOBS_TABLE} WHERE id = ?`, [id])).length, 0);
     });
 
+    it('refuses changes that are not JSON or come from another site, so a form elsewhere cannot forge them', async () => {
+      await ctx.services.jobs.schedule(new Date(Date.now() + 3_600_000), 'dash.example', { deploymentId: 'd-3' });
+      const [row] = await ctx.services.ds.query(`SELECT id FROM ${AGENDA_JOBS_TABLE} WHERE name = 'dash.example' AND JSON_VALUE(data, '$.deploymentId') = 'd-3'`);
+      const id = String(row.id);
+      const form = await ctx.api.post('/admin/jobs/api/jobs/delete').set('Authorization', ok).type('form').send(`jobIds=${id}`);
+      assert.equal(form.status, 403);
+      assert.equal(form.body.error.code, 'FORBIDDEN');
+      const cross = await ctx.api.post('/admin/jobs/api/jobs/delete').set('Authorization', ok).set('Sec-Fetch-Site', 'cross-site').send({ jobIds: [id] });
+      assert.equal(cross.status, 403);
+      assert.equal((await ctx.services.ds.query(`SELECT id FROM ${AGENDA_JOBS_TABLE} WHERE id = ?`, [id])).length, 1, 'nothing deleted');
+      const own = await ctx.api.post('/admin/jobs/api/jobs/delete').set('Authorization', ok).set('Sec-Fetch-Site', 'same-origin').send({ jobIds: [id] });
+      assert.equal(own.status, 200);
+    });
+
     it('admits an admin OWNER key by bearer, and no other key', async () => {
       const admin = await key('OWNER', true);
       const owner = await key('OWNER', false);
