@@ -211,6 +211,57 @@ describe('jobs: MySQL backend for Agenda', function () {
       await assert.rejects(repo.saveJobState({ ...normal('t.u', null), _id: '424242' as JobParameters['_id'] }, undefined), /cannot be updated/);
     });
 
+    it('debounces leading (keeps the first run time, takes the newest data) and trailing up to maxWait', async () => {
+      const lead = { unique: { 'data.k': 'L' }, uniqueOpts: { debounce: { delay: 60_000, strategy: 'leading' as const } } };
+      const first = await repo.saveJob({ ...normal('t.lead', new Date(), { data: { k: 'L', n: 1 } }), ...lead }, undefined);
+      await repo.saveJob({ ...normal('t.lead', new Date(), { data: { k: 'L', n: 2 } }), ...lead }, undefined);
+      const l = await rows('t.lead');
+      assert.equal(l.length, 1);
+      assert.equal(json(l[0].data).n, 2);
+      assert.equal(l[0].next_run_at.getTime(), first.nextRunAt!.getTime(), 'leading: runs when first asked');
+
+      const trail = { unique: { 'data.k': 'T' }, uniqueOpts: { debounce: { delay: 60_000, maxWait: 200 } } };
+      await repo.saveJob({ ...normal('t.trail', new Date(), { data: { k: 'T', n: 1 } }), ...trail }, undefined);
+      await repo.saveJob({ ...normal('t.trail', new Date(), { data: { k: 'T', n: 2 } }), ...trail }, undefined);
+      assert.ok((await rows('t.trail'))[0].next_run_at.getTime() > Date.now() + 50_000, 'trailing: pushed back by the delay');
+      await sleep(250);
+      await repo.saveJob({ ...normal('t.trail', new Date(), { data: { k: 'T', n: 3 } }), ...trail }, undefined);
+      const t = await rows('t.trail');
+      assert.equal(t.length, 1);
+      assert.ok(t[0].next_run_at.getTime() <= Date.now(), 'maxWait passed: due now');
+      assert.equal(t[0].debounce_started_at, null, 'a new debounce cycle starts after the forced run');
+    });
+
+    it('updates by _id, hands back a vanished job unchanged, and never unlocks a running job', async () => {
+      const job = await repo.saveJob(normal('t.byid', later(60_000), { data: { v: 1 } }), undefined);
+      const updated = await repo.saveJob({ ...job, data: { v: 2 }, priority: 5 }, undefined);
+      assert.deepEqual(updated.data, { v: 2 });
+      assert.equal((await rows('t.byid')).length, 1);
+      await repo.removeJobs({ id: String(job._id) });
+      const ghost = { ...job, data: { v: 3 } };
+      assert.equal(await repo.saveJob(ghost, undefined), ghost);
+      assert.equal((await rows('t.byid')).length, 0, 'not re-created');
+
+      const run = await repo.saveJob(normal('t.run', ago(100)), undefined);
+      const claimed = await repo.getNextJobToRun('t.run', new Date(), ago(60_000), undefined, undefined);
+      await repo.saveJobState({ ...claimed!, nextRunAt: null, lastRunAt: new Date() }, undefined);
+      await repo.unlockJob(run);
+      assert.ok((await rows('t.run'))[0].locked_at, 'running (next_run_at NULL): the lock is the run\'s');
+    });
+
+    it('queries by ids, without disabled jobs, paused only, sorted and paged', async () => {
+      const a = await repo.saveJob(normal('t.qq', later(10_000), { priority: 1 }), undefined);
+      const b = await repo.saveJob(normal('t.qq', later(20_000), { priority: 2 }), undefined);
+      const c = await repo.saveJob(normal('t.qq', later(30_000), { priority: 3, disabled: true }), undefined);
+      const ids = (r: { jobs: { _id?: unknown }[] }) => r.jobs.map((j) => String(j._id));
+      assert.deepEqual(ids(await repo.queryJobs({ ids: [String(a._id), String(c._id)], sort: { nextRunAt: 'asc' } })), [String(a._id), String(c._id)]);
+      assert.deepEqual(ids(await repo.queryJobs({ name: 't.qq', includeDisabled: false, sort: { nextRunAt: 'asc' } })), [String(a._id), String(b._id)]);
+      assert.deepEqual(ids(await repo.queryJobs({ name: 't.qq', state: 'paused' })), [String(c._id)]);
+      const page = await repo.queryJobs({ name: 't.qq', sort: { nextRunAt: 'desc' }, skip: 1, limit: 1 });
+      assert.equal(page.total, 3);
+      assert.deepEqual(ids(page), [String(b._id)]);
+    });
+
     it('purges all jobs', async () => {
       await repo.saveJob(normal('t.p1', null), undefined);
       await repo.saveJob(normal('t.p2', ago(1)), undefined);
