@@ -106,8 +106,11 @@ async function postgresSide(url?: string): Promise<Side> {
     kind: 'postgres',
     url,
     async agenda({ processEvery }) {
+      const backend = new PostgresBackend({ pool, ensureSchema: false });
+      // Its LISTEN connection is cut when the database is force-dropped at the end of the run.
+      (backend.notificationChannel as unknown as { on?(event: 'error', fn: () => void): void } | undefined)?.on?.('error', () => undefined);
       const agenda = new Agenda({
-        backend: new PostgresBackend({ pool, ensureSchema: false }),
+        backend,
         processEvery: processEvery ?? SETTINGS.processEvery,
         defaultConcurrency: SETTINGS.defaultConcurrency,
         maxConcurrency: SETTINGS.maxConcurrency,
