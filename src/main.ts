@@ -114,15 +114,15 @@ async function main(): Promise<void> {
     throw err;
   }
   const logger = createLogger(config.logLevel);
-  const stop = await run(config, roles, logger);
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
+  // Signals are taken from the start: one that arrives while the roles are still starting stops
+  // them as soon as they are up, instead of killing the process halfway through.
+  let stop: (() => Promise<void>) | undefined;
+  let stopping: string | undefined;
+  const shutdown = () => {
+    logger.info({ signal: stopping }, 'shutting down');
     const force = setTimeout(() => process.exit(1), 30_000);
     force.unref();
-    stop().then(
+    stop!().then(
       () => process.exit(0),
       (err) => {
         logger.error({ err }, 'error during shutdown');
@@ -130,8 +130,15 @@ async function main(): Promise<void> {
       },
     );
   };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  const onSignal = (signal: string) => {
+    if (stopping) return;
+    stopping = signal;
+    if (stop) shutdown();
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  stop = await run(config, roles, logger);
+  if (stopping) shutdown();
 }
 
 main().catch((err) => {

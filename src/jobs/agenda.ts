@@ -179,7 +179,7 @@ export async function startAgendaProcessing(queue: AgendaJobQueue, logger: Logge
 /**
  * The live list of jobs Agenda has begun and not finished. Agenda keeps it on its job processor,
  * which it drops on stop(), so it is taken beforehand. agenda is pinned to one version
- * (package.json), and the worker-role test fails if this reach into it stops holding.
+ * (package.json), and the drain tests in test/jobs fail if this reach into it stops holding.
  */
 function runningJobsOf(agenda: Agenda): readonly unknown[] {
   const processor = (agenda as unknown as { jobProcessor?: { runningJobs?: unknown[] } }).jobProcessor;

@@ -25,7 +25,6 @@ export const AGENDA_JOBS_TABLE = 'agenda_jobs';
  */
 const JOB_COLUMNS = '*, CAST(data AS CHAR) AS data_text, CAST(skip_days AS CHAR) AS skip_days_text';
 
-
 interface JobRow {
   id: number | string;
   name: string;

@@ -460,8 +460,13 @@ export class RentalLifecycle {
     if (!target && d.sshPrivateKeyEnc) {
       // Ended before ACTIVE: ask for the address while the instance still exists, so the probe
       // after the destroy knocks on the door the machine really had.
-      const info = await provider.get(instanceId).catch(() => null);
-      if (info?.ssh) {
+      let info: InstanceInfo;
+      try {
+        info = await provider.get(instanceId);
+      } catch (err) {
+        return this.retryVerify(d, `reading the instance before destroying it failed: ${(err as Error).message}`);
+      }
+      if (info.ssh) {
         await this.s.ds.getRepository(Deployment).update({ id: d.id }, { sshHost: info.ssh.host, sshPort: info.ssh.port, sshUser: info.ssh.user });
         target = this.target(d, info.ssh);
       }
