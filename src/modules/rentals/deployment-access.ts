@@ -1,7 +1,10 @@
 import type { EntityManager } from 'typeorm';
 import { Deployment } from './deployment.entity.js';
 
-/** Who acts on a deployment: an agent key reaches its own deployments, an owner its account's. */
+/**
+ * Who acts on a deployment: an agent key reaches only its own deployments, the account holder
+ * (an OWNER key, or the owner in the Telegram bot, who holds no key there) the whole account's.
+ */
 export type DeploymentActor = { kind: 'AGENT'; accountId: string; keyId: string } | { kind: 'OWNER'; accountId: string };
 
 /**

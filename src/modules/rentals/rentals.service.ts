@@ -7,12 +7,6 @@ import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotency
 import { IdempotencyRecord } from '../../http/idempotency-record.entity.js';
 import type { Principal } from '../../http/principal.js';
 
-/**
- * Who may ask for termination: an agent key reaches only its own deployments, the account holder
- * (an OWNER key, or the owner in the Telegram bot, who holds no key there) the whole account's.
- */
-/** Who may ask for termination: an agent key for its own deployments, an owner for its account's. */
-export type TerminatingActor = DeploymentActor;
 import type { JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import type { Account } from '../accounts/account.entity.js';
@@ -370,7 +364,7 @@ export class RentalsService {
    * TERMINATING with the request time, and the terminate job destroys and verifies it. A
    * deployment already terminating or finished is left as it is.
    */
-  async terminate(principal: TerminatingActor, deploymentId: string): Promise<TerminateAccepted> {
+  async terminate(principal: DeploymentActor, deploymentId: string): Promise<TerminateAccepted> {
     const id = deploymentId.toLowerCase();
     const enqueue = await inTransaction(this.ds, async (m) => {
       const d = await lockDeploymentFor(m, principal, id);

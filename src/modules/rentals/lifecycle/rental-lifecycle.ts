@@ -99,6 +99,11 @@ export class RentalLifecycle {
     else await this.s.jobs.schedule(new Date(Date.now() + delayMs), name, { deploymentId }, { uniqueKey: deploymentId });
   }
 
+  /** Where the instance answers SSH, kept as soon as the provider says: termination probes it. */
+  private async recordSshAddress(d: Deployment, ssh: { host: string; port: number; user: string }): Promise<void> {
+    await this.s.ds.getRepository(Deployment).update({ id: d.id }, { sshHost: ssh.host, sshPort: ssh.port, sshUser: ssh.user });
+  }
+
   private privateKey(d: Deployment): string {
     return this.box.open(d.sshPrivateKeyEnc!, d.sshKeyKid!, d.id);
   }
@@ -307,7 +312,7 @@ export class RentalLifecycle {
     }
     if (info.state === 'running' && info.ssh && (info.ssh.host !== d.sshHost || info.ssh.port !== d.sshPort)) {
       // Recorded as soon as known: a termination before ACTIVE must probe this address.
-      await this.s.ds.getRepository(Deployment).update({ id: d.id }, { sshHost: info.ssh.host, sshPort: info.ssh.port, sshUser: info.ssh.user });
+      await this.recordSshAddress(d, info.ssh);
     }
     if (info.state === 'running' && info.ssh) {
       const probe = await sshProbe({ ...info.ssh, privateKey: this.privateKey(d) }, { timeoutMs: this.timing.sshTimeoutMs });
@@ -467,7 +472,7 @@ export class RentalLifecycle {
         return this.retryVerify(d, `reading the instance before destroying it failed: ${(err as Error).message}`);
       }
       if (info.ssh) {
-        await this.s.ds.getRepository(Deployment).update({ id: d.id }, { sshHost: info.ssh.host, sshPort: info.ssh.port, sshUser: info.ssh.user });
+        await this.recordSshAddress(d, info.ssh);
         target = this.target(d, info.ssh);
       }
     }
