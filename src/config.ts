@@ -7,6 +7,11 @@ export interface ProviderConfig {
   id: string;
   /** Raw string options taken from `<ID>_PROVIDER_<NAME>` variables, validated by the plugin. */
   options: Record<string, string>;
+  /**
+   * Percent added to this provider's costs for customer prices: `<ID>_PROVIDER_MARKUP_PERCENT`,
+   * else `PRICE_MARKUP_PERCENT`. Taken out of `options`: the host prices, not the plugin.
+   */
+  markupPercent: number;
 }
 
 export interface Config {
@@ -105,14 +110,27 @@ function providers(env: Env): ProviderConfig[] {
     if (!/^[a-z][a-z0-9-]{0,31}$/.test(id)) throw new ConfigError(`PROVIDERS contains an invalid plugin id "${id}"`);
   }
   if (new Set(ids).size !== ids.length) throw new ConfigError('PROVIDERS lists a plugin twice');
+  const globalMarkup = markup(env, 'PRICE_MARKUP_PERCENT', 0);
   return ids.map((id) => {
     const prefix = `${id.toUpperCase().replace(/-/g, '_')}_PROVIDER_`;
     const options: Record<string, string> = {};
     for (const [k, v] of Object.entries(env)) {
       if (k.startsWith(prefix) && v !== undefined && v !== '') options[k.slice(prefix.length)] = v;
     }
-    return { id, options };
+    const markupPercent = markup(env, `${prefix}MARKUP_PERCENT`, globalMarkup);
+    delete options.MARKUP_PERCENT;
+    return { id, options, markupPercent };
   });
+}
+
+/** A markup percentage: 0 to 1000 with at most two decimals, so prices stay exact in cents. */
+function markup(env: Env, name: string, fallback: number): number {
+  const raw = opt(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d{1,4}(\.\d{1,2})?$/.test(raw.trim()) || Number(raw) > 1000) {
+    throw new ConfigError(`${name} must be a percentage from 0 to 1000 with at most two decimals, got "${raw}"`);
+  }
+  return Number(raw);
 }
 
 function secretsKey(env: Env): { key: Buffer; id: string; generated: boolean } {

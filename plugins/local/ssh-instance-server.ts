@@ -13,8 +13,10 @@ export interface SshInstanceServerOptions {
   instanceId: string;
   /** The instance's own host key, OpenSSH private key text. */
   hostKey: string;
-  /** The single public key allowed in (OpenSSH `authorized_keys` line). */
+  /** The public key allowed in (OpenSSH `authorized_keys` line); more may be added with `authorize`. */
   authorizedKey: string;
+  /** The login name accepted; the local provider's `gpu` unless a fake cloud image says otherwise. */
+  user?: string;
   sandboxDir: string;
   logger: Logger;
   /**
@@ -81,8 +83,9 @@ export class SshInstanceServer {
   // We own the listening socket and hand connections to ssh2, so close() can cut every socket,
   // including ones that never finished the handshake.
   private readonly net: NetServer;
-  private readonly allowed: ParsedKey;
-  private readonly allowedBlob: Buffer;
+  // Clouds that attach keys after create (Vast) add to this list; the first is the create-time key.
+  private readonly allowed: ParsedKey[] = [];
+  private readonly user: string;
   private readonly sockets = new Set<Socket>();
   private readonly children = new Set<ChildProcess>();
   private readonly log: Logger;
@@ -92,8 +95,8 @@ export class SshInstanceServer {
   port: number | undefined;
 
   constructor(private readonly opts: SshInstanceServerOptions) {
-    this.allowed = parsePublicKey(opts.authorizedKey);
-    this.allowedBlob = this.allowed.getPublicSSH();
+    this.allowed.push(parsePublicKey(opts.authorizedKey));
+    this.user = opts.user ?? LOCAL_SSH_USER;
     this.log = opts.logger.child({ instanceId: opts.instanceId });
     this.ssh = new ssh2.Server({ hostKeys: [opts.hostKey], ident: SshInstanceServer.identFor(opts.instanceId) }, (client) =>
       this.onConnection(client),
@@ -107,6 +110,13 @@ export class SshInstanceServer {
       socket.on('close', () => this.sockets.delete(socket));
       this.ssh.injectSocket(socket);
     });
+  }
+
+  /** Lets one more public key in, as `authorized_keys` would after a cloud attached it. */
+  authorize(publicKey: string): void {
+    const key = parsePublicKey(publicKey);
+    const blob = key.getPublicSSH();
+    if (!this.allowed.some((k) => k.getPublicSSH().equals(blob))) this.allowed.push(key);
   }
 
   /** Listens on 127.0.0.1:`port` (0 for an ephemeral one) and resolves the bound port. */
@@ -159,12 +169,16 @@ export class SshInstanceServer {
 
   private async authenticate(ctx: AuthContext): Promise<void> {
     const deny = () => ctx.reject(['publickey']);
-    if (ctx.method !== 'publickey' || ctx.username !== LOCAL_SSH_USER) return deny();
+    if (ctx.method !== 'publickey' || ctx.username !== this.user) return deny();
     const offered = ctx.key.data;
-    if (offered.length !== this.allowedBlob.length || !timingSafeEqual(offered, this.allowedBlob)) return deny();
+    const allowed = this.allowed.find((k) => {
+      const blob = k.getPublicSSH();
+      return offered.length === blob.length && timingSafeEqual(offered, blob);
+    });
+    if (!allowed) return deny();
     // Without a signature the client only asks whether this key would do; the real login follows.
     if (!ctx.signature || !ctx.blob) return ctx.accept();
-    if (this.allowed.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return deny();
+    if (allowed.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return deny();
     let alive = true;
     try {
       alive = await this.opts.isAlive();
@@ -196,8 +210,8 @@ export class SshInstanceServer {
         HOME: dir,
         PWD: dir,
         PATH: `${join(dir, 'bin')}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}`,
-        USER: LOCAL_SSH_USER,
-        LOGNAME: LOCAL_SSH_USER,
+        USER: this.user,
+        LOGNAME: this.user,
         SHELL: '/bin/sh',
         TMPDIR: dir,
       },

@@ -15,10 +15,16 @@ export interface ProviderOffer {
   cpuCores?: number | null;
   memoryGb?: number | null;
   storageGb?: number | null;
-  /** Customer price in USD cents per hour for the whole instance. */
+  /**
+   * What the provider charges us, in whole USD cents per hour for the whole instance, rounded up
+   * (`usdToCentsCeil` in `src/providers/pricing.ts`). The host adds the configured markup; a
+   * plugin never prices for customers itself.
+   */
   pricePerHourMinor: number;
   /** Longest rental the provider allows for this offer. */
   maximumDurationSeconds: number;
+  /** Where the machine would run, when the cloud says (shown on the offer as `region`). */
+  region?: string | null;
 }
 
 /** What the host hands to `create`: the cached offer the customer is buying. */
@@ -34,15 +40,23 @@ export interface OfferRef {
 /**
  * Outcome of one create attempt.
  * - `created`: the provider accepted the request; `instanceId` identifies the machine.
- * - `unavailable`: the provider explicitly refused for lack of capacity or because the offer is
- *   gone; nothing was created, so the host may try another offer.
+ * - `unavailable`: the provider explicitly refused for lack of capacity, quota, or because the
+ *   offer is gone; nothing was created, so the host may try another offer.
  * - `ambiguous`: the outcome is unknown (timeout, 5xx, dropped connection). An instance may
  *   exist; the host must look it up by label and must never create another for this attempt.
+ * - `throttled`: the provider refused for its rate limit (429); nothing was created. The host
+ *   asks again with the same label after `retryAfterMs`, within its provisioning bound.
+ * - `rejected`: a configuration or request error on our side (bad API key, invalid request,
+ *   image refused). Nothing was created and asking again will not help: the host logs `reason`
+ *   loudly for the operator and fails the rental with a customer-safe reason. `reason` must
+ *   not contain secrets.
  */
 export type CreateResult =
   | { kind: 'created'; instanceId: string }
   | { kind: 'unavailable'; reason: string }
-  | { kind: 'ambiguous'; reason: string };
+  | { kind: 'ambiguous'; reason: string }
+  | { kind: 'throttled'; reason: string; retryAfterMs: number }
+  | { kind: 'rejected'; reason: string };
 
 /** Our states for a provider instance; each plugin maps its own states to these in one table. */
 export type InstanceState = 'pending' | 'running' | 'stopped' | 'failed' | 'terminating' | 'gone';
@@ -83,8 +97,19 @@ export interface Provider {
   get(instanceId: string): Promise<InstanceInfo>;
   /** Requests destruction. Idempotent: destroying a gone instance succeeds. */
   destroy(instanceId: string): Promise<void>;
-  /** Every instance this service created (label carries our prefix); used by the reconciler. */
+  /**
+   * Every instance this service created (label carries our prefix); used by the reconciler.
+   * Pages through the whole list. Any failure (including a deprecated endpoint's 410) throws:
+   * an empty answer must mean "none", never "could not tell".
+   */
   listInstances(): Promise<InstanceInfo[]>;
+  /**
+   * Called once the host has verified that the instance of `label` is gone (provider and SSH
+   * probe agree), and again if the host is unsure whether an earlier call went through. Plugins
+   * that hold per-deployment resources (Lambda's registered SSH key) release them here.
+   * Idempotent; optional.
+   */
+  afterDestroyed?(label: string): Promise<void>;
   /** Releases sockets, servers and timers. */
   close?(): Promise<void>;
 }
@@ -100,6 +125,13 @@ export interface ProviderDeps {
   /** Prefix every label this service uses starts with. */
   labelPrefix: string;
 }
+
+/**
+ * What a plugin's methods throw when its cloud could not answer (see `ProviderApiError` in
+ * `src/providers/provider-http.ts`). The host reads `errorClass` for `/api/v1/providers` and
+ * its logs; any other thrown error counts as `internal`.
+ */
+export type ProviderErrorClass = 'auth' | 'rate_limited' | 'unavailable' | 'timeout' | 'bad_response' | 'request' | 'internal';
 
 /** What `plugins/<id>/index.ts` exports as default. */
 export interface ProviderPlugin<Options = unknown> {

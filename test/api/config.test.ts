@@ -7,7 +7,7 @@ describe('loadConfig', () => {
     assert.equal(c.port, 8080);
     assert.equal(c.databaseUrl, 'mysql://root@127.0.0.1:3306/gpu_rental');
     assert.equal(c.publicBaseUrl, 'http://localhost:8080');
-    assert.deepEqual(c.providers, [{ id: 'local', options: {} }]);
+    assert.deepEqual(c.providers, [{ id: 'local', options: {}, markupPercent: 0 }]);
     assert.equal(c.inventoryRefreshSeconds, 30);
     assert.equal(c.agentV1Enabled, true);
     assert.equal(c.signupRatePerMinute, 30);
@@ -22,7 +22,7 @@ describe('loadConfig', () => {
 
   it('passes <ID>_PROVIDER_* variables to the named plugin', () => {
     const c = loadConfig({ PROVIDERS: 'local', LOCAL_PROVIDER_INVENTORY: '/tmp/inv.json', OTHER_PROVIDER_X: '1' });
-    assert.deepEqual(c.providers, [{ id: 'local', options: { INVENTORY: '/tmp/inv.json' } }]);
+    assert.deepEqual(c.providers, [{ id: 'local', options: { INVENTORY: '/tmp/inv.json' }, markupPercent: 0 }]);
   });
 
   const bad: [Record<string, string>, RegExp][] = [

@@ -1,0 +1,26 @@
+/**
+ * Provider prices arrive as floating USD (Vast `dph_total`, RunPod per-GPU `price`) or as cents
+ * (Lambda). Float noise must not cost a customer a cent (0.35 * 100 is 35.000000000000004), so
+ * the amount is first rounded to a millionth of a dollar, then up to a whole cent.
+ */
+export function usdToCentsCeil(usd: number): number {
+  if (!Number.isFinite(usd) || usd < 0) throw new RangeError(`not a price in USD: ${usd}`);
+  const micro = Math.round(usd * 1_000_000);
+  return Math.ceil(micro / 10_000);
+}
+
+/** Markups are percentages with at most two decimals; kept as hundredths so the arithmetic is exact. */
+export function markupHundredths(percent: number): number {
+  return Math.round(percent * 100);
+}
+
+/**
+ * The one customer-price formula: the provider's hourly cost in whole cents (rounded up by the
+ * plugin), times (100 + markup) / 100, rounded up to a whole cent.
+ */
+export function customerPriceMinor(costCents: number, markupPercent: number): number {
+  if (!Number.isSafeInteger(costCents) || costCents < 0) throw new RangeError(`not a cost in cents: ${costCents}`);
+  const factor = 10_000 + markupHundredths(markupPercent);
+  const numerator = costCents * factor;
+  return Math.floor((numerator + 9_999) / 10_000);
+}
