@@ -1,0 +1,160 @@
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createLogger } from '../../src/logger.js';
+import { customerPriceMinor, usdToCentsCeil } from '../../src/providers/pricing.js';
+import { ProviderApiError, ProviderHttpClient, SharedRead, errorClassOf, parseRetryAfter } from '../../src/providers/provider-http.js';
+
+type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
+
+async function serve(handler: Handler): Promise<{ url: string; server: Server }> {
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => handler(req, res, body));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+/** A clock the limiter can wait on without real sleeping. */
+function virtualTime() {
+  let t = 1_000_000;
+  const slept: number[] = [];
+  return {
+    now: () => t,
+    sleep: async (ms: number) => {
+      slept.push(ms);
+      t += ms;
+    },
+    slept,
+  };
+}
+
+describe('ProviderHttpClient', () => {
+  let server: Server | undefined;
+  afterEach(() => server?.close());
+
+  it('sends the bearer key and JSON, and returns any status with its parsed body', async () => {
+    let seen: { auth?: string; type?: string; body: string; url?: string } = { body: '' };
+    const s = await serve((req, res, body) => {
+      seen = { auth: req.headers.authorization, type: req.headers['content-type'], body, url: req.url };
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"no_such_ask"}');
+    });
+    server = s.server;
+    const sut = new ProviderHttpClient({ providerId: 't', baseUrl: `${s.url}/`, apiKey: 'k-123', logger: createLogger('silent'), limits: {} });
+    const res = await sut.request('create', 'PUT', '/api/v0/asks/7/', { body: { label: 'x' }, query: { owner: 'me', skip: undefined } });
+    assert.equal(res.status, 404);
+    assert.deepEqual(res.json, { error: 'no_such_ask' });
+    assert.equal(seen.auth, 'Bearer k-123');
+    assert.equal(seen.type, 'application/json');
+    assert.equal(seen.body, '{"label":"x"}');
+    assert.equal(seen.url, '/api/v0/asks/7/?owner=me');
+  });
+
+  it('spaces calls to one bucket by its minimum interval, and leaves other buckets alone', async () => {
+    const s = await serve((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+    server = s.server;
+    const vt = virtualTime();
+    const sut = new ProviderHttpClient({ providerId: 't', baseUrl: s.url, apiKey: 'k', logger: createLogger('silent'), limits: { get: { minIntervalMs: 2000 } }, now: vt.now, sleep: vt.sleep });
+    await Promise.all([sut.request('get', 'GET', '/a'), sut.request('get', 'GET', '/a'), sut.request('get', 'GET', '/a')]);
+    assert.deepEqual(vt.slept, [2000, 2000]);
+    await sut.request('other', 'GET', '/b');
+    assert.deepEqual(vt.slept, [2000, 2000]);
+  });
+
+  it('backs a bucket off after a 429: Retry-After when given, doubling when not', async () => {
+    let retryAfter: string | null = '7';
+    const s = await serve((_req, res) => {
+      const headers: Record<string, string> = { 'content-type': 'text/plain' };
+      if (retryAfter) headers['retry-after'] = retryAfter;
+      res.writeHead(429, headers).end('Too Many Requests');
+    });
+    server = s.server;
+    const vt = virtualTime();
+    const sut = new ProviderHttpClient({ providerId: 't', baseUrl: s.url, apiKey: 'k', logger: createLogger('silent'), limits: {}, backoffMs: 1000, now: vt.now, sleep: vt.sleep });
+    const first = await sut.request('list', 'GET', '/x');
+    assert.equal(first.status, 429);
+    assert.equal(first.json, null);
+    assert.equal(first.retryAfterMs, 7000);
+    assert.equal(sut.waitMs('list'), 7000);
+    retryAfter = null;
+    const second = await sut.request('list', 'GET', '/x');
+    assert.deepEqual(vt.slept, [7000]);
+    assert.equal(second.retryAfterMs, 2000, 'second 429 in a row without Retry-After doubles the base');
+    const third = await sut.request('list', 'GET', '/x');
+    assert.equal(third.retryAfterMs, 4000);
+  });
+
+  it('throws timeout when no answer comes in time, and unavailable when nothing listens', async () => {
+    const s = await serve(() => {
+      // never answers
+    });
+    server = s.server;
+    const sut = new ProviderHttpClient({ providerId: 't', baseUrl: s.url, apiKey: 'secret-key', logger: createLogger('silent'), limits: {}, timeoutMs: 150 });
+    await assert.rejects(sut.request('create', 'POST', '/hang'), (err: unknown) => {
+      assert.ok(err instanceof ProviderApiError);
+      assert.equal(err.errorClass, 'timeout');
+      assert.doesNotMatch(err.message, /secret-key/);
+      return true;
+    });
+    s.server.closeAllConnections();
+    const closed = new ProviderHttpClient({ providerId: 't', baseUrl: 'http://127.0.0.1:1', apiKey: 'k', logger: createLogger('silent'), limits: {} });
+    await assert.rejects(closed.request('x', 'GET', '/'), (err: unknown) => errorClassOf(err) === 'unavailable');
+    assert.equal(errorClassOf(new Error('boom')), 'internal');
+  });
+
+  it('reads Retry-After as seconds or as an HTTP date', () => {
+    assert.equal(parseRetryAfter('3', 0), 3000);
+    assert.equal(parseRetryAfter(new Date(10_000).toUTCString(), 4_000), 6000);
+    assert.equal(parseRetryAfter('soon', 0), undefined);
+    assert.equal(parseRetryAfter(null, 0), undefined);
+  });
+});
+
+describe('SharedRead', () => {
+  it('serves concurrent and repeated reads from one load within the TTL, and reloads after it or after invalidate', async () => {
+    let t = 0;
+    let loads = 0;
+    const sut = new SharedRead(async () => ++loads, 1000, () => t);
+    assert.deepEqual(await Promise.all([sut.get(), sut.get(), sut.get()]), [1, 1, 1]);
+    t = 999;
+    assert.equal(await sut.get(), 1);
+    t = 1000;
+    assert.equal(await sut.get(), 2);
+    sut.invalidate();
+    assert.equal(await sut.get(), 3);
+  });
+
+  it('does not cache a failure', async () => {
+    let fail = true;
+    const sut = new SharedRead(async () => {
+      if (fail) throw new Error('down');
+      return 'ok';
+    }, 60_000);
+    await assert.rejects(sut.get(), /down/);
+    fail = false;
+    assert.equal(await sut.get(), 'ok');
+  });
+});
+
+describe('pricing', () => {
+  it('rounds float USD up to whole cents without float noise', () => {
+    assert.equal(usdToCentsCeil(0.35), 35);
+    assert.equal(usdToCentsCeil(2.1), 210);
+    assert.equal(usdToCentsCeil(0.3512), 36);
+    assert.equal(usdToCentsCeil(2.39 * 8), 1912);
+    assert.equal(usdToCentsCeil(0), 0);
+    assert.throws(() => usdToCentsCeil(-1), RangeError);
+    assert.throws(() => usdToCentsCeil(Number.NaN), RangeError);
+  });
+
+  it('applies the markup to the cost and rounds up to a whole cent', () => {
+    assert.equal(customerPriceMinor(210, 0), 210);
+    assert.equal(customerPriceMinor(210, 15), 242); // 241.5 -> 242
+    assert.equal(customerPriceMinor(329, 12.5), 371); // 370.125 -> 371
+    assert.equal(customerPriceMinor(100, 10), 110); // exact: no spurious extra cent
+    assert.equal(customerPriceMinor(35, 0.01), 36);
+    assert.throws(() => customerPriceMinor(1.5, 0), RangeError);
+  });
+});
