@@ -110,6 +110,11 @@ export class RunpodProvider implements Provider {
     } catch (err) {
       const e = err as ProviderApiError;
       if (e.errorClass === 'rate_limited') return { kind: 'throttled', reason: e.message, retryAfterMs: e.retryAfterMs ?? 1000 };
+      if (e.errorClass === 'auth') {
+        // The key cannot even list pods (wrong, revoked, or without pod access): nothing was asked for.
+        this.deps.logger.error({ provider: this.id, label, status: e.status, reason: e.message }, 'RunPod refused the create: operator action needed');
+        return { kind: 'rejected', reason: e.message };
+      }
       return { kind: 'ambiguous', reason: `could not check for an existing pod named ${label}: ${e.message}` };
     }
     if (existing) return { kind: 'created', instanceId: existing.id };
