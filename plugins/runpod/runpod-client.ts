@@ -68,7 +68,8 @@ export interface RunpodClientHooks {
   sleep?: (ms: number) => Promise<void>;
 }
 
-function isPod(v: unknown): v is RunpodPod {
+/** Whether an answer has the fields of a pod the plugin relies on. */
+export function isPod(v: unknown): v is RunpodPod {
   const p = v as RunpodPod | null;
   return !!p && typeof p === 'object' && typeof p.id === 'string' && typeof p.name === 'string' && typeof p.status === 'string';
 }
@@ -136,5 +137,3 @@ export class RunpodClient {
     this.fail('DELETE /v2/pods/{id}', res);
   }
 }
-
-export { isPod };

@@ -21,9 +21,10 @@ export function parseOfferKey(key: string): { gpuId: string; count: number } | n
   return m ? { gpuId: m[2], count: Number(m[1]) } : null;
 }
 
+/** RunPod does not group its GPUs; the type id says enough: GeForce, RTX workstation cards, the rest. */
 function category(gpu: RunpodGpuType): string {
-  if (/geforce|\brtx \d{4}\b(?! ada)/i.test(gpu.id)) return 'consumer';
-  if (/\brtx (a\d{4}|\d{4} ada|pro)|\bl40|\ba40\b|\bl4\b/i.test(gpu.id)) return 'workstation';
+  if (/geforce/i.test(gpu.id)) return 'consumer';
+  if (/\brtx (a\d{4}|\d{4} ada|pro)\b/i.test(gpu.id)) return 'workstation';
   return 'datacenter';
 }
 

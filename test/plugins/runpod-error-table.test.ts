@@ -123,6 +123,7 @@ describe('fake RunPod wire format', () => {
   });
   const post = (body: unknown, auth = `Bearer ${h.fake.apiKey}`) =>
     fetch(`${h.fake.url}/v2/pods`, { method: 'POST', headers: { Authorization: auth, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const json = async (res: Response) => (await res.json()) as Record<string, any>;
   const base = () => ({ name: 'wire', image: 'runpod/pytorch', gpu: { id: H100, count: 1 }, ports: ['22/tcp'], env: { PUBLIC_KEY: keys.publicKey } });
 
   it('answers problem documents with RateLimit headers', async () => {
@@ -131,30 +132,30 @@ describe('fake RunPod wire format', () => {
     assert.equal(res.headers.get('content-type'), 'application/problem+json');
     assert.match(res.headers.get('ratelimit') ?? '', /^"minute";r=\d+;t=\d+$/);
     assert.match(res.headers.get('ratelimit-policy') ?? '', /^"minute";q=\d+;w=60$/);
-    assert.deepEqual(await res.json(), { title: 'Unprocessable Entity', status: 422, detail: 'Request validation failed.', errors: ["$: additional properties 'bogus' not allowed"] });
+    assert.deepEqual(await json(res), { title: 'Unprocessable Entity', status: 422, detail: 'Request validation failed.', errors: ["$: additional properties 'bogus' not allowed"] });
     const nested = await post({ ...base(), gpu: { id: H100, count: 1, type: 'x' } });
-    assert.deepEqual((await nested.json()).errors, ["$.gpu: additional properties 'type' not allowed"]);
+    assert.deepEqual((await json(nested)).errors, ["$.gpu: additional properties 'type' not allowed"]);
   });
 
   it('401 without a good bearer key, and no rate-limit headers then', async () => {
     const res = await post(base(), 'Bearer nope');
     assert.equal(res.status, 401);
     assert.equal(res.headers.get('ratelimit'), null);
-    assert.deepEqual(await res.json(), { title: 'Unauthorized', status: 401, detail: 'invalid api key' });
+    assert.deepEqual(await json(res), { title: 'Unauthorized', status: 401, detail: 'invalid api key' });
     assert.equal((await fetch(`${h.fake.url}/v2/pods`)).status, 401);
   });
 
   it('a create without gpu.count fails with the false capacity message', async () => {
     const res = await post({ ...base(), gpu: { id: H100 } });
     assert.equal(res.status, 400);
-    assert.equal((await res.json()).detail, NO_INSTANCES_DETAIL);
+    assert.equal((await json(res)).detail, NO_INSTANCES_DETAIL);
     assert.equal(h.fake.instances().length, 0);
   });
 
   it('a create answers 201 with a PROVISIONING pod that has no ssh.direct yet', async () => {
     const res = await post(base());
     assert.equal(res.status, 201);
-    const pod = await res.json();
+    const pod = await json(res);
     assert.deepEqual([pod.status, pod.ssh.direct, pod.gpu, pod.cloud, pod.name], ['PROVISIONING', null, { id: H100, count: 1 }, 'SECURE', 'wire']);
     assert.equal(typeof pod.id, 'string');
   });
@@ -166,9 +167,9 @@ describe('fake RunPod wire format', () => {
     const get = (q: string) => fetch(`${h.fake.url}/v2/catalog/gpus${q}`, { headers: { Authorization: `Bearer ${h.fake.apiKey}` } });
     assert.equal((await get('?include=AVAILABILITY')).status, 400);
     assert.equal((await get('?count=2')).status, 400);
-    const plain = await (await get('')).json();
+    const plain = await json(await get(''));
     assert.equal(plain.gpus[0].availability, undefined);
-    const eight = await (await get('?include=AVAILABILITY&product=POD&count=8')).json();
+    const eight = await json(await get('?include=AVAILABILITY&product=POD&count=8'));
     assert.deepEqual(
       eight.gpus.map((g: { id: string; availability: string }) => [g.id, g.availability]),
       [

@@ -186,7 +186,7 @@ describe(RunpodProvider.name, () => {
 
   describe('polling and lists', () => {
     it('many concurrent gets make one list call', async () => {
-      const pods = [];
+      const pods: { label: string; id: string }[] = [];
       for (let i = 0; i < 5; i++) pods.push(await createPod());
       const p = await h.newProvider({ pollTtlMs: 60_000 });
       const before = h.fake.calls.length;
