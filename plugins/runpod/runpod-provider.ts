@@ -141,10 +141,9 @@ export class RunpodProvider implements Provider {
       if (isPod(res.json)) return { kind: 'created', instanceId: res.json.id };
       return { kind: 'ambiguous', reason: `RunPod ${res.status} without a pod in the answer` };
     }
-    const result = createResultFor(res.status, problemDetail(res.json, res.text), res.retryAfterMs);
-    const log = { provider: this.id, label, offer: offer.key, status: res.status, result: result.kind, reason: result.reason };
-    if (result.kind === 'rejected') this.deps.logger.error(log, 'RunPod refused the create: operator action needed');
-    else if (res.status !== 429 && !(res.status === 400 && result.reason.includes('no capacity'))) this.deps.logger.warn(log, 'RunPod refused the create');
+    const { result, log } = createResultFor(res.status, problemDetail(res.json, res.text), res.retryAfterMs);
+    const fields = { provider: this.id, label, offer: offer.key, status: res.status, result: result.kind, reason: result.reason };
+    this.deps.logger[log](fields, log === 'error' ? 'RunPod refused the create: operator action needed' : 'RunPod did not create the pod');
     return result;
   }
 

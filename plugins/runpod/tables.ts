@@ -48,6 +48,8 @@ interface ErrorRule {
   create: CreateKind;
   /** What any other call that got this answer throws, for `/api/v1/providers` and logs. */
   errorClass: ProviderErrorClass;
+  /** How loudly a create that got this answer is logged: an operator must act on `error`. */
+  log: 'error' | 'warn' | 'info';
   why: string;
 }
 
@@ -57,21 +59,21 @@ interface ErrorRule {
  * candidate), 402 stops everything, 403 skips the candidate, 429 backs off, 5xx is transient.
  */
 export const ERROR_TABLE: readonly ErrorRule[] = [
-  { status: 400, detail: CAPACITY_DETAIL, create: 'unavailable', errorClass: 'unavailable', why: 'no capacity for this GPU and count' },
+  { status: 400, detail: CAPACITY_DETAIL, create: 'unavailable', errorClass: 'unavailable', log: 'info', why: 'no capacity for this GPU and count' },
   // Not the capacity text: a placement rule this GPU/count breaks (count above this cloud's
   // maximum, an unknown GPU type). RunPod says to try the next candidate; the provider logs the
   // detail so a rule every candidate breaks is seen.
-  { status: 400, create: 'unavailable', errorClass: 'request', why: 'request refused for this GPU' },
-  { status: 401, create: 'rejected', errorClass: 'auth', why: 'API key missing, wrong or revoked' },
+  { status: 400, create: 'unavailable', errorClass: 'request', log: 'warn', why: 'request refused for this GPU' },
+  { status: 401, create: 'rejected', errorClass: 'auth', log: 'error', why: 'API key missing, wrong or revoked' },
   // The account cannot pay: no RunPod offer will succeed until the operator tops it up, so this is
   // a configuration error to log loudly, not lack of capacity to hide behind other offers.
-  { status: 402, create: 'rejected', errorClass: 'auth', why: 'RunPod account balance too low' },
-  { status: 403, create: 'unavailable', errorClass: 'auth', why: 'this account has no access to the pool' },
-  { status: 404, create: 'unavailable', errorClass: 'request', why: 'GPU type or resource not found' },
-  { status: 422, create: 'rejected', errorClass: 'request', why: 'request body does not match the API contract' },
-  { status: 429, create: 'throttled', errorClass: 'rate_limited', why: 'rate limited' },
-  { status: 'any 5xx', create: 'ambiguous', errorClass: 'unavailable', why: 'RunPod server error' },
-  { status: 'other 4xx', create: 'rejected', errorClass: 'request', why: 'unexpected client error' },
+  { status: 402, create: 'rejected', errorClass: 'auth', log: 'error', why: 'RunPod account balance too low' },
+  { status: 403, create: 'unavailable', errorClass: 'auth', log: 'warn', why: 'this account has no access to the pool' },
+  { status: 404, create: 'unavailable', errorClass: 'request', log: 'warn', why: 'GPU type or resource not found' },
+  { status: 422, create: 'rejected', errorClass: 'request', log: 'error', why: 'request body does not match the API contract' },
+  { status: 429, create: 'throttled', errorClass: 'rate_limited', log: 'info', why: 'rate limited' },
+  { status: 'any 5xx', create: 'ambiguous', errorClass: 'unavailable', log: 'warn', why: 'RunPod server error' },
+  { status: 'other 4xx', create: 'rejected', errorClass: 'request', log: 'error', why: 'unexpected client error' },
 ];
 
 /** The rule for an HTTP error answer. */
@@ -82,7 +84,7 @@ export function errorRule(status: number, detail: string | undefined): ErrorRule
     return r.status === status && (!r.detail || r.detail.test(detail ?? ''));
   });
   // Anything outside 4xx/5xx (a 3xx, an unexpected 2xx shape) is an answer we cannot read.
-  return rule ?? { status, create: 'ambiguous', errorClass: 'bad_response', why: 'unexpected answer' };
+  return rule ?? { status, create: 'ambiguous', errorClass: 'bad_response', log: 'warn', why: 'unexpected answer' };
 }
 
 /** Reads a problem document's `detail` (or the raw text) for messages; never contains our key. */
@@ -95,12 +97,12 @@ export function problemDetail(json: unknown, text: string): string {
   return text.slice(0, 200);
 }
 
-/** A create's answer other than 201, per the table; 429 becomes `throttled` with the client's wait. */
-export function createResultFor(status: number, detail: string, retryAfterMs: number | undefined): Exclude<CreateResult, { kind: 'created' }> {
+/** A create's answer other than 201, per the table, and how loudly to log it; 429 carries the client's wait. */
+export function createResultFor(status: number, detail: string, retryAfterMs: number | undefined): { result: Exclude<CreateResult, { kind: 'created' }>; log: ErrorRule['log'] } {
   const rule = errorRule(status, detail);
   const reason = `RunPod ${status}: ${rule.why}${detail ? ` (${detail})` : ''}`;
-  if (rule.create === 'throttled') return { kind: 'throttled', reason, retryAfterMs: retryAfterMs ?? 1000 };
-  return { kind: rule.create, reason };
+  if (rule.create === 'throttled') return { result: { kind: 'throttled', reason, retryAfterMs: retryAfterMs ?? 1000 }, log: rule.log };
+  return { result: { kind: rule.create, reason }, log: rule.log };
 }
 
 /** The error any non-create call throws for an HTTP error answer, per the table. */

@@ -134,7 +134,11 @@ export class FakeRunpodApi {
     this.directSshDelayMs = directSshDelayMs;
   }
 
-  /** Creates for this GPU (id or name) answer the capacity 400 and the catalog reads NONE. */
+  /**
+   * Creates for this GPU (id or name) answer the capacity 400 while the catalog still lists it:
+   * the race RunPod documents (stock gone between the catalog read and the create). To take a GPU
+   * out of the catalog as well, give it `availability: 'NONE'` through `setGpus`.
+   */
   noCapacity(gpuIdOrName: string, on = true): void {
     for (const g of this.gpus.filter((x) => x.id === gpuIdOrName || x.name === gpuIdOrName)) {
       if (on) this.blocked.add(g.id);
@@ -310,7 +314,7 @@ export class FakeRunpodApi {
     if (cloud !== 'SECURE' && cloud !== 'COMMUNITY') return this.problem(res, 422, `cloud: unsupported value "${cloud}"`);
     const count = q.get('count') ?? '1';
     if (!/^[1-9]\d*$/.test(count)) return this.problem(res, 422, 'count: must be an integer >= 1');
-    this.json(res, 200, { gpus: this.gpus.map((g) => catalogEntry(g, withAvailability, Number(count), cloud, this.blocked.has(g.id))) });
+    this.json(res, 200, { gpus: this.gpus.map((g) => catalogEntry(g, withAvailability, Number(count), cloud)) });
   }
 
   private async create(body: unknown, res: ServerResponse): Promise<void> {

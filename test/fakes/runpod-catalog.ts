@@ -73,7 +73,7 @@ export const FAKE_RUNPOD_GPUS: FakeRunpodGpu[] = [
 ];
 
 /** The catalog entry as `GET /v2/catalog/gpus?include=AVAILABILITY&product=POD` shows it for `count` GPUs. */
-export function catalogEntry(g: FakeRunpodGpu, withAvailability: boolean, count: number, cloud: 'SECURE' | 'COMMUNITY', blocked: boolean): Record<string, unknown> {
+export function catalogEntry(g: FakeRunpodGpu, withAvailability: boolean, count: number, cloud: 'SECURE' | 'COMMUNITY'): Record<string, unknown> {
   const entry: Record<string, unknown> = {
     id: g.id,
     name: g.name,
@@ -86,7 +86,7 @@ export function catalogEntry(g: FakeRunpodGpu, withAvailability: boolean, count:
     maxCount: g.maxCount,
   };
   if (!withAvailability) return entry;
-  const availability = blocked ? 'NONE' : placeable(g, count, cloud) ? g.availability : 'NONE';
+  const availability = placeable(g, count, cloud) ? g.availability : 'NONE';
   entry.availability = availability;
   if (availability !== 'NONE') {
     entry.dataCenters = [{ id: g.dataCenterId, name: g.dataCenterId, availability }];

@@ -9,25 +9,26 @@ import { H100, makeRunpodHarness, type RunpodHarness } from './runpod-harness.js
 const keys = generateDeploymentKeyPair('runpod-errors');
 
 /** Every documented create answer, as the fake sends it, and what the plugin must make of it. */
-const CREATE_CASES: { name: string; answer: ScriptedProblem | RunpodFailure; kind: string; reason: RegExp; retryAfterMs?: number }[] = [
-  { name: '400 no instances available', answer: { status: 400, detail: NO_INSTANCES_DETAIL }, kind: 'unavailable', reason: /no capacity/ },
-  { name: '400 rule violation for this GPU', answer: { status: 400, detail: 'gpu.count 16 exceeds the maximum of 8' }, kind: 'unavailable', reason: /exceeds the maximum/ },
-  { name: '401 bad key', answer: { status: 401, detail: 'invalid api key' }, kind: 'rejected', reason: /API key/ },
-  { name: '402 insufficient balance', answer: { status: 402, detail: 'insufficient balance to deploy this pod' }, kind: 'rejected', reason: /balance/ },
-  { name: '403 no access to the pool', answer: { status: 403, detail: 'access denied' }, kind: 'unavailable', reason: /no access to the pool/ },
-  { name: '404 unknown GPU type', answer: { status: 404, detail: 'resource not found' }, kind: 'unavailable', reason: /not found/ },
-  { name: '405 method not allowed', answer: { status: 405, detail: 'The requested method is not allowed for this path.' }, kind: 'rejected', reason: /unexpected client error/ },
+const CREATE_CASES: { name: string; answer: ScriptedProblem | RunpodFailure; kind: string; reason: RegExp; log?: string; retryAfterMs?: number }[] = [
+  { name: '400 no instances available', answer: { status: 400, detail: NO_INSTANCES_DETAIL }, kind: 'unavailable', log: 'info', reason: /no capacity/ },
+  { name: '400 rule violation for this GPU', answer: { status: 400, detail: 'gpu.count 16 exceeds the maximum of 8' }, kind: 'unavailable', log: 'warn', reason: /exceeds the maximum/ },
+  { name: '401 bad key', answer: { status: 401, detail: 'invalid api key' }, kind: 'rejected', log: 'error', reason: /API key/ },
+  { name: '402 insufficient balance', answer: { status: 402, detail: 'insufficient balance to deploy this pod' }, kind: 'rejected', log: 'error', reason: /balance/ },
+  { name: '403 no access to the pool', answer: { status: 403, detail: 'access denied' }, kind: 'unavailable', log: 'warn', reason: /no access to the pool/ },
+  { name: '404 unknown GPU type', answer: { status: 404, detail: 'resource not found' }, kind: 'unavailable', log: 'warn', reason: /not found/ },
+  { name: '405 method not allowed', answer: { status: 405, detail: 'The requested method is not allowed for this path.' }, kind: 'rejected', log: 'error', reason: /unexpected client error/ },
   {
     name: '422 invalid body',
     answer: { status: 422, detail: 'Request validation failed.', errors: ["$: additional properties 'bogus' not allowed"] },
     kind: 'rejected',
+    log: 'error',
     reason: /additional properties 'bogus'/,
   },
-  { name: '429 with Retry-After', answer: { status: 429, detail: 'rate limit exceeded for the minute window', headers: { 'Retry-After': '12' } }, kind: 'throttled', reason: /rate limited/, retryAfterMs: 12_000 },
-  { name: '429 without Retry-After', answer: { status: 429, detail: 'rate limit exceeded' }, kind: 'throttled', reason: /rate limited/, retryAfterMs: 2000 },
-  { name: '500', answer: { status: 500, detail: 'internal error' }, kind: 'ambiguous', reason: /server error/ },
-  { name: '502', answer: { status: 502, detail: 'bad gateway' }, kind: 'ambiguous', reason: /server error/ },
-  { name: '503 (failNext 5xx)', answer: '5xx', kind: 'ambiguous', reason: /server error/ },
+  { name: '429 with Retry-After', answer: { status: 429, detail: 'rate limit exceeded for the minute window', headers: { 'Retry-After': '12' } }, kind: 'throttled', log: 'info', reason: /rate limited/, retryAfterMs: 12_000 },
+  { name: '429 without Retry-After', answer: { status: 429, detail: 'rate limit exceeded' }, kind: 'throttled', log: 'info', reason: /rate limited/, retryAfterMs: 2000 },
+  { name: '500', answer: { status: 500, detail: 'internal error' }, kind: 'ambiguous', log: 'warn', reason: /server error/ },
+  { name: '502', answer: { status: 502, detail: 'bad gateway' }, kind: 'ambiguous', log: 'warn', reason: /server error/ },
+  { name: '503 (failNext 5xx)', answer: '5xx', kind: 'ambiguous', log: 'warn', reason: /server error/ },
   { name: 'timeout (failNext hang)', answer: 'hang', kind: 'ambiguous', reason: /no answer within/ },
   { name: 'dropped connection', answer: 'drop', kind: 'ambiguous', reason: /POST \/v2\/pods/ },
 ];
@@ -75,7 +76,7 @@ describe('RunPod error table', () => {
       if (c.retryAfterMs !== undefined) assert.equal((res as { retryAfterMs: number }).retryAfterMs, c.retryAfterMs);
       if (c.kind !== 'ambiguous') assert.equal(h.fake.instances().length, 0, 'nothing was created');
       assert.ok(!(res as { reason: string }).reason.includes(h.fake.apiKey));
-      if (c.kind === 'rejected') assert.ok(h.logs.some((l) => l.level === 'error' && l.result === 'rejected'), 'a rejected create is logged as an error');
+      if (c.log) assert.ok(h.logs.some((l) => l.level === c.log && l.result === c.kind), `logged at ${c.log}: ${JSON.stringify(h.logs)}`);
     });
   }
 

@@ -70,8 +70,9 @@ describe(RunpodProvider.name, () => {
     });
 
     it('drops a GPU the catalog reports without stock, and fails loudly when the catalog fails', async () => {
-      h.fake.noCapacity(H100);
+      h.fake.setGpus(FAKE_RUNPOD_GPUS.map((g) => (g.id === H100 ? { ...g, availability: 'NONE' } : g)));
       assert.ok(!(await h.provider.listOffers()).some((o) => o.name === H100));
+      assert.ok((await h.provider.listOffers()).some((o) => o.name.includes('4090')));
       h.fake.failNext('offers', '5xx');
       await assert.rejects(h.provider.listOffers(), (e: ProviderApiError) => e.errorClass === 'unavailable' && e.status === 503);
     });
