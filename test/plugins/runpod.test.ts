@@ -113,11 +113,11 @@ describe(RunpodProvider.name, () => {
       const res = await p.create(label, h.offer(), keys.publicKey);
       assert.equal(res.kind, 'ambiguous');
       assert.match((res as { reason: string }).reason, /no answer within 300 ms/);
-      const found = await p.findByLabel(label);
-      assert.equal(found?.instanceId, h.fake.instances()[0].id);
+      const found = await waitFor('the pod of the unanswered create', async () => (await p.findByLabel(label)) ?? undefined);
+      assert.equal(found.instanceId, h.fake.instances()[0].id);
       h.fake.hangCreatesAfterCreating(false);
       // Asked again with the same label, the plugin returns that pod instead of making another.
-      assert.deepEqual(await p.create(label, h.offer(), keys.publicKey), { kind: 'created', instanceId: found?.instanceId });
+      assert.deepEqual(await p.create(label, h.offer(), keys.publicKey), { kind: 'created', instanceId: found.instanceId });
       assert.equal(h.fake.instances().length, 1);
     });
   });
