@@ -3,9 +3,14 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import runpodPlugin from '../../plugins/runpod/index.js';
+import { offerKey } from '../../plugins/runpod/runpod-provider.js';
+import { systemClock } from '../../src/clock.js';
+import { createLogger } from '../../src/logger.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec } from '../../src/providers/ssh-probe.js';
 import { FakeRunpodApi, NO_INSTANCES_DETAIL } from '../fakes/runpod-api.js';
+import { testDataSource } from '../helpers/db.js';
 import { waitFor } from './provider-contract.js';
 
 const H100 = 'NVIDIA H100 80GB HBM3';
@@ -122,6 +127,21 @@ describe('RunPod fake vs. the official @runpod/mcp-server', function () {
       'every call came from the official server',
     );
     assert.equal(fake.instances().length, 0);
+  });
+
+  it("sees the pods our plugin makes as our plugin does, and our plugin sees its deletes", async () => {
+    const deps = { logger: createLogger('silent'), clock: systemClock, dataSource: await testDataSource(), production: false, labelPrefix: 'mcp-' };
+    const provider = await runpodPlugin.create(runpodPlugin.validateOptions({ API_KEY: fake.apiKey, API_URL: fake.url }), deps);
+    const res = await provider.create('mcp-plugin-pod', { id: 'o1', key: offerKey('NVIDIA A100 80GB PCIe', 2), name: 'NVIDIA A100 80GB PCIe', gpuCount: 2 }, keys.publicKey);
+    assert.equal(res.kind, 'created');
+    const id = (res as { instanceId: string }).instanceId;
+    const seen = await call('get-pod', { id });
+    assert.equal(seen.isError, false, JSON.stringify(seen.payload));
+    assert.deepEqual([seen.payload.name, seen.payload.gpu, seen.payload.ports], ['mcp-plugin-pod', { id: 'NVIDIA A100 80GB PCIe', count: 2 }, ['22/tcp']]);
+    assert.deepEqual(seen.payload.env, { PUBLIC_KEY: keys.publicKey.trim() });
+    assert.equal((await call('delete-pod', { id })).isError, false);
+    assert.equal((await provider.get(id)).state, 'gone');
+    assert.deepEqual(await provider.listInstances(), []);
   });
 
   it('retries a 429 after the Retry-After the fake sends, as RunPod clients do', async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import runpodPlugin from '../../plugins/runpod/index.js';
 import { RUNPOD_DEFAULTS } from '../../plugins/runpod/options.js';
 import { offerKey, RunpodProvider } from '../../plugins/runpod/runpod-provider.js';
-import { POD_STATES } from '../../plugins/runpod/tables.js';
+import { POD_STATES, podState } from '../../plugins/runpod/tables.js';
 import { usdToCentsCeil } from '../../src/providers/pricing.js';
 import { ProviderApiError } from '../../src/providers/provider-http.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
@@ -139,6 +139,10 @@ describe(RunpodProvider.name, () => {
         assert.equal(POD_STATES[status], ours);
       });
     }
+
+    it('reads a status it does not know yet as pending, never as running or gone', () => {
+      assert.equal(podState('HIBERNATING'), 'pending');
+    });
 
     it('walks PROVISIONING -> STARTING -> RUNNING, and reports SSH only once ssh.direct exists', async () => {
       h.fake.setBootMs(400, 60_000);
