@@ -1,0 +1,139 @@
+import type { Logger } from '../../src/logger.js';
+import { ProviderApiError, ProviderHttpClient, type EndpointLimit, type HttpResponse } from '../../src/providers/provider-http.js';
+import type { RunpodOptions } from './options.js';
+import { apiErrorFor, problemDetail } from './tables.js';
+
+/** One way into a pod over SSH (`PodSshEndpoint`). */
+export interface PodSshEndpoint {
+  host: string;
+  port: number;
+  username: string;
+  command?: string;
+}
+
+/** The fields of a v2 `Pod` the plugin reads. */
+export interface RunpodPod {
+  id: string;
+  name: string;
+  status: string;
+  gpu?: { id: string; count?: number };
+  cost?: number;
+  dataCenterId?: string | null;
+  createdAt?: string;
+  ssh?: { proxy: PodSshEndpoint | null; direct: PodSshEndpoint | null } | null;
+}
+
+/** The fields of a v2 catalog `GpuType` the plugin reads. */
+export interface RunpodGpuType {
+  id: string;
+  name: string;
+  manufacturer?: string;
+  memory?: number;
+  secure?: boolean;
+  community?: boolean;
+  price: { secure?: number; community?: number };
+  maxCount: { secure?: number; community?: number };
+  availability?: 'NONE' | 'LOW' | 'MEDIUM' | 'HIGH';
+}
+
+/** `POST /v2/pods` body: only documented fields (the API answers 422 to any other). */
+export interface CreatePodBody {
+  name: string;
+  image: string;
+  // Always with count: a create without it has been seen to fail as "no instances available".
+  gpu: { id: string; count: number };
+  cloud: 'SECURE' | 'COMMUNITY';
+  disk: number;
+  ports: string[];
+  env: Record<string, string>;
+}
+
+/**
+ * Client-side spacing per endpoint bucket. RunPod's quota is per user and announced in
+ * `RateLimit-Policy` (e.g. 60 a minute); these keep a burst of polls from spending it, and a 429
+ * pushes the bucket out by `Retry-After`.
+ */
+export const RUNPOD_LIMITS: Record<string, EndpointLimit> = {
+  catalog: { minIntervalMs: 1000 },
+  'pods.create': { minIntervalMs: 1000 },
+  'pods.read': { minIntervalMs: 250 },
+  'pods.delete': { minIntervalMs: 500 },
+};
+
+export interface RunpodClientHooks {
+  limits?: Record<string, EndpointLimit>;
+  timeoutMs?: number;
+  createTimeoutMs?: number;
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** Whether an answer has the fields of a pod the plugin relies on. */
+export function isPod(v: unknown): v is RunpodPod {
+  const p = v as RunpodPod | null;
+  return !!p && typeof p === 'object' && typeof p.id === 'string' && typeof p.name === 'string' && typeof p.status === 'string';
+}
+
+/** The v2 endpoints the plugin uses, over the shared provider HTTP client. */
+export class RunpodClient {
+  readonly http: ProviderHttpClient;
+  private readonly createTimeoutMs?: number;
+
+  constructor(options: RunpodOptions, logger: Logger, hooks: RunpodClientHooks = {}) {
+    this.http = new ProviderHttpClient({
+      providerId: 'runpod',
+      baseUrl: options.apiUrl,
+      apiKey: options.apiKey,
+      logger,
+      limits: hooks.limits ?? RUNPOD_LIMITS,
+      timeoutMs: hooks.timeoutMs,
+      now: hooks.now,
+      sleep: hooks.sleep,
+    });
+    this.createTimeoutMs = hooks.createTimeoutMs;
+  }
+
+  private fail(what: string, res: HttpResponse): never {
+    throw apiErrorFor(`runpod ${what}`, res.status, problemDetail(res.json, res.text), res.retryAfterMs);
+  }
+
+  /** `GET /v2/catalog/gpus` with pod availability for `count` GPUs in `cloud`. */
+  async gpuTypes(cloud: 'SECURE' | 'COMMUNITY', count: number): Promise<RunpodGpuType[]> {
+    const res = await this.http.request('catalog', 'GET', '/v2/catalog/gpus', { query: { include: 'AVAILABILITY', product: 'POD', cloud, count } });
+    if (res.status !== 200) this.fail('GET /v2/catalog/gpus', res);
+    const gpus = (res.json as { gpus?: unknown } | null)?.gpus;
+    if (!Array.isArray(gpus)) throw new ProviderApiError('bad_response', 'runpod GET /v2/catalog/gpus: no "gpus" array in the answer', res.status);
+    return gpus.filter((g): g is RunpodGpuType => !!g && typeof g.id === 'string' && typeof g.name === 'string' && !!g.price && !!g.maxCount);
+  }
+
+  /** `POST /v2/pods`: the raw answer, for the create error table. */
+  createPod(body: CreatePodBody): Promise<HttpResponse> {
+    return this.http.request('pods.create', 'POST', '/v2/pods', { body, timeoutMs: this.createTimeoutMs });
+  }
+
+  /** `GET /v2/pods`: every pod of the account (no name filter exists). Any failure throws. */
+  async listPods(): Promise<RunpodPod[]> {
+    const res = await this.http.request('pods.read', 'GET', '/v2/pods');
+    if (res.status !== 200) this.fail('GET /v2/pods', res);
+    const pods = (res.json as { pods?: unknown } | null)?.pods;
+    if (!Array.isArray(pods)) throw new ProviderApiError('bad_response', 'runpod GET /v2/pods: no "pods" array in the answer', res.status);
+    if (!pods.every(isPod)) throw new ProviderApiError('bad_response', 'runpod GET /v2/pods: a pod without id, name or status', res.status);
+    return pods;
+  }
+
+  /** `GET /v2/pods/{id}`; null when RunPod answers 404 (the pod is gone). */
+  async getPod(id: string): Promise<RunpodPod | null> {
+    const res = await this.http.request('pods.read', 'GET', `/v2/pods/${encodeURIComponent(id)}`);
+    if (res.status === 404) return null;
+    if (res.status !== 200) this.fail('GET /v2/pods/{id}', res);
+    if (!isPod(res.json)) throw new ProviderApiError('bad_response', 'runpod GET /v2/pods/{id}: not a pod', res.status);
+    return res.json;
+  }
+
+  /** `DELETE /v2/pods/{id}`: 204, or 404 when it is already gone. */
+  async deletePod(id: string): Promise<void> {
+    const res = await this.http.request('pods.delete', 'DELETE', `/v2/pods/${encodeURIComponent(id)}`);
+    if (res.status === 204 || res.status === 200 || res.status === 404) return;
+    this.fail('DELETE /v2/pods/{id}', res);
+  }
+}

@@ -1,0 +1,407 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
+import { FakeMachine } from './fake-machine.js';
+import { catalogEntry, FAKE_RUNPOD_GPUS, placeable, type FakeRunpodGpu } from './runpod-catalog.js';
+import { validateCreatePod } from './runpod-validation.js';
+
+export { FAKE_RUNPOD_GPUS, type FakeRunpodGpu } from './runpod-catalog.js';
+
+export type RunpodEndpoint = 'create' | 'get' | 'list' | 'destroy' | 'offers';
+export type RunpodFailure = '5xx' | 'hang' | '429' | 'drop';
+export type FakePodStatus = 'PROVISIONING' | 'STARTING' | 'RUNNING' | 'EXITED' | 'ERROR' | 'TERMINATED';
+
+/** The `detail` RunPod gives a create it cannot place (the only sign of no capacity). */
+export const NO_INSTANCES_DETAIL = 'There are no longer any instances available with the requested specifications. Please refresh and try again.';
+
+/** A problem document to answer once, for error-mapping tests (`answerNext`). */
+export interface ScriptedProblem {
+  status: number;
+  title?: string;
+  detail: string;
+  errors?: string[];
+  headers?: Record<string, string>;
+}
+
+export interface FakeRunpodOptions {
+  apiKey?: string;
+  gpus?: FakeRunpodGpu[];
+  /** Creation to RUNNING; PROVISIONING for the first half, STARTING for the second. Default 300 ms. */
+  bootMs?: number;
+  /** RUNNING without `ssh.direct` for this long before the port mapping appears. Default 150 ms. */
+  directSshDelayMs?: number;
+  /** Requests per minute before the documented 429. Default 100000 (out of the way). */
+  quotaPerMinute?: number;
+  /** `Retry-After` seconds on the fake's 429s. Default 1. */
+  retryAfterSeconds?: number;
+}
+
+interface PodRecord {
+  id: string;
+  body: Record<string, unknown>;
+  gpu: FakeRunpodGpu;
+  count: number;
+  cloud: 'SECURE' | 'COMMUNITY';
+  createdAt: number;
+  bootMs: number;
+  directSshDelayMs: number;
+  forced?: FakePodStatus;
+  machine: FakeMachine;
+}
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  402: 'Payment Required',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  422: 'Unprocessable Entity',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+/**
+ * A local stand-in for RunPod's REST v2 pod surface as documented (catalog/gpus, pods create, get,
+ * list, delete): bearer auth, RFC 9457 problem documents, RateLimit headers and 429 with
+ * Retry-After, 422 for unknown body fields, the observed false "no instances" 400 when
+ * `gpu.count` is left out, and RUNNING reported before `ssh.direct`. Each pod is a FakeMachine
+ * (user root) admitting only the key in `env.PUBLIC_KEY`.
+ */
+export class FakeRunpodApi {
+  readonly calls: { method: string; path: string; query: string; body?: unknown; userAgent?: string }[] = [];
+  readonly apiKey: string;
+  url = '';
+  gpus: FakeRunpodGpu[];
+  private readonly server: Server;
+  private readonly pods = new Map<string, PodRecord>();
+  /** Machines whose pods the API forgot (`forget`) or deleted: closed with the fake. */
+  private readonly orphans: FakeMachine[] = [];
+  private readonly failures = new Map<RunpodEndpoint, (RunpodFailure | ScriptedProblem)[]>();
+  private readonly blocked = new Set<string>();
+  private bootMs: number;
+  private directSshDelayMs: number;
+  private allLimited = false;
+  private hangCreates = false;
+  private retryAfterSeconds: number;
+  private readonly window = { start: Date.now(), used: 0, quota: 100_000 };
+
+  private constructor(opts: FakeRunpodOptions) {
+    this.apiKey = opts.apiKey ?? `rpa_${randomBytes(16).toString('hex').toUpperCase()}`;
+    this.gpus = (opts.gpus ?? FAKE_RUNPOD_GPUS).map((g) => ({ ...g }));
+    this.bootMs = opts.bootMs ?? 300;
+    this.directSshDelayMs = opts.directSshDelayMs ?? 150;
+    this.window.quota = opts.quotaPerMinute ?? 100_000;
+    this.retryAfterSeconds = opts.retryAfterSeconds ?? 1;
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((err: Error) => this.problem(res, 500, `fake failure: ${err.message}`));
+    });
+  }
+
+  static async start(opts: FakeRunpodOptions = {}): Promise<FakeRunpodApi> {
+    const fake = new FakeRunpodApi(opts);
+    await new Promise<void>((resolve) => fake.server.listen(0, '127.0.0.1', resolve));
+    fake.url = `http://127.0.0.1:${(fake.server.address() as AddressInfo).port}`;
+    return fake;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const machines = [...[...this.pods.values()].map((p) => p.machine), ...this.orphans];
+    this.pods.clear();
+    this.orphans.length = 0;
+    await Promise.all(machines.map((m) => m.close()));
+  }
+
+  /** Every pod the API knows, with its current status and the port its SSH listens on. */
+  instances(): { id: string; label: string; name: string; status: FakePodStatus; sshPort: number; env: Record<string, string> }[] {
+    return [...this.pods.values()].map((p) => ({
+      id: p.id,
+      label: String(p.body.name),
+      name: String(p.body.name),
+      status: this.statusOf(p).status,
+      sshPort: p.machine.port,
+      env: (p.body.env ?? {}) as Record<string, string>,
+    }));
+  }
+
+  setBootMs(ms: number, directSshDelayMs = this.directSshDelayMs): void {
+    this.bootMs = ms;
+    this.directSshDelayMs = directSshDelayMs;
+  }
+
+  /**
+   * Creates for this GPU (id or name) answer the capacity 400 while the catalog still lists it:
+   * the race RunPod documents (stock gone between the catalog read and the create). To take a GPU
+   * out of the catalog as well, give it `availability: 'NONE'` through `setGpus`.
+   */
+  noCapacity(gpuIdOrName: string, on = true): void {
+    for (const g of this.gpus.filter((x) => x.id === gpuIdOrName || x.name === gpuIdOrName)) {
+      if (on) this.blocked.add(g.id);
+      else this.blocked.delete(g.id);
+    }
+  }
+
+  /** Every authenticated request answers 429 with Retry-After while on. */
+  rateLimitAll(on: boolean, retryAfterSeconds = this.retryAfterSeconds): void {
+    this.allLimited = on;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+
+  /** The next call to `endpoint` fails this way: a 503, no answer, a 429, or a cut connection. */
+  failNext(endpoint: RunpodEndpoint, kind: RunpodFailure): void {
+    this.queue(endpoint).push(kind);
+  }
+
+  /** The next call to `endpoint` gets this problem document (402 balance, 403 pool, ...). */
+  answerNext(endpoint: RunpodEndpoint, problem: ScriptedProblem): void {
+    this.queue(endpoint).push(problem);
+  }
+
+  /** While on, a create makes the pod and then never answers (the ambiguous create). */
+  hangCreatesAfterCreating(on: boolean): void {
+    this.hangCreates = on;
+  }
+
+  /** The API forgets the pod (404, absent from lists) while its machine keeps serving SSH. */
+  forget(instanceId: string): void {
+    const p = this.pods.get(instanceId);
+    if (!p) return;
+    this.pods.delete(instanceId);
+    this.orphans.push(p.machine);
+  }
+
+  /** Forces a pod's status (EXITED, ERROR, TERMINATED, ...); `undefined` returns it to its boot clock. */
+  setStatus(instanceId: string, status: FakePodStatus | undefined): void {
+    const p = this.pods.get(instanceId);
+    if (p) p.forced = status;
+  }
+
+  /** Replaces the catalog. */
+  setGpus(gpus: FakeRunpodGpu[]): void {
+    this.gpus = gpus.map((g) => ({ ...g }));
+  }
+
+  private queue(endpoint: RunpodEndpoint) {
+    let q = this.failures.get(endpoint);
+    if (!q) this.failures.set(endpoint, (q = []));
+    return q;
+  }
+
+  private rateHeaders(res: ServerResponse): number {
+    const now = Date.now();
+    if (now - this.window.start >= 60_000) Object.assign(this.window, { start: now, used: 0 });
+    this.window.used += 1;
+    const reset = Math.max(1, Math.ceil((this.window.start + 60_000 - now) / 1000));
+    const remaining = Math.max(0, this.window.quota - this.window.used);
+    res.setHeader('RateLimit', `"minute";r=${remaining};t=${reset}`);
+    res.setHeader('RateLimit-Policy', `"minute";q=${this.window.quota};w=60`);
+    return this.window.used > this.window.quota ? reset : 0;
+  }
+
+  private problem(res: ServerResponse, status: number, detail: string, extra: { errors?: string[]; title?: string; headers?: Record<string, string> } = {}): void {
+    if (res.headersSent) return;
+    const body: Record<string, unknown> = { title: extra.title ?? TITLES[status] ?? 'Error', status, detail };
+    if (extra.errors) body.errors = extra.errors;
+    for (const [k, v] of Object.entries(extra.headers ?? {})) res.setHeader(k, v);
+    res.writeHead(status, { 'Content-Type': 'application/problem+json' });
+    res.end(JSON.stringify(body));
+  }
+
+  private json(res: ServerResponse, status: number, body: unknown): void {
+    res.writeHead(status, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify(body));
+  }
+
+  private tooMany(res: ServerResponse, seconds: number): void {
+    this.problem(res, 429, 'rate limit exceeded for the minute window', { headers: { 'Retry-After': String(seconds) } });
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const raw = await new Promise<string>((resolve) => {
+      let data = '';
+      req.on('data', (c: Buffer) => (data += c.toString()));
+      req.on('end', () => resolve(data));
+    });
+    let body: unknown;
+    let badJson = false;
+    if (raw) {
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        badJson = true;
+      }
+    }
+    const method = req.method ?? 'GET';
+    this.calls.push({ method, path: url.pathname, query: url.search, body, userAgent: req.headers['user-agent'] });
+
+    const route = this.route(method, url.pathname);
+    if (req.headers.authorization !== `Bearer ${this.apiKey}`) {
+      this.problem(res, 401, req.headers.authorization?.startsWith('Bearer ') ? 'invalid api key' : 'missing bearer token');
+      return;
+    }
+    const exhausted = this.rateHeaders(res);
+    if (exhausted) return this.tooMany(res, exhausted);
+    if (this.allLimited) return this.tooMany(res, this.retryAfterSeconds);
+    if (!route) return this.problem(res, 404, 'resource not found');
+    if ('allow' in route) {
+      res.setHeader('Allow', route.allow);
+      return this.problem(res, 405, 'The requested method is not allowed for this path.');
+    }
+    const failure = this.failures.get(route.endpoint)?.shift();
+    if (failure === 'hang') return; // the socket stays open until the caller gives up or the fake closes
+    if (failure === 'drop') {
+      req.socket.destroy();
+      return;
+    }
+    if (failure === '429') return this.tooMany(res, this.retryAfterSeconds);
+    if (failure === '5xx') return this.problem(res, 503, 'upstream temporarily unavailable');
+    if (failure) return this.problem(res, failure.status, failure.detail, failure);
+    if (badJson) return this.problem(res, 400, 'request body is not valid JSON');
+
+    switch (route.endpoint) {
+      case 'offers':
+        return this.catalog(url, res);
+      case 'list':
+        return this.json(res, 200, { pods: [...this.pods.values()].filter((p) => this.statusOf(p).status !== 'TERMINATED').map((p) => this.podJson(p)) });
+      case 'get': {
+        const p = this.pods.get(route.id);
+        return p ? this.json(res, 200, this.podJson(p)) : this.problem(res, 404, 'pod not found');
+      }
+      case 'destroy': {
+        const p = this.pods.get(route.id);
+        if (!p) return this.problem(res, 404, 'pod not found');
+        this.pods.delete(route.id);
+        await p.machine.close();
+        res.writeHead(204).end();
+        return;
+      }
+      case 'create':
+        return this.create(body, res);
+    }
+  }
+
+  private route(method: string, path: string): { endpoint: RunpodEndpoint; id: string } | { allow: string } | null {
+    if (path === '/v2/catalog/gpus') return method === 'GET' ? { endpoint: 'offers', id: '' } : { allow: 'GET' };
+    if (path === '/v2/pods') {
+      if (method === 'GET') return { endpoint: 'list', id: '' };
+      if (method === 'POST') return { endpoint: 'create', id: '' };
+      return { allow: 'GET, POST' };
+    }
+    const m = /^\/v2\/pods\/([^/]+)$/.exec(path);
+    if (!m) return null;
+    const id = decodeURIComponent(m[1]);
+    if (method === 'GET') return { endpoint: 'get', id };
+    if (method === 'DELETE') return { endpoint: 'destroy', id };
+    return { allow: 'GET, PATCH, DELETE' };
+  }
+
+  private catalog(url: URL, res: ServerResponse): void {
+    const q = url.searchParams;
+    const include = q.get('include');
+    if (include !== null && include !== 'AVAILABILITY') return this.problem(res, 422, `include: unsupported value "${include}"`);
+    const withAvailability = include === 'AVAILABILITY';
+    const product = q.get('product');
+    if (withAvailability && !product) return this.problem(res, 400, 'product is required with include=AVAILABILITY');
+    if (!withAvailability && (product || q.has('count') || q.has('cloud'))) return this.problem(res, 400, 'product, count and cloud are valid only with include=AVAILABILITY');
+    if (product && !product.split(',').every((p) => ['POD', 'CLUSTER', 'SERVERLESS'].includes(p))) return this.problem(res, 422, `product: unsupported value "${product}"`);
+    const cloud = q.get('cloud') ?? 'SECURE';
+    if (cloud !== 'SECURE' && cloud !== 'COMMUNITY') return this.problem(res, 422, `cloud: unsupported value "${cloud}"`);
+    const count = q.get('count') ?? '1';
+    if (!/^[1-9]\d*$/.test(count)) return this.problem(res, 422, 'count: must be an integer >= 1');
+    this.json(res, 200, { gpus: this.gpus.map((g) => catalogEntry(g, withAvailability, Number(count), cloud)) });
+  }
+
+  private async create(body: unknown, res: ServerResponse): Promise<void> {
+    const errors = validateCreatePod(body);
+    if (errors.length) return this.problem(res, 422, 'Request validation failed.', { errors });
+    const b = body as Record<string, unknown> & { gpu?: { id: string; count?: number }; cpu?: unknown; env?: Record<string, string>; cloud?: 'SECURE' | 'COMMUNITY' };
+    if (b.templateId !== undefined) return this.problem(res, 404, 'template not found');
+    if (!b.gpu === !b.cpu) return this.problem(res, 400, 'exactly one of gpu or cpu must be set');
+    // This fake stocks GPUs only.
+    if (!b.gpu) return this.problem(res, 400, NO_INSTANCES_DETAIL);
+    const gpu = this.gpus.find((g) => g.id === b.gpu!.id);
+    if (!gpu) return this.problem(res, 400, `gpu type "${b.gpu.id}" is not a valid GPU type id`);
+    // Observed: without gpu.count every create fails with the capacity message, whatever the stock.
+    if (b.gpu.count === undefined) return this.problem(res, 400, NO_INSTANCES_DETAIL);
+    const cloud = b.cloud ?? 'SECURE';
+    const max = gpu.maxCount[cloud === 'SECURE' ? 'secure' : 'community'];
+    if (b.gpu.count > max) return this.problem(res, 400, `gpu.count ${b.gpu.count} exceeds the maximum of ${max} for ${gpu.id} in the ${cloud} cloud`);
+    if (this.blocked.has(gpu.id) || !placeable(gpu, b.gpu.count, cloud)) return this.problem(res, 400, NO_INSTANCES_DETAIL);
+
+    // The official images write PUBLIC_KEY (one key a line) into root's authorized_keys.
+    const keys = (b.env?.PUBLIC_KEY ?? '').split('\n').map((k) => k.trim()).filter(Boolean);
+    const machine = await FakeMachine.start({
+      user: 'root',
+      gpuName: gpu.name,
+      gpuCount: b.gpu.count,
+      vramGb: gpu.memory,
+      publicKey: keys[0] ?? generateDeploymentKeyPair('nobody').publicKey,
+    });
+    for (const k of keys.slice(1)) machine.authorize(k);
+    const id = randomBytes(7).toString('hex').replace(/[0-9]/g, (d) => 'abcdefghij'[Number(d)]).slice(0, 14);
+    const rec: PodRecord = { id, body: b, gpu, count: b.gpu.count, cloud, createdAt: Date.now(), bootMs: this.bootMs, directSshDelayMs: this.directSshDelayMs, machine };
+    this.pods.set(id, rec);
+    if (this.hangCreates) return;
+    this.json(res, 201, this.podJson(rec));
+  }
+
+  private statusOf(p: PodRecord): { status: FakePodStatus; direct: boolean } {
+    if (p.forced) return { status: p.forced, direct: false };
+    const t = Date.now() - p.createdAt;
+    if (t < p.bootMs / 2) return { status: 'PROVISIONING', direct: false };
+    if (t < p.bootMs) return { status: 'STARTING', direct: false };
+    const published = ((p.body.ports ?? []) as string[]).includes('22/tcp');
+    return { status: 'RUNNING', direct: published && t >= p.bootMs + p.directSshDelayMs };
+  }
+
+  private podJson(p: PodRecord): Record<string, unknown> {
+    const { status, direct } = this.statusOf(p);
+    const b = p.body;
+    const placed = status !== 'PROVISIONING';
+    const proxyUser = `${p.id}-64411eb2`;
+    const billed = status !== 'EXITED' && status !== 'TERMINATED';
+    const actions: Record<FakePodStatus, string[]> = {
+      PROVISIONING: ['terminate'],
+      STARTING: ['stop', 'terminate'],
+      RUNNING: ['stop', 'restart', 'terminate'],
+      EXITED: ['start', 'terminate'],
+      ERROR: ['terminate'],
+      TERMINATED: [],
+    };
+    return {
+      id: p.id,
+      name: b.name,
+      image: b.image,
+      args: b.args ?? '',
+      disk: b.disk ?? 20,
+      ports: b.ports ?? [],
+      env: b.env ?? {},
+      registry: b.registry ?? null,
+      status,
+      actions: actions[status],
+      mounts: b.mounts ?? {},
+      gpu: { id: p.gpu.id, count: p.count },
+      cloud: p.cloud,
+      dataCenterId: placed ? p.gpu.dataCenterId : null,
+      cudaVersion: placed ? '12.4' : null,
+      ssh: {
+        // The proxy carries an interactive shell only; the plugin must never hand it out.
+        proxy: placed ? { host: 'ssh.runpod.io', port: 22, username: proxyUser, command: `ssh ${proxyUser}@ssh.runpod.io` } : null,
+        direct: direct ? { host: '127.0.0.1', port: p.machine.port, username: 'root', command: `ssh root@127.0.0.1 -p ${p.machine.port}` } : null,
+      },
+      template: null,
+      cost: billed ? Math.round(p.gpu.price[p.cloud === 'SECURE' ? 'secure' : 'community'] * p.count * 100) / 100 : 0,
+      locked: false,
+      globalNetworking: { enabled: false },
+      runtime: status === 'RUNNING' ? { uptime: Math.floor((Date.now() - p.createdAt - p.bootMs) / 1000), ports: direct ? [{ private: 22, public: p.machine.port, type: 'tcp', ip: '127.0.0.1' }] : [] } : null,
+      createdAt: new Date(p.createdAt).toISOString(),
+      startedAt: status === 'RUNNING' ? new Date(p.createdAt + p.bootMs).toISOString() : null,
+    };
+  }
+}
