@@ -65,8 +65,10 @@ export interface GpuMatch {
 export function matchGpuQuery(query: string): GpuMatch {
   const p = parseGpuName(query);
   const compact = [...p.tokens, ...(p.vramGb === null ? [] : [`${p.vramGb}gb`])].join('');
-  const family = FAMILIES_BY_KEY.get(p.key);
-  const all = family ? familyModels(family.id) : (MODELS_BY_KEY.get(p.key) ?? []);
+  const named = MODELS_BY_KEY.get(p.key) ?? [];
+  // A spelling shared by models of several families ("RTX 6000": Ada and Quadro) means them all.
+  const family = new Set(named.map((g) => g.family)).size > 1 ? undefined : FAMILIES_BY_KEY.get(p.key);
+  const all = family ? familyModels(family.id) : named;
   const models = p.vramGb === null ? all : all.filter((g) => g.vramGb === p.vramGb);
   if (models.length === 0) return { key: unknownGpuSlug(query), slugs: [], known: false, compact };
   let key: string;
