@@ -19,6 +19,7 @@ export class ProviderCatalog1763800008300 implements MigrationInterface {
     await q.query(`CREATE TABLE provider_status (
       provider_id VARCHAR(32) NOT NULL PRIMARY KEY,
       last_refresh_at DATETIME(3) NULL,
+      last_refresh_ok TINYINT(1) NOT NULL DEFAULT 0,
       last_success_at DATETIME(3) NULL,
       offer_count INT NOT NULL DEFAULT 0,
       last_error_class VARCHAR(32) NULL,

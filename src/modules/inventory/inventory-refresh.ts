@@ -122,8 +122,9 @@ export class InventoryRefresher {
       if (gone.length) await m.query('UPDATE offers SET available = 0 WHERE id IN (?)', [gone]);
       await this.bumpVersion(m, now, changed > 0 || gone.length > 0);
       await m.query(
-        `INSERT INTO provider_status (provider_id, last_refresh_at, last_success_at, offer_count) VALUES (?, ?, ?, ?)
-         ON DUPLICATE KEY UPDATE last_refresh_at = VALUES(last_refresh_at), last_success_at = VALUES(last_success_at), offer_count = VALUES(offer_count)`,
+        `INSERT INTO provider_status (provider_id, last_refresh_at, last_refresh_ok, last_success_at, offer_count) VALUES (?, ?, 1, ?, ?)
+         ON DUPLICATE KEY UPDATE last_refresh_at = VALUES(last_refresh_at), last_refresh_ok = 1, last_success_at = VALUES(last_success_at),
+           offer_count = VALUES(offer_count)`,
         [provider, now, now, seen.size],
       );
       return { provider, ok: true, offers: seen.size, added: changed, removed: gone.length };
@@ -142,8 +143,9 @@ export class InventoryRefresher {
       const expired = Number(res.affectedRows ?? 0);
       await this.bumpVersion(m, now, expired > 0);
       await m.query(
-        `INSERT INTO provider_status (provider_id, last_refresh_at, offer_count, last_error_class, last_error_at) VALUES (?, ?, 0, ?, ?)
-         ON DUPLICATE KEY UPDATE last_refresh_at = VALUES(last_refresh_at), last_error_class = VALUES(last_error_class), last_error_at = VALUES(last_error_at)`,
+        `INSERT INTO provider_status (provider_id, last_refresh_at, last_refresh_ok, offer_count, last_error_class, last_error_at) VALUES (?, ?, 0, 0, ?, ?)
+         ON DUPLICATE KEY UPDATE last_refresh_at = VALUES(last_refresh_at), last_refresh_ok = 0, last_error_class = VALUES(last_error_class),
+           last_error_at = VALUES(last_error_at)`,
         [provider, now, errorClass, now],
       );
       return expired;

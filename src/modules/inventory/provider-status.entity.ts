@@ -13,6 +13,10 @@ export class ProviderStatus {
   @Column({ name: 'last_refresh_at', type: 'datetime', precision: 3, nullable: true })
   lastRefreshAt: Date | null;
 
+  /** Whether the latest refresh succeeded (timestamps alone can tie). */
+  @Column({ name: 'last_refresh_ok', type: 'boolean' })
+  lastRefreshOk: boolean;
+
   @Column({ name: 'last_success_at', type: 'datetime', precision: 3, nullable: true })
   lastSuccessAt: Date | null;
 

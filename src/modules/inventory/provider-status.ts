@@ -12,8 +12,7 @@ const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 export function providerHealth(row: ProviderStatus | undefined, now: Date, offerMaxAgeSeconds: number): ProviderHealth {
   const success = row?.lastSuccessAt;
   if (!success || now.getTime() - success.getTime() >= offerMaxAgeSeconds * 1000) return 'down';
-  const failing = row.lastErrorAt !== null && row.lastErrorAt.getTime() > success.getTime();
-  return failing ? 'degraded' : 'ok';
+  return row.lastRefreshOk ? 'ok' : 'degraded';
 }
 
 /** The configured providers, in configuration order, with their recorded refresh outcomes. */
