@@ -4,7 +4,7 @@ import type { Clock } from '../../clock.js';
 import type { Logger } from '../../logger.js';
 import { customerPriceMinor } from '../../providers/pricing.js';
 import type { ProviderErrorClass, ProviderOffer } from '../../providers/provider.js';
-import { errorClassOf } from '../../providers/provider-http.js';
+import { errorClassOf, ProviderApiError } from '../../providers/provider-http.js';
 import type { ProviderRegistry, RegisteredProvider } from '../../providers/provider-registry.js';
 import { resolveProviderGpu } from './gpu-match.js';
 
@@ -33,6 +33,12 @@ export function offerId(provider: string, o: ProviderOffer, customerPrice: numbe
   return uuidv5(shape.join('\u001f'), OFFER_NAMESPACE);
 }
 
+/**
+ * Longest wait for one provider's listing. Plugins time their own calls out; this bound holds
+ * even for one that does not, well inside the refresh job's lock lifetime.
+ */
+export const LIST_OFFERS_TIMEOUT_MS = 120_000;
+
 /** GPU names the catalog did not know, logged once per process each. */
 const reportedUnknown = new Set<string>();
 
@@ -56,6 +62,7 @@ export class InventoryRefresher {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly offerMaxAgeSeconds: number,
+    private readonly listTimeoutMs = LIST_OFFERS_TIMEOUT_MS,
   ) {}
 
   async refreshAll(): Promise<RefreshResult[]> {
@@ -63,7 +70,7 @@ export class InventoryRefresher {
     const fetched = await Promise.all(
       this.providers.registered().map(async (entry) => {
         try {
-          return { entry, offers: await entry.provider.listOffers() };
+          return { entry, offers: await this.listOffers(entry) };
         } catch (err) {
           return { entry, err };
         }
@@ -80,6 +87,18 @@ export class InventoryRefresher {
       }
     }
     return results;
+  }
+
+  private async listOffers(entry: RegisteredProvider): Promise<ProviderOffer[]> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new ProviderApiError('timeout', `${entry.id} listOffers: no answer within ${this.listTimeoutMs} ms`)), this.listTimeoutMs);
+    });
+    try {
+      return await Promise.race([entry.provider.listOffers(), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private staleAt(now: Date): Date {
