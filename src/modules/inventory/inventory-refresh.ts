@@ -16,6 +16,7 @@ export interface RefreshResult {
   provider: string;
   ok: boolean;
   offers: number;
+  /** Offers new or changed (name, model, region) since the previous refresh. */
   added: number;
   removed: number;
   /** For the worker's log only: never shown to customers (it may carry URLs). */
