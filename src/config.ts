@@ -21,6 +21,11 @@ export interface Config {
   publicBaseUrl: string;
   providers: ProviderConfig[];
   inventoryRefreshSeconds: number;
+  /**
+   * How long a provider's offers stay live after its last successful refresh: a provider that
+   * keeps failing loses its offers from /offers, /gpus and admission after this.
+   */
+  offerMaxAgeSeconds: number;
   agentV1Enabled: boolean;
   signupRatePerMinute: number;
   /** Per client address: agent authorizations begun plus setup-code exchanges per minute. */
@@ -172,6 +177,12 @@ export function loadConfig(env: Env = process.env): Config {
     // The development webhook secret is public: with real Stripe money behind it, anyone could sign a payment.
     throw new ConfigError('STRIPE_WEBHOOK_SECRET is required when STRIPE_SECRET_KEY is set (the signing secret of your Stripe webhook endpoint, whsec_...)');
   }
+  const inventoryRefreshSeconds = int(env, 'INVENTORY_REFRESH_SECONDS', 30, 1, 86400);
+  const offerMaxAgeSeconds = int(env, 'OFFER_MAX_AGE_SECONDS', 600, 1, 7 * 86400);
+  if (offerMaxAgeSeconds <= inventoryRefreshSeconds) {
+    // Otherwise every offer would drop out between two healthy refreshes.
+    throw new ConfigError(`OFFER_MAX_AGE_SECONDS (${offerMaxAgeSeconds}) must be greater than INVENTORY_REFRESH_SECONDS (${inventoryRefreshSeconds})`);
+  }
   const publicBaseUrl = url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`, ['http:', 'https:']).replace(/\/+$/, '');
   return {
     nodeEnv: str(env, 'NODE_ENV', 'development'),
@@ -179,7 +190,8 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: url(env, 'DATABASE_URL', 'mysql://root@127.0.0.1:3306/gpu_rental', ['mysql:', 'mariadb:']),
     publicBaseUrl,
     providers: providers(env),
-    inventoryRefreshSeconds: int(env, 'INVENTORY_REFRESH_SECONDS', 30, 1, 86400),
+    inventoryRefreshSeconds,
+    offerMaxAgeSeconds,
     agentV1Enabled: bool(env, 'AGENT_V1_ENABLED', true),
     signupRatePerMinute: int(env, 'SIGNUP_RATE_PER_MINUTE', 30, 1, 1_000_000),
     agentSetupRatePerMinute: int(env, 'AGENT_SETUP_RATE_PER_MINUTE', 60, 1, 1_000_000),

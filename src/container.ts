@@ -58,7 +58,7 @@ export function createServices({ config, ds, clock, logger, providers }: Service
     defaultBillingModel: config.defaultBillingModel,
   });
   const billing = new BillingService(ds, ledger, keys);
-  const inventory = new InventoryService(ds, providers, clock, logger, config.publicBaseUrl);
+  const inventory = new InventoryService(ds, providers, clock, logger, { publicBaseUrl: config.publicBaseUrl, offerMaxAgeSeconds: config.offerMaxAgeSeconds });
   const payments = createPayments({ config, ds, clock, logger, ledger, inventory });
   // Every process gets an Agenda: enqueuing needs no processing, and only the worker role starts it.
   const { queue: jobs } = createAgenda(ds, config);

@@ -2,6 +2,7 @@ import { Account } from '../modules/accounts/account.entity.js';
 import { ApiKey } from '../modules/keys/api-key.entity.js';
 import { LedgerEntry } from '../modules/billing/ledger-entry.entity.js';
 import { Offer } from '../modules/inventory/offer.entity.js';
+import { ProviderStatus } from '../modules/inventory/provider-status.entity.js';
 import { IdempotencyRecord } from '../http/idempotency-record.entity.js';
 import { Order } from '../modules/rentals/order.entity.js';
 import { Deployment } from '../modules/rentals/deployment.entity.js';
@@ -16,4 +17,5 @@ export const entities = [
   Account, ApiKey, LedgerEntry, Offer, IdempotencyRecord, Order, Deployment, Checkout, PaymentEvent,
   DeploymentAttempt, CredentialReveal,
   AgentAuthorization,
+  ProviderStatus,
 ];

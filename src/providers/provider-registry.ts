@@ -1,18 +1,43 @@
 import type { ProviderConfig } from '../config.js';
 import type { Provider, ProviderDeps, ProviderPlugin } from './provider.js';
 
-/** The configured providers, by id. */
+/** One configured provider and what the host needs besides the client: its markup and description. */
+export interface RegisteredProvider {
+  id: string;
+  description: string;
+  /** Percent added to the provider's costs for customer prices (`customerPriceMinor`). */
+  markupPercent: number;
+  provider: Provider;
+}
+
+/** The configured providers, by id, in configuration order. */
 export class ProviderRegistry {
-  constructor(private readonly providers: Map<string, Provider>) {}
+  private readonly entries = new Map<string, RegisteredProvider>();
+
+  constructor(entries: Iterable<RegisteredProvider> = []) {
+    for (const e of entries) this.register(e);
+  }
+
+  /** Adds a provider; ids are unique (a second instance of a plugin needs an id of its own). */
+  register(entry: RegisteredProvider): void {
+    if (entry.provider.id !== entry.id) throw new Error(`provider "${entry.provider.id}" registered as "${entry.id}"`);
+    if (this.entries.has(entry.id)) throw new Error(`provider "${entry.id}" is already registered`);
+    this.entries.set(entry.id, entry);
+  }
 
   get(id: string): Provider {
-    const p = this.providers.get(id);
+    const p = this.entries.get(id);
     if (!p) throw new Error(`provider "${id}" is not configured`);
-    return p;
+    return p.provider;
   }
 
   all(): Provider[] {
-    return [...this.providers.values()];
+    return this.registered().map((e) => e.provider);
+  }
+
+  /** Every provider with its markup and description. */
+  registered(): RegisteredProvider[] {
+    return [...this.entries.values()];
   }
 
   async close(): Promise<void> {
@@ -35,11 +60,11 @@ export async function loadPlugin(id: string): Promise<ProviderPlugin> {
 }
 
 export async function createProviderRegistry(configs: ProviderConfig[], deps: ProviderDeps): Promise<ProviderRegistry> {
-  const map = new Map<string, Provider>();
+  const registry = new ProviderRegistry();
   for (const c of configs) {
     const plugin = await loadPlugin(c.id);
     const options = plugin.validateOptions(c.options);
-    map.set(c.id, await plugin.create(options, deps));
+    registry.register({ id: c.id, description: plugin.description, markupPercent: c.markupPercent, provider: await plugin.create(options, deps) });
   }
-  return new ProviderRegistry(map);
+  return registry;
 }

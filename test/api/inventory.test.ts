@@ -39,7 +39,8 @@ describe('public inventory', () => {
     const prices = offers.map((o: { pricePerHourMinor: number }) => o.pricePerHourMinor);
     assert.deepEqual(prices, [...prices].sort((a, b) => a - b));
     const names = new Set(offers.map((o: { name: string }) => o.name));
-    for (const n of ['NVIDIA H100 SXM', 'NVIDIA A100 80GB', 'NVIDIA L40S', 'NVIDIA GeForce RTX 4090']) assert.ok(names.has(n), n);
+    // Every provider spelling is shown under the catalog's one name.
+    for (const n of ['H100 SXM', 'H100 PCIe', 'A100 SXM4 80GB', 'A100 SXM4 40GB', 'L40S', 'RTX 4090', 'RTX A6000']) assert.ok(names.has(n), n);
     for (const o of offers) {
       assert.match(o.id, /^[0-9a-f-]{36}$/);
       assert.equal(o.currency, 'USD');
@@ -47,6 +48,7 @@ describe('public inventory', () => {
       assert.ok(Number.isInteger(o.maximumDurationSeconds));
       assert.ok(Number.isInteger(o.gpuCount));
       assert.equal(typeof o.category, 'string');
+      assert.equal(o.provider, 'local');
     }
     const preflight = await ctx.api.options('/api/v1/gpus').set('Origin', 'https://agent.example').set('Access-Control-Request-Method', 'GET');
     assert.equal(preflight.status, 204);
@@ -61,8 +63,8 @@ describe('public inventory', () => {
     assert.deepEqual(same.map((o: { id: string }) => o.id), first.map((o: { id: string }) => o.id));
     await ctx.setInventory([offer({ key: 'a', pricePerHourMinor: 310 }), offer({ key: 'b', name: 'NVIDIA L4', vramGb: 24, pricePerHourMinor: 50 })]);
     const changed = (await ctx.api.get('/api/v1/offers')).body.data;
-    const h100Before = first.find((o: { name: string }) => o.name === 'NVIDIA H100 SXM');
-    const h100After = changed.find((o: { name: string }) => o.name === 'NVIDIA H100 SXM');
+    const h100Before = first.find((o: { name: string }) => o.name === 'H100 SXM');
+    const h100After = changed.find((o: { name: string }) => o.name === 'H100 SXM');
     assert.notEqual(h100After.id, h100Before.id);
     assert.equal(h100After.pricePerHourMinor, 310);
     // The old offer stays in the cache, marked unavailable, and leaves the list.
@@ -76,7 +78,7 @@ describe('public inventory', () => {
     assert.equal((await ctx.api.get('/api/v1/offers')).body.data.length, 2);
     await ctx.setInventory([offer({ key: 'a' }), offer({ key: 'c', name: 'NVIDIA L40S', vramGb: 48, pricePerHourMinor: 99, available: false })]);
     const after = (await ctx.api.get('/api/v1/offers')).body.data;
-    assert.deepEqual(after.map((o: { name: string }) => o.name), ['NVIDIA H100 SXM']);
+    assert.deepEqual(after.map((o: { name: string }) => o.name), ['H100 SXM']);
   });
 
   it('keeps the cached offers when the provider fails', async () => {
@@ -104,12 +106,13 @@ describe('public inventory', () => {
     assert.match(g.unit, /cents per hour/);
     assert.equal(g.offersUrl, 'http://gpu.test/api/v1/offers');
     assert.ok(!Number.isNaN(Date.parse(g.generatedAt)));
-    const h100 = g.models.find((m: { slug: string }) => m.slug === 'h100sxm');
+    const h100 = g.models.find((m: { slug: string }) => m.slug === 'h100-sxm');
     const offers = (await ctx.api.get('/api/v1/offers')).body.data;
     const cheapest = offers.find((o: { pricePerHourMinor: number }) => o.pricePerHourMinor === 299);
     assert.deepEqual(h100, {
-      slug: 'h100sxm',
-      name: 'NVIDIA H100 SXM',
+      slug: 'h100-sxm',
+      name: 'H100 SXM',
+      family: 'h100',
       category: 'datacenter',
       vramGb: 80,
       availableOffers: 2,
@@ -119,17 +122,18 @@ describe('public inventory', () => {
       cheapestOfferId: cheapest.id,
       currency: 'USD',
       maximumDurationSeconds: 86400,
-      url: 'http://gpu.test/api/v1/gpus/h100sxm',
-      offersUrl: 'http://gpu.test/api/v1/offers?gpu=h100sxm',
+      providers: ['local'],
+      url: 'http://gpu.test/api/v1/gpus/h100-sxm',
+      offersUrl: 'http://gpu.test/api/v1/offers?gpu=h100-sxm',
     });
-    assert.equal(g.models[0].slug, 'rtx4090', 'models cheapest first');
+    assert.equal(g.models[0].slug, 'rtx-4090', 'models cheapest first');
 
-    const detail = await ctx.api.get('/api/v1/gpus/h100sxm');
+    const detail = await ctx.api.get('/api/v1/gpus/h100-sxm');
     assert.equal(detail.status, 200);
     assert.equal(detail.body.data.offers.length, 2);
     const bySpelling = await ctx.api.get(`/api/v1/gpus/${encodeURIComponent('NVIDIA H100 SXM')}`);
-    assert.equal(bySpelling.body.data.slug, 'h100sxm');
-    const filtered = await ctx.api.get('/api/v1/offers?gpu=h100sxm');
+    assert.equal(bySpelling.body.data.slug, 'h100-sxm');
+    const filtered = await ctx.api.get('/api/v1/offers?gpu=h100-sxm');
     assert.deepEqual(filtered.body.data.map((o: { pricePerHourMinor: number }) => o.pricePerHourMinor), [299, 2392]);
     const fuzzy = await ctx.api.get(`/api/v1/offers?gpu=${encodeURIComponent(' GeForce RTX 4090 ')}`);
     assert.equal(fuzzy.body.data.length, 1);

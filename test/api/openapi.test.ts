@@ -20,6 +20,7 @@ describe('OpenAPI document and reference page', () => {
       ['/api/v1/offers', 'get'],
       ['/api/v1/gpus', 'get'],
       ['/api/v1/gpus/{slug}', 'get'],
+      ['/api/v1/providers', 'get'],
       ['/api/v1/signup', 'post'],
       ['/api/v1/me', 'get'],
       ['/api/v1/billing/balance', 'get'],

@@ -245,7 +245,7 @@ describe('POST /api/v1/rentals', () => {
       assert.equal((r.quote as { hourlyPriceMinor: number }).hourlyPriceMinor, 300);
       const [order] = await orderRows(who.accountId);
       assert.equal(order.requestKind, 'INTENT');
-      assert.equal(order.gpuSlug, 'h100sxm');
+      assert.equal(order.gpuSlug, 'h100-sxm');
       assert.equal(order.gpuCount, 1);
       assert.equal(order.maxHourlyPriceMinor, 1000);
       assert.equal(order.offerId, null);

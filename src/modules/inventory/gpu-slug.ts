@@ -1,14 +1,10 @@
-const VENDOR_WORDS = new Set(['nvidia', 'geforce', 'tesla', 'quadro', 'amd', 'radeon', 'instinct', 'intel']);
+import { matchGpuQuery } from './gpu-match.js';
 
 /**
- * One normalization for GPU model names everywhere (offers, /gpus, GPU-intent rentals):
- * vendor words and all spacing/punctuation are dropped, so "NVIDIA H100", "h100", " H100 "
- * and "GeForce RTX-4090" / "rtx4090" meet on the same slug.
+ * Compact form of a GPU name, for where only the equality of two spellings matters (the
+ * idempotency of GPU-intent rentals): "NVIDIA H100", "h100", " H100 " and "GeForce RTX-4090" /
+ * "rtx4090" meet. Which offers a name means is the catalog's business (`matchGpuQuery`).
  */
 export function gpuSlug(name: string): string {
-  return name
-    .toLowerCase()
-    .split(/[^a-z0-9]+/)
-    .filter((w) => w && !VENDOR_WORDS.has(w))
-    .join('');
+  return matchGpuQuery(name).compact;
 }

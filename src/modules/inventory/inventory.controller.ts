@@ -10,7 +10,7 @@ export class InventoryController extends BaseController {
   /**
    * Every available offer, cheapest first. The canonical source of inventory and prices;
    * no credential needed, readable cross-origin, and ETag'd (send If-None-Match for a 304).
-   * @param gpu Only offers of this GPU model (a slug from /gpus or any spelling, e.g. "NVIDIA H100 SXM", "h100sxm").
+   * @param gpu Only offers of this GPU family ("H100", "4090": every model of it) or model (a slug from /gpus such as "h100-sxm", or any spelling: "NVIDIA H100 SXM", "A100 80GB").
    */
   @Get('offers')
   async offers(@Request() req: ExRequest, @Query() gpu?: string): Promise<Envelope<OfferDto[]>> {
@@ -23,7 +23,7 @@ export class InventoryController extends BaseController {
     return this.cached(req, await this.services.inventory.gpuSummary());
   }
 
-  /** One GPU model and its offers. */
+  /** One GPU model and its offers, by slug or by any spelling that names exactly one model. */
   @Get('gpus/{slug}')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   async gpu(@Request() req: ExRequest, @Path() slug: string): Promise<Envelope<GpuModelDetailDto>> {

@@ -30,11 +30,19 @@ export interface OfferDto {
    * @isInt
    */
   maximumDurationSeconds: number;
+  /** The provider that runs the machine (see GET /api/v1/providers). */
+  provider: string;
+  /** Where the machine would run, when the provider says. */
+  region?: string;
 }
 
 export interface GpuModelDto {
+  /** The model's catalog slug, e.g. `h100-sxm`: the same for every provider's spelling. */
   slug: string;
+  /** The model's one display name, e.g. "H100 SXM". */
   name: string;
+  /** The family a bare query matches, e.g. `h100` for H100 SXM, PCIe and NVL. */
+  family: string;
   category: string;
   /** @isInt */
   vramGb: number | null;
@@ -57,6 +65,8 @@ export interface GpuModelDto {
   currency: string;
   /** @isInt */
   maximumDurationSeconds: number;
+  /** Providers with a current offer of the model. */
+  providers: string[];
   /** @format uri */
   url: string;
   /** @format uri */
@@ -80,4 +90,31 @@ export interface GpuSummaryDto {
 
 export interface GpuModelDetailDto extends GpuModelDto {
   offers: OfferDto[];
+}
+
+export type ProviderHealth = 'ok' | 'degraded' | 'down';
+
+/** One configured GPU provider and how its inventory refreshes are going. */
+export interface ProviderStatusDto {
+  id: string;
+  description: string;
+  /**
+   * `ok`: the latest refresh succeeded. `degraded`: it failed, but the provider's offers from its
+   * last success are still live. `down`: no live offers (refreshes failing beyond the offer age
+   * bound, or none succeeded yet).
+   */
+  status: ProviderHealth;
+  /** @format date-time */
+  lastRefreshAt: string | null;
+  /** @format date-time */
+  lastSuccessAt: string | null;
+  /**
+   * The provider's offers currently listed on /offers.
+   * @isInt
+   */
+  offerCount: number;
+  /** Class of the latest failed refresh (`auth`, `rate_limited`, `unavailable`, `timeout`, `bad_response`, `request`, `internal`); null if none failed yet. */
+  lastErrorClass: string | null;
+  /** @format date-time */
+  lastErrorAt: string | null;
 }

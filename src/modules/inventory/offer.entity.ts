@@ -17,7 +17,7 @@ export class Offer {
   @Column({ type: 'varchar', length: 100 })
   name: string;
 
-  /** Normalized GPU model (see gpu-slug.ts); the join key for /gpus and GPU-intent rentals. */
+  /** Catalog model (see gpu-catalog.ts); the join key for /gpus and GPU-intent rentals. */
   @Column({ type: 'varchar', length: 100 })
   slug: string;
 
@@ -39,8 +39,17 @@ export class Offer {
   @Column({ name: 'storage_gb', type: 'int', nullable: true })
   storageGb: number | null;
 
+  /** Customer price: the provider's cost with the host's markup (src/providers/pricing.ts). */
   @Column({ name: 'price_per_hour_minor', type: 'bigint', transformer: minorUnits })
   pricePerHourMinor: number;
+
+  /** What the provider charges us, whole cents per hour; null on rows cached before costs were kept. */
+  @Column({ name: 'cost_per_hour_minor', type: 'bigint', nullable: true, transformer: minorUnits })
+  costPerHourMinor: number | null;
+
+  /** Where the machine would run, when the provider says. */
+  @Column({ type: 'varchar', length: 64, nullable: true })
+  region: string | null;
 
   @Column({ type: 'char', length: 3 })
   currency: string;
@@ -56,4 +65,11 @@ export class Offer {
 
   @Column({ name: 'last_seen_at', type: 'datetime', precision: 3 })
   lastSeenAt: Date;
+
+  /**
+   * When the offer stops being live unless its provider lists it again: its last sighting plus
+   * OFFER_MAX_AGE_SECONDS. A provider that keeps failing loses its offers at this moment.
+   */
+  @Column({ name: 'stale_at', type: 'datetime', precision: 3 })
+  staleAt: Date;
 }

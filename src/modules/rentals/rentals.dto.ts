@@ -30,8 +30,9 @@ export type GpuCount = 1 | 2 | 4 | 8;
  */
 export interface GpuIntentRentalRequest {
   /**
-   * GPU model, e.g. `H100 SXM`; spacing, case and vendor words are normalized (`NVIDIA H100 SXM`,
-   * `h100sxm` and `H100-SXM` are the same model). See GET /api/v1/gpus for slugs.
+   * A GPU family (`H100`, `4090`, `A100`: any model of it) or a precise model (`H100 SXM`,
+   * `h100-sxm`, `A100 80GB`); spacing, case and vendor words are normalized (`NVIDIA H100 SXM`,
+   * `h100sxm` and `H100-SXM` are the same model). See GET /api/v1/gpus for slugs and families.
    * @minLength 1
    * @maxLength 100
    */

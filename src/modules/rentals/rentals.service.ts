@@ -13,6 +13,7 @@ import type { Account } from '../accounts/account.entity.js';
 import { accountBalanceEligible } from '../accounts/billing-eligibility.js';
 import type { LedgerService } from '../billing/ledger.service.js';
 import { gpuSlug } from '../inventory/gpu-slug.js';
+import { findIntentCandidates } from '../inventory/offer-candidates.js';
 import { Offer } from '../inventory/offer.entity.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { Deployment } from './deployment.entity.js';
@@ -121,22 +122,8 @@ export class RentalsService {
       if (!offer) throw new AppError('OFFER_NOT_FOUND', `Offer ${body.offerId} is not known. See GET /api/v1/offers for current offers.`);
       return { requestKind: 'OFFER', candidates: [offer], slug: null };
     }
-    const slug = gpuSlug(body.gpuModel);
-    const candidates = slug
-      ? await offers
-          .createQueryBuilder('o')
-          .where('o.available = 1 AND o.slug = :slug AND o.gpu_count = :count AND o.price_per_hour_minor <= :max', {
-            slug,
-            count: body.gpuCount,
-            max: body.maxHourlyPriceMinor,
-          })
-          .orderBy('o.price_per_hour_minor', 'ASC')
-          .addOrderBy('o.id', 'ASC')
-          // Legacy rentals drop candidates that cannot run the purchased hours, so fetch spares.
-          .take(20)
-          .getMany()
-      : [];
-    if (candidates.length === 0) throw noMatchingOffer(body);
+    // Legacy rentals drop candidates that cannot run the purchased hours, so fetch spares.
+    const { slug, candidates } = await findIntentCandidates(this.ds, this.clock.now(), body, 20);
     return { requestKind: 'INTENT', candidates, slug };
   }
 
@@ -417,13 +404,6 @@ function notFound(what: 'rental' | 'deployment'): AppError {
 
 function idempotencyConflict(): AppError {
   return new AppError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was already used with a different request body.');
-}
-
-function noMatchingOffer(body: GpuIntentRentalRequest): AppError {
-  return new AppError(
-    'NO_MATCHING_OFFER',
-    `No current offer of ${body.gpuCount} x ${body.gpuModel} at or under ${body.maxHourlyPriceMinor} cents per hour. See GET /api/v1/gpus.`,
-  );
 }
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);

@@ -6,6 +6,7 @@ import type { InstanceInfo, Provider } from '../../../providers/provider.js';
 import { sshProbe, type SshTarget } from '../../../providers/ssh-probe.js';
 import { generateDeploymentKeyPair } from '../../../providers/ssh-keys.js';
 import { SecretBox } from '../../credentials/secret-box.js';
+import { slugsOfGpuKey } from '../../inventory/offer-candidates.js';
 import { Offer } from '../../inventory/offer.entity.js';
 import { LedgerEntry } from '../../billing/ledger-entry.entity.js';
 import { Deployment } from '../deployment.entity.js';
@@ -159,7 +160,7 @@ export class RentalLifecycle {
     if (!ids && order.requestKind === 'INTENT' && order.gpuSlug) {
       const rows = await repo
         .createQueryBuilder('o')
-        .where('o.slug = :slug AND o.gpu_count = :c AND o.price_per_hour_minor <= :max', { slug: order.gpuSlug, c: order.gpuCount, max: order.maxHourlyPriceMinor })
+        .where('o.slug IN (:...slugs) AND o.gpu_count = :c AND o.price_per_hour_minor <= :max', { slugs: slugsOfGpuKey(order.gpuSlug), c: order.gpuCount, max: order.maxHourlyPriceMinor })
         .orderBy('o.price_per_hour_minor', 'ASC')
         .addOrderBy('o.id', 'ASC')
         .take(MAX_CREATE_ATTEMPTS)
