@@ -5,6 +5,7 @@ import { VAST_STATE_TABLE, vastState } from '../../plugins/vast/states.js';
 import { VastProvider, vastSsh } from '../../plugins/vast/vast-provider.js';
 import { systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
+import { loadPlugin } from '../../src/providers/provider-registry.js';
 import { testDataSource } from '../helpers/db.js';
 
 describe('vast state table', () => {
@@ -80,5 +81,8 @@ describe('vast options', () => {
     assert.equal(p.id, vastPlugin.id);
     assert.deepEqual(p.capabilities, { labels: true, sshKeyPerInstance: true, listInstances: true });
     await p.close?.();
+    const loaded = await loadPlugin('vast');
+    assert.deepEqual([loaded.id, loaded.description], [vastPlugin.id, vastPlugin.description]);
+    assert.throws(() => loaded.validateOptions({}), /VAST_PROVIDER_API_KEY/);
   });
 });
