@@ -83,10 +83,9 @@ export class VastClient {
     return this.http.request('create', 'PUT', `/api/v0/asks/${askId}/`, { body });
   }
 
-  async attachKey(instanceId: string, publicKey: string): Promise<void> {
-    const path = `/api/v0/instances/${instanceId}/ssh/`;
-    const res = await this.http.request('attach', 'POST', path, { body: { ssh_key: publicKey } });
-    if (res.status !== 200 || (res.json as { success?: unknown } | null)?.success === false) throw readError(`vast POST ${path}`, res);
+  /** The raw answer: whether a refusal is final is the caller's call. Throws only without an answer. */
+  attachKey(instanceId: string, publicKey: string): Promise<HttpResponse> {
+    return this.http.request('attach', 'POST', `/api/v0/instances/${instanceId}/ssh/`, { body: { ssh_key: publicKey } });
   }
 
   /** One instance, or null once Vast no longer knows it. */

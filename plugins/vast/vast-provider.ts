@@ -1,6 +1,6 @@
 import type { CreateResult, InstanceInfo, OfferRef, Provider, ProviderCapabilities, ProviderDeps, ProviderOffer } from '../../src/providers/provider.js';
-import { ProviderApiError, SharedRead } from '../../src/providers/provider-http.js';
-import { createFailure, createOutcomeOfReadError, createTransportFailure, describeAnswer } from './errors.js';
+import { SharedRead } from '../../src/providers/provider-http.js';
+import { classifyVastError, createFailure, createOutcomeOfReadError, createTransportFailure, describeAnswer, vastErrorCode } from './errors.js';
 import { mapVastOffer, offerSearchBody } from './offers.js';
 import { vastState } from './states.js';
 import { VastClient, VAST_MIN_INTERVALS_MS, type VastBucket, type VastInstance } from './vast-client.js';
@@ -28,6 +28,8 @@ export interface VastTuning {
 /** Vast keeps labels up to this length. */
 export const VAST_MAX_LABEL = 256;
 const VAST_USER = 'root';
+/** Refusals of a key attachment that no retry or other instance can fix. */
+const FATAL_KEY_CODES = ['team_ssh_keys_not_supported', 'no_ssh_key_for_vm'];
 const isVastId = (id: string) => /^[1-9]\d{0,15}$/.test(id);
 
 /** The direct SSH endpoint, once Vast reports both the address and the mapped port 22. */
@@ -51,6 +53,8 @@ export class VastProvider implements Provider {
   private readonly all: SharedRead<VastInstance[]>;
   /** label → public key still to attach. */
   private readonly pendingKeys = new Map<string, string>();
+  /** instance id → the key attached to it by this process, so a repeated create does not attach twice. */
+  private readonly attached = new Map<string, string>();
   /** Instances whose key Vast refused for good: they can never be reached, so they read as failed. */
   private readonly keyRefused = new Map<string, string>();
   /** Creates in flight per label, so two calls for one label make one instance. */
@@ -142,24 +146,43 @@ export class VastProvider implements Provider {
 
   /**
    * Attaches the label's pending key to the instance. Failures are logged, never thrown: the
-   * instance exists and must not be lost; the next `get` tries again. A refusal that asking again
-   * cannot fix (auth, bad request) marks the instance failed so the host destroys it.
+   * instance exists and must not be lost; the next poll tries again. A refusal that asking again
+   * cannot fix (the key may not manage SSH keys) marks the instance failed so the host destroys
+   * it. Any other refusal stops the retries but leaves the instance alone: Vast may be refusing a
+   * key it already has, and the host's SSH check decides whether the machine is usable.
    */
   private async ensureKey(instanceId: string, label: string): Promise<void> {
     const key = this.pendingKeys.get(label);
     if (!key) return;
-    try {
-      await this.client.attachKey(instanceId, key);
+    if (this.attached.get(instanceId) === key) {
       this.pendingKeys.delete(label);
+      return;
+    }
+    const what = `vast POST /api/v0/instances/${instanceId}/ssh/`;
+    let res;
+    try {
+      res = await this.client.attachKey(instanceId, key);
     } catch (err) {
-      const cls = err instanceof ProviderApiError ? err.errorClass : 'internal';
-      if (cls === 'auth' || cls === 'request') {
-        this.pendingKeys.delete(label);
-        this.keyRefused.set(instanceId, (err as Error).message);
-        this.deps.logger.error({ provider: this.id, instanceId, label, err: (err as Error).message }, 'vast refused our SSH key for the instance; it will read as failed');
-      } else {
-        this.deps.logger.warn({ provider: this.id, instanceId, label, err: (err as Error).message }, 'attaching the SSH key failed; trying again on the next poll');
-      }
+      this.deps.logger.warn({ provider: this.id, instanceId, label, err: (err as Error).message }, 'attaching the SSH key got no answer; trying again on the next poll');
+      return;
+    }
+    if (res.status === 200 && (res.json as { success?: unknown } | null)?.success !== false) {
+      this.pendingKeys.delete(label);
+      this.attached.set(instanceId, key);
+      return;
+    }
+    const rule = classifyVastError(res);
+    const reason = describeAnswer(what, res);
+    if (rule.read === 'rate_limited' || rule.read === 'unavailable' || rule.read === 'bad_response') {
+      this.deps.logger.warn({ provider: this.id, instanceId, label, reason }, 'attaching the SSH key failed; trying again on the next poll');
+      return;
+    }
+    this.pendingKeys.delete(label);
+    if (rule.read === 'auth' || FATAL_KEY_CODES.includes(vastErrorCode(res) ?? '')) {
+      this.keyRefused.set(instanceId, reason);
+      this.deps.logger.error({ provider: this.id, instanceId, label, reason }, 'vast refused our SSH key for the instance; it will read as failed');
+    } else {
+      this.deps.logger.error({ provider: this.id, instanceId, label, reason }, 'vast refused our SSH key; not retrying (the host SSH check decides readiness)');
     }
   }
 
@@ -201,6 +224,7 @@ export class VastProvider implements Provider {
     await this.client.destroyInstance(instanceId);
     this.all.invalidate();
     this.keyRefused.delete(instanceId);
+    this.attached.delete(instanceId);
   }
 
   async listInstances(): Promise<InstanceInfo[]> {
@@ -214,5 +238,6 @@ export class VastProvider implements Provider {
 
   async close(): Promise<void> {
     this.pendingKeys.clear();
+    this.attached.clear();
   }
 }

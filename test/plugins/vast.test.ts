@@ -135,6 +135,23 @@ describe(VastProvider.name, () => {
       assert.equal(callsTo('POST', /\/ssh\/$/).length, 1);
     });
 
+    it('another refusal of the key stops the retries but leaves the instance to the host SSH check', async () => {
+      h.fake.respondNext('attach', 400, { success: false, error: 'invalid_args', msg: 'key already present' });
+      const res = await h.provider.create(h.label(), h.offer(h100), keys.publicKey);
+      const info = await waitForRunning(h.provider, (res as { instanceId: string }).instanceId);
+      assert.equal(info.state, 'running');
+      assert.equal(callsTo('POST', /\/ssh\/$/).length, 1);
+    });
+
+    it('a second create for a label already holding the key does not attach it again', async () => {
+      const label = h.label();
+      const a = await h.provider.create(label, h.offer(h100), keys.publicKey);
+      const b = await h.provider.create(label, h.offer(h100), keys.publicKey);
+      assert.deepEqual(b, a);
+      assert.equal(callsTo('POST', /\/ssh\/$/).length, 1);
+      assert.equal(callsTo('PUT', /\/asks\//).length, 1);
+    });
+
     it('a create that hangs after making the instance is ambiguous; findByLabel adopts it and delivers the key', async () => {
       h.fake.hangCreatesAfterCreating(true);
       const label = h.label();
