@@ -136,7 +136,11 @@ export class FakeVastApi {
     this.limitAll = on;
   }
 
-  /** The next call to `endpoint` fails this way (queued, one per call). */
+  /**
+   * The next call to `endpoint` fails this way (queued, one per call). Endpoints are Vast's:
+   * `get` is `GET /api/v0/instances/{id}/`, `list` is `GET /api/v1/instances/` (which serves the
+   * plugin's polls), `attach` is the key attachment.
+   */
   failNext(endpoint: VastEndpoint, kind: VastFailure): void {
     this.failures.push({ endpoint, reply: kind });
   }
