@@ -41,6 +41,15 @@ interface FakeRecord {
   createBody: Record<string, unknown>;
 }
 
+export interface FakeVastOptions {
+  /** The one API key accepted (random by default). */
+  apiKey?: string;
+  /** Replaces the offer fixture. */
+  offers?: FakeVastOffer[];
+  /** How long new instances stay `loading` (default 100 ms). */
+  bootMs?: number;
+}
+
 export interface FakeVastCall {
   method: string;
   path: string;
@@ -57,6 +66,9 @@ const vastError = (status: number, error: string, msg: string, extra: Record<str
 const tooFrequent = (threshold: number): Reply => ({ status: 429, body: null, text: `API requests too frequent endpoint threshold=${threshold}`, contentType: 'text/plain' });
 const THRESHOLDS: Record<VastEndpoint, number> = { create: 4.5, get: 2, list: 1, destroy: 3, offers: 6, attach: 2 };
 const FILTERABLE = new Set(['id', 'label', 'actual_status', 'gpu_name', 'verification', 'cur_state', 'intended_status', 'image_uuid']);
+
+/** Docker's port map of a running instance: 22 is where its machine's SSH server listens. */
+const runningPorts = (sshPort: number) => ({ '22/tcp': [{ HostIp: '0.0.0.0', HostPort: String(sshPort) }], '8080/tcp': [{ HostIp: '0.0.0.0', HostPort: String(sshPort + 1) }] });
 
 /** Vast's search and list filter operators over one value. */
 function matches(value: unknown, cond: unknown): boolean {
@@ -85,7 +97,6 @@ function matches(value: unknown, cond: unknown): boolean {
  * only keys attached with `POST /api/v0/instances/{id}/ssh/`.
  */
 export class FakeVastApi {
-  readonly apiKey = `vast-${randomBytes(16).toString('hex')}`;
   readonly calls: FakeVastCall[] = [];
   offers: FakeVastOffer[] = FAKE_VAST_OFFERS.map((o) => ({ ...o }));
   private readonly records = new Map<number, FakeRecord>();
@@ -102,11 +113,16 @@ export class FakeVastApi {
   private closed = false;
   url = '';
 
-  private constructor(private readonly server: Server) {}
+  private constructor(
+    private readonly server: Server,
+    readonly apiKey: string,
+  ) {}
 
-  static async start(): Promise<FakeVastApi> {
+  static async start(opts: FakeVastOptions = {}): Promise<FakeVastApi> {
     const server = createServer();
-    const fake = new FakeVastApi(server);
+    const fake = new FakeVastApi(server, opts.apiKey ?? `vast-${randomBytes(16).toString('hex')}`);
+    if (opts.offers) fake.offers = structuredClone(opts.offers);
+    if (opts.bootMs !== undefined) fake.bootMs = opts.bootMs;
     server.on('request', (req, res) => void fake.handle(req, res));
     server.on('connection', (s) => {
       fake.sockets.add(s);
@@ -128,8 +144,19 @@ export class FakeVastApi {
   }
 
   /** Creates of this ask id (or any ask of this GPU name) answer Vast's 410 `no_such_ask`. */
-  noCapacity(askIdOrGpuName: string): void {
-    this.noCapacityFor.add(askIdOrGpuName);
+  noCapacity(askIdOrGpuName: string, on = true): void {
+    if (on) this.noCapacityFor.add(askIdOrGpuName);
+    else this.noCapacityFor.delete(askIdOrGpuName);
+  }
+
+  /** Sets an instance's `actual_status` as its host would report it (e.g. `exited`, `offline`). */
+  setStatus(instanceId: string, actualStatus: string | null): void {
+    const r = this.records.get(Number(instanceId));
+    if (!r) throw new Error(`no instance ${instanceId}`);
+    clearTimeout(r.timer);
+    r.inst.actual_status = actualStatus;
+    r.inst.cur_state = actualStatus === 'running' ? 'running' : 'stopped';
+    r.inst.ports = actualStatus === 'running' ? runningPorts(r.machine.port) : null;
   }
 
   rateLimitAll(on: boolean): void {
@@ -305,7 +332,7 @@ export class FakeVastApi {
       if (this.bootMs > 0) inst.actual_status = 'loading';
       const boot = () => {
         inst.actual_status = 'running';
-        inst.ports = { '22/tcp': [{ HostIp: '0.0.0.0', HostPort: String(machine.port) }], '8080/tcp': [{ HostIp: '0.0.0.0', HostPort: String(machine.port + 1) }] };
+        inst.ports = runningPorts(machine.port);
       };
       if (this.bootMs > 0) rec.timer = setTimeout(boot, this.bootMs);
       else boot();

@@ -102,6 +102,29 @@ describe('vast listing, polling and destroy', () => {
     assert.equal(info.ssh.port, Number(h.fake.instances()[0].sshPort));
   });
 
+  it('maps what the host reports: exited and offline fail, frozen stops, running again runs', async () => {
+    const p = h.newProvider({ tuning: { listTtlMs: 0 } });
+    const [id] = await createMany(1, p);
+    for (const [actual, ours] of [['exited', 'failed'], ['offline', 'failed'], ['frozen', 'stopped'], ['running', 'running']] as const) {
+      h.fake.setStatus(id, actual);
+      const info = await p.get(id);
+      assert.deepEqual([info.state, info.providerState, info.ssh === undefined], [ours, actual, actual !== 'running']);
+    }
+  });
+
+  it('a create without cancel_unavail:true on a full ask leaves a stopped instance; ours never does', async () => {
+    h.fake.noCapacity(String(ask));
+    const sent = await fetch(`${h.fake.url}/api/v0/asks/${ask}/`, {
+      method: 'PUT',
+      headers: { Authorization: `Bearer ${h.fake.apiKey}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ client_id: 'me', image: 'vastai/base-image:cuda-12.4.1-auto', label: `${h.labelPrefix}sdk`, cancel_unavail: false }),
+    });
+    const { new_contract: stray } = (await sent.json()) as { new_contract: number };
+    assert.equal((await h.provider.get(String(stray))).state, 'stopped');
+    assert.equal((await h.provider.create(h.label(), h.offer(ask), keys.publicKey)).kind, 'unavailable');
+    assert.deepEqual(h.fake.instances().map((i) => i.id), [String(stray)]);
+  });
+
   it('a forgotten instance reads as gone while its SSH still lets the key in (the host catches the ghost)', async () => {
     const p = h.newProvider({ tuning: { listTtlMs: 0 } });
     const [id] = await createMany(1, p);
