@@ -5,7 +5,7 @@ import { VAST_STATE_TABLE, vastState } from '../../plugins/vast/states.js';
 import { VastProvider, vastSsh } from '../../plugins/vast/vast-provider.js';
 import { systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
-import { loadPlugin } from '../../src/providers/provider-registry.js';
+import { createProviderRegistry, loadPlugin } from '../../src/providers/provider-registry.js';
 import { testDataSource } from '../helpers/db.js';
 
 describe('vast state table', () => {
@@ -84,5 +84,14 @@ describe('vast options', () => {
     const loaded = await loadPlugin('vast');
     assert.deepEqual([loaded.id, loaded.description], [vastPlugin.id, vastPlugin.description]);
     assert.throws(() => loaded.validateOptions({}), /VAST_PROVIDER_API_KEY/);
+  });
+
+  it('starts through the registry, which refuses an unknown VAST_PROVIDER_ name', async () => {
+    const deps = { logger: createLogger('silent'), clock: systemClock, dataSource: await testDataSource(), production: false, labelPrefix: 'x-' };
+    const config = [{ id: 'vast', options: { API_KEY: 'k', DISK_GB: '48' }, markupPercent: 15 }];
+    const registry = await createProviderRegistry(config, deps);
+    assert.deepEqual(registry.all().map((p) => p.id), ['vast']);
+    await registry.close();
+    await assert.rejects(createProviderRegistry([{ id: 'vast', options: { APIKEY: 'k' }, markupPercent: 0 }], deps), /VAST_PROVIDER_APIKEY is not an option/);
   });
 });
