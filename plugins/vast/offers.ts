@@ -9,8 +9,10 @@ export interface VastOffer {
   /** MB per GPU. */
   gpu_ram?: number | null;
   cpu_cores_effective?: number | null;
-  /** MB. */
+  /** MB, the whole machine's. */
   cpu_ram?: number | null;
+  /** The offer's share of the machine's GPUs, hence of its RAM. */
+  gpu_frac?: number | null;
   /** GB. */
   disk_space?: number | null;
   /** USD per hour for the whole offer, including the storage asked for in the search. */
@@ -66,6 +68,8 @@ export function mapVastOffer(o: VastOffer, diskGb: number): ProviderOffer | stri
   if (!finite(o.dph_total) || o.dph_total <= 0) return 'no dph_total';
   if (!finite(o.duration) || o.duration < VAST_MIN_DURATION_SECONDS) return 'duration missing or under an hour';
   const vram = finite(o.gpu_ram) ? positiveInt(Math.round(o.gpu_ram / 1024)) : null;
+  // Vast gives an instance RAM in proportion to its share of the machine's GPUs.
+  const share = finite(o.gpu_frac) && o.gpu_frac > 0 && o.gpu_frac <= 1 ? o.gpu_frac : 1;
   const region = typeof o.geolocation === 'string' && o.geolocation.trim() ? o.geolocation.trim() : null;
   return {
     key: String(o.id),
@@ -74,7 +78,7 @@ export function mapVastOffer(o: VastOffer, diskGb: number): ProviderOffer | stri
     vramGb: vram,
     gpuCount: o.num_gpus,
     cpuCores: finite(o.cpu_cores_effective) ? positiveInt(Math.floor(o.cpu_cores_effective)) : null,
-    memoryGb: finite(o.cpu_ram) ? positiveInt(Math.floor(o.cpu_ram / 1024)) : null,
+    memoryGb: finite(o.cpu_ram) ? positiveInt(Math.floor((o.cpu_ram * share) / 1024)) : null,
     storageGb: diskGb,
     pricePerHourMinor: usdToCentsCeil(o.dph_total),
     maximumDurationSeconds: Math.min(VAST_MAX_DURATION_SECONDS, Math.floor(o.duration)),

@@ -66,7 +66,7 @@ describe(VastProvider.name, () => {
       assert.equal(byKey.get('7100002')?.gpuCount, 2);
       assert.equal(byKey.get('7100002')?.pricePerHourMinor, 420);
       const rtx = byKey.get('7100003')!;
-      assert.deepEqual([rtx.pricePerHourMinor, rtx.category, rtx.vramGb, rtx.cpuCores, rtx.region], [35, 'consumer', 24, 12, 'Lisbon, PT']);
+      assert.deepEqual([rtx.pricePerHourMinor, rtx.category, rtx.vramGb, rtx.cpuCores, rtx.memoryGb, rtx.region], [35, 'consumer', 24, 12, 62, 'Lisbon, PT']);
       assert.deepEqual([byKey.get('7100004')?.name, byKey.get('7100004')?.vramGb, byKey.get('7100004')?.pricePerHourMinor], ['A100 SXM4', 80, 120]);
       const odd = byKey.get('7100005')!;
       assert.deepEqual([odd.pricePerHourMinor, odd.maximumDurationSeconds, odd.region], [36, 30 * 86400, null]);
@@ -214,8 +214,9 @@ describe(VastProvider.name, () => {
 
     it('keeps each endpoint at its minimum interval: a fake enforcing them never answers 429', async function () {
       this.timeout(20_000);
-      const spaced = h.newProvider({ tuning: { intervalsMs: { create: 150, attach: 60, get: 60, list: 40, destroy: 90, offers: 60 }, listTtlMs: 0 } });
-      h.fake.enforceIntervals({ create: 120, attach: 45, get: 45, list: 30, destroy: 70, offers: 45 });
+      // The fake enforces well under the plugin's spacing: arrival gaps vary with load, not the limiter.
+      const spaced = h.newProvider({ tuning: { intervalsMs: { create: 200, attach: 120, get: 120, list: 100, destroy: 150, offers: 120 }, listTtlMs: 0 } });
+      h.fake.enforceIntervals({ create: 100, attach: 40, get: 40, list: 30, destroy: 60, offers: 40 });
       const made = await Promise.all([1, 2, 3].map(() => createRunning(spaced)));
       await Promise.all([spaced.listOffers(), spaced.listOffers(), ...made.map((m) => spaced.get(m.instanceId)), spaced.listInstances()]);
       await Promise.all(made.map((m) => spaced.destroy(m.instanceId)));
