@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { classifyVastError, VAST_ERROR_TABLE } from '../../plugins/vast/errors.js';
+import { VastProvider } from '../../plugins/vast/vast-provider.js';
+import { createLogger } from '../../src/logger.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { ProviderApiError } from '../../src/providers/provider-http.js';
 import type { CreateResult, ProviderErrorClass } from '../../src/providers/provider.js';
 import { FAKE_VAST_OFFERS, type VastEndpoint, type VastFailure } from '../fakes/vast-api.js';
-import { makeVastHarness, type VastHarness } from './vast-harness.js';
+import { FAST_TUNING, makeVastHarness, type VastHarness } from './vast-harness.js';
 
 /** An answer as the fake sends it: a documented status and body, or a transport failure. */
 type Answer = { status: number; body: unknown; contentType?: string } | VastFailure;
@@ -127,6 +129,30 @@ describe('vast error table', () => {
     await assert.rejects(wrong.listOffers(), (e: ProviderApiError) => e.errorClass === 'auth' && e.status === 404);
     await assert.rejects(wrong.get('31000001'), (e: ProviderApiError) => e.errorClass === 'auth');
     assert.equal(h.fake.calls.filter((c) => c.status === 404).length, 3);
+  });
+
+  it('logs refusals loudly without the API key', async () => {
+    const lines: string[] = [];
+    const logger = createLogger('debug', { write: (l: string) => void lines.push(l) });
+    const p = new VastProvider(h.options, { ...h.deps, logger }, FAST_TUNING);
+    try {
+      h.fake.respondNext('create', 400, { success: false, error: 'invalid_args', msg: 'bad image' });
+      assert.equal((await p.create(h.label(), h.offer(ask), key)).kind, 'rejected');
+      h.fake.failNext('offers', '429');
+      await assert.rejects(p.listOffers());
+      h.fake.respondNext('attach', 401, authError);
+      await p.create(h.label(), h.offer(ask), key);
+    } finally {
+      await p.close();
+    }
+    const errors = lines.map((l) => JSON.parse(l)).filter((l) => l.level === 'error');
+    assert.deepEqual(errors.map((e) => e.msg), [
+      'vast refused the create request: check VAST_PROVIDER_* options and the account',
+      'vast refused our SSH key for the instance; it will read as failed',
+    ]);
+    assert.match(errors[0].reason, /HTTP 400 invalid_args: bad image/);
+    assert.ok(lines.some((l) => l.includes('backing off')));
+    assert.ok(!lines.some((l) => l.includes(h.fake.apiKey)));
   });
 
   it('every rule says why, and the catch-all rows close the table', () => {
