@@ -91,7 +91,7 @@ describe('vast error table', () => {
   let h: VastHarness;
   const key = generateDeploymentKeyPair('vast-errors').publicKey;
   beforeEach(async () => {
-    h = await makeVastHarness({ tuning: { timeoutMs: 300 } });
+    h = await makeVastHarness({ tuning: { timeoutMs: 1000 } });
   });
   afterEach(async () => h.cleanup());
 

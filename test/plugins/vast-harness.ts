@@ -10,7 +10,7 @@ import { testDataSource } from '../helpers/db.js';
 /** No spacing, short timeouts: the fake does not enforce limits unless a test asks it to. */
 export const FAST_TUNING: VastTuning = {
   intervalsMs: { offers: 0, create: 0, attach: 0, get: 0, list: 0, destroy: 0 },
-  timeoutMs: 1500,
+  timeoutMs: 3000,
   backoffMs: 20,
   maxBackoffMs: 200,
   listTtlMs: 20,
