@@ -303,8 +303,14 @@ export class FakeVastApi {
     // The documented default is true for on-demand; only an explicit false leaves a stopped instance.
     if (full && b.cancel_unavail !== false) return vastError(410, 'no_such_ask', `error 410/3907: no_such_ask Instance type ${askId} is no longer available.`, { ask_id: askId });
     const id = this.nextId++;
+    // Vast installs no key of ours at create: the machine's first key is one whose private half is
+    // dropped here, so nobody gets in until a key is attached.
     const throwaway = generateDeploymentKeyPair('vast-fake-nobody').publicKey;
     const machine = await FakeMachine.start({ user: 'root', gpuName: ask.gpu_name, gpuCount: ask.num_gpus, vramGb: Math.round(ask.gpu_ram / 1024), publicKey: throwaway });
+    if (this.closed) {
+      await machine.close();
+      return 'hang';
+    }
     const inst: FakeVastInstance = {
       id,
       label: typeof b.label === 'string' ? b.label : null,
