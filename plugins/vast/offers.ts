@@ -1,0 +1,87 @@
+import { usdToCentsCeil } from '../../src/providers/pricing.js';
+import type { ProviderOffer } from '../../src/providers/provider.js';
+
+/** The fields of a Vast offer (`POST /api/v0/bundles/` → `offers[]`) this plugin reads. */
+export interface VastOffer {
+  id: number;
+  gpu_name: string;
+  num_gpus: number;
+  /** MB per GPU. */
+  gpu_ram?: number | null;
+  cpu_cores_effective?: number | null;
+  /** MB, the whole machine's. */
+  cpu_ram?: number | null;
+  /** The offer's share of the machine's GPUs, hence of its RAM. */
+  gpu_frac?: number | null;
+  /** GB. */
+  disk_space?: number | null;
+  /** USD per hour for the whole offer, including the storage asked for in the search. */
+  dph_total: number;
+  /** Seconds the host allows this rental to last from now. */
+  duration?: number | null;
+  geolocation?: string | null;
+  hosting_type?: number | null;
+}
+
+/** Longest rental we pass on, whatever the host allows: Vast hosts often offer months. */
+export const VAST_MAX_DURATION_SECONDS = 30 * 86_400;
+/** Shorter offers cannot carry a rental worth starting. */
+export const VAST_MIN_DURATION_SECONDS = 3_600;
+
+/** The offer search the plugin sends: on-demand, verified, rentable, cheapest first. */
+export function offerSearchBody(opts: { diskGb: number; maxOffers: number }): Record<string, unknown> {
+  return {
+    rentable: { eq: true },
+    verified: { eq: true },
+    rented: { eq: false },
+    disk_space: { gte: opts.diskGb },
+    duration: { gte: VAST_MIN_DURATION_SECONDS },
+    type: 'on-demand',
+    // Priced with the disk we rent with, so dph_total is what the running instance costs.
+    allocated_storage: opts.diskGb,
+    order: [['dph_total', 'asc']],
+    limit: opts.maxOffers,
+  };
+}
+
+const DATACENTER = /\b(H100|H200|H800|GH200|B100|B200|A100|A800|A40|A30|A10G?|A16|A2|L40S?|L4|V100|T4|P100|MI\d{3}X?)\b/i;
+const WORKSTATION = /\b(RTX ?A\d{4}|A\d{4}|RTX \d{4} Ada|RTX PRO|Quadro|Titan)\b/i;
+
+/** Vast names models without a vendor ("RTX 4090", "H100 SXM"); the family says the class. */
+export function vastCategory(gpuName: string): string {
+  if (DATACENTER.test(gpuName)) return 'datacenter';
+  if (WORKSTATION.test(gpuName)) return 'workstation';
+  return 'consumer';
+}
+
+const finite = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+const positiveInt = (v: number): number | null => (v >= 1 ? v : null);
+
+/**
+ * One Vast offer as ours, or a reason it cannot be offered (malformed, too short). The customer
+ * gets `diskGb` of disk, not the machine's free space, so that is the storage we state.
+ */
+export function mapVastOffer(o: VastOffer, diskGb: number): ProviderOffer | string {
+  if (!Number.isSafeInteger(o.id) || o.id <= 0) return 'no ask id';
+  if (typeof o.gpu_name !== 'string' || !o.gpu_name.trim()) return 'no gpu_name';
+  if (!Number.isSafeInteger(o.num_gpus) || o.num_gpus < 1) return 'no num_gpus';
+  if (!finite(o.dph_total) || o.dph_total <= 0) return 'no dph_total';
+  if (!finite(o.duration) || o.duration < VAST_MIN_DURATION_SECONDS) return 'duration missing or under an hour';
+  const vram = finite(o.gpu_ram) ? positiveInt(Math.round(o.gpu_ram / 1024)) : null;
+  // Vast gives an instance RAM in proportion to its share of the machine's GPUs.
+  const share = finite(o.gpu_frac) && o.gpu_frac > 0 && o.gpu_frac <= 1 ? o.gpu_frac : 1;
+  const region = typeof o.geolocation === 'string' && o.geolocation.trim() ? o.geolocation.trim() : null;
+  return {
+    key: String(o.id),
+    name: o.gpu_name.trim(),
+    category: vastCategory(o.gpu_name),
+    vramGb: vram,
+    gpuCount: o.num_gpus,
+    cpuCores: finite(o.cpu_cores_effective) ? positiveInt(Math.floor(o.cpu_cores_effective)) : null,
+    memoryGb: finite(o.cpu_ram) ? positiveInt(Math.floor((o.cpu_ram * share) / 1024)) : null,
+    storageGb: diskGb,
+    pricePerHourMinor: usdToCentsCeil(o.dph_total),
+    maximumDurationSeconds: Math.min(VAST_MAX_DURATION_SECONDS, Math.floor(o.duration)),
+    region,
+  };
+}

@@ -1,0 +1,139 @@
+import type { Logger } from '../../src/logger.js';
+import { ProviderApiError, ProviderHttpClient, type HttpResponse } from '../../src/providers/provider-http.js';
+import { classifyVastError, readError } from './errors.js';
+import type { VastOffer } from './offers.js';
+
+/** The fields of a Vast instance (v0 show, v1 list) this plugin reads. */
+export interface VastInstance {
+  id: number;
+  label: string | null;
+  actual_status: string | null;
+  cur_state?: string | null;
+  intended_status?: string | null;
+  public_ipaddr?: string | null;
+  ports?: Record<string, { HostIp?: string; HostPort?: string }[] | null> | null;
+}
+
+/** Rate-limit buckets, one per documented endpoint limit. */
+export type VastBucket = 'offers' | 'create' | 'attach' | 'get' | 'list' | 'destroy';
+
+/**
+ * Vast's documented minimum spacing per endpoint and API key (offer search: 10 a minute). Key
+ * attachment has no documented limit; it gets the spacing of the other per-instance calls.
+ */
+export const VAST_MIN_INTERVALS_MS: Readonly<Record<VastBucket, number>> = {
+  offers: 6_000,
+  create: 4_500,
+  attach: 2_000,
+  get: 2_000,
+  list: 1_000,
+  destroy: 3_000,
+};
+
+/** The v1 list's page size ceiling. */
+export const VAST_PAGE_LIMIT = 25;
+/** A safety stop for paging: 10 000 instances, or a server repeating its token. */
+const MAX_PAGES = 400;
+
+export interface VastClientOptions {
+  apiUrl: string;
+  apiKey: string;
+  logger: Logger;
+  intervalsMs?: Partial<Record<VastBucket, number>>;
+  timeoutMs?: number;
+  backoffMs?: number;
+  maxBackoffMs?: number;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function isInstance(v: unknown): v is VastInstance {
+  return isObject(v) && Number.isSafeInteger(v.id);
+}
+
+/** The Vast endpoints this plugin uses, over the shared provider HTTP client. */
+export class VastClient {
+  readonly http: ProviderHttpClient;
+
+  constructor(opts: VastClientOptions) {
+    const intervals = { ...VAST_MIN_INTERVALS_MS, ...opts.intervalsMs };
+    this.http = new ProviderHttpClient({
+      providerId: 'vast',
+      baseUrl: opts.apiUrl,
+      apiKey: opts.apiKey,
+      logger: opts.logger,
+      timeoutMs: opts.timeoutMs,
+      backoffMs: opts.backoffMs,
+      maxBackoffMs: opts.maxBackoffMs,
+      limits: Object.fromEntries(Object.entries(intervals).map(([k, v]) => [k, { minIntervalMs: v }])),
+    });
+  }
+
+  async searchOffers(body: Record<string, unknown>): Promise<VastOffer[]> {
+    const path = '/api/v0/bundles/';
+    const res = await this.http.request('offers', 'POST', path, { body });
+    if (res.status !== 200) throw readError(`vast POST ${path}`, res);
+    const offers = (res.json as { offers?: unknown } | null)?.offers;
+    if (!Array.isArray(offers)) throw new ProviderApiError('bad_response', `vast POST ${path}: no offers array in the answer`, res.status);
+    return offers.filter(isObject) as unknown as VastOffer[];
+  }
+
+  /** The raw answer: the error table decides what a create's status means. Throws only without an answer. */
+  createInstance(askId: string, body: Record<string, unknown>): Promise<HttpResponse> {
+    return this.http.request('create', 'PUT', `/api/v0/asks/${askId}/`, { body });
+  }
+
+  /** The raw answer: whether a refusal is final is the caller's call. Throws only without an answer. */
+  attachKey(instanceId: string, publicKey: string): Promise<HttpResponse> {
+    return this.http.request('attach', 'POST', `/api/v0/instances/${instanceId}/ssh/`, { body: { ssh_key: publicKey } });
+  }
+
+  /** One instance, or null once Vast no longer knows it. */
+  async showInstance(instanceId: string): Promise<VastInstance | null> {
+    const path = `/api/v0/instances/${instanceId}/`;
+    const res = await this.http.request('get', 'GET', path, { query: { owner: 'me' } });
+    if (res.status !== 200) throw readError(`vast GET ${path}`, res);
+    if (!isObject(res.json) || !('instances' in res.json)) throw new ProviderApiError('bad_response', `vast GET ${path}: no "instances" in the answer`, 200);
+    const inst = res.json.instances;
+    if (inst === null) return null;
+    if (!isInstance(inst)) throw new ProviderApiError('bad_response', `vast GET ${path}: "instances" is not an instance`, 200);
+    return inst;
+  }
+
+  /**
+   * Every instance matching `filters`, paging with `after_token` until `next_token` is null.
+   * Any failure throws: an empty array only ever means "none".
+   */
+  async listInstances(filters?: Record<string, unknown>): Promise<VastInstance[]> {
+    const path = '/api/v1/instances/';
+    const out: VastInstance[] = [];
+    const seen = new Set<string>();
+    let token: string | undefined;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const res = await this.http.request('list', 'GET', path, {
+        query: { select_filters: filters ? JSON.stringify(filters) : undefined, limit: VAST_PAGE_LIMIT, after_token: token },
+      });
+      if (res.status !== 200) throw readError(`vast GET ${path}`, res);
+      const body = res.json as { instances?: unknown; next_token?: unknown } | null;
+      if (!body || !Array.isArray(body.instances) || !body.instances.every(isInstance)) {
+        throw new ProviderApiError('bad_response', `vast GET ${path}: no instances array in the answer`, 200);
+      }
+      out.push(...body.instances);
+      const next = body.next_token;
+      if (next === null || next === undefined || next === '') return out;
+      if (typeof next !== 'string' || seen.has(next)) throw new ProviderApiError('bad_response', `vast GET ${path}: next_token does not advance`, 200);
+      seen.add(next);
+      token = next;
+    }
+    throw new ProviderApiError('bad_response', `vast GET ${path}: more than ${MAX_PAGES} pages`, 200);
+  }
+
+  /** True when destroyed now, false when Vast says it was already gone. */
+  async destroyInstance(instanceId: string): Promise<boolean> {
+    const path = `/api/v0/instances/${instanceId}/`;
+    const res = await this.http.request('destroy', 'DELETE', path);
+    if (res.status === 200) return true;
+    if (classifyVastError(res).read === 'gone') return false;
+    throw readError(`vast DELETE ${path}`, res);
+  }
+}

@@ -1,0 +1,243 @@
+import type { CreateResult, InstanceInfo, OfferRef, Provider, ProviderCapabilities, ProviderDeps, ProviderOffer } from '../../src/providers/provider.js';
+import { SharedRead } from '../../src/providers/provider-http.js';
+import { classifyVastError, createFailure, createOutcomeOfReadError, createTransportFailure, describeAnswer, vastErrorCode } from './errors.js';
+import { mapVastOffer, offerSearchBody } from './offers.js';
+import { vastState } from './states.js';
+import { VastClient, VAST_MIN_INTERVALS_MS, type VastBucket, type VastInstance } from './vast-client.js';
+
+/** Validated `VAST_PROVIDER_*` options. */
+export interface VastOptions {
+  apiKey: string;
+  /** API origin; paths `/api/v0/...` and `/api/v1/...` are appended. */
+  apiUrl: string;
+  image: string;
+  diskGb: number;
+  maxOffers: number;
+}
+
+/** Knobs tests turn to stay fast; production uses Vast's documented limits. */
+export interface VastTuning {
+  intervalsMs?: Partial<Record<VastBucket, number>>;
+  timeoutMs?: number;
+  backoffMs?: number;
+  maxBackoffMs?: number;
+  /** How long one list answer serves `get` and `listInstances`. Default: the list's min interval. */
+  listTtlMs?: number;
+}
+
+/** Vast keeps labels up to this length. */
+export const VAST_MAX_LABEL = 256;
+const VAST_USER = 'root';
+/** Refusals of a key attachment that no retry or other instance can fix. */
+const FATAL_KEY_CODES = ['team_ssh_keys_not_supported', 'no_ssh_key_for_vm'];
+const isVastId = (id: string) => /^[1-9]\d{0,15}$/.test(id);
+
+/** The direct SSH endpoint, once Vast reports both the address and the mapped port 22. */
+export function vastSsh(inst: VastInstance): InstanceInfo['ssh'] {
+  const host = inst.public_ipaddr?.trim();
+  const port = Number(inst.ports?.['22/tcp']?.[0]?.HostPort);
+  if (!host || !Number.isSafeInteger(port) || port <= 0 || port > 65_535) return undefined;
+  return { host, port, user: VAST_USER };
+}
+
+/**
+ * Vast.ai instances rented from on-demand asks. Each instance carries our label; our SSH key is
+ * attached to it after the create (`POST /api/v0/instances/{id}/ssh/`). A key whose attachment
+ * did not go through is kept in memory and attached again on the next `get` or `findByLabel`,
+ * so a create that timed out and is adopted by label still lets the deployment's key in.
+ */
+export class VastProvider implements Provider {
+  readonly id = 'vast';
+  readonly capabilities: ProviderCapabilities = { labels: true, sshKeyPerInstance: true, listInstances: true };
+  private readonly client: VastClient;
+  private readonly all: SharedRead<VastInstance[]>;
+  /** label → public key still to attach. */
+  private readonly pendingKeys = new Map<string, string>();
+  /** instance id → the key attached to it by this process, so a repeated create does not attach twice. */
+  private readonly attached = new Map<string, string>();
+  /** Instances whose key Vast refused for good: they can never be reached, so they read as failed. */
+  private readonly keyRefused = new Map<string, string>();
+  /** Creates in flight per label, so two calls for one label make one instance. */
+  private readonly creating = new Map<string, Promise<CreateResult>>();
+
+  constructor(
+    private readonly options: VastOptions,
+    private readonly deps: ProviderDeps,
+    tuning: VastTuning = {},
+  ) {
+    this.client = new VastClient({ apiUrl: options.apiUrl, apiKey: options.apiKey, logger: deps.logger, ...tuning });
+    const ttl = tuning.listTtlMs ?? tuning.intervalsMs?.list ?? VAST_MIN_INTERVALS_MS.list;
+    this.all = new SharedRead(() => this.client.listInstances(), ttl);
+  }
+
+  async listOffers(): Promise<ProviderOffer[]> {
+    const raw = await this.client.searchOffers(offerSearchBody(this.options));
+    const out: ProviderOffer[] = [];
+    const seen = new Set<string>();
+    for (const o of raw) {
+      const mapped = mapVastOffer(o, this.options.diskGb);
+      if (typeof mapped === 'string') {
+        this.deps.logger.debug({ provider: this.id, ask: o.id, why: mapped }, 'vast offer skipped');
+      } else if (!seen.has(mapped.key)) {
+        seen.add(mapped.key);
+        out.push(mapped);
+      }
+    }
+    return out;
+  }
+
+  create(label: string, offer: OfferRef, sshPublicKey: string): Promise<CreateResult> {
+    const running = this.creating.get(label);
+    if (running) return running.catch(() => undefined).then(() => this.create(label, offer, sshPublicKey));
+    const p = this.createOnce(label, offer, sshPublicKey).finally(() => {
+      if (this.creating.get(label) === p) this.creating.delete(label);
+    });
+    this.creating.set(label, p);
+    return p;
+  }
+
+  private async createOnce(label: string, offer: OfferRef, sshPublicKey: string): Promise<CreateResult> {
+    if (!label || label.length > VAST_MAX_LABEL) return { kind: 'rejected', reason: `vast labels are 1 to ${VAST_MAX_LABEL} characters; got ${label.length}` };
+    if (!isVastId(offer.key)) return { kind: 'rejected', reason: `offer key "${offer.key}" is not a Vast ask id` };
+    // Kept before anything is sent: an answer lost on the way still leaves us the key to attach.
+    this.pendingKeys.set(label, sshPublicKey);
+    let existing: VastInstance | null;
+    try {
+      existing = await this.findRaw(label);
+    } catch (err) {
+      return this.settle(label, createOutcomeOfReadError(err));
+    }
+    if (existing) {
+      await this.ensureKey(String(existing.id), label);
+      return { kind: 'created', instanceId: String(existing.id) };
+    }
+    const path = `/api/v0/asks/${offer.key}/`;
+    let res;
+    try {
+      res = await this.client.createInstance(offer.key, {
+        client_id: 'me',
+        image: this.options.image,
+        disk: this.options.diskGb,
+        label,
+        runtype: 'ssh_direct',
+        // Sent explicitly: without it a schedule failure can leave a stopped instance billing storage.
+        cancel_unavail: true,
+      });
+    } catch (err) {
+      return this.settle(label, createTransportFailure(err));
+    }
+    const body = res.json as { success?: unknown; new_contract?: unknown } | null;
+    if (res.status === 200 && body?.success === true && Number.isSafeInteger(body.new_contract)) {
+      const instanceId = String(body.new_contract);
+      this.all.invalidate();
+      await this.ensureKey(instanceId, label);
+      return { kind: 'created', instanceId };
+    }
+    const failure = res.status === 200 ? { kind: 'ambiguous' as const, reason: describeAnswer(`vast PUT ${path}: no new_contract`, res) } : createFailure(`vast PUT ${path}`, res);
+    if (failure.kind === 'rejected') this.deps.logger.error({ provider: this.id, label, reason: failure.reason }, 'vast refused the create request: check VAST_PROVIDER_* options and the account');
+    return this.settle(label, failure);
+  }
+
+  /** Keeps the key only while an instance may exist under the label. */
+  private settle(label: string, result: Exclude<CreateResult, { kind: 'created' }>): CreateResult {
+    if (result.kind !== 'ambiguous') this.pendingKeys.delete(label);
+    return result;
+  }
+
+  /**
+   * Attaches the label's pending key to the instance. Failures are logged, never thrown: the
+   * instance exists and must not be lost; the next poll tries again. A refusal that asking again
+   * cannot fix (the key may not manage SSH keys) marks the instance failed so the host destroys
+   * it. Any other refusal stops the retries but leaves the instance alone: Vast may be refusing a
+   * key it already has, and the host's SSH check decides whether the machine is usable.
+   */
+  private async ensureKey(instanceId: string, label: string): Promise<void> {
+    const key = this.pendingKeys.get(label);
+    if (!key) return;
+    if (this.attached.get(instanceId) === key) {
+      this.pendingKeys.delete(label);
+      return;
+    }
+    const what = `vast POST /api/v0/instances/${instanceId}/ssh/`;
+    let res;
+    try {
+      res = await this.client.attachKey(instanceId, key);
+    } catch (err) {
+      this.deps.logger.warn({ provider: this.id, instanceId, label, err: (err as Error).message }, 'attaching the SSH key got no answer; trying again on the next poll');
+      return;
+    }
+    if (res.status === 200 && (res.json as { success?: unknown } | null)?.success !== false) {
+      this.pendingKeys.delete(label);
+      this.attached.set(instanceId, key);
+      return;
+    }
+    const rule = classifyVastError(res);
+    const reason = describeAnswer(what, res);
+    if (rule.read === 'rate_limited' || rule.read === 'unavailable' || rule.read === 'bad_response') {
+      this.deps.logger.warn({ provider: this.id, instanceId, label, reason }, 'attaching the SSH key failed; trying again on the next poll');
+      return;
+    }
+    this.pendingKeys.delete(label);
+    if (rule.read === 'auth' || FATAL_KEY_CODES.includes(vastErrorCode(res) ?? '')) {
+      this.keyRefused.set(instanceId, reason);
+      this.deps.logger.error({ provider: this.id, instanceId, label, reason }, 'vast refused our SSH key for the instance; it will read as failed');
+    } else {
+      this.deps.logger.error({ provider: this.id, instanceId, label, reason }, 'vast refused our SSH key; not retrying (the host SSH check decides readiness)');
+    }
+  }
+
+  private async info(inst: VastInstance): Promise<InstanceInfo> {
+    const instanceId = String(inst.id);
+    const label = inst.label ?? '';
+    if (label) await this.ensureKey(instanceId, label);
+    const refused = this.keyRefused.get(instanceId);
+    const state = refused ? 'failed' : vastState(inst.actual_status);
+    const out: InstanceInfo = { instanceId, label, state, providerState: `${inst.actual_status ?? 'null'}${refused ? ' (ssh key refused)' : ''}` };
+    const ssh = vastSsh(inst);
+    if (ssh) out.ssh = ssh;
+    return out;
+  }
+
+  private async findRaw(label: string): Promise<VastInstance | null> {
+    const hits = (await this.client.listInstances({ label: { eq: label } })).filter((i) => i.label === label);
+    if (hits.length > 1) this.deps.logger.warn({ provider: this.id, label, ids: hits.map((i) => i.id) }, 'several vast instances carry one label; using the oldest');
+    return hits.sort((a, b) => a.id - b.id)[0] ?? null;
+  }
+
+  async findByLabel(label: string): Promise<InstanceInfo | null> {
+    const inst = await this.findRaw(label);
+    return inst ? this.info(inst) : null;
+  }
+
+  async get(instanceId: string): Promise<InstanceInfo> {
+    if (!isVastId(instanceId)) return { instanceId, label: '', state: 'gone' };
+    // One list answer serves every poll; an id missing from it is asked for directly, so a list
+    // older than a create or a destroy by another process never reads as gone.
+    const listed = (await this.all.get()).find((i) => String(i.id) === instanceId);
+    const inst = listed ?? (await this.client.showInstance(instanceId));
+    if (!inst) return { instanceId, label: '', state: 'gone', providerState: 'destroyed' };
+    return this.info(inst);
+  }
+
+  async destroy(instanceId: string): Promise<void> {
+    if (!isVastId(instanceId)) return;
+    await this.client.destroyInstance(instanceId);
+    this.all.invalidate();
+    this.keyRefused.delete(instanceId);
+    this.attached.delete(instanceId);
+  }
+
+  async listInstances(): Promise<InstanceInfo[]> {
+    const mine = (await this.all.get()).filter((i) => typeof i.label === 'string' && i.label.startsWith(this.deps.labelPrefix));
+    return Promise.all(mine.map((i) => this.info(i)));
+  }
+
+  async afterDestroyed(label: string): Promise<void> {
+    this.pendingKeys.delete(label);
+  }
+
+  async close(): Promise<void> {
+    this.pendingKeys.clear();
+    this.attached.clear();
+  }
+}

@@ -1,0 +1,415 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
+import { FakeMachine } from './fake-machine.js';
+import { FAKE_VAST_OFFERS, type FakeVastOffer } from './vast-fixtures.js';
+
+export { FAKE_VAST_OFFERS, type FakeVastOffer };
+
+export interface FakeVastInstance {
+  id: number;
+  label: string | null;
+  actual_status: string | null;
+  cur_state: string;
+  intended_status: string;
+  next_state: string;
+  image_uuid: string;
+  image_runtype: string;
+  public_ipaddr: string;
+  ports: Record<string, { HostIp: string; HostPort: string }[]> | null;
+  ssh_host: string;
+  ssh_port: number;
+  gpu_name: string;
+  num_gpus: number;
+  gpu_ram: number;
+  disk_space: number;
+  dph_total: number;
+  geolocation: string | null;
+  start_date: number;
+}
+
+/** The call a fake endpoint serves, for `failNext`. */
+export type VastEndpoint = 'create' | 'get' | 'list' | 'destroy' | 'offers' | 'attach';
+export type VastFailure = '5xx' | 'hang' | '429' | 'drop';
+
+interface FakeRecord {
+  inst: FakeVastInstance;
+  machine: FakeMachine;
+  timer?: NodeJS.Timeout;
+  keys: string[];
+  createBody: Record<string, unknown>;
+}
+
+export interface FakeVastOptions {
+  /** The one API key accepted (random by default). */
+  apiKey?: string;
+  /** Replaces the offer fixture. */
+  offers?: FakeVastOffer[];
+  /** How long new instances stay `loading` (default 100 ms). */
+  bootMs?: number;
+}
+
+export interface FakeVastCall {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  body: unknown;
+  /** 0 when the fake hung or dropped the connection. */
+  status: number;
+}
+
+type Reply = { status: number; body: unknown; text?: string; contentType?: string };
+
+const json = (status: number, body: unknown): Reply => ({ status, body });
+const vastError = (status: number, error: string, msg: string, extra: Record<string, unknown> = {}): Reply => json(status, { success: false, error, msg, ...extra });
+const tooFrequent = (threshold: number): Reply => ({ status: 429, body: null, text: `API requests too frequent endpoint threshold=${threshold}`, contentType: 'text/plain' });
+const THRESHOLDS: Record<VastEndpoint, number> = { create: 4.5, get: 2, list: 1, destroy: 3, offers: 6, attach: 2 };
+const FILTERABLE = new Set(['id', 'label', 'actual_status', 'gpu_name', 'verification', 'cur_state', 'intended_status', 'image_uuid']);
+
+/** Docker's port map of a running instance: 22 is where its machine's SSH server listens. */
+const runningPorts = (sshPort: number) => ({ '22/tcp': [{ HostIp: '0.0.0.0', HostPort: String(sshPort) }], '8080/tcp': [{ HostIp: '0.0.0.0', HostPort: String(sshPort + 1) }] });
+
+/** Vast's search and list filter operators over one value. */
+function matches(value: unknown, cond: unknown): boolean {
+  if (typeof cond !== 'object' || cond === null || Array.isArray(cond)) return value === cond;
+  return Object.entries(cond as Record<string, unknown>).every(([op, want]) => {
+    const v = value as number;
+    switch (op) {
+      case 'eq': return value === want;
+      case 'neq': return value !== want;
+      case 'gt': return v > (want as number);
+      case 'gte': return v >= (want as number);
+      case 'lt': return v < (want as number);
+      case 'lte': return v <= (want as number);
+      case 'in': return Array.isArray(want) && want.includes(value);
+      case 'notin': return Array.isArray(want) && !want.includes(value);
+      default: throw new Error(`unknown operator ${op}`);
+    }
+  });
+}
+
+/**
+ * A local stand-in for the Vast.ai endpoints the plugin uses, as documented in Vast's OpenAPI
+ * files (paths with trailing slashes, Bearer auth, `{success,error,msg}` bodies) and as observed
+ * (a wrong key answers 404 `auth_error`; 429 is plain text without Retry-After; the v0 instance
+ * list answers 410). Every instance is a real SSH server on 127.0.0.1 (user root) that lets in
+ * only keys attached with `POST /api/v0/instances/{id}/ssh/`.
+ */
+export class FakeVastApi {
+  readonly calls: FakeVastCall[] = [];
+  offers: FakeVastOffer[] = FAKE_VAST_OFFERS.map((o) => ({ ...o }));
+  private readonly records = new Map<number, FakeRecord>();
+  private readonly ghosts: FakeMachine[] = [];
+  private readonly sockets = new Set<Socket>();
+  private readonly failures: { endpoint: VastEndpoint; reply: VastFailure | Reply }[] = [];
+  private readonly noCapacityFor = new Set<string>();
+  private readonly lastCall = new Map<VastEndpoint, number>();
+  private intervalsMs: Partial<Record<VastEndpoint, number>> = {};
+  private nextId = 31_000_001;
+  private bootMs = 100;
+  private limitAll = false;
+  private hangAfterCreate = false;
+  private closed = false;
+  url = '';
+
+  private constructor(
+    private readonly server: Server,
+    readonly apiKey: string,
+  ) {}
+
+  static async start(opts: FakeVastOptions = {}): Promise<FakeVastApi> {
+    const server = createServer();
+    const fake = new FakeVastApi(server, opts.apiKey ?? `vast-${randomBytes(16).toString('hex')}`);
+    if (opts.offers) fake.offers = structuredClone(opts.offers);
+    if (opts.bootMs !== undefined) fake.bootMs = opts.bootMs;
+    server.on('request', (req, res) => void fake.handle(req, res));
+    server.on('connection', (s) => {
+      fake.sockets.add(s);
+      s.on('close', () => fake.sockets.delete(s));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return fake;
+  }
+
+  /** Instances the API knows (forgotten ones are not listed). */
+  instances(): { id: string; label: string | null; status: string | null; sshPort: number; keys: number }[] {
+    return [...this.records.values()].map((r) => ({ id: String(r.inst.id), label: r.inst.label, status: r.inst.actual_status, sshPort: r.machine.port, keys: r.keys.length }));
+  }
+
+  /** New instances stay `loading` this long before `running`. */
+  setBootMs(ms: number): void {
+    this.bootMs = ms;
+  }
+
+  /** Creates of this ask id (or any ask of this GPU name) answer Vast's 410 `no_such_ask`. */
+  noCapacity(askIdOrGpuName: string, on = true): void {
+    if (on) this.noCapacityFor.add(askIdOrGpuName);
+    else this.noCapacityFor.delete(askIdOrGpuName);
+  }
+
+  /** Sets an instance's `actual_status` as its host would report it (e.g. `exited`, `offline`). */
+  setStatus(instanceId: string, actualStatus: string | null): void {
+    const r = this.records.get(Number(instanceId));
+    if (!r) throw new Error(`no instance ${instanceId}`);
+    clearTimeout(r.timer);
+    r.inst.actual_status = actualStatus;
+    r.inst.cur_state = actualStatus === 'running' ? 'running' : 'stopped';
+    r.inst.ports = actualStatus === 'running' ? runningPorts(r.machine.port) : null;
+  }
+
+  rateLimitAll(on: boolean): void {
+    this.limitAll = on;
+  }
+
+  /**
+   * The next call to `endpoint` fails this way (queued, one per call). Endpoints are Vast's:
+   * `get` is `GET /api/v0/instances/{id}/`, `list` is `GET /api/v1/instances/` (which serves the
+   * plugin's polls), `attach` is the key attachment.
+   */
+  failNext(endpoint: VastEndpoint, kind: VastFailure): void {
+    this.failures.push({ endpoint, reply: kind });
+  }
+
+  /** The next call to `endpoint` gets exactly this answer (for the error table's documented bodies). */
+  respondNext(endpoint: VastEndpoint, status: number, body: unknown, contentType = 'application/json'): void {
+    this.failures.push({ endpoint, reply: { status, body: contentType.includes('json') ? body : null, text: contentType.includes('json') ? undefined : String(body), contentType } });
+  }
+
+  /** Creates make the instance, then never answer. */
+  hangCreatesAfterCreating(on: boolean): void {
+    this.hangAfterCreate = on;
+  }
+
+  /** Enforces Vast's per-endpoint minimum intervals (scaled for tests): too soon is a 429. */
+  enforceIntervals(ms: Partial<Record<VastEndpoint, number>>): void {
+    this.intervalsMs = ms;
+  }
+
+  /** The API loses the instance while its machine keeps serving SSH (a ghost). */
+  forget(instanceId: string): void {
+    const r = this.records.get(Number(instanceId));
+    if (!r) throw new Error(`no instance ${instanceId}`);
+    clearTimeout(r.timer);
+    this.records.delete(r.inst.id);
+    this.ghosts.push(r.machine);
+  }
+
+  /** The body of the create that made an instance. */
+  createBodyOf(instanceId: string): Record<string, unknown> | undefined {
+    return this.records.get(Number(instanceId))?.createBody;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((r) => this.server.close(() => r()));
+    for (const r of this.records.values()) clearTimeout(r.timer);
+    await Promise.all([...[...this.records.values()].map((r) => r.machine.close()), ...this.ghosts.map((m) => m.close())]);
+    this.records.clear();
+  }
+
+  private send(res: ServerResponse, call: FakeVastCall, reply: Reply): void {
+    call.status = reply.status;
+    const text = reply.text ?? JSON.stringify(reply.body);
+    res.writeHead(reply.status, { 'Content-Type': reply.contentType ?? 'application/json' });
+    res.end(text);
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const raw = Buffer.concat(chunks).toString('utf8');
+    const call: FakeVastCall = { method: req.method ?? 'GET', path: url.pathname, query: Object.fromEntries(url.searchParams), body: null, status: 0 };
+    this.calls.push(call);
+    let body: unknown = null;
+    if (raw) {
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        return this.send(res, call, vastError(400, 'invalid_request', 'Invalid json body'));
+      }
+    }
+    call.body = body;
+    const route = this.route(call.method, url.pathname);
+    if (this.limitAll) return this.send(res, call, tooFrequent(route ? THRESHOLDS[route.endpoint] : 1));
+    const auth = req.headers.authorization;
+    if (auth !== `Bearer ${this.apiKey}` && url.searchParams.get('api_key') !== this.apiKey) {
+      return this.send(res, call, vastError(404, 'auth_error', 'Invalid user key'));
+    }
+    if (!route) {
+      if (call.method === 'GET' && url.pathname === '/api/v0/instances/') {
+        return this.send(res, call, vastError(410, 'deprecated_endpoint', 'This endpoint is deprecated. Use GET /api/v1/instances/ instead.'));
+      }
+      return this.send(res, call, json(404, { detail: 'Not Found' }));
+    }
+    const min = this.intervalsMs[route.endpoint];
+    const last = this.lastCall.get(route.endpoint);
+    const now = Date.now();
+    this.lastCall.set(route.endpoint, now);
+    if (min !== undefined && last !== undefined && now - last < min) return this.send(res, call, tooFrequent(THRESHOLDS[route.endpoint]));
+    const i = this.failures.findIndex((f) => f.endpoint === route.endpoint);
+    if (i >= 0) {
+      const [f] = this.failures.splice(i, 1);
+      if (f.reply === 'hang') return;
+      if (f.reply === 'drop') return void req.socket.destroy();
+      if (f.reply === '429') return this.send(res, call, tooFrequent(THRESHOLDS[route.endpoint]));
+      if (f.reply === '5xx') return this.send(res, call, { status: 502, body: null, text: '<html><body><h1>502 Bad Gateway</h1></body></html>', contentType: 'text/html' });
+      return this.send(res, call, f.reply);
+    }
+    const reply = await route.serve(body, url.searchParams);
+    if (reply === 'hang' || this.closed) return;
+    this.send(res, call, reply);
+  }
+
+  private route(method: string, path: string): { endpoint: VastEndpoint; serve: (body: unknown, q: URLSearchParams) => Promise<Reply | 'hang'> | Reply } | null {
+    let m: RegExpMatchArray | null;
+    if (method === 'POST' && path === '/api/v0/bundles/') return { endpoint: 'offers', serve: (b) => this.search(b) };
+    if (method === 'GET' && path === '/api/v1/instances/') return { endpoint: 'list', serve: (_b, q) => this.list(q) };
+    if (method === 'PUT' && (m = path.match(/^\/api\/v0\/asks\/(\d+)\/$/))) return { endpoint: 'create', serve: (b) => this.create(Number(m![1]), b) };
+    if (method === 'POST' && (m = path.match(/^\/api\/v0\/instances\/(\d+)\/ssh\/$/))) return { endpoint: 'attach', serve: (b) => this.attach(Number(m![1]), b) };
+    if (method === 'GET' && (m = path.match(/^\/api\/v0\/instances\/(\d+)\/$/))) return { endpoint: 'get', serve: () => json(200, { instances: this.records.get(Number(m![1]))?.inst ?? null }) };
+    if (method === 'DELETE' && (m = path.match(/^\/api\/v0\/instances\/(\d+)\/$/))) return { endpoint: 'destroy', serve: () => this.destroy(Number(m![1])) };
+    return null;
+  }
+
+  private search(body: unknown): Reply {
+    if (typeof body !== 'object' || body === null) return vastError(400, 'invalid_request', 'Invalid json body');
+    const { limit, type, order, allocated_storage: _storage, ...filters } = body as Record<string, unknown>;
+    if (type !== undefined && !['ondemand', 'on-demand', 'bid', 'reserved'].includes(type as string)) return vastError(400, 'invalid_request', `invalid type ${String(type)}`);
+    const defaults = { verified: { eq: true }, rentable: { eq: true }, rented: { eq: false } };
+    let out: FakeVastOffer[];
+    try {
+      out = this.offers.filter((o) => Object.entries({ ...defaults, ...filters }).every(([k, c]) => matches((o as unknown as Record<string, unknown>)[k], c)));
+    } catch (err) {
+      return vastError(400, 'invalid_request', (err as Error).message);
+    }
+    for (const [col, dir] of (Array.isArray(order) ? order : []) as [keyof FakeVastOffer, string][]) {
+      out.sort((a, b) => ((a[col] as number) - (b[col] as number)) * (dir === 'desc' ? -1 : 1));
+    }
+    return json(200, { offers: out.slice(0, typeof limit === 'number' ? limit : 64) });
+  }
+
+  private async create(askId: number, body: unknown): Promise<Reply | 'hang'> {
+    const b = (body ?? {}) as Record<string, unknown>;
+    const ask = this.offers.find((o) => o.id === askId && o.rentable);
+    if (!ask) return vastError(404, 'invalid_args', `error 404/3603: no_such_ask Instance type by id ${askId} is not available.`, { ask_id: askId });
+    if (typeof b.image !== 'string' || !b.image || b.image.length > 1024) return vastError(400, 'invalid_args', "error 400/3467: Invalid args: 'image' is required", { ask_id: askId });
+    if (b.label !== undefined && (typeof b.label !== 'string' || b.label.length > 256)) return vastError(400, 'invalid_args', 'error 400/3467: Invalid args: label too long', { ask_id: askId });
+    if (b.disk !== undefined && (typeof b.disk !== 'number' || b.disk < 8 || b.disk > ask.disk_space)) return vastError(400, 'invalid_args', 'error 400/3467: Invalid args: disk', { ask_id: askId });
+    const full = this.noCapacityFor.has(String(askId)) || this.noCapacityFor.has(ask.gpu_name);
+    // The documented default is true for on-demand; only an explicit false leaves a stopped instance.
+    if (full && b.cancel_unavail !== false) return vastError(410, 'no_such_ask', `error 410/3907: no_such_ask Instance type ${askId} is no longer available.`, { ask_id: askId });
+    const id = this.nextId++;
+    // Vast installs no key of ours at create: the machine's first key is one whose private half is
+    // dropped here, so nobody gets in until a key is attached.
+    const throwaway = generateDeploymentKeyPair('vast-fake-nobody').publicKey;
+    const machine = await FakeMachine.start({ user: 'root', gpuName: ask.gpu_name, gpuCount: ask.num_gpus, vramGb: Math.round(ask.gpu_ram / 1024), publicKey: throwaway });
+    if (this.closed) {
+      await machine.close();
+      return 'hang';
+    }
+    const inst: FakeVastInstance = {
+      id,
+      label: typeof b.label === 'string' ? b.label : null,
+      actual_status: full ? 'stopped' : null,
+      cur_state: full ? 'stopped' : 'running',
+      intended_status: full ? 'stopped' : 'running',
+      next_state: full ? 'stopped' : 'running',
+      image_uuid: b.image,
+      image_runtype: String(b.runtype ?? 'ssh'),
+      public_ipaddr: '127.0.0.1',
+      ports: null,
+      ssh_host: 'ssh4.vast.ai',
+      ssh_port: 10_000 + (id % 50_000),
+      gpu_name: ask.gpu_name,
+      num_gpus: ask.num_gpus,
+      gpu_ram: ask.gpu_ram,
+      disk_space: typeof b.disk === 'number' ? b.disk : 10,
+      dph_total: ask.dph_total,
+      geolocation: ask.geolocation,
+      start_date: Date.now() / 1000,
+    };
+    const rec: FakeRecord = { inst, machine, keys: [], createBody: b };
+    this.records.set(id, rec);
+    if (!full) {
+      if (this.bootMs > 0) inst.actual_status = 'loading';
+      const boot = () => {
+        inst.actual_status = 'running';
+        inst.ports = runningPorts(machine.port);
+      };
+      if (this.bootMs > 0) rec.timer = setTimeout(boot, this.bootMs);
+      else boot();
+    }
+    if (this.hangAfterCreate) return 'hang';
+    return json(200, { success: true, new_contract: id });
+  }
+
+  private attach(id: number, body: unknown): Reply {
+    const key = (body as { ssh_key?: unknown } | null)?.ssh_key;
+    if (typeof key !== 'string' || !/^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp\d+) [A-Za-z0-9+/=]+/.test(key.trim())) {
+      return vastError(400, 'invalid_args', 'error 400/1782: Invalid args: ssh_key is not a public key');
+    }
+    const rec = this.records.get(id);
+    if (!rec) return vastError(404, 'not_found', 'Instance not found');
+    if (!rec.keys.includes(key.trim())) {
+      rec.keys.push(key.trim());
+      rec.machine.authorize(key.trim());
+    }
+    return json(200, { success: true, msg: 'SSH key attached successfully' });
+  }
+
+  private list(q: URLSearchParams): Reply {
+    let filters: Record<string, unknown> = {};
+    try {
+      filters = JSON.parse(q.get('select_filters') ?? '{}');
+    } catch {
+      return vastError(400, 'invalid_request', 'Error in query parameters: select_filters is not JSON');
+    }
+    for (const col of Object.keys(filters)) {
+      if (!FILTERABLE.has(col)) return vastError(400, 'invalid_request', `Error in query parameters: ${col} is not a valid search key`);
+    }
+    const rawLimit = Number(q.get('limit') ?? 25);
+    const limit = rawLimit <= 0 || !Number.isFinite(rawLimit) ? 5 : Math.min(25, Math.floor(rawLimit));
+    let after = 0;
+    const token = q.get('after_token');
+    if (token) {
+      try {
+        after = JSON.parse(Buffer.from(token, 'base64').toString('utf8')).values.id;
+        if (!Number.isSafeInteger(after)) throw new Error('bad');
+      } catch {
+        return vastError(400, 'invalid_token', 'Invalid after_token');
+      }
+    }
+    let all: FakeVastInstance[];
+    try {
+      all = [...this.records.values()].map((r) => r.inst).filter((i) => Object.entries(filters).every(([k, c]) => matches((i as unknown as Record<string, unknown>)[k], c)));
+    } catch (err) {
+      return vastError(400, 'invalid_request', (err as Error).message);
+    }
+    all.sort((a, b) => a.id - b.id);
+    const page = all.filter((i) => i.id > after).slice(0, limit);
+    const more = page.length > 0 && all.some((i) => i.id > page[page.length - 1].id);
+    const labelCounts: Record<string, number> = {};
+    for (const i of all) labelCounts[i.label ?? ''] = (labelCounts[i.label ?? ''] ?? 0) + 1;
+    return json(200, {
+      success: true,
+      instances_found: page.length,
+      total_instances: all.length,
+      label_counts: labelCounts,
+      next_token: more ? Buffer.from(JSON.stringify({ values: { id: page[page.length - 1].id } })).toString('base64') : null,
+      instances: page,
+    });
+  }
+
+  private async destroy(id: number): Promise<Reply> {
+    const rec = this.records.get(id);
+    if (!rec) return vastError(404, 'not_found', 'Instance not found');
+    clearTimeout(rec.timer);
+    this.records.delete(id);
+    await rec.machine.close();
+    return json(200, { success: true, msg: 'Instance destroyed successfully' });
+  }
+}

@@ -1,0 +1,97 @@
+import assert from 'node:assert/strict';
+import vastPlugin, { validateVastOptions, VAST_DEFAULT_IMAGE } from '../../plugins/vast/index.js';
+import { vastCategory } from '../../plugins/vast/offers.js';
+import { VAST_STATE_TABLE, vastState } from '../../plugins/vast/states.js';
+import { VastProvider, vastSsh } from '../../plugins/vast/vast-provider.js';
+import { systemClock } from '../../src/clock.js';
+import { createLogger } from '../../src/logger.js';
+import { createProviderRegistry, loadPlugin } from '../../src/providers/provider-registry.js';
+import { testDataSource } from '../helpers/db.js';
+
+describe('vast state table', () => {
+  const cases: [string | null | undefined, string][] = [
+    [null, 'pending'],
+    [undefined, 'pending'],
+    ['loading', 'pending'],
+    ['running', 'running'],
+    ['stopped', 'stopped'],
+    ['frozen', 'stopped'],
+    ['exited', 'failed'],
+    ['unknown', 'failed'],
+    ['offline', 'failed'],
+    ['some_new_state', 'pending'],
+  ];
+  for (const [actual, ours] of cases) {
+    it(`actual_status ${JSON.stringify(actual)} → ${ours}`, () => assert.equal(vastState(actual), ours));
+  }
+
+  it('names every documented Vast status', () => {
+    assert.deepEqual(Object.keys(VAST_STATE_TABLE).sort(), ['exited', 'frozen', 'loading', 'offline', 'running', 'stopped', 'unknown']);
+  });
+
+  it('gives SSH only when the public IP and the port 22 mapping both exist', () => {
+    const base = { id: 1, label: 'x', actual_status: 'running' };
+    const ports = { '22/tcp': [{ HostIp: '0.0.0.0', HostPort: '41022' }] };
+    assert.deepEqual(vastSsh({ ...base, public_ipaddr: '203.0.113.7', ports }), { host: '203.0.113.7', port: 41022, user: 'root' });
+    assert.equal(vastSsh({ ...base, public_ipaddr: '203.0.113.7', ports: null }), undefined);
+    assert.equal(vastSsh({ ...base, public_ipaddr: '203.0.113.7', ports: { '8080/tcp': ports['22/tcp'] } }), undefined);
+    assert.equal(vastSsh({ ...base, public_ipaddr: '203.0.113.7', ports: { '22/tcp': [] } }), undefined);
+    assert.equal(vastSsh({ ...base, public_ipaddr: '', ports }), undefined);
+    assert.equal(vastSsh({ ...base, public_ipaddr: '203.0.113.7', ports: { '22/tcp': [{ HostPort: '0' }] } }), undefined);
+  });
+
+  it('sorts GPU families into categories', () => {
+    assert.deepEqual(
+      ['H100 SXM', 'A100 SXM4', 'L40S', 'RTX 4090', 'RTX 3090', 'RTX A6000', 'RTX 6000 Ada', 'A10', 'Tesla V100'].map(vastCategory),
+      ['datacenter', 'datacenter', 'datacenter', 'consumer', 'consumer', 'workstation', 'workstation', 'datacenter', 'datacenter'],
+    );
+  });
+});
+
+describe('vast options', () => {
+  it('needs an API key and fills documented defaults', () => {
+    assert.throws(() => validateVastOptions({}), /VAST_PROVIDER_API_KEY is required/);
+    assert.throws(() => validateVastOptions({ API_KEY: '  ' }), /VAST_PROVIDER_API_KEY is required/);
+    assert.deepEqual(validateVastOptions({ API_KEY: 'k123' }), {
+      apiKey: 'k123',
+      apiUrl: 'https://console.vast.ai',
+      image: VAST_DEFAULT_IMAGE,
+      diskGb: 32,
+      maxOffers: 64,
+    });
+  });
+
+  it('rejects unknown names and bad values, naming the variable and never echoing the key', () => {
+    assert.throws(() => validateVastOptions({ API_KEY: 'k', MARKUP: '10' }), /VAST_PROVIDER_MARKUP is not an option of the vast provider/);
+    assert.throws(() => validateVastOptions({ API_KEY: 'k', DISK_GB: '4' }), /VAST_PROVIDER_DISK_GB must be a whole number from 8/);
+    assert.throws(() => validateVastOptions({ API_KEY: 'k', DISK_GB: '32.5' }), /VAST_PROVIDER_DISK_GB/);
+    assert.throws(() => validateVastOptions({ API_KEY: 'k', MAX_OFFERS: '0' }), /VAST_PROVIDER_MAX_OFFERS/);
+    assert.throws(() => validateVastOptions({ API_KEY: 'k', API_URL: 'https://console.vast.ai/api/v0' }), /VAST_PROVIDER_API_URL must be an http\(s\) origin without a path/);
+    assert.throws(() => validateVastOptions({ API_KEY: 'k', API_URL: 'ftp://x' }), /VAST_PROVIDER_API_URL/);
+    assert.throws(() => validateVastOptions({ API_KEY: 'k', IMAGE: 'a b' }), /VAST_PROVIDER_IMAGE/);
+    assert.throws(() => validateVastOptions({ API_KEY: 'secret with space' }), (e: Error) => /VAST_PROVIDER_API_KEY/.test(e.message) && !e.message.includes('secret'));
+    const o = validateVastOptions({ API_KEY: 'k', API_URL: 'http://127.0.0.1:9999/', IMAGE: 'nvidia/cuda:12.4.1-devel-ubuntu22.04', DISK_GB: '100', MAX_OFFERS: '10' });
+    assert.deepEqual([o.apiUrl, o.image, o.diskGb, o.maxOffers], ['http://127.0.0.1:9999', 'nvidia/cuda:12.4.1-devel-ubuntu22.04', 100, 10]);
+  });
+
+  it('the plugin builds a provider with the documented capabilities', async () => {
+    const deps = { logger: createLogger('silent'), clock: systemClock, dataSource: await testDataSource(), production: true, labelPrefix: 'x-' };
+    const p = await vastPlugin.create(vastPlugin.validateOptions({ API_KEY: 'k' }), deps);
+    assert.ok(p instanceof VastProvider);
+    assert.equal(p.id, vastPlugin.id);
+    assert.deepEqual(p.capabilities, { labels: true, sshKeyPerInstance: true, listInstances: true });
+    await p.close?.();
+    const loaded = await loadPlugin('vast');
+    assert.deepEqual([loaded.id, loaded.description], [vastPlugin.id, vastPlugin.description]);
+    assert.throws(() => loaded.validateOptions({}), /VAST_PROVIDER_API_KEY/);
+  });
+
+  it('starts through the registry, which refuses an unknown VAST_PROVIDER_ name', async () => {
+    const deps = { logger: createLogger('silent'), clock: systemClock, dataSource: await testDataSource(), production: false, labelPrefix: 'x-' };
+    const config = [{ id: 'vast', options: { API_KEY: 'k', DISK_GB: '48' }, markupPercent: 15 }];
+    const registry = await createProviderRegistry(config, deps);
+    assert.deepEqual(registry.all().map((p) => p.id), ['vast']);
+    await registry.close();
+    await assert.rejects(createProviderRegistry([{ id: 'vast', options: { APIKEY: 'k' }, markupPercent: 0 }], deps), /VAST_PROVIDER_APIKEY is not an option/);
+  });
+});
