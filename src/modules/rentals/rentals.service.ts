@@ -11,7 +11,9 @@ import type { JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import type { Account } from '../accounts/account.entity.js';
 import { accountBalanceEligible } from '../accounts/billing-eligibility.js';
+import { outstandingReservationMinor, reservedCreditMinor } from '../billing/credit-reservation.js';
 import type { LedgerService } from '../billing/ledger.service.js';
+import { topUpAdvice } from '../billing/top-up-advice.js';
 import { gpuSlug } from '../inventory/gpu-slug.js';
 import { Offer } from '../inventory/offer.entity.js';
 import type { KeysService } from '../keys/keys.service.js';
@@ -192,9 +194,12 @@ export class RentalsService {
     const key = principal.key;
     const usage = (await this.keys.usage([key], m)).get(key.id)!;
     const remainingKeyBudget = key.budgetLimitMinor - usage.netSpentMinor;
-    // A metered rental must be able to pay for its first hour, or its whole cap if that is less.
+    // A metered rental needs its own reservation (credit-reservation.ts) out of unreserved credits.
     const price = terms.candidates[0].pricePerHourMinor;
-    const needed = terms.billingModel === 'LEGACY_PREPAID' ? terms.totalMinor : Math.min(price, terms.spendCapMinor ?? price);
+    const needed =
+      terms.billingModel === 'LEGACY_PREPAID'
+        ? terms.totalMinor
+        : outstandingReservationMinor({ hourlyPriceMinor: price, spendCapMinor: terms.spendCapMinor, usageMinor: 0 });
 
     if (terms.billingModel === 'LEGACY_PREPAID' && terms.totalMinor > key.maxPerRentalMinor) {
       throw new AppError(
@@ -214,8 +219,13 @@ export class RentalsService {
         `This key already has ${usage.activeDeployments} deployment(s) running or starting; its limit is ${key.maxConcurrentDeployments}. Terminate one first.`,
       );
     }
-    if (account.balanceMinor < needed) {
-      throw new AppError('INSUFFICIENT_CREDITS', `This rental needs ${needed} cents of credits; the account has ${account.balanceMinor}. Top up first.`);
+    const reserved = await reservedCreditMinor(m, account.id);
+    if (account.balanceMinor - reserved < needed) {
+      const held = reserved > 0 ? ` (${reserved} of them reserved by its running metered rentals)` : '';
+      throw new AppError(
+        'INSUFFICIENT_CREDITS',
+        `This rental needs ${needed} cents of credits; the account has ${account.balanceMinor}${held}. ${topUpAdvice(principal.scopes)}`,
+      );
     }
   }
 
