@@ -8,6 +8,7 @@ import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotency
 import { IdempotencyRecord } from '../../http/idempotency-record.entity.js';
 import type { Principal } from '../../http/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
+import { SIGNUP_ORIGIN } from '../keys/account-holder.js';
 import type { ApiKey } from '../keys/api-key.entity.js';
 import type { KeysService, KeyUsage } from '../keys/keys.service.js';
 import { Account } from './account.entity.js';
@@ -91,7 +92,7 @@ export class AccountsService {
         kind: 'AGENT',
         name: 'signup',
         scopes: ['read', 'rent', 'manage', 'billing'],
-        origin: 'signup',
+        origin: SIGNUP_ORIGIN,
         ...limits,
       });
       await setIdempotencyResource(m, claim.record, account.id);

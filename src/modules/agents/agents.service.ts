@@ -132,6 +132,7 @@ export class AgentsService {
     if (principal.kind !== 'OWNER') throw new AppError('FORBIDDEN', 'Only owner keys may approve agent authorizations.');
     const missing = SETUP_SCOPES.filter((s) => !principal.scopes.includes(s));
     if (missing.length) throw new AppError('FORBIDDEN', `Approving needs an owner key with scopes read, rent and manage (missing: ${missing.join(', ')}).`);
+    assertWithinOwnLimits(principal, limits);
     return this.approveAuthorization({ accountId: principal.accountId, keyId: principal.keyId }, approvalCode, limits);
   }
 
@@ -254,6 +255,7 @@ export class AgentsService {
     const scopes = [...new Set(body.scopes)];
     const beyond = scopes.filter((s) => !principal.scopes.includes(s));
     if (beyond.length) throw new AppError('FORBIDDEN', `An agent key's scopes must be a subset of yours; this key lacks: ${beyond.join(', ')}.`);
+    assertWithinOwnLimits(principal, body);
     const input = { ...body, scopes: [...scopes].sort() };
     // Checked before the transaction: a plain read inside it would fix the snapshot ahead of the
     // idempotency claim, hiding a concurrent twin's committed key from the replay path.
@@ -323,6 +325,22 @@ function checkLimits(limits: AgentLimits, min: typeof APPROVAL_MINIMUMS): void {
   }
   if (limits.name !== undefined && (limits.name.length < 1 || limits.name.length > 100)) bad.push('name must be 1 to 100 characters');
   if (bad.length) throw new AppError('VALIDATION_FAILED', `Invalid limits: ${bad.join('; ')}.`);
+}
+
+/**
+ * An owner key hands out no more than it holds: each of an agent key's three limits is at most
+ * the issuing key's own, or 403 KEY_LIMIT_EXCEEDED (the code for a key's limits; the request is
+ * well-formed, so not a 422). Owners in the Telegram bot hold no key and are not bound by one.
+ */
+function assertWithinOwnLimits(principal: Principal, limits: AgentLimits): void {
+  const own = principal.key;
+  const over = (['maxPerRentalMinor', 'budgetLimitMinor', 'maxConcurrentDeployments'] as const).filter((f) => limits[f] > own[f]);
+  if (over.length) {
+    throw new AppError(
+      'KEY_LIMIT_EXCEEDED',
+      `An agent key's limits may not exceed your key's own: ${over.map((f) => `${f} ${limits[f]} > ${own[f]}`).join(', ')}.`,
+    );
+  }
 }
 
 /** A frozen account may not bring new agents in: 402 ACCOUNT_FROZEN. */
