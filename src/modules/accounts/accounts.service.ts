@@ -76,8 +76,9 @@ export class AccountsService {
   async signup(idempotencyKeyHeader: string | undefined, body: SignupRequest | undefined): Promise<SignupResponse> {
     this.assertAgentsEnabled();
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader, { uuid: true });
-    const limits = { ...SIGNUP_DEFAULTS, ...stripUndefined(body ?? {}) };
-    const hash = requestHash(limits);
+    const { name, ...given } = body ?? {};
+    const limits = { ...SIGNUP_DEFAULTS, ...stripUndefined(given) };
+    const hash = requestHash(name === undefined ? limits : { ...limits, name });
     // A retry of a finished signup is answered without spending the global rate budget.
     const prior = await this.ds.getRepository(IdempotencyRecord).findOneBy({ scope: 'signup', idemKey });
     if (prior) throw replayError(prior.requestHash === hash);
@@ -90,7 +91,7 @@ export class AccountsService {
       const { token } = await this.keys.create(m, {
         accountId: account.id,
         kind: 'AGENT',
-        name: 'signup',
+        name: name ?? 'signup',
         scopes: ['read', 'rent', 'manage', 'billing'],
         origin: SIGNUP_ORIGIN,
         ...limits,

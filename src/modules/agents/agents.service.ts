@@ -17,6 +17,7 @@ import type {
   AgentKeyIssued,
   AgentLimits,
   ApproveAuthorizationResponse,
+  BeginAuthorizationRequest,
   BeginAuthorizationResponse,
   IssueAgentKeyRequest,
   RevokedKey,
@@ -44,6 +45,8 @@ export interface AuthorizationDescription {
   status: AuthorizationView;
   expiresAt: Date;
   approvalUrl: string;
+  /** The name the agent gave itself, if any: untrusted text, escape it. */
+  requestedName: string | null;
 }
 
 export interface AgentsOptions {
@@ -86,8 +89,10 @@ export class AgentsService {
    * An agent asks to be authorized: a private setup code for itself and a public approval URL
    * for its owner, both valid for 10 minutes.
    */
-  async beginAuthorization(clientAddress = 'internal'): Promise<BeginAuthorizationResponse> {
+  async beginAuthorization(clientAddress = 'internal', request: BeginAuthorizationRequest = {}): Promise<BeginAuthorizationResponse> {
     this.assertEnabled();
+    const requestedName = request.name?.trim() || null;
+    if (requestedName !== null && requestedName.length > 100) throw new AppError('VALIDATION_FAILED', 'Invalid request: name: at most 100 characters.');
     await this.limitAddress('begin', clientAddress);
     const setup = mintCode(SETUP_CODE_TAG);
     const approval = mintCode(APPROVAL_CODE_TAG);
@@ -101,6 +106,7 @@ export class AgentsService {
       accountId: null,
       approvedByKeyId: null,
       name: null,
+      requestedName,
       maxPerRentalMinor: null,
       budgetLimitMinor: null,
       maxConcurrentDeployments: null,
@@ -111,7 +117,14 @@ export class AgentsService {
       createdAt: now,
     });
     await this.ds.getRepository(AgentAuthorization).insert(row);
-    return { authorizationId: row.id, setupCode: setup.code, approvalUrl: this.approvalUrl(approval.code), expiresAt: row.expiresAt.toISOString() };
+    return {
+      authorizationId: row.id,
+      name: requestedName,
+      pollIntervalSeconds: pollIntervalSeconds(this.options.setupRatePerMinute),
+      setupCode: setup.code,
+      approvalUrl: this.approvalUrl(approval.code),
+      expiresAt: row.expiresAt.toISOString(),
+    };
   }
 
   /** What the approval page and the bot show for a public approval code; null when unknown. */
@@ -119,7 +132,13 @@ export class AgentsService {
     if (!/^gpa_[A-Za-z0-9_-]{43}$/.test(approvalCode)) return null;
     const row = await this.ds.getRepository(AgentAuthorization).findOneBy({ approvalCodeHash: sha256(approvalCode) });
     if (!row) return null;
-    return { authorizationId: row.id, status: this.view(row), expiresAt: row.expiresAt, approvalUrl: this.approvalUrl(approvalCode) };
+    return {
+      authorizationId: row.id,
+      status: this.view(row),
+      expiresAt: row.expiresAt,
+      approvalUrl: this.approvalUrl(approvalCode),
+      requestedName: row.requestedName,
+    };
   }
 
   private view(row: AgentAuthorization): AuthorizationView {
@@ -160,7 +179,7 @@ export class AgentsService {
         status: 'APPROVED',
         accountId: owner.accountId,
         approvedByKeyId: owner.keyId,
-        name: limits.name ?? 'approved agent',
+        name: limits.name ?? row.requestedName ?? 'approved agent',
         maxPerRentalMinor: limits.maxPerRentalMinor,
         budgetLimitMinor: limits.budgetLimitMinor,
         maxConcurrentDeployments: limits.maxConcurrentDeployments,
@@ -227,7 +246,12 @@ export class AgentsService {
       const now = this.clock.now();
       if (row.expiresAt.getTime() <= now.getTime()) throw invalid();
       if (row.status === 'PENDING') {
-        throw new AppError('AGENT_AUTHORIZATION_PENDING', `Waiting for the owner to approve; poll again (the session expires at ${row.expiresAt.toISOString()}).`);
+        const wait = pollIntervalSeconds(this.options.setupRatePerMinute);
+        throw new AppError(
+          'AGENT_AUTHORIZATION_PENDING',
+          `Waiting for the owner to approve; poll again in ${wait} s (see Retry-After; the session expires at ${row.expiresAt.toISOString()}).`,
+          { 'Retry-After': String(wait) },
+        );
       }
       const { key, token } = await this.keys.create(m, {
         accountId: row.accountId!,
@@ -314,6 +338,17 @@ export class AgentsService {
     const usage = await this.keys.usage([key], manager);
     return toKeyDto(key, usage.get(key.id)!);
   }
+}
+
+/**
+ * Seconds between exchange polls that can never trip the per-address limit of `ratePerMinute`.
+ * The limiter counts fixed one-minute windows, and polls `s` seconds apart put at most
+ * ceil(60 / s) of them into one window; the session's begin call shares the budget. So
+ * ceil(60 / s) + 1 <= rate, which s = ceil(60 / (rate - 1)) satisfies. With a budget of one or two
+ * a minute, a poll a minute is the best there is.
+ */
+export function pollIntervalSeconds(ratePerMinute: number): number {
+  return ratePerMinute <= 2 ? 60 : Math.ceil(60 / (ratePerMinute - 1));
 }
 
 /** Limits given outside the HTTP schema (Telegram) are checked here with the same minimums. */

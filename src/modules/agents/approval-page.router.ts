@@ -39,7 +39,10 @@ export function approvalPageRouter(services: Services): Router {
         ? `<p class="actions"><a href="https://t.me/${encodeURIComponent(config.telegramBotUsername)}?start=approve_${encodeURIComponent(code)}" style="display:inline-block;padding:.75rem 1.5rem;border-radius:6px;background:var(--accent);color:var(--card);font-weight:600;text-decoration:none">Approve in Telegram</a></p>
 <p class="muted">The bot asks you for the three limits, then approves.</p>`
         : '<p class="muted">The Telegram bot is not configured on this service; approve with the API call below.</p>';
-      const body = `<p>An AI agent is asking for a key to rent GPU machines on your account, paid from your compute credits. It will never see your own credentials, and you can revoke its key at any time.</p>
+      const who = session.requestedName
+        ? `An AI agent that calls itself <strong>${escapeHtml(session.requestedName)}</strong> is asking`
+        : 'An AI agent is asking';
+      const body = `<p>${who} for a key to rent GPU machines on your account, paid from your compute credits. It will never see your own credentials, and you can revoke its key at any time.</p>
 <p>You decide its limits when you approve:</p>
 <dl>
 <dt>Per rental</dt><dd>the most one rental may cost (at least $${(APPROVAL_MINIMUMS.maxPerRentalMinor / 100).toFixed(2)})</dd>
