@@ -18,9 +18,10 @@ import { gpuSlug } from '../inventory/gpu-slug.js';
 import { Offer } from '../inventory/offer.entity.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { Deployment } from './deployment.entity.js';
-import { lockDeploymentFor, type DeploymentActor } from './deployment-access.js';
+import { lockDeploymentOrRentalFor, type DeploymentActor } from './deployment-access.js';
 import { Order, type DeploymentBillingModel } from './order.entity.js';
 import { RENTAL_JOBS } from './rental-jobs.names.js';
+import { machineFacts, machineOfferId, NO_MACHINE, rentalPage, terminationReasonOf, type MachineFacts } from './rental-views.js';
 import type { CreateRentalRequest, DeploymentDto, GpuIntentRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
 
 /** Legacy prepaid purchases start at this many cents (SPEC.md, Limits). */
@@ -110,7 +111,7 @@ export class RentalsService {
     if (outcome.created === null) return this.replay(outcome.replayOf);
     const { order, deployment } = outcome.created;
     await this.enqueue(RENTAL_JOBS.provision, deployment.id);
-    return { status: 201, rental: toRentalDto(order, deployment) };
+    return { status: 201, rental: await this.describe(order, deployment) };
   }
 
   /** Cached candidates for the request, cheapest first; no live provider search. */
@@ -343,12 +344,24 @@ export class RentalsService {
     const order = await this.ds.getRepository(Order).findOneBy(visibleTo(principal, { id: rentalId.toLowerCase() }));
     if (!order) throw notFound('rental');
     const deployment = await this.ds.getRepository(Deployment).findOneBy({ orderId: order.id });
-    return toRentalDto(order, deployment);
+    return this.describe(order, deployment);
+  }
+
+  /** The caller's rentals, newest first, a page at a time (see rental-views.ts for the cursor). */
+  async list(principal: Principal, limit: number, cursor: string | undefined): Promise<{ rentals: RentalDto[]; nextCursor: string | null }> {
+    const { rows, nextCursor } = await rentalPage(this.ds, principal, limit, cursor);
+    const facts = await machineFacts(this.ds, rows.map((r) => machineOfferId(r.order, r.deployment)));
+    return { rentals: rows.map((r) => toRentalDto(r.order, r.deployment, facts.get(machineOfferId(r.order, r.deployment) ?? '') ?? NO_MACHINE)), nextCursor };
+  }
+
+  private async describe(order: Order, deployment: Deployment | null): Promise<RentalDto> {
+    const facts = await machineFacts(this.ds, [machineOfferId(order, deployment)]);
+    return toRentalDto(order, deployment, facts.get(machineOfferId(order, deployment) ?? '') ?? NO_MACHINE);
   }
 
   private async loadRental(rentalId: string): Promise<RentalDto> {
     const order = await this.ds.getRepository(Order).findOneByOrFail({ id: rentalId });
-    return toRentalDto(order, await this.ds.getRepository(Deployment).findOneBy({ orderId: rentalId }));
+    return this.describe(order, await this.ds.getRepository(Deployment).findOneBy({ orderId: rentalId }));
   }
 
   /** The caller's deployments, newest first. */
@@ -359,27 +372,30 @@ export class RentalsService {
       take: limit,
     });
     const funding = await this.fundingOf(deployments.map((d) => d.orderId));
-    return deployments.map((d) => toDeploymentDto(d, funding.get(d.orderId) ?? 'CREDITS'));
+    const facts = await machineFacts(this.ds, deployments.map((d) => d.offerId));
+    return deployments.map((d) => toDeploymentDto(d, funding.get(d.orderId) ?? 'CREDITS', facts.get(d.offerId ?? '') ?? NO_MACHINE));
   }
 
   async getDeployment(principal: Principal, deploymentId: string): Promise<DeploymentDto> {
     const d = await this.ds.getRepository(Deployment).findOneBy(visibleTo(principal, { id: deploymentId.toLowerCase() }));
     if (!d) throw notFound('deployment');
     const funding = await this.fundingOf([d.orderId]);
-    return toDeploymentDto(d, funding.get(d.orderId) ?? 'CREDITS');
+    const facts = await machineFacts(this.ds, [d.offerId]);
+    return toDeploymentDto(d, funding.get(d.orderId) ?? 'CREDITS', facts.get(d.offerId ?? '') ?? NO_MACHINE);
   }
 
   /**
    * Asks for termination; repeatable. A deployment that is starting or running is marked
    * TERMINATING with the request time, and the terminate job destroys and verifies it. A
-   * deployment already terminating or finished is left as it is.
+   * deployment already terminating or finished is left as it is. `deploymentId` may also be the
+   * rental id, resolved to its deployment under the same access rules.
    */
   async terminate(principal: DeploymentActor, deploymentId: string): Promise<TerminateAccepted> {
     const id = deploymentId.toLowerCase();
     const enqueue = await inTransaction(this.ds, async (m) => {
-      const d = await lockDeploymentFor(m, principal, id);
+      const d = await lockDeploymentOrRentalFor(m, principal, id);
       if (!d) throw notFound('deployment');
-      if (d.status === 'TERMINATED' || d.status === 'FAILED') return false;
+      if (d.status === 'TERMINATED' || d.status === 'FAILED') return null;
       const now = this.clock.now();
       const patch: Partial<Deployment> = { updatedAt: now };
       if (!d.terminateRequestedAt) patch.terminateRequestedAt = now;
@@ -391,9 +407,9 @@ export class RentalsService {
       }
       await m.update(Deployment, { id: d.id }, patch);
       // AWAITING_PAYMENT keeps its status (the card payment path owns it) but carries the request.
-      return d.status !== 'AWAITING_PAYMENT';
+      return d.status !== 'AWAITING_PAYMENT' ? d.id : null;
     });
-    if (enqueue) await this.enqueue(RENTAL_JOBS.terminate, id);
+    if (enqueue) await this.enqueue(RENTAL_JOBS.terminate, enqueue);
     return { accepted: true };
   }
 
@@ -443,12 +459,16 @@ function endedAtOf(d: Deployment, funding: 'CREDITS' | 'CARD'): string | null {
   return funding === 'CREDITS' && d.status === 'TERMINATED' ? iso(d.endedAt) : null;
 }
 
-export function toDeploymentDto(d: Deployment, funding: 'CREDITS' | 'CARD'): DeploymentDto {
+export function toDeploymentDto(d: Deployment, funding: 'CREDITS' | 'CARD', machine: MachineFacts = NO_MACHINE): DeploymentDto {
   const metered = d.billingModel !== 'LEGACY_PREPAID';
   return {
     id: d.id,
     rentalId: d.orderId,
     status: d.status,
+    gpuName: machine.gpuName,
+    gpuCount: machine.gpuCount,
+    provider: d.providerId ?? machine.provider,
+    terminationReason: terminationReasonOf(d.terminationReason),
     billingModel: d.billingModel,
     hoursPurchased: metered ? null : d.hoursPurchased,
     durationSeconds: metered ? null : d.durationSeconds,
@@ -465,7 +485,7 @@ export function toDeploymentDto(d: Deployment, funding: 'CREDITS' | 'CARD'): Dep
   };
 }
 
-export function toRentalDto(o: Order, d: Deployment | null): RentalDto {
+export function toRentalDto(o: Order, d: Deployment | null, machine: MachineFacts = NO_MACHINE): RentalDto {
   const metered = o.billingModel !== 'LEGACY_PREPAID';
   const failed = (d?.status ?? o.status) === 'FAILED';
   return {
@@ -474,8 +494,12 @@ export function toRentalDto(o: Order, d: Deployment | null): RentalDto {
     deploymentId: d ? d.id : null,
     // The deployment row is the one the lifecycle jobs move first; the order follows it.
     status: d ? d.status : o.status,
+    gpuName: machine.gpuName,
+    gpuCount: machine.gpuCount,
+    provider: d?.providerId ?? machine.provider,
+    terminationReason: d ? terminationReasonOf(d.terminationReason) : null,
     endedAt: d ? endedAtOf(d, o.funding) : null,
-    deployment: d ? toDeploymentDto(d, o.funding) : null,
+    deployment: d ? toDeploymentDto(d, o.funding, machine) : null,
     quote: {
       hourlyPriceMinor: o.hourlyPriceMinor,
       durationSeconds: metered ? null : o.durationSeconds,
