@@ -9,8 +9,8 @@ import { IdempotencyRecord } from '../../http/idempotency-record.entity.js';
 import type { Principal } from '../../http/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import { SIGNUP_ORIGIN } from '../keys/account-holder.js';
-import type { ApiKey } from '../keys/api-key.entity.js';
-import type { KeysService, KeyUsage } from '../keys/keys.service.js';
+import type { ApiKey, Scope } from '../keys/api-key.entity.js';
+import type { KeyLimits, KeysService, KeyUsage } from '../keys/keys.service.js';
 import { Account } from './account.entity.js';
 import type { AccountDto, KeyDto, SignupRequest, SignupResponse } from './accounts.dto.js';
 import { accountBalanceEligible } from './billing-eligibility.js';
@@ -19,6 +19,16 @@ import { accountBalanceEligible } from './billing-eligibility.js';
 export const OWNER_KEY_LIMITS = { maxPerRentalMinor: 1_000_000, budgetLimitMinor: 100_000_000, maxConcurrentDeployments: 50 };
 
 export const SIGNUP_DEFAULTS = { maxPerRentalMinor: 500, budgetLimitMinor: 50000, maxConcurrentDeployments: 1 };
+
+/** What an operator gives to create an owner account (see src/cli/owner-command.ts). */
+export interface NewOwner extends KeyLimits {
+  /** Name of the owner key, e.g. the owner's or the team's. */
+  name: string;
+  email?: string | null;
+  scopes: Scope[];
+  /** Also grants the operator pages (the jobs dashboard). */
+  isAdmin: boolean;
+}
 
 export interface AccountsOptions {
   agentV1Enabled: boolean;
@@ -141,6 +151,28 @@ export class AccountsService {
         ...OWNER_KEY_LIMITS,
       }),
     );
+  }
+
+  /**
+   * An owner account with its first OWNER key, made by an operator from the server's shell
+   * (`owner create`): for owners who do not use Telegram. The token exists only in the result.
+   */
+  async createOwner(input: NewOwner): Promise<{ account: Account; key: ApiKey; token: string }> {
+    return inTransaction(this.ds, async (m) => {
+      const account = await this.createAccount(m, { email: input.email ?? null });
+      const { key, token } = await this.keys.create(m, {
+        accountId: account.id,
+        kind: 'OWNER',
+        name: input.name,
+        scopes: input.scopes,
+        origin: 'operator',
+        isAdmin: input.isAdmin,
+        maxPerRentalMinor: input.maxPerRentalMinor,
+        budgetLimitMinor: input.budgetLimitMinor,
+        maxConcurrentDeployments: input.maxConcurrentDeployments,
+      });
+      return { account, key, token };
+    });
   }
 
   async describe(principal: Principal): Promise<AccountDto> {

@@ -2,6 +2,7 @@ import { LessThan, type DataSource } from 'typeorm';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../../http/principal.js';
 import { Account } from '../accounts/account.entity.js';
+import { normalizeEmail } from '../accounts/email.js';
 import { mayManageAccount } from '../keys/account-holder.js';
 import { LedgerEntry } from './ledger-entry.entity.js';
 import type { KeysService } from '../keys/keys.service.js';
@@ -60,10 +61,8 @@ export class BillingService {
     if (!mayManageAccount(principal)) {
       throw new AppError('FORBIDDEN', "Only an owner key (or the key a signup created) may set the account e-mail; agent keys cannot change their owner's address.");
     }
-    const clean = email.trim();
-    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(clean) || clean.length > 254) {
-      throw new AppError('VALIDATION_FAILED', 'Invalid request: email: must be an e-mail address.');
-    }
+    const clean = normalizeEmail(email);
+    if (clean === null) throw new AppError('VALIDATION_FAILED', 'Invalid request: email: must be an e-mail address.');
     await this.ds.getRepository(Account).update({ id: principal.accountId }, { email: clean });
     return { email: clean };
   }
