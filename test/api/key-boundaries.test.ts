@@ -111,6 +111,12 @@ describe('what a key may do beyond its own limits', () => {
       assert.equal(own.status, 402);
       assert.doesNotMatch(own.body.error.message, /ask the account owner/);
       assert.match(own.body.error.message, /POST \/api\/v1\/billing\/topups/);
+
+      await credit(ctx, owner.accountId, -5, 'ADJUSTMENT');
+      const negative = await ctx.api.post('/api/v1/rentals').set(agent.auth).set('Idempotency-Key', randomUUID()).send({ offerId });
+      assert.equal(negative.status, 402);
+      assert.equal(negative.body.error.code, 'ACCOUNT_FROZEN');
+      assert.match(negative.body.error.message, /ask the account owner to top up/);
     });
   });
 });

@@ -145,8 +145,9 @@ export class RentalsService {
 
   /** The billing model and purchase, from the account's model and the request (DESIGN.md, Money). */
   private decide(account: Account, principal: Principal, body: CreateRentalRequest, resolved: Resolved): Terms {
-    if (account.frozen || account.balanceMinor < 0) {
-      throw new AppError('ACCOUNT_FROZEN', 'This account is frozen or its credits are negative; it cannot start rentals. Top up or contact support.');
+    if (account.frozen) throw new AppError('ACCOUNT_FROZEN', 'This account is frozen; it cannot start rentals. Contact support.');
+    if (account.balanceMinor < 0) {
+      throw new AppError('ACCOUNT_FROZEN', `This account's credits are negative (${account.balanceMinor} cents); it cannot start rentals. ${topUpAdvice(principal.scopes)}`);
     }
     const budget = body.budgetMinor;
     if (accountBalanceEligible(account)) {
