@@ -10,6 +10,7 @@ import { CheckoutRefunds1763800007000 } from './1763800007000-CheckoutRefunds.js
 import { RevealAudit1763800007100 } from './1763800007100-RevealAudit.js';
 import { AgendaJobsUtcCreatedAt1763800007200 } from './1763800007200-AgendaJobsUtcCreatedAt.js';
 import { AgentRequestedName1763800008300 } from './1763800008300-AgentRequestedName.js';
+import { RentalListByKey1763800008400 } from './1763800008400-RentalListByKey.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -21,4 +22,5 @@ export const migrations = [
   RevealAudit1763800007100,
   AgendaJobsUtcCreatedAt1763800007200,
   AgentRequestedName1763800008300,
+  RentalListByKey1763800008400,
 ];
