@@ -45,6 +45,11 @@ export async function machineFacts(ds: DataSource, offerIds: (string | null)[]):
 
 export const NO_MACHINE: MachineFacts = { gpuName: null, gpuCount: null, provider: null };
 
+/** The facts of one offer id from a machineFacts map; all null when unknown. */
+export function factsOf(facts: Map<string, MachineFacts>, offerId: string | null): MachineFacts {
+  return (offerId !== null && facts.get(offerId)) || NO_MACHINE;
+}
+
 /** Page size bounds of GET /api/v1/rentals. */
 export const RENTAL_PAGE = { default: 20, max: 100 };
 

@@ -21,7 +21,7 @@ import { Deployment } from './deployment.entity.js';
 import { lockDeploymentOrRentalFor, type DeploymentActor } from './deployment-access.js';
 import { Order, type DeploymentBillingModel } from './order.entity.js';
 import { RENTAL_JOBS } from './rental-jobs.names.js';
-import { machineFacts, machineOfferId, NO_MACHINE, rentalPage, terminationReasonOf, type MachineFacts } from './rental-views.js';
+import { factsOf, machineFacts, machineOfferId, NO_MACHINE, rentalPage, terminationReasonOf, type MachineFacts } from './rental-views.js';
 import type { CreateRentalRequest, DeploymentDto, GpuIntentRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
 
 /** Legacy prepaid purchases start at this many cents (SPEC.md, Limits). */
@@ -352,12 +352,12 @@ export class RentalsService {
   async list(principal: Principal, limit: number, cursor: string | undefined): Promise<{ rentals: RentalDto[]; nextCursor: string | null }> {
     const { rows, nextCursor } = await rentalPage(this.ds, principal, limit, cursor);
     const facts = await machineFacts(this.ds, rows.map((r) => machineOfferId(r.order, r.deployment)));
-    return { rentals: rows.map((r) => toRentalDto(r.order, r.deployment, facts.get(machineOfferId(r.order, r.deployment) ?? '') ?? NO_MACHINE)), nextCursor };
+    return { rentals: rows.map((r) => toRentalDto(r.order, r.deployment, factsOf(facts, machineOfferId(r.order, r.deployment)))), nextCursor };
   }
 
   private async describe(order: Order, deployment: Deployment | null): Promise<RentalDto> {
     const facts = await machineFacts(this.ds, [machineOfferId(order, deployment)]);
-    return toRentalDto(order, deployment, facts.get(machineOfferId(order, deployment) ?? '') ?? NO_MACHINE);
+    return toRentalDto(order, deployment, factsOf(facts, machineOfferId(order, deployment)));
   }
 
   private async loadRental(rentalId: string): Promise<RentalDto> {
@@ -374,7 +374,7 @@ export class RentalsService {
     });
     const funding = await this.fundingOf(deployments.map((d) => d.orderId));
     const facts = await machineFacts(this.ds, deployments.map((d) => d.offerId));
-    return deployments.map((d) => toDeploymentDto(d, funding.get(d.orderId) ?? 'CREDITS', facts.get(d.offerId ?? '') ?? NO_MACHINE));
+    return deployments.map((d) => toDeploymentDto(d, funding.get(d.orderId) ?? 'CREDITS', factsOf(facts, d.offerId)));
   }
 
   async getDeployment(principal: Principal, deploymentId: string): Promise<DeploymentDto> {
@@ -382,7 +382,7 @@ export class RentalsService {
     if (!d) throw notFound('deployment');
     const funding = await this.fundingOf([d.orderId]);
     const facts = await machineFacts(this.ds, [d.offerId]);
-    return toDeploymentDto(d, funding.get(d.orderId) ?? 'CREDITS', facts.get(d.offerId ?? '') ?? NO_MACHINE);
+    return toDeploymentDto(d, funding.get(d.orderId) ?? 'CREDITS', factsOf(facts, d.offerId));
   }
 
   /**
