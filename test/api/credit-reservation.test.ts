@@ -35,40 +35,45 @@ describe('credit reservations of metered rentals', function () {
     assert.equal(outstandingReservationMinor({ hourlyPriceMinor: 300, spendCapMinor: null, usageMinor: 450 }), 0);
   });
 
-  it('admits exactly as many of 10 parallel metered rentals as the credits cover; metering overdraws by at most one period', async () => {
-    // Credits for one rental's reservation and a third of another's.
-    const owner = await account(ctx, { kind: 'OWNER', creditsMinor: PRICE + 100, scopes: ['read', 'rent', 'manage', 'billing'], maxConcurrentDeployments: 50 });
-    const results = await Promise.all(Array.from({ length: 10 }, () => rent(ctx, owner, { offerId: offer })));
-    const admitted = results.filter((r) => r.status === 201);
-    assert.equal(admitted.length, 1, results.map((r) => `${r.status} ${r.body.error?.code ?? ''}`).join(', '));
-    for (const r of results.filter((x) => x.status !== 201)) {
-      assert.equal(r.status, 402);
-      assert.equal(r.body.error.code, 'INSUFFICIENT_CREDITS');
-      assert.match(r.body.error.message, /reserved/);
-    }
-
-    const life = new RentalLifecycle(ctx.services, { sshTimeoutMs: 1500 });
-    const deploymentId: string = admitted[0].body.data.deploymentId;
-    for (let i = 0; i < 10 && (await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: deploymentId })).status !== 'ACTIVE'; i++) {
-      await life.provision(deploymentId);
-    }
-    const periodMs = ctx.config.meteringEveryMs;
-    const onePeriod = Math.ceil((PRICE * periodMs) / 3_600_000);
-    let lowest = Infinity;
-    for (let i = 0; i < 200; i++) {
-      ctx.clock.advance(periodMs);
-      await life.meter();
-      lowest = Math.min(lowest, await balance(owner.accountId));
-      const d = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: deploymentId });
-      if (d.status !== 'ACTIVE') {
-        assert.equal(d.terminationReason, 'CREDITS');
-        break;
+  for (const covered of [1, 3]) {
+    it(`admits exactly ${covered} of 10 parallel metered rentals when credits cover ${covered}; metering overdraws by at most one period`, async () => {
+      // Credits for `covered` reservations and a third of another one.
+      const owner = await account(ctx, { kind: 'OWNER', creditsMinor: covered * PRICE + 100, scopes: ['read', 'rent', 'manage', 'billing'], maxConcurrentDeployments: 50 });
+      const results = await Promise.all(Array.from({ length: 10 }, () => rent(ctx, owner, { offerId: offer })));
+      const admitted = results.filter((r) => r.status === 201);
+      assert.equal(admitted.length, covered, results.map((r) => `${r.status} ${r.body.error?.code ?? ''}`).join(', '));
+      for (const r of results.filter((x) => x.status !== 201)) {
+        assert.equal(r.status, 402);
+        assert.equal(r.body.error.code, 'INSUFFICIENT_CREDITS');
+        assert.match(r.body.error.message, /reserved/);
       }
-    }
-    assert.ok(lowest <= 0, `metering ran the credits out (lowest balance ${lowest})`);
-    assert.ok(lowest >= -onePeriod, `balance ${lowest} went below -${onePeriod}, one metering period of accrual`);
-    await life.terminate(deploymentId);
-  });
+
+      const life = new RentalLifecycle(ctx.services, { sshTimeoutMs: 1500 });
+      const ids: string[] = admitted.map((r) => r.body.data.deploymentId);
+      const dep = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
+      for (const id of ids) {
+        for (let i = 0; i < 10 && (await dep(id)).status !== 'ACTIVE'; i++) await life.provision(id);
+        assert.equal((await dep(id)).status, 'ACTIVE');
+      }
+      const periodMs = ctx.config.meteringEveryMs;
+      // What every admitted rental together accrues in one metering period.
+      const onePeriod = Math.ceil((covered * PRICE * periodMs) / 3_600_000);
+      let lowest = Infinity;
+      for (let i = 0; i < 400; i++) {
+        ctx.clock.advance(periodMs);
+        await life.meter();
+        lowest = Math.min(lowest, await balance(owner.accountId));
+        const states = await Promise.all(ids.map(dep));
+        if (states.every((d) => d.status !== 'ACTIVE')) {
+          assert.ok(states.every((d) => d.terminationReason === 'CREDITS'), states.map((d) => d.terminationReason).join());
+          break;
+        }
+      }
+      assert.ok(lowest <= 0, `metering ran the credits out (lowest balance ${lowest})`);
+      assert.ok(lowest >= -onePeriod, `balance ${lowest} went below -${onePeriod}, one metering period of accrual`);
+      for (const id of ids) await life.terminate(id);
+    });
+  }
 
   it('counts what other live rentals have not used yet, and frees it as usage is posted or they end', async () => {
     const owner = await account(ctx, { kind: 'OWNER', creditsMinor: 2 * PRICE, scopes: ['read', 'rent', 'manage', 'billing'], maxConcurrentDeployments: 50 });
