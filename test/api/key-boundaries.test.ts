@@ -61,6 +61,11 @@ describe('what a key may do beyond its own limits', () => {
       assert.equal(second.body.error.code, 'CONCURRENCY_LIMIT_REACHED');
       const rental = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId: Object.values(offers)[0] });
       assert.equal(rental.body.error?.code, 'CONCURRENCY_LIMIT_REACHED', 'the card order counts for credit rentals too');
+      // The unpaid card order's deployment already names the machine it will run.
+      const [dep] = (await ctx.api.get('/api/v1/deployments').set(who.auth)).body.data;
+      assert.equal(dep.status, 'AWAITING_PAYMENT');
+      const offer = (await ctx.api.get('/api/v1/offers')).body.data.find((o: { id: string }) => o.id === Object.values(offers)[0]);
+      assert.deepEqual([dep.gpuName, dep.gpuCount, dep.provider], [offer.name, offer.gpuCount, 'local']);
     });
   });
 

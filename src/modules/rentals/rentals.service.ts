@@ -372,17 +372,13 @@ export class RentalsService {
       order: { createdAt: 'DESC', id: 'ASC' },
       take: limit,
     });
-    const funding = await this.fundingOf(deployments.map((d) => d.orderId));
-    const facts = await machineFacts(this.ds, deployments.map((d) => d.offerId));
-    return deployments.map((d) => toDeploymentDto(d, funding.get(d.orderId) ?? 'CREDITS', factsOf(facts, d.offerId)));
+    return this.describeDeployments(deployments);
   }
 
   async getDeployment(principal: Principal, deploymentId: string): Promise<DeploymentDto> {
     const d = await this.ds.getRepository(Deployment).findOneBy(visibleTo(principal, { id: deploymentId.toLowerCase() }));
     if (!d) throw notFound('deployment');
-    const funding = await this.fundingOf([d.orderId]);
-    const facts = await machineFacts(this.ds, [d.offerId]);
-    return toDeploymentDto(d, funding.get(d.orderId) ?? 'CREDITS', factsOf(facts, d.offerId));
+    return (await this.describeDeployments([d]))[0];
   }
 
   /**
@@ -414,11 +410,20 @@ export class RentalsService {
     return { accepted: true };
   }
 
-  private async fundingOf(orderIds: string[]): Promise<Map<string, 'CREDITS' | 'CARD'>> {
-    if (orderIds.length === 0) return new Map();
-    const rows: { id: string; funding: 'CREDITS' | 'CARD' }[] = await this.ds.query(`SELECT id, funding FROM orders WHERE id IN (?)`, [orderIds]);
-    return new Map(rows.map((r) => [r.id, r.funding]));
+  /** Deployments as the API shows them: funding from their orders, the machine from the offer cache. */
+  private async describeDeployments(deployments: Deployment[]): Promise<DeploymentDto[]> {
+    if (deployments.length === 0) return [];
+    const rows: { id: string; funding: 'CREDITS' | 'CARD'; offer_id: string | null }[] = await this.ds.query(
+      `SELECT id, funding, offer_id FROM orders WHERE id IN (?)`,
+      [deployments.map((d) => d.orderId)],
+    );
+    const orders = new Map(rows.map((r) => [r.id, r]));
+    // An unpaid card order's deployment has no offer yet; its order names the one it will run.
+    const offerOf = (d: Deployment) => d.offerId ?? orders.get(d.orderId)?.offer_id ?? null;
+    const facts = await machineFacts(this.ds, deployments.map(offerOf));
+    return deployments.map((d) => toDeploymentDto(d, orders.get(d.orderId)?.funding ?? 'CREDITS', factsOf(facts, offerOf(d))));
   }
+
 }
 
 /** The request as a value: equal intents hash equal whatever their spelling or field order. */
