@@ -71,9 +71,11 @@ describe('agent names', () => {
     const named = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).send({ name: 'nightly-trainer' });
     assert.equal(named.status, 201, JSON.stringify(named.body));
     assert.equal(named.body.data.account.key.name, 'nightly-trainer');
-    const long = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).send({ name: 'x'.repeat(101) });
-    assert.equal(long.status, 422);
-    assert.equal(long.body.error.code, 'VALIDATION_FAILED');
+    for (const name of ['x'.repeat(101), 'two\nlines']) {
+      const bad = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).send({ name });
+      assert.equal(bad.status, 422, JSON.stringify(name));
+      assert.equal(bad.body.error.code, 'VALIDATION_FAILED');
+    }
   });
 
   it('an authorization session carries the name to the approval page (escaped) and to the key', async () => {
@@ -103,7 +105,6 @@ describe('agent names', () => {
     const bodyless = await ctx.api.post('/api/v1/agent-authorizations');
     assert.equal(bodyless.status, 200);
     assert.equal(bodyless.body.data.name, null);
-    const long = await ctx.api.post('/api/v1/agent-authorizations').send({ name: 'y'.repeat(101) });
-    assert.equal(long.status, 422);
+    for (const bad of ['y'.repeat(101), 'bell\u0007']) assert.equal((await ctx.api.post('/api/v1/agent-authorizations').send({ name: bad })).status, 422);
   });
 });

@@ -10,6 +10,7 @@ import type { Principal } from '../../http/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import { SIGNUP_ORIGIN } from '../keys/account-holder.js';
 import type { ApiKey, Scope } from '../keys/api-key.entity.js';
+import { agentName } from '../keys/key-name.js';
 import type { KeyLimits, KeysService, KeyUsage } from '../keys/keys.service.js';
 import { Account } from './account.entity.js';
 import type { AccountDto, KeyDto, SignupRequest, SignupResponse } from './accounts.dto.js';
@@ -86,7 +87,8 @@ export class AccountsService {
   async signup(idempotencyKeyHeader: string | undefined, body: SignupRequest | undefined): Promise<SignupResponse> {
     this.assertAgentsEnabled();
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader, { uuid: true });
-    const { name, ...given } = body ?? {};
+    const { name: rawName, ...given } = body ?? {};
+    const name = agentName(rawName) ?? undefined;
     const limits = { ...SIGNUP_DEFAULTS, ...stripUndefined(given) };
     const hash = requestHash(name === undefined ? limits : { ...limits, name });
     // A retry of a finished signup is answered without spending the global rate budget.

@@ -10,6 +10,7 @@ import { Account } from '../accounts/account.entity.js';
 import { toKeyDto } from '../accounts/accounts.service.js';
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import { ApiKey, type Scope } from '../keys/api-key.entity.js';
+import { agentName } from '../keys/key-name.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { APPROVAL_CODE_TAG, mintCode, SETUP_CODE_TAG, sha256 } from '../keys/tokens.js';
 import { AgentAuthorization } from './agent-authorization.entity.js';
@@ -91,8 +92,7 @@ export class AgentsService {
    */
   async beginAuthorization(clientAddress = 'internal', request: BeginAuthorizationRequest = {}): Promise<BeginAuthorizationResponse> {
     this.assertEnabled();
-    const requestedName = request.name?.trim() || null;
-    if (requestedName !== null && requestedName.length > 100) throw new AppError('VALIDATION_FAILED', 'Invalid request: name: at most 100 characters.');
+    const requestedName = agentName(request.name);
     await this.limitAddress('begin', clientAddress);
     const setup = mintCode(SETUP_CODE_TAG);
     const approval = mintCode(APPROVAL_CODE_TAG);
