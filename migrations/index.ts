@@ -9,7 +9,9 @@ import { TelegramBot1763800006000 } from './1763800006000-TelegramBot.js';
 import { CheckoutRefunds1763800007000 } from './1763800007000-CheckoutRefunds.js';
 import { RevealAudit1763800007100 } from './1763800007100-RevealAudit.js';
 import { AgendaJobsUtcCreatedAt1763800007200 } from './1763800007200-AgendaJobsUtcCreatedAt.js';
-import { ProviderCatalog1763800008300 } from './1763800008300-ProviderCatalog.js';
+import { AgentRequestedName1763800008300 } from './1763800008300-AgentRequestedName.js';
+import { RentalListByKey1763800008400 } from './1763800008400-RentalListByKey.js';
+import { ProviderCatalog1763800008500 } from './1763800008500-ProviderCatalog.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -20,5 +22,7 @@ export const migrations = [
   CheckoutRefunds1763800007000,
   RevealAudit1763800007100,
   AgendaJobsUtcCreatedAt1763800007200,
-  ProviderCatalog1763800008300,
+  AgentRequestedName1763800008300,
+  RentalListByKey1763800008400,
+  ProviderCatalog1763800008500,
 ];

@@ -7,6 +7,7 @@ import { createDatabaseIfMissing, createDataSource, describeTarget, migrate, par
 import { createLogger, type Logger } from './logger.js';
 import { createProviderRegistry } from './providers/provider-registry.js';
 import { startWorker, type Worker } from './worker.js';
+import { runOwnerCommand } from './cli/owner-command.js';
 import { LABEL_PREFIX } from './modules/rentals/lifecycle/rental-lifecycle.js';
 import { createBot } from '../bot/bot.js';
 import { mountTelegramWebhook, startBotRole, type BotRole } from '../bot/runtime.js';
@@ -112,6 +113,11 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     throw err;
+  }
+  if (process.argv[2] === 'owner') {
+    const io = { out: (t: string) => void process.stdout.write(t), err: (t: string) => void process.stderr.write(t) };
+    process.exitCode = await runOwnerCommand(process.argv.slice(3), config, io);
+    return;
   }
   const logger = createLogger(config.logLevel);
   // Signals are taken from the start: one that arrives while the roles are still starting stops

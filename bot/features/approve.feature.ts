@@ -37,7 +37,9 @@ export function approveFeature(): Composer<BotContext> {
     }
     await ctx.reply(
       [
-        '<b>An agent asks to connect to your account.</b>',
+        session.requestedName
+          ? `<b>An agent that calls itself “${html(session.requestedName)}” asks to connect to your account.</b>`
+          : '<b>An agent asks to connect to your account.</b>',
         '',
         'If you approve, it gets its own API key (scopes read, rent and manage — never billing) that can rent GPU machines from your credits, ' +
           'within the limits you set now. It never sees your own credentials, and you can revoke its key in /agents.',

@@ -35,7 +35,8 @@ describe('POST /api/v1/orders/checkout', () => {
     ctx.api.post('/api/v1/orders/checkout').set(who.auth).set('Idempotency-Key', key).send(body as object);
 
   async function withEmail(): Promise<SignedUp> {
-    const who = await signup(ctx);
+    // Every unpaid card order holds one of the key's concurrency slots; these tests make several.
+    const who = await signup(ctx, { maxConcurrentDeployments: 20 });
     const res = await ctx.api.put('/api/v1/me/email').set(who.auth).send({ email: `owner+${who.accountId.slice(0, 8)}@example.com` });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     return who;

@@ -26,6 +26,13 @@ export interface SignupRequest {
    * @default 1
    */
   maxConcurrentDeployments?: number;
+  /**
+   * What the agent calls itself (e.g. `nightly-trainer`): the name of its key, shown in key
+   * listings and to the owner. Defaults to `signup`.
+   * @minLength 1
+   * @maxLength 100
+   */
+  name?: string;
 }
 
 export interface UserDto {

@@ -8,8 +8,10 @@ import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotency
 import { IdempotencyRecord } from '../../http/idempotency-record.entity.js';
 import type { Principal } from '../../http/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
-import type { ApiKey } from '../keys/api-key.entity.js';
-import type { KeysService, KeyUsage } from '../keys/keys.service.js';
+import { SIGNUP_ORIGIN } from '../keys/account-holder.js';
+import type { ApiKey, Scope } from '../keys/api-key.entity.js';
+import { agentName } from '../keys/key-name.js';
+import type { KeyLimits, KeysService, KeyUsage } from '../keys/keys.service.js';
 import { Account } from './account.entity.js';
 import type { AccountDto, KeyDto, SignupRequest, SignupResponse } from './accounts.dto.js';
 import { accountBalanceEligible } from './billing-eligibility.js';
@@ -18,6 +20,16 @@ import { accountBalanceEligible } from './billing-eligibility.js';
 export const OWNER_KEY_LIMITS = { maxPerRentalMinor: 1_000_000, budgetLimitMinor: 100_000_000, maxConcurrentDeployments: 50 };
 
 export const SIGNUP_DEFAULTS = { maxPerRentalMinor: 500, budgetLimitMinor: 50000, maxConcurrentDeployments: 1 };
+
+/** What an operator gives to create an owner account (see src/cli/owner-command.ts). */
+export interface NewOwner extends KeyLimits {
+  /** Name of the owner key, e.g. the owner's or the team's. */
+  name: string;
+  email?: string | null;
+  scopes: Scope[];
+  /** Also grants the operator pages (the jobs dashboard). */
+  isAdmin: boolean;
+}
 
 export interface AccountsOptions {
   agentV1Enabled: boolean;
@@ -75,8 +87,10 @@ export class AccountsService {
   async signup(idempotencyKeyHeader: string | undefined, body: SignupRequest | undefined): Promise<SignupResponse> {
     this.assertAgentsEnabled();
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader, { uuid: true });
-    const limits = { ...SIGNUP_DEFAULTS, ...stripUndefined(body ?? {}) };
-    const hash = requestHash(limits);
+    const { name: rawName, ...given } = body ?? {};
+    const name = agentName(rawName) ?? undefined;
+    const limits = { ...SIGNUP_DEFAULTS, ...stripUndefined(given) };
+    const hash = requestHash(name === undefined ? limits : { ...limits, name });
     // A retry of a finished signup is answered without spending the global rate budget.
     const prior = await this.ds.getRepository(IdempotencyRecord).findOneBy({ scope: 'signup', idemKey });
     if (prior) throw replayError(prior.requestHash === hash);
@@ -89,9 +103,9 @@ export class AccountsService {
       const { token } = await this.keys.create(m, {
         accountId: account.id,
         kind: 'AGENT',
-        name: 'signup',
+        name: name ?? 'signup',
         scopes: ['read', 'rent', 'manage', 'billing'],
-        origin: 'signup',
+        origin: SIGNUP_ORIGIN,
         ...limits,
       });
       await setIdempotencyResource(m, claim.record, account.id);
@@ -139,6 +153,28 @@ export class AccountsService {
         ...OWNER_KEY_LIMITS,
       }),
     );
+  }
+
+  /**
+   * An owner account with its first OWNER key, made by an operator from the server's shell
+   * (`owner create`): for owners who do not use Telegram. The token exists only in the result.
+   */
+  async createOwner(input: NewOwner): Promise<{ account: Account; key: ApiKey; token: string }> {
+    return inTransaction(this.ds, async (m) => {
+      const account = await this.createAccount(m, { email: input.email ?? null });
+      const { key, token } = await this.keys.create(m, {
+        accountId: account.id,
+        kind: 'OWNER',
+        name: input.name,
+        scopes: input.scopes,
+        origin: 'operator',
+        isAdmin: input.isAdmin,
+        maxPerRentalMinor: input.maxPerRentalMinor,
+        budgetLimitMinor: input.budgetLimitMinor,
+        maxConcurrentDeployments: input.maxConcurrentDeployments,
+      });
+      return { account, key, token };
+    });
   }
 
   async describe(principal: Principal): Promise<AccountDto> {

@@ -35,6 +35,10 @@ export class AgentAuthorization {
   @Column({ type: 'varchar', length: 100, nullable: true })
   name: string | null;
 
+  /** The name the agent gave itself when it began the session (untrusted text; escape it). */
+  @Column({ name: 'requested_name', type: 'varchar', length: 100, nullable: true })
+  requestedName: string | null;
+
   @Column({ name: 'max_per_rental_minor', type: 'bigint', nullable: true, transformer: minorUnits })
   maxPerRentalMinor: number | null;
 

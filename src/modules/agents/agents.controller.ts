@@ -7,6 +7,7 @@ import type {
   AgentKeyIssued,
   ApproveAuthorizationRequest,
   ApproveAuthorizationResponse,
+  BeginAuthorizationRequest,
   BeginAuthorizationResponse,
   ExchangeSetupCodeRequest,
   IssueAgentKeyRequest,
@@ -21,15 +22,18 @@ export class AgentsController extends BaseController {
   /**
    * An agent begins an authorization: a private setup code (keep it; poll the exchange call with
    * it) and a public approval URL to hand to the owner. Both expire in 10 minutes: the owner
-   * approves and the agent exchanges before `expiresAt`.
+   * approves and the agent exchanges before `expiresAt`. An optional body `{"name": "..."}` names
+   * the agent for its owner. Poll the exchange every `pollIntervalSeconds` (also the `Retry-After`
+   * of each 409 AGENT_AUTHORIZATION_PENDING): that pace never meets the rate limit.
    */
   @Post('agent-authorizations')
   @SuccessResponse(200, 'OK')
+  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (a name over 100 characters)')
   @Response<ErrorEnvelope>(409, 'Declared by the v1 contract for this route; this service does not produce it at present')
   @Response<ErrorEnvelope>(429, 'RATE_LIMITED (per client address; see Retry-After)')
   @Response<ErrorEnvelope>(503, 'AGENTS_DISABLED')
-  async begin(@Request() req: ExRequest): Promise<Envelope<BeginAuthorizationResponse>> {
-    return this.ok(req, await this.services.agents.beginAuthorization(clientAddress(req)));
+  async begin(@Request() req: ExRequest, @Body() body?: BeginAuthorizationRequest): Promise<Envelope<BeginAuthorizationResponse>> {
+    return this.ok(req, await this.services.agents.beginAuthorization(clientAddress(req), body ?? {}));
   }
 
   /**
@@ -53,7 +57,7 @@ export class AgentsController extends BaseController {
   /**
    * Exchanges a setup code for an AGENT key (scopes read, rent, manage; never billing) carrying the
    * owner's limits. The token is returned once. While the owner has not approved yet the answer is
-   * 409 AGENT_AUTHORIZATION_PENDING: poll again a few seconds later.
+   * 409 AGENT_AUTHORIZATION_PENDING with `Retry-After` (seconds): poll again after that long.
    */
   @Post('agent-setups/exchange')
   @Response<ErrorEnvelope>(409, 'AGENT_AUTHORIZATION_PENDING or AGENT_SETUP_INVALID (invalid, expired or used)')

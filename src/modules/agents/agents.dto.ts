@@ -10,8 +10,27 @@ export interface AgentLimits {
   name?: string;
 }
 
+/** Optional body of POST /api/v1/agent-authorizations; the call may also be sent without a body. */
+export interface BeginAuthorizationRequest {
+  /**
+   * What the agent calls itself: shown to the owner on the approval page and used as its key's
+   * name unless the owner names the key when approving.
+   * @minLength 1
+   * @maxLength 100
+   */
+  name?: string;
+}
+
 export interface BeginAuthorizationResponse {
   authorizationId: string;
+  /** The name the agent gave, or null. */
+  name: string | null;
+  /**
+   * Seconds to wait between exchange polls; polling at this pace for the whole session stays
+   * within the per-address rate limit. Each 409 AGENT_AUTHORIZATION_PENDING also says it in
+   * `Retry-After`.
+   */
+  pollIntervalSeconds: number;
   /** Private: the agent keeps it and polls the exchange call with it. Shown once. */
   setupCode: string;
   /** Public: the agent hands this page to its owner, who approves there or in Telegram. */
@@ -48,7 +67,7 @@ export interface ApproveAuthorizationRequest {
    */
   maxConcurrentDeployments: number;
   /**
-   * Label of the agent key.
+   * Label of the agent key; defaults to the name the agent gave when it began the session.
    * @minLength 1
    * @maxLength 100
    */

@@ -10,6 +10,7 @@ import { Account } from '../accounts/account.entity.js';
 import { toKeyDto } from '../accounts/accounts.service.js';
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import { ApiKey, type Scope } from '../keys/api-key.entity.js';
+import { agentName } from '../keys/key-name.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { APPROVAL_CODE_TAG, mintCode, SETUP_CODE_TAG, sha256 } from '../keys/tokens.js';
 import { AgentAuthorization } from './agent-authorization.entity.js';
@@ -17,6 +18,7 @@ import type {
   AgentKeyIssued,
   AgentLimits,
   ApproveAuthorizationResponse,
+  BeginAuthorizationRequest,
   BeginAuthorizationResponse,
   IssueAgentKeyRequest,
   RevokedKey,
@@ -44,6 +46,8 @@ export interface AuthorizationDescription {
   status: AuthorizationView;
   expiresAt: Date;
   approvalUrl: string;
+  /** The name the agent gave itself, if any: untrusted text, escape it. */
+  requestedName: string | null;
 }
 
 export interface AgentsOptions {
@@ -86,8 +90,9 @@ export class AgentsService {
    * An agent asks to be authorized: a private setup code for itself and a public approval URL
    * for its owner, both valid for 10 minutes.
    */
-  async beginAuthorization(clientAddress = 'internal'): Promise<BeginAuthorizationResponse> {
+  async beginAuthorization(clientAddress = 'internal', request: BeginAuthorizationRequest = {}): Promise<BeginAuthorizationResponse> {
     this.assertEnabled();
+    const requestedName = agentName(request.name);
     await this.limitAddress('begin', clientAddress);
     const setup = mintCode(SETUP_CODE_TAG);
     const approval = mintCode(APPROVAL_CODE_TAG);
@@ -101,6 +106,7 @@ export class AgentsService {
       accountId: null,
       approvedByKeyId: null,
       name: null,
+      requestedName,
       maxPerRentalMinor: null,
       budgetLimitMinor: null,
       maxConcurrentDeployments: null,
@@ -111,7 +117,14 @@ export class AgentsService {
       createdAt: now,
     });
     await this.ds.getRepository(AgentAuthorization).insert(row);
-    return { authorizationId: row.id, setupCode: setup.code, approvalUrl: this.approvalUrl(approval.code), expiresAt: row.expiresAt.toISOString() };
+    return {
+      authorizationId: row.id,
+      name: requestedName,
+      pollIntervalSeconds: pollIntervalSeconds(this.options.setupRatePerMinute),
+      setupCode: setup.code,
+      approvalUrl: this.approvalUrl(approval.code),
+      expiresAt: row.expiresAt.toISOString(),
+    };
   }
 
   /** What the approval page and the bot show for a public approval code; null when unknown. */
@@ -119,7 +132,13 @@ export class AgentsService {
     if (!/^gpa_[A-Za-z0-9_-]{43}$/.test(approvalCode)) return null;
     const row = await this.ds.getRepository(AgentAuthorization).findOneBy({ approvalCodeHash: sha256(approvalCode) });
     if (!row) return null;
-    return { authorizationId: row.id, status: this.view(row), expiresAt: row.expiresAt, approvalUrl: this.approvalUrl(approvalCode) };
+    return {
+      authorizationId: row.id,
+      status: this.view(row),
+      expiresAt: row.expiresAt,
+      approvalUrl: this.approvalUrl(approvalCode),
+      requestedName: row.requestedName,
+    };
   }
 
   private view(row: AgentAuthorization): AuthorizationView {
@@ -132,6 +151,7 @@ export class AgentsService {
     if (principal.kind !== 'OWNER') throw new AppError('FORBIDDEN', 'Only owner keys may approve agent authorizations.');
     const missing = SETUP_SCOPES.filter((s) => !principal.scopes.includes(s));
     if (missing.length) throw new AppError('FORBIDDEN', `Approving needs an owner key with scopes read, rent and manage (missing: ${missing.join(', ')}).`);
+    assertWithinOwnLimits(principal, limits);
     return this.approveAuthorization({ accountId: principal.accountId, keyId: principal.keyId }, approvalCode, limits);
   }
 
@@ -159,7 +179,7 @@ export class AgentsService {
         status: 'APPROVED',
         accountId: owner.accountId,
         approvedByKeyId: owner.keyId,
-        name: limits.name ?? 'approved agent',
+        name: limits.name ?? row.requestedName ?? 'approved agent',
         maxPerRentalMinor: limits.maxPerRentalMinor,
         budgetLimitMinor: limits.budgetLimitMinor,
         maxConcurrentDeployments: limits.maxConcurrentDeployments,
@@ -226,7 +246,12 @@ export class AgentsService {
       const now = this.clock.now();
       if (row.expiresAt.getTime() <= now.getTime()) throw invalid();
       if (row.status === 'PENDING') {
-        throw new AppError('AGENT_AUTHORIZATION_PENDING', `Waiting for the owner to approve; poll again (the session expires at ${row.expiresAt.toISOString()}).`);
+        const wait = pollIntervalSeconds(this.options.setupRatePerMinute);
+        throw new AppError(
+          'AGENT_AUTHORIZATION_PENDING',
+          `Waiting for the owner to approve; poll again in ${wait} s (see Retry-After; the session expires at ${row.expiresAt.toISOString()}).`,
+          { 'Retry-After': String(wait) },
+        );
       }
       const { key, token } = await this.keys.create(m, {
         accountId: row.accountId!,
@@ -254,6 +279,7 @@ export class AgentsService {
     const scopes = [...new Set(body.scopes)];
     const beyond = scopes.filter((s) => !principal.scopes.includes(s));
     if (beyond.length) throw new AppError('FORBIDDEN', `An agent key's scopes must be a subset of yours; this key lacks: ${beyond.join(', ')}.`);
+    assertWithinOwnLimits(principal, body);
     const input = { ...body, scopes: [...scopes].sort() };
     // Checked before the transaction: a plain read inside it would fix the snapshot ahead of the
     // idempotency claim, hiding a concurrent twin's committed key from the replay path.
@@ -314,6 +340,17 @@ export class AgentsService {
   }
 }
 
+/**
+ * Seconds between exchange polls that can never trip the per-address limit of `ratePerMinute`.
+ * The limiter counts fixed one-minute windows, and polls `s` seconds apart put at most
+ * ceil(60 / s) of them into one window; the session's begin call shares the budget. So
+ * ceil(60 / s) + 1 <= rate, which s = ceil(60 / (rate - 1)) satisfies. With a budget of one or two
+ * a minute, a poll a minute is the best there is.
+ */
+export function pollIntervalSeconds(ratePerMinute: number): number {
+  return ratePerMinute <= 2 ? 60 : Math.ceil(60 / (ratePerMinute - 1));
+}
+
 /** Limits given outside the HTTP schema (Telegram) are checked here with the same minimums. */
 function checkLimits(limits: AgentLimits, min: typeof APPROVAL_MINIMUMS): void {
   const bad: string[] = [];
@@ -323,6 +360,22 @@ function checkLimits(limits: AgentLimits, min: typeof APPROVAL_MINIMUMS): void {
   }
   if (limits.name !== undefined && (limits.name.length < 1 || limits.name.length > 100)) bad.push('name must be 1 to 100 characters');
   if (bad.length) throw new AppError('VALIDATION_FAILED', `Invalid limits: ${bad.join('; ')}.`);
+}
+
+/**
+ * An owner key hands out no more than it holds: each of an agent key's three limits is at most
+ * the issuing key's own, or 403 KEY_LIMIT_EXCEEDED (the code for a key's limits; the request is
+ * well-formed, so not a 422). Owners in the Telegram bot hold no key and are not bound by one.
+ */
+function assertWithinOwnLimits(principal: Principal, limits: AgentLimits): void {
+  const own = principal.key;
+  const over = (['maxPerRentalMinor', 'budgetLimitMinor', 'maxConcurrentDeployments'] as const).filter((f) => limits[f] > own[f]);
+  if (over.length) {
+    throw new AppError(
+      'KEY_LIMIT_EXCEEDED',
+      `An agent key's limits may not exceed your key's own: ${over.map((f) => `${f} ${limits[f]} > ${own[f]}`).join(', ')}.`,
+    );
+  }
 }
 
 /** A frozen account may not bring new agents in: 402 ACCOUNT_FROZEN. */

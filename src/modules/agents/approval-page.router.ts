@@ -1,12 +1,15 @@
-import { Router, type Request, type Response } from 'express';
+import express, { Router, type Request, type Response } from 'express';
 import type { Services } from '../../container.js';
+import { AppError } from '../../errors/app-error.js';
 import { escapeHtml, PAGE_HEADERS, renderPage } from '../billing/payment-pages.html.js';
-import { APPROVAL_MINIMUMS } from './agents.service.js';
+import { ApprovalCsrf, approvalFormHtml, limitsFromForm } from './approval-form.js';
+import { APPROVAL_MINIMUMS, pollIntervalSeconds } from './agents.service.js';
 
 /**
  * The public page behind an approval URL. It shows what an agent is asking for and how long the
- * request stays open, and offers the two ways to approve: the Telegram bot (deep link) and the
- * equivalent API call with an owner key. It changes nothing itself, so a leaked link grants nothing.
+ * request stays open, and offers the ways to approve: the Telegram bot (deep link), a form where
+ * the owner pastes an owner key (same-origin POST with a CSRF token, see approval-form.ts), and the
+ * equivalent API call. Only an owner key approves, so a leaked link grants nothing.
  */
 export function approvalPageRouter(services: Services): Router {
   const router = Router();
@@ -14,20 +17,30 @@ export function approvalPageRouter(services: Services): Router {
   const log = logger.child({ component: 'approval-page' });
   const send = (res: Response, status: number, title: string, body: string) =>
     res.status(status).set(PAGE_HEADERS).type('html').send(renderPage({ title, body }));
+  const csrf = new ApprovalCsrf(config.secretsKey, config.publicBaseUrl);
+  const failed = (req: Request, res: Response, err: unknown) => {
+    log.error({ err, requestId: req.requestId }, 'approval page failed');
+    if (!res.headersSent) send(res, 500, 'Something went wrong', `<p>Something went wrong on our side. Please reload; if it keeps failing, quote request <code>${escapeHtml(req.requestId)}</code>.</p>`);
+  };
+  /** The session's state as a page, or null when it is pending and the form applies. */
+  const closed = (res: Response, session: Awaited<ReturnType<Services['agents']['describeAuthorization']>>) => {
+    if (!session) {
+      return send(res, 404, 'Request not found', '<p>This approval link is not valid. Check that it was copied completely, or ask your agent to start a new request.</p>');
+    }
+    if (session.status === 'EXPIRED') {
+      return send(res, 410, 'This request has expired', `<p>This agent's request expired at ${escapeHtml(utc(session.expiresAt))} and can no longer be approved. Ask your agent to start a new one; it only takes a second.</p>`);
+    }
+    if (session.status !== 'PENDING') {
+      return send(res, 409, 'Already approved', '<p>This request has already been approved, so there is nothing left to do here. You can see and revoke your agents\' keys with GET /api/v1/agent-keys, or in the Telegram bot with /agents.</p>');
+    }
+    return null;
+  };
 
   router.get('/approve/:code', async (req: Request, res: Response) => {
     try {
       const code = String(req.params.code ?? '');
       const session = await services.agents.describeAuthorization(code);
-      if (!session) {
-        return send(res, 404, 'Request not found', '<p>This approval link is not valid. Check that it was copied completely, or ask your agent to start a new request.</p>');
-      }
-      if (session.status === 'EXPIRED') {
-        return send(res, 410, 'This request has expired', `<p>This agent's request expired at ${escapeHtml(utc(session.expiresAt))} and can no longer be approved. Ask your agent to start a new one; it only takes a second.</p>`);
-      }
-      if (session.status !== 'PENDING') {
-        return send(res, 409, 'Already approved', '<p>This request has already been approved, so there is nothing left to do here. You can see and revoke your agents\' keys in the Telegram bot with /agents.</p>');
-      }
+      if (closed(res, session) || !session) return;
       const minutes = Math.max(1, Math.ceil((session.expiresAt.getTime() - clock.now().getTime()) / 60_000));
       const base = config.publicBaseUrl.replace(/\/+$/, '');
       const curl = [
@@ -39,7 +52,10 @@ export function approvalPageRouter(services: Services): Router {
         ? `<p class="actions"><a href="https://t.me/${encodeURIComponent(config.telegramBotUsername)}?start=approve_${encodeURIComponent(code)}" style="display:inline-block;padding:.75rem 1.5rem;border-radius:6px;background:var(--accent);color:var(--card);font-weight:600;text-decoration:none">Approve in Telegram</a></p>
 <p class="muted">The bot asks you for the three limits, then approves.</p>`
         : '<p class="muted">The Telegram bot is not configured on this service; approve with the API call below.</p>';
-      const body = `<p>An AI agent is asking for a key to rent GPU machines on your account, paid from your compute credits. It will never see your own credentials, and you can revoke its key at any time.</p>
+      const who = session.requestedName
+        ? `An AI agent that calls itself <strong>${escapeHtml(session.requestedName)}</strong> is asking`
+        : 'An AI agent is asking';
+      const body = `<p>${who} for a key to rent GPU machines on your account, paid from your compute credits. It will never see your own credentials, and you can revoke its key at any time.</p>
 <p>You decide its limits when you approve:</p>
 <dl>
 <dt>Per rental</dt><dd>the most one rental may cost (at least $${(APPROVAL_MINIMUMS.maxPerRentalMinor / 100).toFixed(2)})</dd>
@@ -49,12 +65,53 @@ export function approvalPageRouter(services: Services): Router {
 </dl>
 <p><strong>Expires ${escapeHtml(utc(session.expiresAt))}</strong> (in about ${minutes} minute${minutes === 1 ? '' : 's'}). Only approve a request you started yourself.</p>
 ${telegram}
-<p>Or with an owner key (limits in cents):</p>
+${approvalFormHtml(code, csrf.issue(res, code))}
+<p>Or from a shell, with an owner key (limits in cents):</p>
 <pre style="white-space:pre-wrap;word-break:break-all">${escapeHtml(curl)}</pre>`;
       return send(res, 200, 'An agent asks for access', body);
     } catch (err) {
-      log.error({ err, requestId: req.requestId }, 'approval page failed');
-      if (!res.headersSent) send(res, 500, 'Something went wrong', `<p>Something went wrong on our side. Please reload; if it keeps failing, quote request <code>${escapeHtml(req.requestId)}</code>.</p>`);
+      failed(req, res, err);
+    }
+  });
+
+  router.post('/approve/:code', express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 }), async (req: Request, res: Response) => {
+    try {
+      const code = String(req.params.code ?? '');
+      if (!csrf.verify(req, code)) {
+        return send(res, 403, 'Approval not accepted', '<p>This approval did not come from the approval page in your browser, so nothing was approved. Open the approval link again and use the form there.</p>');
+      }
+      const session = await services.agents.describeAuthorization(code);
+      if (closed(res, session) || !session) return;
+      const retry = (status: number, message: string) =>
+        send(res, status, 'An agent asks for access', `<p>Nothing was approved yet.</p>${approvalFormHtml(code, csrf.issue(res, code), message)}`);
+      const parsed = limitsFromForm(req.body);
+      if ('error' in parsed) return retry(422, parsed.error);
+      const key = typeof req.body?.ownerKey === 'string' ? req.body.ownerKey.trim() : '';
+      let approved;
+      try {
+        const principal = await services.keys.authenticate(`Bearer ${key}`);
+        approved = await services.agents.approveWithKey(principal, code, parsed.limits);
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        if (err.code === 'AGENT_SETUP_INVALID' || err.code === 'NOT_FOUND') return closed(res, await services.agents.describeAuthorization(code));
+        const message = err.code === 'UNAUTHENTICATED' ? 'That owner key was not accepted: check that it was pasted completely and has not been revoked.' : err.message;
+        return retry(err.status, message);
+      }
+      const wait = pollIntervalSeconds(config.agentSetupRatePerMinute);
+      return send(
+        res,
+        200,
+        'Agent approved',
+        `<p>Your agent's request is approved. It picks up its key the next time it checks, within about ${wait} seconds, and before ${escapeHtml(utc(new Date(approved.exchangeBefore)))}.</p>
+<dl>
+<dt>Per rental</dt><dd>$${(approved.maxPerRentalMinor / 100).toFixed(2)}</dd>
+<dt>In total</dt><dd>$${(approved.budgetLimitMinor / 100).toFixed(2)}</dd>
+<dt>At once</dt><dd>${approved.maxConcurrentDeployments}</dd>
+</dl>
+<p class="muted">You can revoke its key at any time: GET /api/v1/agent-keys lists it, DELETE /api/v1/agent-keys/{id} revokes it (or /agents in the Telegram bot).</p>`,
+      );
+    } catch (err) {
+      failed(req, res, err);
     }
   });
   return router;

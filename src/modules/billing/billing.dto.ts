@@ -36,7 +36,10 @@ export interface BalanceResponse {
    * @isLong
    */
   keyRemainingBudgetMinor: number;
-  /** Most recent entries first. */
+  /**
+   * Most recent entries first. An agent key sees only the entries it caused (its rentals' debits,
+   * usage and reversals, and its own top-ups); an owner key sees every entry of the account.
+   */
   entries: LedgerEntryDto[];
   /**
    * Pass as `before` to read the next older page; null when there is none.

@@ -1,7 +1,10 @@
-import type { DataSource } from 'typeorm';
+import { LessThan, type DataSource } from 'typeorm';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../../http/principal.js';
 import { Account } from '../accounts/account.entity.js';
+import { normalizeEmail } from '../accounts/email.js';
+import { mayManageAccount } from '../keys/account-holder.js';
+import { LedgerEntry } from './ledger-entry.entity.js';
 import type { KeysService } from '../keys/keys.service.js';
 import type { BalanceResponse, EmailResponse } from './billing.dto.js';
 import type { LedgerService } from './ledger.service.js';
@@ -13,11 +16,14 @@ export class BillingService {
     private readonly keys: KeysService,
   ) {}
 
-  /** Credits and the ledger, newest first; `before` pages to older entries. */
+  /**
+   * Credits and the ledger, newest first; `before` pages to older entries. An agent key sees only
+   * the entries it caused (its rentals, its top-ups); an owner key sees the whole account's.
+   */
   async balance(principal: Principal, limit = 50, before?: number): Promise<BalanceResponse> {
     const [account, entries, usage] = await Promise.all([
       this.ds.getRepository(Account).findOneByOrFail({ id: principal.accountId }),
-      this.ledger.recent(principal.accountId, limit + 1, before),
+      principal.kind === 'AGENT' ? this.ownEntries(principal, limit + 1, before) : this.ledger.recent(principal.accountId, limit + 1, before),
       this.keys.usage([principal.key]),
     ]);
     const page = entries.slice(0, limit);
@@ -41,18 +47,22 @@ export class BillingService {
     };
   }
 
+  private ownEntries(principal: Principal, limit: number, before?: number): Promise<LedgerEntry[]> {
+    const where = { accountId: principal.accountId, keyId: principal.keyId, ...(before === undefined ? {} : { id: LessThan(String(before)) }) };
+    return this.ds.getRepository(LedgerEntry).find({ where, order: { id: 'DESC' }, take: limit });
+  }
+
   /**
-   * Attaches the e-mail that card checkout needs. Owner keys may set it, and so may keys with the
-   * billing scope (the one agent keys use to ask a human for money).
+   * Attaches the e-mail that card checkout needs (receipts go there). Owner keys may set it, and
+   * the key of a headless signup, which is the account holder of the account it created. An agent
+   * key given out by an owner may not, whatever its scopes: the address is the owner's.
    */
   async setEmail(principal: Principal, email: string): Promise<EmailResponse> {
-    if (principal.kind !== 'OWNER' && !principal.scopes.includes('billing')) {
-      throw new AppError('FORBIDDEN', 'Only an owner key or a key with the billing scope may set the account e-mail.');
+    if (!mayManageAccount(principal)) {
+      throw new AppError('FORBIDDEN', "Only an owner key (or the key a signup created) may set the account e-mail; agent keys cannot change their owner's address.");
     }
-    const clean = email.trim();
-    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(clean) || clean.length > 254) {
-      throw new AppError('VALIDATION_FAILED', 'Invalid request: email: must be an e-mail address.');
-    }
+    const clean = normalizeEmail(email);
+    if (clean === null) throw new AppError('VALIDATION_FAILED', 'Invalid request: email: must be an e-mail address.');
     await this.ds.getRepository(Account).update({ id: principal.accountId }, { email: clean });
     return { email: clean };
   }

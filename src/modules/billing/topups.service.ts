@@ -34,8 +34,10 @@ export class TopupsService {
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
     this.sessions.requireProvider();
     const hash = requestHash({ amountMinor: body.amountMinor });
-    // Keys are scoped to the account: two accounts may use the same key independently.
-    const scope = `topup:${principal.accountId}`;
+    // Keys are scoped to the account: two accounts may use the same key independently. The bot's
+    // keys (derived from public Telegram update ids) live in a scope of their own that no API
+    // request reaches, so no key of the account can claim one of them in advance.
+    const scope = principal.keyId === null ? `topup-bot:${principal.accountId}` : `topup:${principal.accountId}`;
     const claimed = await inTransaction(this.ds, async (m) => {
       const claim = await claimIdempotencyKey(m, this.clock, scope, idemKey, hash);
       if (claim.kind === 'replay') {
@@ -65,7 +67,9 @@ export class TopupsService {
   }
 
   async get(principal: Principal, topupId: string): Promise<TopupDto> {
-    const checkout = await this.ds.getRepository(Checkout).findOneBy({ id: topupId, purpose: 'TOPUP', accountId: principal.accountId });
+    // Agent keys see the top-ups they asked for; owner keys every top-up of the account.
+    const owner = principal.kind === 'AGENT' ? { keyId: principal.keyId } : {};
+    const checkout = await this.ds.getRepository(Checkout).findOneBy({ id: topupId, purpose: 'TOPUP', accountId: principal.accountId, ...owner });
     if (!checkout) throw new AppError('NOT_FOUND', 'No such top-up on this account.');
     return toTopupDto(await this.sessions.expireIfDue(checkout));
   }

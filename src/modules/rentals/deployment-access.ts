@@ -18,3 +18,16 @@ export function lockDeploymentFor(m: EntityManager, actor: DeploymentActor, id: 
     ? qb.where('d.id = :id AND d.key_id = :keyId', { id, keyId: actor.keyId }).getOne()
     : qb.where('d.id = :id AND d.account_id = :accountId', { id, accountId: actor.accountId }).getOne();
 }
+
+/**
+ * Like lockDeploymentFor, but `id` may also be the rental (order) id: a rental has one deployment,
+ * and callers that kept only the rental id act on it under the same access rules.
+ */
+export async function lockDeploymentOrRentalFor(m: EntityManager, actor: DeploymentActor, id: string): Promise<Deployment | null> {
+  const direct = await lockDeploymentFor(m, actor, id);
+  if (direct) return direct;
+  const qb = m.getRepository(Deployment).createQueryBuilder('d').setLock('pessimistic_write');
+  return actor.kind === 'AGENT'
+    ? qb.where('d.order_id = :id AND d.key_id = :keyId', { id, keyId: actor.keyId }).getOne()
+    : qb.where('d.order_id = :id AND d.account_id = :accountId', { id, accountId: actor.accountId }).getOne();
+}

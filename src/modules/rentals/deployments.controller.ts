@@ -40,6 +40,7 @@ export class DeploymentsController extends BaseController {
    * reports the instance gone and its SSH key no longer gets in (`endedAt` is that moment). Legacy
    * rentals forfeit their remaining paid time; metered rentals stop accruing and settle actual use.
    * Send no body and no JSON Content-Type. Agent keys may terminate only their own deployments.
+   * @param id The deployment id, or the id of its rental (the same access rules apply).
    */
   @Post('{id}/terminate')
   @Security('bearer', ['manage'])

@@ -1,8 +1,9 @@
-import { Body, Get, Header, Path, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import { Body, Get, Header, OperationId, Path, Post, Query, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
-import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
+import { API_VERSION, type Envelope, type ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
-import type { CreateRentalRequest, RentalDto } from './rentals.dto.js';
+import type { CreateRentalRequest, RentalDto, RentalPage } from './rentals.dto.js';
+import { RENTAL_PAGE } from './rental-views.js';
 
 @Route('api/v1/rentals')
 @Tags('Rentals')
@@ -43,6 +44,29 @@ export class RentalsController extends BaseController {
   ): Promise<Envelope<RentalDto>> {
     const { status, rental } = await this.services.rentals.create(this.principal(req), idempotencyKey, body);
     return this.ok(req, rental, status);
+  }
+
+  /**
+   * The caller's rentals, newest first, each as GET /api/v1/rentals/{id} shows it. Agent keys see
+   * only their own; owner keys every rental of the account. Pages: pass `meta.nextCursor` as
+   * `cursor` until it is null. An unreadable cursor is 400 INVALID_REQUEST.
+   * @param limit Rentals per page, 1 to 100 (default 20).
+   * @param cursor Opaque: the previous page's `meta.nextCursor`.
+   * @isInt limit
+   * @minimum limit 1
+   * @maximum limit 100
+   * @maxLength cursor 200
+   */
+  @Get()
+  @OperationId('listRentals')
+  @Security('bearer', ['read'])
+  @Response<ErrorEnvelope>(400, 'INVALID_REQUEST (an unreadable cursor)')
+  @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN (no read scope)')
+  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (limit out of range)')
+  async list(@Request() req: ExRequest, @Query() limit?: number, @Query() cursor?: string): Promise<RentalPage> {
+    const { rentals, nextCursor } = await this.services.rentals.list(this.principal(req), limit ?? RENTAL_PAGE.default, cursor);
+    return { data: rentals, meta: { requestId: req.requestId, apiVersion: API_VERSION, nextCursor } };
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { DeploymentBillingModel, RentalStatus, ReversalStatus } from './order.entity.js';
+import type { TerminationReason } from './rental-views.js';
 
 /**
  * Rent one exact cached offer. Never substituted: if the provider no longer has it at
@@ -74,6 +75,19 @@ export interface DeploymentDto {
   rentalId: string;
   /** PENDING, PROVISIONING, ACTIVE, TERMINATING, TERMINATED, FAILED (AWAITING_PAYMENT for unpaid card orders). */
   status: RentalStatus;
+  /** Name of the GPU model the rental runs (or will try first), e.g. `NVIDIA H100 SXM`. */
+  gpuName: string | null;
+  /** GPUs in the machine. */
+  gpuCount: number | null;
+  /** Id of the provider plugin running (or about to run) the machine, e.g. `local`, `runpod`. */
+  provider: string | null;
+  /**
+   * Why the rental was ended, once someone ended it: USER (a terminate call or the owner's
+   * Terminate button), SPEND_CAP (usage reached the rental's cap), KEY_BUDGET (the key's total
+   * budget ran out), CREDITS (the account's credits ran out), EXPIRED (a prepaid rental reached
+   * its purchased end). Null while it runs and for rentals that failed before running.
+   */
+  terminationReason: TerminationReason | null;
   /** Fixed at admission; never changes afterwards. */
   billingModel: DeploymentBillingModel;
   /** Whole purchased hours; null for ACCOUNT_BALANCE and MAX_SPEND_METERED. */
@@ -117,6 +131,19 @@ export interface RentalDto {
   deploymentId: string | null;
   /** PENDING, PROVISIONING, ACTIVE, TERMINATING, TERMINATED, FAILED (AWAITING_PAYMENT for unpaid card orders). */
   status: RentalStatus;
+  /** Name of the GPU model the rental runs (or will try first), e.g. `NVIDIA H100 SXM`. */
+  gpuName: string | null;
+  /** GPUs in the machine. */
+  gpuCount: number | null;
+  /** Id of the provider plugin running (or about to run) the machine, e.g. `local`, `runpod`. */
+  provider: string | null;
+  /**
+   * Why the rental was ended, once someone ended it: USER (a terminate call or the owner's
+   * Terminate button), SPEND_CAP (usage reached the rental's cap), KEY_BUDGET (the key's total
+   * budget ran out), CREDITS (the account's credits ran out), EXPIRED (a prepaid rental reached
+   * its purchased end). Null while it runs and for rentals that failed before running.
+   */
+  terminationReason: TerminationReason | null;
   /**
    * Same as deployment.endedAt.
    * @format date-time
@@ -137,6 +164,20 @@ export interface RentalDto {
   reversalStatus: ReversalStatus | null;
   /** @format date-time */
   createdAt: string;
+}
+
+/** `meta` of a rentals page: the envelope's fields and where the next page starts. */
+export interface RentalPageMeta {
+  requestId: string;
+  apiVersion: string;
+  /** Pass as `cursor` for the next (older) page; null on the last page. */
+  nextCursor: string | null;
+}
+
+/** A page of rentals, newest first. */
+export interface RentalPage {
+  data: RentalDto[];
+  meta: RentalPageMeta;
 }
 
 export interface TerminateAccepted {

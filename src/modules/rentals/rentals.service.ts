@@ -11,15 +11,18 @@ import type { JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import type { Account } from '../accounts/account.entity.js';
 import { accountBalanceEligible } from '../accounts/billing-eligibility.js';
+import { outstandingReservationMinor, reservedCreditMinor } from '../billing/credit-reservation.js';
 import type { LedgerService } from '../billing/ledger.service.js';
+import { topUpAdvice } from '../billing/top-up-advice.js';
 import { gpuSlug } from '../inventory/gpu-slug.js';
 import { findIntentCandidates } from '../inventory/offer-candidates.js';
 import { Offer } from '../inventory/offer.entity.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { Deployment } from './deployment.entity.js';
-import { lockDeploymentFor, type DeploymentActor } from './deployment-access.js';
+import { lockDeploymentOrRentalFor, type DeploymentActor } from './deployment-access.js';
 import { Order, type DeploymentBillingModel } from './order.entity.js';
 import { RENTAL_JOBS } from './rental-jobs.names.js';
+import { factsOf, machineFacts, machineOfferId, NO_MACHINE, rentalPage, terminationReasonOf, type MachineFacts } from './rental-views.js';
 import type { CreateRentalRequest, DeploymentDto, GpuIntentRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
 
 /** Legacy prepaid purchases start at this many cents (SPEC.md, Limits). */
@@ -109,7 +112,7 @@ export class RentalsService {
     if (outcome.created === null) return this.replay(outcome.replayOf);
     const { order, deployment } = outcome.created;
     await this.enqueue(RENTAL_JOBS.provision, deployment.id);
-    return { status: 201, rental: toRentalDto(order, deployment) };
+    return { status: 201, rental: await this.describe(order, deployment) };
   }
 
   /** Cached candidates for the request, cheapest first; no live provider search. */
@@ -129,8 +132,9 @@ export class RentalsService {
 
   /** The billing model and purchase, from the account's model and the request (DESIGN.md, Money). */
   private decide(account: Account, principal: Principal, body: CreateRentalRequest, resolved: Resolved): Terms {
-    if (account.frozen || account.balanceMinor < 0) {
-      throw new AppError('ACCOUNT_FROZEN', 'This account is frozen or its credits are negative; it cannot start rentals. Top up or contact support.');
+    if (account.frozen) throw new AppError('ACCOUNT_FROZEN', 'This account is frozen; it cannot start rentals. Contact support.');
+    if (account.balanceMinor < 0) {
+      throw new AppError('ACCOUNT_FROZEN', `This account's credits are negative (${account.balanceMinor} cents); it cannot start rentals. ${topUpAdvice(principal.scopes)}`);
     }
     const budget = body.budgetMinor;
     if (accountBalanceEligible(account)) {
@@ -179,9 +183,12 @@ export class RentalsService {
     const key = principal.key;
     const usage = (await this.keys.usage([key], m)).get(key.id)!;
     const remainingKeyBudget = key.budgetLimitMinor - usage.netSpentMinor;
-    // A metered rental must be able to pay for its first hour, or its whole cap if that is less.
+    // A metered rental needs its own reservation (credit-reservation.ts) out of unreserved credits.
     const price = terms.candidates[0].pricePerHourMinor;
-    const needed = terms.billingModel === 'LEGACY_PREPAID' ? terms.totalMinor : Math.min(price, terms.spendCapMinor ?? price);
+    const needed =
+      terms.billingModel === 'LEGACY_PREPAID'
+        ? terms.totalMinor
+        : outstandingReservationMinor({ hourlyPriceMinor: price, spendCapMinor: terms.spendCapMinor, usageMinor: 0 });
 
     if (terms.billingModel === 'LEGACY_PREPAID' && terms.totalMinor > key.maxPerRentalMinor) {
       throw new AppError(
@@ -201,8 +208,13 @@ export class RentalsService {
         `This key already has ${usage.activeDeployments} deployment(s) running or starting; its limit is ${key.maxConcurrentDeployments}. Terminate one first.`,
       );
     }
-    if (account.balanceMinor < needed) {
-      throw new AppError('INSUFFICIENT_CREDITS', `This rental needs ${needed} cents of credits; the account has ${account.balanceMinor}. Top up first.`);
+    const reserved = await reservedCreditMinor(m, account.id);
+    if (account.balanceMinor - reserved < needed) {
+      const held = reserved > 0 ? ` (${reserved} of them reserved by its running metered rentals)` : '';
+      throw new AppError(
+        'INSUFFICIENT_CREDITS',
+        `This rental needs ${needed} cents of credits; the account has ${account.balanceMinor}${held}. ${topUpAdvice(principal.scopes)}`,
+      );
     }
   }
 
@@ -320,12 +332,24 @@ export class RentalsService {
     const order = await this.ds.getRepository(Order).findOneBy(visibleTo(principal, { id: rentalId.toLowerCase() }));
     if (!order) throw notFound('rental');
     const deployment = await this.ds.getRepository(Deployment).findOneBy({ orderId: order.id });
-    return toRentalDto(order, deployment);
+    return this.describe(order, deployment);
+  }
+
+  /** The caller's rentals, newest first, a page at a time (see rental-views.ts for the cursor). */
+  async list(principal: Principal, limit: number, cursor: string | undefined): Promise<{ rentals: RentalDto[]; nextCursor: string | null }> {
+    const { rows, nextCursor } = await rentalPage(this.ds, principal, limit, cursor);
+    const facts = await machineFacts(this.ds, rows.map((r) => machineOfferId(r.order, r.deployment)));
+    return { rentals: rows.map((r) => toRentalDto(r.order, r.deployment, factsOf(facts, machineOfferId(r.order, r.deployment)))), nextCursor };
+  }
+
+  private async describe(order: Order, deployment: Deployment | null): Promise<RentalDto> {
+    const facts = await machineFacts(this.ds, [machineOfferId(order, deployment)]);
+    return toRentalDto(order, deployment, factsOf(facts, machineOfferId(order, deployment)));
   }
 
   private async loadRental(rentalId: string): Promise<RentalDto> {
     const order = await this.ds.getRepository(Order).findOneByOrFail({ id: rentalId });
-    return toRentalDto(order, await this.ds.getRepository(Deployment).findOneBy({ orderId: rentalId }));
+    return this.describe(order, await this.ds.getRepository(Deployment).findOneBy({ orderId: rentalId }));
   }
 
   /** The caller's deployments, newest first. */
@@ -335,28 +359,27 @@ export class RentalsService {
       order: { createdAt: 'DESC', id: 'ASC' },
       take: limit,
     });
-    const funding = await this.fundingOf(deployments.map((d) => d.orderId));
-    return deployments.map((d) => toDeploymentDto(d, funding.get(d.orderId) ?? 'CREDITS'));
+    return this.describeDeployments(deployments);
   }
 
   async getDeployment(principal: Principal, deploymentId: string): Promise<DeploymentDto> {
     const d = await this.ds.getRepository(Deployment).findOneBy(visibleTo(principal, { id: deploymentId.toLowerCase() }));
     if (!d) throw notFound('deployment');
-    const funding = await this.fundingOf([d.orderId]);
-    return toDeploymentDto(d, funding.get(d.orderId) ?? 'CREDITS');
+    return (await this.describeDeployments([d]))[0];
   }
 
   /**
    * Asks for termination; repeatable. A deployment that is starting or running is marked
    * TERMINATING with the request time, and the terminate job destroys and verifies it. A
-   * deployment already terminating or finished is left as it is.
+   * deployment already terminating or finished is left as it is. `deploymentId` may also be the
+   * rental id, resolved to its deployment under the same access rules.
    */
   async terminate(principal: DeploymentActor, deploymentId: string): Promise<TerminateAccepted> {
     const id = deploymentId.toLowerCase();
     const enqueue = await inTransaction(this.ds, async (m) => {
-      const d = await lockDeploymentFor(m, principal, id);
+      const d = await lockDeploymentOrRentalFor(m, principal, id);
       if (!d) throw notFound('deployment');
-      if (d.status === 'TERMINATED' || d.status === 'FAILED') return false;
+      if (d.status === 'TERMINATED' || d.status === 'FAILED') return null;
       const now = this.clock.now();
       const patch: Partial<Deployment> = { updatedAt: now };
       if (!d.terminateRequestedAt) patch.terminateRequestedAt = now;
@@ -368,17 +391,26 @@ export class RentalsService {
       }
       await m.update(Deployment, { id: d.id }, patch);
       // AWAITING_PAYMENT keeps its status (the card payment path owns it) but carries the request.
-      return d.status !== 'AWAITING_PAYMENT';
+      return d.status !== 'AWAITING_PAYMENT' ? d.id : null;
     });
-    if (enqueue) await this.enqueue(RENTAL_JOBS.terminate, id);
+    if (enqueue) await this.enqueue(RENTAL_JOBS.terminate, enqueue);
     return { accepted: true };
   }
 
-  private async fundingOf(orderIds: string[]): Promise<Map<string, 'CREDITS' | 'CARD'>> {
-    if (orderIds.length === 0) return new Map();
-    const rows: { id: string; funding: 'CREDITS' | 'CARD' }[] = await this.ds.query(`SELECT id, funding FROM orders WHERE id IN (?)`, [orderIds]);
-    return new Map(rows.map((r) => [r.id, r.funding]));
+  /** Deployments as the API shows them: funding from their orders, the machine from the offer cache. */
+  private async describeDeployments(deployments: Deployment[]): Promise<DeploymentDto[]> {
+    if (deployments.length === 0) return [];
+    const rows: { id: string; funding: 'CREDITS' | 'CARD'; offer_id: string | null }[] = await this.ds.query(
+      `SELECT id, funding, offer_id FROM orders WHERE id IN (?)`,
+      [deployments.map((d) => d.orderId)],
+    );
+    const orders = new Map(rows.map((r) => [r.id, r]));
+    // An unpaid card order's deployment has no offer yet; its order names the one it will run.
+    const offerOf = (d: Deployment) => d.offerId ?? orders.get(d.orderId)?.offer_id ?? null;
+    const facts = await machineFacts(this.ds, deployments.map(offerOf));
+    return deployments.map((d) => toDeploymentDto(d, orders.get(d.orderId)?.funding ?? 'CREDITS', factsOf(facts, offerOf(d))));
   }
+
 }
 
 /** The request as a value: equal intents hash equal whatever their spelling or field order. */
@@ -413,12 +445,16 @@ function endedAtOf(d: Deployment, funding: 'CREDITS' | 'CARD'): string | null {
   return funding === 'CREDITS' && d.status === 'TERMINATED' ? iso(d.endedAt) : null;
 }
 
-export function toDeploymentDto(d: Deployment, funding: 'CREDITS' | 'CARD'): DeploymentDto {
+export function toDeploymentDto(d: Deployment, funding: 'CREDITS' | 'CARD', machine: MachineFacts = NO_MACHINE): DeploymentDto {
   const metered = d.billingModel !== 'LEGACY_PREPAID';
   return {
     id: d.id,
     rentalId: d.orderId,
     status: d.status,
+    gpuName: machine.gpuName,
+    gpuCount: machine.gpuCount,
+    provider: d.providerId ?? machine.provider,
+    terminationReason: terminationReasonOf(d.terminationReason),
     billingModel: d.billingModel,
     hoursPurchased: metered ? null : d.hoursPurchased,
     durationSeconds: metered ? null : d.durationSeconds,
@@ -435,7 +471,7 @@ export function toDeploymentDto(d: Deployment, funding: 'CREDITS' | 'CARD'): Dep
   };
 }
 
-export function toRentalDto(o: Order, d: Deployment | null): RentalDto {
+export function toRentalDto(o: Order, d: Deployment | null, machine: MachineFacts = NO_MACHINE): RentalDto {
   const metered = o.billingModel !== 'LEGACY_PREPAID';
   const failed = (d?.status ?? o.status) === 'FAILED';
   return {
@@ -444,8 +480,12 @@ export function toRentalDto(o: Order, d: Deployment | null): RentalDto {
     deploymentId: d ? d.id : null,
     // The deployment row is the one the lifecycle jobs move first; the order follows it.
     status: d ? d.status : o.status,
+    gpuName: machine.gpuName,
+    gpuCount: machine.gpuCount,
+    provider: d?.providerId ?? machine.provider,
+    terminationReason: d ? terminationReasonOf(d.terminationReason) : null,
     endedAt: d ? endedAtOf(d, o.funding) : null,
-    deployment: d ? toDeploymentDto(d, o.funding) : null,
+    deployment: d ? toDeploymentDto(d, o.funding, machine) : null,
     quote: {
       hourlyPriceMinor: o.hourlyPriceMinor,
       durationSeconds: metered ? null : o.durationSeconds,

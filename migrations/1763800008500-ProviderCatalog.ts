@@ -5,8 +5,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * stop being live unless refreshed (`stale_at`); `provider_status` records each provider's latest
  * refresh outcome for `GET /api/v1/providers`, shared by every api process.
  */
-export class ProviderCatalog1763800008300 implements MigrationInterface {
-  name = 'ProviderCatalog1763800008300';
+export class ProviderCatalog1763800008500 implements MigrationInterface {
+  name = 'ProviderCatalog1763800008500';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE offers

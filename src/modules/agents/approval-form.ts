@@ -1,0 +1,113 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Request, Response } from 'express';
+import { escapeHtml } from '../billing/payment-pages.html.js';
+import { APPROVAL_MINIMUMS, LIMIT_MAXIMUMS } from './agents.service.js';
+import type { AgentLimits } from './agents.dto.js';
+
+/**
+ * The "Approve with an owner key" form of the approval page and its CSRF defence.
+ *
+ * The form posts same-origin and carries a double-submit token: GET sets a random nonce in a
+ * `SameSite=Strict`, HttpOnly cookie scoped to /approve and puts HMAC(server secret, approval code
+ * + nonce) in a hidden field. A POST is accepted only when the cookie is there and the field is the
+ * HMAC of this very code and that nonce, and when the browser's Origin (or Sec-Fetch-Site) does
+ * not name another site. Another site can neither read the field nor make the browser send the
+ * cookie, so it cannot approve with a key the owner pasted. The secret is derived from
+ * SECRETS_KEY, so every api process checks what any other one issued.
+ */
+export const CSRF_COOKIE = 'gpr_approve_csrf';
+const CSRF_FIELD = 'csrf';
+
+export class ApprovalCsrf {
+  private readonly secret: Buffer;
+  private readonly origin: string;
+  private readonly secure: boolean;
+
+  constructor(secretsKey: Buffer, publicBaseUrl: string) {
+    this.secret = createHmac('sha256', secretsKey).update('approval-page-csrf').digest();
+    const base = new URL(publicBaseUrl);
+    this.origin = base.origin;
+    this.secure = base.protocol === 'https:';
+  }
+
+  private tokenFor(code: string, nonce: string): string {
+    return createHmac('sha256', this.secret).update(`${code}.${nonce}`).digest('base64url');
+  }
+
+  /** Sets the cookie on `res` and returns the hidden field's value for the form about `code`. */
+  issue(res: Response, code: string): string {
+    const nonce = randomBytes(18).toString('base64url');
+    res.append(
+      'Set-Cookie',
+      `${CSRF_COOKIE}=${nonce}; Path=/approve; Max-Age=1800; HttpOnly; SameSite=Strict${this.secure ? '; Secure' : ''}`,
+    );
+    return this.tokenFor(code, nonce);
+  }
+
+  /** Whether a POST about `code` comes from our own form in the owner's browser. */
+  verify(req: Request, code: string): boolean {
+    // Our pages send no referrer, so browsers say `Origin: null` even for our own form: that
+    // tells nothing either way, and the cookie and token below decide.
+    const origin = req.header('origin');
+    if (origin !== undefined && origin !== 'null' && origin !== this.origin) return false;
+    const site = req.header('sec-fetch-site');
+    if (site !== undefined && site !== 'same-origin' && site !== 'none') return false;
+    const nonce = cookie(req, CSRF_COOKIE);
+    const sent = typeof req.body?.[CSRF_FIELD] === 'string' ? (req.body[CSRF_FIELD] as string) : '';
+    if (!nonce || !/^[A-Za-z0-9_-]{24}$/.test(nonce) || !sent) return false;
+    const expected = Buffer.from(this.tokenFor(code, nonce));
+    const given = Buffer.from(sent);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+}
+
+function cookie(req: Request, name: string): string | undefined {
+  for (const part of (req.header('cookie') ?? '').split(';')) {
+    const i = part.indexOf('=');
+    if (i > 0 && part.slice(0, i).trim() === name) return part.slice(i + 1).trim();
+  }
+  return undefined;
+}
+
+const USD_RE = /^\s*\$?\s*(\d{1,9})(?:\.(\d{1,2}))?\s*$/;
+
+function usdToMinor(raw: unknown): number | null {
+  const m = typeof raw === 'string' ? USD_RE.exec(raw) : null;
+  return m ? Number(m[1]) * 100 + Number((m[2] ?? '').padEnd(2, '0')) : null;
+}
+
+/**
+ * The three limits from the form, in the API's units. Only the shape is checked here: the bounds
+ * are the API's own, checked by AgentsService when it approves.
+ */
+export function limitsFromForm(body: Record<string, unknown> | undefined): { limits: AgentLimits } | { error: string } {
+  const perRental = usdToMinor(body?.perRentalUsd);
+  const total = usdToMinor(body?.totalUsd);
+  const concurrentRaw = typeof body?.concurrent === 'string' ? body.concurrent.trim() : '';
+  const concurrent = /^\d{1,6}$/.test(concurrentRaw) ? Number(concurrentRaw) : null;
+  const bad: string[] = [];
+  if (perRental === null) bad.push('the per-rental limit must be an amount in US dollars, e.g. 20 or 12.50');
+  if (total === null) bad.push('the total limit must be an amount in US dollars, e.g. 100');
+  if (concurrent === null) bad.push('the number of machines at once must be a whole number');
+  if (bad.length) return { error: `Please check the form: ${bad.join('; ')}.` };
+  return { limits: { maxPerRentalMinor: perRental!, budgetLimitMinor: total!, maxConcurrentDeployments: concurrent! } };
+}
+
+const usd = (minor: number) => (minor / 100).toFixed(2);
+
+/** The form's HTML; `error` (plain text) is shown above it. Never echoes a pasted key. */
+export function approvalFormHtml(code: string, csrfToken: string, error?: string): string {
+  const min = APPROVAL_MINIMUMS;
+  const max = LIMIT_MAXIMUMS;
+  const field = (id: string, label: string, attrs: string, hint: string) =>
+    `<p><label for="${id}">${label}</label><br><input id="${id}" name="${id}" ${attrs} required style="font:inherit;padding:.4rem;width:100%;max-width:16rem"><br><span class="muted">${hint}</span></p>`;
+  return `<h2 style="font-size:1.15rem;margin:1.5rem 0 .75rem">Approve with an owner key</h2>
+${error ? `<p role="alert" class="banner">${escapeHtml(error)}</p>` : ''}<form method="post" action="/approve/${encodeURIComponent(code)}" autocomplete="off">
+<input type="hidden" name="${CSRF_FIELD}" value="${escapeHtml(csrfToken)}">
+${field('perRentalUsd', 'Per rental (USD)', `type="number" inputmode="decimal" min="${usd(min.maxPerRentalMinor)}" max="${usd(max.maxPerRentalMinor)}" step="0.01" value="20"`, `at least $${usd(min.maxPerRentalMinor)}`)}
+${field('totalUsd', 'In total (USD)', `type="number" inputmode="decimal" min="${usd(min.budgetLimitMinor)}" max="${usd(max.budgetLimitMinor)}" step="0.01" value="100"`, `at least $${usd(min.budgetLimitMinor)}`)}
+${field('concurrent', 'Machines at once', `type="number" inputmode="numeric" min="${min.maxConcurrentDeployments}" max="${max.maxConcurrentDeployments}" step="1" value="1"`, `at least ${min.maxConcurrentDeployments}`)}
+${field('ownerKey', 'Your owner key', 'type="password" spellcheck="false" autocapitalize="off" placeholder="gpr_…"', 'an OWNER key with read, rent and manage; it is used for this approval only and never stored or shown to the agent')}
+<p class="actions"><button type="submit">Approve</button></p>
+</form>`;
+}

@@ -1,0 +1,63 @@
+import type { EntityManager } from 'typeorm';
+
+/**
+ * How much of its first run a metered rental holds in reserve, in minutes of its hourly price.
+ *
+ * One hour, the same amount admission has always demanded of a metered rental ("its first hour,
+ * or its whole cap if that is less"): a rental is admitted when the credits nobody has reserved
+ * yet cover its own reservation, so N parallel rentals need N reservations. A shorter reservation
+ * (a few minutes, or one metering period) would let an account with one hour of credit start
+ * dozens of rentals at once; their combined accrual in one metering period, which is what an
+ * account can overdraw by, would grow with each. With an hour per rental the combined price of
+ * the live rentals an account can start is bounded by its credits per hour.
+ */
+export const RESERVATION_MINUTES = 60;
+
+/** Billing models whose rentals are charged as they run, and so hold a reservation. */
+export const METERED_MODELS = ['ACCOUNT_BALANCE', 'MAX_SPEND_METERED'] as const;
+
+/** Deployment statuses in which a metered rental may still accrue or settle usage. */
+const RESERVING_STATUSES = ['PENDING', 'PROVISIONING', 'ACTIVE', 'TERMINATING'] as const;
+
+export interface ReservingRental {
+  hourlyPriceMinor: number;
+  /** The rental's spend cap (cents), or null when uncapped. */
+  spendCapMinor: number | null;
+  /** Usage already posted to the ledger (cents). */
+  usageMinor: number;
+}
+
+/**
+ * THE reservation rule (DESIGN.md, Money): a live metered rental holds its first
+ * RESERVATION_MINUTES at its price, or its spend cap if that is smaller; usage already posted
+ * counts against it, so what is still outstanding never double-counts money the ledger has taken.
+ * A new rental (no usage yet) needs exactly this much unreserved credit to be admitted.
+ */
+export function outstandingReservationMinor(r: ReservingRental): number {
+  const firstRun = Math.ceil((r.hourlyPriceMinor * RESERVATION_MINUTES) / 60);
+  const reserved = r.spendCapMinor === null ? firstRun : Math.min(firstRun, r.spendCapMinor);
+  return Math.max(0, reserved - r.usageMinor);
+}
+
+/**
+ * The credit already committed to an account's live metered rentals. Call it inside the
+ * admission transaction after locking the account row: admissions of one account then run one
+ * after another and each sees the rentals the previous one wrote.
+ */
+export async function reservedCreditMinor(m: EntityManager, accountId: string): Promise<number> {
+  const rows: { hourly_price_minor: string | number; spend_cap_minor: string | number | null; usage_minor: string | number }[] = await m.query(
+    `SELECT hourly_price_minor, spend_cap_minor, usage_minor FROM deployments
+      WHERE account_id = ? AND billing_model IN (?) AND status IN (?)`,
+    [accountId, METERED_MODELS, RESERVING_STATUSES],
+  );
+  return rows.reduce(
+    (sum, r) =>
+      sum +
+      outstandingReservationMinor({
+        hourlyPriceMinor: Number(r.hourly_price_minor),
+        spendCapMinor: r.spend_cap_minor === null ? null : Number(r.spend_cap_minor),
+        usageMinor: Number(r.usage_minor),
+      }),
+    0,
+  );
+}

@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
+import { Account } from '../../src/modules/accounts/account.entity.js';
+import { outstandingReservationMinor, RESERVATION_MINUTES } from '../../src/modules/billing/credit-reservation.js';
+import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
+import { RentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
+import { createTestContext, type TestContext } from '../helpers/context.js';
+import { account, offerIds, rent, rentOk, setStatus } from '../helpers/rentals.js';
+
+const PRICE = 300;
+const OFFERS: LocalInventoryOffer[] = [
+  { key: 'res-a', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: PRICE, maximumDurationSeconds: 86400, provisionSeconds: 0 },
+];
+
+describe('credit reservations of metered rentals', function () {
+  this.timeout(60_000);
+  let ctx: TestContext;
+  let offer: string;
+  before(async () => {
+    ctx = await createTestContext({ offers: OFFERS, env: { METERING_EVERY_MS: '60000' } });
+    offer = (await offerIds(ctx))['res-a'];
+  });
+  after(async () => {
+    await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE name LIKE 'rental.%'`);
+    await ctx.close();
+  });
+
+  const balance = async (accountId: string) => (await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: accountId })).balanceMinor;
+
+  it('reserves the first hour at the price, or the cap when smaller, less usage already posted', () => {
+    assert.equal(RESERVATION_MINUTES, 60);
+    assert.equal(outstandingReservationMinor({ hourlyPriceMinor: 300, spendCapMinor: null, usageMinor: 0 }), 300);
+    assert.equal(outstandingReservationMinor({ hourlyPriceMinor: 300, spendCapMinor: 120, usageMinor: 0 }), 120);
+    assert.equal(outstandingReservationMinor({ hourlyPriceMinor: 300, spendCapMinor: 10_000, usageMinor: 100 }), 200);
+    assert.equal(outstandingReservationMinor({ hourlyPriceMinor: 300, spendCapMinor: null, usageMinor: 450 }), 0);
+  });
+
+  for (const covered of [1, 3]) {
+    it(`admits exactly ${covered} of 10 parallel metered rentals when credits cover ${covered}; metering overdraws by at most one period`, async () => {
+      // Credits for `covered` reservations and a third of another one.
+      const owner = await account(ctx, { kind: 'OWNER', creditsMinor: covered * PRICE + 100, scopes: ['read', 'rent', 'manage', 'billing'], maxConcurrentDeployments: 50 });
+      const results = await Promise.all(Array.from({ length: 10 }, () => rent(ctx, owner, { offerId: offer })));
+      const admitted = results.filter((r) => r.status === 201);
+      assert.equal(admitted.length, covered, results.map((r) => `${r.status} ${r.body.error?.code ?? ''}`).join(', '));
+      for (const r of results.filter((x) => x.status !== 201)) {
+        assert.equal(r.status, 402);
+        assert.equal(r.body.error.code, 'INSUFFICIENT_CREDITS');
+        assert.match(r.body.error.message, /reserved/);
+      }
+
+      const life = new RentalLifecycle(ctx.services, { sshTimeoutMs: 1500 });
+      const ids: string[] = admitted.map((r) => r.body.data.deploymentId);
+      const dep = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
+      for (const id of ids) {
+        for (let i = 0; i < 10 && (await dep(id)).status !== 'ACTIVE'; i++) await life.provision(id);
+        assert.equal((await dep(id)).status, 'ACTIVE');
+      }
+      const periodMs = ctx.config.meteringEveryMs;
+      // What every admitted rental together accrues in one metering period.
+      const onePeriod = Math.ceil((covered * PRICE * periodMs) / 3_600_000);
+      let lowest = Infinity;
+      for (let i = 0; i < 400; i++) {
+        ctx.clock.advance(periodMs);
+        await life.meter();
+        lowest = Math.min(lowest, await balance(owner.accountId));
+        const states = await Promise.all(ids.map(dep));
+        if (states.every((d) => d.status !== 'ACTIVE')) {
+          assert.ok(states.every((d) => d.terminationReason === 'CREDITS'), states.map((d) => d.terminationReason).join());
+          break;
+        }
+      }
+      assert.ok(lowest <= 0, `metering ran the credits out (lowest balance ${lowest})`);
+      assert.ok(lowest >= -onePeriod, `balance ${lowest} went below -${onePeriod}, one metering period of accrual`);
+      for (const id of ids) await life.terminate(id);
+    });
+  }
+
+  it('counts what other live rentals have not used yet, and frees it as usage is posted or they end', async () => {
+    const owner = await account(ctx, { kind: 'OWNER', creditsMinor: 2 * PRICE, scopes: ['read', 'rent', 'manage', 'billing'], maxConcurrentDeployments: 50 });
+    const first = await rentOk(ctx, owner, { offerId: offer });
+    const second = await rentOk(ctx, owner, { offerId: offer });
+    const third = await rent(ctx, owner, { offerId: offer });
+    assert.equal(third.status, 402);
+    // A capped rental needs only its cap; nothing is left unreserved for it either.
+    assert.equal((await rent(ctx, owner, { offerId: offer, budgetMinor: 1 })).status, 402);
+    await setStatus(ctx, first.deploymentId, 'TERMINATED');
+    await rentOk(ctx, owner, { offerId: offer });
+    await setStatus(ctx, second.deploymentId, 'FAILED');
+    await rentOk(ctx, owner, { offerId: offer, budgetMinor: 100 });
+  });
+});
