@@ -21,6 +21,11 @@ export interface FakeLambdaOptions {
   bootMs?: number;
   /** Time from terminate to `terminated` with SSH down. Default 50 ms. */
   terminateMs?: number;
+  /**
+   * Enforce Lambda's rate limits (documented: one request a second, launches one per 12 s): a call
+   * sooner than this after the last accepted one answers 429. Off by default.
+   */
+  limits?: { apiIntervalMs: number; launchIntervalMs: number };
 }
 
 interface StoredInstance {
@@ -70,7 +75,8 @@ async function freePort(): Promise<number> {
  * loopback address (its `ip`), as real instances all answer on 22.
  */
 export class FakeLambdaApi {
-  readonly calls: { method: string; path: string }[] = [];
+  /** Every request in arrival order, with the status answered (absent while hanging or when dropped). */
+  readonly calls: { method: string; path: string; status?: number }[] = [];
   private readonly store = new Map<string, StoredInstance>();
   private readonly keys: StoredKey[] = [];
   private readonly machines = new Map<string, FakeMachine>();
@@ -80,9 +86,11 @@ export class FakeLambdaApi {
   private readonly soldOut = new Set<string>();
   private rateLimited: { on: boolean; retryAfterSeconds?: number } = { on: false };
   private hangAfterCreate = false;
+  private readonly lastAccepted = { api: -Infinity, launch: -Infinity };
   private bootMs: number;
   private readonly terminateMs: number;
   private nextHost: number;
+  private readonly limits?: FakeLambdaOptions['limits'];
   private closed = false;
 
   private constructor(
@@ -95,6 +103,7 @@ export class FakeLambdaApi {
   ) {
     this.bootMs = opts.bootMs ?? 100;
     this.terminateMs = opts.terminateMs ?? 50;
+    this.limits = opts.limits;
     // A random block of 127/8 per fake, so parallel runs rarely meet on one address.
     this.nextHost = (1 + Math.floor(Math.random() * 250)) * 65536 + Math.floor(Math.random() * 256) * 256 + 1;
   }
@@ -220,7 +229,9 @@ export class FakeLambdaApi {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
     const path = new URL(req.url ?? '/', 'http://x').pathname;
-    this.calls.push({ method, path });
+    const call: { method: string; path: string; status?: number } = { method, path };
+    this.calls.push(call);
+    res.on('finish', () => (call.status = res.statusCode));
     let raw = '';
     for await (const chunk of req) raw += chunk;
     if (this.closed) return void res.socket?.destroy();
@@ -229,6 +240,10 @@ export class FakeLambdaApi {
       const headers: Record<string, string> = { 'Content-Type': 'text/plain' };
       if (this.rateLimited.retryAfterSeconds !== undefined) headers['Retry-After'] = String(this.rateLimited.retryAfterSeconds);
       res.writeHead(429, headers).end('429 Too Many Requests');
+      return;
+    }
+    if (this.overLimit(endpoint)) {
+      res.writeHead(429, { 'Content-Type': 'text/plain' }).end('429 Too Many Requests');
       return;
     }
     if (!this.authorized(req.headers.authorization)) {
@@ -254,6 +269,17 @@ export class FakeLambdaApi {
     const reply = await this.route(method, path, body);
     if (reply === 'hang') return this.hang(res);
     this.send(res, reply);
+  }
+
+  /** True when `limits` are enforced and this call comes too soon after the last accepted one. */
+  private overLimit(endpoint: FakeEndpoint | null): boolean {
+    if (!this.limits) return false;
+    const bucket = endpoint === 'create' ? 'launch' : 'api';
+    const interval = bucket === 'launch' ? this.limits.launchIntervalMs : this.limits.apiIntervalMs;
+    const now = performance.now();
+    if (now - this.lastAccepted[bucket] < interval) return true;
+    this.lastAccepted[bucket] = now;
+    return false;
   }
 
   private hang(res: ServerResponse): void {

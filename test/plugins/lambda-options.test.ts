@@ -4,6 +4,7 @@ import type { LambdaTuning } from '../../plugins/lambda/lambda-options.js';
 import { errorClassOf, ProviderApiError } from '../../src/providers/provider-http.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { makeLambdaHarness, type LambdaHarness } from './lambda-harness.js';
+import { waitForRunning } from './provider-contract.js';
 
 describe('Lambda plugin options', () => {
   it('has the documented defaults', () => {
@@ -116,5 +117,36 @@ describe('Lambda rate limits', () => {
     assert.ok(h.logText().length > 0);
     assert.doesNotMatch(h.logText(), /secret_wrong_key_123/);
     assert.ok(!h.logText().includes(h.fake.apiKey));
+  });
+
+  it('a fake that enforces Lambda\'s limits refuses a client that does not space its calls', async () => {
+    const strict = await makeLambdaHarness({ fake: { limits: { apiIntervalMs: 1000, launchIntervalMs: 5000 } } });
+    try {
+      await strict.provider.listOffers();
+      assert.equal(errorClassOf(await strict.provider.listOffers().catch((e: unknown) => e)), 'rate_limited');
+    } finally {
+      await strict.cleanup();
+    }
+  });
+
+  it('spacing calls by the limits gets no 429 through a whole lifecycle', async function () {
+    this.timeout(30_000);
+    const strict = await makeLambdaHarness({
+      fake: { limits: { apiIntervalMs: 200, launchIntervalMs: 400 } },
+      tuning: { apiIntervalMs: 300, launchIntervalMs: 500, listTtlMs: 300 },
+    });
+    try {
+      const ids: string[] = [];
+      for (const offer of ['gpu_1x_h100_sxm5@us-east-1', 'gpu_1x_a10@us-west-1']) {
+        const res = await strict.provider.create(strict.label(), strict.offer(offer), keys.publicKey);
+        ids.push((res as { instanceId: string }).instanceId);
+      }
+      await Promise.all(ids.map((id) => waitForRunning(strict.provider, id, 15_000)));
+      for (const id of ids) await strict.provider.destroy(id);
+      assert.ok(strict.fake.calls.length >= 8);
+      assert.deepEqual(strict.fake.calls.filter((c) => c.status === 429), []);
+    } finally {
+      await strict.cleanup();
+    }
   });
 });
