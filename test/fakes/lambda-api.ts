@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
-import { SshInstanceServer } from '../../plugins/local/ssh-instance-server.js';
+import type { AddressInfo, Socket } from 'node:net';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { FakeMachine } from './fake-machine.js';
-import { DEFAULT_LAMBDA_INSTANCE_TYPES, LAMBDA_REGION_CODES, type FakeLambdaInstanceTypeItem, type FakeLambdaRegion } from './lambda-fixtures.js';
+import { DEFAULT_LAMBDA_INSTANCE_TYPES, type FakeLambdaInstanceTypeItem, type FakeLambdaRegion } from './lambda-fixtures.js';
+import { type FakeEndpoint, authorized, endpointOf, freePort, invalid, isReply, lambdaError, notFound, parseLaunch, parseNewKey, type Reply } from './lambda-wire.js';
 
-/** The calls a test can make misbehave, named alike across the cloud fakes. */
-export type FakeEndpoint = 'create' | 'get' | 'list' | 'destroy' | 'offers' | 'ssh-keys';
+export type { FakeEndpoint };
 export type FakeFailure = '5xx' | 'hang' | '429' | 'drop';
 
 export type FakeLambdaStatus = 'booting' | 'active' | 'unhealthy' | 'terminating' | 'terminated' | 'preempted';
@@ -47,25 +46,7 @@ interface StoredKey {
   public_key: string;
 }
 
-type Reply = { status: number; body?: unknown; headers?: Record<string, string> };
-
-const TAG_KEY = /^[a-z][a-z0-9-:]+$/;
 const hexId = () => randomBytes(16).toString('hex');
-const error = (status: number, code: string, message: string, suggestion?: string): Reply => ({
-  status,
-  body: { error: suggestion ? { code, message, suggestion } : { code, message } },
-});
-const invalid = (message: string) => error(400, 'global/invalid-parameters', message);
-const notFound = (message: string) => error(404, 'global/object-does-not-exist', message);
-
-/** A port free on 127.0.0.1 now, used for every machine on its own loopback address. */
-async function freePort(): Promise<number> {
-  const srv = createNetServer();
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
-}
 
 /**
  * A local Lambda Cloud API (1.8.3): instance types, launch, terminate, instances and SSH keys
@@ -207,25 +188,6 @@ export class FakeLambdaApi {
     this.timers.add(t);
   }
 
-  private authorized(header: string | undefined): boolean {
-    if (!header) return false;
-    const [scheme, value = ''] = header.split(/\s+/, 2);
-    if (/^bearer$/i.test(scheme)) return value === this.apiKey;
-    if (!/^basic$/i.test(scheme)) return false;
-    if (value === this.apiKey) return true;
-    return Buffer.from(value, 'base64').toString('utf8') === `${this.apiKey}:`;
-  }
-
-  private static endpointOf(method: string, path: string): FakeEndpoint | null {
-    if (method === 'GET' && path === '/api/v1/instance-types') return 'offers';
-    if (method === 'POST' && path === '/api/v1/instance-operations/launch') return 'create';
-    if (method === 'POST' && path === '/api/v1/instance-operations/terminate') return 'destroy';
-    if (method === 'GET' && path === '/api/v1/instances') return 'list';
-    if (method === 'GET' && /^\/api\/v1\/instances\/[^/]+$/.test(path)) return 'get';
-    if (path === '/api/v1/ssh-keys' || path.startsWith('/api/v1/ssh-keys/')) return 'ssh-keys';
-    return null;
-  }
-
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
     const path = new URL(req.url ?? '/', 'http://x').pathname;
@@ -235,7 +197,7 @@ export class FakeLambdaApi {
     let raw = '';
     for await (const chunk of req) raw += chunk;
     if (this.closed) return void res.socket?.destroy();
-    const endpoint = FakeLambdaApi.endpointOf(method, path);
+    const endpoint = endpointOf(method, path);
     if (this.rateLimited.on) {
       const headers: Record<string, string> = { 'Content-Type': 'text/plain' };
       if (this.rateLimited.retryAfterSeconds !== undefined) headers['Retry-After'] = String(this.rateLimited.retryAfterSeconds);
@@ -246,14 +208,14 @@ export class FakeLambdaApi {
       res.writeHead(429, { 'Content-Type': 'text/plain' }).end('429 Too Many Requests');
       return;
     }
-    if (!this.authorized(req.headers.authorization)) {
-      return this.send(res, error(401, 'global/invalid-api-key', 'API key was invalid, expired, or deleted.', 'Check your API key or create a new one, then try again.'));
+    if (!authorized(req.headers.authorization, this.apiKey)) {
+      return this.send(res, lambdaError(401, 'global/invalid-api-key', 'API key was invalid, expired, or deleted.', 'Check your API key or create a new one, then try again.'));
     }
     const injected = endpoint ? this.failures.get(endpoint)?.shift() : undefined;
     if (injected === 'hang') return this.hang(res);
     if (injected === 'drop') return void req.socket.destroy();
     if (injected === '429') return this.send(res, { status: 429, body: 'Too Many Requests', headers: { 'Content-Type': 'text/plain' } });
-    if (injected === '5xx') return this.send(res, error(500, 'global/internal-error', 'An internal error occurred.', 'Try again shortly.'));
+    if (injected === '5xx') return this.send(res, lambdaError(500, 'global/internal-error', 'An internal error occurred.', 'Try again shortly.'));
     if (injected) return this.send(res, injected);
 
     let body: Record<string, unknown> = {};
@@ -345,53 +307,41 @@ export class FakeLambdaApi {
   }
 
   private addKey(body: Record<string, unknown>): Reply {
-    const { name, public_key: publicKey } = body;
-    if (typeof name !== 'string' || name.length < 1 || name.length > 64) return invalid('name must be 1 to 64 characters.');
-    if (this.keys.some((k) => k.name === name)) return invalid('An SSH key with this name already exists.');
-    if (publicKey === undefined) {
+    const req = parseNewKey(body);
+    if (isReply(req)) return req;
+    if (this.keys.some((k) => k.name === req.name)) return invalid('An SSH key with this name already exists.');
+    if (req.publicKey === undefined) {
       // Documented: without public_key Lambda generates a pair and returns the private half once.
-      const pair = generateDeploymentKeyPair(name);
-      const key = { id: hexId(), name, public_key: pair.publicKey };
+      const pair = generateDeploymentKeyPair(req.name);
+      const key = { id: hexId(), name: req.name, public_key: pair.publicKey };
       this.keys.push(key);
       return { status: 200, body: { data: { ...key, private_key: pair.privateKey } } };
     }
-    if (typeof publicKey !== 'string' || publicKey.length < 1 || publicKey.length > 4096) return invalid('public_key must be 1 to 4096 characters.');
-    try {
-      SshInstanceServer.assertPublicKey(publicKey);
-    } catch {
-      return invalid('Invalid public key.');
-    }
-    const key = { id: hexId(), name, public_key: publicKey };
+    const key = { id: hexId(), name: req.name, public_key: req.publicKey };
     this.keys.push(key);
     return { status: 200, body: { data: key } };
   }
 
   private launch(body: Record<string, unknown>): Reply | 'hang' {
-    const { region_name: region, instance_type_name: typeName, ssh_key_names: keyNames, name = '', tags = [] } = body;
-    if (typeof region !== 'string' || !LAMBDA_REGION_CODES.includes(region)) return invalid('region_name must be a valid region code.');
-    if (typeof typeName !== 'string') return invalid('instance_type_name is required.');
-    if (!Array.isArray(keyNames) || keyNames.length !== 1 || typeof keyNames[0] !== 'string') return invalid('Exactly one SSH key must be specified.');
-    if (typeof name !== 'string' || name.length > 64) return invalid('name must be 64 characters or fewer.');
-    if (!Array.isArray(tags) || !tags.every((t) => t && typeof t.key === 'string' && TAG_KEY.test(t.key) && t.key.length <= 55 && typeof t.value === 'string' && t.value.length <= 128)) {
-      return invalid('tags must be key/value pairs with keys matching ^[a-z][a-z0-9-:]+$.');
-    }
-    const item = this.types[typeName];
-    if (!item) return notFound(`Instance type ${typeName} does not exist.`);
-    const key = this.keys.find((k) => k.name === keyNames[0]);
-    if (!key) return notFound(`SSH key ${keyNames[0]} does not exist.`);
-    const regionInfo = item.regions_with_capacity_available.find((r) => r.name === region);
-    if (!regionInfo || this.soldOut.has(typeName)) {
-      return error(400, 'instance-operations/launch/insufficient-capacity', 'Not enough capacity to fulfill launch request.', 'Choose an instance type with more availability, or try again later.');
+    const req = parseLaunch(body);
+    if (isReply(req)) return req;
+    const item = this.types[req.typeName];
+    if (!item) return notFound(`Instance type ${req.typeName} does not exist.`);
+    const key = this.keys.find((k) => k.name === req.keyName);
+    if (!key) return notFound(`SSH key ${req.keyName} does not exist.`);
+    const regionInfo = item.regions_with_capacity_available.find((r) => r.name === req.region);
+    if (!regionInfo || this.soldOut.has(req.typeName)) {
+      return lambdaError(400, 'instance-operations/launch/insufficient-capacity', 'Not enough capacity to fulfill launch request.', 'Choose an instance type with more availability, or try again later.');
     }
     const inst: StoredInstance = {
       id: hexId(),
-      name,
-      tags: (tags as { key: string; value: string }[]).map((t) => ({ key: t.key, value: t.value })),
+      name: req.name,
+      tags: req.tags,
       status: 'booting',
       sshKeyName: key.name,
       publicKey: key.public_key,
       region: regionInfo,
-      typeName,
+      typeName: req.typeName,
     };
     this.store.set(inst.id, inst);
     this.later(this.bootMs, () => this.boot(inst));
