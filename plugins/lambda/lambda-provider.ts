@@ -193,6 +193,13 @@ export class LambdaProvider implements Provider {
     const r = await this.client.call<object>('api', 'POST', '/instance-operations/terminate', { instance_ids: [instanceId] });
     this.running.invalidate();
     if (r.ok || r.meaning.outcome === 'not-found') return;
+    // Lambda may refuse to terminate what is already terminating or terminated (its `actions`
+    // mark terminate unavailable then): that is the outcome we asked for.
+    if (r.status === 400 && r.meaning.outcome === 'rejected') {
+      const now = await this.client.call<LambdaInstance>('api', 'GET', `/instances/${encodeURIComponent(instanceId)}`);
+      if (!now.ok && now.meaning.outcome === 'not-found') return;
+      if (now.ok && ['terminating', 'gone'].includes(lambdaState(now.data?.status))) return;
+    }
     throw failureError(`terminate ${instanceId}`, r);
   }
 

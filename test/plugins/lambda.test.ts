@@ -231,6 +231,17 @@ describe(LambdaProvider.name, () => {
       assert.equal(h.fake.instances().find((i) => i.id === instanceId)?.status, 'terminating');
     });
 
+    it('a terminate refused for an instance already terminating counts as done; for a live one it is an error', async () => {
+      const a = await launch();
+      const b = await launch('gpu_1x_a10@us-west-1');
+      await h.provider.destroy(a.instanceId);
+      const refused = { error: { code: 'global/invalid-parameters', message: 'Instance cannot be terminated.' } };
+      h.fake.failNextWith('destroy', 400, refused);
+      await h.provider.destroy(a.instanceId);
+      h.fake.failNextWith('destroy', 400, refused);
+      await assert.rejects(h.provider.destroy(b.instanceId), (err: Error & { errorClass?: string }) => err.errorClass === 'request');
+    });
+
     it('an instance the API forgot reads as gone while its SSH still lets the key in', async () => {
       const { instanceId, target, label } = await launchRunning();
       h.fake.forget(instanceId);
