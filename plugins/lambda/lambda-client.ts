@@ -15,6 +15,8 @@ export interface LambdaFailure {
   status: number;
   code?: string;
   message: string;
+  /** Lambda's advice for the operator, when it gave one. */
+  suggestion?: string;
   meaning: LambdaErrorMeaning;
   retryAfterMs?: number;
 }
@@ -67,13 +69,14 @@ export class LambdaClient {
     const err = json && typeof json === 'object' ? json.error : undefined;
     const code = typeof err?.code === 'string' ? err.code : undefined;
     const message = typeof err?.message === 'string' ? err.message : res.text.slice(0, 200) || `HTTP ${res.status}`;
-    return { ok: false, status: res.status, code, message, meaning: classifyLambdaError(res.status, code), retryAfterMs: res.retryAfterMs };
+    const suggestion = typeof err?.suggestion === 'string' ? err.suggestion : undefined;
+    return { ok: false, status: res.status, code, message, suggestion, meaning: classifyLambdaError(res.status, code), retryAfterMs: res.retryAfterMs };
   }
 }
 
 /** One line for logs and create reasons: status, code and Lambda's message (which never holds our key). */
 export function describeFailure(f: LambdaFailure): string {
-  return `${f.status}${f.code ? ` ${f.code}` : ''}: ${f.message}`;
+  return `${f.status}${f.code ? ` ${f.code}` : ''}: ${f.message}${f.suggestion ? ` (${f.suggestion})` : ''}`;
 }
 
 /** The error a read throws when Lambda answered with a failure. */

@@ -135,6 +135,12 @@ describe('Lambda error and state tables', () => {
     });
   }
 
+  it('hands the operator Lambda\'s code, message and suggestion', async () => {
+    h.fake.failNextWith('create', 403, body('global/account-inactive'));
+    const res = await h.provider.create(h.label(), h.offer(), keys.publicKey);
+    assert.deepEqual(res, { kind: 'rejected', reason: `launch ${h.offer().key}: 403 global/account-inactive: message for global/account-inactive (a suggestion)` });
+  });
+
   it('a key registration Lambda refuses fails the create before any launch', async () => {
     h.fake.failNextWith('ssh-keys', 400, body('global/invalid-parameters'));
     const res = await h.provider.create(h.label(), h.offer(), keys.publicKey);

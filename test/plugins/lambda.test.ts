@@ -200,6 +200,17 @@ describe(LambdaProvider.name, () => {
       assert.equal(matchLabel([{ ...inst('4', 'x', 'gpr-d'), status: 'terminated' }], 'gpr-d'), undefined);
     });
 
+    it('another process finds, reads and cleans up what this one launched', async () => {
+      const { label, instanceId } = await launchRunning();
+      const restarted = await h.newProvider();
+      assert.equal((await restarted.findByLabel(label))?.instanceId, instanceId);
+      assert.equal((await restarted.get(instanceId)).state, 'running');
+      await restarted.destroy(instanceId);
+      await waitFor('gone', async () => ((await restarted.get(instanceId)).state === 'gone' ? true : undefined));
+      await restarted.afterDestroyed(label);
+      assert.deepEqual(h.fake.sshKeys(), []);
+    });
+
     it('lists only instances under the label prefix', async () => {
       const mine = await launch();
       const foreign = await h.provider.create(`other-${h.labelPrefix}x`, h.offer('gpu_1x_a10@us-west-1'), keys.publicKey);
