@@ -119,12 +119,15 @@ export class SshInstanceServer {
     if (!this.allowed.some((k) => k.getPublicSSH().equals(blob))) this.allowed.push(key);
   }
 
-  /** Listens on 127.0.0.1:`port` (0 for an ephemeral one) and resolves the bound port. */
-  listen(port = 0): Promise<number> {
+  /**
+   * Listens on `host`:`port` (0 for an ephemeral one) and resolves the bound port. `host` defaults
+   * to 127.0.0.1; cloud fakes pass other loopback addresses so many machines share one port number.
+   */
+  listen(port = 0, host = '127.0.0.1'): Promise<number> {
     return new Promise((resolve, reject) => {
       const onError = (err: Error) => reject(err);
       this.net.once('error', onError);
-      this.net.listen(port, '127.0.0.1', () => {
+      this.net.listen(port, host, () => {
         this.net.off('error', onError);
         this.net.on('error', (err: Error) => this.log.warn({ err }, 'local instance ssh server error'));
         this.listening = true;

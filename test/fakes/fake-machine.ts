@@ -12,10 +12,14 @@ export interface FakeMachineOptions {
   vramGb: number | null;
   /** The key the cloud installed at create time; `authorize` adds more later. */
   publicKey: string;
+  /** Loopback address to listen on (any of 127.0.0.0/8 on Linux). Default 127.0.0.1. */
+  host?: string;
+  /** Port to listen on. Default an ephemeral one. */
+  port?: number;
 }
 
 /**
- * The machine behind a fake cloud's instance: a real SSH endpoint on 127.0.0.1 that lets in only
+ * The machine behind a fake cloud's instance: a real SSH endpoint on a loopback address that lets in only
  * the keys the cloud delivered, with a simulated `nvidia-smi`. The fake cloud decides when it is
  * reachable and when it dies; forgetting an instance in the API need not stop its machine.
  */
@@ -24,6 +28,7 @@ export class FakeMachine {
     private readonly server: SshInstanceServer,
     private readonly dir: string,
     readonly port: number,
+    readonly host: string,
   ) {}
 
   static async start(o: FakeMachineOptions): Promise<FakeMachine> {
@@ -43,8 +48,15 @@ export class FakeMachine {
         alive = false;
       },
     });
-    const port = await server.listen(0);
-    return new FakeMachine(server, dir, port);
+    const host = o.host ?? '127.0.0.1';
+    let port: number;
+    try {
+      port = await server.listen(o.port ?? 0, host);
+    } catch (err) {
+      await removeSandbox(dir);
+      throw err;
+    }
+    return new FakeMachine(server, dir, port, host);
   }
 
   /** Adds a key as the cloud's "attach SSH key" call would. */

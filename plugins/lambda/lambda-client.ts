@@ -1,0 +1,85 @@
+import type { Logger } from '../../src/logger.js';
+import { ProviderApiError, ProviderHttpClient, type HttpResponse } from '../../src/providers/provider-http.js';
+import { classifyLambdaError, type LambdaErrorMeaning } from './lambda-errors.js';
+import type { LambdaTuning } from './lambda-options.js';
+
+/** Lambda's documented limits: about one request a second per account, launches one per 12 s. */
+export const LAMBDA_LIMITS = { apiIntervalMs: 1000, launchIntervalMs: 12_000 };
+
+/** Buckets of the shared limiter: launches have their own, slower one. */
+export type LambdaBucket = 'api' | 'launch';
+
+/** A failed answer: status, Lambda's code and message, and what the error table makes of it. */
+export interface LambdaFailure {
+  ok: false;
+  status: number;
+  code?: string;
+  message: string;
+  /** Lambda's advice for the operator, when it gave one. */
+  suggestion?: string;
+  meaning: LambdaErrorMeaning;
+  retryAfterMs?: number;
+}
+
+export type LambdaResult<T> = { ok: true; data: T } | LambdaFailure;
+
+interface ErrorBody {
+  error?: { code?: unknown; message?: unknown; suggestion?: unknown };
+}
+
+/**
+ * Lambda Cloud's `{data}` / `{error:{code,message,suggestion}}` envelope over the shared provider
+ * HTTP client. Answers are returned, not thrown; only a call that got no answer throws (a
+ * `ProviderApiError` of class `timeout` or `unavailable`).
+ */
+export class LambdaClient {
+  private readonly http: ProviderHttpClient;
+
+  constructor(opts: { apiUrl: string; apiKey: string; logger: Logger; tuning: LambdaTuning }) {
+    const t = opts.tuning;
+    this.http = new ProviderHttpClient({
+      providerId: 'lambda',
+      baseUrl: opts.apiUrl,
+      apiKey: opts.apiKey,
+      logger: opts.logger,
+      timeoutMs: t.timeoutMs,
+      backoffMs: t.backoffMs,
+      limits: {
+        api: { minIntervalMs: t.apiIntervalMs ?? LAMBDA_LIMITS.apiIntervalMs },
+        launch: { minIntervalMs: t.launchIntervalMs ?? LAMBDA_LIMITS.launchIntervalMs },
+      },
+      now: t.now,
+      sleep: t.sleep,
+    });
+  }
+
+  async call<T>(bucket: LambdaBucket, method: string, path: string, body?: unknown): Promise<LambdaResult<T>> {
+    const res = await this.http.request(bucket, method, `/api/v1${path}`, { body });
+    return LambdaClient.read<T>(res);
+  }
+
+  /** Milliseconds until `bucket` may be called again. */
+  waitMs(bucket: LambdaBucket): number {
+    return this.http.waitMs(bucket);
+  }
+
+  private static read<T>(res: HttpResponse): LambdaResult<T> {
+    const json = res.json as ({ data?: T } & ErrorBody) | null;
+    if (res.status >= 200 && res.status < 300 && json && typeof json === 'object' && 'data' in json) return { ok: true, data: json.data as T };
+    const err = json && typeof json === 'object' ? json.error : undefined;
+    const code = typeof err?.code === 'string' ? err.code : undefined;
+    const message = typeof err?.message === 'string' ? err.message : res.text.slice(0, 200) || `HTTP ${res.status}`;
+    const suggestion = typeof err?.suggestion === 'string' ? err.suggestion : undefined;
+    return { ok: false, status: res.status, code, message, suggestion, meaning: classifyLambdaError(res.status, code), retryAfterMs: res.retryAfterMs };
+  }
+}
+
+/** One line for logs and create reasons: status, code and Lambda's message (which never holds our key). */
+export function describeFailure(f: LambdaFailure): string {
+  return `${f.status}${f.code ? ` ${f.code}` : ''}: ${f.message}${f.suggestion ? ` (${f.suggestion})` : ''}`;
+}
+
+/** The error a read throws when Lambda answered with a failure. */
+export function failureError(what: string, f: LambdaFailure): ProviderApiError {
+  return new ProviderApiError(f.meaning.errorClass, `lambda ${what}: ${describeFailure(f)}`, f.status, f.retryAfterMs);
+}

@@ -1,0 +1,231 @@
+import type { Logger } from '../../src/logger.js';
+import { ProviderApiError, SharedRead } from '../../src/providers/provider-http.js';
+import type {
+  CreateResult,
+  InstanceInfo,
+  OfferRef,
+  Provider,
+  ProviderCapabilities,
+  ProviderDeps,
+  ProviderOffer,
+} from '../../src/providers/provider.js';
+import { describeFailure, failureError, LAMBDA_LIMITS, LambdaClient, type LambdaFailure } from './lambda-client.js';
+import { offersFromInstanceTypes, parseOfferKey } from './lambda-offers.js';
+import type { LambdaOptions } from './lambda-options.js';
+import { LambdaSshKeys } from './lambda-ssh-keys.js';
+import { lambdaState } from './lambda-states.js';
+import type { LambdaInstance, LambdaInstanceTypes } from './lambda-types.js';
+
+/** The tag that carries our label: instance names can be edited in Lambda's dashboard, tags are ours. */
+export const LABEL_TAG_KEY = 'gpr-label';
+/** Lambda's limit on instance and SSH key names. */
+export const MAX_LABEL_LENGTH = 64;
+/** Lambda's images log in as `ubuntu`. */
+export const LAMBDA_SSH_USER = 'ubuntu';
+/** Least wait before asking again after a failure that happened before any launch was sent. */
+const PRE_LAUNCH_RETRY_MS = 5000;
+
+const labelTag = (i: LambdaInstance) => i.tags?.find((t) => t.key === LABEL_TAG_KEY)?.value;
+
+/** Our label of an instance: its tag, else (instances tagged by nobody) its name. */
+export function labelOf(i: LambdaInstance): string {
+  return labelTag(i) ?? i.name ?? '';
+}
+
+/**
+ * The instance carrying `label`: tags are matched first, because a name may have been edited
+ * (even to another deployment's label); a name counts only on an instance without our tag.
+ */
+export function matchLabel(instances: LambdaInstance[], label: string): LambdaInstance | undefined {
+  const live = instances.filter((i) => i.status !== 'terminated');
+  return live.find((i) => labelTag(i) === label) ?? live.find((i) => labelTag(i) === undefined && i.name === label);
+}
+
+/**
+ * Lambda Cloud on-demand instances through the documented API 1.8.3: offers from
+ * `/instance-types`, one launch per label with a per-deployment registered SSH key, states through
+ * one table, failures through one table, polls served by one shared `GET /instances`.
+ */
+export class LambdaProvider implements Provider {
+  readonly id = 'lambda';
+  readonly capabilities: ProviderCapabilities = { labels: true, sshKeyPerInstance: true, listInstances: true };
+
+  private readonly client: LambdaClient;
+  private readonly keys: LambdaSshKeys;
+  private readonly log: Logger;
+  private readonly running: SharedRead<LambdaInstance[]>;
+  // Two creates for one label in this process would each launch: the second waits for the first.
+  private readonly creating = new Map<string, Promise<CreateResult>>();
+
+  constructor(
+    private readonly options: LambdaOptions,
+    private readonly deps: ProviderDeps,
+  ) {
+    this.log = deps.logger.child({ provider: 'lambda' });
+    this.client = new LambdaClient({ apiUrl: options.apiUrl, apiKey: options.apiKey, logger: this.log, tuning: options.tuning });
+    this.keys = new LambdaSshKeys(this.client, this.log);
+    const t = options.tuning;
+    this.running = new SharedRead(() => this.fetchInstances(), t.listTtlMs ?? t.apiIntervalMs ?? LAMBDA_LIMITS.apiIntervalMs, t.now);
+  }
+
+  async listOffers(): Promise<ProviderOffer[]> {
+    const r = await this.client.call<LambdaInstanceTypes>('api', 'GET', '/instance-types');
+    if (!r.ok) throw failureError('GET /instance-types', r);
+    if (!r.data || typeof r.data !== 'object') throw new ProviderApiError('bad_response', 'lambda GET /instance-types: data is not an object');
+    return offersFromInstanceTypes(r.data, { regions: this.options.regions, maximumDurationSeconds: this.options.maximumDurationSeconds });
+  }
+
+  create(label: string, offer: OfferRef, sshPublicKey: string): Promise<CreateResult> {
+    const before = this.creating.get(label) ?? Promise.resolve(undefined);
+    const run = before.catch(() => undefined).then(() => this.createOnce(label, offer, sshPublicKey));
+    this.creating.set(label, run);
+    return run.finally(() => {
+      if (this.creating.get(label) === run) this.creating.delete(label);
+    });
+  }
+
+  private async createOnce(label: string, offer: OfferRef, publicKey: string): Promise<CreateResult> {
+    if (label.length > MAX_LABEL_LENGTH) return { kind: 'rejected', reason: `label ${label} is longer than Lambda's ${MAX_LABEL_LENGTH}-character limit` };
+    const target = parseOfferKey(offer.key);
+    if (!target) return { kind: 'rejected', reason: `offer key "${offer.key}" is not <instance type>@<region>` };
+
+    // No idempotency key exists: an instance already carrying the label is this attempt's.
+    let existing: LambdaInstance | undefined;
+    try {
+      existing = matchLabel(await this.fetchInstances(), label);
+    } catch (err) {
+      return this.beforeLaunch('looking up the label', err);
+    }
+    if (existing) return { kind: 'created', instanceId: existing.id };
+
+    let key: { ok: true } | LambdaFailure;
+    try {
+      key = await this.keys.ensure(label, publicKey);
+    } catch (err) {
+      return this.beforeLaunch('registering the SSH key', err);
+    }
+    if (!key.ok) return this.beforeLaunch('registering the SSH key', key);
+
+    const body = {
+      region_name: target.region,
+      instance_type_name: target.instanceType,
+      ssh_key_names: [label],
+      name: label,
+      tags: [{ key: LABEL_TAG_KEY, value: label }],
+    };
+    let r;
+    try {
+      r = await this.client.call<{ instance_ids?: unknown }>('launch', 'POST', '/instance-operations/launch', body);
+    } catch (err) {
+      this.running.invalidate();
+      return { kind: 'ambiguous', reason: `launch got no answer: ${(err as Error).message}` };
+    }
+    this.running.invalidate();
+    if (r.ok) {
+      const ids = r.data?.instance_ids;
+      const id = Array.isArray(ids) ? ids[0] : undefined;
+      if (typeof id !== 'string' || id === '') return { kind: 'ambiguous', reason: 'launch answered without an instance id' };
+      this.log.info({ label, instanceId: id, offerKey: offer.key }, 'lambda instance launched');
+      return { kind: 'created', instanceId: id };
+    }
+    const reason = `launch ${offer.key}: ${describeFailure(r)}`;
+    switch (r.meaning.outcome) {
+      case 'throttled':
+        return { kind: 'throttled', reason, retryAfterMs: r.retryAfterMs ?? this.client.waitMs('launch') };
+      case 'ambiguous':
+        return { kind: 'ambiguous', reason };
+      case 'unavailable':
+      case 'not-found':
+        // A 404 on launch names the instance type or region: this offer is gone.
+        await this.releaseAfterFailedLaunch(label);
+        return { kind: 'unavailable', reason };
+      case 'rejected':
+        await this.releaseAfterFailedLaunch(label);
+        return { kind: 'rejected', reason };
+    }
+  }
+
+  /**
+   * A failure before any launch was sent: nothing exists for this label. Transient ones ask the
+   * host to come back with the same label (`throttled`), which is exactly the safe retry.
+   */
+  private beforeLaunch(what: string, failure: unknown): CreateResult {
+    if (failure instanceof Error) {
+      const cls = failure instanceof ProviderApiError ? failure.errorClass : 'internal';
+      const reason = `${what} failed before any launch: ${failure.message}`;
+      if (cls === 'auth' || cls === 'request') return { kind: 'rejected', reason };
+      const told = failure instanceof ProviderApiError ? failure.retryAfterMs : undefined;
+      return { kind: 'throttled', reason, retryAfterMs: Math.max(told ?? 0, PRE_LAUNCH_RETRY_MS) };
+    }
+    const f = failure as LambdaFailure;
+    const reason = `${what} failed before any launch: ${describeFailure(f)}`;
+    if (f.meaning.outcome === 'unavailable') return { kind: 'unavailable', reason };
+    if (f.meaning.outcome === 'rejected' || f.meaning.outcome === 'not-found') return { kind: 'rejected', reason };
+    return { kind: 'throttled', reason, retryAfterMs: Math.max(f.retryAfterMs ?? 0, PRE_LAUNCH_RETRY_MS) };
+  }
+
+  /** Lambda said no for sure, so the key registered for this label has nothing left to open. */
+  private async releaseAfterFailedLaunch(label: string): Promise<void> {
+    try {
+      await this.keys.release(label);
+    } catch (err) {
+      this.log.warn({ label, err: (err as Error).message }, 'could not delete the ssh key of a refused launch; afterDestroyed or a later attempt will');
+    }
+  }
+
+  async findByLabel(label: string): Promise<InstanceInfo | null> {
+    const hit = matchLabel(await this.fetchInstances(), label);
+    return hit ? this.info(hit) : null;
+  }
+
+  async get(instanceId: string): Promise<InstanceInfo> {
+    const listed = (await this.running.get()).find((i) => i.id === instanceId);
+    if (listed) return this.info(listed);
+    // Not in the (possibly slightly older) list: only the instance's own answer may say gone.
+    const r = await this.client.call<LambdaInstance>('api', 'GET', `/instances/${encodeURIComponent(instanceId)}`);
+    if (r.ok) return this.info(r.data);
+    if (r.meaning.outcome === 'not-found') return { instanceId, label: '', state: 'gone', providerState: 'not found' };
+    throw failureError(`GET /instances/${instanceId}`, r);
+  }
+
+  async destroy(instanceId: string): Promise<void> {
+    // One id per call: an unknown id fails the whole batch.
+    const r = await this.client.call<object>('api', 'POST', '/instance-operations/terminate', { instance_ids: [instanceId] });
+    this.running.invalidate();
+    if (r.ok || r.meaning.outcome === 'not-found') return;
+    // Lambda may refuse to terminate what is already terminating or terminated (its `actions`
+    // mark terminate unavailable then): that is the outcome we asked for.
+    if (r.status === 400 && r.meaning.outcome === 'rejected') {
+      const now = await this.client.call<LambdaInstance>('api', 'GET', `/instances/${encodeURIComponent(instanceId)}`);
+      if (!now.ok && now.meaning.outcome === 'not-found') return;
+      if (now.ok && ['terminating', 'gone'].includes(lambdaState(now.data?.status))) return;
+    }
+    throw failureError(`terminate ${instanceId}`, r);
+  }
+
+  async listInstances(): Promise<InstanceInfo[]> {
+    const all = await this.fetchInstances();
+    return all.filter((i) => i.status !== 'terminated' && labelOf(i).startsWith(this.deps.labelPrefix)).map((i) => this.info(i));
+  }
+
+  async afterDestroyed(label: string): Promise<void> {
+    await this.keys.release(label);
+  }
+
+  async close(): Promise<void> {
+    this.running.invalidate();
+  }
+
+  private async fetchInstances(): Promise<LambdaInstance[]> {
+    const r = await this.client.call<LambdaInstance[]>('api', 'GET', '/instances');
+    if (!r.ok) throw failureError('GET /instances', r);
+    if (!Array.isArray(r.data)) throw new ProviderApiError('bad_response', 'lambda GET /instances: data is not a list');
+    return r.data;
+  }
+
+  private info(i: LambdaInstance): InstanceInfo {
+    const out: InstanceInfo = { instanceId: i.id, label: labelOf(i), state: lambdaState(i.status), providerState: i.status };
+    if (i.ip) out.ssh = { host: i.ip, port: this.options.sshPort, user: LAMBDA_SSH_USER };
+    return out;
+  }
+}
