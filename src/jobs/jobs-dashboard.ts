@@ -21,7 +21,8 @@ export function jobsDashboard(services: Services): RequestHandler[] | undefined 
   const { adminJobsUser: user, adminJobsPassword: password } = services.config;
   if (!user || !password) return undefined;
   const deny = (req: Request, res: Response, status: 401 | 403, message?: string) => {
-    if (status === 401) res.setHeader('WWW-Authenticate', 'Basic realm="jobs", charset="UTF-8"');
+    // Both schemes it accepts: Basic makes a browser ask for the password, Bearer is what the API speaks.
+    if (status === 401) res.setHeader('WWW-Authenticate', 'Basic realm="jobs", charset="UTF-8", Bearer');
     res.status(status).json(errorEnvelope(req.requestId, status === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN',
       message ?? (status === 401 ? 'The jobs dashboard needs its basic-auth credentials or an admin owner key.' : 'Only an OWNER key with the admin flag may open the jobs dashboard.')));
   };
@@ -46,7 +47,7 @@ export function jobsDashboard(services: Services): RequestHandler[] | undefined 
       if (userOk && passwordOk) return next();
       return deny(req, res, 401);
     }
-    if (/^Bearer /.test(header)) {
+    if (/^Bearer /i.test(header)) {
       services.keys.authenticate(header).then(
         (principal) => (principal.kind === 'OWNER' && principal.key.isAdmin ? next() : deny(req, res, 403)),
         () => deny(req, res, 401),
