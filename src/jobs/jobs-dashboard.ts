@@ -11,6 +11,17 @@ function sameSecret(a: string, b: string): boolean {
 }
 
 /**
+ * Agendash replaces the service's Content-Security-Policy with its own, which lets any site frame
+ * it; whatever policy it sends leaves with `frame-ancestors 'none'` added.
+ */
+const unframeable: RequestHandler = (_req, res, next) => {
+  const setHeader = res.setHeader.bind(res);
+  res.setHeader = (name: string, value: number | string | readonly string[]) =>
+    setHeader(name, name.toLowerCase() === 'content-security-policy' && !/frame-ancestors/.test(String(value)) ? `${String(value)}; frame-ancestors 'none'` : value);
+  next();
+};
+
+/**
  * Agendash (the Agenda dashboard) for `/admin/jobs`, or undefined when it is off: it is on only
  * when ADMIN_JOBS_USER and ADMIN_JOBS_PASSWORD are set. A request needs those credentials by HTTP
  * basic auth (what a browser can send), or `Authorization: Bearer` with an OWNER key carrying the
@@ -56,5 +67,5 @@ export function jobsDashboard(services: Services): RequestHandler[] | undefined 
     }
     deny(req, res, 401);
   };
-  return [guard, createExpressMiddleware(agendaOf(services.jobs))];
+  return [guard, unframeable, createExpressMiddleware(agendaOf(services.jobs))];
 }
