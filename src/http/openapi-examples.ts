@@ -4,14 +4,17 @@
  */
 type Schema = Record<string, unknown>;
 
+// 43 characters of base64url, the length of every secret part (32 random bytes).
+const SECRET = 'qW8vZr2Lx0Yk7Tn4Mb1Pc9Sd6Fg3Hj5Kl2Zx8Cv0Bn7';
+
 const UUID = '3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42';
 const TIME = '2026-01-15T12:00:00.000Z';
 
 /** Values for fields whose names say more than their types. */
 const BY_NAME: Record<string, unknown> = {
-  token: 'gpr_Ab3dE5gH.qW8vZr2Lx0Yk7Tn4Mb1Pc9Sd6Fg3Hj5Kl2Zx8Cv0Bn7Mq4We1Rt6Yu3Io',
-  setupCode: 'gps_pL4kJ8hG2fD6sA0zX3cV7bN1mQ5wE9rT4yU8iO2pA6s',
-  approvalCode: 'gpa_Zx1Cv5Bn9Mq3We7Rt1Yu5Io9Pa3Sd7Fg1Hj5Kl9Zx3Cv',
+  token: `gpr_Ab3dE5gH.${SECRET}`,
+  setupCode: `gps_${SECRET}`,
+  approvalCode: `gpa_${SECRET}`,
   prefix: 'Ab3dE5gH',
   email: 'owner@example.com',
   currency: 'USD',
@@ -24,7 +27,7 @@ const BY_NAME: Record<string, unknown> = {
   publicKey: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyOnly gpr-deployment',
   privateKeyFile: 'gpr-3f6c2a9e.key',
   sshCommand: 'ssh -i gpr-3f6c2a9e.key -p 22 root@203.0.113.10',
-  gpuModel: 'h100',
+  gpuModel: 'H100 SXM',
   message: 'A human-readable explanation.',
   requestId: 'req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47',
   apiVersion: 'v1',

@@ -60,7 +60,7 @@ export const QUICKSTART_STEPS: QuickstartStep[] = [
     path: '/api/v1/rentals',
     auth: true,
     idempotent: true,
-    body: { gpuModel: 'h100', gpuCount: 1, maxHourlyPriceMinor: 400 },
+    body: { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 },
     then: 'Keep `data.rentalId` and `data.deploymentId`. Or rent one exact offer: `{"offerId": "<id from /offers>"}`.',
   },
   {
