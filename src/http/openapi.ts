@@ -73,8 +73,39 @@ const HEADERS = {
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 
-function decorateResponses(op: Json, operationId: string): void {
+/**
+ * Statuses SPEC.md declares for a route where this service has no case of its own: each keeps its
+ * declaration (clients generated from the document handle it) and says plainly when it comes, or
+ * that it does not and where the code does apply. Used only while the route's own description is
+ * the generic "declared by the v1 contract" text, so a route that gains a real case keeps its words.
+ */
+const CONTRACT_ONLY: Record<string, string> = {
+  'POST /api/v1/agent-authorizations 409':
+    'Never for this call: every call begins a new, independent session, so none can conflict. The 409s of this flow (AGENT_AUTHORIZATION_PENDING, AGENT_SETUP_INVALID) come from the exchange.',
+  'POST /api/v1/agent-keys 404':
+    'Never for this call: issuing names no existing resource. NOT_FOUND applies to revoking (DELETE /api/v1/agent-keys/{id}) a key that is not on the account.',
+  'GET /api/v1/me 402':
+    'Never for this read: a frozen or negative account still reads its state (`balance.frozen`, `balance.creditsMinor`). ACCOUNT_FROZEN and INSUFFICIENT_CREDITS answer the calls that spend.',
+  'GET /api/v1/me 404': 'Never for this read: a valid key always has its account; a revoked key gets the uniform 401.',
+  'GET /api/v1/me 409': 'Never for this read: it changes nothing, so nothing can conflict.',
+  'GET /api/v1/me 422': 'Never for this read: it takes no parameters.',
+  'GET /api/v1/billing/balance 402':
+    'Never for this read: a frozen or negative account still reads its balance and entries. ACCOUNT_FROZEN and INSUFFICIENT_CREDITS answer the calls that spend.',
+  'GET /api/v1/billing/balance 404': 'Never for this read: a valid key always has its account; `before` past the oldest entry is an empty page, not 404.',
+  'GET /api/v1/billing/balance 409': 'Never for this read: it changes nothing, so nothing can conflict.',
+  'POST /api/v1/billing/topups 402':
+    'Never for this call: adding credits is how a frozen or negative account recovers, so it is always allowed.',
+  'POST /api/v1/billing/topups 404': 'Never for this call: it names no existing resource (GET /api/v1/billing/topups/{topupId} answers NOT_FOUND for an unknown top-up).',
+  'GET /api/v1/rentals/{id} 402': 'Never for this read: a frozen or negative account still reads its rentals.',
+  'GET /api/v1/rentals/{id} 409': 'Never for this read: it changes nothing, so nothing can conflict.',
+  'GET /api/v1/rentals/{id} 422': 'Never for this read: any id is accepted, and one that names no rental of the caller is 404 NOT_FOUND.',
+};
+const GENERIC_DECLARATION = /^Declared by the v1 contract/;
+
+function decorateResponses(op: Json, operationId: string, route: string): void {
   for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
+    const contractOnly = CONTRACT_ONLY[`${route} ${status}`];
+    if (contractOnly && GENERIC_DECLARATION.test(String(response.description))) response.description = contractOnly;
     const headers: Json = { 'X-Request-Id': HEADERS['X-Request-Id'] };
     if (status === '429' || (status === '409' && PENDING_409.has(operationId))) headers['Retry-After'] = HEADERS['Retry-After'];
     if (status === '401') headers['WWW-Authenticate'] = HEADERS['WWW-Authenticate'];
@@ -112,7 +143,7 @@ export function openApiDocument(publicBaseUrl: string): Json {
       const info = OPERATIONS[`${method.toUpperCase()} ${path}`];
       if (info) op.operationId = info.operationId;
       if (info?.ownerOnly) markOwnerOnly(op);
-      decorateResponses(op, op.operationId);
+      decorateResponses(op, op.operationId, `${method.toUpperCase()} ${path}`);
       addExamples(op, components, publicBaseUrl, stepBodies.get(op.operationId));
     }
   }
