@@ -40,6 +40,7 @@ const DOCS_HTML = `<!doctype html>
 <title>GPU Rental API reference</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+<link rel="alternate" type="application/json" href="/api/openapi.json">
 </head>
 <body>
 <div id="swagger-ui"></div>
