@@ -3,7 +3,8 @@ import { ERROR_STATUS } from '../errors/error-codes.js';
 import { exampleOf } from './openapi-examples.js';
 import { DISCOVERY_STEP, QUICKSTART_STEPS, renderOpenApiDescription } from './quickstart.js';
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+/** A node of the OpenAPI document, whose shape varies by position. */
+export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 interface OperationInfo {
   /** The name generated clients give the call. */

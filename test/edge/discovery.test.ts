@@ -2,10 +2,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ERROR_STATUS } from '../../src/errors/error-codes.js';
 import { DISCOVERY_STEP, QUICKSTART_STEPS, curlOf } from '../../src/http/quickstart.js';
-import { OPERATIONS } from '../../src/http/openapi.js';
+import { OPERATIONS, type Json } from '../../src/http/openapi.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 
 function operations(doc: Json): { method: string; path: string; op: Json }[] {
