@@ -41,7 +41,7 @@ export const QUICKSTART_STEPS: QuickstartStep[] = [
     auth: false,
     idempotent: true,
     body: { maxPerRentalMinor: 2000, budgetLimitMinor: 10000, maxConcurrentDeployments: 1 },
-    then: 'Keep `data.token` (`gpr_<prefix>.<secret>`): it is shown once. Send it as `Authorization: Bearer $TOKEN` from now on.',
+    then: 'Keep `data.token` (`gpr_<prefix>.<secret>`) as TOKEN: it is shown once. Send it as `Authorization: Bearer $TOKEN` from now on.',
   },
   {
     operationId: 'createTopup',
@@ -61,7 +61,7 @@ export const QUICKSTART_STEPS: QuickstartStep[] = [
     auth: true,
     idempotent: true,
     body: { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 },
-    then: 'Keep `data.rentalId` and `data.deploymentId`. Or rent one exact offer: `{"offerId": "<id from /offers>"}`.',
+    then: 'Keep `data.rentalId` as RENTAL_ID and `data.deploymentId` as DEPLOYMENT_ID. Or rent one exact offer: `{"offerId": "<id from /offers>"}`.',
   },
   {
     operationId: 'getRental',
@@ -92,9 +92,14 @@ export const QUICKSTART_STEPS: QuickstartStep[] = [
   },
 ];
 
+/** `rentalId` -> `RENTAL_ID`: the shell variable a step's answer is kept in. */
+function shellName(param: string): string {
+  return param.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase();
+}
+
 /** The step's call as one shell command against `base`. */
 export function curlOf(step: QuickstartStep, base: string): string {
-  const parts = [`curl -s${step.method === 'GET' ? '' : ` -X ${step.method}`} ${base}${step.path.replace(/\{(\w+)\}/g, (_, n: string) => `$${n.toUpperCase()}`)}`];
+  const parts = [`curl -s${step.method === 'GET' ? '' : ` -X ${step.method}`} ${base}${step.path.replace(/\{(\w+)\}/g, (_, n: string) => `$${shellName(n)}`)}`];
   if (step.auth) parts.push('-H "Authorization: Bearer $TOKEN"');
   if (step.idempotent) parts.push('-H "Idempotency-Key: $(uuidgen)"');
   if (step.body) parts.push(`-H 'Content-Type: application/json' -d '${JSON.stringify(step.body)}'`);
@@ -130,7 +135,7 @@ export function renderLlmsTxt(base: string): string {
     ...renderSteps(base),
     '## Rules worth knowing',
     '',
-    '- POST calls that create something need an `Idempotency-Key` header (1-128 characters). Retry with the same key and body; you get the same answer, never a second charge.',
+    '- POST calls that create something need an `Idempotency-Key` header (a fresh UUID: `uuidgen`, or any other source). Retry with the same key and body; you get the same answer, never a second charge.',
     '- 401 is the same for every bad key; 402 means add credits; 409 `CONCURRENCY_LIMIT_REACHED` means terminate something first; 429 carries `Retry-After`.',
     '- Agent keys see only their own rentals. Limits (per rental, total, concurrent) are on the key.',
     '',
