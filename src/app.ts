@@ -6,7 +6,7 @@ import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { requestId } from './http/request-id.js';
 import { discoveryRouter } from './http/discovery.js';
 import { JSON_BODY_LIMIT_BYTES, limitJsonDepth, normalizeCharset, rejectMalformedPath } from './http/request-guards.js';
-import { noStoreApi, securityHeaders } from './http/security-headers.js';
+import { bearerChallenge, noStoreApi, securityHeaders } from './http/security-headers.js';
 import { RegisterRoutes } from './generated/routes.js';
 import { approvalPageRouter } from './modules/agents/approval-page.router.js';
 import { paymentPagesRouter } from './modules/billing/payment-pages.router.js';
@@ -31,6 +31,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   app.use(requestId());
   app.use(securityHeaders(services.config.nodeEnv === 'production'));
   app.use(noStoreApi());
+  app.use(bearerChallenge());
   app.use(
     pinoHttp({
       logger: services.logger,

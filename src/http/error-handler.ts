@@ -7,9 +7,6 @@ import { isConnectionError } from '../db/connection-errors.js';
 import type { Logger } from '../logger.js';
 import { JSON_BODY_LIMIT_BYTES } from './request-guards.js';
 
-/** The challenge every 401 of the API carries. */
-export const BEARER_CHALLENGE = 'Bearer';
-
 interface HttpError {
   status: number;
   type?: string;
@@ -149,8 +146,6 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       logger.error({ err, requestId, method: req.method, path: req.path }, 'unhandled error');
     }
     if (res.headersSent) return;
-    // RFC 7235: a 401 names the scheme to use; one value whatever the cause, like the body.
-    if (status === 401) headers = { 'WWW-Authenticate': BEARER_CHALLENGE, ...headers };
     for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
     res.status(status).json(errorEnvelope(requestId, code, message));
   };

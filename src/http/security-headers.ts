@@ -48,3 +48,22 @@ export function noStoreApi(): RequestHandler {
     next();
   };
 }
+
+/** The challenge every 401 carries (RFC 7235): one value whatever the cause, like the body. */
+export const BEARER_CHALLENGE = 'Bearer';
+
+/**
+ * Adds `WWW-Authenticate: Bearer` to any 401 that names no scheme of its own, whoever answers it
+ * (our error handler, the Telegram webhook's secret check), at the moment the head is written.
+ */
+export function bearerChallenge(): RequestHandler {
+  return (_req: Request, res: Response, next: NextFunction) => {
+    const writeHead = res.writeHead;
+    res.writeHead = function (this: Response, ...args: Parameters<Response['writeHead']>) {
+      const status = typeof args[0] === 'number' ? args[0] : this.statusCode;
+      if (status === 401 && !this.getHeader('WWW-Authenticate')) this.setHeader('WWW-Authenticate', BEARER_CHALLENGE);
+      return writeHead.apply(this, args);
+    } as Response['writeHead'];
+    next();
+  };
+}

@@ -96,6 +96,20 @@ describe('security headers and the bearer challenge', () => {
     assert.equal(bodies.size, 1);
   });
 
+  it('adds the challenge to a 401 from any route, keeping a scheme a route names itself', async () => {
+    const api = supertest(
+      createApp(ctx.services, {
+        mount: (app) => app.post('/hook', (_req, res) => void res.status(401).type('text').send('secret token is wrong')),
+      }),
+    );
+    const hook = await api.post('/hook');
+    assert.equal(hook.status, 401);
+    assert.equal(hook.headers['www-authenticate'], 'Bearer');
+    const dashboard = await ctx.api.get('/admin/jobs/');
+    assert.equal(dashboard.status, 401);
+    assert.equal(dashboard.headers['www-authenticate'], 'Basic realm="jobs", charset="UTF-8", Bearer');
+  });
+
   it('never writes an approval code to the request log', async () => {
     const lines: string[] = [];
     const stream = new Writable({
