@@ -1,11 +1,12 @@
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { pinoHttp } from 'pino-http';
-import swaggerUiDist from 'swagger-ui-dist';
 import type { Services } from './container.js';
 import { envelope, errorEnvelope } from './errors/envelope.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { requestId } from './http/request-id.js';
-import { openApiDocument } from './http/openapi.js';
+import { discoveryRouter } from './http/discovery.js';
+import { JSON_BODY_LIMIT_BYTES, limitJsonDepth, normalizeCharset, rejectMalformedPath } from './http/request-guards.js';
+import { bearerChallenge, noStoreApi, securityHeaders } from './http/security-headers.js';
 import { RegisterRoutes } from './generated/routes.js';
 import { approvalPageRouter } from './modules/agents/approval-page.router.js';
 import { paymentPagesRouter } from './modules/billing/payment-pages.router.js';
@@ -28,13 +29,16 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   app.set('etag', false);
 
   app.use(requestId());
+  app.use(securityHeaders(services.config.nodeEnv === 'production'));
+  app.use(noStoreApi());
+  app.use(bearerChallenge());
   app.use(
     pinoHttp({
       logger: services.logger,
       genReqId: (req) => (req as Request).requestId,
       customProps: (req) => ({ requestId: (req as Request).requestId }),
       serializers: {
-        req: (req) => ({ method: req.method, url: String(req.url).split('?')[0] }),
+        req: (req) => ({ method: req.method, url: redactUrl(String(req.url)) }),
         res: (res) => ({ statusCode: res.statusCode }),
       },
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
@@ -57,6 +61,9 @@ export function createApp(services: Services, options: AppOptions = {}): Express
     next();
   });
 
+  app.use(rejectMalformedPath());
+  app.use(normalizeCharset());
+
   app.get('/healthz', async (req, res) => {
     let ok = false;
     try {
@@ -68,14 +75,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
     else res.status(503).json(errorEnvelope(req.requestId, 'UNAVAILABLE', 'The database is not reachable or not migrated yet.'));
   });
 
-  const spec = openApiDocument(services.config.publicBaseUrl);
-  app.get('/api/openapi.json', (_req, res) => {
-    res.json(spec);
-  });
-  app.use('/docs/assets', express.static(swaggerUiDist.getAbsoluteFSPath(), { index: false, maxAge: '1h' }));
-  app.get('/docs', (_req, res) => {
-    res.type('html').send(DOCS_HTML);
-  });
+  app.use(discoveryRouter(services.config.publicBaseUrl));
 
   app.use(paymentPagesRouter(services));
   app.use(approvalPageRouter(services));
@@ -85,7 +85,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
 
   app.use(
     express.json({
-      limit: '64kb',
+      limit: JSON_BODY_LIMIT_BYTES,
       // Any JSON value parses; a top-level null or number is then a schema violation (422), not "invalid JSON".
       strict: false,
       // Kept for webhook signature checks, which must see the exact bytes that were signed.
@@ -94,25 +94,17 @@ export function createApp(services: Services, options: AppOptions = {}): Express
       },
     }),
   );
+  app.use(limitJsonDepth());
   RegisterRoutes(app);
   app.use(notFoundHandler());
   app.use(errorHandler(services.logger));
   return app;
 }
 
-const DOCS_HTML = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>GPU Rental API reference</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="stylesheet" href="/docs/assets/swagger-ui.css">
-</head>
-<body>
-<div id="swagger-ui"></div>
-<script src="/docs/assets/swagger-ui-bundle.js"></script>
-<script>
-window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id: '#swagger-ui', deepLinking: true });
-</script>
-</body>
-</html>`;
+/**
+ * The URL as the request log records it: no query string, and no approval code (the approval
+ * page's path carries it, and whoever holds it can see the request it names).
+ */
+export function redactUrl(url: string): string {
+  return url.split('?')[0].replace(/^\/approve\/[^/]+/, '/approve/[redacted]');
+}

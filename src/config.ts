@@ -17,6 +17,8 @@ export interface ProviderConfig {
 export interface Config {
   nodeEnv: string;
   port: number;
+  /** Address the HTTP server binds: 127.0.0.1 in development, 0.0.0.0 in production, unless HOST is set. */
+  host: string;
   databaseUrl: string;
   publicBaseUrl: string;
   providers: ProviderConfig[];
@@ -184,9 +186,13 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`OFFER_MAX_AGE_SECONDS (${offerMaxAgeSeconds}) must be greater than INVENTORY_REFRESH_SECONDS (${inventoryRefreshSeconds})`);
   }
   const publicBaseUrl = url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`, ['http:', 'https:']).replace(/\/+$/, '');
+  const nodeEnv = str(env, 'NODE_ENV', 'development');
   return {
-    nodeEnv: str(env, 'NODE_ENV', 'development'),
+    nodeEnv,
     port,
+    // The development payment page is free and the local provider hands out shells on this host:
+    // a first start on a cloud machine must not offer them to the internet.
+    host: str(env, 'HOST', nodeEnv === 'production' ? '0.0.0.0' : '127.0.0.1'),
     databaseUrl: url(env, 'DATABASE_URL', 'mysql://root@127.0.0.1:3306/gpu_rental', ['mysql:', 'mariadb:']),
     publicBaseUrl,
     providers: providers(env),

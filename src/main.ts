@@ -1,8 +1,10 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
+import type { Express } from 'express';
 import { systemClock } from './clock.js';
 import { ConfigError, loadConfig, type Config, type Role } from './config.js';
 import { createApp } from './app.js';
 import { createServices, type Services } from './container.js';
+import { isConnectionError } from './db/connection-errors.js';
 import { createDatabaseIfMissing, createDataSource, describeTarget, migrate, parseDatabaseUrl } from './db/data-source.js';
 import { createLogger, type Logger } from './logger.js';
 import { createProviderRegistry } from './providers/provider-registry.js';
@@ -25,15 +27,35 @@ function parseRoles(argv: string[]): Role[] {
   return roles;
 }
 
-function isConnectionError(err: unknown): boolean {
-  const code = (err as { code?: string })?.code;
-  return ['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', 'ER_ACCESS_DENIED_ERROR', 'PROTOCOL_CONNECTION_LOST'].includes(code ?? '');
+/** Binds the api role's port, or stops the process with one line saying what to change. */
+async function listen(app: Express, port: number, host: string): Promise<Server> {
+  const server = createServer(app);
+  return new Promise<Server>((resolve) => {
+    server.once('error', (err: NodeJS.ErrnoException) => {
+      const why: Record<string, string> = {
+        EADDRINUSE: `port ${port} is in use; set PORT`,
+        EACCES: `port ${port} needs privileges this process lacks; set PORT`,
+        EADDRNOTAVAIL: `HOST ${host} is not an address of this machine; set HOST`,
+        ENOTFOUND: `HOST ${host} is not an address of this machine; set HOST`,
+      };
+      process.stderr.write(`${why[err.code ?? ''] ?? `cannot listen on ${host}:${port} (${err.code ?? err.message}); set HOST or PORT`}\n`);
+      process.exit(1);
+    });
+    server.listen(port, host, () => resolve(server));
+  });
+}
+
+/** The address to show in a first command: a wildcard bind is reached through loopback. */
+function localUrl(host: string, port: number): string {
+  const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  return `http://${h}:${port}`;
 }
 
 async function run(config: Config, roles: Role[], logger: Logger): Promise<() => Promise<void>> {
   const target = parseDatabaseUrl(config.databaseUrl);
+  let created: boolean;
   try {
-    await createDatabaseIfMissing(config.databaseUrl);
+    created = await createDatabaseIfMissing(config.databaseUrl);
   } catch (err) {
     if (isConnectionError(err)) {
       process.stderr.write(
@@ -46,7 +68,9 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
   }
   const ds = createDataSource(config.databaseUrl);
   await ds.initialize();
-  await migrate(ds);
+  logger.info(`database ${target.database} ${created ? 'created' : 'found'} at ${describeTarget(target)}`);
+  const applied = await migrate(ds);
+  logger.info({ migrations: applied }, applied.length ? `migrations applied: ${applied.join(', ')}` : 'migrations: none pending');
   if (config.secretsKeyGenerated) logger.warn('SECRETS_KEY is not set: using the fixed development key, which protects nothing (production refuses it)');
 
   const providers = await createProviderRegistry(config.providers, {
@@ -57,6 +81,7 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
     labelPrefix: LABEL_PREFIX,
   });
   const services: Services = createServices({ config, ds, clock: systemClock, logger, providers });
+  logger.info(`providers loaded: ${config.providers.map((p) => p.id).join(', ')}`);
 
   let server: Server | undefined;
   let worker: Worker | undefined;
@@ -68,7 +93,6 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
     token && (roles.includes('bot') || (roles.includes('api') && webhookSecret))
       ? createBot({ services, token, apiRoot: config.telegramApiRoot })
       : undefined;
-  if (roles.includes('worker')) worker = await startWorker(services);
   if (roles.includes('api')) {
     let migrated = false;
     const app = createApp(services, {
@@ -79,11 +103,16 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
         return migrated;
       },
     });
-    server = await new Promise<Server>((resolve) => {
-      const s = app.listen(config.port, () => resolve(s));
-    });
-    logger.info({ port: config.port, url: config.publicBaseUrl, roles }, `GPU rental service listening on ${config.publicBaseUrl} (docs at /docs)`);
+    // Bound before any job starts, so a taken port stops the process before it claims work.
+    server = await listen(app, config.port, config.host);
+    const local = localUrl(config.host, config.port);
+    logger.info(
+      { host: config.host, port: config.port, url: config.publicBaseUrl, roles },
+      `GPU rental service listening on ${config.host}:${config.port} (public URL ${config.publicBaseUrl}, docs at /docs); try: curl ${local}/api/v1/gpus`,
+    );
   }
+  if (roles.includes('worker')) worker = await startWorker(services);
+  else logger.info('no worker role here: inventory is refreshed by worker processes');
   if (roles.includes('bot') && !config.telegramBotToken) {
     logger.info('bot role: TELEGRAM_BOT_TOKEN is not set, so the Telegram bot is off');
   }

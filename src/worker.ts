@@ -18,7 +18,8 @@ export async function startWorker(services: Services): Promise<Worker> {
   // The cache is warm before the first poll, as it was before the refresh became a job.
   try {
     const results = await services.inventory.refresh();
-    logger.debug({ results }, 'inventory refreshed');
+    const counts = results.map((r) => (r.ok ? `${r.provider} ${r.offers} offers` : `${r.provider} failed (${r.error})`));
+    logger.info({ results }, `inventory loaded: ${counts.join(', ')}`);
   } catch (err) {
     logger.error({ err }, 'inventory refresh failed');
   }

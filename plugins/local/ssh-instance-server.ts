@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import type { AuthContext, Connection, ParsedKey, ServerChannel, Server as Ssh2Server } from 'ssh2';
 import type { Logger } from '../../src/logger.js';
+import { sandboxOwnerFor } from './sandbox.js';
 
 /** The only login a local instance accepts, like a cloud image's default user. */
 export const LOCAL_SSH_USER = 'gpu';
@@ -28,6 +29,9 @@ export interface SshInstanceServerOptions {
   onDead(): void;
 }
 
+// A fixed system PATH: nothing of the service's own environment reaches a renter's shell.
+const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
 // sshd's default AcceptEnv on common distributions: locale only, so a client cannot move PATH or HOME.
 const ACCEPTED_ENV = /^(LANG|LC_[A-Z]+)$/;
 
@@ -42,7 +46,10 @@ function parsePublicKey(text: string): ParsedKey {
 /**
  * One instance's SSH endpoint on 127.0.0.1: public-key login for `gpu` with the instance's key
  * only; `exec` and a minimal pty-less `shell` run `/bin/sh` in the sandbox with a scrubbed
- * environment (never the service's own, which holds its secrets).
+ * environment (never the service's own, which holds its secrets) and, when the service runs as
+ * root, as the instance's own unprivileged user (see `sandboxOwnerFor`). This is a development
+ * stand-in for a cloud machine, not isolation: the shell shares this host's kernel, network and
+ * world-readable files.
  */
 export class SshInstanceServer {
   /** Checks a public key before it is stored, with the same parser the server uses. */
@@ -204,6 +211,8 @@ export class SshInstanceServer {
     const dir = this.opts.sandboxDir;
     const child = spawn('/bin/sh', args, {
       cwd: dir,
+      // As root, the instance's own unprivileged user (libuv also drops supplementary groups).
+      ...sandboxOwnerFor(this.opts.instanceId),
       // Own process group, so destroying the instance can kill everything a command started.
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -212,7 +221,7 @@ export class SshInstanceServer {
         ...clientEnv,
         HOME: dir,
         PWD: dir,
-        PATH: `${join(dir, 'bin')}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}`,
+        PATH: `${join(dir, 'bin')}:${SYSTEM_PATH}`,
         USER: this.user,
         LOGNAME: this.user,
         SHELL: '/bin/sh',

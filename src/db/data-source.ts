@@ -54,21 +54,24 @@ export function createDataSource(databaseUrl: string, poolSize = 10): DataSource
   });
 }
 
-export async function createDatabaseIfMissing(databaseUrl: string): Promise<void> {
+/** Creates the database unless it exists; true when this call created it. */
+export async function createDatabaseIfMissing(databaseUrl: string): Promise<boolean> {
   const t = parseDatabaseUrl(databaseUrl);
   const conn = await mysql.createConnection({ host: t.host, port: t.port, user: t.user, password: t.password, connectTimeout: 5000 });
   try {
-    await conn.query(`CREATE DATABASE IF NOT EXISTS \`${t.database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+    const [result] = await conn.query(`CREATE DATABASE IF NOT EXISTS \`${t.database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+    // MySQL answers an existing database with a warning instead of an error.
+    return (result as { warningStatus?: number }).warningStatus === 0;
   } finally {
     await conn.end();
   }
 }
 
 /**
- * Runs pending migrations under a MySQL named lock, so several processes starting at once
+ * Runs pending migrations (returning their names) under a MySQL named lock, so several processes starting at once
  * migrate exactly once and the others wait for it.
  */
-export async function migrate(ds: DataSource, lockTimeoutSeconds = 120): Promise<void> {
+export async function migrate(ds: DataSource, lockTimeoutSeconds = 120): Promise<string[]> {
   const runner = ds.createQueryRunner();
   await runner.connect();
   try {
@@ -76,7 +79,7 @@ export async function migrate(ds: DataSource, lockTimeoutSeconds = 120): Promise
     const [row] = await runner.query('SELECT GET_LOCK(?, ?) AS ok', [lockName, lockTimeoutSeconds]);
     if (Number(row.ok) !== 1) throw new Error(`timed out after ${lockTimeoutSeconds}s waiting for the migration lock`);
     try {
-      await ds.runMigrations({ transaction: 'each' });
+      return (await ds.runMigrations({ transaction: 'each' })).map((m) => m.name);
     } finally {
       await runner.query('SELECT RELEASE_LOCK(?)', [lockName]);
     }

@@ -2,7 +2,38 @@ import { ValidateError } from '@tsoa/runtime';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { AppError } from '../errors/app-error.js';
 import { errorEnvelope } from '../errors/envelope.js';
+import type { ErrorCode } from '../errors/error-codes.js';
+import { isConnectionError } from '../db/connection-errors.js';
 import type { Logger } from '../logger.js';
+import { JSON_BODY_LIMIT_BYTES } from './request-guards.js';
+
+interface HttpError {
+  status: number;
+  type?: string;
+}
+
+/** An http-errors error (body-parser, the router) that blames the request: status 4xx. */
+function isClientHttpError(err: unknown): err is HttpError {
+  const { status, expose } = (err ?? {}) as { status?: unknown; expose?: unknown };
+  // Only errors made to be shown (http-errors sets `expose`) or the router's failed decode: tsoa
+  // stamps 401 on anything its authentication hook throws, which must not pass for a client error.
+  return (expose === true || err instanceof URIError) && typeof status === 'number' && status >= 400 && status < 500;
+}
+
+function describeHttpError(err: HttpError): { status: number; code: ErrorCode; message: string } {
+  if (err.status === 413) {
+    return { status: 413, code: 'PAYLOAD_TOO_LARGE', message: `The request body is larger than the ${JSON_BODY_LIMIT_BYTES / 1024} KiB limit.` };
+  }
+  if (err.type === 'encoding.unsupported') {
+    return { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Unsupported Content-Encoding: send the body as identity, gzip, deflate or br.' };
+  }
+  if (err.status === 415) {
+    return { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Unsupported charset: send the body as UTF-8.' };
+  }
+  if (err.type === 'entity.parse.failed') return { status: 400, code: 'INVALID_REQUEST', message: 'The request body is not valid JSON.' };
+  if (err instanceof URIError) return { status: 400, code: 'INVALID_REQUEST', message: 'The request path contains a malformed percent-escape.' };
+  return { status: 400, code: 'INVALID_REQUEST', message: 'The request body could not be read (is its Content-Encoding right?).' };
+}
 
 /** Turns tsoa's field map into one readable sentence naming each offending field. */
 export function describeValidation(fields: Record<string, { message: string; value?: unknown }>): string {
@@ -82,7 +113,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     const requestId = req.requestId ?? 'unknown';
     let status: number;
-    let code: string;
+    let code: ErrorCode;
     let message: string;
     let headers: Record<string, string> = {};
     if (err instanceof AppError) {
@@ -100,16 +131,14 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
         code = 'VALIDATION_FAILED';
         message = describeValidation(err.fields);
       }
-    } else if (err && typeof err === 'object' && 'type' in err && typeof err.type === 'string' && err.type.startsWith('entity.')) {
-      // body-parser failures: malformed JSON, oversize, bad charset.
-      status = 400;
-      code = 'INVALID_REQUEST';
-      message =
-        err.type === 'entity.parse.failed'
-          ? 'The request body is not valid JSON.'
-          : err.type === 'entity.too.large'
-            ? 'The request body is too large.'
-            : 'The request body could not be read.';
+    } else if (isConnectionError(err)) {
+      status = 503;
+      code = 'UNAVAILABLE';
+      message = 'The database is not reachable at the moment; try again shortly.';
+      logger.warn({ err, requestId, method: req.method, path: req.path }, 'database unreachable');
+    } else if (isClientHttpError(err)) {
+      // body-parser's and the router's own refusals: unreadable body, oversize, encoding, path escape.
+      ({ status, code, message } = describeHttpError(err));
     } else {
       status = 500;
       code = 'INTERNAL';

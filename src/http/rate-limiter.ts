@@ -1,6 +1,21 @@
+import { createHash } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../clock.js';
 import { AppError } from '../errors/app-error.js';
+
+/** Width of `rate_limit_counters.bucket`. */
+const BUCKET_COLUMN_CHARS = 128;
+
+/**
+ * The stored key of a bucket: the name itself when it fits the column, else its readable start
+ * and a SHA-256 of the whole, so a long client address (a forged X-Forwarded-For) is still
+ * counted on its own, never truncated into someone else's bucket or refused by the column.
+ */
+export function bucketKey(name: string): string {
+  if (name.length <= BUCKET_COLUMN_CHARS) return name;
+  const hash = createHash('sha256').update(name).digest('hex');
+  return `${name.slice(0, BUCKET_COLUMN_CHARS - hash.length - 1)}#${hash}`;
+}
 
 /**
  * Fixed-window counters kept in MySQL, so the limit holds across every api process.
@@ -13,7 +28,8 @@ export class RateLimiter {
     private readonly clock: Clock,
   ) {}
 
-  async hit(bucket: string, limit: number, windowSeconds: number, what: string): Promise<void> {
+  async hit(name: string, limit: number, windowSeconds: number, what: string): Promise<void> {
+    const bucket = bucketKey(name);
     const nowMs = this.clock.now().getTime();
     const windowMs = windowSeconds * 1000;
     const start = new Date(Math.floor(nowMs / windowMs) * windowMs);

@@ -11,6 +11,17 @@ function sameSecret(a: string, b: string): boolean {
 }
 
 /**
+ * Agendash replaces the service's Content-Security-Policy with its own, which lets any site frame
+ * it; whatever policy it sends leaves with `frame-ancestors 'none'` added.
+ */
+const unframeable: RequestHandler = (_req, res, next) => {
+  const setHeader = res.setHeader.bind(res);
+  res.setHeader = (name: string, value: number | string | readonly string[]) =>
+    setHeader(name, name.toLowerCase() === 'content-security-policy' && !/frame-ancestors/.test(String(value)) ? `${String(value)}; frame-ancestors 'none'` : value);
+  next();
+};
+
+/**
  * Agendash (the Agenda dashboard) for `/admin/jobs`, or undefined when it is off: it is on only
  * when ADMIN_JOBS_USER and ADMIN_JOBS_PASSWORD are set. A request needs those credentials by HTTP
  * basic auth (what a browser can send), or `Authorization: Bearer` with an OWNER key carrying the
@@ -21,7 +32,8 @@ export function jobsDashboard(services: Services): RequestHandler[] | undefined 
   const { adminJobsUser: user, adminJobsPassword: password } = services.config;
   if (!user || !password) return undefined;
   const deny = (req: Request, res: Response, status: 401 | 403, message?: string) => {
-    if (status === 401) res.setHeader('WWW-Authenticate', 'Basic realm="jobs", charset="UTF-8"');
+    // Both schemes it accepts: Basic makes a browser ask for the password, Bearer is what the API speaks.
+    if (status === 401) res.setHeader('WWW-Authenticate', 'Basic realm="jobs", charset="UTF-8", Bearer');
     res.status(status).json(errorEnvelope(req.requestId, status === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN',
       message ?? (status === 401 ? 'The jobs dashboard needs its basic-auth credentials or an admin owner key.' : 'Only an OWNER key with the admin flag may open the jobs dashboard.')));
   };
@@ -46,7 +58,7 @@ export function jobsDashboard(services: Services): RequestHandler[] | undefined 
       if (userOk && passwordOk) return next();
       return deny(req, res, 401);
     }
-    if (/^Bearer /.test(header)) {
+    if (/^Bearer /i.test(header)) {
       services.keys.authenticate(header).then(
         (principal) => (principal.kind === 'OWNER' && principal.key.isAdmin ? next() : deny(req, res, 403)),
         () => deny(req, res, 401),
@@ -55,5 +67,5 @@ export function jobsDashboard(services: Services): RequestHandler[] | undefined 
     }
     deny(req, res, 401);
   };
-  return [guard, createExpressMiddleware(agendaOf(services.jobs))];
+  return [guard, unframeable, createExpressMiddleware(agendaOf(services.jobs))];
 }

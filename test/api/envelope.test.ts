@@ -89,9 +89,9 @@ describe('envelope and errors', () => {
       .set('Idempotency-Key', 'a3b2c1d0-0000-4000-8000-000000000003')
       .set('Content-Type', 'application/json')
       .send(JSON.stringify({ pad: 'x'.repeat(200_000) }));
-    assert.equal(res.status, 400);
-    assert.equal(res.body.error.code, 'INVALID_REQUEST');
-    assert.match(res.body.error.message, /too large/);
+    assert.equal(res.status, 413);
+    assert.equal(res.body.error.code, 'PAYLOAD_TOO_LARGE');
+    assert.match(res.body.error.message, /larger than the 64 KiB limit/);
   });
 
   it('hides internal failures behind INTERNAL with no stack or SQL', async () => {

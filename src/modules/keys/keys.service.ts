@@ -66,7 +66,8 @@ export class KeysService {
   }
 
   async authenticate(header: string | undefined): Promise<Principal> {
-    const m = header ? /^Bearer ([^\s]+)$/.exec(header.trim()) : null;
+    // RFC 7235: the scheme name is case-insensitive (`bearer`, `BEARER`).
+    const m = header ? /^Bearer +([^\s]+)$/i.exec(header.trim()) : null;
     const parsed = m ? parseApiKey(m[1]) : null;
     if (!parsed) throw unauthenticated();
     const key = await this.ds.getRepository(ApiKey).findOneBy({ prefix: parsed.prefix });

@@ -1,0 +1,15 @@
+// `npm start`: builds only when a source is newer than the last build, then runs the service in
+// this same process (so signals reach it directly). Arguments pass through: npm start -- --role api
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { buildIsFresh } from './freshness.mjs';
+
+const root = process.cwd();
+if (buildIsFresh(root)) {
+  process.stderr.write('start: dist/ is newer than the sources; skipping the build\n');
+} else {
+  const r = spawnSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { stdio: 'inherit', cwd: root });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+}
+await import(pathToFileURL(join(root, 'dist', 'src', 'main.js')).href);

@@ -1,0 +1,78 @@
+import express, { Router, type Request, type Response } from 'express';
+import swaggerUiDist from 'swagger-ui-dist';
+import { envelope } from '../errors/envelope.js';
+import { openApiDocument } from './openapi.js';
+import { renderLlmsTxt } from './quickstart.js';
+
+/** Where an agent that knows only the base URL goes next. */
+export interface ApiIndex {
+  name: string;
+  description: string;
+  apiVersion: string;
+  links: Record<'openapi' | 'docs' | 'llms' | 'gpus' | 'offers' | 'signup' | 'providers' | 'health', string>;
+}
+
+export function apiIndex(base: string): ApiIndex {
+  return {
+    name: 'GPU Rental API',
+    description: 'Rent GPU machines by the hour over HTTP. Start with llms (a quickstart) or openapi (the contract).',
+    apiVersion: 'v1',
+    links: {
+      openapi: `${base}/api/openapi.json`,
+      docs: `${base}/docs`,
+      llms: `${base}/llms.txt`,
+      gpus: `${base}/api/v1/gpus`,
+      offers: `${base}/api/v1/offers`,
+      signup: `${base}/api/v1/signup`,
+      providers: `${base}/api/v1/providers`,
+      health: `${base}/healthz`,
+    },
+  };
+}
+
+// Swagger UI's start-up lives in a file of ours: the CSP allows no inline script.
+const DOCS_INIT_JS = `window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id: '#swagger-ui', deepLinking: true, validatorUrl: null });\n`;
+
+const DOCS_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>GPU Rental API reference</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css">
+<link rel="alternate" type="application/json" href="/api/openapi.json">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script src="/docs/init.js"></script>
+</body>
+</html>`;
+
+/**
+ * What needs no key and no database: the JSON index at `/`, `/api` and `/api/v1`, the quickstart
+ * at `/llms.txt`, the OpenAPI document and the `/docs` reference page.
+ */
+export function discoveryRouter(publicBaseUrl: string): Router {
+  const router = Router();
+  const index = apiIndex(publicBaseUrl);
+  const llms = renderLlmsTxt(publicBaseUrl);
+  const spec = openApiDocument(publicBaseUrl);
+  router.get(['/', '/api', '/api/v1'], (req: Request, res: Response) => {
+    res.json(envelope(req, index));
+  });
+  router.get('/llms.txt', (_req: Request, res: Response) => {
+    res.type('text/plain; charset=utf-8').send(llms);
+  });
+  router.get('/api/openapi.json', (_req: Request, res: Response) => {
+    res.json(spec);
+  });
+  router.use('/docs/assets', express.static(swaggerUiDist.getAbsoluteFSPath(), { index: false, maxAge: '1h' }));
+  router.get('/docs/init.js', (_req: Request, res: Response) => {
+    res.type('application/javascript').send(DOCS_INIT_JS);
+  });
+  router.get('/docs', (_req: Request, res: Response) => {
+    res.type('html').send(DOCS_HTML);
+  });
+  return router;
+}

@@ -1,0 +1,154 @@
+/**
+ * The agent's quickstart, kept once as data: `/llms.txt` and the OpenAPI document's
+ * `info.description` are both rendered from these steps, and each step's body is the request
+ * example of its operation, so the three cannot disagree.
+ */
+export interface QuickstartStep {
+  /** The operation this step calls (its OpenAPI operationId). */
+  operationId: string;
+  title: string;
+  method: 'GET' | 'POST';
+  /** Path with `{placeholders}` filled from earlier answers. */
+  path: string;
+  /** Sends `Authorization: Bearer $TOKEN`. */
+  auth: boolean;
+  /** Sends a fresh `Idempotency-Key` (reuse it when retrying the same call). */
+  idempotent: boolean;
+  /** The exact JSON body, if the call takes one. */
+  body?: Record<string, unknown>;
+  /** What to keep from the answer, and what to do next. */
+  then: string;
+}
+
+/** Looking before signing up: no key needed. */
+export const DISCOVERY_STEP: QuickstartStep = {
+  operationId: 'listGpus',
+  title: 'See what is on offer (no key needed)',
+  method: 'GET',
+  path: '/api/v1/gpus',
+  auth: false,
+  idempotent: false,
+  then: 'Prices are USD cents per hour for the whole machine. `GET /api/v1/offers` lists every offer with its `id`.',
+};
+
+/** The six calls from nothing to a running machine and back. */
+export const QUICKSTART_STEPS: QuickstartStep[] = [
+  {
+    operationId: 'signup',
+    title: 'Create an account and a key',
+    method: 'POST',
+    path: '/api/v1/signup',
+    auth: false,
+    idempotent: true,
+    body: { maxPerRentalMinor: 2000, budgetLimitMinor: 10000, maxConcurrentDeployments: 1 },
+    then: 'Keep `data.token` (`gpr_<prefix>.<secret>`) as TOKEN: it is shown once. Send it as `Authorization: Bearer $TOKEN` from now on.',
+  },
+  {
+    operationId: 'createTopup',
+    title: 'Ask a human to add credits',
+    method: 'POST',
+    path: '/api/v1/billing/topups',
+    auth: true,
+    idempotent: true,
+    body: { amountMinor: 2000 },
+    then: 'Give `data.paymentUrl` to your human; the balance (`GET /api/v1/billing/balance`) rises once they have paid.',
+  },
+  {
+    operationId: 'createRental',
+    title: 'Rent a GPU',
+    method: 'POST',
+    path: '/api/v1/rentals',
+    auth: true,
+    idempotent: true,
+    body: { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 },
+    then: 'Keep `data.rentalId` as RENTAL_ID and `data.deploymentId` as DEPLOYMENT_ID. Or rent one exact offer: `{"offerId": "<id from /offers>"}`.',
+  },
+  {
+    operationId: 'getRental',
+    title: 'Poll until it is ACTIVE',
+    method: 'GET',
+    path: '/api/v1/rentals/{rentalId}',
+    auth: true,
+    idempotent: false,
+    then: 'Every few seconds until `data.status` is `ACTIVE` (or `FAILED`, with `failureReason`).',
+  },
+  {
+    operationId: 'revealCredentials',
+    title: 'Get SSH access',
+    method: 'POST',
+    path: '/api/v1/deployments/{deploymentId}/credentials/reveal',
+    auth: true,
+    idempotent: false,
+    then: 'Save `data.privateKey` to a file (mode 600) and run `data.sshCommand`. Send no body and no JSON Content-Type.',
+  },
+  {
+    operationId: 'terminateDeployment',
+    title: 'Stop paying: terminate',
+    method: 'POST',
+    path: '/api/v1/deployments/{deploymentId}/terminate',
+    auth: true,
+    idempotent: false,
+    then: 'Answers 202 at once; the machine and everything on it are destroyed, and `GET /api/v1/rentals/{rentalId}` ends at `TERMINATED`.',
+  },
+];
+
+/** `rentalId` -> `RENTAL_ID`: the shell variable a step's answer is kept in. */
+function shellName(param: string): string {
+  return param.replace(/([a-z])([A-Z])/g, '$1_$2').toUpperCase();
+}
+
+/** The step's call as one shell command against `base`. */
+export function curlOf(step: QuickstartStep, base: string): string {
+  const parts = [`curl -s${step.method === 'GET' ? '' : ` -X ${step.method}`} ${base}${step.path.replace(/\{(\w+)\}/g, (_, n: string) => `$${shellName(n)}`)}`];
+  if (step.auth) parts.push('-H "Authorization: Bearer $TOKEN"');
+  if (step.idempotent) parts.push('-H "Idempotency-Key: $(uuidgen)"');
+  if (step.body) parts.push(`-H 'Content-Type: application/json' -d '${JSON.stringify(step.body)}'`);
+  return parts.join(' \\\n     ');
+}
+
+const ENVELOPE_NOTE =
+  'Every success is `{"data": ..., "meta": {"requestId", "apiVersion": "v1"}}`; every error is ' +
+  '`{"error": {"code", "message", "requestId"}}` with a stable `code`. Money is integer USD cents (fields ending in `Minor`).';
+
+function renderSteps(base: string): string[] {
+  const out: string[] = [];
+  const all = [DISCOVERY_STEP, ...QUICKSTART_STEPS];
+  all.forEach((step, i) => {
+    out.push(`${i}. ${step.title}: \`${step.method} ${step.path}\``, '', '```sh', curlOf(step, base), '```', '', step.then, '');
+  });
+  return out;
+}
+
+/** `/llms.txt`: plain text (markdown) for an LLM agent that has only this service's address. */
+export function renderLlmsTxt(base: string): string {
+  return [
+    '# GPU Rental API',
+    '',
+    '> Rent GPU machines by the hour over plain HTTP: no browser, no e-mail, no approval per rental.',
+    '> A human funds credits once through a card link; the agent does everything else.',
+    '',
+    `Base URL: ${base}`,
+    ENVELOPE_NOTE,
+    '',
+    '## Quickstart',
+    '',
+    ...renderSteps(base),
+    '## Rules worth knowing',
+    '',
+    '- POST calls that create something need an `Idempotency-Key` header (a fresh UUID: `uuidgen`, or any other source). Retry with the same key and body; you get the same answer, never a second charge.',
+    '- 401 is the same for every bad key; 402 means add credits; 409 `CONCURRENCY_LIMIT_REACHED` means terminate something first; 429 carries `Retry-After`.',
+    '- Agent keys see only their own rentals. Limits (per rental, total, concurrent) are on the key.',
+    '',
+    '## Reference',
+    '',
+    `- OpenAPI document: ${base}/api/openapi.json`,
+    `- Readable reference: ${base}/docs`,
+    `- Index of links: ${base}/api/v1`,
+    '',
+  ].join('\n');
+}
+
+/** The quickstart as the OpenAPI `info.description` (CommonMark). */
+export function renderOpenApiDescription(base: string, summary: string): string {
+  return [summary, '', ENVELOPE_NOTE, '', '## Quickstart', '', ...renderSteps(base), `The same text for LLM agents: ${base}/llms.txt`].join('\n');
+}

@@ -1,0 +1,148 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { ERROR_STATUS } from '../../src/errors/error-codes.js';
+import { DISCOVERY_STEP, QUICKSTART_STEPS, curlOf } from '../../src/http/quickstart.js';
+import { OPERATIONS, type Json } from '../../src/http/openapi.js';
+import { createTestContext, type TestContext } from '../helpers/context.js';
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
+
+function operations(doc: Json): { method: string; path: string; op: Json }[] {
+  return Object.entries(doc.paths as Record<string, Json>).flatMap(([path, item]) =>
+    METHODS.filter((m) => item[m]).map((method) => ({ method, path, op: item[method] })),
+  );
+}
+
+describe('discovery: index, llms.txt and the OpenAPI document', () => {
+  let ctx: TestContext;
+  let doc: Json;
+  before(async () => {
+    ctx = await createTestContext();
+    doc = (await ctx.api.get('/api/openapi.json')).body;
+  });
+  after(() => ctx.close());
+
+  it('answers /, /api and /api/v1 with a JSON index of links', async () => {
+    for (const path of ['/', '/api', '/api/v1', '/api/v1/']) {
+      const res = await ctx.api.get(path);
+      assert.equal(res.status, 200, path);
+      assert.match(res.headers['content-type'], /json/);
+      assert.equal(res.body.meta.apiVersion, 'v1');
+      const links = res.body.data.links;
+      assert.deepEqual(
+        { openapi: links.openapi, docs: links.docs, gpus: links.gpus, offers: links.offers, signup: links.signup, providers: links.providers, llms: links.llms },
+        {
+          openapi: 'http://gpu.test/api/openapi.json',
+          docs: 'http://gpu.test/docs',
+          gpus: 'http://gpu.test/api/v1/gpus',
+          offers: 'http://gpu.test/api/v1/offers',
+          signup: 'http://gpu.test/api/v1/signup',
+          providers: 'http://gpu.test/api/v1/providers',
+          llms: 'http://gpu.test/llms.txt',
+        },
+      );
+    }
+  });
+
+  it('serves /llms.txt as plain text with every quickstart call and its exact body, and the document carries the same steps', async () => {
+    const res = await ctx.api.get('/llms.txt');
+    assert.equal(res.status, 200);
+    assert.match(res.headers['content-type'], /^text\/plain; charset=utf-8/);
+    assert.equal(QUICKSTART_STEPS.length, 6);
+    const description: string = doc.info.description;
+    for (const step of [DISCOVERY_STEP, ...QUICKSTART_STEPS]) {
+      const curl = curlOf(step, 'http://gpu.test');
+      assert.ok(res.text.includes(curl), `llms.txt has ${step.operationId}`);
+      assert.ok(description.includes(curl), `info.description has ${step.operationId}`);
+      if (step.body) assert.ok(res.text.includes(`-d '${JSON.stringify(step.body)}'`));
+      const op = operations(doc).find((o) => o.op.operationId === step.operationId);
+      assert.ok(op, `the step calls a real operation: ${step.operationId}`);
+      assert.equal(`${op.method.toUpperCase()} ${op.path}`, `${step.method} ${step.path.replace(/\{\w+\}/, '{id}')}`);
+      if (step.body) assert.deepEqual(op.op.requestBody.content['application/json'].example, step.body);
+    }
+  });
+
+  it('runs the quickstart bodies against the service as written', async () => {
+    const signup = QUICKSTART_STEPS.find((s) => s.operationId === 'signup')!;
+    const res = await ctx.api.post(signup.path).set('Idempotency-Key', randomUUID()).send(signup.body!);
+    assert.equal(res.status, 201, res.text);
+    const auth = { Authorization: `Bearer ${res.body.data.token}` };
+    const topup = QUICKSTART_STEPS.find((s) => s.operationId === 'createTopup')!;
+    assert.equal((await ctx.api.post(topup.path).set(auth).set('Idempotency-Key', randomUUID()).send(topup.body!)).status, 201);
+    const rental = QUICKSTART_STEPS.find((s) => s.operationId === 'createRental')!;
+    const rent = await ctx.api.post(rental.path).set(auth).set('Idempotency-Key', randomUUID()).send(rental.body!);
+    assert.equal(rent.body.error?.code, 'INSUFFICIENT_CREDITS', 'a valid request that only lacks credits');
+  });
+
+  it('names every operation uniquely for clients', () => {
+    const ids = operations(doc).map((o) => o.op.operationId as string);
+    assert.equal(new Set(ids).size, ids.length, `duplicates in ${ids.join(', ')}`);
+    for (const { method, path, op } of operations(doc)) {
+      assert.equal(op.operationId, OPERATIONS[`${method.toUpperCase()} ${path}`]?.operationId, `${method} ${path} has a client name`);
+      assert.match(op.operationId, /^[a-z][A-Za-z]+$/);
+    }
+    for (const name of ['listOffers', 'listGpus', 'getGpu', 'signup', 'beginAgentAuthorization', 'approveAgentAuthorization', 'exchangeSetupCode', 'issueAgentKey', 'getAccount', 'getBalance', 'createTopup', 'createRental', 'getRental', 'createCheckout', 'listDeployments', 'getDeployment', 'terminateDeployment', 'revealCredentials']) {
+      assert.ok(ids.includes(name), name);
+    }
+  });
+
+  it('has an example for every request body and every 2xx body', () => {
+    for (const { method, path, op } of operations(doc)) {
+      const request = op.requestBody?.content?.['application/json'];
+      if (request) assert.ok(request.example !== undefined, `${method} ${path} request`);
+      for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
+        const content = response.content?.['application/json'];
+        if (/^2/.test(status) && content) assert.ok(content.example !== undefined, `${method} ${path} ${status}`);
+      }
+    }
+    const signup = doc.paths['/api/v1/signup'].post.responses['201'].content['application/json'].example;
+    assert.match(signup.data.token, /^gpr_[A-Za-z0-9]{8}\.[A-Za-z0-9_-]{43}$/);
+    const begin = doc.paths['/api/v1/agent-authorizations'].post.responses['200'].content['application/json'].example;
+    assert.match(begin.data.setupCode, /^gps_[A-Za-z0-9_-]{43}$/);
+  });
+
+  it('declares X-Request-Id everywhere, Retry-After on 429 and pending 409, ETag on inventory, WWW-Authenticate on 401', () => {
+    for (const { method, path, op } of operations(doc)) {
+      for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
+        assert.ok(response.headers?.['X-Request-Id'], `${method} ${path} ${status} X-Request-Id`);
+        if (status === '429') assert.ok(response.headers['Retry-After'], `${method} ${path} 429 Retry-After`);
+        if (status === '401') assert.ok(response.headers['WWW-Authenticate'], `${method} ${path} 401`);
+      }
+    }
+    assert.ok(doc.paths['/api/v1/agent-setups/exchange'].post.responses['409'].headers['Retry-After']);
+    for (const path of ['/api/v1/offers', '/api/v1/gpus', '/api/v1/gpus/{slug}']) {
+      assert.ok(doc.paths[path].get.responses['200'].headers.ETag, path);
+      assert.ok(doc.paths[path].get.responses['304'], `${path} 304`);
+    }
+  });
+
+  it('marks owner-only routes in their security and description', () => {
+    const owner = operations(doc).filter((o) => OPERATIONS[`${o.method.toUpperCase()} ${o.path}`]?.ownerOnly);
+    assert.ok(owner.length >= 4);
+    for (const { op } of owner) {
+      assert.deepEqual(Object.keys(op.security[0]), ['ownerBearer']);
+      assert.match(op.description, /^\*\*Owner keys only\*\*/);
+    }
+    assert.equal(doc.components.securitySchemes.ownerBearer.scheme, 'bearer');
+    assert.deepEqual(doc.paths['/api/v1/agent-authorizations/approve'].post.security, [{ ownerBearer: ['read'] }]);
+    assert.deepEqual(doc.paths['/api/v1/rentals'].post.security, [{ bearer: ['rent'] }]);
+  });
+
+  it('lists the error codes as an enum equal to the error table, and the tags in the order of the journey', () => {
+    assert.deepEqual(doc.components.schemas.ErrorCode.enum, Object.keys(ERROR_STATUS));
+    assert.equal(doc.components.schemas.ErrorBody.properties.code.$ref, '#/components/schemas/ErrorCode');
+    const tags = (doc.tags as { name: string }[]).map((t) => t.name);
+    const journey = ['Inventory', 'Account', 'Billing', 'Rentals', 'Deployments', 'Agents'];
+    assert.deepEqual(tags.filter((t) => journey.includes(t)), journey);
+    assert.match(doc.info.description, /## Quickstart/);
+  });
+
+  it('declares no placeholder responses: each says when it happens', () => {
+    for (const { method, path, op } of operations(doc)) {
+      for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
+        assert.doesNotMatch(response.description, /does not produce|at present|placeholder/i, `${method} ${path} ${status}`);
+      }
+    }
+    assert.match(doc.paths['/api/v1/me'].get.responses['402'].description, /frozen or negative account still reads/);
+  });
+});

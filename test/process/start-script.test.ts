@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+// @ts-expect-error plain ESM script without types
+import { buildIsFresh, STAMP } from '../../scripts/freshness.mjs';
+
+const START = resolve('scripts/start.mjs');
+
+/** A project tree: one source file and, optionally, a build stamp, with chosen modification times. */
+function tree(sourceAt: number, stampAt?: number): string {
+  const root = mkdtempSync(join(tmpdir(), 'gpu-rental-start-'));
+  mkdirSync(join(root, 'src', 'generated'), { recursive: true });
+  mkdirSync(join(root, 'dist', 'src'), { recursive: true });
+  writeFileSync(join(root, 'src', 'main.ts'), '');
+  writeFileSync(join(root, 'dist', 'src', 'main.js'), "console.log('service main ran', process.argv.slice(2).join(' '));\n");
+  utimesSync(join(root, 'src', 'main.ts'), sourceAt, sourceAt);
+  // Build outputs under src/generated never count as sources.
+  writeFileSync(join(root, 'src', 'generated', 'routes.ts'), '');
+  if (stampAt !== undefined) {
+    writeFileSync(join(root, STAMP), '');
+    utimesSync(join(root, STAMP), stampAt, stampAt);
+  }
+  return root;
+}
+
+describe('npm start', () => {
+  it('skips the build when dist/ is newer than every source, says so, and runs the service with its arguments', () => {
+    const root = tree(1_000_000, 2_000_000);
+    assert.equal(buildIsFresh(root), true);
+    const r = spawnSync(process.execPath, [START, '--role', 'api'], { cwd: root, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /^start: dist\/ is newer than the sources; skipping the build$/m);
+    assert.equal(r.stdout.trim(), 'service main ran --role api');
+  });
+
+  it('builds when a source is newer than the last build, or when there was none', () => {
+    assert.equal(buildIsFresh(tree(2_000_000, 1_000_000)), false);
+    assert.equal(buildIsFresh(tree(1_000_000)), false);
+  });
+
+  it('prints a line for each build step and stamps dist/ when it succeeds', () => {
+    const root = tree(1_000_000);
+    // Stand-ins for the two compilers: they record their arguments, so the run is quick.
+    mkdirSync(join(root, 'node_modules', '.bin'), { recursive: true });
+    for (const tool of ['tsoa', 'tsc']) {
+      writeFileSync(join(root, 'node_modules', '.bin', tool), `#!/bin/sh\necho "${tool} $*" >> calls.txt\n`, { mode: 0o755 });
+    }
+    const r = spawnSync(process.execPath, [resolve('scripts/build.mjs')], { cwd: root, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stderr, /^build: generating routes and the OpenAPI document \(tsoa\)\.\.\.$/m);
+    assert.match(r.stderr, /^build: compiling TypeScript to dist\/ \(tsc\)\.\.\.$/m);
+    assert.match(r.stderr, /^build: done in /m);
+    assert.equal(readFileSync(join(root, 'calls.txt'), 'utf8'), 'tsoa spec-and-routes\ntsc -p tsconfig.build.json\n');
+    assert.equal(buildIsFresh(root), true);
+  });
+});
