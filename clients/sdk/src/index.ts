@@ -1,0 +1,5 @@
+export * from './client.js';
+export * from './errors.js';
+export * from './money.js';
+export { retryingFetch, type RetryPolicy } from './transport.js';
+export type { paths, components } from './generated/openapi.js';
