@@ -1,6 +1,5 @@
-import { GprClient } from '@gpu-rental/sdk';
+import { effectiveSettings, GprClient } from '@gpu-rental/sdk';
 import { Command } from 'commander';
-import { effective } from './settings.js';
 import { NoTokenError, Progress } from './output.js';
 
 declare const __CLIENT_VERSION__: string;
@@ -19,7 +18,7 @@ export class Ctx {
   }
 
   get settings() {
-    return effective({ baseUrl: this.opts.baseUrl });
+    return effectiveSettings({ baseUrl: this.opts.baseUrl });
   }
 
   /** A client for public calls (no token needed). */

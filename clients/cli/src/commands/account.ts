@@ -1,8 +1,7 @@
-import { dollarsToCents, formatCents } from '@gpu-rental/sdk';
+import { dollarsToCents, formatCents, readStoredConfig, writeStoredConfig } from '@gpu-rental/sdk';
 import type { Command } from 'commander';
 import { type Ctx, timeoutMs } from '../context.js';
 import { fields, table, UsageError } from '../output.js';
-import { readStored, writeStored } from '../settings.js';
 
 export function accountCommands(program: Command, ctx: Ctx): void {
   program
@@ -13,7 +12,7 @@ export function accountCommands(program: Command, ctx: Ctx): void {
     .option('--max-concurrent <n>', 'concurrent rentals the key may run (default 1)')
     .option('--force', 'replace a token already stored')
     .action(async (o: { maxPerRental?: string; budgetLimit?: string; maxConcurrent?: string; force?: boolean }) => {
-      const stored = readStored();
+      const stored = readStoredConfig();
       if (stored.token && !o.force) throw new UsageError('A token is already stored; pass --force to replace it with a new account (the old token is then lost).');
       const body: Record<string, number> = {};
       if (o.maxPerRental) body.maxPerRentalMinor = dollarsToCents(o.maxPerRental);
@@ -21,7 +20,7 @@ export function accountCommands(program: Command, ctx: Ctx): void {
       if (o.maxConcurrent) body.maxConcurrentDeployments = Number(o.maxConcurrent);
       const client = ctx.publicClient();
       const res = await client.signup(body);
-      const path = writeStored({ ...stored, baseUrl: client.baseUrl, token: res.token });
+      const path = writeStoredConfig({ ...stored, baseUrl: client.baseUrl, token: res.token });
       ctx.out({ account: res.account, configPath: path }, () =>
         `Signed up. Account ${res.account.user.id}, key ${res.account.key.prefix} (${res.account.key.scopes.join(', ')}).\n` +
         `Token saved to ${path}. Balance is $0.00: next, \`gpr topup <usd> --wait\`.\n`,
@@ -35,7 +34,7 @@ export function accountCommands(program: Command, ctx: Ctx): void {
       const client = ctx.publicClient();
       const res = await client.exchangeSetupCode(code);
       if (!res.token) throw new UsageError('The service returned no token for this code.');
-      const path = writeStored({ ...readStored(), baseUrl: client.baseUrl, token: res.token });
+      const path = writeStoredConfig({ ...readStoredConfig(), baseUrl: client.baseUrl, token: res.token });
       ctx.out({ key: res.key, configPath: path }, () => `Agent key ${res.key.prefix} stored in ${path} (scopes ${res.key.scopes.join(', ')}).\n`);
     });
 

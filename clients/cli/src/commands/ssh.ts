@@ -1,11 +1,10 @@
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Credentials } from '@gpu-rental/sdk';
+import { configDir, type Credentials } from '@gpu-rental/sdk';
 import type { Command } from 'commander';
 import type { Ctx } from '../context.js';
 import { fields, UsageError } from '../output.js';
-import { configDir } from '../settings.js';
 
 /** Writes the private key (0600) and a known_hosts file of its own for one deployment. */
 export function writeKeyFiles(c: Credentials): { keyFile: string; knownHosts: string } {

@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
-/** What `gpr signup` / `gpr setup` remember between runs. */
+/** What `gpr signup` / `gpr setup` remember between runs; `gpr-mcp` reads it too. */
 export interface StoredConfig {
   baseUrl?: string;
   token?: string;
@@ -20,7 +20,7 @@ export function configPath(): string {
   return join(configDir(), 'config.json');
 }
 
-export function readStored(): StoredConfig {
+export function readStoredConfig(): StoredConfig {
   try {
     return JSON.parse(readFileSync(configPath(), 'utf8')) as StoredConfig;
   } catch {
@@ -29,7 +29,7 @@ export function readStored(): StoredConfig {
 }
 
 /** Writes the config readable by its owner only (it holds the token). */
-export function writeStored(config: StoredConfig): string {
+export function writeStoredConfig(config: StoredConfig): string {
   mkdirSync(configDir(), { recursive: true, mode: 0o700 });
   const path = configPath();
   writeFileSync(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
@@ -38,8 +38,8 @@ export function writeStored(config: StoredConfig): string {
 }
 
 /** Effective settings: flags, then GPR_TOKEN / GPR_BASE_URL, then the config file. */
-export function effective(flags: { baseUrl?: string }): { baseUrl: string; token?: string; retries?: number } {
-  const stored = readStored();
+export function effectiveSettings(flags: { baseUrl?: string }): { baseUrl: string; token?: string; retries?: number } {
+  const stored = readStoredConfig();
   const retries = process.env.GPR_RETRIES?.trim();
   return {
     baseUrl: (flags.baseUrl ?? process.env.GPR_BASE_URL?.trim() ?? stored.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, ''),
