@@ -77,11 +77,12 @@ export function accountCommands(program: Command, ctx: Ctx): void {
     .action(async (usd: string, o: { wait?: boolean; timeout?: string }) => {
       const client = ctx.client();
       const topup = await client.createTopup(dollarsToCents(usd));
-      if (!ctx.json) process.stdout.write(`Pay ${formatCents(topup.amountMinor)} here (a human opens it in a browser):\n${topup.paymentUrl}\n`);
       if (!o.wait) {
-        if (ctx.json) ctx.out(topup, () => '');
+        ctx.out(topup, () => `Pay ${formatCents(topup.amountMinor)} here (a human opens it in a browser):\n${topup.paymentUrl}\n`);
         return;
       }
+      // Waiting: the link must be visible before the wait ends, so it goes to stderr now.
+      process.stderr.write(`Pay ${formatCents(topup.amountMinor)} here (a human opens it in a browser): ${topup.paymentUrl}\n`);
       const progress = ctx.progress();
       try {
         const paid = await client.waitForTopup(topup.topupId, { timeoutMs: timeoutMs(o.timeout, 1800), onProgress: (t) => progress.update(`payment ${t.status}`) });

@@ -5,10 +5,10 @@ import { fields, table, UsageError } from '../output.js';
 
 type Extra = { gpuName?: string | null; gpuCount?: number | null; provider?: string | null; terminationReason?: string | null };
 
-/** The human view of one rental. */
+/** The human view of one rental: the fields that have a value. */
 export function rentalFields(r: Rental): string {
   const x = r as Rental & Extra;
-  return fields([
+  const rows: [string, unknown][] = [
     ['rental', r.rentalId],
     ['deployment', r.deploymentId],
     ['status', r.status],
@@ -22,7 +22,8 @@ export function rentalFields(r: Rental): string {
     ['ended because', x.terminationReason],
     ['failure', r.failureCode ? `${r.failureCode}: ${r.failureReason}` : null],
     ['credit reversal', r.reversalStatus],
-  ]);
+  ];
+  return fields(rows.filter(([k, v]) => (v !== null && v !== undefined) || k === 'status'));
 }
 
 /** Waits for a state with a spinner (TTY) or one line per state change. */
