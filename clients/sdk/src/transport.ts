@@ -68,7 +68,7 @@ export function retryingFetch(policy: RetryPolicy = {}): (input: Request | strin
 
 async function isInProgress(res: Response): Promise<boolean> {
   try {
-    return (await res.clone().json())?.error?.code === 'IDEMPOTENCY_IN_PROGRESS';
+    return ((await res.clone().json()) as { error?: { code?: string } } | null)?.error?.code === 'IDEMPOTENCY_IN_PROGRESS';
   } catch {
     return false;
   }
