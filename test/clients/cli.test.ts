@@ -173,6 +173,10 @@ describe('gpr command line (built binary against the running service)', function
     assert.match(r.stderr, /^Error INSUFFICIENT_CREDITS \(HTTP 402\)/m);
     assert.match(r.stderr, /^Request id: req_/m);
     assert.match(r.stderr, /^Next: Add credits: `gpr topup <usd> --wait`/m);
+    const [offer] = json(await gpr(xdg, ['--json', 'offers', '--gpu', 'L4']));
+    const byOffer = await gpr(xdg, ['--json', 'rent', '--offer', offer.id, '--budget', '5']);
+    assert.equal(byOffer.code, 4, byOffer.stdout);
+    assert.equal(JSON.parse(byOffer.stdout).error.code, 'INSUFFICIENT_CREDITS');
   });
 
   it('429: says how many seconds to wait, exit 7', async () => {
