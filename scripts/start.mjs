@@ -12,4 +12,7 @@ if (buildIsFresh(root)) {
   const r = spawnSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { stdio: 'inherit', cwd: root });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
+// A fresh checkout serves its own client releases (GET /releases/latest.json); an existing build is kept.
+const rel = spawnSync(process.execPath, ['--import', 'tsx', join(root, 'scripts', 'release.ts'), '--if-missing'], { stdio: 'inherit', cwd: root });
+if (rel.status !== 0) process.stderr.write('start: building the client releases failed; the service starts without them\n');
 await import(pathToFileURL(join(root, 'dist', 'src', 'main.js')).href);

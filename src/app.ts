@@ -11,6 +11,7 @@ import { RegisterRoutes } from './generated/routes.js';
 import { approvalPageRouter } from './modules/agents/approval-page.router.js';
 import { paymentPagesRouter } from './modules/billing/payment-pages.router.js';
 import { jobsDashboard } from './jobs/jobs-dashboard.js';
+import { releasesRouter } from './http/releases.router.js';
 
 export interface AppOptions {
   /** Routers of other roles to mount before the API routes (webhooks, pages, dashboards). */
@@ -79,6 +80,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
 
   app.use(paymentPagesRouter(services));
   app.use(approvalPageRouter(services));
+  app.use(releasesRouter(services.config, services.logger));
   const dashboard = jobsDashboard(services);
   if (dashboard) app.use('/admin/jobs', ...dashboard);
   options.mount?.(app);

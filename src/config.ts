@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { resolve } from 'node:path';
 
 export type BillingModel = 'LEGACY_PREPAID' | 'ACCOUNT_BALANCE';
 export type Role = 'api' | 'worker' | 'bot';
@@ -57,6 +58,10 @@ export interface Config {
   telegramLowCreditsMinor: number;
   /** How often the bot role scans for owner notifications to send. */
   telegramNotifySeconds: number;
+  /** Where `latest.json` of the client releases lives; served by this service when under PUBLIC_BASE_URL. */
+  releasesUrl: string;
+  /** Folder `npm run release` writes the artifacts to, served under `releasesUrl`. */
+  releasesDir: string;
 }
 
 export class ConfigError extends Error {}
@@ -222,5 +227,7 @@ export function loadConfig(env: Env = process.env): Config {
     telegramWebhookSecret: webhookToken(env),
     telegramLowCreditsMinor: int(env, 'TELEGRAM_LOW_CREDITS_MINOR', 500, 0, 100_000_000),
     telegramNotifySeconds: int(env, 'TELEGRAM_NOTIFY_SECONDS', 10, 1, 3600),
+    releasesUrl: url(env, 'RELEASES_URL', `${publicBaseUrl}/releases`, ['http:', 'https:']).replace(/\/+$/, ''),
+    releasesDir: resolve(str(env, 'RELEASES_DIR', 'releases')),
   };
 }

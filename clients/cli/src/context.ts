@@ -1,0 +1,52 @@
+import { effectiveSettings, GprClient } from '@gpu-rental/sdk';
+import { Command } from 'commander';
+import { NoTokenError, Progress } from './output.js';
+
+declare const __CLIENT_VERSION__: string;
+export const VERSION = typeof __CLIENT_VERSION__ === 'string' ? __CLIENT_VERSION__ : '0.0.0-dev';
+
+/** What every command needs: the global flags, clients and output in the chosen mode. */
+export class Ctx {
+  constructor(private readonly program: Command) {}
+
+  get opts(): { json?: boolean; baseUrl?: string } {
+    return this.program.opts();
+  }
+
+  get json(): boolean {
+    return Boolean(this.opts.json);
+  }
+
+  get settings() {
+    return effectiveSettings({ baseUrl: this.opts.baseUrl });
+  }
+
+  /** A client for public calls (no token needed). */
+  publicClient(): GprClient {
+    const s = this.settings;
+    return new GprClient({ baseUrl: s.baseUrl, retries: s.retries, userAgent: `gpr/${VERSION}` });
+  }
+
+  /** A client with the configured token; refuses (exit 3) when there is none. */
+  client(): GprClient {
+    const s = this.settings;
+    if (!s.token) throw new NoTokenError('No API token is configured.');
+    return new GprClient({ baseUrl: s.baseUrl, token: s.token, retries: s.retries, userAgent: `gpr/${VERSION}` });
+  }
+
+  progress(): Progress {
+    return new Progress(this.json);
+  }
+
+  /** JSON on stdout with --json, else the human rendering. */
+  out(data: unknown, human: () => string): void {
+    process.stdout.write(this.json ? `${JSON.stringify(data, null, 2)}\n` : human());
+  }
+}
+
+/** Seconds from a --timeout flag to milliseconds. */
+export function timeoutMs(value: string | undefined, fallbackSeconds: number): number {
+  const s = value === undefined ? fallbackSeconds : Number(value);
+  if (!Number.isFinite(s) || s <= 0) throw new RangeError(`--timeout must be a number of seconds, got "${value}"`);
+  return s * 1000;
+}

@@ -1,0 +1,54 @@
+import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError } from '@gpu-rental/sdk';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+
+/** PEM / OpenSSH / PuTTY private keys and this service's own API tokens. */
+const SECRET_SHAPES = [/-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/, /PuTTY-User-Key-File-/, /\bgpr_[A-Za-z0-9]{8}\.[A-Za-z0-9_-]{20,}/];
+
+/** True when any string in the arguments looks like a private key or an API token. */
+export function containsSecret(value: unknown): boolean {
+  if (typeof value === 'string') return SECRET_SHAPES.some((re) => re.test(value));
+  if (Array.isArray(value)) return value.some(containsSecret);
+  if (value && typeof value === 'object') return Object.values(value).some(containsSecret);
+  return false;
+}
+
+export function refusal(text: string): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text }] };
+}
+
+const NEXT: Record<string, string> = {
+  UNAUTHENTICATED: 'The API token was refused: the server needs a valid GPR_TOKEN (or a token stored by `gpr signup`).',
+  INSUFFICIENT_CREDITS: 'Not enough credits: call create_topup_link and ask a human to pay the link, then retry.',
+  BUDGET_REQUIRED: 'This account needs budgetMinor on every rental.',
+  KEY_LIMIT_EXCEEDED: "Over the key's per-rental cap or total budget (see get_account): lower budgetMinor or the price ceiling.",
+  NO_MATCHING_OFFER: 'No offer matches: call list_offers and raise maxHourlyPriceMinor or change gpuModel/gpuCount.',
+  OFFER_NOT_FOUND: 'Offer ids change with the inventory: call list_offers again.',
+  CONCURRENCY_LIMIT_REACHED: 'The key runs as many rentals as it may: terminate_deployment one from list_rentals first.',
+  IDEMPOTENCY_CONFLICT: 'That idempotency key was used for a different request: use a new key for a new intent.',
+  NOT_FOUND: 'No such rental or deployment for this key: call list_rentals.',
+};
+
+/** Every failure as one tool error: code, message, request id and what to do next. 429 becomes "wait N s". */
+export function failure(err: unknown): CallToolResult {
+  if (err instanceof GprApiError) {
+    if (err.status === 429) return refusal(`RATE_LIMITED: wait ${err.retryAfterSeconds ?? 60} s before calling again. (request id ${err.requestId ?? 'none'})`);
+    const next = NEXT[err.code] ?? (err.status >= 500 ? 'The service is unavailable for now: retry in a minute.' : 'Fix the arguments and retry.');
+    return refusal(`${err.code} (HTTP ${err.status}): ${err.message} (request id ${err.requestId ?? 'none'}). Next: ${next}`);
+  }
+  if (err instanceof GprRentalStateError) return refusal(`${err.code}: ${err.message} Next: call get_rental for the failure reason and credit reversal.`);
+  if (err instanceof GprTimeoutError) return refusal(`TIMEOUT: ${err.message} Next: call get_rental again; the operation continues on the service.`);
+  if (err instanceof GprNetworkError) return refusal(`NETWORK_ERROR: ${err.message} Next: check GPR_BASE_URL; retry later.`);
+  return refusal(`CLIENT_ERROR: ${(err as Error)?.message ?? String(err)}`);
+}
+
+/** A successful result: structured content plus the same JSON as text for hosts that show text only. */
+export function success(structured: Record<string, unknown>): CallToolResult {
+  return { structuredContent: structured, content: [{ type: 'text', text: JSON.stringify(structured, null, 2) }] };
+}
+
+/** Belt and braces: the token is never part of a result, whatever the API returned. */
+export function redact(result: CallToolResult, token: string | undefined): CallToolResult {
+  if (!token) return result;
+  const text = JSON.stringify(result);
+  return text.includes(token) ? (JSON.parse(text.split(token).join('[redacted]')) as CallToolResult) : result;
+}

@@ -1,0 +1,33 @@
+import { effectiveSettings, GprClient } from '@gpu-rental/sdk';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { registerTools } from './tools.js';
+
+declare const __CLIENT_VERSION__: string;
+const VERSION = typeof __CLIENT_VERSION__ === 'string' ? __CLIENT_VERSION__ : '0.0.0-dev';
+
+if (process.argv.includes('--version') || process.argv.includes('-V')) {
+  process.stdout.write(`${VERSION}\n`);
+  process.exit(0);
+}
+
+const INSTRUCTIONS = `GPU rental tools. All money is integer USD cents (500 = $5.00); prices are per hour for the whole machine.
+Flow: 1) list_gpus / list_offers to choose. 2) get_account: check balance.creditsMinor, the key's limits and billing.budgetRequired.
+3) If credits are short, create_topup_link and give the link to a human; only their payment adds credits.
+4) create_rental with offerId, or gpuModel + gpuCount + maxHourlyPriceMinor, and budgetMinor (required; the most this rental may spend). Keep the returned rentalId and idempotencyKey; retry a failed call with the same idempotencyKey, never a new one.
+5) get_rental with waitFor "ACTIVE" (repeat until status is ACTIVE; FAILED carries failureReason and the credit reversal).
+6) reveal_ssh_credentials, save the private key to a 0600 file and use ssh. 7) terminate_deployment as soon as the work is done: charges run until then.
+A RATE_LIMITED error says how many seconds to wait. Spending tools (create_rental, create_topup_link) run only when the server was started with GPR_MCP_ALLOW_SPEND=1. Never pass private keys or tokens as tool input.`;
+
+const settings = effectiveSettings({});
+const log = (line: string) => process.stderr.write(`gpr-mcp: ${line}\n`);
+const server = new McpServer({ name: 'gpu-rental', title: 'GPU rental', version: VERSION }, { instructions: INSTRUCTIONS });
+let client: GprClient | undefined;
+registerTools(server, {
+  client: () => (client ??= new GprClient({ baseUrl: settings.baseUrl, token: settings.token, retries: settings.retries, userAgent: `gpr-mcp/${VERSION}` })),
+  allowSpend: process.env.GPR_MCP_ALLOW_SPEND === '1',
+  token: settings.token,
+  log,
+});
+await server.connect(new StdioServerTransport());
+log(`serving ${settings.baseUrl} (${settings.token ? 'with a token' : 'no token: public tools only'}; spending ${process.env.GPR_MCP_ALLOW_SPEND === '1' ? 'allowed' : 'refused'})`);

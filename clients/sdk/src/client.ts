@@ -1,0 +1,228 @@
+import createClient, { type Client } from 'openapi-fetch';
+import type { paths } from './generated/openapi.js';
+import { GprApiError, GprRentalStateError, GprTimeoutError } from './errors.js';
+import { retryingFetch, type RetryPolicy } from './transport.js';
+
+type JsonData<P extends keyof paths, M extends 'get' | 'post', C extends number> = paths[P][M] extends { responses: infer R }
+  ? R extends Record<C, { content: { 'application/json': { data: infer D } } }>
+    ? D
+    : never
+  : never;
+type JsonBody<P extends keyof paths> = paths[P]['post'] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+
+export type Offer = JsonData<'/api/v1/offers', 'get', 200>[number];
+export type GpuSummary = JsonData<'/api/v1/gpus', 'get', 200>;
+export type Account = JsonData<'/api/v1/me', 'get', 200>;
+export type Balance = JsonData<'/api/v1/billing/balance', 'get', 200>;
+export type Signup = JsonData<'/api/v1/signup', 'post', 201>;
+/** Key limits for the new account's key; omitted ones take the server's defaults. */
+export type SignupOptions = Partial<JsonBody<'/api/v1/signup'>>;
+export type AgentKeyIssued = JsonData<'/api/v1/agent-setups/exchange', 'post', 200>;
+export type Topup = JsonData<'/api/v1/billing/topups/{topupId}', 'get', 200>;
+export type Rental = JsonData<'/api/v1/rentals/{id}', 'get', 200>;
+export type RentalRequest = JsonBody<'/api/v1/rentals'>;
+export type Deployment = JsonData<'/api/v1/deployments/{id}', 'get', 200>;
+export type Credentials = JsonData<'/api/v1/deployments/{id}/credentials/reveal', 'post', 200>;
+export type RentalStatus = Rental['status'];
+
+/** One page of the caller's rentals, newest first. */
+export interface RentalPage {
+  data: Rental[];
+  nextCursor: string | null;
+}
+
+export interface GprClientOptions extends RetryPolicy {
+  /** Service origin, e.g. https://gpu.example.com (no /api/v1). */
+  baseUrl: string;
+  /** Agent key `gpr_<prefix>.<secret>`; public calls work without one. */
+  token?: string;
+  /** Sent as User-Agent, e.g. `gpr/0.1.0`. */
+  userAgent?: string;
+}
+
+export interface WaitOptions {
+  until: 'ACTIVE' | 'TERMINATED';
+  /** Give up after this long (default 15 minutes). */
+  timeoutMs?: number;
+  /** Delay between polls (default 2 s). */
+  intervalMs?: number;
+  /** Called after every poll with the rental as it is now. */
+  onProgress?: (rental: Rental) => void;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The GPU rental API with the behaviour every client needs: an `Idempotency-Key` on each create,
+ * sent again on retries; 429s waited out per `Retry-After`; errors thrown as {@link GprApiError}.
+ */
+export class GprClient {
+  readonly baseUrl: string;
+  private readonly api: Client<paths>;
+  private readonly fetch: ReturnType<typeof retryingFetch>;
+  private readonly headers: Record<string, string>;
+
+  constructor(options: GprClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.fetch = retryingFetch(options);
+    this.headers = { Accept: 'application/json' };
+    if (options.userAgent) this.headers['User-Agent'] = options.userAgent;
+    if (options.token) this.headers.Authorization = `Bearer ${options.token}`;
+    this.api = createClient<paths>({ baseUrl: this.baseUrl, fetch: this.fetch, headers: this.headers });
+  }
+
+  // --- public inventory -------------------------------------------------------------------------
+
+  async offers(): Promise<Offer[]> {
+    return unwrap(await this.api.GET('/api/v1/offers'));
+  }
+
+  async gpus(): Promise<GpuSummary> {
+    return unwrap(await this.api.GET('/api/v1/gpus'));
+  }
+
+  // --- account ------------------------------------------------------------------------------------
+
+  /** Headless signup: a new zero-balance account and its key (the token is returned only here). */
+  async signup(body: SignupOptions = {}, idempotencyKey: string = crypto.randomUUID()): Promise<Signup> {
+    return unwrap(await this.api.POST('/api/v1/signup', { params: { header: { 'Idempotency-Key': idempotencyKey } }, body: body as JsonBody<'/api/v1/signup'> }));
+  }
+
+  /** Exchanges a one-time setup code from the owner for an agent key. */
+  async exchangeSetupCode(setupCode: string): Promise<AgentKeyIssued> {
+    return unwrap(await this.api.POST('/api/v1/agent-setups/exchange', { body: { setupCode } }));
+  }
+
+  async me(): Promise<Account> {
+    return unwrap(await this.api.GET('/api/v1/me'));
+  }
+
+  async balance(): Promise<Balance> {
+    return unwrap(await this.api.GET('/api/v1/billing/balance'));
+  }
+
+  /** A hosted payment link for a human; only their payment credits the balance. */
+  async createTopup(amountMinor: number, idempotencyKey: string = crypto.randomUUID()): Promise<Topup> {
+    return unwrap(
+      await this.api.POST('/api/v1/billing/topups', { params: { header: { 'Idempotency-Key': idempotencyKey } }, body: { amountMinor } }),
+    ) as Topup;
+  }
+
+  async getTopup(topupId: string): Promise<Topup> {
+    return unwrap(await this.api.GET('/api/v1/billing/topups/{topupId}', { params: { path: { topupId } } }));
+  }
+
+  /** Polls a top-up until it is PAID (resolves) or EXPIRED/FAILED (throws). */
+  async waitForTopup(topupId: string, opts: { timeoutMs?: number; intervalMs?: number; onProgress?: (t: Topup) => void } = {}): Promise<Topup> {
+    const deadline = Date.now() + (opts.timeoutMs ?? 30 * 60_000);
+    for (;;) {
+      const t = await this.getTopup(topupId);
+      opts.onProgress?.(t);
+      if (t.status === 'PAID') return t;
+      if (t.status === 'EXPIRED' || t.status === 'FAILED') {
+        throw new GprApiError(410, 'TOPUP_EXPIRED', `Top-up ${topupId} is ${t.status}; create a new one.`, null);
+      }
+      if (Date.now() >= deadline) throw new GprTimeoutError(`Top-up ${topupId} was not paid in time (still ${t.status}).`);
+      await sleep(opts.intervalMs ?? 2000);
+    }
+  }
+
+  // --- rentals ------------------------------------------------------------------------------------
+
+  /**
+   * Starts a rental. The key identifies this intent: pass the same one to retry safely (the same
+   * rental comes back); by default a fresh UUID is used and resent on the client's own retries.
+   */
+  async createRental(body: RentalRequest, idempotencyKey: string = crypto.randomUUID()): Promise<Rental> {
+    return unwrap(
+      await this.api.POST('/api/v1/rentals', { params: { header: { 'Idempotency-Key': idempotencyKey } }, body }),
+    ) as Rental;
+  }
+
+  async getRental(id: string): Promise<Rental> {
+    return unwrap(await this.api.GET('/api/v1/rentals/{id}', { params: { path: { id } } }));
+  }
+
+  /** The caller's rentals, newest first (`GET /api/v1/rentals`). */
+  async listRentals(opts: { limit?: number; cursor?: string } = {}): Promise<RentalPage> {
+    const q = new URLSearchParams();
+    if (opts.limit !== undefined) q.set('limit', String(opts.limit));
+    if (opts.cursor) q.set('cursor', opts.cursor);
+    const res = await this.fetch(`${this.baseUrl}/api/v1/rentals${q.size ? `?${q}` : ''}`, { headers: this.headers });
+    if (!res.ok) throw await GprApiError.fromResponse(res);
+    const body = (await res.json()) as { data: Rental[]; meta?: { nextCursor?: string | null } };
+    return { data: body.data, nextCursor: body.meta?.nextCursor ?? null };
+  }
+
+  /** Polls until the rental reaches `until`; throws when it ends elsewhere or time runs out. */
+  async waitForRental(id: string, opts: WaitOptions): Promise<Rental> {
+    const deadline = Date.now() + (opts.timeoutMs ?? 15 * 60_000);
+    for (;;) {
+      const r = await this.getRental(id);
+      opts.onProgress?.(r);
+      if (r.status === opts.until) return r;
+      if (r.status === 'FAILED' || (opts.until === 'ACTIVE' && (r.status === 'TERMINATING' || r.status === 'TERMINATED'))) {
+        const why = r.status === 'FAILED' ? `${r.failureCode ?? 'FAILED'}: ${r.failureReason ?? 'provisioning failed'}` : r.status;
+        throw new GprRentalStateError(r.status === 'FAILED' ? r.failureCode ?? 'RENTAL_FAILED' : 'RENTAL_ENDED', `Rental ${id} will not become ${opts.until} (${why}).`, r);
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) throw new GprTimeoutError(`Rental ${id} is still ${r.status}, not ${opts.until}, after the wait.`);
+      await sleep(Math.min(opts.intervalMs ?? 2000, left));
+    }
+  }
+
+  // --- deployments --------------------------------------------------------------------------------
+
+  async listDeployments(): Promise<Deployment[]> {
+    return unwrap(await this.api.GET('/api/v1/deployments'));
+  }
+
+  async getDeployment(id: string): Promise<Deployment> {
+    return unwrap(await this.api.GET('/api/v1/deployments/{id}', { params: { path: { id } } }));
+  }
+
+  /** SSH access including the private key; every call is audited by the service. */
+  async revealCredentials(deploymentId: string): Promise<Credentials> {
+    return unwrap(await this.api.POST('/api/v1/deployments/{id}/credentials/reveal', { params: { path: { id: deploymentId } } }));
+  }
+
+  /** Irreversible: destroys the machine. Completes asynchronously; wait with {@link waitForRental}. */
+  async terminate(deploymentId: string): Promise<{ accepted: boolean }> {
+    return unwrap(await this.api.POST('/api/v1/deployments/{id}/terminate', { params: { path: { id: deploymentId } } }));
+  }
+
+  /**
+   * Accepts a rental id or a deployment id and returns both: agents hold either.
+   * A rental id is tried first; a 404 there means the id is a deployment's.
+   */
+  async resolve(id: string): Promise<{ rentalId: string; deploymentId: string; rental: Rental }> {
+    try {
+      const rental = await this.getRental(id);
+      if (!rental.deploymentId) throw new GprApiError(409, 'NO_DEPLOYMENT', `Rental ${id} has no deployment yet.`, null);
+      return { rentalId: rental.rentalId, deploymentId: rental.deploymentId, rental };
+    } catch (err) {
+      if (!(err instanceof GprApiError) || err.status !== 404) throw err;
+      const deployment = await this.getDeployment(id);
+      const rental = await this.getRental(deployment.rentalId);
+      return { rentalId: rental.rentalId, deploymentId: deployment.id, rental };
+    }
+  }
+}
+
+function unwrap<D>(result: { data?: { data: D }; error?: unknown; response: Response }): D {
+  const { response } = result;
+  if (response.ok && result.data) return result.data.data;
+  const e = (result.error as { error?: { code?: string; message?: string; requestId?: string } } | undefined)?.error ?? {};
+  throw new GprApiError(
+    response.status,
+    e.code ?? `HTTP_${response.status}`,
+    e.message ?? (response.statusText || `HTTP ${response.status}`),
+    e.requestId ?? response.headers.get('x-request-id'),
+    retryAfterHeader(response),
+  );
+}
+
+function retryAfterHeader(res: Response): number | undefined {
+  const v = res.headers.get('retry-after');
+  return v && /^\d+$/.test(v) ? Number(v) : undefined;
+}

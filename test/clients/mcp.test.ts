@@ -1,0 +1,176 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { GprClient } from '../../clients/sdk/src/index.js';
+import { sshExec } from '../../src/providers/ssh-probe.js';
+import { buildClients, GPR_MCP_BIN } from './helpers/build.js';
+import { payTopup, startService, TEST_GPU, type RunningService } from './helpers/service.js';
+
+type ToolResult = { isError?: boolean; structuredContent?: any; content: { type: string; text?: string }[] };
+
+const EXPECTED_ANNOTATIONS: Record<string, { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean }> = {
+  list_gpus: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
+  list_offers: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
+  get_account: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
+  create_topup_link: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
+  create_rental: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
+  get_rental: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
+  list_rentals: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
+  reveal_ssh_credentials: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+  terminate_deployment: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
+};
+
+/** gpr-mcp over stdio, driven by the official MCP client. */
+describe('gpr-mcp tool server (stdio, official MCP client)', function () {
+  this.timeout(120_000);
+  let service: RunningService;
+  let token: string;
+  const clients: { client: Client; stderr: () => string }[] = [];
+  const seen: string[] = [];
+
+  before(async () => {
+    buildClients();
+    service = await startService();
+    token = (await new GprClient({ baseUrl: service.baseUrl }).signup()).token;
+  });
+  after(async () => {
+    for (const c of clients) await c.client.close();
+    await service?.stop();
+    // Nothing the server printed or returned carried the token.
+    for (const text of [...seen, ...clients.map((c) => c.stderr())]) assert.ok(!text.includes(token), 'the token leaked');
+  });
+
+  async function connect(env: Record<string, string> = {}) {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [GPR_MCP_BIN],
+      env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), 'gpr-mcp-')), GPR_BASE_URL: service.baseUrl, GPR_TOKEN: token, ...env },
+      stderr: 'pipe',
+    });
+    let stderr = '';
+    transport.stderr?.on('data', (d) => (stderr += d));
+    const client = new Client({ name: 'gpr-mcp-test', version: '1.0.0' });
+    await client.connect(transport);
+    clients.push({ client, stderr: () => stderr });
+    const call = async (name: string, args: Record<string, unknown> = {}): Promise<ToolResult> => {
+      const res = (await client.callTool({ name, arguments: args })) as ToolResult;
+      seen.push(JSON.stringify(res));
+      return res;
+    };
+    return { client, call };
+  }
+
+  it('lists the nine tools with titles, input and output schemas and honest annotations; instructions speak of cents', async () => {
+    const { client } = await connect();
+    const { tools } = await client.listTools();
+    assert.deepEqual(tools.map((t) => t.name).sort(), Object.keys(EXPECTED_ANNOTATIONS).sort());
+    for (const t of tools) {
+      assert.ok(t.title, `${t.name} has a title`);
+      assert.equal(t.inputSchema.type, 'object', t.name);
+      assert.equal(t.outputSchema?.type, 'object', `${t.name} has an output schema`);
+      const a = t.annotations!;
+      const { readOnlyHint, destructiveHint, idempotentHint } = a;
+      assert.deepEqual({ readOnlyHint, destructiveHint, idempotentHint }, EXPECTED_ANNOTATIONS[t.name], t.name);
+      assert.equal(a.openWorldHint, true, t.name);
+    }
+    const create = tools.find((t) => t.name === 'create_rental')!;
+    assert.ok((create.inputSchema.required as string[]).includes('budgetMinor'), 'a budget cap is required');
+    assert.ok(!(create.inputSchema.required as string[]).includes('idempotencyKey'));
+    const wait = tools.find((t) => t.name === 'get_rental')!.inputSchema.properties as Record<string, { maximum?: number }>;
+    assert.equal(wait.waitSeconds.maximum, 120, 'the wait is bounded');
+    const instructions = client.getInstructions() ?? '';
+    assert.match(instructions, /cents/);
+    assert.match(instructions, /create_rental/);
+    assert.match(instructions, /get_rental/);
+    assert.match(instructions, /terminate_deployment/);
+  });
+
+  it('is read-only by default: create_rental and create_topup_link refuse and nothing is rented; secrets in input are refused', async () => {
+    const { call } = await connect();
+    const gpus = await call('list_gpus');
+    assert.ok(!gpus.isError, JSON.stringify(gpus));
+    assert.equal(gpus.structuredContent.models.length, 3);
+    const refused = await call('create_rental', { gpuModel: TEST_GPU, gpuCount: 1, maxHourlyPriceMinor: 300, budgetMinor: 500 });
+    assert.equal(refused.isError, true);
+    assert.match(refused.content[0].text!, /GPR_MCP_ALLOW_SPEND=1/);
+    assert.equal((await call('create_topup_link', { amountMinor: 500 })).isError, true);
+    assert.deepEqual(await new GprClient({ baseUrl: service.baseUrl, token }).listDeployments(), []);
+
+    const key = await call('get_rental', { id: '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----' });
+    assert.equal(key.isError, true);
+    assert.match(key.content[0].text!, /private key or an API token/);
+    const tok = await call('get_rental', { id: token });
+    assert.equal(tok.isError, true);
+    assert.match(tok.content[0].text!, /private key or an API token/);
+  });
+
+  it('turns a 429 into "wait N s"', async () => {
+    const limiter: Server = createServer((req, res) => {
+      res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': '42' });
+      res.end(JSON.stringify({ error: { code: 'RATE_LIMITED', message: 'Too many requests; try again in 42 s.', requestId: 'req_limited' } }));
+    });
+    await new Promise<void>((r) => limiter.listen(0, '127.0.0.1', r));
+    try {
+      const { call } = await connect({ GPR_BASE_URL: `http://127.0.0.1:${(limiter.address() as { port: number }).port}`, GPR_RETRIES: '0' });
+      const res = await call('list_offers');
+      assert.equal(res.isError, true);
+      assert.match(res.content[0].text!, /^RATE_LIMITED: wait 42 s before calling again/);
+    } finally {
+      limiter.close();
+    }
+  });
+
+  describe('with spending allowed', () => {
+    let call: Awaited<ReturnType<typeof connect>>['call'];
+    let rentalId: string;
+    before(async () => {
+      ({ call } = await connect({ GPR_MCP_ALLOW_SPEND: '1' }));
+    });
+
+    it('runs the rental flow through tool calls: account, top-up link, rent, wait ACTIVE, reveal, ssh, terminate', async () => {
+      const account = await call('get_account');
+      assert.equal(account.structuredContent.account.balance.creditsMinor, 0);
+      const topup = await call('create_topup_link', { amountMinor: 2000 });
+      assert.ok(!topup.isError, JSON.stringify(topup));
+      await payTopup(topup.structuredContent.topup.paymentUrl);
+      assert.equal((await call('get_account')).structuredContent.account.balance.creditsMinor, 2000);
+
+      const offers = await call('list_offers', { gpu: 'H100', maxPricePerHourMinor: 300 });
+      assert.deepEqual(offers.structuredContent.offers.map((o: { pricePerHourMinor: number }) => o.pricePerHourMinor), [249, 299]);
+
+      const created = await call('create_rental', { gpuModel: TEST_GPU, gpuCount: 1, maxHourlyPriceMinor: 300, budgetMinor: 500 });
+      assert.ok(!created.isError, JSON.stringify(created));
+      const { rental, idempotencyKey } = created.structuredContent;
+      assert.match(idempotencyKey, /^[0-9a-f-]{36}$/, 'generated and returned');
+      rentalId = rental.rentalId;
+      const replay = await call('create_rental', { gpuModel: TEST_GPU, gpuCount: 1, maxHourlyPriceMinor: 300, budgetMinor: 500, idempotencyKey });
+      assert.equal(replay.structuredContent.rental.rentalId, rentalId, 'the same key returns the same rental');
+
+      const active = await call('get_rental', { id: rentalId, waitFor: 'ACTIVE', waitSeconds: 60 });
+      assert.equal(active.structuredContent.rental.status, 'ACTIVE', JSON.stringify(active));
+      assert.equal(active.structuredContent.reachedWaitFor, true);
+
+      const creds = await call('reveal_ssh_credentials', { id: rentalId });
+      const c = creds.structuredContent.credentials;
+      const smi = await sshExec({ host: c.host, port: c.port, user: c.user, privateKey: c.privateKey }, 'nvidia-smi');
+      assert.equal(smi.code, 0);
+      assert.match(smi.stdout, /H100/);
+
+      const ended = await call('terminate_deployment', { id: rental.deploymentId, waitSeconds: 60 });
+      assert.equal(ended.structuredContent.accepted, true);
+      assert.equal(ended.structuredContent.rental.status, 'TERMINATED');
+      assert.ok(ended.structuredContent.rental.endedAt);
+    });
+
+    it('list_rentals shows it (GET /api/v1/rentals)', async () => {
+      const page = await call('list_rentals', { limit: 5 });
+      assert.ok(!page.isError, JSON.stringify(page));
+      assert.equal(page.structuredContent.rentals[0].rentalId, rentalId);
+      assert.equal(page.structuredContent.nextCursor, null);
+    });
+  });
+});

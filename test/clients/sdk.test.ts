@@ -1,0 +1,194 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { GprApiError, GprClient, GprNetworkError, GprRentalStateError, GprTimeoutError, type Rental } from '../../clients/sdk/src/index.js';
+import { renderSdkTypes, SDK_TYPES_PATH } from '../../scripts/generate-sdk-types.js';
+import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
+import { createTestContext, type TestContext } from '../helpers/context.js';
+import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
+import { offerIds } from '../helpers/rentals.js';
+import { freePort } from '../helpers/process.js';
+
+const OFFERS: LocalInventoryOffer[] = [
+  { key: 'sdk-l4', name: 'NVIDIA L4', category: 'datacenter', vramGb: 24, gpuCount: 1, pricePerHourMinor: 48, maximumDurationSeconds: 86400, provisionSeconds: 0 },
+  { key: 'sdk-slow', name: 'NVIDIA L40S', category: 'datacenter', vramGb: 48, gpuCount: 1, pricePerHourMinor: 99, maximumDurationSeconds: 86400, provisionSeconds: 86400 },
+  { key: 'sdk-fail', name: 'NVIDIA RTX A6000', category: 'workstation', vramGb: 48, gpuCount: 1, pricePerHourMinor: 79, maximumDurationSeconds: 86400, create: 'fail', provisionSeconds: 0 },
+];
+
+interface Seen {
+  method: string;
+  path: string;
+  idempotencyKey?: string;
+}
+
+/**
+ * Stands between the SDK and the app like a flaky network or load balancer: `plan` decides per
+ * request whether to pass it on, answer for the app, or pass it on and lose the answer.
+ */
+async function flakyProxy(target: string, plan: (n: number, req: IncomingMessage) => 'pass' | 'lose-answer' | { status: number; headers?: Record<string, string> }) {
+  const seen: Seen[] = [];
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    seen.push({ method: req.method!, path: req.url!, idempotencyKey: req.headers['idempotency-key'] as string | undefined });
+    const action = plan(seen.length, req);
+    if (typeof action === 'object') {
+      res.writeHead(action.status, { 'Content-Type': 'application/json', ...action.headers });
+      res.end(JSON.stringify({ error: { code: action.status === 429 ? 'RATE_LIMITED' : 'UNAVAILABLE', message: 'from the proxy', requestId: 'req_proxy' } }));
+      return;
+    }
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k))) as Record<string, string>;
+    const upstream = await fetch(`${target}${req.url}`, { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined });
+    const body = Buffer.from(await upstream.arrayBuffer());
+    if (action === 'lose-answer') {
+      res.writeHead(502, { 'Content-Type': 'text/html' });
+      res.end('<html>Bad gateway</html>');
+      return;
+    }
+    res.writeHead(upstream.status, Object.fromEntries(upstream.headers));
+    res.end(body);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+describe('GprClient (SDK) against the running test app', function () {
+  this.timeout(60_000);
+  let ctx: TestContext;
+  let worker: TestWorker;
+  let server: Server;
+  let baseUrl: string;
+  let ids: Record<string, string>;
+
+  before(async () => {
+    ctx = await createTestContext({ offers: OFFERS, env: { RENTAL_POLL_MS: '50' } });
+    ids = await offerIds(ctx);
+    worker = await startTestWorker(ctx, { processEveryMs: 50 });
+    server = ctx.app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(async () => {
+    server?.close();
+    await worker?.stop();
+    await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE name LIKE 'rental.%'`);
+    await ctx.close();
+  });
+
+  /** A signed-up client whose account has `amountMinor` of credits, paid through the payment page. */
+  async function funded(amountMinor = 2000, url = baseUrl) {
+    const token = (await new GprClient({ baseUrl }).signup()).token;
+    const client = new GprClient({ baseUrl, token });
+    const topup = await client.createTopup(amountMinor);
+    // The payment link names PUBLIC_BASE_URL (http://gpu.test); the page is this app's.
+    assert.equal((await fetch(`${baseUrl}${new URL(topup.paymentUrl!).pathname}`, { method: 'POST', redirect: 'manual' })).status, 303);
+    assert.equal((await client.waitForTopup(topup.topupId, { intervalMs: 50 })).status, 'PAID');
+    return { token, client: url === baseUrl ? client : new GprClient({ baseUrl: url, token, baseDelayMs: 10 }) };
+  }
+
+  it('has types generated from exactly the served /api/openapi.json (npm run clients:types)', async () => {
+    assert.equal(await renderSdkTypes(), readFileSync(SDK_TYPES_PATH, 'utf8'));
+  });
+
+  it('reads public inventory and the account; errors carry code, message, request id and status', async () => {
+    const pub = new GprClient({ baseUrl });
+    assert.equal((await pub.offers()).length, 3);
+    assert.equal((await pub.gpus()).count, 3);
+    const { client } = await funded(700);
+    const me = await client.me();
+    assert.equal(me.balance.creditsMinor, 700);
+    assert.equal(typeof me.billing.budgetRequired, 'boolean');
+
+    const err = await new GprClient({ baseUrl, token: 'gpr_AAAAAAAA.nope' }).me().catch((e) => e);
+    assert.ok(err instanceof GprApiError);
+    assert.equal(err.status, 401);
+    assert.equal(err.code, 'UNAUTHENTICATED');
+    assert.match(err.requestId!, /^req_/);
+    assert.ok(err.message.length > 0);
+
+    const down = await new GprClient({ baseUrl: `http://127.0.0.1:${await freePort()}`, retries: 0 }).offers().catch((e) => e);
+    assert.ok(down instanceof GprNetworkError);
+  });
+
+  it('retries a create whose answer was lost with the same Idempotency-Key: one rental, not two', async () => {
+    const proxy = await flakyProxy(baseUrl, (n, req) => (req.method === 'POST' && req.url === '/api/v1/rentals' && n === 1 ? 'lose-answer' : 'pass'));
+    try {
+      const { client } = await funded(2000, proxy.url);
+      proxy.seen.length = 0;
+      const rental = await client.createRental({ offerId: ids['sdk-l4'], budgetMinor: 500 });
+      const posts = proxy.seen.filter((s) => s.method === 'POST');
+      assert.equal(posts.length, 2, 'sent twice');
+      assert.ok(posts[0].idempotencyKey);
+      assert.equal(posts[1].idempotencyKey, posts[0].idempotencyKey, 'with the same key');
+      const deployments = await client.listDeployments();
+      assert.deepEqual(deployments.map((d) => d.rentalId), [rental.rentalId], 'the service made one rental');
+      await client.terminate(rental.deploymentId!);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('waits out a 429 per Retry-After, and hands back one that asks for longer than it will wait', async () => {
+    const proxy = await flakyProxy(baseUrl, (n) => (n === 1 ? { status: 429, headers: { 'Retry-After': '1' } } : n === 3 ? { status: 429, headers: { 'Retry-After': '120' } } : 'pass'));
+    try {
+      const client = new GprClient({ baseUrl: proxy.url, maxRetryAfterMs: 5000 });
+      assert.equal((await client.offers()).length, 3);
+      assert.equal(proxy.seen.length, 2);
+      const err = await client.gpus().catch((e) => e);
+      assert.ok(err instanceof GprApiError);
+      assert.equal(err.status, 429);
+      assert.equal(err.retryAfterSeconds, 120);
+      assert.equal(proxy.seen.length, 3, 'not retried');
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('does not resend a POST without an Idempotency-Key after a 5xx', async () => {
+    const proxy = await flakyProxy(baseUrl, (_n, req) => (req.method === 'POST' ? { status: 503 } : 'pass'));
+    try {
+      const { client } = await funded(600, proxy.url);
+      proxy.seen.length = 0;
+      const err = await client.terminate('00000000-0000-4000-8000-000000000000').catch((e) => e);
+      assert.ok(err instanceof GprApiError);
+      assert.equal(err.status, 503);
+      assert.equal(proxy.seen.length, 1);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('waitForRental: ACTIVE with progress, TERMINATED after terminate, a timeout, and FAILED as an error', async () => {
+    const { client } = await funded(3000);
+    const rental = await client.createRental({ offerId: ids['sdk-l4'], budgetMinor: 500 });
+    const seen: string[] = [];
+    const active = await client.waitForRental(rental.rentalId, { until: 'ACTIVE', intervalMs: 50, timeoutMs: 20_000, onProgress: (r: Rental) => seen.push(r.status) });
+    assert.equal(active.status, 'ACTIVE');
+    assert.equal(seen.at(-1), 'ACTIVE');
+    assert.deepEqual((await client.resolve(rental.deploymentId!)).rentalId, rental.rentalId, 'a deployment id resolves to its rental');
+    await client.terminate(rental.deploymentId!);
+    const ended = await client.waitForRental(rental.rentalId, {
+      until: 'TERMINATED',
+      intervalMs: 100,
+      timeoutMs: 20_000,
+      // Destruction checks run on the context's manual clock.
+      onProgress: () => ctx.clock.advance(500),
+    });
+    assert.equal(ended.status, 'TERMINATED');
+    assert.ok(ended.endedAt);
+
+    const slow = await client.createRental({ offerId: ids['sdk-slow'], budgetMinor: 500 }).catch((e) => e);
+    // One concurrent rental per signup key: the first has ended, so this one is admitted.
+    assert.ok(!(slow instanceof Error), String(slow));
+    const timeout = await client.waitForRental(slow.rentalId, { until: 'ACTIVE', intervalMs: 50, timeoutMs: 300 }).catch((e) => e);
+    assert.ok(timeout instanceof GprTimeoutError);
+    await client.terminate(slow.deploymentId);
+    await client.waitForRental(slow.rentalId, { until: 'TERMINATED', intervalMs: 100, timeoutMs: 20_000, onProgress: () => ctx.clock.advance(500) });
+
+    const failing = await client.createRental({ offerId: ids['sdk-fail'], budgetMinor: 500 });
+    const failed = await client.waitForRental(failing.rentalId, { until: 'ACTIVE', intervalMs: 50, timeoutMs: 20_000, onProgress: () => ctx.clock.advance(200) }).catch((e) => e);
+    assert.ok(failed instanceof GprRentalStateError, String(failed));
+    assert.equal(failed.rental.status, 'FAILED');
+  });
+});
