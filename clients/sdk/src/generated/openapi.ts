@@ -13,9 +13,11 @@ export interface paths {
         /**
          * @description An agent begins an authorization: a private setup code (keep it; poll the exchange call with
          *     it) and a public approval URL to hand to the owner. Both expire in 10 minutes: the owner
-         *     approves and the agent exchanges before `expiresAt`.
+         *     approves and the agent exchanges before `expiresAt`. An optional body `{"name": "..."}` names
+         *     the agent for its owner. Poll the exchange every `pollIntervalSeconds` (also the `Retry-After`
+         *     of each 409 AGENT_AUTHORIZATION_PENDING): that pace never meets the rate limit.
          */
-        post: operations["Begin"];
+        post: operations["beginAgentAuthorization"];
         delete?: never;
         options?: never;
         head?: never;
@@ -32,11 +34,13 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * @description The owner approves a pending authorization with the agent's three limits. Needs an OWNER key
+         * @description **Owner keys only**: an agent key is refused with 403 FORBIDDEN.
+         *
+         *     The owner approves a pending authorization with the agent's three limits. Needs an OWNER key
          *     with scopes read, rent and manage. A session is approved once, before the expiry given at
          *     its start; the agent exchanges its setup code before that same expiry.
          */
-        post: operations["Approve"];
+        post: operations["approveAgentAuthorization"];
         delete?: never;
         options?: never;
         head?: never;
@@ -50,52 +54,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The account's agent keys with limits, net spend and active deployments (never secrets). Owner keys only. */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Ok */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Envelope_KeyDto-Array_"];
-                    };
-                };
-                /** @description UNAUTHENTICATED */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorEnvelope"];
-                    };
-                };
-                /** @description FORBIDDEN (not an owner key) */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorEnvelope"];
-                    };
-                };
-            };
-        };
+        /**
+         * @description **Owner keys only**: an agent key is refused with 403 FORBIDDEN.
+         *
+         *     The account's agent keys with limits, net spend and active deployments (never secrets). Owner keys only.
+         */
+        get: operations["listAgentKeys"];
         put?: never;
         /**
-         * @description An owner issues an agent key directly: scopes a subset of the owner key's, three limits.
+         * @description **Owner keys only**: an agent key is refused with 403 FORBIDDEN.
+         *
+         *     An owner issues an agent key directly: scopes a subset of the owner key's, three limits.
          *     201 with the token once; an identical replay of the Idempotency-Key answers 200 with
          *     `token: null`; a changed body 409 IDEMPOTENCY_CONFLICT.
          */
-        post: operations["Issue"];
+        post: operations["issueAgentKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -112,8 +85,12 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** @description Revokes an agent key at once: its next call gets the uniform 401. Owner keys only. */
-        delete: operations["Revoke"];
+        /**
+         * @description **Owner keys only**: an agent key is refused with 403 FORBIDDEN.
+         *
+         *     Revokes an agent key at once: its next call gets the uniform 401. Owner keys only.
+         */
+        delete: operations["revokeAgentKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -131,9 +108,9 @@ export interface paths {
         /**
          * @description Exchanges a setup code for an AGENT key (scopes read, rent, manage; never billing) carrying the
          *     owner's limits. The token is returned once. While the owner has not approved yet the answer is
-         *     409 AGENT_AUTHORIZATION_PENDING: poll again a few seconds later.
+         *     409 AGENT_AUTHORIZATION_PENDING with `Retry-After` (seconds): poll again after that long.
          */
-        post: operations["Exchange"];
+        post: operations["exchangeSetupCode"];
         delete?: never;
         options?: never;
         head?: never;
@@ -151,7 +128,7 @@ export interface paths {
          * @description Credit balance and the most recent ledger entries: each with its kind, signed amount, the
          *     balance after it, its unique cause reference and its time.
          */
-        get: operations["Balance"];
+        get: operations["getBalance"];
         put?: never;
         post?: never;
         delete?: never;
@@ -176,7 +153,7 @@ export interface paths {
          *     with a different amount; 410 TOPUP_EXPIRED when that key's link expired unpaid (use a new key).
          *     Keys are scoped to the account.
          */
-        post: operations["CreateTopup"];
+        post: operations["createTopup"];
         delete?: never;
         options?: never;
         head?: never;
@@ -191,7 +168,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description One of this account's top-ups and whether it has been paid. */
-        get: operations["GetTopup"];
+        get: operations["getTopup"];
         put?: never;
         post?: never;
         delete?: never;
@@ -208,56 +185,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description Deployments of the calling key's account, newest first. Agent keys see only their own. */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description How many (default 100). */
-                    limit?: number;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Ok */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Envelope_DeploymentDto-Array_"];
-                    };
-                };
-                /** @description UNAUTHENTICATED */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorEnvelope"];
-                    };
-                };
-                /** @description FORBIDDEN */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorEnvelope"];
-                    };
-                };
-                /** @description VALIDATION_FAILED */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorEnvelope"];
-                    };
-                };
-            };
-        };
+        get: operations["listDeployments"];
         put?: never;
         post?: never;
         delete?: never;
@@ -274,55 +202,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description One deployment. Agent keys see only their own; owner keys every deployment of the account. */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Ok */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Envelope_DeploymentDto_"];
-                    };
-                };
-                /** @description UNAUTHENTICATED */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorEnvelope"];
-                    };
-                };
-                /** @description FORBIDDEN */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorEnvelope"];
-                    };
-                };
-                /** @description NOT_FOUND */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorEnvelope"];
-                    };
-                };
-            };
-        };
+        get: operations["getDeployment"];
         put?: never;
         post?: never;
         delete?: never;
@@ -345,7 +225,7 @@ export interface paths {
          *     command line. Every call is audited (key, time, request id, and whether it revealed). Before ACTIVE and after
          *     termination there are no credentials to reveal (404). Send no body and no JSON Content-Type.
          */
-        post: operations["Reveal"];
+        post: operations["revealCredentials"];
         delete?: never;
         options?: never;
         head?: never;
@@ -368,7 +248,7 @@ export interface paths {
          *     rentals forfeit their remaining paid time; metered rentals stop accruing and settle actual use.
          *     Send no body and no JSON Content-Type. Agent keys may terminate only their own deployments.
          */
-        post: operations["Terminate"];
+        post: operations["terminateDeployment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -383,7 +263,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description Per-model view of the same offers. */
-        get: operations["Gpus"];
+        get: operations["listGpus"];
         put?: never;
         post?: never;
         delete?: never;
@@ -399,8 +279,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description One GPU model and its offers. */
-        get: operations["Gpu"];
+        /** @description One GPU model and its offers, by slug or by any spelling that names exactly one model. */
+        get: operations["getGpu"];
         put?: never;
         post?: never;
         delete?: never;
@@ -417,7 +297,7 @@ export interface paths {
             cookie?: never;
         };
         /** @description The calling key's account: user, key and its limits, balance, and billing model. */
-        get: operations["Me"];
+        get: operations["getAccount"];
         put?: never;
         post?: never;
         delete?: never;
@@ -438,7 +318,7 @@ export interface paths {
          * @description Sets the account's e-mail, which the card checkout path requires (receipts go there). Owner
          *     keys, or keys with the billing scope.
          */
-        put: operations["SetEmail"];
+        put: operations["setAccountEmail"];
         post?: never;
         delete?: never;
         options?: never;
@@ -457,7 +337,7 @@ export interface paths {
          * @description Every available offer, cheapest first. The canonical source of inventory and prices;
          *     no credential needed, readable cross-origin, and ETag'd (send If-None-Match for a 304).
          */
-        get: operations["Offers"];
+        get: operations["listOffers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -479,11 +359,33 @@ export interface paths {
          * @description The human card-payment path: creates a LEGACY_PREPAID rental of whole hours, paid by card
          *     rather than credits, and returns a checkout URL a human opens to pay. Success means the
          *     checkout exists, not that payment or provisioning is complete; once the payment is verified
-         *     the rental starts provisioning. Needs an e-mail on the account (PUT /api/v1/me/email). The
+         *     the rental starts provisioning. Needs the `rent` scope, and counts against the key's
+         *     `maxConcurrentDeployments` from the moment it awaits payment. Needs an e-mail on the account (PUT /api/v1/me/email). The
          *     same Idempotency-Key with the same body returns the same order and URL (also 201, as first
          *     answered); with a different body, 409 IDEMPOTENCY_CONFLICT.
          */
-        post: operations["Checkout"];
+        post: operations["createCheckout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The GPU providers this service rents from, each with the outcome of its inventory refreshes:
+         *     when it last answered, how many of its offers are listed, and the class of its latest failure.
+         *     No credential needed.
+         */
+        get: operations["listProviders"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -497,7 +399,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * @description The caller's rentals, newest first, each as GET /api/v1/rentals/{id} shows it. Agent keys see
+         *     only their own; owner keys every rental of the account. Pages: pass `meta.nextCursor` as
+         *     `cursor` until it is null. An unreadable cursor is 400 INVALID_REQUEST.
+         */
+        get: operations["listRentals"];
         put?: never;
         /**
          * @description Rents a GPU machine paid from credits: either one exact offer (`offerId`) or a GPU intent
@@ -513,7 +420,7 @@ export interface paths {
          *     201 for a new rental; 200 with the same rental for the same Idempotency-Key and body; 409
          *     IDEMPOTENCY_CONFLICT for the same key with a different body. Keys are scoped to the account.
          */
-        post: operations["Create"];
+        post: operations["createRental"];
         delete?: never;
         options?: never;
         head?: never;
@@ -532,83 +439,7 @@ export interface paths {
          *     why in customer-safe words and `reversalStatus` whether the debit has been returned (PENDING,
          *     then SUCCEEDED). Agent keys see only their own rentals; owner keys every rental of the account.
          */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    /** @description The rental (order) id. */
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description Ok */
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["Envelope_RentalDto_"];
-                    };
-                };
-                /** @description UNAUTHENTICATED */
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorEnvelope"];
-                    };
-                };
-                /** @description Declared by the v1 contract for this route; this service does not produce it at present */
-                402: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorEnvelope"];
-                    };
-                };
-                /** @description FORBIDDEN */
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorEnvelope"];
-                    };
-                };
-                /** @description NOT_FOUND */
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorEnvelope"];
-                    };
-                };
-                /** @description Declared by the v1 contract for this route; this service does not produce it at present */
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorEnvelope"];
-                    };
-                };
-                /** @description Declared by the v1 contract for this route; this service does not produce it at present */
-                422: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": components["schemas"]["ErrorEnvelope"];
-                    };
-                };
-            };
-        };
+        get: operations["getRental"];
         put?: never;
         post?: never;
         delete?: never;
@@ -632,7 +463,7 @@ export interface paths {
          *     Repeating an Idempotency-Key that completed returns 409 SIGNUP_ALREADY_COMPLETED without
          *     the token; the same key with a changed body returns 409 IDEMPOTENCY_CONFLICT.
          */
-        post: operations["Signup"];
+        post: operations["signup"];
         delete?: never;
         options?: never;
         head?: never;
@@ -656,7 +487,7 @@ export interface paths {
          *     `checkout.session.expired` closes the checkout; other types are acknowledged and ignored.
          *     A bad signature is 400 and nothing is written.
          */
-        post: operations["Stripe"];
+        post: operations["receiveStripeWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -697,7 +528,7 @@ export interface components {
              * @description Per-rental spending cap in cents.
              */
             maxPerRentalMinor: number;
-            /** @description Label of the agent key. */
+            /** @description Label of the agent key; defaults to the name the agent gave when it began the session. */
             name?: string;
         };
         ApproveAuthorizationResponse: {
@@ -737,7 +568,10 @@ export interface components {
              */
             creditsMinor: number;
             currency: string;
-            /** @description Most recent entries first. */
+            /**
+             * @description Most recent entries first. An agent key sees only the entries it caused (its rentals' debits,
+             *     usage and reversals, and its own top-ups); an owner key sees every entry of the account.
+             */
             entries: components["schemas"]["LedgerEntryDto"][];
             frozen: boolean;
             /**
@@ -751,12 +585,29 @@ export interface components {
              */
             nextBefore: number | null;
         };
+        /** @description Optional body of POST /api/v1/agent-authorizations; the call may also be sent without a body. */
+        BeginAuthorizationRequest: {
+            /**
+             * @description What the agent calls itself: shown to the owner on the approval page and used as its key's
+             *     name unless the owner names the key when approving.
+             */
+            name?: string;
+        };
         BeginAuthorizationResponse: {
             /** @description Public: the agent hands this page to its owner, who approves there or in Telegram. */
             approvalUrl: string;
             authorizationId: string;
             /** Format: date-time */
             expiresAt: string;
+            /** @description The name the agent gave, or null. */
+            name: string | null;
+            /**
+             * Format: double
+             * @description Seconds to wait between exchange polls; polling at this pace for the whole session stays
+             *     within the per-address rate limit. Each 409 AGENT_AUTHORIZATION_PENDING also says it in
+             *     `Retry-After`.
+             */
+            pollIntervalSeconds: number;
             /** @description Private: the agent keeps it and polls the exchange call with it. Shown once. */
             setupCode: string;
         };
@@ -858,6 +709,13 @@ export interface components {
             endsAt: string | null;
             /**
              * Format: double
+             * @description GPUs in the machine.
+             */
+            gpuCount: number | null;
+            /** @description Name of the GPU model the rental runs (or will try first), e.g. `NVIDIA H100 SXM`. */
+            gpuName: string | null;
+            /**
+             * Format: double
              * @description Customer cents per hour of the offer being run.
              */
             hourlyPriceMinor: number;
@@ -869,6 +727,8 @@ export interface components {
             id: string;
             /** @description The cached offer of the current (or last) create attempt. */
             offerId: string | null;
+            /** @description Id of the provider plugin running (or about to run) the machine, e.g. `local`, `runpod`. */
+            provider: string | null;
             providerId: string | null;
             /** @description The rental (order) this deployment belongs to. */
             rentalId: string;
@@ -886,6 +746,13 @@ export interface components {
             status: components["schemas"]["RentalStatus"];
             /** Format: date-time */
             terminateRequestedAt: string | null;
+            /**
+             * @description Why the rental was ended, once someone ended it: USER (a terminate call or the owner's
+             *     Terminate button), SPEND_CAP (usage reached the rental's cap), KEY_BUDGET (the key's total
+             *     budget ran out), CREDITS (the account's credits ran out), EXPIRED (a prepaid rental reached
+             *     its purchased end). Null while it runs and for rentals that failed before running.
+             */
+            terminationReason: components["schemas"]["TerminationReason"] | null;
             /**
              * Format: double
              * @description Metered rentals: usage charged so far, in cents.
@@ -970,6 +837,11 @@ export interface components {
             meta: components["schemas"]["Meta"];
         };
         /** @description Success envelope. */
+        "Envelope_ProviderStatusDto-Array_": {
+            data: components["schemas"]["ProviderStatusDto"][];
+            meta: components["schemas"]["Meta"];
+        };
+        /** @description Success envelope. */
         Envelope_RentalDto_: {
             data: components["schemas"]["RentalDto"];
             meta: components["schemas"]["Meta"];
@@ -1000,13 +872,17 @@ export interface components {
             meta: components["schemas"]["Meta"];
         };
         ErrorBody: {
-            /** @description Stable machine-readable code, e.g. `VALIDATION_FAILED`. */
-            code: string;
+            code: components["schemas"]["ErrorCode"];
             /** @description Human-readable explanation; never contains secrets or internals. */
             message: string;
             /** @description Quote this when reporting a problem (never the token). */
             requestId: string;
         };
+        /**
+         * @description Every error code this API returns; each always comes with the same HTTP status.
+         * @enum {string}
+         */
+        ErrorCode: "INVALID_REQUEST" | "UNAUTHENTICATED" | "INSUFFICIENT_CREDITS" | "ACCOUNT_FROZEN" | "FORBIDDEN" | "KEY_LIMIT_EXCEEDED" | "NOT_FOUND" | "OFFER_NOT_FOUND" | "IDEMPOTENCY_CONFLICT" | "IDEMPOTENCY_IN_PROGRESS" | "SIGNUP_ALREADY_COMPLETED" | "AGENT_SETUP_INVALID" | "AGENT_AUTHORIZATION_PENDING" | "CONCURRENCY_LIMIT_REACHED" | "TOPUP_EXPIRED" | "VALIDATION_FAILED" | "BUDGET_REQUIRED" | "BUDGET_TOO_SMALL" | "NO_MATCHING_OFFER" | "EMAIL_REQUIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL" | "AGENTS_DISABLED" | "UNAVAILABLE";
         /** @description Error envelope: every non-2xx response has this shape. */
         ErrorEnvelope: {
             error: components["schemas"]["ErrorBody"];
@@ -1033,8 +909,9 @@ export interface components {
             /** @description GPUs in the instance: 1, 2, 4 or 8. */
             gpuCount: components["schemas"]["GpuCount"];
             /**
-             * @description GPU model, e.g. `H100 SXM`; spacing, case and vendor words are normalized (`NVIDIA H100 SXM`,
-             *     `h100sxm` and `H100-SXM` are the same model). See GET /api/v1/gpus for slugs.
+             * @description A GPU family (`H100`, `4090`, `A100`: any model of it) or a precise model (`H100 SXM`,
+             *     `h100-sxm`, `A100 80GB`); spacing, case and vendor words are normalized (`NVIDIA H100 SXM`,
+             *     `h100sxm` and `H100-SXM` are the same model). See GET /api/v1/gpus for slugs and families.
              */
             gpuModel: string;
             /**
@@ -1055,6 +932,8 @@ export interface components {
              */
             cheapestOfferId: string;
             currency: string;
+            /** @description The family a bare query matches, e.g. `h100` for H100 SXM, PCIe and NVL. */
+            family: string;
             /** Format: int32 */
             maximumDurationSeconds: number;
             /**
@@ -1067,10 +946,14 @@ export interface components {
              * @description Cheapest current price, cents per hour for the whole instance.
              */
             minPricePerHourMinor: number;
+            /** @description The model's one display name, e.g. "H100 SXM". */
             name: string;
             offers: components["schemas"]["OfferDto"][];
             /** Format: uri */
             offersUrl: string;
+            /** @description Providers with a current offer of the model. */
+            providers: string[];
+            /** @description The model's catalog slug, e.g. `h100-sxm`: the same for every provider's spelling. */
             slug: string;
             /** Format: uri */
             url: string;
@@ -1089,6 +972,8 @@ export interface components {
              */
             cheapestOfferId: string;
             currency: string;
+            /** @description The family a bare query matches, e.g. `h100` for H100 SXM, PCIe and NVL. */
+            family: string;
             /** Format: int32 */
             maximumDurationSeconds: number;
             /**
@@ -1101,9 +986,13 @@ export interface components {
              * @description Cheapest current price, cents per hour for the whole instance.
              */
             minPricePerHourMinor: number;
+            /** @description The model's one display name, e.g. "H100 SXM". */
             name: string;
             /** Format: uri */
             offersUrl: string;
+            /** @description Providers with a current offer of the model. */
+            providers: string[];
+            /** @description The model's catalog slug, e.g. `h100-sxm`: the same for every provider's spelling. */
             slug: string;
             /** Format: uri */
             url: string;
@@ -1225,6 +1114,10 @@ export interface components {
              * @description USD cents per hour for the whole instance.
              */
             pricePerHourMinor: number;
+            /** @description The provider that runs the machine (see GET /api/v1/providers). */
+            provider: string;
+            /** @description Where the machine would run, when the provider says. */
+            region?: string;
             /** Format: int32 */
             storageGb?: number;
             /**
@@ -1247,6 +1140,32 @@ export interface components {
             budgetMinor?: number;
             /** @description The exact offer id from GET /api/v1/offers. */
             offerId: string;
+        };
+        /** @enum {string} */
+        ProviderHealth: "ok" | "degraded" | "down";
+        /** @description One configured GPU provider and how its inventory refreshes are going. */
+        ProviderStatusDto: {
+            description: string;
+            id: string;
+            /** Format: date-time */
+            lastErrorAt: string | null;
+            /** @description Class of the latest failed refresh (`auth`, `rate_limited`, `unavailable`, `timeout`, `bad_response`, `request`, `internal`); null if none failed yet. */
+            lastErrorClass: string | null;
+            /** Format: date-time */
+            lastRefreshAt: string | null;
+            /** Format: date-time */
+            lastSuccessAt: string | null;
+            /**
+             * Format: int32
+             * @description The provider's offers currently listed on /offers.
+             */
+            offerCount: number;
+            /**
+             * @description `ok`: the latest refresh succeeded. `degraded`: it failed, but the provider's offers from its
+             *     last success are still live. `down`: no live offers (refreshes failing beyond the offer age
+             *     bound, or none succeeded yet).
+             */
+            status: components["schemas"]["ProviderHealth"];
         };
         QuoteDto: {
             currency: string;
@@ -1288,7 +1207,16 @@ export interface components {
              * @enum {string}
              */
             funding: "CREDITS" | "CARD";
+            /**
+             * Format: double
+             * @description GPUs in the machine.
+             */
+            gpuCount: number | null;
+            /** @description Name of the GPU model the rental runs (or will try first), e.g. `NVIDIA H100 SXM`. */
+            gpuName: string | null;
             orderId: string;
+            /** @description Id of the provider plugin running (or about to run) the machine, e.g. `local`, `runpod`. */
+            provider: string | null;
             quote: components["schemas"]["QuoteDto"];
             /** @description Equals orderId. */
             rentalId: string;
@@ -1296,6 +1224,25 @@ export interface components {
             reversalStatus: components["schemas"]["ReversalStatus"] | null;
             /** @description PENDING, PROVISIONING, ACTIVE, TERMINATING, TERMINATED, FAILED (AWAITING_PAYMENT for unpaid card orders). */
             status: components["schemas"]["RentalStatus"];
+            /**
+             * @description Why the rental was ended, once someone ended it: USER (a terminate call or the owner's
+             *     Terminate button), SPEND_CAP (usage reached the rental's cap), KEY_BUDGET (the key's total
+             *     budget ran out), CREDITS (the account's credits ran out), EXPIRED (a prepaid rental reached
+             *     its purchased end). Null while it runs and for rentals that failed before running.
+             */
+            terminationReason: components["schemas"]["TerminationReason"] | null;
+        };
+        /** @description A page of rentals, newest first. */
+        RentalPage: {
+            data: components["schemas"]["RentalDto"][];
+            meta: components["schemas"]["RentalPageMeta"];
+        };
+        /** @description `meta` of a rentals page: the envelope's fields and where the next page starts. */
+        RentalPageMeta: {
+            apiVersion: string;
+            /** @description Pass as `cursor` for the next (older) page; null on the last page. */
+            nextCursor: string | null;
+            requestId: string;
         };
         /** @enum {string} */
         RentalStatus: "AWAITING_PAYMENT" | "PENDING" | "PROVISIONING" | "ACTIVE" | "TERMINATING" | "TERMINATED" | "FAILED";
@@ -1327,6 +1274,11 @@ export interface components {
              * @default 500
              */
             maxPerRentalMinor: number;
+            /**
+             * @description What the agent calls itself (e.g. `nightly-trainer`): the name of its key, shown in key
+             *     listings and to the owner. Defaults to `signup`.
+             */
+            name?: string;
         };
         SignupResponse: {
             account: components["schemas"]["AccountDto"];
@@ -1336,6 +1288,11 @@ export interface components {
         TerminateAccepted: {
             accepted: boolean;
         };
+        /**
+         * @description Why a rental ended, as the API names it.
+         * @enum {string}
+         */
+        TerminationReason: "USER" | "SPEND_CAP" | "KEY_BUDGET" | "CREDITS" | "EXPIRED" | "FAILURE" | "RECONCILER";
         /** @description A hosted top-up link for a human to pay once. */
         TopupDto: {
             /** Format: int32 */
@@ -1388,27 +1345,67 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    Begin: {
+    beginAgentAuthorization: {
         parameters: {
             query?: never;
             header?: never;
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "NVIDIA H100 SXM"
+                 *     }
+                 */
+                "application/json": components["schemas"]["BeginAuthorizationRequest"];
+            };
+        };
         responses: {
             /** @description OK */
             200: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "authorizationId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "name": "NVIDIA H100 SXM",
+                     *         "pollIntervalSeconds": 500,
+                     *         "setupCode": "gps_qW8vZr2Lx0Yk7Tn4Mb1Pc9Sd6Fg3Hj5Kl2Zx8Cv0Bn7",
+                     *         "approvalUrl": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "expiresAt": "2026-01-15T12:00:00.000Z"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_BeginAuthorizationResponse_"];
                 };
             };
-            /** @description Declared by the v1 contract for this route; this service does not produce it at present */
+            /** @description Never for this call: every call begins a new, independent session, so none can conflict. The 409s of this flow (AGENT_AUTHORIZATION_PENDING, AGENT_SETUP_INVALID) come from the exchange. */
             409: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description VALIDATION_FAILED (a name over 100 characters) */
+            422: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1418,6 +1415,10 @@ export interface operations {
             /** @description RATE_LIMITED (per client address; see Retry-After) */
             429: {
                 headers: {
+                    /** @description Seconds to wait before asking again. */
+                    "Retry-After"?: number;
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1427,6 +1428,8 @@ export interface operations {
             /** @description AGENTS_DISABLED */
             503: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1435,7 +1438,7 @@ export interface operations {
             };
         };
     };
-    Approve: {
+    approveAgentAuthorization: {
         parameters: {
             query?: never;
             header?: never;
@@ -1444,6 +1447,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "approvalCode": "gpa_qW8vZr2Lx0Yk7Tn4Mb1Pc9Sd6Fg3Hj5Kl2Zx8Cv0Bn7",
+                 *       "maxPerRentalMinor": 500,
+                 *       "budgetLimitMinor": 500,
+                 *       "maxConcurrentDeployments": 1,
+                 *       "name": "NVIDIA H100 SXM"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ApproveAuthorizationRequest"];
             };
         };
@@ -1451,15 +1463,37 @@ export interface operations {
             /** @description Ok */
             200: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "authorizationId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "status": "APPROVED",
+                     *         "exchangeBefore": "2026-01-15T12:00:00.000Z",
+                     *         "maxPerRentalMinor": 500,
+                     *         "budgetLimitMinor": 500,
+                     *         "maxConcurrentDeployments": 1
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_ApproveAuthorizationResponse_"];
                 };
             };
             /** @description UNAUTHENTICATED */
             401: {
                 headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1469,6 +1503,8 @@ export interface operations {
             /** @description ACCOUNT_FROZEN */
             402: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1478,6 +1514,8 @@ export interface operations {
             /** @description FORBIDDEN (not an owner key, or missing read, rent or manage) */
             403: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1487,6 +1525,8 @@ export interface operations {
             /** @description NOT_FOUND (unknown approval code) */
             404: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1496,6 +1536,8 @@ export interface operations {
             /** @description AGENT_SETUP_INVALID (already approved, or expired) */
             409: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1505,6 +1547,8 @@ export interface operations {
             /** @description VALIDATION_FAILED */
             422: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1513,7 +1557,80 @@ export interface operations {
             };
         };
     };
-    Issue: {
+    listAgentKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ok */
+            200: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "kind": "OWNER",
+                     *           "name": "NVIDIA H100 SXM",
+                     *           "prefix": "Ab3dE5gH",
+                     *           "scopes": [
+                     *             "read"
+                     *           ],
+                     *           "maxPerRentalMinor": 500,
+                     *           "budgetLimitMinor": 500,
+                     *           "maxConcurrentDeployments": 1,
+                     *           "netSpentMinor": 0,
+                     *           "remainingBudgetMinor": 500,
+                     *           "activeDeployments": 0,
+                     *           "createdAt": "2026-01-15T12:00:00.000Z",
+                     *           "revokedAt": null
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_KeyDto-Array_"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description FORBIDDEN (not an owner key) */
+            403: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    issueAgentKey: {
         parameters: {
             query?: never;
             header: {
@@ -1525,6 +1642,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "NVIDIA H100 SXM",
+                 *       "scopes": [
+                 *         "read"
+                 *       ],
+                 *       "maxPerRentalMinor": 500,
+                 *       "budgetLimitMinor": 500,
+                 *       "maxConcurrentDeployments": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["IssueAgentKeyRequest"];
             };
         };
@@ -1532,24 +1660,86 @@ export interface operations {
             /** @description An identical replay: the same key, `token: null` */
             200: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "key": {
+                     *           "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "kind": "OWNER",
+                     *           "name": "NVIDIA H100 SXM",
+                     *           "prefix": "Ab3dE5gH",
+                     *           "scopes": [
+                     *             "read"
+                     *           ],
+                     *           "maxPerRentalMinor": 500,
+                     *           "budgetLimitMinor": 500,
+                     *           "maxConcurrentDeployments": 1,
+                     *           "netSpentMinor": 0,
+                     *           "remainingBudgetMinor": 500,
+                     *           "activeDeployments": 0,
+                     *           "createdAt": "2026-01-15T12:00:00.000Z",
+                     *           "revokedAt": null
+                     *         },
+                     *         "token": "gpr_Ab3dE5gH.qW8vZr2Lx0Yk7Tn4Mb1Pc9Sd6Fg3Hj5Kl2Zx8Cv0Bn7"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_AgentKeyIssued_"];
                 };
             };
             /** @description Created */
             201: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "key": {
+                     *           "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "kind": "OWNER",
+                     *           "name": "NVIDIA H100 SXM",
+                     *           "prefix": "Ab3dE5gH",
+                     *           "scopes": [
+                     *             "read"
+                     *           ],
+                     *           "maxPerRentalMinor": 500,
+                     *           "budgetLimitMinor": 500,
+                     *           "maxConcurrentDeployments": 1,
+                     *           "netSpentMinor": 0,
+                     *           "remainingBudgetMinor": 500,
+                     *           "activeDeployments": 0,
+                     *           "createdAt": "2026-01-15T12:00:00.000Z",
+                     *           "revokedAt": null
+                     *         },
+                     *         "token": "gpr_Ab3dE5gH.qW8vZr2Lx0Yk7Tn4Mb1Pc9Sd6Fg3Hj5Kl2Zx8Cv0Bn7"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_AgentKeyIssued_"];
                 };
             };
             /** @description INVALID_REQUEST (missing or malformed Idempotency-Key) */
             400: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1559,6 +1749,10 @@ export interface operations {
             /** @description UNAUTHENTICATED */
             401: {
                 headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1568,6 +1762,8 @@ export interface operations {
             /** @description ACCOUNT_FROZEN */
             402: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1577,15 +1773,19 @@ export interface operations {
             /** @description FORBIDDEN (not an owner key, or scopes beyond the owner key) */
             403: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Declared by the v1 contract for this route; this service does not produce it at present */
+            /** @description Never for this call: issuing names no existing resource. NOT_FOUND applies to revoking (DELETE /api/v1/agent-keys/{id}) a key that is not on the account. */
             404: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1595,6 +1795,8 @@ export interface operations {
             /** @description IDEMPOTENCY_CONFLICT */
             409: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1604,6 +1806,8 @@ export interface operations {
             /** @description VALIDATION_FAILED */
             422: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1612,7 +1816,7 @@ export interface operations {
             };
         };
     };
-    Revoke: {
+    revokeAgentKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -1626,15 +1830,33 @@ export interface operations {
             /** @description Ok */
             200: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "revokedAt": "2026-01-15T12:00:00.000Z"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_RevokedKey_"];
                 };
             };
             /** @description UNAUTHENTICATED */
             401: {
                 headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1644,6 +1866,8 @@ export interface operations {
             /** @description FORBIDDEN (not an owner key) */
             403: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1653,6 +1877,8 @@ export interface operations {
             /** @description NOT_FOUND */
             404: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1661,7 +1887,7 @@ export interface operations {
             };
         };
     };
-    Exchange: {
+    exchangeSetupCode: {
         parameters: {
             query?: never;
             header?: never;
@@ -1670,6 +1896,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "setupCode": "gps_qW8vZr2Lx0Yk7Tn4Mb1Pc9Sd6Fg3Hj5Kl2Zx8Cv0Bn7"
+                 *     }
+                 */
                 "application/json": components["schemas"]["ExchangeSetupCodeRequest"];
             };
         };
@@ -1677,15 +1908,49 @@ export interface operations {
             /** @description Ok */
             200: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "key": {
+                     *           "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "kind": "OWNER",
+                     *           "name": "NVIDIA H100 SXM",
+                     *           "prefix": "Ab3dE5gH",
+                     *           "scopes": [
+                     *             "read"
+                     *           ],
+                     *           "maxPerRentalMinor": 500,
+                     *           "budgetLimitMinor": 500,
+                     *           "maxConcurrentDeployments": 1,
+                     *           "netSpentMinor": 0,
+                     *           "remainingBudgetMinor": 500,
+                     *           "activeDeployments": 0,
+                     *           "createdAt": "2026-01-15T12:00:00.000Z",
+                     *           "revokedAt": null
+                     *         },
+                     *         "token": "gpr_Ab3dE5gH.qW8vZr2Lx0Yk7Tn4Mb1Pc9Sd6Fg3Hj5Kl2Zx8Cv0Bn7"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_AgentKeyIssued_"];
                 };
             };
             /** @description AGENT_AUTHORIZATION_PENDING or AGENT_SETUP_INVALID (invalid, expired or used) */
             409: {
                 headers: {
+                    /** @description Seconds to wait before asking again. */
+                    "Retry-After"?: number;
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1695,6 +1960,8 @@ export interface operations {
             /** @description VALIDATION_FAILED (malformed setup code) */
             422: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1704,6 +1971,10 @@ export interface operations {
             /** @description RATE_LIMITED (per client address; see Retry-After) */
             429: {
                 headers: {
+                    /** @description Seconds to wait before asking again. */
+                    "Retry-After"?: number;
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1713,6 +1984,8 @@ export interface operations {
             /** @description AGENTS_DISABLED */
             503: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1721,7 +1994,7 @@ export interface operations {
             };
         };
     };
-    Balance: {
+    getBalance: {
         parameters: {
             query?: {
                 /** @description Only entries older than this entry id (the previous page's `nextBefore`). */
@@ -1738,24 +2011,60 @@ export interface operations {
             /** @description Ok */
             200: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "creditsMinor": 500,
+                     *         "currency": "USD",
+                     *         "frozen": false,
+                     *         "keyRemainingBudgetMinor": 500,
+                     *         "entries": [
+                     *           {
+                     *             "id": 500,
+                     *             "kind": "TOPUP",
+                     *             "amountMinor": 500,
+                     *             "balanceAfterMinor": 500,
+                     *             "description": "example",
+                     *             "reference": "example",
+                     *             "rentalId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "keyId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "createdAt": "2026-01-15T12:00:00.000Z"
+                     *           }
+                     *         ],
+                     *         "nextBefore": 500
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_BalanceResponse_"];
                 };
             };
             /** @description UNAUTHENTICATED */
             401: {
                 headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Declared by the v1 contract for this route; this service does not produce it at present */
+            /** @description Never for this read: a frozen or negative account still reads its balance and entries. ACCOUNT_FROZEN and INSUFFICIENT_CREDITS answer the calls that spend. */
             402: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1765,24 +2074,30 @@ export interface operations {
             /** @description FORBIDDEN */
             403: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Declared by the v1 contract for this route; this service does not produce it at present */
+            /** @description Never for this read: a valid key always has its account; `before` past the oldest entry is an empty page, not 404. */
             404: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Declared by the v1 contract for this route; this service does not produce it at present */
+            /** @description Never for this read: it changes nothing, so nothing can conflict. */
             409: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1792,6 +2107,8 @@ export interface operations {
             /** @description VALIDATION_FAILED */
             422: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1800,7 +2117,7 @@ export interface operations {
             };
         };
     };
-    CreateTopup: {
+    createTopup: {
         parameters: {
             query?: never;
             header: {
@@ -1812,6 +2129,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "amountMinor": 2000
+                 *     }
+                 */
                 "application/json": components["schemas"]["TopupRequest"];
             };
         };
@@ -1819,24 +2141,66 @@ export interface operations {
             /** @description Replay of the same Idempotency-Key and body */
             200: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "topupId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "status": "CREATING",
+                     *         "amountMinor": 500,
+                     *         "currency": "USD",
+                     *         "paymentUrl": "http://localhost:8080/pay/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "expiresAt": "2026-01-15T12:00:00.000Z",
+                     *         "createdAt": "2026-01-15T12:00:00.000Z",
+                     *         "paidAt": "2026-01-15T12:00:00.000Z"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_TopupDto_"];
                 };
             };
             /** @description Created */
             201: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "topupId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "status": "CREATING",
+                     *         "amountMinor": 500,
+                     *         "currency": "USD",
+                     *         "paymentUrl": "http://localhost:8080/pay/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "expiresAt": "2026-01-15T12:00:00.000Z",
+                     *         "createdAt": "2026-01-15T12:00:00.000Z",
+                     *         "paidAt": "2026-01-15T12:00:00.000Z"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_TopupDto_"];
                 };
             };
             /** @description Missing or malformed Idempotency-Key, or malformed JSON (INVALID_REQUEST) */
             400: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1846,15 +2210,21 @@ export interface operations {
             /** @description UNAUTHENTICATED */
             401: {
                 headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Declared by the v1 contract for this route; this service does not produce it at present */
+            /** @description Never for this call: adding credits is how a frozen or negative account recovers, so it is always allowed. */
             402: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1864,15 +2234,19 @@ export interface operations {
             /** @description FORBIDDEN (the key lacks the billing scope) */
             403: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Declared by the v1 contract for this route; this service does not produce it at present */
+            /** @description Never for this call: it names no existing resource (GET /api/v1/billing/topups/{topupId} answers NOT_FOUND for an unknown top-up). */
             404: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1882,6 +2256,8 @@ export interface operations {
             /** @description IDEMPOTENCY_CONFLICT */
             409: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1891,6 +2267,8 @@ export interface operations {
             /** @description TOPUP_EXPIRED */
             410: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1900,6 +2278,8 @@ export interface operations {
             /** @description VALIDATION_FAILED */
             422: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1909,6 +2289,8 @@ export interface operations {
             /** @description UNAVAILABLE (payment provider unreachable; retry with the same key) */
             503: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1917,7 +2299,7 @@ export interface operations {
             };
         };
     };
-    GetTopup: {
+    getTopup: {
         parameters: {
             query?: never;
             header?: never;
@@ -1931,15 +2313,39 @@ export interface operations {
             /** @description Ok */
             200: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "topupId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "status": "CREATING",
+                     *         "amountMinor": 500,
+                     *         "currency": "USD",
+                     *         "paymentUrl": "http://localhost:8080/pay/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "expiresAt": "2026-01-15T12:00:00.000Z",
+                     *         "createdAt": "2026-01-15T12:00:00.000Z",
+                     *         "paidAt": "2026-01-15T12:00:00.000Z"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_TopupDto_"];
                 };
             };
             /** @description UNAUTHENTICATED */
             401: {
                 headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1949,6 +2355,8 @@ export interface operations {
             /** @description FORBIDDEN */
             403: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1958,6 +2366,8 @@ export interface operations {
             /** @description NOT_FOUND */
             404: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1966,7 +2376,104 @@ export interface operations {
             };
         };
     };
-    Reveal: {
+    listDeployments: {
+        parameters: {
+            query?: {
+                /** @description How many (default 100). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ok */
+            200: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "rentalId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "status": "AWAITING_PAYMENT",
+                     *           "gpuName": "example",
+                     *           "gpuCount": 1,
+                     *           "provider": "example",
+                     *           "terminationReason": {
+                     *             "0": "U",
+                     *             "1": "S",
+                     *             "2": "E",
+                     *             "3": "R"
+                     *           },
+                     *           "billingModel": "LEGACY_PREPAID",
+                     *           "hoursPurchased": 500,
+                     *           "durationSeconds": 500,
+                     *           "endsAt": "2026-01-15T12:00:00.000Z",
+                     *           "endedAt": "2026-01-15T12:00:00.000Z",
+                     *           "startedAt": "2026-01-15T12:00:00.000Z",
+                     *           "hourlyPriceMinor": 500,
+                     *           "spendCapMinor": 500,
+                     *           "usageMinor": 500,
+                     *           "offerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "providerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
+                     *           "createdAt": "2026-01-15T12:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_DeploymentDto-Array_"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description VALIDATION_FAILED */
+            422: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    getDeployment: {
         parameters: {
             query?: never;
             header?: never;
@@ -1980,24 +2487,56 @@ export interface operations {
             /** @description Ok */
             200: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Envelope_CredentialsDto_"];
-                };
-            };
-            /** @description INVALID_REQUEST (a JSON Content-Type on this bodyless call) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorEnvelope"];
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "rentalId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "status": "AWAITING_PAYMENT",
+                     *         "gpuName": "example",
+                     *         "gpuCount": 1,
+                     *         "provider": "example",
+                     *         "terminationReason": {
+                     *           "0": "U",
+                     *           "1": "S",
+                     *           "2": "E",
+                     *           "3": "R"
+                     *         },
+                     *         "billingModel": "LEGACY_PREPAID",
+                     *         "hoursPurchased": 500,
+                     *         "durationSeconds": 500,
+                     *         "endsAt": "2026-01-15T12:00:00.000Z",
+                     *         "endedAt": "2026-01-15T12:00:00.000Z",
+                     *         "startedAt": "2026-01-15T12:00:00.000Z",
+                     *         "hourlyPriceMinor": 500,
+                     *         "spendCapMinor": 500,
+                     *         "usageMinor": 500,
+                     *         "offerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "providerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
+                     *         "createdAt": "2026-01-15T12:00:00.000Z"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_DeploymentDto_"];
                 };
             };
             /** @description UNAUTHENTICATED */
             401: {
                 headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2007,15 +2546,19 @@ export interface operations {
             /** @description FORBIDDEN */
             403: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description NOT_FOUND (no such deployment, or it is not ACTIVE) */
+            /** @description NOT_FOUND */
             404: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2024,7 +2567,7 @@ export interface operations {
             };
         };
     };
-    Terminate: {
+    revealCredentials: {
         parameters: {
             query?: never;
             header?: never;
@@ -2035,18 +2578,41 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Accepted */
-            202: {
+            /** @description Ok */
+            200: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Envelope_TerminateAccepted_"];
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "deploymentId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "host": "203.0.113.10",
+                     *         "port": 22,
+                     *         "user": "root",
+                     *         "privateKey": "-----BEGIN OPENSSH PRIVATE KEY-----\n...\n-----END OPENSSH PRIVATE KEY-----\n",
+                     *         "publicKey": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIExampleKeyOnly gpr-deployment",
+                     *         "privateKeyFile": "gpr-3f6c2a9e.key",
+                     *         "sshCommand": "ssh -i gpr-3f6c2a9e.key -p 22 root@203.0.113.10",
+                     *         "revealedAt": "2026-01-15T12:00:00.000Z"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_CredentialsDto_"];
                 };
             };
             /** @description INVALID_REQUEST (a JSON Content-Type on this bodyless call) */
             400: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2056,6 +2622,92 @@ export interface operations {
             /** @description UNAUTHENTICATED */
             401: {
                 headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description NOT_FOUND (no such deployment, or it is not ACTIVE) */
+            404: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    terminateDeployment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The deployment id, or the id of its rental (the same access rules apply). */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "accepted": true
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_TerminateAccepted_"];
+                };
+            };
+            /** @description INVALID_REQUEST (a JSON Content-Type on this bodyless call) */
+            400: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2065,6 +2717,8 @@ export interface operations {
             /** @description FORBIDDEN (no manage scope) */
             403: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2074,6 +2728,8 @@ export interface operations {
             /** @description NOT_FOUND */
             404: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2082,7 +2738,7 @@ export interface operations {
             };
         };
     };
-    Gpus: {
+    listGpus: {
         parameters: {
             query?: never;
             header?: never;
@@ -2094,15 +2750,65 @@ export interface operations {
             /** @description Ok */
             200: {
                 headers: {
+                    /** @description Version of the inventory snapshot; send it back as If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "generatedAt": "2026-01-15T12:00:00.000Z",
+                     *         "unit": "example",
+                     *         "count": 500,
+                     *         "offersUrl": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "models": [
+                     *           {
+                     *             "slug": "h100sxm",
+                     *             "name": "NVIDIA H100 SXM",
+                     *             "family": "example",
+                     *             "category": "datacenter",
+                     *             "vramGb": 500,
+                     *             "availableOffers": 500,
+                     *             "availableGpus": 500,
+                     *             "minPricePerHourMinor": 500,
+                     *             "maxPricePerHourMinor": 500,
+                     *             "cheapestOfferId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "currency": "USD",
+                     *             "maximumDurationSeconds": 500,
+                     *             "providers": [
+                     *               "example"
+                     *             ],
+                     *             "url": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "offersUrl": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42"
+                     *           }
+                     *         ]
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_GpuSummaryDto_"];
                 };
             };
+            /** @description Not Modified: If-None-Match named the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description Version of the inventory snapshot; send it back as If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
-    Gpu: {
+    getGpu: {
         parameters: {
             query?: never;
             header?: never;
@@ -2116,15 +2822,76 @@ export interface operations {
             /** @description Ok */
             200: {
                 headers: {
+                    /** @description Version of the inventory snapshot; send it back as If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "slug": "h100sxm",
+                     *         "name": "NVIDIA H100 SXM",
+                     *         "family": "example",
+                     *         "category": "datacenter",
+                     *         "vramGb": 500,
+                     *         "availableOffers": 500,
+                     *         "availableGpus": 500,
+                     *         "minPricePerHourMinor": 500,
+                     *         "maxPricePerHourMinor": 500,
+                     *         "cheapestOfferId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "currency": "USD",
+                     *         "maximumDurationSeconds": 500,
+                     *         "providers": [
+                     *           "example"
+                     *         ],
+                     *         "url": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "offersUrl": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "offers": [
+                     *           {
+                     *             "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "category": "datacenter",
+                     *             "name": "NVIDIA H100 SXM",
+                     *             "vramGb": 500,
+                     *             "gpuCount": 1,
+                     *             "cpuCores": 500,
+                     *             "memoryGb": 500,
+                     *             "storageGb": 500,
+                     *             "pricePerHourMinor": 500,
+                     *             "currency": "USD",
+                     *             "maximumDurationSeconds": 500,
+                     *             "provider": "example",
+                     *             "region": "example"
+                     *           }
+                     *         ]
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_GpuModelDetailDto_"];
                 };
+            };
+            /** @description Not Modified: If-None-Match named the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description Version of the inventory snapshot; send it back as If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description NOT_FOUND */
             404: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2133,7 +2900,7 @@ export interface operations {
             };
         };
     };
-    Me: {
+    getAccount: {
         parameters: {
             query?: never;
             header?: never;
@@ -2145,24 +2912,75 @@ export interface operations {
             /** @description Ok */
             200: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "user": {
+                     *           "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "email": "owner@example.com",
+                     *           "createdAt": "2026-01-15T12:00:00.000Z",
+                     *           "telegramLinked": false
+                     *         },
+                     *         "key": {
+                     *           "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "kind": "OWNER",
+                     *           "name": "NVIDIA H100 SXM",
+                     *           "prefix": "Ab3dE5gH",
+                     *           "scopes": [
+                     *             "read"
+                     *           ],
+                     *           "maxPerRentalMinor": 500,
+                     *           "budgetLimitMinor": 500,
+                     *           "maxConcurrentDeployments": 1,
+                     *           "netSpentMinor": 0,
+                     *           "remainingBudgetMinor": 500,
+                     *           "activeDeployments": 0,
+                     *           "createdAt": "2026-01-15T12:00:00.000Z",
+                     *           "revokedAt": null
+                     *         },
+                     *         "balance": {
+                     *           "creditsMinor": 500,
+                     *           "keyRemainingBudgetMinor": 500,
+                     *           "currency": "USD",
+                     *           "frozen": false
+                     *         },
+                     *         "billing": {
+                     *           "model": "LEGACY_PREPAID",
+                     *           "budgetRequired": false
+                     *         }
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_AccountDto_"];
                 };
             };
             /** @description UNAUTHENTICATED */
             401: {
                 headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Declared by the v1 contract for this route; this service does not produce it at present */
+            /** @description Never for this read: a frozen or negative account still reads its state (`balance.frozen`, `balance.creditsMinor`). ACCOUNT_FROZEN and INSUFFICIENT_CREDITS answer the calls that spend. */
             402: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2172,33 +2990,41 @@ export interface operations {
             /** @description FORBIDDEN */
             403: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Declared by the v1 contract for this route; this service does not produce it at present */
+            /** @description Never for this read: a valid key always has its account; a revoked key gets the uniform 401. */
             404: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Declared by the v1 contract for this route; this service does not produce it at present */
+            /** @description Never for this read: it changes nothing, so nothing can conflict. */
             409: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Declared by the v1 contract for this route; this service does not produce it at present */
+            /** @description Never for this read: it takes no parameters. */
             422: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2207,7 +3033,7 @@ export interface operations {
             };
         };
     };
-    SetEmail: {
+    setAccountEmail: {
         parameters: {
             query?: never;
             header?: never;
@@ -2216,6 +3042,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "owner@example.com"
+                 *     }
+                 */
                 "application/json": components["schemas"]["EmailRequest"];
             };
         };
@@ -2223,15 +3054,32 @@ export interface operations {
             /** @description Ok */
             200: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "email": "owner@example.com"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_EmailResponse_"];
                 };
             };
             /** @description UNAUTHENTICATED */
             401: {
                 headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2241,6 +3089,8 @@ export interface operations {
             /** @description FORBIDDEN (neither an owner key nor the billing scope) */
             403: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2250,6 +3100,8 @@ export interface operations {
             /** @description VALIDATION_FAILED */
             422: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2258,10 +3110,10 @@ export interface operations {
             };
         };
     };
-    Offers: {
+    listOffers: {
         parameters: {
             query?: {
-                /** @description Only offers of this GPU model (a slug from /gpus or any spelling, e.g. "NVIDIA H100 SXM", "h100sxm"). */
+                /** @description Only offers of this GPU family ("H100", "4090": every model of it) or model (a slug from /gpus such as "h100-sxm", or any spelling: "NVIDIA H100 SXM", "A100 80GB"). */
                 gpu?: string;
             };
             header?: never;
@@ -2273,15 +3125,55 @@ export interface operations {
             /** @description Ok */
             200: {
                 headers: {
+                    /** @description Version of the inventory snapshot; send it back as If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "category": "datacenter",
+                     *           "name": "NVIDIA H100 SXM",
+                     *           "vramGb": 500,
+                     *           "gpuCount": 1,
+                     *           "cpuCores": 500,
+                     *           "memoryGb": 500,
+                     *           "storageGb": 500,
+                     *           "pricePerHourMinor": 500,
+                     *           "currency": "USD",
+                     *           "maximumDurationSeconds": 500,
+                     *           "provider": "example",
+                     *           "region": "example"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_OfferDto-Array_"];
                 };
             };
+            /** @description Not Modified: If-None-Match named the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description Version of the inventory snapshot; send it back as If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
-    Checkout: {
+    createCheckout: {
         parameters: {
             query?: never;
             header: {
@@ -2293,6 +3185,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "offerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                 *       "budgetMinor": 500
+                 *     }
+                 */
                 "application/json": components["schemas"]["CardCheckoutRequest"];
             };
         };
@@ -2300,15 +3198,38 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "orderId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "checkoutUrl": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "expiresAt": "2026-01-15T12:00:00.000Z",
+                     *         "quote": {
+                     *           "hourlyPriceMinor": 500,
+                     *           "durationSeconds": 500,
+                     *           "totalMinor": 500,
+                     *           "currency": "USD"
+                     *         }
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_CardCheckoutResponse_"];
                 };
             };
             /** @description Missing or malformed Idempotency-Key, or malformed JSON (INVALID_REQUEST) */
             400: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2318,15 +3239,32 @@ export interface operations {
             /** @description UNAUTHENTICATED */
             401: {
                 headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description IDEMPOTENCY_CONFLICT */
+            /** @description FORBIDDEN (the key lacks the rent scope) */
+            403: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description IDEMPOTENCY_CONFLICT, CONCURRENCY_LIMIT_REACHED (the key already runs or awaits its maximum of deployments) */
             409: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2336,6 +3274,8 @@ export interface operations {
             /** @description VALIDATION_FAILED (including an offerId not currently offered and budgetMinor above the offer maximum), BUDGET_TOO_SMALL, EMAIL_REQUIRED */
             422: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2345,6 +3285,8 @@ export interface operations {
             /** @description UNAVAILABLE (payment provider unreachable; retry with the same key) */
             503: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2353,7 +3295,212 @@ export interface operations {
             };
         };
     };
-    Create: {
+    listProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ok */
+            200: {
+                headers: {
+                    /** @description Version of the inventory snapshot; send it back as If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "description": "example",
+                     *           "status": "ok",
+                     *           "lastRefreshAt": "2026-01-15T12:00:00.000Z",
+                     *           "lastSuccessAt": "2026-01-15T12:00:00.000Z",
+                     *           "offerCount": 500,
+                     *           "lastErrorClass": "example",
+                     *           "lastErrorAt": "2026-01-15T12:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_ProviderStatusDto-Array_"];
+                };
+            };
+            /** @description Not Modified: If-None-Match named the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description Version of the inventory snapshot; send it back as If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    listRentals: {
+        parameters: {
+            query?: {
+                /** @description Opaque: the previous page's `meta.nextCursor`. */
+                cursor?: string;
+                /** @description Rentals per page, 1 to 100 (default 20). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ok */
+            200: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "rentalId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "orderId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "deploymentId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "status": "AWAITING_PAYMENT",
+                     *           "gpuName": "example",
+                     *           "gpuCount": 1,
+                     *           "provider": "example",
+                     *           "terminationReason": {
+                     *             "0": "U",
+                     *             "1": "S",
+                     *             "2": "E",
+                     *             "3": "R"
+                     *           },
+                     *           "endedAt": "2026-01-15T12:00:00.000Z",
+                     *           "deployment": {
+                     *             "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "rentalId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "status": "AWAITING_PAYMENT",
+                     *             "gpuName": "example",
+                     *             "gpuCount": 1,
+                     *             "provider": "example",
+                     *             "terminationReason": {
+                     *               "0": "U",
+                     *               "1": "S",
+                     *               "2": "E",
+                     *               "3": "R"
+                     *             },
+                     *             "billingModel": "LEGACY_PREPAID",
+                     *             "hoursPurchased": 500,
+                     *             "durationSeconds": 500,
+                     *             "endsAt": "2026-01-15T12:00:00.000Z",
+                     *             "endedAt": "2026-01-15T12:00:00.000Z",
+                     *             "startedAt": "2026-01-15T12:00:00.000Z",
+                     *             "hourlyPriceMinor": 500,
+                     *             "spendCapMinor": 500,
+                     *             "usageMinor": 500,
+                     *             "offerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "providerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
+                     *             "createdAt": "2026-01-15T12:00:00.000Z"
+                     *           },
+                     *           "quote": {
+                     *             "hourlyPriceMinor": 500,
+                     *             "durationSeconds": 500,
+                     *             "totalMinor": 500,
+                     *             "currency": "USD"
+                     *           },
+                     *           "billingModel": "LEGACY_PREPAID",
+                     *           "funding": "CREDITS",
+                     *           "candidateOfferIds": [
+                     *             "example"
+                     *           ],
+                     *           "failureCode": null,
+                     *           "failureReason": null,
+                     *           "reversalStatus": {
+                     *             "0": "P",
+                     *             "1": "E",
+                     *             "2": "N",
+                     *             "3": "D",
+                     *             "4": "I",
+                     *             "5": "N",
+                     *             "6": "G"
+                     *           },
+                     *           "createdAt": "2026-01-15T12:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1",
+                     *         "nextCursor": "example"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RentalPage"];
+                };
+            };
+            /** @description INVALID_REQUEST (an unreadable cursor) */
+            400: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description FORBIDDEN (no read scope) */
+            403: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description VALIDATION_FAILED (limit out of range) */
+            422: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    createRental: {
         parameters: {
             query?: never;
             header: {
@@ -2365,6 +3512,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "gpuModel": "H100 SXM",
+                 *       "gpuCount": 1,
+                 *       "maxHourlyPriceMinor": 400
+                 *     }
+                 */
                 "application/json": components["schemas"]["CreateRentalRequest"];
             };
         };
@@ -2372,24 +3526,178 @@ export interface operations {
             /** @description Replay of the same Idempotency-Key and body */
             200: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "rentalId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "orderId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "deploymentId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "status": "AWAITING_PAYMENT",
+                     *         "gpuName": "example",
+                     *         "gpuCount": 1,
+                     *         "provider": "example",
+                     *         "terminationReason": {
+                     *           "0": "U",
+                     *           "1": "S",
+                     *           "2": "E",
+                     *           "3": "R"
+                     *         },
+                     *         "endedAt": "2026-01-15T12:00:00.000Z",
+                     *         "deployment": {
+                     *           "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "rentalId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "status": "AWAITING_PAYMENT",
+                     *           "gpuName": "example",
+                     *           "gpuCount": 1,
+                     *           "provider": "example",
+                     *           "terminationReason": {
+                     *             "0": "U",
+                     *             "1": "S",
+                     *             "2": "E",
+                     *             "3": "R"
+                     *           },
+                     *           "billingModel": "LEGACY_PREPAID",
+                     *           "hoursPurchased": 500,
+                     *           "durationSeconds": 500,
+                     *           "endsAt": "2026-01-15T12:00:00.000Z",
+                     *           "endedAt": "2026-01-15T12:00:00.000Z",
+                     *           "startedAt": "2026-01-15T12:00:00.000Z",
+                     *           "hourlyPriceMinor": 500,
+                     *           "spendCapMinor": 500,
+                     *           "usageMinor": 500,
+                     *           "offerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "providerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
+                     *           "createdAt": "2026-01-15T12:00:00.000Z"
+                     *         },
+                     *         "quote": {
+                     *           "hourlyPriceMinor": 500,
+                     *           "durationSeconds": 500,
+                     *           "totalMinor": 500,
+                     *           "currency": "USD"
+                     *         },
+                     *         "billingModel": "LEGACY_PREPAID",
+                     *         "funding": "CREDITS",
+                     *         "candidateOfferIds": [
+                     *           "example"
+                     *         ],
+                     *         "failureCode": null,
+                     *         "failureReason": null,
+                     *         "reversalStatus": {
+                     *           "0": "P",
+                     *           "1": "E",
+                     *           "2": "N",
+                     *           "3": "D",
+                     *           "4": "I",
+                     *           "5": "N",
+                     *           "6": "G"
+                     *         },
+                     *         "createdAt": "2026-01-15T12:00:00.000Z"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_RentalDto_"];
                 };
             };
             /** @description Created */
             201: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "rentalId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "orderId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "deploymentId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "status": "AWAITING_PAYMENT",
+                     *         "gpuName": "example",
+                     *         "gpuCount": 1,
+                     *         "provider": "example",
+                     *         "terminationReason": {
+                     *           "0": "U",
+                     *           "1": "S",
+                     *           "2": "E",
+                     *           "3": "R"
+                     *         },
+                     *         "endedAt": "2026-01-15T12:00:00.000Z",
+                     *         "deployment": {
+                     *           "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "rentalId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "status": "AWAITING_PAYMENT",
+                     *           "gpuName": "example",
+                     *           "gpuCount": 1,
+                     *           "provider": "example",
+                     *           "terminationReason": {
+                     *             "0": "U",
+                     *             "1": "S",
+                     *             "2": "E",
+                     *             "3": "R"
+                     *           },
+                     *           "billingModel": "LEGACY_PREPAID",
+                     *           "hoursPurchased": 500,
+                     *           "durationSeconds": 500,
+                     *           "endsAt": "2026-01-15T12:00:00.000Z",
+                     *           "endedAt": "2026-01-15T12:00:00.000Z",
+                     *           "startedAt": "2026-01-15T12:00:00.000Z",
+                     *           "hourlyPriceMinor": 500,
+                     *           "spendCapMinor": 500,
+                     *           "usageMinor": 500,
+                     *           "offerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "providerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
+                     *           "createdAt": "2026-01-15T12:00:00.000Z"
+                     *         },
+                     *         "quote": {
+                     *           "hourlyPriceMinor": 500,
+                     *           "durationSeconds": 500,
+                     *           "totalMinor": 500,
+                     *           "currency": "USD"
+                     *         },
+                     *         "billingModel": "LEGACY_PREPAID",
+                     *         "funding": "CREDITS",
+                     *         "candidateOfferIds": [
+                     *           "example"
+                     *         ],
+                     *         "failureCode": null,
+                     *         "failureReason": null,
+                     *         "reversalStatus": {
+                     *           "0": "P",
+                     *           "1": "E",
+                     *           "2": "N",
+                     *           "3": "D",
+                     *           "4": "I",
+                     *           "5": "N",
+                     *           "6": "G"
+                     *         },
+                     *         "createdAt": "2026-01-15T12:00:00.000Z"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_RentalDto_"];
                 };
             };
             /** @description Missing or malformed Idempotency-Key, or malformed JSON (INVALID_REQUEST) */
             400: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2399,6 +3707,10 @@ export interface operations {
             /** @description UNAUTHENTICATED */
             401: {
                 headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2408,6 +3720,8 @@ export interface operations {
             /** @description INSUFFICIENT_CREDITS, ACCOUNT_FROZEN (frozen or negative account) */
             402: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2417,6 +3731,8 @@ export interface operations {
             /** @description FORBIDDEN (no rent scope), KEY_LIMIT_EXCEEDED (per-rental cap or key budget) */
             403: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2426,6 +3742,8 @@ export interface operations {
             /** @description OFFER_NOT_FOUND (the offer id was never in the inventory) */
             404: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2435,6 +3753,8 @@ export interface operations {
             /** @description IDEMPOTENCY_CONFLICT, CONCURRENCY_LIMIT_REACHED */
             409: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2444,6 +3764,8 @@ export interface operations {
             /** @description VALIDATION_FAILED, BUDGET_REQUIRED, BUDGET_TOO_SMALL, NO_MATCHING_OFFER */
             422: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2453,6 +3775,8 @@ export interface operations {
             /** @description UNAVAILABLE */
             503: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2461,7 +3785,174 @@ export interface operations {
             };
         };
     };
-    Signup: {
+    getRental: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The rental (order) id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ok */
+            200: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "rentalId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "orderId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "deploymentId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "status": "AWAITING_PAYMENT",
+                     *         "gpuName": "example",
+                     *         "gpuCount": 1,
+                     *         "provider": "example",
+                     *         "terminationReason": {
+                     *           "0": "U",
+                     *           "1": "S",
+                     *           "2": "E",
+                     *           "3": "R"
+                     *         },
+                     *         "endedAt": "2026-01-15T12:00:00.000Z",
+                     *         "deployment": {
+                     *           "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "rentalId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "status": "AWAITING_PAYMENT",
+                     *           "gpuName": "example",
+                     *           "gpuCount": 1,
+                     *           "provider": "example",
+                     *           "terminationReason": {
+                     *             "0": "U",
+                     *             "1": "S",
+                     *             "2": "E",
+                     *             "3": "R"
+                     *           },
+                     *           "billingModel": "LEGACY_PREPAID",
+                     *           "hoursPurchased": 500,
+                     *           "durationSeconds": 500,
+                     *           "endsAt": "2026-01-15T12:00:00.000Z",
+                     *           "endedAt": "2026-01-15T12:00:00.000Z",
+                     *           "startedAt": "2026-01-15T12:00:00.000Z",
+                     *           "hourlyPriceMinor": 500,
+                     *           "spendCapMinor": 500,
+                     *           "usageMinor": 500,
+                     *           "offerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "providerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
+                     *           "createdAt": "2026-01-15T12:00:00.000Z"
+                     *         },
+                     *         "quote": {
+                     *           "hourlyPriceMinor": 500,
+                     *           "durationSeconds": 500,
+                     *           "totalMinor": 500,
+                     *           "currency": "USD"
+                     *         },
+                     *         "billingModel": "LEGACY_PREPAID",
+                     *         "funding": "CREDITS",
+                     *         "candidateOfferIds": [
+                     *           "example"
+                     *         ],
+                     *         "failureCode": null,
+                     *         "failureReason": null,
+                     *         "reversalStatus": {
+                     *           "0": "P",
+                     *           "1": "E",
+                     *           "2": "N",
+                     *           "3": "D",
+                     *           "4": "I",
+                     *           "5": "N",
+                     *           "6": "G"
+                     *         },
+                     *         "createdAt": "2026-01-15T12:00:00.000Z"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_RentalDto_"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Never for this read: a frozen or negative account still reads its rentals. */
+            402: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description FORBIDDEN */
+            403: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Never for this read: it changes nothing, so nothing can conflict. */
+            409: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Never for this read: any id is accepted, and one that names no rental of the caller is 404 NOT_FOUND. */
+            422: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    signup: {
         parameters: {
             query?: never;
             header: {
@@ -2473,6 +3964,13 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "maxPerRentalMinor": 2000,
+                 *       "budgetLimitMinor": 10000,
+                 *       "maxConcurrentDeployments": 1
+                 *     }
+                 */
                 "application/json": components["schemas"]["SignupRequest"];
             };
         };
@@ -2480,15 +3978,65 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "account": {
+                     *           "user": {
+                     *             "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "email": "owner@example.com",
+                     *             "createdAt": "2026-01-15T12:00:00.000Z",
+                     *             "telegramLinked": false
+                     *           },
+                     *           "key": {
+                     *             "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "kind": "OWNER",
+                     *             "name": "NVIDIA H100 SXM",
+                     *             "prefix": "Ab3dE5gH",
+                     *             "scopes": [
+                     *               "read"
+                     *             ],
+                     *             "maxPerRentalMinor": 500,
+                     *             "budgetLimitMinor": 500,
+                     *             "maxConcurrentDeployments": 1,
+                     *             "netSpentMinor": 0,
+                     *             "remainingBudgetMinor": 500,
+                     *             "activeDeployments": 0,
+                     *             "createdAt": "2026-01-15T12:00:00.000Z",
+                     *             "revokedAt": null
+                     *           },
+                     *           "balance": {
+                     *             "creditsMinor": 500,
+                     *             "keyRemainingBudgetMinor": 500,
+                     *             "currency": "USD",
+                     *             "frozen": false
+                     *           },
+                     *           "billing": {
+                     *             "model": "LEGACY_PREPAID",
+                     *             "budgetRequired": false
+                     *           }
+                     *         },
+                     *         "token": "gpr_Ab3dE5gH.qW8vZr2Lx0Yk7Tn4Mb1Pc9Sd6Fg3Hj5Kl2Zx8Cv0Bn7"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_SignupResponse_"];
                 };
             };
             /** @description Missing or malformed Idempotency-Key, or malformed JSON (INVALID_REQUEST) */
             400: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2498,6 +4046,8 @@ export interface operations {
             /** @description SIGNUP_ALREADY_COMPLETED or IDEMPOTENCY_CONFLICT */
             409: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2507,6 +4057,8 @@ export interface operations {
             /** @description VALIDATION_FAILED */
             422: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2516,6 +4068,10 @@ export interface operations {
             /** @description RATE_LIMITED (see Retry-After) */
             429: {
                 headers: {
+                    /** @description Seconds to wait before asking again. */
+                    "Retry-After"?: number;
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2525,6 +4081,8 @@ export interface operations {
             /** @description AGENTS_DISABLED */
             503: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2533,7 +4091,7 @@ export interface operations {
             };
         };
     };
-    Stripe: {
+    receiveStripeWebhook: {
         parameters: {
             query?: never;
             header?: {
@@ -2547,15 +4105,30 @@ export interface operations {
             /** @description Ok */
             200: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "received": true
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
                     "application/json": components["schemas"]["Envelope_WebhookAck_"];
                 };
             };
             /** @description INVALID_REQUEST (missing or invalid signature, or not the signed JSON body) */
             400: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2565,6 +4138,8 @@ export interface operations {
             /** @description UNAVAILABLE (no webhook secret configured in production) */
             503: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
                     [name: string]: unknown;
                 };
                 content: {
