@@ -9,7 +9,8 @@ import { ManualClock } from '../../src/clock.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createServices, type Services } from '../../src/container.js';
 import { createLogger } from '../../src/logger.js';
-import { createProviderRegistry } from '../../src/providers/provider-registry.js';
+import { createProviderRegistry, type ProviderRegistry } from '../../src/providers/provider-registry.js';
+import type { ProviderDeps } from '../../src/providers/provider.js';
 import { defaultInventory } from '../../plugins/local/default-inventory.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { testDatabaseUrl, testDataSource } from './db.js';
@@ -30,6 +31,11 @@ export interface ContextOptions {
   env?: Record<string, string>;
   offers?: LocalInventoryOffer[];
   app?: AppOptions;
+  /**
+   * Builds the provider registry from the parsed provider configs instead of loading the plugins
+   * with their production timings (cloud plugins against fakes need short rate-limit intervals).
+   */
+  registry?: (configs: Config['providers'], deps: ProviderDeps) => Promise<ProviderRegistry>;
 }
 
 /** The same wiring as main.ts, on the run's test database, with a movable clock. */
@@ -48,13 +54,8 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   });
   const logger = createLogger(config.logLevel);
   const clock = new ManualClock();
-  const providers = await createProviderRegistry(config.providers, {
-    logger,
-    clock,
-    dataSource: ds,
-    production: false,
-    labelPrefix: LABEL_PREFIX,
-  });
+  const deps: ProviderDeps = { logger, clock, dataSource: ds, production: false, labelPrefix: LABEL_PREFIX };
+  const providers = opts.registry ? await opts.registry(config.providers, deps) : await createProviderRegistry(config.providers, deps);
   const services = createServices({ config, ds, clock, logger, providers });
   const app = createApp(services, opts.app);
   const ctx: TestContext = {
