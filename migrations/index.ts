@@ -9,6 +9,7 @@ import { TelegramBot1763800006000 } from './1763800006000-TelegramBot.js';
 import { CheckoutRefunds1763800007000 } from './1763800007000-CheckoutRefunds.js';
 import { RevealAudit1763800007100 } from './1763800007100-RevealAudit.js';
 import { AgendaJobsUtcCreatedAt1763800007200 } from './1763800007200-AgendaJobsUtcCreatedAt.js';
+import { AttemptRetryAt1763800008000 } from './1763800008000-AttemptRetryAt.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -19,4 +20,5 @@ export const migrations = [
   CheckoutRefunds1763800007000,
   RevealAudit1763800007100,
   AgendaJobsUtcCreatedAt1763800007200,
+  AttemptRetryAt1763800008000,
 ];

@@ -1,4 +1,5 @@
-import { LABEL_PREFIX } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
+import { LABEL_PREFIX } from '../../src/modules/rentals/lifecycle/labels.js';
+import type { RentalHandoff } from '../../src/modules/billing/rental-handoff.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +31,8 @@ export interface ContextOptions {
   env?: Record<string, string>;
   offers?: LocalInventoryOffer[];
   app?: AppOptions;
+  /** Replaces the hand-off of paid card orders to rentals; null drops them. */
+  rentalHandoff?: RentalHandoff | null;
 }
 
 /** The same wiring as main.ts, on the run's test database, with a movable clock. */
@@ -55,7 +58,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     production: false,
     labelPrefix: LABEL_PREFIX,
   });
-  const services = createServices({ config, ds, clock, logger, providers });
+  const services = createServices({ config, ds, clock, logger, providers, rentalHandoff: opts.rentalHandoff });
   const app = createApp(services, opts.app);
   const ctx: TestContext = {
     config,

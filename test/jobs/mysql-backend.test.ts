@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Agenda, Job, JobParameters } from 'agenda';
 import type { DataSource } from 'typeorm';
-import { createAgenda, startAgendaProcessing } from '../../src/jobs/agenda.js';
+import { agendaQueueOf, createAgenda, startAgendaProcessing } from '../../src/jobs/agenda.js';
 import { createLogger } from '../../src/logger.js';
 import type { AgendaJobQueue } from '../../src/jobs/agenda-job-queue.js';
 import { AGENDA_JOBS_TABLE, MysqlJobRepository } from '../../src/jobs/mysql-job-repository.js';
@@ -433,8 +433,8 @@ describe('jobs: MySQL backend for Agenda', function () {
       const shared = ctx.services.ds;
       const drainRows = () => shared.query(`SELECT * FROM ${AGENDA_JOBS_TABLE} WHERE name = 't.drain' ORDER BY id`) as Promise<any[]>;
       try {
-        await ctx.services.jobs.now('t.drain', { n: 1 });
-        await ctx.services.jobs.now('t.drain', { n: 2 });
+        await agendaQueueOf(ctx.services.jobs).now('t.drain', { n: 1 });
+        await agendaQueueOf(ctx.services.jobs).now('t.drain', { n: 2 });
         await waitFor(async () => (await drainRows()).some((r) => r.last_run_at), 5_000, 'first job to start');
         await worker.stop(5_000);
         assert.equal(finished.length, 1);
@@ -492,12 +492,12 @@ describe('jobs: MySQL backend for Agenda', function () {
       const seen: string[] = [];
       const worker = await startTestWorker(ctx, {
         definitions: [
-          { name: 't.chain.a', async handler(_d, services) { seen.push('a'); await services.jobs.now('t.chain.b', {}); } },
+          { name: 't.chain.a', async handler() { seen.push('a'); await agendaQueueOf(ctx.services.jobs).now('t.chain.b', {}); } },
           { name: 't.chain.b', async handler() { seen.push('b'); } },
         ],
       });
       try {
-        await ctx.services.jobs.now('t.chain.a', {});
+        await agendaQueueOf(ctx.services.jobs).now('t.chain.a', {});
         await worker.settle();
         assert.deepEqual(seen, ['a', 'b']);
       } finally {

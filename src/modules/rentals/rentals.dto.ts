@@ -1,4 +1,4 @@
-import type { DeploymentBillingModel, RentalStatus, ReversalStatus } from './order.entity.js';
+import type { DeploymentBillingModel, FailureCode, RentalStatus, ReversalStatus } from './rental-state.js';
 
 /**
  * Rent one exact cached offer. Never substituted: if the provider no longer has it at
@@ -129,7 +129,7 @@ export interface RentalDto {
   /** Offer ids chosen at admission, in the order they are tried (cheapest first). */
   candidateOfferIds: string[];
   /** When FAILED: a stable code, e.g. OFFER_NOT_FOUND or NO_MATCHING_OFFER; null otherwise. */
-  failureCode: string | null;
+  failureCode: FailureCode | null;
   /** When FAILED: a customer-safe explanation; null otherwise. */
   failureReason: string | null;
   /** When FAILED: whether the rental's debit has been returned (PENDING, then SUCCEEDED); null otherwise. */
