@@ -1,7 +1,8 @@
 import { Composer, InlineKeyboard } from 'grammy';
 import { AppError } from '../../src/errors/app-error.js';
 import { ownerOf, type BotContext } from '../context.js';
-import { html, usd, utc } from '../format.js';
+import { html, utc } from '../format.js';
+import { formatUsd } from '../../src/modules/billing/money.js';
 
 const LISTED = 10;
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
@@ -54,7 +55,7 @@ export function rentalsFeature(): Composer<BotContext> {
       const what = r.offer_name ?? r.gpu_model ?? 'GPU machine';
       const by = r.key_name ? ` · by ${html(r.key_name)}${r.key_prefix ? ` <code>${html(r.key_prefix)}</code>` : ''}` : '';
       const why = status === 'FAILED' && r.failure_reason ? `\n   ${html(r.failure_reason)}` : '';
-      return `${i + 1}. <b>${html(status)}</b> ${html(what)} · ${usd(Number(r.hourly_price_minor))}/h\n   ${utc(r.created_at)}${by}\n   <code>${r.id}</code>${why}`;
+      return `${i + 1}. <b>${html(status)}</b> ${html(what)} · ${formatUsd(Number(r.hourly_price_minor))}/h\n   ${utc(r.created_at)}${by}\n   <code>${r.id}</code>${why}`;
     });
     const kb = new InlineKeyboard();
     rows.forEach((r, i) => {

@@ -9,15 +9,12 @@ import { IdempotencyRecord } from '../../http/idempotency-record.entity.js';
 import type { Principal } from '../../http/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import type { ApiKey } from '../keys/api-key.entity.js';
+import { OWNER_KEY_LIMITS, SIGNUP_LIMITS } from '../keys/key-limits.js';
 import type { KeysService, KeyUsage } from '../keys/keys.service.js';
 import { Account } from './account.entity.js';
 import type { AccountDto, KeyDto, SignupRequest, SignupResponse } from './accounts.dto.js';
 import { accountBalanceEligible } from './billing-eligibility.js';
 
-/** Rental limits of owner keys: the owner spends its own credits, so only runaway loops are capped. */
-export const OWNER_KEY_LIMITS = { maxPerRentalMinor: 1_000_000, budgetLimitMinor: 100_000_000, maxConcurrentDeployments: 50 };
-
-export const SIGNUP_DEFAULTS = { maxPerRentalMinor: 500, budgetLimitMinor: 50000, maxConcurrentDeployments: 1 };
 
 export interface AccountsOptions {
   agentV1Enabled: boolean;
@@ -75,7 +72,7 @@ export class AccountsService {
   async signup(idempotencyKeyHeader: string | undefined, body: SignupRequest | undefined): Promise<SignupResponse> {
     this.assertAgentsEnabled();
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader, { uuid: true });
-    const limits = { ...SIGNUP_DEFAULTS, ...stripUndefined(body ?? {}) };
+    const limits = { ...SIGNUP_LIMITS.defaults, ...stripUndefined(body ?? {}) };
     const hash = requestHash(limits);
     // A retry of a finished signup is answered without spending the global rate budget.
     const prior = await this.ds.getRepository(IdempotencyRecord).findOneBy({ scope: 'signup', idemKey });

@@ -1,7 +1,8 @@
 import { Router, type Request, type Response } from 'express';
 import type { Services } from '../../container.js';
 import { escapeHtml, PAGE_HEADERS, renderPage } from '../billing/payment-pages.html.js';
-import { APPROVAL_MINIMUMS } from './agents.service.js';
+import { formatUsd } from '../billing/money.js';
+import { APPROVAL_LIMITS } from '../keys/key-limits.js';
 
 /**
  * The public page behind an approval URL. It shows what an agent is asking for and how long the
@@ -42,9 +43,9 @@ export function approvalPageRouter(services: Services): Router {
       const body = `<p>An AI agent is asking for a key to rent GPU machines on your account, paid from your compute credits. It will never see your own credentials, and you can revoke its key at any time.</p>
 <p>You decide its limits when you approve:</p>
 <dl>
-<dt>Per rental</dt><dd>the most one rental may cost (at least $${(APPROVAL_MINIMUMS.maxPerRentalMinor / 100).toFixed(2)})</dd>
-<dt>In total</dt><dd>the most the key may spend over its life (at least $${(APPROVAL_MINIMUMS.budgetLimitMinor / 100).toFixed(2)})</dd>
-<dt>At once</dt><dd>how many machines it may run at the same time (at least ${APPROVAL_MINIMUMS.maxConcurrentDeployments})</dd>
+<dt>Per rental</dt><dd>the most one rental may cost (at least ${formatUsd(APPROVAL_LIMITS.minimums.maxPerRentalMinor)})</dd>
+<dt>In total</dt><dd>the most the key may spend over its life (at least ${formatUsd(APPROVAL_LIMITS.minimums.budgetLimitMinor)})</dd>
+<dt>At once</dt><dd>how many machines it may run at the same time (at least ${APPROVAL_LIMITS.minimums.maxConcurrentDeployments})</dd>
 <dt>Access</dt><dd>rent, read and terminate its own rentals; never add credits</dd>
 </dl>
 <p><strong>Expires ${escapeHtml(utc(session.expiresAt))}</strong> (in about ${minutes} minute${minutes === 1 ? '' : 's'}). Only approve a request you started yourself.</p>

@@ -3,7 +3,8 @@ import type { Services } from '../../container.js';
 import { Order } from '../rentals/order.entity.js';
 import { Checkout } from './checkout.entity.js';
 import { LocalPaymentProvider } from './local-payment-provider.js';
-import { escapeHtml, formatUsd, PAGE_HEADERS, renderPage } from './payment-pages.html.js';
+import { formatUsd } from './money.js';
+import { escapeHtml, PAGE_HEADERS, renderPage } from './payment-pages.html.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

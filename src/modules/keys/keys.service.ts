@@ -7,13 +7,9 @@ import type { Principal } from '../../http/principal.js';
 import type { LedgerService } from '../billing/ledger.service.js';
 import { TERMINAL_STATUSES } from '../rentals/rental-state.js';
 import { ApiKey, type KeyKind, type Scope } from './api-key.entity.js';
+import type { KeyLimits } from './key-limits.js';
 import { hashesEqual, mintApiKey, parseApiKey } from './tokens.js';
 
-export interface KeyLimits {
-  maxPerRentalMinor: number;
-  budgetLimitMinor: number;
-  maxConcurrentDeployments: number;
-}
 
 export interface NewKey extends KeyLimits {
   accountId: string;
