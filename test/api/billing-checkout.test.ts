@@ -10,6 +10,7 @@ import { lifecycleDepsOf } from '../../src/container.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { signup, type SignedUp } from '../helpers/factories.js';
 import { balanceOf, createStripeContext, deliver, sessionFor, type StripeTestContext } from '../helpers/payments.js';
+import { queuedJobs } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
   { key: 'two-hours', name: 'NVIDIA H200', category: 'datacenter', vramGb: 141, gpuCount: 1, pricePerHourMinor: 700, maximumDurationSeconds: 7200 },
@@ -285,6 +286,33 @@ describe('POST /api/v1/orders/checkout', () => {
     } finally {
       ctx.stripe.refuseRefunds = false;
       await ctx.setInventory(OFFERS.map((o) => (o.key === 'sold-out' ? { ...o, available: false } : o)));
+    }
+  });
+
+  it('re-drives a paid card order whose provision job was lost', async () => {
+    const life = createRentalLifecycle(lifecycleDepsOf(ctx.services), { stuckAfterMs: 60_000 });
+    const who = await withEmail();
+    // No hand-off in this test: the paid order's provision job is lost, as in a crash after commit.
+    const { orderId } = (await checkout(who, { offerId: offerId.week, budgetMinor: 900 })).body.data;
+    const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ orderId });
+    const paid = ctx.stripe.completeSession(sessionFor(ctx, c.id).id);
+    assert.equal((await deliver(ctx, ctx.stripe.eventPayload('checkout.session.completed', paid))).status, 200);
+    const d = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ orderId });
+    assert.equal(d.status, 'PENDING');
+    assert.ok(d.statusChangedAt, 'the move to PENDING is stamped');
+    assert.deepEqual(await queuedJobs(ctx, d.id), []);
+    assert.equal((await life.reconcile()).redriven.includes(d.id), false, 'not before the bound');
+    ctx.clock.advance(61_000);
+    try {
+      assert.ok((await life.reconcile()).redriven.includes(d.id));
+      assert.deepEqual(await queuedJobs(ctx, d.id), [{ name: 'rental.provision', deploymentId: d.id }]);
+      // A row written before every status change was stamped counts from its last update.
+      await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE unique_key = ?`, [d.id]);
+      await ctx.services.ds.getRepository(Deployment).update({ id: d.id }, { statusChangedAt: null });
+      assert.ok((await life.reconcile()).redriven.includes(d.id));
+      assert.deepEqual(await queuedJobs(ctx, d.id), [{ name: 'rental.provision', deploymentId: d.id }]);
+    } finally {
+      ctx.clock.set(new Date());
     }
   });
 });

@@ -10,6 +10,7 @@ import { Account } from '../../src/modules/accounts/account.entity.js';
 import { createRentalLifecycle, instanceLabel, type LifecycleTiming, type RentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
 import { lifecycleDepsOf } from '../../src/container.js';
 import type { CreateMode, DestroyMode, LocalInventoryOffer } from '../../plugins/local/inventory.js';
+import type { CreateResult } from '../../src/providers/provider.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { account, offerIds, queuedJobs, rentOk } from '../helpers/rentals.js';
 import { CardRentalHandoff } from '../../src/modules/rentals/lifecycle/rental-handoff.service.js';
@@ -222,6 +223,82 @@ describe('rental lifecycle (job handlers)', function () {
     const again = await dep(deploymentId);
     assert.equal(again.instanceId, d.instanceId);
     assert.equal(await instancesOf(deploymentId), 1);
+  });
+
+  /** Answers the next create calls of the local provider as a cloud's 429 or 4xx would, then lets it create. */
+  async function withCreateAnswers<T>(answers: CreateResult[], run: (calls: string[]) => Promise<T>): Promise<T> {
+    const provider = ctx.services.providers.get('local');
+    const create = provider.create;
+    const calls: string[] = [];
+    provider.create = async (label, ...rest) => {
+      calls.push(label);
+      return answers.shift() ?? create.call(provider, label, ...rest);
+    };
+    try {
+      return await run(calls);
+    } finally {
+      provider.create = create;
+    }
+  }
+
+  it('throttled: asks again with the same label once the wait is over, and never before', async () => {
+    await ctx.setInventory(offers());
+    const { deploymentId } = await metered(intent);
+    await withCreateAnswers([{ kind: 'throttled', reason: '429 Too Many Requests', retryAfterMs: 30_000 }], async (calls) => {
+      await life.provision(deploymentId);
+      assert.deepEqual((await attempts(deploymentId)).map((a) => [a.attempt, a.outcome]), [[1, 'THROTTLED']]);
+      await life.provision(deploymentId);
+      assert.equal(calls.length, 1, 'not asked again before retryAfter');
+      ctx.clock.advance(30_000);
+      await activate(deploymentId);
+      assert.deepEqual(calls, [instanceLabel(deploymentId, 1), instanceLabel(deploymentId, 1)]);
+    });
+    assert.deepEqual((await attempts(deploymentId)).map((a) => [a.attempt, a.outcome]), [[1, 'CREATED']]);
+  });
+
+  it('rejected: FAILED with PROVIDER_REJECTED at once, the reason logged for the operator, no other candidate tried', async () => {
+    await ctx.setInventory(offers());
+    const { who, deploymentId, rentalId } = await legacy(intent);
+    const errors: unknown[] = [];
+    const logger = Object.create(ctx.services.logger, { error: { value: (o: unknown) => void errors.push(o) } });
+    const watched = createRentalLifecycle({ ...lifecycleDepsOf(ctx.services), logger }, TIMING);
+    await withCreateAnswers([{ kind: 'rejected', reason: 'image refused: invalid image name' }], async (calls) => {
+      await watched.provision(deploymentId);
+      assert.equal(calls.length, 1);
+    });
+    const o = await order(rentalId);
+    assert.equal(o.status, 'FAILED');
+    assert.equal(o.failureCode, 'PROVIDER_REJECTED');
+    assert.ok(o.failureReason && !/image/.test(o.failureReason));
+    assert.equal(o.reversalStatus, 'SUCCEEDED');
+    assert.equal(await balance(who.accountId), 5000);
+    assert.ok(errors.some((e) => (e as { reason?: string }).reason === 'image refused: invalid image name'));
+  });
+
+  it('afterDestroyed: called with the label once destruction is verified; a failure never holds up TERMINATED and the reconciler calls again', async () => {
+    await ctx.setInventory(offers());
+    const { who, deploymentId } = await metered({ offerId: ids['lc-a'] });
+    await activate(deploymentId);
+    const provider = ctx.services.providers.get('local');
+    const calls: string[] = [];
+    let fail = true;
+    provider.afterDestroyed = async (label) => {
+      calls.push(label);
+      if (fail) throw new Error('key registry unreachable');
+    };
+    try {
+      await terminateViaApi(who, deploymentId);
+      await life.terminate(deploymentId);
+      assert.equal((await dep(deploymentId)).status, 'TERMINATED');
+      assert.deepEqual(calls, [instanceLabel(deploymentId, 1)]);
+      fail = false;
+      await life.reconcile();
+      assert.deepEqual(calls, [instanceLabel(deploymentId, 1), instanceLabel(deploymentId, 1)]);
+      await life.reconcile();
+      assert.equal(calls.length, 2, 'not called again once it went through');
+    } finally {
+      delete provider.afterDestroyed;
+    }
   });
 
   it('terminating a PENDING deployment stops provisioning: no create call, TERMINATED', async () => {
