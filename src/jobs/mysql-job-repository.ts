@@ -12,6 +12,7 @@ import {
   type JobWithState,
   type RemoveJobsOptions,
 } from 'agenda';
+import { systemClock, type Clock } from '../clock.js';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { isRetryableTxError } from '../db/transaction.js';
 
@@ -74,6 +75,8 @@ export interface MysqlJobRepositoryOptions {
   claimAttempts?: number;
   /** How often, per job name, a claim looks for abandoned jobs (lock past its deadline) before due ones (default 1000 ms). */
   abandonedScanEveryMs?: number;
+  /** Where the repository's own notion of now comes from (debounce windows, scan cadence, job states); tests move it. Default: the system clock. */
+  clock?: Clock;
 }
 
 /** What {@link MysqlJobRepository.enqueueUnique} did. */
@@ -97,6 +100,7 @@ export class MysqlJobRepository implements JobRepository {
   /** Per job name: when a claim next looks for abandoned jobs first. */
   private readonly abandonedScanAt = new Map<string, number>();
   private readonly abandonedScanEveryMs: number;
+  private readonly clock: Clock;
 
   constructor(
     private readonly ds: DataSource,
@@ -104,6 +108,7 @@ export class MysqlJobRepository implements JobRepository {
   ) {
     this.claimAttempts = options.claimAttempts ?? 8;
     this.abandonedScanEveryMs = options.abandonedScanEveryMs ?? 1000;
+    this.clock = options.clock ?? systemClock;
   }
 
   async connect(): Promise<void> {
@@ -121,7 +126,7 @@ export class MysqlJobRepository implements JobRepository {
     if (!includeDisabled) where.conditions.push('disabled = 0');
     const sql = `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE}${whereClause(where.conditions)} ORDER BY ${orderBy(sort)}`;
     const rows: JobRow[] = await this.ds.query(sql, where.params);
-    const now = new Date();
+    const now = this.clock.now();
     let jobs: JobWithState[] = rows
       .map((row) => {
         const job = rowToJob(row);
@@ -136,7 +141,7 @@ export class MysqlJobRepository implements JobRepository {
 
   async getJobsOverview(): Promise<JobsOverview[]> {
     const rows: JobRow[] = await this.ds.query(`SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} ORDER BY name`);
-    const now = new Date();
+    const now = this.clock.now();
     const byName = new Map<string, JobsOverview>();
     for (const row of rows) {
       let o = byName.get(row.name);
@@ -164,7 +169,7 @@ export class MysqlJobRepository implements JobRepository {
   }
 
   async getQueueSize(): Promise<number> {
-    const [row] = await this.ds.query(`SELECT COUNT(*) AS n FROM ${AGENDA_JOBS_TABLE} WHERE next_run_at < ?`, [new Date()]);
+    const [row] = await this.ds.query(`SELECT COUNT(*) AS n FROM ${AGENDA_JOBS_TABLE} WHERE next_run_at < ?`, [this.clock.now()]);
     return Number(row.n);
   }
 
@@ -230,7 +235,7 @@ export class MysqlJobRepository implements JobRepository {
     if (!job._id || !job.nextRunAt) return undefined;
     return this.claim(
       [[`id = ? AND name = ? AND locked_at IS NULL AND next_run_at = ? AND disabled = 0`, [String(job._id), job.name, job.nextRunAt]]],
-      new Date(),
+      this.clock.now(),
       options?.lastModifiedBy ?? null,
     );
   }
@@ -254,7 +259,7 @@ export class MysqlJobRepository implements JobRepository {
     now: Date | undefined,
     options: JobRepositoryOptions | undefined,
   ): Promise<JobParameters | undefined> {
-    const lockTime = now ?? new Date();
+    const lockTime = now ?? this.clock.now();
     const by = options?.lastModifiedBy ?? null;
     // Two index range scans rather than one OR, which would not use the index order: due jobs
     // nobody holds, and jobs whose lock outlived its deadline (their runner is gone). Each stops
@@ -263,7 +268,7 @@ export class MysqlJobRepository implements JobRepository {
     // jobs cannot starve an abandoned one, and the common claim stays a single query.
     const due: [string, unknown[]] = ['name = ? AND disabled = 0 AND locked_at IS NULL AND next_run_at <= ?', [jobName, nextScanAt]];
     const abandoned: [string, unknown[]] = ['name = ? AND disabled = 0 AND locked_at <= ?', [jobName, lockDeadline]];
-    const nowMs = Date.now();
+    const nowMs = this.clock.now().getTime();
     const abandonedFirst = nowMs >= (this.abandonedScanAt.get(jobName) ?? 0);
     if (abandonedFirst) this.abandonedScanAt.set(jobName, nowMs + this.abandonedScanEveryMs);
     return this.claim(abandonedFirst ? [abandoned, due] : [due, abandoned], lockTime, by);
@@ -361,7 +366,7 @@ export class MysqlJobRepository implements JobRepository {
   private async upsertSingle<DATA>(job: JobParameters<DATA>, by: string | null): Promise<JobParameters<DATA>> {
     // A repeating job whose next run is already due keeps the time it has: re-declaring it at
     // every worker start must not make it run again at once.
-    const protect = job.nextRunAt !== null && job.nextRunAt <= new Date();
+    const protect = job.nextRunAt !== null && job.nextRunAt <= this.clock.now();
     const res: WriteResult = await this.ds.query(
       `INSERT INTO ${AGENDA_JOBS_TABLE} (name, priority, next_run_at, type, repeat_timezone, repeat_interval, data, repeat_at,
          disabled, fork, last_modified_by, debounce_started_at, start_date, end_date, skip_days, unique_key)
@@ -397,7 +402,7 @@ export class MysqlJobRepository implements JobRepository {
       }
     }
     const debounce = uniqueOpts?.debounce;
-    const now = new Date();
+    const now = this.clock.now();
     for (let attempt = 1; ; attempt++) {
       const runner = this.ds.createQueryRunner();
       try {

@@ -54,8 +54,6 @@ export async function createBotHarness(opts: ContextOptions = {}): Promise<BotHa
     runNotifications: () => notifications.runOnce(telegramSender(h.bot.api)),
     async close() {
       await fake.close();
-      // Rentals made here queue provisioning; a later file's test worker must not inherit them.
-      await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE name LIKE 'rental.%' AND locked_at IS NULL`);
       await ctx.close();
     },
   };

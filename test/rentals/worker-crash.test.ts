@@ -24,7 +24,6 @@ describe('rentals: a worker killed mid-provisioning', function () {
   after(async () => {
     for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
     await Promise.all(workers.map((w) => w.exited));
-    await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE name LIKE 'rental.%'`);
     await ctx.close();
   });
 
