@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { systemClock } from './clock.js';
-import { ConfigError, loadConfig, type Config, type Role } from './config.js';
+import { ConfigError, configErrorLine, loadConfig, parseRoles, type Config, type Role } from './config.js';
 import { createApp } from './app.js';
 import { createServices, type Services } from './container.js';
 import { createDatabaseIfMissing, createDataSource, describeTarget, migrate, parseDatabaseUrl } from './db/data-source.js';
@@ -11,18 +11,7 @@ import { LABEL_PREFIX } from './modules/rentals/lifecycle/rental-lifecycle.js';
 import { createBot } from '../bot/bot.js';
 import { mountTelegramWebhook, startBotRole, type BotRole } from '../bot/runtime.js';
 
-const ROLES: Role[] = ['api', 'worker', 'bot'];
 const START_MARIADB = 'start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd';
-
-function parseRoles(argv: string[]): Role[] {
-  const i = argv.indexOf('--role');
-  const eq = argv.find((a) => a.startsWith('--role='));
-  const raw = eq ? eq.slice('--role='.length) : i >= 0 ? argv[i + 1] : undefined;
-  if (raw === undefined) return ROLES;
-  const roles = raw.split(',').map((r) => r.trim()) as Role[];
-  for (const r of roles) if (!ROLES.includes(r)) throw new ConfigError(`--role must be one of ${ROLES.join(', ')} (comma-separated), got "${raw}"`);
-  return roles;
-}
 
 function isConnectionError(err: unknown): boolean {
   const code = (err as { code?: string })?.code;
@@ -108,7 +97,7 @@ async function main(): Promise<void> {
     roles = parseRoles(process.argv.slice(2));
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`Configuration error: ${err.message}\n`);
+      process.stderr.write(`${configErrorLine(err)}\n`);
       process.exit(1);
     }
     throw err;
