@@ -1,6 +1,6 @@
 import { Composer, InlineKeyboard } from 'grammy';
 import { APPROVAL_LIMITS } from '../src/modules/keys/key-limits.js';
-import { ConversationStore, type Conversation, type ConversationKind, type LimitStep } from './conversation-store.js';
+import { ConversationStore, type Conversation, type ConversationKind, type LimitStep } from '../src/modules/telegram/conversation-store.js';
 import { ownerOf, type BotContext } from './context.js';
 import { html, parseCount, parseUsd } from './format.js';
 import { formatUsd } from '../src/modules/billing/money.js';

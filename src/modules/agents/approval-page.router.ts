@@ -1,7 +1,7 @@
 import { Router, type Request, type Response } from 'express';
-import type { Services } from '../../container.js';
 import { escapeHtml, PAGE_HEADERS, renderPage } from '../billing/payment-pages.html.js';
 import { formatUsd } from '../billing/money.js';
+import type { AgentsService } from './agents.service.js';
 import { APPROVAL_LIMITS } from '../keys/key-limits.js';
 
 /**
@@ -9,7 +9,7 @@ import { APPROVAL_LIMITS } from '../keys/key-limits.js';
  * request stays open, and offers the two ways to approve: the Telegram bot (deep link) and the
  * equivalent API call with an owner key. It changes nothing itself, so a leaked link grants nothing.
  */
-export function approvalPageRouter(services: Services): Router {
+export function approvalPageRouter(services: { agents: AgentsService }): Router {
   const router = Router();
   const { config, clock, logger } = services;
   const log = logger.child({ component: 'approval-page' });
