@@ -2,6 +2,9 @@ import { Router, type Request, type Response } from 'express';
 import { escapeHtml, PAGE_HEADERS, renderPage } from '../billing/payment-pages.html.js';
 import { formatUsd } from '../billing/money.js';
 import type { AgentsService } from './agents.service.js';
+import type { Clock } from '../../clock.js';
+import type { Config } from '../../config.js';
+import type { Logger } from '../../logger.js';
 import { APPROVAL_LIMITS } from '../keys/key-limits.js';
 
 /**
@@ -9,7 +12,7 @@ import { APPROVAL_LIMITS } from '../keys/key-limits.js';
  * request stays open, and offers the two ways to approve: the Telegram bot (deep link) and the
  * equivalent API call with an owner key. It changes nothing itself, so a leaked link grants nothing.
  */
-export function approvalPageRouter(services: { agents: AgentsService }): Router {
+export function approvalPageRouter(services: { agents: AgentsService; config: Config; clock: Clock; logger: Logger }): Router {
   const router = Router();
   const { config, clock, logger } = services;
   const log = logger.child({ component: 'approval-page' });
