@@ -315,7 +315,7 @@ describe('POST /api/v1/rentals', () => {
         { offerId: offer['h100-a'], budgetMinor: 0 },
         { offerId: offer['h100-a'], budgetMinor: 'lots' },
         { offerId: offer['h100-a'], budgetMinor: 1e20 },
-        { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 9007199254740993 },
+        { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 2 ** 53 + 1 },
         [offer['h100-a']],
       ];
       for (const body of bad) {

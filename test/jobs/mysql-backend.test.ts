@@ -36,6 +36,7 @@ describe('jobs: MySQL backend for Agenda', function () {
     return { agenda, queue };
   }
 
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- raw rows of agenda_jobs, whatever their column types
   async function rows(name: string): Promise<Array<Record<string, any>>> {
     return ds.query(`SELECT * FROM ${AGENDA_JOBS_TABLE} WHERE name = ? ORDER BY id`, [name]);
   }
@@ -436,7 +437,7 @@ describe('jobs: MySQL backend for Agenda', function () {
         ],
       });
       const shared = ctx.services.ds;
-      const drainRows = () => shared.query(`SELECT * FROM ${AGENDA_JOBS_TABLE} WHERE name = 't.drain' ORDER BY id`) as Promise<any[]>;
+      const drainRows = () => shared.query(`SELECT * FROM ${AGENDA_JOBS_TABLE} WHERE name = 't.drain' ORDER BY id`) as Promise<Awaited<ReturnType<typeof rows>>>;
       try {
         await agendaQueueOf(ctx.services.jobs).now('t.drain', { n: 1 });
         await agendaQueueOf(ctx.services.jobs).now('t.drain', { n: 2 });
