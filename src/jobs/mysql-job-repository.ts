@@ -14,6 +14,7 @@ import {
 } from 'agenda';
 import { systemClock, type Clock } from '../clock.js';
 import type { DataSource, QueryRunner } from 'typeorm';
+import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel.js';
 import { isRetryableTxError } from '../db/transaction.js';
 
 /** The table created by migrations/1763800001000-AgendaJobs.ts. */
@@ -281,68 +282,68 @@ export class MysqlJobRepository implements JobRepository {
    * it runs is not lost. Concurrent callers serialize on the key's index range.
    */
   async enqueueUnique(job: JobParameters, uniqueKey: string): Promise<EnqueueUniqueResult> {
-    if (!job.nextRunAt) throw new Error('enqueueUnique needs nextRunAt');
-    for (let attempt = 1; ; attempt++) {
-      const runner = this.ds.createQueryRunner();
-      try {
-        await runner.connect();
-        await runner.startTransaction();
-        const rows: JobRow[] = await runner.query(
-          `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE name = ? AND unique_key = ? FOR UPDATE`,
-          [job.name, uniqueKey],
-        );
-        const waiting = rows.find((r) => r.locked_at === null && r.next_run_at !== null && !r.disabled);
-        let result: EnqueueUniqueResult;
-        if (waiting) {
-          const nextRunAt = waiting.next_run_at! < job.nextRunAt ? waiting.next_run_at! : job.nextRunAt;
-          await runner.query(`UPDATE ${AGENDA_JOBS_TABLE} SET data = ?, next_run_at = ?, priority = GREATEST(priority, ?) WHERE id = ?`, [
-            JSON.stringify(job.data ?? {}), nextRunAt, job.priority, waiting.id,
-          ]);
-          result = { job: { ...rowToJob(waiting), data: job.data, nextRunAt }, inserted: false };
-        } else {
-          const id = await this.insert(job, null, null, uniqueKey, runner);
-          result = { job: { ...job, _id: toJobId(String(id)) }, inserted: true };
-        }
-        await runner.commitTransaction();
-        return result;
-      } catch (err) {
-        if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-        if (attempt >= this.claimAttempts || !isRetryableTxError(err)) throw err;
-        await backoff(attempt);
-      } finally {
-        await runner.release();
+    const due = job.nextRunAt;
+    if (!due) throw new Error('enqueueUnique needs nextRunAt');
+    return this.inRetriedTransaction(undefined, async (runner) => {
+      const rows: JobRow[] = await runner.query(
+        `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE name = ? AND unique_key = ? FOR UPDATE`,
+        [job.name, uniqueKey],
+      );
+      const waiting = rows.find((r) => r.locked_at === null && r.next_run_at !== null && !r.disabled);
+      let result: EnqueueUniqueResult;
+      if (waiting) {
+        const nextRunAt = waiting.next_run_at! < due ? waiting.next_run_at! : due;
+        await runner.query(`UPDATE ${AGENDA_JOBS_TABLE} SET data = ?, next_run_at = ?, priority = GREATEST(priority, ?) WHERE id = ?`, [
+          JSON.stringify(job.data ?? {}), nextRunAt, job.priority, waiting.id,
+        ]);
+        result = { job: { ...rowToJob(waiting), data: job.data, nextRunAt }, inserted: false };
+      } else {
+        const id = await this.insert(job, null, null, uniqueKey, runner);
+        result = { job: { ...job, _id: toJobId(String(id)) }, inserted: true };
       }
-    }
+      return result;
+    });
   }
 
   /** Locks the first free row of the first scan that has one, in one short transaction. */
   private async claim(scans: [condition: string, params: unknown[]][], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
+    // READ COMMITTED: a locking read under REPEATABLE READ also takes gap locks, which stall the
+    // producers inserting due jobs at the end of the very range the workers scan. Row locks
+    // plus SKIP LOCKED are all a claim needs.
+    return this.inRetriedTransaction('READ COMMITTED', async (runner) => {
+      let row: JobRow | undefined;
+      for (const [condition, params] of scans) {
+        const rows: JobRow[] = await runner.query(
+          `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE ${condition}
+           ORDER BY next_run_at ASC, priority DESC LIMIT 1 FOR UPDATE SKIP LOCKED`,
+          params,
+        );
+        row = rows[0];
+        if (row) break;
+      }
+      // Read before the lock is written: a row that cannot be read must not stay claimed.
+      const job = row ? rowToJob(row) : undefined;
+      if (row) {
+        await runner.query(`UPDATE ${AGENDA_JOBS_TABLE} SET locked_at = ?, last_modified_by = ? WHERE id = ?`, [lockTime, by, row.id]);
+      }
+      if (!job) return undefined;
+      return { ...job, lockedAt: lockTime, lastModifiedBy: by ?? undefined };
+    });
+  }
+
+  /**
+   * Runs `fn` in a transaction on its own connection and runs it again, after a short back-off,
+   * when InnoDB picks it as a deadlock victim or a lock wait times out (up to `claimAttempts`).
+   */
+  private async inRetriedTransaction<T>(isolation: IsolationLevel | undefined, fn: (runner: QueryRunner) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const runner = this.ds.createQueryRunner();
       try {
         await runner.connect();
-        // READ COMMITTED: a locking read under REPEATABLE READ also takes gap locks, which stall the
-        // producers inserting due jobs at the end of the very range the workers scan. Row locks
-        // plus SKIP LOCKED are all a claim needs.
-        await runner.startTransaction('READ COMMITTED');
-        let row: JobRow | undefined;
-        for (const [condition, params] of scans) {
-          const rows: JobRow[] = await runner.query(
-            `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE ${condition}
-             ORDER BY next_run_at ASC, priority DESC LIMIT 1 FOR UPDATE SKIP LOCKED`,
-            params,
-          );
-          row = rows[0];
-          if (row) break;
-        }
-        // Read before the lock is written: a row that cannot be read must not stay claimed.
-        const job = row ? rowToJob(row) : undefined;
-        if (row) {
-          await runner.query(`UPDATE ${AGENDA_JOBS_TABLE} SET locked_at = ?, last_modified_by = ? WHERE id = ?`, [lockTime, by, row.id]);
-        }
+        await runner.startTransaction(isolation);
+        const result = await fn(runner);
         await runner.commitTransaction();
-        if (!job) return undefined;
-        return { ...job, lockedAt: lockTime, lastModifiedBy: by ?? undefined };
+        return result;
       } catch (err) {
         if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
         if (attempt >= this.claimAttempts || !isRetryableTxError(err)) throw err;
@@ -403,66 +404,54 @@ export class MysqlJobRepository implements JobRepository {
     }
     const debounce = uniqueOpts?.debounce;
     const now = this.clock.now();
-    for (let attempt = 1; ; attempt++) {
-      const runner = this.ds.createQueryRunner();
-      try {
-        await runner.connect();
-        await runner.startTransaction();
-        const rows: JobRow[] = await runner.query(
-          `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id LIMIT 1 FOR UPDATE`,
-          params,
-        );
-        let saved: JobParameters<DATA>;
-        const existing = rows[0];
-        if (existing) {
-          if (uniqueOpts?.insertOnly && !debounce) {
-            saved = rowToJob(existing) as JobParameters<DATA>;
-          } else {
-            let nextRunAt = job.nextRunAt ?? null;
-            let debounceStartedAt: Date | null = null;
-            if (debounce) {
-              const started = existing.debounce_started_at ?? now;
-              if (debounce.strategy === 'leading') {
-                nextRunAt = existing.next_run_at;
-                debounceStartedAt = started;
-              } else if (debounce.maxWait && now.getTime() - started.getTime() >= debounce.maxWait) {
-                nextRunAt = now;
-              } else {
-                nextRunAt = new Date(now.getTime() + debounce.delay);
-                debounceStartedAt = started;
-              }
-            }
-            const values = definitionValues(job);
-            await runner.query(
-              `UPDATE ${AGENDA_JOBS_TABLE} SET priority = ?, next_run_at = ?, type = ?, repeat_timezone = ?, repeat_interval = ?,
-                 data = ?, repeat_at = ?, disabled = ?, fork = ?, last_modified_by = ?, debounce_started_at = ?,
-                 start_date = ?, end_date = ?, skip_days = ?
-               WHERE id = ?`,
-              [values[1], nextRunAt, ...values.slice(3), by, debounceStartedAt, ...dateConstraintValues(job), existing.id],
-            );
-            const [row] = await runner.query(`SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE id = ?`, [existing.id]);
-            saved = rowToJob(row) as JobParameters<DATA>;
-          }
+    return this.inRetriedTransaction(undefined, async (runner) => {
+      const rows: JobRow[] = await runner.query(
+        `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id LIMIT 1 FOR UPDATE`,
+        params,
+      );
+      let saved: JobParameters<DATA>;
+      const existing = rows[0];
+      if (existing) {
+        if (uniqueOpts?.insertOnly && !debounce) {
+          saved = rowToJob(existing) as JobParameters<DATA>;
         } else {
+          let nextRunAt = job.nextRunAt ?? null;
           let debounceStartedAt: Date | null = null;
-          let toInsert = job;
           if (debounce) {
-            debounceStartedAt = now;
-            if (debounce.strategy !== 'leading') toInsert = { ...job, nextRunAt: new Date(now.getTime() + debounce.delay) };
+            const started = existing.debounce_started_at ?? now;
+            if (debounce.strategy === 'leading') {
+              nextRunAt = existing.next_run_at;
+              debounceStartedAt = started;
+            } else if (debounce.maxWait && now.getTime() - started.getTime() >= debounce.maxWait) {
+              nextRunAt = now;
+            } else {
+              nextRunAt = new Date(now.getTime() + debounce.delay);
+              debounceStartedAt = started;
+            }
           }
-          const id = await this.insert(toInsert, by, debounceStartedAt, null, runner);
-          saved = { ...toInsert, _id: toJobId(String(id)), debounceStartedAt: debounceStartedAt ?? undefined };
+          const values = definitionValues(job);
+          await runner.query(
+            `UPDATE ${AGENDA_JOBS_TABLE} SET priority = ?, next_run_at = ?, type = ?, repeat_timezone = ?, repeat_interval = ?,
+               data = ?, repeat_at = ?, disabled = ?, fork = ?, last_modified_by = ?, debounce_started_at = ?,
+               start_date = ?, end_date = ?, skip_days = ?
+             WHERE id = ?`,
+            [values[1], nextRunAt, ...values.slice(3), by, debounceStartedAt, ...dateConstraintValues(job), existing.id],
+          );
+          const [row] = await runner.query(`SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE id = ?`, [existing.id]);
+          saved = rowToJob(row) as JobParameters<DATA>;
         }
-        await runner.commitTransaction();
-        return saved;
-      } catch (err) {
-        if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-        if (attempt >= this.claimAttempts || !isRetryableTxError(err)) throw err;
-        await backoff(attempt);
-      } finally {
-        await runner.release();
+      } else {
+        let debounceStartedAt: Date | null = null;
+        let toInsert = job;
+        if (debounce) {
+          debounceStartedAt = now;
+          if (debounce.strategy !== 'leading') toInsert = { ...job, nextRunAt: new Date(now.getTime() + debounce.delay) };
+        }
+        const id = await this.insert(toInsert, by, debounceStartedAt, null, runner);
+        saved = { ...toInsert, _id: toJobId(String(id)), debounceStartedAt: debounceStartedAt ?? undefined };
       }
-    }
+      return saved;
+    });
   }
 
   private async setDisabled(options: RemoveJobsOptions, disabled: boolean): Promise<number> {
