@@ -11,8 +11,12 @@ export interface KeyLimits {
   maxConcurrentDeployments: number;
 }
 
-/** The largest limits any agent key may carry, however it is obtained. */
-export const KEY_LIMIT_MAXIMUMS = { maxPerRentalMinor: 100_000_000, budgetLimitMinor: 1_000_000_000, maxConcurrentDeployments: 1000 } as const satisfies KeyLimits;
+/**
+ * The largest limits any agent key may carry, however it is obtained (API, approval page or
+ * Telegram): $100,000 per rental and in total, 100 rentals at once, so a typo of extra zeros is
+ * refused before it becomes a limit.
+ */
+export const KEY_LIMIT_MAXIMUMS = { maxPerRentalMinor: 10_000_000, budgetLimitMinor: 10_000_000, maxConcurrentDeployments: 100 } as const satisfies KeyLimits;
 
 /** Headless signup: the limits an omitted field gets, and the bounds of a given one. */
 export const SIGNUP_LIMITS = {
