@@ -6,7 +6,7 @@ export interface SignupRequest {
    * Per-rental spending cap in cents.
    * @isInt
    * @minimum 500
-   * @maximum 10000000
+   * @maximum 100000000
    * @default 500
    */
   maxPerRentalMinor?: number;
@@ -14,7 +14,7 @@ export interface SignupRequest {
    * Total net-spending cap in cents over the key's lifetime.
    * @isInt
    * @minimum 500
-   * @maximum 10000000
+   * @maximum 1000000000
    * @default 50000
    */
   budgetLimitMinor?: number;
@@ -22,7 +22,7 @@ export interface SignupRequest {
    * Maximum concurrent deployments.
    * @isInt
    * @minimum 1
-   * @maximum 100
+   * @maximum 1000
    * @default 1
    */
   maxConcurrentDeployments?: number;

@@ -94,19 +94,19 @@ export interface IssueAgentKeyRequest {
   /**
    * @isInt
    * @minimum 1
-   * @maximum 10000000
+   * @maximum 100000000
    */
   maxPerRentalMinor: number;
   /**
    * @isInt
    * @minimum 1
-   * @maximum 10000000
+   * @maximum 1000000000
    */
   budgetLimitMinor: number;
   /**
    * @isInt
    * @minimum 1
-   * @maximum 100
+   * @maximum 1000
    */
   maxConcurrentDeployments: number;
 }

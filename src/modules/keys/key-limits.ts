@@ -11,12 +11,8 @@ export interface KeyLimits {
   maxConcurrentDeployments: number;
 }
 
-/**
- * The largest limits any agent key may carry, however it is obtained (API, approval page or
- * Telegram): $100,000 per rental and in total, 100 rentals at once, so a typo of extra zeros is
- * refused before it becomes a limit.
- */
-export const KEY_LIMIT_MAXIMUMS = { maxPerRentalMinor: 10_000_000, budgetLimitMinor: 10_000_000, maxConcurrentDeployments: 100 } as const satisfies KeyLimits;
+/** The largest limits a key may carry when the caller sets them through the API (signup, owner-issued agent keys). */
+export const KEY_LIMIT_MAXIMUMS = { maxPerRentalMinor: 100_000_000, budgetLimitMinor: 1_000_000_000, maxConcurrentDeployments: 1000 } as const satisfies KeyLimits;
 
 /** Headless signup: the limits an omitted field gets, and the bounds of a given one. */
 export const SIGNUP_LIMITS = {
@@ -25,10 +21,14 @@ export const SIGNUP_LIMITS = {
   maximums: KEY_LIMIT_MAXIMUMS,
 } as const satisfies Record<string, KeyLimits>;
 
-/** Limits an owner sets when approving an agent (the approval page, the API and Telegram alike). */
+/**
+ * Limits an owner sets when approving an agent or minting a setup code: the same bounds through
+ * the API's approve call and the Telegram bot. The maximums ($100,000 per rental and in total,
+ * 100 rentals at once) catch a typo of extra zeros before it becomes a limit.
+ */
 export const APPROVAL_LIMITS = {
   minimums: { maxPerRentalMinor: 500, budgetLimitMinor: 500, maxConcurrentDeployments: 1 },
-  maximums: KEY_LIMIT_MAXIMUMS,
+  maximums: { maxPerRentalMinor: 10_000_000, budgetLimitMinor: 10_000_000, maxConcurrentDeployments: 100 },
 } as const satisfies Record<string, KeyLimits>;
 
 /** Keys an owner issues directly through the agent-keys endpoint. */
