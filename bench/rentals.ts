@@ -20,7 +20,7 @@ import { createLogger } from '../src/logger.js';
 import { Account } from '../src/modules/accounts/account.entity.js';
 import { Offer } from '../src/modules/inventory/offer.entity.js';
 import { createProviderRegistry } from '../src/providers/provider-registry.js';
-import { RENTAL_JOBS } from '../src/modules/rentals/rental-jobs.names.js';
+import { RENTAL_JOBS } from '../src/jobs/job-queue.js';
 
 const CLIENTS = 32;
 const PER_CLIENT = Number(process.env.BENCH_REQUESTS ?? 50);
@@ -164,8 +164,7 @@ async function phase(name: string, base: string, clients: Client[], body: () => 
  * written just before the create call, so its time minus the order's creation time is the wait.
  */
 async function provisioningLatency(services: Services, base: string, offerId: string): Promise<void> {
-  const { allJobDefinitions } = await import('../src/jobs/job-definitions.js');
-  const hasJob = allJobDefinitions().some((d) => d.name === RENTAL_JOBS.provision);
+  const hasJob = services.jobDefinitions.some((d) => d.name === RENTAL_JOBS.provision);
   const jobs = (services as { jobs?: unknown }).jobs;
   if (!hasJob || !jobs) {
     console.log(`  admission -> provider create: not measured (${!jobs ? 'no job queue on Services' : `no ${RENTAL_JOBS.provision} job defined`} yet)`);

@@ -2,7 +2,7 @@ import { Bot, BotError, GrammyError, HttpError, type Middleware } from 'grammy';
 import type { UserFromGetMe } from 'grammy/types';
 import type { Services } from '../src/container.js';
 import { AppError } from '../src/errors/app-error.js';
-import { ConversationStore } from './conversation-store.js';
+import { ConversationStore } from '../src/modules/telegram/conversation-store.js';
 import type { BotContext } from './context.js';
 import { agentsFeature } from './features/agents.feature.js';
 import { approveFeature, completeApproval } from './features/approve.feature.js';

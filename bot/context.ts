@@ -1,7 +1,7 @@
 import type { Context } from 'grammy';
 import type { Services } from '../src/container.js';
 import type { Account } from '../src/modules/accounts/account.entity.js';
-import type { ConversationStore } from './conversation-store.js';
+import type { ConversationStore } from '../src/modules/telegram/conversation-store.js';
 
 /** What every feature may use besides the update itself. */
 export interface BotFlavor {

@@ -1,10 +1,3 @@
-/** Cents as dollars for people: 500 -> "$5.00". */
-export function usd(minor: number): string {
-  const sign = minor < 0 ? '-' : '';
-  const abs = Math.abs(minor);
-  return `${sign}$${Math.floor(abs / 100).toLocaleString('en-US')}.${String(abs % 100).padStart(2, '0')}`;
-}
-
 /** Escapes text for Telegram's HTML parse mode. */
 export function html(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');

@@ -1,12 +1,10 @@
 import { Composer, InlineKeyboard } from 'grammy';
-import { ConversationStore, type Conversation, type ConversationKind, type LimitStep } from './conversation-store.js';
+import { APPROVAL_LIMITS } from '../src/modules/keys/key-limits.js';
+import { ConversationStore, type Conversation, type ConversationKind, type LimitStep } from '../src/modules/telegram/conversation-store.js';
 import { ownerOf, type BotContext } from './context.js';
-import { html, parseCount, parseUsd, usd } from './format.js';
+import { html, parseCount, parseUsd } from './format.js';
+import { formatUsd } from '../src/modules/billing/money.js';
 
-/** SPEC.md minimums for agent limits set by an owner (approve and setup codes alike). */
-export const LIMIT_MINIMUMS = { maxPerRentalMinor: 500, budgetLimitMinor: 500, maxConcurrentDeployments: 1 } as const;
-/** Upper bounds of what the bot accepts, so a typo of extra zeros is caught before it becomes a limit. */
-export const LIMIT_MAXIMUMS = { maxPerRentalMinor: 10_000_000, budgetLimitMinor: 10_000_000, maxConcurrentDeployments: 100 } as const;
 
 export interface ChosenLimits {
   maxPerRentalMinor: number;
@@ -57,9 +55,10 @@ export function checkLimit(step: AmountStep, value: number | null): { ok: true; 
       error: QUESTIONS[step].isCount ? 'Please send a whole number, for example 2.' : 'Please send an amount in US dollars, for example 25 or 12.50.',
     };
   }
-  const min = LIMIT_MINIMUMS[field];
-  const max = LIMIT_MAXIMUMS[field];
-  const show = (n: number) => (QUESTIONS[step].isCount ? String(n) : usd(n));
+  // The bounds the API holds approvals to, so the bot never accepts what the service would refuse.
+  const min = APPROVAL_LIMITS.minimums[field];
+  const max = APPROVAL_LIMITS.maximums[field];
+  const show = (n: number) => (QUESTIONS[step].isCount ? String(n) : formatUsd(n));
   if (value < min) return { ok: false, error: `The ${QUESTIONS[step].noun} must be at least ${show(min)}; you sent ${show(value)}.` };
   if (value > max) return { ok: false, error: `The ${QUESTIONS[step].noun} can be at most ${show(max)}; you sent ${show(value)}.` };
   return { ok: true, value };
@@ -72,7 +71,7 @@ export function parseStep(step: AmountStep, text: string): number | null {
 
 export function describeLimits(l: ChosenLimits): string {
   const rentals = l.maxConcurrentDeployments === 1 ? '1 rental at a time' : `${l.maxConcurrentDeployments} rentals at a time`;
-  return `${usd(l.maxPerRentalMinor)} per rental, ${usd(l.budgetLimitMinor)} in total, ${rentals}`;
+  return `${formatUsd(l.maxPerRentalMinor)} per rental, ${formatUsd(l.budgetLimitMinor)} in total, ${rentals}`;
 }
 
 /**
@@ -129,7 +128,7 @@ export async function startLimitsDialogue(
 async function ask(ctx: BotContext, conversation: Conversation, step: AmountStep): Promise<void> {
   const q = QUESTIONS[step];
   const kb = new InlineKeyboard();
-  for (const v of q.presets) kb.text(q.isCount ? String(v) : usd(v).replace(/\.00$/, ''), `lim:${conversation.data.nonce}:${step}:${v}`);
+  for (const v of q.presets) kb.text(q.isCount ? String(v) : formatUsd(v).replace(/\.00$/, ''), `lim:${conversation.data.nonce}:${step}:${v}`);
   kb.row().text('Cancel', `lim:${conversation.data.nonce}:cancel`);
   const n = STEPS.indexOf(step) + 1;
   await ctx.reply(`<b>Step ${n} of 3.</b> ${html(q.question)}`, { parse_mode: 'HTML', reply_markup: kb });
@@ -185,7 +184,7 @@ export function limitsDialogue(options: DialogueOptions): Composer<BotContext> {
       await ctx.answerCallbackQuery({ text: checked.error, show_alert: true });
       return;
     }
-    const shown = QUESTIONS[s].isCount ? String(checked.value) : usd(checked.value);
+    const shown = QUESTIONS[s].isCount ? String(checked.value) : formatUsd(checked.value);
     if (!(await answer(ctx, conversation, s, checked.value, options))) {
       await ctx.answerCallbackQuery({ text: 'That question was already answered.' });
       return;

@@ -12,6 +12,7 @@ import { AgendaJobsUtcCreatedAt1763800007200 } from './1763800007200-AgendaJobsU
 import { AgentRequestedName1763800008300 } from './1763800008300-AgentRequestedName.js';
 import { RentalListByKey1763800008400 } from './1763800008400-RentalListByKey.js';
 import { ProviderCatalog1763800008500 } from './1763800008500-ProviderCatalog.js';
+import { AttemptRetryAt1763800008000 } from './1763800008000-AttemptRetryAt.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -22,6 +23,7 @@ export const migrations = [
   CheckoutRefunds1763800007000,
   RevealAudit1763800007100,
   AgendaJobsUtcCreatedAt1763800007200,
+  AttemptRetryAt1763800008000,
   AgentRequestedName1763800008300,
   RentalListByKey1763800008400,
   ProviderCatalog1763800008500,

@@ -66,6 +66,24 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
+/** The one line a process prints when it cannot start for a configuration or argument error. */
+export function configErrorLine(err: ConfigError): string {
+  return `Configuration error: ${err.message}`;
+}
+
+const ROLES: Role[] = ['api', 'worker', 'bot'];
+
+/** The roles named by `--role a,b` or `--role=a,b` in `argv`; every role when none is given. */
+export function parseRoles(argv: readonly string[]): Role[] {
+  const i = argv.indexOf('--role');
+  const eq = argv.find((a) => a.startsWith('--role='));
+  const raw = eq ? eq.slice('--role='.length) : i >= 0 ? argv[i + 1] : undefined;
+  if (raw === undefined) return ROLES;
+  const roles = raw.split(',').map((r) => r.trim()) as Role[];
+  for (const r of roles) if (!ROLES.includes(r)) throw new ConfigError(`--role must be one of ${ROLES.join(', ')} (comma-separated), got "${raw}"`);
+  return roles;
+}
+
 type Env = Record<string, string | undefined>;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

@@ -2,14 +2,14 @@ import type { DataSource } from 'typeorm';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import { createAgenda, defineJobs } from './jobs/agenda.js';
-import { allJobDefinitions } from './jobs/job-definitions.js';
-import type { JobQueue } from './jobs/job-queue.js';
+import { jobDefinitions, type JobDefinition, type JobQueue } from './jobs/job-queue.js';
 import { RateLimiter } from './http/rate-limiter.js';
 import type { Logger } from './logger.js';
 import { AccountsService } from './modules/accounts/accounts.service.js';
 import { BillingService } from './modules/billing/billing.service.js';
 import { LedgerService } from './modules/billing/ledger.service.js';
-import { createPayments, type Payments } from './modules/billing/payments.js';
+import { createPayments, reconcilePayments, RECONCILE_PAYMENTS_EVERY_MS, type Payments } from './modules/billing/payments.js';
+import type { RentalHandoff } from './modules/billing/rental-handoff.js';
 import { InventoryService } from './modules/inventory/inventory.service.js';
 import { KeysService } from './modules/keys/keys.service.js';
 import { AgentsService } from './modules/agents/agents.service.js';
@@ -17,9 +17,10 @@ import { CredentialsService } from './modules/credentials/credentials.service.js
 import { SecretBox } from './modules/credentials/secret-box.js';
 import { RentalsService } from './modules/rentals/rentals.service.js';
 import { CardRentalHandoff } from './modules/rentals/lifecycle/rental-handoff.service.js';
+import { createRentalLifecycle, type LifecycleDeps, type LifecycleTiming, type RentalLifecycle } from './modules/rentals/lifecycle/rental-lifecycle.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
 
-/** Everything a controller, job or bot feature may call. Built once per process (or per test). */
+/** Everything a controller or bot feature may call. Built once per process (or per test). */
 export interface Services {
   config: Config;
   ds: DataSource;
@@ -36,8 +37,12 @@ export interface Services {
   rentals: RentalsService;
   credentials: CredentialsService;
   agents: AgentsService;
+  /** Provisioning, termination, metering and reconciliation of rentals (run by its jobs). */
+  lifecycle: RentalLifecycle;
   /** Background work: enqueue here; the worker role (src/worker.ts) runs it. */
   jobs: JobQueue;
+  /** Every job this process defined on `jobs`, handlers bound; the worker schedules the repeating ones. */
+  jobDefinitions: readonly JobDefinition[];
 }
 
 export interface ServiceDeps {
@@ -46,12 +51,15 @@ export interface ServiceDeps {
   clock: Clock;
   logger: Logger;
   providers: ProviderRegistry;
+  /** Replaces the rentals module's hand-off of paid card orders (tests); null drops them. */
+  rentalHandoff?: RentalHandoff | null;
 }
 
-export function createServices({ config, ds, clock, logger, providers }: ServiceDeps): Services {
+/** The composition root: builds every service and every job handler once, in dependency order. */
+export function createServices({ config, ds, clock, logger, providers, rentalHandoff }: ServiceDeps): Services {
   const rateLimiter = new RateLimiter(ds, clock);
-  const keys = new KeysService(ds, clock);
   const ledger = new LedgerService(ds, clock);
+  const keys = new KeysService(ds, clock, ledger);
   const accounts = new AccountsService(ds, clock, keys, rateLimiter, {
     agentV1Enabled: config.agentV1Enabled,
     signupRatePerMinute: config.signupRatePerMinute,
@@ -59,18 +67,49 @@ export function createServices({ config, ds, clock, logger, providers }: Service
   });
   const billing = new BillingService(ds, ledger, keys);
   const inventory = new InventoryService(ds, providers, clock, logger, { publicBaseUrl: config.publicBaseUrl, offerMaxAgeSeconds: config.offerMaxAgeSeconds });
-  const payments = createPayments({ config, ds, clock, logger, ledger, inventory });
   // Every process gets an Agenda: enqueuing needs no processing, and only the worker role starts it.
   const { queue: jobs } = createAgenda(ds, config);
+  const handoff = rentalHandoff === undefined ? new CardRentalHandoff(ds, jobs) : (rentalHandoff ?? undefined);
+  const payments = createPayments({ config, ds, clock, logger, ledger, inventory, rentalHandoff: handoff });
   const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs);
-  payments.rentalHandoff = new CardRentalHandoff(ds, jobs);
-  const credentials = new CredentialsService(ds, clock, SecretBox.fromConfig(config));
+  const box = SecretBox.fromConfig(config);
+  const credentials = new CredentialsService(ds, clock, box);
   const agents = new AgentsService(ds, clock, keys, rateLimiter, {
     agentV1Enabled: config.agentV1Enabled,
     publicBaseUrl: config.publicBaseUrl,
     setupRatePerMinute: config.agentSetupRatePerMinute,
   });
-  const services: Services = { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, credentials, jobs, agents };
-  defineJobs(jobs.agenda, allJobDefinitions(), services);
-  return services;
+  const lifecycleDeps: LifecycleDeps = { ds, clock, logger, providers, jobs, ledger, box, refunds: payments.sessions };
+  const lifecycle = createRentalLifecycle(lifecycleDeps, lifecycleTiming(config));
+  const definitions = jobDefinitions({
+    'rental.provision': { handler: (d) => lifecycle.provision(d.deploymentId), concurrency: 8, lockLifetimeMs: 120_000 },
+    'rental.terminate': { handler: (d) => lifecycle.terminate(d.deploymentId), concurrency: 8, lockLifetimeMs: 120_000, priority: 10 },
+    'rental.expire': { handler: (d) => lifecycle.expire(d.deploymentId) },
+    'rental.meter': { handler: async () => void (await lifecycle.meter()), everyMs: config.meteringEveryMs, concurrency: 1 },
+    'rental.reconcile': { handler: async () => void (await lifecycle.reconcile()), everyMs: 60_000, concurrency: 1 },
+    'inventory.refresh': {
+      async handler() {
+        const results = await inventory.refresh();
+        logger.debug({ results }, 'inventory refreshed');
+      },
+      everyMs: config.inventoryRefreshSeconds * 1000,
+      // A provider that hangs should not hold the sweep for Agenda's default ten minutes.
+      lockLifetimeMs: 5 * 60 * 1000,
+      concurrency: 1,
+    },
+    'payments.reconcile': { handler: async () => void (await reconcilePayments({ payments, logger })), everyMs: RECONCILE_PAYMENTS_EVERY_MS, concurrency: 1 },
+  });
+  // Defined in every process (defining starts nothing, and it gives enqueued jobs their priority).
+  defineJobs(jobs.agenda, definitions);
+  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, credentials, jobs, agents, lifecycle, jobDefinitions: definitions };
+}
+
+/** The lifecycle's timing from configuration: polls and the first destruction re-check wait RENTAL_POLL_MS. */
+export function lifecycleTiming(config: Pick<Config, 'rentalPollMs'>): Partial<LifecycleTiming> {
+  return { pollMs: config.rentalPollMs, verifyBaseDelayMs: config.rentalPollMs };
+}
+
+/** What the lifecycle parts are built from, for building another lifecycle (tests with their own timing). */
+export function lifecycleDepsOf(s: Services): LifecycleDeps {
+  return { ds: s.ds, clock: s.clock, logger: s.logger, providers: s.providers, jobs: s.jobs, ledger: s.ledger, box: SecretBox.fromConfig(s.config), refunds: s.payments.sessions };
 }

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Express } from 'express';
 import { systemClock } from './clock.js';
-import { ConfigError, loadConfig, type Config, type Role } from './config.js';
+import { ConfigError, configErrorLine, loadConfig, parseRoles, type Config, type Role } from './config.js';
 import { createApp } from './app.js';
 import { createServices, type Services } from './container.js';
 import { isConnectionError } from './db/connection-errors.js';
@@ -14,18 +14,7 @@ import { LABEL_PREFIX } from './modules/rentals/lifecycle/rental-lifecycle.js';
 import { createBot } from '../bot/bot.js';
 import { mountTelegramWebhook, startBotRole, type BotRole } from '../bot/runtime.js';
 
-const ROLES: Role[] = ['api', 'worker', 'bot'];
 const START_MARIADB = 'start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd';
-
-function parseRoles(argv: string[]): Role[] {
-  const i = argv.indexOf('--role');
-  const eq = argv.find((a) => a.startsWith('--role='));
-  const raw = eq ? eq.slice('--role='.length) : i >= 0 ? argv[i + 1] : undefined;
-  if (raw === undefined) return ROLES;
-  const roles = raw.split(',').map((r) => r.trim()) as Role[];
-  for (const r of roles) if (!ROLES.includes(r)) throw new ConfigError(`--role must be one of ${ROLES.join(', ')} (comma-separated), got "${raw}"`);
-  return roles;
-}
 
 /** Binds the api role's port, or stops the process with one line saying what to change. */
 async function listen(app: Express, port: number, host: string): Promise<Server> {
@@ -138,7 +127,7 @@ async function main(): Promise<void> {
     roles = parseRoles(process.argv.slice(2));
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`Configuration error: ${err.message}\n`);
+      process.stderr.write(`${configErrorLine(err)}\n`);
       process.exit(1);
     }
     throw err;

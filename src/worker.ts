@@ -1,6 +1,5 @@
 import type { Services } from './container.js';
 import { startJobWorker } from './jobs/agenda.js';
-import { allJobDefinitions } from './jobs/job-definitions.js';
 
 export interface Worker {
   stop(): Promise<void>;
@@ -10,8 +9,9 @@ export interface Worker {
 const DRAIN_TIMEOUT_MS = 25_000;
 
 /**
- * Background work of the worker role: every job definition on Agenda (MySQL backend), including
- * the periodic inventory refresh and payment reconciliation. `stop()` drains running jobs.
+ * Background work of the worker role: every job defined by createServices runs on Agenda (MySQL
+ * backend), including the periodic inventory refresh and payment reconciliation. `stop()` drains
+ * running jobs.
  */
 export async function startWorker(services: Services): Promise<Worker> {
   const { logger } = services;
@@ -23,7 +23,7 @@ export async function startWorker(services: Services): Promise<Worker> {
   } catch (err) {
     logger.error({ err }, 'inventory refresh failed');
   }
-  const jobs = await startJobWorker(services, { definitions: allJobDefinitions() });
+  const jobs = await startJobWorker(services);
   return {
     async stop() {
       await jobs.stop({ timeoutMs: DRAIN_TIMEOUT_MS });

@@ -1,7 +1,8 @@
 import { Composer, InlineKeyboard } from 'grammy';
 import { AppError } from '../../src/errors/app-error.js';
 import { ownerOf, type BotContext } from '../context.js';
-import { html, usd } from '../format.js';
+import { html } from '../format.js';
+import { formatUsd } from '../../src/modules/billing/money.js';
 
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 /** Telegram keeps messages under 4096 characters; beyond this many keys the list says "and N more". */
@@ -21,8 +22,8 @@ export function agentsFeature(): Composer<BotContext> {
     const lines = shown.map(
       (k, i) =>
         `${i + 1}. <b>${html(k.name)}</b> <code>${html(k.prefix)}</code>\n` +
-        `   limits: ${usd(k.maxPerRentalMinor)} per rental, ${usd(k.budgetLimitMinor)} total, ${k.maxConcurrentDeployments} at a time\n` +
-        `   spent ${usd(k.netSpentMinor)} (${usd(k.remainingBudgetMinor)} left), ${k.activeDeployments} active rental${k.activeDeployments === 1 ? '' : 's'}`,
+        `   limits: ${formatUsd(k.maxPerRentalMinor)} per rental, ${formatUsd(k.budgetLimitMinor)} total, ${k.maxConcurrentDeployments} at a time\n` +
+        `   spent ${formatUsd(k.netSpentMinor)} (${formatUsd(k.remainingBudgetMinor)} left), ${k.activeDeployments} active rental${k.activeDeployments === 1 ? '' : 's'}`,
     );
     if (keys.length > shown.length) lines.push(`…and ${keys.length - shown.length} more.`);
     const kb = new InlineKeyboard();

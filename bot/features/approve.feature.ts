@@ -1,7 +1,7 @@
 import { Composer, InlineKeyboard } from 'grammy';
 import { AppError } from '../../src/errors/app-error.js';
 import { APPROVAL_CODE_TAG } from '../../src/modules/keys/tokens.js';
-import type { Conversation } from '../conversation-store.js';
+import type { Conversation } from '../../src/modules/telegram/conversation-store.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, minutesLeft, utc } from '../format.js';
 import { describeLimits, startLimitsDialogue, type ChosenLimits } from '../limits-dialogue.js';

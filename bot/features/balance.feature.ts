@@ -1,12 +1,15 @@
 import { Composer, InlineKeyboard } from 'grammy';
 import { AppError } from '../../src/errors/app-error.js';
+import { TOPUP_LIMITS } from '../../src/modules/billing/topup-limits.js';
 import { Account } from '../../src/modules/accounts/account.entity.js';
 import { ownerOf, type BotContext } from '../context.js';
-import { html, parseUsd, usd, utc } from '../format.js';
+import { html, parseUsd, utc } from '../format.js';
+import { formatUsd } from '../../src/modules/billing/money.js';
 
-/** SPEC.md top-up bounds, in cents. */
-const TOPUP_MIN = 500;
-const TOPUP_MAX = 50_000;
+const { minimumMinor: TOPUP_MIN, maximumMinor: TOPUP_MAX } = TOPUP_LIMITS;
+/** "$5" rather than "$5.00", for buttons and the range in prose. */
+const dollars = (minor: number) => formatUsd(minor).replace(/\.00$/, '');
+const RANGE = `any amount from ${dollars(TOPUP_MIN)} to ${dollars(TOPUP_MAX)}`;
 const PRESETS = [1000, 2500, 5000, 10000];
 
 /** /balance and /topup <usd>. */
@@ -17,12 +20,12 @@ export function balanceFeature(): Composer<BotContext> {
     const owner = ownerOf(ctx);
     const account = await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: owner.id });
     const entries = await ctx.services.ledger.recent(owner.id, 5);
-    const lines = [`Compute credits: <b>${usd(account.balanceMinor)}</b>${account.frozen ? ' (account frozen: no new rentals)' : ''}`];
+    const lines = [`Compute credits: <b>${formatUsd(account.balanceMinor)}</b>${account.frozen ? ' (account frozen: no new rentals)' : ''}`];
     if (entries.length) {
       lines.push('', 'Recent movements:');
-      for (const e of entries) lines.push(`${utc(e.createdAt)}  ${e.amountMinor >= 0 ? '+' : ''}${usd(e.amountMinor)}  ${html(e.description)}`);
+      for (const e of entries) lines.push(`${utc(e.createdAt)}  ${e.amountMinor >= 0 ? '+' : ''}${formatUsd(e.amountMinor)}  ${html(e.description)}`);
     } else {
-      lines.push('', 'No movements yet. Add credits with /topup 20 (any amount from $5 to $500).');
+      lines.push('', `No movements yet. Add credits with /topup 20 (${RANGE}).`);
     }
     await ctx.reply(lines.join('\n'), { parse_mode: 'HTML' });
   });
@@ -31,8 +34,8 @@ export function balanceFeature(): Composer<BotContext> {
     const arg = ctx.match.trim();
     if (!arg) {
       const kb = new InlineKeyboard();
-      for (const p of PRESETS) kb.text(usd(p).replace(/\.00$/, ''), `tu:${p}`);
-      await ctx.reply('How much would you like to add? Pick an amount, or send /topup with any amount from $5 to $500, e.g. /topup 20.', {
+      for (const p of PRESETS) kb.text(dollars(p), `tu:${p}`);
+      await ctx.reply(`How much would you like to add? Pick an amount, or send /topup with ${RANGE}, e.g. /topup 20.`, {
         reply_markup: kb,
       });
       return;
@@ -43,7 +46,7 @@ export function balanceFeature(): Composer<BotContext> {
       return;
     }
     if (amount < TOPUP_MIN || amount > TOPUP_MAX) {
-      await ctx.reply(`A top-up must be between ${usd(TOPUP_MIN)} and ${usd(TOPUP_MAX)}; you asked for ${usd(amount)}.`);
+      await ctx.reply(`A top-up must be between ${formatUsd(TOPUP_MIN)} and ${formatUsd(TOPUP_MAX)}; you asked for ${formatUsd(amount)}.`);
       return;
     }
     await sendTopupLink(ctx, amount);
@@ -77,10 +80,10 @@ async function sendTopupLink(ctx: BotContext, amountMinor: number): Promise<void
     throw err;
   }
   const { topup } = result;
-  const kb = topup.paymentUrl && /^https?:\/\//.test(topup.paymentUrl) ? new InlineKeyboard().url(`Pay ${usd(amountMinor)}`, topup.paymentUrl) : undefined;
+  const kb = topup.paymentUrl && /^https?:\/\//.test(topup.paymentUrl) ? new InlineKeyboard().url(`Pay ${formatUsd(amountMinor)}`, topup.paymentUrl) : undefined;
   await ctx.reply(
     [
-      `Payment link for <b>${usd(amountMinor)}</b> of compute credits${topup.expiresAt ? ` (valid until ${utc(topup.expiresAt)})` : ''}:`,
+      `Payment link for <b>${formatUsd(amountMinor)}</b> of compute credits${topup.expiresAt ? ` (valid until ${utc(topup.expiresAt)})` : ''}:`,
       html(topup.paymentUrl ?? ''),
       '',
       'Credits are added once the card payment is confirmed; I\'ll tell you here. Credits are non-transferable and non-withdrawable.',

@@ -1,5 +1,5 @@
 import { Composer } from 'grammy';
-import type { Conversation } from '../conversation-store.js';
+import type { Conversation } from '../../src/modules/telegram/conversation-store.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, minutesLeft, utc } from '../format.js';
 import { describeLimits, parseLimitArgs, startLimitsDialogue, type ChosenLimits } from '../limits-dialogue.js';

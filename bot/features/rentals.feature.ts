@@ -1,42 +1,18 @@
 import { Composer, InlineKeyboard } from 'grammy';
+import { readMinor } from '../../src/db/columns.js';
 import { AppError } from '../../src/errors/app-error.js';
+import { deploymentOfAccount, recentRentalsOf, type OwnerRentalRow } from '../../src/modules/rentals/owner-rentals.js';
+import { isOneOf, TERMINABLE_STATUSES } from '../../src/modules/rentals/rental-state.js';
 import { ownerOf, type BotContext } from '../context.js';
-import { html, usd, utc } from '../format.js';
+import { html, utc } from '../format.js';
+import { formatUsd } from '../../src/modules/billing/money.js';
 
 const LISTED = 10;
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
-/** Deployment states a terminate request moves on (the rentals service decides; this only picks buttons). */
-const RUNNING = ['PENDING', 'PROVISIONING', 'ACTIVE'];
-
-interface RentalRow {
-  id: string;
-  status: string;
-  created_at: Date;
-  hourly_price_minor: string | number;
-  gpu_model: string | null;
-  deployment_id: string | null;
-  deployment_status: string | null;
-  offer_name: string | null;
-  key_name: string | null;
-  key_prefix: string | null;
-  failure_reason: string | null;
-}
 
 /** The account's most recent rentals, newest first, with what the owner needs to recognise them. */
-export async function recentRentals(ctx: BotContext, accountId: string, limit = LISTED): Promise<RentalRow[]> {
-  return ctx.services.ds.query(
-    `SELECT o.id, o.status, o.created_at, o.hourly_price_minor, o.gpu_model, o.failure_reason,
-            d.id AS deployment_id, d.status AS deployment_status, f.name AS offer_name,
-            k.name AS key_name, k.prefix AS key_prefix
-       FROM orders o
-       LEFT JOIN deployments d ON d.order_id = o.id
-       LEFT JOIN offers f ON f.id = COALESCE(d.offer_id, o.offer_id)
-       LEFT JOIN api_keys k ON k.id = o.key_id
-      WHERE o.account_id = ?
-      ORDER BY o.created_at DESC, o.id DESC
-      LIMIT ?`,
-    [accountId, limit],
-  );
+export function recentRentals(ctx: BotContext, accountId: string, limit = LISTED): Promise<OwnerRentalRow[]> {
+  return recentRentalsOf(ctx.services.ds, accountId, limit);
 }
 
 /** /rentals: recent rentals, each with its state, machine, price and which key started it. */
@@ -54,11 +30,11 @@ export function rentalsFeature(): Composer<BotContext> {
       const what = r.offer_name ?? r.gpu_model ?? 'GPU machine';
       const by = r.key_name ? ` · by ${html(r.key_name)}${r.key_prefix ? ` <code>${html(r.key_prefix)}</code>` : ''}` : '';
       const why = status === 'FAILED' && r.failure_reason ? `\n   ${html(r.failure_reason)}` : '';
-      return `${i + 1}. <b>${html(status)}</b> ${html(what)} · ${usd(Number(r.hourly_price_minor))}/h\n   ${utc(r.created_at)}${by}\n   <code>${r.id}</code>${why}`;
+      return `${i + 1}. <b>${html(status)}</b> ${html(what)} · ${formatUsd(readMinor(r.hourly_price_minor))}/h\n   ${utc(r.created_at)}${by}\n   <code>${r.id}</code>${why}`;
     });
     const kb = new InlineKeyboard();
     rows.forEach((r, i) => {
-      if (r.deployment_id && RUNNING.includes(r.deployment_status ?? '')) kb.text(`Terminate ${i + 1}.`, `tm:${r.deployment_id}`).row();
+      if (r.deployment_id && isOneOf(TERMINABLE_STATUSES, r.deployment_status)) kb.text(`Terminate ${i + 1}.`, `tm:${r.deployment_id}`).row();
     });
     await ctx.reply(`<b>Recent rentals</b>\n\n${lines.join('\n\n')}`, {
       parse_mode: 'HTML',
@@ -68,22 +44,20 @@ export function rentalsFeature(): Composer<BotContext> {
 
   composer.callbackQuery(new RegExp(`^tm:(${UUID})$`), async (ctx) => {
     const id = ctx.match[1];
-    const rows: { status: string; order_id: string }[] = await ctx.services.ds.query(
-      'SELECT status, order_id FROM deployments WHERE id = ? AND account_id = ?',
-      [id, ownerOf(ctx).id],
-    );
-    if (!rows[0]) {
+    const d = await deploymentOfAccount(ctx.services.ds, id, ownerOf(ctx).id);
+    if (!d) {
       await ctx.answerCallbackQuery({ text: 'That rental is not on your account.', show_alert: true });
       return;
     }
-    if (!RUNNING.includes(rows[0].status)) {
-      await ctx.answerCallbackQuery({ text: `That rental is already ${rows[0].status}.`, show_alert: true });
+    // The rentals service decides what a terminate request does; this only picks what to offer.
+    if (!isOneOf(TERMINABLE_STATUSES, d.status)) {
+      await ctx.answerCallbackQuery({ text: `That rental is already ${d.status}.`, show_alert: true });
       return;
     }
     await ctx.answerCallbackQuery();
     const kb = new InlineKeyboard().text('Yes, terminate it', `tmy:${id}`).text('Keep it running', 'tmn');
     await ctx.reply(
-      `Terminate rental <code>${rows[0].order_id}</code>? This is irreversible: the machine and everything on it are destroyed. Billing stops once its destruction is verified.`,
+      `Terminate rental <code>${d.order_id}</code>? This is irreversible: the machine and everything on it are destroyed. Billing stops once its destruction is verified.`,
       { parse_mode: 'HTML', reply_markup: kb },
     );
   });

@@ -1,6 +1,7 @@
 import { Composer } from 'grammy';
 import { ownerOf, type BotContext } from '../context.js';
-import { html, usd } from '../format.js';
+import { html } from '../format.js';
+import { formatUsd } from '../../src/modules/billing/money.js';
 
 /** The commands the bot offers, for the command menu and /help. */
 export const COMMANDS: { command: string; description: string }[] = [
@@ -33,7 +34,7 @@ export function startFeature(): Composer<BotContext> {
           'a cap per rental, a total budget and how many rentals may run at once. You never hand an agent your own credentials — ' +
           'it gets its own key, which you can revoke at any time.',
         '',
-        `Credits: <b>${usd(owner.balanceMinor)}</b>. Top up with /topup, then connect an agent with /newagent.`,
+        `Credits: <b>${formatUsd(owner.balanceMinor)}</b>. Top up with /topup, then connect an agent with /newagent.`,
         'I will tell you here when credits arrive, when an agent\'s rental starts, fails or ends, and when credits run low.',
         '',
         helpText(),

@@ -3,10 +3,11 @@ import { systemClock } from '../clock.js';
 import type { Config } from '../config.js';
 import { createDatabaseIfMissing, createDataSource, describeTarget, migrate, parseDatabaseUrl } from '../db/data-source.js';
 import { RateLimiter } from '../http/rate-limiter.js';
-import { AccountsService, OWNER_KEY_LIMITS, type NewOwner } from '../modules/accounts/accounts.service.js';
+import { AccountsService, type NewOwner } from '../modules/accounts/accounts.service.js';
+import { APPROVAL_LIMITS, KEY_LIMIT_MAXIMUMS, OWNER_KEY_LIMITS } from '../modules/keys/key-limits.js';
 import { normalizeEmail } from '../modules/accounts/email.js';
-import { APPROVAL_MINIMUMS, LIMIT_MAXIMUMS } from '../modules/agents/agents.service.js';
 import { ALL_SCOPES, type Scope } from '../modules/keys/api-key.entity.js';
+import { LedgerService } from '../modules/billing/ledger.service.js';
 import { KeysService } from '../modules/keys/keys.service.js';
 
 export const OWNER_USAGE = `Usage: owner create --name <name> [options]
@@ -65,8 +66,8 @@ export function parseOwnerCreate(argv: string[]): NewOwner & { json: boolean } {
     if (raw === undefined) return OWNER_KEY_LIMITS[field];
     const n = /^\d{1,15}$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
     // The same bounds an approval uses: an owner key below them could not approve any agent.
-    if (!(n >= APPROVAL_MINIMUMS[field] && n <= LIMIT_MAXIMUMS[field])) {
-      throw new UsageError(`${flag} must be a whole number from ${APPROVAL_MINIMUMS[field]} to ${LIMIT_MAXIMUMS[field]}, got "${raw}".`);
+    if (!(n >= APPROVAL_LIMITS.minimums[field] && n <= KEY_LIMIT_MAXIMUMS[field])) {
+      throw new UsageError(`${flag} must be a whole number from ${APPROVAL_LIMITS.minimums[field]} to ${KEY_LIMIT_MAXIMUMS[field]}, got "${raw}".`);
     }
     return n;
   };
@@ -119,7 +120,7 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
   await ds.initialize();
   try {
     await migrate(ds);
-    const keys = new KeysService(ds, systemClock);
+    const keys = new KeysService(ds, systemClock, new LedgerService(ds, systemClock));
     const accounts = new AccountsService(ds, systemClock, keys, new RateLimiter(ds, systemClock), {
       agentV1Enabled: config.agentV1Enabled,
       signupRatePerMinute: config.signupRatePerMinute,

@@ -1,14 +1,19 @@
 import type { ValueTransformer } from 'typeorm';
 
-/** BIGINT cents <-> number, refusing values JavaScript cannot hold exactly. */
+/**
+ * A BIGINT as MySQL returns it (string or number) as a number, refusing values JavaScript cannot
+ * hold exactly. Every BIGINT read, through an entity or a raw query, goes through here.
+ */
+export function readMinor(v: string | number | bigint): number {
+  const n = typeof v === 'number' ? v : Number(v);
+  if (!Number.isSafeInteger(n)) throw new Error(`money value ${v} is outside the safe integer range`);
+  return n;
+}
+
+/** BIGINT cents <-> number, through {@link readMinor}. */
 export const minorUnits: ValueTransformer = {
   to: (v: number | null | undefined) => v,
-  from: (v: string | number | null) => {
-    if (v === null || v === undefined) return v;
-    const n = typeof v === 'number' ? v : Number(v);
-    if (!Number.isSafeInteger(n)) throw new Error(`money value ${v} is outside the safe integer range`);
-    return n;
-  },
+  from: (v: string | number | null) => (v === null || v === undefined ? v : readMinor(v)),
 };
 
 /** Comma-separated list column (scopes): small, ordered, indexed nowhere. */

@@ -14,11 +14,13 @@ export class AgendaJobQueue implements JobQueue {
     readonly backend: MysqlBackend,
   ) {}
 
-  async now<T extends object>(name: string, data: T, options?: EnqueueOptions): Promise<void> {
+  // Untyped on purpose: the service reaches it as a JobQueue (names and payloads checked against
+  // JobPayloads); only tests enqueue their own job names on the class itself.
+  async now(name: string, data: object, options?: EnqueueOptions): Promise<void> {
     await this.schedule(new Date(), name, data, options);
   }
 
-  async schedule<T extends object>(when: Date, name: string, data: T, options?: EnqueueOptions): Promise<void> {
+  async schedule(when: Date, name: string, data: object, options?: EnqueueOptions): Promise<void> {
     if (options?.uniqueKey === undefined) {
       await this.agenda.schedule(when, name, data);
       return;

@@ -2,7 +2,6 @@ import { hostname } from 'node:os';
 import { Agenda, type Job } from 'agenda';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../config.js';
-import type { Services } from '../container.js';
 import type { Logger } from '../logger.js';
 import { AgendaJobQueue } from './agenda-job-queue.js';
 import type { JobDefinition, JobQueue } from './job-queue.js';
@@ -32,15 +31,14 @@ export interface CreateAgendaOptions extends MysqlBackendOptions {
  * Usage:
  * ```ts
  * const { agenda, queue } = createAgenda(ds, config);          // createServices does this
+ * defineJobs(agenda, definitions);                              // so does createServices, once
  * await services.jobs.now('rental.provision', { deploymentId }, { uniqueKey: deploymentId });
- * await services.jobs.schedule(new Date(Date.now() + 60_000), 'rental.poll', { deploymentId });
- * // worker role (src/worker.ts): define every JobDefinition, upsert the `every` rows, start
+ * // worker role (src/worker.ts): upsert the `every` rows, start
  * const worker = await startJobWorker(services);   // ...later: await worker.stop() drains
  * ```
- * Define jobs as `JobDefinition`s in `src/modules/<area>/<area>.jobs.ts` and list the array in
- * src/jobs/job-definitions.ts. Handlers get `(data, services)`, must be safe to run twice, and
- * run on wall-clock Agenda time (a test's ManualClock does not move jobs). In tests use
- * test/helpers/jobs.ts `startTestWorker(ctx)`.
+ * Job names and payloads are declared in {@link JobPayloads} (job-queue.ts); src/container.ts
+ * builds a handler for each. Handlers must be safe to run twice and run on wall-clock Agenda time
+ * (a test's ManualClock does not move jobs). In tests use test/helpers/jobs.ts `startTestWorker(ctx)`.
  */
 export function createAgenda(ds: DataSource, config: Pick<Config, 'jobsProcessEveryMs'>, options: CreateAgendaOptions = {}): { agenda: Agenda; queue: AgendaJobQueue; backend: MysqlBackend } {
   const backend = new MysqlBackend(ds, options);
@@ -68,14 +66,14 @@ export function agendaOf(jobs: JobQueue): Agenda {
 
 /**
  * Registers job definitions on `agenda` (any process may: defining starts nothing, and it gives
- * enqueued jobs their defined priority). Handlers receive the job data and `services`.
+ * enqueued jobs their defined priority). Handlers receive the job data.
  */
-export function defineJobs(agenda: Agenda, definitions: readonly JobDefinition<any>[], services: Services): void {
+export function defineJobs(agenda: Agenda, definitions: readonly JobDefinition[]): void {
   for (const def of definitions) {
     agenda.define(
       def.name,
-      async (job: Job<any>) => {
-        await def.handler((job.attrs.data ?? {}) as object, services);
+      async (job: Job) => {
+        await def.handler((job.attrs.data ?? {}) as object);
       },
       {
         ...(def.concurrency ? { concurrency: def.concurrency } : {}),
@@ -93,29 +91,34 @@ export interface JobWorker {
 }
 
 export interface StartJobWorkerOptions {
-  /** Definitions to register before starting, in addition to those already defined. */
-  definitions?: readonly JobDefinition<any>[];
+  /** Further definitions to register before starting (tests); the service's own are defined already. */
+  definitions?: readonly JobDefinition[];
   /** Upsert the `every` row of each repeating definition (default true). */
   scheduleRepeating?: boolean;
 }
 
+/** What a job worker runs on: the process's queue and the definitions registered on it. */
+export interface JobWorkerDeps {
+  jobs: JobQueue;
+  logger: Logger;
+  /** Every definition already registered on the queue's Agenda (src/container.ts does it). */
+  jobDefinitions: readonly JobDefinition[];
+}
+
 /**
- * Starts processing on the Agenda behind `services.jobs`: registers `definitions`, upserts one
- * row per repeating job, then polls every `processEvery` (and wakes at once for jobs enqueued in
- * this process). `stop()` drains: no new claims, running jobs finish (up to `timeoutMs`), locks of
- * jobs claimed but not started are released.
+ * Starts processing on the Agenda behind `deps.jobs`: registers any extra `definitions`, upserts
+ * one row per repeating job, then polls every `processEvery` (and wakes at once for jobs enqueued
+ * in this process). `stop()` drains: no new claims, running jobs finish (up to `timeoutMs`), locks
+ * of jobs claimed but not started are released.
  */
-export async function startJobWorker(services: Services, options: StartJobWorkerOptions = {}): Promise<JobWorker> {
-  const definitions = options.definitions ?? [];
-  const queue = agendaQueueOf(services.jobs);
-  defineJobs(queue.agenda, definitions, services);
+export async function startJobWorker(deps: JobWorkerDeps, options: StartJobWorkerOptions = {}): Promise<JobWorker> {
+  const queue = agendaQueueOf(deps.jobs);
+  const extra = options.definitions ?? [];
+  defineJobs(queue.agenda, extra);
   const repeating = (options.scheduleRepeating ?? true)
-    ? definitions.flatMap((def) => {
-        const everyMs = def.everyMsFromConfig ? def.everyMsFromConfig(services.config) : def.everyMs;
-        return everyMs ? [{ name: def.name, everyMs }] : [];
-      })
+    ? [...deps.jobDefinitions, ...extra].flatMap((def) => (def.everyMs ? [{ name: def.name, everyMs: def.everyMs }] : []))
     : [];
-  return startAgendaProcessing(queue, services.logger, repeating);
+  return startAgendaProcessing(queue, deps.logger, repeating);
 }
 
 /**

@@ -1,4 +1,38 @@
 /**
+ * Every job this service runs, by name, with the payload its handler receives. `JobQueue.now`
+ * and `schedule` check the payload against this map, and the composition root (src/container.ts)
+ * must build a handler for each name.
+ */
+export interface JobPayloads {
+  'rental.provision': DeploymentJob;
+  'rental.terminate': DeploymentJob;
+  'rental.expire': DeploymentJob;
+  'rental.meter': NoPayload;
+  'rental.reconcile': NoPayload;
+  'inventory.refresh': NoPayload;
+  'payments.reconcile': NoPayload;
+}
+
+export type JobName = keyof JobPayloads;
+
+/** Payload of the jobs that act on one deployment. */
+export interface DeploymentJob {
+  deploymentId: string;
+}
+
+/** Payload of the periodic sweeps. */
+export type NoPayload = Record<string, never>;
+
+/** Names of the rental lifecycle jobs, for enqueuers. */
+export const RENTAL_JOBS = {
+  provision: 'rental.provision',
+  terminate: 'rental.terminate',
+  expire: 'rental.expire',
+  meter: 'rental.meter',
+  reconcile: 'rental.reconcile',
+} as const satisfies Record<string, JobName>;
+
+/**
  * How services ask for background work without knowing about Agenda. Every process (api, worker,
  * bot) gets one: enqueuing only writes a job row, and whichever worker process is running picks it
  * up. Handlers must be safe to run twice; a job may also be lost to nothing but a crash before
@@ -10,9 +44,9 @@ export interface JobQueue {
    * With `uniqueKey`, at most one pending job per (name, uniqueKey) exists: enqueuing again while
    * one is waiting does not add a second (it may move the waiting one earlier).
    */
-  now<T extends object>(name: string, data: T, options?: EnqueueOptions): Promise<void>;
+  now<N extends JobName>(name: N, data: JobPayloads[N], options?: EnqueueOptions): Promise<void>;
   /** Run `name` with `data` at `when` (or at once if `when` is past). Same `uniqueKey` rule. */
-  schedule<T extends object>(when: Date, name: string, data: T, options?: EnqueueOptions): Promise<void>;
+  schedule<N extends JobName>(when: Date, name: N, data: JobPayloads[N], options?: EnqueueOptions): Promise<void>;
 }
 
 export interface EnqueueOptions {
@@ -21,25 +55,30 @@ export interface EnqueueOptions {
 }
 
 /**
- * One kind of background job. Modules export arrays of these from `src/modules/<area>/<area>.jobs.ts`
- * and src/jobs/job-definitions.ts lists them all; the worker registers every one with Agenda.
- * `handler` is a plain function that tests call directly: it reads state from MySQL, acts and
- * writes state back, so a run repeated or resumed after a crash converges on the same result.
+ * One kind of background job, with its handler already bound to what it needs (src/container.ts
+ * builds them). The handler reads state from MySQL, acts and writes state back, so a run repeated
+ * or resumed after a crash converges on the same result.
  */
-export interface JobDefinition<T extends object = Record<string, unknown>> {
+export interface JobDefinition<D extends object = object> {
   name: string;
-  handler(data: T, services: import('../container.js').Services): Promise<void>;
+  handler(data: D): Promise<void>;
   /** Repeat on this interval as a single job row (Agenda `every`), for periodic sweeps. */
   everyMs?: number;
-  /**
-   * Like `everyMs` but read from configuration when the worker starts (e.g. the inventory refresh
-   * period); takes precedence over `everyMs`.
-   */
-  everyMsFromConfig?(config: import('../config.js').Config): number;
   /** Parallel runs of this job per worker process (Agenda default otherwise). */
   concurrency?: number;
   /** How long a claimed run may go without finishing before another worker may take it over. */
   lockLifetimeMs?: number;
   /** Higher runs first when several are due. */
   priority?: number;
+}
+
+/** The definition of one of this service's jobs, with its payload type from {@link JobPayloads}. */
+export type ServiceJobDefinition<N extends JobName = JobName> = { [K in N]: JobDefinition<JobPayloads[K]> & { name: K } }[N];
+
+/** Exactly one definition per job name: the compiler refuses a missing or misspelt one. */
+export type JobHandlers = { [K in JobName]: Omit<JobDefinition<JobPayloads[K]>, 'name'> };
+
+/** Turns the per-name handler table into the list Agenda registers. */
+export function jobDefinitions(handlers: JobHandlers): JobDefinition[] {
+  return (Object.keys(handlers) as JobName[]).map((name) => ({ name, ...handlers[name] }) as JobDefinition);
 }

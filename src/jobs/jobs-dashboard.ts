@@ -1,13 +1,21 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { createExpressMiddleware } from 'agendash';
-import type { Services } from '../container.js';
+import type { Config } from '../config.js';
 import { errorEnvelope } from '../errors/envelope.js';
 import { agendaOf } from './agenda.js';
+import type { JobQueue } from './job-queue.js';
 
 function sameSecret(a: string, b: string): boolean {
   // Hash first so the comparison takes the same time whatever the lengths.
   return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
+}
+
+/** What the dashboard needs: its credentials, key authentication, and the process's queue. */
+export interface DashboardDeps {
+  config: Pick<Config, 'adminJobsUser' | 'adminJobsPassword'>;
+  keys: { authenticate(header: string): Promise<{ kind: string; key: { isAdmin: boolean } }> };
+  jobs: JobQueue;
 }
 
 /**
@@ -28,7 +36,7 @@ const unframeable: RequestHandler = (_req, res, next) => {
  * admin flag (for scripts). It reads and edits the `agenda_jobs` table through this process's
  * Agenda, so it works on api processes that never run jobs.
  */
-export function jobsDashboard(services: Services): RequestHandler[] | undefined {
+export function jobsDashboard(services: DashboardDeps): RequestHandler[] | undefined {
   const { adminJobsUser: user, adminJobsPassword: password } = services.config;
   if (!user || !password) return undefined;
   const deny = (req: Request, res: Response, status: 401 | 403, message?: string) => {

@@ -12,7 +12,9 @@ import {
   type JobWithState,
   type RemoveJobsOptions,
 } from 'agenda';
+import { systemClock, type Clock } from '../clock.js';
 import type { DataSource, QueryRunner } from 'typeorm';
+import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel.js';
 import { isRetryableTxError } from '../db/transaction.js';
 
 /** The table created by migrations/1763800001000-AgendaJobs.ts. */
@@ -74,6 +76,8 @@ export interface MysqlJobRepositoryOptions {
   claimAttempts?: number;
   /** How often, per job name, a claim looks for abandoned jobs (lock past its deadline) before due ones (default 1000 ms). */
   abandonedScanEveryMs?: number;
+  /** Where the repository's own notion of now comes from (debounce windows, scan cadence, job states); tests move it. Default: the system clock. */
+  clock?: Clock;
 }
 
 /** What {@link MysqlJobRepository.enqueueUnique} did. */
@@ -97,6 +101,7 @@ export class MysqlJobRepository implements JobRepository {
   /** Per job name: when a claim next looks for abandoned jobs first. */
   private readonly abandonedScanAt = new Map<string, number>();
   private readonly abandonedScanEveryMs: number;
+  private readonly clock: Clock;
 
   constructor(
     private readonly ds: DataSource,
@@ -104,6 +109,7 @@ export class MysqlJobRepository implements JobRepository {
   ) {
     this.claimAttempts = options.claimAttempts ?? 8;
     this.abandonedScanEveryMs = options.abandonedScanEveryMs ?? 1000;
+    this.clock = options.clock ?? systemClock;
   }
 
   async connect(): Promise<void> {
@@ -121,7 +127,7 @@ export class MysqlJobRepository implements JobRepository {
     if (!includeDisabled) where.conditions.push('disabled = 0');
     const sql = `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE}${whereClause(where.conditions)} ORDER BY ${orderBy(sort)}`;
     const rows: JobRow[] = await this.ds.query(sql, where.params);
-    const now = new Date();
+    const now = this.clock.now();
     let jobs: JobWithState[] = rows
       .map((row) => {
         const job = rowToJob(row);
@@ -136,7 +142,7 @@ export class MysqlJobRepository implements JobRepository {
 
   async getJobsOverview(): Promise<JobsOverview[]> {
     const rows: JobRow[] = await this.ds.query(`SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} ORDER BY name`);
-    const now = new Date();
+    const now = this.clock.now();
     const byName = new Map<string, JobsOverview>();
     for (const row of rows) {
       let o = byName.get(row.name);
@@ -164,7 +170,7 @@ export class MysqlJobRepository implements JobRepository {
   }
 
   async getQueueSize(): Promise<number> {
-    const [row] = await this.ds.query(`SELECT COUNT(*) AS n FROM ${AGENDA_JOBS_TABLE} WHERE next_run_at < ?`, [new Date()]);
+    const [row] = await this.ds.query(`SELECT COUNT(*) AS n FROM ${AGENDA_JOBS_TABLE} WHERE next_run_at < ?`, [this.clock.now()]);
     return Number(row.n);
   }
 
@@ -230,7 +236,7 @@ export class MysqlJobRepository implements JobRepository {
     if (!job._id || !job.nextRunAt) return undefined;
     return this.claim(
       [[`id = ? AND name = ? AND locked_at IS NULL AND next_run_at = ? AND disabled = 0`, [String(job._id), job.name, job.nextRunAt]]],
-      new Date(),
+      this.clock.now(),
       options?.lastModifiedBy ?? null,
     );
   }
@@ -254,7 +260,7 @@ export class MysqlJobRepository implements JobRepository {
     now: Date | undefined,
     options: JobRepositoryOptions | undefined,
   ): Promise<JobParameters | undefined> {
-    const lockTime = now ?? new Date();
+    const lockTime = now ?? this.clock.now();
     const by = options?.lastModifiedBy ?? null;
     // Two index range scans rather than one OR, which would not use the index order: due jobs
     // nobody holds, and jobs whose lock outlived its deadline (their runner is gone). Each stops
@@ -263,7 +269,7 @@ export class MysqlJobRepository implements JobRepository {
     // jobs cannot starve an abandoned one, and the common claim stays a single query.
     const due: [string, unknown[]] = ['name = ? AND disabled = 0 AND locked_at IS NULL AND next_run_at <= ?', [jobName, nextScanAt]];
     const abandoned: [string, unknown[]] = ['name = ? AND disabled = 0 AND locked_at <= ?', [jobName, lockDeadline]];
-    const nowMs = Date.now();
+    const nowMs = this.clock.now().getTime();
     const abandonedFirst = nowMs >= (this.abandonedScanAt.get(jobName) ?? 0);
     if (abandonedFirst) this.abandonedScanAt.set(jobName, nowMs + this.abandonedScanEveryMs);
     return this.claim(abandonedFirst ? [abandoned, due] : [due, abandoned], lockTime, by);
@@ -276,68 +282,68 @@ export class MysqlJobRepository implements JobRepository {
    * it runs is not lost. Concurrent callers serialize on the key's index range.
    */
   async enqueueUnique(job: JobParameters, uniqueKey: string): Promise<EnqueueUniqueResult> {
-    if (!job.nextRunAt) throw new Error('enqueueUnique needs nextRunAt');
-    for (let attempt = 1; ; attempt++) {
-      const runner = this.ds.createQueryRunner();
-      try {
-        await runner.connect();
-        await runner.startTransaction();
-        const rows: JobRow[] = await runner.query(
-          `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE name = ? AND unique_key = ? FOR UPDATE`,
-          [job.name, uniqueKey],
-        );
-        const waiting = rows.find((r) => r.locked_at === null && r.next_run_at !== null && !r.disabled);
-        let result: EnqueueUniqueResult;
-        if (waiting) {
-          const nextRunAt = waiting.next_run_at! < job.nextRunAt ? waiting.next_run_at! : job.nextRunAt;
-          await runner.query(`UPDATE ${AGENDA_JOBS_TABLE} SET data = ?, next_run_at = ?, priority = GREATEST(priority, ?) WHERE id = ?`, [
-            JSON.stringify(job.data ?? {}), nextRunAt, job.priority, waiting.id,
-          ]);
-          result = { job: { ...rowToJob(waiting), data: job.data, nextRunAt }, inserted: false };
-        } else {
-          const id = await this.insert(job, null, null, uniqueKey, runner);
-          result = { job: { ...job, _id: toJobId(String(id)) }, inserted: true };
-        }
-        await runner.commitTransaction();
-        return result;
-      } catch (err) {
-        if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-        if (attempt >= this.claimAttempts || !isRetryableTxError(err)) throw err;
-        await backoff(attempt);
-      } finally {
-        await runner.release();
+    const due = job.nextRunAt;
+    if (!due) throw new Error('enqueueUnique needs nextRunAt');
+    return this.inRetriedTransaction(undefined, async (runner) => {
+      const rows: JobRow[] = await runner.query(
+        `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE name = ? AND unique_key = ? FOR UPDATE`,
+        [job.name, uniqueKey],
+      );
+      const waiting = rows.find((r) => r.locked_at === null && r.next_run_at !== null && !r.disabled);
+      let result: EnqueueUniqueResult;
+      if (waiting) {
+        const nextRunAt = waiting.next_run_at! < due ? waiting.next_run_at! : due;
+        await runner.query(`UPDATE ${AGENDA_JOBS_TABLE} SET data = ?, next_run_at = ?, priority = GREATEST(priority, ?) WHERE id = ?`, [
+          JSON.stringify(job.data ?? {}), nextRunAt, job.priority, waiting.id,
+        ]);
+        result = { job: { ...rowToJob(waiting), data: job.data, nextRunAt }, inserted: false };
+      } else {
+        const id = await this.insert(job, null, null, uniqueKey, runner);
+        result = { job: { ...job, _id: toJobId(String(id)) }, inserted: true };
       }
-    }
+      return result;
+    });
   }
 
   /** Locks the first free row of the first scan that has one, in one short transaction. */
   private async claim(scans: [condition: string, params: unknown[]][], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
+    // READ COMMITTED: a locking read under REPEATABLE READ also takes gap locks, which stall the
+    // producers inserting due jobs at the end of the very range the workers scan. Row locks
+    // plus SKIP LOCKED are all a claim needs.
+    return this.inRetriedTransaction('READ COMMITTED', async (runner) => {
+      let row: JobRow | undefined;
+      for (const [condition, params] of scans) {
+        const rows: JobRow[] = await runner.query(
+          `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE ${condition}
+           ORDER BY next_run_at ASC, priority DESC LIMIT 1 FOR UPDATE SKIP LOCKED`,
+          params,
+        );
+        row = rows[0];
+        if (row) break;
+      }
+      // Read before the lock is written: a row that cannot be read must not stay claimed.
+      const job = row ? rowToJob(row) : undefined;
+      if (row) {
+        await runner.query(`UPDATE ${AGENDA_JOBS_TABLE} SET locked_at = ?, last_modified_by = ? WHERE id = ?`, [lockTime, by, row.id]);
+      }
+      if (!job) return undefined;
+      return { ...job, lockedAt: lockTime, lastModifiedBy: by ?? undefined };
+    });
+  }
+
+  /**
+   * Runs `fn` in a transaction on its own connection and runs it again, after a short back-off,
+   * when InnoDB picks it as a deadlock victim or a lock wait times out (up to `claimAttempts`).
+   */
+  private async inRetriedTransaction<T>(isolation: IsolationLevel | undefined, fn: (runner: QueryRunner) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const runner = this.ds.createQueryRunner();
       try {
         await runner.connect();
-        // READ COMMITTED: a locking read under REPEATABLE READ also takes gap locks, which stall the
-        // producers inserting due jobs at the end of the very range the workers scan. Row locks
-        // plus SKIP LOCKED are all a claim needs.
-        await runner.startTransaction('READ COMMITTED');
-        let row: JobRow | undefined;
-        for (const [condition, params] of scans) {
-          const rows: JobRow[] = await runner.query(
-            `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE ${condition}
-             ORDER BY next_run_at ASC, priority DESC LIMIT 1 FOR UPDATE SKIP LOCKED`,
-            params,
-          );
-          row = rows[0];
-          if (row) break;
-        }
-        // Read before the lock is written: a row that cannot be read must not stay claimed.
-        const job = row ? rowToJob(row) : undefined;
-        if (row) {
-          await runner.query(`UPDATE ${AGENDA_JOBS_TABLE} SET locked_at = ?, last_modified_by = ? WHERE id = ?`, [lockTime, by, row.id]);
-        }
+        await runner.startTransaction(isolation);
+        const result = await fn(runner);
         await runner.commitTransaction();
-        if (!job) return undefined;
-        return { ...job, lockedAt: lockTime, lastModifiedBy: by ?? undefined };
+        return result;
       } catch (err) {
         if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
         if (attempt >= this.claimAttempts || !isRetryableTxError(err)) throw err;
@@ -361,7 +367,7 @@ export class MysqlJobRepository implements JobRepository {
   private async upsertSingle<DATA>(job: JobParameters<DATA>, by: string | null): Promise<JobParameters<DATA>> {
     // A repeating job whose next run is already due keeps the time it has: re-declaring it at
     // every worker start must not make it run again at once.
-    const protect = job.nextRunAt !== null && job.nextRunAt <= new Date();
+    const protect = job.nextRunAt !== null && job.nextRunAt <= this.clock.now();
     const res: WriteResult = await this.ds.query(
       `INSERT INTO ${AGENDA_JOBS_TABLE} (name, priority, next_run_at, type, repeat_timezone, repeat_interval, data, repeat_at,
          disabled, fork, last_modified_by, debounce_started_at, start_date, end_date, skip_days, unique_key)
@@ -397,67 +403,55 @@ export class MysqlJobRepository implements JobRepository {
       }
     }
     const debounce = uniqueOpts?.debounce;
-    const now = new Date();
-    for (let attempt = 1; ; attempt++) {
-      const runner = this.ds.createQueryRunner();
-      try {
-        await runner.connect();
-        await runner.startTransaction();
-        const rows: JobRow[] = await runner.query(
-          `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id LIMIT 1 FOR UPDATE`,
-          params,
-        );
-        let saved: JobParameters<DATA>;
-        const existing = rows[0];
-        if (existing) {
-          if (uniqueOpts?.insertOnly && !debounce) {
-            saved = rowToJob(existing) as JobParameters<DATA>;
-          } else {
-            let nextRunAt = job.nextRunAt ?? null;
-            let debounceStartedAt: Date | null = null;
-            if (debounce) {
-              const started = existing.debounce_started_at ?? now;
-              if (debounce.strategy === 'leading') {
-                nextRunAt = existing.next_run_at;
-                debounceStartedAt = started;
-              } else if (debounce.maxWait && now.getTime() - started.getTime() >= debounce.maxWait) {
-                nextRunAt = now;
-              } else {
-                nextRunAt = new Date(now.getTime() + debounce.delay);
-                debounceStartedAt = started;
-              }
-            }
-            const values = definitionValues(job);
-            await runner.query(
-              `UPDATE ${AGENDA_JOBS_TABLE} SET priority = ?, next_run_at = ?, type = ?, repeat_timezone = ?, repeat_interval = ?,
-                 data = ?, repeat_at = ?, disabled = ?, fork = ?, last_modified_by = ?, debounce_started_at = ?,
-                 start_date = ?, end_date = ?, skip_days = ?
-               WHERE id = ?`,
-              [values[1], nextRunAt, ...values.slice(3), by, debounceStartedAt, ...dateConstraintValues(job), existing.id],
-            );
-            const [row] = await runner.query(`SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE id = ?`, [existing.id]);
-            saved = rowToJob(row) as JobParameters<DATA>;
-          }
+    const now = this.clock.now();
+    return this.inRetriedTransaction(undefined, async (runner) => {
+      const rows: JobRow[] = await runner.query(
+        `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE ${conditions.join(' AND ')} ORDER BY id LIMIT 1 FOR UPDATE`,
+        params,
+      );
+      let saved: JobParameters<DATA>;
+      const existing = rows[0];
+      if (existing) {
+        if (uniqueOpts?.insertOnly && !debounce) {
+          saved = rowToJob(existing) as JobParameters<DATA>;
         } else {
+          let nextRunAt = job.nextRunAt ?? null;
           let debounceStartedAt: Date | null = null;
-          let toInsert = job;
           if (debounce) {
-            debounceStartedAt = now;
-            if (debounce.strategy !== 'leading') toInsert = { ...job, nextRunAt: new Date(now.getTime() + debounce.delay) };
+            const started = existing.debounce_started_at ?? now;
+            if (debounce.strategy === 'leading') {
+              nextRunAt = existing.next_run_at;
+              debounceStartedAt = started;
+            } else if (debounce.maxWait && now.getTime() - started.getTime() >= debounce.maxWait) {
+              nextRunAt = now;
+            } else {
+              nextRunAt = new Date(now.getTime() + debounce.delay);
+              debounceStartedAt = started;
+            }
           }
-          const id = await this.insert(toInsert, by, debounceStartedAt, null, runner);
-          saved = { ...toInsert, _id: toJobId(String(id)), debounceStartedAt: debounceStartedAt ?? undefined };
+          const values = definitionValues(job);
+          await runner.query(
+            `UPDATE ${AGENDA_JOBS_TABLE} SET priority = ?, next_run_at = ?, type = ?, repeat_timezone = ?, repeat_interval = ?,
+               data = ?, repeat_at = ?, disabled = ?, fork = ?, last_modified_by = ?, debounce_started_at = ?,
+               start_date = ?, end_date = ?, skip_days = ?
+             WHERE id = ?`,
+            [values[1], nextRunAt, ...values.slice(3), by, debounceStartedAt, ...dateConstraintValues(job), existing.id],
+          );
+          const [row] = await runner.query(`SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE id = ?`, [existing.id]);
+          saved = rowToJob(row) as JobParameters<DATA>;
         }
-        await runner.commitTransaction();
-        return saved;
-      } catch (err) {
-        if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-        if (attempt >= this.claimAttempts || !isRetryableTxError(err)) throw err;
-        await backoff(attempt);
-      } finally {
-        await runner.release();
+      } else {
+        let debounceStartedAt: Date | null = null;
+        let toInsert = job;
+        if (debounce) {
+          debounceStartedAt = now;
+          if (debounce.strategy !== 'leading') toInsert = { ...job, nextRunAt: new Date(now.getTime() + debounce.delay) };
+        }
+        const id = await this.insert(toInsert, by, debounceStartedAt, null, runner);
+        saved = { ...toInsert, _id: toJobId(String(id)), debounceStartedAt: debounceStartedAt ?? undefined };
       }
-    }
+      return saved;
+    });
   }
 
   private async setDisabled(options: RemoveJobsOptions, disabled: boolean): Promise<number> {

@@ -4,10 +4,13 @@ import { Checkout } from '../../src/modules/billing/checkout.entity.js';
 import { Offer } from '../../src/modules/inventory/offer.entity.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
 import { Order } from '../../src/modules/rentals/order.entity.js';
-import { RentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
+import { createRentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
+import type { RentalHandoff } from '../../src/modules/billing/rental-handoff.js';
+import { lifecycleDepsOf } from '../../src/container.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { signup, type SignedUp } from '../helpers/factories.js';
 import { balanceOf, createStripeContext, deliver, sessionFor, type StripeTestContext } from '../helpers/payments.js';
+import { queuedJobs } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
   { key: 'two-hours', name: 'NVIDIA H200', category: 'datacenter', vramGb: 141, gpuCount: 1, pricePerHourMinor: 700, maximumDurationSeconds: 7200 },
@@ -19,8 +22,10 @@ const OFFERS: LocalInventoryOffer[] = [
 describe('POST /api/v1/orders/checkout', () => {
   let ctx: StripeTestContext;
   const offerId: Record<string, string> = {};
+  /** Where paid card orders go in these tests; unset, they wait in PENDING. */
+  let handoff: RentalHandoff | undefined;
   before(async () => {
-    ctx = await createStripeContext({ offers: OFFERS });
+    ctx = await createStripeContext({ offers: OFFERS, rentalHandoff: { cardOrderPaid: async (id) => handoff?.cardOrderPaid(id) } });
     for (const o of await ctx.services.ds.getRepository(Offer).find()) offerId[o.providerOfferKey] = o.id;
     assert.ok(offerId['two-hours'] && offerId.week && offerId['sold-out']);
     // Cached once, then gone from the provider: the cache still knows it, marked unavailable.
@@ -28,7 +33,7 @@ describe('POST /api/v1/orders/checkout', () => {
   });
   after(() => ctx.close());
   afterEach(() => {
-    ctx.services.payments.rentalHandoff = undefined;
+    handoff = undefined;
   });
 
   const checkout = (who: SignedUp, body: unknown, key = randomUUID()) =>
@@ -180,7 +185,7 @@ describe('POST /api/v1/orders/checkout', () => {
   it('moves a paid order to PENDING, hands it to rentals, and posts no ledger entry', async () => {
     const who = await withEmail();
     const handed: string[] = [];
-    ctx.services.payments.rentalHandoff = { cardOrderPaid: async (id) => void handed.push(id) };
+    handoff = { cardOrderPaid: async (id) => void handed.push(id) };
     const res = await checkout(who, { offerId: offerId['two-hours'], budgetMinor: 1400 });
     const { orderId } = res.body.data;
     const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ orderId });
@@ -209,7 +214,7 @@ describe('POST /api/v1/orders/checkout', () => {
     const { orderId } = (await checkout(who, { offerId: offerId.week, budgetMinor: 900 })).body.data;
     const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ orderId });
     const payload = ctx.stripe.eventPayload('checkout.session.completed', ctx.stripe.completeSession(sessionFor(ctx, c.id).id));
-    ctx.services.payments.rentalHandoff = {
+    handoff = {
       cardOrderPaid: async () => {
         throw new Error('queue down');
       },
@@ -217,7 +222,7 @@ describe('POST /api/v1/orders/checkout', () => {
     assert.equal((await deliver(ctx, payload)).status, 500);
     assert.equal((await ctx.services.ds.getRepository(Order).findOneByOrFail({ id: orderId })).status, 'PENDING', 'the payment itself is recorded');
     const handed: string[] = [];
-    ctx.services.payments.rentalHandoff = { cardOrderPaid: async (id) => void handed.push(id) };
+    handoff = { cardOrderPaid: async (id) => void handed.push(id) };
     assert.equal((await deliver(ctx, payload)).status, 200);
     assert.deepEqual(handed, [orderId]);
   });
@@ -239,7 +244,7 @@ describe('POST /api/v1/orders/checkout', () => {
   it('refunds the card in full, once, when a paid rental fails; a refused refund stays PENDING until the reconciler retries', async () => {
     // The provider has no capacity for "week" any more; the cached offer (and its id) is unchanged.
     await ctx.setInventory(OFFERS.map((o) => (o.key === 'sold-out' ? { ...o, available: false } : o.key === 'week' ? { ...o, create: 'unavailable' as const } : o)));
-    const life = new RentalLifecycle(ctx.services, { stuckAfterMs: 60_000 });
+    const life = createRentalLifecycle(lifecycleDepsOf(ctx.services), { stuckAfterMs: 60_000 });
     const who = await withEmail();
     async function paidOrder(budgetMinor: number) {
       const { orderId } = (await checkout(who, { offerId: offerId.week, budgetMinor })).body.data;
@@ -282,6 +287,33 @@ describe('POST /api/v1/orders/checkout', () => {
     } finally {
       ctx.stripe.refuseRefunds = false;
       await ctx.setInventory(OFFERS.map((o) => (o.key === 'sold-out' ? { ...o, available: false } : o)));
+    }
+  });
+
+  it('re-drives a paid card order whose provision job was lost', async () => {
+    const life = createRentalLifecycle(lifecycleDepsOf(ctx.services), { stuckAfterMs: 60_000 });
+    const who = await withEmail();
+    // No hand-off in this test: the paid order's provision job is lost, as in a crash after commit.
+    const { orderId } = (await checkout(who, { offerId: offerId.week, budgetMinor: 900 })).body.data;
+    const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ orderId });
+    const paid = ctx.stripe.completeSession(sessionFor(ctx, c.id).id);
+    assert.equal((await deliver(ctx, ctx.stripe.eventPayload('checkout.session.completed', paid))).status, 200);
+    const d = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ orderId });
+    assert.equal(d.status, 'PENDING');
+    assert.ok(d.statusChangedAt, 'the move to PENDING is stamped');
+    assert.deepEqual(await queuedJobs(ctx, d.id), []);
+    assert.equal((await life.reconcile()).redriven.includes(d.id), false, 'not before the bound');
+    ctx.clock.advance(61_000);
+    try {
+      assert.ok((await life.reconcile()).redriven.includes(d.id));
+      assert.deepEqual(await queuedJobs(ctx, d.id), [{ name: 'rental.provision', deploymentId: d.id }]);
+      // A row written before every status change was stamped counts from its last update.
+      await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE unique_key = ?`, [d.id]);
+      await ctx.services.ds.getRepository(Deployment).update({ id: d.id }, { statusChangedAt: null });
+      assert.ok((await life.reconcile()).redriven.includes(d.id));
+      assert.deepEqual(await queuedJobs(ctx, d.id), [{ name: 'rental.provision', deploymentId: d.id }]);
+    } finally {
+      ctx.clock.set(new Date());
     }
   });
 });

@@ -40,6 +40,7 @@ describe('POST /api/v1/billing/topups (Stripe)', () => {
     assert.equal(call.path, '/v1/checkout/sessions');
     assert.equal(call.authorization, `Bearer ${STRIPE_KEY}`);
     assert.equal(call.idempotencyKey, `checkout-session:${t.topupId}`);
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Stripe's form-encoded body, read as loose JSON
     const p = call.params as any;
     assert.equal(p.mode, 'payment');
     assert.equal(p.line_items[0].quantity, '1');

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { reconcilePayments } from '../../src/modules/billing/billing.jobs.js';
+import { reconcilePayments } from '../../src/modules/billing/payments.js';
 import { Checkout } from '../../src/modules/billing/checkout.entity.js';
 import { PaymentEvent } from '../../src/modules/billing/payment-event.entity.js';
 import { signup, type SignedUp } from '../helpers/factories.js';

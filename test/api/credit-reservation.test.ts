@@ -3,7 +3,8 @@ import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { Account } from '../../src/modules/accounts/account.entity.js';
 import { outstandingReservationMinor, RESERVATION_MINUTES } from '../../src/modules/billing/credit-reservation.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
-import { RentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
+import { lifecycleDepsOf } from '../../src/container.js';
+import { createRentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { account, offerIds, rent, rentOk, setStatus } from '../helpers/rentals.js';
 
@@ -48,7 +49,7 @@ describe('credit reservations of metered rentals', function () {
         assert.match(r.body.error.message, /reserved/);
       }
 
-      const life = new RentalLifecycle(ctx.services, { sshTimeoutMs: 1500 });
+      const life = createRentalLifecycle(lifecycleDepsOf(ctx.services), { sshTimeoutMs: 1500 });
       const ids: string[] = admitted.map((r) => r.body.data.deploymentId);
       const dep = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
       for (const id of ids) {

@@ -20,10 +20,7 @@ describe('Deployments API', () => {
     ctx = await createTestContext({ offers: OFFERS });
     offerId = (await offerIds(ctx)).l4;
   });
-  after(async () => {
-    await discardQueuedRentalJobs(ctx);
-    await ctx.close();
-  });
+  after(() => ctx.close());
 
   const deployment = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
 

@@ -53,7 +53,7 @@ describe('POST /api/v1/signup', () => {
     ['budget under 500', { budgetLimitMinor: 1 }, 'budgetLimitMinor'],
     ['zero concurrency', { maxConcurrentDeployments: 0 }, 'maxConcurrentDeployments'],
     ['fractional cents', { maxPerRentalMinor: 600.5 }, 'maxPerRentalMinor'],
-    ['a budget beyond exact integers', { budgetLimitMinor: 9007199254740993 }, 'budgetLimitMinor'],
+    ['a budget beyond exact integers', { budgetLimitMinor: 2 ** 53 + 1 }, 'budgetLimitMinor'],
     ['a budget over the ceiling', { budgetLimitMinor: 1_000_000_001 }, 'budgetLimitMinor'],
     ['concurrency beyond a 32-bit column', { maxConcurrentDeployments: 2147483648 }, 'maxConcurrentDeployments'],
   ] as const) {

@@ -54,8 +54,6 @@ export async function createBotHarness(opts: ContextOptions = {}): Promise<BotHa
     runNotifications: () => notifications.runOnce(telegramSender(h.bot.api)),
     async close() {
       await fake.close();
-      // Rentals made here queue provisioning; a later file's test worker must not inherit them.
-      await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE name LIKE 'rental.%' AND locked_at IS NULL`);
       await ctx.close();
     },
   };
@@ -104,7 +102,7 @@ export class Owner {
 
   /** Presses the button whose text matches on `message`. */
   async pressButton(message: Message, text: RegExp | string): Promise<RecordedCall[]> {
-    const rows: { text: string; callback_data?: string }[][] = (message as any).reply_markup?.inline_keyboard ?? [];
+    const rows: { text: string; callback_data?: string }[][] = (message as { reply_markup?: { inline_keyboard?: { text: string; callback_data?: string }[][] } }).reply_markup?.inline_keyboard ?? [];
     const button = rows.flat().find((b) => (typeof text === 'string' ? b.text === text : text.test(b.text)));
     assert.ok(button?.callback_data, `no button ${text} on ${JSON.stringify(message.text)}: ${JSON.stringify(rows)}`);
     return this.press(message, button.callback_data);

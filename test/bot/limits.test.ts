@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { parseCount, parseUsd, usd } from '../../bot/format.js';
+import { parseCount, parseUsd } from '../../bot/format.js';
+import { formatUsd as usd } from '../../src/modules/billing/money.js';
 import { checkLimit, parseLimitArgs } from '../../bot/limits-dialogue.js';
 
 describe('bot limit parsing', () => {

@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { inTransaction } from '../../src/db/transaction.js';
 import type { Account } from '../../src/modules/accounts/account.entity.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
-import { Order, type RentalStatus } from '../../src/modules/rentals/order.entity.js';
+import { Order } from '../../src/modules/rentals/order.entity.js';
+import type { RentalStatus } from '../../src/modules/rentals/rental-state.js';
 import { ApiKey } from '../../src/modules/keys/api-key.entity.js';
 import { NotificationsService } from '../../src/modules/notifications/notifications.service.js';
 import { telegramSender } from '../../bot/notifier.js';
@@ -65,7 +66,7 @@ describe(NotificationsService.name, () => {
     const now = h.ctx.clock.now();
     await h.ctx.services.ds.getRepository(Deployment).update({ id: d.id }, { status, statusChangedAt: now, updatedAt: now });
     await h.ctx.services.ds.getRepository(Order).update({ id: d.orderId }, {
-      status, updatedAt: now, ...(failureReason ? { failureReason, failureCode: 'PROVIDER_FAILED', reversalStatus: 'SUCCEEDED' as const } : {}),
+      status, updatedAt: now, ...(failureReason ? { failureReason, failureCode: 'PROVISIONING_FAILED', reversalStatus: 'SUCCEEDED' as const } : {}),
     });
   }
 

@@ -306,9 +306,9 @@ describe('Telegram owner bot', () => {
       assert.match(await owner.say('hello there'), /didn't understand/);
       const sticker = await owner.deliver({
         message: { message_id: 1, date: 0, chat: owner.user.chat, from: owner.user.from, sticker: { file_id: 'x', file_unique_id: 'y', type: 'regular', width: 512, height: 512, is_animated: false, is_video: false } },
-      } as any);
+      } as never);
       assert.match(sentMessages(sticker)[0].text, /only understand text commands/);
-      const edited = await owner.deliver({ edited_message: { message_id: 1, date: 0, edit_date: 1, chat: owner.user.chat, from: owner.user.from, text: '/start' } } as any);
+      const edited = await owner.deliver({ edited_message: { message_id: 1, date: 0, edit_date: 1, chat: owner.user.chat, from: owner.user.from, text: '/start' } } as never);
       assert.deepEqual(edited, []);
     });
 
@@ -336,7 +336,7 @@ describe('Telegram owner bot', () => {
           old_chat_member: { status: 'left', user: h.fake.bot },
           new_chat_member: { status: 'member', user: h.fake.bot },
         },
-      } as any);
+      } as never);
       assert.deepEqual(added.map((c) => c.method), ['sendMessage', 'leaveChat']);
       const groupAccounts = await h.ctx.services.ds.getRepository(Account).countBy({ telegramChatId: group.id });
       assert.equal(groupAccounts, 0);

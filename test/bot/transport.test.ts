@@ -11,7 +11,7 @@ import { testDatabaseUrl } from '../helpers/db.js';
 import { freePort, spawnService, waitFor } from '../helpers/process.js';
 import { BOT_TOKEN, SETUP_CODE_RE, telegramId } from './harness.js';
 
-const sentTo = (fake: FakeTelegramServer, chatId: number, mark = 0) => (c: { method: string; params: Record<string, any>; seq: number }) =>
+const sentTo = (fake: FakeTelegramServer, chatId: number, mark = 0) => (c: { method: string; params: Record<string, unknown>; seq: number }) =>
   c.method === 'sendMessage' && Number(c.params.chat_id) === chatId && c.seq > mark;
 
 describe('Telegram bot transports', function () {
@@ -34,7 +34,7 @@ describe('Telegram bot transports', function () {
       const bot = createBot({ services: ctx.services, token: BOT_TOKEN, apiRoot: fake.url });
       const role = await startBotRole(ctx.services, bot, { notifyIntervalMs: 60_000 });
       assert.equal(role.mode, 'polling');
-      assert.ok(fake.commands.some((c: any) => c.command === 'newagent'), 'the command menu is registered');
+      assert.ok(fake.commands.some((c) => (c as { command?: string }).command === 'newagent'), 'the command menu is registered');
 
       await fake.inject(owner.message('/start'));
       const welcome = await fake.waitForCall(sentTo(fake, owner.from.id));

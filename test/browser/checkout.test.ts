@@ -3,6 +3,15 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
+
+/** The fields of API answers this test reads. */
+interface ApiData {
+  token: string;
+  paymentUrl: string;
+  creditsMinor: number;
+  entries: { kind: string; reference: string }[];
+  [field: string]: unknown;
+}
 import { createTestContext, type TestContext } from '../helpers/context.js';
 
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
@@ -37,7 +46,7 @@ describe('Development checkout in a browser', function () {
     if (init.idempotencyKey) headers['Idempotency-Key'] = init.idempotencyKey;
     if (init.body !== undefined) headers['Content-Type'] = 'application/json';
     const res = await fetch(`${base}${path}`, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
-    return { status: res.status, body: (await res.json()) as { data: any } };
+    return { status: res.status, body: (await res.json()) as { data: ApiData } };
   }
 
   it('opens the top-up link, pays with one click, and the balance rises', async () => {

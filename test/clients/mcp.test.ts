@@ -10,7 +10,12 @@ import { sshExec } from '../../src/providers/ssh-probe.js';
 import { buildClients, GPR_MCP_BIN } from './helpers/build.js';
 import { payTopup, startService, TEST_GPU, type RunningService } from './helpers/service.js';
 
-type ToolResult = { isError?: boolean; structuredContent?: any; content: { type: string; text?: string }[] };
+type ToolResult = {
+  isError?: boolean;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each tool's output is read field by field against its own schema
+  structuredContent?: any;
+  content: { type: string; text?: string }[];
+};
 
 const EXPECTED_ANNOTATIONS: Record<string, { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean }> = {
   list_gpus: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },

@@ -1,4 +1,5 @@
-import { LABEL_PREFIX } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
+import { LABEL_PREFIX } from '../../src/modules/rentals/lifecycle/labels.js';
+import type { RentalHandoff } from '../../src/modules/billing/rental-handoff.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,6 +37,8 @@ export interface ContextOptions {
    * with their production timings (cloud plugins against fakes need short rate-limit intervals).
    */
   registry?: (configs: Config['providers'], deps: ProviderDeps) => Promise<ProviderRegistry>;
+  /** Replaces the hand-off of paid card orders to rentals; null drops them. */
+  rentalHandoff?: RentalHandoff | null;
 }
 
 /** The same wiring as main.ts, on the run's test database, with a movable clock. */
@@ -56,7 +59,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   const clock = new ManualClock();
   const deps: ProviderDeps = { logger, clock, dataSource: ds, production: false, labelPrefix: LABEL_PREFIX };
   const providers = opts.registry ? await opts.registry(config.providers, deps) : await createProviderRegistry(config.providers, deps);
-  const services = createServices({ config, ds, clock, logger, providers });
+  const services = createServices({ config, ds, clock, logger, providers, rentalHandoff: opts.rentalHandoff });
   const app = createApp(services, opts.app);
   const ctx: TestContext = {
     config,

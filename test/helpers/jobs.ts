@@ -10,12 +10,12 @@
  *
  * Repeating (`every`) jobs are not scheduled unless `scheduleRepeating: true`; jobs run on wall-clock
  * time, not the context's ManualClock (schedule with real Dates). Extra test-only definitions go in
- * `definitions`. Handlers can also be called directly: `def.handler(data, ctx.services)`.
+ * `definitions` (enqueue them through `agendaQueueOf(ctx.services.jobs)`, which takes any name).
+ * The service's handlers can also be called directly: `ctx.services.lifecycle.provision(id)`.
  */
 import type { Agenda } from 'agenda';
 import type { Services } from '../../src/container.js';
 import { agendaOf, startJobWorker } from '../../src/jobs/agenda.js';
-import { allJobDefinitions } from '../../src/jobs/job-definitions.js';
 import type { JobDefinition } from '../../src/jobs/job-queue.js';
 import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-job-repository.js';
 
@@ -34,7 +34,7 @@ export interface TestWorkerOptions {
   /** Poll interval of the worker (default 50 ms; same-process enqueues are picked up at once anyway). */
   processEveryMs?: number;
   /** Test-only definitions, registered in addition to the service's own. */
-  definitions?: JobDefinition<any>[];
+  definitions?: JobDefinition[];
   /** Upsert the `every` rows of repeating definitions (default false). */
   scheduleRepeating?: boolean;
 }
@@ -44,7 +44,7 @@ export async function startTestWorker(ctx: { services: Services }, opts: TestWor
   const agenda = agendaOf(ctx.services.jobs);
   agenda.processEvery(opts.processEveryMs ?? 50);
   const worker = await startJobWorker(ctx.services, {
-    definitions: [...(opts.scheduleRepeating ? allJobDefinitions() : []), ...(opts.definitions ?? [])],
+    definitions: opts.definitions ?? [],
     scheduleRepeating: opts.scheduleRepeating ?? false,
   });
   return {

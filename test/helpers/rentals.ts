@@ -7,7 +7,8 @@ import { Offer } from '../../src/modules/inventory/offer.entity.js';
 import type { Scope } from '../../src/modules/keys/api-key.entity.js';
 import type { KeyKind } from '../../src/modules/keys/api-key.entity.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
-import { Order, type RentalStatus } from '../../src/modules/rentals/order.entity.js';
+import { Order } from '../../src/modules/rentals/order.entity.js';
+import type { RentalStatus } from '../../src/modules/rentals/rental-state.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import type { TestContext } from './context.js';
 import { signup, type SignedUp } from './factories.js';
@@ -132,10 +133,7 @@ export async function queuedJobs(ctx: TestContext, deploymentId: string): Promis
   return rows.map((r) => ({ name: r.name, deploymentId: (typeof r.data === 'string' ? JSON.parse(r.data) : r.data).deploymentId }));
 }
 
-/**
- * Drops the rental jobs API tests queued, so a later test file that starts a worker on the same
- * run database does not provision or terminate these tests' rows.
- */
+/** Drops the rental jobs queued so far, so a test can see exactly what one call queues. */
 export async function discardQueuedRentalJobs(ctx: TestContext): Promise<void> {
   await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE name IN ('rental.provision', 'rental.terminate') AND locked_at IS NULL`);
 }

@@ -1,3 +1,4 @@
+import { agendaQueueOf } from '../../src/jobs/agenda.js';
 import assert from 'node:assert/strict';
 import type { KeyKind } from '../../src/modules/keys/api-key.entity.js';
 import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-job-repository.js';
@@ -24,10 +25,7 @@ describe('jobs: Agendash at /admin/jobs', () => {
     before(async () => {
       ctx = await createTestContext({ env: { ADMIN_JOBS_USER: 'ops', ADMIN_JOBS_PASSWORD: 'correct horse' } });
     });
-    after(async () => {
-      await ctx.services.ds.query(`DELETE FROM ${AGENDA_JOBS_TABLE} WHERE name = 'dash.example'`);
-      await ctx.close();
-    });
+    after(() => ctx.close());
 
     async function key(kind: KeyKind, isAdmin: boolean): Promise<string> {
       const { accountId } = await signup(ctx);
@@ -51,7 +49,7 @@ describe('jobs: Agendash at /admin/jobs', () => {
       const page = await ctx.api.get('/admin/jobs/').set('Authorization', ok);
       assert.equal(page.status, 200);
       assert.match(page.text, /<html/i);
-      await ctx.services.jobs.schedule(new Date(Date.now() + 3_600_000), 'dash.example', { deploymentId: 'd-1' });
+      await agendaQueueOf(ctx.services.jobs).schedule(new Date(Date.now() + 3_600_000), 'dash.example', { deploymentId: 'd-1' });
       const api = await ctx.api.get('/admin/jobs/api').query({ job: 'dash.example' }).set('Authorization', ok);
       assert.equal(api.status, 200, JSON.stringify(api.body));
       const overview = api.body.overview.find((o: { displayName: string }) => o.displayName === 'dash.example');
@@ -61,7 +59,7 @@ describe('jobs: Agendash at /admin/jobs', () => {
     });
 
     it('pauses and deletes a job through the dashboard API', async () => {
-      await ctx.services.jobs.schedule(new Date(Date.now() + 3_600_000), 'dash.example', { deploymentId: 'd-2' });
+      await agendaQueueOf(ctx.services.jobs).schedule(new Date(Date.now() + 3_600_000), 'dash.example', { deploymentId: 'd-2' });
       const [row] = await ctx.services.ds.query(`SELECT id FROM ${AGENDA_JOBS_TABLE} WHERE name = 'dash.example' AND JSON_VALUE(data, '$.deploymentId') = 'd-2'`);
       const id = String(row.id);
       const paused = await ctx.api.post('/admin/jobs/api/jobs/pause').set('Authorization', ok).send({ jobIds: [id] });
@@ -73,7 +71,7 @@ describe('jobs: Agendash at /admin/jobs', () => {
     });
 
     it('refuses changes that are not JSON or come from another site, so a form elsewhere cannot forge them', async () => {
-      await ctx.services.jobs.schedule(new Date(Date.now() + 3_600_000), 'dash.example', { deploymentId: 'd-3' });
+      await agendaQueueOf(ctx.services.jobs).schedule(new Date(Date.now() + 3_600_000), 'dash.example', { deploymentId: 'd-3' });
       const [row] = await ctx.services.ds.query(`SELECT id FROM ${AGENDA_JOBS_TABLE} WHERE name = 'dash.example' AND JSON_VALUE(data, '$.deploymentId') = 'd-3'`);
       const id = String(row.id);
       const form = await ctx.api.post('/admin/jobs/api/jobs/delete').set('Authorization', ok).type('form').send(`jobIds=${id}`);

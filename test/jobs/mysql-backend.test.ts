@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import type { Agenda, Job, JobParameters } from 'agenda';
 import type { DataSource } from 'typeorm';
-import { createAgenda, startAgendaProcessing } from '../../src/jobs/agenda.js';
+import { agendaQueueOf, createAgenda, startAgendaProcessing } from '../../src/jobs/agenda.js';
+import { ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import type { AgendaJobQueue } from '../../src/jobs/agenda-job-queue.js';
 import { AGENDA_JOBS_TABLE, MysqlJobRepository } from '../../src/jobs/mysql-job-repository.js';
@@ -35,6 +36,7 @@ describe('jobs: MySQL backend for Agenda', function () {
     return { agenda, queue };
   }
 
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- raw rows of agenda_jobs, whatever their column types
   async function rows(name: string): Promise<Array<Record<string, any>>> {
     return ds.query(`SELECT * FROM ${AGENDA_JOBS_TABLE} WHERE name = ? ORDER BY id`, [name]);
   }
@@ -95,14 +97,15 @@ describe('jobs: MySQL backend for Agenda', function () {
     });
 
     it('takes over an abandoned job (lock past its deadline) even behind a standing backlog of due ones', async () => {
-      const r = new MysqlJobRepository(ds, { abandonedScanEveryMs: 300 });
+      const clock = new ManualClock();
+      const r = new MysqlJobRepository(ds, { abandonedScanEveryMs: 300, clock });
       const which = (j: JobParameters | undefined) => (j?.data as { which: string } | undefined)?.which;
       await r.saveJob(normal('t.mixed', ago(600_000), { data: { which: 'abandoned' } }), undefined);
       assert.equal(which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), ago(300_000), undefined)), 'abandoned');
       for (let i = 0; i < 3; i++) await r.saveJob(normal('t.mixed', ago(1000), { data: { which: `fresh${i}` } }), undefined);
       // Between abandoned-first scans due jobs go first; then, however many are due, the abandoned one.
       assert.equal(which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined)), 'fresh0');
-      await sleep(350);
+      clock.advance(350);
       assert.equal(which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined)), 'abandoned', 'locked 5 minutes ago, deadline 1 minute');
       assert.equal(which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined)), 'fresh1');
     });
@@ -212,6 +215,9 @@ describe('jobs: MySQL backend for Agenda', function () {
     });
 
     it('debounces leading (keeps the first run time, takes the newest data) and trailing up to maxWait', async () => {
+      // The repository's clock, a second behind the wall clock the assertions read, moves only when told.
+      const clock = new ManualClock(new Date(Date.now() - 1000));
+      const repo = new MysqlJobRepository(ds, { clock });
       const lead = { unique: { 'data.k': 'L' }, uniqueOpts: { debounce: { delay: 60_000, strategy: 'leading' as const } } };
       const first = await repo.saveJob({ ...normal('t.lead', new Date(), { data: { k: 'L', n: 1 } }), ...lead }, undefined);
       await repo.saveJob({ ...normal('t.lead', new Date(), { data: { k: 'L', n: 2 } }), ...lead }, undefined);
@@ -224,7 +230,7 @@ describe('jobs: MySQL backend for Agenda', function () {
       await repo.saveJob({ ...normal('t.trail', new Date(), { data: { k: 'T', n: 1 } }), ...trail }, undefined);
       await repo.saveJob({ ...normal('t.trail', new Date(), { data: { k: 'T', n: 2 } }), ...trail }, undefined);
       assert.ok((await rows('t.trail'))[0].next_run_at.getTime() > Date.now() + 50_000, 'trailing: pushed back by the delay');
-      await sleep(250);
+      clock.advance(250);
       await repo.saveJob({ ...normal('t.trail', new Date(), { data: { k: 'T', n: 3 } }), ...trail }, undefined);
       const t = await rows('t.trail');
       assert.equal(t.length, 1);
@@ -431,10 +437,10 @@ describe('jobs: MySQL backend for Agenda', function () {
         ],
       });
       const shared = ctx.services.ds;
-      const drainRows = () => shared.query(`SELECT * FROM ${AGENDA_JOBS_TABLE} WHERE name = 't.drain' ORDER BY id`) as Promise<any[]>;
+      const drainRows = () => shared.query(`SELECT * FROM ${AGENDA_JOBS_TABLE} WHERE name = 't.drain' ORDER BY id`) as Promise<Awaited<ReturnType<typeof rows>>>;
       try {
-        await ctx.services.jobs.now('t.drain', { n: 1 });
-        await ctx.services.jobs.now('t.drain', { n: 2 });
+        await agendaQueueOf(ctx.services.jobs).now('t.drain', { n: 1 });
+        await agendaQueueOf(ctx.services.jobs).now('t.drain', { n: 2 });
         await waitFor(async () => (await drainRows()).some((r) => r.last_run_at), 5_000, 'first job to start');
         await worker.stop(5_000);
         assert.equal(finished.length, 1);
@@ -492,12 +498,12 @@ describe('jobs: MySQL backend for Agenda', function () {
       const seen: string[] = [];
       const worker = await startTestWorker(ctx, {
         definitions: [
-          { name: 't.chain.a', async handler(_d, services) { seen.push('a'); await services.jobs.now('t.chain.b', {}); } },
+          { name: 't.chain.a', async handler() { seen.push('a'); await agendaQueueOf(ctx.services.jobs).now('t.chain.b', {}); } },
           { name: 't.chain.b', async handler() { seen.push('b'); } },
         ],
       });
       try {
-        await ctx.services.jobs.now('t.chain.a', {});
+        await agendaQueueOf(ctx.services.jobs).now('t.chain.a', {});
         await worker.settle();
         assert.deepEqual(seen, ['a', 'b']);
       } finally {

@@ -15,6 +15,7 @@ describe(FakeLambdaApi.name, () => {
       headers: { Authorization: auth, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- wire bodies of many shapes, read field by field
     return { status: res.status, json: (await res.json()) as { data?: any; error?: { code: string; message: string } } };
   }
 

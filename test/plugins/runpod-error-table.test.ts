@@ -124,6 +124,7 @@ describe('fake RunPod wire format', () => {
   });
   const post = (body: unknown, auth = `Bearer ${h.fake.apiKey}`) =>
     fetch(`${h.fake.url}/v2/pods`, { method: 'POST', headers: { Authorization: auth, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- problem documents of many shapes, read field by field
   const json = async (res: Response) => (await res.json()) as Record<string, any>;
   const base = () => ({ name: 'wire', image: 'runpod/pytorch', gpu: { id: H100, count: 1 }, ports: ['22/tcp'], env: { PUBLIC_KEY: keys.publicKey } });
 

@@ -25,7 +25,6 @@ describe('rentals end to end: card checkout paid via webhook', function () {
   });
   after(async () => {
     await worker.stop();
-    await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE name LIKE 'rental.%'`);
     await ctx.close();
   });
 

@@ -33,7 +33,6 @@ describe('rentals end to end (API + worker + local provider)', function () {
   });
   after(async () => {
     await worker.stop();
-    await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE name LIKE 'rental.%'`);
     await ctx.close();
   });
 

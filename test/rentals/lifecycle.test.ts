@@ -7,9 +7,10 @@ import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
 import { DeploymentAttempt } from '../../src/modules/rentals/deployment-attempt.entity.js';
 import { Order } from '../../src/modules/rentals/order.entity.js';
 import { Account } from '../../src/modules/accounts/account.entity.js';
-import { RentalLifecycle, failRental, instanceLabel, type LifecycleTiming } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
-import { rentalJobs } from '../../src/modules/rentals/rentals.jobs.js';
+import { createRentalLifecycle, instanceLabel, type LifecycleTiming, type RentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
+import { lifecycleDepsOf } from '../../src/container.js';
 import type { CreateMode, DestroyMode, LocalInventoryOffer } from '../../plugins/local/inventory.js';
+import type { CreateResult } from '../../src/providers/provider.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { account, offerIds, queuedJobs, rentOk } from '../helpers/rentals.js';
 import { CardRentalHandoff } from '../../src/modules/rentals/lifecycle/rental-handoff.service.js';
@@ -36,12 +37,9 @@ describe('rental lifecycle (job handlers)', function () {
   before(async () => {
     ctx = await createTestContext({ offers: offers() });
     ids = await offerIds(ctx);
-    life = new RentalLifecycle(ctx.services, TIMING);
+    life = createRentalLifecycle(lifecycleDepsOf(ctx.services), TIMING);
   });
-  after(async () => {
-    await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE name LIKE 'rental.%'`);
-    await ctx.close();
-  });
+  after(() => ctx.close());
 
   const dep = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
   const order = (id: string) => ctx.services.ds.getRepository(Order).findOneByOrFail({ id });
@@ -123,11 +121,11 @@ describe('rental lifecycle (job handlers)', function () {
     assert.equal((await attempts(deploymentId)).length, 1);
   });
 
-  it('failRental (exported for the sweeps): a PENDING legacy rental FAILED with its debit back once across two calls', async () => {
+  it('fail (for the sweeps): a PENDING legacy rental FAILED with its debit back once across two calls', async () => {
     const { who, deploymentId, rentalId } = await legacy({ offerId: ids['lc-a'] });
     assert.equal(await balance(who.accountId), 4400);
-    await failRental(ctx.services, deploymentId, 'PROVISIONING_TIMEOUT', 'The machine could not be started.');
-    await failRental(ctx.services, deploymentId, 'PROVISIONING_TIMEOUT', 'The machine could not be started.');
+    await life.fail(deploymentId, 'PROVISIONING_TIMEOUT', 'The machine could not be started.');
+    await life.fail(deploymentId, 'PROVISIONING_TIMEOUT', 'The machine could not be started.');
     const o = await order(rentalId);
     assert.equal(o.status, 'FAILED');
     assert.equal(o.reversalStatus, 'SUCCEEDED');
@@ -208,10 +206,99 @@ describe('rental lifecycle (job handlers)', function () {
     const d = await dep(deploymentId);
     await ctx.services.ds.getRepository(DeploymentAttempt).update({ deploymentId }, { outcome: 'STARTED', instanceId: null });
     await ctx.services.ds.getRepository(Deployment).update({ id: deploymentId }, { instanceId: null, status: 'PROVISIONING' });
-    await life.provision(deploymentId);
+    // Asking create again instead of looking the label up would fail this test, whatever the provider did.
+    const provider = ctx.services.providers.get('local');
+    const create = provider.create;
+    let creates = 0;
+    provider.create = (...args) => {
+      creates++;
+      return create.apply(provider, args);
+    };
+    try {
+      await life.provision(deploymentId);
+    } finally {
+      provider.create = create;
+    }
+    assert.equal(creates, 0, 'the re-run called create');
     const again = await dep(deploymentId);
     assert.equal(again.instanceId, d.instanceId);
     assert.equal(await instancesOf(deploymentId), 1);
+  });
+
+  /** Answers the next create calls of the local provider as a cloud's 429 or 4xx would, then lets it create. */
+  async function withCreateAnswers<T>(answers: CreateResult[], run: (calls: string[]) => Promise<T>): Promise<T> {
+    const provider = ctx.services.providers.get('local');
+    const create = provider.create;
+    const calls: string[] = [];
+    provider.create = async (label, ...rest) => {
+      calls.push(label);
+      return answers.shift() ?? create.call(provider, label, ...rest);
+    };
+    try {
+      return await run(calls);
+    } finally {
+      provider.create = create;
+    }
+  }
+
+  it('throttled: asks again with the same label once the wait is over, and never before', async () => {
+    await ctx.setInventory(offers());
+    const { deploymentId } = await metered(intent);
+    await withCreateAnswers([{ kind: 'throttled', reason: '429 Too Many Requests', retryAfterMs: 30_000 }], async (calls) => {
+      await life.provision(deploymentId);
+      assert.deepEqual((await attempts(deploymentId)).map((a) => [a.attempt, a.outcome]), [[1, 'THROTTLED']]);
+      await life.provision(deploymentId);
+      assert.equal(calls.length, 1, 'not asked again before retryAfter');
+      ctx.clock.advance(30_000);
+      await activate(deploymentId);
+      assert.deepEqual(calls, [instanceLabel(deploymentId, 1), instanceLabel(deploymentId, 1)]);
+    });
+    assert.deepEqual((await attempts(deploymentId)).map((a) => [a.attempt, a.outcome]), [[1, 'CREATED']]);
+  });
+
+  it('rejected: FAILED with PROVIDER_REJECTED at once, the reason logged for the operator, no other candidate tried', async () => {
+    await ctx.setInventory(offers());
+    const { who, deploymentId, rentalId } = await legacy(intent);
+    const errors: unknown[] = [];
+    const logger = Object.create(ctx.services.logger, { error: { value: (o: unknown) => void errors.push(o) } });
+    const watched = createRentalLifecycle({ ...lifecycleDepsOf(ctx.services), logger }, TIMING);
+    await withCreateAnswers([{ kind: 'rejected', reason: 'image refused: invalid image name' }], async (calls) => {
+      await watched.provision(deploymentId);
+      assert.equal(calls.length, 1);
+    });
+    const o = await order(rentalId);
+    assert.equal(o.status, 'FAILED');
+    assert.equal(o.failureCode, 'PROVIDER_REJECTED');
+    assert.ok(o.failureReason && !/image/.test(o.failureReason));
+    assert.equal(o.reversalStatus, 'SUCCEEDED');
+    assert.equal(await balance(who.accountId), 5000);
+    assert.ok(errors.some((e) => (e as { reason?: string }).reason === 'image refused: invalid image name'));
+  });
+
+  it('afterDestroyed: called with the label once destruction is verified; a failure never holds up TERMINATED and the reconciler calls again', async () => {
+    await ctx.setInventory(offers());
+    const { who, deploymentId } = await metered({ offerId: ids['lc-a'] });
+    await activate(deploymentId);
+    const provider = ctx.services.providers.get('local');
+    const calls: string[] = [];
+    let fail = true;
+    provider.afterDestroyed = async (label) => {
+      calls.push(label);
+      if (fail) throw new Error('key registry unreachable');
+    };
+    try {
+      await terminateViaApi(who, deploymentId);
+      await life.terminate(deploymentId);
+      assert.equal((await dep(deploymentId)).status, 'TERMINATED');
+      assert.deepEqual(calls, [instanceLabel(deploymentId, 1)]);
+      fail = false;
+      await life.reconcile();
+      assert.deepEqual(calls, [instanceLabel(deploymentId, 1), instanceLabel(deploymentId, 1)]);
+      await life.reconcile();
+      assert.equal(calls.length, 2, 'not called again once it went through');
+    } finally {
+      delete provider.afterDestroyed;
+    }
   });
 
   it('terminating a PENDING deployment stops provisioning: no create call, TERMINATED', async () => {
@@ -234,15 +321,11 @@ describe('rental lifecycle (job handlers)', function () {
       const active = await dep(deploymentId);
       await terminateViaApi(who, deploymentId);
       const alerts: unknown[] = [];
-      const logger = ctx.services.logger;
-      ctx.services.logger = Object.create(logger, { error: { value: (o: unknown) => void alerts.push(o) } });
-      try {
-        await life.terminate(deploymentId);
-        assert.equal(alerts.length, 0);
-        await life.terminate(deploymentId);
-      } finally {
-        ctx.services.logger = logger;
-      }
+      const logger = Object.create(ctx.services.logger, { error: { value: (o: unknown) => void alerts.push(o) } });
+      const watched = createRentalLifecycle({ ...lifecycleDepsOf(ctx.services), logger }, TIMING);
+      await watched.terminate(deploymentId);
+      assert.equal(alerts.length, 0);
+      await watched.terminate(deploymentId);
       // verifyAlertAfter is 2 here: the second failed check alerts, naming the deployment.
       assert.equal((alerts[0] as { deploymentId: string }).deploymentId, deploymentId);
       const stuck = await dep(deploymentId);
@@ -420,7 +503,8 @@ describe('rental lifecycle (job handlers)', function () {
     assert.equal(d.endedAt, null);
   });
 
-  it('exports every lifecycle job', () => {
+  it('defines every lifecycle job', () => {
+    const rentalJobs = ctx.services.jobDefinitions.filter((j) => j.name.startsWith('rental.'));
     assert.deepEqual(rentalJobs.map((j) => j.name).sort(), ['rental.expire', 'rental.meter', 'rental.provision', 'rental.reconcile', 'rental.terminate']);
   });
 });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
-import { RentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
+import { createRentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
+import { lifecycleDepsOf } from '../../src/container.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { testDatabaseUrl } from '../helpers/db.js';
@@ -23,7 +24,6 @@ describe('rentals: a worker killed mid-provisioning', function () {
   after(async () => {
     for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
     await Promise.all(workers.map((w) => w.exited));
-    await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE name LIKE 'rental.%'`);
     await ctx.close();
   });
 
@@ -63,7 +63,7 @@ describe('rentals: a worker killed mid-provisioning', function () {
     // The dead worker's claimed job stays locked until its lock lifetime; the reconciler re-drives it sooner.
     // The dead worker wrote with the real clock; bring the manual one level with it.
     ctx.clock.set(new Date(Date.now() + 1000));
-    const { redriven } = await new RentalLifecycle(ctx.services, { stuckAfterMs: 0 }).reconcile();
+    const { redriven } = await createRentalLifecycle(lifecycleDepsOf(ctx.services), { stuckAfterMs: 0 }).reconcile();
     assert.ok(redriven.includes(deploymentId));
     try {
       await waitFor(async () => (await dep(deploymentId)).status === 'ACTIVE', 30_000, 'ACTIVE');

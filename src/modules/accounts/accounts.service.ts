@@ -10,16 +10,13 @@ import type { Principal } from '../../http/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import { SIGNUP_ORIGIN } from '../keys/account-holder.js';
 import type { ApiKey, Scope } from '../keys/api-key.entity.js';
+import { OWNER_KEY_LIMITS, SIGNUP_LIMITS, type KeyLimits } from '../keys/key-limits.js';
 import { agentName } from '../keys/key-name.js';
-import type { KeyLimits, KeysService, KeyUsage } from '../keys/keys.service.js';
+import type { KeysService, KeyUsage } from '../keys/keys.service.js';
 import { Account } from './account.entity.js';
 import type { AccountDto, KeyDto, SignupRequest, SignupResponse } from './accounts.dto.js';
 import { accountBalanceEligible } from './billing-eligibility.js';
 
-/** Rental limits of owner keys: the owner spends its own credits, so only runaway loops are capped. */
-export const OWNER_KEY_LIMITS = { maxPerRentalMinor: 1_000_000, budgetLimitMinor: 100_000_000, maxConcurrentDeployments: 50 };
-
-export const SIGNUP_DEFAULTS = { maxPerRentalMinor: 500, budgetLimitMinor: 50000, maxConcurrentDeployments: 1 };
 
 /** What an operator gives to create an owner account (see src/cli/owner-command.ts). */
 export interface NewOwner extends KeyLimits {
@@ -89,7 +86,7 @@ export class AccountsService {
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader, { uuid: true });
     const { name: rawName, ...given } = body ?? {};
     const name = agentName(rawName) ?? undefined;
-    const limits = { ...SIGNUP_DEFAULTS, ...stripUndefined(given) };
+    const limits = { ...SIGNUP_LIMITS.defaults, ...stripUndefined(given) };
     const hash = requestHash(name === undefined ? limits : { ...limits, name });
     // A retry of a finished signup is answered without spending the global rate budget.
     const prior = await this.ds.getRepository(IdempotencyRecord).findOneBy({ scope: 'signup', idemKey });

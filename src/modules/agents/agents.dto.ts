@@ -49,21 +49,21 @@ export interface ApproveAuthorizationRequest {
    * Per-rental spending cap in cents.
    * @isInt
    * @minimum 500
-   * @maximum 100000000
+   * @maximum 10000000
    */
   maxPerRentalMinor: number;
   /**
    * Total net-spending cap in cents over the key's lifetime.
    * @isInt
    * @minimum 500
-   * @maximum 1000000000
+   * @maximum 10000000
    */
   budgetLimitMinor: number;
   /**
    * Maximum concurrent deployments.
    * @isInt
    * @minimum 1
-   * @maximum 1000
+   * @maximum 100
    */
   maxConcurrentDeployments: number;
   /**

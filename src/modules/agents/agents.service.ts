@@ -11,6 +11,7 @@ import { toKeyDto } from '../accounts/accounts.service.js';
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import { ApiKey, type Scope } from '../keys/api-key.entity.js';
 import { agentName } from '../keys/key-name.js';
+import { APPROVAL_LIMITS, type KeyLimits } from '../keys/key-limits.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { APPROVAL_CODE_TAG, mintCode, SETUP_CODE_TAG, sha256 } from '../keys/tokens.js';
 import { AgentAuthorization } from './agent-authorization.entity.js';
@@ -26,10 +27,6 @@ import type {
 
 /** SPEC.md Limits: setup codes and approvals are valid for 10 minutes. */
 export const AUTHORIZATION_TTL_MS = 10 * 60 * 1000;
-/** SPEC.md Limits: minimums for limits set at approval (and in Telegram). */
-export const APPROVAL_MINIMUMS = { maxPerRentalMinor: 500, budgetLimitMinor: 500, maxConcurrentDeployments: 1 };
-/** The ceilings the HTTP schemas declare (@maximum) for an agent key's limits. */
-export const LIMIT_MAXIMUMS = { maxPerRentalMinor: 100_000_000, budgetLimitMinor: 1_000_000_000, maxConcurrentDeployments: 1000 };
 /** Agent keys obtained through a setup code never carry `billing`. */
 export const SETUP_SCOPES: Scope[] = ['read', 'rent', 'manage'];
 
@@ -162,7 +159,7 @@ export class AgentsService {
    * AGENT_SETUP_INVALID; an unknown code is 404.
    */
   async approveAuthorization(owner: OwnerRef, approvalCode: string, limits: AgentLimits): Promise<ApproveAuthorizationResponse> {
-    checkLimits(limits, APPROVAL_MINIMUMS);
+    checkLimits(limits, APPROVAL_LIMITS);
     await assertNotFrozen(this.ds.manager, owner.accountId);
     return inTransaction(this.ds, async (m) => {
       const row = await m
@@ -200,7 +197,7 @@ export class AgentsService {
   /** An owner mints a setup code (Telegram): usable once, within 10 minutes, with these limits. */
   async mintSetupCode(owner: OwnerRef, limits: AgentLimits): Promise<{ setupCode: string; expiresAt: Date }> {
     this.assertEnabled();
-    checkLimits(limits, APPROVAL_MINIMUMS);
+    checkLimits(limits, APPROVAL_LIMITS);
     await assertNotFrozen(this.ds.manager, owner.accountId);
     const setup = mintCode(SETUP_CODE_TAG);
     const now = this.clock.now();
@@ -352,11 +349,12 @@ export function pollIntervalSeconds(ratePerMinute: number): number {
 }
 
 /** Limits given outside the HTTP schema (Telegram) are checked here with the same minimums. */
-function checkLimits(limits: AgentLimits, min: typeof APPROVAL_MINIMUMS): void {
+function checkLimits(limits: AgentLimits, bounds: { minimums: KeyLimits; maximums: KeyLimits }): void {
   const bad: string[] = [];
   for (const f of ['maxPerRentalMinor', 'budgetLimitMinor', 'maxConcurrentDeployments'] as const) {
     const v = limits[f];
-    if (!Number.isSafeInteger(v) || v < min[f] || v > LIMIT_MAXIMUMS[f]) bad.push(`${f} must be an integer from ${min[f]} to ${LIMIT_MAXIMUMS[f]}`);
+    const [min, max] = [bounds.minimums[f], bounds.maximums[f]];
+    if (!Number.isSafeInteger(v) || v < min || v > max) bad.push(`${f} must be an integer from ${min} to ${max}`);
   }
   if (limits.name !== undefined && (limits.name.length < 1 || limits.name.length > 100)) bad.push('name must be 1 to 100 characters');
   if (bad.length) throw new AppError('VALIDATION_FAILED', `Invalid limits: ${bad.join('; ')}.`);

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { escapeHtml } from '../billing/payment-pages.html.js';
-import { APPROVAL_MINIMUMS, LIMIT_MAXIMUMS } from './agents.service.js';
+import { APPROVAL_LIMITS } from '../keys/key-limits.js';
 import type { AgentLimits } from './agents.dto.js';
 
 /**
@@ -97,8 +97,8 @@ const usd = (minor: number) => (minor / 100).toFixed(2);
 
 /** The form's HTML; `error` (plain text) is shown above it. Never echoes a pasted key. */
 export function approvalFormHtml(code: string, csrfToken: string, error?: string): string {
-  const min = APPROVAL_MINIMUMS;
-  const max = LIMIT_MAXIMUMS;
+  const min = APPROVAL_LIMITS.minimums;
+  const max = APPROVAL_LIMITS.maximums;
   const field = (id: string, label: string, attrs: string, hint: string) =>
     `<p><label for="${id}">${label}</label><br><input id="${id}" name="${id}" ${attrs} required style="font:inherit;padding:.4rem;width:100%;max-width:16rem"><br><span class="muted">${hint}</span></p>`;
   return `<h2 style="font-size:1.15rem;margin:1.5rem 0 .75rem">Approve with an owner key</h2>

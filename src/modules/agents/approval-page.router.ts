@@ -1,9 +1,14 @@
 import express, { Router, type Request, type Response } from 'express';
-import type { Services } from '../../container.js';
+import type { Clock } from '../../clock.js';
+import type { Config } from '../../config.js';
 import { AppError } from '../../errors/app-error.js';
+import type { Logger } from '../../logger.js';
 import { escapeHtml, PAGE_HEADERS, renderPage } from '../billing/payment-pages.html.js';
+import { formatUsd } from '../billing/money.js';
+import { APPROVAL_LIMITS } from '../keys/key-limits.js';
+import type { KeysService } from '../keys/keys.service.js';
 import { ApprovalCsrf, approvalFormHtml, limitsFromForm } from './approval-form.js';
-import { APPROVAL_MINIMUMS, pollIntervalSeconds } from './agents.service.js';
+import { pollIntervalSeconds, type AgentsService } from './agents.service.js';
 
 /**
  * The public page behind an approval URL. It shows what an agent is asking for and how long the
@@ -11,7 +16,7 @@ import { APPROVAL_MINIMUMS, pollIntervalSeconds } from './agents.service.js';
  * the owner pastes an owner key (same-origin POST with a CSRF token, see approval-form.ts), and the
  * equivalent API call. Only an owner key approves, so a leaked link grants nothing.
  */
-export function approvalPageRouter(services: Services): Router {
+export function approvalPageRouter(services: { agents: AgentsService; keys: KeysService; config: Config; clock: Clock; logger: Logger }): Router {
   const router = Router();
   const { config, clock, logger } = services;
   const log = logger.child({ component: 'approval-page' });
@@ -23,7 +28,7 @@ export function approvalPageRouter(services: Services): Router {
     if (!res.headersSent) send(res, 500, 'Something went wrong', `<p>Something went wrong on our side. Please reload; if it keeps failing, quote request <code>${escapeHtml(req.requestId)}</code>.</p>`);
   };
   /** The session's state as a page, or null when it is pending and the form applies. */
-  const closed = (res: Response, session: Awaited<ReturnType<Services['agents']['describeAuthorization']>>) => {
+  const closed = (res: Response, session: Awaited<ReturnType<AgentsService['describeAuthorization']>>) => {
     if (!session) {
       return send(res, 404, 'Request not found', '<p>This approval link is not valid. Check that it was copied completely, or ask your agent to start a new request.</p>');
     }
@@ -58,9 +63,9 @@ export function approvalPageRouter(services: Services): Router {
       const body = `<p>${who} for a key to rent GPU machines on your account, paid from your compute credits. It will never see your own credentials, and you can revoke its key at any time.</p>
 <p>You decide its limits when you approve:</p>
 <dl>
-<dt>Per rental</dt><dd>the most one rental may cost (at least $${(APPROVAL_MINIMUMS.maxPerRentalMinor / 100).toFixed(2)})</dd>
-<dt>In total</dt><dd>the most the key may spend over its life (at least $${(APPROVAL_MINIMUMS.budgetLimitMinor / 100).toFixed(2)})</dd>
-<dt>At once</dt><dd>how many machines it may run at the same time (at least ${APPROVAL_MINIMUMS.maxConcurrentDeployments})</dd>
+<dt>Per rental</dt><dd>the most one rental may cost (at least ${formatUsd(APPROVAL_LIMITS.minimums.maxPerRentalMinor)})</dd>
+<dt>In total</dt><dd>the most the key may spend over its life (at least ${formatUsd(APPROVAL_LIMITS.minimums.budgetLimitMinor)})</dd>
+<dt>At once</dt><dd>how many machines it may run at the same time (at least ${APPROVAL_LIMITS.minimums.maxConcurrentDeployments})</dd>
 <dt>Access</dt><dd>rent, read and terminate its own rentals; never add credits</dd>
 </dl>
 <p><strong>Expires ${escapeHtml(utc(session.expiresAt))}</strong> (in about ${minutes} minute${minutes === 1 ? '' : 's'}). Only approve a request you started yourself.</p>

@@ -14,6 +14,7 @@ import { Deployment } from '../rentals/deployment.entity.js';
 import { Order } from '../rentals/order.entity.js';
 import type { CardCheckoutRequest, CardCheckoutResponse } from './billing.dto.js';
 import { Checkout } from './checkout.entity.js';
+import { formatUsdAmount } from './money.js';
 import type { CheckoutDescription, CheckoutSessionsService } from './checkout-sessions.service.js';
 
 /** Largest budget the card path accepts for an offer: its price over its whole maximum duration. */
@@ -97,6 +98,7 @@ export class CardCheckoutService {
         startedAt: null,
         endsAt: null,
         endedAt: null,
+        statusChangedAt: now,
         createdAt: now,
         updatedAt: now,
       });
@@ -158,7 +160,7 @@ export class CardCheckoutService {
     const hours = (order.durationSeconds ?? 0) / 3600;
     return {
       productName: `GPU rental: ${offer ? offer.name : 'GPU instance'}`,
-      productDescription: `${hours} hour${hours === 1 ? '' : 's'} at USD ${(order.hourlyPriceMinor / 100).toFixed(2)} per hour, order ${order.id}.`,
+      productDescription: `${hours} hour${hours === 1 ? '' : 's'} at USD ${formatUsdAmount(order.hourlyPriceMinor)} per hour, order ${order.id}.`,
       customerEmail: account.email,
     };
   }

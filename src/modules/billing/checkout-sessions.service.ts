@@ -4,8 +4,7 @@ import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
-import { Deployment } from '../rentals/deployment.entity.js';
-import { Order } from '../rentals/order.entity.js';
+import { transition, type FailureCode } from '../rentals/rental-state.js';
 import { Checkout, type CheckoutPurpose } from './checkout.entity.js';
 import type { PaymentProvider } from './payment-provider.js';
 
@@ -144,17 +143,15 @@ export class CheckoutSessionsService {
     const now = this.clock.now();
     await manager.update(Checkout, { id: checkout.id }, { status, sessionId: checkout.sessionId ?? sessionId ?? null, updatedAt: now });
     if (checkout.purpose === 'ORDER' && checkout.orderId) {
-      const [code, reason] =
+      const [code, reason]: [FailureCode, string] =
         status === 'EXPIRED'
           ? ['PAYMENT_EXPIRED', 'The card checkout expired before it was paid. Nothing was charged.']
           : ['PAYMENT_FAILED', 'The card payment did not go through. Nothing was charged.'];
       // Nothing was charged, so there is nothing to give back: the reversal is complete as it stands.
-      await manager.update(
-        Order,
-        { id: checkout.orderId, status: 'AWAITING_PAYMENT' },
-        { status: 'FAILED', failureCode: code, failureReason: reason, reversalStatus: 'SUCCEEDED', updatedAt: now },
-      );
-      await manager.update(Deployment, { orderId: checkout.orderId, status: 'AWAITING_PAYMENT' }, { status: 'FAILED', updatedAt: now });
+      await transition(manager, { orderId: checkout.orderId }, ['AWAITING_PAYMENT'], 'FAILED', {
+        at: now,
+        order: { failureCode: code, failureReason: reason, reversalStatus: 'SUCCEEDED' },
+      });
     }
     return true;
   }

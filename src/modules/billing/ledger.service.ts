@@ -1,5 +1,6 @@
-import { LessThan, type DataSource, type EntityManager } from 'typeorm';
+import { In, LessThan, type DataSource, type EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
+import { readMinor } from '../../db/columns.js';
 import { AppError } from '../../errors/app-error.js';
 import { Account } from '../accounts/account.entity.js';
 import { LedgerEntry, type LedgerKind } from './ledger-entry.entity.js';
@@ -22,7 +23,13 @@ export interface PostResult {
   posted: boolean;
 }
 
-/** The only writer of ledger_entries and accounts.balance_minor. */
+/** Ledger kinds that count as a key's spending: rentals' debits and usage, minus their reversals. */
+export const KEY_SPEND_KINDS: readonly LedgerKind[] = ['RENTAL_DEBIT', 'USAGE', 'REVERSAL'];
+
+/**
+ * The only writer of ledger_entries and accounts.balance_minor, and the one place that sums the
+ * ledger (a key's net spend).
+ */
 export class LedgerService {
   constructor(
     private readonly ds: DataSource,
@@ -46,34 +53,77 @@ export class LedgerService {
    * a transaction; takes the account row lock itself if the caller has not.
    */
   async post(manager: EntityManager, p: Posting): Promise<PostResult> {
-    if (!Number.isSafeInteger(p.amountMinor)) throw new Error(`ledger amount ${p.amountMinor} is not a safe integer`);
-    // Entry and cached balance must commit or roll back together.
-    if (!manager.queryRunner?.isTransactionActive) throw new Error('LedgerService.post must run inside a transaction');
+    checkPostings(manager, [p]);
     const account = await this.lockAccount(manager, p.accountId);
     const existing = await manager.getRepository(LedgerEntry).findOneBy({ externalRef: p.externalRef });
     if (existing) {
-      if (existing.accountId !== p.accountId || existing.amountMinor !== p.amountMinor || existing.kind !== p.kind) {
-        throw new Error(`ledger reference ${p.externalRef} was already posted with different terms`);
-      }
+      assertSameTerms(existing, p);
       return { entry: existing, posted: false };
     }
-    const balanceAfter = account.balanceMinor + p.amountMinor;
-    if (!Number.isSafeInteger(balanceAfter)) throw new Error('balance would leave the safe integer range');
-    const entry = manager.create(LedgerEntry, {
+    const balanceAfter = safeBalance(account.balanceMinor + p.amountMinor);
+    const entry = manager.create(LedgerEntry, this.entryOf(p, balanceAfter));
+    await manager.insert(LedgerEntry, entry);
+    await manager.update(Account, { id: p.accountId }, { balanceMinor: balanceAfter });
+    account.balanceMinor = balanceAfter;
+    return { entry, posted: true };
+  }
+
+  /**
+   * Many postings in a few statements (the metering sweep's batch), with the same guarantees as
+   * {@link post}: inside the caller's transaction, account rows locked (in id order, so sweeps
+   * never deadlock each other), a reference already posted skipped (and refused if its terms
+   * differ), every amount and balance a safe integer. Returns the number of entries written.
+   */
+  async postBatch(manager: EntityManager, postings: readonly Posting[]): Promise<number> {
+    if (postings.length === 0) return 0;
+    checkPostings(manager, postings);
+    const refs = postings.map((p) => p.externalRef);
+    if (new Set(refs).size !== refs.length) throw new Error('a ledger batch names the same reference twice');
+    const accountIds = [...new Set(postings.map((p) => p.accountId))].sort();
+    const rows: { id: string; balance_minor: string | number }[] = await manager.query(
+      `SELECT id, balance_minor FROM accounts WHERE id IN (?) ORDER BY id FOR UPDATE`,
+      [accountIds],
+    );
+    const balance = new Map(rows.map((r) => [r.id, readMinor(r.balance_minor)]));
+    const existing = new Map((await manager.getRepository(LedgerEntry).findBy({ externalRef: In(refs) })).map((e) => [e.externalRef, e]));
+    const values: unknown[][] = [];
+    for (const p of postings) {
+      const prior = existing.get(p.externalRef);
+      if (prior) {
+        assertSameTerms(prior, p);
+        continue;
+      }
+      if (!balance.has(p.accountId)) throw new AppError('NOT_FOUND', 'Account not found.');
+      const after = safeBalance(balance.get(p.accountId)! + p.amountMinor);
+      balance.set(p.accountId, after);
+      const e = this.entryOf(p, after);
+      values.push([e.accountId, e.keyId, e.rentalId, e.kind, e.amountMinor, e.balanceAfterMinor, e.externalRef, e.description, e.createdAt]);
+    }
+    if (values.length === 0) return 0;
+    await manager.query(
+      `INSERT INTO ledger_entries (account_id, key_id, rental_id, kind, amount_minor, balance_after_minor, external_ref, description, created_at) VALUES ?`,
+      [values],
+    );
+    const ids = [...balance.keys()];
+    await manager.query(`UPDATE accounts SET balance_minor = CASE id ${ids.map(() => 'WHEN ? THEN ?').join(' ')} END WHERE id IN (?)`, [
+      ...ids.flatMap((id) => [id, balance.get(id)]),
+      ids,
+    ]);
+    return values.length;
+  }
+
+  private entryOf(p: Posting, balanceAfterMinor: number): Omit<LedgerEntry, 'id'> {
+    return {
       accountId: p.accountId,
       keyId: p.keyId ?? null,
       rentalId: p.rentalId ?? null,
       kind: p.kind,
       amountMinor: p.amountMinor,
-      balanceAfterMinor: balanceAfter,
+      balanceAfterMinor,
       externalRef: p.externalRef,
       description: p.description,
       createdAt: this.clock.now(),
-    });
-    await manager.insert(LedgerEntry, entry);
-    await manager.update(Account, { id: p.accountId }, { balanceMinor: balanceAfter });
-    account.balanceMinor = balanceAfter;
-    return { entry, posted: true };
+    };
   }
 
   /** Newest first; `beforeId` continues below a previously read entry. */
@@ -81,4 +131,41 @@ export class LedgerService {
     const where = beforeId === undefined ? { accountId } : { accountId, id: LessThan(String(beforeId)) };
     return this.ds.getRepository(LedgerEntry).find({ where, order: { id: 'DESC' }, take: limit });
   }
+
+  /**
+   * Each key's net spend in cents over its life: its rentals' debits and usage minus their
+   * reversals. The one query behind admission, `/me`, key listings and the metering limits.
+   */
+  async netSpentByKey(keyIds: readonly string[], manager: EntityManager = this.ds.manager): Promise<Map<string, number>> {
+    if (keyIds.length === 0) return new Map();
+    const rows: { key_id: string; net: string | number }[] = await manager.query(
+      `SELECT key_id, -SUM(amount_minor) AS net FROM ledger_entries WHERE key_id IN (?) AND kind IN (?) GROUP BY key_id`,
+      [keyIds, KEY_SPEND_KINDS],
+    );
+    return new Map(rows.map((r) => [r.key_id, readMinor(r.net)]));
+  }
+
+  /** Cached balances of the given accounts. */
+  async balances(accountIds: readonly string[]): Promise<Map<string, number>> {
+    if (accountIds.length === 0) return new Map();
+    const rows: { id: string; balance_minor: string | number }[] = await this.ds.query(`SELECT id, balance_minor FROM accounts WHERE id IN (?)`, [accountIds]);
+    return new Map(rows.map((r) => [r.id, readMinor(r.balance_minor)]));
+  }
+}
+
+function checkPostings(manager: EntityManager, postings: readonly Posting[]): void {
+  for (const p of postings) if (!Number.isSafeInteger(p.amountMinor)) throw new Error(`ledger amount ${p.amountMinor} is not a safe integer`);
+  // Entry and cached balance must commit or roll back together.
+  if (!manager.queryRunner?.isTransactionActive) throw new Error('LedgerService postings must run inside a transaction');
+}
+
+function assertSameTerms(existing: LedgerEntry, p: Posting): void {
+  if (existing.accountId !== p.accountId || existing.amountMinor !== p.amountMinor || existing.kind !== p.kind) {
+    throw new Error(`ledger reference ${p.externalRef} was already posted with different terms`);
+  }
+}
+
+function safeBalance(n: number): number {
+  if (!Number.isSafeInteger(n)) throw new Error('balance would leave the safe integer range');
+  return n;
 }

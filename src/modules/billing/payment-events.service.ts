@@ -4,8 +4,8 @@ import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
-import { Deployment } from '../rentals/deployment.entity.js';
 import { Order } from '../rentals/order.entity.js';
+import { transition } from '../rentals/rental-state.js';
 import type { WebhookAck } from './billing.dto.js';
 import { Checkout } from './checkout.entity.js';
 import type { CheckoutSessionsService } from './checkout-sessions.service.js';
@@ -30,7 +30,7 @@ export interface PaymentEventsOptions {
   /** Null refuses every event: in production the public development secret proves nothing. */
   webhookSecret: string | null;
   /** The rentals module's hook, looked up at call time because it is wired after billing. */
-  rentalHandoff: () => RentalHandoff | undefined;
+  rentalHandoff?: RentalHandoff;
 }
 
 /**
@@ -121,9 +121,8 @@ export class PaymentEventsService {
           keyId: checkout.keyId,
         });
       } else if (checkout.orderId) {
-        const moved = await m.update(Order, { id: checkout.orderId, status: 'AWAITING_PAYMENT' }, { status: 'PENDING', updatedAt: now });
-        await m.update(Deployment, { orderId: checkout.orderId, status: 'AWAITING_PAYMENT' }, { status: 'PENDING', updatedAt: now });
-        if (!moved.affected) {
+        const moved = await transition(m, { orderId: checkout.orderId }, ['AWAITING_PAYMENT'], 'PENDING', { at: now });
+        if (!moved) {
           this.logger.error({ eventId, checkoutId: checkout.id, orderId: checkout.orderId }, 'card order paid but no longer awaiting payment; refund it by hand');
         }
       }
@@ -167,7 +166,7 @@ export class PaymentEventsService {
   /** At-least-once release of a paid card order to the rentals module. */
   private async handOff(checkout: Checkout | null): Promise<void> {
     if (!checkout || checkout.purpose !== 'ORDER' || checkout.status !== 'PAID' || !checkout.orderId) return;
-    const handoff = this.options.rentalHandoff();
+    const handoff = this.options.rentalHandoff;
     if (!handoff) return;
     const order = await this.ds.getRepository(Order).findOneBy({ id: checkout.orderId });
     if (order?.status !== 'PENDING') return;

@@ -34,11 +34,6 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 
-/** `$12.34` from cents. */
-export function formatUsd(minor: number): string {
-  return `$${(minor / 100).toFixed(2)}`;
-}
-
 export function renderPage(o: PageOptions): string {
   return `<!doctype html>
 <html lang="en">

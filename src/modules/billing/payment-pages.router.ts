@@ -1,9 +1,13 @@
 import { Router, type Request, type Response } from 'express';
-import type { Services } from '../../container.js';
+import type { Payments } from './payments.js';
 import { Order } from '../rentals/order.entity.js';
 import { Checkout } from './checkout.entity.js';
 import { LocalPaymentProvider } from './local-payment-provider.js';
-import { escapeHtml, formatUsd, PAGE_HEADERS, renderPage } from './payment-pages.html.js';
+import { formatUsd } from './money.js';
+import type { DataSource } from 'typeorm';
+import type { Clock } from '../../clock.js';
+import type { Logger } from '../../logger.js';
+import { escapeHtml, PAGE_HEADERS, renderPage } from './payment-pages.html.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -11,7 +15,7 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
  * Pages a human sees around a card payment: the return pages after the provider's hosted
  * checkout (success, cancelled) and, without a Stripe key, the development payment page itself.
  */
-export function paymentPagesRouter(services: Services): Router {
+export function paymentPagesRouter(services: { payments: Payments; ds: DataSource; clock: Clock; logger: Logger }): Router {
   const router = Router();
   const { ds, clock, logger } = services;
   const log = logger.child({ component: 'payment-pages' });

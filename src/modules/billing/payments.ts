@@ -20,8 +20,6 @@ export interface Payments {
   topups: TopupsService;
   cardCheckout: CardCheckoutService;
   events: PaymentEventsService;
-  /** Set by the rentals module: receives paid card orders. Unset, they wait in PENDING. */
-  rentalHandoff?: RentalHandoff;
 }
 
 export interface PaymentsDeps {
@@ -31,23 +29,38 @@ export interface PaymentsDeps {
   logger: Logger;
   ledger: LedgerService;
   inventory: InventoryService;
+  /** Receives paid card orders (the rentals module's hand-off). Absent, they wait in PENDING. */
+  rentalHandoff?: RentalHandoff;
   /** Overrides the provider chosen from config (tests). */
   provider?: PaymentProvider | null;
 }
 
-export function createPayments({ config, ds, clock, logger, ledger, inventory, provider }: PaymentsDeps): Payments {
+export function createPayments({ config, ds, clock, logger, ledger, inventory, rentalHandoff, provider }: PaymentsDeps): Payments {
   const log = logger.child({ component: 'payments' });
   const chosen = provider === undefined ? createPaymentProvider(config, clock, log) : provider;
   const sessions = new CheckoutSessionsService(ds, clock, log, chosen, config.publicBaseUrl);
-  const payments: Payments = {
+  return {
     provider: chosen,
     sessions,
     topups: new TopupsService(ds, clock, sessions),
     cardCheckout: new CardCheckoutService(ds, clock, inventory, sessions),
     events: new PaymentEventsService(ds, clock, log, ledger, sessions, {
       webhookSecret: config.nodeEnv === 'production' && config.stripeWebhookSecretGenerated ? null : config.stripeWebhookSecret,
-      rentalHandoff: () => payments.rentalHandoff,
+      rentalHandoff,
     }),
   };
-  return payments;
+}
+
+/** How often the worker looks for payments whose webhook never arrived. */
+export const RECONCILE_PAYMENTS_EVERY_MS = 5 * 60 * 1000;
+
+/**
+ * The payments.reconcile job: settles checkouts left OPEN well past their expiry (lost or
+ * misconfigured webhooks) by asking the payment provider. Safe to run twice or in several workers
+ * at once: every settlement goes through the same locked, once-per-checkout path as a webhook.
+ */
+export async function reconcilePayments(deps: { payments: Pick<Payments, 'events'>; logger: Logger }): Promise<number> {
+  const settled = await deps.payments.events.reconcile();
+  if (settled) deps.logger.info({ settled }, 'payments reconciled');
+  return settled;
 }

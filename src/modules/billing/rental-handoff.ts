@@ -5,8 +5,7 @@
  * committed and moved the order (and its deployment) from AWAITING_PAYMENT to PENDING. It may be
  * called more than once for the same order (webhook redeliveries, concurrent deliveries), so it
  * must be idempotent. If it throws, the webhook answers 500 and the provider redelivers, which
- * calls it again while the order is still PENDING. Wire it in createServices with
- * `payments.rentalHandoff = <rentals service>`.
+ * calls it again while the order is still PENDING. createServices hands it to `createPayments`.
  */
 export interface RentalHandoff {
   cardOrderPaid(orderId: string): Promise<void>;

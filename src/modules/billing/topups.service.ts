@@ -6,6 +6,7 @@ import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotency
 import type { Principal } from '../../http/principal.js';
 import type { TopupDto, TopupRequest } from './billing.dto.js';
 import { Checkout } from './checkout.entity.js';
+import { formatUsdAmount } from './money.js';
 import type { CheckoutDescription, CheckoutSessionsService } from './checkout-sessions.service.js';
 
 export interface TopupResult {
@@ -78,7 +79,7 @@ export class TopupsService {
   private describe(checkout: Checkout): CheckoutDescription {
     return {
       productName: 'Compute credits',
-      productDescription: `USD ${(checkout.amountMinor / 100).toFixed(2)} of GPU compute credits. Credits are non-transferable and non-withdrawable.`,
+      productDescription: `USD ${formatUsdAmount(checkout.amountMinor)} of GPU compute credits. Credits are non-transferable and non-withdrawable.`,
     };
   }
 }

@@ -1,16 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
+import { readMinor } from '../../db/columns.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../../http/principal.js';
+import type { LedgerService } from '../billing/ledger.service.js';
+import { TERMINAL_STATUSES } from '../rentals/rental-state.js';
 import { ApiKey, type KeyKind, type Scope } from './api-key.entity.js';
+import type { KeyLimits } from './key-limits.js';
 import { hashesEqual, mintApiKey, parseApiKey } from './tokens.js';
 
-export interface KeyLimits {
-  maxPerRentalMinor: number;
-  budgetLimitMinor: number;
-  maxConcurrentDeployments: number;
-}
 
 export interface NewKey extends KeyLimits {
   accountId: string;
@@ -39,6 +38,7 @@ export class KeysService {
   constructor(
     private readonly ds: DataSource,
     private readonly clock: Clock,
+    private readonly ledger: LedgerService,
   ) {}
 
   /** Creates a key and returns the raw token, which exists only in this return value. */
@@ -84,18 +84,12 @@ export class KeysService {
     const out = new Map<string, KeyUsage>();
     if (keys.length === 0) return out;
     const ids = keys.map((k) => k.id);
-    const spent: { key_id: string; net: string | number }[] = await manager.query(
-      `SELECT key_id, -SUM(amount_minor) AS net FROM ledger_entries
-        WHERE key_id IN (?) AND kind IN ('RENTAL_DEBIT', 'USAGE', 'REVERSAL') GROUP BY key_id`,
-      [ids],
-    );
+    const spentBy = await this.ledger.netSpentByKey(ids, manager);
     const active: { key_id: string; n: string | number }[] = await manager.query(
-      `SELECT key_id, COUNT(*) AS n FROM deployments
-        WHERE key_id IN (?) AND status NOT IN ('TERMINATED', 'FAILED') GROUP BY key_id`,
-      [ids],
+      `SELECT key_id, COUNT(*) AS n FROM deployments WHERE key_id IN (?) AND status NOT IN (?) GROUP BY key_id`,
+      [ids, TERMINAL_STATUSES],
     );
-    const spentBy = new Map(spent.map((r) => [r.key_id, Number(r.net)]));
-    const activeBy = new Map(active.map((r) => [r.key_id, Number(r.n)]));
+    const activeBy = new Map(active.map((r) => [r.key_id, readMinor(r.n)]));
     for (const k of keys) {
       const net = spentBy.get(k.id) ?? 0;
       out.set(k.id, {

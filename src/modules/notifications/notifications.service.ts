@@ -1,5 +1,8 @@
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
+import { readMinor } from '../../db/columns.js';
+import { formatUsd } from '../billing/money.js';
+import { NOTIFIED_STATUSES, type RentalStatus } from '../rentals/rental-state.js';
 import type { Logger } from '../../logger.js';
 
 /** Delivers one message to a Telegram chat (the bot role's Bot API client, in production). */
@@ -167,7 +170,7 @@ export class NotificationsService {
       kind: 'TOPUP_CREDITED',
       accountId: r.account_id,
       chatId: Number(r.chat_id),
-      text: `💳 Top-up credited: +${usd(Number(r.amount_minor))}. Your credits are now ${usd(Number(r.balance_after_minor))}.`,
+      text: `💳 Top-up credited: +${formatUsd(readMinor(r.amount_minor))}. Your credits are now ${formatUsd(readMinor(r.balance_after_minor))}.`,
     }));
   }
 
@@ -175,7 +178,7 @@ export class NotificationsService {
     const rows: {
       id: string;
       order_id: string;
-      status: 'ACTIVE' | 'FAILED' | 'TERMINATED';
+      status: RentalStatus;
       account_id: string;
       chat_id: number | string;
       key_name: string | null;
@@ -196,8 +199,8 @@ export class NotificationsService {
          LEFT JOIN orders o ON o.id = d.order_id
          LEFT JOIN offers f ON f.id = COALESCE(d.offer_id, o.offer_id)
         WHERE (d.status_changed_at >= ? OR (d.status_changed_at IS NULL AND d.updated_at >= ?))
-          AND d.status IN ('ACTIVE', 'FAILED', 'TERMINATED') AND a.telegram_chat_id IS NOT NULL`,
-      [since, since],
+          AND d.status IN (?) AND a.telegram_chat_id IS NOT NULL`,
+      [since, since, NOTIFIED_STATUSES],
     );
     return rows.map((r) => {
       const what = r.offer_name ?? r.gpu_model ?? 'GPU machine';
@@ -205,7 +208,7 @@ export class NotificationsService {
       const ref = `Rental ${r.order_id}.`;
       let text: string;
       if (r.status === 'ACTIVE') {
-        text = `🟢 Rental is ACTIVE: ${what}${who}, ${usd(Number(r.hourly_price_minor))}/h. ${ref} See /rentals.`;
+        text = `🟢 Rental is ACTIVE: ${what}${who}, ${formatUsd(readMinor(r.hourly_price_minor))}/h. ${ref} See /rentals.`;
       } else if (r.status === 'FAILED') {
         const reason = r.failure_reason ? ` Reason: ${r.failure_reason.replace(/\.+$/, '')}.` : '';
         const reversal = r.reversal_status === 'SUCCEEDED' ? ' Its charge was reversed.' : r.reversal_status === 'PENDING' ? ' Its charge is being reversed.' : '';
@@ -233,7 +236,7 @@ export class NotificationsService {
       accountId: r.account_id,
       chatId: Number(r.chat_id),
       text:
-        `⚠️ Credits running low: ${usd(Number(r.balance_after_minor))} left (under ${usd(t)}). ` +
+        `⚠️ Credits running low: ${formatUsd(readMinor(r.balance_after_minor))} left (under ${formatUsd(t)}). ` +
         'Running rentals stop when credits run out. Top up with /topup 20.',
     }));
   }
@@ -245,10 +248,4 @@ interface Pending {
   accountId: string;
   chatId: number;
   text: string;
-}
-
-function usd(minor: number): string {
-  const sign = minor < 0 ? '-' : '';
-  const abs = Math.abs(minor);
-  return `${sign}$${Math.floor(abs / 100).toLocaleString('en-US')}.${String(abs % 100).padStart(2, '0')}`;
 }

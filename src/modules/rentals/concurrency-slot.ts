@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../../http/principal.js';
-import { TERMINAL_STATUSES } from './order.entity.js';
+import { TERMINAL_STATUSES } from './rental-state.js';
 
 /**
  * A new deployment needs a free slot of the key's `maxConcurrentDeployments` (every deployment

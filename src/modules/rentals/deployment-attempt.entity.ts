@@ -1,7 +1,7 @@
 import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 
 /** Outcome of one provider create attempt. */
-export type AttemptOutcome = 'STARTED' | 'CREATED' | 'UNAVAILABLE' | 'AMBIGUOUS' | 'ADOPTED' | 'NOT_FOUND' | 'FAILED';
+export type AttemptOutcome = 'STARTED' | 'CREATED' | 'UNAVAILABLE' | 'AMBIGUOUS' | 'ADOPTED' | 'NOT_FOUND' | 'FAILED' | 'THROTTLED' | 'REJECTED';
 
 /** One create call (at most three per GPU-intent rental), recorded before the call is made. */
 @Entity({ name: 'deployment_attempts' })
@@ -32,6 +32,10 @@ export class DeploymentAttempt {
 
   @Column({ type: 'varchar', length: 512, nullable: true })
   detail: string | null;
+
+  /** THROTTLED attempts: when the provider may be asked again with the same label. */
+  @Column({ name: 'retry_at', type: 'datetime', precision: 3, nullable: true })
+  retryAt: Date | null;
 
   @Column({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt: Date;

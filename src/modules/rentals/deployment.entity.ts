@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { minorUnits } from '../../db/columns.js';
-import type { DeploymentBillingModel, RentalStatus } from './order.entity.js';
+import type { DeploymentBillingModel, RentalStatus, TerminationReason } from './rental-state.js';
 
 /** The machine behind a rental; created with its order in one transaction. */
 @Entity({ name: 'deployments' })
@@ -97,9 +97,9 @@ export class Deployment {
   @Column({ name: 'terminate_requested_at', type: 'datetime', precision: 3, nullable: true })
   terminateRequestedAt: Date | null;
 
-  /** Why termination began: REQUESTED, EXPIRED, SPEND_CAP, KEY_BUDGET, CREDITS, FAILURE, RECONCILER. */
+  /** Why termination began (see TERMINATION_REASONS in rental-state.ts). */
   @Column({ name: 'termination_reason', type: 'varchar', length: 32, nullable: true })
-  terminationReason: string | null;
+  terminationReason: TerminationReason | null;
 
   @Column({ name: 'verify_attempts', type: 'int' })
   verifyAttempts: number;

@@ -1,17 +1,7 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { minorUnits } from '../../db/columns.js';
 
-export type DeploymentBillingModel = 'LEGACY_PREPAID' | 'ACCOUNT_BALANCE' | 'MAX_SPEND_METERED';
-export type RentalStatus =
-  | 'AWAITING_PAYMENT'
-  | 'PENDING'
-  | 'PROVISIONING'
-  | 'ACTIVE'
-  | 'TERMINATING'
-  | 'TERMINATED'
-  | 'FAILED';
-export const TERMINAL_STATUSES: RentalStatus[] = ['TERMINATED', 'FAILED'];
-export type ReversalStatus = 'PENDING' | 'SUCCEEDED';
+import type { DeploymentBillingModel, FailureCode, RentalStatus, ReversalStatus } from './rental-state.js';
 
 /** A rental as the customer bought it. The rental id is this order's id. */
 @Entity({ name: 'orders' })
@@ -78,7 +68,7 @@ export class Order {
 
   /** Customer-safe failure code and reason, set with status FAILED. */
   @Column({ name: 'failure_code', type: 'varchar', length: 64, nullable: true })
-  failureCode: string | null;
+  failureCode: FailureCode | null;
 
   @Column({ name: 'failure_reason', type: 'varchar', length: 255, nullable: true })
   failureReason: string | null;

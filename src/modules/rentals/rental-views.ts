@@ -12,19 +12,6 @@ export interface MachineFacts {
   provider: string | null;
 }
 
-/** Why a rental ended, as the API names it. */
-export type TerminationReason = 'USER' | 'SPEND_CAP' | 'KEY_BUDGET' | 'CREDITS' | 'EXPIRED' | 'FAILURE' | 'RECONCILER';
-
-/**
- * The stored reason termination began, in the API's words: the lifecycle records a customer's
- * own request as REQUESTED, which the API calls USER; the service's reasons keep their names.
- * Null when nobody ended the rental (still running, or it failed before it ran).
- */
-export function terminationReasonOf(stored: string | null): TerminationReason | null {
-  if (stored === null) return null;
-  return (stored === 'REQUESTED' ? 'USER' : stored) as TerminationReason;
-}
-
 /** The offer a rental's machine comes from: its deployment's current offer, else the order's first choice. */
 export function machineOfferId(o: Pick<Order, 'offerId' | 'candidateOfferIds'>, d: Pick<Deployment, 'offerId'> | null): string | null {
   return d?.offerId ?? o.offerId ?? o.candidateOfferIds?.[0] ?? null;

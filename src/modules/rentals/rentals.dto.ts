@@ -1,5 +1,4 @@
-import type { DeploymentBillingModel, RentalStatus, ReversalStatus } from './order.entity.js';
-import type { TerminationReason } from './rental-views.js';
+import type { ApiTerminationReason, DeploymentBillingModel, FailureCode, RentalStatus, ReversalStatus } from './rental-state.js';
 
 /**
  * Rent one exact cached offer. Never substituted: if the provider no longer has it at
@@ -87,7 +86,7 @@ export interface DeploymentDto {
    * budget ran out), CREDITS (the account's credits ran out), EXPIRED (a prepaid rental reached
    * its purchased end). Null while it runs and for rentals that failed before running.
    */
-  terminationReason: TerminationReason | null;
+  terminationReason: ApiTerminationReason | null;
   /** Fixed at admission; never changes afterwards. */
   billingModel: DeploymentBillingModel;
   /** Whole purchased hours; null for ACCOUNT_BALANCE and MAX_SPEND_METERED. */
@@ -143,7 +142,7 @@ export interface RentalDto {
    * budget ran out), CREDITS (the account's credits ran out), EXPIRED (a prepaid rental reached
    * its purchased end). Null while it runs and for rentals that failed before running.
    */
-  terminationReason: TerminationReason | null;
+  terminationReason: ApiTerminationReason | null;
   /**
    * Same as deployment.endedAt.
    * @format date-time
@@ -157,7 +156,7 @@ export interface RentalDto {
   /** Offer ids chosen at admission, in the order they are tried (cheapest first). */
   candidateOfferIds: string[];
   /** When FAILED: a stable code, e.g. OFFER_NOT_FOUND or NO_MATCHING_OFFER; null otherwise. */
-  failureCode: string | null;
+  failureCode: FailureCode | null;
   /** When FAILED: a customer-safe explanation; null otherwise. */
   failureReason: string | null;
   /** When FAILED: whether the rental's debit has been returned (PENDING, then SUCCEEDED); null otherwise. */

@@ -6,8 +6,7 @@ import { AppError } from '../../errors/app-error.js';
 import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotencyResource } from '../../http/idempotency.js';
 import { IdempotencyRecord } from '../../http/idempotency-record.entity.js';
 import type { Principal } from '../../http/principal.js';
-
-import type { JobQueue } from '../../jobs/job-queue.js';
+import { RENTAL_JOBS, type JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import type { Account } from '../accounts/account.entity.js';
 import { accountBalanceEligible } from '../accounts/billing-eligibility.js';
@@ -20,20 +19,13 @@ import { Offer } from '../inventory/offer.entity.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { Deployment } from './deployment.entity.js';
 import { lockDeploymentOrRentalFor, type DeploymentActor } from './deployment-access.js';
-import { Order, type DeploymentBillingModel } from './order.entity.js';
-import { RENTAL_JOBS } from './rental-jobs.names.js';
-import { factsOf, machineFacts, machineOfferId, NO_MACHINE, rentalPage, terminationReasonOf, type MachineFacts } from './rental-views.js';
+import { rentalDebitRef } from './lifecycle/labels.js';
+import { Order } from './order.entity.js';
+import { LEGACY_MIN_BUDGET_MINOR, MAX_CANDIDATES } from './rental-limits.js';
+import { apiTerminationReason, isOneOf, requestTermination, TERMINAL_STATUSES, type DeploymentBillingModel } from './rental-state.js';
+import { factsOf, machineFacts, machineOfferId, NO_MACHINE, rentalPage, type MachineFacts } from './rental-views.js';
 import type { CreateRentalRequest, DeploymentDto, GpuIntentRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
 
-/** Legacy prepaid purchases start at this many cents (SPEC.md, Limits). */
-export const LEGACY_MIN_BUDGET_MINOR = 500;
-/** GPU-intent rentals try at most this many candidates (SPEC.md, Limits). */
-export const MAX_CANDIDATES = 3;
-/** Ledger reference of a legacy rental's admission debit; one per rental, ever. */
-export const rentalDebitRef = (rentalId: string): string => `rental:${rentalId}:debit`;
-
-/** Statuses terminate moves to TERMINATING; the terminate job takes it from there. */
-const TERMINABLE = ['PENDING', 'PROVISIONING', 'ACTIVE'] as const;
 
 interface Resolved {
   requestKind: 'OFFER' | 'INTENT';
@@ -319,7 +311,7 @@ export class RentalsService {
    * Queues a lifecycle job after the state it acts on has committed. A failure is logged, not
    * returned: the state is already written, and the reconciler re-drives deployments left waiting.
    */
-  private async enqueue(name: string, deploymentId: string): Promise<void> {
+  private async enqueue(name: typeof RENTAL_JOBS.provision | typeof RENTAL_JOBS.terminate, deploymentId: string): Promise<void> {
     try {
       await this.jobs.now(name, { deploymentId }, { uniqueKey: deploymentId });
     } catch (err) {
@@ -379,17 +371,8 @@ export class RentalsService {
     const enqueue = await inTransaction(this.ds, async (m) => {
       const d = await lockDeploymentOrRentalFor(m, principal, id);
       if (!d) throw notFound('deployment');
-      if (d.status === 'TERMINATED' || d.status === 'FAILED') return null;
-      const now = this.clock.now();
-      const patch: Partial<Deployment> = { updatedAt: now };
-      if (!d.terminateRequestedAt) patch.terminateRequestedAt = now;
-      if (!d.terminationReason) patch.terminationReason = 'REQUESTED';
-      if ((TERMINABLE as readonly string[]).includes(d.status)) {
-        patch.status = 'TERMINATING';
-        patch.statusChangedAt = now;
-        await m.update(Order, { id: d.orderId }, { status: 'TERMINATING', updatedAt: now });
-      }
-      await m.update(Deployment, { id: d.id }, patch);
+      if (isOneOf(TERMINAL_STATUSES, d.status)) return null;
+      await requestTermination(m, d.id, 'REQUESTED', this.clock.now());
       // AWAITING_PAYMENT keeps its status (the card payment path owns it) but carries the request.
       return d.status !== 'AWAITING_PAYMENT' ? d.id : null;
     });
@@ -454,7 +437,7 @@ export function toDeploymentDto(d: Deployment, funding: 'CREDITS' | 'CARD', mach
     gpuName: machine.gpuName,
     gpuCount: machine.gpuCount,
     provider: d.providerId ?? machine.provider,
-    terminationReason: terminationReasonOf(d.terminationReason),
+    terminationReason: apiTerminationReason(d.terminationReason),
     billingModel: d.billingModel,
     hoursPurchased: metered ? null : d.hoursPurchased,
     durationSeconds: metered ? null : d.durationSeconds,
@@ -483,7 +466,7 @@ export function toRentalDto(o: Order, d: Deployment | null, machine: MachineFact
     gpuName: machine.gpuName,
     gpuCount: machine.gpuCount,
     provider: d?.providerId ?? machine.provider,
-    terminationReason: d ? terminationReasonOf(d.terminationReason) : null,
+    terminationReason: d ? apiTerminationReason(d.terminationReason) : null,
     endedAt: d ? endedAtOf(d, o.funding) : null,
     deployment: d ? toDeploymentDto(d, o.funding, machine) : null,
     quote: {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import type { Clock } from '../src/clock.js';
+import type { Clock } from '../../clock.js';
 
 export type ConversationKind = 'newagent' | 'approve';
 export type LimitStep = 'perRental' | 'budget' | 'concurrent' | 'confirm';

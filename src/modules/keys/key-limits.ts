@@ -1,0 +1,41 @@
+/**
+ * Every bound on an API key's rental limits (SPEC.md, Limits). The request schemas (JSDoc
+ * `@minimum`/`@maximum` in accounts.dto.ts and agents.dto.ts) repeat these numbers for the
+ * OpenAPI document, and test/api/openapi-limits.test.ts holds them equal; the Telegram bot and
+ * the approval page import them from here.
+ */
+
+export interface KeyLimits {
+  maxPerRentalMinor: number;
+  budgetLimitMinor: number;
+  maxConcurrentDeployments: number;
+}
+
+/** The largest limits a key may carry when the caller sets them through the API (signup, owner-issued agent keys). */
+export const KEY_LIMIT_MAXIMUMS = { maxPerRentalMinor: 100_000_000, budgetLimitMinor: 1_000_000_000, maxConcurrentDeployments: 1000 } as const satisfies KeyLimits;
+
+/** Headless signup: the limits an omitted field gets, and the bounds of a given one. */
+export const SIGNUP_LIMITS = {
+  defaults: { maxPerRentalMinor: 500, budgetLimitMinor: 50_000, maxConcurrentDeployments: 1 },
+  minimums: { maxPerRentalMinor: 500, budgetLimitMinor: 500, maxConcurrentDeployments: 1 },
+  maximums: KEY_LIMIT_MAXIMUMS,
+} as const satisfies Record<string, KeyLimits>;
+
+/**
+ * Limits an owner sets when approving an agent or minting a setup code: the same bounds through
+ * the API's approve call and the Telegram bot. The maximums ($100,000 per rental and in total,
+ * 100 rentals at once) catch a typo of extra zeros before it becomes a limit.
+ */
+export const APPROVAL_LIMITS = {
+  minimums: { maxPerRentalMinor: 500, budgetLimitMinor: 500, maxConcurrentDeployments: 1 },
+  maximums: { maxPerRentalMinor: 10_000_000, budgetLimitMinor: 10_000_000, maxConcurrentDeployments: 100 },
+} as const satisfies Record<string, KeyLimits>;
+
+/** Keys an owner issues directly through the agent-keys endpoint. */
+export const AGENT_KEY_LIMITS = {
+  minimums: { maxPerRentalMinor: 1, budgetLimitMinor: 1, maxConcurrentDeployments: 1 },
+  maximums: KEY_LIMIT_MAXIMUMS,
+} as const satisfies Record<string, KeyLimits>;
+
+/** Rental limits of owner keys: the owner spends its own credits, so only runaway loops are capped. */
+export const OWNER_KEY_LIMITS = { maxPerRentalMinor: 1_000_000, budgetLimitMinor: 100_000_000, maxConcurrentDeployments: 50 } as const satisfies KeyLimits;

@@ -1,0 +1,70 @@
+import type { DataSource } from 'typeorm';
+import type { Clock } from '../../../clock.js';
+import type { JobQueue } from '../../../jobs/job-queue.js';
+import type { Logger } from '../../../logger.js';
+import type { ProviderRegistry } from '../../../providers/provider-registry.js';
+import type { LedgerService } from '../../billing/ledger.service.js';
+import type { SecretBox } from '../../credentials/secret-box.js';
+import { Deployment } from '../deployment.entity.js';
+
+/** Timing of the lifecycle; tests shorten it. */
+export interface LifecycleTiming {
+  /** Delay between provisioning polls. */
+  pollMs: number;
+  /** How long an ambiguous create is looked for by label before the rental fails. */
+  adoptBoundMs: number;
+  /** How long an instance may take to become reachable (and a throttled create may wait) before the rental fails. */
+  activeBoundMs: number;
+  /** First delay between destruction verifications; doubles up to `verifyMaxDelayMs`. */
+  verifyBaseDelayMs: number;
+  verifyMaxDelayMs: number;
+  /** Failed verifications after which every further one logs an alert. */
+  verifyAlertAfter: number;
+  /** A deployment left this long in PENDING/PROVISIONING/TERMINATING is re-driven by the reconciler. */
+  stuckAfterMs: number;
+  sshTimeoutMs: number;
+}
+
+export const DEFAULT_TIMING: LifecycleTiming = {
+  pollMs: 1000,
+  adoptBoundMs: 60_000,
+  activeBoundMs: 15 * 60_000,
+  verifyBaseDelayMs: 1000,
+  verifyMaxDelayMs: 60_000,
+  verifyAlertAfter: 5,
+  stuckAfterMs: 5 * 60_000,
+  sshTimeoutMs: 3000,
+};
+
+/** Refunds a card-funded order's payment (billing's checkout sessions do it). */
+export interface CardRefunds {
+  refundOrder(orderId: string): Promise<unknown>;
+}
+
+/** Everything any lifecycle part may use; each part takes the subset it needs. */
+export interface LifecycleDeps {
+  ds: DataSource;
+  clock: Clock;
+  logger: Logger;
+  providers: ProviderRegistry;
+  jobs: JobQueue;
+  ledger: LedgerService;
+  box: SecretBox;
+  refunds: CardRefunds;
+}
+
+export function loadDeployment(ds: DataSource, id: string): Promise<Deployment | null> {
+  return ds.getRepository(Deployment).findOneBy({ id });
+}
+
+/** Queues a deployment job now or after `delayMs`, deduplicated by deployment. */
+export async function enqueueFor(jobs: JobQueue, name: 'rental.provision' | 'rental.terminate' | 'rental.expire', deploymentId: string, delayMs = 0): Promise<void> {
+  if (delayMs <= 0) await jobs.now(name, { deploymentId }, { uniqueKey: deploymentId });
+  // Agenda runs on wall time; the delay is relative to it, not to the injected clock.
+  else await jobs.schedule(new Date(Date.now() + delayMs), name, { deploymentId }, { uniqueKey: deploymentId });
+}
+
+/** Where the instance answers SSH, kept as soon as the provider says: termination probes it. */
+export async function recordSshAddress(ds: DataSource, deploymentId: string, ssh: { host: string; port: number; user: string }): Promise<void> {
+  await ds.getRepository(Deployment).update({ id: deploymentId }, { sshHost: ssh.host, sshPort: ssh.port, sshUser: ssh.user });
+}

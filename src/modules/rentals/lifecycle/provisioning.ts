@@ -1,0 +1,269 @@
+import { In } from 'typeorm';
+import { inTransaction } from '../../../db/transaction.js';
+import type { InstanceInfo, Provider } from '../../../providers/provider.js';
+import { sshProbe } from '../../../providers/ssh-probe.js';
+import { generateDeploymentKeyPair } from '../../../providers/ssh-keys.js';
+import { slugsOfGpuKey } from '../../inventory/offer-candidates.js';
+import { Offer } from '../../inventory/offer.entity.js';
+import { MAX_CANDIDATES } from '../rental-limits.js';
+import { Deployment } from '../deployment.entity.js';
+import { DeploymentAttempt, type AttemptOutcome } from '../deployment-attempt.entity.js';
+import { Order } from '../order.entity.js';
+import { isOneOf, PROVISIONING_STATUSES, transition } from '../rental-state.js';
+import { decideCreateStep, NOTHING_CREATED } from './create-step.js';
+import { instanceLabel } from './labels.js';
+import { enqueueFor, loadDeployment, recordSshAddress, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
+import type { Reversal } from './reversal.js';
+
+type RunOutcome = 'done' | 'created' | 'asked';
+
+/**
+ * The provision job: seals the deployment's SSH key, makes create attempts (one label each,
+ * recorded before the call), adopts what a label turns up, and polls until SSH answers. Every
+ * step reads MySQL first, so a run repeated or resumed after a crash converges.
+ */
+export class Provisioning {
+  constructor(
+    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box'>,
+    private readonly timing: LifecycleTiming,
+    private readonly reversal: Reversal,
+  ) {}
+
+  private now(): Date {
+    return this.deps.clock.now();
+  }
+
+  private poll(deploymentId: string, delayMs: number): Promise<void> {
+    return enqueueFor(this.deps.jobs, 'rental.provision', deploymentId, delayMs);
+  }
+
+  async provision(deploymentId: string): Promise<void> {
+    const { ds } = this.deps;
+    let d = await loadDeployment(ds, deploymentId);
+    if (!d) return;
+    if (d.status === 'FAILED') return this.reversal.settle(d);
+    if (!isOneOf(PROVISIONING_STATUSES, d.status)) return;
+    if (d.terminateRequestedAt) return enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
+    const order = await ds.getRepository(Order).findOneByOrFail({ id: d.orderId });
+
+    // The key exists (sealed) before any create call, so the instance is never reachable with a key we lost.
+    if (!d.sshPrivateKeyEnc) {
+      const pair = generateDeploymentKeyPair(`gpu-rental-${d.id}`);
+      const sealed = this.deps.box.seal(pair.privateKey, d.id);
+      await ds
+        .createQueryBuilder()
+        .update(Deployment)
+        .set({ sshPublicKey: pair.publicKey, sshPrivateKeyEnc: sealed.ciphertext, sshKeyKid: sealed.keyId, updatedAt: this.now() })
+        .where('id = :id AND ssh_private_key_enc IS NULL', { id: d.id })
+        .execute();
+    }
+    if (d.status === 'PENDING') await inTransaction(ds, (m) => transition(m, deploymentId, ['PENDING'], 'PROVISIONING', { at: this.now() }));
+    d = (await loadDeployment(ds, deploymentId))!;
+    if (d.status !== 'PROVISIONING') return;
+
+    if (!d.instanceId) {
+      if ((await this.createInstance(d, order)) === 'done') return;
+      d = (await loadDeployment(ds, deploymentId))!;
+      if (!d.instanceId) return;
+      if (d.status !== 'PROVISIONING') return enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
+    }
+    await this.pollUntilActive(d);
+  }
+
+  /** The create candidates, cheapest first, from the order (never a live provider search). */
+  private async candidates(order: Order, d: Deployment): Promise<Offer[]> {
+    const repo = this.deps.ds.getRepository(Offer);
+    let ids = order.candidateOfferIds ?? (order.offerId ? [order.offerId] : null);
+    if (!ids && order.requestKind === 'INTENT' && order.gpuSlug) {
+      const rows = await repo
+        .createQueryBuilder('o')
+        .where('o.slug IN (:...slugs) AND o.gpu_count = :c AND o.price_per_hour_minor <= :max', { slugs: slugsOfGpuKey(order.gpuSlug), c: order.gpuCount, max: order.maxHourlyPriceMinor })
+        .orderBy('o.price_per_hour_minor', 'ASC')
+        .addOrderBy('o.id', 'ASC')
+        .take(MAX_CANDIDATES)
+        .getMany();
+      ids = rows.map((o) => o.id);
+    }
+    if (!ids && d.offerId) ids = [d.offerId];
+    const found = await repo.findBy({ id: In(ids ?? []) });
+    const byId = new Map(found.map((o) => [o.id, o]));
+    const limit = order.requestKind === 'OFFER' ? 1 : MAX_CANDIDATES;
+    return (ids ?? []).map((id) => byId.get(id)).filter((o): o is Offer => !!o).slice(0, limit);
+  }
+
+  /** The newest attempt on record; read from the attempts table, which is written before the call. */
+  private lastAttempt(deploymentId: string): Promise<DeploymentAttempt | null> {
+    return this.deps.ds.getRepository(DeploymentAttempt).findOne({ where: { deploymentId }, order: { attempt: 'DESC' } });
+  }
+
+  private async markAttempt(a: DeploymentAttempt, outcome: AttemptOutcome, detail: string | null, patch: Partial<DeploymentAttempt> = {}): Promise<void> {
+    await this.deps.ds.getRepository(DeploymentAttempt).update({ id: a.id }, { instanceId: null, ...patch, outcome, detail: detail?.slice(0, 512) ?? null, updatedAt: this.now() });
+  }
+
+  private async adopt(d: Deployment, a: DeploymentAttempt, instanceId: string, outcome: AttemptOutcome): Promise<void> {
+    await this.markAttempt(a, outcome, null, { instanceId });
+    // Written whatever the status: a termination requested meanwhile must find the instance to destroy.
+    await this.deps.ds.getRepository(Deployment).update({ id: d.id }, { instanceId, updatedAt: this.now() });
+  }
+
+  /** Runs the create attempts as {@link decideCreateStep} directs; 'done' when this run has nothing further to do. */
+  private async createInstance(d: Deployment, order: Order): Promise<'done' | 'created'> {
+    const candidates = await this.candidates(order, d);
+    for (;;) {
+      const prev = await this.lastAttempt(d.id);
+      const provider = prev ? this.deps.providers.get(prev.providerId) : null;
+      // A re-run first asks for the label: the previous run may have created the instance and crashed.
+      const found = prev && provider && !NOTHING_CREATED.includes(prev.outcome) ? await provider.findByLabel(prev.label) : null;
+      const now = this.now().getTime();
+      const step = decideCreateStep({
+        requestKind: order.requestKind,
+        last: prev?.outcome ?? null,
+        foundByLabel: !!found,
+        sinceAttemptMs: prev ? now - prev.createdAt.getTime() : 0,
+        retryInMs: prev?.retryAt ? prev.retryAt.getTime() - now : 0,
+        candidatesLeft: candidates.length - (prev?.attempt ?? 0),
+        timing: this.timing,
+      });
+      let outcome: RunOutcome;
+      if (step.kind === 'adopt') {
+        await this.adopt(d, prev!, found!.instanceId, prev!.outcome === 'AMBIGUOUS' ? 'ADOPTED' : 'CREATED');
+        return 'created';
+      } else if (step.kind === 'wait' || (step.kind === 'retry-same-label' && step.delayMs > 0)) {
+        await this.poll(d.id, step.delayMs);
+        return 'done';
+      } else if (step.kind === 'fail') {
+        if (prev && step.attemptOutcome) await this.markAttempt(prev, step.attemptOutcome, 'no instance carried the label within the bound');
+        await this.reversal.fail(d.id, step.code, step.reason);
+        return 'done';
+      } else if (step.kind === 'retry-same-label') {
+        // Nothing carries the label and no create is in flight: the same label is safe to ask again.
+        const offer = candidates.find((o) => o.id === prev!.offerId);
+        if (!offer) {
+          await this.markAttempt(prev!, 'UNAVAILABLE', 'the offer of this attempt is no longer cached');
+          continue;
+        }
+        outcome = await this.callCreate(d, prev!, offer, provider!);
+      } else {
+        // Re-read: a termination may have come in between attempts.
+        const fresh = (await loadDeployment(this.deps.ds, d.id))!;
+        if (fresh.terminateRequestedAt || fresh.status !== 'PROVISIONING') {
+          await enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
+          return 'done';
+        }
+        const offer = candidates[prev?.attempt ?? 0];
+        const attempt = await this.recordAttempt(fresh, (prev?.attempt ?? 0) + 1, offer);
+        outcome = await this.callCreate(fresh, attempt, offer, this.deps.providers.get(offer.provider));
+      }
+      if (outcome !== 'asked') return outcome;
+      d = (await loadDeployment(this.deps.ds, d.id))!;
+    }
+  }
+
+  /** Records attempt `n` before its call, so a crash during it leaves the label to look for. */
+  private async recordAttempt(d: Deployment, n: number, offer: Offer): Promise<DeploymentAttempt> {
+    const now = this.now();
+    const label = instanceLabel(d.id, n);
+    const attempt = this.deps.ds.getRepository(DeploymentAttempt).create({
+      deploymentId: d.id,
+      attempt: n,
+      offerId: offer.id,
+      providerId: offer.provider,
+      label,
+      outcome: 'STARTED',
+      instanceId: null,
+      detail: null,
+      retryAt: null,
+      createdAt: now,
+      updatedAt: now,
+    });
+    const patch: Partial<Deployment> = { attempt: n, label, offerId: offer.id, providerId: offer.provider, updatedAt: now };
+    // Metered rentals pay the price of the offer that runs; legacy keeps the quoted price.
+    const metered = d.billingModel !== 'LEGACY_PREPAID';
+    if (metered) patch.hourlyPriceMinor = offer.pricePerHourMinor;
+    await inTransaction(this.deps.ds, async (m) => {
+      await m.insert(DeploymentAttempt, attempt);
+      await m.update(Deployment, { id: d.id }, patch);
+      if (metered) await m.update(Order, { id: d.orderId }, { hourlyPriceMinor: offer.pricePerHourMinor });
+    });
+    return attempt;
+  }
+
+  /** One create call; 'asked' when the loop must decide again from what was recorded. */
+  private async callCreate(d: Deployment, a: DeploymentAttempt, offer: Offer, provider: Provider): Promise<RunOutcome> {
+    let result;
+    try {
+      result = await provider.create(a.label, { id: offer.id, key: offer.providerOfferKey, name: offer.name, gpuCount: offer.gpuCount }, d.sshPublicKey!);
+    } catch (err) {
+      result = { kind: 'ambiguous' as const, reason: (err as Error).message };
+    }
+    switch (result.kind) {
+      case 'created':
+        await this.adopt(d, a, result.instanceId, 'CREATED');
+        return 'created';
+      case 'unavailable':
+        await this.markAttempt(a, 'UNAVAILABLE', result.reason);
+        return 'asked';
+      case 'rejected':
+        // Our request or configuration is wrong: the operator must hear of it; the customer gets a safe reason.
+        this.deps.logger.error({ deploymentId: d.id, provider: provider.id, label: a.label, reason: result.reason }, 'provider rejected the create request');
+        await this.markAttempt(a, 'REJECTED', result.reason);
+        return 'asked';
+      case 'throttled': {
+        const delayMs = Math.max(result.retryAfterMs, this.timing.pollMs);
+        await this.markAttempt(a, 'THROTTLED', result.reason, { retryAt: new Date(this.now().getTime() + delayMs) });
+        this.deps.logger.warn({ deploymentId: d.id, provider: provider.id, retryAfterMs: result.retryAfterMs }, 'provider throttled the create; asking again with the same label');
+        await this.poll(d.id, delayMs);
+        return 'done';
+      }
+      case 'ambiguous':
+        await this.markAttempt(a, 'AMBIGUOUS', result.reason);
+        this.deps.logger.warn({ deploymentId: d.id, label: a.label }, 'ambiguous create; looking the instance up by label');
+        return 'asked';
+    }
+  }
+
+  private async pollUntilActive(d: Deployment): Promise<void> {
+    const { ds, clock, logger } = this.deps;
+    const provider = this.deps.providers.get(d.providerId!);
+    let info: InstanceInfo;
+    try {
+      info = await provider.get(d.instanceId!);
+    } catch (err) {
+      logger.warn({ err, deploymentId: d.id }, 'provider get failed; polling again');
+      return this.poll(d.id, this.timing.pollMs);
+    }
+    if (info.state === 'failed' || info.state === 'gone' || info.state === 'stopped') {
+      return this.reversal.fail(d.id, 'PROVISIONING_FAILED', 'The machine failed to start; your rental was not started.');
+    }
+    const ssh = info.state === 'running' ? info.ssh : undefined;
+    if (ssh && (ssh.host !== d.sshHost || ssh.port !== d.sshPort)) {
+      // Recorded as soon as known: a termination before ACTIVE must probe this address.
+      await recordSshAddress(ds, d.id, ssh);
+    }
+    if (ssh) {
+      const privateKey = this.deps.box.open(d.sshPrivateKeyEnc!, d.sshKeyKid!, d.id);
+      const probe = await sshProbe({ ...ssh, privateKey }, { timeoutMs: this.timing.sshTimeoutMs });
+      if (probe.ok) return this.activate(d, ssh);
+    }
+    const since = (await this.lastAttempt(d.id))?.createdAt ?? d.statusChangedAt ?? d.createdAt;
+    if (clock.now().getTime() - since.getTime() > this.timing.activeBoundMs) {
+      return this.reversal.fail(d.id, 'PROVISIONING_TIMEOUT', 'The machine did not become reachable in time; your rental was not started.');
+    }
+    await this.poll(d.id, this.timing.pollMs);
+  }
+
+  /** ACTIVE from now; legacy rentals get their end and its expiry job, metered ones start accruing. */
+  private async activate(d: Deployment, ssh: { host: string; port: number; user: string }): Promise<void> {
+    const started = this.now();
+    const legacy = d.billingModel === 'LEGACY_PREPAID';
+    const endsAt = legacy && d.durationSeconds ? new Date(started.getTime() + d.durationSeconds * 1000) : null;
+    const moved = await inTransaction(this.deps.ds, (m) =>
+      transition(m, d.id, ['PROVISIONING'], 'ACTIVE', {
+        at: started,
+        deployment: { startedAt: started, endsAt, meteredUntil: legacy ? null : started, sshHost: ssh.host, sshPort: ssh.port, sshUser: ssh.user },
+      }),
+    );
+    if (moved && endsAt) await enqueueFor(this.deps.jobs, 'rental.expire', d.id, endsAt.getTime() - started.getTime());
+    if (!moved && (await loadDeployment(this.deps.ds, d.id))?.status === 'TERMINATING') await enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
+  }
+}

@@ -1,0 +1,149 @@
+import { inTransaction } from '../../../db/transaction.js';
+import type { DestructionVerifier } from '../../../providers/destruction-verifier.js';
+import type { InstanceInfo, Provider } from '../../../providers/provider.js';
+import type { SshTarget } from '../../../providers/ssh-probe.js';
+import { Deployment } from '../deployment.entity.js';
+import { DeploymentAttempt } from '../deployment-attempt.entity.js';
+import { Order } from '../order.entity.js';
+import { isOneOf, METERED_BILLING_MODELS, requestTermination, TERMINAL_STATUSES, transition, type TerminationReason } from '../rental-state.js';
+import { enqueueFor, loadDeployment, recordSshAddress, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
+import type { Metering } from './metering.js';
+
+/** `last_check_detail` of a TERMINATED deployment whose plugin clean-up must be retried (the reconciler does). */
+export const CLEANUP_PENDING = 'provider clean-up pending: ';
+
+/**
+ * Lets the plugin release what it holds for a verified-destroyed instance (e.g. a registered SSH
+ * key). A failure is logged and never holds up TERMINATED: the detail it returns marks the
+ * deployment for the reconciler to call again (plugins take the call as idempotent).
+ */
+export async function releaseAfterDestroyed(logger: LifecycleDeps['logger'], provider: Provider, deploymentId: string, label: string | null): Promise<string | null> {
+  if (!provider.afterDestroyed || !label) return null;
+  try {
+    await provider.afterDestroyed(label);
+    return null;
+  } catch (err) {
+    logger.warn({ err, deploymentId, provider: provider.id }, 'provider clean-up after a verified destruction failed; the reconciler retries');
+    return `${CLEANUP_PENDING}${(err as Error).message}`;
+  }
+}
+
+/**
+ * Termination with verified destruction: the instance is destroyed, and the deployment becomes
+ * TERMINATED only once the provider reports it gone and an SSH probe no longer gets in. Until
+ * then the job retries with back-off and, past a count, alerts on every attempt.
+ */
+export class Termination {
+  constructor(
+    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box'>,
+    private readonly timing: LifecycleTiming,
+    private readonly verifier: DestructionVerifier,
+    private readonly metering: Pick<Metering, 'settleUsage'>,
+  ) {}
+
+  private now(): Date {
+    return this.deps.clock.now();
+  }
+
+  /** Starts termination for `reason` (idempotent) and queues the terminate job. */
+  async request(deploymentId: string, reason: TerminationReason): Promise<void> {
+    await inTransaction(this.deps.ds, (m) => requestTermination(m, deploymentId, reason, this.now()));
+    await enqueueFor(this.deps.jobs, 'rental.terminate', deploymentId);
+  }
+
+  /** Legacy rentals end themselves at endsAt. */
+  async expire(deploymentId: string): Promise<void> {
+    const d = await loadDeployment(this.deps.ds, deploymentId);
+    if (!d || d.status !== 'ACTIVE' || !d.endsAt) return;
+    const left = d.endsAt.getTime() - this.now().getTime();
+    if (left > 0) return enqueueFor(this.deps.jobs, 'rental.expire', deploymentId, left);
+    await this.request(deploymentId, 'EXPIRED');
+  }
+
+  async terminate(deploymentId: string): Promise<void> {
+    const { ds, providers } = this.deps;
+    let d = await loadDeployment(ds, deploymentId);
+    if (!d || isOneOf(TERMINAL_STATUSES, d.status)) return;
+    if (d.status !== 'TERMINATING') {
+      if (!d.terminateRequestedAt) return;
+      await this.request(d.id, d.terminationReason ?? 'REQUESTED');
+      d = (await loadDeployment(ds, d.id))!;
+      if (d.status !== 'TERMINATING') return;
+    }
+    let instanceId = d.instanceId;
+    const provider: Provider | null = d.providerId ? providers.get(d.providerId) : null;
+    if (!instanceId && d.label && provider) {
+      // A create may have happened without its answer being recorded.
+      const a = await ds.getRepository(DeploymentAttempt).findOne({ where: { deploymentId: d.id }, order: { attempt: 'DESC' } });
+      const found = await providers.get(a?.providerId ?? d.providerId!).findByLabel(d.label);
+      if (found) {
+        instanceId = found.instanceId;
+        await ds.getRepository(Deployment).update({ id: d.id }, { instanceId, updatedAt: this.now() });
+      } else if (a?.outcome === 'STARTED') {
+        // The provision job is (or was) mid-call; look again shortly rather than miss its instance.
+        return this.retryVerify(d, 'create call of the last attempt has no recorded outcome yet');
+      }
+    }
+    if (!instanceId || !provider) return this.markTerminated(d);
+
+    let target = this.target(d);
+    if (!target && d.sshPrivateKeyEnc) {
+      // Ended before ACTIVE: ask for the address while the instance still exists, so the probe
+      // after the destroy knocks on the door the machine really had.
+      let info: InstanceInfo;
+      try {
+        info = await provider.get(instanceId);
+      } catch (err) {
+        return this.retryVerify(d, `reading the instance before destroying it failed: ${(err as Error).message}`);
+      }
+      if (info.ssh) {
+        await recordSshAddress(ds, d.id, info.ssh);
+        target = this.target(d, info.ssh);
+      }
+    }
+    try {
+      await provider.destroy(instanceId);
+    } catch (err) {
+      return this.retryVerify(d, `destroy failed: ${(err as Error).message}`);
+    }
+    // Without an address the provider never gave one: nobody could have got in, so its word is the check.
+    const check = target
+      ? await this.verifier.verify(provider, instanceId, target)
+      : { verified: (await provider.get(instanceId)).state === 'gone', detail: 'provider reports gone; it never reported an SSH address' };
+    if (!check.verified) return this.retryVerify(d, check.detail);
+    const cleanup = await releaseAfterDestroyed(this.deps.logger, provider, d.id, d.label);
+    await ds.getRepository(Deployment).update({ id: d.id }, { lastCheckDetail: (cleanup ?? check.detail).slice(0, 512) });
+    await this.markTerminated(d);
+  }
+
+  private target(d: Deployment, ssh?: { host: string; port: number; user: string }): SshTarget | null {
+    const host = ssh?.host ?? d.sshHost;
+    if (!host || !d.sshPrivateKeyEnc) return null;
+    return { host, port: ssh?.port ?? d.sshPort!, user: ssh?.user ?? d.sshUser!, privateKey: this.deps.box.open(d.sshPrivateKeyEnc, d.sshKeyKid!, d.id) };
+  }
+
+  private async retryVerify(d: Deployment, detail: string): Promise<void> {
+    const n = d.verifyAttempts + 1;
+    await this.deps.ds.getRepository(Deployment).update({ id: d.id }, { verifyAttempts: n, lastCheckDetail: detail.slice(0, 512), updatedAt: this.now() });
+    if (n >= this.timing.verifyAlertAfter) {
+      this.deps.logger.error({ deploymentId: d.id, verifyAttempts: n, detail }, 'ALERT: instance not verifiably destroyed; still retrying');
+    }
+    const delay = Math.min(this.timing.verifyMaxDelayMs, this.timing.verifyBaseDelayMs * 2 ** Math.min(n - 1, 20));
+    await enqueueFor(this.deps.jobs, 'rental.terminate', d.id, delay);
+  }
+
+  /** TERMINATED at the verified time (written once), settling the last metered usage in the same transaction. */
+  private async markTerminated(d: Deployment): Promise<void> {
+    const order = await this.deps.ds.getRepository(Order).findOneByOrFail({ id: d.orderId });
+    const verifiedAt = this.now();
+    const endedAt = order.funding === 'CARD' && d.billingModel === 'LEGACY_PREPAID' ? null : verifiedAt;
+    await inTransaction(this.deps.ds, async (m) => {
+      const locked = await m.getRepository(Deployment).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id: d.id }).getOne();
+      if (!locked || locked.status !== 'TERMINATING') return;
+      if (isOneOf(METERED_BILLING_MODELS, locked.billingModel) && locked.meteredUntil && locked.startedAt) {
+        await this.metering.settleUsage(m, locked, locked.terminateRequestedAt ?? verifiedAt);
+      }
+      await transition(m, d.id, ['TERMINATING'], 'TERMINATED', { at: verifiedAt, deployment: locked.endedAt ? {} : { endedAt } });
+    });
+  }
+}

@@ -1,0 +1,110 @@
+import { In, type EntityManager } from 'typeorm';
+import { Deployment } from './deployment.entity.js';
+import { Order } from './order.entity.js';
+
+/**
+ * The rental state machine's vocabulary and its one writer. Every status set is declared here and
+ * imported where needed; every status change of a deployment and its order goes through
+ * {@link transition}, so `status_changed_at` (which the reconciler reads) is never forgotten.
+ */
+
+export const RENTAL_STATUSES = ['AWAITING_PAYMENT', 'PENDING', 'PROVISIONING', 'ACTIVE', 'TERMINATING', 'TERMINATED', 'FAILED'] as const;
+export type RentalStatus = (typeof RENTAL_STATUSES)[number];
+
+/** Finished for good: nothing runs, nothing is billed, nothing counts against a key. */
+export const TERMINAL_STATUSES = ['TERMINATED', 'FAILED'] as const satisfies readonly RentalStatus[];
+/** May own a provider instance: the reconciler keeps instances whose label belongs to one of these. */
+export const LIVE_STATUSES = ['PENDING', 'PROVISIONING', 'ACTIVE', 'TERMINATING'] as const satisfies readonly RentalStatus[];
+/** A terminate request moves these to TERMINATING (AWAITING_PAYMENT only records the request). */
+export const TERMINABLE_STATUSES = ['PENDING', 'PROVISIONING', 'ACTIVE'] as const satisfies readonly RentalStatus[];
+/** The provision job works on these. */
+export const PROVISIONING_STATUSES = ['PENDING', 'PROVISIONING'] as const satisfies readonly RentalStatus[];
+/** A job owns these; left unchanged past the bound, the reconciler re-drives them. */
+export const DRIVEN_STATUSES = ['PENDING', 'PROVISIONING', 'TERMINATING'] as const satisfies readonly RentalStatus[];
+/** Metered usage accrues in these (up to the termination request). */
+export const METERED_STATUSES = ['ACTIVE', 'TERMINATING'] as const satisfies readonly RentalStatus[];
+/** Owners are told when a deployment reaches one of these. */
+export const NOTIFIED_STATUSES = ['ACTIVE', 'FAILED', 'TERMINATED'] as const satisfies readonly RentalStatus[];
+
+export type DeploymentBillingModel = 'LEGACY_PREPAID' | 'ACCOUNT_BALANCE' | 'MAX_SPEND_METERED';
+/** Billing models whose usage the metering sweep posts. */
+export const METERED_BILLING_MODELS = ['ACCOUNT_BALANCE', 'MAX_SPEND_METERED'] as const satisfies readonly DeploymentBillingModel[];
+
+export function isOneOf<T extends string>(set: readonly T[], status: string | null | undefined): status is T {
+  return status != null && (set as readonly string[]).includes(status);
+}
+
+/** Why a rental FAILED; shown to the customer with a customer-safe `failureReason`. */
+export const FAILURE_CODES = [
+  'OFFER_NOT_FOUND',
+  'NO_CAPACITY',
+  'PROVISIONING_FAILED',
+  'PROVISIONING_TIMEOUT',
+  'PROVIDER_REJECTED',
+  'PAYMENT_EXPIRED',
+  'PAYMENT_FAILED',
+] as const;
+export type FailureCode = (typeof FAILURE_CODES)[number];
+
+/**
+ * Why termination began: `REQUESTED` by the customer (API or bot), `EXPIRED` at a legacy rental's
+ * end, or a metered limit (`SPEND_CAP`, `KEY_BUDGET`, `CREDITS`).
+ */
+export const TERMINATION_REASONS = ['REQUESTED', 'EXPIRED', 'SPEND_CAP', 'KEY_BUDGET', 'CREDITS'] as const;
+export type TerminationReason = (typeof TERMINATION_REASONS)[number];
+
+/** The same reasons as the API names them: a customer's own request, stored as REQUESTED, is USER. */
+export const API_TERMINATION_REASONS = ['USER', 'EXPIRED', 'SPEND_CAP', 'KEY_BUDGET', 'CREDITS'] as const;
+export type ApiTerminationReason = (typeof API_TERMINATION_REASONS)[number];
+
+/** Null when nobody ended the rental (still running, or it failed before it ran). */
+export function apiTerminationReason(stored: TerminationReason | null): ApiTerminationReason | null {
+  if (stored === null) return null;
+  return stored === 'REQUESTED' ? 'USER' : stored;
+}
+
+export type ReversalStatus = 'PENDING' | 'SUCCEEDED';
+
+/** Identifies the rental to move: its deployment, or (card payments) its order. */
+export type RentalRef = string | { orderId: string };
+
+export interface TransitionExtra {
+  /** The moment of the change (the caller's clock). */
+  at: Date;
+  /** Further deployment columns written with the status. */
+  deployment?: Partial<Deployment>;
+  /** Further order columns written with the mirrored status. */
+  order?: Partial<Order>;
+}
+
+/**
+ * Moves a deployment to `to` only while it is still in one of `from` (a conditional update, so
+ * two runs racing cannot both win), stamps `status_changed_at` and `updated_at`, and mirrors the
+ * status onto its order in the same transaction. Returns whether this call made the move.
+ */
+export async function transition(m: EntityManager, ref: RentalRef, from: readonly RentalStatus[], to: RentalStatus, extra: TransitionExtra): Promise<boolean> {
+  const { at } = extra;
+  const d = typeof ref === 'string' ? await m.findOne(Deployment, { where: { id: ref }, select: { id: true, orderId: true } }) : await m.findOne(Deployment, { where: { orderId: ref.orderId }, select: { id: true, orderId: true } });
+  if (!d) return false;
+  const res = await m.update(Deployment, { id: d.id, status: In([...from]) }, { ...extra.deployment, status: to, statusChangedAt: at, updatedAt: at });
+  if (!res.affected) return false;
+  await m.update(Order, { id: d.orderId }, { ...extra.order, status: to, updatedAt: at });
+  return true;
+}
+
+/**
+ * Starts termination for `reason`: a terminable deployment moves to TERMINATING, and the first
+ * request's time and reason are kept (a later request never overwrites them). Returns whether
+ * the status moved.
+ */
+export async function requestTermination(m: EntityManager, deploymentId: string, reason: TerminationReason, at: Date): Promise<boolean> {
+  const moved = await transition(m, deploymentId, TERMINABLE_STATUSES, 'TERMINATING', { at });
+  await m
+    .createQueryBuilder()
+    .update(Deployment)
+    .set({ terminateRequestedAt: () => 'COALESCE(terminate_requested_at, :at)', terminationReason: () => 'COALESCE(termination_reason, :reason)', updatedAt: at })
+    .setParameters({ at, reason })
+    .where('id = :id', { id: deploymentId })
+    .execute();
+  return moved;
+}

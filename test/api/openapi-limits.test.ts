@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { TOPUP_LIMITS } from '../../src/modules/billing/topup-limits.js';
+import { AGENT_KEY_LIMITS, APPROVAL_LIMITS, SIGNUP_LIMITS, type KeyLimits } from '../../src/modules/keys/key-limits.js';
+import { createTestContext, type TestContext } from '../helpers/context.js';
+
+/** The request schemas repeat the limits as JSDoc numbers; this holds them to the one declaration. */
+describe('OpenAPI minimums and maximums equal the limit constants', () => {
+  let ctx: TestContext;
+  let schemas: Record<string, { properties: Record<string, { minimum?: number; maximum?: number; default?: number }> }>;
+  before(async () => {
+    ctx = await createTestContext();
+    schemas = (await ctx.api.get('/api/openapi.json')).body.components.schemas;
+  });
+  after(() => ctx.close());
+
+  const FIELDS = ['maxPerRentalMinor', 'budgetLimitMinor', 'maxConcurrentDeployments'] as const;
+  function bounds(schema: string): { minimums: KeyLimits; maximums: KeyLimits } {
+    const props = schemas[schema].properties;
+    const pick = (k: 'minimum' | 'maximum') => Object.fromEntries(FIELDS.map((f) => [f, props[f][k]])) as unknown as KeyLimits;
+    return { minimums: pick('minimum'), maximums: pick('maximum') };
+  }
+
+  it('signup: bounds and defaults', () => {
+    assert.deepEqual(bounds('SignupRequest'), { minimums: SIGNUP_LIMITS.minimums, maximums: SIGNUP_LIMITS.maximums });
+    const props = schemas.SignupRequest.properties;
+    assert.deepEqual(Object.fromEntries(FIELDS.map((f) => [f, props[f].default])), SIGNUP_LIMITS.defaults);
+  });
+
+  it('approval of an agent authorization', () => {
+    assert.deepEqual(bounds('ApproveAuthorizationRequest'), { minimums: APPROVAL_LIMITS.minimums, maximums: APPROVAL_LIMITS.maximums });
+  });
+
+  it('agent keys issued by an owner', () => {
+    assert.deepEqual(bounds('IssueAgentKeyRequest'), { minimums: AGENT_KEY_LIMITS.minimums, maximums: AGENT_KEY_LIMITS.maximums });
+  });
+
+  it('top-ups', () => {
+    const p = schemas.TopupRequest.properties.amountMinor;
+    assert.deepEqual([p.minimum, p.maximum], [TOPUP_LIMITS.minimumMinor, TOPUP_LIMITS.maximumMinor]);
+  });
+});

@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = join(fileURLToPath(import.meta.url), '../../..');
+
+function sources(dir: string): { path: string; text: string }[] {
+  const out: { path: string; text: string }[] = [];
+  for (const e of readdirSync(join(ROOT, dir), { withFileTypes: true, recursive: true })) {
+    if (!e.isFile() || !e.name.endsWith('.ts')) continue;
+    const full = join(e.parentPath, e.name);
+    const path = relative(ROOT, full);
+    if (path.startsWith('src/generated/')) continue;
+    out.push({ path, text: readFileSync(full, 'utf8') });
+  }
+  assert.ok(out.length > 0, `no sources under ${dir}`);
+  return out;
+}
+
+const imports = (text: string) => [...text.matchAll(/^\s*(?:import|export)\b[^;]*?from\s+'([^']+)'/gm)].map((m) => m[1]);
+
+/** A write of a deployment's or order's status: a TypeORM update whose values set it, or SQL that does. */
+const STATUS_WRITE = [
+  /\.update\(\s*(?:Deployment|Order)\b[^;]*?\}\s*,\s*\{[^}]*\bstatus\s*:/,
+  /getRepository\(\s*(?:Deployment|Order)\s*\)\s*\.update\([^;]*?\}\s*,\s*\{[^}]*\bstatus\s*:/,
+  /\.update\(\s*(?:Deployment|Order)\s*\)\s*\.set\(\s*\{[^}]*\bstatus\s*:/,
+  /UPDATE\s+(?:deployments|orders)\b[^`]*\bSET\b[^`]*[\s,]status\s*=/i,
+];
+const writesStatus = (text: string) => STATUS_WRITE.some((re) => re.test(text));
+
+describe('architecture', () => {
+  it('reads process.env only in src/config.ts', () => {
+    const offenders = [...sources('src'), ...sources('bot')].filter((f) => f.path !== 'src/config.ts' && /process\.env\b/.test(f.text));
+    assert.deepEqual(offenders.map((f) => f.path), []);
+  });
+
+  it('keeps raw SQL out of bot/', () => {
+    const offenders = sources('bot').filter((f) => /\.query\(|\b(?:SELECT\s[\s\S]*?\sFROM|INSERT\s+INTO|DELETE\s+FROM|UPDATE\s+\w+\s+SET)\b/.test(f.text));
+    assert.deepEqual(offenders.map((f) => f.path), []);
+  });
+
+  it('writes rental statuses only in the rental-state module', () => {
+    // The check itself must see the shapes it looks for.
+    assert.ok(writesStatus(`await m.update(Deployment, { id }, { status: 'ACTIVE', updatedAt: now });`));
+    assert.ok(writesStatus(`await ds.getRepository(Order).update({ id }, { status: 'FAILED' });`));
+    assert.ok(writesStatus(`qb.update(Deployment).set({ status: 'TERMINATING' })`));
+    assert.ok(writesStatus('await m.query(`UPDATE orders SET updated_at = ?, status = ? WHERE id = ?`)'));
+    assert.ok(!writesStatus(`await m.update(Order, { id: o.id, reversalStatus: 'PENDING' }, { reversalStatus: 'SUCCEEDED' });`));
+    const offenders = [...sources('src'), ...sources('bot')].filter((f) => f.path !== 'src/modules/rentals/rental-state.ts' && writesStatus(f.text));
+    assert.deepEqual(offenders.map((f) => f.path), []);
+  });
+
+  it('src/jobs/ imports no module, and no module imports the composition root', () => {
+    const jobs = sources('src/jobs').flatMap((f) => imports(f.text).filter((i) => /\/modules\/|container\.js$/.test(i)).map((i) => `${f.path} -> ${i}`));
+    assert.deepEqual(jobs, []);
+    const modules = sources('src/modules').flatMap((f) => imports(f.text).filter((i) => /container\.js$/.test(i)).map((i) => `${f.path} -> ${i}`));
+    assert.deepEqual(modules, []);
+  });
+});
