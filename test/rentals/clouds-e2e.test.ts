@@ -190,6 +190,7 @@ describe('rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes)
   it('adopts the instance of a create that never answered, by its label: exactly one instance', async () => {
     vast.noCapacity('H100 SXM');
     runpod.hangCreatesAfterCreating(true);
+    const callsBefore = runpod.calls.length;
     try {
       const who = await fundedAgent();
       const { deploymentId } = await rent(who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
@@ -198,7 +199,7 @@ describe('rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes)
       assert.deepEqual(await attempts(deploymentId), ['vast:UNAVAILABLE', 'runpod:ADOPTED']);
       const mine = runpod.instances().filter((p) => p.name.includes(deploymentId));
       assert.equal(mine.length, 1, JSON.stringify(runpod.instances()));
-      assert.equal(runpod.calls.filter((c) => c.method === 'POST' && c.path === '/v2/pods').length, 1, 'one create call');
+      assert.equal(runpod.calls.slice(callsBefore).filter((c) => c.method === 'POST' && c.path === '/v2/pods').length, 1, 'one create call');
       runpod.hangCreatesAfterCreating(false);
       await terminate(who, deploymentId);
     } finally {
@@ -214,7 +215,11 @@ describe('rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes)
     let deploymentId: string;
     try {
       ({ deploymentId } = await rent(who, { offerId: offer.id }));
-      await waitFor(async () => lambda.calls.filter((c) => c.status === 429).length >= 3, 20_000, 'throttled calls');
+      await waitFor(async () => {
+        // The lifecycle's retry time is on the injected clock; the limiter's on the wall clock.
+        ctx.clock.advance(200);
+        return lambda.calls.filter((c) => c.status === 429).length >= 3;
+      }, 20_000, 'throttled calls');
       const d = (await ctx.api.get(`/api/v1/deployments/${deploymentId}`).set(who.auth)).body.data;
       assert.ok(['PENDING', 'PROVISIONING'].includes(d.status), `still waiting, not failed: ${d.status}`);
     } finally {
