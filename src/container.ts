@@ -70,7 +70,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   // Every process gets an Agenda: enqueuing needs no processing, and only the worker role starts it.
   const { queue: jobs } = createAgenda(ds, config);
   const handoff = rentalHandoff === undefined ? new CardRentalHandoff(ds, jobs) : (rentalHandoff ?? undefined);
-  const payments = createPayments({ config, ds, clock, logger, ledger, inventory, rentalHandoff: handoff });
+  const payments = createPayments({ config, ds, clock, logger, ledger, inventory, keys, rentalHandoff: handoff });
   const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs);
   const box = SecretBox.fromConfig(config);
   const credentials = new CredentialsService(ds, clock, box);

@@ -204,9 +204,12 @@ export class VastProvider implements Provider {
     return hits.sort((a, b) => a.id - b.id)[0] ?? null;
   }
 
-  async findByLabel(label: string): Promise<InstanceInfo | null> {
+  async findByLabel(label: string, sshPublicKey?: string): Promise<InstanceInfo | null> {
     const inst = await this.findRaw(label);
-    return inst ? this.info(inst) : null;
+    if (!inst) return null;
+    // Adoption by a process that did not make the create (a restart): the host's key is the one to deliver.
+    if (sshPublicKey && !this.pendingKeys.has(label) && this.attached.get(String(inst.id)) !== sshPublicKey) this.pendingKeys.set(label, sshPublicKey);
+    return this.info(inst);
   }
 
   async get(instanceId: string): Promise<InstanceInfo> {

@@ -91,8 +91,13 @@ export interface Provider {
    * and reachable with `sshPublicKey` (OpenSSH format).
    */
   create(label: string, offer: OfferRef, sshPublicKey: string): Promise<CreateResult>;
-  /** The instance carrying `label`, or null if the provider has none (including destroyed ones). */
-  findByLabel(label: string): Promise<InstanceInfo | null>;
+  /**
+   * The instance carrying `label`, or null if the provider has none (including destroyed ones).
+   * When the host adopts an instance after an ambiguous create it passes the deployment's public
+   * key: a plugin that delivers keys after create (Vast attaches them) makes sure the adopted
+   * instance carries it, even in a process that never saw the create.
+   */
+  findByLabel(label: string, sshPublicKey?: string): Promise<InstanceInfo | null>;
   /** Current state of an instance; `gone` when the provider no longer knows it. */
   get(instanceId: string): Promise<InstanceInfo>;
   /** Requests destruction. Idempotent: destroying a gone instance succeeds. */

@@ -29,10 +29,10 @@ describe('GET /api/v1/rentals and what rentals show', () => {
     const who = await account(ctx, { creditsMinor: 10_000 });
     const r = await rentOk(ctx, who, { gpuModel: 'A100 80GB', gpuCount: 2, maxHourlyPriceMinor: 1000 });
     const got = (await ctx.api.get(`/api/v1/rentals/${r.rentalId}`).set(who.auth)).body.data;
-    assert.deepEqual([got.gpuName, got.gpuCount, got.provider, got.terminationReason], ['NVIDIA A100 80GB', 2, 'local', null]);
-    assert.deepEqual([got.deployment.gpuName, got.deployment.gpuCount, got.deployment.provider, got.deployment.terminationReason], ['NVIDIA A100 80GB', 2, 'local', null]);
+    assert.deepEqual([got.gpuName, got.gpuCount, got.provider, got.terminationReason], ['A100 SXM4 80GB', 2, 'local', null]);
+    assert.deepEqual([got.deployment.gpuName, got.deployment.gpuCount, got.deployment.provider, got.deployment.terminationReason], ['A100 SXM4 80GB', 2, 'local', null]);
     const dep = (await ctx.api.get(`/api/v1/deployments/${r.deploymentId}`).set(who.auth)).body.data;
-    assert.deepEqual([dep.gpuName, dep.gpuCount, dep.provider], ['NVIDIA A100 80GB', 2, 'local']);
+    assert.deepEqual([dep.gpuName, dep.gpuCount, dep.provider], ['A100 SXM4 80GB', 2, 'local']);
 
     await ctx.services.ds.getRepository(Deployment).update({ id: r.deploymentId }, { terminationReason: 'CREDITS' });
     assert.equal((await ctx.api.get(`/api/v1/rentals/${r.rentalId}`).set(who.auth)).body.data.terminationReason, 'CREDITS');
@@ -72,7 +72,7 @@ describe('GET /api/v1/rentals and what rentals show', () => {
       assert.ok(res.body.meta.requestId);
       assert.ok(res.body.data.length <= 2);
       for (const r of res.body.data) {
-        assert.equal(r.gpuName, 'NVIDIA H100 SXM');
+        assert.equal(r.gpuName, 'H100 SXM');
         assert.ok('deployment' in r && 'quote' in r);
         seen.push(r.rentalId);
       }

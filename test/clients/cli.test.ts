@@ -56,7 +56,7 @@ describe('gpr command line (built binary against the running service)', function
     const me = json(await gpr(xdg, ['--json', 'whoami']));
     assert.equal(me.balance.creditsMinor, 2000);
     const offers = json(await gpr(xdg, ['--json', 'offers', '--gpu', 'H100']));
-    assert.deepEqual(offers.map((o: { name: string }) => o.name), ['NVIDIA H100 PCIe', 'NVIDIA H100 SXM'], 'cheapest first');
+    assert.deepEqual(offers.map((o: { name: string }) => o.name), ['H100 PCIe', 'H100 SXM'], 'cheapest first');
     const cheap = json(await gpr(xdg, ['--json', 'offers', '--gpu', 'H100', '--max-price', '2.50']));
     assert.deepEqual(cheap.map((o: { pricePerHourMinor: number }) => o.pricePerHourMinor), [249]);
 
@@ -108,7 +108,7 @@ describe('gpr command line (built binary against the running service)', function
 
     const gpus = await gpr(xdg, ['gpus']);
     assert.match(gpus.stdout, /^model\s+vram\s+offers/m);
-    assert.match(gpus.stdout, /NVIDIA H100 SXM\s+80 GB\s+1\s+1\s+\$2\.99/);
+    assert.match(gpus.stdout, /H100 SXM\s+80 GB\s+1\s+1\s+\$2\.99/);
 
     const rent = await gpr(xdg, ['rent', '--gpu', TEST_GPU, '--max-price', '3', '--budget', '5', '--wait', '--timeout', '60']);
     assert.equal(rent.code, 0, rent.stderr);

@@ -48,6 +48,19 @@ describe(InventoryRefresher.name, () => {
     assert.equal((await (await testDataSource()).getRepository(Offer).findBy({ provider: 'fine-cloud', available: true })).length, 1);
   });
 
+  it('takes the offers of a provider that is no longer configured off the list', async () => {
+    const retired = new ScriptedCloud('retired-cloud');
+    retired.offers = [cloudOffer({ key: 'r-1' })];
+    const { logger } = recordingLogger();
+    const ds = await testDataSource();
+    const before = new ProviderRegistry([...registry.registered(), { id: 'retired-cloud', description: 'soon gone', markupPercent: 0, provider: retired }]);
+    await new InventoryRefresher(ds, before, clock, logger, 600).refreshAll();
+    assert.equal((await ds.getRepository(Offer).findBy({ provider: 'retired-cloud', available: true })).length, 1);
+    // The next refresh runs with PROVIDERS no longer naming it: its fresh rows stop being for sale.
+    await new InventoryRefresher(ds, registry, clock, logger, 600).refreshAll();
+    assert.equal((await ds.getRepository(Offer).findBy({ provider: 'retired-cloud', available: true })).length, 0);
+  });
+
   it('logs a GPU name the catalog does not know once per process, and keeps its offers', async () => {
     fine.offers = [cloudOffer({ key: 'z-1', name: 'Zeta Accelerator 7' }), cloudOffer({ key: 'z-2', name: 'Zeta Accelerator 7', gpuCount: 2 })];
     const { logger, lines } = recordingLogger();

@@ -167,6 +167,18 @@ describe(VastProvider.name, () => {
       assert.equal(callsTo('PUT', /\/asks\//).length, 1);
     });
 
+    it('a process that did not make the hung create still delivers the key when it adopts with the deployment key', async () => {
+      h.fake.hangCreatesAfterCreating(true);
+      const label = h.label();
+      assert.equal((await h.provider.create(label, h.offer(h100), keys.publicKey)).kind, 'ambiguous');
+      // A restarted worker: nothing in memory, only the label and the key the host kept.
+      const restarted = h.newProvider();
+      const found = await restarted.findByLabel(label, keys.publicKey);
+      assert.equal(found?.instanceId, h.fake.instances()[0].id);
+      const info = await waitForRunning(restarted, found!.instanceId);
+      assert.deepEqual(await sshProbe({ ...info.ssh, privateKey: keys.privateKey }), { ok: true });
+    });
+
     it('no capacity is unavailable and makes nothing; another ask still rents', async () => {
       h.fake.noCapacity('H100 SXM');
       const res = await h.provider.create(h.label(), h.offer(h100), keys.publicKey);

@@ -144,7 +144,7 @@ describe('rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes)
     assert.equal(pick('lambda', /H100/)?.pricePerHourMinor, customerPriceMinor(329, 10));
     // And every cached offer, from the stored cost: one formula, no exceptions.
     const rows: { provider: string; cost: string; price: string }[] = await ctx.services.ds.query(
-      `SELECT provider, cost_per_hour_minor AS cost, price_per_hour_minor AS price FROM offers WHERE available = 1`,
+      `SELECT provider, cost_per_hour_minor AS cost, price_per_hour_minor AS price FROM offers WHERE available = 1 AND provider IN ('vast', 'runpod', 'lambda')`,
     );
     const markup: Record<string, number> = { vast: 10, runpod: 25, lambda: 10 };
     assert.ok(rows.length >= 10, `${rows.length} offers cached`);

@@ -6,6 +6,7 @@ import { AppError } from '../../errors/app-error.js';
 import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotencyResource } from '../../http/idempotency.js';
 import { IdempotencyRecord } from '../../http/idempotency-record.entity.js';
 import type { Principal } from '../../http/principal.js';
+import type { KeysService } from '../keys/keys.service.js';
 import { assertConcurrencySlot } from '../rentals/concurrency-slot.js';
 import { Account } from '../accounts/account.entity.js';
 import type { InventoryService } from '../inventory/inventory.service.js';
@@ -38,6 +39,7 @@ export class CardCheckoutService {
     private readonly clock: Clock,
     private readonly inventory: InventoryService,
     private readonly sessions: CheckoutSessionsService,
+    private readonly keys: KeysService,
   ) {}
 
   async checkout(principal: Principal, idempotencyKeyHeader: string | undefined, body: CardCheckoutRequest): Promise<CardCheckoutResponse> {
@@ -57,7 +59,7 @@ export class CardCheckoutService {
       }
       // A key with no record before the transaction was admitted above; records are never deleted.
       const { offer, hours } = admitted ?? (await this.admit(principal, body));
-      await assertConcurrencySlot(m, principal);
+      await assertConcurrencySlot(m, principal, this.keys);
       const now = this.clock.now();
       const orderId = randomUUID();
       const durationSeconds = hours * 3600;

@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../logger.js';
+import type { KeysService } from '../keys/keys.service.js';
 import type { InventoryService } from '../inventory/inventory.service.js';
 import { CardCheckoutService } from './card-checkout.service.js';
 import { CheckoutSessionsService } from './checkout-sessions.service.js';
@@ -29,13 +30,14 @@ export interface PaymentsDeps {
   logger: Logger;
   ledger: LedgerService;
   inventory: InventoryService;
+  keys: KeysService;
   /** Receives paid card orders (the rentals module's hand-off). Absent, they wait in PENDING. */
   rentalHandoff?: RentalHandoff;
   /** Overrides the provider chosen from config (tests). */
   provider?: PaymentProvider | null;
 }
 
-export function createPayments({ config, ds, clock, logger, ledger, inventory, rentalHandoff, provider }: PaymentsDeps): Payments {
+export function createPayments({ config, ds, clock, logger, ledger, inventory, keys, rentalHandoff, provider }: PaymentsDeps): Payments {
   const log = logger.child({ component: 'payments' });
   const chosen = provider === undefined ? createPaymentProvider(config, clock, log) : provider;
   const sessions = new CheckoutSessionsService(ds, clock, log, chosen, config.publicBaseUrl);
@@ -43,7 +45,7 @@ export function createPayments({ config, ds, clock, logger, ledger, inventory, r
     provider: chosen,
     sessions,
     topups: new TopupsService(ds, clock, sessions),
-    cardCheckout: new CardCheckoutService(ds, clock, inventory, sessions),
+    cardCheckout: new CardCheckoutService(ds, clock, inventory, sessions, keys),
     events: new PaymentEventsService(ds, clock, log, ledger, sessions, {
       webhookSecret: config.nodeEnv === 'production' && config.stripeWebhookSecretGenerated ? null : config.stripeWebhookSecret,
       rentalHandoff,

@@ -87,7 +87,23 @@ export class InventoryRefresher {
         results.push(await this.recordFailure(f.entry.id, err));
       }
     }
+    await this.retireUnconfigured();
     return results;
+  }
+
+  /**
+   * Offers of a provider taken out of PROVIDERS are not for sale, however fresh their rows: no
+   * process of this deployment could create their instances.
+   */
+  private async retireUnconfigured(): Promise<void> {
+    const configured = this.providers.registered().map((e) => e.id);
+    if (configured.length === 0) return;
+    const now = this.clock.now();
+    await this.ds.transaction(async (m) => {
+      await m.query('SELECT version FROM inventory_state WHERE id = 1 FOR UPDATE');
+      const res = await m.query('UPDATE offers SET available = 0 WHERE available = 1 AND provider NOT IN (?)', [configured]);
+      await this.bumpVersion(m, now, Number(res.affectedRows ?? 0) > 0);
+    });
   }
 
   private async listOffers(entry: RegisteredProvider): Promise<ProviderOffer[]> {

@@ -18,6 +18,7 @@ import { findIntentCandidates } from '../inventory/offer-candidates.js';
 import { Offer } from '../inventory/offer.entity.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { Deployment } from './deployment.entity.js';
+import { assertFreeSlot } from './concurrency-slot.js';
 import { lockDeploymentOrRentalFor, type DeploymentActor } from './deployment-access.js';
 import { rentalDebitRef } from './lifecycle/labels.js';
 import { Order } from './order.entity.js';
@@ -194,12 +195,7 @@ export class RentalsService {
         `This rental needs ${needed} cents of this key's budget; ${Math.max(0, remainingKeyBudget)} cents of its ${key.budgetLimitMinor} remain.`,
       );
     }
-    if (usage.activeDeployments >= key.maxConcurrentDeployments) {
-      throw new AppError(
-        'CONCURRENCY_LIMIT_REACHED',
-        `This key already has ${usage.activeDeployments} deployment(s) running or starting; its limit is ${key.maxConcurrentDeployments}. Terminate one first.`,
-      );
-    }
+    assertFreeSlot(principal, usage);
     const reserved = await reservedCreditMinor(m, account.id);
     if (account.balanceMinor - reserved < needed) {
       const held = reserved > 0 ? ` (${reserved} of them reserved by its running metered rentals)` : '';

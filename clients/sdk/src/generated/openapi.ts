@@ -510,6 +510,8 @@ export interface components {
             /** @description `gpr_<prefix>.<secret>`; shown once. Null on an identical replay of an agent-keys request. */
             token: string | null;
         };
+        /** @enum {string} */
+        ApiTerminationReason: "USER" | "EXPIRED" | "SPEND_CAP" | "KEY_BUDGET" | "CREDITS";
         ApproveAuthorizationRequest: {
             /** @description The public approval code (last path segment of the approval URL). */
             approvalCode: string;
@@ -752,7 +754,7 @@ export interface components {
              *     budget ran out), CREDITS (the account's credits ran out), EXPIRED (a prepaid rental reached
              *     its purchased end). Null while it runs and for rentals that failed before running.
              */
-            terminationReason: components["schemas"]["TerminationReason"] | null;
+            terminationReason: components["schemas"]["ApiTerminationReason"] | null;
             /**
              * Format: double
              * @description Metered rentals: usage charged so far, in cents.
@@ -891,6 +893,8 @@ export interface components {
             /** @description The private setup code from the bot or from beginning an authorization. */
             setupCode: string;
         };
+        /** @enum {string} */
+        FailureCode: "OFFER_NOT_FOUND" | "NO_CAPACITY" | "PROVISIONING_FAILED" | "PROVISIONING_TIMEOUT" | "PROVIDER_REJECTED" | "PAYMENT_EXPIRED" | "PAYMENT_FAILED";
         /**
          * @description GPUs in a GPU-intent rental.
          * @enum {number}
@@ -1199,7 +1203,7 @@ export interface components {
              */
             endedAt: string | null;
             /** @description When FAILED: a stable code, e.g. OFFER_NOT_FOUND or NO_MATCHING_OFFER; null otherwise. */
-            failureCode: string | null;
+            failureCode: components["schemas"]["FailureCode"] | null;
             /** @description When FAILED: a customer-safe explanation; null otherwise. */
             failureReason: string | null;
             /**
@@ -1230,7 +1234,7 @@ export interface components {
              *     budget ran out), CREDITS (the account's credits ran out), EXPIRED (a prepaid rental reached
              *     its purchased end). Null while it runs and for rentals that failed before running.
              */
-            terminationReason: components["schemas"]["TerminationReason"] | null;
+            terminationReason: components["schemas"]["ApiTerminationReason"] | null;
         };
         /** @description A page of rentals, newest first. */
         RentalPage: {
@@ -1288,11 +1292,6 @@ export interface components {
         TerminateAccepted: {
             accepted: boolean;
         };
-        /**
-         * @description Why a rental ended, as the API names it.
-         * @enum {string}
-         */
-        TerminationReason: "USER" | "SPEND_CAP" | "KEY_BUDGET" | "CREDITS" | "EXPIRED" | "FAILURE" | "RECONCILER";
         /** @description A hosted top-up link for a human to pay once. */
         TopupDto: {
             /** Format: int32 */

@@ -113,7 +113,7 @@ export class Provisioning {
       const prev = await this.lastAttempt(d.id);
       const provider = prev ? this.deps.providers.get(prev.providerId) : null;
       // A re-run first asks for the label: the previous run may have created the instance and crashed.
-      const found = prev && provider && !NOTHING_CREATED.includes(prev.outcome) ? await provider.findByLabel(prev.label) : null;
+      const found = prev && provider && !NOTHING_CREATED.includes(prev.outcome) ? await provider.findByLabel(prev.label, d.sshPublicKey ?? undefined) : null;
       const now = this.now().getTime();
       const step = decideCreateStep({
         requestKind: order.requestKind,
