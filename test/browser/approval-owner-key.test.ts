@@ -1,26 +1,18 @@
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { chromium, type Browser } from 'playwright-core';
-import { createTestContext, type TestContext } from '../helpers/context.js';
-
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+import type { Browser } from 'playwright-core';
+import { startBrowserSite } from '../helpers/browser.js';
+import type { TestContext } from '../helpers/context.js';
 
 describe('Approving an agent with an owner key in the browser', function () {
   this.timeout(60_000);
   let ctx: TestContext;
-  let server: Server;
+  let closeSite: (() => Promise<void>) | undefined;
   let base: string;
   let browser: Browser;
   let ownerToken: string;
 
   before(async () => {
-    server = createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    ctx = await createTestContext({ env: { PUBLIC_BASE_URL: base, AGENT_SETUP_RATE_PER_MINUTE: '100000' } });
-    server.on('request', ctx.app);
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
+    ({ ctx, base, browser, close: closeSite } = await startBrowserSite({ AGENT_SETUP_RATE_PER_MINUTE: '100000' }));
     ({ token: ownerToken } = await ctx.services.accounts.createOwner({
       name: 'browser owner',
       scopes: ['read', 'rent', 'manage', 'billing'],
@@ -32,10 +24,7 @@ describe('Approving an agent with an owner key in the browser', function () {
   });
 
   after(async () => {
-    await browser?.close();
-    server?.closeAllConnections();
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-    await ctx?.close();
+    await closeSite?.();
   });
 
   async function begin(name?: string): Promise<{ approvalUrl: string; setupCode: string }> {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { startBrowserSite } from '../helpers/browser.js';
+import type { TestContext } from '../helpers/context.js';
 
 /** The fields of API answers this test reads. */
 interface ApiData {
@@ -12,32 +12,20 @@ interface ApiData {
   entries: { kind: string; reference: string }[];
   [field: string]: unknown;
 }
-import { createTestContext, type TestContext } from '../helpers/context.js';
-
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
 describe('Development checkout in a browser', function () {
   this.timeout(60_000);
   let ctx: TestContext;
-  let server: Server;
+  let closeSite: (() => Promise<void>) | undefined;
   let base: string;
   let browser: Browser;
 
   before(async () => {
-    // The port must be known before the context is built, so the links it hands out point at it.
-    server = createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    ctx = await createTestContext({ env: { PUBLIC_BASE_URL: base } });
-    server.on('request', ctx.app);
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
+    ({ ctx, base, browser, close: closeSite } = await startBrowserSite());
   });
 
   after(async () => {
-    await browser?.close();
-    server?.closeAllConnections();
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-    await ctx?.close();
+    await closeSite?.();
   });
 
   async function api(path: string, init: { method?: string; token?: string; body?: unknown; idempotencyKey?: string } = {}) {
