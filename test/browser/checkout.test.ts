@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Browser } from 'playwright-core';
 import { startBrowserSite } from '../helpers/browser.js';
-import type { TestContext } from '../helpers/context.js';
 
 /** The fields of API answers this test reads. */
 interface ApiData {
@@ -15,13 +14,12 @@ interface ApiData {
 
 describe('Development checkout in a browser', function () {
   this.timeout(60_000);
-  let ctx: TestContext;
   let closeSite: (() => Promise<void>) | undefined;
   let base: string;
   let browser: Browser;
 
   before(async () => {
-    ({ ctx, base, browser, close: closeSite } = await startBrowserSite());
+    ({ base, browser, close: closeSite } = await startBrowserSite());
   });
 
   after(async () => {

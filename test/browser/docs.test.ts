@@ -1,17 +1,15 @@
 import assert from 'node:assert/strict';
 import type { Browser } from 'playwright-core';
 import { startBrowserSite } from '../helpers/browser.js';
-import type { TestContext } from '../helpers/context.js';
 
 describe('API reference page in a browser, under its Content-Security-Policy', function () {
   this.timeout(60_000);
-  let ctx: TestContext;
   let closeSite: (() => Promise<void>) | undefined;
   let base: string;
   let browser: Browser;
 
   before(async () => {
-    ({ ctx, base, browser, close: closeSite } = await startBrowserSite());
+    ({ base, browser, close: closeSite } = await startBrowserSite());
   });
 
   after(async () => {
