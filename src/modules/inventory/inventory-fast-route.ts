@@ -32,7 +32,7 @@ export function fastInventoryRoutes(inventory: InventoryService, options: FastIn
     if (!header) return 'identity';
     let encoding = negotiated.get(header);
     if (encoding === undefined) {
-      encoding = (req.acceptsEncodings(['br', 'gzip']) || 'identity') as WireEncoding;
+      encoding = preferredEncoding(header);
       if (negotiated.size >= MAX_NEGOTIATED) negotiated.clear();
       negotiated.set(header, encoding);
     }
@@ -107,4 +107,26 @@ function lookupOf(inventory: InventoryService, url: string): (() => Promise<Cach
     return undefined;
   }
   return () => inventory.gpuModel(slug);
+}
+
+/**
+ * The coding to send for an Accept-Encoding value (RFC 9110 §12.5.3): the one with the higher
+ * q-value, brotli on a tie (the smaller body; clients list codings in no order of preference),
+ * identity when neither is acceptable. `*` stands for any coding not listed.
+ */
+export function preferredEncoding(header: string): WireEncoding {
+  const q = new Map<string, number>();
+  for (const part of header.split(',')) {
+    const [coding, ...params] = part.split(';');
+    const name = coding.trim().toLowerCase();
+    if (!name) continue;
+    const qParam = params.map((p) => p.trim().toLowerCase()).find((p) => p.startsWith('q='));
+    const value = qParam === undefined ? 1 : Number(qParam.slice(2));
+    q.set(name, Number.isFinite(value) ? value : 0);
+  }
+  const of = (name: string) => q.get(name) ?? q.get('*') ?? 0;
+  const br = of('br');
+  const gzip = Math.max(of('gzip'), q.get('x-gzip') ?? 0);
+  if (br > 0 && br >= gzip) return 'br';
+  return gzip > 0 ? 'gzip' : 'identity';
 }
