@@ -51,7 +51,6 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   // the log) is done inside, so no generic middleware runs for them.
   app.use(
     fastInventoryRoutes(services.inventory, {
-      assignRequestId,
       staticHeaders: { ...securityHeaderValues(production), ...PUBLIC_CORS_HEADERS },
       log: httpLog && services.logger.isLevelEnabled('info') ? (req, res) => httpLog(req, res) : undefined,
     }),

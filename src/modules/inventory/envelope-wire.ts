@@ -46,6 +46,8 @@ export class EnvelopeWire {
   readonly tail: string;
   private readonly headCrc: number;
   private compressed?: Promise<CompressedHead | undefined>;
+  /** Set once `prepare()` has finished: what it resolved to, readable without waiting. */
+  prepared?: { compressed: CompressedHead | undefined };
 
   constructor(data: unknown, etagSeed: string) {
     this.head = Buffer.from(`{"data":${JSON.stringify(data)},"meta":{"requestId":`);
@@ -73,6 +75,7 @@ export class EnvelopeWire {
           ]);
           return { gzip: Buffer.concat([GZIP_HEADER, deflated]), br };
         })();
+    void this.compressed.then((compressed) => (this.prepared = { compressed }), () => undefined);
     return this.compressed;
   }
 

@@ -1,7 +1,7 @@
-import type { OutgoingHttpHeaders } from 'node:http';
 import { parse as parseQuery } from 'node:querystring';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { CACHEABLE, etagMatches } from '../../http/controller-base.js';
+import { requestIdFor } from '../../http/request-id.js';
 import type { CompressedHead, WireEncoding } from './envelope-wire.js';
 import type { Cached, InventoryService } from './inventory.service.js';
 
@@ -9,26 +9,28 @@ import type { Cached, InventoryService } from './inventory.service.js';
 const MAX_NEGOTIATED = 64;
 
 export interface FastInventoryOptions {
-  /** Assigns `req.requestId` and its response header, synchronously (the app's request-id middleware). */
-  assignRequestId: RequestHandler;
   /** Headers every response of the app carries (security, CORS of the public paths). */
-  staticHeaders: OutgoingHttpHeaders;
+  staticHeaders: Record<string, string>;
   /** Starts the request log of one request, when the log records requests at all. */
   log?: (req: Request, res: Response) => void;
 }
 
-const noop = () => undefined;
+/** A snapshot read: at once when the snapshot is current, else after its version check or reload. */
+interface Read {
+  now(): Cached<unknown> | undefined;
+  later(): Promise<Cached<unknown>>;
+}
 
 /**
  * `GET /api/v1/offers`, `/api/v1/gpus` and `/api/v1/gpus/{slug}` answered from the snapshot's
- * serialised envelope, ahead of the body parser and the generated routes. The controller stays
- * the documented definition of these routes and answers whatever this declines: other methods,
- * other query parameters, an unknown model (its 404), a failed lookup.
+ * serialised envelope, ahead of the body parser and the generated routes, with no promise in
+ * between when the snapshot is current. The controller stays the documented definition of these
+ * routes and answers whatever this declines: other methods, other query parameters, an unknown
+ * model (its 404), a failed lookup.
  */
 export function fastInventoryRoutes(inventory: InventoryService, options: FastInventoryOptions): RequestHandler {
   const negotiated = new Map<string, WireEncoding>();
-  const encodingOf = (req: Request): WireEncoding => {
-    const header = req.headers['accept-encoding'];
+  const encodingOf = (header: string | undefined): WireEncoding => {
     if (!header) return 'identity';
     let encoding = negotiated.get(header);
     if (encoding === undefined) {
@@ -38,23 +40,23 @@ export function fastInventoryRoutes(inventory: InventoryService, options: FastIn
     }
     return encoding;
   };
-  const common: OutgoingHttpHeaders = { ...options.staticHeaders, 'Cache-Control': CACHEABLE, Vary: 'Accept-Encoding' };
+  const common = Object.entries({ ...options.staticHeaders, 'Cache-Control': CACHEABLE, Vary: 'Accept-Encoding' }).flat();
 
   const send = (req: Request, res: Response, hit: Cached<unknown>, compressed: CompressedHead | undefined): void => {
-    options.assignRequestId(req, res, noop);
+    req.requestId = requestIdFor(req.headers['x-request-id']);
     options.log?.(req, res);
-    const headers: OutgoingHttpHeaders = { ...common, ETag: hit.etag };
+    // One flat list handed to writeHead: no per-header setHeader bookkeeping.
+    const headers = [...common, 'ETag', hit.etag, 'X-Request-Id', req.requestId];
     const inm = req.headers['if-none-match'];
     if (inm && etagMatches(inm, hit.etag)) {
       res.writeHead(304, headers);
       res.end();
       return;
     }
-    const encoding = compressed ? encodingOf(req) : 'identity';
+    const encoding = compressed ? encodingOf(req.headers['accept-encoding']) : 'identity';
     const [head, end] = hit.wire.body(req.requestId, encoding, compressed);
-    headers['Content-Type'] = 'application/json; charset=utf-8';
-    headers['Content-Length'] = head.length + end.length;
-    if (encoding !== 'identity') headers['Content-Encoding'] = encoding;
+    headers.push('Content-Type', 'application/json; charset=utf-8', 'Content-Length', String(head.length + end.length));
+    if (encoding !== 'identity') headers.push('Content-Encoding', encoding);
     res.writeHead(200, headers);
     res.write(head);
     res.end(end);
@@ -62,14 +64,23 @@ export function fastInventoryRoutes(inventory: InventoryService, options: FastIn
 
   return (req: Request, res: Response, next: NextFunction) => {
     if (req.method !== 'GET') return next();
-    const lookup = lookupOf(inventory, req.url);
-    if (!lookup) return next();
+    const read = readOf(inventory, req.url);
+    if (!read) return next();
+    let hit: Cached<unknown> | undefined;
+    try {
+      hit = read.now();
+    } catch {
+      return next();
+    }
+    const prepared = hit?.wire.prepared;
+    if (hit && prepared) return send(req, res, hit, prepared.compressed);
     let answered = false;
-    lookup()
-      .then(async (hit) => {
-        const compressed = await hit.wire.prepare();
+    read
+      .later()
+      .then(async (later) => {
+        const compressed = await later.wire.prepare();
         answered = true;
-        send(req, res, hit, compressed);
+        send(req, res, later, compressed);
       })
       .catch((err: unknown) => {
         // Before an answer started, the controller handles it (an unknown model's 404, a database
@@ -81,22 +92,25 @@ export function fastInventoryRoutes(inventory: InventoryService, options: FastIn
   };
 }
 
+const read = (now: () => Cached<unknown> | undefined, later: () => Promise<Cached<unknown>>): Read => ({ now, later });
+
 /** The snapshot read a URL asks for, or undefined when the controller should answer it. */
-function lookupOf(inventory: InventoryService, url: string): (() => Promise<Cached<unknown>>) | undefined {
+function readOf(inventory: InventoryService, url: string): Read | undefined {
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
   if (path === '/api/v1/offers') {
-    if (q < 0) return () => inventory.listOffers();
-    // Parsed as Express's "simple" query parser does; a repeated or unknown parameter is the controller's.
-    const query = parseQuery(url.slice(q + 1));
-    const keys = Object.keys(query);
-    if (keys.length === 0) return () => inventory.listOffers();
-    const gpu = query.gpu;
-    if (keys.length !== 1 || typeof gpu !== 'string') return undefined;
-    return () => inventory.listOffers(gpu);
+    let gpu: string | undefined;
+    if (q >= 0) {
+      // Parsed as Express's "simple" query parser does; a repeated or unknown parameter is the controller's.
+      const query = parseQuery(url.slice(q + 1));
+      const keys = Object.keys(query);
+      if (keys.length > 1 || (keys.length === 1 && typeof query.gpu !== 'string')) return undefined;
+      gpu = query.gpu as string | undefined;
+    }
+    return read(() => inventory.listOffersNow(gpu), () => inventory.listOffers(gpu));
   }
   if (q >= 0) return undefined;
-  if (path === '/api/v1/gpus') return () => inventory.gpuSummary();
+  if (path === '/api/v1/gpus') return read(() => inventory.gpuSummaryNow(), () => inventory.gpuSummary());
   if (!path.startsWith('/api/v1/gpus/')) return undefined;
   const raw = path.slice('/api/v1/gpus/'.length);
   if (!raw || raw.includes('/')) return undefined;
@@ -106,7 +120,7 @@ function lookupOf(inventory: InventoryService, url: string): (() => Promise<Cach
   } catch {
     return undefined;
   }
-  return () => inventory.gpuModel(slug);
+  return read(() => inventory.gpuModelNow(slug), () => inventory.gpuModel(slug));
 }
 
 /**

@@ -94,11 +94,17 @@ export class InventoryService {
     return this.refresher.refreshAll();
   }
 
+  /** The snapshot when it needs neither a version check nor a reload: readable without waiting. */
+  private ready(): Snapshot | undefined {
+    const s = this.snapshot;
+    if (!s || Date.now() - this.checkedAt >= VERSION_CHECK_MS || this.clock.now().getTime() >= s.expiresAt) return undefined;
+    return s;
+  }
+
   /** The current in-memory snapshot, reloaded when another process has changed the cache. */
   private async current(): Promise<Snapshot> {
-    const nowMs = Date.now();
-    const fresh = this.snapshot && this.clock.now().getTime() < this.snapshot.expiresAt;
-    if (fresh && nowMs - this.checkedAt < VERSION_CHECK_MS) return this.snapshot!;
+    const ready = this.ready();
+    if (ready) return ready;
     this.loading ??= (async () => {
       try {
         const [state] = await this.ds.query('SELECT version FROM inventory_state WHERE id = 1');
@@ -180,7 +186,28 @@ export class InventoryService {
 
   /** Every live offer, or those of a GPU family or model (`?gpu=`), cheapest first. */
   async listOffers(gpu?: string): Promise<Cached<OfferDto[]>> {
-    const s = await this.current();
+    return this.offersOf(await this.current(), gpu);
+  }
+
+  /**
+   * The `listOffers`, `gpuSummary` and `gpuModel` answers without waiting: undefined when the
+   * snapshot is due for its version check or a reload (then call the async method).
+   */
+  listOffersNow(gpu?: string): Cached<OfferDto[]> | undefined {
+    const s = this.ready();
+    return s && this.offersOf(s, gpu);
+  }
+
+  gpuSummaryNow(): Cached<GpuSummaryDto> | undefined {
+    return this.ready()?.gpus;
+  }
+
+  gpuModelNow(slugOrName: string): Cached<GpuModelDetailDto> | undefined {
+    const s = this.ready();
+    return s && this.modelOf(s, slugOrName);
+  }
+
+  private offersOf(s: Snapshot, gpu: string | undefined): Cached<OfferDto[]> {
     if (gpu === undefined) return s.allOffers;
     const match = matchGpuQuery(gpu);
     let hit = s.offersByQuery.get(match.key);
@@ -199,7 +226,10 @@ export class InventoryService {
 
   /** One model by slug or any spelling that names exactly one model on offer. */
   async gpuModel(slugOrName: string): Promise<Cached<GpuModelDetailDto>> {
-    const s = await this.current();
+    return this.modelOf(await this.current(), slugOrName);
+  }
+
+  private modelOf(s: Snapshot, slugOrName: string): Cached<GpuModelDetailDto> {
     const direct = slugOrName.trim().toLowerCase();
     const match = matchGpuQuery(slugOrName);
     const offered = [...s.bySlug.keys()].filter((slug) => slugMatches(match, slug));
