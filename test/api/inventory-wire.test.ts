@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import supertest from 'supertest';
+import { createApp } from '../../src/app.js';
+import { createLogger } from '../../src/logger.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 
@@ -157,5 +161,24 @@ describe('inventory answered from the serialised snapshot', () => {
     const head = await ctx.api.head('/api/v1/offers');
     assert.equal(head.status, 200);
     assert.ok(head.headers.etag);
+  });
+
+  it('writes the request log line of a fast answer when the log records requests', async () => {
+    const lines: Array<{ requestId?: string; res?: { statusCode: number }; req?: { url: string } }> = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
+        done();
+      },
+    });
+    const api = supertest(createApp({ ...ctx.services, logger: createLogger('info', sink) }));
+    const res = await api.get('/api/v1/gpus').set('X-Request-Id', 'trace-logged-01');
+    assert.equal(res.status, 200);
+    assert.equal(res.body.meta.requestId, 'trace-logged-01');
+    await new Promise((r) => setImmediate(r));
+    const line = lines.find((l) => l.requestId === 'trace-logged-01');
+    assert.ok(line, JSON.stringify(lines));
+    assert.equal(line.res?.statusCode, 200);
+    assert.equal(line.req?.url, '/api/v1/gpus');
   });
 });
