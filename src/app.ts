@@ -6,7 +6,8 @@ import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { requestId } from './http/request-id.js';
 import { discoveryRouter } from './http/discovery.js';
 import { JSON_BODY_LIMIT_BYTES, limitJsonDepth, normalizeCharset, rejectMalformedPath } from './http/request-guards.js';
-import { bearerChallenge, noStoreApi, securityHeaders } from './http/security-headers.js';
+import { bearerChallenge, noStoreApi, securityHeaderValues, securityHeaders } from './http/security-headers.js';
+import { fastInventoryRoutes } from './modules/inventory/inventory-fast-route.js';
 import { RegisterRoutes } from './generated/routes.js';
 import { approvalPageRouter } from './modules/agents/approval-page.router.js';
 import { paymentPagesRouter } from './modules/billing/payment-pages.router.js';
@@ -21,6 +22,7 @@ export interface AppOptions {
 }
 
 const PUBLIC_CORS_PATHS = /^\/api\/(v1\/(offers|gpus)(\/.*)?|openapi\.json)$/;
+const PUBLIC_CORS_HEADERS = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': 'ETag, X-Request-Id' };
 
 export function createApp(services: Services, options: AppOptions = {}): Express {
   const app = express();
@@ -29,28 +31,41 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   app.set('trust proxy', 'loopback');
   app.set('etag', false);
 
-  app.use(requestId());
-  app.use(securityHeaders(services.config.nodeEnv === 'production'));
-  app.use(noStoreApi());
-  app.use(bearerChallenge());
+  const production = services.config.nodeEnv === 'production';
+  const assignRequestId = requestId();
+  // A request log whose level is off costs nothing: no per-request child logger, no listeners.
+  const httpLog = services.logger.isLevelEnabled('error')
+    ? pinoHttp({
+        logger: services.logger,
+        genReqId: (req) => (req as Request).requestId,
+        customProps: (req) => ({ requestId: (req as Request).requestId }),
+        serializers: {
+          req: (req) => ({ method: req.method, url: redactUrl(String(req.url)) }),
+          res: (res) => ({ statusCode: res.statusCode }),
+        },
+        customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
+      })
+    : undefined;
+
+  // The hot public reads, first: everything they need (request id, security and CORS headers,
+  // the log) is done inside, so no generic middleware runs for them.
   app.use(
-    pinoHttp({
-      logger: services.logger,
-      genReqId: (req) => (req as Request).requestId,
-      customProps: (req) => ({ requestId: (req as Request).requestId }),
-      serializers: {
-        req: (req) => ({ method: req.method, url: redactUrl(String(req.url)) }),
-        res: (res) => ({ statusCode: res.statusCode }),
-      },
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
+    fastInventoryRoutes(services.inventory, {
+      staticHeaders: { ...securityHeaderValues(production), ...PUBLIC_CORS_HEADERS },
+      log: httpLog && services.logger.isLevelEnabled('info') ? (req, res) => httpLog(req, res) : undefined,
     }),
   );
+
+  app.use(assignRequestId);
+  app.use(securityHeaders(production));
+  app.use(noStoreApi());
+  app.use(bearerChallenge());
+  if (httpLog) app.use(httpLog);
 
   // Public inventory is meant to be read from anywhere, including browsers on other origins.
   app.use((req: Request, res: Response, next: NextFunction) => {
     if (PUBLIC_CORS_PATHS.test(req.path)) {
-      res.setHeader('Access-Control-Allow-Origin', '*');
-      res.setHeader('Access-Control-Expose-Headers', 'ETag, X-Request-Id');
+      for (const [name, value] of Object.entries(PUBLIC_CORS_HEADERS)) res.setHeader(name, value);
       if (req.method === 'OPTIONS') {
         res.setHeader('Access-Control-Allow-Methods', 'GET, HEAD, OPTIONS');
         res.setHeader('Access-Control-Allow-Headers', 'If-None-Match, X-Request-Id');

@@ -15,18 +15,25 @@ const DRAIN_TIMEOUT_MS = 25_000;
  */
 export async function startWorker(services: Services): Promise<Worker> {
   const { logger } = services;
-  // The cache is warm before the first poll, as it was before the refresh became a job.
-  try {
-    const results = await services.inventory.refresh();
-    const counts = results.map((r) => (r.ok ? `${r.provider} ${r.offers} offers` : `${r.provider} failed (${r.error})`));
-    logger.info({ results }, `inventory loaded: ${counts.join(', ')}`);
-  } catch (err) {
-    logger.error({ err }, 'inventory refresh failed');
-  }
+  // Not awaited: the api serves the offers MySQL already holds, and jobs start at once instead
+  // of after the slowest provider's answer (or its timeout).
+  const warmUp = services.inventory.refresh().then(
+    (results) => {
+      const counts = results.map((r) => (r.ok ? `${r.provider} ${r.offers} offers` : `${r.provider} failed (${r.error})`));
+      logger.info({ results }, `inventory loaded: ${counts.join(', ')}`);
+    },
+    (err: unknown) => logger.error({ err }, 'inventory refresh failed'),
+  );
   const jobs = await startJobWorker(services);
   return {
     async stop() {
-      await jobs.stop({ timeoutMs: DRAIN_TIMEOUT_MS });
+      let timer: NodeJS.Timeout | undefined;
+      const drainBound = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, DRAIN_TIMEOUT_MS);
+      });
+      // The start-up refresh is drained like a job: its writes end before the pool closes.
+      await Promise.all([jobs.stop({ timeoutMs: DRAIN_TIMEOUT_MS }), Promise.race([warmUp, drainBound])]);
+      clearTimeout(timer);
     },
   };
 }

@@ -4,6 +4,14 @@ import type { Services } from '../container.js';
 import { envelope, type Envelope } from '../errors/envelope.js';
 import type { Principal } from './principal.js';
 
+/** Cache-Control of cacheable answers (the public inventory): kept, but revalidated by ETag. */
+export const CACHEABLE = 'public, max-age=0, must-revalidate';
+
+/** Whether an If-None-Match header names `etag` (or `*`): the client's copy is current. */
+export function etagMatches(ifNoneMatch: string, etag: string): boolean {
+  return ifNoneMatch.split(',').some((t) => t.trim() === etag || t.trim() === '*');
+}
+
 /** Shared plumbing for controllers: services, the envelope, the caller. */
 export abstract class BaseController extends Controller {
   constructor(protected readonly services: Services) {
@@ -22,9 +30,10 @@ export abstract class BaseController extends Controller {
   /** Serves an ETag'd body, or 304 when the client already has it. */
   protected cached<T>(req: ExRequest, snapshot: { etag: string; body: T }): Envelope<T> {
     this.setHeader('ETag', snapshot.etag);
-    this.setHeader('Cache-Control', 'public, max-age=0, must-revalidate');
+    this.setHeader('Cache-Control', CACHEABLE);
+    this.setHeader('Vary', 'Accept-Encoding');
     const inm = req.header('if-none-match');
-    if (inm && inm.split(',').some((t) => t.trim() === snapshot.etag || t.trim() === '*')) {
+    if (inm && etagMatches(inm, snapshot.etag)) {
       this.setStatus(304);
       return undefined as unknown as Envelope<T>;
     }

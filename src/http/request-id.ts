@@ -3,11 +3,15 @@ import type { RequestHandler } from 'express';
 
 const SANE = /^[A-Za-z0-9._:-]{8,128}$/;
 
-/** Honours a sane incoming X-Request-Id so clients can correlate; otherwise mints one. */
+/** The id of a request: a sane incoming X-Request-Id, so clients can correlate, or a new one. */
+export function requestIdFor(incoming: string | string[] | undefined): string {
+  return typeof incoming === 'string' && SANE.test(incoming) ? incoming : `req_${randomUUID()}`;
+}
+
+/** Sets `req.requestId` and the X-Request-Id response header (see requestIdFor). */
 export function requestId(): RequestHandler {
   return (req, res, next) => {
-    const incoming = req.header('x-request-id');
-    req.requestId = incoming && SANE.test(incoming) ? incoming : `req_${randomUUID()}`;
+    req.requestId = requestIdFor(req.header('x-request-id'));
     res.setHeader('X-Request-Id', req.requestId);
     next();
   };

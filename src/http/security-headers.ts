@@ -67,3 +67,24 @@ export function bearerChallenge(): RequestHandler {
     next();
   };
 }
+
+/**
+ * The headers `securityHeaders` sets, read once by running it against a recorder: routes that
+ * answer ahead of the middleware chain (the precomputed inventory) send the same set without
+ * paying for helmet on every request.
+ */
+export function securityHeaderValues(production: boolean): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const recorder = {
+    setHeader: (name: string, value: string | number | readonly string[]) => void (headers[name] = String(value)),
+    removeHeader: (name: string) => void delete headers[name],
+  };
+  let done = false;
+  securityHeaders(production)({} as Request, recorder as unknown as Response, (err?: unknown) => {
+    if (err) throw err;
+    done = true;
+  });
+  // Helmet sets its headers synchronously; a version that did not would leave this list incomplete.
+  if (!done) throw new Error('helmet did not finish synchronously');
+  return headers;
+}

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { AppError } from '../../errors/app-error.js';
@@ -6,6 +5,7 @@ import type { Logger } from '../../logger.js';
 import type { ProviderRegistry } from '../../providers/provider-registry.js';
 import { MODELS_BY_SLUG } from './gpu-catalog.js';
 import { closestGpuSlugs, familyOfSlug, matchGpuQuery } from './gpu-match.js';
+import { EnvelopeWire } from './envelope-wire.js';
 import { CURRENCY, InventoryRefresher, type RefreshResult } from './inventory-refresh.js';
 import type { GpuModelDetailDto, GpuModelDto, GpuSummaryDto, OfferDto, ProviderStatusDto } from './inventory.dto.js';
 import { slugMatches, whereLive } from './offer-candidates.js';
@@ -16,9 +16,19 @@ export type { RefreshResult } from './inventory-refresh.js';
 
 const VERSION_CHECK_MS = 1000;
 
-interface Cached<T> {
+/** Distinct `?gpu=` answers kept per snapshot; past it the memo starts over (input is unbounded). */
+const MAX_MEMOIZED_QUERIES = 256;
+
+/** One inventory answer: its data, and the envelope around it serialised once, with its ETag. */
+export interface Cached<T> {
   etag: string;
   body: T;
+  wire: EnvelopeWire;
+}
+
+function cached<T>(what: string, body: T): Cached<T> {
+  const wire = new EnvelopeWire(body, what);
+  return { etag: wire.etag, body, wire };
 }
 
 interface Snapshot {
@@ -30,6 +40,7 @@ interface Snapshot {
   /** Offer id to its model slug. */
   slugOf: Map<string, string>;
   offersByQuery: Map<string, Cached<OfferDto[]>>;
+  modelBySlug: Map<string, Cached<GpuModelDetailDto>>;
   allOffers: Cached<OfferDto[]>;
   gpus: Cached<GpuSummaryDto>;
 }
@@ -58,10 +69,6 @@ function toDto(o: Offer): OfferDto {
   return dto;
 }
 
-function etagOf(version: number, what: string, body: unknown): string {
-  return `W/"${version}-${createHash('sha1').update(what).update(JSON.stringify(body)).digest('base64url').slice(0, 16)}"`;
-}
-
 /**
  * The offer cache: the worker refreshes it from providers into MySQL; every api process serves
  * an in-memory copy that it reloads when the shared version counter moves or an offer goes stale.
@@ -87,11 +94,17 @@ export class InventoryService {
     return this.refresher.refreshAll();
   }
 
+  /** The snapshot when it needs neither a version check nor a reload: readable without waiting. */
+  private ready(): Snapshot | undefined {
+    const s = this.snapshot;
+    if (!s || Date.now() - this.checkedAt >= VERSION_CHECK_MS || this.clock.now().getTime() >= s.expiresAt) return undefined;
+    return s;
+  }
+
   /** The current in-memory snapshot, reloaded when another process has changed the cache. */
   private async current(): Promise<Snapshot> {
-    const nowMs = Date.now();
-    const fresh = this.snapshot && this.clock.now().getTime() < this.snapshot.expiresAt;
-    if (fresh && nowMs - this.checkedAt < VERSION_CHECK_MS) return this.snapshot!;
+    const ready = this.ready();
+    if (ready) return ready;
     this.loading ??= (async () => {
       try {
         const [state] = await this.ds.query('SELECT version FROM inventory_state WHERE id = 1');
@@ -140,16 +153,11 @@ export class InventoryService {
       models,
     };
     const expiresAt = rows.reduce((min, r) => Math.min(min, r.staleAt.getTime()), Number.POSITIVE_INFINITY);
-    return {
-      version,
-      expiresAt,
-      offers,
-      bySlug,
-      slugOf,
-      offersByQuery: new Map(),
-      allOffers: { etag: etagOf(version, 'offers', offers), body: offers },
-      gpus: { etag: etagOf(version, 'gpus', models), body: gpusBody },
-    };
+    const allOffers = cached('offers', offers);
+    const gpus = cached('gpus', gpusBody);
+    // Compressed before the snapshot is served, so no request of the two hot paths waits for it.
+    await Promise.all([allOffers.wire.prepare(), gpus.wire.prepare()]);
+    return { version, expiresAt, offers, bySlug, slugOf, offersByQuery: new Map(), modelBySlug: new Map(), allOffers, gpus };
   }
 
   /** One `/gpus` row: the catalog's name, category and VRAM, prices across every provider. */
@@ -178,13 +186,35 @@ export class InventoryService {
 
   /** Every live offer, or those of a GPU family or model (`?gpu=`), cheapest first. */
   async listOffers(gpu?: string): Promise<Cached<OfferDto[]>> {
-    const s = await this.current();
+    return this.offersOf(await this.current(), gpu);
+  }
+
+  /**
+   * The `listOffers`, `gpuSummary` and `gpuModel` answers without waiting: undefined when the
+   * snapshot is due for its version check or a reload (then call the async method).
+   */
+  listOffersNow(gpu?: string): Cached<OfferDto[]> | undefined {
+    const s = this.ready();
+    return s && this.offersOf(s, gpu);
+  }
+
+  gpuSummaryNow(): Cached<GpuSummaryDto> | undefined {
+    return this.ready()?.gpus;
+  }
+
+  gpuModelNow(slugOrName: string): Cached<GpuModelDetailDto> | undefined {
+    const s = this.ready();
+    return s && this.modelOf(s, slugOrName);
+  }
+
+  private offersOf(s: Snapshot, gpu: string | undefined): Cached<OfferDto[]> {
     if (gpu === undefined) return s.allOffers;
     const match = matchGpuQuery(gpu);
     let hit = s.offersByQuery.get(match.key);
     if (!hit) {
       const body = s.offers.filter((o) => slugMatches(match, s.slugOf.get(o.id)!));
-      hit = { etag: etagOf(s.version, `offers:${match.key}`, body), body };
+      hit = cached(`offers:${match.key}`, body);
+      if (s.offersByQuery.size >= MAX_MEMOIZED_QUERIES) s.offersByQuery.clear();
       s.offersByQuery.set(match.key, hit);
     }
     return hit;
@@ -196,7 +226,10 @@ export class InventoryService {
 
   /** One model by slug or any spelling that names exactly one model on offer. */
   async gpuModel(slugOrName: string): Promise<Cached<GpuModelDetailDto>> {
-    const s = await this.current();
+    return this.modelOf(await this.current(), slugOrName);
+  }
+
+  private modelOf(s: Snapshot, slugOrName: string): Cached<GpuModelDetailDto> {
     const direct = slugOrName.trim().toLowerCase();
     const match = matchGpuQuery(slugOrName);
     const offered = [...s.bySlug.keys()].filter((slug) => slugMatches(match, slug));
@@ -209,8 +242,12 @@ export class InventoryService {
           : `No GPU model "${slugOrName}" is currently offered${match.known ? '' : ` (closest known: ${closestGpuSlugs(slugOrName, s.bySlug.keys()).join(', ')})`}. See /api/v1/gpus for the list.`;
       throw new AppError('NOT_FOUND', hint);
     }
-    const body = { ...model, offers: s.bySlug.get(slug) ?? [] };
-    return { etag: etagOf(s.version, `gpu:${slug}`, body), body };
+    let hit = s.modelBySlug.get(slug);
+    if (!hit) {
+      hit = cached(`gpu:${slug}`, { ...model, offers: s.bySlug.get(slug) ?? [] });
+      s.modelBySlug.set(slug, hit);
+    }
+    return hit;
   }
 
   /** Each configured provider with the outcome of its refreshes (GET /api/v1/providers). */
