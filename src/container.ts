@@ -59,7 +59,7 @@ export interface ServiceDeps {
 export function createServices({ config, ds, clock, logger, providers, rentalHandoff }: ServiceDeps): Services {
   const rateLimiter = new RateLimiter(ds, clock);
   const ledger = new LedgerService(ds, clock);
-  const keys = new KeysService(ds, clock, ledger);
+  const keys = new KeysService(ds, clock);
   const accounts = new AccountsService(ds, clock, keys, rateLimiter, {
     agentV1Enabled: config.agentV1Enabled,
     signupRatePerMinute: config.signupRatePerMinute,

@@ -4,8 +4,6 @@ import type { Clock } from '../../clock.js';
 import { readMinor } from '../../db/columns.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../../http/principal.js';
-import type { LedgerService } from '../billing/ledger.service.js';
-import { TERMINAL_STATUSES } from '../rentals/rental-state.js';
 import { ApiKey, type KeyKind, type Scope } from './api-key.entity.js';
 import type { KeyLimits } from './key-limits.js';
 import { hashesEqual, mintApiKey, parseApiKey } from './tokens.js';
@@ -38,7 +36,6 @@ export class KeysService {
   constructor(
     private readonly ds: DataSource,
     private readonly clock: Clock,
-    private readonly ledger: LedgerService,
   ) {}
 
   /** Creates a key and returns the raw token, which exists only in this return value. */
@@ -80,23 +77,23 @@ export class KeysService {
     return { keyId: key.id, accountId: key.accountId, kind: key.kind, scopes: key.scopes, key };
   }
 
+  /**
+   * Each key's spend and slots from its counters (migrations/1763800009000-KeyCounters.ts), kept
+   * in step by LedgerService and rental-state: one indexed read whatever the ledger's size. Read
+   * under the account row lock (admission), the counts cannot grow until the caller commits.
+   */
   async usage(keys: ApiKey[], manager: EntityManager = this.ds.manager): Promise<Map<string, KeyUsage>> {
     const out = new Map<string, KeyUsage>();
     if (keys.length === 0) return out;
-    const ids = keys.map((k) => k.id);
-    const spentBy = await this.ledger.netSpentByKey(ids, manager);
-    const active: { key_id: string; n: string | number }[] = await manager.query(
-      `SELECT key_id, COUNT(*) AS n FROM deployments WHERE key_id IN (?) AND status NOT IN (?) GROUP BY key_id`,
-      [ids, TERMINAL_STATUSES],
+    const rows: { id: string; net_spent_minor: string | number; active_deployments: string | number }[] = await manager.query(
+      `SELECT id, net_spent_minor, active_deployments FROM api_keys WHERE id IN (?)`,
+      [keys.map((k) => k.id)],
     );
-    const activeBy = new Map(active.map((r) => [r.key_id, readMinor(r.n)]));
+    const byId = new Map(rows.map((r) => [r.id, r]));
     for (const k of keys) {
-      const net = spentBy.get(k.id) ?? 0;
-      out.set(k.id, {
-        netSpentMinor: net,
-        remainingBudgetMinor: k.budgetLimitMinor - net,
-        activeDeployments: activeBy.get(k.id) ?? 0,
-      });
+      const r = byId.get(k.id);
+      const net = r ? readMinor(r.net_spent_minor) : 0;
+      out.set(k.id, { netSpentMinor: net, remainingBudgetMinor: k.budgetLimitMinor - net, activeDeployments: r ? readMinor(r.active_deployments) : 0 });
     }
     return out;
   }

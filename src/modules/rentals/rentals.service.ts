@@ -23,7 +23,7 @@ import { lockDeploymentOrRentalFor, type DeploymentActor } from './deployment-ac
 import { rentalDebitRef } from './lifecycle/labels.js';
 import { Order } from './order.entity.js';
 import { LEGACY_MIN_BUDGET_MINOR, MAX_CANDIDATES } from './rental-limits.js';
-import { apiTerminationReason, isOneOf, requestTermination, TERMINAL_STATUSES, type DeploymentBillingModel } from './rental-state.js';
+import { apiTerminationReason, insertDeployment, isOneOf, requestTermination, TERMINAL_STATUSES, type DeploymentBillingModel } from './rental-state.js';
 import { factsOf, machineFacts, machineOfferId, NO_MACHINE, rentalPage, type MachineFacts } from './rental-views.js';
 import type { CreateRentalRequest, DeploymentDto, GpuIntentRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
 
@@ -279,7 +279,7 @@ export class RentalsService {
       createdAt: now,
       updatedAt: now,
     });
-    await m.insert(Deployment, deployment);
+    await insertDeployment(m, deployment);
     if (terms.totalMinor > 0) {
       await this.ledger.post(m, {
         accountId: principal.accountId,

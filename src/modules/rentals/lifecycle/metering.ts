@@ -79,28 +79,38 @@ export class Metering {
     return posted;
   }
 
-  /** Terminates metered rentals at their spend cap, their key's budget, or the end of the account's credits. */
+  /**
+   * Terminates metered rentals at their spend cap, their key's budget, or the end of the account's
+   * credits. One plain read (no locks) of the limits' counters: the key's net spend and the
+   * account's balance, each a single column kept in step by LedgerService, whatever the ledger's size.
+   */
   private async enforceLimits(): Promise<void> {
-    const rows: Deployment[] = await this.deps.ds
-      .getRepository(Deployment)
-      .createQueryBuilder('d')
-      .where('d.status = :active AND d.billing_model IN (:...models)', { active: 'ACTIVE', models: METERED_BILLING_MODELS })
-      .getMany();
-    if (rows.length === 0) return;
-    const keyIds = [...new Set(rows.map((d) => d.keyId))];
-    const accountIds = [...new Set(rows.map((d) => d.accountId))];
-    const [spent, budgets, balances] = await Promise.all([
-      this.deps.ledger.netSpentByKey(keyIds),
-      this.deps.ds.query(`SELECT id, budget_limit_minor AS v FROM api_keys WHERE id IN (?)`, [keyIds]) as Promise<{ id: string; v: string | number }[]>,
-      this.deps.ledger.balances(accountIds),
-    ]);
-    const budget = new Map(budgets.map((r) => [r.id, readMinor(r.v)]));
-    for (const d of rows) {
-      let reason: TerminationReason | null = null;
-      if (d.spendCapMinor !== null && d.usageMinor >= d.spendCapMinor) reason = 'SPEND_CAP';
-      else if ((budget.get(d.keyId) ?? Infinity) <= (spent.get(d.keyId) ?? 0)) reason = 'KEY_BUDGET';
-      else if ((balances.get(d.accountId) ?? 0) <= 0) reason = 'CREDITS';
-      if (reason) await this.requestTermination(d.id, reason);
+    const rows: LimitRow[] = await this.deps.ds.query(
+      `SELECT d.id, d.spend_cap_minor, d.usage_minor, k.budget_limit_minor, k.net_spent_minor, a.balance_minor
+         FROM deployments d JOIN api_keys k ON k.id = d.key_id JOIN accounts a ON a.id = d.account_id
+        WHERE d.status = 'ACTIVE' AND d.billing_model IN (?)`,
+      [METERED_BILLING_MODELS],
+    );
+    for (const r of rows) {
+      const reason = limitReached(r);
+      if (reason) await this.requestTermination(r.id, reason);
     }
   }
+}
+
+interface LimitRow {
+  id: string;
+  spend_cap_minor: string | number | null;
+  usage_minor: string | number;
+  budget_limit_minor: string | number;
+  net_spent_minor: string | number;
+  balance_minor: string | number;
+}
+
+/** THE metered limits, in the order they are reported: the rental's cap, its key's budget, the account's credits. */
+function limitReached(r: LimitRow): TerminationReason | null {
+  if (r.spend_cap_minor !== null && readMinor(r.usage_minor) >= readMinor(r.spend_cap_minor)) return 'SPEND_CAP';
+  if (readMinor(r.budget_limit_minor) <= readMinor(r.net_spent_minor)) return 'KEY_BUDGET';
+  if (readMinor(r.balance_minor) <= 0) return 'CREDITS';
+  return null;
 }
