@@ -51,11 +51,13 @@ export class LedgerService {
 
   /**
    * Appends one entry and moves the cached balance in the caller's transaction. Must run inside
-   * a transaction; takes the account row lock itself if the caller has not.
+   * a transaction; takes the account row lock itself unless the caller passes the row it has
+   * just read under that lock (`locked`, updated here as the balance moves).
    */
-  async post(manager: EntityManager, p: Posting): Promise<PostResult> {
+  async post(manager: EntityManager, p: Posting, locked?: Account): Promise<PostResult> {
     checkPostings(manager, [p]);
-    const account = await this.lockAccount(manager, p.accountId);
+    if (locked && locked.id !== p.accountId) throw new Error("the locked account is not the posting's account");
+    const account = locked ?? (await this.lockAccount(manager, p.accountId));
     const existing = await manager.getRepository(LedgerEntry).findOneBy({ externalRef: p.externalRef });
     if (existing) {
       assertSameTerms(existing, p);

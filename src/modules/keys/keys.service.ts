@@ -4,6 +4,7 @@ import type { Clock } from '../../clock.js';
 import { readMinor } from '../../db/columns.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../../http/principal.js';
+import { Account } from '../accounts/account.entity.js';
 import { ApiKey, type KeyKind, type Scope } from './api-key.entity.js';
 import type { KeyLimits } from './key-limits.js';
 import { hashesEqual, mintApiKey, parseApiKey } from './tokens.js';
@@ -23,6 +24,11 @@ export interface KeyUsage {
   netSpentMinor: number;
   remainingBudgetMinor: number;
   activeDeployments: number;
+}
+
+function usageOf(key: ApiKey, netSpent: string | number, active: string | number): KeyUsage {
+  const net = readMinor(netSpent);
+  return { netSpentMinor: net, remainingBudgetMinor: key.budgetLimitMinor - net, activeDeployments: readMinor(active) };
 }
 
 /** The uniform 401: same code and message whatever the cause, so callers learn nothing. */
@@ -92,10 +98,28 @@ export class KeysService {
     const byId = new Map(rows.map((r) => [r.id, r]));
     for (const k of keys) {
       const r = byId.get(k.id);
-      const net = r ? readMinor(r.net_spent_minor) : 0;
-      out.set(k.id, { netSpentMinor: net, remainingBudgetMinor: k.budgetLimitMinor - net, activeDeployments: r ? readMinor(r.active_deployments) : 0 });
+      out.set(k.id, usageOf(k, r?.net_spent_minor ?? 0, r?.active_deployments ?? 0));
     }
     return out;
+  }
+
+  /**
+   * Locks the key's account row (where every money decision about an account starts) and reads
+   * the key's counters in the same statement: admission's and card checkout's first read. Under
+   * that lock the counters cannot grow until the caller commits.
+   */
+  async lockAccountWithUsage(m: EntityManager, key: ApiKey): Promise<{ account: Account; usage: KeyUsage }> {
+    const { entities, raw } = await m
+      .getRepository(Account)
+      .createQueryBuilder('a')
+      .innerJoin('api_keys', 'k', 'k.id = :keyId', { keyId: key.id })
+      .addSelect('k.net_spent_minor', 'k_net_spent_minor')
+      .addSelect('k.active_deployments', 'k_active_deployments')
+      .where('a.id = :id', { id: key.accountId })
+      .setLock('pessimistic_write')
+      .getRawAndEntities<{ k_net_spent_minor: string | number; k_active_deployments: string | number }>();
+    if (entities.length === 0) throw new AppError('NOT_FOUND', 'Account not found.');
+    return { account: entities[0], usage: usageOf(key, raw[0].k_net_spent_minor, raw[0].k_active_deployments) };
   }
 
   async revoke(accountId: string, keyId: string): Promise<void> {
