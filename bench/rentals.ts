@@ -21,14 +21,18 @@ const PROVISION_SAMPLES = Number(process.env.BENCH_PROVISION_SAMPLES ?? 32);
 interface Measured extends PhaseResult {
   statements: number;
   deadlocks: number;
+  /** This process's CPU time per admission (app and load generator together), ms. */
+  cpuMs: number;
 }
 
 /** One phase on fresh accounts, with the statements and deadlocks it caused. */
 async function measured(run: () => Promise<PhaseResult>, deadlocks: () => number): Promise<Measured> {
   const s0 = queryCounter.statements;
   const d0 = deadlocks();
+  const cpu0 = process.cpuUsage();
   const r = await run();
-  return { ...r, statements: (queryCounter.statements - s0) / r.requests, deadlocks: deadlocks() - d0 };
+  const cpu = process.cpuUsage(cpu0);
+  return { ...r, statements: (queryCounter.statements - s0) / r.requests, deadlocks: deadlocks() - d0, cpuMs: (cpu.user + cpu.system) / 1000 / r.requests };
 }
 
 async function main(): Promise<void> {
@@ -48,8 +52,8 @@ async function main(): Promise<void> {
       const rawClients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
       ours.push(await measured(() => admissionPhase(app.base, oursClients, byOffer, PER_CLIENT), () => queryCounter.deadlocks));
       theirs.push(await measured(() => loadPhase(rawClients, PER_CLIENT, (c) => rawAdmission(pool, c, app.offer, raw)), () => raw.deadlocks));
-      console.log(describePhase(`rep ${rep + 1} ours (metered, by offer id)`, ours[rep]) + `; ${ours[rep].statements.toFixed(2)} statements/admission; deadlocks ${ours[rep].deadlocks}`);
-      console.log(describePhase(`rep ${rep + 1} raw mysql2 (same shape)`, theirs[rep]) + `; ${RAW_STATEMENTS_PER_ADMISSION} statements/admission; deadlocks ${theirs[rep].deadlocks}`);
+      console.log(describePhase(`rep ${rep + 1} ours (metered, by offer id)`, ours[rep]) + `; ${ours[rep].statements.toFixed(2)} statements/admission; deadlocks ${ours[rep].deadlocks}; node CPU ${ours[rep].cpuMs.toFixed(2)} ms/admission`);
+      console.log(describePhase(`rep ${rep + 1} raw mysql2 (same shape)`, theirs[rep]) + `; ${RAW_STATEMENTS_PER_ADMISSION} statements/admission; deadlocks ${theirs[rep].deadlocks}; node CPU ${theirs[rep].cpuMs.toFixed(2)} ms/admission`);
     }
     const col = (xs: Measured[], f: (m: Measured) => number, d = 1, u = '') => spread(xs.map(f), d, u);
     console.log('summary (min / median / max):');
