@@ -54,7 +54,7 @@ export class LedgerService {
    * a transaction; takes the account row lock itself unless the caller passes the row it has
    * just read under that lock (`locked`, updated here as the balance moves).
    */
-  async post(manager: EntityManager, p: Posting, locked?: Account): Promise<PostResult> {
+  async post(manager: EntityManager, p: Posting, locked?: Pick<Account, 'id' | 'balanceMinor'>): Promise<PostResult> {
     checkPostings(manager, [p]);
     if (locked && locked.id !== p.accountId) throw new Error("the locked account is not the posting's account");
     const account = locked ?? (await this.lockAccount(manager, p.accountId));

@@ -4,7 +4,8 @@ import type { Clock } from '../../clock.js';
 import { readMinor } from '../../db/columns.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../../http/principal.js';
-import { Account } from '../accounts/account.entity.js';
+import type { Account } from '../accounts/account.entity.js';
+import type { BillingModel } from '../../config.js';
 import { ApiKey, type KeyKind, type Scope } from './api-key.entity.js';
 import type { KeyLimits } from './key-limits.js';
 import { hashesEqual, mintApiKey, parseApiKey } from './tokens.js';
@@ -18,6 +19,9 @@ export interface NewKey extends KeyLimits {
   origin: string;
   isAdmin?: boolean;
 }
+
+/** What admission needs of the account it has locked. */
+export type LockedAccount = Pick<Account, 'id' | 'billingModel' | 'balanceMinor' | 'frozen'>;
 
 export interface KeyUsage {
   /** Rental debits and usage minus reversals, in cents, over the key's life. */
@@ -106,20 +110,23 @@ export class KeysService {
   /**
    * Locks the key's account row (where every money decision about an account starts) and reads
    * the key's counters in the same statement: admission's and card checkout's first read. Under
-   * that lock the counters cannot grow until the caller commits.
+   * that lock the counters cannot grow until the caller commits. STRAIGHT_JOIN takes the locks
+   * account first, then key, the order every ledger posting takes them in.
    */
-  async lockAccountWithUsage(m: EntityManager, key: ApiKey): Promise<{ account: Account; usage: KeyUsage }> {
-    const { entities, raw } = await m
-      .getRepository(Account)
-      .createQueryBuilder('a')
-      .innerJoin('api_keys', 'k', 'k.id = :keyId', { keyId: key.id })
-      .addSelect('k.net_spent_minor', 'k_net_spent_minor')
-      .addSelect('k.active_deployments', 'k_active_deployments')
-      .where('a.id = :id', { id: key.accountId })
-      .setLock('pessimistic_write')
-      .getRawAndEntities<{ k_net_spent_minor: string | number; k_active_deployments: string | number }>();
-    if (entities.length === 0) throw new AppError('NOT_FOUND', 'Account not found.');
-    return { account: entities[0], usage: usageOf(key, raw[0].k_net_spent_minor, raw[0].k_active_deployments) };
+  async lockAccountWithUsage(m: EntityManager, key: ApiKey): Promise<{ account: LockedAccount; usage: KeyUsage }> {
+    const rows: { id: string; billing_model: BillingModel; balance_minor: string | number; frozen: number; net_spent_minor: string | number; active_deployments: string | number }[] =
+      await m.query(
+        `SELECT a.id, a.billing_model, a.balance_minor, a.frozen, k.net_spent_minor, k.active_deployments
+           FROM accounts a STRAIGHT_JOIN api_keys k ON k.id = ? AND k.account_id = a.id
+          WHERE a.id = ? FOR UPDATE`,
+        [key.id, key.accountId],
+      );
+    const r = rows[0];
+    if (!r) throw new AppError('NOT_FOUND', 'Account not found.');
+    return {
+      account: { id: r.id, billingModel: r.billing_model, balanceMinor: readMinor(r.balance_minor), frozen: Boolean(Number(r.frozen)) },
+      usage: usageOf(key, r.net_spent_minor, r.active_deployments),
+    };
   }
 
   async revoke(accountId: string, keyId: string): Promise<void> {

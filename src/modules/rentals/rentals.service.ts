@@ -7,7 +7,6 @@ import { claimIdempotencyKey, requestHash, requireIdempotencyKey } from '../../h
 import type { Principal } from '../../http/principal.js';
 import { RENTAL_JOBS, type JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
-import type { Account } from '../accounts/account.entity.js';
 import { accountBalanceEligible } from '../accounts/billing-eligibility.js';
 import { outstandingReservationMinor, reservedCreditMinor } from '../billing/credit-reservation.js';
 import type { LedgerService } from '../billing/ledger.service.js';
@@ -15,7 +14,7 @@ import { topUpAdvice } from '../billing/top-up-advice.js';
 import { gpuSlug } from '../inventory/gpu-slug.js';
 import { findIntentCandidates } from '../inventory/offer-candidates.js';
 import { Offer } from '../inventory/offer.entity.js';
-import type { KeysService, KeyUsage } from '../keys/keys.service.js';
+import type { KeysService, KeyUsage, LockedAccount } from '../keys/keys.service.js';
 import type { InventoryService } from '../inventory/inventory.service.js';
 import { Deployment } from './deployment.entity.js';
 import { assertFreeSlot } from './concurrency-slot.js';
@@ -134,7 +133,7 @@ export class RentalsService {
   }
 
   /** The billing model and purchase, from the account's model and the request (DESIGN.md, Money). */
-  private decide(account: Account, principal: Principal, body: CreateRentalRequest, resolved: Resolved): Terms {
+  private decide(account: LockedAccount, principal: Principal, body: CreateRentalRequest, resolved: Resolved): Terms {
     if (account.frozen) throw new AppError('ACCOUNT_FROZEN', 'This account is frozen; it cannot start rentals. Contact support.');
     if (account.balanceMinor < 0) {
       throw new AppError('ACCOUNT_FROZEN', `This account's credits are negative (${account.balanceMinor} cents); it cannot start rentals. ${topUpAdvice(principal.scopes)}`);
@@ -182,7 +181,7 @@ export class RentalsService {
   }
 
   /** Key limits and credits, read under the account lock so parallel admissions cannot overshoot. */
-  private async enforceLimits(m: EntityManager, account: Account, principal: Principal, usage: KeyUsage, terms: Terms): Promise<void> {
+  private async enforceLimits(m: EntityManager, account: LockedAccount, principal: Principal, usage: KeyUsage, terms: Terms): Promise<void> {
     const key = principal.key;
     const remainingKeyBudget = key.budgetLimitMinor - usage.netSpentMinor;
     // A metered rental needs its own reservation (credit-reservation.ts) out of unreserved credits.
@@ -219,7 +218,7 @@ export class RentalsService {
   private async insertRental(
     m: EntityManager,
     rentalId: string,
-    account: Account,
+    account: LockedAccount,
     principal: Principal,
     body: CreateRentalRequest,
     resolved: Resolved,
