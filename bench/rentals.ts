@@ -1,169 +1,87 @@
 /*
  * Rental admission under load: POST /api/v1/rentals from 32 concurrent clients, one per account,
- * against the in-process app on a throwaway database; then, if the provisioning job exists, the
- * time from admission to the provider create call with a worker running.
+ * against the in-process app on a throwaway database, beside a raw mysql2 script running the
+ * same transaction shape (bench/raw-admission.ts) in the same run; statements per admission
+ * counted on TypeORM's query runner; then, with a worker running, the time from admission to the
+ * provider create call. Every figure is min / median / max over BENCH_REPS repetitions.
  *
- *   npm run bench:rentals                 # BENCH_REQUESTS=<per client, default 50>
+ *   npm run bench:rentals                 # BENCH_REQUESTS=<per client, default 50>, BENCH_REPS=<default 3>
  *   BENCH_DATABASE_URL=mysql://root@127.0.0.1:3306/ (the server; a fresh database is made and dropped)
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createApp } from '../src/app.js';
-import { systemClock } from '../src/clock.js';
-import { loadConfig } from '../src/config.js';
-import { createServices, type Services } from '../src/container.js';
-import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate } from '../src/db/data-source.js';
-import { createLogger } from '../src/logger.js';
-import { Account } from '../src/modules/accounts/account.entity.js';
-import { Offer } from '../src/modules/inventory/offer.entity.js';
-import { createProviderRegistry } from '../src/providers/provider-registry.js';
+import { randomUUID } from 'node:crypto';
 import { RENTAL_JOBS } from '../src/jobs/job-queue.js';
+import { rawAdmission, rawPool, RAW_STATEMENTS_PER_ADMISSION } from './raw-admission.js';
+import { admissionPhase, describePhase, loadPhase, makeClients, percentile, queryCounter, spread, startBenchApp, type BenchApp, type PhaseResult } from './support.js';
 
 const CLIENTS = 32;
 const PER_CLIENT = Number(process.env.BENCH_REQUESTS ?? 50);
+const REPS = Number(process.env.BENCH_REPS ?? 3);
 const PROVISION_SAMPLES = Number(process.env.BENCH_PROVISION_SAMPLES ?? 32);
 
-const server = new URL(process.env.BENCH_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/');
-server.pathname = `/gpu_rental_bench_${Date.now().toString(36)}_${randomBytes(3).toString('hex')}`;
-const databaseUrl = server.toString();
-
-const dir = mkdtempSync(join(tmpdir(), 'gpu-rental-bench-'));
-const inventoryPath = join(dir, 'inventory.json');
-writeFileSync(
-  inventoryPath,
-  JSON.stringify({
-    offers: [
-      { key: 'h100-a', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 300, maximumDurationSeconds: 86400, provisionSeconds: 0 },
-      { key: 'h100-b', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 350, maximumDurationSeconds: 86400, provisionSeconds: 0 },
-      { key: 'h100-c', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 400, maximumDurationSeconds: 86400, provisionSeconds: 0 },
-    ],
-  }),
-);
-
-interface Client {
-  auth: string;
-  accountId: string;
+interface Measured extends PhaseResult {
+  statements: number;
+  deadlocks: number;
+  /** This process's CPU time per admission (app and load generator together), ms. */
+  cpuMs: number;
 }
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+/** One phase on fresh accounts, with the statements and deadlocks it caused. */
+async function measured(run: () => Promise<PhaseResult>, deadlocks: () => number): Promise<Measured> {
+  const s0 = queryCounter.statements;
+  const d0 = deadlocks();
+  const cpu0 = process.cpuUsage();
+  const r = await run();
+  const cpu = process.cpuUsage(cpu0);
+  return { ...r, statements: (queryCounter.statements - s0) / r.requests, deadlocks: deadlocks() - d0, cpuMs: (cpu.user + cpu.system) / 1000 / r.requests };
 }
 
 async function main(): Promise<void> {
-  await createDatabaseIfMissing(databaseUrl);
-  const ds = createDataSource(databaseUrl, 40);
-  await ds.initialize();
-  await migrate(ds);
-  const config = loadConfig({
-    DATABASE_URL: databaseUrl,
-    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
-    LOCAL_PROVIDER_INVENTORY: inventoryPath,
-    SIGNUP_RATE_PER_MINUTE: '1000000',
-    JOBS_PROCESS_EVERY_MS: '50',
-  });
-  const logger = createLogger(config.logLevel);
-  const providers = await createProviderRegistry(config.providers, { logger, clock: systemClock, dataSource: ds, production: false, labelPrefix: 'gpb-' });
-  const services: Services = createServices({ config, ds, clock: systemClock, logger, providers });
-  await services.inventory.refresh();
-  services.inventory.invalidate();
-  const app = createApp(services);
-  const http = app.listen(0, '127.0.0.1');
-  await new Promise((r) => http.once('listening', r));
-  const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  const [offer] = await ds.getRepository(Offer).find({ order: { pricePerHourMinor: 'ASC' }, take: 1 });
-
+  const app = await startBenchApp();
+  const pool = rawPool(app.databaseUrl, 40);
+  const raw = { deadlocks: 0 };
+  const byOffer = () => ({ offerId: app.offer.id });
   try {
-    const clients = await makeClients(services, base, 'ACCOUNT_BALANCE');
-    const legacy = await makeClients(services, base, 'LEGACY_PREPAID');
     // JIT and connection pool warm-up, not reported.
-    await phase('warm-up', base, clients, () => ({ offerId: offer.id }), 5, true);
-    console.log(`rental admission: ${CLIENTS} concurrent clients across ${CLIENTS} accounts, ${PER_CLIENT} requests each, in-process app, MariaDB`);
-    await phase('metered (ACCOUNT_BALANCE, by offer id)', base, clients, () => ({ offerId: offer.id }));
-    await phase('metered (ACCOUNT_BALANCE, by GPU intent)', base, clients, () => ({ gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 }));
-    await phase('legacy prepaid (ledger debit, by offer id)', base, legacy, () => ({ offerId: offer.id, budgetMinor: 600 }));
-    await provisioningLatency(services, base, offer.id);
+    await admissionPhase(app.base, await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), byOffer, 5);
+    await loadPhase(await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), 5, (c) => rawAdmission(pool, c, app.offer, raw));
+    console.log(`rental admission: ${CLIENTS} concurrent clients on ${CLIENTS} funded accounts, ${PER_CLIENT} requests each, ${REPS} repetitions, in-process app, MariaDB`);
+    const ours: Measured[] = [];
+    const theirs: Measured[] = [];
+    for (let rep = 0; rep < REPS; rep++) {
+      const oursClients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
+      const rawClients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
+      ours.push(await measured(() => admissionPhase(app.base, oursClients, byOffer, PER_CLIENT), () => queryCounter.deadlocks));
+      theirs.push(await measured(() => loadPhase(rawClients, PER_CLIENT, (c) => rawAdmission(pool, c, app.offer, raw)), () => raw.deadlocks));
+      console.log(describePhase(`rep ${rep + 1} ours (metered, by offer id)`, ours[rep]) + `; ${ours[rep].statements.toFixed(2)} statements/admission; deadlocks ${ours[rep].deadlocks}; node CPU ${ours[rep].cpuMs.toFixed(2)} ms/admission`);
+      console.log(describePhase(`rep ${rep + 1} raw mysql2 (same shape)`, theirs[rep]) + `; ${RAW_STATEMENTS_PER_ADMISSION} statements/admission; deadlocks ${theirs[rep].deadlocks}; node CPU ${theirs[rep].cpuMs.toFixed(2)} ms/admission`);
+    }
+    const col = (xs: Measured[], f: (m: Measured) => number, d = 1, u = '') => spread(xs.map(f), d, u);
+    console.log('summary (min / median / max):');
+    console.log(`  ours:  ${col(ours, (m) => m.perSecond, 0, '/s')}; p50 ${col(ours, (m) => m.p50, 1, ' ms')}; p99 ${col(ours, (m) => m.p99, 1, ' ms')}; statements/admission ${col(ours, (m) => m.statements, 2)} (auth, BEGIN and COMMIT included); deadlocks ${col(ours, (m) => m.deadlocks, 0)}`);
+    console.log(`  raw:   ${col(theirs, (m) => m.perSecond, 0, '/s')}; p50 ${col(theirs, (m) => m.p50, 1, ' ms')}; p99 ${col(theirs, (m) => m.p99, 1, ' ms')}; deadlocks ${col(theirs, (m) => m.deadlocks, 0)}`);
+    const ratios = ours.map((o, i) => o.perSecond / theirs[i].perSecond);
+    const p99s = ours.map((o, i) => o.p99 / theirs[i].p99);
+    console.log(`  throughput ours/raw ${spread(ratios, 2, 'x')}; p99 ours/raw ${spread(p99s, 2, 'x')}`);
+
+    const extra = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
+    console.log(describePhase('metered (ACCOUNT_BALANCE, by GPU intent)', await admissionPhase(app.base, extra, () => ({ gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 }), PER_CLIENT)));
+    const legacy = await makeClients(app, CLIENTS, 'LEGACY_PREPAID');
+    const l = await measured(() => admissionPhase(app.base, legacy, () => ({ offerId: app.offer.id, budgetMinor: 600 }), PER_CLIENT), () => queryCounter.deadlocks);
+    console.log(describePhase('legacy prepaid (ledger debit, by offer id)', l) + `; ${l.statements.toFixed(2)} statements/admission; deadlocks ${l.deadlocks}`);
+    await provisioningLatency(app);
   } finally {
-    http.close();
-    await providers.close();
-    await ds.destroy();
-    await dropDatabase(databaseUrl);
+    await pool.end();
+    await app.close();
   }
-}
-
-async function makeClients(services: Services, base: string, billingModel: 'ACCOUNT_BALANCE' | 'LEGACY_PREPAID'): Promise<Client[]> {
-  return Promise.all(
-    Array.from({ length: CLIENTS }, async () => {
-      const res = await fetch(`${base}/api/v1/signup`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'Idempotency-Key': randomUUID() },
-        body: '{}',
-      });
-      const { data } = (await res.json()) as { data: { account: { user: { id: string } } } };
-      const accountId = data.account.user.id;
-      await services.ds.getRepository(Account).update({ id: accountId }, { billingModel });
-      const { token } = await services.ds.transaction(async (m) => {
-        await services.ledger.post(m, { accountId, kind: 'TOPUP', amountMinor: 10_000_000, externalRef: `bench:${accountId}`, description: 'bench credit' });
-        return services.keys.create(m, {
-          accountId,
-          kind: 'AGENT',
-          name: 'bench',
-          scopes: ['read', 'rent', 'manage'],
-          origin: 'bench',
-          maxPerRentalMinor: 1_000_000,
-          budgetLimitMinor: 100_000_000,
-          maxConcurrentDeployments: 100_000,
-        });
-      });
-      return { auth: `Bearer ${token}`, accountId };
-    }),
-  );
-}
-
-async function phase(name: string, base: string, clients: Client[], body: () => object, perClient = PER_CLIENT, quiet = false): Promise<void> {
-  const latencies: number[] = [];
-  const failures = new Map<string, number>();
-  const started = performance.now();
-  const cpu0 = process.cpuUsage();
-  await Promise.all(
-    clients.map(async (c) => {
-      for (let i = 0; i < perClient; i++) {
-        const t0 = performance.now();
-        const res = await fetch(`${base}/api/v1/rentals`, {
-          method: 'POST',
-          headers: { Authorization: c.auth, 'Content-Type': 'application/json', 'Idempotency-Key': randomUUID() },
-          body: JSON.stringify(body()),
-        });
-        const text = await res.text();
-        latencies.push(performance.now() - t0);
-        if (res.status !== 201) {
-          const key = `${res.status} ${(JSON.parse(text) as { error?: { code?: string } }).error?.code ?? ''}`;
-          failures.set(key, (failures.get(key) ?? 0) + 1);
-        }
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  latencies.sort((a, b) => a - b);
-  const ok = latencies.length - [...failures.values()].reduce((a, b) => a + b, 0);
-  if (quiet) return;
-  console.log(
-    `  ${name}: ${ok}/${latencies.length} admitted in ${seconds.toFixed(2)} s = ${(ok / seconds).toFixed(0)} admissions/s; ` +
-      `latency p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms; ` +
-      `node CPU ${(((cpu.user + cpu.system) / 1e6 / seconds) * 100).toFixed(0)}% of one core` +
-      (failures.size ? `; failures ${JSON.stringify(Object.fromEntries(failures))}` : ''),
-  );
 }
 
 /**
  * Admission to the provider create call, with a worker in this process: the attempt row is
  * written just before the create call, so its time minus the order's creation time is the wait.
  */
-async function provisioningLatency(services: Services, base: string, offerId: string): Promise<void> {
+async function provisioningLatency(app: BenchApp): Promise<void> {
+  const { services, base } = app;
+  const offerId = app.offer.id;
   const hasJob = services.jobDefinitions.some((d) => d.name === RENTAL_JOBS.provision);
   const jobs = (services as { jobs?: unknown }).jobs;
   if (!hasJob || !jobs) {
@@ -178,7 +96,7 @@ async function provisioningLatency(services: Services, base: string, offerId: st
   const { startWorker } = await import('../src/worker.js');
   const worker = await startWorker(services);
   try {
-    const [client] = await makeClients(services, base, 'ACCOUNT_BALANCE');
+    const [client] = await makeClients(app, 1, 'ACCOUNT_BALANCE');
     const rentalIds: string[] = [];
     for (let i = 0; i < PROVISION_SAMPLES; i++) {
       const res = await fetch(`${base}/api/v1/rentals`, {

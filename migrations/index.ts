@@ -13,6 +13,7 @@ import { AgentRequestedName1763800008300 } from './1763800008300-AgentRequestedN
 import { RentalListByKey1763800008400 } from './1763800008400-RentalListByKey.js';
 import { ProviderCatalog1763800008500 } from './1763800008500-ProviderCatalog.js';
 import { AttemptRetryAt1763800008000 } from './1763800008000-AttemptRetryAt.js';
+import { KeyCounters1763800009000 } from './1763800009000-KeyCounters.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -27,4 +28,5 @@ export const migrations = [
   AgentRequestedName1763800008300,
   RentalListByKey1763800008400,
   ProviderCatalog1763800008500,
+  KeyCounters1763800009000,
 ];

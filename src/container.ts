@@ -59,7 +59,7 @@ export interface ServiceDeps {
 export function createServices({ config, ds, clock, logger, providers, rentalHandoff }: ServiceDeps): Services {
   const rateLimiter = new RateLimiter(ds, clock);
   const ledger = new LedgerService(ds, clock);
-  const keys = new KeysService(ds, clock, ledger);
+  const keys = new KeysService(ds, clock);
   const accounts = new AccountsService(ds, clock, keys, rateLimiter, {
     agentV1Enabled: config.agentV1Enabled,
     signupRatePerMinute: config.signupRatePerMinute,
@@ -71,7 +71,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   const { queue: jobs } = createAgenda(ds, config);
   const handoff = rentalHandoff === undefined ? new CardRentalHandoff(ds, jobs) : (rentalHandoff ?? undefined);
   const payments = createPayments({ config, ds, clock, logger, ledger, inventory, keys, rentalHandoff: handoff });
-  const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs);
+  const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs, inventory);
   const box = SecretBox.fromConfig(config);
   const credentials = new CredentialsService(ds, clock, box);
   const agents = new AgentsService(ds, clock, keys, rateLimiter, {

@@ -7,7 +7,6 @@ import { AccountsService, type NewOwner } from '../modules/accounts/accounts.ser
 import { APPROVAL_LIMITS, KEY_LIMIT_MAXIMUMS, OWNER_KEY_LIMITS } from '../modules/keys/key-limits.js';
 import { normalizeEmail } from '../modules/accounts/email.js';
 import { ALL_SCOPES, type Scope } from '../modules/keys/api-key.entity.js';
-import { LedgerService } from '../modules/billing/ledger.service.js';
 import { KeysService } from '../modules/keys/keys.service.js';
 
 export const OWNER_USAGE = `Usage: owner create --name <name> [options]
@@ -120,7 +119,7 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
   await ds.initialize();
   try {
     await migrate(ds);
-    const keys = new KeysService(ds, systemClock, new LedgerService(ds, systemClock));
+    const keys = new KeysService(ds, systemClock);
     const accounts = new AccountsService(ds, systemClock, keys, new RateLimiter(ds, systemClock), {
       agentV1Enabled: config.agentV1Enabled,
       signupRatePerMinute: config.signupRatePerMinute,

@@ -50,7 +50,10 @@ export function createDataSource(databaseUrl: string, poolSize = 10): DataSource
     synchronize: false,
     logging: false,
     poolSize,
-    extra: { connectionLimit: poolSize },
+    // mysql2's `trace` (on by default) allocates an Error per query to capture the caller's stack;
+    // only its promise API does so, and TypeORM drives the callback API, but the pool is shared
+    // with whatever else reaches it, so it is off: errors carry the SQL and driver code instead.
+    extra: { connectionLimit: poolSize, trace: false },
   });
 }
 

@@ -43,6 +43,8 @@ export type Claim =
  * Claims (scope, key) inside the caller's transaction. The unique index serialises concurrent
  * claims: a second claimant blocks on the first one's row until it commits (and then sees a
  * replay) or rolls back (and then claims it itself). A changed body is IDEMPOTENCY_CONFLICT.
+ * A caller that knows the id of what it is about to create passes `resourceId`, so the claim and
+ * its resource are written in one statement (the transaction makes them true together).
  */
 export async function claimIdempotencyKey(
   manager: EntityManager,
@@ -50,15 +52,19 @@ export async function claimIdempotencyKey(
   scope: string,
   key: string,
   hash: string,
+  resourceId: string | null = null,
 ): Promise<Claim> {
-  const res: { affectedRows: number } = await manager.query(
-    `INSERT IGNORE INTO idempotency_records (scope, idem_key, request_hash, resource_id, created_at) VALUES (?, ?, ?, NULL, ?)`,
-    [scope, key, hash, clock.now()],
+  const createdAt = clock.now();
+  const res: { affectedRows: number; insertId: number } = await manager.query(
+    `INSERT IGNORE INTO idempotency_records (scope, idem_key, request_hash, resource_id, created_at) VALUES (?, ?, ?, ?, ?)`,
+    [scope, key, hash, resourceId, createdAt],
   );
+  if (res.affectedRows === 1) {
+    return { kind: 'new', record: manager.create(IdempotencyRecord, { id: String(res.insertId), scope, idemKey: key, requestHash: hash, resourceId, createdAt }) };
+  }
   // No locking read here: when the insert was ignored, it had already waited for the winner to
   // commit; upgrading the shared lock it left would deadlock the waiting claimants.
   const record = await manager.getRepository(IdempotencyRecord).findOneByOrFail({ scope, idemKey: key });
-  if (res.affectedRows === 1) return { kind: 'new', record };
   if (record.requestHash !== hash) {
     throw new AppError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was already used with a different request body.');
   }

@@ -1,5 +1,6 @@
-import type { Agenda } from 'agenda';
-import type { EnqueueOptions, JobQueue } from './job-queue.js';
+import type { Agenda, JobId } from 'agenda';
+import type { EntityManager } from 'typeorm';
+import type { EnqueueOptions, JobQueue, JobWakeUp } from './job-queue.js';
 import type { MysqlBackend } from './mysql-backend.js';
 
 /**
@@ -30,10 +31,19 @@ export class AgendaJobQueue implements JobQueue {
       { name, data, priority, nextRunAt: when, type: 'normal' },
       options.uniqueKey,
     );
-    // Same wake-up Job.save() gives a plain job (a no-op unless this process is processing).
+    if (job._id) await this.wake(job._id, name, job.nextRunAt ?? when, priority);
+  }
+
+  async nowIn(manager: EntityManager, name: string, data: object, options?: EnqueueOptions): Promise<JobWakeUp> {
+    const priority = this.agenda.definitions[name]?.priority ?? 0;
+    const nextRunAt = new Date();
+    const id = await this.backend.repository.insertIn(manager, { name, data, priority, nextRunAt, type: 'normal' }, options?.uniqueKey ?? null);
+    return () => this.wake(id, name, nextRunAt, priority);
+  }
+
+  /** Same wake-up Job.save() gives a plain job (a no-op unless this process is processing). */
+  private async wake(jobId: JobId, jobName: string, nextRunAt: Date | null, priority: number): Promise<void> {
     const channel = this.backend.notificationChannel;
-    if (channel && channel.state === 'connected' && job._id) {
-      await channel.publish({ jobId: job._id, jobName: name, nextRunAt: job.nextRunAt, priority, timestamp: new Date() });
-    }
+    if (channel && channel.state === 'connected') await channel.publish({ jobId, jobName, nextRunAt, priority, timestamp: new Date() });
   }
 }

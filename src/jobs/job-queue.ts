@@ -1,3 +1,5 @@
+import type { EntityManager } from 'typeorm';
+
 /**
  * Every job this service runs, by name, with the payload its handler receives. `JobQueue.now`
  * and `schedule` check the payload against this map, and the composition root (src/container.ts)
@@ -47,7 +49,18 @@ export interface JobQueue {
   now<N extends JobName>(name: N, data: JobPayloads[N], options?: EnqueueOptions): Promise<void>;
   /** Run `name` with `data` at `when` (or at once if `when` is past). Same `uniqueKey` rule. */
   schedule<N extends JobName>(when: Date, name: N, data: JobPayloads[N], options?: EnqueueOptions): Promise<void>;
+  /**
+   * Writes a job due now as one row in the caller's transaction (an outbox: the job exists
+   * exactly when the state it acts on commits). No other row is read or locked, so the caller
+   * must know no job with the same `uniqueKey` is waiting (a row it has just created, say).
+   * Call the returned wake-up after commit: it starts this process's worker at once (a no-op
+   * elsewhere; a worker in another process finds the row at its next poll, `processEvery`).
+   */
+  nowIn<N extends JobName>(manager: EntityManager, name: N, data: JobPayloads[N], options?: EnqueueOptions): Promise<JobWakeUp>;
 }
+
+/** Wakes this process's job processor for a job written in a transaction, once that has committed. */
+export type JobWakeUp = () => Promise<void>;
 
 export interface EnqueueOptions {
   /** Deduplicates waiting jobs of the same name, e.g. the deployment id. */

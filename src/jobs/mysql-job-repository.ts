@@ -13,7 +13,7 @@ import {
   type RemoveJobsOptions,
 } from 'agenda';
 import { systemClock, type Clock } from '../clock.js';
-import type { DataSource, QueryRunner } from 'typeorm';
+import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel.js';
 import { isRetryableTxError } from '../db/transaction.js';
 
@@ -303,6 +303,15 @@ export class MysqlJobRepository implements JobRepository {
       }
       return result;
     });
+  }
+
+  /**
+   * Inserts one job row with the caller's EntityManager, so it commits or rolls back with the
+   * caller's transaction (see `JobQueue.nowIn`). A plain insert: no row is read or locked.
+   */
+  async insertIn(manager: EntityManager, job: JobParameters, uniqueKey: string | null): Promise<JobId> {
+    if (!manager.queryRunner?.isTransactionActive) throw new Error('insertIn must run inside a transaction');
+    return toJobId(String(await this.insert(job, null, null, uniqueKey, manager.queryRunner)));
   }
 
   /** Locks the first free row of the first scan that has one, in one short transaction. */

@@ -1,3 +1,4 @@
+import { recountKeySlots } from '../helpers/ledger.js';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { inTransaction } from '../../src/db/transaction.js';
@@ -59,6 +60,7 @@ describe(NotificationsService.name, () => {
       statusChangedAt: now, createdAt: now, updatedAt: now,
     });
     await h.ctx.services.ds.getRepository(Deployment).insert(d);
+    await recountKeySlots(h.ctx.services.ds, key.id);
     return d;
   }
 
@@ -68,6 +70,7 @@ describe(NotificationsService.name, () => {
     await h.ctx.services.ds.getRepository(Order).update({ id: d.orderId }, {
       status, updatedAt: now, ...(failureReason ? { failureReason, failureCode: 'PROVISIONING_FAILED', reversalStatus: 'SUCCEEDED' as const } : {}),
     });
+    await recountKeySlots(h.ctx.services.ds, d.keyId);
   }
 
   async function debit(accountId: string, amountMinor: number): Promise<void> {

@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import type { DataSource } from 'typeorm';
+import { KEY_SPEND_KINDS } from '../../src/modules/billing/ledger.service.js';
+import { TERMINAL_STATUSES } from '../../src/modules/rentals/rental-state.js';
 
-/** Every cached balance equals the sum of its ledger entries. */
+/**
+ * Every cached balance equals the sum of its ledger entries, and every key's counters equal what
+ * they summarise: its net spend the sum of its rental debits, usage and reversals, its active
+ * deployments the count of its deployments not finished.
+ */
 export async function assertLedgerConsistent(ds: DataSource): Promise<void> {
   const rows: { id: string; balance_minor: string | number; total: string | number | null }[] = await ds.query(
     `SELECT a.id, a.balance_minor, (SELECT SUM(amount_minor) FROM ledger_entries e WHERE e.account_id = a.id) AS total
@@ -9,4 +15,25 @@ export async function assertLedgerConsistent(ds: DataSource): Promise<void> {
   );
   const bad = rows.filter((r) => Number(r.balance_minor) !== Number(r.total ?? 0));
   assert.deepEqual(bad, [], 'accounts whose cached balance differs from the sum of their ledger entries');
+  const keys: { id: string; net_spent_minor: string | number; spent: string | number | null; active_deployments: number; active: string | number }[] =
+    await ds.query(
+      `SELECT k.id, k.net_spent_minor, k.active_deployments,
+              (SELECT -SUM(amount_minor) FROM ledger_entries e WHERE e.key_id = k.id AND e.kind IN (?)) AS spent,
+              (SELECT COUNT(*) FROM deployments d WHERE d.key_id = k.id AND d.status NOT IN (?)) AS active
+         FROM api_keys k`,
+      [KEY_SPEND_KINDS, TERMINAL_STATUSES],
+    );
+  const off = keys.filter((k) => Number(k.net_spent_minor) !== Number(k.spent ?? 0) || Number(k.active_deployments) !== Number(k.active));
+  assert.deepEqual(off, [], 'keys whose counters differ from their ledger entries and deployments');
+}
+
+/**
+ * Tests that move a deployment's status by hand (standing in for the lifecycle jobs, outside the
+ * state machine) recount the key's slots as the state machine would have kept them.
+ */
+export async function recountKeySlots(ds: DataSource, keyId: string): Promise<void> {
+  await ds.query(
+    `UPDATE api_keys SET active_deployments = (SELECT COUNT(*) FROM deployments WHERE key_id = ? AND status NOT IN (?)) WHERE id = ?`,
+    [keyId, TERMINAL_STATUSES, keyId],
+  );
 }

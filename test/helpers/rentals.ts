@@ -1,3 +1,4 @@
+import { recountKeySlots } from './ledger.js';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { BillingModel } from '../../src/config.js';
@@ -103,6 +104,7 @@ export async function setStatus(ctx: TestContext, deploymentId: string, status: 
   const d = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: deploymentId });
   await ctx.services.ds.getRepository(Deployment).update({ id: deploymentId }, { status, ...extra });
   await ctx.services.ds.getRepository(Order).update({ id: d.orderId }, { status });
+  await recountKeySlots(ctx.services.ds, d.keyId);
 }
 
 /**

@@ -11,7 +11,7 @@ import { assertConcurrencySlot } from '../rentals/concurrency-slot.js';
 import { Account } from '../accounts/account.entity.js';
 import type { InventoryService } from '../inventory/inventory.service.js';
 import type { Offer } from '../inventory/offer.entity.js';
-import { Deployment } from '../rentals/deployment.entity.js';
+import { insertDeployment } from '../rentals/rental-state.js';
 import { Order } from '../rentals/order.entity.js';
 import type { CardCheckoutRequest, CardCheckoutResponse } from './billing.dto.js';
 import { Checkout } from './checkout.entity.js';
@@ -88,7 +88,7 @@ export class CardCheckoutService {
         createdAt: now,
         updatedAt: now,
       });
-      await m.insert(Deployment, {
+      await insertDeployment(m, {
         id: randomUUID(),
         orderId,
         accountId: principal.accountId,

@@ -1,6 +1,7 @@
 import { In, LessThan, type DataSource, type EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { readMinor } from '../../db/columns.js';
+import { derivedTable } from '../../db/derived-table.js';
 import { AppError } from '../../errors/app-error.js';
 import { Account } from '../accounts/account.entity.js';
 import { LedgerEntry, type LedgerKind } from './ledger-entry.entity.js';
@@ -27,8 +28,8 @@ export interface PostResult {
 export const KEY_SPEND_KINDS: readonly LedgerKind[] = ['RENTAL_DEBIT', 'USAGE', 'REVERSAL'];
 
 /**
- * The only writer of ledger_entries and accounts.balance_minor, and the one place that sums the
- * ledger (a key's net spend).
+ * The only writer of ledger_entries, accounts.balance_minor and api_keys.net_spent_minor (a key's
+ * net spend, moved with every posting of one of {@link KEY_SPEND_KINDS} that names the key).
  */
 export class LedgerService {
   constructor(
@@ -50,11 +51,13 @@ export class LedgerService {
 
   /**
    * Appends one entry and moves the cached balance in the caller's transaction. Must run inside
-   * a transaction; takes the account row lock itself if the caller has not.
+   * a transaction; takes the account row lock itself unless the caller passes the row it has
+   * just read under that lock (`locked`, updated here as the balance moves).
    */
-  async post(manager: EntityManager, p: Posting): Promise<PostResult> {
+  async post(manager: EntityManager, p: Posting, locked?: Pick<Account, 'id' | 'balanceMinor'>): Promise<PostResult> {
     checkPostings(manager, [p]);
-    const account = await this.lockAccount(manager, p.accountId);
+    if (locked && locked.id !== p.accountId) throw new Error("the locked account is not the posting's account");
+    const account = locked ?? (await this.lockAccount(manager, p.accountId));
     const existing = await manager.getRepository(LedgerEntry).findOneBy({ externalRef: p.externalRef });
     if (existing) {
       assertSameTerms(existing, p);
@@ -64,6 +67,8 @@ export class LedgerService {
     const entry = manager.create(LedgerEntry, this.entryOf(p, balanceAfter));
     await manager.insert(LedgerEntry, entry);
     await manager.update(Account, { id: p.accountId }, { balanceMinor: balanceAfter });
+    const spent = keySpendOf(p);
+    if (spent !== 0) await manager.query(`UPDATE api_keys SET net_spent_minor = net_spent_minor + ? WHERE id = ?`, [spent, p.keyId]);
     account.balanceMinor = balanceAfter;
     return { entry, posted: true };
   }
@@ -87,6 +92,7 @@ export class LedgerService {
     const balance = new Map(rows.map((r) => [r.id, readMinor(r.balance_minor)]));
     const existing = new Map((await manager.getRepository(LedgerEntry).findBy({ externalRef: In(refs) })).map((e) => [e.externalRef, e]));
     const values: unknown[][] = [];
+    const spentByKey = new Map<string, number>();
     for (const p of postings) {
       const prior = existing.get(p.externalRef);
       if (prior) {
@@ -96,6 +102,8 @@ export class LedgerService {
       if (!balance.has(p.accountId)) throw new AppError('NOT_FOUND', 'Account not found.');
       const after = safeBalance(balance.get(p.accountId)! + p.amountMinor);
       balance.set(p.accountId, after);
+      const spent = keySpendOf(p);
+      if (spent !== 0) spentByKey.set(p.keyId!, safeBalance((spentByKey.get(p.keyId!) ?? 0) + spent));
       const e = this.entryOf(p, after);
       values.push([e.accountId, e.keyId, e.rentalId, e.kind, e.amountMinor, e.balanceAfterMinor, e.externalRef, e.description, e.createdAt]);
     }
@@ -104,11 +112,12 @@ export class LedgerService {
       `INSERT INTO ledger_entries (account_id, key_id, rental_id, kind, amount_minor, balance_after_minor, external_ref, description, created_at) VALUES ?`,
       [values],
     );
-    const ids = [...balance.keys()];
-    await manager.query(`UPDATE accounts SET balance_minor = CASE id ${ids.map(() => 'WHEN ? THEN ?').join(' ')} END WHERE id IN (?)`, [
-      ...ids.flatMap((id) => [id, balance.get(id)]),
-      ids,
-    ]);
+    const balances = derivedTable(['id', 'v'], [...balance.entries()]);
+    await manager.query(`UPDATE accounts a JOIN (${balances.sql}) v ON v.id = a.id SET a.balance_minor = v.v`, balances.params);
+    if (spentByKey.size > 0) {
+      const spent = derivedTable(['id', 'v'], [...spentByKey.entries()]);
+      await manager.query(`UPDATE api_keys k JOIN (${spent.sql}) v ON v.id = k.id SET k.net_spent_minor = k.net_spent_minor + v.v`, spent.params);
+    }
     return values.length;
   }
 
@@ -132,25 +141,17 @@ export class LedgerService {
     return this.ds.getRepository(LedgerEntry).find({ where, order: { id: 'DESC' }, take: limit });
   }
 
-  /**
-   * Each key's net spend in cents over its life: its rentals' debits and usage minus their
-   * reversals. The one query behind admission, `/me`, key listings and the metering limits.
-   */
-  async netSpentByKey(keyIds: readonly string[], manager: EntityManager = this.ds.manager): Promise<Map<string, number>> {
-    if (keyIds.length === 0) return new Map();
-    const rows: { key_id: string; net: string | number }[] = await manager.query(
-      `SELECT key_id, -SUM(amount_minor) AS net FROM ledger_entries WHERE key_id IN (?) AND kind IN (?) GROUP BY key_id`,
-      [keyIds, KEY_SPEND_KINDS],
-    );
-    return new Map(rows.map((r) => [r.key_id, readMinor(r.net)]));
-  }
-
   /** Cached balances of the given accounts. */
   async balances(accountIds: readonly string[]): Promise<Map<string, number>> {
     if (accountIds.length === 0) return new Map();
     const rows: { id: string; balance_minor: string | number }[] = await this.ds.query(`SELECT id, balance_minor FROM accounts WHERE id IN (?)`, [accountIds]);
     return new Map(rows.map((r) => [r.id, readMinor(r.balance_minor)]));
   }
+}
+
+/** How much `p` adds to its key's net spend (the `api_keys.net_spent_minor` counter): 0 unless a key's rental money. */
+function keySpendOf(p: Posting): number {
+  return p.keyId && KEY_SPEND_KINDS.includes(p.kind) ? -p.amountMinor : 0;
 }
 
 function checkPostings(manager: EntityManager, postings: readonly Posting[]): void {

@@ -258,6 +258,11 @@ export class InventoryService {
     return providerStatuses(this.ds, this.providers.registered(), live, this.clock.now(), this.options.offerMaxAgeSeconds);
   }
 
+  /** A live offer of the in-memory snapshot (admission's read: no query while the snapshot is current). */
+  async liveOffer(id: string): Promise<OfferDto | undefined> {
+    return (await this.current()).offers.find((o) => o.id === id);
+  }
+
   /** Any offer the cache has ever held, available or not (admission needs the distinction). */
   async findCached(id: string): Promise<Offer | null> {
     return this.ds.getRepository(Offer).findOneBy({ id });

@@ -4,8 +4,8 @@ import type { Clock } from '../../clock.js';
 import { readMinor } from '../../db/columns.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../../http/principal.js';
-import type { LedgerService } from '../billing/ledger.service.js';
-import { TERMINAL_STATUSES } from '../rentals/rental-state.js';
+import type { Account } from '../accounts/account.entity.js';
+import type { BillingModel } from '../../config.js';
 import { ApiKey, type KeyKind, type Scope } from './api-key.entity.js';
 import type { KeyLimits } from './key-limits.js';
 import { hashesEqual, mintApiKey, parseApiKey } from './tokens.js';
@@ -20,11 +20,19 @@ export interface NewKey extends KeyLimits {
   isAdmin?: boolean;
 }
 
+/** What admission needs of the account it has locked. */
+export type LockedAccount = Pick<Account, 'id' | 'billingModel' | 'balanceMinor' | 'frozen'>;
+
 export interface KeyUsage {
   /** Rental debits and usage minus reversals, in cents, over the key's life. */
   netSpentMinor: number;
   remainingBudgetMinor: number;
   activeDeployments: number;
+}
+
+function usageOf(key: ApiKey, netSpent: string | number, active: string | number): KeyUsage {
+  const net = readMinor(netSpent);
+  return { netSpentMinor: net, remainingBudgetMinor: key.budgetLimitMinor - net, activeDeployments: readMinor(active) };
 }
 
 /** The uniform 401: same code and message whatever the cause, so callers learn nothing. */
@@ -38,7 +46,6 @@ export class KeysService {
   constructor(
     private readonly ds: DataSource,
     private readonly clock: Clock,
-    private readonly ledger: LedgerService,
   ) {}
 
   /** Creates a key and returns the raw token, which exists only in this return value. */
@@ -80,25 +87,46 @@ export class KeysService {
     return { keyId: key.id, accountId: key.accountId, kind: key.kind, scopes: key.scopes, key };
   }
 
+  /**
+   * Each key's spend and slots from its counters (migrations/1763800009000-KeyCounters.ts), kept
+   * in step by LedgerService and rental-state: one indexed read whatever the ledger's size. Read
+   * under the account row lock (admission), the counts cannot grow until the caller commits.
+   */
   async usage(keys: ApiKey[], manager: EntityManager = this.ds.manager): Promise<Map<string, KeyUsage>> {
     const out = new Map<string, KeyUsage>();
     if (keys.length === 0) return out;
-    const ids = keys.map((k) => k.id);
-    const spentBy = await this.ledger.netSpentByKey(ids, manager);
-    const active: { key_id: string; n: string | number }[] = await manager.query(
-      `SELECT key_id, COUNT(*) AS n FROM deployments WHERE key_id IN (?) AND status NOT IN (?) GROUP BY key_id`,
-      [ids, TERMINAL_STATUSES],
+    const rows: { id: string; net_spent_minor: string | number; active_deployments: string | number }[] = await manager.query(
+      `SELECT id, net_spent_minor, active_deployments FROM api_keys WHERE id IN (?)`,
+      [keys.map((k) => k.id)],
     );
-    const activeBy = new Map(active.map((r) => [r.key_id, readMinor(r.n)]));
+    const byId = new Map(rows.map((r) => [r.id, r]));
     for (const k of keys) {
-      const net = spentBy.get(k.id) ?? 0;
-      out.set(k.id, {
-        netSpentMinor: net,
-        remainingBudgetMinor: k.budgetLimitMinor - net,
-        activeDeployments: activeBy.get(k.id) ?? 0,
-      });
+      const r = byId.get(k.id);
+      out.set(k.id, usageOf(k, r?.net_spent_minor ?? 0, r?.active_deployments ?? 0));
     }
     return out;
+  }
+
+  /**
+   * Locks the key's account row (where every money decision about an account starts) and reads
+   * the key's counters in the same statement: admission's and card checkout's first read. Under
+   * that lock the counters cannot grow until the caller commits. STRAIGHT_JOIN takes the locks
+   * account first, then key, the order every ledger posting takes them in.
+   */
+  async lockAccountWithUsage(m: EntityManager, key: ApiKey): Promise<{ account: LockedAccount; usage: KeyUsage }> {
+    const rows: { id: string; billing_model: BillingModel; balance_minor: string | number; frozen: number; net_spent_minor: string | number; active_deployments: string | number }[] =
+      await m.query(
+        `SELECT a.id, a.billing_model, a.balance_minor, a.frozen, k.net_spent_minor, k.active_deployments
+           FROM accounts a STRAIGHT_JOIN api_keys k ON k.id = ? AND k.account_id = a.id
+          WHERE a.id = ? FOR UPDATE`,
+        [key.id, key.accountId],
+      );
+    const r = rows[0];
+    if (!r) throw new AppError('NOT_FOUND', 'Account not found.');
+    return {
+      account: { id: r.id, billingModel: r.billing_model, balanceMinor: readMinor(r.balance_minor), frozen: Boolean(Number(r.frozen)) },
+      usage: usageOf(key, r.net_spent_minor, r.active_deployments),
+    };
   }
 
   async revoke(accountId: string, keyId: string): Promise<void> {

@@ -20,6 +20,5 @@ export function assertFreeSlot(principal: Principal, usage: Pick<KeyUsage, 'acti
 
 /** Locks the account row first, so parallel requests of one account are counted one after another. */
 export async function assertConcurrencySlot(m: EntityManager, principal: Principal, keys: KeysService): Promise<void> {
-  await m.query(`SELECT id FROM accounts WHERE id = ? FOR UPDATE`, [principal.accountId]);
-  assertFreeSlot(principal, (await keys.usage([principal.key], m)).get(principal.key.id)!);
+  assertFreeSlot(principal, (await keys.lockAccountWithUsage(m, principal.key)).usage);
 }

@@ -84,12 +84,39 @@ export interface TransitionExtra {
  */
 export async function transition(m: EntityManager, ref: RentalRef, from: readonly RentalStatus[], to: RentalStatus, extra: TransitionExtra): Promise<boolean> {
   const { at } = extra;
-  const d = typeof ref === 'string' ? await m.findOne(Deployment, { where: { id: ref }, select: { id: true, orderId: true } }) : await m.findOne(Deployment, { where: { orderId: ref.orderId }, select: { id: true, orderId: true } });
+  const activeFrom = from.filter(holdsSlot);
+  // A set mixing slot-holding and finished statuses needs the row's own status, read under lock.
+  const mixed = activeFrom.length > 0 && activeFrom.length < from.length;
+  const q = m.getRepository(Deployment).createQueryBuilder('d').select(['d.id', 'd.orderId', 'd.keyId', 'd.status']);
+  if (mixed) q.setLock('pessimistic_write');
+  const d = await (typeof ref === 'string' ? q.where('d.id = :id', { id: ref }) : q.where('d.order_id = :orderId', { orderId: ref.orderId })).getOne();
   if (!d) return false;
   const res = await m.update(Deployment, { id: d.id, status: In([...from]) }, { ...extra.deployment, status: to, statusChangedAt: at, updatedAt: at });
   if (!res.affected) return false;
   await m.update(Order, { id: d.orderId }, { ...extra.order, status: to, updatedAt: at });
+  const wasActive = mixed ? holdsSlot(d.status) : activeFrom.length > 0;
+  await adjustActiveDeployments(m, d.keyId, Number(holdsSlot(to)) - Number(wasActive));
   return true;
+}
+
+/** Whether a deployment in `status` holds one of its key's concurrency slots (it is not finished). */
+export function holdsSlot(status: RentalStatus): boolean {
+  return !isOneOf(TERMINAL_STATUSES, status);
+}
+
+/**
+ * Moves the key's `active_deployments` counter (migrations/1763800009000-KeyCounters.ts) in the
+ * caller's transaction. Only this module calls it: on {@link transition} and {@link insertDeployment}.
+ */
+async function adjustActiveDeployments(m: EntityManager, keyId: string, delta: number): Promise<void> {
+  if (delta === 0) return;
+  await m.query(`UPDATE api_keys SET active_deployments = active_deployments + ? WHERE id = ?`, [delta, keyId]);
+}
+
+/** Writes a new deployment row and counts it against its key's slots, in the caller's transaction. */
+export async function insertDeployment(m: EntityManager, d: Pick<Deployment, 'keyId' | 'status'> & Partial<Deployment>): Promise<void> {
+  await m.insert(Deployment, d);
+  await adjustActiveDeployments(m, d.keyId, Number(holdsSlot(d.status)));
 }
 
 /**

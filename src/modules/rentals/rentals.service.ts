@@ -3,12 +3,10 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
-import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotencyResource } from '../../http/idempotency.js';
-import { IdempotencyRecord } from '../../http/idempotency-record.entity.js';
+import { claimIdempotencyKey, requestHash, requireIdempotencyKey } from '../../http/idempotency.js';
 import type { Principal } from '../../http/principal.js';
 import { RENTAL_JOBS, type JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
-import type { Account } from '../accounts/account.entity.js';
 import { accountBalanceEligible } from '../accounts/billing-eligibility.js';
 import { outstandingReservationMinor, reservedCreditMinor } from '../billing/credit-reservation.js';
 import type { LedgerService } from '../billing/ledger.service.js';
@@ -16,21 +14,25 @@ import { topUpAdvice } from '../billing/top-up-advice.js';
 import { gpuSlug } from '../inventory/gpu-slug.js';
 import { findIntentCandidates } from '../inventory/offer-candidates.js';
 import { Offer } from '../inventory/offer.entity.js';
-import type { KeysService } from '../keys/keys.service.js';
+import type { KeysService, KeyUsage, LockedAccount } from '../keys/keys.service.js';
+import type { InventoryService } from '../inventory/inventory.service.js';
 import { Deployment } from './deployment.entity.js';
 import { assertFreeSlot } from './concurrency-slot.js';
 import { lockDeploymentOrRentalFor, type DeploymentActor } from './deployment-access.js';
 import { rentalDebitRef } from './lifecycle/labels.js';
 import { Order } from './order.entity.js';
 import { LEGACY_MIN_BUDGET_MINOR, MAX_CANDIDATES } from './rental-limits.js';
-import { apiTerminationReason, isOneOf, requestTermination, TERMINAL_STATUSES, type DeploymentBillingModel } from './rental-state.js';
+import { apiTerminationReason, insertDeployment, isOneOf, requestTermination, TERMINAL_STATUSES, type DeploymentBillingModel } from './rental-state.js';
 import { factsOf, machineFacts, machineOfferId, NO_MACHINE, rentalPage, type MachineFacts } from './rental-views.js';
 import type { CreateRentalRequest, DeploymentDto, GpuIntentRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
 
 
+/** What admission needs of an offer: the snapshot's entry or a cached row. */
+type AdmissionOffer = Pick<Offer, 'id' | 'name' | 'gpuCount' | 'pricePerHourMinor' | 'currency' | 'maximumDurationSeconds' | 'provider'>;
+
 interface Resolved {
   requestKind: 'OFFER' | 'INTENT';
-  candidates: Offer[];
+  candidates: AdmissionOffer[];
   slug: string | null;
 }
 
@@ -41,7 +43,7 @@ interface Terms {
   durationSeconds: number | null;
   totalMinor: number;
   spendCapMinor: number | null;
-  candidates: Offer[];
+  candidates: AdmissionOffer[];
 }
 
 export interface CreateResult {
@@ -64,20 +66,20 @@ export class RentalsService {
     private readonly ledger: LedgerService,
     private readonly keys: KeysService,
     private readonly jobs: JobQueue,
+    private readonly inventory: Pick<InventoryService, 'liveOffer' | 'findCached'>,
   ) {}
 
+  /**
+   * Admission: one transaction of a handful of statements. The offer comes from the in-memory
+   * inventory snapshot; the account row lock and the key's counters are one read; the
+   * idempotency claim is written with the rental's id; the provision job row is written with
+   * the rental (an outbox), so no rental is admitted without its job.
+   */
   async create(principal: Principal, idempotencyKeyHeader: string | undefined, body: CreateRentalRequest): Promise<CreateResult> {
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
     const scope = `rental:${principal.accountId}`;
     // The key is part of the intent: one key's request is never answered with another key's rental.
     const hash = requestHash({ ...canonicalIntent(body), keyId: principal.keyId });
-
-    // A finished request's retry is answered without the account lock or an inventory read.
-    const prior = await this.ds.getRepository(IdempotencyRecord).findOneBy({ scope, idemKey });
-    if (prior?.resourceId) {
-      if (prior.requestHash !== hash) throw idempotencyConflict();
-      return this.replay(prior.resourceId);
-    }
 
     // Inventory is read outside the lock; an error is raised only after the key was found unused,
     // so a replay is never answered with a newer verdict on the offer.
@@ -89,32 +91,39 @@ export class RentalsService {
       resolved = err;
     }
 
+    const rentalId = randomUUID();
     const outcome = await inTransaction(this.ds, async (m) => {
-      const account = await this.ledger.lockAccount(m, principal.accountId);
+      const { account, usage } = await this.keys.lockAccountWithUsage(m, principal.key);
       // Under the account lock, so a concurrent twin waits here and then sees a replay.
-      const claim = await claimIdempotencyKey(m, this.clock, scope, idemKey, hash);
-      if (claim.kind === 'replay') return { replayOf: claim.record.resourceId!, created: null };
+      const claim = await claimIdempotencyKey(m, this.clock, scope, idemKey, hash, rentalId);
+      if (claim.kind === 'replay') return { replayOf: claim.record.resourceId!, created: null, wake: null };
       if (resolved instanceof AppError) throw resolved;
       const terms = this.decide(account, principal, body, resolved);
-      await this.enforceLimits(m, account, principal, terms);
-      const created = await this.insertRental(m, principal, body, resolved, terms);
-      await setIdempotencyResource(m, claim.record, created.order.id);
-      return { replayOf: null, created };
+      await this.enforceLimits(m, account, principal, usage, terms);
+      const created = await this.insertRental(m, rentalId, account, principal, body, resolved, terms);
+      const wake = await this.jobs.nowIn(m, RENTAL_JOBS.provision, { deploymentId: created.deployment.id }, { uniqueKey: created.deployment.id });
+      return { replayOf: null, created, wake };
     });
 
     if (outcome.created === null) return this.replay(outcome.replayOf);
-    const { order, deployment } = outcome.created;
-    await this.enqueue(RENTAL_JOBS.provision, deployment.id);
-    return { status: 201, rental: await this.describe(order, deployment) };
+    const { order, deployment, machine } = outcome.created;
+    try {
+      await outcome.wake();
+    } catch (err) {
+      // The job row is committed; a worker finds it at its next poll.
+      this.logger.warn({ err, deploymentId: deployment.id }, 'could not wake the job processor');
+    }
+    return { status: 201, rental: toRentalDto(order, deployment, { gpuName: machine.name, gpuCount: machine.gpuCount, provider: machine.provider }) };
   }
 
-  /** Cached candidates for the request, cheapest first; no live provider search. */
+  /** Candidates for the request, cheapest first; no live provider search. */
   private async resolve(body: CreateRentalRequest): Promise<Resolved> {
-    const offers = this.ds.getRepository(Offer);
     if ('offerId' in body) {
+      const id = body.offerId.toLowerCase();
       // Any offer the cache ever had is admitted; one the provider no longer has fails at
       // provisioning as OFFER_NOT_FOUND with its credits reversed (SPEC.md, Rentals rule 2).
-      const offer = await offers.findOneBy({ id: body.offerId.toLowerCase() });
+      // Live offers come from the in-memory snapshot; only one that left it costs a query.
+      const offer = (await this.inventory.liveOffer(id)) ?? (await this.inventory.findCached(id));
       if (!offer) throw new AppError('OFFER_NOT_FOUND', `Offer ${body.offerId} is not known. See GET /api/v1/offers for current offers.`);
       return { requestKind: 'OFFER', candidates: [offer], slug: null };
     }
@@ -124,7 +133,7 @@ export class RentalsService {
   }
 
   /** The billing model and purchase, from the account's model and the request (DESIGN.md, Money). */
-  private decide(account: Account, principal: Principal, body: CreateRentalRequest, resolved: Resolved): Terms {
+  private decide(account: LockedAccount, principal: Principal, body: CreateRentalRequest, resolved: Resolved): Terms {
     if (account.frozen) throw new AppError('ACCOUNT_FROZEN', 'This account is frozen; it cannot start rentals. Contact support.');
     if (account.balanceMinor < 0) {
       throw new AppError('ACCOUNT_FROZEN', `This account's credits are negative (${account.balanceMinor} cents); it cannot start rentals. ${topUpAdvice(principal.scopes)}`);
@@ -172,9 +181,8 @@ export class RentalsService {
   }
 
   /** Key limits and credits, read under the account lock so parallel admissions cannot overshoot. */
-  private async enforceLimits(m: EntityManager, account: Account, principal: Principal, terms: Terms): Promise<void> {
+  private async enforceLimits(m: EntityManager, account: LockedAccount, principal: Principal, usage: KeyUsage, terms: Terms): Promise<void> {
     const key = principal.key;
-    const usage = (await this.keys.usage([key], m)).get(key.id)!;
     const remainingKeyBudget = key.budgetLimitMinor - usage.netSpentMinor;
     // A metered rental needs its own reservation (credit-reservation.ts) out of unreserved credits.
     const price = terms.candidates[0].pricePerHourMinor;
@@ -209,13 +217,14 @@ export class RentalsService {
   /** Writes the order, its deployment and (legacy) the debit; returns the rows as written. */
   private async insertRental(
     m: EntityManager,
+    rentalId: string,
+    account: LockedAccount,
     principal: Principal,
     body: CreateRentalRequest,
     resolved: Resolved,
     terms: Terms,
-  ): Promise<{ order: Order; deployment: Deployment }> {
+  ): Promise<{ order: Order; deployment: Deployment; machine: AdmissionOffer }> {
     const now = this.clock.now();
-    const rentalId = randomUUID();
     const first = terms.candidates[0];
     const intent = 'offerId' in body ? null : (body as GpuIntentRentalRequest);
     const order = m.create(Order, {
@@ -279,28 +288,25 @@ export class RentalsService {
       createdAt: now,
       updatedAt: now,
     });
-    await m.insert(Deployment, deployment);
+    await insertDeployment(m, deployment);
     if (terms.totalMinor > 0) {
-      await this.ledger.post(m, {
+      const debit = {
         accountId: principal.accountId,
-        kind: 'RENTAL_DEBIT',
+        kind: 'RENTAL_DEBIT' as const,
         amountMinor: -terms.totalMinor,
         externalRef: rentalDebitRef(rentalId),
         description: `Rental ${rentalId}: ${terms.hours} h at ${first.pricePerHourMinor} cents/h`,
         keyId: principal.keyId,
         rentalId,
-      });
+      };
+      await this.ledger.post(m, debit, account);
     }
-    return { order, deployment };
+    return { order, deployment, machine: first };
   }
 
+  /** The first answer again; its job was written with it, so nothing is queued. */
   private async replay(rentalId: string): Promise<CreateResult> {
-    const rental = await this.loadRental(rentalId);
-    // The first answer may have been lost before its job was queued; queueing is idempotent.
-    if (rental.status === 'PENDING' && rental.funding === 'CREDITS' && rental.deploymentId) {
-      await this.enqueue(RENTAL_JOBS.provision, rental.deploymentId);
-    }
-    return { status: 200, rental };
+    return { status: 200, rental: await this.loadRental(rentalId) };
   }
 
   /**
@@ -411,10 +417,6 @@ function visibleTo<T extends object>(principal: Principal, where: T): T & ({ key
 
 function notFound(what: 'rental' | 'deployment'): AppError {
   return new AppError('NOT_FOUND', `No such ${what} for this key.`);
-}
-
-function idempotencyConflict(): AppError {
-  return new AppError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was already used with a different request body.');
 }
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);

@@ -23,6 +23,8 @@ export interface LifecycleTiming {
   /** A deployment left this long in PENDING/PROVISIONING/TERMINATING is re-driven by the reconciler. */
   stuckAfterMs: number;
   sshTimeoutMs: number;
+  /** Rentals per metering transaction (whole accounts at a time): short enough that admissions never wait long on it. */
+  meterChunkRentals: number;
 }
 
 export const DEFAULT_TIMING: LifecycleTiming = {
@@ -34,6 +36,7 @@ export const DEFAULT_TIMING: LifecycleTiming = {
   verifyAlertAfter: 5,
   stuckAfterMs: 5 * 60_000,
   sshTimeoutMs: 3000,
+  meterChunkRentals: 300,
 };
 
 /** Refunds a card-funded order's payment (billing's checkout sessions do it). */
