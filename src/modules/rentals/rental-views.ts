@@ -4,6 +4,8 @@ import type { Principal } from '../../http/principal.js';
 import { Offer } from '../inventory/offer.entity.js';
 import { Deployment } from './deployment.entity.js';
 import { Order } from './order.entity.js';
+import { apiTerminationReason } from './rental-state.js';
+import type { DeploymentDto, RentalDto } from './rentals.dto.js';
 
 /** What a customer reads about the machine behind a rental, from the cached offer it runs (or will try first). */
 export interface MachineFacts {
@@ -89,5 +91,71 @@ export async function rentalPage(
   return {
     rows: page.map((order) => ({ order, deployment: byOrder.get(order.id) ?? null })),
     nextCursor: orders.length > limit ? encodeCursor(page[page.length - 1]) : null,
+  };
+}
+
+const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
+
+/** endedAt is shown only for credit-funded rentals that reached TERMINATED (SPEC.md, Rental). */
+function endedAtOf(d: Deployment, funding: 'CREDITS' | 'CARD'): string | null {
+  return funding === 'CREDITS' && d.status === 'TERMINATED' ? iso(d.endedAt) : null;
+}
+
+/** A deployment as the API shows it. */
+export function toDeploymentDto(d: Deployment, funding: 'CREDITS' | 'CARD', machine: MachineFacts = NO_MACHINE): DeploymentDto {
+  const metered = d.billingModel !== 'LEGACY_PREPAID';
+  return {
+    id: d.id,
+    rentalId: d.orderId,
+    status: d.status,
+    gpuName: machine.gpuName,
+    gpuCount: machine.gpuCount,
+    provider: d.providerId ?? machine.provider,
+    terminationReason: apiTerminationReason(d.terminationReason),
+    billingModel: d.billingModel,
+    hoursPurchased: metered ? null : d.hoursPurchased,
+    durationSeconds: metered ? null : d.durationSeconds,
+    endsAt: metered ? null : iso(d.endsAt),
+    endedAt: endedAtOf(d, funding),
+    startedAt: iso(d.startedAt),
+    hourlyPriceMinor: d.hourlyPriceMinor,
+    spendCapMinor: d.spendCapMinor,
+    usageMinor: d.usageMinor,
+    offerId: d.offerId,
+    providerId: d.providerId,
+    terminateRequestedAt: iso(d.terminateRequestedAt),
+    createdAt: d.createdAt.toISOString(),
+  };
+}
+
+/** A rental as the API shows it: the order, its deployment and the machine behind it. */
+export function toRentalDto(o: Order, d: Deployment | null, machine: MachineFacts = NO_MACHINE): RentalDto {
+  const metered = o.billingModel !== 'LEGACY_PREPAID';
+  const failed = (d?.status ?? o.status) === 'FAILED';
+  return {
+    rentalId: o.id,
+    orderId: o.id,
+    deploymentId: d ? d.id : null,
+    // The deployment row is the one the lifecycle jobs move first; the order follows it.
+    status: d ? d.status : o.status,
+    gpuName: machine.gpuName,
+    gpuCount: machine.gpuCount,
+    provider: d?.providerId ?? machine.provider,
+    terminationReason: d ? apiTerminationReason(d.terminationReason) : null,
+    endedAt: d ? endedAtOf(d, o.funding) : null,
+    deployment: d ? toDeploymentDto(d, o.funding, machine) : null,
+    quote: {
+      hourlyPriceMinor: o.hourlyPriceMinor,
+      durationSeconds: metered ? null : o.durationSeconds,
+      totalMinor: metered ? 0 : o.totalMinor,
+      currency: o.currency,
+    },
+    billingModel: o.billingModel,
+    funding: o.funding,
+    candidateOfferIds: o.candidateOfferIds ?? (o.offerId ? [o.offerId] : []),
+    failureCode: failed ? o.failureCode : null,
+    failureReason: failed ? o.failureReason : null,
+    reversalStatus: o.reversalStatus,
+    createdAt: o.createdAt.toISOString(),
   };
 }

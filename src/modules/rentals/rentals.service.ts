@@ -22,8 +22,8 @@ import { lockDeploymentOrRentalFor, type DeploymentActor } from './deployment-ac
 import { rentalDebitRef } from './lifecycle/labels.js';
 import { Order } from './order.entity.js';
 import { LEGACY_MIN_BUDGET_MINOR, MAX_CANDIDATES } from './rental-limits.js';
-import { apiTerminationReason, insertDeployment, isOneOf, requestTermination, TERMINAL_STATUSES, type DeploymentBillingModel } from './rental-state.js';
-import { factsOf, machineFacts, machineOfferId, NO_MACHINE, rentalPage, type MachineFacts } from './rental-views.js';
+import { insertDeployment, isOneOf, requestTermination, TERMINAL_STATUSES, type DeploymentBillingModel } from './rental-state.js';
+import { factsOf, machineFacts, machineOfferId, rentalPage, toDeploymentDto, toRentalDto } from './rental-views.js';
 import type { CreateRentalRequest, DeploymentDto, GpuIntentRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
 
 
@@ -417,68 +417,4 @@ function visibleTo<T extends object>(principal: Principal, where: T): T & ({ key
 
 function notFound(what: 'rental' | 'deployment'): AppError {
   return new AppError('NOT_FOUND', `No such ${what} for this key.`);
-}
-
-const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
-
-/** endedAt is shown only for credit-funded rentals that reached TERMINATED (SPEC.md, Rental). */
-function endedAtOf(d: Deployment, funding: 'CREDITS' | 'CARD'): string | null {
-  return funding === 'CREDITS' && d.status === 'TERMINATED' ? iso(d.endedAt) : null;
-}
-
-export function toDeploymentDto(d: Deployment, funding: 'CREDITS' | 'CARD', machine: MachineFacts = NO_MACHINE): DeploymentDto {
-  const metered = d.billingModel !== 'LEGACY_PREPAID';
-  return {
-    id: d.id,
-    rentalId: d.orderId,
-    status: d.status,
-    gpuName: machine.gpuName,
-    gpuCount: machine.gpuCount,
-    provider: d.providerId ?? machine.provider,
-    terminationReason: apiTerminationReason(d.terminationReason),
-    billingModel: d.billingModel,
-    hoursPurchased: metered ? null : d.hoursPurchased,
-    durationSeconds: metered ? null : d.durationSeconds,
-    endsAt: metered ? null : iso(d.endsAt),
-    endedAt: endedAtOf(d, funding),
-    startedAt: iso(d.startedAt),
-    hourlyPriceMinor: d.hourlyPriceMinor,
-    spendCapMinor: d.spendCapMinor,
-    usageMinor: d.usageMinor,
-    offerId: d.offerId,
-    providerId: d.providerId,
-    terminateRequestedAt: iso(d.terminateRequestedAt),
-    createdAt: d.createdAt.toISOString(),
-  };
-}
-
-export function toRentalDto(o: Order, d: Deployment | null, machine: MachineFacts = NO_MACHINE): RentalDto {
-  const metered = o.billingModel !== 'LEGACY_PREPAID';
-  const failed = (d?.status ?? o.status) === 'FAILED';
-  return {
-    rentalId: o.id,
-    orderId: o.id,
-    deploymentId: d ? d.id : null,
-    // The deployment row is the one the lifecycle jobs move first; the order follows it.
-    status: d ? d.status : o.status,
-    gpuName: machine.gpuName,
-    gpuCount: machine.gpuCount,
-    provider: d?.providerId ?? machine.provider,
-    terminationReason: d ? apiTerminationReason(d.terminationReason) : null,
-    endedAt: d ? endedAtOf(d, o.funding) : null,
-    deployment: d ? toDeploymentDto(d, o.funding, machine) : null,
-    quote: {
-      hourlyPriceMinor: o.hourlyPriceMinor,
-      durationSeconds: metered ? null : o.durationSeconds,
-      totalMinor: metered ? 0 : o.totalMinor,
-      currency: o.currency,
-    },
-    billingModel: o.billingModel,
-    funding: o.funding,
-    candidateOfferIds: o.candidateOfferIds ?? (o.offerId ? [o.offerId] : []),
-    failureCode: failed ? o.failureCode : null,
-    failureReason: failed ? o.failureReason : null,
-    reversalStatus: o.reversalStatus,
-    createdAt: o.createdAt.toISOString(),
-  };
 }
