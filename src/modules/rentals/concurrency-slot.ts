@@ -6,7 +6,7 @@ import type { KeysService, KeyUsage } from '../keys/keys.service.js';
 /**
  * A new deployment needs a free slot of the key's `maxConcurrentDeployments`: every deployment
  * not TERMINATED or FAILED holds one, an unpaid card order included. Admission and card checkout
- * both decide here, on the count `KeysService.usage` keeps.
+ * both decide here, on the key's `active_deployments` counter (read by `KeysService`).
  */
 export function assertFreeSlot(principal: Principal, usage: Pick<KeyUsage, 'activeDeployments'>): void {
   const limit = principal.key.maxConcurrentDeployments;
