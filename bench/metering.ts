@@ -84,7 +84,7 @@ async function main(): Promise<void> {
     console.log(`admissions during a sweep: ${CLIENTS} clients on their own accounts, ${PER_CLIENT} requests each, ${seeded} metered rentals`);
     const without: PhaseResult[] = [];
     for (let rep = 0; rep < REPS; rep++) {
-      without.push(await admissionPhase(app.base, await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), () => ({ offerId: app.offer.id }), PER_CLIENT));
+      without.push(await admissionPhase(app.base, await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), { offerId: app.offer.id }, PER_CLIENT));
       console.log(describePhase(`rep ${rep + 1} no sweep`, without[rep]));
     }
     const child = fork(fileURLToPath(import.meta.url), ['sweeper'], { execArgv: process.execArgv, env: { ...process.env, BENCH_SWEEP_DATABASE_URL: app.databaseUrl } });
@@ -98,7 +98,7 @@ async function main(): Promise<void> {
     });
     const during: PhaseResult[] = [];
     for (let rep = 0; rep < REPS; rep++) {
-      during.push(await admissionPhase(app.base, await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), () => ({ offerId: app.offer.id }), PER_CLIENT));
+      during.push(await admissionPhase(app.base, await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), { offerId: app.offer.id }, PER_CLIENT));
       console.log(describePhase(`rep ${rep + 1} while sweeping`, during[rep]));
     }
     child.removeAllListeners('exit');

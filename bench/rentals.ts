@@ -1,8 +1,8 @@
 /*
  * Rental admission under load: POST /api/v1/rentals from 32 concurrent clients, one per account,
- * against the in-process app on a throwaway database, beside a raw mysql2 script running the
- * same transaction shape (bench/raw-admission.ts) in the same run; statements per admission
- * counted on TypeORM's query runner; then, with a worker running, the time from admission to the
+ * sent from a worker thread against the in-process app on a throwaway database, beside a raw
+ * mysql2 script running the same transaction shape (bench/raw-admission.ts) in the same run;
+ * statements per admission counted on every mysql2 connection; then, with a worker running, the time from admission to the
  * provider create call. Every figure is min / median / max over BENCH_REPS repetitions.
  *
  *   npm run bench:rentals                 # BENCH_REQUESTS=<per client, default 50>, BENCH_REPS=<default 3>
@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { RENTAL_JOBS } from '../src/jobs/job-queue.js';
 import { rawAdmission, rawPool, RAW_STATEMENTS_PER_ADMISSION } from './raw-admission.js';
-import { admissionPhase, describePhase, loadPhase, makeClients, percentile, queryCounter, spread, startBenchApp, type BenchApp, type PhaseResult } from './support.js';
+import { admissionPhase, databaseCpuMs, describePhase, loadPhase, makeClients, percentile, queryCounter, spread, startBenchApp, type BenchApp, type PhaseResult } from './support.js';
 
 const CLIENTS = 32;
 const PER_CLIENT = Number(process.env.BENCH_REQUESTS ?? 50);
@@ -21,8 +21,10 @@ const PROVISION_SAMPLES = Number(process.env.BENCH_PROVISION_SAMPLES ?? 32);
 interface Measured extends PhaseResult {
   statements: number;
   deadlocks: number;
-  /** This process's CPU time per admission (app and load generator together), ms. */
+  /** This process's CPU time per admission (server, and for ours the load thread too), ms. */
   cpuMs: number;
+  /** The database server's CPU time per admission, ms, when it runs on this machine. */
+  dbCpuMs: number | null;
 }
 
 /** One phase on fresh accounts, with the statements and deadlocks it caused. */
@@ -30,20 +32,31 @@ async function measured(run: () => Promise<PhaseResult>, deadlocks: () => number
   const s0 = queryCounter.statements;
   const d0 = deadlocks();
   const cpu0 = process.cpuUsage();
+  const db0 = databaseCpuMs();
   const r = await run();
   const cpu = process.cpuUsage(cpu0);
-  return { ...r, statements: (queryCounter.statements - s0) / r.requests, deadlocks: deadlocks() - d0, cpuMs: (cpu.user + cpu.system) / 1000 / r.requests };
+  const db1 = databaseCpuMs();
+  return {
+    ...r,
+    statements: (queryCounter.statements - s0) / r.requests,
+    deadlocks: deadlocks() - d0,
+    cpuMs: (cpu.user + cpu.system) / 1000 / r.requests,
+    dbCpuMs: db0 === null || db1 === null ? null : (db1 - db0) / r.requests,
+  };
 }
+
+const dbCpu = (m: Measured) => (m.dbCpuMs === null ? '' : `; database CPU ${m.dbCpuMs.toFixed(2)} ms/admission`);
 
 async function main(): Promise<void> {
   const app = await startBenchApp();
   const pool = rawPool(app.databaseUrl, 40);
   const raw = { deadlocks: 0 };
-  const byOffer = () => ({ offerId: app.offer.id });
+  const byOffer = { offerId: app.offer.id };
   try {
-    // JIT and connection pool warm-up, not reported.
-    await admissionPhase(app.base, await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), byOffer, 5);
-    await loadPhase(await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), 5, (c) => rawAdmission(pool, c, app.offer, raw));
+    // JIT and connection pool warm-up: one whole phase of each, not reported, so the repetitions
+    // measure the steady state a long-running server is in.
+    await admissionPhase(app.base, await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), byOffer, PER_CLIENT);
+    await loadPhase(await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), PER_CLIENT, (c) => rawAdmission(pool, c, app.offer, raw));
     console.log(`rental admission: ${CLIENTS} concurrent clients on ${CLIENTS} funded accounts, ${PER_CLIENT} requests each, ${REPS} repetitions, in-process app, MariaDB`);
     const ours: Measured[] = [];
     const theirs: Measured[] = [];
@@ -52,8 +65,8 @@ async function main(): Promise<void> {
       const rawClients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
       ours.push(await measured(() => admissionPhase(app.base, oursClients, byOffer, PER_CLIENT), () => queryCounter.deadlocks));
       theirs.push(await measured(() => loadPhase(rawClients, PER_CLIENT, (c) => rawAdmission(pool, c, app.offer, raw)), () => raw.deadlocks));
-      console.log(describePhase(`rep ${rep + 1} ours (metered, by offer id)`, ours[rep]) + `; ${ours[rep].statements.toFixed(2)} statements/admission; deadlocks ${ours[rep].deadlocks}; node CPU ${ours[rep].cpuMs.toFixed(2)} ms/admission`);
-      console.log(describePhase(`rep ${rep + 1} raw mysql2 (same shape)`, theirs[rep]) + `; ${RAW_STATEMENTS_PER_ADMISSION} statements/admission; deadlocks ${theirs[rep].deadlocks}; node CPU ${theirs[rep].cpuMs.toFixed(2)} ms/admission`);
+      console.log(describePhase(`rep ${rep + 1} ours (metered, by offer id)`, ours[rep]) + `; ${ours[rep].statements.toFixed(2)} statements/admission; deadlocks ${ours[rep].deadlocks}; process CPU ${ours[rep].cpuMs.toFixed(2)} ms/admission (server and load thread)${dbCpu(ours[rep])}`);
+      console.log(describePhase(`rep ${rep + 1} raw mysql2 (same shape)`, theirs[rep]) + `; ${RAW_STATEMENTS_PER_ADMISSION} statements/admission; deadlocks ${theirs[rep].deadlocks}; process CPU ${theirs[rep].cpuMs.toFixed(2)} ms/admission${dbCpu(theirs[rep])}`);
     }
     const col = (xs: Measured[], f: (m: Measured) => number, d = 1, u = '') => spread(xs.map(f), d, u);
     console.log('summary (min / median / max):');
@@ -64,9 +77,9 @@ async function main(): Promise<void> {
     console.log(`  throughput ours/raw ${spread(ratios, 2, 'x')}; p99 ours/raw ${spread(p99s, 2, 'x')}`);
 
     const extra = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
-    console.log(describePhase('metered (ACCOUNT_BALANCE, by GPU intent)', await admissionPhase(app.base, extra, () => ({ gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 }), PER_CLIENT)));
+    console.log(describePhase('metered (ACCOUNT_BALANCE, by GPU intent)', await admissionPhase(app.base, extra, { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 }, PER_CLIENT)));
     const legacy = await makeClients(app, CLIENTS, 'LEGACY_PREPAID');
-    const l = await measured(() => admissionPhase(app.base, legacy, () => ({ offerId: app.offer.id, budgetMinor: 600 }), PER_CLIENT), () => queryCounter.deadlocks);
+    const l = await measured(() => admissionPhase(app.base, legacy, { offerId: app.offer.id, budgetMinor: 600 }, PER_CLIENT), () => queryCounter.deadlocks);
     console.log(describePhase('legacy prepaid (ledger debit, by offer id)', l) + `; ${l.statements.toFixed(2)} statements/admission; deadlocks ${l.deadlocks}`);
     await provisioningLatency(app);
   } finally {

@@ -4,12 +4,13 @@
  * TypeORM's MySQL query runner, and min/median/max over repetitions.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MysqlQueryRunner } from 'typeorm/driver/mysql/MysqlQueryRunner.js';
+import mysql from 'mysql2';
 import { createApp } from '../src/app.js';
+import { runLoad } from './admission-load.js';
 import { systemClock, type Clock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { createServices, type Services } from '../src/container.js';
@@ -31,19 +32,44 @@ export function spread(values: number[], digits = 1, unit = ''): string {
   return `${f(s[0])} / ${f(s[Math.floor((s.length - 1) / 2)])} / ${f(s[s.length - 1])}`;
 }
 
-/** Statements and deadlocks seen by every TypeORM MySQL query runner of this process. */
+/**
+ * Statements and deadlocks seen by every mysql2 connection of this process: TypeORM's query
+ * runners and the plain-mysql2 hot paths (src/db/sql.ts) both end in `Connection#query`.
+ */
 export const queryCounter = { statements: 0, deadlocks: 0 };
-const originalQuery = MysqlQueryRunner.prototype.query;
-MysqlQueryRunner.prototype.query = async function (this: MysqlQueryRunner, ...args: Parameters<typeof originalQuery>) {
+type QueryCallback = (err: { code?: string } | null, ...rest: unknown[]) => void;
+const originalQuery = mysql.Connection.prototype.query as (...args: unknown[]) => unknown;
+mysql.Connection.prototype.query = function (this: mysql.Connection, ...args: unknown[]) {
   queryCounter.statements++;
-  try {
-    return await originalQuery.apply(this, args);
-  } catch (err) {
-    const code = (err as { driverError?: { code?: string }; code?: string }).driverError?.code ?? (err as { code?: string }).code;
-    if (code === 'ER_LOCK_DEADLOCK') queryCounter.deadlocks++;
-    throw err;
+  const last = args.length - 1;
+  if (typeof args[last] === 'function') {
+    const callback = args[last] as QueryCallback;
+    args[last] = (err: { code?: string } | null, ...rest: unknown[]) => {
+      if (err?.code === 'ER_LOCK_DEADLOCK') queryCounter.deadlocks++;
+      callback(err, ...rest);
+    };
   }
-} as typeof originalQuery;
+  return originalQuery.apply(this, args);
+} as typeof mysql.Connection.prototype.query;
+
+/**
+ * CPU time (ms) the local MariaDB or MySQL server has used so far, or null when it is not a
+ * process of this machine: with the server on the same cores, CPU per admission on both sides
+ * says where the time goes.
+ */
+export function databaseCpuMs(): number | null {
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (!/^(mariadbd|mysqld)$/.test(readFileSync(`/proc/${pid}/comm`, 'utf8').trim())) continue;
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      // utime and stime, fields 14 and 15 of stat, in clock ticks (100 per second on Linux).
+      return (Number(fields[11]) + Number(fields[12])) * 10;
+    } catch {
+      // The process ended while we looked, or /proc is not Linux's.
+    }
+  }
+  return null;
+}
 
 export interface BenchApp {
   databaseUrl: string;
@@ -149,17 +175,13 @@ export interface PhaseResult {
   failures: Record<string, number>;
 }
 
-/** Each client sends `perClient` admissions one after another, all clients at once. */
-export async function admissionPhase(base: string, clients: Client[], body: () => object, perClient: number): Promise<PhaseResult> {
-  return loadPhase(clients, perClient, async (c) => {
-    const res = await fetch(`${base}/api/v1/rentals`, {
-      method: 'POST',
-      headers: { Authorization: c.auth, 'Content-Type': 'application/json', 'Idempotency-Key': randomUUID() },
-      body: JSON.stringify(body()),
-    });
-    const text = await res.text();
-    return res.status === 201 ? null : `${res.status} ${(JSON.parse(text) as { error?: { code?: string } }).error?.code ?? ''}`;
-  });
+/**
+ * Each client sends `perClient` admissions of `body` one after another, all clients at once,
+ * from a worker thread (admission-load.ts), so the server's event loop carries only the server.
+ */
+export async function admissionPhase(base: string, clients: Client[], body: object, perClient: number): Promise<PhaseResult> {
+  const r = await runLoad({ base, auths: clients.map((c) => c.auth), perClient, body });
+  return summarize(r.latencies, r.failures, r.seconds);
 }
 
 /** Runs `one` (null on success, else a failure label) `perClient` times per client, clients in parallel. */
@@ -177,7 +199,10 @@ export async function loadPhase<C>(clients: C[], perClient: number, one: (c: C) 
       }
     }),
   );
-  const seconds = (performance.now() - started) / 1000;
+  return summarize(latencies, failures, (performance.now() - started) / 1000);
+}
+
+function summarize(latencies: number[], failures: Record<string, number>, seconds: number): PhaseResult {
   latencies.sort((a, b) => a - b);
   const admitted = latencies.length - Object.values(failures).reduce((a, b) => a + b, 0);
   return { admitted, requests: latencies.length, seconds, perSecond: admitted / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), failures };

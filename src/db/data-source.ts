@@ -53,7 +53,12 @@ export function createDataSource(databaseUrl: string, poolSize = 10): DataSource
     // mysql2's `trace` (on by default) allocates an Error per query to capture the caller's stack;
     // only its promise API does so, and TypeORM drives the callback API, but the pool is shared
     // with whatever else reaches it, so it is off: errors carry the SQL and driver code instead.
-    extra: { connectionLimit: poolSize, trace: false },
+    //
+    // multipleStatements lets SqlTransaction (src/db/sql.ts) send a tick's statements in one round
+    // trip. No statement of this service is built from a value: values are `?` parameters, which
+    // mysql2 escapes, and only constants of our own code (table and column names, placeholder
+    // lists) are spliced into SQL text, which test/unit/architecture.test.ts holds to.
+    extra: { connectionLimit: poolSize, trace: false, multipleStatements: true },
   });
 }
 

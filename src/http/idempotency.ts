@@ -1,5 +1,7 @@
 import type { EntityManager } from 'typeorm';
 import type { Clock } from '../clock.js';
+import { hydrate } from '../db/entity-rows.js';
+import type { Sql } from '../db/sql.js';
 import { AppError } from '../errors/app-error.js';
 import { sha256Hex } from '../modules/keys/tokens.js';
 import { IdempotencyRecord } from './idempotency-record.entity.js';
@@ -47,7 +49,7 @@ export type Claim =
  * its resource are written in one statement (the transaction makes them true together).
  */
 export async function claimIdempotencyKey(
-  manager: EntityManager,
+  manager: Sql,
   clock: Clock,
   scope: string,
   key: string,
@@ -60,11 +62,13 @@ export async function claimIdempotencyKey(
     [scope, key, hash, resourceId, createdAt],
   );
   if (res.affectedRows === 1) {
-    return { kind: 'new', record: manager.create(IdempotencyRecord, { id: String(res.insertId), scope, idemKey: key, requestHash: hash, resourceId, createdAt }) };
+    return { kind: 'new', record: hydrate(manager, IdempotencyRecord, { id: String(res.insertId), scope, idem_key: key, request_hash: hash, resource_id: resourceId, created_at: createdAt }) };
   }
   // No locking read here: when the insert was ignored, it had already waited for the winner to
   // commit; upgrading the shared lock it left would deadlock the waiting claimants.
-  const record = await manager.getRepository(IdempotencyRecord).findOneByOrFail({ scope, idemKey: key });
+  const rows: Record<string, unknown>[] = await manager.query(`SELECT * FROM idempotency_records WHERE scope = ? AND idem_key = ?`, [scope, key]);
+  if (rows.length !== 1) throw new Error(`idempotency record ${scope}/${key} was neither inserted nor found`);
+  const record = hydrate(manager, IdempotencyRecord, rows[0]);
   if (record.requestHash !== hash) {
     throw new AppError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was already used with a different request body.');
   }

@@ -1,5 +1,5 @@
 import type { Agenda, JobId } from 'agenda';
-import type { EntityManager } from 'typeorm';
+import type { Sql } from '../db/sql.js';
 import type { EnqueueOptions, JobQueue, JobWakeUp } from './job-queue.js';
 import type { MysqlBackend } from './mysql-backend.js';
 
@@ -34,7 +34,7 @@ export class AgendaJobQueue implements JobQueue {
     if (job._id) await this.wake(job._id, name, job.nextRunAt ?? when, priority);
   }
 
-  async nowIn(manager: EntityManager, name: string, data: object, options?: EnqueueOptions): Promise<JobWakeUp> {
+  async nowIn(manager: Sql, name: string, data: object, options?: EnqueueOptions): Promise<JobWakeUp> {
     const priority = this.agenda.definitions[name]?.priority ?? 0;
     const nextRunAt = new Date();
     const id = await this.backend.repository.insertIn(manager, { name, data, priority, nextRunAt, type: 'normal' }, options?.uniqueKey ?? null);

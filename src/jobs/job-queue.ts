@@ -1,4 +1,4 @@
-import type { EntityManager } from 'typeorm';
+import type { Sql } from '../db/sql.js';
 
 /**
  * Every job this service runs, by name, with the payload its handler receives. `JobQueue.now`
@@ -56,7 +56,7 @@ export interface JobQueue {
    * Call the returned wake-up after commit: it starts this process's worker at once (a no-op
    * elsewhere; a worker in another process finds the row at its next poll, `processEvery`).
    */
-  nowIn<N extends JobName>(manager: EntityManager, name: N, data: JobPayloads[N], options?: EnqueueOptions): Promise<JobWakeUp>;
+  nowIn<N extends JobName>(manager: Sql, name: N, data: JobPayloads[N], options?: EnqueueOptions): Promise<JobWakeUp>;
 }
 
 /** Wakes this process's job processor for a job written in a transaction, once that has committed. */

@@ -13,8 +13,9 @@ import {
   type RemoveJobsOptions,
 } from 'agenda';
 import { systemClock, type Clock } from '../clock.js';
-import type { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import type { DataSource, QueryRunner } from 'typeorm';
 import type { IsolationLevel } from 'typeorm/driver/types/IsolationLevel.js';
+import { inOpenTransaction, type Sql } from '../db/sql.js';
 import { isRetryableTxError } from '../db/transaction.js';
 
 /** The table created by migrations/1763800001000-AgendaJobs.ts. */
@@ -309,9 +310,9 @@ export class MysqlJobRepository implements JobRepository {
    * Inserts one job row with the caller's EntityManager, so it commits or rolls back with the
    * caller's transaction (see `JobQueue.nowIn`). A plain insert: no row is read or locked.
    */
-  async insertIn(manager: EntityManager, job: JobParameters, uniqueKey: string | null): Promise<JobId> {
-    if (!manager.queryRunner?.isTransactionActive) throw new Error('insertIn must run inside a transaction');
-    return toJobId(String(await this.insert(job, null, null, uniqueKey, manager.queryRunner)));
+  async insertIn(tx: Sql, job: JobParameters, uniqueKey: string | null): Promise<JobId> {
+    if (!inOpenTransaction(tx)) throw new Error('insertIn must run inside a transaction');
+    return toJobId(String(await this.insert(job, null, null, uniqueKey, tx)));
   }
 
   /** Locks the first free row of the first scan that has one, in one short transaction. */
@@ -363,7 +364,7 @@ export class MysqlJobRepository implements JobRepository {
     }
   }
 
-  private async insert(job: JobParameters, by: string | null, debounceStartedAt: Date | null, uniqueKey: string | null, runner?: QueryRunner): Promise<number> {
+  private async insert(job: JobParameters, by: string | null, debounceStartedAt: Date | null, uniqueKey: string | null, runner?: QueryRunner | Sql): Promise<number> {
     const res: WriteResult = await (runner ?? this.ds).query(
       `INSERT INTO ${AGENDA_JOBS_TABLE} (name, priority, next_run_at, type, repeat_timezone, repeat_interval, data, repeat_at,
          disabled, fork, last_modified_by, debounce_started_at, start_date, end_date, skip_days, unique_key)

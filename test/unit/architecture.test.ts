@@ -29,6 +29,37 @@ const STATUS_WRITE = [
 ];
 const writesStatus = (text: string) => STATUS_WRITE.some((re) => re.test(text));
 
+/** Expressions that may be spliced into SQL text: constants of our code and placeholder lists. */
+const SAFE_SPLICES = [
+  /^[A-Z][A-Z0-9_]*$/, // a module constant: table or column list
+  /^\w+\.sql$/, // derivedTable(): placeholders only
+  /^\w+(?:\.\w+)*\.map\(\(\) => '\?'\)\.join\(', '\)$/, // one placeholder per value
+  // The job repository's filters and sort orders: fixed fragments with placeholders, chosen in code.
+  /^whereClause\(/,
+  /^orderBy\(sort\)$/,
+  /^condition$/,
+  /^conditions\.join\(' AND '\)$/,
+  // entity-rows.ts: the entity's table and column names, from its TypeORM metadata.
+  /^meta\.tableName$/,
+  /^names\.join\(', '\)$/,
+  /^\w+ \? '[^'$`]*' : '[^'$`]*'$/, // a choice between two fixed fragments
+];
+
+/**
+ * What a source splices into SQL text other than {@link SAFE_SPLICES}. The pool runs with
+ * multipleStatements (src/db/data-source.ts), so values must stay `?` parameters.
+ */
+function unsafeSplices(text: string): string[] {
+  const out: string[] = [];
+  for (const [, body] of text.matchAll(/`((?:\\[\s\S]|[^`\\])*)`/g)) {
+    if (!/\b(?:SELECT\s[\s\S]*\sFROM|INSERT\s+(?:IGNORE\s+)?INTO|UPDATE\s+\S+[\s\S]*\sSET|DELETE\s+FROM)\b/.test(body)) continue;
+    for (const [, expr] of body.matchAll(/\$\{([^}]*(?:\{[^}]*\}[^}]*)*)\}/g)) {
+      if (!SAFE_SPLICES.some((re) => re.test(expr.trim()))) out.push(expr.trim());
+    }
+  }
+  return out;
+}
+
 describe('architecture', () => {
   it('reads process.env only in src/config.ts', () => {
     const offenders = [...sources('src'), ...sources('bot')].filter((f) => f.path !== 'src/config.ts' && /process\.env\b/.test(f.text));
@@ -49,6 +80,15 @@ describe('architecture', () => {
     assert.ok(!writesStatus(`await m.update(Order, { id: o.id, reversalStatus: 'PENDING' }, { reversalStatus: 'SUCCEEDED' });`));
     const offenders = [...sources('src'), ...sources('bot')].filter((f) => f.path !== 'src/modules/rentals/rental-state.ts' && writesStatus(f.text));
     assert.deepEqual(offenders.map((f) => f.path), []);
+  });
+
+  it('splices only our own constants and placeholder lists into SQL text, never a value', () => {
+    // The check itself must see the shapes it looks for, escaped backticks included.
+    assert.deepEqual(unsafeSplices('q(`SELECT * FROM t WHERE id = ${req.body.id}`)'), ['req.body.id']);
+    assert.deepEqual(unsafeSplices('q(`INSERT INTO \\`${meta.tableName}\\` (a) VALUES (${name})`)'), ['name']);
+    assert.deepEqual(unsafeSplices('q(`UPDATE ${AGENDA_JOBS_TABLE} SET a = ? WHERE id IN (${ids.map(() => \'?\').join(\', \')})`)'), []);
+    const offenders = [...sources('src'), ...sources('plugins'), ...sources('bot')].flatMap((f) => unsafeSplices(f.text).map((e) => `${f.path}: \${${e}}`));
+    assert.deepEqual(offenders, []);
   });
 
   it('src/jobs/ imports no module, and no module imports the composition root', () => {

@@ -1,4 +1,4 @@
-import type { EntityManager } from 'typeorm';
+import type { Sql } from '../../db/sql.js';
 
 /**
  * How much of its first run a metered rental holds in reserve, in minutes of its hourly price.
@@ -44,7 +44,7 @@ export function outstandingReservationMinor(r: ReservingRental): number {
  * admission transaction after locking the account row: admissions of one account then run one
  * after another and each sees the rentals the previous one wrote.
  */
-export async function reservedCreditMinor(m: EntityManager, accountId: string): Promise<number> {
+export async function reservedCreditMinor(m: Sql, accountId: string): Promise<number> {
   const rows: { hourly_price_minor: string | number; spend_cap_minor: string | number | null; usage_minor: string | number }[] = await m.query(
     `SELECT hourly_price_minor, spend_cap_minor, usage_minor FROM deployments
       WHERE account_id = ? AND billing_model IN (?) AND status IN (?)`,

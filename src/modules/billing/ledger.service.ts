@@ -2,6 +2,8 @@ import { In, LessThan, type DataSource, type EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { readMinor } from '../../db/columns.js';
 import { derivedTable } from '../../db/derived-table.js';
+import { hydrate, insertEntity } from '../../db/entity-rows.js';
+import { inOpenTransaction, type Sql } from '../../db/sql.js';
 import { AppError } from '../../errors/app-error.js';
 import { Account } from '../accounts/account.entity.js';
 import { LedgerEntry, type LedgerKind } from './ledger-entry.entity.js';
@@ -38,15 +40,10 @@ export class LedgerService {
   ) {}
 
   /** Locks the account row; every money decision about an account starts here. */
-  async lockAccount(manager: EntityManager, accountId: string): Promise<Account> {
-    const account = await manager
-      .getRepository(Account)
-      .createQueryBuilder('a')
-      .setLock('pessimistic_write')
-      .where('a.id = :id', { id: accountId })
-      .getOne();
-    if (!account) throw new AppError('NOT_FOUND', 'Account not found.');
-    return account;
+  async lockAccount(manager: Sql, accountId: string): Promise<Account> {
+    const rows: Record<string, unknown>[] = await manager.query(`SELECT * FROM accounts WHERE id = ? FOR UPDATE`, [accountId]);
+    if (rows.length !== 1) throw new AppError('NOT_FOUND', 'Account not found.');
+    return hydrate(manager, Account, rows[0]);
   }
 
   /**
@@ -54,19 +51,21 @@ export class LedgerService {
    * a transaction; takes the account row lock itself unless the caller passes the row it has
    * just read under that lock (`locked`, updated here as the balance moves).
    */
-  async post(manager: EntityManager, p: Posting, locked?: Pick<Account, 'id' | 'balanceMinor'>): Promise<PostResult> {
+  async post(manager: Sql, p: Posting, locked?: Pick<Account, 'id' | 'balanceMinor'>): Promise<PostResult> {
     checkPostings(manager, [p]);
     if (locked && locked.id !== p.accountId) throw new Error("the locked account is not the posting's account");
     const account = locked ?? (await this.lockAccount(manager, p.accountId));
-    const existing = await manager.getRepository(LedgerEntry).findOneBy({ externalRef: p.externalRef });
-    if (existing) {
+    const found: Record<string, unknown>[] = await manager.query(`SELECT * FROM ledger_entries WHERE external_ref = ?`, [p.externalRef]);
+    if (found.length > 0) {
+      const existing = hydrate(manager, LedgerEntry, found[0]);
       assertSameTerms(existing, p);
       return { entry: existing, posted: false };
     }
     const balanceAfter = safeBalance(account.balanceMinor + p.amountMinor);
-    const entry = manager.create(LedgerEntry, this.entryOf(p, balanceAfter));
-    await manager.insert(LedgerEntry, entry);
-    await manager.update(Account, { id: p.accountId }, { balanceMinor: balanceAfter });
+    const fields = this.entryOf(p, balanceAfter);
+    const { insertId } = await insertEntity(manager, LedgerEntry, fields);
+    const entry = Object.assign(new LedgerEntry(), fields, { id: String(insertId) });
+    await manager.query(`UPDATE accounts SET balance_minor = ? WHERE id = ?`, [balanceAfter, p.accountId]);
     const spent = keySpendOf(p);
     if (spent !== 0) await manager.query(`UPDATE api_keys SET net_spent_minor = net_spent_minor + ? WHERE id = ?`, [spent, p.keyId]);
     account.balanceMinor = balanceAfter;
@@ -154,10 +153,10 @@ function keySpendOf(p: Posting): number {
   return p.keyId && KEY_SPEND_KINDS.includes(p.kind) ? -p.amountMinor : 0;
 }
 
-function checkPostings(manager: EntityManager, postings: readonly Posting[]): void {
+function checkPostings(manager: Sql, postings: readonly Posting[]): void {
   for (const p of postings) if (!Number.isSafeInteger(p.amountMinor)) throw new Error(`ledger amount ${p.amountMinor} is not a safe integer`);
   // Entry and cached balance must commit or roll back together.
-  if (!manager.queryRunner?.isTransactionActive) throw new Error('LedgerService postings must run inside a transaction');
+  if (!inOpenTransaction(manager)) throw new Error('LedgerService postings must run inside a transaction');
 }
 
 function assertSameTerms(existing: LedgerEntry, p: Posting): void {

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { readMinor } from '../../db/columns.js';
+import { hydrate } from '../../db/entity-rows.js';
+import { sqlQuery, type Sql } from '../../db/sql.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../../http/principal.js';
 import type { Account } from '../accounts/account.entity.js';
@@ -77,12 +79,15 @@ export class KeysService {
     const m = header ? /^Bearer +([^\s]+)$/i.exec(header.trim()) : null;
     const parsed = m ? parseApiKey(m[1]) : null;
     if (!parsed) throw unauthenticated();
-    const key = await this.ds.getRepository(ApiKey).findOneBy({ prefix: parsed.prefix });
+    // Every request reads its key afresh (one indexed statement, no cache), so a revoked key is
+    // refused on its very next request in every process.
+    const rows: Record<string, unknown>[] = await sqlQuery(this.ds, `SELECT * FROM api_keys WHERE prefix = ?`, [parsed.prefix]);
+    const key = rows.length === 1 ? hydrate(this.ds, ApiKey, rows[0]) : null;
     if (!key || !hashesEqual(key.secretHash, parsed.secretHash) || key.revokedAt) throw unauthenticated();
     const now = this.clock.now();
     if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() > LAST_USED_GRANULARITY_MS) {
       // Best effort and coarse, so authentication does not become a write on every request.
-      await this.ds.getRepository(ApiKey).update({ id: key.id }, { lastUsedAt: now });
+      await sqlQuery(this.ds, `UPDATE api_keys SET last_used_at = ? WHERE id = ?`, [now, key.id]);
     }
     return { keyId: key.id, accountId: key.accountId, kind: key.kind, scopes: key.scopes, key };
   }
@@ -113,7 +118,7 @@ export class KeysService {
    * that lock the counters cannot grow until the caller commits. STRAIGHT_JOIN takes the locks
    * account first, then key, the order every ledger posting takes them in.
    */
-  async lockAccountWithUsage(m: EntityManager, key: ApiKey): Promise<{ account: LockedAccount; usage: KeyUsage }> {
+  async lockAccountWithUsage(m: Sql, key: ApiKey): Promise<{ account: LockedAccount; usage: KeyUsage }> {
     const rows: { id: string; billing_model: BillingModel; balance_minor: string | number; frozen: number; net_spent_minor: string | number; active_deployments: string | number }[] =
       await m.query(
         `SELECT a.id, a.billing_model, a.balance_minor, a.frozen, k.net_spent_minor, k.active_deployments

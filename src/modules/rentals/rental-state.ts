@@ -1,4 +1,6 @@
 import { In, type EntityManager } from 'typeorm';
+import { insertEntity } from '../../db/entity-rows.js';
+import type { Sql } from '../../db/sql.js';
 import { Deployment } from './deployment.entity.js';
 import { Order } from './order.entity.js';
 
@@ -108,15 +110,15 @@ export function holdsSlot(status: RentalStatus): boolean {
  * Moves the key's `active_deployments` counter (migrations/1763800009000-KeyCounters.ts) in the
  * caller's transaction. Only this module calls it: on {@link transition} and {@link insertDeployment}.
  */
-async function adjustActiveDeployments(m: EntityManager, keyId: string, delta: number): Promise<void> {
+async function adjustActiveDeployments(m: Sql, keyId: string, delta: number): Promise<void> {
   if (delta === 0) return;
   await m.query(`UPDATE api_keys SET active_deployments = active_deployments + ? WHERE id = ?`, [delta, keyId]);
 }
 
 /** Writes a new deployment row and counts it against its key's slots, in the caller's transaction. */
-export async function insertDeployment(m: EntityManager, d: Pick<Deployment, 'keyId' | 'status'> & Partial<Deployment>): Promise<void> {
-  await m.insert(Deployment, d);
-  await adjustActiveDeployments(m, d.keyId, Number(holdsSlot(d.status)));
+export async function insertDeployment(m: Sql, d: Pick<Deployment, 'keyId' | 'status'> & Partial<Deployment>): Promise<void> {
+  // Issued together: one request to the server in a SqlTransaction, in order on any connection.
+  await Promise.all([insertEntity(m, Deployment, d), adjustActiveDeployments(m, d.keyId, Number(holdsSlot(d.status)))]);
 }
 
 /**

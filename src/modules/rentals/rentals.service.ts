@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
+import { insertEntity } from '../../db/entity-rows.js';
+import { inSqlTransaction, type Sql } from '../../db/sql.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import { claimIdempotencyKey, requestHash, requireIdempotencyKey } from '../../http/idempotency.js';
@@ -92,17 +94,25 @@ export class RentalsService {
     }
 
     const rentalId = randomUUID();
-    const outcome = await inTransaction(this.ds, async (m) => {
-      const { account, usage } = await this.keys.lockAccountWithUsage(m, principal.key);
-      // Under the account lock, so a concurrent twin waits here and then sees a replay.
-      const claim = await claimIdempotencyKey(m, this.clock, scope, idemKey, hash, rentalId);
+    const outcome = await inSqlTransaction(this.ds, async (m) => {
+      // Issued together, so they reach the server as one request (SqlTransaction) and run there
+      // in this order: the account lock first, then the claim under it (a concurrent twin waits
+      // on the lock and then sees a replay), then the account's reservations, which cannot
+      // change until this transaction ends.
+      const [{ account, usage }, claim, reserved] = await Promise.all([
+        this.keys.lockAccountWithUsage(m, principal.key),
+        claimIdempotencyKey(m, this.clock, scope, idemKey, hash, rentalId),
+        reservedCreditMinor(m, principal.accountId),
+      ]);
       if (claim.kind === 'replay') return { replayOf: claim.record.resourceId!, created: null, wake: null };
       if (resolved instanceof AppError) throw resolved;
       const terms = this.decide(account, principal, body, resolved);
-      await this.enforceLimits(m, account, principal, usage, terms);
-      const created = await this.insertRental(m, rentalId, account, principal, body, resolved, terms);
-      const wake = await this.jobs.nowIn(m, RENTAL_JOBS.provision, { deploymentId: created.deployment.id }, { uniqueKey: created.deployment.id });
-      return { replayOf: null, created, wake };
+      this.enforceLimits(account, principal, usage, reserved, terms);
+      // The rental's rows and its job row, issued together again (one request to the server).
+      const created = this.insertRental(m, rentalId, account, principal, body, resolved, terms);
+      const wake = this.jobs.nowIn(m, RENTAL_JOBS.provision, { deploymentId: created.deployment.id }, { uniqueKey: created.deployment.id });
+      const [, wakeUp] = await Promise.all([created.written, wake]);
+      return { replayOf: null, created, wake: wakeUp };
     });
 
     if (outcome.created === null) return this.replay(outcome.replayOf);
@@ -180,8 +190,11 @@ export class RentalsService {
     };
   }
 
-  /** Key limits and credits, read under the account lock so parallel admissions cannot overshoot. */
-  private async enforceLimits(m: EntityManager, account: LockedAccount, principal: Principal, usage: KeyUsage, terms: Terms): Promise<void> {
+  /**
+   * Key limits and credits, from what was read under the account lock (the key's counters and
+   * the account's reservations), so parallel admissions cannot overshoot.
+   */
+  private enforceLimits(account: LockedAccount, principal: Principal, usage: KeyUsage, reserved: number, terms: Terms): void {
     const key = principal.key;
     const remainingKeyBudget = key.budgetLimitMinor - usage.netSpentMinor;
     // A metered rental needs its own reservation (credit-reservation.ts) out of unreserved credits.
@@ -204,7 +217,6 @@ export class RentalsService {
       );
     }
     assertFreeSlot(principal, usage);
-    const reserved = await reservedCreditMinor(m, account.id);
     if (account.balanceMinor - reserved < needed) {
       const held = reserved > 0 ? ` (${reserved} of them reserved by its running metered rentals)` : '';
       throw new AppError(
@@ -214,20 +226,23 @@ export class RentalsService {
     }
   }
 
-  /** Writes the order, its deployment and (legacy) the debit; returns the rows as written. */
-  private async insertRental(
-    m: EntityManager,
+  /**
+   * Issues the writes of the order, its deployment and (legacy) the debit without waiting for
+   * them, so the caller can send its own with them; `written` settles when they are done.
+   */
+  private insertRental(
+    m: Sql,
     rentalId: string,
     account: LockedAccount,
     principal: Principal,
     body: CreateRentalRequest,
     resolved: Resolved,
     terms: Terms,
-  ): Promise<{ order: Order; deployment: Deployment; machine: AdmissionOffer }> {
+  ): { order: Order; deployment: Deployment; machine: AdmissionOffer; written: Promise<unknown> } {
     const now = this.clock.now();
     const first = terms.candidates[0];
     const intent = 'offerId' in body ? null : (body as GpuIntentRentalRequest);
-    const order = m.create(Order, {
+    const order: Order = {
       id: rentalId,
       accountId: principal.accountId,
       keyId: principal.keyId,
@@ -251,9 +266,8 @@ export class RentalsService {
       reversalStatus: null,
       createdAt: now,
       updatedAt: now,
-    });
-    await m.insert(Order, order);
-    const deployment = m.create(Deployment, {
+    };
+    const deployment: Deployment = {
       id: randomUUID(),
       orderId: rentalId,
       accountId: principal.accountId,
@@ -287,8 +301,8 @@ export class RentalsService {
       statusChangedAt: now,
       createdAt: now,
       updatedAt: now,
-    });
-    await insertDeployment(m, deployment);
+    };
+    const writes: Promise<unknown>[] = [insertEntity(m, Order, order), insertDeployment(m, deployment)];
     if (terms.totalMinor > 0) {
       const debit = {
         accountId: principal.accountId,
@@ -299,9 +313,9 @@ export class RentalsService {
         keyId: principal.keyId,
         rentalId,
       };
-      await this.ledger.post(m, debit, account);
+      writes.push(this.ledger.post(m, debit, account));
     }
-    return { order, deployment, machine: first };
+    return { order, deployment, machine: first, written: Promise.all(writes) };
   }
 
   /** The first answer again; its job was written with it, so nothing is queued. */

@@ -1,0 +1,140 @@
+import type { Pool, PoolConnection } from 'mysql2';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver.js';
+import { retryingTransaction } from './transaction.js';
+
+interface Queued {
+  sql: string;
+  resolve(result: unknown): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * A transaction on one of the DataSource pool's connections, driven with plain mysql2 calls: no
+ * query runner, no broadcaster, no query builder. The hot paths (admission, authentication) use
+ * it; its `query` answers exactly as `EntityManager.query` does (rows for a read, the result
+ * header for a write), so the statements they share with the rest take either (see {@link Sql}).
+ *
+ * Statements issued in the same tick (`Promise.all([...])`, or helpers called without awaiting
+ * in between) travel to the server as one multi-statement request and run there in the order
+ * they were issued: one round trip instead of several, the same statements, the same locks in
+ * the same order. If one fails, the server runs none after it and every one of them rejects.
+ */
+export class SqlTransaction {
+  private open = true;
+  private queue: Queued[] = [];
+
+  constructor(
+    /** The DataSource whose pool and entity metadata this runs on. */
+    readonly ds: DataSource,
+    private readonly conn: PoolConnection,
+  ) {}
+
+  /** True until the transaction has committed or rolled back. */
+  get active(): boolean {
+    return this.open;
+  }
+
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the same contract as EntityManager.query
+  query<T = any>(sql: string, parameters?: unknown[]): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const formatted = parameters === undefined ? sql : this.conn.format(sql, parameters);
+      this.queue.push({ sql: formatted, resolve: resolve as (r: unknown) => void, reject });
+      if (this.queue.length === 1) queueMicrotask(() => this.flush());
+    });
+  }
+
+  /** @internal Commits or rolls back, after whatever was issued before. */
+  end(verb: 'COMMIT' | 'ROLLBACK'): Promise<void> {
+    this.open = false;
+    return this.query(verb);
+  }
+
+  private flush(): void {
+    const batch = this.queue;
+    this.queue = [];
+    if (batch.length === 1) {
+      run(this.conn, batch[0].sql).then(batch[0].resolve, batch[0].reject);
+      return;
+    }
+    run<unknown[]>(this.conn, batch.map((q) => q.sql).join(';\n')).then(
+      (results) => batch.forEach((q, i) => q.resolve(results[i])),
+      (err) => batch.forEach((q) => q.reject(err)),
+    );
+  }
+}
+
+/** Where a statement runs: a TypeORM transaction's manager, or a {@link SqlTransaction}. */
+export type Sql = EntityManager | SqlTransaction;
+
+/** The DataSource behind `sql`, for its entity metadata. */
+export function dataSourceOf(sql: Sql | DataSource): DataSource {
+  if (sql instanceof DataSource) return sql;
+  return sql instanceof SqlTransaction ? sql.ds : sql.connection;
+}
+
+/** True when `sql` is inside an open transaction (writes that must commit together check it). */
+export function inOpenTransaction(sql: Sql): boolean {
+  return sql instanceof SqlTransaction ? sql.active : Boolean(sql.queryRunner?.isTransactionActive);
+}
+
+function poolOf(ds: DataSource): Pool {
+  const pool = (ds.driver as MysqlDriver).pool as Pool | undefined;
+  if (!pool) throw new Error('the DataSource is not initialized');
+  return pool;
+}
+
+function run<T>(conn: Pick<PoolConnection, 'query'>, sql: string, parameters?: unknown[]): Promise<T> {
+  return new Promise((resolve, reject) => {
+    conn.query(sql, parameters, (err, result) => (err ? reject(err) : resolve(result as T)));
+  });
+}
+
+/** One statement on a pooled connection, outside any transaction (autocommit). */
+export function sqlQuery<T>(ds: DataSource, sql: string, parameters?: unknown[]): Promise<T> {
+  return run<T>(poolOf(ds), sql, parameters);
+}
+
+function connection(pool: Pool): Promise<PoolConnection> {
+  return new Promise((resolve, reject) => pool.getConnection((err, conn) => (err ? reject(err) : resolve(conn))));
+}
+
+/**
+ * Runs `fn` in a transaction of plain mysql2 statements: committed when it resolves, rolled back
+ * when it throws, and run again (like `inTransaction`) when InnoDB picks it as a deadlock victim.
+ */
+export function inSqlTransaction<T>(ds: DataSource, fn: (tx: SqlTransaction) => Promise<T>, attempts?: number): Promise<T> {
+  const pool = poolOf(ds);
+  return retryingTransaction(async () => {
+    const conn = await connection(pool);
+    let broken = false;
+    try {
+      const tx = new SqlTransaction(ds, conn);
+      // Not awaited: it travels with the transaction's first statements.
+      const started = tx.query('START TRANSACTION');
+      // Its failure fails the statements sent with it, so it is reported through them too.
+      started.catch(() => undefined);
+      let result: T;
+      try {
+        result = await fn(tx);
+        await started;
+      } catch (err) {
+        if (tx.active) {
+          await tx.end('ROLLBACK').catch(() => {
+            broken = true;
+          });
+        }
+        throw err;
+      }
+      await tx.end('COMMIT');
+      return result;
+    } catch (err) {
+      // A connection whose state is unknown (lost mid-statement, failed rollback) leaves the pool.
+      if ((err as { fatal?: boolean }).fatal === true) broken = true;
+      throw err;
+    } finally {
+      if (broken) conn.destroy();
+      else conn.release();
+    }
+  }, attempts);
+}

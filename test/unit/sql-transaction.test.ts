@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import mysql from 'mysql2';
+import type { DataSource } from 'typeorm';
+import { hydrate, insertEntity } from '../../src/db/entity-rows.js';
+import { inOpenTransaction, inSqlTransaction, sqlQuery, type SqlTransaction } from '../../src/db/sql.js';
+import { Order } from '../../src/modules/rentals/order.entity.js';
+import { ApiKey } from '../../src/modules/keys/api-key.entity.js';
+import { createTestContext } from '../helpers/context.js';
+import { testDataSource } from '../helpers/db.js';
+import { signup } from '../helpers/factories.js';
+
+/** Counts the requests mysql2 sends (one per round trip) while `fn` runs. */
+async function roundTrips<T>(fn: () => Promise<T>): Promise<{ result: T; trips: number }> {
+  const original = mysql.Connection.prototype.query;
+  let trips = 0;
+  mysql.Connection.prototype.query = function (this: mysql.Connection, ...args: unknown[]) {
+    trips++;
+    return (original as (...a: unknown[]) => unknown).apply(this, args);
+  } as typeof original;
+  try {
+    return { result: await fn(), trips };
+  } finally {
+    mysql.Connection.prototype.query = original;
+  }
+}
+
+describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
+  let ds: DataSource;
+  const table = `sql_tx_${randomUUID().slice(0, 8)}`;
+
+  before(async () => {
+    ds = await testDataSource();
+    await ds.query(`CREATE TABLE ${table} (id INT PRIMARY KEY, v VARCHAR(100) NOT NULL) ENGINE=InnoDB`);
+  });
+  after(() => ds.query(`DROP TABLE ${table}`));
+  beforeEach(() => ds.query(`DELETE FROM ${table}`));
+
+  const rows = async () => ((await ds.query(`SELECT id, v FROM ${table} ORDER BY id`)) as { id: number; v: string }[]).map((r) => `${r.id}:${r.v}`);
+
+  it('sends statements issued together as one request, runs them in order and answers each', async () => {
+    const { result, trips } = await roundTrips(() =>
+      inSqlTransaction(ds, async (tx) => {
+        const [a, b, read] = await Promise.all([
+          tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [1, 'one']),
+          tx.query(`UPDATE ${table} SET v = ? WHERE id = ?`, ['uno', 1]),
+          tx.query(`SELECT v FROM ${table} WHERE id = ?`, [1]),
+        ]);
+        return { a, b, read };
+      }),
+    );
+    assert.equal(result.a.affectedRows, 1);
+    assert.equal(result.b.changedRows, 1);
+    assert.deepEqual(result.read.map((r: { v: string }) => r.v), ['uno']);
+    // START TRANSACTION travels with the first three; COMMIT is the second request.
+    assert.equal(trips, 2);
+    assert.deepEqual(await rows(), ['1:uno']);
+  });
+
+  it('rolls everything back when the function throws, and is closed afterwards', async () => {
+    let seen: SqlTransaction | undefined;
+    await assert.rejects(
+      inSqlTransaction(ds, async (tx) => {
+        seen = tx;
+        assert.ok(inOpenTransaction(tx));
+        await tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [2, 'two']);
+        throw new Error('changed my mind');
+      }),
+      /changed my mind/,
+    );
+    assert.equal(seen!.active, false);
+    assert.deepEqual(await rows(), []);
+  });
+
+  it('rejects every statement of a batch when one fails, and rolls back the ones before it', async () => {
+    const outcomes: string[] = [];
+    await assert.rejects(
+      inSqlTransaction(ds, async (tx) => {
+        const settle = (p: Promise<unknown>) => p.then(() => outcomes.push('ok'), (e: { code?: string }) => outcomes.push(e.code ?? 'error'));
+        await Promise.all([
+          settle(tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [3, 'three'])),
+          settle(tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [3, 'again'])),
+          settle(tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [4, 'four'])),
+        ]);
+        throw new Error('a statement failed');
+      }),
+      /a statement failed/,
+    );
+    assert.deepEqual(outcomes, ['ER_DUP_ENTRY', 'ER_DUP_ENTRY', 'ER_DUP_ENTRY']);
+    assert.deepEqual(await rows(), []);
+  });
+
+  it('escapes values as parameters: a value holding SQL stays a value', async () => {
+    const evil = `x'); DROP TABLE ${table}; --`;
+    await inSqlTransaction(ds, (tx) => tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [5, evil]));
+    assert.deepEqual(await rows(), [`5:${evil}`]);
+  });
+
+  it('runs a deadlock victim again, and commits once', async () => {
+    await ds.query(`INSERT INTO ${table} (id, v) VALUES (10, 'a'), (11, 'b')`);
+    let runs = 0;
+    // Two transactions lock the two rows in opposite orders; InnoDB rolls one back, which runs again.
+    const cross = (first: number, second: number, v: string) =>
+      inSqlTransaction(ds, async (tx) => {
+        runs++;
+        await tx.query(`SELECT id FROM ${table} WHERE id = ? FOR UPDATE`, [first]);
+        await new Promise((r) => setTimeout(r, 50));
+        await tx.query(`UPDATE ${table} SET v = CONCAT(v, ?) WHERE id = ?`, [v, second]);
+      });
+    await Promise.all([cross(10, 11, 'x'), cross(11, 10, 'y')]);
+    assert.ok(runs >= 3, `expected a retried run, saw ${runs}`);
+    assert.deepEqual(await rows(), ['10:ay', '11:bx']);
+  });
+
+  it('writes and reads entity rows as TypeORM does', async () => {
+    const ctx = await createTestContext();
+    try {
+      const { accountId, keyId } = await signup(ctx);
+      const key = await ctx.services.ds.getRepository(ApiKey).findOneByOrFail({ id: keyId });
+      const now = new Date(Math.floor(Date.now() / 1000) * 1000 + 123);
+      const order: Order = {
+        id: randomUUID(), accountId, keyId, funding: 'CREDITS', billingModel: 'ACCOUNT_BALANCE', status: 'FAILED',
+        requestKind: 'INTENT', offerId: null, candidateOfferIds: ['a', 'b'], gpuModel: 'H100', gpuSlug: 'h100', gpuCount: 2,
+        maxHourlyPriceMinor: 900, budgetMinor: null, hourlyPriceMinor: 450, durationSeconds: null, totalMinor: 0, currency: 'USD',
+        failureCode: null, failureReason: null, reversalStatus: null, createdAt: now, updatedAt: now,
+      };
+      await inSqlTransaction(ds, (tx) => insertEntity(tx, Order, order));
+      try {
+        assert.deepEqual({ ...(await ds.getRepository(Order).findOneByOrFail({ id: order.id })) }, order);
+        const [row] = await sqlQuery<Record<string, unknown>[]>(ds, `SELECT * FROM orders WHERE id = ?`, [order.id]);
+        assert.deepEqual({ ...hydrate(ds, Order, row) }, order);
+        const [keyRow] = await sqlQuery<Record<string, unknown>[]>(ds, `SELECT * FROM api_keys WHERE id = ?`, [key.id]);
+        assert.deepEqual({ ...hydrate(ds, ApiKey, keyRow) }, { ...key });
+      } finally {
+        await ds.query(`DELETE FROM orders WHERE id = ?`, [order.id]);
+      }
+    } finally {
+      await ctx.close();
+    }
+  });
+});
