@@ -1,22 +1,23 @@
 /*
- * The HTTP side of `bench:rentals`, in a worker thread of its own: clients sending admissions
- * one after another, all clients at once, over keep-alive connections. Out of the server's
- * thread, like a real caller, so the server's event loop carries only the service (as
- * autocannon does for bench:http).
+ * The HTTP side of `bench:rentals` and `bench:metering`: admissions over keep-alive connections,
+ * one connection per client (account), each sending its next request when the last is answered,
+ * all at once. It runs autocannon in a worker thread of its own, out of the server's thread like
+ * a real caller, as bench:http does: the server's event loop carries only the service, and the
+ * client costs the shared cores as little as a client can.
  */
-import { randomUUID } from 'node:crypto';
-import { Agent, request } from 'node:http';
+import autocannon from 'autocannon';
 import { parentPort, Worker, workerData } from 'node:worker_threads';
 
 /** What the load worker is asked to do. */
 export interface LoadJob {
   base: string;
+  /** One Authorization header per client; each client gets a connection of its own. */
   auths: string[];
   perClient: number;
   body: object;
 }
 
-/** What it measured: one latency per request, and the failures by label. */
+/** What it measured: one latency (ms) per request, and the failures by status code. */
 export interface LoadResult {
   latencies: number[];
   failures: Record<string, number>;
@@ -35,49 +36,36 @@ export function runLoad(job: LoadJob): Promise<LoadResult> {
   });
 }
 
-function post(agent: Agent, url: URL, auth: string, body: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method: 'POST',
-        agent,
-        headers: { Authorization: auth, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Idempotency-Key': randomUUID() },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
 async function work(job: LoadJob): Promise<LoadResult> {
-  const agent = new Agent({ keepAlive: true, maxSockets: job.auths.length });
-  const url = new URL('/api/v1/rentals', job.base);
-  const body = JSON.stringify(job.body);
   const latencies: number[] = [];
   const failures: Record<string, number> = {};
+  let next = 0;
   const started = performance.now();
-  await Promise.all(
-    job.auths.map(async (auth) => {
-      for (let i = 0; i < job.perClient; i++) {
-        const t0 = performance.now();
-        const res = await post(agent, url, auth, body);
-        latencies.push(performance.now() - t0);
-        if (res.status !== 201) {
-          const label = `${res.status} ${(JSON.parse(res.text) as { error?: { code?: string } }).error?.code ?? ''}`;
-          failures[label] = (failures[label] ?? 0) + 1;
-        }
-      }
-    }),
-  );
-  agent.destroy();
-  return { latencies, failures, seconds: (performance.now() - started) / 1000 };
+  // autocannon notices `amount` is reached only at its next one-second tick, so the phase ends at
+  // the last answer, not when autocannon returns.
+  let lastAnswer = started;
+  const result = await autocannon({
+    url: new URL('/api/v1/rentals', job.base).toString(),
+    method: 'POST',
+    connections: job.auths.length,
+    amount: job.auths.length * job.perClient,
+    // Every request a new Idempotency-Key: autocannon puts a unique id where `[<id>]` stands.
+    idReplacement: true,
+    headers: { 'Content-Type': 'application/json', 'Idempotency-Key': '[<id>]' },
+    body: JSON.stringify(job.body),
+    timeout: 30,
+    setupClient: (client) => {
+      client.setHeaders({ 'Content-Type': 'application/json', 'Idempotency-Key': '[<id>]', Authorization: job.auths[next++ % job.auths.length] });
+      client.on('response', (status: number, _bytes: number, ms: number) => {
+        latencies.push(ms);
+        lastAnswer = performance.now();
+        if (status !== 201) failures[String(status)] = (failures[String(status)] ?? 0) + 1;
+      });
+    },
+  });
+  const lost = result.errors + result.timeouts;
+  if (lost > 0) failures['no answer'] = lost;
+  return { latencies, failures, seconds: (lastAnswer - started) / 1000 };
 }
 
 if (parentPort && workerData) {

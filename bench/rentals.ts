@@ -20,6 +20,8 @@ const PROVISION_SAMPLES = Number(process.env.BENCH_PROVISION_SAMPLES ?? 32);
 
 interface Measured extends PhaseResult {
   statements: number;
+  /** Requests sent to the database per admission (a batch of statements is one). */
+  roundTrips: number;
   deadlocks: number;
   /** This process's CPU time per admission (server, and for ours the load thread too), ms. */
   cpuMs: number;
@@ -30,6 +32,7 @@ interface Measured extends PhaseResult {
 /** One phase on fresh accounts, with the statements and deadlocks it caused. */
 async function measured(run: () => Promise<PhaseResult>, deadlocks: () => number): Promise<Measured> {
   const s0 = queryCounter.statements;
+  const q0 = queryCounter.requests;
   const d0 = deadlocks();
   const cpu0 = process.cpuUsage();
   const db0 = databaseCpuMs();
@@ -39,6 +42,7 @@ async function measured(run: () => Promise<PhaseResult>, deadlocks: () => number
   return {
     ...r,
     statements: (queryCounter.statements - s0) / r.requests,
+    roundTrips: (queryCounter.requests - q0) / r.requests,
     deadlocks: deadlocks() - d0,
     cpuMs: (cpu.user + cpu.system) / 1000 / r.requests,
     dbCpuMs: db0 === null || db1 === null ? null : (db1 - db0) / r.requests,
@@ -65,12 +69,12 @@ async function main(): Promise<void> {
       const rawClients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
       ours.push(await measured(() => admissionPhase(app.base, oursClients, byOffer, PER_CLIENT), () => queryCounter.deadlocks));
       theirs.push(await measured(() => loadPhase(rawClients, PER_CLIENT, (c) => rawAdmission(pool, c, app.offer, raw)), () => raw.deadlocks));
-      console.log(describePhase(`rep ${rep + 1} ours (metered, by offer id)`, ours[rep]) + `; ${ours[rep].statements.toFixed(2)} statements/admission; deadlocks ${ours[rep].deadlocks}; process CPU ${ours[rep].cpuMs.toFixed(2)} ms/admission (server and load thread)${dbCpu(ours[rep])}`);
-      console.log(describePhase(`rep ${rep + 1} raw mysql2 (same shape)`, theirs[rep]) + `; ${RAW_STATEMENTS_PER_ADMISSION} statements/admission; deadlocks ${theirs[rep].deadlocks}; process CPU ${theirs[rep].cpuMs.toFixed(2)} ms/admission${dbCpu(theirs[rep])}`);
+      console.log(describePhase(`rep ${rep + 1} ours (metered, by offer id)`, ours[rep]) + `; ${ours[rep].statements.toFixed(2)} statements in ${ours[rep].roundTrips.toFixed(2)} database round trips/admission; deadlocks ${ours[rep].deadlocks}; process CPU ${ours[rep].cpuMs.toFixed(2)} ms/admission (server and load thread)${dbCpu(ours[rep])}`);
+      console.log(describePhase(`rep ${rep + 1} raw mysql2 (same shape)`, theirs[rep]) + `; ${RAW_STATEMENTS_PER_ADMISSION} statements in as many round trips/admission; deadlocks ${theirs[rep].deadlocks}; process CPU ${theirs[rep].cpuMs.toFixed(2)} ms/admission${dbCpu(theirs[rep])}`);
     }
     const col = (xs: Measured[], f: (m: Measured) => number, d = 1, u = '') => spread(xs.map(f), d, u);
     console.log('summary (min / median / max):');
-    console.log(`  ours:  ${col(ours, (m) => m.perSecond, 0, '/s')}; p50 ${col(ours, (m) => m.p50, 1, ' ms')}; p99 ${col(ours, (m) => m.p99, 1, ' ms')}; statements/admission ${col(ours, (m) => m.statements, 2)} (auth, BEGIN and COMMIT included); deadlocks ${col(ours, (m) => m.deadlocks, 0)}`);
+    console.log(`  ours:  ${col(ours, (m) => m.perSecond, 0, '/s')}; p50 ${col(ours, (m) => m.p50, 1, ' ms')}; p99 ${col(ours, (m) => m.p99, 1, ' ms')}; statements/admission ${col(ours, (m) => m.statements, 2)} (auth, BEGIN and COMMIT included) in ${col(ours, (m) => m.roundTrips, 2)} round trips; deadlocks ${col(ours, (m) => m.deadlocks, 0)}`);
     console.log(`  raw:   ${col(theirs, (m) => m.perSecond, 0, '/s')}; p50 ${col(theirs, (m) => m.p50, 1, ' ms')}; p99 ${col(theirs, (m) => m.p99, 1, ' ms')}; deadlocks ${col(theirs, (m) => m.deadlocks, 0)}`);
     const ratios = ours.map((o, i) => o.perSecond / theirs[i].perSecond);
     const p99s = ours.map((o, i) => o.p99 / theirs[i].p99);
@@ -80,7 +84,7 @@ async function main(): Promise<void> {
     console.log(describePhase('metered (ACCOUNT_BALANCE, by GPU intent)', await admissionPhase(app.base, extra, { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 }, PER_CLIENT)));
     const legacy = await makeClients(app, CLIENTS, 'LEGACY_PREPAID');
     const l = await measured(() => admissionPhase(app.base, legacy, { offerId: app.offer.id, budgetMinor: 600 }, PER_CLIENT), () => queryCounter.deadlocks);
-    console.log(describePhase('legacy prepaid (ledger debit, by offer id)', l) + `; ${l.statements.toFixed(2)} statements/admission; deadlocks ${l.deadlocks}`);
+    console.log(describePhase('legacy prepaid (ledger debit, by offer id)', l) + `; ${l.statements.toFixed(2)} statements in ${l.roundTrips.toFixed(2)} round trips/admission; deadlocks ${l.deadlocks}`);
     await provisioningLatency(app);
   } finally {
     await pool.end();

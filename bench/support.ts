@@ -36,11 +36,15 @@ export function spread(values: number[], digits = 1, unit = ''): string {
  * Statements and deadlocks seen by every mysql2 connection of this process: TypeORM's query
  * runners and the plain-mysql2 hot paths (src/db/sql.ts) both end in `Connection#query`.
  */
-export const queryCounter = { statements: 0, deadlocks: 0 };
+export const queryCounter = { statements: 0, requests: 0, deadlocks: 0 };
 type QueryCallback = (err: { code?: string } | null, ...rest: unknown[]) => void;
 const originalQuery = mysql.Connection.prototype.query as (...args: unknown[]) => unknown;
 mysql.Connection.prototype.query = function (this: mysql.Connection, ...args: unknown[]) {
-  queryCounter.statements++;
+  // SqlTransaction sends a batch as one request, its statements joined by `;\n` (mysql2 escapes a
+  // newline inside a value, so the separator only ever stands between statements).
+  const sql = typeof args[0] === 'string' ? args[0] : ((args[0] as { sql?: string })?.sql ?? '');
+  queryCounter.requests++;
+  queryCounter.statements += 1 + (sql.match(/;\n/g)?.length ?? 0);
   const last = args.length - 1;
   if (typeof args[last] === 'function') {
     const callback = args[last] as QueryCallback;

@@ -25,8 +25,17 @@ export const CSP_DIRECTIVES = {
  * Security headers on every response (helmet): `X-Content-Type-Options: nosniff`, the CSP above,
  * `X-Frame-Options: DENY`, no referrer. Cross-Origin-Resource-Policy stays off because the public
  * inventory is meant to be read from other origins; HSTS only in production, where TLS is in front.
+ * None of them depends on the request, so helmet runs once and every response gets its values.
  */
 export function securityHeaders(production: boolean): RequestHandler {
+  const headers = Object.entries(securityHeaderValues(production));
+  return (_req: Request, res: Response, next: NextFunction) => {
+    for (const [name, value] of headers) res.setHeader(name, value);
+    next();
+  };
+}
+
+function helmetMiddleware(production: boolean): RequestHandler {
   return helmet({
     contentSecurityPolicy: { useDefaults: false, directives: CSP_DIRECTIVES },
     crossOriginResourcePolicy: false,
@@ -69,9 +78,9 @@ export function bearerChallenge(): RequestHandler {
 }
 
 /**
- * The headers `securityHeaders` sets, read once by running it against a recorder: routes that
- * answer ahead of the middleware chain (the precomputed inventory) send the same set without
- * paying for helmet on every request.
+ * The headers helmet sets with our options, read once by running it against a recorder. The
+ * middleware above sends them, and so do the routes that answer ahead of the middleware chain
+ * (the precomputed inventory).
  */
 export function securityHeaderValues(production: boolean): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -80,7 +89,7 @@ export function securityHeaderValues(production: boolean): Record<string, string
     removeHeader: (name: string) => void delete headers[name],
   };
   let done = false;
-  securityHeaders(production)({} as Request, recorder as unknown as Response, (err?: unknown) => {
+  helmetMiddleware(production)({} as Request, recorder as unknown as Response, (err?: unknown) => {
     if (err) throw err;
     done = true;
   });

@@ -36,6 +36,8 @@ interface Snapshot {
   /** The first moment an offer of this snapshot goes stale: reload then, whatever the version. */
   expiresAt: number;
   offers: OfferDto[];
+  /** Offer id to the offer: admission's lookup, whatever the size of the inventory. */
+  byId: Map<string, OfferDto>;
   bySlug: Map<string, OfferDto[]>;
   /** Offer id to its model slug. */
   slugOf: Map<string, string>;
@@ -157,7 +159,8 @@ export class InventoryService {
     const gpus = cached('gpus', gpusBody);
     // Compressed before the snapshot is served, so no request of the two hot paths waits for it.
     await Promise.all([allOffers.wire.prepare(), gpus.wire.prepare()]);
-    return { version, expiresAt, offers, bySlug, slugOf, offersByQuery: new Map(), modelBySlug: new Map(), allOffers, gpus };
+    const byId = new Map(offers.map((o) => [o.id, o]));
+    return { version, expiresAt, offers, byId, bySlug, slugOf, offersByQuery: new Map(), modelBySlug: new Map(), allOffers, gpus };
   }
 
   /** One `/gpus` row: the catalog's name, category and VRAM, prices across every provider. */
@@ -260,7 +263,7 @@ export class InventoryService {
 
   /** A live offer of the in-memory snapshot (admission's read: no query while the snapshot is current). */
   async liveOffer(id: string): Promise<OfferDto | undefined> {
-    return (await this.current()).offers.find((o) => o.id === id);
+    return (await this.current()).byId.get(id);
   }
 
   /** Any offer the cache has ever held, available or not (admission needs the distinction). */
