@@ -6,6 +6,8 @@
  * client costs the shared cores as little as a client can.
  */
 import autocannon from 'autocannon';
+import { randomUUID } from 'node:crypto';
+import { Agent, request } from 'node:http';
 import { parentPort, Worker, workerData } from 'node:worker_threads';
 
 /** What the load worker is asked to do. */
@@ -15,6 +17,8 @@ export interface LoadJob {
   auths: string[];
   perClient: number;
   body: object;
+  /** Requests per second across all clients, evenly spaced (open loop); unset, each client sends as fast as it is answered. */
+  rate?: number;
 }
 
 /** What it measured: one latency (ms) per request, and the failures by status code. */
@@ -36,7 +40,73 @@ export function runLoad(job: LoadJob): Promise<LoadResult> {
   });
 }
 
+/** One POST on a keep-alive agent; resolves with the status code once the answer is read. */
+function post(agent: Agent, url: URL, auth: string, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: { Authorization: auth, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Idempotency-Key': randomUUID() },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * Open loop at `job.rate` requests per second, evenly spaced (autocannon's rate limit sends each
+ * second's quota in a burst). A latency runs from when the request was due, not when it left,
+ * so a server that falls behind is charged for the wait it causes.
+ */
+async function paced(job: LoadJob & { rate: number }): Promise<LoadResult> {
+  const agent = new Agent({ keepAlive: true, maxSockets: job.auths.length * 2 });
+  const url = new URL('/api/v1/rentals', job.base);
+  const body = JSON.stringify(job.body);
+  const total = job.auths.length * job.perClient;
+  const interval = 1000 / job.rate;
+  const latencies: number[] = [];
+  const failures: Record<string, number> = {};
+  const inflight: Promise<void>[] = [];
+  const started = performance.now();
+  let lastAnswer = started;
+  const fire = (i: number) => {
+    const due = started + i * interval;
+    inflight.push(
+      post(agent, url, job.auths[i % job.auths.length], body).then(
+        (status) => {
+          lastAnswer = performance.now();
+          latencies.push(lastAnswer - due);
+          if (status !== 201) failures[String(status)] = (failures[String(status)] ?? 0) + 1;
+        },
+        () => void (failures['no answer'] = (failures['no answer'] ?? 0) + 1),
+      ),
+    );
+  };
+  let sent = 0;
+  await new Promise<void>((done) => {
+    const tick = () => {
+      const dueNow = Math.min(total, Math.floor((performance.now() - started) / interval) + 1);
+      while (sent < dueNow) fire(sent++);
+      if (sent < total) setTimeout(tick, Math.max(0, started + sent * interval - performance.now()));
+      else done();
+    };
+    tick();
+  });
+  await Promise.all(inflight);
+  agent.destroy();
+  return { latencies, failures, seconds: (lastAnswer - started) / 1000 };
+}
+
 async function work(job: LoadJob): Promise<LoadResult> {
+  if (job.rate) return paced({ ...job, rate: job.rate });
   const latencies: number[] = [];
   const failures: Record<string, number> = {};
   let next = 0;

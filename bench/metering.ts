@@ -2,10 +2,12 @@
  * The metering sweep at scale: sweep time over 1k / 10k / 30k active metered rentals (seeded with
  * multi-row inserts, 10 per account), each sweep charging every rental (the sweep's clock moves a
  * minute between sweeps), then the p99 of admissions (32 clients on their own funded accounts)
- * with no sweep running and while a worker process sweeps the 30k rentals back to back. Every
- * figure is min / median / max over BENCH_REPS repetitions.
+ * with no sweep running and while a worker process sweeps the 30k rentals back to back: once as
+ * fast as the clients are answered (the machine saturated, where the sweeper's CPU shows) and
+ * once at a fixed rate under capacity (where only locks could show), with InnoDB's row-lock
+ * waits counted in each phase. Every figure is min / median / max over BENCH_REPS repetitions.
  *
- *   npm run bench:metering      # BENCH_SIZES=1000,10000,30000 BENCH_REPS=3 BENCH_REQUESTS=30
+ *   npm run bench:metering      # BENCH_SIZES=1000,10000,30000 BENCH_REPS=3 BENCH_REQUESTS=30 BENCH_RATE=100
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -15,13 +17,27 @@ import { LedgerService } from '../src/modules/billing/ledger.service.js';
 import { Metering } from '../src/modules/rentals/lifecycle/metering.js';
 import { DEFAULT_TIMING } from '../src/modules/rentals/lifecycle/lifecycle-deps.js';
 import { seedMeteredRentals } from '../test/helpers/metered-seed.js';
-import { admissionPhase, describePhase, makeClients, spread, startBenchApp, type PhaseResult } from './support.js';
+import { admissionPhase, databaseCpuMs, describePhase, makeClients, spread, startBenchApp, type PhaseResult } from './support.js';
 
 const SIZES = (process.env.BENCH_SIZES ?? '1000,10000,30000').split(',').map(Number);
 const REPS = Number(process.env.BENCH_REPS ?? 3);
 const PER_CLIENT = Number(process.env.BENCH_REQUESTS ?? 30);
 const PER_ACCOUNT = 10;
 const CLIENTS = 32;
+/** The paced phases' requests per second, well under what the service admits on this machine. */
+const RATE = Number(process.env.BENCH_RATE ?? 100);
+
+interface Phase extends PhaseResult {
+  /** InnoDB row-lock waits during the phase (server-wide) and the time spent in them. */
+  lockWaits: number;
+  lockWaitMs: number;
+}
+
+async function rowLocks(ds: ReturnType<typeof createDataSource>): Promise<{ waits: number; ms: number }> {
+  const rows: { Variable_name: string; Value: string }[] = await ds.query(`SHOW GLOBAL STATUS LIKE 'Innodb_row_lock_%'`);
+  const v = (name: string) => Number(rows.find((r) => r.Variable_name === name)?.Value ?? 0);
+  return { waits: v('Innodb_row_lock_waits'), ms: v('Innodb_row_lock_time') };
+}
 
 /** A clock `offsetMs` ahead of the real one; each sweep moves it a minute on, so every rental owes usage. */
 function sweepClock(offsetMs: number): Clock & { tick(): void } {
@@ -70,6 +86,8 @@ async function main(): Promise<void> {
       seeded += accounts * PER_ACCOUNT;
       const seedS = (performance.now() - t0) / 1000;
       const times: number[] = [];
+      const cpu0 = process.cpuUsage();
+      const db0 = databaseCpuMs();
       for (let rep = 0; rep < REPS; rep++) {
         clock.tick();
         const s0 = performance.now();
@@ -77,15 +95,31 @@ async function main(): Promise<void> {
         times.push((performance.now() - s0) / 1000);
         if (posted !== seeded) throw new Error(`sweep posted ${posted} entries for ${seeded} rentals`);
       }
+      const cpu = process.cpuUsage(cpu0);
+      const db1 = databaseCpuMs();
+      const perRental = (ms: number) => `${((ms * 1000) / (seeded * REPS)).toFixed(1)} µs`;
+      const where = `CPU per rental: node ${perRental((cpu.user + cpu.system) / 1000)}${db0 === null || db1 === null ? '' : `, database ${perRental(db1 - db0)}`}`;
       const entries = Number((await ds.query(`SELECT COUNT(*) AS n FROM ledger_entries`))[0].n);
-      console.log(`  ${seeded} rentals (seeded in ${seedS.toFixed(1)} s; ledger now ${entries} entries): sweep ${spread(times, 3, ' s')}; ${spread(times.map((t) => (t * 1e6) / seeded), 1, ' µs')} per rental`);
+      console.log(`  ${seeded} rentals (seeded in ${seedS.toFixed(1)} s; ledger now ${entries} entries): sweep ${spread(times, 3, ' s')}; ${spread(times.map((t) => (t * 1e6) / seeded), 1, ' µs')} per rental; ${where}`);
     }
 
-    console.log(`admissions during a sweep: ${CLIENTS} clients on their own accounts, ${PER_CLIENT} requests each, ${seeded} metered rentals`);
-    const without: PhaseResult[] = [];
+    console.log(`admissions during a sweep: ${CLIENTS} clients on their own accounts, ${PER_CLIENT} requests each, saturated and at ${RATE}/s; ${seeded} metered rentals`);
+    const phase = async (label: string, rate?: number): Promise<Phase> => {
+      const clients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
+      const l0 = await rowLocks(ds);
+      const r = await admissionPhase(app.base, clients, { offerId: app.offer.id }, PER_CLIENT, rate);
+      const l1 = await rowLocks(ds);
+      const p = { ...r, lockWaits: l1.waits - l0.waits, lockWaitMs: l1.ms - l0.ms };
+      console.log(describePhase(label, p) + `; row-lock waits ${p.lockWaits} (${p.lockWaitMs} ms)`);
+      return p;
+    };
+    // JIT warm-up of the admission path, not reported.
+    await admissionPhase(app.base, await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), { offerId: app.offer.id }, PER_CLIENT);
+    const without: Phase[] = [];
+    const withoutPaced: Phase[] = [];
     for (let rep = 0; rep < REPS; rep++) {
-      without.push(await admissionPhase(app.base, await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), { offerId: app.offer.id }, PER_CLIENT));
-      console.log(describePhase(`rep ${rep + 1} no sweep`, without[rep]));
+      without.push(await phase(`rep ${rep + 1} no sweep, saturated`));
+      withoutPaced.push(await phase(`rep ${rep + 1} no sweep, ${RATE}/s`, RATE));
     }
     const child = fork(fileURLToPath(import.meta.url), ['sweeper'], { execArgv: process.execArgv, env: { ...process.env, BENCH_SWEEP_DATABASE_URL: app.databaseUrl } });
     const sweeps: number[] = [];
@@ -96,19 +130,24 @@ async function main(): Promise<void> {
       });
       child.once('exit', (code) => reject(new Error(`sweeper exited with ${code}`)));
     });
-    const during: PhaseResult[] = [];
+    const during: Phase[] = [];
+    const duringPaced: Phase[] = [];
     for (let rep = 0; rep < REPS; rep++) {
-      during.push(await admissionPhase(app.base, await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), { offerId: app.offer.id }, PER_CLIENT));
-      console.log(describePhase(`rep ${rep + 1} while sweeping`, during[rep]));
+      during.push(await phase(`rep ${rep + 1} while sweeping, saturated`));
+      duringPaced.push(await phase(`rep ${rep + 1} while sweeping, ${RATE}/s`, RATE));
     }
     child.removeAllListeners('exit');
     const exited = new Promise((r) => child.once('exit', r));
     child.send('stop');
     await exited;
     console.log('summary (min / median / max):');
-    console.log(`  admission p99 without a sweep ${spread(without.map((r) => r.p99), 1, ' ms')}; during sweeps ${spread(during.map((r) => r.p99), 1, ' ms')}`);
-    console.log(`  admission p50 without a sweep ${spread(without.map((r) => r.p50), 1, ' ms')}; during sweeps ${spread(during.map((r) => r.p50), 1, ' ms')}`);
-    console.log(`  throughput without ${spread(without.map((r) => r.perSecond), 0, '/s')}; during ${spread(during.map((r) => r.perSecond), 0, '/s')}`);
+    const row = (name: string, a: Phase[], b: Phase[]) =>
+      `  ${name}: p99 ${spread(a.map((r) => r.p99), 1, ' ms')} without a sweep, ${spread(b.map((r) => r.p99), 1, ' ms')} during sweeps` +
+      `; p50 ${spread(a.map((r) => r.p50), 1, ' ms')} / ${spread(b.map((r) => r.p50), 1, ' ms')}` +
+      `; throughput ${spread(a.map((r) => r.perSecond), 0, '/s')} / ${spread(b.map((r) => r.perSecond), 0, '/s')}` +
+      `; row-lock waits ${spread(a.map((r) => r.lockWaits), 0)} / ${spread(b.map((r) => r.lockWaits), 0)}`;
+    console.log(row('saturated', without, during));
+    console.log(row(`at ${RATE}/s`, withoutPaced, duringPaced));
     console.log(`  sweeps of ${seeded} rentals in the worker process meanwhile: ${sweeps.length}, ${sweeps.length ? spread(sweeps, 3, ' s') : 'none finished'}`);
   } finally {
     await app.close();

@@ -181,10 +181,11 @@ export interface PhaseResult {
 
 /**
  * Each client sends `perClient` admissions of `body` one after another, all clients at once,
- * from a worker thread (admission-load.ts), so the server's event loop carries only the server.
+ * from a worker thread (admission-load.ts), so the server's event loop carries only the server;
+ * with `rate`, at that many requests per second in all (open loop) instead of as fast as answered.
  */
-export async function admissionPhase(base: string, clients: Client[], body: object, perClient: number): Promise<PhaseResult> {
-  const r = await runLoad({ base, auths: clients.map((c) => c.auth), perClient, body });
+export async function admissionPhase(base: string, clients: Client[], body: object, perClient: number, rate?: number): Promise<PhaseResult> {
+  const r = await runLoad({ base, auths: clients.map((c) => c.auth), perClient, body, rate });
   return summarize(r.latencies, r.failures, r.seconds);
 }
 
