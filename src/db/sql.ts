@@ -37,17 +37,23 @@ export class SqlTransaction {
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the same contract as EntityManager.query
   query<T = any>(sql: string, parameters?: unknown[]): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const formatted = parameters === undefined ? sql : this.conn.format(sql, parameters);
-      this.queue.push({ sql: formatted, resolve: resolve as (r: unknown) => void, reject });
-      if (this.queue.length === 1) queueMicrotask(() => this.flush());
-    });
+    // A statement after COMMIT or ROLLBACK would run outside the transaction, in autocommit.
+    if (!this.open) return Promise.reject(new Error('this transaction has ended; its statements must be issued before it commits'));
+    return this.enqueue(sql, parameters);
   }
 
   /** @internal Commits or rolls back, after whatever was issued before. */
   end(verb: 'COMMIT' | 'ROLLBACK'): Promise<void> {
     this.open = false;
-    return this.query(verb);
+    return this.enqueue(verb);
+  }
+
+  private enqueue<T>(sql: string, parameters?: unknown[]): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const formatted = parameters === undefined ? sql : this.conn.format(sql, parameters);
+      this.queue.push({ sql: formatted, resolve: resolve as (r: unknown) => void, reject });
+      if (this.queue.length === 1) queueMicrotask(() => this.flush());
+    });
   }
 
   private flush(): void {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import mysql from 'mysql2';
 import { Account } from '../../src/modules/accounts/account.entity.js';
 import { LedgerEntry } from '../../src/modules/billing/ledger-entry.entity.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
@@ -468,6 +469,36 @@ describe('POST /api/v1/rentals', () => {
       assert.equal((await orderRows(who.accountId)).length, 1);
       assert.equal((await deploymentRows(who.accountId)).length, 1);
       assert.equal((await balanceOf(ctx, who.accountId)).balance, 10_000 - 600);
+    });
+  });
+
+  describe('statements', () => {
+    it('admits in one transaction of nine statements sent in three requests, one commit, after one key lookup', async () => {
+      const who = await account(ctx, { creditsMinor: 10_000 });
+      // The first request of a key also stamps last_used_at, and may reload the inventory snapshot.
+      assert.equal((await rent(ctx, who, { offerId: offer['h100-a'] })).status, 201);
+      const sent: string[] = [];
+      const original = mysql.Connection.prototype.query;
+      mysql.Connection.prototype.query = function (this: mysql.Connection, ...args: unknown[]) {
+        const sql = typeof args[0] === 'string' ? args[0] : (args[0] as { sql: string }).sql;
+        if (!/inventory_state/.test(sql)) sent.push(sql);
+        return (original as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof original;
+      let res;
+      try {
+        res = await rent(ctx, who, { offerId: offer['h100-b'] });
+      } finally {
+        mysql.Connection.prototype.query = original;
+      }
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      // SqlTransaction joins the statements of one request with `;\n`.
+      const requests = sent.map((s) => s.split(';\n').map((x) => x.trim().split(/\s+/).slice(0, 3).join(' ')));
+      assert.deepEqual(requests, [
+        ['SELECT * FROM'],
+        ['START TRANSACTION', 'SELECT a.id, a.billing_model,', 'INSERT IGNORE INTO', 'SELECT hourly_price_minor, spend_cap_minor,'],
+        ['INSERT INTO `orders`', 'INSERT INTO `deployments`', 'UPDATE api_keys SET', 'INSERT INTO agenda_jobs'],
+        ['COMMIT'],
+      ]);
     });
   });
 

@@ -70,6 +70,9 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
     );
     assert.equal(seen!.active, false);
     assert.deepEqual(await rows(), []);
+    // A statement issued after the end would run in autocommit, outside the transaction: refused.
+    await assert.rejects(seen!.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [2, 'late']), /has ended/);
+    assert.deepEqual(await rows(), []);
   });
 
   it('rejects every statement of a batch when one fails, and rolls back the ones before it', async () => {
