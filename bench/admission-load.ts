@@ -40,15 +40,20 @@ export function runLoad(job: LoadJob): Promise<LoadResult> {
   });
 }
 
-/** One POST on a keep-alive agent; resolves with the status code once the answer is read. */
-function post(agent: Agent, url: URL, auth: string, body: string): Promise<number> {
+/**
+ * One POST on a keep-alive agent; resolves with the status code once the answer is read. A reused
+ * socket the server closed as idle just as the request left is the client's race, not an answer
+ * of the server: that request is sent again, with the same Idempotency-Key (as Node's documentation
+ * advises for the race; the key makes a repeat harmless even if the server had read it).
+ */
+function post(agent: Agent, url: URL, auth: string, body: string, key = randomUUID(), retried = false): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(
       url,
       {
         method: 'POST',
         agent,
-        headers: { Authorization: auth, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Idempotency-Key': randomUUID() },
+        headers: { Authorization: auth, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Idempotency-Key': key },
       },
       (res) => {
         res.resume();
@@ -56,7 +61,10 @@ function post(agent: Agent, url: URL, auth: string, body: string): Promise<numbe
         res.on('error', reject);
       },
     );
-    req.on('error', reject);
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (!retried && req.reusedSocket && err.code === 'ECONNRESET') post(agent, url, auth, body, key, true).then(resolve, reject);
+      else reject(err);
+    });
     req.end(body);
   });
 }

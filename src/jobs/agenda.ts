@@ -140,6 +140,7 @@ export async function startAgendaProcessing(queue: AgendaJobQueue, logger: Logge
   agenda.on('complete', onComplete);
   agenda.on('error', onError);
   agenda.on('fail', onFail);
+  queue.backend.repository.resumeClaims();
   await agenda.start();
   for (const { name, everyMs } of repeating) await agenda.every(everyMs, name, {});
   let stopped: Promise<void> | undefined;
@@ -152,6 +153,8 @@ export async function startAgendaProcessing(queue: AgendaJobQueue, logger: Logge
         // Agenda's own running list counts a job from before its 'start' event (its state is
         // saved first), so a job caught in that gap is awaited too.
         const runningJobs = runningJobsOf(agenda);
+        // Claims still under way would land after stop() has released what it knows of.
+        await queue.backend.repository.stopClaims();
         await agenda.stop(false);
         if (runningJobs.length > 0) {
           const done = new Promise<void>((resolve) => {

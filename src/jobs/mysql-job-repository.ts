@@ -103,6 +103,9 @@ export class MysqlJobRepository implements JobRepository {
   private readonly abandonedScanAt = new Map<string, number>();
   private readonly abandonedScanEveryMs: number;
   private readonly clock: Clock;
+  /** Claims under way, and whether this process has stopped claiming (see stopClaims). */
+  private readonly claiming = new Set<Promise<unknown>>();
+  private claimsStopped = false;
 
   constructor(
     private readonly ds: DataSource,
@@ -316,7 +319,38 @@ export class MysqlJobRepository implements JobRepository {
   }
 
   /** Locks the first free row of the first scan that has one, in one short transaction. */
+  /**
+   * Stops this process's claims and waits for those under way: a claim that lands after Agenda's
+   * stop() has released its jobs would otherwise leave its job locked until the lock expires.
+   * Such a claim releases its job itself and reports none.
+   */
+  async stopClaims(): Promise<void> {
+    this.claimsStopped = true;
+    await Promise.allSettled([...this.claiming]);
+  }
+
+  /** Claims again (a processor started anew on this repository). */
+  resumeClaims(): void {
+    this.claimsStopped = false;
+  }
+
   private async claim(scans: [condition: string, params: unknown[]][], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
+    if (this.claimsStopped) return undefined;
+    const claimed = this.claimOnce(scans, lockTime, by);
+    this.claiming.add(claimed);
+    try {
+      const job = await claimed;
+      if (job?._id && this.claimsStopped) {
+        await this.unlockJobs([job._id]);
+        return undefined;
+      }
+      return job;
+    } finally {
+      this.claiming.delete(claimed);
+    }
+  }
+
+  private async claimOnce(scans: [condition: string, params: unknown[]][], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
     // READ COMMITTED: a locking read under REPEATABLE READ also takes gap locks, which stall the
     // producers inserting due jobs at the end of the very range the workers scan. Row locks
     // plus SKIP LOCKED are all a claim needs.

@@ -473,9 +473,9 @@ describe('POST /api/v1/rentals', () => {
   });
 
   describe('statements', () => {
-    it('admits in one transaction of nine statements sent in three requests, one commit, after one key lookup', async () => {
+    it('admits in one transaction of nine statements sent in three requests, one commit, with the key read a moment ago', async () => {
       const who = await account(ctx, { creditsMinor: 10_000 });
-      // The first request of a key also stamps last_used_at, and may reload the inventory snapshot.
+      // The first request of a key reads it (and stamps last_used_at), and may reload the inventory snapshot.
       assert.equal((await rent(ctx, who, { offerId: offer['h100-a'] })).status, 201);
       const sent: string[] = [];
       const original = mysql.Connection.prototype.query;
@@ -493,12 +493,33 @@ describe('POST /api/v1/rentals', () => {
       assert.equal(res.status, 201, JSON.stringify(res.body));
       // SqlTransaction joins the statements of one request with `;\n`.
       const requests = sent.map((s) => s.split(';\n').map((x) => x.trim().split(/\s+/).slice(0, 3).join(' ')));
+      // No key lookup: the lock read re-checks the key's revocation (the next test).
       assert.deepEqual(requests, [
-        ['SELECT * FROM'],
         ['START TRANSACTION', 'SELECT a.id, a.billing_model,', 'INSERT IGNORE INTO', 'SELECT hourly_price_minor, spend_cap_minor,'],
         ['INSERT INTO `orders`', 'INSERT INTO `deployments`', 'UPDATE api_keys SET', 'INSERT INTO agenda_jobs'],
         ['COMMIT'],
       ]);
+    });
+
+    it('refuses a key revoked in another process on its very next admission, and on every other route', async () => {
+      const who = await account(ctx, { creditsMinor: 10_000 });
+      assert.equal((await rent(ctx, who, { offerId: offer['h100-a'] })).status, 201);
+      // Another process of the service: its own services and memory, the same database.
+      const other = await createTestContext({ offers: OFFERS });
+      try {
+        await other.services.keys.revoke(who.accountId, who.keyId);
+      } finally {
+        await other.close();
+      }
+      const before = await orderRows(who.accountId);
+      const res = await rent(ctx, who, { offerId: offer['h100-a'] });
+      assert.equal(res.status, 401, JSON.stringify(res.body));
+      assert.equal(res.body.error.code, 'UNAUTHENTICATED');
+      assert.equal(res.headers['www-authenticate'], 'Bearer');
+      assert.equal((await orderRows(who.accountId)).length, before.length, 'nothing written');
+      assert.equal((await ctx.api.get('/api/v1/rentals').set(who.auth)).status, 401);
+      // And again: the key is no longer held anywhere.
+      assert.equal((await rent(ctx, who, { offerId: offer['h100-a'] })).status, 401);
     });
   });
 

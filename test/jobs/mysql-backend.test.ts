@@ -96,6 +96,21 @@ describe('jobs: MySQL backend for Agenda', function () {
       assert.equal(claimed!.data, 'plain text');
     });
 
+    it('once claims are stopped, a claim under way releases its job and reports none, and later ones claim nothing', async () => {
+      const r = new MysqlJobRepository(ds);
+      const saved = await r.saveJob(normal('t.stop', ago(10)), undefined);
+      const locked = async () => ((await ds.query(`SELECT locked_at FROM ${AGENDA_JOBS_TABLE} WHERE id = ?`, [String(saved._id)])) as { locked_at: Date | null }[])[0].locked_at;
+      // Issued before the stop, answered after it: the worker shutdown race.
+      const underWay = r.getNextJobToRun('t.stop', new Date(), ago(60_000), undefined, { lastModifiedBy: 'w' });
+      await r.stopClaims();
+      assert.equal(await underWay, undefined);
+      assert.equal(await locked(), null, 'released, not left locked until its lock expires');
+      assert.equal(await r.getNextJobToRun('t.stop', new Date(), ago(60_000), undefined, undefined), undefined);
+      assert.equal(await locked(), null);
+      r.resumeClaims();
+      assert.equal(String((await r.getNextJobToRun('t.stop', new Date(), ago(60_000), undefined, undefined))?._id), String(saved._id));
+    });
+
     it('takes over an abandoned job (lock past its deadline) even behind a standing backlog of due ones', async () => {
       const clock = new ManualClock();
       const r = new MysqlJobRepository(ds, { abandonedScanEveryMs: 300, clock });

@@ -44,7 +44,24 @@ export function unauthenticated(): AppError {
 
 const LAST_USED_GRANULARITY_MS = 60_000;
 
+/** How long, and for how many keys, a key read by {@link KeysService.authenticate} may be reused. */
+const RECENT_KEY_TTL_MS = 60_000;
+const RECENT_KEYS_MAX = 10_000;
+
+export interface AuthenticateOptions {
+  /**
+   * The caller reads the key's `revoked_at` again in its own transaction before it acts (as
+   * admission does, in the same statement that locks the account), so a key this process read
+   * in the last minute may stand in for a fresh read. Scopes and limits are never changed after
+   * a key is made; revocation is the one thing that can, and that read sees it in every process.
+   */
+  revocationCheckedInTransaction?: boolean;
+}
+
 export class KeysService {
+  /** Keys read in the last RECENT_KEY_TTL_MS, by prefix, oldest first (see AuthenticateOptions). */
+  private readonly recent = new Map<string, { key: ApiKey; readAt: number }>();
+
   constructor(
     private readonly ds: DataSource,
     private readonly clock: Clock,
@@ -74,22 +91,42 @@ export class KeysService {
     return { key, token: minted.token };
   }
 
-  async authenticate(header: string | undefined): Promise<Principal> {
+  async authenticate(header: string | undefined, options: AuthenticateOptions = {}): Promise<Principal> {
     // RFC 7235: the scheme name is case-insensitive (`bearer`, `BEARER`).
     const m = header ? /^Bearer +([^\s]+)$/i.exec(header.trim()) : null;
     const parsed = m ? parseApiKey(m[1]) : null;
     if (!parsed) throw unauthenticated();
-    // Every request reads its key afresh (one indexed statement, no cache), so a revoked key is
-    // refused on its very next request in every process.
+    const now = this.clock.now();
+    if (options.revocationCheckedInTransaction) {
+      const hit = this.recent.get(parsed.prefix);
+      if (hit && now.getTime() - hit.readAt < RECENT_KEY_TTL_MS && hashesEqual(hit.key.secretHash, parsed.secretHash)) return principalOf(hit.key);
+    }
+    // Otherwise the key is read afresh (one indexed statement), so a revoked key is refused on
+    // its very next request in every process.
     const rows: Record<string, unknown>[] = await sqlQuery(this.ds, `SELECT * FROM api_keys WHERE prefix = ?`, [parsed.prefix]);
     const key = rows.length === 1 ? hydrate(this.ds, ApiKey, rows[0]) : null;
-    if (!key || !hashesEqual(key.secretHash, parsed.secretHash) || key.revokedAt) throw unauthenticated();
-    const now = this.clock.now();
+    if (!key || !hashesEqual(key.secretHash, parsed.secretHash) || key.revokedAt) {
+      this.recent.delete(parsed.prefix);
+      throw unauthenticated();
+    }
+    this.remember(key, now.getTime());
     if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() > LAST_USED_GRANULARITY_MS) {
       // Best effort and coarse, so authentication does not become a write on every request.
       await sqlQuery(this.ds, `UPDATE api_keys SET last_used_at = ? WHERE id = ?`, [now, key.id]);
     }
-    return { keyId: key.id, accountId: key.accountId, kind: key.kind, scopes: key.scopes, key };
+    return principalOf(key);
+  }
+
+  private remember(key: ApiKey, readAt: number): void {
+    this.recent.delete(key.prefix);
+    this.recent.set(key.prefix, { key, readAt });
+    // Map order is insertion order: the first entry is the one read longest ago.
+    if (this.recent.size > RECENT_KEYS_MAX) this.recent.delete(this.recent.keys().next().value!);
+  }
+
+  /** Drops a key this process may hold (see AuthenticateOptions); the next request reads it afresh. */
+  private forget(keyId: string): void {
+    for (const [prefix, e] of this.recent) if (e.key.id === keyId) this.recent.delete(prefix);
   }
 
   /**
@@ -119,15 +156,27 @@ export class KeysService {
    * account first, then key, the order every ledger posting takes them in.
    */
   async lockAccountWithUsage(m: Sql, key: ApiKey): Promise<{ account: LockedAccount; usage: KeyUsage }> {
-    const rows: { id: string; billing_model: BillingModel; balance_minor: string | number; frozen: number; net_spent_minor: string | number; active_deployments: string | number }[] =
-      await m.query(
-        `SELECT a.id, a.billing_model, a.balance_minor, a.frozen, k.net_spent_minor, k.active_deployments
-           FROM accounts a STRAIGHT_JOIN api_keys k ON k.id = ? AND k.account_id = a.id
-          WHERE a.id = ? FOR UPDATE`,
-        [key.id, key.accountId],
-      );
+    const rows: {
+      id: string;
+      billing_model: BillingModel;
+      balance_minor: string | number;
+      frozen: number;
+      net_spent_minor: string | number;
+      active_deployments: string | number;
+      revoked_at: Date | null;
+    }[] = await m.query(
+      `SELECT a.id, a.billing_model, a.balance_minor, a.frozen, k.net_spent_minor, k.active_deployments, k.revoked_at
+         FROM accounts a STRAIGHT_JOIN api_keys k ON k.id = ? AND k.account_id = a.id
+        WHERE a.id = ? FOR UPDATE`,
+      [key.id, key.accountId],
+    );
     const r = rows[0];
     if (!r) throw new AppError('NOT_FOUND', 'Account not found.');
+    // The revocation check of a request authenticated with a recently read key (AuthenticateOptions).
+    if (r.revoked_at !== null) {
+      this.forget(key.id);
+      throw unauthenticated();
+    }
     return {
       account: { id: r.id, billingModel: r.billing_model, balanceMinor: readMinor(r.balance_minor), frozen: Boolean(Number(r.frozen)) },
       usage: usageOf(key, r.net_spent_minor, r.active_deployments),
@@ -135,6 +184,7 @@ export class KeysService {
   }
 
   async revoke(accountId: string, keyId: string): Promise<void> {
+    this.forget(keyId);
     const res = await this.ds
       .getRepository(ApiKey)
       .createQueryBuilder()
@@ -147,4 +197,8 @@ export class KeysService {
       if (!exists) throw new AppError('NOT_FOUND', 'No such key on this account.');
     }
   }
+}
+
+function principalOf(key: ApiKey): Principal {
+  return { keyId: key.id, accountId: key.accountId, kind: key.kind, scopes: key.scopes, key };
 }
