@@ -62,7 +62,7 @@ export async function claimIdempotencyKey(
     [scope, key, hash, resourceId, createdAt],
   );
   if (res.affectedRows === 1) {
-    return { kind: 'new', record: hydrate(manager, IdempotencyRecord, { id: String(res.insertId), scope, idem_key: key, request_hash: hash, resource_id: resourceId, created_at: createdAt }) };
+    return { kind: 'new', record: Object.assign(new IdempotencyRecord(), { id: String(res.insertId), scope, idemKey: key, requestHash: hash, resourceId, createdAt }) };
   }
   // No locking read here: when the insert was ignored, it had already waited for the winner to
   // commit; upgrading the shared lock it left would deadlock the waiting claimants.

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import mysql from 'mysql2';
 import type { DataSource } from 'typeorm';
 import { hydrate, insertEntity } from '../../src/db/entity-rows.js';
 import { inOpenTransaction, inSqlTransaction, sqlQuery, type SqlTransaction } from '../../src/db/sql.js';
@@ -9,21 +8,7 @@ import { ApiKey } from '../../src/modules/keys/api-key.entity.js';
 import { createTestContext } from '../helpers/context.js';
 import { testDataSource } from '../helpers/db.js';
 import { signup } from '../helpers/factories.js';
-
-/** Counts the requests mysql2 sends (one per round trip) while `fn` runs. */
-async function roundTrips<T>(fn: () => Promise<T>): Promise<{ result: T; trips: number }> {
-  const original = mysql.Connection.prototype.query;
-  let trips = 0;
-  mysql.Connection.prototype.query = function (this: mysql.Connection, ...args: unknown[]) {
-    trips++;
-    return (original as (...a: unknown[]) => unknown).apply(this, args);
-  } as typeof original;
-  try {
-    return { result: await fn(), trips };
-  } finally {
-    mysql.Connection.prototype.query = original;
-  }
-}
+import { sentRequests } from '../helpers/sql-requests.js';
 
 describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
   let ds: DataSource;
@@ -39,7 +24,7 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
   const rows = async () => ((await ds.query(`SELECT id, v FROM ${table} ORDER BY id`)) as { id: number; v: string }[]).map((r) => `${r.id}:${r.v}`);
 
   it('sends statements issued together as one request, runs them in order and answers each', async () => {
-    const { result, trips } = await roundTrips(() =>
+    const { result, sent } = await sentRequests(() =>
       inSqlTransaction(ds, async (tx) => {
         const [a, b, read] = await Promise.all([
           tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [1, 'one']),
@@ -53,7 +38,7 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
     assert.equal(result.b.changedRows, 1);
     assert.deepEqual(result.read.map((r: { v: string }) => r.v), ['uno']);
     // START TRANSACTION travels with the first three; COMMIT is the second request.
-    assert.equal(trips, 2);
+    assert.equal(sent.length, 2);
     assert.deepEqual(await rows(), ['1:uno']);
   });
 
