@@ -1,4 +1,6 @@
 import mysql from 'mysql2/promise';
+import mysqlCallbacks from 'mysql2';
+import type { Pool, PoolConnection, PoolOptions } from 'mysql2';
 import { DataSource } from 'typeorm';
 import { migrations } from '../../migrations/index.js';
 import { entities } from './entities.js';
@@ -31,10 +33,64 @@ export function describeTarget(t: DatabaseTarget): string {
   return `mysql://${t.user}@${t.host}:${t.port}/${t.database}`;
 }
 
+/**
+ * The session `sql_mode` every connection of ours runs under. mysql2 formats values into SQL text
+ * on the client, escaping a quote as `\'`; a server whose mode holds NO_BACKSLASH_ESCAPES reads that
+ * backslash as a literal and the quote as the string's end, so a value could close its string and
+ * (with multiple statements) run SQL of its own. A server's global mode is the operator's to choose;
+ * our sessions pin theirs so that the escaping mysql2 does is the escaping the server reads, and
+ * strict, as the schema expects. Every mode named here also exists on MySQL 8.
+ */
+export const SESSION_SQL_MODE = 'STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION';
+
+/** Modes under which client-side escaping, or our SQL text, would mean something else. */
+const UNSAFE_SQL_MODES = ['NO_BACKSLASH_ESCAPES', 'ANSI_QUOTES', 'PIPES_AS_CONCAT', 'ANSI'];
+
+/** Sets {@link SESSION_SQL_MODE} on a new connection before anything else can use it. */
+function pinSessionMode(conn: PoolConnection): void {
+  // A connection's commands run in the order they were issued, and the pool hands the connection
+  // out only after this event, so the SET runs before any statement of ours. If it fails the
+  // connection is destroyed before the next command starts, so nothing runs under the server's mode.
+  conn.query(`SET SESSION sql_mode = '${SESSION_SQL_MODE}'`, (err) => {
+    if (err) conn.destroy();
+  });
+}
+
+/**
+ * mysql2 as TypeORM's driver module, with pools that pin every new connection's session mode.
+ * (TypeORM opens its first connection inside `createPool`, so the listener must be there first.)
+ */
+const pinnedMysql = {
+  ...mysqlCallbacks,
+  createPool(options: PoolOptions): Pool {
+    const pool = mysqlCallbacks.createPool(options);
+    pool.on('connection', pinSessionMode);
+    return pool;
+  },
+};
+
+/**
+ * Refuses to go on when a connection of `ds` does not run under the pinned mode (a proxy that
+ * resets sessions, a driver change): the service would otherwise start on a server where the
+ * values it sends are read differently from how they were escaped.
+ */
+export async function assertSessionSqlMode(ds: DataSource): Promise<void> {
+  const [row] = (await ds.query('SELECT @@SESSION.sql_mode AS mode')) as { mode: string }[];
+  const modes = String(row?.mode ?? '').toUpperCase().split(',');
+  const unsafe = UNSAFE_SQL_MODES.filter((m) => modes.includes(m));
+  if (unsafe.length > 0) {
+    throw new Error(
+      `the database session runs with sql_mode ${unsafe.join(', ')}, under which this service's escaping of values is unsafe; ` +
+        `the service sets sql_mode='${SESSION_SQL_MODE}' on each connection and something undid it (a proxy that resets sessions?)`,
+    );
+  }
+}
+
 export function createDataSource(databaseUrl: string, poolSize = 10): DataSource {
   const t = parseDatabaseUrl(databaseUrl);
   return new DataSource({
     type: 'mysql',
+    driver: pinnedMysql,
     host: t.host,
     port: t.port,
     username: t.user,
@@ -56,8 +112,9 @@ export function createDataSource(databaseUrl: string, poolSize = 10): DataSource
     //
     // multipleStatements lets SqlTransaction (src/db/sql.ts) send a tick's statements in one round
     // trip. No statement of this service is built from a value: values are `?` parameters, which
-    // mysql2 escapes, and only constants of our own code (table and column names, placeholder
-    // lists) are spliced into SQL text, which test/unit/architecture.test.ts holds to.
+    // mysql2 escapes (safely only under the session mode pinned above), and only constants of our
+    // own code (table and column names, placeholder lists) are spliced into SQL text, which
+    // test/unit/architecture.test.ts holds to.
     extra: { connectionLimit: poolSize, trace: false, multipleStatements: true },
   });
 }
@@ -77,9 +134,11 @@ export async function createDatabaseIfMissing(databaseUrl: string): Promise<bool
 
 /**
  * Runs pending migrations (returning their names) under a MySQL named lock, so several processes starting at once
- * migrate exactly once and the others wait for it.
+ * migrate exactly once and the others wait for it. Every process migrates before it serves or works, so this is
+ * also where a session whose `sql_mode` would make escaped values unsafe stops the start.
  */
 export async function migrate(ds: DataSource, lockTimeoutSeconds = 120): Promise<string[]> {
+  await assertSessionSqlMode(ds);
   const runner = ds.createQueryRunner();
   await runner.connect();
   try {

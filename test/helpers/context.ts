@@ -14,6 +14,7 @@ import { createProviderRegistry, type ProviderRegistry } from '../../src/provide
 import type { ProviderDeps } from '../../src/providers/provider.js';
 import { defaultInventory } from '../../plugins/local/default-inventory.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
+import type { DataSource } from 'typeorm';
 import { testDatabaseUrl, testDataSource } from './db.js';
 
 export interface TestContext {
@@ -39,16 +40,18 @@ export interface ContextOptions {
   registry?: (configs: Config['providers'], deps: ProviderDeps) => Promise<ProviderRegistry>;
   /** Replaces the hand-off of paid card orders to rentals; null drops them. */
   rentalHandoff?: RentalHandoff | null;
+  /** A migrated DataSource on another server (and its URL), instead of the run's shared test database. */
+  database?: { ds: DataSource; url: string };
 }
 
 /** The same wiring as main.ts, on the run's test database, with a movable clock. */
 export async function createTestContext(opts: ContextOptions = {}): Promise<TestContext> {
-  const ds = await testDataSource();
+  const ds = opts.database?.ds ?? (await testDataSource());
   const dir = mkdtempSync(join(tmpdir(), 'gpu-rental-test-'));
   const inventoryPath = join(dir, 'inventory.json');
   writeFileSync(inventoryPath, JSON.stringify({ offers: opts.offers ?? defaultInventory.offers }));
   const config = loadConfig({
-    DATABASE_URL: testDatabaseUrl,
+    DATABASE_URL: opts.database?.url ?? testDatabaseUrl,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     PUBLIC_BASE_URL: 'http://gpu.test',
     LOCAL_PROVIDER_INVENTORY: inventoryPath,

@@ -1,0 +1,92 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import mysql from 'mysql2/promise';
+
+/** A MariaDB server of a test's own, for server settings the shared one must not change. */
+export interface PrivateMariaDb {
+  /** `mysql://root@127.0.0.1:<port>/` (append a database name). */
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function reachable(port: number): Promise<boolean> {
+  try {
+    const conn = await mysql.createConnection({ host: '127.0.0.1', port, user: 'root', connectTimeout: 500 });
+    await conn.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Starts `mariadbd` on a free loopback port with a throw-away data directory and the given server
+ * options (e.g. `--sql-mode=NO_BACKSLASH_ESCAPES`); root has no password, as on the shared server.
+ */
+export async function startPrivateMariaDb(serverArgs: string[]): Promise<PrivateMariaDb> {
+  const dir = mkdtempSync(join(tmpdir(), 'gpu-rental-mariadb-'));
+  const install = spawnSync(
+    'mariadb-install-db',
+    ['--no-defaults', `--datadir=${dir}`, '--auth-root-authentication-method=normal', '--skip-test-db', '--user=root'],
+    { encoding: 'utf8' },
+  );
+  if (install.status !== 0) throw new Error(`mariadb-install-db failed: ${install.stderr || install.stdout}`);
+  const port = await freePort();
+  const child: ChildProcess = spawn(
+    '/usr/sbin/mariadbd',
+    [
+      '--no-defaults',
+      `--datadir=${dir}`,
+      `--port=${port}`,
+      '--bind-address=127.0.0.1',
+      `--socket=${join(dir, 'mysqld.sock')}`,
+      '--user=root',
+      '--skip-name-resolve',
+      '--skip-log-bin',
+      '--innodb-buffer-pool-size=32M',
+      ...serverArgs,
+    ],
+    { stdio: 'ignore' },
+  );
+  let exited = false;
+  child.once('exit', () => {
+    exited = true;
+  });
+  const deadline = Date.now() + 30_000;
+  while (!(await reachable(port))) {
+    if (exited || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+      throw new Error(`the private MariaDB on port ${port} did not come up`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url: `mysql://root@127.0.0.1:${port}/`,
+    port,
+    async stop() {
+      if (!exited) {
+        const gone = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await Promise.race([gone, new Promise((r) => setTimeout(r, 10_000))]);
+        if (!exited) child.kill('SIGKILL');
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
