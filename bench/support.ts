@@ -105,6 +105,7 @@ export async function startBenchApp(opts: { clock?: Clock; poolSize?: number } =
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
     LOCAL_PROVIDER_INVENTORY: inventoryPath,
     SIGNUP_RATE_PER_MINUTE: '1000000',
+    SIGNUP_RATE_PER_ADDRESS_PER_MINUTE: '1000000',
     JOBS_PROCESS_EVERY_MS: '50',
   });
   const clock = opts.clock ?? systemClock;

@@ -5,7 +5,9 @@ import { envelope, errorEnvelope } from './errors/envelope.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { requestId } from './http/request-id.js';
 import { discoveryRouter } from './http/discovery.js';
-import { JSON_BODY_LIMIT_BYTES, limitJsonDepth, normalizeCharset, rejectMalformedPath } from './http/request-guards.js';
+import { limitJsonDepth, normalizeCharset, rejectMalformedPath } from './http/request-guards.js';
+import { jsonBodies, rejectUnknownProperties } from './http/body-shape.js';
+import { publicCreateLimits } from './http/public-limits.js';
 import { bearerChallenge, noStoreApi, securityHeaderValues, securityHeaders } from './http/security-headers.js';
 import { fastInventoryRoutes } from './modules/inventory/inventory-fast-route.js';
 import { RegisterRoutes } from './generated/routes.js';
@@ -28,7 +30,9 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   const app = express();
   app.locals.services = services;
   app.disable('x-powered-by');
-  app.set('trust proxy', 'loopback');
+  // Which forwarded addresses to believe is the operator's to say (TRUST_PROXY); by default none,
+  // so a client (a local renter included) cannot pick its own address for per-address limits.
+  app.set('trust proxy', services.config.trustProxy);
   app.set('etag', false);
 
   const production = services.config.nodeEnv === 'production';
@@ -100,18 +104,16 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   if (dashboard) app.use('/admin/jobs', ...dashboard);
   options.mount?.(app);
 
+  // Public creates are counted per client address before their bodies are read or validated.
+  app.use(publicCreateLimits(services.rateLimiter, services.config));
   app.use(
-    express.json({
-      limit: JSON_BODY_LIMIT_BYTES,
-      // Any JSON value parses; a top-level null or number is then a schema violation (422), not "invalid JSON".
-      strict: false,
+    jsonBodies((req, buf) => {
       // Kept for webhook signature checks, which must see the exact bytes that were signed.
-      verify: (req, _res, buf) => {
-        (req as Request).rawBody = buf;
-      },
+      req.rawBody = buf;
     }),
   );
   app.use(limitJsonDepth());
+  app.use(rejectUnknownProperties());
   RegisterRoutes(app);
   app.use(notFoundHandler());
   app.use(errorHandler(services.logger));
@@ -119,9 +121,19 @@ export function createApp(services: Services, options: AppOptions = {}): Express
 }
 
 /**
- * The URL as the request log records it: no query string, and no approval code (the approval
- * page's path carries it, and whoever holds it can see the request it names).
+ * The URL as the request log records it: no scheme or host (an absolute-form target), no query
+ * string, and no approval code (the approval page's path carries it, and whoever holds it can see
+ * the request it names). Express routes paths case-insensitively and through repeated slashes, so
+ * the approval page is recognised the same way, after percent-decoding.
  */
 export function redactUrl(url: string): string {
-  return url.split('?')[0].replace(/^\/approve\/[^/]+/, '/approve/[redacted]');
+  const path = url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i, '').split(/[?#]/)[0] || '/';
+  let decoded = path;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    // A malformed escape is refused with 400 anyway; judge the raw text.
+  }
+  if (/^\/+approve(\/|$)/i.test(decoded)) return '/approve/[redacted]';
+  return path;
 }

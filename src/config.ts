@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 
 export type BillingModel = 'LEGACY_PREPAID' | 'ACCOUNT_BALANCE';
@@ -30,7 +31,16 @@ export interface Config {
    */
   offerMaxAgeSeconds: number;
   agentV1Enabled: boolean;
+  /** Signups per minute across every process and address: the ceiling. */
   signupRatePerMinute: number;
+  /** Signups per minute from one client address (an IPv6 client's /64), so one client cannot use up the ceiling. */
+  signupRatePerAddressPerMinute: number;
+  /**
+   * Which proxies in front of the service may tell the client's address in X-Forwarded-For:
+   * false (none: the socket's peer is the client), a number of proxy hops, or their addresses
+   * and ranges (`loopback`, `10.0.0.0/8`, ...), as Express's `trust proxy` takes them.
+   */
+  trustProxy: TrustProxy;
   /** Per client address: agent authorizations begun plus setup-code exchanges per minute. */
   agentSetupRatePerMinute: number;
   logLevel: string;
@@ -63,6 +73,8 @@ export interface Config {
   /** Folder `npm run release` writes the artifacts to, served under `releasesUrl`. */
   releasesDir: string;
 }
+
+export type TrustProxy = false | number | string[];
 
 export class ConfigError extends Error {}
 
@@ -178,6 +190,40 @@ function secretsKey(env: Env): { key: Buffer; id: string; generated: boolean } {
   return { key, id: str(env, 'SECRETS_KEY_ID', 'k1'), generated: false };
 }
 
+const PROXY_RANGES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * TRUST_PROXY: unset or `false` trusts no forwarded header. Trusting every hop (`true`) would let
+ * any client pick its own address for the per-address limits, so it is refused in favour of a hop
+ * count or the proxies' own addresses.
+ */
+function trustProxy(env: Env): TrustProxy {
+  const raw = opt(env, 'TRUST_PROXY');
+  if (raw === undefined || raw.toLowerCase() === 'false') return false;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops > 10) throw new ConfigError(`TRUST_PROXY must be a hop count from 0 to 10, or the proxies' addresses, got "${raw}"`);
+    return hops === 0 ? false : hops;
+  }
+  if (raw.toLowerCase() === 'true') {
+    throw new ConfigError(
+      'TRUST_PROXY=true would trust an X-Forwarded-For sent by any client; give the number of proxies in front of the service (e.g. 1) or their addresses (e.g. loopback or 10.0.0.0/8)',
+    );
+  }
+  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of items) {
+    if (PROXY_RANGES.includes(item)) continue;
+    const [address, bits, extra] = item.split('/');
+    const family = isIP(address);
+    const maxBits = family === 6 ? 128 : 32;
+    const bitsOk = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits);
+    if (family === 0 || extra !== undefined || !bitsOk) {
+      throw new ConfigError(`TRUST_PROXY lists "${item}", which is not an IP address, a CIDR range or one of ${PROXY_RANGES.join(', ')}`);
+    }
+  }
+  return items;
+}
+
 /** Telegram accepts 1-256 characters of A-Za-z0-9_- as a webhook secret token. */
 function webhookToken(env: Env): string | undefined {
   const v = opt(env, 'TELEGRAM_WEBHOOK_SECRET');
@@ -223,6 +269,8 @@ export function loadConfig(env: Env = process.env): Config {
     offerMaxAgeSeconds,
     agentV1Enabled: bool(env, 'AGENT_V1_ENABLED', true),
     signupRatePerMinute: int(env, 'SIGNUP_RATE_PER_MINUTE', 30, 1, 1_000_000),
+    signupRatePerAddressPerMinute: int(env, 'SIGNUP_RATE_PER_ADDRESS_PER_MINUTE', 5, 1, 1_000_000),
+    trustProxy: trustProxy(env),
     agentSetupRatePerMinute: int(env, 'AGENT_SETUP_RATE_PER_MINUTE', 60, 1, 1_000_000),
     logLevel,
     defaultBillingModel: billing,

@@ -5,11 +5,13 @@ import { errorEnvelope } from '../errors/envelope.js';
 import type { ErrorCode } from '../errors/error-codes.js';
 import { isConnectionError } from '../db/connection-errors.js';
 import type { Logger } from '../logger.js';
-import { JSON_BODY_LIMIT_BYTES } from './request-guards.js';
+import { JSON_BODY_LIMIT_BYTES, UNKNOWN_NAMED } from './body-shape.js';
 
 interface HttpError {
   status: number;
   type?: string;
+  /** body-parser's limit of the route, on a 413. */
+  limit?: number;
 }
 
 /** An http-errors error (body-parser, the router) that blames the request: status 4xx. */
@@ -22,7 +24,8 @@ function isClientHttpError(err: unknown): err is HttpError {
 
 function describeHttpError(err: HttpError): { status: number; code: ErrorCode; message: string } {
   if (err.status === 413) {
-    return { status: 413, code: 'PAYLOAD_TOO_LARGE', message: `The request body is larger than the ${JSON_BODY_LIMIT_BYTES / 1024} KiB limit.` };
+    const limit = typeof err.limit === 'number' ? err.limit : JSON_BODY_LIMIT_BYTES;
+    return { status: 413, code: 'PAYLOAD_TOO_LARGE', message: `The request body is larger than this route's ${limit / 1024} KiB limit.` };
   }
   if (err.type === 'encoding.unsupported') {
     return { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Unsupported Content-Encoding: send the body as identity, gzip, deflate or br.' };
@@ -51,10 +54,17 @@ function describeFields(fields: FieldErrors): string[] {
     const union = UNION.exec(message);
     if (union) return describeUnion(name, union[1]);
     const excess = /^"([^"]+)" is an excess property/.exec(message);
-    if (excess) return `${excess[1]}: unknown property`;
+    if (excess) return unknownProperties(name, excess[1].split(','));
     const clean = humanize(message);
     return name ? `${name}: ${clean}` : clean === 'must be a valid object' || clean === 'invalid object' ? 'body: must be a JSON object' : `body: ${clean}`;
   });
+}
+
+/** Names at most a few unknown properties (a nested object may hold thousands), counting the rest. */
+function unknownProperties(parent: string, names: string[]): string {
+  const shown = names.slice(0, UNKNOWN_NAMED).map((n) => (parent ? `${parent}.${n}` : n));
+  const more = names.length > shown.length ? ` (and ${names.length - shown.length} more)` : '';
+  return `${shown.join(', ')}: unknown ${names.length === 1 ? 'property' : 'properties'}${more}`;
 }
 
 /**

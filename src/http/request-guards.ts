@@ -1,9 +1,6 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { AppError } from '../errors/app-error.js';
 
-/** Largest JSON request body, as body-parser reads it and as the 413 message states it. */
-export const JSON_BODY_LIMIT_BYTES = 64 * 1024;
-
 /** Deepest nesting of objects and arrays a JSON body may have; no request of ours needs more than 3. */
 export const JSON_MAX_DEPTH = 32;
 

@@ -249,7 +249,32 @@ describe('Deployments API', () => {
       await setStatus(ctx, r.deploymentId, 'TERMINATING');
       assert.equal((await reveal(agent, r.deploymentId)).status, 404);
       const rows = await audits(r.deploymentId);
-      assert.deepEqual(rows.map((a) => [a.keyId, a.outcome, a.refusal]), [[agent.keyId, 'REFUSED', 'NOT_ACTIVE'], [agent.keyId, 'REFUSED', 'NOT_ACTIVE']]);
+      assert.deepEqual(rows.map((a) => [a.keyId, a.outcome, a.refusal, a.refusedCalls]), [[agent.keyId, 'REFUSED', 'NOT_ACTIVE', 2]], 'one row counts the minute\'s refusals');
+      ctx.clock.advance(60_000);
+      assert.equal((await reveal(agent, r.deploymentId)).status, 404);
+      assert.deepEqual((await audits(r.deploymentId)).map((a) => a.refusedCalls), [2, 1], 'the next minute has a row of its own');
+    });
+
+    it('audits a flood of refused calls in a bounded number of rows, counting every call', async () => {
+      const { agent } = await family();
+      const before = await ctx.services.ds.getRepository(CredentialReveal).countBy({ keyId: agent.keyId });
+      for (let i = 0; i < 40; i++) assert.equal((await reveal(agent, randomUUID())).status, 404);
+      const rows = await ctx.services.ds.getRepository(CredentialReveal).findBy({ keyId: agent.keyId });
+      assert.equal(rows.length - before, 1);
+      assert.equal(rows.at(-1)!.refusedCalls, 40);
+      assert.ok(rows.at(-1)!.lastCalledAt! >= rows.at(-1)!.calledAt);
+    });
+
+    it('needs the manage scope: a read-only key cannot obtain the machine\'s private key (403)', async () => {
+      const { agent } = await family();
+      const reader = await addKey(ctx, agent.accountId, { kind: 'OWNER', scopes: ['read'] });
+      const r = await rentOk(ctx, agent, { offerId });
+      await makeActive(ctx, r.deploymentId);
+      const res = await reveal(reader, r.deploymentId);
+      assert.equal(res.status, 403);
+      assert.equal(res.body.error.code, 'FORBIDDEN');
+      assert.ok(!JSON.stringify(res.body).includes('PRIVATE KEY'));
+      assert.equal((await reveal(agent, r.deploymentId)).status, 200, 'an agent key (read, rent, manage) may');
     });
 
     it('shows agent keys only their own deployments; other keys get 404, audited against the caller', async () => {
@@ -268,9 +293,9 @@ describe('Deployments API', () => {
       assert.equal((await audits(ghost)).length, 1, 'even an id that names no deployment');
     });
 
-    it('refuses a JSON Content-Type (400, audited) and keys without read (403, stopped before the handler)', async () => {
+    it('refuses a JSON Content-Type (400, audited) and keys without manage (403, stopped before the handler)', async () => {
       const { agent } = await family();
-      const renter = await addKey(ctx, agent.accountId, { kind: 'OWNER', scopes: ['rent', 'manage'] });
+      const renter = await addKey(ctx, agent.accountId, { kind: 'OWNER', scopes: ['read', 'rent'] });
       const r = await rentOk(ctx, agent, { offerId });
       await makeActive(ctx, r.deploymentId);
       const json = await reveal(agent, r.deploymentId).set('Content-Type', 'application/json').send('{}');

@@ -56,6 +56,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     PUBLIC_BASE_URL: 'http://gpu.test',
     LOCAL_PROVIDER_INVENTORY: inventoryPath,
     SIGNUP_RATE_PER_MINUTE: '1000000',
+    SIGNUP_RATE_PER_ADDRESS_PER_MINUTE: '1000000',
     ...opts.env,
   });
   const logger = createLogger(config.logLevel);

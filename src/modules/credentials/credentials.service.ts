@@ -68,19 +68,22 @@ export class CredentialsService {
     throw new AppError('NOT_FOUND', `Credentials exist only while the deployment is ACTIVE; it is ${result.status}. Poll GET /api/v1/deployments/${id}.`);
   }
 
-  /** The audit row of a refused reveal call. Best effort: failing to record it must not change the answer. */
+  /**
+   * Audits a refused reveal call. Refusals of one key and reason within a minute are counted on
+   * one row, so a key asking again and again (for ids of its choosing) cannot grow the table
+   * without bound. Best effort: failing to record it must not change the answer.
+   */
   async recordRefusal(principal: Principal, deploymentId: string, requestId: string, refusal: RevealRefusal): Promise<void> {
+    const now = this.clock.now();
+    const window = new Date(Math.floor(now.getTime() / 60_000) * 60_000);
     await this.ds
-      .getRepository(CredentialReveal)
-      .insert({
-        deploymentId: deploymentId.toLowerCase().slice(0, 64),
-        accountId: principal.accountId,
-        keyId: principal.keyId,
-        requestId,
-        outcome: 'REFUSED',
-        refusal,
-        calledAt: this.clock.now(),
-      })
+      .query(
+        `INSERT INTO credential_reveals
+           (deployment_id, account_id, key_id, request_id, outcome, refusal, refusal_window, refused_calls, called_at, last_called_at)
+         VALUES (?, ?, ?, ?, 'REFUSED', ?, ?, 1, ?, ?)
+         ON DUPLICATE KEY UPDATE refused_calls = refused_calls + 1, last_called_at = ?`,
+        [deploymentId.toLowerCase().slice(0, 64), principal.accountId, principal.keyId, requestId.slice(0, 128), refusal, window, now, now, now],
+      )
       .catch(() => undefined);
   }
 }

@@ -4,7 +4,11 @@ export type RevealOutcome = 'REVEALED' | 'REFUSED';
 /** Why a reveal call was refused. */
 export type RevealRefusal = 'NOT_FOUND' | 'NOT_ACTIVE' | 'JSON_BODY' | 'ERROR';
 
-/** Audit row of every credential reveal call by an authenticated key, whether it revealed or not. */
+/**
+ * Audit of credential reveal calls by authenticated keys: a row per reveal, and a row per key,
+ * refusal reason and minute that counts the refused calls (the first call's deployment id and
+ * request id, and the last call's time).
+ */
 @Entity({ name: 'credential_reveals' })
 export class CredentialReveal {
   @PrimaryGeneratedColumn({ type: 'bigint' })
@@ -30,6 +34,19 @@ export class CredentialReveal {
   @Column({ type: 'varchar', length: 32, nullable: true })
   refusal: RevealRefusal | null;
 
+  /** A refusal's minute: refused calls of one key and reason in one minute share a row. Null for a reveal. */
+  @Column({ name: 'refusal_window', type: 'datetime', nullable: true })
+  refusalWindow: Date | null;
+
+  /** Calls the row stands for: 1 for a reveal, the count of refused calls in the window otherwise. */
+  @Column({ name: 'refused_calls', type: 'int', default: 1 })
+  refusedCalls: number;
+
+  /** The first call the row stands for. */
   @Column({ name: 'called_at', type: 'datetime', precision: 3 })
   calledAt: Date;
+
+  /** The latest refused call of the window. */
+  @Column({ name: 'last_called_at', type: 'datetime', precision: 3, nullable: true })
+  lastCalledAt: Date | null;
 }

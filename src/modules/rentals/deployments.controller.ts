@@ -56,14 +56,16 @@ export class DeploymentsController extends BaseController {
 
   /**
    * SSH access to an ACTIVE deployment: host, port, user, its own private key and a ready `ssh`
-   * command line. Every call is audited (key, time, request id, and whether it revealed). Before ACTIVE and after
-   * termination there are no credentials to reveal (404). Send no body and no JSON Content-Type.
+   * command line. Every call is audited (key, time, request id, and whether it revealed; refused calls are
+   * counted per key, reason and minute). Before ACTIVE and after termination there are no credentials to
+   * reveal (404). Send no body and no JSON Content-Type. Needs the `manage` scope, like termination: the key
+   * is root on the machine, so a read-only key must not obtain it.
    */
   @Post('{id}/credentials/reveal')
-  @Security('bearer', ['read'])
+  @Security('bearer', ['manage'])
   @Response<ErrorEnvelope>(400, 'INVALID_REQUEST (a JSON Content-Type on this bodyless call)')
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
-  @Response<ErrorEnvelope>(403, 'FORBIDDEN')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN (no manage scope)')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND (no such deployment, or it is not ACTIVE)')
   async reveal(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<CredentialsDto>> {
     try {
