@@ -256,6 +256,11 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const publicBaseUrl = url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`, ['http:', 'https:']).replace(/\/+$/, '');
   const nodeEnv = str(env, 'NODE_ENV', 'development');
+  const adminJobsPassword = opt(env, 'ADMIN_JOBS_PASSWORD');
+  if (adminJobsPassword !== undefined && adminJobsPassword.length < 12) {
+    // Guesses are rate-limited, but a short password falls to a patient guesser all the same.
+    throw new ConfigError('ADMIN_JOBS_PASSWORD must be at least 12 characters (e.g. `openssl rand -base64 18`)');
+  }
   return {
     nodeEnv,
     port,
@@ -281,7 +286,7 @@ export function loadConfig(env: Env = process.env): Config {
     rentalPollMs: int(env, 'RENTAL_POLL_MS', 1000, 20, 600_000),
     meteringEveryMs: int(env, 'METERING_EVERY_MS', 15_000, 100, 3_600_000),
     adminJobsUser: opt(env, 'ADMIN_JOBS_USER'),
-    adminJobsPassword: opt(env, 'ADMIN_JOBS_PASSWORD'),
+    adminJobsPassword,
     stripeSecretKey: opt(env, 'STRIPE_SECRET_KEY'),
     // Fixed in development so every api process verifies what the local payment page signed.
     stripeWebhookSecret: webhookSecret ?? `whsec_dev_${createHash('sha256').update('gpu-rental development webhook secret').digest('hex').slice(0, 32)}`,

@@ -48,6 +48,21 @@ export class RateLimiter {
     }
   }
 
+  /**
+   * Refuses (429) when `name` has already reached `limit` in the current window, without counting
+   * this call: for limits on failures, which are counted with {@link hit} once a call has failed.
+   */
+  async check(name: string, limit: number, windowSeconds: number, what: string): Promise<void> {
+    const nowMs = this.clock.now().getTime();
+    const windowMs = windowSeconds * 1000;
+    const start = new Date(Math.floor(nowMs / windowMs) * windowMs);
+    const [row] = await this.ds.query(`SELECT count FROM rate_limit_counters WHERE bucket = ? AND window_start = ?`, [bucketKey(name), start]);
+    if (row && Number(row.count) >= limit) {
+      const retryAfter = Math.max(1, Math.ceil((start.getTime() + windowMs - nowMs) / 1000));
+      throw new AppError('RATE_LIMITED', `Too many ${what}; try again in ${retryAfter} s.`, { 'Retry-After': String(retryAfter) });
+    }
+  }
+
   /** Drops windows that ended long ago; called by housekeeping. */
   async prune(olderThanSeconds = 3600): Promise<void> {
     await this.ds.query(`DELETE FROM rate_limit_counters WHERE window_start < ?`, [

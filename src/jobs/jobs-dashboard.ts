@@ -2,7 +2,10 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { createExpressMiddleware } from 'agendash';
 import type { Config } from '../config.js';
+import { AppError } from '../errors/app-error.js';
 import { errorEnvelope } from '../errors/envelope.js';
+import { addressBucket, clientAddress } from '../http/client-address.js';
+import type { RateLimiter } from '../http/rate-limiter.js';
 import { agendaOf } from './agenda.js';
 import type { JobQueue } from './job-queue.js';
 
@@ -16,7 +19,17 @@ export interface DashboardDeps {
   config: Pick<Config, 'adminJobsUser' | 'adminJobsPassword'>;
   keys: { authenticate(header: string): Promise<{ kind: string; key: { isAdmin: boolean } }> };
   jobs: JobQueue;
+  rateLimiter: Pick<RateLimiter, 'check' | 'hit'>;
 }
+
+/**
+ * Wrong basic-auth guesses allowed per minute from one client address, and from all of them
+ * together (so guessing from many addresses is bounded too). Past either, every basic-auth
+ * attempt is refused with 429 until the minute ends, the right password included; an admin
+ * owner key (Bearer) still opens the dashboard.
+ */
+export const DASHBOARD_FAILED_LOGINS_PER_ADDRESS = 10;
+export const DASHBOARD_FAILED_LOGINS_TOTAL = 60;
 
 /**
  * Agendash replaces the service's Content-Security-Policy with its own, which lets any site frame
@@ -58,13 +71,29 @@ export function jobsDashboard(services: DashboardDeps): RequestHandler[] | undef
     const header = req.headers.authorization ?? '';
     const basic = /^Basic ([A-Za-z0-9+/=]+)$/.exec(header.trim());
     if (basic) {
-      const decoded = Buffer.from(basic[1], 'base64').toString('utf8');
-      const i = decoded.indexOf(':');
-      // Both compared in full, so a wrong user name takes as long as a wrong password.
-      const userOk = i >= 0 && sameSecret(decoded.slice(0, i), user);
-      const passwordOk = i >= 0 && sameSecret(decoded.slice(i + 1), password);
-      if (userOk && passwordOk) return next();
-      return deny(req, res, 401);
+      const here = `dashboard-login:${addressBucket(clientAddress(req))}`;
+      const limits = services.rateLimiter;
+      const what = 'failed jobs-dashboard logins';
+      const refuse = (err: unknown) => {
+        if (!(err instanceof AppError)) return next(err);
+        for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+        res.status(err.status).json(errorEnvelope(req.requestId, err.code, err.message));
+      };
+      Promise.all([limits.check(here, DASHBOARD_FAILED_LOGINS_PER_ADDRESS, 60, what), limits.check('dashboard-login', DASHBOARD_FAILED_LOGINS_TOTAL, 60, what)])
+        .then(async () => {
+          const decoded = Buffer.from(basic[1], 'base64').toString('utf8');
+          const i = decoded.indexOf(':');
+          // Both compared in full, so a wrong user name takes as long as a wrong password.
+          const userOk = i >= 0 && sameSecret(decoded.slice(0, i), user);
+          const passwordOk = i >= 0 && sameSecret(decoded.slice(i + 1), password);
+          if (userOk && passwordOk) return next();
+          // Counted after the answer is decided; the count only decides the next attempts.
+          await limits.hit('dashboard-login', Number.MAX_SAFE_INTEGER, 60, what);
+          await limits.hit(here, Number.MAX_SAFE_INTEGER, 60, what);
+          deny(req, res, 401);
+        })
+        .catch(refuse);
+      return;
     }
     if (/^Bearer /i.test(header)) {
       services.keys.authenticate(header).then(

@@ -93,10 +93,25 @@ export class ProviderHttpClient {
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly origin: string;
 
+  private readonly secrets: string[];
+
   constructor(private readonly opts: ProviderHttpOptions) {
     this.now = opts.now ?? Date.now;
     this.sleep = opts.sleep ?? defaultSleep;
     this.origin = opts.baseUrl.replace(/\/+$/, '');
+    const key = opts.apiKey;
+    this.secrets = key.length < 4 ? [] : [...new Set([key, encodeURIComponent(key), Buffer.from(key).toString('base64')])];
+  }
+
+  /**
+   * A cloud or a proxy in front of it may echo the request, Authorization header included, in
+   * an error body; plugins quote error bodies in messages and logs. The key is taken out of
+   * every answer before anyone reads it, so no plugin can leak it by quoting.
+   */
+  private redact(text: string): string {
+    let out = text;
+    for (const s of this.secrets) if (out.includes(s)) out = out.split(s).join('[redacted]');
+    return out;
   }
 
   private bucket(name: string): Bucket {
@@ -144,11 +159,12 @@ export class ProviderHttpClient {
         signal: AbortSignal.timeout(timeoutMs),
         redirect: 'error',
       });
-      text = await res.text();
+      text = this.redact(await res.text());
     } catch (err) {
       const e = err as Error;
       if (e.name === 'TimeoutError' || e.name === 'AbortError') throw new ProviderApiError('timeout', `${what}: no answer within ${timeoutMs} ms`);
-      throw new ProviderApiError('unavailable', `${what}: ${e.message}${(e.cause as Error | undefined)?.message ? ` (${(e.cause as Error).message})` : ''}`);
+      const cause = (e.cause as Error | undefined)?.message;
+      throw new ProviderApiError('unavailable', this.redact(`${what}: ${e.message}${cause ? ` (${cause})` : ''}`));
     }
     let json: unknown = null;
     if (text && /json/i.test(res.headers.get('content-type') ?? '')) {

@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import type { KeyKind } from '../../src/modules/keys/api-key.entity.js';
 import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-job-repository.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
+import { loadConfig } from '../../src/config.js';
+import { DASHBOARD_FAILED_LOGINS_PER_ADDRESS, DASHBOARD_FAILED_LOGINS_TOTAL } from '../../src/jobs/jobs-dashboard.js';
 import { signup } from '../helpers/factories.js';
 
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
@@ -16,6 +18,34 @@ describe('jobs: Agendash at /admin/jobs', () => {
     } finally {
       await ctx.close();
     }
+  });
+
+  it('refuses basic auth with 429 after ten wrong guesses from one address, the right password included, per address and in total', async () => {
+    const ctx = await createTestContext({ env: { ADMIN_JOBS_USER: 'ops', ADMIN_JOBS_PASSWORD: 'correct horse', TRUST_PROXY: 'loopback' } });
+    try {
+      ctx.clock.set(new Date(Date.UTC(2033, 0, 1, 0, Math.floor(Math.random() * 500_000), 5)));
+      const from = (address: string, auth: string) => ctx.api.get('/admin/jobs/').set('X-Forwarded-For', address).set('Authorization', auth);
+      const guesses = [];
+      for (let i = 0; i < DASHBOARD_FAILED_LOGINS_PER_ADDRESS; i++) guesses.push((await from('198.51.100.1', basic('ops', `guess-${i}`))).status);
+      assert.ok(guesses.every((s) => s === 401), guesses.join(','));
+      const locked = await from('198.51.100.1', basic('ops', 'correct horse'));
+      assert.equal(locked.status, 429);
+      assert.equal(locked.body.error.code, 'RATE_LIMITED');
+      assert.ok(Number(locked.headers['retry-after']) >= 1);
+      assert.equal((await from('198.51.100.2', basic('ops', 'correct horse'))).status, 200, 'another address is not locked out');
+      // Guesses spread over many addresses meet the total.
+      let status = 0;
+      for (let i = 0; i < DASHBOARD_FAILED_LOGINS_TOTAL; i++) status = (await from(`203.0.113.${i}`, basic('ops', 'nope'))).status;
+      assert.equal(status, 429);
+      ctx.clock.advance(60_000);
+      assert.equal((await from('198.51.100.1', basic('ops', 'correct horse'))).status, 200, 'the next minute admits again');
+    } finally {
+      await ctx.close();
+    }
+  });
+
+  it('refuses a dashboard password shorter than 12 characters at start', () => {
+    assert.throws(() => loadConfig({ ADMIN_JOBS_USER: 'ops', ADMIN_JOBS_PASSWORD: 'hunter2' }), /ADMIN_JOBS_PASSWORD must be at least 12 characters/);
   });
 
   describe('when configured', () => {

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
 import { createLogger } from '../../src/logger.js';
+import { readError } from '../../plugins/vast/errors.js';
 import { customerPriceMinor, usdToCentsCeil } from '../../src/providers/pricing.js';
 import { ProviderApiError, ProviderHttpClient, SharedRead, errorClassOf, parseRetryAfter } from '../../src/providers/provider-http.js';
 
@@ -50,6 +52,29 @@ describe('ProviderHttpClient', () => {
     assert.equal(seen.type, 'application/json');
     assert.equal(seen.body, '{"label":"x"}');
     assert.equal(seen.url, '/api/v0/asks/7/?owner=me');
+  });
+
+  it('takes the API key out of an answer that echoes the request, before any plugin can quote it in a log', async () => {
+    const key = 'vk_live_0123456789abcdef';
+    const s = await serve((req, res) => {
+      // A proxy's debugging page, echoing what it received in three spellings.
+      const auth = String(req.headers.authorization);
+      const body = { error: 'invalid_args', msg: `echo: ${auth} / ${encodeURIComponent(key)} / ${Buffer.from(key).toString('base64')}` };
+      res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    });
+    server = s.server;
+    const lines: string[] = [];
+    const logger = createLogger('warn', new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+    const sut = new ProviderHttpClient({ providerId: 'vast', baseUrl: s.url, apiKey: key, logger, limits: {} });
+    const res = await sut.request('create', 'PUT', '/api/v0/asks/1/');
+    assert.ok(!res.text.includes(key) && !JSON.stringify(res.json).includes(key));
+    assert.ok(!res.text.includes(Buffer.from(key).toString('base64')));
+    assert.match(res.text, /Bearer \[redacted\]/);
+    // What the Vast plugin writes to its warn log for such an answer.
+    const err = readError('vast PUT /api/v0/asks/1/', res);
+    logger.warn({ err: err.message }, 'create failed');
+    assert.ok(!lines.join('').includes(key), lines.join(''));
+    assert.ok(!err.message.includes(key));
   });
 
   it('spaces calls to one bucket by its minimum interval, and leaves other buckets alone', async () => {
