@@ -1,6 +1,8 @@
-import express, { type Express } from 'express';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { webhookCallback, type Bot } from 'grammy';
 import type { Services } from '../src/container.js';
+import { errorEnvelope } from '../src/errors/envelope.js';
 import { NotificationsService } from '../src/modules/notifications/notifications.service.js';
 import { ALLOWED_UPDATES, COMMANDS } from './bot.js';
 import type { BotContext } from './context.js';
@@ -15,8 +17,16 @@ export const WEBHOOK_PATH = '/telegram/webhook';
  * state is in MySQL, so any number of api processes may take updates.
  */
 export function mountTelegramWebhook(app: Express, bot: Bot<BotContext>, secretToken: string): void {
+  const expected = createHash('sha256').update(secretToken).digest();
   app.post(
     WEBHOOK_PATH,
+    // The secret is checked before the body is read: an unauthenticated caller costs no parsing.
+    (req: Request, res: Response, next: NextFunction) => {
+      const given = req.headers['x-telegram-bot-api-secret-token'];
+      const ok = typeof given === 'string' && timingSafeEqual(createHash('sha256').update(given).digest(), expected);
+      if (ok) return next();
+      res.status(401).json(errorEnvelope(req.requestId ?? 'unknown', 'UNAUTHENTICATED', 'Missing or wrong X-Telegram-Bot-Api-Secret-Token.'));
+    },
     express.json({ limit: '1mb' }),
     webhookCallback(bot, 'express', { secretToken, onTimeout: 'return', timeoutMilliseconds: 9_000 }),
   );

@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildIsFresh } from './freshness.mjs';
 
+// `npm start` is the development run of the README; an operator's deployment sets NODE_ENV itself.
+process.env.NODE_ENV ??= 'development';
 const root = process.cwd();
 if (buildIsFresh(root)) {
   process.stderr.write('start: dist/ is newer than the sources; skipping the build\n');

@@ -18,6 +18,8 @@ export interface ProviderConfig {
 
 export interface Config {
   nodeEnv: string;
+  /** NODE_ENV=development was set explicitly (not merely defaulted): see {@link assertSafeToRun}. */
+  developmentRun: boolean;
   port: number;
   /** Address the HTTP server binds: 127.0.0.1 in development, 0.0.0.0 in production, unless HOST is set. */
   host: string;
@@ -224,6 +226,21 @@ function trustProxy(env: Env): TrustProxy {
   return items;
 }
 
+/**
+ * Refuses to run roles with a combination that is safe only on a developer's own machine: the
+ * built-in development SECRETS_KEY (public) with the `local` provider, whose instances are shells
+ * on this host. Anyone holding such a shell who reached the database could open every renter's
+ * SSH key with it. (Commands that only read the configuration, like packaging a release, are not
+ * runs.)
+ */
+export function assertSafeToRun(config: Config): void {
+  if (config.secretsKeyGenerated && config.providers.some((p) => p.id === 'local') && !config.developmentRun) {
+    throw new ConfigError(
+      'the local provider with the built-in development SECRETS_KEY runs only when NODE_ENV=development is set explicitly (`npm start` sets it); otherwise set SECRETS_KEY (32 bytes, base64: `openssl rand -base64 32`)',
+    );
+  }
+}
+
 /** Telegram accepts 1-256 characters of A-Za-z0-9_- as a webhook secret token. */
 function webhookToken(env: Env): string | undefined {
   const v = opt(env, 'TELEGRAM_WEBHOOK_SECRET');
@@ -256,6 +273,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const publicBaseUrl = url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`, ['http:', 'https:']).replace(/\/+$/, '');
   const nodeEnv = str(env, 'NODE_ENV', 'development');
+  const providerConfigs = providers(env);
   const adminJobsPassword = opt(env, 'ADMIN_JOBS_PASSWORD');
   if (adminJobsPassword !== undefined && adminJobsPassword.length < 12) {
     // Guesses are rate-limited, but a short password falls to a patient guesser all the same.
@@ -263,13 +281,14 @@ export function loadConfig(env: Env = process.env): Config {
   }
   return {
     nodeEnv,
+    developmentRun: opt(env, 'NODE_ENV') === 'development',
     port,
     // The development payment page is free and the local provider hands out shells on this host:
     // a first start on a cloud machine must not offer them to the internet.
     host: str(env, 'HOST', nodeEnv === 'production' ? '0.0.0.0' : '127.0.0.1'),
     databaseUrl: url(env, 'DATABASE_URL', 'mysql://root@127.0.0.1:3306/gpu_rental', ['mysql:', 'mariadb:']),
     publicBaseUrl,
-    providers: providers(env),
+    providers: providerConfigs,
     inventoryRefreshSeconds,
     offerMaxAgeSeconds,
     agentV1Enabled: bool(env, 'AGENT_V1_ENABLED', true),

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { Express } from 'express';
 import { systemClock } from './clock.js';
-import { ConfigError, configErrorLine, loadConfig, parseRoles, type Config, type Role } from './config.js';
+import { assertSafeToRun, ConfigError, configErrorLine, loadConfig, parseRoles, type Config, type Role } from './config.js';
 import { createApp } from './app.js';
 import { createServices, type Services } from './container.js';
 import { isConnectionError } from './db/connection-errors.js';
@@ -125,6 +125,7 @@ async function main(): Promise<void> {
   try {
     config = loadConfig();
     roles = parseRoles(process.argv.slice(2));
+    if (process.argv[2] !== 'owner') assertSafeToRun(config);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${configErrorLine(err)}\n`);

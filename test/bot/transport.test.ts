@@ -99,6 +99,10 @@ describe('Telegram bot transports', function () {
       assert.equal(none.status, 401);
       const wrong = await api.post(WEBHOOK_PATH).set('X-Telegram-Bot-Api-Secret-Token', 'guess').send(update);
       assert.equal(wrong.status, 401);
+      // Refused before the body is read: a large or malformed body gets the same 401, not a parse error.
+      const junk = await api.post(WEBHOOK_PATH).set('Content-Type', 'application/json').send('{"update_id": ' + ' '.repeat(2_000_000));
+      assert.equal(junk.status, 401);
+      assert.equal(junk.body.error.code, 'UNAUTHENTICATED');
       assert.deepEqual(fake.callsSince(mark), []);
       const keys = await ctx.services.ds.query(
         "SELECT COUNT(*) AS n FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE a.telegram_user_id = ? AND k.kind = 'OWNER'",

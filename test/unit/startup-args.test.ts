@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { ConfigError, configErrorLine, loadConfig, parseRoles } from '../../src/config.js';
+import { randomBytes } from 'node:crypto';
+import { assertSafeToRun, ConfigError, configErrorLine, loadConfig, parseRoles } from '../../src/config.js';
+import { spawnService } from '../helpers/process.js';
 
 /** What the service prints and exits 1 on, before it touches anything (src/main.ts). */
 function startupError(fn: () => unknown): string {
@@ -25,5 +27,21 @@ describe('start-up arguments and configuration', () => {
     assert.deepEqual(parseRoles(['--role', 'api,worker']), ['api', 'worker']);
     assert.deepEqual(parseRoles(['--role=bot']), ['bot']);
     assert.deepEqual(parseRoles([]), ['api', 'worker', 'bot']);
+  });
+
+  it('runs the local provider on the public development SECRETS_KEY only in an explicit development run', () => {
+    for (const env of [{}, { NODE_ENV: 'staging' }, { NODE_ENV: 'test' }]) {
+      assert.match(startupError(() => assertSafeToRun(loadConfig(env))), /NODE_ENV=development is set explicitly.*SECRETS_KEY/, JSON.stringify(env));
+    }
+    assertSafeToRun(loadConfig({ NODE_ENV: 'development' }));
+    assertSafeToRun(loadConfig({ SECRETS_KEY: randomBytes(32).toString('base64') }));
+    assertSafeToRun(loadConfig({ PROVIDERS: 'vast', VAST_PROVIDER_API_KEY: 'k' }));
+  });
+
+  it('a service started without NODE_ENV on the local provider and the development key exits at once, naming the fix', async () => {
+    const svc = spawnService([], { NODE_ENV: '', DATABASE_URL: 'mysql://root@127.0.0.1:1/never_reached' });
+    const code = await svc.exited;
+    assert.equal(code, 1);
+    assert.match(svc.stderr(), /^Configuration error: the local provider with the built-in development SECRETS_KEY/m);
   });
 });

@@ -2,6 +2,7 @@ import { In } from 'typeorm';
 import { inTransaction } from '../../../db/transaction.js';
 import type { InstanceInfo, Provider } from '../../../providers/provider.js';
 import { sshProbe } from '../../../providers/ssh-probe.js';
+import { describeUntrustedEndpoint, sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
 import { generateDeploymentKeyPair } from '../../../providers/ssh-keys.js';
 import { slugsOfGpuKey } from '../../inventory/offer-candidates.js';
 import { Offer } from '../../inventory/offer.entity.js';
@@ -235,7 +236,7 @@ export class Provisioning {
     if (info.state === 'failed' || info.state === 'gone' || info.state === 'stopped') {
       return this.reversal.fail(d.id, 'PROVISIONING_FAILED', 'The machine failed to start; your rental was not started.');
     }
-    const ssh = info.state === 'running' ? info.ssh : undefined;
+    const ssh = info.state === 'running' ? this.acceptedEndpoint(d, info) : undefined;
     if (ssh && (ssh.host !== d.sshHost || ssh.port !== d.sshPort)) {
       // Recorded as soon as known: a termination before ACTIVE must probe this address.
       await recordSshAddress(ds, d.id, ssh);
@@ -250,6 +251,21 @@ export class Provisioning {
       return this.reversal.fail(d.id, 'PROVISIONING_TIMEOUT', 'The machine did not become reachable in time; your rental was not started.');
     }
     await this.poll(d.id, this.timing.pollMs);
+  }
+
+  /**
+   * The instance's SSH endpoint when it is one we may hand to agents; otherwise none (the machine
+   * then never becomes ACTIVE and fails at the provisioning bound), with a warning naming the cloud.
+   */
+  private acceptedEndpoint(d: Deployment, info: InstanceInfo): InstanceInfo['ssh'] {
+    if (!info.ssh) return undefined;
+    const problem = sshEndpointProblem(info.ssh);
+    if (!problem) return info.ssh;
+    this.deps.logger.warn(
+      { deploymentId: d.id, providerId: d.providerId, endpoint: describeUntrustedEndpoint(info.ssh) },
+      `the provider reported an SSH endpoint that cannot be handed on (${problem}); not using it`,
+    );
+    return undefined;
   }
 
   /** ACTIVE from now; legacy rentals get their end and its expiry job, metered ones start accruing. */

@@ -6,6 +6,7 @@ import { Deployment } from '../deployment.entity.js';
 import { DeploymentAttempt } from '../deployment-attempt.entity.js';
 import { Order } from '../order.entity.js';
 import { isOneOf, METERED_BILLING_MODELS, requestTermination, TERMINAL_STATUSES, transition, type TerminationReason } from '../rental-state.js';
+import { sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
 import { enqueueFor, loadDeployment, recordSshAddress, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import type { Metering } from './metering.js';
 
@@ -96,7 +97,8 @@ export class Termination {
       } catch (err) {
         return this.retryVerify(d, `reading the instance before destroying it failed: ${(err as Error).message}`);
       }
-      if (info.ssh) {
+      // An endpoint no agent could have been given is nobody's way in; the provider's word decides.
+      if (info.ssh && !sshEndpointProblem(info.ssh)) {
         await recordSshAddress(ds, d.id, info.ssh);
         target = this.target(d, info.ssh);
       }
