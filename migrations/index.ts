@@ -15,6 +15,7 @@ import { ProviderCatalog1763800008500 } from './1763800008500-ProviderCatalog.js
 import { AttemptRetryAt1763800008000 } from './1763800008000-AttemptRetryAt.js';
 import { KeyCounters1763800009000 } from './1763800009000-KeyCounters.js';
 import { KeyIssuer1763800010200 } from './1763800010200-KeyIssuer.js';
+import { CheckoutRefundState1763800010900 } from './1763800010900-CheckoutRefundState.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -31,4 +32,5 @@ export const migrations = [
   ProviderCatalog1763800008500,
   KeyCounters1763800009000,
   KeyIssuer1763800010200,
+  CheckoutRefundState1763800010900,
 ];
