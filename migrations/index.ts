@@ -14,6 +14,8 @@ import { RentalListByKey1763800008400 } from './1763800008400-RentalListByKey.js
 import { ProviderCatalog1763800008500 } from './1763800008500-ProviderCatalog.js';
 import { AttemptRetryAt1763800008000 } from './1763800008000-AttemptRetryAt.js';
 import { KeyCounters1763800009000 } from './1763800009000-KeyCounters.js';
+import { KeyIssuer1763800010200 } from './1763800010200-KeyIssuer.js';
+import { CheckoutRefundState1763800010900 } from './1763800010900-CheckoutRefundState.js';
 import { RevealRefusalWindows1763800011000 } from './1763800011000-RevealRefusalWindows.js';
 
 /** Every migration, oldest first. Register a new migration here. */
@@ -30,5 +32,7 @@ export const migrations = [
   RentalListByKey1763800008400,
   ProviderCatalog1763800008500,
   KeyCounters1763800009000,
+  KeyIssuer1763800010200,
+  CheckoutRefundState1763800010900,
   RevealRefusalWindows1763800011000,
 ];

@@ -1,8 +1,16 @@
-import { Composer } from 'grammy';
+import { Composer, InlineKeyboard } from 'grammy';
+import { AppError } from '../../src/errors/app-error.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html } from '../format.js';
 
-/** /ownerkey: a new OWNER API key for the owner's own scripts; the token is shown once. */
+const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+/** Telegram keeps messages under 4096 characters; beyond this many keys the list says "and N more". */
+const MAX_LISTED = 15;
+
+/**
+ * /ownerkey: a new OWNER API key for the owner's own scripts; the token is shown once.
+ * /ownerkeys: the active OWNER keys; revoking one (confirmed) revokes what it let in with it.
+ */
 export function ownerKeyFeature(): Composer<BotContext> {
   const composer = new Composer<BotContext>();
 
@@ -23,6 +31,56 @@ export function ownerKeyFeature(): Composer<BotContext> {
       ].join('\n'),
       { parse_mode: 'HTML', link_preview_options: { is_disabled: true } },
     );
+  });
+
+  composer.command('ownerkeys', async (ctx) => {
+    const keys = (await ctx.services.agents.listOwnerKeys(ownerOf(ctx).id)).filter((k) => !k.revokedAt);
+    if (keys.length === 0) {
+      await ctx.reply('You have no active OWNER API keys. Issue one with /ownerkey.');
+      return;
+    }
+    const shown = keys.slice(0, MAX_LISTED);
+    const lines = shown.map((k, i) => `${i + 1}. <b>${html(k.name)}</b> <code>${html(k.prefix)}</code>, created ${html(k.createdAt.slice(0, 10))}`);
+    if (keys.length > shown.length) lines.push(`…and ${keys.length - shown.length} more.`);
+    const kb = new InlineKeyboard();
+    shown.forEach((k, i) => kb.text(`Revoke ${i + 1}. ${k.prefix}`, `ork:${k.id}`).row());
+    await ctx.reply(`<b>OWNER API keys</b>\n\n${lines.join('\n')}`, { parse_mode: 'HTML', reply_markup: kb });
+  });
+
+  composer.callbackQuery(new RegExp(`^ork:(${UUID})$`), async (ctx) => {
+    const key = (await ctx.services.agents.listOwnerKeys(ownerOf(ctx).id)).find((k) => k.id === ctx.match[1]);
+    if (!key || key.revokedAt) {
+      await ctx.answerCallbackQuery({ text: key ? 'That key is already revoked.' : 'That key is not on your account.', show_alert: true });
+      return;
+    }
+    await ctx.answerCallbackQuery();
+    const kb = new InlineKeyboard().text('Yes, revoke it', `orky:${key.id}`).text('Keep it', 'orkn');
+    await ctx.reply(
+      `Revoke the OWNER key <code>${html(key.prefix)}</code>? It is refused from its next call on, and so is every agent key it issued ` +
+        'or approved through the API, and every approval it gave that the agent has not used yet. ' +
+        'Running rentals keep running until they end or you terminate them in /rentals.',
+      { parse_mode: 'HTML', reply_markup: kb },
+    );
+  });
+
+  composer.callbackQuery(new RegExp(`^orky:(${UUID})$`), async (ctx) => {
+    let agents: number;
+    try {
+      agents = (await ctx.services.agents.revokeOwnerKey(ownerOf(ctx).id, ctx.match[1])).revokedAgentKeyIds.length;
+    } catch (err) {
+      if (err instanceof AppError && err.status === 404) {
+        await ctx.answerCallbackQuery({ text: 'That key is not on your account.', show_alert: true });
+        return;
+      }
+      throw err;
+    }
+    await ctx.answerCallbackQuery({ text: 'Revoked.' });
+    await ctx.editMessageText(`Revoked. That OWNER key no longer works${agents ? `, nor do the ${agents} agent key${agents === 1 ? '' : 's'} it let in` : ''}.`);
+  });
+
+  composer.callbackQuery('orkn', async (ctx) => {
+    await ctx.answerCallbackQuery();
+    await ctx.editMessageText('Kept. Nothing changed.');
   });
 
   return composer;

@@ -6,14 +6,24 @@ import { RateLimiter } from '../http/rate-limiter.js';
 import { AccountsService, type NewOwner } from '../modules/accounts/accounts.service.js';
 import { APPROVAL_LIMITS, KEY_LIMIT_MAXIMUMS, OWNER_KEY_LIMITS } from '../modules/keys/key-limits.js';
 import { normalizeEmail } from '../modules/accounts/email.js';
-import { ALL_SCOPES, type Scope } from '../modules/keys/api-key.entity.js';
+import { ALL_SCOPES, ApiKey, type Scope } from '../modules/keys/api-key.entity.js';
 import { KeysService } from '../modules/keys/keys.service.js';
+import { keyName } from '../modules/keys/key-name.js';
+import { AgentsService } from '../modules/agents/agents.service.js';
+import { AppError } from '../errors/app-error.js';
+import type { DataSource } from 'typeorm';
 
 export const OWNER_USAGE = `Usage: owner create --name <name> [options]
+       owner keys --account <account id> [--json]
+       owner revoke-key --key <key id> [--json]
 
-Creates an owner account and its first OWNER key, and prints the key once.
+create: creates an owner account and its first OWNER key, and prints the key once.
+keys: lists the account's OWNER keys (id, prefix, name, scopes, revoked or not).
+revoke-key: revokes an OWNER key at once, with every agent key it issued, every key obtained
+  through an agent authorization it approved, and every approved authorization not yet
+  exchanged. Running rentals keep running.
 
-Options:
+Options of create:
   --name <text>                   name of the owner key (1-100 characters), e.g. the owner's name
   --email <address>               the account's e-mail (receipts of card checkouts)
   --scopes <list>                 comma-separated subset of read,rent,manage,billing (default: all four)
@@ -22,6 +32,7 @@ Options:
   --max-concurrent <n>            the key's concurrent deployments (default ${OWNER_KEY_LIMITS.maxConcurrentDeployments})
   --admin                         the key may also open the operator pages (jobs dashboard)
   --json                          print {"accountId","keyId","token"} as JSON instead of text
+                                  (keys: the list; revoke-key: what was revoked)
 
 Run it on the server: node dist/src/main.js owner create --name "Ada" (or npm run owner -- create --name "Ada").`;
 
@@ -51,8 +62,14 @@ export function parseOwnerCreate(argv: string[]): NewOwner & { json: boolean } {
     throw new UsageError((err as Error).message);
   }
   const v = parsed.values;
-  const name = v.name?.trim() ?? '';
-  if (name.length < 1 || name.length > 100) throw new UsageError('--name is required: 1 to 100 characters.');
+  if (v.name === undefined) throw new UsageError('--name is required: 1 to 100 characters.');
+  let name: string;
+  try {
+    name = keyName(v.name, '--name');
+  } catch (err) {
+    if (err instanceof AppError) throw new UsageError(err.message.replace(/^Invalid request: /, ''));
+    throw err;
+  }
   let email: string | null = null;
   if (v.email !== undefined) {
     email = normalizeEmail(v.email);
@@ -87,6 +104,27 @@ export interface CommandIo {
   err: (text: string) => void;
 }
 
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** `owner keys` and `owner revoke-key`: the one id they act on, and the output form. */
+export function parseOwnerKeyCommand(sub: 'keys' | 'revoke-key', argv: string[]): { id: string; json: boolean } {
+  const flag = sub === 'keys' ? 'account' : 'key';
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: { [flag]: { type: 'string' }, json: { type: 'boolean', default: false } },
+    });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const id = String(parsed.values[flag] ?? '').trim();
+  if (!UUID_RE.test(id)) throw new UsageError(`--${flag} is required: the ${flag === 'account' ? 'account' : 'key'} id (a UUID).`);
+  return { id: id.toLowerCase(), json: Boolean(parsed.values.json) };
+}
+
 /**
  * `owner <subcommand>` from the server's shell. Returns the exit status. The token goes to
  * standard output once and nowhere else: it is never logged.
@@ -97,13 +135,13 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
     io.out(`${OWNER_USAGE}\n`);
     return sub === undefined ? 2 : 0;
   }
-  if (sub !== 'create') {
+  if (sub !== 'create' && sub !== 'keys' && sub !== 'revoke-key') {
     io.err(`Unknown owner command "${sub}".\n\n${OWNER_USAGE}\n`);
     return 2;
   }
-  let input: ReturnType<typeof parseOwnerCreate>;
+  let input: ReturnType<typeof parseOwnerCreate> | ReturnType<typeof parseOwnerKeyCommand>;
   try {
-    input = parseOwnerCreate(rest);
+    input = sub === 'create' ? parseOwnerCreate(rest) : parseOwnerKeyCommand(sub, rest);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
     io.err(`${err.message}\n\n${OWNER_USAGE}\n`);
@@ -120,7 +158,16 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
   try {
     await migrate(ds);
     const keys = new KeysService(ds, systemClock);
-    const accounts = new AccountsService(ds, systemClock, keys, new RateLimiter(ds, systemClock), {
+    const limiter = new RateLimiter(ds, systemClock);
+    if ('id' in input) {
+      const agents = new AgentsService(ds, systemClock, keys, limiter, {
+        agentV1Enabled: config.agentV1Enabled,
+        publicBaseUrl: config.publicBaseUrl,
+        setupRatePerMinute: config.agentSetupRatePerMinute,
+      });
+      return sub === 'keys' ? await listOwnerKeys(agents, input, io) : await revokeOwnerKey(ds, agents, input, io);
+    }
+    const accounts = new AccountsService(ds, systemClock, keys, limiter, {
       agentV1Enabled: config.agentV1Enabled,
       signupRatePerMinute: config.signupRatePerMinute,
       defaultBillingModel: config.defaultBillingModel,
@@ -148,4 +195,42 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
   } finally {
     await ds.destroy();
   }
+}
+
+async function listOwnerKeys(agents: AgentsService, input: { id: string; json: boolean }, io: CommandIo): Promise<number> {
+  const keys = await agents.listOwnerKeys(input.id);
+  if (input.json) {
+    io.out(`${JSON.stringify(keys)}\n`);
+    return 0;
+  }
+  if (keys.length === 0) {
+    io.out(`Account ${input.id} has no OWNER keys.\n`);
+    return 0;
+  }
+  for (const k of keys) {
+    io.out(`${k.id}  ${k.prefix}  ${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}  ${k.scopes.join(',')}  "${k.name}"\n`);
+  }
+  return 0;
+}
+
+async function revokeOwnerKey(ds: DataSource, agents: AgentsService, input: { id: string; json: boolean }, io: CommandIo): Promise<number> {
+  const key = await ds.getRepository(ApiKey).findOneBy({ id: input.id, kind: 'OWNER' });
+  if (!key) {
+    io.err(`No OWNER key has id ${input.id}.\n`);
+    return 1;
+  }
+  const revoked = await agents.revokeOwnerKey(key.accountId, key.id);
+  if (input.json) {
+    io.out(`${JSON.stringify({ accountId: key.accountId, ...revoked })}\n`);
+    return 0;
+  }
+  io.out(
+    [
+      `OWNER key ${revoked.id} (prefix ${key.prefix}) of account ${key.accountId} revoked at ${revoked.revokedAt}.`,
+      `Revoked with it: ${revoked.revokedAgentKeyIds.length} agent key(s), ${revoked.revokedAuthorizationIds.length} approved authorization(s) not yet exchanged.`,
+      'Rentals already running keep running; terminate them separately if they must stop.',
+      '',
+    ].join('\n'),
+  );
+  return 0;
 }

@@ -6,7 +6,7 @@ import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
 import { lifecycleDepsOf } from '../../src/container.js';
 import { createRentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { account, offerIds, rent, rentOk, setStatus } from '../helpers/rentals.js';
+import { account, addKey, offerIds, rent, rentOk, setStatus } from '../helpers/rentals.js';
 
 const PRICE = 300;
 const OFFERS: LocalInventoryOffer[] = [
@@ -75,6 +75,58 @@ describe('credit reservations of metered rentals', function () {
       for (const id of ids) await life.terminate(id);
     });
   }
+
+  for (const covered of [1, 3]) {
+    it(`admits exactly ${covered} of 10 parallel metered rentals of one key whose budget covers ${covered}; metering overspends it by at most one period`, async () => {
+      // Plenty of credits: the key's budget, covering `covered` reservations and a third of another, is the limit.
+      const budget = covered * PRICE + 100;
+      const key = await account(ctx, { creditsMinor: 100_000, budgetLimitMinor: budget, maxConcurrentDeployments: 50 });
+      const results = await Promise.all(Array.from({ length: 10 }, () => rent(ctx, key, { offerId: offer })));
+      const admitted = results.filter((r) => r.status === 201);
+      assert.equal(admitted.length, covered, results.map((r) => `${r.status} ${r.body.error?.code ?? ''}`).join(', '));
+      for (const r of results.filter((x) => x.status !== 201)) {
+        assert.equal(r.status, 403);
+        assert.equal(r.body.error.code, 'KEY_LIMIT_EXCEEDED');
+        assert.match(r.body.error.message, /reserved/);
+      }
+
+      const life = createRentalLifecycle(lifecycleDepsOf(ctx.services), { sshTimeoutMs: 1500 });
+      const ids: string[] = admitted.map((r) => r.body.data.deploymentId);
+      const dep = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
+      for (const id of ids) {
+        for (let i = 0; i < 10 && (await dep(id)).status !== 'ACTIVE'; i++) await life.provision(id);
+        assert.equal((await dep(id)).status, 'ACTIVE');
+      }
+      const periodMs = ctx.config.meteringEveryMs;
+      const onePeriod = Math.ceil((covered * PRICE * periodMs) / 3_600_000);
+      for (let i = 0; i < 400; i++) {
+        ctx.clock.advance(periodMs);
+        await life.meter();
+        const states = await Promise.all(ids.map(dep));
+        if (states.every((d) => d.status !== 'ACTIVE')) {
+          assert.ok(states.every((d) => d.terminationReason === 'KEY_BUDGET'), states.map((d) => d.terminationReason).join());
+          break;
+        }
+      }
+      for (const id of ids) await life.terminate(id);
+      const [{ net }] = await ctx.services.ds.query(`SELECT net_spent_minor AS net FROM api_keys WHERE id = ?`, [key.keyId]);
+      assert.ok(Number(net) >= budget, `metering ran the budget out (net spend ${net})`);
+      assert.ok(Number(net) <= budget + onePeriod, `net spend ${net} went past ${budget} + ${onePeriod}, one metering period of accrual`);
+    });
+  }
+
+  it("counts a key's own live reservations against its budget, not another key's, and frees them as they end", async () => {
+    const key = await account(ctx, { creditsMinor: 100_000, budgetLimitMinor: 2 * PRICE, maxConcurrentDeployments: 50 });
+    const sibling = await addKey(ctx, key.accountId, { budgetLimitMinor: PRICE, maxConcurrentDeployments: 50 });
+    const first = await rentOk(ctx, key, { offerId: offer });
+    await rentOk(ctx, sibling, { offerId: offer });
+    await rentOk(ctx, key, { offerId: offer });
+    const third = await rent(ctx, key, { offerId: offer, budgetMinor: 1 });
+    assert.equal(third.status, 403, JSON.stringify(third.body));
+    assert.equal(third.body.error.code, 'KEY_LIMIT_EXCEEDED');
+    await setStatus(ctx, first.deploymentId, 'TERMINATED');
+    await rentOk(ctx, key, { offerId: offer });
+  });
 
   it('counts what other live rentals have not used yet, and frees it as usage is posted or they end', async () => {
     const owner = await account(ctx, { kind: 'OWNER', creditsMinor: 2 * PRICE, scopes: ['read', 'rent', 'manage', 'billing'], maxConcurrentDeployments: 50 });

@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { GprClient } from '../../clients/sdk/src/index.js';
 import { sshExec } from '../../src/providers/ssh-probe.js';
 import { buildClients, GPR_MCP_BIN } from './helpers/build.js';
+import { filesUnder, GOOD_RENTAL_ID, HostileService } from './helpers/hostile-service.js';
 import { payTopup, startService, TEST_GPU, type RunningService } from './helpers/service.js';
 
 type ToolResult = {
@@ -50,10 +53,11 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
   });
 
   async function connect(env: Record<string, string> = {}) {
+    const xdg = env.XDG_CONFIG_HOME ?? mkdtempSync(join(tmpdir(), 'gpr-mcp-'));
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [GPR_MCP_BIN],
-      env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), 'gpr-mcp-')), GPR_BASE_URL: service.baseUrl, GPR_TOKEN: token, ...env },
+      env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: xdg, GPR_BASE_URL: service.baseUrl, GPR_TOKEN: token, ...env },
       stderr: 'pipe',
     });
     let stderr = '';
@@ -66,7 +70,7 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       seen.push(JSON.stringify(res));
       return res;
     };
-    return { client, call };
+    return { client, call, xdg };
   }
 
   it('lists the nine tools with titles, input and output schemas and honest annotations; instructions speak of cents', async () => {
@@ -92,6 +96,14 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     assert.match(instructions, /create_rental/);
     assert.match(instructions, /get_rental/);
     assert.match(instructions, /terminate_deployment/);
+    assert.match(instructions, /GPR_MCP_ALLOW_SPEND=1/);
+    assert.match(instructions, /GPR_MCP_ALLOW_SECRETS=1/);
+    const reveal = tools.find((t) => t.name === 'reveal_ssh_credentials')!;
+    assert.match(reveal.description!, /keyFile/);
+    assert.match(reveal.description!, /GPR_MCP_ALLOW_SPEND=1/);
+    assert.match(reveal.description!, /`manage` scope/);
+    assert.ok((reveal.inputSchema.properties as Record<string, unknown>).includePrivateKey, 'the key is asked for explicitly');
+    assert.match(tools.find((t) => t.name === 'terminate_deployment')!.description!, /GPR_MCP_ALLOW_SPEND=1.*gpr terminate/);
   });
 
   it('is read-only by default: create_rental and create_topup_link refuse and nothing is rented; secrets in input are refused', async () => {
@@ -103,6 +115,12 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     assert.equal(refused.isError, true);
     assert.match(refused.content[0].text!, /GPR_MCP_ALLOW_SPEND=1/);
     assert.equal((await call('create_topup_link', { amountMinor: 500 })).isError, true);
+    const terminate = await call('terminate_deployment', { id: GOOD_RENTAL_ID });
+    assert.equal(terminate.isError, true);
+    assert.match(terminate.content[0].text!, /^REFUSED: terminate_deployment destroys a machine .*`gpr terminate <rentalId> --wait`.*GPR_MCP_ALLOW_SPEND=1/);
+    const reveal = await call('reveal_ssh_credentials', { id: GOOD_RENTAL_ID });
+    assert.equal(reveal.isError, true);
+    assert.match(reveal.content[0].text!, /^REFUSED: reveal_ssh_credentials opens SSH access .*`gpr ssh <rentalId>`.*GPR_MCP_ALLOW_SPEND=1/);
     assert.deepEqual(await new GprClient({ baseUrl: service.baseUrl, token }).listDeployments(), []);
 
     const key = await call('get_rental', { id: '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----' });
@@ -129,11 +147,35 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     }
   });
 
+  it('refuses to reveal from a hostile service: an ssh option as user or a path as deployment id writes nothing', async () => {
+    const hostile = new HostileService();
+    await hostile.start();
+    try {
+      const xdg = mkdtempSync(join(tmpdir(), 'gpr-mcp-hostile-'));
+      const { call } = await connect({ GPR_BASE_URL: hostile.baseUrl, GPR_MCP_ALLOW_SPEND: '1', GPR_MCP_ALLOW_SECRETS: '1', GPR_RETRIES: '0', XDG_CONFIG_HOME: xdg });
+      hostile.answers.credentials.user = '-oProxyCommand=touch /tmp/pwned';
+      const user = await call('reveal_ssh_credentials', { id: GOOD_RENTAL_ID });
+      assert.equal(user.isError, true);
+      assert.match(user.content[0].text!, /^UNSAFE_SERVICE_VALUE: The service returned user "-oProxyCommand=/);
+      assert.doesNotMatch(JSON.stringify(user), /PRIVATE KEY/);
+      hostile.answers.credentials.user = 'root';
+      hostile.answers.rental.deploymentId = '../../x';
+      hostile.answers.credentials.deploymentId = '../../x';
+      const path = await call('reveal_ssh_credentials', { id: GOOD_RENTAL_ID, includePrivateKey: true });
+      assert.equal(path.isError, true);
+      assert.match(path.content[0].text!, /UNSAFE_SERVICE_VALUE: The service returned deploymentId "\.\.\/\.\.\/x"/);
+      assert.deepEqual(filesUnder(xdg), [], 'nothing written');
+    } finally {
+      await hostile.stop();
+    }
+  });
+
   describe('with spending allowed', () => {
     let call: Awaited<ReturnType<typeof connect>>['call'];
+    let xdg: string;
     let rentalId: string;
     before(async () => {
-      ({ call } = await connect({ GPR_MCP_ALLOW_SPEND: '1' }));
+      ({ call, xdg } = await connect({ GPR_MCP_ALLOW_SPEND: '1' }));
     });
 
     it('runs the rental flow through tool calls: account, top-up link, rent, wait ACTIVE, reveal, ssh, terminate', async () => {
@@ -159,11 +201,44 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       assert.equal(active.structuredContent.rental.status, 'ACTIVE', JSON.stringify(active));
       assert.equal(active.structuredContent.reachedWaitFor, true);
 
+      // A read-only server next to it can neither destroy this machine nor open access to it.
+      const readOnly = await connect();
+      const refusedEnd = await readOnly.call('terminate_deployment', { id: rentalId });
+      assert.equal(refusedEnd.isError, true);
+      assert.match(refusedEnd.content[0].text!, /GPR_MCP_ALLOW_SPEND=1/);
+      const refusedKey = await readOnly.call('reveal_ssh_credentials', { id: rentalId, includePrivateKey: true });
+      assert.equal(refusedKey.isError, true);
+      assert.doesNotMatch(JSON.stringify(refusedKey), /PRIVATE KEY/);
+      assert.deepEqual(filesUnder(readOnly.xdg), [], 'no key file either');
+      assert.equal((await new GprClient({ baseUrl: service.baseUrl, token }).getRental(rentalId)).status, 'ACTIVE', 'still running');
+
+      // The key goes to a 0600 file; the model gets its path and a command, not the key.
       const creds = await call('reveal_ssh_credentials', { id: rentalId });
+      assert.ok(!creds.isError, JSON.stringify(creds));
+      assert.doesNotMatch(JSON.stringify(creds), /PRIVATE KEY/);
       const c = creds.structuredContent.credentials;
-      const smi = await sshExec({ host: c.host, port: c.port, user: c.user, privateKey: c.privateKey }, 'nvidia-smi');
-      assert.equal(smi.code, 0);
+      assert.equal(c.privateKey, undefined);
+      assert.equal(c.keyFile, join(xdg, 'gpr', 'keys', `${rental.deploymentId}.key`));
+      assert.equal(statSync(c.keyFile).mode & 0o777, 0o600);
+      assert.match(readFileSync(c.keyFile, 'utf8'), /PRIVATE KEY/);
+      assert.match(c.sshCommand, new RegExp(` -- ${c.user}@${c.host.replaceAll('.', '\\.')}$`));
+      const smi = await promisify(execFile)('sh', ['-c', `${c.sshCommand} nvidia-smi`], { timeout: 30_000 });
       assert.match(smi.stdout, /H100/);
+
+      // Asking for the key itself is refused unless the server was started with GPR_MCP_ALLOW_SECRETS=1.
+      const asked = await call('reveal_ssh_credentials', { id: rentalId, includePrivateKey: true });
+      assert.equal(asked.isError, true);
+      assert.match(asked.content[0].text!, /^REFUSED: includePrivateKey needs a server started with GPR_MCP_ALLOW_SECRETS=1/);
+      assert.doesNotMatch(JSON.stringify(asked), /PRIVATE KEY/);
+      const secrets = await connect({ GPR_MCP_ALLOW_SPEND: '1', GPR_MCP_ALLOW_SECRETS: '1' });
+      const withKey = await secrets.call('reveal_ssh_credentials', { id: rentalId, includePrivateKey: true });
+      assert.ok(!withKey.isError, JSON.stringify(withKey));
+      const k = withKey.structuredContent.credentials;
+      assert.equal(k.privateKey, readFileSync(k.keyFile, 'utf8'));
+      const viaKey = await sshExec({ host: k.host, port: k.port, user: k.user, privateKey: k.privateKey }, 'nvidia-smi');
+      assert.equal(viaKey.code, 0);
+      const withoutAsking = await secrets.call('reveal_ssh_credentials', { id: rentalId });
+      assert.doesNotMatch(JSON.stringify(withoutAsking), /PRIVATE KEY/, 'the switch alone does not put the key in results');
 
       const ended = await call('terminate_deployment', { id: rental.deploymentId, waitSeconds: 60 });
       assert.equal(ended.structuredContent.accepted, true);

@@ -68,8 +68,8 @@ export interface FakeStripeOptions {
 
 /**
  * A local stand-in for the parts of Stripe's API this service uses, spoken to by the real SDK:
- * POST /v1/checkout/sessions, GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire
- * and POST /v1/refunds,
+ * POST /v1/checkout/sessions, GET /v1/checkout/sessions/:id, POST /v1/checkout/sessions/:id/expire,
+ * POST /v1/refunds and GET /v1/refunds,
  * with form-encoded bodies, Stripe-shaped errors and Stripe's Idempotency-Key rules (same key and
  * parameters replay the first result; different parameters are an idempotency_error; a key whose
  * first request is still running is a 409 the SDK retries).
@@ -80,9 +80,15 @@ export class FakeStripeServer {
   readonly refunds: FakeRefund[] = [];
   /** When set, refunds are refused as Stripe refuses them for a card that cannot take one. */
   refuseRefunds = false;
+  /**
+   * How many of the next refund requests Stripe turns away with 429 before executing them (its
+   * rate limiter): a transient failure that, like Stripe's, leaves the idempotency key unused.
+   */
+  rateLimitedRefunds = 0;
   /** Delay before answering each API request, to let concurrent requests overlap. */
   latencyMs = 0;
   private dropsLeft = 0;
+  private dropPath: string | null = null;
   private readonly idempotent = new Map<string, StoredResult>();
   private readonly inFlight = new Set<string>();
   private server!: Server;
@@ -104,11 +110,21 @@ export class FakeStripeServer {
   }
 
   /**
-   * The next `n` API requests are carried out (and remembered under their idempotency key) but the
-   * connection is dropped before the answer: the caller cannot know whether it worked.
+   * The next `n` API requests (to `path` only, when given) are carried out (and remembered under
+   * their idempotency key) but the connection is dropped before the answer: the caller cannot know
+   * whether it worked.
    */
-  dropNextResponses(n: number): void {
+  dropNextResponses(n: number, path?: string): void {
     this.dropsLeft = n;
+    this.dropPath = path ?? null;
+  }
+
+  /**
+   * Stripe forgets an idempotency key 24 hours after its first use; a request with it afterwards
+   * runs as new.
+   */
+  forgetIdempotencyKeys(): void {
+    this.idempotent.clear();
   }
 
   /** Session-creating requests the fake answered with a new session (not replays). */
@@ -235,7 +251,7 @@ export class FakeStripeServer {
 
   /** Drops the connection instead of answering while drops are pending. */
   private dropped(res: ServerResponse, record: RecordedRequest): boolean {
-    if (this.dropsLeft <= 0) return false;
+    if (this.dropsLeft <= 0 || (this.dropPath !== null && record.path !== this.dropPath)) return false;
     this.dropsLeft--;
     record.status = 0;
     res.socket?.destroy();
@@ -261,16 +277,21 @@ export class FakeStripeServer {
       return { status: 200, body: s };
     }
     if (method === 'POST' && path === '/v1/refunds') return this.createRefund(params);
+    if (method === 'GET' && path === '/v1/refunds') return this.listRefunds(params);
     return stripeError(404, { type: 'invalid_request_error', message: `Unrecognized request URL (${method}: ${path}). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.` });
   }
 
   private createRefund(p: Record<string, unknown>): Reply {
+    if (this.rateLimitedRefunds > 0) {
+      this.rateLimitedRefunds--;
+      return stripeError(429, { type: 'invalid_request_error', code: 'rate_limit', message: 'Request rate limit exceeded. Learn more about rate limits here https://stripe.com/docs/rate-limits.' });
+    }
     const intent = p.payment_intent;
     if (intent === undefined && p.charge === undefined) {
       return stripeError(400, { type: 'invalid_request_error', message: 'One of the following params should be provided for this request: payment_intent or charge.' });
     }
     const session = [...this.sessions.values()].find((s) => s.payment_intent === intent);
-    if (!session) return stripeError(404, { type: 'invalid_request_error', code: 'resource_missing', param: 'payment_intent', message: `No such payment_intent: '${String(intent)}'` });
+    if (!session) return noSuchIntent(intent);
     if (this.refuseRefunds) return stripeError(402, { type: 'card_error', code: 'expired_or_canceled_card', message: 'The card this payment was made with can no longer take refunds.' });
     const refunded = this.refunds.filter((r) => r.payment_intent === intent && r.status !== 'failed' && r.status !== 'canceled').reduce((n, r) => n + r.amount, 0);
     const amount = p.amount === undefined ? session.amount_total - refunded : Number(p.amount);
@@ -295,6 +316,16 @@ export class FakeStripeServer {
     };
     this.refunds.push(refund);
     return { status: 200, body: refund };
+  }
+
+  /** The refunds of one payment intent, newest first, as one page of Stripe's list object. */
+  private listRefunds(p: Record<string, unknown>): Reply {
+    const intent = p.payment_intent;
+    if (intent !== undefined && ![...this.sessions.values()].some((s) => s.payment_intent === intent)) return noSuchIntent(intent);
+    const limit = p.limit === undefined ? 10 : Number(p.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) return paramInvalid('limit', 'This value must be greater than or equal to 1 and less than or equal to 100.');
+    const all = this.refunds.filter((r) => intent === undefined || r.payment_intent === intent).reverse();
+    return { status: 200, body: { object: 'list', data: all.slice(0, limit), has_more: all.length > limit, url: '/v1/refunds' } };
   }
 
   private createSession(p: Record<string, unknown>): Reply {
@@ -368,6 +399,10 @@ function paramMissing(param: string): Reply {
 
 function paramInvalid(param: string, message: string): Reply {
   return stripeError(400, { type: 'invalid_request_error', code: 'parameter_invalid', param, message });
+}
+
+function noSuchIntent(intent: unknown): Reply {
+  return stripeError(404, { type: 'invalid_request_error', code: 'resource_missing', param: 'payment_intent', message: `No such payment_intent: '${String(intent)}'` });
 }
 
 function missing(id: string): Reply {

@@ -1,11 +1,11 @@
-import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError } from '@gpu-rental/sdk';
+import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError, GprUnsafeValueError } from '@gpu-rental/sdk';
 
 /** Exit codes, documented in the README and `gpr --help`. */
 export const EXIT = { OK: 0, API: 1, USAGE: 2, AUTH: 3, PAYMENT: 4, TIMEOUT: 5, NETWORK: 6, RATE_LIMITED: 7 } as const;
 
 export const EXIT_HELP = `Exit codes:
   0  success
-  1  the API refused the request (the message says why)
+  1  the API refused the request, or answered with a value unsafe to use (the message says why)
   2  usage error (bad arguments)
   3  authentication or permission (no token, refused token, missing scope)
   4  payment required (not enough credits, frozen account)
@@ -35,7 +35,7 @@ interface Described {
 
 const HINTS: Record<string, string> = {
   UNAUTHENTICATED: 'The token was refused (absent, wrong or revoked). Run `gpr signup` for a new account, `gpr setup <code>` with a code from the owner, or set GPR_TOKEN.',
-  FORBIDDEN: 'This key lacks the scope for that call (top-ups need `billing`, which setup-code keys never have). Ask the account owner.',
+  FORBIDDEN: 'This key lacks the scope for that call (top-ups need `billing`, which setup-code keys never have; SSH credentials and terminate need `manage`). Ask the account owner.',
   INSUFFICIENT_CREDITS: 'Add credits: `gpr topup <usd> --wait`, give the printed link to a human to pay, then retry.',
   ACCOUNT_FROZEN: 'The account is frozen or negative; the owner must settle it before new rentals.',
   KEY_LIMIT_EXCEEDED: "The request is over this key's per-rental cap or total budget: lower --budget / --max-price, or ask the owner for a key with higher limits.",
@@ -59,6 +59,7 @@ const HINTS: Record<string, string> = {
   NO_TOKEN: 'Run `gpr signup` (new account) or `gpr setup <code>` (code from the owner), or set GPR_TOKEN.',
   USAGE: 'See `gpr <command> --help`.',
   RENTAL_ENDED: 'The rental ended before it became ACTIVE: see `gpr status <id>`.',
+  UNSAFE_SERVICE_VALUE: 'The service may be compromised or misconfigured; nothing was run or written. Do not connect by hand with these values; report it with the message to the operator.',
 };
 
 function exitFor(status: number | null, code: string): number {
@@ -82,6 +83,8 @@ export function describe(err: unknown): Described {
   if (err instanceof GprRentalStateError) {
     return { code: err.code, message: err.message, requestId: null, status: null, hint: HINTS[err.code] ?? `See \`gpr status ${err.rental.rentalId}\`; a failed rental's debit is returned automatically.`, exit: EXIT.API };
   }
+  // The service's fault, not the caller's: exit 1 like any refusal the service's answer causes.
+  if (err instanceof GprUnsafeValueError) return { code: err.code, message: err.message, requestId: null, status: null, hint: HINTS[err.code], exit: EXIT.API };
   if (err instanceof NoTokenError) return { code: err.code, message: err.message, requestId: null, status: null, hint: HINTS.NO_TOKEN, exit: EXIT.AUTH };
   if (err instanceof UsageError || err instanceof RangeError) return { code: 'USAGE', message: err.message, requestId: null, status: null, hint: HINTS.USAGE, exit: EXIT.USAGE };
   return { code: 'CLIENT_ERROR', message: (err as Error)?.message ?? String(err), requestId: null, status: null, hint: 'This is a bug in gpr or its environment; report it with the message.', exit: EXIT.API };

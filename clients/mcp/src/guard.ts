@@ -1,4 +1,4 @@
-import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError } from '@gpu-rental/sdk';
+import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError, GprUnsafeValueError } from '@gpu-rental/sdk';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 /** PEM / OpenSSH / PuTTY private keys and this service's own API tokens. */
@@ -16,6 +16,41 @@ export function refusal(text: string): CallToolResult {
   return { isError: true, content: [{ type: 'text', text }] };
 }
 
+/**
+ * What a guarded tool does. A server started without GPR_MCP_ALLOW_SPEND=1 refuses all three:
+ * a model that may not spend may not destroy a machine or open SSH access to one either.
+ */
+export type Guarded = 'spends' | 'destroys' | 'reveals';
+
+const GUARDED: Record<Guarded, { does: string; instead: string }> = {
+  spends: { does: 'spends money', instead: 'ask a human to do this step with the gpr command line' },
+  destroys: {
+    does: 'destroys a machine',
+    instead: 'ask a human to run `gpr terminate <rentalId> --wait` (charges run until the machine is terminated)',
+  },
+  reveals: { does: 'opens SSH access to a machine', instead: 'ask a human to connect with `gpr ssh <rentalId>`' },
+};
+
+/** The refusal of a guarded tool on a read-only server: why, and what the model can do instead. */
+export function guardRefusal(tool: string, what: Guarded): CallToolResult {
+  const g = GUARDED[what];
+  return refusal(
+    `REFUSED: ${tool} ${g.does} and this server is read-only. Nothing was done. ` +
+      `Next: ${g.instead}, or ask them to restart this MCP server with GPR_MCP_ALLOW_SPEND=1 (allows spending, terminating and SSH access). Do not retry this call until then.`,
+  );
+}
+
+/** includePrivateKey on a server without GPR_MCP_ALLOW_SECRETS=1. */
+export const keyRefusal = (): CallToolResult =>
+  refusal(
+    'REFUSED: includePrivateKey needs a server started with GPR_MCP_ALLOW_SECRETS=1, so the private key stays out of the conversation. Nothing was revealed. ' +
+      'Next: call reveal_ssh_credentials without includePrivateKey and use keyFile (a 0600 file) and sshCommand.',
+  );
+
+/** A result that carries a private key or a token where none was asked for. */
+export const secretOutputRefusal = (): CallToolResult =>
+  refusal('WITHHELD: the result held a private key or an API token, which this server does not pass to the model. Nothing was shown.');
+
 const NEXT: Record<string, string> = {
   UNAUTHENTICATED: 'The API token was refused: the server needs a valid GPR_TOKEN (or a token stored by `gpr signup`).',
   INSUFFICIENT_CREDITS: 'Not enough credits: call create_topup_link and ask a human to pay the link, then retry.',
@@ -26,6 +61,8 @@ const NEXT: Record<string, string> = {
   CONCURRENCY_LIMIT_REACHED: 'The key runs as many rentals as it may: terminate_deployment one from list_rentals first.',
   IDEMPOTENCY_CONFLICT: 'That idempotency key was used for a different request: use a new key for a new intent.',
   NOT_FOUND: 'No such rental or deployment for this key: call list_rentals.',
+  FORBIDDEN:
+    'The key lacks the scope: create_rental needs `rent`, create_topup_link `billing`, reveal_ssh_credentials and terminate_deployment `manage`. Ask the account owner for a key that has it.',
 };
 
 /** Every failure as one tool error: code, message, request id and what to do next. 429 becomes "wait N s". */
@@ -34,6 +71,9 @@ export function failure(err: unknown): CallToolResult {
     if (err.status === 429) return refusal(`RATE_LIMITED: wait ${err.retryAfterSeconds ?? 60} s before calling again. (request id ${err.requestId ?? 'none'})`);
     const next = NEXT[err.code] ?? (err.status >= 500 ? 'The service is unavailable for now: retry in a minute.' : 'Fix the arguments and retry.');
     return refusal(`${err.code} (HTTP ${err.status}): ${err.message} (request id ${err.requestId ?? 'none'}). Next: ${next}`);
+  }
+  if (err instanceof GprUnsafeValueError) {
+    return refusal(`${err.code}: ${err.message} Nothing was written or run. Next: do not connect with these values; tell a human the service may be compromised.`);
   }
   if (err instanceof GprRentalStateError) return refusal(`${err.code}: ${err.message} Next: call get_rental for the failure reason and credit reversal.`);
   if (err instanceof GprTimeoutError) return refusal(`TIMEOUT: ${err.message} Next: call get_rental again; the operation continues on the service.`);

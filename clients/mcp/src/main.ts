@@ -16,18 +16,25 @@ Flow: 1) list_gpus / list_offers to choose. 2) get_account: check balance.credit
 3) If credits are short, create_topup_link and give the link to a human; only their payment adds credits.
 4) create_rental with offerId, or gpuModel + gpuCount + maxHourlyPriceMinor, and budgetMinor (required; the most this rental may spend). Keep the returned rentalId and idempotencyKey; retry a failed call with the same idempotencyKey, never a new one.
 5) get_rental with waitFor "ACTIVE" (repeat until status is ACTIVE; FAILED carries failureReason and the credit reversal).
-6) reveal_ssh_credentials, save the private key to a 0600 file and use ssh. 7) terminate_deployment as soon as the work is done: charges run until then.
-A RATE_LIMITED error says how many seconds to wait. Spending tools (create_rental, create_topup_link) run only when the server was started with GPR_MCP_ALLOW_SPEND=1. Never pass private keys or tokens as tool input.`;
+6) reveal_ssh_credentials saves the private key to a 0600 file and returns keyFile and sshCommand: run sshCommand in a shell, with a remote command appended. 7) terminate_deployment as soon as the work is done: charges run until then.
+A RATE_LIMITED error says how many seconds to wait. create_rental, create_topup_link, terminate_deployment and reveal_ssh_credentials run only when the server was started with GPR_MCP_ALLOW_SPEND=1; when one is refused, tell the human what to run with the gpr command line (the refusal says what) instead of retrying.
+The private key is returned as text only with includePrivateKey on a server started with GPR_MCP_ALLOW_SECRETS=1; prefer keyFile. Never pass private keys or tokens as tool input.`;
 
 const settings = effectiveSettings({});
 const log = (line: string) => process.stderr.write(`gpr-mcp: ${line}\n`);
 const server = new McpServer({ name: 'gpu-rental', title: 'GPU rental', version: VERSION }, { instructions: INSTRUCTIONS });
 let client: GprClient | undefined;
+const allowSpend = process.env.GPR_MCP_ALLOW_SPEND === '1';
+const allowSecrets = process.env.GPR_MCP_ALLOW_SECRETS === '1';
 registerTools(server, {
   client: () => (client ??= new GprClient({ baseUrl: settings.baseUrl, token: settings.token, retries: settings.retries, userAgent: `gpr-mcp/${VERSION}` })),
-  allowSpend: process.env.GPR_MCP_ALLOW_SPEND === '1',
+  allowSpend,
+  allowSecrets,
   token: settings.token,
   log,
 });
 await server.connect(new StdioServerTransport());
-log(`serving ${settings.baseUrl} (${settings.token ? 'with a token' : 'no token: public tools only'}; spending ${process.env.GPR_MCP_ALLOW_SPEND === '1' ? 'allowed' : 'refused'})`);
+log(
+  `serving ${settings.baseUrl} (${settings.token ? 'with a token' : 'no token: public tools only'}; ` +
+    `spending, terminating and SSH access ${allowSpend ? 'allowed' : 'refused'}; private keys in results ${allowSpend && allowSecrets ? 'allowed when asked' : 'refused'})`,
+);

@@ -55,13 +55,16 @@ export const topup = z.looseObject({
   expiresAt: z.string().nullable(),
 });
 
-export const credentials = z.looseObject({
+/** SSH access as reveal_ssh_credentials returns it: every field checked, the key in a file. */
+export const credentials = z.object({
   deploymentId: z.string(),
   host: z.string(),
   port: z.number().int(),
   user: z.string(),
-  privateKey: z.string().describe('secret: write it to a 0600 file, never print or log it'),
-  sshCommand: z.string(),
+  keyFile: z.string().describe('path of the private key, saved with mode 0600; pass it to ssh -i'),
+  knownHostsFile: z.string().describe('known_hosts file of this deployment alone'),
+  sshCommand: z.string().describe('ready to run in a shell; append a remote command to run one'),
+  privateKey: z.string().optional().describe('only with includePrivateKey on a server started with GPR_MCP_ALLOW_SECRETS=1: a secret, never print or log it'),
 });
 
 /** A rental or a deployment id; both are accepted. */

@@ -1,37 +1,44 @@
-import type { GprClient } from '@gpu-rental/sdk';
+import { checkedId, checkedSshTarget, type GprClient, sshCommandLine, writeSshKeyFiles } from '@gpu-rental/sdk';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { containsSecret, failure, redact, refusal, success } from './guard.js';
+import { containsSecret, failure, guardRefusal, type Guarded, keyRefusal, redact, refusal, secretOutputRefusal, success } from './guard.js';
 import * as s from './schemas.js';
 
 export interface ToolDeps {
   client: () => GprClient;
-  /** GPR_MCP_ALLOW_SPEND=1: tools that spend money may run. */
+  /** GPR_MCP_ALLOW_SPEND=1: tools that spend money, destroy a machine or open SSH access may run. */
   allowSpend: boolean;
+  /** GPR_MCP_ALLOW_SECRETS=1: reveal_ssh_credentials may return the private key itself when asked to. */
+  allowSecrets: boolean;
   token?: string;
   log: (line: string) => void;
 }
 
 const MAX_WAIT_SECONDS = 120;
-const SPEND_REFUSAL = (tool: string) =>
-  `${tool} spends money and this server is read-only: start it with GPR_MCP_ALLOW_SPEND=1 to allow spending tools. Nothing was done.`;
 
-/** Registers the nine tools. Every handler refuses secret-looking input and never returns the token. */
+/**
+ * Registers the nine tools. Every handler refuses secret-looking input and never returns the token;
+ * a result carrying a private key is withheld unless the call asked for it on a server allowed to.
+ */
 export function registerTools(server: McpServer, deps: ToolDeps): void {
   const wrap =
-    <A>(name: string, opts: { spends?: boolean }, fn: (args: A) => Promise<CallToolResult>) =>
+    <A>(name: string, opts: { guarded?: Guarded; keyInResult?: (args: A) => boolean }, fn: (args: A) => Promise<CallToolResult>) =>
     async (args: A): Promise<CallToolResult> => {
       if (containsSecret(args)) {
         deps.log(`${name}: refused secret-looking input`);
         return refusal('The input looks like a private key or an API token. Never pass secrets to tools; nothing was sent.');
       }
-      if (opts.spends && !deps.allowSpend) {
+      if (opts.guarded && !deps.allowSpend) {
         deps.log(`${name}: refused (read-only)`);
-        return refusal(SPEND_REFUSAL(name));
+        return guardRefusal(name, opts.guarded);
       }
       try {
         const result = redact(await fn(args), deps.token);
+        if (!(deps.allowSecrets && opts.keyInResult?.(args)) && containsSecret(result)) {
+          deps.log(`${name}: withheld a secret-looking result`);
+          return secretOutputRefusal();
+        }
         deps.log(`${name}: ok`);
         return result;
       } catch (err) {
@@ -96,7 +103,9 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     'create_topup_link',
     {
       title: 'Create a top-up payment link',
-      description: 'Creates a hosted card payment link for a HUMAN to add credits (amountMinor 500-50000 cents). Only their payment credits the account. Spending tool: needs GPR_MCP_ALLOW_SPEND=1.',
+      description:
+        'Creates a hosted card payment link for a HUMAN to add credits (amountMinor 500-50000 cents). Only their payment credits the account. ' +
+        'Spending tool: needs a server started with GPR_MCP_ALLOW_SPEND=1; when refused, ask a human to run `gpr topup <usd>`.',
       inputSchema: {
         amountMinor: z.number().int().min(500).max(50000).describe('USD cents'),
         idempotencyKey: z.string().min(1).max(128).optional().describe('reuse to get the same link back; generated when absent'),
@@ -104,7 +113,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       outputSchema: { topup: s.topup, idempotencyKey: z.string() },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
-    wrap('create_topup_link', { spends: true }, async (a: { amountMinor: number; idempotencyKey?: string }) => {
+    wrap('create_topup_link', { guarded: 'spends' }, async (a: { amountMinor: number; idempotencyKey?: string }) => {
       const key = a.idempotencyKey ?? crypto.randomUUID();
       return success({ topup: await deps.client().createTopup(a.amountMinor, key), idempotencyKey: key });
     }),
@@ -116,7 +125,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       title: 'Rent a GPU machine',
       description:
         'Starts a rental paid from credits: give offerId, OR gpuModel + gpuCount + maxHourlyPriceMinor. budgetMinor (cents, the most this rental may spend) is required. ' +
-        'Returns at once with status PENDING; call get_rental with waitFor ACTIVE. To retry after an error, pass the returned idempotencyKey again so no second machine is rented. Spending tool: needs GPR_MCP_ALLOW_SPEND=1.',
+        'Returns at once with status PENDING; call get_rental with waitFor ACTIVE. To retry after an error, pass the returned idempotencyKey again so no second machine is rented. Spending tool: needs a server started with GPR_MCP_ALLOW_SPEND=1; when refused, ask a human to rent with `gpr rent`.',
       inputSchema: {
         offerId: z.string().optional().describe('an exact offer id from list_offers'),
         gpuModel: z.string().min(1).max(100).optional().describe('e.g. "H100 SXM"'),
@@ -130,7 +139,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     },
     wrap(
       'create_rental',
-      { spends: true },
+      { guarded: 'spends' },
       async (a: { offerId?: string; gpuModel?: string; gpuCount?: 1 | 2 | 4 | 8; maxHourlyPriceMinor?: number; budgetMinor: number; idempotencyKey?: string }) => {
         if (Boolean(a.offerId) === Boolean(a.gpuModel)) return refusal('Give exactly one of offerId or gpuModel (with gpuCount and maxHourlyPriceMinor).');
         if (a.gpuModel && (!a.gpuCount || !a.maxHourlyPriceMinor)) return refusal('gpuModel needs gpuCount and maxHourlyPriceMinor.');
@@ -189,15 +198,39 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     'reveal_ssh_credentials',
     {
       title: 'Reveal SSH credentials',
-      description: 'SSH host, port, user and private key of an ACTIVE rental. Each call is audited. The private key is a secret: save it to a 0600 file; never echo it.',
-      inputSchema: { id: s.rentalOrDeploymentId },
+      description:
+        'SSH access to an ACTIVE rental: host, port, user, keyFile (the private key saved by this server with mode 0600) and sshCommand, ready to run in a shell ' +
+        '(append a remote command, e.g. `nvidia-smi`). The key itself is not returned: use keyFile. Each call is audited; the API key needs the `manage` scope. ' +
+        'Needs a server started with GPR_MCP_ALLOW_SPEND=1; includePrivateKey also needs GPR_MCP_ALLOW_SECRETS=1. When refused, ask a human to connect with `gpr ssh <rentalId>`.',
+      inputSchema: {
+        id: s.rentalOrDeploymentId,
+        includePrivateKey: z
+          .boolean()
+          .optional()
+          .describe('also return the private key text (a secret: never print or log it); refused unless the server has GPR_MCP_ALLOW_SECRETS=1. Prefer keyFile.'),
+      },
       outputSchema: { credentials: s.credentials },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     },
-    wrap('reveal_ssh_credentials', {}, async (a: { id: string }) => {
+    wrap('reveal_ssh_credentials', { guarded: 'reveals', keyInResult: (a) => a.includePrivateKey === true }, async (a: { id: string; includePrivateKey?: boolean }) => {
+      if (a.includePrivateKey && !deps.allowSecrets) return keyRefusal();
       const client = deps.client();
-      const { deploymentId } = await client.resolve(a.id);
-      return success({ credentials: await client.revealCredentials(deploymentId) });
+      const resolved = await client.resolve(a.id);
+      checkedId('rentalId', resolved.rentalId);
+      const deploymentId = checkedId('deploymentId', resolved.deploymentId);
+      const revealed = await client.revealCredentials(deploymentId);
+      // Only checked fields and paths built here reach the model: not the service's file name or command line.
+      const target = checkedSshTarget(revealed, deploymentId);
+      const files = writeSshKeyFiles(target, revealed.privateKey);
+      const credentials = {
+        ...target,
+        keyFile: files.keyFile,
+        knownHostsFile: files.knownHostsFile,
+        // A model's shell has no terminal to answer a password prompt: fail instead of hanging.
+        sshCommand: sshCommandLine(target, files, { batch: true }),
+        ...(a.includePrivateKey ? { privateKey: revealed.privateKey } : {}),
+      };
+      return success({ credentials });
     }),
   );
 
@@ -205,12 +238,14 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     'terminate_deployment',
     {
       title: 'Terminate a rental',
-      description: `Destroys the machine (irreversible; everything on it is lost) and stops charges. Accepts a rental or deployment id. With waitSeconds (max ${MAX_WAIT_SECONDS}) waits for verified destruction (status TERMINATED, endedAt set).`,
+      description:
+        `Destroys the machine (irreversible; everything on it is lost) and stops charges. Accepts a rental or deployment id. With waitSeconds (max ${MAX_WAIT_SECONDS}) waits for verified destruction (status TERMINATED, endedAt set). ` +
+        'Destructive tool: needs a server started with GPR_MCP_ALLOW_SPEND=1 and the `manage` scope; when refused, ask a human to run `gpr terminate <rentalId> --wait`.',
       inputSchema: { id: s.rentalOrDeploymentId, waitSeconds: z.number().int().min(1).max(MAX_WAIT_SECONDS).optional() },
       outputSchema: { accepted: z.boolean(), rental: s.rental },
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
     },
-    wrap('terminate_deployment', {}, async (a: { id: string; waitSeconds?: number }) => {
+    wrap('terminate_deployment', { guarded: 'destroys' }, async (a: { id: string; waitSeconds?: number }) => {
       const client = deps.client();
       const { rentalId, deploymentId } = await client.resolve(a.id);
       const { accepted } = await client.terminate(deploymentId);

@@ -4,3 +4,4 @@ export * from './money.js';
 export { retryingFetch, type RetryPolicy } from './transport.js';
 export type { paths, components } from './generated/openapi.js';
 export * from './config-file.js';
+export * from './ssh-target.js';

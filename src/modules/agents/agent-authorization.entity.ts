@@ -3,8 +3,11 @@ import { minorUnits } from '../../db/columns.js';
 
 /** SESSION: opened by an agent, approved by its owner. TELEGRAM: a setup code an owner minted. */
 export type AuthorizationOrigin = 'SESSION' | 'TELEGRAM';
-/** Stored states; expiry is derived from `expiresAt` at read time. */
-export type AuthorizationStatus = 'PENDING' | 'APPROVED' | 'EXCHANGED';
+/**
+ * Stored states; expiry is derived from `expiresAt` at read time. REVOKED: approved, then its
+ * approving owner key was revoked before the agent exchanged it; it can no longer be exchanged.
+ */
+export type AuthorizationStatus = 'PENDING' | 'APPROVED' | 'EXCHANGED' | 'REVOKED';
 
 /** One way for an agent to obtain a key; exchanged at most once. Codes are stored as hashes only. */
 @Entity({ name: 'agent_authorizations' })

@@ -12,6 +12,7 @@ import type {
   ExchangeSetupCodeRequest,
   IssueAgentKeyRequest,
   RevokedKey,
+  RevokedOwnerKey,
 } from './agents.dto.js';
 
 const clientAddress = (req: ExRequest): string => req.ip ?? req.socket.remoteAddress ?? 'unknown';
@@ -111,5 +112,30 @@ export class AgentsController extends BaseController {
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   async revoke(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<RevokedKey>> {
     return this.ok(req, await this.services.agents.revokeAgentKeyFor(this.principal(req), id));
+  }
+
+  /** The account's OWNER keys, revoked ones included, with limits and usage (never secrets). Owner keys only. */
+  @Get('owner-keys')
+  @Security('bearer', ['read'])
+  @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key)')
+  async listOwnerKeys(@Request() req: ExRequest): Promise<Envelope<KeyDto[]>> {
+    return this.ok(req, await this.services.agents.listOwnerKeysFor(this.principal(req)));
+  }
+
+  /**
+   * Revokes an OWNER key of the account at once, and with it, in one transaction, every agent
+   * key it issued, every key an agent obtained through an authorization session it approved, and
+   * every session it approved that was not exchanged yet. Each of them gets the uniform 401 on
+   * its next call, in every process of the service. Rentals already running keep running;
+   * terminate them separately. The calling key may revoke itself. Repeatable.
+   */
+  @Delete('owner-keys/{id}')
+  @Security('bearer', ['manage'])
+  @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or missing manage)')
+  @Response<ErrorEnvelope>(404, 'NOT_FOUND (no owner key with this id on this account)')
+  async revokeOwnerKey(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<RevokedOwnerKey>> {
+    return this.ok(req, await this.services.agents.revokeOwnerKeyFor(this.principal(req), id));
   }
 }

@@ -135,3 +135,11 @@ export interface RevokedKey {
   /** @format date-time */
   revokedAt: string;
 }
+
+/** An OWNER key revoked, with everything it let in that was revoked with it. */
+export interface RevokedOwnerKey extends RevokedKey {
+  /** Agent keys it issued or that were exchanged for sessions it approved, revoked by this call. */
+  revokedAgentKeyIds: string[];
+  /** Authorization sessions it approved that had not been exchanged; they can no longer be. */
+  revokedAuthorizationIds: string[];
+}

@@ -10,7 +10,7 @@ import { Account } from '../accounts/account.entity.js';
 import { toKeyDto } from '../accounts/accounts.service.js';
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import { ApiKey, type Scope } from '../keys/api-key.entity.js';
-import { agentName } from '../keys/key-name.js';
+import { agentName, keyName } from '../keys/key-name.js';
 import { APPROVAL_LIMITS, type KeyLimits } from '../keys/key-limits.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { APPROVAL_CODE_TAG, mintCode, SETUP_CODE_TAG, sha256 } from '../keys/tokens.js';
@@ -23,6 +23,7 @@ import type {
   BeginAuthorizationResponse,
   IssueAgentKeyRequest,
   RevokedKey,
+  RevokedOwnerKey,
 } from './agents.dto.js';
 
 /** SPEC.md Limits: setup codes and approvals are valid for 10 minutes. */
@@ -36,7 +37,7 @@ export interface OwnerRef {
   keyId: string | null;
 }
 
-export type AuthorizationView = 'PENDING' | 'APPROVED' | 'EXCHANGED' | 'EXPIRED';
+export type AuthorizationView = 'PENDING' | 'APPROVED' | 'EXCHANGED' | 'REVOKED' | 'EXPIRED';
 
 export interface AuthorizationDescription {
   authorizationId: string;
@@ -139,7 +140,7 @@ export class AgentsService {
   }
 
   private view(row: AgentAuthorization): AuthorizationView {
-    if (row.status === 'EXCHANGED') return 'EXCHANGED';
+    if (row.status === 'EXCHANGED' || row.status === 'REVOKED') return row.status;
     return row.expiresAt.getTime() <= this.clock.now().getTime() ? 'EXPIRED' : row.status;
   }
 
@@ -158,10 +159,13 @@ export class AgentsService {
    * those 10 minutes. A second approval, or one after the session expired, is 409
    * AGENT_SETUP_INVALID; an unknown code is 404.
    */
-  async approveAuthorization(owner: OwnerRef, approvalCode: string, limits: AgentLimits): Promise<ApproveAuthorizationResponse> {
-    checkLimits(limits, APPROVAL_LIMITS);
+  async approveAuthorization(owner: OwnerRef, approvalCode: string, given: AgentLimits): Promise<ApproveAuthorizationResponse> {
+    const limits = checkLimits(given, APPROVAL_LIMITS);
     await assertNotFrozen(this.ds.manager, owner.accountId);
     return inTransaction(this.ds, async (m) => {
+      // A revocation of the approving key either committed already (401 here) or waits for this
+      // approval and then revokes the session with it.
+      if (owner.keyId) await this.keys.lockActingKey(m, owner.accountId, owner.keyId);
       const row = await m
         .getRepository(AgentAuthorization)
         .createQueryBuilder('a')
@@ -195,9 +199,9 @@ export class AgentsService {
   }
 
   /** An owner mints a setup code (Telegram): usable once, within 10 minutes, with these limits. */
-  async mintSetupCode(owner: OwnerRef, limits: AgentLimits): Promise<{ setupCode: string; expiresAt: Date }> {
+  async mintSetupCode(owner: OwnerRef, given: AgentLimits): Promise<{ setupCode: string; expiresAt: Date }> {
     this.assertEnabled();
-    checkLimits(limits, APPROVAL_LIMITS);
+    const limits = checkLimits(given, APPROVAL_LIMITS);
     await assertNotFrozen(this.ds.manager, owner.accountId);
     const setup = mintCode(SETUP_CODE_TAG);
     const now = this.clock.now();
@@ -239,7 +243,7 @@ export class AgentsService {
         .setLock('pessimistic_write')
         .where('a.setup_code_hash = :h', { h: sha256(setupCode) })
         .getOne();
-      if (!row || row.status === 'EXCHANGED') throw invalid();
+      if (!row || row.status === 'EXCHANGED' || row.status === 'REVOKED') throw invalid();
       const now = this.clock.now();
       if (row.expiresAt.getTime() <= now.getTime()) throw invalid();
       if (row.status === 'PENDING') {
@@ -256,6 +260,7 @@ export class AgentsService {
         name: row.name ?? 'agent',
         scopes: SETUP_SCOPES,
         origin: row.origin === 'TELEGRAM' ? 'telegram-setup' : 'authorization',
+        issuedByKeyId: row.approvedByKeyId,
         maxPerRentalMinor: row.maxPerRentalMinor!,
         budgetLimitMinor: row.budgetLimitMinor!,
         maxConcurrentDeployments: row.maxConcurrentDeployments!,
@@ -277,19 +282,22 @@ export class AgentsService {
     const beyond = scopes.filter((s) => !principal.scopes.includes(s));
     if (beyond.length) throw new AppError('FORBIDDEN', `An agent key's scopes must be a subset of yours; this key lacks: ${beyond.join(', ')}.`);
     assertWithinOwnLimits(principal, body);
-    const input = { ...body, scopes: [...scopes].sort() };
+    const input = { ...body, name: keyName(body.name), scopes: [...scopes].sort() };
     // Checked before the transaction: a plain read inside it would fix the snapshot ahead of the
     // idempotency claim, hiding a concurrent twin's committed key from the replay path.
     await assertNotFrozen(this.ds.manager, principal.accountId);
     const result = await inTransaction(this.ds, async (m) => {
+      // As in approval: a concurrent revocation of the issuing key sees this key or refuses it.
+      await this.keys.lockActingKey(m, principal.accountId, principal.keyId);
       const claim = await claimIdempotencyKey(m, this.clock, `agent-keys:${principal.accountId}`, idemKey, requestHash(input));
       if (claim.kind === 'replay') return { keyId: claim.record.resourceId!, token: null };
       const { key, token } = await this.keys.create(m, {
         accountId: principal.accountId,
         kind: 'AGENT',
-        name: body.name,
+        name: input.name,
         scopes: input.scopes,
         origin: 'owner-issued',
+        issuedByKeyId: principal.keyId,
         maxPerRentalMinor: body.maxPerRentalMinor,
         budgetLimitMinor: body.budgetLimitMinor,
         maxConcurrentDeployments: body.maxConcurrentDeployments,
@@ -326,6 +334,64 @@ export class AgentsService {
     return this.revokeAgentKey(principal.accountId, keyId);
   }
 
+  /** The account's OWNER keys, newest first, revoked ones included; never secrets. */
+  async listOwnerKeys(accountId: string): Promise<KeyDto[]> {
+    const keys = await this.ds.getRepository(ApiKey).find({ where: { accountId, kind: 'OWNER' }, order: { createdAt: 'DESC' } });
+    const usage = await this.keys.usage(keys);
+    return keys.map((k) => toKeyDto(k, usage.get(k.id)!));
+  }
+
+  async listOwnerKeysFor(principal: Principal): Promise<KeyDto[]> {
+    this.assertOwner(principal, 'list owner keys');
+    return this.listOwnerKeys(principal.accountId);
+  }
+
+  /**
+   * Revokes an OWNER key of the account and, in the same transaction, everything it let in: the
+   * agent keys it issued, the keys exchanged for authorization sessions it approved, and the
+   * sessions it approved that were not exchanged yet (REVOKED: their setup codes stop working).
+   * Every request re-reads `revoked_at` before it acts, so all of them are refused at once in
+   * every process. Rentals already running keep running. Repeatable: a revoked key keeps its
+   * revocation time, and anything it let in since is revoked again.
+   */
+  async revokeOwnerKey(accountId: string, keyId: string): Promise<RevokedOwnerKey> {
+    const id = /^[0-9a-f-]{36}$/i.test(keyId) ? keyId.toLowerCase() : null;
+    const out = await inTransaction(this.ds, async (m) => {
+      // Account row first, then keys, then sessions: the order issuing and approving take them in
+      // (KeysService.lockActingKey), so each waits for the other instead of missing it.
+      const rows: { kind: string; revoked_at: Date | null }[] = id
+        ? await m.query(
+            `SELECT k.kind, k.revoked_at FROM accounts a STRAIGHT_JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ? FOR UPDATE`,
+            [id, accountId],
+          )
+        : [];
+      if (rows.length !== 1 || rows[0].kind !== 'OWNER') throw new AppError('NOT_FOUND', 'No owner key with this id on this account.');
+      const now = this.clock.now();
+      const revokedAt = rows[0].revoked_at ?? now;
+      if (!rows[0].revoked_at) await m.query(`UPDATE api_keys SET revoked_at = ? WHERE id = ?`, [now, id]);
+      const sessions: { id: string }[] = await m.query(
+        `SELECT id FROM agent_authorizations WHERE approved_by_key_id = ? AND status = 'APPROVED' FOR UPDATE`,
+        [id],
+      );
+      if (sessions.length) await m.query(`UPDATE agent_authorizations SET status = 'REVOKED' WHERE id IN (?)`, [sessions.map((x) => x.id)]);
+      const issued: { id: string }[] = await m.query(`SELECT id FROM api_keys WHERE issued_by_key_id = ? AND revoked_at IS NULL FOR UPDATE`, [id]);
+      if (issued.length) await m.query(`UPDATE api_keys SET revoked_at = ? WHERE id IN (?)`, [now, issued.map((x) => x.id)]);
+      return {
+        id: id!,
+        revokedAt: revokedAt.toISOString(),
+        revokedAgentKeyIds: issued.map((x) => x.id),
+        revokedAuthorizationIds: sessions.map((x) => x.id),
+      };
+    });
+    this.keys.forget(out.id, ...out.revokedAgentKeyIds);
+    return out;
+  }
+
+  async revokeOwnerKeyFor(principal: Principal, keyId: string): Promise<RevokedOwnerKey> {
+    this.assertOwner(principal, 'revoke owner keys');
+    return this.revokeOwnerKey(principal.accountId, keyId);
+  }
+
   private assertOwner(principal: Principal, what: string): void {
     if (principal.kind !== 'OWNER') throw new AppError('FORBIDDEN', `Only owner keys may ${what}.`);
   }
@@ -348,16 +414,20 @@ export function pollIntervalSeconds(ratePerMinute: number): number {
   return ratePerMinute <= 2 ? 60 : Math.ceil(60 / (ratePerMinute - 1));
 }
 
-/** Limits given outside the HTTP schema (Telegram) are checked here with the same minimums. */
-function checkLimits(limits: AgentLimits, bounds: { minimums: KeyLimits; maximums: KeyLimits }): void {
+/**
+ * Limits given outside the HTTP schema (Telegram) are checked here with the same minimums; the
+ * name, through whatever door it came, by the one rule for key names. Returns them with the name
+ * as it will be stored.
+ */
+function checkLimits(limits: AgentLimits, bounds: { minimums: KeyLimits; maximums: KeyLimits }): AgentLimits {
   const bad: string[] = [];
   for (const f of ['maxPerRentalMinor', 'budgetLimitMinor', 'maxConcurrentDeployments'] as const) {
     const v = limits[f];
     const [min, max] = [bounds.minimums[f], bounds.maximums[f]];
     if (!Number.isSafeInteger(v) || v < min || v > max) bad.push(`${f} must be an integer from ${min} to ${max}`);
   }
-  if (limits.name !== undefined && (limits.name.length < 1 || limits.name.length > 100)) bad.push('name must be 1 to 100 characters');
   if (bad.length) throw new AppError('VALIDATION_FAILED', `Invalid limits: ${bad.join('; ')}.`);
+  return limits.name === undefined ? limits : { ...limits, name: keyName(limits.name) };
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
-import { escapeHtml, PAGE_HEADERS, renderPage } from '../billing/payment-pages.html.js';
+import { escapeHtml, failurePage, PAGE_HEADERS, renderPage } from '../billing/payment-pages.html.js';
 import { formatUsd } from '../billing/money.js';
 import { APPROVAL_LIMITS } from '../keys/key-limits.js';
 import type { KeysService } from '../keys/keys.service.js';
@@ -24,8 +24,10 @@ export function approvalPageRouter(services: { agents: AgentsService; keys: Keys
     res.status(status).set(PAGE_HEADERS).type('html').send(renderPage({ title, body }));
   const csrf = new ApprovalCsrf(config.secretsKey, config.publicBaseUrl);
   const failed = (req: Request, res: Response, err: unknown) => {
-    log.error({ err, requestId: req.requestId }, 'approval page failed');
-    if (!res.headersSent) send(res, 500, 'Something went wrong', `<p>Something went wrong on our side. Please reload; if it keeps failing, quote request <code>${escapeHtml(req.requestId)}</code>.</p>`);
+    const page = failurePage(err, req.requestId, 'Nothing was approved.');
+    if (page.status === 503) log.warn({ err, requestId: req.requestId }, 'approval page unavailable');
+    else log.error({ err, requestId: req.requestId }, 'approval page failed');
+    if (!res.headersSent) res.status(page.status).set(PAGE_HEADERS).set(page.headers).type('html').send(page.html);
   };
   /** The session's state as a page, or null when it is pending and the form applies. */
   const closed = (res: Response, session: Awaited<ReturnType<AgentsService['describeAuthorization']>>) => {
@@ -97,7 +99,7 @@ ${approvalFormHtml(code, csrf.issue(res, code))}
         const principal = await services.keys.authenticate(`Bearer ${key}`);
         approved = await services.agents.approveWithKey(principal, code, parsed.limits);
       } catch (err) {
-        if (!(err instanceof AppError)) throw err;
+        if (!(err instanceof AppError) || err.code === 'UNAVAILABLE') throw err;
         if (err.code === 'AGENT_SETUP_INVALID' || err.code === 'NOT_FOUND') return closed(res, await services.agents.describeAuthorization(code));
         const message = err.code === 'UNAUTHENTICATED' ? 'That owner key was not accepted: check that it was pasted completely and has not been revoked.' : err.message;
         return retry(err.status, message);

@@ -4,9 +4,13 @@ import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
-import { transition, type FailureCode } from '../rentals/rental-state.js';
+import { Order } from '../rentals/order.entity.js';
+import { transition, type FailureCode, type RentalStatus } from '../rentals/rental-state.js';
 import { Checkout, type CheckoutPurpose } from './checkout.entity.js';
 import type { PaymentProvider } from './payment-provider.js';
+
+/** Failed refund attempts after which each further failure logs at error: a person should look. */
+const REFUND_ALERT_AFTER = 5;
 
 export interface NewCheckout {
   purpose: CheckoutPurpose;
@@ -64,6 +68,9 @@ export class CheckoutSessionsService {
       paidEventId: null,
       refundId: null,
       refundedAt: null,
+      refundStatus: null,
+      refundRequestedAt: null,
+      refundAttempts: 0,
       createdAt: now,
       updatedAt: now,
     });
@@ -134,8 +141,9 @@ export class CheckoutSessionsService {
 
   /**
    * Ends an unpaid checkout (session expired, or an asynchronous payment failed). A card order it
-   * was paying fails with a customer-safe reason; nothing was charged, so nothing is reversed.
-   * Returns false when the checkout was already paid or closed.
+   * was paying fails with a customer-safe reason, or ends as TERMINATED when its owner had
+   * cancelled it; nothing was charged, so nothing is reversed. Returns false when the checkout was
+   * already paid or closed.
    */
   async closeUnpaid(manager: EntityManager, checkoutId: string, status: 'EXPIRED' | 'FAILED', sessionId?: string): Promise<boolean> {
     const checkout = await this.lock(manager, checkoutId);
@@ -143,6 +151,11 @@ export class CheckoutSessionsService {
     const now = this.clock.now();
     await manager.update(Checkout, { id: checkout.id }, { status, sessionId: checkout.sessionId ?? sessionId ?? null, updatedAt: now });
     if (checkout.purpose === 'ORDER' && checkout.orderId) {
+      const order = await readCardOrder(manager, checkout.orderId, { lock: true });
+      if (order?.cancelled) {
+        await transition(manager, { orderId: checkout.orderId }, ['AWAITING_PAYMENT'], 'TERMINATED', { at: now, deployment: { endedAt: null } });
+        return true;
+      }
       const [code, reason]: [FailureCode, string] =
         status === 'EXPIRED'
           ? ['PAYMENT_EXPIRED', 'The card checkout expired before it was paid. Nothing was charged.']
@@ -157,36 +170,107 @@ export class CheckoutSessionsService {
   }
 
   /**
-   * Gives a failed card order's payment back to the card, in full and once: the refund carries an
-   * idempotency key derived from the checkout, so a retry after a crash finds the same refund.
+   * Gives a failed card order's payment back to the card, in full and once (see {@link settleRefund}).
    * 'NOTHING_PAID' when the order has no paid checkout. Throws when the provider cannot refund now.
    */
   async refundOrder(orderId: string): Promise<'REFUNDED' | 'NOTHING_PAID'> {
     const checkout = await this.ds.getRepository(Checkout).findOneBy({ orderId, purpose: 'ORDER', status: 'PAID' });
     if (!checkout) return 'NOTHING_PAID';
-    if (checkout.refundId) return 'REFUNDED';
-    const provider = this.requireProvider();
-    if (provider.id !== checkout.provider || !checkout.sessionId) {
-      throw new Error(`checkout ${checkout.id} was paid through ${checkout.provider}, which is not configured now; refund it by hand`);
+    if (checkout.refundStatus === null) {
+      await this.markRefundDue(this.ds.manager, checkout.id);
     }
-    const refund = await provider.refund({
-      sessionId: checkout.sessionId,
-      checkoutId: checkout.id,
-      orderId,
-      amountMinor: checkout.amountMinor,
-      idempotencyKey: `refund:${checkout.id}`,
-    });
-    if (refund.status === 'failed' || refund.status === 'canceled') {
-      throw new Error(`refund ${refund.id} of checkout ${checkout.id} is ${refund.status}`);
-    }
-    await this.ds
+    return (await this.settleRefund(checkout.id)) === 'REFUNDED' ? 'REFUNDED' : 'NOTHING_PAID';
+  }
+
+  /**
+   * Records, in the caller's transaction, that a paid checkout's payment is owed back. Only the
+   * first call counts; the refund itself is made by {@link settleRefund} after the commit.
+   */
+  async markRefundDue(manager: EntityManager, checkoutId: string): Promise<void> {
+    const now = this.clock.now();
+    await manager
       .createQueryBuilder()
       .update(Checkout)
-      .set({ refundId: refund.id, refundedAt: this.clock.now(), updatedAt: this.clock.now() })
-      .where('id = :id AND refund_id IS NULL', { id: checkout.id })
+      .set({ refundStatus: 'PENDING', refundRequestedAt: now, updatedAt: now })
+      .where('id = :id AND refund_status IS NULL', { id: checkoutId })
       .execute();
-    this.logger.info({ checkoutId: checkout.id, orderId, refundId: refund.id, status: refund.status }, 'card order refunded');
+  }
+
+  /**
+   * Makes the refund a checkout is owed, in full and at most once: the provider call carries an
+   * idempotency key derived from the checkout, so concurrent callers and a retry after a crash
+   * converge on the one refund, and a payment the provider reports as already refunded counts as
+   * done. The card money never reached the account balance, so no ledger entry moves with it.
+   * 'NOT_DUE' when nothing is owed. Throws (after counting the attempt) when the provider cannot
+   * refund now; the payments job calls again.
+   */
+  async settleRefund(checkoutId: string): Promise<'REFUNDED' | 'NOT_DUE'> {
+    const checkout = await this.ds.getRepository(Checkout).findOneBy({ id: checkoutId });
+    if (!checkout || checkout.status !== 'PAID' || checkout.refundStatus === null) return 'NOT_DUE';
+    if (checkout.refundStatus === 'SUCCEEDED') return 'REFUNDED';
+    const context = { checkoutId: checkout.id, orderId: checkout.orderId, amountMinor: checkout.amountMinor, currency: checkout.currency };
+    let refund;
+    try {
+      const provider = this.requireProvider();
+      if (provider.id !== checkout.provider || !checkout.sessionId) {
+        throw new Error(`checkout ${checkout.id} was paid through ${checkout.provider}, which is not configured now; refund it by hand`);
+      }
+      refund = await provider.refund({
+        sessionId: checkout.sessionId,
+        checkoutId: checkout.id,
+        orderId: checkout.orderId,
+        amountMinor: checkout.amountMinor,
+        idempotencyKey: `refund:${checkout.id}`,
+      });
+      if (refund.status === 'failed' || refund.status === 'canceled') throw new Error(`refund ${refund.id} is ${refund.status}`);
+    } catch (err) {
+      const attempts = checkout.refundAttempts + 1;
+      await this.ds
+        .createQueryBuilder()
+        .update(Checkout)
+        .set({ refundAttempts: () => 'refund_attempts + 1', updatedAt: this.clock.now() })
+        .where(`id = :id AND refund_status = 'PENDING'`, { id: checkout.id })
+        .execute();
+      const level = attempts >= REFUND_ALERT_AFTER ? 'error' : 'warn';
+      this.logger[level]({ err, ...context, attempts }, 'refund did not go through; the payments job retries');
+      throw err;
+    }
+    const now = this.clock.now();
+    await inTransaction(this.ds, async (m) => {
+      const res = await m
+        .createQueryBuilder()
+        .update(Checkout)
+        .set({ refundStatus: 'SUCCEEDED', refundId: refund.id, refundedAt: now, updatedAt: now })
+        .where(`id = :id AND refund_status = 'PENDING'`, { id: checkout.id })
+        .execute();
+      // A card order's whole reversal is this refund: its money never became credits.
+      if (res.affected && checkout.orderId) {
+        await m.update(Order, { id: checkout.orderId, reversalStatus: 'PENDING' }, { reversalStatus: 'SUCCEEDED', updatedAt: now });
+      }
+    });
+    this.logger.warn({ ...context, refundId: refund.id, status: refund.status }, 'payment refunded to the card');
     return 'REFUNDED';
+  }
+
+  /** The payments job's retry of refunds still owed, oldest first. Returns how many it made. */
+  async settleDueRefunds(limit = 50): Promise<number> {
+    const due = await this.ds
+      .getRepository(Checkout)
+      .createQueryBuilder('c')
+      .select('c.id')
+      .where(`c.refund_status = 'PENDING'`)
+      .orderBy('c.refund_requested_at', 'ASC')
+      .limit(limit)
+      .getMany();
+    let refunded = 0;
+    for (const { id } of due) {
+      try {
+        if ((await this.settleRefund(id)) === 'REFUNDED') refunded++;
+      } catch {
+        // Counted and logged by settleRefund; the next run tries again.
+      }
+    }
+    return refunded;
   }
 
   successUrl(checkoutId: string): string {
@@ -196,4 +280,29 @@ export class CheckoutSessionsService {
   cancelUrl(checkoutId: string): string {
     return `${this.publicBaseUrl}/checkout/${checkoutId}/cancel`;
   }
+}
+
+/** Where a card order stands as far as its payment is concerned. */
+export interface CardOrderState {
+  status: RentalStatus;
+  /** Its owner asked to terminate it (while unpaid, that cancels it). */
+  cancelled: boolean;
+}
+
+/**
+ * Reads a card order's deployment (locked for the caller's decision with `lock`, which needs a
+ * transaction). The rentals module records a terminate request on an unpaid order without
+ * changing its status, so the request is read here too.
+ */
+export async function readCardOrder(manager: EntityManager, orderId: string, opts: { lock: boolean }): Promise<CardOrderState | null> {
+  const rows: { status: RentalStatus; terminate_requested_at: Date | null }[] = await manager.query(
+    `SELECT status, terminate_requested_at FROM deployments WHERE order_id = ?${opts.lock ? ' FOR UPDATE' : ''}`,
+    [orderId],
+  );
+  return rows[0] ? { status: rows[0].status, cancelled: rows[0].terminate_requested_at !== null } : null;
+}
+
+/** The one rule for whether a card order may still be paid: it awaits payment and nobody cancelled it. */
+export function isPayable(order: CardOrderState | null): boolean {
+  return order !== null && order.status === 'AWAITING_PAYMENT' && !order.cancelled;
 }

@@ -13,6 +13,13 @@ export type CheckoutStatus = 'CREATING' | 'OPEN' | 'PAID' | 'EXPIRED' | 'FAILED'
 
 export type PaymentProviderId = 'stripe' | 'local';
 
+/**
+ * A paid checkout's refund: PENDING once we owe the payment back (recorded before the provider is
+ * asked, so the payments job retries after any failure or crash), SUCCEEDED once the provider
+ * accepted the refund. Null: nothing is owed back.
+ */
+export type RefundStatus = 'PENDING' | 'SUCCEEDED';
+
 /** One hosted payment page. A top-up is a checkout with purpose TOPUP; its id is the top-up id. */
 @Entity({ name: 'checkouts' })
 export class Checkout {
@@ -62,12 +69,23 @@ export class Checkout {
   @Column({ name: 'paid_event_id', type: 'varchar', length: 191, nullable: true })
   paidEventId: string | null;
 
-  /** The provider's refund of this payment (a card order whose rental failed). */
+  /** The provider's refund of this payment (a card order that did not run). */
   @Column({ name: 'refund_id', type: 'varchar', length: 191, nullable: true })
   refundId: string | null;
 
   @Column({ name: 'refunded_at', type: 'datetime', precision: 3, nullable: true })
   refundedAt: Date | null;
+
+  @Column({ name: 'refund_status', type: 'varchar', length: 16, nullable: true })
+  refundStatus: RefundStatus | null;
+
+  /** When the refund became owed. */
+  @Column({ name: 'refund_requested_at', type: 'datetime', precision: 3, nullable: true })
+  refundRequestedAt: Date | null;
+
+  /** Provider calls for the refund that failed so far. */
+  @Column({ name: 'refund_attempts', type: 'int', default: 0 })
+  refundAttempts: number;
 
   @Column({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt: Date;

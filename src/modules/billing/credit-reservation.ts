@@ -39,25 +39,37 @@ export function outstandingReservationMinor(r: ReservingRental): number {
   return Math.max(0, reserved - r.usageMinor);
 }
 
+/** What live metered rentals hold back, in cents: the account's in total, and the admitting key's share. */
+export interface Reserved {
+  /** Outstanding reservations of every live metered rental of the account. */
+  accountMinor: number;
+  /** The part of `accountMinor` held by rentals of one key. */
+  keyMinor: number;
+}
+
 /**
- * The credit already committed to an account's live metered rentals. Call it inside the
- * admission transaction after locking the account row: admissions of one account then run one
- * after another and each sees the rentals the previous one wrote.
+ * The credit already committed to an account's live metered rentals, and how much of it one
+ * key's rentals hold: admission takes both out of what is left (the account's credits, the key's
+ * lifetime budget), so parallel rentals of one key cannot overspend its budget any more than
+ * parallel rentals of one account can overdraw its credits. Call it inside the admission
+ * transaction after locking the account row: admissions of one account then run one after
+ * another and each sees the rentals the previous one wrote. One statement for both sums.
  */
-export async function reservedCreditMinor(m: Sql, accountId: string): Promise<number> {
-  const rows: { hourly_price_minor: string | number; spend_cap_minor: string | number | null; usage_minor: string | number }[] = await m.query(
-    `SELECT hourly_price_minor, spend_cap_minor, usage_minor FROM deployments
+export async function reservedMinor(m: Sql, accountId: string, keyId: string): Promise<Reserved> {
+  const rows: { key_id: string; hourly_price_minor: string | number; spend_cap_minor: string | number | null; usage_minor: string | number }[] = await m.query(
+    `SELECT hourly_price_minor, spend_cap_minor, usage_minor, key_id FROM deployments
       WHERE account_id = ? AND billing_model IN (?) AND status IN (?)`,
     [accountId, METERED_MODELS, RESERVING_STATUSES],
   );
-  return rows.reduce(
-    (sum, r) =>
-      sum +
-      outstandingReservationMinor({
-        hourlyPriceMinor: Number(r.hourly_price_minor),
-        spendCapMinor: r.spend_cap_minor === null ? null : Number(r.spend_cap_minor),
-        usageMinor: Number(r.usage_minor),
-      }),
-    0,
-  );
+  const out: Reserved = { accountMinor: 0, keyMinor: 0 };
+  for (const r of rows) {
+    const outstanding = outstandingReservationMinor({
+      hourlyPriceMinor: Number(r.hourly_price_minor),
+      spendCapMinor: r.spend_cap_minor === null ? null : Number(r.spend_cap_minor),
+      usageMinor: Number(r.usage_minor),
+    });
+    out.accountMinor += outstanding;
+    if (r.key_id === keyId) out.keyMinor += outstanding;
+  }
+  return out;
 }

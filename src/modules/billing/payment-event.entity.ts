@@ -4,6 +4,8 @@ import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 export type PaymentEventOutcome =
   | 'CREDITED'
   | 'ORDER_PAID'
+  /** Paid, but for a card order that could no longer run: the payment is refunded. */
+  | 'REFUND_DUE'
   | 'ALREADY_PAID'
   | 'EXPIRED'
   | 'FAILED'

@@ -8,7 +8,7 @@ import { Order } from '../rentals/order.entity.js';
 import { transition } from '../rentals/rental-state.js';
 import type { WebhookAck } from './billing.dto.js';
 import { Checkout } from './checkout.entity.js';
-import type { CheckoutSessionsService } from './checkout-sessions.service.js';
+import { isPayable, readCardOrder, type CheckoutSessionsService } from './checkout-sessions.service.js';
 import type { LedgerService } from './ledger.service.js';
 import type { PaymentEventOutcome } from './payment-event.entity.js';
 import type { CheckoutSessionInfo } from './payment-provider.js';
@@ -87,7 +87,7 @@ export class PaymentEventsService {
         return { received: true };
     }
     this.logger.info({ eventId: event.id, type: event.type, outcome: applied.outcome, checkoutId: applied.checkout?.id }, 'payment event applied');
-    await this.handOff(applied.checkout);
+    await this.afterCommit(applied.checkout);
     return { received: true };
   }
 
@@ -111,7 +111,13 @@ export class PaymentEventsService {
         return this.insertEvent(m, eventId, eventType, checkout, 'MISMATCH');
       }
       const now = this.clock.now();
+      let outcome: PaymentEventOutcome;
       if (checkout.purpose === 'TOPUP') {
+        if (checkout.status !== 'OPEN' && checkout.status !== 'CREATING') {
+          // A late payment of an expired link still buys the credits it was for: a top-up reserves
+          // nothing that could have lapsed, so the money is kept as credits rather than refunded.
+          this.logger.warn({ eventId, checkoutId: checkout.id, amountMinor: checkout.amountMinor, was: checkout.status }, 'late payment of a closed top-up credited');
+        }
         await this.ledger.post(m, {
           accountId: checkout.accountId,
           kind: 'TOPUP',
@@ -120,16 +126,46 @@ export class PaymentEventsService {
           description: `Card top-up ${checkout.id} (${checkout.provider} ${session.id})`,
           keyId: checkout.keyId,
         });
-      } else if (checkout.orderId) {
-        const moved = await transition(m, { orderId: checkout.orderId }, ['AWAITING_PAYMENT'], 'PENDING', { at: now });
-        if (!moved) {
-          this.logger.error({ eventId, checkoutId: checkout.id, orderId: checkout.orderId }, 'card order paid but no longer awaiting payment; refund it by hand');
-        }
+        outcome = 'CREDITED';
+      } else {
+        outcome = checkout.orderId ? await this.applyOrderPayment(m, checkout, checkout.orderId, eventId) : 'REFUND_DUE';
+        if (outcome === 'REFUND_DUE') await this.sessions.markRefundDue(m, checkout.id);
       }
       await m.update(Checkout, { id: checkout.id }, { status: 'PAID', paidAt: now, paidEventId: eventId, sessionId: checkout.sessionId ?? session.id, updatedAt: now });
       checkout.status = 'PAID';
-      return this.insertEvent(m, eventId, eventType, checkout, checkout.purpose === 'TOPUP' ? 'CREDITED' : 'ORDER_PAID');
+      return this.insertEvent(m, eventId, eventType, checkout, outcome);
     });
+  }
+
+  /**
+   * Releases a paid card order to provisioning while it may still run. A payment for an order that
+   * can no longer run (cancelled, expired or failed before the money landed) is owed back in full:
+   * the order ends without starting and the caller records the refund as due.
+   */
+  private async applyOrderPayment(m: EntityManager, checkout: Checkout, orderId: string, eventId: string): Promise<PaymentEventOutcome> {
+    const now = this.clock.now();
+    const order = await readCardOrder(m, orderId, { lock: true });
+    if (isPayable(order)) {
+      await transition(m, { orderId }, ['AWAITING_PAYMENT'], 'PENDING', { at: now });
+      return 'ORDER_PAID';
+    }
+    if (order?.status === 'AWAITING_PAYMENT') {
+      // Cancelled by its owner before paying: it ends as they asked, and the payment goes back.
+      await transition(m, { orderId }, ['AWAITING_PAYMENT'], 'TERMINATED', { at: now, deployment: { endedAt: null }, order: { reversalStatus: 'PENDING' } });
+    } else if (order?.status === 'FAILED') {
+      await m.update(
+        Order,
+        { id: orderId },
+        { reversalStatus: 'PENDING', failureReason: 'The card payment arrived after the order had closed, so the rental never started. The payment is refunded to the card.', updatedAt: now },
+      );
+    } else {
+      await m.update(Order, { id: orderId }, { reversalStatus: 'PENDING', updatedAt: now });
+    }
+    this.logger.warn(
+      { eventId, orderId, checkoutId: checkout.id, amountMinor: checkout.amountMinor, currency: checkout.currency, orderStatus: order?.status ?? null, cancelled: order?.cancelled ?? false },
+      'payment arrived for a card order that can no longer run; refunding it',
+    );
+    return 'REFUND_DUE';
   }
 
   private async applyClosed(session: CheckoutSessionInfo, status: 'EXPIRED' | 'FAILED', eventId: string, eventType: string): Promise<Applied> {
@@ -163,9 +199,24 @@ export class PaymentEventsService {
     return { outcome, checkout };
   }
 
+  /**
+   * What follows a committed payment decision: a refund it made due is attempted at once (a failure
+   * is left to the payments job, so the provider is not asked to redeliver), and a paid card order
+   * is released to the rentals module. Runs again on every redelivery of the same payment.
+   */
+  private async afterCommit(checkout: Checkout | null): Promise<void> {
+    if (!checkout || checkout.status !== 'PAID') return;
+    try {
+      await this.sessions.settleRefund(checkout.id);
+    } catch {
+      // Counted and logged by settleRefund; the refund stays owed until the job makes it.
+    }
+    await this.handOff(checkout);
+  }
+
   /** At-least-once release of a paid card order to the rentals module. */
-  private async handOff(checkout: Checkout | null): Promise<void> {
-    if (!checkout || checkout.purpose !== 'ORDER' || checkout.status !== 'PAID' || !checkout.orderId) return;
+  private async handOff(checkout: Checkout): Promise<void> {
+    if (checkout.purpose !== 'ORDER' || !checkout.orderId) return;
     const handoff = this.options.rentalHandoff;
     if (!handoff) return;
     const order = await this.ds.getRepository(Order).findOneBy({ id: checkout.orderId });
@@ -174,9 +225,43 @@ export class PaymentEventsService {
   }
 
   /**
+   * Closes the payment links of card orders their owners cancelled before paying: the provider's
+   * session is expired first, so the link can no longer be paid, then the checkout closes and the
+   * order ends as TERMINATED. A session paid in the meantime is left to its payment event, which
+   * refunds it. `orderId` limits it to that order (a caller that has just cancelled one). Returns
+   * how many it closed.
+   */
+  async closeCancelled(opts: { limit?: number; orderId?: string } = {}): Promise<number> {
+    const provider = this.sessions.provider;
+    const rows: { id: string; session_id: string | null; provider: string }[] = await this.ds.query(
+      `SELECT c.id, c.session_id, c.provider FROM checkouts c JOIN deployments d ON d.order_id = c.order_id
+       WHERE c.purpose = 'ORDER' AND c.status IN ('CREATING', 'OPEN') AND d.status = 'AWAITING_PAYMENT' AND d.terminate_requested_at IS NOT NULL
+       ${opts.orderId ? 'AND c.order_id = ?' : ''}
+       ORDER BY d.terminate_requested_at LIMIT ?`,
+      [...(opts.orderId ? [opts.orderId] : []), opts.limit ?? 50],
+    );
+    let closed = 0;
+    for (const r of rows) {
+      if (r.session_id && provider && provider.id === r.provider) {
+        let session: CheckoutSessionInfo | null;
+        try {
+          session = await provider.expireCheckoutSession(r.session_id, `expire:${r.id}`);
+        } catch (err) {
+          this.logger.warn({ err, checkoutId: r.id }, 'the payment session of a cancelled card order could not be expired; a payment on it is refunded');
+          continue;
+        }
+        if (session && session.status !== 'expired') continue;
+      }
+      if (await inTransaction(this.ds, (m) => this.sessions.closeUnpaid(m, r.id, 'EXPIRED'))) closed++;
+    }
+    return closed;
+  }
+
+  /**
    * Safety net for lost webhooks: asks the provider about OPEN checkouts well past their expiry and
    * applies what it reports (a paid session read back over the authenticated API is as good a
    * proof as a signed event). Checkouts the provider keeps no record of are closed as expired.
+   * Then closes the links of cancelled unpaid card orders and retries the refunds still owed.
    * Safe to run in several workers at once. Returns how many checkouts it settled.
    */
   async reconcile(limit = 50): Promise<number> {
@@ -204,9 +289,9 @@ export class PaymentEventsService {
         applied = await this.applyClosed(session ?? { ...closedStub(checkout) }, 'EXPIRED', `reconcile:${checkout.sessionId ?? checkout.id}`, 'reconcile.expired');
       }
       settled++;
-      await this.handOff(applied.checkout);
+      await this.afterCommit(applied.checkout);
     }
-    return settled;
+    return settled + (await this.closeCancelled({ limit })) + (await this.sessions.settleDueRefunds(limit));
   }
 }
 

@@ -1,4 +1,6 @@
 /** Plain server-rendered pages for humans paying: no scripts, no external assets. */
+import { isConnectionError } from '../../db/connection-errors.js';
+import { AppError } from '../../errors/app-error.js';
 
 export interface PageOptions {
   title: string;
@@ -61,3 +63,37 @@ export const PAGE_HEADERS: Record<string, string> = {
   'X-Content-Type-Options': 'nosniff',
   'X-Frame-Options': 'DENY',
 };
+
+/** How long a page that could not reach the database or payment provider asks the browser to wait. */
+export const PAGE_RETRY_AFTER_SECONDS = 30;
+
+/** A page to send: status, extra headers and the HTML. */
+export interface FailurePage {
+  status: 503 | 500;
+  headers: Record<string, string>;
+  html: string;
+}
+
+/**
+ * The page for an error a page handler did not expect. The database or payment provider being
+ * unreachable is a 503 with Retry-After, as the API answers it; anything else is our fault (500).
+ * `reassurance` is one already-escaped sentence saying what the failure did not do.
+ */
+export function failurePage(err: unknown, requestId: string, reassurance: string): FailurePage {
+  const quote = `quote request <code>${escapeHtml(requestId)}</code>`;
+  if (isConnectionError(err) || (err instanceof AppError && err.code === 'UNAVAILABLE')) {
+    return {
+      status: 503,
+      headers: { 'Retry-After': String(PAGE_RETRY_AFTER_SECONDS) },
+      html: renderPage({
+        title: 'Temporarily unavailable',
+        body: `<p>This page cannot be shown right now because part of our service is unreachable. ${reassurance}</p><p>Please try again in a minute; if it keeps failing, ${quote}.</p>`,
+      }),
+    };
+  }
+  return {
+    status: 500,
+    headers: {},
+    html: renderPage({ title: 'Something went wrong', body: `<p>Something went wrong on our side. ${reassurance} Please try again; if it keeps failing, ${quote}.</p>` }),
+  };
+}

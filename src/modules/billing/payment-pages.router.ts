@@ -1,4 +1,5 @@
 import { Router, type Request, type Response } from 'express';
+import { AppError } from '../../errors/app-error.js';
 import type { Payments } from './payments.js';
 import { Order } from '../rentals/order.entity.js';
 import { Checkout } from './checkout.entity.js';
@@ -7,7 +8,8 @@ import { formatUsd } from './money.js';
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../logger.js';
-import { escapeHtml, PAGE_HEADERS, renderPage } from './payment-pages.html.js';
+import { isPayable, readCardOrder } from './checkout-sessions.service.js';
+import { escapeHtml, failurePage, PAGE_HEADERS, renderPage } from './payment-pages.html.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -32,6 +34,10 @@ export function paymentPagesRouter(services: { payments: Payments; ds: DataSourc
   };
   const local = (): LocalPaymentProvider | null => (services.payments.provider instanceof LocalPaymentProvider ? services.payments.provider : null);
   const isExpired = (c: Checkout) => c.status === 'EXPIRED' || (c.status === 'OPEN' && c.expiresAt !== null && c.expiresAt.getTime() <= clock.now().getTime());
+  /** A card order cancelled (or otherwise ended) before payment takes no payment on this page. */
+  const orderClosed = async (c: Checkout) => c.purpose === 'ORDER' && c.orderId !== null && !isPayable(await readCardOrder(ds.manager, c.orderId, { lock: false }));
+  const closedOrderPage = (res: Response) =>
+    send(res, 410, renderPage({ title: 'This order is closed', devBanner: true, body: '<p>This order was cancelled or has ended, so it can no longer be paid. Nothing was charged.</p>' }));
 
   /** What is being bought, in words. */
   const subject = async (c: Checkout): Promise<string> => {
@@ -45,9 +51,12 @@ export function paymentPagesRouter(services: { payments: Payments; ds: DataSourc
     try {
       await handler(req, res);
     } catch (err) {
-      log.error({ err, requestId: req.requestId, path: req.path }, 'payment page failed');
+      const page = failurePage(err, req.requestId, 'Nothing was charged by this page.');
+      if (page.status === 503) log.warn({ err, requestId: req.requestId, path: req.path }, 'payment page unavailable');
+      else log.error({ err, requestId: req.requestId, path: req.path }, 'payment page failed');
       if (!res.headersSent) {
-        send(res, 500, renderPage({ title: 'Something went wrong', body: `<p>Something went wrong on our side. Nothing was charged by this page. Please try again; if it keeps failing, quote request <code>${escapeHtml(req.requestId)}</code>.</p>` }));
+        res.set(page.headers);
+        send(res, page.status, page.html);
       }
     }
   };
@@ -67,6 +76,7 @@ export function paymentPagesRouter(services: { payments: Payments; ds: DataSourc
       if (isExpired(c) || c.status === 'FAILED' || c.status === 'CREATING') {
         return send(res, 410, renderPage({ title: 'This payment link has expired', devBanner: true, body: '<p>This link can no longer be paid. Nothing was charged. Ask for a new payment link.</p>' }));
       }
+      if (await orderClosed(c)) return closedOrderPage(res);
       send(
         res,
         200,
@@ -100,11 +110,14 @@ ${c.expiresAt ? `<dt>Link valid until</dt><dd>${escapeHtml(c.expiresAt.toISOStri
       if (c.status !== 'OPEN' || isExpired(c)) {
         return send(res, 410, renderPage({ title: 'This payment link has expired', devBanner: true, body: '<p>This link can no longer be paid. Nothing was charged. Ask for a new payment link.</p>' }));
       }
+      // A cancellation landing after this check is caught where the payment is applied: refunded.
+      if (await orderClosed(c)) return closedOrderPage(res);
       // The signed event goes to this very process over the socket the browser reached, never to a
       // host named by the request: the body is a valid payment proof.
       const host = req.socket.localAddress ?? '127.0.0.1';
       const webhookUrl = `http://${host.includes(':') ? `[${host}]` : host}:${req.socket.localPort}/api/v1/webhooks/stripe`;
       const status = await provider.deliverPaidEvent(c, webhookUrl);
+      if (status === 503) throw new AppError('UNAVAILABLE', 'the payment event could not be recorded now');
       if (status < 200 || status >= 300) {
         log.error({ checkoutId: c.id, status }, 'development payment event was not accepted');
         return send(res, 502, renderPage({ title: 'Payment not recorded', devBanner: true, body: '<p>The payment could not be recorded. Nothing was credited. Please try again.</p>' }));
@@ -119,6 +132,10 @@ ${c.expiresAt ? `<dt>Link valid until</dt><dd>${escapeHtml(c.expiresAt.toISOStri
       const c = await load(req);
       if (!c) return notFound(res);
       const amount = formatUsd(c.amountMinor);
+      if (c.status === 'PAID' && c.refundStatus !== null) {
+        const state = c.refundStatus === 'SUCCEEDED' ? 'has been refunded to your card' : 'is being refunded to your card';
+        return send(res, 200, renderPage({ title: 'Payment refunded', body: `<p>Your payment of ${amount} arrived after this order had been cancelled or had ended, so no machine was started and the payment ${state}. Refunds usually reach the card within 5 to 10 business days.</p><p>You can close this page.</p>` }));
+      }
       if (c.status === 'PAID') {
         const body =
           c.purpose === 'TOPUP'

@@ -58,8 +58,10 @@ export const RECONCILE_PAYMENTS_EVERY_MS = 5 * 60 * 1000;
 
 /**
  * The payments.reconcile job: settles checkouts left OPEN well past their expiry (lost or
- * misconfigured webhooks) by asking the payment provider. Safe to run twice or in several workers
- * at once: every settlement goes through the same locked, once-per-checkout path as a webhook.
+ * misconfigured webhooks) by asking the payment provider, closes the payment links of card orders
+ * cancelled before payment, and retries refunds the provider has not made yet. Safe to run twice
+ * or in several workers at once: every settlement goes through the same locked, once-per-checkout
+ * path as a webhook, and every refund carries its checkout's idempotency key.
  */
 export async function reconcilePayments(deps: { payments: Pick<Payments, 'events'>; logger: Logger }): Promise<number> {
   const settled = await deps.payments.events.reconcile();

@@ -83,12 +83,27 @@ export class StripePaymentProvider implements PaymentProvider {
     const session = await this.stripe.checkout.sessions.retrieve(r.sessionId);
     const intent = typeof session.payment_intent === 'string' ? session.payment_intent : session.payment_intent?.id;
     if (!intent || session.payment_status !== 'paid') throw new Error(`checkout session ${r.sessionId} has no captured payment to refund`);
-    const refund = await this.stripe.refunds.create(
-      { payment_intent: intent, amount: r.amountMinor, reason: 'requested_by_customer', metadata: { checkout_id: r.checkoutId, ...(r.orderId ? { order_id: r.orderId } : {}) } },
-      { idempotencyKey: r.idempotencyKey },
-    );
-    return { id: refund.id, status: (refund.status ?? 'pending') as RefundInfo['status'] };
+    try {
+      const refund = await this.stripe.refunds.create(
+        { payment_intent: intent, amount: r.amountMinor, reason: 'requested_by_customer', metadata: { checkout_id: r.checkoutId, ...(r.orderId ? { order_id: r.orderId } : {}) } },
+        { idempotencyKey: r.idempotencyKey },
+      );
+      return refundInfo(refund);
+    } catch (err) {
+      // Stripe keeps idempotency keys for 24 hours; a retry after that, of a refund whose answer
+      // was lost, finds the payment already refunded. That refund is the one we asked for.
+      if (!(err instanceof Stripe.errors.StripeInvalidRequestError) || err.code !== 'charge_already_refunded') throw err;
+      const existing = await this.stripe.refunds.list({ payment_intent: intent, limit: 100 });
+      const live = existing.data.filter((x) => x.status !== 'failed' && x.status !== 'canceled');
+      const ours = live.find((x) => x.metadata?.checkout_id === r.checkoutId) ?? live[0];
+      if (!ours) throw err;
+      return refundInfo(ours);
+    }
   }
+}
+
+function refundInfo(refund: Stripe.Refund): RefundInfo {
+  return { id: refund.id, status: (refund.status ?? 'pending') as RefundInfo['status'] };
 }
 
 /** Reads the fields we rely on from a Checkout Session (API object or webhook payload). */

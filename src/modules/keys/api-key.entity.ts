@@ -47,6 +47,14 @@ export class ApiKey {
   @Column({ type: 'varchar', length: 32 })
   origin: string;
 
+  /**
+   * The OWNER key that issued this key, directly or by approving the authorization session it
+   * was exchanged for; null for keys no owner key issued (signup, operator, Telegram). Revoking
+   * that owner key revokes this one with it.
+   */
+  @Column({ name: 'issued_by_key_id', type: 'char', length: 36, nullable: true })
+  issuedByKeyId: string | null;
+
   @Column({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt: Date;
 

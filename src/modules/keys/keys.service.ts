@@ -20,6 +20,8 @@ export interface NewKey extends KeyLimits {
   scopes: Scope[];
   origin: string;
   isAdmin?: boolean;
+  /** The OWNER key issuing it (see ApiKey.issuedByKeyId); revoking that key revokes this one. */
+  issuedByKeyId?: string | null;
 }
 
 /** What admission needs of the account it has locked. */
@@ -83,6 +85,7 @@ export class KeysService {
       maxConcurrentDeployments: input.maxConcurrentDeployments,
       isAdmin: input.isAdmin ?? false,
       origin: input.origin,
+      issuedByKeyId: input.issuedByKeyId ?? null,
       createdAt: this.clock.now(),
       revokedAt: null,
       lastUsedAt: null,
@@ -124,9 +127,13 @@ export class KeysService {
     if (this.recent.size > RECENT_KEYS_MAX) this.recent.delete(this.recent.keys().next().value!);
   }
 
-  /** Drops a key this process may hold (see AuthenticateOptions); the next request reads it afresh. */
-  private forget(keyId: string): void {
-    for (const [prefix, e] of this.recent) if (e.key.id === keyId) this.recent.delete(prefix);
+  /**
+   * Drops keys this process may hold (see AuthenticateOptions); the next request reads them
+   * afresh. Other processes need no word: every path re-reads `revoked_at` before it acts.
+   */
+  forget(...keyIds: string[]): void {
+    const ids = new Set(keyIds);
+    for (const [prefix, e] of this.recent) if (ids.has(e.key.id)) this.recent.delete(prefix);
   }
 
   /**
@@ -181,6 +188,22 @@ export class KeysService {
       account: { id: r.id, billingModel: r.billing_model, balanceMinor: readMinor(r.balance_minor), frozen: Boolean(Number(r.frozen)) },
       usage: usageOf(key, r.net_spent_minor, r.active_deployments),
     };
+  }
+
+  /**
+   * Locks the account row, then the row of the key acting on it (the order admission and every
+   * ledger posting take them in), and refuses a key revoked since the request was authenticated
+   * with the uniform 401. Whatever the key issues or approves in the caller's transaction is then
+   * seen by a concurrent revocation of it, which waits for that transaction to end.
+   */
+  async lockActingKey(m: Sql, accountId: string, keyId: string): Promise<void> {
+    const rows: { revoked_at: Date | null }[] = await m.query(
+      `SELECT k.revoked_at FROM accounts a STRAIGHT_JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ? FOR UPDATE`,
+      [keyId, accountId],
+    );
+    if (rows.length === 1 && rows[0].revoked_at === null) return;
+    this.forget(keyId);
+    throw unauthenticated();
   }
 
   async revoke(accountId: string, keyId: string): Promise<void> {

@@ -10,7 +10,7 @@ import type { Principal } from '../../http/principal.js';
 import { RENTAL_JOBS, type JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import { accountBalanceEligible } from '../accounts/billing-eligibility.js';
-import { outstandingReservationMinor, reservedCreditMinor } from '../billing/credit-reservation.js';
+import { outstandingReservationMinor, reservedMinor, type Reserved } from '../billing/credit-reservation.js';
 import type { LedgerService } from '../billing/ledger.service.js';
 import { topUpAdvice } from '../billing/top-up-advice.js';
 import { gpuSlug } from '../inventory/gpu-slug.js';
@@ -98,11 +98,11 @@ export class RentalsService {
       // Issued together, so they reach the server as one request (SqlTransaction) and run there
       // in this order: the account lock first, then the claim under it (a concurrent twin waits
       // on the lock and then sees a replay), then the account's reservations, which cannot
-      // change until this transaction ends.
+      // change until this transaction ends (the key's share of them too).
       const [{ account, usage }, claim, reserved] = await Promise.all([
         this.keys.lockAccountWithUsage(m, principal.key),
         claimIdempotencyKey(m, this.clock, scope, idemKey, hash, rentalId),
-        reservedCreditMinor(m, principal.accountId),
+        reservedMinor(m, principal.accountId, principal.keyId),
       ]);
       if (claim.kind === 'replay') return { replayOf: claim.record.resourceId!, created: null, wake: null };
       if (resolved instanceof AppError) throw resolved;
@@ -192,11 +192,13 @@ export class RentalsService {
 
   /**
    * Key limits and credits, from what was read under the account lock (the key's counters and
-   * the account's reservations), so parallel admissions cannot overshoot.
+   * the reservations of the account's live metered rentals), so parallel admissions cannot
+   * overshoot. Reservations count against the key's budget as they count against the account's
+   * credits: a rental's unspent first hour is money its key may still spend.
    */
-  private enforceLimits(account: LockedAccount, principal: Principal, usage: KeyUsage, reserved: number, terms: Terms): void {
+  private enforceLimits(account: LockedAccount, principal: Principal, usage: KeyUsage, reserved: Reserved, terms: Terms): void {
     const key = principal.key;
-    const remainingKeyBudget = key.budgetLimitMinor - usage.netSpentMinor;
+    const remainingKeyBudget = key.budgetLimitMinor - usage.netSpentMinor - reserved.keyMinor;
     // A metered rental needs its own reservation (credit-reservation.ts) out of unreserved credits.
     const price = terms.candidates[0].pricePerHourMinor;
     const needed =
@@ -213,12 +215,13 @@ export class RentalsService {
     if (needed > remainingKeyBudget) {
       throw new AppError(
         'KEY_LIMIT_EXCEEDED',
-        `This rental needs ${needed} cents of this key's budget; ${Math.max(0, remainingKeyBudget)} cents of its ${key.budgetLimitMinor} remain.`,
+        `This rental needs ${needed} cents of this key's budget; ${Math.max(0, remainingKeyBudget)} cents of its ${key.budgetLimitMinor} remain` +
+          (reserved.keyMinor > 0 ? ` (${reserved.keyMinor} reserved by its running metered rentals).` : '.'),
       );
     }
     assertFreeSlot(principal, usage);
-    if (account.balanceMinor - reserved < needed) {
-      const held = reserved > 0 ? ` (${reserved} of them reserved by its running metered rentals)` : '';
+    if (account.balanceMinor - reserved.accountMinor < needed) {
+      const held = reserved.accountMinor > 0 ? ` (${reserved.accountMinor} of them reserved by its running metered rentals)` : '';
       throw new AppError(
         'INSUFFICIENT_CREDITS',
         `This rental needs ${needed} cents of credits; the account has ${account.balanceMinor}${held}. ${topUpAdvice(principal.scopes)}`,

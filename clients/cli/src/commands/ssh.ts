@@ -1,51 +1,46 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { configDir, type Credentials } from '@gpu-rental/sdk';
+import { checkedId, checkedSshTarget, type Credentials, type GprClient, sshArgs, sshCommandLine, type SshKeyFiles, type SshTarget, writeSshKeyFiles } from '@gpu-rental/sdk';
 import type { Command } from 'commander';
 import type { Ctx } from '../context.js';
 import { fields, UsageError } from '../output.js';
 
-/** Writes the private key (0600) and a known_hosts file of its own for one deployment. */
-export function writeKeyFiles(c: Credentials): { keyFile: string; knownHosts: string } {
-  const dir = join(configDir(), 'keys');
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const keyFile = join(dir, `${c.deploymentId}.key`);
-  writeFileSync(keyFile, c.privateKey.endsWith('\n') ? c.privateKey : `${c.privateKey}\n`, { mode: 0o600 });
-  chmodSync(keyFile, 0o600);
-  return { keyFile, knownHosts: join(dir, `${c.deploymentId}.known_hosts`) };
+/**
+ * Reveals the credentials of one rental and checks every field the service returned before any
+ * of it names a file or reaches ssh; then saves the key (0600) under the config directory.
+ */
+async function revealChecked(client: GprClient, id: string, requireActive: boolean): Promise<{ target: SshTarget; files: SshKeyFiles; revealed: Credentials }> {
+  const resolved = await client.resolve(id);
+  const rentalId = checkedId('rentalId', resolved.rentalId);
+  const deploymentId = checkedId('deploymentId', resolved.deploymentId);
+  const { status } = resolved.rental;
+  if (requireActive && status !== 'ACTIVE') throw new UsageError(`Rental ${rentalId} is ${String(status)}, not ACTIVE: wait with \`gpr status ${rentalId}\`.`);
+  const revealed = await client.revealCredentials(deploymentId);
+  const target = checkedSshTarget(revealed, deploymentId);
+  return { target, files: writeSshKeyFiles(target, revealed.privateKey), revealed };
 }
 
 export function credentialCommands(program: Command, ctx: Ctx): void {
   program
     .command('creds <id>')
-    .description('Reveal the SSH credentials of an ACTIVE rental (audited; includes the private key)')
+    .description('Reveal the SSH credentials of an ACTIVE rental (audited; needs the `manage` scope): saves the key (0600) and prints it with the ssh command')
     .action(async (id: string) => {
-      const client = ctx.client();
-      const { deploymentId } = await client.resolve(id);
-      const c = await client.revealCredentials(deploymentId);
-      ctx.out(c, () => fields([['host', c.host], ['port', c.port], ['user', c.user], ['command', c.sshCommand]]) + `\n${c.privateKey.trimEnd()}\n`);
+      const { target, files, revealed } = await revealChecked(ctx.client(), id, false);
+      const sshCommand = sshCommandLine(target, files);
+      // Only checked fields and commands built here: the service's own file name and command line are not passed on.
+      const out = { ...target, keyFile: files.keyFile, knownHostsFile: files.knownHostsFile, sshCommand, privateKey: revealed.privateKey, publicKey: revealed.publicKey, revealedAt: revealed.revealedAt };
+      ctx.out(out, () =>
+        fields([['host', target.host], ['port', target.port], ['user', target.user], ['key file', files.keyFile], ['command', sshCommand]]) + `\n${revealed.privateKey.trimEnd()}\n`,
+      );
     });
 
   program
     .command('ssh <id> [command...]')
     .description('Open SSH to an ACTIVE rental with the system ssh; `gpr ssh <id> -- nvidia-smi` runs one command')
     .action(async (id: string, command: string[]) => {
-      const client = ctx.client();
-      const { deploymentId, rental } = await client.resolve(id);
-      if (rental.status !== 'ACTIVE') throw new UsageError(`Rental ${rental.rentalId} is ${rental.status}, not ACTIVE: wait with \`gpr status ${rental.rentalId}\`.`);
-      const c = await client.revealCredentials(deploymentId);
-      const { keyFile, knownHosts } = writeKeyFiles(c);
+      const { target, files } = await revealChecked(ctx.client(), id, true);
       const args = [
-        '-i', keyFile,
-        '-p', String(c.port),
-        '-o', 'IdentitiesOnly=yes',
-        '-o', 'StrictHostKeyChecking=accept-new',
-        '-o', `UserKnownHostsFile=${knownHosts}`,
-        '-o', 'LogLevel=ERROR',
         // Without a terminal nobody can answer a password prompt; fail instead of hanging.
-        ...(process.stdin.isTTY ? [] : ['-o', 'BatchMode=yes']),
-        `${c.user}@${c.host}`,
+        ...sshArgs(target, files, { batch: !process.stdin.isTTY }),
         ...command,
       ];
       const code = await new Promise<number>((resolve, reject) => {
