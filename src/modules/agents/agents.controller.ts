@@ -2,6 +2,7 @@ import { Body, Delete, Get, Header, Path, Post, Request, Response, Route, Securi
 import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
+import { addressBucket, clientAddress as trustedAddress } from '../../http/client-address.js';
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import type {
   AgentKeyIssued,
@@ -15,7 +16,8 @@ import type {
   RevokedOwnerKey,
 } from './agents.dto.js';
 
-const clientAddress = (req: ExRequest): string => req.ip ?? req.socket.remoteAddress ?? 'unknown';
+/** The bucket of the per-address limit of agent setup: the trusted client address (an IPv6 client's /64). */
+const clientAddress = (req: ExRequest): string => addressBucket(trustedAddress(req));
 
 @Route('api/v1')
 @Tags('Agents')

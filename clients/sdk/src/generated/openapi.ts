@@ -222,8 +222,10 @@ export interface paths {
         put?: never;
         /**
          * @description SSH access to an ACTIVE deployment: host, port, user, its own private key and a ready `ssh`
-         *     command line. Every call is audited (key, time, request id, and whether it revealed). Before ACTIVE and after
-         *     termination there are no credentials to reveal (404). Send no body and no JSON Content-Type.
+         *     command line. Every call is audited (key, time, request id, and whether it revealed; refused calls are
+         *     counted per key, reason and minute). Before ACTIVE and after termination there are no credentials to
+         *     reveal (404). Send no body and no JSON Content-Type. Needs the `manage` scope, like termination: the key
+         *     is root on the machine, so a read-only key must not obtain it.
          */
         post: operations["revealCredentials"];
         delete?: never;
@@ -366,6 +368,46 @@ export interface paths {
          */
         post: operations["createCheckout"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/owner-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The account's OWNER keys, revoked ones included, with limits and usage (never secrets). Owner keys only. */
+        get: operations["ListOwnerKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/owner-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * @description Revokes an OWNER key of the account at once, and with it, in one transaction, every agent
+         *     key it issued, every key an agent obtained through an authorization session it approved, and
+         *     every session it approved that was not exchanged yet. Each of them gets the uniform 401 on
+         *     its next call, in every process of the service. Rentals already running keep running;
+         *     terminate them separately. The calling key may revoke itself. Repeatable.
+         */
+        delete: operations["RevokeOwnerKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -854,6 +896,11 @@ export interface components {
             meta: components["schemas"]["Meta"];
         };
         /** @description Success envelope. */
+        Envelope_RevokedOwnerKey_: {
+            data: components["schemas"]["RevokedOwnerKey"];
+            meta: components["schemas"]["Meta"];
+        };
+        /** @description Success envelope. */
         Envelope_SignupResponse_: {
             data: components["schemas"]["SignupResponse"];
             meta: components["schemas"]["Meta"];
@@ -1256,6 +1303,16 @@ export interface components {
             id: string;
             /** Format: date-time */
             revokedAt: string;
+        };
+        /** @description An OWNER key revoked, with everything it let in that was revoked with it. */
+        RevokedOwnerKey: {
+            id: string;
+            /** @description Agent keys it issued or that were exchanged for sessions it approved, revoked by this call. */
+            revokedAgentKeyIds: string[];
+            /** Format: date-time */
+            revokedAt: string;
+            /** @description Authorization sessions it approved that had not been exchanged; they can no longer be. */
+            revokedAuthorizationIds: string[];
         };
         /** @enum {string} */
         Scope: "read" | "rent" | "manage" | "billing";
@@ -2631,7 +2688,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description FORBIDDEN */
+            /** @description FORBIDDEN (no manage scope) */
             403: {
                 headers: {
                     /** @description The request id (also in the body); quote it when reporting a problem. */
@@ -3283,6 +3340,156 @@ export interface operations {
             };
             /** @description UNAVAILABLE (payment provider unreachable; retry with the same key) */
             503: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    ListOwnerKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ok */
+            200: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "kind": "OWNER",
+                     *           "name": "NVIDIA H100 SXM",
+                     *           "prefix": "Ab3dE5gH",
+                     *           "scopes": [
+                     *             "read"
+                     *           ],
+                     *           "maxPerRentalMinor": 500,
+                     *           "budgetLimitMinor": 500,
+                     *           "maxConcurrentDeployments": 1,
+                     *           "netSpentMinor": 0,
+                     *           "remainingBudgetMinor": 500,
+                     *           "activeDeployments": 0,
+                     *           "createdAt": "2026-01-15T12:00:00.000Z",
+                     *           "revokedAt": null
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_KeyDto-Array_"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description FORBIDDEN (not an owner key) */
+            403: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    RevokeOwnerKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ok */
+            200: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "revokedAt": "2026-01-15T12:00:00.000Z",
+                     *         "revokedAgentKeyIds": [
+                     *           "example"
+                     *         ],
+                     *         "revokedAuthorizationIds": [
+                     *           "example"
+                     *         ]
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_RevokedOwnerKey_"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description FORBIDDEN (not an owner key, or missing manage) */
+            403: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description NOT_FOUND (no owner key with this id on this account) */
+            404: {
                 headers: {
                     /** @description The request id (also in the body); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
