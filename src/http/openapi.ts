@@ -45,6 +45,8 @@ export const OPERATIONS: Record<string, OperationInfo> = {
   'POST /api/v1/agent-keys': { operationId: 'issueAgentKey', ownerOnly: true },
   'GET /api/v1/agent-keys': { operationId: 'listAgentKeys', ownerOnly: true },
   'DELETE /api/v1/agent-keys/{id}': { operationId: 'revokeAgentKey', ownerOnly: true },
+  'GET /api/v1/owner-keys': { operationId: 'listOwnerKeys', ownerOnly: true },
+  'DELETE /api/v1/owner-keys/{id}': { operationId: 'revokeOwnerKey', ownerOnly: true },
   'POST /api/v1/webhooks/stripe': { operationId: 'receiveStripeWebhook' },
 };
 

@@ -332,7 +332,7 @@ describe('POST /api/v1/rentals', () => {
       const count = await rent(ctx, who, { gpuModel: 'H100 SXM', gpuCount: 3, maxHourlyPriceMinor: 400 });
       assert.match(count.body.error.message, /gpuCount: must be one of 1, 2, 4, 8/);
       const extra = await rent(ctx, who, { offerId: offer['h100-a'], extra: true });
-      assert.match(extra.body.error.message, /extra: unknown property/);
+      assert.match(extra.body.error.message, /unknown property "extra"/);
       const mixed = await rent(ctx, who, { offerId: offer['h100-a'], gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 });
       assert.match(mixed.body.error.message, /exactly one accepted shape/);
       const list = await rent(ctx, who, [1]);

@@ -57,6 +57,8 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     LOCAL_PROVIDER_INVENTORY: inventoryPath,
     SIGNUP_RATE_PER_MINUTE: '1000000',
     SIGNUP_RATE_PER_ADDRESS_PER_MINUTE: '1000000',
+    // Every test client is 127.0.0.1, on the real clock; tests of this limit set their own.
+    AGENT_SETUP_RATE_PER_MINUTE: '1000000',
     ...opts.env,
   });
   const logger = createLogger(config.logLevel);

@@ -296,7 +296,9 @@ export interface CardOrderState {
  */
 export async function readCardOrder(manager: EntityManager, orderId: string, opts: { lock: boolean }): Promise<CardOrderState | null> {
   const rows: { status: RentalStatus; terminate_requested_at: Date | null }[] = await manager.query(
-    `SELECT status, terminate_requested_at FROM deployments WHERE order_id = ?${opts.lock ? ' FOR UPDATE' : ''}`,
+    opts.lock
+      ? `SELECT status, terminate_requested_at FROM deployments WHERE order_id = ? FOR UPDATE`
+      : `SELECT status, terminate_requested_at FROM deployments WHERE order_id = ?`,
     [orderId],
   );
   return rows[0] ? { status: rows[0].status, cancelled: rows[0].terminate_requested_at !== null } : null;

@@ -236,9 +236,9 @@ export class PaymentEventsService {
     const rows: { id: string; session_id: string | null; provider: string }[] = await this.ds.query(
       `SELECT c.id, c.session_id, c.provider FROM checkouts c JOIN deployments d ON d.order_id = c.order_id
        WHERE c.purpose = 'ORDER' AND c.status IN ('CREATING', 'OPEN') AND d.status = 'AWAITING_PAYMENT' AND d.terminate_requested_at IS NOT NULL
-       ${opts.orderId ? 'AND c.order_id = ?' : ''}
+       AND (? IS NULL OR c.order_id = ?)
        ORDER BY d.terminate_requested_at LIMIT ?`,
-      [...(opts.orderId ? [opts.orderId] : []), opts.limit ?? 50],
+      [opts.orderId ?? null, opts.orderId ?? null, opts.limit ?? 50],
     );
     let closed = 0;
     for (const r of rows) {
