@@ -14,6 +14,7 @@ import { RentalListByKey1763800008400 } from './1763800008400-RentalListByKey.js
 import { ProviderCatalog1763800008500 } from './1763800008500-ProviderCatalog.js';
 import { AttemptRetryAt1763800008000 } from './1763800008000-AttemptRetryAt.js';
 import { KeyCounters1763800009000 } from './1763800009000-KeyCounters.js';
+import { LocalSandboxUid1763800010600 } from './1763800010600-LocalSandboxUid.js';
 import { KeyIssuer1763800010200 } from './1763800010200-KeyIssuer.js';
 import { CheckoutRefundState1763800010900 } from './1763800010900-CheckoutRefundState.js';
 import { RevealRefusalWindows1763800011000 } from './1763800011000-RevealRefusalWindows.js';
@@ -33,6 +34,7 @@ export const migrations = [
   ProviderCatalog1763800008500,
   KeyCounters1763800009000,
   KeyIssuer1763800010200,
+  LocalSandboxUid1763800010600,
   CheckoutRefundState1763800010900,
   RevealRefusalWindows1763800011000,
 ];

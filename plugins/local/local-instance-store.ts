@@ -19,6 +19,8 @@ export interface LocalInstanceRow {
   outcome: 'running' | 'failed';
   sshPort: number | null;
   sandboxDir: string;
+  /** The uid the instance's commands run as when the service runs as root; null until its first start and after destroy. */
+  sandboxUid: number | null;
   createdAt: Date;
   runningAt: Date;
   destroyedAt: Date | null;
@@ -37,13 +39,14 @@ interface RawRow {
   outcome: LocalInstanceRow['outcome'];
   ssh_port: number | string | null;
   sandbox_dir: string;
+  sandbox_uid: number | string | null;
   created_at: Date;
   running_at: Date;
   destroyed_at: Date | null;
 }
 
 const COLUMNS =
-  'id, label, offer_key, gpu_name, gpu_count, vram_gb, public_key, host_key, state, outcome, ssh_port, sandbox_dir, created_at, running_at, destroyed_at';
+  'id, label, offer_key, gpu_name, gpu_count, vram_gb, public_key, host_key, state, outcome, ssh_port, sandbox_dir, sandbox_uid, created_at, running_at, destroyed_at';
 
 function toRow(r: RawRow): LocalInstanceRow {
   return {
@@ -59,6 +62,7 @@ function toRow(r: RawRow): LocalInstanceRow {
     outcome: r.outcome,
     sshPort: r.ssh_port === null ? null : Number(r.ssh_port),
     sandboxDir: r.sandbox_dir,
+    sandboxUid: r.sandbox_uid === null ? null : Number(r.sandbox_uid),
     createdAt: new Date(r.created_at),
     runningAt: new Date(r.running_at),
     destroyedAt: r.destroyed_at === null ? null : new Date(r.destroyed_at),
@@ -69,6 +73,15 @@ const isDuplicate = (err: unknown) => {
   const e = err as { code?: string; driverError?: { code?: string } };
   return e.code === 'ER_DUP_ENTRY' || e.driverError?.code === 'ER_DUP_ENTRY';
 };
+
+// The lowest uid from the block's first that no row holds: the first itself, or one past a held
+// uid whose successor is free. Both probes are lookups on the unique index.
+const LOWEST_FREE_UID = `SELECT CASE
+  WHEN NOT EXISTS (SELECT 1 FROM local_provider_instances WHERE sandbox_uid = ?) THEN ?
+  ELSE (SELECT MIN(a.sandbox_uid) + 1 FROM local_provider_instances a
+        WHERE a.sandbox_uid >= ?
+          AND NOT EXISTS (SELECT 1 FROM local_provider_instances b WHERE b.sandbox_uid = a.sandbox_uid + 1))
+  END AS uid`;
 
 /** Raw-SQL access to `local_provider_instances`, the local provider's own "cloud database". */
 export class LocalInstanceStore {
@@ -101,7 +114,7 @@ export class LocalInstanceStore {
   async insertOnce(row: LocalInstanceRow): Promise<{ row: LocalInstanceRow; inserted: boolean }> {
     try {
       await this.ds.query(
-        `INSERT INTO local_provider_instances (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO local_provider_instances (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         [
           row.id,
           row.label,
@@ -115,6 +128,7 @@ export class LocalInstanceStore {
           row.outcome,
           row.sshPort,
           row.sandboxDir,
+          row.sandboxUid,
           row.createdAt,
           row.runningAt,
           row.destroyedAt,
@@ -136,6 +150,35 @@ export class LocalInstanceStore {
       [port, id, expected],
     );
     return (res.affectedRows ?? 0) > 0;
+  }
+
+  /**
+   * The instance's sandbox uid, taking the lowest free one in [`first`, `last`] on first call.
+   * The unique index on `sandbox_uid` decides between processes picking the same uid at once:
+   * the loser sees a duplicate and looks again. Throws for a destroyed instance or a full block.
+   */
+  async allocateSandboxUid(id: string, first: number, last: number): Promise<number> {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const row = await this.byId(id);
+      if (!row || row.state === 'destroyed') throw new Error(`local provider: instance ${id} does not exist; no uid for it`);
+      if (row.sandboxUid !== null) return row.sandboxUid;
+      const [{ uid }]: { uid: number | string | null }[] = await this.ds.query(LOWEST_FREE_UID, [first, first, first]);
+      if (uid === null || Number(uid) > last) throw new Error(`local provider: all sandbox uids ${first}-${last} are taken`);
+      try {
+        await this.ds.query(`UPDATE local_provider_instances SET sandbox_uid = ? WHERE id = ? AND sandbox_uid IS NULL AND state <> 'destroyed'`, [
+          Number(uid),
+          id,
+        ]);
+      } catch (err) {
+        if (!isDuplicate(err)) throw err;
+      }
+    }
+    throw new Error(`local provider: could not allocate a sandbox uid for ${id}`);
+  }
+
+  /** Frees a destroyed instance's uid for the next instance; call once none of its processes is left. */
+  async releaseSandboxUid(id: string): Promise<void> {
+    await this.ds.query(`UPDATE local_provider_instances SET sandbox_uid = NULL WHERE id = ? AND state = 'destroyed'`, [id]);
   }
 
   /** Moves a live instance to `ghost` or `destroyed`; a ghost may still be destroyed for good. */

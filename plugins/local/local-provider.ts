@@ -14,7 +14,18 @@ import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { defaultInventory } from './default-inventory.js';
 import { readInventoryFile, type DestroyMode, type LocalInventory } from './inventory.js';
 import { LocalInstanceStore, type LocalInstanceRow } from './local-instance-store.js';
-import { prepareSandbox, removeSandbox, sandboxDirFor } from './sandbox.js';
+import {
+  SANDBOX_UID_FIRST,
+  SANDBOX_UID_LAST,
+  killSandboxProcesses,
+  prepareSandbox,
+  removeSandbox,
+  sandboxDirFor,
+  sandboxOwner,
+  shellIsolation,
+  type SandboxOwner,
+  type ShellIsolation,
+} from './sandbox.js';
 import { LOCAL_SSH_USER, SshInstanceServer } from './ssh-instance-server.js';
 
 export interface LocalOptions {
@@ -60,12 +71,23 @@ export class LocalProvider implements Provider {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private closed = false;
 
+  /**
+   * @param isolation how renters' shells are cut off from this host; by default the strongest it
+   * allows, probed once per process.
+   */
   constructor(
     private readonly options: LocalOptions,
     private readonly deps: ProviderDeps,
+    private readonly isolation: ShellIsolation = shellIsolation(),
   ) {
     this.store = new LocalInstanceStore(deps.dataSource);
     this.log = deps.logger.child({ provider: 'local' });
+    if (isolation.mode === 'none') {
+      this.log.warn(
+        { reason: isolation.reason },
+        'local provider: renters\' shells share this host\'s network and can reach every service on it, the database included; use the local provider for development only',
+      );
+    }
   }
 
   async inventory(): Promise<LocalInventory> {
@@ -125,6 +147,7 @@ export class LocalProvider implements Provider {
       outcome: mode === 'fail' ? 'failed' : 'running',
       sshPort: null,
       sandboxDir: sandboxDirFor(id),
+      sandboxUid: null,
       createdAt: now,
       runningAt: new Date(now.getTime() + provisionMs),
       destroyedAt: null,
@@ -178,6 +201,13 @@ export class LocalProvider implements Provider {
     // Recorded first, so a server of this instance in any other process refuses logins from now on.
     await this.store.markDestroyed(instanceId, 'destroyed', this.deps.clock.now());
     await this.teardown(row);
+    // Read again: another process may have started the machine (and taken its uid) meanwhile.
+    const uid = (await this.store.byId(instanceId))?.sandboxUid ?? null;
+    if (uid !== null) {
+      // The uid goes back to the pool only once nothing runs under it, here or in another process.
+      await killSandboxProcesses(sandboxOwner(uid));
+      await this.store.releaseSandboxUid(instanceId);
+    }
     if (row.state !== 'destroyed') this.log.info({ instanceId, label: row.label }, 'local instance destroyed');
   }
 
@@ -259,12 +289,14 @@ export class LocalProvider implements Provider {
     return p;
   }
 
-  private newServer(row: LocalInstanceRow): SshInstanceServer {
+  private newServer(row: LocalInstanceRow, owner: SandboxOwner | undefined): SshInstanceServer {
     return new SshInstanceServer({
       instanceId: row.id,
       hostKey: row.hostKey,
       authorizedKey: row.publicKey,
       sandboxDir: row.sandboxDir,
+      owner,
+      isolation: this.isolation,
       logger: this.log,
       isAlive: async () => {
         const r = await this.store.byId(row.id);
@@ -276,9 +308,20 @@ export class LocalProvider implements Provider {
     });
   }
 
+  /**
+   * As root, the instance's own uid: allocated on its first start, kept across restarts and
+   * repairs; otherwise none (shells keep the service's unprivileged user).
+   */
+  private async ownerFor(row: LocalInstanceRow): Promise<SandboxOwner | undefined> {
+    if (process.getuid?.() !== 0) return undefined;
+    const uid = row.sandboxUid ?? (await this.store.allocateSandboxUid(row.id, SANDBOX_UID_FIRST, SANDBOX_UID_LAST));
+    return sandboxOwner(uid);
+  }
+
   private async startServer(row: LocalInstanceRow): Promise<number | null> {
-    await prepareSandbox(row.sandboxDir, { instanceId: row.id, name: row.gpuName, count: row.gpuCount, vramGb: row.vramGb });
-    let server = this.newServer(row);
+    const owner = await this.ownerFor(row);
+    await prepareSandbox(row.sandboxDir, { instanceId: row.id, name: row.gpuName, count: row.gpuCount, vramGb: row.vramGb }, owner);
+    let server = this.newServer(row, owner);
     let port: number;
     if (row.sshPort === null) {
       port = await server.listen(0);
@@ -290,7 +333,7 @@ export class LocalProvider implements Provider {
         if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
         await server.close();
         if (await SshInstanceServer.isServing(row.sshPort, row.id)) return row.sshPort;
-        server = this.newServer(row);
+        server = this.newServer(row, owner);
         port = await server.listen(0);
       }
     }

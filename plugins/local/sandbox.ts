@@ -1,5 +1,6 @@
-import { createHash } from 'node:crypto';
-import { chmod, chown, mkdir, rm, writeFile } from 'node:fs/promises';
+import { spawn, spawnSync } from 'node:child_process';
+import { accessSync, chownSync, constants, mkdtempSync, rmSync, type Stats } from 'node:fs';
+import { chmod, chown, lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve, isAbsolute } from 'node:path';
 import { nvidiaSmiScript, type SimulatedGpus } from './nvidia-smi-script.js';
@@ -17,21 +18,161 @@ export interface SandboxOwner {
   gid: number;
 }
 
-// A block of ids no distribution hands to users or system accounts (those stay below 65534).
-const SANDBOX_ID_BASE = 200_000;
-const SANDBOX_ID_SPAN = 100_000;
+/**
+ * The block sandbox uids are allocated from (see `LocalInstanceStore.allocateSandboxUid`): ids no
+ * distribution hands to users or system accounts, which stay below 65534.
+ */
+export const SANDBOX_UID_FIRST = 200_000;
+/** Last uid of the block, inclusive. */
+export const SANDBOX_UID_LAST = 299_999;
+
+/** The owner for an allocated sandbox uid; each instance's group is its own, numbered like its user. */
+export function sandboxOwner(uid: number): SandboxOwner {
+  return { uid, gid: uid };
+}
+
+/** The directories searched for the namespace tools; never the renter-influenced PATH. */
+export const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /**
- * When the service runs as root, each instance's shell runs as an unprivileged uid and gid of its
- * own, derived from the instance id (no account needed: the kernel checks numbers). It cannot read
- * the service's `/proc/<pid>/environ`, signal it, or open another instance's sandbox. Run as any
- * other user the shells already lack root and keep the service's uid (undefined: nothing to switch).
+ * How renters' shells are cut off from this host:
+ * - `root`: the service runs as root; each command gets its own network namespace (only its own
+ *   loopback) and mount namespace (fresh `/run`, `/tmp`, `/var/tmp`, `/dev/shm`, so no host
+ *   daemon's Unix socket there is reachable), then drops to the instance's uid with `setpriv`.
+ * - `user`: the service is unprivileged; the same namespaces come from an unprivileged user
+ *   namespace, and the command runs as the service's own uid inside a nested one (no capabilities).
+ * - `none`: neither works here; the shell shares the host network (`reason` says why).
  */
-export function sandboxOwnerFor(instanceId: string, runningUid: number | undefined = process.getuid?.()): SandboxOwner | undefined {
-  if (runningUid !== 0) return undefined;
-  const id = SANDBOX_ID_BASE + (createHash('sha256').update(instanceId).digest().readUInt32BE(0) % SANDBOX_ID_SPAN);
-  return { uid: id, gid: id };
+export type ShellIsolation =
+  | { mode: 'root'; unshare: string; setpriv: string }
+  | { mode: 'user'; unshare: string; uid: number; gid: number }
+  | { mode: 'none'; reason: string };
+
+// Runs as root (or as root of the new user namespace) inside the fresh namespaces, before the drop
+// to the renter. It takes the sandbox directory as $1 and execs the rest of its arguments. It trusts
+// nothing the renter controls: the tools come from a fixed PATH, and the only renter-owned path
+// it touches is the sandbox directory itself, which the service created.
+const PREPARE_NAMESPACES = `set -e
+renter_path=$PATH
+PATH=${SYSTEM_PATH}
+dir=$1
+shift
+ip link set lo up 2>/dev/null || :
+mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs /run
+mkdir /run/.sandbox
+mount --bind "$dir" /run/.sandbox
+for d in /var/run /tmp /var/tmp /dev/shm; do
+  if [ -d "$d" ] && [ ! -L "$d" ]; then mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$d"; fi
+done
+mkdir -p "$dir"
+mount --move /run/.sandbox "$dir"
+rmdir /run/.sandbox
+cd "$dir"
+PATH=$renter_path
+exec "$@"`;
+
+/** What to spawn for one renter command: `/bin/sh` with `shArgs`, behind the isolation in force. */
+export interface SandboxCommand {
+  file: string;
+  args: string[];
+  /** Set only when the spawn itself must switch user (no namespaces, service running as root). */
+  uid?: number;
+  gid?: number;
 }
+
+/**
+ * The command line that runs `/bin/sh shArgs` for a renter in `dir`. The shell keeps the spawned
+ * process's pid (every step execs), so killing its process group still ends the command.
+ */
+export function sandboxShellCommand(isolation: ShellIsolation, dir: string, owner: SandboxOwner | undefined, shArgs: string[]): SandboxCommand {
+  const sh = ['/bin/sh', ...shArgs];
+  switch (isolation.mode) {
+    case 'root': {
+      const drop = owner ? [isolation.setpriv, `--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--clear-groups', '--'] : [];
+      return { file: isolation.unshare, args: ['--net', '--mount', '--', '/bin/sh', '-c', PREPARE_NAMESPACES, 'sh', dir, ...drop, ...sh] };
+    }
+    case 'user': {
+      // Root of the outer user namespace could unmount the fresh /run; the nested one holds no
+      // capability over the network and mount namespaces, which belong to the outer one.
+      const drop = [isolation.unshare, '--user', `--map-user=${isolation.uid}`, `--map-group=${isolation.gid}`, '--'];
+      return {
+        file: isolation.unshare,
+        args: ['--user', '--map-root-user', '--net', '--mount', '--', '/bin/sh', '-c', PREPARE_NAMESPACES, 'sh', dir, ...drop, ...sh],
+      };
+    }
+    case 'none':
+      return { file: '/bin/sh', args: shArgs, ...owner };
+  }
+}
+
+function findTool(name: string, dirs: string[]): string | undefined {
+  for (const dir of dirs) {
+    const path = join(dir, name);
+    try {
+      accessSync(path, constants.X_OK);
+      return path;
+    } catch {
+      // Not in this directory.
+    }
+  }
+  return undefined;
+}
+
+/** Whom the service runs as, and where to look for the namespace tools. */
+export interface IsolationProbeOptions {
+  uid?: number;
+  gid?: number;
+  /** Directories holding `unshare` and `setpriv`; default {@link SYSTEM_PATH}. */
+  toolDirs?: string[];
+}
+
+/**
+ * Finds the strongest isolation this host allows by running a real command behind it once:
+ * `root` when running as root, else `user`; `none` when that fails. A probe for another uid than
+ * the process's own runs as that uid (possible only as root).
+ */
+export function detectShellIsolation(o: IsolationProbeOptions = {}): ShellIsolation {
+  const uid = o.uid ?? process.getuid?.();
+  const gid = o.gid ?? process.getgid?.();
+  if (uid === undefined || gid === undefined) return { mode: 'none', reason: 'this platform has no Linux namespaces' };
+  const dirs = o.toolDirs ?? SYSTEM_PATH.split(':');
+  const unshare = findTool('unshare', dirs);
+  if (!unshare) return { mode: 'none', reason: 'util-linux `unshare` was not found' };
+  let isolation: ShellIsolation;
+  if (uid === 0) {
+    const setpriv = findTool('setpriv', dirs);
+    if (!setpriv) return { mode: 'none', reason: 'util-linux `setpriv` was not found' };
+    isolation = { mode: 'root', unshare, setpriv };
+  } else {
+    isolation = { mode: 'user', unshare, uid, gid };
+  }
+  const probeDir = mkdtempSync(join(tmpdir(), 'gpu-rental-probe-'));
+  try {
+    chownSync(probeDir, uid, gid);
+    // As root the probe drops to `nobody`, so setpriv is tried too.
+    const owner = uid === 0 ? { uid: 65534, gid: 65534 } : undefined;
+    const cmd = sandboxShellCommand(isolation, probeDir, owner, ['-c', 'exit 0']);
+    const asOther = uid !== process.getuid?.() ? { uid, gid } : {};
+    const res = spawnSync(cmd.file, cmd.args, { cwd: probeDir, env: { PATH: SYSTEM_PATH }, timeout: 10_000, encoding: 'utf8', ...asOther });
+    if (res.status === 0) return isolation;
+    const why = (res.error?.message ?? res.stderr?.trim()) || `exit ${res.status ?? res.signal}`;
+    return { mode: 'none', reason: `namespaces are not available to ${uid === 0 ? 'root' : 'this user'} here (${why.split('\n')[0]})` };
+  } finally {
+    rmSync(probeDir, { recursive: true, force: true });
+  }
+}
+
+let detected: ShellIsolation | undefined;
+
+/** {@link detectShellIsolation} for this process, probed once. */
+export function shellIsolation(): ShellIsolation {
+  detected ??= detectShellIsolation();
+  return detected;
+}
+
+const ignore = (code: string) => (err: NodeJS.ErrnoException) => {
+  if (err.code !== code) throw err;
+};
 
 // The directory comes back from the database before we `rm -rf` it; refusing anything outside
 // the sandbox root keeps a corrupted row from deleting the host's files.
@@ -43,20 +184,65 @@ function assertInsideRoot(dir: string): void {
 }
 
 /**
- * Creates (or repairs, after a restart) the instance's home with its simulated `nvidia-smi`,
- * owned by the instance's own user when there is one.
+ * Creates (or repairs, after a restart) the instance's home with its simulated `nvidia-smi`.
+ * The home belongs to `owner` when there is one; `bin/` and the script stay the service's, read-only
+ * to the renter, so a repair never writes through a link the renter planted.
  */
-export async function prepareSandbox(dir: string, gpus: SimulatedGpus, owner: SandboxOwner | undefined = sandboxOwnerFor(gpus.instanceId)): Promise<void> {
+export async function prepareSandbox(dir: string, gpus: SimulatedGpus, owner?: SandboxOwner): Promise<void> {
   assertInsideRoot(dir);
-  await mkdir(join(dir, 'bin'), { recursive: true, mode: 0o700 });
+  await mkdir(dir, { recursive: true, mode: 0o700 });
   await chmod(dir, 0o700);
-  const script = join(dir, 'bin', 'nvidia-smi');
-  await writeFile(script, nvidiaSmiScript(gpus), { mode: 0o755 });
-  await chmod(script, 0o755);
   if (owner) {
     // The root is traversable but not listable: a shell reaches its own directory by name only.
     await chmod(SANDBOX_ROOT, 0o711);
-    for (const p of [dir, join(dir, 'bin'), script]) await chown(p, owner.uid, owner.gid);
+    await chown(dir, owner.uid, owner.gid);
+  }
+  const bin = join(dir, 'bin');
+  const me = process.getuid?.();
+  const ours = (st: Stats | null) => st !== null && st.isDirectory() && (me === undefined || st.uid === me);
+  const st = await lstat(bin).catch(() => null);
+  if (!ours(st)) {
+    if (st) {
+      // Whatever the renter put there (a link, or a `bin/` of an older version that it owned) is
+      // moved aside, never followed; rename acts on the entry itself.
+      await rename(bin, join(dir, `bin.replaced-${Date.now()}`)).catch(ignore('ENOENT'));
+    }
+    // Another process repairing the same machine may create it first.
+    await mkdir(bin, { mode: 0o755 }).catch(ignore('EEXIST'));
+    if (!ours(await lstat(bin))) throw new Error(`local provider: ${bin} was replaced while the sandbox was being prepared`);
+  }
+  await chmod(bin, 0o755);
+  const script = join(bin, 'nvidia-smi');
+  await writeFile(script, nvidiaSmiScript(gpus), { mode: 0o755 });
+  await chmod(script, 0o755);
+}
+
+/** True while a process other than a zombie has `uid` among its real, effective or saved uids. */
+async function runsUnder(uid: number): Promise<boolean> {
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+    const uids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status);
+    // A zombie holds no memory or files; whether its parent ever reaps it is not ours to wait for.
+    if (uids && uids.slice(1).includes(String(uid)) && !/^State:\s+Z/m.test(status)) return true;
+  }
+  return false;
+}
+
+/**
+ * Kills every process running as `owner`, wherever it was started (a process that left its
+ * process group included), so the uid can be handed to another instance. Gives up after a few
+ * seconds of processes forking faster than they die.
+ */
+export async function killSandboxProcesses(owner: SandboxOwner): Promise<void> {
+  for (let pass = 0; pass < 100 && (await runsUnder(owner.uid)); pass++) {
+    // kill(-1) as that uid signals every process of it but the caller itself.
+    await new Promise<void>((done) => {
+      const child = spawn('/bin/sh', ['-c', 'kill -9 -1'], { uid: owner.uid, gid: owner.gid, stdio: 'ignore', env: { PATH: SYSTEM_PATH } });
+      child.on('error', () => done());
+      child.on('close', () => done());
+    });
+    await new Promise((r) => setTimeout(r, 20));
   }
 }
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import type { AuthContext, Connection, ParsedKey, ServerChannel, Server as Ssh2Server } from 'ssh2';
 import type { Logger } from '../../src/logger.js';
-import { sandboxOwnerFor } from './sandbox.js';
+import { SYSTEM_PATH, sandboxShellCommand, shellIsolation, type SandboxOwner, type ShellIsolation } from './sandbox.js';
 
 /** The only login a local instance accepts, like a cloud image's default user. */
 export const LOCAL_SSH_USER = 'gpu';
@@ -19,6 +19,10 @@ export interface SshInstanceServerOptions {
   /** The login name accepted; the local provider's `gpu` unless a fake cloud image says otherwise. */
   user?: string;
   sandboxDir: string;
+  /** The instance's own uid and gid; absent, commands keep the service's user. */
+  owner?: SandboxOwner;
+  /** How commands are cut off from the host; default: the strongest this host allows ({@link shellIsolation}). */
+  isolation?: ShellIsolation;
   logger: Logger;
   /**
    * Asked before letting a client in. Another process may have destroyed the instance; a
@@ -28,9 +32,6 @@ export interface SshInstanceServerOptions {
   /** Called once when `isAlive` said no, so the owner can close and forget this server. */
   onDead(): void;
 }
-
-// A fixed system PATH: nothing of the service's own environment reaches a renter's shell.
-const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 // sshd's default AcceptEnv on common distributions: locale only, so a client cannot move PATH or HOME.
 const ACCEPTED_ENV = /^(LANG|LC_[A-Z]+)$/;
@@ -46,9 +47,11 @@ function parsePublicKey(text: string): ParsedKey {
 /**
  * One instance's SSH endpoint on 127.0.0.1: public-key login for `gpu` with the instance's key
  * only; `exec` and a minimal pty-less `shell` run `/bin/sh` in the sandbox with a scrubbed
- * environment (never the service's own, which holds its secrets) and, when the service runs as
- * root, as the instance's own unprivileged user (see `sandboxOwnerFor`). This is a development
- * stand-in for a cloud machine, not isolation: the shell shares this host's kernel, network and
+ * environment (never the service's own, which holds its secrets), as the instance's own
+ * unprivileged user when one is given, and in network and mount namespaces of their own where
+ * the host allows (see {@link ShellIsolation}): no TCP to this host (its database, other
+ * instances' SSH ports) and no Unix sockets under `/run` or `/tmp`. It is still a development
+ * stand-in for a cloud machine: the shell shares this host's kernel, process list and
  * world-readable files.
  */
 export class SshInstanceServer {
@@ -171,8 +174,8 @@ export class SshInstanceServer {
         });
         // No pseudo-terminals: clients fall back to plain pipes, which is what exec needs.
         session.on('pty', (_accept, rejectPty) => rejectPty?.());
-        session.on('exec', (acceptExec, _reject, info) => this.run(acceptExec(), ['-c', info.command], env));
-        session.on('shell', (acceptShell) => this.run(acceptShell(), [], env));
+        session.on('exec', (acceptExec, _reject, info) => void this.runIfAlive(acceptExec(), ['-c', info.command], env));
+        session.on('shell', (acceptShell) => void this.runIfAlive(acceptShell(), [], env));
       });
     });
   }
@@ -189,6 +192,12 @@ export class SshInstanceServer {
     // Without a signature the client only asks whether this key would do; the real login follows.
     if (!ctx.signature || !ctx.blob) return ctx.accept();
     if (allowed.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return deny();
+    if (!(await this.alive())) return deny();
+    ctx.accept();
+  }
+
+  /** Asks `isAlive`, reporting a death once; false once closed. */
+  private async alive(): Promise<boolean> {
     let alive = true;
     try {
       alive = await this.opts.isAlive();
@@ -196,23 +205,38 @@ export class SshInstanceServer {
       // The machine does not depend on the provider's database; keep serving if it is unreachable.
       this.log.warn({ err }, 'local instance liveness check failed; serving anyway');
     }
-    if (!alive || this.closed) {
-      deny();
-      if (!this.deadReported) {
-        this.deadReported = true;
-        this.opts.onDead();
-      }
+    if (alive && !this.closed) return true;
+    if (!this.deadReported) {
+      this.deadReported = true;
+      this.opts.onDead();
+    }
+    return false;
+  }
+
+  // A connection opened before the instance was destroyed elsewhere must not start commands under
+  // a uid that may already belong to another instance.
+  private async runIfAlive(channel: ServerChannel, args: string[], clientEnv: Record<string, string>): Promise<void> {
+    let gone = false;
+    channel.once('close', () => (gone = true));
+    const alive = await this.alive();
+    // A command started after its channel closed would have nobody to kill it.
+    if (gone) return;
+    if (alive) {
+      this.run(channel, args, clientEnv);
       return;
     }
-    ctx.accept();
+    channel.stderr.write('this machine no longer exists\n');
+    channel.exit(255);
+    channel.end();
   }
 
   private run(channel: ServerChannel, args: string[], clientEnv: Record<string, string>): void {
     const dir = this.opts.sandboxDir;
-    const child = spawn('/bin/sh', args, {
+    const cmd = sandboxShellCommand(this.opts.isolation ?? shellIsolation(), dir, this.opts.owner, args);
+    const child = spawn(cmd.file, cmd.args, {
       cwd: dir,
-      // As root, the instance's own unprivileged user (libuv also drops supplementary groups).
-      ...sandboxOwnerFor(this.opts.instanceId),
+      // Set only without namespaces; libuv then also drops supplementary groups.
+      ...(cmd.uid !== undefined ? { uid: cmd.uid, gid: cmd.gid } : {}),
       // Own process group, so destroying the instance can kill everything a command started.
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
