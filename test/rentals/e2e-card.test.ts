@@ -8,9 +8,13 @@ import { signup } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
 import { createStripeContext, deliver, sessionFor, type StripeTestContext } from '../helpers/payments.js';
 import { waitFor } from '../helpers/process.js';
+import { createRentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
+import { lifecycleDepsOf } from '../../src/container.js';
 
 const OFFERS: LocalInventoryOffer[] = [
   { key: 'card-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 299, maximumDurationSeconds: 86400, provisionSeconds: 0 },
+  // Boots for an hour: a rental of it stays PROVISIONING while the test ends it.
+  { key: 'card-slow', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 301, maximumDurationSeconds: 86400, provisionSeconds: 3600 },
 ];
 
 /** Full wiring with the real hand-off from createServices: a paid card order provisions like any rental. */
@@ -56,7 +60,35 @@ describe('rentals end to end: card checkout paid via webhook', function () {
     await waitFor(async () => (await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d.id })).status === 'TERMINATED', 20_000, 'card deployment TERMINATED');
     const view = await ctx.api.get(`/api/v1/deployments/${d.id}`).set(who.auth);
     assert.equal(view.body.data.status, 'TERMINATED');
-    // Card-funded legacy rentals show no endedAt (SPEC.md).
+    // Card-funded legacy rentals show no endedAt.
     assert.equal(view.body.data.endedAt ?? null, null);
+    assert.equal(ctx.stripe.refunds.filter((r) => r.payment_intent === ctx.stripe.sessions.get(sessionFor(ctx, c.id).id)?.payment_intent).length, 0, 'a machine that ran is not refunded');
+  });
+
+  it('refunds the payment of a card order ended before its machine ever ran, once', async () => {
+    const who = await signup(ctx);
+    assert.equal((await ctx.api.put('/api/v1/me/email').set(who.auth).send({ email: `slow+${who.accountId.slice(0, 8)}@example.com` })).status, 200);
+    const offer = await ctx.services.ds.getRepository(Offer).findOneByOrFail({ providerOfferKey: 'card-slow' });
+    const res = await ctx.api.post('/api/v1/orders/checkout').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId: offer.id, budgetMinor: 903 });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    const { orderId } = res.body.data;
+    const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ orderId });
+    const session = ctx.stripe.completeSession(sessionFor(ctx, c.id).id);
+    assert.equal((await deliver(ctx, ctx.stripe.eventPayload('checkout.session.completed', session))).status, 200);
+    const d = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ orderId });
+    await waitFor(async () => (await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d.id })).status === 'PROVISIONING', 20_000, 'card deployment PROVISIONING');
+    assert.equal((await ctx.api.post(`/api/v1/deployments/${d.id}/terminate`).set(who.auth)).status, 202);
+    await waitFor(async () => (await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d.id })).status === 'TERMINATED', 20_000, 'card deployment TERMINATED');
+    const fresh = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d.id });
+    assert.equal(fresh.startedAt, null, 'it never ran');
+    const refunds = ctx.stripe.refunds.filter((r) => r.payment_intent === session.payment_intent);
+    assert.equal(refunds.length, 1);
+    assert.equal(refunds[0].amount, 903);
+    const view = await ctx.api.get(`/api/v1/rentals/${orderId}`).set(who.auth);
+    assert.equal(view.body.data.status, 'TERMINATED');
+    assert.equal(view.body.data.reversalStatus, 'SUCCEEDED');
+    // The termination job run again (a retry after a lost acknowledgement) refunds nothing more.
+    await createRentalLifecycle(lifecycleDepsOf(ctx.services)).terminate(d.id);
+    assert.equal(ctx.stripe.refunds.filter((r) => r.payment_intent === session.payment_intent).length, 1);
   });
 });

@@ -182,6 +182,14 @@ export class CheckoutSessionsService {
     return (await this.settleRefund(checkout.id)) === 'REFUNDED' ? 'REFUNDED' : 'NOTHING_PAID';
   }
 
+  /** See `CardRefunds.markOrderRefundDue`: a card order whose payment must go back to the card. */
+  async markOrderRefundDue(manager: EntityManager, orderId: string): Promise<boolean> {
+    const checkout = await manager.getRepository(Checkout).findOneBy({ orderId, purpose: 'ORDER', status: 'PAID' });
+    if (!checkout) return false;
+    await this.markRefundDue(manager, checkout.id);
+    return true;
+  }
+
   /**
    * Records, in the caller's transaction, that a paid checkout's payment is owed back. Only the
    * first call counts; the refund itself is made by {@link settleRefund} after the commit.

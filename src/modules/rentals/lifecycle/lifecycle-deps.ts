@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../../clock.js';
 import type { JobQueue } from '../../../jobs/job-queue.js';
 import type { Logger } from '../../../logger.js';
@@ -42,6 +42,12 @@ export const DEFAULT_TIMING: LifecycleTiming = {
 /** Refunds a card-funded order's payment (billing's checkout sessions do it). */
 export interface CardRefunds {
   refundOrder(orderId: string): Promise<unknown>;
+  /**
+   * Records in the caller's transaction that a card order's payment is owed back, so the refund
+   * is retried by the payments job even if this process stops before making it. False when the
+   * order has no paid checkout.
+   */
+  markOrderRefundDue(manager: EntityManager, orderId: string): Promise<boolean>;
 }
 
 /** Everything any lifecycle part may use; each part takes the subset it needs. */

@@ -6,6 +6,7 @@ import { Deployment } from '../deployment.entity.js';
 import { DeploymentAttempt } from '../deployment-attempt.entity.js';
 import { Order } from '../order.entity.js';
 import { isOneOf, METERED_BILLING_MODELS, requestTermination, TERMINAL_STATUSES, transition, type TerminationReason } from '../rental-state.js';
+import type { Reversal } from './reversal.js';
 import { sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
 import { enqueueFor, loadDeployment, recordSshAddress, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import type { Metering } from './metering.js';
@@ -36,10 +37,11 @@ export async function releaseAfterDestroyed(logger: LifecycleDeps['logger'], pro
  */
 export class Termination {
   constructor(
-    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box'>,
+    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box' | 'refunds'>,
     private readonly timing: LifecycleTiming,
     private readonly verifier: DestructionVerifier,
     private readonly metering: Pick<Metering, 'settleUsage'>,
+    private readonly reversal: Pick<Reversal, 'settle'>,
   ) {}
 
   private now(): Date {
@@ -139,13 +141,26 @@ export class Termination {
     const order = await this.deps.ds.getRepository(Order).findOneByOrFail({ id: d.orderId });
     const verifiedAt = this.now();
     const endedAt = order.funding === 'CARD' && d.billingModel === 'LEGACY_PREPAID' ? null : verifiedAt;
-    await inTransaction(this.deps.ds, async (m) => {
+    const refundDue = await inTransaction(this.deps.ds, async (m) => {
       const locked = await m.getRepository(Deployment).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id: d.id }).getOne();
-      if (!locked || locked.status !== 'TERMINATING') return;
+      if (!locked || locked.status !== 'TERMINATING') return false;
       if (isOneOf(METERED_BILLING_MODELS, locked.billingModel) && locked.meteredUntil && locked.startedAt) {
         await this.metering.settleUsage(m, locked, locked.terminateRequestedAt ?? verifiedAt);
       }
-      await transition(m, d.id, ['TERMINATING'], 'TERMINATED', { at: verifiedAt, deployment: locked.endedAt ? {} : { endedAt } });
+      // A card order ended before its machine ever ran was paid for nothing: the payment goes back,
+      // recorded with the transition so the payments job retries it if this process stops here.
+      const refund = order.funding === 'CARD' && !locked.startedAt && (await this.deps.refunds.markOrderRefundDue(m, order.id));
+      await transition(m, d.id, ['TERMINATING'], 'TERMINATED', {
+        at: verifiedAt,
+        deployment: locked.endedAt ? {} : { endedAt },
+        ...(refund ? { order: { reversalStatus: 'PENDING' as const } } : {}),
+      });
+      return refund;
     });
+    if (refundDue) {
+      this.deps.logger.warn({ rentalId: order.id }, 'a card order ended before its machine ran; refunding its payment');
+      await this.reversal.settle((await loadDeployment(this.deps.ds, d.id))!);
+    }
   }
+
 }
