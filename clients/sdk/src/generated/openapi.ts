@@ -380,8 +380,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description The account's OWNER keys, revoked ones included, with limits and usage (never secrets). Owner keys only. */
-        get: operations["ListOwnerKeys"];
+        /**
+         * @description **Owner keys only**: an agent key is refused with 403 FORBIDDEN.
+         *
+         *     The account's OWNER keys, revoked ones included, with limits and usage (never secrets). Owner keys only.
+         */
+        get: operations["listOwnerKeys"];
         put?: never;
         post?: never;
         delete?: never;
@@ -401,13 +405,15 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * @description Revokes an OWNER key of the account at once, and with it, in one transaction, every agent
+         * @description **Owner keys only**: an agent key is refused with 403 FORBIDDEN.
+         *
+         *     Revokes an OWNER key of the account at once, and with it, in one transaction, every agent
          *     key it issued, every key an agent obtained through an authorization session it approved, and
          *     every session it approved that was not exchanged yet. Each of them gets the uniform 401 on
          *     its next call, in every process of the service. Rentals already running keep running;
          *     terminate them separately. The calling key may revoke itself. Repeatable.
          */
-        delete: operations["RevokeOwnerKey"];
+        delete: operations["revokeOwnerKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3351,7 +3357,7 @@ export interface operations {
             };
         };
     };
-    ListOwnerKeys: {
+    listOwnerKeys: {
         parameters: {
             query?: never;
             header?: never;
@@ -3424,7 +3430,7 @@ export interface operations {
             };
         };
     };
-    RevokeOwnerKey: {
+    revokeOwnerKey: {
         parameters: {
             query?: never;
             header?: never;
