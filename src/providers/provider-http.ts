@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.js';
+import { PRODUCT_USER_AGENT } from './kit/user-agent.js';
 import type { ProviderErrorClass } from './provider.js';
 
 /**
@@ -82,7 +83,8 @@ export function parseRetryAfter(value: string | null, now: number): number | und
 }
 
 /**
- * The HTTP client every cloud plugin uses: bearer auth, JSON, a timeout, a client-side limiter
+ * The HTTP client every cloud plugin uses: bearer auth, JSON, the product User-Agent
+ * (`PRODUCT_USER_AGENT`), a timeout, a client-side limiter
  * per endpoint bucket, and a back-off that a 429 pushes out for later calls to the same bucket.
  * It returns every HTTP answer (the plugin's error table decides what a status means) and
  * throws `ProviderApiError` only when no answer arrived (`timeout`, `unavailable`).
@@ -146,7 +148,7 @@ export class ProviderHttpClient {
     const url = new URL(this.origin + path);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const what = `${this.opts.providerId} ${method} ${url.pathname}`;
-    const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.apiKey}`, Accept: 'application/json' };
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.apiKey}`, Accept: 'application/json', 'User-Agent': PRODUCT_USER_AGENT };
     if (options.body !== undefined) headers['Content-Type'] = 'application/json';
     const timeoutMs = options.timeoutMs ?? this.opts.timeoutMs ?? 30_000;
     let res: Response;

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/logger.js';
 import { readError } from '../../plugins/vast/errors.js';
+import { PRODUCT_USER_AGENT } from '../../src/providers/kit/user-agent.js';
 import { customerPriceMinor, usdToCentsCeil } from '../../src/providers/pricing.js';
 import { ProviderApiError, ProviderHttpClient, SharedRead, errorClassOf, parseRetryAfter } from '../../src/providers/provider-http.js';
 
@@ -52,6 +54,20 @@ describe('ProviderHttpClient', () => {
     assert.equal(seen.type, 'application/json');
     assert.equal(seen.body, '{"label":"x"}');
     assert.equal(seen.url, '/api/v0/asks/7/?owner=me');
+  });
+
+  it('announces the product User-Agent gpu-rental/<version> on every call, whatever the method', async () => {
+    const agents: (string | undefined)[] = [];
+    const s = await serve((req, res) => {
+      agents.push(req.headers['user-agent']);
+      res.writeHead(204).end();
+    });
+    server = s.server;
+    const sut = new ProviderHttpClient({ providerId: 't', baseUrl: s.url, apiKey: 'k', logger: createLogger('silent'), limits: {} });
+    for (const method of ['GET', 'POST', 'PUT', 'DELETE']) await sut.request('b', method, '/x', method === 'GET' ? {} : { body: {} });
+    const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    assert.equal(PRODUCT_USER_AGENT, `gpu-rental/${version}`);
+    assert.deepEqual(agents, Array(4).fill(`gpu-rental/${version}`));
   });
 
   it('takes the API key out of an answer that echoes the request, before any plugin can quote it in a log', async () => {
