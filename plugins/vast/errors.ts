@@ -1,51 +1,37 @@
-import type { CreateResult, ProviderErrorClass } from '../../src/providers/provider.js';
-import { ProviderApiError, type HttpResponse } from '../../src/providers/provider-http.js';
-
-/** What a failed create means for the host (`CreateResult` kinds other than `created`). */
-export type VastCreateFailure = Exclude<CreateResult['kind'], 'created'>;
-
-/** What a failed read or destroy means: `gone` (the instance no longer exists) or an error class. */
-export type VastReadOutcome = ProviderErrorClass | 'gone';
-
-/** One row of the error table: matched in order, first hit wins. */
-export interface VastErrorRule {
-  /** An exact status, or a class of statuses. */
-  status: number | '4xx' | '5xx' | 'other';
-  /** Vast's `error` code (also found inside `msg`, where Vast sometimes puts it); absent = any. */
-  code?: string;
-  create: VastCreateFailure;
-  read: VastReadOutcome;
-  why: string;
-}
+import { createVerdictOf, matchErrorRule, readErrorOf, type ErrorRule } from '../../src/providers/kit/error-table.js';
+import type { ProviderApiError, HttpResponse } from '../../src/providers/provider-http.js';
+import type { CreateResult } from '../../src/providers/provider.js';
 
 /**
- * Every failure the Vast API documents (and the ones observed), in one place. `create` is the
- * answer to `PUT /api/v0/asks/{id}/`; `read` is what the offer search, instance reads, lists,
- * key attachment and destroy make of the same answer.
+ * Every failure the Vast API documents (and the ones observed), in one table matched by the kit
+ * (`matchErrorRule`: rows with codes first, then status rows). `create` is the answer to
+ * `PUT /api/v0/asks/{id}/`; `read` is what the offer search, instance reads, lists, key
+ * attachment and destroy make of the same answer. Live answers that differ from the documents
+ * are added here as rows of meaning.
  */
-export const VAST_ERROR_TABLE: readonly VastErrorRule[] = [
-  { status: 400, code: 'invalid_args', create: 'rejected', read: 'request', why: 'the request is malformed (image, disk, label, ask id)' },
-  { status: 400, code: 'invalid_price', create: 'rejected', read: 'request', why: 'a price was sent that Vast refuses' },
-  { status: 400, code: 'no_ssh_key_for_vm', create: 'rejected', read: 'request', why: 'a VM image needs an account SSH key' },
-  { status: 400, code: 'team_ssh_keys_not_supported', create: 'rejected', read: 'request', why: 'a team-scoped API key cannot manage SSH keys' },
-  { status: 400, code: 'invalid_token', create: 'rejected', read: 'request', why: 'a list page token Vast does not accept' },
-  { status: 400, create: 'rejected', read: 'request', why: 'any other bad request' },
-  { status: 401, create: 'rejected', read: 'auth', why: 'missing or invalid API key' },
-  { status: 403, create: 'rejected', read: 'auth', why: 'the key may not do this (e.g. an ask of our own machine)' },
-  { status: 404, code: 'auth_error', create: 'rejected', read: 'auth', why: 'observed answer to a wrong or revoked API key' },
-  { status: 404, code: 'no_such_ask', create: 'unavailable', read: 'request', why: 'the offer is gone' },
-  { status: 404, code: 'not_found', create: 'unavailable', read: 'gone', why: 'the instance no longer exists' },
-  { status: 404, create: 'unavailable', read: 'bad_response', why: 'an unknown 404: nothing was rented' },
-  { status: 410, code: 'no_such_ask', create: 'unavailable', read: 'request', why: 'the offer cannot start now (cancel_unavail)' },
-  { status: 410, code: 'deprecated_endpoint', create: 'rejected', read: 'request', why: 'a retired endpoint: never read as "nothing there"' },
-  { status: 410, create: 'unavailable', read: 'request', why: 'any other 410' },
-  { status: 429, create: 'throttled', read: 'rate_limited', why: 'rate limit (plain text, no Retry-After): back off' },
-  { status: '5xx', create: 'ambiguous', read: 'unavailable', why: 'server error: the instance may exist' },
-  { status: '4xx', create: 'rejected', read: 'request', why: 'any other refusal (e.g. 402 credit): nothing was created' },
-  { status: 'other', create: 'ambiguous', read: 'bad_response', why: 'an answer Vast does not document' },
+export const VAST_ERROR_TABLE: readonly ErrorRule[] = [
+  { match: { status: 400, codes: ['invalid_args'] }, create: 'rejected', read: 'request', note: 'the request is malformed (image, disk, label, ask id)' },
+  { match: { status: 400, codes: ['invalid_price'] }, create: 'rejected', read: 'request', note: 'a price was sent that Vast refuses' },
+  { match: { status: 400, codes: ['no_ssh_key_for_vm'] }, create: 'rejected', read: 'request', note: 'a VM image needs an account SSH key' },
+  { match: { status: 400, codes: ['team_ssh_keys_not_supported'] }, create: 'rejected', read: 'request', note: 'a team-scoped API key cannot manage SSH keys' },
+  { match: { status: 400, codes: ['invalid_token'] }, create: 'rejected', read: 'request', note: 'a list page token Vast does not accept' },
+  { match: { status: 404, codes: ['auth_error'] }, create: 'rejected', read: 'auth', note: 'observed answer to a wrong or revoked API key' },
+  { match: { status: 404, codes: ['no_such_ask'] }, create: 'unavailable', read: 'request', note: 'the offer is gone' },
+  { match: { status: 404, codes: ['not_found'] }, create: 'unavailable', read: 'gone', note: 'the instance no longer exists' },
+  { match: { status: 410, codes: ['no_such_ask'] }, create: 'unavailable', read: 'request', note: 'the offer cannot start now (cancel_unavail)' },
+  { match: { status: 410, codes: ['deprecated_endpoint'] }, create: 'rejected', read: 'request', note: 'a retired endpoint: never read as "nothing there"' },
+  { match: { status: 400 }, create: 'rejected', read: 'request', note: 'any other bad request' },
+  { match: { status: 401 }, create: 'rejected', read: 'auth', note: 'missing or invalid API key' },
+  { match: { status: 403 }, create: 'rejected', read: 'auth', note: 'the key may not do this (e.g. an ask of our own machine)' },
+  { match: { status: 404 }, create: 'unavailable', read: 'bad_response', note: 'an unknown 404: nothing was rented' },
+  { match: { status: 410 }, create: 'unavailable', read: 'request', note: 'any other 410' },
+  { match: { status: 429 }, create: 'throttled', read: 'rate_limited', note: 'rate limit (plain text, no Retry-After): back off' },
+  { match: { status: '5xx' }, create: 'ambiguous', read: 'unavailable', note: 'server error: the instance may exist' },
+  { match: { status: '4xx' }, create: 'rejected', read: 'request', note: 'any other refusal (e.g. 402 credit): nothing was created' },
+  { match: {}, create: 'ambiguous', read: 'bad_response', note: 'an answer Vast does not document' },
 ];
 
-/** Vast's error code: the `error` field, else a known code quoted in `msg` or `detail`. */
+/** Vast's error code: a known code quoted in `msg` or `detail` (or the body), else the `error` field. */
 export function vastErrorCode(res: Pick<HttpResponse, 'json' | 'text'>): string | undefined {
   const body = res.json as { error?: unknown; msg?: unknown; detail?: unknown } | null;
   const text = [body?.msg, body?.detail].filter((v) => typeof v === 'string').join(' ') || res.text;
@@ -56,18 +42,9 @@ export function vastErrorCode(res: Pick<HttpResponse, 'json' | 'text'>): string 
   return undefined;
 }
 
-function statusMatches(rule: VastErrorRule['status'], status: number): boolean {
-  if (typeof rule === 'number') return rule === status;
-  if (rule === '5xx') return status >= 500 && status <= 599;
-  if (rule === '4xx') return status >= 400 && status <= 499;
-  return true;
-}
-
 /** The table row for a non-success answer. */
-export function classifyVastError(res: Pick<HttpResponse, 'status' | 'json' | 'text'>): VastErrorRule {
-  const code = vastErrorCode(res);
-  const hit = VAST_ERROR_TABLE.find((r) => statusMatches(r.status, res.status) && (r.code === undefined || r.code === code));
-  return hit!;
+export function classifyVastError(res: Pick<HttpResponse, 'status' | 'json' | 'text'>): ErrorRule {
+  return matchErrorRule(VAST_ERROR_TABLE, { status: res.status, code: vastErrorCode(res), text: res.text });
 }
 
 /** A short, secret-free description of an answer for logs and reasons. */
@@ -80,29 +57,10 @@ export function describeAnswer(what: string, res: Pick<HttpResponse, 'status' | 
 
 /** The create outcome for an answer that is not a documented success. */
 export function createFailure(what: string, res: HttpResponse): Exclude<CreateResult, { kind: 'created' }> {
-  const rule = classifyVastError(res);
-  const reason = describeAnswer(what, res);
-  if (rule.create === 'throttled') return { kind: 'throttled', reason, retryAfterMs: res.retryAfterMs ?? 0 };
-  return { kind: rule.create, reason };
-}
-
-/** The create outcome when no answer arrived: Vast may have made the instance. */
-export function createTransportFailure(err: unknown): Exclude<CreateResult, { kind: 'created' }> {
-  return { kind: 'ambiguous', reason: (err as Error).message };
+  return createVerdictOf(classifyVastError(res), describeAnswer(what, res), res.retryAfterMs);
 }
 
 /** The error a read throws for a non-success answer (callers handle `gone` before asking). */
 export function readError(what: string, res: HttpResponse): ProviderApiError {
-  const rule = classifyVastError(res);
-  const cls: ProviderErrorClass = rule.read === 'gone' ? 'bad_response' : rule.read;
-  return new ProviderApiError(cls, describeAnswer(what, res), res.status, res.retryAfterMs);
-}
-
-/** How a read failure before a create (the label look-up) turns into a create outcome. */
-export function createOutcomeOfReadError(err: unknown): Exclude<CreateResult, { kind: 'created' }> {
-  const reason = (err as Error).message;
-  if (!(err instanceof ProviderApiError)) return { kind: 'ambiguous', reason };
-  if (err.errorClass === 'rate_limited') return { kind: 'throttled', reason, retryAfterMs: err.retryAfterMs ?? 0 };
-  if (err.errorClass === 'auth' || err.errorClass === 'request') return { kind: 'rejected', reason };
-  return { kind: 'ambiguous', reason };
+  return readErrorOf(classifyVastError(res), describeAnswer(what, res), res.status, res.retryAfterMs);
 }

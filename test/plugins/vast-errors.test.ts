@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { classifyVastError, VAST_ERROR_TABLE } from '../../plugins/vast/errors.js';
-import { VastProvider } from '../../plugins/vast/vast-provider.js';
+import { VastProvider } from '../../plugins/vast/provider.js';
 import { createLogger } from '../../src/logger.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { ProviderApiError } from '../../src/providers/provider-http.js';
@@ -156,8 +156,8 @@ describe('vast error table', () => {
   });
 
   it('every rule says why, and the catch-all rows close the table', () => {
-    for (const r of VAST_ERROR_TABLE) assert.ok(r.why.length > 10, JSON.stringify(r));
-    assert.equal(VAST_ERROR_TABLE.at(-1)!.status, 'other');
+    for (const r of VAST_ERROR_TABLE) assert.ok(r.note.length > 10, JSON.stringify(r));
+    assert.deepEqual(VAST_ERROR_TABLE.at(-1)!.match, {});
     assert.equal(classifyVastError({ status: 418, json: null, text: '' }).create, 'rejected');
     assert.equal(classifyVastError({ status: 302, json: null, text: '' }).create, 'ambiguous');
   });

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import vastPlugin from '../../plugins/vast/index.js';
-import { VastProvider, type VastOptions, type VastTuning } from '../../plugins/vast/vast-provider.js';
+import type { VastOptions } from '../../plugins/vast/options.js';
+import { VastProvider, type VastTuning } from '../../plugins/vast/provider.js';
 import { systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import type { OfferRef, ProviderDeps } from '../../src/providers/provider.js';

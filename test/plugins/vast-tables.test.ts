@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import vastPlugin, { validateVastOptions, VAST_DEFAULT_IMAGE } from '../../plugins/vast/index.js';
+import vastPlugin from '../../plugins/vast/index.js';
+import { validateVastOptions, VAST_DEFAULT_IMAGE } from '../../plugins/vast/options.js';
 import { vastCategory } from '../../plugins/vast/offers.js';
 import { VAST_STATE_TABLE, vastState } from '../../plugins/vast/states.js';
-import { VastProvider, vastSsh } from '../../plugins/vast/vast-provider.js';
+import { VastProvider, vastSsh } from '../../plugins/vast/provider.js';
 import { systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import { createProviderRegistry, loadPlugin } from '../../src/providers/provider-registry.js';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { VastProvider } from '../../plugins/vast/vast-provider.js';
+import { VastProvider } from '../../plugins/vast/provider.js';
 import { usdToCentsCeil } from '../../src/providers/pricing.js';
 import { ProviderApiError } from '../../src/providers/provider-http.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';

@@ -5,7 +5,7 @@ import type { LambdaOptions } from '../../plugins/lambda/lambda-options.js';
 import runpodPlugin from '../../plugins/runpod/index.js';
 import { RunpodProvider } from '../../plugins/runpod/runpod-provider.js';
 import vastPlugin from '../../plugins/vast/index.js';
-import { VastProvider } from '../../plugins/vast/vast-provider.js';
+import { VastProvider } from '../../plugins/vast/provider.js';
 import { customerPriceMinor } from '../../src/providers/pricing.js';
 import type { Provider, ProviderPlugin } from '../../src/providers/provider.js';
 import { ProviderRegistry } from '../../src/providers/provider-registry.js';

@@ -1,19 +1,12 @@
-import type { CreateResult, InstanceInfo, OfferRef, Provider, ProviderCapabilities, ProviderDeps, ProviderOffer } from '../../src/providers/provider.js';
+import { createWithLabel, listThenGet, pickByLabel } from '../../src/providers/kit/create-steps.js';
+import { LabelLock } from '../../src/providers/kit/label-lock.js';
 import { SharedRead } from '../../src/providers/provider-http.js';
-import { classifyVastError, createFailure, createOutcomeOfReadError, createTransportFailure, describeAnswer, vastErrorCode } from './errors.js';
+import type { CreateResult, InstanceInfo, OfferRef, Provider, ProviderCapabilities, ProviderDeps, ProviderOffer } from '../../src/providers/provider.js';
+import { VastClient, VAST_MIN_INTERVALS_MS, type VastBucket, type VastInstance } from './client.js';
+import { classifyVastError, createFailure, describeAnswer, vastErrorCode } from './errors.js';
 import { mapVastOffer, offerSearchBody } from './offers.js';
+import type { VastOptions } from './options.js';
 import { vastState } from './states.js';
-import { VastClient, VAST_MIN_INTERVALS_MS, type VastBucket, type VastInstance } from './vast-client.js';
-
-/** Validated `VAST_PROVIDER_*` options. */
-export interface VastOptions {
-  apiKey: string;
-  /** API origin; paths `/api/v0/...` and `/api/v1/...` are appended. */
-  apiUrl: string;
-  image: string;
-  diskGb: number;
-  maxOffers: number;
-}
 
 /** Knobs tests turn to stay fast; production uses Vast's documented limits. */
 export interface VastTuning {
@@ -57,8 +50,8 @@ export class VastProvider implements Provider {
   private readonly attached = new Map<string, string>();
   /** Instances whose key Vast refused for good: they can never be reached, so they read as failed. */
   private readonly keyRefused = new Map<string, string>();
-  /** Creates in flight per label, so two calls for one label make one instance. */
-  private readonly creating = new Map<string, Promise<CreateResult>>();
+  /** Creates per label one at a time, so two calls for one label make one instance. */
+  private readonly creating = new LabelLock();
 
   constructor(
     private readonly options: VastOptions,
@@ -87,13 +80,7 @@ export class VastProvider implements Provider {
   }
 
   create(label: string, offer: OfferRef, sshPublicKey: string): Promise<CreateResult> {
-    const running = this.creating.get(label);
-    if (running) return running.catch(() => undefined).then(() => this.create(label, offer, sshPublicKey));
-    const p = this.createOnce(label, offer, sshPublicKey).finally(() => {
-      if (this.creating.get(label) === p) this.creating.delete(label);
-    });
-    this.creating.set(label, p);
-    return p;
+    return this.creating.run(label, () => this.createOnce(label, offer, sshPublicKey));
   }
 
   private async createOnce(label: string, offer: OfferRef, sshPublicKey: string): Promise<CreateResult> {
@@ -101,31 +88,33 @@ export class VastProvider implements Provider {
     if (!isVastId(offer.key)) return { kind: 'rejected', reason: `offer key "${offer.key}" is not a Vast ask id` };
     // Kept before anything is sent: an answer lost on the way still leaves us the key to attach.
     this.pendingKeys.set(label, sshPublicKey);
-    let existing: VastInstance | null;
-    try {
-      existing = await this.findRaw(label);
-    } catch (err) {
-      return this.settle(label, createOutcomeOfReadError(err));
-    }
-    if (existing) {
-      await this.ensureKey(String(existing.id), label);
-      return { kind: 'created', instanceId: String(existing.id) };
-    }
+    return createWithLabel({
+      label,
+      lookup: () => this.findRaw(label),
+      adopt: async (existing) => {
+        await this.ensureKey(String(existing.id), label);
+        return { kind: 'created', instanceId: String(existing.id) };
+      },
+      send: () => this.sendCreate(label, offer),
+      // Keeps the key only while an instance may exist under the label.
+      settle: (result) => {
+        if (result.kind !== 'ambiguous') this.pendingKeys.delete(label);
+      },
+    });
+  }
+
+  /** `PUT /api/v0/asks/{id}/` and what its answer means; throws only when no answer came. */
+  private async sendCreate(label: string, offer: OfferRef): Promise<CreateResult> {
     const path = `/api/v0/asks/${offer.key}/`;
-    let res;
-    try {
-      res = await this.client.createInstance(offer.key, {
-        client_id: 'me',
-        image: this.options.image,
-        disk: this.options.diskGb,
-        label,
-        runtype: 'ssh_direct',
-        // Sent explicitly: without it a schedule failure can leave a stopped instance billing storage.
-        cancel_unavail: true,
-      });
-    } catch (err) {
-      return this.settle(label, createTransportFailure(err));
-    }
+    const res = await this.client.createInstance(offer.key, {
+      client_id: 'me',
+      image: this.options.image,
+      disk: this.options.diskGb,
+      label,
+      runtype: 'ssh_direct',
+      // Sent explicitly: without it a schedule failure can leave a stopped instance billing storage.
+      cancel_unavail: true,
+    });
     const body = res.json as { success?: unknown; new_contract?: unknown } | null;
     if (res.status === 200 && body?.success === true && Number.isSafeInteger(body.new_contract)) {
       const instanceId = String(body.new_contract);
@@ -135,13 +124,7 @@ export class VastProvider implements Provider {
     }
     const failure = res.status === 200 ? { kind: 'ambiguous' as const, reason: describeAnswer(`vast PUT ${path}: no new_contract`, res) } : createFailure(`vast PUT ${path}`, res);
     if (failure.kind === 'rejected') this.deps.logger.error({ provider: this.id, label, reason: failure.reason }, 'vast refused the create request: check VAST_PROVIDER_* options and the account');
-    return this.settle(label, failure);
-  }
-
-  /** Keeps the key only while an instance may exist under the label. */
-  private settle(label: string, result: Exclude<CreateResult, { kind: 'created' }>): CreateResult {
-    if (result.kind !== 'ambiguous') this.pendingKeys.delete(label);
-    return result;
+    return failure;
   }
 
   /**
@@ -199,9 +182,8 @@ export class VastProvider implements Provider {
   }
 
   private async findRaw(label: string): Promise<VastInstance | null> {
-    const hits = (await this.client.listInstances({ label: { eq: label } })).filter((i) => i.label === label);
-    if (hits.length > 1) this.deps.logger.warn({ provider: this.id, label, ids: hits.map((i) => i.id) }, 'several vast instances carry one label; using the oldest');
-    return hits.sort((a, b) => a.id - b.id)[0] ?? null;
+    const listed = await this.client.listInstances({ label: { eq: label } });
+    return pickByLabel(listed, label, { labelOf: (i) => i.label ?? undefined, older: (a, b) => a.id - b.id, idOf: (i) => String(i.id), logger: this.deps.logger.child({ provider: this.id }) });
   }
 
   async findByLabel(label: string, sshPublicKey?: string): Promise<InstanceInfo | null> {
@@ -214,10 +196,7 @@ export class VastProvider implements Provider {
 
   async get(instanceId: string): Promise<InstanceInfo> {
     if (!isVastId(instanceId)) return { instanceId, label: '', state: 'gone' };
-    // One list answer serves every poll; an id missing from it is asked for directly, so a list
-    // older than a create or a destroy by another process never reads as gone.
-    const listed = (await this.all.get()).find((i) => String(i.id) === instanceId);
-    const inst = listed ?? (await this.client.showInstance(instanceId));
+    const inst = await listThenGet(this.all, instanceId, (i) => String(i.id), (id) => this.client.showInstance(id));
     if (!inst) return { instanceId, label: '', state: 'gone', providerState: 'destroyed' };
     return this.info(inst);
   }

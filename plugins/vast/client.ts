@@ -1,5 +1,7 @@
 import type { Logger } from '../../src/logger.js';
-import { ProviderApiError, ProviderHttpClient, type HttpResponse } from '../../src/providers/provider-http.js';
+import { createProviderClient, type ClientTuning } from '../../src/providers/kit/client.js';
+import { listAllPages, readCursor } from '../../src/providers/kit/paging.js';
+import { ProviderApiError, type ProviderHttpClient, type HttpResponse } from '../../src/providers/provider-http.js';
 import { classifyVastError, readError } from './errors.js';
 import type { VastOffer } from './offers.js';
 
@@ -35,14 +37,11 @@ export const VAST_PAGE_LIMIT = 25;
 /** A safety stop for paging: 10 000 instances, or a server repeating its token. */
 const MAX_PAGES = 400;
 
-export interface VastClientOptions {
+export interface VastClientOptions extends ClientTuning {
   apiUrl: string;
   apiKey: string;
   logger: Logger;
   intervalsMs?: Partial<Record<VastBucket, number>>;
-  timeoutMs?: number;
-  backoffMs?: number;
-  maxBackoffMs?: number;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -56,16 +55,13 @@ export class VastClient {
   readonly http: ProviderHttpClient;
 
   constructor(opts: VastClientOptions) {
-    const intervals = { ...VAST_MIN_INTERVALS_MS, ...opts.intervalsMs };
-    this.http = new ProviderHttpClient({
+    this.http = createProviderClient({
       providerId: 'vast',
-      baseUrl: opts.apiUrl,
+      apiUrl: opts.apiUrl,
       apiKey: opts.apiKey,
       logger: opts.logger,
-      timeoutMs: opts.timeoutMs,
-      backoffMs: opts.backoffMs,
-      maxBackoffMs: opts.maxBackoffMs,
-      limits: Object.fromEntries(Object.entries(intervals).map(([k, v]) => [k, { minIntervalMs: v }])),
+      intervalsMs: VAST_MIN_INTERVALS_MS,
+      tuning: opts,
     });
   }
 
@@ -101,31 +97,28 @@ export class VastClient {
   }
 
   /**
-   * Every instance matching `filters`, paging with `after_token` until `next_token` is null.
-   * Any failure throws: an empty array only ever means "none".
+   * Every instance matching `filters`, paging with `after_token` until `next_token` is null (the
+   * kit's `listAllPages`). Any failed or malformed page throws: an empty array only ever means "none".
    */
   async listInstances(filters?: Record<string, unknown>): Promise<VastInstance[]> {
     const path = '/api/v1/instances/';
-    const out: VastInstance[] = [];
-    const seen = new Set<string>();
-    let token: string | undefined;
-    for (let page = 0; page < MAX_PAGES; page++) {
-      const res = await this.http.request('list', 'GET', path, {
-        query: { select_filters: filters ? JSON.stringify(filters) : undefined, limit: VAST_PAGE_LIMIT, after_token: token },
-      });
-      if (res.status !== 200) throw readError(`vast GET ${path}`, res);
-      const body = res.json as { instances?: unknown; next_token?: unknown } | null;
-      if (!body || !Array.isArray(body.instances) || !body.instances.every(isInstance)) {
-        throw new ProviderApiError('bad_response', `vast GET ${path}: no instances array in the answer`, 200);
-      }
-      out.push(...body.instances);
-      const next = body.next_token;
-      if (next === null || next === undefined || next === '') return out;
-      if (typeof next !== 'string' || seen.has(next)) throw new ProviderApiError('bad_response', `vast GET ${path}: next_token does not advance`, 200);
-      seen.add(next);
-      token = next;
-    }
-    throw new ProviderApiError('bad_response', `vast GET ${path}: more than ${MAX_PAGES} pages`, 200);
+    const what = `vast GET ${path}`;
+    const list = await listAllPages<VastInstance>({
+      what,
+      maxPages: MAX_PAGES,
+      fetchPage: async (token) => {
+        const res = await this.http.request('list', 'GET', path, {
+          query: { select_filters: filters ? JSON.stringify(filters) : undefined, limit: VAST_PAGE_LIMIT, after_token: token },
+        });
+        if (res.status !== 200) throw readError(what, res);
+        const body = res.json as { instances?: unknown; next_token?: unknown } | null;
+        if (!body || !Array.isArray(body.instances) || !body.instances.every(isInstance)) {
+          throw new ProviderApiError('bad_response', `${what}: no instances array in the answer`, 200);
+        }
+        return { items: body.instances, next: readCursor(body.next_token, what) };
+      },
+    });
+    return list.items;
   }
 
   /** True when destroyed now, false when Vast says it was already gone. */
