@@ -1,6 +1,6 @@
 import type { ProviderPlugin } from '../../src/providers/provider.js';
 import { parseRunpodOptions, type RunpodOptions } from './options.js';
-import { RunpodProvider } from './runpod-provider.js';
+import { RunpodProvider } from './provider.js';
 
 const plugin: ProviderPlugin<RunpodOptions> = {
   id: 'runpod',

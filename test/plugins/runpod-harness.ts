@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import runpodPlugin from '../../plugins/runpod/index.js';
-import { offerKey, RunpodProvider, type RunpodProviderHooks } from '../../plugins/runpod/runpod-provider.js';
+import { offerKey } from '../../plugins/runpod/offers.js';
+import { RunpodProvider, type RunpodProviderHooks } from '../../plugins/runpod/provider.js';
 import { systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import type { OfferRef, ProviderDeps } from '../../src/providers/provider.js';

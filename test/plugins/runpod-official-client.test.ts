@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import runpodPlugin from '../../plugins/runpod/index.js';
-import { offerKey } from '../../plugins/runpod/runpod-provider.js';
+import { offerKey } from '../../plugins/runpod/offers.js';
 import { systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';

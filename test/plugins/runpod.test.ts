@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import runpodPlugin from '../../plugins/runpod/index.js';
 import { RUNPOD_DEFAULTS } from '../../plugins/runpod/options.js';
-import { offerKey, RunpodProvider } from '../../plugins/runpod/runpod-provider.js';
-import { POD_STATES, podState } from '../../plugins/runpod/tables.js';
+import { offerKey } from '../../plugins/runpod/offers.js';
+import { RunpodProvider } from '../../plugins/runpod/provider.js';
+import { POD_STATES, podState } from '../../plugins/runpod/states.js';
 import { usdToCentsCeil } from '../../src/providers/pricing.js';
 import { ProviderApiError } from '../../src/providers/provider-http.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
@@ -298,7 +299,7 @@ describe(RunpodProvider.name, () => {
       assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', CLOUD: 'moon' }), /RUNPOD_PROVIDER_CLOUD must be SECURE or COMMUNITY/);
       assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', DISK_GB: '0' }), /RUNPOD_PROVIDER_DISK_GB/);
       assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', MAX_DURATION_SECONDS: '1.5' }), /RUNPOD_PROVIDER_MAX_DURATION_SECONDS/);
-      assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'https://rest.runpod.io/v1' }), /RUNPOD_PROVIDER_API_URL must be the API's origin/);
+      assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'https://rest.runpod.io/v1' }), /RUNPOD_PROVIDER_API_URL must be an http\(s\) origin without a path .*appends \/v2\/\.\.\./);
       assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'not a url' }), /RUNPOD_PROVIDER_API_URL/);
       assert.deepEqual(runpodPlugin.validateOptions({ API_KEY: ' k ' }), { apiKey: 'k', ...RUNPOD_DEFAULTS, diskGb: 50 });
       assert.equal(runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'http://127.0.0.1:9/' }).apiUrl, 'http://127.0.0.1:9');

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import lambdaPlugin from '../../plugins/lambda/index.js';
 import type { LambdaOptions } from '../../plugins/lambda/lambda-options.js';
 import runpodPlugin from '../../plugins/runpod/index.js';
-import { RunpodProvider } from '../../plugins/runpod/runpod-provider.js';
+import { RunpodProvider } from '../../plugins/runpod/provider.js';
 import vastPlugin from '../../plugins/vast/index.js';
 import { VastProvider } from '../../plugins/vast/provider.js';
 import { customerPriceMinor } from '../../src/providers/pricing.js';

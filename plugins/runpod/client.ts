@@ -1,7 +1,9 @@
 import type { Logger } from '../../src/logger.js';
-import { ProviderApiError, ProviderHttpClient, type EndpointLimit, type HttpResponse } from '../../src/providers/provider-http.js';
+import { createProviderClient } from '../../src/providers/kit/client.js';
+import { listAllPages, readCursor } from '../../src/providers/kit/paging.js';
+import { ProviderApiError, type EndpointLimit, type HttpResponse, type ProviderHttpClient } from '../../src/providers/provider-http.js';
+import { apiErrorFor, problemDetail } from './errors.js';
 import type { RunpodOptions } from './options.js';
-import { apiErrorFor, problemDetail } from './tables.js';
 
 /** One way into a pod over SSH (`PodSshEndpoint`). */
 export interface PodSshEndpoint {
@@ -80,15 +82,14 @@ export class RunpodClient {
   private readonly createTimeoutMs?: number;
 
   constructor(options: RunpodOptions, logger: Logger, hooks: RunpodClientHooks = {}) {
-    this.http = new ProviderHttpClient({
+    const limits = hooks.limits ?? RUNPOD_LIMITS;
+    this.http = createProviderClient({
       providerId: 'runpod',
-      baseUrl: options.apiUrl,
+      apiUrl: options.apiUrl,
       apiKey: options.apiKey,
       logger,
-      limits: hooks.limits ?? RUNPOD_LIMITS,
-      timeoutMs: hooks.timeoutMs,
-      now: hooks.now,
-      sleep: hooks.sleep,
+      intervalsMs: Object.fromEntries(Object.entries(limits).map(([bucket, l]) => [bucket, l.minIntervalMs])),
+      tuning: { timeoutMs: hooks.timeoutMs, now: hooks.now, sleep: hooks.sleep },
     });
     this.createTimeoutMs = hooks.createTimeoutMs;
   }
@@ -111,14 +112,28 @@ export class RunpodClient {
     return this.http.request('pods.create', 'POST', '/v2/pods', { body, timeoutMs: this.createTimeoutMs });
   }
 
-  /** `GET /v2/pods`: every pod of the account (no name filter exists). Any failure throws. */
+  /**
+   * `GET /v2/pods`: every pod of the account (no name filter exists), following
+   * `pagination.nextCursor` with `?cursor=` until a page has none. A page without `pagination` is
+   * the last (the documented unpaged answer). Any failed or malformed page throws.
+   */
   async listPods(): Promise<RunpodPod[]> {
-    const res = await this.http.request('pods.read', 'GET', '/v2/pods');
-    if (res.status !== 200) this.fail('GET /v2/pods', res);
-    const pods = (res.json as { pods?: unknown } | null)?.pods;
-    if (!Array.isArray(pods)) throw new ProviderApiError('bad_response', 'runpod GET /v2/pods: no "pods" array in the answer', res.status);
-    if (!pods.every(isPod)) throw new ProviderApiError('bad_response', 'runpod GET /v2/pods: a pod without id, name or status', res.status);
-    return pods;
+    const what = 'runpod GET /v2/pods';
+    const list = await listAllPages<RunpodPod>({
+      what,
+      fetchPage: async (cursor) => {
+        const res = await this.http.request('pods.read', 'GET', '/v2/pods', { query: { cursor } });
+        if (res.status !== 200) this.fail('GET /v2/pods', res);
+        const body = res.json as { pods?: unknown; pagination?: { nextCursor?: unknown } | null } | null;
+        const pods = body?.pods;
+        if (!Array.isArray(pods)) throw new ProviderApiError('bad_response', `${what}: no "pods" array in the answer`, res.status);
+        if (!pods.every(isPod)) throw new ProviderApiError('bad_response', `${what}: a pod without id, name or status`, res.status);
+        const pagination = body?.pagination;
+        if (pagination !== undefined && pagination !== null && typeof pagination !== 'object') throw new ProviderApiError('bad_response', `${what}: "pagination" is not an object`, res.status);
+        return { items: pods, next: readCursor(pagination?.nextCursor, what) };
+      },
+    });
+    return list.items;
   }
 
   /** `GET /v2/pods/{id}`; null when RunPod answers 404 (the pod is gone). */
