@@ -1,7 +1,9 @@
 import type { Logger } from '../../src/logger.js';
-import { ProviderApiError, ProviderHttpClient, type HttpResponse } from '../../src/providers/provider-http.js';
-import { classifyLambdaError, type LambdaErrorMeaning } from './lambda-errors.js';
-import type { LambdaTuning } from './lambda-options.js';
+import { createProviderClient } from '../../src/providers/kit/client.js';
+import { readErrorOf, type ErrorRule } from '../../src/providers/kit/error-table.js';
+import type { HttpResponse, ProviderApiError, ProviderHttpClient } from '../../src/providers/provider-http.js';
+import { classifyLambdaError } from './errors.js';
+import type { LambdaTuning } from './options.js';
 
 /** Lambda's documented limits: about one request a second per account, launches one per 12 s. */
 export const LAMBDA_LIMITS = { apiIntervalMs: 1000, launchIntervalMs: 12_000 };
@@ -17,7 +19,8 @@ export interface LambdaFailure {
   message: string;
   /** Lambda's advice for the operator, when it gave one. */
   suggestion?: string;
-  meaning: LambdaErrorMeaning;
+  /** The error table's row for this answer. */
+  rule: ErrorRule;
   retryAfterMs?: number;
 }
 
@@ -37,19 +40,13 @@ export class LambdaClient {
 
   constructor(opts: { apiUrl: string; apiKey: string; logger: Logger; tuning: LambdaTuning }) {
     const t = opts.tuning;
-    this.http = new ProviderHttpClient({
+    this.http = createProviderClient({
       providerId: 'lambda',
-      baseUrl: opts.apiUrl,
+      apiUrl: opts.apiUrl,
       apiKey: opts.apiKey,
       logger: opts.logger,
-      timeoutMs: t.timeoutMs,
-      backoffMs: t.backoffMs,
-      limits: {
-        api: { minIntervalMs: t.apiIntervalMs ?? LAMBDA_LIMITS.apiIntervalMs },
-        launch: { minIntervalMs: t.launchIntervalMs ?? LAMBDA_LIMITS.launchIntervalMs },
-      },
-      now: t.now,
-      sleep: t.sleep,
+      intervalsMs: { api: LAMBDA_LIMITS.apiIntervalMs, launch: LAMBDA_LIMITS.launchIntervalMs },
+      tuning: { timeoutMs: t.timeoutMs, backoffMs: t.backoffMs, now: t.now, sleep: t.sleep, intervalsMs: { api: t.apiIntervalMs, launch: t.launchIntervalMs } },
     });
   }
 
@@ -70,7 +67,7 @@ export class LambdaClient {
     const code = typeof err?.code === 'string' ? err.code : undefined;
     const message = typeof err?.message === 'string' ? err.message : res.text.slice(0, 200) || `HTTP ${res.status}`;
     const suggestion = typeof err?.suggestion === 'string' ? err.suggestion : undefined;
-    return { ok: false, status: res.status, code, message, suggestion, meaning: classifyLambdaError(res.status, code), retryAfterMs: res.retryAfterMs };
+    return { ok: false, status: res.status, code, message, suggestion, rule: classifyLambdaError(res.status, code), retryAfterMs: res.retryAfterMs };
   }
 }
 
@@ -81,5 +78,5 @@ export function describeFailure(f: LambdaFailure): string {
 
 /** The error a read throws when Lambda answered with a failure. */
 export function failureError(what: string, f: LambdaFailure): ProviderApiError {
-  return new ProviderApiError(f.meaning.errorClass, `lambda ${what}: ${describeFailure(f)}`, f.status, f.retryAfterMs);
+  return readErrorOf(f.rule, `lambda ${what}: ${describeFailure(f)}`, f.status, f.retryAfterMs);
 }

@@ -1,59 +1,38 @@
-import type { ProviderErrorClass } from '../../src/providers/provider.js';
+import { matchErrorRule, type ErrorRule } from '../../src/providers/kit/error-table.js';
 
 /**
- * What a failed Lambda call means for us:
- * - `unavailable`: this candidate cannot be had now (capacity, quota, the instance type is gone);
- * - `rejected`: our request or account is wrong; repeating it will not help;
- * - `ambiguous`: Lambda could not tell us the outcome; a launch may have happened;
- * - `throttled`: Lambda's rate limit; nothing happened;
- * - `not-found`: the object named in the call does not exist (an instance: gone).
+ * The one table of Lambda failures, matched by the kit: rows keyed on `error.code` (never on the
+ * message) first, whatever the status, then the status rows for answers without a known code (a
+ * 429 or a proxy's 5xx carries no Lambda body). `create` is what a launch that got the answer
+ * returns; `read: 'gone'` marks "the object named in the call does not exist" (an instance: gone).
+ * The code rows are every code the Lambda Cloud API 1.8.3 document lists.
  */
-export type LambdaOutcome = 'unavailable' | 'rejected' | 'ambiguous' | 'throttled' | 'not-found';
-
-export interface LambdaErrorMeaning {
-  outcome: LambdaOutcome;
-  /** What the host shows on `/api/v1/providers` when a read fails this way. */
-  errorClass: ProviderErrorClass;
-}
-
-const m = (outcome: LambdaOutcome, errorClass: ProviderErrorClass): LambdaErrorMeaning => ({ outcome, errorClass });
-
-/**
- * The one table of Lambda failures, keyed on `error.code` (never on the message): every code the
- * Lambda Cloud API 1.8.3 document lists. Codes the table does not know fall back on the HTTP
- * status in {@link classifyLambdaError}.
- */
-export const LAMBDA_ERROR_TABLE: Readonly<Record<string, LambdaErrorMeaning>> = {
-  'instance-operations/launch/insufficient-capacity': m('unavailable', 'unavailable'),
-  'global/quota-exceeded': m('unavailable', 'unavailable'),
-  // On a launch it names the instance type, region or key; elsewhere the instance or key.
-  'global/object-does-not-exist': m('not-found', 'request'),
-  'global/invalid-api-key': m('rejected', 'auth'),
-  'global/account-inactive': m('rejected', 'auth'),
+export const LAMBDA_ERROR_TABLE: readonly ErrorRule[] = [
+  { match: { codes: ['instance-operations/launch/insufficient-capacity'] }, create: 'unavailable', read: 'unavailable', note: 'no capacity for this instance type in this region' },
+  { match: { codes: ['global/quota-exceeded'] }, create: 'unavailable', read: 'unavailable', note: 'the account quota is used up' },
+  // On a launch it names the instance type, region or key: this offer is gone. Elsewhere the instance or key.
+  { match: { codes: ['global/object-does-not-exist'] }, create: 'unavailable', read: 'gone', note: 'the object named in the call does not exist' },
+  { match: { codes: ['global/invalid-api-key'] }, create: 'rejected', read: 'auth', note: 'the API key is wrong or revoked' },
+  { match: { codes: ['global/account-inactive'] }, create: 'rejected', read: 'auth', note: 'the account is inactive' },
   // The account's billing address: only the operator can fix it in the dashboard.
-  'global/invalid-address': m('rejected', 'auth'),
-  'global/invalid-parameters': m('rejected', 'request'),
+  { match: { codes: ['global/invalid-address'] }, create: 'rejected', read: 'auth', note: 'the account billing address is invalid' },
+  { match: { codes: ['global/invalid-parameters'] }, create: 'rejected', read: 'request', note: 'the request parameters are invalid' },
   // We never mount file systems, attach firewall rulesets or create named objects twice on purpose.
-  'instance-operations/launch/file-system-in-wrong-region': m('rejected', 'request'),
-  'global/duplicate': m('rejected', 'request'),
-  'filesystems/filesystem-in-use': m('rejected', 'request'),
-  'firewall-rulesets/firewall-ruleset-in-use': m('rejected', 'request'),
-  'global/internal-error': m('ambiguous', 'unavailable'),
-};
+  { match: { codes: ['instance-operations/launch/file-system-in-wrong-region'] }, create: 'rejected', read: 'request', note: 'a file system in another region' },
+  { match: { codes: ['global/duplicate'] }, create: 'rejected', read: 'request', note: 'an object of that name exists' },
+  { match: { codes: ['filesystems/filesystem-in-use'] }, create: 'rejected', read: 'request', note: 'the file system is in use' },
+  { match: { codes: ['firewall-rulesets/firewall-ruleset-in-use'] }, create: 'rejected', read: 'request', note: 'the firewall ruleset is in use' },
+  { match: { codes: ['global/internal-error'] }, create: 'ambiguous', read: 'unavailable', note: 'Lambda failed internally; a launch may have happened' },
+  // Lambda's upstream-provider failures are transient by its own description.
+  { match: { codes: ['provider/*'] }, create: 'ambiguous', read: 'unavailable', note: 'an upstream provider of Lambda failed' },
+  { match: { status: 429 }, create: 'throttled', read: 'rate_limited', note: 'rate limited' },
+  { match: { status: '5xx' }, create: 'ambiguous', read: 'unavailable', note: 'server error without a known code' },
+  { match: { status: [401, 403] }, create: 'rejected', read: 'auth', note: 'credentials refused without a known code' },
+  { match: { status: '2xx' }, create: 'ambiguous', read: 'bad_response', note: 'a success without the documented data' },
+  { match: {}, create: 'rejected', read: 'request', note: 'any other refusal' },
+];
 
-/** Lambda's upstream-provider failures (`provider/...`) are transient by its own description. */
-const TRANSIENT_PREFIX = 'provider/';
-
-/**
- * The meaning of a failed answer: the code's row when Lambda named a known code, else the
- * `provider/*` family, else the HTTP status (a 429 or a proxy's 5xx carries no Lambda body).
- */
-export function classifyLambdaError(status: number, code: string | undefined): LambdaErrorMeaning {
-  if (code && Object.hasOwn(LAMBDA_ERROR_TABLE, code)) return LAMBDA_ERROR_TABLE[code];
-  if (code?.startsWith(TRANSIENT_PREFIX)) return m('ambiguous', 'unavailable');
-  if (status === 429) return m('throttled', 'rate_limited');
-  if (status >= 500) return m('ambiguous', 'unavailable');
-  if (status === 401 || status === 403) return m('rejected', 'auth');
-  if (status >= 200 && status < 300) return m('ambiguous', 'bad_response');
-  return m('rejected', 'request');
+/** The rule for a failed answer: by Lambda's code when it named a known one, else by status. */
+export function classifyLambdaError(status: number, code: string | undefined): ErrorRule {
+  return matchErrorRule(LAMBDA_ERROR_TABLE, { status, code });
 }

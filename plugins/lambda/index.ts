@@ -1,6 +1,6 @@
 import type { ProviderPlugin } from '../../src/providers/provider.js';
-import { parseLambdaOptions, type LambdaOptions } from './lambda-options.js';
-import { LambdaProvider } from './lambda-provider.js';
+import { parseLambdaOptions, type LambdaOptions } from './options.js';
+import { LambdaProvider } from './provider.js';
 
 const plugin: ProviderPlugin<LambdaOptions> = {
   id: 'lambda',

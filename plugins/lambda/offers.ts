@@ -1,5 +1,5 @@
 import type { ProviderOffer } from '../../src/providers/provider.js';
-import type { LambdaInstanceTypes } from './lambda-types.js';
+import type { LambdaInstanceTypes } from './types.js';
 
 const KEY_SEPARATOR = '@';
 

@@ -1,3 +1,5 @@
+import { declareOptions, parseOptions } from '../../src/providers/kit/options.js';
+
 /** Knobs tests turn to keep runs fast; never read from the environment. */
 export interface LambdaTuning {
   apiIntervalMs?: number;
@@ -25,47 +27,20 @@ export interface LambdaOptions {
 export const LAMBDA_DEFAULT_URL = 'https://cloud.lambda.ai';
 export const LAMBDA_DEFAULT_MAX_DURATION_SECONDS = 7 * 86400;
 
-const PREFIX = 'LAMBDA_PROVIDER_';
-const KNOWN = ['API_KEY', 'API_URL', 'SSH_PORT', 'MAX_DURATION_SECONDS', 'REGIONS'];
-
-function positiveInt(raw: string, name: string, max: number): number {
-  const v = raw.trim();
-  if (!/^\d+$/.test(v) || Number(v) < 1 || Number(v) > max) throw new Error(`${PREFIX}${name} must be a whole number from 1 to ${max}, got "${raw}"`);
-  return Number(v);
-}
+/** The `LAMBDA_PROVIDER_*` options. */
+export const LAMBDA_OPTIONS = declareOptions({
+  providerId: 'lambda',
+  options: {
+    API_KEY: { kind: 'string', required: true, secret: true, noSpaces: true, hint: 'create one in the Lambda Cloud dashboard under API keys' },
+    API_URL: { kind: 'origin', default: LAMBDA_DEFAULT_URL, appends: '/api/v1/...' },
+    SSH_PORT: { kind: 'integer', min: 1, max: 65_535, default: 22 },
+    MAX_DURATION_SECONDS: { kind: 'integer', min: 1, max: 366 * 86400, default: LAMBDA_DEFAULT_MAX_DURATION_SECONDS },
+    REGIONS: { kind: 'list', item: /^[a-z]+(-[a-z]+)*-\d+$/, itemHelp: 'region codes such as us-east-1' },
+  },
+});
 
 /** Parses raw `LAMBDA_PROVIDER_<NAME>` values (names without the prefix); errors name the variable. */
 export function parseLambdaOptions(raw: Record<string, string>): LambdaOptions {
-  for (const k of Object.keys(raw)) {
-    if (!KNOWN.includes(k)) throw new Error(`${PREFIX}${k} is not an option of the lambda provider (known: ${KNOWN.map((n) => PREFIX + n).join(', ')})`);
-  }
-  const apiKey = raw.API_KEY?.trim();
-  if (!apiKey) throw new Error(`${PREFIX}API_KEY is required (create one in the Lambda Cloud dashboard under API keys)`);
-  if (/\s/.test(apiKey)) throw new Error(`${PREFIX}API_KEY must not contain whitespace`);
-  const apiUrl = raw.API_URL?.trim() || LAMBDA_DEFAULT_URL;
-  let url: URL;
-  try {
-    url = new URL(apiUrl);
-  } catch {
-    throw new Error(`${PREFIX}API_URL must be an http(s) origin such as ${LAMBDA_DEFAULT_URL}, got "${apiUrl}"`);
-  }
-  if (!['http:', 'https:'].includes(url.protocol) || (url.pathname !== '/' && url.pathname !== '') || url.search || url.hash) {
-    throw new Error(`${PREFIX}API_URL must be an http(s) origin without a path such as ${LAMBDA_DEFAULT_URL}, got "${apiUrl}"`);
-  }
-  let regions: string[] | null = null;
-  if (raw.REGIONS !== undefined) {
-    regions = raw.REGIONS.split(',').map((r) => r.trim()).filter(Boolean);
-    if (regions.length === 0 || regions.some((r) => !/^[a-z]+(-[a-z]+)*-\d+$/.test(r))) {
-      throw new Error(`${PREFIX}REGIONS must be a comma-separated list of region codes such as us-east-1, got "${raw.REGIONS}"`);
-    }
-  }
-  return {
-    apiKey,
-    apiUrl: url.origin,
-    sshPort: raw.SSH_PORT === undefined ? 22 : positiveInt(raw.SSH_PORT, 'SSH_PORT', 65535),
-    maximumDurationSeconds:
-      raw.MAX_DURATION_SECONDS === undefined ? LAMBDA_DEFAULT_MAX_DURATION_SECONDS : positiveInt(raw.MAX_DURATION_SECONDS, 'MAX_DURATION_SECONDS', 366 * 86400),
-    regions,
-    tuning: {},
-  };
+  const o = parseOptions(LAMBDA_OPTIONS, raw);
+  return { apiKey: o.API_KEY, apiUrl: o.API_URL, sshPort: o.SSH_PORT, maximumDurationSeconds: o.MAX_DURATION_SECONDS, regions: o.REGIONS, tuning: {} };
 }

@@ -1,4 +1,6 @@
 import type { Logger } from '../../src/logger.js';
+import { createWithLabel } from '../../src/providers/kit/create-steps.js';
+import { LabelLock } from '../../src/providers/kit/label-lock.js';
 import { ProviderApiError, SharedRead } from '../../src/providers/provider-http.js';
 import type {
   CreateResult,
@@ -9,12 +11,12 @@ import type {
   ProviderDeps,
   ProviderOffer,
 } from '../../src/providers/provider.js';
-import { describeFailure, failureError, LAMBDA_LIMITS, LambdaClient, type LambdaFailure } from './lambda-client.js';
-import { offersFromInstanceTypes, parseOfferKey } from './lambda-offers.js';
-import type { LambdaOptions } from './lambda-options.js';
-import { LambdaSshKeys } from './lambda-ssh-keys.js';
-import { lambdaState } from './lambda-states.js';
-import type { LambdaInstance, LambdaInstanceTypes } from './lambda-types.js';
+import { describeFailure, failureError, LAMBDA_LIMITS, LambdaClient, type LambdaFailure } from './client.js';
+import { offersFromInstanceTypes, parseOfferKey } from './offers.js';
+import type { LambdaOptions } from './options.js';
+import { LambdaSshKeys } from './ssh-keys.js';
+import { lambdaState } from './states.js';
+import type { LambdaInstance, LambdaInstanceTypes } from './types.js';
 
 /** The tag that carries our label: instance names can be edited in Lambda's dashboard, tags are ours. */
 export const LABEL_TAG_KEY = 'gpr-label';
@@ -55,7 +57,7 @@ export class LambdaProvider implements Provider {
   private readonly log: Logger;
   private readonly running: SharedRead<LambdaInstance[]>;
   // Two creates for one label in this process would each launch: the second waits for the first.
-  private readonly creating = new Map<string, Promise<CreateResult>>();
+  private readonly creating = new LabelLock();
 
   constructor(
     private readonly options: LambdaOptions,
@@ -76,12 +78,7 @@ export class LambdaProvider implements Provider {
   }
 
   create(label: string, offer: OfferRef, sshPublicKey: string): Promise<CreateResult> {
-    const before = this.creating.get(label) ?? Promise.resolve(undefined);
-    const run = before.catch(() => undefined).then(() => this.createOnce(label, offer, sshPublicKey));
-    this.creating.set(label, run);
-    return run.finally(() => {
-      if (this.creating.get(label) === run) this.creating.delete(label);
-    });
+    return this.creating.run(label, () => this.createOnce(label, offer, sshPublicKey));
   }
 
   private async createOnce(label: string, offer: OfferRef, publicKey: string): Promise<CreateResult> {
@@ -90,14 +87,16 @@ export class LambdaProvider implements Provider {
     if (!target) return { kind: 'rejected', reason: `offer key "${offer.key}" is not <instance type>@<region>` };
 
     // No idempotency key exists: an instance already carrying the label is this attempt's.
-    let existing: LambdaInstance | undefined;
-    try {
-      existing = matchLabel(await this.fetchInstances(), label);
-    } catch (err) {
-      return this.beforeLaunch('looking up the label', err);
-    }
-    if (existing) return { kind: 'created', instanceId: existing.id };
+    return createWithLabel({
+      label,
+      lookup: async () => matchLabel(await this.fetchInstances(), label) ?? null,
+      adopt: (existing) => ({ kind: 'created', instanceId: existing.id }),
+      send: () => this.launch(label, offer, target, publicKey),
+    });
+  }
 
+  /** Registers the label's SSH key, then launches; failures before the launch are Lambda's own step. */
+  private async launch(label: string, offer: OfferRef, target: { instanceType: string; region: string }, publicKey: string): Promise<CreateResult> {
     let key: { ok: true } | LambdaFailure;
     try {
       key = await this.keys.ensure(label, publicKey);
@@ -129,19 +128,16 @@ export class LambdaProvider implements Provider {
       return { kind: 'created', instanceId: id };
     }
     const reason = `launch ${offer.key}: ${describeFailure(r)}`;
-    switch (r.meaning.outcome) {
+    switch (r.rule.create) {
       case 'throttled':
         return { kind: 'throttled', reason, retryAfterMs: r.retryAfterMs ?? this.client.waitMs('launch') };
       case 'ambiguous':
         return { kind: 'ambiguous', reason };
       case 'unavailable':
-      case 'not-found':
-        // A 404 on launch names the instance type or region: this offer is gone.
-        await this.releaseAfterFailedLaunch(label);
-        return { kind: 'unavailable', reason };
       case 'rejected':
+        // Lambda said no for sure (a 404 on launch names the instance type or region: the offer is gone).
         await this.releaseAfterFailedLaunch(label);
-        return { kind: 'rejected', reason };
+        return { kind: r.rule.create, reason };
     }
   }
 
@@ -159,8 +155,8 @@ export class LambdaProvider implements Provider {
     }
     const f = failure as LambdaFailure;
     const reason = `${what} failed before any launch: ${describeFailure(f)}`;
-    if (f.meaning.outcome === 'unavailable') return { kind: 'unavailable', reason };
-    if (f.meaning.outcome === 'rejected' || f.meaning.outcome === 'not-found') return { kind: 'rejected', reason };
+    if (f.rule.read === 'gone' || f.rule.create === 'rejected') return { kind: 'rejected', reason };
+    if (f.rule.create === 'unavailable') return { kind: 'unavailable', reason };
     return { kind: 'throttled', reason, retryAfterMs: Math.max(f.retryAfterMs ?? 0, PRE_LAUNCH_RETRY_MS) };
   }
 
@@ -184,7 +180,7 @@ export class LambdaProvider implements Provider {
     // Not in the (possibly slightly older) list: only the instance's own answer may say gone.
     const r = await this.client.call<LambdaInstance>('api', 'GET', `/instances/${encodeURIComponent(instanceId)}`);
     if (r.ok) return this.info(r.data);
-    if (r.meaning.outcome === 'not-found') return { instanceId, label: '', state: 'gone', providerState: 'not found' };
+    if (r.rule.read === 'gone') return { instanceId, label: '', state: 'gone', providerState: 'not found' };
     throw failureError(`GET /instances/${instanceId}`, r);
   }
 
@@ -192,12 +188,12 @@ export class LambdaProvider implements Provider {
     // One id per call: an unknown id fails the whole batch.
     const r = await this.client.call<object>('api', 'POST', '/instance-operations/terminate', { instance_ids: [instanceId] });
     this.running.invalidate();
-    if (r.ok || r.meaning.outcome === 'not-found') return;
+    if (r.ok || r.rule.read === 'gone') return;
     // Lambda may refuse to terminate what is already terminating or terminated (its `actions`
     // mark terminate unavailable then): that is the outcome we asked for.
-    if (r.status === 400 && r.meaning.outcome === 'rejected') {
+    if (r.status === 400 && r.rule.create === 'rejected') {
       const now = await this.client.call<LambdaInstance>('api', 'GET', `/instances/${encodeURIComponent(instanceId)}`);
-      if (!now.ok && now.meaning.outcome === 'not-found') return;
+      if (!now.ok && now.rule.read === 'gone') return;
       if (now.ok && ['terminating', 'gone'].includes(lambdaState(now.data?.status))) return;
     }
     throw failureError(`terminate ${instanceId}`, r);

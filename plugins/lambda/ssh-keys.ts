@@ -1,7 +1,7 @@
 import type { Logger } from '../../src/logger.js';
 import { ProviderApiError } from '../../src/providers/provider-http.js';
-import { describeFailure, failureError, type LambdaClient, type LambdaFailure } from './lambda-client.js';
-import type { LambdaSshKey } from './lambda-types.js';
+import { describeFailure, failureError, type LambdaClient, type LambdaFailure } from './client.js';
+import type { LambdaSshKey } from './types.js';
 
 /** Key type and body of an OpenSSH public key line; the comment does not matter. */
 const keyBody = (line: string) => line.trim().split(/\s+/).slice(0, 2).join(' ');
@@ -31,7 +31,7 @@ export class LambdaSshKeys {
     const r = await this.client.call<LambdaSshKey>('api', 'POST', '/ssh-keys', { name, public_key: publicKey });
     if (r.ok) return { ok: true };
     // A retry after an ambiguous registration finds its own key; Lambda answers that as a bad request.
-    if (r.meaning.outcome !== 'rejected' || r.status !== 400) return r;
+    if (r.rule.create !== 'rejected' || r.status !== 400) return r;
     const existing = (await this.list()).find((k) => k.name === name);
     if (!existing) return r;
     if (keyBody(existing.public_key) === keyBody(publicKey)) return { ok: true };
@@ -46,7 +46,7 @@ export class LambdaSshKeys {
       const r = await this.client.call<object>('api', 'DELETE', `/ssh-keys/${encodeURIComponent(key.id)}`);
       if (r.ok) continue;
       // Deleted by a concurrent caller? Lambda answers an unknown key id with a 400, so ask again.
-      if (r.status !== 400 && r.meaning.outcome !== 'not-found') throw failureError(`DELETE /ssh-keys/${key.id}`, r);
+      if (r.status !== 400 && r.rule.read !== 'gone') throw failureError(`DELETE /ssh-keys/${key.id}`, r);
       this.log.info({ name, failure: describeFailure(r) }, 'lambda ssh key delete refused; checking whether it is gone');
       refused = true;
     }

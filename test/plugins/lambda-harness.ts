@@ -1,8 +1,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import lambdaPlugin from '../../plugins/lambda/index.js';
-import type { LambdaTuning } from '../../plugins/lambda/lambda-options.js';
-import type { LambdaProvider } from '../../plugins/lambda/lambda-provider.js';
+import type { LambdaTuning } from '../../plugins/lambda/options.js';
+import type { LambdaProvider } from '../../plugins/lambda/provider.js';
 import { systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import type { OfferRef, ProviderDeps } from '../../src/providers/provider.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import lambdaPlugin from '../../plugins/lambda/index.js';
-import type { LambdaTuning } from '../../plugins/lambda/lambda-options.js';
+import type { LambdaTuning } from '../../plugins/lambda/options.js';
 import { errorClassOf, ProviderApiError } from '../../src/providers/provider-http.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { makeLambdaHarness, type LambdaHarness } from './lambda-harness.js';

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { LambdaProvider, LABEL_TAG_KEY, matchLabel } from '../../plugins/lambda/lambda-provider.js';
-import type { LambdaInstance } from '../../plugins/lambda/lambda-types.js';
+import { LambdaProvider, LABEL_TAG_KEY, matchLabel } from '../../plugins/lambda/provider.js';
+import type { LambdaInstance } from '../../plugins/lambda/types.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec, sshProbe, type SshTarget } from '../../src/providers/ssh-probe.js';
 import { H100_OFFER_KEY, makeLambdaHarness, type LambdaHarness } from './lambda-harness.js';
-import { runProviderContract, waitFor, waitForRunning } from './provider-contract.js';
+import { runProviderContract, waitForRunning } from './provider-contract.js';
+import { waitFor } from '../helpers/process.js';
 
 runProviderContract('lambda', async () => {
   const h = await makeLambdaHarness();
@@ -162,7 +163,7 @@ describe(LambdaProvider.name, () => {
       const other = generateDeploymentKeyPair('other');
       const p = await h.newProvider();
       await h.provider.destroy((await h.provider.findByLabel(label))!.instanceId);
-      await waitFor('terminated', async () => ((await h.provider.findByLabel(label)) === null ? true : undefined));
+      await waitFor(async () => ((await h.provider.findByLabel(label)) === null ? true : undefined), 5000, 'terminated');
       const res = await p.create(label, h.offer(), other.publicKey);
       assert.equal(res.kind, 'rejected');
       assert.match((res as { reason: string }).reason, /different public key/);
@@ -206,7 +207,7 @@ describe(LambdaProvider.name, () => {
       assert.equal((await restarted.findByLabel(label))?.instanceId, instanceId);
       assert.equal((await restarted.get(instanceId)).state, 'running');
       await restarted.destroy(instanceId);
-      await waitFor('gone', async () => ((await restarted.get(instanceId)).state === 'gone' ? true : undefined));
+      await waitFor(async () => ((await restarted.get(instanceId)).state === 'gone' ? true : undefined), 5000, 'gone');
       await restarted.afterDestroyed(label);
       assert.deepEqual(h.fake.sshKeys(), []);
     });
@@ -223,8 +224,8 @@ describe(LambdaProvider.name, () => {
     it('deletes the deployment key once destruction is verified, idempotently', async () => {
       const { label, instanceId, target } = await launchRunning();
       await h.provider.destroy(instanceId);
-      await waitFor('gone', async () => ((await h.provider.get(instanceId)).state === 'gone' ? true : undefined));
-      await waitFor('SSH closed', async () => ((await sshProbe(target, { timeoutMs: 1000 })).ok ? undefined : true));
+      await waitFor(async () => ((await h.provider.get(instanceId)).state === 'gone' ? true : undefined), 5000, 'gone');
+      await waitFor(async () => ((await sshProbe(target, { timeoutMs: 1000 })).ok ? undefined : true), 5000, 'SSH closed');
       assert.equal(h.fake.sshKeys().filter((k) => k.name === label).length, 1);
       await h.provider.afterDestroyed(label);
       assert.deepEqual(h.fake.sshKeys(), []);
@@ -279,7 +280,7 @@ describe(LambdaProvider.name, () => {
     it('asks for the instance itself before calling an unlisted one gone', async () => {
       const { instanceId } = await launch();
       await h.provider.destroy(instanceId);
-      await waitFor('terminated', async () => (h.fake.instances()[0].status === 'terminated' ? true : undefined));
+      await waitFor(async () => (h.fake.instances()[0].status === 'terminated' ? true : undefined), 5000, 'terminated');
       await new Promise((r) => setTimeout(r, 250));
       const before = h.fake.calls.length;
       const info = await h.provider.get(instanceId);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import lambdaPlugin from '../../plugins/lambda/index.js';
-import type { LambdaOptions } from '../../plugins/lambda/lambda-options.js';
+import type { LambdaOptions } from '../../plugins/lambda/options.js';
 import runpodPlugin from '../../plugins/runpod/index.js';
 import { RunpodProvider } from '../../plugins/runpod/provider.js';
 import vastPlugin from '../../plugins/vast/index.js';
