@@ -3,10 +3,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { FakeMachine } from './fake-machine.js';
+import { isRuntimeUserAgent, resolveQuirks, type FakeBehaviour } from './recorded.js';
 import { DEFAULT_LAMBDA_INSTANCE_TYPES, type FakeLambdaInstanceTypeItem, type FakeLambdaRegion } from './lambda-fixtures.js';
+import { EDGE_403_HTML, LAMBDA_QUIRKS, lambdaRecorded, type LambdaQuirks } from './lambda-recorded.js';
 import { type FakeEndpoint, authorized, endpointOf, freePort, invalid, isReply, lambdaError, notFound, parseLaunch, parseNewKey, type Reply } from './lambda-wire.js';
 
 export type { FakeEndpoint };
+export type { LambdaQuirks } from './lambda-recorded.js';
+export type { FakeBehaviour } from './recorded.js';
 export type FakeFailure = '5xx' | 'hang' | '429' | 'drop';
 
 export type FakeLambdaStatus = 'booting' | 'active' | 'unhealthy' | 'terminating' | 'terminated' | 'preempted';
@@ -25,6 +29,10 @@ export interface FakeLambdaOptions {
    * sooner than this after the last accepted one answers 429. Off by default.
    */
   limits?: { apiIntervalMs: number; launchIntervalMs: number };
+  /** `documented` (default) or `recorded`: see {@link LambdaQuirks} for what `recorded` changes. */
+  behaviour?: FakeBehaviour;
+  /** Single quirks on or off over what `behaviour` implies. */
+  quirks?: Partial<LambdaQuirks>;
 }
 
 interface StoredInstance {
@@ -53,7 +61,8 @@ const hexId = () => randomBytes(16).toString('hex');
  * with Lambda's `{data}` / `{error:{code,message,suggestion}}` envelopes and codes. Each launched
  * instance becomes a {@link FakeMachine} (user `ubuntu`) that admits only the registered key
  * named at launch. Every machine listens on the same port number `sshPort`, each on its own
- * loopback address (its `ip`), as real instances all answer on 22.
+ * loopback address (its `ip`), as real instances all answer on 22. With `behaviour: 'recorded'`
+ * (or single `quirks`) it answers as the live API was recorded instead: see {@link LambdaQuirks}.
  */
 export class FakeLambdaApi {
   /** Every request in arrival order, with the status answered (absent while hanging or when dropped). */
@@ -73,6 +82,8 @@ export class FakeLambdaApi {
   private nextHost: number;
   private readonly limits?: FakeLambdaOptions['limits'];
   private closed = false;
+  /** The recorded deviations in force; change one with `setQuirk`. */
+  readonly quirks: LambdaQuirks;
 
   private constructor(
     private readonly server: Server,
@@ -85,6 +96,9 @@ export class FakeLambdaApi {
     this.bootMs = opts.bootMs ?? 100;
     this.terminateMs = opts.terminateMs ?? 50;
     this.limits = opts.limits;
+    this.quirks = resolveQuirks<LambdaQuirks>(LAMBDA_QUIRKS, opts.behaviour, opts.quirks);
+    // A missing fixture fails the start, not a request in the middle of a test.
+    lambdaRecorded();
     // A random block of 127/8 per fake, so parallel runs rarely meet on one address.
     this.nextHost = (1 + Math.floor(Math.random() * 250)) * 65536 + Math.floor(Math.random() * 256) * 256 + 1;
   }
@@ -151,6 +165,11 @@ export class FakeLambdaApi {
     this.mustGet(instanceId).name = name;
   }
 
+  /** Turns one recorded deviation on, off, or to a setting while the fake runs. */
+  setQuirk<K extends keyof LambdaQuirks & string>(name: K, setting: LambdaQuirks[K]): void {
+    this.quirks[name] = setting;
+  }
+
   /** Forces a status (unhealthy, preempted, ...); the machine stays as it is. */
   setStatus(instanceId: string, status: FakeLambdaStatus): void {
     this.mustGet(instanceId).status = status;
@@ -198,6 +217,10 @@ export class FakeLambdaApi {
     for await (const chunk of req) raw += chunk;
     if (this.closed) return void res.socket?.destroy();
     const endpoint = endpointOf(method, path);
+    if (this.quirks.edgeHtml403 && isRuntimeUserAgent(req.headers['user-agent'])) {
+      res.writeHead(403, { 'Content-Type': 'text/html; charset=UTF-8' }).end(EDGE_403_HTML);
+      return;
+    }
     if (this.rateLimited.on) {
       const headers: Record<string, string> = { 'Content-Type': 'text/plain' };
       if (this.rateLimited.retryAfterSeconds !== undefined) headers['Retry-After'] = String(this.rateLimited.retryAfterSeconds);
@@ -323,8 +346,16 @@ export class FakeLambdaApi {
   }
 
   private launch(body: Record<string, unknown>): Reply | 'hang' {
+    const recorded = lambdaRecorded();
+    if (this.quirks.launchQuantity && typeof body.quantity === 'number' && body.quantity > 1) {
+      return lambdaError(400, recorded.quantity.code, recorded.quantity.message);
+    }
     const req = parseLaunch(body);
     if (isReply(req)) return req;
+    const limit = this.quirks.instanceLimit;
+    if (limit !== false && [...this.store.values()].filter((i) => i.status !== 'terminated').length >= (limit === true ? 10 : limit)) {
+      return lambdaError(400, recorded.tooMany.code, recorded.tooMany.message);
+    }
     const item = this.types[req.typeName];
     if (!item) return notFound(`Instance type ${req.typeName} does not exist.`);
     const key = this.keys.find((k) => k.name === req.keyName);
@@ -387,6 +418,11 @@ export class FakeLambdaApi {
     // One unknown id fails the whole batch, and nothing in it is terminated.
     const unknown = ids.find((id) => !this.store.has(id));
     if (unknown) return notFound(`Instance ${unknown} not found.`);
+    const again = this.quirks.globalUnknown;
+    if (again !== false && ids.some((id: string) => this.store.get(id)!.status === 'terminating')) {
+      const { code, message } = lambdaRecorded().globalUnknown;
+      return lambdaError(again === true ? 500 : again, code, message);
+    }
     const out = ids.map((id: string) => {
       const inst = this.store.get(id)!;
       if (inst.status !== 'terminated' && inst.status !== 'terminating') {

@@ -3,10 +3,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { FakeMachine } from './fake-machine.js';
-import { catalogEntry, FAKE_RUNPOD_GPUS, placeable, type FakeRunpodGpu } from './runpod-catalog.js';
+import { isRuntimeUserAgent, resolveQuirks, type FakeBehaviour } from './recorded.js';
+import { catalogEntry, FAKE_RUNPOD_GPUS, forwardCompatible, hostCuda, placeable, type FakeRunpodGpu } from './runpod-catalog.js';
+import { cloudflare1010Body, compareCuda, imageCuda, isImageReference, RUNPOD_QUIRKS, type RunpodQuirks } from './runpod-recorded.js';
 import { validateCreatePod } from './runpod-validation.js';
 
 export { FAKE_RUNPOD_GPUS, type FakeRunpodGpu } from './runpod-catalog.js';
+export type { RunpodQuirks } from './runpod-recorded.js';
+export type { FakeBehaviour } from './recorded.js';
 
 export type RunpodEndpoint = 'create' | 'get' | 'list' | 'destroy' | 'offers';
 export type RunpodFailure = '5xx' | 'hang' | '429' | 'drop';
@@ -35,6 +39,10 @@ export interface FakeRunpodOptions {
   quotaPerMinute?: number;
   /** `Retry-After` seconds on the fake's 429s. Default 1. */
   retryAfterSeconds?: number;
+  /** `documented` (default) or `recorded`: see {@link RunpodQuirks} for what `recorded` changes. */
+  behaviour?: FakeBehaviour;
+  /** Single quirks on or off over what `behaviour` implies. */
+  quirks?: Partial<RunpodQuirks>;
 }
 
 interface PodRecord {
@@ -48,6 +56,12 @@ interface PodRecord {
   directSshDelayMs: number;
   forced?: FakePodStatus;
   machine: FakeMachine;
+  /** Creation order, for list cursors that survive deletes. */
+  seq: number;
+  /** The host driver's CUDA version the pod was placed on. */
+  hostCuda: string;
+  /** The container cannot start on that host: `ssh.direct` never appears. */
+  neverStarts: boolean;
 }
 
 const TITLES: Record<number, string> = {
@@ -69,7 +83,8 @@ const TITLES: Record<number, string> = {
  * list, delete): bearer auth, RFC 9457 problem documents, RateLimit headers and 429 with
  * Retry-After, 422 for unknown body fields, the observed false "no instances" 400 when
  * `gpu.count` is left out, and RUNNING reported before `ssh.direct`. Each pod is a FakeMachine
- * (user root) admitting only the key in `env.PUBLIC_KEY`.
+ * (user root) admitting only the key in `env.PUBLIC_KEY`. With `behaviour: 'recorded'` (or single
+ * `quirks`) it answers as the live API was recorded instead: see {@link RunpodQuirks}.
  */
 export class FakeRunpodApi {
   readonly calls: { method: string; path: string; query: string; body?: unknown; userAgent?: string }[] = [];
@@ -82,6 +97,10 @@ export class FakeRunpodApi {
   private readonly orphans: FakeMachine[] = [];
   private readonly failures = new Map<RunpodEndpoint, (RunpodFailure | ScriptedProblem)[]>();
   private readonly blocked = new Set<string>();
+  private readonly missingImages = new Set<string>();
+  private nextSeq = 1;
+  /** The recorded deviations in force; change one with `setQuirk`. */
+  readonly quirks: RunpodQuirks;
   private bootMs: number;
   private directSshDelayMs: number;
   private allLimited = false;
@@ -96,6 +115,9 @@ export class FakeRunpodApi {
     this.directSshDelayMs = opts.directSshDelayMs ?? 150;
     this.window.quota = opts.quotaPerMinute ?? 100_000;
     this.retryAfterSeconds = opts.retryAfterSeconds ?? 1;
+    this.quirks = resolveQuirks<RunpodQuirks>(RUNPOD_QUIRKS, opts.behaviour, opts.quirks);
+    // A missing fixture fails the start, not a request in the middle of a test.
+    cloudflare1010Body();
     this.server = createServer((req, res) => {
       this.handle(req, res).catch((err: Error) => this.problem(res, 500, `fake failure: ${err.message}`));
     });
@@ -181,6 +203,17 @@ export class FakeRunpodApi {
     if (p) p.forced = status;
   }
 
+  /** Turns one recorded deviation on, off, or to a setting while the fake runs. */
+  setQuirk<K extends keyof RunpodQuirks & string>(name: K, setting: RunpodQuirks[K]): void {
+    this.quirks[name] = setting;
+  }
+
+  /** The registry has no such image (or tag): with `badImageTag`, creates naming it get the image 400. */
+  missingImage(image: string, on = true): void {
+    if (on) this.missingImages.add(image);
+    else this.missingImages.delete(image);
+  }
+
   /** Replaces the catalog. */
   setGpus(gpus: FakeRunpodGpu[]): void {
     this.gpus = gpus.map((g) => ({ ...g }));
@@ -241,6 +274,12 @@ export class FakeRunpodApi {
     this.calls.push({ method, path: url.pathname, query: url.search, body, userAgent: req.headers['user-agent'] });
 
     const route = this.route(method, url.pathname);
+    if (this.quirks.userAgentGate && isRuntimeUserAgent(req.headers['user-agent'])) {
+      // The edge answers before the API sees the request: no problem document, no RateLimit headers.
+      res.writeHead(403, { 'Content-Type': 'text/plain; charset=UTF-8', Server: 'cloudflare' });
+      res.end(cloudflare1010Body());
+      return;
+    }
     if (req.headers.authorization !== `Bearer ${this.apiKey}`) {
       this.problem(res, 401, req.headers.authorization?.startsWith('Bearer ') ? 'invalid api key' : 'missing bearer token');
       return;
@@ -268,7 +307,7 @@ export class FakeRunpodApi {
       case 'offers':
         return this.catalog(url, res);
       case 'list':
-        return this.json(res, 200, { pods: [...this.pods.values()].filter((p) => this.statusOf(p).status !== 'TERMINATED').map((p) => this.podJson(p)) });
+        return this.list(url, res);
       case 'get': {
         const p = this.pods.get(route.id);
         return p ? this.json(res, 200, this.podJson(p)) : this.problem(res, 404, 'pod not found');
@@ -333,6 +372,19 @@ export class FakeRunpodApi {
     const max = gpu.maxCount[cloud === 'SECURE' ? 'secure' : 'community'];
     if (b.gpu.count > max) return this.problem(res, 400, `gpu.count ${b.gpu.count} exceeds the maximum of ${max} for ${gpu.id} in the ${cloud} cloud`);
     if (this.blocked.has(gpu.id) || !placeable(gpu, b.gpu.count, cloud)) return this.problem(res, 400, NO_INSTANCES_DETAIL);
+    const { allowedCudaVersions: allowed = [], minCudaVersion: min } = b.gpu as { allowedCudaVersions?: string[]; minCudaVersion?: string };
+    if (allowed.length > 0 && min !== undefined) return this.problem(res, 400, 'gpu.allowedCudaVersions and gpu.minCudaVersion are mutually exclusive');
+    // Documented: matching is exact, and a version no host has is a capacity error, not a fallback.
+    const hosts = hostCuda(gpu).filter((v) => (allowed.length === 0 || allowed.includes(v)) && (min === undefined || compareCuda(v, min) >= 0));
+    if (hosts.length === 0) return this.problem(res, 400, NO_INSTANCES_DETAIL);
+    const image = typeof b.image === 'string' ? b.image : '';
+    if (this.quirks.badImageTag && (this.missingImages.has(image) || !isImageReference(image))) {
+      return this.problem(res, 400, `image "${image}" could not be pulled: manifest unknown`, { title: 'Invalid Image' });
+    }
+    // The scheduler is free to pick any host that satisfies the request; the oldest is the case that bites.
+    const placedOn = hosts[0];
+    const needs = imageCuda(image);
+    const neverStarts = !!this.quirks.cudaMismatch && !forwardCompatible(gpu) && needs !== null && compareCuda(needs, placedOn) > 0;
 
     // The official images write PUBLIC_KEY (one key a line) into root's authorized_keys.
     const keys = (b.env?.PUBLIC_KEY ?? '').split('\n').map((k) => k.trim()).filter(Boolean);
@@ -345,10 +397,46 @@ export class FakeRunpodApi {
     });
     for (const k of keys.slice(1)) machine.authorize(k);
     const id = randomBytes(7).toString('hex').replace(/[0-9]/g, (d) => 'abcdefghij'[Number(d)]).slice(0, 14);
-    const rec: PodRecord = { id, body: b, gpu, count: b.gpu.count, cloud, createdAt: Date.now(), bootMs: this.bootMs, directSshDelayMs: this.directSshDelayMs, machine };
+    const rec: PodRecord = {
+      id,
+      body: b,
+      gpu,
+      count: b.gpu.count,
+      cloud,
+      createdAt: Date.now(),
+      bootMs: this.bootMs,
+      directSshDelayMs: this.directSshDelayMs,
+      machine,
+      seq: this.nextSeq++,
+      hostCuda: placedOn,
+      neverStarts,
+    };
     this.pods.set(id, rec);
     if (this.hangCreates) return;
     this.json(res, 201, this.podJson(rec));
+  }
+
+  /** `GET /v2/pods`: one page of everything (documented), or cursor pages (`cursorPaging`). */
+  private list(url: URL, res: ServerResponse): void {
+    const live = [...this.pods.values()].filter((p) => this.statusOf(p).status !== 'TERMINATED').sort((a, b) => a.seq - b.seq);
+    const paging = this.quirks.cursorPaging;
+    if (!paging) return this.json(res, 200, { pods: live.map((p) => this.podJson(p)) });
+    const size = paging === true ? 2 : paging;
+    const limitParam = url.searchParams.get('limit');
+    if (limitParam !== null && !/^[1-9]\d*$/.test(limitParam)) return this.problem(res, 422, 'limit: must be an integer >= 1');
+    const limit = Math.min(size, limitParam === null ? size : Number(limitParam));
+    let after = 0;
+    const cursor = url.searchParams.get('cursor');
+    if (cursor !== null) {
+      // Opaque to clients; here the creation number of the last pod served, so deletes never skip a pod.
+      const m = /^c(\d+)$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+      if (!m) return this.problem(res, 400, 'cursor: invalid or expired');
+      after = Number(m[1]);
+    }
+    const rest = live.filter((p) => p.seq > after);
+    const page = rest.slice(0, limit);
+    const nextCursor = rest.length > page.length ? Buffer.from(`c${page[page.length - 1].seq}`).toString('base64url') : null;
+    this.json(res, 200, { pods: page.map((p) => this.podJson(p)), pagination: { nextCursor } });
   }
 
   private statusOf(p: PodRecord): { status: FakePodStatus; direct: boolean } {
@@ -357,7 +445,7 @@ export class FakeRunpodApi {
     if (t < p.bootMs / 2) return { status: 'PROVISIONING', direct: false };
     if (t < p.bootMs) return { status: 'STARTING', direct: false };
     const published = ((p.body.ports ?? []) as string[]).includes('22/tcp');
-    return { status: 'RUNNING', direct: published && t >= p.bootMs + p.directSshDelayMs };
+    return { status: 'RUNNING', direct: published && !p.neverStarts && t >= p.bootMs + p.directSshDelayMs };
   }
 
   private podJson(p: PodRecord): Record<string, unknown> {
@@ -389,17 +477,26 @@ export class FakeRunpodApi {
       gpu: { id: p.gpu.id, count: p.count },
       cloud: p.cloud,
       dataCenterId: placed ? p.gpu.dataCenterId : null,
-      cudaVersion: placed ? '12.4' : null,
-      ssh: {
-        // The proxy carries an interactive shell only; the plugin must never hand it out.
-        proxy: placed ? { host: 'ssh.runpod.io', port: 22, username: proxyUser, command: `ssh ${proxyUser}@ssh.runpod.io` } : null,
-        direct: direct ? { host: '127.0.0.1', port: p.machine.port, username: 'root', command: `ssh root@127.0.0.1 -p ${p.machine.port}` } : null,
-      },
+      cudaVersion: placed ? p.hostCuda : null,
+      ...(this.quirks.podWithoutSsh && !direct
+        ? {}
+        : {
+            ssh: {
+              // The proxy carries an interactive shell only; the plugin must never hand it out.
+              proxy: placed ? { host: 'ssh.runpod.io', port: 22, username: proxyUser, command: `ssh ${proxyUser}@ssh.runpod.io` } : null,
+              direct: direct ? { host: '127.0.0.1', port: p.machine.port, username: 'root', command: `ssh root@127.0.0.1 -p ${p.machine.port}` } : null,
+            },
+          }),
       template: null,
       cost: billed ? Math.round(p.gpu.price[p.cloud === 'SECURE' ? 'secure' : 'community'] * p.count * 100) / 100 : 0,
       locked: false,
       globalNetworking: { enabled: false },
-      runtime: status === 'RUNNING' ? { uptime: Math.floor((Date.now() - p.createdAt - p.bootMs) / 1000), ports: direct ? [{ private: 22, public: p.machine.port, type: 'tcp', ip: '127.0.0.1' }] : [] } : null,
+      runtime:
+        status === 'RUNNING'
+          ? { uptime: Math.floor((Date.now() - p.createdAt - p.bootMs) / 1000), ports: direct ? [{ private: 22, public: p.machine.port, type: 'tcp', ip: '127.0.0.1' }] : [] }
+          : this.quirks.podWithoutSsh
+            ? {}
+            : null,
       createdAt: new Date(p.createdAt).toISOString(),
       startedAt: status === 'RUNNING' ? new Date(p.createdAt + p.bootMs).toISOString() : null,
     };

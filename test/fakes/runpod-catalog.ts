@@ -17,7 +17,21 @@ export interface FakeRunpodGpu {
   /** Largest count placeable right now (default `maxCount`); larger counts read NONE and fail to create. */
   stock?: number;
   dataCenterId: string;
+  /** CUDA versions (`major.minor`) of the host drivers in stock, oldest first. Default {@link DEFAULT_HOST_CUDA}. */
+  cudaVersions?: string[];
 }
+
+/** Host drivers when a GPU names none: an older one still in the fleet, and current ones. */
+export const DEFAULT_HOST_CUDA = ['12.2', '12.4', '12.8'];
+
+/** Host CUDA versions of a GPU type, oldest first. */
+export const hostCuda = (g: FakeRunpodGpu): string[] => g.cudaVersions ?? DEFAULT_HOST_CUDA;
+
+/**
+ * Data-center cards run images built for a newer CUDA than their driver (forward compatibility);
+ * GeForce cards cannot, so an image newer than the host's driver never starts there.
+ */
+export const forwardCompatible = (g: FakeRunpodGpu): boolean => g.manufacturer === 'NVIDIA' && !/geforce/i.test(g.name);
 
 /** The default catalog: three GPUs with stock and one with none. */
 export const FAKE_RUNPOD_GPUS: FakeRunpodGpu[] = [
@@ -90,7 +104,7 @@ export function catalogEntry(g: FakeRunpodGpu, withAvailability: boolean, count:
   entry.availability = availability;
   if (availability !== 'NONE') {
     entry.dataCenters = [{ id: g.dataCenterId, name: g.dataCenterId, availability }];
-    entry.cudaVersions = [{ version: '12.4', availability }];
+    entry.cudaVersions = hostCuda(g).map((version) => ({ version, available: true }));
   }
   return entry;
 }

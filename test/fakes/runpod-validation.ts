@@ -23,6 +23,7 @@ const TOP_LEVEL = new Set([
 ]);
 const GPU_FIELDS = new Set(['id', 'count', 'allowedCudaVersions', 'minCudaVersion']);
 const CPU_FIELDS = new Set(['id', 'vcpuCount']);
+const CUDA = /^\d+\.\d+$/;
 
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 const isStringArray = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'string');
@@ -55,6 +56,10 @@ export function validateCreatePod(body: unknown): string[] {
       errors.push(...unknownFields('$.gpu', body.gpu, GPU_FIELDS));
       if (typeof body.gpu.id !== 'string') errors.push("$.gpu: missing property 'id'");
       if (body.gpu.count !== undefined && !(Number.isInteger(body.gpu.count) && (body.gpu.count as number) >= 1)) errors.push('$.gpu.count: expected integer >= 1');
+      // RunPod accepts CUDA host constraints on a GPU pod (`CreateGpuConfig`), as `major.minor`.
+      const { allowedCudaVersions: allowed, minCudaVersion: min } = body.gpu;
+      if (allowed !== undefined && !(isStringArray(allowed) && (allowed as string[]).every((v) => CUDA.test(v)))) errors.push('$.gpu.allowedCudaVersions: expected array of "major.minor" strings');
+      if (min !== undefined && !(typeof min === 'string' && CUDA.test(min))) errors.push('$.gpu.minCudaVersion: expected a "major.minor" string');
     }
   }
   if (body.cpu !== undefined) {

@@ -3,9 +3,27 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { FakeMachine } from './fake-machine.js';
+import { resolveQuirks, VariantCycle, type FakeBehaviour } from './recorded.js';
 import { FAKE_VAST_OFFERS, type FakeVastOffer } from './vast-fixtures.js';
+import {
+  afterDestroyBody,
+  BANDWIDTH_BILLED_OFFER,
+  bandwidthFields,
+  destroyedView,
+  goneInstanceReply,
+  REPRICED_OFFER,
+  repricedDph,
+  startFailureSteps,
+  takenAskBody,
+  VAST_QUIRKS,
+  vastRecorded,
+  type VastQuirks,
+  type VastStartFailure,
+} from './vast-recorded.js';
 
 export { FAKE_VAST_OFFERS, type FakeVastOffer };
+export type { FakeBehaviour } from './recorded.js';
+export { BANDWIDTH_BILLED_OFFER, recordedVastOffer, REPRICED_OFFER, type VastQuirks, type VastStartFailure } from './vast-recorded.js';
 
 export interface FakeVastInstance {
   id: number;
@@ -27,6 +45,8 @@ export interface FakeVastInstance {
   dph_total: number;
   geolocation: string | null;
   start_date: number;
+  /** Set when a start fails (recorded forms only). */
+  status_msg?: string | null;
 }
 
 /** The call a fake endpoint serves, for `failNext`. */
@@ -48,6 +68,10 @@ export interface FakeVastOptions {
   offers?: FakeVastOffer[];
   /** How long new instances stay `loading` (default 100 ms). */
   bootMs?: number;
+  /** `documented` (default) or `recorded`: see {@link VastQuirks} for what `recorded` changes. */
+  behaviour?: FakeBehaviour;
+  /** Single quirks on or off over what `behaviour` implies. */
+  quirks?: Partial<VastQuirks>;
 }
 
 export interface FakeVastCall {
@@ -94,7 +118,9 @@ function matches(value: unknown, cond: unknown): boolean {
  * files (paths with trailing slashes, Bearer auth, `{success,error,msg}` bodies) and as observed
  * (a wrong key answers 404 `auth_error`; 429 is plain text without Retry-After; the v0 instance
  * list answers 410). Every instance is a real SSH server on 127.0.0.1 (user root) that lets in
- * only keys attached with `POST /api/v0/instances/{id}/ssh/`.
+ * only keys attached with `POST /api/v0/instances/{id}/ssh/`. With `behaviour: 'recorded'` (or
+ * single `quirks`) it answers as the live API was recorded instead: see {@link VastQuirks}, and
+ * `breakStarts` / `reprice` for instances that never start or cost more than their offer.
  */
 export class FakeVastApi {
   readonly calls: FakeVastCall[] = [];
@@ -111,16 +137,37 @@ export class FakeVastApi {
   private limitAll = false;
   private hangAfterCreate = false;
   private closed = false;
+  /** Instances destroyed through the API, as they were: what show-instance answers for them in recorded forms. */
+  private readonly destroyed = new Map<number, FakeVastInstance>();
+  private readonly startFailures = new Map<string, VastStartFailure>();
+  private readonly repricing = new Map<string, number>();
+  private readonly cycles = {
+    takenAsk: new VariantCycle<'msg' | 'error-field'>(['msg', 'error-field']),
+    goneInstance: new VariantCycle<'404' | '200'>(['404', '200']),
+    afterDestroy: new VariantCycle<'null' | 'empty-array' | 'destroyed'>(['null', 'empty-array', 'destroyed']),
+  };
+  /** The recorded deviations in force; change one with `setQuirk`. */
+  readonly quirks: VastQuirks;
   url = '';
 
   private constructor(
     private readonly server: Server,
     readonly apiKey: string,
-  ) {}
+    opts: FakeVastOptions,
+  ) {
+    this.quirks = resolveQuirks<VastQuirks>(VAST_QUIRKS, opts.behaviour, opts.quirks);
+  }
 
   static async start(opts: FakeVastOptions = {}): Promise<FakeVastApi> {
+    // A missing or malformed fixture fails here rather than in the middle of a test.
+    vastRecorded();
     const server = createServer();
-    const fake = new FakeVastApi(server, opts.apiKey ?? `vast-${randomBytes(16).toString('hex')}`);
+    const fake = new FakeVastApi(server, opts.apiKey ?? `vast-${randomBytes(16).toString('hex')}`, opts);
+    if (fake.quirks.bandwidthCost) fake.offers.push({ ...BANDWIDTH_BILLED_OFFER });
+    if (fake.quirks.repriced) {
+      fake.offers.push({ ...REPRICED_OFFER });
+      fake.repricing.set(String(REPRICED_OFFER.id), repricedDph(REPRICED_OFFER.dph_total));
+    }
     if (opts.offers) fake.offers = structuredClone(opts.offers);
     if (opts.bootMs !== undefined) fake.bootMs = opts.bootMs;
     server.on('request', (req, res) => void fake.handle(req, res));
@@ -147,6 +194,26 @@ export class FakeVastApi {
   noCapacity(askIdOrGpuName: string, on = true): void {
     if (on) this.noCapacityFor.add(askIdOrGpuName);
     else this.noCapacityFor.delete(askIdOrGpuName);
+  }
+
+  /** Turns one recorded deviation on, off, or to one of its forms while the fake runs. */
+  setQuirk<K extends keyof VastQuirks & string>(name: K, setting: VastQuirks[K]): void {
+    this.quirks[name] = setting;
+  }
+
+  /**
+   * Instances created from this ask id, GPU name or image never start, the way Vast reports it
+   * (see {@link VastStartFailure}); `null` lets them start again.
+   */
+  breakStarts(askIdGpuNameOrImage: string, kind: VastStartFailure | null): void {
+    if (kind) this.startFailures.set(askIdGpuNameOrImage, kind);
+    else this.startFailures.delete(askIdGpuNameOrImage);
+  }
+
+  /** Instances created from this ask id or GPU name report this `dph_total` instead of the offer's; `null` undoes it. */
+  reprice(askIdOrGpuName: string, dphTotal: number | null): void {
+    if (dphTotal === null) this.repricing.delete(askIdOrGpuName);
+    else this.repricing.set(askIdOrGpuName, dphTotal);
   }
 
   /** Sets an instance's `actual_status` as its host would report it (e.g. `exited`, `offline`). */
@@ -270,7 +337,7 @@ export class FakeVastApi {
     if (method === 'GET' && path === '/api/v1/instances/') return { endpoint: 'list', serve: (_b, q) => this.list(q) };
     if (method === 'PUT' && (m = path.match(/^\/api\/v0\/asks\/(\d+)\/$/))) return { endpoint: 'create', serve: (b) => this.create(Number(m![1]), b) };
     if (method === 'POST' && (m = path.match(/^\/api\/v0\/instances\/(\d+)\/ssh\/$/))) return { endpoint: 'attach', serve: (b) => this.attach(Number(m![1]), b) };
-    if (method === 'GET' && (m = path.match(/^\/api\/v0\/instances\/(\d+)\/$/))) return { endpoint: 'get', serve: () => json(200, { instances: this.records.get(Number(m![1]))?.inst ?? null }) };
+    if (method === 'GET' && (m = path.match(/^\/api\/v0\/instances\/(\d+)\/$/))) return { endpoint: 'get', serve: () => this.show(Number(m![1])) };
     if (method === 'DELETE' && (m = path.match(/^\/api\/v0\/instances\/(\d+)\/$/))) return { endpoint: 'destroy', serve: () => this.destroy(Number(m![1])) };
     return null;
   }
@@ -280,9 +347,13 @@ export class FakeVastApi {
     const { limit, type, order, allocated_storage: _storage, ...filters } = body as Record<string, unknown>;
     if (type !== undefined && !['ondemand', 'on-demand', 'bid', 'reserved'].includes(type as string)) return vastError(400, 'invalid_request', `invalid type ${String(type)}`);
     const defaults = { verified: { eq: true }, rentable: { eq: true }, rented: { eq: false } };
+    // Raw offers carry `verification` only; Vast's `verified` search key reads it.
+    const field = (o: FakeVastOffer, k: string) => (k === 'verified' && o.verified === undefined ? o.verification === 'verified' : (o as unknown as Record<string, unknown>)[k]);
     let out: FakeVastOffer[];
     try {
-      out = this.offers.filter((o) => Object.entries({ ...defaults, ...filters }).every(([k, c]) => matches((o as unknown as Record<string, unknown>)[k], c)));
+      out = this.offers.filter((o) => Object.entries({ ...defaults, ...filters }).every(([k, c]) => matches(field(o, k), c)));
+      // Live offers price bandwidth apart from dph_total (search-offers-raw-rtx4090.json).
+      if (this.quirks.bandwidthCost) out = out.map((o) => ({ ...bandwidthFields(), ...o }));
     } catch (err) {
       return vastError(400, 'invalid_request', (err as Error).message);
     }
@@ -295,13 +366,13 @@ export class FakeVastApi {
   private async create(askId: number, body: unknown): Promise<Reply | 'hang'> {
     const b = (body ?? {}) as Record<string, unknown>;
     const ask = this.offers.find((o) => o.id === askId && o.rentable);
-    if (!ask) return vastError(404, 'invalid_args', `error 404/3603: no_such_ask Instance type by id ${askId} is not available.`, { ask_id: askId });
+    if (!ask) return this.takenAsk(askId, vastError(404, 'invalid_args', `error 404/3603: no_such_ask Instance type by id ${askId} is not available.`, { ask_id: askId }));
     if (typeof b.image !== 'string' || !b.image || b.image.length > 1024) return vastError(400, 'invalid_args', "error 400/3467: Invalid args: 'image' is required", { ask_id: askId });
     if (b.label !== undefined && (typeof b.label !== 'string' || b.label.length > 256)) return vastError(400, 'invalid_args', 'error 400/3467: Invalid args: label too long', { ask_id: askId });
     if (b.disk !== undefined && (typeof b.disk !== 'number' || b.disk < 8 || b.disk > ask.disk_space)) return vastError(400, 'invalid_args', 'error 400/3467: Invalid args: disk', { ask_id: askId });
     const full = this.noCapacityFor.has(String(askId)) || this.noCapacityFor.has(ask.gpu_name);
     // The documented default is true for on-demand; only an explicit false leaves a stopped instance.
-    if (full && b.cancel_unavail !== false) return vastError(410, 'no_such_ask', `error 410/3907: no_such_ask Instance type ${askId} is no longer available.`, { ask_id: askId });
+    if (full && b.cancel_unavail !== false) return this.takenAsk(askId, vastError(410, 'no_such_ask', `error 410/3907: no_such_ask Instance type ${askId} is no longer available.`, { ask_id: askId }));
     const id = this.nextId++;
     // Vast installs no key of ours at create: the machine's first key is one whose private half is
     // dropped here, so nobody gets in until a key is attached.
@@ -328,13 +399,17 @@ export class FakeVastApi {
       num_gpus: ask.num_gpus,
       gpu_ram: ask.gpu_ram,
       disk_space: typeof b.disk === 'number' ? b.disk : 10,
-      dph_total: ask.dph_total,
+      dph_total: this.repricing.get(String(askId)) ?? this.repricing.get(ask.gpu_name) ?? ask.dph_total,
       geolocation: ask.geolocation,
       start_date: Date.now() / 1000,
     };
     const rec: FakeRecord = { inst, machine, keys: [], createBody: b };
     this.records.set(id, rec);
-    if (!full) {
+    const failure = this.startFailures.get(String(askId)) ?? this.startFailures.get(ask.gpu_name) ?? this.startFailures.get(b.image);
+    if (!full && failure) {
+      inst.actual_status = 'loading';
+      this.failStart(rec, startFailureSteps(failure, b.image));
+    } else if (!full) {
       if (this.bootMs > 0) inst.actual_status = 'loading';
       const boot = () => {
         inst.actual_status = 'running';
@@ -372,7 +447,9 @@ export class FakeVastApi {
       if (!FILTERABLE.has(col)) return vastError(400, 'invalid_request', `Error in query parameters: ${col} is not a valid search key`);
     }
     const rawLimit = Number(q.get('limit') ?? 25);
-    const limit = rawLimit <= 0 || !Number.isFinite(rawLimit) ? 5 : Math.min(25, Math.floor(rawLimit));
+    const small = this.quirks.smallPages;
+    const cap = small === false ? 25 : small === true ? 2 : small;
+    const limit = rawLimit <= 0 || !Number.isFinite(rawLimit) ? Math.min(5, cap) : Math.min(cap, Math.floor(rawLimit));
     let after = 0;
     const token = q.get('after_token');
     if (token) {
@@ -406,10 +483,48 @@ export class FakeVastApi {
 
   private async destroy(id: number): Promise<Reply> {
     const rec = this.records.get(id);
-    if (!rec) return vastError(404, 'not_found', 'Instance not found');
+    if (!rec) {
+      // Recorded: "already gone" is `no_such_instance`, under 404 or under 200 (destroy-*-no-such-instance.json).
+      if (this.quirks.goneInstance) {
+        const gone = goneInstanceReply(this.cycles.goneInstance.next(this.quirks.goneInstance), id);
+        return json(gone.status, gone.body);
+      }
+      return vastError(404, 'not_found', 'Instance not found');
+    }
     clearTimeout(rec.timer);
     this.records.delete(id);
+    this.destroyed.set(id, { ...rec.inst });
     await rec.machine.close();
     return json(200, { success: true, msg: 'Instance destroyed successfully' });
+  }
+
+  /** Show-instance: the instance, or `null` once it is gone (documented); recorded forms after a destroy. */
+  private show(id: number): Reply {
+    const inst = this.records.get(id)?.inst;
+    if (inst) return json(200, { instances: inst });
+    const was = this.destroyed.get(id);
+    if (was && this.quirks.afterDestroy) {
+      // show-instance-null-after-destroy.json, show-instance-empty-array-after-destroy.json, show-instance-destroyed.json
+      const form = this.cycles.afterDestroy.next(this.quirks.afterDestroy);
+      return json(200, form === 'destroyed' ? { instances: destroyedView(was) } : afterDestroyBody(form));
+    }
+    return json(200, { instances: null });
+  }
+
+  /** A taken ask: the documented answer, or the recorded 400 (create-400-no-such-ask*.json). */
+  private takenAsk(askId: number, documented: Reply): Reply {
+    if (!this.quirks.takenAsk) return documented;
+    return json(400, takenAskBody(this.cycles.takenAsk.next(this.quirks.takenAsk), askId));
+  }
+
+  /** Walks an instance through the recorded steps of a start that fails, one boot interval each. */
+  private failStart(rec: FakeRecord, steps: ReturnType<typeof startFailureSteps>): void {
+    const [step, ...rest] = steps;
+    if (!step) return;
+    rec.timer = setTimeout(() => {
+      Object.assign(rec.inst, step.fields);
+      rec.inst.ports = step.running ? runningPorts(rec.machine.port) : null;
+      this.failStart(rec, rest);
+    }, Math.max(this.bootMs, 1) * (step.afterBoots ?? 1));
   }
 }

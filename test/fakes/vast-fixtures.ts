@@ -14,14 +14,21 @@ export interface FakeVastOffer {
   duration: number;
   geolocation: string | null;
   hosting_type: number;
-  verified: boolean;
+  /** Absent in raw search output (only `verification`); the fake's search derives it. */
+  verified?: boolean;
   verification: string;
   rentable: boolean;
   rented: boolean;
   reliability2: number;
+  /** USD per GB uploaded / downloaded, billed apart from `dph_total` (recorded mode). */
+  inet_up_cost?: number;
+  inet_down_cost?: number;
+  /** The same prices per TB. */
+  internet_up_cost_per_tb?: number;
+  internet_down_cost_per_tb?: number;
 }
 
-function offer(id: number, gpu: string, n: number, gpuRamMb: number, dph: number, extra: Partial<FakeVastOffer> = {}): FakeVastOffer {
+export function offer(id: number, gpu: string, n: number, gpuRamMb: number, dph: number, extra: Partial<FakeVastOffer> = {}): FakeVastOffer {
   return {
     id,
     ask_contract_id: id,
