@@ -1,27 +1,23 @@
+import { declareOptions, parseOptions } from '../../src/providers/kit/options.js';
 import type { ProviderPlugin } from '../../src/providers/provider.js';
 import { readInventoryFile } from './inventory.js';
 import { LocalProvider, type LocalOptions } from './local-provider.js';
 
-function flag(raw: string | undefined, name: string): boolean {
-  if (raw === undefined) return false;
-  const v = raw.trim().toLowerCase();
-  if (['true', '1', 'yes'].includes(v)) return true;
-  if (['false', '0', 'no'].includes(v)) return false;
-  throw new Error(`${name} must be true or false, got "${raw}"`);
-}
+/** The `LOCAL_PROVIDER_*` options. */
+export const LOCAL_OPTIONS = declareOptions({
+  providerId: 'local',
+  options: {
+    INVENTORY: { kind: 'string' },
+    ALLOW_PRODUCTION: { kind: 'flag' },
+  },
+});
 
 const plugin: ProviderPlugin<LocalOptions> = {
   id: 'local',
   description: 'Simulated GPU inventory; each instance is a real SSH endpoint on 127.0.0.1',
   validateOptions(raw) {
-    const known = ['INVENTORY', 'ALLOW_PRODUCTION'];
-    for (const k of Object.keys(raw)) {
-      if (!known.includes(k)) throw new Error(`LOCAL_PROVIDER_${k} is not an option of the local provider (known: ${known.map((n) => `LOCAL_PROVIDER_${n}`).join(', ')})`);
-    }
-    return {
-      inventoryPath: raw.INVENTORY,
-      allowProduction: flag(raw.ALLOW_PRODUCTION, 'LOCAL_PROVIDER_ALLOW_PRODUCTION'),
-    };
+    const o = parseOptions(LOCAL_OPTIONS, raw);
+    return { inventoryPath: o.INVENTORY, allowProduction: o.ALLOW_PRODUCTION };
   },
   async create(options, deps) {
     if (deps.production && !options.allowProduction) {
