@@ -56,7 +56,15 @@ export type CreateResult =
   | { kind: 'unavailable'; reason: string }
   | { kind: 'ambiguous'; reason: string }
   | { kind: 'throttled'; reason: string; retryAfterMs: number }
-  | { kind: 'rejected'; reason: string };
+  | {
+      kind: 'rejected';
+      reason: string;
+      /**
+       * What kind of error the host records as the provider's last error on `/api/v1/providers`:
+       * `auth` for a refused key, otherwise `request` (the default when absent).
+       */
+      errorClass?: ProviderErrorClass;
+    };
 
 /** Our states for a provider instance; each plugin maps its own states to these in one table. */
 export type InstanceState = 'pending' | 'running' | 'stopped' | 'failed' | 'terminating' | 'gone';
