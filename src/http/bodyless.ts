@@ -2,7 +2,7 @@ import type { Request } from 'express';
 import { AppError } from '../errors/app-error.js';
 
 /**
- * Action endpoints without a body (terminate, reveal) refuse a JSON Content-Type (SPEC.md,
+ * Action endpoints without a body (terminate, reveal) refuse a JSON Content-Type (docs/api.md,
  * Deployments), so a client that thinks it is sending parameters learns that nothing is read.
  */
 export function assertBodyless(req: Request): void {

@@ -8,7 +8,7 @@ import { IdempotencyRecord } from './idempotency-record.entity.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Validates an Idempotency-Key header; a missing or malformed key is a 400, per DESIGN.md. */
+/** Validates an Idempotency-Key header; a missing or malformed key is a 400 (docs/api.md, Idempotency). */
 export function requireIdempotencyKey(value: string | undefined, opts: { uuid?: boolean } = {}): string {
   if (value === undefined || value === '') throw new AppError('INVALID_REQUEST', 'The Idempotency-Key header is required.');
   if (opts.uuid) {

@@ -77,9 +77,9 @@ const HEADERS = {
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
 
 /**
- * Statuses SPEC.md declares for a route where this service has no case of its own: each keeps its
- * declaration (clients generated from the document handle it) and says plainly when it comes, or
- * that it does not and where the code does apply. Used only while the route's own description is
+ * Statuses the v1 contract (docs/api.md) declares for a route where this service has no case of
+ * its own: each keeps its declaration (clients generated from the document handle it) and says
+ * plainly when it comes, or that it does not and where the code does apply. Used only while the route's own description is
  * the generic "declared by the v1 contract" text, so a route that gains a real case keeps its words.
  */
 const CONTRACT_ONLY: Record<string, string> = {

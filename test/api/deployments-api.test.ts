@@ -56,7 +56,7 @@ describe('Deployments API', () => {
       assert.equal(bad.status, 422);
     });
 
-    it('returns one deployment in the SPEC shape; 404 for other keys of agents, other accounts and unknown ids', async () => {
+    it('returns one deployment in the contract shape; 404 for other keys of agents, other accounts and unknown ids', async () => {
       const { agent, sibling, owner } = await family();
       const stranger = await account(ctx, { creditsMinor: 1000 });
       const r = await rentOk(ctx, agent, { offerId });

@@ -38,7 +38,7 @@ describe('OpenAPI document and reference page', () => {
     assert.equal(doc.components.schemas.SignupRequest.additionalProperties, false);
   });
 
-  it('declares on every route at least the statuses SPEC.md lists for it, and integer types where SPEC.md says integer', async () => {
+  it('declares on every route at least the statuses the v1 contract lists for it (docs/api.md), and integer types where it says integer', async () => {
     const doc = (await ctx.api.get('/api/openapi.json')).body;
     const spec: [string, string, number[]][] = [
       ['/api/v1/signup', 'post', [201, 409, 422, 429, 503]],

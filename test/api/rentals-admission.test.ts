@@ -41,7 +41,7 @@ describe('POST /api/v1/rentals', () => {
   const deploymentRows = (accountId: string) => ctx.services.ds.getRepository(Deployment).findBy({ accountId });
 
   describe('ACCOUNT_BALANCE accounts', () => {
-    it('admits an explicit offer with nothing debited: 201, the SPEC shape, one order and one deployment', async () => {
+    it('admits an explicit offer with nothing debited: 201, the contract shape, one order and one deployment', async () => {
       const who = await account(ctx, { creditsMinor: 1000, maxPerRentalMinor: 700 });
       const me = await ctx.api.get('/api/v1/me').set(who.auth);
       assert.equal(me.body.data.billing.budgetRequired, false, 'the same eligibility decision as admission');

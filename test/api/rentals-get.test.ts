@@ -92,7 +92,7 @@ describe('GET /api/v1/rentals/{id}', () => {
     assert.equal(res.body.data.endedAt, ended.toISOString());
     assert.equal(res.body.data.deployment.endedAt, ended.toISOString());
 
-    // The same deployment bought by card never shows endedAt (SPEC.md, Rental).
+    // The same deployment bought by card never shows endedAt (docs/api.md, Rentals).
     await ctx.services.ds.getRepository(Order).update({ id: r.rentalId }, { funding: 'CARD' });
     res = await get(who.auth, r.rentalId);
     assert.equal(res.body.data.endedAt, null);

@@ -17,7 +17,7 @@ describe('bot limit parsing', () => {
     assert.equal(usd(-5), '-$0.05');
   });
 
-  it('holds every limit to SPEC.md minimums', () => {
+  it('holds every limit to the approval minimums of the API', () => {
     assert.deepEqual(checkLimit('perRental', 500), { ok: true, value: 500 });
     assert.equal(checkLimit('perRental', 499).ok, false);
     assert.equal(checkLimit('budget', 499).ok, false);

@@ -26,7 +26,7 @@ import type {
   RevokedOwnerKey,
 } from './agents.dto.js';
 
-/** SPEC.md Limits: setup codes and approvals are valid for 10 minutes. */
+/** Setup codes and approval sessions are valid for 10 minutes (docs/api.md, Limits). */
 export const AUTHORIZATION_TTL_MS = 10 * 60 * 1000;
 /** Agent keys obtained through a setup code never carry `billing`. */
 export const SETUP_SCOPES: Scope[] = ['read', 'rent', 'manage'];

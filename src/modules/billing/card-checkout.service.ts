@@ -23,7 +23,7 @@ export function maxCheckoutBudget(offer: Pick<Offer, 'pricePerHourMinor' | 'maxi
   return Math.floor((offer.pricePerHourMinor * offer.maximumDurationSeconds) / 3600);
 }
 
-/** Whole purchased hours (DESIGN.md, Money): never more than the budget or the offer allows. */
+/** Whole purchased hours (docs/rentals-and-money.md): never more than the budget or the offer allows. */
 export function purchasedHours(budgetMinor: number, offer: Pick<Offer, 'pricePerHourMinor' | 'maximumDurationSeconds'>): number {
   return Math.min(Math.floor(budgetMinor / offer.pricePerHourMinor), Math.floor(offer.maximumDurationSeconds / 3600));
 }

@@ -28,7 +28,7 @@ export interface ReservingRental {
 }
 
 /**
- * THE reservation rule (DESIGN.md, Money): a live metered rental holds its first
+ * THE reservation rule (docs/rentals-and-money.md, Credit reservations): a live metered rental holds its first
  * RESERVATION_MINUTES at its price, or its spend cap if that is smaller; usage already posted
  * counts against it, so what is still outstanding never double-counts money the ledger has taken.
  * A new rental (no usage yet) needs exactly this much unreserved credit to be admitted.

@@ -63,7 +63,7 @@ export class CredentialsService {
     }
     if ('dto' in result) return result.dto;
     await this.recordRefusal(principal, id, requestId, result.refusal);
-    // SPEC.md declares 401 and 404 for reveal: credentials that do not exist yet (or any more) are not found.
+    // The contract declares only 401 and 404 for reveal (docs/api.md): credentials that do not exist yet (or any more) are not found.
     if (result.refusal === 'NOT_FOUND') throw new AppError('NOT_FOUND', 'No such deployment for this key.');
     throw new AppError('NOT_FOUND', `Credentials exist only while the deployment is ACTIVE; it is ${result.status}. Poll GET /api/v1/deployments/${id}.`);
   }

@@ -1,5 +1,5 @@
 /**
- * Every bound on an API key's rental limits (SPEC.md, Limits). The request schemas (JSDoc
+ * Every bound on an API key's rental limits (docs/api.md, Limits). The request schemas (JSDoc
  * `@minimum`/`@maximum` in accounts.dto.ts and agents.dto.ts) repeat these numbers for the
  * OpenAPI document, and test/api/openapi-limits.test.ts holds them equal; the Telegram bot and
  * the approval page import them from here.

@@ -78,7 +78,7 @@ export class Deployment {
   @Column({ name: 'ssh_public_key', type: 'text', nullable: true })
   sshPublicKey: string | null;
 
-  /** AES-256-GCM ciphertext of the private key (DESIGN.md, Secrets); never logged. */
+  /** AES-256-GCM ciphertext of the private key (docs/security.md, Keys and secrets); never logged. */
   @Column({ name: 'ssh_private_key_enc', type: 'varbinary', length: 4096, nullable: true })
   sshPrivateKeyEnc: Buffer | null;
 

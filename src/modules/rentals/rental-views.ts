@@ -96,7 +96,7 @@ export async function rentalPage(
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
-/** endedAt is shown only for credit-funded rentals that reached TERMINATED (SPEC.md, Rental). */
+/** endedAt is shown only for credit-funded rentals that reached TERMINATED (docs/api.md, Rentals). */
 function endedAtOf(d: Deployment, funding: 'CREDITS' | 'CARD'): string | null {
   return funding === 'CREDITS' && d.status === 'TERMINATED' ? iso(d.endedAt) : null;
 }

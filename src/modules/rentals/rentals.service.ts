@@ -131,7 +131,7 @@ export class RentalsService {
     if ('offerId' in body) {
       const id = body.offerId.toLowerCase();
       // Any offer the cache ever had is admitted; one the provider no longer has fails at
-      // provisioning as OFFER_NOT_FOUND with its credits reversed (SPEC.md, Rentals rule 2).
+      // provisioning as OFFER_NOT_FOUND with its credits reversed (docs/api.md, Rentals).
       // Live offers come from the in-memory snapshot; only one that left it costs a query.
       const offer = (await this.inventory.liveOffer(id)) ?? (await this.inventory.findCached(id));
       if (!offer) throw new AppError('OFFER_NOT_FOUND', `Offer ${body.offerId} is not known. See GET /api/v1/offers for current offers.`);
@@ -142,7 +142,7 @@ export class RentalsService {
     return { requestKind: 'INTENT', candidates, slug };
   }
 
-  /** The billing model and purchase, from the account's model and the request (DESIGN.md, Money). */
+  /** The billing model and purchase, from the account's model and the request (docs/rentals-and-money.md). */
   private decide(account: LockedAccount, principal: Principal, body: CreateRentalRequest, resolved: Resolved): Terms {
     if (account.frozen) throw new AppError('ACCOUNT_FROZEN', 'This account is frozen; it cannot start rentals. Contact support.');
     if (account.balanceMinor < 0) {
