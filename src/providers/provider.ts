@@ -35,6 +35,13 @@ export interface OfferRef {
   key: string;
   name: string;
   gpuCount: number;
+  /**
+   * What the cached offer said the provider charges us (`ProviderOffer.pricePerHourMinor`,
+   * before markup): the cost the customer's price was built on. A plugin that can read the
+   * machine's actual price after create compares it with this. Absent when the host does not
+   * know it (offers cached before costs were kept, or a call from outside a rental).
+   */
+  costPerHourMinor?: number;
 }
 
 /**

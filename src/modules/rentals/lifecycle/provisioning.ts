@@ -193,7 +193,7 @@ export class Provisioning {
   private async callCreate(d: Deployment, a: DeploymentAttempt, offer: Offer, provider: Provider): Promise<RunOutcome> {
     let result;
     try {
-      result = await provider.create(a.label, { id: offer.id, key: offer.providerOfferKey, name: offer.name, gpuCount: offer.gpuCount }, d.sshPublicKey!);
+      result = await provider.create(a.label, { id: offer.id, key: offer.providerOfferKey, name: offer.name, gpuCount: offer.gpuCount, costPerHourMinor: offer.costPerHourMinor ?? undefined }, d.sshPublicKey!);
     } catch (err) {
       result = { kind: 'ambiguous' as const, reason: (err as Error).message };
     }
