@@ -5,6 +5,8 @@ import { ProviderApiError } from '../../src/providers/provider-http.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { account, discardQueuedRentalJobs, rent } from '../helpers/rentals.js';
 import { addScriptedCloud, cloudOffer, type ScriptedCloud } from '../inventory/scripted-provider.js';
+import { createRentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
+import { lifecycleDepsOf } from '../../src/container.js';
 
 const LOCAL: LocalInventoryOffer[] = [
   { key: 'l-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 299, maximumDurationSeconds: 86400 },
@@ -158,6 +160,34 @@ describe('provider refresh isolation and GET /api/v1/providers', () => {
     } finally {
       await other.close();
     }
+  });
+
+  it('shows a create the provider rejected (a configuration error) as its last error, and keeps capacity refusals quiet', async () => {
+    acme.offers = [cloudOffer({ key: 'acme-cfg' })];
+    await refresh();
+    const offerId = (await offers()).find((o) => o.provider === 'acme')!.id;
+    const life = createRentalLifecycle(lifecycleDepsOf(ctx.services));
+    const rentOnce = async () => {
+      const who = await account(ctx, { creditsMinor: 5000 });
+      const res = await rent(ctx, who, { offerId });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      await life.provision(res.body.data.deploymentId);
+    };
+    const before = await statusOf('acme');
+    ctx.clock.advance(1000);
+    acme.createAnswer = { kind: 'unavailable', reason: 'no capacity' };
+    await rentOnce();
+    assert.deepEqual(await statusOf('acme'), before, 'no capacity is not an error of the provider');
+    ctx.clock.advance(1000);
+    acme.createAnswer = { kind: 'rejected', reason: 'ACME_PROVIDER_IMAGE was refused' };
+    await rentOnce();
+    const after = await statusOf('acme');
+    assert.equal(after.lastErrorClass, 'request');
+    assert.equal(after.lastErrorAt, ctx.clock.now().toISOString());
+    acme.createAnswer = { kind: 'rejected', reason: 'ACME_PROVIDER_API_KEY was refused', errorClass: 'auth' };
+    await rentOnce();
+    assert.equal((await statusOf('acme')).lastErrorClass, 'auth');
+    acme.createAnswer = { kind: 'unavailable', reason: 'scripted cloud has no capacity' };
   });
 
   it('keeps a GPU the catalog does not know under a slug of its own, listed and rentable', async () => {

@@ -1,4 +1,4 @@
-import type { InstanceInfo, Provider, ProviderOffer } from '../../src/providers/provider.js';
+import type { CreateResult, InstanceInfo, Provider, ProviderOffer } from '../../src/providers/provider.js';
 import type { ProviderRegistry } from '../../src/providers/provider-registry.js';
 
 /**
@@ -20,8 +20,11 @@ export class ScriptedCloud implements Provider {
     return this.offers.map((o) => ({ ...o }));
   }
 
-  async create(): Promise<{ kind: 'unavailable'; reason: string }> {
-    return { kind: 'unavailable', reason: 'scripted cloud has no capacity' };
+  /** What a create answers; a cloud with no capacity unless a test says otherwise. */
+  createAnswer: CreateResult = { kind: 'unavailable', reason: 'scripted cloud has no capacity' };
+
+  async create(): Promise<CreateResult> {
+    return this.createAnswer;
   }
 
   async findByLabel(): Promise<InstanceInfo | null> {

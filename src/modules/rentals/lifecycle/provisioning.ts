@@ -2,6 +2,7 @@ import { In } from 'typeorm';
 import { inTransaction } from '../../../db/transaction.js';
 import type { InstanceInfo, Provider } from '../../../providers/provider.js';
 import { sshProbe } from '../../../providers/ssh-probe.js';
+import { recordProviderError } from '../../inventory/provider-status.js';
 import { describeUntrustedEndpoint, sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
 import { generateDeploymentKeyPair } from '../../../providers/ssh-keys.js';
 import { slugsOfGpuKey } from '../../inventory/offer-candidates.js';
@@ -205,8 +206,10 @@ export class Provisioning {
         await this.markAttempt(a, 'UNAVAILABLE', result.reason);
         return 'asked';
       case 'rejected':
-        // Our request or configuration is wrong: the operator must hear of it; the customer gets a safe reason.
+        // Our request or configuration is wrong: the operator must hear of it, in the log and on
+        // GET /api/v1/providers; the customer gets a safe reason.
         this.deps.logger.error({ deploymentId: d.id, provider: provider.id, label: a.label, reason: result.reason }, 'provider rejected the create request');
+        await recordProviderError(this.deps.ds, provider.id, result.errorClass ?? 'request', this.now());
         await this.markAttempt(a, 'REJECTED', result.reason);
         return 'asked';
       case 'throttled': {
