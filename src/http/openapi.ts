@@ -159,7 +159,7 @@ export function openApiDocument(publicBaseUrl: string): Json {
   doc.components.securitySchemes.ownerBearer = {
     type: 'http',
     scheme: 'bearer',
-    description: 'An OWNER key (from the Telegram bot, or signup): Authorization: Bearer gpr_<prefix>.<secret>. Agent keys are refused.',
+    description: 'An OWNER key (from the Telegram bot\'s /ownerkey, or the operator\'s npm run owner -- create): Authorization: Bearer gpr_<prefix>.<secret>. Agent keys are refused.',
   };
   const used = new Set(Object.values(doc.paths as Record<string, Json>).flatMap((item) => METHODS.flatMap((m) => (item[m]?.tags as string[]) ?? [])));
   const known = TAG_ORDER.filter((t) => used.has(t.name));

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { InstanceInfo, OfferRef, Provider } from '../../src/providers/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec, sshProbe } from '../../src/providers/ssh-probe.js';
+import { waitFor } from '../helpers/process.js';
 
 /** What a plugin's test file hands the shared contract suite, built fresh for every test. */
 export interface ContractHarness {
@@ -19,39 +20,23 @@ export interface ContractHarness {
   cleanup(): Promise<void>;
 }
 
-/** Polls `fn` until it returns something other than undefined, or fails after `timeoutMs`. */
-export async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 5000, intervalMs = 25): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ''}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
-
 /** Polls `get` until the instance runs with an SSH endpoint. */
 export async function waitForRunning(provider: Provider, instanceId: string, timeoutMs = 5000): Promise<InstanceInfo & { ssh: NonNullable<InstanceInfo['ssh']> }> {
   return waitFor(
-    `instance ${instanceId} to run`,
     async () => {
       const info = await provider.get(instanceId);
       if (info.state === 'failed' || info.state === 'gone') throw new Error(`instance is ${info.state}`);
       return info.state === 'running' && info.ssh ? (info as InstanceInfo & { ssh: NonNullable<InstanceInfo['ssh']> }) : undefined;
     },
     timeoutMs,
+    `instance ${instanceId} to run`,
   );
 }
 
 const INSTANCE_STATES = ['pending', 'running', 'stopped', 'failed', 'terminating', 'gone'];
 
 /**
- * The behaviour every provider plugin owes the host (see DESIGN.md, Provider plugins).
+ * The behaviour every provider plugin owes the host (see docs/plugins.md).
  * Call from a plugin's test file with a factory that builds a fresh provider against fakes.
  */
 export function runProviderContract(name: string, makeProvider: () => Promise<ContractHarness>): void {
@@ -116,17 +101,17 @@ export function runProviderContract(name: string, makeProvider: () => Promise<Co
 
       await h.provider.destroy(instanceId);
       await h.provider.destroy(instanceId);
-      const gone = await waitFor('instance to be gone', async () => {
+      const gone = await waitFor(async () => {
         const info = await h.provider.get(instanceId);
         return info.state === 'gone' ? info : undefined;
-      });
+      }, 5000, 'instance to be gone');
       assert.equal(gone.instanceId, instanceId);
       assert.equal(await h.provider.findByLabel(l), null);
       assert.ok(!(await h.provider.listInstances()).some((i) => i.instanceId === instanceId));
-      const probe = await waitFor('SSH to stop letting us in', async () => {
+      const probe = await waitFor(async () => {
         const p = await sshProbe(target, { timeoutMs: 2000 });
         return p.ok ? undefined : p;
-      });
+      }, 5000, 'SSH to stop letting us in');
       assert.equal(probe.ok, false);
       await h.provider.destroy(instanceId);
     });

@@ -1,6 +1,6 @@
 import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError, GprUnsafeValueError } from '@gpu-rental/sdk';
 
-/** Exit codes, documented in the README and `gpr --help`. */
+/** Exit codes, documented in docs/clients.md and `gpr --help`. */
 export const EXIT = { OK: 0, API: 1, USAGE: 2, AUTH: 3, PAYMENT: 4, TIMEOUT: 5, NETWORK: 6, RATE_LIMITED: 7 } as const;
 
 export const EXIT_HELP = `Exit codes:
