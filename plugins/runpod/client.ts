@@ -2,7 +2,7 @@ import type { Logger } from '../../src/logger.js';
 import { createProviderClient } from '../../src/providers/kit/client.js';
 import { listAllPages, readCursor } from '../../src/providers/kit/paging.js';
 import { ProviderApiError, type EndpointLimit, type HttpResponse, type ProviderHttpClient } from '../../src/providers/provider-http.js';
-import { apiErrorFor, problemDetail } from './errors.js';
+import { apiErrorFor } from './errors.js';
 import type { RunpodOptions } from './options.js';
 
 /** One way into a pod over SSH (`PodSshEndpoint`). */
@@ -43,7 +43,8 @@ export interface CreatePodBody {
   name: string;
   image: string;
   // Always with count: a create without it has been seen to fail as "no instances available".
-  gpu: { id: string; count: number };
+  // The CUDA constraint keeps an image off hosts whose driver cannot start it.
+  gpu: { id: string; count: number; allowedCudaVersions?: string[]; minCudaVersion?: string };
   cloud: 'SECURE' | 'COMMUNITY';
   disk: number;
   ports: string[];
@@ -95,7 +96,7 @@ export class RunpodClient {
   }
 
   private fail(what: string, res: HttpResponse): never {
-    throw apiErrorFor(`runpod ${what}`, res.status, problemDetail(res.json, res.text), res.retryAfterMs);
+    throw apiErrorFor(`runpod ${what}`, res);
   }
 
   /** `GET /v2/catalog/gpus` with pod availability for `count` GPUs in `cloud`. */

@@ -1,6 +1,6 @@
 import { createVerdictOf, matchErrorRule, readErrorOf, type ErrorRule } from '../../src/providers/kit/error-table.js';
-import type { ProviderApiError } from '../../src/providers/provider-http.js';
-import type { CreateResult } from '../../src/providers/provider.js';
+import type { HttpResponse, ProviderApiError } from '../../src/providers/provider-http.js';
+import type { CreateResult, ProviderErrorClass } from '../../src/providers/provider.js';
 
 /** An RFC 9457 problem document as RunPod sends it. */
 export interface Problem {
@@ -12,28 +12,51 @@ export interface Problem {
 
 /**
  * RunPod gives capacity exhaustion no machine-readable code, only this `detail` on a 400
- * ("There are no longer any instances available with the requested specifications...").
+ * ("There are no longer any instances available with the requested specifications...", worded
+ * differently over time; only "no longer any instances available" has stayed).
  */
 export const CAPACITY_DETAIL = /no longer any instances available|no instances available|not enough free gpus|no gpus? available/i;
 
 /**
- * The one error table, matched by the kit (rows of meaning first, then status rows). Per RunPod's
- * create guidance: 422 is a contract violation (never retry), 400 is a rule violation or no
- * capacity for this GPU (try the next candidate), 402 stops everything, 403 skips the candidate,
- * 429 backs off, 5xx is transient. `read` is what any other call throws; `log` how loudly a create
- * with this answer is logged.
+ * A page from the edge in front of the API rather than a problem document from the API itself:
+ * Cloudflare's plain-text `error code: 1010` (its block on a client's User-Agent signature) or an
+ * HTML page. The API never saw the request, so the key was not checked.
+ */
+export const EDGE_PAGE = /error code:\s*1\d{3}\b|cloudflare|<!doctype html|<html/i;
+
+/** A create refused for its image: the reference is malformed or the registry has no such image or tag. */
+export const IMAGE_REFUSED = /invalid image|could not be pulled|manifest unknown|manifest for \S+ not found|pull access denied|repository does not exist|invalid reference format/i;
+
+/**
+ * The one error table, matched by the kit (rows of meaning first, in this order, then status
+ * rows). Per RunPod's create guidance: 422 is a contract violation (never retry), 400 is a rule
+ * violation or no capacity for this GPU (try the next candidate), 402 stops everything, 403 skips
+ * the candidate, 429 backs off, 5xx is transient. Refusals that every candidate would meet (the
+ * image, the CUDA setting, the edge, the key) are `rejected`, with a note naming what the operator
+ * must fix; they must not hide behind "no capacity". `read` is what any other call throws; `log`
+ * how loudly a create with this answer is logged.
  */
 export const ERROR_TABLE: readonly ErrorRule[] = [
   { match: { status: 400, text: CAPACITY_DETAIL }, create: 'unavailable', read: 'unavailable', log: 'info', note: 'no capacity for this GPU and count' },
-  // Not the capacity text: a placement rule this GPU/count breaks (count above this cloud's
+  {
+    match: { status: 403, text: EDGE_PAGE },
+    create: 'rejected',
+    read: 'request',
+    log: 'error',
+    note: "RunPod's edge (Cloudflare) refused the request before the API saw it, which it does to a client's User-Agent (error code 1010); the API key was not checked, so it is not the cause",
+  },
+  { match: { status: 400, text: IMAGE_REFUSED }, create: 'rejected', read: 'request', log: 'error', note: 'RUNPOD_PROVIDER_IMAGE: RunPod refused the image (malformed, or no such image or tag in its registry)' },
+  { match: { status: 400, text: /cuda/i }, create: 'rejected', read: 'request', log: 'error', note: 'RUNPOD_PROVIDER_CUDA_VERSIONS: RunPod refused the CUDA constraint' },
+  { match: { status: 400, text: /not valid JSON|exactly one of gpu or cpu/i }, create: 'rejected', read: 'request', log: 'error', note: 'RunPod refused the shape of our request' },
+  // Not one of the texts above: a placement rule this GPU/count breaks (count above this cloud's
   // maximum, an unknown GPU type). RunPod says to try the next candidate; the provider logs the
   // detail so a rule every candidate breaks is seen.
   { match: { status: 400 }, create: 'unavailable', read: 'request', log: 'warn', note: 'request refused for this GPU' },
-  { match: { status: 401 }, create: 'rejected', read: 'auth', log: 'error', note: 'API key missing, wrong or revoked' },
+  { match: { status: 401 }, create: 'rejected', read: 'auth', log: 'error', note: 'RUNPOD_PROVIDER_API_KEY: API key missing, wrong or revoked' },
   // The account cannot pay: no RunPod offer will succeed until the operator tops it up, so this is
   // a configuration error to log loudly, not lack of capacity to hide behind other offers.
-  { match: { status: 402 }, create: 'rejected', read: 'auth', log: 'error', note: 'RunPod account balance too low' },
-  { match: { status: 403 }, create: 'unavailable', read: 'auth', log: 'warn', note: 'this account has no access to the pool' },
+  { match: { status: 402 }, create: 'rejected', read: 'auth', log: 'error', note: 'RunPod account balance too low: top the account up' },
+  { match: { status: 403 }, create: 'unavailable', read: 'auth', log: 'warn', note: 'this account has no access to the pool (or RUNPOD_PROVIDER_API_KEY is read-only)' },
   { match: { status: 404 }, create: 'unavailable', read: 'request', log: 'warn', note: 'GPU type or resource not found' },
   { match: { status: 422 }, create: 'rejected', read: 'request', log: 'error', note: 'request body does not match the API contract' },
   { match: { status: 429 }, create: 'throttled', read: 'rate_limited', log: 'info', note: 'rate limited' },
@@ -43,30 +66,58 @@ export const ERROR_TABLE: readonly ErrorRule[] = [
   { match: {}, create: 'ambiguous', read: 'bad_response', log: 'warn', note: 'unexpected answer' },
 ];
 
-/** The rule for an HTTP error answer. RunPod sends no error codes, only text. */
-export function errorRule(status: number, detail: string | undefined): ErrorRule {
-  return matchErrorRule(ERROR_TABLE, { status, text: detail });
+/**
+ * What the table matches an answer's text against: a problem document's title, detail and
+ * `errors` (the title is where RunPod names some refusals, "Invalid Image"), or the raw body of
+ * anything else, which may be an edge's page. Capped: such a page can run to hundreds of KB.
+ */
+export function answerText(json: unknown, text: string): string {
+  const p = json as Problem | null;
+  if (p && typeof p === 'object') {
+    const parts = [p.title, p.detail, ...(Array.isArray(p.errors) ? p.errors : [])].filter((s): s is string => typeof s === 'string' && s.length > 0);
+    if (parts.length) return parts.join(' | ').slice(0, 4000);
+  }
+  return text.slice(0, 4000);
 }
 
-/** Reads a problem document's `detail` (or the raw text) for messages; never contains our key. */
+/** The rule for an HTTP error answer. RunPod sends no error codes, only text. */
+export function errorRule(status: number, text: string | undefined): ErrorRule {
+  return matchErrorRule(ERROR_TABLE, { status, text });
+}
+
+/** Reads a problem document's `detail` (or the raw text, an HTML page's title) for messages; never contains our key. */
 export function problemDetail(json: unknown, text: string): string {
   const p = json as Problem | null;
   if (p && typeof p === 'object') {
     const parts = [p.detail ?? p.title, ...(Array.isArray(p.errors) ? p.errors : [])].filter((s): s is string => typeof s === 'string' && s.length > 0);
     if (parts.length) return parts.join('; ').slice(0, 500);
   }
-  return text.slice(0, 200);
+  const title = /<title[^>]*>([^<]*)<\/title>/i.exec(text)?.[1];
+  return (title ?? text).replace(/\s+/g, ' ').trim().slice(0, 200);
 }
 
-/** A create's answer other than 201, per the table, and how loudly to log it; 429 carries the client's wait. */
-export function createResultFor(status: number, detail: string, retryAfterMs: number | undefined): { result: Exclude<CreateResult, { kind: 'created' }>; log: NonNullable<ErrorRule['log']> } {
-  const rule = errorRule(status, detail);
-  const reason = `RunPod ${status}: ${rule.note}${detail ? ` (${detail})` : ''}`;
-  return { result: createVerdictOf(rule, reason, retryAfterMs), log: rule.log ?? 'warn' };
+/** What the host records for a `rejected` create of this rule: the class its reads would throw. */
+function rejectedClass(rule: ErrorRule): ProviderErrorClass {
+  return rule.read === 'gone' ? 'request' : rule.read;
+}
+
+/**
+ * A create's answer other than 201, per the table, and how loudly to log it; 429 carries the
+ * client's wait. A `rejected` outcome carries its error class and a reason that starts with what to
+ * fix (the variable, where one is to blame).
+ */
+export function createResultFor(res: Pick<HttpResponse, 'status' | 'json' | 'text' | 'retryAfterMs'>): { result: Exclude<CreateResult, { kind: 'created' }>; log: NonNullable<ErrorRule['log']> } {
+  const rule = errorRule(res.status, answerText(res.json, res.text));
+  const detail = problemDetail(res.json, res.text);
+  const reason = `${rule.note} (RunPod ${res.status}${detail ? `: ${detail}` : ''})`;
+  const verdict = createVerdictOf(rule, reason, res.retryAfterMs);
+  const result = verdict.kind === 'rejected' ? { ...verdict, errorClass: rejectedClass(rule) } : verdict;
+  return { result, log: rule.log ?? 'warn' };
 }
 
 /** The error any non-create call throws for an HTTP error answer, per the table. */
-export function apiErrorFor(what: string, status: number, detail: string, retryAfterMs?: number): ProviderApiError {
-  const rule = errorRule(status, detail);
-  return readErrorOf(rule, `${what}: ${status} ${rule.note}${detail ? ` (${detail})` : ''}`, status, retryAfterMs);
+export function apiErrorFor(what: string, res: Pick<HttpResponse, 'status' | 'json' | 'text' | 'retryAfterMs'>): ProviderApiError {
+  const rule = errorRule(res.status, answerText(res.json, res.text));
+  const detail = problemDetail(res.json, res.text);
+  return readErrorOf(rule, `${what}: ${res.status} ${rule.note}${detail ? ` (${detail})` : ''}`, res.status, res.retryAfterMs);
 }

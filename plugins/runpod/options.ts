@@ -1,4 +1,11 @@
-import { declareOptions, parseOptions } from '../../src/providers/kit/options.js';
+import { declareOptions, optionVariable, parseOptions } from '../../src/providers/kit/options.js';
+
+/**
+ * The host CUDA constraint a GPU pod is created with (`gpu.allowedCudaVersions` or
+ * `gpu.minCudaVersion` of RunPod's `CreateGpuConfig`, both `major.minor`). RunPod treats the two
+ * as mutually exclusive, so exactly one is set.
+ */
+export type CudaConstraint = { allowedCudaVersions: string[] } | { minCudaVersion: string };
 
 /** What the RunPod plugin is configured with (`RUNPOD_PROVIDER_<NAME>` variables). */
 export interface RunpodOptions {
@@ -14,6 +21,11 @@ export interface RunpodOptions {
   cloud: 'SECURE' | 'COMMUNITY';
   /** Longest rental we sell; RunPod itself sets none. */
   maxDurationSeconds: number;
+  /**
+   * The host CUDA constraint every create carries, or null for none: `RUNPOD_PROVIDER_CUDA_VERSIONS`
+   * when set, otherwise a floor at the CUDA version the image's tag names.
+   */
+  cuda: CudaConstraint | null;
 }
 
 export const RUNPOD_DEFAULTS = {
@@ -36,11 +48,56 @@ export const RUNPOD_OPTIONS = declareOptions({
     DISK_GB: { kind: 'integer', min: 1, max: 10_000, default: RUNPOD_DEFAULTS.diskGb },
     CLOUD: { kind: 'enum', values: ['SECURE', 'COMMUNITY'], default: RUNPOD_DEFAULTS.cloud },
     MAX_DURATION_SECONDS: { kind: 'integer', min: 1, max: 366 * 24 * 3600, default: RUNPOD_DEFAULTS.maxDurationSeconds },
+    CUDA_VERSIONS: { kind: 'list', item: /^(\d+\.\d+\+?|any)$/i, itemHelp: 'CUDA versions as major.minor (12.4,12.8), one floor such as 12.4+, or any' },
   },
 });
+
+/**
+ * The CUDA version (`major.minor`) an image is built for, read from its tag as RunPod's and most
+ * vendors' images spell it (`...-cuda12.4.1-...`, `:12.8.1-cuda-...`); null when the tag names none.
+ */
+export function imageCudaVersion(image: string): string | null {
+  const tag = image.slice(image.lastIndexOf('/') + 1);
+  const m = /cuda-?(\d+)\.(\d+)/i.exec(tag);
+  return m ? `${Number(m[1])}.${Number(m[2])}` : null;
+}
+
+/**
+ * The constraint for `RUNPOD_PROVIDER_CUDA_VERSIONS` (null: not set) and the image. A host whose
+ * driver is older than the image's CUDA cannot start it on GeForce cards (no forward
+ * compatibility) and the pod never gets its SSH endpoint; a newer driver runs it, so the default
+ * is an open floor rather than an exact set, which RunPod matches exactly and would narrow stock.
+ */
+export function cudaConstraintFor(setting: string[] | null, image: string): CudaConstraint | null {
+  const variable = optionVariable('runpod', 'CUDA_VERSIONS');
+  if (setting === null) {
+    const v = imageCudaVersion(image);
+    return v ? { minCudaVersion: v } : null;
+  }
+  const items = setting.map((s) => s.toLowerCase());
+  if (items.includes('any')) {
+    if (items.length > 1) throw new Error(`${variable}: "any" cannot be combined with versions`);
+    return null;
+  }
+  const floors = items.filter((s) => s.endsWith('+'));
+  if (floors.length > 0) {
+    // RunPod refuses a floor together with a set (400), so the choice is made here, at start.
+    if (items.length > 1) throw new Error(`${variable}: a floor such as 12.4+ must stand alone (RunPod takes either a floor or a set of versions)`);
+    return { minCudaVersion: floors[0].slice(0, -1) };
+  }
+  return { allowedCudaVersions: [...new Set(items)] };
+}
 
 /** Turns raw variables (names without the prefix) into options; messages name the variable. */
 export function parseRunpodOptions(raw: Record<string, string>): RunpodOptions {
   const o = parseOptions(RUNPOD_OPTIONS, raw);
-  return { apiKey: o.API_KEY, apiUrl: o.API_URL, image: o.IMAGE, diskGb: o.DISK_GB, cloud: o.CLOUD, maxDurationSeconds: o.MAX_DURATION_SECONDS };
+  return {
+    apiKey: o.API_KEY,
+    apiUrl: o.API_URL,
+    image: o.IMAGE,
+    diskGb: o.DISK_GB,
+    cloud: o.CLOUD,
+    maxDurationSeconds: o.MAX_DURATION_SECONDS,
+    cuda: cudaConstraintFor(o.CUDA_VERSIONS, o.IMAGE),
+  };
 }

@@ -1,12 +1,13 @@
 import { createWithLabel, listThenGet, pickByLabel } from '../../src/providers/kit/create-steps.js';
 import { LabelLock } from '../../src/providers/kit/label-lock.js';
+import { StateWatch } from '../../src/providers/kit/state-watch.js';
 import { ProviderApiError, SharedRead } from '../../src/providers/provider-http.js';
 import type { CreateResult, InstanceInfo, OfferRef, Provider, ProviderCapabilities, ProviderDeps, ProviderOffer } from '../../src/providers/provider.js';
 import { isPod, RunpodClient, type RunpodClientHooks, type RunpodPod } from './client.js';
-import { createResultFor, problemDetail } from './errors.js';
+import { createResultFor } from './errors.js';
 import { mapRunpodGpu, parseOfferKey, RUNPOD_GPU_COUNTS } from './offers.js';
-import type { RunpodOptions } from './options.js';
-import { podState } from './states.js';
+import { imageCudaVersion, type RunpodOptions } from './options.js';
+import { podReading } from './states.js';
 
 /** How long one `GET /v2/pods` answers every `get` poll (many rentals, one list call). */
 const DEFAULT_POLL_TTL_MS = 3000;
@@ -14,6 +15,8 @@ const DEFAULT_POLL_TTL_MS = 3000;
 export interface RunpodProviderHooks extends RunpodClientHooks {
   /** Lifetime of the shared poll list; default 3 s. */
   pollTtlMs?: number;
+  /** How long a pod may stay in statuses the state table does not know before it reads as failed; the kit's default otherwise. */
+  unknownStateBoundMs?: number;
 }
 
 /**
@@ -31,6 +34,8 @@ export class RunpodProvider implements Provider {
   private readonly fresh: SharedRead<RunpodPod[]>;
   /** Creates for one label queue behind each other, so a racing second create finds the first's pod. */
   private readonly creating = new LabelLock();
+  /** Bounds statuses the table does not know. */
+  private readonly states: StateWatch;
 
   constructor(
     private readonly options: RunpodOptions,
@@ -41,6 +46,13 @@ export class RunpodProvider implements Provider {
     const now = hooks.now ?? Date.now;
     this.polls = new SharedRead(() => this.client.listPods(), hooks.pollTtlMs ?? DEFAULT_POLL_TTL_MS, now);
     this.fresh = new SharedRead(() => this.client.listPods(), 0, now);
+    this.states = new StateWatch({ providerId: this.id, logger: deps.logger, now, boundMs: hooks.unknownStateBoundMs });
+    if (!options.cuda && imageCudaVersion(options.image) === null) {
+      deps.logger.warn(
+        { provider: this.id, image: options.image },
+        'RUNPOD_PROVIDER_IMAGE names no CUDA version in its tag and RUNPOD_PROVIDER_CUDA_VERSIONS is not set: pods are created without a CUDA constraint, and a GeForce pod placed on an older driver may never start',
+      );
+    }
   }
 
   async listOffers(): Promise<ProviderOffer[]> {
@@ -65,24 +77,27 @@ export class RunpodProvider implements Provider {
     if (!parsed) return { kind: 'rejected', reason: `offer key "${offer.key}" is not a RunPod offer key` };
     // RunPod has no idempotency key and no unique names: an earlier create with this label
     // (a throttled retry, a crash) must be found before asking again.
-    return createWithLabel({
+    let lookupError: ProviderApiError | undefined;
+    const result = await createWithLabel({
       label,
-      lookup: () => this.lookupForCreate(label),
+      lookup: async () => {
+        try {
+          return this.pick(await this.fresh.get(), label);
+        } catch (err) {
+          if (err instanceof ProviderApiError) lookupError = err;
+          throw err;
+        }
+      },
       adopt: (existing) => ({ kind: 'created', instanceId: existing.id }),
       send: () => this.sendCreate(label, offer, parsed, sshPublicKey),
     });
-  }
-
-  private async lookupForCreate(label: string): Promise<RunpodPod | null> {
-    try {
-      return this.pick(await this.fresh.get(), label);
-    } catch (err) {
-      if (err instanceof ProviderApiError && err.errorClass === 'auth') {
-        // The key cannot even list pods (wrong, revoked, or without pod access): nothing was asked for.
-        this.deps.logger.error({ provider: this.id, label, status: err.status, reason: err.message }, 'RunPod refused the create: operator action needed');
-      }
-      throw err;
+    if (result.kind === 'rejected' && lookupError) {
+      // The list was refused (the key, the edge): nothing was asked for. The host records the class
+      // the list threw, so a bad key reads as `auth` and an edge block does not.
+      this.deps.logger.error({ provider: this.id, label, status: lookupError.status, reason: result.reason }, 'RunPod refused the create: operator action needed');
+      return { ...result, errorClass: lookupError.errorClass };
     }
+    return result;
   }
 
   /** `POST /v2/pods` and what its answer means; throws only when no answer came (the pod may exist). */
@@ -92,7 +107,7 @@ export class RunpodProvider implements Provider {
       res = await this.client.createPod({
         name: label,
         image: this.options.image,
-        gpu: { id: parsed.gpuId, count: parsed.count },
+        gpu: { id: parsed.gpuId, count: parsed.count, ...this.options.cuda },
         cloud: this.options.cloud,
         disk: this.options.diskGb,
         ports: ['22/tcp'],
@@ -105,7 +120,7 @@ export class RunpodProvider implements Provider {
       if (isPod(res.json)) return { kind: 'created', instanceId: res.json.id };
       return { kind: 'ambiguous', reason: `RunPod ${res.status} without a pod in the answer` };
     }
-    const { result, log } = createResultFor(res.status, problemDetail(res.json, res.text), res.retryAfterMs);
+    const { result, log } = createResultFor(res);
     const fields = { provider: this.id, label, offer: offer.key, status: res.status, result: result.kind, reason: result.reason };
     this.deps.logger[log](fields, log === 'error' ? 'RunPod refused the create: operator action needed' : 'RunPod did not create the pod');
     return result;
@@ -123,7 +138,8 @@ export class RunpodProvider implements Provider {
   }
 
   private info(pod: RunpodPod): InstanceInfo {
-    const state = podState(pod.status);
+    const state = this.states.read(pod.id, pod.status, podReading(pod.status));
+    if (state === 'gone') this.states.forget(pod.id);
     const direct = pod.ssh?.direct;
     const info: InstanceInfo = { instanceId: pod.id, label: pod.name, state, providerState: pod.status };
     if (state === 'running' && direct && typeof direct.host === 'string' && Number.isInteger(direct.port)) {
@@ -139,7 +155,9 @@ export class RunpodProvider implements Provider {
 
   async get(instanceId: string): Promise<InstanceInfo> {
     const pod = await listThenGet(this.polls, instanceId, (p) => p.id, (id) => this.client.getPod(id));
-    return pod ? this.info(pod) : { instanceId, label: '', state: 'gone' };
+    if (pod) return this.info(pod);
+    this.states.forget(instanceId);
+    return { instanceId, label: '', state: 'gone' };
   }
 
   async destroy(instanceId: string): Promise<void> {

@@ -9,11 +9,29 @@ import { H100, makeRunpodHarness, type RunpodHarness } from './runpod-harness.js
 const keys = generateDeploymentKeyPair('runpod-errors');
 
 /** Every documented create answer, as the fake sends it, and what the plugin must make of it. */
-const CREATE_CASES: { name: string; answer: ScriptedProblem | RunpodFailure; kind: string; reason: RegExp; log?: string; retryAfterMs?: number }[] = [
+const CREATE_CASES: { name: string; answer: ScriptedProblem | RunpodFailure; kind: string; reason: RegExp; log?: string; retryAfterMs?: number; errorClass?: ProviderErrorClass }[] = [
   { name: '400 no instances available', answer: { status: 400, detail: NO_INSTANCES_DETAIL }, kind: 'unavailable', log: 'info', reason: /no capacity/ },
   { name: '400 rule violation for this GPU', answer: { status: 400, detail: 'gpu.count 16 exceeds the maximum of 8' }, kind: 'unavailable', log: 'warn', reason: /exceeds the maximum/ },
-  { name: '401 bad key', answer: { status: 401, detail: 'invalid api key' }, kind: 'rejected', log: 'error', reason: /API key/ },
-  { name: '402 insufficient balance', answer: { status: 402, detail: 'insufficient balance to deploy this pod' }, kind: 'rejected', log: 'error', reason: /balance/ },
+  // Refusals every candidate would meet: rejected, naming what to fix, never hidden behind "no capacity".
+  {
+    name: '400 Invalid Image',
+    answer: { status: 400, title: 'Invalid Image', detail: 'image "runpod/pytorch:nope" could not be pulled: manifest unknown' },
+    kind: 'rejected',
+    log: 'error',
+    reason: /^RUNPOD_PROVIDER_IMAGE: .*manifest unknown/,
+    errorClass: 'request',
+  },
+  {
+    name: '400 CUDA constraint refused',
+    answer: { status: 400, detail: 'gpu.allowedCudaVersions and gpu.minCudaVersion are mutually exclusive' },
+    kind: 'rejected',
+    log: 'error',
+    reason: /^RUNPOD_PROVIDER_CUDA_VERSIONS: /,
+    errorClass: 'request',
+  },
+  { name: '400 malformed body', answer: { status: 400, detail: 'exactly one of gpu or cpu must be set' }, kind: 'rejected', log: 'error', reason: /shape of our request/, errorClass: 'request' },
+  { name: '401 bad key', answer: { status: 401, detail: 'invalid api key' }, kind: 'rejected', log: 'error', reason: /^RUNPOD_PROVIDER_API_KEY: API key/, errorClass: 'auth' },
+  { name: '402 insufficient balance', answer: { status: 402, detail: 'insufficient balance to deploy this pod' }, kind: 'rejected', log: 'error', reason: /balance/, errorClass: 'auth' },
   { name: '403 no access to the pool', answer: { status: 403, detail: 'access denied' }, kind: 'unavailable', log: 'warn', reason: /no access to the pool/ },
   { name: '404 unknown GPU type', answer: { status: 404, detail: 'resource not found' }, kind: 'unavailable', log: 'warn', reason: /not found/ },
   { name: '405 method not allowed', answer: { status: 405, detail: 'The requested method is not allowed for this path.' }, kind: 'rejected', log: 'error', reason: /unexpected client error/ },
@@ -74,6 +92,7 @@ describe('RunPod error table', () => {
       assert.equal(res.kind, c.kind, JSON.stringify(res));
       assert.match((res as { reason: string }).reason, c.reason);
       if (c.retryAfterMs !== undefined) assert.equal((res as { retryAfterMs: number }).retryAfterMs, c.retryAfterMs);
+      if (res.kind === 'rejected') assert.equal(res.errorClass, c.errorClass ?? 'request');
       if (c.kind !== 'ambiguous') assert.equal(h.fake.instances().length, 0, 'nothing was created');
       assert.ok(!(res as { reason: string }).reason.includes(h.fake.apiKey));
       if (c.log) assert.ok(h.logs.some((l) => l.level === c.log && l.result === c.kind), `logged at ${c.log}: ${JSON.stringify(h.logs)}`);
@@ -87,7 +106,9 @@ describe('RunPod error table', () => {
     const res = await other.create(h.label(), h.offer('NVIDIA GeForce RTX 4090'), keys.publicKey);
     // The pre-create lookup already meets the 401: nothing is asked for, and the operator is told.
     assert.equal(res.kind, 'rejected');
-    assert.match((res as { reason: string }).reason, /401 API key missing, wrong or revoked/);
+    assert.match((res as { reason: string }).reason, /401 RUNPOD_PROVIDER_API_KEY: API key missing, wrong or revoked/);
+    assert.equal(res.kind === 'rejected' && res.errorClass, 'auth');
+    assert.equal(h.logs.filter((l) => l.level === 'error' && /RUNPOD_PROVIDER_API_KEY/.test(String(l.reason))).length, 1, 'one error line names the variable');
     assert.equal(h.fake.calls.filter((c) => c.method === 'POST').length, 1, 'only the first provider asked to create');
     await assert.rejects(other.listInstances(), (e: ProviderApiError) => e.errorClass === 'auth' && e.status === 401);
   });

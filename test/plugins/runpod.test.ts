@@ -86,7 +86,8 @@ describe(RunpodProvider.name, () => {
       assert.deepEqual(post?.body, {
         name: label,
         image: RUNPOD_DEFAULTS.image,
-        gpu: { id: 'NVIDIA A100 80GB PCIe', count: 2 },
+        // The default image is built for CUDA 12.4: hosts with an older driver are excluded.
+        gpu: { id: 'NVIDIA A100 80GB PCIe', count: 2, minCudaVersion: '12.4' },
         cloud: 'SECURE',
         disk: 50,
         ports: ['22/tcp'],
@@ -301,7 +302,7 @@ describe(RunpodProvider.name, () => {
       assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', MAX_DURATION_SECONDS: '1.5' }), /RUNPOD_PROVIDER_MAX_DURATION_SECONDS/);
       assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'https://rest.runpod.io/v1' }), /RUNPOD_PROVIDER_API_URL must be an http\(s\) origin without a path .*appends \/v2\/\.\.\./);
       assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'not a url' }), /RUNPOD_PROVIDER_API_URL/);
-      assert.deepEqual(runpodPlugin.validateOptions({ API_KEY: ' k ' }), { apiKey: 'k', ...RUNPOD_DEFAULTS, diskGb: 50 });
+      assert.deepEqual(runpodPlugin.validateOptions({ API_KEY: ' k ' }), { apiKey: 'k', ...RUNPOD_DEFAULTS, diskGb: 50, cuda: { minCudaVersion: '12.4' } });
       assert.equal(runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'http://127.0.0.1:9/' }).apiUrl, 'http://127.0.0.1:9');
     });
 
