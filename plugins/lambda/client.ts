@@ -2,7 +2,7 @@ import type { Logger } from '../../src/logger.js';
 import { createProviderClient } from '../../src/providers/kit/client.js';
 import { readErrorOf, type ErrorRule } from '../../src/providers/kit/error-table.js';
 import type { HttpResponse, ProviderApiError, ProviderHttpClient } from '../../src/providers/provider-http.js';
-import { classifyLambdaError } from './errors.js';
+import { classifyLambdaError, EDGE_PAGE, settingToFix } from './errors.js';
 import type { LambdaTuning } from './options.js';
 
 /** Lambda's documented limits: about one request a second per account, launches one per 12 s. */
@@ -65,10 +65,24 @@ export class LambdaClient {
     if (res.status >= 200 && res.status < 300 && json && typeof json === 'object' && 'data' in json) return { ok: true, data: json.data as T };
     const err = json && typeof json === 'object' ? json.error : undefined;
     const code = typeof err?.code === 'string' ? err.code : undefined;
-    const message = typeof err?.message === 'string' ? err.message : res.text.slice(0, 200) || `HTTP ${res.status}`;
     const suggestion = typeof err?.suggestion === 'string' ? err.suggestion : undefined;
-    return { ok: false, status: res.status, code, message, suggestion, rule: classifyLambdaError(res.status, code), retryAfterMs: res.retryAfterMs };
+    if (typeof err?.message === 'string') {
+      return { ok: false, status: res.status, code, message: err.message, suggestion, rule: classifyLambdaError(res.status, code, err.message), retryAfterMs: res.retryAfterMs };
+    }
+    // Not Lambda's envelope: the raw body decides (an edge's HTML page), and only a short, readable
+    // form of it reaches the logs.
+    const rule = classifyLambdaError(res.status, code, res.text);
+    return { ok: false, status: res.status, code, message: bodySummary(res), suggestion, rule, retryAfterMs: res.retryAfterMs };
   }
+}
+
+/** A non-JSON body for a log line: an HTML page by its title and content type, other text cut short. */
+function bodySummary(res: HttpResponse): string {
+  if (EDGE_PAGE.test(res.text)) {
+    const title = /<title[^>]*>([^<]{0,120})<\/title>/i.exec(res.text)?.[1]?.trim();
+    return `an HTML page${title ? ` titled "${title}"` : ''} (${res.headers.get('content-type') ?? 'no content type'}), not Lambda's JSON`;
+  }
+  return res.text.slice(0, 200) || `HTTP ${res.status}`;
 }
 
 /** One line for logs and create reasons: status, code and Lambda's message (which never holds our key). */
@@ -76,7 +90,17 @@ export function describeFailure(f: LambdaFailure): string {
   return `${f.status}${f.code ? ` ${f.code}` : ''}: ${f.message}${f.suggestion ? ` (${f.suggestion})` : ''}`;
 }
 
+/**
+ * One line for a refused call: the setting to fix first (when one can), then what Lambda's answer
+ * means and the answer itself. Never holds the key: Lambda's messages do not, and an edge page is
+ * reduced to its title.
+ */
+export function refusalReason(what: string, f: LambdaFailure): string {
+  const setting = settingToFix(f.rule);
+  return `${setting ? `${setting}: ` : ''}lambda ${what}: ${f.rule.note} (${describeFailure(f)})`;
+}
+
 /** The error a read throws when Lambda answered with a failure. */
 export function failureError(what: string, f: LambdaFailure): ProviderApiError {
-  return readErrorOf(f.rule, `lambda ${what}: ${describeFailure(f)}`, f.status, f.retryAfterMs);
+  return readErrorOf(f.rule, refusalReason(what, f), f.status, f.retryAfterMs);
 }

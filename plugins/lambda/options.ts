@@ -8,6 +8,8 @@ export interface LambdaTuning {
   backoffMs?: number;
   /** How long one `GET /instances` answers every `get`. Default the API interval. */
   listTtlMs?: number;
+  /** How long an instance may report statuses the state table does not know before it counts as failed. */
+  unknownStateBoundMs?: number;
   now?: () => number;
   sleep?: (ms: number) => Promise<void>;
 }

@@ -1,6 +1,7 @@
 import type { Logger } from '../../src/logger.js';
 import { createWithLabel } from '../../src/providers/kit/create-steps.js';
 import { LabelLock } from '../../src/providers/kit/label-lock.js';
+import { StateWatch } from '../../src/providers/kit/state-watch.js';
 import { ProviderApiError, SharedRead } from '../../src/providers/provider-http.js';
 import type {
   CreateResult,
@@ -11,11 +12,11 @@ import type {
   ProviderDeps,
   ProviderOffer,
 } from '../../src/providers/provider.js';
-import { describeFailure, failureError, LAMBDA_LIMITS, LambdaClient, type LambdaFailure } from './client.js';
+import { describeFailure, failureError, LAMBDA_LIMITS, LambdaClient, refusalReason, type LambdaFailure } from './client.js';
 import { offersFromInstanceTypes, parseOfferKey } from './offers.js';
 import type { LambdaOptions } from './options.js';
 import { LambdaSshKeys } from './ssh-keys.js';
-import { lambdaState } from './states.js';
+import { lambdaState, lambdaStateReading } from './states.js';
 import type { LambdaInstance, LambdaInstanceTypes } from './types.js';
 
 /** The tag that carries our label: instance names can be edited in Lambda's dashboard, tags are ours. */
@@ -44,9 +45,10 @@ export function matchLabel(instances: LambdaInstance[], label: string): LambdaIn
 }
 
 /**
- * Lambda Cloud on-demand instances through the documented API 1.8.3: offers from
- * `/instance-types`, one launch per label with a per-deployment registered SSH key, states through
- * one table, failures through one table, polls served by one shared `GET /instances`.
+ * Lambda Cloud on-demand instances through the API v1 (documents 1.8.3 to 1.9.3, and the live
+ * answers recorded beyond them): offers from `/instance-types`, one launch per label with a
+ * per-deployment registered SSH key, states through one table (unknown ones bounded by the kit's
+ * `StateWatch`), failures through one table, polls served by one shared `GET /instances`.
  */
 export class LambdaProvider implements Provider {
   readonly id = 'lambda';
@@ -58,6 +60,7 @@ export class LambdaProvider implements Provider {
   private readonly running: SharedRead<LambdaInstance[]>;
   // Two creates for one label in this process would each launch: the second waits for the first.
   private readonly creating = new LabelLock();
+  private readonly watch: StateWatch;
 
   constructor(
     private readonly options: LambdaOptions,
@@ -68,6 +71,7 @@ export class LambdaProvider implements Provider {
     this.keys = new LambdaSshKeys(this.client, this.log);
     const t = options.tuning;
     this.running = new SharedRead(() => this.fetchInstances(), t.listTtlMs ?? t.apiIntervalMs ?? LAMBDA_LIMITS.apiIntervalMs, t.now);
+    this.watch = new StateWatch({ providerId: 'lambda', logger: this.log, now: t.now, boundMs: t.unknownStateBoundMs });
   }
 
   async listOffers(): Promise<ProviderOffer[]> {
@@ -87,12 +91,25 @@ export class LambdaProvider implements Provider {
     if (!target) return { kind: 'rejected', reason: `offer key "${offer.key}" is not <instance type>@<region>` };
 
     // No idempotency key exists: an instance already carrying the label is this attempt's.
-    return createWithLabel({
+    let lookupError: unknown;
+    const result = await createWithLabel({
       label,
-      lookup: async () => matchLabel(await this.fetchInstances(), label) ?? null,
+      lookup: async () => {
+        try {
+          return matchLabel(await this.fetchInstances(), label) ?? null;
+        } catch (err) {
+          lookupError = err;
+          throw err;
+        }
+      },
       adopt: (existing) => ({ kind: 'created', instanceId: existing.id }),
       send: () => this.launch(label, offer, target, publicKey),
     });
+    // The kit's verdict for a failed lookup does not say whose fault; a refused key must show as `auth`.
+    if (result.kind === 'rejected' && result.errorClass === undefined && lookupError instanceof ProviderApiError && lookupError.errorClass === 'auth') {
+      return { ...result, errorClass: 'auth' };
+    }
+    return result;
   }
 
   /** Registers the label's SSH key, then launches; failures before the launch are Lambda's own step. */
@@ -127,17 +144,19 @@ export class LambdaProvider implements Provider {
       this.log.info({ label, instanceId: id, offerKey: offer.key }, 'lambda instance launched');
       return { kind: 'created', instanceId: id };
     }
-    const reason = `launch ${offer.key}: ${describeFailure(r)}`;
+    const reason = refusalReason(`launch ${offer.key}`, r);
     switch (r.rule.create) {
       case 'throttled':
         return { kind: 'throttled', reason, retryAfterMs: r.retryAfterMs ?? this.client.waitMs('launch') };
       case 'ambiguous':
         return { kind: 'ambiguous', reason };
       case 'unavailable':
-      case 'rejected':
         // Lambda said no for sure (a 404 on launch names the instance type or region: the offer is gone).
         await this.releaseAfterFailedLaunch(label);
-        return { kind: r.rule.create, reason };
+        return { kind: 'unavailable', reason };
+      case 'rejected':
+        await this.releaseAfterFailedLaunch(label);
+        return { kind: 'rejected', reason, errorClass: r.rule.read === 'auth' ? 'auth' : 'request' };
     }
   }
 
@@ -149,13 +168,13 @@ export class LambdaProvider implements Provider {
     if (failure instanceof Error) {
       const cls = failure instanceof ProviderApiError ? failure.errorClass : 'internal';
       const reason = `${what} failed before any launch: ${failure.message}`;
-      if (cls === 'auth' || cls === 'request') return { kind: 'rejected', reason };
+      if (cls === 'auth' || cls === 'request') return { kind: 'rejected', reason, errorClass: cls };
       const told = failure instanceof ProviderApiError ? failure.retryAfterMs : undefined;
       return { kind: 'throttled', reason, retryAfterMs: Math.max(told ?? 0, PRE_LAUNCH_RETRY_MS) };
     }
     const f = failure as LambdaFailure;
-    const reason = `${what} failed before any launch: ${describeFailure(f)}`;
-    if (f.rule.read === 'gone' || f.rule.create === 'rejected') return { kind: 'rejected', reason };
+    const reason = refusalReason(`${what} (before any launch)`, f);
+    if (f.rule.read === 'gone' || f.rule.create === 'rejected') return { kind: 'rejected', reason, errorClass: f.rule.read === 'auth' ? 'auth' : 'request' };
     if (f.rule.create === 'unavailable') return { kind: 'unavailable', reason };
     return { kind: 'throttled', reason, retryAfterMs: Math.max(f.retryAfterMs ?? 0, PRE_LAUNCH_RETRY_MS) };
   }
@@ -180,23 +199,45 @@ export class LambdaProvider implements Provider {
     // Not in the (possibly slightly older) list: only the instance's own answer may say gone.
     const r = await this.client.call<LambdaInstance>('api', 'GET', `/instances/${encodeURIComponent(instanceId)}`);
     if (r.ok) return this.info(r.data);
-    if (r.rule.read === 'gone') return { instanceId, label: '', state: 'gone', providerState: 'not found' };
+    if (r.rule.read === 'gone') {
+      this.watch.forget(instanceId);
+      return { instanceId, label: '', state: 'gone', providerState: 'not found' };
+    }
     throw failureError(`GET /instances/${instanceId}`, r);
   }
 
+  /**
+   * Terminates one instance (one id per call: an unknown id fails the whole batch). Idempotent:
+   * an id Lambda no longer knows is done, and any other refusal but a refused key or the rate
+   * limit (live: `global/unknown` for an instance already terminating; documented: terminate
+   * unavailable with `vm-is-terminating`) is settled by the instance's own state: terminating,
+   * terminated or gone means the terminate we asked for has happened.
+   */
   async destroy(instanceId: string): Promise<void> {
-    // One id per call: an unknown id fails the whole batch.
     const r = await this.client.call<object>('api', 'POST', '/instance-operations/terminate', { instance_ids: [instanceId] });
     this.running.invalidate();
-    if (r.ok || r.rule.read === 'gone') return;
-    // Lambda may refuse to terminate what is already terminating or terminated (its `actions`
-    // mark terminate unavailable then): that is the outcome we asked for.
-    if (r.status === 400 && r.rule.create === 'rejected') {
-      const now = await this.client.call<LambdaInstance>('api', 'GET', `/instances/${encodeURIComponent(instanceId)}`);
-      if (!now.ok && now.rule.read === 'gone') return;
-      if (now.ok && ['terminating', 'gone'].includes(lambdaState(now.data?.status))) return;
+    if (r.ok || r.rule.read === 'gone') return this.watch.forget(instanceId);
+    if (r.rule.read !== 'auth' && r.rule.read !== 'rate_limited') {
+      const ending = await this.statusIfEnding(instanceId);
+      if (ending) {
+        this.log.info({ instanceId, status: ending, failure: describeFailure(r) }, 'lambda refused the terminate of an instance already ending; counted as done');
+        return this.watch.forget(instanceId);
+      }
     }
     throw failureError(`terminate ${instanceId}`, r);
+  }
+
+  /** The instance's status when it is terminating, terminated or gone; null when it is not, or the read failed. */
+  private async statusIfEnding(instanceId: string): Promise<string | null> {
+    let now;
+    try {
+      now = await this.client.call<LambdaInstance>('api', 'GET', `/instances/${encodeURIComponent(instanceId)}`);
+    } catch {
+      return null;
+    }
+    if (!now.ok) return now.rule.read === 'gone' ? 'gone' : null;
+    const state = lambdaState(now.data?.status);
+    return state === 'terminating' || state === 'gone' ? (now.data?.status ?? state) : null;
   }
 
   async listInstances(): Promise<InstanceInfo[]> {
@@ -220,7 +261,8 @@ export class LambdaProvider implements Provider {
   }
 
   private info(i: LambdaInstance): InstanceInfo {
-    const out: InstanceInfo = { instanceId: i.id, label: labelOf(i), state: lambdaState(i.status), providerState: i.status };
+    const raw = typeof i.status === 'string' ? i.status : '';
+    const out: InstanceInfo = { instanceId: i.id, label: labelOf(i), state: this.watch.read(i.id, raw, lambdaStateReading(raw)), providerState: i.status };
     if (i.ip) out.ssh = { host: i.ip, port: this.options.sshPort, user: LAMBDA_SSH_USER };
     return out;
   }

@@ -1,4 +1,4 @@
-/** The parts of Lambda Cloud API 1.8.3 objects this plugin reads. */
+/** The parts of Lambda Cloud API objects (documents 1.8.3 to 1.9.3) this plugin reads. */
 
 export interface LambdaRegion {
   name: string;

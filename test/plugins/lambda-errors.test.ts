@@ -7,8 +7,11 @@ import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import type { FakeEndpoint, FakeFailure, FakeLambdaStatus } from '../fakes/lambda-api.js';
 import { makeLambdaHarness, type LambdaHarness } from './lambda-harness.js';
 
-/** Every `error.code` the Lambda Cloud API 1.8.3 document lists (components.schemas.ApiError*). */
+/** Every `error.code` the Lambda Cloud API 1.8.3 and 1.9.3 documents list (components.schemas.ApiError*). */
 const DOCUMENTED_CODES = [
+  'global/conflict',
+  'global/forbidden',
+  'global/not-found',
   'global/invalid-api-key',
   'global/account-inactive',
   'global/object-does-not-exist',
@@ -22,6 +25,9 @@ const DOCUMENTED_CODES = [
   'global/internal-error',
   'firewall-rulesets/firewall-ruleset-in-use',
 ];
+
+/** Codes the live API answers that no document lists (test/fixtures/providers/lambda/). */
+const LIVE_CODES = ['global/unknown'];
 
 /** `InstanceStatus` as the document enumerates it. */
 const DOCUMENTED_STATUSES: FakeLambdaStatus[] = ['booting', 'active', 'unhealthy', 'terminated', 'terminating', 'preempted'];
@@ -71,7 +77,8 @@ const READ_CASES: [FakeEndpoint, string, Injection, 'gone' | 'ok' | string][] = 
   ['destroy', '404 object-does-not-exist', { status: 404, body: body('global/object-does-not-exist') }, 'ok'],
   ['destroy', '401 invalid-api-key', { status: 401, body: body('global/invalid-api-key') }, 'auth'],
   ['destroy', '403 account-inactive', { status: 403, body: body('global/account-inactive') }, 'auth'],
-  ['destroy', '500 internal-error', { status: 500, body: body('global/internal-error') }, 'unavailable'],
+  // Refused for an id Lambda does not know: the instance's own read says it is gone, which is done.
+  ['destroy', '500 internal-error for an unknown id', { status: 500, body: body('global/internal-error') }, 'ok'],
   ['offers', '401 invalid-api-key', { status: 401, body: body('global/invalid-api-key') }, 'auth'],
   ['offers', '403 account-inactive', { status: 403, body: body('global/account-inactive') }, 'auth'],
   ['offers', '5xx', '5xx', 'unavailable'],
@@ -89,9 +96,9 @@ describe('Lambda error and state tables', () => {
     await h.cleanup();
   });
 
-  it('has a row for every documented error code and no other', () => {
-    const named = LAMBDA_ERROR_TABLE.flatMap((r) => r.match.codes ?? []).filter((c) => !c.endsWith('/*'));
-    assert.deepEqual(named.sort(), [...DOCUMENTED_CODES].sort());
+  it('has a row for every documented and every live error code and no other', () => {
+    const named = new Set(LAMBDA_ERROR_TABLE.flatMap((r) => r.match.codes ?? []).filter((c) => !c.endsWith('/*')));
+    assert.deepEqual([...named].sort(), [...DOCUMENTED_CODES, ...LIVE_CODES].sort());
     // The code decides, whatever the status says.
     assert.equal(classifyLambdaError(500, 'instance-operations/launch/insufficient-capacity').create, 'unavailable');
     assert.equal(classifyLambdaError(400, 'global/internal-error').create, 'ambiguous');
@@ -139,7 +146,11 @@ describe('Lambda error and state tables', () => {
   it('hands the operator Lambda\'s code, message and suggestion', async () => {
     h.fake.failNextWith('create', 403, body('global/account-inactive'));
     const res = await h.provider.create(h.label(), h.offer(), keys.publicKey);
-    assert.deepEqual(res, { kind: 'rejected', reason: `launch ${h.offer().key}: 403 global/account-inactive: message for global/account-inactive (a suggestion)` });
+    assert.deepEqual(res, {
+      kind: 'rejected',
+      errorClass: 'auth',
+      reason: `LAMBDA_PROVIDER_API_KEY: lambda launch ${h.offer().key}: the account is inactive (403 global/account-inactive: message for global/account-inactive (a suggestion))`,
+    });
   });
 
   it('a key registration Lambda refuses fails the create before any launch', async () => {

@@ -1,0 +1,143 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import lambdaPlugin from '../../plugins/lambda/index.js';
+import type { LambdaOptions } from '../../plugins/lambda/options.js';
+import type { Provider, ProviderPlugin } from '../../src/providers/provider.js';
+import { ProviderRegistry } from '../../src/providers/provider-registry.js';
+import { sshExec, sshProbe } from '../../src/providers/ssh-probe.js';
+import { FakeLambdaApi } from '../fakes/lambda-api.js';
+import { createTestContext, type TestContext } from '../helpers/context.js';
+import { signup, type SignedUp } from '../helpers/factories.js';
+import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
+import { createTopup } from '../helpers/payments.js';
+import { waitFor } from '../helpers/process.js';
+import { FAST_TUNING as LAMBDA_FAST } from '../plugins/lambda-harness.js';
+
+/**
+ * The whole service (API, worker, real Lambda plugin) renting from a Lambda fake that answers as
+ * the live API was recorded: the edge refuses requests without a product User-Agent, and a
+ * terminate of an instance already terminating answers `global/unknown`.
+ */
+describe('rentals on Lambda as it really answers (API + worker + recorded fake)', function () {
+  this.timeout(120_000);
+  let lambda: FakeLambdaApi;
+  let ctx: TestContext;
+  let worker: TestWorker;
+
+  before(async () => {
+    lambda = await FakeLambdaApi.start({ behaviour: 'recorded', bootMs: 100, terminateMs: 1500 });
+    ctx = await createTestContext({
+      env: {
+        PROVIDERS: 'lambda',
+        RENTAL_POLL_MS: '50',
+        PRICE_MARKUP_PERCENT: '10',
+        LAMBDA_PROVIDER_API_KEY: lambda.apiKey,
+        LAMBDA_PROVIDER_API_URL: lambda.url,
+        LAMBDA_PROVIDER_SSH_PORT: String(lambda.sshPort),
+      },
+      // Options come from the environment exactly as in production; only the spacing is shortened.
+      async registry(configs, deps) {
+        const entries = [];
+        for (const c of configs) {
+          const provider: Provider = await lambdaPlugin.create({ ...(lambdaPlugin.validateOptions(c.options) as LambdaOptions), tuning: LAMBDA_FAST }, deps);
+          entries.push({ id: c.id, description: (lambdaPlugin as ProviderPlugin<never>).description, markupPercent: c.markupPercent, provider });
+        }
+        return new ProviderRegistry(entries);
+      },
+    });
+    worker = await startTestWorker(ctx, { processEveryMs: 50 });
+  });
+
+  after(async () => {
+    await worker?.stop();
+    await ctx?.close();
+    await lambda?.close();
+  });
+
+  async function fundedAgent(amountMinor = 20_000): Promise<SignedUp> {
+    const who = await signup(ctx, { maxPerRentalMinor: 20_000, budgetLimitMinor: 50_000, maxConcurrentDeployments: 5 });
+    const { topup } = await createTopup(ctx, who, amountMinor);
+    assert.equal((await ctx.api.post(new URL(topup.paymentUrl).pathname)).status, 303);
+    return who;
+  }
+
+  async function deployment(who: SignedUp, id: string, statuses: string[]) {
+    let last: Record<string, unknown> | undefined;
+    await waitFor(async () => {
+      ctx.clock.advance(200);
+      const res = await ctx.api.get(`/api/v1/deployments/${id}`).set(who.auth);
+      last = res.body.data;
+      return statuses.includes(res.body.data?.status);
+    }, 60_000, `deployment ${id} in ${statuses}`);
+    return last!;
+  }
+
+  async function rentH100(who: SignedUp) {
+    const offers = (await ctx.api.get('/api/v1/offers')).body.data as { id: string; name: string; gpuCount: number; provider: string }[];
+    const offer = offers.find((o) => o.provider === 'lambda' && /H100/.test(o.name) && o.gpuCount === 1);
+    assert.ok(offer, 'a Lambda H100 offer is listed through the edge gate');
+    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId: offer.id });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body.data as { rentalId: string; deploymentId: string };
+  }
+
+  async function activeWithCredentials(who: SignedUp, deploymentId: string) {
+    const active = await deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+    assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
+    const c = (await ctx.api.post(`/api/v1/deployments/${deploymentId}/credentials/reveal`).set(who.auth)).body.data;
+    const target = { host: c.host, port: c.port, user: c.user, privateKey: c.privateKey };
+    assert.equal(c.user, 'ubuntu');
+    const smi = await sshExec(target, 'nvidia-smi');
+    assert.equal(smi.code, 0);
+    assert.match(smi.stdout, /H100/);
+    return target;
+  }
+
+  async function terminated(who: SignedUp, deploymentId: string) {
+    assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
+    const done = await deployment(who, deploymentId, ['TERMINATED']);
+    assert.ok(done.endedAt, 'endedAt is set once destruction is verified');
+    return done;
+  }
+
+  const labelOf = (deploymentId: string) => lambda.instances().find((i) => i.name.includes(deploymentId))!;
+
+  it('rent, ACTIVE, terminate, TERMINATED with destruction verified; every call passes the edge gate', async () => {
+    const who = await fundedAgent();
+    const { deploymentId } = await rentH100(who);
+    const target = await activeWithCredentials(who, deploymentId);
+    const instance = labelOf(deploymentId);
+    await terminated(who, deploymentId);
+    assert.equal((await sshProbe(target, { timeoutMs: 2000 })).ok, false, 'the key no longer gets in');
+    assert.equal(lambda.instances().find((i) => i.id === instance.id)?.status, 'terminated');
+    await waitFor(async () => !lambda.sshKeys().some((k) => k.name === instance.name), 10_000, 'per-deployment key deleted');
+    assert.deepEqual(lambda.calls.filter((c) => c.status === 403), [], 'no call was refused by the edge');
+  });
+
+  it('a terminate answered global/unknown (the instance was already terminating) still ends the rental with a verified destruction', async () => {
+    const who = await fundedAgent();
+    const { deploymentId } = await rentH100(who);
+    const target = await activeWithCredentials(who, deploymentId);
+    const instance = labelOf(deploymentId);
+    // Someone terminated it already (the dashboard, or an earlier terminate whose answer was lost):
+    // Lambda answers the service's own terminate with global/unknown while it is terminating.
+    const callsBefore = lambda.calls.length;
+    const outside = await fetch(`${lambda.url}/api/v1/instance-operations/terminate`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${lambda.apiKey}`, 'Content-Type': 'application/json', 'User-Agent': 'lambda-dashboard/1.0' },
+      body: JSON.stringify({ instance_ids: [instance.id] }),
+    });
+    assert.equal(outside.status, 200);
+    assert.equal(lambda.instances().find((i) => i.id === instance.id)?.status, 'terminating');
+
+    await terminated(who, deploymentId);
+    const terminates = lambda.calls.slice(callsBefore).filter((c) => c.path === '/api/v1/instance-operations/terminate');
+    assert.equal(terminates[1]?.status, 500, `the service's first terminate met global/unknown: ${JSON.stringify(terminates)}`);
+    assert.equal((await sshProbe(target, { timeoutMs: 2000 })).ok, false, 'the key no longer gets in');
+    assert.equal(lambda.instances().find((i) => i.id === instance.id)?.status, 'terminated');
+    // The plugin settled the refusal by reading the instance, instead of failing the destroy.
+    const after = lambda.calls.slice(callsBefore);
+    const refused = after.findIndex((c) => c.path === '/api/v1/instance-operations/terminate' && c.status === 500);
+    assert.deepEqual(after[refused + 1], { method: 'GET', path: `/api/v1/instances/${instance.id}`, status: 200 });
+  });
+});
