@@ -33,18 +33,24 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Polls `fn` until it returns a truthy value or the deadline passes. */
-export async function waitFor<T>(fn: () => Promise<T | undefined | false>, timeoutMs: number, what: string): Promise<T> {
+/**
+ * Polls `fn` every `intervalMs` until it returns a truthy value, which it resolves with; rejects
+ * once `timeoutMs` has passed, naming `what` and the last error `fn` threw. The one polling helper
+ * of the tests: wait on an event or a barrier where there is one, and poll only state that
+ * announces nothing (a row, another process's output).
+ */
+export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs: number, what: string, intervalMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
-  while (Date.now() < deadline) {
+  for (;;) {
     try {
       const v = await fn();
       if (v) return v;
     } catch (err) {
       last = err;
     }
-    await new Promise((r) => setTimeout(r, 100));
+    // Checked after a try, so a slow `fn` still gets its last look before the deadline counts.
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
   }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
 }

@@ -90,9 +90,13 @@ describe('jobs: several worker processes on one MySQL', function () {
 
     const rescuer = startWorker({ LOCK_LIFETIME_MS: '1500' });
     await ready(rescuer);
-    await waitFor(async () => (await runs("phase = 'done'")).length === 1, 15_000, 'the takeover to complete');
-    // Give a duplicate run the chance to show up before counting.
-    await new Promise((r) => setTimeout(r, 1000));
+    await waitFor(async () => {
+      const [r] = await ds.query(`SELECT locked_at, last_finished_at FROM ${AGENDA_JOBS_TABLE} WHERE name = 'mp.slow'`);
+      return r.last_finished_at instanceof Date && r.locked_at === null;
+    }, 15_000, 'the takeover to complete');
+    // With the last live worker drained and gone, no run can start any more: what is recorded is all there is.
+    rescuer.child.kill('SIGTERM');
+    assert.equal(await rescuer.exited, 0, rescuer.output());
     const all = await runs();
     assert.deepEqual(all.map((r) => [r.phase, r.pid]), [
       ['start', victim.child.pid],

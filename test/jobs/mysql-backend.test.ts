@@ -12,12 +12,49 @@ import { waitFor } from '../helpers/process.js';
 import { scratchDatabase } from './scratch-database.js';
 
 const json = (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : v);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ago = (ms: number) => new Date(Date.now() - ms);
 const later = (ms: number) => new Date(Date.now() + ms);
 
 function normal(name: string, nextRunAt: Date | null, extra: Partial<JobParameters> = {}): JobParameters {
   return { name, priority: 0, nextRunAt, type: 'normal', data: {}, ...extra };
+}
+
+/**
+ * Records what the processor is handed each time it claims a job of `name` from `queue`'s
+ * repository. An empty answer means a fill of its queue has just passed over that name: the
+ * moment a test may say "nothing was due" or "the start-up poll is over" without a sleep.
+ */
+function watchClaims(queue: AgendaJobQueue, name: string) {
+  const repository = queue.backend.repository;
+  const claim = repository.getNextJobToRun.bind(repository);
+  const answers: Array<JobParameters | undefined> = [];
+  const waiting: Array<() => void> = [];
+  repository.getNextJobToRun = async (jobName, ...rest) => {
+    const job = await claim(jobName, ...rest);
+    if (jobName === name) {
+      answers.push(job);
+      if (!job) for (const resolve of waiting.splice(0)) resolve();
+    }
+    return job;
+  };
+  return {
+    answers,
+    /** Resolves at the next claim of `name` that comes back empty; ask before what triggers it. */
+    nextEmpty: () => new Promise<void>((resolve) => waiting.push(resolve)),
+  };
+}
+
+/**
+ * Runs `then` once Agenda's own stop() has returned inside a worker's stop(), and only after every
+ * step that follows it without waiting: a worker that did not wait for running jobs has resolved
+ * by then, whatever the machine's load.
+ */
+function afterAgendaStop(agenda: Agenda, then: () => void): void {
+  const stop = agenda.stop.bind(agenda);
+  agenda.stop = async (...args) => {
+    await stop(...args);
+    setImmediate(then);
+  };
 }
 
 describe('jobs: MySQL backend for Agenda', function () {
@@ -385,15 +422,18 @@ describe('jobs: MySQL backend for Agenda', function () {
     });
 
     it('disables, enables, cancels and purges through Agenda', async () => {
-      const { agenda } = agendaFor();
+      const { agenda, queue } = agendaFor();
       let runs = 0;
       agenda.define('t.toggle', async () => {
         runs++;
       });
       await agenda.now('t.toggle', {});
       assert.equal(await agenda.disable({ name: 't.toggle' }), 1);
+      const claims = watchClaims(queue, 't.toggle');
+      const polled = claims.nextEmpty();
       await agenda.start();
-      await sleep(300);
+      await polled;
+      assert.deepEqual(claims.answers.filter(Boolean), [], 'a disabled job is never handed out');
       assert.equal(runs, 0);
       assert.equal(await agenda.enable({ name: 't.toggle' }), 1);
       await waitFor(async () => runs === 1, 10_000, 'run after enable');
@@ -412,11 +452,15 @@ describe('jobs: MySQL backend for Agenda', function () {
       agenda.define('t.wake', async () => {
         ran = true;
       });
+      const claims = watchClaims(queue, 't.wake');
+      const startupPoll = claims.nextEmpty();
       await agenda.start();
-      await sleep(100); // the start-up poll is over; only a notification can trigger a claim now
+      // The start-up poll has passed over t.wake; with a minute to the next, only the notification claims now.
+      await startupPoll;
       await queue.now('t.wake', {});
       await waitFor(async () => ran, 5_000, 'the notified job');
-      assert.ok(ran);
+      assert.equal(claims.answers[0], undefined, 'the start-up poll found nothing');
+      assert.deepEqual(claims.answers.filter(Boolean).map((j) => j!.name), ['t.wake'], 'claimed once, after the notification');
     });
 
     it('takes over a job whose runner stopped touching it after its lock lifetime', async () => {
@@ -439,13 +483,19 @@ describe('jobs: MySQL backend for Agenda', function () {
       // On the run's shared database through the test helper, which runs startJobWorker.
       const ctx = await createTestContext();
       const finished: number[] = [];
+      let started!: () => void;
+      const firstStarted = new Promise<void>((r) => (started = r));
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
       const worker = await startTestWorker(ctx, {
         definitions: [
           {
             name: 't.drain',
             concurrency: 1,
+            // Runs until the worker has stopped claiming, so the second job can only wait.
             async handler(data: { n: number }) {
-              await sleep(300);
+              started();
+              await gate;
               finished.push(data.n);
             },
           },
@@ -456,7 +506,8 @@ describe('jobs: MySQL backend for Agenda', function () {
       try {
         await agendaQueueOf(ctx.services.jobs).now('t.drain', { n: 1 });
         await agendaQueueOf(ctx.services.jobs).now('t.drain', { n: 2 });
-        await waitFor(async () => (await drainRows()).some((r) => r.last_run_at), 5_000, 'first job to start');
+        await firstStarted;
+        afterAgendaStop(worker.agenda, release);
         await worker.stop(5_000);
         assert.equal(finished.length, 1);
         const r = await drainRows();
@@ -475,7 +526,6 @@ describe('jobs: MySQL backend for Agenda', function () {
       const { agenda, queue } = agendaFor();
       const seen: string[] = [];
       agenda.define('t.gap', async () => {
-        await sleep(50);
         seen.push('ran');
       });
       // Agenda saves a job's state before it emits 'start': hold that save to widen the gap.
@@ -497,15 +547,10 @@ describe('jobs: MySQL backend for Agenda', function () {
       const worker = await startAgendaProcessing(queue, createLogger('silent'));
       await agenda.now('t.gap', {});
       await inGap;
-      let stopped = false;
-      const stopping = worker.stop({ timeoutMs: 10_000 }).then(() => {
-        stopped = true;
-      });
-      await sleep(200);
-      assert.equal(stopped, false, 'stop() waits for the job in the gap');
-      release();
-      await stopping;
-      assert.deepEqual(seen, ['ran']);
+      // The held save goes on only once stop() could have returned without waiting.
+      afterAgendaStop(agenda, release);
+      await worker.stop({ timeoutMs: 10_000 }).then(() => seen.push('stopped'));
+      assert.deepEqual(seen, ['ran', 'stopped'], 'stop() waits for the job in the gap');
     });
 
     it('lets a test worker settle on the jobs its handlers enqueue', async () => {

@@ -12,7 +12,8 @@ import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec, sshProbe, type SshTarget } from '../../src/providers/ssh-probe.js';
 import { testDataSource } from '../helpers/db.js';
 import { makeLocalHarness, TEST_OFFERS, type LocalHarness } from './local-harness.js';
-import { runProviderContract, waitFor, waitForRunning } from './provider-contract.js';
+import { runProviderContract, waitForRunning } from './provider-contract.js';
+import { waitFor } from '../helpers/process.js';
 
 runProviderContract('local', async () => {
   const h = await makeLocalHarness();
@@ -102,10 +103,10 @@ describe(LocalProvider.name, () => {
       assert.equal(res.kind, 'created');
       const id = (res as { instanceId: string }).instanceId;
       assert.equal((await h.provider.get(id)).state, 'pending');
-      const failed = await waitFor('failure', async () => {
+      const failed = await waitFor(async () => {
         const info = await h.provider.get(id);
         return info.state === 'failed' ? info : undefined;
-      });
+      }, 5000, 'failure');
       assert.equal(failed.providerState, 'error');
       assert.equal(failed.ssh, undefined);
       assert.equal((await h.provider.findByLabel(label))?.state, 'failed');
@@ -146,10 +147,10 @@ describe(LocalProvider.name, () => {
     it('boots the SSH server when provisioning ends, without being polled', async () => {
       const res = await h.provider.create(h.label(), h.offer('h100-1x'), keys.publicKey);
       const id = (res as { instanceId: string }).instanceId;
-      const [{ port }] = await waitFor('a port to be recorded', async () => {
+      const [{ port }] = await waitFor(async () => {
         const rows: { port: number | null }[] = await h.ds.query('SELECT ssh_port AS port FROM local_provider_instances WHERE id = ?', [id]);
         return rows[0]?.port ? rows : undefined;
-      });
+      }, 5000, 'a port to be recorded');
       assert.equal((await sshProbe({ host: '127.0.0.1', port: Number(port), user: 'gpu', privateKey: keys.privateKey })).ok, true);
     });
 
@@ -334,10 +335,10 @@ describe(LocalProvider.name, () => {
       const other = await h.newProvider();
       await other.destroy(instanceId);
       assert.equal((await sshProbe(target, { timeoutMs: 1000 })).ok, false);
-      await waitFor('the stale server to close', async () => {
+      await waitFor(async () => {
         const p = await sshProbe(target, { timeoutMs: 1000 });
         return !p.ok && p.reason === 'refused' ? p : undefined;
-      });
+      }, 5000, 'the stale server to close');
     });
   });
 

@@ -10,7 +10,8 @@ import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec, sshProbe } from '../../src/providers/ssh-probe.js';
 import { FAKE_RUNPOD_GPUS, type FakePodStatus } from '../fakes/runpod-api.js';
 import { H100, makeRunpodHarness, type RunpodHarness } from './runpod-harness.js';
-import { runProviderContract, waitFor, waitForRunning } from './provider-contract.js';
+import { runProviderContract, waitForRunning } from './provider-contract.js';
+import { waitFor } from '../helpers/process.js';
 
 runProviderContract('runpod', async () => {
   const h = await makeRunpodHarness();
@@ -115,7 +116,7 @@ describe(RunpodProvider.name, () => {
       const res = await p.create(label, h.offer(), keys.publicKey);
       assert.equal(res.kind, 'ambiguous');
       assert.match((res as { reason: string }).reason, /no answer within 300 ms/);
-      const found = await waitFor('the pod of the unanswered create', async () => (await p.findByLabel(label)) ?? undefined);
+      const found = await waitFor(async () => (await p.findByLabel(label)) ?? undefined, 5000, 'the pod of the unanswered create');
       assert.equal(found.instanceId, h.fake.instances()[0].id);
       h.fake.hangCreatesAfterCreating(false);
       // Asked again with the same label, the plugin returns that pod instead of making another.
@@ -150,11 +151,11 @@ describe(RunpodProvider.name, () => {
       h.fake.setBootMs(400, 60_000);
       const { id, label } = await createPod();
       const seen = new Set<string>();
-      const running = await waitFor('RUNNING', async () => {
+      const running = await waitFor(async () => {
         const info = await h.provider.get(id);
         seen.add(info.providerState!);
         return info.providerState === 'RUNNING' ? info : undefined;
-      });
+      }, 5000, 'RUNNING');
       assert.ok(seen.has('PROVISIONING') || seen.has('STARTING'));
       // RUNNING before the port mapping: running, but no endpoint, so not ready.
       assert.deepEqual([running.state, running.ssh, running.label], ['running', undefined, label]);
@@ -184,7 +185,7 @@ describe(RunpodProvider.name, () => {
       const info = await waitForRunning(h.provider, id);
       h.fake.forget(id);
       // Polls share one list for a moment, so "gone" shows within that moment, not at once.
-      await waitFor('the forgotten pod to read gone', async () => ((await h.provider.get(id)).state === 'gone' ? true : undefined));
+      await waitFor(async () => ((await h.provider.get(id)).state === 'gone' ? true : undefined), 5000, 'the forgotten pod to read gone');
       assert.equal(await h.provider.findByLabel(label), null);
       assert.equal((await sshExec({ ...info.ssh, privateKey: keys.privateKey }, 'echo still-here')).stdout, 'still-here\n');
       await h.provider.destroy(id);

@@ -88,15 +88,26 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
     await ds.query(`INSERT INTO ${table} (id, v) VALUES (10, 'a'), (11, 'b')`);
     let runs = 0;
     // Two transactions lock the two rows in opposite orders; InnoDB rolls one back, which runs again.
-    const cross = (first: number, second: number, v: string) =>
-      inSqlTransaction(ds, async (tx) => {
+    // Neither asks for its second row before both hold their first, so the deadlock always happens.
+    let arrived = 0;
+    let bothLocked!: () => void;
+    const barrier = new Promise<void>((r) => (bothLocked = r));
+    const cross = (first: number, second: number, v: string) => {
+      let attempt = 0;
+      return inSqlTransaction(ds, async (tx) => {
         runs++;
+        attempt++;
         await tx.query(`SELECT id FROM ${table} WHERE id = ? FOR UPDATE`, [first]);
-        await new Promise((r) => setTimeout(r, 50));
+        // Only first attempts meet; the victim's retry just waits for the winner's locks.
+        if (attempt === 1) {
+          if (++arrived === 2) bothLocked();
+          await barrier;
+        }
         await tx.query(`UPDATE ${table} SET v = CONCAT(v, ?) WHERE id = ?`, [v, second]);
       });
+    };
     await Promise.all([cross(10, 11, 'x'), cross(11, 10, 'y')]);
-    assert.ok(runs >= 3, `expected a retried run, saw ${runs}`);
+    assert.equal(runs, 3, 'one deadlock victim, run once more');
     assert.deepEqual(await rows(), ['10:ay', '11:bx']);
   });
 
