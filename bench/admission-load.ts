@@ -9,6 +9,7 @@ import autocannon from 'autocannon';
 import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { parentPort, Worker, workerData } from 'node:worker_threads';
+import { ownWorker } from './processes.js';
 
 /** What the load worker is asked to do. */
 export interface LoadJob {
@@ -33,7 +34,7 @@ export function runLoad(job: LoadJob): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
     // The worker runs this same file, so it registers tsx's loader first, as the parent has.
     const boot = `import('tsx/esm/api').then((t) => { t.register(); return import(${JSON.stringify(import.meta.url)}); })`;
-    const w = new Worker(boot, { eval: true, workerData: job });
+    const w = ownWorker(new Worker(boot, { eval: true, workerData: job }));
     w.once('message', (r: LoadResult) => resolve(r));
     w.once('error', reject);
     w.once('exit', (code) => code !== 0 && reject(new Error(`load worker exited with ${code}`)));

@@ -23,6 +23,7 @@ import { createServices } from '../src/container.js';
 import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate } from '../src/db/data-source.js';
 import { createLogger } from '../src/logger.js';
 import { createProviderRegistry } from '../src/providers/provider-registry.js';
+import { runBench } from './processes.js';
 
 const CONNECTIONS = 32;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -226,10 +227,5 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+// autocannon's own worker thread ends with the process.
+runBench(main);

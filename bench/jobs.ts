@@ -10,7 +10,7 @@
  * (default mysql://root@127.0.0.1:3306/), BENCH_PG_URL base for PostgreSQL
  * (default postgres://postgres@127.0.0.1:5432/). Throwaway databases are created and dropped.
  */
-import { spawn } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,7 @@ import type { DataSource } from 'typeorm';
 import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate } from '../src/db/data-source.js';
 import { createAgenda, startAgendaProcessing } from '../src/jobs/agenda.js';
 import { createLogger } from '../src/logger.js';
+import { endChild, exitWithParent, ownChild, runBench } from './processes.js';
 
 type Kind = 'mysql' | 'postgres';
 
@@ -144,8 +145,9 @@ async function postgresSide(url?: string): Promise<Side> {
   };
 }
 
-/** Child process: a worker that runs `bench.noop` until SIGTERM. */
+/** Child process: a worker that runs `bench.noop` until SIGTERM, or until its parent is gone. */
 async function child(kind: Kind, url: string): Promise<void> {
+  exitWithParent();
   const side = kind === 'mysql' ? await mysqlSide(url) : await postgresSide(url);
   const a = await side.agenda({});
   a.agenda.define('bench.noop', async () => undefined, { concurrency: SETTINGS.defaultConcurrency });
@@ -159,17 +161,9 @@ async function child(kind: Kind, url: string): Promise<void> {
 async function throughput(side: Side, workers: number, jobs = JOBS): Promise<number> {
   await side.reset();
   const procs = Array.from({ length: workers }, () =>
-    spawn(process.execPath, ['--import', 'tsx', SELF, '--child', side.kind, side.url], { stdio: ['ignore', 'pipe', 'inherit'] }),
+    ownChild(fork(SELF, ['--child', side.kind, side.url], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })),
   );
-  await Promise.all(
-    procs.map((p) => new Promise<void>((resolve) => {
-      let out = '';
-      p.stdout!.on('data', (d) => {
-        out += d;
-        if (out.includes('ready')) resolve();
-      });
-    })),
-  );
+  await Promise.all(procs.map(ready));
   const producer = await side.agenda({});
   // The PostgreSQL backend only NOTIFYs from a started Agenda; starting one without definitions
   // gives it that advantage. The MySQL producer, like the api role, is never started.
@@ -186,9 +180,20 @@ async function throughput(side: Side, workers: number, jobs = JOBS): Promise<num
   }
   const seconds = (performance.now() - t0) / 1000;
   await producer.close();
-  for (const p of procs) p.kill('SIGTERM');
-  await Promise.all(procs.map((p) => new Promise((r) => p.on('exit', r))));
+  await Promise.all(procs.map((p) => endChild(p)));
   return jobs / seconds;
+}
+
+/** Resolves when the worker process prints "ready"; rejects when it exits first. */
+function ready(p: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let out = '';
+    p.stdout!.on('data', (d) => {
+      out += d;
+      if (out.includes('ready')) resolve();
+    });
+    p.once('exit', (code, sig) => reject(new Error(`bench worker exited before it was ready (${sig ?? code})`)));
+  });
 }
 
 async function latency(side: Side): Promise<{ p50: number; p99: number }> {
@@ -217,9 +222,6 @@ async function latency(side: Side): Promise<{ p50: number; p99: number }> {
 }
 
 async function main(): Promise<void> {
-  const i = process.argv.indexOf('--child');
-  if (i >= 0) return child(process.argv[i + 1] as Kind, process.argv[i + 2]);
-
   const sides = [await mysqlSide(), await postgresSide()];
   const results: Record<Kind, { t1: number; t4: number; p50: number; p99: number }> = {} as never;
   try {
@@ -243,12 +245,12 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => {
-    if (!process.argv.includes('--child')) process.exit(0);
-  },
-  (err) => {
+const childAt = process.argv.indexOf('--child');
+if (childAt >= 0) {
+  child(process.argv[childAt + 1] as Kind, process.argv[childAt + 2]).catch((err) => {
     console.error(err);
     process.exit(1);
-  },
-);
+  });
+} else {
+  runBench(main);
+}

@@ -17,6 +17,7 @@ import { LedgerService } from '../src/modules/billing/ledger.service.js';
 import { Metering } from '../src/modules/rentals/lifecycle/metering.js';
 import { DEFAULT_TIMING } from '../src/modules/rentals/lifecycle/lifecycle-deps.js';
 import { seedMeteredRentals } from '../test/helpers/metered-seed.js';
+import { exited, exitWithParent, ownChild, runBench } from './processes.js';
 import { admissionPhase, databaseCpuMs, describePhase, makeClients, spread, startBenchApp, type PhaseResult } from './support.js';
 
 const SIZES = (process.env.BENCH_SIZES ?? '1000,10000,30000').split(',').map(Number);
@@ -52,6 +53,7 @@ function metering(ds: ReturnType<typeof createDataSource>, clock: Clock): Meteri
 
 /** Child mode: sweeps back to back until told to stop, reporting each sweep's time. */
 async function sweeper(databaseUrl: string): Promise<void> {
+  exitWithParent();
   const ds = createDataSource(databaseUrl, 4);
   await ds.initialize();
   const clock = sweepClock(24 * 3600_000);
@@ -126,13 +128,14 @@ async function main(): Promise<void> {
       without.push(await phase(`rep ${rep + 1} no sweep, saturated`));
       withoutPaced.push(await phase(`rep ${rep + 1} no sweep, ${RATE}/s`, RATE));
     }
-    const child = fork(fileURLToPath(import.meta.url), ['sweeper'], { execArgv: process.execArgv, env: { ...process.env, BENCH_SWEEP_DATABASE_URL: app.databaseUrl } });
+    const child = ownChild(fork(fileURLToPath(import.meta.url), ['sweeper'], { execArgv: process.execArgv, env: { ...process.env, BENCH_SWEEP_DATABASE_URL: app.databaseUrl } }));
     const sweeps: number[] = [];
     await new Promise<void>((resolve, reject) => {
       child.on('message', (msg: { ready?: boolean; sweepMs?: number }) => {
         if (msg.ready) resolve();
         if (msg.sweepMs !== undefined) sweeps.push(msg.sweepMs / 1000);
       });
+      // Only before it is ready: a promise settles once.
       child.once('exit', (code) => reject(new Error(`sweeper exited with ${code}`)));
     });
     const during: Phase[] = [];
@@ -141,10 +144,9 @@ async function main(): Promise<void> {
       during.push(await phase(`rep ${rep + 1} while sweeping, saturated`));
       duringPaced.push(await phase(`rep ${rep + 1} while sweeping, ${RATE}/s`, RATE));
     }
-    child.removeAllListeners('exit');
-    const exited = new Promise((r) => child.once('exit', r));
     child.send('stop');
-    await exited;
+    // It stops after the sweep under way, whose time is the last figure it reports.
+    await exited(child);
     console.log('summary (min / median / max):');
     const row = (name: string, a: Phase[], b: Phase[]) =>
       `  ${name}: p99 ${spread(a.map((r) => r.p99), 1, ' ms')} without a sweep, ${spread(b.map((r) => r.p99), 1, ' ms')} during sweeps` +
@@ -159,10 +161,11 @@ async function main(): Promise<void> {
   }
 }
 
-const run = process.argv[2] === 'sweeper' ? sweeper(process.env.BENCH_SWEEP_DATABASE_URL!) : main();
-run
-  .catch((err) => {
+if (process.argv[2] === 'sweeper') {
+  sweeper(process.env.BENCH_SWEEP_DATABASE_URL!).catch((err) => {
     console.error(err);
-    process.exitCode = 1;
-  })
-  .finally(() => process.exit());
+    process.exit(1);
+  });
+} else {
+  runBench(main);
+}

@@ -10,6 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { RENTAL_JOBS } from '../src/jobs/job-queue.js';
+import { runBench } from './processes.js';
 import { rawAdmission, rawPool, RAW_STATEMENTS_PER_ADMISSION } from './raw-admission.js';
 import { admissionPhase, databaseCpuMs, describePhase, loadPhase, makeClients, percentile, queryCounter, spread, startBenchApp, type BenchApp, type PhaseResult } from './support.js';
 
@@ -153,10 +154,5 @@ async function provisioningLatency(app: BenchApp): Promise<void> {
   }
 }
 
-main()
-  .catch((err) => {
-    console.error(err);
-    process.exitCode = 1;
-  })
-  // Agenda and SSH timers of the in-process worker would otherwise keep the process alive.
-  .finally(() => process.exit());
+// Exits when main settles: Agenda and SSH timers of the in-process worker would otherwise keep it alive.
+runBench(main);
