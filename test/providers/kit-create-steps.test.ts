@@ -17,6 +17,11 @@ describe('kit: create steps', () => {
     assert.equal((labelLookupFailure('gpr-1', new ProviderApiError('rate_limited', 'm', 429, 3000)) as { retryAfterMs: number }).retryAfterMs, 3000);
     assert.equal(kind(new ProviderApiError('auth', 'GET /list: 401', 401)), 'rejected');
     assert.equal(kind(new ProviderApiError('request', 'GET /list: 400', 400)), 'rejected');
+    // The class travels with the verdict, so /api/v1/providers blames the key only when the key was refused.
+    assert.deepEqual(
+      ['auth', 'request'].map((c) => (labelLookupFailure('gpr-1', new ProviderApiError(c as 'auth', 'm', 400)) as { errorClass?: string }).errorClass),
+      ['auth', 'request'],
+    );
     for (const cls of ['unavailable', 'timeout', 'bad_response'] as const) assert.equal(kind(new ProviderApiError(cls, 'm')), 'ambiguous', cls);
     assert.equal(kind(new Error('a bug')), 'ambiguous');
     assert.match(labelLookupFailure('gpr-1', new Error('boom')).reason, /labelled gpr-1: boom/);

@@ -17,7 +17,7 @@ export function labelLookupFailure(label: string, err: unknown): CreateFailure {
   const reason = `could not check for an existing instance labelled ${label}: ${(err as Error).message}`;
   if (!(err instanceof ProviderApiError)) return { kind: 'ambiguous', reason };
   if (err.errorClass === 'rate_limited') return { kind: 'throttled', reason, retryAfterMs: err.retryAfterMs ?? 1000 };
-  if (err.errorClass === 'auth' || err.errorClass === 'request') return { kind: 'rejected', reason };
+  if (err.errorClass === 'auth' || err.errorClass === 'request') return { kind: 'rejected', reason, errorClass: err.errorClass };
   return { kind: 'ambiguous', reason };
 }
 
