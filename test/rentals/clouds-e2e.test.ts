@@ -33,9 +33,12 @@ interface OfferView {
 
 /**
  * The whole service brokering three real cloud APIs (their faithful fakes): the real plugins, with
- * only their rate-limit spacing shortened, behind the API, the worker and the GPU catalog.
+ * only their rate-limit spacing shortened, behind the API, the worker and the GPU catalog. It runs
+ * twice: against the APIs as their documents describe them, and as they were recorded answering
+ * live (taken asks as 400s, "already gone" in several forms, User-Agent gates, paged lists).
  */
-describe('rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes)', function () {
+for (const behaviour of ['documented', 'recorded'] as const) {
+describe(`rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes, ${behaviour} APIs)`, function () {
   this.timeout(120_000);
   let vast: FakeVastApi;
   let runpod: FakeRunpodApi;
@@ -44,9 +47,9 @@ describe('rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes)
   let worker: TestWorker;
 
   before(async () => {
-    vast = await FakeVastApi.start({ bootMs: 100 });
-    runpod = await FakeRunpodApi.start({ bootMs: 200, directSshDelayMs: 100 });
-    lambda = await FakeLambdaApi.start({ bootMs: 100 });
+    vast = await FakeVastApi.start({ bootMs: 100, behaviour });
+    runpod = await FakeRunpodApi.start({ bootMs: 200, directSshDelayMs: 100, behaviour });
+    lambda = await FakeLambdaApi.start({ bootMs: 100, behaviour });
     ctx = await createTestContext({
       env: {
         PROVIDERS: 'vast,runpod,lambda',
@@ -271,3 +274,4 @@ describe('rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes)
     await terminate(who, deploymentId);
   });
 });
+}
