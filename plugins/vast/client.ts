@@ -12,8 +12,15 @@ export interface VastInstance {
   actual_status: string | null;
   cur_state?: string | null;
   intended_status?: string | null;
+  /** Why the instance is where it is (a start failure's error, or progress text while loading). */
+  status_msg?: string | null;
   public_ipaddr?: string | null;
   ports?: Record<string, { HostIp?: string; HostPort?: string }[] | null> | null;
+  /** What the instance costs per hour in USD, as Vast bills it now (it can differ from the offer's). */
+  dph_total?: number | null;
+  /** USD per GB of internet traffic up / down, billed apart from `dph_total`. */
+  inet_up_cost?: number | null;
+  inet_down_cost?: number | null;
 }
 
 /** Rate-limit buckets, one per documented endpoint limit. */
@@ -84,14 +91,23 @@ export class VastClient {
     return this.http.request('attach', 'POST', `/api/v0/instances/${instanceId}/ssh/`, { body: { ssh_key: publicKey } });
   }
 
-  /** One instance, or null once Vast no longer knows it. */
+  /**
+   * One instance, or null once Vast no longer knows it. After a destroy Vast has answered
+   * `instances: null`, `instances: []` and other non-objects; all of them mean gone. A list
+   * holding the instance asked for is read as that instance. An error naming the instance as
+   * gone (`no_such_instance`, `not_found`) is gone too.
+   */
   async showInstance(instanceId: string): Promise<VastInstance | null> {
     const path = `/api/v0/instances/${instanceId}/`;
     const res = await this.http.request('get', 'GET', path, { query: { owner: 'me' } });
-    if (res.status !== 200) throw readError(`vast GET ${path}`, res);
+    if (res.status !== 200 || (isObject(res.json) && res.json.success === false)) {
+      if (classifyVastError(res).read === 'gone') return null;
+      throw readError(`vast GET ${path}`, res);
+    }
     if (!isObject(res.json) || !('instances' in res.json)) throw new ProviderApiError('bad_response', `vast GET ${path}: no "instances" in the answer`, 200);
     const inst = res.json.instances;
-    if (inst === null) return null;
+    if (Array.isArray(inst)) return inst.find((i): i is VastInstance => isInstance(i) && String(i.id) === instanceId) ?? null;
+    if (!isObject(inst)) return null;
     if (!isInstance(inst)) throw new ProviderApiError('bad_response', `vast GET ${path}: "instances" is not an instance`, 200);
     return inst;
   }
@@ -121,11 +137,16 @@ export class VastClient {
     return list.items;
   }
 
-  /** True when destroyed now, false when Vast says it was already gone. */
+  /**
+   * True when destroyed now, false when Vast says it was already gone: `no_such_instance` (under
+   * 404, or under 200 with `success: false`) or `not_found`. A 200 with `success: false` for any
+   * other reason destroyed nothing and throws, so the host asks again.
+   */
   async destroyInstance(instanceId: string): Promise<boolean> {
     const path = `/api/v0/instances/${instanceId}/`;
     const res = await this.http.request('destroy', 'DELETE', path);
-    if (res.status === 200) return true;
+    const refused = isObject(res.json) && res.json.success === false;
+    if (res.status === 200 && !refused) return true;
     if (classifyVastError(res).read === 'gone') return false;
     throw readError(`vast DELETE ${path}`, res);
   }

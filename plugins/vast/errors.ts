@@ -1,4 +1,5 @@
 import { createVerdictOf, matchErrorRule, readErrorOf, type ErrorRule } from '../../src/providers/kit/error-table.js';
+import { optionVariable } from '../../src/providers/kit/options.js';
 import type { ProviderApiError, HttpResponse } from '../../src/providers/provider-http.js';
 import type { CreateResult } from '../../src/providers/provider.js';
 
@@ -16,9 +17,11 @@ export const VAST_ERROR_TABLE: readonly ErrorRule[] = [
   { match: { status: 400, codes: ['team_ssh_keys_not_supported'] }, create: 'rejected', read: 'request', note: 'a team-scoped API key cannot manage SSH keys' },
   { match: { status: 400, codes: ['invalid_token'] }, create: 'rejected', read: 'request', note: 'a list page token Vast does not accept' },
   { match: { status: 404, codes: ['auth_error'] }, create: 'rejected', read: 'auth', note: 'observed answer to a wrong or revoked API key' },
-  { match: { status: 404, codes: ['no_such_ask'] }, create: 'unavailable', read: 'request', note: 'the offer is gone' },
-  { match: { status: 404, codes: ['not_found'] }, create: 'unavailable', read: 'gone', note: 'the instance no longer exists' },
-  { match: { status: 410, codes: ['no_such_ask'] }, create: 'unavailable', read: 'request', note: 'the offer cannot start now (cancel_unavail)' },
+  // By meaning, whatever the status: live Vast has answered a taken ask with 400, 404 and 410, the
+  // code in `msg` (with `error: "invalid_args"`) or in `error` itself.
+  { match: { codes: ['no_such_ask'] }, create: 'unavailable', read: 'request', note: 'the offer is gone (someone else took it) or cannot start now (cancel_unavail)' },
+  // Production clients treat `no_such_instance` as "already destroyed" under 404 and under 200 with success:false.
+  { match: { codes: ['no_such_instance', 'not_found'] }, create: 'unavailable', read: 'gone', note: 'the instance no longer exists' },
   { match: { status: 410, codes: ['deprecated_endpoint'] }, create: 'rejected', read: 'request', note: 'a retired endpoint: never read as "nothing there"' },
   { match: { status: 400 }, create: 'rejected', read: 'request', note: 'any other bad request' },
   { match: { status: 401 }, create: 'rejected', read: 'auth', note: 'missing or invalid API key' },
@@ -34,9 +37,10 @@ export const VAST_ERROR_TABLE: readonly ErrorRule[] = [
 /** Vast's error code: a known code quoted in `msg` or `detail` (or the body), else the `error` field. */
 export function vastErrorCode(res: Pick<HttpResponse, 'json' | 'text'>): string | undefined {
   const body = res.json as { error?: unknown; msg?: unknown; detail?: unknown } | null;
-  const text = [body?.msg, body?.detail].filter((v) => typeof v === 'string').join(' ') || res.text;
+  // `error` too: one recorded taken-ask answer carries its whole text there, with no `msg`.
+  const text = [body?.msg, body?.detail, body?.error].filter((v) => typeof v === 'string').join(' ') || res.text;
   // The documented 404 for a gone ask carries `"error":"invalid_args"` and names no_such_ask in msg.
-  for (const c of ['no_such_ask', 'auth_error', 'deprecated_endpoint']) if (text.includes(c)) return c;
+  for (const c of ['no_such_ask', 'no_such_instance', 'auth_error', 'deprecated_endpoint']) if (text.includes(c)) return c;
   if (typeof body?.error === 'string') return body.error;
   if (/invalid user key/i.test(text)) return 'auth_error';
   return undefined;
@@ -55,9 +59,31 @@ export function describeAnswer(what: string, res: Pick<HttpResponse, 'status' | 
   return `${what}: HTTP ${res.status}${code ? ` ${code}` : ''}${msg ? `: ${msg.replace(/\s+/g, ' ').trim()}` : ''}`;
 }
 
-/** The create outcome for an answer that is not a documented success. */
+/**
+ * The `VAST_PROVIDER_*` variable an operator has to look at when Vast refuses a create: the key
+ * for an authentication refusal or a team key, the image when the refusal names an image (or a VM
+ * image that needs an account key), the disk when it names the disk; otherwise the account
+ * behind the key (no credit) or, failing all else, both request options.
+ */
+export function variableToFix(rule: ErrorRule, res: Pick<HttpResponse, 'status' | 'json' | 'text'>): string {
+  const code = vastErrorCode(res);
+  const said = describeAnswer('', res).toLowerCase();
+  if (rule.read === 'auth' || code === 'team_ssh_keys_not_supported') return optionVariable('vast', 'API_KEY');
+  if (code === 'no_ssh_key_for_vm' || /\b(image|manifest|docker)\b/.test(said)) return optionVariable('vast', 'IMAGE');
+  if (/\bdisk\b/.test(said)) return optionVariable('vast', 'DISK_GB');
+  if (res.status === 402 || /credit|balance|payment/.test(said)) return `the account of ${optionVariable('vast', 'API_KEY')}`;
+  return `${optionVariable('vast', 'IMAGE')} or ${optionVariable('vast', 'DISK_GB')}`;
+}
+
+/**
+ * The create outcome for an answer that is not a documented success. A `rejected` reason starts
+ * with the variable to fix, so the host's one log line of it tells the operator where to look.
+ */
 export function createFailure(what: string, res: HttpResponse): Exclude<CreateResult, { kind: 'created' }> {
-  return createVerdictOf(classifyVastError(res), describeAnswer(what, res), res.retryAfterMs);
+  const rule = classifyVastError(res);
+  const described = describeAnswer(what, res);
+  if (rule.create !== 'rejected') return createVerdictOf(rule, described, res.retryAfterMs);
+  return createVerdictOf(rule, `${variableToFix(rule, res)}: Vast refused the create (${rule.note}): ${described}`);
 }
 
 /** The error a read throws for a non-success answer (callers handle `gone` before asking). */

@@ -21,6 +21,9 @@ export interface VastOffer {
   duration?: number | null;
   geolocation?: string | null;
   hosting_type?: number | null;
+  /** USD per GB uploaded / downloaded, billed apart from `dph_total`; 0 on most hosts. */
+  inet_up_cost?: number | null;
+  inet_down_cost?: number | null;
 }
 
 /** Longest rental we pass on, whatever the host allows: Vast hosts often offer months. */
@@ -57,16 +60,53 @@ export function vastCategory(gpuName: string): string {
 const finite = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 const positiveInt = (v: number): number | null => (v >= 1 ? v : null);
 
+/** The bandwidth prices an offer or instance states, in USD per GB; absent or negative reads as 0. */
+function bandwidthUsdPerGb(x: Pick<VastOffer, 'inet_up_cost' | 'inet_down_cost'>): { up: number; down: number } {
+  const price = (v: unknown) => (finite(v) && v > 0 ? v : 0);
+  return { up: price(x.inet_up_cost), down: price(x.inet_down_cost) };
+}
+
+/** True when Vast bills this offer's (or instance's) internet traffic on top of `dph_total`. */
+export function billsBandwidth(x: Pick<VastOffer, 'inet_up_cost' | 'inet_down_cost'>): boolean {
+  const bw = bandwidthUsdPerGb(x);
+  return bw.up > 0 || bw.down > 0;
+}
+
 /**
- * One Vast offer as ours, or a reason it cannot be offered (malformed, too short). The customer
- * gets `diskGb` of disk, not the machine's free space, so that is the storage we state.
+ * What an offer or an instance costs us per hour in USD: `dph_total` plus, when the operator
+ * prices bandwidth (`VAST_PROVIDER_BANDWIDTH_GB_PER_HOUR` > 0), that many GB up and that many GB
+ * down at the host's per-GB prices. One formula for the quote and for the check after create, so
+ * the two compare like with like.
  */
-export function mapVastOffer(o: VastOffer, diskGb: number): ProviderOffer | string {
+export function vastHourlyCostUsd(x: Pick<VastOffer, 'dph_total' | 'inet_up_cost' | 'inet_down_cost'>, bandwidthGbPerHour: number): number {
+  const bw = bandwidthUsdPerGb(x);
+  return x.dph_total + bandwidthGbPerHour * (bw.up + bw.down);
+}
+
+/**
+ * What an instance bills us now, in whole cents per hour, priced by {@link vastHourlyCostUsd} as
+ * its offer was; null when it states no usable `dph_total`. Compared with the offer's quoted cost
+ * after create.
+ */
+export function vastCostMinor(x: { dph_total?: number | null; inet_up_cost?: number | null; inet_down_cost?: number | null }, bandwidthGbPerHour: number): number | null {
+  const dph = x.dph_total;
+  if (!finite(dph) || dph < 0) return null;
+  return usdToCentsCeil(vastHourlyCostUsd({ ...x, dph_total: dph }, bandwidthGbPerHour));
+}
+
+/**
+ * One Vast offer as ours, or a reason it cannot be offered (malformed, too short, or billing
+ * internet traffic per GB while the operator has not priced bandwidth). The customer gets
+ * `diskGb` of disk, not the machine's free space, so that is the storage we state.
+ */
+export function mapVastOffer(o: VastOffer, diskGb: number, bandwidthGbPerHour = 0): ProviderOffer | string {
   if (!Number.isSafeInteger(o.id) || o.id <= 0) return 'no ask id';
   if (typeof o.gpu_name !== 'string' || !o.gpu_name.trim()) return 'no gpu_name';
   if (!Number.isSafeInteger(o.num_gpus) || o.num_gpus < 1) return 'no num_gpus';
   if (!finite(o.dph_total) || o.dph_total <= 0) return 'no dph_total';
   if (!finite(o.duration) || o.duration < VAST_MIN_DURATION_SECONDS) return 'duration missing or under an hour';
+  // A price that leaves out per-GB traffic would sell the machine below what it costs us.
+  if (bandwidthGbPerHour === 0 && billsBandwidth(o)) return 'bills internet traffic per GB and VAST_PROVIDER_BANDWIDTH_GB_PER_HOUR is 0';
   const vram = finite(o.gpu_ram) ? positiveInt(Math.round(o.gpu_ram / 1024)) : null;
   // Vast gives an instance RAM in proportion to its share of the machine's GPUs.
   const share = finite(o.gpu_frac) && o.gpu_frac > 0 && o.gpu_frac <= 1 ? o.gpu_frac : 1;
@@ -80,7 +120,7 @@ export function mapVastOffer(o: VastOffer, diskGb: number): ProviderOffer | stri
     cpuCores: finite(o.cpu_cores_effective) ? positiveInt(Math.floor(o.cpu_cores_effective)) : null,
     memoryGb: finite(o.cpu_ram) ? positiveInt(Math.floor((o.cpu_ram * share) / 1024)) : null,
     storageGb: diskGb,
-    pricePerHourMinor: usdToCentsCeil(o.dph_total),
+    pricePerHourMinor: usdToCentsCeil(vastHourlyCostUsd(o, bandwidthGbPerHour)),
     maximumDurationSeconds: Math.min(VAST_MAX_DURATION_SECONDS, Math.floor(o.duration)),
     region,
   };

@@ -17,6 +17,8 @@ export const VAST_OPTIONS = declareOptions({
     // Vast refuses disks under 8 GB.
     DISK_GB: { kind: 'integer', min: 8, max: 65_536, default: VAST_DEFAULT_DISK_GB },
     MAX_OFFERS: { kind: 'integer', min: 1, max: 1_000, default: VAST_DEFAULT_MAX_OFFERS },
+    // 0 leaves out offers that bill traffic; more prices that many GB each way into every hour.
+    BANDWIDTH_GB_PER_HOUR: { kind: 'integer', min: 0, max: 10_000, default: 0 },
   },
 });
 
@@ -28,10 +30,15 @@ export interface VastOptions {
   image: string;
   diskGb: number;
   maxOffers: number;
+  /**
+   * GB up and GB down per hour assumed when pricing offers that bill internet traffic per GB.
+   * 0 (the default) leaves such offers out of the inventory.
+   */
+  bandwidthGbPerHour: number;
 }
 
 /** Turns raw `VAST_PROVIDER_*` values into options; every message names its variable and never echoes the key. */
 export function validateVastOptions(raw: Record<string, string>): VastOptions {
   const o = parseOptions(VAST_OPTIONS, raw);
-  return { apiKey: o.API_KEY, apiUrl: o.API_URL, image: o.IMAGE, diskGb: o.DISK_GB, maxOffers: o.MAX_OFFERS };
+  return { apiKey: o.API_KEY, apiUrl: o.API_URL, image: o.IMAGE, diskGb: o.DISK_GB, maxOffers: o.MAX_OFFERS, bandwidthGbPerHour: o.BANDWIDTH_GB_PER_HOUR };
 }

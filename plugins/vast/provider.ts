@@ -1,12 +1,13 @@
 import { createWithLabel, listThenGet, pickByLabel } from '../../src/providers/kit/create-steps.js';
 import { LabelLock } from '../../src/providers/kit/label-lock.js';
+import { StateWatch } from '../../src/providers/kit/state-watch.js';
 import { SharedRead } from '../../src/providers/provider-http.js';
 import type { CreateResult, InstanceInfo, OfferRef, Provider, ProviderCapabilities, ProviderDeps, ProviderOffer } from '../../src/providers/provider.js';
 import { VastClient, VAST_MIN_INTERVALS_MS, type VastBucket, type VastInstance } from './client.js';
 import { classifyVastError, createFailure, describeAnswer, vastErrorCode } from './errors.js';
-import { mapVastOffer, offerSearchBody } from './offers.js';
+import { mapVastOffer, offerSearchBody, vastCostMinor } from './offers.js';
 import type { VastOptions } from './options.js';
-import { vastState } from './states.js';
+import { describeVastStatus, isFinalVastStatus, readVastState } from './states.js';
 
 /** Knobs tests turn to stay fast; production uses Vast's documented limits. */
 export interface VastTuning {
@@ -16,6 +17,8 @@ export interface VastTuning {
   maxBackoffMs?: number;
   /** How long one list answer serves `get` and `listInstances`. Default: the list's min interval. */
   listTtlMs?: number;
+  /** How long a state no table row knows may last before it reads as failed (the kit's default: 10 min). */
+  unknownStateBoundMs?: number;
 }
 
 /** Vast keeps labels up to this length. */
@@ -52,6 +55,14 @@ export class VastProvider implements Provider {
   private readonly keyRefused = new Map<string, string>();
   /** Creates per label one at a time, so two calls for one label make one instance. */
   private readonly creating = new LabelLock();
+  /** Bounds states the table does not know: logged once, pending for a while, then failed. */
+  private readonly states: StateWatch;
+  /** instance id → quoted cost (cents/h) still to compare, when the price could not be read at create. */
+  private readonly quotes = new Map<string, number>();
+  /** Instances billing more than they were quoted at that could not be destroyed at create: they read as failed. */
+  private readonly repriced = new Map<string, string>();
+  /** Instances whose start failure (and its `status_msg`) has been logged. */
+  private readonly failureLogged = new Set<string>();
 
   constructor(
     private readonly options: VastOptions,
@@ -61,6 +72,7 @@ export class VastProvider implements Provider {
     this.client = new VastClient({ apiUrl: options.apiUrl, apiKey: options.apiKey, logger: deps.logger, ...tuning });
     const ttl = tuning.listTtlMs ?? tuning.intervalsMs?.list ?? VAST_MIN_INTERVALS_MS.list;
     this.all = new SharedRead(() => this.client.listInstances(), ttl);
+    this.states = new StateWatch({ providerId: this.id, logger: deps.logger, now: () => deps.clock.now().getTime(), boundMs: tuning.unknownStateBoundMs });
   }
 
   async listOffers(): Promise<ProviderOffer[]> {
@@ -68,7 +80,7 @@ export class VastProvider implements Provider {
     const out: ProviderOffer[] = [];
     const seen = new Set<string>();
     for (const o of raw) {
-      const mapped = mapVastOffer(o, this.options.diskGb);
+      const mapped = mapVastOffer(o, this.options.diskGb, this.options.bandwidthGbPerHour);
       if (typeof mapped === 'string') {
         this.deps.logger.debug({ provider: this.id, ask: o.id, why: mapped }, 'vast offer skipped');
       } else if (!seen.has(mapped.key)) {
@@ -119,12 +131,56 @@ export class VastProvider implements Provider {
     if (res.status === 200 && body?.success === true && Number.isSafeInteger(body.new_contract)) {
       const instanceId = String(body.new_contract);
       this.all.invalidate();
+      const overQuote = await this.checkPrice(instanceId, label, offer);
+      if (overQuote) return overQuote;
       await this.ensureKey(instanceId, label);
       return { kind: 'created', instanceId };
     }
-    const failure = res.status === 200 ? { kind: 'ambiguous' as const, reason: describeAnswer(`vast PUT ${path}: no new_contract`, res) } : createFailure(`vast PUT ${path}`, res);
-    if (failure.kind === 'rejected') this.deps.logger.error({ provider: this.id, label, reason: failure.reason }, 'vast refused the create request: check VAST_PROVIDER_* options and the account');
-    return failure;
+    // A refusal is logged once, by the host, with the reason naming the variable to fix.
+    return res.status === 200 && body?.success !== false ? { kind: 'ambiguous', reason: describeAnswer(`vast PUT ${path}: no new_contract`, res) } : createFailure(`vast PUT ${path}`, res);
+  }
+
+  /** Cents per hour an instance bills us now, priced as its offer was; null when Vast did not say. */
+  private costMinorOf(inst: VastInstance): number | null {
+    return vastCostMinor(inst, this.options.bandwidthGbPerHour);
+  }
+
+  /**
+   * Reads the new instance's price (`dph_total`) and compares it with what its offer was quoted
+   * at. A host can reprice an ask after accept; renting on would lose money every hour, so an
+   * instance over the quote is destroyed and the attempt answered `unavailable`, and the host
+   * tries its next candidate. When the price cannot be read now, the quote is kept and compared
+   * on the next poll instead; an instance over it then reads as failed. When the destroy fails,
+   * the instance is answered `created` and reads as failed, so the host destroys it: answering
+   * `unavailable` would leave a billing machine under a label the host no longer watches.
+   */
+  private async checkPrice(instanceId: string, label: string, offer: OfferRef): Promise<CreateResult | null> {
+    const quoted = offer.costPerHourMinor;
+    if (quoted === undefined) return null;
+    let inst: VastInstance | null;
+    try {
+      inst = await this.client.showInstance(instanceId);
+    } catch (err) {
+      this.deps.logger.warn({ provider: this.id, instanceId, label, err: (err as Error).message }, 'could not read the new instance\'s price; comparing it on the next poll');
+      inst = null;
+    }
+    const cost = inst ? this.costMinorOf(inst) : null;
+    if (cost === null) {
+      this.quotes.set(instanceId, quoted);
+      return null;
+    }
+    if (cost <= quoted) return null;
+    const reason = `vast ask ${offer.key}: the instance bills ${cost} cents/h, over the ${quoted} cents/h the offer was quoted at`;
+    try {
+      await this.client.destroyInstance(instanceId);
+      this.all.invalidate();
+    } catch (err) {
+      this.repriced.set(instanceId, reason);
+      this.deps.logger.error({ provider: this.id, instanceId, label, reason, err: (err as Error).message }, 'vast repriced the instance and destroying it failed; it will read as failed');
+      return null;
+    }
+    this.deps.logger.warn({ provider: this.id, instanceId, label, reason }, 'vast repriced the instance after accept; destroyed it, trying the next offer');
+    return { kind: 'unavailable', reason: `${reason}; destroyed` };
   }
 
   /**
@@ -169,21 +225,76 @@ export class VastProvider implements Provider {
     }
   }
 
+  /** Compares a quote kept at create with the price Vast now states, once it states one. */
+  private recheckPrice(inst: VastInstance): void {
+    const instanceId = String(inst.id);
+    const quoted = this.quotes.get(instanceId);
+    if (quoted === undefined) return;
+    const cost = this.costMinorOf(inst);
+    if (cost === null) return;
+    this.quotes.delete(instanceId);
+    if (cost > quoted) {
+      const reason = `the instance bills ${cost} cents/h, over the ${quoted} cents/h its offer was quoted at`;
+      this.repriced.set(instanceId, reason);
+      this.deps.logger.warn({ provider: this.id, instanceId, label: inst.label, reason }, 'vast repriced the instance after accept; it will read as failed');
+    }
+  }
+
+  /** Our state: a refused key or a price over the quote first, then Vast's status fields. */
+  private stateOf(inst: VastInstance): { state: InstanceInfo['state']; providerState: string } {
+    const instanceId = String(inst.id);
+    const status = describeVastStatus(inst);
+    if (this.keyRefused.has(instanceId)) return { state: 'failed', providerState: `${status} (ssh key refused)` };
+    const repriced = this.repriced.get(instanceId);
+    if (repriced) return { state: 'failed', providerState: `${status} (repriced: ${repriced})` };
+    const reading = readVastState(inst);
+    const state = this.states.read(instanceId, inst.actual_status ?? 'null', reading);
+    if (state === 'failed' && !this.failureLogged.has(instanceId)) {
+      // Once per instance: the host may read a failed instance several times before it is destroyed.
+      this.failureLogged.add(instanceId);
+      this.deps.logger.warn({ provider: this.id, instanceId, label: inst.label, providerState: status, statusMsg: inst.status_msg?.slice(0, 500) ?? null }, 'vast reports an instance that cannot run');
+    }
+    const why = reading.kind === 'known' ? reading.why : undefined;
+    return { state, providerState: why ? `${status}: ${why.replace(/\s+/g, ' ').slice(0, 300)}` : status };
+  }
+
   private async info(inst: VastInstance): Promise<InstanceInfo> {
     const instanceId = String(inst.id);
     const label = inst.label ?? '';
-    if (label) await this.ensureKey(instanceId, label);
-    const refused = this.keyRefused.get(instanceId);
-    const state = refused ? 'failed' : vastState(inst.actual_status);
-    const out: InstanceInfo = { instanceId, label, state, providerState: `${inst.actual_status ?? 'null'}${refused ? ' (ssh key refused)' : ''}` };
+    this.recheckPrice(inst);
+    const { state, providerState } = this.stateOf(inst);
+    if (state === 'gone') {
+      this.forget(instanceId);
+      return { instanceId, label, state, providerState };
+    }
+    if (label && state !== 'failed') await this.ensureKey(instanceId, label);
+    // A refusal found by this very attachment turns the instance failed now, not on the next poll.
+    const out: InstanceInfo = this.keyRefused.has(instanceId) && state !== 'failed' ? { instanceId, label, ...this.stateOf(inst) } : { instanceId, label, state, providerState };
     const ssh = vastSsh(inst);
     if (ssh) out.ssh = ssh;
     return out;
   }
 
+  /** Drops what this process kept about an instance that is destroyed or gone. */
+  private forget(instanceId: string): void {
+    this.states.forget(instanceId);
+    this.keyRefused.delete(instanceId);
+    this.attached.delete(instanceId);
+    this.quotes.delete(instanceId);
+    this.repriced.delete(instanceId);
+    this.failureLogged.delete(instanceId);
+  }
+
+  /** The instance carrying `label`, from every page of the label-filtered list; destroyed ones do not count. */
   private async findRaw(label: string): Promise<VastInstance | null> {
     const listed = await this.client.listInstances({ label: { eq: label } });
-    return pickByLabel(listed, label, { labelOf: (i) => i.label ?? undefined, older: (a, b) => a.id - b.id, idOf: (i) => String(i.id), logger: this.deps.logger.child({ provider: this.id }) });
+    return pickByLabel(listed, label, {
+      labelOf: (i) => i.label ?? undefined,
+      live: (i) => !isFinalVastStatus(i),
+      older: (a, b) => a.id - b.id,
+      idOf: (i) => String(i.id),
+      logger: this.deps.logger.child({ provider: this.id }),
+    });
   }
 
   async findByLabel(label: string, sshPublicKey?: string): Promise<InstanceInfo | null> {
@@ -197,20 +308,23 @@ export class VastProvider implements Provider {
   async get(instanceId: string): Promise<InstanceInfo> {
     if (!isVastId(instanceId)) return { instanceId, label: '', state: 'gone' };
     const inst = await listThenGet(this.all, instanceId, (i) => String(i.id), (id) => this.client.showInstance(id));
-    if (!inst) return { instanceId, label: '', state: 'gone', providerState: 'destroyed' };
+    if (!inst) {
+      this.forget(instanceId);
+      return { instanceId, label: '', state: 'gone', providerState: 'destroyed' };
+    }
     return this.info(inst);
   }
 
+  /** Destroys the instance; every recorded form of "already gone" counts as done. */
   async destroy(instanceId: string): Promise<void> {
     if (!isVastId(instanceId)) return;
     await this.client.destroyInstance(instanceId);
     this.all.invalidate();
-    this.keyRefused.delete(instanceId);
-    this.attached.delete(instanceId);
+    this.forget(instanceId);
   }
 
   async listInstances(): Promise<InstanceInfo[]> {
-    const mine = (await this.all.get()).filter((i) => typeof i.label === 'string' && i.label.startsWith(this.deps.labelPrefix));
+    const mine = (await this.all.get()).filter((i) => typeof i.label === 'string' && i.label.startsWith(this.deps.labelPrefix) && !isFinalVastStatus(i));
     return Promise.all(mine.map((i) => this.info(i)));
   }
 

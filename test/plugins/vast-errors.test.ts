@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { classifyVastError, VAST_ERROR_TABLE } from '../../plugins/vast/errors.js';
 import { VastProvider } from '../../plugins/vast/provider.js';
 import { createLogger } from '../../src/logger.js';
@@ -7,6 +8,9 @@ import { ProviderApiError } from '../../src/providers/provider-http.js';
 import type { CreateResult, ProviderErrorClass } from '../../src/providers/provider.js';
 import { FAKE_VAST_OFFERS, type VastEndpoint, type VastFailure } from '../fakes/vast-api.js';
 import { FAST_TUNING, makeVastHarness, type VastHarness } from './vast-harness.js';
+
+const fixtureText = (file: string): string => readFileSync(new URL(`../fixtures/providers/vast/${file}`, import.meta.url), 'utf8');
+const fixture = (file: string): unknown => JSON.parse(fixtureText(file));
 
 /** An answer as the fake sends it: a documented status and body, or a transport failure. */
 type Answer = { status: number; body: unknown; contentType?: string } | VastFailure;
@@ -26,6 +30,10 @@ const CREATE_CASES: { name: string; answer: Answer; kind: CreateResult['kind'] }
   { name: '404 auth_error (observed for a wrong key)', answer: { status: 404, body: authError }, kind: 'rejected' },
   { name: '404 no_such_ask named in msg', answer: { status: 404, body: { success: false, error: 'invalid_args', msg: `error 404/3603: no_such_ask Instance type by id ${ask} is not available.`, ask_id: ask } }, kind: 'unavailable' },
   { name: '404 no_such_ask as the code', answer: { status: 404, body: { success: false, error: 'no_such_ask', msg: 'gone' } }, kind: 'unavailable' },
+  // Live (test/fixtures/providers/vast/create-400-no-such-ask*.json): a taken ask under HTTP 400.
+  { name: '400 invalid_args naming no_such_ask in msg (recorded)', answer: { status: 400, body: fixture('create-400-no-such-ask.json') }, kind: 'unavailable' },
+  { name: '400 with the whole no_such_ask text in error (recorded)', answer: { status: 400, body: fixture('create-400-no-such-ask-error-field.json') }, kind: 'unavailable' },
+  { name: '400 invalid_args with the recorded detail text as msg', answer: { status: 400, body: { success: false, error: 'invalid_args', msg: fixtureText('create-400-no-such-ask-detail.txt').trim() } }, kind: 'unavailable' },
   { name: '410 no_such_ask (cancel_unavail)', answer: { status: 410, body: { success: false, error: 'no_such_ask', msg: `error 410/3907: no_such_ask Instance type ${ask} is no longer available.`, ask_id: ask } }, kind: 'unavailable' },
   { name: '429 JSON detail', answer: { status: 429, body: { detail: 'API requests too frequent endpoint threshold=4.5' } }, kind: 'throttled' },
   { name: '429 plain text, no Retry-After', answer: tooFrequent(4.5), kind: 'throttled' },
@@ -58,6 +66,9 @@ const READ_CASES: { name: string; endpoint: VastEndpoint; answer: Answer; cls: P
   { name: 'get 429', endpoint: 'get', answer: { status: 429, body: { detail: 'API requests too frequent endpoint threshold=2.0' } }, cls: 'rate_limited' },
   { name: 'get 200 without instances', endpoint: 'get', answer: { status: 200, body: {} }, cls: 'bad_response' },
   { name: 'destroy 404 not_found', endpoint: 'destroy', answer: { status: 404, body: { success: false, error: 'not_found', msg: 'Instance not found' } }, cls: 'ok' },
+  { name: 'destroy 404 no_such_instance (recorded)', endpoint: 'destroy', answer: { status: 404, body: fixture('destroy-404-no-such-instance.json') }, cls: 'ok' },
+  { name: 'destroy 200 success:false no_such_instance (recorded)', endpoint: 'destroy', answer: { status: 200, body: fixture('destroy-200-no-such-instance.json') }, cls: 'ok' },
+  { name: 'destroy 200 success:false for another reason destroyed nothing', endpoint: 'destroy', answer: { status: 200, body: { success: false, error: 'server_busy', msg: 'try again' } }, cls: 'bad_response' },
   { name: 'destroy 404 auth_error', endpoint: 'destroy', answer: { status: 404, body: authError }, cls: 'auth' },
   { name: 'destroy 400 invalid_args', endpoint: 'destroy', answer: { status: 400, body: { success: false, error: 'invalid_args', msg: 'invalid instance_id' } }, cls: 'request' },
   { name: 'destroy 429 rate_limit_exceeded', endpoint: 'destroy', answer: { status: 429, body: { success: false, error: 'rate_limit_exceeded', msg: 'API requests too frequent endpoint threshold=3.0' } }, cls: 'rate_limited' },
@@ -131,13 +142,44 @@ describe('vast error table', () => {
     assert.equal(h.fake.calls.filter((c) => c.status === 404).length, 3);
   });
 
+  it('show-instance answering gone in any recorded form reads as gone', async () => {
+    for (const body of [fixture('show-instance-null-after-destroy.json'), fixture('show-instance-empty-array-after-destroy.json'), { instances: 'gone' }, { instances: { ...(fixture('show-instance-destroyed.json') as object), id: 12345678 } }]) {
+      h.fake.respondNext('get', 200, body);
+      assert.equal((await h.provider.get('12345678')).state, 'gone', JSON.stringify(body));
+    }
+    h.fake.respondNext('get', 404, fixture('destroy-404-no-such-instance.json'));
+    assert.equal((await h.provider.get('12345678')).state, 'gone');
+    h.fake.respondNext('get', 200, { instances: [{ id: 12345678, label: 'x', actual_status: 'running' }] });
+    assert.equal((await h.provider.get('12345678')).state, 'running', 'a list holding the instance is that instance');
+  });
+
+  it('a refused create names the variable to fix in its reason; the plugin itself logs nothing for it (the host logs the reason once)', async () => {
+    const cases: [unknown, number, RegExp][] = [
+      [{ success: false, error: 'invalid_args', msg: "error 400/3467: Invalid args: 'image' is required" }, 400, /^VAST_PROVIDER_IMAGE: /],
+      [{ success: false, error: 'invalid_args', msg: 'error 400/3467: Invalid args: disk' }, 400, /^VAST_PROVIDER_DISK_GB: /],
+      [{ success: false, error: 'auth_error', msg: 'Invalid user key' }, 404, /^VAST_PROVIDER_API_KEY: /],
+      [{ success: false, error: 'team_ssh_keys_not_supported', msg: 'team keys' }, 400, /^VAST_PROVIDER_API_KEY: /],
+      [{ success: false, error: 'insufficient_credit', msg: 'add credit' }, 402, /^the account of VAST_PROVIDER_API_KEY: /],
+      [{ success: false, error: 'invalid_args', msg: 'label too long' }, 400, /^VAST_PROVIDER_IMAGE or VAST_PROVIDER_DISK_GB: /],
+    ];
+    for (const [body, status, want] of cases) {
+      h.fake.respondNext('create', status, body);
+      const res = await h.provider.create(h.label(), h.offer(ask), key);
+      assert.equal(res.kind, 'rejected');
+      assert.match((res as { reason: string }).reason, want);
+      assert.doesNotMatch((res as { reason: string }).reason, new RegExp(h.fake.apiKey));
+    }
+  });
+
   it('logs refusals loudly without the API key', async () => {
     const lines: string[] = [];
     const logger = createLogger('debug', { write: (l: string) => void lines.push(l) });
     const p = new VastProvider(h.options, { ...h.deps, logger }, FAST_TUNING);
     try {
       h.fake.respondNext('create', 400, { success: false, error: 'invalid_args', msg: 'bad image' });
-      assert.equal((await p.create(h.label(), h.offer(ask), key)).kind, 'rejected');
+      const refused = await p.create(h.label(), h.offer(ask), key);
+      assert.equal(refused.kind, 'rejected');
+      assert.match((refused as { reason: string }).reason, /^VAST_PROVIDER_IMAGE: .*HTTP 400 invalid_args: bad image/);
       h.fake.failNext('offers', '429');
       await assert.rejects(p.listOffers());
       h.fake.respondNext('attach', 401, authError);
@@ -146,11 +188,7 @@ describe('vast error table', () => {
       await p.close();
     }
     const errors = lines.map((l) => JSON.parse(l)).filter((l) => l.level === 'error');
-    assert.deepEqual(errors.map((e) => e.msg), [
-      'vast refused the create request: check VAST_PROVIDER_* options and the account',
-      'vast refused our SSH key for the instance; it will read as failed',
-    ]);
-    assert.match(errors[0].reason, /HTTP 400 invalid_args: bad image/);
+    assert.deepEqual(errors.map((e) => e.msg), ['vast refused our SSH key for the instance; it will read as failed']);
     assert.ok(lines.some((l) => l.includes('backing off')));
     assert.ok(!lines.some((l) => l.includes(h.fake.apiKey)));
   });

@@ -5,7 +5,7 @@ import { VastProvider, type VastTuning } from '../../plugins/vast/provider.js';
 import { systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import type { OfferRef, ProviderDeps } from '../../src/providers/provider.js';
-import { FakeVastApi } from '../fakes/vast-api.js';
+import { FakeVastApi, type FakeVastOptions } from '../fakes/vast-api.js';
 import { testDataSource } from '../helpers/db.js';
 
 /** No spacing, short timeouts: the fake does not enforce limits unless a test asks it to. */
@@ -24,15 +24,16 @@ export interface VastHarness {
   options: VastOptions;
   labelPrefix: string;
   label(): string;
-  /** The OfferRef the host would pass for an ask id of the fake's fixture. */
-  offer(askId: number | string): OfferRef;
+  /** The OfferRef the host would pass for an ask id of the fake's fixture (with `costPerHourMinor` when given). */
+  offer(askId: number | string, costPerHourMinor?: number): OfferRef;
   /** Another provider on the same fake (a second worker, or one with other options or tuning). */
   newProvider(o?: { raw?: Record<string, string>; tuning?: VastTuning }): VastProvider;
   cleanup(): Promise<void>;
 }
 
-export async function makeVastHarness(o: { raw?: Record<string, string>; tuning?: VastTuning } = {}): Promise<VastHarness> {
-  const fake = await FakeVastApi.start();
+/** `fake` starts the fake in another mode (`behaviour: 'recorded'`) or with single quirks. */
+export async function makeVastHarness(o: { raw?: Record<string, string>; tuning?: VastTuning; fake?: FakeVastOptions } = {}): Promise<VastHarness> {
+  const fake = await FakeVastApi.start(o.fake);
   const labelPrefix = `t${randomBytes(4).toString('hex')}-`;
   const deps: ProviderDeps = {
     logger: createLogger('silent'),
@@ -56,9 +57,11 @@ export async function makeVastHarness(o: { raw?: Record<string, string>; tuning?
     options: vastPlugin.validateOptions({ API_KEY: fake.apiKey, API_URL: fake.url, ...o.raw }),
     labelPrefix,
     label: () => `${labelPrefix}${randomUUID().slice(0, 13)}`,
-    offer(askId) {
+    offer(askId, costPerHourMinor) {
       const f = fake.offers.find((x) => String(x.id) === String(askId));
-      return { id: randomUUID(), key: String(askId), name: f?.gpu_name ?? 'unknown', gpuCount: f?.num_gpus ?? 1 };
+      const ref: OfferRef = { id: randomUUID(), key: String(askId), name: f?.gpu_name ?? 'unknown', gpuCount: f?.num_gpus ?? 1 };
+      if (costPerHourMinor !== undefined) ref.costPerHourMinor = costPerHourMinor;
+      return ref;
     },
     newProvider,
     async cleanup() {

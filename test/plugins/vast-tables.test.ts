@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import vastPlugin from '../../plugins/vast/index.js';
 import { validateVastOptions, VAST_DEFAULT_IMAGE } from '../../plugins/vast/options.js';
 import { vastCategory } from '../../plugins/vast/offers.js';
-import { VAST_STATE_TABLE, vastState } from '../../plugins/vast/states.js';
+import { readVastState, VAST_STATE_TABLE } from '../../plugins/vast/states.js';
 import { VastProvider, vastSsh } from '../../plugins/vast/provider.js';
 import { systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
@@ -10,24 +10,39 @@ import { createProviderRegistry, loadPlugin } from '../../src/providers/provider
 import { testDataSource } from '../helpers/db.js';
 
 describe('vast state table', () => {
-  const cases: [string | null | undefined, string][] = [
-    [null, 'pending'],
-    [undefined, 'pending'],
-    ['loading', 'pending'],
-    ['running', 'running'],
-    ['stopped', 'stopped'],
-    ['frozen', 'stopped'],
-    ['exited', 'failed'],
-    ['unknown', 'failed'],
-    ['offline', 'failed'],
-    ['some_new_state', 'pending'],
+  const cases: [Parameters<typeof readVastState>[0], string][] = [
+    [{ actual_status: null }, 'pending'],
+    [{}, 'pending'],
+    [{ actual_status: 'loading', intended_status: 'running' }, 'pending'],
+    [{ actual_status: 'rebooting' }, 'pending'],
+    [{ actual_status: 'running' }, 'running'],
+    [{ actual_status: 'stopped' }, 'stopped'],
+    [{ actual_status: 'frozen' }, 'stopped'],
+    [{ actual_status: 'created', intended_status: 'running', status_msg: 'OCI runtime create failed' }, 'failed'],
+    [{ actual_status: 'loading', intended_status: 'stopped', status_msg: 'docker_build() error writing dockerfile' }, 'failed'],
+    [{ actual_status: null, intended_status: 'stopped' }, 'failed'],
+    [{ actual_status: 'exited' }, 'failed'],
+    [{ actual_status: 'unknown' }, 'failed'],
+    [{ actual_status: 'offline' }, 'failed'],
+    [{ actual_status: 'error' }, 'failed'],
+    [{ actual_status: 'destroyed', intended_status: 'destroyed' }, 'gone'],
+    [{ actual_status: 'terminated' }, 'gone'],
   ];
-  for (const [actual, ours] of cases) {
-    it(`actual_status ${JSON.stringify(actual)} → ${ours}`, () => assert.equal(vastState(actual), ours));
+  for (const [fields, ours] of cases) {
+    it(`${JSON.stringify(fields)} → ${ours}`, () => assert.deepEqual(readVastState(fields).kind === 'known' && (readVastState(fields) as { state: string }).state, ours));
   }
 
-  it('names every documented Vast status', () => {
-    assert.deepEqual(Object.keys(VAST_STATE_TABLE).sort(), ['exited', 'frozen', 'loading', 'offline', 'running', 'stopped', 'unknown']);
+  it('a value no row knows is unknown (bounded by the kit\'s StateWatch), as is a key of Object.prototype', () => {
+    assert.deepEqual(readVastState({ actual_status: 'some_new_state' }), { kind: 'unknown' });
+    assert.deepEqual(readVastState({ actual_status: 'constructor' }), { kind: 'unknown' });
+  });
+
+  it('a failed reading carries the status_msg as its reason', () => {
+    assert.equal(readVastState({ actual_status: 'created', status_msg: ' manifest for x not found ' }).why, 'manifest for x not found');
+  });
+
+  it('names every Vast status documented or recorded', () => {
+    assert.deepEqual(Object.keys(VAST_STATE_TABLE).sort(), ['created', 'destroyed', 'error', 'exited', 'frozen', 'loading', 'offline', 'rebooting', 'running', 'stopped', 'terminated', 'unknown']);
   });
 
   it('gives SSH only when the public IP and the port 22 mapping both exist', () => {
@@ -59,6 +74,7 @@ describe('vast options', () => {
       image: VAST_DEFAULT_IMAGE,
       diskGb: 32,
       maxOffers: 64,
+      bandwidthGbPerHour: 0,
     });
   });
 
@@ -67,6 +83,8 @@ describe('vast options', () => {
     assert.throws(() => validateVastOptions({ API_KEY: 'k', DISK_GB: '4' }), /VAST_PROVIDER_DISK_GB must be a whole number from 8/);
     assert.throws(() => validateVastOptions({ API_KEY: 'k', DISK_GB: '32.5' }), /VAST_PROVIDER_DISK_GB/);
     assert.throws(() => validateVastOptions({ API_KEY: 'k', MAX_OFFERS: '0' }), /VAST_PROVIDER_MAX_OFFERS/);
+    assert.throws(() => validateVastOptions({ API_KEY: 'k', BANDWIDTH_GB_PER_HOUR: '-1' }), /VAST_PROVIDER_BANDWIDTH_GB_PER_HOUR/);
+    assert.equal(validateVastOptions({ API_KEY: 'k', BANDWIDTH_GB_PER_HOUR: '5' }).bandwidthGbPerHour, 5);
     assert.throws(() => validateVastOptions({ API_KEY: 'k', API_URL: 'https://console.vast.ai/api/v0' }), /VAST_PROVIDER_API_URL must be an http\(s\) origin without a path/);
     assert.throws(() => validateVastOptions({ API_KEY: 'k', API_URL: 'ftp://x' }), /VAST_PROVIDER_API_URL/);
     assert.throws(() => validateVastOptions({ API_KEY: 'k', IMAGE: 'a b' }), /VAST_PROVIDER_IMAGE/);

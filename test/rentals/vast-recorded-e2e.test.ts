@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import vastPlugin from '../../plugins/vast/index.js';
+import { VastProvider } from '../../plugins/vast/provider.js';
+import { ProviderRegistry } from '../../src/providers/provider-registry.js';
+import { sshProbe } from '../../src/providers/ssh-probe.js';
+import { FakeVastApi, REPRICED_OFFER, type VastStartFailure } from '../fakes/vast-api.js';
+import { offer } from '../fakes/vast-fixtures.js';
+import { createTestContext, type TestContext } from '../helpers/context.js';
+import { signup, type SignedUp } from '../helpers/factories.js';
+import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
+import { createTopup } from '../helpers/payments.js';
+import { waitFor } from '../helpers/process.js';
+import { FAST_TUNING as VAST_FAST } from '../plugins/vast-harness.js';
+
+/** A second 1x H100 ask, dearer than the fixture's 2.10, so a GPU-intent rental has somewhere to go. */
+const SECOND_H100 = offer(7100021, 'H100 SXM', 1, 81_559, 2.3, { geolocation: 'Nevada, US' });
+
+/**
+ * Rentals through the whole service (API, worker, real Vast plugin) against the Vast fake in
+ * recorded mode: it answers as the live API was recorded (taken asks under HTTP 400,
+ * `no_such_instance` in two forms, `null`/`[]`/`destroyed` after a destroy, starts that fail,
+ * instances repriced after accept), and the service must rent, fall back and end regardless.
+ */
+describe('Vast rentals against live answers (API + worker + recorded Vast fake)', function () {
+  this.timeout(120_000);
+  let vast: FakeVastApi;
+  let ctx: TestContext;
+  let worker: TestWorker;
+
+  before(async () => {
+    vast = await FakeVastApi.start({ behaviour: 'recorded', bootMs: 100 });
+    vast.offers.push({ ...SECOND_H100 });
+    ctx = await createTestContext({
+      env: { PROVIDERS: 'vast', RENTAL_POLL_MS: '50', PRICE_MARKUP_PERCENT: '10', VAST_PROVIDER_API_KEY: vast.apiKey, VAST_PROVIDER_API_URL: vast.url },
+      // Options from the environment as in production; only the plugin's spacing is shortened.
+      async registry(configs, deps) {
+        const entries = configs.map((c) => ({ id: c.id, description: vastPlugin.description, markupPercent: c.markupPercent, provider: new VastProvider(vastPlugin.validateOptions(c.options), deps, VAST_FAST) }));
+        return new ProviderRegistry(entries);
+      },
+    });
+    worker = await startTestWorker(ctx, { processEveryMs: 50 });
+  });
+
+  after(async () => {
+    await worker?.stop();
+    await ctx?.close();
+    await vast?.close();
+  });
+
+  async function fundedAgent(): Promise<SignedUp> {
+    const who = await signup(ctx, { maxPerRentalMinor: 20_000, budgetLimitMinor: 50_000, maxConcurrentDeployments: 5 });
+    const { topup } = await createTopup(ctx, who, 20_000);
+    assert.equal((await ctx.api.post(new URL(topup.paymentUrl).pathname)).status, 303);
+    return who;
+  }
+
+  async function rent(who: SignedUp, body: object) {
+    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send(body);
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.body.data as { rentalId: string; deploymentId: string };
+  }
+
+  async function deployment(who: SignedUp, id: string, statuses: string[], ms = 60_000) {
+    let last: Record<string, unknown> | undefined;
+    await waitFor(async () => {
+      ctx.clock.advance(200);
+      const res = await ctx.api.get(`/api/v1/deployments/${id}`).set(who.auth);
+      last = res.body.data;
+      return statuses.includes(res.body.data?.status);
+    }, ms, `deployment ${id} in ${statuses}`);
+    return last!;
+  }
+
+  const attempts = async (deploymentId: string): Promise<{ outcome: string; instance: string | null; detail: string | null }[]> =>
+    ctx.services.ds.query(`SELECT outcome, instance_id AS instance, detail FROM deployment_attempts WHERE deployment_id = ? ORDER BY attempt`, [deploymentId]);
+  const instanceOf = async (deploymentId: string): Promise<string> =>
+    (await ctx.services.ds.query(`SELECT instance_id AS id FROM deployments WHERE id = ?`, [deploymentId]))[0].id;
+  const deletesOf = (instanceId: string) => vast.calls.filter((c) => c.method === 'DELETE' && c.path === `/api/v0/instances/${instanceId}/`);
+  const createsOf = (askId: number) => vast.calls.filter((c) => c.method === 'PUT' && c.path === `/api/v0/asks/${askId}/`);
+
+  async function terminate(who: SignedUp, deploymentId: string) {
+    assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
+    const done = await deployment(who, deploymentId, ['TERMINATED']);
+    assert.ok(done.endedAt, 'endedAt is set once destruction is verified');
+  }
+
+  it('a taken ask (HTTP 400 no_such_ask) falls back to the next candidate', async () => {
+    vast.noCapacity('7100001');
+    try {
+      const who = await fundedAgent();
+      const { deploymentId } = await rent(who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+      const active = await deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+      assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
+      assert.deepEqual((await attempts(deploymentId)).map((a) => a.outcome), ['UNAVAILABLE', 'CREATED']);
+      assert.equal(createsOf(7100001).at(-1)?.status, 400, 'the taken ask was answered as recorded');
+      assert.equal(createsOf(SECOND_H100.id).length, 1);
+      await terminate(who, deploymentId);
+    } finally {
+      vast.noCapacity('7100001', false);
+    }
+  });
+
+  it('termination completes against every recorded form of "already gone"', async () => {
+    const who = await fundedAgent();
+    // [destroy answer when the instance is already gone, show-instance after the destroy]; null: our destroy is the first.
+    const forms: ['404' | '200' | null, 'null' | 'empty-array' | 'destroyed'][] = [['404', 'null'], ['200', 'empty-array'], [null, 'destroyed']];
+    for (const [gone, after] of forms) {
+      vast.setQuirk('goneInstance', gone ?? true);
+      vast.setQuirk('afterDestroy', after);
+      const { deploymentId } = await rent(who, { gpuModel: 'RTX 4090', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+      const active = await deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+      assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
+      const instanceId = await instanceOf(deploymentId);
+      if (gone) {
+        // A destroy whose answer was lost: the instance is gone before the service asks.
+        const res = await fetch(`${vast.url}/api/v0/instances/${instanceId}/`, { method: 'DELETE', headers: { Authorization: `Bearer ${vast.apiKey}` } });
+        assert.equal(res.status, 200);
+      }
+      await terminate(who, deploymentId);
+      const statuses = deletesOf(instanceId).map((c) => c.status);
+      assert.deepEqual(statuses, gone ? [200, Number(gone)] : [200], `${gone}/${after}`);
+    }
+    assert.equal(vast.instances().length, 0);
+  });
+
+  for (const kind of ['oci-failure', 'manifest-not-found', 'image-pull-failure'] as VastStartFailure[]) {
+    it(`an instance that cannot start (${kind}) leaves PROVISIONING within a minute and is destroyed`, async () => {
+      vast.breakStarts('RTX 4090', kind);
+      try {
+        const who = await fundedAgent();
+        const started = Date.now();
+        const { deploymentId, rentalId } = await rent(who, { gpuModel: 'RTX 4090', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+        const failed = await deployment(who, deploymentId, ['FAILED', 'ACTIVE'], 60_000);
+        assert.equal(failed.status, 'FAILED', JSON.stringify(failed));
+        assert.ok(Date.now() - started < 60_000);
+        const instanceId = await instanceOf(deploymentId);
+        await waitFor(async () => deletesOf(instanceId).some((c) => c.status === 200), 10_000, 'the fake saw the destroy');
+        assert.ok(!vast.instances().some((i) => i.id === instanceId), 'the instance no longer exists');
+        const rental = (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data;
+        assert.equal(rental.failureCode, 'PROVISIONING_FAILED', JSON.stringify(rental));
+      } finally {
+        vast.breakStarts('RTX 4090', null);
+      }
+    });
+  }
+
+  it('an instance repriced over its quote is destroyed and the next candidate is used', async () => {
+    const who = await fundedAgent();
+    const { deploymentId } = await rent(who, { gpuModel: 'A100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+    const active = await deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+    assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
+    const tried = await attempts(deploymentId);
+    assert.deepEqual(tried.map((a) => a.outcome), ['UNAVAILABLE', 'CREATED']);
+    assert.match(tried[0].detail ?? '', /over the 99 cents\/h the offer was quoted at/);
+    // The calls between the repriced ask's create and the next create: its price read, then its destroy.
+    const from = vast.calls.findIndex((c) => c.method === 'PUT' && c.path === `/api/v0/asks/${REPRICED_OFFER.id}/`);
+    const to = vast.calls.findIndex((c, i) => i > from && c.method === 'PUT');
+    assert.equal(vast.calls[from]?.status, 200, 'the repriced ask was rented');
+    const between = vast.calls.slice(from + 1, to).filter((c) => c.path.startsWith('/api/v0/instances/')).map((c) => `${c.method} ${c.status}`);
+    assert.deepEqual(between, ['GET 200', 'DELETE 200'], 'the repriced instance was read and destroyed before the next candidate');
+    assert.equal(vast.instances().filter((i) => i.label?.includes(deploymentId)).length, 1, 'only the instance in use is left');
+    const c = (await ctx.api.post(`/api/v1/deployments/${deploymentId}/credentials/reveal`).set(who.auth)).body.data;
+    assert.equal((await sshProbe({ host: c.host, port: c.port, user: c.user, privateKey: c.privateKey }, { timeoutMs: 2000 })).ok, true);
+    await terminate(who, deploymentId);
+  });
+});
