@@ -77,13 +77,16 @@ export function variableToFix(rule: ErrorRule, res: Pick<HttpResponse, 'status' 
 
 /**
  * The create outcome for an answer that is not a documented success. A `rejected` reason starts
- * with the variable to fix, so the host's one log line of it tells the operator where to look.
+ * with the variable to fix, so the host's one log line of it tells the operator where to look,
+ * and carries the error class the host records (`auth` for a refused key, else `request`).
  */
 export function createFailure(what: string, res: HttpResponse): Exclude<CreateResult, { kind: 'created' }> {
   const rule = classifyVastError(res);
   const described = describeAnswer(what, res);
   if (rule.create !== 'rejected') return createVerdictOf(rule, described, res.retryAfterMs);
-  return createVerdictOf(rule, `${variableToFix(rule, res)}: Vast refused the create (${rule.note}): ${described}`);
+  const reason = `${variableToFix(rule, res)}: Vast refused the create (${rule.note}): ${described}`;
+  // The host shows this on /api/v1/providers: a refused key must not read as a bad request.
+  return { kind: 'rejected', reason, errorClass: rule.read === 'auth' ? 'auth' : 'request' };
 }
 
 /** The error a read throws for a non-success answer (callers handle `gone` before asking). */

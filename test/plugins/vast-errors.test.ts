@@ -154,19 +154,20 @@ describe('vast error table', () => {
   });
 
   it('a refused create names the variable to fix in its reason; the plugin itself logs nothing for it (the host logs the reason once)', async () => {
-    const cases: [unknown, number, RegExp][] = [
-      [{ success: false, error: 'invalid_args', msg: "error 400/3467: Invalid args: 'image' is required" }, 400, /^VAST_PROVIDER_IMAGE: /],
-      [{ success: false, error: 'invalid_args', msg: 'error 400/3467: Invalid args: disk' }, 400, /^VAST_PROVIDER_DISK_GB: /],
-      [{ success: false, error: 'auth_error', msg: 'Invalid user key' }, 404, /^VAST_PROVIDER_API_KEY: /],
-      [{ success: false, error: 'team_ssh_keys_not_supported', msg: 'team keys' }, 400, /^VAST_PROVIDER_API_KEY: /],
-      [{ success: false, error: 'insufficient_credit', msg: 'add credit' }, 402, /^the account of VAST_PROVIDER_API_KEY: /],
-      [{ success: false, error: 'invalid_args', msg: 'label too long' }, 400, /^VAST_PROVIDER_IMAGE or VAST_PROVIDER_DISK_GB: /],
+    const cases: [unknown, number, RegExp, string][] = [
+      [{ success: false, error: 'invalid_args', msg: "error 400/3467: Invalid args: 'image' is required" }, 400, /^VAST_PROVIDER_IMAGE: /, 'request'],
+      [{ success: false, error: 'invalid_args', msg: 'error 400/3467: Invalid args: disk' }, 400, /^VAST_PROVIDER_DISK_GB: /, 'request'],
+      [{ success: false, error: 'auth_error', msg: 'Invalid user key' }, 404, /^VAST_PROVIDER_API_KEY: /, 'auth'],
+      [{ success: false, error: 'team_ssh_keys_not_supported', msg: 'team keys' }, 400, /^VAST_PROVIDER_API_KEY: /, 'request'],
+      [{ success: false, error: 'insufficient_credit', msg: 'add credit' }, 402, /^the account of VAST_PROVIDER_API_KEY: /, 'request'],
+      [{ success: false, error: 'invalid_args', msg: 'label too long' }, 400, /^VAST_PROVIDER_IMAGE or VAST_PROVIDER_DISK_GB: /, 'request'],
     ];
-    for (const [body, status, want] of cases) {
+    for (const [body, status, want, errorClass] of cases) {
       h.fake.respondNext('create', status, body);
       const res = await h.provider.create(h.label(), h.offer(ask), key);
       assert.equal(res.kind, 'rejected');
       assert.match((res as { reason: string }).reason, want);
+      assert.equal((res as { errorClass?: string }).errorClass, errorClass);
       assert.doesNotMatch((res as { reason: string }).reason, new RegExp(h.fake.apiKey));
     }
   });

@@ -79,6 +79,11 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
   const deletesOf = (instanceId: string) => vast.calls.filter((c) => c.method === 'DELETE' && c.path === `/api/v0/instances/${instanceId}/`);
   const createsOf = (askId: number) => vast.calls.filter((c) => c.method === 'PUT' && c.path === `/api/v0/asks/${askId}/`);
 
+  async function providerStatus(): Promise<{ lastErrorClass: string | null }> {
+    const res = await ctx.api.get('/api/v1/providers');
+    return (res.body.data as { id: string; lastErrorClass: string | null }[]).find((p) => p.id === 'vast')!;
+  }
+
   async function terminate(who: SignedUp, deploymentId: string) {
     assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
     const done = await deployment(who, deploymentId, ['TERMINATED']);
@@ -95,6 +100,7 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
       assert.deepEqual((await attempts(deploymentId)).map((a) => a.outcome), ['UNAVAILABLE', 'CREATED']);
       assert.equal(createsOf(7100001).at(-1)?.status, 400, 'the taken ask was answered as recorded');
       assert.equal(createsOf(SECOND_H100.id).length, 1);
+      assert.equal((await providerStatus()).lastErrorClass, null, 'capacity stays quiet on /api/v1/providers');
       await terminate(who, deploymentId);
     } finally {
       vast.noCapacity('7100001', false);
@@ -163,5 +169,18 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
     const c = (await ctx.api.post(`/api/v1/deployments/${deploymentId}/credentials/reveal`).set(who.auth)).body.data;
     assert.equal((await sshProbe({ host: c.host, port: c.port, user: c.user, privateKey: c.privateKey }, { timeoutMs: 2000 })).ok, true);
     await terminate(who, deploymentId);
+  });
+
+  it('a create Vast refuses as a bad request fails the rental at once and shows on /api/v1/providers', async () => {
+    vast.respondNext('create', 400, { success: false, error: 'invalid_args', msg: "error 400/3467: Invalid args: 'image' is not a valid image", ask_id: 7100003 });
+    const who = await fundedAgent();
+    const { deploymentId, rentalId } = await rent(who, { gpuModel: 'RTX 4090', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+    const failed = await deployment(who, deploymentId, ['FAILED', 'ACTIVE']);
+    assert.equal(failed.status, 'FAILED', JSON.stringify(failed));
+    const tried = await attempts(deploymentId);
+    assert.deepEqual(tried.map((a) => a.outcome), ['REJECTED']);
+    assert.match(tried[0].detail ?? '', /^VAST_PROVIDER_IMAGE: /);
+    assert.equal((await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data.failureCode, 'PROVIDER_REJECTED');
+    assert.equal((await providerStatus()).lastErrorClass, 'request');
   });
 });
