@@ -11,8 +11,9 @@ export interface VastStatusFields {
 
 /**
  * Vast's `actual_status` in our terms, for the values Vast documents or has been seen to send.
- * `created` is a container that was made but can never start (the reason is in `status_msg`: an
- * OCI runtime failure, an image manifest that does not exist). `exited`, `offline`, `unknown` and
+ * `created` is a container that was made and not yet started: on a healthy start only for a moment,
+ * and for good when it can never start, which Vast says with the reason in `status_msg` (an OCI
+ * runtime failure, an image manifest that does not exist; see `readVastState`). `exited`, `offline`, `unknown` and
  * `error` cannot become a usable machine either. `destroyed` and `terminated` are what Vast's own
  * CLI treats as final. `rebooting` is a restart in progress.
  */
@@ -22,7 +23,7 @@ export const VAST_STATE_TABLE: Readonly<Record<string, InstanceState>> = {
   running: 'running',
   stopped: 'stopped',
   frozen: 'stopped',
-  created: 'failed',
+  created: 'pending',
   exited: 'failed',
   unknown: 'failed',
   offline: 'failed',
@@ -51,6 +52,8 @@ export function readVastState(f: VastStatusFields): VastReading {
     return { kind: 'known', state: 'failed', why: msg || 'Vast gave up starting the container' };
   }
   if (actual === '') return { kind: 'known', state: 'pending' };
+  // A container Vast made and then could not start carries the reason; without one it is starting.
+  if (actual === 'created' && msg) return { kind: 'known', state: 'failed', why: msg };
   const state = Object.hasOwn(VAST_STATE_TABLE, actual) ? VAST_STATE_TABLE[actual] : undefined;
   if (state === undefined) return { kind: 'unknown' };
   if (state === 'failed' && msg) return { kind: 'known', state, why: msg };

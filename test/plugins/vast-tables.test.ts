@@ -19,6 +19,9 @@ describe('vast state table', () => {
     [{ actual_status: 'stopped' }, 'stopped'],
     [{ actual_status: 'frozen' }, 'stopped'],
     [{ actual_status: 'created', intended_status: 'running', status_msg: 'OCI runtime create failed' }, 'failed'],
+    // The moment between making a container and starting it, on a healthy start.
+    [{ actual_status: 'created', intended_status: 'running' }, 'pending'],
+    [{ actual_status: 'created', intended_status: 'running', status_msg: '  ' }, 'pending'],
     [{ actual_status: 'loading', intended_status: 'stopped', status_msg: 'docker_build() error writing dockerfile' }, 'failed'],
     [{ actual_status: null, intended_status: 'stopped' }, 'failed'],
     [{ actual_status: 'exited' }, 'failed'],
