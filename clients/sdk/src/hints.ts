@@ -120,3 +120,72 @@ export const GPU_FAMILY_INTENT =
 /** The count belongs in gpuCount; a count written into the name must agree with it. */
 export const GPU_COUNT_IN_NAME =
   'Put the number of GPUs in gpuCount, not in gpuModel: {"gpuModel": "H100", "gpuCount": 2}. A count in the name ("2x H100") is accepted only when gpuCount is the same.';
+
+// ---------------------------------------------------------------------------------------------
+// Rental state: credentials, termination, revoked keys
+
+/** Statuses that reach ACTIVE by themselves: a reveal refused in one of them succeeds later. */
+export const STARTING_STATUSES: readonly string[] = ['PENDING', 'PROVISIONING'];
+
+/** Statuses a rental never leaves for ACTIVE: a reveal refused in one of them never succeeds. */
+export const ENDING_STATUSES: readonly string[] = ['TERMINATING', 'TERMINATED', 'FAILED'];
+
+/** Seconds a reveal refused while the machine starts asks the caller to wait (`Retry-After`). */
+export const REVEAL_RETRY_AFTER_SECONDS = 10;
+
+/**
+ * The refusal of a credentials reveal on deployment `deploymentId` while it is `status`, not
+ * ACTIVE: whether it will become ACTIVE, and when to ask again or what to do instead.
+ */
+export function revealNotActiveMessage(status: string, deploymentId: string): string {
+  const head = `Credentials exist only while a deployment is ACTIVE; ${deploymentId} is ${status}.`;
+  if (STARTING_STATUSES.includes(status)) {
+    return `${head} The machine is starting: retry in ${REVEAL_RETRY_AFTER_SECONDS} s (Retry-After), or poll GET /api/v1/deployments/${deploymentId} until its status is ACTIVE.`;
+  }
+  if (status === 'AWAITING_PAYMENT') {
+    return `${head} It starts once its card payment arrives: have the checkout link paid, then poll GET /api/v1/deployments/${deploymentId} until its status is ACTIVE.`;
+  }
+  return `${head} It will never be ACTIVE again, so do not retry: GET /api/v1/deployments/${deploymentId} says how it ended; rent a new machine with POST /api/v1/rentals.`;
+}
+
+/**
+ * What to do after a reveal refused as DEPLOYMENT_NOT_ACTIVE, for a client that knows only the
+ * answer's `Retry-After`: present while the machine starts, absent once waiting cannot help.
+ * `how` names the client's own ways to retry, to watch the rental and to rent anew.
+ */
+export function notActiveNext(retryAfterSeconds: number | undefined, how: { retry: string; watch: string; rent: string }): string {
+  return retryAfterSeconds !== undefined
+    ? `The machine is still starting: wait ${retryAfterSeconds} s, then ${how.retry} (or ${how.watch} until its status is ACTIVE).`
+    : `Waiting does not help: a rental AWAITING_PAYMENT starts only once paid, and one TERMINATING, TERMINATED or FAILED is never ACTIVE again (do not retry; ${how.rent}).`;
+}
+
+/** What to do after NOT_FOUND on a rental or deployment id; `list` is the client's way to list its rentals. */
+export function notFoundNext(list: string): string {
+  return `Nothing with this id is visible to this key (a rental id and its deployment id both work; other keys' rentals are not visible): ${list} and use an id from there.`;
+}
+
+/** The answer to a terminate request, by the status the deployment has after it. */
+export function terminateMessage(status: string, deploymentId: string): string {
+  switch (status) {
+    case 'TERMINATED':
+      return `Already TERMINATED: the machine is destroyed and charges have stopped (endedAt on GET /api/v1/deployments/${deploymentId}). Nothing more to do.`;
+    case 'FAILED':
+      return `Already FAILED: it never ran a machine, and nothing is charged for it. Nothing more to do.`;
+    case 'AWAITING_PAYMENT':
+      return `Termination recorded: the rental awaits card payment, and will be terminated instead of started if the payment arrives.`;
+    default:
+      return `Termination requested: the deployment is ${status}. Poll GET /api/v1/deployments/${deploymentId} until its status is TERMINATED; charges stop at the request.`;
+  }
+}
+
+/**
+ * What became of a revoked key's unfinished rentals: `count` of them, terminated with the key
+ * when `terminated`, else left running (revoking a key stops the key, not its machines).
+ */
+export function revokedKeyRentalsNote(count: number, terminated: boolean): string {
+  if (count === 0) return 'The key had no unfinished rentals.';
+  const n = count === 1 ? '1 rental' : `${count} rentals`;
+  return terminated
+    ? `${n} of the key terminated with it (TERMINATING now): poll GET /api/v1/deployments/{deploymentId} until TERMINATED.`
+    : `${n} of the key keep running and are charged until terminated: terminate each with POST /api/v1/deployments/{deploymentId}/terminate, or repeat this call with ?terminateRentals=true.`;
+}
