@@ -17,6 +17,7 @@ export const ERROR_STATUS = {
   AGENT_SETUP_INVALID: 409,
   AGENT_AUTHORIZATION_PENDING: 409,
   CONCURRENCY_LIMIT_REACHED: 409,
+  DEPLOYMENT_NOT_ACTIVE: 409,
   TOPUP_EXPIRED: 410,
   VALIDATION_FAILED: 422,
   BUDGET_REQUIRED: 422,
@@ -51,7 +52,7 @@ export const ERROR_DESCRIPTIONS: Record<ErrorCode, string> = {
   KEY_LIMIT_EXCEEDED:
     "The request is well-formed but goes beyond a key's limits: a prepaid debit above the key's per-rental cap, a rental that needs more than the key's remaining lifetime budget, or an agent key with limits larger than the owner key issuing or approving it.",
   NOT_FOUND:
-    "Nothing the calling key may see has this id (other accounts' and other agents' resources are not found either), no route has this path, or a deployment's credentials asked for while it is not `ACTIVE`.",
+    "Nothing the calling key may see has this id (other accounts' and other agents' resources are not found either), or no route has this path.",
   OFFER_NOT_FOUND:
     'A rental named an offer id the inventory never had. An offer that was listed but has since gone is admitted and then fails in provisioning with `failureCode: OFFER_NOT_FOUND` on the rental.',
   IDEMPOTENCY_CONFLICT:
@@ -66,6 +67,8 @@ export const ERROR_DESCRIPTIONS: Record<ErrorCode, string> = {
     'The owner has not approved the authorization session yet: poll the exchange again after `Retry-After` seconds.',
   CONCURRENCY_LIMIT_REACHED:
     "The key already has `maxConcurrentDeployments` rentals that are not finished (unpaid card orders included): terminate one first.",
+  DEPLOYMENT_NOT_ACTIVE:
+    "A deployment's credentials asked for while it is not `ACTIVE`; the message gives its status. While it is `PENDING` or `PROVISIONING` it is starting: retry after `Retry-After` seconds. `AWAITING_PAYMENT` starts once its card payment arrives. `TERMINATING`, `TERMINATED` and `FAILED` never become `ACTIVE` again: do not retry.",
   TOPUP_EXPIRED: "The top-up link of this `Idempotency-Key` expired unpaid: ask for a new top-up with a new key.",
   VALIDATION_FAILED:
     'The body or query does not fit the schema: the message names each offending field; for properties the route does not know, the first five and how many more.',
