@@ -62,8 +62,8 @@ export const TAG_ORDER: { name: string; description: string }[] = [
   { name: 'Webhooks', description: 'Called by the payment provider, not by clients.' },
 ];
 
-/** Operations whose 409 may be AGENT_AUTHORIZATION_PENDING, which tells the poller when to ask again. */
-const PENDING_409 = new Set(['exchangeSetupCode']);
+/** Operations whose 409 may say when to ask again: AGENT_AUTHORIZATION_PENDING, DEPLOYMENT_NOT_ACTIVE while starting. */
+const PENDING_409 = new Set(['exchangeSetupCode', 'revealCredentials']);
 /** Operations answering from the ETag'd inventory snapshot. */
 const ETAGGED = new Set(['listOffers', 'listGpus', 'getGpu', 'listProviders', 'getProvider']);
 

@@ -83,13 +83,16 @@ describe('Deployments API', () => {
   describe('POST /api/v1/deployments/{id}/terminate', () => {
     const terminate = (who: SignedUp, id: string) => ctx.api.post(`/api/v1/deployments/${id}/terminate`).set(who.auth);
 
-    it('accepts with 202 {accepted:true}, marks the deployment TERMINATING once, and is repeatable', async () => {
+    it('accepts with 202, the status after the request and when it was asked for, marks the deployment TERMINATING once, and is repeatable', async () => {
       const { agent } = await family();
       const r = await rentOk(ctx, agent, { offerId });
       await makeActive(ctx, r.deploymentId);
       const first = await terminate(agent, r.deploymentId);
       assert.equal(first.status, 202, JSON.stringify(first.body));
-      assert.deepEqual(first.body.data, { accepted: true });
+      const requestedAt = ctx.clock.now().toISOString();
+      const { message, ...answer } = first.body.data;
+      assert.deepEqual(answer, { accepted: true, deploymentId: r.deploymentId, rentalId: r.rentalId, status: 'TERMINATING', terminateRequestedAt: requestedAt });
+      assert.match(message, /TERMINATING.*until its status is TERMINATED/);
       const d1 = await deployment(r.deploymentId);
       assert.equal(d1.status, 'TERMINATING');
       assert.equal(d1.terminationReason, 'REQUESTED');
@@ -98,9 +101,10 @@ describe('Deployments API', () => {
       assert.equal((await ctx.services.ds.getRepository(Order).findOneByOrFail({ id: r.rentalId })).status, 'TERMINATING');
 
       ctx.clock.advance(5000);
-      const again = await terminate(agent, r.deploymentId);
+      // A repeat (by the rental id this time) answers the same: the status, and the first request's time.
+      const again = await terminate(agent, r.rentalId);
       assert.equal(again.status, 202);
-      assert.deepEqual(again.body.data, { accepted: true });
+      assert.deepEqual(again.body.data, first.body.data);
       const d2 = await deployment(r.deploymentId);
       assert.equal(d2.status, 'TERMINATING');
       assert.equal(d2.terminateRequestedAt?.getTime(), d1.terminateRequestedAt?.getTime(), 'the first request time is kept');
@@ -117,18 +121,29 @@ describe('Deployments API', () => {
       const provisioning = await rentOk(ctx, agent, { offerId });
       await setStatus(ctx, provisioning.deploymentId, 'PROVISIONING');
       for (const r of [pending, provisioning]) {
-        assert.equal((await terminate(agent, r.deploymentId)).status, 202);
+        const res = await terminate(agent, r.deploymentId);
+        assert.equal(res.status, 202);
+        assert.equal(res.body.data.status, 'TERMINATING');
         assert.equal((await deployment(r.deploymentId)).status, 'TERMINATING');
       }
     });
 
-    it('leaves finished deployments as they are (202, nothing changes)', async () => {
+    it('leaves finished deployments as they are (202, nothing changes) and says they already finished', async () => {
       const { agent } = await family();
       const r = await rentOk(ctx, agent, { offerId });
       const ended = new Date('2026-03-01T00:00:00.000Z');
       await setStatus(ctx, r.deploymentId, 'TERMINATED', { endedAt: ended, terminationReason: 'EXPIRED' });
       const res = await terminate(agent, r.deploymentId);
       assert.equal(res.status, 202);
+      assert.equal(res.body.data.status, 'TERMINATED');
+      assert.equal(res.body.data.terminateRequestedAt, null);
+      assert.match(res.body.data.message, /^Already TERMINATED/);
+      const failed = await rentOk(ctx, agent, { offerId });
+      await setStatus(ctx, failed.deploymentId, 'FAILED');
+      const f = await terminate(agent, failed.rentalId);
+      assert.equal(f.status, 202);
+      assert.deepEqual([f.body.data.deploymentId, f.body.data.status], [failed.deploymentId, 'FAILED']);
+      assert.match(f.body.data.message, /^Already FAILED/);
       assert.deepEqual((await queuedJobs(ctx, r.deploymentId)).filter((j) => j.name === 'rental.terminate'), []);
       const d = await deployment(r.deploymentId);
       assert.equal(d.status, 'TERMINATED');
@@ -144,7 +159,11 @@ describe('Deployments API', () => {
       await setStatus(ctx, r.deploymentId, 'AWAITING_PAYMENT');
       await ctx.services.ds.getRepository(Order).update({ id: r.rentalId }, { funding: 'CARD' });
       await discardQueuedRentalJobs(ctx);
-      assert.equal((await terminate(agent, r.deploymentId)).status, 202);
+      const res = await terminate(agent, r.deploymentId);
+      assert.equal(res.status, 202);
+      assert.equal(res.body.data.status, 'AWAITING_PAYMENT');
+      assert.ok(res.body.data.terminateRequestedAt);
+      assert.match(res.body.data.message, /instead of started/);
       const d = await deployment(r.deploymentId);
       assert.equal(d.status, 'AWAITING_PAYMENT');
       assert.equal(d.terminationReason, 'REQUESTED');
@@ -238,21 +257,51 @@ describe('Deployments API', () => {
       assert.deepEqual(rows.map((a) => [a.outcome, a.refusal]), [['REVEALED', null], ['REVEALED', null]]);
     });
 
-    it('has no credentials before ACTIVE or after it (404), and audits those calls as refused', async () => {
+    it('answers 409 DEPLOYMENT_NOT_ACTIVE with the status before ACTIVE (Retry-After) and after it (no retry), and audits those calls as refused', async () => {
       const { agent } = await family();
       const r = await rentOk(ctx, agent, { offerId });
       const pending = await reveal(agent, r.deploymentId);
-      assert.equal(pending.status, 404);
-      assert.equal(pending.body.error.code, 'NOT_FOUND');
-      assert.match(pending.body.error.message, /ACTIVE/);
+      assert.equal(pending.status, 409, JSON.stringify(pending.body));
+      assert.equal(pending.body.error.code, 'DEPLOYMENT_NOT_ACTIVE');
+      assert.match(pending.body.error.message, new RegExp(`${r.deploymentId} is PENDING.*retry in 10 s`));
+      assert.equal(pending.headers['retry-after'], '10');
+      await setStatus(ctx, r.deploymentId, 'PROVISIONING');
+      const provisioning = await reveal(agent, r.rentalId);
+      assert.equal(provisioning.status, 409);
+      assert.match(provisioning.body.error.message, /is PROVISIONING/);
+      assert.equal(provisioning.headers['retry-after'], '10');
       await makeActive(ctx, r.deploymentId);
-      await setStatus(ctx, r.deploymentId, 'TERMINATING');
-      assert.equal((await reveal(agent, r.deploymentId)).status, 404);
+      for (const status of ['TERMINATING', 'TERMINATED', 'FAILED'] as const) {
+        await setStatus(ctx, r.deploymentId, status);
+        const ended = await reveal(agent, r.deploymentId);
+        assert.equal(ended.status, 409, status);
+        assert.equal(ended.body.error.code, 'DEPLOYMENT_NOT_ACTIVE');
+        assert.match(ended.body.error.message, new RegExp(`is ${status}\\. It will never be ACTIVE again, so do not retry`));
+        assert.equal(ended.headers['retry-after'], undefined, `no Retry-After once ${status}`);
+      }
+      // Audited against the deployment, whichever id was asked with.
       const rows = await audits(r.deploymentId);
-      assert.deepEqual(rows.map((a) => [a.keyId, a.outcome, a.refusal, a.refusedCalls]), [[agent.keyId, 'REFUSED', 'NOT_ACTIVE', 2]], 'one row counts the minute\'s refusals');
+      assert.deepEqual(rows.map((a) => [a.keyId, a.outcome, a.refusal, a.refusedCalls]), [[agent.keyId, 'REFUSED', 'NOT_ACTIVE', 5]], 'one row counts the minute\'s refusals');
       ctx.clock.advance(60_000);
-      assert.equal((await reveal(agent, r.deploymentId)).status, 404);
-      assert.deepEqual((await audits(r.deploymentId)).map((a) => a.refusedCalls), [2, 1], 'the next minute has a row of its own');
+      assert.equal((await reveal(agent, r.deploymentId)).status, 409);
+      assert.deepEqual((await audits(r.deploymentId)).map((a) => a.refusedCalls), [5, 1], 'the next minute has a row of its own');
+    });
+
+    it('accepts the rental id as well as the deployment id', async () => {
+      const { agent, sibling } = await family();
+      const r = await rentOk(ctx, agent, { offerId });
+      const pair = await makeActive(ctx, r.deploymentId);
+      const res = await reveal(agent, r.rentalId);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.data.deploymentId, r.deploymentId);
+      assert.equal(res.body.data.privateKey, pair.privateKey);
+      assert.deepEqual((await audits(r.deploymentId)).map((a) => a.outcome), ['REVEALED']);
+      // Another key cannot see it by either id, active or not: still 404.
+      for (const id of [r.rentalId, r.deploymentId]) assert.equal((await reveal(sibling, id)).status, 404);
+      await setStatus(ctx, r.deploymentId, 'PENDING');
+      const hidden = await reveal(sibling, r.rentalId);
+      assert.equal(hidden.status, 404);
+      assert.equal(hidden.body.error.code, 'NOT_FOUND');
     });
 
     it('audits a flood of refused calls in a bounded number of rows, counting every call', async () => {

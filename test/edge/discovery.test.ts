@@ -110,6 +110,7 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
       }
     }
     assert.ok(doc.paths['/api/v1/agent-setups/exchange'].post.responses['409'].headers['Retry-After']);
+    assert.ok(doc.paths['/api/v1/deployments/{id}/credentials/reveal'].post.responses['409'].headers['Retry-After'], 'a reveal while the machine starts says when to ask again');
     for (const path of ['/api/v1/offers', '/api/v1/gpus', '/api/v1/gpus/{slug}']) {
       assert.ok(doc.paths[path].get.responses['200'].headers.ETag, path);
       assert.ok(doc.paths[path].get.responses['304'], `${path} 304`);

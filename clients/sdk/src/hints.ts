@@ -170,7 +170,7 @@ export function terminateMessage(status: string, deploymentId: string): string {
     case 'TERMINATED':
       return `Already TERMINATED: the machine is destroyed and charges have stopped (endedAt on GET /api/v1/deployments/${deploymentId}). Nothing more to do.`;
     case 'FAILED':
-      return `Already FAILED: it never ran a machine, and nothing is charged for it. Nothing more to do.`;
+      return `Already FAILED: it never became ACTIVE, and any debit for it is returned (reversalStatus on the rental). Nothing more to do.`;
     case 'AWAITING_PAYMENT':
       return `Termination recorded: the rental awaits card payment, and will be terminated instead of started if the payment arrives.`;
     default:
@@ -186,6 +186,6 @@ export function revokedKeyRentalsNote(count: number, terminated: boolean): strin
   if (count === 0) return 'The key had no unfinished rentals.';
   const n = count === 1 ? '1 rental' : `${count} rentals`;
   return terminated
-    ? `${n} of the key terminated with it (TERMINATING now): poll GET /api/v1/deployments/{deploymentId} until TERMINATED.`
+    ? `${n} of the key terminated with it: poll GET /api/v1/deployments/{deploymentId} until its status is TERMINATED.`
     : `${n} of the key keep running and are charged until terminated: terminate each with POST /api/v1/deployments/{deploymentId}/terminate, or repeat this call with ?terminateRentals=true.`;
 }

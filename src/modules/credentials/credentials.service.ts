@@ -1,10 +1,11 @@
 import type { DataSource } from 'typeorm';
+import { REVEAL_RETRY_AFTER_SECONDS, revealNotActiveMessage, STARTING_STATUSES } from '../../../clients/sdk/src/hints.js';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../../http/principal.js';
 import { CredentialReveal, type RevealRefusal } from '../rentals/credential-reveal.entity.js';
-import { lockDeploymentFor } from '../rentals/deployment-access.js';
+import { lockDeploymentOrRentalFor } from '../rentals/deployment-access.js';
 import type { CredentialsDto } from '../rentals/rentals.dto.js';
 import type { SecretBox } from './secret-box.js';
 
@@ -20,16 +21,21 @@ export class CredentialsService {
     private readonly box: SecretBox,
   ) {}
 
-  async reveal(principal: Principal, deploymentId: string, requestId: string): Promise<CredentialsDto> {
-    const id = deploymentId.toLowerCase();
-    let result: { dto: CredentialsDto } | { refusal: 'NOT_FOUND' } | { refusal: 'NOT_ACTIVE'; status: string };
+  /**
+   * The SSH access of the deployment `id` (or of the rental `id`: either names the one deployment).
+   * Not found (404) when the caller may not see it; DEPLOYMENT_NOT_ACTIVE (409) with its status
+   * while it is not ACTIVE, with `Retry-After` while it is still starting.
+   */
+  async reveal(principal: Principal, id: string, requestId: string): Promise<CredentialsDto> {
+    const asked = id.toLowerCase();
+    let result: { dto: CredentialsDto } | { refusal: 'NOT_FOUND' } | { refusal: 'NOT_ACTIVE'; status: string; deploymentId: string };
     try {
       result = await inTransaction(this.ds, async (m) => {
         // The row lock holds the status until the audit row commits: termination cannot slip between.
-        const d = await lockDeploymentFor(m, principal, id);
+        const d = await lockDeploymentOrRentalFor(m, principal, asked);
         if (!d) return { refusal: 'NOT_FOUND' as const };
         if (d.status !== 'ACTIVE' || !d.sshPrivateKeyEnc || !d.sshKeyKid || !d.sshHost || !d.sshPort || !d.sshUser) {
-          return { refusal: 'NOT_ACTIVE' as const, status: d.status };
+          return { refusal: 'NOT_ACTIVE' as const, status: d.status, deploymentId: d.id };
         }
         const privateKey = this.box.open(d.sshPrivateKeyEnc, d.sshKeyKid, d.id);
         const now = this.clock.now();
@@ -58,14 +64,18 @@ export class CredentialsService {
         };
       });
     } catch (err) {
-      await this.recordRefusal(principal, id, requestId, 'ERROR');
+      await this.recordRefusal(principal, asked, requestId, 'ERROR');
       throw err;
     }
     if ('dto' in result) return result.dto;
-    await this.recordRefusal(principal, id, requestId, result.refusal);
-    // The contract declares only 401 and 404 for reveal (docs/api.md): credentials that do not exist yet (or any more) are not found.
-    if (result.refusal === 'NOT_FOUND') throw new AppError('NOT_FOUND', 'No such deployment for this key.');
-    throw new AppError('NOT_FOUND', `Credentials exist only while the deployment is ACTIVE; it is ${result.status}. Poll GET /api/v1/deployments/${id}.`);
+    if (result.refusal === 'NOT_FOUND') {
+      await this.recordRefusal(principal, asked, requestId, 'NOT_FOUND');
+      throw new AppError('NOT_FOUND', 'No such deployment or rental for this key.');
+    }
+    await this.recordRefusal(principal, result.deploymentId, requestId, 'NOT_ACTIVE');
+    // Found, but not now: 404 would tell an agent the id is wrong. Retry-After only where waiting helps.
+    const retry: Record<string, string> = STARTING_STATUSES.includes(result.status) ? { 'Retry-After': String(REVEAL_RETRY_AFTER_SECONDS) } : {};
+    throw new AppError('DEPLOYMENT_NOT_ACTIVE', revealNotActiveMessage(result.status, result.deploymentId), retry);
   }
 
   /**

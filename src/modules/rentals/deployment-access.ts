@@ -1,5 +1,7 @@
 import type { EntityManager } from 'typeorm';
+import { terminateMessage } from '../../../clients/sdk/src/hints.js';
 import { Deployment } from './deployment.entity.js';
+import type { TerminateAccepted } from './rentals.dto.js';
 
 /**
  * Who acts on a deployment: an agent key reaches only its own deployments, the account holder
@@ -30,4 +32,16 @@ export async function lockDeploymentOrRentalFor(m: EntityManager, actor: Deploym
   return actor.kind === 'AGENT'
     ? qb.where('d.order_id = :id AND d.key_id = :keyId', { id, keyId: actor.keyId }).getOne()
     : qb.where('d.order_id = :id AND d.account_id = :accountId', { id, accountId: actor.accountId }).getOne();
+}
+
+/** What a terminate request answers, first or repeated: the deployment as it stands after it. */
+export function terminateAnswer(d: Deployment): TerminateAccepted {
+  return {
+    accepted: true,
+    deploymentId: d.id,
+    rentalId: d.orderId,
+    status: d.status,
+    terminateRequestedAt: d.terminateRequestedAt?.toISOString() ?? null,
+    message: terminateMessage(d.status, d.id),
+  };
 }

@@ -39,6 +39,8 @@ export class DeploymentsController extends BaseController {
    * once (202) and repeatable; the deployment goes TERMINATING, then TERMINATED once the provider
    * reports the instance gone and its SSH key no longer gets in (`endedAt` is that moment). Legacy
    * rentals forfeit their remaining paid time; metered rentals stop accruing and settle actual use.
+   * Every answer, a repeat included, gives the status after the request, `terminateRequestedAt`
+   * and a `message`; one that had already finished says it is TERMINATED or FAILED.
    * Send no body and no JSON Content-Type. Agent keys may terminate only their own deployments.
    * @param id The deployment id, or the id of its rental (the same access rules apply).
    */
@@ -58,15 +60,19 @@ export class DeploymentsController extends BaseController {
    * SSH access to an ACTIVE deployment: host, port, user, its own private key and a ready `ssh`
    * command line. Every call is audited (key, time, request id, and whether it revealed; refused calls are
    * counted per key, reason and minute). Before ACTIVE and after termination there are no credentials to
-   * reveal (404). Send no body and no JSON Content-Type. Needs the `manage` scope, like termination: the key
+   * reveal: 409 DEPLOYMENT_NOT_ACTIVE names the status, with `Retry-After` while it is PENDING or
+   * PROVISIONING; TERMINATING, TERMINATED and FAILED never become ACTIVE again, so do not retry those.
+   * Send no body and no JSON Content-Type. Needs the `manage` scope, like termination: the key
    * is root on the machine, so a read-only key must not obtain it.
+   * @param id The deployment id, or the id of its rental (the same access rules apply).
    */
   @Post('{id}/credentials/reveal')
   @Security('bearer', ['manage'])
   @Response<ErrorEnvelope>(400, 'INVALID_REQUEST (a JSON Content-Type on this bodyless call)')
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (no manage scope)')
-  @Response<ErrorEnvelope>(404, 'NOT_FOUND (no such deployment, or it is not ACTIVE)')
+  @Response<ErrorEnvelope>(404, 'NOT_FOUND (no deployment or rental with this id for this key)')
+  @Response<ErrorEnvelope>(409, 'DEPLOYMENT_NOT_ACTIVE (not ACTIVE now: the message gives the status; Retry-After while it is starting)')
   async reveal(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<CredentialsDto>> {
     try {
       assertBodyless(req);

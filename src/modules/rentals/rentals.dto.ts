@@ -179,8 +179,26 @@ export interface RentalPage {
   meta: RentalPageMeta;
 }
 
+/** The answer to a terminate request, first or repeated: where the deployment stands now. */
 export interface TerminateAccepted {
+  /** Always true: the request is recorded (or there was nothing left to terminate). */
   accepted: boolean;
+  deploymentId: string;
+  rentalId: string;
+  /**
+   * The status after the request: TERMINATING until destruction is verified, then TERMINATED;
+   * TERMINATED or FAILED when it had already finished; AWAITING_PAYMENT for an unpaid card order,
+   * which then never starts.
+   */
+  status: RentalStatus;
+  /**
+   * When termination was first asked for (by a caller, the owner, the rental's end or a spending
+   * limit); null when nothing asked for it (a rental that failed before it ran).
+   * @format date-time
+   */
+  terminateRequestedAt: string | null;
+  /** The status in words, and what to do next. */
+  message: string;
 }
 
 /** SSH access to an ACTIVE deployment. Contains a private key: keep it secret. */

@@ -20,7 +20,7 @@ import type { KeysService, KeyUsage, LockedAccount } from '../keys/keys.service.
 import type { InventoryService } from '../inventory/inventory.service.js';
 import { Deployment } from './deployment.entity.js';
 import { assertFreeSlot } from './concurrency-slot.js';
-import { lockDeploymentOrRentalFor, type DeploymentActor } from './deployment-access.js';
+import { lockDeploymentOrRentalFor, terminateAnswer, type DeploymentActor } from './deployment-access.js';
 import { rentalDebitRef } from './lifecycle/labels.js';
 import { Order } from './order.entity.js';
 import { LEGACY_MIN_BUDGET_MINOR, MAX_CANDIDATES } from './rental-limits.js';
@@ -387,16 +387,17 @@ export class RentalsService {
    */
   async terminate(principal: DeploymentActor, deploymentId: string): Promise<TerminateAccepted> {
     const id = deploymentId.toLowerCase();
-    const enqueue = await inTransaction(this.ds, async (m) => {
+    const { enqueue, after } = await inTransaction(this.ds, async (m) => {
       const d = await lockDeploymentOrRentalFor(m, principal, id);
       if (!d) throw notFound('deployment');
-      if (isOneOf(TERMINAL_STATUSES, d.status)) return null;
+      if (isOneOf(TERMINAL_STATUSES, d.status)) return { enqueue: null, after: d };
       await requestTermination(m, d.id, 'REQUESTED', this.clock.now());
+      const after = await m.getRepository(Deployment).findOneByOrFail({ id: d.id });
       // AWAITING_PAYMENT keeps its status (the card payment path owns it) but carries the request.
-      return d.status !== 'AWAITING_PAYMENT' ? d.id : null;
+      return { enqueue: d.status !== 'AWAITING_PAYMENT' ? d.id : null, after };
     });
     if (enqueue) await this.enqueue(RENTAL_JOBS.terminate, enqueue);
-    return { accepted: true };
+    return terminateAnswer(after);
   }
 
   /** Deployments as the API shows them: funding from their orders, the machine from the offer cache. */

@@ -224,7 +224,9 @@ export interface paths {
          * @description SSH access to an ACTIVE deployment: host, port, user, its own private key and a ready `ssh`
          *     command line. Every call is audited (key, time, request id, and whether it revealed; refused calls are
          *     counted per key, reason and minute). Before ACTIVE and after termination there are no credentials to
-         *     reveal (404). Send no body and no JSON Content-Type. Needs the `manage` scope, like termination: the key
+         *     reveal: 409 DEPLOYMENT_NOT_ACTIVE names the status, with `Retry-After` while it is PENDING or
+         *     PROVISIONING; TERMINATING, TERMINATED and FAILED never become ACTIVE again, so do not retry those.
+         *     Send no body and no JSON Content-Type. Needs the `manage` scope, like termination: the key
          *     is root on the machine, so a read-only key must not obtain it.
          */
         post: operations["revealCredentials"];
@@ -248,6 +250,8 @@ export interface paths {
          *     once (202) and repeatable; the deployment goes TERMINATING, then TERMINATED once the provider
          *     reports the instance gone and its SSH key no longer gets in (`endedAt` is that moment). Legacy
          *     rentals forfeit their remaining paid time; metered rentals stop accruing and settle actual use.
+         *     Every answer, a repeat included, gives the status after the request, `terminateRequestedAt`
+         *     and a `message`; one that had already finished says it is TERMINATED or FAILED.
          *     Send no body and no JSON Content-Type. Agent keys may terminate only their own deployments.
          */
         post: operations["terminateDeployment"];
@@ -937,7 +941,7 @@ export interface components {
          * @description Every error code this API returns; each always comes with the same HTTP status.
          * @enum {string}
          */
-        ErrorCode: "INVALID_REQUEST" | "UNAUTHENTICATED" | "INSUFFICIENT_CREDITS" | "ACCOUNT_FROZEN" | "FORBIDDEN" | "KEY_LIMIT_EXCEEDED" | "NOT_FOUND" | "OFFER_NOT_FOUND" | "IDEMPOTENCY_CONFLICT" | "IDEMPOTENCY_IN_PROGRESS" | "SIGNUP_ALREADY_COMPLETED" | "AGENT_SETUP_INVALID" | "AGENT_AUTHORIZATION_PENDING" | "CONCURRENCY_LIMIT_REACHED" | "TOPUP_EXPIRED" | "VALIDATION_FAILED" | "BUDGET_REQUIRED" | "BUDGET_TOO_SMALL" | "NO_MATCHING_OFFER" | "EMAIL_REQUIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL" | "AGENTS_DISABLED" | "UNAVAILABLE";
+        ErrorCode: "INVALID_REQUEST" | "UNAUTHENTICATED" | "INSUFFICIENT_CREDITS" | "ACCOUNT_FROZEN" | "FORBIDDEN" | "KEY_LIMIT_EXCEEDED" | "NOT_FOUND" | "OFFER_NOT_FOUND" | "IDEMPOTENCY_CONFLICT" | "IDEMPOTENCY_IN_PROGRESS" | "SIGNUP_ALREADY_COMPLETED" | "AGENT_SETUP_INVALID" | "AGENT_AUTHORIZATION_PENDING" | "CONCURRENCY_LIMIT_REACHED" | "DEPLOYMENT_NOT_ACTIVE" | "TOPUP_EXPIRED" | "VALIDATION_FAILED" | "BUDGET_REQUIRED" | "BUDGET_TOO_SMALL" | "NO_MATCHING_OFFER" | "EMAIL_REQUIRED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL" | "AGENTS_DISABLED" | "UNAVAILABLE";
         /** @description Error envelope: every non-2xx response has this shape. */
         ErrorEnvelope: {
             error: components["schemas"]["ErrorBody"];
@@ -1352,8 +1356,26 @@ export interface components {
             /** @description The raw API key. Shown once; the server keeps only a hash. */
             token: string;
         };
+        /** @description The answer to a terminate request, first or repeated: where the deployment stands now. */
         TerminateAccepted: {
+            /** @description Always true: the request is recorded (or there was nothing left to terminate). */
             accepted: boolean;
+            deploymentId: string;
+            /** @description The status in words, and what to do next. */
+            message: string;
+            rentalId: string;
+            /**
+             * @description The status after the request: TERMINATING until destruction is verified, then TERMINATED;
+             *     TERMINATED or FAILED when it had already finished; AWAITING_PAYMENT for an unpaid card order,
+             *     which then never starts.
+             */
+            status: components["schemas"]["RentalStatus"];
+            /**
+             * Format: date-time
+             * @description When termination was first asked for (by a caller, the owner, the rental's end or a spending
+             *     limit); null when nothing asked for it (a rental that failed before it ran).
+             */
+            terminateRequestedAt: string | null;
         };
         /** @description A hosted top-up link for a human to pay once. */
         TopupDto: {
@@ -2634,6 +2656,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The deployment id, or the id of its rental (the same access rules apply). */
                 id: string;
             };
             cookie?: never;
@@ -2705,9 +2728,22 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description NOT_FOUND (no such deployment, or it is not ACTIVE) */
+            /** @description NOT_FOUND (no deployment or rental with this id for this key) */
             404: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description DEPLOYMENT_NOT_ACTIVE (not ACTIVE now: the message gives the status; Retry-After while it is starting) */
+            409: {
+                headers: {
+                    /** @description Seconds to wait before asking again. */
+                    "Retry-After"?: number;
                     /** @description The request id (also in the body); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -2741,7 +2777,12 @@ export interface operations {
                     /**
                      * @example {
                      *       "data": {
-                     *         "accepted": true
+                     *         "accepted": true,
+                     *         "deploymentId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "rentalId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "status": "AWAITING_PAYMENT",
+                     *         "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
+                     *         "message": "A human-readable explanation."
                      *       },
                      *       "meta": {
                      *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
