@@ -8,6 +8,24 @@ import { buildIsFresh } from './freshness.mjs';
 // `npm start` is the development run of the README; an operator's deployment sets NODE_ENV itself.
 process.env.NODE_ENV ??= 'development';
 const root = process.cwd();
+
+// The configuration is checked before anything is built, with the checks the service makes at
+// start-up: a bad variable is the one line the service would print, not a build or release
+// step failing on it first.
+{
+  const { tsImport } = await import('tsx/esm/api');
+  const { assertSafeToRun, ConfigError, configErrorLine, loadConfig, parseRoles } = await tsImport('../src/config.ts', import.meta.url);
+  const args = process.argv.slice(2);
+  try {
+    const config = loadConfig();
+    parseRoles(args);
+    if (args[0] !== 'owner') assertSafeToRun(config);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`${configErrorLine(err)}\n`);
+    process.exit(1);
+  }
+}
 if (buildIsFresh(root)) {
   process.stderr.write('start: dist/ is newer than the sources; skipping the build\n');
 } else {

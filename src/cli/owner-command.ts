@@ -34,7 +34,9 @@ Options of create:
   --json                          print {"accountId","keyId","token"} as JSON instead of text
                                   (keys: the list; revoke-key: what was revoked)
 
-Run it on the server: node dist/src/main.js owner create --name "Ada" (or npm run owner -- create --name "Ada").`;
+Run it on the server: node dist/src/main.js owner create --name "Ada" (or npm run owner -- create --name "Ada").
+With --json through npm, add --silent so npm's banner stays off stdout:
+  npm run --silent owner -- create --name ci --json | jq -r .token`;
 
 /** A usage mistake: printed with the usage text, exit status 2. */
 export class UsageError extends Error {}

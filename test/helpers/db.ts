@@ -1,34 +1,104 @@
 import { randomBytes } from 'node:crypto';
+import mysql from 'mysql2/promise';
 import type { DataSource } from 'typeorm';
-import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate } from '../../src/db/data-source.js';
+import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate, parseDatabaseUrl } from '../../src/db/data-source.js';
 
 const BASE = process.env.TEST_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/';
 
-/** One fresh database per test run (never the dev database), dropped at the end of the run. */
-export const testDatabaseUrl = (() => {
-  const u = new URL(BASE);
-  u.pathname = `/gpu_rental_test_${Date.now().toString(36)}_${process.pid}_${randomBytes(3).toString('hex')}`;
-  return u.toString();
-})();
+/**
+ * What one test run shares, kept on `globalThis` rather than in this module: mocha loads a test
+ * file with require() unless something it imports needs ESM (a module with top-level await),
+ * and then with import(), so a run can hold two copies of this file. Each copy used to name,
+ * create and keep a database of its own while only the root hooks' copy dropped one.
+ */
+interface RunState {
+  url: string;
+  /** Every copy's DataSource, closed before the database is dropped. */
+  sources: Set<DataSource>;
+  /** Work to do when the run ends, whichever test registered it (see {@link atRunEnd}). */
+  cleanups: Array<() => Promise<void> | void>;
+}
 
-let shared: DataSource | undefined;
+const RUN_KEY = Symbol.for('gpu-rental.test-run');
+const run = ((globalThis as Record<symbol, unknown>)[RUN_KEY] ??= {
+  url: (() => {
+    const u = new URL(BASE);
+    u.pathname = `/gpu_rental_test_${Date.now().toString(36)}_${process.pid}_${randomBytes(3).toString('hex')}`;
+    return u.toString();
+  })(),
+  sources: new Set(),
+  cleanups: [],
+} satisfies RunState) as RunState;
+
+/** One fresh database per test run (never the dev database), dropped at the end of the run with its children. */
+export const testDatabaseUrl = run.url;
+
+/**
+ * A database URL of the run's family (`<run database>_<tag><random>`): whatever creates it, the
+ * end of the run drops it, even when the test that made it never got to its own clean-up.
+ */
+export function childDatabaseUrl(tag: string): string {
+  const u = new URL(testDatabaseUrl);
+  u.pathname = `${u.pathname}_${tag}${randomBytes(4).toString('hex')}`;
+  return u.toString();
+}
+
+/** Registers work for the end of the run (after every file), e.g. removing a server's data directory. */
+export function atRunEnd(cleanup: () => Promise<void> | void): void {
+  run.cleanups.push(cleanup);
+}
+
+// Per copy of this module: each copy's entities are its own classes, so each needs its own DataSource.
+let shared: Promise<DataSource> | undefined;
 
 /** The run's migrated DataSource, created on first use. */
-export async function testDataSource(): Promise<DataSource> {
-  if (!shared) {
+export function testDataSource(): Promise<DataSource> {
+  shared ??= (async () => {
     await createDatabaseIfMissing(testDatabaseUrl);
     const ds = createDataSource(testDatabaseUrl, 20);
     await ds.initialize();
+    run.sources.add(ds);
     await migrate(ds);
-    shared = ds;
-  }
+    return ds;
+  })();
   return shared;
 }
 
-export async function closeTestDatabase(): Promise<void> {
-  if (shared) {
-    await shared.destroy();
-    shared = undefined;
+/** The run's database and every child database still on the server (names from {@link childDatabaseUrl} and alike). */
+export async function runDatabases(): Promise<string[]> {
+  const t = parseDatabaseUrl(testDatabaseUrl);
+  const conn = await mysql.createConnection({ host: t.host, port: t.port, user: t.user, password: t.password });
+  try {
+    // `_` is a LIKE wildcard; the run's name contains several.
+    const pattern = `${t.database.replace(/[\\_%]/g, (c) => `\\${c}`)}%`;
+    const [rows] = await conn.query('SHOW DATABASES LIKE ?', [pattern]);
+    return (rows as Record<string, string>[]).map((r) => Object.values(r)[0]);
+  } finally {
+    await conn.end();
   }
-  if (!process.env.KEEP_TEST_DATABASE) await dropDatabase(testDatabaseUrl);
+}
+
+/** Ends the run: registered clean-ups, every DataSource on the run's database, then the database and its children. */
+export async function closeTestDatabase(): Promise<void> {
+  const failures: unknown[] = [];
+  for (const cleanup of run.cleanups.splice(0).reverse()) {
+    try {
+      await cleanup();
+    } catch (err) {
+      failures.push(err);
+    }
+  }
+  for (const ds of [...run.sources]) {
+    run.sources.delete(ds);
+    if (ds.isInitialized) await ds.destroy();
+  }
+  shared = undefined;
+  if (!process.env.KEEP_TEST_DATABASE) {
+    const base = new URL(testDatabaseUrl);
+    for (const name of await runDatabases()) {
+      base.pathname = `/${name}`;
+      await dropDatabase(base.toString());
+    }
+  }
+  if (failures.length) throw new AggregateError(failures, 'clean-ups at the end of the test run failed');
 }

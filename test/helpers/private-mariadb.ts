@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
+import { atRunEnd } from './db.js';
 
 /** A MariaDB server of a test's own, for server settings the shared one must not change. */
 export interface PrivateMariaDb {
@@ -76,17 +77,19 @@ export async function startPrivateMariaDb(serverArgs: string[]): Promise<Private
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  return {
-    url: `mysql://root@127.0.0.1:${port}/`,
-    port,
-    async stop() {
+  const stop = async () => {
+    if (!exited) {
+      const gone = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await Promise.race([gone, new Promise((r) => setTimeout(r, 10_000))]);
       if (!exited) {
-        const gone = new Promise((r) => child.once('exit', r));
-        child.kill('SIGTERM');
-        await Promise.race([gone, new Promise((r) => setTimeout(r, 10_000))]);
-        if (!exited) child.kill('SIGKILL');
+        child.kill('SIGKILL');
+        await gone;
       }
-      rmSync(dir, { recursive: true, force: true });
-    },
+    }
+    rmSync(dir, { recursive: true, force: true });
   };
+  // Also at the end of the run: a test that failed before its own clean-up leaves no server or data directory.
+  atRunEnd(stop);
+  return { url: `mysql://root@127.0.0.1:${port}/`, port, stop };
 }

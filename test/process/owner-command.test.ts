@@ -77,9 +77,11 @@ describe('owner create (operator command)', function () {
     assert.equal(Number(after[0].n), Number(before[0].n));
   });
 
-  it('runs as npm run owner -- create', async () => {
-    const child = spawn('npm', ['run', '--silent', 'owner', '--', 'create', '--name', 'npm owner', '--json'], {
-      env: { ...process.env, DATABASE_URL: testDatabaseUrl, LOG_LEVEL: 'warn' },
+  /** `npm <npmArgs> owner -- <args>` as an operator types it. */
+  async function npmOwner(npmArgs: string[], args: string[], env: Record<string, string> = {}) {
+    const child = spawn('npm', ['run', ...npmArgs, 'owner', '--', ...args], {
+      // Without the npm settings of a run that started this one (`npm test --silent` would pass its loglevel on).
+      env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k))), DATABASE_URL: testDatabaseUrl, LOG_LEVEL: 'warn', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -87,8 +89,33 @@ describe('owner create (operator command)', function () {
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (err += d));
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    return { code, out, err };
+  }
+  const accountCount = async () => Number(((await ctx.services.ds.query(`SELECT COUNT(*) AS n FROM accounts`)) as { n: number }[])[0].n);
+
+  it('runs as npm run --silent owner -- create --json with nothing but the JSON on stdout (jq parses it)', async () => {
+    const { code, out, err } = await npmOwner(['--silent'], ['create', '--name', 'npm owner', '--json']);
     assert.equal(code, 0, err);
-    const { token } = JSON.parse(out.trim().split('\n').pop()!);
+    const { token } = JSON.parse(out);
     assert.equal((await ctx.api.get('/api/v1/me').set('Authorization', `Bearer ${token}`)).body.data.key.name, 'npm owner');
+  });
+
+  it('refuses --json when npm printed its banner on stdout, before creating anything, and says the command that works', async () => {
+    const before = await accountCount();
+    const { code, out, err } = await npmOwner([], ['create', '--name', 'banner owner', '--json']);
+    assert.equal(code, 2, err);
+    assert.doesNotMatch(out, TOKEN_RE);
+    assert.match(err, /npm printed its banner on stdout.*nothing was created\. Run: npm run --silent owner -- create --name 'banner owner' --json/);
+    assert.equal(await accountCount(), before);
+  });
+
+  it('prints the URLs of the configured PORT or PUBLIC_BASE_URL, never a fixed 8080', async () => {
+    const onPort = spawnService(['owner', 'create', '--name', 'port owner'], { DATABASE_URL: testDatabaseUrl, PORT: '9137' });
+    assert.equal(await onPort.exited, 0, onPort.stderr());
+    assert.match(onPort.stdout(), /http:\/\/localhost:9137\/api\/v1\/agent-authorizations\/approve/);
+    const public_ = spawnService(['owner', 'create', '--name', 'public owner'], { DATABASE_URL: testDatabaseUrl, PORT: '9137', PUBLIC_BASE_URL: 'https://gpu.example.com' });
+    assert.equal(await public_.exited, 0, public_.stderr());
+    assert.match(public_.stdout(), /https:\/\/gpu\.example\.com\/api\/v1\/agent-authorizations\/approve/);
+    assert.doesNotMatch(onPort.stdout() + public_.stdout(), /8080/);
   });
 });

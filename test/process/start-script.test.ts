@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 // @ts-expect-error plain ESM script without types
@@ -38,6 +38,26 @@ describe('npm start', () => {
   it('builds when a source is newer than the last build, or when there was none', () => {
     assert.equal(buildIsFresh(tree(2_000_000, 1_000_000)), false);
     assert.equal(buildIsFresh(tree(1_000_000)), false);
+  });
+
+  it('a bad variable or role: only the configuration error line, exit 1, before any build or release step and without a stack trace', () => {
+    for (const [env, args, line] of [
+      [{ PORT: 'abc' }, [], 'Configuration error: PORT must be a whole number, got "abc"'],
+      [{}, ['--role', 'nope'], 'Configuration error: --role must be one of api, worker, bot (comma-separated), got "nope"'],
+    ] as const) {
+      // A stale build, so `npm start` would build first; stand-ins record whether it did.
+      const root = tree(2_000_000, 1_000_000);
+      mkdirSync(join(root, 'node_modules', '.bin'), { recursive: true });
+      for (const tool of ['tsoa', 'tsc']) {
+        writeFileSync(join(root, 'node_modules', '.bin', tool), `#!/bin/sh\necho "${tool} $*" >> calls.txt\n`, { mode: 0o755 });
+      }
+      const r = spawnSync(process.execPath, [START, ...args], { cwd: root, encoding: 'utf8', env: { ...process.env, ...env, RELEASES_DIR: join(root, 'releases') } });
+      assert.equal(r.status, 1, r.stderr);
+      assert.equal(r.stderr, `${line}\n`);
+      assert.equal(r.stdout, '');
+      assert.equal(existsSync(join(root, 'calls.txt')), false, 'nothing was built');
+      assert.equal(existsSync(join(root, 'releases')), false, 'no release was built');
+    }
   });
 
   it('prints a line for each build step and stamps dist/ when it succeeds', () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { dropDatabase } from '../../src/db/data-source.js';
+import { childDatabaseUrl } from '../helpers/db.js';
 import { freePort, spawnService, waitFor, type Spawned } from '../helpers/process.js';
 
 /** An address of this machine other than loopback, where a 127.0.0.1 bind must not answer. */
@@ -27,7 +27,7 @@ async function stop(svc: Spawned): Promise<void> {
 
 describe('service start-up', function () {
   this.timeout(90_000);
-  const url = `mysql://root@127.0.0.1:3306/gpu_rental_start_${randomBytes(4).toString('hex')}`;
+  const url = childDatabaseUrl('start');
   const name = new URL(url).pathname.slice(1);
   after(() => dropDatabase(url));
 

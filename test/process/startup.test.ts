@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate } from '../../src/db/data-source.js';
 import { migrations } from '../../migrations/index.js';
+import { childDatabaseUrl } from '../helpers/db.js';
 import { freePort, spawnService, waitFor } from '../helpers/process.js';
 
-const freshUrl = () => `mysql://root@127.0.0.1:3306/gpu_rental_proc_${randomBytes(4).toString('hex')}`;
+const freshUrl = () => childDatabaseUrl('proc');
 
 async function databaseExists(name: string): Promise<boolean> {
   const c = await mysql.createConnection({ host: '127.0.0.1', user: 'root' });

@@ -1,9 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dropDatabase } from '../../../src/db/data-source.js';
 import type { LocalInventoryOffer } from '../../../plugins/local/inventory.js';
+import { childDatabaseUrl } from '../../helpers/db.js';
 import { freePort, spawnService, waitFor, type Spawned } from '../../helpers/process.js';
 
 /** The GPU name the client tests rent by: an exact model name of the inventory below. */
@@ -29,7 +29,8 @@ export async function startService(env: Record<string, string> = {}): Promise<Ru
   const dir = mkdtempSync(join(tmpdir(), 'gpr-svc-'));
   const inventory = join(dir, 'inventory.json');
   writeFileSync(inventory, JSON.stringify({ offers: CLIENT_TEST_OFFERS }));
-  const databaseUrl = `mysql://root@127.0.0.1:3306/gpu_rental_clients_${randomBytes(4).toString('hex')}`;
+  // Of the run's family: dropped at the end of the run even if this service's stop() never runs.
+  const databaseUrl = childDatabaseUrl('clients');
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const svc = spawnService([], {
