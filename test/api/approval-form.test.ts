@@ -69,7 +69,26 @@ describe('approval page form: cross-site requests', () => {
     const fresh = await pageFor();
     const tooMuch = await ctx.api.post(fresh.path).type('form').set('Cookie', fresh.cookie).send({ ...form(fresh.csrf), concurrent: '11' });
     assert.equal(tooMuch.status, 403);
-    assert.match(tooMuch.text, /may not exceed your key/);
+    assert.match(tooMuch.text, /may not exceed your owner key(&#39;|')s own: the number of machines at once is 11, your key allows at most 10\./);
     assert.ok(await pending(fresh.setupCode));
+  });
+
+  it('speaks dollars to the owner: the bounds on the page, a limit out of range and limits above the owner key, never cents or field names', async () => {
+    const p = await pageFor();
+    const page = await ctx.api.get(p.path);
+    assert.match(page.text, /\$5\.00 to \$100,000\.00/);
+    const low = await ctx.api.post(p.path).type('form').set('Cookie', p.cookie).send({ ...form(p.csrf), perRentalUsd: '4.99', totalUsd: '100001' });
+    assert.equal(low.status, 422, low.text);
+    const alert = /role="alert"[^>]*>([^<]*)</.exec(low.text)![1];
+    assert.equal(
+      alert,
+      'Please check the form: the per-rental limit must be from $5.00 to $100,000.00; the total limit must be from $5.00 to $100,000.00.',
+    );
+    const over = await pageFor();
+    const tooMuch = await ctx.api.post(over.path).type('form').set('Cookie', over.cookie).send({ ...form(over.csrf), perRentalUsd: '1500', concurrent: '11' });
+    assert.equal(tooMuch.status, 403, tooMuch.text);
+    assert.match(tooMuch.text, /the per-rental limit is \$1,500\.00, your key allows at most \$1,000\.00; the number of machines at once is 11, your key allows at most 10/);
+    for (const res of [low, tooMuch]) assert.doesNotMatch(res.text, /Minor|integer from|cents/);
+    assert.ok(await pending(p.setupCode) && (await pending(over.setupCode)));
   });
 });

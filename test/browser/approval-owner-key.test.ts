@@ -77,7 +77,7 @@ describe('Approving an agent with an owner key in the browser', function () {
       await page.getByLabel('Your owner key').fill(ownerToken);
       await page.getByRole('button', { name: 'Approve' }).click();
       await page.waitForLoadState();
-      assert.match(await page.getByRole('alert').innerText(), /maxPerRentalMinor must be an integer from 500/);
+      assert.match(await page.getByRole('alert').innerText(), /the per-rental limit must be from \$5\.00 to \$100,000\.00/);
       await page.getByLabel('Your owner key').fill('gpr_AAAAAAAA.' + 'x'.repeat(43));
       await page.getByRole('button', { name: 'Approve' }).click();
       await page.waitForLoadState();

@@ -1,5 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
+import { formatUsd } from '../billing/money.js';
 import { escapeHtml } from '../billing/payment-pages.html.js';
 import { APPROVAL_LIMITS } from '../keys/key-limits.js';
 import type { AgentLimits } from './agents.dto.js';
@@ -76,9 +77,24 @@ function usdToMinor(raw: unknown): number | null {
   return m ? Number(m[1]) * 100 + Number((m[2] ?? '').padEnd(2, '0')) : null;
 }
 
+type LimitField = 'maxPerRentalMinor' | 'budgetLimitMinor' | 'maxConcurrentDeployments';
+
+/** How the form names each limit to the person filling it in. */
+const FORM_NAMES: Record<LimitField, string> = {
+  maxPerRentalMinor: 'the per-rental limit',
+  budgetLimitMinor: 'the total limit',
+  maxConcurrentDeployments: 'the number of machines at once',
+};
+
+/** A limit as a person reads it: dollars for money (the API keeps cents), a plain count otherwise. */
+function shown(field: LimitField, value: number): string {
+  return field === 'maxConcurrentDeployments' ? String(value) : formatUsd(value);
+}
+
 /**
- * The three limits from the form, in the API's units. Only the shape is checked here: the bounds
- * are the API's own, checked by AgentsService when it approves.
+ * The three limits from the form, in the API's units. The bounds are the API's own
+ * (APPROVAL_LIMITS, which AgentsService checks again when it approves), told here in dollars: the
+ * API's own message speaks in cents to programs, not to the owner at this form.
  */
 export function limitsFromForm(body: Record<string, unknown> | undefined): { limits: AgentLimits } | { error: string } {
   const perRental = usdToMinor(body?.perRentalUsd);
@@ -86,11 +102,27 @@ export function limitsFromForm(body: Record<string, unknown> | undefined): { lim
   const concurrentRaw = typeof body?.concurrent === 'string' ? body.concurrent.trim() : '';
   const concurrent = /^\d{1,6}$/.test(concurrentRaw) ? Number(concurrentRaw) : null;
   const bad: string[] = [];
-  if (perRental === null) bad.push('the per-rental limit must be an amount in US dollars, e.g. 20 or 12.50');
-  if (total === null) bad.push('the total limit must be an amount in US dollars, e.g. 100');
-  if (concurrent === null) bad.push('the number of machines at once must be a whole number');
+  const { minimums: min, maximums: max } = APPROVAL_LIMITS;
+  const range = (f: LimitField) => `from ${shown(f, min[f])} to ${shown(f, max[f])}`;
+  const check = (f: LimitField, v: number | null, example: string) => {
+    if (v === null) bad.push(`${FORM_NAMES[f]} must be ${f === 'maxConcurrentDeployments' ? 'a whole number' : `an amount in US dollars, e.g. ${example}`}`);
+    else if (v < min[f] || v > max[f]) bad.push(`${FORM_NAMES[f]} must be ${range(f)}`);
+  };
+  check('maxPerRentalMinor', perRental, '20 or 12.50');
+  check('budgetLimitMinor', total, '100');
+  check('maxConcurrentDeployments', concurrent, '1');
   if (bad.length) return { error: `Please check the form: ${bad.join('; ')}.` };
   return { limits: { maxPerRentalMinor: perRental!, budgetLimitMinor: total!, maxConcurrentDeployments: concurrent! } };
+}
+
+/**
+ * The form's words for a refusal because the limits asked exceed the approving key's own
+ * (KEY_LIMIT_EXCEEDED, decided by AgentsService), in dollars.
+ */
+export function overOwnLimitsMessage(limits: AgentLimits, own: Record<LimitField, number>): string {
+  const over = (Object.keys(FORM_NAMES) as LimitField[]).filter((f) => limits[f] > own[f]);
+  const parts = over.map((f) => `${FORM_NAMES[f]} is ${shown(f, limits[f])}, your key allows at most ${shown(f, own[f])}`);
+  return `An agent's limits may not exceed your owner key's own: ${parts.join('; ')}. Lower them, or approve with a key that allows more.`;
 }
 
 const usd = (minor: number) => (minor / 100).toFixed(2);
@@ -104,9 +136,9 @@ export function approvalFormHtml(code: string, csrfToken: string, error?: string
   return `<h2 style="font-size:1.15rem;margin:1.5rem 0 .75rem">Approve with an owner key</h2>
 ${error ? `<p role="alert" class="banner">${escapeHtml(error)}</p>` : ''}<form method="post" action="/approve/${encodeURIComponent(code)}" autocomplete="off">
 <input type="hidden" name="${CSRF_FIELD}" value="${escapeHtml(csrfToken)}">
-${field('perRentalUsd', 'Per rental (USD)', `type="number" inputmode="decimal" min="${usd(min.maxPerRentalMinor)}" max="${usd(max.maxPerRentalMinor)}" step="0.01" value="20"`, `at least $${usd(min.maxPerRentalMinor)}`)}
-${field('totalUsd', 'In total (USD)', `type="number" inputmode="decimal" min="${usd(min.budgetLimitMinor)}" max="${usd(max.budgetLimitMinor)}" step="0.01" value="100"`, `at least $${usd(min.budgetLimitMinor)}`)}
-${field('concurrent', 'Machines at once', `type="number" inputmode="numeric" min="${min.maxConcurrentDeployments}" max="${max.maxConcurrentDeployments}" step="1" value="1"`, `at least ${min.maxConcurrentDeployments}`)}
+${field('perRentalUsd', 'Per rental (USD)', `type="number" inputmode="decimal" min="${usd(min.maxPerRentalMinor)}" max="${usd(max.maxPerRentalMinor)}" step="0.01" value="20"`, `${formatUsd(min.maxPerRentalMinor)} to ${formatUsd(max.maxPerRentalMinor)}`)}
+${field('totalUsd', 'In total (USD)', `type="number" inputmode="decimal" min="${usd(min.budgetLimitMinor)}" max="${usd(max.budgetLimitMinor)}" step="0.01" value="100"`, `${formatUsd(min.budgetLimitMinor)} to ${formatUsd(max.budgetLimitMinor)}`)}
+${field('concurrent', 'Machines at once', `type="number" inputmode="numeric" min="${min.maxConcurrentDeployments}" max="${max.maxConcurrentDeployments}" step="1" value="1"`, `${min.maxConcurrentDeployments} to ${max.maxConcurrentDeployments}`)}
 ${field('ownerKey', 'Your owner key', 'type="password" spellcheck="false" autocapitalize="off" placeholder="gpr_…"', 'an OWNER key with read, rent and manage; it is used for this approval only and never stored or shown to the agent')}
 <p class="actions"><button type="submit">Approve</button></p>
 </form>`;

@@ -7,7 +7,7 @@ import { escapeHtml, failurePage, PAGE_HEADERS, renderPage } from '../billing/pa
 import { formatUsd } from '../billing/money.js';
 import { APPROVAL_LIMITS } from '../keys/key-limits.js';
 import type { KeysService } from '../keys/keys.service.js';
-import { ApprovalCsrf, approvalFormHtml, limitsFromForm } from './approval-form.js';
+import { ApprovalCsrf, approvalFormHtml, limitsFromForm, overOwnLimitsMessage } from './approval-form.js';
 import { pollIntervalSeconds, type AgentsService } from './agents.service.js';
 
 /**
@@ -95,13 +95,19 @@ ${approvalFormHtml(code, csrf.issue(res, code))}
       if ('error' in parsed) return retry(422, parsed.error);
       const key = typeof req.body?.ownerKey === 'string' ? req.body.ownerKey.trim() : '';
       let approved;
+      let principal: Awaited<ReturnType<KeysService['authenticate']>> | undefined;
       try {
-        const principal = await services.keys.authenticate(`Bearer ${key}`);
+        principal = await services.keys.authenticate(`Bearer ${key}`);
         approved = await services.agents.approveWithKey(principal, code, parsed.limits);
       } catch (err) {
         if (!(err instanceof AppError) || err.code === 'UNAVAILABLE') throw err;
         if (err.code === 'AGENT_SETUP_INVALID' || err.code === 'NOT_FOUND') return closed(res, await services.agents.describeAuthorization(code));
-        const message = err.code === 'UNAUTHENTICATED' ? 'That owner key was not accepted: check that it was pasted completely and has not been revoked.' : err.message;
+        const message =
+          err.code === 'UNAUTHENTICATED'
+            ? 'That owner key was not accepted: check that it was pasted completely and has not been revoked.'
+            : err.code === 'KEY_LIMIT_EXCEEDED' && principal
+              ? overOwnLimitsMessage(parsed.limits, principal.key)
+              : err.message;
         return retry(err.status, message);
       }
       const wait = pollIntervalSeconds(config.agentSetupRatePerMinute);
@@ -111,8 +117,8 @@ ${approvalFormHtml(code, csrf.issue(res, code))}
         'Agent approved',
         `<p>Your agent's request is approved. It picks up its key the next time it checks, within about ${wait} seconds, and before ${escapeHtml(utc(new Date(approved.exchangeBefore)))}.</p>
 <dl>
-<dt>Per rental</dt><dd>$${(approved.maxPerRentalMinor / 100).toFixed(2)}</dd>
-<dt>In total</dt><dd>$${(approved.budgetLimitMinor / 100).toFixed(2)}</dd>
+<dt>Per rental</dt><dd>${formatUsd(approved.maxPerRentalMinor)}</dd>
+<dt>In total</dt><dd>${formatUsd(approved.budgetLimitMinor)}</dd>
 <dt>At once</dt><dd>${approved.maxConcurrentDeployments}</dd>
 </dl>
 <p class="muted">You can revoke its key at any time: GET /api/v1/agent-keys lists it, DELETE /api/v1/agent-keys/{id} revokes it (or /agents in the Telegram bot).</p>`,
