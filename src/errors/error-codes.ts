@@ -73,7 +73,7 @@ export const ERROR_DESCRIPTIONS: Record<ErrorCode, string> = {
   VALIDATION_FAILED:
     'The body or query does not fit the schema: the message names each offending field; for properties the route does not know, the first five and how many more.',
   BUDGET_REQUIRED: 'A rental on a `LEGACY_PREPAID` account came without `budgetMinor`.',
-  BUDGET_TOO_SMALL: '`budgetMinor` is under 500 cents, or buys no whole hour of the offer, for a prepaid rental or a card checkout.',
+  BUDGET_TOO_SMALL: '`budgetMinor` is under 500 cents ($5.00) on any rental, or buys no whole hour of the offer for a prepaid rental or a card checkout.',
   NO_MATCHING_OFFER:
     'A GPU-intent rental found nothing to rent; the message says why: an unknown model (with the closest known ones), none on offer now, not with that GPU count (with the counts there are), or all above the price ceiling (with the cheapest price).',
   EMAIL_REQUIRED: 'A card checkout on an account without an e-mail: set one with `PUT /api/v1/me/email` first.',

@@ -1,5 +1,7 @@
 import { ValidateError } from '@tsoa/runtime';
-import type { ErrorRequestHandler, RequestHandler } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
+import { IDEMPOTENCY_KEY_HINT, isMoneyField, moneyFieldHint } from '../../clients/sdk/src/hints.js';
+import spec from '../generated/swagger.json' with { type: 'json' };
 import { AppError } from '../errors/app-error.js';
 import { errorEnvelope } from '../errors/envelope.js';
 import type { ErrorCode } from '../errors/error-codes.js';
@@ -38,12 +40,96 @@ function describeHttpError(err: HttpError): { status: number; code: ErrorCode; m
   return { status: 400, code: 'INVALID_REQUEST', message: 'The request body could not be read (is its Content-Encoding right?).' };
 }
 
-/** Turns tsoa's field map into one readable sentence naming each offending field. */
-export function describeValidation(fields: Record<string, { message: string; value?: unknown }>): string {
-  return `Invalid request: ${describeFields(fields).join('; ')}.`;
+/** The bounds a request body's schema declares for a field. */
+export interface FieldRange {
+  min?: number;
+  max?: number;
+}
+
+/**
+ * Turns tsoa's field map into one readable sentence naming each offending field; a money field
+ * (a name ending in `Minor`) also gets what its number means, its range, and the cents of the
+ * dollars the caller probably sent (3.5, "3.50" and 20 are the usual mistakes).
+ */
+export function describeValidation(fields: FieldErrors, body: BodyFacts = { rangeOf: () => ({}), sent: () => undefined }): string {
+  const money = new Set<string>();
+  collectMoneyFields(fields, money);
+  const hints = [...money].map((field) => ` ${moneyFieldHint(field, body.rangeOf(field), body.sent(field))}`);
+  return `Invalid request: ${describeFields(fields).join('; ')}.${hints.join('')}`;
+}
+
+/** What the route declares about its body's fields, and what the caller sent in them. */
+export interface BodyFacts {
+  rangeOf: (field: string) => FieldRange;
+  sent: (field: string) => unknown;
 }
 
 type FieldErrors = Record<string, { message: string; value?: unknown }>;
+
+/** The money fields the description names: those in error, in a union the closest shapes' ones. */
+function collectMoneyFields(fields: FieldErrors, into: Set<string>): void {
+  for (const [path, { message }] of Object.entries(fields)) {
+    const field = path.split('.').pop() ?? '';
+    if (isMoneyField(field)) into.add(field);
+    const union = UNION.exec(message);
+    if (union) for (const shape of closestShapes(parseShapes(union[1]))) collectMoneyFields(shape, into);
+  }
+}
+
+function parseShapes(issuesJson: string): FieldErrors[] {
+  try {
+    return JSON.parse(issuesJson) as FieldErrors[];
+  } catch {
+    return [];
+  }
+}
+
+/** The union alternatives the body came closest to: those with the fewest problems. */
+function closestShapes(shapes: FieldErrors[]): FieldErrors[] {
+  const counts = shapes.map((s) => Object.keys(s).length);
+  const fewest = Math.min(...counts);
+  return shapes.filter((_, i) => counts[i] === fewest);
+}
+
+type Schema = { $ref?: string; oneOf?: Schema[]; anyOf?: Schema[]; properties?: Record<string, { minimum?: number; maximum?: number }> };
+
+/** `METHOD /express/:path` -> the declared bounds of its body's fields, from the generated document. */
+const BODY_RANGES: ReadonlyMap<string, ReadonlyMap<string, FieldRange>> = (() => {
+  const doc = spec as unknown as { paths: Record<string, Record<string, { requestBody?: { content?: Record<string, { schema?: Schema }> } }>>; components: { schemas: Record<string, Schema> } };
+  const resolve = (s: Schema | undefined): Schema[] => {
+    if (!s) return [];
+    if (s.$ref) return resolve(doc.components.schemas[s.$ref.split('/').pop() ?? '']);
+    if (s.oneOf || s.anyOf) return [...(s.oneOf ?? []), ...(s.anyOf ?? [])].flatMap(resolve);
+    return [s];
+  };
+  const out = new Map<string, Map<string, FieldRange>>();
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops)) {
+      const ranges = new Map<string, FieldRange>();
+      for (const schema of resolve(op.requestBody?.content?.['application/json']?.schema)) {
+        for (const [name, p] of Object.entries(schema.properties ?? {})) if (!ranges.has(name)) ranges.set(name, { min: p.minimum, max: p.maximum });
+      }
+      out.set(`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`, ranges);
+    }
+  }
+  return out;
+})();
+
+function bodyFacts(req: Request): BodyFacts {
+  const route = (req.route as { path?: string } | undefined)?.path;
+  const ranges = route === undefined ? undefined : BODY_RANGES.get(`${req.method} ${route}`);
+  const body: unknown = req.body;
+  return {
+    rangeOf: (field) => ranges?.get(field) ?? {},
+    sent: (field) => (body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>)[field] : undefined),
+  };
+}
+
+/** A header's problem in words; the one pattern a header declares is signup's UUID. */
+function headerProblem(name: string, message: string): string {
+  if (/^idempotency-key$/i.test(name) && /^Not match in/.test(message)) return `${name} must be a UUID here. ${IDEMPOTENCY_KEY_HINT}`;
+  return /^idempotency-key$/i.test(name) ? IDEMPOTENCY_KEY_HINT : '';
+}
 
 const UNION = /^Could not match the union against any of the items\. Issues: (\[.*\])$/s;
 const ENUM = /^should be one of the following; \[(.*)\]$/;
@@ -72,12 +158,7 @@ function unknownProperties(parent: string, names: string[]): string {
  * becomes "must be one of"; a union of object shapes names the closest shapes' problems.
  */
 function describeUnion(name: string, issuesJson: string): string {
-  let shapes: FieldErrors[];
-  try {
-    shapes = JSON.parse(issuesJson) as FieldErrors[];
-  } catch {
-    shapes = [];
-  }
+  const shapes = parseShapes(issuesJson);
   const subject = name || 'body';
   if (shapes.length === 0) return `${subject}: does not match any accepted form`;
   const literals = shapes.map((s) => {
@@ -85,9 +166,7 @@ function describeUnion(name: string, issuesJson: string): string {
     return errs.length === 1 ? ENUM.exec(errs[0].message)?.[1] : undefined;
   });
   if (literals.every((l) => l !== undefined)) return `${subject}: must be one of ${literals.join(', ').replace(/'/g, '')}`;
-  const counts = shapes.map((s) => Object.keys(s).length);
-  const fewest = Math.min(...counts);
-  const closest = shapes.filter((_, i) => counts[i] === fewest).map((s) => describeFields(s).join(', '));
+  const closest = closestShapes(shapes).map((s) => describeFields(s).join(', '));
   if (closest.every((c) => c === 'body: must be a JSON object')) return 'body: must be a JSON object';
   return `${subject} must match exactly one accepted shape (closest: ${closest.join(' | or: ')})`;
 }
@@ -135,11 +214,12 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
         // A bad header is the caller's protocol error (400) whatever else is wrong with the body.
         status = 400;
         code = 'INVALID_REQUEST';
-        message = `Missing or invalid header: ${headerNames.join(', ')}.`;
+        const problems = headerNames.map((n) => headerProblem(n, err.fields[n].message)).filter(Boolean);
+        message = [`Missing or invalid header: ${headerNames.join(', ')}.`, ...problems].join(' ');
       } else {
         status = 422;
         code = 'VALIDATION_FAILED';
-        message = describeValidation(err.fields);
+        message = describeValidation(err.fields, bodyFacts(req));
       }
     } else if (isConnectionError(err)) {
       status = 503;

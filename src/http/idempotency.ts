@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import { IDEMPOTENCY_KEY_HINT } from '../../clients/sdk/src/hints.js';
 import type { Clock } from '../clock.js';
 import { hydrate } from '../db/entity-rows.js';
 import type { Sql } from '../db/sql.js';
@@ -8,14 +9,17 @@ import { IdempotencyRecord } from './idempotency-record.entity.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** Validates an Idempotency-Key header; a missing or malformed key is a 400 (docs/api.md, Idempotency). */
+/**
+ * Validates an Idempotency-Key header; a missing or malformed key is a 400 that says what the
+ * header is and how to make one (docs/api.md, Idempotency).
+ */
 export function requireIdempotencyKey(value: string | undefined, opts: { uuid?: boolean } = {}): string {
-  if (value === undefined || value === '') throw new AppError('INVALID_REQUEST', 'The Idempotency-Key header is required.');
+  if (value === undefined || value === '') throw new AppError('INVALID_REQUEST', `The Idempotency-Key header is required. ${IDEMPOTENCY_KEY_HINT}`);
   if (opts.uuid) {
-    if (!UUID_RE.test(value)) throw new AppError('INVALID_REQUEST', 'The Idempotency-Key header must be a UUID.');
+    if (!UUID_RE.test(value)) throw new AppError('INVALID_REQUEST', `The Idempotency-Key header must be a UUID here. ${IDEMPOTENCY_KEY_HINT}`);
   } else if (value.length > 128 || /[\x00-\x1f\x7f]/.test(value)) {
     // Node has already refused what HTTP forbids in a header; control characters are all that is left to rule out.
-    throw new AppError('INVALID_REQUEST', 'The Idempotency-Key header must be 1 to 128 characters.');
+    throw new AppError('INVALID_REQUEST', `The Idempotency-Key header must be 1 to 128 printable characters. ${IDEMPOTENCY_KEY_HINT}`);
   }
   return value;
 }

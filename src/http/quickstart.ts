@@ -1,3 +1,5 @@
+import { AUTH_HINT, BUDGET_RULE, GPU_COUNT_IN_NAME, GPU_FAMILY_INTENT, IDEMPOTENCY_KEY_HINT, MONEY_MEANING, UUID_SHELL } from '../../clients/sdk/src/hints.js';
+
 /**
  * The agent's quickstart, kept once as data: `/llms.txt` and the OpenAPI document's
  * `info.description` are both rendered from these steps, and each step's body is the request
@@ -101,14 +103,14 @@ function shellName(param: string): string {
 export function curlOf(step: QuickstartStep, base: string): string {
   const parts = [`curl -s${step.method === 'GET' ? '' : ` -X ${step.method}`} ${base}${step.path.replace(/\{(\w+)\}/g, (_, n: string) => `$${shellName(n)}`)}`];
   if (step.auth) parts.push('-H "Authorization: Bearer $TOKEN"');
-  if (step.idempotent) parts.push('-H "Idempotency-Key: $(uuidgen)"');
+  if (step.idempotent) parts.push(`-H "Idempotency-Key: ${UUID_SHELL}"`);
   if (step.body) parts.push(`-H 'Content-Type: application/json' -d '${JSON.stringify(step.body)}'`);
   return parts.join(' \\\n     ');
 }
 
 const ENVELOPE_NOTE =
   'Every success is `{"data": ..., "meta": {"requestId", "apiVersion": "v1"}}`; every error is ' +
-  '`{"error": {"code", "message", "requestId"}}` with a stable `code`. Money is integer USD cents (fields ending in `Minor`).';
+  '`{"error": {"code", "message", "requestId"}}` with a stable `code`. Money is integer USD cents in fields ending in `Minor` (' + MONEY_MEANING + ').';
 
 function renderSteps(base: string): string[] {
   const out: string[] = [];
@@ -135,8 +137,12 @@ export function renderLlmsTxt(base: string): string {
     ...renderSteps(base),
     '## Rules worth knowing',
     '',
-    '- POST calls that create something need an `Idempotency-Key` header (a fresh UUID: `uuidgen`, or any other source). Retry with the same key and body; you get the same answer, never a second charge.',
-    '- 401 is the same for every bad key; 402 means add credits; 409 `CONCURRENCY_LIMIT_REACHED` means terminate something first; 429 carries `Retry-After`.',
+    `- POST calls that create something need an \`Idempotency-Key\` header. ${IDEMPOTENCY_KEY_HINT} Retrying with the same key and body gives the same answer, never a second charge.`,
+    `- ${BUDGET_RULE}`,
+    `- ${GPU_FAMILY_INTENT}`,
+    `- ${GPU_COUNT_IN_NAME}`,
+    `- 401 is the same for every bad key. ${AUTH_HINT}`,
+    '- 402 means add credits; 409 `CONCURRENCY_LIMIT_REACHED` means terminate something first; 429 carries `Retry-After`.',
     '- Agent keys see only their own rentals. Limits (per rental, total, concurrent) are on the key.',
     '',
     '## Reference',

@@ -82,7 +82,7 @@ describe('POST /api/v1/rentals', () => {
 
     it('makes a rental with budgetMinor MAX_SPEND_METERED, capped at min(budget, key per-rental cap)', async () => {
       const who = await account(ctx, { creditsMinor: 5000, maxPerRentalMinor: 800 });
-      const small = await rentOk(ctx, who, { offerId: offer['h100-a'], budgetMinor: 450 });
+      const small = await rentOk(ctx, who, { offerId: offer['h100-a'], budgetMinor: 550 });
       const large = await rentOk(ctx, who, { offerId: offer['h100-a'], budgetMinor: 10_000 });
       for (const r of [small, large]) {
         assert.equal(r.billingModel, 'MAX_SPEND_METERED');
@@ -90,7 +90,7 @@ describe('POST /api/v1/rentals', () => {
         assert.equal((r.deployment as { hoursPurchased: unknown }).hoursPurchased, null);
       }
       const caps = Object.fromEntries((await deploymentRows(who.accountId)).map((d) => [d.orderId, d.spendCapMinor]));
-      assert.equal(caps[small.rentalId], 450);
+      assert.equal(caps[small.rentalId], 550);
       assert.equal(caps[large.rentalId], 800);
       assert.equal((await balanceOf(ctx, who.accountId)).balance, 5000);
     });
@@ -101,23 +101,23 @@ describe('POST /api/v1/rentals', () => {
       assert.equal(none.status, 402);
       assert.equal(none.body.error.code, 'INSUFFICIENT_CREDITS');
 
-      const some = await account(ctx, { creditsMinor: 299 });
-      const short = await rent(ctx, some, { offerId: offer['h100-a'] });
+      const some = await account(ctx, { creditsMinor: 999 });
+      const short = await rent(ctx, some, { offerId: offer['h100-dear'] });
       assert.equal(short.status, 402);
       assert.equal(short.body.error.code, 'INSUFFICIENT_CREDITS');
-      // A 250-cent ceiling needs only 250 cents.
-      await rentOk(ctx, some, { offerId: offer['h100-a'], budgetMinor: 250 });
+      // A 500-cent ceiling on a 1000-cent hour needs only 500 cents.
+      await rentOk(ctx, some, { offerId: offer['h100-dear'], budgetMinor: 500 });
       assert.equal((await orderRows(some.accountId)).length, 1);
     });
 
     it('refuses a metered rental the key budget cannot pay an hour of: 403 KEY_LIMIT_EXCEEDED', async () => {
-      const who = await account(ctx, { creditsMinor: 5000, budgetLimitMinor: 1000 });
+      const who = await account(ctx, { creditsMinor: 5000, budgetLimitMinor: 1400 });
       await postForKey(ctx, who, 'USAGE', -800);
-      const res = await rent(ctx, who, { offerId: offer['h100-a'] });
+      const res = await rent(ctx, who, { offerId: offer['h100-dear'] });
       assert.equal(res.status, 403);
       assert.equal(res.body.error.code, 'KEY_LIMIT_EXCEEDED');
-      // 200 cents of key budget still pays for a 200-cent ceiling.
-      await rentOk(ctx, who, { offerId: offer['h100-a'], budgetMinor: 200 });
+      // 600 cents of key budget still pay for a 500-cent ceiling.
+      await rentOk(ctx, who, { offerId: offer['h100-dear'], budgetMinor: 500 });
     });
   });
 
@@ -158,6 +158,7 @@ describe('POST /api/v1/rentals', () => {
       const cases: [unknown, string][] = [
         [{ offerId: offer['h100-a'] }, 'BUDGET_REQUIRED'],
         [{ offerId: offer['h100-a'], budgetMinor: 499 }, 'BUDGET_TOO_SMALL'],
+        [{ offerId: offer['h100-a'], budgetMinor: 0 }, 'BUDGET_TOO_SMALL'],
         [{ offerId: offer['h100-dear'], budgetMinor: 999 }, 'BUDGET_TOO_SMALL'],
         [{ offerId: offer['b200-half-hour'], budgetMinor: 5000 }, 'BUDGET_TOO_SMALL'],
         [{ gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 }, 'BUDGET_REQUIRED'],
@@ -313,7 +314,6 @@ describe('POST /api/v1/rentals', () => {
         { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 0 },
         { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 1.5 },
         { offerId: 'not-a-uuid' },
-        { offerId: offer['h100-a'], budgetMinor: 0 },
         { offerId: offer['h100-a'], budgetMinor: 'lots' },
         { offerId: offer['h100-a'], budgetMinor: 1e20 },
         { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 2 ** 53 + 1 },

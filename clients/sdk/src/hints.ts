@@ -27,7 +27,10 @@ export function isMoneyField(name: string): boolean {
  * range when it is known. `sent` is the value the caller sent, echoed only when it is a short
  * number or string, with its reading in cents when that helps ("3.5" is read as 3.5 cents, not $3.50).
  */
-export function moneyFieldHint(field: string, range: { min?: number; max?: number } = {}, sent?: unknown): string {
+export function moneyFieldHint(field: string, declared: { min?: number; max?: number } = {}, sent?: unknown): string {
+  // Admission holds budgetMinor to its floor with the price in hand (BUDGET_TOO_SMALL), so a
+  // request schema does not declare it; the floor is part of the field's range all the same.
+  const range = field === 'budgetMinor' && declared.min === undefined ? { ...declared, min: MIN_BUDGET_MINOR } : declared;
   const bounds =
     range.min !== undefined && range.max !== undefined
       ? ` from ${range.min} to ${range.max} (${formatCents(range.min)} to ${formatCents(range.max)})`
@@ -36,17 +39,22 @@ export function moneyFieldHint(field: string, range: { min?: number; max?: numbe
         : range.max !== undefined
           ? ` of at most ${range.max} (${formatCents(range.max)})`
           : '';
-  const asDollars = dollarsReading(sent);
+  const asDollars = dollarsReading(sent, range);
   const meant = asDollars === undefined ? '' : ` If you meant $${asDollars}, send ${Math.round(Number(asDollars) * 100)}.`;
   return `${field} is in ${MONEY_MEANING}; send a whole number${bounds}.${meant}`;
 }
 
-/** "3.5" or 3.5 or "$3.50" as the dollar amount the caller probably meant, or undefined. */
-function dollarsReading(sent: unknown): string | undefined {
+/**
+ * The dollar amount the caller probably meant, or undefined: a decimal ("3.5", 3.5, "$3.50"), or
+ * a whole number under the field's minimum whose cents would be in range (20 meaning $20).
+ */
+function dollarsReading(sent: unknown, range: { min?: number; max?: number }): string | undefined {
   if (typeof sent !== 'number' && typeof sent !== 'string') return undefined;
   const s = String(sent).trim().replace(/^\$/, '');
-  if (!/^\d{1,7}\.\d{1,2}$/.test(s)) return undefined;
-  return Number(s).toFixed(2);
+  if (/^\d{1,7}\.\d{1,2}$/.test(s)) return Number(s).toFixed(2);
+  if (!/^\d{1,7}$/.test(s) || range.min === undefined || Number(s) >= range.min) return undefined;
+  const cents = Number(s) * 100;
+  return cents >= range.min && (range.max === undefined || cents <= range.max) ? Number(s).toFixed(2) : undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -78,11 +86,12 @@ export function runtimeFor(budgetMinor: number, pricePerHourMinor: number): stri
 
 /** The refusal of a budget under {@link MIN_BUDGET_MINOR}, with what it would have bought when the price is known. */
 export function budgetTooSmallMessage(budgetMinor: number, pricePerHourMinor?: number): string {
-  const buys = pricePerHourMinor === undefined ? '' : `; at ${pricePerHourMinor} cents/hour it buys ${runtimeFor(budgetMinor, pricePerHourMinor)}`;
+  const buys = pricePerHourMinor === undefined || budgetMinor <= 0 ? '' : `; at ${pricePerHourMinor} cents/hour it buys ${runtimeFor(budgetMinor, pricePerHourMinor)}`;
+  // A whole number under 100 is most often dollars: 5 meant $5.00, which is 500.
+  const meant = budgetMinor > 0 && budgetMinor < 100 && budgetMinor * 100 >= MIN_BUDGET_MINOR ? `if you meant $${budgetMinor}, send ${budgetMinor * 100}` : `e.g. ${MIN_BUDGET_MINOR * 2} for ${formatCents(MIN_BUDGET_MINOR * 2)}`;
   return (
     `budgetMinor is in ${MONEY_UNIT} (${MIN_BUDGET_MINOR} = ${formatCents(MIN_BUDGET_MINOR)}): ${budgetMinor} is ${formatCents(budgetMinor)}${buys}. ` +
-    `It must be at least ${MIN_BUDGET_MINOR} (${formatCents(MIN_BUDGET_MINOR)}). Next: send budgetMinor of ${MIN_BUDGET_MINOR} or more` +
-    ` (e.g. ${budgetMinor < 100 ? budgetMinor * 100 : MIN_BUDGET_MINOR * 2} for ${formatCents(budgetMinor < 100 ? budgetMinor * 100 : MIN_BUDGET_MINOR * 2)}).`
+    `It must be at least ${MIN_BUDGET_MINOR} (${formatCents(MIN_BUDGET_MINOR)}). Next: send budgetMinor of ${MIN_BUDGET_MINOR} or more (${meant}).`
   );
 }
 
@@ -119,7 +128,7 @@ export const GPU_FAMILY_INTENT =
 
 /** The count belongs in gpuCount; a count written into the name must agree with it. */
 export const GPU_COUNT_IN_NAME =
-  'Put the number of GPUs in gpuCount, not in gpuModel: {"gpuModel": "H100", "gpuCount": 2}. A count in the name ("2x H100") is accepted only when gpuCount is the same.';
+  'Put the number of GPUs in gpuCount, not in gpuModel; a count written in the name ("2x H100") is accepted only when gpuCount is the same.';
 
 // ---------------------------------------------------------------------------------------------
 // Rental state: credentials, termination, revoked keys

@@ -129,6 +129,30 @@ export interface ParsedGpuName {
   key: string;
   /** VRAM the name states ("80GB", "40 GB"), if any. */
   vramGb: number | null;
+  /** GPUs the name states ("2x H100", "gpu_8x_h100", "H100 x2"), if any; see {@link splitGpuCount}. */
+  count: number | null;
+}
+
+/**
+ * A number of GPUs written into a name: "2x", "2 x", "2×" or "2*" before the model ("8xH100",
+ * "gpu_8x_h100"), or a lower-case "x2" / "x 2" of 1, 2, 4 or 8 ending it ("H100 x2"). The digits
+ * must stand apart from the model's own ("MI300X" and "RTX 6000 x 2" keep their 300 and 6000),
+ * and a model may end in "X9" ("Acme X9"), so the end is read narrowly.
+ */
+const COUNT_IN_NAME = /(^|[^A-Za-z0-9])(\d{1,3})\s*[xX×*](?=\s*[A-Za-z]|[^A-Za-z0-9]|$)|(^|[^A-Za-z0-9])[x×*]\s*([1248])\s*$/g;
+
+/**
+ * Takes the GPU count out of a name: the name without it (spacing tidied) and the count, null
+ * when the name states none. Names that state different counts ("2x H100 x4") give NaN.
+ */
+export function splitGpuCount(name: string): { name: string; count: number | null } {
+  const counts = new Set<number>();
+  const rest = name.replace(COUNT_IN_NAME, (_m, before1: string | undefined, lead: string | undefined, before2: string | undefined, trail: string | undefined) => {
+    counts.add(Number(lead ?? trail));
+    return `${before1 ?? before2 ?? ''} `;
+  });
+  const count = counts.size === 0 ? null : counts.size === 1 ? [...counts][0] : Number.NaN;
+  return { name: rest.replace(/\s+/g, ' ').replace(/^[\s_-]+|[\s_-]+$/g, ''), count };
 }
 
 /**
@@ -136,11 +160,12 @@ export interface ParsedGpuName {
  * "A100 (40 GB SXM4)", "gpu_8x_h100_sxm5" and "rtx4090" all parse to a key and maybe a VRAM.
  */
 export function parseGpuName(name: string): ParsedGpuName {
-  const text = name.toLowerCase().replace(/(\d+)\s*gb\b/g, '$1gb');
+  const { name: rest, count } = splitGpuCount(name);
+  const text = rest.toLowerCase().replace(/(\d+)\s*gb\b/g, '$1gb');
   const tokens: string[] = [];
   let vramGb: number | null = null;
   for (const t of text.split(/[^a-z0-9]+/)) {
-    if (!t || VENDOR_WORDS.has(t) || t === 'gpu' || t === 'gpus' || /^\d+x$/.test(t)) continue;
+    if (!t || VENDOR_WORDS.has(t) || t === 'gpu' || t === 'gpus') continue;
     const vram = /^(\d+)gb$/.exec(t);
     if (vram) {
       vramGb = Number(vram[1]);
@@ -148,7 +173,7 @@ export function parseGpuName(name: string): ParsedGpuName {
     }
     tokens.push(t);
   }
-  return { tokens, key: tokens.join(''), vramGb };
+  return { tokens, key: tokens.join(''), vramGb, count };
 }
 
 /** The slug of a name the catalog does not know: its tokens, VRAM included, hyphenated. */

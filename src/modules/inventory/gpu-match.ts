@@ -1,3 +1,5 @@
+import { GPU_COUNT_IN_NAME } from '../../../clients/sdk/src/hints.js';
+import { AppError } from '../../errors/app-error.js';
 import {
   closestInVram,
   FAMILIES_BY_KEY,
@@ -7,8 +9,10 @@ import {
   MODELS_BY_KEY,
   MODELS_BY_SLUG,
   parseGpuName,
+  splitGpuCount,
   unknownGpuSlug,
   type GpuCategory,
+  type GpuModel,
 } from './gpu-catalog.js';
 
 /** Where a provider's GPU name landed in the catalog. */
@@ -76,6 +80,58 @@ export function matchGpuQuery(query: string): GpuMatch {
   else if (family && p.vramGb === null) key = family.id;
   else key = unknownGpuSlug(query);
   return { key, slugs: models.map((g) => g.slug), known: true, compact };
+}
+
+/**
+ * The GPU name of a rental request without a count written into it ("2x H100" is "H100"). A
+ * stated count is read, never dropped: it must be the request's gpuCount, else the request is
+ * refused (422) with the two fields and the body that would do what was probably meant.
+ */
+export function gpuIntentName(gpuModel: string, gpuCount: number): string {
+  const { name, count } = splitGpuCount(gpuModel);
+  if (count === null) return gpuModel.trim();
+  if (count === gpuCount && name !== '') return name;
+  const named = name || 'H100';
+  const says = Number.isNaN(count) ? 'states more than one GPU count' : `asks for ${count} GPU${count === 1 ? '' : 's'}`;
+  const meant = Number.isNaN(count) ? '' : `{"gpuModel": ${JSON.stringify(named)}, "gpuCount": ${count}} for ${count}, or `;
+  throw new AppError(
+    'VALIDATION_FAILED',
+    `Invalid request: gpuModel ${JSON.stringify(gpuModel.trim())} ${says} but gpuCount is ${gpuCount}. ${GPU_COUNT_IN_NAME} ` +
+      `Next: send ${meant}{"gpuModel": ${JSON.stringify(named)}, "gpuCount": ${gpuCount}} for ${gpuCount}.`,
+  );
+}
+
+/** How a rental's GPU was chosen: the exact offer asked for, one model (or its VRAM variants), or any model of a family. */
+export type GpuMatchedBy = 'offer' | 'model' | 'family';
+
+const MODELS_BY_NAME: ReadonlyMap<string, GpuModel> = new Map(GPU_MODELS.map((g) => [g.name, g]));
+
+/**
+ * Why a rental runs the GPU it runs, for its 201 and GET: `gpuModel` is what the request named
+ * (null for an offerId rental), `chosenName` the display name of the offer rented (or tried first).
+ * A family names every model of it, so the note says which one the cheapest offer was and how to
+ * name another ("A100" may be the 40 GB part: "A100 80GB" names the 80 GB ones).
+ */
+export function describeGpuChoice(gpuModel: string | null, chosenName: string | null): { matchedBy: GpuMatchedBy; note: string } {
+  if (gpuModel === null) return { matchedBy: 'offer', note: 'The offer named by offerId, as asked; it is never substituted.' };
+  const asked = JSON.stringify(gpuModel);
+  const match = matchGpuQuery(gpuModel);
+  const family = FAMILIES_BY_KEY.get(match.key);
+  const chosen = chosenName === null ? undefined : MODELS_BY_NAME.get(chosenName);
+  const cheapest = chosenName === null ? '' : ` The cheapest offer was ${chosenName}${chosen ? ` (${chosen.vramGb} GB)` : ''}.`;
+  if (!match.known) return { matchedBy: 'model', note: `${asked} is not in the catalog; offers of a GPU named the same way were matched.${cheapest}` };
+  if (family && family.id === match.key && match.slugs.length > 1) {
+    const models = familyModels(family.id);
+    const others = models.filter((g) => g.slug !== chosen?.slug).map((g) => g.name);
+    const otherVram = [...new Set(models.map((g) => g.vramGb))].filter((v) => v !== chosen?.vramGb);
+    const byVram = otherVram.length ? `"${family.name} ${otherVram[0]}GB" for ${otherVram[0]} GB, or ` : '';
+    return {
+      matchedBy: 'family',
+      note: `${asked} names the family ${family.name}, so the cheapest offer of any of its models was taken.${cheapest} To choose, name the model: ${byVram}${others.join(', ')}.`,
+    };
+  }
+  const names = match.slugs.map((slug) => MODELS_BY_SLUG.get(slug)?.name ?? slug);
+  return { matchedBy: 'model', note: `${asked} names ${names.length === 1 ? 'the model' : 'the models'} ${names.join(', ')}.${cheapest}` };
 }
 
 /** Hyphens and case aside, do these name the same thing? (Unknown GPUs are compared this way.) */

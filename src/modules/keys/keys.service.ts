@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
+import { AUTH_HINT } from '../../../clients/sdk/src/hints.js';
 import type { Clock } from '../../clock.js';
 import { readMinor } from '../../db/columns.js';
 import { hydrate } from '../../db/entity-rows.js';
@@ -39,9 +40,12 @@ function usageOf(key: ApiKey, netSpent: string | number, active: string | number
   return { netSpentMinor: net, remainingBudgetMinor: key.budgetLimitMinor - net, activeDeployments: readMinor(active) };
 }
 
-/** The uniform 401: same code and message whatever the cause, so callers learn nothing. */
+/**
+ * The uniform 401: same code and message whatever the cause, so callers learn nothing about the
+ * key; the message says how to send one and how to get one, which holds for every cause.
+ */
 export function unauthenticated(): AppError {
-  return new AppError('UNAUTHENTICATED', 'Missing, invalid or revoked API key.');
+  return new AppError('UNAUTHENTICATED', `Missing, invalid or revoked API key. ${AUTH_HINT}`);
 }
 
 const LAST_USED_GRANULARITY_MS = 60_000;

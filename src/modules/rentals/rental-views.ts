@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../../http/principal.js';
+import { describeGpuChoice } from '../inventory/gpu-match.js';
 import { Offer } from '../inventory/offer.entity.js';
 import { Deployment } from './deployment.entity.js';
 import { Order } from './order.entity.js';
@@ -132,6 +133,7 @@ export function toDeploymentDto(d: Deployment, funding: 'CREDITS' | 'CARD', mach
 export function toRentalDto(o: Order, d: Deployment | null, machine: MachineFacts = NO_MACHINE): RentalDto {
   const metered = o.billingModel !== 'LEGACY_PREPAID';
   const failed = (d?.status ?? o.status) === 'FAILED';
+  const choice = describeGpuChoice(o.requestKind === 'INTENT' ? o.gpuModel : null, machine.gpuName);
   return {
     rentalId: o.id,
     orderId: o.id,
@@ -139,6 +141,8 @@ export function toRentalDto(o: Order, d: Deployment | null, machine: MachineFact
     // The deployment row is the one the lifecycle jobs move first; the order follows it.
     status: d ? d.status : o.status,
     gpuName: machine.gpuName,
+    matchedBy: choice.matchedBy,
+    matchNote: choice.note,
     gpuCount: machine.gpuCount,
     provider: d?.providerId ?? machine.provider,
     terminationReason: d ? apiTerminationReason(d.terminationReason) : null,

@@ -1,3 +1,4 @@
+import type { GpuMatchedBy } from '../inventory/gpu-match.js';
 import type { ApiTerminationReason, DeploymentBillingModel, FailureCode, RentalStatus, ReversalStatus } from './rental-state.js';
 
 /**
@@ -11,11 +12,12 @@ export interface OfferRentalRequest {
    */
   offerId: string;
   /**
-   * USD cents for the whole rental, not per GPU. LEGACY_PREPAID: required, at least 500, buys
-   * whole hours. ACCOUNT_BALANCE: optional extra spend ceiling (the rental becomes
-   * MAX_SPEND_METERED). Check `billing.budgetRequired` on GET /api/v1/me before omitting it.
+   * The most the whole rental may cost (not per GPU), in USD cents: 500 = $5.00. At least 500
+   * on every account (422 BUDGET_TOO_SMALL below: a smaller cap stops the machine minutes after
+   * it starts). LEGACY_PREPAID: required, buys whole hours. ACCOUNT_BALANCE: optional; with it the
+   * rental is MAX_SPEND_METERED and terminated once it has cost this much (or the key's per-rental
+   * cap, if lower). Check `billing.budgetRequired` on GET /api/v1/me before omitting it.
    * @isInt
-   * @minimum 1
    * @maximum 1000000000
    */
   budgetMinor?: number;
@@ -30,9 +32,11 @@ export type GpuCount = 1 | 2 | 4 | 8;
  */
 export interface GpuIntentRentalRequest {
   /**
-   * A GPU family (`H100`, `4090`, `A100`: any model of it) or a precise model (`H100 SXM`,
-   * `h100-sxm`, `A100 80GB`); spacing, case and vendor words are normalized (`NVIDIA H100 SXM`,
-   * `h100sxm` and `H100-SXM` are the same model). See GET /api/v1/gpus for slugs and families.
+   * A GPU family (`H100`, `4090`, `A100`: the cheapest offer of any model of it, so `A100` may
+   * be a 40 GB part) or a precise model (`H100 SXM`, `h100-sxm`, `A100 80GB`); spacing, case and
+   * vendor words are normalized (`NVIDIA H100 SXM`, `h100sxm` and `H100-SXM` are the same model).
+   * The count belongs in gpuCount; a count in the name (`2x H100`) must equal it (else 422).
+   * The rental's `matchedBy` and `matchNote` say what was chosen. See GET /api/v1/gpus for slugs and families.
    * @minLength 1
    * @maxLength 100
    */
@@ -40,16 +44,15 @@ export interface GpuIntentRentalRequest {
   /** GPUs in the instance: 1, 2, 4 or 8. */
   gpuCount: GpuCount;
   /**
-   * Customer cents per hour for the whole instance; never exceeded.
+   * The most per hour for the whole instance, in USD cents (350 = $3.50); never exceeded.
    * @isInt
    * @minimum 1
    * @maximum 100000000
    */
   maxHourlyPriceMinor: number;
   /**
-   * USD cents for the whole rental, as for an explicit offer.
+   * The most the whole rental may cost, in USD cents (500 = $5.00), at least 500; as for an explicit offer.
    * @isInt
-   * @minimum 1
    * @maximum 1000000000
    */
   budgetMinor?: number;
@@ -132,6 +135,14 @@ export interface RentalDto {
   status: RentalStatus;
   /** Name of the GPU model the rental runs (or will try first), e.g. `NVIDIA H100 SXM`. */
   gpuName: string | null;
+  /**
+   * How gpuName was chosen: `offer` (the offerId asked for), `model` (gpuModel named that model,
+   * or its parts of one VRAM size) or `family` (gpuModel named a family, e.g. `A100`: the cheapest
+   * offer of any of its models, which may not be the one meant).
+   */
+  matchedBy: GpuMatchedBy;
+  /** The choice in words, and how to name another model of the family. */
+  matchNote: string;
   /** GPUs in the machine. */
   gpuCount: number | null;
   /** Id of the provider plugin running (or about to run) the machine, e.g. `local`, `runpod`. */

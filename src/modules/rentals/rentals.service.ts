@@ -13,6 +13,9 @@ import { accountBalanceEligible } from '../accounts/billing-eligibility.js';
 import { outstandingReservationMinor, reservedMinor, type Reserved } from '../billing/credit-reservation.js';
 import type { LedgerService } from '../billing/ledger.service.js';
 import { topUpAdvice } from '../billing/top-up-advice.js';
+import { budgetOverKeyCapMessage, budgetTooSmallMessage } from '../../../clients/sdk/src/hints.js';
+import { formatCents } from '../../../clients/sdk/src/money.js';
+import { gpuIntentName } from '../inventory/gpu-match.js';
 import { gpuSlug } from '../inventory/gpu-slug.js';
 import { findIntentCandidates } from '../inventory/offer-candidates.js';
 import { Offer } from '../inventory/offer.entity.js';
@@ -23,7 +26,7 @@ import { assertFreeSlot } from './concurrency-slot.js';
 import { lockDeploymentOrRentalFor, terminateAnswer, type DeploymentActor } from './deployment-access.js';
 import { rentalDebitRef } from './lifecycle/labels.js';
 import { Order } from './order.entity.js';
-import { LEGACY_MIN_BUDGET_MINOR, MAX_CANDIDATES } from './rental-limits.js';
+import { MAX_CANDIDATES, MIN_BUDGET_MINOR } from './rental-limits.js';
 import { insertDeployment, isOneOf, requestTermination, TERMINAL_STATUSES, type DeploymentBillingModel } from './rental-state.js';
 import { factsOf, machineFacts, machineOfferId, rentalPage, toDeploymentDto, toRentalDto } from './rental-views.js';
 import type { CreateRentalRequest, DeploymentDto, GpuIntentRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
@@ -138,7 +141,8 @@ export class RentalsService {
       return { requestKind: 'OFFER', candidates: [offer], slug: null };
     }
     // Legacy rentals drop candidates that cannot run the purchased hours, so fetch spares.
-    const { slug, candidates } = await findIntentCandidates(this.ds, this.clock.now(), body, 20);
+    const gpuModel = gpuIntentName(body.gpuModel, body.gpuCount);
+    const { slug, candidates } = await findIntentCandidates(this.ds, this.clock.now(), { ...body, gpuModel }, 20);
     return { requestKind: 'INTENT', candidates, slug };
   }
 
@@ -149,8 +153,16 @@ export class RentalsService {
       throw new AppError('ACCOUNT_FROZEN', `This account's credits are negative (${account.balanceMinor} cents); it cannot start rentals. ${topUpAdvice(principal.scopes)}`);
     }
     const budget = body.budgetMinor;
+    // One floor for every billing model: a smaller cap stops the machine minutes after it starts.
+    if (budget !== undefined && budget < MIN_BUDGET_MINOR) {
+      throw new AppError('BUDGET_TOO_SMALL', budgetTooSmallMessage(budget, resolved.candidates[0].pricePerHourMinor));
+    }
     if (accountBalanceEligible(account)) {
-      const cap = budget === undefined ? principal.key.maxPerRentalMinor : Math.min(budget, principal.key.maxPerRentalMinor);
+      // A budget the key cannot honour is refused, not silently lowered to the key's cap.
+      if (budget !== undefined && budget > principal.key.maxPerRentalMinor) {
+        throw new AppError('KEY_LIMIT_EXCEEDED', budgetOverKeyCapMessage(budget, principal.key.maxPerRentalMinor));
+      }
+      const cap = budget ?? principal.key.maxPerRentalMinor;
       return {
         billingModel: budget === undefined ? 'ACCOUNT_BALANCE' : 'MAX_SPEND_METERED',
         hours: null,
@@ -161,10 +173,10 @@ export class RentalsService {
       };
     }
     if (budget === undefined) {
-      throw new AppError('BUDGET_REQUIRED', 'This account is billed LEGACY_PREPAID: budgetMinor (at least 500 cents) is required.');
-    }
-    if (budget < LEGACY_MIN_BUDGET_MINOR) {
-      throw new AppError('BUDGET_TOO_SMALL', `budgetMinor must be at least ${LEGACY_MIN_BUDGET_MINOR} cents for a LEGACY_PREPAID rental.`);
+      throw new AppError(
+        'BUDGET_REQUIRED',
+        `This account is billed LEGACY_PREPAID: budgetMinor is required, in USD cents, at least ${MIN_BUDGET_MINOR} (${formatCents(MIN_BUDGET_MINOR)}) and enough for one whole hour at the offer's price.`,
+      );
     }
     // An offer whose maximum duration is under an hour cannot sell a whole hour.
     const usable = resolved.candidates.filter((o) => o.maximumDurationSeconds >= 3600);
@@ -175,7 +187,7 @@ export class RentalsService {
         'BUDGET_TOO_SMALL',
         first.maximumDurationSeconds < 3600
           ? 'This offer allows less than one hour, the smallest LEGACY_PREPAID purchase.'
-          : `budgetMinor buys no whole hour: one hour costs ${first.pricePerHourMinor} cents.`,
+          : `budgetMinor (USD cents) buys no whole hour: one hour costs ${first.pricePerHourMinor} cents (${formatCents(first.pricePerHourMinor)}). Next: send budgetMinor of at least ${first.pricePerHourMinor}.`,
       );
     }
     // Fallbacks must be able to run what was bought; the quoted price holds whichever one runs.
@@ -255,7 +267,8 @@ export class RentalsService {
       requestKind: resolved.requestKind,
       offerId: intent ? null : first.id,
       candidateOfferIds: terms.candidates.map((o) => o.id),
-      gpuModel: intent ? intent.gpuModel : null,
+      // The name as matched: a count written into it is gpuCount's (gpuIntentName has checked they agree).
+      gpuModel: intent ? gpuIntentName(intent.gpuModel, intent.gpuCount) : null,
       gpuSlug: resolved.slug,
       gpuCount: intent ? intent.gpuCount : null,
       maxHourlyPriceMinor: intent ? intent.maxHourlyPriceMinor : null,
