@@ -78,7 +78,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     agentV1Enabled: config.agentV1Enabled,
     publicBaseUrl: config.publicBaseUrl,
     setupRatePerMinute: config.agentSetupRatePerMinute,
-  });
+  }, rentals);
   const lifecycleDeps: LifecycleDeps = { ds, clock, logger, providers, jobs, ledger, box, refunds: payments.sessions };
   const lifecycle = createRentalLifecycle(lifecycleDeps, lifecycleTiming(config));
   const definitions = jobDefinitions({

@@ -127,6 +127,20 @@ describe('gpr command line (built binary against the running service)', function
     assert.equal(done.code, 0, done.stderr);
     assert.match(done.stdout, /Terminated; destruction verified at \d{4}-\d\d-\d\dT/);
     assert.match((await gpr(xdg, ['status', rentalId])).stdout, /^status\s+TERMINATED$/m);
+
+    // Terminating again says it already is; credentials now are refused with the status and no retry.
+    const again = await gpr(xdg, ['terminate', rentalId, '--wait']);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /^Already TERMINATED: the machine is destroyed/m);
+    const again2 = json(await gpr(xdg, ['--json', 'terminate', deploymentId]));
+    assert.deepEqual([again2.rentalId, again2.deploymentId, again2.status], [rentalId, deploymentId, 'TERMINATED']);
+    const creds = await gpr(xdg, ['creds', rentalId]);
+    assert.equal(creds.code, 1, creds.stderr);
+    assert.match(creds.stderr, /^Error DEPLOYMENT_NOT_ACTIVE \(HTTP 409\): .* is TERMINATED\. It will never be ACTIVE again, so do not retry/m);
+    assert.match(creds.stderr, /^Next: Waiting does not help: .*rent a new one with `gpr rent`/m);
+    const unknown = await gpr(xdg, ['status', '00000000-0000-4000-8000-000000000000']);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /^Next: Nothing with this id is visible to this key .*`gpr rentals`/m);
   });
 
   it('lists the caller’s rentals newest first (GET /api/v1/rentals)', async () => {

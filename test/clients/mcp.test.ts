@@ -244,6 +244,19 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       assert.equal(ended.structuredContent.accepted, true);
       assert.equal(ended.structuredContent.rental.status, 'TERMINATED');
       assert.ok(ended.structuredContent.rental.endedAt);
+      assert.equal(ended.structuredContent.status, 'TERMINATING', 'the status the request left it in');
+      assert.match(ended.structuredContent.message, /^Termination requested/);
+
+      // A repeat says it has already finished; a reveal now is refused with the status, not "wrong id".
+      const again = await call('terminate_deployment', { id: rentalId });
+      assert.equal(again.structuredContent.status, 'TERMINATED');
+      assert.match(again.structuredContent.message, /^Already TERMINATED/);
+      const late = await call('reveal_ssh_credentials', { id: rentalId });
+      assert.equal(late.isError, true);
+      assert.match(late.content[0].text!, /^DEPLOYMENT_NOT_ACTIVE \(HTTP 409\): .* is TERMINATED\. It will never be ACTIVE again.*Next: Waiting does not help/);
+      assert.doesNotMatch(late.content[0].text!, /list_rentals/);
+      const unknown = await call('get_rental', { id: '00000000-0000-4000-8000-000000000000' });
+      assert.match(unknown.content[0].text!, /^NOT_FOUND \(HTTP 404\): .*Next: Nothing with this id is visible to this key .*call list_rentals/);
     });
 
     it('list_rentals shows it (GET /api/v1/rentals)', async () => {

@@ -1,4 +1,4 @@
-import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError, GprUnsafeValueError } from '@gpu-rental/sdk';
+import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError, GprUnsafeValueError, notActiveNext, notFoundNext } from '@gpu-rental/sdk';
 
 /** Exit codes, documented in docs/clients.md and `gpr --help`. */
 export const EXIT = { OK: 0, API: 1, USAGE: 2, AUTH: 3, PAYMENT: 4, TIMEOUT: 5, NETWORK: 6, RATE_LIMITED: 7 } as const;
@@ -49,7 +49,7 @@ const HINTS: Record<string, string> = {
   SIGNUP_ALREADY_COMPLETED: 'That signup already happened; its token cannot be shown again. Sign up anew with a new key.',
   AGENT_SETUP_INVALID: 'The setup code is wrong, expired (10 minutes) or used: ask the owner for a new one.',
   AGENTS_DISABLED: 'Agent signup and setup are switched off on this service.',
-  NOT_FOUND: 'No such rental or deployment for this key: list yours with `gpr rentals`.',
+  NOT_FOUND: notFoundNext('list yours with `gpr rentals`'),
   VALIDATION_FAILED: 'The request was rejected as invalid: check the arguments with `gpr <command> --help`.',
   INVALID_REQUEST: 'The request was malformed: check the arguments with `gpr <command> --help`.',
   TOPUP_EXPIRED: 'The payment link expired: create a new one with `gpr topup <usd>`.',
@@ -75,7 +75,9 @@ export function describe(err: unknown): Described {
     const hint =
       err.code === 'RATE_LIMITED' || err.status === 429
         ? `Rate limited: wait ${err.retryAfterSeconds ?? 60} s, then retry.`
-        : HINTS[err.code] ?? (err.status >= 500 ? HINTS.UNAVAILABLE : 'Quote the request id when asking for help.');
+        : err.code === 'DEPLOYMENT_NOT_ACTIVE'
+          ? notActiveNext(err.retryAfterSeconds, { retry: 'run the command again', watch: 'wait with `gpr status <id>`', rent: 'rent a new one with `gpr rent`' })
+          : HINTS[err.code] ?? (err.status >= 500 ? HINTS.UNAVAILABLE : 'Quote the request id when asking for help.');
     return { code: err.code, message: err.message, requestId: err.requestId, status: err.status, hint, exit: exitFor(err.status, err.code), retryAfterSeconds: err.retryAfterSeconds };
   }
   if (err instanceof GprNetworkError) return { code: err.code, message: err.message, requestId: null, status: null, hint: HINTS.NETWORK_ERROR, exit: EXIT.NETWORK };

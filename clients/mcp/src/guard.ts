@@ -1,4 +1,4 @@
-import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError, GprUnsafeValueError } from '@gpu-rental/sdk';
+import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError, GprUnsafeValueError, notActiveNext, notFoundNext } from '@gpu-rental/sdk';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 /** PEM / OpenSSH / PuTTY private keys and this service's own API tokens. */
@@ -60,7 +60,7 @@ const NEXT: Record<string, string> = {
   OFFER_NOT_FOUND: 'Offer ids change with the inventory: call list_offers again.',
   CONCURRENCY_LIMIT_REACHED: 'The key runs as many rentals as it may: terminate_deployment one from list_rentals first.',
   IDEMPOTENCY_CONFLICT: 'That idempotency key was used for a different request: use a new key for a new intent.',
-  NOT_FOUND: 'No such rental or deployment for this key: call list_rentals.',
+  NOT_FOUND: notFoundNext('call list_rentals'),
   FORBIDDEN:
     'The key lacks the scope: create_rental needs `rent`, create_topup_link `billing`, reveal_ssh_credentials and terminate_deployment `manage`. Ask the account owner for a key that has it.',
 };
@@ -69,7 +69,10 @@ const NEXT: Record<string, string> = {
 export function failure(err: unknown): CallToolResult {
   if (err instanceof GprApiError) {
     if (err.status === 429) return refusal(`RATE_LIMITED: wait ${err.retryAfterSeconds ?? 60} s before calling again. (request id ${err.requestId ?? 'none'})`);
-    const next = NEXT[err.code] ?? (err.status >= 500 ? 'The service is unavailable for now: retry in a minute.' : 'Fix the arguments and retry.');
+    const next =
+      err.code === 'DEPLOYMENT_NOT_ACTIVE'
+        ? notActiveNext(err.retryAfterSeconds, { retry: 'call reveal_ssh_credentials again', watch: 'call get_rental', rent: 'create_rental for a new machine' })
+        : NEXT[err.code] ?? (err.status >= 500 ? 'The service is unavailable for now: retry in a minute.' : 'Fix the arguments and retry.');
     return refusal(`${err.code} (HTTP ${err.status}): ${err.message} (request id ${err.requestId ?? 'none'}). Next: ${next}`);
   }
   if (err instanceof GprUnsafeValueError) {

@@ -242,21 +242,22 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
         `Destroys the machine (irreversible; everything on it is lost) and stops charges. Accepts a rental or deployment id. With waitSeconds (max ${MAX_WAIT_SECONDS}) waits for verified destruction (status TERMINATED, endedAt set). ` +
         'Destructive tool: needs a server started with GPR_MCP_ALLOW_SPEND=1 and the `manage` scope; when refused, ask a human to run `gpr terminate <rentalId> --wait`.',
       inputSchema: { id: s.rentalOrDeploymentId, waitSeconds: z.number().int().min(1).max(MAX_WAIT_SECONDS).optional() },
-      outputSchema: { accepted: z.boolean(), rental: s.rental },
+      outputSchema: { accepted: z.boolean(), status: z.string(), message: z.string(), rental: s.rental },
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
     },
     wrap('terminate_deployment', { guarded: 'destroys' }, async (a: { id: string; waitSeconds?: number }) => {
       const client = deps.client();
       const { rentalId, deploymentId } = await client.resolve(a.id);
-      const { accepted } = await client.terminate(deploymentId);
-      if (a.waitSeconds) {
+      // status and message as the terminate call answered: a repeat, or one already finished, says so.
+      const { accepted, status, message } = await client.terminate(deploymentId);
+      if (a.waitSeconds && status !== 'TERMINATED' && status !== 'FAILED') {
         try {
-          return success({ accepted, rental: await client.waitForRental(rentalId, { until: 'TERMINATED', timeoutMs: a.waitSeconds * 1000, intervalMs: 1000 }) });
+          return success({ accepted, status, message, rental: await client.waitForRental(rentalId, { until: 'TERMINATED', timeoutMs: a.waitSeconds * 1000, intervalMs: 1000 }) });
         } catch (err) {
           if ((err as Error).name !== 'GprTimeoutError') throw err;
         }
       }
-      return success({ accepted, rental: await client.getRental(rentalId) });
+      return success({ accepted, status, message, rental: await client.getRental(rentalId) });
     }),
   );
 }

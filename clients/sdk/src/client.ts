@@ -23,6 +23,8 @@ export type Rental = JsonData<'/api/v1/rentals/{id}', 'get', 200>;
 export type RentalRequest = JsonBody<'/api/v1/rentals'>;
 export type Deployment = JsonData<'/api/v1/deployments/{id}', 'get', 200>;
 export type Credentials = JsonData<'/api/v1/deployments/{id}/credentials/reveal', 'post', 200>;
+/** A terminate request's answer: the status after it, when termination was asked for, and what it means. */
+export type TerminateAccepted = JsonData<'/api/v1/deployments/{id}/terminate', 'post', 202>;
 export type RentalStatus = Rental['status'];
 
 /** One page of the caller's rentals, newest first. */
@@ -187,7 +189,7 @@ export class GprClient {
   }
 
   /** Irreversible: destroys the machine. Completes asynchronously; wait with {@link waitForRental}. */
-  async terminate(deploymentId: string): Promise<{ accepted: boolean }> {
+  async terminate(deploymentId: string): Promise<TerminateAccepted> {
     return unwrap(await this.api.POST('/api/v1/deployments/{id}/terminate', { params: { path: { id: deploymentId } } }));
   }
 

@@ -1,4 +1,4 @@
-import { Body, Delete, Get, Header, Path, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import { Body, Delete, Get, Header, Path, Post, Query, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
@@ -106,14 +106,21 @@ export class AgentsController extends BaseController {
     return this.ok(req, await this.services.agents.listAgentKeysFor(this.principal(req)));
   }
 
-  /** Revokes an agent key at once: its next call gets the uniform 401. Owner keys only. */
+  /**
+   * Revokes an agent key at once: its next call gets the uniform 401. Owner keys only. Revoking
+   * stops the key, not its machines: the answer lists the key's unfinished rentals
+   * (`liveRentals`), which keep running and are charged until terminated, unless
+   * `terminateRentals=true` terminates them with the key. Repeatable (a repeat may terminate them).
+   * @param terminateRentals Also terminate the key's unfinished rentals, as POST /api/v1/deployments/{id}/terminate would (default false).
+   */
   @Delete('agent-keys/{id}')
   @Security('bearer', ['manage'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key)')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
-  async revoke(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<RevokedKey>> {
-    return this.ok(req, await this.services.agents.revokeAgentKeyFor(this.principal(req), id));
+  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (terminateRentals is not true or false)')
+  async revoke(@Request() req: ExRequest, @Path() id: string, @Query() terminateRentals?: boolean): Promise<Envelope<RevokedKey>> {
+    return this.ok(req, await this.services.agents.revokeAgentKeyFor(this.principal(req), id, { terminateRentals }));
   }
 
   /** The account's OWNER keys, revoked ones included, with limits and usage (never secrets). Owner keys only. */
@@ -129,15 +136,19 @@ export class AgentsController extends BaseController {
    * Revokes an OWNER key of the account at once, and with it, in one transaction, every agent
    * key it issued, every key an agent obtained through an authorization session it approved, and
    * every session it approved that was not exchanged yet. Each of them gets the uniform 401 on
-   * its next call, in every process of the service. Rentals already running keep running;
-   * terminate them separately. The calling key may revoke itself. Repeatable.
+   * its next call, in every process of the service. Rentals already running keep running and
+   * are charged: the answer lists those of the key and of every key it let in (`liveRentals`),
+   * and `terminateRentals=true` terminates them with the keys. The calling key may revoke itself.
+   * Repeatable.
+   * @param terminateRentals Also terminate those rentals, as POST /api/v1/deployments/{id}/terminate would (default false).
    */
   @Delete('owner-keys/{id}')
   @Security('bearer', ['manage'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or missing manage)')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND (no owner key with this id on this account)')
-  async revokeOwnerKey(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<RevokedOwnerKey>> {
-    return this.ok(req, await this.services.agents.revokeOwnerKeyFor(this.principal(req), id));
+  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (terminateRentals is not true or false)')
+  async revokeOwnerKey(@Request() req: ExRequest, @Path() id: string, @Query() terminateRentals?: boolean): Promise<Envelope<RevokedOwnerKey>> {
+    return this.ok(req, await this.services.agents.revokeOwnerKeyFor(this.principal(req), id, { terminateRentals }));
   }
 }

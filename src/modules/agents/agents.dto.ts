@@ -1,5 +1,6 @@
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import type { Scope } from '../keys/api-key.entity.js';
+import type { RentalStatus } from '../rentals/rental-state.js';
 
 /** Limits an owner puts on an agent key. */
 export interface AgentLimits {
@@ -130,13 +131,36 @@ export interface IssueAgentKeyRequest {
   maxConcurrentDeployments: number;
 }
 
+/** A rental started by a revoked key that had not finished when the key was revoked. */
+export interface KeyRental {
+  rentalId: string;
+  deploymentId: string;
+  /** The key that started it. */
+  keyId: string;
+  /** Its status after this call: TERMINATING (or still AWAITING_PAYMENT) once terminated with the key. */
+  status: RentalStatus;
+}
+
+/** A key revoked, and what became of the rentals it had started. */
 export interface RevokedKey {
   id: string;
   /** @format date-time */
   revokedAt: string;
+  /**
+   * The key's rentals not yet TERMINATED or FAILED. Revoking stops the key, not its machines:
+   * without `terminateRentals=true` they keep running and are charged until terminated.
+   */
+  liveRentals: KeyRental[];
+  /** True when this call terminated `liveRentals` with the key (`terminateRentals=true`). */
+  rentalsTerminated: boolean;
+  /** What becomes of `liveRentals`, and what to do about them. */
+  rentalsNote: string;
 }
 
-/** An OWNER key revoked, with everything it let in that was revoked with it. */
+/**
+ * An OWNER key revoked, with everything it let in that was revoked with it. Its `liveRentals`
+ * are those of the owner key and of every agent key it let in, revoked now or before.
+ */
 export interface RevokedOwnerKey extends RevokedKey {
   /** Agent keys it issued or that were exchanged for sessions it approved, revoked by this call. */
   revokedAgentKeyIds: string[];

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
+import { revokedKeyRentalsNote } from '../../../clients/sdk/src/hints.js';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
@@ -14,6 +15,8 @@ import { agentName, keyName } from '../keys/key-name.js';
 import { APPROVAL_LIMITS, type KeyLimits } from '../keys/key-limits.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { APPROVAL_CODE_TAG, mintCode, SETUP_CODE_TAG, sha256 } from '../keys/tokens.js';
+import { TERMINAL_STATUSES, type RentalStatus } from '../rentals/rental-state.js';
+import type { RentalsService } from '../rentals/rentals.service.js';
 import { AgentAuthorization } from './agent-authorization.entity.js';
 import type {
   AgentKeyIssued,
@@ -22,6 +25,7 @@ import type {
   BeginAuthorizationRequest,
   BeginAuthorizationResponse,
   IssueAgentKeyRequest,
+  KeyRental,
   RevokedKey,
   RevokedOwnerKey,
 } from './agents.dto.js';
@@ -54,6 +58,12 @@ export interface AgentsOptions {
   setupRatePerMinute: number;
 }
 
+/** How a revocation treats the revoked keys' unfinished rentals. */
+export interface RevokeOptions {
+  /** Terminate them with the key, through the normal termination path; otherwise they keep running. */
+  terminateRentals?: boolean;
+}
+
 /**
  * How agents get keys without ever holding their owner's credential: authorization sessions an
  * owner approves, setup codes an owner mints in Telegram, and keys an owner issues directly.
@@ -66,6 +76,8 @@ export class AgentsService {
     private readonly keys: KeysService,
     private readonly rateLimiter: RateLimiter,
     private readonly options: AgentsOptions,
+    /** Terminates revoked keys' rentals on request; a process built without it cannot. */
+    private readonly rentals?: Pick<RentalsService, 'terminate'>,
   ) {}
 
   /**
@@ -320,18 +332,42 @@ export class AgentsService {
     return this.listAgentKeys(principal.accountId);
   }
 
-  /** Revokes an agent key of the account at once; revoking twice is fine. Owner keys are not agent keys (404). */
-  async revokeAgentKey(accountId: string, keyId: string): Promise<RevokedKey> {
+  /**
+   * Revokes an agent key of the account at once; revoking twice is fine. Owner keys are not agent
+   * keys (404). Answers with the key's unfinished rentals, terminated with it on request.
+   */
+  async revokeAgentKey(accountId: string, keyId: string, opts: RevokeOptions = {}): Promise<RevokedKey> {
     const key = /^[0-9a-f-]{36}$/i.test(keyId) ? await this.ds.getRepository(ApiKey).findOneBy({ id: keyId.toLowerCase(), accountId, kind: 'AGENT' }) : null;
     if (!key) throw new AppError('NOT_FOUND', 'No agent key with this id on this account.');
     await this.keys.revoke(accountId, key.id);
     const after = await this.ds.getRepository(ApiKey).findOneByOrFail({ id: key.id });
-    return { id: key.id, revokedAt: after.revokedAt!.toISOString() };
+    return { id: key.id, revokedAt: after.revokedAt!.toISOString(), ...(await this.rentalsOfRevoked(accountId, [key.id], opts)) };
   }
 
-  async revokeAgentKeyFor(principal: Principal, keyId: string): Promise<RevokedKey> {
+  async revokeAgentKeyFor(principal: Principal, keyId: string, opts: RevokeOptions = {}): Promise<RevokedKey> {
     this.assertOwner(principal, 'revoke agent keys');
-    return this.revokeAgentKey(principal.accountId, keyId);
+    return this.revokeAgentKey(principal.accountId, keyId, opts);
+  }
+
+  /**
+   * The unfinished rentals of keys revoked a moment ago, terminated first when asked. Read after
+   * the revocation committed: a rental admitted under the key locks its row and re-checks
+   * `revoked_at`, so none can start after this list is read.
+   */
+  private async rentalsOfRevoked(accountId: string, keyIds: string[], opts: RevokeOptions): Promise<Pick<RevokedKey, 'liveRentals' | 'rentalsTerminated' | 'rentalsNote'>> {
+    const rows: { id: string; order_id: string; key_id: string; status: RentalStatus }[] = await this.ds.query(
+      `SELECT id, order_id, key_id, status FROM deployments WHERE account_id = ? AND key_id IN (?) AND status NOT IN (?) ORDER BY created_at, id`,
+      [accountId, keyIds, TERMINAL_STATUSES],
+    );
+    const terminate = opts.terminateRentals === true;
+    if (terminate && rows.length && !this.rentals) throw new Error('AgentsService was built without the rentals service, so it cannot terminate rentals');
+    const liveRentals: KeyRental[] = [];
+    for (const r of rows) {
+      // The owner's own termination path: the revoked key can no longer act, its owner can.
+      const status = terminate ? (await this.rentals!.terminate({ kind: 'OWNER', accountId }, r.id)).status : r.status;
+      liveRentals.push({ rentalId: r.order_id, deploymentId: r.id, keyId: r.key_id, status });
+    }
+    return { liveRentals, rentalsTerminated: terminate && liveRentals.length > 0, rentalsNote: revokedKeyRentalsNote(liveRentals.length, terminate) };
   }
 
   /** The account's OWNER keys, newest first, revoked ones included; never secrets. */
@@ -354,7 +390,7 @@ export class AgentsService {
    * every process. Rentals already running keep running. Repeatable: a revoked key keeps its
    * revocation time, and anything it let in since is revoked again.
    */
-  async revokeOwnerKey(accountId: string, keyId: string): Promise<RevokedOwnerKey> {
+  async revokeOwnerKey(accountId: string, keyId: string, opts: RevokeOptions = {}): Promise<RevokedOwnerKey> {
     const id = /^[0-9a-f-]{36}$/i.test(keyId) ? keyId.toLowerCase() : null;
     const out = await inTransaction(this.ds, async (m) => {
       // Account row first, then keys, then sessions: the order issuing and approving take them in
@@ -376,20 +412,24 @@ export class AgentsService {
       if (sessions.length) await m.query(`UPDATE agent_authorizations SET status = 'REVOKED' WHERE id IN (?)`, [sessions.map((x) => x.id)]);
       const issued: { id: string }[] = await m.query(`SELECT id FROM api_keys WHERE issued_by_key_id = ? AND revoked_at IS NULL FOR UPDATE`, [id]);
       if (issued.length) await m.query(`UPDATE api_keys SET revoked_at = ? WHERE id IN (?)`, [now, issued.map((x) => x.id)]);
+      // Every key it let in, revoked now or by an earlier call: a repeat still lists (and may end) their rentals.
+      const letIn: { id: string }[] = await m.query(`SELECT id FROM api_keys WHERE issued_by_key_id = ?`, [id]);
       return {
         id: id!,
         revokedAt: revokedAt.toISOString(),
         revokedAgentKeyIds: issued.map((x) => x.id),
         revokedAuthorizationIds: sessions.map((x) => x.id),
+        keyIds: [id!, ...letIn.map((x) => x.id)],
       };
     });
-    this.keys.forget(out.id, ...out.revokedAgentKeyIds);
-    return out;
+    const { keyIds, ...revoked } = out;
+    this.keys.forget(revoked.id, ...revoked.revokedAgentKeyIds);
+    return { ...revoked, ...(await this.rentalsOfRevoked(accountId, keyIds, opts)) };
   }
 
-  async revokeOwnerKeyFor(principal: Principal, keyId: string): Promise<RevokedOwnerKey> {
+  async revokeOwnerKeyFor(principal: Principal, keyId: string, opts: RevokeOptions = {}): Promise<RevokedOwnerKey> {
     this.assertOwner(principal, 'revoke owner keys');
-    return this.revokeOwnerKey(principal.accountId, keyId);
+    return this.revokeOwnerKey(principal.accountId, keyId, opts);
   }
 
   private assertOwner(principal: Principal, what: string): void {

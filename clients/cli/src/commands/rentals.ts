@@ -107,8 +107,9 @@ export function rentalCommands(program: Command, ctx: Ctx): void {
       const client = ctx.client();
       const { rentalId, deploymentId } = await client.resolve(id);
       const accepted = await client.terminate(deploymentId);
-      if (!o.wait) {
-        ctx.out({ rentalId, deploymentId, ...accepted }, () => `Termination of ${rentalId} accepted; it completes shortly. Check: gpr status ${rentalId}\n`);
+      // Nothing to wait for once it has finished; the answer says it already has.
+      if (!o.wait || accepted.status === 'TERMINATED' || accepted.status === 'FAILED') {
+        ctx.out(accepted, () => `${accepted.message}\nCheck: gpr status ${rentalId}\n`);
         return;
       }
       const done = await waitWithProgress(ctx, client, rentalId, 'TERMINATED', timeoutMs(o.timeout, 600));

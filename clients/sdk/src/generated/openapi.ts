@@ -88,7 +88,10 @@ export interface paths {
         /**
          * @description **Owner keys only**: an agent key is refused with 403 FORBIDDEN.
          *
-         *     Revokes an agent key at once: its next call gets the uniform 401. Owner keys only.
+         *     Revokes an agent key at once: its next call gets the uniform 401. Owner keys only. Revoking
+         *     stops the key, not its machines: the answer lists the key's unfinished rentals
+         *     (`liveRentals`), which keep running and are charged until terminated, unless
+         *     `terminateRentals=true` terminates them with the key. Repeatable (a repeat may terminate them).
          */
         delete: operations["revokeAgentKey"];
         options?: never;
@@ -414,8 +417,10 @@ export interface paths {
          *     Revokes an OWNER key of the account at once, and with it, in one transaction, every agent
          *     key it issued, every key an agent obtained through an authorization session it approved, and
          *     every session it approved that was not exchanged yet. Each of them gets the uniform 401 on
-         *     its next call, in every process of the service. Rentals already running keep running;
-         *     terminate them separately. The calling key may revoke itself. Repeatable.
+         *     its next call, in every process of the service. Rentals already running keep running and
+         *     are charged: the answer lists those of the key and of every key it let in (`liveRentals`),
+         *     and `terminateRentals=true` terminates them with the keys. The calling key may revoke itself.
+         *     Repeatable.
          */
         delete: operations["revokeOwnerKey"];
         options?: never;
@@ -1117,6 +1122,15 @@ export interface components {
         };
         /** @enum {string} */
         KeyKind: "OWNER" | "AGENT";
+        /** @description A rental started by a revoked key that had not finished when the key was revoked. */
+        KeyRental: {
+            deploymentId: string;
+            /** @description The key that started it. */
+            keyId: string;
+            rentalId: string;
+            /** @description Its status after this call: TERMINATING (or still AWAITING_PAYMENT) once terminated with the key. */
+            status: components["schemas"]["RentalStatus"];
+        };
         LedgerEntryDto: {
             /**
              * Format: int64
@@ -1309,14 +1323,36 @@ export interface components {
         RentalStatus: "AWAITING_PAYMENT" | "PENDING" | "PROVISIONING" | "ACTIVE" | "TERMINATING" | "TERMINATED" | "FAILED";
         /** @enum {string} */
         ReversalStatus: "PENDING" | "SUCCEEDED";
+        /** @description A key revoked, and what became of the rentals it had started. */
         RevokedKey: {
             id: string;
+            /**
+             * @description The key's rentals not yet TERMINATED or FAILED. Revoking stops the key, not its machines:
+             *     without `terminateRentals=true` they keep running and are charged until terminated.
+             */
+            liveRentals: components["schemas"]["KeyRental"][];
+            /** @description What becomes of `liveRentals`, and what to do about them. */
+            rentalsNote: string;
+            /** @description True when this call terminated `liveRentals` with the key (`terminateRentals=true`). */
+            rentalsTerminated: boolean;
             /** Format: date-time */
             revokedAt: string;
         };
-        /** @description An OWNER key revoked, with everything it let in that was revoked with it. */
+        /**
+         * @description An OWNER key revoked, with everything it let in that was revoked with it. Its `liveRentals`
+         *     are those of the owner key and of every agent key it let in, revoked now or before.
+         */
         RevokedOwnerKey: {
             id: string;
+            /**
+             * @description The key's rentals not yet TERMINATED or FAILED. Revoking stops the key, not its machines:
+             *     without `terminateRentals=true` they keep running and are charged until terminated.
+             */
+            liveRentals: components["schemas"]["KeyRental"][];
+            /** @description What becomes of `liveRentals`, and what to do about them. */
+            rentalsNote: string;
+            /** @description True when this call terminated `liveRentals` with the key (`terminateRentals=true`). */
+            rentalsTerminated: boolean;
             /** @description Agent keys it issued or that were exchanged for sessions it approved, revoked by this call. */
             revokedAgentKeyIds: string[];
             /** Format: date-time */
@@ -1902,7 +1938,10 @@ export interface operations {
     };
     revokeAgentKey: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Also terminate the key's unfinished rentals, as POST /api/v1/deployments/{id}/terminate would (default false). */
+                terminateRentals?: boolean;
+            };
             header?: never;
             path: {
                 id: string;
@@ -1923,7 +1962,17 @@ export interface operations {
                      * @example {
                      *       "data": {
                      *         "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
-                     *         "revokedAt": "2026-01-15T12:00:00.000Z"
+                     *         "revokedAt": "2026-01-15T12:00:00.000Z",
+                     *         "liveRentals": [
+                     *           {
+                     *             "rentalId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "deploymentId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "keyId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "status": "AWAITING_PAYMENT"
+                     *           }
+                     *         ],
+                     *         "rentalsTerminated": false,
+                     *         "rentalsNote": "example"
                      *       },
                      *       "meta": {
                      *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
@@ -1960,6 +2009,17 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description VALIDATION_FAILED (terminateRentals is not true or false) */
+            422: {
                 headers: {
                     /** @description The request id (also in the body); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
@@ -3473,7 +3533,10 @@ export interface operations {
     };
     revokeOwnerKey: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Also terminate those rentals, as POST /api/v1/deployments/{id}/terminate would (default false). */
+                terminateRentals?: boolean;
+            };
             header?: never;
             path: {
                 id: string;
@@ -3495,6 +3558,16 @@ export interface operations {
                      *       "data": {
                      *         "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
                      *         "revokedAt": "2026-01-15T12:00:00.000Z",
+                     *         "liveRentals": [
+                     *           {
+                     *             "rentalId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "deploymentId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "keyId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *             "status": "AWAITING_PAYMENT"
+                     *           }
+                     *         ],
+                     *         "rentalsTerminated": false,
+                     *         "rentalsNote": "example",
                      *         "revokedAgentKeyIds": [
                      *           "example"
                      *         ],
@@ -3537,6 +3610,17 @@ export interface operations {
             };
             /** @description NOT_FOUND (no owner key with this id on this account) */
             404: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description VALIDATION_FAILED (terminateRentals is not true or false) */
+            422: {
                 headers: {
                     /** @description The request id (also in the body); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
