@@ -969,23 +969,30 @@ export interface components {
         GpuIntentRentalRequest: {
             /**
              * Format: int32
-             * @description USD cents for the whole rental, as for an explicit offer.
+             * @description The most the whole rental may cost, in USD cents (500 = $5.00), at least 500; as for an explicit offer.
              */
             budgetMinor?: number;
             /** @description GPUs in the instance: 1, 2, 4 or 8. */
             gpuCount: components["schemas"]["GpuCount"];
             /**
-             * @description A GPU family (`H100`, `4090`, `A100`: any model of it) or a precise model (`H100 SXM`,
-             *     `h100-sxm`, `A100 80GB`); spacing, case and vendor words are normalized (`NVIDIA H100 SXM`,
-             *     `h100sxm` and `H100-SXM` are the same model). See GET /api/v1/gpus for slugs and families.
+             * @description A GPU family (`H100`, `4090`, `A100`: the cheapest offer of any model of it, so `A100` may
+             *     be a 40 GB part) or a precise model (`H100 SXM`, `h100-sxm`, `A100 80GB`); spacing, case and
+             *     vendor words are normalized (`NVIDIA H100 SXM`, `h100sxm` and `H100-SXM` are the same model).
+             *     The count belongs in gpuCount; a count in the name (`2x H100`) must equal it (else 422).
+             *     The rental's `matchedBy` and `matchNote` say what was chosen. See GET /api/v1/gpus for slugs and families.
              */
             gpuModel: string;
             /**
              * Format: int32
-             * @description Customer cents per hour for the whole instance; never exceeded.
+             * @description The most per hour for the whole instance, in USD cents (350 = $3.50); never exceeded.
              */
             maxHourlyPriceMinor: number;
         };
+        /**
+         * @description How a rental's GPU was chosen: the exact offer asked for, one model (or its VRAM variants), or any model of a family.
+         * @enum {string}
+         */
+        GpuMatchedBy: "offer" | "model" | "family";
         GpuModelDetailDto: {
             /** Format: int32 */
             availableGpus: number;
@@ -1208,9 +1215,11 @@ export interface components {
         OfferRentalRequest: {
             /**
              * Format: int32
-             * @description USD cents for the whole rental, not per GPU. LEGACY_PREPAID: required, at least 500, buys
-             *     whole hours. ACCOUNT_BALANCE: optional extra spend ceiling (the rental becomes
-             *     MAX_SPEND_METERED). Check `billing.budgetRequired` on GET /api/v1/me before omitting it.
+             * @description The most the whole rental may cost (not per GPU), in USD cents: 500 = $5.00. At least 500
+             *     on every account (422 BUDGET_TOO_SMALL below: a smaller cap stops the machine minutes after
+             *     it starts). LEGACY_PREPAID: required, buys whole hours. ACCOUNT_BALANCE: optional; with it the
+             *     rental is MAX_SPEND_METERED and terminated once it has cost this much (or the key's per-rental
+             *     cap, if lower). Check `billing.budgetRequired` on GET /api/v1/me before omitting it.
              */
             budgetMinor?: number;
             /** @description The exact offer id from GET /api/v1/offers. */
@@ -1289,6 +1298,14 @@ export interface components {
             gpuCount: number | null;
             /** @description Name of the GPU model the rental runs (or will try first), e.g. `NVIDIA H100 SXM`. */
             gpuName: string | null;
+            /**
+             * @description How gpuName was chosen: `offer` (the offerId asked for), `model` (gpuModel named that model,
+             *     or its parts of one VRAM size) or `family` (gpuModel named a family, e.g. `A100`: the cheapest
+             *     offer of any of its models, which may not be the one meant).
+             */
+            matchedBy: components["schemas"]["GpuMatchedBy"];
+            /** @description The choice in words, and how to name another model of the family. */
+            matchNote: string;
             orderId: string;
             /** @description Id of the provider plugin running (or about to run) the machine, e.g. `local`, `runpod`. */
             provider: string | null;
@@ -3718,6 +3735,8 @@ export interface operations {
                      *           "deploymentId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
                      *           "status": "AWAITING_PAYMENT",
                      *           "gpuName": "example",
+                     *           "matchedBy": "offer",
+                     *           "matchNote": "The offer named by offerId, as asked; it is never substituted.",
                      *           "gpuCount": 1,
                      *           "provider": "example",
                      *           "terminationReason": {
@@ -3876,6 +3895,8 @@ export interface operations {
                      *         "deploymentId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
                      *         "status": "AWAITING_PAYMENT",
                      *         "gpuName": "example",
+                     *         "matchedBy": "offer",
+                     *         "matchNote": "The offer named by offerId, as asked; it is never substituted.",
                      *         "gpuCount": 1,
                      *         "provider": "example",
                      *         "terminationReason": {
@@ -3961,6 +3982,8 @@ export interface operations {
                      *         "deploymentId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
                      *         "status": "AWAITING_PAYMENT",
                      *         "gpuName": "example",
+                     *         "matchedBy": "offer",
+                     *         "matchNote": "The offer named by offerId, as asked; it is never substituted.",
                      *         "gpuCount": 1,
                      *         "provider": "example",
                      *         "terminationReason": {
@@ -4150,6 +4173,8 @@ export interface operations {
                      *         "deploymentId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
                      *         "status": "AWAITING_PAYMENT",
                      *         "gpuName": "example",
+                     *         "matchedBy": "offer",
+                     *         "matchNote": "The offer named by offerId, as asked; it is never substituted.",
                      *         "gpuCount": 1,
                      *         "provider": "example",
                      *         "terminationReason": {
