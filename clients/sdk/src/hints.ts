@@ -95,6 +95,24 @@ export function budgetTooSmallMessage(budgetMinor: number, pricePerHourMinor?: n
   );
 }
 
+/** The key's per-rental cap against `budgetMinor`: a budget is never cut down to the cap without a word. */
+export const KEY_CAP_RULE =
+  "A budgetMinor above the key's per-rental cap (maxPerRentalMinor in GET /api/v1/me) is refused with 403 KEY_LIMIT_EXCEEDED, never lowered to it; " +
+  "without budgetMinor a balance-account rental stops when it has cost the cap.";
+
+/** The refusal of a `budgetMinor` above the key's per-rental cap, with the next step. */
+export function budgetOverKeyCapMessage(budgetMinor: number, capMinor: number): string {
+  return (
+    `budgetMinor ${budgetMinor} (${formatCents(budgetMinor)}) is above this key's per-rental cap, maxPerRentalMinor ${capMinor} (${formatCents(capMinor)}), in ${MONEY_UNIT}; nothing was started. ` +
+    `Next: send budgetMinor of at most ${capMinor}, leave it out to stop at the cap, or ask the account owner for a key with a higher cap.`
+  );
+}
+
+/** What a rental's spending cap means, for a line under a new rental: "stops when it has cost $5.00 (...)". */
+export function spendCapLine(spendCapMinor: number, fromBudget: boolean): string {
+  return `Stops when it has cost ${formatCents(spendCapMinor)} (${fromBudget ? 'your budget' : "this key's per-rental cap; pass a budget to set your own, up to the cap"}).`;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Idempotency-Key
 
