@@ -1,9 +1,11 @@
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Router, type Request, type Response } from 'express';
 import type { Config } from '../config.js';
 import { errorEnvelope } from '../errors/envelope.js';
 import type { Logger } from '../logger.js';
+import { readZip, writeZip } from './zip.js';
 
 /** One released file, as listed in `latest.json`. */
 export interface ReleaseArtifact {
@@ -27,6 +29,27 @@ export const CHECKSUMS_FILE = 'SHA256SUMS';
 
 const CONTENT_TYPES: Record<string, string> = { '.tgz': 'application/gzip', '.zip': 'application/zip' };
 
+/** The manifest key of the agent skill's zip. */
+export const SKILL_ARTIFACT = 'skill';
+
+/**
+ * The skill's placeholders filled with the addresses of the service serving it: `{base_url}`
+ * (PUBLIC_BASE_URL) and `{releases_url}` (RELEASES_URL). The skill's sources keep the
+ * placeholders, so a copy hosted anywhere else still reads as a template.
+ */
+export function fillSkillPlaceholders(text: string, urls: { baseUrl: string; releasesUrl: string }): string {
+  return text.replaceAll('{base_url}', urls.baseUrl).replaceAll('{releases_url}', urls.releasesUrl);
+}
+
+/** The released skill zip with its text files filled in, as this service serves it. */
+function filledSkillZip(zip: Buffer, urls: { baseUrl: string; releasesUrl: string }): Buffer {
+  const files = readZip(zip);
+  for (const [name, bytes] of files) {
+    if (name.endsWith('.md')) files.set(name, Buffer.from(fillSkillPlaceholders(bytes.toString('utf8'), urls), 'utf8'));
+  }
+  return writeZip(files);
+}
+
 /**
  * Serves the client releases built by `npm run release` when RELEASES_URL points at this service
  * (by default `${PUBLIC_BASE_URL}/releases`); elsewhere they are hosted by someone else and this
@@ -42,33 +65,58 @@ export function releasesRouter(config: Pick<Config, 'publicBaseUrl' | 'releasesU
   if (existsSync(manifestPath)) logger.info({ dir, url: config.releasesUrl }, `client releases served at ${config.releasesUrl}/${MANIFEST_FILE}`);
   else logger.warn({ dir }, `client releases: none built in ${dir}; ${prefix}/${MANIFEST_FILE} answers 404 until \`npm run release\` runs`);
 
-  // Read per request: a release built while the service runs is served without a restart.
-  const manifest = (): ReleaseManifest | null => {
+  const urls = { baseUrl: config.publicBaseUrl, releasesUrl: config.releasesUrl };
+  // The filled skill of the last release seen, keyed by the released zip's hash.
+  let skillCache: { sha256: string; bytes: Buffer } | undefined;
+
+  /**
+   * The release as served: URLs absolute, and the skill zip filled for this service, with the
+   * hash and size of what is served (so `latest.json`, SHA256SUMS and the download agree).
+   * Read per request: a release built while the service runs is served without a restart.
+   */
+  const served = (): { manifest: ReleaseManifest; skill: { file: string; bytes: Buffer } | null } | null => {
+    let m: ReleaseManifest;
     try {
-      return JSON.parse(readFileSync(manifestPath, 'utf8')) as ReleaseManifest;
+      m = JSON.parse(readFileSync(manifestPath, 'utf8')) as ReleaseManifest;
     } catch {
       return null;
     }
+    let skill: { file: string; bytes: Buffer } | null = null;
+    const released = m.artifacts[SKILL_ARTIFACT];
+    if (released && existsSync(join(dir, released.file))) {
+      try {
+        if (skillCache?.sha256 !== released.sha256) skillCache = { sha256: released.sha256, bytes: filledSkillZip(readFileSync(join(dir, released.file)), urls) };
+        skill = { file: released.file, bytes: skillCache.bytes };
+      } catch (err) {
+        logger.warn({ err, file: released.file }, 'client releases: the skill zip could not be filled in; serving it as built');
+      }
+    }
+    const artifacts = Object.fromEntries(
+      Object.entries(m.artifacts).map(([k, a]) => {
+        const filled = skill && k === SKILL_ARTIFACT ? { sha256: createHash('sha256').update(skill.bytes).digest('hex'), size: skill.bytes.length } : {};
+        return [k, { ...a, ...filled, url: new URL(a.url, `${config.releasesUrl}/`).toString() }];
+      }),
+    );
+    return { manifest: { ...m, artifacts }, skill };
   };
   const notFound = (req: Request, res: Response, what: string) =>
     res.status(404).json(errorEnvelope(req.requestId, 'NOT_FOUND', what));
 
   router.get(`${prefix}/${MANIFEST_FILE}`, (req, res) => {
-    const m = manifest();
-    if (!m) return void notFound(req, res, 'No client release has been published on this service yet.');
-    const artifacts = Object.fromEntries(
-      Object.entries(m.artifacts).map(([k, a]) => [k, { ...a, url: new URL(a.url, `${config.releasesUrl}/`).toString() }]),
-    );
-    res.set('Cache-Control', 'no-cache').set('Access-Control-Allow-Origin', '*').json({ ...m, artifacts });
+    const s = served();
+    if (!s) return void notFound(req, res, 'No client release has been published on this service yet.');
+    res.set('Cache-Control', 'no-cache').set('Access-Control-Allow-Origin', '*').json(s.manifest);
   });
 
   router.get(`${prefix}/:file`, (req, res) => {
     const file = String(req.params.file);
-    const m = manifest();
-    const listed = file === CHECKSUMS_FILE || Object.values(m?.artifacts ?? {}).some((a) => a.file === file);
-    if (!m || !listed || !existsSync(join(dir, file))) return void notFound(req, res, `No released file named ${file}.`);
+    const s = served();
+    const listed = file === CHECKSUMS_FILE || Object.values(s?.manifest.artifacts ?? {}).some((a) => a.file === file);
+    if (!s || !listed || !existsSync(join(dir, file))) return void notFound(req, res, `No released file named ${file}.`);
     const type = CONTENT_TYPES[file.slice(file.lastIndexOf('.'))] ?? 'text/plain; charset=utf-8';
     res.set('Content-Type', type).set('Cache-Control', 'public, max-age=300');
+    if (file === CHECKSUMS_FILE) return void res.send(Object.values(s.manifest.artifacts).map((a) => `${a.sha256}  ${a.file}\n`).join(''));
+    if (s.skill && file === s.skill.file) return void res.send(s.skill.bytes);
     res.sendFile(file, { root: dir, dotfiles: 'deny', headers: { 'Content-Type': type } });
   });
   return router;

@@ -80,10 +80,13 @@ describe('POST /api/v1/rentals', () => {
       assert.deepEqual(await balanceOf(ctx, who.accountId), { balance: 1000, entries: 1 });
     });
 
-    it('makes a rental with budgetMinor MAX_SPEND_METERED, capped at min(budget, key per-rental cap)', async () => {
+    it('makes a rental with budgetMinor MAX_SPEND_METERED, capped at the budget; a budget above the key per-rental cap is refused, not lowered', async () => {
       const who = await account(ctx, { creditsMinor: 5000, maxPerRentalMinor: 800 });
       const small = await rentOk(ctx, who, { offerId: offer['h100-a'], budgetMinor: 550 });
-      const large = await rentOk(ctx, who, { offerId: offer['h100-a'], budgetMinor: 10_000 });
+      const over = await rent(ctx, who, { offerId: offer['h100-a'], budgetMinor: 10_000 });
+      assert.equal(over.status, 403, JSON.stringify(over.body));
+      assert.equal(over.body.error.code, 'KEY_LIMIT_EXCEEDED');
+      const large = await rentOk(ctx, who, { offerId: offer['h100-a'], budgetMinor: 800 });
       for (const r of [small, large]) {
         assert.equal(r.billingModel, 'MAX_SPEND_METERED');
         assert.deepEqual(r.quote, { hourlyPriceMinor: 300, durationSeconds: null, totalMinor: 0, currency: 'USD' });

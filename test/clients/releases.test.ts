@@ -51,9 +51,24 @@ describe('client releases (npm run release, served at RELEASES_URL)', function (
       assert.ok(sums.includes(`${a.sha256}  ${a.file}\n`), a.file);
     }
     const skill = unzipSync(await download(m.artifacts.skill.url));
-    assert.deepEqual(Buffer.from(skill['gpu-rental/SKILL.md']), readFileSync(join(ROOT, 'clients/skill/gpu-rental/SKILL.md')));
+    const fill = (text: string) => text.replaceAll('{base_url}', 'http://gpu.test').replaceAll('{releases_url}', 'http://gpu.test/releases');
+    assert.equal(Buffer.from(skill['gpu-rental/SKILL.md']).toString(), fill(readFileSync(join(ROOT, 'clients/skill/gpu-rental/SKILL.md'), 'utf8')));
+    assert.deepEqual(Object.keys(skill).sort(), ['gpu-rental/SKILL.md', 'gpu-rental/references/cli.md', 'gpu-rental/references/errors.md', 'gpu-rental/references/http-api.md']);
     assert.equal((await ctx.api.get('/releases/package.json')).status, 404, 'only listed files are served');
     assert.equal((await ctx.api.get('/releases/..%2Fpackage.json')).status, 404);
+  });
+
+  it('serves the skill with its placeholders filled with this service\'s addresses (a template nowhere else)', async () => {
+    const m = (await ctx.api.get('/releases/latest.json')).body as ReleaseManifest;
+    const files = Object.entries(unzipSync(await download(m.artifacts.skill.url))).map(([name, bytes]) => [name, Buffer.from(bytes).toString()] as const);
+    for (const [name, text] of files) assert.doesNotMatch(text, /\{base_url\}|\{releases_url\}|<service>/, `${name} has a placeholder left`);
+    const all = files.map(([, text]) => text).join('\n');
+    assert.ok(all.includes('`http://gpu.test/api/openapi.json`'), 'the contract at this service');
+    assert.ok(all.includes('http://gpu.test/releases/latest.json'), 'the CLI from this service\'s releases');
+    assert.ok(all.includes('export GPR_BASE_URL=http://gpu.test'), 'gpr pointed at this service');
+    // The sources stay templates: the zip as built and any copy hosted elsewhere keep the placeholders.
+    const built = unzipSync(readFileSync(join(dir, m.artifacts.skill.file)));
+    assert.match(Buffer.from(built['gpu-rental/SKILL.md']).toString(), /\{base_url\}\/api\/openapi\.json/);
   });
 
   it('the CLI and MCP tarballs install into a scratch prefix (no registry needed) and print the manifest version', async () => {

@@ -113,7 +113,7 @@ export interface DeploymentDto {
   startedAt: string | null;
   /** Customer cents per hour of the offer being run. */
   hourlyPriceMinor: number;
-  /** Metered rentals: usage at which the rental is stopped (min of budgetMinor and the key's per-rental cap). */
+  /** Metered rentals: usage at which the rental is stopped: budgetMinor, or the key's per-rental cap when none was given (a larger budgetMinor is refused). */
   spendCapMinor: number | null;
   /** Metered rentals: usage charged so far, in cents. */
   usageMinor: number;

@@ -1,4 +1,4 @@
-import { dollarsToCents, formatCents, type GprClient, type Rental, type RentalRequest } from '@gpu-rental/sdk';
+import { dollarsToCents, formatCents, type GprClient, type Rental, type RentalRequest, spendCapLine } from '@gpu-rental/sdk';
 import type { Command } from 'commander';
 import { type Ctx, timeoutMs } from '../context.js';
 import { fields, table, UsageError } from '../output.js';
@@ -64,6 +64,9 @@ export function rentalCommands(program: Command, ctx: Ctx): void {
       const key = o.idempotencyKey ?? crypto.randomUUID();
       let rental = await client.createRental(body, key);
       if (!ctx.json) process.stderr.write(`Rental ${rental.rentalId} created (${rental.status}); idempotency key ${key}.\n`);
+      // The cap that will stop the machine is said up front, whichever of budget or key set it.
+      const cap = rental.deployment?.spendCapMinor;
+      if (!ctx.json && typeof cap === 'number') process.stderr.write(`${spendCapLine(cap, o.budget !== undefined)}\n`);
       if (o.wait) rental = await waitWithProgress(ctx, client, rental.rentalId, 'ACTIVE', timeoutMs(o.timeout, 900));
       ctx.out({ ...rental, idempotencyKey: key }, () =>
         rentalFields(rental) + (rental.status === 'ACTIVE' ? `Connect: gpr ssh ${rental.rentalId}\n` : `Check: gpr status ${rental.rentalId}\n`),

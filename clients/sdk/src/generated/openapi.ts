@@ -793,7 +793,7 @@ export interface components {
             rentalId: string;
             /**
              * Format: double
-             * @description Metered rentals: usage at which the rental is stopped (min of budgetMinor and the key's per-rental cap).
+             * @description Metered rentals: usage at which the rental is stopped: budgetMinor, or the key's per-rental cap when none was given (a larger budgetMinor is refused).
              */
             spendCapMinor: number | null;
             /**
