@@ -1,4 +1,4 @@
-import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError, GprUnsafeValueError, notActiveNext, notFoundNext } from '@gpu-rental/sdk';
+import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError, GprUnsafeValueError, budgetFloorNext, notActiveNext, notFoundNext } from '@gpu-rental/sdk';
 
 /** Exit codes, documented in docs/clients.md and `gpr --help`. */
 export const EXIT = { OK: 0, API: 1, USAGE: 2, AUTH: 3, PAYMENT: 4, TIMEOUT: 5, NETWORK: 6, RATE_LIMITED: 7 } as const;
@@ -39,8 +39,8 @@ const HINTS: Record<string, string> = {
   INSUFFICIENT_CREDITS: 'Add credits: `gpr topup <usd> --wait`, give the printed link to a human to pay, then retry.',
   ACCOUNT_FROZEN: 'The account is frozen or negative; the owner must settle it before new rentals.',
   KEY_LIMIT_EXCEEDED: "The request is over this key's per-rental cap or total budget: lower --budget / --max-price, or ask the owner for a key with higher limits.",
-  BUDGET_REQUIRED: 'This account needs a budget per rental: add --budget <usd> (at least 5.00).',
-  BUDGET_TOO_SMALL: 'The budget buys less than one hour at this price: raise --budget.',
+  BUDGET_REQUIRED: `This account needs a budget per rental: add --budget <usd>. ${budgetFloorNext('--budget')}`,
+  BUDGET_TOO_SMALL: `${budgetFloorNext('--budget (in dollars)')} A prepaid account's budget must also buy one whole hour at the offer's price.`,
   NO_MATCHING_OFFER: 'Nothing matches: list what there is with `gpr offers --gpu <name>` and raise --max-price or change --gpu / --count.',
   OFFER_NOT_FOUND: 'Offer ids change with the inventory: run `gpr offers` again and use a current id, or rent by --gpu.',
   CONCURRENCY_LIMIT_REACHED: 'This key runs as many rentals as it may: `gpr rentals`, then `gpr terminate <id>` one you no longer need.',

@@ -1,4 +1,4 @@
-import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError, GprUnsafeValueError, notActiveNext, notFoundNext } from '@gpu-rental/sdk';
+import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError, GprUnsafeValueError, budgetFloorNext, notActiveNext, notFoundNext } from '@gpu-rental/sdk';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 /** PEM / OpenSSH / PuTTY private keys and this service's own API tokens. */
@@ -54,7 +54,8 @@ export const secretOutputRefusal = (): CallToolResult =>
 const NEXT: Record<string, string> = {
   UNAUTHENTICATED: 'The API token was refused: the server needs a valid GPR_TOKEN (or a token stored by `gpr signup`).',
   INSUFFICIENT_CREDITS: 'Not enough credits: call create_topup_link and ask a human to pay the link, then retry.',
-  BUDGET_REQUIRED: 'This account needs budgetMinor on every rental.',
+  BUDGET_REQUIRED: `This account needs budgetMinor on every rental. ${budgetFloorNext('budgetMinor')}`,
+  BUDGET_TOO_SMALL: `${budgetFloorNext('budgetMinor')} A prepaid account's budget must also buy one whole hour at the offer's price.`,
   KEY_LIMIT_EXCEEDED: "Over the key's per-rental cap or total budget (see get_account): lower budgetMinor or the price ceiling.",
   NO_MATCHING_OFFER: 'No offer matches: call list_offers and raise maxHourlyPriceMinor or change gpuModel/gpuCount.',
   OFFER_NOT_FOUND: 'Offer ids change with the inventory: call list_offers again.',

@@ -95,6 +95,11 @@ export function budgetTooSmallMessage(budgetMinor: number, pricePerHourMinor?: n
   );
 }
 
+/** The next step after a budget under the floor, for a client whose budget argument is `field` (`--budget <usd>`, `budgetMinor`). */
+export function budgetFloorNext(field: string): string {
+  return `Budgets start at ${formatCents(MIN_BUDGET_MINOR)} (${MIN_BUDGET_MINOR} ${MONEY_UNIT}) on every rental: raise ${field} to at least that.`;
+}
+
 /** The key's per-rental cap against `budgetMinor`: a budget is never cut down to the cap without a word. */
 export const KEY_CAP_RULE =
   "A budgetMinor above the key's per-rental cap (maxPerRentalMinor in GET /api/v1/me) is refused with 403 KEY_LIMIT_EXCEEDED, never lowered to it; " +
