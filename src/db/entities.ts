@@ -3,7 +3,7 @@ import { ApiKey } from '../modules/keys/api-key.entity.js';
 import { LedgerEntry } from '../modules/billing/ledger-entry.entity.js';
 import { Offer } from '../modules/inventory/offer.entity.js';
 import { ProviderStatus } from '../modules/inventory/provider-status.entity.js';
-import { IdempotencyRecord } from '../http/idempotency-record.entity.js';
+import { IdempotencyRecord } from '../modules/idempotency/idempotency-record.entity.js';
 import { Order } from '../modules/rentals/order.entity.js';
 import { Deployment } from '../modules/rentals/deployment.entity.js';
 import { DeploymentAttempt } from '../modules/rentals/deployment-attempt.entity.js';

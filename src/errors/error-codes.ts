@@ -12,7 +12,6 @@ export const ERROR_STATUS = {
   NOT_FOUND: 404,
   OFFER_NOT_FOUND: 404,
   IDEMPOTENCY_CONFLICT: 409,
-  IDEMPOTENCY_IN_PROGRESS: 409,
   SIGNUP_ALREADY_COMPLETED: 409,
   AGENT_SETUP_INVALID: 409,
   AGENT_AUTHORIZATION_PENDING: 409,
@@ -57,8 +56,6 @@ export const ERROR_DESCRIPTIONS: Record<ErrorCode, string> = {
     'A rental named an offer id the inventory never had. An offer that was listed but has since gone is admitted and then fails in provisioning with `failureCode: OFFER_NOT_FOUND` on the rental.',
   IDEMPOTENCY_CONFLICT:
     '`Idempotency-Key` reused with a different body, or by a different key of the account: nothing was done. Send a new key for a new request.',
-  IDEMPOTENCY_IN_PROGRESS:
-    'Another request with the same `Idempotency-Key` is still being processed: retry with the same key and body. The service at present makes the second request wait for the first instead, so clients rarely see it.',
   SIGNUP_ALREADY_COMPLETED:
     'A signup was repeated with an `Idempotency-Key` that already created an account; the key is not shown again.',
   AGENT_SETUP_INVALID:

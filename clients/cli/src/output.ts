@@ -45,7 +45,6 @@ const HINTS: Record<string, string> = {
   OFFER_NOT_FOUND: 'Offer ids change with the inventory: run `gpr offers` again and use a current id, or rent by --gpu.',
   CONCURRENCY_LIMIT_REACHED: 'This key runs as many rentals as it may: `gpr rentals`, then `gpr terminate <id>` one you no longer need.',
   IDEMPOTENCY_CONFLICT: 'That idempotency key was used with a different request: use a new key for a new intent.',
-  IDEMPOTENCY_IN_PROGRESS: 'The same request is still being processed: retry in a few seconds with the same key.',
   SIGNUP_ALREADY_COMPLETED: 'That signup already happened; its token cannot be shown again. Sign up anew with a new key.',
   AGENT_SETUP_INVALID: 'The setup code is wrong, expired (10 minutes) or used: ask the owner for a new one.',
   AGENTS_DISABLED: 'Agent signup and setup are switched off on this service.',

@@ -17,7 +17,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /**
  * A fetch that retries what is safe to retry:
  * - GETs, and POSTs carrying an `Idempotency-Key` (sent again with the same key and body), after a
- *   timeout, a network failure, a 5xx or a 409 IDEMPOTENCY_IN_PROGRESS, with exponential back-off;
+ *   timeout, a network failure or a 5xx, with exponential back-off (a concurrent request with the
+ *   same key needs no retry: the service makes it wait for the first and answers it as a replay);
  * - any request answered 429, after the server's `Retry-After` (a rate-limited request was not processed).
  */
 export function retryingFetch(policy: RetryPolicy = {}): (input: Request | string | URL, init?: RequestInit) => Promise<Response> {
@@ -56,7 +57,7 @@ export function retryingFetch(policy: RetryPolicy = {}): (input: Request | strin
         await sleep(wait);
         continue;
       }
-      if (replayable && (res.status >= 500 || (res.status === 409 && (await isInProgress(res))))) {
+      if (replayable && res.status >= 500) {
         await res.body?.cancel().catch(() => undefined);
         await sleep(backoff(attempt));
         continue;
@@ -64,12 +65,4 @@ export function retryingFetch(policy: RetryPolicy = {}): (input: Request | strin
       return res;
     }
   };
-}
-
-async function isInProgress(res: Response): Promise<boolean> {
-  try {
-    return ((await res.clone().json()) as { error?: { code?: string } } | null)?.error?.code === 'IDEMPOTENCY_IN_PROGRESS';
-  } catch {
-    return false;
-  }
 }

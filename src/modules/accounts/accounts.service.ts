@@ -4,10 +4,9 @@ import type { Clock } from '../../clock.js';
 import type { BillingModel } from '../../config.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
-import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotencyResource } from '../../http/idempotency.js';
-import { IdempotencyRecord } from '../../http/idempotency-record.entity.js';
 import type { Principal } from '../../http/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
+import { claimOrReplay, idempotentRequest, priorUse, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import { SIGNUP_ORIGIN } from '../keys/account-holder.js';
 import type { ApiKey, Scope } from '../keys/api-key.entity.js';
 import { OWNER_KEY_LIMITS, SIGNUP_LIMITS, type KeyLimits } from '../keys/key-limits.js';
@@ -87,27 +86,30 @@ export class AccountsService {
     const { name: rawName, ...given } = body ?? {};
     const name = agentName(rawName) ?? undefined;
     const limits = { ...SIGNUP_LIMITS.defaults, ...stripUndefined(given) };
-    const hash = requestHash(name === undefined ? limits : { ...limits, name });
+    const request = idempotentRequest('signup', idemKey, name === undefined ? limits : { ...limits, name });
     // A retry of a finished signup is answered without spending the global rate budget.
-    const prior = await this.ds.getRepository(IdempotencyRecord).findOneBy({ scope: 'signup', idemKey });
-    if (prior) throw replayError(prior.requestHash === hash);
+    if ((await priorUse(this.ds, request)) !== null) throw signupCompleted();
     await this.rateLimiter.hit('signup', this.options.signupRatePerMinute, 60, 'signups');
 
-    const { token } = await inTransaction(this.ds, async (m) => {
-      const claim = await claimIdempotencyKey(m, this.clock, 'signup', idemKey, hash);
-      if (claim.kind === 'replay') throw replayError(true);
-      const account = await this.createAccount(m);
-      const { token } = await this.keys.create(m, {
-        accountId: account.id,
-        kind: 'AGENT',
-        name: name ?? 'signup',
-        scopes: ['read', 'rent', 'manage', 'billing'],
-        origin: SIGNUP_ORIGIN,
-        ...limits,
-      });
-      await setIdempotencyResource(m, claim.record, account.id);
-      return { token };
-    });
+    const token = await inTransaction(this.ds, (m) =>
+      claimOrReplay(m, this.clock, request, {
+        replay: () => {
+          throw signupCompleted();
+        },
+        create: async () => {
+          const account = await this.createAccount(m);
+          const { token } = await this.keys.create(m, {
+            accountId: account.id,
+            kind: 'AGENT',
+            name: name ?? 'signup',
+            scopes: ['read', 'rent', 'manage', 'billing'],
+            origin: SIGNUP_ORIGIN,
+            ...limits,
+          });
+          return { resourceId: account.id, result: token };
+        },
+      }),
+    );
     const principal = await this.keys.authenticate(`Bearer ${token}`);
     return { account: await this.describe(principal), token };
   }
@@ -199,10 +201,9 @@ export class AccountsService {
   }
 }
 
-function replayError(sameBody: boolean): AppError {
-  return sameBody
-    ? new AppError('SIGNUP_ALREADY_COMPLETED', 'This Idempotency-Key already completed a signup; the token is not shown again.')
-    : new AppError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was already used with a different request body.');
+/** A signup's token is shown once, so its replay is an error rather than the first answer. */
+function signupCompleted(): AppError {
+  return new AppError('SIGNUP_ALREADY_COMPLETED', 'This Idempotency-Key already completed a signup; the token is not shown again.');
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {

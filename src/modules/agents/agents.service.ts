@@ -4,12 +4,12 @@ import { revokedKeyRentalsNote } from '../../../clients/sdk/src/hints.js';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
-import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotencyResource } from '../../http/idempotency.js';
 import type { Principal } from '../../http/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import { Account } from '../accounts/account.entity.js';
 import { toKeyDto } from '../accounts/accounts.service.js';
 import type { KeyDto } from '../accounts/accounts.dto.js';
+import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import { ApiKey, type Scope } from '../keys/api-key.entity.js';
 import { agentName, keyName } from '../keys/key-name.js';
 import { APPROVAL_LIMITS, type KeyLimits } from '../keys/key-limits.js';
@@ -295,27 +295,30 @@ export class AgentsService {
     if (beyond.length) throw new AppError('FORBIDDEN', `An agent key's scopes must be a subset of yours; this key lacks: ${beyond.join(', ')}.`);
     assertWithinOwnLimits(principal, body);
     const input = { ...body, name: keyName(body.name), scopes: [...scopes].sort() };
+    const request = idempotentRequest(`agent-keys:${principal.accountId}`, idemKey, input);
     // Checked before the transaction: a plain read inside it would fix the snapshot ahead of the
     // idempotency claim, hiding a concurrent twin's committed key from the replay path.
     await assertNotFrozen(this.ds.manager, principal.accountId);
     const result = await inTransaction(this.ds, async (m) => {
       // As in approval: a concurrent revocation of the issuing key sees this key or refuses it.
       await this.keys.lockActingKey(m, principal.accountId, principal.keyId);
-      const claim = await claimIdempotencyKey(m, this.clock, `agent-keys:${principal.accountId}`, idemKey, requestHash(input));
-      if (claim.kind === 'replay') return { keyId: claim.record.resourceId!, token: null };
-      const { key, token } = await this.keys.create(m, {
-        accountId: principal.accountId,
-        kind: 'AGENT',
-        name: input.name,
-        scopes: input.scopes,
-        origin: 'owner-issued',
-        issuedByKeyId: principal.keyId,
-        maxPerRentalMinor: body.maxPerRentalMinor,
-        budgetLimitMinor: body.budgetLimitMinor,
-        maxConcurrentDeployments: body.maxConcurrentDeployments,
+      return claimOrReplay<{ keyId: string; token: string | null }>(m, this.clock, request, {
+        replay: (keyId) => ({ keyId, token: null }),
+        create: async () => {
+          const { key, token } = await this.keys.create(m, {
+            accountId: principal.accountId,
+            kind: 'AGENT',
+            name: input.name,
+            scopes: input.scopes,
+            origin: 'owner-issued',
+            issuedByKeyId: principal.keyId,
+            maxPerRentalMinor: body.maxPerRentalMinor,
+            budgetLimitMinor: body.budgetLimitMinor,
+            maxConcurrentDeployments: body.maxConcurrentDeployments,
+          });
+          return { resourceId: key.id, result: { keyId: key.id, token } };
+        },
       });
-      await setIdempotencyResource(m, claim.record, key.id);
-      return { keyId: key.id, token };
     });
     return { issued: { key: await this.describeKey(result.keyId), token: result.token }, created: result.token !== null };
   }

@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
-import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotencyResource } from '../../http/idempotency.js';
-import { IdempotencyRecord } from '../../http/idempotency-record.entity.js';
 import type { Principal } from '../../http/principal.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { assertConcurrencySlot } from '../rentals/concurrency-slot.js';
 import { Account } from '../accounts/account.entity.js';
+import { claimOrReplay, idempotentRequest, priorUse, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import type { InventoryService } from '../inventory/inventory.service.js';
 import type { Offer } from '../inventory/offer.entity.js';
 import { insertDeployment } from '../rentals/rental-state.js';
@@ -45,75 +44,18 @@ export class CardCheckoutService {
   async checkout(principal: Principal, idempotencyKeyHeader: string | undefined, body: CardCheckoutRequest): Promise<CardCheckoutResponse> {
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
     this.sessions.requireProvider();
-    const scope = `checkout:${principal.accountId}`;
-    const hash = requestHash({ offerId: body.offerId.toLowerCase(), budgetMinor: body.budgetMinor });
+    const request = idempotentRequest(`checkout:${principal.accountId}`, idemKey, { offerId: body.offerId.toLowerCase(), budgetMinor: body.budgetMinor });
 
     // A retry answers with the order it made even if the offer has since changed or vanished.
-    const prior = await this.ds.getRepository(IdempotencyRecord).findOneBy({ scope, idemKey });
-    const admitted = prior ? null : await this.admit(principal, body);
+    const admitted = (await priorUse(this.ds, request)) === null ? await this.admit(principal, body) : null;
 
-    const claimed = await inTransaction(this.ds, async (m) => {
-      const claim = await claimIdempotencyKey(m, this.clock, scope, idemKey, hash);
-      if (claim.kind === 'replay') {
-        return m.getRepository(Checkout).findOneByOrFail({ orderId: claim.record.resourceId! });
-      }
-      // A key with no record before the transaction was admitted above; records are never deleted.
-      const { offer, hours } = admitted ?? (await this.admit(principal, body));
-      await assertConcurrencySlot(m, principal, this.keys);
-      const now = this.clock.now();
-      const orderId = randomUUID();
-      const durationSeconds = hours * 3600;
-      const totalMinor = hours * offer.pricePerHourMinor;
-      await m.insert(Order, {
-        id: orderId,
-        accountId: principal.accountId,
-        keyId: principal.keyId,
-        funding: 'CARD',
-        billingModel: 'LEGACY_PREPAID',
-        status: 'AWAITING_PAYMENT',
-        requestKind: 'OFFER',
-        offerId: offer.id,
-        gpuModel: null,
-        gpuSlug: null,
-        gpuCount: null,
-        maxHourlyPriceMinor: null,
-        budgetMinor: body.budgetMinor,
-        hourlyPriceMinor: offer.pricePerHourMinor,
-        durationSeconds,
-        totalMinor,
-        currency: offer.currency,
-        failureCode: null,
-        failureReason: null,
-        reversalStatus: null,
-        createdAt: now,
-        updatedAt: now,
-      });
-      await insertDeployment(m, {
-        id: randomUUID(),
-        orderId,
-        accountId: principal.accountId,
-        keyId: principal.keyId,
-        status: 'AWAITING_PAYMENT',
-        billingModel: 'LEGACY_PREPAID',
-        hoursPurchased: hours,
-        durationSeconds,
-        startedAt: null,
-        endsAt: null,
-        endedAt: null,
-        statusChangedAt: now,
-        createdAt: now,
-        updatedAt: now,
-      });
-      const checkout = await this.sessions.insert(m, {
-        purpose: 'ORDER',
-        accountId: principal.accountId,
-        keyId: principal.keyId,
-        orderId,
-        amountMinor: totalMinor,
-      });
-      await setIdempotencyResource(m, claim.record, orderId);
-      return checkout;
-    });
+    const claimed = await inTransaction(this.ds, (m) =>
+      claimOrReplay(m, this.clock, request, {
+        replay: (orderId) => m.getRepository(Checkout).findOneByOrFail({ orderId }),
+        // A key with no record before the transaction was admitted above; records are never deleted.
+        create: async () => this.createOrder(m, principal, body, admitted ?? (await this.admit(principal, body))),
+      }),
+    );
 
     const order = await this.ds.getRepository(Order).findOneByOrFail({ id: claimed.orderId! });
     let checkout = await this.sessions.open(claimed, await this.describe(order));
@@ -130,6 +72,68 @@ export class CardCheckoutService {
         currency: order.currency,
       },
     };
+  }
+
+  /** The unpaid order, its deployment and its CREATING checkout, in the caller's transaction. */
+  private async createOrder(
+    m: EntityManager,
+    principal: Principal,
+    body: CardCheckoutRequest,
+    { offer, hours }: { offer: Offer; hours: number },
+  ): Promise<{ resourceId: string; result: Checkout }> {
+    await assertConcurrencySlot(m, principal, this.keys);
+    const now = this.clock.now();
+    const orderId = randomUUID();
+    const durationSeconds = hours * 3600;
+    const totalMinor = hours * offer.pricePerHourMinor;
+    await m.insert(Order, {
+      id: orderId,
+      accountId: principal.accountId,
+      keyId: principal.keyId,
+      funding: 'CARD',
+      billingModel: 'LEGACY_PREPAID',
+      status: 'AWAITING_PAYMENT',
+      requestKind: 'OFFER',
+      offerId: offer.id,
+      gpuModel: null,
+      gpuSlug: null,
+      gpuCount: null,
+      maxHourlyPriceMinor: null,
+      budgetMinor: body.budgetMinor,
+      hourlyPriceMinor: offer.pricePerHourMinor,
+      durationSeconds,
+      totalMinor,
+      currency: offer.currency,
+      failureCode: null,
+      failureReason: null,
+      reversalStatus: null,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await insertDeployment(m, {
+      id: randomUUID(),
+      orderId,
+      accountId: principal.accountId,
+      keyId: principal.keyId,
+      status: 'AWAITING_PAYMENT',
+      billingModel: 'LEGACY_PREPAID',
+      hoursPurchased: hours,
+      durationSeconds,
+      startedAt: null,
+      endsAt: null,
+      endedAt: null,
+      statusChangedAt: now,
+      createdAt: now,
+      updatedAt: now,
+    });
+    const checkout = await this.sessions.insert(m, {
+      purpose: 'ORDER',
+      accountId: principal.accountId,
+      keyId: principal.keyId,
+      orderId,
+      amountMinor: totalMinor,
+    });
+    return { resourceId: orderId, result: checkout };
   }
 
   /** The checks a new card order must pass before its Idempotency-Key is claimed. */

@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
-import { claimIdempotencyKey, requestHash, requireIdempotencyKey, setIdempotencyResource } from '../../http/idempotency.js';
+import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import type { Principal } from '../../http/principal.js';
 import type { TopupDto, TopupRequest } from './billing.dto.js';
 import { Checkout } from './checkout.entity.js';
@@ -34,25 +34,25 @@ export class TopupsService {
   ): Promise<TopupResult> {
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
     this.sessions.requireProvider();
-    const hash = requestHash({ amountMinor: body.amountMinor });
     // Keys are scoped to the account: two accounts may use the same key independently. The bot's
     // keys (derived from public Telegram update ids) live in a scope of their own that no API
     // request reaches, so no key of the account can claim one of them in advance.
     const scope = principal.keyId === null ? `topup-bot:${principal.accountId}` : `topup:${principal.accountId}`;
-    const claimed = await inTransaction(this.ds, async (m) => {
-      const claim = await claimIdempotencyKey(m, this.clock, scope, idemKey, hash);
-      if (claim.kind === 'replay') {
-        return { checkout: await m.getRepository(Checkout).findOneByOrFail({ id: claim.record.resourceId! }), created: false };
-      }
-      const checkout = await this.sessions.insert(m, {
-        purpose: 'TOPUP',
-        accountId: principal.accountId,
-        keyId: principal.keyId,
-        amountMinor: body.amountMinor,
-      });
-      await setIdempotencyResource(m, claim.record, checkout.id);
-      return { checkout, created: true };
-    });
+    const request = idempotentRequest(scope, idemKey, { amountMinor: body.amountMinor });
+    const claimed = await inTransaction(this.ds, (m) =>
+      claimOrReplay(m, this.clock, request, {
+        replay: async (checkoutId) => ({ checkout: await m.getRepository(Checkout).findOneByOrFail({ id: checkoutId }), created: false }),
+        create: async () => {
+          const checkout = await this.sessions.insert(m, {
+            purpose: 'TOPUP',
+            accountId: principal.accountId,
+            keyId: principal.keyId,
+            amountMinor: body.amountMinor,
+          });
+          return { resourceId: checkout.id, result: { checkout, created: true } };
+        },
+      }),
+    );
 
     let checkout = await this.sessions.open(claimed.checkout, this.describe(claimed.checkout));
     checkout = await this.sessions.expireIfDue(checkout);

@@ -5,7 +5,6 @@ import { insertEntity } from '../../db/entity-rows.js';
 import { inSqlTransaction, type Sql } from '../../db/sql.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
-import { claimIdempotencyKey, requestHash, requireIdempotencyKey } from '../../http/idempotency.js';
 import type { Principal } from '../../http/principal.js';
 import { RENTAL_JOBS, type JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
@@ -15,6 +14,7 @@ import type { LedgerService } from '../billing/ledger.service.js';
 import { topUpAdvice } from '../billing/top-up-advice.js';
 import { budgetOverKeyCapMessage, budgetTooSmallMessage } from '../../../clients/sdk/src/hints.js';
 import { formatCents } from '../../../clients/sdk/src/money.js';
+import { claimIdempotencyKey, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import { gpuIntentName } from '../inventory/gpu-match.js';
 import { gpuSlug } from '../inventory/gpu-slug.js';
 import { findIntentCandidates } from '../inventory/offer-candidates.js';
@@ -82,9 +82,8 @@ export class RentalsService {
    */
   async create(principal: Principal, idempotencyKeyHeader: string | undefined, body: CreateRentalRequest): Promise<CreateResult> {
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
-    const scope = `rental:${principal.accountId}`;
     // The key is part of the intent: one key's request is never answered with another key's rental.
-    const hash = requestHash({ ...canonicalIntent(body), keyId: principal.keyId });
+    const request = idempotentRequest(`rental:${principal.accountId}`, idemKey, { ...canonicalIntent(body), keyId: principal.keyId });
 
     // Inventory is read outside the lock; an error is raised only after the key was found unused,
     // so a replay is never answered with a newer verdict on the offer.
@@ -104,10 +103,10 @@ export class RentalsService {
       // change until this transaction ends (the key's share of them too).
       const [{ account, usage }, claim, reserved] = await Promise.all([
         this.keys.lockAccountWithUsage(m, principal.key),
-        claimIdempotencyKey(m, this.clock, scope, idemKey, hash, rentalId),
+        claimIdempotencyKey(m, this.clock, request, rentalId),
         reservedMinor(m, principal.accountId, principal.keyId),
       ]);
-      if (claim.kind === 'replay') return { replayOf: claim.record.resourceId!, created: null, wake: null };
+      if (claim.kind === 'replay') return { replayOf: claim.resourceId, created: null, wake: null };
       if (resolved instanceof AppError) throw resolved;
       const terms = this.decide(account, principal, body, resolved);
       this.enforceLimits(account, principal, usage, reserved, terms);
