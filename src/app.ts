@@ -1,9 +1,12 @@
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Services } from './container.js';
+import { controllerFactories } from './controllers.js';
 import { envelope, errorEnvelope } from './errors/envelope.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { requestId } from './http/request-id.js';
+import { useAuthenticator } from './http/authentication.js';
+import { useControllers } from './http/ioc.js';
 import { discoveryRouter } from './http/discovery.js';
 import { limitJsonDepth, normalizeCharset, rejectMalformedPath } from './http/request-guards.js';
 import { jsonBodies, rejectUnknownProperties } from './http/body-shape.js';
@@ -28,7 +31,8 @@ const PUBLIC_CORS_HEADERS = { 'Access-Control-Allow-Origin': '*', 'Access-Contro
 
 export function createApp(services: Services, options: AppOptions = {}): Express {
   const app = express();
-  app.locals.services = services;
+  useControllers(app, controllerFactories(services));
+  useAuthenticator(app, services.keys);
   app.disable('x-powered-by');
   // Which forwarded addresses to believe is the operator's to say (TRUST_PROXY); by default none,
   // so a client (a local renter included) cannot pick its own address for per-address limits.

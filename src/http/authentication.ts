@@ -1,31 +1,49 @@
-import type { Request } from 'express';
-import type { Services } from '../container.js';
+import type { Express, Request } from 'express';
 import { AppError } from '../errors/app-error.js';
-import type { Scope } from '../modules/keys/api-key.entity.js';
-import type { Principal } from './principal.js';
+import { expressRoutesStating, ROUTE_FACTS } from './route-facts.js';
+
+/** An authenticated caller, as far as HTTP needs one: the scopes its key carries. */
+export interface Caller {
+  scopes: readonly string[];
+}
 
 /**
- * Routes whose handler reads the key's revocation again in its own transaction before acting:
- * admission, in the statement that locks the account (KeysService.lockAccountWithUsage). Their
- * callers may be authenticated with a key this process read in the last minute.
+ * What authentication needs of the keys: the caller a bearer `Authorization` header names, or
+ * the uniform 401 UNAUTHENTICATED. `revocationCheckedInTransaction` says the route reads the
+ * key's revocation again in its own transaction, so a key read moments ago may stand in.
  */
-const REVOCATION_CHECKED_IN_TRANSACTION = new Set(['POST /api/v1/rentals']);
+export interface KeyAuthenticator {
+  authenticate(header: string | undefined, options: { revocationCheckedInTransaction: boolean }): Promise<Caller>;
+}
+
+/** Gives an app the authenticator its `@Security('bearer')` routes use (one per app, so tests may run several). */
+export function useAuthenticator(app: Express, keys: KeyAuthenticator): void {
+  app.locals.authenticator = keys;
+}
+
+/** The routes whose handler re-reads the key's revocation in its own transaction (admission's account lock). */
+const REVOCATION_CHECKED_IN_TRANSACTION = expressRoutesStating(ROUTE_FACTS.revocationCheckedInTransaction);
+
+/** Whether the route Express matched (`POST /api/v1/rentals`) re-reads the key's revocation itself. */
+export function checksRevocationInTransaction(route: string): boolean {
+  return REVOCATION_CHECKED_IN_TRANSACTION.has(route);
+}
 
 /**
  * tsoa's authentication hook for `@Security('bearer', scopes)`: the key must be valid and
- * carry every listed scope. Returning the principal makes tsoa set `request.user`.
+ * carry every listed scope. Returning the caller makes tsoa set `request.user`.
  */
-export async function expressAuthentication(req: Request, securityName: string, scopes: string[] = []): Promise<Principal> {
+export async function expressAuthentication(req: Request, securityName: string, scopes: string[] = []): Promise<Caller> {
   if (securityName !== 'bearer') throw new Error(`unknown security scheme ${securityName}`);
-  const services = req.app.locals.services as Services;
+  const keys = req.app.locals.authenticator as KeyAuthenticator;
   // Express has matched the route by now (this runs in its handler stack), so `req.route` names it.
   const route = `${req.method} ${(req.route as { path?: string } | undefined)?.path ?? ''}`;
-  const principal = await services.keys.authenticate(req.header('authorization'), {
-    revocationCheckedInTransaction: REVOCATION_CHECKED_IN_TRANSACTION.has(route),
+  const caller = await keys.authenticate(req.header('authorization'), {
+    revocationCheckedInTransaction: checksRevocationInTransaction(route),
   });
-  const missing = scopes.filter((s) => !principal.scopes.includes(s as Scope));
+  const missing = scopes.filter((s) => !caller.scopes.includes(s));
   if (missing.length) {
     throw new AppError('FORBIDDEN', `This key lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')} required here.`);
   }
-  return principal;
+  return caller;
 }

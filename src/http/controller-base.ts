@@ -1,8 +1,6 @@
 import { Controller } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
-import type { Services } from '../container.js';
 import { envelope, type Envelope } from '../errors/envelope.js';
-import type { Principal } from './principal.js';
 
 /** Cache-Control of cacheable answers (the public inventory): kept, but revalidated by ETag. */
 export const CACHEABLE = 'public, max-age=0, must-revalidate';
@@ -12,19 +10,14 @@ export function etagMatches(ifNoneMatch: string, etag: string): boolean {
   return ifNoneMatch.split(',').some((t) => t.trim() === etag || t.trim() === '*');
 }
 
-/** Shared plumbing for controllers: services, the envelope, the caller. */
+/**
+ * Shared plumbing for controllers: the envelope and cached answers. Each controller takes the
+ * services it uses in its own constructor (src/http/ioc.ts builds it per request).
+ */
 export abstract class BaseController extends Controller {
-  constructor(protected readonly services: Services) {
-    super();
-  }
-
   protected ok<T>(req: ExRequest, data: T, status = 200): Envelope<T> {
     this.setStatus(status);
     return envelope(req, data);
-  }
-
-  protected principal(req: ExRequest): Principal {
-    return req.user as Principal;
   }
 
   /** Serves an ETag'd body, or 304 when the client already has it. */

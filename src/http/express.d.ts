@@ -1,10 +1,10 @@
-import type { Principal } from './principal.js';
+import type { Caller } from './authentication.js';
 
 declare global {
   namespace Express {
     interface Request {
       requestId: string;
-      user?: Principal;
+      user?: Caller;
       rawBody?: Buffer;
     }
   }

@@ -2,10 +2,56 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ERROR_STATUS } from '../../src/errors/error-codes.js';
 import { DISCOVERY_STEP, QUICKSTART_STEPS, curlOf } from '../../src/http/quickstart.js';
-import { OPERATIONS, type Json } from '../../src/http/openapi.js';
+import type { Json } from '../../src/http/openapi.js';
+import { ROUTE_FACTS, specRoutes } from '../../src/http/route-facts.js';
+import { checksRevocationInTransaction } from '../../src/http/authentication.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
+
+/**
+ * The names generated clients give each operation: part of the contract, so a rename is a
+ * breaking change and must show up here.
+ */
+const OPERATION_IDS: Record<string, string> = {
+  'GET /api/v1/offers': 'listOffers',
+  'GET /api/v1/gpus': 'listGpus',
+  'GET /api/v1/gpus/{slug}': 'getGpu',
+  'GET /api/v1/providers': 'listProviders',
+  'POST /api/v1/signup': 'signup',
+  'GET /api/v1/me': 'getAccount',
+  'PUT /api/v1/me/email': 'setAccountEmail',
+  'GET /api/v1/billing/balance': 'getBalance',
+  'POST /api/v1/billing/topups': 'createTopup',
+  'GET /api/v1/billing/topups/{topupId}': 'getTopup',
+  'POST /api/v1/rentals': 'createRental',
+  'GET /api/v1/rentals': 'listRentals',
+  'GET /api/v1/rentals/{id}': 'getRental',
+  'POST /api/v1/orders/checkout': 'createCheckout',
+  'GET /api/v1/deployments': 'listDeployments',
+  'GET /api/v1/deployments/{id}': 'getDeployment',
+  'POST /api/v1/deployments/{id}/terminate': 'terminateDeployment',
+  'POST /api/v1/deployments/{id}/credentials/reveal': 'revealCredentials',
+  'POST /api/v1/agent-authorizations': 'beginAgentAuthorization',
+  'POST /api/v1/agent-authorizations/approve': 'approveAgentAuthorization',
+  'POST /api/v1/agent-setups/exchange': 'exchangeSetupCode',
+  'POST /api/v1/agent-keys': 'issueAgentKey',
+  'GET /api/v1/agent-keys': 'listAgentKeys',
+  'DELETE /api/v1/agent-keys/{id}': 'revokeAgentKey',
+  'GET /api/v1/owner-keys': 'listOwnerKeys',
+  'DELETE /api/v1/owner-keys/{id}': 'revokeOwnerKey',
+  'POST /api/v1/webhooks/stripe': 'receiveStripeWebhook',
+};
+
+/** The routes an agent key is refused on (the services check the key's kind). */
+const OWNER_ONLY = [
+  'POST /api/v1/agent-authorizations/approve',
+  'POST /api/v1/agent-keys',
+  'GET /api/v1/agent-keys',
+  'DELETE /api/v1/agent-keys/{id}',
+  'GET /api/v1/owner-keys',
+  'DELETE /api/v1/owner-keys/{id}',
+];
 
 function operations(doc: Json): { method: string; path: string; op: Json }[] {
   return Object.entries(doc.paths as Record<string, Json>).flatMap(([path, item]) =>
@@ -74,13 +120,13 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
     assert.equal(rent.body.error?.code, 'INSUFFICIENT_CREDITS', 'a valid request that only lacks credits');
   });
 
-  it('names every operation uniquely for clients', () => {
+  it('names every operation uniquely for clients, with the name its route declares', () => {
     const ids = operations(doc).map((o) => o.op.operationId as string);
     assert.equal(new Set(ids).size, ids.length, `duplicates in ${ids.join(', ')}`);
-    for (const { method, path, op } of operations(doc)) {
-      assert.equal(op.operationId, OPERATIONS[`${method.toUpperCase()} ${path}`]?.operationId, `${method} ${path} has a client name`);
-      assert.match(op.operationId, /^[a-z][A-Za-z]+$/);
-    }
+    for (const { method, path, op } of operations(doc)) assert.match(op.operationId, /^[a-z][A-Za-z]+$/, `${method} ${path}`);
+    assert.deepEqual(Object.fromEntries(operations(doc).map((o) => [`${o.method.toUpperCase()} ${o.path}`, o.op.operationId])), OPERATION_IDS);
+    // The routes name themselves (@OperationId): the generated spec already carries the names served.
+    assert.deepEqual(Object.fromEntries(specRoutes().map((r) => [`${r.method.toUpperCase()} ${r.path}`, r.operation.operationId])), OPERATION_IDS);
     for (const name of ['listOffers', 'listGpus', 'getGpu', 'signup', 'beginAgentAuthorization', 'approveAgentAuthorization', 'exchangeSetupCode', 'issueAgentKey', 'getAccount', 'getBalance', 'createTopup', 'createRental', 'getRental', 'createCheckout', 'listDeployments', 'getDeployment', 'terminateDeployment', 'revealCredentials']) {
       assert.ok(ids.includes(name), name);
     }
@@ -117,16 +163,44 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
     }
   });
 
-  it('marks owner-only routes in their security and description', () => {
-    const owner = operations(doc).filter((o) => OPERATIONS[`${o.method.toUpperCase()} ${o.path}`]?.ownerOnly);
-    assert.ok(owner.length >= 4);
-    for (const { op } of owner) {
-      assert.deepEqual(Object.keys(op.security[0]), ['ownerBearer']);
-      assert.match(op.description, /^\*\*Owner keys only\*\*/);
+  it('declares ETag and 304 exactly on the reads that answer with an ETag', async () => {
+    for (const path of ['/api/v1/offers', '/api/v1/gpus', '/api/v1/providers']) {
+      const res = await ctx.api.get(path);
+      assert.equal(res.status, 200, path);
+      const declared = doc.paths[path].get.responses['200'].headers.ETag !== undefined;
+      assert.equal(declared, res.headers.etag !== undefined, `${path}: ETag declared ${declared}, sent ${res.headers.etag}`);
+      assert.equal(doc.paths[path].get.responses['304'] !== undefined, declared, `${path} 304`);
+    }
+  });
+
+  it('marks owner-only routes in their security and description, and only those', () => {
+    for (const { method, path, op } of operations(doc)) {
+      const route = `${method.toUpperCase()} ${path}`;
+      const owner = OWNER_ONLY.includes(route);
+      assert.equal(op.security?.some((s: Json) => 'ownerBearer' in s) ?? false, owner, `${route} security`);
+      assert.equal(/^\*\*Owner keys only\*\*/.test(op.description ?? ''), owner, `${route} description`);
+      if (owner) assert.deepEqual(Object.keys(op.security[0]), ['ownerBearer']);
     }
     assert.equal(doc.components.securitySchemes.ownerBearer.scheme, 'bearer');
     assert.deepEqual(doc.paths['/api/v1/agent-authorizations/approve'].post.security, [{ ownerBearer: ['read'] }]);
     assert.deepEqual(doc.paths['/api/v1/rentals'].post.security, [{ bearer: ['rent'] }]);
+  });
+
+  it('reads route facts only under names it knows, and serves none of them', () => {
+    const known = new Set<string>(Object.values(ROUTE_FACTS));
+    for (const { method, path, operation } of specRoutes()) {
+      for (const name of Object.keys(operation).filter((k) => k.startsWith('x-'))) assert.ok(known.has(name), `${method} ${path} states ${name}, which nothing reads`);
+    }
+    for (const { method, path, op } of operations(doc)) assert.deepEqual(Object.keys(op).filter((k) => k.startsWith('x-')), [], `${method} ${path}`);
+  });
+
+  it('lets only admission, which re-reads the revocation under its account lock, use a key read moments ago', () => {
+    const stating = specRoutes().filter((r) => r.operation[ROUTE_FACTS.revocationCheckedInTransaction] === true);
+    assert.deepEqual(stating.map((r) => `${r.method.toUpperCase()} ${r.path}`), ['POST /api/v1/rentals']);
+    assert.ok(checksRevocationInTransaction('POST /api/v1/rentals'));
+    for (const route of ['GET /api/v1/rentals', 'GET /api/v1/rentals/:id', 'POST /api/v1/deployments/:id/terminate', 'POST /api/v1/orders/checkout']) {
+      assert.ok(!checksRevocationInTransaction(route), route);
+    }
   });
 
   it('lists the error codes as an enum equal to the error table, and the tags in the order of the journey', () => {

@@ -4,7 +4,7 @@ import type { Clock } from '../../clock.js';
 import type { BillingModel } from '../../config.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
-import type { Principal } from '../../http/principal.js';
+import type { Principal } from '../keys/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import { claimOrReplay, idempotentRequest, priorUse, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import { SIGNUP_ORIGIN } from '../keys/account-holder.js';

@@ -1,7 +1,9 @@
-import { Body, Delete, Get, Header, Path, Post, Query, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import { Body, Delete, Extension, Get, Header, OperationId, Path, Post, Query, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
+import type { AgentsService } from './agents.service.js';
+import { principalOf } from '../keys/principal.js';
 import { addressBucket, clientAddress as trustedAddress } from '../../http/client-address.js';
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import type {
@@ -22,6 +24,10 @@ const clientAddress = (req: ExRequest): string => addressBucket(trustedAddress(r
 @Route('api/v1')
 @Tags('Agents')
 export class AgentsController extends BaseController {
+  constructor(private readonly agents: AgentsService) {
+    super();
+  }
+
   /**
    * An agent begins an authorization: a private setup code (keep it; poll the exchange call with
    * it) and a public approval URL to hand to the owner. Both expire in 10 minutes: the owner
@@ -30,13 +36,14 @@ export class AgentsController extends BaseController {
    * of each 409 AGENT_AUTHORIZATION_PENDING): that pace never meets the rate limit.
    */
   @Post('agent-authorizations')
+  @OperationId('beginAgentAuthorization')
   @SuccessResponse(200, 'OK')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (a name over 100 characters)')
-  @Response<ErrorEnvelope>(409, 'Declared by the v1 contract for this route; this service does not produce it at present')
+  @Response<ErrorEnvelope>(409, 'Never for this call: every call begins a new, independent session, so none can conflict. The 409s of this flow (AGENT_AUTHORIZATION_PENDING, AGENT_SETUP_INVALID) come from the exchange.')
   @Response<ErrorEnvelope>(429, 'RATE_LIMITED (per client address; see Retry-After)')
   @Response<ErrorEnvelope>(503, 'AGENTS_DISABLED')
   async begin(@Request() req: ExRequest, @Body() body?: BeginAuthorizationRequest): Promise<Envelope<BeginAuthorizationResponse>> {
-    return this.ok(req, await this.services.agents.beginAuthorization(clientAddress(req), body ?? {}));
+    return this.ok(req, await this.agents.beginAuthorization(clientAddress(req), body ?? {}));
   }
 
   /**
@@ -45,6 +52,8 @@ export class AgentsController extends BaseController {
    * its start; the agent exchanges its setup code before that same expiry.
    */
   @Post('agent-authorizations/approve')
+  @OperationId('approveAgentAuthorization')
+  @Extension('x-owner-only', true)
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(402, 'ACCOUNT_FROZEN')
@@ -54,7 +63,7 @@ export class AgentsController extends BaseController {
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
   async approve(@Request() req: ExRequest, @Body() body: ApproveAuthorizationRequest): Promise<Envelope<ApproveAuthorizationResponse>> {
     const { approvalCode, ...limits } = body;
-    return this.ok(req, await this.services.agents.approveWithKey(this.principal(req), approvalCode, limits));
+    return this.ok(req, await this.agents.approveWithKey(principalOf(req), approvalCode, limits));
   }
 
   /**
@@ -63,12 +72,14 @@ export class AgentsController extends BaseController {
    * 409 AGENT_AUTHORIZATION_PENDING with `Retry-After` (seconds): poll again after that long.
    */
   @Post('agent-setups/exchange')
+  @OperationId('exchangeSetupCode')
+  @Extension('x-retry-after', [409])
   @Response<ErrorEnvelope>(409, 'AGENT_AUTHORIZATION_PENDING or AGENT_SETUP_INVALID (invalid, expired or used)')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (malformed setup code)')
   @Response<ErrorEnvelope>(429, 'RATE_LIMITED (per client address; see Retry-After)')
   @Response<ErrorEnvelope>(503, 'AGENTS_DISABLED')
   async exchange(@Request() req: ExRequest, @Body() body: ExchangeSetupCodeRequest): Promise<Envelope<AgentKeyIssued>> {
-    return this.ok(req, await this.services.agents.exchange(body.setupCode, clientAddress(req)));
+    return this.ok(req, await this.agents.exchange(body.setupCode, clientAddress(req)));
   }
 
   /**
@@ -78,6 +89,8 @@ export class AgentsController extends BaseController {
    * @param idempotencyKey 1 to 128 characters, fresh per key you mean to create.
    */
   @Post('agent-keys')
+  @OperationId('issueAgentKey')
+  @Extension('x-owner-only', true)
   @Security('bearer', ['read'])
   @SuccessResponse(201, 'Created')
   @Response<Envelope<AgentKeyIssued>>(200, 'An identical replay: the same key, `token: null`')
@@ -85,7 +98,7 @@ export class AgentsController extends BaseController {
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(402, 'ACCOUNT_FROZEN')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or scopes beyond the owner key)')
-  @Response<ErrorEnvelope>(404, 'Declared by the v1 contract for this route; this service does not produce it at present')
+  @Response<ErrorEnvelope>(404, 'Never for this call: issuing names no existing resource. NOT_FOUND applies to revoking (DELETE /api/v1/agent-keys/{id}) a key that is not on the account.')
   @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
   async issue(
@@ -93,17 +106,19 @@ export class AgentsController extends BaseController {
     @Header('Idempotency-Key') idempotencyKey: string | undefined,
     @Body() body: IssueAgentKeyRequest,
   ): Promise<Envelope<AgentKeyIssued>> {
-    const { issued, created } = await this.services.agents.issueAgentKey(this.principal(req), idempotencyKey, body);
+    const { issued, created } = await this.agents.issueAgentKey(principalOf(req), idempotencyKey, body);
     return this.ok(req, issued, created ? 201 : 200);
   }
 
   /** The account's agent keys with limits, net spend and active deployments (never secrets). Owner keys only. */
   @Get('agent-keys')
+  @OperationId('listAgentKeys')
+  @Extension('x-owner-only', true)
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key)')
   async list(@Request() req: ExRequest): Promise<Envelope<KeyDto[]>> {
-    return this.ok(req, await this.services.agents.listAgentKeysFor(this.principal(req)));
+    return this.ok(req, await this.agents.listAgentKeysFor(principalOf(req)));
   }
 
   /**
@@ -114,22 +129,26 @@ export class AgentsController extends BaseController {
    * @param terminateRentals Also terminate the key's unfinished rentals, as POST /api/v1/deployments/{id}/terminate would (default false).
    */
   @Delete('agent-keys/{id}')
+  @OperationId('revokeAgentKey')
+  @Extension('x-owner-only', true)
   @Security('bearer', ['manage'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key)')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (terminateRentals is not true or false)')
   async revoke(@Request() req: ExRequest, @Path() id: string, @Query() terminateRentals?: boolean): Promise<Envelope<RevokedKey>> {
-    return this.ok(req, await this.services.agents.revokeAgentKeyFor(this.principal(req), id, { terminateRentals }));
+    return this.ok(req, await this.agents.revokeAgentKeyFor(principalOf(req), id, { terminateRentals }));
   }
 
   /** The account's OWNER keys, revoked ones included, with limits and usage (never secrets). Owner keys only. */
   @Get('owner-keys')
+  @OperationId('listOwnerKeys')
+  @Extension('x-owner-only', true)
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key)')
   async listOwnerKeys(@Request() req: ExRequest): Promise<Envelope<KeyDto[]>> {
-    return this.ok(req, await this.services.agents.listOwnerKeysFor(this.principal(req)));
+    return this.ok(req, await this.agents.listOwnerKeysFor(principalOf(req)));
   }
 
   /**
@@ -143,12 +162,14 @@ export class AgentsController extends BaseController {
    * @param terminateRentals Also terminate those rentals, as POST /api/v1/deployments/{id}/terminate would (default false).
    */
   @Delete('owner-keys/{id}')
+  @OperationId('revokeOwnerKey')
+  @Extension('x-owner-only', true)
   @Security('bearer', ['manage'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or missing manage)')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND (no owner key with this id on this account)')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (terminateRentals is not true or false)')
   async revokeOwnerKey(@Request() req: ExRequest, @Path() id: string, @Query() terminateRentals?: boolean): Promise<Envelope<RevokedOwnerKey>> {
-    return this.ok(req, await this.services.agents.revokeOwnerKeyFor(this.principal(req), id, { terminateRentals }));
+    return this.ok(req, await this.agents.revokeOwnerKeyFor(principalOf(req), id, { terminateRentals }));
   }
 }

@@ -4,7 +4,7 @@ import { revokedKeyRentalsNote } from '../../../clients/sdk/src/hints.js';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
-import type { Principal } from '../../http/principal.js';
+import type { Principal } from '../keys/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import { Account } from '../accounts/account.entity.js';
 import { toKeyDto } from '../accounts/accounts.service.js';

@@ -1,12 +1,19 @@
-import { Body, Get, Header, Path, Post, Query, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import { Body, Get, Header, OperationId, Path, Post, Query, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
+import type { BillingService } from './billing.service.js';
+import type { TopupsService } from './topups.service.js';
+import { principalOf } from '../keys/principal.js';
 import type { BalanceResponse, TopupDto, TopupRequest } from './billing.dto.js';
 
 @Route('api/v1/billing')
 @Tags('Billing')
 export class BillingController extends BaseController {
+  constructor(private readonly billing: BillingService, private readonly topups: TopupsService) {
+    super();
+  }
+
   /**
    * Credit balance and the most recent ledger entries: each with its kind, signed amount, the
    * balance after it, its unique cause reference and its time.
@@ -19,15 +26,16 @@ export class BillingController extends BaseController {
    * @minimum before 1
    */
   @Get('balance')
+  @OperationId('getBalance')
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
-  @Response<ErrorEnvelope>(402, 'Declared by the v1 contract for this route; this service does not produce it at present')
+  @Response<ErrorEnvelope>(402, 'Never for this read: a frozen or negative account still reads its balance and entries. ACCOUNT_FROZEN and INSUFFICIENT_CREDITS answer the calls that spend.')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
-  @Response<ErrorEnvelope>(404, 'Declared by the v1 contract for this route; this service does not produce it at present')
-  @Response<ErrorEnvelope>(409, 'Declared by the v1 contract for this route; this service does not produce it at present')
+  @Response<ErrorEnvelope>(404, 'Never for this read: a valid key always has its account; `before` past the oldest entry is an empty page, not 404.')
+  @Response<ErrorEnvelope>(409, 'Never for this read: it changes nothing, so nothing can conflict.')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
   async balance(@Request() req: ExRequest, @Query() limit?: number, @Query() before?: number): Promise<Envelope<BalanceResponse>> {
-    return this.ok(req, await this.services.billing.balance(this.principal(req), limit ?? 50, before));
+    return this.ok(req, await this.billing.balance(principalOf(req), limit ?? 50, before));
   }
 
   /**
@@ -41,14 +49,15 @@ export class BillingController extends BaseController {
    * @maxLength idempotencyKey 128
    */
   @Post('topups')
+  @OperationId('createTopup')
   @Security('bearer', ['billing'])
   @SuccessResponse(201, 'Created')
   @Response<Envelope<TopupDto>>(200, 'Replay of the same Idempotency-Key and body')
   @Response<ErrorEnvelope>(400, 'Missing or malformed Idempotency-Key, or malformed JSON (INVALID_REQUEST)')
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
-  @Response<ErrorEnvelope>(402, 'Declared by the v1 contract for this route; this service does not produce it at present')
+  @Response<ErrorEnvelope>(402, 'Never for this call: adding credits is how a frozen or negative account recovers, so it is always allowed.')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (the key lacks the billing scope)')
-  @Response<ErrorEnvelope>(404, 'Declared by the v1 contract for this route; this service does not produce it at present')
+  @Response<ErrorEnvelope>(404, 'Never for this call: it names no existing resource (GET /api/v1/billing/topups/{topupId} answers NOT_FOUND for an unknown top-up).')
   @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT')
   @Response<ErrorEnvelope>(410, 'TOPUP_EXPIRED')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
@@ -58,17 +67,18 @@ export class BillingController extends BaseController {
     @Header('Idempotency-Key') idempotencyKey: string,
     @Body() body: TopupRequest,
   ): Promise<Envelope<TopupDto>> {
-    const { status, topup } = await this.services.payments.topups.create(this.principal(req), idempotencyKey, body);
+    const { status, topup } = await this.topups.create(principalOf(req), idempotencyKey, body);
     return this.ok(req, topup, status);
   }
 
   /** One of this account's top-ups and whether it has been paid. */
   @Get('topups/{topupId}')
+  @OperationId('getTopup')
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   async getTopup(@Request() req: ExRequest, @Path() topupId: string): Promise<Envelope<TopupDto>> {
-    return this.ok(req, await this.services.payments.topups.get(this.principal(req), topupId));
+    return this.ok(req, await this.topups.get(principalOf(req), topupId));
   }
 }

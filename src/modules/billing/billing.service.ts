@@ -1,6 +1,6 @@
 import { LessThan, type DataSource } from 'typeorm';
 import { AppError } from '../../errors/app-error.js';
-import type { Principal } from '../../http/principal.js';
+import type { Principal } from '../keys/principal.js';
 import { Account } from '../accounts/account.entity.js';
 import { normalizeEmail } from '../accounts/email.js';
 import { mayManageAccount } from '../keys/account-holder.js';

@@ -1,12 +1,18 @@
-import { Body, Header, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import { Body, Header, OperationId, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
+import type { CardCheckoutService } from './card-checkout.service.js';
+import { principalOf } from '../keys/principal.js';
 import type { CardCheckoutRequest, CardCheckoutResponse } from './billing.dto.js';
 
 @Route('api/v1/orders')
 @Tags('Rentals')
 export class CardCheckoutController extends BaseController {
+  constructor(private readonly cardCheckout: CardCheckoutService) {
+    super();
+  }
+
   /**
    * The human card-payment path: creates a LEGACY_PREPAID rental of whole hours, paid by card
    * rather than credits, and returns a checkout URL a human opens to pay. Success means the
@@ -20,6 +26,7 @@ export class CardCheckoutController extends BaseController {
    * @maxLength idempotencyKey 128
    */
   @Post('checkout')
+  @OperationId('createCheckout')
   @Security('bearer', ['rent'])
   @SuccessResponse(201, 'Created')
   @Response<ErrorEnvelope>(400, 'Missing or malformed Idempotency-Key, or malformed JSON (INVALID_REQUEST)')
@@ -33,6 +40,6 @@ export class CardCheckoutController extends BaseController {
     @Header('Idempotency-Key') idempotencyKey: string,
     @Body() body: CardCheckoutRequest,
   ): Promise<Envelope<CardCheckoutResponse>> {
-    return this.ok(req, await this.services.payments.cardCheckout.checkout(this.principal(req), idempotencyKey, body), 201);
+    return this.ok(req, await this.cardCheckout.checkout(principalOf(req), idempotencyKey, body), 201);
   }
 }

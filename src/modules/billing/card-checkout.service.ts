@@ -3,7 +3,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
-import type { Principal } from '../../http/principal.js';
+import type { Principal } from '../keys/principal.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { assertConcurrencySlot } from '../rentals/concurrency-slot.js';
 import { Account } from '../accounts/account.entity.js';

@@ -3,7 +3,7 @@ import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
-import type { Principal } from '../../http/principal.js';
+import type { Principal } from '../keys/principal.js';
 import type { TopupDto, TopupRequest } from './billing.dto.js';
 import { Checkout } from './checkout.entity.js';
 import { formatUsdAmount } from './money.js';

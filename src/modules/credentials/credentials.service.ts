@@ -3,7 +3,7 @@ import { REVEAL_RETRY_AFTER_SECONDS, revealNotActiveMessage, STARTING_STATUSES }
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
-import type { Principal } from '../../http/principal.js';
+import type { Principal } from '../keys/principal.js';
 import { CredentialReveal, type RevealRefusal } from '../rentals/credential-reveal.entity.js';
 import { lockDeploymentOrRentalFor } from '../rentals/deployment-access.js';
 import type { CredentialsDto } from '../rentals/rentals.dto.js';

@@ -1,4 +1,4 @@
-import type { Principal } from '../../http/principal.js';
+import type { Principal } from './principal.js';
 
 /** The origin of the one key a headless signup creates; that key holds the account it made. */
 export const SIGNUP_ORIGIN = 'signup';

@@ -6,7 +6,7 @@ import { readMinor } from '../../db/columns.js';
 import { hydrate } from '../../db/entity-rows.js';
 import { sqlQuery, type Sql } from '../../db/sql.js';
 import { AppError } from '../../errors/app-error.js';
-import type { Principal } from '../../http/principal.js';
+import type { Principal } from './principal.js';
 import type { Account } from '../accounts/account.entity.js';
 import type { BillingModel } from '../../config.js';
 import { ApiKey, type KeyKind, type Scope } from './api-key.entity.js';

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { AppError } from '../../errors/app-error.js';
-import type { Principal } from '../../http/principal.js';
+import type { Principal } from '../keys/principal.js';
 import type { KeysService, KeyUsage } from '../keys/keys.service.js';
 
 /**

@@ -1,13 +1,20 @@
-import { Get, Path, Post, Query, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import { Extension, Get, OperationId, Path, Post, Query, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { assertBodyless } from '../../http/bodyless.js';
 import { BaseController } from '../../http/controller-base.js';
+import type { RentalsService } from './rentals.service.js';
+import type { CredentialsService } from '../credentials/credentials.service.js';
+import { principalOf } from '../keys/principal.js';
 import type { CredentialsDto, DeploymentDto, TerminateAccepted } from './rentals.dto.js';
 
 @Route('api/v1/deployments')
 @Tags('Deployments')
 export class DeploymentsController extends BaseController {
+  constructor(private readonly rentals: RentalsService, private readonly credentials: CredentialsService) {
+    super();
+  }
+
   /**
    * Deployments of the calling key's account, newest first. Agent keys see only their own.
    * @param limit How many (default 100).
@@ -16,22 +23,24 @@ export class DeploymentsController extends BaseController {
    * @maximum limit 500
    */
   @Get()
+  @OperationId('listDeployments')
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
   async list(@Request() req: ExRequest, @Query() limit?: number): Promise<Envelope<DeploymentDto[]>> {
-    return this.ok(req, await this.services.rentals.listDeployments(this.principal(req), limit ?? 100));
+    return this.ok(req, await this.rentals.listDeployments(principalOf(req), limit ?? 100));
   }
 
   /** One deployment. Agent keys see only their own; owner keys every deployment of the account. */
   @Get('{id}')
+  @OperationId('getDeployment')
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   async get(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<DeploymentDto>> {
-    return this.ok(req, await this.services.rentals.getDeployment(this.principal(req), id));
+    return this.ok(req, await this.rentals.getDeployment(principalOf(req), id));
   }
 
   /**
@@ -45,6 +54,7 @@ export class DeploymentsController extends BaseController {
    * @param id The deployment id, or the id of its rental (the same access rules apply).
    */
   @Post('{id}/terminate')
+  @OperationId('terminateDeployment')
   @Security('bearer', ['manage'])
   @SuccessResponse(202, 'Accepted')
   @Response<ErrorEnvelope>(400, 'INVALID_REQUEST (a JSON Content-Type on this bodyless call)')
@@ -53,7 +63,7 @@ export class DeploymentsController extends BaseController {
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   async terminate(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<TerminateAccepted>> {
     assertBodyless(req);
-    return this.ok(req, await this.services.rentals.terminate(this.principal(req), id), 202);
+    return this.ok(req, await this.rentals.terminate(principalOf(req), id), 202);
   }
 
   /**
@@ -67,6 +77,8 @@ export class DeploymentsController extends BaseController {
    * @param id The deployment id, or the id of its rental (the same access rules apply).
    */
   @Post('{id}/credentials/reveal')
+  @OperationId('revealCredentials')
+  @Extension('x-retry-after', [409])
   @Security('bearer', ['manage'])
   @Response<ErrorEnvelope>(400, 'INVALID_REQUEST (a JSON Content-Type on this bodyless call)')
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
@@ -77,10 +89,10 @@ export class DeploymentsController extends BaseController {
     try {
       assertBodyless(req);
     } catch (err) {
-      await this.services.credentials.recordRefusal(this.principal(req), id, req.requestId, 'JSON_BODY');
+      await this.credentials.recordRefusal(principalOf(req), id, req.requestId, 'JSON_BODY');
       throw err;
     }
     this.setHeader('Cache-Control', 'no-store');
-    return this.ok(req, await this.services.credentials.reveal(this.principal(req), id, req.requestId));
+    return this.ok(req, await this.credentials.reveal(principalOf(req), id, req.requestId));
   }
 }

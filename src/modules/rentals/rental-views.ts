@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { AppError } from '../../errors/app-error.js';
-import type { Principal } from '../../http/principal.js';
+import type { Principal } from '../keys/principal.js';
 import { describeGpuChoice } from '../inventory/gpu-match.js';
 import { Offer } from '../inventory/offer.entity.js';
 import { Deployment } from './deployment.entity.js';

@@ -1,13 +1,19 @@
-import { Body, Get, Header, OperationId, Path, Post, Query, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import { Body, Extension, Get, Header, OperationId, Path, Post, Query, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import { API_VERSION, type Envelope, type ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
+import type { RentalsService } from './rentals.service.js';
+import { principalOf } from '../keys/principal.js';
 import type { CreateRentalRequest, RentalDto, RentalPage } from './rentals.dto.js';
 import { RENTAL_PAGE } from './rental-views.js';
 
 @Route('api/v1/rentals')
 @Tags('Rentals')
 export class RentalsController extends BaseController {
+  constructor(private readonly rentals: RentalsService) {
+    super();
+  }
+
   /**
    * Rents a GPU machine paid from credits: either one exact offer (`offerId`) or a GPU intent
    * (`gpuModel`, `gpuCount`, `maxHourlyPriceMinor`), never both and nothing else. One order and
@@ -26,6 +32,8 @@ export class RentalsController extends BaseController {
    * @maxLength idempotencyKey 128
    */
   @Post()
+  @OperationId('createRental')
+  @Extension('x-revocation-checked-in-transaction', true)
   @Security('bearer', ['rent'])
   @SuccessResponse(201, 'Created')
   @Response<Envelope<RentalDto>>(200, 'Replay of the same Idempotency-Key and body')
@@ -42,7 +50,7 @@ export class RentalsController extends BaseController {
     @Header('Idempotency-Key') idempotencyKey: string,
     @Body() body: CreateRentalRequest,
   ): Promise<Envelope<RentalDto>> {
-    const { status, rental } = await this.services.rentals.create(this.principal(req), idempotencyKey, body);
+    const { status, rental } = await this.rentals.create(principalOf(req), idempotencyKey, body);
     return this.ok(req, rental, status);
   }
 
@@ -65,7 +73,7 @@ export class RentalsController extends BaseController {
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (no read scope)')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (limit out of range)')
   async list(@Request() req: ExRequest, @Query() limit?: number, @Query() cursor?: string): Promise<RentalPage> {
-    const { rentals, nextCursor } = await this.services.rentals.list(this.principal(req), limit ?? RENTAL_PAGE.default, cursor);
+    const { rentals, nextCursor } = await this.rentals.list(principalOf(req), limit ?? RENTAL_PAGE.default, cursor);
     return { data: rentals, meta: { requestId: req.requestId, apiVersion: API_VERSION, nextCursor } };
   }
 
@@ -76,14 +84,15 @@ export class RentalsController extends BaseController {
    * @param id The rental (order) id.
    */
   @Get('{id}')
+  @OperationId('getRental')
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
-  @Response<ErrorEnvelope>(402, 'Declared by the v1 contract for this route; this service does not produce it at present')
+  @Response<ErrorEnvelope>(402, 'Never for this read: a frozen or negative account still reads its rentals.')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
-  @Response<ErrorEnvelope>(409, 'Declared by the v1 contract for this route; this service does not produce it at present')
-  @Response<ErrorEnvelope>(422, 'Declared by the v1 contract for this route; this service does not produce it at present')
+  @Response<ErrorEnvelope>(409, 'Never for this read: it changes nothing, so nothing can conflict.')
+  @Response<ErrorEnvelope>(422, 'Never for this read: any id is accepted, and one that names no rental of the caller is 404 NOT_FOUND.')
   async get(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<RentalDto>> {
-    return this.ok(req, await this.services.rentals.get(this.principal(req), id));
+    return this.ok(req, await this.rentals.get(principalOf(req), id));
   }
 }

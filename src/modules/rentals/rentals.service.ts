@@ -5,7 +5,7 @@ import { insertEntity } from '../../db/entity-rows.js';
 import { inSqlTransaction, type Sql } from '../../db/sql.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
-import type { Principal } from '../../http/principal.js';
+import type { Principal } from '../keys/principal.js';
 import { RENTAL_JOBS, type JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import { accountBalanceEligible } from '../accounts/billing-eligibility.js';

@@ -3661,8 +3661,6 @@ export interface operations {
             /** @description Ok */
             200: {
                 headers: {
-                    /** @description Version of the inventory snapshot; send it back as If-None-Match for a 304. */
-                    ETag?: string;
                     /** @description The request id (also in the body); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -3690,17 +3688,6 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["Envelope_ProviderStatusDto-Array_"];
                 };
-            };
-            /** @description Not Modified: If-None-Match named the current ETag; no body. */
-            304: {
-                headers: {
-                    /** @description Version of the inventory snapshot; send it back as If-None-Match for a 304. */
-                    ETag?: string;
-                    /** @description The request id (also in the body); quote it when reporting a problem. */
-                    "X-Request-Id"?: string;
-                    [name: string]: unknown;
-                };
-                content?: never;
             };
         };
     };

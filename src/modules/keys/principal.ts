@@ -1,0 +1,19 @@
+import type { Request } from 'express';
+import type { ApiKey, KeyKind, Scope } from './api-key.entity.js';
+
+/** The authenticated caller: one API key of one account. */
+export interface Principal {
+  keyId: string;
+  accountId: string;
+  kind: KeyKind;
+  scopes: Scope[];
+  key: ApiKey;
+}
+
+/**
+ * The principal of a request to a `@Security('bearer')` route: the one the keys authenticated
+ * (tsoa puts it on `request.user` before the handler runs).
+ */
+export function principalOf(req: Request): Principal {
+  return req.user as Principal;
+}
