@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { Account } from '../../src/modules/accounts/account.entity.js';
 import { outstandingReservationMinor, RESERVATION_MINUTES } from '../../src/modules/billing/credit-reservation.js';
+import { MIN_BUDGET_MINOR } from '../../src/modules/rentals/rental-limits.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
 import { lifecycleDepsOf } from '../../src/container.js';
 import { createRentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
@@ -121,7 +122,7 @@ describe('credit reservations of metered rentals', function () {
     const first = await rentOk(ctx, key, { offerId: offer });
     await rentOk(ctx, sibling, { offerId: offer });
     await rentOk(ctx, key, { offerId: offer });
-    const third = await rent(ctx, key, { offerId: offer, budgetMinor: 1 });
+    const third = await rent(ctx, key, { offerId: offer, budgetMinor: MIN_BUDGET_MINOR });
     assert.equal(third.status, 403, JSON.stringify(third.body));
     assert.equal(third.body.error.code, 'KEY_LIMIT_EXCEEDED');
     await setStatus(ctx, first.deploymentId, 'TERMINATED');
@@ -135,10 +136,10 @@ describe('credit reservations of metered rentals', function () {
     const third = await rent(ctx, owner, { offerId: offer });
     assert.equal(third.status, 402);
     // A capped rental needs only its cap; nothing is left unreserved for it either.
-    assert.equal((await rent(ctx, owner, { offerId: offer, budgetMinor: 1 })).status, 402);
+    assert.equal((await rent(ctx, owner, { offerId: offer, budgetMinor: MIN_BUDGET_MINOR })).status, 402);
     await setStatus(ctx, first.deploymentId, 'TERMINATED');
     await rentOk(ctx, owner, { offerId: offer });
     await setStatus(ctx, second.deploymentId, 'FAILED');
-    await rentOk(ctx, owner, { offerId: offer, budgetMinor: 100 });
+    await rentOk(ctx, owner, { offerId: offer, budgetMinor: MIN_BUDGET_MINOR });
   });
 });

@@ -81,12 +81,16 @@ describe('rentals end to end: card checkout paid via webhook', function () {
     await waitFor(async () => (await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d.id })).status === 'TERMINATED', 20_000, 'card deployment TERMINATED');
     const fresh = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d.id });
     assert.equal(fresh.startedAt, null, 'it never ran');
+    // TERMINATED commits first; the refund is made right after it, by the same job run.
+    let view = await ctx.api.get(`/api/v1/rentals/${orderId}`).set(who.auth);
+    await waitFor(async () => {
+      view = await ctx.api.get(`/api/v1/rentals/${orderId}`).set(who.auth);
+      return view.body.data.reversalStatus === 'SUCCEEDED';
+    }, 20_000, 'the refund of the never-started card order');
+    assert.equal(view.body.data.status, 'TERMINATED');
     const refunds = ctx.stripe.refunds.filter((r) => r.payment_intent === session.payment_intent);
     assert.equal(refunds.length, 1);
     assert.equal(refunds[0].amount, 903);
-    const view = await ctx.api.get(`/api/v1/rentals/${orderId}`).set(who.auth);
-    assert.equal(view.body.data.status, 'TERMINATED');
-    assert.equal(view.body.data.reversalStatus, 'SUCCEEDED');
     // The termination job run again (a retry after a lost acknowledgement) refunds nothing more.
     await createRentalLifecycle(lifecycleDepsOf(ctx.services)).terminate(d.id);
     assert.equal(ctx.stripe.refunds.filter((r) => r.payment_intent === session.payment_intent).length, 1);

@@ -433,12 +433,12 @@ describe('rental lifecycle (job handlers)', function () {
 
     it('terminates at the spend cap (SPEND_CAP), charging no more than the cap', async () => {
       await ctx.setInventory(offers());
-      const r = await metered({ offerId: ids['lc-a'] }, 100_000, { budgetMinor: 150 });
+      const r = await metered({ offerId: ids['lc-a'] }, 100_000, { budgetMinor: 550 });
       await activate(r.deploymentId);
-      ctx.clock.advance(3600 * 1000);
+      ctx.clock.advance(3 * 3600 * 1000);
       await life.meter();
       const d = await dep(r.deploymentId);
-      assert.equal(d.usageMinor, 150);
+      assert.equal(d.usageMinor, 550, 'three hours at 300 c/h would be 900');
       assert.equal(d.status, 'TERMINATING');
       assert.equal(d.terminationReason, 'SPEND_CAP');
     });
