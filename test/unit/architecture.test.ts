@@ -91,6 +91,13 @@ describe('architecture', () => {
     assert.deepEqual(offenders, []);
   });
 
+  it('src/http/ imports neither the composition root nor a module, but for the examples of the OpenAPI document', () => {
+    // openapi-examples.ts words a rental's matchNote example as admission does; the rest of http/ is told what it needs.
+    const allowed = new Set(['src/http/openapi-examples.ts -> ../modules/inventory/gpu-match.js']);
+    const http = sources('src/http').flatMap((f) => imports(f.text).filter((i) => /\/modules\/|container\.js$/.test(i)).map((i) => `${f.path} -> ${i}`));
+    assert.deepEqual(http.filter((i) => !allowed.has(i)), []);
+  });
+
   it('src/jobs/ imports no module, and no module imports the composition root', () => {
     const jobs = sources('src/jobs').flatMap((f) => imports(f.text).filter((i) => /\/modules\/|container\.js$/.test(i)).map((i) => `${f.path} -> ${i}`));
     assert.deepEqual(jobs, []);
