@@ -1,4 +1,5 @@
 import { LessThan, type DataSource } from 'typeorm';
+import { readMinor } from '../../db/columns.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
 import { Account } from '../accounts/account.entity.js';
@@ -33,7 +34,7 @@ export class BillingService {
       frozen: account.frozen,
       keyRemainingBudgetMinor: usage.get(principal.keyId)!.remainingBudgetMinor,
       entries: page.map((e) => ({
-        id: Number(e.id),
+        id: readMinor(e.id),
         kind: e.kind,
         amountMinor: e.amountMinor,
         balanceAfterMinor: e.balanceAfterMinor,
@@ -43,7 +44,7 @@ export class BillingService {
         keyId: e.keyId,
         createdAt: e.createdAt.toISOString(),
       })),
-      nextBefore: entries.length > limit ? Number(page[page.length - 1].id) : null,
+      nextBefore: entries.length > limit ? readMinor(page[page.length - 1].id) : null,
     };
   }
 

@@ -1,3 +1,4 @@
+import { readMinor } from '../../db/columns.js';
 import type { Sql } from '../../db/sql.js';
 
 /**
@@ -64,9 +65,9 @@ export async function reservedMinor(m: Sql, accountId: string, keyId: string): P
   const out: Reserved = { accountMinor: 0, keyMinor: 0 };
   for (const r of rows) {
     const outstanding = outstandingReservationMinor({
-      hourlyPriceMinor: Number(r.hourly_price_minor),
-      spendCapMinor: r.spend_cap_minor === null ? null : Number(r.spend_cap_minor),
-      usageMinor: Number(r.usage_minor),
+      hourlyPriceMinor: readMinor(r.hourly_price_minor),
+      spendCapMinor: r.spend_cap_minor === null ? null : readMinor(r.spend_cap_minor),
+      usageMinor: readMinor(r.usage_minor),
     });
     out.accountMinor += outstanding;
     if (r.key_id === keyId) out.keyMinor += outstanding;

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
+import { readMinor } from '../../db/columns.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
 import type { ProviderRegistry } from '../../providers/provider-registry.js';
@@ -110,7 +111,7 @@ export class InventoryService {
     this.loading ??= (async () => {
       try {
         const [state] = await this.ds.query('SELECT version FROM inventory_state WHERE id = 1');
-        const version = Number(state.version);
+        const version = readMinor(state.version);
         const stale = !this.snapshot || this.clock.now().getTime() >= this.snapshot.expiresAt;
         if (stale || this.snapshot!.version !== version) this.snapshot = await this.load(version);
         this.checkedAt = Date.now();

@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
+import { readMinor } from '../../db/columns.js';
 import { AppError } from '../../errors/app-error.js';
 import { closestGpuSlugs, compactSlug, matchGpuQuery, type GpuMatch } from './gpu-match.js';
 import { Offer } from './offer.entity.js';
@@ -85,7 +86,7 @@ async function noMatchingOffer(db: DataSource | EntityManager, now: Date, q: Int
     const counts = rows.map((r) => Number(r.gpuCount)).join(', ');
     return new AppError('NO_MATCHING_OFFER', `No offer of ${what} right now; ${q.gpuModel.trim()} is offered with ${counts} GPU(s). See GET /api/v1/gpus.`);
   }
-  const cheapest = Number(sameCount.minPrice);
+  const cheapest = readMinor(sameCount.minPrice);
   return new AppError(
     'NO_MATCHING_OFFER',
     `Every offer of ${what} is above ${q.maxHourlyPriceMinor} cents per hour; the cheapest is ${cheapest} cents ($${(cheapest / 100).toFixed(2)}) per hour.`,
