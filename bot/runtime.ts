@@ -1,9 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { webhookCallback, type Bot } from 'grammy';
-import type { Services } from '../src/container.js';
+import { createBotJobs, type Services } from '../src/container.js';
 import { errorEnvelope } from '../src/errors/envelope.js';
-import { NotificationsService } from '../src/modules/notifications/notifications.service.js';
+import { startJobWorker } from '../src/jobs/agenda.js';
+import type { NotificationsService } from '../src/modules/notifications/notifications.service.js';
 import { ALLOWED_UPDATES, COMMANDS } from './bot.js';
 import type { BotContext } from './context.js';
 import { telegramSender } from './notifier.js';
@@ -38,9 +39,13 @@ export interface BotRole {
   stop(): Promise<void>;
 }
 
+/** How long stopping waits for a notification being sent; after it, the job's lock expires for the next bot process. */
+const DRAIN_TIMEOUT_MS = 10_000;
+
 /**
  * The bot role: registers the command menu, then either long-polls (default) or points Telegram
- * at the api role's webhook route, and runs the owner-notification dispatcher.
+ * at the api role's webhook route, and runs the owner-notification jobs (collect every
+ * `notifyIntervalMs`, default TELEGRAM_NOTIFY_SECONDS; deliver as they are enqueued).
  */
 export async function startBotRole(services: Services, bot: Bot<BotContext>, opts: { notifyIntervalMs?: number } = {}): Promise<BotRole> {
   const { config, logger } = services;
@@ -61,13 +66,13 @@ export async function startBotRole(services: Services, bot: Bot<BotContext>, opt
       .start({ allowed_updates: [...ALLOWED_UPDATES], onStart: (me) => log.info({ username: me.username }, 'Telegram bot on, long polling') })
       .catch((err) => log.error({ err }, 'Telegram long polling stopped'));
   }
-  const notifications = new NotificationsService(services.ds, services.clock, log, { lowCreditsMinor: config.telegramLowCreditsMinor });
-  const loop = notifications.start(telegramSender(bot.api), opts.notifyIntervalMs ?? config.telegramNotifySeconds * 1000);
+  const botJobs = createBotJobs(services, telegramSender(bot.api), { collectEveryMs: opts.notifyIntervalMs });
+  const jobs = await startJobWorker(botJobs);
   return {
     mode: secret ? 'webhook' : 'polling',
-    notifications,
+    notifications: botJobs.notifications,
     async stop() {
-      await loop.stop();
+      await jobs.stop({ timeoutMs: DRAIN_TIMEOUT_MS });
       if (polling) {
         await bot.stop();
         await polling;

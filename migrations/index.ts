@@ -18,6 +18,7 @@ import { LocalSandboxUid1763800010600 } from './1763800010600-LocalSandboxUid.js
 import { KeyIssuer1763800010200 } from './1763800010200-KeyIssuer.js';
 import { CheckoutRefundState1763800010900 } from './1763800010900-CheckoutRefundState.js';
 import { RevealRefusalWindows1763800011000 } from './1763800011000-RevealRefusalWindows.js';
+import { NotificationDeliverJobs1763800011400 } from './1763800011400-NotificationDeliverJobs.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -37,4 +38,5 @@ export const migrations = [
   LocalSandboxUid1763800010600,
   CheckoutRefundState1763800010900,
   RevealRefusalWindows1763800011000,
+  NotificationDeliverJobs1763800011400,
 ];

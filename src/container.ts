@@ -18,6 +18,7 @@ import { SecretBox } from './modules/credentials/secret-box.js';
 import { RentalsService } from './modules/rentals/rentals.service.js';
 import { CardRentalHandoff } from './modules/rentals/lifecycle/rental-handoff.service.js';
 import { createRentalLifecycle, type LifecycleDeps, type LifecycleTiming, type RentalLifecycle } from './modules/rentals/lifecycle/rental-lifecycle.js';
+import { NotificationsService, type NotificationSender } from './modules/notifications/notifications.service.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
 
 /** Everything a controller or bot feature may call. Built once per process (or per test). */
@@ -102,6 +103,38 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   // Defined in every process (defining starts nothing, and it gives enqueued jobs their priority).
   defineJobs(jobs.agenda, definitions);
   return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, credentials, jobs, agents, lifecycle, jobDefinitions: definitions };
+}
+
+/** The bot role's jobs, built like the worker's; start them with startJobWorker(botJobs). */
+export interface BotJobs {
+  notifications: NotificationsService;
+  /** The bot's own queue, on an Agenda that defines only the bot's jobs. */
+  jobs: JobQueue;
+  jobDefinitions: readonly JobDefinition[];
+  logger: Logger;
+}
+
+/**
+ * Owner notifications as jobs of the bot role, which holds the Telegram token: the periodic
+ * collect (every `collectEveryMs`, default TELEGRAM_NOTIFY_SECONDS) records what happened and
+ * enqueues one deliver job per new notification, which sends it with `sender`. They are defined
+ * on an Agenda of their own, so only the process that starts them claims them, and it claims
+ * nothing else. `retryAfterMs` is the wait before a failed send is tried again (tests shorten it).
+ */
+export function createBotJobs(s: Services, sender: NotificationSender, timing: { collectEveryMs?: number; retryAfterMs?: number } = {}): BotJobs {
+  const { queue } = createAgenda(s.ds, s.config);
+  const logger = s.logger.child({ component: 'telegram-bot' });
+  const notifications = new NotificationsService(s.ds, s.clock, logger, queue, {
+    lowCreditsMinor: s.config.telegramLowCreditsMinor,
+    ...(timing.retryAfterMs === undefined ? {} : { retryAfterMs: timing.retryAfterMs }),
+  });
+  const definitions = jobDefinitions({
+    'notifications.collect': { handler: async () => void (await notifications.collect()), everyMs: timing.collectEveryMs ?? s.config.telegramNotifySeconds * 1000, concurrency: 1 },
+    // One at a time, oldest first, as an owner would read them; a send outliving its lock may repeat.
+    'notifications.deliver': { handler: async (d) => void (await notifications.deliver(d.notificationId, sender)), concurrency: 1, lockLifetimeMs: 60_000, retry: notifications.retry },
+  });
+  defineJobs(queue.agenda, definitions);
+  return { notifications, jobs: queue, jobDefinitions: definitions, logger };
 }
 
 /** The lifecycle's timing from configuration: polls and the first destruction re-check wait RENTAL_POLL_MS. */

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { Agenda, type Job } from 'agenda';
+import { Agenda, constant, type Job } from 'agenda';
 import type { DataSource } from 'typeorm';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
@@ -79,6 +79,7 @@ export function defineJobs(agenda: Agenda, definitions: readonly JobDefinition[]
         ...(def.concurrency ? { concurrency: def.concurrency } : {}),
         ...(def.lockLifetimeMs ? { lockLifetime: def.lockLifetimeMs } : {}),
         ...(def.priority !== undefined ? { priority: def.priority } : {}),
+        ...(def.retry ? { backoff: constant({ delay: def.retry.delayMs, maxRetries: def.retry.attempts - 1 }) } : {}),
       },
     );
   }

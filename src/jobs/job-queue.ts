@@ -3,7 +3,8 @@ import type { Sql } from '../db/sql.js';
 /**
  * Every job this service runs, by name, with the payload its handler receives. `JobQueue.now`
  * and `schedule` check the payload against this map, and the composition root (src/container.ts)
- * must build a handler for each name.
+ * must build a handler for each name: {@link JobHandlers} for the worker role's,
+ * {@link BotJobHandlers} for the bot role's.
  */
 export interface JobPayloads {
   'rental.provision': DeploymentJob;
@@ -13,9 +14,25 @@ export interface JobPayloads {
   'rental.reconcile': NoPayload;
   'inventory.refresh': NoPayload;
   'payments.reconcile': NoPayload;
+  'notifications.collect': NoPayload;
+  'notifications.deliver': NotificationJob;
 }
 
 export type JobName = keyof JobPayloads;
+
+/**
+ * Jobs only the bot role runs: sending needs the Telegram token, so they are defined on an
+ * Agenda of the bot's own, and a worker without the token never claims them.
+ */
+export type BotJobName = 'notifications.collect' | 'notifications.deliver';
+
+/** Jobs the worker role runs. */
+export type WorkerJobName = Exclude<JobName, BotJobName>;
+
+/** Payload of the job that sends one owner notification (a `telegram_notifications` row). */
+export interface NotificationJob {
+  notificationId: string;
+}
 
 /** Payload of the jobs that act on one deployment. */
 export interface DeploymentJob {
@@ -83,15 +100,25 @@ export interface JobDefinition<D extends object = object> {
   lockLifetimeMs?: number;
   /** Higher runs first when several are due. */
   priority?: number;
+  /**
+   * A run that throws is run again after `delayMs`, up to `attempts` runs in all (without it a
+   * failed run stays failed until the job is enqueued again).
+   */
+  retry?: { delayMs: number; attempts: number };
 }
 
 /** The definition of one of this service's jobs, with its payload type from {@link JobPayloads}. */
 export type ServiceJobDefinition<N extends JobName = JobName> = { [K in N]: JobDefinition<JobPayloads[K]> & { name: K } }[N];
 
-/** Exactly one definition per job name: the compiler refuses a missing or misspelt one. */
-export type JobHandlers = { [K in JobName]: Omit<JobDefinition<JobPayloads[K]>, 'name'> };
+/** Exactly one definition per worker job name: the compiler refuses a missing or misspelt one. */
+export type JobHandlers = { [K in WorkerJobName]: Omit<JobDefinition<JobPayloads[K]>, 'name'> };
 
-/** Turns the per-name handler table into the list Agenda registers. */
-export function jobDefinitions(handlers: JobHandlers): JobDefinition[] {
-  return (Object.keys(handlers) as JobName[]).map((name) => ({ name, ...handlers[name] }) as JobDefinition);
+/** Exactly one definition per bot job name. */
+export type BotJobHandlers = { [K in BotJobName]: Omit<JobDefinition<JobPayloads[K]>, 'name'> };
+
+/** Turns a per-name handler table into the list Agenda registers. */
+export function jobDefinitions(handlers: JobHandlers): JobDefinition[];
+export function jobDefinitions(handlers: BotJobHandlers): JobDefinition[];
+export function jobDefinitions(handlers: JobHandlers | BotJobHandlers): JobDefinition[] {
+  return Object.entries(handlers).map(([name, handler]) => ({ name, ...handler }) as JobDefinition);
 }

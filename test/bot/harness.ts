@@ -4,7 +4,10 @@ import type { Message, Update } from 'grammy/types';
 import { createBot } from '../../bot/bot.js';
 import type { BotContext } from '../../bot/context.js';
 import { telegramSender } from '../../bot/notifier.js';
-import { NotificationsService } from '../../src/modules/notifications/notifications.service.js';
+import { createBotJobs, type BotJobs } from '../../src/container.js';
+import { agendaOf, startJobWorker, type JobWorker } from '../../src/jobs/agenda.js';
+import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-job-repository.js';
+import type { NotificationSender, NotificationsService } from '../../src/modules/notifications/notifications.service.js';
 import { FakeTelegramServer, type RecordedCall, type SimulatedUser } from '../fakes/telegram-api.js';
 import { createTestContext, type ContextOptions, type TestContext } from '../helpers/context.js';
 
@@ -15,11 +18,20 @@ export interface BotHarness {
   fake: FakeTelegramServer;
   bot: Bot<BotContext>;
   notifications: NotificationsService;
+  /** The bot role's notification jobs, as startBotRole builds them (a failed send is retried after 300 ms). */
+  botJobs: BotJobs;
+  /** What the deliver jobs send with: the bot's Bot API client unless a test swaps it. */
+  sender: NotificationSender;
   /** A simulated owner in a private chat, talking to the bot through `bot.handleUpdate`. */
   owner(telegramId: number, name?: string): Owner;
   /** A new Bot instance on the same database and fake, as after a process restart. */
   restartBot(): Promise<void>;
-  runNotifications(): ReturnType<NotificationsService['runOnce']>;
+  /**
+   * One round of the bot role's notification jobs: a collect, then every deliver job it leaves
+   * due, through a real Agenda processor (started at the first round). A retry waiting for its
+   * delay is not waited for.
+   */
+  runNotifications(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -39,20 +51,41 @@ export async function createBotHarness(opts: ContextOptions = {}): Promise<BotHa
     await bot.init();
     return bot;
   };
-  const notifications = new NotificationsService(ctx.services.ds, ctx.clock, ctx.services.logger, {
-    lowCreditsMinor: ctx.config.telegramLowCreditsMinor,
-  });
+  const botJobs = createBotJobs(ctx.services, { send: (chatId, text) => h.sender.send(chatId, text) }, { retryAfterMs: 300 });
+  let processor: JobWorker | undefined;
   const h: BotHarness = {
     ctx,
     fake,
     bot: await make(),
-    notifications,
+    notifications: botJobs.notifications,
+    botJobs,
+    sender: { send: (chatId, text) => telegramSender(h.bot.api).send(chatId, text) },
     owner: (id, name) => new Owner(h, fake.user(id, name)),
     async restartBot() {
       h.bot = await make();
     },
-    runNotifications: () => notifications.runOnce(telegramSender(h.bot.api)),
+    async runNotifications() {
+      if (!processor) {
+        // Polls find retries once their delay is over; the rest wake the processor at once.
+        agendaOf(botJobs.jobs).processEvery(50);
+        processor = await startJobWorker(botJobs, { scheduleRepeating: false });
+      }
+      await botJobs.jobs.now('notifications.collect', {});
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const [row] = await ctx.services.ds.query(
+          `SELECT COUNT(*) AS n FROM ${AGENDA_JOBS_TABLE}
+            WHERE name IN ('notifications.collect', 'notifications.deliver') AND type = 'normal' AND disabled = 0
+              AND (locked_at IS NOT NULL OR next_run_at <= ?)`,
+          [new Date()],
+        );
+        if (Number(row.n) === 0) return;
+        if (Date.now() > deadline) throw new Error(`notification jobs did not settle (${row.n} due or running)`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
     async close() {
+      await processor?.stop({ timeoutMs: 10_000 });
       await fake.close();
       await ctx.close();
     },

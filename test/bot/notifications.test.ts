@@ -1,6 +1,11 @@
 import { recountKeySlots } from '../helpers/ledger.js';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { NotificationDeliverJobs1763800011400 } from '../../migrations/1763800011400-NotificationDeliverJobs.js';
+import { migrations } from '../../migrations/index.js';
+import { createDatabaseIfMissing, createDataSource, dropDatabase } from '../../src/db/data-source.js';
+import { MysqlJobRepository } from '../../src/jobs/mysql-job-repository.js';
+import { testDatabaseUrl } from '../helpers/db.js';
 import { inTransaction } from '../../src/db/transaction.js';
 import type { Account } from '../../src/modules/accounts/account.entity.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
@@ -8,8 +13,9 @@ import { Order } from '../../src/modules/rentals/order.entity.js';
 import type { RentalStatus } from '../../src/modules/rentals/rental-state.js';
 import { ApiKey } from '../../src/modules/keys/api-key.entity.js';
 import { NotificationsService } from '../../src/modules/notifications/notifications.service.js';
-import { telegramSender } from '../../bot/notifier.js';
-import { createBotHarness, telegramId, type BotHarness } from './harness.js';
+import { createBot } from '../../bot/bot.js';
+import { startBotRole } from '../../bot/runtime.js';
+import { BOT_TOKEN, createBotHarness, telegramId, type BotHarness } from './harness.js';
 
 describe(NotificationsService.name, () => {
   let h: BotHarness;
@@ -157,37 +163,174 @@ describe(NotificationsService.name, () => {
     assert.equal(Number(row.n), 0);
   });
 
-  it('gives up on a chat that blocked the bot, and retries a transient failure later', async () => {
+  /** The notification row of the only notification to `accountId`. */
+  async function notificationOf(accountId: string): Promise<{ id: string; sent_at: Date | null; failed_at: Date | null; attempts: number; last_error: string | null }> {
+    const rows = await h.ctx.services.ds.query('SELECT id, sent_at, failed_at, attempts, last_error FROM telegram_notifications WHERE account_id = ?', [accountId]);
+    assert.equal(rows.length, 1, JSON.stringify(rows));
+    return { ...rows[0], id: String(rows[0].id), attempts: Number(rows[0].attempts) };
+  }
+
+  /** The deliver jobs of one notification, as Agenda keeps them. */
+  async function deliverJobs(notificationId: string): Promise<{ data: { notificationId: string }; next_run_at: Date | null; failed_at: Date | null; fail_count: number | null; last_finished_at: Date | null }[]> {
+    const rows = await h.ctx.services.ds.query(
+      `SELECT CAST(data AS CHAR) AS data, next_run_at, failed_at, fail_count, last_finished_at FROM agenda_jobs
+        WHERE name = 'notifications.deliver' AND unique_key = ?`,
+      [notificationId],
+    );
+    return rows.map((r: { data: string }) => ({ ...r, data: JSON.parse(r.data) }));
+  }
+
+  async function creditedTopup(accountId: string, amountMinor: number): Promise<void> {
+    const { topup } = await h.ctx.services.payments.topups.create({ accountId, keyId: null }, randomUUID(), { amountMinor });
+    assert.equal((await h.ctx.api.post(new URL(topup.paymentUrl!).pathname)).status, 303);
+  }
+
+  async function until(what: string, done: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await done())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  it('sends each notification through one Agenda job, notifications.deliver with its id, that a second run leaves alone', async () => {
+    const account = await telegramAccount();
+    await creditedTopup(account.id, 900);
+    await h.runNotifications();
+    await h.runNotifications();
+    const n = await notificationOf(account.id);
+    assert.notEqual(n.sent_at, null);
+    const jobs = await deliverJobs(n.id);
+    assert.equal(jobs.length, 1, 'one job per notification, however often its cause is scanned');
+    assert.deepEqual(jobs[0].data, { notificationId: n.id });
+    assert.notEqual(jobs[0].last_finished_at, null);
+
+    // A run repeated after the message went out (its lock outlived, say) sends nothing again.
+    const mark = h.fake.mark();
+    assert.equal(await h.notifications.deliver(n.id, h.sender), 'done-before');
+    assert.deepEqual(h.fake.callsSince(mark, 'sendMessage'), []);
+    assert.equal(messagesTo(account.telegramChatId!).length, 1);
+  });
+
+  it('gives up at once on a chat that blocked the bot', async () => {
     const blocked = await telegramAccount();
     h.fake.blockedChats.add(blocked.telegramChatId!);
-    const { topup } = await h.ctx.services.payments.topups.create({ accountId: blocked.id, keyId: null }, randomUUID(), { amountMinor: 700 });
-    await h.ctx.api.post(new URL(topup.paymentUrl!).pathname);
-    const r1 = await h.runNotifications();
-    assert.ok(r1.failed >= 1);
-    const [row] = await h.ctx.services.ds.query('SELECT sent_at, failed_at, attempts FROM telegram_notifications WHERE account_id = ?', [blocked.id]);
-    assert.equal(row.sent_at, null);
-    assert.notEqual(row.failed_at, null);
-    assert.equal(Number(row.attempts), 1);
+    await creditedTopup(blocked.id, 700);
+    await h.runNotifications();
+    const n = await notificationOf(blocked.id);
+    assert.equal(n.sent_at, null);
+    assert.notEqual(n.failed_at, null);
+    assert.equal(n.attempts, 1);
+    const [job] = await deliverJobs(n.id);
+    assert.equal(job.next_run_at, null, 'no retry is scheduled');
+    assert.equal(job.failed_at, null, 'giving up is the job succeeding');
+  });
 
-    // A sender that fails once (Telegram unreachable) gets the message out on a later round.
+  it('retries a transient failure after the retry delay, and delivers it then', async () => {
     const flaky = await telegramAccount();
-    const { topup: t2 } = await h.ctx.services.payments.topups.create({ accountId: flaky.id, keyId: null }, randomUUID(), { amountMinor: 800 });
-    await h.ctx.api.post(new URL(t2.paymentUrl!).pathname);
-    const real = telegramSender(h.bot.api);
+    await creditedTopup(flaky.id, 800);
+    const real = h.sender;
     let failures = 1;
-    const sender = {
-      send: async (chatId: number, text: string) => {
+    h.sender = {
+      send: async (chatId, text) => {
         if (chatId === flaky.telegramChatId && failures-- > 0) throw new Error('ECONNRESET');
         return real.send(chatId, text);
       },
     };
-    const first = await h.notifications.runOnce(sender);
-    assert.equal(first.retrying, 1);
-    assert.equal(messagesTo(flaky.telegramChatId!).length, 0);
-    await h.notifications.runOnce(sender);
-    assert.equal(messagesTo(flaky.telegramChatId!).length, 0, 'not retried before the retry delay');
-    h.ctx.clock.advance(61_000);
-    await h.notifications.runOnce(sender);
-    assert.equal(messagesTo(flaky.telegramChatId!).length, 1);
+    try {
+      await h.runNotifications();
+      assert.equal(messagesTo(flaky.telegramChatId!).length, 0);
+      const n = await notificationOf(flaky.id);
+      assert.equal(n.attempts, 1);
+      assert.equal(n.last_error, 'ECONNRESET');
+      assert.equal(n.failed_at, null, 'not given up on');
+      const [job] = await deliverJobs(n.id);
+      assert.equal(job.fail_count, 1);
+      assert.ok(job.next_run_at!.getTime() - job.failed_at!.getTime() >= 300, 'not retried before the retry delay');
+
+      await until('the retry to deliver', () => messagesTo(flaky.telegramChatId!).length === 1);
+      await until('the row to be marked sent', async () => (await notificationOf(flaky.id)).sent_at !== null);
+      assert.equal((await notificationOf(flaky.id)).attempts, 2);
+    } finally {
+      h.sender = real;
+    }
+  });
+
+  it('gives up after five tries of a failure that does not pass', async () => {
+    const down = await telegramAccount();
+    await creditedTopup(down.id, 600);
+    const real = h.sender;
+    h.sender = {
+      send: async (chatId, text) => {
+        if (chatId === down.telegramChatId) throw new Error('ETIMEDOUT');
+        return real.send(chatId, text);
+      },
+    };
+    try {
+      await h.runNotifications();
+      await until('the fifth try', async () => (await notificationOf(down.id)).failed_at !== null);
+      const n = await notificationOf(down.id);
+      assert.equal(n.attempts, 5);
+      assert.equal(n.sent_at, null);
+      await until('the job to finish', async () => (await deliverJobs(n.id))[0].next_run_at === null);
+      assert.equal((await notificationOf(down.id)).attempts, 5, 'no sixth try');
+    } finally {
+      h.sender = real;
+    }
+  });
+
+  it('the bot role collects on a repeating Agenda job, not a timer, and delivers what it finds', async () => {
+    const account = await telegramAccount();
+    await creditedTopup(account.id, 1100);
+    const role = await startBotRole(h.ctx.services, createBot({ services: h.ctx.services, token: BOT_TOKEN, apiRoot: h.fake.url }), { notifyIntervalMs: 60_000 });
+    try {
+      await until('the top-up message', () => messagesTo(account.telegramChatId!).length === 1);
+      const rows = await h.ctx.services.ds.query("SELECT type, repeat_interval FROM agenda_jobs WHERE name = 'notifications.collect' AND type = 'single'");
+      assert.deepEqual(rows.map((r: { type: string; repeat_interval: string }) => ({ ...r })), [{ type: 'single', repeat_interval: '60000' }]);
+    } finally {
+      await role.stop();
+    }
+  });
+
+  it('gives each notification the timer had left unsent its deliver job when migrated', async function () {
+    this.timeout(60_000);
+    // A database of its own, migrated up to just before notifications became jobs.
+    const url = new URL(testDatabaseUrl);
+    url.pathname = `${url.pathname}_notify_${randomBytes(3).toString('hex')}`;
+    await createDatabaseIfMissing(url.toString());
+    const ds = createDataSource(url.toString(), 2);
+    await ds.initialize();
+    const q = ds.createQueryRunner();
+    try {
+      for (const M of migrations) {
+        if (M === NotificationDeliverJobs1763800011400) break;
+        await new M().up(q);
+      }
+      const accountId = randomUUID();
+      const now = new Date();
+      await q.query(`INSERT INTO accounts (id, billing_model, created_at) VALUES (?, 'ACCOUNT_BALANCE', ?)`, [accountId, now]);
+      const notification = async (key: string, sentAt: Date | null, failedAt: Date | null) => {
+        const res = await q.query(
+          `INSERT INTO telegram_notifications (notify_key, account_id, chat_id, kind, text, created_at, sent_at, failed_at, attempts)
+           VALUES (?, ?, 42, 'TOPUP_CREDITED', 'hello', ?, ?, ?, 1)`,
+          [key, accountId, now, sentAt, failedAt],
+        );
+        return String(res.insertId);
+      };
+      const waiting = await notification('topup:1', null, null);
+      await notification('topup:2', now, null);
+      await notification('topup:3', null, now);
+
+      await new NotificationDeliverJobs1763800011400().up(q);
+
+      const { jobs } = await new MysqlJobRepository(ds).queryJobs({ name: 'notifications.deliver' });
+      assert.deepEqual(jobs.map((j) => j.data), [{ notificationId: waiting }], 'only the unsent one, with the payload the job map declares');
+      assert.ok(Math.abs(jobs[0].nextRunAt!.getTime() - Date.now()) < 60_000, `due now: ${jobs[0].nextRunAt?.toISOString()}`);
+      assert.equal(jobs[0].state, 'queued');
+    } finally {
+      await q.release();
+      await ds.destroy();
+      await dropDatabase(url.toString());
+    }
   });
 });
