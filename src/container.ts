@@ -15,6 +15,7 @@ import { KeysService } from './modules/keys/keys.service.js';
 import { AgentsService } from './modules/agents/agents.service.js';
 import { CredentialsService } from './modules/credentials/credentials.service.js';
 import { SecretBox } from './modules/credentials/secret-box.js';
+import { RentalReadsService } from './modules/rentals/rental-reads.service.js';
 import { RentalsService } from './modules/rentals/rentals.service.js';
 import { CardRentalHandoff } from './modules/rentals/lifecycle/rental-handoff.service.js';
 import { createRentalLifecycle, type LifecycleDeps, type LifecycleTiming, type RentalLifecycle } from './modules/rentals/lifecycle/rental-lifecycle.js';
@@ -36,6 +37,7 @@ export interface Services {
   inventory: InventoryService;
   payments: Payments;
   rentals: RentalsService;
+  rentalReads: RentalReadsService;
   credentials: CredentialsService;
   agents: AgentsService;
   /** Provisioning, termination, metering and reconciliation of rentals (run by its jobs). */
@@ -72,7 +74,8 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   const { queue: jobs } = createAgenda(ds, config);
   const handoff = rentalHandoff === undefined ? new CardRentalHandoff(ds, jobs) : (rentalHandoff ?? undefined);
   const payments = createPayments({ config, ds, clock, logger, ledger, inventory, keys, rentalHandoff: handoff });
-  const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs, inventory);
+  const rentalReads = new RentalReadsService(ds);
+  const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs, inventory, rentalReads);
   const box = SecretBox.fromConfig(config);
   const credentials = new CredentialsService(ds, clock, box);
   const agents = new AgentsService(ds, clock, keys, rateLimiter, {
@@ -102,7 +105,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   });
   // Defined in every process (defining starts nothing, and it gives enqueued jobs their priority).
   defineJobs(jobs.agenda, definitions);
-  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, credentials, jobs, agents, lifecycle, jobDefinitions: definitions };
+  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, rentalReads, credentials, jobs, agents, lifecycle, jobDefinitions: definitions };
 }
 
 /** The bot role's jobs, built like the worker's; start them with startJobWorker(botJobs). */

@@ -24,7 +24,7 @@ export function controllerFactories(s: Services): ControllerFactories {
     .add(BillingController, () => new BillingController(s.billing, s.payments.topups))
     .add(CardCheckoutController, () => new CardCheckoutController(s.payments.cardCheckout))
     .add(StripeWebhookController, () => new StripeWebhookController(s.payments.events))
-    .add(RentalsController, () => new RentalsController(s.rentals))
-    .add(DeploymentsController, () => new DeploymentsController(s.rentals, s.credentials))
+    .add(RentalsController, () => new RentalsController(s.rentals, s.rentalReads))
+    .add(DeploymentsController, () => new DeploymentsController(s.rentals, s.rentalReads, s.credentials))
     .add(AgentsController, () => new AgentsController(s.agents));
 }

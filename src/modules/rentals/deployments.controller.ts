@@ -3,6 +3,7 @@ import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { assertBodyless } from '../../http/bodyless.js';
 import { BaseController } from '../../http/controller-base.js';
+import type { RentalReadsService } from './rental-reads.service.js';
 import type { RentalsService } from './rentals.service.js';
 import type { CredentialsService } from '../credentials/credentials.service.js';
 import { principalOf } from '../keys/principal.js';
@@ -11,7 +12,11 @@ import type { CredentialsDto, DeploymentDto, TerminateAccepted } from './rentals
 @Route('api/v1/deployments')
 @Tags('Deployments')
 export class DeploymentsController extends BaseController {
-  constructor(private readonly rentals: RentalsService, private readonly credentials: CredentialsService) {
+  constructor(
+    private readonly rentals: RentalsService,
+    private readonly reads: RentalReadsService,
+    private readonly credentials: CredentialsService,
+  ) {
     super();
   }
 
@@ -29,7 +34,7 @@ export class DeploymentsController extends BaseController {
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
   async list(@Request() req: ExRequest, @Query() limit?: number): Promise<Envelope<DeploymentDto[]>> {
-    return this.ok(req, await this.rentals.listDeployments(principalOf(req), limit ?? 100));
+    return this.ok(req, await this.reads.listDeployments(principalOf(req), limit ?? 100));
   }
 
   /** One deployment. Agent keys see only their own; owner keys every deployment of the account. */
@@ -40,7 +45,7 @@ export class DeploymentsController extends BaseController {
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   async get(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<DeploymentDto>> {
-    return this.ok(req, await this.rentals.getDeployment(principalOf(req), id));
+    return this.ok(req, await this.reads.getDeployment(principalOf(req), id));
   }
 
   /**

@@ -2,6 +2,7 @@ import { Body, Extension, Get, Header, OperationId, Path, Post, Query, Request, 
 import type { Request as ExRequest } from 'express';
 import { API_VERSION, type Envelope, type ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
+import type { RentalReadsService } from './rental-reads.service.js';
 import type { RentalsService } from './rentals.service.js';
 import { principalOf } from '../keys/principal.js';
 import type { CreateRentalRequest, RentalDto, RentalPage } from './rentals.dto.js';
@@ -10,7 +11,7 @@ import { RENTAL_PAGE } from './rental-views.js';
 @Route('api/v1/rentals')
 @Tags('Rentals')
 export class RentalsController extends BaseController {
-  constructor(private readonly rentals: RentalsService) {
+  constructor(private readonly rentals: RentalsService, private readonly reads: RentalReadsService) {
     super();
   }
 
@@ -73,7 +74,7 @@ export class RentalsController extends BaseController {
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (no read scope)')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (limit out of range)')
   async list(@Request() req: ExRequest, @Query() limit?: number, @Query() cursor?: string): Promise<RentalPage> {
-    const { rentals, nextCursor } = await this.rentals.list(principalOf(req), limit ?? RENTAL_PAGE.default, cursor);
+    const { rentals, nextCursor } = await this.reads.list(principalOf(req), limit ?? RENTAL_PAGE.default, cursor);
     return { data: rentals, meta: { requestId: req.requestId, apiVersion: API_VERSION, nextCursor } };
   }
 
@@ -93,6 +94,6 @@ export class RentalsController extends BaseController {
   @Response<ErrorEnvelope>(409, 'Never for this read: it changes nothing, so nothing can conflict.')
   @Response<ErrorEnvelope>(422, 'Never for this read: any id is accepted, and one that names no rental of the caller is 404 NOT_FOUND.')
   async get(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<RentalDto>> {
-    return this.ok(req, await this.rentals.get(principalOf(req), id));
+    return this.ok(req, await this.reads.get(principalOf(req), id));
   }
 }

@@ -28,8 +28,9 @@ import { rentalDebitRef } from './lifecycle/labels.js';
 import { Order } from './order.entity.js';
 import { MAX_CANDIDATES, MIN_BUDGET_MINOR } from './rental-limits.js';
 import { insertDeployment, isOneOf, requestTermination, TERMINAL_STATUSES, type DeploymentBillingModel } from './rental-state.js';
-import { factsOf, machineFacts, machineOfferId, rentalPage, toDeploymentDto, toRentalDto } from './rental-views.js';
-import type { CreateRentalRequest, DeploymentDto, GpuIntentRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
+import { notFound, type RentalReadsService } from './rental-reads.service.js';
+import { toRentalDto } from './rental-views.js';
+import type { CreateRentalRequest, GpuIntentRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
 
 
 /** What admission needs of an offer: the snapshot's entry or a cached row. */
@@ -58,7 +59,7 @@ export interface CreateResult {
 }
 
 /**
- * Rental admission and the customer's reads of rentals and deployments. Admission checks and
+ * Rental admission and termination requests (the reads are RentalReadsService). Admission checks and
  * writes (order, deployment, ledger debit, idempotency record) run in one transaction that holds
  * the account row lock, so concurrent requests of an account are decided one after another.
  * Provisioning and termination themselves are jobs (see rental-jobs.names.ts).
@@ -72,6 +73,7 @@ export class RentalsService {
     private readonly keys: KeysService,
     private readonly jobs: JobQueue,
     private readonly inventory: Pick<InventoryService, 'liveOffer' | 'findCached'>,
+    private readonly reads: Pick<RentalReadsService, 'rental'>,
   ) {}
 
   /**
@@ -335,7 +337,7 @@ export class RentalsService {
 
   /** The first answer again; its job was written with it, so nothing is queued. */
   private async replay(rentalId: string): Promise<CreateResult> {
-    return { status: 200, rental: await this.loadRental(rentalId) };
+    return { status: 200, rental: await this.reads.rental(rentalId) };
   }
 
   /**
@@ -348,47 +350,6 @@ export class RentalsService {
     } catch (err) {
       this.logger.error({ err, job: name, deploymentId }, 'could not queue a rental job');
     }
-  }
-
-  /** One rental; agent keys see only their own, owner keys every rental of their account. */
-  async get(principal: Principal, rentalId: string): Promise<RentalDto> {
-    const order = await this.ds.getRepository(Order).findOneBy(visibleTo(principal, { id: rentalId.toLowerCase() }));
-    if (!order) throw notFound('rental');
-    const deployment = await this.ds.getRepository(Deployment).findOneBy({ orderId: order.id });
-    return this.describe(order, deployment);
-  }
-
-  /** The caller's rentals, newest first, a page at a time (see rental-views.ts for the cursor). */
-  async list(principal: Principal, limit: number, cursor: string | undefined): Promise<{ rentals: RentalDto[]; nextCursor: string | null }> {
-    const { rows, nextCursor } = await rentalPage(this.ds, principal, limit, cursor);
-    const facts = await machineFacts(this.ds, rows.map((r) => machineOfferId(r.order, r.deployment)));
-    return { rentals: rows.map((r) => toRentalDto(r.order, r.deployment, factsOf(facts, machineOfferId(r.order, r.deployment)))), nextCursor };
-  }
-
-  private async describe(order: Order, deployment: Deployment | null): Promise<RentalDto> {
-    const facts = await machineFacts(this.ds, [machineOfferId(order, deployment)]);
-    return toRentalDto(order, deployment, factsOf(facts, machineOfferId(order, deployment)));
-  }
-
-  private async loadRental(rentalId: string): Promise<RentalDto> {
-    const order = await this.ds.getRepository(Order).findOneByOrFail({ id: rentalId });
-    return this.describe(order, await this.ds.getRepository(Deployment).findOneBy({ orderId: rentalId }));
-  }
-
-  /** The caller's deployments, newest first. */
-  async listDeployments(principal: Principal, limit: number): Promise<DeploymentDto[]> {
-    const deployments = await this.ds.getRepository(Deployment).find({
-      where: visibleTo(principal, {}),
-      order: { createdAt: 'DESC', id: 'ASC' },
-      take: limit,
-    });
-    return this.describeDeployments(deployments);
-  }
-
-  async getDeployment(principal: Principal, deploymentId: string): Promise<DeploymentDto> {
-    const d = await this.ds.getRepository(Deployment).findOneBy(visibleTo(principal, { id: deploymentId.toLowerCase() }));
-    if (!d) throw notFound('deployment');
-    return (await this.describeDeployments([d]))[0];
   }
 
   /**
@@ -411,21 +372,6 @@ export class RentalsService {
     if (enqueue) await this.enqueue(RENTAL_JOBS.terminate, enqueue);
     return terminateAnswer(after);
   }
-
-  /** Deployments as the API shows them: funding from their orders, the machine from the offer cache. */
-  private async describeDeployments(deployments: Deployment[]): Promise<DeploymentDto[]> {
-    if (deployments.length === 0) return [];
-    const rows: { id: string; funding: 'CREDITS' | 'CARD'; offer_id: string | null }[] = await this.ds.query(
-      `SELECT id, funding, offer_id FROM orders WHERE id IN (?)`,
-      [deployments.map((d) => d.orderId)],
-    );
-    const orders = new Map(rows.map((r) => [r.id, r]));
-    // An unpaid card order's deployment has no offer yet; its order names the one it will run.
-    const offerOf = (d: Deployment) => d.offerId ?? orders.get(d.orderId)?.offer_id ?? null;
-    const facts = await machineFacts(this.ds, deployments.map(offerOf));
-    return deployments.map((d) => toDeploymentDto(d, orders.get(d.orderId)?.funding ?? 'CREDITS', factsOf(facts, offerOf(d))));
-  }
-
 }
 
 /** The request as a value: equal intents hash equal whatever their spelling or field order. */
@@ -438,13 +384,4 @@ function canonicalIntent(body: CreateRentalRequest): Record<string, unknown> {
     maxHourlyPriceMinor: body.maxHourlyPriceMinor,
     budgetMinor: body.budgetMinor ?? null,
   };
-}
-
-/** Row filter: agent keys see their own rows, owner keys their account's. */
-function visibleTo<T extends object>(principal: Principal, where: T): T & ({ keyId: string } | { accountId: string }) {
-  return principal.kind === 'AGENT' ? { ...where, keyId: principal.keyId } : { ...where, accountId: principal.accountId };
-}
-
-function notFound(what: 'rental' | 'deployment'): AppError {
-  return new AppError('NOT_FOUND', `No such ${what} for this key.`);
 }
