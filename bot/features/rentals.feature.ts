@@ -2,7 +2,7 @@ import { Composer, InlineKeyboard } from 'grammy';
 import { readMinor } from '../../src/db/columns.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { deploymentOfAccount, recentRentalsOf, type OwnerRentalRow } from '../../src/modules/rentals/owner-rentals.js';
-import { isOneOf, TERMINABLE_STATUSES } from '../../src/modules/rentals/rental-state.js';
+import { isOneOf, TERMINABLE_STATUSES } from '../../src/modules/rentals/rental-status.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, utc } from '../format.js';
 import { formatUsd } from '../../src/modules/billing/money.js';

@@ -10,7 +10,7 @@ import { inTransaction } from '../../src/db/transaction.js';
 import type { Account } from '../../src/modules/accounts/account.entity.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
 import { Order } from '../../src/modules/rentals/order.entity.js';
-import type { RentalStatus } from '../../src/modules/rentals/rental-state.js';
+import type { RentalStatus } from '../../src/modules/rentals/rental-status.js';
 import { ApiKey } from '../../src/modules/keys/api-key.entity.js';
 import { NotificationsService } from '../../src/modules/notifications/notifications.service.js';
 import { createBot } from '../../bot/bot.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { DataSource } from 'typeorm';
 import { KEY_SPEND_KINDS } from '../../src/modules/billing/ledger.service.js';
-import { TERMINAL_STATUSES } from '../../src/modules/rentals/rental-state.js';
+import { TERMINAL_STATUSES } from '../../src/modules/rentals/rental-status.js';
 
 /**
  * Every cached balance equals the sum of its ledger entries, and every key's counters equal what

@@ -9,7 +9,7 @@ import type { Scope } from '../../src/modules/keys/api-key.entity.js';
 import type { KeyKind } from '../../src/modules/keys/api-key.entity.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
 import { Order } from '../../src/modules/rentals/order.entity.js';
-import type { RentalStatus } from '../../src/modules/rentals/rental-state.js';
+import type { RentalStatus } from '../../src/modules/rentals/rental-status.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import type { TestContext } from './context.js';
 import { signup, type SignedUp } from './factories.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, normalize, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = join(fileURLToPath(import.meta.url), '../../..');
@@ -19,6 +19,36 @@ function sources(dir: string): { path: string; text: string }[] {
 }
 
 const imports = (text: string) => [...text.matchAll(/^\s*(?:import|export)\b[^;]*?from\s+'([^']+)'/gm)].map((m) => m[1]);
+
+/**
+ * The import circles among `files`, type-only imports included (a circle of types is still one
+ * the code must be read around, and ESLint's import-x/no-cycle does not see those). Each circle is
+ * named once, by its files in import order from the smallest path.
+ */
+function importCircles(files: { path: string; text: string }[]): string[] {
+  const known = new Set(files.map((f) => f.path));
+  const edges = new Map<string, string[]>();
+  for (const f of files) {
+    const targets = imports(f.text)
+      .filter((i) => i.startsWith('.'))
+      .map((i) => normalize(join(dirname(f.path), i)).replace(/\.js$/, '.ts'))
+      .filter((t) => known.has(t));
+    edges.set(f.path, targets);
+  }
+  const circles = new Set<string>();
+  const walk = (path: string[], at: string) => {
+    for (const next of edges.get(at) ?? []) {
+      if (next === path[0]) {
+        const start = path.indexOf([...path].sort()[0]);
+        circles.add([...path.slice(start), ...path.slice(0, start)].join(' -> '));
+      } else if (!path.includes(next) && next > path[0]) {
+        walk([...path, next], next);
+      }
+    }
+  };
+  for (const f of [...known].sort()) walk([f], f);
+  return [...circles];
+}
 
 /** A write of a deployment's or order's status: a TypeORM update whose values set it, or SQL that does. */
 const STATUS_WRITE = [
@@ -96,6 +126,18 @@ describe('architecture', () => {
     const allowed = new Set(['src/http/openapi-examples.ts -> ../modules/inventory/gpu-match.js']);
     const http = sources('src/http').flatMap((f) => imports(f.text).filter((i) => /\/modules\/|container\.js$/.test(i)).map((i) => `${f.path} -> ${i}`));
     assert.deepEqual(http.filter((i) => !allowed.has(i)), []);
+  });
+
+  it('has no import circle among the files of src/, type imports included', () => {
+    // The check itself must see a circle made only of type imports.
+    assert.deepEqual(
+      importCircles([
+        { path: 'a/x.ts', text: `import type { Y } from './y.js';` },
+        { path: 'a/y.ts', text: `import { X } from './x.js';` },
+      ]),
+      ['a/x.ts -> a/y.ts'],
+    );
+    assert.deepEqual(importCircles(sources('src')), []);
   });
 
   it('src/jobs/ imports no module, and no module imports the composition root', () => {

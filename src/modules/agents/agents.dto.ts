@@ -1,6 +1,6 @@
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import type { Scope } from '../keys/api-key.entity.js';
-import type { RentalStatus } from '../rentals/rental-state.js';
+import type { RentalStatus } from '../rentals/rental-status.js';
 
 /** Limits an owner puts on an agent key. */
 export interface AgentLimits {

@@ -15,7 +15,7 @@ import { agentName, keyName } from '../keys/key-name.js';
 import { APPROVAL_LIMITS, type KeyLimits } from '../keys/key-limits.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { APPROVAL_CODE_TAG, mintCode, SETUP_CODE_TAG, sha256 } from '../keys/tokens.js';
-import { TERMINAL_STATUSES, type RentalStatus } from '../rentals/rental-state.js';
+import { TERMINAL_STATUSES, type RentalStatus } from '../rentals/rental-status.js';
 import type { RentalsService } from '../rentals/rentals.service.js';
 import { AgentAuthorization } from './agent-authorization.entity.js';
 import type {

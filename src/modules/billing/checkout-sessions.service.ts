@@ -5,7 +5,8 @@ import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
 import { Order } from '../rentals/order.entity.js';
-import { transition, type FailureCode, type RentalStatus } from '../rentals/rental-state.js';
+import type { FailureCode, RentalStatus } from '../rentals/rental-status.js';
+import { transition } from '../rentals/rental-state.js';
 import { Checkout, type CheckoutPurpose } from './checkout.entity.js';
 import type { PaymentProvider } from './payment-provider.js';
 

@@ -1,5 +1,6 @@
 import { readMinor } from '../../db/columns.js';
 import type { Sql } from '../../db/sql.js';
+import { METERED_BILLING_MODELS, RESERVING_STATUSES } from '../rentals/rental-status.js';
 
 /**
  * How much of its first run a metered rental holds in reserve, in minutes of its hourly price.
@@ -13,12 +14,6 @@ import type { Sql } from '../../db/sql.js';
  * the live rentals an account can start is bounded by its credits per hour.
  */
 export const RESERVATION_MINUTES = 60;
-
-/** Billing models whose rentals are charged as they run, and so hold a reservation. */
-export const METERED_MODELS = ['ACCOUNT_BALANCE', 'MAX_SPEND_METERED'] as const;
-
-/** Deployment statuses in which a metered rental may still accrue or settle usage. */
-const RESERVING_STATUSES = ['PENDING', 'PROVISIONING', 'ACTIVE', 'TERMINATING'] as const;
 
 export interface ReservingRental {
   hourlyPriceMinor: number;
@@ -60,7 +55,7 @@ export async function reservedMinor(m: Sql, accountId: string, keyId: string): P
   const rows: { key_id: string; hourly_price_minor: string | number; spend_cap_minor: string | number | null; usage_minor: string | number }[] = await m.query(
     `SELECT hourly_price_minor, spend_cap_minor, usage_minor, key_id FROM deployments
       WHERE account_id = ? AND billing_model IN (?) AND status IN (?)`,
-    [accountId, METERED_MODELS, RESERVING_STATUSES],
+    [accountId, METERED_BILLING_MODELS, RESERVING_STATUSES],
   );
   const out: Reserved = { accountMinor: 0, keyMinor: 0 };
   for (const r of rows) {

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { Sql } from '../../db/sql.js';
-import { NOTIFIED_STATUSES, type RentalStatus } from '../rentals/rental-state.js';
+import { NOTIFIED_STATUSES, type RentalStatus } from '../rentals/rental-status.js';
 
 // The only code that reads or writes `telegram_notifications` and `telegram_cursors`, and the
 // scans of other tables that notifications are derived from.

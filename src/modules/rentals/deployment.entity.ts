@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { minorUnits } from '../../db/columns.js';
-import type { DeploymentBillingModel, RentalStatus, TerminationReason } from './rental-state.js';
+import type { DeploymentBillingModel, RentalStatus, TerminationReason } from './rental-status.js';
 
 /** The machine behind a rental; created with its order in one transaction. */
 @Entity({ name: 'deployments' })
@@ -97,7 +97,7 @@ export class Deployment {
   @Column({ name: 'terminate_requested_at', type: 'datetime', precision: 3, nullable: true })
   terminateRequestedAt: Date | null;
 
-  /** Why termination began (see TERMINATION_REASONS in rental-state.ts). */
+  /** Why termination began (see TERMINATION_REASONS in rental-status.ts). */
   @Column({ name: 'termination_reason', type: 'varchar', length: 32, nullable: true })
   terminationReason: TerminationReason | null;
 

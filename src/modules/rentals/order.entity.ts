@@ -1,7 +1,7 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { minorUnits } from '../../db/columns.js';
 
-import type { DeploymentBillingModel, FailureCode, RentalStatus, ReversalStatus } from './rental-state.js';
+import type { DeploymentBillingModel, FailureCode, RentalStatus, ReversalStatus } from './rental-status.js';
 
 /** A rental as the customer bought it. The rental id is this order's id. */
 @Entity({ name: 'orders' })

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { RentalStatus } from './rental-state.js';
+import type { RentalStatus } from './rental-status.js';
 
 /** One line of an owner's rentals list (the Telegram bot's /rentals). */
 export interface OwnerRentalRow {

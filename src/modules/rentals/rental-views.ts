@@ -5,7 +5,7 @@ import { describeGpuChoice } from '../inventory/gpu-match.js';
 import { Offer } from '../inventory/offer.entity.js';
 import { Deployment } from './deployment.entity.js';
 import { Order } from './order.entity.js';
-import { apiTerminationReason } from './rental-state.js';
+import { apiTerminationReason } from './rental-status.js';
 import type { DeploymentDto, RentalDto } from './rentals.dto.js';
 
 /** What a customer reads about the machine behind a rental, from the cached offer it runs (or will try first). */

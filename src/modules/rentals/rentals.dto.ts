@@ -1,5 +1,5 @@
 import type { GpuMatchedBy } from '../inventory/gpu-match.js';
-import type { ApiTerminationReason, DeploymentBillingModel, FailureCode, RentalStatus, ReversalStatus } from './rental-state.js';
+import type { ApiTerminationReason, DeploymentBillingModel, FailureCode, RentalStatus, ReversalStatus } from './rental-status.js';
 
 /**
  * Rent one exact cached offer. Never substituted: if the provider no longer has it at

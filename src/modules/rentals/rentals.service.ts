@@ -27,7 +27,8 @@ import { lockDeploymentOrRentalFor, terminateAnswer, type DeploymentActor } from
 import { rentalDebitRef } from './lifecycle/labels.js';
 import { Order } from './order.entity.js';
 import { MAX_CANDIDATES, MIN_BUDGET_MINOR } from './rental-limits.js';
-import { insertDeployment, isOneOf, requestTermination, TERMINAL_STATUSES, type DeploymentBillingModel } from './rental-state.js';
+import { isOneOf, TERMINAL_STATUSES, type DeploymentBillingModel } from './rental-status.js';
+import { insertDeployment, requestTermination } from './rental-state.js';
 import { notFound, type RentalReadsService } from './rental-reads.service.js';
 import { toRentalDto } from './rental-views.js';
 import type { CreateRentalRequest, GpuIntentRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';

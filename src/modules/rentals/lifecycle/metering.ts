@@ -4,7 +4,7 @@ import { derivedTable } from '../../../db/derived-table.js';
 import { inTransaction } from '../../../db/transaction.js';
 import type { Posting } from '../../billing/ledger.service.js';
 import { Deployment } from '../deployment.entity.js';
-import { isOneOf, METERED_BILLING_MODELS, METERED_STATUSES, type TerminationReason } from '../rental-state.js';
+import { isOneOf, METERED_BILLING_MODELS, METERED_STATUSES, type TerminationReason } from '../rental-status.js';
 import { usageRef } from './labels.js';
 import type { LifecycleDeps, LifecycleTiming } from './lifecycle-deps.js';
 

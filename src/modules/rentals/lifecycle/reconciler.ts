@@ -1,5 +1,5 @@
 import type { InstanceInfo } from '../../../providers/provider.js';
-import { DRIVEN_STATUSES, LIVE_STATUSES, type RentalStatus, type TerminationReason } from '../rental-state.js';
+import { DRIVEN_STATUSES, LIVE_STATUSES, type RentalStatus, type TerminationReason } from '../rental-status.js';
 import { Deployment } from '../deployment.entity.js';
 import { LABEL_PREFIX } from './labels.js';
 import { CLEANUP_PENDING, releaseAfterDestroyed } from './termination.js';

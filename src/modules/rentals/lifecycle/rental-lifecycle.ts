@@ -1,5 +1,5 @@
 import { DestructionVerifier } from '../../../providers/destruction-verifier.js';
-import type { FailureCode, TerminationReason } from '../rental-state.js';
+import type { FailureCode, TerminationReason } from '../rental-status.js';
 import { DEFAULT_TIMING, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import { Metering } from './metering.js';
 import { Provisioning } from './provisioning.js';

@@ -2,7 +2,8 @@ import { inTransaction } from '../../../db/transaction.js';
 import { LedgerEntry } from '../../billing/ledger-entry.entity.js';
 import { Deployment } from '../deployment.entity.js';
 import { Order } from '../order.entity.js';
-import { PROVISIONING_STATUSES, transition, type FailureCode } from '../rental-state.js';
+import { PROVISIONING_STATUSES, type FailureCode } from '../rental-status.js';
+import { transition } from '../rental-state.js';
 import { rentalDebitRef, reversalRef } from './labels.js';
 import { loadDeployment, type LifecycleDeps } from './lifecycle-deps.js';
 
