@@ -1,6 +1,6 @@
 /*
  * Writes the reference pages that have one source each in the code:
- *   docs/configuration.md  from CONFIG_VARIABLES in src/config.ts
+ *   docs/configuration.md  from CONFIG_VARIABLES in src/config-variables.ts
  *   docs/errors.md         from ERROR_STATUS and ERROR_DESCRIPTIONS in src/errors/error-codes.ts
  *
  *   npm run docs             writes both
@@ -10,7 +10,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { CONFIG_VARIABLES, type ConfigVariable } from '../src/config.js';
+import { CONFIG_VARIABLES, type ConfigVariable } from '../src/config-variables.js';
 import { ERROR_DESCRIPTIONS, ERROR_STATUS, type ErrorCode } from '../src/errors/error-codes.js';
 
 export const CONFIGURATION_DOC_PATH = fileURLToPath(new URL('../docs/configuration.md', import.meta.url));
@@ -60,7 +60,7 @@ export function renderConfigurationDoc(): string {
   const lines = [
     '# Configuration',
     '',
-    GENERATED('`CONFIG_VARIABLES` in src/config.ts'),
+    GENERATED('`CONFIG_VARIABLES` in src/config-variables.ts'),
     '',
     'Every setting is an environment variable, read once at start by `src/config.ts` (no other code',
     'reads the environment). An invalid value stops the process with one line naming the variable,',

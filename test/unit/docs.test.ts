@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { CONFIG_VARIABLES, loadConfig } from '../../src/config.js';
+import { CONFIG_VARIABLES } from '../../src/config-variables.js';
+import { loadConfig } from '../../src/config.js';
 import { ERROR_DESCRIPTIONS, ERROR_STATUS } from '../../src/errors/error-codes.js';
 import { CONFIGURATION_DOC_PATH, ERRORS_DOC_PATH, renderConfigurationDoc, renderErrorsDoc } from '../../scripts/generate-docs.js';
 
