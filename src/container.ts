@@ -68,7 +68,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     signupRatePerMinute: config.signupRatePerMinute,
     defaultBillingModel: config.defaultBillingModel,
   });
-  const billing = new BillingService(ds, ledger, keys);
+  const billing = new BillingService(ds, keys);
   const inventory = new InventoryService(ds, providers, clock, logger, { publicBaseUrl: config.publicBaseUrl, offerMaxAgeSeconds: config.offerMaxAgeSeconds });
   // Every process gets an Agenda: enqueuing needs no processing, and only the worker role starts it.
   const { queue: jobs } = createAgenda(ds, config);

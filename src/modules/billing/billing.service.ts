@@ -2,18 +2,17 @@ import { LessThan, type DataSource } from 'typeorm';
 import { readMinor } from '../../db/columns.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
+import { visibleRows } from '../keys/visibility.js';
 import { Account } from '../accounts/account.entity.js';
 import { normalizeEmail } from '../accounts/email.js';
 import { mayManageAccount } from '../keys/account-holder.js';
 import { LedgerEntry } from './ledger-entry.entity.js';
 import type { KeysService } from '../keys/keys.service.js';
 import type { BalanceResponse, EmailResponse } from './billing.dto.js';
-import type { LedgerService } from './ledger.service.js';
 
 export class BillingService {
   constructor(
     private readonly ds: DataSource,
-    private readonly ledger: LedgerService,
     private readonly keys: KeysService,
   ) {}
 
@@ -24,7 +23,7 @@ export class BillingService {
   async balance(principal: Principal, limit = 50, before?: number): Promise<BalanceResponse> {
     const [account, entries, usage] = await Promise.all([
       this.ds.getRepository(Account).findOneByOrFail({ id: principal.accountId }),
-      principal.kind === 'AGENT' ? this.ownEntries(principal, limit + 1, before) : this.ledger.recent(principal.accountId, limit + 1, before),
+      this.visibleEntries(principal, limit + 1, before),
       this.keys.usage([principal.key]),
     ]);
     const page = entries.slice(0, limit);
@@ -48,8 +47,8 @@ export class BillingService {
     };
   }
 
-  private ownEntries(principal: Principal, limit: number, before?: number): Promise<LedgerEntry[]> {
-    const where = { accountId: principal.accountId, keyId: principal.keyId, ...(before === undefined ? {} : { id: LessThan(String(before)) }) };
+  private visibleEntries(principal: Principal, limit: number, before?: number): Promise<LedgerEntry[]> {
+    const where = { ...visibleRows(principal), ...(before === undefined ? {} : { id: LessThan(String(before)) }) };
     return this.ds.getRepository(LedgerEntry).find({ where, order: { id: 'DESC' }, take: limit });
   }
 

@@ -4,6 +4,7 @@ import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import type { Principal } from '../keys/principal.js';
+import { visibleRows } from '../keys/visibility.js';
 import type { TopupDto, TopupRequest } from './billing.dto.js';
 import { Checkout } from './checkout.entity.js';
 import { formatUsdAmount } from './money.js';
@@ -68,9 +69,7 @@ export class TopupsService {
   }
 
   async get(principal: Principal, topupId: string): Promise<TopupDto> {
-    // Agent keys see the top-ups they asked for; owner keys every top-up of the account.
-    const owner = principal.kind === 'AGENT' ? { keyId: principal.keyId } : {};
-    const checkout = await this.ds.getRepository(Checkout).findOneBy({ id: topupId, purpose: 'TOPUP', accountId: principal.accountId, ...owner });
+    const checkout = await this.ds.getRepository(Checkout).findOneBy({ ...visibleRows(principal), id: topupId, purpose: 'TOPUP' });
     if (!checkout) throw new AppError('NOT_FOUND', 'No such top-up on this account.');
     return toTopupDto(await this.sessions.expireIfDue(checkout));
   }

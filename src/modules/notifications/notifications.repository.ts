@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { Sql } from '../../db/sql.js';
+import { RentalsRepository } from '../rentals/rentals.repository.js';
 import { NOTIFIED_STATUSES, type RentalStatus } from '../rentals/rental-status.js';
 
 // The only code that reads or writes `telegram_notifications` and `telegram_cursors`, and the
@@ -82,20 +83,22 @@ export class NotificationsRepository {
     );
   }
 
+  /** Each change names its machine as the API does (the rentals repository's one rule). */
   async rentalChanges(since: Date): Promise<RentalChange[]> {
-    return this.ds.query(
+    const rows: Omit<RentalChange, 'offer_name'>[] = await this.ds.query(
       `SELECT d.id, d.order_id, d.status, d.account_id, a.telegram_chat_id AS chat_id, d.hourly_price_minor,
-              k.name AS key_name, k.prefix AS key_prefix, k.kind AS key_kind, f.name AS offer_name,
+              k.name AS key_name, k.prefix AS key_prefix, k.kind AS key_kind,
               o.gpu_model, o.failure_reason, o.reversal_status
          FROM deployments d
          JOIN accounts a ON a.id = d.account_id
          LEFT JOIN api_keys k ON k.id = d.key_id
          LEFT JOIN orders o ON o.id = d.order_id
-         LEFT JOIN offers f ON f.id = COALESCE(d.offer_id, o.offer_id)
         WHERE (d.status_changed_at >= ? OR (d.status_changed_at IS NULL AND d.updated_at >= ?))
           AND d.status IN (?) AND a.telegram_chat_id IS NOT NULL`,
       [since, since, NOTIFIED_STATUSES],
     );
+    const machines = await new RentalsRepository(this.ds).machinesOfDeployments(rows.map((r) => r.id));
+    return rows.map((r) => ({ ...r, offer_name: machines.get(r.id)?.gpuName ?? null }));
   }
 
   async lowCreditCrossings(since: Date, thresholdMinor: number): Promise<LowCreditCrossing[]> {

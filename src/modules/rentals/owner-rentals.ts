@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { RentalsRepository } from './rentals.repository.js';
 import type { RentalStatus } from './rental-status.js';
 
 /** One line of an owner's rentals list (the Telegram bot's /rentals). */
@@ -16,25 +17,31 @@ export interface OwnerRentalRow {
   failure_reason: string | null;
 }
 
-/** The account's most recent rentals, newest first, with what the owner needs to recognise them. */
-export function recentRentalsOf(ds: DataSource, accountId: string, limit: number): Promise<OwnerRentalRow[]> {
-  return ds.query(
-    `SELECT o.id, o.status, o.created_at, o.hourly_price_minor, o.gpu_model, o.failure_reason,
-            d.id AS deployment_id, d.status AS deployment_status, f.name AS offer_name,
-            k.name AS key_name, k.prefix AS key_prefix
-       FROM orders o
-       LEFT JOIN deployments d ON d.order_id = o.id
-       LEFT JOIN offers f ON f.id = COALESCE(d.offer_id, o.offer_id)
-       LEFT JOIN api_keys k ON k.id = o.key_id
-      WHERE o.account_id = ?
-      ORDER BY o.created_at DESC, o.id DESC
-      LIMIT ?`,
-    [accountId, limit],
-  );
+/**
+ * The account's most recent rentals, newest first, with what the owner needs to recognise them:
+ * the page the API lists for an owner key, the machine named by the one rule.
+ */
+export async function recentRentalsOf(ds: DataSource, accountId: string, limit: number): Promise<OwnerRentalRow[]> {
+  const repo = new RentalsRepository(ds);
+  const { rows } = await repo.page({ kind: 'OWNER', accountId }, limit);
+  const [machines, keys] = await Promise.all([repo.machines(rows), repo.keyLabels(rows.map((r) => r.order.keyId))]);
+  return rows.map(({ order: o, deployment: d }, i) => ({
+    id: o.id,
+    status: o.status,
+    created_at: o.createdAt,
+    hourly_price_minor: o.hourlyPriceMinor,
+    gpu_model: o.gpuModel,
+    deployment_id: d?.id ?? null,
+    deployment_status: d?.status ?? null,
+    offer_name: machines[i].gpuName,
+    key_name: keys.get(o.keyId)?.name ?? null,
+    key_prefix: keys.get(o.keyId)?.prefix ?? null,
+    failure_reason: o.failureReason,
+  }));
 }
 
 /** A deployment's status and rental id, if it belongs to the account. */
 export async function deploymentOfAccount(ds: DataSource, deploymentId: string, accountId: string): Promise<{ status: RentalStatus; order_id: string } | null> {
-  const rows: { status: RentalStatus; order_id: string }[] = await ds.query('SELECT status, order_id FROM deployments WHERE id = ? AND account_id = ?', [deploymentId, accountId]);
-  return rows[0] ?? null;
+  const found = await new RentalsRepository(ds).visibleDeployment({ kind: 'OWNER', accountId }, deploymentId);
+  return found ? { status: found.deployment!.status, order_id: found.order.id } : null;
 }

@@ -8,7 +8,7 @@ import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
 import { RENTAL_JOBS, type JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
-import { accountBalanceEligible } from '../accounts/billing-eligibility.js';
+import { accountBalanceEligible, assertNotFrozen } from '../accounts/billing-eligibility.js';
 import { outstandingReservationMinor, reservedMinor, type Reserved } from '../billing/credit-reservation.js';
 import type { LedgerService } from '../billing/ledger.service.js';
 import { topUpAdvice } from '../billing/top-up-advice.js';
@@ -150,7 +150,7 @@ export class RentalsService {
 
   /** The billing model and purchase, from the account's model and the request (docs/rentals-and-money.md). */
   private decide(account: LockedAccount, principal: Principal, body: CreateRentalRequest, resolved: Resolved): Terms {
-    if (account.frozen) throw new AppError('ACCOUNT_FROZEN', 'This account is frozen; it cannot start rentals. Contact support.');
+    assertNotFrozen(account, 'start rentals');
     if (account.balanceMinor < 0) {
       throw new AppError('ACCOUNT_FROZEN', `This account's credits are negative (${account.balanceMinor} cents); it cannot start rentals. ${topUpAdvice(principal.scopes)}`);
     }
