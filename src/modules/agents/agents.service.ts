@@ -7,6 +7,7 @@ import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import { Account } from '../accounts/account.entity.js';
+import { assertNotFrozen as refuseIfFrozen } from '../accounts/billing-eligibility.js';
 import { toKeyDto } from '../accounts/accounts.service.js';
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
@@ -493,5 +494,5 @@ function assertWithinOwnLimits(principal: Principal, limits: AgentLimits): void 
 async function assertNotFrozen(m: EntityManager, accountId: string): Promise<void> {
   const account = await m.getRepository(Account).findOneBy({ id: accountId });
   if (!account) throw new AppError('NOT_FOUND', 'This account no longer exists.');
-  if (account.frozen) throw new AppError('ACCOUNT_FROZEN', 'This account is frozen; it cannot authorize new agents. Contact support.');
+  refuseIfFrozen(account, 'authorize new agents');
 }
