@@ -15,10 +15,9 @@ import { FakeLambdaApi } from '../fakes/lambda-api.js';
 import { FakeRunpodApi } from '../fakes/runpod-api.js';
 import { FakeVastApi } from '../fakes/vast-api.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { signup, type SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
-import { createTopup } from '../helpers/payments.js';
 import { waitFor } from '../helpers/process.js';
+import { cloudAgent, type CloudAgent } from '../helpers/cloud-agent.js';
 import { FAST_TUNING as LAMBDA_FAST } from '../plugins/lambda-harness.js';
 import { NO_LIMITS as RUNPOD_NO_LIMITS } from '../plugins/runpod-harness.js';
 import { FAST_TUNING as VAST_FAST } from '../plugins/vast-harness.js';
@@ -45,6 +44,7 @@ describe(`rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes,
   let lambda: FakeLambdaApi;
   let ctx: TestContext;
   let worker: TestWorker;
+  let agent: CloudAgent;
 
   before(async () => {
     vast = await FakeVastApi.start({ bootMs: 100, behaviour });
@@ -86,6 +86,7 @@ describe(`rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes,
       },
     });
     worker = await startTestWorker(ctx, { processEveryMs: 50 });
+    agent = cloudAgent(ctx);
   });
 
   after(async () => {
@@ -100,41 +101,10 @@ describe(`rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes,
     return res.body.data;
   }
 
-  async function fundedAgent(amountMinor = 20_000): Promise<SignedUp> {
-    const who = await signup(ctx, { maxPerRentalMinor: 20_000, budgetLimitMinor: 50_000, maxConcurrentDeployments: 5 });
-    const { topup } = await createTopup(ctx, who, amountMinor);
-    assert.equal((await ctx.api.post(new URL(topup.paymentUrl).pathname)).status, 303);
-    return who;
-  }
 
-  async function deployment(who: SignedUp, id: string, statuses: string[]) {
-    let last: Record<string, unknown> | undefined;
-    await waitFor(async () => {
-      ctx.clock.advance(200);
-      const res = await ctx.api.get(`/api/v1/deployments/${id}`).set(who.auth);
-      last = res.body.data;
-      return statuses.includes(res.body.data?.status);
-    }, 60_000, `deployment ${id} in ${statuses}`);
-    return last!;
-  }
 
-  async function rent(who: SignedUp, body: object) {
-    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send(body);
-    assert.equal(res.status, 201, JSON.stringify(res.body));
-    return res.body.data as { rentalId: string; deploymentId: string };
-  }
 
-  const attempts = async (deploymentId: string) =>
-    (await ctx.services.ds.query(`SELECT outcome, provider_id AS provider FROM deployment_attempts WHERE deployment_id = ? ORDER BY attempt`, [deploymentId])).map(
-      (r: { outcome: string; provider: string }) => `${r.provider}:${r.outcome}`,
-    );
 
-  async function terminate(who: SignedUp, deploymentId: string) {
-    assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
-    const done = await deployment(who, deploymentId, ['TERMINATED']);
-    assert.ok(done.endedAt, 'endedAt is set once destruction is verified');
-    return done;
-  }
 
   it('prices every provider\'s offers with its markup: cost rounded up to a cent, times (100 + markup) / 100, rounded up', async () => {
     const all = await offers();
@@ -155,11 +125,11 @@ describe(`rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes,
   });
 
   it('"H100" rents the cheapest H100 across providers; reveal, nvidia-smi over SSH, terminate, TERMINATED and the key refused', async () => {
-    const who = await fundedAgent();
-    const { rentalId, deploymentId } = await rent(who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
-    const active = await deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+    const who = await agent.fundedAgent();
+    const { rentalId, deploymentId } = await agent.rent(who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+    const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
     assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
-    assert.deepEqual(await attempts(deploymentId), ['vast:CREATED']);
+    assert.deepEqual(await agent.attempts(deploymentId), ['vast:CREATED']);
     const rental = (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data;
     assert.equal(rental.quote.hourlyPriceMinor, customerPriceMinor(210, 10));
 
@@ -170,7 +140,7 @@ describe(`rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes,
     assert.equal(smi.code, 0);
     assert.match(smi.stdout, /H100/);
 
-    await terminate(who, deploymentId);
+    await agent.terminate(who, deploymentId);
     assert.equal((await sshProbe(target, { timeoutMs: 2000 })).ok, false, 'the key no longer gets in');
     assert.equal(vast.instances().length, 0, 'the Vast instance is gone');
   });
@@ -178,12 +148,12 @@ describe(`rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes,
   it('falls back to the next cheapest H100 when the cheapest answers "no capacity"', async () => {
     vast.noCapacity('H100 SXM');
     try {
-      const who = await fundedAgent();
-      const { deploymentId } = await rent(who, { gpuModel: 'nvidia h100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
-      const active = await deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+      const who = await agent.fundedAgent();
+      const { deploymentId } = await agent.rent(who, { gpuModel: 'nvidia h100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+      const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
       assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
-      assert.deepEqual(await attempts(deploymentId), ['vast:UNAVAILABLE', 'runpod:CREATED']);
-      await terminate(who, deploymentId);
+      assert.deepEqual(await agent.attempts(deploymentId), ['vast:UNAVAILABLE', 'runpod:CREATED']);
+      await agent.terminate(who, deploymentId);
       assert.equal(runpod.instances().length, 0);
     } finally {
       vast.noCapacity('H100 SXM', false);
@@ -195,16 +165,16 @@ describe(`rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes,
     runpod.hangCreatesAfterCreating(true);
     const callsBefore = runpod.calls.length;
     try {
-      const who = await fundedAgent();
-      const { deploymentId } = await rent(who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
-      const active = await deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+      const who = await agent.fundedAgent();
+      const { deploymentId } = await agent.rent(who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+      const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
       assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
-      assert.deepEqual(await attempts(deploymentId), ['vast:UNAVAILABLE', 'runpod:ADOPTED']);
+      assert.deepEqual(await agent.attempts(deploymentId), ['vast:UNAVAILABLE', 'runpod:ADOPTED']);
       const mine = runpod.instances().filter((p) => p.name.includes(deploymentId));
       assert.equal(mine.length, 1, JSON.stringify(runpod.instances()));
       assert.equal(runpod.calls.slice(callsBefore).filter((c) => c.method === 'POST' && c.path === '/v2/pods').length, 1, 'one create call');
       runpod.hangCreatesAfterCreating(false);
-      await terminate(who, deploymentId);
+      await agent.terminate(who, deploymentId);
     } finally {
       vast.noCapacity('H100 SXM', false);
       runpod.hangCreatesAfterCreating(false);
@@ -213,11 +183,11 @@ describe(`rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes,
 
   it('a provider answering 429 to everything is retried later, not failed; Lambda\'s per-deployment key is deleted after destruction', async () => {
     const offer = (await offers()).find((o) => o.provider === 'lambda' && /H100/.test(o.name) && o.gpuCount === 1)!;
-    const who = await fundedAgent();
+    const who = await agent.fundedAgent();
     lambda.rateLimitAll(true, 1);
     let deploymentId: string;
     try {
-      ({ deploymentId } = await rent(who, { offerId: offer.id }));
+      ({ deploymentId } = await agent.rent(who, { offerId: offer.id }));
       await waitFor(async () => {
         // The lifecycle's retry time is on the injected clock; the limiter's on the wall clock.
         ctx.clock.advance(200);
@@ -228,11 +198,11 @@ describe(`rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes,
     } finally {
       lambda.rateLimitAll(false);
     }
-    const active = await deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+    const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
     assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
     const label = lambda.instances().find((i) => i.name.includes(deploymentId))!.name;
     assert.ok(lambda.sshKeys().some((k) => k.name === label), 'the deployment key is registered under its label');
-    await terminate(who, deploymentId);
+    await agent.terminate(who, deploymentId);
     await waitFor(async () => !lambda.sshKeys().some((k) => k.name === label), 10_000, 'per-deployment key deleted');
   });
 
@@ -266,12 +236,12 @@ describe(`rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes,
     assert.equal(left.filter((o) => o.provider === 'vast').length, 0);
     assert.ok(left.some((o) => o.provider === 'runpod') && left.some((o) => o.provider === 'lambda'));
 
-    const who = await fundedAgent();
-    const { deploymentId } = await rent(who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
-    const active = await deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+    const who = await agent.fundedAgent();
+    const { deploymentId } = await agent.rent(who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+    const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
     assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
-    assert.deepEqual(await attempts(deploymentId), ['runpod:CREATED']);
-    await terminate(who, deploymentId);
+    assert.deepEqual(await agent.attempts(deploymentId), ['runpod:CREATED']);
+    await agent.terminate(who, deploymentId);
   });
 });
 }

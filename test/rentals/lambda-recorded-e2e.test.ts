@@ -7,10 +7,10 @@ import { ProviderRegistry } from '../../src/providers/provider-registry.js';
 import { sshExec, sshProbe } from '../../src/providers/ssh-probe.js';
 import { FakeLambdaApi } from '../fakes/lambda-api.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { signup, type SignedUp } from '../helpers/factories.js';
+import { type SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
-import { createTopup } from '../helpers/payments.js';
 import { waitFor } from '../helpers/process.js';
+import { cloudAgent, type CloudAgent } from '../helpers/cloud-agent.js';
 import { FAST_TUNING as LAMBDA_FAST } from '../plugins/lambda-harness.js';
 
 /**
@@ -23,6 +23,7 @@ describe('rentals on Lambda as it really answers (API + worker + recorded fake)'
   let lambda: FakeLambdaApi;
   let ctx: TestContext;
   let worker: TestWorker;
+  let agent: CloudAgent;
 
   before(async () => {
     lambda = await FakeLambdaApi.start({ behaviour: 'recorded', bootMs: 100, terminateMs: 1500 });
@@ -46,6 +47,7 @@ describe('rentals on Lambda as it really answers (API + worker + recorded fake)'
       },
     });
     worker = await startTestWorker(ctx, { processEveryMs: 50 });
+    agent = cloudAgent(ctx);
   });
 
   after(async () => {
@@ -54,23 +56,7 @@ describe('rentals on Lambda as it really answers (API + worker + recorded fake)'
     await lambda?.close();
   });
 
-  async function fundedAgent(amountMinor = 20_000): Promise<SignedUp> {
-    const who = await signup(ctx, { maxPerRentalMinor: 20_000, budgetLimitMinor: 50_000, maxConcurrentDeployments: 5 });
-    const { topup } = await createTopup(ctx, who, amountMinor);
-    assert.equal((await ctx.api.post(new URL(topup.paymentUrl).pathname)).status, 303);
-    return who;
-  }
 
-  async function deployment(who: SignedUp, id: string, statuses: string[]) {
-    let last: Record<string, unknown> | undefined;
-    await waitFor(async () => {
-      ctx.clock.advance(200);
-      const res = await ctx.api.get(`/api/v1/deployments/${id}`).set(who.auth);
-      last = res.body.data;
-      return statuses.includes(res.body.data?.status);
-    }, 60_000, `deployment ${id} in ${statuses}`);
-    return last!;
-  }
 
   async function rentH100(who: SignedUp) {
     const offers = (await ctx.api.get('/api/v1/offers')).body.data as { id: string; name: string; gpuCount: number; provider: string }[];
@@ -82,7 +68,7 @@ describe('rentals on Lambda as it really answers (API + worker + recorded fake)'
   }
 
   async function activeWithCredentials(who: SignedUp, deploymentId: string) {
-    const active = await deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+    const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
     assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
     const c = (await ctx.api.post(`/api/v1/deployments/${deploymentId}/credentials/reveal`).set(who.auth)).body.data;
     const target = { host: c.host, port: c.port, user: c.user, privateKey: c.privateKey };
@@ -95,7 +81,7 @@ describe('rentals on Lambda as it really answers (API + worker + recorded fake)'
 
   async function terminated(who: SignedUp, deploymentId: string) {
     assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
-    const done = await deployment(who, deploymentId, ['TERMINATED']);
+    const done = await agent.deployment(who, deploymentId, ['TERMINATED']);
     assert.ok(done.endedAt, 'endedAt is set once destruction is verified');
     return done;
   }
@@ -103,7 +89,7 @@ describe('rentals on Lambda as it really answers (API + worker + recorded fake)'
   const labelOf = (deploymentId: string) => lambda.instances().find((i) => i.name.includes(deploymentId))!;
 
   it('rent, ACTIVE, terminate, TERMINATED with destruction verified; every call passes the edge gate', async () => {
-    const who = await fundedAgent();
+    const who = await agent.fundedAgent();
     const { deploymentId } = await rentH100(who);
     const target = await activeWithCredentials(who, deploymentId);
     const instance = labelOf(deploymentId);
@@ -115,7 +101,7 @@ describe('rentals on Lambda as it really answers (API + worker + recorded fake)'
   });
 
   it('a terminate answered global/unknown (the instance was already terminating) still ends the rental with a verified destruction', async () => {
-    const who = await fundedAgent();
+    const who = await agent.fundedAgent();
     const { deploymentId } = await rentH100(who);
     const target = await activeWithCredentials(who, deploymentId);
     const instance = labelOf(deploymentId);

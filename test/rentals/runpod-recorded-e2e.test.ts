@@ -9,10 +9,10 @@ import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec } from '../../src/providers/ssh-probe.js';
 import { FakeRunpodApi } from '../fakes/runpod-api.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { signup, type SignedUp } from '../helpers/factories.js';
+import { type SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
-import { createTopup } from '../helpers/payments.js';
 import { waitFor } from '../helpers/process.js';
+import { cloudAgent, type CloudAgent } from '../helpers/cloud-agent.js';
 import { NO_LIMITS } from '../plugins/runpod-harness.js';
 
 interface OfferView {
@@ -35,6 +35,7 @@ describe('rentals on RunPod as it really answers (API + worker + recorded fake)'
   let runpod: FakeRunpodApi;
   let ctx: TestContext;
   let worker: TestWorker;
+  let agent: CloudAgent;
 
   before(async () => {
     runpod = await FakeRunpodApi.start({ behaviour: 'recorded', bootMs: 200, directSshDelayMs: 100 });
@@ -58,6 +59,7 @@ describe('rentals on RunPod as it really answers (API + worker + recorded fake)'
       },
     });
     worker = await startTestWorker(ctx, { processEveryMs: 50 });
+    agent = cloudAgent(ctx);
   });
 
   after(async () => {
@@ -75,40 +77,10 @@ describe('rentals on RunPod as it really answers (API + worker + recorded fake)'
     return hit;
   }
 
-  async function fundedAgent(): Promise<SignedUp> {
-    const who = await signup(ctx, { maxPerRentalMinor: 20_000, budgetLimitMinor: 50_000, maxConcurrentDeployments: 5 });
-    const { topup } = await createTopup(ctx, who, 20_000);
-    assert.equal((await ctx.api.post(new URL(topup.paymentUrl).pathname)).status, 303);
-    return who;
-  }
 
-  async function deployment(who: SignedUp, id: string, statuses: string[]) {
-    let last: Record<string, unknown> | undefined;
-    await waitFor(async () => {
-      ctx.clock.advance(200);
-      const res = await ctx.api.get(`/api/v1/deployments/${id}`).set(who.auth);
-      last = res.body.data;
-      return statuses.includes(res.body.data?.status);
-    }, 60_000, `deployment ${id} in ${statuses}`);
-    return last!;
-  }
 
-  async function rent(who: SignedUp, body: object) {
-    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send(body);
-    assert.equal(res.status, 201, JSON.stringify(res.body));
-    return res.body.data as { rentalId: string; deploymentId: string };
-  }
 
-  const attempts = async (deploymentId: string) =>
-    (await ctx.services.ds.query(`SELECT outcome, provider_id AS provider FROM deployment_attempts WHERE deployment_id = ? ORDER BY attempt`, [deploymentId])).map(
-      (r: { outcome: string; provider: string }) => `${r.provider}:${r.outcome}`,
-    );
 
-  async function terminate(who: SignedUp, deploymentId: string) {
-    assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
-    const done = await deployment(who, deploymentId, ['TERMINATED']);
-    assert.ok(done.endedAt, 'endedAt is set once destruction is verified');
-  }
 
   /** RunPod's API as another client of the same account sees it (with a User-Agent of its own). */
   const direct = (method: string, path: string, body?: unknown) =>
@@ -157,9 +129,9 @@ describe('rentals on RunPod as it really answers (API + worker + recorded fake)'
   });
 
   it('a GeForce rental becomes ACTIVE: the create carries the image\'s CUDA floor, so the pod lands on a driver that can start it', async () => {
-    const who = await fundedAgent();
-    const { deploymentId } = await rent(who, { offerId: (await offer(/4090/)).id });
-    const active = await deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+    const who = await agent.fundedAgent();
+    const { deploymentId } = await agent.rent(who, { offerId: (await offer(/4090/)).id });
+    const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
     assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
     const mine = runpod.calls.find((c) => c.method === 'POST' && (c.body as { name?: string }).name?.includes(deploymentId));
     assert.deepEqual((mine?.body as { gpu: unknown }).gpu, { id: RTX4090, count: 1, minCudaVersion: '12.4' });
@@ -167,7 +139,7 @@ describe('rentals on RunPod as it really answers (API + worker + recorded fake)'
     const c = (await ctx.api.post(`/api/v1/deployments/${deploymentId}/credentials/reveal`).set(who.auth)).body.data;
     const smi = await sshExec({ host: c.host, port: c.port, user: c.user, privateKey: c.privateKey }, 'nvidia-smi');
     assert.match(smi.stdout, /4090/);
-    await terminate(who, deploymentId);
+    await agent.terminate(who, deploymentId);
     assert.ok(!runpod.instances().some((p) => p.name.includes(deploymentId)), 'the pod is deleted');
   });
 
@@ -178,14 +150,14 @@ describe('rentals on RunPod as it really answers (API + worker + recorded fake)'
     let deploymentId: string;
     let who: SignedUp;
     try {
-      who = await fundedAgent();
-      ({ deploymentId } = await rent(who, { offerId: (await offer(/H100/)).id }));
-      const active = await deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+      who = await agent.fundedAgent();
+      ({ deploymentId } = await agent.rent(who, { offerId: (await offer(/H100/)).id }));
+      const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
       assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
     } finally {
       runpod.hangCreatesAfterCreating(false);
     }
-    assert.deepEqual(await attempts(deploymentId), ['runpod:ADOPTED']);
+    assert.deepEqual(await agent.attempts(deploymentId), ['runpod:ADOPTED']);
     const mine = runpod.instances().filter((p) => p.name.includes(deploymentId));
     assert.equal(mine.length, 1, JSON.stringify(runpod.instances()));
     assert.ok(!(await firstPage()).includes(mine[0].name), 'the adopted pod was on page 2');
@@ -193,7 +165,7 @@ describe('rentals on RunPod as it really answers (API + worker + recorded fake)'
     assert.equal(posts.length, 1, 'one create call');
     assert.ok(runpod.calls.slice(before).some((c) => c.method === 'GET' && c.query.includes('cursor=')), 'the lookup followed the cursor');
 
-    await terminate(who, deploymentId);
+    await agent.terminate(who, deploymentId);
     assert.equal(runpod.instances().filter((p) => p.name.includes(deploymentId)).length, 0);
     assert.deepEqual(
       others.filter((id) => runpod.instances().some((p) => p.id === id)),

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import vastPlugin from '../../plugins/vast/index.js';
 import { VastProvider } from '../../plugins/vast/provider.js';
 import { ProviderRegistry } from '../../src/providers/provider-registry.js';
@@ -7,10 +6,9 @@ import { sshProbe } from '../../src/providers/ssh-probe.js';
 import { FakeVastApi, REPRICED_OFFER, type VastStartFailure } from '../fakes/vast-api.js';
 import { offer } from '../fakes/vast-fixtures.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { signup, type SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
-import { createTopup } from '../helpers/payments.js';
 import { waitFor } from '../helpers/process.js';
+import { cloudAgent, type CloudAgent } from '../helpers/cloud-agent.js';
 import { FAST_TUNING as VAST_FAST } from '../plugins/vast-harness.js';
 
 /** A second 1x H100 ask, dearer than the fixture's 2.10, so a GPU-intent rental has somewhere to go. */
@@ -27,6 +25,7 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
   let vast: FakeVastApi;
   let ctx: TestContext;
   let worker: TestWorker;
+  let agent: CloudAgent;
 
   before(async () => {
     vast = await FakeVastApi.start({ behaviour: 'recorded', bootMs: 100 });
@@ -40,6 +39,7 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
       },
     });
     worker = await startTestWorker(ctx, { processEveryMs: 50 });
+    agent = cloudAgent(ctx);
   });
 
   after(async () => {
@@ -48,29 +48,8 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
     await vast?.close();
   });
 
-  async function fundedAgent(): Promise<SignedUp> {
-    const who = await signup(ctx, { maxPerRentalMinor: 20_000, budgetLimitMinor: 50_000, maxConcurrentDeployments: 5 });
-    const { topup } = await createTopup(ctx, who, 20_000);
-    assert.equal((await ctx.api.post(new URL(topup.paymentUrl).pathname)).status, 303);
-    return who;
-  }
 
-  async function rent(who: SignedUp, body: object) {
-    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send(body);
-    assert.equal(res.status, 201, JSON.stringify(res.body));
-    return res.body.data as { rentalId: string; deploymentId: string };
-  }
 
-  async function deployment(who: SignedUp, id: string, statuses: string[], ms = 60_000) {
-    let last: Record<string, unknown> | undefined;
-    await waitFor(async () => {
-      ctx.clock.advance(200);
-      const res = await ctx.api.get(`/api/v1/deployments/${id}`).set(who.auth);
-      last = res.body.data;
-      return statuses.includes(res.body.data?.status);
-    }, ms, `deployment ${id} in ${statuses}`);
-    return last!;
-  }
 
   const attempts = async (deploymentId: string): Promise<{ outcome: string; instance: string | null; detail: string | null }[]> =>
     ctx.services.ds.query(`SELECT outcome, instance_id AS instance, detail FROM deployment_attempts WHERE deployment_id = ? ORDER BY attempt`, [deploymentId]);
@@ -85,40 +64,35 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
     return { lastErrorClass: vastStatus.lastErrorClass, lastErrorAt: vastStatus.lastErrorAt };
   }
 
-  async function terminate(who: SignedUp, deploymentId: string) {
-    assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
-    const done = await deployment(who, deploymentId, ['TERMINATED']);
-    assert.ok(done.endedAt, 'endedAt is set once destruction is verified');
-  }
 
   it('a taken ask (HTTP 400 no_such_ask) falls back to the next candidate', async () => {
     vast.noCapacity('7100001');
     // The database is shared with other files, whose Vast errors may be on record: nothing new may be.
     const before = await providerStatus();
     try {
-      const who = await fundedAgent();
-      const { deploymentId } = await rent(who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
-      const active = await deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+      const who = await agent.fundedAgent();
+      const { deploymentId } = await agent.rent(who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+      const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
       assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
       assert.deepEqual((await attempts(deploymentId)).map((a) => a.outcome), ['UNAVAILABLE', 'CREATED']);
       assert.equal(createsOf(7100001).at(-1)?.status, 400, 'the taken ask was answered as recorded');
       assert.equal(createsOf(SECOND_H100.id).length, 1);
       assert.deepEqual(await providerStatus(), before, 'capacity stays quiet on /api/v1/providers');
-      await terminate(who, deploymentId);
+      await agent.terminate(who, deploymentId);
     } finally {
       vast.noCapacity('7100001', false);
     }
   });
 
   it('termination completes against every recorded form of "already gone"', async () => {
-    const who = await fundedAgent();
+    const who = await agent.fundedAgent();
     // [destroy answer when the instance is already gone, show-instance after the destroy]; null: our destroy is the first.
     const forms: ['404' | '200' | null, 'null' | 'empty-array' | 'destroyed'][] = [['404', 'null'], ['200', 'empty-array'], [null, 'destroyed']];
     for (const [gone, after] of forms) {
       vast.setQuirk('goneInstance', gone ?? true);
       vast.setQuirk('afterDestroy', after);
-      const { deploymentId } = await rent(who, { gpuModel: 'RTX 4090', gpuCount: 1, maxHourlyPriceMinor: 1000 });
-      const active = await deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+      const { deploymentId } = await agent.rent(who, { gpuModel: 'RTX 4090', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+      const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
       assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
       const instanceId = await instanceOf(deploymentId);
       if (gone) {
@@ -126,7 +100,7 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
         const res = await fetch(`${vast.url}/api/v0/instances/${instanceId}/`, { method: 'DELETE', headers: { Authorization: `Bearer ${vast.apiKey}` } });
         assert.equal(res.status, 200);
       }
-      await terminate(who, deploymentId);
+      await agent.terminate(who, deploymentId);
       const statuses = deletesOf(instanceId).map((c) => c.status);
       assert.deepEqual(statuses, gone ? [200, Number(gone)] : [200], `${gone}/${after}`);
     }
@@ -137,10 +111,10 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
     it(`an instance that cannot start (${kind}) leaves PROVISIONING within a minute and is destroyed`, async () => {
       vast.breakStarts('RTX 4090', kind);
       try {
-        const who = await fundedAgent();
+        const who = await agent.fundedAgent();
         const started = Date.now();
-        const { deploymentId, rentalId } = await rent(who, { gpuModel: 'RTX 4090', gpuCount: 1, maxHourlyPriceMinor: 1000 });
-        const failed = await deployment(who, deploymentId, ['FAILED', 'ACTIVE'], 60_000);
+        const { deploymentId, rentalId } = await agent.rent(who, { gpuModel: 'RTX 4090', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+        const failed = await agent.deployment(who, deploymentId, ['FAILED', 'ACTIVE'], 60_000);
         assert.equal(failed.status, 'FAILED', JSON.stringify(failed));
         assert.ok(Date.now() - started < 60_000);
         const instanceId = await instanceOf(deploymentId);
@@ -155,9 +129,9 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
   }
 
   it('an instance repriced over its quote is destroyed and the next candidate is used', async () => {
-    const who = await fundedAgent();
-    const { deploymentId } = await rent(who, { gpuModel: 'A100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
-    const active = await deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+    const who = await agent.fundedAgent();
+    const { deploymentId } = await agent.rent(who, { gpuModel: 'A100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+    const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
     assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
     const tried = await attempts(deploymentId);
     assert.deepEqual(tried.map((a) => a.outcome), ['UNAVAILABLE', 'CREATED']);
@@ -171,14 +145,14 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
     assert.equal(vast.instances().filter((i) => i.label?.includes(deploymentId)).length, 1, 'only the instance in use is left');
     const c = (await ctx.api.post(`/api/v1/deployments/${deploymentId}/credentials/reveal`).set(who.auth)).body.data;
     assert.equal((await sshProbe({ host: c.host, port: c.port, user: c.user, privateKey: c.privateKey }, { timeoutMs: 2000 })).ok, true);
-    await terminate(who, deploymentId);
+    await agent.terminate(who, deploymentId);
   });
 
   it('a create Vast refuses as a bad request fails the rental at once and shows on /api/v1/providers', async () => {
     vast.respondNext('create', 400, { success: false, error: 'invalid_args', msg: "error 400/3467: Invalid args: 'image' is not a valid image", ask_id: 7100003 });
-    const who = await fundedAgent();
-    const { deploymentId, rentalId } = await rent(who, { gpuModel: 'RTX 4090', gpuCount: 1, maxHourlyPriceMinor: 1000 });
-    const failed = await deployment(who, deploymentId, ['FAILED', 'ACTIVE']);
+    const who = await agent.fundedAgent();
+    const { deploymentId, rentalId } = await agent.rent(who, { gpuModel: 'RTX 4090', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+    const failed = await agent.deployment(who, deploymentId, ['FAILED', 'ACTIVE']);
     assert.equal(failed.status, 'FAILED', JSON.stringify(failed));
     const tried = await attempts(deploymentId);
     assert.deepEqual(tried.map((a) => a.outcome), ['REJECTED']);
