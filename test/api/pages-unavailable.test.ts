@@ -1,44 +1,20 @@
 import assert from 'node:assert/strict';
-import { connect, createServer, type Server, type Socket } from 'node:net';
-import supertest from 'supertest';
-import { createApp } from '../../src/app.js';
-import { createServices } from '../../src/container.js';
-import { createDataSource } from '../../src/db/data-source.js';
 import { PAGE_RETRY_AFTER_SECONDS } from '../../src/modules/billing/payment-pages.html.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { testDatabaseUrl } from '../helpers/db.js';
+import { appBehindRelay } from '../helpers/db-relay.js';
 import { signup } from '../helpers/factories.js';
 import { createTopup } from '../helpers/payments.js';
 
 describe('HTML pages while the database is unreachable', () => {
-  // A TCP relay in front of MariaDB: cutting it takes the database away from this app only.
-  let relay: Server;
-  const sockets = new Set<Socket>();
   let ctx: TestContext;
   before(async () => {
     ctx = await createTestContext({ env: { AGENT_SETUP_RATE_PER_MINUTE: '100000' } });
-    relay = createServer((client) => {
-      const upstream = connect(3306, '127.0.0.1');
-      sockets.add(client).add(upstream);
-      client.pipe(upstream).pipe(client);
-      const drop = () => {
-        client.destroy();
-        upstream.destroy();
-      };
-      client.on('error', drop).on('close', drop);
-      upstream.on('error', drop).on('close', drop);
-    });
-    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', () => r()));
   });
   after(() => ctx.close());
 
   it('answers the payment and approval pages with a short 503 page and Retry-After, not 500', async () => {
-    const url = new URL(testDatabaseUrl);
-    url.port = String((relay.address() as { port: number }).port);
-    const ds = createDataSource(url.toString(), 2);
-    await ds.initialize();
-    const services = createServices({ config: ctx.config, ds, clock: ctx.clock, logger: ctx.services.logger, providers: ctx.services.providers });
-    const api = supertest.agent(createApp(services));
+    const relayed = await appBehindRelay(ctx);
+    const { api } = relayed;
     try {
       const { topup } = await createTopup({ ...ctx, api }, await signup({ ...ctx, api }), 1500);
       const begun = await api.post('/api/v1/agent-authorizations');
@@ -49,9 +25,7 @@ describe('HTML pages while the database is unreachable', () => {
       const origin = new URL(ctx.config.publicBaseUrl).origin;
       assert.equal((await api.get(`/pay/${topup.topupId}`)).status, 200);
 
-      const closed = new Promise<void>((r) => relay.close(() => r()));
-      for (const s of sockets) s.destroy();
-      await closed;
+      await relayed.cut();
 
       const pages = {
         'development payment page': await api.get(`/pay/${topup.topupId}`),
@@ -76,7 +50,7 @@ describe('HTML pages while the database is unreachable', () => {
         assert.doesNotMatch(res.text, /ECONN|Error:|at .*\.ts/, `${name}: no internals`);
       }
     } finally {
-      await ds.destroy().catch(() => undefined);
+      await relayed.close();
     }
   });
 });

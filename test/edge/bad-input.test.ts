@@ -1,16 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server, type Socket, connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import supertest from 'supertest';
-import { createApp } from '../../src/app.js';
-import { createDataSource } from '../../src/db/data-source.js';
-import { createServices } from '../../src/container.js';
 import { JSON_BODY_LIMIT_BYTES } from '../../src/http/body-shape.js';
 import { JSON_MAX_DEPTH } from '../../src/http/request-guards.js';
 import { bucketKey } from '../../src/http/rate-limiter.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { testDatabaseUrl } from '../helpers/db.js';
+import { appBehindRelay } from '../helpers/db-relay.js';
 import { signup } from '../helpers/factories.js';
 
 // superagent would JSON-encode a Buffer sent as application/json; these bodies go out as bytes.
@@ -110,39 +106,18 @@ describe('bad input never gets a 500', () => {
 });
 
 describe('database unreachable', () => {
-  // A TCP relay in front of MariaDB: cutting it takes the database away from this app only.
-  let relay: Server;
-  const sockets = new Set<Socket>();
   let ctx: TestContext;
   before(async () => {
     ctx = await createTestContext();
-    relay = createServer((client) => {
-      const upstream = connect(3306, '127.0.0.1');
-      sockets.add(client).add(upstream);
-      client.pipe(upstream).pipe(client);
-      const drop = () => {
-        client.destroy();
-        upstream.destroy();
-      };
-      client.on('error', drop).on('close', drop);
-      upstream.on('error', drop).on('close', drop);
-    });
-    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', () => r()));
   });
   after(() => ctx.close());
 
   it('answers API routes with 503 UNAVAILABLE, not 500', async () => {
     const { token } = await signup(ctx);
-    const url = new URL(testDatabaseUrl);
-    url.port = String((relay.address() as { port: number }).port);
-    const ds = createDataSource(url.toString(), 2);
-    await ds.initialize();
-    const services = createServices({ config: ctx.config, ds, clock: ctx.clock, logger: ctx.services.logger, providers: ctx.services.providers });
-    const api = supertest(createApp(services));
+    const relayed = await appBehindRelay(ctx);
+    const { api } = relayed;
     assert.equal((await api.get('/api/v1/me').set('Authorization', `Bearer ${token}`)).status, 200);
-    const closed = new Promise<void>((r) => relay.close(() => r()));
-    for (const s of sockets) s.destroy();
-    await closed;
+    await relayed.cut();
     try {
       const me = await api.get('/api/v1/me').set('Authorization', `Bearer ${token}`);
       assertError(me, 503, 'UNAVAILABLE');
@@ -151,7 +126,7 @@ describe('database unreachable', () => {
       const health = await api.get('/healthz');
       assert.equal(health.status, 503);
     } finally {
-      await ds.destroy().catch(() => undefined);
+      await relayed.close();
     }
   });
 });
