@@ -12,6 +12,7 @@ import { createPayments, reconcilePayments, RECONCILE_PAYMENTS_EVERY_MS, type Pa
 import type { RentalHandoff } from './modules/billing/rental-handoff.js';
 import { InventoryService } from './modules/inventory/inventory.service.js';
 import { KeysService } from './modules/keys/keys.service.js';
+import { AgentKeysService } from './modules/agents/agent-keys.service.js';
 import { AgentsService } from './modules/agents/agents.service.js';
 import { CredentialsService } from './modules/credentials/credentials.service.js';
 import { SecretBox } from './modules/credentials/secret-box.js';
@@ -40,6 +41,7 @@ export interface Services {
   rentalReads: RentalReadsService;
   credentials: CredentialsService;
   agents: AgentsService;
+  agentKeys: AgentKeysService;
   /** Provisioning, termination, metering and reconciliation of rentals (run by its jobs). */
   lifecycle: RentalLifecycle;
   /** Background work: enqueue here; the worker role (src/worker.ts) runs it. */
@@ -78,11 +80,12 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs, inventory, rentalReads);
   const box = SecretBox.fromConfig(config);
   const credentials = new CredentialsService(ds, clock, box);
+  const agentKeys = new AgentKeysService(ds, clock, keys, rentals);
   const agents = new AgentsService(ds, clock, keys, rateLimiter, {
     agentV1Enabled: config.agentV1Enabled,
     publicBaseUrl: config.publicBaseUrl,
     setupRatePerMinute: config.agentSetupRatePerMinute,
-  }, rentals);
+  }, agentKeys);
   const lifecycleDeps: LifecycleDeps = { ds, clock, logger, providers, jobs, ledger, box, refunds: payments.sessions };
   const lifecycle = createRentalLifecycle(lifecycleDeps, lifecycleTiming(config));
   const definitions = jobDefinitions({
@@ -105,7 +108,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   });
   // Defined in every process (defining starts nothing, and it gives enqueued jobs their priority).
   defineJobs(jobs.agenda, definitions);
-  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, rentalReads, credentials, jobs, agents, lifecycle, jobDefinitions: definitions };
+  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, rentalReads, credentials, jobs, agents, agentKeys, lifecycle, jobDefinitions: definitions };
 }
 
 /** The bot role's jobs, built like the worker's; start them with startJobWorker(botJobs). */

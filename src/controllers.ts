@@ -26,5 +26,5 @@ export function controllerFactories(s: Services): ControllerFactories {
     .add(StripeWebhookController, () => new StripeWebhookController(s.payments.events))
     .add(RentalsController, () => new RentalsController(s.rentals, s.rentalReads))
     .add(DeploymentsController, () => new DeploymentsController(s.rentals, s.rentalReads, s.credentials))
-    .add(AgentsController, () => new AgentsController(s.agents));
+    .add(AgentsController, () => new AgentsController(s.agents, s.agentKeys));
 }

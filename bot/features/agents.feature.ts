@@ -13,7 +13,7 @@ export function agentsFeature(): Composer<BotContext> {
   const composer = new Composer<BotContext>();
 
   composer.command('agents', async (ctx) => {
-    const keys = (await ctx.services.agents.listAgentKeys(ownerOf(ctx).id)).filter((k) => !k.revokedAt);
+    const keys = (await ctx.services.agentKeys.listAgentKeys(ownerOf(ctx).id)).filter((k) => !k.revokedAt);
     if (keys.length === 0) {
       await ctx.reply('You have no active agent keys. Connect an agent with /newagent.');
       return;
@@ -33,7 +33,7 @@ export function agentsFeature(): Composer<BotContext> {
 
   composer.callbackQuery(new RegExp(`^rv:(${UUID})$`), async (ctx) => {
     const keyId = ctx.match[1];
-    const key = (await ctx.services.agents.listAgentKeys(ownerOf(ctx).id)).find((k) => k.id === keyId);
+    const key = (await ctx.services.agentKeys.listAgentKeys(ownerOf(ctx).id)).find((k) => k.id === keyId);
     if (!key || key.revokedAt) {
       await ctx.answerCallbackQuery({ text: key ? 'That key is already revoked.' : 'That key is not on your account.', show_alert: true });
       return;
@@ -49,7 +49,7 @@ export function agentsFeature(): Composer<BotContext> {
 
   composer.callbackQuery(new RegExp(`^rvy:(${UUID})$`), async (ctx) => {
     try {
-      await ctx.services.agents.revokeAgentKey(ownerOf(ctx).id, ctx.match[1]);
+      await ctx.services.agentKeys.revokeAgentKey(ownerOf(ctx).id, ctx.match[1]);
     } catch (err) {
       if (err instanceof AppError && err.status === 404) {
         await ctx.answerCallbackQuery({ text: 'That key is not on your account.', show_alert: true });

@@ -34,7 +34,7 @@ export function ownerKeyFeature(): Composer<BotContext> {
   });
 
   composer.command('ownerkeys', async (ctx) => {
-    const keys = (await ctx.services.agents.listOwnerKeys(ownerOf(ctx).id)).filter((k) => !k.revokedAt);
+    const keys = (await ctx.services.agentKeys.listOwnerKeys(ownerOf(ctx).id)).filter((k) => !k.revokedAt);
     if (keys.length === 0) {
       await ctx.reply('You have no active OWNER API keys. Issue one with /ownerkey.');
       return;
@@ -48,7 +48,7 @@ export function ownerKeyFeature(): Composer<BotContext> {
   });
 
   composer.callbackQuery(new RegExp(`^ork:(${UUID})$`), async (ctx) => {
-    const key = (await ctx.services.agents.listOwnerKeys(ownerOf(ctx).id)).find((k) => k.id === ctx.match[1]);
+    const key = (await ctx.services.agentKeys.listOwnerKeys(ownerOf(ctx).id)).find((k) => k.id === ctx.match[1]);
     if (!key || key.revokedAt) {
       await ctx.answerCallbackQuery({ text: key ? 'That key is already revoked.' : 'That key is not on your account.', show_alert: true });
       return;
@@ -66,7 +66,7 @@ export function ownerKeyFeature(): Composer<BotContext> {
   composer.callbackQuery(new RegExp(`^orky:(${UUID})$`), async (ctx) => {
     let agents: number;
     try {
-      agents = (await ctx.services.agents.revokeOwnerKey(ownerOf(ctx).id, ctx.match[1])).revokedAgentKeyIds.length;
+      agents = (await ctx.services.agentKeys.revokeOwnerKey(ownerOf(ctx).id, ctx.match[1])).revokedAgentKeyIds.length;
     } catch (err) {
       if (err instanceof AppError && err.status === 404) {
         await ctx.answerCallbackQuery({ text: 'That key is not on your account.', show_alert: true });

@@ -9,7 +9,7 @@ import { normalizeEmail } from '../modules/accounts/email.js';
 import { ALL_SCOPES, ApiKey, type Scope } from '../modules/keys/api-key.entity.js';
 import { KeysService } from '../modules/keys/keys.service.js';
 import { keyName } from '../modules/keys/key-name.js';
-import { AgentsService } from '../modules/agents/agents.service.js';
+import { AgentKeysService } from '../modules/agents/agent-keys.service.js';
 import { AppError } from '../errors/app-error.js';
 import type { DataSource } from 'typeorm';
 
@@ -162,12 +162,8 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
     const keys = new KeysService(ds, systemClock);
     const limiter = new RateLimiter(ds, systemClock);
     if ('id' in input) {
-      const agents = new AgentsService(ds, systemClock, keys, limiter, {
-        agentV1Enabled: config.agentV1Enabled,
-        publicBaseUrl: config.publicBaseUrl,
-        setupRatePerMinute: config.agentSetupRatePerMinute,
-      });
-      return sub === 'keys' ? await listOwnerKeys(agents, input, io) : await revokeOwnerKey(ds, agents, input, io);
+      const agentKeys = new AgentKeysService(ds, systemClock, keys);
+      return sub === 'keys' ? await listOwnerKeys(agentKeys, input, io) : await revokeOwnerKey(ds, agentKeys, input, io);
     }
     const accounts = new AccountsService(ds, systemClock, keys, limiter, {
       agentV1Enabled: config.agentV1Enabled,
@@ -199,8 +195,8 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
   }
 }
 
-async function listOwnerKeys(agents: AgentsService, input: { id: string; json: boolean }, io: CommandIo): Promise<number> {
-  const keys = await agents.listOwnerKeys(input.id);
+async function listOwnerKeys(agentKeys: AgentKeysService, input: { id: string; json: boolean }, io: CommandIo): Promise<number> {
+  const keys = await agentKeys.listOwnerKeys(input.id);
   if (input.json) {
     io.out(`${JSON.stringify(keys)}\n`);
     return 0;
@@ -215,13 +211,13 @@ async function listOwnerKeys(agents: AgentsService, input: { id: string; json: b
   return 0;
 }
 
-async function revokeOwnerKey(ds: DataSource, agents: AgentsService, input: { id: string; json: boolean }, io: CommandIo): Promise<number> {
+async function revokeOwnerKey(ds: DataSource, agentKeys: AgentKeysService, input: { id: string; json: boolean }, io: CommandIo): Promise<number> {
   const key = await ds.getRepository(ApiKey).findOneBy({ id: input.id, kind: 'OWNER' });
   if (!key) {
     io.err(`No OWNER key has id ${input.id}.\n`);
     return 1;
   }
-  const revoked = await agents.revokeOwnerKey(key.accountId, key.id);
+  const revoked = await agentKeys.revokeOwnerKey(key.accountId, key.id);
   if (input.json) {
     io.out(`${JSON.stringify({ accountId: key.accountId, ...revoked })}\n`);
     return 0;

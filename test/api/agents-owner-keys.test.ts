@@ -153,7 +153,7 @@ describe('revoking an owner key', () => {
       ...sessions.map((s) => ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode: s.setupCode })),
       ...fresh.map((s) => ctx.api.post('/api/v1/agent-authorizations/approve').set(o.auth).send({ approvalCode: s.approvalUrl.split('/').pop(), ...LIMITS })),
     ];
-    const [revoked, ...results] = await Promise.all([ctx.services.agents.revokeOwnerKey(o.accountId, o.keyId), ...racing]);
+    const [revoked, ...results] = await Promise.all([ctx.services.agentKeys.revokeOwnerKey(o.accountId, o.keyId), ...racing]);
     assert.ok(revoked.revokedAt);
     assert.ok(results.every((r) => r.status < 500), results.map((r) => r.status).join());
     const alive: unknown[] = await ctx.services.ds.query(`SELECT id FROM api_keys WHERE issued_by_key_id = ? AND revoked_at IS NULL`, [o.keyId]);

@@ -2,6 +2,7 @@ import { Body, Delete, Extension, Get, Header, OperationId, Path, Post, Query, R
 import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
+import type { AgentKeysService } from './agent-keys.service.js';
 import type { AgentsService } from './agents.service.js';
 import { principalOf } from '../keys/principal.js';
 import { addressBucket, clientAddress as trustedAddress } from '../../http/client-address.js';
@@ -24,7 +25,10 @@ const clientAddress = (req: ExRequest): string => addressBucket(trustedAddress(r
 @Route('api/v1')
 @Tags('Agents')
 export class AgentsController extends BaseController {
-  constructor(private readonly agents: AgentsService) {
+  constructor(
+    private readonly agents: AgentsService,
+    private readonly agentKeys: AgentKeysService,
+  ) {
     super();
   }
 
@@ -106,7 +110,7 @@ export class AgentsController extends BaseController {
     @Header('Idempotency-Key') idempotencyKey: string | undefined,
     @Body() body: IssueAgentKeyRequest,
   ): Promise<Envelope<AgentKeyIssued>> {
-    const { issued, created } = await this.agents.issueAgentKey(principalOf(req), idempotencyKey, body);
+    const { issued, created } = await this.agentKeys.issueAgentKey(principalOf(req), idempotencyKey, body);
     return this.ok(req, issued, created ? 201 : 200);
   }
 
@@ -118,7 +122,7 @@ export class AgentsController extends BaseController {
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key)')
   async list(@Request() req: ExRequest): Promise<Envelope<KeyDto[]>> {
-    return this.ok(req, await this.agents.listAgentKeysFor(principalOf(req)));
+    return this.ok(req, await this.agentKeys.listAgentKeysFor(principalOf(req)));
   }
 
   /**
@@ -137,7 +141,7 @@ export class AgentsController extends BaseController {
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (terminateRentals is not true or false)')
   async revoke(@Request() req: ExRequest, @Path() id: string, @Query() terminateRentals?: boolean): Promise<Envelope<RevokedKey>> {
-    return this.ok(req, await this.agents.revokeAgentKeyFor(principalOf(req), id, { terminateRentals }));
+    return this.ok(req, await this.agentKeys.revokeAgentKeyFor(principalOf(req), id, { terminateRentals }));
   }
 
   /** The account's OWNER keys, revoked ones included, with limits and usage (never secrets). Owner keys only. */
@@ -148,7 +152,7 @@ export class AgentsController extends BaseController {
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key)')
   async listOwnerKeys(@Request() req: ExRequest): Promise<Envelope<KeyDto[]>> {
-    return this.ok(req, await this.agents.listOwnerKeysFor(principalOf(req)));
+    return this.ok(req, await this.agentKeys.listOwnerKeysFor(principalOf(req)));
   }
 
   /**
@@ -170,6 +174,6 @@ export class AgentsController extends BaseController {
   @Response<ErrorEnvelope>(404, 'NOT_FOUND (no owner key with this id on this account)')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (terminateRentals is not true or false)')
   async revokeOwnerKey(@Request() req: ExRequest, @Path() id: string, @Query() terminateRentals?: boolean): Promise<Envelope<RevokedOwnerKey>> {
-    return this.ok(req, await this.agents.revokeOwnerKeyFor(principalOf(req), id, { terminateRentals }));
+    return this.ok(req, await this.agentKeys.revokeOwnerKeyFor(principalOf(req), id, { terminateRentals }));
   }
 }

@@ -1,35 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import type { DataSource, EntityManager } from 'typeorm';
-import { revokedKeyRentalsNote } from '../../../clients/sdk/src/hints.js';
+import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
-import { Account } from '../accounts/account.entity.js';
-import { assertNotFrozen as refuseIfFrozen } from '../accounts/billing-eligibility.js';
-import { toKeyDto } from '../accounts/accounts.service.js';
-import type { KeyDto } from '../accounts/accounts.dto.js';
-import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
-import { ApiKey, type Scope } from '../keys/api-key.entity.js';
+import type { Scope } from '../keys/api-key.entity.js';
 import { agentName, keyName } from '../keys/key-name.js';
 import { APPROVAL_LIMITS, type KeyLimits } from '../keys/key-limits.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { APPROVAL_CODE_TAG, mintCode, SETUP_CODE_TAG, sha256 } from '../keys/tokens.js';
-import { TERMINAL_STATUSES, type RentalStatus } from '../rentals/rental-status.js';
-import type { RentalsService } from '../rentals/rentals.service.js';
 import { AgentAuthorization } from './agent-authorization.entity.js';
-import type {
-  AgentKeyIssued,
-  AgentLimits,
-  ApproveAuthorizationResponse,
-  BeginAuthorizationRequest,
-  BeginAuthorizationResponse,
-  IssueAgentKeyRequest,
-  KeyRental,
-  RevokedKey,
-  RevokedOwnerKey,
-} from './agents.dto.js';
+import { assertNotFrozen, assertWithinOwnLimits, type AgentKeysService } from './agent-keys.service.js';
+import type { AgentKeyIssued, AgentLimits, ApproveAuthorizationResponse, BeginAuthorizationRequest, BeginAuthorizationResponse } from './agents.dto.js';
 
 /** Setup codes and approval sessions are valid for 10 minutes (docs/api.md, Limits). */
 export const AUTHORIZATION_TTL_MS = 10 * 60 * 1000;
@@ -59,16 +42,10 @@ export interface AgentsOptions {
   setupRatePerMinute: number;
 }
 
-/** How a revocation treats the revoked keys' unfinished rentals. */
-export interface RevokeOptions {
-  /** Terminate them with the key, through the normal termination path; otherwise they keep running. */
-  terminateRentals?: boolean;
-}
-
 /**
  * How agents get keys without ever holding their owner's credential: authorization sessions an
- * owner approves, setup codes an owner mints in Telegram, and keys an owner issues directly.
- * Every code is stored as a SHA-256 hash; each authorization is exchanged for at most one key.
+ * owner approves and setup codes an owner mints in Telegram, each exchanged for at most one key.
+ * Every code is stored as a SHA-256 hash. Keys an owner issues directly are AgentKeysService's.
  */
 export class AgentsService {
   constructor(
@@ -77,8 +54,7 @@ export class AgentsService {
     private readonly keys: KeysService,
     private readonly rateLimiter: RateLimiter,
     private readonly options: AgentsOptions,
-    /** Terminates revoked keys' rentals on request; a process built without it cannot. */
-    private readonly rentals?: Pick<RentalsService, 'terminate'>,
+    private readonly agentKeys: AgentKeysService,
   ) {}
 
   /**
@@ -281,170 +257,9 @@ export class AgentsService {
       await m.update(AgentAuthorization, { id: row.id }, { status: 'EXCHANGED', exchangedAt: now, issuedKeyId: key.id });
       return { keyId: key.id, token };
     });
-    return { key: await this.describeKey(keyId), token };
+    return { key: await this.agentKeys.describeKey(keyId), token };
   }
 
-  /**
-   * An OWNER key issues an agent key directly. Idempotent per account and key: an identical replay
-   * answers the same key with `token: null` (the secret is never shown twice).
-   */
-  async issueAgentKey(principal: Principal, idempotencyKeyHeader: string | undefined, body: IssueAgentKeyRequest): Promise<{ issued: AgentKeyIssued; created: boolean }> {
-    this.assertOwner(principal, 'issue agent keys');
-    const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
-    const scopes = [...new Set(body.scopes)];
-    const beyond = scopes.filter((s) => !principal.scopes.includes(s));
-    if (beyond.length) throw new AppError('FORBIDDEN', `An agent key's scopes must be a subset of yours; this key lacks: ${beyond.join(', ')}.`);
-    assertWithinOwnLimits(principal, body);
-    const input = { ...body, name: keyName(body.name), scopes: [...scopes].sort() };
-    const request = idempotentRequest(`agent-keys:${principal.accountId}`, idemKey, input);
-    // Checked before the transaction: a plain read inside it would fix the snapshot ahead of the
-    // idempotency claim, hiding a concurrent twin's committed key from the replay path.
-    await assertNotFrozen(this.ds.manager, principal.accountId);
-    const result = await inTransaction(this.ds, async (m) => {
-      // As in approval: a concurrent revocation of the issuing key sees this key or refuses it.
-      await this.keys.lockActingKey(m, principal.accountId, principal.keyId);
-      return claimOrReplay<{ keyId: string; token: string | null }>(m, this.clock, request, {
-        replay: (keyId) => ({ keyId, token: null }),
-        create: async () => {
-          const { key, token } = await this.keys.create(m, {
-            accountId: principal.accountId,
-            kind: 'AGENT',
-            name: input.name,
-            scopes: input.scopes,
-            origin: 'owner-issued',
-            issuedByKeyId: principal.keyId,
-            maxPerRentalMinor: body.maxPerRentalMinor,
-            budgetLimitMinor: body.budgetLimitMinor,
-            maxConcurrentDeployments: body.maxConcurrentDeployments,
-          });
-          return { resourceId: key.id, result: { keyId: key.id, token } };
-        },
-      });
-    });
-    return { issued: { key: await this.describeKey(result.keyId), token: result.token }, created: result.token !== null };
-  }
-
-  /** The account's agent keys, newest first, with limits and usage; never secrets. */
-  async listAgentKeys(accountId: string): Promise<KeyDto[]> {
-    const keys = await this.ds.getRepository(ApiKey).find({ where: { accountId, kind: 'AGENT' }, order: { createdAt: 'DESC' } });
-    const usage = await this.keys.usage(keys);
-    return keys.map((k) => toKeyDto(k, usage.get(k.id)!));
-  }
-
-  async listAgentKeysFor(principal: Principal): Promise<KeyDto[]> {
-    this.assertOwner(principal, 'list agent keys');
-    return this.listAgentKeys(principal.accountId);
-  }
-
-  /**
-   * Revokes an agent key of the account at once; revoking twice is fine. Owner keys are not agent
-   * keys (404). Answers with the key's unfinished rentals, terminated with it on request.
-   */
-  async revokeAgentKey(accountId: string, keyId: string, opts: RevokeOptions = {}): Promise<RevokedKey> {
-    const key = /^[0-9a-f-]{36}$/i.test(keyId) ? await this.ds.getRepository(ApiKey).findOneBy({ id: keyId.toLowerCase(), accountId, kind: 'AGENT' }) : null;
-    if (!key) throw new AppError('NOT_FOUND', 'No agent key with this id on this account.');
-    await this.keys.revoke(accountId, key.id);
-    const after = await this.ds.getRepository(ApiKey).findOneByOrFail({ id: key.id });
-    return { id: key.id, revokedAt: after.revokedAt!.toISOString(), ...(await this.rentalsOfRevoked(accountId, [key.id], opts)) };
-  }
-
-  async revokeAgentKeyFor(principal: Principal, keyId: string, opts: RevokeOptions = {}): Promise<RevokedKey> {
-    this.assertOwner(principal, 'revoke agent keys');
-    return this.revokeAgentKey(principal.accountId, keyId, opts);
-  }
-
-  /**
-   * The unfinished rentals of keys revoked a moment ago, terminated first when asked. Read after
-   * the revocation committed: a rental admitted under the key locks its row and re-checks
-   * `revoked_at`, so none can start after this list is read.
-   */
-  private async rentalsOfRevoked(accountId: string, keyIds: string[], opts: RevokeOptions): Promise<Pick<RevokedKey, 'liveRentals' | 'rentalsTerminated' | 'rentalsNote'>> {
-    const rows: { id: string; order_id: string; key_id: string; status: RentalStatus }[] = await this.ds.query(
-      `SELECT id, order_id, key_id, status FROM deployments WHERE account_id = ? AND key_id IN (?) AND status NOT IN (?) ORDER BY created_at, id`,
-      [accountId, keyIds, TERMINAL_STATUSES],
-    );
-    const terminate = opts.terminateRentals === true;
-    if (terminate && rows.length && !this.rentals) throw new Error('AgentsService was built without the rentals service, so it cannot terminate rentals');
-    const liveRentals: KeyRental[] = [];
-    for (const r of rows) {
-      // The owner's own termination path: the revoked key can no longer act, its owner can.
-      const status = terminate ? (await this.rentals!.terminate({ kind: 'OWNER', accountId }, r.id)).status : r.status;
-      liveRentals.push({ rentalId: r.order_id, deploymentId: r.id, keyId: r.key_id, status });
-    }
-    return { liveRentals, rentalsTerminated: terminate && liveRentals.length > 0, rentalsNote: revokedKeyRentalsNote(liveRentals.length, terminate) };
-  }
-
-  /** The account's OWNER keys, newest first, revoked ones included; never secrets. */
-  async listOwnerKeys(accountId: string): Promise<KeyDto[]> {
-    const keys = await this.ds.getRepository(ApiKey).find({ where: { accountId, kind: 'OWNER' }, order: { createdAt: 'DESC' } });
-    const usage = await this.keys.usage(keys);
-    return keys.map((k) => toKeyDto(k, usage.get(k.id)!));
-  }
-
-  async listOwnerKeysFor(principal: Principal): Promise<KeyDto[]> {
-    this.assertOwner(principal, 'list owner keys');
-    return this.listOwnerKeys(principal.accountId);
-  }
-
-  /**
-   * Revokes an OWNER key of the account and, in the same transaction, everything it let in: the
-   * agent keys it issued, the keys exchanged for authorization sessions it approved, and the
-   * sessions it approved that were not exchanged yet (REVOKED: their setup codes stop working).
-   * Every request re-reads `revoked_at` before it acts, so all of them are refused at once in
-   * every process. Rentals already running keep running. Repeatable: a revoked key keeps its
-   * revocation time, and anything it let in since is revoked again.
-   */
-  async revokeOwnerKey(accountId: string, keyId: string, opts: RevokeOptions = {}): Promise<RevokedOwnerKey> {
-    const id = /^[0-9a-f-]{36}$/i.test(keyId) ? keyId.toLowerCase() : null;
-    const out = await inTransaction(this.ds, async (m) => {
-      // Account row first, then keys, then sessions: the order issuing and approving take them in
-      // (KeysService.lockActingKey), so each waits for the other instead of missing it.
-      const rows: { kind: string; revoked_at: Date | null }[] = id
-        ? await m.query(
-            `SELECT k.kind, k.revoked_at FROM accounts a STRAIGHT_JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ? FOR UPDATE`,
-            [id, accountId],
-          )
-        : [];
-      if (rows.length !== 1 || rows[0].kind !== 'OWNER') throw new AppError('NOT_FOUND', 'No owner key with this id on this account.');
-      const now = this.clock.now();
-      const revokedAt = rows[0].revoked_at ?? now;
-      if (!rows[0].revoked_at) await m.query(`UPDATE api_keys SET revoked_at = ? WHERE id = ?`, [now, id]);
-      const sessions: { id: string }[] = await m.query(
-        `SELECT id FROM agent_authorizations WHERE approved_by_key_id = ? AND status = 'APPROVED' FOR UPDATE`,
-        [id],
-      );
-      if (sessions.length) await m.query(`UPDATE agent_authorizations SET status = 'REVOKED' WHERE id IN (?)`, [sessions.map((x) => x.id)]);
-      const issued: { id: string }[] = await m.query(`SELECT id FROM api_keys WHERE issued_by_key_id = ? AND revoked_at IS NULL FOR UPDATE`, [id]);
-      if (issued.length) await m.query(`UPDATE api_keys SET revoked_at = ? WHERE id IN (?)`, [now, issued.map((x) => x.id)]);
-      // Every key it let in, revoked now or by an earlier call: a repeat still lists (and may end) their rentals.
-      const letIn: { id: string }[] = await m.query(`SELECT id FROM api_keys WHERE issued_by_key_id = ?`, [id]);
-      return {
-        id: id!,
-        revokedAt: revokedAt.toISOString(),
-        revokedAgentKeyIds: issued.map((x) => x.id),
-        revokedAuthorizationIds: sessions.map((x) => x.id),
-        keyIds: [id!, ...letIn.map((x) => x.id)],
-      };
-    });
-    const { keyIds, ...revoked } = out;
-    this.keys.forget(revoked.id, ...revoked.revokedAgentKeyIds);
-    return { ...revoked, ...(await this.rentalsOfRevoked(accountId, keyIds, opts)) };
-  }
-
-  async revokeOwnerKeyFor(principal: Principal, keyId: string, opts: RevokeOptions = {}): Promise<RevokedOwnerKey> {
-    this.assertOwner(principal, 'revoke owner keys');
-    return this.revokeOwnerKey(principal.accountId, keyId, opts);
-  }
-
-  private assertOwner(principal: Principal, what: string): void {
-    if (principal.kind !== 'OWNER') throw new AppError('FORBIDDEN', `Only owner keys may ${what}.`);
-  }
-
-  private async describeKey(keyId: string, manager: EntityManager = this.ds.manager): Promise<KeyDto> {
-    const key = await manager.getRepository(ApiKey).findOneByOrFail({ id: keyId });
-    const usage = await this.keys.usage([key], manager);
-    return toKeyDto(key, usage.get(key.id)!);
-  }
 }
 
 /**
@@ -474,25 +289,3 @@ function checkLimits(limits: AgentLimits, bounds: { minimums: KeyLimits; maximum
   return limits.name === undefined ? limits : { ...limits, name: keyName(limits.name) };
 }
 
-/**
- * An owner key hands out no more than it holds: each of an agent key's three limits is at most
- * the issuing key's own, or 403 KEY_LIMIT_EXCEEDED (the code for a key's limits; the request is
- * well-formed, so not a 422). Owners in the Telegram bot hold no key and are not bound by one.
- */
-function assertWithinOwnLimits(principal: Principal, limits: AgentLimits): void {
-  const own = principal.key;
-  const over = (['maxPerRentalMinor', 'budgetLimitMinor', 'maxConcurrentDeployments'] as const).filter((f) => limits[f] > own[f]);
-  if (over.length) {
-    throw new AppError(
-      'KEY_LIMIT_EXCEEDED',
-      `An agent key's limits may not exceed your key's own: ${over.map((f) => `${f} ${limits[f]} > ${own[f]}`).join(', ')}.`,
-    );
-  }
-}
-
-/** A frozen account may not bring new agents in: 402 ACCOUNT_FROZEN. */
-async function assertNotFrozen(m: EntityManager, accountId: string): Promise<void> {
-  const account = await m.getRepository(Account).findOneBy({ id: accountId });
-  if (!account) throw new AppError('NOT_FOUND', 'This account no longer exists.');
-  refuseIfFrozen(account, 'authorize new agents');
-}
