@@ -21,6 +21,7 @@ import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { createServices } from '../src/container.js';
 import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate } from '../src/db/data-source.js';
+import { entities } from '../src/entities.js';
 import { createLogger } from '../src/logger.js';
 import { createProviderRegistry } from '../src/providers/provider-registry.js';
 import { runBench } from './processes.js';
@@ -146,7 +147,7 @@ const fmt = (xs: number[], digits = 0) => {
 
 async function main(): Promise<void> {
   await createDatabaseIfMissing(databaseUrl);
-  const ds = createDataSource(databaseUrl, 10);
+  const ds = createDataSource(databaseUrl, 10, entities);
   await ds.initialize();
   await migrate(ds);
   const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent', LOCAL_PROVIDER_INVENTORY: inventoryFile() });

@@ -19,6 +19,7 @@ import { PostgresBackend } from '@agendajs/postgres-backend';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate } from '../src/db/data-source.js';
+import { entities } from '../src/entities.js';
 import { createAgenda, startAgendaProcessing } from '../src/jobs/agenda.js';
 import { createLogger } from '../src/logger.js';
 import { endChild, exitWithParent, ownChild, runBench } from './processes.js';
@@ -53,7 +54,7 @@ async function mysqlSide(url?: string): Promise<Side> {
   const owned = !url;
   url ??= withDb(MYSQL_BASE, `gpu_rental_bench_${randomBytes(4).toString('hex')}`);
   await createDatabaseIfMissing(url);
-  const ds: DataSource = createDataSource(url, 20);
+  const ds: DataSource = createDataSource(url, 20, entities);
   await ds.initialize();
   if (owned) await migrate(ds);
   return {

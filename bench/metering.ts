@@ -13,6 +13,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Clock } from '../src/clock.js';
 import { createDataSource } from '../src/db/data-source.js';
+import { entities } from '../src/entities.js';
 import { LedgerService } from '../src/modules/billing/ledger.service.js';
 import { Metering } from '../src/modules/rentals/lifecycle/metering.js';
 import { DEFAULT_TIMING } from '../src/modules/rentals/lifecycle/lifecycle-deps.js';
@@ -54,7 +55,7 @@ function metering(ds: ReturnType<typeof createDataSource>, clock: Clock): Meteri
 /** Child mode: sweeps back to back until told to stop, reporting each sweep's time. */
 async function sweeper(databaseUrl: string): Promise<void> {
   exitWithParent();
-  const ds = createDataSource(databaseUrl, 4);
+  const ds = createDataSource(databaseUrl, 4, entities);
   await ds.initialize();
   const clock = sweepClock(24 * 3600_000);
   const m = metering(ds, clock);

@@ -15,6 +15,7 @@ import { systemClock, type Clock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { createServices, type Services } from '../src/container.js';
 import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate } from '../src/db/data-source.js';
+import { entities } from '../src/entities.js';
 import { createLogger } from '../src/logger.js';
 import { Account } from '../src/modules/accounts/account.entity.js';
 import { Offer } from '../src/modules/inventory/offer.entity.js';
@@ -97,7 +98,7 @@ export async function startBenchApp(opts: { clock?: Clock; poolSize?: number } =
     JSON.stringify({ offers: [{ ...h100, key: 'h100-a', pricePerHourMinor: 300 }, { ...h100, key: 'h100-b', pricePerHourMinor: 350 }, { ...h100, key: 'h100-c', pricePerHourMinor: 400 }] }),
   );
   await createDatabaseIfMissing(databaseUrl);
-  const ds = createDataSource(databaseUrl, opts.poolSize ?? 40);
+  const ds = createDataSource(databaseUrl, opts.poolSize ?? 40, entities);
   await ds.initialize();
   await migrate(ds);
   const config = loadConfig({

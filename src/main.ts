@@ -6,6 +6,7 @@ import { createApp } from './app.js';
 import { createServices, type Services } from './container.js';
 import { isConnectionError } from './db/connection-errors.js';
 import { createDatabaseIfMissing, createDataSource, describeTarget, migrate, parseDatabaseUrl } from './db/data-source.js';
+import { entities } from './entities.js';
 import { createLogger, type Logger } from './logger.js';
 import { createProviderRegistry } from './providers/provider-registry.js';
 import { startWorker, type Worker } from './worker.js';
@@ -55,7 +56,7 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
     }
     throw err;
   }
-  const ds = createDataSource(config.databaseUrl);
+  const ds = createDataSource(config.databaseUrl, 10, entities);
   await ds.initialize();
   logger.info(`database ${target.database} ${created ? 'created' : 'found'} at ${describeTarget(target)}`);
   const applied = await migrate(ds);

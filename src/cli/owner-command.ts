@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { systemClock } from '../clock.js';
 import type { Config } from '../config.js';
 import { createDatabaseIfMissing, createDataSource, describeTarget, migrate, parseDatabaseUrl } from '../db/data-source.js';
+import { entities } from '../entities.js';
 import { RateLimiter } from '../http/rate-limiter.js';
 import { AccountsService, type NewOwner } from '../modules/accounts/accounts.service.js';
 import { APPROVAL_LIMITS, KEY_LIMIT_MAXIMUMS, OWNER_KEY_LIMITS } from '../modules/keys/key-limits.js';
@@ -155,7 +156,7 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
     io.err(`Cannot reach MySQL at ${describeTarget(parseDatabaseUrl(config.databaseUrl))} (${(err as { code?: string }).code ?? (err as Error).message}).\n`);
     return 1;
   }
-  const ds = createDataSource(config.databaseUrl, 2);
+  const ds = createDataSource(config.databaseUrl, 2, entities);
   await ds.initialize();
   try {
     await migrate(ds);

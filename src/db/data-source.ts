@@ -1,9 +1,8 @@
 import mysql from 'mysql2/promise';
 import mysqlCallbacks from 'mysql2';
 import type { Pool, PoolConnection, PoolOptions } from 'mysql2';
-import { DataSource } from 'typeorm';
+import { DataSource, type DataSourceOptions } from 'typeorm';
 import { migrations } from '../../migrations/index.js';
-import { entities } from './entities.js';
 
 export interface DatabaseTarget {
   host: string;
@@ -86,7 +85,14 @@ export async function assertSessionSqlMode(ds: DataSource): Promise<void> {
   }
 }
 
-export function createDataSource(databaseUrl: string, poolSize = 10): DataSource {
+/** The entity classes a DataSource maps (src/entities.ts lists the service's). */
+export type EntityList = NonNullable<DataSourceOptions['entities']>;
+
+/**
+ * A DataSource on `databaseUrl` with `poolSize` connections, mapping `entities`. The caller names
+ * the entities, so that this layer knows no module: src/entities.ts lists the service's.
+ */
+export function createDataSource(databaseUrl: string, poolSize: number, entities: EntityList): DataSource {
   const t = parseDatabaseUrl(databaseUrl);
   return new DataSource({
     type: 'mysql',

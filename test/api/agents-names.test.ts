@@ -3,6 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { KeyIssuer1763800010200 } from '../../migrations/1763800010200-KeyIssuer.js';
 import { migrations } from '../../migrations/index.js';
 import { createDatabaseIfMissing, createDataSource, dropDatabase } from '../../src/db/data-source.js';
+import { entities } from '../../src/entities.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { keyName } from '../../src/modules/keys/key-name.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
@@ -86,7 +87,7 @@ describe('agent and key names', () => {
     const url = new URL(testDatabaseUrl);
     url.pathname = `${url.pathname}_names_${randomBytes(3).toString('hex')}`;
     await createDatabaseIfMissing(url.toString());
-    const ds = createDataSource(url.toString(), 2);
+    const ds = createDataSource(url.toString(), 2, entities);
     await ds.initialize();
     const q = ds.createQueryRunner();
     try {

@@ -4,6 +4,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { NotificationDeliverJobs1763800011400 } from '../../migrations/1763800011400-NotificationDeliverJobs.js';
 import { migrations } from '../../migrations/index.js';
 import { createDatabaseIfMissing, createDataSource, dropDatabase } from '../../src/db/data-source.js';
+import { entities } from '../../src/entities.js';
 import { MysqlJobRepository } from '../../src/jobs/mysql-job-repository.js';
 import { testDatabaseUrl } from '../helpers/db.js';
 import { inTransaction } from '../../src/db/transaction.js';
@@ -298,7 +299,7 @@ describe(NotificationsService.name, () => {
     const url = new URL(testDatabaseUrl);
     url.pathname = `${url.pathname}_notify_${randomBytes(3).toString('hex')}`;
     await createDatabaseIfMissing(url.toString());
-    const ds = createDataSource(url.toString(), 2);
+    const ds = createDataSource(url.toString(), 2, entities);
     await ds.initialize();
     const q = ds.createQueryRunner();
     try {

@@ -4,6 +4,7 @@ import type { DataSource } from 'typeorm';
 import { createApp } from '../../src/app.js';
 import { createServices } from '../../src/container.js';
 import { createDataSource } from '../../src/db/data-source.js';
+import { entities } from '../../src/entities.js';
 import type { TestContext } from './context.js';
 import { testDatabaseUrl } from './db.js';
 
@@ -38,7 +39,7 @@ export async function appBehindRelay(ctx: TestContext): Promise<RelayedApp> {
   await new Promise<void>((r) => relay.listen(0, '127.0.0.1', () => r()));
   const url = new URL(testDatabaseUrl);
   url.port = String((relay.address() as { port: number }).port);
-  const ds = createDataSource(url.toString(), 2);
+  const ds = createDataSource(url.toString(), 2, entities);
   await ds.initialize();
   const services = createServices({ config: ctx.config, ds, clock: ctx.clock, logger: ctx.services.logger, providers: ctx.services.providers });
   let open = true;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import type { DataSource } from 'typeorm';
 import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate, parseDatabaseUrl } from '../../src/db/data-source.js';
+import { entities } from '../../src/entities.js';
 
 const BASE = process.env.TEST_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/';
 
@@ -55,7 +56,7 @@ let shared: Promise<DataSource> | undefined;
 export function testDataSource(): Promise<DataSource> {
   shared ??= (async () => {
     await createDatabaseIfMissing(testDatabaseUrl);
-    const ds = createDataSource(testDatabaseUrl, 20);
+    const ds = createDataSource(testDatabaseUrl, 20, entities);
     await ds.initialize();
     run.sources.add(ds);
     await migrate(ds);

@@ -7,6 +7,7 @@ import { systemClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import { createServices } from '../../src/container.js';
 import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate } from '../../src/db/data-source.js';
+import { entities } from '../../src/entities.js';
 import { createLogger } from '../../src/logger.js';
 import type { ProviderOffer } from '../../src/providers/provider.js';
 import { ProviderRegistry } from '../../src/providers/provider-registry.js';
@@ -24,7 +25,7 @@ describe('start-up with a provider that has not answered yet', () => {
   let ds: DataSource;
   before(async () => {
     await createDatabaseIfMissing(url);
-    ds = createDataSource(url);
+    ds = createDataSource(url, 10, entities);
     await ds.initialize();
     await migrate(ds);
   });

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate } from '../../src/db/data-source.js';
+import { entities } from '../../src/entities.js';
 import { testDatabaseUrl } from '../helpers/db.js';
 
 /**
@@ -12,7 +13,7 @@ export async function scratchDatabase(poolSize = 20): Promise<{ url: string; ds:
   u.pathname = `${u.pathname}_j${randomBytes(2).toString('hex')}`;
   const url = u.toString();
   await createDatabaseIfMissing(url);
-  const ds = createDataSource(url, poolSize);
+  const ds = createDataSource(url, poolSize, entities);
   await ds.initialize();
   await migrate(ds);
   return {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import mysql from 'mysql2/promise';
 import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate } from '../../src/db/data-source.js';
+import { entities } from '../../src/entities.js';
 import { migrations } from '../../migrations/index.js';
 import { childDatabaseUrl } from '../helpers/db.js';
 import { freePort, spawnService, waitFor } from '../helpers/process.js';
@@ -83,7 +84,7 @@ describe('service process', function () {
   it('migrates exactly once when several processes start at once', async () => {
     const url = freshUrl();
     await createDatabaseIfMissing(url);
-    const sources = [1, 2, 3, 4].map(() => createDataSource(url, 2));
+    const sources = [1, 2, 3, 4].map(() => createDataSource(url, 2, entities));
     try {
       await Promise.all(sources.map((s) => s.initialize()));
       await Promise.all(sources.map((s) => migrate(s)));

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import type { DataSource } from 'typeorm';
 import { createDatabaseIfMissing, createDataSource, migrate, SESSION_SQL_MODE } from '../../src/db/data-source.js';
+import { entities } from '../../src/entities.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { signup } from '../helpers/factories.js';
 import { startPrivateMariaDb, type PrivateMariaDb } from '../helpers/private-mariadb.js';
@@ -23,7 +24,7 @@ describe('SQL under a server whose sql_mode holds NO_BACKSLASH_ESCAPES', functio
     server = await startPrivateMariaDb(['--sql-mode=NO_BACKSLASH_ESCAPES']);
     url = `${server.url}gpu_rental_nbe_${Date.now().toString(36)}`;
     await createDatabaseIfMissing(url);
-    ds = createDataSource(url, 4);
+    ds = createDataSource(url, 4, entities);
     await ds.initialize();
     await migrate(ds);
     ctx = await createTestContext({ database: { ds, url } });
@@ -84,7 +85,7 @@ describe('SQL under a server whose sql_mode holds NO_BACKSLASH_ESCAPES', functio
   });
 
   it('refuses to start when a session still runs under an unsafe mode', async () => {
-    const unpinned = createDataSource(url, 1);
+    const unpinned = createDataSource(url, 1, entities);
     await unpinned.initialize();
     try {
       // What a session-resetting proxy would do after our SET.
