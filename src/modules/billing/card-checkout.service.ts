@@ -9,23 +9,14 @@ import { assertConcurrencySlot } from '../rentals/concurrency-slot.js';
 import { Account } from '../accounts/account.entity.js';
 import { claimOrReplay, idempotentRequest, priorUse, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import type { InventoryService } from '../inventory/inventory.service.js';
-import type { Offer } from '../inventory/offer.entity.js';
 import { insertDeployment } from '../rentals/rental-state.js';
+import { cardTerms, newDeployment, newOrder, type AdmissionTerms } from '../rentals/admission-terms.js';
+import { insertEntity } from '../../db/entity-rows.js';
 import { Order } from '../rentals/order.entity.js';
 import type { CardCheckoutRequest, CardCheckoutResponse } from './billing.dto.js';
 import { Checkout } from './checkout.entity.js';
 import { formatUsdAmount } from './money.js';
 import type { CheckoutDescription, CheckoutSessionsService } from './checkout-sessions.service.js';
-
-/** Largest budget the card path accepts for an offer: its price over its whole maximum duration. */
-export function maxCheckoutBudget(offer: Pick<Offer, 'pricePerHourMinor' | 'maximumDurationSeconds'>): number {
-  return Math.floor((offer.pricePerHourMinor * offer.maximumDurationSeconds) / 3600);
-}
-
-/** Whole purchased hours (docs/rentals-and-money.md): never more than the budget or the offer allows. */
-export function purchasedHours(budgetMinor: number, offer: Pick<Offer, 'pricePerHourMinor' | 'maximumDurationSeconds'>): number {
-  return Math.min(Math.floor(budgetMinor / offer.pricePerHourMinor), Math.floor(offer.maximumDurationSeconds / 3600));
-}
 
 /**
  * The human card path: a LEGACY_PREPAID rental paid by card through a hosted checkout. It never
@@ -79,65 +70,26 @@ export class CardCheckoutService {
     m: EntityManager,
     principal: Principal,
     body: CardCheckoutRequest,
-    { offer, hours }: { offer: Offer; hours: number },
+    terms: AdmissionTerms,
   ): Promise<{ resourceId: string; result: Checkout }> {
     await assertConcurrencySlot(m, principal, this.keys);
-    const now = this.clock.now();
-    const orderId = randomUUID();
-    const durationSeconds = hours * 3600;
-    const totalMinor = hours * offer.pricePerHourMinor;
-    await m.insert(Order, {
-      id: orderId,
-      accountId: principal.accountId,
-      keyId: principal.keyId,
-      funding: 'CARD',
-      billingModel: 'LEGACY_PREPAID',
-      status: 'AWAITING_PAYMENT',
-      requestKind: 'OFFER',
-      offerId: offer.id,
-      gpuModel: null,
-      gpuSlug: null,
-      gpuCount: null,
-      maxHourlyPriceMinor: null,
-      budgetMinor: body.budgetMinor,
-      hourlyPriceMinor: offer.pricePerHourMinor,
-      durationSeconds,
-      totalMinor,
-      currency: offer.currency,
-      failureCode: null,
-      failureReason: null,
-      reversalStatus: null,
-      createdAt: now,
-      updatedAt: now,
-    });
-    await insertDeployment(m, {
-      id: randomUUID(),
-      orderId,
-      accountId: principal.accountId,
-      keyId: principal.keyId,
-      status: 'AWAITING_PAYMENT',
-      billingModel: 'LEGACY_PREPAID',
-      hoursPurchased: hours,
-      durationSeconds,
-      startedAt: null,
-      endsAt: null,
-      endedAt: null,
-      statusChangedAt: now,
-      createdAt: now,
-      updatedAt: now,
-    });
+    const rental = { id: randomUUID(), accountId: principal.accountId, keyId: principal.keyId, funding: 'CARD' as const, now: this.clock.now() };
+    const intent = { kind: 'OFFER' as const, offerId: terms.candidates[0].id, budgetMinor: body.budgetMinor };
+    const order = newOrder(rental, intent, null, terms);
+    await insertEntity(m, Order, order);
+    await insertDeployment(m, newDeployment(randomUUID(), order, terms));
     const checkout = await this.sessions.insert(m, {
       purpose: 'ORDER',
       accountId: principal.accountId,
       keyId: principal.keyId,
-      orderId,
-      amountMinor: totalMinor,
+      orderId: order.id,
+      amountMinor: order.totalMinor,
     });
-    return { resourceId: orderId, result: checkout };
+    return { resourceId: order.id, result: checkout };
   }
 
   /** The checks a new card order must pass before its Idempotency-Key is claimed. */
-  private async admit(principal: Principal, body: CardCheckoutRequest): Promise<{ offer: Offer; hours: number }> {
+  private async admit(principal: Principal, body: CardCheckoutRequest): Promise<AdmissionTerms> {
     const account = await this.ds.getRepository(Account).findOneByOrFail({ id: principal.accountId });
     if (!account.email) {
       throw new AppError('EMAIL_REQUIRED', 'Card checkout needs an e-mail on the account for the receipt. Set it with PUT /api/v1/me/email.');
@@ -147,15 +99,7 @@ export class CardCheckoutService {
       // A 422 on the field, not 404: this route's contract declares only 401 and 422 as errors.
       throw new AppError('VALIDATION_FAILED', `Invalid request: offerId: ${body.offerId} is not currently offered. See /api/v1/offers.`);
     }
-    const max = maxCheckoutBudget(offer);
-    if (body.budgetMinor > max) {
-      throw new AppError('VALIDATION_FAILED', `Invalid request: budgetMinor: must be at most ${max} for this offer (its price over its maximum duration).`);
-    }
-    const hours = purchasedHours(body.budgetMinor, offer);
-    if (hours < 1) {
-      throw new AppError('BUDGET_TOO_SMALL', `budgetMinor buys no whole hour of this offer; one hour costs ${offer.pricePerHourMinor}.`);
-    }
-    return { offer, hours };
+    return cardTerms(offer, body.budgetMinor);
   }
 
   private async describe(order: Order): Promise<CheckoutDescription> {

@@ -35,6 +35,8 @@ export function slugsOfGpuKey(key: string): string[] {
 
 export interface IntentQuery {
   gpuModel: string;
+  /** `matchGpuQuery(gpuModel)`, when the caller has parsed the name already. */
+  match?: GpuMatch;
   gpuCount: number;
   maxHourlyPriceMinor: number;
 }
@@ -52,7 +54,7 @@ export interface IntentCandidates {
  * offer of it right now, none with that GPU count, or all above the ceiling (with the cheapest).
  */
 export async function findIntentCandidates(db: DataSource | EntityManager, now: Date, q: IntentQuery, limit: number): Promise<IntentCandidates> {
-  const match = matchGpuQuery(q.gpuModel);
+  const match = q.match ?? matchGpuQuery(q.gpuModel);
   const repo = db.getRepository(Offer);
   const candidates = await andMatching(whereLive(repo.createQueryBuilder('o'), now), match)
     .andWhere('o.gpu_count = :count AND o.price_per_hour_minor <= :max', { count: q.gpuCount, max: q.maxHourlyPriceMinor })

@@ -8,7 +8,7 @@ import type { KeysService, KeyUsage } from '../keys/keys.service.js';
  * not TERMINATED or FAILED holds one, an unpaid card order included. Admission and card checkout
  * both decide here, on the key's `active_deployments` counter (read by `KeysService`).
  */
-export function assertFreeSlot(principal: Principal, usage: Pick<KeyUsage, 'activeDeployments'>): void {
+export function assertFreeSlot(principal: Pick<Principal, 'key'>, usage: Pick<KeyUsage, 'activeDeployments'>): void {
   const limit = principal.key.maxConcurrentDeployments;
   if (usage.activeDeployments >= limit) {
     throw new AppError(

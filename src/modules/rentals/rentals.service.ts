@@ -8,49 +8,39 @@ import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
 import { RENTAL_JOBS, type JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
-import { accountBalanceEligible, assertNotFrozen } from '../accounts/billing-eligibility.js';
-import { outstandingReservationMinor, reservedMinor, type Reserved } from '../billing/credit-reservation.js';
+import { reservedMinor } from '../billing/credit-reservation.js';
 import type { LedgerService } from '../billing/ledger.service.js';
-import { topUpAdvice } from '../billing/top-up-advice.js';
-import { budgetOverKeyCapMessage, budgetTooSmallMessage } from '../../../clients/sdk/src/hints.js';
-import { formatCents } from '../../../clients/sdk/src/money.js';
 import { claimIdempotencyKey, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
-import { gpuIntentName } from '../inventory/gpu-match.js';
-import { gpuSlug } from '../inventory/gpu-slug.js';
 import { findIntentCandidates } from '../inventory/offer-candidates.js';
-import { Offer } from '../inventory/offer.entity.js';
-import type { KeysService, KeyUsage, LockedAccount } from '../keys/keys.service.js';
+import type { KeysService, LockedAccount } from '../keys/keys.service.js';
 import type { InventoryService } from '../inventory/inventory.service.js';
+import {
+  assertCreditLimits,
+  creditTerms,
+  intentRequestValue,
+  newDeployment,
+  newOrder,
+  rentalDebitTerms,
+  rentalIntent,
+  type AdmissionOffer,
+  type AdmissionTerms,
+  type RentalIntent,
+} from './admission-terms.js';
 import { Deployment } from './deployment.entity.js';
-import { assertFreeSlot } from './concurrency-slot.js';
 import { lockDeploymentOrRentalFor, terminateAnswer, type DeploymentActor } from './deployment-access.js';
 import { rentalDebitRef } from './lifecycle/labels.js';
 import { Order } from './order.entity.js';
-import { MAX_CANDIDATES, MIN_BUDGET_MINOR } from './rental-limits.js';
-import { isOneOf, TERMINAL_STATUSES, type DeploymentBillingModel } from './rental-status.js';
+import { isOneOf, TERMINAL_STATUSES } from './rental-status.js';
 import { insertDeployment, requestTermination } from './rental-state.js';
 import { notFound, type RentalReadsService } from './rental-reads.service.js';
 import { toRentalDto } from './rental-views.js';
-import type { CreateRentalRequest, GpuIntentRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
+import type { CreateRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
 
 
-/** What admission needs of an offer: the snapshot's entry or a cached row. */
-type AdmissionOffer = Pick<Offer, 'id' | 'name' | 'gpuCount' | 'pricePerHourMinor' | 'currency' | 'maximumDurationSeconds' | 'provider'>;
-
+/** The offers an intent stands for, cheapest first, and (GPU intent) the match its order stores. */
 interface Resolved {
-  requestKind: 'OFFER' | 'INTENT';
   candidates: AdmissionOffer[];
   slug: string | null;
-}
-
-/** What admission decided about money, before anything is written. */
-interface Terms {
-  billingModel: DeploymentBillingModel;
-  hours: number | null;
-  durationSeconds: number | null;
-  totalMinor: number;
-  spendCapMinor: number | null;
-  candidates: AdmissionOffer[];
 }
 
 export interface CreateResult {
@@ -86,13 +76,14 @@ export class RentalsService {
   async create(principal: Principal, idempotencyKeyHeader: string | undefined, body: CreateRentalRequest): Promise<CreateResult> {
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
     // The key is part of the intent: one key's request is never answered with another key's rental.
-    const request = idempotentRequest(`rental:${principal.accountId}`, idemKey, { ...canonicalIntent(body), keyId: principal.keyId });
+    const intent = rentalIntent(body);
+    const request = idempotentRequest(`rental:${principal.accountId}`, idemKey, { ...intentRequestValue(intent), keyId: principal.keyId });
 
     // Inventory is read outside the lock; an error is raised only after the key was found unused,
     // so a replay is never answered with a newer verdict on the offer.
     let resolved: Resolved | AppError;
     try {
-      resolved = await this.resolve(body);
+      resolved = await this.resolve(intent);
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       resolved = err;
@@ -111,10 +102,10 @@ export class RentalsService {
       ]);
       if (claim.kind === 'replay') return { replayOf: claim.resourceId, created: null, wake: null };
       if (resolved instanceof AppError) throw resolved;
-      const terms = this.decide(account, principal, body, resolved);
-      this.enforceLimits(account, principal, usage, reserved, terms);
+      const terms = creditTerms(account, principal, intent.budgetMinor, resolved.candidates);
+      assertCreditLimits(account, principal, usage, reserved, terms);
       // The rental's rows and its job row, issued together again (one request to the server).
-      const created = this.insertRental(m, rentalId, account, principal, body, resolved, terms);
+      const created = this.insertRental(m, rentalId, account, principal, intent, resolved, terms);
       const wake = this.jobs.nowIn(m, RENTAL_JOBS.provision, { deploymentId: created.deployment.id }, { uniqueKey: created.deployment.id });
       const [, wakeUp] = await Promise.all([created.written, wake]);
       return { replayOf: null, created, wake: wakeUp };
@@ -131,116 +122,20 @@ export class RentalsService {
     return { status: 201, rental: toRentalDto(order, deployment, { gpuName: machine.name, gpuCount: machine.gpuCount, provider: machine.provider }) };
   }
 
-  /** Candidates for the request, cheapest first; no live provider search. */
-  private async resolve(body: CreateRentalRequest): Promise<Resolved> {
-    if ('offerId' in body) {
-      const id = body.offerId.toLowerCase();
+  /** Candidates for the intent, cheapest first; no live provider search. */
+  private async resolve(intent: RentalIntent): Promise<Resolved> {
+    if (intent.kind === 'OFFER') {
       // Any offer the cache ever had is admitted; one the provider no longer has fails at
       // provisioning as OFFER_NOT_FOUND with its credits reversed (docs/api.md, Rentals).
       // Live offers come from the in-memory snapshot; only one that left it costs a query.
-      const offer = (await this.inventory.liveOffer(id)) ?? (await this.inventory.findCached(id));
-      if (!offer) throw new AppError('OFFER_NOT_FOUND', `Offer ${body.offerId} is not known. See GET /api/v1/offers for current offers.`);
-      return { requestKind: 'OFFER', candidates: [offer], slug: null };
+      const offer = (await this.inventory.liveOffer(intent.offerId)) ?? (await this.inventory.findCached(intent.offerId));
+      if (!offer) throw new AppError('OFFER_NOT_FOUND', `Offer ${intent.offerId} is not known. See GET /api/v1/offers for current offers.`);
+      return { candidates: [offer], slug: null };
     }
+    if (intent.refusal) throw intent.refusal;
     // Legacy rentals drop candidates that cannot run the purchased hours, so fetch spares.
-    const gpuModel = gpuIntentName(body.gpuModel, body.gpuCount);
-    const { slug, candidates } = await findIntentCandidates(this.ds, this.clock.now(), { ...body, gpuModel }, 20);
-    return { requestKind: 'INTENT', candidates, slug };
-  }
-
-  /** The billing model and purchase, from the account's model and the request (docs/rentals-and-money.md). */
-  private decide(account: LockedAccount, principal: Principal, body: CreateRentalRequest, resolved: Resolved): Terms {
-    assertNotFrozen(account, 'start rentals');
-    if (account.balanceMinor < 0) {
-      throw new AppError('ACCOUNT_FROZEN', `This account's credits are negative (${account.balanceMinor} cents); it cannot start rentals. ${topUpAdvice(principal.scopes)}`);
-    }
-    const budget = body.budgetMinor;
-    // One floor for every billing model: a smaller cap stops the machine minutes after it starts.
-    if (budget !== undefined && budget < MIN_BUDGET_MINOR) {
-      throw new AppError('BUDGET_TOO_SMALL', budgetTooSmallMessage(budget, resolved.candidates[0].pricePerHourMinor));
-    }
-    if (accountBalanceEligible(account)) {
-      // A budget the key cannot honour is refused, not silently lowered to the key's cap.
-      if (budget !== undefined && budget > principal.key.maxPerRentalMinor) {
-        throw new AppError('KEY_LIMIT_EXCEEDED', budgetOverKeyCapMessage(budget, principal.key.maxPerRentalMinor));
-      }
-      const cap = budget ?? principal.key.maxPerRentalMinor;
-      return {
-        billingModel: budget === undefined ? 'ACCOUNT_BALANCE' : 'MAX_SPEND_METERED',
-        hours: null,
-        durationSeconds: null,
-        totalMinor: 0,
-        spendCapMinor: cap,
-        candidates: resolved.candidates.slice(0, MAX_CANDIDATES),
-      };
-    }
-    if (budget === undefined) {
-      throw new AppError(
-        'BUDGET_REQUIRED',
-        `This account is billed LEGACY_PREPAID: budgetMinor is required, in USD cents, at least ${MIN_BUDGET_MINOR} (${formatCents(MIN_BUDGET_MINOR)}) and enough for one whole hour at the offer's price.`,
-      );
-    }
-    // An offer whose maximum duration is under an hour cannot sell a whole hour.
-    const usable = resolved.candidates.filter((o) => o.maximumDurationSeconds >= 3600);
-    const first = usable[0] ?? resolved.candidates[0];
-    const hours = Math.min(Math.floor(budget / first.pricePerHourMinor), Math.floor(first.maximumDurationSeconds / 3600));
-    if (hours < 1) {
-      throw new AppError(
-        'BUDGET_TOO_SMALL',
-        first.maximumDurationSeconds < 3600
-          ? 'This offer allows less than one hour, the smallest LEGACY_PREPAID purchase.'
-          : `budgetMinor (USD cents) buys no whole hour: one hour costs ${first.pricePerHourMinor} cents (${formatCents(first.pricePerHourMinor)}). Next: send budgetMinor of at least ${first.pricePerHourMinor}.`,
-      );
-    }
-    // Fallbacks must be able to run what was bought; the quoted price holds whichever one runs.
-    const candidates = usable.filter((o) => o.maximumDurationSeconds >= hours * 3600).slice(0, MAX_CANDIDATES);
-    return {
-      billingModel: 'LEGACY_PREPAID',
-      hours,
-      durationSeconds: hours * 3600,
-      totalMinor: hours * first.pricePerHourMinor,
-      spendCapMinor: null,
-      candidates,
-    };
-  }
-
-  /**
-   * Key limits and credits, from what was read under the account lock (the key's counters and
-   * the reservations of the account's live metered rentals), so parallel admissions cannot
-   * overshoot. Reservations count against the key's budget as they count against the account's
-   * credits: a rental's unspent first hour is money its key may still spend.
-   */
-  private enforceLimits(account: LockedAccount, principal: Principal, usage: KeyUsage, reserved: Reserved, terms: Terms): void {
-    const key = principal.key;
-    const remainingKeyBudget = key.budgetLimitMinor - usage.netSpentMinor - reserved.keyMinor;
-    // A metered rental needs its own reservation (credit-reservation.ts) out of unreserved credits.
-    const price = terms.candidates[0].pricePerHourMinor;
-    const needed =
-      terms.billingModel === 'LEGACY_PREPAID'
-        ? terms.totalMinor
-        : outstandingReservationMinor({ hourlyPriceMinor: price, spendCapMinor: terms.spendCapMinor, usageMinor: 0 });
-
-    if (terms.billingModel === 'LEGACY_PREPAID' && terms.totalMinor > key.maxPerRentalMinor) {
-      throw new AppError(
-        'KEY_LIMIT_EXCEEDED',
-        `This rental costs ${terms.totalMinor} cents; this key may spend at most ${key.maxPerRentalMinor} cents per rental.`,
-      );
-    }
-    if (needed > remainingKeyBudget) {
-      throw new AppError(
-        'KEY_LIMIT_EXCEEDED',
-        `This rental needs ${needed} cents of this key's budget; ${Math.max(0, remainingKeyBudget)} cents of its ${key.budgetLimitMinor} remain` +
-          (reserved.keyMinor > 0 ? ` (${reserved.keyMinor} reserved by its running metered rentals).` : '.'),
-      );
-    }
-    assertFreeSlot(principal, usage);
-    if (account.balanceMinor - reserved.accountMinor < needed) {
-      const held = reserved.accountMinor > 0 ? ` (${reserved.accountMinor} of them reserved by its running metered rentals)` : '';
-      throw new AppError(
-        'INSUFFICIENT_CREDITS',
-        `This rental needs ${needed} cents of credits; the account has ${account.balanceMinor}${held}. ${topUpAdvice(principal.scopes)}`,
-      );
-    }
+    const { slug, candidates } = await findIntentCandidates(this.ds, this.clock.now(), intent, 20);
+    return { candidates, slug };
   }
 
   /**
@@ -252,88 +147,20 @@ export class RentalsService {
     rentalId: string,
     account: LockedAccount,
     principal: Principal,
-    body: CreateRentalRequest,
+    intent: RentalIntent,
     resolved: Resolved,
-    terms: Terms,
+    terms: AdmissionTerms,
   ): { order: Order; deployment: Deployment; machine: AdmissionOffer; written: Promise<unknown> } {
-    const now = this.clock.now();
-    const first = terms.candidates[0];
-    const intent = 'offerId' in body ? null : (body as GpuIntentRentalRequest);
-    const order: Order = {
-      id: rentalId,
-      accountId: principal.accountId,
-      keyId: principal.keyId,
-      funding: 'CREDITS',
-      billingModel: terms.billingModel,
-      status: 'PENDING',
-      requestKind: resolved.requestKind,
-      offerId: intent ? null : first.id,
-      candidateOfferIds: terms.candidates.map((o) => o.id),
-      // The name as matched: a count written into it is gpuCount's (gpuIntentName has checked they agree).
-      gpuModel: intent ? gpuIntentName(intent.gpuModel, intent.gpuCount) : null,
-      gpuSlug: resolved.slug,
-      gpuCount: intent ? intent.gpuCount : null,
-      maxHourlyPriceMinor: intent ? intent.maxHourlyPriceMinor : null,
-      budgetMinor: body.budgetMinor ?? null,
-      hourlyPriceMinor: first.pricePerHourMinor,
-      durationSeconds: terms.durationSeconds,
-      totalMinor: terms.totalMinor,
-      currency: first.currency,
-      failureCode: null,
-      failureReason: null,
-      reversalStatus: null,
-      createdAt: now,
-      updatedAt: now,
-    };
-    const deployment: Deployment = {
-      id: randomUUID(),
-      orderId: rentalId,
-      accountId: principal.accountId,
-      keyId: principal.keyId,
-      status: 'PENDING',
-      billingModel: terms.billingModel,
-      hoursPurchased: terms.hours,
-      durationSeconds: terms.durationSeconds,
-      startedAt: null,
-      endsAt: null,
-      endedAt: null,
-      providerId: first.provider,
-      offerId: first.id,
-      hourlyPriceMinor: first.pricePerHourMinor,
-      spendCapMinor: terms.spendCapMinor,
-      attempt: 0,
-      label: null,
-      instanceId: null,
-      sshHost: null,
-      sshPort: null,
-      sshUser: null,
-      sshPublicKey: null,
-      sshPrivateKeyEnc: null,
-      sshKeyKid: null,
-      meteredUntil: null,
-      usageMinor: 0,
-      terminateRequestedAt: null,
-      terminationReason: null,
-      verifyAttempts: 0,
-      lastCheckDetail: null,
-      statusChangedAt: now,
-      createdAt: now,
-      updatedAt: now,
-    };
+    const rental = { id: rentalId, accountId: principal.accountId, keyId: principal.keyId, funding: 'CREDITS' as const, now: this.clock.now() };
+    const order = newOrder(rental, intent, resolved.slug, terms);
+    const deployment = newDeployment(randomUUID(), order, terms);
     const writes: Promise<unknown>[] = [insertEntity(m, Order, order), insertDeployment(m, deployment)];
-    if (terms.totalMinor > 0) {
-      const debit = {
-        accountId: principal.accountId,
-        kind: 'RENTAL_DEBIT' as const,
-        amountMinor: -terms.totalMinor,
-        externalRef: rentalDebitRef(rentalId),
-        description: `Rental ${rentalId}: ${terms.hours} h at ${first.pricePerHourMinor} cents/h`,
-        keyId: principal.keyId,
-        rentalId,
-      };
-      writes.push(this.ledger.post(m, debit, account));
+    const debit = rentalDebitTerms(order, terms);
+    if (debit) {
+      const entry = { accountId: principal.accountId, kind: 'RENTAL_DEBIT' as const, ...debit, externalRef: rentalDebitRef(rentalId), keyId: principal.keyId, rentalId };
+      writes.push(this.ledger.post(m, entry, account));
     }
-    return { order, deployment, machine: first, written: Promise.all(writes) };
+    return { order, deployment, machine: terms.candidates[0], written: Promise.all(writes) };
   }
 
   /** The first answer again; its job was written with it, so nothing is queued. */
@@ -373,16 +200,4 @@ export class RentalsService {
     if (enqueue) await this.enqueue(RENTAL_JOBS.terminate, enqueue);
     return terminateAnswer(after);
   }
-}
-
-/** The request as a value: equal intents hash equal whatever their spelling or field order. */
-function canonicalIntent(body: CreateRentalRequest): Record<string, unknown> {
-  if ('offerId' in body) return { kind: 'OFFER', offerId: body.offerId.toLowerCase(), budgetMinor: body.budgetMinor ?? null };
-  return {
-    kind: 'INTENT',
-    gpuSlug: gpuSlug(body.gpuModel),
-    gpuCount: Number(body.gpuCount),
-    maxHourlyPriceMinor: body.maxHourlyPriceMinor,
-    budgetMinor: body.budgetMinor ?? null,
-  };
 }

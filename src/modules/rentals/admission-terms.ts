@@ -1,0 +1,313 @@
+import { budgetOverKeyCapMessage, budgetTooSmallMessage } from '../../../clients/sdk/src/hints.js';
+import { AppError } from '../../errors/app-error.js';
+import type { Account } from '../accounts/account.entity.js';
+import { accountBalanceEligible, assertNotFrozen } from '../accounts/billing-eligibility.js';
+import { outstandingReservationMinor, type Reserved } from '../billing/credit-reservation.js';
+import { formatUsd } from '../billing/money.js';
+import { topUpAdvice } from '../billing/top-up-advice.js';
+import { gpuIntentName, matchGpuQuery, type GpuMatch } from '../inventory/gpu-match.js';
+import type { Offer } from '../inventory/offer.entity.js';
+import type { Principal } from '../keys/principal.js';
+import type { KeyUsage } from '../keys/keys.service.js';
+import { assertFreeSlot } from './concurrency-slot.js';
+import type { Deployment } from './deployment.entity.js';
+import type { Order } from './order.entity.js';
+import { MAX_CANDIDATES, MIN_BUDGET_MINOR } from './rental-limits.js';
+import type { DeploymentBillingModel } from './rental-status.js';
+import type { CreateRentalRequest } from './rentals.dto.js';
+
+// The terms of one admission, credit-funded or card-funded, as plain functions of what was read:
+// no database here, so each rule is decided once and tested without one. The services read the
+// rows, call these, and write what they return.
+
+/** What admission needs of an offer: the snapshot's entry or a cached row. */
+export type AdmissionOffer = Pick<Offer, 'id' | 'name' | 'gpuCount' | 'pricePerHourMinor' | 'currency' | 'maximumDurationSeconds' | 'provider'>;
+
+/** An explicit offer asked for by id (lower-cased), with the budget if one was given. */
+export interface OfferIntent {
+  kind: 'OFFER';
+  offerId: string;
+  budgetMinor: number | null;
+}
+
+/** A GPU model, count and price ceiling; the name is parsed here once for the whole admission. */
+export interface GpuIntent {
+  kind: 'INTENT';
+  /** The name as matched: a count written into it is gpuCount's, so it is taken out. */
+  gpuModel: string;
+  /** What the name stands for in the catalog (its `compact` form is the idempotency value). */
+  match: GpuMatch;
+  gpuCount: number;
+  maxHourlyPriceMinor: number;
+  budgetMinor: number | null;
+  /**
+   * Why the request cannot be admitted whatever the inventory holds (a count in the name that
+   * disagrees with gpuCount); raised only once the Idempotency-Key is known to be unused.
+   */
+  refusal: AppError | null;
+}
+
+/** A rental request as one value, parsed once; everything after admission's first line receives this. */
+export type RentalIntent = OfferIntent | GpuIntent;
+
+/** The request body as an intent. Never throws: a refusal is carried, for admission to raise in order. */
+export function rentalIntent(body: CreateRentalRequest): RentalIntent {
+  const budgetMinor = body.budgetMinor ?? null;
+  if ('offerId' in body) return { kind: 'OFFER', offerId: body.offerId.toLowerCase(), budgetMinor };
+  let gpuModel = body.gpuModel.trim();
+  let refusal: AppError | null = null;
+  try {
+    gpuModel = gpuIntentName(body.gpuModel, body.gpuCount);
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    refusal = err;
+  }
+  // The count is split off the name before matching, so the raw name and the name as matched
+  // stand for the same models.
+  const match = matchGpuQuery(body.gpuModel);
+  return { kind: 'INTENT', gpuModel, match, gpuCount: Number(body.gpuCount), maxHourlyPriceMinor: body.maxHourlyPriceMinor, budgetMinor, refusal };
+}
+
+/** The intent as the idempotency record hashes it: equal intents hash equal whatever their spelling or field order. */
+export function intentRequestValue(intent: RentalIntent): Record<string, unknown> {
+  if (intent.kind === 'OFFER') return { kind: 'OFFER', offerId: intent.offerId, budgetMinor: intent.budgetMinor };
+  return {
+    kind: 'INTENT',
+    gpuSlug: intent.match.compact,
+    gpuCount: intent.gpuCount,
+    maxHourlyPriceMinor: intent.maxHourlyPriceMinor,
+    budgetMinor: intent.budgetMinor,
+  };
+}
+
+/** What admission decided about money and machines, before anything is written. */
+export interface AdmissionTerms {
+  billingModel: DeploymentBillingModel;
+  /** Whole purchased hours (LEGACY_PREPAID); null for metered rentals. */
+  hours: number | null;
+  durationSeconds: number | null;
+  /** Paid at admission: debited from credits, or charged to the card. */
+  totalMinor: number;
+  spendCapMinor: number | null;
+  /** The offers provisioning tries, in order; the first sets the quoted price. */
+  candidates: AdmissionOffer[];
+}
+
+/** The account's side of admission, as read under its row lock. */
+export type PayingAccount = Pick<Account, 'billingModel' | 'frozen' | 'balanceMinor'>;
+
+/** The caller's side of admission: its key's limits and its scopes. */
+export type AdmittingKey = Pick<Principal, 'key' | 'scopes'>;
+
+/** Whole purchased hours (docs/rentals-and-money.md): never more than the budget or the offer allows. */
+export function purchasedHours(budgetMinor: number, offer: Pick<Offer, 'pricePerHourMinor' | 'maximumDurationSeconds'>): number {
+  return Math.min(Math.floor(budgetMinor / offer.pricePerHourMinor), Math.floor(offer.maximumDurationSeconds / 3600));
+}
+
+/** Largest budget the card path accepts for an offer: its price over its whole maximum duration. */
+export function maxCheckoutBudget(offer: Pick<Offer, 'pricePerHourMinor' | 'maximumDurationSeconds'>): number {
+  return Math.floor((offer.pricePerHourMinor * offer.maximumDurationSeconds) / 3600);
+}
+
+/** LEGACY_PREPAID terms of `hours` of `first`, falling back only to `fallbacks` that can run them. */
+function prepaid(hours: number, first: AdmissionOffer, fallbacks: AdmissionOffer[]): AdmissionTerms {
+  return {
+    billingModel: 'LEGACY_PREPAID',
+    hours,
+    durationSeconds: hours * 3600,
+    totalMinor: hours * first.pricePerHourMinor,
+    spendCapMinor: null,
+    // Fallbacks must be able to run what was bought; the quoted price holds whichever one runs.
+    candidates: fallbacks.filter((o) => o.maximumDurationSeconds >= hours * 3600).slice(0, MAX_CANDIDATES),
+  };
+}
+
+/**
+ * The billing model and purchase of a credit-funded rental, from the account's model and the
+ * budget asked for (docs/rentals-and-money.md); `candidates` are cheapest first.
+ */
+export function creditTerms(account: PayingAccount, caller: AdmittingKey, budget: number | null, candidates: AdmissionOffer[]): AdmissionTerms {
+  assertNotFrozen(account, 'start rentals');
+  if (account.balanceMinor < 0) {
+    throw new AppError('ACCOUNT_FROZEN', `This account's credits are negative (${account.balanceMinor} cents); it cannot start rentals. ${topUpAdvice(caller.scopes)}`);
+  }
+  // One floor for every billing model: a smaller cap stops the machine minutes after it starts.
+  if (budget !== null && budget < MIN_BUDGET_MINOR) {
+    throw new AppError('BUDGET_TOO_SMALL', budgetTooSmallMessage(budget, candidates[0].pricePerHourMinor));
+  }
+  if (accountBalanceEligible(account)) {
+    // A budget the key cannot honour is refused, not silently lowered to the key's cap.
+    if (budget !== null && budget > caller.key.maxPerRentalMinor) {
+      throw new AppError('KEY_LIMIT_EXCEEDED', budgetOverKeyCapMessage(budget, caller.key.maxPerRentalMinor));
+    }
+    return {
+      billingModel: budget === null ? 'ACCOUNT_BALANCE' : 'MAX_SPEND_METERED',
+      hours: null,
+      durationSeconds: null,
+      totalMinor: 0,
+      spendCapMinor: budget ?? caller.key.maxPerRentalMinor,
+      candidates: candidates.slice(0, MAX_CANDIDATES),
+    };
+  }
+  if (budget === null) {
+    throw new AppError(
+      'BUDGET_REQUIRED',
+      `This account is billed LEGACY_PREPAID: budgetMinor is required, in USD cents, at least ${MIN_BUDGET_MINOR} (${formatUsd(MIN_BUDGET_MINOR)}) and enough for one whole hour at the offer's price.`,
+    );
+  }
+  // An offer whose maximum duration is under an hour cannot sell a whole hour.
+  const usable = candidates.filter((o) => o.maximumDurationSeconds >= 3600);
+  const first = usable[0] ?? candidates[0];
+  const hours = purchasedHours(budget, first);
+  if (hours < 1) {
+    throw new AppError(
+      'BUDGET_TOO_SMALL',
+      first.maximumDurationSeconds < 3600
+        ? 'This offer allows less than one hour, the smallest LEGACY_PREPAID purchase.'
+        : `budgetMinor (USD cents) buys no whole hour: one hour costs ${first.pricePerHourMinor} cents (${formatUsd(first.pricePerHourMinor)}). Next: send budgetMinor of at least ${first.pricePerHourMinor}.`,
+    );
+  }
+  return prepaid(hours, first, usable);
+}
+
+/**
+ * The terms of a card order for `offer` (LEGACY_PREPAID, paid by card, so neither credits nor
+ * the key's budget are asked): whole hours of the offer, up to its whole maximum duration.
+ */
+export function cardTerms(offer: AdmissionOffer, budgetMinor: number): AdmissionTerms {
+  const max = maxCheckoutBudget(offer);
+  if (budgetMinor > max) {
+    throw new AppError('VALIDATION_FAILED', `Invalid request: budgetMinor: must be at most ${max} for this offer (its price over its maximum duration).`);
+  }
+  const hours = purchasedHours(budgetMinor, offer);
+  if (hours < 1) {
+    throw new AppError('BUDGET_TOO_SMALL', `budgetMinor buys no whole hour of this offer; one hour costs ${offer.pricePerHourMinor}.`);
+  }
+  return prepaid(hours, offer, [offer]);
+}
+
+/**
+ * Key limits and credits of a credit-funded rental, from what was read under the account lock
+ * (the key's counters and the reservations of the account's live metered rentals), so parallel
+ * admissions cannot overshoot. Reservations count against the key's budget as they count against
+ * the account's credits: a rental's unspent first hour is money its key may still spend.
+ */
+export function assertCreditLimits(account: PayingAccount, caller: AdmittingKey, usage: KeyUsage, reserved: Reserved, terms: AdmissionTerms): void {
+  const key = caller.key;
+  const remainingKeyBudget = key.budgetLimitMinor - usage.netSpentMinor - reserved.keyMinor;
+  // A metered rental needs its own reservation (credit-reservation.ts) out of unreserved credits.
+  const price = terms.candidates[0].pricePerHourMinor;
+  const needed =
+    terms.billingModel === 'LEGACY_PREPAID'
+      ? terms.totalMinor
+      : outstandingReservationMinor({ hourlyPriceMinor: price, spendCapMinor: terms.spendCapMinor, usageMinor: 0 });
+
+  if (terms.billingModel === 'LEGACY_PREPAID' && terms.totalMinor > key.maxPerRentalMinor) {
+    throw new AppError('KEY_LIMIT_EXCEEDED', `This rental costs ${terms.totalMinor} cents; this key may spend at most ${key.maxPerRentalMinor} cents per rental.`);
+  }
+  if (needed > remainingKeyBudget) {
+    throw new AppError(
+      'KEY_LIMIT_EXCEEDED',
+      `This rental needs ${needed} cents of this key's budget; ${Math.max(0, remainingKeyBudget)} cents of its ${key.budgetLimitMinor} remain` +
+        (reserved.keyMinor > 0 ? ` (${reserved.keyMinor} reserved by its running metered rentals).` : '.'),
+    );
+  }
+  assertFreeSlot(caller, usage);
+  if (account.balanceMinor - reserved.accountMinor < needed) {
+    const held = reserved.accountMinor > 0 ? ` (${reserved.accountMinor} of them reserved by its running metered rentals)` : '';
+    throw new AppError(
+      'INSUFFICIENT_CREDITS',
+      `This rental needs ${needed} cents of credits; the account has ${account.balanceMinor}${held}. ${topUpAdvice(caller.scopes)}`,
+    );
+  }
+}
+
+/** Who a new rental belongs to, and when it was admitted. */
+export interface NewRental {
+  id: string;
+  accountId: string;
+  keyId: string;
+  funding: Order['funding'];
+  now: Date;
+}
+
+/**
+ * The order row of a new rental. A card order waits for its payment (AWAITING_PAYMENT); a
+ * credit-funded one is PENDING provisioning. `slug` is the GPU intent's stored match (null for an offer).
+ */
+export function newOrder(rental: NewRental, intent: RentalIntent, slug: string | null, terms: AdmissionTerms): Order {
+  const first = terms.candidates[0];
+  const gpu = intent.kind === 'INTENT' ? intent : null;
+  return {
+    id: rental.id,
+    accountId: rental.accountId,
+    keyId: rental.keyId,
+    funding: rental.funding,
+    billingModel: terms.billingModel,
+    status: rental.funding === 'CARD' ? 'AWAITING_PAYMENT' : 'PENDING',
+    requestKind: intent.kind,
+    offerId: gpu ? null : first.id,
+    candidateOfferIds: terms.candidates.map((o) => o.id),
+    gpuModel: gpu ? gpu.gpuModel : null,
+    gpuSlug: slug,
+    gpuCount: gpu ? gpu.gpuCount : null,
+    maxHourlyPriceMinor: gpu ? gpu.maxHourlyPriceMinor : null,
+    budgetMinor: intent.budgetMinor,
+    hourlyPriceMinor: first.pricePerHourMinor,
+    durationSeconds: terms.durationSeconds,
+    totalMinor: terms.totalMinor,
+    currency: first.currency,
+    failureCode: null,
+    failureReason: null,
+    reversalStatus: null,
+    createdAt: rental.now,
+    updatedAt: rental.now,
+  };
+}
+
+/** The deployment row of a new rental's `order`: the machine it will try first, nothing started yet. */
+export function newDeployment(id: string, order: Order, terms: AdmissionTerms): Deployment {
+  const first = terms.candidates[0];
+  const now = order.createdAt;
+  return {
+    id,
+    orderId: order.id,
+    accountId: order.accountId,
+    keyId: order.keyId,
+    status: order.status,
+    billingModel: terms.billingModel,
+    hoursPurchased: terms.hours,
+    durationSeconds: terms.durationSeconds,
+    startedAt: null,
+    endsAt: null,
+    endedAt: null,
+    providerId: first.provider,
+    offerId: first.id,
+    hourlyPriceMinor: first.pricePerHourMinor,
+    spendCapMinor: terms.spendCapMinor,
+    attempt: 0,
+    label: null,
+    instanceId: null,
+    sshHost: null,
+    sshPort: null,
+    sshUser: null,
+    sshPublicKey: null,
+    sshPrivateKeyEnc: null,
+    sshKeyKid: null,
+    meteredUntil: null,
+    usageMinor: 0,
+    terminateRequestedAt: null,
+    terminationReason: null,
+    verifyAttempts: 0,
+    lastCheckDetail: null,
+    statusChangedAt: now,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+/** The ledger debit of a prepaid rental's purchase, or null when nothing is paid at admission. */
+export function rentalDebitTerms(order: Order, terms: AdmissionTerms): { amountMinor: number; description: string } | null {
+  if (terms.totalMinor <= 0) return null;
+  return { amountMinor: -terms.totalMinor, description: `Rental ${order.id}: ${terms.hours} h at ${order.hourlyPriceMinor} cents/h` };
+}
