@@ -15,17 +15,6 @@ export function minutesLeft(until: Date | string, now: Date): number {
   return Math.max(0, Math.round(ms / 60_000));
 }
 
-/**
- * Parses a dollar amount as people type it ("5", "$12.50", "12,5", "USD 20") into cents;
- * null when it is not a plain non-negative amount with at most two decimals.
- */
-export function parseUsd(input: string): number | null {
-  const s = input.trim().replace(/^(usd|us\$|\$)\s*/i, '').replace(/\s*(usd|\$)$/i, '').replace(',', '.');
-  if (!/^\d{1,9}(\.\d{1,2})?$/.test(s)) return null;
-  const [whole, frac = ''] = s.split('.');
-  return Number(whole) * 100 + Number(frac.padEnd(2, '0'));
-}
-
 /** Parses a positive whole count ("1", " 3 "); null otherwise. */
 export function parseCount(input: string): number | null {
   const s = input.trim();

@@ -2,8 +2,8 @@ import { Composer, InlineKeyboard } from 'grammy';
 import { APPROVAL_LIMITS } from '../src/modules/keys/key-limits.js';
 import { ConversationStore, type Conversation, type ConversationKind, type LimitStep } from '../src/modules/telegram/conversation-store.js';
 import { ownerOf, type BotContext } from './context.js';
-import { html, parseCount, parseUsd } from './format.js';
-import { formatUsd } from '../src/modules/billing/money.js';
+import { html, parseCount } from './format.js';
+import { formatUsd, formatUsdShort, parseUsd } from '../src/modules/billing/money.js';
 
 
 export interface ChosenLimits {
@@ -18,14 +18,14 @@ const STEPS: AmountStep[] = ['perRental', 'budget', 'concurrent'];
 
 const QUESTIONS: Record<AmountStep, { question: string; presets: number[]; isCount: boolean; label: string; noun: string }> = {
   perRental: {
-    question: 'What may one rental cost at most? Pick a cap or type another amount in US dollars (at least $5).',
+    question: `What may one rental cost at most? Pick a cap or type another amount in US dollars (at least ${formatUsdShort(APPROVAL_LIMITS.minimums.maxPerRentalMinor)}).`,
     presets: [500, 1000, 2500, 5000, 10000],
     isCount: false,
     label: 'Per-rental cap',
     noun: 'per-rental cap',
   },
   budget: {
-    question: 'How much may the agent spend in total over the key\'s life? Pick or type an amount in US dollars (at least $5).',
+    question: `How much may the agent spend in total over the key's life? Pick or type an amount in US dollars (at least ${formatUsdShort(APPROVAL_LIMITS.minimums.budgetLimitMinor)}).`,
     presets: [5000, 10000, 25000, 50000, 100000],
     isCount: false,
     label: 'Total cap',
@@ -128,7 +128,7 @@ export async function startLimitsDialogue(
 async function ask(ctx: BotContext, conversation: Conversation, step: AmountStep): Promise<void> {
   const q = QUESTIONS[step];
   const kb = new InlineKeyboard();
-  for (const v of q.presets) kb.text(q.isCount ? String(v) : formatUsd(v).replace(/\.00$/, ''), `lim:${conversation.data.nonce}:${step}:${v}`);
+  for (const v of q.presets) kb.text(q.isCount ? String(v) : formatUsdShort(v), `lim:${conversation.data.nonce}:${step}:${v}`);
   kb.row().text('Cancel', `lim:${conversation.data.nonce}:cancel`);
   const n = STEPS.indexOf(step) + 1;
   await ctx.reply(`<b>Step ${n} of 3.</b> ${html(q.question)}`, { parse_mode: 'HTML', reply_markup: kb });

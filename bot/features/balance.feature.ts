@@ -3,13 +3,11 @@ import { AppError } from '../../src/errors/app-error.js';
 import { TOPUP_LIMITS } from '../../src/modules/billing/topup-limits.js';
 import { Account } from '../../src/modules/accounts/account.entity.js';
 import { ownerOf, type BotContext } from '../context.js';
-import { html, parseUsd, utc } from '../format.js';
-import { formatUsd } from '../../src/modules/billing/money.js';
+import { html, utc } from '../format.js';
+import { formatUsd, formatUsdShort, parseUsd } from '../../src/modules/billing/money.js';
 
 const { minimumMinor: TOPUP_MIN, maximumMinor: TOPUP_MAX } = TOPUP_LIMITS;
-/** "$5" rather than "$5.00", for buttons and the range in prose. */
-const dollars = (minor: number) => formatUsd(minor).replace(/\.00$/, '');
-const RANGE = `any amount from ${dollars(TOPUP_MIN)} to ${dollars(TOPUP_MAX)}`;
+const RANGE = `any amount from ${formatUsdShort(TOPUP_MIN)} to ${formatUsdShort(TOPUP_MAX)}`;
 const PRESETS = [1000, 2500, 5000, 10000];
 
 /** /balance and /topup <usd>. */
@@ -34,7 +32,7 @@ export function balanceFeature(): Composer<BotContext> {
     const arg = ctx.match.trim();
     if (!arg) {
       const kb = new InlineKeyboard();
-      for (const p of PRESETS) kb.text(dollars(p), `tu:${p}`);
+      for (const p of PRESETS) kb.text(formatUsdShort(p), `tu:${p}`);
       await ctx.reply(`How much would you like to add? Pick an amount, or send /topup with ${RANGE}, e.g. /topup 20.`, {
         reply_markup: kb,
       });

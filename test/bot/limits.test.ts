@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { parseCount, parseUsd } from '../../bot/format.js';
-import { formatUsd as usd } from '../../src/modules/billing/money.js';
+import { parseCount } from '../../bot/format.js';
+import { formatUsd as usd, parseUsd } from '../../src/modules/billing/money.js';
 import { checkLimit, parseLimitArgs } from '../../bot/limits-dialogue.js';
 
 describe('bot limit parsing', () => {

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { formatUsd } from '../billing/money.js';
+import { formatUsd, parseUsd, usdDecimal } from '../billing/money.js';
 import { escapeHtml } from '../billing/payment-pages.html.js';
 import { APPROVAL_LIMITS } from '../keys/key-limits.js';
 import type { AgentLimits } from './agents.dto.js';
@@ -70,11 +70,9 @@ function cookie(req: Request, name: string): string | undefined {
   return undefined;
 }
 
-const USD_RE = /^\s*\$?\s*(\d{1,9})(?:\.(\d{1,2}))?\s*$/;
-
-function usdToMinor(raw: unknown): number | null {
-  const m = typeof raw === 'string' ? USD_RE.exec(raw) : null;
-  return m ? Number(m[1]) * 100 + Number((m[2] ?? '').padEnd(2, '0')) : null;
+/** A form field in dollars as cents; null when missing or not an amount. */
+function usdField(raw: unknown): number | null {
+  return typeof raw === 'string' ? parseUsd(raw) : null;
 }
 
 type LimitField = 'maxPerRentalMinor' | 'budgetLimitMinor' | 'maxConcurrentDeployments';
@@ -97,8 +95,8 @@ function shown(field: LimitField, value: number): string {
  * API's own message speaks in cents to programs, not to the owner at this form.
  */
 export function limitsFromForm(body: Record<string, unknown> | undefined): { limits: AgentLimits } | { error: string } {
-  const perRental = usdToMinor(body?.perRentalUsd);
-  const total = usdToMinor(body?.totalUsd);
+  const perRental = usdField(body?.perRentalUsd);
+  const total = usdField(body?.totalUsd);
   const concurrentRaw = typeof body?.concurrent === 'string' ? body.concurrent.trim() : '';
   const concurrent = /^\d{1,6}$/.test(concurrentRaw) ? Number(concurrentRaw) : null;
   const bad: string[] = [];
@@ -125,7 +123,6 @@ export function overOwnLimitsMessage(limits: AgentLimits, own: Record<LimitField
   return `An agent's limits may not exceed your owner key's own: ${parts.join('; ')}. Lower them, or approve with a key that allows more.`;
 }
 
-const usd = (minor: number) => (minor / 100).toFixed(2);
 
 /** The form's HTML; `error` (plain text) is shown above it. Never echoes a pasted key. */
 export function approvalFormHtml(code: string, csrfToken: string, error?: string): string {
@@ -136,8 +133,8 @@ export function approvalFormHtml(code: string, csrfToken: string, error?: string
   return `<h2 style="font-size:1.15rem;margin:1.5rem 0 .75rem">Approve with an owner key</h2>
 ${error ? `<p role="alert" class="banner">${escapeHtml(error)}</p>` : ''}<form method="post" action="/approve/${encodeURIComponent(code)}" autocomplete="off">
 <input type="hidden" name="${CSRF_FIELD}" value="${escapeHtml(csrfToken)}">
-${field('perRentalUsd', 'Per rental (USD)', `type="number" inputmode="decimal" min="${usd(min.maxPerRentalMinor)}" max="${usd(max.maxPerRentalMinor)}" step="0.01" value="20"`, `${formatUsd(min.maxPerRentalMinor)} to ${formatUsd(max.maxPerRentalMinor)}`)}
-${field('totalUsd', 'In total (USD)', `type="number" inputmode="decimal" min="${usd(min.budgetLimitMinor)}" max="${usd(max.budgetLimitMinor)}" step="0.01" value="100"`, `${formatUsd(min.budgetLimitMinor)} to ${formatUsd(max.budgetLimitMinor)}`)}
+${field('perRentalUsd', 'Per rental (USD)', `type="number" inputmode="decimal" min="${usdDecimal(min.maxPerRentalMinor)}" max="${usdDecimal(max.maxPerRentalMinor)}" step="0.01" value="20"`, `${formatUsd(min.maxPerRentalMinor)} to ${formatUsd(max.maxPerRentalMinor)}`)}
+${field('totalUsd', 'In total (USD)', `type="number" inputmode="decimal" min="${usdDecimal(min.budgetLimitMinor)}" max="${usdDecimal(max.budgetLimitMinor)}" step="0.01" value="100"`, `${formatUsd(min.budgetLimitMinor)} to ${formatUsd(max.budgetLimitMinor)}`)}
 ${field('concurrent', 'Machines at once', `type="number" inputmode="numeric" min="${min.maxConcurrentDeployments}" max="${max.maxConcurrentDeployments}" step="1" value="1"`, `${min.maxConcurrentDeployments} to ${max.maxConcurrentDeployments}`)}
 ${field('ownerKey', 'Your owner key', 'type="password" spellcheck="false" autocapitalize="off" placeholder="gpr_…"', 'an OWNER key with read, rent and manage; it is used for this approval only and never stored or shown to the agent')}
 <p class="actions"><button type="submit">Approve</button></p>

@@ -3,6 +3,7 @@ import { readMinor } from '../../db/columns.js';
 import { AppError } from '../../errors/app-error.js';
 import { closestGpuSlugs, compactSlug, matchGpuQuery, type GpuMatch } from './gpu-match.js';
 import { Offer } from './offer.entity.js';
+import { formatUsd } from '../billing/money.js';
 
 /**
  * The one rule of which cached offers are live: still listed by their provider at its last
@@ -91,6 +92,6 @@ async function noMatchingOffer(db: DataSource | EntityManager, now: Date, q: Int
   const cheapest = readMinor(sameCount.minPrice);
   return new AppError(
     'NO_MATCHING_OFFER',
-    `Every offer of ${what} is above ${q.maxHourlyPriceMinor} cents per hour; the cheapest is ${cheapest} cents ($${(cheapest / 100).toFixed(2)}) per hour.`,
+    `Every offer of ${what} is above ${q.maxHourlyPriceMinor} cents per hour; the cheapest is ${cheapest} cents (${formatUsd(cheapest)}) per hour.`,
   );
 }
