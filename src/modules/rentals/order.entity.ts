@@ -46,7 +46,8 @@ export class Order {
 
   /**
    * Cached offer ids chosen at admission, cheapest first (one for an explicit offer, at most three
-   * for a GPU intent). Provisioning tries exactly these, in order; null for card orders (use offerId).
+   * for a GPU intent). Provisioning tries exactly these, in order; null on card orders written before
+   * card checkout shared admission's rows (use offerId).
    */
   @Column({ name: 'candidate_offer_ids', type: 'json', nullable: true })
   candidateOfferIds: string[] | null;
