@@ -13,6 +13,7 @@ import { OWNER_KEY_LIMITS, SIGNUP_LIMITS, type KeyLimits } from '../keys/key-lim
 import { agentName } from '../keys/key-name.js';
 import type { KeysService, KeyUsage } from '../keys/keys.service.js';
 import { Account } from './account.entity.js';
+import { accountOfTelegramUser, getAccount, insertAccount, setTelegramChat } from './accounts.repository.js';
 import type { AccountDto, KeyDto, SignupRequest, SignupResponse } from './accounts.dto.js';
 import { accountBalanceEligible } from './billing-eligibility.js';
 
@@ -75,7 +76,7 @@ export class AccountsService {
       telegramChatId: fields.telegramChatId ?? null,
       createdAt: this.clock.now(),
     });
-    await manager.insert(Account, account);
+    await insertAccount(manager, account);
     return account;
   }
 
@@ -120,11 +121,10 @@ export class AccountsService {
    * current so notifications reach the chat the owner last used.
    */
   async findOrCreateTelegramOwner(telegramUserId: number, chatId: number): Promise<Account> {
-    const repo = this.ds.getRepository(Account);
-    const existing = await repo.findOneBy({ telegramUserId });
+    const existing = await accountOfTelegramUser(this.ds, telegramUserId);
     if (existing) {
       if (existing.telegramChatId !== chatId) {
-        await repo.update({ id: existing.id }, { telegramChatId: chatId });
+        await setTelegramChat(this.ds, existing.id, chatId);
         existing.telegramChatId = chatId;
       }
       return existing;
@@ -133,7 +133,10 @@ export class AccountsService {
       return await inTransaction(this.ds, (m) => this.createAccount(m, { telegramUserId, telegramChatId: chatId }));
     } catch (err) {
       if ((err as { code?: string }).code !== 'ER_DUP_ENTRY') throw err;
-      return repo.findOneByOrFail({ telegramUserId });
+      // The concurrent first message that won the unique key made the account.
+      const winner = await accountOfTelegramUser(this.ds, telegramUserId);
+      if (!winner) throw err;
+      return winner;
     }
   }
 
@@ -177,7 +180,7 @@ export class AccountsService {
   }
 
   async describe(principal: Principal): Promise<AccountDto> {
-    const account = await this.ds.getRepository(Account).findOneByOrFail({ id: principal.accountId });
+    const account = await getAccount(this.ds, principal.accountId);
     const usage = (await this.keys.usage([principal.key])).get(principal.keyId)!;
     return {
       user: {

@@ -1,12 +1,11 @@
-import { LessThan, type DataSource } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { readMinor } from '../../db/columns.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
-import { visibleRows } from '../keys/visibility.js';
-import { Account } from '../accounts/account.entity.js';
+import { getAccount, setAccountEmail } from '../accounts/accounts.repository.js';
 import { normalizeEmail } from '../accounts/email.js';
 import { mayManageAccount } from '../keys/account-holder.js';
-import { LedgerEntry } from './ledger-entry.entity.js';
+import { visibleEntries } from './ledger.repository.js';
 import type { KeysService } from '../keys/keys.service.js';
 import type { BalanceResponse, EmailResponse } from './billing.dto.js';
 
@@ -22,8 +21,8 @@ export class BillingService {
    */
   async balance(principal: Principal, limit = 50, before?: number): Promise<BalanceResponse> {
     const [account, entries, usage] = await Promise.all([
-      this.ds.getRepository(Account).findOneByOrFail({ id: principal.accountId }),
-      this.visibleEntries(principal, limit + 1, before),
+      getAccount(this.ds, principal.accountId),
+      visibleEntries(this.ds, principal, limit + 1, before),
       this.keys.usage([principal.key]),
     ]);
     const page = entries.slice(0, limit);
@@ -47,11 +46,6 @@ export class BillingService {
     };
   }
 
-  private visibleEntries(principal: Principal, limit: number, before?: number): Promise<LedgerEntry[]> {
-    const where = { ...visibleRows(principal), ...(before === undefined ? {} : { id: LessThan(String(before)) }) };
-    return this.ds.getRepository(LedgerEntry).find({ where, order: { id: 'DESC' }, take: limit });
-  }
-
   /**
    * Attaches the e-mail that card checkout needs (receipts go there). Owner keys may set it, and
    * the key of a headless signup, which is the account holder of the account it created. An agent
@@ -63,7 +57,7 @@ export class BillingService {
     }
     const clean = normalizeEmail(email);
     if (clean === null) throw new AppError('VALIDATION_FAILED', 'Invalid request: email: must be an e-mail address.');
-    await this.ds.getRepository(Account).update({ id: principal.accountId }, { email: clean });
+    await setAccountEmail(this.ds, principal.accountId, clean);
     return { email: clean };
   }
 }

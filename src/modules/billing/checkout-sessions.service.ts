@@ -8,6 +8,19 @@ import { Order } from '../rentals/order.entity.js';
 import type { FailureCode, RentalStatus } from '../rentals/rental-status.js';
 import { transition } from '../rentals/rental-state.js';
 import { Checkout, type CheckoutPurpose } from './checkout.entity.js';
+import {
+  countRefundAttempt,
+  findCheckout,
+  getCheckout,
+  insertCheckout,
+  lockCheckout,
+  markRefundPending,
+  markRefunded,
+  paidCheckoutOfOrder,
+  refundsDue,
+  setCheckoutStatus,
+  storeSession,
+} from './checkouts.repository.js';
 import type { PaymentProvider } from './payment-provider.js';
 
 /** Failed refund attempts after which each further failure logs at error: a person should look. */
@@ -75,7 +88,7 @@ export class CheckoutSessionsService {
       createdAt: now,
       updatedAt: now,
     });
-    await manager.insert(Checkout, checkout);
+    await insertCheckout(manager, checkout);
     return checkout;
   }
 
@@ -112,17 +125,14 @@ export class CheckoutSessionsService {
     }
     // Concurrent openers got the same session (same idempotency key); whichever stores first wins
     // and the others read the stored row.
-    await this.ds.getRepository(Checkout).update(
-      { id: checkout.id, status: 'CREATING' },
-      {
-        status: session.status === 'expired' ? 'EXPIRED' : 'OPEN',
-        sessionId: session.id,
-        checkoutUrl: session.url,
-        expiresAt: session.expiresAt,
-        updatedAt: this.clock.now(),
-      },
-    );
-    return this.ds.getRepository(Checkout).findOneByOrFail({ id: checkout.id });
+    await storeSession(this.ds, checkout.id, {
+      status: session.status === 'expired' ? 'EXPIRED' : 'OPEN',
+      sessionId: session.id,
+      checkoutUrl: session.url,
+      expiresAt: session.expiresAt,
+      updatedAt: this.clock.now(),
+    });
+    return getCheckout(this.ds, checkout.id);
   }
 
   /**
@@ -132,12 +142,12 @@ export class CheckoutSessionsService {
   async expireIfDue(checkout: Checkout): Promise<Checkout> {
     if (checkout.status !== 'OPEN' || !checkout.expiresAt || checkout.expiresAt.getTime() > this.clock.now().getTime()) return checkout;
     await inTransaction(this.ds, (m) => this.closeUnpaid(m, checkout.id, 'EXPIRED'));
-    return this.ds.getRepository(Checkout).findOneByOrFail({ id: checkout.id });
+    return getCheckout(this.ds, checkout.id);
   }
 
   /** Locks a checkout row for a decision about it; null when there is no such checkout. */
   async lock(manager: EntityManager, checkoutId: string): Promise<Checkout | null> {
-    return manager.getRepository(Checkout).createQueryBuilder('c').setLock('pessimistic_write').where('c.id = :id', { id: checkoutId }).getOne();
+    return lockCheckout(manager, checkoutId);
   }
 
   /**
@@ -150,7 +160,7 @@ export class CheckoutSessionsService {
     const checkout = await this.lock(manager, checkoutId);
     if (!checkout || (checkout.status !== 'CREATING' && checkout.status !== 'OPEN')) return false;
     const now = this.clock.now();
-    await manager.update(Checkout, { id: checkout.id }, { status, sessionId: checkout.sessionId ?? sessionId ?? null, updatedAt: now });
+    await setCheckoutStatus(manager, checkout.id, status, checkout.sessionId ?? sessionId ?? null, now);
     if (checkout.purpose === 'ORDER' && checkout.orderId) {
       const order = await readCardOrder(manager, checkout.orderId, { lock: true });
       if (order?.cancelled) {
@@ -175,7 +185,7 @@ export class CheckoutSessionsService {
    * 'NOTHING_PAID' when the order has no paid checkout. Throws when the provider cannot refund now.
    */
   async refundOrder(orderId: string): Promise<'REFUNDED' | 'NOTHING_PAID'> {
-    const checkout = await this.ds.getRepository(Checkout).findOneBy({ orderId, purpose: 'ORDER', status: 'PAID' });
+    const checkout = await paidCheckoutOfOrder(this.ds, orderId);
     if (!checkout) return 'NOTHING_PAID';
     if (checkout.refundStatus === null) {
       await this.markRefundDue(this.ds.manager, checkout.id);
@@ -185,7 +195,7 @@ export class CheckoutSessionsService {
 
   /** See `CardRefunds.markOrderRefundDue`: a card order whose payment must go back to the card. */
   async markOrderRefundDue(manager: EntityManager, orderId: string): Promise<boolean> {
-    const checkout = await manager.getRepository(Checkout).findOneBy({ orderId, purpose: 'ORDER', status: 'PAID' });
+    const checkout = await paidCheckoutOfOrder(manager, orderId);
     if (!checkout) return false;
     await this.markRefundDue(manager, checkout.id);
     return true;
@@ -196,13 +206,7 @@ export class CheckoutSessionsService {
    * first call counts; the refund itself is made by {@link settleRefund} after the commit.
    */
   async markRefundDue(manager: EntityManager, checkoutId: string): Promise<void> {
-    const now = this.clock.now();
-    await manager
-      .createQueryBuilder()
-      .update(Checkout)
-      .set({ refundStatus: 'PENDING', refundRequestedAt: now, updatedAt: now })
-      .where('id = :id AND refund_status IS NULL', { id: checkoutId })
-      .execute();
+    await markRefundPending(manager, checkoutId, this.clock.now());
   }
 
   /**
@@ -214,7 +218,7 @@ export class CheckoutSessionsService {
    * refund now; the payments job calls again.
    */
   async settleRefund(checkoutId: string): Promise<'REFUNDED' | 'NOT_DUE'> {
-    const checkout = await this.ds.getRepository(Checkout).findOneBy({ id: checkoutId });
+    const checkout = await findCheckout(this.ds, checkoutId);
     if (!checkout || checkout.status !== 'PAID' || checkout.refundStatus === null) return 'NOT_DUE';
     if (checkout.refundStatus === 'SUCCEEDED') return 'REFUNDED';
     const context = { checkoutId: checkout.id, orderId: checkout.orderId, amountMinor: checkout.amountMinor, currency: checkout.currency };
@@ -234,26 +238,16 @@ export class CheckoutSessionsService {
       if (refund.status === 'failed' || refund.status === 'canceled') throw new Error(`refund ${refund.id} is ${refund.status}`);
     } catch (err) {
       const attempts = checkout.refundAttempts + 1;
-      await this.ds
-        .createQueryBuilder()
-        .update(Checkout)
-        .set({ refundAttempts: () => 'refund_attempts + 1', updatedAt: this.clock.now() })
-        .where(`id = :id AND refund_status = 'PENDING'`, { id: checkout.id })
-        .execute();
+      await countRefundAttempt(this.ds, checkout.id, this.clock.now());
       const level = attempts >= REFUND_ALERT_AFTER ? 'error' : 'warn';
       this.logger[level]({ err, ...context, attempts }, 'refund did not go through; the payments job retries');
       throw err;
     }
     const now = this.clock.now();
     await inTransaction(this.ds, async (m) => {
-      const res = await m
-        .createQueryBuilder()
-        .update(Checkout)
-        .set({ refundStatus: 'SUCCEEDED', refundId: refund.id, refundedAt: now, updatedAt: now })
-        .where(`id = :id AND refund_status = 'PENDING'`, { id: checkout.id })
-        .execute();
+      const settled = await markRefunded(m, checkout.id, refund.id, now);
       // A card order's whole reversal is this refund: its money never became credits.
-      if (res.affected && checkout.orderId) {
+      if (settled && checkout.orderId) {
         await m.update(Order, { id: checkout.orderId, reversalStatus: 'PENDING' }, { reversalStatus: 'SUCCEEDED', updatedAt: now });
       }
     });
@@ -263,16 +257,8 @@ export class CheckoutSessionsService {
 
   /** The payments job's retry of refunds still owed, oldest first. Returns how many it made. */
   async settleDueRefunds(limit = 50): Promise<number> {
-    const due = await this.ds
-      .getRepository(Checkout)
-      .createQueryBuilder('c')
-      .select('c.id')
-      .where(`c.refund_status = 'PENDING'`)
-      .orderBy('c.refund_requested_at', 'ASC')
-      .limit(limit)
-      .getMany();
     let refunded = 0;
-    for (const { id } of due) {
+    for (const id of await refundsDue(this.ds, limit)) {
       try {
         if ((await this.settleRefund(id)) === 'REFUNDED') refunded++;
       } catch {

@@ -1,12 +1,22 @@
-import { In, LessThan, type DataSource, type EntityManager } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
-import { readMinor } from '../../db/columns.js';
-import { derivedTable } from '../../db/derived-table.js';
-import { hydrate, insertEntity } from '../../db/entity-rows.js';
 import { inOpenTransaction, type Sql } from '../../db/sql.js';
 import { AppError } from '../../errors/app-error.js';
-import { Account } from '../accounts/account.entity.js';
-import { LedgerEntry, type LedgerKind } from './ledger-entry.entity.js';
+import type { Account } from '../accounts/account.entity.js';
+import { lockAccount, lockAccountBalances } from '../accounts/accounts.repository.js';
+import type { LedgerEntry, LedgerKind } from './ledger-entry.entity.js';
+import {
+  addKeySpend,
+  addKeySpends,
+  entriesByRefs,
+  entryByRef,
+  insertEntries,
+  insertEntry,
+  setBalance,
+  setBalances,
+  visibleEntries,
+  type NewLedgerEntry,
+} from './ledger.repository.js';
 
 export interface Posting {
   accountId: string;
@@ -41,9 +51,9 @@ export class LedgerService {
 
   /** Locks the account row; every money decision about an account starts here. */
   async lockAccount(manager: Sql, accountId: string): Promise<Account> {
-    const rows: Record<string, unknown>[] = await manager.query(`SELECT * FROM accounts WHERE id = ? FOR UPDATE`, [accountId]);
-    if (rows.length !== 1) throw new AppError('NOT_FOUND', 'Account not found.');
-    return hydrate(manager, Account, rows[0]);
+    const account = await lockAccount(manager, accountId);
+    if (!account) throw new AppError('NOT_FOUND', 'Account not found.');
+    return account;
   }
 
   /**
@@ -55,19 +65,16 @@ export class LedgerService {
     checkPostings(manager, [p]);
     if (locked && locked.id !== p.accountId) throw new Error("the locked account is not the posting's account");
     const account = locked ?? (await this.lockAccount(manager, p.accountId));
-    const found: Record<string, unknown>[] = await manager.query(`SELECT * FROM ledger_entries WHERE external_ref = ?`, [p.externalRef]);
-    if (found.length > 0) {
-      const existing = hydrate(manager, LedgerEntry, found[0]);
+    const existing = await entryByRef(manager, p.externalRef);
+    if (existing) {
       assertSameTerms(existing, p);
       return { entry: existing, posted: false };
     }
     const balanceAfter = safeBalance(account.balanceMinor + p.amountMinor);
-    const fields = this.entryOf(p, balanceAfter);
-    const { insertId } = await insertEntity(manager, LedgerEntry, fields);
-    const entry = Object.assign(new LedgerEntry(), fields, { id: String(insertId) });
-    await manager.query(`UPDATE accounts SET balance_minor = ? WHERE id = ?`, [balanceAfter, p.accountId]);
+    const entry = await insertEntry(manager, this.entryOf(p, balanceAfter));
+    await setBalance(manager, p.accountId, balanceAfter);
     const spent = keySpendOf(p);
-    if (spent !== 0) await manager.query(`UPDATE api_keys SET net_spent_minor = net_spent_minor + ? WHERE id = ?`, [spent, p.keyId]);
+    if (spent !== 0) await addKeySpend(manager, p.keyId!, spent);
     account.balanceMinor = balanceAfter;
     return { entry, posted: true };
   }
@@ -83,14 +90,9 @@ export class LedgerService {
     checkPostings(manager, postings);
     const refs = postings.map((p) => p.externalRef);
     if (new Set(refs).size !== refs.length) throw new Error('a ledger batch names the same reference twice');
-    const accountIds = [...new Set(postings.map((p) => p.accountId))].sort();
-    const rows: { id: string; balance_minor: string | number }[] = await manager.query(
-      `SELECT id, balance_minor FROM accounts WHERE id IN (?) ORDER BY id FOR UPDATE`,
-      [accountIds],
-    );
-    const balance = new Map(rows.map((r) => [r.id, readMinor(r.balance_minor)]));
-    const existing = new Map((await manager.getRepository(LedgerEntry).findBy({ externalRef: In(refs) })).map((e) => [e.externalRef, e]));
-    const values: unknown[][] = [];
+    const balance = await lockAccountBalances(manager, postings.map((p) => p.accountId));
+    const existing = await entriesByRefs(manager, refs);
+    const entries: NewLedgerEntry[] = [];
     const spentByKey = new Map<string, number>();
     for (const p of postings) {
       const prior = existing.get(p.externalRef);
@@ -103,24 +105,16 @@ export class LedgerService {
       balance.set(p.accountId, after);
       const spent = keySpendOf(p);
       if (spent !== 0) spentByKey.set(p.keyId!, safeBalance((spentByKey.get(p.keyId!) ?? 0) + spent));
-      const e = this.entryOf(p, after);
-      values.push([e.accountId, e.keyId, e.rentalId, e.kind, e.amountMinor, e.balanceAfterMinor, e.externalRef, e.description, e.createdAt]);
+      entries.push(this.entryOf(p, after));
     }
-    if (values.length === 0) return 0;
-    await manager.query(
-      `INSERT INTO ledger_entries (account_id, key_id, rental_id, kind, amount_minor, balance_after_minor, external_ref, description, created_at) VALUES ?`,
-      [values],
-    );
-    const balances = derivedTable(['id', 'v'], [...balance.entries()]);
-    await manager.query(`UPDATE accounts a JOIN (${balances.sql}) v ON v.id = a.id SET a.balance_minor = v.v`, balances.params);
-    if (spentByKey.size > 0) {
-      const spent = derivedTable(['id', 'v'], [...spentByKey.entries()]);
-      await manager.query(`UPDATE api_keys k JOIN (${spent.sql}) v ON v.id = k.id SET k.net_spent_minor = k.net_spent_minor + v.v`, spent.params);
-    }
-    return values.length;
+    if (entries.length === 0) return 0;
+    await insertEntries(manager, entries);
+    await setBalances(manager, balance);
+    await addKeySpends(manager, spentByKey);
+    return entries.length;
   }
 
-  private entryOf(p: Posting, balanceAfterMinor: number): Omit<LedgerEntry, 'id'> {
+  private entryOf(p: Posting, balanceAfterMinor: number): NewLedgerEntry {
     return {
       accountId: p.accountId,
       keyId: p.keyId ?? null,
@@ -136,15 +130,7 @@ export class LedgerService {
 
   /** Newest first; `beforeId` continues below a previously read entry. */
   async recent(accountId: string, limit = 50, beforeId?: number): Promise<LedgerEntry[]> {
-    const where = beforeId === undefined ? { accountId } : { accountId, id: LessThan(String(beforeId)) };
-    return this.ds.getRepository(LedgerEntry).find({ where, order: { id: 'DESC' }, take: limit });
-  }
-
-  /** Cached balances of the given accounts. */
-  async balances(accountIds: readonly string[]): Promise<Map<string, number>> {
-    if (accountIds.length === 0) return new Map();
-    const rows: { id: string; balance_minor: string | number }[] = await this.ds.query(`SELECT id, balance_minor FROM accounts WHERE id IN (?)`, [accountIds]);
-    return new Map(rows.map((r) => [r.id, readMinor(r.balance_minor)]));
+    return visibleEntries(this.ds, { kind: 'OWNER', accountId }, limit, beforeId);
   }
 }
 

@@ -4,9 +4,9 @@ import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import type { Principal } from '../keys/principal.js';
-import { visibleRows } from '../keys/visibility.js';
 import type { TopupDto, TopupRequest } from './billing.dto.js';
-import { Checkout } from './checkout.entity.js';
+import type { Checkout } from './checkout.entity.js';
+import { getCheckout, visibleTopup } from './checkouts.repository.js';
 import { formatUsdAmount } from './money.js';
 import type { CheckoutDescription, CheckoutSessionsService } from './checkout-sessions.service.js';
 
@@ -42,7 +42,7 @@ export class TopupsService {
     const request = idempotentRequest(scope, idemKey, { amountMinor: body.amountMinor });
     const claimed = await inTransaction(this.ds, (m) =>
       claimOrReplay(m, this.clock, request, {
-        replay: async (checkoutId) => ({ checkout: await m.getRepository(Checkout).findOneByOrFail({ id: checkoutId }), created: false }),
+        replay: async (checkoutId) => ({ checkout: await getCheckout(m, checkoutId), created: false }),
         create: async () => {
           const checkout = await this.sessions.insert(m, {
             purpose: 'TOPUP',
@@ -69,7 +69,7 @@ export class TopupsService {
   }
 
   async get(principal: Principal, topupId: string): Promise<TopupDto> {
-    const checkout = await this.ds.getRepository(Checkout).findOneBy({ ...visibleRows(principal), id: topupId, purpose: 'TOPUP' });
+    const checkout = await visibleTopup(this.ds, principal, topupId);
     if (!checkout) throw new AppError('NOT_FOUND', 'No such top-up on this account.');
     return toTopupDto(await this.sessions.expireIfDue(checkout));
   }

@@ -3,14 +3,13 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { AUTH_HINT } from '../../../clients/sdk/src/hints.js';
 import type { Clock } from '../../clock.js';
 import { readMinor } from '../../db/columns.js';
-import { hydrate } from '../../db/entity-rows.js';
-import { sqlQuery, type Sql } from '../../db/sql.js';
+import type { Sql } from '../../db/sql.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from './principal.js';
-import type { Account } from '../accounts/account.entity.js';
-import type { BillingModel } from '../../config.js';
+import { lockAccountAndKey, lockAccountWithKey, type LockedAccount } from '../accounts/accounts.repository.js';
 import { ApiKey, type KeyKind, type Scope } from './api-key.entity.js';
 import type { KeyLimits } from './key-limits.js';
+import { insertKey, keyByPrefix, keyCounters, revokeKey, touchKey } from './keys.repository.js';
 import { hashesEqual, mintApiKey, parseApiKey } from './tokens.js';
 
 
@@ -25,8 +24,7 @@ export interface NewKey extends KeyLimits {
   issuedByKeyId?: string | null;
 }
 
-/** What admission needs of the account it has locked. */
-export type LockedAccount = Pick<Account, 'id' | 'billingModel' | 'balanceMinor' | 'frozen'>;
+export type { LockedAccount };
 
 export interface KeyUsage {
   /** Rental debits and usage minus reversals, in cents, over the key's life. */
@@ -94,7 +92,7 @@ export class KeysService {
       revokedAt: null,
       lastUsedAt: null,
     });
-    await manager.insert(ApiKey, key);
+    await insertKey(manager, key);
     return { key, token: minted.token };
   }
 
@@ -110,8 +108,7 @@ export class KeysService {
     }
     // Otherwise the key is read afresh (one indexed statement), so a revoked key is refused on
     // its very next request in every process.
-    const rows: Record<string, unknown>[] = await sqlQuery(this.ds, `SELECT * FROM api_keys WHERE prefix = ?`, [parsed.prefix]);
-    const key = rows.length === 1 ? hydrate(this.ds, ApiKey, rows[0]) : null;
+    const key = await keyByPrefix(this.ds, parsed.prefix);
     if (!key || !hashesEqual(key.secretHash, parsed.secretHash) || key.revokedAt) {
       this.recent.delete(parsed.prefix);
       throw unauthenticated();
@@ -119,7 +116,7 @@ export class KeysService {
     this.remember(key, now.getTime());
     if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() > LAST_USED_GRANULARITY_MS) {
       // Best effort and coarse, so authentication does not become a write on every request.
-      await sqlQuery(this.ds, `UPDATE api_keys SET last_used_at = ? WHERE id = ?`, [now, key.id]);
+      await touchKey(this.ds, key.id, now);
     }
     return principalOf(key);
   }
@@ -148,14 +145,10 @@ export class KeysService {
   async usage(keys: ApiKey[], manager: EntityManager = this.ds.manager): Promise<Map<string, KeyUsage>> {
     const out = new Map<string, KeyUsage>();
     if (keys.length === 0) return out;
-    const rows: { id: string; net_spent_minor: string | number; active_deployments: string | number }[] = await manager.query(
-      `SELECT id, net_spent_minor, active_deployments FROM api_keys WHERE id IN (?)`,
-      [keys.map((k) => k.id)],
-    );
-    const byId = new Map(rows.map((r) => [r.id, r]));
+    const byId = await keyCounters(manager, keys.map((k) => k.id));
     for (const k of keys) {
       const r = byId.get(k.id);
-      out.set(k.id, usageOf(k, r?.net_spent_minor ?? 0, r?.active_deployments ?? 0));
+      out.set(k.id, usageOf(k, r?.netSpent ?? 0, r?.activeDeployments ?? 0));
     }
     return out;
   }
@@ -167,31 +160,14 @@ export class KeysService {
    * account first, then key, the order every ledger posting takes them in.
    */
   async lockAccountWithUsage(m: Sql, key: ApiKey): Promise<{ account: LockedAccount; usage: KeyUsage }> {
-    const rows: {
-      id: string;
-      billing_model: BillingModel;
-      balance_minor: string | number;
-      frozen: number;
-      net_spent_minor: string | number;
-      active_deployments: string | number;
-      revoked_at: Date | null;
-    }[] = await m.query(
-      `SELECT a.id, a.billing_model, a.balance_minor, a.frozen, k.net_spent_minor, k.active_deployments, k.revoked_at
-         FROM accounts a STRAIGHT_JOIN api_keys k ON k.id = ? AND k.account_id = a.id
-        WHERE a.id = ? FOR UPDATE`,
-      [key.id, key.accountId],
-    );
-    const r = rows[0];
+    const r = await lockAccountWithKey(m, key.accountId, key.id);
     if (!r) throw new AppError('NOT_FOUND', 'Account not found.');
     // The revocation check of a request authenticated with a recently read key (AuthenticateOptions).
-    if (r.revoked_at !== null) {
+    if (r.revokedAt !== null) {
       this.forget(key.id);
       throw unauthenticated();
     }
-    return {
-      account: { id: r.id, billingModel: r.billing_model, balanceMinor: readMinor(r.balance_minor), frozen: Boolean(Number(r.frozen)) },
-      usage: usageOf(key, r.net_spent_minor, r.active_deployments),
-    };
+    return { account: r.account, usage: usageOf(key, r.netSpent, r.activeDeployments) };
   }
 
   /**
@@ -201,28 +177,15 @@ export class KeysService {
    * seen by a concurrent revocation of it, which waits for that transaction to end.
    */
   async lockActingKey(m: Sql, accountId: string, keyId: string): Promise<void> {
-    const rows: { revoked_at: Date | null }[] = await m.query(
-      `SELECT k.revoked_at FROM accounts a STRAIGHT_JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ? FOR UPDATE`,
-      [keyId, accountId],
-    );
-    if (rows.length === 1 && rows[0].revoked_at === null) return;
+    const row = await lockAccountAndKey(m, accountId, keyId);
+    if (row && row.revokedAt === null) return;
     this.forget(keyId);
     throw unauthenticated();
   }
 
   async revoke(accountId: string, keyId: string): Promise<void> {
     this.forget(keyId);
-    const res = await this.ds
-      .getRepository(ApiKey)
-      .createQueryBuilder()
-      .update()
-      .set({ revokedAt: this.clock.now() })
-      .where('id = :keyId AND account_id = :accountId AND revoked_at IS NULL', { keyId, accountId })
-      .execute();
-    if (!res.affected) {
-      const exists = await this.ds.getRepository(ApiKey).existsBy({ id: keyId, accountId });
-      if (!exists) throw new AppError('NOT_FOUND', 'No such key on this account.');
-    }
+    if (!(await revokeKey(this.ds, accountId, keyId, this.clock.now()))) throw new AppError('NOT_FOUND', 'No such key on this account.');
   }
 }
 
