@@ -137,8 +137,6 @@ const ISSUES_SQL_NOT_YET_MOVED = new Set([
   'src/modules/billing/payment-pages.router.ts',
   // The live metered rentals' reservations (admission's first round trip).
   'src/modules/billing/credit-reservation.ts',
-  // Audit rows of refused credential reveals.
-  'src/modules/credentials/credentials.service.ts',
   // The offer cache and provider status.
   'src/modules/inventory/inventory-refresh.ts',
   'src/modules/inventory/inventory.service.ts',

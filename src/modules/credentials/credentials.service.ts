@@ -4,9 +4,10 @@ import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
-import { CredentialReveal, type RevealRefusal } from '../rentals/credential-reveal.entity.js';
+import type { RevealRefusal } from '../rentals/credential-reveal.entity.js';
 import { lockDeploymentOrRentalFor } from '../rentals/deployment-access.js';
 import type { CredentialsDto } from '../rentals/rentals.dto.js';
+import { countRefusedReveal, insertReveal } from './credential-reveals.repository.js';
 import type { SecretBox } from './secret-box.js';
 
 /**
@@ -39,15 +40,7 @@ export class CredentialsService {
         }
         const privateKey = this.box.open(d.sshPrivateKeyEnc, d.sshKeyKid, d.id);
         const now = this.clock.now();
-        await m.insert(CredentialReveal, {
-          deploymentId: d.id,
-          accountId: principal.accountId,
-          keyId: principal.keyId,
-          requestId,
-          outcome: 'REVEALED',
-          refusal: null,
-          calledAt: now,
-        });
+        await insertReveal(m, { deploymentId: d.id, accountId: principal.accountId, keyId: principal.keyId, requestId, calledAt: now });
         const privateKeyFile = `gpr-${d.id.slice(0, 8)}.key`;
         return {
           dto: {
@@ -86,15 +79,15 @@ export class CredentialsService {
   async recordRefusal(principal: Principal, deploymentId: string, requestId: string, refusal: RevealRefusal): Promise<void> {
     const now = this.clock.now();
     const window = new Date(Math.floor(now.getTime() / 60_000) * 60_000);
-    await this.ds
-      .query(
-        `INSERT INTO credential_reveals
-           (deployment_id, account_id, key_id, request_id, outcome, refusal, refusal_window, refused_calls, called_at, last_called_at)
-         VALUES (?, ?, ?, ?, 'REFUSED', ?, ?, 1, ?, ?)
-         ON DUPLICATE KEY UPDATE refused_calls = refused_calls + 1, last_called_at = ?`,
-        [deploymentId.toLowerCase().slice(0, 64), principal.accountId, principal.keyId, requestId.slice(0, 128), refusal, window, now, now, now],
-      )
-      .catch(() => undefined);
+    await countRefusedReveal(this.ds, {
+      deploymentId: deploymentId.toLowerCase().slice(0, 64),
+      accountId: principal.accountId,
+      keyId: principal.keyId,
+      requestId: requestId.slice(0, 128),
+      refusal,
+      window,
+      at: now,
+    }).catch(() => undefined);
   }
 }
 
