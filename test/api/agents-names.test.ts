@@ -1,13 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { KeyIssuer1763800010200 } from '../../migrations/1763800010200-KeyIssuer.js';
-import { migrations } from '../../migrations/index.js';
-import { createDatabaseIfMissing, createDataSource, dropDatabase } from '../../src/db/data-source.js';
-import { entities } from '../../src/entities.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { keyName } from '../../src/modules/keys/key-name.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { testDatabaseUrl } from '../helpers/db.js';
+import { databaseBefore } from '../helpers/migrated-before.js';
 
 const LIMITS = { maxPerRentalMinor: 700, budgetLimitMinor: 3000, maxConcurrentDeployments: 2 };
 
@@ -84,17 +81,9 @@ describe('agent and key names', () => {
   it('cleans names stored before the rule, so no page or chat can show one', async function () {
     this.timeout(60_000);
     // A database of its own, migrated up to just before the migration that cleans names.
-    const url = new URL(testDatabaseUrl);
-    url.pathname = `${url.pathname}_names_${randomBytes(3).toString('hex')}`;
-    await createDatabaseIfMissing(url.toString());
-    const ds = createDataSource(url.toString(), 2, entities);
-    await ds.initialize();
-    const q = ds.createQueryRunner();
+    const before = await databaseBefore(KeyIssuer1763800010200, 'names');
+    const q = before.runner;
     try {
-      for (const M of migrations) {
-        if (M === KeyIssuer1763800010200) break;
-        await new M().up(q);
-      }
       const accountId = randomUUID();
       const now = new Date();
       await q.query(`INSERT INTO accounts (id, billing_model, created_at) VALUES (?, 'ACCOUNT_BALANCE', ?)`, [accountId, now]);
@@ -125,9 +114,7 @@ describe('agent and key names', () => {
       const [issuer] = await q.query(`SELECT issued_by_key_id FROM api_keys WHERE id = ?`, [spoofed]);
       assert.equal(issuer.issued_by_key_id, plain);
     } finally {
-      await q.release();
-      await ds.destroy();
-      await dropDatabase(url.toString());
+      await before.close();
     }
   });
 });

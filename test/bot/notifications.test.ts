@@ -1,12 +1,9 @@
 import { recountKeySlots } from '../helpers/ledger.js';
 import assert from 'node:assert/strict';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { NotificationDeliverJobs1763800011400 } from '../../migrations/1763800011400-NotificationDeliverJobs.js';
-import { migrations } from '../../migrations/index.js';
-import { createDatabaseIfMissing, createDataSource, dropDatabase } from '../../src/db/data-source.js';
-import { entities } from '../../src/entities.js';
 import { MysqlJobRepository } from '../../src/jobs/mysql-job-repository.js';
-import { testDatabaseUrl } from '../helpers/db.js';
+import { databaseBefore } from '../helpers/migrated-before.js';
 import { inTransaction } from '../../src/db/transaction.js';
 import type { Account } from '../../src/modules/accounts/account.entity.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
@@ -296,17 +293,10 @@ describe(NotificationsService.name, () => {
   it('gives each notification the timer had left unsent its deliver job when migrated', async function () {
     this.timeout(60_000);
     // A database of its own, migrated up to just before notifications became jobs.
-    const url = new URL(testDatabaseUrl);
-    url.pathname = `${url.pathname}_notify_${randomBytes(3).toString('hex')}`;
-    await createDatabaseIfMissing(url.toString());
-    const ds = createDataSource(url.toString(), 2, entities);
-    await ds.initialize();
-    const q = ds.createQueryRunner();
+    const before = await databaseBefore(NotificationDeliverJobs1763800011400, 'notify');
+    const q = before.runner;
+    const ds = before.ds;
     try {
-      for (const M of migrations) {
-        if (M === NotificationDeliverJobs1763800011400) break;
-        await new M().up(q);
-      }
       const accountId = randomUUID();
       const now = new Date();
       await q.query(`INSERT INTO accounts (id, billing_model, created_at) VALUES (?, 'ACCOUNT_BALANCE', ?)`, [accountId, now]);
@@ -329,9 +319,7 @@ describe(NotificationsService.name, () => {
       assert.ok(Math.abs(jobs[0].nextRunAt!.getTime() - Date.now()) < 60_000, `due now: ${jobs[0].nextRunAt?.toISOString()}`);
       assert.equal(jobs[0].state, 'queued');
     } finally {
-      await q.release();
-      await ds.destroy();
-      await dropDatabase(url.toString());
+      await before.close();
     }
   });
 });
