@@ -1,12 +1,9 @@
 import { Composer, InlineKeyboard } from 'grammy';
-import { AppError } from '../../src/errors/app-error.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html } from '../format.js';
+import { confirmRevocation, keepKey, KEY_ID_PATTERN, MAX_LISTED_KEYS } from '../key-revocation.js';
 import { formatUsd } from '../../src/modules/billing/money.js';
 
-const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
-/** Telegram keeps messages under 4096 characters; beyond this many keys the list says "and N more". */
-const MAX_LISTED = 15;
 
 /** /agents: the account's agent keys with limits, spend and active rentals; revoke with a confirmation. */
 export function agentsFeature(): Composer<BotContext> {
@@ -18,7 +15,7 @@ export function agentsFeature(): Composer<BotContext> {
       await ctx.reply('You have no active agent keys. Connect an agent with /newagent.');
       return;
     }
-    const shown = keys.slice(0, MAX_LISTED);
+    const shown = keys.slice(0, MAX_LISTED_KEYS);
     const lines = shown.map(
       (k, i) =>
         `${i + 1}. <b>${html(k.name)}</b> <code>${html(k.prefix)}</code>\n` +
@@ -31,7 +28,7 @@ export function agentsFeature(): Composer<BotContext> {
     await ctx.reply(`<b>Agent keys</b>\n\n${lines.join('\n\n')}`, { parse_mode: 'HTML', reply_markup: kb });
   });
 
-  composer.callbackQuery(new RegExp(`^rv:(${UUID})$`), async (ctx) => {
+  composer.callbackQuery(new RegExp(`^rv:(${KEY_ID_PATTERN})$`), async (ctx) => {
     const keyId = ctx.match[1];
     const key = (await ctx.services.agentKeys.listAgentKeys(ownerOf(ctx).id)).find((k) => k.id === keyId);
     if (!key || key.revokedAt) {
@@ -47,24 +44,15 @@ export function agentsFeature(): Composer<BotContext> {
     );
   });
 
-  composer.callbackQuery(new RegExp(`^rvy:(${UUID})$`), async (ctx) => {
-    try {
-      await ctx.services.agentKeys.revokeAgentKey(ownerOf(ctx).id, ctx.match[1]);
-    } catch (err) {
-      if (err instanceof AppError && err.status === 404) {
-        await ctx.answerCallbackQuery({ text: 'That key is not on your account.', show_alert: true });
-        return;
-      }
-      throw err;
-    }
-    await ctx.answerCallbackQuery({ text: 'Revoked.' });
-    await ctx.editMessageText('Revoked. That key no longer works; its agent needs a new setup code (/newagent) to come back.');
-  });
+  composer.callbackQuery(new RegExp(`^rvy:(${KEY_ID_PATTERN})$`), (ctx) =>
+    confirmRevocation(
+      ctx,
+      () => ctx.services.agentKeys.revokeAgentKey(ownerOf(ctx).id, ctx.match[1]),
+      () => 'Revoked. That key no longer works; its agent needs a new setup code (/newagent) to come back.',
+    ),
+  );
 
-  composer.callbackQuery('rvn', async (ctx) => {
-    await ctx.answerCallbackQuery();
-    await ctx.editMessageText('Kept. Nothing changed.');
-  });
+  composer.callbackQuery('rvn', keepKey);
 
   return composer;
 }

@@ -1,11 +1,8 @@
 import { Composer, InlineKeyboard } from 'grammy';
-import { AppError } from '../../src/errors/app-error.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html } from '../format.js';
+import { confirmRevocation, keepKey, KEY_ID_PATTERN, MAX_LISTED_KEYS } from '../key-revocation.js';
 
-const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
-/** Telegram keeps messages under 4096 characters; beyond this many keys the list says "and N more". */
-const MAX_LISTED = 15;
 
 /**
  * /ownerkey: a new OWNER API key for the owner's own scripts; the token is shown once.
@@ -39,7 +36,7 @@ export function ownerKeyFeature(): Composer<BotContext> {
       await ctx.reply('You have no active OWNER API keys. Issue one with /ownerkey.');
       return;
     }
-    const shown = keys.slice(0, MAX_LISTED);
+    const shown = keys.slice(0, MAX_LISTED_KEYS);
     const lines = shown.map((k, i) => `${i + 1}. <b>${html(k.name)}</b> <code>${html(k.prefix)}</code>, created ${html(k.createdAt.slice(0, 10))}`);
     if (keys.length > shown.length) lines.push(`…and ${keys.length - shown.length} more.`);
     const kb = new InlineKeyboard();
@@ -47,7 +44,7 @@ export function ownerKeyFeature(): Composer<BotContext> {
     await ctx.reply(`<b>OWNER API keys</b>\n\n${lines.join('\n')}`, { parse_mode: 'HTML', reply_markup: kb });
   });
 
-  composer.callbackQuery(new RegExp(`^ork:(${UUID})$`), async (ctx) => {
+  composer.callbackQuery(new RegExp(`^ork:(${KEY_ID_PATTERN})$`), async (ctx) => {
     const key = (await ctx.services.agentKeys.listOwnerKeys(ownerOf(ctx).id)).find((k) => k.id === ctx.match[1]);
     if (!key || key.revokedAt) {
       await ctx.answerCallbackQuery({ text: key ? 'That key is already revoked.' : 'That key is not on your account.', show_alert: true });
@@ -63,25 +60,16 @@ export function ownerKeyFeature(): Composer<BotContext> {
     );
   });
 
-  composer.callbackQuery(new RegExp(`^orky:(${UUID})$`), async (ctx) => {
-    let agents: number;
-    try {
-      agents = (await ctx.services.agentKeys.revokeOwnerKey(ownerOf(ctx).id, ctx.match[1])).revokedAgentKeyIds.length;
-    } catch (err) {
-      if (err instanceof AppError && err.status === 404) {
-        await ctx.answerCallbackQuery({ text: 'That key is not on your account.', show_alert: true });
-        return;
-      }
-      throw err;
-    }
-    await ctx.answerCallbackQuery({ text: 'Revoked.' });
-    await ctx.editMessageText(`Revoked. That OWNER key no longer works${agents ? `, nor do the ${agents} agent key${agents === 1 ? '' : 's'} it let in` : ''}.`);
-  });
+  composer.callbackQuery(new RegExp(`^orky:(${KEY_ID_PATTERN})$`), (ctx) =>
+    confirmRevocation(
+      ctx,
+      () => ctx.services.agentKeys.revokeOwnerKey(ownerOf(ctx).id, ctx.match[1]),
+      ({ revokedAgentKeyIds: { length: agents } }) =>
+        `Revoked. That OWNER key no longer works${agents ? `, nor do the ${agents} agent key${agents === 1 ? '' : 's'} it let in` : ''}.`,
+    ),
+  );
 
-  composer.callbackQuery('orkn', async (ctx) => {
-    await ctx.answerCallbackQuery();
-    await ctx.editMessageText('Kept. Nothing changed.');
-  });
+  composer.callbackQuery('orkn', keepKey);
 
   return composer;
 }

@@ -5,7 +5,7 @@ import { Router, type Request, type Response } from 'express';
 import type { Config } from '../config.js';
 import { errorEnvelope } from '../errors/envelope.js';
 import type { Logger } from '../logger.js';
-import { readZip, writeZip } from './zip.js';
+import { unzipSync, zipSync, type Zippable } from 'fflate';
 
 /** One released file, as listed in `latest.json`. */
 export interface ReleaseArtifact {
@@ -41,13 +41,17 @@ export function fillSkillPlaceholders(text: string, urls: { baseUrl: string; rel
   return text.replaceAll('{base_url}', urls.baseUrl).replaceAll('{releases_url}', urls.releasesUrl);
 }
 
+const SKILL_ZIP_MTIME = new Date('2000-01-01T00:00:00Z');
+
 /** The released skill zip with its text files filled in, as this service serves it. */
 function filledSkillZip(zip: Buffer, urls: { baseUrl: string; releasesUrl: string }): Buffer {
-  const files = readZip(zip);
-  for (const [name, bytes] of files) {
-    if (name.endsWith('.md')) files.set(name, Buffer.from(fillSkillPlaceholders(bytes.toString('utf8'), urls), 'utf8'));
+  const files: Zippable = {};
+  for (const [name, bytes] of Object.entries(unzipSync(zip))) {
+    const content = name.endsWith('.md') ? Buffer.from(fillSkillPlaceholders(Buffer.from(bytes).toString('utf8'), urls), 'utf8') : bytes;
+    // The dates `npm run release` writes, so the served bytes depend on the content only.
+    files[name] = [content, { mtime: SKILL_ZIP_MTIME }];
   }
-  return writeZip(files);
+  return Buffer.from(zipSync(files, { level: 9 }));
 }
 
 /**

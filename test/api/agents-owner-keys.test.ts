@@ -4,6 +4,7 @@ import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { runOwnerCommand } from '../../src/cli/owner-command.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
+import type { SignedUp } from '../helpers/factories.js';
 import { credit, offerIds, rent } from '../helpers/rentals.js';
 
 const LIMITS = { maxPerRentalMinor: 700, budgetLimitMinor: 3000, maxConcurrentDeployments: 2 };
@@ -11,12 +12,8 @@ const OFFERS: LocalInventoryOffer[] = [
   { key: 'ok-l4', name: 'NVIDIA L4', category: 'datacenter', vramGb: 24, gpuCount: 1, pricePerHourMinor: 50, maximumDurationSeconds: 86400 },
 ];
 
-interface Holder {
-  accountId: string;
-  keyId: string;
-  token: string;
-  auth: { Authorization: string };
-}
+/** A key and how to send it: the same shape signup hands out. */
+type Holder = SignedUp;
 
 const holder = (accountId: string, keyId: string, token: string): Holder => ({ accountId, keyId, token, auth: { Authorization: `Bearer ${token}` } });
 

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
+import type { SignedUp } from '../helpers/factories.js';
 import { credit, makeActive, offerIds, queuedJobs, rent, setStatus } from '../helpers/rentals.js';
 
 const LIMITS = { maxPerRentalMinor: 700, budgetLimitMinor: 3000, maxConcurrentDeployments: 3 };
@@ -10,12 +11,8 @@ const OFFERS: LocalInventoryOffer[] = [
   { key: 'ok-l4', name: 'NVIDIA L4', category: 'datacenter', vramGb: 24, gpuCount: 1, pricePerHourMinor: 50, maximumDurationSeconds: 86400 },
 ];
 
-interface Holder {
-  accountId: string;
-  keyId: string;
-  token: string;
-  auth: { Authorization: string };
-}
+/** A key and how to send it: the same shape signup hands out. */
+type Holder = SignedUp;
 
 /** Revoking a key from the owner's side: what the answer says about the machines the key started. */
 describe('revoking a key that has rentals running', () => {

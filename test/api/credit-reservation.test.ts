@@ -28,6 +28,33 @@ describe('credit reservations of metered rentals', function () {
   });
 
   const balance = async (accountId: string) => (await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: accountId })).balanceMinor;
+  const dep = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
+
+  /**
+   * The admitted rentals of a parallel burst made ACTIVE through the provisioning job, then metered
+   * period after period until none is ACTIVE (`afterSweep` runs after each sweep); returns the
+   * deployments as they ended, after their termination has run.
+   */
+  async function meterUntilEnded(ids: string[], afterSweep: () => Promise<void> = async () => undefined): Promise<Deployment[]> {
+    const life = createRentalLifecycle(lifecycleDepsOf(ctx.services), { sshTimeoutMs: 1500 });
+    for (const id of ids) {
+      for (let i = 0; i < 10 && (await dep(id)).status !== 'ACTIVE'; i++) await life.provision(id);
+      assert.equal((await dep(id)).status, 'ACTIVE');
+    }
+    let ended: Deployment[] = [];
+    for (let i = 0; i < 400; i++) {
+      ctx.clock.advance(ctx.config.meteringEveryMs);
+      await life.meter();
+      await afterSweep();
+      ended = await Promise.all(ids.map(dep));
+      if (ended.every((d) => d.status !== 'ACTIVE')) break;
+    }
+    for (const id of ids) await life.terminate(id);
+    return ended;
+  }
+
+  /** What `rentals` admitted rentals at PRICE accrue together in one metering period. */
+  const onePeriodOf = (rentals: number) => Math.ceil((rentals * PRICE * ctx.config.meteringEveryMs) / 3_600_000);
 
   it('reserves the first hour at the price, or the cap when smaller, less usage already posted', () => {
     assert.equal(RESERVATION_MINUTES, 60);
@@ -50,30 +77,15 @@ describe('credit reservations of metered rentals', function () {
         assert.match(r.body.error.message, /reserved/);
       }
 
-      const life = createRentalLifecycle(lifecycleDepsOf(ctx.services), { sshTimeoutMs: 1500 });
       const ids: string[] = admitted.map((r) => r.body.data.deploymentId);
-      const dep = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
-      for (const id of ids) {
-        for (let i = 0; i < 10 && (await dep(id)).status !== 'ACTIVE'; i++) await life.provision(id);
-        assert.equal((await dep(id)).status, 'ACTIVE');
-      }
-      const periodMs = ctx.config.meteringEveryMs;
-      // What every admitted rental together accrues in one metering period.
-      const onePeriod = Math.ceil((covered * PRICE * periodMs) / 3_600_000);
+      const onePeriod = onePeriodOf(covered);
       let lowest = Infinity;
-      for (let i = 0; i < 400; i++) {
-        ctx.clock.advance(periodMs);
-        await life.meter();
+      const ended = await meterUntilEnded(ids, async () => {
         lowest = Math.min(lowest, await balance(owner.accountId));
-        const states = await Promise.all(ids.map(dep));
-        if (states.every((d) => d.status !== 'ACTIVE')) {
-          assert.ok(states.every((d) => d.terminationReason === 'CREDITS'), states.map((d) => d.terminationReason).join());
-          break;
-        }
-      }
+      });
+      assert.ok(ended.every((d) => d.terminationReason === 'CREDITS'), ended.map((d) => d.terminationReason).join());
       assert.ok(lowest <= 0, `metering ran the credits out (lowest balance ${lowest})`);
       assert.ok(lowest >= -onePeriod, `balance ${lowest} went below -${onePeriod}, one metering period of accrual`);
-      for (const id of ids) await life.terminate(id);
     });
   }
 
@@ -91,25 +103,10 @@ describe('credit reservations of metered rentals', function () {
         assert.match(r.body.error.message, /reserved/);
       }
 
-      const life = createRentalLifecycle(lifecycleDepsOf(ctx.services), { sshTimeoutMs: 1500 });
       const ids: string[] = admitted.map((r) => r.body.data.deploymentId);
-      const dep = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
-      for (const id of ids) {
-        for (let i = 0; i < 10 && (await dep(id)).status !== 'ACTIVE'; i++) await life.provision(id);
-        assert.equal((await dep(id)).status, 'ACTIVE');
-      }
-      const periodMs = ctx.config.meteringEveryMs;
-      const onePeriod = Math.ceil((covered * PRICE * periodMs) / 3_600_000);
-      for (let i = 0; i < 400; i++) {
-        ctx.clock.advance(periodMs);
-        await life.meter();
-        const states = await Promise.all(ids.map(dep));
-        if (states.every((d) => d.status !== 'ACTIVE')) {
-          assert.ok(states.every((d) => d.terminationReason === 'KEY_BUDGET'), states.map((d) => d.terminationReason).join());
-          break;
-        }
-      }
-      for (const id of ids) await life.terminate(id);
+      const onePeriod = onePeriodOf(covered);
+      const ended = await meterUntilEnded(ids);
+      assert.ok(ended.every((d) => d.terminationReason === 'KEY_BUDGET'), ended.map((d) => d.terminationReason).join());
       const [{ net }] = await ctx.services.ds.query(`SELECT net_spent_minor AS net FROM api_keys WHERE id = ?`, [key.keyId]);
       assert.ok(Number(net) >= budget, `metering ran the budget out (net spend ${net})`);
       assert.ok(Number(net) <= budget + onePeriod, `net spend ${net} went past ${budget} + ${onePeriod}, one metering period of accrual`);

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { FakeRunpodApi, NO_INSTANCES_DETAIL } from '../fakes/runpod-api.js';
+import { waitFor } from '../helpers/process.js';
 
 const fixtureText = (file: string) => readFileSync(new URL(`../fixtures/providers/runpod/${file}`, import.meta.url), 'utf8');
 const H100 = 'NVIDIA H100 80GB HBM3';
@@ -49,7 +50,6 @@ describe('FakeRunpodApi recorded mode', () => {
     env: { PUBLIC_KEY: keys.publicKey },
     ...extra,
   });
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   it('refuses a runtime\'s default User-Agent at the edge with Cloudflare\'s 1010 body, before authentication', async () => {
     fake = await FakeRunpodApi.start({ behaviour: 'recorded' });
@@ -123,8 +123,12 @@ describe('FakeRunpodApi recorded mode', () => {
     const pinned = (await call('POST', '/v2/pods', podBody({ image }, { id: RTX4090, allowedCudaVersions: ['12.8'] }))).json.id;
     const floor = (await call('POST', '/v2/pods', podBody({ image }, { id: RTX4090, minCudaVersion: '12.8' }))).json.id;
     const datacenter = (await call('POST', '/v2/pods', podBody({ image }))).json.id;
-    await sleep(300);
     const pod = async (id: string) => (await call('GET', `/v2/pods/${id}`)).json;
+    // The stuck pod was created first, with the same boot: once the later ones have their endpoint, it would have had its own.
+    await waitFor(async () => {
+      for (const id of [pinned, floor, datacenter]) if (!(await pod(id)).ssh?.direct) return false;
+      return true;
+    }, 10_000, 'the placed pods to publish ssh.direct');
     const s = await pod(stuck);
     assert.deepEqual([s.status, s.cudaVersion, s.ssh?.direct ?? null], ['RUNNING', '12.2', null]);
     for (const id of [pinned, floor]) {
@@ -149,8 +153,7 @@ describe('FakeRunpodApi recorded mode', () => {
     assert.deepEqual(bad.json.errors, ['$.gpu.allowedCudaVersions: expected array of "major.minor" strings']);
     // Without the quirk an unconstrained GeForce pod starts whatever its image.
     const plain = (await call('POST', '/v2/pods', podBody({ image: 'runpod/pytorch:2.8.0-py3.11-cuda12.8.1' }, { id: RTX4090 }))).json.id;
-    await sleep(150);
-    assert.ok((await call('GET', `/v2/pods/${plain}`)).json.ssh.direct);
+    assert.ok(await waitFor(async () => (await call('GET', `/v2/pods/${plain}`)).json.ssh?.direct, 10_000, 'the unconstrained pod to publish ssh.direct'));
     const catalog = (await call('GET', '/v2/catalog/gpus?include=AVAILABILITY&product=POD')).json.gpus as { id: string; cudaVersions: { version: string; available: boolean }[] }[];
     assert.deepEqual(
       catalog.find((g) => g.id === RTX4090)?.cudaVersions.map((c) => c.version),
@@ -166,8 +169,10 @@ describe('FakeRunpodApi recorded mode', () => {
     for (const k of Object.keys(example)) assert.ok(k in created.json, `${k} in the create answer`);
     assert.equal('ssh' in created.json, false);
     assert.deepEqual([created.json.status, created.json.runtime], [example.status, example.runtime]);
-    await sleep(200);
-    const running = (await call('GET', `/v2/pods/${created.json.id}`)).json;
+    const running = await waitFor(async () => {
+      const p = (await call('GET', `/v2/pods/${created.json.id}`)).json;
+      return p.ssh ? p : false;
+    }, 10_000, 'the pod to gain ssh');
     assert.equal(running.status, 'RUNNING');
     assert.ok(running.ssh.direct.port > 0);
   });

@@ -17,7 +17,6 @@ import { waitForRunning } from './provider-contract.js';
 
 const RTX4090 = 'NVIDIA GeForce RTX 4090';
 const keys = generateDeploymentKeyPair('runpod-live');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The create bodies the fake received, newest last. */
 const creates = (h: RunpodHarness) => h.fake.calls.filter((c) => c.method === 'POST' && c.path === '/v2/pods').map((c) => c.body as CreatePodBody);
@@ -167,7 +166,16 @@ describe('RunPod plugin against recorded live behaviour', function () {
       const id = (res as { instanceId: string }).instanceId;
       assert.deepEqual(creates(h).at(-1)!.gpu, { id: RTX4090, count: 1 });
       await waitFor(async () => (await h.provider.get(id)).state === 'running', 5000, 'RUNNING');
-      await sleep(600);
+      // A pod the fake places on a new enough host, created after it with the same boot: once it has its
+      // endpoint, the unconstrained one would have had its own.
+      const placed = await fetch(`${h.fake.url}/v2/pods`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${h.fake.apiKey}`, 'Content-Type': 'application/json', 'User-Agent': PRODUCT_USER_AGENT },
+        body: JSON.stringify({ ...creates(h).at(-1)!, name: `${h.label()}-placed`, gpu: { id: RTX4090, count: 1, minCudaVersion: '12.8' } }),
+      });
+      assert.equal(placed.status, 201);
+      const placedId = ((await placed.json()) as { id: string }).id;
+      await waitFor(async () => (await h.provider.get(placedId)).ssh, 5000, 'the placed pod to get ssh.direct');
       assert.equal((await h.provider.get(id)).ssh, undefined);
     });
 
@@ -233,9 +241,14 @@ describe('RunPod plugin against recorded live behaviour', function () {
       // A known status again clears the clock.
       h.fake.setStatus(id, undefined);
       assert.equal((await waitForRunning(p, id)).state, 'running');
+      // Its first stretch outlived the bound, so only a cleared clock reads pending now (once the
+      // shared pod list has been read again).
       h.fake.setStatus(id, 'HIBERNATING' as FakePodStatus);
-      await sleep(150);
-      assert.equal((await p.get(id)).state, 'pending');
+      const again = await waitFor(async () => {
+        const state = (await p.get(id)).state;
+        return state === 'running' ? false : state;
+      }, 5000, 'the unknown status to be read again');
+      assert.equal(again, 'pending');
     });
   });
 });
