@@ -1,7 +1,7 @@
 import { Composer, InlineKeyboard } from 'grammy';
 import { AppError } from '../../src/errors/app-error.js';
 import { TOPUP_LIMITS } from '../../src/modules/billing/topup-limits.js';
-import { Account } from '../../src/modules/accounts/account.entity.js';
+import { getAccount } from '../../src/modules/accounts/accounts.repository.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, utc } from '../format.js';
 import { formatUsd, formatUsdShort, parseUsd } from '../../src/modules/billing/money.js';
@@ -16,7 +16,7 @@ export function balanceFeature(): Composer<BotContext> {
 
   composer.command('balance', async (ctx) => {
     const owner = ownerOf(ctx);
-    const account = await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: owner.id });
+    const account = await getAccount(ctx.services.ds, owner.id);
     const entries = await ctx.services.ledger.recent(owner.id, 5);
     const lines = [`Compute credits: <b>${formatUsd(account.balanceMinor)}</b>${account.frozen ? ' (account frozen: no new rentals)' : ''}`];
     if (entries.length) {

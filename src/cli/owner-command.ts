@@ -7,7 +7,8 @@ import { RateLimiter } from '../http/rate-limiter.js';
 import { AccountsService, type NewOwner } from '../modules/accounts/accounts.service.js';
 import { APPROVAL_LIMITS, KEY_LIMIT_MAXIMUMS, OWNER_KEY_LIMITS } from '../modules/keys/key-limits.js';
 import { normalizeEmail } from '../modules/accounts/email.js';
-import { ALL_SCOPES, ApiKey, type Scope } from '../modules/keys/api-key.entity.js';
+import { ALL_SCOPES, type Scope } from '../modules/keys/api-key.entity.js';
+import { ownerKey } from '../modules/keys/keys.repository.js';
 import { KeysService } from '../modules/keys/keys.service.js';
 import { keyName } from '../modules/keys/key-name.js';
 import { AgentKeysService } from '../modules/agents/agent-keys.service.js';
@@ -213,7 +214,7 @@ async function listOwnerKeys(agentKeys: AgentKeysService, input: { id: string; j
 }
 
 async function revokeOwnerKey(ds: DataSource, agentKeys: AgentKeysService, input: { id: string; json: boolean }, io: CommandIo): Promise<number> {
-  const key = await ds.getRepository(ApiKey).findOneBy({ id: input.id, kind: 'OWNER' });
+  const key = await ownerKey(ds, input.id);
   if (!key) {
     io.err(`No OWNER key has id ${input.id}.\n`);
     return 1;

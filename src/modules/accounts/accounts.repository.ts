@@ -3,6 +3,7 @@ import { readMinor } from '../../db/columns.js';
 import { hydrate } from '../../db/entity-rows.js';
 import type { Sql } from '../../db/sql.js';
 import type { BillingModel } from '../../config.js';
+import type { KeyKind } from '../keys/api-key.entity.js';
 import { Account } from './account.entity.js';
 
 // The only code that reads or writes `accounts` rows, the balance postings of the ledger
@@ -86,9 +87,26 @@ export async function lockAccountAndKey(sql: Sql, accountId: string, keyId: stri
   return rows.length === 1 ? { revokedAt: rows[0].revoked_at } : undefined;
 }
 
+/**
+ * Locks account `accountId`, then its key `keyId` (the same order as {@link lockAccountWithKey}),
+ * reading the key's kind and revocation: `undefined` when the key is not one of the account's.
+ */
+export async function lockAccountAndKeyKind(sql: Sql, accountId: string, keyId: string): Promise<{ kind: KeyKind; revokedAt: Date | null } | undefined> {
+  const rows: { kind: KeyKind; revoked_at: Date | null }[] = await sql.query(
+    `SELECT k.kind, k.revoked_at FROM accounts a STRAIGHT_JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ? FOR UPDATE`,
+    [keyId, accountId],
+  );
+  return rows.length === 1 ? { kind: rows[0].kind, revokedAt: rows[0].revoked_at } : undefined;
+}
+
 /** Account `id`, read without a lock (its balance and frozen flag as last committed). Throws when there is none. */
 export function getAccount(ds: DataSource | EntityManager, id: string): Promise<Account> {
   return ds.getRepository(Account).findOneByOrFail({ id });
+}
+
+/** Account `id`, read without a lock; null when there is none. */
+export function findAccount(ds: DataSource | EntityManager, id: string): Promise<Account | null> {
+  return ds.getRepository(Account).findOneBy({ id });
 }
 
 /** Writes a new account row, in the caller's transaction. */

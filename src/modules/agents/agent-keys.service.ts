@@ -4,17 +4,26 @@ import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
-import { Account } from '../accounts/account.entity.js';
+import { findAccount, lockAccountAndKeyKind } from '../accounts/accounts.repository.js';
 import { assertNotFrozen as refuseIfFrozen } from '../accounts/billing-eligibility.js';
 import { toKeyDto } from '../accounts/accounts.service.js';
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
-import { ApiKey } from '../keys/api-key.entity.js';
 import { keyName } from '../keys/key-name.js';
+import {
+  agentKeyOfAccount,
+  getKey,
+  keysIssuedBy,
+  keysOfAccount,
+  lockLiveKeysIssuedBy,
+  markKeyRevoked,
+  markKeysRevoked,
+} from '../keys/keys.repository.js';
 import type { KeysService } from '../keys/keys.service.js';
-import { TERMINAL_STATUSES, type RentalStatus } from '../rentals/rental-status.js';
 import type { RentalsService } from '../rentals/rentals.service.js';
+import { lockUnexchangedApprovalsOf, markAuthorizationsRevoked } from './agent-authorizations.repository.js';
 import type { AgentKeyIssued, AgentLimits, IssueAgentKeyRequest, KeyRental, RevokedKey, RevokedOwnerKey } from './agents.dto.js';
+import { unfinishedRentalsOfKeys } from './key-rentals.repository.js';
 
 /** How a revocation treats the revoked keys' unfinished rentals. */
 export interface RevokeOptions {
@@ -78,7 +87,7 @@ export class AgentKeysService {
 
   /** The account's agent keys, newest first, with limits and usage; never secrets. */
   async listAgentKeys(accountId: string): Promise<KeyDto[]> {
-    const keys = await this.ds.getRepository(ApiKey).find({ where: { accountId, kind: 'AGENT' }, order: { createdAt: 'DESC' } });
+    const keys = await keysOfAccount(this.ds, accountId, 'AGENT');
     const usage = await this.keys.usage(keys);
     return keys.map((k) => toKeyDto(k, usage.get(k.id)!));
   }
@@ -93,10 +102,10 @@ export class AgentKeysService {
    * keys (404). Answers with the key's unfinished rentals, terminated with it on request.
    */
   async revokeAgentKey(accountId: string, keyId: string, opts: RevokeOptions = {}): Promise<RevokedKey> {
-    const key = /^[0-9a-f-]{36}$/i.test(keyId) ? await this.ds.getRepository(ApiKey).findOneBy({ id: keyId.toLowerCase(), accountId, kind: 'AGENT' }) : null;
+    const key = /^[0-9a-f-]{36}$/i.test(keyId) ? await agentKeyOfAccount(this.ds, accountId, keyId.toLowerCase()) : null;
     if (!key) throw new AppError('NOT_FOUND', 'No agent key with this id on this account.');
     await this.keys.revoke(accountId, key.id);
-    const after = await this.ds.getRepository(ApiKey).findOneByOrFail({ id: key.id });
+    const after = await getKey(this.ds, key.id);
     return { id: key.id, revokedAt: after.revokedAt!.toISOString(), ...(await this.rentalsOfRevoked(accountId, [key.id], opts)) };
   }
 
@@ -111,24 +120,21 @@ export class AgentKeysService {
    * `revoked_at`, so none can start after this list is read.
    */
   private async rentalsOfRevoked(accountId: string, keyIds: string[], opts: RevokeOptions): Promise<Pick<RevokedKey, 'liveRentals' | 'rentalsTerminated' | 'rentalsNote'>> {
-    const rows: { id: string; order_id: string; key_id: string; status: RentalStatus }[] = await this.ds.query(
-      `SELECT id, order_id, key_id, status FROM deployments WHERE account_id = ? AND key_id IN (?) AND status NOT IN (?) ORDER BY created_at, id`,
-      [accountId, keyIds, TERMINAL_STATUSES],
-    );
+    const rows = await unfinishedRentalsOfKeys(this.ds, accountId, keyIds);
     const terminate = opts.terminateRentals === true;
     if (terminate && rows.length && !this.rentals) throw new Error('AgentKeysService was built without the rentals service, so it cannot terminate rentals');
     const liveRentals: KeyRental[] = [];
     for (const r of rows) {
       // The owner's own termination path: the revoked key can no longer act, its owner can.
-      const status = terminate ? (await this.rentals!.terminate({ kind: 'OWNER', accountId }, r.id)).status : r.status;
-      liveRentals.push({ rentalId: r.order_id, deploymentId: r.id, keyId: r.key_id, status });
+      const status = terminate ? (await this.rentals!.terminate({ kind: 'OWNER', accountId }, r.deploymentId)).status : r.status;
+      liveRentals.push({ rentalId: r.orderId, deploymentId: r.deploymentId, keyId: r.keyId, status });
     }
     return { liveRentals, rentalsTerminated: terminate && liveRentals.length > 0, rentalsNote: revokedKeyRentalsNote(liveRentals.length, terminate) };
   }
 
   /** The account's OWNER keys, newest first, revoked ones included; never secrets. */
   async listOwnerKeys(accountId: string): Promise<KeyDto[]> {
-    const keys = await this.ds.getRepository(ApiKey).find({ where: { accountId, kind: 'OWNER' }, order: { createdAt: 'DESC' } });
+    const keys = await keysOfAccount(this.ds, accountId, 'OWNER');
     const usage = await this.keys.usage(keys);
     return keys.map((k) => toKeyDto(k, usage.get(k.id)!));
   }
@@ -151,31 +157,23 @@ export class AgentKeysService {
     const out = await inTransaction(this.ds, async (m) => {
       // Account row first, then keys, then sessions: the order issuing and approving take them in
       // (KeysService.lockActingKey), so each waits for the other instead of missing it.
-      const rows: { kind: string; revoked_at: Date | null }[] = id
-        ? await m.query(
-            `SELECT k.kind, k.revoked_at FROM accounts a STRAIGHT_JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ? FOR UPDATE`,
-            [id, accountId],
-          )
-        : [];
-      if (rows.length !== 1 || rows[0].kind !== 'OWNER') throw new AppError('NOT_FOUND', 'No owner key with this id on this account.');
+      const key = id ? await lockAccountAndKeyKind(m, accountId, id) : undefined;
+      if (!id || !key || key.kind !== 'OWNER') throw new AppError('NOT_FOUND', 'No owner key with this id on this account.');
       const now = this.clock.now();
-      const revokedAt = rows[0].revoked_at ?? now;
-      if (!rows[0].revoked_at) await m.query(`UPDATE api_keys SET revoked_at = ? WHERE id = ?`, [now, id]);
-      const sessions: { id: string }[] = await m.query(
-        `SELECT id FROM agent_authorizations WHERE approved_by_key_id = ? AND status = 'APPROVED' FOR UPDATE`,
-        [id],
-      );
-      if (sessions.length) await m.query(`UPDATE agent_authorizations SET status = 'REVOKED' WHERE id IN (?)`, [sessions.map((x) => x.id)]);
-      const issued: { id: string }[] = await m.query(`SELECT id FROM api_keys WHERE issued_by_key_id = ? AND revoked_at IS NULL FOR UPDATE`, [id]);
-      if (issued.length) await m.query(`UPDATE api_keys SET revoked_at = ? WHERE id IN (?)`, [now, issued.map((x) => x.id)]);
+      const revokedAt = key.revokedAt ?? now;
+      if (!key.revokedAt) await markKeyRevoked(m, id, now);
+      const sessions = await lockUnexchangedApprovalsOf(m, id);
+      await markAuthorizationsRevoked(m, sessions);
+      const issued = await lockLiveKeysIssuedBy(m, id);
+      await markKeysRevoked(m, issued, now);
       // Every key it let in, revoked now or by an earlier call: a repeat still lists (and may end) their rentals.
-      const letIn: { id: string }[] = await m.query(`SELECT id FROM api_keys WHERE issued_by_key_id = ?`, [id]);
+      const letIn = await keysIssuedBy(m, id);
       return {
-        id: id!,
+        id,
         revokedAt: revokedAt.toISOString(),
-        revokedAgentKeyIds: issued.map((x) => x.id),
-        revokedAuthorizationIds: sessions.map((x) => x.id),
-        keyIds: [id!, ...letIn.map((x) => x.id)],
+        revokedAgentKeyIds: issued,
+        revokedAuthorizationIds: sessions,
+        keyIds: [id, ...letIn],
       };
     });
     const { keyIds, ...revoked } = out;
@@ -194,7 +192,7 @@ export class AgentKeysService {
 
   /** A key as the API shows it, with its usage; read through `manager` inside a transaction. */
   async describeKey(keyId: string, manager: EntityManager = this.ds.manager): Promise<KeyDto> {
-    const key = await manager.getRepository(ApiKey).findOneByOrFail({ id: keyId });
+    const key = await getKey(manager, keyId);
     const usage = await this.keys.usage([key], manager);
     return toKeyDto(key, usage.get(key.id)!);
   }
@@ -218,7 +216,7 @@ export function assertWithinOwnLimits(principal: Principal, limits: AgentLimits)
 
 /** A frozen account may not bring new agents in: 402 ACCOUNT_FROZEN. */
 export async function assertNotFrozen(m: EntityManager, accountId: string): Promise<void> {
-  const account = await m.getRepository(Account).findOneBy({ id: accountId });
+  const account = await findAccount(m, accountId);
   if (!account) throw new AppError('NOT_FOUND', 'This account no longer exists.');
   refuseIfFrozen(account, 'authorize new agents');
 }

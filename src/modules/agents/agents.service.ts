@@ -10,7 +10,16 @@ import { agentName, keyName } from '../keys/key-name.js';
 import { APPROVAL_LIMITS, type KeyLimits } from '../keys/key-limits.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { APPROVAL_CODE_TAG, mintCode, SETUP_CODE_TAG, sha256 } from '../keys/tokens.js';
-import { AgentAuthorization } from './agent-authorization.entity.js';
+import type { AgentAuthorization } from './agent-authorization.entity.js';
+import {
+  authorizationByApprovalCode,
+  insertAuthorization,
+  lockByApprovalCode,
+  lockBySetupCode,
+  markApproved,
+  markExchanged,
+  type Approval,
+} from './agent-authorizations.repository.js';
 import { assertNotFrozen, assertWithinOwnLimits, type AgentKeysService } from './agent-keys.service.js';
 import type { AgentKeyIssued, AgentLimits, ApproveAuthorizationResponse, BeginAuthorizationRequest, BeginAuthorizationResponse } from './agents.dto.js';
 
@@ -84,7 +93,7 @@ export class AgentsService {
     const setup = mintCode(SETUP_CODE_TAG);
     const approval = mintCode(APPROVAL_CODE_TAG);
     const now = this.clock.now();
-    const row = this.ds.getRepository(AgentAuthorization).create({
+    const row = await insertAuthorization(this.ds, {
       id: randomUUID(),
       origin: 'SESSION',
       status: 'PENDING',
@@ -103,7 +112,6 @@ export class AgentsService {
       exchangedAt: null,
       createdAt: now,
     });
-    await this.ds.getRepository(AgentAuthorization).insert(row);
     return {
       authorizationId: row.id,
       name: requestedName,
@@ -117,7 +125,7 @@ export class AgentsService {
   /** What the approval page and the bot show for a public approval code; null when unknown. */
   async describeAuthorization(approvalCode: string): Promise<AuthorizationDescription | null> {
     if (!/^gpa_[A-Za-z0-9_-]{43}$/.test(approvalCode)) return null;
-    const row = await this.ds.getRepository(AgentAuthorization).findOneBy({ approvalCodeHash: sha256(approvalCode) });
+    const row = await authorizationByApprovalCode(this.ds, sha256(approvalCode));
     if (!row) return null;
     return {
       authorizationId: row.id,
@@ -155,18 +163,12 @@ export class AgentsService {
       // A revocation of the approving key either committed already (401 here) or waits for this
       // approval and then revokes the session with it.
       if (owner.keyId) await this.keys.lockActingKey(m, owner.accountId, owner.keyId);
-      const row = await m
-        .getRepository(AgentAuthorization)
-        .createQueryBuilder('a')
-        .setLock('pessimistic_write')
-        .where('a.approval_code_hash = :h', { h: sha256(approvalCode) })
-        .getOne();
+      const row = await lockByApprovalCode(m, sha256(approvalCode));
       if (!row) throw new AppError('NOT_FOUND', 'No agent authorization has this approval code.');
       const now = this.clock.now();
       if (row.status !== 'PENDING') throw new AppError('AGENT_SETUP_INVALID', 'This agent authorization was already approved; a session can be approved once.');
       if (row.expiresAt.getTime() <= now.getTime()) throw new AppError('AGENT_SETUP_INVALID', 'This agent authorization expired; the agent must begin a new one.');
-      const patch: Partial<AgentAuthorization> = {
-        status: 'APPROVED',
+      const approval: Approval = {
         accountId: owner.accountId,
         approvedByKeyId: owner.keyId,
         name: limits.name ?? row.requestedName ?? 'approved agent',
@@ -175,7 +177,7 @@ export class AgentsService {
         maxConcurrentDeployments: limits.maxConcurrentDeployments,
         approvedAt: now,
       };
-      await m.update(AgentAuthorization, { id: row.id }, patch);
+      await markApproved(m, row.id, approval);
       return {
         authorizationId: row.id,
         status: 'APPROVED' as const,
@@ -195,7 +197,7 @@ export class AgentsService {
     const setup = mintCode(SETUP_CODE_TAG);
     const now = this.clock.now();
     const expiresAt = new Date(now.getTime() + AUTHORIZATION_TTL_MS);
-    await this.ds.getRepository(AgentAuthorization).insert({
+    await insertAuthorization(this.ds, {
       id: randomUUID(),
       origin: 'TELEGRAM',
       status: 'APPROVED',
@@ -226,12 +228,7 @@ export class AgentsService {
     await this.limitAddress('exchange', clientAddress);
     const invalid = () => new AppError('AGENT_SETUP_INVALID', 'This setup code is invalid, expired or already used.');
     const { keyId, token } = await inTransaction(this.ds, async (m) => {
-      const row = await m
-        .getRepository(AgentAuthorization)
-        .createQueryBuilder('a')
-        .setLock('pessimistic_write')
-        .where('a.setup_code_hash = :h', { h: sha256(setupCode) })
-        .getOne();
+      const row = await lockBySetupCode(m, sha256(setupCode));
       if (!row || row.status === 'EXCHANGED' || row.status === 'REVOKED') throw invalid();
       const now = this.clock.now();
       if (row.expiresAt.getTime() <= now.getTime()) throw invalid();
@@ -254,7 +251,7 @@ export class AgentsService {
         budgetLimitMinor: row.budgetLimitMinor!,
         maxConcurrentDeployments: row.maxConcurrentDeployments!,
       });
-      await m.update(AgentAuthorization, { id: row.id }, { status: 'EXCHANGED', exchangedAt: now, issuedKeyId: key.id });
+      await markExchanged(m, row.id, key.id, now);
       return { keyId: key.id, token };
     });
     return { key: await this.agentKeys.describeKey(keyId), token };

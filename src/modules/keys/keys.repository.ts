@@ -1,7 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { hydrate } from '../../db/entity-rows.js';
 import { sqlQuery } from '../../db/sql.js';
-import { ApiKey } from './api-key.entity.js';
+import { ApiKey, type KeyKind } from './api-key.entity.js';
 
 // The only code that reads or writes `api_keys` rows, but for the counters the ledger and the
 // rental states move and the key lock read with its account (accounts.repository.ts). The
@@ -53,4 +53,46 @@ export async function revokeKey(ds: DataSource, accountId: string, keyId: string
     .where('id = :keyId AND account_id = :accountId AND revoked_at IS NULL', { keyId, accountId })
     .execute();
   return Boolean(res.affected) || ds.getRepository(ApiKey).existsBy({ id: keyId, accountId });
+}
+
+/** Key `id`, read through `manager` (inside a transaction, as it sees it). Throws when there is none. */
+export function getKey(manager: EntityManager | DataSource, id: string): Promise<ApiKey> {
+  return manager.getRepository(ApiKey).findOneByOrFail({ id });
+}
+
+/** The account's keys of one kind, newest first, revoked ones included. */
+export function keysOfAccount(ds: DataSource, accountId: string, kind: KeyKind): Promise<ApiKey[]> {
+  return ds.getRepository(ApiKey).find({ where: { accountId, kind }, order: { createdAt: 'DESC' } });
+}
+
+/** Agent key `id` of account `accountId`, revoked or not; null when the account has no such agent key. */
+export function agentKeyOfAccount(ds: DataSource, accountId: string, id: string): Promise<ApiKey | null> {
+  return ds.getRepository(ApiKey).findOneBy({ id, accountId, kind: 'AGENT' });
+}
+
+/** OWNER key `id` of whichever account holds it, revoked or not; null when there is none. */
+export function ownerKey(ds: DataSource, id: string): Promise<ApiKey | null> {
+  return ds.getRepository(ApiKey).findOneBy({ id, kind: 'OWNER' });
+}
+
+/** Stamps key `id` revoked at `at`, in the caller's transaction, which already holds its row. */
+export async function markKeyRevoked(m: EntityManager, id: string, at: Date): Promise<void> {
+  await m.query(`UPDATE api_keys SET revoked_at = ? WHERE id = ?`, [at, id]);
+}
+
+/** Stamps the keys given revoked at `at`, in the caller's transaction, which already holds their rows. */
+export async function markKeysRevoked(m: EntityManager, ids: readonly string[], at: Date): Promise<void> {
+  if (ids.length) await m.query(`UPDATE api_keys SET revoked_at = ? WHERE id IN (?)`, [at, ids]);
+}
+
+/** Locks FOR UPDATE the unrevoked keys OWNER key `keyId` issued (see ApiKey.issuedByKeyId), and answers their ids. */
+export async function lockLiveKeysIssuedBy(m: EntityManager, keyId: string): Promise<string[]> {
+  const rows: { id: string }[] = await m.query(`SELECT id FROM api_keys WHERE issued_by_key_id = ? AND revoked_at IS NULL FOR UPDATE`, [keyId]);
+  return rows.map((r) => r.id);
+}
+
+/** The ids of every key OWNER key `keyId` issued, revoked or not. */
+export async function keysIssuedBy(m: EntityManager, keyId: string): Promise<string[]> {
+  const rows: { id: string }[] = await m.query(`SELECT id FROM api_keys WHERE issued_by_key_id = ?`, [keyId]);
+  return rows.map((r) => r.id);
 }

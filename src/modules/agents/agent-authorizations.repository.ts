@@ -1,0 +1,73 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { AgentAuthorization } from './agent-authorization.entity.js';
+
+// The only code that reads or writes `agent_authorizations` rows: the sessions agents open and
+// owners approve, and the setup codes owners mint. Codes are looked up by their SHA-256 hash;
+// the services hash them and keep every rule about status and expiry.
+
+/** The limits and the approving owner a session takes on when it is approved. */
+export type Approval = Pick<
+  AgentAuthorization,
+  'accountId' | 'approvedByKeyId' | 'name' | 'maxPerRentalMinor' | 'budgetLimitMinor' | 'maxConcurrentDeployments' | 'approvedAt'
+>;
+
+/** A new row's fields; a setup code an owner mints has no requested name, and leaves it to the column's default. */
+export type NewAuthorization = Omit<AgentAuthorization, 'requestedName'> & Partial<Pick<AgentAuthorization, 'requestedName'>>;
+
+/** Writes a new session or setup code and answers the row as written. */
+export async function insertAuthorization(ds: DataSource, fields: NewAuthorization): Promise<AgentAuthorization> {
+  const repo = ds.getRepository(AgentAuthorization);
+  const row = repo.create(fields);
+  await repo.insert(row);
+  return row;
+}
+
+/** The session with this approval code hash, read without a lock; null when there is none. */
+export function authorizationByApprovalCode(ds: DataSource, approvalCodeHash: Buffer): Promise<AgentAuthorization | null> {
+  return ds.getRepository(AgentAuthorization).findOneBy({ approvalCodeHash });
+}
+
+/** Locks the session with this approval code hash FOR UPDATE, for the approval decision. */
+export function lockByApprovalCode(m: EntityManager, approvalCodeHash: Buffer): Promise<AgentAuthorization | null> {
+  return m
+    .getRepository(AgentAuthorization)
+    .createQueryBuilder('a')
+    .setLock('pessimistic_write')
+    .where('a.approval_code_hash = :h', { h: approvalCodeHash })
+    .getOne();
+}
+
+/** Locks the session or setup code with this setup code hash FOR UPDATE, for the exchange decision. */
+export function lockBySetupCode(m: EntityManager, setupCodeHash: Buffer): Promise<AgentAuthorization | null> {
+  return m
+    .getRepository(AgentAuthorization)
+    .createQueryBuilder('a')
+    .setLock('pessimistic_write')
+    .where('a.setup_code_hash = :h', { h: setupCodeHash })
+    .getOne();
+}
+
+/** Records session `id` APPROVED by an owner, with the limits its key will carry. */
+export async function markApproved(m: EntityManager, id: string, approval: Approval): Promise<void> {
+  const patch: Partial<AgentAuthorization> = { status: 'APPROVED', ...approval };
+  await m.update(AgentAuthorization, { id }, patch);
+}
+
+/** Records session or setup code `id` EXCHANGED for key `issuedKeyId`: it issues no other. */
+export async function markExchanged(m: EntityManager, id: string, issuedKeyId: string, at: Date): Promise<void> {
+  await m.update(AgentAuthorization, { id }, { status: 'EXCHANGED', exchangedAt: at, issuedKeyId });
+}
+
+/**
+ * Locks FOR UPDATE what OWNER key `keyId` approved or minted that is not exchanged yet (status
+ * APPROVED), and answers their ids.
+ */
+export async function lockUnexchangedApprovalsOf(m: EntityManager, keyId: string): Promise<string[]> {
+  const rows: { id: string }[] = await m.query(`SELECT id FROM agent_authorizations WHERE approved_by_key_id = ? AND status = 'APPROVED' FOR UPDATE`, [keyId]);
+  return rows.map((r) => r.id);
+}
+
+/** Marks the sessions and setup codes given REVOKED: their setup codes stop working. */
+export async function markAuthorizationsRevoked(m: EntityManager, ids: readonly string[]): Promise<void> {
+  if (ids.length) await m.query(`UPDATE agent_authorizations SET status = 'REVOKED' WHERE id IN (?)`, [ids]);
+}
