@@ -18,6 +18,8 @@ import { CredentialsService } from './modules/credentials/credentials.service.js
 import { SecretBox } from './modules/credentials/secret-box.js';
 import { RentalReadsService } from './modules/rentals/rental-reads.service.js';
 import { RentalsService } from './modules/rentals/rentals.service.js';
+import { CardCheckoutService } from './modules/rentals/card-checkout.service.js';
+import { CardOrdersService } from './modules/rentals/card-orders.service.js';
 import { CardRentalHandoff } from './modules/rentals/lifecycle/rental-handoff.service.js';
 import { createRentalLifecycle, type LifecycleDeps, type LifecycleTiming, type RentalLifecycle } from './modules/rentals/lifecycle/rental-lifecycle.js';
 import { NotificationsService, type NotificationSender } from './modules/notifications/notifications.service.js';
@@ -38,6 +40,8 @@ export interface Services {
   inventory: InventoryService;
   payments: Payments;
   rentals: RentalsService;
+  /** Card admission: a rental paid by card through a hosted checkout. */
+  cardCheckout: CardCheckoutService;
   rentalReads: RentalReadsService;
   credentials: CredentialsService;
   agents: AgentsService;
@@ -75,9 +79,10 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   // Every process gets an Agenda: enqueuing needs no processing, and only the worker role starts it.
   const { queue: jobs } = createAgenda(ds, config);
   const handoff = rentalHandoff === undefined ? new CardRentalHandoff(ds, jobs) : (rentalHandoff ?? undefined);
-  const payments = createPayments({ config, ds, clock, logger, ledger, inventory, keys, rentalHandoff: handoff });
+  const payments = createPayments({ config, ds, clock, logger, ledger, cardOrders: new CardOrdersService(ds), rentalHandoff: handoff });
   const rentalReads = new RentalReadsService(ds);
   const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs, inventory, rentalReads);
+  const cardCheckout = new CardCheckoutService(ds, clock, inventory, payments.sessions, keys);
   const box = SecretBox.fromConfig(config);
   const credentials = new CredentialsService(ds, clock, box);
   const agentKeys = new AgentKeysService(ds, clock, keys, rentals);
@@ -108,7 +113,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   });
   // Defined in every process (defining starts nothing, and it gives enqueued jobs their priority).
   defineJobs(jobs.agenda, definitions);
-  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, rentalReads, credentials, jobs, agents, agentKeys, lifecycle, jobDefinitions: definitions };
+  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, cardCheckout, rentalReads, credentials, jobs, agents, agentKeys, lifecycle, jobDefinitions: definitions };
 }
 
 /** The bot role's jobs, built like the worker's; start them with startJobWorker(botJobs). */

@@ -4,7 +4,7 @@ import { AccountsController } from './modules/accounts/accounts.controller.js';
 import { AgentsController } from './modules/agents/agents.controller.js';
 import { AccountEmailController } from './modules/billing/account-email.controller.js';
 import { BillingController } from './modules/billing/billing.controller.js';
-import { CardCheckoutController } from './modules/billing/card-checkout.controller.js';
+import { CardCheckoutController } from './modules/rentals/card-checkout.controller.js';
 import { StripeWebhookController } from './modules/billing/stripe-webhook.controller.js';
 import { InventoryController } from './modules/inventory/inventory.controller.js';
 import { ProvidersController } from './modules/inventory/providers.controller.js';
@@ -22,7 +22,7 @@ export function controllerFactories(s: Services): ControllerFactories {
     .add(AccountsController, () => new AccountsController(s.accounts))
     .add(AccountEmailController, () => new AccountEmailController(s.billing))
     .add(BillingController, () => new BillingController(s.billing, s.payments.topups))
-    .add(CardCheckoutController, () => new CardCheckoutController(s.payments.cardCheckout))
+    .add(CardCheckoutController, () => new CardCheckoutController(s.cardCheckout))
     .add(StripeWebhookController, () => new StripeWebhookController(s.payments.events))
     .add(RentalsController, () => new RentalsController(s.rentals, s.rentalReads))
     .add(DeploymentsController, () => new DeploymentsController(s.rentals, s.rentalReads, s.credentials))

@@ -109,7 +109,7 @@ function connection(pool: Pool): Promise<PoolConnection> {
  * Runs `fn` in a transaction of plain mysql2 statements: committed when it resolves, rolled back
  * when it throws, and run again (like `inTransaction`) when InnoDB picks it as a deadlock victim.
  */
-export function inSqlTransaction<T>(ds: DataSource, fn: (tx: SqlTransaction) => Promise<T>, attempts?: number): Promise<T> {
+export function inPipelinedTransaction<T>(ds: DataSource, fn: (tx: SqlTransaction) => Promise<T>, attempts?: number): Promise<T> {
   const pool = poolOf(ds);
   return retryingTransaction(async () => {
     const conn = await connection(pool);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { hydrate, insertEntity } from '../../src/db/entity-rows.js';
-import { inOpenTransaction, inSqlTransaction, sqlQuery, type SqlTransaction } from '../../src/db/sql.js';
+import { inOpenTransaction, inPipelinedTransaction, sqlQuery, type SqlTransaction } from '../../src/db/sql.js';
 import { Order } from '../../src/modules/rentals/order.entity.js';
 import { ApiKey } from '../../src/modules/keys/api-key.entity.js';
 import { createTestContext } from '../helpers/context.js';
@@ -25,7 +25,7 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
 
   it('sends statements issued together as one request, runs them in order and answers each', async () => {
     const { result, sent } = await sentRequests(() =>
-      inSqlTransaction(ds, async (tx) => {
+      inPipelinedTransaction(ds, async (tx) => {
         const [a, b, read] = await Promise.all([
           tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [1, 'one']),
           tx.query(`UPDATE ${table} SET v = ? WHERE id = ?`, ['uno', 1]),
@@ -45,7 +45,7 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
   it('rolls everything back when the function throws, and is closed afterwards', async () => {
     let seen: SqlTransaction | undefined;
     await assert.rejects(
-      inSqlTransaction(ds, async (tx) => {
+      inPipelinedTransaction(ds, async (tx) => {
         seen = tx;
         assert.ok(inOpenTransaction(tx));
         await tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [2, 'two']);
@@ -63,7 +63,7 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
   it('rejects every statement of a batch when one fails, and rolls back the ones before it', async () => {
     const outcomes: string[] = [];
     await assert.rejects(
-      inSqlTransaction(ds, async (tx) => {
+      inPipelinedTransaction(ds, async (tx) => {
         const settle = (p: Promise<unknown>) => p.then(() => outcomes.push('ok'), (e: { code?: string }) => outcomes.push(e.code ?? 'error'));
         await Promise.all([
           settle(tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [3, 'three'])),
@@ -80,7 +80,7 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
 
   it('escapes values as parameters: a value holding SQL stays a value', async () => {
     const evil = `x'); DROP TABLE ${table}; --`;
-    await inSqlTransaction(ds, (tx) => tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [5, evil]));
+    await inPipelinedTransaction(ds, (tx) => tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [5, evil]));
     assert.deepEqual(await rows(), [`5:${evil}`]);
   });
 
@@ -94,7 +94,7 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
     const barrier = new Promise<void>((r) => (bothLocked = r));
     const cross = (first: number, second: number, v: string) => {
       let attempt = 0;
-      return inSqlTransaction(ds, async (tx) => {
+      return inPipelinedTransaction(ds, async (tx) => {
         runs++;
         attempt++;
         await tx.query(`SELECT id FROM ${table} WHERE id = ? FOR UPDATE`, [first]);
@@ -123,7 +123,7 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
         maxHourlyPriceMinor: 900, budgetMinor: null, hourlyPriceMinor: 450, durationSeconds: null, totalMinor: 0, currency: 'USD',
         failureCode: null, failureReason: null, reversalStatus: null, createdAt: now, updatedAt: now,
       };
-      await inSqlTransaction(ds, (tx) => insertEntity(tx, Order, order));
+      await inPipelinedTransaction(ds, (tx) => insertEntity(tx, Order, order));
       try {
         assert.deepEqual({ ...(await ds.getRepository(Order).findOneByOrFail({ id: order.id })) }, order);
         const [row] = await sqlQuery<Record<string, unknown>[]>(ds, `SELECT * FROM orders WHERE id = ?`, [order.id]);

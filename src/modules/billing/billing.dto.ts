@@ -83,54 +83,6 @@ export interface TopupDto {
   paidAt: string | null;
 }
 
-export interface CardCheckoutRequest {
-  /**
-   * The exact offer to rent; never substituted.
-   * @pattern ^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$
-   */
-  offerId: string;
-  /**
-   * USD cents for the whole rental: at least 500 and at most floor(pricePerHourMinor *
-   * maximumDurationSeconds / 3600) for the offer. Whole hours are bought: the card is charged
-   * hours * pricePerHourMinor, where hours = min(floor(budgetMinor / pricePerHourMinor),
-   * floor(maximumDurationSeconds / 3600)).
-   * @isInt
-   * @minimum 500
-   * @maximum 1000000000
-   */
-  budgetMinor: number;
-}
-
-export interface CardCheckoutQuote {
-  /** @isInt */
-  hourlyPriceMinor: number;
-  /**
-   * Whole purchased hours, in seconds.
-   * @isInt
-   */
-  durationSeconds: number;
-  /**
-   * What the card is charged.
-   * @isInt
-   */
-  totalMinor: number;
-  currency: string;
-}
-
-export interface CardCheckoutResponse {
-  /** The rental id; poll GET /api/v1/rentals/{orderId}. */
-  orderId: string;
-  /**
-   * The hosted payment page a human opens to pay. Success here means the checkout exists, not
-   * that payment or provisioning is complete.
-   * @format uri
-   */
-  checkoutUrl: string;
-  /** @format date-time */
-  expiresAt: string | null;
-  quote: CardCheckoutQuote;
-}
-
 export interface EmailRequest {
   /**
    * Where payment receipts and card-checkout notices go.

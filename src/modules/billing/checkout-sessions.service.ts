@@ -4,11 +4,10 @@ import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
-import { Order } from '../rentals/order.entity.js';
-import type { FailureCode, RentalStatus } from '../rentals/rental-status.js';
-import { transition } from '../rentals/rental-state.js';
+import type { CardOrders } from './card-orders.js';
 import { Checkout, type CheckoutPurpose } from './checkout.entity.js';
 import {
+  checkoutOfOrder,
   countRefundAttempt,
   findCheckout,
   getCheckout,
@@ -55,6 +54,7 @@ export class CheckoutSessionsService {
     private readonly logger: Logger,
     readonly provider: PaymentProvider | null,
     private readonly publicBaseUrl: string,
+    private readonly cardOrders: CardOrders,
   ) {}
 
   requireProvider(): PaymentProvider {
@@ -145,6 +145,11 @@ export class CheckoutSessionsService {
     return getCheckout(this.ds, checkout.id);
   }
 
+  /** The checkout of a card order, in the caller's transaction; it must exist. */
+  checkoutOfOrder(manager: EntityManager, orderId: string): Promise<Checkout> {
+    return checkoutOfOrder(manager, orderId);
+  }
+
   /** Locks a checkout row for a decision about it; null when there is no such checkout. */
   async lock(manager: EntityManager, checkoutId: string): Promise<Checkout | null> {
     return lockCheckout(manager, checkoutId);
@@ -161,22 +166,7 @@ export class CheckoutSessionsService {
     if (!checkout || (checkout.status !== 'CREATING' && checkout.status !== 'OPEN')) return false;
     const now = this.clock.now();
     await setCheckoutStatus(manager, checkout.id, status, checkout.sessionId ?? sessionId ?? null, now);
-    if (checkout.purpose === 'ORDER' && checkout.orderId) {
-      const order = await readCardOrder(manager, checkout.orderId, { lock: true });
-      if (order?.cancelled) {
-        await transition(manager, { orderId: checkout.orderId }, ['AWAITING_PAYMENT'], 'TERMINATED', { at: now, deployment: { endedAt: null } });
-        return true;
-      }
-      const [code, reason]: [FailureCode, string] =
-        status === 'EXPIRED'
-          ? ['PAYMENT_EXPIRED', 'The card checkout expired before it was paid. Nothing was charged.']
-          : ['PAYMENT_FAILED', 'The card payment did not go through. Nothing was charged.'];
-      // Nothing was charged, so there is nothing to give back: the reversal is complete as it stands.
-      await transition(manager, { orderId: checkout.orderId }, ['AWAITING_PAYMENT'], 'FAILED', {
-        at: now,
-        order: { failureCode: code, failureReason: reason, reversalStatus: 'SUCCEEDED' },
-      });
-    }
+    if (checkout.purpose === 'ORDER' && checkout.orderId) await this.cardOrders.closedUnpaid(manager, checkout.orderId, status, now);
     return true;
   }
 
@@ -247,9 +237,7 @@ export class CheckoutSessionsService {
     await inTransaction(this.ds, async (m) => {
       const settled = await markRefunded(m, checkout.id, refund.id, now);
       // A card order's whole reversal is this refund: its money never became credits.
-      if (settled && checkout.orderId) {
-        await m.update(Order, { id: checkout.orderId, reversalStatus: 'PENDING' }, { reversalStatus: 'SUCCEEDED', updatedAt: now });
-      }
+      if (settled && checkout.orderId) await this.cardOrders.refunded(m, checkout.orderId, now);
     });
     this.logger.warn({ ...context, refundId: refund.id, status: refund.status }, 'payment refunded to the card');
     return 'REFUNDED';
@@ -275,31 +263,4 @@ export class CheckoutSessionsService {
   cancelUrl(checkoutId: string): string {
     return `${this.publicBaseUrl}/checkout/${checkoutId}/cancel`;
   }
-}
-
-/** Where a card order stands as far as its payment is concerned. */
-export interface CardOrderState {
-  status: RentalStatus;
-  /** Its owner asked to terminate it (while unpaid, that cancels it). */
-  cancelled: boolean;
-}
-
-/**
- * Reads a card order's deployment (locked for the caller's decision with `lock`, which needs a
- * transaction). The rentals module records a terminate request on an unpaid order without
- * changing its status, so the request is read here too.
- */
-export async function readCardOrder(manager: EntityManager, orderId: string, opts: { lock: boolean }): Promise<CardOrderState | null> {
-  const rows: { status: RentalStatus; terminate_requested_at: Date | null }[] = await manager.query(
-    opts.lock
-      ? `SELECT status, terminate_requested_at FROM deployments WHERE order_id = ? FOR UPDATE`
-      : `SELECT status, terminate_requested_at FROM deployments WHERE order_id = ?`,
-    [orderId],
-  );
-  return rows[0] ? { status: rows[0].status, cancelled: rows[0].terminate_requested_at !== null } : null;
-}
-
-/** The one rule for whether a card order may still be paid: it awaits payment and nobody cancelled it. */
-export function isPayable(order: CardOrderState | null): boolean {
-  return order !== null && order.status === 'AWAITING_PAYMENT' && !order.cancelled;
 }

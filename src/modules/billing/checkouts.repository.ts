@@ -1,4 +1,4 @@
-import type { DataSource, EntityManager } from 'typeorm';
+import { In, type DataSource, type EntityManager } from 'typeorm';
 import { visibleRows, type Viewer } from '../keys/visibility.js';
 import { Checkout, type CheckoutStatus } from './checkout.entity.js';
 
@@ -48,6 +48,11 @@ export async function setCheckoutStatus(manager: EntityManager, id: string, stat
   await manager.update(Checkout, { id }, { status, sessionId, updatedAt: at });
 }
 
+/** The checkout of card order `orderId`; it must exist. */
+export function checkoutOfOrder(sql: Reader, orderId: string): Promise<Checkout> {
+  return sql.getRepository(Checkout).findOneByOrFail({ orderId });
+}
+
 /** The paid checkout of card order `orderId`, or null. */
 export function paidCheckoutOfOrder(sql: Reader, orderId: string): Promise<Checkout | null> {
   return sql.getRepository(Checkout).findOneBy({ orderId, purpose: 'ORDER', status: 'PAID' });
@@ -95,4 +100,31 @@ export async function refundsDue(ds: DataSource, limit: number): Promise<string[
     .limit(limit)
     .getMany();
   return due.map((c) => c.id);
+}
+
+/** Records that a checkout was paid, by which proof, and the session it was paid through. */
+export async function markPaid(manager: EntityManager, id: string, paidEventId: string, sessionId: string, at: Date): Promise<void> {
+  await manager.update(Checkout, { id }, { status: 'PAID', paidAt: at, paidEventId, sessionId, updatedAt: at });
+}
+
+/** OPEN checkouts whose session expired before `cutoff`, the longest expired first. */
+export function staleOpenCheckouts(ds: DataSource, cutoff: Date, limit: number): Promise<Checkout[]> {
+  return ds
+    .getRepository(Checkout)
+    .createQueryBuilder('c')
+    .where('c.status = :open AND c.expires_at < :cutoff', { open: 'OPEN', cutoff })
+    .orderBy('c.expires_at', 'ASC')
+    .take(limit)
+    .getMany();
+}
+
+/** The unpaid (CREATING or OPEN) checkouts of these card orders, in the orders' order. */
+export async function unpaidCheckoutsOfOrders(ds: DataSource, orderIds: readonly string[]): Promise<Pick<Checkout, 'id' | 'sessionId' | 'provider' | 'orderId'>[]> {
+  if (orderIds.length === 0) return [];
+  const rows = await ds.getRepository(Checkout).find({
+    select: { id: true, sessionId: true, provider: true, orderId: true },
+    where: { orderId: In([...orderIds]), purpose: 'ORDER', status: In(['CREATING', 'OPEN']) },
+  });
+  const rank = new Map(orderIds.map((id, i) => [id, i]));
+  return rows.sort((a, b) => (rank.get(a.orderId!) ?? 0) - (rank.get(b.orderId!) ?? 0));
 }

@@ -4,13 +4,14 @@ import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
-import { Order } from '../rentals/order.entity.js';
-import { transition } from '../rentals/rental-state.js';
 import type { WebhookAck } from './billing.dto.js';
-import { Checkout } from './checkout.entity.js';
-import { isPayable, readCardOrder, type CheckoutSessionsService } from './checkout-sessions.service.js';
+import { isPayable, type CardOrders } from './card-orders.js';
+import type { Checkout } from './checkout.entity.js';
+import { markPaid, staleOpenCheckouts, unpaidCheckoutsOfOrders } from './checkouts.repository.js';
+import type { CheckoutSessionsService } from './checkout-sessions.service.js';
 import type { LedgerService } from './ledger.service.js';
 import type { PaymentEventOutcome } from './payment-event.entity.js';
+import { recordPaymentEvent } from './payment-events.repository.js';
 import type { CheckoutSessionInfo } from './payment-provider.js';
 import type { RentalHandoff } from './rental-handoff.js';
 import { toInfo } from './stripe-payment-provider.js';
@@ -29,6 +30,8 @@ interface Applied {
 export interface PaymentEventsOptions {
   /** Null refuses every event: in production the public development secret proves nothing. */
   webhookSecret: string | null;
+  /** The rentals module's side of a card order's payment. */
+  cardOrders: CardOrders;
   /** The rentals module's hook, looked up at call time because it is wired after billing. */
   rentalHandoff?: RentalHandoff;
 }
@@ -131,7 +134,7 @@ export class PaymentEventsService {
         outcome = checkout.orderId ? await this.applyOrderPayment(m, checkout, checkout.orderId, eventId) : 'REFUND_DUE';
         if (outcome === 'REFUND_DUE') await this.sessions.markRefundDue(m, checkout.id);
       }
-      await m.update(Checkout, { id: checkout.id }, { status: 'PAID', paidAt: now, paidEventId: eventId, sessionId: checkout.sessionId ?? session.id, updatedAt: now });
+      await markPaid(m, checkout.id, eventId, checkout.sessionId ?? session.id, now);
       checkout.status = 'PAID';
       return this.insertEvent(m, eventId, eventType, checkout, outcome);
     });
@@ -144,23 +147,12 @@ export class PaymentEventsService {
    */
   private async applyOrderPayment(m: EntityManager, checkout: Checkout, orderId: string, eventId: string): Promise<PaymentEventOutcome> {
     const now = this.clock.now();
-    const order = await readCardOrder(m, orderId, { lock: true });
+    const order = await this.options.cardOrders.state(m, orderId, { lock: true });
     if (isPayable(order)) {
-      await transition(m, { orderId }, ['AWAITING_PAYMENT'], 'PENDING', { at: now });
+      await this.options.cardOrders.paid(m, orderId, now);
       return 'ORDER_PAID';
     }
-    if (order?.status === 'AWAITING_PAYMENT') {
-      // Cancelled by its owner before paying: it ends as they asked, and the payment goes back.
-      await transition(m, { orderId }, ['AWAITING_PAYMENT'], 'TERMINATED', { at: now, deployment: { endedAt: null }, order: { reversalStatus: 'PENDING' } });
-    } else if (order?.status === 'FAILED') {
-      await m.update(
-        Order,
-        { id: orderId },
-        { reversalStatus: 'PENDING', failureReason: 'The card payment arrived after the order had closed, so the rental never started. The payment is refunded to the card.', updatedAt: now },
-      );
-    } else {
-      await m.update(Order, { id: orderId }, { reversalStatus: 'PENDING', updatedAt: now });
-    }
+    await this.options.cardOrders.paidTooLate(m, orderId, order, now);
     this.logger.warn(
       { eventId, orderId, checkoutId: checkout.id, amountMinor: checkout.amountMinor, currency: checkout.currency, orderStatus: order?.status ?? null, cancelled: order?.cancelled ?? false },
       'payment arrived for a card order that can no longer run; refunding it',
@@ -192,10 +184,7 @@ export class PaymentEventsService {
     outcome: PaymentEventOutcome,
     checkoutId: string | null = checkout?.id ?? null,
   ): Promise<Applied> {
-    await m.query(
-      `INSERT IGNORE INTO payment_events (provider, event_id, type, checkout_id, outcome, received_at) VALUES ('stripe', ?, ?, ?, ?, ?)`,
-      [eventId, type.slice(0, 100), checkoutId, outcome, this.clock.now()],
-    );
+    await recordPaymentEvent(m, { eventId, type, checkoutId, outcome, at: this.clock.now() });
     return { outcome, checkout };
   }
 
@@ -219,9 +208,8 @@ export class PaymentEventsService {
     if (checkout.purpose !== 'ORDER' || !checkout.orderId) return;
     const handoff = this.options.rentalHandoff;
     if (!handoff) return;
-    const order = await this.ds.getRepository(Order).findOneBy({ id: checkout.orderId });
-    if (order?.status !== 'PENDING') return;
-    await handoff.cardOrderPaid(order.id);
+    if (!(await this.options.cardOrders.released(checkout.orderId))) return;
+    await handoff.cardOrderPaid(checkout.orderId);
   }
 
   /**
@@ -233,19 +221,14 @@ export class PaymentEventsService {
    */
   async closeCancelled(opts: { limit?: number; orderId?: string } = {}): Promise<number> {
     const provider = this.sessions.provider;
-    const rows: { id: string; session_id: string | null; provider: string }[] = await this.ds.query(
-      `SELECT c.id, c.session_id, c.provider FROM checkouts c JOIN deployments d ON d.order_id = c.order_id
-       WHERE c.purpose = 'ORDER' AND c.status IN ('CREATING', 'OPEN') AND d.status = 'AWAITING_PAYMENT' AND d.terminate_requested_at IS NOT NULL
-       AND (? IS NULL OR c.order_id = ?)
-       ORDER BY d.terminate_requested_at LIMIT ?`,
-      [opts.orderId ?? null, opts.orderId ?? null, opts.limit ?? 50],
-    );
+    const orderIds = await this.options.cardOrders.cancelledUnpaid({ limit: opts.limit ?? 50, ...(opts.orderId ? { orderId: opts.orderId } : {}) });
+    const rows = await unpaidCheckoutsOfOrders(this.ds, orderIds);
     let closed = 0;
     for (const r of rows) {
-      if (r.session_id && provider && provider.id === r.provider) {
+      if (r.sessionId && provider && provider.id === r.provider) {
         let session: CheckoutSessionInfo | null;
         try {
-          session = await provider.expireCheckoutSession(r.session_id, `expire:${r.id}`);
+          session = await provider.expireCheckoutSession(r.sessionId, `expire:${r.id}`);
         } catch (err) {
           this.logger.warn({ err, checkoutId: r.id }, 'the payment session of a cancelled card order could not be expired; a payment on it is refunded');
           continue;
@@ -267,13 +250,7 @@ export class PaymentEventsService {
   async reconcile(limit = 50): Promise<number> {
     const provider = this.sessions.provider;
     const cutoff = new Date(this.clock.now().getTime() - RECONCILE_GRACE_MS);
-    const stale = await this.ds
-      .getRepository(Checkout)
-      .createQueryBuilder('c')
-      .where('c.status = :open AND c.expires_at < :cutoff', { open: 'OPEN', cutoff })
-      .orderBy('c.expires_at', 'ASC')
-      .take(limit)
-      .getMany();
+    const stale = await staleOpenCheckouts(this.ds, cutoff, limit);
     let settled = 0;
     for (const checkout of stale) {
       const session = provider && provider.id === checkout.provider && checkout.sessionId ? await provider.retrieveCheckoutSession(checkout.sessionId) : null;

@@ -1,14 +1,14 @@
 import { Router, type Request, type Response } from 'express';
 import { AppError } from '../../errors/app-error.js';
 import type { Payments } from './payments.js';
-import { Order } from '../rentals/order.entity.js';
-import { Checkout } from './checkout.entity.js';
+import { isPayable } from './card-orders.js';
+import type { Checkout } from './checkout.entity.js';
+import { findCheckout } from './checkouts.repository.js';
 import { LocalPaymentProvider } from './local-payment-provider.js';
 import { formatUsd } from './money.js';
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../logger.js';
-import { isPayable, readCardOrder } from './checkout-sessions.service.js';
 import { escapeHtml, failurePage, PAGE_HEADERS, renderPage } from './payment-pages.html.js';
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -20,6 +20,7 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 export function paymentPagesRouter(services: { payments: Payments; ds: DataSource; clock: Clock; logger: Logger }): Router {
   const router = Router();
   const { ds, clock, logger } = services;
+  const { cardOrders } = services.payments;
   const log = logger.child({ component: 'payment-pages' });
 
   const send = (res: Response, status: number, html: string) => {
@@ -30,20 +31,19 @@ export function paymentPagesRouter(services: { payments: Payments; ds: DataSourc
 
   const load = async (req: Request): Promise<Checkout | null> => {
     const id = String(req.params.checkoutId ?? '').toLowerCase();
-    return UUID_RE.test(id) ? ds.getRepository(Checkout).findOneBy({ id }) : null;
+    return UUID_RE.test(id) ? findCheckout(ds, id) : null;
   };
   const local = (): LocalPaymentProvider | null => (services.payments.provider instanceof LocalPaymentProvider ? services.payments.provider : null);
   const isExpired = (c: Checkout) => c.status === 'EXPIRED' || (c.status === 'OPEN' && c.expiresAt !== null && c.expiresAt.getTime() <= clock.now().getTime());
   /** A card order cancelled (or otherwise ended) before payment takes no payment on this page. */
-  const orderClosed = async (c: Checkout) => c.purpose === 'ORDER' && c.orderId !== null && !isPayable(await readCardOrder(ds.manager, c.orderId, { lock: false }));
+  const orderClosed = async (c: Checkout) => c.purpose === 'ORDER' && c.orderId !== null && !isPayable(await cardOrders.state(ds.manager, c.orderId, { lock: false }));
   const closedOrderPage = (res: Response) =>
     send(res, 410, renderPage({ title: 'This order is closed', devBanner: true, body: '<p>This order was cancelled or has ended, so it can no longer be paid. Nothing was charged.</p>' }));
 
   /** What is being bought, in words. */
   const subject = async (c: Checkout): Promise<string> => {
     if (c.purpose === 'TOPUP') return 'Compute credits';
-    const order = c.orderId ? await ds.getRepository(Order).findOneBy({ id: c.orderId }) : null;
-    const hours = order?.durationSeconds ? order.durationSeconds / 3600 : null;
+    const hours = c.orderId ? await cardOrders.hours(c.orderId) : null;
     return hours ? `GPU rental, ${hours} hour${hours === 1 ? '' : 's'}` : 'GPU rental';
   };
 

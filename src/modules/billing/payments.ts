@@ -2,9 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import type { Logger } from '../../logger.js';
-import type { KeysService } from '../keys/keys.service.js';
-import type { InventoryService } from '../inventory/inventory.service.js';
-import { CardCheckoutService } from './card-checkout.service.js';
+import type { CardOrders } from './card-orders.js';
 import { CheckoutSessionsService } from './checkout-sessions.service.js';
 import type { LedgerService } from './ledger.service.js';
 import { PaymentEventsService } from './payment-events.service.js';
@@ -13,14 +11,15 @@ import type { PaymentProvider } from './payment-provider.js';
 import type { RentalHandoff } from './rental-handoff.js';
 import { TopupsService } from './topups.service.js';
 
-/** Card payments: hosted top-ups, the card checkout path, and the events that settle them. */
+/** Card payments: hosted top-ups, the checkouts of card orders, and the events that settle them. */
 export interface Payments {
   /** Null when no provider may run (production without a Stripe key). */
   provider: PaymentProvider | null;
   sessions: CheckoutSessionsService;
   topups: TopupsService;
-  cardCheckout: CardCheckoutService;
   events: PaymentEventsService;
+  /** The rentals module's side of a card order's payment. */
+  cardOrders: CardOrders;
 }
 
 export interface PaymentsDeps {
@@ -29,27 +28,28 @@ export interface PaymentsDeps {
   clock: Clock;
   logger: Logger;
   ledger: LedgerService;
-  inventory: InventoryService;
-  keys: KeysService;
+  /** The rentals module's side of a card order's payment. */
+  cardOrders: CardOrders;
   /** Receives paid card orders (the rentals module's hand-off). Absent, they wait in PENDING. */
   rentalHandoff?: RentalHandoff;
   /** Overrides the provider chosen from config (tests). */
   provider?: PaymentProvider | null;
 }
 
-export function createPayments({ config, ds, clock, logger, ledger, inventory, keys, rentalHandoff, provider }: PaymentsDeps): Payments {
+export function createPayments({ config, ds, clock, logger, ledger, cardOrders, rentalHandoff, provider }: PaymentsDeps): Payments {
   const log = logger.child({ component: 'payments' });
   const chosen = provider === undefined ? createPaymentProvider(config, clock, log) : provider;
-  const sessions = new CheckoutSessionsService(ds, clock, log, chosen, config.publicBaseUrl);
+  const sessions = new CheckoutSessionsService(ds, clock, log, chosen, config.publicBaseUrl, cardOrders);
   return {
     provider: chosen,
     sessions,
     topups: new TopupsService(ds, clock, sessions),
-    cardCheckout: new CardCheckoutService(ds, clock, inventory, sessions, keys),
     events: new PaymentEventsService(ds, clock, log, ledger, sessions, {
       webhookSecret: config.nodeEnv === 'production' && config.stripeWebhookSecretGenerated ? null : config.stripeWebhookSecret,
+      cardOrders,
       rentalHandoff,
     }),
+    cardOrders,
   };
 }
 

@@ -2,7 +2,7 @@ import { budgetOverKeyCapMessage, budgetTooSmallMessage } from '../../../clients
 import { AppError } from '../../errors/app-error.js';
 import type { Account } from '../accounts/account.entity.js';
 import { accountBalanceEligible, assertNotFrozen } from '../accounts/billing-eligibility.js';
-import { outstandingReservationMinor, type Reserved } from '../billing/credit-reservation.js';
+import { outstandingReservationMinor, type Reserved } from './credit-reservation.js';
 import { formatUsd } from '../billing/money.js';
 import { topUpAdvice } from '../billing/top-up-advice.js';
 import { gpuIntentName, matchGpuQuery, type GpuMatch } from '../inventory/gpu-match.js';

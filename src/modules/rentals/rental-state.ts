@@ -1,8 +1,8 @@
-import { In, type EntityManager } from 'typeorm';
-import { insertEntity } from '../../db/entity-rows.js';
+import type { EntityManager } from 'typeorm';
 import type { Sql } from '../../db/sql.js';
-import { Deployment } from './deployment.entity.js';
-import { Order } from './order.entity.js';
+import type { Deployment } from './deployment.entity.js';
+import type { Order } from './order.entity.js';
+import { adjustActiveDeployments, insertDeploymentRow, mirrorOntoOrder, moveDeployment, readForTransition, stampTerminationRequest } from './rental-state.repository.js';
 import { isOneOf, TERMINABLE_STATUSES, TERMINAL_STATUSES, type RentalStatus, type TerminationReason } from './rental-status.js';
 
 /**
@@ -33,13 +33,10 @@ export async function transition(m: EntityManager, ref: RentalRef, from: readonl
   const activeFrom = from.filter(holdsSlot);
   // A set mixing slot-holding and finished statuses needs the row's own status, read under lock.
   const mixed = activeFrom.length > 0 && activeFrom.length < from.length;
-  const q = m.getRepository(Deployment).createQueryBuilder('d').select(['d.id', 'd.orderId', 'd.keyId', 'd.status']);
-  if (mixed) q.setLock('pessimistic_write');
-  const d = await (typeof ref === 'string' ? q.where('d.id = :id', { id: ref }) : q.where('d.order_id = :orderId', { orderId: ref.orderId })).getOne();
+  const d = await readForTransition(m, ref, mixed);
   if (!d) return false;
-  const res = await m.update(Deployment, { id: d.id, status: In([...from]) }, { ...extra.deployment, status: to, statusChangedAt: at, updatedAt: at });
-  if (!res.affected) return false;
-  await m.update(Order, { id: d.orderId }, { ...extra.order, status: to, updatedAt: at });
+  if (!(await moveDeployment(m, d.id, from, { ...extra.deployment, status: to, statusChangedAt: at, updatedAt: at }))) return false;
+  await mirrorOntoOrder(m, d.orderId, { ...extra.order, status: to, updatedAt: at });
   const wasActive = mixed ? holdsSlot(d.status) : activeFrom.length > 0;
   await adjustActiveDeployments(m, d.keyId, Number(holdsSlot(to)) - Number(wasActive));
   return true;
@@ -50,19 +47,10 @@ export function holdsSlot(status: RentalStatus): boolean {
   return !isOneOf(TERMINAL_STATUSES, status);
 }
 
-/**
- * Moves the key's `active_deployments` counter (migrations/1763800009000-KeyCounters.ts) in the
- * caller's transaction. Only this module calls it: on {@link transition} and {@link insertDeployment}.
- */
-async function adjustActiveDeployments(m: Sql, keyId: string, delta: number): Promise<void> {
-  if (delta === 0) return;
-  await m.query(`UPDATE api_keys SET active_deployments = active_deployments + ? WHERE id = ?`, [delta, keyId]);
-}
-
 /** Writes a new deployment row and counts it against its key's slots, in the caller's transaction. */
 export async function insertDeployment(m: Sql, d: Pick<Deployment, 'keyId' | 'status'> & Partial<Deployment>): Promise<void> {
-  // Issued together: one request to the server in a SqlTransaction, in order on any connection.
-  await Promise.all([insertEntity(m, Deployment, d), adjustActiveDeployments(m, d.keyId, Number(holdsSlot(d.status)))]);
+  // Issued together: one request to the server in a pipelined transaction, in order on any connection.
+  await Promise.all([insertDeploymentRow(m, d), adjustActiveDeployments(m, d.keyId, Number(holdsSlot(d.status)))]);
 }
 
 /**
@@ -72,12 +60,6 @@ export async function insertDeployment(m: Sql, d: Pick<Deployment, 'keyId' | 'st
  */
 export async function requestTermination(m: EntityManager, deploymentId: string, reason: TerminationReason, at: Date): Promise<boolean> {
   const moved = await transition(m, deploymentId, TERMINABLE_STATUSES, 'TERMINATING', { at });
-  await m
-    .createQueryBuilder()
-    .update(Deployment)
-    .set({ terminateRequestedAt: () => 'COALESCE(terminate_requested_at, :at)', terminationReason: () => 'COALESCE(termination_reason, :reason)', updatedAt: at })
-    .setParameters({ at, reason })
-    .where('id = :id', { id: deploymentId })
-    .execute();
+  await stampTerminationRequest(m, deploymentId, reason, at);
   return moved;
 }

@@ -1,14 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
-import { insertEntity } from '../../db/entity-rows.js';
-import { inSqlTransaction, type Sql } from '../../db/sql.js';
+import { inPipelinedTransaction, type Sql } from '../../db/sql.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
 import { RENTAL_JOBS, type JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
-import { reservedMinor } from '../billing/credit-reservation.js';
 import type { LedgerService } from '../billing/ledger.service.js';
 import { claimIdempotencyKey, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import { findIntentCandidates } from '../inventory/offer-candidates.js';
@@ -26,10 +24,12 @@ import {
   type AdmissionTerms,
   type RentalIntent,
 } from './admission-terms.js';
-import { Deployment } from './deployment.entity.js';
+import type { Deployment } from './deployment.entity.js';
+import { reservedMinor } from './credit-reservation.js';
+import { deploymentIn, insertOrder } from './rental-rows.repository.js';
 import { lockDeploymentOrRentalFor, terminateAnswer, type DeploymentActor } from './deployment-access.js';
 import { rentalDebitRef } from './lifecycle/labels.js';
-import { Order } from './order.entity.js';
+import type { Order } from './order.entity.js';
 import { isOneOf, TERMINAL_STATUSES } from './rental-status.js';
 import { insertDeployment, requestTermination } from './rental-state.js';
 import { notFound, type RentalReadsService } from './rental-reads.service.js';
@@ -90,8 +90,8 @@ export class RentalsService {
     }
 
     const rentalId = randomUUID();
-    const outcome = await inSqlTransaction(this.ds, async (m) => {
-      // Issued together, so they reach the server as one request (SqlTransaction) and run there
+    const outcome = await inPipelinedTransaction(this.ds, async (m) => {
+      // Issued together, so they reach the server as one request (a pipelined transaction) and run there
       // in this order: the account lock first, then the claim under it (a concurrent twin waits
       // on the lock and then sees a replay), then the account's reservations, which cannot
       // change until this transaction ends (the key's share of them too).
@@ -154,7 +154,7 @@ export class RentalsService {
     const rental = { id: rentalId, accountId: principal.accountId, keyId: principal.keyId, funding: 'CREDITS' as const, now: this.clock.now() };
     const order = newOrder(rental, intent, resolved.slug, terms);
     const deployment = newDeployment(randomUUID(), order, terms);
-    const writes: Promise<unknown>[] = [insertEntity(m, Order, order), insertDeployment(m, deployment)];
+    const writes: Promise<unknown>[] = [insertOrder(m, order), insertDeployment(m, deployment)];
     const debit = rentalDebitTerms(order, terms);
     if (debit) {
       const entry = { accountId: principal.accountId, kind: 'RENTAL_DEBIT' as const, ...debit, externalRef: rentalDebitRef(rentalId), keyId: principal.keyId, rentalId };
@@ -193,7 +193,7 @@ export class RentalsService {
       if (!d) throw notFound('deployment');
       if (isOneOf(TERMINAL_STATUSES, d.status)) return { enqueue: null, after: d };
       await requestTermination(m, d.id, 'REQUESTED', this.clock.now());
-      const after = await m.getRepository(Deployment).findOneByOrFail({ id: d.id });
+      const after = await deploymentIn(m, d.id);
       // AWAITING_PAYMENT keeps its status (the card payment path owns it) but carries the request.
       return { enqueue: d.status !== 'AWAITING_PAYMENT' ? d.id : null, after };
     });

@@ -4,7 +4,7 @@ import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
 import type { CardCheckoutService } from './card-checkout.service.js';
 import { principalOf } from '../keys/principal.js';
-import type { CardCheckoutRequest, CardCheckoutResponse } from './billing.dto.js';
+import type { CardCheckoutRequest, CardCheckoutResponse } from './card-checkout.dto.js';
 
 @Route('api/v1/orders')
 @Tags('Rentals')

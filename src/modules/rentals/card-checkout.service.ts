@@ -3,23 +3,24 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
-import type { Principal } from '../keys/principal.js';
-import type { KeysService } from '../keys/keys.service.js';
-import { assertConcurrencySlot } from '../rentals/concurrency-slot.js';
-import { Account } from '../accounts/account.entity.js';
+import { getAccount } from '../accounts/accounts.repository.js';
+import type { Checkout } from '../billing/checkout.entity.js';
+import type { CheckoutDescription, CheckoutSessionsService } from '../billing/checkout-sessions.service.js';
+import { formatUsdAmount } from '../billing/money.js';
 import { claimOrReplay, idempotentRequest, priorUse, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import type { InventoryService } from '../inventory/inventory.service.js';
-import { insertDeployment } from '../rentals/rental-state.js';
-import { cardTerms, newDeployment, newOrder, type AdmissionTerms } from '../rentals/admission-terms.js';
-import { insertEntity } from '../../db/entity-rows.js';
-import { Order } from '../rentals/order.entity.js';
-import type { CardCheckoutRequest, CardCheckoutResponse } from './billing.dto.js';
-import { Checkout } from './checkout.entity.js';
-import { formatUsdAmount } from './money.js';
-import type { CheckoutDescription, CheckoutSessionsService } from './checkout-sessions.service.js';
+import type { KeysService } from '../keys/keys.service.js';
+import type { Principal } from '../keys/principal.js';
+import { cardTerms, newDeployment, newOrder, type AdmissionTerms } from './admission-terms.js';
+import type { CardCheckoutRequest, CardCheckoutResponse } from './card-checkout.dto.js';
+import { getOrder } from './card-orders.repository.js';
+import { assertConcurrencySlot } from './concurrency-slot.js';
+import type { Order } from './order.entity.js';
+import { insertOrder } from './rental-rows.repository.js';
+import { insertDeployment } from './rental-state.js';
 
 /**
- * The human card path: a LEGACY_PREPAID rental paid by card through a hosted checkout. It never
+ * Card admission, the human card path: a LEGACY_PREPAID rental paid by card through a hosted checkout. It never
  * touches compute credits (no ledger entry): the card pays the order directly, so the account's
  * balance and the key's budget stay as they are.
  */
@@ -42,13 +43,13 @@ export class CardCheckoutService {
 
     const claimed = await inTransaction(this.ds, (m) =>
       claimOrReplay(m, this.clock, request, {
-        replay: (orderId) => m.getRepository(Checkout).findOneByOrFail({ orderId }),
+        replay: (orderId) => this.sessions.checkoutOfOrder(m, orderId),
         // A key with no record before the transaction was admitted above; records are never deleted.
         create: async () => this.createOrder(m, principal, body, admitted ?? (await this.admit(principal, body))),
       }),
     );
 
-    const order = await this.ds.getRepository(Order).findOneByOrFail({ id: claimed.orderId! });
+    const order = await getOrder(this.ds, claimed.orderId!);
     let checkout = await this.sessions.open(claimed, await this.describe(order));
     checkout = await this.sessions.expireIfDue(checkout);
     if (!checkout.checkoutUrl) throw new AppError('UNAVAILABLE', 'The payment page is not ready yet. Retry with the same Idempotency-Key.');
@@ -76,7 +77,7 @@ export class CardCheckoutService {
     const rental = { id: randomUUID(), accountId: principal.accountId, keyId: principal.keyId, funding: 'CARD' as const, now: this.clock.now() };
     const intent = { kind: 'OFFER' as const, offerId: terms.candidates[0].id, budgetMinor: body.budgetMinor };
     const order = newOrder(rental, intent, null, terms);
-    await insertEntity(m, Order, order);
+    await insertOrder(m, order);
     await insertDeployment(m, newDeployment(randomUUID(), order, terms));
     const checkout = await this.sessions.insert(m, {
       purpose: 'ORDER',
@@ -90,7 +91,7 @@ export class CardCheckoutService {
 
   /** The checks a new card order must pass before its Idempotency-Key is claimed. */
   private async admit(principal: Principal, body: CardCheckoutRequest): Promise<AdmissionTerms> {
-    const account = await this.ds.getRepository(Account).findOneByOrFail({ id: principal.accountId });
+    const account = await getAccount(this.ds, principal.accountId);
     if (!account.email) {
       throw new AppError('EMAIL_REQUIRED', 'Card checkout needs an e-mail on the account for the receipt. Set it with PUT /api/v1/me/email.');
     }
@@ -105,7 +106,7 @@ export class CardCheckoutService {
   private async describe(order: Order): Promise<CheckoutDescription> {
     const [offer, account] = await Promise.all([
       order.offerId ? this.inventory.findCached(order.offerId) : null,
-      this.ds.getRepository(Account).findOneByOrFail({ id: order.accountId }),
+      getAccount(this.ds, order.accountId),
     ]);
     const hours = (order.durationSeconds ?? 0) / 3600;
     return {

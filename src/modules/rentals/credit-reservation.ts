@@ -1,6 +1,5 @@
-import { readMinor } from '../../db/columns.js';
 import type { Sql } from '../../db/sql.js';
-import { METERED_BILLING_MODELS, RESERVING_STATUSES } from '../rentals/rental-status.js';
+import { reservingRentals } from './rental-rows.repository.js';
 
 /**
  * How much of its first run a metered rental holds in reserve, in minutes of its hourly price.
@@ -52,20 +51,11 @@ export interface Reserved {
  * another and each sees the rentals the previous one wrote. One statement for both sums.
  */
 export async function reservedMinor(m: Sql, accountId: string, keyId: string): Promise<Reserved> {
-  const rows: { key_id: string; hourly_price_minor: string | number; spend_cap_minor: string | number | null; usage_minor: string | number }[] = await m.query(
-    `SELECT hourly_price_minor, spend_cap_minor, usage_minor, key_id FROM deployments
-      WHERE account_id = ? AND billing_model IN (?) AND status IN (?)`,
-    [accountId, METERED_BILLING_MODELS, RESERVING_STATUSES],
-  );
   const out: Reserved = { accountMinor: 0, keyMinor: 0 };
-  for (const r of rows) {
-    const outstanding = outstandingReservationMinor({
-      hourlyPriceMinor: readMinor(r.hourly_price_minor),
-      spendCapMinor: r.spend_cap_minor === null ? null : readMinor(r.spend_cap_minor),
-      usageMinor: readMinor(r.usage_minor),
-    });
+  for (const r of await reservingRentals(m, accountId)) {
+    const outstanding = outstandingReservationMinor(r);
     out.accountMinor += outstanding;
-    if (r.key_id === keyId) out.keyMinor += outstanding;
+    if (r.keyId === keyId) out.keyMinor += outstanding;
   }
   return out;
 }
