@@ -2,7 +2,6 @@
  * Examples for the OpenAPI document, built from the schemas themselves so they always match
  * what the routes accept and return (a hand-written copy would drift with every new field).
  */
-import { describeGpuChoice } from '../modules/inventory/gpu-match.js';
 
 type Schema = Record<string, unknown>;
 
@@ -30,7 +29,6 @@ const BY_NAME: Record<string, unknown> = {
   privateKeyFile: 'gpr-3f6c2a9e.key',
   sshCommand: 'ssh -i gpr-3f6c2a9e.key -p 22 root@203.0.113.10',
   gpuModel: 'H100 SXM',
-  matchNote: describeGpuChoice(null, null).note,
   message: 'A human-readable explanation.',
   requestId: 'req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47',
   apiVersion: 'v1',

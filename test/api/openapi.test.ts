@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { describeGpuChoice } from '../../src/modules/inventory/gpu-match.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 
 describe('OpenAPI document and reference page', () => {
@@ -61,6 +62,12 @@ describe('OpenAPI document and reference page', () => {
     const offer = doc.components.schemas.OfferDto.properties;
     for (const f of ['vramGb', 'gpuCount', 'pricePerHourMinor', 'maximumDurationSeconds']) assert.equal(offer[f].type, 'integer', f);
     assert.equal(doc.components.schemas.SignupRequest.properties.budgetLimitMinor.maximum, 1_000_000_000);
+  });
+
+  it("words a rental's matchNote example exactly as admission words an offerId rental", async () => {
+    const doc = (await ctx.api.get('/api/openapi.json')).body;
+    const rental = doc.paths['/api/v1/rentals'].post.responses['201'].content['application/json'].example.data;
+    assert.equal(rental.matchNote, describeGpuChoice(null, null).note);
   });
 
   it('serves a human-readable reference at /docs rendered from the document', async () => {

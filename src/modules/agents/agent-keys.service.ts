@@ -23,7 +23,7 @@ import type { KeysService } from '../keys/keys.service.js';
 import type { RentalsService } from '../rentals/rentals.service.js';
 import { lockUnexchangedApprovalsOf, markAuthorizationsRevoked } from './agent-authorizations.repository.js';
 import type { AgentKeyIssued, AgentLimits, IssueAgentKeyRequest, KeyRental, RevokedKey, RevokedOwnerKey } from './agents.dto.js';
-import { unfinishedRentalsOfKeys } from './key-rentals.repository.js';
+import { unfinishedRentalsOfKeys } from '../rentals/rentals.repository.js';
 
 /** How a revocation treats the revoked keys' unfinished rentals. */
 export interface RevokeOptions {

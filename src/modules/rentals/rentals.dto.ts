@@ -141,7 +141,10 @@ export interface RentalDto {
    * offer of any of its models, which may not be the one meant).
    */
   matchedBy: GpuMatchedBy;
-  /** The choice in words, and how to name another model of the family. */
+  /**
+   * The choice in words, and how to name another model of the family.
+   * @example "The offer named by offerId, as asked; it is never substituted."
+   */
   matchNote: string;
   /** GPUs in the machine. */
   gpuCount: number | null;

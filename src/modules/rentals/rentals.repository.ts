@@ -4,6 +4,7 @@ import { visibleRows, type Viewer } from '../keys/visibility.js';
 import { Offer } from '../inventory/offer.entity.js';
 import { Deployment } from './deployment.entity.js';
 import { Order } from './order.entity.js';
+import { TERMINAL_STATUSES, type RentalStatus } from './rental-status.js';
 
 // The reads of rentals (orders with their deployments) that the API, the owner bot and the owner
 // notifications share, each written once: which rows a viewer sees, which offer names a rental's
@@ -137,4 +138,24 @@ export async function lockDeploymentOrRentalFor(m: EntityManager, viewer: Viewer
     (await lockDeploymentFor(m, viewer, id)) ??
     m.getRepository(Deployment).findOne({ where: { ...visibleRows(viewer), orderId: id }, lock: { mode: 'pessimistic_write' } })
   );
+}
+
+// What a key revocation reports back: the deployments the revoked keys started that have not
+// ended, which run on after the keys are gone unless their owner terminates them.
+
+/** An unfinished deployment of a revoked key. */
+export interface KeyRentalRow {
+  deploymentId: string;
+  orderId: string;
+  keyId: string;
+  status: RentalStatus;
+}
+
+/** The deployments of account `accountId` that the keys given started and that have not ended (terminated or failed), oldest first. */
+export async function unfinishedRentalsOfKeys(ds: DataSource, accountId: string, keyIds: readonly string[]): Promise<KeyRentalRow[]> {
+  const rows: { id: string; order_id: string; key_id: string; status: RentalStatus }[] = await ds.query(
+    `SELECT id, order_id, key_id, status FROM deployments WHERE account_id = ? AND key_id IN (?) AND status NOT IN (?) ORDER BY created_at, id`,
+    [accountId, keyIds, TERMINAL_STATUSES],
+  );
+  return rows.map((r) => ({ deploymentId: r.id, orderId: r.order_id, keyId: r.key_id, status: r.status }));
 }

@@ -1304,7 +1304,10 @@ export interface components {
              *     offer of any of its models, which may not be the one meant).
              */
             matchedBy: components["schemas"]["GpuMatchedBy"];
-            /** @description The choice in words, and how to name another model of the family. */
+            /**
+             * @description The choice in words, and how to name another model of the family.
+             * @example The offer named by offerId, as asked; it is never substituted.
+             */
             matchNote: string;
             orderId: string;
             /** @description Id of the provider plugin running (or about to run) the machine, e.g. `local`, `runpod`. */
