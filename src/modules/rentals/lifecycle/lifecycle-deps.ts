@@ -5,7 +5,6 @@ import type { Logger } from '../../../logger.js';
 import type { ProviderRegistry } from '../../../providers/provider-registry.js';
 import type { LedgerService } from '../../billing/ledger.service.js';
 import type { SecretBox } from '../../credentials/secret-box.js';
-import { Deployment } from '../deployment.entity.js';
 
 /** Timing of the lifecycle; tests shorten it. */
 export interface LifecycleTiming {
@@ -62,18 +61,9 @@ export interface LifecycleDeps {
   refunds: CardRefunds;
 }
 
-export function loadDeployment(ds: DataSource, id: string): Promise<Deployment | null> {
-  return ds.getRepository(Deployment).findOneBy({ id });
-}
-
 /** Queues a deployment job now or after `delayMs`, deduplicated by deployment. */
 export async function enqueueFor(jobs: JobQueue, name: 'rental.provision' | 'rental.terminate' | 'rental.expire', deploymentId: string, delayMs = 0): Promise<void> {
   if (delayMs <= 0) await jobs.now(name, { deploymentId }, { uniqueKey: deploymentId });
   // Agenda runs on wall time; the delay is relative to it, not to the injected clock.
   else await jobs.schedule(new Date(Date.now() + delayMs), name, { deploymentId }, { uniqueKey: deploymentId });
-}
-
-/** Where the instance answers SSH, kept as soon as the provider says: termination probes it. */
-export async function recordSshAddress(ds: DataSource, deploymentId: string, ssh: { host: string; port: number; user: string }): Promise<void> {
-  await ds.getRepository(Deployment).update({ id: deploymentId }, { sshHost: ssh.host, sshPort: ssh.port, sshUser: ssh.user });
 }

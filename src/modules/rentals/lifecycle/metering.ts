@@ -1,17 +1,22 @@
 import type { EntityManager } from 'typeorm';
-import { readMinor } from '../../../db/columns.js';
-import { derivedTable } from '../../../db/derived-table.js';
 import { inTransaction } from '../../../db/transaction.js';
 import type { Posting } from '../../billing/ledger.service.js';
-import { Deployment } from '../deployment.entity.js';
+import type { Deployment } from '../deployment.entity.js';
 import { isOneOf, METERED_BILLING_MODELS, METERED_STATUSES, type TerminationReason } from '../rental-status.js';
+import {
+  activeMeteredLimits,
+  chargeUsage,
+  lockMeteringStates,
+  meteredDeployments,
+  setMeteredUsage,
+  type MeteredDeployment as Metered,
+  type MeteredLimits,
+} from './deployments.repository.js';
 import { usageRef } from './labels.js';
 import type { LifecycleDeps, LifecycleTiming } from './lifecycle-deps.js';
 
 /** What accrual needs of a deployment. */
 type Accruing = Pick<Deployment, 'startedAt' | 'hourlyPriceMinor' | 'spendCapMinor' | 'usageMinor' | 'meteredUntil'>;
-/** A metered deployment as the sweep reads it. */
-type Metered = Accruing & Pick<Deployment, 'id' | 'accountId' | 'keyId' | 'orderId' | 'terminateRequestedAt'>;
 
 /** Usage owed from metered_until to `untilMs`, whole seconds since start, priced cumulatively so rounding never drifts. */
 export function accrual(d: Accruing, untilMs: number): { amount: number; untilMs: number } {
@@ -45,7 +50,7 @@ export class Metering {
     const { amount, untilMs } = accrual(d, until.getTime());
     if (untilMs <= d.meteredUntil!.getTime()) return 0;
     if (amount > 0) await this.deps.ledger.post(m, usagePosting(d, amount, untilMs));
-    await m.update(Deployment, { id: d.id }, { usageMinor: d.usageMinor + amount, meteredUntil: new Date(untilMs), updatedAt: this.deps.clock.now() });
+    await setMeteredUsage(m, d.id, d.usageMinor + amount, new Date(untilMs), this.deps.clock.now());
     return amount;
   }
 
@@ -56,15 +61,9 @@ export class Metering {
    */
   async meter(): Promise<number> {
     const nowMs = this.deps.clock.now().getTime();
-    const rows: MeteredRow[] = await this.deps.ds.query(
-      `SELECT id, account_id, key_id, order_id, hourly_price_minor, spend_cap_minor, usage_minor, started_at, metered_until, terminate_requested_at
-         FROM deployments
-        WHERE billing_model IN (?) AND status IN (?) AND metered_until IS NOT NULL AND started_at IS NOT NULL
-        ORDER BY account_id, id`,
-      [METERED_BILLING_MODELS, METERED_STATUSES],
-    );
+    const rows = await meteredDeployments(this.deps.ds, METERED_BILLING_MODELS, METERED_STATUSES);
     let posted = 0;
-    for (const chunk of chunksByAccount(rows.map(toMetered), this.timing.meterChunkRentals)) posted += await this.meterChunk(chunk, nowMs);
+    for (const chunk of chunksByAccount(rows, this.timing.meterChunkRentals)) posted += await this.meterChunk(chunk, nowMs);
     await this.enforceLimits();
     return posted;
   }
@@ -77,32 +76,24 @@ export class Metering {
    */
   private async meterChunk(chunk: Metered[], nowMs: number): Promise<number> {
     return inTransaction(this.deps.ds, async (m) => {
-      const fresh: { id: string; status: string; usage_minor: string | number; metered_until: Date | null; terminate_requested_at: Date | null }[] = await m.query(
-        `SELECT id, status, usage_minor, metered_until, terminate_requested_at FROM deployments WHERE id IN (?) ORDER BY id FOR UPDATE`,
-        [chunk.map((d) => d.id)],
-      );
+      const fresh = await lockMeteringStates(m, chunk.map((d) => d.id));
       const byId = new Map(fresh.map((f) => [f.id, f]));
       const due: { d: Metered; amount: number; untilMs: number }[] = [];
       for (const read of chunk) {
         const f = byId.get(read.id);
-        if (!f || !isOneOf(METERED_STATUSES, f.status) || f.metered_until?.getTime() !== read.meteredUntil!.getTime()) continue;
-        const d: Metered = { ...read, usageMinor: readMinor(f.usage_minor), terminateRequestedAt: f.terminate_requested_at };
+        if (!f || !isOneOf(METERED_STATUSES, f.status) || f.meteredUntil?.getTime() !== read.meteredUntil!.getTime()) continue;
+        const d: Metered = { ...read, usageMinor: f.usageMinor, terminateRequestedAt: f.terminateRequestedAt };
         const x = accrual(d, d.terminateRequestedAt ? Math.min(nowMs, d.terminateRequestedAt.getTime()) : nowMs);
         if (x.untilMs > d.meteredUntil!.getTime()) due.push({ d, ...x });
       }
       if (due.length === 0) return 0;
-      const t = derivedTable(
-        ['id', 'prev_until', 'amount', 'new_until'],
-        due.map((x) => [x.d.id, x.d.meteredUntil, x.amount, new Date(x.untilMs)]),
-      );
-      const res: { affectedRows: number } = await m.query(
-        `UPDATE deployments d JOIN (${t.sql}) v ON v.id = d.id
-            SET d.usage_minor = d.usage_minor + v.amount, d.metered_until = CAST(v.new_until AS DATETIME(3)), d.updated_at = ?
-          WHERE d.metered_until = CAST(v.prev_until AS DATETIME(3))`,
-        [...t.params, this.deps.clock.now()],
+      const charged = await chargeUsage(
+        m,
+        due.map((x) => ({ id: x.d.id, prevUntil: x.d.meteredUntil!, amount: x.amount, newUntil: new Date(x.untilMs) })),
+        this.deps.clock.now(),
       );
       // The rows are locked since the re-read, so every guard holds; anything else is a bug, not a race.
-      if (res.affectedRows !== due.length) throw new Error(`metering guard: ${res.affectedRows} of ${due.length} deployments updated`);
+      if (charged !== due.length) throw new Error(`metering guard: ${charged} of ${due.length} deployments updated`);
       return this.deps.ledger.postBatch(m, due.filter((x) => x.amount > 0).map((x) => usagePosting(x.d, x.amount, x.untilMs)));
     });
   }
@@ -113,12 +104,7 @@ export class Metering {
    * account's balance, each a single column kept in step by LedgerService, whatever the ledger's size.
    */
   private async enforceLimits(): Promise<void> {
-    const rows: LimitRow[] = await this.deps.ds.query(
-      `SELECT d.id, d.spend_cap_minor, d.usage_minor, k.budget_limit_minor, k.net_spent_minor, a.balance_minor
-         FROM deployments d JOIN api_keys k ON k.id = d.key_id JOIN accounts a ON a.id = d.account_id
-        WHERE d.status = 'ACTIVE' AND d.billing_model IN (?)`,
-      [METERED_BILLING_MODELS],
-    );
+    const rows = await activeMeteredLimits(this.deps.ds, METERED_BILLING_MODELS);
     for (const r of rows) {
       const reason = limitReached(r);
       if (reason) await this.requestTermination(r.id, reason);
@@ -126,49 +112,12 @@ export class Metering {
   }
 }
 
-interface LimitRow {
-  id: string;
-  spend_cap_minor: string | number | null;
-  usage_minor: string | number;
-  budget_limit_minor: string | number;
-  net_spent_minor: string | number;
-  balance_minor: string | number;
-}
-
 /** THE metered limits, in the order they are reported: the rental's cap, its key's budget, the account's credits. */
-function limitReached(r: LimitRow): TerminationReason | null {
-  if (r.spend_cap_minor !== null && readMinor(r.usage_minor) >= readMinor(r.spend_cap_minor)) return 'SPEND_CAP';
-  if (readMinor(r.budget_limit_minor) <= readMinor(r.net_spent_minor)) return 'KEY_BUDGET';
-  if (readMinor(r.balance_minor) <= 0) return 'CREDITS';
+function limitReached(r: MeteredLimits): TerminationReason | null {
+  if (r.spendCapMinor !== null && r.usageMinor >= r.spendCapMinor) return 'SPEND_CAP';
+  if (r.budgetLimitMinor <= r.netSpentMinor) return 'KEY_BUDGET';
+  if (r.balanceMinor <= 0) return 'CREDITS';
   return null;
-}
-
-interface MeteredRow {
-  id: string;
-  account_id: string;
-  key_id: string;
-  order_id: string;
-  hourly_price_minor: string | number;
-  spend_cap_minor: string | number | null;
-  usage_minor: string | number;
-  started_at: Date;
-  metered_until: Date;
-  terminate_requested_at: Date | null;
-}
-
-function toMetered(r: MeteredRow): Metered {
-  return {
-    id: r.id,
-    accountId: r.account_id,
-    keyId: r.key_id,
-    orderId: r.order_id,
-    hourlyPriceMinor: readMinor(r.hourly_price_minor),
-    spendCapMinor: r.spend_cap_minor === null ? null : readMinor(r.spend_cap_minor),
-    usageMinor: readMinor(r.usage_minor),
-    startedAt: r.started_at,
-    meteredUntil: r.metered_until,
-    terminateRequestedAt: r.terminate_requested_at,
-  };
 }
 
 /**

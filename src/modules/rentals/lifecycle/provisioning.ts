@@ -1,4 +1,3 @@
-import { In } from 'typeorm';
 import { inTransaction } from '../../../db/transaction.js';
 import type { InstanceInfo, Provider } from '../../../providers/provider.js';
 import { sshProbe } from '../../../providers/ssh-probe.js';
@@ -6,16 +5,29 @@ import { recordProviderError } from '../../inventory/provider-status.js';
 import { describeUntrustedEndpoint, sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
 import { generateDeploymentKeyPair } from '../../../providers/ssh-keys.js';
 import { slugsOfGpuKey } from '../../inventory/offer-candidates.js';
-import { Offer } from '../../inventory/offer.entity.js';
+import type { Offer } from '../../inventory/offer.entity.js';
 import { MAX_CANDIDATES } from '../rental-limits.js';
-import { Deployment } from '../deployment.entity.js';
+import type { Deployment } from '../deployment.entity.js';
 import { DeploymentAttempt, type AttemptOutcome } from '../deployment-attempt.entity.js';
-import { Order } from '../order.entity.js';
+import type { Order } from '../order.entity.js';
 import { isOneOf, PROVISIONING_STATUSES } from '../rental-status.js';
 import { transition } from '../rental-state.js';
+import { cheapestOffersOfShape, offersByIds } from './candidate-offers.repository.js';
 import { decideCreateStep, NOTHING_CREATED } from './create-step.js';
+import {
+  assignAttempt,
+  findDeployment,
+  insertAttempt,
+  lastAttempt,
+  recordAttemptOutcome,
+  recordInstance,
+  recordSshAddress,
+  storeSshKey,
+  type AttemptAssignment,
+} from './deployments.repository.js';
 import { instanceLabel } from './labels.js';
-import { enqueueFor, loadDeployment, recordSshAddress, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
+import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
+import { getOrder, setOrderHourlyPrice } from './orders.repository.js';
 import type { Reversal } from './reversal.js';
 
 type RunOutcome = 'done' | 'created' | 'asked';
@@ -42,31 +54,26 @@ export class Provisioning {
 
   async provision(deploymentId: string): Promise<void> {
     const { ds } = this.deps;
-    let d = await loadDeployment(ds, deploymentId);
+    let d = await findDeployment(ds, deploymentId);
     if (!d) return;
     if (d.status === 'FAILED') return this.reversal.settle(d);
     if (!isOneOf(PROVISIONING_STATUSES, d.status)) return;
     if (d.terminateRequestedAt) return enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
-    const order = await ds.getRepository(Order).findOneByOrFail({ id: d.orderId });
+    const order = await getOrder(ds, d.orderId);
 
     // The key exists (sealed) before any create call, so the instance is never reachable with a key we lost.
     if (!d.sshPrivateKeyEnc) {
       const pair = generateDeploymentKeyPair(`gpu-rental-${d.id}`);
       const sealed = this.deps.box.seal(pair.privateKey, d.id);
-      await ds
-        .createQueryBuilder()
-        .update(Deployment)
-        .set({ sshPublicKey: pair.publicKey, sshPrivateKeyEnc: sealed.ciphertext, sshKeyKid: sealed.keyId, updatedAt: this.now() })
-        .where('id = :id AND ssh_private_key_enc IS NULL', { id: d.id })
-        .execute();
+      await storeSshKey(ds, d.id, { sshPublicKey: pair.publicKey, sshPrivateKeyEnc: sealed.ciphertext, sshKeyKid: sealed.keyId }, this.now());
     }
     if (d.status === 'PENDING') await inTransaction(ds, (m) => transition(m, deploymentId, ['PENDING'], 'PROVISIONING', { at: this.now() }));
-    d = (await loadDeployment(ds, deploymentId))!;
+    d = (await findDeployment(ds, deploymentId))!;
     if (d.status !== 'PROVISIONING') return;
 
     if (!d.instanceId) {
       if ((await this.createInstance(d, order)) === 'done') return;
-      d = (await loadDeployment(ds, deploymentId))!;
+      d = (await findDeployment(ds, deploymentId))!;
       if (!d.instanceId) return;
       if (d.status !== 'PROVISIONING') return enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
     }
@@ -75,45 +82,34 @@ export class Provisioning {
 
   /** The create candidates, cheapest first, from the order (never a live provider search). */
   private async candidates(order: Order, d: Deployment): Promise<Offer[]> {
-    const repo = this.deps.ds.getRepository(Offer);
+    const { ds } = this.deps;
     let ids = order.candidateOfferIds ?? (order.offerId ? [order.offerId] : null);
     if (!ids && order.requestKind === 'INTENT' && order.gpuSlug) {
-      const rows = await repo
-        .createQueryBuilder('o')
-        .where('o.slug IN (:...slugs) AND o.gpu_count = :c AND o.price_per_hour_minor <= :max', { slugs: slugsOfGpuKey(order.gpuSlug), c: order.gpuCount, max: order.maxHourlyPriceMinor })
-        .orderBy('o.price_per_hour_minor', 'ASC')
-        .addOrderBy('o.id', 'ASC')
-        .take(MAX_CANDIDATES)
-        .getMany();
+      const rows = await cheapestOffersOfShape(ds, { slugs: slugsOfGpuKey(order.gpuSlug), gpuCount: order.gpuCount, maxHourlyPriceMinor: order.maxHourlyPriceMinor }, MAX_CANDIDATES);
       ids = rows.map((o) => o.id);
     }
     if (!ids && d.offerId) ids = [d.offerId];
-    const found = await repo.findBy({ id: In(ids ?? []) });
+    const found = await offersByIds(ds, ids ?? []);
     const byId = new Map(found.map((o) => [o.id, o]));
     const limit = order.requestKind === 'OFFER' ? 1 : MAX_CANDIDATES;
     return (ids ?? []).map((id) => byId.get(id)).filter((o): o is Offer => !!o).slice(0, limit);
   }
 
-  /** The newest attempt on record; read from the attempts table, which is written before the call. */
-  private lastAttempt(deploymentId: string): Promise<DeploymentAttempt | null> {
-    return this.deps.ds.getRepository(DeploymentAttempt).findOne({ where: { deploymentId }, order: { attempt: 'DESC' } });
-  }
-
   private async markAttempt(a: DeploymentAttempt, outcome: AttemptOutcome, detail: string | null, patch: Partial<DeploymentAttempt> = {}): Promise<void> {
-    await this.deps.ds.getRepository(DeploymentAttempt).update({ id: a.id }, { instanceId: null, ...patch, outcome, detail: detail?.slice(0, 512) ?? null, updatedAt: this.now() });
+    await recordAttemptOutcome(this.deps.ds, a.id, { instanceId: null, ...patch, outcome, detail: detail?.slice(0, 512) ?? null, updatedAt: this.now() });
   }
 
   private async adopt(d: Deployment, a: DeploymentAttempt, instanceId: string, outcome: AttemptOutcome): Promise<void> {
     await this.markAttempt(a, outcome, null, { instanceId });
     // Written whatever the status: a termination requested meanwhile must find the instance to destroy.
-    await this.deps.ds.getRepository(Deployment).update({ id: d.id }, { instanceId, updatedAt: this.now() });
+    await recordInstance(this.deps.ds, d.id, instanceId, this.now());
   }
 
   /** Runs the create attempts as {@link decideCreateStep} directs; 'done' when this run has nothing further to do. */
   private async createInstance(d: Deployment, order: Order): Promise<'done' | 'created'> {
     const candidates = await this.candidates(order, d);
     for (;;) {
-      const prev = await this.lastAttempt(d.id);
+      const prev = await lastAttempt(this.deps.ds, d.id);
       const provider = prev ? this.deps.providers.get(prev.providerId) : null;
       // A re-run first asks for the label: the previous run may have created the instance and crashed.
       const found = prev && provider && !NOTHING_CREATED.includes(prev.outcome) ? await provider.findByLabel(prev.label, d.sshPublicKey ?? undefined) : null;
@@ -148,7 +144,7 @@ export class Provisioning {
         outcome = await this.callCreate(d, prev!, offer, provider!);
       } else {
         // Re-read: a termination may have come in between attempts.
-        const fresh = (await loadDeployment(this.deps.ds, d.id))!;
+        const fresh = (await findDeployment(this.deps.ds, d.id))!;
         if (fresh.terminateRequestedAt || fresh.status !== 'PROVISIONING') {
           await enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
           return 'done';
@@ -158,7 +154,7 @@ export class Provisioning {
         outcome = await this.callCreate(fresh, attempt, offer, this.deps.providers.get(offer.provider));
       }
       if (outcome !== 'asked') return outcome;
-      d = (await loadDeployment(this.deps.ds, d.id))!;
+      d = (await findDeployment(this.deps.ds, d.id))!;
     }
   }
 
@@ -166,7 +162,7 @@ export class Provisioning {
   private async recordAttempt(d: Deployment, n: number, offer: Offer): Promise<DeploymentAttempt> {
     const now = this.now();
     const label = instanceLabel(d.id, n);
-    const attempt = this.deps.ds.getRepository(DeploymentAttempt).create({
+    const attempt = Object.assign(new DeploymentAttempt(), {
       deploymentId: d.id,
       attempt: n,
       offerId: offer.id,
@@ -179,14 +175,14 @@ export class Provisioning {
       createdAt: now,
       updatedAt: now,
     });
-    const patch: Partial<Deployment> = { attempt: n, label, offerId: offer.id, providerId: offer.provider, updatedAt: now };
+    const patch: AttemptAssignment = { attempt: n, label, offerId: offer.id, providerId: offer.provider, updatedAt: now };
     // Metered rentals pay the price of the offer that runs; legacy keeps the quoted price.
     const metered = d.billingModel !== 'LEGACY_PREPAID';
     if (metered) patch.hourlyPriceMinor = offer.pricePerHourMinor;
     await inTransaction(this.deps.ds, async (m) => {
-      await m.insert(DeploymentAttempt, attempt);
-      await m.update(Deployment, { id: d.id }, patch);
-      if (metered) await m.update(Order, { id: d.orderId }, { hourlyPriceMinor: offer.pricePerHourMinor });
+      await insertAttempt(m, attempt);
+      await assignAttempt(m, d.id, patch);
+      if (metered) await setOrderHourlyPrice(m, d.orderId, offer.pricePerHourMinor);
     });
     return attempt;
   }
@@ -250,7 +246,7 @@ export class Provisioning {
       const probe = await sshProbe({ ...ssh, privateKey }, { timeoutMs: this.timing.sshTimeoutMs });
       if (probe.ok) return this.activate(d, ssh);
     }
-    const since = (await this.lastAttempt(d.id))?.createdAt ?? d.statusChangedAt ?? d.createdAt;
+    const since = (await lastAttempt(this.deps.ds, d.id))?.createdAt ?? d.statusChangedAt ?? d.createdAt;
     if (clock.now().getTime() - since.getTime() > this.timing.activeBoundMs) {
       return this.reversal.fail(d.id, 'PROVISIONING_TIMEOUT', 'The machine did not become reachable in time; your rental was not started.');
     }
@@ -284,6 +280,6 @@ export class Provisioning {
       }),
     );
     if (moved && endsAt) await enqueueFor(this.deps.jobs, 'rental.expire', d.id, endsAt.getTime() - started.getTime());
-    if (!moved && (await loadDeployment(this.deps.ds, d.id))?.status === 'TERMINATING') await enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
+    if (!moved && (await findDeployment(this.deps.ds, d.id))?.status === 'TERMINATING') await enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
   }
 }

@@ -1,6 +1,13 @@
 import type { InstanceInfo } from '../../../providers/provider.js';
-import { DRIVEN_STATUSES, LIVE_STATUSES, type RentalStatus, type TerminationReason } from '../rental-status.js';
-import { Deployment } from '../deployment.entity.js';
+import { DRIVEN_STATUSES, LIVE_STATUSES, type TerminationReason } from '../rental-status.js';
+import {
+  deploymentsUnchangedSince,
+  failedWithReversalPending,
+  labelsOfDeploymentsIn,
+  overdueLegacyDeployments,
+  setLastCheckDetail,
+  terminatedWithDetailPrefix,
+} from './deployments.repository.js';
 import { LABEL_PREFIX } from './labels.js';
 import { CLEANUP_PENDING, releaseAfterDestroyed } from './termination.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
@@ -20,43 +27,29 @@ export class Reconciler {
     const destroyed = await this.destroyOrphans();
     const { ds, clock, jobs } = this.deps;
     const cutoff = new Date(clock.now().getTime() - this.timing.stuckAfterMs);
-    // A row whose status change was never stamped counts from its last update.
-    const stuck: { id: string; status: RentalStatus }[] = await ds.query(
-      `SELECT id, status FROM deployments WHERE status IN (?) AND COALESCE(status_changed_at, updated_at) < ?`,
-      [DRIVEN_STATUSES, cutoff],
-    );
+    const stuck = await deploymentsUnchangedSince(ds, DRIVEN_STATUSES, cutoff);
     for (const d of stuck) await enqueueFor(jobs, d.status === 'TERMINATING' ? 'rental.terminate' : 'rental.provision', d.id);
     // A reversal left PENDING (a refund the payment provider refused for the moment) is retried;
     // the provision job of a FAILED deployment only settles its reversal.
-    const unsettled: { id: string }[] = await ds.query(
-      `SELECT d.id FROM deployments d JOIN orders o ON o.id = d.order_id
-        WHERE d.status = 'FAILED' AND o.reversal_status = 'PENDING' AND COALESCE(d.status_changed_at, d.updated_at) < ?`,
-      [cutoff],
-    );
-    for (const d of unsettled) await enqueueFor(jobs, 'rental.provision', d.id);
+    const unsettled = await failedWithReversalPending(ds, cutoff);
+    for (const id of unsettled) await enqueueFor(jobs, 'rental.provision', id);
     // Backstop for the one-off expiry job: if it was lost (a crash between ACTIVE and scheduling
     // it), a paid-up legacy rental would otherwise run past what was bought.
-    const overdue: { id: string }[] = await ds.query(
-      `SELECT id FROM deployments WHERE status = 'ACTIVE' AND billing_model = 'LEGACY_PREPAID' AND ends_at IS NOT NULL AND ends_at <= ?`,
-      [clock.now()],
-    );
-    for (const d of overdue) await this.requestTermination(d.id, 'EXPIRED');
+    const overdue = await overdueLegacyDeployments(ds, clock.now());
+    for (const id of overdue) await this.requestTermination(id, 'EXPIRED');
     await this.retryCleanups();
-    return { destroyed, redriven: [...stuck, ...unsettled, ...overdue].map((d) => d.id) };
+    return { destroyed, redriven: [...stuck.map((d) => d.id), ...unsettled, ...overdue] };
   }
 
   /** Plugin clean-up that failed after a verified destruction, called again until it succeeds. */
   private async retryCleanups(): Promise<void> {
     const { ds, logger, providers } = this.deps;
-    const pending: { id: string; label: string | null; provider_id: string | null }[] = await ds.query(
-      `SELECT id, label, provider_id FROM deployments WHERE status = 'TERMINATED' AND last_check_detail LIKE ?`,
-      [`${CLEANUP_PENDING}%`],
-    );
+    const pending = await terminatedWithDetailPrefix(ds, CLEANUP_PENDING);
     for (const d of pending) {
-      const provider = providers.all().find((p) => p.id === d.provider_id);
+      const provider = providers.all().find((p) => p.id === d.providerId);
       if (!provider) continue;
       const failed = await releaseAfterDestroyed(logger, provider, d.id, d.label);
-      if (!failed) await ds.getRepository(Deployment).update({ id: d.id }, { lastCheckDetail: 'provider clean-up done after a verified destruction' });
+      if (!failed) await setLastCheckDetail(ds, d.id, 'provider clean-up done after a verified destruction');
     }
   }
 
@@ -74,12 +67,7 @@ export class Reconciler {
       }
       const ours = instances.filter((i) => i.label.startsWith(LABEL_PREFIX));
       if (ours.length === 0) continue;
-      const live: { label: string }[] = await ds.query(
-        `SELECT a.label FROM deployment_attempts a JOIN deployments d ON d.id = a.deployment_id
-          WHERE a.label IN (?) AND d.status IN (?)`,
-        [ours.map((i) => i.label), LIVE_STATUSES],
-      );
-      const keep = new Set(live.map((r) => r.label));
+      const keep = await labelsOfDeploymentsIn(ds, ours.map((i) => i.label), LIVE_STATUSES);
       for (const i of ours) {
         if (keep.has(i.label)) continue;
         try {

@@ -1,8 +1,8 @@
 import type { DataSource } from 'typeorm';
 import { RENTAL_JOBS, type JobQueue } from '../../../jobs/job-queue.js';
 import type { RentalHandoff } from '../../billing/rental-handoff.js';
-import { Deployment } from '../deployment.entity.js';
 import { isOneOf, PROVISIONING_STATUSES } from '../rental-status.js';
+import { deploymentOfOrder } from './deployments.repository.js';
 
 /** A paid card order enters the same provisioning path as a credits rental. */
 export class CardRentalHandoff implements RentalHandoff {
@@ -12,7 +12,7 @@ export class CardRentalHandoff implements RentalHandoff {
   ) {}
 
   async cardOrderPaid(orderId: string): Promise<void> {
-    const d = await this.ds.getRepository(Deployment).findOneBy({ orderId });
+    const d = await deploymentOfOrder(this.ds, orderId);
     // Enqueueing is deduplicated by deployment id, and provisioning ignores anything not PENDING/PROVISIONING.
     if (d && isOneOf(PROVISIONING_STATUSES, d.status)) {
       await this.jobs.now(RENTAL_JOBS.provision, { deploymentId: d.id }, { uniqueKey: d.id });

@@ -1,11 +1,12 @@
 import { inTransaction } from '../../../db/transaction.js';
-import { LedgerEntry } from '../../billing/ledger-entry.entity.js';
-import { Deployment } from '../deployment.entity.js';
-import { Order } from '../order.entity.js';
+import { entryByRef } from '../../billing/ledger.repository.js';
+import type { Deployment } from '../deployment.entity.js';
 import { PROVISIONING_STATUSES, type FailureCode } from '../rental-status.js';
 import { transition } from '../rental-state.js';
+import { findDeployment } from './deployments.repository.js';
 import { rentalDebitRef, reversalRef } from './labels.js';
-import { loadDeployment, type LifecycleDeps } from './lifecycle-deps.js';
+import type { LifecycleDeps } from './lifecycle-deps.js';
+import { getOrder, markReversalSettled } from './orders.repository.js';
 
 /**
  * Failing a rental and giving back what it took: FAILED with a customer-safe reason and the
@@ -28,7 +29,7 @@ export class Reversal {
         order: { failureCode: code, failureReason: reason, reversalStatus: 'PENDING' },
       }),
     );
-    const fresh = await loadDeployment(ds, deploymentId);
+    const fresh = await findDeployment(ds, deploymentId);
     if (!fresh || fresh.status !== 'FAILED') return;
     if (fresh.instanceId && fresh.providerId) {
       try {
@@ -48,7 +49,7 @@ export class Reversal {
    */
   async settle(d: Deployment): Promise<void> {
     const { ds, clock, logger, ledger, refunds } = this.deps;
-    const order = await ds.getRepository(Order).findOneByOrFail({ id: d.orderId });
+    const order = await getOrder(ds, d.orderId);
     if (order.reversalStatus !== 'PENDING') return;
     if (order.funding === 'CARD') {
       try {
@@ -59,7 +60,7 @@ export class Reversal {
       }
     }
     await inTransaction(ds, async (m) => {
-      const debit = await m.getRepository(LedgerEntry).findOneBy({ externalRef: rentalDebitRef(order.id) });
+      const debit = await entryByRef(m, rentalDebitRef(order.id));
       if (debit && debit.amountMinor < 0) {
         await ledger.post(m, {
           accountId: order.accountId,
@@ -71,13 +72,13 @@ export class Reversal {
           rentalId: order.id,
         });
       }
-      await m.update(Order, { id: order.id, reversalStatus: 'PENDING' }, { reversalStatus: 'SUCCEEDED', updatedAt: clock.now() });
+      await markReversalSettled(m, order.id, clock.now());
     });
   }
 
   /** The provision job of a FAILED deployment, or a sweep: fail if still starting, else settle. */
   async failOrSettle(deploymentId: string, code: FailureCode, reason: string): Promise<void> {
-    const d = await loadDeployment(this.deps.ds, deploymentId);
+    const d = await findDeployment(this.deps.ds, deploymentId);
     if (!d) return;
     if (d.status === 'FAILED') return this.settle(d);
     await this.fail(deploymentId, code, reason);

@@ -2,15 +2,15 @@ import { inTransaction } from '../../../db/transaction.js';
 import type { DestructionVerifier } from '../../../providers/destruction-verifier.js';
 import type { InstanceInfo, Provider } from '../../../providers/provider.js';
 import type { SshTarget } from '../../../providers/ssh-probe.js';
-import { Deployment } from '../deployment.entity.js';
-import { DeploymentAttempt } from '../deployment-attempt.entity.js';
-import { Order } from '../order.entity.js';
+import type { Deployment } from '../deployment.entity.js';
 import { isOneOf, METERED_BILLING_MODELS, TERMINAL_STATUSES, type TerminationReason } from '../rental-status.js';
 import { requestTermination, transition } from '../rental-state.js';
 import type { Reversal } from './reversal.js';
 import { sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
-import { enqueueFor, loadDeployment, recordSshAddress, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
+import { findDeployment, lastAttempt, lockDeployment, recordFailedVerification, recordInstance, recordSshAddress, setLastCheckDetail } from './deployments.repository.js';
+import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import type { Metering } from './metering.js';
+import { getOrder } from './orders.repository.js';
 
 /** `last_check_detail` of a TERMINATED deployment whose plugin clean-up must be retried (the reconciler does). */
 export const CLEANUP_PENDING = 'provider clean-up pending: ';
@@ -57,7 +57,7 @@ export class Termination {
 
   /** Legacy rentals end themselves at endsAt. */
   async expire(deploymentId: string): Promise<void> {
-    const d = await loadDeployment(this.deps.ds, deploymentId);
+    const d = await findDeployment(this.deps.ds, deploymentId);
     if (!d || d.status !== 'ACTIVE' || !d.endsAt) return;
     const left = d.endsAt.getTime() - this.now().getTime();
     if (left > 0) return enqueueFor(this.deps.jobs, 'rental.expire', deploymentId, left);
@@ -66,23 +66,23 @@ export class Termination {
 
   async terminate(deploymentId: string): Promise<void> {
     const { ds, providers } = this.deps;
-    let d = await loadDeployment(ds, deploymentId);
+    let d = await findDeployment(ds, deploymentId);
     if (!d || isOneOf(TERMINAL_STATUSES, d.status)) return;
     if (d.status !== 'TERMINATING') {
       if (!d.terminateRequestedAt) return;
       await this.request(d.id, d.terminationReason ?? 'REQUESTED');
-      d = (await loadDeployment(ds, d.id))!;
+      d = (await findDeployment(ds, d.id))!;
       if (d.status !== 'TERMINATING') return;
     }
     let instanceId = d.instanceId;
     const provider: Provider | null = d.providerId ? providers.get(d.providerId) : null;
     if (!instanceId && d.label && provider) {
       // A create may have happened without its answer being recorded.
-      const a = await ds.getRepository(DeploymentAttempt).findOne({ where: { deploymentId: d.id }, order: { attempt: 'DESC' } });
+      const a = await lastAttempt(ds, d.id);
       const found = await providers.get(a?.providerId ?? d.providerId!).findByLabel(d.label);
       if (found) {
         instanceId = found.instanceId;
-        await ds.getRepository(Deployment).update({ id: d.id }, { instanceId, updatedAt: this.now() });
+        await recordInstance(ds, d.id, instanceId, this.now());
       } else if (a?.outcome === 'STARTED') {
         // The provision job is (or was) mid-call; look again shortly rather than miss its instance.
         return this.retryVerify(d, 'create call of the last attempt has no recorded outcome yet');
@@ -117,7 +117,7 @@ export class Termination {
       : { verified: (await provider.get(instanceId)).state === 'gone', detail: 'provider reports gone; it never reported an SSH address' };
     if (!check.verified) return this.retryVerify(d, check.detail);
     const cleanup = await releaseAfterDestroyed(this.deps.logger, provider, d.id, d.label);
-    await ds.getRepository(Deployment).update({ id: d.id }, { lastCheckDetail: (cleanup ?? check.detail).slice(0, 512) });
+    await setLastCheckDetail(ds, d.id, (cleanup ?? check.detail).slice(0, 512));
     await this.markTerminated(d);
   }
 
@@ -129,7 +129,7 @@ export class Termination {
 
   private async retryVerify(d: Deployment, detail: string): Promise<void> {
     const n = d.verifyAttempts + 1;
-    await this.deps.ds.getRepository(Deployment).update({ id: d.id }, { verifyAttempts: n, lastCheckDetail: detail.slice(0, 512), updatedAt: this.now() });
+    await recordFailedVerification(this.deps.ds, d.id, n, detail.slice(0, 512), this.now());
     if (n >= this.timing.verifyAlertAfter) {
       this.deps.logger.error({ deploymentId: d.id, verifyAttempts: n, detail }, 'ALERT: instance not verifiably destroyed; still retrying');
     }
@@ -139,11 +139,11 @@ export class Termination {
 
   /** TERMINATED at the verified time (written once), settling the last metered usage in the same transaction. */
   private async markTerminated(d: Deployment): Promise<void> {
-    const order = await this.deps.ds.getRepository(Order).findOneByOrFail({ id: d.orderId });
+    const order = await getOrder(this.deps.ds, d.orderId);
     const verifiedAt = this.now();
     const endedAt = order.funding === 'CARD' && d.billingModel === 'LEGACY_PREPAID' ? null : verifiedAt;
     const refundDue = await inTransaction(this.deps.ds, async (m) => {
-      const locked = await m.getRepository(Deployment).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id: d.id }).getOne();
+      const locked = await lockDeployment(m, d.id);
       if (!locked || locked.status !== 'TERMINATING') return false;
       if (isOneOf(METERED_BILLING_MODELS, locked.billingModel) && locked.meteredUntil && locked.startedAt) {
         await this.metering.settleUsage(m, locked, locked.terminateRequestedAt ?? verifiedAt);
@@ -160,7 +160,7 @@ export class Termination {
     });
     if (refundDue) {
       this.deps.logger.warn({ rentalId: order.id }, 'a card order ended before its machine ran; refunding its payment');
-      await this.reversal.settle((await loadDeployment(this.deps.ds, d.id))!);
+      await this.reversal.settle((await findDeployment(this.deps.ds, d.id))!);
     }
   }
 

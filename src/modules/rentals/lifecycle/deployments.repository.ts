@@ -1,0 +1,266 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import { readMinor } from '../../../db/columns.js';
+import { derivedTable } from '../../../db/derived-table.js';
+import { Deployment } from '../deployment.entity.js';
+import { DeploymentAttempt } from '../deployment-attempt.entity.js';
+import type { DeploymentBillingModel, RentalStatus } from '../rental-status.js';
+
+// The rental lifecycle's reads and writes of `deployments` and `deployment_attempts`: the jobs'
+// reads of one deployment, the create attempts, termination's bookkeeping, the metering sweep's
+// statements and the reconciler's sweeps. Statuses are written only by rental-state.ts; which
+// statuses a sweep looks for is the caller's rule, passed in as a set of rental-status.ts.
+
+/** Deployment `id`, or null. */
+export function findDeployment(ds: DataSource, id: string): Promise<Deployment | null> {
+  return ds.getRepository(Deployment).findOneBy({ id });
+}
+
+/** The deployment of order `orderId`, or null (a card order not yet admitted has none). */
+export function deploymentOfOrder(ds: DataSource, orderId: string): Promise<Deployment | null> {
+  return ds.getRepository(Deployment).findOneBy({ orderId });
+}
+
+/** Deployment `id` locked FOR UPDATE until the caller's transaction ends; null when there is none. */
+export function lockDeployment(m: EntityManager, id: string): Promise<Deployment | null> {
+  return m.getRepository(Deployment).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id }).getOne();
+}
+
+/** Stores the deployment's SSH key pair (private half sealed) unless one is stored already: the first key written stays. */
+export async function storeSshKey(ds: DataSource, id: string, key: Pick<Deployment, 'sshPublicKey' | 'sshPrivateKeyEnc' | 'sshKeyKid'>, at: Date): Promise<void> {
+  await ds
+    .createQueryBuilder()
+    .update(Deployment)
+    .set({ sshPublicKey: key.sshPublicKey, sshPrivateKeyEnc: key.sshPrivateKeyEnc, sshKeyKid: key.sshKeyKid, updatedAt: at })
+    .where('id = :id AND ssh_private_key_enc IS NULL', { id })
+    .execute();
+}
+
+/** Where the instance answers SSH, kept as soon as the provider says: termination probes it. */
+export async function recordSshAddress(ds: DataSource, deploymentId: string, ssh: { host: string; port: number; user: string }): Promise<void> {
+  await ds.getRepository(Deployment).update({ id: deploymentId }, { sshHost: ssh.host, sshPort: ssh.port, sshUser: ssh.user });
+}
+
+/** The provider instance that runs (or ran) the deployment. */
+export async function recordInstance(ds: DataSource, deploymentId: string, instanceId: string, at: Date): Promise<void> {
+  await ds.getRepository(Deployment).update({ id: deploymentId }, { instanceId, updatedAt: at });
+}
+
+/** One more destruction check that did not verify, and why. */
+export async function recordFailedVerification(ds: DataSource, deploymentId: string, verifyAttempts: number, detail: string, at: Date): Promise<void> {
+  await ds.getRepository(Deployment).update({ id: deploymentId }, { verifyAttempts, lastCheckDetail: detail, updatedAt: at });
+}
+
+/** The outcome of the last destruction check or clean-up, as shown to the operator (and read back by the reconciler). */
+export async function setLastCheckDetail(ds: DataSource, deploymentId: string, detail: string): Promise<void> {
+  await ds.getRepository(Deployment).update({ id: deploymentId }, { lastCheckDetail: detail });
+}
+
+/** What a deployment records of the create attempt it is on. */
+export type AttemptAssignment = Pick<Deployment, 'attempt' | 'label' | 'offerId' | 'providerId' | 'updatedAt'> & Partial<Pick<Deployment, 'hourlyPriceMinor'>>;
+
+/** Points the deployment at its newest attempt (and, metered, the price of the offer it tries), in the caller's transaction. */
+export async function assignAttempt(m: EntityManager, deploymentId: string, patch: AttemptAssignment): Promise<void> {
+  await m.update(Deployment, { id: deploymentId }, patch);
+}
+
+/** The newest attempt on record; the attempts table is written before each create call. */
+export function lastAttempt(ds: DataSource, deploymentId: string): Promise<DeploymentAttempt | null> {
+  return ds.getRepository(DeploymentAttempt).findOne({ where: { deploymentId }, order: { attempt: 'DESC' } });
+}
+
+/** Writes a new attempt row in the caller's transaction; `attempt.id` is set to the row's id. */
+export async function insertAttempt(m: EntityManager, attempt: DeploymentAttempt): Promise<void> {
+  await m.insert(DeploymentAttempt, attempt);
+}
+
+/** Records what came of attempt `id` (outcome, detail, instance, retry time). */
+export async function recordAttemptOutcome(ds: DataSource, id: string, fields: Partial<DeploymentAttempt>): Promise<void> {
+  await ds.getRepository(DeploymentAttempt).update({ id }, fields);
+}
+
+/** The usage posted so far and the moment it runs to, in the caller's transaction. */
+export async function setMeteredUsage(m: EntityManager, deploymentId: string, usageMinor: number, meteredUntil: Date, at: Date): Promise<void> {
+  await m.update(Deployment, { id: deploymentId }, { usageMinor, meteredUntil, updatedAt: at });
+}
+
+/** A metered deployment as the sweep reads it. */
+export type MeteredDeployment = Pick<
+  Deployment,
+  'id' | 'accountId' | 'keyId' | 'orderId' | 'hourlyPriceMinor' | 'spendCapMinor' | 'usageMinor' | 'startedAt' | 'meteredUntil' | 'terminateRequestedAt'
+>;
+
+/**
+ * The started deployments of `billingModels` in `statuses` that have a metering start, sorted by
+ * account then id; a plain read, no locks.
+ */
+export async function meteredDeployments(
+  ds: DataSource,
+  billingModels: readonly DeploymentBillingModel[],
+  statuses: readonly RentalStatus[],
+): Promise<MeteredDeployment[]> {
+  const rows: MeteredRow[] = await ds.query(
+    `SELECT id, account_id, key_id, order_id, hourly_price_minor, spend_cap_minor, usage_minor, started_at, metered_until, terminate_requested_at
+         FROM deployments
+        WHERE billing_model IN (?) AND status IN (?) AND metered_until IS NOT NULL AND started_at IS NOT NULL
+        ORDER BY account_id, id`,
+    [billingModels, statuses],
+  );
+  return rows.map(toMetered);
+}
+
+/** A deployment's metering as read again under lock. */
+export interface MeteringState {
+  id: string;
+  status: string;
+  usageMinor: number;
+  meteredUntil: Date | null;
+  terminateRequestedAt: Date | null;
+}
+
+/** Locks deployments `ids` FOR UPDATE in id order (so two sweeps never deadlock) and reads their metering. */
+export async function lockMeteringStates(m: EntityManager, ids: readonly string[]): Promise<MeteringState[]> {
+  const rows: { id: string; status: string; usage_minor: string | number; metered_until: Date | null; terminate_requested_at: Date | null }[] = await m.query(
+    `SELECT id, status, usage_minor, metered_until, terminate_requested_at FROM deployments WHERE id IN (?) ORDER BY id FOR UPDATE`,
+    [ids],
+  );
+  return rows.map((r) => ({ id: r.id, status: r.status, usageMinor: readMinor(r.usage_minor), meteredUntil: r.metered_until, terminateRequestedAt: r.terminate_requested_at }));
+}
+
+/** Usage to add to one deployment, from the metering moment it was read at to a new one. */
+export interface UsageCharge {
+  id: string;
+  prevUntil: Date;
+  amount: number;
+  newUntil: Date;
+}
+
+/**
+ * Adds each charge's usage and moves its metering moment on, in one statement, only where the
+ * moment is still the one it was read at; answers the number of deployments charged.
+ */
+export async function chargeUsage(m: EntityManager, charges: readonly UsageCharge[], at: Date): Promise<number> {
+  const t = derivedTable(
+    ['id', 'prev_until', 'amount', 'new_until'],
+    charges.map((c) => [c.id, c.prevUntil, c.amount, c.newUntil]),
+  );
+  const res: { affectedRows: number } = await m.query(
+    `UPDATE deployments d JOIN (${t.sql}) v ON v.id = d.id
+            SET d.usage_minor = d.usage_minor + v.amount, d.metered_until = CAST(v.new_until AS DATETIME(3)), d.updated_at = ?
+          WHERE d.metered_until = CAST(v.prev_until AS DATETIME(3))`,
+    [...t.params, at],
+  );
+  return res.affectedRows;
+}
+
+/** The counters a running metered rental's limits are checked against. */
+export interface MeteredLimits {
+  id: string;
+  spendCapMinor: number | null;
+  usageMinor: number;
+  /** Of the key that started the rental. */
+  budgetLimitMinor: number;
+  netSpentMinor: number;
+  /** Of the rental's account. */
+  balanceMinor: number;
+}
+
+/**
+ * The ACTIVE deployments of `billingModels` with their limits' counters: the key's net spend and
+ * the account's balance, each a single column kept in step by LedgerService. A plain read, no locks.
+ */
+export async function activeMeteredLimits(ds: DataSource, billingModels: readonly DeploymentBillingModel[]): Promise<MeteredLimits[]> {
+  const rows: LimitRow[] = await ds.query(
+    `SELECT d.id, d.spend_cap_minor, d.usage_minor, k.budget_limit_minor, k.net_spent_minor, a.balance_minor
+         FROM deployments d JOIN api_keys k ON k.id = d.key_id JOIN accounts a ON a.id = d.account_id
+        WHERE d.status = 'ACTIVE' AND d.billing_model IN (?)`,
+    [billingModels],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    spendCapMinor: r.spend_cap_minor === null ? null : readMinor(r.spend_cap_minor),
+    usageMinor: readMinor(r.usage_minor),
+    budgetLimitMinor: readMinor(r.budget_limit_minor),
+    netSpentMinor: readMinor(r.net_spent_minor),
+    balanceMinor: readMinor(r.balance_minor),
+  }));
+}
+
+/** The deployments in `statuses` whose status has not changed since before `cutoff` (an unstamped change counts from the last update). */
+export function deploymentsUnchangedSince(ds: DataSource, statuses: readonly RentalStatus[], cutoff: Date): Promise<{ id: string; status: RentalStatus }[]> {
+  return ds.query(`SELECT id, status FROM deployments WHERE status IN (?) AND COALESCE(status_changed_at, updated_at) < ?`, [statuses, cutoff]);
+}
+
+/** FAILED deployments whose order's reversal is still PENDING, failed before `cutoff`. */
+export async function failedWithReversalPending(ds: DataSource, cutoff: Date): Promise<string[]> {
+  const rows: { id: string }[] = await ds.query(
+    `SELECT d.id FROM deployments d JOIN orders o ON o.id = d.order_id
+        WHERE d.status = 'FAILED' AND o.reversal_status = 'PENDING' AND COALESCE(d.status_changed_at, d.updated_at) < ?`,
+    [cutoff],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** ACTIVE legacy (prepaid) deployments whose end is at or before `now`. */
+export async function overdueLegacyDeployments(ds: DataSource, now: Date): Promise<string[]> {
+  const rows: { id: string }[] = await ds.query(
+    `SELECT id FROM deployments WHERE status = 'ACTIVE' AND billing_model = 'LEGACY_PREPAID' AND ends_at IS NOT NULL AND ends_at <= ?`,
+    [now],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** TERMINATED deployments whose last check detail starts with `detailPrefix`, with the label and provider of their instance. */
+export async function terminatedWithDetailPrefix(ds: DataSource, detailPrefix: string): Promise<{ id: string; label: string | null; providerId: string | null }[]> {
+  const rows: { id: string; label: string | null; provider_id: string | null }[] = await ds.query(
+    `SELECT id, label, provider_id FROM deployments WHERE status = 'TERMINATED' AND last_check_detail LIKE ?`,
+    [`${detailPrefix}%`],
+  );
+  return rows.map((r) => ({ id: r.id, label: r.label, providerId: r.provider_id }));
+}
+
+/** Those of `labels` carried by an attempt of a deployment in one of `statuses`. */
+export async function labelsOfDeploymentsIn(ds: DataSource, labels: readonly string[], statuses: readonly RentalStatus[]): Promise<Set<string>> {
+  const rows: { label: string }[] = await ds.query(
+    `SELECT a.label FROM deployment_attempts a JOIN deployments d ON d.id = a.deployment_id
+          WHERE a.label IN (?) AND d.status IN (?)`,
+    [labels, statuses],
+  );
+  return new Set(rows.map((r) => r.label));
+}
+
+interface MeteredRow {
+  id: string;
+  account_id: string;
+  key_id: string;
+  order_id: string;
+  hourly_price_minor: string | number;
+  spend_cap_minor: string | number | null;
+  usage_minor: string | number;
+  started_at: Date;
+  metered_until: Date;
+  terminate_requested_at: Date | null;
+}
+
+function toMetered(r: MeteredRow): MeteredDeployment {
+  return {
+    id: r.id,
+    accountId: r.account_id,
+    keyId: r.key_id,
+    orderId: r.order_id,
+    hourlyPriceMinor: readMinor(r.hourly_price_minor),
+    spendCapMinor: r.spend_cap_minor === null ? null : readMinor(r.spend_cap_minor),
+    usageMinor: readMinor(r.usage_minor),
+    startedAt: r.started_at,
+    meteredUntil: r.metered_until,
+    terminateRequestedAt: r.terminate_requested_at,
+  };
+}
+
+interface LimitRow {
+  id: string;
+  spend_cap_minor: string | number | null;
+  usage_minor: string | number;
+  budget_limit_minor: string | number;
+  net_spent_minor: string | number;
+  balance_minor: string | number;
+}
