@@ -1,4 +1,4 @@
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { v5 as uuidv5 } from 'uuid';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../logger.js';
@@ -7,6 +7,20 @@ import type { ProviderErrorClass, ProviderOffer } from '../../providers/provider
 import { errorClassOf, ProviderApiError } from '../../providers/provider-http.js';
 import type { ProviderRegistry, RegisteredProvider } from '../../providers/provider-registry.js';
 import { resolveProviderGpu } from './gpu-match.js';
+import {
+  lockInventoryVersion,
+  markInventoryRefreshed,
+  offerStatesOf,
+  upsertListedOffers,
+  withdrawOffers,
+  withdrawOffersNotOf,
+  withdrawStaleOffers,
+  type ListedOffer,
+} from './offers.repository.js';
+import { recordRefreshFailure, recordRefreshSuccess } from './provider-status.repository.js';
+
+// The refresh's batch size, which its tests size their listings by.
+export { UPSERT_BATCH_ROWS } from './offers.repository.js';
 
 /** Namespace for offer ids; changing it would change every offer id. */
 const OFFER_NAMESPACE = '5f6b1c7e-3f0e-4a53-9d3e-2c8f0b7a9e11';
@@ -42,39 +56,6 @@ export const LIST_OFFERS_TIMEOUT_MS = 120_000;
 
 /** GPU names the catalog did not know, logged once per process each. */
 const reportedUnknown = new Set<string>();
-
-/**
- * Offers written per statement: 5,000 offers take 10 statements instead of 5,000, and one
- * statement stays far below max_allowed_packet (a row is a few hundred bytes).
- */
-export const UPSERT_BATCH_ROWS = 500;
-
-const OFFER_COLUMNS = `id, provider, provider_offer_key, name, slug, category, vram_gb, gpu_count, cpu_cores, memory_gb, storage_gb,
-  price_per_hour_minor, cost_per_hour_minor, region, currency, maximum_duration_seconds, available, first_seen_at, last_seen_at, stale_at`;
-
-/**
- * One multi-row upsert. `VALUES(col)` in the update list is accepted by MariaDB and MySQL 8 alike
- * (MySQL 8.0.20 deprecates it in favour of row aliases, which MariaDB lacks). `first_seen_at`
- * keeps its first value; the price is part of the id, so it never changes in place.
- */
-async function upsertOffers(m: EntityManager, rows: unknown[][]): Promise<void> {
-  if (rows.length === 0) return;
-  await m.query(
-    `INSERT INTO offers (${OFFER_COLUMNS}) VALUES ?
-     ON DUPLICATE KEY UPDATE available = 1, name = VALUES(name), slug = VALUES(slug), category = VALUES(category),
-       region = VALUES(region), cost_per_hour_minor = VALUES(cost_per_hour_minor), last_seen_at = VALUES(last_seen_at), stale_at = VALUES(stale_at)`,
-    [rows],
-  );
-}
-
-interface Row {
-  id: string;
-  available: number;
-  slug: string;
-  name: string;
-  category: string;
-  region: string | null;
-}
 
 /**
  * Pulls every provider's offers into the cache, each provider on its own: one that fails (down,
@@ -130,9 +111,9 @@ export class InventoryRefresher {
     if (configured.length === 0) return;
     const now = this.clock.now();
     await this.ds.transaction(async (m) => {
-      await m.query('SELECT version FROM inventory_state WHERE id = 1 FOR UPDATE');
-      const res = await m.query('UPDATE offers SET available = 0 WHERE available = 1 AND provider NOT IN (?)', [configured]);
-      await this.bumpVersion(m, now, Number(res.affectedRows ?? 0) > 0);
+      await lockInventoryVersion(m);
+      const retired = await withdrawOffersNotOf(m, configured);
+      await markInventoryRefreshed(m, now, retired > 0);
     });
   }
 
@@ -157,12 +138,12 @@ export class InventoryRefresher {
     const provider = entry.id;
     return this.ds.transaction(async (m) => {
       // Serialises concurrent refreshes (several workers) on the version row.
-      await m.query('SELECT version FROM inventory_state WHERE id = 1 FOR UPDATE');
-      const existing: Row[] = await m.query('SELECT id, available, slug, name, category, region FROM offers WHERE provider = ?', [provider]);
+      await lockInventoryVersion(m);
+      const existing = await offerStatesOf(m, provider);
       const was = new Map(existing.map((r) => [r.id, r]));
       const seen = new Set<string>();
       let changed = 0;
-      const rows: unknown[][] = [];
+      const rows: ListedOffer[] = [];
       const staleAt = this.staleAt(now);
       for (const o of offers) {
         const price = customerPriceMinor(o.pricePerHourMinor, entry.markupPercent);
@@ -176,21 +157,17 @@ export class InventoryRefresher {
         if (!before || Number(before.available) !== 1 || before.slug !== row.slug || before.name !== row.name || before.category !== row.category || before.region !== row.region) {
           changed++;
         }
-        rows.push([id, provider, o.key, row.name, row.slug, row.category, o.vramGb, o.gpuCount, o.cpuCores ?? null, o.memoryGb ?? null, o.storageGb ?? null,
-          price, o.pricePerHourMinor, row.region, CURRENCY, o.maximumDurationSeconds, 1, now, now, staleAt]);
+        rows.push({
+          id, provider, providerOfferKey: o.key, name: row.name, slug: row.slug, category: row.category, vramGb: o.vramGb, gpuCount: o.gpuCount,
+          cpuCores: o.cpuCores ?? null, memoryGb: o.memoryGb ?? null, storageGb: o.storageGb ?? null, pricePerHourMinor: price, costPerHourMinor: o.pricePerHourMinor,
+          region: row.region, currency: CURRENCY, maximumDurationSeconds: o.maximumDurationSeconds, seenAt: now, staleAt,
+        });
       }
-      for (let i = 0; i < rows.length; i += UPSERT_BATCH_ROWS) await upsertOffers(m, rows.slice(i, i + UPSERT_BATCH_ROWS));
+      await upsertListedOffers(m, rows);
       const gone = existing.filter((r) => Number(r.available) === 1 && !seen.has(r.id)).map((r) => r.id);
-      for (let i = 0; i < gone.length; i += UPSERT_BATCH_ROWS) {
-        await m.query('UPDATE offers SET available = 0 WHERE id IN (?)', [gone.slice(i, i + UPSERT_BATCH_ROWS)]);
-      }
-      await this.bumpVersion(m, now, changed > 0 || gone.length > 0);
-      await m.query(
-        `INSERT INTO provider_status (provider_id, last_refresh_at, last_refresh_ok, last_success_at, offer_count) VALUES (?, ?, 1, ?, ?)
-         ON DUPLICATE KEY UPDATE last_refresh_at = VALUES(last_refresh_at), last_refresh_ok = 1, last_success_at = VALUES(last_success_at),
-           offer_count = VALUES(offer_count)`,
-        [provider, now, now, seen.size],
-      );
+      await withdrawOffers(m, gone);
+      await markInventoryRefreshed(m, now, changed > 0 || gone.length > 0);
+      await recordRefreshSuccess(m, provider, now, seen.size);
       return { provider, ok: true, offers: seen.size, added: changed, removed: gone.length };
     });
   }
@@ -202,24 +179,14 @@ export class InventoryRefresher {
     const message = err instanceof Error ? err.message : String(err);
     this.logger.warn({ provider, errorClass, err: message }, 'inventory refresh failed; keeping cached offers until they are stale');
     const removed = await this.ds.transaction(async (m) => {
-      await m.query('SELECT version FROM inventory_state WHERE id = 1 FOR UPDATE');
-      const res = await m.query('UPDATE offers SET available = 0 WHERE provider = ? AND available = 1 AND stale_at <= ?', [provider, now]);
-      const expired = Number(res.affectedRows ?? 0);
-      await this.bumpVersion(m, now, expired > 0);
-      await m.query(
-        `INSERT INTO provider_status (provider_id, last_refresh_at, last_refresh_ok, offer_count, last_error_class, last_error_at) VALUES (?, ?, 0, 0, ?, ?)
-         ON DUPLICATE KEY UPDATE last_refresh_at = VALUES(last_refresh_at), last_refresh_ok = 0, last_error_class = VALUES(last_error_class),
-           last_error_at = VALUES(last_error_at)`,
-        [provider, now, errorClass, now],
-      );
+      await lockInventoryVersion(m);
+      const expired = await withdrawStaleOffers(m, provider, now);
+      await markInventoryRefreshed(m, now, expired > 0);
+      await recordRefreshFailure(m, provider, now, errorClass);
       return expired;
     });
     if (removed > 0) this.logger.warn({ provider, removed }, 'provider offers are stale and no longer offered');
     return { provider, ok: false, offers: 0, added: 0, removed, error: message, errorClass };
-  }
-
-  private async bumpVersion(m: EntityManager, now: Date, changed: boolean): Promise<void> {
-    await m.query(`UPDATE inventory_state SET refreshed_at = ?${changed ? ', version = version + 1' : ''} WHERE id = 1`, [now]);
   }
 
   private reportUnknown(provider: string, name: string, slug: string): void {

@@ -1,6 +1,5 @@
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
-import { readMinor } from '../../db/columns.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
 import type { ProviderRegistry } from '../../providers/provider-registry.js';
@@ -9,8 +8,9 @@ import { closestGpuSlugs, familyOfSlug, matchGpuQuery } from './gpu-match.js';
 import { EnvelopeWire } from './envelope-wire.js';
 import { CURRENCY, InventoryRefresher, type RefreshResult } from './inventory-refresh.js';
 import type { GpuModelDetailDto, GpuModelDto, GpuSummaryDto, OfferDto, ProviderStatusDto } from './inventory.dto.js';
-import { slugMatches, whereLive } from './offer-candidates.js';
-import { Offer } from './offer.entity.js';
+import { slugMatches } from './offer-candidates.js';
+import type { Offer } from './offer.entity.js';
+import { cachedOffer, inventoryVersion, liveOffersByPrice } from './offers.repository.js';
 import { providerStatuses } from './provider-status.js';
 
 export type { RefreshResult } from './inventory-refresh.js';
@@ -110,8 +110,7 @@ export class InventoryService {
     if (ready) return ready;
     this.loading ??= (async () => {
       try {
-        const [state] = await this.ds.query('SELECT version FROM inventory_state WHERE id = 1');
-        const version = readMinor(state.version);
+        const version = await inventoryVersion(this.ds);
         const stale = !this.snapshot || this.clock.now().getTime() >= this.snapshot.expiresAt;
         if (stale || this.snapshot!.version !== version) this.snapshot = await this.load(version);
         this.checkedAt = Date.now();
@@ -131,11 +130,7 @@ export class InventoryService {
 
   private async load(version: number): Promise<Snapshot> {
     const now = this.clock.now();
-    const rows = await whereLive(this.ds.getRepository(Offer).createQueryBuilder('o'), now)
-      .orderBy('o.price_per_hour_minor', 'ASC')
-      .addOrderBy('o.gpu_count', 'ASC')
-      .addOrderBy('o.id', 'ASC')
-      .getMany();
+    const rows = await liveOffersByPrice(this.ds, now);
     const offers = rows.map(toDto);
     const bySlug = new Map<string, OfferDto[]>();
     const slugOf = new Map<string, string>();
@@ -269,6 +264,6 @@ export class InventoryService {
 
   /** Any offer the cache has ever held, available or not (admission needs the distinction). */
   async findCached(id: string): Promise<Offer | null> {
-    return this.ds.getRepository(Offer).findOneBy({ id });
+    return cachedOffer(this.ds, id);
   }
 }

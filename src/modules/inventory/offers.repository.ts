@@ -1,0 +1,183 @@
+import type { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
+import { readMinor } from '../../db/columns.js';
+import type { GpuMatch } from './gpu-match.js';
+import { Offer } from './offer.entity.js';
+
+// The only code that reads or writes the offer cache (`offers`) and its version (`inventory_state`):
+// the refresh's upserts and retirements, the api processes' snapshot, and admission's candidates.
+// The statements of admission's candidates are on the rental hot path and counted by
+// bench/rentals.ts: keep their text as it is.
+
+/**
+ * The one rule of which cached offers are live: still listed by their provider at its last
+ * successful refresh, and that refresh recent enough (`stale_at`, set by the refresh from
+ * OFFER_MAX_AGE_SECONDS). Everything that lists or rents offers by model goes through it.
+ */
+function whereLive(qb: SelectQueryBuilder<Offer>, now: Date): SelectQueryBuilder<Offer> {
+  return qb.where('o.available = 1 AND o.stale_at > :now', { now });
+}
+
+function andMatching(qb: SelectQueryBuilder<Offer>, match: GpuMatch): SelectQueryBuilder<Offer> {
+  if (match.known) return qb.andWhere('o.slug IN (:...slugs)', { slugs: match.slugs });
+  // Slugs of GPUs the catalog does not know are lower-case tokens joined by hyphens.
+  return qb.andWhere("REPLACE(o.slug, '-', '') = :compact AND :compact <> ''", { compact: match.compact });
+}
+
+/** The version every api process compares its snapshot against; it moves when the offers change. */
+export async function inventoryVersion(ds: DataSource): Promise<number> {
+  const [state] = await ds.query('SELECT version FROM inventory_state WHERE id = 1');
+  return readMinor(state.version);
+}
+
+/** Every live offer, cheapest first (then fewest GPUs, then id, so the order is stable). */
+export async function liveOffersByPrice(ds: DataSource, now: Date): Promise<Offer[]> {
+  return whereLive(ds.getRepository(Offer).createQueryBuilder('o'), now)
+    .orderBy('o.price_per_hour_minor', 'ASC')
+    .addOrderBy('o.gpu_count', 'ASC')
+    .addOrderBy('o.id', 'ASC')
+    .getMany();
+}
+
+/** Any offer the cache has ever held, live or not (rows are never deleted). */
+export async function cachedOffer(ds: DataSource, id: string): Promise<Offer | null> {
+  return ds.getRepository(Offer).findOneBy({ id });
+}
+
+/** What admission asks of the live offers: a model match, an exact GPU count and a price ceiling. */
+export interface CandidateQuery {
+  match: GpuMatch;
+  gpuCount: number;
+  maxHourlyPriceMinor: number;
+}
+
+/** Live offers of the match with exactly that GPU count at or under the ceiling, cheapest first, at most `limit`. */
+export async function liveCandidates(db: DataSource | EntityManager, now: Date, q: CandidateQuery, limit: number): Promise<Offer[]> {
+  return andMatching(whereLive(db.getRepository(Offer).createQueryBuilder('o'), now), q.match)
+    .andWhere('o.gpu_count = :count AND o.price_per_hour_minor <= :max', { count: q.gpuCount, max: q.maxHourlyPriceMinor })
+    .orderBy('o.price_per_hour_minor', 'ASC')
+    .addOrderBy('o.id', 'ASC')
+    .take(limit)
+    .getMany();
+}
+
+/** Each GPU count the live offers of the match come in, fewest first, with its cheapest price. */
+export async function liveCountsOf(db: DataSource | EntityManager, now: Date, match: GpuMatch): Promise<{ gpuCount: number; minPriceMinor: number }[]> {
+  const rows: { gpuCount: number; minPrice: string }[] = await andMatching(whereLive(db.getRepository(Offer).createQueryBuilder('o'), now), match)
+    .select('o.gpu_count', 'gpuCount')
+    .addSelect('MIN(o.price_per_hour_minor)', 'minPrice')
+    .groupBy('o.gpu_count')
+    .orderBy('o.gpu_count', 'ASC')
+    .getRawMany();
+  return rows.map((r) => ({ gpuCount: Number(r.gpuCount), minPriceMinor: readMinor(r.minPrice) }));
+}
+
+/** The model slugs that have a live offer. */
+export async function liveSlugs(db: DataSource | EntityManager, now: Date): Promise<string[]> {
+  const rows: { slug: string }[] = await whereLive(db.getRepository(Offer).createQueryBuilder('o'), now).select('DISTINCT o.slug', 'slug').getRawMany();
+  return rows.map((r) => r.slug);
+}
+
+// The refresh's statements, each in the caller's transaction (see inventory-refresh.ts).
+
+/**
+ * Offers written per statement: 5,000 offers take 10 statements instead of 5,000, and one
+ * statement stays far below max_allowed_packet (a row is a few hundred bytes).
+ */
+export const UPSERT_BATCH_ROWS = 500;
+
+/**
+ * Locks the version row: every refresh takes it first, which serialises concurrent refreshes
+ * (several workers) and makes their version moves follow one another.
+ */
+export async function lockInventoryVersion(m: EntityManager): Promise<void> {
+  await m.query('SELECT version FROM inventory_state WHERE id = 1 FOR UPDATE');
+}
+
+/**
+ * Stamps the refresh time, and moves the version only when `changed`: api processes reload
+ * their snapshot when the version moves, so an unchanged refresh costs them nothing.
+ */
+export async function markInventoryRefreshed(m: EntityManager, now: Date, changed: boolean): Promise<void> {
+  await m.query(`UPDATE inventory_state SET refreshed_at = ?${changed ? ', version = version + 1' : ''} WHERE id = 1`, [now]);
+}
+
+/** What the refresh compares a provider's new listing against: whether an offer is new or changed. */
+export interface CachedOfferState {
+  id: string;
+  /** 1 or 0, as MySQL returns it. */
+  available: number;
+  slug: string;
+  name: string;
+  category: string;
+  region: string | null;
+}
+
+/** Every offer of `provider` the cache holds, live or not, as the refresh compares it. */
+export async function offerStatesOf(m: EntityManager, provider: string): Promise<CachedOfferState[]> {
+  return m.query('SELECT id, available, slug, name, category, region FROM offers WHERE provider = ?', [provider]);
+}
+
+/** One offer as a provider listed it at `seenAt`, priced and matched to the catalog. */
+export type ListedOffer = Pick<
+  Offer,
+  | 'id'
+  | 'provider'
+  | 'providerOfferKey'
+  | 'name'
+  | 'slug'
+  | 'category'
+  | 'vramGb'
+  | 'gpuCount'
+  | 'cpuCores'
+  | 'memoryGb'
+  | 'storageGb'
+  | 'pricePerHourMinor'
+  | 'costPerHourMinor'
+  | 'region'
+  | 'currency'
+  | 'maximumDurationSeconds'
+  | 'staleAt'
+> & { seenAt: Date };
+
+const OFFER_COLUMNS = `id, provider, provider_offer_key, name, slug, category, vram_gb, gpu_count, cpu_cores, memory_gb, storage_gb,
+  price_per_hour_minor, cost_per_hour_minor, region, currency, maximum_duration_seconds, available, first_seen_at, last_seen_at, stale_at`;
+
+/**
+ * Writes the listed offers as available, {@link UPSERT_BATCH_ROWS} to a statement. `VALUES(col)` in
+ * the update list is accepted by MariaDB and MySQL 8 alike (MySQL 8.0.20 deprecates it in favour of
+ * row aliases, which MariaDB lacks). `first_seen_at` keeps its first value; the price is part of
+ * the id, so it never changes in place.
+ */
+export async function upsertListedOffers(m: EntityManager, offers: readonly ListedOffer[]): Promise<void> {
+  const rows = offers.map((o) => [
+    o.id, o.provider, o.providerOfferKey, o.name, o.slug, o.category, o.vramGb, o.gpuCount, o.cpuCores, o.memoryGb, o.storageGb,
+    o.pricePerHourMinor, o.costPerHourMinor, o.region, o.currency, o.maximumDurationSeconds, 1, o.seenAt, o.seenAt, o.staleAt,
+  ]);
+  for (let i = 0; i < rows.length; i += UPSERT_BATCH_ROWS) {
+    await m.query(
+      `INSERT INTO offers (${OFFER_COLUMNS}) VALUES ?
+     ON DUPLICATE KEY UPDATE available = 1, name = VALUES(name), slug = VALUES(slug), category = VALUES(category),
+       region = VALUES(region), cost_per_hour_minor = VALUES(cost_per_hour_minor), last_seen_at = VALUES(last_seen_at), stale_at = VALUES(stale_at)`,
+      [rows.slice(i, i + UPSERT_BATCH_ROWS)],
+    );
+  }
+}
+
+/** Takes the offers `ids` off the list (their provider no longer lists them), {@link UPSERT_BATCH_ROWS} to a statement. */
+export async function withdrawOffers(m: EntityManager, ids: readonly string[]): Promise<void> {
+  for (let i = 0; i < ids.length; i += UPSERT_BATCH_ROWS) {
+    await m.query('UPDATE offers SET available = 0 WHERE id IN (?)', [ids.slice(i, i + UPSERT_BATCH_ROWS)]);
+  }
+}
+
+/** Takes off the list the offers of `provider` whose last sighting is too old by `now`; how many went. */
+export async function withdrawStaleOffers(m: EntityManager, provider: string, now: Date): Promise<number> {
+  const res = await m.query('UPDATE offers SET available = 0 WHERE provider = ? AND available = 1 AND stale_at <= ?', [provider, now]);
+  return Number(res.affectedRows ?? 0);
+}
+
+/** Takes off the list every offer of a provider not in `configured`; how many went. `configured` must not be empty. */
+export async function withdrawOffersNotOf(m: EntityManager, configured: readonly string[]): Promise<number> {
+  const res = await m.query('UPDATE offers SET available = 0 WHERE available = 1 AND provider NOT IN (?)', [configured]);
+  return Number(res.affectedRows ?? 0);
+}
