@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../clock.js';
 import { AppError } from '../errors/app-error.js';
+import { countHit, dropWindowsBefore, hitsInWindow } from './rate-limits.repository.js';
 
 /** Width of `rate_limit_counters.bucket`. */
 const BUCKET_COLUMN_CHARS = 128;
@@ -18,9 +19,8 @@ export function bucketKey(name: string): string {
 }
 
 /**
- * Fixed-window counters kept in MySQL, so the limit holds across every api process.
- * The increment and the read happen in one transaction holding the counter row lock,
- * so each request sees its own exact position in the window.
+ * Fixed-window counters kept in MySQL, so the limit holds across every api process; each
+ * request sees its own exact position in the window (see {@link countHit}).
  */
 export class RateLimiter {
   constructor(
@@ -33,15 +33,7 @@ export class RateLimiter {
     const nowMs = this.clock.now().getTime();
     const windowMs = windowSeconds * 1000;
     const start = new Date(Math.floor(nowMs / windowMs) * windowMs);
-    const count = await this.ds.transaction(async (m) => {
-      await m.query(
-        `INSERT INTO rate_limit_counters (bucket, window_start, count) VALUES (?, ?, 1)
-           ON DUPLICATE KEY UPDATE count = count + 1`,
-        [bucket, start],
-      );
-      const [row] = await m.query(`SELECT count FROM rate_limit_counters WHERE bucket = ? AND window_start = ?`, [bucket, start]);
-      return Number(row.count);
-    });
+    const count = await countHit(this.ds, bucket, start);
     if (count > limit) {
       const retryAfter = Math.max(1, Math.ceil((start.getTime() + windowMs - nowMs) / 1000));
       throw new AppError('RATE_LIMITED', `Too many ${what}; try again in ${retryAfter} s.`, { 'Retry-After': String(retryAfter) });
@@ -56,8 +48,8 @@ export class RateLimiter {
     const nowMs = this.clock.now().getTime();
     const windowMs = windowSeconds * 1000;
     const start = new Date(Math.floor(nowMs / windowMs) * windowMs);
-    const [row] = await this.ds.query(`SELECT count FROM rate_limit_counters WHERE bucket = ? AND window_start = ?`, [bucketKey(name), start]);
-    if (row && Number(row.count) >= limit) {
+    const hits = await hitsInWindow(this.ds, bucketKey(name), start);
+    if (hits !== null && hits >= limit) {
       const retryAfter = Math.max(1, Math.ceil((start.getTime() + windowMs - nowMs) / 1000));
       throw new AppError('RATE_LIMITED', `Too many ${what}; try again in ${retryAfter} s.`, { 'Retry-After': String(retryAfter) });
     }
@@ -65,8 +57,6 @@ export class RateLimiter {
 
   /** Drops windows that ended long ago; called by housekeeping. */
   async prune(olderThanSeconds = 3600): Promise<void> {
-    await this.ds.query(`DELETE FROM rate_limit_counters WHERE window_start < ?`, [
-      new Date(this.clock.now().getTime() - olderThanSeconds * 1000),
-    ]);
+    await dropWindowsBefore(this.ds, new Date(this.clock.now().getTime() - olderThanSeconds * 1000));
   }
 }
