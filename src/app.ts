@@ -3,6 +3,7 @@ import { pinoHttp } from 'pino-http';
 import type { Services } from './container.js';
 import { controllerFactories } from './controllers.js';
 import { envelope, errorEnvelope } from './errors/envelope.js';
+import { databaseAnswers } from './db/data-source.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { requestId } from './http/request-id.js';
 import { useAuthenticator } from './http/authentication.js';
@@ -91,7 +92,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   app.get('/healthz', async (req, res) => {
     let ok = false;
     try {
-      ok = options.health ? await options.health() : (await services.ds.query('SELECT 1')).length === 1;
+      ok = options.health ? await options.health() : await databaseAnswers(services.ds);
     } catch {
       ok = false;
     }

@@ -5,7 +5,7 @@ import { assertSafeToRun, ConfigError, configErrorLine, loadConfig, parseRoles, 
 import { createApp } from './app.js';
 import { createServices, type Services } from './container.js';
 import { isConnectionError } from './db/connection-errors.js';
-import { createDatabaseIfMissing, createDataSource, describeTarget, migrate, parseDatabaseUrl } from './db/data-source.js';
+import { createDatabaseIfMissing, createDataSource, databaseAnswers, describeTarget, migrate, parseDatabaseUrl } from './db/data-source.js';
 import { entities } from './entities.js';
 import { createLogger, type Logger } from './logger.js';
 import { createProviderRegistry } from './providers/provider-registry.js';
@@ -88,7 +88,7 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
     const app = createApp(services, {
       mount: bot && webhookSecret ? (a) => mountTelegramWebhook(a, bot, webhookSecret) : undefined,
       health: async () => {
-        await ds.query('SELECT 1');
+        await databaseAnswers(ds);
         if (!migrated) migrated = !(await ds.showMigrations());
         return migrated;
       },

@@ -86,6 +86,11 @@ export async function assertSessionSqlMode(ds: DataSource): Promise<void> {
 }
 
 /** The entity classes a DataSource maps (src/entities.ts lists the service's). */
+/** Whether the database answers a query now (health checks); throws what the driver throws. */
+export async function databaseAnswers(ds: DataSource): Promise<boolean> {
+  return (await ds.query('SELECT 1')).length === 1;
+}
+
 export type EntityList = NonNullable<DataSourceOptions['entities']>;
 
 /**

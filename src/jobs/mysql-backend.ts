@@ -1,7 +1,7 @@
 import type { AgendaBackend, NotificationChannel } from 'agenda';
 import type { DataSource } from 'typeorm';
 import { LocalNotificationChannel } from './local-notification-channel.js';
-import { MysqlJobRepository, type MysqlJobRepositoryOptions } from './mysql-job-repository.js';
+import { MysqlJobRepository, type MysqlJobRepositoryOptions } from './mysql-jobs.repository.js';
 
 /** Options for {@link MysqlBackend}. */
 export interface MysqlBackendOptions extends MysqlJobRepositoryOptions {

@@ -6,7 +6,7 @@ import type { BotContext } from '../../bot/context.js';
 import { telegramSender } from '../../bot/notifier.js';
 import { createBotJobs, type BotJobs } from '../../src/container.js';
 import { agendaOf, startJobWorker, type JobWorker } from '../../src/jobs/agenda.js';
-import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-job-repository.js';
+import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
 import type { NotificationSender, NotificationsService } from '../../src/modules/notifications/notifications.service.js';
 import { FakeTelegramServer, type RecordedCall, type SimulatedUser } from '../fakes/telegram-api.js';
 import { createTestContext, type ContextOptions, type TestContext } from '../helpers/context.js';

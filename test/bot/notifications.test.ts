@@ -2,7 +2,7 @@ import { recountKeySlots } from '../helpers/ledger.js';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { NotificationDeliverJobs1763800011400 } from '../../migrations/1763800011400-NotificationDeliverJobs.js';
-import { MysqlJobRepository } from '../../src/jobs/mysql-job-repository.js';
+import { MysqlJobRepository } from '../../src/jobs/mysql-jobs.repository.js';
 import { databaseBefore } from '../helpers/migrated-before.js';
 import { inTransaction } from '../../src/db/transaction.js';
 import type { Account } from '../../src/modules/accounts/account.entity.js';

@@ -17,7 +17,7 @@ import type { Agenda } from 'agenda';
 import type { Services } from '../../src/container.js';
 import { agendaOf, startJobWorker } from '../../src/jobs/agenda.js';
 import type { JobDefinition } from '../../src/jobs/job-queue.js';
-import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-job-repository.js';
+import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
 
 export interface TestWorker {
   agenda: Agenda;

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-job-repository.js';
+import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
 import { closeTestDatabase, testDataSource } from './db.js';
 import { assertLedgerConsistent } from './ledger.js';
 

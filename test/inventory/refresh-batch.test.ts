@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
-import { InventoryRefresher, UPSERT_BATCH_ROWS } from '../../src/modules/inventory/inventory-refresh.js';
+import { InventoryRefresher } from '../../src/modules/inventory/inventory-refresh.js';
+import { UPSERT_BATCH_ROWS } from '../../src/modules/inventory/offers.repository.js';
 import { Offer } from '../../src/modules/inventory/offer.entity.js';
 import { ProviderRegistry } from '../../src/providers/provider-registry.js';
 import { testDataSource } from '../helpers/db.js';

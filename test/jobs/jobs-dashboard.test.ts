@@ -1,7 +1,7 @@
 import { agendaQueueOf } from '../../src/jobs/agenda.js';
 import assert from 'node:assert/strict';
 import type { KeyKind } from '../../src/modules/keys/api-key.entity.js';
-import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-job-repository.js';
+import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { loadConfig } from '../../src/config.js';
 import { DASHBOARD_FAILED_LOGINS_PER_ADDRESS, DASHBOARD_FAILED_LOGINS_TOTAL } from '../../src/jobs/jobs-dashboard.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { DataSource } from 'typeorm';
 import { createAgenda } from '../../src/jobs/agenda.js';
-import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-job-repository.js';
+import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
 import { waitFor } from '../helpers/process.js';
 import { scratchDatabase } from './scratch-database.js';
 

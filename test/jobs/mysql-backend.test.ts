@@ -5,7 +5,7 @@ import { agendaQueueOf, createAgenda, startAgendaProcessing } from '../../src/jo
 import { ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import type { AgendaJobQueue } from '../../src/jobs/agenda-job-queue.js';
-import { AGENDA_JOBS_TABLE, MysqlJobRepository } from '../../src/jobs/mysql-job-repository.js';
+import { AGENDA_JOBS_TABLE, MysqlJobRepository } from '../../src/jobs/mysql-jobs.repository.js';
 import { createTestContext } from '../helpers/context.js';
 import { startTestWorker } from '../helpers/jobs.js';
 import { waitFor } from '../helpers/process.js';

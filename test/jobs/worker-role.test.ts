@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-job-repository.js';
+import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
 import { spawnService, waitFor } from '../helpers/process.js';
 import { scratchDatabase } from './scratch-database.js';
 

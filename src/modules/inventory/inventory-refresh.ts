@@ -20,7 +20,6 @@ import {
 import { recordRefreshFailure, recordRefreshSuccess } from './provider-status.repository.js';
 
 // The refresh's batch size, which its tests size their listings by.
-export { UPSERT_BATCH_ROWS } from './offers.repository.js';
 
 /** Namespace for offer ids; changing it would change every offer id. */
 const OFFER_NAMESPACE = '5f6b1c7e-3f0e-4a53-9d3e-2c8f0b7a9e11';

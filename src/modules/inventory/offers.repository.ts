@@ -1,17 +1,19 @@
-import type { DataSource, EntityManager, SelectQueryBuilder } from 'typeorm';
+import { In, type DataSource, type EntityManager, type SelectQueryBuilder } from 'typeorm';
 import { readMinor } from '../../db/columns.js';
 import type { GpuMatch } from './gpu-match.js';
 import { Offer } from './offer.entity.js';
 
 // The only code that reads or writes the offer cache (`offers`) and its version (`inventory_state`):
-// the refresh's upserts and retirements, the api processes' snapshot, and admission's candidates.
+// the refresh's upserts and retirements, the api processes' snapshot, admission's candidates, and
+// the provision job's offers.
 // The statements of admission's candidates are on the rental hot path and counted by
 // bench/rentals.ts: keep their text as it is.
 
 /**
  * The one rule of which cached offers are live: still listed by their provider at its last
  * successful refresh, and that refresh recent enough (`stale_at`, set by the refresh from
- * OFFER_MAX_AGE_SECONDS). Everything that lists or rents offers by model goes through it.
+ * OFFER_MAX_AGE_SECONDS). Everything that lists or admits offers by model goes through it; only the
+ * provision job reads past it, on purpose (below).
  */
 function whereLive(qb: SelectQueryBuilder<Offer>, now: Date): SelectQueryBuilder<Offer> {
   return qb.where('o.available = 1 AND o.stale_at > :now', { now });
@@ -180,4 +182,32 @@ export async function withdrawStaleOffers(m: EntityManager, provider: string, no
 export async function withdrawOffersNotOf(m: EntityManager, configured: readonly string[]): Promise<number> {
   const res = await m.query('UPDATE offers SET available = 0 WHERE available = 1 AND provider NOT IN (?)', [configured]);
   return Number(res.affectedRows ?? 0);
+}
+
+// The provision job's reads of the offer cache: the offers a rental may be created on, live or
+// not (admission chose them; the provider has the last word). Which offers those are (the
+// order's own list, or its GPU intent) is the provision job's rule.
+
+/** What a GPU-intent order asks of an offer. */
+export interface IntentShape {
+  slugs: string[];
+  gpuCount: number | null;
+  maxHourlyPriceMinor: number | null;
+}
+
+/** Up to `limit` cached offers of one of `shape.slugs` with exactly its GPU count at or under its ceiling, cheapest first. */
+export function cheapestOffersOfShape(ds: DataSource, shape: IntentShape, limit: number): Promise<Offer[]> {
+  return ds
+    .getRepository(Offer)
+    .createQueryBuilder('o')
+    .where('o.slug IN (:...slugs) AND o.gpu_count = :c AND o.price_per_hour_minor <= :max', { slugs: shape.slugs, c: shape.gpuCount, max: shape.maxHourlyPriceMinor })
+    .orderBy('o.price_per_hour_minor', 'ASC')
+    .addOrderBy('o.id', 'ASC')
+    .take(limit)
+    .getMany();
+}
+
+/** The cached offers among `ids`, in no particular order (rows of the cache are never deleted, but an id may be unknown). */
+export function offersByIds(ds: DataSource, ids: readonly string[]): Promise<Offer[]> {
+  return ds.getRepository(Offer).findBy({ id: In([...ids]) });
 }

@@ -5,7 +5,6 @@ import type { ProviderStatus } from './provider-status.entity.js';
 import { allProviderStatuses } from './provider-status.repository.js';
 
 // Provisioning records the errors a provider answers outside the refresh through here.
-export { recordProviderError } from './provider-status.repository.js';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 

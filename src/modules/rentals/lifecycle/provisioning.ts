@@ -1,7 +1,8 @@
 import { inTransaction } from '../../../db/transaction.js';
 import type { InstanceInfo, Provider } from '../../../providers/provider.js';
 import { sshProbe } from '../../../providers/ssh-probe.js';
-import { recordProviderError } from '../../inventory/provider-status.js';
+import { cheapestOffersOfShape, offersByIds } from '../../inventory/offers.repository.js';
+import { recordProviderError } from '../../inventory/provider-status.repository.js';
 import { describeUntrustedEndpoint, sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
 import { generateDeploymentKeyPair } from '../../../providers/ssh-keys.js';
 import { slugsOfGpuKey } from '../../inventory/offer-candidates.js';
@@ -12,7 +13,6 @@ import { DeploymentAttempt, type AttemptOutcome } from '../deployment-attempt.en
 import type { Order } from '../order.entity.js';
 import { isOneOf, PROVISIONING_STATUSES } from '../rental-status.js';
 import { transition } from '../rental-state.js';
-import { cheapestOffersOfShape, offersByIds } from './candidate-offers.repository.js';
 import { decideCreateStep, NOTHING_CREATED } from './create-step.js';
 import {
   assignAttempt,

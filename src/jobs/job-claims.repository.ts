@@ -2,7 +2,7 @@ import type { JobParameters } from 'agenda';
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../clock.js';
 import { inTransaction } from '../db/transaction.js';
-import { AGENDA_JOBS_TABLE, JOB_COLUMNS, rowToJob, unlockJobs, type JobRow } from './job-rows.js';
+import { AGENDA_JOBS_TABLE, JOB_COLUMNS, rowToJob, unlockJobs, type JobRow } from './job-rows.repository.js';
 
 /** One scan a claim tries: a WHERE condition of fixed text and its parameters. */
 type Scan = [condition: string, params: unknown[]];

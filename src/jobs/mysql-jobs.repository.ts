@@ -12,13 +12,13 @@ import {
 import type { DataSource } from 'typeorm';
 import { systemClock, type Clock } from '../clock.js';
 import { inOpenTransaction, type Sql } from '../db/sql.js';
-import { JobDashboardQueries } from './dashboard-queries.js';
-import { JobClaims } from './job-claims.js';
-import { AGENDA_JOBS_TABLE, dateConstraintValues, definitionValues, insertJob, jobById, unlockJobs, type WriteResult } from './job-rows.js';
-import { enqueueUnique, upsertSingle, upsertUnique, type EnqueueUniqueResult } from './unique-jobs.js';
+import { JobDashboardQueries } from './dashboard-queries.repository.js';
+import { JobClaims } from './job-claims.repository.js';
+import { AGENDA_JOBS_TABLE, dateConstraintValues, definitionValues, insertJob, jobById, unlockJobs, type WriteResult } from './job-rows.repository.js';
+import { enqueueUnique, upsertSingle, upsertUnique, type EnqueueUniqueResult } from './unique-jobs.repository.js';
 
-export { AGENDA_JOBS_TABLE } from './job-rows.js';
-export type { EnqueueUniqueResult } from './unique-jobs.js';
+export { AGENDA_JOBS_TABLE } from './job-rows.repository.js';
+export type { EnqueueUniqueResult } from './unique-jobs.repository.js';
 
 /** Options for {@link MysqlJobRepository}. */
 export interface MysqlJobRepositoryOptions {
@@ -30,9 +30,10 @@ export interface MysqlJobRepositoryOptions {
 
 /**
  * Agenda 6 `JobRepository` on MySQL/MariaDB, through a TypeORM DataSource it does not own. The
- * rows and their mapping are in job-rows.ts, claims in job-claims.ts, unique and repeating jobs
- * in unique-jobs.ts, the dashboard's queries in dashboard-queries.ts; this class saves jobs and
- * their state and answers Agenda through those. Transactions that meet a deadlock are retried
+ * rows and their mapping are in job-rows.repository.ts, claims in job-claims.repository.ts,
+ * unique and repeating jobs in unique-jobs.repository.ts, the dashboard's queries in
+ * dashboard-queries.repository.ts; this class saves jobs and their state and answers Agenda
+ * through those. Transactions that meet a deadlock are retried
  * by the service's one rule (src/db/transaction.ts).
  */
 export class MysqlJobRepository implements JobRepository {

@@ -2,7 +2,7 @@ import { toJobId, type JobParameters } from 'agenda';
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../clock.js';
 import { inTransaction } from '../db/transaction.js';
-import { AGENDA_JOBS_TABLE, dateConstraintValues, definitionValues, insertJob, JOB_COLUMNS, jobById, rowToJob, type JobRow, type WriteResult } from './job-rows.js';
+import { AGENDA_JOBS_TABLE, dateConstraintValues, definitionValues, insertJob, JOB_COLUMNS, jobById, rowToJob, type JobRow, type WriteResult } from './job-rows.repository.js';
 
 /**
  * Columns a `unique()` constraint may name directly. Identifiers cannot be bound as parameters,

@@ -1,7 +1,7 @@
 import { computeJobState, type JobsOverview, type JobsQueryOptions, type JobsResult, type JobsSort, type JobWithState, type RemoveJobsOptions } from 'agenda';
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../clock.js';
-import { AGENDA_JOBS_TABLE, isId, JOB_COLUMNS, rowToJob, whereClause, type JobRow, type WriteResult } from './job-rows.js';
+import { AGENDA_JOBS_TABLE, isId, JOB_COLUMNS, rowToJob, whereClause, type JobRow, type WriteResult } from './job-rows.repository.js';
 
 /**
  * What the dashboard (agendash) and Agenda's management calls ask of the job table: lists with
