@@ -13,10 +13,9 @@ import type { KeysService } from '../keys/keys.service.js';
 import type { Principal } from '../keys/principal.js';
 import { cardTerms, newDeployment, newOrder, type AdmissionTerms } from './admission-terms.js';
 import type { CardCheckoutRequest, CardCheckoutResponse } from './card-checkout.dto.js';
-import { getOrder } from './card-orders.repository.js';
+import { getOrder, insertOrder } from './orders.repository.js';
 import { assertConcurrencySlot } from './concurrency-slot.js';
 import type { Order } from './order.entity.js';
-import { insertOrder } from './rental-rows.repository.js';
 import { insertDeployment } from './rental-state.js';
 
 /**

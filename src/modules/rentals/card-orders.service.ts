@@ -1,6 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import type { CardOrders, CardOrderState } from '../billing/card-orders.js';
-import { cancelledUnpaidOrders, markReversalPending, markReversalSucceeded, orderTerms, readCardOrder } from './card-orders.repository.js';
+import { cancelledUnpaidOrders, readCardOrder } from './deployments.repository.js';
+import { markReversalPending, markReversalSettled, orderTerms } from './orders.repository.js';
 import type { FailureCode } from './rental-status.js';
 import { transition } from './rental-state.js';
 
@@ -45,7 +46,7 @@ export class CardOrdersService implements CardOrders {
   }
 
   async refunded(m: EntityManager, orderId: string, at: Date): Promise<void> {
-    await markReversalSucceeded(m, orderId, at);
+    await markReversalSettled(m, orderId, at);
   }
 
   async released(orderId: string): Promise<boolean> {

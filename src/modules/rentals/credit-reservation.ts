@@ -1,5 +1,5 @@
 import type { Sql } from '../../db/sql.js';
-import { reservingRentals } from './rental-rows.repository.js';
+import { reservingRentals } from './deployments.repository.js';
 
 /**
  * How much of its first run a metered rental holds in reserve, in minutes of its hourly price.

@@ -26,7 +26,8 @@ import {
 } from './admission-terms.js';
 import type { Deployment } from './deployment.entity.js';
 import { reservedMinor } from './credit-reservation.js';
-import { deploymentIn, insertOrder } from './rental-rows.repository.js';
+import { deploymentIn } from './deployments.repository.js';
+import { insertOrder } from './orders.repository.js';
 import { lockDeploymentOrRentalFor, terminateAnswer, type DeploymentActor } from './deployment-access.js';
 import { rentalDebitRef } from './lifecycle/labels.js';
 import type { Order } from './order.entity.js';

@@ -11,7 +11,7 @@ import {
   setMeteredUsage,
   type MeteredDeployment as Metered,
   type MeteredLimits,
-} from './deployments.repository.js';
+} from '../deployments.repository.js';
 import { usageRef } from './labels.js';
 import type { LifecycleDeps, LifecycleTiming } from './lifecycle-deps.js';
 

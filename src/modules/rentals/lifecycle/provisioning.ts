@@ -24,10 +24,10 @@ import {
   recordSshAddress,
   storeSshKey,
   type AttemptAssignment,
-} from './deployments.repository.js';
+} from '../deployments.repository.js';
 import { instanceLabel } from './labels.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
-import { getOrder, setOrderHourlyPrice } from './orders.repository.js';
+import { getOrder, setOrderHourlyPrice } from '../orders.repository.js';
 import type { Reversal } from './reversal.js';
 
 type RunOutcome = 'done' | 'created' | 'asked';

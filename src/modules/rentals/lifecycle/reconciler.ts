@@ -7,7 +7,7 @@ import {
   overdueLegacyDeployments,
   setLastCheckDetail,
   terminatedWithDetailPrefix,
-} from './deployments.repository.js';
+} from '../deployments.repository.js';
 import { LABEL_PREFIX } from './labels.js';
 import { CLEANUP_PENDING, releaseAfterDestroyed } from './termination.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';

@@ -3,10 +3,10 @@ import { entryByRef } from '../../billing/ledger.repository.js';
 import type { Deployment } from '../deployment.entity.js';
 import { PROVISIONING_STATUSES, type FailureCode } from '../rental-status.js';
 import { transition } from '../rental-state.js';
-import { findDeployment } from './deployments.repository.js';
+import { findDeployment } from '../deployments.repository.js';
 import { rentalDebitRef, reversalRef } from './labels.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
-import { getOrder, markReversalSettled } from './orders.repository.js';
+import { getOrder, markReversalSettled } from '../orders.repository.js';
 
 /**
  * Failing a rental and giving back what it took: FAILED with a customer-safe reason and the

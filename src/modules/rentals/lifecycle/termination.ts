@@ -7,10 +7,10 @@ import { isOneOf, METERED_BILLING_MODELS, TERMINAL_STATUSES, type TerminationRea
 import { requestTermination, transition } from '../rental-state.js';
 import type { Reversal } from './reversal.js';
 import { sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
-import { findDeployment, lastAttempt, lockDeployment, recordFailedVerification, recordInstance, recordSshAddress, setLastCheckDetail } from './deployments.repository.js';
+import { findDeployment, lastAttempt, lockDeployment, recordFailedVerification, recordInstance, recordSshAddress, setLastCheckDetail } from '../deployments.repository.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import type { Metering } from './metering.js';
-import { getOrder } from './orders.repository.js';
+import { getOrder } from '../orders.repository.js';
 
 /** `last_check_detail` of a TERMINATED deployment whose plugin clean-up must be retried (the reconciler does). */
 export const CLEANUP_PENDING = 'provider clean-up pending: ';

@@ -1,14 +1,16 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { readMinor } from '../../../db/columns.js';
-import { derivedTable } from '../../../db/derived-table.js';
-import { Deployment } from '../deployment.entity.js';
-import { DeploymentAttempt } from '../deployment-attempt.entity.js';
-import type { DeploymentBillingModel, RentalStatus } from '../rental-status.js';
+import { readMinor } from '../../db/columns.js';
+import { derivedTable } from '../../db/derived-table.js';
+import { Deployment } from './deployment.entity.js';
+import { DeploymentAttempt } from './deployment-attempt.entity.js';
+import type { Sql } from '../../db/sql.js';
+import { METERED_BILLING_MODELS, RESERVING_STATUSES, type DeploymentBillingModel, type RentalStatus } from './rental-status.js';
 
-// The rental lifecycle's reads and writes of `deployments` and `deployment_attempts`: the jobs'
-// reads of one deployment, the create attempts, termination's bookkeeping, the metering sweep's
-// statements and the reconciler's sweeps. Statuses are written only by rental-state.ts; which
-// statuses a sweep looks for is the caller's rule, passed in as a set of rental-status.ts.
+// The reads and writes of `deployments` and `deployment_attempts`: the jobs' reads of one
+// deployment, the create attempts, termination's bookkeeping, the metering sweep's statements,
+// the reconciler's sweeps, admission's reservations and a card order's payment state. Statuses
+// are written only by rental-state.ts; which statuses a sweep looks for is the caller's rule,
+// passed in as a set of rental-status.ts. (The customer's reads are rentals.repository.ts.)
 
 /** Deployment `id`, or null. */
 export function findDeployment(ds: DataSource, id: string): Promise<Deployment | null> {
@@ -263,4 +265,68 @@ interface LimitRow {
   budget_limit_minor: string | number;
   net_spent_minor: string | number;
   balance_minor: string | number;
+}
+
+// Admission's and termination's reads in the caller's transaction.
+
+/** The deployment as it stands in the caller's transaction; it must exist. */
+export function deploymentIn(m: EntityManager, id: string): Promise<Deployment> {
+  return m.getRepository(Deployment).findOneByOrFail({ id });
+}
+
+/** What a live metered rental of an account holds in reserve is computed from. */
+export interface ReservingRow {
+  keyId: string;
+  hourlyPriceMinor: number;
+  spendCapMinor: number | null;
+  usageMinor: number;
+}
+
+/** The account's metered rentals in a reserving status, with their keys. One statement. */
+export async function reservingRentals(m: Sql, accountId: string): Promise<ReservingRow[]> {
+  const rows: { key_id: string; hourly_price_minor: string | number; spend_cap_minor: string | number | null; usage_minor: string | number }[] = await m.query(
+    `SELECT hourly_price_minor, spend_cap_minor, usage_minor, key_id FROM deployments
+      WHERE account_id = ? AND billing_model IN (?) AND status IN (?)`,
+    [accountId, METERED_BILLING_MODELS, RESERVING_STATUSES],
+  );
+  return rows.map((r) => ({
+    keyId: r.key_id,
+    hourlyPriceMinor: readMinor(r.hourly_price_minor),
+    spendCapMinor: r.spend_cap_minor === null ? null : readMinor(r.spend_cap_minor),
+    usageMinor: readMinor(r.usage_minor),
+  }));
+}
+
+// A card order's deployment as its payment sees it.
+
+/** A card order's deployment status and whether its owner asked to terminate it (which, unpaid, cancels it). */
+export interface CardOrderRow {
+  status: RentalStatus;
+  cancelled: boolean;
+}
+
+/**
+ * Reads a card order's deployment, locked for the caller's decision with `lock` (needs a
+ * transaction). The rentals module records a terminate request on an unpaid order without
+ * changing its status, so the request is read here too.
+ */
+export async function readCardOrder(m: EntityManager, orderId: string, lock: boolean): Promise<CardOrderRow | null> {
+  const rows: { status: RentalStatus; terminate_requested_at: Date | null }[] = await m.query(
+    lock
+      ? `SELECT status, terminate_requested_at FROM deployments WHERE order_id = ? FOR UPDATE`
+      : `SELECT status, terminate_requested_at FROM deployments WHERE order_id = ?`,
+    [orderId],
+  );
+  return rows[0] ? { status: rows[0].status, cancelled: rows[0].terminate_requested_at !== null } : null;
+}
+
+/** Unpaid card orders whose owners asked to terminate them, oldest request first. */
+export async function cancelledUnpaidOrders(ds: DataSource, limit: number, orderId: string | null): Promise<string[]> {
+  const rows: { order_id: string }[] = await ds.query(
+    `SELECT order_id FROM deployments
+      WHERE status = 'AWAITING_PAYMENT' AND terminate_requested_at IS NOT NULL AND (? IS NULL OR order_id = ?)
+      ORDER BY terminate_requested_at LIMIT ?`,
+    [orderId, orderId, limit],
+  );
+  return rows.map((r) => r.order_id);
 }
