@@ -19,6 +19,7 @@ import { KeyIssuer1763800010200 } from './1763800010200-KeyIssuer.js';
 import { CheckoutRefundState1763800010900 } from './1763800010900-CheckoutRefundState.js';
 import { RevealRefusalWindows1763800011000 } from './1763800011000-RevealRefusalWindows.js';
 import { NotificationDeliverJobs1763800011400 } from './1763800011400-NotificationDeliverJobs.js';
+import { MachineSettings1763800012000 } from './1763800012000-MachineSettings.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -39,4 +40,5 @@ export const migrations = [
   CheckoutRefundState1763800010900,
   RevealRefusalWindows1763800011000,
   NotificationDeliverJobs1763800011400,
+  MachineSettings1763800012000,
 ];

@@ -25,7 +25,56 @@ export interface ProviderOffer {
   maximumDurationSeconds: number;
   /** Where the machine would run, when the cloud says (shown on the offer as `region`). */
   region?: string | null;
+  /**
+   * What a rental may ask of this offer's machine beyond the defaults (shown on the offer as
+   * `capabilities`). Absent: nothing ({@link NO_MACHINE_CAPABILITIES}). Declare only what
+   * `create` really honours: the host refuses or skips an offer on these alone.
+   */
+  capabilities?: MachineCapabilities;
 }
+
+/** What an offer's machine can be given beyond the defaults. */
+export interface MachineCapabilities {
+  /** `create` runs `MachineSettings.image` instead of the default image. */
+  customImage: boolean;
+  /** `create` runs `MachineSettings.startupScript` once after boot. */
+  startupScript: boolean;
+  /** How many TCP ports `create` can expose over HTTP(S) (`MachineSettings.ports`); 0 = none. */
+  ports: number;
+  /** Largest `MachineSettings.diskGb` `create` honours; null: the disk cannot be chosen. */
+  maxDiskGb: number | null;
+}
+
+/** An offer that declares no capabilities: the default image, no script, no ports, the default disk. */
+export const NO_MACHINE_CAPABILITIES: MachineCapabilities = Object.freeze({ customImage: false, startupScript: false, ports: 0, maxDiskGb: null });
+
+/**
+ * What should run on the machine, as the rental asked and the host checked against the offer's
+ * {@link MachineCapabilities} (a plugin never receives a setting its offer did not declare).
+ * `env` values and `startupScript` are the agent's secrets: send them to the cloud, never log them.
+ */
+export interface MachineSettings {
+  /** Container image reference; null: the plugin's default image. */
+  image: string | null;
+  /** Environment variables for the machine's processes (and the startup script). */
+  env: Record<string, string>;
+  /**
+   * A shell script to run once after boot as the machine's SSH user, in the background. The host
+   * has already wrapped the agent's script so that it records its start in
+   * {@link STARTUP_MARKER_PATH}; a plugin runs the text it is given, as it is.
+   */
+  startupScript: string | null;
+  /** TCP ports to expose over HTTP(S); see `InstanceInfo.endpoints`. */
+  ports: number[];
+  /** Disk in GB; null: the offer's default. */
+  diskGb: number | null;
+}
+
+/** Settings of a rental that asked for nothing: the plugin's defaults. */
+export const DEFAULT_MACHINE_SETTINGS: Readonly<MachineSettings> = Object.freeze({ image: null, env: {}, startupScript: null, ports: [], diskGb: null });
+
+/** Where the wrapped startup script records that it has started (relative to the SSH user's home). */
+export const STARTUP_MARKER_PATH = '.gpr/startup-started';
 
 /** What the host hands to `create`: the cached offer the customer is buying. */
 export interface OfferRef {
@@ -82,6 +131,13 @@ export interface InstanceInfo {
   state: InstanceState;
   /** SSH endpoint, once the provider has assigned one. */
   ssh?: { host: string; port: number; user: string };
+  /** The public URL of each exposed port (`MachineSettings.ports`), once the provider has assigned them. */
+  endpoints?: { port: number; url: string }[];
+  /**
+   * What the provider says the machine is doing while it is not yet running, when it says:
+   * `pulling_image` (the image is downloading) or `booting`. The host shows it as the rental's phase.
+   */
+  startupPhase?: 'pulling_image' | 'booting';
   /** Provider's own state name, for logs only. */
   providerState?: string;
 }
@@ -102,10 +158,11 @@ export interface Provider {
   /** Current inventory. Called by the refresh job, never at rental time. */
   listOffers(): Promise<ProviderOffer[]>;
   /**
-   * Asks for one instance of `offer`, tagged with `label` (unique per deployment and attempt)
-   * and reachable with `sshPublicKey` (OpenSSH format).
+   * Asks for one instance of `offer`, tagged with `label` (unique per deployment and attempt),
+   * reachable with `sshPublicKey` (OpenSSH format) and set up as `machine` says (absent:
+   * {@link DEFAULT_MACHINE_SETTINGS}; the host passes only what the offer's capabilities declare).
    */
-  create(label: string, offer: OfferRef, sshPublicKey: string): Promise<CreateResult>;
+  create(label: string, offer: OfferRef, sshPublicKey: string, machine?: MachineSettings): Promise<CreateResult>;
   /**
    * The instance carrying `label`, or null if the provider has none (including destroyed ones).
    * When the host adopts an instance after an ambiguous create it passes the deployment's public

@@ -121,7 +121,9 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
         id: randomUUID(), accountId, keyId, funding: 'CREDITS', billingModel: 'ACCOUNT_BALANCE', status: 'FAILED',
         requestKind: 'INTENT', offerId: null, candidateOfferIds: ['a', 'b'], gpuModel: 'H100', gpuSlug: 'h100', gpuCount: 2,
         maxHourlyPriceMinor: 900, budgetMinor: null, hourlyPriceMinor: 450, durationSeconds: null, totalMinor: 0, currency: 'USD',
-        failureCode: null, failureReason: null, reversalStatus: null, createdAt: now, updatedAt: now,
+        failureCode: null, failureReason: null, reversalStatus: null, machineImage: 'docker.io/pytorch/pytorch:latest',
+        machineEnvNames: ['HF_TOKEN'], machinePorts: [8888], machineDiskGb: 40, machineSecretsEnc: Buffer.from([1, 2, 3]), machineSecretsKid: 'k1',
+        startupScriptSha256: 'a'.repeat(64), terminateAfterSeconds: 3600, waitForCapacityUntil: now, createdAt: now, updatedAt: now,
       };
       await inPipelinedTransaction(ds, (tx) => insertEntity(tx, Order, order));
       try {

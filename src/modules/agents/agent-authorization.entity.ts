@@ -65,4 +65,8 @@ export class AgentAuthorization {
 
   @Column({ name: 'created_at', type: 'datetime', precision: 3 })
   createdAt: Date;
+
+  /** The longest rental the key to be issued may run, in seconds; null: no such limit. */
+  @Column({ name: 'max_rental_seconds', type: 'int', nullable: true })
+  maxRentalSeconds: number | null;
 }

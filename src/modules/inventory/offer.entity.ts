@@ -72,4 +72,20 @@ export class Offer {
    */
   @Column({ name: 'stale_at', type: 'datetime', precision: 3 })
   staleAt: Date;
+
+  /** The machine can run an image the rental names (else the provider's or operator's default). */
+  @Column({ name: 'cap_custom_image', type: 'boolean', default: false })
+  capCustomImage: boolean;
+
+  /** The machine can run a startup script once after boot. */
+  @Column({ name: 'cap_startup_script', type: 'boolean', default: false })
+  capStartupScript: boolean;
+
+  /** How many TCP ports the machine can expose over HTTP(S); 0 = none. */
+  @Column({ name: 'cap_ports', type: 'int', default: 0 })
+  capPorts: number;
+
+  /** Largest disk a rental may ask for, in GB; null: the disk cannot be chosen. */
+  @Column({ name: 'cap_max_disk_gb', type: 'int', nullable: true })
+  capMaxDiskGb: number | null;
 }

@@ -63,4 +63,8 @@ export class ApiKey {
 
   @Column({ name: 'last_used_at', type: 'datetime', precision: 3, nullable: true })
   lastUsedAt: Date | null;
+
+  /** The longest any rental of this key may run, in seconds; null: no such limit. */
+  @Column({ name: 'max_rental_seconds', type: 'int', nullable: true })
+  maxRentalSeconds: number | null;
 }

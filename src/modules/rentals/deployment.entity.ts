@@ -117,4 +117,20 @@ export class Deployment {
 
   @Column({ name: 'updated_at', type: 'datetime', precision: 3 })
   updatedAt: Date;
+
+  /** Where provisioning stands while PROVISIONING (or PENDING, waiting for capacity); see MACHINE_PHASES. */
+  @Column({ type: 'varchar', length: 32, nullable: true })
+  phase: string | null;
+
+  /** When the deployment entered its phase. */
+  @Column({ name: 'phase_since', type: 'datetime', precision: 3, nullable: true })
+  phaseSince: Date | null;
+
+  /** The URLs of the exposed ports, once ACTIVE. */
+  @Column({ type: 'json', nullable: true })
+  endpoints: { port: number; url: string }[] | null;
+
+  /** The lease in force, counted from ACTIVE: the rental's own, else its key's longest rental. */
+  @Column({ name: 'lease_seconds', type: 'int', nullable: true })
+  leaseSeconds: number | null;
 }

@@ -82,4 +82,43 @@ export class Order {
 
   @Column({ name: 'updated_at', type: 'datetime', precision: 3 })
   updatedAt: Date;
+
+  /** The container image the rental asked for; null: the provider's or operator's default. */
+  @Column({ name: 'machine_image', type: 'varchar', length: 512, nullable: true })
+  machineImage: string | null;
+
+  /** Names of the environment variables the rental set (their values are sealed in machineSecretsEnc). */
+  @Column({ name: 'machine_env_names', type: 'json', nullable: true })
+  machineEnvNames: string[] | null;
+
+  /** TCP ports to expose over HTTP(S). */
+  @Column({ name: 'machine_ports', type: 'json', nullable: true })
+  machinePorts: number[] | null;
+
+  /** Disk asked for, in GB; null: the offer's default. */
+  @Column({ name: 'machine_disk_gb', type: 'int', nullable: true })
+  machineDiskGb: number | null;
+
+  /**
+   * AES-256-GCM ciphertext of the agent's secrets for the machine (environment values and the
+   * startup script, as JSON), sealed like SSH keys; never logged, never returned.
+   */
+  @Column({ name: 'machine_secrets_enc', type: 'blob', nullable: true })
+  machineSecretsEnc: Buffer | null;
+
+  /** Id of the key-encryption key that sealed machineSecretsEnc. */
+  @Column({ name: 'machine_secrets_kid', type: 'varchar', length: 32, nullable: true })
+  machineSecretsKid: string | null;
+
+  /** SHA-256 (hex) of the startup script, the only thing of it reads show. */
+  @Column({ name: 'startup_script_sha256', type: 'char', length: 64, nullable: true })
+  startupScriptSha256: string | null;
+
+  /** The lease the rental asked for, counted from ACTIVE. */
+  @Column({ name: 'terminate_after_seconds', type: 'int', nullable: true })
+  terminateAfterSeconds: number | null;
+
+  /** GPU intent: until when the rental may wait PENDING for an eligible offer to appear. */
+  @Column({ name: 'wait_for_capacity_until', type: 'datetime', precision: 3, nullable: true })
+  waitForCapacityUntil: Date | null;
 }
