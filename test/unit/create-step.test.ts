@@ -24,6 +24,10 @@ const CASES: Array<[string, Partial<CreateStepInput>, CreateStep['kind'], Partia
   ['unavailable, none left (intent)', { last: 'UNAVAILABLE', candidatesLeft: 0 }, 'fail', { code: 'NO_CAPACITY' }],
   ['unavailable, none left (offer)', { requestKind: 'OFFER', last: 'UNAVAILABLE', candidatesLeft: 0 }, 'fail', { code: 'OFFER_NOT_FOUND' }],
   ['rejected: fail at once, no further candidates', { last: 'REJECTED', candidatesLeft: 2 }, 'fail', { code: 'PROVIDER_REJECTED' }],
+  ['too few GPUs (destroyed), candidates left', { last: 'GPU_MISMATCH', candidatesLeft: 1 }, 'next-candidate'],
+  ['too few GPUs (destroyed): the label, still listed while it dies, is never adopted', { last: 'GPU_MISMATCH', foundByLabel: true, candidatesLeft: 1 }, 'next-candidate'],
+  ['too few GPUs, none left', { last: 'GPU_MISMATCH', candidatesLeft: 0 }, 'fail', { code: 'GPU_MISMATCH' }],
+  ['too few GPUs on an explicit offer', { requestKind: 'OFFER', last: 'GPU_MISMATCH', candidatesLeft: 0 }, 'fail', { code: 'GPU_MISMATCH' }],
   ['created and still there', { last: 'CREATED', foundByLabel: true }, 'adopt'],
   ['created but gone before it was recorded', { last: 'CREATED' }, 'fail', { code: 'PROVISIONING_FAILED' }],
   ['adopted but gone', { last: 'ADOPTED' }, 'fail', { code: 'PROVISIONING_FAILED' }],
@@ -44,6 +48,6 @@ describe('decideCreateStep (the create loop’s next step)', () => {
 
   it('has a row for every attempt outcome', () => {
     const covered = new Set(CASES.map(([, input]) => input.last ?? null));
-    for (const o of [null, 'STARTED', 'CREATED', 'UNAVAILABLE', 'AMBIGUOUS', 'ADOPTED', 'NOT_FOUND', 'FAILED', 'THROTTLED', 'REJECTED']) assert.ok(covered.has(o as never), String(o));
+    for (const o of [null, 'STARTED', 'CREATED', 'UNAVAILABLE', 'AMBIGUOUS', 'ADOPTED', 'NOT_FOUND', 'FAILED', 'THROTTLED', 'REJECTED', 'GPU_MISMATCH']) assert.ok(covered.has(o as never), String(o));
   });
 });

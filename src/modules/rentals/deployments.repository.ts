@@ -202,12 +202,9 @@ export async function failedWithReversalPending(ds: DataSource, cutoff: Date): P
   return rows.map((r) => r.id);
 }
 
-/** ACTIVE legacy (prepaid) deployments whose end is at or before `now`. */
-export async function overdueLegacyDeployments(ds: DataSource, now: Date): Promise<string[]> {
-  const rows: { id: string }[] = await ds.query(
-    `SELECT id FROM deployments WHERE status = 'ACTIVE' AND billing_model = 'LEGACY_PREPAID' AND ends_at IS NOT NULL AND ends_at <= ?`,
-    [now],
-  );
+/** ACTIVE deployments (any billing model: a purchase's end or a lease's) whose end is at or before `now`. */
+export async function overdueDeployments(ds: DataSource, now: Date): Promise<string[]> {
+  const rows: { id: string }[] = await ds.query(`SELECT id FROM deployments WHERE status = 'ACTIVE' AND ends_at IS NOT NULL AND ends_at <= ?`, [now]);
   return rows.map((r) => r.id);
 }
 
@@ -329,4 +326,16 @@ export async function cancelledUnpaidOrders(ds: DataSource, limit: number, order
     [orderId, orderId, limit],
   );
   return rows.map((r) => r.order_id);
+}
+
+// Provisioning's progress, shown to the customer.
+
+/** Puts the deployment in `phase`; `phase_since` moves only when the phase changes (assigned first, so it compares the old phase). */
+export async function setPhase(ds: DataSource, id: string, phase: string, at: Date): Promise<void> {
+  await ds.query(`UPDATE deployments SET phase_since = CASE WHEN phase <=> ? THEN phase_since ELSE ? END, phase = ? WHERE id = ?`, [phase, at, phase, id]);
+}
+
+/** Forgets the instance of an attempt given up on (destroyed), so the next attempt starts clean. */
+export async function clearInstance(ds: DataSource, id: string, at: Date): Promise<void> {
+  await ds.getRepository(Deployment).update({ id }, { instanceId: null, sshHost: null, sshPort: null, sshUser: null, updatedAt: at });
 }

@@ -42,12 +42,24 @@ export const FAILURE_CODES = [
   'PROVIDER_REJECTED',
   'PAYMENT_EXPIRED',
   'PAYMENT_FAILED',
+  'GPU_MISMATCH',
 ] as const;
 export type FailureCode = (typeof FAILURE_CODES)[number];
 
 /**
- * Why termination began: `REQUESTED` by the customer (API or bot), `EXPIRED` at a legacy rental's
- * end, or a metered limit (`SPEND_CAP`, `KEY_BUDGET`, `CREDITS`).
+ * Where provisioning stands, shown as the rental's `phase` with `phaseSince` while it is PENDING
+ * or PROVISIONING: `waiting_for_capacity` (a GPU intent waiting for an eligible offer), `creating`
+ * (asking the provider), `booting` and `pulling_image` (as the provider reports), `waiting_for_ssh`
+ * (the rental's own key does not get in yet), `checking_gpus` (`nvidia-smi -L` against the offer),
+ * `starting` (the startup script has not recorded its start yet). Null once ACTIVE or finished.
+ */
+export const MACHINE_PHASES = ['waiting_for_capacity', 'creating', 'booting', 'pulling_image', 'waiting_for_ssh', 'checking_gpus', 'starting'] as const;
+export type MachinePhase = (typeof MACHINE_PHASES)[number];
+
+/**
+ * Why termination began: `REQUESTED` by the customer (API or bot), `EXPIRED` at the end of a
+ * legacy rental's purchase or of a lease (any billing model), or a metered limit (`SPEND_CAP`,
+ * `KEY_BUDGET`, `CREDITS`).
  */
 export const TERMINATION_REASONS = ['REQUESTED', 'EXPIRED', 'SPEND_CAP', 'KEY_BUDGET', 'CREDITS'] as const;
 export type TerminationReason = (typeof TERMINATION_REASONS)[number];

@@ -25,8 +25,8 @@ export type CreateStep =
   | { kind: 'next-candidate' }
   | { kind: 'fail'; code: FailureCode; reason: string; attemptOutcome?: AttemptOutcome };
 
-/** Outcomes after which no instance can carry the label: nothing to look up. */
-export const NOTHING_CREATED: readonly AttemptOutcome[] = ['UNAVAILABLE', 'THROTTLED', 'REJECTED'];
+/** Outcomes after which no instance of the label may be adopted: none was made, or it was given up on (GPU_MISMATCH). */
+export const NOTHING_CREATED: readonly AttemptOutcome[] = ['UNAVAILABLE', 'THROTTLED', 'REJECTED', 'GPU_MISMATCH'];
 
 /**
  * The create loop's next step, from what is on record (a pure function; every case has a row in
@@ -38,6 +38,7 @@ export const NOTHING_CREATED: readonly AttemptOutcome[] = ['UNAVAILABLE', 'THROT
  *   provisioning bound (past it, as unavailable);
  * - unavailable: next candidate, or fail when none is left;
  * - rejected (our request or configuration): fail at once, no further candidates;
+ * - fewer GPUs than promised (the machine was destroyed): next candidate, or fail as GPU_MISMATCH;
  * - created or adopted but gone before it was recorded, failed, not found: fail.
  */
 export function decideCreateStep(x: CreateStepInput): CreateStep {
@@ -57,6 +58,10 @@ export function decideCreateStep(x: CreateStepInput): CreateStep {
     case 'THROTTLED':
       if (x.sinceAttemptMs >= x.timing.activeBoundMs) return nextOrExhausted();
       return { kind: 'retry-same-label', delayMs: Math.max(0, x.retryInMs) };
+    case 'GPU_MISMATCH':
+      return x.candidatesLeft > 0
+        ? { kind: 'next-candidate' }
+        : { kind: 'fail', code: 'GPU_MISMATCH', reason: 'The machine came up with fewer GPUs than its offer promised, so it was destroyed; your rental was not started.' };
     case 'REJECTED':
       return { kind: 'fail', code: 'PROVIDER_REJECTED', reason: 'The provider refused the request for this machine; your rental was not started.' };
     case 'CREATED':

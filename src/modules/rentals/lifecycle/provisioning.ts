@@ -1,6 +1,5 @@
 import { inTransaction } from '../../../db/transaction.js';
-import type { InstanceInfo, Provider } from '../../../providers/provider.js';
-import { sshProbe } from '../../../providers/ssh-probe.js';
+import type { InstanceInfo, MachineSettings, Provider } from '../../../providers/provider.js';
 import { cheapestOffersOfShape, offersByIds } from '../../inventory/offers.repository.js';
 import { recordProviderError } from '../../inventory/provider-status.repository.js';
 import { describeUntrustedEndpoint, sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
@@ -11,21 +10,25 @@ import { MAX_CANDIDATES } from '../rental-limits.js';
 import type { Deployment } from '../deployment.entity.js';
 import { DeploymentAttempt, type AttemptOutcome } from '../deployment-attempt.entity.js';
 import type { Order } from '../order.entity.js';
-import { isOneOf, PROVISIONING_STATUSES } from '../rental-status.js';
+import { isOneOf, PROVISIONING_STATUSES, type MachinePhase } from '../rental-status.js';
 import { transition } from '../rental-state.js';
 import { decideCreateStep, NOTHING_CREATED } from './create-step.js';
 import {
   assignAttempt,
+  clearInstance,
   findDeployment,
   insertAttempt,
   lastAttempt,
   recordAttemptOutcome,
   recordInstance,
   recordSshAddress,
+  setPhase,
   storeSshKey,
   type AttemptAssignment,
 } from '../deployments.repository.js';
+import { machineSettingsOf, wrapStartupScript } from '../machine-secrets.js';
 import { instanceLabel } from './labels.js';
+import { checkMachine, type MachineCheck } from './machine-check.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import { getOrder, setOrderHourlyPrice } from '../orders.repository.js';
 import type { Reversal } from './reversal.js';
@@ -77,7 +80,7 @@ export class Provisioning {
       if (!d.instanceId) return;
       if (d.status !== 'PROVISIONING') return enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
     }
-    await this.pollUntilActive(d);
+    await this.pollUntilActive(d, order);
   }
 
   /** The create candidates, cheapest first, from the order (never a live provider search). */
@@ -141,7 +144,7 @@ export class Provisioning {
           await this.markAttempt(prev!, 'UNAVAILABLE', 'the offer of this attempt is no longer cached');
           continue;
         }
-        outcome = await this.callCreate(d, prev!, offer, provider!);
+        outcome = await this.callCreate(d, order, prev!, offer, provider!);
       } else {
         // Re-read: a termination may have come in between attempts.
         const fresh = (await findDeployment(this.deps.ds, d.id))!;
@@ -151,7 +154,7 @@ export class Provisioning {
         }
         const offer = candidates[prev?.attempt ?? 0];
         const attempt = await this.recordAttempt(fresh, (prev?.attempt ?? 0) + 1, offer);
-        outcome = await this.callCreate(fresh, attempt, offer, this.deps.providers.get(offer.provider));
+        outcome = await this.callCreate(fresh, order, attempt, offer, this.deps.providers.get(offer.provider));
       }
       if (outcome !== 'asked') return outcome;
       d = (await findDeployment(this.deps.ds, d.id))!;
@@ -184,14 +187,23 @@ export class Provisioning {
       await assignAttempt(m, d.id, patch);
       if (metered) await setOrderHourlyPrice(m, d.orderId, offer.pricePerHourMinor);
     });
+    await setPhase(this.deps.ds, d.id, 'creating', now);
     return attempt;
   }
 
+  /** The rental's machine settings as the provider receives them: secrets opened, the script wrapped. */
+  private machineFor(order: Order): MachineSettings {
+    const settings = machineSettingsOf(this.deps.box, order);
+    return settings.startupScript === null ? settings : { ...settings, startupScript: wrapStartupScript(settings.startupScript) };
+  }
+
   /** One create call; 'asked' when the loop must decide again from what was recorded. */
-  private async callCreate(d: Deployment, a: DeploymentAttempt, offer: Offer, provider: Provider): Promise<RunOutcome> {
+  private async callCreate(d: Deployment, order: Order, a: DeploymentAttempt, offer: Offer, provider: Provider): Promise<RunOutcome> {
+    const machine = this.machineFor(order);
     let result;
     try {
-      result = await provider.create(a.label, { id: offer.id, key: offer.providerOfferKey, name: offer.name, gpuCount: offer.gpuCount, costPerHourMinor: offer.costPerHourMinor ?? undefined }, d.sshPublicKey!);
+      const ref = { id: offer.id, key: offer.providerOfferKey, name: offer.name, gpuCount: offer.gpuCount, costPerHourMinor: offer.costPerHourMinor ?? undefined };
+      result = await provider.create(a.label, ref, d.sshPublicKey!, machine);
     } catch (err) {
       result = { kind: 'ambiguous' as const, reason: (err as Error).message };
     }
@@ -223,7 +235,13 @@ export class Provisioning {
     }
   }
 
-  private async pollUntilActive(d: Deployment): Promise<void> {
+  /**
+   * Polls the instance until it is usable (see {@link checkMachine}): SSH with the rental's own
+   * key, the GPUs the offer promised, the startup script started. The rental shows the phase it is
+   * in. A machine with fewer GPUs than promised is destroyed and, for a GPU intent, the next
+   * candidate is tried.
+   */
+  private async pollUntilActive(d: Deployment, order: Order): Promise<void> {
     const { ds, clock, logger } = this.deps;
     const provider = this.deps.providers.get(d.providerId!);
     let info: InstanceInfo;
@@ -241,16 +259,63 @@ export class Provisioning {
       // Recorded as soon as known: a termination before ACTIVE must probe this address.
       await recordSshAddress(ds, d.id, ssh);
     }
+    let phase: MachinePhase = info.startupPhase ?? 'booting';
     if (ssh) {
       const privateKey = this.deps.box.open(d.sshPrivateKeyEnc!, d.sshKeyKid!, d.id);
-      const probe = await sshProbe({ ...ssh, privateKey }, { timeoutMs: this.timing.sshTimeoutMs });
-      if (probe.ok) return this.activate(d, ssh);
+      const check = await checkMachine({ ...ssh, privateKey }, { gpus: (await this.offerOf(d))?.gpuCount ?? 0, startupScript: order.startupScriptSha256 !== null }, this.timing.sshTimeoutMs);
+      if (check.kind === 'usable') return this.activate(d, ssh, this.acceptedEndpoints(d, order, info));
+      if (check.kind === 'gpu_mismatch') return this.gpuMismatch(d, check);
+      phase = check.phase;
     }
+    await setPhase(ds, d.id, phase, clock.now());
     const since = (await lastAttempt(this.deps.ds, d.id))?.createdAt ?? d.statusChangedAt ?? d.createdAt;
     if (clock.now().getTime() - since.getTime() > this.timing.activeBoundMs) {
       return this.reversal.fail(d.id, 'PROVISIONING_TIMEOUT', 'The machine did not become reachable in time; your rental was not started.');
     }
     await this.poll(d.id, this.timing.pollMs);
+  }
+
+  /**
+   * The endpoints the provider reported for ports the rental asked for, when they are plain
+   * http(s) URLs without credentials; anything else is left out with a warning naming the cloud.
+   */
+  private acceptedEndpoints(d: Deployment, order: Order, info: InstanceInfo): { port: number; url: string }[] {
+    const asked = new Set(order.machinePorts ?? []);
+    return (info.endpoints ?? []).filter((e) => {
+      let ok = false;
+      try {
+        const u = new URL(e.url);
+        ok = asked.has(e.port) && (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password && e.url.length <= 512;
+      } catch {
+        ok = false;
+      }
+      if (!ok) this.deps.logger.warn({ deploymentId: d.id, providerId: d.providerId, port: e.port }, 'the provider reported an endpoint that cannot be handed on; not using it');
+      return ok;
+    });
+  }
+
+  /** The cached offer of the deployment's current attempt (rows of the cache are never deleted). */
+  private async offerOf(d: Deployment): Promise<Offer | null> {
+    return d.offerId ? ((await offersByIds(this.deps.ds, [d.offerId]))[0] ?? null) : null;
+  }
+
+  /**
+   * Fewer GPUs than promised: the attempt is given up (its machine destroyed; the reconciler
+   * destroys it later if this call fails) and the create loop decides: the next candidate of a
+   * GPU intent, else the rental fails as GPU_MISMATCH.
+   */
+  private async gpuMismatch(d: Deployment, check: Extract<MachineCheck, { kind: 'gpu_mismatch' }>): Promise<void> {
+    const { ds, logger, providers } = this.deps;
+    logger.warn({ deploymentId: d.id, providerId: d.providerId, offerId: d.offerId, listed: check.listed, promised: check.promised }, 'machine has fewer GPUs than its offer promised; destroying it');
+    try {
+      await providers.get(d.providerId!).destroy(d.instanceId!);
+    } catch (err) {
+      logger.warn({ err, deploymentId: d.id }, 'destroying a machine with too few GPUs failed; the reconciler destroys it');
+    }
+    const attempt = await lastAttempt(ds, d.id);
+    if (attempt) await this.markAttempt(attempt, 'GPU_MISMATCH', `nvidia-smi -L listed ${check.listed} of ${check.promised} GPUs`, { instanceId: d.instanceId });
+    await clearInstance(ds, d.id, this.now());
+    await this.provision(d.id);
   }
 
   /**
@@ -268,15 +333,29 @@ export class Provisioning {
     return undefined;
   }
 
-  /** ACTIVE from now; legacy rentals get their end and its expiry job, metered ones start accruing. */
-  private async activate(d: Deployment, ssh: { host: string; port: number; user: string }): Promise<void> {
+  /**
+   * ACTIVE from now, with the endpoints of its ports; a rental with an end (a prepaid purchase, a
+   * lease) gets it and its expiry job, metered ones start accruing.
+   */
+  private async activate(d: Deployment, ssh: { host: string; port: number; user: string }, endpoints: { port: number; url: string }[]): Promise<void> {
     const started = this.now();
     const legacy = d.billingModel === 'LEGACY_PREPAID';
-    const endsAt = legacy && d.durationSeconds ? new Date(started.getTime() + d.durationSeconds * 1000) : null;
+    const ends = [legacy ? d.durationSeconds : null, d.leaseSeconds].filter((s): s is number => s !== null && s > 0);
+    const endsAt = ends.length ? new Date(started.getTime() + Math.min(...ends) * 1000) : null;
     const moved = await inTransaction(this.deps.ds, (m) =>
       transition(m, d.id, ['PROVISIONING'], 'ACTIVE', {
         at: started,
-        deployment: { startedAt: started, endsAt, meteredUntil: legacy ? null : started, sshHost: ssh.host, sshPort: ssh.port, sshUser: ssh.user },
+        deployment: {
+          startedAt: started,
+          endsAt,
+          meteredUntil: legacy ? null : started,
+          sshHost: ssh.host,
+          sshPort: ssh.port,
+          sshUser: ssh.user,
+          endpoints: endpoints.length ? endpoints : null,
+          phase: null,
+          phaseSince: null,
+        },
       }),
     );
     if (moved && endsAt) await enqueueFor(this.deps.jobs, 'rental.expire', d.id, endsAt.getTime() - started.getTime());

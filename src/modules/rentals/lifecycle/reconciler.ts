@@ -4,7 +4,7 @@ import {
   deploymentsUnchangedSince,
   failedWithReversalPending,
   labelsOfDeploymentsIn,
-  overdueLegacyDeployments,
+  overdueDeployments,
   setLastCheckDetail,
   terminatedWithDetailPrefix,
 } from '../deployments.repository.js';
@@ -14,7 +14,7 @@ import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycl
 
 /**
  * The safety net under the lifecycle jobs: destroys labelled instances no live deployment owns,
- * re-drives deployments a lost job left waiting, retries reversals, and ends overdue legacy rentals.
+ * re-drives deployments a lost job left waiting, retries reversals, and ends rentals past their end.
  */
 export class Reconciler {
   constructor(
@@ -34,8 +34,8 @@ export class Reconciler {
     const unsettled = await failedWithReversalPending(ds, cutoff);
     for (const id of unsettled) await enqueueFor(jobs, 'rental.provision', id);
     // Backstop for the one-off expiry job: if it was lost (a crash between ACTIVE and scheduling
-    // it), a paid-up legacy rental would otherwise run past what was bought.
-    const overdue = await overdueLegacyDeployments(ds, clock.now());
+    // it), a rental would otherwise run past what was bought or past its lease.
+    const overdue = await overdueDeployments(ds, clock.now());
     for (const id of overdue) await this.requestTermination(id, 'EXPIRED');
     await this.retryCleanups();
     return { destroyed, redriven: [...stuck.map((d) => d.id), ...unsettled, ...overdue] };

@@ -55,7 +55,7 @@ export class Termination {
     await enqueueFor(this.deps.jobs, 'rental.terminate', deploymentId);
   }
 
-  /** Legacy rentals end themselves at endsAt. */
+  /** Rentals with an end (a prepaid purchase, or a lease on any billing model) end themselves at endsAt. */
   async expire(deploymentId: string): Promise<void> {
     const d = await findDeployment(this.deps.ds, deploymentId);
     if (!d || d.status !== 'ACTIVE' || !d.endsAt) return;
