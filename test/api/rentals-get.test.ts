@@ -99,13 +99,16 @@ describe('GET /api/v1/rentals/{id}', () => {
     assert.equal(res.body.data.deployment.endedAt, null);
   });
 
-  it('keeps ACCOUNT_BALANCE runtime fields null even if a row carries values', async () => {
+  it('keeps ACCOUNT_BALANCE purchase fields null even if a row carries values, and shows an end (a lease) as stored', async () => {
     const who = await account(ctx, { creditsMinor: 1000 });
     const r = await rentOk(ctx, who, { offerId });
-    await ctx.services.ds.getRepository(Deployment).update({ id: r.deploymentId }, { endsAt: new Date(), hoursPurchased: 3, durationSeconds: 10800 });
+    const endsAt = new Date(Math.floor(Date.now() / 1000) * 1000);
+    await ctx.services.ds.getRepository(Deployment).update({ id: r.deploymentId }, { endsAt, hoursPurchased: 3, durationSeconds: 10800 });
     const res = await get(who.auth, r.rentalId);
     const d = res.body.data.deployment;
-    assert.deepEqual([d.hoursPurchased, d.durationSeconds, d.endsAt, res.body.data.quote.durationSeconds], [null, null, null, null]);
+    assert.deepEqual([d.hoursPurchased, d.durationSeconds, res.body.data.quote.durationSeconds], [null, null, null]);
+    assert.equal(d.endsAt, endsAt.toISOString());
+    assert.equal(res.body.data.endsAt, endsAt.toISOString());
     assert.equal(res.body.data.quote.totalMinor, 0);
   });
 });

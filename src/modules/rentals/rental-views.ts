@@ -2,8 +2,8 @@ import { AppError } from '../../errors/app-error.js';
 import { describeGpuChoice } from '../inventory/gpu-match.js';
 import type { Deployment } from './deployment.entity.js';
 import type { Order } from './order.entity.js';
-import { apiTerminationReason } from './rental-status.js';
-import type { DeploymentDto, RentalDto } from './rentals.dto.js';
+import { apiTerminationReason, isOneOf, PROVISIONING_STATUSES, type MachinePhase } from './rental-status.js';
+import type { DeploymentDto, EndpointDto, MachineDto, RentalDto } from './rentals.dto.js';
 import { NO_MACHINE, type MachineFacts, type RentalPosition } from './rentals.repository.js';
 
 /** Page size bounds of GET /api/v1/rentals. */
@@ -37,6 +37,22 @@ function endedAtOf(d: Deployment, funding: 'CREDITS' | 'CARD'): string | null {
   return funding === 'CREDITS' && d.status === 'TERMINATED' ? iso(d.endedAt) : null;
 }
 
+/** The phase shows only while provisioning; a finished or running deployment has none. */
+function phaseOf(d: Deployment): { phase: MachinePhase | null; phaseSince: string | null } {
+  const shown = isOneOf(PROVISIONING_STATUSES, d.status) && d.phase !== null;
+  return { phase: shown ? (d.phase as MachinePhase) : null, phaseSince: shown ? iso(d.phaseSince) : null };
+}
+
+/** Endpoints show while the machine runs. */
+function endpointsOf(d: Deployment | null): EndpointDto[] {
+  return d && d.status === 'ACTIVE' ? (d.endpoints ?? []).map((e) => ({ port: e.port, url: e.url })) : [];
+}
+
+/** The machine settings as reads show them: names and the script's hash, never values or text. */
+function machineOf(o: Order): MachineDto {
+  return { image: o.machineImage, envNames: o.machineEnvNames ?? [], startupScriptSha256: o.startupScriptSha256, ports: o.machinePorts ?? [], diskGb: o.machineDiskGb };
+}
+
 /** A deployment as the API shows it. */
 export function toDeploymentDto(d: Deployment, funding: 'CREDITS' | 'CARD', machine: MachineFacts = NO_MACHINE): DeploymentDto {
   const metered = d.billingModel !== 'LEGACY_PREPAID';
@@ -51,7 +67,9 @@ export function toDeploymentDto(d: Deployment, funding: 'CREDITS' | 'CARD', mach
     billingModel: d.billingModel,
     hoursPurchased: metered ? null : d.hoursPurchased,
     durationSeconds: metered ? null : d.durationSeconds,
-    endsAt: metered ? null : iso(d.endsAt),
+    endsAt: iso(d.endsAt),
+    ...phaseOf(d),
+    endpoints: endpointsOf(d),
     endedAt: endedAtOf(d, funding),
     startedAt: iso(d.startedAt),
     hourlyPriceMinor: d.hourlyPriceMinor,
@@ -83,6 +101,12 @@ export function toRentalDto(o: Order, d: Deployment | null, machine: MachineFact
     terminationReason: d ? apiTerminationReason(d.terminationReason) : null,
     endedAt: d ? endedAtOf(d, o.funding) : null,
     deployment: d ? toDeploymentDto(d, o.funding, machine) : null,
+    machine: machineOf(o),
+    ...(d ? phaseOf(d) : { phase: null, phaseSince: null }),
+    endpoints: endpointsOf(d),
+    endsAt: d ? iso(d.endsAt) : null,
+    leaseSeconds: d?.leaseSeconds ?? null,
+    waitForCapacityUntil: iso(o.waitForCapacityUntil),
     quote: {
       hourlyPriceMinor: o.hourlyPriceMinor,
       durationSeconds: metered ? null : o.durationSeconds,

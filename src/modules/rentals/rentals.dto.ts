@@ -1,5 +1,5 @@
 import type { GpuMatchedBy } from '../inventory/gpu-match.js';
-import type { ApiTerminationReason, DeploymentBillingModel, FailureCode, RentalStatus, ReversalStatus } from './rental-status.js';
+import type { ApiTerminationReason, DeploymentBillingModel, FailureCode, MachinePhase, RentalStatus, ReversalStatus } from './rental-status.js';
 
 /**
  * Rent one exact cached offer. Never substituted: if the provider no longer has it at
@@ -71,6 +71,31 @@ export interface QuoteDto {
   currency: string;
 }
 
+/** An exposed port of a rental's machine. */
+export interface EndpointDto {
+  /** @isInt */
+  port: number;
+  /**
+   * Where the port answers over HTTP(S).
+   * @format uri
+   */
+  url: string;
+}
+
+/** What runs on a rental's machine, as asked; environment values and the script are never shown. */
+export interface MachineDto {
+  /** The container image asked for; null: the provider's default. */
+  image: string | null;
+  /** Names of the environment variables set (their values are sealed and never returned). */
+  envNames: string[];
+  /** SHA-256 (hex) of the startup script; null without one. The script itself is never returned. */
+  startupScriptSha256: string | null;
+  /** Ports asked to be exposed over HTTP(S); see `endpoints`. */
+  ports: number[];
+  /** Disk asked for, in GB; null: the offer's default. */
+  diskGb: number | null;
+}
+
 export interface DeploymentDto {
   id: string;
   /** The rental (order) this deployment belongs to. */
@@ -97,10 +122,21 @@ export interface DeploymentDto {
   /** Purchased runtime in seconds; null for ACCOUNT_BALANCE and MAX_SPEND_METERED. */
   durationSeconds: number | null;
   /**
-   * When the purchased runtime ends (LEGACY_PREPAID, once ACTIVE); null otherwise.
+   * When the rental ends by itself, once ACTIVE: the end of a LEGACY_PREPAID purchase or of a
+   * lease (`terminateAfterSeconds`, or the key's `maxRentalSeconds`), whichever comes first; it is
+   * then terminated with reason EXPIRED. Null when it has no end.
    * @format date-time
    */
   endsAt: string | null;
+  /** While PENDING or PROVISIONING: where provisioning stands; null otherwise. */
+  phase: MachinePhase | null;
+  /**
+   * When the deployment entered `phase`.
+   * @format date-time
+   */
+  phaseSince: string | null;
+  /** Once ACTIVE: the public URL of each port asked for in `machine.ports`. */
+  endpoints: EndpointDto[];
   /**
    * The verified destruction time, once TERMINATED; null before, and always null for card-funded rentals.
    * @format date-time
@@ -163,6 +199,30 @@ export interface RentalDto {
    */
   endedAt: string | null;
   deployment: DeploymentDto | null;
+  /** What runs on the machine, as asked (`machine` of the request). */
+  machine: MachineDto;
+  /** While PENDING or PROVISIONING: where provisioning stands (`waiting_for_capacity` while a GPU intent waits); null otherwise. */
+  phase: MachinePhase | null;
+  /**
+   * When the rental entered `phase`.
+   * @format date-time
+   */
+  phaseSince: string | null;
+  /** Once ACTIVE: the public URL of each port in `machine.ports`. */
+  endpoints: EndpointDto[];
+  /**
+   * Same as deployment.endsAt: when the rental ends by itself (prepaid purchase or lease), once ACTIVE.
+   * @format date-time
+   */
+  endsAt: string | null;
+  /** The lease in force, counted from ACTIVE: `terminateAfterSeconds`, else the key's `maxRentalSeconds`; null without one. */
+  leaseSeconds: number | null;
+  /**
+   * A GPU intent that asked to wait for capacity: until when it waits PENDING for an eligible offer
+   * (then it fails with NO_CAPACITY); null otherwise.
+   * @format date-time
+   */
+  waitForCapacityUntil: string | null;
   quote: QuoteDto;
   billingModel: DeploymentBillingModel;
   /** CREDITS for API rentals, CARD for the human checkout path. */
