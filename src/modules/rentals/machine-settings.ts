@@ -1,0 +1,263 @@
+import { createHash } from 'node:crypto';
+import { AppError } from '../../errors/app-error.js';
+import { DEFAULT_MACHINE_SETTINGS, type MachineCapabilities, type MachineSettings } from '../../providers/provider.js';
+import { scriptSha256 } from './machine-secrets.js';
+import type { MachineSettingsRequest } from './machine-settings.dto.js';
+
+// The rules of a rental's machine settings and of its lease, as plain functions: no database,
+// so each rule is decided once and tested without one. Admission parses the request with these,
+// checks each candidate offer's capabilities and fixes the lease before anything is written.
+
+/** What the operator allows of any machine (MACHINE_IMAGE_ALLOWLIST, MACHINE_MAX_DISK_GB). */
+export interface MachinePolicy {
+  /** Glob patterns (`*` = any run of characters) an image must match; empty: any image. */
+  imageAllowlist: string[];
+  maxDiskGb: number;
+}
+
+export const MAX_ENV_VARIABLES = 50;
+export const MAX_ENV_VALUE_BYTES = 4096;
+/** Names and values together, in UTF-8 bytes: what every provider's create request can carry. */
+export const MAX_ENV_TOTAL_BYTES = 32_768;
+export const MAX_STARTUP_SCRIPT_BYTES = 16_384;
+export const MAX_EXPOSED_PORTS = 5;
+/** SSH's port, which every machine already serves; exposing it over HTTP would shadow it. */
+const SSH_PORT = 22;
+/** The shortest lease: a machine stopped sooner would not have finished booting. */
+export const MIN_LEASE_SECONDS = 60;
+
+const SETTINGS: readonly (keyof MachineSettingsRequest)[] = ['image', 'env', 'startupScript', 'ports', 'diskGb'];
+const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+// A container image reference as registries read it: [domain[:port]/]path[:tag][@digest], path
+// components lower-case. Nothing else (spaces, quotes, `$`, `;`) can pass, so no cloud's command
+// line or template can be broken out of through it.
+const DOMAIN_PART = '(?:[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])';
+const DOMAIN = `${DOMAIN_PART}(?:\\.${DOMAIN_PART})*(?::[0-9]+)?`;
+const PATH_PART = '[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*';
+const NAME = `(?:${DOMAIN}/)?${PATH_PART}(?:/${PATH_PART})*`;
+const TAG = '[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}';
+const DIGEST = '[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}';
+const IMAGE_REFERENCE = new RegExp(`^(${NAME})(?::${TAG})?(?:@${DIGEST})?$`);
+/** Registries refuse longer repository names. */
+const MAX_IMAGE_NAME_CHARS = 255;
+
+function invalid(setting: string, problem: string): AppError {
+  return new AppError('VALIDATION_FAILED', `Invalid request: ${setting}: ${problem}`);
+}
+
+function utf8Bytes(s: string): number {
+  return Buffer.byteLength(s, 'utf8');
+}
+
+/** `*` stands for any run of characters (slashes too); everything else is itself. */
+function globMatches(pattern: string, value: string): boolean {
+  const source = pattern
+    .split('*')
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'))
+    .join('.*');
+  return new RegExp(`^${source}$`).test(value);
+}
+
+/** A request's `machine` as the settings a provider receives; refuses, naming the setting, what cannot be honoured anywhere. */
+export function parseMachineSettings(req: MachineSettingsRequest | undefined, policy: MachinePolicy): MachineSettings {
+  if (req === undefined || req === null) return { ...DEFAULT_MACHINE_SETTINGS, env: {}, ports: [] };
+  if (typeof req !== 'object' || Array.isArray(req)) throw invalid('machine', `must be an object with any of ${SETTINGS.join(', ')}.`);
+  const unknown = Object.keys(req).filter((k) => !(SETTINGS as readonly string[]).includes(k));
+  if (unknown.length > 0) {
+    const names = unknown.slice(0, 5).map((k) => JSON.stringify(k.length > 40 ? `${k.slice(0, 40)}…` : k));
+    throw invalid('machine', `unknown ${unknown.length === 1 ? 'property' : 'properties'} ${names.join(', ')}; machine accepts ${SETTINGS.join(', ')}.`);
+  }
+  return {
+    image: parseImage(req.image, policy.imageAllowlist),
+    env: parseEnv(req.env),
+    startupScript: parseScript(req.startupScript),
+    ports: parsePorts(req.ports),
+    diskGb: parseDisk(req.diskGb, policy.maxDiskGb),
+  };
+}
+
+function parseImage(image: unknown, allowlist: readonly string[]): string | null {
+  if (image === undefined || image === null) return null;
+  if (typeof image !== 'string') throw invalid('machine.image', 'must be a string, a container image reference such as "pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime".');
+  const match = IMAGE_REFERENCE.exec(image);
+  if (!match || match[1].length > MAX_IMAGE_NAME_CHARS) {
+    throw invalid(
+      'machine.image',
+      `${JSON.stringify(image.length > 80 ? `${image.slice(0, 80)}…` : image)} is not a container image reference; write it as registry/path:tag or path@sha256:<digest> ` +
+        '(lower-case path, no spaces or shell characters), e.g. "pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime", or leave out machine.image for the default image.',
+    );
+  }
+  if (allowlist.length > 0 && !allowlist.some((pattern) => globMatches(pattern, image))) {
+    throw invalid('machine.image', `this service runs only images matching ${allowlist.map((p) => JSON.stringify(p)).join(', ')} (* = anything); use one of them, or leave out machine.image for the default image.`);
+  }
+  return image;
+}
+
+function parseEnv(env: unknown): Record<string, string> {
+  if (env === undefined || env === null) return {};
+  if (typeof env !== 'object' || Array.isArray(env)) throw invalid('machine.env', 'must be an object of variable names to string values, e.g. {"HF_TOKEN": "…"}.');
+  const entries = Object.entries(env as Record<string, unknown>);
+  if (entries.length > MAX_ENV_VARIABLES) {
+    throw invalid('machine.env', `${entries.length} variables; at most ${MAX_ENV_VARIABLES}. Put the rest in a file the startup script writes or fetches.`);
+  }
+  let total = 0;
+  const out: Record<string, string> = {};
+  for (const [name, value] of entries) {
+    // Control characters are escaped, so the message stays one readable line.
+    const shown = JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}…` : name).slice(1, -1);
+    const setting = `machine.env.${shown}`;
+    if (!ENV_NAME.test(name)) {
+      throw invalid(setting, `variable names are upper-case letters, digits and _, not starting with a digit (e.g. ${suggestedName(name)}); rename it.`);
+    }
+    // Never quote the value back: it is the agent's secret.
+    if (typeof value !== 'string') throw invalid(setting, 'must be a string; send numbers and flags as text, e.g. "1".');
+    if (value.includes('\0')) throw invalid(setting, 'contains a NUL character, which no environment variable can hold; remove it.');
+    if (LONE_SURROGATE.test(value)) throw invalid(setting, 'is not valid UTF-8 text (it holds a lone surrogate); send the value as UTF-8 text, or base64-encode binary data.');
+    const bytes = utf8Bytes(value);
+    if (bytes > MAX_ENV_VALUE_BYTES) {
+      throw invalid(setting, `the value is ${bytes} bytes (UTF-8); at most ${MAX_ENV_VALUE_BYTES}. Put longer data in a file the startup script writes or fetches.`);
+    }
+    total += utf8Bytes(name) + bytes;
+    out[name] = value;
+  }
+  if (total > MAX_ENV_TOTAL_BYTES) {
+    throw invalid('machine.env', `names and values are ${total} bytes in all (UTF-8); at most ${MAX_ENV_TOTAL_BYTES}. Put the larger values in a file the startup script writes or fetches.`);
+  }
+  return out;
+}
+
+/** What a malformed name would look like as a valid one, for the message's example. */
+function suggestedName(name: string): string {
+  const upper = name.toUpperCase().replace(/[^A-Z0-9_]/g, '_');
+  const valid = /^[0-9]/.test(upper) ? `_${upper}` : upper;
+  return ENV_NAME.test(valid) && valid.length <= 40 ? valid : 'MY_VARIABLE';
+}
+
+function parseScript(script: unknown): string | null {
+  if (script === undefined || script === null) return null;
+  if (typeof script !== 'string') throw invalid('machine.startupScript', 'must be a string holding the script.');
+  if (script.trim() === '') throw invalid('machine.startupScript', 'is empty; send the script, or leave out machine.startupScript to run none.');
+  if (LONE_SURROGATE.test(script)) throw invalid('machine.startupScript', 'is not valid UTF-8 text (it holds a lone surrogate); send the script as UTF-8 text.');
+  const bytes = utf8Bytes(script);
+  if (bytes > MAX_STARTUP_SCRIPT_BYTES) {
+    throw invalid('machine.startupScript', `is ${bytes} bytes (UTF-8); at most ${MAX_STARTUP_SCRIPT_BYTES}. Have a shorter script download and run the rest.`);
+  }
+  return script;
+}
+
+function parsePorts(ports: unknown): number[] {
+  if (ports === undefined || ports === null) return [];
+  if (!Array.isArray(ports)) throw invalid('machine.ports', 'must be an array of TCP port numbers, e.g. [8000].');
+  if (ports.length > MAX_EXPOSED_PORTS) throw invalid('machine.ports', `${ports.length} ports; at most ${MAX_EXPOSED_PORTS}. Serve the rest behind one port.`);
+  const seen = new Set<number>();
+  for (const port of ports as unknown[]) {
+    if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
+      throw invalid('machine.ports', `${JSON.stringify(port)} is not a TCP port; each must be a whole number from 1 to 65535.`);
+    }
+    if (port === SSH_PORT) throw invalid('machine.ports', `${SSH_PORT} is SSH's port, reachable already through the rental's ssh details; leave it out.`);
+    if (seen.has(port)) throw invalid('machine.ports', `${port} is listed twice; list each port once.`);
+    seen.add(port);
+  }
+  // One order for equal sets, so the stored settings and the idempotency value agree.
+  return [...seen].sort((a, b) => a - b);
+}
+
+function parseDisk(diskGb: unknown, maxDiskGb: number): number | null {
+  if (diskGb === undefined || diskGb === null) return null;
+  if (typeof diskGb !== 'number' || !Number.isInteger(diskGb) || diskGb < 1) {
+    throw invalid('machine.diskGb', 'must be a whole number of GB, at least 1; or leave it out for the offer\'s default disk.');
+  }
+  if (diskGb > maxDiskGb) throw invalid('machine.diskGb', `${diskGb} GB is more than this service allows; ask for at most ${maxDiskGb}.`);
+  return diskGb;
+}
+
+/** SHA-256 of a canonical JSON (keys sorted), in hex. */
+function canonicalSha256(value: Record<string, string>): string {
+  const sorted = Object.fromEntries(Object.keys(value).sort().map((k) => [k, value[k]]));
+  return createHash('sha256').update(JSON.stringify(sorted), 'utf8').digest('hex');
+}
+
+/**
+ * What the idempotency record hashes of the settings: equal settings give equal values whatever
+ * their key order; any change of image, a variable's name or value, the script, ports or disk
+ * changes it. The secrets enter only as hashes.
+ */
+export function machineIntentValue(s: MachineSettings): Record<string, unknown> {
+  return {
+    image: s.image,
+    envSha256: Object.keys(s.env).length > 0 ? canonicalSha256(s.env) : null,
+    startupScriptSha256: s.startupScript === null ? null : scriptSha256(s.startupScript),
+    ports: [...s.ports].sort((a, b) => a - b),
+    diskGb: s.diskGb,
+  };
+}
+
+/** How messages name an offer: its GPU name and provider, e.g. `"NVIDIA H100" (lambda)`. */
+export function offerLabel(name: string, provider: string): string {
+  return `${JSON.stringify(name)} (${provider})`;
+}
+
+/**
+ * The first setting of `s` the offer cannot honour, as a message naming it (`offerName` as
+ * {@link offerLabel} writes it), or null when it can honour them all. Variables never count:
+ * every provider sets them.
+ */
+export function unmetSetting(s: MachineSettings, caps: MachineCapabilities, offerName: string): string | null {
+  const offer = `offer ${offerName}`;
+  if (s.image !== null && !caps.customImage) {
+    return `machine.image: ${offer} cannot run a custom image; rent an offer whose capabilities.customImage is true, or leave out machine.image for its default image.`;
+  }
+  if (s.startupScript !== null && !caps.startupScript) {
+    return `machine.startupScript: ${offer} cannot run a startup script; rent an offer whose capabilities.startupScript is true, or run the script over SSH once the rental is ACTIVE.`;
+  }
+  if (s.ports.length > caps.ports) {
+    const can = caps.ports === 0 ? 'cannot expose ports' : `exposes at most ${caps.ports} port${caps.ports === 1 ? '' : 's'}, not ${s.ports.length}`;
+    return `machine.ports: ${offer} ${can}; rent an offer whose capabilities.ports is at least ${s.ports.length}, or reach the ports through an SSH tunnel.`;
+  }
+  if (s.diskGb !== null && (caps.maxDiskGb === null || s.diskGb > caps.maxDiskGb)) {
+    const can = caps.maxDiskGb === null ? 'cannot choose its disk' : `offers at most ${caps.maxDiskGb} GB of disk, not ${s.diskGb}`;
+    return `machine.diskGb: ${offer} ${can}; rent an offer whose capabilities.maxDiskGb is at least ${s.diskGb}, or leave out machine.diskGb for its default disk.`;
+  }
+  return null;
+}
+
+/** A whole number of seconds in words: `2 hours 30 minutes`, `45 seconds`. */
+export function durationWords(seconds: number): string {
+  const parts: [number, string][] = [
+    [Math.floor(seconds / 3600), 'hour'],
+    [Math.floor((seconds % 3600) / 60), 'minute'],
+    [seconds % 60, 'second'],
+  ];
+  const words = parts.filter(([n]) => n > 0).map(([n, unit]) => `${n} ${unit}${n === 1 ? '' : 's'}`);
+  return words.length ? words.join(' ') : '0 seconds';
+}
+
+/**
+ * The lease in force: how long after it starts the rental is terminated. The rental's own
+ * `terminateAfterSeconds` is refused (never shortened) when the offer or the key cannot grant it;
+ * without it the key's longest rental (within the offer's maximum) applies; null: no lease.
+ */
+export function leaseSeconds(args: { terminateAfterSeconds: number | null; keyMaxRentalSeconds: number | null; offerMaximumDurationSeconds: number }): number | null {
+  const { terminateAfterSeconds: asked, keyMaxRentalSeconds: keyMax, offerMaximumDurationSeconds: offerMax } = args;
+  if (asked === null) return keyMax === null ? null : Math.min(keyMax, offerMax);
+  if (!Number.isInteger(asked) || asked < MIN_LEASE_SECONDS) {
+    throw invalid('terminateAfterSeconds', `must be a whole number of seconds, at least ${MIN_LEASE_SECONDS} (a machine needs minutes to boot); send ${MIN_LEASE_SECONDS} or more.`);
+  }
+  // The tighter of the two limits is the one worth naming.
+  const keyBinds = keyMax !== null && asked > keyMax && keyMax <= offerMax;
+  if (!keyBinds && asked > offerMax) {
+    throw invalid(
+      'terminateAfterSeconds',
+      `${asked} is longer than this offer's maximum duration of ${offerMax} seconds (${durationWords(offerMax)}); send at most ${offerMax}, or rent an offer that runs longer.`,
+    );
+  }
+  if (keyMax !== null && asked > keyMax) {
+    throw invalid(
+      'terminateAfterSeconds',
+      `${asked} is longer than this key allows: its rentals last at most ${keyMax} seconds (${durationWords(keyMax)}); send at most ${keyMax}, or ask the key's owner for a longer maximum.`,
+    );
+  }
+  return asked;
+}
