@@ -118,7 +118,8 @@ describe('inventory answered from the serialised snapshot', () => {
   });
 
   it('gives two requests two request ids and one ETag, and answers its If-None-Match with a 304 carrying the usual headers', async () => {
-    for (const path of ['/api/v1/offers', '/api/v1/gpus', '/api/v1/gpus/h100-sxm', '/api/v1/offers?gpu=4090']) {
+    const [first] = decoded(await get('/api/v1/offers')).data as Array<{ id: string }>;
+    for (const path of ['/api/v1/offers', '/api/v1/gpus', '/api/v1/gpus/h100-sxm', '/api/v1/offers?gpu=4090', `/api/v1/offers/${first.id}`]) {
       const a = await get(path, { 'Accept-Encoding': 'gzip' });
       const b = await get(path, { 'Accept-Encoding': 'br' });
       assert.equal(a.status, 200, path);
@@ -158,6 +159,9 @@ describe('inventory answered from the serialised snapshot', () => {
     assert.equal(JSON.parse(missing.bytes.toString()).error.requestId, missing.headers['x-request-id']);
     const malformed = await get('/api/v1/gpus/%c3%28');
     assert.equal(malformed.status, 400);
+    const gone = await get('/api/v1/offers/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42');
+    assert.equal(gone.status, 404);
+    assert.equal(JSON.parse(gone.bytes.toString()).error.code, 'NOT_FOUND');
     const head = await ctx.api.head('/api/v1/offers');
     assert.equal(head.status, 200);
     assert.ok(head.headers.etag);

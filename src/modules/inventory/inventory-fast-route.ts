@@ -22,11 +22,11 @@ interface Read {
 }
 
 /**
- * `GET /api/v1/offers`, `/api/v1/gpus` and `/api/v1/gpus/{slug}` answered from the snapshot's
- * serialised envelope, ahead of the body parser and the generated routes, with no promise in
- * between when the snapshot is current. The controller stays the documented definition of these
+ * `GET /api/v1/offers`, `/api/v1/offers/{id}`, `/api/v1/gpus` and `/api/v1/gpus/{slug}` answered
+ * from the snapshot's serialised envelope, ahead of the body parser and the generated routes, with
+ * no promise in between when the snapshot is current. The controller stays the documented definition of these
  * routes and answers whatever this declines: other methods, other query parameters, an unknown
- * model (its 404), a failed lookup.
+ * model or offer (its 404), a failed lookup.
  */
 export function fastInventoryRoutes(inventory: InventoryService, options: FastInventoryOptions): RequestHandler {
   const negotiated = new Map<string, WireEncoding>();
@@ -111,16 +111,23 @@ function readOf(inventory: InventoryService, url: string): Read | undefined {
   }
   if (q >= 0) return undefined;
   if (path === '/api/v1/gpus') return read(() => inventory.gpuSummaryNow(), () => inventory.gpuSummary());
-  if (!path.startsWith('/api/v1/gpus/')) return undefined;
-  const raw = path.slice('/api/v1/gpus/'.length);
+  const offerId = segmentAfter(path, '/api/v1/offers/');
+  if (offerId !== undefined) return read(() => inventory.offerNow(offerId), () => inventory.offer(offerId));
+  const slug = segmentAfter(path, '/api/v1/gpus/');
+  if (slug === undefined) return undefined;
+  return read(() => inventory.gpuModelNow(slug), () => inventory.gpuModel(slug));
+}
+
+/** The one decoded path segment after `prefix`, or undefined when the path is not of that shape. */
+function segmentAfter(path: string, prefix: string): string | undefined {
+  if (!path.startsWith(prefix)) return undefined;
+  const raw = path.slice(prefix.length);
   if (!raw || raw.includes('/')) return undefined;
-  let slug: string;
   try {
-    slug = decodeURIComponent(raw);
+    return decodeURIComponent(raw);
   } catch {
     return undefined;
   }
-  return read(() => inventory.gpuModelNow(slug), () => inventory.gpuModel(slug));
 }
 
 /**

@@ -3,7 +3,7 @@ import { v5 as uuidv5 } from 'uuid';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../logger.js';
 import { customerPriceMinor } from '../../providers/pricing.js';
-import type { ProviderErrorClass, ProviderOffer } from '../../providers/provider.js';
+import { NO_MACHINE_CAPABILITIES, type MachineCapabilities, type ProviderErrorClass, type ProviderOffer } from '../../providers/provider.js';
 import { errorClassOf, ProviderApiError } from '../../providers/provider-http.js';
 import type { ProviderRegistry, RegisteredProvider } from '../../providers/provider-registry.js';
 import { resolveProviderGpu } from './gpu-match.js';
@@ -15,6 +15,7 @@ import {
   withdrawOffers,
   withdrawOffersNotOf,
   withdrawStaleOffers,
+  type CachedOfferState,
   type ListedOffer,
 } from './offers.repository.js';
 import { recordRefreshFailure, recordRefreshSuccess } from './provider-status.repository.js';
@@ -29,7 +30,7 @@ export interface RefreshResult {
   provider: string;
   ok: boolean;
   offers: number;
-  /** Offers new or changed (name, model, region) since the previous refresh. */
+  /** Offers new or changed (name, model, region, capabilities) since the previous refresh. */
   added: number;
   removed: number;
   /** For the worker's log only: never shown to customers (it may carry URLs). */
@@ -39,12 +40,44 @@ export interface RefreshResult {
 
 /**
  * Deterministic id: the same provider offer at the same customer price and shape keeps its id;
- * a new markup or cost is a new offer, as a new price always was.
+ * a new markup or cost is a new offer, as a new price always was. The capabilities are not part of
+ * it: a provider that learns to run images keeps its offers' ids (the change still moves the version).
  */
 export function offerId(provider: string, o: ProviderOffer, customerPrice: number): string {
   const shape = [provider, o.key, o.name, customerPrice, o.gpuCount, o.vramGb, o.cpuCores ?? '', o.memoryGb ?? '', o.storageGb ?? '', o.maximumDurationSeconds];
   if (o.region) shape.push(o.region);
   return uuidv5(shape.join('\u001f'), OFFER_NAMESPACE);
+}
+
+/** Largest port count an offer may declare: there are no more TCP ports. */
+const MAX_PORTS = 65_535;
+
+/** Largest disk an offer may declare, in GB: what the column holds. */
+const MAX_DISK_GB = 2_147_483_647;
+
+/**
+ * What a listed offer's machine can be given, as the cache keeps it: absent is nothing, and a
+ * value that cannot be true (a negative or fractional count) is nothing too, never a promise.
+ */
+export function declaredCapabilities(o: ProviderOffer): MachineCapabilities {
+  const c = o.capabilities ?? NO_MACHINE_CAPABILITIES;
+  const whole = (n: unknown, min: number, max: number): n is number => Number.isSafeInteger(n) && (n as number) >= min && (n as number) <= max;
+  return {
+    customImage: c.customImage === true,
+    startupScript: c.startupScript === true,
+    ports: whole(c.ports, 0, MAX_PORTS) ? c.ports : 0,
+    maxDiskGb: whole(c.maxDiskGb, 1, MAX_DISK_GB) ? c.maxDiskGb : null,
+  };
+}
+
+/** Whether the cache's row says other than the listing about the offer's machine. */
+function capabilitiesChanged(before: CachedOfferState, now: MachineCapabilities): boolean {
+  return (
+    Number(before.capCustomImage) !== Number(now.customImage) ||
+    Number(before.capStartupScript) !== Number(now.startupScript) ||
+    Number(before.capPorts) !== now.ports ||
+    (before.capMaxDiskGb === null ? null : Number(before.capMaxDiskGb)) !== now.maxDiskGb
+  );
 }
 
 /**
@@ -152,14 +185,24 @@ export class InventoryRefresher {
         const gpu = resolveProviderGpu(o.name, o.vramGb);
         if (!gpu.known) this.reportUnknown(provider, o.name, gpu.slug);
         const row = { slug: gpu.slug, name: gpu.name, category: gpu.category ?? o.category, region: o.region?.trim().slice(0, 64) || null };
+        const caps = declaredCapabilities(o);
         const before = was.get(id);
-        if (!before || Number(before.available) !== 1 || before.slug !== row.slug || before.name !== row.name || before.category !== row.category || before.region !== row.region) {
+        if (
+          !before ||
+          Number(before.available) !== 1 ||
+          before.slug !== row.slug ||
+          before.name !== row.name ||
+          before.category !== row.category ||
+          before.region !== row.region ||
+          capabilitiesChanged(before, caps)
+        ) {
           changed++;
         }
         rows.push({
           id, provider, providerOfferKey: o.key, name: row.name, slug: row.slug, category: row.category, vramGb: o.vramGb, gpuCount: o.gpuCount,
           cpuCores: o.cpuCores ?? null, memoryGb: o.memoryGb ?? null, storageGb: o.storageGb ?? null, pricePerHourMinor: price, costPerHourMinor: o.pricePerHourMinor,
           region: row.region, currency: CURRENCY, maximumDurationSeconds: o.maximumDurationSeconds, seenAt: now, staleAt,
+          capCustomImage: caps.customImage, capStartupScript: caps.startupScript, capPorts: caps.ports, capMaxDiskGb: caps.maxDiskGb,
         });
       }
       await upsertListedOffers(m, rows);

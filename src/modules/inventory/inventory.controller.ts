@@ -24,6 +24,18 @@ export class InventoryController extends BaseController {
     return this.cached(req, await this.inventory.listOffers(gpu));
   }
 
+  /**
+   * One available offer by id, as GET /api/v1/offers lists it: its price, shape and the
+   * `capabilities` a rental's `machine` may use. An offer no longer listed is a 404.
+   */
+  @Get('offers/{id}')
+  @OperationId('getOffer')
+  @Extension('x-etagged', true)
+  @Response<ErrorEnvelope>(404, 'NOT_FOUND')
+  async offer(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<OfferDto>> {
+    return this.cached(req, await this.inventory.offer(id));
+  }
+
   /** Per-model view of the same offers. */
   @Get('gpus')
   @OperationId('listGpus')

@@ -34,6 +34,38 @@ export interface OfferDto {
   provider: string;
   /** Where the machine would run, when the provider says. */
   region?: string;
+  /**
+   * What a rental of this offer may set in `machine` beyond the environment variables (which
+   * every offer takes). A rental asking for more than this is refused; a GPU-intent rental is
+   * matched only to offers that can honour its `machine`.
+   */
+  capabilities: OfferCapabilitiesDto;
+}
+
+/** What an offer's machine can be given beyond the defaults. */
+export interface OfferCapabilitiesDto {
+  /**
+   * The rental may name its own container image (`machine.image`).
+   * @example true
+   */
+  customImage: boolean;
+  /**
+   * The rental may give a startup script (`machine.startupScript`), run once after boot.
+   * @example true
+   */
+  startupScript: boolean;
+  /**
+   * How many TCP ports the rental may expose over HTTP(S) (`machine.ports`); 0: none.
+   * @isInt
+   * @example 5
+   */
+  ports: number;
+  /**
+   * Largest disk the rental may ask for (`machine.diskGb`), in GB; null: the disk cannot be chosen.
+   * @isInt
+   * @example 500
+   */
+  maxDiskGb: number | null;
 }
 
 export interface GpuModelDto {

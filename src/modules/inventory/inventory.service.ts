@@ -9,7 +9,7 @@ import { EnvelopeWire } from './envelope-wire.js';
 import { CURRENCY, InventoryRefresher, type RefreshResult } from './inventory-refresh.js';
 import type { GpuModelDetailDto, GpuModelDto, GpuSummaryDto, OfferDto, ProviderStatusDto } from './inventory.dto.js';
 import { slugMatches } from './offer-candidates.js';
-import type { Offer } from './offer.entity.js';
+import { offerCapabilities, type Offer } from './offer.entity.js';
 import { cachedOffer, inventoryVersion, liveOffersByPrice } from './offers.repository.js';
 import { providerStatuses } from './provider-status.js';
 
@@ -43,6 +43,8 @@ interface Snapshot {
   /** Offer id to its model slug. */
   slugOf: Map<string, string>;
   offersByQuery: Map<string, Cached<OfferDto[]>>;
+  /** `/offers/{id}` answers asked for so far (at most {@link MAX_MEMOIZED_QUERIES}). */
+  offerById: Map<string, Cached<OfferDto>>;
   modelBySlug: Map<string, Cached<GpuModelDetailDto>>;
   allOffers: Cached<OfferDto[]>;
   gpus: Cached<GpuSummaryDto>;
@@ -64,6 +66,7 @@ function toDto(o: Offer): OfferDto {
     currency: o.currency,
     maximumDurationSeconds: o.maximumDurationSeconds,
     provider: o.provider,
+    capabilities: offerCapabilities(o),
   };
   if (o.cpuCores !== null) dto.cpuCores = o.cpuCores;
   if (o.memoryGb !== null) dto.memoryGb = o.memoryGb;
@@ -156,7 +159,7 @@ export class InventoryService {
     // Compressed before the snapshot is served, so no request of the two hot paths waits for it.
     await Promise.all([allOffers.wire.prepare(), gpus.wire.prepare()]);
     const byId = new Map(offers.map((o) => [o.id, o]));
-    return { version, expiresAt, offers, byId, bySlug, slugOf, offersByQuery: new Map(), modelBySlug: new Map(), allOffers, gpus };
+    return { version, expiresAt, offers, byId, bySlug, slugOf, offersByQuery: new Map(), offerById: new Map(), modelBySlug: new Map(), allOffers, gpus };
   }
 
   /** One `/gpus` row: the catalog's name, category and VRAM, prices across every provider. */
@@ -197,6 +200,11 @@ export class InventoryService {
     return s && this.offersOf(s, gpu);
   }
 
+  offerNow(id: string): Cached<OfferDto> | undefined {
+    const s = this.ready();
+    return s && this.offerOf(s, id);
+  }
+
   gpuSummaryNow(): Cached<GpuSummaryDto> | undefined {
     return this.ready()?.gpus;
   }
@@ -215,6 +223,23 @@ export class InventoryService {
       hit = cached(`offers:${match.key}`, body);
       if (s.offersByQuery.size >= MAX_MEMOIZED_QUERIES) s.offersByQuery.clear();
       s.offersByQuery.set(match.key, hit);
+    }
+    return hit;
+  }
+
+  /** One live offer by id (`GET /api/v1/offers/{id}`). */
+  async offer(id: string): Promise<Cached<OfferDto>> {
+    return this.offerOf(await this.current(), id);
+  }
+
+  private offerOf(s: Snapshot, id: string): Cached<OfferDto> {
+    let hit = s.offerById.get(id);
+    if (!hit) {
+      const offer = s.byId.get(id);
+      if (!offer) throw new AppError('NOT_FOUND', `No offer ${id} is currently offered. See GET /api/v1/offers for current offers.`);
+      hit = cached(`offer:${id}`, offer);
+      if (s.offerById.size >= MAX_MEMOIZED_QUERIES) s.offerById.clear();
+      s.offerById.set(id, hit);
     }
     return hit;
   }

@@ -1,5 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { minorUnits } from '../../db/columns.js';
+import type { MachineCapabilities } from '../../providers/provider.js';
 
 /** One cached provider offer. Rows are never deleted: vanished offers are marked unavailable. */
 @Entity({ name: 'offers' })
@@ -88,4 +89,9 @@ export class Offer {
   /** Largest disk a rental may ask for, in GB; null: the disk cannot be chosen. */
   @Column({ name: 'cap_max_disk_gb', type: 'int', nullable: true })
   capMaxDiskGb: number | null;
+}
+
+/** What a cached offer's machine can be given, as its provider last declared it. */
+export function offerCapabilities(o: Offer): MachineCapabilities {
+  return { customImage: o.capCustomImage, startupScript: o.capStartupScript, ports: o.capPorts, maxDiskGb: o.capMaxDiskGb };
 }

@@ -52,14 +52,86 @@ export interface CandidateQuery {
   maxHourlyPriceMinor: number;
 }
 
-/** Live offers of the match with exactly that GPU count at or under the ceiling, cheapest first, at most `limit`. */
-export async function liveCandidates(db: DataSource | EntityManager, now: Date, q: CandidateQuery, limit: number): Promise<Offer[]> {
-  return andMatching(whereLive(db.getRepository(Offer).createQueryBuilder('o'), now), q.match)
-    .andWhere('o.gpu_count = :count AND o.price_per_hour_minor <= :max', { count: q.gpuCount, max: q.maxHourlyPriceMinor })
+/**
+ * What a rental's machine settings ask of an offer's capabilities (the environment variables are
+ * not among them: every offer takes those).
+ */
+export interface MachineNeeds {
+  /** The rental names its own image. */
+  customImage: boolean;
+  /** The rental gives a startup script. */
+  startupScript: boolean;
+  /** How many ports the rental exposes; 0: none. */
+  ports: number;
+  /** The disk the rental asks for, in GB; null: the offer's default. */
+  diskGb: number | null;
+}
+
+/** Whether `needs` asks anything of an offer at all (else no statement changes for it). */
+export function needsAnything(needs: MachineNeeds | undefined): needs is MachineNeeds {
+  return !!needs && (needs.customImage || needs.startupScript || needs.ports > 0 || needs.diskGb !== null);
+}
+
+/**
+ * Only offers whose machines honour `needs`. Adds nothing when nothing is needed, so that a rental
+ * without machine settings sends the statement it always sent.
+ */
+function andHonouring(qb: SelectQueryBuilder<Offer>, needs: MachineNeeds | undefined): SelectQueryBuilder<Offer> {
+  if (!needsAnything(needs)) return qb;
+  if (needs.customImage) qb.andWhere('o.cap_custom_image = 1');
+  if (needs.startupScript) qb.andWhere('o.cap_startup_script = 1');
+  if (needs.ports > 0) qb.andWhere('o.cap_ports >= :needPorts', { needPorts: needs.ports });
+  if (needs.diskGb !== null) qb.andWhere('o.cap_max_disk_gb >= :needDiskGb', { needDiskGb: needs.diskGb });
+  return qb;
+}
+
+function liveOfShape(db: DataSource | EntityManager, now: Date, q: CandidateQuery): SelectQueryBuilder<Offer> {
+  return andMatching(whereLive(db.getRepository(Offer).createQueryBuilder('o'), now), q.match).andWhere('o.gpu_count = :count AND o.price_per_hour_minor <= :max', {
+    count: q.gpuCount,
+    max: q.maxHourlyPriceMinor,
+  });
+}
+
+/**
+ * Live offers of the match with exactly that GPU count at or under the ceiling, and honouring
+ * `needs` when given, cheapest first, at most `limit`.
+ */
+export async function liveCandidates(db: DataSource | EntityManager, now: Date, q: CandidateQuery, limit: number, needs?: MachineNeeds): Promise<Offer[]> {
+  return andHonouring(liveOfShape(db, now, q), needs)
     .orderBy('o.price_per_hour_minor', 'ASC')
     .addOrderBy('o.id', 'ASC')
     .take(limit)
     .getMany();
+}
+
+/** The most any live offer of a candidate query's shape can be given, machine settings aside. */
+export interface BestCapabilities {
+  /** How many offers the query finds, whatever they can be given. */
+  offers: number;
+  customImage: boolean;
+  startupScript: boolean;
+  ports: number;
+  maxDiskGb: number | null;
+}
+
+/** What the offers a candidate query finds (needs aside) can be given at best: which need none of them honours. */
+export async function bestCapabilitiesOf(db: DataSource | EntityManager, now: Date, q: CandidateQuery): Promise<BestCapabilities> {
+  type Row = { offers: string | number; customImage: number | null; startupScript: number | null; ports: number | null; maxDiskGb: number | null };
+  const row = await liveOfShape(db, now, q)
+    .select('COUNT(*)', 'offers')
+    .addSelect('MAX(o.cap_custom_image)', 'customImage')
+    .addSelect('MAX(o.cap_startup_script)', 'startupScript')
+    .addSelect('MAX(o.cap_ports)', 'ports')
+    .addSelect('MAX(o.cap_max_disk_gb)', 'maxDiskGb')
+    .getRawOne<Row>();
+  // An aggregate without GROUP BY always answers one row.
+  return {
+    offers: readMinor(row!.offers),
+    customImage: Number(row!.customImage) === 1,
+    startupScript: Number(row!.startupScript) === 1,
+    ports: Number(row!.ports ?? 0),
+    maxDiskGb: row!.maxDiskGb === null ? null : Number(row!.maxDiskGb),
+  };
 }
 
 /** Each GPU count the live offers of the match come in, fewest first, with its cheapest price. */
@@ -112,11 +184,22 @@ export interface CachedOfferState {
   name: string;
   category: string;
   region: string | null;
+  /** 1 or 0, as MySQL returns it. */
+  capCustomImage: number;
+  /** 1 or 0, as MySQL returns it. */
+  capStartupScript: number;
+  capPorts: number;
+  capMaxDiskGb: number | null;
 }
 
 /** Every offer of `provider` the cache holds, live or not, as the refresh compares it. */
 export async function offerStatesOf(m: EntityManager, provider: string): Promise<CachedOfferState[]> {
-  return m.query('SELECT id, available, slug, name, category, region FROM offers WHERE provider = ?', [provider]);
+  return m.query(
+    `SELECT id, available, slug, name, category, region, cap_custom_image AS capCustomImage, cap_startup_script AS capStartupScript,
+       cap_ports AS capPorts, cap_max_disk_gb AS capMaxDiskGb
+     FROM offers WHERE provider = ?`,
+    [provider],
+  );
 }
 
 /** One offer as a provider listed it at `seenAt`, priced and matched to the catalog. */
@@ -139,27 +222,35 @@ export type ListedOffer = Pick<
   | 'currency'
   | 'maximumDurationSeconds'
   | 'staleAt'
+  | 'capCustomImage'
+  | 'capStartupScript'
+  | 'capPorts'
+  | 'capMaxDiskGb'
 > & { seenAt: Date };
 
 const OFFER_COLUMNS = `id, provider, provider_offer_key, name, slug, category, vram_gb, gpu_count, cpu_cores, memory_gb, storage_gb,
-  price_per_hour_minor, cost_per_hour_minor, region, currency, maximum_duration_seconds, available, first_seen_at, last_seen_at, stale_at`;
+  price_per_hour_minor, cost_per_hour_minor, region, currency, maximum_duration_seconds, available, first_seen_at, last_seen_at, stale_at,
+  cap_custom_image, cap_startup_script, cap_ports, cap_max_disk_gb`;
 
 /**
  * Writes the listed offers as available, {@link UPSERT_BATCH_ROWS} to a statement. `VALUES(col)` in
  * the update list is accepted by MariaDB and MySQL 8 alike (MySQL 8.0.20 deprecates it in favour of
  * row aliases, which MariaDB lacks). `first_seen_at` keeps its first value; the price is part of
- * the id, so it never changes in place.
+ * the id, so it never changes in place; the capabilities are not, so they do.
  */
 export async function upsertListedOffers(m: EntityManager, offers: readonly ListedOffer[]): Promise<void> {
   const rows = offers.map((o) => [
     o.id, o.provider, o.providerOfferKey, o.name, o.slug, o.category, o.vramGb, o.gpuCount, o.cpuCores, o.memoryGb, o.storageGb,
     o.pricePerHourMinor, o.costPerHourMinor, o.region, o.currency, o.maximumDurationSeconds, 1, o.seenAt, o.seenAt, o.staleAt,
+    o.capCustomImage, o.capStartupScript, o.capPorts, o.capMaxDiskGb,
   ]);
   for (let i = 0; i < rows.length; i += UPSERT_BATCH_ROWS) {
     await m.query(
       `INSERT INTO offers (${OFFER_COLUMNS}) VALUES ?
      ON DUPLICATE KEY UPDATE available = 1, name = VALUES(name), slug = VALUES(slug), category = VALUES(category),
-       region = VALUES(region), cost_per_hour_minor = VALUES(cost_per_hour_minor), last_seen_at = VALUES(last_seen_at), stale_at = VALUES(stale_at)`,
+       region = VALUES(region), cost_per_hour_minor = VALUES(cost_per_hour_minor), last_seen_at = VALUES(last_seen_at), stale_at = VALUES(stale_at),
+       cap_custom_image = VALUES(cap_custom_image), cap_startup_script = VALUES(cap_startup_script), cap_ports = VALUES(cap_ports),
+       cap_max_disk_gb = VALUES(cap_max_disk_gb)`,
       [rows.slice(i, i + UPSERT_BATCH_ROWS)],
     );
   }
@@ -193,14 +284,20 @@ export interface IntentShape {
   slugs: string[];
   gpuCount: number | null;
   maxHourlyPriceMinor: number | null;
+  /** What the order's machine settings ask of the offer's capabilities; absent: nothing. */
+  needs?: MachineNeeds;
 }
 
-/** Up to `limit` cached offers of one of `shape.slugs` with exactly its GPU count at or under its ceiling, cheapest first. */
+/**
+ * Up to `limit` cached offers of one of `shape.slugs` with exactly its GPU count at or under its
+ * ceiling, honouring its needs, cheapest first.
+ */
 export function cheapestOffersOfShape(ds: DataSource, shape: IntentShape, limit: number): Promise<Offer[]> {
-  return ds
+  const qb = ds
     .getRepository(Offer)
     .createQueryBuilder('o')
-    .where('o.slug IN (:...slugs) AND o.gpu_count = :c AND o.price_per_hour_minor <= :max', { slugs: shape.slugs, c: shape.gpuCount, max: shape.maxHourlyPriceMinor })
+    .where('o.slug IN (:...slugs) AND o.gpu_count = :c AND o.price_per_hour_minor <= :max', { slugs: shape.slugs, c: shape.gpuCount, max: shape.maxHourlyPriceMinor });
+  return andHonouring(qb, shape.needs)
     .orderBy('o.price_per_hour_minor', 'ASC')
     .addOrderBy('o.id', 'ASC')
     .take(limit)
