@@ -1,5 +1,6 @@
 import { Composer, InlineKeyboard } from 'grammy';
-import { APPROVAL_LIMITS } from '../src/modules/keys/key-limits.js';
+import { APPROVAL_LIMITS, MAX_RENTAL_SECONDS, maxRentalSecondsProblem } from '../src/modules/keys/key-limits.js';
+import { describeRentalLength, parseRentalLength } from '../src/modules/keys/rental-length.js';
 import { ConversationStore, type Conversation, type ConversationKind, type LimitStep } from '../src/modules/telegram/conversation-store.js';
 import { ownerOf, type BotContext } from './context.js';
 import { html, parseCount } from './format.js';
@@ -10,11 +11,25 @@ export interface ChosenLimits {
   maxPerRentalMinor: number;
   budgetLimitMinor: number;
   maxConcurrentDeployments: number;
+  /** The longest one rental may run, in seconds; null: no such limit. */
+  maxRentalSeconds: number | null;
 }
 
-type AmountStep = Exclude<LimitStep, 'confirm'>;
+/** The questions of the dialogue, in order: three amounts, then the longest rental. */
+type DialogueStep = Exclude<LimitStep, 'confirm'>;
+type AmountStep = Exclude<DialogueStep, 'rentalLength'>;
 
-const STEPS: AmountStep[] = ['perRental', 'budget', 'concurrent'];
+const STEPS: DialogueStep[] = ['perRental', 'budget', 'concurrent', 'rentalLength'];
+const AMOUNT_STEPS: AmountStep[] = ['perRental', 'budget', 'concurrent'];
+
+/** The longest rental's question and its preset buttons (seconds); "No limit" is a button of its own. */
+const RENTAL_LENGTH = {
+  question:
+    'How long may one rental run at most? Pick a length, type one such as 8h, 90m or 2d ' +
+    `(${describeRentalLength(MAX_RENTAL_SECONDS.minimum)} to ${describeRentalLength(MAX_RENTAL_SECONDS.maximum)}), or choose No limit.`,
+  presets: [3600, 4 * 3600, 8 * 3600, 24 * 3600, 3 * 86_400],
+  label: 'Longest rental',
+};
 
 const QUESTIONS: Record<AmountStep, { question: string; presets: number[]; isCount: boolean; label: string; noun: string }> = {
   perRental: {
@@ -40,7 +55,7 @@ const QUESTIONS: Record<AmountStep, { question: string; presets: number[]; isCou
   },
 };
 
-const FIELD: Record<AmountStep, keyof ChosenLimits> = {
+const FIELD: Record<AmountStep, Exclude<keyof ChosenLimits, 'maxRentalSeconds'>> = {
   perRental: 'maxPerRentalMinor',
   budget: 'budgetLimitMinor',
   concurrent: 'maxConcurrentDeployments',
@@ -64,6 +79,19 @@ export function checkLimit(step: AmountStep, value: number | null): { ok: true; 
   return { ok: true, value };
 }
 
+/**
+ * The longest rental as typed or pressed (seconds; null: no limit; undefined: not a length),
+ * checked against the bounds the API holds every key to; the error is a sentence for the owner.
+ */
+export function checkRentalLength(value: number | null | undefined): { ok: true; value: number | null } | { ok: false; error: string } {
+  if (value === undefined) return { ok: false, error: 'Please send a length such as 8h, 90m or 2d, or "none" for no limit.' };
+  if (maxRentalSecondsProblem(value)) {
+    const range = `${describeRentalLength(MAX_RENTAL_SECONDS.minimum)} to ${describeRentalLength(MAX_RENTAL_SECONDS.maximum)}`;
+    return { ok: false, error: `The longest rental must be from ${range}; you sent ${describeRentalLength(value)}.` };
+  }
+  return { ok: true, value };
+}
+
 /** Parses what the owner typed for a step. */
 export function parseStep(step: AmountStep, text: string): number | null {
   return QUESTIONS[step].isCount ? parseCount(text) : parseUsd(text);
@@ -71,22 +99,29 @@ export function parseStep(step: AmountStep, text: string): number | null {
 
 export function describeLimits(l: ChosenLimits): string {
   const rentals = l.maxConcurrentDeployments === 1 ? '1 rental at a time' : `${l.maxConcurrentDeployments} rentals at a time`;
-  return `${formatUsd(l.maxPerRentalMinor)} per rental, ${formatUsd(l.budgetLimitMinor)} in total, ${rentals}`;
+  const length = l.maxRentalSeconds === null ? 'no time limit per rental' : `each for up to ${describeRentalLength(l.maxRentalSeconds)}`;
+  return `${formatUsd(l.maxPerRentalMinor)} per rental, ${formatUsd(l.budgetLimitMinor)} in total, ${rentals}, ${length}`;
 }
 
 /**
- * Parses `/newagent 5 50 1 [name]`-style arguments. Null when no arguments were given (start the
- * dialogue), otherwise the limits or every problem found, in one reply.
+ * Parses `/newagent 5 50 1 [8h] [name]`-style arguments: a fourth word that is a length (with its
+ * unit) is the longest rental, otherwise it starts the name. Null when no arguments were given
+ * (start the dialogue), otherwise the limits or every problem found, in one reply.
  */
 export function parseLimitArgs(args: string): { limits: ChosenLimits; name?: string } | { errors: string[] } | null {
   const parts = args.trim().split(/\s+/).filter(Boolean);
   if (parts.length === 0) return null;
   if (parts.length < 3) {
-    return { errors: ['Send all three limits in one line: per-rental USD, total USD and concurrent rentals, for example /newagent 5 50 1'] };
+    return {
+      errors: [
+        'Send all three limits in one line: per-rental USD, total USD and concurrent rentals, for example /newagent 5 50 1 ' +
+          '(a fourth, the longest rental such as 8h, is optional)',
+      ],
+    };
   }
   const errors: string[] = [];
-  const values: Partial<ChosenLimits> = {};
-  STEPS.forEach((step, i) => {
+  const values: Partial<ChosenLimits> = { maxRentalSeconds: null };
+  AMOUNT_STEPS.forEach((step, i) => {
     const parsed = parseStep(step, parts[i]);
     const checked = checkLimit(step, parsed);
     if (checked.ok) values[FIELD[step]] = checked.value;
@@ -95,19 +130,27 @@ export function parseLimitArgs(args: string): { limits: ChosenLimits; name?: str
       errors.push(`${QUESTIONS[step].label}: "${parts[i].slice(0, 20)}" is not ${want}.`);
     } else errors.push(checked.error);
   });
+  let rest = parts.slice(3);
+  const length = rest.length ? parseRentalLength(rest[0]) : undefined;
+  if (typeof length === 'number') {
+    const checked = checkRentalLength(length);
+    if (checked.ok) values.maxRentalSeconds = checked.value;
+    else errors.push(checked.error);
+    rest = rest.slice(1);
+  }
   if (errors.length) return { errors };
-  const name = parts.slice(3).join(' ').slice(0, 100) || undefined;
+  const name = rest.join(' ').slice(0, 100) || undefined;
   return { limits: values as ChosenLimits, name };
 }
 
 export type CompleteHandler = (ctx: BotContext, conversation: Conversation, limits: ChosenLimits) => Promise<void>;
 
 export interface DialogueOptions {
-  /** Runs when all three limits are known; the handler clears or advances the conversation. */
+  /** Runs when every limit is known; the handler clears or advances the conversation. */
   onComplete: Record<ConversationKind, CompleteHandler>;
 }
 
-/** Starts asking for the three limits in this chat, replacing any dialogue in progress. */
+/** Starts asking for the limits in this chat, replacing any dialogue in progress. */
 export async function startLimitsDialogue(
   ctx: BotContext,
   kind: ConversationKind,
@@ -125,21 +168,51 @@ export async function startLimitsDialogue(
   await ask(ctx, conversation, 'perRental');
 }
 
-async function ask(ctx: BotContext, conversation: Conversation, step: AmountStep): Promise<void> {
-  const q = QUESTIONS[step];
+/** A preset length's button: "8 h", "3 days". */
+function lengthButton(seconds: number): string {
+  return seconds <= 86_400 ? `${seconds / 3600} h` : `${seconds / 86_400} days`;
+}
+
+async function ask(ctx: BotContext, conversation: Conversation, step: DialogueStep): Promise<void> {
+  const nonce = conversation.data.nonce;
   const kb = new InlineKeyboard();
-  for (const v of q.presets) kb.text(q.isCount ? String(v) : formatUsdShort(v), `lim:${conversation.data.nonce}:${step}:${v}`);
-  kb.row().text('Cancel', `lim:${conversation.data.nonce}:cancel`);
+  let question: string;
+  if (step === 'rentalLength') {
+    for (const v of RENTAL_LENGTH.presets) kb.text(lengthButton(v), `lim:${nonce}:${step}:${v}`);
+    kb.row().text('No limit', `lim:${nonce}:${step}:none`);
+    question = RENTAL_LENGTH.question;
+  } else {
+    const q = QUESTIONS[step];
+    for (const v of q.presets) kb.text(q.isCount ? String(v) : formatUsdShort(v), `lim:${nonce}:${step}:${v}`);
+    kb.row();
+    question = q.question;
+  }
+  kb.text('Cancel', `lim:${nonce}:cancel`);
   const n = STEPS.indexOf(step) + 1;
-  await ctx.reply(`<b>Step ${n} of 3.</b> ${html(q.question)}`, { parse_mode: 'HTML', reply_markup: kb });
+  await ctx.reply(`<b>Step ${n} of ${STEPS.length}.</b> ${html(question)}`, { parse_mode: 'HTML', reply_markup: kb });
+}
+
+type Checked = { ok: true; value: number | null; shown: string } | { ok: false; error: string };
+
+/** An answer to `step`, pressed (the button's value) or typed, checked; with how it reads back to the owner. */
+function checkAnswer(step: DialogueStep, input: { pressed: string } | { typed: string }): Checked {
+  if (step === 'rentalLength') {
+    const value = 'pressed' in input ? (input.pressed === 'none' ? null : Number(input.pressed)) : parseRentalLength(input.typed);
+    const checked = checkRentalLength(value);
+    return checked.ok ? { ...checked, shown: describeRentalLength(checked.value) } : checked;
+  }
+  const value = 'pressed' in input ? (/^\d+$/.test(input.pressed) ? Number(input.pressed) : null) : parseStep(step, input.typed);
+  const checked = checkLimit(step, value);
+  return checked.ok ? { ...checked, shown: QUESTIONS[step].isCount ? String(checked.value) : formatUsd(checked.value) } : checked;
 }
 
 /**
  * Records one answer, then asks the next question or completes. False when the answer lost a
  * race with another answer to the same question (double press, two webhook processes).
  */
-async function answer(ctx: BotContext, conversation: Conversation, step: AmountStep, value: number, options: DialogueOptions): Promise<boolean> {
-  conversation.data[FIELD[step]] = value;
+async function answer(ctx: BotContext, conversation: Conversation, step: DialogueStep, value: number | null, options: DialogueOptions): Promise<boolean> {
+  if (step === 'rentalLength') conversation.data.maxRentalSeconds = value;
+  else conversation.data[FIELD[step]] = value!;
   const next = STEPS[STEPS.indexOf(step) + 1];
   if (next) {
     conversation.step = next;
@@ -148,20 +221,25 @@ async function answer(ctx: BotContext, conversation: Conversation, step: AmountS
     return true;
   }
   if (!(await ctx.conversations.take(conversation, step))) return false;
-  const limits: ChosenLimits = {
+  await options.onComplete[conversation.kind](ctx, conversation, limitsOf(conversation));
+  return true;
+}
+
+/** The limits a dialogue gathered; a dialogue begun before the longest rental was asked has none. */
+export function limitsOf(conversation: Conversation): ChosenLimits {
+  return {
     maxPerRentalMinor: conversation.data.maxPerRentalMinor!,
     budgetLimitMinor: conversation.data.budgetLimitMinor!,
     maxConcurrentDeployments: conversation.data.maxConcurrentDeployments!,
+    maxRentalSeconds: conversation.data.maxRentalSeconds ?? null,
   };
-  await options.onComplete[conversation.kind](ctx, conversation, limits);
-  return true;
 }
 
 /** Buttons and typed answers of the limits dialogue. */
 export function limitsDialogue(options: DialogueOptions): Composer<BotContext> {
   const composer = new Composer<BotContext>();
 
-  composer.callbackQuery(/^lim:([A-Za-z0-9_-]{1,16}):(perRental|budget|concurrent|cancel)(?::(\d{1,9}))?$/, async (ctx) => {
+  composer.callbackQuery(/^lim:([A-Za-z0-9_-]{1,16}):(perRental|budget|concurrent|rentalLength|cancel)(?::(\d{1,9}|none))?$/, async (ctx) => {
     const [, nonce, step, raw] = ctx.match;
     const conversation = await ctx.conversations.get(ctx.chat!.id);
     if (!conversation || conversation.data.nonce !== nonce) {
@@ -174,23 +252,22 @@ export function limitsDialogue(options: DialogueOptions): Composer<BotContext> {
       await ctx.editMessageText('Cancelled. Nothing was created.');
       return;
     }
-    const s = step as AmountStep;
+    const s = step as DialogueStep;
     if (conversation.step !== s || raw === undefined) {
       await ctx.answerCallbackQuery({ text: 'That question was already answered.' });
       return;
     }
-    const checked = checkLimit(s, Number(raw));
+    const checked = checkAnswer(s, { pressed: raw });
     if (!checked.ok) {
       await ctx.answerCallbackQuery({ text: checked.error, show_alert: true });
       return;
     }
-    const shown = QUESTIONS[s].isCount ? String(checked.value) : formatUsd(checked.value);
     if (!(await answer(ctx, conversation, s, checked.value, options))) {
       await ctx.answerCallbackQuery({ text: 'That question was already answered.' });
       return;
     }
     await ctx.answerCallbackQuery();
-    await ctx.editMessageText(`${QUESTIONS[s].label}: ${shown}`);
+    await ctx.editMessageText(`${s === 'rentalLength' ? RENTAL_LENGTH.label : QUESTIONS[s].label}: ${checked.shown}`);
   });
 
   // Typed answers: any plain text while a limit question is open.
@@ -202,8 +279,8 @@ export function limitsDialogue(options: DialogueOptions): Composer<BotContext> {
       await ctx.reply('Please use the Approve or Cancel button above, or send /cancel.');
       return;
     }
-    const s = conversation.step as AmountStep;
-    const checked = checkLimit(s, parseStep(s, ctx.message.text));
+    const s = conversation.step as DialogueStep;
+    const checked = checkAnswer(s, { typed: ctx.message.text });
     if (!checked.ok) {
       await ctx.reply(`${checked.error} Or /cancel to stop.`);
       return;

@@ -3,6 +3,7 @@ import { ownerOf, type BotContext } from '../context.js';
 import { html } from '../format.js';
 import { confirmRevocation, keepKey, KEY_ID_PATTERN, MAX_LISTED_KEYS } from '../key-revocation.js';
 import { formatUsd } from '../../src/modules/billing/money.js';
+import { describeRentalLength } from '../../src/modules/keys/rental-length.js';
 
 
 /** /agents: the account's agent keys with limits, spend and active rentals; revoke with a confirmation. */
@@ -19,7 +20,8 @@ export function agentsFeature(): Composer<BotContext> {
     const lines = shown.map(
       (k, i) =>
         `${i + 1}. <b>${html(k.name)}</b> <code>${html(k.prefix)}</code>\n` +
-        `   limits: ${formatUsd(k.maxPerRentalMinor)} per rental, ${formatUsd(k.budgetLimitMinor)} total, ${k.maxConcurrentDeployments} at a time\n` +
+        `   limits: ${formatUsd(k.maxPerRentalMinor)} per rental, ${formatUsd(k.budgetLimitMinor)} total, ${k.maxConcurrentDeployments} at a time` +
+        `${k.maxRentalSeconds === null ? '' : `, rentals up to ${describeRentalLength(k.maxRentalSeconds)}`}\n` +
         `   spent ${formatUsd(k.netSpentMinor)} (${formatUsd(k.remainingBudgetMinor)} left), ${k.activeDeployments} active rental${k.activeDeployments === 1 ? '' : 's'}`,
     );
     if (keys.length > shown.length) lines.push(`…and ${keys.length - shown.length} more.`);

@@ -4,14 +4,14 @@ import { APPROVAL_CODE_TAG } from '../../src/modules/keys/tokens.js';
 import type { Conversation } from '../../src/modules/telegram/conversation-store.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, minutesLeft, utc } from '../format.js';
-import { describeLimits, startLimitsDialogue, type ChosenLimits } from '../limits-dialogue.js';
+import { describeLimits, limitsOf, startLimitsDialogue, type ChosenLimits } from '../limits-dialogue.js';
 
 const APPROVE_PAYLOAD = new RegExp(`^approve_(${APPROVAL_CODE_TAG}_[A-Za-z0-9_-]{43})$`);
 const DIALOGUE_TTL_MS = 30 * 60_000;
 
 /**
  * The deep link of an approval page, `/start approve_<approvalCode>`: shows the pending agent
- * authorization, asks for the three limits, and approves on the owner's final confirmation.
+ * authorization, asks for the limits, and approves on the owner's final confirmation.
  */
 export function approveFeature(): Composer<BotContext> {
   const composer = new Composer<BotContext>();
@@ -58,11 +58,7 @@ export function approveFeature(): Composer<BotContext> {
       await ctx.answerCallbackQuery({ text: 'This approval is no longer open. Open the approval link again.', show_alert: true });
       return;
     }
-    const limits: ChosenLimits = {
-      maxPerRentalMinor: conversation.data.maxPerRentalMinor!,
-      budgetLimitMinor: conversation.data.budgetLimitMinor!,
-      maxConcurrentDeployments: conversation.data.maxConcurrentDeployments!,
-    };
+    const limits = limitsOf(conversation);
     // Claimed before approving, so a double press approves (or reports) once.
     if (!(await ctx.conversations.take(conversation, 'confirm'))) {
       await ctx.answerCallbackQuery({ text: 'This approval is already being handled.' });

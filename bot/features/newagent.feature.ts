@@ -7,7 +7,7 @@ import { describeLimits, parseLimitArgs, startLimitsDialogue, type ChosenLimits 
 /** How long an unanswered /newagent dialogue stays open. */
 const DIALOGUE_TTL_MS = 30 * 60_000;
 
-/** /newagent: three limits (one line or a dialogue), then a one-time setup code. */
+/** /newagent: the limits (one line or a dialogue), then a one-time setup code. */
 export function newAgentFeature(): Composer<BotContext> {
   const composer = new Composer<BotContext>();
 
@@ -15,8 +15,9 @@ export function newAgentFeature(): Composer<BotContext> {
     const parsed = parseLimitArgs(ctx.match);
     if (parsed === null) {
       await ctx.reply(
-        'Let\'s connect an agent. I\'ll ask for three limits its key will carry; the service enforces them on every rental. ' +
-          '(Next time you can send them in one line: /newagent 5 50 1 — per-rental USD, total USD, concurrent rentals.)',
+        'Let\'s connect an agent. I\'ll ask for the limits its key will carry; the service enforces them on every rental. ' +
+          '(Next time you can send them in one line: /newagent 5 50 1 8h — per-rental USD, total USD, concurrent rentals, ' +
+          'and optionally the longest rental.)',
       );
       await startLimitsDialogue(ctx, 'newagent', { expiresAt: new Date(ctx.services.clock.now().getTime() + DIALOGUE_TTL_MS) });
       return;

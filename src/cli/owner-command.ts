@@ -5,7 +5,7 @@ import { createDatabaseIfMissing, createDataSource, describeTarget, migrate, par
 import { entities } from '../entities.js';
 import { RateLimiter } from '../http/rate-limiter.js';
 import { AccountsService, type NewOwner } from '../modules/accounts/accounts.service.js';
-import { APPROVAL_LIMITS, KEY_LIMIT_MAXIMUMS, OWNER_KEY_LIMITS } from '../modules/keys/key-limits.js';
+import { APPROVAL_LIMITS, KEY_LIMIT_MAXIMUMS, MAX_RENTAL_SECONDS, maxRentalSecondsProblem, OWNER_KEY_LIMITS } from '../modules/keys/key-limits.js';
 import { normalizeEmail } from '../modules/accounts/email.js';
 import { ALL_SCOPES, type Scope } from '../modules/keys/api-key.entity.js';
 import { ownerKey } from '../modules/keys/keys.repository.js';
@@ -32,6 +32,8 @@ Options of create:
   --max-per-rental-minor <cents>  the key's per-rental cap (default ${OWNER_KEY_LIMITS.maxPerRentalMinor})
   --budget-limit-minor <cents>    the key's lifetime spending cap (default ${OWNER_KEY_LIMITS.budgetLimitMinor})
   --max-concurrent <n>            the key's concurrent deployments (default ${OWNER_KEY_LIMITS.maxConcurrentDeployments})
+  --max-rental-seconds <s>        the longest any rental of the key may run, ${MAX_RENTAL_SECONDS.minimum} to ${MAX_RENTAL_SECONDS.maximum}
+                                  (default: no limit); agent keys it issues or approves get one no longer
   --admin                         the key may also open the operator pages (jobs dashboard)
   --json                          print {"accountId","keyId","token"} as JSON instead of text
                                   (keys: the list; revoke-key: what was revoked)
@@ -58,6 +60,7 @@ export function parseOwnerCreate(argv: string[]): NewOwner & { json: boolean } {
         'max-per-rental-minor': { type: 'string' },
         'budget-limit-minor': { type: 'string' },
         'max-concurrent': { type: 'string' },
+        'max-rental-seconds': { type: 'string' },
         admin: { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
       },
@@ -91,6 +94,14 @@ export function parseOwnerCreate(argv: string[]): NewOwner & { json: boolean } {
     }
     return n;
   };
+  const rentalLength = v['max-rental-seconds'];
+  let maxRentalSeconds: number | null = null;
+  if (rentalLength !== undefined) {
+    maxRentalSeconds = /^\d{1,15}$/.test(rentalLength.trim()) ? Number(rentalLength.trim()) : NaN;
+    if (maxRentalSecondsProblem(maxRentalSeconds)) {
+      throw new UsageError(`--max-rental-seconds must be a whole number from ${MAX_RENTAL_SECONDS.minimum} to ${MAX_RENTAL_SECONDS.maximum}, got "${rentalLength}".`);
+    }
+  }
   return {
     name,
     email,
@@ -99,6 +110,7 @@ export function parseOwnerCreate(argv: string[]): NewOwner & { json: boolean } {
     maxPerRentalMinor: limit('--max-per-rental-minor', v['max-per-rental-minor'], 'maxPerRentalMinor'),
     budgetLimitMinor: limit('--budget-limit-minor', v['budget-limit-minor'], 'budgetLimitMinor'),
     maxConcurrentDeployments: limit('--max-concurrent', v['max-concurrent'], 'maxConcurrentDeployments'),
+    maxRentalSeconds,
     json: v.json ?? false,
   };
 }
@@ -181,7 +193,8 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
         [
           `Owner account ${account.id} created${account.email ? ` (${account.email})` : ''}.`,
           `OWNER key "${key.name}" (prefix ${key.prefix}): scopes ${key.scopes.join(', ')}; ` +
-            `${key.maxPerRentalMinor} cents per rental, ${key.budgetLimitMinor} cents in total, ${key.maxConcurrentDeployments} at a time${key.isAdmin ? '; admin' : ''}.`,
+            `${key.maxPerRentalMinor} cents per rental, ${key.budgetLimitMinor} cents in total, ${key.maxConcurrentDeployments} at a time` +
+            `${key.maxRentalSeconds === null ? '' : `, rentals up to ${key.maxRentalSeconds} seconds`}${key.isAdmin ? '; admin' : ''}.`,
           '',
           'The key, shown this once (it cannot be recovered, only revoked and replaced):',
           token,

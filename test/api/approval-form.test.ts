@@ -91,4 +91,54 @@ describe('approval page form: cross-site requests', () => {
     for (const res of [low, tooMuch]) assert.doesNotMatch(res.text, /Minor|integer from|cents/);
     assert.ok(await pending(p.setupCode) && (await pending(over.setupCode)));
   });
+
+  it('takes an optional longest rental in hours or minutes, carries it onto the key, and says in words what is wrong', async () => {
+    const p = await pageFor();
+    const page = await ctx.api.get(p.path);
+    assert.match(page.text, /Longest rental \(optional\)/);
+    assert.match(page.text, /1 minute to 30 days; empty: no limit/);
+    for (const [maxRental, alert] of [
+      ['8', 'the longest rental must be a length such as 8h, 90m or 2d, or empty for no limit'],
+      ['31d', 'the longest rental must be from 1 minute to 30 days'],
+      ['30s', 'the longest rental must be a length such as 8h, 90m or 2d, or empty for no limit'],
+    ]) {
+      const res = await ctx.api.post(p.path).type('form').set('Cookie', p.cookie).send({ ...form(p.csrf), maxRental });
+      assert.equal(res.status, 422, res.text);
+      assert.equal(/role="alert"[^>]*>([^<]*)</.exec(res.text)![1], `Please check the form: ${alert}.`);
+      assert.doesNotMatch(res.text, /maxRentalSeconds|seconds/);
+    }
+    const ok = await ctx.api.post(p.path).type('form').set('Cookie', p.cookie).send({ ...form(p.csrf), maxRental: '1h30m' });
+    assert.equal(ok.status, 200, ok.text);
+    assert.match(ok.text, /<dt>Longest rental<\/dt><dd>1 hour 30 minutes<\/dd>/);
+    const issued = await ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode: p.setupCode });
+    assert.equal(issued.body.data.key.maxRentalSeconds, 5400);
+
+    const empty = await pageFor();
+    const none = await ctx.api.post(empty.path).type('form').set('Cookie', empty.cookie).send({ ...form(empty.csrf), maxRental: '' });
+    assert.equal(none.status, 200, none.text);
+    assert.match(none.text, /<dt>Longest rental<\/dt><dd>no limit<\/dd>/);
+    assert.equal((await ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode: empty.setupCode })).body.data.key.maxRentalSeconds, null);
+  });
+
+  it('refuses in words a longest rental beyond the owner key\'s own, or none when the owner key has one', async () => {
+    const { token } = await ctx.services.accounts.createOwner({
+      name: 'short leases',
+      scopes: ['read', 'rent', 'manage'],
+      isAdmin: false,
+      maxPerRentalMinor: 100_000,
+      budgetLimitMinor: 1_000_000,
+      maxConcurrentDeployments: 10,
+      maxRentalSeconds: 8 * 3600,
+    });
+    for (const [maxRental, words] of [
+      ['9h', 'the longest rental is 9 hours, your key allows at most 8 hours'],
+      ['', 'the longest rental is unlimited, your key allows at most 8 hours'],
+    ]) {
+      const p = await pageFor();
+      const res = await ctx.api.post(p.path).type('form').set('Cookie', p.cookie).send({ ...form(p.csrf), ownerKey: token, maxRental });
+      assert.equal(res.status, 403, res.text);
+      assert.match(res.text, new RegExp(words));
+      assert.ok(await pending(p.setupCode));
+    }
+  });
 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { TOPUP_LIMITS } from '../../src/modules/billing/topup-limits.js';
-import { AGENT_KEY_LIMITS, APPROVAL_LIMITS, SIGNUP_LIMITS, type KeyLimits } from '../../src/modules/keys/key-limits.js';
+import { AGENT_KEY_LIMITS, APPROVAL_LIMITS, MAX_RENTAL_SECONDS, SIGNUP_LIMITS, type KeyLimits } from '../../src/modules/keys/key-limits.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 
 /** The request schemas repeat the limits as JSDoc numbers; this holds them to the one declaration. */
@@ -32,6 +32,13 @@ describe('OpenAPI minimums and maximums equal the limit constants', () => {
 
   it('agent keys issued by an owner', () => {
     assert.deepEqual(bounds('IssueAgentKeyRequest'), { minimums: AGENT_KEY_LIMITS.minimums, maximums: AGENT_KEY_LIMITS.maximums });
+  });
+
+  it('a key\'s longest rental, wherever an owner gives an agent key its limits', () => {
+    for (const schema of ['ApproveAuthorizationRequest', 'IssueAgentKeyRequest']) {
+      const p = schemas[schema].properties.maxRentalSeconds;
+      assert.deepEqual([p.minimum, p.maximum], [MAX_RENTAL_SECONDS.minimum, MAX_RENTAL_SECONDS.maximum], schema);
+    }
   });
 
   it('top-ups', () => {

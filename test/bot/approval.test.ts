@@ -25,7 +25,7 @@ describe('Telegram approval of agent authorizations (deep link)', () => {
 
   const exchange = (setupCode: string) => h.ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode });
 
-  it('shows the pending request, takes the three limits, approves on confirmation; the agent then exchanges once', async () => {
+  it('shows the pending request, takes the limits, approves on confirmation; the agent then exchanges once', async () => {
     const { setupCode, approvalCode } = await begin();
     const pending = await exchange(setupCode);
     assert.equal(pending.status, 409);
@@ -35,13 +35,15 @@ describe('Telegram approval of agent authorizations (deep link)', () => {
     const [intro, q1] = await owner.send(`/start approve_${approvalCode}`);
     assert.match(intro.text, /An agent asks to connect to your account/);
     assert.match(intro.text, /expires at \d{4}-\d\d-\d\d \d\d:\d\d UTC \(10 minutes\)/);
-    assert.match(q1.text, /Step 1 of 3/);
+    assert.match(q1.text, /Step 1 of 4/);
 
     const q2 = sentMessages(await owner.pressButton(q1, '$25'))[0];
     assert.deepEqual(buttonsOf(q2).map((b) => b.text).slice(0, 5), ['$50', '$100', '$250', '$500', '$1,000']);
     const [q3] = await owner.send('120');
-    const confirm = sentMessages(await owner.pressButton(q3, '3'))[0];
-    assert.match(confirm.text, /Approve this agent with \$25\.00 per rental, \$120\.00 in total, 3 rentals at a time\?/);
+    const q4 = sentMessages(await owner.pressButton(q3, '3'))[0];
+    assert.match(q4.text, /Step 4 of 4/);
+    const confirm = sentMessages(await owner.pressButton(q4, '8 h'))[0];
+    assert.match(confirm.text, /Approve this agent with \$25\.00 per rental, \$120\.00 in total, 3 rentals at a time, each for up to 8 hours\?/);
     assert.equal((await exchange(setupCode)).status, 409, 'not approved before the owner confirms');
     assert.match(await owner.say('yes'), /use the Approve or Cancel button/);
 
@@ -58,6 +60,7 @@ describe('Telegram approval of agent authorizations (deep link)', () => {
     assert.equal(me.body.data.key.maxPerRentalMinor, 2500);
     assert.equal(me.body.data.key.budgetLimitMinor, 12000);
     assert.equal(me.body.data.key.maxConcurrentDeployments, 3);
+    assert.equal(me.body.data.key.maxRentalSeconds, 8 * 3600);
     assert.ok(!me.body.data.key.scopes.includes('billing'));
     assert.equal((await exchange(setupCode)).status, 409, 'exchanged once');
 
@@ -75,7 +78,9 @@ describe('Telegram approval of agent authorizations (deep link)', () => {
     const [, q1] = await owner.send(`/start approve_${late.approvalCode}`);
     await owner.pressButton(q1, '$5');
     const [q3] = await owner.send('50');
-    const confirm = sentMessages(await owner.pressButton(q3, '1'))[0];
+    await owner.pressButton(q3, '1');
+    const [confirm] = await owner.send('none');
+    assert.match(confirm.text, /no time limit per rental\?/);
     h.ctx.clock.advance(11 * 60_000);
     assert.match(callbackAnswers(await owner.pressButton(confirm, 'Approve'))[0], /no longer open/);
     assert.equal((await exchange(late.setupCode)).body.error.code, 'AGENT_SETUP_INVALID');

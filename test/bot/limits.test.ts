@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { parseCount } from '../../bot/format.js';
 import { formatUsd as usd, parseUsd } from '../../src/modules/billing/money.js';
-import { checkLimit, parseLimitArgs } from '../../bot/limits-dialogue.js';
+import { checkLimit, checkRentalLength, parseLimitArgs } from '../../bot/limits-dialogue.js';
+import { parseRentalLength } from '../../src/modules/keys/rental-length.js';
 
 describe('bot limit parsing', () => {
   it('reads dollar amounts as people type them, and nothing else', () => {
@@ -24,11 +25,39 @@ describe('bot limit parsing', () => {
     assert.equal(checkLimit('concurrent', 0).ok, false);
     assert.deepEqual(checkLimit('concurrent', 1), { ok: true, value: 1 });
     assert.deepEqual(parseLimitArgs('5 50 1 my agent'), {
-      limits: { maxPerRentalMinor: 500, budgetLimitMinor: 5000, maxConcurrentDeployments: 1 },
+      limits: { maxPerRentalMinor: 500, budgetLimitMinor: 5000, maxConcurrentDeployments: 1, maxRentalSeconds: null },
       name: 'my agent',
     });
     assert.equal(parseLimitArgs('  '), null);
     const bad = parseLimitArgs('5 4 1');
     assert.ok(bad && 'errors' in bad && bad.errors.length === 1 && /total cap must be at least \$5\.00/.test(bad.errors[0]));
+  });
+
+  it('reads a longest rental with its unit, "none" for no limit, and holds it to the API\'s bounds', () => {
+    assert.equal(parseRentalLength('8h'), 8 * 3600);
+    assert.equal(parseRentalLength('90m'), 5400);
+    assert.equal(parseRentalLength('1h 30m'), 5400);
+    assert.equal(parseRentalLength('1.5 hours'), 5400);
+    assert.equal(parseRentalLength('2 days'), 2 * 86_400);
+    assert.equal(parseRentalLength('None'), null);
+    for (const bad of ['8', '', 'h', '8 hx', 'soon', '-1h', '1h-', '30s']) assert.equal(parseRentalLength(bad), undefined, bad);
+    assert.deepEqual(checkRentalLength(60), { ok: true, value: 60 });
+    assert.deepEqual(checkRentalLength(null), { ok: true, value: null });
+    assert.equal(checkRentalLength(59).ok, false);
+    assert.equal(checkRentalLength(30 * 86_400 + 1).ok, false);
+    assert.equal(checkRentalLength(undefined).ok, false);
+  });
+
+  it('takes an optional longest rental as the fourth word of the one-line form, before the name', () => {
+    assert.deepEqual(parseLimitArgs('5 50 1 8h my agent'), {
+      limits: { maxPerRentalMinor: 500, budgetLimitMinor: 5000, maxConcurrentDeployments: 1, maxRentalSeconds: 8 * 3600 },
+      name: 'my agent',
+    });
+    assert.deepEqual(parseLimitArgs('5 50 1 2d'), {
+      limits: { maxPerRentalMinor: 500, budgetLimitMinor: 5000, maxConcurrentDeployments: 1, maxRentalSeconds: 2 * 86_400 },
+      name: undefined,
+    });
+    const bad = parseLimitArgs('5 50 1 31d trainer');
+    assert.ok(bad && 'errors' in bad && bad.errors.length === 1 && /longest rental must be from 1 minute to 30 days; you sent 31 days/.test(bad.errors[0]), JSON.stringify(bad));
   });
 });

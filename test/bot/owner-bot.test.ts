@@ -36,7 +36,7 @@ describe('Telegram owner bot', () => {
       const owner = h.owner(telegramId());
       const text = await owner.say('/newagent 5 50 1');
       const code = setupCodeIn(text);
-      assert.match(text, /\$5\.00 per rental, \$50\.00 in total, 1 rental at a time/);
+      assert.match(text, /\$5\.00 per rental, \$50\.00 in total, 1 rental at a time, no time limit per rental/);
       assert.match(text, /Valid for one exchange until \d{4}-\d\d-\d\d \d\d:\d\d UTC \(10 minutes\)/);
       assert.ok(text.includes(`curl -s -X POST http://gpu.test/api/v1/agent-setups/exchange`), text);
       assert.ok(text.includes(`-d '{"setupCode":"${code}"}'`), text);
@@ -51,6 +51,7 @@ describe('Telegram owner bot', () => {
       assert.equal(me.body.data.key.maxPerRentalMinor, 500);
       assert.equal(me.body.data.key.budgetLimitMinor, 5000);
       assert.equal(me.body.data.key.maxConcurrentDeployments, 1);
+      assert.equal(me.body.data.key.maxRentalSeconds, null);
       const account = await h.ctx.services.ds.getRepository(Account).findOneByOrFail({ telegramUserId: owner.id });
       assert.equal(me.body.data.user.id, account.id, 'the agent works on the owner account');
 
@@ -92,13 +93,13 @@ describe('Telegram owner bot', () => {
       const intro = await owner.send('/newagent');
       assert.equal(intro.length, 2);
       const q1 = intro[1];
-      assert.match(q1.text, /Step 1 of 3\. What may one rental cost at most\?/);
+      assert.match(q1.text, /Step 1 of 4\. What may one rental cost at most\?/);
       assert.deepEqual(buttonsOf(q1).map((b) => b.text), ['$5', '$10', '$25', '$50', '$100', 'Cancel']);
 
       let calls = await owner.pressButton(q1, '$10');
       assert.deepEqual(edits(calls), ['Per-rental cap: $10.00']);
       const q2 = sentMessages(calls)[0];
-      assert.match(q2.text, /Step 2 of 3\. How much may the agent spend in total/);
+      assert.match(q2.text, /Step 2 of 4\. How much may the agent spend in total/);
 
       // Pressing an answered question's button again changes nothing.
       calls = await owner.pressButton(q1, '$25');
@@ -112,18 +113,24 @@ describe('Telegram owner bot', () => {
       await h.restartBot();
       const q3 = await owner.send('$75.50');
       assert.equal(q3.length, 1);
-      assert.match(q3[0].text, /Step 3 of 3\. How many rentals may run at the same time\?/);
+      assert.match(q3[0].text, /Step 3 of 4\. How many rentals may run at the same time\?/);
 
       calls = await owner.pressButton(q3[0], '2');
-      const done = sentMessages(calls);
+      const q4 = sentMessages(calls)[0];
+      assert.match(q4.text, /Step 4 of 4\. How long may one rental run at most\?/);
+      assert.deepEqual(buttonsOf(q4).map((b) => b.text), ['1 h', '4 h', '8 h', '24 h', '3 days', 'No limit', 'Cancel']);
+      assert.match(await owner.say('8'), /Please send a length such as 8h, 90m or 2d, or "none" for no limit\. Or \/cancel to stop\./);
+      assert.match(await owner.say('31d'), /The longest rental must be from 1 minute to 30 days; you sent 31 days\./);
+      const done = await owner.send('1h 30m');
       assert.equal(done.length, 1);
-      assert.match(done[0].text, /\$10\.00 per rental, \$75\.50 in total, 2 rentals at a time/);
+      assert.match(done[0].text, /\$10\.00 per rental, \$75\.50 in total, 2 rentals at a time, each for up to 1 hour 30 minutes/);
       const res = await exchange(setupCodeIn(done[0].text));
       assert.equal(res.status, 200);
       const me = await h.ctx.api.get('/api/v1/me').set('Authorization', `Bearer ${res.body.data.token}`);
       assert.equal(me.body.data.key.maxPerRentalMinor, 1000);
       assert.equal(me.body.data.key.budgetLimitMinor, 7550);
       assert.equal(me.body.data.key.maxConcurrentDeployments, 2);
+      assert.equal(me.body.data.key.maxRentalSeconds, 5400);
 
       // The finished dialogue's keyboard is dead.
       calls = await owner.pressButton(q3[0], '3');
@@ -135,8 +142,9 @@ describe('Telegram owner bot', () => {
       const [, q1] = await owner.send('/newagent');
       await owner.pressButton(q1, '$5');
       const [q3] = await owner.send('50');
+      const q4 = sentMessages(await owner.pressButton(q3, '1'))[0];
       const mark = h.fake.mark();
-      await Promise.all([owner.pressButton(q3, '1'), owner.pressButton(q3, '1')]);
+      await Promise.all([owner.pressButton(q4, 'No limit'), owner.pressButton(q4, 'No limit')]);
       const calls = h.fake.callsSince(mark);
       assert.equal(sentMessages(calls).filter((m) => /gps_/.test(m.text)).length, 1);
       const answers = callbackAnswers(calls).sort();
@@ -206,15 +214,18 @@ describe('Telegram owner bot', () => {
       const owner = h.owner(telegramId());
       const res = await exchange(setupCodeIn(await owner.say('/newagent 5 50 1 builder')));
       const token: string = res.body.data.token;
-      const keep = await exchange(setupCodeIn(await owner.say('/newagent 6 60 2')));
+      const keep = await exchange(setupCodeIn(await owner.say('/newagent 6 60 2 4h')));
       assert.equal(keep.status, 200);
+      assert.equal(keep.body.data.key.maxRentalSeconds, 4 * 3600);
+      assert.equal(keep.body.data.key.name, 'telegram agent', 'a length is not taken for a name');
 
       const [list] = await owner.send('/agents');
       assert.match(list.text, /Agent keys/);
       assert.match(list.text, /builder/);
       assert.match(list.text, /\$5\.00 per rental, \$50\.00 total, 1 at a time/);
       assert.match(list.text, /spent \$0\.00 \(\$50\.00 left\), 0 active rentals/);
-      assert.match(list.text, /\$6\.00 per rental, \$60\.00 total, 2 at a time/);
+      assert.match(list.text, /\$6\.00 per rental, \$60\.00 total, 2 at a time, rentals up to 4 hours\n/);
+      assert.match(list.text, /\$5\.00 per rental, \$50\.00 total, 1 at a time\n/, 'a key without a longest rental says nothing of one');
       const key = await h.ctx.services.ds.getRepository(ApiKey).findOneByOrFail({ prefix: token.slice(4, 12) });
 
       let calls = await owner.press(list, `rv:${key.id}`);

@@ -47,7 +47,7 @@ describe('owner create (operator command)', function () {
 
   it('takes limits and scopes, and prints JSON for scripts', async () => {
     const run = spawnService(
-      ['owner', 'create', '--name', 'ci', '--scopes', 'read,rent', '--max-per-rental-minor', '2000', '--budget-limit-minor', '9000', '--max-concurrent', '3', '--json'],
+      ['owner', 'create', '--name', 'ci', '--scopes', 'read,rent', '--max-per-rental-minor', '2000', '--budget-limit-minor', '9000', '--max-concurrent', '3', '--max-rental-seconds', '28800', '--json'],
       { DATABASE_URL: testDatabaseUrl },
     );
     assert.equal(await run.exited, 0, run.stderr());
@@ -55,9 +55,22 @@ describe('owner create (operator command)', function () {
     const me = await ctx.api.get('/api/v1/me').set('Authorization', `Bearer ${out.token}`);
     assert.equal(me.body.data.key.id, out.keyId);
     assert.deepEqual(
-      [me.body.data.key.scopes, me.body.data.key.maxPerRentalMinor, me.body.data.key.budgetLimitMinor, me.body.data.key.maxConcurrentDeployments],
-      [['read', 'rent'], 2000, 9000, 3],
+      [me.body.data.key.scopes, me.body.data.key.maxPerRentalMinor, me.body.data.key.budgetLimitMinor, me.body.data.key.maxConcurrentDeployments, me.body.data.key.maxRentalSeconds],
+      [['read', 'rent'], 2000, 9000, 3, 28800],
     );
+  });
+
+  it('gives an owner key a longest rental only when asked, and says so', async () => {
+    let out = '';
+    const status = await runOwnerCommand(['create', '--name', 'leases', '--max-rental-seconds', '3600'], ctx.config, { out: (t) => (out += t), err: () => {} });
+    assert.equal(status, 0);
+    assert.match(out, /at a time, rentals up to 3600 seconds\./);
+    const [token] = out.match(TOKEN_RE) ?? [];
+    assert.equal((await ctx.api.get('/api/v1/me').set('Authorization', `Bearer ${token}`)).body.data.key.maxRentalSeconds, 3600);
+    let plain = '';
+    assert.equal(await runOwnerCommand(['create', '--name', 'no leases', '--json'], ctx.config, { out: (t) => (plain += t), err: () => {} }), 0);
+    const me = await ctx.api.get('/api/v1/me').set('Authorization', `Bearer ${JSON.parse(plain).token}`);
+    assert.equal(me.body.data.key.maxRentalSeconds, null);
   });
 
   it('refuses bad options with the usage text and exit status 2, creating nothing', async () => {
@@ -65,7 +78,7 @@ describe('owner create (operator command)', function () {
     const run = spawnService(['owner', 'create', '--name', 'x', '--scopes', 'read,admin'], { DATABASE_URL: testDatabaseUrl });
     assert.equal(await run.exited, 2);
     assert.match(run.stderr(), /unknown: admin[\s\S]*Usage: owner create --name/);
-    for (const args of [['create'], ['create', '--name', 'x', '--max-concurrent', '0'], ['create', '--name', 'x', '--email', 'nope'], ['create', '--name', 'x', '--bogus'], ['destroy']]) {
+    for (const args of [['create'], ['create', '--name', 'x', '--max-concurrent', '0'], ['create', '--name', 'x', '--max-rental-seconds', '59'], ['create', '--name', 'x', '--max-rental-seconds', '8h'], ['create', '--name', 'x', '--email', 'nope'], ['create', '--name', 'x', '--bogus'], ['destroy']]) {
       let out = '';
       let err = '';
       const status = await runOwnerCommand(args, ctx.config, { out: (t) => (out += t), err: (t) => (err += t) });

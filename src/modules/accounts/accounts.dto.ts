@@ -55,6 +55,8 @@ export interface KeyDto {
   maxPerRentalMinor: number;
   budgetLimitMinor: number;
   maxConcurrentDeployments: number;
+  /** The longest any rental of the key may run, in seconds; null: no such limit. */
+  maxRentalSeconds: number | null;
   /** Rental debits and usage minus reversals, in cents, over the key's life. */
   netSpentMinor: number;
   /** budgetLimitMinor minus netSpentMinor; negative when usage settled after a stop went past the budget. */

@@ -26,6 +26,8 @@ export interface NewOwner extends KeyLimits {
   scopes: Scope[];
   /** Also grants the operator pages (the jobs dashboard). */
   isAdmin: boolean;
+  /** The longest any rental of the key may run, in seconds; null or absent: no such limit. */
+  maxRentalSeconds?: number | null;
 }
 
 export interface AccountsOptions {
@@ -44,6 +46,7 @@ export function toKeyDto(key: ApiKey, usage: KeyUsage): KeyDto {
     maxPerRentalMinor: key.maxPerRentalMinor,
     budgetLimitMinor: key.budgetLimitMinor,
     maxConcurrentDeployments: key.maxConcurrentDeployments,
+    maxRentalSeconds: key.maxRentalSeconds,
     netSpentMinor: usage.netSpentMinor,
     remainingBudgetMinor: usage.remainingBudgetMinor,
     activeDeployments: usage.activeDeployments,
@@ -174,6 +177,7 @@ export class AccountsService {
         maxPerRentalMinor: input.maxPerRentalMinor,
         budgetLimitMinor: input.budgetLimitMinor,
         maxConcurrentDeployments: input.maxConcurrentDeployments,
+        maxRentalSeconds: input.maxRentalSeconds ?? null,
       });
       return { account, key, token };
     });

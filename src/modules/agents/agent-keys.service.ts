@@ -9,6 +9,7 @@ import { assertNotFrozen as refuseIfFrozen } from '../accounts/billing-eligibili
 import { toKeyDto } from '../accounts/accounts.service.js';
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
+import { exceedsOwnRentalLength } from '../keys/key-limits.js';
 import { keyName } from '../keys/key-name.js';
 import {
   agentKeyOfAccount,
@@ -56,7 +57,8 @@ export class AgentKeysService {
     const beyond = scopes.filter((s) => !principal.scopes.includes(s));
     if (beyond.length) throw new AppError('FORBIDDEN', `An agent key's scopes must be a subset of yours; this key lacks: ${beyond.join(', ')}.`);
     assertWithinOwnLimits(principal, body);
-    const input = { ...body, name: keyName(body.name), scopes: [...scopes].sort() };
+    // No limit sent as null or left out is one request: both replay the same key.
+    const input = { ...body, name: keyName(body.name), scopes: [...scopes].sort(), maxRentalSeconds: body.maxRentalSeconds ?? undefined };
     const request = idempotentRequest(`agent-keys:${principal.accountId}`, idemKey, input);
     // Checked before the transaction: a plain read inside it would fix the snapshot ahead of the
     // idempotency claim, hiding a concurrent twin's committed key from the replay path.
@@ -77,6 +79,7 @@ export class AgentKeysService {
             maxPerRentalMinor: body.maxPerRentalMinor,
             budgetLimitMinor: body.budgetLimitMinor,
             maxConcurrentDeployments: body.maxConcurrentDeployments,
+            maxRentalSeconds: input.maxRentalSeconds,
           });
           return { resourceId: key.id, result: { keyId: key.id, token } };
         },
@@ -199,20 +202,22 @@ export class AgentKeysService {
 }
 
 /**
- * An owner key hands out no more than it holds: each of an agent key's three limits is at most
- * the issuing key's own, or 403 KEY_LIMIT_EXCEEDED (the code for a key's limits; the request is
- * well-formed, so not a 422). Owners in the Telegram bot hold no key and are not bound by one.
+ * An owner key hands out no more than it holds: each of an agent key's limits is at most the
+ * issuing key's own, or 403 KEY_LIMIT_EXCEEDED (the code for a key's limits; the request is
+ * well-formed, so not a 422). An issuing key with a longest rental hands out keys with one no
+ * longer (none at all would be longer). Owners in the Telegram bot hold no key and are not bound by one.
  */
 export function assertWithinOwnLimits(principal: Principal, limits: AgentLimits): void {
   const own = principal.key;
-  const over = (['maxPerRentalMinor', 'budgetLimitMinor', 'maxConcurrentDeployments'] as const).filter((f) => limits[f] > own[f]);
-  if (over.length) {
-    throw new AppError(
-      'KEY_LIMIT_EXCEEDED',
-      `An agent key's limits may not exceed your key's own: ${over.map((f) => `${f} ${limits[f]} > ${own[f]}`).join(', ')}.`,
-    );
+  const over = (['maxPerRentalMinor', 'budgetLimitMinor', 'maxConcurrentDeployments'] as const)
+    .filter((f) => limits[f] > own[f])
+    .map((f) => `${f} ${limits[f]} > ${own[f]}`);
+  if (exceedsOwnRentalLength(limits.maxRentalSeconds, own.maxRentalSeconds)) {
+    over.push(`maxRentalSeconds ${limits.maxRentalSeconds ?? 'null (no limit)'} > ${own.maxRentalSeconds}`);
   }
+  if (over.length) throw new AppError('KEY_LIMIT_EXCEEDED', `An agent key's limits may not exceed your key's own: ${over.join(', ')}.`);
 }
+
 
 /** A frozen account may not bring new agents in: 402 ACCOUNT_FROZEN. */
 export async function assertNotFrozen(m: EntityManager, accountId: string): Promise<void> {

@@ -51,9 +51,11 @@ export class AgentsController extends BaseController {
   }
 
   /**
-   * The owner approves a pending authorization with the agent's three limits. Needs an OWNER key
-   * with scopes read, rent and manage. A session is approved once, before the expiry given at
-   * its start; the agent exchanges its setup code before that same expiry.
+   * The owner approves a pending authorization with the agent's limits: three required, and
+   * optionally the longest any of its rentals may run (`maxRentalSeconds`; an owner key that has
+   * one may not approve a longer one, nor none). Needs an OWNER key with scopes read, rent and
+   * manage. A session is approved once, before the expiry given at its start; the agent exchanges
+   * its setup code before that same expiry.
    */
   @Post('agent-authorizations/approve')
   @OperationId('approveAgentAuthorization')
@@ -61,7 +63,7 @@ export class AgentsController extends BaseController {
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(402, 'ACCOUNT_FROZEN')
-  @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or missing read, rent or manage)')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or missing read, rent or manage), KEY_LIMIT_EXCEEDED (a limit beyond the owner key\'s own)')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND (unknown approval code)')
   @Response<ErrorEnvelope>(409, 'AGENT_SETUP_INVALID (already approved, or expired)')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
@@ -72,7 +74,7 @@ export class AgentsController extends BaseController {
 
   /**
    * Exchanges a setup code for an AGENT key (scopes read, rent, manage; never billing) carrying the
-   * owner's limits. The token is returned once. While the owner has not approved yet the answer is
+   * owner's limits, its longest rental included. The token is returned once. While the owner has not approved yet the answer is
    * 409 AGENT_AUTHORIZATION_PENDING with `Retry-After` (seconds): poll again after that long.
    */
   @Post('agent-setups/exchange')
@@ -87,7 +89,8 @@ export class AgentsController extends BaseController {
   }
 
   /**
-   * An owner issues an agent key directly: scopes a subset of the owner key's, three limits.
+   * An owner issues an agent key directly: scopes a subset of the owner key's, three limits and
+   * optionally the longest any of its rentals may run (`maxRentalSeconds`), none beyond the owner key's own.
    * 201 with the token once; an identical replay of the Idempotency-Key answers 200 with
    * `token: null`; a changed body 409 IDEMPOTENCY_CONFLICT.
    * @param idempotencyKey 1 to 128 characters, fresh per key you mean to create.
@@ -101,7 +104,7 @@ export class AgentsController extends BaseController {
   @Response<ErrorEnvelope>(400, 'INVALID_REQUEST (missing or malformed Idempotency-Key)')
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(402, 'ACCOUNT_FROZEN')
-  @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or scopes beyond the owner key)')
+  @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or scopes beyond the owner key), KEY_LIMIT_EXCEEDED (a limit beyond the owner key\'s own)')
   @Response<ErrorEnvelope>(404, 'Never for this call: issuing names no existing resource. NOT_FOUND applies to revoking (DELETE /api/v1/agent-keys/{id}) a key that is not on the account.')
   @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')

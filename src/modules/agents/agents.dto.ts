@@ -7,6 +7,8 @@ export interface AgentLimits {
   maxPerRentalMinor: number;
   budgetLimitMinor: number;
   maxConcurrentDeployments: number;
+  /** The longest any of the key's rentals may run, in seconds; null or absent: no such limit. */
+  maxRentalSeconds?: number | null;
   /** Label of the key; a default is chosen when absent. */
   name?: string;
 }
@@ -68,6 +70,15 @@ export interface ApproveAuthorizationRequest {
    */
   maxConcurrentDeployments: number;
   /**
+   * The longest any rental of the key may run, in seconds (60 to 2592000, 30 days). Rentals asking
+   * for a longer lease are refused, and rentals without one end after this long. Null or absent:
+   * no such limit.
+   * @isInt
+   * @minimum 60
+   * @maximum 2592000
+   */
+  maxRentalSeconds?: number | null;
+  /**
    * Label of the agent key; defaults to the name the agent gave when it began the session.
    * @minLength 1
    * @maxLength 100
@@ -83,6 +94,8 @@ export interface ApproveAuthorizationResponse {
   maxPerRentalMinor: number;
   budgetLimitMinor: number;
   maxConcurrentDeployments: number;
+  /** The longest any rental of the key may run, in seconds; null: no such limit. */
+  maxRentalSeconds: number | null;
 }
 
 export interface ExchangeSetupCodeRequest {
@@ -129,6 +142,15 @@ export interface IssueAgentKeyRequest {
    * @maximum 1000
    */
   maxConcurrentDeployments: number;
+  /**
+   * The longest any rental of the key may run, in seconds (60 to 2592000, 30 days). Rentals asking
+   * for a longer lease are refused, and rentals without one end after this long. Null or absent:
+   * no such limit.
+   * @isInt
+   * @minimum 60
+   * @maximum 2592000
+   */
+  maxRentalSeconds?: number | null;
 }
 
 /** A rental started by a revoked key that had not finished when the key was revoked. */

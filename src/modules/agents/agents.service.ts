@@ -7,7 +7,7 @@ import type { Principal } from '../keys/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import type { Scope } from '../keys/api-key.entity.js';
 import { agentName, keyName } from '../keys/key-name.js';
-import { APPROVAL_LIMITS, type KeyLimits } from '../keys/key-limits.js';
+import { APPROVAL_LIMITS, maxRentalSecondsProblem, type KeyLimits } from '../keys/key-limits.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { APPROVAL_CODE_TAG, mintCode, SETUP_CODE_TAG, sha256 } from '../keys/tokens.js';
 import type { AgentAuthorization } from './agent-authorization.entity.js';
@@ -176,6 +176,7 @@ export class AgentsService {
         maxPerRentalMinor: limits.maxPerRentalMinor,
         budgetLimitMinor: limits.budgetLimitMinor,
         maxConcurrentDeployments: limits.maxConcurrentDeployments,
+        maxRentalSeconds: limits.maxRentalSeconds ?? null,
         approvedAt: now,
       };
       await markApproved(m, row.id, approval);
@@ -186,6 +187,7 @@ export class AgentsService {
         maxPerRentalMinor: limits.maxPerRentalMinor,
         budgetLimitMinor: limits.budgetLimitMinor,
         maxConcurrentDeployments: limits.maxConcurrentDeployments,
+        maxRentalSeconds: limits.maxRentalSeconds ?? null,
       };
     });
   }
@@ -210,7 +212,7 @@ export class AgentsService {
       maxPerRentalMinor: limits.maxPerRentalMinor,
       budgetLimitMinor: limits.budgetLimitMinor,
       maxConcurrentDeployments: limits.maxConcurrentDeployments,
-      maxRentalSeconds: null,
+      maxRentalSeconds: limits.maxRentalSeconds ?? null,
       issuedKeyId: null,
       expiresAt,
       approvedAt: now,
@@ -252,6 +254,7 @@ export class AgentsService {
         maxPerRentalMinor: row.maxPerRentalMinor!,
         budgetLimitMinor: row.budgetLimitMinor!,
         maxConcurrentDeployments: row.maxConcurrentDeployments!,
+        maxRentalSeconds: row.maxRentalSeconds,
       });
       await markExchanged(m, row.id, key.id, now);
       return { keyId: key.id, token };
@@ -284,6 +287,8 @@ function checkLimits(limits: AgentLimits, bounds: { minimums: KeyLimits; maximum
     const [min, max] = [bounds.minimums[f], bounds.maximums[f]];
     if (!Number.isSafeInteger(v) || v < min || v > max) bad.push(`${f} must be an integer from ${min} to ${max}`);
   }
+  const rentalLength = maxRentalSecondsProblem(limits.maxRentalSeconds);
+  if (rentalLength) bad.push(rentalLength);
   if (bad.length) throw new AppError('VALIDATION_FAILED', `Invalid limits: ${bad.join('; ')}.`);
   return limits.name === undefined ? limits : { ...limits, name: keyName(limits.name) };
 }

@@ -2,7 +2,8 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { formatUsd, parseUsd, usdDecimal } from '../billing/money.js';
 import { escapeHtml } from '../billing/payment-pages.html.js';
-import { APPROVAL_LIMITS } from '../keys/key-limits.js';
+import { APPROVAL_LIMITS, exceedsOwnRentalLength, MAX_RENTAL_SECONDS, maxRentalSecondsProblem } from '../keys/key-limits.js';
+import { describeRentalLength, parseRentalLength } from '../keys/rental-length.js';
 import type { AgentLimits } from './agents.dto.js';
 
 /**
@@ -89,10 +90,27 @@ function shown(field: LimitField, value: number): string {
   return field === 'maxConcurrentDeployments' ? String(value) : formatUsd(value);
 }
 
+/** The longest rental's bounds in words, e.g. "from 1 minute to 30 days". */
+const RENTAL_LENGTH_RANGE = `from ${describeRentalLength(MAX_RENTAL_SECONDS.minimum)} to ${describeRentalLength(MAX_RENTAL_SECONDS.maximum)}`;
+
 /**
- * The three limits from the form, in the API's units. The bounds are the API's own
- * (APPROVAL_LIMITS, which AgentsService checks again when it approves), told here in dollars: the
- * API's own message speaks in cents to programs, not to the owner at this form.
+ * The form's longest rental: a written length ("8h", "90m"), empty or "none" for no limit; the
+ * error is the form's words.
+ */
+function rentalLengthField(raw: unknown): { value: number | null } | { error: string } {
+  const text = typeof raw === 'string' ? raw.trim() : '';
+  if (text === '') return { value: null };
+  const value = parseRentalLength(text);
+  if (value === undefined) return { error: 'the longest rental must be a length such as 8h, 90m or 2d, or empty for no limit' };
+  if (maxRentalSecondsProblem(value)) return { error: `the longest rental must be ${RENTAL_LENGTH_RANGE}` };
+  return { value };
+}
+
+/**
+ * The limits from the form, in the API's units. The bounds are the API's own (APPROVAL_LIMITS and
+ * MAX_RENTAL_SECONDS, which AgentsService checks again when it approves), told here in dollars
+ * and hours: the API's own message speaks in cents and seconds to programs, not to the owner at
+ * this form.
  */
 export function limitsFromForm(body: Record<string, unknown> | undefined): { limits: AgentLimits } | { error: string } {
   const perRental = usdField(body?.perRentalUsd);
@@ -109,17 +127,23 @@ export function limitsFromForm(body: Record<string, unknown> | undefined): { lim
   check('maxPerRentalMinor', perRental, '20 or 12.50');
   check('budgetLimitMinor', total, '100');
   check('maxConcurrentDeployments', concurrent, '1');
-  if (bad.length) return { error: `Please check the form: ${bad.join('; ')}.` };
-  return { limits: { maxPerRentalMinor: perRental!, budgetLimitMinor: total!, maxConcurrentDeployments: concurrent! } };
+  const rentalLength = rentalLengthField(body?.maxRental);
+  if ('error' in rentalLength) bad.push(rentalLength.error);
+  if (bad.length || 'error' in rentalLength) return { error: `Please check the form: ${bad.join('; ')}.` };
+  return { limits: { maxPerRentalMinor: perRental!, budgetLimitMinor: total!, maxConcurrentDeployments: concurrent!, maxRentalSeconds: rentalLength.value } };
 }
 
 /**
  * The form's words for a refusal because the limits asked exceed the approving key's own
- * (KEY_LIMIT_EXCEEDED, decided by AgentsService), in dollars.
+ * (KEY_LIMIT_EXCEEDED, decided by AgentsService), in dollars and hours.
  */
-export function overOwnLimitsMessage(limits: AgentLimits, own: Record<LimitField, number>): string {
+export function overOwnLimitsMessage(limits: AgentLimits, own: Record<LimitField, number> & { maxRentalSeconds: number | null }): string {
   const over = (Object.keys(FORM_NAMES) as LimitField[]).filter((f) => limits[f] > own[f]);
   const parts = over.map((f) => `${FORM_NAMES[f]} is ${shown(f, limits[f])}, your key allows at most ${shown(f, own[f])}`);
+  if (exceedsOwnRentalLength(limits.maxRentalSeconds, own.maxRentalSeconds)) {
+    const asked = limits.maxRentalSeconds == null ? 'unlimited' : describeRentalLength(limits.maxRentalSeconds);
+    parts.push(`the longest rental is ${asked}, your key allows at most ${describeRentalLength(own.maxRentalSeconds)}`);
+  }
   return `An agent's limits may not exceed your owner key's own: ${parts.join('; ')}. Lower them, or approve with a key that allows more.`;
 }
 
@@ -128,14 +152,15 @@ export function overOwnLimitsMessage(limits: AgentLimits, own: Record<LimitField
 export function approvalFormHtml(code: string, csrfToken: string, error?: string): string {
   const min = APPROVAL_LIMITS.minimums;
   const max = APPROVAL_LIMITS.maximums;
-  const field = (id: string, label: string, attrs: string, hint: string) =>
-    `<p><label for="${id}">${label}</label><br><input id="${id}" name="${id}" ${attrs} required style="font:inherit;padding:.4rem;width:100%;max-width:16rem"><br><span class="muted">${hint}</span></p>`;
+  const field = (id: string, label: string, attrs: string, hint: string, required = true) =>
+    `<p><label for="${id}">${label}</label><br><input id="${id}" name="${id}" ${attrs}${required ? ' required' : ''} style="font:inherit;padding:.4rem;width:100%;max-width:16rem"><br><span class="muted">${hint}</span></p>`;
   return `<h2 style="font-size:1.15rem;margin:1.5rem 0 .75rem">Approve with an owner key</h2>
 ${error ? `<p role="alert" class="banner">${escapeHtml(error)}</p>` : ''}<form method="post" action="/approve/${encodeURIComponent(code)}" autocomplete="off">
 <input type="hidden" name="${CSRF_FIELD}" value="${escapeHtml(csrfToken)}">
 ${field('perRentalUsd', 'Per rental (USD)', `type="number" inputmode="decimal" min="${usdDecimal(min.maxPerRentalMinor)}" max="${usdDecimal(max.maxPerRentalMinor)}" step="0.01" value="20"`, `${formatUsd(min.maxPerRentalMinor)} to ${formatUsd(max.maxPerRentalMinor)}`)}
 ${field('totalUsd', 'In total (USD)', `type="number" inputmode="decimal" min="${usdDecimal(min.budgetLimitMinor)}" max="${usdDecimal(max.budgetLimitMinor)}" step="0.01" value="100"`, `${formatUsd(min.budgetLimitMinor)} to ${formatUsd(max.budgetLimitMinor)}`)}
 ${field('concurrent', 'Machines at once', `type="number" inputmode="numeric" min="${min.maxConcurrentDeployments}" max="${max.maxConcurrentDeployments}" step="1" value="1"`, `${min.maxConcurrentDeployments} to ${max.maxConcurrentDeployments}`)}
+${field('maxRental', 'Longest rental (optional)', 'type="text" spellcheck="false" autocapitalize="off" placeholder="e.g. 8h, 90m, 2d"', `${RENTAL_LENGTH_RANGE}; empty: no limit`, false)}
 ${field('ownerKey', 'Your owner key', 'type="password" spellcheck="false" autocapitalize="off" placeholder="gpr_…"', 'an OWNER key with read, rent and manage; it is used for this approval only and never stored or shown to the agent')}
 <p class="actions"><button type="submit">Approve</button></p>
 </form>`;

@@ -5,7 +5,8 @@ import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
 import { escapeHtml, failurePage, PAGE_HEADERS, renderPage } from '../billing/payment-pages.html.js';
 import { formatUsd } from '../billing/money.js';
-import { APPROVAL_LIMITS } from '../keys/key-limits.js';
+import { APPROVAL_LIMITS, MAX_RENTAL_SECONDS } from '../keys/key-limits.js';
+import { describeRentalLength } from '../keys/rental-length.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { ApprovalCsrf, approvalFormHtml, limitsFromForm, overOwnLimitsMessage } from './approval-form.js';
 import { pollIntervalSeconds, type AgentsService } from './agents.service.js';
@@ -57,7 +58,7 @@ export function approvalPageRouter(services: { agents: AgentsService; keys: Keys
       ].join('\n');
       const telegram = config.telegramBotUsername
         ? `<p class="actions"><a href="https://t.me/${encodeURIComponent(config.telegramBotUsername)}?start=approve_${encodeURIComponent(code)}" style="display:inline-block;padding:.75rem 1.5rem;border-radius:6px;background:var(--accent);color:var(--card);font-weight:600;text-decoration:none">Approve in Telegram</a></p>
-<p class="muted">The bot asks you for the three limits, then approves.</p>`
+<p class="muted">The bot asks you for the limits, then approves.</p>`
         : '<p class="muted">The Telegram bot is not configured on this service; approve with the API call below.</p>';
       const who = session.requestedName
         ? `An AI agent that calls itself <strong>${escapeHtml(session.requestedName)}</strong> is asking`
@@ -68,6 +69,7 @@ export function approvalPageRouter(services: { agents: AgentsService; keys: Keys
 <dt>Per rental</dt><dd>the most one rental may cost (at least ${formatUsd(APPROVAL_LIMITS.minimums.maxPerRentalMinor)})</dd>
 <dt>In total</dt><dd>the most the key may spend over its life (at least ${formatUsd(APPROVAL_LIMITS.minimums.budgetLimitMinor)})</dd>
 <dt>At once</dt><dd>how many machines it may run at the same time (at least ${APPROVAL_LIMITS.minimums.maxConcurrentDeployments})</dd>
+<dt>Longest rental</dt><dd>optional: how long one rental may run at most (${describeRentalLength(MAX_RENTAL_SECONDS.minimum)} to ${describeRentalLength(MAX_RENTAL_SECONDS.maximum)})</dd>
 <dt>Access</dt><dd>rent, read and terminate its own rentals; never add credits</dd>
 </dl>
 <p><strong>Expires ${escapeHtml(utc(session.expiresAt))}</strong> (in about ${minutes} minute${minutes === 1 ? '' : 's'}). Only approve a request you started yourself.</p>
@@ -120,6 +122,7 @@ ${approvalFormHtml(code, csrf.issue(res, code))}
 <dt>Per rental</dt><dd>${formatUsd(approved.maxPerRentalMinor)}</dd>
 <dt>In total</dt><dd>${formatUsd(approved.budgetLimitMinor)}</dd>
 <dt>At once</dt><dd>${approved.maxConcurrentDeployments}</dd>
+<dt>Longest rental</dt><dd>${describeRentalLength(approved.maxRentalSeconds)}</dd>
 </dl>
 <p class="muted">You can revoke its key at any time: GET /api/v1/agent-keys lists it, DELETE /api/v1/agent-keys/{id} revokes it (or /agents in the Telegram bot).</p>`,
       );

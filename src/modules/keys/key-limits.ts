@@ -1,8 +1,8 @@
 /**
  * Every bound on an API key's rental limits (docs/api.md, Limits). The request schemas (JSDoc
  * `@minimum`/`@maximum` in accounts.dto.ts and agents.dto.ts) repeat these numbers for the
- * OpenAPI document, and test/api/openapi-limits.test.ts holds them equal; the Telegram bot and
- * the approval page import them from here.
+ * OpenAPI document, and test/api/openapi-limits.test.ts holds them equal; the Telegram bot, the
+ * approval page and the owner CLI import them from here.
  */
 
 export interface KeyLimits {
@@ -39,3 +39,26 @@ export const AGENT_KEY_LIMITS = {
 
 /** Rental limits of owner keys: the owner spends its own credits, so only runaway loops are capped. */
 export const OWNER_KEY_LIMITS = { maxPerRentalMinor: 1_000_000, budgetLimitMinor: 100_000_000, maxConcurrentDeployments: 50 } as const satisfies KeyLimits;
+
+/**
+ * The longest any rental of a key may run, when the key has such a limit (null or absent: none).
+ * The same bounds through every door a key's limits come in by. The minimum of a minute refuses
+ * a number meant as minutes or hours rather than seconds; 30 days catches a typo of extra digits.
+ */
+export const MAX_RENTAL_SECONDS = { minimum: 60, maximum: 30 * 24 * 3600 } as const;
+
+/** What is wrong with a given `maxRentalSeconds`, as a sentence naming the field; null when it is fine. */
+export function maxRentalSecondsProblem(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  const { minimum, maximum } = MAX_RENTAL_SECONDS;
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= minimum && value <= maximum) return null;
+  return `maxRentalSeconds must be an integer from ${minimum} to ${maximum} (seconds), or null for no limit`;
+}
+
+/**
+ * Whether a longest rental asked for an agent key (null or absent: none) is longer than the
+ * issuing key's own: a key with a longest rental hands out none longer, and none without one.
+ */
+export function exceedsOwnRentalLength(asked: number | null | undefined, own: number | null): boolean {
+  return own !== null && (asked === null || asked === undefined || asked > own);
+}

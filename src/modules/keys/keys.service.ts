@@ -22,6 +22,8 @@ export interface NewKey extends KeyLimits {
   isAdmin?: boolean;
   /** The OWNER key issuing it (see ApiKey.issuedByKeyId); revoking that key revokes this one. */
   issuedByKeyId?: string | null;
+  /** The longest any of its rentals may run, in seconds; null or absent: no such limit. */
+  maxRentalSeconds?: number | null;
 }
 
 export type { LockedAccount };
@@ -85,6 +87,7 @@ export class KeysService {
       maxPerRentalMinor: input.maxPerRentalMinor,
       budgetLimitMinor: input.budgetLimitMinor,
       maxConcurrentDeployments: input.maxConcurrentDeployments,
+      maxRentalSeconds: input.maxRentalSeconds ?? null,
       isAdmin: input.isAdmin ?? false,
       origin: input.origin,
       issuedByKeyId: input.issuedByKeyId ?? null,

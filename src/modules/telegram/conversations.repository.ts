@@ -4,15 +4,17 @@ import type { DataSource } from 'typeorm';
 // per chat, its data kept as JSON.
 
 export type ConversationKind = 'newagent' | 'approve';
-export type LimitStep = 'perRental' | 'budget' | 'concurrent' | 'confirm';
+export type LimitStep = 'perRental' | 'budget' | 'concurrent' | 'rentalLength' | 'confirm';
 
-/** Limits gathered so far (cents and a count), plus what the dialogue works on. */
+/** Limits gathered so far (cents, a count and seconds), plus what the dialogue works on. */
 export interface ConversationData {
   /** Random id printed into each button's data, so a keyboard from an older dialogue is refused. */
   nonce: string;
   maxPerRentalMinor?: number;
   budgetLimitMinor?: number;
   maxConcurrentDeployments?: number;
+  /** The longest rental, once answered; null: the owner chose no limit. */
+  maxRentalSeconds?: number | null;
   name?: string;
   /** Approval dialogues: the public approval code of the authorization being approved. */
   approvalCode?: string;
