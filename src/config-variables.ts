@@ -7,6 +7,7 @@
 export type ConfigSection =
   | 'Service'
   | 'Providers and inventory'
+  | 'Machines'
   | 'Agents and rate limits'
   | 'Billing and payments'
   | 'Secrets'
@@ -121,6 +122,20 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     default: null,
     defaultText: '`PRICE_MARKUP_PERCENT`',
     meaning: 'The markup of one provider (`VAST_PROVIDER_MARKUP_PERCENT=15`); the host prices, so it is not passed to the plugin.',
+  },
+  {
+    name: 'MACHINE_IMAGE_ALLOWLIST',
+    section: 'Machines',
+    default: null,
+    defaultText: 'empty: any image, on the offers that take one',
+    meaning:
+      'The container images a rental may ask for in `machine.image`: comma-separated patterns where `*` stands for any run of characters (`pytorch/pytorch:*,nvcr.io/nvidia/*`). A pattern is matched against the whole reference as the rental writes it; a rental naming another image is refused with 422.',
+  },
+  {
+    name: 'MACHINE_MAX_DISK_GB',
+    section: 'Machines',
+    default: '1000',
+    meaning: "Largest `machine.diskGb` a rental may ask for, 1 to 100000, whatever an offer's own `capabilities.maxDiskGb`.",
   },
   {
     name: 'AGENT_V1_ENABLED',

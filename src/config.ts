@@ -32,6 +32,10 @@ export interface Config {
    * keeps failing loses its offers from /offers, /gpus and admission after this.
    */
   offerMaxAgeSeconds: number;
+  /** Glob patterns (`*` = any run of characters) a rental's `machine.image` must match; empty: any image. */
+  machineImageAllowlist: string[];
+  /** Largest disk a rental may ask for, in GB. */
+  machineMaxDiskGb: number;
   agentV1Enabled: boolean;
   /** Signups per minute across every process and address: the ceiling. */
   signupRatePerMinute: number;
@@ -241,6 +245,23 @@ export function assertSafeToRun(config: Config): void {
   }
 }
 
+/**
+ * MACHINE_IMAGE_ALLOWLIST: comma-separated patterns of the characters an image reference may hold,
+ * plus `*`. Anything else (a space, a quote) could never match a reference, so it is a typo.
+ */
+function imageAllowlist(env: Env): string[] {
+  const patterns = (opt(env, 'MACHINE_IMAGE_ALLOWLIST') ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const p of patterns) {
+    if (!/^[A-Za-z0-9._/:@*-]+$/.test(p)) {
+      throw new ConfigError(`MACHINE_IMAGE_ALLOWLIST lists "${p}", which is not an image pattern (letters, digits, . _ - / : @, and * for any run of characters)`);
+    }
+  }
+  return patterns;
+}
+
 /** Telegram accepts 1-256 characters of A-Za-z0-9_- as a webhook secret token. */
 function webhookToken(env: Env): string | undefined {
   const v = opt(env, 'TELEGRAM_WEBHOOK_SECRET');
@@ -291,6 +312,8 @@ export function loadConfig(env: Env = process.env): Config {
     providers: providerConfigs,
     inventoryRefreshSeconds,
     offerMaxAgeSeconds,
+    machineImageAllowlist: imageAllowlist(env),
+    machineMaxDiskGb: int(env, 'MACHINE_MAX_DISK_GB', 1000, 1, 100_000),
     agentV1Enabled: bool(env, 'AGENT_V1_ENABLED', true),
     signupRatePerMinute: int(env, 'SIGNUP_RATE_PER_MINUTE', 30, 1, 1_000_000),
     signupRatePerAddressPerMinute: int(env, 'SIGNUP_RATE_PER_ADDRESS_PER_MINUTE', 5, 1, 1_000_000),

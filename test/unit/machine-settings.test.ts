@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { ConfigError, loadConfig } from '../../src/config.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { DEFAULT_MACHINE_SETTINGS, NO_MACHINE_CAPABILITIES, type MachineCapabilities, type MachineSettings } from '../../src/providers/provider.js';
 import {
@@ -265,5 +266,24 @@ describe('machine settings', () => {
     assert.equal(durationWords(3661), '1 hour 1 minute 1 second');
     assert.equal(durationWords(172_800), '48 hours');
     assert.equal(durationWords(0), '0 seconds');
+  });
+
+  describe('configuration', () => {
+    it('reads MACHINE_IMAGE_ALLOWLIST as trimmed patterns, empty when unset', () => {
+      assert.deepEqual(loadConfig({}).machineImageAllowlist, []);
+      assert.deepEqual(loadConfig({ MACHINE_IMAGE_ALLOWLIST: ' pytorch/pytorch:* , nvcr.io/nvidia/*,' }).machineImageAllowlist, ['pytorch/pytorch:*', 'nvcr.io/nvidia/*']);
+    });
+
+    it('refuses a pattern no image reference could match, naming the variable', () => {
+      assert.throws(() => loadConfig({ MACHINE_IMAGE_ALLOWLIST: 'pytorch/pytorch:*,my image' }), (err: unknown) => err instanceof ConfigError && /^MACHINE_IMAGE_ALLOWLIST lists "my image"/.test(err.message));
+    });
+
+    it('reads MACHINE_MAX_DISK_GB, 1000 when unset, refusing what is not a size', () => {
+      assert.equal(loadConfig({}).machineMaxDiskGb, 1000);
+      assert.equal(loadConfig({ MACHINE_MAX_DISK_GB: '250' }).machineMaxDiskGb, 250);
+      for (const bad of ['0', '1.5', 'lots', '100001']) {
+        assert.throws(() => loadConfig({ MACHINE_MAX_DISK_GB: bad }), (err: unknown) => err instanceof ConfigError && err.message.startsWith('MACHINE_MAX_DISK_GB must be'), bad);
+      }
+    });
   });
 });
