@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '../../errors/app-error.js';
 import { DEFAULT_MACHINE_SETTINGS, type MachineCapabilities, type MachineSettings } from '../../providers/provider.js';
+import { describeRentalLength } from '../keys/rental-length.js';
 import { scriptSha256 } from './machine-secrets.js';
 import type { MachineSettingsRequest } from './machine-settings.dto.js';
 
@@ -223,17 +224,6 @@ export function unmetSetting(s: MachineSettings, caps: MachineCapabilities, offe
   return null;
 }
 
-/** A whole number of seconds in words: `2 hours 30 minutes`, `45 seconds`. */
-export function durationWords(seconds: number): string {
-  const parts: [number, string][] = [
-    [Math.floor(seconds / 3600), 'hour'],
-    [Math.floor((seconds % 3600) / 60), 'minute'],
-    [seconds % 60, 'second'],
-  ];
-  const words = parts.filter(([n]) => n > 0).map(([n, unit]) => `${n} ${unit}${n === 1 ? '' : 's'}`);
-  return words.length ? words.join(' ') : '0 seconds';
-}
-
 /**
  * The lease in force: how long after it starts the rental is terminated. The rental's own
  * `terminateAfterSeconds` is refused (never shortened) when the offer or the key cannot grant it;
@@ -250,13 +240,13 @@ export function leaseSeconds(args: { terminateAfterSeconds: number | null; keyMa
   if (!keyBinds && asked > offerMax) {
     throw invalid(
       'terminateAfterSeconds',
-      `${asked} is longer than this offer's maximum duration of ${offerMax} seconds (${durationWords(offerMax)}); send at most ${offerMax}, or rent an offer that runs longer.`,
+      `${asked} is longer than this offer's maximum duration of ${offerMax} seconds (${describeRentalLength(offerMax)}); send at most ${offerMax}, or rent an offer that runs longer.`,
     );
   }
   if (keyMax !== null && asked > keyMax) {
     throw invalid(
       'terminateAfterSeconds',
-      `${asked} is longer than this key allows: its rentals last at most ${keyMax} seconds (${durationWords(keyMax)}); send at most ${keyMax}, or ask the key's owner for a longer maximum.`,
+      `${asked} is longer than this key allows: its rentals last at most ${keyMax} seconds (${describeRentalLength(keyMax)}); send at most ${keyMax}, or ask the key's owner for a longer maximum.`,
     );
   }
   return asked;
