@@ -1,4 +1,5 @@
 import type { ProviderOffer } from '../../src/providers/provider.js';
+import { LAMBDA_MACHINE_CAPABILITIES } from './machine.js';
 import type { LambdaInstanceTypes } from './types.js';
 
 const KEY_SEPARATOR = '@';
@@ -26,7 +27,8 @@ const positiveOrNull = (v: unknown) => (Number.isSafeInteger(v) && (v as number)
 /**
  * One offer per instance type and region with capacity. The name is the instance type name
  * (`gpu_1x_h100_sxm5`), which the host's GPU catalog resolves; Lambda prices in whole cents per
- * hour for the whole instance already, which is exactly our cost figure.
+ * hour for the whole instance already, which is exactly our cost figure. Every offer takes the
+ * same machine settings ({@link LAMBDA_MACHINE_CAPABILITIES}).
  */
 export function offersFromInstanceTypes(data: LambdaInstanceTypes, opts: { regions: string[] | null; maximumDurationSeconds: number }): ProviderOffer[] {
   const offers: ProviderOffer[] = [];
@@ -50,6 +52,7 @@ export function offersFromInstanceTypes(data: LambdaInstanceTypes, opts: { regio
         pricePerHourMinor: price,
         maximumDurationSeconds: opts.maximumDurationSeconds,
         region: region.name,
+        capabilities: LAMBDA_MACHINE_CAPABILITIES,
       });
     }
   }

@@ -3,16 +3,19 @@ import { createWithLabel } from '../../src/providers/kit/create-steps.js';
 import { LabelLock } from '../../src/providers/kit/label-lock.js';
 import { StateWatch } from '../../src/providers/kit/state-watch.js';
 import { ProviderApiError, SharedRead } from '../../src/providers/provider-http.js';
-import type {
-  CreateResult,
-  InstanceInfo,
-  OfferRef,
-  Provider,
-  ProviderCapabilities,
-  ProviderDeps,
-  ProviderOffer,
+import {
+  DEFAULT_MACHINE_SETTINGS,
+  type CreateResult,
+  type InstanceInfo,
+  type MachineSettings,
+  type OfferRef,
+  type Provider,
+  type ProviderCapabilities,
+  type ProviderDeps,
+  type ProviderOffer,
 } from '../../src/providers/provider.js';
 import { describeFailure, failureError, LAMBDA_LIMITS, LambdaClient, refusalReason, type LambdaFailure } from './client.js';
+import { lambdaUserData, MAX_USER_DATA_BYTES, userDataProblem, withoutSecrets } from './machine.js';
 import { offersFromInstanceTypes, parseOfferKey } from './offers.js';
 import type { LambdaOptions } from './options.js';
 import { LambdaSshKeys } from './ssh-keys.js';
@@ -42,6 +45,17 @@ export function labelOf(i: LambdaInstance): string {
 export function matchLabel(instances: LambdaInstance[], label: string): LambdaInstance | undefined {
   const live = instances.filter((i) => i.status !== 'terminated');
   return live.find((i) => labelTag(i) === label) ?? live.find((i) => labelTag(i) === undefined && i.name === label);
+}
+
+/** One launch: the offer's instance type and region, the deployment's key and the machine's settings. */
+interface LaunchPlan {
+  label: string;
+  offer: OfferRef;
+  target: { instanceType: string; region: string };
+  publicKey: string;
+  machine: MachineSettings;
+  /** The cloud-init script carrying the settings; null when there are none. */
+  userData: string | null;
 }
 
 /**
@@ -81,14 +95,22 @@ export class LambdaProvider implements Provider {
     return offersFromInstanceTypes(r.data, { regions: this.options.regions, maximumDurationSeconds: this.options.maximumDurationSeconds });
   }
 
-  create(label: string, offer: OfferRef, sshPublicKey: string): Promise<CreateResult> {
-    return this.creating.run(label, () => this.createOnce(label, offer, sshPublicKey));
+  create(label: string, offer: OfferRef, sshPublicKey: string, machine: MachineSettings = DEFAULT_MACHINE_SETTINGS): Promise<CreateResult> {
+    return this.creating.run(label, () => this.createOnce(label, offer, sshPublicKey, machine));
   }
 
-  private async createOnce(label: string, offer: OfferRef, publicKey: string): Promise<CreateResult> {
+  private async createOnce(label: string, offer: OfferRef, publicKey: string, machine: MachineSettings): Promise<CreateResult> {
     if (label.length > MAX_LABEL_LENGTH) return { kind: 'rejected', reason: `label ${label} is longer than Lambda's ${MAX_LABEL_LENGTH}-character limit` };
     const target = parseOfferKey(offer.key);
     if (!target) return { kind: 'rejected', reason: `offer key "${offer.key}" is not <instance type>@<region>` };
+    // Settings Lambda could not take are refused before anything is registered or launched.
+    const problem = userDataProblem(machine);
+    if (problem) return { kind: 'rejected', reason: `lambda cannot set up the machine: ${problem}` };
+    const userData = lambdaUserData(machine, LAMBDA_SSH_USER);
+    const size = userData === null ? 0 : Buffer.byteLength(userData, 'utf8');
+    if (size > MAX_USER_DATA_BYTES) {
+      return { kind: 'rejected', reason: `lambda cannot set up the machine: its variables and startup script make ${size} bytes of user_data, over Lambda's ${MAX_USER_DATA_BYTES}` };
+    }
 
     // No idempotency key exists: an instance already carrying the label is this attempt's.
     let lookupError: unknown;
@@ -103,7 +125,7 @@ export class LambdaProvider implements Provider {
         }
       },
       adopt: (existing) => ({ kind: 'created', instanceId: existing.id }),
-      send: () => this.launch(label, offer, target, publicKey),
+      send: () => this.launch({ label, offer, target, publicKey, machine, userData }),
     });
     // The kit's verdict for a failed lookup does not say whose fault; a refused key must show as `auth`.
     if (result.kind === 'rejected' && result.errorClass === undefined && lookupError instanceof ProviderApiError && lookupError.errorClass === 'auth') {
@@ -113,7 +135,8 @@ export class LambdaProvider implements Provider {
   }
 
   /** Registers the label's SSH key, then launches; failures before the launch are Lambda's own step. */
-  private async launch(label: string, offer: OfferRef, target: { instanceType: string; region: string }, publicKey: string): Promise<CreateResult> {
+  private async launch(l: LaunchPlan): Promise<CreateResult> {
+    const { label, offer, target, publicKey, userData } = l;
     let key: { ok: true } | LambdaFailure;
     try {
       key = await this.keys.ensure(label, publicKey);
@@ -128,6 +151,8 @@ export class LambdaProvider implements Provider {
       ssh_key_names: [label],
       name: label,
       tags: [{ key: LABEL_TAG_KEY, value: label }],
+      // Only when the rental asked for something: a launch without settings stays as it always was.
+      ...(userData === null ? {} : { user_data: userData }),
     };
     let r;
     try {
@@ -141,10 +166,14 @@ export class LambdaProvider implements Provider {
       const ids = r.data?.instance_ids;
       const id = Array.isArray(ids) ? ids[0] : undefined;
       if (typeof id !== 'string' || id === '') return { kind: 'ambiguous', reason: 'launch answered without an instance id' };
-      this.log.info({ label, instanceId: id, offerKey: offer.key }, 'lambda instance launched');
+      // Variable names are not secret (rentals show them); values and the script never reach a log.
+      const settings = userData === null ? {} : { envNames: Object.keys(l.machine.env), startupScript: l.machine.startupScript !== null };
+      this.log.info({ label, instanceId: id, offerKey: offer.key, ...settings }, 'lambda instance launched');
       return { kind: 'created', instanceId: id };
     }
-    const reason = refusalReason(`launch ${offer.key}`, r);
+    // Lambda's words about a launch that carried the agent's secrets are cleaned before any log line holds them.
+    const told = userData === null ? r : { ...r, message: withoutSecrets(r.message, l.machine), suggestion: r.suggestion && withoutSecrets(r.suggestion, l.machine) };
+    const reason = refusalReason(`launch ${offer.key}`, told);
     switch (r.rule.create) {
       case 'throttled':
         return { kind: 'throttled', reason, retryAfterMs: r.retryAfterMs ?? this.client.waitMs('launch') };
@@ -264,6 +293,8 @@ export class LambdaProvider implements Provider {
     const raw = typeof i.status === 'string' ? i.status : '';
     const out: InstanceInfo = { instanceId: i.id, label: labelOf(i), state: this.watch.read(i.id, raw, lambdaStateReading(raw)), providerState: i.status };
     if (i.ip) out.ssh = { host: i.ip, port: this.options.sshPort, user: LAMBDA_SSH_USER };
+    // Lambda says only that the machine boots (no image is pulled); no port is ever exposed, so no endpoints.
+    if (raw === 'booting') out.startupPhase = 'booting';
     return out;
   }
 }

@@ -46,6 +46,8 @@ interface StoredInstance {
   typeName: string;
   /** Assigned when the machine is up: Lambda reports `ip` once the instance has one. */
   ip?: string;
+  /** The launch's cloud-init text: kept for tests, never shown by a read (`user_data` is write-only). */
+  userData?: string;
 }
 
 interface StoredKey {
@@ -67,6 +69,8 @@ const hexId = () => randomBytes(16).toString('hex');
 export class FakeLambdaApi {
   /** Every request in arrival order, with the status answered (absent while hanging or when dropped). */
   readonly calls: { method: string; path: string; status?: number }[] = [];
+  /** The body of every launch the fake answered itself (not an injected failure), in arrival order, as received. */
+  readonly launches: Record<string, unknown>[] = [];
   private readonly store = new Map<string, StoredInstance>();
   private readonly keys: StoredKey[] = [];
   private readonly machines = new Map<string, FakeMachine>();
@@ -119,6 +123,11 @@ export class FakeLambdaApi {
 
   instances(): { id: string; name: string; tags: { key: string; value: string }[]; status: FakeLambdaStatus; ip?: string; sshPort: number }[] {
     return [...this.store.values()].map((i) => ({ id: i.id, name: i.name, tags: [...i.tags], status: i.status, ip: i.ip, sshPort: this.sshPort }));
+  }
+
+  /** The `user_data` an instance was launched with, as Lambda keeps it for cloud-init; undefined when none. */
+  userDataOf(instanceId: string): string | undefined {
+    return this.mustGet(instanceId).userData;
   }
 
   sshKeys(): StoredKey[] {
@@ -346,6 +355,7 @@ export class FakeLambdaApi {
   }
 
   private launch(body: Record<string, unknown>): Reply | 'hang' {
+    this.launches.push(structuredClone(body));
     const recorded = lambdaRecorded();
     if (this.quirks.launchQuantity && typeof body.quantity === 'number' && body.quantity > 1) {
       return lambdaError(400, recorded.quantity.code, recorded.quantity.message);
@@ -373,6 +383,7 @@ export class FakeLambdaApi {
       publicKey: key.public_key,
       region: regionInfo,
       typeName: req.typeName,
+      ...(req.userData === undefined ? {} : { userData: req.userData }),
     };
     this.store.set(inst.id, inst);
     this.later(this.bootMs, () => this.boot(inst));

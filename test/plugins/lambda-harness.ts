@@ -1,4 +1,8 @@
+import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import lambdaPlugin from '../../plugins/lambda/index.js';
 import type { LambdaTuning } from '../../plugins/lambda/options.js';
@@ -62,4 +66,62 @@ export async function makeLambdaHarness(opts: { fake?: FakeLambdaOptions; tuning
       await fake.close();
     },
   };
+}
+
+// ---- machine settings: reading what a launch's user_data holds ----
+
+/**
+ * Variables whose values break any naive quoting: quotes of both kinds, command substitution,
+ * expansions, backslashes, newlines (trailing ones too), an empty value, spaces at both ends and
+ * characters beyond ASCII.
+ */
+export const AWKWARD_ENV: Record<string, string> = {
+  QUOTES: `it's "quoted" \`uname\` $(id -u) $HOME \\ back'slash'`,
+  LINES: 'line one\nline two\n',
+  TRAILING: 'value\n\n',
+  EMPTY: '',
+  SPACES: '  both ends  ',
+  UNICODE: 'grüße 🚀 ünïcödé',
+  _UNDER_SCORE_9: '--not-an-option',
+};
+
+/** What each `echo '<base64>' | base64 -d > <target>` line of a user_data script writes, by target. */
+export function decodedWrites(userData: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const m of userData.matchAll(/^echo '([A-Za-z0-9+/=]*)' \| base64 -d > (.+)$/gm)) out.set(m[2], Buffer.from(m[1], 'base64').toString('utf8'));
+  return out;
+}
+
+/** Every base64 blob of a user_data script: what must never reach a log line. */
+export function encodedBlobs(userData: string): string[] {
+  return [...userData.matchAll(/^echo '([A-Za-z0-9+/=]+)'/gm)].map((m) => m[1]);
+}
+
+/** A NUL-separated `env -0` listing as name/value pairs. */
+export function parseEnv0(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const entry of text.split('\0')) {
+    const at = entry.indexOf('=');
+    if (at > 0) out[entry.slice(0, at)] = entry.slice(at + 1);
+  }
+  return out;
+}
+
+/** The environment `shell` (sh or bash) has after sourcing `profileText` from an empty one. */
+export function sourcedEnv(shell: string, profileText: string): Record<string, string> {
+  const dir = mkdtempSync(join(tmpdir(), 'gpr-lambda-env-'));
+  try {
+    const file = join(dir, 'env.sh');
+    writeFileSync(file, profileText);
+    const r = spawnSync('env', ['-i', shell, '-c', '. "$1" && env -0', 'sh', file], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`${shell} could not source the profile: ${r.stderr}`);
+    return parseEnv0(r.stdout);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The subset of `env` named by `names`. */
+export function pick(env: Record<string, string>, names: string[]): Record<string, string> {
+  return Object.fromEntries(names.filter((n) => n in env).map((n) => [n, env[n]]));
 }

@@ -71,6 +71,7 @@ describe(LambdaProvider.name, () => {
         pricePerHourMinor: 329,
         maximumDurationSeconds: 7 * 86400,
         region: 'us-east-1',
+        capabilities: { customImage: false, startupScript: true, ports: 0, maxDiskGb: null },
       });
       const eight = offers.find((o) => o.key === 'gpu_8x_h100_sxm5@us-south-1');
       assert.equal(eight?.pricePerHourMinor, 2632);
