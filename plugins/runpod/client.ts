@@ -21,6 +21,8 @@ export interface RunpodPod {
   gpu?: { id: string; count?: number };
   cost?: number;
   dataCenterId?: string | null;
+  /** What the pod publishes, `<port>/<protocol>` (`8888/http` goes through RunPod's HTTP proxy). */
+  ports?: string[];
   createdAt?: string;
   ssh?: { proxy: PodSshEndpoint | null; direct: PodSshEndpoint | null } | null;
 }
@@ -49,6 +51,8 @@ export interface CreatePodBody {
   disk: number;
   ports: string[];
   env: Record<string, string>;
+  /** The container's start command in place of the image's CMD; absent: the image's own. */
+  args?: string;
 }
 
 /**

@@ -28,6 +28,12 @@ export const EDGE_PAGE = /error code:\s*1\d{3}\b|cloudflare|<!doctype html|<html
 export const IMAGE_REFUSED = /invalid image|could not be pulled|manifest unknown|manifest for \S+ not found|pull access denied|repository does not exist|invalid reference format/i;
 
 /**
+ * A 400 about a container setting a rental chose (`ports`, `env`, `args`), named by its field as
+ * the API names fields in its messages. Every candidate would refuse it the same way.
+ */
+export const SETTINGS_REFUSED = /\b(ports|env|args)(\[\d+\]|\.\w+)?:/i;
+
+/**
  * The one error table, matched by the kit (rows of meaning first, in this order, then status
  * rows). Per RunPod's create guidance: 422 is a contract violation (never retry), 400 is a rule
  * violation or no capacity for this GPU (try the next candidate), 402 stops everything, 403 skips
@@ -48,6 +54,7 @@ export const ERROR_TABLE: readonly ErrorRule[] = [
   { match: { status: 400, text: IMAGE_REFUSED }, create: 'rejected', read: 'request', log: 'error', note: 'RUNPOD_PROVIDER_IMAGE: RunPod refused the image (malformed, or no such image or tag in its registry)' },
   { match: { status: 400, text: /cuda/i }, create: 'rejected', read: 'request', log: 'error', note: 'RUNPOD_PROVIDER_CUDA_VERSIONS: RunPod refused the CUDA constraint' },
   { match: { status: 400, text: /not valid JSON|exactly one of gpu or cpu/i }, create: 'rejected', read: 'request', log: 'error', note: 'RunPod refused the shape of our request' },
+  { match: { status: 400, text: SETTINGS_REFUSED }, create: 'rejected', read: 'request', log: 'warn', note: "RunPod refused the rental's machine settings" },
   // Not one of the texts above: a placement rule this GPU/count breaks (count above this cloud's
   // maximum, an unknown GPU type). RunPod says to try the next candidate; the provider logs the
   // detail so a rule every candidate breaks is seen.
@@ -80,6 +87,37 @@ export function answerText(json: unknown, text: string): string {
   return text.slice(0, 4000);
 }
 
+/**
+ * The image refusal when the image was the rental's own: nothing for the operator to fix, and the
+ * same refusal on every candidate, so the rental fails with this reason instead of trying on.
+ */
+export const RENTAL_IMAGE_RULE: ErrorRule = {
+  match: { status: 400, text: IMAGE_REFUSED },
+  create: 'rejected',
+  read: 'request',
+  log: 'warn',
+  note: "the rental's image: RunPod refused it (malformed, or no such image or tag in its registry)",
+};
+
+/** `text` with every secret replaced. */
+export function redact(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) out = out.split(s).join('[redacted]');
+  return out;
+}
+
+/**
+ * An answer with `secrets` taken out of everything the table and the reason read (a problem
+ * document's strings, the raw text), before anything is cut short: a secret cut in half by a
+ * length cap would no longer be found.
+ */
+function withoutSecrets<T extends Pick<HttpResponse, 'json' | 'text'>>(res: T, secrets: readonly string[]): T {
+  if (secrets.length === 0) return res;
+  const clean = (v: unknown): unknown => (typeof v === 'string' ? redact(v, secrets) : Array.isArray(v) ? v.map(clean) : v);
+  const json = res.json && typeof res.json === 'object' && !Array.isArray(res.json) ? Object.fromEntries(Object.entries(res.json).map(([k, v]) => [k, clean(v)])) : clean(res.json);
+  return { ...res, json, text: redact(res.text, secrets) };
+}
+
 /** The rule for an HTTP error answer. RunPod sends no error codes, only text. */
 export function errorRule(status: number, text: string | undefined): ErrorRule {
   return matchErrorRule(ERROR_TABLE, { status, text });
@@ -104,10 +142,17 @@ function rejectedClass(rule: ErrorRule): ProviderErrorClass {
 /**
  * A create's answer other than 201, per the table, and how loudly to log it; 429 carries the
  * client's wait. A `rejected` outcome carries its error class and a reason that starts with what to
- * fix (the variable, where one is to blame).
+ * fix (the variable, where one is to blame; the rental's image when `sent.rentalImage`). RunPod's
+ * words go into the reason and the log; should they ever quote what was sent, `sent.secrets` (the
+ * rental's variable values and script) are taken out first.
  */
-export function createResultFor(res: Pick<HttpResponse, 'status' | 'json' | 'text' | 'retryAfterMs'>): { result: Exclude<CreateResult, { kind: 'created' }>; log: NonNullable<ErrorRule['log']> } {
-  const rule = errorRule(res.status, answerText(res.json, res.text));
+export function createResultFor(
+  answer: Pick<HttpResponse, 'status' | 'json' | 'text' | 'retryAfterMs'>,
+  sent: { rentalImage?: boolean; secrets?: readonly string[] } = {},
+): { result: Exclude<CreateResult, { kind: 'created' }>; log: NonNullable<ErrorRule['log']> } {
+  const res = withoutSecrets(answer, sent.secrets ?? []);
+  const matched = errorRule(res.status, answerText(res.json, res.text));
+  const rule = sent.rentalImage && matched.match.text === IMAGE_REFUSED ? RENTAL_IMAGE_RULE : matched;
   const detail = problemDetail(res.json, res.text);
   const reason = `${rule.note} (RunPod ${res.status}${detail ? `: ${detail}` : ''})`;
   const verdict = createVerdictOf(rule, reason, res.retryAfterMs);

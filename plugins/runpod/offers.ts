@@ -1,6 +1,7 @@
 import { usdToCentsCeil } from '../../src/providers/pricing.js';
 import type { ProviderOffer } from '../../src/providers/provider.js';
 import type { RunpodGpuType } from './client.js';
+import { runpodMachineCapabilities } from './machine.js';
 import type { RunpodOptions } from './options.js';
 
 /** GPU counts we offer per GPU type, each within the type's `maxCount` for our cloud. */
@@ -28,7 +29,7 @@ export function runpodCategory(gpu: Pick<RunpodGpuType, 'id'>): string {
  * One catalog GPU type read for `count` GPUs as our offer, or null when it cannot be rented in the
  * configured cloud (not offered there, fewer than `count` per pod, no stock, no price).
  */
-export function mapRunpodGpu(gpu: RunpodGpuType, count: number, options: Pick<RunpodOptions, 'cloud' | 'diskGb' | 'maxDurationSeconds'>): ProviderOffer | null {
+export function mapRunpodGpu(gpu: RunpodGpuType, count: number, options: Pick<RunpodOptions, 'cloud' | 'diskGb' | 'maxDiskGb' | 'maxDurationSeconds'>): ProviderOffer | null {
   const side = options.cloud === 'SECURE' ? 'secure' : 'community';
   const price = gpu.price[side];
   if (gpu[side] === false || (gpu.maxCount[side] ?? 0) < count) return null;
@@ -47,5 +48,6 @@ export function mapRunpodGpu(gpu: RunpodGpuType, count: number, options: Pick<Ru
     pricePerHourMinor: usdToCentsCeil(price * count),
     maximumDurationSeconds: options.maxDurationSeconds,
     region: null,
+    capabilities: runpodMachineCapabilities(options.maxDiskGb),
   };
 }

@@ -17,6 +17,8 @@ export interface RunpodOptions {
   image: string;
   /** Container disk per pod in GB. */
   diskGb: number;
+  /** Largest container disk a rental may ask for (offers' `capabilities.maxDiskGb`); RunPod documents none. */
+  maxDiskGb: number;
   /** Which RunPod cloud to rent from (prices and availability differ). */
   cloud: 'SECURE' | 'COMMUNITY';
   /** Longest rental we sell; RunPod itself sets none. */
@@ -26,6 +28,11 @@ export interface RunpodOptions {
    * when set, otherwise a floor at the CUDA version the image's tag names.
    */
   cuda: CudaConstraint | null;
+  /**
+   * `cuda` comes from `RUNPOD_PROVIDER_CUDA_VERSIONS`, so it holds for every image; otherwise it was
+   * read from the default image's tag, and a rental's own image gets the floor its own tag names.
+   */
+  cudaFromSetting: boolean;
 }
 
 export const RUNPOD_DEFAULTS = {
@@ -33,6 +40,7 @@ export const RUNPOD_DEFAULTS = {
   // An official RunPod image: its start script installs PUBLIC_KEY into root's authorized_keys and starts sshd.
   image: 'runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04',
   diskGb: 50,
+  maxDiskGb: 500,
   cloud: 'SECURE' as const,
   maxDurationSeconds: 7 * 24 * 3600,
 };
@@ -46,6 +54,7 @@ export const RUNPOD_OPTIONS = declareOptions({
     API_URL: { kind: 'origin', default: RUNPOD_DEFAULTS.apiUrl, appends: '/v2/...' },
     IMAGE: { kind: 'string', default: RUNPOD_DEFAULTS.image, noSpaces: true },
     DISK_GB: { kind: 'integer', min: 1, max: 10_000, default: RUNPOD_DEFAULTS.diskGb },
+    MAX_DISK_GB: { kind: 'integer', min: 1, max: 10_000, default: RUNPOD_DEFAULTS.maxDiskGb },
     CLOUD: { kind: 'enum', values: ['SECURE', 'COMMUNITY'], default: RUNPOD_DEFAULTS.cloud },
     MAX_DURATION_SECONDS: { kind: 'integer', min: 1, max: 366 * 24 * 3600, default: RUNPOD_DEFAULTS.maxDurationSeconds },
     CUDA_VERSIONS: { kind: 'list', item: /^(\d+\.\d+\+?|any)$/i, itemHelp: 'CUDA versions as major.minor (12.4,12.8), one floor such as 12.4+, or any' },
@@ -88,16 +97,32 @@ export function cudaConstraintFor(setting: string[] | null, image: string): Cuda
   return { allowedCudaVersions: [...new Set(items)] };
 }
 
+/**
+ * The constraint a pod of `image` is created with: the setting when the operator made one, else
+ * the floor the image's own tag names, else the default image's (a tag that names no CUDA says
+ * nothing, and the default's floor is the safer guess than none).
+ */
+export function cudaConstraintOf(options: Pick<RunpodOptions, 'cuda' | 'cudaFromSetting' | 'image'>, image: string): CudaConstraint | null {
+  if (options.cudaFromSetting || image === options.image) return options.cuda;
+  return cudaConstraintFor(null, image) ?? options.cuda;
+}
+
 /** Turns raw variables (names without the prefix) into options; messages name the variable. */
 export function parseRunpodOptions(raw: Record<string, string>): RunpodOptions {
   const o = parseOptions(RUNPOD_OPTIONS, raw);
+  // The default disk is always one a rental may ask for: a ceiling set below it is a mistake, an
+  // unset one rises to it.
+  const maxDiskSet = (raw.MAX_DISK_GB ?? '').trim() !== '';
+  if (maxDiskSet && o.MAX_DISK_GB < o.DISK_GB) throw new Error(`${optionVariable('runpod', 'MAX_DISK_GB')} (${o.MAX_DISK_GB}) is below ${optionVariable('runpod', 'DISK_GB')} (${o.DISK_GB})`);
   return {
     apiKey: o.API_KEY,
     apiUrl: o.API_URL,
     image: o.IMAGE,
     diskGb: o.DISK_GB,
+    maxDiskGb: Math.max(o.MAX_DISK_GB, o.DISK_GB),
     cloud: o.CLOUD,
     maxDurationSeconds: o.MAX_DURATION_SECONDS,
     cuda: cudaConstraintFor(o.CUDA_VERSIONS, o.IMAGE),
+    cudaFromSetting: o.CUDA_VERSIONS !== null,
   };
 }

@@ -2,11 +2,12 @@ import { createWithLabel, listThenGet, pickByLabel } from '../../src/providers/k
 import { LabelLock } from '../../src/providers/kit/label-lock.js';
 import { StateWatch } from '../../src/providers/kit/state-watch.js';
 import { ProviderApiError, SharedRead } from '../../src/providers/provider-http.js';
-import type { CreateResult, InstanceInfo, OfferRef, Provider, ProviderCapabilities, ProviderDeps, ProviderOffer } from '../../src/providers/provider.js';
+import type { CreateResult, InstanceInfo, MachineSettings, OfferRef, Provider, ProviderCapabilities, ProviderDeps, ProviderOffer } from '../../src/providers/provider.js';
 import { isPod, RunpodClient, type RunpodClientHooks, type RunpodPod } from './client.js';
 import { createResultFor } from './errors.js';
+import { podEndpoints, podMachineFields, podStartupPhase, refusedSettings, secretsOf } from './machine.js';
 import { mapRunpodGpu, parseOfferKey, RUNPOD_GPU_COUNTS } from './offers.js';
-import { imageCudaVersion, type RunpodOptions } from './options.js';
+import { cudaConstraintOf, imageCudaVersion, type RunpodOptions } from './options.js';
 import { podReading } from './states.js';
 
 /** How long one `GET /v2/pods` answers every `get` poll (many rentals, one list call). */
@@ -22,7 +23,9 @@ export interface RunpodProviderHooks extends RunpodClientHooks {
 /**
  * RunPod pods through REST v2. The label is the pod's `name`; the deployment's key goes in as
  * `env.PUBLIC_KEY`, which RunPod's official images install for root, with `22/tcp` published so
- * `ssh.direct` (a full SSH endpoint) exists; the proxy carries interactive shells only.
+ * `ssh.direct` (a full SSH endpoint) exists; the proxy carries interactive shells only. A rental's
+ * machine settings map as `machine.ts` says: its image, disk, ports behind RunPod's HTTP proxy, and
+ * variables and a startup script through a boot script that hands over to the image's own start.
  */
 export class RunpodProvider implements Provider {
   readonly id = 'runpod';
@@ -68,13 +71,15 @@ export class RunpodProvider implements Provider {
     return offers;
   }
 
-  create(label: string, offer: OfferRef, sshPublicKey: string): Promise<CreateResult> {
-    return this.creating.run(label, () => this.createOnce(label, offer, sshPublicKey));
+  create(label: string, offer: OfferRef, sshPublicKey: string, machine?: MachineSettings): Promise<CreateResult> {
+    return this.creating.run(label, () => this.createOnce(label, offer, sshPublicKey, machine));
   }
 
-  private async createOnce(label: string, offer: OfferRef, sshPublicKey: string): Promise<CreateResult> {
+  private async createOnce(label: string, offer: OfferRef, sshPublicKey: string, machine: MachineSettings | undefined): Promise<CreateResult> {
     const parsed = parseOfferKey(offer.key);
     if (!parsed) return { kind: 'rejected', reason: `offer key "${offer.key}" is not a RunPod offer key` };
+    const refused = refusedSettings(machine);
+    if (refused) return { kind: 'rejected', reason: refused };
     // RunPod has no idempotency key and no unique names: an earlier create with this label
     // (a throttled retry, a crash) must be found before asking again.
     let lookupError: ProviderApiError | undefined;
@@ -89,7 +94,7 @@ export class RunpodProvider implements Provider {
         }
       },
       adopt: (existing) => ({ kind: 'created', instanceId: existing.id }),
-      send: () => this.sendCreate(label, offer, parsed, sshPublicKey),
+      send: () => this.sendCreate(label, offer, parsed, sshPublicKey, machine),
     });
     if (result.kind === 'rejected' && lookupError) {
       // The list was refused (the key, the edge): nothing was asked for. The host records the class
@@ -101,17 +106,19 @@ export class RunpodProvider implements Provider {
   }
 
   /** `POST /v2/pods` and what its answer means; throws only when no answer came (the pod may exist). */
-  private async sendCreate(label: string, offer: OfferRef, parsed: { gpuId: string; count: number }, sshPublicKey: string): Promise<CreateResult> {
+  private async sendCreate(label: string, offer: OfferRef, parsed: { gpuId: string; count: number }, sshPublicKey: string, machine: MachineSettings | undefined): Promise<CreateResult> {
+    const { image, disk, ports, env, args } = podMachineFields(machine, this.options, sshPublicKey.trim());
     let res;
     try {
       res = await this.client.createPod({
         name: label,
-        image: this.options.image,
-        gpu: { id: parsed.gpuId, count: parsed.count, ...this.options.cuda },
+        image,
+        gpu: { id: parsed.gpuId, count: parsed.count, ...cudaConstraintOf(this.options, image) },
         cloud: this.options.cloud,
-        disk: this.options.diskGb,
-        ports: ['22/tcp'],
-        env: { PUBLIC_KEY: sshPublicKey.trim() },
+        disk,
+        ports,
+        env,
+        ...(args === undefined ? {} : { args }),
       });
     } finally {
       this.polls.invalidate();
@@ -120,7 +127,7 @@ export class RunpodProvider implements Provider {
       if (isPod(res.json)) return { kind: 'created', instanceId: res.json.id };
       return { kind: 'ambiguous', reason: `RunPod ${res.status} without a pod in the answer` };
     }
-    const { result, log } = createResultFor(res);
+    const { result, log } = createResultFor(res, { rentalImage: !!machine?.image, secrets: secretsOf({ env }, machine) });
     const fields = { provider: this.id, label, offer: offer.key, status: res.status, result: result.kind, reason: result.reason };
     this.deps.logger[log](fields, log === 'error' ? 'RunPod refused the create: operator action needed' : 'RunPod did not create the pod');
     return result;
@@ -145,6 +152,10 @@ export class RunpodProvider implements Provider {
     if (state === 'running' && direct && typeof direct.host === 'string' && Number.isInteger(direct.port)) {
       info.ssh = { host: direct.host, port: direct.port, user: direct.username || 'root' };
     }
+    const endpoints = state === 'running' ? podEndpoints(pod) : [];
+    if (endpoints.length > 0) info.endpoints = endpoints;
+    const phase = state === 'pending' ? podStartupPhase(pod) : undefined;
+    if (phase) info.startupPhase = phase;
     return info;
   }
 

@@ -6,7 +6,7 @@ import { FakeMachine } from './fake-machine.js';
 import { isRuntimeUserAgent, resolveQuirks, type FakeBehaviour } from './recorded.js';
 import { catalogEntry, FAKE_RUNPOD_GPUS, forwardCompatible, hostCuda, placeable, type FakeRunpodGpu } from './runpod-catalog.js';
 import { cloudflare1010Body, compareCuda, imageCuda, isImageReference, RUNPOD_QUIRKS, type RunpodQuirks } from './runpod-recorded.js';
-import { validateCreatePod } from './runpod-validation.js';
+import { portsRefusal, validateCreatePod } from './runpod-validation.js';
 
 export { FAKE_RUNPOD_GPUS, type FakeRunpodGpu } from './runpod-catalog.js';
 export type { RunpodQuirks } from './runpod-recorded.js';
@@ -18,6 +18,21 @@ export type FakePodStatus = 'PROVISIONING' | 'STARTING' | 'RUNNING' | 'EXITED' |
 
 /** The `detail` RunPod gives a create it cannot place (the only sign of no capacity). */
 export const NO_INSTANCES_DETAIL = 'There are no longer any instances available with the requested specifications. Please refresh and try again.';
+
+/** A pod as `FakeRunpodApi.instances` shows it to tests. */
+export interface FakePodView {
+  id: string;
+  label: string;
+  name: string;
+  status: FakePodStatus;
+  sshPort: number;
+  env: Record<string, string>;
+  image: string;
+  disk: number;
+  ports: string[];
+  /** The start command the container runs instead of the image's CMD; '' for the image's own. */
+  args: string;
+}
 
 /** A problem document to answer once, for error-mapping tests (`answerNext`). */
 export interface ScriptedProblem {
@@ -43,6 +58,8 @@ export interface FakeRunpodOptions {
   behaviour?: FakeBehaviour;
   /** Single quirks on or off over what `behaviour` implies. */
   quirks?: Partial<RunpodQuirks>;
+  /** The largest container disk (`disk`, GB) any host can give; a create asking more gets the capacity 400. Default 1000. */
+  hostDiskGb?: number;
 }
 
 interface PodRecord {
@@ -83,8 +100,11 @@ const TITLES: Record<number, string> = {
  * list, delete): bearer auth, RFC 9457 problem documents, RateLimit headers and 429 with
  * Retry-After, 422 for unknown body fields, the observed false "no instances" 400 when
  * `gpu.count` is left out, and RUNNING reported before `ssh.direct`. Each pod is a FakeMachine
- * (user root) admitting only the key in `env.PUBLIC_KEY`. With `behaviour: 'recorded'` (or single
- * `quirks`) it answers as the live API was recorded instead: see {@link RunpodQuirks}.
+ * (user root) admitting only the key in `env.PUBLIC_KEY`. What the container is started with
+ * (`image`, `args`, `env`, `ports`, `disk`) is checked as the API checks it and shown by
+ * `instances()`; the machine does not run `args` or carry `env` into its shells. With
+ * `behaviour: 'recorded'` (or single `quirks`) it answers as the live API was recorded instead:
+ * see {@link RunpodQuirks}.
  */
 export class FakeRunpodApi {
   readonly calls: { method: string; path: string; query: string; body?: unknown; userAgent?: string }[] = [];
@@ -107,6 +127,7 @@ export class FakeRunpodApi {
   private hangCreates = false;
   private retryAfterSeconds: number;
   private readonly window = { start: Date.now(), used: 0, quota: 100_000 };
+  private readonly hostDiskGb: number;
 
   private constructor(opts: FakeRunpodOptions) {
     this.apiKey = opts.apiKey ?? `rpa_${randomBytes(16).toString('hex').toUpperCase()}`;
@@ -115,6 +136,7 @@ export class FakeRunpodApi {
     this.directSshDelayMs = opts.directSshDelayMs ?? 150;
     this.window.quota = opts.quotaPerMinute ?? 100_000;
     this.retryAfterSeconds = opts.retryAfterSeconds ?? 1;
+    this.hostDiskGb = opts.hostDiskGb ?? 1000;
     this.quirks = resolveQuirks<RunpodQuirks>(RUNPOD_QUIRKS, opts.behaviour, opts.quirks);
     // A missing fixture fails the start, not a request in the middle of a test.
     cloudflare1010Body();
@@ -139,8 +161,11 @@ export class FakeRunpodApi {
     await Promise.all(machines.map((m) => m.close()));
   }
 
-  /** Every pod the API knows, with its current status and the port its SSH listens on. */
-  instances(): { id: string; label: string; name: string; status: FakePodStatus; sshPort: number; env: Record<string, string> }[] {
+  /**
+   * Every pod the API knows, with its current status, the port its SSH listens on, and the
+   * container settings it was created with (what the pod's image would be started with).
+   */
+  instances(): FakePodView[] {
     return [...this.pods.values()].map((p) => ({
       id: p.id,
       label: String(p.body.name),
@@ -148,6 +173,10 @@ export class FakeRunpodApi {
       status: this.statusOf(p).status,
       sshPort: p.machine.port,
       env: (p.body.env ?? {}) as Record<string, string>,
+      image: String(p.body.image),
+      disk: (p.body.disk as number | undefined) ?? 20,
+      ports: (p.body.ports as string[] | undefined) ?? [],
+      args: (p.body.args as string | undefined) ?? '',
     }));
   }
 
@@ -362,6 +391,8 @@ export class FakeRunpodApi {
     const b = body as Record<string, unknown> & { gpu?: { id: string; count?: number }; cpu?: unknown; env?: Record<string, string>; cloud?: 'SECURE' | 'COMMUNITY' };
     if (b.templateId !== undefined) return this.problem(res, 404, 'template not found');
     if (!b.gpu === !b.cpu) return this.problem(res, 400, 'exactly one of gpu or cpu must be set');
+    const badPorts = portsRefusal(b.ports);
+    if (badPorts) return this.problem(res, 400, badPorts);
     // This fake stocks GPUs only.
     if (!b.gpu) return this.problem(res, 400, NO_INSTANCES_DETAIL);
     const gpu = this.gpus.find((g) => g.id === b.gpu!.id);
@@ -377,6 +408,8 @@ export class FakeRunpodApi {
     // Documented: matching is exact, and a version no host has is a capacity error, not a fallback.
     const hosts = hostCuda(gpu).filter((v) => (allowed.length === 0 || allowed.includes(v)) && (min === undefined || compareCuda(v, min) >= 0));
     if (hosts.length === 0) return this.problem(res, 400, NO_INSTANCES_DETAIL);
+    // No host has that much disk for a container: RunPod cannot place the pod, and says so as it does for any shortage.
+    if (((b.disk as number | undefined) ?? 20) > this.hostDiskGb) return this.problem(res, 400, NO_INSTANCES_DETAIL);
     const image = typeof b.image === 'string' ? b.image : '';
     if (this.quirks.badImageTag && (this.missingImages.has(image) || !isImageReference(image))) {
       return this.problem(res, 400, `image "${image}" could not be pulled: manifest unknown`, { title: 'Invalid Image' });
@@ -451,7 +484,6 @@ export class FakeRunpodApi {
   private podJson(p: PodRecord): Record<string, unknown> {
     const { status, direct } = this.statusOf(p);
     const b = p.body;
-    const placed = status !== 'PROVISIONING';
     const proxyUser = `${p.id}-64411eb2`;
     const billed = status !== 'EXITED' && status !== 'TERMINATED';
     const actions: Record<FakePodStatus, string[]> = {
@@ -476,14 +508,16 @@ export class FakeRunpodApi {
       mounts: b.mounts ?? {},
       gpu: { id: p.gpu.id, count: p.count },
       cloud: p.cloud,
-      dataCenterId: placed ? p.gpu.dataCenterId : null,
-      cudaVersion: placed ? p.hostCuda : null,
+      // Placed at create: the 201 of a PROVISIONING pod already names its data center and host CUDA
+      // (`create-pod-201-v2-document-example-2026-08.json`); the image is fetched while it stays there.
+      dataCenterId: p.gpu.dataCenterId,
+      cudaVersion: p.hostCuda,
       ...(this.quirks.podWithoutSsh && !direct
         ? {}
         : {
             ssh: {
               // The proxy carries an interactive shell only; the plugin must never hand it out.
-              proxy: placed ? { host: 'ssh.runpod.io', port: 22, username: proxyUser, command: `ssh ${proxyUser}@ssh.runpod.io` } : null,
+              proxy: { host: 'ssh.runpod.io', port: 22, username: proxyUser, command: `ssh ${proxyUser}@ssh.runpod.io` },
               direct: direct ? { host: '127.0.0.1', port: p.machine.port, username: 'root', command: `ssh root@127.0.0.1 -p ${p.machine.port}` } : null,
             },
           }),

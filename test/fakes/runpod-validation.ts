@@ -68,3 +68,25 @@ export function validateCreatePod(body: unknown): string[] {
   }
   return errors;
 }
+
+/** An entry of `ports`: a port number and a protocol RunPod publishes (`http` through its proxy, `tcp` directly). */
+const PORT_ENTRY = /^([1-9]\d{0,4})\/(http|tcp)$/;
+
+/**
+ * The 400 `detail` for a `ports` list the schema lets through (an array of strings) but the pod
+ * cannot publish: an entry not of the form port/protocol, a port above 65535, or a port listed
+ * twice. RunPod documents the form ("formatted as port/protocol"), not these refusals; the wording
+ * is this fake's. Null when the list is fine.
+ */
+export function portsRefusal(ports: unknown): string | null {
+  if (!Array.isArray(ports)) return null;
+  const seen = new Set<number>();
+  for (const entry of ports as string[]) {
+    const m = PORT_ENTRY.exec(entry);
+    if (!m || Number(m[1]) > 65535) return `ports: "${entry}" is not of the form port/protocol (http or tcp)`;
+    const port = Number(m[1]);
+    if (seen.has(port)) return `ports: port ${port} is listed more than once`;
+    seen.add(port);
+  }
+  return null;
+}

@@ -147,7 +147,8 @@ describe('FakeRunpodApi recorded mode', () => {
     fake = await FakeRunpodApi.start({ bootMs: 20, directSshDelayMs: 10 });
     const ok = await call('POST', '/v2/pods', podBody({ image: 'runpod/pytorch:2.8.0-py3.11-cuda12.8.1' }, { id: RTX4090, allowedCudaVersions: ['12.8', '12.4'] }));
     assert.equal(ok.status, 201);
-    assert.equal(ok.json.cudaVersion, null);
+    // Placed at create, as the recorded 201 shows: on the oldest host the constraint allows.
+    assert.deepEqual([ok.json.status, ok.json.cudaVersion], ['PROVISIONING', '12.4']);
     const bad = await call('POST', '/v2/pods', podBody({}, { allowedCudaVersions: ['12'] }));
     assert.equal(bad.status, 422);
     assert.deepEqual(bad.json.errors, ['$.gpu.allowedCudaVersions: expected array of "major.minor" strings']);

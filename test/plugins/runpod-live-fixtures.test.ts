@@ -108,6 +108,9 @@ const CHECKS: Record<string, { provenance: string; check: () => Promise<void> | 
         );
         assert.equal((await p.findByLabel('pytorch-training'))?.instanceId, '7h9k2m4n6p');
         assert.equal((await p.get('7h9k2m4n6p')).ssh, undefined);
+        // Its `8888/http` is served by RunPod's proxy under the pod id; `22/tcp` is not an HTTP endpoint.
+        assert.deepEqual(listed[0].endpoints, [{ port: 8888, url: 'https://7h9k2m4n6p-8888.proxy.runpod.net' }]);
+        assert.equal(listed[0].startupPhase, undefined);
       } finally {
         await api.close();
       }
@@ -132,6 +135,8 @@ const CHECKS: Record<string, { provenance: string; check: () => Promise<void> | 
         // PROVISIONING with runtime {} and no `ssh`: pending, not a parse error.
         const info = await p.get('7h9k2m4n6p');
         assert.deepEqual([info.state, info.providerState, info.ssh], ['pending', 'PROVISIONING', undefined]);
+        // Already placed (a data center is named) and not started: its image is being fetched.
+        assert.deepEqual([info.startupPhase, info.endpoints], ['pulling_image', undefined]);
       } finally {
         await api.close();
       }

@@ -303,7 +303,11 @@ describe(RunpodProvider.name, () => {
       assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', MAX_DURATION_SECONDS: '1.5' }), /RUNPOD_PROVIDER_MAX_DURATION_SECONDS/);
       assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'https://rest.runpod.io/v1' }), /RUNPOD_PROVIDER_API_URL must be an http\(s\) origin without a path .*appends \/v2\/\.\.\./);
       assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'not a url' }), /RUNPOD_PROVIDER_API_URL/);
-      assert.deepEqual(runpodPlugin.validateOptions({ API_KEY: ' k ' }), { apiKey: 'k', ...RUNPOD_DEFAULTS, diskGb: 50, cuda: { minCudaVersion: '12.4' } });
+      assert.deepEqual(runpodPlugin.validateOptions({ API_KEY: ' k ' }), { apiKey: 'k', ...RUNPOD_DEFAULTS, diskGb: 50, cuda: { minCudaVersion: '12.4' }, cudaFromSetting: false });
+      assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', DISK_GB: '100', MAX_DISK_GB: '80' }), /RUNPOD_PROVIDER_MAX_DISK_GB \(80\) is below RUNPOD_PROVIDER_DISK_GB \(100\)/);
+      // Unset, the ceiling rises to the default disk.
+      assert.equal(runpodPlugin.validateOptions({ API_KEY: 'k', DISK_GB: '800' }).maxDiskGb, 800);
+      assert.equal(runpodPlugin.validateOptions({ API_KEY: 'k', CUDA_VERSIONS: '12.8' }).cudaFromSetting, true);
       assert.equal(runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'http://127.0.0.1:9/' }).apiUrl, 'http://127.0.0.1:9');
     });
 
