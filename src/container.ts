@@ -81,9 +81,10 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   const handoff = rentalHandoff === undefined ? new CardRentalHandoff(ds, jobs) : (rentalHandoff ?? undefined);
   const payments = createPayments({ config, ds, clock, logger, ledger, cardOrders: new CardOrdersService(ds), rentalHandoff: handoff });
   const rentalReads = new RentalReadsService(ds);
-  const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs, inventory, rentalReads);
-  const cardCheckout = new CardCheckoutService(ds, clock, inventory, payments.sessions, keys);
   const box = SecretBox.fromConfig(config);
+  const machinePolicy = { imageAllowlist: config.machineImageAllowlist, maxDiskGb: config.machineMaxDiskGb };
+  const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs, inventory, rentalReads, box, machinePolicy);
+  const cardCheckout = new CardCheckoutService(ds, clock, inventory, payments.sessions, keys);
   const credentials = new CredentialsService(ds, clock, box);
   const agentKeys = new AgentKeysService(ds, clock, keys, rentals);
   const agents = new AgentsService(ds, clock, keys, rateLimiter, {
@@ -149,8 +150,9 @@ export function createBotJobs(s: Services, sender: NotificationSender, timing: {
 }
 
 /** The lifecycle's timing from configuration: polls and the first destruction re-check wait RENTAL_POLL_MS. */
-export function lifecycleTiming(config: Pick<Config, 'rentalPollMs'>): Partial<LifecycleTiming> {
-  return { pollMs: config.rentalPollMs, verifyBaseDelayMs: config.rentalPollMs };
+export function lifecycleTiming(config: Pick<Config, 'rentalPollMs' | 'inventoryRefreshSeconds'>): Partial<LifecycleTiming> {
+  // A waiting rental looks at least once per inventory refresh, so its deadline holds to within one.
+  return { pollMs: config.rentalPollMs, verifyBaseDelayMs: config.rentalPollMs, capacityPollMs: Math.min(15_000, config.inventoryRefreshSeconds * 1000) };
 }
 
 /** What the lifecycle parts are built from, for building another lifecycle (tests with their own timing). */

@@ -8,18 +8,24 @@ import {
   assertCreditLimits,
   cardTerms,
   creditTerms,
-  intentRequestValue,
   maxCheckoutBudget,
   newDeployment,
   newOrder,
   purchasedHours,
   rentalDebitTerms,
-  rentalIntent,
+  waitingTerms,
   type AdmissionOffer,
   type AdmittingKey,
-  type GpuIntent,
   type PayingAccount,
 } from '../../src/modules/rentals/admission-terms.js';
+import { NO_MACHINE_COLUMNS } from '../../src/modules/rentals/machine-secrets.js';
+import { intentRequestValue, rentalIntent as parseIntent, type GpuIntent } from '../../src/modules/rentals/rental-intent.js';
+import type { CreateRentalRequest } from '../../src/modules/rentals/rentals.dto.js';
+import { DEFAULT_MACHINE_SETTINGS } from '../../src/providers/provider.js';
+
+const POLICY = { imageAllowlist: [], maxDiskGb: 1000 };
+const rentalIntent = (body: CreateRentalRequest) => parseIntent(body, POLICY);
+const plain = { machine: { ...DEFAULT_MACHINE_SETTINGS }, terminateAfterSeconds: null };
 
 // The admission terms without a database: the races and the statements stay with the API tests.
 
@@ -27,8 +33,8 @@ function offer(id: string, pricePerHourMinor: number, maximumDurationSeconds = 7
   return { id, name: 'NVIDIA H100 SXM', gpuCount: 1, pricePerHourMinor, currency: 'USD', maximumDurationSeconds, provider: 'local' };
 }
 
-function caller(limits: Partial<Pick<ApiKey, 'maxPerRentalMinor' | 'budgetLimitMinor' | 'maxConcurrentDeployments'>> = {}, billing = false): AdmittingKey {
-  const key = { maxPerRentalMinor: 10_000, budgetLimitMinor: 50_000, maxConcurrentDeployments: 2, ...limits } as ApiKey;
+function caller(limits: Partial<Pick<ApiKey, 'maxPerRentalMinor' | 'budgetLimitMinor' | 'maxConcurrentDeployments' | 'maxRentalSeconds'>> = {}, billing = false): AdmittingKey {
+  const key = { maxPerRentalMinor: 10_000, budgetLimitMinor: 50_000, maxConcurrentDeployments: 2, maxRentalSeconds: null, ...limits } as ApiKey;
   return { key, scopes: billing ? ['rent', 'billing'] : ['rent'] };
 }
 
@@ -158,10 +164,10 @@ describe('admission terms (no database)', () => {
     it('whole hours of the offer, up to its whole maximum duration', () => {
       const week = offer('w', 299);
       assert.equal(maxCheckoutBudget(week), 299 * 7 * 24);
-      const t = cardTerms(week, 1000);
+      const t = cardTerms(week, 1000, caller());
       assert.deepEqual([t.billingModel, t.hours, t.totalMinor, t.spendCapMinor], ['LEGACY_PREPAID', 3, 897, null]);
-      refused('VALIDATION_FAILED', () => cardTerms(offer('two', 300, 2 * 3600), 601), /at most 600/);
-      refused('BUDGET_TOO_SMALL', () => cardTerms(week, 298));
+      refused('VALIDATION_FAILED', () => cardTerms(offer('two', 300, 2 * 3600), 601, caller()), /at most 600/);
+      refused('BUDGET_TOO_SMALL', () => cardTerms(week, 298, caller()));
     });
   });
 
@@ -172,7 +178,7 @@ describe('admission terms (no database)', () => {
     it('a credit rental of a GPU intent: PENDING, the name as matched, its candidates, every column given', () => {
       const intent = rentalIntent({ gpuModel: '2x H100', gpuCount: 2, maxHourlyPriceMinor: 900, budgetMinor: 1000 });
       const terms = creditTerms(legacy(5000), caller(), 1000, [offer('a', 300), offer('b', 320)]);
-      const order = newOrder({ ...who, funding: 'CREDITS' }, intent, 'h100', terms);
+      const order = newOrder({ ...who, funding: 'CREDITS' }, intent, 'h100', terms, NO_MACHINE_COLUMNS);
       assert.equal(order.status, 'PENDING');
       assert.equal(order.requestKind, 'INTENT');
       assert.equal(order.offerId, null);
@@ -189,8 +195,8 @@ describe('admission terms (no database)', () => {
     });
 
     it('a card order: AWAITING_PAYMENT, the offer asked for, the whole price charged to the card', () => {
-      const terms = cardTerms(offer('w', 299), 1000);
-      const order = newOrder({ ...who, funding: 'CARD' }, { kind: 'OFFER', offerId: 'w', budgetMinor: 1000 }, null, terms);
+      const terms = cardTerms(offer('w', 299), 1000, caller());
+      const order = newOrder({ ...who, funding: 'CARD' }, { kind: 'OFFER', offerId: 'w', budgetMinor: 1000, ...plain }, null, terms, NO_MACHINE_COLUMNS);
       assert.deepEqual([order.status, order.funding, order.requestKind, order.offerId, order.totalMinor], ['AWAITING_PAYMENT', 'CARD', 'OFFER', 'w', 897]);
       const d = newDeployment('dep-2', order, terms);
       assert.deepEqual([d.status, d.billingModel, d.hoursPurchased, d.hourlyPriceMinor], ['AWAITING_PAYMENT', 'LEGACY_PREPAID', 3, 299]);
@@ -198,8 +204,51 @@ describe('admission terms (no database)', () => {
 
     it('a metered rental debits nothing at admission', () => {
       const terms = creditTerms(balance(5000), caller(), null, [offer('a', 300)]);
-      const order = newOrder({ ...who, funding: 'CREDITS' }, rentalIntent({ offerId: 'a' }), null, terms);
+      const order = newOrder({ ...who, funding: 'CREDITS' }, rentalIntent({ offerId: 'a' }), null, terms, NO_MACHINE_COLUMNS);
       assert.equal(rentalDebitTerms(order, terms), null);
+    });
+
+    it('an intent admitted to wait for capacity: no candidate, the ceiling as its price, the phase and the deadline', () => {
+      const intent = rentalIntent({ gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 400, waitForCapacitySeconds: 1800 }) as GpuIntent;
+      const terms = waitingTerms(balance(5000), caller(), intent);
+      assert.deepEqual([terms.candidates, terms.hourlyPriceMinor, terms.billingModel], [[], 400, 'ACCOUNT_BALANCE']);
+      const order = newOrder({ ...who, funding: 'CREDITS' }, intent, 'h100', terms, NO_MACHINE_COLUMNS);
+      assert.deepEqual([order.offerId, order.candidateOfferIds, order.hourlyPriceMinor], [null, [], 400]);
+      assert.equal(order.waitForCapacityUntil?.toISOString(), new Date(now.getTime() + 1800_000).toISOString());
+      const d = newDeployment('dep-3', order, terms);
+      assert.deepEqual([d.offerId, d.providerId, d.phase, d.phaseSince?.toISOString()], [null, null, 'waiting_for_capacity', now.toISOString()]);
+    });
+  });
+
+  describe('leases and waiting', () => {
+    it('the lease asked for is kept, and fallbacks that cannot run it are dropped', () => {
+      const t = creditTerms(balance(5000), caller(), null, [offer('a', 300, 7200), offer('short', 310, 1800), offer('b', 320, 7200)], 3600);
+      assert.equal(t.leaseSeconds, 3600);
+      assert.deepEqual(t.candidates.map((o) => o.id), ['a', 'b']);
+    });
+
+    it("a key's longest rental is the lease of a rental without one, and a longer lease is refused, never shortened", () => {
+      assert.equal(creditTerms(balance(5000), caller({ maxRentalSeconds: 5400 }), null, [offer('a', 300)]).leaseSeconds, 5400);
+      refused('VALIDATION_FAILED', () => creditTerms(balance(5000), caller({ maxRentalSeconds: 5400 }), null, [offer('a', 300)], 7200), /terminateAfterSeconds.*5400/);
+      assert.equal(cardTerms(offer('w', 299), 1000, caller({ maxRentalSeconds: 3600 })).leaseSeconds, 3600);
+    });
+
+    it('only a metered account may wait for capacity', () => {
+      const intent = rentalIntent({ gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 400, budgetMinor: 1000, waitForCapacitySeconds: 600 }) as GpuIntent;
+      refused('VALIDATION_FAILED', () => waitingTerms(legacy(5000), caller(), intent), /waitForCapacitySeconds/);
+    });
+
+    it('settings, a lease and a wait change the idempotency value; a plain request hashes as it always did', () => {
+      const base = { gpuModel: 'H100', gpuCount: 1 as const, maxHourlyPriceMinor: 400 };
+      const plainValue = intentRequestValue(rentalIntent(base));
+      assert.deepEqual(Object.keys(plainValue).sort(), ['budgetMinor', 'gpuCount', 'gpuSlug', 'kind', 'maxHourlyPriceMinor']);
+      const withEnv = (v: string) => intentRequestValue(rentalIntent({ ...base, machine: { env: { TOKEN: v } } }));
+      assert.notDeepEqual(withEnv('a'), plainValue);
+      assert.notDeepEqual(withEnv('a'), withEnv('b'));
+      assert.ok(!JSON.stringify(withEnv('s3cret-value')).includes('s3cret-value'), 'a secret value never enters the record');
+      assert.notDeepEqual(intentRequestValue(rentalIntent({ ...base, terminateAfterSeconds: 600 })), plainValue);
+      assert.notDeepEqual(intentRequestValue(rentalIntent({ ...base, waitForCapacitySeconds: 600 })), plainValue);
+      assert.deepEqual(intentRequestValue(rentalIntent({ ...base, machine: { ports: [9000, 8000] } })), intentRequestValue(rentalIntent({ ...base, machine: { ports: [8000, 9000] } })));
     });
   });
 });

@@ -99,6 +99,13 @@ describe('machine settings', () => {
         assert.ok(!msg.includes('\n'));
       });
 
+      it('refuses the names the machine sets itself (HOME, PATH, PUBLIC_KEY, GPR_*), and takes names that merely contain them', () => {
+        for (const name of ['HOME', 'PATH', 'USER', 'SHELL', 'PUBLIC_KEY', 'GPR_MACHINE_BOOT', 'GPR_X']) {
+          refuses(() => parse({ env: { [name]: '1' } }), new RegExp(`machine\\.env\\.${name}: ${name} is set by the machine itself`));
+        }
+        assert.deepEqual(Object.keys(parse({ env: { MY_HOME: '1', XGPR_A: '2' } }).env), ['MY_HOME', 'XGPR_A']);
+      });
+
       it('takes 50 variables and refuses 51', () => {
         const env = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`V${i}`, 'x']));
         assert.equal(Object.keys(parse({ env: env(50) }).env).length, 50);

@@ -5,7 +5,6 @@ import { accountBalanceEligible, assertNotFrozen } from '../accounts/billing-eli
 import { outstandingReservationMinor, type Reserved } from './credit-reservation.js';
 import { formatUsd } from '../billing/money.js';
 import { topUpAdvice } from '../billing/top-up-advice.js';
-import { gpuIntentName, matchGpuQuery, type GpuMatch } from '../inventory/gpu-match.js';
 import type { Offer } from '../inventory/offer.entity.js';
 import type { Principal } from '../keys/principal.js';
 import type { KeyUsage } from '../keys/keys.service.js';
@@ -14,71 +13,16 @@ import type { Deployment } from './deployment.entity.js';
 import type { Order } from './order.entity.js';
 import { MAX_CANDIDATES, MIN_BUDGET_MINOR } from './rental-limits.js';
 import type { DeploymentBillingModel } from './rental-status.js';
-import type { CreateRentalRequest } from './rentals.dto.js';
+import type { MachineColumns } from './machine-secrets.js';
+import { leaseSeconds } from './machine-settings.js';
+import type { GpuIntent, RentalIntent } from './rental-intent.js';
 
 // The terms of one admission, credit-funded or card-funded, as plain functions of what was read:
 // no database here, so each rule is decided once and tested without one. The services read the
-// rows, call these, and write what they return.
+// rows, call these, and write what they return. The request itself is parsed in rental-intent.ts.
 
 /** What admission needs of an offer: the snapshot's entry or a cached row. */
 export type AdmissionOffer = Pick<Offer, 'id' | 'name' | 'gpuCount' | 'pricePerHourMinor' | 'currency' | 'maximumDurationSeconds' | 'provider'>;
-
-/** An explicit offer asked for by id (lower-cased), with the budget if one was given. */
-export interface OfferIntent {
-  kind: 'OFFER';
-  offerId: string;
-  budgetMinor: number | null;
-}
-
-/** A GPU model, count and price ceiling; the name is parsed here once for the whole admission. */
-export interface GpuIntent {
-  kind: 'INTENT';
-  /** The name as matched: a count written into it is gpuCount's, so it is taken out. */
-  gpuModel: string;
-  /** What the name stands for in the catalog (its `compact` form is the idempotency value). */
-  match: GpuMatch;
-  gpuCount: number;
-  maxHourlyPriceMinor: number;
-  budgetMinor: number | null;
-  /**
-   * Why the request cannot be admitted whatever the inventory holds (a count in the name that
-   * disagrees with gpuCount); raised only once the Idempotency-Key is known to be unused.
-   */
-  refusal: AppError | null;
-}
-
-/** A rental request as one value, parsed once; everything after admission's first line receives this. */
-export type RentalIntent = OfferIntent | GpuIntent;
-
-/** The request body as an intent. Never throws: a refusal is carried, for admission to raise in order. */
-export function rentalIntent(body: CreateRentalRequest): RentalIntent {
-  const budgetMinor = body.budgetMinor ?? null;
-  if ('offerId' in body) return { kind: 'OFFER', offerId: body.offerId.toLowerCase(), budgetMinor };
-  let gpuModel = body.gpuModel.trim();
-  let refusal: AppError | null = null;
-  try {
-    gpuModel = gpuIntentName(body.gpuModel, body.gpuCount);
-  } catch (err) {
-    if (!(err instanceof AppError)) throw err;
-    refusal = err;
-  }
-  // The count is split off the name before matching, so the raw name and the name as matched
-  // stand for the same models.
-  const match = matchGpuQuery(body.gpuModel);
-  return { kind: 'INTENT', gpuModel, match, gpuCount: Number(body.gpuCount), maxHourlyPriceMinor: body.maxHourlyPriceMinor, budgetMinor, refusal };
-}
-
-/** The intent as the idempotency record hashes it: equal intents hash equal whatever their spelling or field order. */
-export function intentRequestValue(intent: RentalIntent): Record<string, unknown> {
-  if (intent.kind === 'OFFER') return { kind: 'OFFER', offerId: intent.offerId, budgetMinor: intent.budgetMinor };
-  return {
-    kind: 'INTENT',
-    gpuSlug: intent.match.compact,
-    gpuCount: intent.gpuCount,
-    maxHourlyPriceMinor: intent.maxHourlyPriceMinor,
-    budgetMinor: intent.budgetMinor,
-  };
-}
 
 /** What admission decided about money and machines, before anything is written. */
 export interface AdmissionTerms {
@@ -89,8 +33,16 @@ export interface AdmissionTerms {
   /** Paid at admission: debited from credits, or charged to the card. */
   totalMinor: number;
   spendCapMinor: number | null;
-  /** The offers provisioning tries, in order; the first sets the quoted price. */
+  /**
+   * The offers provisioning tries, in order; the first sets the quoted price. Empty while a GPU
+   * intent waits for capacity: provisioning chooses them when an eligible offer appears.
+   */
   candidates: AdmissionOffer[];
+  /** The quoted price per hour: the first candidate's, or the ceiling of an intent waiting for capacity. */
+  hourlyPriceMinor: number;
+  currency: string;
+  /** The lease in force (see `leaseSeconds` in machine-settings.ts); null: none. */
+  leaseSeconds: number | null;
 }
 
 /** The account's side of admission, as read under its row lock. */
@@ -110,7 +62,7 @@ export function maxCheckoutBudget(offer: Pick<Offer, 'pricePerHourMinor' | 'maxi
 }
 
 /** LEGACY_PREPAID terms of `hours` of `first`, falling back only to `fallbacks` that can run them. */
-function prepaid(hours: number, first: AdmissionOffer, fallbacks: AdmissionOffer[]): AdmissionTerms {
+function prepaid(hours: number, first: AdmissionOffer, fallbacks: AdmissionOffer[], lease: number | null): AdmissionTerms {
   return {
     billingModel: 'LEGACY_PREPAID',
     hours,
@@ -119,14 +71,35 @@ function prepaid(hours: number, first: AdmissionOffer, fallbacks: AdmissionOffer
     spendCapMinor: null,
     // Fallbacks must be able to run what was bought; the quoted price holds whichever one runs.
     candidates: fallbacks.filter((o) => o.maximumDurationSeconds >= hours * 3600).slice(0, MAX_CANDIDATES),
+    hourlyPriceMinor: first.pricePerHourMinor,
+    currency: first.currency,
+    leaseSeconds: lease,
   };
+}
+
+/** The lease of a rental of `first`; fallbacks that cannot run that long are left out by {@link runLease}. */
+function leaseOf(caller: AdmittingKey, terminateAfterSeconds: number | null, first: AdmissionOffer | null): number | null {
+  return leaseSeconds({
+    terminateAfterSeconds,
+    keyMaxRentalSeconds: caller.key.maxRentalSeconds ?? null,
+    // An intent waiting for capacity has no offer yet: provisioning keeps to offers that run the lease.
+    offerMaximumDurationSeconds: first?.maximumDurationSeconds ?? Number.MAX_SAFE_INTEGER,
+  });
+}
+
+/** Candidates that can run the whole lease. */
+function runLease(candidates: AdmissionOffer[], lease: number | null): AdmissionOffer[] {
+  return lease === null ? candidates : candidates.filter((o) => o.maximumDurationSeconds >= lease);
 }
 
 /**
  * The billing model and purchase of a credit-funded rental, from the account's model and the
  * budget asked for (docs/rentals-and-money.md); `candidates` are cheapest first.
  */
-export function creditTerms(account: PayingAccount, caller: AdmittingKey, budget: number | null, candidates: AdmissionOffer[]): AdmissionTerms {
+export function creditTerms(account: PayingAccount, caller: AdmittingKey, budget: number | null, offers: AdmissionOffer[], terminateAfterSeconds: number | null = null): AdmissionTerms {
+  const lease = leaseOf(caller, terminateAfterSeconds, offers[0]);
+  // The lease is checked against the cheapest offer; fallbacks that cannot run it are dropped.
+  const candidates = [offers[0], ...runLease(offers.slice(1), lease)];
   assertNotFrozen(account, 'start rentals');
   if (account.balanceMinor < 0) {
     throw new AppError('ACCOUNT_FROZEN', `This account's credits are negative (${account.balanceMinor} cents); it cannot start rentals. ${topUpAdvice(caller.scopes)}`);
@@ -147,6 +120,9 @@ export function creditTerms(account: PayingAccount, caller: AdmittingKey, budget
       totalMinor: 0,
       spendCapMinor: budget ?? caller.key.maxPerRentalMinor,
       candidates: candidates.slice(0, MAX_CANDIDATES),
+      hourlyPriceMinor: candidates[0].pricePerHourMinor,
+      currency: candidates[0].currency,
+      leaseSeconds: lease,
     };
   }
   if (budget === null) {
@@ -167,14 +143,32 @@ export function creditTerms(account: PayingAccount, caller: AdmittingKey, budget
         : `budgetMinor (USD cents) buys no whole hour: one hour costs ${first.pricePerHourMinor} cents (${formatUsd(first.pricePerHourMinor)}). Next: send budgetMinor of at least ${first.pricePerHourMinor}.`,
     );
   }
-  return prepaid(hours, first, usable);
+  return prepaid(hours, first, usable, lease);
+}
+
+/**
+ * The terms of a GPU intent admitted to wait for capacity: metered (only a metered rental can wait,
+ * since nothing is bought before the machine is known), reserving at the intent's price ceiling
+ * until provisioning chooses its offers.
+ */
+export function waitingTerms(account: PayingAccount, caller: AdmittingKey, intent: GpuIntent): AdmissionTerms {
+  assertNotFrozen(account, 'start rentals');
+  if (!accountBalanceEligible(account)) {
+    throw new AppError(
+      'VALIDATION_FAILED',
+      'Invalid request: waitForCapacitySeconds: only accounts billed by usage (ACCOUNT_BALANCE) can wait for capacity; this account is LEGACY_PREPAID. Send the rental without it when an offer is available.',
+    );
+  }
+  const ceiling: AdmissionOffer = { id: '', name: intent.gpuModel, gpuCount: intent.gpuCount, pricePerHourMinor: intent.maxHourlyPriceMinor, currency: 'USD', maximumDurationSeconds: Number.MAX_SAFE_INTEGER, provider: '' };
+  const terms = creditTerms(account, caller, intent.budgetMinor, [ceiling], intent.terminateAfterSeconds);
+  return { ...terms, candidates: [] };
 }
 
 /**
  * The terms of a card order for `offer` (LEGACY_PREPAID, paid by card, so neither credits nor
  * the key's budget are asked): whole hours of the offer, up to its whole maximum duration.
  */
-export function cardTerms(offer: AdmissionOffer, budgetMinor: number): AdmissionTerms {
+export function cardTerms(offer: AdmissionOffer, budgetMinor: number, caller: AdmittingKey): AdmissionTerms {
   const max = maxCheckoutBudget(offer);
   if (budgetMinor > max) {
     throw new AppError('VALIDATION_FAILED', `Invalid request: budgetMinor: must be at most ${max} for this offer (its price over its maximum duration).`);
@@ -183,7 +177,7 @@ export function cardTerms(offer: AdmissionOffer, budgetMinor: number): Admission
   if (hours < 1) {
     throw new AppError('BUDGET_TOO_SMALL', `budgetMinor buys no whole hour of this offer; one hour costs ${offer.pricePerHourMinor}.`);
   }
-  return prepaid(hours, offer, [offer]);
+  return prepaid(hours, offer, [offer], leaseOf(caller, null, offer));
 }
 
 /**
@@ -196,7 +190,7 @@ export function assertCreditLimits(account: PayingAccount, caller: AdmittingKey,
   const key = caller.key;
   const remainingKeyBudget = key.budgetLimitMinor - usage.netSpentMinor - reserved.keyMinor;
   // A metered rental needs its own reservation (credit-reservation.ts) out of unreserved credits.
-  const price = terms.candidates[0].pricePerHourMinor;
+  const price = terms.hourlyPriceMinor;
   const needed =
     terms.billingModel === 'LEGACY_PREPAID'
       ? terms.totalMinor
@@ -235,9 +229,11 @@ export interface NewRental {
  * The order row of a new rental. A card order waits for its payment (AWAITING_PAYMENT); a
  * credit-funded one is PENDING provisioning. `slug` is the GPU intent's stored match (null for an offer).
  */
-export function newOrder(rental: NewRental, intent: RentalIntent, slug: string | null, terms: AdmissionTerms): Order {
-  const first = terms.candidates[0];
+export function newOrder(rental: NewRental, intent: RentalIntent, slug: string | null, terms: AdmissionTerms, machine: MachineColumns): Order {
+  const first = terms.candidates[0] as AdmissionOffer | undefined;
   const gpu = intent.kind === 'INTENT' ? intent : null;
+  // Only an intent with no candidate yet waits (admission decided it may).
+  const waitSeconds = gpu && !first ? gpu.waitForCapacitySeconds : null;
   return {
     id: rental.id,
     accountId: rental.accountId,
@@ -246,29 +242,23 @@ export function newOrder(rental: NewRental, intent: RentalIntent, slug: string |
     billingModel: terms.billingModel,
     status: rental.funding === 'CARD' ? 'AWAITING_PAYMENT' : 'PENDING',
     requestKind: intent.kind,
-    offerId: gpu ? null : first.id,
+    offerId: gpu ? null : (first?.id ?? null),
     candidateOfferIds: terms.candidates.map((o) => o.id),
     gpuModel: gpu ? gpu.gpuModel : null,
     gpuSlug: slug,
     gpuCount: gpu ? gpu.gpuCount : null,
     maxHourlyPriceMinor: gpu ? gpu.maxHourlyPriceMinor : null,
     budgetMinor: intent.budgetMinor,
-    hourlyPriceMinor: first.pricePerHourMinor,
+    hourlyPriceMinor: terms.hourlyPriceMinor,
     durationSeconds: terms.durationSeconds,
     totalMinor: terms.totalMinor,
-    currency: first.currency,
+    currency: terms.currency,
     failureCode: null,
     failureReason: null,
     reversalStatus: null,
-    machineImage: null,
-    machineEnvNames: null,
-    machinePorts: null,
-    machineDiskGb: null,
-    machineSecretsEnc: null,
-    machineSecretsKid: null,
-    startupScriptSha256: null,
-    terminateAfterSeconds: null,
-    waitForCapacityUntil: null,
+    ...machine,
+    terminateAfterSeconds: intent.terminateAfterSeconds,
+    waitForCapacityUntil: waitSeconds === null ? null : new Date(rental.now.getTime() + waitSeconds * 1000),
     createdAt: rental.now,
     updatedAt: rental.now,
   };
@@ -276,8 +266,9 @@ export function newOrder(rental: NewRental, intent: RentalIntent, slug: string |
 
 /** The deployment row of a new rental's `order`: the machine it will try first, nothing started yet. */
 export function newDeployment(id: string, order: Order, terms: AdmissionTerms): Deployment {
-  const first = terms.candidates[0];
+  const first = terms.candidates[0] as AdmissionOffer | undefined;
   const now = order.createdAt;
+  const waiting = order.waitForCapacityUntil !== null;
   return {
     id,
     orderId: order.id,
@@ -290,9 +281,9 @@ export function newDeployment(id: string, order: Order, terms: AdmissionTerms): 
     startedAt: null,
     endsAt: null,
     endedAt: null,
-    providerId: first.provider,
-    offerId: first.id,
-    hourlyPriceMinor: first.pricePerHourMinor,
+    providerId: first?.provider ?? null,
+    offerId: first?.id ?? null,
+    hourlyPriceMinor: terms.hourlyPriceMinor,
     spendCapMinor: terms.spendCapMinor,
     attempt: 0,
     label: null,
@@ -309,10 +300,10 @@ export function newDeployment(id: string, order: Order, terms: AdmissionTerms): 
     terminationReason: null,
     verifyAttempts: 0,
     lastCheckDetail: null,
-    phase: null,
-    phaseSince: null,
+    phase: waiting ? 'waiting_for_capacity' : null,
+    phaseSince: waiting ? now : null,
     endpoints: null,
-    leaseSeconds: null,
+    leaseSeconds: terms.leaseSeconds,
     statusChangedAt: now,
     createdAt: now,
     updatedAt: now,

@@ -17,6 +17,8 @@ import { getOrder, insertOrder } from './orders.repository.js';
 import { assertConcurrencySlot } from './concurrency-slot.js';
 import type { Order } from './order.entity.js';
 import { insertDeployment } from './rental-state.js';
+import { NO_MACHINE_COLUMNS } from './machine-secrets.js';
+import { DEFAULT_MACHINE_SETTINGS } from '../../providers/provider.js';
 
 /**
  * Card admission, the human card path: a LEGACY_PREPAID rental paid by card through a hosted checkout. It never
@@ -74,8 +76,8 @@ export class CardCheckoutService {
   ): Promise<{ resourceId: string; result: Checkout }> {
     await assertConcurrencySlot(m, principal, this.keys);
     const rental = { id: randomUUID(), accountId: principal.accountId, keyId: principal.keyId, funding: 'CARD' as const, now: this.clock.now() };
-    const intent = { kind: 'OFFER' as const, offerId: terms.candidates[0].id, budgetMinor: body.budgetMinor };
-    const order = newOrder(rental, intent, null, terms);
+    const intent = { kind: 'OFFER' as const, offerId: terms.candidates[0].id, budgetMinor: body.budgetMinor, machine: { ...DEFAULT_MACHINE_SETTINGS }, terminateAfterSeconds: null };
+    const order = newOrder(rental, intent, null, terms, NO_MACHINE_COLUMNS);
     await insertOrder(m, order);
     await insertDeployment(m, newDeployment(randomUUID(), order, terms));
     const checkout = await this.sessions.insert(m, {
@@ -99,7 +101,7 @@ export class CardCheckoutService {
       // A 422 on the field, not 404: this route's contract declares only 401 and 422 as errors.
       throw new AppError('VALIDATION_FAILED', `Invalid request: offerId: ${body.offerId} is not currently offered. See /api/v1/offers.`);
     }
-    return cardTerms(offer, body.budgetMinor);
+    return cardTerms(offer, body.budgetMinor, principal);
   }
 
   private async describe(order: Order): Promise<CheckoutDescription> {

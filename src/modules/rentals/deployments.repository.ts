@@ -339,3 +339,8 @@ export async function setPhase(ds: DataSource, id: string, phase: string, at: Da
 export async function clearInstance(ds: DataSource, id: string, at: Date): Promise<void> {
   await ds.getRepository(Deployment).update({ id }, { instanceId: null, sshHost: null, sshPort: null, sshUser: null, updatedAt: at });
 }
+
+/** A rental that waited for capacity runs its first candidate, at its price, and leaves its phase. */
+export async function assignFirstCandidate(m: EntityManager, id: string, first: { id: string; provider: string; pricePerHourMinor: number }, at: Date): Promise<void> {
+  await m.update(Deployment, { id }, { offerId: first.id, providerId: first.provider, hourlyPriceMinor: first.pricePerHourMinor, phase: null, phaseSince: null, updatedAt: at });
+}

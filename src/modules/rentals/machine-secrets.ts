@@ -20,6 +20,17 @@ export type MachineColumns = Pick<
   'machineImage' | 'machineEnvNames' | 'machinePorts' | 'machineDiskGb' | 'machineSecretsEnc' | 'machineSecretsKid' | 'startupScriptSha256'
 >;
 
+/** The columns of a rental that asked for nothing (card orders, which take no settings). */
+export const NO_MACHINE_COLUMNS: Readonly<MachineColumns> = Object.freeze({
+  machineImage: null,
+  machineEnvNames: null,
+  machinePorts: null,
+  machineDiskGb: null,
+  machineSecretsEnc: null,
+  machineSecretsKid: null,
+  startupScriptSha256: null,
+});
+
 /** SHA-256 of the script's UTF-8 bytes, in hex: what reads show of it. */
 export function scriptSha256(script: string): string {
   return createHash('sha256').update(script, 'utf8').digest('hex');

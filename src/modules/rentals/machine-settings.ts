@@ -29,6 +29,14 @@ export const MIN_LEASE_SECONDS = 60;
 
 const SETTINGS: readonly (keyof MachineSettingsRequest)[] = ['image', 'env', 'startupScript', 'ports', 'diskGb'];
 const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
+
+/**
+ * Names the machine itself needs: the login's own (a changed HOME or PATH would move the startup
+ * marker or hide nvidia-smi from the checks before ACTIVE), the key a cloud image installs at
+ * boot, and the GPR_ prefix plugins use for their own boot plumbing.
+ */
+const RESERVED_ENV_NAMES = new Set(['HOME', 'PATH', 'USER', 'LOGNAME', 'SHELL', 'PWD', 'PUBLIC_KEY']);
+const isReservedEnvName = (name: string) => RESERVED_ENV_NAMES.has(name) || name.startsWith('GPR_');
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 // A container image reference as registries read it: [domain[:port]/]path[:tag][@digest], path
@@ -111,6 +119,9 @@ function parseEnv(env: unknown): Record<string, string> {
     const setting = `machine.env.${shown}`;
     if (!ENV_NAME.test(name)) {
       throw invalid(setting, `variable names are upper-case letters, digits and _, not starting with a digit (e.g. ${suggestedName(name)}); rename it.`);
+    }
+    if (isReservedEnvName(name)) {
+      throw invalid(setting, `${name} is set by the machine itself (reserved: ${[...RESERVED_ENV_NAMES].join(', ')} and names starting GPR_); choose another name.`);
     }
     // Never quote the value back: it is the agent's secret.
     if (typeof value !== 'string') throw invalid(setting, 'must be a string; send numbers and flags as text, e.g. "1".');

@@ -35,3 +35,8 @@ export async function markReversalPending(m: EntityManager, orderId: string, at:
 export function orderTerms(ds: DataSource, orderId: string): Promise<Pick<Order, 'status' | 'durationSeconds'> | null> {
   return ds.getRepository(Order).findOne({ select: { status: true, durationSeconds: true }, where: { id: orderId } });
 }
+
+/** The offers provisioning tries for a rental that waited for capacity, and the price of the first. */
+export async function assignCandidates(m: EntityManager, orderId: string, candidateIds: string[], hourlyPriceMinor: number, at: Date): Promise<void> {
+  await m.update(Order, { id: orderId }, { candidateOfferIds: candidateIds, hourlyPriceMinor, updatedAt: at });
+}

@@ -1,4 +1,5 @@
 import type { GpuMatchedBy } from '../inventory/gpu-match.js';
+import type { MachineSettingsRequest } from './machine-settings.dto.js';
 import type { ApiTerminationReason, DeploymentBillingModel, FailureCode, MachinePhase, RentalStatus, ReversalStatus } from './rental-status.js';
 
 /**
@@ -21,6 +22,21 @@ export interface OfferRentalRequest {
    * @maximum 1000000000
    */
   budgetMinor?: number;
+  /**
+   * What runs on the machine: image, environment, startup script, ports, disk. Optional; see each
+   * setting. An offer that cannot honour a setting is refused with 422 naming it.
+   */
+  machine?: MachineSettingsRequest;
+  /**
+   * A lease: the rental is terminated (reason EXPIRED) this many seconds after it becomes ACTIVE,
+   * whatever its billing model; 60 up to the offer's maximumDurationSeconds. Above the key's
+   * `maxRentalSeconds` it is refused with 422 (never shortened); without it, a key's
+   * `maxRentalSeconds` is the lease. Shown as `endsAt` once ACTIVE.
+   * @isInt
+   * @minimum 60
+   * @maximum 31536000
+   */
+  terminateAfterSeconds?: number;
 }
 
 /** GPUs in a GPU-intent rental. */
@@ -56,6 +72,31 @@ export interface GpuIntentRentalRequest {
    * @maximum 1000000000
    */
   budgetMinor?: number;
+  /**
+   * What runs on the machine: image, environment, startup script, ports, disk. Optional; see each
+   * setting. An offer that cannot honour a setting is refused with 422 naming it.
+   */
+  machine?: MachineSettingsRequest;
+  /**
+   * A lease: the rental is terminated (reason EXPIRED) this many seconds after it becomes ACTIVE,
+   * whatever its billing model; 60 up to the offer's maximumDurationSeconds. Above the key's
+   * `maxRentalSeconds` it is refused with 422 (never shortened); without it, a key's
+   * `maxRentalSeconds` is the lease. Shown as `endsAt` once ACTIVE.
+   * @isInt
+   * @minimum 60
+   * @maximum 31536000
+   */
+  terminateAfterSeconds?: number;
+  /**
+   * When no eligible offer is on sale now, wait up to this many seconds (60 to 86,400) instead of
+   * failing: the rental stays PENDING in phase `waiting_for_capacity`, holding its credit
+   * reservation, and starts as soon as the inventory shows an eligible offer; at the deadline it
+   * fails with NO_CAPACITY and what it held is released. Metered billing (ACCOUNT_BALANCE) only.
+   * @isInt
+   * @minimum 60
+   * @maximum 86400
+   */
+  waitForCapacitySeconds?: number;
 }
 
 /** Exactly one of the two shapes, with no other properties. */

@@ -12,18 +12,14 @@ import { claimIdempotencyKey, idempotentRequest, requireIdempotencyKey } from '.
 import { findIntentCandidates } from '../inventory/offer-candidates.js';
 import type { KeysService, LockedAccount } from '../keys/keys.service.js';
 import type { InventoryService } from '../inventory/inventory.service.js';
-import {
-  assertCreditLimits,
-  creditTerms,
-  intentRequestValue,
-  newDeployment,
-  newOrder,
-  rentalDebitTerms,
-  rentalIntent,
-  type AdmissionOffer,
-  type AdmissionTerms,
-  type RentalIntent,
-} from './admission-terms.js';
+import { assertCreditLimits, creditTerms, newDeployment, newOrder, rentalDebitTerms, waitingTerms, type AdmissionOffer, type AdmissionTerms } from './admission-terms.js';
+import { intentRequestValue, rentalIntent, type RentalIntent } from './rental-intent.js';
+import type { SecretBox } from '../credentials/secret-box.js';
+import { offerCapabilities, type Offer } from '../inventory/offer.entity.js';
+import type { OfferDto } from '../inventory/inventory.dto.js';
+import type { MachineSettings } from '../../providers/provider.js';
+import { machineColumns, type MachineColumns } from './machine-secrets.js';
+import { offerLabel, unmetSetting, type MachinePolicy } from './machine-settings.js';
 import type { Deployment } from './deployment.entity.js';
 import { reservedMinor } from './credit-reservation.js';
 import { deploymentIn } from './deployments.repository.js';
@@ -42,6 +38,13 @@ import type { CreateRentalRequest, RentalDto, TerminateAccepted } from './rental
 interface Resolved {
   candidates: AdmissionOffer[];
   slug: string | null;
+  /** No eligible offer is on sale, and the intent asked to wait for one. */
+  waiting: boolean;
+}
+
+/** What a rental's machine settings ask of an offer's capabilities (none: the statement of a plain intent). */
+function needsOf(m: MachineSettings) {
+  return { customImage: m.image !== null, startupScript: m.startupScript !== null, ports: m.ports.length, diskGb: m.diskGb };
 }
 
 export interface CreateResult {
@@ -66,6 +69,8 @@ export class RentalsService {
     private readonly jobs: JobQueue,
     private readonly inventory: Pick<InventoryService, 'liveOffer' | 'findCached'>,
     private readonly reads: Pick<RentalReadsService, 'rental'>,
+    private readonly box: Pick<SecretBox, 'seal'>,
+    private readonly machinePolicy: MachinePolicy,
   ) {}
 
   /**
@@ -77,7 +82,7 @@ export class RentalsService {
   async create(principal: Principal, idempotencyKeyHeader: string | undefined, body: CreateRentalRequest): Promise<CreateResult> {
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
     // The key is part of the intent: one key's request is never answered with another key's rental.
-    const intent = rentalIntent(body);
+    const intent = rentalIntent(body, this.machinePolicy);
     const request = idempotentRequest(`rental:${principal.accountId}`, idemKey, { ...intentRequestValue(intent), keyId: principal.keyId });
 
     // Inventory is read outside the lock; an error is raised only after the key was found unused,
@@ -91,6 +96,8 @@ export class RentalsService {
     }
 
     const rentalId = randomUUID();
+    // Sealed before the lock is taken: the secrets are bound to the rental's id, known already.
+    const machine = machineColumns(this.box, rentalId, intent.machine);
     const outcome = await inPipelinedTransaction(this.ds, async (m) => {
       // Issued together, so they reach the server as one request (a pipelined transaction) and run there
       // in this order: the account lock first, then the claim under it (a concurrent twin waits
@@ -103,40 +110,57 @@ export class RentalsService {
       ]);
       if (claim.kind === 'replay') return { replayOf: claim.resourceId, created: null, wake: null };
       if (resolved instanceof AppError) throw resolved;
-      const terms = creditTerms(account, principal, intent.budgetMinor, resolved.candidates);
+      const terms =
+        resolved.waiting && intent.kind === 'INTENT'
+          ? waitingTerms(account, principal, intent)
+          : creditTerms(account, principal, intent.budgetMinor, resolved.candidates, intent.terminateAfterSeconds);
       assertCreditLimits(account, principal, usage, reserved, terms);
       // The rental's rows and its job row, issued together again (one request to the server).
-      const created = this.insertRental(m, rentalId, account, principal, intent, resolved, terms);
+      const created = this.insertRental(m, rentalId, account, principal, intent, resolved, terms, machine);
       const wake = this.jobs.nowIn(m, RENTAL_JOBS.provision, { deploymentId: created.deployment.id }, { uniqueKey: created.deployment.id });
       const [, wakeUp] = await Promise.all([created.written, wake]);
       return { replayOf: null, created, wake: wakeUp };
     });
 
     if (outcome.created === null) return this.replay(outcome.replayOf);
-    const { order, deployment, machine } = outcome.created;
+    const { order, deployment, first } = outcome.created;
     try {
       await outcome.wake();
     } catch (err) {
       // The job row is committed; a worker finds it at its next poll.
       this.logger.warn({ err, deploymentId: deployment.id }, 'could not wake the job processor');
     }
-    return { status: 201, rental: toRentalDto(order, deployment, { gpuName: machine.name, gpuCount: machine.gpuCount, provider: machine.provider }) };
+    const facts = first ? { gpuName: first.name, gpuCount: first.gpuCount, provider: first.provider } : undefined;
+    return { status: 201, rental: toRentalDto(order, deployment, facts) };
   }
 
-  /** Candidates for the intent, cheapest first; no live provider search. */
+  /**
+   * Candidates for the intent, cheapest first; no live provider search. An explicit offer must
+   * honour the machine settings (else 422 naming the setting); a GPU intent is matched only to
+   * offers that do, and one that may wait is admitted to wait when none is on sale.
+   */
   private async resolve(intent: RentalIntent): Promise<Resolved> {
     if (intent.kind === 'OFFER') {
       // Any offer the cache ever had is admitted; one the provider no longer has fails at
       // provisioning as OFFER_NOT_FOUND with its credits reversed (docs/api.md, Rentals).
       // Live offers come from the in-memory snapshot; only one that left it costs a query.
-      const offer = (await this.inventory.liveOffer(intent.offerId)) ?? (await this.inventory.findCached(intent.offerId));
+      const offer: OfferDto | Offer | null = (await this.inventory.liveOffer(intent.offerId)) ?? (await this.inventory.findCached(intent.offerId));
       if (!offer) throw new AppError('OFFER_NOT_FOUND', `Offer ${intent.offerId} is not known. See GET /api/v1/offers for current offers.`);
-      return { candidates: [offer], slug: null };
+      const caps = 'capabilities' in offer ? offer.capabilities : offerCapabilities(offer);
+      const unmet = unmetSetting(intent.machine, caps, offerLabel(offer.name, offer.provider));
+      if (unmet) throw new AppError('VALIDATION_FAILED', `Invalid request: ${unmet}`);
+      return { candidates: [offer], slug: null, waiting: false };
     }
     if (intent.refusal) throw intent.refusal;
-    // Legacy rentals drop candidates that cannot run the purchased hours, so fetch spares.
-    const { slug, candidates } = await findIntentCandidates(this.ds, this.clock.now(), intent, 20);
-    return { candidates, slug };
+    try {
+      // Legacy rentals drop candidates that cannot run the purchased hours, so fetch spares.
+      const { slug, candidates } = await findIntentCandidates(this.ds, this.clock.now(), intent, 20, needsOf(intent.machine));
+      return { candidates, slug, waiting: false };
+    } catch (err) {
+      // A model nobody knows is refused even so: no offer of it will ever appear.
+      if (!(err instanceof AppError) || err.code !== 'NO_MATCHING_OFFER' || intent.waitForCapacitySeconds === null || !intent.match.known) throw err;
+      return { candidates: [], slug: intent.match.key, waiting: true };
+    }
   }
 
   /**
@@ -151,9 +175,10 @@ export class RentalsService {
     intent: RentalIntent,
     resolved: Resolved,
     terms: AdmissionTerms,
-  ): { order: Order; deployment: Deployment; machine: AdmissionOffer; written: Promise<unknown> } {
+    machine: MachineColumns,
+  ): { order: Order; deployment: Deployment; first: AdmissionOffer | undefined; written: Promise<unknown> } {
     const rental = { id: rentalId, accountId: principal.accountId, keyId: principal.keyId, funding: 'CREDITS' as const, now: this.clock.now() };
-    const order = newOrder(rental, intent, resolved.slug, terms);
+    const order = newOrder(rental, intent, resolved.slug, terms, machine);
     const deployment = newDeployment(randomUUID(), order, terms);
     const writes: Promise<unknown>[] = [insertOrder(m, order), insertDeployment(m, deployment)];
     const debit = rentalDebitTerms(order, terms);
@@ -161,7 +186,7 @@ export class RentalsService {
       const entry = { accountId: principal.accountId, kind: 'RENTAL_DEBIT' as const, ...debit, externalRef: rentalDebitRef(rentalId), keyId: principal.keyId, rentalId };
       writes.push(this.ledger.post(m, entry, account));
     }
-    return { order, deployment, machine: terms.candidates[0], written: Promise.all(writes) };
+    return { order, deployment, first: terms.candidates[0], written: Promise.all(writes) };
   }
 
   /** The first answer again; its job was written with it, so nothing is queued. */

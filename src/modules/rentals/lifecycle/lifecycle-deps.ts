@@ -10,6 +10,8 @@ import type { SecretBox } from '../../credentials/secret-box.js';
 export interface LifecycleTiming {
   /** Delay between provisioning polls. */
   pollMs: number;
+  /** Delay between looks at the inventory for a rental waiting for capacity (at most one inventory refresh). */
+  capacityPollMs: number;
   /** How long an ambiguous create is looked for by label before the rental fails. */
   adoptBoundMs: number;
   /** How long an instance may take to become reachable (and a throttled create may wait) before the rental fails. */
@@ -28,6 +30,7 @@ export interface LifecycleTiming {
 
 export const DEFAULT_TIMING: LifecycleTiming = {
   pollMs: 1000,
+  capacityPollMs: 15_000,
   adoptBoundMs: 60_000,
   activeBoundMs: 15 * 60_000,
   verifyBaseDelayMs: 1000,

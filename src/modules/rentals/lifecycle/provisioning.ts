@@ -1,11 +1,12 @@
 import { inTransaction } from '../../../db/transaction.js';
-import type { InstanceInfo, MachineSettings, Provider } from '../../../providers/provider.js';
+import type { InstanceInfo, Provider } from '../../../providers/provider.js';
 import { cheapestOffersOfShape, offersByIds } from '../../inventory/offers.repository.js';
 import { recordProviderError } from '../../inventory/provider-status.repository.js';
 import { describeUntrustedEndpoint, sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
 import { generateDeploymentKeyPair } from '../../../providers/ssh-keys.js';
 import { slugsOfGpuKey } from '../../inventory/offer-candidates.js';
-import type { Offer } from '../../inventory/offer.entity.js';
+import { offerCapabilities, type Offer } from '../../inventory/offer.entity.js';
+import { offerLabel, unmetSetting } from '../machine-settings.js';
 import { MAX_CANDIDATES } from '../rental-limits.js';
 import type { Deployment } from '../deployment.entity.js';
 import { DeploymentAttempt, type AttemptOutcome } from '../deployment-attempt.entity.js';
@@ -32,6 +33,7 @@ import { checkMachine, type MachineCheck } from './machine-check.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import { getOrder, setOrderHourlyPrice } from '../orders.repository.js';
 import type { Reversal } from './reversal.js';
+import { waitsForCapacity, type CapacityWait } from './capacity-wait.js';
 
 type RunOutcome = 'done' | 'created' | 'asked';
 
@@ -45,6 +47,7 @@ export class Provisioning {
     private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box'>,
     private readonly timing: LifecycleTiming,
     private readonly reversal: Reversal,
+    private readonly capacity: CapacityWait,
   ) {}
 
   private now(): Date {
@@ -62,7 +65,11 @@ export class Provisioning {
     if (d.status === 'FAILED') return this.reversal.settle(d);
     if (!isOneOf(PROVISIONING_STATUSES, d.status)) return;
     if (d.terminateRequestedAt) return enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
-    const order = await getOrder(ds, d.orderId);
+    let order = await getOrder(ds, d.orderId);
+    if (d.status === 'PENDING' && waitsForCapacity(order)) {
+      if (!(await this.capacity.look(d, order))) return;
+      [d, order] = [(await findDeployment(ds, deploymentId))!, await getOrder(ds, d.orderId)];
+    }
 
     // The key exists (sealed) before any create call, so the instance is never reachable with a key we lost.
     if (!d.sshPrivateKeyEnc) {
@@ -191,15 +198,16 @@ export class Provisioning {
     return attempt;
   }
 
-  /** The rental's machine settings as the provider receives them: secrets opened, the script wrapped. */
-  private machineFor(order: Order): MachineSettings {
-    const settings = machineSettingsOf(this.deps.box, order);
-    return settings.startupScript === null ? settings : { ...settings, startupScript: wrapStartupScript(settings.startupScript) };
-  }
-
   /** One create call; 'asked' when the loop must decide again from what was recorded. */
   private async callCreate(d: Deployment, order: Order, a: DeploymentAttempt, offer: Offer, provider: Provider): Promise<RunOutcome> {
-    const machine = this.machineFor(order);
+    const settings = machineSettingsOf(this.deps.box, order);
+    // Capabilities may have changed since admission: a plugin never receives a setting its offer does not declare.
+    const unmet = unmetSetting(settings, offerCapabilities(offer), offerLabel(offer.name, offer.provider));
+    if (unmet) {
+      await this.markAttempt(a, 'UNAVAILABLE', unmet);
+      return 'asked';
+    }
+    const machine = settings.startupScript === null ? settings : { ...settings, startupScript: wrapStartupScript(settings.startupScript) };
     let result;
     try {
       const ref = { id: offer.id, key: offer.providerOfferKey, name: offer.name, gpuCount: offer.gpuCount, costPerHourMinor: offer.costPerHourMinor ?? undefined };

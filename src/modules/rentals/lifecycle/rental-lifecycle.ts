@@ -1,5 +1,6 @@
 import { DestructionVerifier } from '../../../providers/destruction-verifier.js';
 import type { FailureCode, TerminationReason } from '../rental-status.js';
+import { CapacityWait } from './capacity-wait.js';
 import { DEFAULT_TIMING, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import { Metering } from './metering.js';
 import { Provisioning } from './provisioning.js';
@@ -30,7 +31,7 @@ export interface RentalLifecycle {
 export function createRentalLifecycle(deps: LifecycleDeps, timing: Partial<LifecycleTiming> = {}): RentalLifecycle {
   const t: LifecycleTiming = { ...DEFAULT_TIMING, ...timing };
   const reversal = new Reversal(deps);
-  const provisioning = new Provisioning(deps, t, reversal);
+  const provisioning = new Provisioning(deps, t, reversal, new CapacityWait(deps, t, reversal));
   // Metering ends rentals through termination, and termination settles usage through metering.
   const request = (id: string, reason: TerminationReason): Promise<void> => termination.request(id, reason);
   const metering: Metering = new Metering(deps, request, t);
