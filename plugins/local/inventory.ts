@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import type { MachineCapabilities } from '../../src/providers/provider.js';
 
 /** How the simulated provider answers a create call for an offer. */
 export type CreateMode = 'ok' | 'unavailable' | 'ambiguous-created' | 'ambiguous-none' | 'fail';
@@ -35,7 +36,27 @@ export interface LocalInventoryOffer {
   provisionSeconds?: number;
   /** Default `ok`. */
   destroy?: DestroyMode;
+  /**
+   * What the offer's machines can be given (the offer's `capabilities`); each field left out is
+   * what the local provider honours (see {@link LOCAL_CAPABILITIES}).
+   */
+  capabilities?: Partial<MachineCapabilities>;
+  /** GPUs its machines really have, which `nvidia-smi` lists; default `gpuCount`. Fewer than promised simulates a short machine. */
+  actualGpuCount?: number;
 }
+
+/**
+ * What a local machine honours unless its offer's `capabilities` say less: any image (recorded,
+ * not pulled), a startup script, five ports, and a disk up to the offer's `storageGb` (else 200 GB).
+ */
+export const LOCAL_CAPABILITIES = Object.freeze({ customImage: true, startupScript: true, ports: 5, maxDiskGb: 200 });
+
+/** The capabilities an inventory offer declares, its own over {@link LOCAL_CAPABILITIES}. */
+export function offerCapabilities(o: LocalInventoryOffer): MachineCapabilities {
+  return { ...LOCAL_CAPABILITIES, maxDiskGb: o.storageGb || LOCAL_CAPABILITIES.maxDiskGb, ...o.capabilities };
+}
+
+const CAPABILITY_FIELDS = ['customImage', 'startupScript', 'ports', 'maxDiskGb'];
 
 export interface LocalInventory {
   offers: LocalInventoryOffer[];
@@ -73,9 +94,20 @@ export function parseInventory(doc: unknown, source: string): LocalInventory {
       fail(at, '"provisionSeconds" must be a number >= 0');
     }
     if (o.destroy !== undefined && !DESTROY_MODES.includes(o.destroy)) fail(at, `"destroy" must be one of ${DESTROY_MODES.join(', ')}`);
+    if (o.capabilities !== undefined) checkCapabilities(`${at} capabilities`, o.capabilities);
+    if (o.actualGpuCount !== undefined && !optInt(o.actualGpuCount)) fail(at, '"actualGpuCount" must be a non-negative integer');
     return { ...o, available: o.available ?? true, create: o.create ?? 'ok', provisionSeconds: o.provisionSeconds ?? 3, destroy: o.destroy ?? 'ok' };
   });
   return { offers };
+}
+
+function checkCapabilities(at: string, c: unknown): void {
+  if (!c || typeof c !== 'object' || Array.isArray(c)) fail(at, 'must be an object');
+  const caps = c as Record<string, unknown>;
+  for (const k of Object.keys(caps)) if (!CAPABILITY_FIELDS.includes(k)) fail(at, `unknown field "${k}" (known: ${CAPABILITY_FIELDS.join(', ')})`);
+  for (const k of ['customImage', 'startupScript']) if (caps[k] !== undefined && typeof caps[k] !== 'boolean') fail(at, `"${k}" must be true or false`);
+  if (caps.ports !== undefined && !(Number.isSafeInteger(caps.ports) && (caps.ports as number) >= 0)) fail(at, '"ports" must be a non-negative integer');
+  if (caps.maxDiskGb !== undefined && caps.maxDiskGb !== null && !posInt(caps.maxDiskGb)) fail(at, '"maxDiskGb" must be a positive integer or null');
 }
 
 export async function readInventoryFile(path: string): Promise<LocalInventory> {

@@ -1,19 +1,34 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../src/logger.js';
-import type {
-  CreateResult,
-  InstanceInfo,
-  InstanceState,
-  OfferRef,
-  Provider,
-  ProviderCapabilities,
-  ProviderDeps,
-  ProviderOffer,
+import {
+  DEFAULT_MACHINE_SETTINGS,
+  type CreateResult,
+  type InstanceInfo,
+  type InstanceState,
+  type MachineSettings,
+  type OfferRef,
+  type Provider,
+  type ProviderCapabilities,
+  type ProviderDeps,
+  type ProviderOffer,
 } from '../../src/providers/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { defaultInventory } from './default-inventory.js';
-import { readInventoryFile, type DestroyMode, type LocalInventory } from './inventory.js';
+import { offerCapabilities, readInventoryFile, type DestroyMode, type LocalInventory } from './inventory.js';
 import { LocalInstanceStore, type LocalInstanceRow } from './local-instance-store.js';
+import {
+  MachineRuntime,
+  endpointsOf,
+  machineEtc,
+  machineRecord,
+  machineStateDir,
+  readHostPorts,
+  readMachineRecord,
+  removeMachineState,
+  writeMachineRecord,
+  type MachineRecord,
+} from './machine.js';
+import { hasMachineNamespaces, stopMachine } from './machine-namespaces.js';
 import {
   SANDBOX_UID_FIRST,
   SANDBOX_UID_LAST,
@@ -50,7 +65,9 @@ const MAX_LABEL_LENGTH = 191;
 
 /**
  * The reference provider: a simulated GPU cloud whose instances are real SSH servers on
- * 127.0.0.1, one sandbox directory each.
+ * 127.0.0.1, one sandbox directory each, with the machine settings a cloud honours: the image
+ * (recorded and shown in the machine, nothing pulled), environment variables, a startup script
+ * run once, exposed ports forwarded from this host's loopback, and the disk size (recorded).
  *
  * Instance state lives in `local_provider_instances`, playing the cloud's database: a new
  * process (or another worker) answers `findByLabel`/`get` for instances an earlier one created,
@@ -69,6 +86,8 @@ export class LocalProvider implements Provider {
   private readonly servers = new Map<string, SshInstanceServer>();
   private readonly starting = new Map<string, Promise<number | null>>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly runtimes = new Map<string, MachineRuntime>();
+  private readonly records = new Map<string, MachineRecord>();
   private closed = false;
 
   /**
@@ -87,6 +106,8 @@ export class LocalProvider implements Provider {
         { reason: isolation.reason },
         'local provider: renters\' shells share this host\'s network and can reach every service on it, the database included; use the local provider for development only',
       );
+    } else if (!hasMachineNamespaces(isolation)) {
+      this.log.warn('local provider: util-linux `nsenter` was not found; each command runs in namespaces of its own and exposed ports answer 502');
     }
   }
 
@@ -109,14 +130,16 @@ export class LocalProvider implements Provider {
         storageGb: o.storageGb ?? null,
         pricePerHourMinor: o.pricePerHourMinor,
         maximumDurationSeconds: o.maximumDurationSeconds,
+        capabilities: offerCapabilities(o),
       }));
   }
 
   /**
    * A label already in use returns its instance, even a destroyed one (as cloud idempotency
-   * tokens do), so a retried create can never make a second machine.
+   * tokens do), so a retried create can never make a second machine. The machine's settings are
+   * recorded before its row, so whichever process boots it finds them.
    */
-  async create(label: string, offer: OfferRef, sshPublicKey: string): Promise<CreateResult> {
+  async create(label: string, offer: OfferRef, sshPublicKey: string, machine: MachineSettings = DEFAULT_MACHINE_SETTINGS): Promise<CreateResult> {
     if (label.length === 0 || label.length > MAX_LABEL_LENGTH) {
       throw new Error(`local provider: label must be 1-${MAX_LABEL_LENGTH} characters`);
     }
@@ -133,6 +156,8 @@ export class LocalProvider implements Provider {
     const id = randomUUID();
     const now = this.deps.clock.now();
     const provisionMs = Math.round((o.provisionSeconds ?? 3) * 1000);
+    const record = machineRecord(machine, o.actualGpuCount ?? o.gpuCount, o.storageGb ?? null);
+    await writeMachineRecord(sandboxDirFor(id), record);
     const { row, inserted } = await this.store.insertOnce({
       id,
       label,
@@ -153,8 +178,12 @@ export class LocalProvider implements Provider {
       destroyedAt: null,
     });
     if (inserted) {
+      this.records.set(row.id, record);
       this.log.info({ instanceId: row.id, label, offerKey: o.key, mode }, 'local instance created');
       this.scheduleBoot(row);
+    } else {
+      // Another create of this label won; its instance has its own record.
+      await removeMachineState(sandboxDirFor(id));
     }
     if (mode === 'ambiguous-created') {
       return { kind: 'ambiguous', reason: 'simulated lost response: the instance was created' };
@@ -224,7 +253,10 @@ export class LocalProvider implements Provider {
     await Promise.allSettled([...this.starting.values()]);
     const servers = [...this.servers.values()];
     this.servers.clear();
-    await Promise.all(servers.map((s) => s.close()));
+    const runtimes = [...this.runtimes.values()];
+    this.runtimes.clear();
+    // The machines themselves run on, as cloud machines do while their API restarts.
+    await Promise.all([...servers.map((s) => s.close()), ...runtimes.map((r) => r.close())]);
   }
 
   private localState(row: LocalInstanceRow): LocalState {
@@ -236,11 +268,31 @@ export class LocalProvider implements Provider {
   private async info(row: LocalInstanceRow): Promise<InstanceInfo> {
     const local = this.localState(row);
     const info: InstanceInfo = { instanceId: row.id, label: row.label, state: STATE_MAP[local], providerState: local };
+    if (local === 'provisioning') {
+      // A custom image "downloads" for the first half of provisioning; the rest is boot.
+      const half = row.createdAt.getTime() + (row.runningAt.getTime() - row.createdAt.getTime()) / 2;
+      const pulling = (await this.recordOf(row)).image !== null && this.deps.clock.now().getTime() < half;
+      info.startupPhase = pulling ? 'pulling_image' : 'booting';
+    }
     if (local === 'running') {
       const port = await this.ensureServer(row);
-      if (port !== null) info.ssh = { host: SSH_HOST, port, user: LOCAL_SSH_USER };
+      if (port !== null) {
+        info.ssh = { host: SSH_HOST, port, user: LOCAL_SSH_USER };
+        const endpoints = endpointsOf(await this.recordOf(row), await readHostPorts(row.sandboxDir));
+        if (endpoints) info.endpoints = endpoints;
+      }
     }
     return info;
+  }
+
+  /** What runs on the instance's machine; the defaults for an instance recorded before machines had settings. */
+  private async recordOf(row: LocalInstanceRow): Promise<MachineRecord> {
+    let rec = this.records.get(row.id);
+    if (!rec) {
+      rec = (await readMachineRecord(row.sandboxDir)) ?? machineRecord(DEFAULT_MACHINE_SETTINGS, row.gpuCount, null);
+      this.records.set(row.id, rec);
+    }
+    return rec;
   }
 
   private async destroyMode(offerKey: string): Promise<DestroyMode> {
@@ -289,7 +341,16 @@ export class LocalProvider implements Provider {
     return p;
   }
 
-  private newServer(row: LocalInstanceRow, owner: SandboxOwner | undefined): SshInstanceServer {
+  private async isAlive(id: string): Promise<boolean> {
+    const r = await this.store.byId(id);
+    return r !== null && r.state !== 'destroyed';
+  }
+
+  private onDead(row: LocalInstanceRow): void {
+    void this.teardown(row).catch((err) => this.log.warn({ err, instanceId: row.id }, 'local instance teardown failed'));
+  }
+
+  private newServer(row: LocalInstanceRow, owner: SandboxOwner | undefined, machine: MachineRuntime): SshInstanceServer {
     return new SshInstanceServer({
       instanceId: row.id,
       hostKey: row.hostKey,
@@ -297,14 +358,10 @@ export class LocalProvider implements Provider {
       sandboxDir: row.sandboxDir,
       owner,
       isolation: this.isolation,
+      shell: (args) => machine.shell(args),
       logger: this.log,
-      isAlive: async () => {
-        const r = await this.store.byId(row.id);
-        return r !== null && r.state !== 'destroyed';
-      },
-      onDead: () => {
-        void this.teardown(row).catch((err) => this.log.warn({ err, instanceId: row.id }, 'local instance teardown failed'));
-      },
+      isAlive: () => this.isAlive(row.id),
+      onDead: () => this.onDead(row),
     });
   }
 
@@ -320,8 +377,21 @@ export class LocalProvider implements Provider {
 
   private async startServer(row: LocalInstanceRow): Promise<number | null> {
     const owner = await this.ownerFor(row);
-    await prepareSandbox(row.sandboxDir, { instanceId: row.id, name: row.gpuName, count: row.gpuCount, vramGb: row.vramGb }, owner);
-    let server = this.newServer(row, owner);
+    const record = await this.recordOf(row);
+    const gpus = { instanceId: row.id, name: row.gpuName, count: record.gpuCount, vramGb: row.vramGb };
+    await prepareSandbox(row.sandboxDir, gpus, owner, machineEtc(record, row.sandboxDir));
+    const machine = new MachineRuntime({
+      instanceId: row.id,
+      sandboxDir: row.sandboxDir,
+      owner,
+      isolation: this.isolation,
+      record,
+      user: LOCAL_SSH_USER,
+      logger: this.log,
+      isAlive: () => this.isAlive(row.id),
+      onDead: () => this.onDead(row),
+    });
+    let server = this.newServer(row, owner, machine);
     let port: number;
     if (row.sshPort === null) {
       port = await server.listen(0);
@@ -333,7 +403,7 @@ export class LocalProvider implements Provider {
         if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
         await server.close();
         if (await SshInstanceServer.isServing(row.sshPort, row.id)) return row.sshPort;
-        server = this.newServer(row, owner);
+        server = this.newServer(row, owner, machine);
         port = await server.listen(0);
       }
     }
@@ -347,7 +417,15 @@ export class LocalProvider implements Provider {
       await server.close();
       return null;
     }
+    // This process serves the machine now: it brings up the rest of it.
+    try {
+      await machine.boot();
+    } catch (err) {
+      await Promise.all([server.close(), machine.close()]);
+      throw err;
+    }
     this.servers.set(row.id, server);
+    this.runtimes.set(row.id, machine);
     this.log.info({ instanceId: row.id, port }, 'local instance ssh server listening');
     return port;
   }
@@ -356,7 +434,10 @@ export class LocalProvider implements Provider {
     if (row.state === 'destroyed' && (this.servers.has(row.id) || this.starting.has(row.id))) await this.teardown(row);
   }
 
-  /** Closes the instance's server in this process (waiting out a start in flight) and wipes its disk. */
+  /**
+   * Closes the instance's server and port forwards in this process (waiting out a start in
+   * flight), stops its machine wherever it runs and wipes its disk.
+   */
   private async teardown(row: LocalInstanceRow): Promise<void> {
     const timer = this.timers.get(row.id);
     if (timer) clearTimeout(timer);
@@ -364,7 +445,12 @@ export class LocalProvider implements Provider {
     await this.starting.get(row.id)?.catch(() => null);
     const server = this.servers.get(row.id);
     this.servers.delete(row.id);
-    await server?.close();
+    const machine = this.runtimes.get(row.id);
+    this.runtimes.delete(row.id);
+    await Promise.all([server?.close(), machine?.close()]);
+    await stopMachine(machineStateDir(row.sandboxDir));
     await removeSandbox(row.sandboxDir);
+    await removeMachineState(row.sandboxDir);
+    this.records.delete(row.id);
   }
 }

@@ -123,10 +123,19 @@ const sq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /**
  * A POSIX sh script that answers like `nvidia-smi` for the simulated GPUs: the default table,
- * `-L`, and `--query-gpu=<fields> --format=csv[,noheader][,nounits]`. Everything but the date
- * is rendered here, so the script needs nothing beyond sh, printf and date.
+ * `-L`, and `--query-gpu=<fields> --format=csv[,noheader][,nounits]` (with no GPU, what the real
+ * tool says then). Everything but the date is rendered here, so the script needs nothing beyond
+ * sh, printf and date.
  */
 export function nvidiaSmiScript(g: SimulatedGpus): string {
+  if (g.count === 0) {
+    // What the real tool says on a machine whose GPUs the driver does not see.
+    return `#!/bin/sh
+# Simulated nvidia-smi of a gpu-rental local instance (no GPU).
+echo 'No devices were found'
+exit 6
+`;
+  }
   const gpus = facts(g);
   const list = gpus.map((f) => `GPU ${f.index}: ${g.name} (UUID: ${f.uuid})`).join('\n');
   const valueCases: string[] = [];

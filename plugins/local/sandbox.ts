@@ -36,16 +36,18 @@ export const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 
 /**
  * How renters' shells are cut off from this host:
- * - `root`: the service runs as root; each command gets its own network namespace (only its own
- *   loopback) and mount namespace (fresh `/run`, `/tmp`, `/var/tmp`, `/dev/shm`, so no host
- *   daemon's Unix socket there is reachable), then drops to the instance's uid with `setpriv`.
+ * - `root`: the service runs as root; commands get a network namespace (only its own loopback)
+ *   and a mount namespace (fresh `/run`, `/tmp`, `/var/tmp`, `/dev/shm`, so no host daemon's Unix
+ *   socket there is reachable), then drop to the instance's uid with `setpriv`.
  * - `user`: the service is unprivileged; the same namespaces come from an unprivileged user
  *   namespace, and the command runs as the service's own uid inside a nested one (no capabilities).
  * - `none`: neither works here; the shell shares the host network (`reason` says why).
+ * With `nsenter`, a machine's namespaces are made once and every command of it joins them (see
+ * `machine-namespaces.ts`), as on one machine; without it, each command gets namespaces of its own.
  */
 export type ShellIsolation =
-  | { mode: 'root'; unshare: string; setpriv: string }
-  | { mode: 'user'; unshare: string; uid: number; gid: number }
+  | { mode: 'root'; unshare: string; setpriv: string; nsenter?: string }
+  | { mode: 'user'; unshare: string; uid: number; gid: number; nsenter?: string }
   | { mode: 'none'; reason: string };
 
 // Runs as root (or as root of the new user namespace) inside the fresh namespaces, before the drop
@@ -85,24 +87,43 @@ export interface SandboxCommand {
  * process's pid (every step execs), so killing its process group still ends the command.
  */
 export function sandboxShellCommand(isolation: ShellIsolation, dir: string, owner: SandboxOwner | undefined, shArgs: string[]): SandboxCommand {
-  const sh = ['/bin/sh', ...shArgs];
-  switch (isolation.mode) {
-    case 'root': {
-      const drop = owner ? [isolation.setpriv, `--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--clear-groups', '--'] : [];
-      return { file: isolation.unshare, args: ['--net', '--mount', '--', '/bin/sh', '-c', PREPARE_NAMESPACES, 'sh', dir, ...drop, ...sh] };
-    }
-    case 'user': {
-      // Root of the outer user namespace could unmount the fresh /run; the nested one holds no
-      // capability over the network and mount namespaces, which belong to the outer one.
-      const drop = [isolation.unshare, '--user', `--map-user=${isolation.uid}`, `--map-group=${isolation.gid}`, '--'];
-      return {
-        file: isolation.unshare,
-        args: ['--user', '--map-root-user', '--net', '--mount', '--', '/bin/sh', '-c', PREPARE_NAMESPACES, 'sh', dir, ...drop, ...sh],
-      };
-    }
-    case 'none':
-      return { file: '/bin/sh', args: shArgs, ...owner };
-  }
+  if (isolation.mode === 'none') return { file: '/bin/sh', args: shArgs, ...owner };
+  return namespacesCommand(isolation, dir, [...dropToRenter(isolation, owner), '/bin/sh', ...shArgs]);
+}
+
+/**
+ * The argv prefix that leaves the namespaces' root for the renter: `setpriv` to the instance's
+ * uid as root, a nested user namespace otherwise. Root of the outer user namespace could unmount
+ * the fresh /run; the nested one holds no capability over the network and mount namespaces, which
+ * belong to the outer one.
+ */
+export function dropToRenter(isolation: Exclude<ShellIsolation, { mode: 'none' }>, owner: SandboxOwner | undefined): string[] {
+  if (isolation.mode === 'root') return owner ? [isolation.setpriv, `--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--clear-groups', '--'] : [];
+  return [isolation.unshare, '--user', `--map-user=${isolation.uid}`, `--map-group=${isolation.gid}`, '--'];
+}
+
+/** Fresh network and mount namespaces prepared for `dir`; `argv` runs in them as their root. */
+export function namespacesCommand(isolation: Exclude<ShellIsolation, { mode: 'none' }>, dir: string, argv: string[]): SandboxCommand {
+  const user = isolation.mode === 'user' ? ['--user', '--map-root-user'] : [];
+  return { file: isolation.unshare, args: [...user, '--net', '--mount', '--', '/bin/sh', '-c', PREPARE_NAMESPACES, 'sh', dir, ...argv] };
+}
+
+/**
+ * The fixed environment of a renter's command in `dir` logged in as `user`: never the service's
+ * own, which holds its secrets. `clientEnv` is what the SSH client sent and sshd would accept.
+ */
+export function sessionEnv(dir: string, user: string, clientEnv: Record<string, string> = {}): Record<string, string> {
+  return {
+    LANG: 'C.UTF-8',
+    ...clientEnv,
+    HOME: dir,
+    PWD: dir,
+    PATH: `${join(dir, 'bin')}:${SYSTEM_PATH}`,
+    USER: user,
+    LOGNAME: user,
+    SHELL: '/bin/sh',
+    TMPDIR: dir,
+  };
 }
 
 function findTool(name: string, dirs: string[]): string | undefined {
@@ -138,13 +159,15 @@ export function detectShellIsolation(o: IsolationProbeOptions = {}): ShellIsolat
   const dirs = o.toolDirs ?? SYSTEM_PATH.split(':');
   const unshare = findTool('unshare', dirs);
   if (!unshare) return { mode: 'none', reason: 'util-linux `unshare` was not found' };
+  // Optional: without it each command gets namespaces of its own and ports cannot be forwarded.
+  const nsenter = findTool('nsenter', dirs);
   let isolation: ShellIsolation;
   if (uid === 0) {
     const setpriv = findTool('setpriv', dirs);
     if (!setpriv) return { mode: 'none', reason: 'util-linux `setpriv` was not found' };
-    isolation = { mode: 'root', unshare, setpriv };
+    isolation = { mode: 'root', unshare, setpriv, ...(nsenter ? { nsenter } : {}) };
   } else {
-    isolation = { mode: 'user', unshare, uid, gid };
+    isolation = { mode: 'user', unshare, uid, gid, ...(nsenter ? { nsenter } : {}) };
   }
   const probeDir = mkdtempSync(join(tmpdir(), 'gpu-rental-probe-'));
   try {
@@ -184,11 +207,12 @@ function assertInsideRoot(dir: string): void {
 }
 
 /**
- * Creates (or repairs, after a restart) the instance's home with its simulated `nvidia-smi`.
- * The home belongs to `owner` when there is one; `bin/` and the script stay the service's, read-only
- * to the renter, so a repair never writes through a link the renter planted.
+ * Creates (or repairs, after a restart) the instance's home with its simulated `nvidia-smi` in
+ * `bin/` and the machine's description (`etc`: file name to text) in `etc/`.
+ * The home belongs to `owner` when there is one; `bin/`, `etc/` and their files stay the service's,
+ * read-only to the renter, so a repair never writes through a link the renter planted.
  */
-export async function prepareSandbox(dir: string, gpus: SimulatedGpus, owner?: SandboxOwner): Promise<void> {
+export async function prepareSandbox(dir: string, gpus: SimulatedGpus, owner?: SandboxOwner, etc: Record<string, string> = {}): Promise<void> {
   assertInsideRoot(dir);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await chmod(dir, 0o700);
@@ -197,24 +221,36 @@ export async function prepareSandbox(dir: string, gpus: SimulatedGpus, owner?: S
     await chmod(SANDBOX_ROOT, 0o711);
     await chown(dir, owner.uid, owner.gid);
   }
-  const bin = join(dir, 'bin');
+  const bin = await serviceDir(dir, 'bin');
+  await writeServiceFile(join(bin, 'nvidia-smi'), nvidiaSmiScript(gpus), 0o755);
+  if (Object.keys(etc).length === 0) return;
+  const etcDir = await serviceDir(dir, 'etc');
+  for (const [name, text] of Object.entries(etc)) await writeServiceFile(join(etcDir, name), text, 0o644);
+}
+
+/** `dir/name` as a directory of the service's, whatever the renter left at that name. */
+async function serviceDir(dir: string, name: string): Promise<string> {
+  const path = join(dir, name);
   const me = process.getuid?.();
   const ours = (st: Stats | null) => st !== null && st.isDirectory() && (me === undefined || st.uid === me);
-  const st = await lstat(bin).catch(() => null);
+  const st = await lstat(path).catch(() => null);
   if (!ours(st)) {
     if (st) {
-      // Whatever the renter put there (a link, or a `bin/` of an older version that it owned) is
-      // moved aside, never followed; rename acts on the entry itself.
-      await rename(bin, join(dir, `bin.replaced-${Date.now()}`)).catch(ignore('ENOENT'));
+      // Whatever the renter put there (a link, or a directory of an older version that it owned)
+      // is moved aside, never followed; rename acts on the entry itself.
+      await rename(path, join(dir, `${name}.replaced-${Date.now()}`)).catch(ignore('ENOENT'));
     }
     // Another process repairing the same machine may create it first.
-    await mkdir(bin, { mode: 0o755 }).catch(ignore('EEXIST'));
-    if (!ours(await lstat(bin))) throw new Error(`local provider: ${bin} was replaced while the sandbox was being prepared`);
+    await mkdir(path, { mode: 0o755 }).catch(ignore('EEXIST'));
+    if (!ours(await lstat(path))) throw new Error(`local provider: ${path} was replaced while the sandbox was being prepared`);
   }
-  await chmod(bin, 0o755);
-  const script = join(bin, 'nvidia-smi');
-  await writeFile(script, nvidiaSmiScript(gpus), { mode: 0o755 });
-  await chmod(script, 0o755);
+  await chmod(path, 0o755);
+  return path;
+}
+
+async function writeServiceFile(path: string, text: string, mode: number): Promise<void> {
+  await writeFile(path, text, { mode });
+  await chmod(path, mode);
 }
 
 /** True while a process other than a zombie has `uid` among its real, effective or saved uids. */

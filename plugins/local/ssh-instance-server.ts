@@ -1,11 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { timingSafeEqual } from 'node:crypto';
 import { connect, createServer, type Server as NetServer, type Socket } from 'node:net';
-import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import type { AuthContext, Connection, ParsedKey, ServerChannel, Server as Ssh2Server } from 'ssh2';
 import type { Logger } from '../../src/logger.js';
-import { SYSTEM_PATH, sandboxShellCommand, shellIsolation, type SandboxOwner, type ShellIsolation } from './sandbox.js';
+import { sandboxShellCommand, sessionEnv, shellIsolation, type SandboxCommand, type SandboxOwner, type ShellIsolation } from './sandbox.js';
 
 /** The only login a local instance accepts, like a cloud image's default user. */
 export const LOCAL_SSH_USER = 'gpu';
@@ -23,6 +22,12 @@ export interface SshInstanceServerOptions {
   owner?: SandboxOwner;
   /** How commands are cut off from the host; default: the strongest this host allows ({@link shellIsolation}). */
   isolation?: ShellIsolation;
+  /**
+   * What runs `/bin/sh shArgs` for a session, when the machine has more to it than the sandbox (its
+   * own namespaces and environment); default {@link sandboxShellCommand} with `owner` and `isolation`.
+   * Throws when the machine cannot run commands now.
+   */
+  shell?(shArgs: string[]): Promise<SandboxCommand>;
   logger: Logger;
   /**
    * Asked before letting a client in. Another process may have destroyed the instance; a
@@ -48,11 +53,11 @@ function parsePublicKey(text: string): ParsedKey {
  * One instance's SSH endpoint on 127.0.0.1: public-key login for `gpu` with the instance's key
  * only; `exec` and a minimal pty-less `shell` run `/bin/sh` in the sandbox with a scrubbed
  * environment (never the service's own, which holds its secrets), as the instance's own
- * unprivileged user when one is given, and in network and mount namespaces of their own where
- * the host allows (see {@link ShellIsolation}): no TCP to this host (its database, other
- * instances' SSH ports) and no Unix sockets under `/run` or `/tmp`. It is still a development
- * stand-in for a cloud machine: the shell shares this host's kernel, process list and
- * world-readable files.
+ * unprivileged user when one is given, and in network and mount namespaces apart from the host's
+ * where the host allows (see {@link ShellIsolation}; the machine's own when `shell` says so): no
+ * TCP to this host (its database, other instances' SSH ports) and no Unix sockets under `/run`
+ * or `/tmp`. It is still a development stand-in for a cloud machine: the shell shares this host's
+ * kernel, process list and world-readable files.
  */
 export class SshInstanceServer {
   /** Checks a public key before it is stored, with the same parser the server uses. */
@@ -219,20 +224,29 @@ export class SshInstanceServer {
     let gone = false;
     channel.once('close', () => (gone = true));
     const alive = await this.alive();
+    let cmd: SandboxCommand | null = null;
+    if (alive) {
+      try {
+        cmd = this.opts.shell
+          ? await this.opts.shell(args)
+          : sandboxShellCommand(this.opts.isolation ?? shellIsolation(), this.opts.sandboxDir, this.opts.owner, args);
+      } catch (err) {
+        this.log.warn({ err }, 'local instance could not run a command');
+      }
+    }
     // A command started after its channel closed would have nobody to kill it.
     if (gone) return;
-    if (alive) {
-      this.run(channel, args, clientEnv);
+    if (cmd) {
+      this.run(channel, cmd, clientEnv);
       return;
     }
-    channel.stderr.write('this machine no longer exists\n');
+    channel.stderr.write(alive ? 'this machine is not running\n' : 'this machine no longer exists\n');
     channel.exit(255);
     channel.end();
   }
 
-  private run(channel: ServerChannel, args: string[], clientEnv: Record<string, string>): void {
+  private run(channel: ServerChannel, cmd: SandboxCommand, clientEnv: Record<string, string>): void {
     const dir = this.opts.sandboxDir;
-    const cmd = sandboxShellCommand(this.opts.isolation ?? shellIsolation(), dir, this.opts.owner, args);
     const child = spawn(cmd.file, cmd.args, {
       cwd: dir,
       // Set only without namespaces; libuv then also drops supplementary groups.
@@ -240,17 +254,7 @@ export class SshInstanceServer {
       // Own process group, so destroying the instance can kill everything a command started.
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
-      env: {
-        LANG: 'C.UTF-8',
-        ...clientEnv,
-        HOME: dir,
-        PWD: dir,
-        PATH: `${join(dir, 'bin')}:${SYSTEM_PATH}`,
-        USER: this.user,
-        LOGNAME: this.user,
-        SHELL: '/bin/sh',
-        TMPDIR: dir,
-      },
+      env: sessionEnv(dir, this.user, clientEnv),
     });
     this.children.add(child);
     let finished = false;
