@@ -21,6 +21,12 @@ export interface VastInstance {
   /** USD per GB of internet traffic up / down, billed apart from `dph_total`. */
   inet_up_cost?: number | null;
   inet_down_cost?: number | null;
+  /** GB of disk the instance was created with. */
+  disk_space?: number | null;
+  /** USD per hour its disk costs, part of `dph_total`. */
+  storage_total_cost?: number | null;
+  /** The create's `env` as Vast keeps it: `[name, value]` pairs, ports as `["-p 8000:8000", "1"]`. Holds the rental's values: never logged. */
+  extra_env?: unknown;
 }
 
 /** Rate-limit buckets, one per documented endpoint limit. */

@@ -2,6 +2,7 @@ import { createVerdictOf, matchErrorRule, readErrorOf, type ErrorRule } from '..
 import { optionVariable } from '../../src/providers/kit/options.js';
 import type { ProviderApiError, HttpResponse } from '../../src/providers/provider-http.js';
 import type { CreateResult } from '../../src/providers/provider.js';
+import type { VastSentSettings } from './machine.js';
 
 /**
  * Every failure the Vast API documents (and the ones observed), in one table matched by the kit
@@ -60,31 +61,53 @@ export function describeAnswer(what: string, res: Pick<HttpResponse, 'status' | 
 }
 
 /**
- * The `VAST_PROVIDER_*` variable an operator has to look at when Vast refuses a create: the key
- * for an authentication refusal or a team key, the image when the refusal names an image (or a VM
- * image that needs an account key), the disk when it names the disk; otherwise the account
- * behind the key (no credit) or, failing all else, both request options.
+ * The `VAST_PROVIDER_*` variable (or the rental's own setting) to look at when Vast refuses a
+ * create: the key for an authentication refusal or a team key; the image when the refusal names
+ * an image (or a VM image that needs an account key), the disk when it names the disk, each the
+ * rental's own when the rental chose it; the rental's variables or ports when it names the env;
+ * otherwise the account behind the key (no credit) or, failing all else, what the request was
+ * made of.
  */
-export function variableToFix(rule: ErrorRule, res: Pick<HttpResponse, 'status' | 'json' | 'text'>): string {
+export function variableToFix(rule: ErrorRule, res: Pick<HttpResponse, 'status' | 'json' | 'text'>, sent?: VastSentSettings): string {
   const code = vastErrorCode(res);
   const said = describeAnswer('', res).toLowerCase();
+  const image = sent?.image ? "the rental's image" : optionVariable('vast', 'IMAGE');
+  const disk = sent?.disk ? "the rental's disk" : optionVariable('vast', 'DISK_GB');
   if (rule.read === 'auth' || code === 'team_ssh_keys_not_supported') return optionVariable('vast', 'API_KEY');
-  if (code === 'no_ssh_key_for_vm' || /\b(image|manifest|docker)\b/.test(said)) return optionVariable('vast', 'IMAGE');
-  if (/\bdisk\b/.test(said)) return optionVariable('vast', 'DISK_GB');
+  if (code === 'no_ssh_key_for_vm' || /\b(image|manifest|docker)\b/.test(said)) return image;
+  if (/\bdisk\b/.test(said)) return disk;
+  if ((sent?.secrets || sent?.ports) && /\b(env|onstart|environment|ports?)\b/.test(said)) return "the rental's variables, startup script or ports";
   if (res.status === 402 || /credit|balance|payment/.test(said)) return `the account of ${optionVariable('vast', 'API_KEY')}`;
-  return `${optionVariable('vast', 'IMAGE')} or ${optionVariable('vast', 'DISK_GB')}`;
+  const rental = sent && (sent.image || sent.disk || sent.ports || sent.secrets);
+  return rental ? `the rental's machine settings, ${optionVariable('vast', 'IMAGE')} or ${optionVariable('vast', 'DISK_GB')}` : `${optionVariable('vast', 'IMAGE')} or ${optionVariable('vast', 'DISK_GB')}`;
+}
+
+/** Names of create fields Vast's words mention, so a reason can say which without quoting them. */
+const FIELDS = ['image', 'disk', 'env', 'onstart', 'label', 'runtype', 'price'];
+
+/**
+ * {@link describeAnswer} for a create that carried the rental's variables or script: Vast's own
+ * words may quote what it was sent, so they are left out and only the fields they name are kept.
+ */
+function describeWithheld(what: string, res: Pick<HttpResponse, 'status' | 'json' | 'text'>): string {
+  const said = describeAnswer('', res).toLowerCase();
+  const named = FIELDS.filter((f) => new RegExp(`\\b${f}\\b`).test(said));
+  const code = vastErrorCode(res);
+  return `${what}: HTTP ${res.status}${code ? ` ${code}` : ''} (Vast's message withheld: the request carried the rental's secrets${named.length ? `; it names ${named.join(', ')}` : ''})`;
 }
 
 /**
  * The create outcome for an answer that is not a documented success. A `rejected` reason starts
- * with the variable to fix, so the host's one log line of it tells the operator where to look,
- * and carries the error class the host records (`auth` for a refused key, else `request`).
+ * with the variable (or the rental's setting) to fix, so the host's one log line of it tells the
+ * operator where to look, and carries the error class the host records (`auth` for a refused key,
+ * else `request`). When the create carried the rental's variables or script, no reason quotes
+ * Vast's words.
  */
-export function createFailure(what: string, res: HttpResponse): Exclude<CreateResult, { kind: 'created' }> {
+export function createFailure(what: string, res: HttpResponse, sent?: VastSentSettings): Exclude<CreateResult, { kind: 'created' }> {
   const rule = classifyVastError(res);
-  const described = describeAnswer(what, res);
+  const described = sent?.secrets ? describeWithheld(what, res) : describeAnswer(what, res);
   if (rule.create !== 'rejected') return createVerdictOf(rule, described, res.retryAfterMs);
-  const reason = `${variableToFix(rule, res)}: Vast refused the create (${rule.note}): ${described}`;
+  const reason = `${variableToFix(rule, res, sent)}: Vast refused the create (${rule.note}): ${described}`;
   // The host shows this on /api/v1/providers: a refused key must not read as a bad request.
   return { kind: 'rejected', reason, errorClass: rule.read === 'auth' ? 'auth' : 'request' };
 }

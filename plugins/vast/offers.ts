@@ -1,5 +1,6 @@
 import { usdToCentsCeil } from '../../src/providers/pricing.js';
 import type { ProviderOffer } from '../../src/providers/provider.js';
+import { vastMachineCapabilities } from './machine.js';
 
 /** The fields of a Vast offer (`POST /api/v0/bundles/` → `offers[]`) this plugin reads. */
 export interface VastOffer {
@@ -95,6 +96,18 @@ export function vastCostMinor(x: { dph_total?: number | null; inet_up_cost?: num
 }
 
 /**
+ * USD per hour an instance pays for disk beyond `pricedDiskGb`, the disk its offer was priced
+ * with: that share of its own storage charge (`storage_total_cost` for its `disk_space`). 0 when
+ * it states neither or has no more disk than that.
+ */
+export function extraDiskUsdPerHour(x: { disk_space?: number | null; storage_total_cost?: number | null }, pricedDiskGb: number): number {
+  const disk = x.disk_space;
+  const storage = x.storage_total_cost;
+  if (!finite(disk) || !finite(storage) || disk <= pricedDiskGb || storage <= 0) return 0;
+  return (storage * (disk - pricedDiskGb)) / disk;
+}
+
+/**
  * One Vast offer as ours, or a reason it cannot be offered (malformed, too short, or billing
  * internet traffic per GB while the operator has not priced bandwidth). The customer gets
  * `diskGb` of disk, not the machine's free space, so that is the storage we state.
@@ -123,5 +136,6 @@ export function mapVastOffer(o: VastOffer, diskGb: number, bandwidthGbPerHour = 
     pricePerHourMinor: usdToCentsCeil(vastHourlyCostUsd(o, bandwidthGbPerHour)),
     maximumDurationSeconds: Math.min(VAST_MAX_DURATION_SECONDS, Math.floor(o.duration)),
     region,
+    capabilities: vastMachineCapabilities(o),
   };
 }

@@ -2,10 +2,11 @@ import { createWithLabel, listThenGet, pickByLabel } from '../../src/providers/k
 import { LabelLock } from '../../src/providers/kit/label-lock.js';
 import { StateWatch } from '../../src/providers/kit/state-watch.js';
 import { SharedRead } from '../../src/providers/provider-http.js';
-import type { CreateResult, InstanceInfo, OfferRef, Provider, ProviderCapabilities, ProviderDeps, ProviderOffer } from '../../src/providers/provider.js';
+import { DEFAULT_MACHINE_SETTINGS, type CreateResult, type InstanceInfo, type MachineSettings, type OfferRef, type Provider, type ProviderCapabilities, type ProviderDeps, type ProviderOffer } from '../../src/providers/provider.js';
 import { VastClient, VAST_MIN_INTERVALS_MS, type VastBucket, type VastInstance } from './client.js';
 import { classifyVastError, createFailure, describeAnswer, vastErrorCode } from './errors.js';
-import { mapVastOffer, offerSearchBody, vastCostMinor } from './offers.js';
+import { vastEndpoints, vastMachineFields, vastStartupPhase, withoutEnvValues, type VastMachineFields } from './machine.js';
+import { extraDiskUsdPerHour, mapVastOffer, offerSearchBody, vastCostMinor } from './offers.js';
 import type { VastOptions } from './options.js';
 import { describeVastStatus, isFinalVastStatus, readVastState } from './states.js';
 
@@ -40,7 +41,9 @@ export function vastSsh(inst: VastInstance): InstanceInfo['ssh'] {
  * Vast.ai instances rented from on-demand asks. Each instance carries our label; our SSH key is
  * attached to it after the create (`POST /api/v0/instances/{id}/ssh/`). A key whose attachment
  * did not go through is kept in memory and attached again on the next `get` or `findByLabel`,
- * so a create that timed out and is adopted by label still lets the deployment's key in.
+ * so a create that timed out and is adopted by label still lets the deployment's key in. A
+ * rental's image, disk, variables, startup script and ports go in the create body
+ * (`vastMachineFields`); its ports come back as endpoints once Vast maps them.
  */
 export class VastProvider implements Provider {
   readonly id = 'vast';
@@ -91,13 +94,15 @@ export class VastProvider implements Provider {
     return out;
   }
 
-  create(label: string, offer: OfferRef, sshPublicKey: string): Promise<CreateResult> {
-    return this.creating.run(label, () => this.createOnce(label, offer, sshPublicKey));
+  create(label: string, offer: OfferRef, sshPublicKey: string, machine: MachineSettings = DEFAULT_MACHINE_SETTINGS): Promise<CreateResult> {
+    return this.creating.run(label, () => this.createOnce(label, offer, sshPublicKey, machine));
   }
 
-  private async createOnce(label: string, offer: OfferRef, sshPublicKey: string): Promise<CreateResult> {
+  private async createOnce(label: string, offer: OfferRef, sshPublicKey: string, machine: MachineSettings): Promise<CreateResult> {
     if (!label || label.length > VAST_MAX_LABEL) return { kind: 'rejected', reason: `vast labels are 1 to ${VAST_MAX_LABEL} characters; got ${label.length}` };
     if (!isVastId(offer.key)) return { kind: 'rejected', reason: `offer key "${offer.key}" is not a Vast ask id` };
+    const fields = vastMachineFields(machine, this.options);
+    if ('kind' in fields) return fields;
     // Kept before anything is sent: an answer lost on the way still leaves us the key to attach.
     this.pendingKeys.set(label, sshPublicKey);
     return createWithLabel({
@@ -107,7 +112,7 @@ export class VastProvider implements Provider {
         await this.ensureKey(String(existing.id), label);
         return { kind: 'created', instanceId: String(existing.id) };
       },
-      send: () => this.sendCreate(label, offer),
+      send: () => this.sendCreate(label, offer, fields),
       // Keeps the key only while an instance may exist under the label.
       settle: (result) => {
         if (result.kind !== 'ambiguous') this.pendingKeys.delete(label);
@@ -115,17 +120,22 @@ export class VastProvider implements Provider {
     });
   }
 
-  /** `PUT /api/v0/asks/{id}/` and what its answer means; throws only when no answer came. */
-  private async sendCreate(label: string, offer: OfferRef): Promise<CreateResult> {
+  /**
+   * `PUT /api/v0/asks/{id}/` and what its answer means; throws only when no answer came. A rental
+   * without machine settings sends the plugin's image and disk and nothing else of its own.
+   */
+  private async sendCreate(label: string, offer: OfferRef, fields: VastMachineFields): Promise<CreateResult> {
     const path = `/api/v0/asks/${offer.key}/`;
     const res = await this.client.createInstance(offer.key, {
       client_id: 'me',
-      image: this.options.image,
-      disk: this.options.diskGb,
+      image: fields.image,
+      disk: fields.disk,
       label,
       runtype: 'ssh_direct',
       // Sent explicitly: without it a schedule failure can leave a stopped instance billing storage.
       cancel_unavail: true,
+      ...(fields.env ? { env: fields.env } : {}),
+      ...(fields.onstart ? { onstart: fields.onstart } : {}),
     });
     const body = res.json as { success?: unknown; new_contract?: unknown } | null;
     if (res.status === 200 && body?.success === true && Number.isSafeInteger(body.new_contract)) {
@@ -137,12 +147,21 @@ export class VastProvider implements Provider {
       return { kind: 'created', instanceId };
     }
     // A refusal is logged once, by the host, with the reason naming the variable to fix.
-    return res.status === 200 && body?.success !== false ? { kind: 'ambiguous', reason: describeAnswer(`vast PUT ${path}: no new_contract`, res) } : createFailure(`vast PUT ${path}`, res);
+    if (res.status === 200 && body?.success !== false) {
+      return { kind: 'ambiguous', reason: fields.sent.secrets ? `vast PUT ${path}: HTTP 200 without new_contract` : describeAnswer(`vast PUT ${path}: no new_contract`, res) };
+    }
+    return createFailure(`vast PUT ${path}`, res, fields.sent);
   }
 
-  /** Cents per hour an instance bills us now, priced as its offer was; null when Vast did not say. */
+  /**
+   * Cents per hour an instance bills us now, priced as its offer was (with the plugin's disk: a
+   * larger disk the rental asked for is Vast's storage price, not a repricing); null when Vast did
+   * not say.
+   */
   private costMinorOf(inst: VastInstance): number | null {
-    return vastCostMinor(inst, this.options.bandwidthGbPerHour);
+    const dph = inst.dph_total;
+    const atOfferDisk = typeof dph === 'number' ? dph - extraDiskUsdPerHour(inst, this.options.diskGb) : dph;
+    return vastCostMinor({ ...inst, dph_total: atOfferDisk }, this.options.bandwidthGbPerHour);
   }
 
   /**
@@ -252,9 +271,11 @@ export class VastProvider implements Provider {
     if (state === 'failed' && !this.failureLogged.has(instanceId)) {
       // Once per instance: the host may read a failed instance several times before it is destroyed.
       this.failureLogged.add(instanceId);
-      this.deps.logger.warn({ provider: this.id, instanceId, label: inst.label, providerState: status, statusMsg: inst.status_msg?.slice(0, 500) ?? null }, 'vast reports an instance that cannot run');
+      const statusMsg = inst.status_msg ? withoutEnvValues(inst.status_msg, inst).slice(0, 500) : null;
+      this.deps.logger.warn({ provider: this.id, instanceId, label: inst.label, providerState: status, statusMsg }, 'vast reports an instance that cannot run');
     }
-    const why = reading.kind === 'known' ? reading.why : undefined;
+    // Docker's start errors can quote the container's variables: the rental's values never reach a log.
+    const why = reading.kind === 'known' && reading.why ? withoutEnvValues(reading.why, inst) : undefined;
     return { state, providerState: why ? `${status}: ${why.replace(/\s+/g, ' ').slice(0, 300)}` : status };
   }
 
@@ -272,6 +293,10 @@ export class VastProvider implements Provider {
     const out: InstanceInfo = this.keyRefused.has(instanceId) && state !== 'failed' ? { instanceId, label, ...this.stateOf(inst) } : { instanceId, label, state, providerState };
     const ssh = vastSsh(inst);
     if (ssh) out.ssh = ssh;
+    const endpoints = vastEndpoints(inst);
+    if (endpoints) out.endpoints = endpoints;
+    const phase = out.state === 'pending' ? vastStartupPhase(inst) : undefined;
+    if (phase) out.startupPhase = phase;
     return out;
   }
 

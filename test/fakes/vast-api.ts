@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { FakeMachine } from './fake-machine.js';
+import { envOf, portsOf, refuseMachineFields, runOnstart, type OnstartRun } from './vast-machine.js';
 import { resolveQuirks, VariantCycle, type FakeBehaviour } from './recorded.js';
 import { FAKE_VAST_OFFERS, type FakeVastOffer } from './vast-fixtures.js';
 import {
@@ -43,8 +44,13 @@ export interface FakeVastInstance {
   gpu_ram: number;
   disk_space: number;
   dph_total: number;
+  /** USD per hour of the disk, part of `dph_total` (only when the offer states `storage_cost`). */
+  storage_total_cost?: number;
   geolocation: string | null;
   start_date: number;
+  /** The create's env as Vast keeps it: `[name, value]` pairs, ports as `["-p 8000:8000", "1"]`. */
+  extra_env: [string, string][];
+  onstart: string | null;
   /** Set when a start fails (recorded forms only). */
   status_msg?: string | null;
 }
@@ -56,9 +62,13 @@ export type VastFailure = '5xx' | 'hang' | '429' | 'drop';
 interface FakeRecord {
   inst: FakeVastInstance;
   machine: FakeMachine;
+  /** The private half of the machine's first key: the host's own way in, never given out. */
+  hostKey: string;
   timer?: NodeJS.Timeout;
   keys: string[];
   createBody: Record<string, unknown>;
+  /** Each container start's `onstart`, finished or not. */
+  onstartRuns: Promise<OnstartRun | Error>[];
 }
 
 export interface FakeVastOptions {
@@ -91,8 +101,16 @@ const tooFrequent = (threshold: number): Reply => ({ status: 429, body: null, te
 const THRESHOLDS: Record<VastEndpoint, number> = { create: 4.5, get: 2, list: 1, destroy: 3, offers: 6, attach: 2 };
 const FILTERABLE = new Set(['id', 'label', 'actual_status', 'gpu_name', 'verification', 'cur_state', 'intended_status', 'image_uuid']);
 
-/** Docker's port map of a running instance: 22 is where its machine's SSH server listens. */
-const runningPorts = (sshPort: number) => ({ '22/tcp': [{ HostIp: '0.0.0.0', HostPort: String(sshPort) }], '8080/tcp': [{ HostIp: '0.0.0.0', HostPort: String(sshPort + 1) }] });
+/**
+ * Docker's port map of a running instance: 22 is where its machine's SSH server listens, 8080 is
+ * opened by Vast's images themselves, and each port the create asked for gets a host port of its own.
+ */
+function runningPorts(rec: { machine: FakeMachine; inst: Pick<FakeVastInstance, 'extra_env'> }): FakeVastInstance['ports'] {
+  const map = (port: number) => [{ HostIp: '0.0.0.0', HostPort: String(port) }];
+  const out: NonNullable<FakeVastInstance['ports']> = { '22/tcp': map(rec.machine.port), '8080/tcp': map(rec.machine.port + 1) };
+  portsOf(Object.fromEntries(rec.inst.extra_env)).forEach((p, i) => (out[`${p}/tcp`] = map(40_000 + ((rec.machine.port + 7 * i) % 20_000))));
+  return out;
+}
 
 /** Vast's search and list filter operators over one value. */
 function matches(value: unknown, cond: unknown): boolean {
@@ -120,7 +138,10 @@ function matches(value: unknown, cond: unknown): boolean {
  * list answers 410). Every instance is a real SSH server on 127.0.0.1 (user root) that lets in
  * only keys attached with `POST /api/v0/instances/{id}/ssh/`. With `behaviour: 'recorded'` (or
  * single `quirks`) it answers as the live API was recorded instead: see {@link VastQuirks}, and
- * `breakStarts` / `reprice` for instances that never start or cost more than their offer.
+ * `breakStarts` / `reprice` for instances that never start or cost more than their offer. A
+ * create's machine fields (`env`, `onstart`, `disk`) are checked against the create document's
+ * limits, kept on the instance (`extra_env`, `onstart`), and `onstart` runs in the machine as it
+ * starts (see `vast-machine.ts`); `onstartRuns` and `createBodyOf` show what the fake received.
  */
 export class FakeVastApi {
   readonly calls: FakeVastCall[] = [];
@@ -133,6 +154,7 @@ export class FakeVastApi {
   private readonly lastCall = new Map<VastEndpoint, number>();
   private intervalsMs: Partial<Record<VastEndpoint, number>> = {};
   private nextId = 31_000_001;
+  private pricedStorageGb = 8;
   private bootMs = 100;
   private limitAll = false;
   private hangAfterCreate = false;
@@ -223,7 +245,7 @@ export class FakeVastApi {
     clearTimeout(r.timer);
     r.inst.actual_status = actualStatus;
     r.inst.cur_state = actualStatus === 'running' ? 'running' : 'stopped';
-    r.inst.ports = actualStatus === 'running' ? runningPorts(r.machine.port) : null;
+    r.inst.ports = actualStatus === 'running' ? runningPorts(r) : null;
   }
 
   rateLimitAll(on: boolean): void {
@@ -266,6 +288,20 @@ export class FakeVastApi {
   /** The body of the create that made an instance. */
   createBodyOf(instanceId: string): Record<string, unknown> | undefined {
     return this.records.get(Number(instanceId))?.createBody;
+  }
+
+  /** How each container start's `onstart` ended (a thrown Error when the fake could not run it); waits for runs still going. */
+  async onstartRuns(instanceId: string): Promise<(OnstartRun | Error)[]> {
+    const r = this.records.get(Number(instanceId));
+    if (!r) throw new Error(`no instance ${instanceId}`);
+    return Promise.all(r.onstartRuns);
+  }
+
+  /** Restarts a running instance's container, as a host reboot does: Vast runs its `onstart` again. */
+  restartContainer(instanceId: string): void {
+    const r = this.records.get(Number(instanceId));
+    if (!r || r.inst.actual_status !== 'running') throw new Error(`instance ${instanceId} is not running`);
+    this.startOnstart(r);
   }
 
   async close(): Promise<void> {
@@ -344,7 +380,9 @@ export class FakeVastApi {
 
   private search(body: unknown): Reply {
     if (typeof body !== 'object' || body === null) return vastError(400, 'invalid_request', 'Invalid json body');
-    const { limit, type, order, allocated_storage: _storage, ...filters } = body as Record<string, unknown>;
+    const { limit, type, order, allocated_storage: storage, ...filters } = body as Record<string, unknown>;
+    // Prices answered are for this much disk; instances with more pay for the rest (`storagePrice`).
+    this.pricedStorageGb = typeof storage === 'number' ? storage : 8;
     if (type !== undefined && !['ondemand', 'on-demand', 'bid', 'reserved'].includes(type as string)) return vastError(400, 'invalid_request', `invalid type ${String(type)}`);
     const defaults = { verified: { eq: true }, rentable: { eq: true }, rented: { eq: false } };
     // Raw offers carry `verification` only; Vast's `verified` search key reads it.
@@ -369,15 +407,18 @@ export class FakeVastApi {
     if (!ask) return this.takenAsk(askId, vastError(404, 'invalid_args', `error 404/3603: no_such_ask Instance type by id ${askId} is not available.`, { ask_id: askId }));
     if (typeof b.image !== 'string' || !b.image || b.image.length > 1024) return vastError(400, 'invalid_args', "error 400/3467: Invalid args: 'image' is required", { ask_id: askId });
     if (b.label !== undefined && (typeof b.label !== 'string' || b.label.length > 256)) return vastError(400, 'invalid_args', 'error 400/3467: Invalid args: label too long', { ask_id: askId });
-    if (b.disk !== undefined && (typeof b.disk !== 'number' || b.disk < 8 || b.disk > ask.disk_space)) return vastError(400, 'invalid_args', 'error 400/3467: Invalid args: disk', { ask_id: askId });
+    const refused = refuseMachineFields(askId, b, ask.disk_space);
+    if (refused) return json(refused.status, refused.body);
     const full = this.noCapacityFor.has(String(askId)) || this.noCapacityFor.has(ask.gpu_name);
     // The documented default is true for on-demand; only an explicit false leaves a stopped instance.
     if (full && b.cancel_unavail !== false) return this.takenAsk(askId, vastError(410, 'no_such_ask', `error 410/3907: no_such_ask Instance type ${askId} is no longer available.`, { ask_id: askId }));
     const id = this.nextId++;
-    // Vast installs no key of ours at create: the machine's first key is one whose private half is
-    // dropped here, so nobody gets in until a key is attached.
-    const throwaway = generateDeploymentKeyPair('vast-fake-nobody').publicKey;
-    const machine = await FakeMachine.start({ user: 'root', gpuName: ask.gpu_name, gpuCount: ask.num_gpus, vramGb: Math.round(ask.gpu_ram / 1024), publicKey: throwaway });
+    const disk = typeof b.disk === 'number' ? b.disk : 10;
+    const storage = this.storagePrice(ask, disk);
+    // Vast installs no key of ours at create: the machine's first key is one whose private half only
+    // the fake keeps (Vast's own way in, to run `onstart`), so nobody gets in until a key is attached.
+    const throwaway = generateDeploymentKeyPair('vast-fake-nobody');
+    const machine = await FakeMachine.start({ user: 'root', gpuName: ask.gpu_name, gpuCount: ask.num_gpus, vramGb: Math.round(ask.gpu_ram / 1024), publicKey: throwaway.publicKey });
     if (this.closed) {
       await machine.close();
       return 'hang';
@@ -398,12 +439,15 @@ export class FakeVastApi {
       gpu_name: ask.gpu_name,
       num_gpus: ask.num_gpus,
       gpu_ram: ask.gpu_ram,
-      disk_space: typeof b.disk === 'number' ? b.disk : 10,
-      dph_total: this.repricing.get(String(askId)) ?? this.repricing.get(ask.gpu_name) ?? ask.dph_total,
+      disk_space: disk,
+      dph_total: (this.repricing.get(String(askId)) ?? this.repricing.get(ask.gpu_name) ?? ask.dph_total) + storage.extra,
+      ...(storage.total === undefined ? {} : { storage_total_cost: storage.total }),
       geolocation: ask.geolocation,
       start_date: Date.now() / 1000,
+      extra_env: Object.entries(envOf(b)),
+      onstart: typeof b.onstart === 'string' ? b.onstart : null,
     };
-    const rec: FakeRecord = { inst, machine, keys: [], createBody: b };
+    const rec: FakeRecord = { inst, machine, hostKey: throwaway.privateKey, keys: [], createBody: b, onstartRuns: [] };
     this.records.set(id, rec);
     const failure = this.startFailures.get(String(askId)) ?? this.startFailures.get(ask.gpu_name) ?? this.startFailures.get(b.image);
     if (!full && failure) {
@@ -413,13 +457,33 @@ export class FakeVastApi {
       if (this.bootMs > 0) inst.actual_status = 'loading';
       const boot = () => {
         inst.actual_status = 'running';
-        inst.ports = runningPorts(machine.port);
+        inst.ports = runningPorts(rec);
+        this.startOnstart(rec);
       };
       if (this.bootMs > 0) rec.timer = setTimeout(boot, this.bootMs);
       else boot();
     }
     if (this.hangAfterCreate) return 'hang';
     return json(200, { success: true, new_contract: id });
+  }
+
+  /**
+   * What the disk adds to an instance's price: search prices include `allocated_storage` GB (8 when
+   * not asked), so a larger disk costs its extra GB at the ask's `storage_cost` (USD per GB and
+   * month of 720 hours, as the recorded offer's `diskHour` shows). Only asks stating `storage_cost`.
+   */
+  private storagePrice(ask: FakeVastOffer, disk: number): { extra: number; total?: number } {
+    if (ask.storage_cost === undefined) return { extra: 0 };
+    const perGbHour = ask.storage_cost / 720;
+    return { extra: (disk - this.pricedStorageGb) * perGbHour, total: disk * perGbHour };
+  }
+
+  /** Runs the instance's `onstart`, if it has one, as its container starts. */
+  private startOnstart(rec: FakeRecord): void {
+    const onstart = rec.inst.onstart;
+    if (!onstart) return;
+    const env = Object.fromEntries(rec.inst.extra_env);
+    rec.onstartRuns.push(runOnstart({ host: rec.machine.host, port: rec.machine.port }, rec.hostKey, env, onstart).catch((err: Error) => err));
   }
 
   private attach(id: number, body: unknown): Reply {
@@ -523,7 +587,7 @@ export class FakeVastApi {
     if (!step) return;
     rec.timer = setTimeout(() => {
       Object.assign(rec.inst, step.fields);
-      rec.inst.ports = step.running ? runningPorts(rec.machine.port) : null;
+      rec.inst.ports = step.running ? runningPorts(rec) : null;
       this.failStart(rec, rest);
     }, Math.max(this.bootMs, 1) * (step.afterBoots ?? 1));
   }

@@ -23,6 +23,8 @@ export interface FakeVastOffer {
   /** USD per GB uploaded / downloaded, billed apart from `dph_total` (recorded mode). */
   inet_up_cost?: number;
   inet_down_cost?: number;
+  /** USD per GB of disk and month (720 h); `dph_total` includes the searched `allocated_storage`. Absent: disk is free. */
+  storage_cost?: number;
   /** The same prices per TB. */
   internet_up_cost_per_tb?: number;
   internet_down_cost_per_tb?: number;

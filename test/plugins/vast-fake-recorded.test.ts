@@ -96,7 +96,8 @@ describe('FakeVastApi recorded mode', () => {
   });
 
   it('walks instances that can never start through the recorded states', async () => {
-    fake = await FakeVastApi.start({ behaviour: 'recorded', bootMs: 30 });
+    // Long enough that four creates (each starting an SSH server) all read `loading` before the first boots.
+    fake = await FakeVastApi.start({ behaviour: 'recorded', bootMs: 150 });
     const oci = fixture('show-instance-created-oci-failure.json') as Record<string, string>;
     const manifest = fixture('show-instance-created-manifest-not-found.json') as Record<string, string>;
     const pull = fixture('show-instance-loading-intended-stopped.json') as Record<string, string>;
