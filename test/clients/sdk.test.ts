@@ -2,7 +2,18 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { GprApiError, GprClient, GprNetworkError, GprRentalStateError, GprTimeoutError, type Rental } from '../../clients/sdk/src/index.js';
+import {
+  formatDuration,
+  GprApiError,
+  GprClient,
+  GprNetworkError,
+  GprRentalStateError,
+  GprTimeoutError,
+  parseDuration,
+  type Rental,
+  rentalRefusalNext,
+} from '../../clients/sdk/src/index.js';
+import { RENTAL_ID, RentalService } from './helpers/rental-service.js';
 import { renderSdkTypes, SDK_TYPES_PATH } from '../../scripts/generate-sdk-types.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
@@ -159,6 +170,24 @@ describe('GprClient (SDK) against the running test app', function () {
     }
   });
 
+  it('sends machine settings and a lease: the rental shows the variable names, the lease and, once ACTIVE, endsAt; never the values', async () => {
+    const { client } = await funded(1000);
+    const secret = 'hf_sdk_secret_value_0123456789';
+    const rental = await client.createRental({ offerId: ids['sdk-l4'], budgetMinor: 500, machine: { env: { HF_TOKEN: secret, MODEL_ID: 'm' } }, terminateAfterSeconds: 3600 });
+    assert.deepEqual(rental.machine.envNames, ['HF_TOKEN', 'MODEL_ID']);
+    assert.equal(rental.leaseSeconds, 3600);
+    assert.ok(!JSON.stringify(rental).includes(secret), 'the value is not returned');
+    const phases: string[] = [];
+    const active = await client.waitForRental(rental.rentalId, { until: 'ACTIVE', intervalMs: 50, timeoutMs: 20_000, onPhase: (r) => phases.push(`${r.status}/${r.phase ?? ''}`) });
+    assert.equal(phases.at(-1), 'ACTIVE/');
+    assert.ok(phases.every((p, i) => i === 0 || p !== phases[i - 1]), `one call per change: ${phases.join(' ')}`);
+    assert.ok(active.endsAt, 'a lease ends');
+    assert.equal(Date.parse(active.endsAt) - Date.parse(active.deployment!.startedAt!), 3600_000);
+    assert.ok(!JSON.stringify(await client.getRental(rental.rentalId)).includes(secret));
+    await client.terminate(rental.deploymentId!);
+    await client.waitForRental(rental.rentalId, { until: 'TERMINATED', intervalMs: 100, timeoutMs: 20_000, onProgress: () => ctx.clock.advance(500) });
+  });
+
   it('waitForRental: ACTIVE with progress, TERMINATED after terminate, a timeout, and FAILED as an error', async () => {
     const { client } = await funded(3000);
     const rental = await client.createRental({ offerId: ids['sdk-l4'], budgetMinor: 500 });
@@ -190,5 +219,60 @@ describe('GprClient (SDK) against the running test app', function () {
     const failed = await client.waitForRental(failing.rentalId, { until: 'ACTIVE', intervalMs: 50, timeoutMs: 20_000, onProgress: () => ctx.clock.advance(200) }).catch((e) => e);
     assert.ok(failed instanceof GprRentalStateError, String(failed));
     assert.equal(failed.rental.status, 'FAILED');
+  });
+});
+
+describe('GprClient (SDK): the rental request and phases as sent and seen', () => {
+  const service = new RentalService();
+  before(() => service.start());
+  after(() => service.stop());
+
+  it('createRental sends machine, terminateAfterSeconds and waitForCapacitySeconds exactly as given, with an Idempotency-Key', async () => {
+    const client = new GprClient({ baseUrl: service.baseUrl, token: 'gpr_AAAAAAAA.x', retries: 0 });
+    const body = {
+      gpuModel: 'H100 SXM',
+      gpuCount: 1 as const,
+      maxHourlyPriceMinor: 400,
+      machine: { image: 'pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime', env: { HF_TOKEN: 'hf_x' }, startupScript: '#!/bin/sh\necho hi\n', ports: [8000], diskGb: 100 },
+      terminateAfterSeconds: 7200,
+      waitForCapacitySeconds: 1800,
+    };
+    const rental = await client.createRental(body, 'key-1');
+    assert.deepEqual(service.creates.map((r) => [r.body, r.idempotencyKey]), [[body, 'key-1']]);
+    assert.equal(rental.phase, 'waiting_for_capacity');
+  });
+
+  it('waitForRental calls onPhase once per change of status or phase', async () => {
+    service.states = [
+      { status: 'PENDING', phase: 'waiting_for_capacity' },
+      { status: 'PENDING', phase: 'waiting_for_capacity' },
+      { status: 'PROVISIONING', phase: 'creating' },
+      { status: 'PROVISIONING', phase: 'booting' },
+      { status: 'PROVISIONING', phase: 'booting' },
+      { status: 'ACTIVE', phase: null },
+    ];
+    const client = new GprClient({ baseUrl: service.baseUrl, token: 'gpr_AAAAAAAA.x', retries: 0 });
+    const phases: string[] = [];
+    let polls = 0;
+    const r = await client.waitForRental(RENTAL_ID, { until: 'ACTIVE', intervalMs: 1, onProgress: () => polls++, onPhase: (x) => phases.push(`${x.status} ${x.phase ?? '-'}`) });
+    assert.equal(r.status, 'ACTIVE');
+    assert.equal(polls, 6);
+    assert.deepEqual(phases, ['PENDING waiting_for_capacity', 'PROVISIONING creating', 'PROVISIONING booting', 'ACTIVE -']);
+  });
+
+  it('durations and the hints for refusals naming a setting, the lease or the key\'s longest rental', () => {
+    assert.deepEqual(['2h', '90m', '1h30m', '3600s', '1d', '45', ' 2H '].map(parseDuration), [7200, 5400, 5400, 3600, 86_400, 45, 7200]);
+    for (const bad of ['', 'h', '2 h', '1.5h', '30m2h', '-5', '2hours']) assert.equal(parseDuration(bad), undefined, bad);
+    assert.deepEqual([7200, 5400, 45, 90_061].map(formatDuration), ['2 h', '1 h 30 min', '45 s', '1 d 1 h 1 min 1 s']);
+    const names = { image: 'IMG', env: 'ENV', startupScript: 'SCRIPT', ports: 'PORTS', diskGb: 'DISK', lease: 'LEASE', waitForCapacity: 'WAIT', offers: 'OFFERS', account: 'ACCOUNT' };
+    const next = (code: string, message: string) => rentalRefusalNext(code, message, names);
+    assert.match(next('VALIDATION_FAILED', 'Invalid request: machine.ports: 22 is SSH\'s port')!, /^Expose at most 5 ports \(PORTS\).*\(OFFERS\)/);
+    assert.match(next('VALIDATION_FAILED', 'Invalid request: body.machine.env: too many')!, /^Variables \(ENV\)/);
+    assert.match(next('NO_MATCHING_OFFER', 'None of the 3 offers of 1 x H100 at or under 400 cents per hour can honour machine.image (none runs a custom image).')!, /^Give IMG as/);
+    assert.match(next('VALIDATION_FAILED', 'Invalid request: terminateAfterSeconds: 7200 is longer than this key allows: its rentals last at most 3600 seconds (1 hour)')!, /^This key's maxRentalSeconds \(ACCOUNT\) caps every lease: give LEASE/);
+    assert.match(next('VALIDATION_FAILED', "Invalid request: terminateAfterSeconds: 900000 is longer than this offer's maximum duration of 86400 seconds (1 day)")!, /^LEASE is at least 60 s and at most the offer's maximumDurationSeconds \(OFFERS\)/);
+    assert.match(next('VALIDATION_FAILED', 'Invalid request: waitForCapacitySeconds: only accounts billed by usage')!, /^WAIT is 60 s to 24 h/);
+    assert.equal(next('VALIDATION_FAILED', 'Invalid request: budgetMinor: must be at most 5'), undefined);
+    assert.equal(next('KEY_LIMIT_EXCEEDED', 'machine.ports'), undefined);
   });
 });

@@ -1,5 +1,5 @@
 import createClient, { type Client } from 'openapi-fetch';
-import type { paths } from './generated/openapi.js';
+import type { components, paths } from './generated/openapi.js';
 import { GprApiError, GprRentalStateError, GprTimeoutError } from './errors.js';
 import { retryingFetch, type RetryPolicy } from './transport.js';
 
@@ -26,6 +26,14 @@ export type Credentials = JsonData<'/api/v1/deployments/{id}/credentials/reveal'
 /** A terminate request's answer: the status after it, when termination was asked for, and what it means. */
 export type TerminateAccepted = JsonData<'/api/v1/deployments/{id}/terminate', 'post', 202>;
 export type RentalStatus = Rental['status'];
+/** What runs on the machine: `image`, `env`, `startupScript`, `ports`, `diskGb` (each optional). */
+export type MachineSettings = components['schemas']['MachineSettingsRequest'];
+/** Where a starting rental stands (`phase`), e.g. `waiting_for_capacity`, `booting`, `checking_gpus`. */
+export type MachinePhase = components['schemas']['MachinePhase'];
+/** An exposed port of an ACTIVE rental and the URL it answers at. */
+export type Endpoint = components['schemas']['EndpointDto'];
+/** What an offer's machine can be given: `customImage`, `startupScript`, `ports`, `maxDiskGb`. */
+export type OfferCapabilities = components['schemas']['OfferCapabilitiesDto'];
 
 /** One page of the caller's rentals, newest first. */
 export interface RentalPage {
@@ -44,13 +52,21 @@ export interface GprClientOptions extends RetryPolicy {
 
 export interface WaitOptions {
   until: 'ACTIVE' | 'TERMINATED';
-  /** Give up after this long (default 15 minutes). */
+  /**
+   * Give up after this long. Default: 15 minutes, counted from the end of the rental's wait for
+   * capacity (`waitForCapacityUntil`) when it has one that ends later than now.
+   */
   timeoutMs?: number;
   /** Delay between polls (default 2 s). */
   intervalMs?: number;
   /** Called after every poll with the rental as it is now. */
   onProgress?: (rental: Rental) => void;
+  /** Called with the rental when its status or `phase` differs from the last poll's (and after the first poll). */
+  onPhase?: (rental: Rental) => void;
 }
+
+/** Default wait for a state: what provisioning may take once there is capacity. */
+const DEFAULT_WAIT_MS = 15 * 60_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -132,8 +148,11 @@ export class GprClient {
   // --- rentals ------------------------------------------------------------------------------------
 
   /**
-   * Starts a rental. The key identifies this intent: pass the same one to retry safely (the same
-   * rental comes back); by default a fresh UUID is used and resent on the client's own retries.
+   * Starts a rental: `offerId`, or `gpuModel` + `gpuCount` + `maxHourlyPriceMinor`; optionally
+   * `machine` (image, env, startupScript, ports, diskGb), `terminateAfterSeconds` (a lease) and,
+   * by GPU model, `waitForCapacitySeconds`. The key identifies this intent: pass the same one to
+   * retry safely (the same rental comes back); by default a fresh UUID is used and resent on the
+   * client's own retries. The SDK neither logs nor keeps `env` values or the script.
    */
   async createRental(body: RentalRequest, idempotencyKey: string = crypto.randomUUID()): Promise<Rental> {
     return unwrap(
@@ -158,10 +177,17 @@ export class GprClient {
 
   /** Polls until the rental reaches `until`; throws when it ends elsewhere or time runs out. */
   async waitForRental(id: string, opts: WaitOptions): Promise<Rental> {
-    const deadline = Date.now() + (opts.timeoutMs ?? 15 * 60_000);
-    for (;;) {
+    let deadline = Date.now() + (opts.timeoutMs ?? DEFAULT_WAIT_MS);
+    let last: string | undefined;
+    for (let first = true; ; first = false) {
       const r = await this.getRental(id);
+      const capacityUntil = first && opts.timeoutMs === undefined && r.waitForCapacityUntil ? Date.parse(r.waitForCapacityUntil) : NaN;
+      // A rental waiting for capacity may rightly stay PENDING until its own deadline.
+      if (Number.isFinite(capacityUntil)) deadline = Math.max(deadline, capacityUntil + DEFAULT_WAIT_MS);
       opts.onProgress?.(r);
+      const now = `${r.status}/${r.phase ?? ''}`;
+      if (now !== last) opts.onPhase?.(r);
+      last = now;
       if (r.status === opts.until) return r;
       if (r.status === 'FAILED' || (opts.until === 'ACTIVE' && (r.status === 'TERMINATING' || r.status === 'TERMINATED'))) {
         const why = r.status === 'FAILED' ? `${r.failureCode ?? 'FAILED'}: ${r.failureReason ?? 'provisioning failed'}` : r.status;
@@ -191,6 +217,16 @@ export class GprClient {
   /** Irreversible: destroys the machine. Completes asynchronously; wait with {@link waitForRental}. */
   async terminate(deploymentId: string): Promise<TerminateAccepted> {
     return unwrap(await this.api.POST('/api/v1/deployments/{id}/terminate', { params: { path: { id: deploymentId } } }));
+  }
+
+  /** The rental of a rental id or a deployment id, whether or not it has a deployment yet. */
+  async findRental(id: string): Promise<Rental> {
+    try {
+      return await this.getRental(id);
+    } catch (err) {
+      if (!(err instanceof GprApiError) || err.status !== 404) throw err;
+      return this.getRental((await this.getDeployment(id)).rentalId);
+    }
   }
 
   /**

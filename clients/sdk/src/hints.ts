@@ -6,6 +6,7 @@
  * Plain constants and small pure functions only: the service imports this file by path, the
  * clients through the SDK's index, and neither may pull I/O in with it.
  */
+import { formatDuration } from './duration.js';
 import { formatCents } from './money.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -220,4 +221,121 @@ export function revokedKeyRentalsNote(count: number, terminated: boolean): strin
   return terminated
     ? `${n} of the key terminated with it: poll GET /api/v1/deployments/{deploymentId} until its status is TERMINATED.`
     : `${n} of the key keep running and are charged until terminated: terminate each with POST /api/v1/deployments/{deploymentId}/terminate, or repeat this call with ?terminateRentals=true.`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Machines: settings, leases, phases, waiting for capacity
+
+/** What ACTIVE promises, for `/llms.txt`, the skill and the clients. */
+export const ACTIVE_MEANS =
+  "ACTIVE means usable: SSH with the rental's own key gets in, `nvidia-smi -L` lists as many GPUs as the offer promised, " +
+  'and the startup script, if any, has started (it may still be running).';
+
+/** A rental's `machine`, in two sentences. */
+export const MACHINE_SETTINGS_RULE =
+  "A rental may carry `machine`: `image` (a container image; needs the offer's `capabilities.customImage`), " +
+  '`env` (up to 50 variables named like `HF_TOKEN`, set for the machine\'s processes, the startup script and SSH logins, on every offer), ' +
+  '`startupScript` (up to 16,384 bytes, run once after boot as the SSH user, output in `~/.gpr/startup.log`; needs `capabilities.startupScript`), ' +
+  '`ports` (up to 5 TCP ports served over HTTP(S), no more than `capabilities.ports`; their URLs are the rental\'s `endpoints` once ACTIVE) ' +
+  'and `diskGb` (up to `capabilities.maxDiskGb`; null there: the disk cannot be chosen). ' +
+  'Variable values and the script are secrets: sealed at rest, never logged, never returned (reads show only `envNames` and `startupScriptSha256`).';
+
+/** A lease (`terminateAfterSeconds`) and the key's `maxRentalSeconds`. */
+export const LEASE_RULE =
+  "`terminateAfterSeconds` is a lease: the rental is terminated (reason EXPIRED) that many seconds after it becomes ACTIVE, on any billing model, from 60 up to the offer's `maximumDurationSeconds`. " +
+  "A key's `maxRentalSeconds` (GET /api/v1/me) caps it: a longer lease is refused with 422, never shortened, and without one the key's maximum is the lease. " +
+  'The rental shows `leaseSeconds`, and `endsAt` once ACTIVE.';
+
+/** Waiting for capacity (`waitForCapacitySeconds`). */
+export const WAIT_FOR_CAPACITY_RULE =
+  '`waitForCapacitySeconds` (60 to 86,400; GPU intent only, on a balance account) keeps a rental PENDING in phase `waiting_for_capacity` when no eligible offer is on sale, ' +
+  'and starts it as soon as one appears; at `waitForCapacityUntil` it fails with NO_CAPACITY and nothing is charged.';
+
+/** The phases a starting rental shows. */
+export const PHASES_RULE =
+  'While PENDING or PROVISIONING, `phase` (since `phaseSince`) says where it stands: `waiting_for_capacity`, `creating`, `booting` or `pulling_image`, ' +
+  '`waiting_for_ssh`, `checking_gpus`, `starting` (the startup script has not started yet). ' +
+  'A machine with fewer GPUs than promised is destroyed and the next candidate tried; with none left the rental fails with GPU_MISMATCH.';
+
+/** Names of environment variables, as the service accepts them. */
+export const ENV_NAME_PATTERN = /^[A-Z_][A-Z0-9_]*$/;
+
+/** How a client names a rental's settings, and where it shows offers' capabilities and the key's limits. */
+export interface RentalSettingNames {
+  image: string;
+  env: string;
+  startupScript: string;
+  ports: string;
+  diskGb: string;
+  lease: string;
+  waitForCapacity: string;
+  /** Where offers' `capabilities` are shown, e.g. "see `gpr offers`". */
+  offers: string;
+  /** Where the key's `maxRentalSeconds` is shown, e.g. "see `gpr whoami`". */
+  account: string;
+}
+
+/**
+ * The next step after a refusal (422) whose message names a machine setting, the lease or the
+ * wait for capacity; undefined for any other. The service's message says what is wrong; this says
+ * where to look and what to change, in the client's own words.
+ */
+export function rentalSettingNext(message: string, n: RentalSettingNames): string | undefined {
+  switch (/\bmachine\.(image|env|startupScript|ports|diskGb)\b/.exec(message)?.[1]) {
+    case 'image':
+      return `Give ${n.image} as registry/path:tag, an image the service allows, on an offer whose capabilities.customImage is true (${n.offers}); or leave it out for the provider's default image.`;
+    case 'env':
+      return `Variables (${n.env}) are named with upper-case letters, digits and _, not starting with a digit; at most 50, each value up to 4,096 bytes, 32,768 bytes in all. Put larger data in a file the startup script fetches.`;
+    case 'startupScript':
+      return `The startup script (${n.startupScript}) is at most 16,384 bytes and needs an offer whose capabilities.startupScript is true (${n.offers}); or run it over SSH once the rental is ACTIVE.`;
+    case 'ports':
+      return `Expose at most 5 ports (${n.ports}), each once and not 22, on an offer whose capabilities.ports is at least that many (${n.offers}); or reach them through an SSH tunnel.`;
+    case 'diskGb':
+      return `Ask for at most the offer's capabilities.maxDiskGb with ${n.diskGb} (${n.offers}; null there: the disk cannot be chosen), or leave it out for the default disk.`;
+  }
+  if (/\bterminateAfterSeconds\b/.test(message)) {
+    return /\bkey\b|maxRentalSeconds/.test(message)
+      ? `This key's maxRentalSeconds (${n.account}) caps every lease: give ${n.lease} of at most that, or leave it out and the key's maximum is the lease. Only the key's owner can raise it.`
+      : `${n.lease} is at least 60 s and at most the offer's maximumDurationSeconds (${n.offers}).`;
+  }
+  if (/\bwaitForCapacitySeconds\b/.test(message)) {
+    return `${n.waitForCapacity} is 60 s to 24 h, on a rental by GPU model (an exact offer cannot wait) of a balance account.`;
+  }
+  return undefined;
+}
+
+/**
+ * {@link rentalSettingNext} for the refusals that can name a setting: 422 VALIDATION_FAILED, and
+ * NO_MATCHING_OFFER when no offer of the model and price can honour the settings it names.
+ */
+export function rentalRefusalNext(code: string, message: string, n: RentalSettingNames): string | undefined {
+  return code === 'VALIDATION_FAILED' || code === 'NO_MATCHING_OFFER' ? rentalSettingNext(message, n) : undefined;
+}
+
+/**
+ * The next step after a rental FAILED with `code`, when its failureReason alone does not say it;
+ * `how` names the client's ways to rent, to list offers and to wait for capacity.
+ */
+export function failureNext(code: string, how: { rent: string; offers: string; waitForCapacity: string }): string | undefined {
+  if (code === 'GPU_MISMATCH') {
+    return (
+      'The machine came up with fewer GPUs than its offer promised and was destroyed (so did every other candidate); the rental never started, so nothing is charged for it (see reversalStatus). ' +
+      `To go on, ${how.rent} again, preferably another offer or provider (${how.offers}).`
+    );
+  }
+  if (code === 'NO_CAPACITY') {
+    return `No eligible offer had capacity, and nothing is charged. To go on, ${how.rent} again with a higher price ceiling or another model, or let it wait for capacity with ${how.waitForCapacity}.`;
+  }
+  return undefined;
+}
+
+/** The line under a new rental with a lease: when it ends, and who set the lease (`flag`: the client's lease argument). */
+export function leaseLine(leaseSeconds: number, askedFor: boolean, flag: string): string {
+  const why = askedFor ? 'the lease you asked for' : `this key's maxRentalSeconds; ${flag} sets a shorter lease`;
+  return `Terminated ${formatDuration(leaseSeconds)} after it becomes ACTIVE (${why}); endsAt shows when.`;
+}
+
+/** The line under a rental waiting for capacity until `until`. */
+export function capacityLine(until: string): string {
+  return `Waits for capacity until ${until}: it starts as soon as an eligible offer appears, else it fails with NO_CAPACITY and nothing is charged.`;
 }

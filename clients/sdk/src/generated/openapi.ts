@@ -36,9 +36,11 @@ export interface paths {
         /**
          * @description **Owner keys only**: an agent key is refused with 403 FORBIDDEN.
          *
-         *     The owner approves a pending authorization with the agent's three limits. Needs an OWNER key
-         *     with scopes read, rent and manage. A session is approved once, before the expiry given at
-         *     its start; the agent exchanges its setup code before that same expiry.
+         *     The owner approves a pending authorization with the agent's limits: three required, and
+         *     optionally the longest any of its rentals may run (`maxRentalSeconds`; an owner key that has
+         *     one may not approve a longer one, nor none). Needs an OWNER key with scopes read, rent and
+         *     manage. A session is approved once, before the expiry given at its start; the agent exchanges
+         *     its setup code before that same expiry.
          */
         post: operations["approveAgentAuthorization"];
         delete?: never;
@@ -64,7 +66,8 @@ export interface paths {
         /**
          * @description **Owner keys only**: an agent key is refused with 403 FORBIDDEN.
          *
-         *     An owner issues an agent key directly: scopes a subset of the owner key's, three limits.
+         *     An owner issues an agent key directly: scopes a subset of the owner key's, three limits and
+         *     optionally the longest any of its rentals may run (`maxRentalSeconds`), none beyond the owner key's own.
          *     201 with the token once; an identical replay of the Idempotency-Key answers 200 with
          *     `token: null`; a changed body 409 IDEMPOTENCY_CONFLICT.
          */
@@ -110,7 +113,7 @@ export interface paths {
         put?: never;
         /**
          * @description Exchanges a setup code for an AGENT key (scopes read, rent, manage; never billing) carrying the
-         *     owner's limits. The token is returned once. While the owner has not approved yet the answer is
+         *     owner's limits, its longest rental included. The token is returned once. While the owner has not approved yet the answer is
          *     409 AGENT_AUTHORIZATION_PENDING with `Retry-After` (seconds): poll again after that long.
          */
         post: operations["exchangeSetupCode"];
@@ -355,6 +358,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/offers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description One available offer by id, as GET /api/v1/offers lists it: its price, shape and the
+         *     `capabilities` a rental's `machine` may use. An offer no longer listed is a 404.
+         */
+        get: operations["getOffer"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/orders/checkout": {
         parameters: {
             query?: never;
@@ -587,6 +610,13 @@ export interface components {
              * @description Per-rental spending cap in cents.
              */
             maxPerRentalMinor: number;
+            /**
+             * Format: int32
+             * @description The longest any rental of the key may run, in seconds (60 to 2592000, 30 days). Rentals asking
+             *     for a longer lease are refused, and rentals without one end after this long. Null or absent:
+             *     no such limit.
+             */
+            maxRentalSeconds?: number | null;
             /** @description Label of the agent key; defaults to the name the agent gave when it began the session. */
             name?: string;
         };
@@ -603,6 +633,11 @@ export interface components {
             maxConcurrentDeployments: number;
             /** Format: double */
             maxPerRentalMinor: number;
+            /**
+             * Format: double
+             * @description The longest any rental of the key may run, in seconds; null: no such limit.
+             */
+            maxRentalSeconds: number | null;
             /** @enum {string} */
             status: "APPROVED";
         };
@@ -761,9 +796,13 @@ export interface components {
              * @description The verified destruction time, once TERMINATED; null before, and always null for card-funded rentals.
              */
             endedAt: string | null;
+            /** @description Once ACTIVE: the public URL of each port asked for in `machine.ports`. */
+            endpoints: components["schemas"]["EndpointDto"][];
             /**
              * Format: date-time
-             * @description When the purchased runtime ends (LEGACY_PREPAID, once ACTIVE); null otherwise.
+             * @description When the rental ends by itself, once ACTIVE: the end of a LEGACY_PREPAID purchase or of a
+             *     lease (`terminateAfterSeconds`, or the key's `maxRentalSeconds`), whichever comes first; it is
+             *     then terminated with reason EXPIRED. Null when it has no end.
              */
             endsAt: string | null;
             /**
@@ -786,6 +825,13 @@ export interface components {
             id: string;
             /** @description The cached offer of the current (or last) create attempt. */
             offerId: string | null;
+            /** @description While PENDING or PROVISIONING: where provisioning stands; null otherwise. */
+            phase: components["schemas"]["MachinePhase"] | null;
+            /**
+             * Format: date-time
+             * @description When the deployment entered `phase`.
+             */
+            phaseSince: string | null;
             /** @description Id of the provider plugin running (or about to run) the machine, e.g. `local`, `runpod`. */
             provider: string | null;
             providerId: string | null;
@@ -824,6 +870,16 @@ export interface components {
         };
         EmailResponse: {
             email: string;
+        };
+        /** @description An exposed port of a rental's machine. */
+        EndpointDto: {
+            /** Format: int32 */
+            port: number;
+            /**
+             * Format: uri
+             * @description Where the port answers over HTTP(S).
+             */
+            url: string;
         };
         /** @description Success envelope. */
         Envelope_AccountDto_: {
@@ -891,6 +947,11 @@ export interface components {
             meta: components["schemas"]["Meta"];
         };
         /** @description Success envelope. */
+        Envelope_OfferDto_: {
+            data: components["schemas"]["OfferDto"];
+            meta: components["schemas"]["Meta"];
+        };
+        /** @description Success envelope. */
         "Envelope_OfferDto-Array_": {
             data: components["schemas"]["OfferDto"][];
             meta: components["schemas"]["Meta"];
@@ -955,8 +1016,13 @@ export interface components {
             /** @description The private setup code from the bot or from beginning an authorization. */
             setupCode: string;
         };
+        /**
+         * Format: int32
+         * @description A TCP port of the machine to expose over HTTP(S): 1 to 65535, not 22 (SSH's own).
+         */
+        ExposedPort: number;
         /** @enum {string} */
-        FailureCode: "OFFER_NOT_FOUND" | "NO_CAPACITY" | "PROVISIONING_FAILED" | "PROVISIONING_TIMEOUT" | "PROVIDER_REJECTED" | "PAYMENT_EXPIRED" | "PAYMENT_FAILED";
+        FailureCode: "OFFER_NOT_FOUND" | "NO_CAPACITY" | "PROVISIONING_FAILED" | "PROVISIONING_TIMEOUT" | "PROVIDER_REJECTED" | "PAYMENT_EXPIRED" | "PAYMENT_FAILED" | "GPU_MISMATCH";
         /**
          * @description GPUs in a GPU-intent rental.
          * @enum {number}
@@ -983,10 +1049,31 @@ export interface components {
              */
             gpuModel: string;
             /**
+             * @description What runs on the machine: image, environment, startup script, ports, disk. Optional; see each
+             *     setting. An offer that cannot honour a setting is refused with 422 naming it.
+             */
+            machine?: components["schemas"]["MachineSettingsRequest"];
+            /**
              * Format: int32
              * @description The most per hour for the whole instance, in USD cents (350 = $3.50); never exceeded.
              */
             maxHourlyPriceMinor: number;
+            /**
+             * Format: int32
+             * @description A lease: the rental is terminated (reason EXPIRED) this many seconds after it becomes ACTIVE,
+             *     whatever its billing model; 60 up to the offer's maximumDurationSeconds. Above the key's
+             *     `maxRentalSeconds` it is refused with 422 (never shortened); without it, a key's
+             *     `maxRentalSeconds` is the lease. Shown as `endsAt` once ACTIVE.
+             */
+            terminateAfterSeconds?: number;
+            /**
+             * Format: int32
+             * @description When no eligible offer is on sale now, wait up to this many seconds (60 to 86,400) instead of
+             *     failing: the rental stays PENDING in phase `waiting_for_capacity`, holding its credit
+             *     reservation, and starts as soon as the inventory shows an eligible offer; at the deadline it
+             *     fails with NO_CAPACITY and what it held is released. Metered billing (ACCOUNT_BALANCE) only.
+             */
+            waitForCapacitySeconds?: number;
         };
         /**
          * @description How a rental's GPU was chosen: the exact offer asked for, one model (or its VRAM variants), or any model of a family.
@@ -1093,6 +1180,13 @@ export interface components {
             maxConcurrentDeployments: number;
             /** Format: int32 */
             maxPerRentalMinor: number;
+            /**
+             * Format: int32
+             * @description The longest any rental of the key may run, in seconds (60 to 2592000, 30 days). Rentals asking
+             *     for a longer lease are refused, and rentals without one end after this long. Null or absent:
+             *     no such limit.
+             */
+            maxRentalSeconds?: number | null;
             name: string;
             /** @description A non-empty subset of the calling owner key's scopes. */
             scopes: components["schemas"]["Scope"][];
@@ -1110,6 +1204,11 @@ export interface components {
             maxConcurrentDeployments: number;
             /** Format: double */
             maxPerRentalMinor: number;
+            /**
+             * Format: double
+             * @description The longest any rental of the key may run, in seconds; null: no such limit.
+             */
+            maxRentalSeconds: number | null;
             name: string;
             /**
              * Format: double
@@ -1164,12 +1263,118 @@ export interface components {
          * @enum {string}
          */
         LedgerKind: "TOPUP" | "RENTAL_DEBIT" | "USAGE" | "REVERSAL" | "ADJUSTMENT";
+        /** @description What runs on a rental's machine, as asked; environment values and the script are never shown. */
+        MachineDto: {
+            /**
+             * Format: double
+             * @description Disk asked for, in GB; null: the offer's default.
+             */
+            diskGb: number | null;
+            /** @description Names of the environment variables set (their values are sealed and never returned). */
+            envNames: string[];
+            /** @description The container image asked for; null: the provider's default. */
+            image: string | null;
+            /** @description Ports asked to be exposed over HTTP(S); see `endpoints`. */
+            ports: number[];
+            /** @description SHA-256 (hex) of the startup script; null without one. The script itself is never returned. */
+            startupScriptSha256: string | null;
+        };
+        /** @enum {string} */
+        MachinePhase: "waiting_for_capacity" | "creating" | "booting" | "pulling_image" | "waiting_for_ssh" | "checking_gpus" | "starting";
+        /**
+         * @description What should run on the machine, beyond the offer's defaults. Every property is optional; an
+         *     offer honours only what its `capabilities` declare (`env` always), and a rental asking for
+         *     more than its offer can do is refused with 422 naming the setting. The variables' values and
+         *     the startup script are secrets: sealed at rest, never logged and never returned (reads show
+         *     only the variable names and the script's SHA-256).
+         */
+        MachineSettingsRequest: {
+            /**
+             * Format: int32
+             * @description Disk of the machine in GB, at least 1; at most the offer's `capabilities.maxDiskGb` (an offer
+             *     whose `maxDiskGb` is null cannot choose its disk) and the service's own maximum. Omit it for
+             *     the offer's default disk.
+             * @example 200
+             */
+            diskGb?: number;
+            /**
+             * @description Environment variables of the machine's processes, the startup script and SSH logins, on
+             *     every offer. Names: upper-case letters, digits and `_`, not starting with a digit. At most
+             *     50 variables, each value at most 4,096 bytes, names and values 32,768 bytes in all (UTF-8).
+             *     The values are secrets: sealed at rest, never returned (reads show only the names).
+             * @example {
+             *       "HF_TOKEN": "hf_example",
+             *       "MODEL_ID": "meta-llama/Llama-3.1-8B"
+             *     }
+             */
+            env?: {
+                [key: string]: string;
+            };
+            /**
+             * @description Container image to run instead of the provider's default, as `registry/path:tag` or
+             *     `path@sha256:…` (no spaces or shell characters); the service may allow only some images.
+             *     Needs an offer whose `capabilities.customImage` is true. Omit it for the default image.
+             * @example pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime
+             */
+            image?: string;
+            /**
+             * @description TCP ports to expose over HTTP(S), each 1 to 65535, not 22 (SSH is already reachable), no
+             *     repeats. Once ACTIVE the rental's `endpoints` give each port's URL. At most 5, and no more
+             *     than the offer's `capabilities.ports`.
+             * @example [
+             *       8000
+             *     ]
+             */
+            ports?: components["schemas"]["ExposedPort"][];
+            /**
+             * @description A script run once after boot as the machine's SSH user, in the background, with `env` set;
+             *     its output goes to `~/.gpr/startup.log`. A first line `#!/bin/bash` (or any interpreter)
+             *     chooses the interpreter, else it runs under `sh`. At most 16,384 bytes (UTF-8), not empty.
+             *     The rental becomes ACTIVE once the script has started, not when it ends. Needs an offer whose
+             *     `capabilities.startupScript` is true. A secret: sealed at rest, never returned (reads show
+             *     its SHA-256).
+             * @example #!/bin/bash
+             *     pip install vllm && vllm serve "$MODEL_ID" --port 8000
+             */
+            startupScript?: string;
+        };
         Meta: {
             apiVersion: string;
             requestId: string;
         };
+        /** @description What an offer's machine can be given beyond the defaults. */
+        OfferCapabilitiesDto: {
+            /**
+             * @description The rental may name its own container image (`machine.image`).
+             * @example true
+             */
+            customImage: boolean;
+            /**
+             * Format: int32
+             * @description Largest disk the rental may ask for (`machine.diskGb`), in GB; null: the disk cannot be chosen.
+             * @example 500
+             */
+            maxDiskGb: number | null;
+            /**
+             * Format: int32
+             * @description How many TCP ports the rental may expose over HTTP(S) (`machine.ports`); 0: none.
+             * @example 5
+             */
+            ports: number;
+            /**
+             * @description The rental may give a startup script (`machine.startupScript`), run once after boot.
+             * @example true
+             */
+            startupScript: boolean;
+        };
         /** @description A rentable offer. Prices are USD cents per hour for the whole instance. */
         OfferDto: {
+            /**
+             * @description What a rental of this offer may set in `machine` beyond the environment variables (which
+             *     every offer takes). A rental asking for more than this is refused; a GPU-intent rental is
+             *     matched only to offers that can honour its `machine`.
+             */
+            capabilities: components["schemas"]["OfferCapabilitiesDto"];
             /** @description Grouping label of the GPU. */
             category: string;
             /** Format: int32 */
@@ -1222,8 +1427,21 @@ export interface components {
              *     cap, if lower). Check `billing.budgetRequired` on GET /api/v1/me before omitting it.
              */
             budgetMinor?: number;
+            /**
+             * @description What runs on the machine: image, environment, startup script, ports, disk. Optional; see each
+             *     setting. An offer that cannot honour a setting is refused with 422 naming it.
+             */
+            machine?: components["schemas"]["MachineSettingsRequest"];
             /** @description The exact offer id from GET /api/v1/offers. */
             offerId: string;
+            /**
+             * Format: int32
+             * @description A lease: the rental is terminated (reason EXPIRED) this many seconds after it becomes ACTIVE,
+             *     whatever its billing model; 60 up to the offer's maximumDurationSeconds. Above the key's
+             *     `maxRentalSeconds` it is refused with 422 (never shortened); without it, a key's
+             *     `maxRentalSeconds` is the lease. Shown as `endsAt` once ACTIVE.
+             */
+            terminateAfterSeconds?: number;
         };
         /** @enum {string} */
         ProviderHealth: "ok" | "degraded" | "down";
@@ -1282,6 +1500,13 @@ export interface components {
              * @description Same as deployment.endedAt.
              */
             endedAt: string | null;
+            /** @description Once ACTIVE: the public URL of each port in `machine.ports`. */
+            endpoints: components["schemas"]["EndpointDto"][];
+            /**
+             * Format: date-time
+             * @description Same as deployment.endsAt: when the rental ends by itself (prepaid purchase or lease), once ACTIVE.
+             */
+            endsAt: string | null;
             /** @description When FAILED: a stable code, e.g. OFFER_NOT_FOUND or NO_MATCHING_OFFER; null otherwise. */
             failureCode: components["schemas"]["FailureCode"] | null;
             /** @description When FAILED: a customer-safe explanation; null otherwise. */
@@ -1299,6 +1524,13 @@ export interface components {
             /** @description Name of the GPU model the rental runs (or will try first), e.g. `NVIDIA H100 SXM`. */
             gpuName: string | null;
             /**
+             * Format: double
+             * @description The lease in force, counted from ACTIVE: `terminateAfterSeconds`, else the key's `maxRentalSeconds`; null without one.
+             */
+            leaseSeconds: number | null;
+            /** @description What runs on the machine, as asked (`machine` of the request). */
+            machine: components["schemas"]["MachineDto"];
+            /**
              * @description How gpuName was chosen: `offer` (the offerId asked for), `model` (gpuModel named that model,
              *     or its parts of one VRAM size) or `family` (gpuModel named a family, e.g. `A100`: the cheapest
              *     offer of any of its models, which may not be the one meant).
@@ -1310,6 +1542,13 @@ export interface components {
              */
             matchNote: string;
             orderId: string;
+            /** @description While PENDING or PROVISIONING: where provisioning stands (`waiting_for_capacity` while a GPU intent waits); null otherwise. */
+            phase: components["schemas"]["MachinePhase"] | null;
+            /**
+             * Format: date-time
+             * @description When the rental entered `phase`.
+             */
+            phaseSince: string | null;
             /** @description Id of the provider plugin running (or about to run) the machine, e.g. `local`, `runpod`. */
             provider: string | null;
             quote: components["schemas"]["QuoteDto"];
@@ -1326,6 +1565,12 @@ export interface components {
              *     its purchased end). Null while it runs and for rentals that failed before running.
              */
             terminationReason: components["schemas"]["ApiTerminationReason"] | null;
+            /**
+             * Format: date-time
+             * @description A GPU intent that asked to wait for capacity: until when it waits PENDING for an eligible offer
+             *     (then it fails with NO_CAPACITY); null otherwise.
+             */
+            waitForCapacityUntil: string | null;
         };
         /** @description A page of rentals, newest first. */
         RentalPage: {
@@ -1593,6 +1838,7 @@ export interface operations {
                  *       "maxPerRentalMinor": 500,
                  *       "budgetLimitMinor": 500,
                  *       "maxConcurrentDeployments": 1,
+                 *       "maxRentalSeconds": 500,
                  *       "name": "NVIDIA H100 SXM"
                  *     }
                  */
@@ -1616,7 +1862,8 @@ export interface operations {
                      *         "exchangeBefore": "2026-01-15T12:00:00.000Z",
                      *         "maxPerRentalMinor": 500,
                      *         "budgetLimitMinor": 500,
-                     *         "maxConcurrentDeployments": 1
+                     *         "maxConcurrentDeployments": 1,
+                     *         "maxRentalSeconds": 500
                      *       },
                      *       "meta": {
                      *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
@@ -1651,7 +1898,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description FORBIDDEN (not an owner key, or missing read, rent or manage) */
+            /** @description FORBIDDEN (not an owner key, or missing read, rent or manage), KEY_LIMIT_EXCEEDED (a limit beyond the owner key's own) */
             403: {
                 headers: {
                     /** @description The request id (also in the body); quote it when reporting a problem. */
@@ -1728,6 +1975,7 @@ export interface operations {
                      *           "maxPerRentalMinor": 500,
                      *           "budgetLimitMinor": 500,
                      *           "maxConcurrentDeployments": 1,
+                     *           "maxRentalSeconds": 500,
                      *           "netSpentMinor": 0,
                      *           "remainingBudgetMinor": 500,
                      *           "activeDeployments": 0,
@@ -1790,7 +2038,8 @@ export interface operations {
                  *       ],
                  *       "maxPerRentalMinor": 500,
                  *       "budgetLimitMinor": 500,
-                 *       "maxConcurrentDeployments": 1
+                 *       "maxConcurrentDeployments": 1,
+                 *       "maxRentalSeconds": 500
                  *     }
                  */
                 "application/json": components["schemas"]["IssueAgentKeyRequest"];
@@ -1819,6 +2068,7 @@ export interface operations {
                      *           "maxPerRentalMinor": 500,
                      *           "budgetLimitMinor": 500,
                      *           "maxConcurrentDeployments": 1,
+                     *           "maxRentalSeconds": 500,
                      *           "netSpentMinor": 0,
                      *           "remainingBudgetMinor": 500,
                      *           "activeDeployments": 0,
@@ -1858,6 +2108,7 @@ export interface operations {
                      *           "maxPerRentalMinor": 500,
                      *           "budgetLimitMinor": 500,
                      *           "maxConcurrentDeployments": 1,
+                     *           "maxRentalSeconds": 500,
                      *           "netSpentMinor": 0,
                      *           "remainingBudgetMinor": 500,
                      *           "activeDeployments": 0,
@@ -1910,7 +2161,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description FORBIDDEN (not an owner key, or scopes beyond the owner key) */
+            /** @description FORBIDDEN (not an owner key, or scopes beyond the owner key), KEY_LIMIT_EXCEEDED (a limit beyond the owner key's own) */
             403: {
                 headers: {
                     /** @description The request id (also in the body); quote it when reporting a problem. */
@@ -2091,6 +2342,7 @@ export interface operations {
                      *           "maxPerRentalMinor": 500,
                      *           "budgetLimitMinor": 500,
                      *           "maxConcurrentDeployments": 1,
+                     *           "maxRentalSeconds": 500,
                      *           "netSpentMinor": 0,
                      *           "remainingBudgetMinor": 500,
                      *           "activeDeployments": 0,
@@ -2580,6 +2832,35 @@ export interface operations {
                      *           "hoursPurchased": 500,
                      *           "durationSeconds": 500,
                      *           "endsAt": "2026-01-15T12:00:00.000Z",
+                     *           "phase": {
+                     *             "0": "w",
+                     *             "1": "a",
+                     *             "2": "i",
+                     *             "3": "t",
+                     *             "4": "i",
+                     *             "5": "n",
+                     *             "6": "g",
+                     *             "7": "_",
+                     *             "8": "f",
+                     *             "9": "o",
+                     *             "10": "r",
+                     *             "11": "_",
+                     *             "12": "c",
+                     *             "13": "a",
+                     *             "14": "p",
+                     *             "15": "a",
+                     *             "16": "c",
+                     *             "17": "i",
+                     *             "18": "t",
+                     *             "19": "y"
+                     *           },
+                     *           "phaseSince": "2026-01-15T12:00:00.000Z",
+                     *           "endpoints": [
+                     *             {
+                     *               "port": 22,
+                     *               "url": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42"
+                     *             }
+                     *           ],
                      *           "endedAt": "2026-01-15T12:00:00.000Z",
                      *           "startedAt": "2026-01-15T12:00:00.000Z",
                      *           "hourlyPriceMinor": 500,
@@ -2675,6 +2956,35 @@ export interface operations {
                      *         "hoursPurchased": 500,
                      *         "durationSeconds": 500,
                      *         "endsAt": "2026-01-15T12:00:00.000Z",
+                     *         "phase": {
+                     *           "0": "w",
+                     *           "1": "a",
+                     *           "2": "i",
+                     *           "3": "t",
+                     *           "4": "i",
+                     *           "5": "n",
+                     *           "6": "g",
+                     *           "7": "_",
+                     *           "8": "f",
+                     *           "9": "o",
+                     *           "10": "r",
+                     *           "11": "_",
+                     *           "12": "c",
+                     *           "13": "a",
+                     *           "14": "p",
+                     *           "15": "a",
+                     *           "16": "c",
+                     *           "17": "i",
+                     *           "18": "t",
+                     *           "19": "y"
+                     *         },
+                     *         "phaseSince": "2026-01-15T12:00:00.000Z",
+                     *         "endpoints": [
+                     *           {
+                     *             "port": 22,
+                     *             "url": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42"
+                     *           }
+                     *         ],
                      *         "endedAt": "2026-01-15T12:00:00.000Z",
                      *         "startedAt": "2026-01-15T12:00:00.000Z",
                      *         "hourlyPriceMinor": 500,
@@ -3046,7 +3356,13 @@ export interface operations {
                      *             "currency": "USD",
                      *             "maximumDurationSeconds": 500,
                      *             "provider": "example",
-                     *             "region": "example"
+                     *             "region": "example",
+                     *             "capabilities": {
+                     *               "customImage": true,
+                     *               "startupScript": true,
+                     *               "ports": 5,
+                     *               "maxDiskGb": 500
+                     *             }
                      *           }
                      *         ]
                      *       },
@@ -3120,6 +3436,7 @@ export interface operations {
                      *           "maxPerRentalMinor": 500,
                      *           "budgetLimitMinor": 500,
                      *           "maxConcurrentDeployments": 1,
+                     *           "maxRentalSeconds": 500,
                      *           "netSpentMinor": 0,
                      *           "remainingBudgetMinor": 500,
                      *           "activeDeployments": 0,
@@ -3331,7 +3648,13 @@ export interface operations {
                      *           "currency": "USD",
                      *           "maximumDurationSeconds": 500,
                      *           "provider": "example",
-                     *           "region": "example"
+                     *           "region": "example",
+                     *           "capabilities": {
+                     *             "customImage": true,
+                     *             "startupScript": true,
+                     *             "ports": 5,
+                     *             "maxDiskGb": 500
+                     *           }
                      *         }
                      *       ],
                      *       "meta": {
@@ -3353,6 +3676,83 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+        };
+    };
+    getOffer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ok */
+            200: {
+                headers: {
+                    /** @description Version of the inventory snapshot; send it back as If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "category": "datacenter",
+                     *         "name": "NVIDIA H100 SXM",
+                     *         "vramGb": 500,
+                     *         "gpuCount": 1,
+                     *         "cpuCores": 500,
+                     *         "memoryGb": 500,
+                     *         "storageGb": 500,
+                     *         "pricePerHourMinor": 500,
+                     *         "currency": "USD",
+                     *         "maximumDurationSeconds": 500,
+                     *         "provider": "example",
+                     *         "region": "example",
+                     *         "capabilities": {
+                     *           "customImage": true,
+                     *           "startupScript": true,
+                     *           "ports": 5,
+                     *           "maxDiskGb": 500
+                     *         }
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_OfferDto_"];
+                };
+            };
+            /** @description Not Modified: If-None-Match named the current ETag; no body. */
+            304: {
+                headers: {
+                    /** @description Version of the inventory snapshot; send it back as If-None-Match for a 304. */
+                    ETag?: string;
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
             };
         };
     };
@@ -3509,6 +3909,7 @@ export interface operations {
                      *           "maxPerRentalMinor": 500,
                      *           "budgetLimitMinor": 500,
                      *           "maxConcurrentDeployments": 1,
+                     *           "maxRentalSeconds": 500,
                      *           "netSpentMinor": 0,
                      *           "remainingBudgetMinor": 500,
                      *           "activeDeployments": 0,
@@ -3753,6 +4154,35 @@ export interface operations {
                      *             "hoursPurchased": 500,
                      *             "durationSeconds": 500,
                      *             "endsAt": "2026-01-15T12:00:00.000Z",
+                     *             "phase": {
+                     *               "0": "w",
+                     *               "1": "a",
+                     *               "2": "i",
+                     *               "3": "t",
+                     *               "4": "i",
+                     *               "5": "n",
+                     *               "6": "g",
+                     *               "7": "_",
+                     *               "8": "f",
+                     *               "9": "o",
+                     *               "10": "r",
+                     *               "11": "_",
+                     *               "12": "c",
+                     *               "13": "a",
+                     *               "14": "p",
+                     *               "15": "a",
+                     *               "16": "c",
+                     *               "17": "i",
+                     *               "18": "t",
+                     *               "19": "y"
+                     *             },
+                     *             "phaseSince": "2026-01-15T12:00:00.000Z",
+                     *             "endpoints": [
+                     *               {
+                     *                 "port": 22,
+                     *                 "url": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42"
+                     *               }
+                     *             ],
                      *             "endedAt": "2026-01-15T12:00:00.000Z",
                      *             "startedAt": "2026-01-15T12:00:00.000Z",
                      *             "hourlyPriceMinor": 500,
@@ -3763,6 +4193,49 @@ export interface operations {
                      *             "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
                      *             "createdAt": "2026-01-15T12:00:00.000Z"
                      *           },
+                     *           "machine": {
+                     *             "image": "example",
+                     *             "envNames": [
+                     *               "example"
+                     *             ],
+                     *             "startupScriptSha256": "example",
+                     *             "ports": [
+                     *               500
+                     *             ],
+                     *             "diskGb": 500
+                     *           },
+                     *           "phase": {
+                     *             "0": "w",
+                     *             "1": "a",
+                     *             "2": "i",
+                     *             "3": "t",
+                     *             "4": "i",
+                     *             "5": "n",
+                     *             "6": "g",
+                     *             "7": "_",
+                     *             "8": "f",
+                     *             "9": "o",
+                     *             "10": "r",
+                     *             "11": "_",
+                     *             "12": "c",
+                     *             "13": "a",
+                     *             "14": "p",
+                     *             "15": "a",
+                     *             "16": "c",
+                     *             "17": "i",
+                     *             "18": "t",
+                     *             "19": "y"
+                     *           },
+                     *           "phaseSince": "2026-01-15T12:00:00.000Z",
+                     *           "endpoints": [
+                     *             {
+                     *               "port": 22,
+                     *               "url": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42"
+                     *             }
+                     *           ],
+                     *           "endsAt": "2026-01-15T12:00:00.000Z",
+                     *           "leaseSeconds": 500,
+                     *           "waitForCapacityUntil": "2026-01-15T12:00:00.000Z",
                      *           "quote": {
                      *             "hourlyPriceMinor": 500,
                      *             "durationSeconds": 500,
@@ -3913,6 +4386,35 @@ export interface operations {
                      *           "hoursPurchased": 500,
                      *           "durationSeconds": 500,
                      *           "endsAt": "2026-01-15T12:00:00.000Z",
+                     *           "phase": {
+                     *             "0": "w",
+                     *             "1": "a",
+                     *             "2": "i",
+                     *             "3": "t",
+                     *             "4": "i",
+                     *             "5": "n",
+                     *             "6": "g",
+                     *             "7": "_",
+                     *             "8": "f",
+                     *             "9": "o",
+                     *             "10": "r",
+                     *             "11": "_",
+                     *             "12": "c",
+                     *             "13": "a",
+                     *             "14": "p",
+                     *             "15": "a",
+                     *             "16": "c",
+                     *             "17": "i",
+                     *             "18": "t",
+                     *             "19": "y"
+                     *           },
+                     *           "phaseSince": "2026-01-15T12:00:00.000Z",
+                     *           "endpoints": [
+                     *             {
+                     *               "port": 22,
+                     *               "url": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42"
+                     *             }
+                     *           ],
                      *           "endedAt": "2026-01-15T12:00:00.000Z",
                      *           "startedAt": "2026-01-15T12:00:00.000Z",
                      *           "hourlyPriceMinor": 500,
@@ -3923,6 +4425,49 @@ export interface operations {
                      *           "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
                      *           "createdAt": "2026-01-15T12:00:00.000Z"
                      *         },
+                     *         "machine": {
+                     *           "image": "example",
+                     *           "envNames": [
+                     *             "example"
+                     *           ],
+                     *           "startupScriptSha256": "example",
+                     *           "ports": [
+                     *             500
+                     *           ],
+                     *           "diskGb": 500
+                     *         },
+                     *         "phase": {
+                     *           "0": "w",
+                     *           "1": "a",
+                     *           "2": "i",
+                     *           "3": "t",
+                     *           "4": "i",
+                     *           "5": "n",
+                     *           "6": "g",
+                     *           "7": "_",
+                     *           "8": "f",
+                     *           "9": "o",
+                     *           "10": "r",
+                     *           "11": "_",
+                     *           "12": "c",
+                     *           "13": "a",
+                     *           "14": "p",
+                     *           "15": "a",
+                     *           "16": "c",
+                     *           "17": "i",
+                     *           "18": "t",
+                     *           "19": "y"
+                     *         },
+                     *         "phaseSince": "2026-01-15T12:00:00.000Z",
+                     *         "endpoints": [
+                     *           {
+                     *             "port": 22,
+                     *             "url": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42"
+                     *           }
+                     *         ],
+                     *         "endsAt": "2026-01-15T12:00:00.000Z",
+                     *         "leaseSeconds": 500,
+                     *         "waitForCapacityUntil": "2026-01-15T12:00:00.000Z",
                      *         "quote": {
                      *           "hourlyPriceMinor": 500,
                      *           "durationSeconds": 500,
@@ -4000,6 +4545,35 @@ export interface operations {
                      *           "hoursPurchased": 500,
                      *           "durationSeconds": 500,
                      *           "endsAt": "2026-01-15T12:00:00.000Z",
+                     *           "phase": {
+                     *             "0": "w",
+                     *             "1": "a",
+                     *             "2": "i",
+                     *             "3": "t",
+                     *             "4": "i",
+                     *             "5": "n",
+                     *             "6": "g",
+                     *             "7": "_",
+                     *             "8": "f",
+                     *             "9": "o",
+                     *             "10": "r",
+                     *             "11": "_",
+                     *             "12": "c",
+                     *             "13": "a",
+                     *             "14": "p",
+                     *             "15": "a",
+                     *             "16": "c",
+                     *             "17": "i",
+                     *             "18": "t",
+                     *             "19": "y"
+                     *           },
+                     *           "phaseSince": "2026-01-15T12:00:00.000Z",
+                     *           "endpoints": [
+                     *             {
+                     *               "port": 22,
+                     *               "url": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42"
+                     *             }
+                     *           ],
                      *           "endedAt": "2026-01-15T12:00:00.000Z",
                      *           "startedAt": "2026-01-15T12:00:00.000Z",
                      *           "hourlyPriceMinor": 500,
@@ -4010,6 +4584,49 @@ export interface operations {
                      *           "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
                      *           "createdAt": "2026-01-15T12:00:00.000Z"
                      *         },
+                     *         "machine": {
+                     *           "image": "example",
+                     *           "envNames": [
+                     *             "example"
+                     *           ],
+                     *           "startupScriptSha256": "example",
+                     *           "ports": [
+                     *             500
+                     *           ],
+                     *           "diskGb": 500
+                     *         },
+                     *         "phase": {
+                     *           "0": "w",
+                     *           "1": "a",
+                     *           "2": "i",
+                     *           "3": "t",
+                     *           "4": "i",
+                     *           "5": "n",
+                     *           "6": "g",
+                     *           "7": "_",
+                     *           "8": "f",
+                     *           "9": "o",
+                     *           "10": "r",
+                     *           "11": "_",
+                     *           "12": "c",
+                     *           "13": "a",
+                     *           "14": "p",
+                     *           "15": "a",
+                     *           "16": "c",
+                     *           "17": "i",
+                     *           "18": "t",
+                     *           "19": "y"
+                     *         },
+                     *         "phaseSince": "2026-01-15T12:00:00.000Z",
+                     *         "endpoints": [
+                     *           {
+                     *             "port": 22,
+                     *             "url": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42"
+                     *           }
+                     *         ],
+                     *         "endsAt": "2026-01-15T12:00:00.000Z",
+                     *         "leaseSeconds": 500,
+                     *         "waitForCapacityUntil": "2026-01-15T12:00:00.000Z",
                      *         "quote": {
                      *           "hourlyPriceMinor": 500,
                      *           "durationSeconds": 500,
@@ -4191,6 +4808,35 @@ export interface operations {
                      *           "hoursPurchased": 500,
                      *           "durationSeconds": 500,
                      *           "endsAt": "2026-01-15T12:00:00.000Z",
+                     *           "phase": {
+                     *             "0": "w",
+                     *             "1": "a",
+                     *             "2": "i",
+                     *             "3": "t",
+                     *             "4": "i",
+                     *             "5": "n",
+                     *             "6": "g",
+                     *             "7": "_",
+                     *             "8": "f",
+                     *             "9": "o",
+                     *             "10": "r",
+                     *             "11": "_",
+                     *             "12": "c",
+                     *             "13": "a",
+                     *             "14": "p",
+                     *             "15": "a",
+                     *             "16": "c",
+                     *             "17": "i",
+                     *             "18": "t",
+                     *             "19": "y"
+                     *           },
+                     *           "phaseSince": "2026-01-15T12:00:00.000Z",
+                     *           "endpoints": [
+                     *             {
+                     *               "port": 22,
+                     *               "url": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42"
+                     *             }
+                     *           ],
                      *           "endedAt": "2026-01-15T12:00:00.000Z",
                      *           "startedAt": "2026-01-15T12:00:00.000Z",
                      *           "hourlyPriceMinor": 500,
@@ -4201,6 +4847,49 @@ export interface operations {
                      *           "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
                      *           "createdAt": "2026-01-15T12:00:00.000Z"
                      *         },
+                     *         "machine": {
+                     *           "image": "example",
+                     *           "envNames": [
+                     *             "example"
+                     *           ],
+                     *           "startupScriptSha256": "example",
+                     *           "ports": [
+                     *             500
+                     *           ],
+                     *           "diskGb": 500
+                     *         },
+                     *         "phase": {
+                     *           "0": "w",
+                     *           "1": "a",
+                     *           "2": "i",
+                     *           "3": "t",
+                     *           "4": "i",
+                     *           "5": "n",
+                     *           "6": "g",
+                     *           "7": "_",
+                     *           "8": "f",
+                     *           "9": "o",
+                     *           "10": "r",
+                     *           "11": "_",
+                     *           "12": "c",
+                     *           "13": "a",
+                     *           "14": "p",
+                     *           "15": "a",
+                     *           "16": "c",
+                     *           "17": "i",
+                     *           "18": "t",
+                     *           "19": "y"
+                     *         },
+                     *         "phaseSince": "2026-01-15T12:00:00.000Z",
+                     *         "endpoints": [
+                     *           {
+                     *             "port": 22,
+                     *             "url": "http://localhost:8080/api/v1/3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42"
+                     *           }
+                     *         ],
+                     *         "endsAt": "2026-01-15T12:00:00.000Z",
+                     *         "leaseSeconds": 500,
+                     *         "waitForCapacityUntil": "2026-01-15T12:00:00.000Z",
                      *         "quote": {
                      *           "hourlyPriceMinor": 500,
                      *           "durationSeconds": 500,
@@ -4356,6 +5045,7 @@ export interface operations {
                      *             "maxPerRentalMinor": 500,
                      *             "budgetLimitMinor": 500,
                      *             "maxConcurrentDeployments": 1,
+                     *             "maxRentalSeconds": 500,
                      *             "netSpentMinor": 0,
                      *             "remainingBudgetMinor": 500,
                      *             "activeDeployments": 0,
