@@ -42,6 +42,8 @@ export interface ContextOptions {
   rentalHandoff?: RentalHandoff | null;
   /** A migrated DataSource on another server (and its URL), instead of the run's shared test database. */
   database?: { ds: DataSource; url: string };
+  /** Receives every log line at debug level (tests that look for what must never be logged). */
+  logTo?: (line: string) => void;
 }
 
 /** The same wiring as main.ts, on the run's test database, with a movable clock. */
@@ -61,7 +63,9 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     AGENT_SETUP_RATE_PER_MINUTE: '1000000',
     ...opts.env,
   });
-  const logger = createLogger(config.logLevel);
+  const logger = opts.logTo
+    ? createLogger('debug', { write: (chunk: string) => void String(chunk).split('\n').filter(Boolean).forEach((l) => opts.logTo!(l)) })
+    : createLogger(config.logLevel);
   const clock = new ManualClock();
   const deps: ProviderDeps = { logger, clock, dataSource: ds, production: false, labelPrefix: LABEL_PREFIX };
   const providers = opts.registry ? await opts.registry(config.providers, deps) : await createProviderRegistry(config.providers, deps);

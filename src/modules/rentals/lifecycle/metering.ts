@@ -9,6 +9,7 @@ import {
   lockMeteringStates,
   meteredDeployments,
   setMeteredUsage,
+  overdueDeployments,
   type MeteredDeployment as Metered,
   type MeteredLimits,
 } from '../deployments.repository.js';
@@ -109,6 +110,9 @@ export class Metering {
       const reason = limitReached(r);
       if (reason) await this.requestTermination(r.id, reason);
     }
+    // Rentals past their end (a lease on any billing model, a prepaid purchase) end within one
+    // metering period even if their own expiry job was lost.
+    for (const id of await overdueDeployments(this.deps.ds, this.deps.clock.now())) await this.requestTermination(id, 'EXPIRED');
   }
 }
 
