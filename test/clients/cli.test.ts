@@ -112,7 +112,7 @@ describe('gpr command line (built binary against the running service)', function
 
     const rent = await gpr(xdg, ['rent', '--gpu', TEST_GPU, '--max-price', '3', '--budget', '5', '--wait', '--timeout', '60']);
     assert.equal(rent.code, 0, rent.stderr);
-    assert.match(rent.stderr, /^rental (PENDING|PROVISIONING)$/m, 'each state on a line when stderr is not a terminal');
+    assert.match(rent.stderr, /^rental (PENDING|PROVISIONING) \((creating|booting|waiting_for_ssh|checking_gpus|starting)\)$/m, 'each state and phase on a line when stderr is not a terminal');
     assert.match(rent.stderr, /^rental ACTIVE$/m);
     assert.match(rent.stdout, /^status\s+ACTIVE$/m);
     const rentalId = /^rental\s+([0-9a-f-]{36})$/m.exec(rent.stdout)![1];

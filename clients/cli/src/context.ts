@@ -1,6 +1,7 @@
 import { effectiveSettings, GprClient } from '@gpu-rental/sdk';
 import { Command } from 'commander';
-import { NoTokenError, Progress } from './output.js';
+import { durationFlag } from './machine-flags.js';
+import { NoTokenError, Progress, redactSecrets } from './output.js';
 
 declare const __CLIENT_VERSION__: string;
 export const VERSION = typeof __CLIENT_VERSION__ === 'string' ? __CLIENT_VERSION__ : '0.0.0-dev';
@@ -40,13 +41,14 @@ export class Ctx {
 
   /** JSON on stdout with --json, else the human rendering. */
   out(data: unknown, human: () => string): void {
-    process.stdout.write(this.json ? `${JSON.stringify(data, null, 2)}\n` : human());
+    process.stdout.write(redactSecrets(this.json ? `${JSON.stringify(data, null, 2)}\n` : human()));
   }
 }
 
-/** Seconds from a --timeout flag to milliseconds. */
-export function timeoutMs(value: string | undefined, fallbackSeconds: number): number {
-  const s = value === undefined ? fallbackSeconds : Number(value);
-  if (!Number.isFinite(s) || s <= 0) throw new RangeError(`--timeout must be a number of seconds, got "${value}"`);
-  return s * 1000;
+/** A --timeout flag (seconds, or a duration such as 15m or 2h) in milliseconds; without one, the fallback. */
+export function timeoutMs(value: string | undefined, fallbackSeconds: number): number;
+export function timeoutMs(value: string | undefined, fallbackSeconds?: number): number | undefined;
+export function timeoutMs(value: string | undefined, fallbackSeconds?: number): number | undefined {
+  if (value === undefined) return fallbackSeconds === undefined ? undefined : fallbackSeconds * 1000;
+  return durationFlag('--timeout', value) * 1000;
 }

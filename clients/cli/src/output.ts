@@ -1,4 +1,15 @@
-import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError, GprUnsafeValueError, budgetFloorNext, notActiveNext, notFoundNext } from '@gpu-rental/sdk';
+import {
+  GprApiError,
+  GprNetworkError,
+  GprRentalStateError,
+  GprTimeoutError,
+  GprUnsafeValueError,
+  budgetFloorNext,
+  failureNext,
+  notActiveNext,
+  notFoundNext,
+  rentalRefusalNext,
+} from '@gpu-rental/sdk';
 
 /** Exit codes, documented in docs/clients.md and `gpr --help`. */
 export const EXIT = { OK: 0, API: 1, USAGE: 2, AUTH: 3, PAYMENT: 4, TIMEOUT: 5, NETWORK: 6, RATE_LIMITED: 7 } as const;
@@ -22,6 +33,43 @@ export class UsageError extends Error {
 export class NoTokenError extends Error {
   readonly code = 'NO_TOKEN';
 }
+
+/**
+ * Secrets this run sent (variable values, the startup script): whatever gpr prints is cleared of
+ * them, so even a service that echoed one back could not put it on a screen or into a log.
+ */
+const secrets = new Set<string>();
+
+/** Values this short are not worth hiding and would blank ordinary words and numbers. */
+const MIN_SECRET_CHARS = 6;
+
+export function keepSecret(value: string): void {
+  if (value.length >= MIN_SECRET_CHARS) secrets.add(value);
+}
+
+/** `text` with every kept secret, raw or JSON-escaped, replaced by [redacted]. */
+export function redactSecrets(text: string): string {
+  let out = text;
+  for (const secret of secrets) {
+    for (const form of new Set([secret, JSON.stringify(secret).slice(1, -1)])) out = out.split(form).join('[redacted]');
+  }
+  return out;
+}
+
+/** How gpr names the rental settings in hints about them. */
+const SETTING_NAMES = {
+  image: '--image',
+  env: '--env / --env-file',
+  startupScript: '--script',
+  ports: '--port',
+  diskGb: '--disk',
+  lease: '--ttl',
+  waitForCapacity: '--wait-capacity',
+  offers: 'see `gpr offers --json`',
+  account: 'see `gpr whoami`',
+};
+
+const FAILURE_HOW = { rent: 'rent with `gpr rent`', offers: 'see `gpr offers`', waitForCapacity: '`gpr rent --gpu ... --wait-capacity 30m`' };
 
 interface Described {
   code: string;
@@ -54,10 +102,12 @@ const HINTS: Record<string, string> = {
   TOPUP_EXPIRED: 'The payment link expired: create a new one with `gpr topup <usd>`.',
   UNAVAILABLE: 'The service is temporarily unavailable: retry shortly. Quote the request id if it persists.',
   NETWORK_ERROR: 'Check GPR_BASE_URL / --base-url and your connection, then retry.',
-  TIMEOUT: 'The operation may still finish: check with `gpr status <id>`, or wait longer with --timeout.',
+  TIMEOUT: 'The operation may still finish: check with `gpr status <id>`, or keep waiting with `gpr wait <id>` (longer with --timeout).',
   NO_TOKEN: 'Run `gpr signup` (new account) or `gpr setup <code>` (code from the owner), or set GPR_TOKEN.',
   USAGE: 'See `gpr <command> --help`.',
   RENTAL_ENDED: 'The rental ended before it became ACTIVE: see `gpr status <id>`.',
+  GPU_MISMATCH: failureNext('GPU_MISMATCH', FAILURE_HOW)!,
+  NO_CAPACITY: failureNext('NO_CAPACITY', FAILURE_HOW)!,
   UNSAFE_SERVICE_VALUE: 'The service may be compromised or misconfigured; nothing was run or written. Do not connect by hand with these values; report it with the message to the operator.',
 };
 
@@ -75,8 +125,10 @@ export function describe(err: unknown): Described {
       err.code === 'RATE_LIMITED' || err.status === 429
         ? `Rate limited: wait ${err.retryAfterSeconds ?? 60} s, then retry.`
         : err.code === 'DEPLOYMENT_NOT_ACTIVE'
-          ? notActiveNext(err.retryAfterSeconds, { retry: 'run the command again', watch: 'wait with `gpr status <id>`', rent: 'rent a new one with `gpr rent`' })
-          : HINTS[err.code] ?? (err.status >= 500 ? HINTS.UNAVAILABLE : 'Quote the request id when asking for help.');
+          ? notActiveNext(err.retryAfterSeconds, { retry: 'run the command again', watch: 'wait with `gpr wait <id>`', rent: 'rent a new one with `gpr rent`' })
+          : rentalRefusalNext(err.code, err.message, SETTING_NAMES) ??
+            HINTS[err.code] ??
+            (err.status >= 500 ? HINTS.UNAVAILABLE : 'Quote the request id when asking for help.');
     return { code: err.code, message: err.message, requestId: err.requestId, status: err.status, hint, exit: exitFor(err.status, err.code), retryAfterSeconds: err.retryAfterSeconds };
   }
   if (err instanceof GprNetworkError) return { code: err.code, message: err.message, requestId: null, status: null, hint: HINTS.NETWORK_ERROR, exit: EXIT.NETWORK };
@@ -93,7 +145,8 @@ export function describe(err: unknown): Described {
 
 /** Prints the error (JSON on stdout with --json, else words on stderr) and returns the exit code. */
 export function reportError(err: unknown, json: boolean): number {
-  const d = describe(err);
+  const described = describe(err);
+  const d = { ...described, message: redactSecrets(described.message) };
   if (json) {
     const { exit: _exit, ...error } = d;
     process.stdout.write(`${JSON.stringify({ error })}\n`);

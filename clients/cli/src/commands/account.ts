@@ -73,7 +73,7 @@ export function accountCommands(program: Command, ctx: Ctx): void {
     .command('topup <usd>')
     .description('Create a card payment link for a human to add credits (5.00 to 500.00); --wait until paid')
     .option('--wait', 'wait until the payment is credited')
-    .option('--timeout <seconds>', 'how long --wait waits (default 1800)')
+    .option('--timeout <duration>', 'how long --wait waits (default 1800 s; e.g. 30m)')
     .action(async (usd: string, o: { wait?: boolean; timeout?: string }) => {
       const client = ctx.client();
       const topup = await client.createTopup(dollarsToCents(usd));

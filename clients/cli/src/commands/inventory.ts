@@ -9,6 +9,14 @@ export function gpuMatches(name: string, wanted: string): boolean {
   return norm(name).includes(norm(wanted));
 }
 
+/** What `gpr rent` may set on an offer's machine beyond --env (which every offer takes): "image, script, 5 ports, disk <= 500 GB". */
+export function capabilitiesText(o: Offer): string | null {
+  const c = o.capabilities;
+  if (!c) return null;
+  const can = [c.customImage ? 'image' : '', c.startupScript ? 'script' : '', c.ports > 0 ? `${c.ports} port${c.ports === 1 ? '' : 's'}` : '', c.maxDiskGb === null ? '' : `disk <= ${c.maxDiskGb} GB`];
+  return can.filter(Boolean).join(', ') || null;
+}
+
 export function inventoryCommands(program: Command, ctx: Ctx): void {
   program
     .command('gpus')
@@ -40,8 +48,8 @@ export function inventoryCommands(program: Command, ctx: Ctx): void {
         offers.length === 0
           ? 'No offer matches.\n'
           : table(
-              ['id', 'gpu', 'count', 'vram', 'price/h', 'max hours'],
-              offers.map((x) => [x.id, x.name, x.gpuCount, x.vramGb === null ? null : `${x.vramGb} GB`, formatCents(x.pricePerHourMinor), Math.floor(x.maximumDurationSeconds / 3600)]),
+              ['id', 'gpu', 'count', 'vram', 'price/h', 'max hours', 'machine'],
+              offers.map((x) => [x.id, x.name, x.gpuCount, x.vramGb === null ? null : `${x.vramGb} GB`, formatCents(x.pricePerHourMinor), Math.floor(x.maximumDurationSeconds / 3600), capabilitiesText(x)]),
             ),
       );
     });
