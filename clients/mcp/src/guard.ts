@@ -1,4 +1,15 @@
-import { GprApiError, GprNetworkError, GprRentalStateError, GprTimeoutError, GprUnsafeValueError, budgetFloorNext, notActiveNext, notFoundNext } from '@gpu-rental/sdk';
+import {
+  GprApiError,
+  GprNetworkError,
+  GprRentalStateError,
+  GprTimeoutError,
+  GprUnsafeValueError,
+  budgetFloorNext,
+  failureNext,
+  notActiveNext,
+  notFoundNext,
+  rentalRefusalNext,
+} from '@gpu-rental/sdk';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 /** PEM / OpenSSH / PuTTY private keys and this service's own API tokens. */
@@ -66,6 +77,21 @@ const NEXT: Record<string, string> = {
     'The key lacks the scope: create_rental needs `rent`, create_topup_link `billing`, reveal_ssh_credentials and terminate_deployment `manage`. Ask the account owner for a key that has it.',
 };
 
+/** How create_rental names the rental settings in hints about them. */
+const SETTING_NAMES = {
+  image: 'machine.image',
+  env: 'machine.env',
+  startupScript: 'machine.startupScript',
+  ports: 'machine.ports',
+  diskGb: 'machine.diskGb',
+  lease: 'terminateAfterSeconds',
+  waitForCapacity: 'waitForCapacitySeconds',
+  offers: 'list_offers shows each offer\'s capabilities',
+  account: 'get_account shows key.maxRentalSeconds',
+};
+
+const FAILURE_HOW = { rent: 'call create_rental', offers: 'list_offers', waitForCapacity: 'waitForCapacitySeconds and a gpuModel' };
+
 /** Every failure as one tool error: code, message, request id and what to do next. 429 becomes "wait N s". */
 export function failure(err: unknown): CallToolResult {
   if (err instanceof GprApiError) {
@@ -73,13 +99,17 @@ export function failure(err: unknown): CallToolResult {
     const next =
       err.code === 'DEPLOYMENT_NOT_ACTIVE'
         ? notActiveNext(err.retryAfterSeconds, { retry: 'call reveal_ssh_credentials again', watch: 'call get_rental', rent: 'create_rental for a new machine' })
-        : NEXT[err.code] ?? (err.status >= 500 ? 'The service is unavailable for now: retry in a minute.' : 'Fix the arguments and retry.');
+        : rentalRefusalNext(err.code, err.message, SETTING_NAMES) ??
+          NEXT[err.code] ??
+          (err.status >= 500 ? 'The service is unavailable for now: retry in a minute.' : 'Fix the arguments and retry.');
     return refusal(`${err.code} (HTTP ${err.status}): ${err.message} (request id ${err.requestId ?? 'none'}). Next: ${next}`);
   }
   if (err instanceof GprUnsafeValueError) {
     return refusal(`${err.code}: ${err.message} Nothing was written or run. Next: do not connect with these values; tell a human the service may be compromised.`);
   }
-  if (err instanceof GprRentalStateError) return refusal(`${err.code}: ${err.message} Next: call get_rental for the failure reason and credit reversal.`);
+  if (err instanceof GprRentalStateError) {
+    return refusal(`${err.code}: ${err.message} Next: ${failureNext(err.code, FAILURE_HOW) ?? 'call get_rental for the failure reason and credit reversal.'}`);
+  }
   if (err instanceof GprTimeoutError) return refusal(`TIMEOUT: ${err.message} Next: call get_rental again; the operation continues on the service.`);
   if (err instanceof GprNetworkError) return refusal(`NETWORK_ERROR: ${err.message} Next: check GPR_BASE_URL; retry later.`);
   return refusal(`CLIENT_ERROR: ${(err as Error)?.message ?? String(err)}`);
@@ -90,9 +120,28 @@ export function success(structured: Record<string, unknown>): CallToolResult {
   return { structuredContent: structured, content: [{ type: 'text', text: JSON.stringify(structured, null, 2) }] };
 }
 
-/** Belt and braces: the token is never part of a result, whatever the API returned. */
-export function redact(result: CallToolResult, token: string | undefined): CallToolResult {
-  if (!token) return result;
-  const text = JSON.stringify(result);
-  return text.includes(token) ? (JSON.parse(text.split(token).join('[redacted]')) as CallToolResult) : result;
+/** Values this short are not worth hiding and would blank ordinary words and numbers. */
+const MIN_SECRET_CHARS = 6;
+
+/**
+ * Belt and braces: the token, and the secrets a call sent (variable values, a script), are never
+ * part of a result, whatever the API returned.
+ */
+export function redact(result: CallToolResult, secrets: readonly string[]): CallToolResult {
+  let text = JSON.stringify(result);
+  const before = text;
+  for (const secret of secrets) {
+    if (secret.length < MIN_SECRET_CHARS) continue;
+    // As the secret appears inside the result's JSON text: escaped (quotes, newlines) twice over in `content`'s text.
+    const once = JSON.stringify(secret).slice(1, -1);
+    const twice = JSON.stringify(once).slice(1, -1);
+    for (const form of new Set([once, twice])) text = text.split(form).join('[redacted]');
+  }
+  if (text === before) return result;
+  try {
+    return JSON.parse(text) as CallToolResult;
+  } catch {
+    // A secret cut through an escape sequence: show nothing rather than a part of it.
+    return refusal('WITHHELD: the result held a secret this call sent, which this server does not pass back. Nothing was shown.');
+  }
 }

@@ -1,6 +1,38 @@
+import { ENV_NAME_PATTERN } from '@gpu-rental/sdk';
 import { z } from 'zod';
 
 /** Output shapes: the fields agents rely on, open to fields newer servers add. */
+/** An environment variable's name, as the service accepts it. */
+const envName = z.string().regex(ENV_NAME_PATTERN, 'upper-case letters, digits and _, not starting with a digit');
+
+/**
+ * `machine` of create_rental. The limits are the service's; a setting the chosen offer cannot
+ * honour is refused by the service with a message naming it. Values of `env` and the script are
+ * secrets: validation messages never repeat them.
+ */
+export const machineSettings = z
+  .strictObject({
+    image: z.string().min(1).max(512).optional().describe('container image, e.g. "pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime"; needs an offer with capabilities.customImage'),
+    env: z
+      .record(envName, z.string().max(4096))
+      .refine((env) => Object.keys(env).length <= 50, 'at most 50 variables')
+      .optional()
+      .describe('environment of the machine, its startup script and SSH logins, e.g. {"HF_TOKEN": "..."}; values are secrets, sealed and never returned (at most 50, 4,096 bytes each, 32,768 in all)'),
+    startupScript: z
+      .string()
+      .min(1)
+      .max(16384)
+      .optional()
+      .describe('script run once after boot as the SSH user with env set, output in ~/.gpr/startup.log; "#!/bin/bash" first line picks bash; a secret, never returned; needs capabilities.startupScript'),
+    ports: z
+      .array(z.number().int().min(1).max(65535))
+      .max(5)
+      .optional()
+      .describe('TCP ports to expose over HTTP(S) (not 22); their URLs are the rental\'s endpoints once ACTIVE; at most the offer\'s capabilities.ports'),
+    diskGb: z.number().int().min(1).optional().describe("disk in GB, at most the offer's capabilities.maxDiskGb"),
+  })
+  .describe('what runs on the machine; every setting optional. list_offers shows each offer\'s capabilities');
+
 export const offer = z.looseObject({
   id: z.string(),
   name: z.string(),
@@ -9,6 +41,10 @@ export const offer = z.looseObject({
   pricePerHourMinor: z.number().int().describe('USD cents per hour for the whole machine'),
   currency: z.string(),
   maximumDurationSeconds: z.number().int(),
+  capabilities: z
+    .looseObject({ customImage: z.boolean(), startupScript: z.boolean(), ports: z.number().int(), maxDiskGb: z.number().int().nullable() })
+    .optional()
+    .describe('what create_rental\'s machine may set on this offer beyond env (which every offer takes)'),
 });
 
 export const gpuModel = z.looseObject({
@@ -25,6 +61,28 @@ export const rental = z.looseObject({
   rentalId: z.string(),
   deploymentId: z.string().nullable(),
   status: z.string().describe('PENDING, PROVISIONING, ACTIVE, TERMINATING, TERMINATED or FAILED'),
+  phase: z
+    .string()
+    .nullable()
+    .optional()
+    .describe('while PENDING or PROVISIONING: waiting_for_capacity, creating, booting, pulling_image, waiting_for_ssh, checking_gpus or starting'),
+  phaseSince: z.string().nullable().optional(),
+  endpoints: z
+    .array(z.looseObject({ port: z.number().int(), url: z.string() }))
+    .optional()
+    .describe('once ACTIVE: the URL of each port in machine.ports'),
+  endsAt: z.string().nullable().optional().describe('once ACTIVE: when the lease (or prepaid time) ends and the machine is terminated'),
+  leaseSeconds: z.number().int().nullable().optional(),
+  waitForCapacityUntil: z.string().nullable().optional().describe('a rental waiting for capacity fails with NO_CAPACITY at this time'),
+  machine: z
+    .looseObject({
+      image: z.string().nullable(),
+      envNames: z.array(z.string()).describe('names only: values are never returned'),
+      startupScriptSha256: z.string().nullable().describe('the script itself is never returned'),
+      ports: z.array(z.number().int()),
+      diskGb: z.number().int().nullable(),
+    })
+    .optional(),
   endedAt: z.string().nullable().describe('verified destruction time, once TERMINATED'),
   billingModel: z.string(),
   quote: z.looseObject({ hourlyPriceMinor: z.number().int(), totalMinor: z.number().int(), currency: z.string() }),

@@ -1,4 +1,4 @@
-import { checkedId, checkedSshTarget, type GprClient, sshCommandLine, writeSshKeyFiles } from '@gpu-rental/sdk';
+import { ACTIVE_MEANS, checkedId, checkedSshTarget, failureNext, type GprClient, type MachineSettings, type Rental, sshCommandLine, writeSshKeyFiles } from '@gpu-rental/sdk';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
@@ -17,14 +17,52 @@ export interface ToolDeps {
 
 const MAX_WAIT_SECONDS = 120;
 
+interface CreateRentalArgs {
+  offerId?: string;
+  gpuModel?: string;
+  gpuCount?: 1 | 2 | 4 | 8;
+  maxHourlyPriceMinor?: number;
+  budgetMinor: number;
+  machine?: MachineSettings;
+  terminateAfterSeconds?: number;
+  waitForCapacitySeconds?: number;
+  idempotencyKey?: string;
+}
+
+const FAILURE_HOW = { rent: 'call create_rental', offers: 'list_offers', waitForCapacity: 'waitForCapacitySeconds and a gpuModel' };
+
+/** What the model should do about a rental as it is now. */
+function nextStep(r: Rental): string {
+  switch (r.status) {
+    case 'ACTIVE':
+      return `Usable: reveal_ssh_credentials for SSH${r.endpoints?.length ? '; endpoints give the URL of each exposed port' : ''}${r.endsAt ? `; terminated at endsAt (${r.endsAt}) unless terminate_deployment comes first` : '; terminate_deployment when done, charges run until then'}.`;
+    case 'PENDING':
+    case 'PROVISIONING':
+      return r.phase === 'waiting_for_capacity' && r.waitForCapacityUntil
+        ? `Waiting for an eligible offer until ${r.waitForCapacityUntil}: call get_rental with waitFor ACTIVE again (it fails with NO_CAPACITY then).`
+        : `Starting${r.phase ? ` (phase ${r.phase})` : ''}: call get_rental with waitFor ACTIVE again.`;
+    case 'FAILED':
+      return failureNext(r.failureCode ?? '', FAILURE_HOW) ?? 'It never became ACTIVE: failureReason says why; any debit is returned (reversalStatus). Rent again with create_rental if still needed.';
+    case 'AWAITING_PAYMENT':
+      return 'It starts once its card payment arrives.';
+    default:
+      return r.status === 'TERMINATED' ? 'Finished: the machine is destroyed (endedAt).' : 'Terminating: call get_rental with waitFor TERMINATED.';
+  }
+}
+
+/** The secrets a create_rental call carries: its variable values and its script. */
+const rentalSecrets = (a: CreateRentalArgs): string[] => [...Object.values(a.machine?.env ?? {}), ...(a.machine?.startupScript ? [a.machine.startupScript] : [])];
+
 /**
  * Registers the nine tools. Every handler refuses secret-looking input and never returns the token;
  * a result carrying a private key is withheld unless the call asked for it on a server allowed to.
  */
 export function registerTools(server: McpServer, deps: ToolDeps): void {
   const wrap =
-    <A>(name: string, opts: { guarded?: Guarded; keyInResult?: (args: A) => boolean }, fn: (args: A) => Promise<CallToolResult>) =>
+    <A>(name: string, opts: { guarded?: Guarded; keyInResult?: (args: A) => boolean; secretsIn?: (args: A) => string[] }, fn: (args: A) => Promise<CallToolResult>) =>
     async (args: A): Promise<CallToolResult> => {
+      // The token and anything the call sent as a secret (variable values, a script) never come back.
+      const hidden = [...(deps.token ? [deps.token] : []), ...(opts.secretsIn?.(args) ?? [])];
       if (containsSecret(args)) {
         deps.log(`${name}: refused secret-looking input`);
         return refusal('The input looks like a private key or an API token. Never pass secrets to tools; nothing was sent.');
@@ -34,7 +72,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
         return guardRefusal(name, opts.guarded);
       }
       try {
-        const result = redact(await fn(args), deps.token);
+        const result = redact(await fn(args), hidden);
         if (!(deps.allowSecrets && opts.keyInResult?.(args)) && containsSecret(result)) {
           deps.log(`${name}: withheld a secret-looking result`);
           return secretOutputRefusal();
@@ -42,7 +80,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
         deps.log(`${name}: ok`);
         return result;
       } catch (err) {
-        const result = redact(failure(err), deps.token);
+        const result = redact(failure(err), hidden);
         deps.log(`${name}: ${(err as { code?: string }).code ?? 'error'}`);
         return result;
       }
@@ -125,56 +163,85 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       title: 'Rent a GPU machine',
       description:
         'Starts a rental paid from credits: give offerId, OR gpuModel + gpuCount + maxHourlyPriceMinor. budgetMinor (cents, the most this rental may spend) is required. ' +
-        'Returns at once with status PENDING; call get_rental with waitFor ACTIVE. To retry after an error, pass the returned idempotencyKey again so no second machine is rented. Spending tool: needs a server started with GPR_MCP_ALLOW_SPEND=1; when refused, ask a human to rent with `gpr rent`.',
+        'Optional: machine (image, env, startupScript, ports, diskGb: what runs on it; list_offers shows what each offer can take), terminateAfterSeconds (a lease counted from ACTIVE), ' +
+        'and with gpuModel waitForCapacitySeconds (stay PENDING in phase waiting_for_capacity until an eligible offer appears). env values and the script are secrets: never returned, never logged. ' +
+        `Returns at once with status PENDING; call get_rental with waitFor ACTIVE. ${ACTIVE_MEANS} ` +
+        'To retry after an error, pass the returned idempotencyKey again so no second machine is rented. Spending tool: needs a server started with GPR_MCP_ALLOW_SPEND=1; when refused, ask a human to rent with `gpr rent`.',
       inputSchema: {
         offerId: z.string().optional().describe('an exact offer id from list_offers'),
         gpuModel: z.string().min(1).max(100).optional().describe('e.g. "H100 SXM"'),
         gpuCount: z.union([z.literal(1), z.literal(2), z.literal(4), z.literal(8)]).optional(),
         maxHourlyPriceMinor: z.number().int().min(1).optional().describe('USD cents per hour for the whole machine; never exceeded'),
         budgetMinor: z.number().int().min(1).describe('USD cents: spending cap for this rental (at least 500 on prepaid accounts)'),
+        machine: s.machineSettings.optional(),
+        terminateAfterSeconds: z
+          .number()
+          .int()
+          .min(60)
+          .max(31_536_000)
+          .optional()
+          .describe("lease: terminated this many seconds after it becomes ACTIVE (at most the offer's maximumDurationSeconds and the key's maxRentalSeconds, which applies when absent)"),
+        waitForCapacitySeconds: z
+          .number()
+          .int()
+          .min(60)
+          .max(86_400)
+          .optional()
+          .describe('with gpuModel only: wait up to this long for an eligible offer instead of failing; then NO_CAPACITY'),
         idempotencyKey: z.string().min(1).max(128).optional().describe('generated and returned when absent'),
       },
       outputSchema: { rental: s.rental, idempotencyKey: z.string() },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
-    wrap(
-      'create_rental',
-      { guarded: 'spends' },
-      async (a: { offerId?: string; gpuModel?: string; gpuCount?: 1 | 2 | 4 | 8; maxHourlyPriceMinor?: number; budgetMinor: number; idempotencyKey?: string }) => {
-        if (Boolean(a.offerId) === Boolean(a.gpuModel)) return refusal('Give exactly one of offerId or gpuModel (with gpuCount and maxHourlyPriceMinor).');
-        if (a.gpuModel && (!a.gpuCount || !a.maxHourlyPriceMinor)) return refusal('gpuModel needs gpuCount and maxHourlyPriceMinor.');
-        const key = a.idempotencyKey ?? crypto.randomUUID();
-        const body = a.offerId
-          ? { offerId: a.offerId, budgetMinor: a.budgetMinor }
-          : { gpuModel: a.gpuModel!, gpuCount: a.gpuCount!, maxHourlyPriceMinor: a.maxHourlyPriceMinor!, budgetMinor: a.budgetMinor };
-        return success({ rental: await deps.client().createRental(body, key), idempotencyKey: key });
-      },
-    ),
+    wrap('create_rental', { guarded: 'spends', secretsIn: rentalSecrets }, async (a: CreateRentalArgs) => {
+      if (Boolean(a.offerId) === Boolean(a.gpuModel)) return refusal('Give exactly one of offerId or gpuModel (with gpuCount and maxHourlyPriceMinor).');
+      if (a.gpuModel && (!a.gpuCount || !a.maxHourlyPriceMinor)) return refusal('gpuModel needs gpuCount and maxHourlyPriceMinor.');
+      if (a.offerId && a.waitForCapacitySeconds !== undefined) return refusal('waitForCapacitySeconds needs gpuModel: an exact offer cannot wait for capacity. Rent by gpuModel to wait, or leave it out.');
+      const key = a.idempotencyKey ?? crypto.randomUUID();
+      const extra = {
+        ...(a.machine ? { machine: a.machine } : {}),
+        ...(a.terminateAfterSeconds === undefined ? {} : { terminateAfterSeconds: a.terminateAfterSeconds }),
+      };
+      const body = a.offerId
+        ? { offerId: a.offerId, budgetMinor: a.budgetMinor, ...extra }
+        : {
+            gpuModel: a.gpuModel!,
+            gpuCount: a.gpuCount!,
+            maxHourlyPriceMinor: a.maxHourlyPriceMinor!,
+            budgetMinor: a.budgetMinor,
+            ...extra,
+            ...(a.waitForCapacitySeconds === undefined ? {} : { waitForCapacitySeconds: a.waitForCapacitySeconds }),
+          };
+      return success({ rental: await deps.client().createRental(body, key), idempotencyKey: key });
+    }),
   );
 
   server.registerTool(
     'get_rental',
     {
       title: 'Get a rental',
-      description: `One rental by rental or deployment id. With waitFor, waits up to waitSeconds (max ${MAX_WAIT_SECONDS}) for that status and returns the rental as it is then (check status; call again to keep waiting).`,
+      description:
+        `One rental by rental or deployment id: status, phase while it starts, endpoints and endsAt once ACTIVE, and next (what to do now). With waitFor, waits up to waitSeconds (max ${MAX_WAIT_SECONDS}) for that status and returns the rental as it is then (check status; call again to keep waiting: ` +
+        `a rental in phase waiting_for_capacity may wait until its waitForCapacityUntil). ${ACTIVE_MEANS}`,
       inputSchema: {
         id: s.rentalOrDeploymentId,
         waitFor: z.enum(['ACTIVE', 'TERMINATED']).optional(),
         waitSeconds: z.number().int().min(1).max(MAX_WAIT_SECONDS).optional().describe('default 60'),
       },
-      outputSchema: { rental: s.rental, reachedWaitFor: z.boolean().optional() },
+      outputSchema: { rental: s.rental, reachedWaitFor: z.boolean().optional(), next: z.string() },
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     },
     wrap('get_rental', {}, async (a: { id: string; waitFor?: 'ACTIVE' | 'TERMINATED'; waitSeconds?: number }) => {
       const client = deps.client();
-      const { rental } = await client.resolve(a.id);
-      if (!a.waitFor) return success({ rental });
+      const rental = await client.findRental(a.id);
+      if (!a.waitFor) return success({ rental, next: nextStep(rental) });
       try {
         const done = await client.waitForRental(rental.rentalId, { until: a.waitFor, timeoutMs: (a.waitSeconds ?? 60) * 1000, intervalMs: 1000 });
-        return success({ rental: done, reachedWaitFor: true });
+        return success({ rental: done, reachedWaitFor: true, next: nextStep(done) });
       } catch (err) {
         if ((err as Error).name !== 'GprTimeoutError' && (err as Error).name !== 'GprRentalStateError') throw err;
-        return success({ rental: await client.getRental(rental.rentalId), reachedWaitFor: false });
+        const now = await client.getRental(rental.rentalId);
+        return success({ rental: now, reachedWaitFor: false, next: nextStep(now) });
       }
     }),
   );
