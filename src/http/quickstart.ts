@@ -1,4 +1,17 @@
-import { AUTH_HINT, BUDGET_RULE, GPU_COUNT_IN_NAME, GPU_FAMILY_INTENT, IDEMPOTENCY_KEY_HINT, MONEY_MEANING, UUID_SHELL } from '../../clients/sdk/src/hints.js';
+import {
+  ACTIVE_MEANS,
+  AUTH_HINT,
+  BUDGET_RULE,
+  GPU_COUNT_IN_NAME,
+  GPU_FAMILY_INTENT,
+  IDEMPOTENCY_KEY_HINT,
+  LEASE_RULE,
+  MACHINE_SETTINGS_RULE,
+  MONEY_MEANING,
+  PHASES_RULE,
+  UUID_SHELL,
+  WAIT_FOR_CAPACITY_RULE,
+} from '../../clients/sdk/src/hints.js';
 
 /**
  * The agent's quickstart, kept once as data: `/llms.txt` and the OpenAPI document's
@@ -63,7 +76,9 @@ export const QUICKSTART_STEPS: QuickstartStep[] = [
     auth: true,
     idempotent: true,
     body: { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 },
-    then: 'Keep `data.rentalId` as RENTAL_ID and `data.deploymentId` as DEPLOYMENT_ID. Or rent one exact offer: `{"offerId": "<id from /offers>"}`.',
+    then:
+      'Keep `data.rentalId` as RENTAL_ID and `data.deploymentId` as DEPLOYMENT_ID. Or rent one exact offer: `{"offerId": "<id from /offers>"}`. ' +
+      'Optional fields say what runs (`machine`: image, env, startupScript, ports, diskGb), for how long (`terminateAfterSeconds`) and whether to wait for capacity (`waitForCapacitySeconds`).',
   },
   {
     operationId: 'getRental',
@@ -72,7 +87,9 @@ export const QUICKSTART_STEPS: QuickstartStep[] = [
     path: '/api/v1/rentals/{rentalId}',
     auth: true,
     idempotent: false,
-    then: 'Every few seconds until `data.status` is `ACTIVE` (or `FAILED`, with `failureReason`).',
+    then:
+      'Every few seconds until `data.status` is `ACTIVE` (or `FAILED`, with `failureReason`); meanwhile `data.phase` says where it stands. ' +
+      `${ACTIVE_MEANS} \`data.endpoints\` then give the URL of each exposed port.`,
   },
   {
     operationId: 'revealCredentials',
@@ -93,6 +110,33 @@ export const QUICKSTART_STEPS: QuickstartStep[] = [
     then: 'Answers 202 at once; the machine and everything on it are destroyed, and `GET /api/v1/rentals/{rentalId}` ends at `TERMINATED`.',
   },
 ];
+
+/**
+ * A rental with everything an agent may set: an image, variables (secrets), a startup script, an
+ * exposed port and a two-hour lease. The same fields as the request schema's, with its examples.
+ */
+export const MACHINE_EXAMPLE: QuickstartStep = {
+  operationId: 'createRental',
+  title: 'Rent a machine that serves a model',
+  method: 'POST',
+  path: '/api/v1/rentals',
+  auth: true,
+  idempotent: true,
+  body: {
+    gpuModel: 'H100 SXM',
+    gpuCount: 1,
+    maxHourlyPriceMinor: 400,
+    budgetMinor: 1000,
+    machine: {
+      image: 'pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime',
+      env: { HF_TOKEN: 'hf_example', MODEL_ID: 'meta-llama/Llama-3.1-8B' },
+      startupScript: '#!/bin/bash\npip install vllm && vllm serve "$MODEL_ID" --port 8000\n',
+      ports: [8000],
+    },
+    terminateAfterSeconds: 7200,
+  },
+  then: 'Once ACTIVE, `data.endpoints` has `[{"port": 8000, "url": "https://..."}]`; two hours later the rental ends (`endsAt`, reason EXPIRED).',
+};
 
 /** `rentalId` -> `RENTAL_ID`: the shell variable a step's answer is kept in. */
 function shellName(param: string): string {
@@ -143,7 +187,21 @@ export function renderLlmsTxt(base: string): string {
     `- ${GPU_COUNT_IN_NAME}`,
     `- 401 is the same for every bad key. ${AUTH_HINT}`,
     '- 402 means add credits; 409 `CONCURRENCY_LIMIT_REACHED` means terminate something first; 429 carries `Retry-After`.',
-    '- Agent keys see only their own rentals. Limits (per rental, total, concurrent) are on the key.',
+    '- Agent keys see only their own rentals. Limits (per rental, total, concurrent, longest rental) are on the key.',
+    '',
+    '## Machines: what runs, for how long, waiting for capacity',
+    '',
+    '```sh',
+    curlOf(MACHINE_EXAMPLE, base),
+    '```',
+    '',
+    MACHINE_EXAMPLE.then,
+    '',
+    `- ${MACHINE_SETTINGS_RULE}`,
+    `- ${LEASE_RULE}`,
+    `- ${WAIT_FOR_CAPACITY_RULE}`,
+    `- ${ACTIVE_MEANS}`,
+    `- ${PHASES_RULE}`,
     '',
     '## Reference',
     '',

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { ACTIVE_MEANS, LEASE_RULE, MACHINE_SETTINGS_RULE, PHASES_RULE, WAIT_FOR_CAPACITY_RULE } from '../../clients/sdk/src/hints.js';
 import { ROOT } from './helpers/build.js';
 
 const SKILL_DIR = join(ROOT, 'clients/skill/gpu-rental');
@@ -54,5 +55,21 @@ describe('gpu-rental agent skill', () => {
     const refs = readdirSync(join(SKILL_DIR, 'references'));
     for (const r of refs) assert.ok(links.includes(`references/${r}`), `references/${r} is linked from SKILL.md`);
     assert.equal(dirname(links[0]), 'references');
+  });
+
+  it('documents machine settings with a worked example, leases, waiting for capacity, phases and what ACTIVE means, in the words the API uses', () => {
+    const flat = body.replace(/\s+/g, ' ');
+    for (const rule of [MACHINE_SETTINGS_RULE, LEASE_RULE, WAIT_FOR_CAPACITY_RULE, ACTIVE_MEANS, PHASES_RULE]) assert.ok(flat.includes(rule), rule.slice(0, 60));
+    assert.ok(body.includes('## Machine settings, leases and waiting for capacity'));
+    const example = /```sh\n([\s\S]*?--ttl 2h[\s\S]*?)```/.exec(body)?.[1] ?? '';
+    for (const flag of ['--image ', '--env ', '--script ', '--port ', '--ttl ', '--wait']) assert.ok(example.includes(flag), `the worked example uses ${flag}`);
+    const http = /```json\n([\s\S]*?)```/.exec(body)?.[1] ?? '';
+    const parsed = JSON.parse(http.replace('"hf_..."', '"hf_x"'));
+    assert.deepEqual(Object.keys(parsed.machine).sort(), ['env', 'image', 'ports', 'startupScript']);
+    assert.equal(parsed.terminateAfterSeconds, 7200);
+    const cli = readFileSync(join(SKILL_DIR, 'references/cli.md'), 'utf8');
+    for (const flag of ['--image', '--env NAME=VALUE', '--env-file', '--script', '--port', '--disk', '--ttl', '--wait-capacity', 'gpr wait']) assert.ok(cli.includes(flag), `cli.md: ${flag}`);
+    const errors = readFileSync(join(SKILL_DIR, 'references/errors.md'), 'utf8');
+    for (const code of ['GPU_MISMATCH', 'NO_CAPACITY', 'maxRentalSeconds', 'machine.*']) assert.ok(errors.includes(code), `errors.md: ${code}`);
   });
 });

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ERROR_STATUS } from '../../src/errors/error-codes.js';
-import { DISCOVERY_STEP, QUICKSTART_STEPS, curlOf } from '../../src/http/quickstart.js';
+import { ACTIVE_MEANS, LEASE_RULE, MACHINE_SETTINGS_RULE, PHASES_RULE, WAIT_FOR_CAPACITY_RULE } from '../../clients/sdk/src/hints.js';
+import { DISCOVERY_STEP, MACHINE_EXAMPLE, QUICKSTART_STEPS, curlOf } from '../../src/http/quickstart.js';
 import type { Json } from '../../src/http/openapi.js';
 import { ROUTE_FACTS, specRoutes } from '../../src/http/route-facts.js';
 import { checksRevocationInTransaction } from '../../src/http/authentication.js';
@@ -15,6 +16,7 @@ const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
  */
 const OPERATION_IDS: Record<string, string> = {
   'GET /api/v1/offers': 'listOffers',
+  'GET /api/v1/offers/{id}': 'getOffer',
   'GET /api/v1/gpus': 'listGpus',
   'GET /api/v1/gpus/{slug}': 'getGpu',
   'GET /api/v1/providers': 'listProviders',
@@ -118,6 +120,27 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
     const rental = QUICKSTART_STEPS.find((s) => s.operationId === 'createRental')!;
     const rent = await ctx.api.post(rental.path).set(auth).set('Idempotency-Key', randomUUID()).send(rental.body!);
     assert.equal(rent.body.error?.code, 'INSUFFICIENT_CREDITS', 'a valid request that only lacks credits');
+  });
+
+  it('/llms.txt explains machine settings, leases, waiting for capacity, phases and what ACTIVE means, with an example the service accepts as written', async () => {
+    const llms = (await ctx.api.get('/llms.txt')).text;
+    for (const rule of [MACHINE_SETTINGS_RULE, LEASE_RULE, WAIT_FOR_CAPACITY_RULE, ACTIVE_MEANS, PHASES_RULE]) assert.ok(llms.includes(rule), rule.slice(0, 60));
+    assert.ok(llms.includes(curlOf(MACHINE_EXAMPLE, 'http://gpu.test')), 'the worked example');
+    for (const field of ['machine', 'image', 'env', 'startupScript', 'ports', 'terminateAfterSeconds', 'waitForCapacitySeconds', 'endpoints', 'phase']) {
+      assert.match(llms, new RegExp(`\`${field}\``), field);
+    }
+    const description: string = doc.info.description;
+    assert.match(description, /`machine`: image, env, startupScript, ports, diskGb/, 'the quickstart names the options');
+    assert.ok(description.includes(ACTIVE_MEANS), 'and what ACTIVE means');
+
+    // The example's fields are the request schema's, and an offer honours them: the service refuses it only for the credits the account lacks.
+    const signup = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).send({ maxPerRentalMinor: 2000 });
+    const rent = await ctx.api
+      .post(MACHINE_EXAMPLE.path)
+      .set({ Authorization: `Bearer ${signup.body.data.token}` })
+      .set('Idempotency-Key', randomUUID())
+      .send(MACHINE_EXAMPLE.body!);
+    assert.equal(rent.body.error?.code, 'INSUFFICIENT_CREDITS', JSON.stringify(rent.body));
   });
 
   it('names every operation uniquely for clients, with the name its route declares', () => {
