@@ -37,10 +37,12 @@ const NAME = /^[A-Z_][A-Z0-9_]*$/;
 /** Lengths in code points, so a character outside the BMP counts once, as in Vast's limits. */
 const length = (s: string): number => [...s].length;
 
-/** What every offer's machine can be given on Vast; the disk up to the ask's free space. */
-export function vastMachineCapabilities(o: { disk_space?: number | null }): MachineCapabilities {
+/** What every offer's machine can be given on Vast; the disk up to the ask's free space and the disk its price covers. */
+export function vastMachineCapabilities(o: { disk_space?: number | null }, pricedDiskGb: number): MachineCapabilities {
   const disk = typeof o.disk_space === 'number' && Number.isFinite(o.disk_space) ? Math.floor(o.disk_space) : null;
-  return { customImage: true, startupScript: true, ports: VAST_MAX_PORTS, maxDiskGb: disk !== null && disk >= 8 ? disk : null };
+  // The offer's price covers `pricedDiskGb` of storage; a larger disk would add Vast storage charges nobody pays for.
+  const max = disk === null ? null : Math.min(disk, pricedDiskGb);
+  return { customImage: true, startupScript: true, ports: VAST_MAX_PORTS, maxDiskGb: max !== null && max >= 8 ? max : null };
 }
 
 /**

@@ -136,6 +136,6 @@ export function mapVastOffer(o: VastOffer, diskGb: number, bandwidthGbPerHour = 
     pricePerHourMinor: usdToCentsCeil(vastHourlyCostUsd(o, bandwidthGbPerHour)),
     maximumDurationSeconds: Math.min(VAST_MAX_DURATION_SECONDS, Math.floor(o.duration)),
     region,
-    capabilities: vastMachineCapabilities(o),
+    capabilities: vastMachineCapabilities(o, diskGb),
   };
 }

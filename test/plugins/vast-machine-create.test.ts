@@ -148,17 +148,17 @@ describe('vast plugin: machine settings', () => {
     assert.equal(h.fake.calls.length, 0);
   });
 
-  it('a larger disk is the storage Vast bills for it, not a repricing', async () => {
-    // 0.15 USD per GB and month, priced in the search for the plugin's 32 GB.
+  it('offers no more disk than its price covers, and a disk of its own is no repricing', async () => {
+    // 0.15 USD per GB and month, priced in the search for the plugin's 32 GB: a larger disk would be storage nobody pays for.
     h.fake.offers = [offer(7200001, 'L40S', 1, 46_068, 0.8, { storage_cost: 0.15 })];
     const [listed] = await h.provider.listOffers();
-    assert.deepEqual(listed.capabilities, { customImage: true, startupScript: true, ports: 5, maxDiskGb: 500 });
-    const { instanceId } = await create(settings({ diskGb: 480 }), h.provider, 7200001, listed.pricePerHourMinor);
+    assert.deepEqual(listed.capabilities, { customImage: true, startupScript: true, ports: 5, maxDiskGb: 32 });
+    const { instanceId } = await create(settings({ diskGb: 20 }), h.provider, 7200001, listed.pricePerHourMinor);
     const info = await h.provider.get(instanceId);
     assert.notEqual(info.state, 'failed', info.providerState);
     // A host raising the price itself is still caught.
     h.fake.reprice('L40S', 0.95);
-    const raised = await h.provider.create(h.label(), h.offer(7200001, listed.pricePerHourMinor), keys.publicKey, settings({ diskGb: 480 }));
+    const raised = await h.provider.create(h.label(), h.offer(7200001, listed.pricePerHourMinor), keys.publicKey, settings({ diskGb: 20 }));
     assert.equal(raised.kind, 'unavailable', JSON.stringify(raised));
   });
 

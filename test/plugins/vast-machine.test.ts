@@ -102,10 +102,12 @@ describe('vast machine settings: the create fields', () => {
 });
 
 describe('vast machine settings: offers and instances', () => {
-  it('offers a custom image, a startup script, five ports and the disk the ask has free', () => {
+  it('offers a custom image, a startup script, five ports and the disk the ask has free, up to the disk its price covers', () => {
     const raw = fixtureJson<VastOffer[]>('vast', 'search-offers-raw-rtx4090.json')[0];
     const mapped = mapVastOffer(raw, 32);
-    assert.deepEqual(typeof mapped === 'object' && mapped.capabilities, { customImage: true, startupScript: true, ports: 5, maxDiskGb: 1607 });
+    assert.deepEqual(typeof mapped === 'object' && mapped.capabilities, { customImage: true, startupScript: true, ports: 5, maxDiskGb: 32 });
+    const priced = mapVastOffer(raw, 5000);
+    assert.equal(typeof priced === 'object' && priced.capabilities?.maxDiskGb, 1607, 'the ask has only 1607 GB free');
     const small = mapVastOffer({ ...raw, disk_space: 7.5 }, 32);
     assert.equal(typeof small === 'object' && small.capabilities?.maxDiskGb, null);
     const unknown = mapVastOffer({ ...raw, disk_space: null }, 32);

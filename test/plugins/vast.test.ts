@@ -62,7 +62,7 @@ describe(VastProvider.name, () => {
       assert.deepEqual(byKey.get('7100001'), {
         key: '7100001', name: 'H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, cpuCores: 16, memoryGb: 125,
         storageGb: 32, pricePerHourMinor: 210, maximumDurationSeconds: 14 * 86400, region: 'Texas, US',
-        capabilities: { customImage: true, startupScript: true, ports: 5, maxDiskGb: 500 },
+        capabilities: { customImage: true, startupScript: true, ports: 5, maxDiskGb: 32 },
       });
       assert.equal(byKey.get('7100002')?.gpuCount, 2);
       assert.equal(byKey.get('7100002')?.pricePerHourMinor, 420);
