@@ -68,7 +68,7 @@ describe('gpu-rental agent skill', () => {
     assert.deepEqual(Object.keys(parsed.machine).sort(), ['env', 'image', 'ports', 'startupScript']);
     assert.equal(parsed.terminateAfterSeconds, 7200);
     const cli = readFileSync(join(SKILL_DIR, 'references/cli.md'), 'utf8');
-    for (const flag of ['--image', '--env NAME=VALUE', '--env-file', '--script', '--port', '--disk', '--ttl', '--wait-capacity', 'gpr wait']) assert.ok(cli.includes(flag), `cli.md: ${flag}`);
+    for (const flag of ['--image', '--env NAME=VALUE', '--env-from', '--script', '--port', '--disk', '--ttl', '--wait-capacity', 'gpr wait']) assert.ok(cli.includes(flag), `cli.md: ${flag}`);
     const errors = readFileSync(join(SKILL_DIR, 'references/errors.md'), 'utf8');
     for (const code of ['GPU_MISMATCH', 'NO_CAPACITY', 'maxRentalSeconds', 'machine.*']) assert.ok(errors.includes(code), `errors.md: ${code}`);
   });

@@ -6,7 +6,7 @@ import { keepSecret, UsageError } from './output.js';
 export interface MachineFlags {
   image?: string;
   env?: string[];
-  envFile?: string;
+  envFrom?: string;
   script?: string;
   port?: string[];
   disk?: string;
@@ -62,13 +62,13 @@ function ordinal(n: number): string {
  * its number only: its text may hold a secret.
  */
 export function readEnvFile(path: string): [string, string][] {
-  const text = readFlagFile('--env-file', path);
+  const text = readFlagFile('--env-from', path);
   const pairs: [string, string][] = [];
   text.split(/\r?\n/).forEach((raw, i) => {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
     const m = /^(?:export\s+)?([^=\s]+)\s*=\s*(.*)$/.exec(line);
-    const where = `--env-file ${path} line ${i + 1}`;
+    const where = `--env-from ${path} line ${i + 1}`;
     if (!m) throw new UsageError(`${where} is not NAME=VALUE (the line is not shown: it may hold a secret).`);
     const quoted = /^(["'])([\s\S]*)\1$/.exec(m[2]);
     pairs.push([checkedName(m[1], where), quoted ? quoted[2] : m[2]]);
@@ -94,7 +94,7 @@ function portFlag(value: string): number {
 /**
  * The request fields of the flags: `machine` (only the settings given), `terminateAfterSeconds`
  * and `waitForCapacitySeconds`. Every variable value and the script are registered as secrets, so
- * nothing gpr prints can carry them. `--env` wins over `--env-file` for the same name.
+ * nothing gpr prints can carry them. `--env` wins over `--env-from` for the same name.
  */
 export function machineRequest(o: MachineFlags): { machine?: MachineSettings; terminateAfterSeconds?: number; waitForCapacitySeconds?: number } {
   const machine: MachineSettings = {};
@@ -102,9 +102,9 @@ export function machineRequest(o: MachineFlags): { machine?: MachineSettings; te
     if (o.image.trim() === '') throw new UsageError('--image must name a container image, e.g. pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime.');
     machine.image = o.image;
   }
-  if (o.envFile !== undefined || o.env?.length) {
+  if (o.envFrom !== undefined || o.env?.length) {
     const env: Record<string, string> = {};
-    for (const [name, value] of o.envFile === undefined ? [] : readEnvFile(o.envFile)) env[name] = value;
+    for (const [name, value] of o.envFrom === undefined ? [] : readEnvFile(o.envFrom)) env[name] = value;
     (o.env ?? []).forEach((arg, i) => {
       const [name, value] = envFlag(arg, i + 1);
       env[name] = value;

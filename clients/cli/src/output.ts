@@ -59,7 +59,7 @@ export function redactSecrets(text: string): string {
 /** How gpr names the rental settings in hints about them. */
 const SETTING_NAMES = {
   image: '--image',
-  env: '--env / --env-file',
+  env: '--env / --env-from',
   startupScript: '--script',
   ports: '--port',
   diskGb: '--disk',

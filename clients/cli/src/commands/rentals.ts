@@ -88,7 +88,7 @@ export function rentalCommands(program: Command, ctx: Ctx): void {
     .option('--budget <usd>', 'spending ceiling for this rental (required when `gpr whoami` says budget required)')
     .option('--image <ref>', 'container image to run, e.g. pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime (offers with capabilities.customImage)')
     .option('--env <NAME=VALUE>', 'environment variable of the machine, its script and SSH logins (repeatable); NAME alone passes this shell\'s $NAME. Values are secrets: never printed', collect)
-    .option('--env-file <file>', 'NAME=VALUE lines (# comments, blank lines skipped); --env wins for the same name')
+    .option('--env-from <file>', 'NAME=VALUE lines (# comments, blank lines skipped); --env wins for the same name')
     .option('--script <file>', 'startup script run once after boot as the SSH user (offers with capabilities.startupScript); never printed')
     .option('--port <n>', 'TCP port to expose over HTTP(S) (repeatable, up to 5); its URL is shown once ACTIVE', collect)
     .option('--disk <gb>', 'disk size in GB (up to the offer\'s capabilities.maxDiskGb)')
