@@ -99,8 +99,7 @@ describe('machine secrets', () => {
 
     const tricky = `it's "quoted" \`not run\` $NOT_EXPANDED \\ 'single' ; | & $(not run either)`;
 
-    it('runs a #!/bin/bash script under bash, its text intact, with the environment, output in the log', async function () {
-      if (!existsSync('/bin/bash')) this.skip();
+    it('runs a #!/bin/bash script under bash, its text intact, with the environment, output in the log', async () => {
       const script = [
         '#!/bin/bash',
         // Arrays exist only in bash: sh would fail here.
