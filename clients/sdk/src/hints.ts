@@ -7,6 +7,17 @@
  * clients through the SDK's index, and neither may pull I/O in with it.
  */
 import { formatDuration } from './duration.js';
+import {
+  limitText,
+  MAX_ENV_TOTAL_BYTES,
+  MAX_ENV_VALUE_BYTES,
+  MAX_ENV_VARIABLES,
+  MAX_EXPOSED_PORTS,
+  MAX_STARTUP_SCRIPT_BYTES,
+  MAX_WAIT_FOR_CAPACITY_SECONDS,
+  MIN_LEASE_SECONDS,
+  MIN_WAIT_FOR_CAPACITY_SECONDS,
+} from './machine-limits.js';
 import { formatCents } from './money.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -234,21 +245,21 @@ export const ACTIVE_MEANS =
 /** A rental's `machine`, in two sentences. */
 export const MACHINE_SETTINGS_RULE =
   "A rental may carry `machine`: `image` (a container image; needs the offer's `capabilities.customImage`), " +
-  '`env` (up to 50 variables named like `HF_TOKEN`, set for the machine\'s processes, the startup script and SSH logins, on every offer), ' +
-  '`startupScript` (up to 16,384 bytes, run once after boot as the SSH user, output in `~/.gpr/startup.log`; needs `capabilities.startupScript`), ' +
-  '`ports` (up to 5 TCP ports served over HTTP(S), no more than `capabilities.ports`; their URLs are the rental\'s `endpoints` once ACTIVE) ' +
+  `\`env\` (up to ${MAX_ENV_VARIABLES} variables named like \`HF_TOKEN\`, set for the machine's processes, the startup script and SSH logins, on every offer), ` +
+  `\`startupScript\` (up to ${limitText(MAX_STARTUP_SCRIPT_BYTES)} bytes, run once after boot as the SSH user, output in \`~/.gpr/startup.log\`; needs \`capabilities.startupScript\`), ` +
+  `\`ports\` (up to ${MAX_EXPOSED_PORTS} TCP ports served over HTTP(S), no more than \`capabilities.ports\`; their URLs are the rental's \`endpoints\` once ACTIVE) ` +
   'and `diskGb` (up to `capabilities.maxDiskGb`; null there: the disk cannot be chosen). ' +
   'Variable values and the script are secrets: sealed at rest, never logged, never returned (reads show only `envNames` and `startupScriptSha256`).';
 
 /** A lease (`terminateAfterSeconds`) and the key's `maxRentalSeconds`. */
 export const LEASE_RULE =
-  "`terminateAfterSeconds` is a lease: the rental is terminated (reason EXPIRED) that many seconds after it becomes ACTIVE, on any billing model, from 60 up to the offer's `maximumDurationSeconds`. " +
+  `\`terminateAfterSeconds\` is a lease: the rental is terminated (reason EXPIRED) that many seconds after it becomes ACTIVE, on any billing model, from ${MIN_LEASE_SECONDS} up to the offer's \`maximumDurationSeconds\`. ` +
   "A key's `maxRentalSeconds` (GET /api/v1/me) caps it: a longer lease is refused with 422, never shortened, and without one the key's maximum is the lease. " +
   'The rental shows `leaseSeconds`, and `endsAt` once ACTIVE.';
 
 /** Waiting for capacity (`waitForCapacitySeconds`). */
 export const WAIT_FOR_CAPACITY_RULE =
-  '`waitForCapacitySeconds` (60 to 86,400; GPU intent only, on a balance account) keeps a rental PENDING in phase `waiting_for_capacity` when no eligible offer is on sale, ' +
+  `\`waitForCapacitySeconds\` (${MIN_WAIT_FOR_CAPACITY_SECONDS} to ${limitText(MAX_WAIT_FOR_CAPACITY_SECONDS)}; GPU intent only, on a balance account) keeps a rental PENDING in phase \`waiting_for_capacity\` when no eligible offer is on sale, ` +
   'and starts it as soon as one appears; at `waitForCapacityUntil` it fails with NO_CAPACITY and nothing is charged.';
 
 /** The phases a starting rental shows. */
@@ -257,8 +268,7 @@ export const PHASES_RULE =
   '`waiting_for_ssh`, `checking_gpus`, `starting` (the startup script has not started yet). ' +
   'A machine with fewer GPUs than promised is destroyed and the next candidate tried; with none left the rental fails with GPU_MISMATCH.';
 
-/** Names of environment variables, as the service accepts them. */
-export const ENV_NAME_PATTERN = /^[A-Z_][A-Z0-9_]*$/;
+export { ENV_NAME_PATTERN } from './machine-limits.js';
 
 /** How a client names a rental's settings, and where it shows offers' capabilities and the key's limits. */
 export interface RentalSettingNames {
@@ -285,18 +295,18 @@ export function rentalSettingNext(message: string, n: RentalSettingNames): strin
     case 'image':
       return `Give ${n.image} as registry/path:tag, an image the service allows, on an offer whose capabilities.customImage is true (${n.offers}); or leave it out for the provider's default image.`;
     case 'env':
-      return `Variables (${n.env}) are named with upper-case letters, digits and _, not starting with a digit; at most 50, each value up to 4,096 bytes, 32,768 bytes in all. Put larger data in a file the startup script fetches.`;
+      return `Variables (${n.env}) are named with upper-case letters, digits and _, not starting with a digit; at most ${MAX_ENV_VARIABLES}, each value up to ${limitText(MAX_ENV_VALUE_BYTES)} bytes, ${limitText(MAX_ENV_TOTAL_BYTES)} bytes in all. Put larger data in a file the startup script fetches.`;
     case 'startupScript':
-      return `The startup script (${n.startupScript}) is at most 16,384 bytes and needs an offer whose capabilities.startupScript is true (${n.offers}); or run it over SSH once the rental is ACTIVE.`;
+      return `The startup script (${n.startupScript}) is at most ${limitText(MAX_STARTUP_SCRIPT_BYTES)} bytes and needs an offer whose capabilities.startupScript is true (${n.offers}); or run it over SSH once the rental is ACTIVE.`;
     case 'ports':
-      return `Expose at most 5 ports (${n.ports}), each once and not 22, on an offer whose capabilities.ports is at least that many (${n.offers}); or reach them through an SSH tunnel.`;
+      return `Expose at most ${MAX_EXPOSED_PORTS} ports (${n.ports}), each once and not 22, on an offer whose capabilities.ports is at least that many (${n.offers}); or reach them through an SSH tunnel.`;
     case 'diskGb':
       return `Ask for at most the offer's capabilities.maxDiskGb with ${n.diskGb} (${n.offers}; null there: the disk cannot be chosen), or leave it out for the default disk.`;
   }
   if (/\bterminateAfterSeconds\b/.test(message)) {
     return /\bkey\b|maxRentalSeconds/.test(message)
       ? `This key's maxRentalSeconds (${n.account}) caps every lease: give ${n.lease} of at most that, or leave it out and the key's maximum is the lease. Only the key's owner can raise it.`
-      : `${n.lease} is at least 60 s and at most the offer's maximumDurationSeconds (${n.offers}).`;
+      : `${n.lease} is at least ${MIN_LEASE_SECONDS} s and at most the offer's maximumDurationSeconds (${n.offers}).`;
   }
   if (/\bwaitForCapacitySeconds\b/.test(message)) {
     return `${n.waitForCapacity} is 60 s to 24 h, on a rental by GPU model (an exact offer cannot wait) of a balance account.`;

@@ -1,4 +1,13 @@
 import { createHash } from 'node:crypto';
+import {
+  ENV_NAME_PATTERN,
+  MAX_ENV_TOTAL_BYTES,
+  MAX_ENV_VALUE_BYTES,
+  MAX_ENV_VARIABLES,
+  MAX_EXPOSED_PORTS,
+  MAX_STARTUP_SCRIPT_BYTES,
+  MIN_LEASE_SECONDS,
+} from '../../../clients/sdk/src/machine-limits.js';
 import { AppError } from '../../errors/app-error.js';
 import { DEFAULT_MACHINE_SETTINGS, type MachineCapabilities, type MachineSettings } from '../../providers/provider.js';
 import { describeRentalLength } from '../keys/rental-length.js';
@@ -16,19 +25,19 @@ export interface MachinePolicy {
   maxDiskGb: number;
 }
 
-export const MAX_ENV_VARIABLES = 50;
-export const MAX_ENV_VALUE_BYTES = 4096;
-/** Names and values together, in UTF-8 bytes: what every provider's create request can carry. */
-export const MAX_ENV_TOTAL_BYTES = 32_768;
-export const MAX_STARTUP_SCRIPT_BYTES = 16_384;
-export const MAX_EXPOSED_PORTS = 5;
+export {
+  MAX_ENV_TOTAL_BYTES,
+  MAX_ENV_VALUE_BYTES,
+  MAX_ENV_VARIABLES,
+  MAX_EXPOSED_PORTS,
+  MAX_STARTUP_SCRIPT_BYTES,
+  MIN_LEASE_SECONDS,
+} from '../../../clients/sdk/src/machine-limits.js';
 /** SSH's port, which every machine already serves; exposing it over HTTP would shadow it. */
 const SSH_PORT = 22;
-/** The shortest lease: a machine stopped sooner would not have finished booting. */
-export const MIN_LEASE_SECONDS = 60;
 
 const SETTINGS: readonly (keyof MachineSettingsRequest)[] = ['image', 'env', 'startupScript', 'ports', 'diskGb'];
-const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
+const ENV_NAME = ENV_NAME_PATTERN;
 
 /**
  * Names the machine itself needs: the login's own (a changed HOME or PATH would move the startup
