@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { TOPUP_LIMITS } from '../../src/modules/billing/topup-limits.js';
 import { AGENT_KEY_LIMITS, APPROVAL_LIMITS, MAX_RENTAL_SECONDS, SIGNUP_LIMITS, type KeyLimits } from '../../src/modules/keys/key-limits.js';
+import { MAX_EXPOSED_PORTS, MAX_STARTUP_SCRIPT_BYTES, MAX_WAIT_FOR_CAPACITY_SECONDS, MIN_LEASE_SECONDS, MIN_WAIT_FOR_CAPACITY_SECONDS } from '../../clients/sdk/src/machine-limits.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 
 /** The request schemas repeat the limits as JSDoc numbers; this holds them to the one declaration. */
@@ -44,5 +45,16 @@ describe('OpenAPI minimums and maximums equal the limit constants', () => {
   it('top-ups', () => {
     const p = schemas.TopupRequest.properties.amountMinor;
     assert.deepEqual([p.minimum, p.maximum], [TOPUP_LIMITS.minimumMinor, TOPUP_LIMITS.maximumMinor]);
+  });
+
+  it('a rental: its lease, its wait for capacity and its machine settings', () => {
+    type Prop = { minimum?: number; maximum?: number; maxLength?: number; maxItems?: number };
+    const props = (name: string) => schemas[name].properties as Record<string, Prop>;
+    for (const shape of ['OfferRentalRequest', 'GpuIntentRentalRequest']) assert.equal(props(shape).terminateAfterSeconds.minimum, MIN_LEASE_SECONDS, shape);
+    const wait = props('GpuIntentRentalRequest').waitForCapacitySeconds;
+    assert.deepEqual([wait.minimum, wait.maximum], [MIN_WAIT_FOR_CAPACITY_SECONDS, MAX_WAIT_FOR_CAPACITY_SECONDS]);
+    const machine = props('MachineSettingsRequest');
+    assert.equal(machine.startupScript.maxLength, MAX_STARTUP_SCRIPT_BYTES);
+    assert.equal(machine.ports.maxItems, MAX_EXPOSED_PORTS);
   });
 });
