@@ -55,6 +55,7 @@ describe('gpr command line (built binary against the running service)', function
 
     const me = json(await gpr(xdg, ['--json', 'whoami']));
     assert.equal(me.balance.creditsMinor, 2000);
+    assert.match((await gpr(xdg, ['whoami'])).stdout, /^longest rental\s+no limit$/m);
     const offers = json(await gpr(xdg, ['--json', 'offers', '--gpu', 'H100']));
     assert.deepEqual(offers.map((o: { name: string }) => o.name), ['H100 PCIe', 'H100 SXM'], 'cheapest first');
     const cheap = json(await gpr(xdg, ['--json', 'offers', '--gpu', 'H100', '--max-price', '2.50']));

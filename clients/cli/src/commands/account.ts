@@ -1,4 +1,4 @@
-import { dollarsToCents, formatCents, readStoredConfig, writeStoredConfig } from '@gpu-rental/sdk';
+import { dollarsToCents, formatCents, formatDuration, readStoredConfig, writeStoredConfig } from '@gpu-rental/sdk';
 import type { Command } from 'commander';
 import { type Ctx, timeoutMs } from '../context.js';
 import { fields, table, UsageError } from '../output.js';
@@ -52,6 +52,7 @@ export function accountCommands(program: Command, ctx: Ctx): void {
           ['per-rental cap', formatCents(me.key.maxPerRentalMinor)],
           ['key budget left', formatCents(me.key.remainingBudgetMinor)],
           ['concurrent', `${me.key.activeDeployments} of ${me.key.maxConcurrentDeployments}`],
+          ['longest rental', me.key.maxRentalSeconds == null ? 'no limit' : `${formatDuration(me.key.maxRentalSeconds)} (every rental's lease is at most this)`],
           ['billing', me.billing.model],
           ['budget required', me.billing.budgetRequired ? 'yes: pass --budget to gpr rent' : 'no'],
         ]),
