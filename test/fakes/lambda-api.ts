@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { FakeMachine } from './fake-machine.js';
+import { cloudInitBoot } from './lambda-boot.js';
 import { isRuntimeUserAgent, resolveQuirks, type FakeBehaviour } from './recorded.js';
 import { DEFAULT_LAMBDA_INSTANCE_TYPES, type FakeLambdaInstanceTypeItem, type FakeLambdaRegion } from './lambda-fixtures.js';
 import { EDGE_403_HTML, LAMBDA_QUIRKS, lambdaRecorded, type LambdaQuirks } from './lambda-recorded.js';
@@ -63,7 +64,9 @@ const hexId = () => randomBytes(16).toString('hex');
  * with Lambda's `{data}` / `{error:{code,message,suggestion}}` envelopes and codes. Each launched
  * instance becomes a {@link FakeMachine} (user `ubuntu`) that admits only the registered key
  * named at launch. Every machine listens on the same port number `sshPort`, each on its own
- * loopback address (its `ip`), as real instances all answer on 22. With `behaviour: 'recorded'`
+ * loopback address (its `ip`), as real instances all answer on 22. A launch's `user_data` is
+ * not run on this host: the machine gets what it delivers (see `lambda-boot.ts`), its profile in
+ * every SSH session and its script run once as the instance becomes active. With `behaviour: 'recorded'`
  * (or single `quirks`) it answers as the live API was recorded instead: see {@link LambdaQuirks}.
  */
 export class FakeLambdaApi {
@@ -398,6 +401,7 @@ export class FakeLambdaApi {
     while ((n & 255) === 0 || (n & 255) === 255) n = this.nextHost++;
     const host = `127.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
     const vram = /(\d+)\s*GB/.exec(t.gpu_description);
+    const init = cloudInitBoot(inst.userData);
     let machine: FakeMachine;
     try {
       machine = await FakeMachine.start({
@@ -408,6 +412,7 @@ export class FakeLambdaApi {
         publicKey: inst.publicKey,
         host,
         port: this.sshPort,
+        ...(init?.profile ? { profile: init.profile } : {}),
       });
     } catch (err) {
       // Another process holds this address and port: move on to the next address.
@@ -421,6 +426,8 @@ export class FakeLambdaApi {
     this.machines.set(inst.id, machine);
     inst.ip = host;
     inst.status = 'active';
+    // cloud-init runs user_data late in the first boot, about when the instance reads as active.
+    if (init?.startupScript) await machine.startup(init.startupScript).catch(() => undefined);
   }
 
   private terminate(body: Record<string, unknown>): Reply {

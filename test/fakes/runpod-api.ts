@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
-import { FakeMachine } from './fake-machine.js';
+import { FakeMachine, profileOf } from './fake-machine.js';
+import { podBoot } from './runpod-boot.js';
 import { isRuntimeUserAgent, resolveQuirks, type FakeBehaviour } from './recorded.js';
 import { catalogEntry, FAKE_RUNPOD_GPUS, forwardCompatible, hostCuda, placeable, type FakeRunpodGpu } from './runpod-catalog.js';
 import { cloudflare1010Body, compareCuda, imageCuda, isImageReference, RUNPOD_QUIRKS, type RunpodQuirks } from './runpod-recorded.js';
@@ -102,7 +103,10 @@ const TITLES: Record<number, string> = {
  * `gpu.count` is left out, and RUNNING reported before `ssh.direct`. Each pod is a FakeMachine
  * (user root) admitting only the key in `env.PUBLIC_KEY`. What the container is started with
  * (`image`, `args`, `env`, `ports`, `disk`) is checked as the API checks it and shown by
- * `instances()`; the machine does not run `args` or carry `env` into its shells. With
+ * `instances()`. A start command that runs a boot script from a variable is not run here; the
+ * machine gets what that boot delivers (see `runpod-boot.ts`): the pod's variables in every SSH
+ * session and its startup script run once as the container starts. Exposed HTTP ports are served
+ * inside the machine only: RunPod's proxy URLs cannot be reached from a test. With
  * `behaviour: 'recorded'` (or single `quirks`) it answers as the live API was recorded instead:
  * see {@link RunpodQuirks}.
  */
@@ -128,6 +132,7 @@ export class FakeRunpodApi {
   private retryAfterSeconds: number;
   private readonly window = { start: Date.now(), used: 0, quota: 100_000 };
   private readonly hostDiskGb: number;
+  private readonly timers = new Set<NodeJS.Timeout>();
 
   private constructor(opts: FakeRunpodOptions) {
     this.apiKey = opts.apiKey ?? `rpa_${randomBytes(16).toString('hex').toUpperCase()}`;
@@ -153,6 +158,8 @@ export class FakeRunpodApi {
   }
 
   async close(): Promise<void> {
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     const machines = [...[...this.pods.values()].map((p) => p.machine), ...this.orphans];
@@ -421,12 +428,14 @@ export class FakeRunpodApi {
 
     // The official images write PUBLIC_KEY (one key a line) into root's authorized_keys.
     const keys = (b.env?.PUBLIC_KEY ?? '').split('\n').map((k) => k.trim()).filter(Boolean);
+    const boot = podBoot(b.env ?? {}, typeof b.args === 'string' ? b.args : '');
     const machine = await FakeMachine.start({
       user: 'root',
       gpuName: gpu.name,
       gpuCount: b.gpu.count,
       vramGb: gpu.memory,
       publicKey: keys[0] ?? generateDeploymentKeyPair('nobody').publicKey,
+      ...(boot ? { profile: profileOf(boot.env) } : {}),
     });
     for (const k of keys.slice(1)) machine.authorize(k);
     const id = randomBytes(7).toString('hex').replace(/[0-9]/g, (d) => 'abcdefghij'[Number(d)]).slice(0, 14);
@@ -445,6 +454,15 @@ export class FakeRunpodApi {
       neverStarts,
     };
     this.pods.set(id, rec);
+    const script = boot?.startupScript;
+    if (script && !neverStarts) {
+      // The container starts as the pod turns STARTING; its boot runs the script then.
+      const t = setTimeout(() => {
+        this.timers.delete(t);
+        void machine.startup(script).catch(() => undefined);
+      }, this.bootMs / 2);
+      this.timers.add(t);
+    }
     if (this.hangCreates) return;
     this.json(res, 201, this.podJson(rec));
   }

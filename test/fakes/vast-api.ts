@@ -103,12 +103,16 @@ const FILTERABLE = new Set(['id', 'label', 'actual_status', 'gpu_name', 'verific
 
 /**
  * Docker's port map of a running instance: 22 is where its machine's SSH server listens, 8080 is
- * opened by Vast's images themselves, and each port the create asked for gets a host port of its own.
+ * opened by Vast's images themselves, and each port the create asked for gets a host port of its
+ * own, which answers on the instance's public address (this host's loopback) from the machine's port.
  */
 function runningPorts(rec: { machine: FakeMachine; inst: Pick<FakeVastInstance, 'extra_env'> }): FakeVastInstance['ports'] {
   const map = (port: number) => [{ HostIp: '0.0.0.0', HostPort: String(port) }];
   const out: NonNullable<FakeVastInstance['ports']> = { '22/tcp': map(rec.machine.port), '8080/tcp': map(rec.machine.port + 1) };
-  portsOf(Object.fromEntries(rec.inst.extra_env)).forEach((p, i) => (out[`${p}/tcp`] = map(40_000 + ((rec.machine.port + 7 * i) % 20_000))));
+  for (const p of portsOf(Object.fromEntries(rec.inst.extra_env))) {
+    const host = rec.machine.hostPorts[p];
+    if (host !== undefined) out[`${p}/tcp`] = map(host);
+  }
   return out;
 }
 
@@ -142,6 +146,8 @@ function matches(value: unknown, cond: unknown): boolean {
  * create's machine fields (`env`, `onstart`, `disk`) are checked against the create document's
  * limits, kept on the instance (`extra_env`, `onstart`), and `onstart` runs in the machine as it
  * starts (see `vast-machine.ts`); `onstartRuns` and `createBodyOf` show what the fake received.
+ * Each TCP port the create asked for answers on the instance's `public_ipaddr` (127.0.0.1) at the
+ * host port its `ports` map names, from the machine's own port.
  */
 export class FakeVastApi {
   readonly calls: FakeVastCall[] = [];
@@ -418,7 +424,14 @@ export class FakeVastApi {
     // Vast installs no key of ours at create: the machine's first key is one whose private half only
     // the fake keeps (Vast's own way in, to run `onstart`), so nobody gets in until a key is attached.
     const throwaway = generateDeploymentKeyPair('vast-fake-nobody');
-    const machine = await FakeMachine.start({ user: 'root', gpuName: ask.gpu_name, gpuCount: ask.num_gpus, vramGb: Math.round(ask.gpu_ram / 1024), publicKey: throwaway.publicKey });
+    const machine = await FakeMachine.start({
+      user: 'root',
+      gpuName: ask.gpu_name,
+      gpuCount: ask.num_gpus,
+      vramGb: Math.round(ask.gpu_ram / 1024),
+      publicKey: throwaway.publicKey,
+      ports: portsOf(envOf(b)),
+    });
     if (this.closed) {
       await machine.close();
       return 'hang';

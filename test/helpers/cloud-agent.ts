@@ -1,9 +1,73 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { TestContext } from './context.js';
+import lambdaPlugin from '../../plugins/lambda/index.js';
+import type { LambdaOptions } from '../../plugins/lambda/options.js';
+import runpodPlugin from '../../plugins/runpod/index.js';
+import { RunpodProvider } from '../../plugins/runpod/provider.js';
+import vastPlugin from '../../plugins/vast/index.js';
+import { VastProvider } from '../../plugins/vast/provider.js';
+import type { Provider, ProviderPlugin } from '../../src/providers/provider.js';
+import { ProviderRegistry } from '../../src/providers/provider-registry.js';
+import type { SshTarget } from '../../src/providers/ssh-probe.js';
+import type { FakeLambdaApi } from '../fakes/lambda-api.js';
+import type { FakeRunpodApi } from '../fakes/runpod-api.js';
+import type { FakeVastApi } from '../fakes/vast-api.js';
+import { FAST_TUNING as LAMBDA_FAST } from '../plugins/lambda-harness.js';
+import { NO_LIMITS as RUNPOD_NO_LIMITS } from '../plugins/runpod-harness.js';
+import { FAST_TUNING as VAST_FAST } from '../plugins/vast-harness.js';
+import type { ContextOptions, TestContext } from './context.js';
 import { signup, type SignedUp } from './factories.js';
 import { createTopup } from './payments.js';
 import { waitFor } from './process.js';
+
+/** The three clouds' fakes a service brokers in the end-to-end cloud suites. */
+export interface CloudFakes {
+  vast: FakeVastApi;
+  runpod: FakeRunpodApi;
+  lambda: FakeLambdaApi;
+}
+
+/**
+ * The environment and provider registry of a service brokering `fakes`: options come from the
+ * environment exactly as in production, and the real plugins run with only their rate-limit
+ * spacing and poll caching shortened.
+ */
+export function cloudService(fakes: CloudFakes, env: Record<string, string> = {}): Pick<ContextOptions, 'env' | 'registry'> {
+  const { vast, runpod, lambda } = fakes;
+  return {
+    env: {
+      PROVIDERS: 'vast,runpod,lambda',
+      RENTAL_POLL_MS: '50',
+      VAST_PROVIDER_API_KEY: vast.apiKey,
+      VAST_PROVIDER_API_URL: vast.url,
+      RUNPOD_PROVIDER_API_KEY: runpod.apiKey,
+      RUNPOD_PROVIDER_API_URL: runpod.url,
+      LAMBDA_PROVIDER_API_KEY: lambda.apiKey,
+      LAMBDA_PROVIDER_API_URL: lambda.url,
+      LAMBDA_PROVIDER_SSH_PORT: String(lambda.sshPort),
+      ...env,
+    },
+    async registry(configs, deps) {
+      const build: Record<string, (raw: Record<string, string>) => Promise<{ plugin: ProviderPlugin<never>; provider: Provider }>> = {
+        vast: async (raw) => ({ plugin: vastPlugin as ProviderPlugin<never>, provider: new VastProvider(vastPlugin.validateOptions(raw), deps, VAST_FAST) }),
+        runpod: async (raw) => ({
+          plugin: runpodPlugin as ProviderPlugin<never>,
+          provider: new RunpodProvider(runpodPlugin.validateOptions(raw), deps, { limits: RUNPOD_NO_LIMITS, pollTtlMs: 100, timeoutMs: 2000 }),
+        }),
+        lambda: async (raw) => ({
+          plugin: lambdaPlugin as ProviderPlugin<never>,
+          provider: await lambdaPlugin.create({ ...(lambdaPlugin.validateOptions(raw) as LambdaOptions), tuning: LAMBDA_FAST }, deps),
+        }),
+      };
+      const entries = [];
+      for (const c of configs) {
+        const { plugin, provider } = await build[c.id](c.options);
+        entries.push({ id: c.id, description: plugin.description, markupPercent: c.markupPercent, provider });
+      }
+      return new ProviderRegistry(entries);
+    },
+  };
+}
 
 /**
  * What an agent does against a whole service brokering clouds (API + worker + cloud fakes), for the
@@ -37,6 +101,14 @@ export function cloudAgent(ctx: TestContext) {
     return res.body.data as { rentalId: string; deploymentId: string };
   }
 
+  /** Where the deployment's revealed credentials log in. */
+  async function sshTarget(who: SignedUp, deploymentId: string): Promise<SshTarget> {
+    const res = await ctx.api.post(`/api/v1/deployments/${deploymentId}/credentials/reveal`).set(who.auth);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const c = res.body.data;
+    return { host: c.host, port: c.port, user: c.user, privateKey: c.privateKey };
+  }
+
   /** Terminates and waits for TERMINATED with a verified `endedAt`. */
   async function terminate(who: SignedUp, deploymentId: string): Promise<Record<string, unknown>> {
     assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
@@ -54,7 +126,7 @@ export function cloudAgent(ctx: TestContext) {
     return rows.map((r) => `${r.provider}:${r.outcome}`);
   }
 
-  return { fundedAgent, deployment, rent, terminate, attempts };
+  return { fundedAgent, deployment, rent, sshTarget, terminate, attempts };
 }
 
 /** The agent actions of {@link cloudAgent}. */
