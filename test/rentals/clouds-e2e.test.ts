@@ -1,14 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import lambdaPlugin from '../../plugins/lambda/index.js';
-import type { LambdaOptions } from '../../plugins/lambda/options.js';
-import runpodPlugin from '../../plugins/runpod/index.js';
-import { RunpodProvider } from '../../plugins/runpod/provider.js';
-import vastPlugin from '../../plugins/vast/index.js';
-import { VastProvider } from '../../plugins/vast/provider.js';
 import { customerPriceMinor } from '../../src/providers/pricing.js';
-import type { Provider, ProviderPlugin } from '../../src/providers/provider.js';
-import { ProviderRegistry } from '../../src/providers/provider-registry.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec, sshProbe } from '../../src/providers/ssh-probe.js';
 import { FakeLambdaApi } from '../fakes/lambda-api.js';
@@ -17,10 +9,7 @@ import { FakeVastApi } from '../fakes/vast-api.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
 import { waitFor } from '../helpers/process.js';
-import { cloudAgent, type CloudAgent } from '../helpers/cloud-agent.js';
-import { FAST_TUNING as LAMBDA_FAST } from '../plugins/lambda-harness.js';
-import { NO_LIMITS as RUNPOD_NO_LIMITS } from '../plugins/runpod-harness.js';
-import { FAST_TUNING as VAST_FAST } from '../plugins/vast-harness.js';
+import { cloudAgent, cloudService, type CloudAgent } from '../helpers/cloud-agent.js';
 
 interface OfferView {
   id: string;
@@ -50,41 +39,8 @@ describe(`rentals across Vast.ai, RunPod and Lambda (API + worker + cloud fakes,
     vast = await FakeVastApi.start({ bootMs: 100, behaviour });
     runpod = await FakeRunpodApi.start({ bootMs: 200, directSshDelayMs: 100, behaviour });
     lambda = await FakeLambdaApi.start({ bootMs: 100, behaviour });
-    ctx = await createTestContext({
-      env: {
-        PROVIDERS: 'vast,runpod,lambda',
-        RENTAL_POLL_MS: '50',
-        PRICE_MARKUP_PERCENT: '10',
-        RUNPOD_PROVIDER_MARKUP_PERCENT: '25',
-        VAST_PROVIDER_API_KEY: vast.apiKey,
-        VAST_PROVIDER_API_URL: vast.url,
-        RUNPOD_PROVIDER_API_KEY: runpod.apiKey,
-        RUNPOD_PROVIDER_API_URL: runpod.url,
-        LAMBDA_PROVIDER_API_KEY: lambda.apiKey,
-        LAMBDA_PROVIDER_API_URL: lambda.url,
-        LAMBDA_PROVIDER_SSH_PORT: String(lambda.sshPort),
-      },
-      // Options come from the environment exactly as in production; only the spacing is shortened.
-      async registry(configs, deps) {
-        const build: Record<string, (raw: Record<string, string>) => Promise<{ plugin: ProviderPlugin<never>; provider: Provider }>> = {
-          vast: async (raw) => ({ plugin: vastPlugin as ProviderPlugin<never>, provider: new VastProvider(vastPlugin.validateOptions(raw), deps, VAST_FAST) }),
-          runpod: async (raw) => ({
-            plugin: runpodPlugin as ProviderPlugin<never>,
-            provider: new RunpodProvider(runpodPlugin.validateOptions(raw), deps, { limits: RUNPOD_NO_LIMITS, pollTtlMs: 100, timeoutMs: 2000 }),
-          }),
-          lambda: async (raw) => ({
-            plugin: lambdaPlugin as ProviderPlugin<never>,
-            provider: await lambdaPlugin.create({ ...(lambdaPlugin.validateOptions(raw) as LambdaOptions), tuning: LAMBDA_FAST }, deps),
-          }),
-        };
-        const entries = [];
-        for (const c of configs) {
-          const { plugin, provider } = await build[c.id](c.options);
-          entries.push({ id: c.id, description: plugin.description, markupPercent: c.markupPercent, provider });
-        }
-        return new ProviderRegistry(entries);
-      },
-    });
+    // Options come from the environment exactly as in production; only the spacing is shortened.
+    ctx = await createTestContext(cloudService({ vast, runpod, lambda }, { PRICE_MARKUP_PERCENT: '10', RUNPOD_PROVIDER_MARKUP_PERCENT: '25' }));
     worker = await startTestWorker(ctx, { processEveryMs: 50 });
     agent = cloudAgent(ctx);
   });
