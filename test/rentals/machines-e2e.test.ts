@@ -14,6 +14,7 @@ const OFFERS: LocalInventoryOffer[] = [
   { ...base, key: 'm-full', name: 'NVIDIA H100 SXM', gpuCount: 1, pricePerHourMinor: 300 },
   { ...base, key: 'm-plain', name: 'NVIDIA A100 80GB', gpuCount: 1, pricePerHourMinor: 200, capabilities: { customImage: false, startupScript: false, ports: 0, maxDiskGb: null } },
   { ...base, key: 'm-short', name: 'NVIDIA L40S', vramGb: 48, gpuCount: 2, pricePerHourMinor: 250, actualGpuCount: 1 },
+  { ...base, key: 'm-whole', name: 'NVIDIA L40S', vramGb: 48, gpuCount: 2, pricePerHourMinor: 260 },
 ];
 const LATER: LocalInventoryOffer = { ...base, key: 'm-later', name: 'NVIDIA B200', vramGb: 180, gpuCount: 1, pricePerHourMinor: 900 };
 
@@ -178,6 +179,34 @@ describe('machines agents can work with (API + worker + local provider)', functi
     const attempts = await ctx.services.ds.query(`SELECT outcome, detail FROM deployment_attempts WHERE deployment_id = ?`, [res.body.data.deploymentId]);
     assert.deepEqual(attempts.map((a: { outcome: string }) => a.outcome), ['GPU_MISMATCH']);
     assert.match(attempts[0].detail, /listed 1 of 2 GPUs/);
+  });
+
+  it('tries the next candidate of a GPU intent when a machine comes up with fewer GPUs, destroying the short one', async () => {
+    const who = await account(ctx, { creditsMinor: 5000 });
+    const res = await rent(who, { gpuModel: 'L40S', gpuCount: 2, maxHourlyPriceMinor: 300 });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    assert.deepEqual(res.body.data.candidateOfferIds, [ids['m-short'], ids['m-whole']]);
+    const active = await until(who, res.body.data.rentalId, (r) => r.status === 'ACTIVE' || r.status === 'FAILED', 'an outcome');
+    assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
+    assert.equal((active.deployment as { offerId: string }).offerId, ids['m-whole']);
+    const attempts = await ctx.services.ds.query(`SELECT outcome FROM deployment_attempts WHERE deployment_id = ? ORDER BY attempt`, [res.body.data.deploymentId]);
+    assert.deepEqual(attempts.map((a: { outcome: string }) => a.outcome), ['GPU_MISMATCH', 'CREATED']);
+    const ssh = await target(who, res.body.data.deploymentId);
+    assert.equal((await sshExec(ssh, 'nvidia-smi -L | wc -l')).stdout.trim(), '2');
+  });
+
+  it('holds an Idempotency-Key to its settings: the same settings replay, changed ones are 409', async () => {
+    const who = await account(ctx, { creditsMinor: 5000 });
+    const key = randomUUID();
+    const send = (env: Record<string, string>, lease = 600) =>
+      ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', key).send({ offerId: ids['m-plain'], terminateAfterSeconds: lease, machine: { env } });
+    const first = await send({ TOKEN: 'one' });
+    assert.equal(first.status, 201, JSON.stringify(first.body));
+    assert.equal((await send({ TOKEN: 'one' })).status, 200);
+    const changedValue = await send({ TOKEN: 'two' });
+    assert.equal(changedValue.status, 409);
+    assert.equal(changedValue.body.error.code, 'IDEMPOTENCY_CONFLICT');
+    assert.equal((await send({ TOKEN: 'one' }, 700)).status, 409, 'a changed lease too');
   });
 
   it('keeps a GPU intent waiting for capacity, holding its reservation, and starts it when an offer appears', async () => {
