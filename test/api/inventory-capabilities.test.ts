@@ -3,8 +3,9 @@ import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { addScriptedCloud, cloudOffer, type ScriptedCloud } from '../inventory/scripted-provider.js';
 
-const local: LocalInventoryOffer = { key: 'h1', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 299, maximumDurationSeconds: 86400 };
 const NONE = { customImage: false, startupScript: false, ports: 0, maxDiskGb: null };
+// A local offer that declares nothing its machine can be given.
+const local: LocalInventoryOffer = { key: 'h1', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 299, maximumDurationSeconds: 86400, capabilities: NONE };
 const FULL = { customImage: true, startupScript: true, ports: 3, maxDiskGb: 400 };
 
 interface OfferBody {

@@ -58,7 +58,8 @@ async function answered(url: string): Promise<string> {
       const r = await get(url);
       return 'status' in r && r.status === 200 ? r.body : undefined;
     },
-    8000,
+    // A node server inside the machine may take seconds to start on a loaded machine.
+    20_000,
     `${url} to answer`,
   );
 }
