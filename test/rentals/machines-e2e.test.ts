@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { sshExec, type SshTarget } from '../../src/providers/ssh-probe.js';
 import { ApiKey } from '../../src/modules/keys/api-key.entity.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
+import { assertSecretsNowhere } from '../helpers/secrets.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
@@ -105,15 +106,8 @@ describe('machines agents can work with (API + worker + local provider)', functi
     assert.equal(body, `hello ${SECRET.length}`);
 
     // Neither the variable's value nor the script's text is in any read, log line or row.
-    const reads = JSON.stringify([res.body, active, (await ctx.api.get('/api/v1/rentals').set(who.auth)).body, (await ctx.api.get(`/api/v1/deployments/${deploymentId}`).set(who.auth)).body]);
-    for (const secret of [SECRET, SCRIPT_MARK]) {
-      assert.ok(!reads.includes(secret), 'reads');
-      assert.ok(!logs.some((l) => l.includes(secret)), 'logs');
-      for (const table of ['orders', 'deployments', 'deployment_attempts', 'idempotency_records', 'agenda_jobs']) {
-        const rows = await ctx.services.ds.query(`SELECT * FROM \`${table}\``);
-        assert.ok(!JSON.stringify(rows, (_k, v) => (Buffer.isBuffer(v) ? v.toString('latin1') : v)).includes(secret), `${table} holds it in the clear`);
-      }
-    }
+    const reads = [res.body, active, (await ctx.api.get('/api/v1/rentals').set(who.auth)).body, (await ctx.api.get(`/api/v1/deployments/${deploymentId}`).set(who.auth)).body];
+    await assertSecretsNowhere(ctx, [SECRET, SCRIPT_MARK], { reads, logs });
     assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
     await until(who, rentalId, (r) => r.status === 'TERMINATED', 'TERMINATED');
   });

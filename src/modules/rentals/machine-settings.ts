@@ -25,14 +25,6 @@ export interface MachinePolicy {
   maxDiskGb: number;
 }
 
-export {
-  MAX_ENV_TOTAL_BYTES,
-  MAX_ENV_VALUE_BYTES,
-  MAX_ENV_VARIABLES,
-  MAX_EXPOSED_PORTS,
-  MAX_STARTUP_SCRIPT_BYTES,
-  MIN_LEASE_SECONDS,
-} from '../../../clients/sdk/src/machine-limits.js';
 /** SSH's port, which every machine already serves; exposing it over HTTP would shadow it. */
 const SSH_PORT = 22;
 
