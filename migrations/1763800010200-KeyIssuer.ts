@@ -1,12 +1,19 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { withoutInvisible } from '../src/modules/keys/key-name.js';
+
+/**
+ * The characters key names may not hold as this migration found the rule (key-name.ts keeps the
+ * rule for new names). Kept here, not imported: a migration does what it did when it was written,
+ * whatever the rule becomes later.
+ */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]|(?![\uFE00-\uFE0F])\p{Default_Ignorable_Code_Point}/gu;
+const withoutInvisible = (text: string): string => text.replace(INVISIBLE, '');
 
 /**
  * Which OWNER key issued a key (`api_keys.issued_by_key_id`), so revoking an owner key revokes
  * what it let in: backfilled for keys exchanged for authorization sessions, whose approving key
  * was recorded; keys owners issued directly before this column have no recorded issuer. Indexes
  * for the revocation's two lookups. Stored key and agent names lose the control, bidirectional
- * and invisible characters names may no longer hold (key-name.ts), so no page or chat shows one.
+ * and invisible characters names may no longer hold, so no page or chat shows one.
  */
 export class KeyIssuer1763800010200 implements MigrationInterface {
   name = 'KeyIssuer1763800010200';

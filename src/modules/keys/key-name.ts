@@ -13,7 +13,6 @@ export const KEY_NAME_MAX = 100;
  * before them is drawn, as in emoji.
  */
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]|(?![\uFE00-\uFE0F])\p{Default_Ignorable_Code_Point}/u;
-const INVISIBLE_ALL = new RegExp(INVISIBLE.source, 'gu');
 
 /**
  * A key or agent name given through any door (API bodies, the Telegram bot, the operator CLI):
@@ -42,10 +41,3 @@ export function agentName(raw: string | undefined, field = 'name'): string | nul
   return keyName(raw, field);
 }
 
-/**
- * `text` without the characters {@link keyName} refuses: for names stored before that rule
- * existed (the migration that cleans them), so no display path can show one.
- */
-export function withoutInvisible(text: string): string {
-  return text.replace(INVISIBLE_ALL, '');
-}
