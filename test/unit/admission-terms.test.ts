@@ -230,7 +230,14 @@ describe('admission terms (no database)', () => {
     it("a key's longest rental is the lease of a rental without one, and a longer lease is refused, never shortened", () => {
       assert.equal(creditTerms(balance(5000), caller({ maxRentalSeconds: 5400 }), null, [offer('a', 300)]).leaseSeconds, 5400);
       refused('VALIDATION_FAILED', () => creditTerms(balance(5000), caller({ maxRentalSeconds: 5400 }), null, [offer('a', 300)], 7200), /terminateAfterSeconds.*5400/);
-      assert.equal(cardTerms(offer('w', 299), 1000, caller({ maxRentalSeconds: 3600 })).leaseSeconds, 3600);
+      assert.equal(cardTerms(offer('w', 299), 299, caller({ maxRentalSeconds: 3600 })).leaseSeconds, 3600);
+    });
+
+    it('a prepaid purchase longer than its lease is refused with the budget that fits, never shortened', () => {
+      refused('VALIDATION_FAILED', () => creditTerms(legacy(5000), caller(), 1000, [offer('a', 300)], 3600), /buys 3 whole hours.*at most 300 \(1 hour/);
+      refused('VALIDATION_FAILED', () => creditTerms(legacy(5000), caller({ maxRentalSeconds: 1800 }), 1000, [offer('a', 300)]), /lease must be at least 3600/);
+      assert.equal(creditTerms(legacy(5000), caller(), 600, [offer('a', 300)], 7200).hours, 2);
+      refused('VALIDATION_FAILED', () => cardTerms(offer('w', 299), 1000, caller({ maxRentalSeconds: 7200 })), /buys 3 whole hours/);
     });
 
     it('only a metered account may wait for capacity', () => {

@@ -87,6 +87,22 @@ function leaseOf(caller: AdmittingKey, terminateAfterSeconds: number | null, fir
   });
 }
 
+/**
+ * A prepaid rental must be able to run what it buys: hours beyond its lease would be paid for and
+ * never run, so such a purchase is refused (never shortened), saying what budget fits the lease.
+ */
+function assertLeaseRunsPurchase(hours: number, first: AdmissionOffer, lease: number | null): void {
+  if (lease === null || hours * 3600 <= lease) return;
+  const fits = Math.floor(lease / 3600);
+  throw new AppError(
+    'VALIDATION_FAILED',
+    `Invalid request: budgetMinor: it buys ${hours} whole hour${hours === 1 ? '' : 's'}, longer than the rental's lease of ${lease} seconds (terminateAfterSeconds, or the key's maxRentalSeconds). ` +
+      (fits >= 1
+        ? `Send budgetMinor of at most ${fits * first.pricePerHourMinor} (${fits} hour${fits === 1 ? '' : 's'} at ${first.pricePerHourMinor} cents), or a longer lease.`
+        : 'A prepaid rental buys whole hours, so its lease must be at least 3600 seconds.'),
+  );
+}
+
 /** Candidates that can run the whole lease. */
 function runLease(candidates: AdmissionOffer[], lease: number | null): AdmissionOffer[] {
   return lease === null ? candidates : candidates.filter((o) => o.maximumDurationSeconds >= lease);
@@ -143,6 +159,7 @@ export function creditTerms(account: PayingAccount, caller: AdmittingKey, budget
         : `budgetMinor (USD cents) buys no whole hour: one hour costs ${first.pricePerHourMinor} cents (${formatUsd(first.pricePerHourMinor)}). Next: send budgetMinor of at least ${first.pricePerHourMinor}.`,
     );
   }
+  assertLeaseRunsPurchase(hours, first, lease);
   return prepaid(hours, first, usable, lease);
 }
 
@@ -177,7 +194,9 @@ export function cardTerms(offer: AdmissionOffer, budgetMinor: number, caller: Ad
   if (hours < 1) {
     throw new AppError('BUDGET_TOO_SMALL', `budgetMinor buys no whole hour of this offer; one hour costs ${offer.pricePerHourMinor}.`);
   }
-  return prepaid(hours, offer, [offer], leaseOf(caller, null, offer));
+  const lease = leaseOf(caller, null, offer);
+  assertLeaseRunsPurchase(hours, offer, lease);
+  return prepaid(hours, offer, [offer], lease);
 }
 
 /**
