@@ -20,6 +20,7 @@ import { CheckoutRefundState1763800010900 } from './1763800010900-CheckoutRefund
 import { RevealRefusalWindows1763800011000 } from './1763800011000-RevealRefusalWindows.js';
 import { NotificationDeliverJobs1763800011400 } from './1763800011400-NotificationDeliverJobs.js';
 import { MachineSettings1763800012000 } from './1763800012000-MachineSettings.js';
+import { Events1763800013000 } from './1763800013000-Events.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -41,4 +42,5 @@ export const migrations = [
   RevealRefusalWindows1763800011000,
   NotificationDeliverJobs1763800011400,
   MachineSettings1763800012000,
+  Events1763800013000,
 ];

@@ -22,6 +22,7 @@ import { CardCheckoutService } from './modules/rentals/card-checkout.service.js'
 import { CardOrdersService } from './modules/rentals/card-orders.service.js';
 import { CardRentalHandoff } from './modules/rentals/lifecycle/rental-handoff.service.js';
 import { createRentalLifecycle, type LifecycleDeps, type LifecycleTiming, type RentalLifecycle } from './modules/rentals/lifecycle/rental-lifecycle.js';
+import { EventsService } from './modules/events/events.service.js';
 import { NotificationsService, type NotificationSender } from './modules/notifications/notifications.service.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
 
@@ -46,6 +47,8 @@ export interface Services {
   credentials: CredentialsService;
   agents: AgentsService;
   agentKeys: AgentKeysService;
+  /** Reads of the durable event log. */
+  events: EventsService;
   /** Provisioning, termination, metering and reconciliation of rentals (run by its jobs). */
   lifecycle: RentalLifecycle;
   /** Background work: enqueue here; the worker role (src/worker.ts) runs it. */
@@ -114,7 +117,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   });
   // Defined in every process (defining starts nothing, and it gives enqueued jobs their priority).
   defineJobs(jobs.agenda, definitions);
-  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, cardCheckout, rentalReads, credentials, jobs, agents, agentKeys, lifecycle, jobDefinitions: definitions };
+  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, cardCheckout, rentalReads, credentials, jobs, agents, agentKeys, events: new EventsService(ds), lifecycle, jobDefinitions: definitions };
 }
 
 /** The bot role's jobs, built like the worker's; start them with startJobWorker(botJobs). */

@@ -9,6 +9,7 @@ import { StripeWebhookController } from './modules/billing/stripe-webhook.contro
 import { InventoryController } from './modules/inventory/inventory.controller.js';
 import { ProvidersController } from './modules/inventory/providers.controller.js';
 import { DeploymentsController } from './modules/rentals/deployments.controller.js';
+import { EventsController } from './modules/events/events.controller.js';
 import { RentalsController } from './modules/rentals/rentals.controller.js';
 
 /**
@@ -26,5 +27,6 @@ export function controllerFactories(s: Services): ControllerFactories {
     .add(StripeWebhookController, () => new StripeWebhookController(s.payments.events))
     .add(RentalsController, () => new RentalsController(s.rentals, s.rentalReads))
     .add(DeploymentsController, () => new DeploymentsController(s.rentals, s.rentalReads, s.credentials))
-    .add(AgentsController, () => new AgentsController(s.agents, s.agentKeys));
+    .add(AgentsController, () => new AgentsController(s.agents, s.agentKeys))
+    .add(EventsController, () => new EventsController(s.events));
 }

@@ -15,6 +15,7 @@ export const TAG_ORDER: { name: string; description: string }[] = [
   { name: 'Billing', description: 'Compute credits: balance, and hosted top-up links a human pays.' },
   { name: 'Rentals', description: 'Renting a machine and following it until it runs.' },
   { name: 'Deployments', description: 'The running machine: SSH credentials and termination.' },
+  { name: 'Events', description: 'What happened to your rentals and account, kept in order: page through it, or follow it as a stream.' },
   { name: 'Agents', description: 'Connecting agents to an owner account: setup codes, approvals, agent keys (owner keys for issuing).' },
   { name: 'Webhooks', description: 'Called by the payment provider, not by clients.' },
 ];

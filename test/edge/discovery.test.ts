@@ -42,6 +42,7 @@ const OPERATION_IDS: Record<string, string> = {
   'DELETE /api/v1/agent-keys/{id}': 'revokeAgentKey',
   'GET /api/v1/owner-keys': 'listOwnerKeys',
   'DELETE /api/v1/owner-keys/{id}': 'revokeOwnerKey',
+  'GET /api/v1/events': 'listEvents',
   'POST /api/v1/webhooks/stripe': 'receiveStripeWebhook',
 };
 

@@ -40,3 +40,8 @@ export function orderTerms(ds: DataSource, orderId: string): Promise<Pick<Order,
 export async function assignCandidates(m: EntityManager, orderId: string, candidateIds: string[], hourlyPriceMinor: number, at: Date): Promise<void> {
   await m.update(Order, { id: orderId }, { candidateOfferIds: candidateIds, hourlyPriceMinor, updatedAt: at });
 }
+
+/** The order as it stands in the caller's transaction; it must exist. */
+export function orderIn(m: EntityManager, id: string): Promise<Order> {
+  return m.getRepository(Order).findOneByOrFail({ id });
+}

@@ -2,13 +2,16 @@ import type { EntityManager } from 'typeorm';
 import type { Sql } from '../../db/sql.js';
 import type { Deployment } from './deployment.entity.js';
 import type { Order } from './order.entity.js';
+import { EVENT_OF_STATUS } from '../events/event-types.js';
+import { recordRentalEvent } from './rental-events.js';
 import { adjustActiveDeployments, insertDeploymentRow, mirrorOntoOrder, moveDeployment, readForTransition, stampTerminationRequest } from './rental-state.repository.js';
 import { isOneOf, TERMINABLE_STATUSES, TERMINAL_STATUSES, type RentalStatus, type TerminationReason } from './rental-status.js';
 
 /**
  * The rental state machine's one writer: every status change of a deployment and its order goes
  * through {@link transition}, so `status_changed_at` (which the reconciler reads) is never
- * forgotten. The statuses and their sets are in rental-status.ts.
+ * forgotten and every change an agent is told of writes its event in the same transaction. The
+ * statuses and their sets are in rental-status.ts.
  */
 
 /** Identifies the rental to move: its deployment, or (card payments) its order. */
@@ -39,6 +42,9 @@ export async function transition(m: EntityManager, ref: RentalRef, from: readonl
   await mirrorOntoOrder(m, d.orderId, { ...extra.order, status: to, updatedAt: at });
   const wasActive = mixed ? holdsSlot(d.status) : activeFrom.length > 0;
   await adjustActiveDeployments(m, d.keyId, Number(holdsSlot(to)) - Number(wasActive));
+  // The event is written with the change it reports: it exists exactly when the change committed.
+  const event = EVENT_OF_STATUS[to];
+  if (event) await recordRentalEvent(m, d.id, event, at);
   return true;
 }
 

@@ -267,6 +267,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description The caller's events, oldest first, after `after`: `rental.provisioning`, `rental.active`,
+         *     `rental.failed`, `rental.terminating`, `rental.terminated`, `rental.expiring`,
+         *     `rental.idle_warning`, `credits.low`, `topup.paid`. Each is written with the change it reports
+         *     and carries what a read returned then. Agent keys see their own rentals' events and
+         *     `credits.low`; owner keys every event of the account. Without `after` the page starts after
+         *     the newest event (empty): keep `meta.nextAfter` and pass it as `after` next time.
+         */
+        get: operations["listEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/gpus": {
         parameters: {
             query?: never;
@@ -1012,6 +1036,38 @@ export interface components {
         ErrorEnvelope: {
             error: components["schemas"]["ErrorBody"];
         };
+        /** @description One event of the durable log. */
+        EventDto: {
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * @description What a read returned at that moment: the rental as `GET /api/v1/rentals/{id}` shows it for
+             *     `rental.*` events; the account's balance and billing for `credits.low` and `topup.paid`.
+             */
+            data: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description Grows with time: pass the last one seen as `after` (or the stream's `Last-Event-ID`) to resume.
+             * @example 1042
+             */
+            id: string;
+            type: components["schemas"]["EventType"];
+        };
+        /** @description Events oldest first, after `after`. */
+        EventPage: {
+            data: components["schemas"]["EventDto"][];
+            meta: components["schemas"]["EventPageMeta"];
+        };
+        /** @description `meta` of a page of events: the envelope's fields and where the next page starts. */
+        EventPageMeta: {
+            apiVersion: string;
+            /** @description Pass as `after` for the next page: the last event's id, or the `after` given when the page is empty. */
+            nextAfter: string;
+            requestId: string;
+        };
+        /** @enum {string} */
+        EventType: "rental.provisioning" | "rental.active" | "rental.failed" | "rental.terminating" | "rental.terminated" | "rental.expiring" | "rental.idle_warning" | "credits.low" | "topup.paid";
         ExchangeSetupCodeRequest: {
             /** @description The private setup code from the bot or from beginning an authorization. */
             setupCode: string;
@@ -3220,6 +3276,96 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    listEvents: {
+        parameters: {
+            query?: {
+                /** @description The last event id seen. */
+                after?: string;
+                /** @description Events per page, 1 to 100 (default 50). */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ok */
+            200: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "1042",
+                     *           "type": "rental.provisioning",
+                     *           "createdAt": "2026-01-15T12:00:00.000Z",
+                     *           "data": {}
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1",
+                     *         "nextAfter": "example"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EventPage"];
+                };
+            };
+            /** @description INVALID_REQUEST (after is not an event id) */
+            400: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description FORBIDDEN (no read scope) */
+            403: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description VALIDATION_FAILED (limit out of range) */
+            422: {
                 headers: {
                     /** @description The request id (also in the body); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
