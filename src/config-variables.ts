@@ -250,10 +250,10 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       'Webhook mode instead of long polling: the `bot` role registers `PUBLIC_BASE_URL/telegram/webhook` and every `api` process takes updates carrying this secret token (1 to 256 of `A-Za-z0-9_-`).',
   },
   {
-    name: 'TELEGRAM_LOW_CREDITS_MINOR',
-    section: 'Telegram bot',
+    name: 'LOW_CREDITS_MINOR',
+    section: 'Billing and payments',
     default: '500',
-    meaning: 'A debit that takes a Telegram owner\'s credits below this many cents sends a "credits running low" message.',
+    meaning: 'A debit that takes an account\'s credits from at or above this many cents to under it writes a `credits.low` event (and the bot\'s "credits running low" message).',
   },
   { name: 'TELEGRAM_NOTIFY_SECONDS', section: 'Telegram bot', default: '10', meaning: 'How often the `bot` role looks for owner notifications to send.' },
   {

@@ -70,8 +70,8 @@ export interface Config {
   telegramApiRoot?: string;
   telegramBotUsername?: string;
   telegramWebhookSecret?: string;
-  /** A debit that takes a Telegram owner's credits below this (cents) sends a low-credits message. */
-  telegramLowCreditsMinor: number;
+  /** A debit that takes an account's credits below this (cents) writes `credits.low` (and the bot's low-credits message). */
+  lowCreditsMinor: number;
   /** How often the bot role scans for owner notifications to send. */
   telegramNotifySeconds: number;
   /** Where `latest.json` of the client releases lives; served by this service when under PUBLIC_BASE_URL. */
@@ -338,7 +338,7 @@ export function loadConfig(env: Env = process.env): Config {
     telegramApiRoot: opt(env, 'TELEGRAM_API_ROOT') && url(env, 'TELEGRAM_API_ROOT', '', ['http:', 'https:']),
     telegramBotUsername: opt(env, 'TELEGRAM_BOT_USERNAME'),
     telegramWebhookSecret: webhookToken(env),
-    telegramLowCreditsMinor: int(env, 'TELEGRAM_LOW_CREDITS_MINOR', 500, 0, 100_000_000),
+    lowCreditsMinor: int(env, 'LOW_CREDITS_MINOR', 500, 0, 100_000_000),
     telegramNotifySeconds: int(env, 'TELEGRAM_NOTIFY_SECONDS', 10, 1, 3600),
     releasesUrl: url(env, 'RELEASES_URL', `${publicBaseUrl}/releases`, ['http:', 'https:']).replace(/\/+$/, ''),
     releasesDir: resolve(str(env, 'RELEASES_DIR', 'releases')),

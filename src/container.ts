@@ -70,7 +70,7 @@ export interface ServiceDeps {
 /** The composition root: builds every service and every job handler once, in dependency order. */
 export function createServices({ config, ds, clock, logger, providers, rentalHandoff }: ServiceDeps): Services {
   const rateLimiter = new RateLimiter(ds, clock);
-  const ledger = new LedgerService(ds, clock);
+  const ledger = new LedgerService(ds, clock, { lowCreditsMinor: config.lowCreditsMinor });
   const keys = new KeysService(ds, clock);
   const accounts = new AccountsService(ds, clock, keys, rateLimiter, {
     agentV1Enabled: config.agentV1Enabled,
@@ -140,7 +140,7 @@ export function createBotJobs(s: Services, sender: NotificationSender, timing: {
   const { queue } = createAgenda(s.ds, s.config);
   const logger = s.logger.child({ component: 'telegram-bot' });
   const notifications = new NotificationsService(s.ds, s.clock, logger, queue, {
-    lowCreditsMinor: s.config.telegramLowCreditsMinor,
+    lowCreditsMinor: s.config.lowCreditsMinor,
     ...(timing.retryAfterMs === undefined ? {} : { retryAfterMs: timing.retryAfterMs }),
   });
   const definitions = jobDefinitions({

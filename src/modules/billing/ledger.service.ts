@@ -3,6 +3,7 @@ import type { Clock } from '../../clock.js';
 import { inOpenTransaction, type Sql } from '../../db/sql.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Account } from '../accounts/account.entity.js';
+import { crossesLow, DEFAULT_LOW_CREDITS_MINOR, recordAccountEvent } from './account-events.js';
 import { lockAccount, lockAccountBalances } from '../accounts/accounts.repository.js';
 import type { LedgerEntry, LedgerKind } from './ledger-entry.entity.js';
 import {
@@ -39,15 +40,28 @@ export interface PostResult {
 /** Ledger kinds that count as a key's spending: rentals' debits and usage, minus their reversals. */
 export const KEY_SPEND_KINDS: readonly LedgerKind[] = ['RENTAL_DEBIT', 'USAGE', 'REVERSAL'];
 
+export interface LedgerOptions {
+  /** A debit taking an account's credits from at or above this (cents) to under it writes `credits.low`. */
+  lowCreditsMinor?: number;
+}
+
 /**
  * The only writer of ledger_entries, accounts.balance_minor and api_keys.net_spent_minor (a key's
- * net spend, moved with every posting of one of {@link KEY_SPEND_KINDS} that names the key).
+ * net spend, moved with every posting of one of {@link KEY_SPEND_KINDS} that names the key). A
+ * posting that takes a balance under the low-credits threshold writes `credits.low` with it, once
+ * per crossing: nothing more is read or written while no balance crosses.
  */
 export class LedgerService {
+  /** The one low-credits threshold (LOW_CREDITS_MINOR), in cents: the event's and the bot's. */
+  readonly lowCreditsMinor: number;
+
   constructor(
     private readonly ds: DataSource,
     private readonly clock: Clock,
-  ) {}
+    options: LedgerOptions = {},
+  ) {
+    this.lowCreditsMinor = options.lowCreditsMinor ?? DEFAULT_LOW_CREDITS_MINOR;
+  }
 
   /** Locks the account row; every money decision about an account starts here. */
   async lockAccount(manager: Sql, accountId: string): Promise<Account> {
@@ -75,7 +89,9 @@ export class LedgerService {
     await setBalance(manager, p.accountId, balanceAfter);
     const spent = keySpendOf(p);
     if (spent !== 0) await addKeySpend(manager, p.keyId!, spent);
+    const before = account.balanceMinor;
     account.balanceMinor = balanceAfter;
+    if (crossesLow(before, balanceAfter, this.lowCreditsMinor)) await this.creditsLow(manager, p.accountId);
     return { entry, posted: true };
   }
 
@@ -91,6 +107,7 @@ export class LedgerService {
     const refs = postings.map((p) => p.externalRef);
     if (new Set(refs).size !== refs.length) throw new Error('a ledger batch names the same reference twice');
     const balance = await lockAccountBalances(manager, postings.map((p) => p.accountId));
+    const crossed = new Set<string>();
     const existing = await entriesByRefs(manager, refs);
     const entries: NewLedgerEntry[] = [];
     const spentByKey = new Map<string, number>();
@@ -101,8 +118,10 @@ export class LedgerService {
         continue;
       }
       if (!balance.has(p.accountId)) throw new AppError('NOT_FOUND', 'Account not found.');
-      const after = safeBalance(balance.get(p.accountId)! + p.amountMinor);
+      const before = balance.get(p.accountId)!;
+      const after = safeBalance(before + p.amountMinor);
       balance.set(p.accountId, after);
+      if (crossesLow(before, after, this.lowCreditsMinor)) crossed.add(p.accountId);
       const spent = keySpendOf(p);
       if (spent !== 0) spentByKey.set(p.keyId!, safeBalance((spentByKey.get(p.keyId!) ?? 0) + spent));
       entries.push(this.entryOf(p, after));
@@ -111,7 +130,13 @@ export class LedgerService {
     await insertEntries(manager, entries);
     await setBalances(manager, balance);
     await addKeySpends(manager, spentByKey);
+    // One event per account that crossed in this batch, carrying the balance the batch left.
+    for (const accountId of [...crossed].sort()) await this.creditsLow(manager, accountId);
     return entries.length;
+  }
+
+  private creditsLow(manager: Sql, accountId: string): Promise<void> {
+    return recordAccountEvent(manager, 'credits.low', accountId, this.clock.now(), { thresholdMinor: this.lowCreditsMinor });
   }
 
   private entryOf(p: Posting, balanceAfterMinor: number): NewLedgerEntry {

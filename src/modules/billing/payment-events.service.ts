@@ -4,6 +4,7 @@ import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
+import { recordAccountEvent } from './account-events.js';
 import type { WebhookAck } from './billing.dto.js';
 import { isPayable, type CardOrders } from './card-orders.js';
 import type { Checkout } from './checkout.entity.js';
@@ -121,7 +122,7 @@ export class PaymentEventsService {
           // nothing that could have lapsed, so the money is kept as credits rather than refunded.
           this.logger.warn({ eventId, checkoutId: checkout.id, amountMinor: checkout.amountMinor, was: checkout.status }, 'late payment of a closed top-up credited');
         }
-        await this.ledger.post(m, {
+        const credit = await this.ledger.post(m, {
           accountId: checkout.accountId,
           kind: 'TOPUP',
           amountMinor: checkout.amountMinor,
@@ -129,6 +130,8 @@ export class PaymentEventsService {
           description: `Card top-up ${checkout.id} (${checkout.provider} ${session.id})`,
           keyId: checkout.keyId,
         });
+        // An account event (no key): the top-up is the account's, whichever key asked for the link.
+        if (credit.posted) await recordAccountEvent(m, 'topup.paid', checkout.accountId, now, { amountMinor: checkout.amountMinor });
         outcome = 'CREDITED';
       } else {
         outcome = checkout.orderId ? await this.applyOrderPayment(m, checkout, checkout.orderId, eventId) : 'REFUND_DUE';
