@@ -8,6 +8,7 @@ import { agentsFeature } from './features/agents.feature.js';
 import { approveFeature, completeApproval } from './features/approve.feature.js';
 import { balanceFeature } from './features/balance.feature.js';
 import { completeNewAgent, newAgentFeature } from './features/newagent.feature.js';
+import { notifyFeature } from './features/notify.feature.js';
 import { ownerKeyFeature } from './features/ownerkey.feature.js';
 import { privateChatsFeature } from './features/private-chats.feature.js';
 import { rentalsFeature } from './features/rentals.feature.js';
@@ -62,6 +63,7 @@ export function createBot(deps: BotDeps): Bot<BotContext> {
     balanceFeature(),
     rentalsFeature(),
     ownerKeyFeature(),
+    notifyFeature(),
     limitsDialogue({ onComplete: { newagent: completeNewAgent, approve: completeApproval } }),
     unhandledFeature(),
   );

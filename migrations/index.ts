@@ -21,6 +21,7 @@ import { RevealRefusalWindows1763800011000 } from './1763800011000-RevealRefusal
 import { NotificationDeliverJobs1763800011400 } from './1763800011400-NotificationDeliverJobs.js';
 import { MachineSettings1763800012000 } from './1763800012000-MachineSettings.js';
 import { Events1763800013000 } from './1763800013000-Events.js';
+import { NotifyPreferences1763800016000 } from './1763800016000-NotifyPreferences.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -43,4 +44,5 @@ export const migrations = [
   NotificationDeliverJobs1763800011400,
   MachineSettings1763800012000,
   Events1763800013000,
+  NotifyPreferences1763800016000,
 ];

@@ -140,7 +140,6 @@ export function createBotJobs(s: Services, sender: NotificationSender, timing: {
   const { queue } = createAgenda(s.ds, s.config);
   const logger = s.logger.child({ component: 'telegram-bot' });
   const notifications = new NotificationsService(s.ds, s.clock, logger, queue, {
-    lowCreditsMinor: s.config.lowCreditsMinor,
     ...(timing.retryAfterMs === undefined ? {} : { retryAfterMs: timing.retryAfterMs }),
   });
   const definitions = jobDefinitions({

@@ -12,6 +12,7 @@ export const COMMANDS: { command: string; description: string }[] = [
   { command: 'topup', description: 'A card payment link for credits, e.g. /topup 20' },
   { command: 'ownerkey', description: 'Issue an OWNER API key for your own scripts (shown once)' },
   { command: 'ownerkeys', description: 'Your OWNER API keys; revoke one and what it let in' },
+  { command: 'notify', description: 'Choose what this chat is told about (rentals, top-ups, low credits)' },
   { command: 'cancel', description: 'Stop the question in progress' },
   { command: 'help', description: 'What this bot does' },
 ];

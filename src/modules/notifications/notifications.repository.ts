@@ -1,18 +1,19 @@
 import type { DataSource } from 'typeorm';
 import type { Sql } from '../../db/sql.js';
+import type { EventType } from '../events/event-types.js';
 import { RentalsRepository } from '../rentals/rentals.repository.js';
 import { NOTIFIED_STATUSES, type RentalStatus } from '../rentals/rental-status.js';
 
 // The only code that reads or writes `telegram_notifications` and `telegram_cursors`, and the
-// scans of other tables that notifications are derived from.
+// scans that notifications are derived from (the event log's account events, rentals' changes).
 
-/** A top-up credited to an account whose owner has a Telegram chat. */
-export interface TopupCredit {
+/** An account event (topup.paid, credits.low) of an account whose owner has a Telegram chat. */
+export interface AccountEventRow {
   id: string | number;
+  type: EventType;
   account_id: string;
   chat_id: number | string;
-  amount_minor: number | string;
-  balance_after_minor: number | string;
+  data: string | object;
 }
 
 /** A deployment whose status changed to one owners are told about. */
@@ -30,14 +31,6 @@ export interface RentalChange {
   failure_reason: string | null;
   reversal_status: string | null;
   hourly_price_minor: number | string;
-}
-
-/** A debit that took an account's balance from at or above a threshold to under it. */
-export interface LowCreditCrossing {
-  id: string | number;
-  account_id: string;
-  chat_id: number | string;
-  balance_after_minor: number | string;
 }
 
 /** A notification to record: one per cause, `key` naming the cause. */
@@ -74,12 +67,14 @@ export class NotificationsRepository {
     );
   }
 
-  async topupCredits(since: Date): Promise<TopupCredit[]> {
+  /** The account events of `types` written since `since`, for accounts whose owner has a chat. */
+  async accountEvents(since: Date, types: readonly EventType[]): Promise<AccountEventRow[]> {
     return this.ds.query(
-      `SELECT e.id, e.account_id, a.telegram_chat_id AS chat_id, e.amount_minor, e.balance_after_minor
-         FROM ledger_entries e JOIN accounts a ON a.id = e.account_id
-        WHERE e.created_at >= ? AND e.kind = 'TOPUP' AND e.amount_minor > 0 AND a.telegram_chat_id IS NOT NULL`,
-      [since],
+      `SELECT e.id, e.type, e.account_id, a.telegram_chat_id AS chat_id, e.data
+         FROM events e JOIN accounts a ON a.id = e.account_id
+        WHERE e.created_at >= ? AND e.key_id IS NULL AND e.type IN (?) AND a.telegram_chat_id IS NOT NULL
+        ORDER BY e.id`,
+      [since, types],
     );
   }
 
@@ -101,16 +96,6 @@ export class NotificationsRepository {
     return rows.map((r) => ({ ...r, offer_name: machines.get(r.id)?.gpuName ?? null }));
   }
 
-  async lowCreditCrossings(since: Date, thresholdMinor: number): Promise<LowCreditCrossing[]> {
-    return this.ds.query(
-      `SELECT e.id, e.account_id, a.telegram_chat_id AS chat_id, e.balance_after_minor
-         FROM ledger_entries e JOIN accounts a ON a.id = e.account_id
-        WHERE e.created_at >= ? AND e.amount_minor < 0 AND e.balance_after_minor < ?
-          AND e.balance_after_minor - e.amount_minor >= ? AND a.telegram_chat_id IS NOT NULL`,
-      [since, thresholdMinor, thresholdMinor],
-    );
-  }
-
   /**
    * Records `n` in the caller's transaction unless its cause is recorded already; returns the new
    * row's id, or null for a cause seen before. A concurrent record of the same cause waits on the
@@ -124,6 +109,18 @@ export class NotificationsRepository {
     );
     // MySQL reports 1 affected row for an insert and 0 for an unchanged duplicate.
     return Number(res.affectedRows) === 1 ? String(res.insertId) : null;
+  }
+
+  /**
+   * Records `n` as not to be sent (its chat turned its type off with /notify), so a later scan
+   * over the same cause, after the owner turns the type back on, does not send it late.
+   */
+  async recordSkipped(n: NewNotification, now: Date): Promise<void> {
+    await this.ds.query(
+      `INSERT INTO telegram_notifications (notify_key, account_id, chat_id, kind, text, created_at, attempts, failed_at, last_error)
+       VALUES (?, ?, ?, ?, ?, ?, 0, ?, 'turned off with /notify') ON DUPLICATE KEY UPDATE notify_key = notify_key`,
+      [n.key, n.accountId, n.chatId, n.kind, n.text, now, now],
+    );
   }
 
   /** The notification, while it is neither sent nor given up on. */

@@ -5,7 +5,9 @@ import { inTransaction } from '../../db/transaction.js';
 import type { JobQueue, JobWakeUp } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import { formatUsd } from '../billing/money.js';
-import { NotificationsRepository, type LowCreditCrossing, type NewNotification, type RentalChange, type TopupCredit } from './notifications.repository.js';
+import type { EventType } from '../events/event-types.js';
+import { NotificationsRepository, type AccountEventRow, type NewNotification, type RentalChange } from './notifications.repository.js';
+import { NotifyPreferences } from './notify-preferences.js';
 
 /** Delivers one message to a Telegram chat (the bot role's Bot API client, in production). */
 export interface NotificationSender {
@@ -17,8 +19,6 @@ export interface NotificationSender {
 }
 
 export interface NotificationsOptions {
-  /** Balance under which a debit that crosses it triggers a "credits running low" message, in cents. */
-  lowCreditsMinor: number;
   /** How far back the very first scan looks, so a fresh deployment does not replay all history. */
   initialLookbackMs?: number;
   /** Each scan re-reads this much before its cursor: rows committed late still get seen once. */
@@ -41,8 +41,9 @@ const CURSOR = 'owner-notifications';
 /**
  * Owner notifications in Telegram, derived from MySQL alone so they work whichever process
  * caused the event. Both halves run as jobs of the bot role (src/container.ts,
- * createNotificationJobs): `collect` scans top-up credits, rental state changes and low-credit
- * debits since a persisted cursor and records one row per cause under a unique key, with one
+ * createNotificationJobs): `collect` reads the event log's `topup.paid` and `credits.low` and scans
+ * rental state changes since a persisted cursor, keeps those of the types the owner's chat chose
+ * (/notify), and records one row per cause under a unique key, with one
  * `notifications.deliver` job for each new row in the same transaction (so a cause is recorded
  * and enqueued once however often it is scanned); `deliver` sends one row and marks it sent. A
  * crash between sending and marking repeats one message (the job runs again), never loses it.
@@ -50,6 +51,8 @@ const CURSOR = 'owner-notifications';
 export class NotificationsService {
   private readonly opts: Required<NotificationsOptions>;
   private readonly repo: NotificationsRepository;
+  /** What each owner's chat chose to be told about (/notify). */
+  readonly preferences: NotifyPreferences;
 
   constructor(
     private readonly ds: DataSource,
@@ -61,6 +64,7 @@ export class NotificationsService {
   ) {
     this.opts = { initialLookbackMs: 24 * 3600_000, overlapMs: 5 * 60_000, retryAfterMs: 60_000, maxAttempts: 5, ...options };
     this.repo = new NotificationsRepository(ds);
+    this.preferences = new NotifyPreferences(ds, clock);
   }
 
   /** How the deliver job retries a send that failed and may pass: the one setting of both. */
@@ -73,11 +77,13 @@ export class NotificationsService {
     const now = this.clock.now();
     const cursor = (await this.repo.cursor(CURSOR)) ?? new Date(now.getTime() - this.opts.initialLookbackMs);
     const since = new Date(cursor.getTime() - this.opts.overlapMs);
-    const pending = [
-      ...(await this.repo.topupCredits(since)).map(topupCredited),
-      ...(await this.repo.rentalChanges(since)).map(rentalChanged),
-      ...(await this.repo.lowCreditCrossings(since, this.opts.lowCreditsMinor)).map((r) => creditsLow(r, this.opts.lowCreditsMinor)),
-    ];
+    const found = [...(await this.repo.accountEvents(since, ACCOUNT_EVENT_TYPES)).map(accountEvent), ...(await this.repo.rentalChanges(since)).map(rentalChanged)];
+    const chosen = await this.preferences.ofChats([...new Set(found.map((f) => f.n.chatId))]);
+    const pending: NewNotification[] = [];
+    for (const f of found) {
+      if (chosen.get(f.n.chatId)!.includes(f.type)) pending.push(f.n);
+      else await this.repo.recordSkipped(f.n, now);
+    }
     let created = 0;
     for (const n of pending) {
       const wake = await inTransaction(this.ds, async (m): Promise<JobWakeUp | null> => {
@@ -119,17 +125,41 @@ export class NotificationsService {
   }
 }
 
-function topupCredited(r: TopupCredit): NewNotification {
+/** A notification found, with the event type the owner's /notify choice is about. */
+interface Found {
+  type: EventType;
+  n: NewNotification;
+}
+
+/** The account events the bot reports, read from the event log. */
+const ACCOUNT_EVENT_TYPES: readonly EventType[] = ['topup.paid', 'credits.low'];
+
+/** What an account event carries that the messages use (billing/account-events.ts writes it). */
+interface AccountEventData {
+  balance: { creditsMinor: number };
+  amountMinor?: number;
+  thresholdMinor?: number;
+}
+
+/** One message per event: the ledger writes `credits.low` once per crossing, not per debit under the threshold. */
+function accountEvent(r: AccountEventRow): Found {
+  const data = (typeof r.data === 'string' ? JSON.parse(r.data) : r.data) as AccountEventData;
+  const credits = formatUsd(data.balance.creditsMinor);
+  const base = { key: `event:${r.id}`, accountId: r.account_id, chatId: Number(r.chat_id) };
+  if (r.type === 'topup.paid') {
+    return { type: r.type, n: { ...base, kind: 'TOPUP_CREDITED', text: `💳 Top-up credited: +${formatUsd(data.amountMinor ?? 0)}. Your credits are now ${credits}.` } };
+  }
   return {
-    key: `topup:${r.id}`,
-    kind: 'TOPUP_CREDITED',
-    accountId: r.account_id,
-    chatId: Number(r.chat_id),
-    text: `💳 Top-up credited: +${formatUsd(readMinor(r.amount_minor))}. Your credits are now ${formatUsd(readMinor(r.balance_after_minor))}.`,
+    type: r.type,
+    n: {
+      ...base,
+      kind: 'LOW_CREDITS',
+      text: `⚠️ Credits running low: ${credits} left (under ${formatUsd(data.thresholdMinor ?? 0)}). Running rentals stop when credits run out. Top up with /topup 20.`,
+    },
   };
 }
 
-function rentalChanged(r: RentalChange): NewNotification {
+function rentalChanged(r: RentalChange): Found {
   const what = r.offer_name ?? r.gpu_model ?? 'GPU machine';
   const who = r.key_name ? ` started by ${r.key_kind === 'AGENT' ? 'agent ' : ''}"${r.key_name}" (${r.key_prefix})` : '';
   const ref = `Rental ${r.order_id}.`;
@@ -143,18 +173,6 @@ function rentalChanged(r: RentalChange): NewNotification {
   } else {
     text = `⚪ Rental TERMINATED: ${what}${who}. The machine is gone and billing has stopped. ${ref}`;
   }
-  return { key: `deployment:${r.id}:${r.status}`, kind: `RENTAL_${r.status}`, accountId: r.account_id, chatId: Number(r.chat_id), text };
-}
-
-/** One message per crossing below the threshold, not one per debit while below it (the scan picks crossings). */
-function creditsLow(r: LowCreditCrossing, thresholdMinor: number): NewNotification {
-  return {
-    key: `low-credits:${r.id}`,
-    kind: 'LOW_CREDITS',
-    accountId: r.account_id,
-    chatId: Number(r.chat_id),
-    text:
-      `⚠️ Credits running low: ${formatUsd(readMinor(r.balance_after_minor))} left (under ${formatUsd(thresholdMinor)}). ` +
-      'Running rentals stop when credits run out. Top up with /topup 20.',
-  };
+  const n = { key: `deployment:${r.id}:${r.status}`, kind: `RENTAL_${r.status}`, accountId: r.account_id, chatId: Number(r.chat_id), text };
+  return { type: `rental.${r.status.toLowerCase()}` as EventType, n };
 }
