@@ -14,6 +14,7 @@ import { jsonBodies, rejectUnknownProperties } from './http/body-shape.js';
 import { publicCreateLimits } from './http/public-limits.js';
 import { bearerChallenge, noStoreApi, securityHeaderValues, securityHeaders } from './http/security-headers.js';
 import { fastInventoryRoutes } from './modules/inventory/inventory-fast-route.js';
+import { eventStreamRoute, type EventStreamOptions } from './modules/events/event-stream.js';
 import { RegisterRoutes } from './generated/routes.js';
 import { approvalPageRouter } from './modules/agents/approval-page.router.js';
 import { paymentPagesRouter } from './modules/billing/payment-pages.router.js';
@@ -25,7 +26,12 @@ export interface AppOptions {
   mount?: (app: Express) => void;
   /** Reports whether the database is reachable and migrated, for /healthz. */
   health?: () => Promise<boolean>;
+  /** Heartbeat and longest life of event streams (tests shorten them). */
+  eventStream?: Partial<EventStreamOptions>;
 }
+
+/** A heartbeat comment every 15 s, and at most 5 minutes a stream: clients reconnect with Last-Event-ID. */
+const EVENT_STREAM: EventStreamOptions = { heartbeatMs: 15_000, maxMs: 5 * 60_000 };
 
 const PUBLIC_CORS_PATHS = /^\/api\/(v1\/(offers|gpus)(\/.*)?|openapi\.json)$/;
 const PUBLIC_CORS_HEADERS = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': 'ETag, X-Request-Id' };
@@ -119,6 +125,8 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   );
   app.use(limitJsonDepth());
   app.use(rejectUnknownProperties());
+  // The stream of GET /api/v1/events (Accept: text/event-stream); the generated route answers JSON.
+  app.use(eventStreamRoute(services.ds, services.eventHub, { ...EVENT_STREAM, ...options.eventStream }));
   RegisterRoutes(app);
   app.use(notFoundHandler());
   app.use(errorHandler(services.logger));

@@ -23,8 +23,12 @@ import { CardOrdersService } from './modules/rentals/card-orders.service.js';
 import { CardRentalHandoff } from './modules/rentals/lifecycle/rental-handoff.service.js';
 import { createRentalLifecycle, type LifecycleDeps, type LifecycleTiming, type RentalLifecycle } from './modules/rentals/lifecycle/rental-lifecycle.js';
 import { EventsService } from './modules/events/events.service.js';
+import { EventHub } from './modules/events/event-hub.js';
 import { NotificationsService, type NotificationSender } from './modules/notifications/notifications.service.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
+
+/** How often the event hub reads the log's tail while anyone listens: a waiting read answers within this of a commit. */
+const EVENT_TAIL_MS = 250;
 
 /** Everything a controller or bot feature may call. Built once per process (or per test). */
 export interface Services {
@@ -49,6 +53,8 @@ export interface Services {
   agentKeys: AgentKeysService;
   /** Reads of the durable event log. */
   events: EventsService;
+  /** The process's one tail of the event log, waking event streams and waiting reads; stop it on shutdown. */
+  eventHub: EventHub;
   /** Provisioning, termination, metering and reconciliation of rentals (run by its jobs). */
   lifecycle: RentalLifecycle;
   /** Background work: enqueue here; the worker role (src/worker.ts) runs it. */
@@ -83,7 +89,8 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   const { queue: jobs } = createAgenda(ds, config);
   const handoff = rentalHandoff === undefined ? new CardRentalHandoff(ds, jobs) : (rentalHandoff ?? undefined);
   const payments = createPayments({ config, ds, clock, logger, ledger, cardOrders: new CardOrdersService(ds), rentalHandoff: handoff });
-  const rentalReads = new RentalReadsService(ds);
+  const eventHub = new EventHub(ds, { tailMs: EVENT_TAIL_MS }, logger);
+  const rentalReads = new RentalReadsService(ds, eventHub);
   const box = SecretBox.fromConfig(config);
   const machinePolicy = { imageAllowlist: config.machineImageAllowlist, maxDiskGb: config.machineMaxDiskGb };
   const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs, inventory, rentalReads, box, machinePolicy);
@@ -117,7 +124,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   });
   // Defined in every process (defining starts nothing, and it gives enqueued jobs their priority).
   defineJobs(jobs.agenda, definitions);
-  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, cardCheckout, rentalReads, credentials, jobs, agents, agentKeys, events: new EventsService(ds), lifecycle, jobDefinitions: definitions };
+  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, cardCheckout, rentalReads, credentials, jobs, agents, agentKeys, events: new EventsService(ds), eventHub, lifecycle, jobDefinitions: definitions };
 }
 
 /** The bot role's jobs, built like the worker's; start them with startJobWorker(botJobs). */

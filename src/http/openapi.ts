@@ -18,6 +18,7 @@ export const TAG_ORDER: { name: string; description: string }[] = [
   { name: 'Events', description: 'What happened to your rentals and account, kept in order: page through it, or follow it as a stream.' },
   { name: 'Agents', description: 'Connecting agents to an owner account: setup codes, approvals, agent keys (owner keys for issuing).' },
   { name: 'Webhooks', description: 'Called by the payment provider, not by clients.' },
+  { name: 'Webhook endpoints', description: 'Events pushed to your URL as they happen, signed (Standard Webhooks), retried for a day.' },
 ];
 
 const HEADERS = {
@@ -57,6 +58,38 @@ function markOwnerOnly(op: Json): void {
   op.description = `**Owner keys only**: an agent key is refused with 403 FORBIDDEN.\n\n${op.description ?? ''}`.trim();
 }
 
+/**
+ * GET /api/v1/events also answers `Accept: text/event-stream` (served ahead of the generated
+ * routes, so tsoa cannot state it): the 200's second media type, and the header it resumes from.
+ */
+function describeEventStream(op: Json): void {
+  const ok = op.responses?.['200'];
+  if (!ok) return;
+  ok.content = {
+    ...ok.content,
+    'text/event-stream': {
+      schema: {
+        type: 'string',
+        description:
+          'Server-Sent Events: each event as `id: <event id>`, `event: <type>`, `data: <the event as JSON: id, type, createdAt, data>`, then a blank line. ' +
+          'A `: heartbeat` comment every 15 seconds; the stream ends after at most 5 minutes: reconnect with `Last-Event-ID` set to the last id received (EventSource does it). ' +
+          'With `Last-Event-ID` or `after` the events after that id are replayed first; without either it starts with the next event.',
+      },
+      example: 'id: 1042\nevent: rental.active\ndata: {"id":"1042","type":"rental.active","createdAt":"2025-01-01T12:00:00.000Z","data":{"rentalId":"…","status":"ACTIVE"}}\n\n: heartbeat\n\n',
+    },
+  };
+  op.parameters = [
+    ...((op.parameters as Json[] | undefined) ?? []),
+    {
+      name: 'Last-Event-ID',
+      in: 'header',
+      required: false,
+      description: 'For the stream: the last event id received; the stream replays what followed it (takes the place of `after`).',
+      schema: { type: 'string', maxLength: 20, pattern: '^[0-9]+$' },
+    },
+  ];
+}
+
 /** The tsoa-generated contract, finished for clients and with this deployment's base URL as its server. */
 export function openApiDocument(publicBaseUrl: string): Json {
   const doc: Json = structuredClone(spec);
@@ -67,6 +100,7 @@ export function openApiDocument(publicBaseUrl: string): Json {
       const op = item[method];
       if (!op) continue;
       if (op[ROUTE_FACTS.ownerOnly] === true) markOwnerOnly(op);
+      if (op.operationId === 'listEvents') describeEventStream(op);
       decorateResponses(op);
       addExamples(op, components, publicBaseUrl, stepBodies.get(op.operationId));
       for (const fact of Object.values(ROUTE_FACTS)) delete op[fact];

@@ -3,7 +3,7 @@ import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { assertBodyless } from '../../http/bodyless.js';
 import { BaseController } from '../../http/controller-base.js';
-import type { RentalReadsService } from './rental-reads.service.js';
+import { parseWait, type RentalReadsService } from './rental-reads.service.js';
 import type { RentalsService } from './rentals.service.js';
 import type { CredentialsService } from '../credentials/credentials.service.js';
 import { principalOf } from '../keys/principal.js';
@@ -37,15 +37,25 @@ export class DeploymentsController extends BaseController {
     return this.ok(req, await this.reads.listDeployments(principalOf(req), limit ?? 100));
   }
 
-  /** One deployment. Agent keys see only their own; owner keys every deployment of the account. */
+  /**
+   * One deployment. Agent keys see only their own; owner keys every deployment of the account.
+   * With `waitFor` the answer waits for one of those statuses, as GET /api/v1/rentals/{id} does.
+   * @param waitFor Statuses to wait for, comma separated (e.g. ACTIVE,FAILED).
+   * @param waitSeconds How long to wait at most, 1 to 30 (default 25); only with waitFor.
+   * @maxLength waitFor 200
+   * @isInt waitSeconds
+   * @minimum waitSeconds 1
+   * @maximum waitSeconds 30
+   */
   @Get('{id}')
   @OperationId('getDeployment')
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
-  async get(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<DeploymentDto>> {
-    return this.ok(req, await this.reads.getDeployment(principalOf(req), id));
+  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (waitFor names an unknown status, waitSeconds out of range)')
+  async get(@Request() req: ExRequest, @Path() id: string, @Query() waitFor?: string, @Query() waitSeconds?: number): Promise<Envelope<DeploymentDto>> {
+    return this.ok(req, await this.reads.getDeployment(principalOf(req), id, parseWait(waitFor, waitSeconds)));
   }
 
   /**

@@ -2,7 +2,7 @@ import { Body, Extension, Get, Header, OperationId, Path, Post, Query, Request, 
 import type { Request as ExRequest } from 'express';
 import { API_VERSION, type Envelope, type ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
-import type { RentalReadsService } from './rental-reads.service.js';
+import { parseWait, type RentalReadsService } from './rental-reads.service.js';
 import type { RentalsService } from './rentals.service.js';
 import { principalOf } from '../keys/principal.js';
 import type { CreateRentalRequest, RentalDto, RentalPage } from './rentals.dto.js';
@@ -82,7 +82,17 @@ export class RentalsController extends BaseController {
    * One rental with its deployment and quote. When FAILED, `failureCode` and `failureReason` say
    * why in customer-safe words and `reversalStatus` whether the debit has been returned (PENDING,
    * then SUCCEEDED). Agent keys see only their own rentals; owner keys every rental of the account.
+   *
+   * A waiting read: with `waitFor` (e.g. `ACTIVE,FAILED`) the answer is held until the status is
+   * one of those (at once if it already is) or `waitSeconds` pass, then given as a plain read would
+   * give it (200 either way: compare `status`). Use it instead of polling.
    * @param id The rental (order) id.
+   * @param waitFor Statuses to wait for, comma separated (PENDING, PROVISIONING, ACTIVE, TERMINATING, TERMINATED, FAILED, AWAITING_PAYMENT).
+   * @param waitSeconds How long to wait at most, 1 to 30 (default 25); only with waitFor.
+   * @maxLength waitFor 200
+   * @isInt waitSeconds
+   * @minimum waitSeconds 1
+   * @maximum waitSeconds 30
    */
   @Get('{id}')
   @OperationId('getRental')
@@ -92,8 +102,8 @@ export class RentalsController extends BaseController {
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   @Response<ErrorEnvelope>(409, 'Never for this read: it changes nothing, so nothing can conflict.')
-  @Response<ErrorEnvelope>(422, 'Never for this read: any id is accepted, and one that names no rental of the caller is 404 NOT_FOUND.')
-  async get(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<RentalDto>> {
-    return this.ok(req, await this.reads.get(principalOf(req), id));
+  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (waitFor names an unknown status, waitSeconds out of range); any id is accepted, and one that names no rental of the caller is 404 NOT_FOUND.')
+  async get(@Request() req: ExRequest, @Path() id: string, @Query() waitFor?: string, @Query() waitSeconds?: number): Promise<Envelope<RentalDto>> {
+    return this.ok(req, await this.reads.get(principalOf(req), id, parseWait(waitFor, waitSeconds)));
   }
 }

@@ -207,7 +207,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description One deployment. Agent keys see only their own; owner keys every deployment of the account. */
+        /**
+         * @description One deployment. Agent keys see only their own; owner keys every deployment of the account.
+         *     With `waitFor` the answer waits for one of those statuses, as GET /api/v1/rentals/{id} does.
+         */
         get: operations["getDeployment"];
         put?: never;
         post?: never;
@@ -542,6 +545,10 @@ export interface paths {
          * @description One rental with its deployment and quote. When FAILED, `failureCode` and `failureReason` say
          *     why in customer-safe words and `reversalStatus` whether the debit has been returned (PENDING,
          *     then SUCCEEDED). Agent keys see only their own rentals; owner keys every rental of the account.
+         *
+         *     A waiting read: with `waitFor` (e.g. `ACTIVE,FAILED`) the answer is held until the status is
+         *     one of those (at once if it already is) or `waitSeconds` pass, then given as a plain read would
+         *     give it (200 either way: compare `status`). Use it instead of polling.
          */
         get: operations["getRental"];
         put?: never;
@@ -2976,7 +2983,12 @@ export interface operations {
     };
     getDeployment: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Statuses to wait for, comma separated (e.g. ACTIVE,FAILED). */
+                waitFor?: string;
+                /** @description How long to wait at most, 1 to 30 (default 25); only with waitFor. */
+                waitSeconds?: number;
+            };
             header?: never;
             path: {
                 id: string;
@@ -3086,6 +3098,17 @@ export interface operations {
             };
             /** @description NOT_FOUND */
             404: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description VALIDATION_FAILED (waitFor names an unknown status, waitSeconds out of range) */
+            422: {
                 headers: {
                     /** @description The request id (also in the body); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
@@ -3295,7 +3318,10 @@ export interface operations {
                 /** @description Events per page, 1 to 100 (default 50). */
                 limit?: number;
             };
-            header?: never;
+            header?: {
+                /** @description For the stream: the last event id received; the stream replays what followed it (takes the place of `after`). */
+                "Last-Event-ID"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3327,6 +3353,14 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["EventPage"];
+                    /**
+                     * @example id: 1042
+                     *     event: rental.active
+                     *     data: {"id":"1042","type":"rental.active","createdAt":"2025-01-01T12:00:00.000Z","data":{"rentalId":"…","status":"ACTIVE"}}
+                     *
+                     *     : heartbeat
+                     */
+                    "text/event-stream": string;
                 };
             };
             /** @description INVALID_REQUEST (after is not an event id) */
@@ -4900,7 +4934,12 @@ export interface operations {
     };
     getRental: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Statuses to wait for, comma separated (PENDING, PROVISIONING, ACTIVE, TERMINATING, TERMINATED, FAILED, AWAITING_PAYMENT). */
+                waitFor?: string;
+                /** @description How long to wait at most, 1 to 30 (default 25); only with waitFor. */
+                waitSeconds?: number;
+            };
             header?: never;
             path: {
                 /** @description The rental (order) id. */
@@ -5126,7 +5165,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description Never for this read: any id is accepted, and one that names no rental of the caller is 404 NOT_FOUND. */
+            /** @description VALIDATION_FAILED (waitFor names an unknown status, waitSeconds out of range); any id is accepted, and one that names no rental of the caller is 404 NOT_FOUND. */
             422: {
                 headers: {
                     /** @description The request id (also in the body); quote it when reporting a problem. */

@@ -1,0 +1,192 @@
+import type { DataSource } from 'typeorm';
+import type { Logger } from '../../logger.js';
+import { allEventsAfter, latestEventId, type StoredEvent } from './events.repository.js';
+
+/** Events read per query of the tail; a fuller answer is followed at once by the next. */
+const TAIL_BATCH = 500;
+/** Events a subscriber may leave unread before it is cut off (a stream whose client stopped reading). */
+const MAX_QUEUED = 10_000;
+
+export interface EventHubOptions {
+  /** Milliseconds between reads of the tail while anyone listens. */
+  tailMs: number;
+}
+
+/**
+ * One listener of the hub: the events after {@link since} that pass its filter, queued until read.
+ * Closed when its reader stops it, when it falls too far behind, or when the hub stops.
+ */
+export class Subscription {
+  /** Every event with a greater id (committed after it) reaches this subscription. */
+  since = '0';
+  private readonly queue: StoredEvent[] = [];
+  private wake: (() => void) | undefined;
+  private closedFlag = false;
+
+  constructor(
+    private readonly hub: EventHub,
+    private readonly filter: (e: StoredEvent) => boolean,
+  ) {}
+
+  get closed(): boolean {
+    return this.closedFlag;
+  }
+
+  /** @internal The hub hands each new event to every subscription. */
+  offer(e: StoredEvent): void {
+    if (this.closedFlag || !this.filter(e)) return;
+    if (this.queue.length >= MAX_QUEUED) return this.stop();
+    this.queue.push(e);
+    this.wake?.();
+  }
+
+  /** The next queued event, waiting at most `ms` for one; undefined when none came or the subscription closed. */
+  next(ms: number): Promise<StoredEvent | undefined> {
+    if (this.queue.length) return Promise.resolve(this.queue.shift());
+    if (this.closedFlag || ms <= 0) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve(this.queue.shift());
+      };
+      const timer = setTimeout(done, ms);
+      this.wake = done;
+    });
+  }
+
+  /** Stops listening; a pending {@link next} answers at once. */
+  stop(): void {
+    if (this.closedFlag) return;
+    this.closedFlag = true;
+    this.hub.remove(this);
+    this.wake?.();
+  }
+}
+
+/**
+ * The in-process fan-out of the durable event log: while anyone listens, ONE query loop per
+ * process tails `events` (every `tailMs`, the events after the newest it has seen) and hands each
+ * new event to the subscriptions, so a thousand waiting readers cost the database what one does.
+ * Idle, it holds no timer and forgets its place (the next listener starts from the newest event).
+ *
+ * Ids are handed out when rows are inserted, so a transaction that commits after a later one's
+ * event has been tailed is not seen here; it stays in the log, where a resumed stream finds it.
+ */
+export class EventHub {
+  private readonly subscriptions = new Set<Subscription>();
+  private cursor: string | null = null;
+  private starting: Promise<string> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private tick: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly ds: DataSource,
+    private readonly options: EventHubOptions,
+    private readonly logger?: Logger,
+  ) {}
+
+  /** How many subscriptions are listening (for tests and metrics). */
+  get listeners(): number {
+    return this.subscriptions.size;
+  }
+
+  /**
+   * Starts listening to the events that pass `filter`. Resolved once the hub knows where it
+   * stands: every event with an id above the subscription's `since` will be offered to it.
+   * After {@link stop} the subscription comes back already closed.
+   */
+  async subscribe(filter: (e: StoredEvent) => boolean = () => true): Promise<Subscription> {
+    const sub = new Subscription(this, filter);
+    if (this.stopped) {
+      sub.stop();
+      return sub;
+    }
+    this.subscriptions.add(sub);
+    try {
+      sub.since = await this.position();
+    } catch (err) {
+      sub.stop();
+      throw err;
+    }
+    return sub;
+  }
+
+  /** Reads the tail now instead of at the next interval (after a commit this process made, say). */
+  poke(): void {
+    if (!this.timer) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.tick = this.read();
+  }
+
+  /** Closes every subscription (waiting reads answer, streams end) and waits for a read in flight. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    for (const sub of [...this.subscriptions]) sub.stop();
+    await this.tick;
+    await this.starting?.catch(() => undefined);
+  }
+
+  /** @internal */
+  remove(sub: Subscription): void {
+    this.subscriptions.delete(sub);
+    if (this.subscriptions.size || !this.timer) return;
+    // The last listener left: no timer outlives it, and the next one starts from the newest event.
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.cursor = null;
+  }
+
+  /** The newest event id the hub has seen; read from the log when it was idle. */
+  private position(): Promise<string> {
+    if (this.cursor !== null) return Promise.resolve(this.cursor);
+    this.starting ??= latestEventId(this.ds).then(
+      (id) => {
+        this.starting = undefined;
+        this.cursor = id;
+        this.schedule();
+        return id;
+      },
+      (err: unknown) => {
+        this.starting = undefined;
+        throw err;
+      },
+    );
+    return this.starting;
+  }
+
+  private schedule(): void {
+    if (this.timer || this.tick || this.stopped || this.cursor === null) return;
+    if (!this.subscriptions.size) {
+      this.cursor = null;
+      return;
+    }
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.tick = this.read();
+    }, this.options.tailMs);
+  }
+
+  private async read(): Promise<void> {
+    try {
+      for (;;) {
+        if (!this.subscriptions.size || this.cursor === null) break;
+        const events = await allEventsAfter(this.ds, this.cursor, TAIL_BATCH);
+        for (const e of events) {
+          this.cursor = e.id;
+          for (const sub of [...this.subscriptions]) sub.offer(e);
+        }
+        if (events.length < TAIL_BATCH) break;
+      }
+    } catch (err) {
+      this.logger?.warn({ err }, 'reading the event log tail failed; trying again at the next interval');
+    } finally {
+      this.tick = undefined;
+      this.schedule();
+    }
+  }
+}
