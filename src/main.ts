@@ -109,6 +109,8 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
   if (roles.includes('bot') && bot) botRole = await startBotRole(services, bot);
 
   return async () => {
+    // Open event streams and waiting reads end now, so closing the server does not wait out their minutes.
+    await services.eventHub.stop();
     // Side by side: jobs stop being claimed at once instead of after the last HTTP request ends.
     await Promise.all([
       botRole?.stop(),

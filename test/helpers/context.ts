@@ -84,6 +84,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
       services.inventory.invalidate();
     },
     async close() {
+      await services.eventHub.stop();
       await providers.close();
     },
   };
