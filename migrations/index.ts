@@ -22,6 +22,7 @@ import { NotificationDeliverJobs1763800011400 } from './1763800011400-Notificati
 import { MachineSettings1763800012000 } from './1763800012000-MachineSettings.js';
 import { Events1763800013000 } from './1763800013000-Events.js';
 import { NotifyPreferences1763800016000 } from './1763800016000-NotifyPreferences.js';
+import { IdleRentals1763800015000 } from './1763800015000-IdleRentals.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -44,5 +45,6 @@ export const migrations = [
   NotificationDeliverJobs1763800011400,
   MachineSettings1763800012000,
   Events1763800013000,
+  IdleRentals1763800015000,
   NotifyPreferences1763800016000,
 ];

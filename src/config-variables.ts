@@ -218,6 +218,12 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   },
   { name: 'METERING_EVERY_MS', section: 'Jobs and metering', default: '15000', meaning: 'Period of the metering sweep that charges running metered rentals.' },
   {
+    name: 'IDLE_GRACE_SECONDS',
+    section: 'Jobs and metering',
+    default: '600',
+    meaning: "How long a rental warned as idle (`rental.idle_warning`: its key's `idleTerminateMinutes` passed with every GPU under 5 %) may stay idle before it is ended with reason `IDLE`.",
+  },
+  {
     name: 'ADMIN_JOBS_USER',
     section: 'Jobs dashboard',
     default: null,

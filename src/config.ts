@@ -60,6 +60,8 @@ export interface Config {
   rentalPollMs: number;
   /** Period of the metering sweep. */
   meteringEveryMs: number;
+  /** How long a rental warned as idle may stay idle before it is ended (IDLE). */
+  idleGraceSeconds: number;
   adminJobsUser?: string;
   adminJobsPassword?: string;
   stripeSecretKey?: string;
@@ -327,6 +329,7 @@ export function loadConfig(env: Env = process.env): Config {
     jobsProcessEveryMs: int(env, 'JOBS_PROCESS_EVERY_MS', 1000, 50, 600_000),
     rentalPollMs: int(env, 'RENTAL_POLL_MS', 1000, 20, 600_000),
     meteringEveryMs: int(env, 'METERING_EVERY_MS', 15_000, 100, 3_600_000),
+    idleGraceSeconds: int(env, 'IDLE_GRACE_SECONDS', 600, 1, 86_400),
     adminJobsUser: opt(env, 'ADMIN_JOBS_USER'),
     adminJobsPassword,
     stripeSecretKey: opt(env, 'STRIPE_SECRET_KEY'),

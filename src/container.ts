@@ -21,6 +21,7 @@ import { RentalsService } from './modules/rentals/rentals.service.js';
 import { CardCheckoutService } from './modules/rentals/card-checkout.service.js';
 import { CardOrdersService } from './modules/rentals/card-orders.service.js';
 import { CardRentalHandoff } from './modules/rentals/lifecycle/rental-handoff.service.js';
+import { IDLE_SWEEP_EVERY_MS } from './modules/rentals/lifecycle/idle.js';
 import { createRentalLifecycle, type LifecycleDeps, type LifecycleTiming, type RentalLifecycle } from './modules/rentals/lifecycle/rental-lifecycle.js';
 import { EventsService } from './modules/events/events.service.js';
 import { EventHub } from './modules/events/event-hub.js';
@@ -108,6 +109,8 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     'rental.provision': { handler: (d) => lifecycle.provision(d.deploymentId), concurrency: 8, lockLifetimeMs: 120_000 },
     'rental.terminate': { handler: (d) => lifecycle.terminate(d.deploymentId), concurrency: 8, lockLifetimeMs: 120_000, priority: 10 },
     'rental.expire': { handler: (d) => lifecycle.expire(d.deploymentId) },
+    'rental.expiring': { handler: (d) => lifecycle.noticeExpiring(d.deploymentId) },
+    'rental.idle': { handler: async () => void (await lifecycle.watchIdle()), everyMs: IDLE_SWEEP_EVERY_MS, concurrency: 1, lockLifetimeMs: 5 * 60 * 1000 },
     'rental.meter': { handler: async () => void (await lifecycle.meter()), everyMs: config.meteringEveryMs, concurrency: 1 },
     'rental.reconcile': { handler: async () => void (await lifecycle.reconcile()), everyMs: 60_000, concurrency: 1 },
     'inventory.refresh': {
@@ -159,9 +162,14 @@ export function createBotJobs(s: Services, sender: NotificationSender, timing: {
 }
 
 /** The lifecycle's timing from configuration: polls and the first destruction re-check wait RENTAL_POLL_MS. */
-export function lifecycleTiming(config: Pick<Config, 'rentalPollMs' | 'inventoryRefreshSeconds'>): Partial<LifecycleTiming> {
+export function lifecycleTiming(config: Pick<Config, 'rentalPollMs' | 'inventoryRefreshSeconds' | 'idleGraceSeconds'>): Partial<LifecycleTiming> {
   // A waiting rental looks at least once per inventory refresh, so its deadline holds to within one.
-  return { pollMs: config.rentalPollMs, verifyBaseDelayMs: config.rentalPollMs, capacityPollMs: Math.min(15_000, config.inventoryRefreshSeconds * 1000) };
+  return {
+    pollMs: config.rentalPollMs,
+    verifyBaseDelayMs: config.rentalPollMs,
+    capacityPollMs: Math.min(15_000, config.inventoryRefreshSeconds * 1000),
+    idleGraceMs: config.idleGraceSeconds * 1000,
+  };
 }
 
 /** What the lifecycle parts are built from, for building another lifecycle (tests with their own timing). */

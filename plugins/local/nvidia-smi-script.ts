@@ -9,6 +9,15 @@ export interface SimulatedGpus {
 }
 
 const DRIVER_VERSION = '550.54.15';
+/** Stands for the utilisation the machine's own file sets (see {@link UTILIZATION_FILE}); rendered as a call, not a constant. */
+const UTILIZATION = '\u0000utilization';
+
+/**
+ * A file in the machine's home (relative to `$HOME`) holding the GPU utilisation, in percent,
+ * every simulated GPU reports: `echo 87 > ~/.gpr-sim/utilization` from inside the machine makes
+ * it look busy. Absent or unreadable: 0 % (an idle machine).
+ */
+export const UTILIZATION_FILE = '.gpr-sim/utilization';
 const CUDA_VERSION = '12.4';
 // Bus ids of a real 8-GPU HGX board, so multi-GPU listings look like the machines they imitate.
 const BUS_IDS = ['18', '2A', '3A', '5D', '9A', 'AB', 'BA', 'DB'];
@@ -111,7 +120,8 @@ function queryFields(g: SimulatedGpus, f: GpuFacts): { names: string[]; unit: st
     { names: ['memory.total'], unit: 'MiB', value: mib(f.totalMiB) },
     { names: ['memory.used'], unit: 'MiB', value: mib(f.totalMiB === null ? null : 0) },
     { names: ['memory.free'], unit: 'MiB', value: mib(f.totalMiB) },
-    { names: ['utilization.gpu', 'utilization.memory'], unit: '%', value: '0' },
+    { names: ['utilization.gpu'], unit: '%', value: UTILIZATION },
+    { names: ['utilization.memory'], unit: '%', value: '0' },
     { names: ['temperature.gpu'], unit: '', value: String(f.temp) },
     { names: ['power.draw'], unit: 'W', value: `${f.powerDraw}.00` },
     { names: ['power.limit'], unit: 'W', value: `${f.powerCap}.00` },
@@ -119,7 +129,7 @@ function queryFields(g: SimulatedGpus, f: GpuFacts): { names: string[]; unit: st
   ];
 }
 
-const sq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+const sq = (s: string) => (s === UTILIZATION ? '"$(utilization)"' : `'${s.replace(/'/g, `'\\''`)}'`);
 
 /**
  * A POSIX sh script that answers like `nvidia-smi` for the simulated GPUs: the default table,
@@ -148,6 +158,11 @@ exit 6
   return `#!/bin/sh
 # Simulated nvidia-smi of a gpu-rental local instance (${g.count} x ${g.name.replace(/[\r\n]/g, ' ')}).
 GPU_COUNT=${g.count}
+
+utilization() {
+  u_v=$(head -n 1 "$HOME/${UTILIZATION_FILE}" 2>/dev/null | tr -cd '0-9' | cut -c1-3)
+  if [ -n "$u_v" ] && [ "$u_v" -le 100 ]; then printf '%s' "$u_v"; else printf '0'; fi
+}
 
 lookup() {
   case "$1:$2" in

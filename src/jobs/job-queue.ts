@@ -10,6 +10,8 @@ export interface JobPayloads {
   'rental.provision': DeploymentJob;
   'rental.terminate': DeploymentJob;
   'rental.expire': DeploymentJob;
+  'rental.expiring': DeploymentJob;
+  'rental.idle': NoPayload;
   'rental.meter': NoPayload;
   'rental.reconcile': NoPayload;
   'inventory.refresh': NoPayload;
@@ -47,6 +49,8 @@ export const RENTAL_JOBS = {
   provision: 'rental.provision',
   terminate: 'rental.terminate',
   expire: 'rental.expire',
+  expiring: 'rental.expiring',
+  idle: 'rental.idle',
   meter: 'rental.meter',
   reconcile: 'rental.reconcile',
 } as const satisfies Record<string, JobName>;

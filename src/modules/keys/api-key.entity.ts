@@ -67,4 +67,8 @@ export class ApiKey {
   /** The longest any rental of this key may run, in seconds; null: no such limit. */
   @Column({ name: 'max_rental_seconds', type: 'int', nullable: true })
   maxRentalSeconds: number | null;
+
+  /** A rental of this key whose GPUs stay idle this many minutes is warned, then ended; null: never. */
+  @Column({ name: 'idle_terminate_minutes', type: 'int', nullable: true })
+  idleTerminateMinutes: number | null;
 }

@@ -59,13 +59,14 @@ export type MachinePhase = (typeof MACHINE_PHASES)[number];
 /**
  * Why termination began: `REQUESTED` by the customer (API or bot), `EXPIRED` at the end of a
  * legacy rental's purchase or of a lease (any billing model), or a metered limit (`SPEND_CAP`,
- * `KEY_BUDGET`, `CREDITS`).
+ * `KEY_BUDGET`, `CREDITS`), or `IDLE`: its GPUs stayed idle for its key's `idleTerminateMinutes`
+ * and through the grace after the warning.
  */
-export const TERMINATION_REASONS = ['REQUESTED', 'EXPIRED', 'SPEND_CAP', 'KEY_BUDGET', 'CREDITS'] as const;
+export const TERMINATION_REASONS = ['REQUESTED', 'EXPIRED', 'SPEND_CAP', 'KEY_BUDGET', 'CREDITS', 'IDLE'] as const;
 export type TerminationReason = (typeof TERMINATION_REASONS)[number];
 
 /** The same reasons as the API names them: a customer's own request, stored as REQUESTED, is USER. */
-export const API_TERMINATION_REASONS = ['USER', 'EXPIRED', 'SPEND_CAP', 'KEY_BUDGET', 'CREDITS'] as const;
+export const API_TERMINATION_REASONS = ['USER', 'EXPIRED', 'SPEND_CAP', 'KEY_BUDGET', 'CREDITS', 'IDLE'] as const;
 export type ApiTerminationReason = (typeof API_TERMINATION_REASONS)[number];
 
 /** Null when nobody ended the rental (still running, or it failed before it ran). */

@@ -153,7 +153,9 @@ export interface DeploymentDto {
    * Why the rental was ended, once someone ended it: USER (a terminate call or the owner's
    * Terminate button), SPEND_CAP (usage reached the rental's cap), KEY_BUDGET (the key's total
    * budget ran out), CREDITS (the account's credits ran out), EXPIRED (a prepaid rental reached
-   * its purchased end). Null while it runs and for rentals that failed before running.
+   * its purchased end), IDLE (its GPUs stayed idle for the key's `idleTerminateMinutes` and
+   * through the grace after `rental.idle_warning`). Null while it runs and for rentals that
+   * failed before running.
    */
   terminationReason: ApiTerminationReason | null;
   /** Fixed at admission; never changes afterwards. */
@@ -231,7 +233,9 @@ export interface RentalDto {
    * Why the rental was ended, once someone ended it: USER (a terminate call or the owner's
    * Terminate button), SPEND_CAP (usage reached the rental's cap), KEY_BUDGET (the key's total
    * budget ran out), CREDITS (the account's credits ran out), EXPIRED (a prepaid rental reached
-   * its purchased end). Null while it runs and for rentals that failed before running.
+   * its purchased end), IDLE (its GPUs stayed idle for the key's `idleTerminateMinutes` and
+   * through the grace after `rental.idle_warning`). Null while it runs and for rentals that
+   * failed before running.
    */
   terminationReason: ApiTerminationReason | null;
   /**

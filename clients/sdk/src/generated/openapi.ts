@@ -622,7 +622,7 @@ export interface components {
             token: string | null;
         };
         /** @enum {string} */
-        ApiTerminationReason: "USER" | "EXPIRED" | "SPEND_CAP" | "KEY_BUDGET" | "CREDITS";
+        ApiTerminationReason: "USER" | "EXPIRED" | "SPEND_CAP" | "KEY_BUDGET" | "CREDITS" | "IDLE";
         ApproveAuthorizationRequest: {
             /** @description The public approval code (last path segment of the approval URL). */
             approvalCode: string;
@@ -886,7 +886,9 @@ export interface components {
              * @description Why the rental was ended, once someone ended it: USER (a terminate call or the owner's
              *     Terminate button), SPEND_CAP (usage reached the rental's cap), KEY_BUDGET (the key's total
              *     budget ran out), CREDITS (the account's credits ran out), EXPIRED (a prepaid rental reached
-             *     its purchased end). Null while it runs and for rentals that failed before running.
+             *     its purchased end), IDLE (its GPUs stayed idle for the key's `idleTerminateMinutes` and
+             *     through the grace after `rental.idle_warning`). Null while it runs and for rentals that
+             *     failed before running.
              */
             terminationReason: components["schemas"]["ApiTerminationReason"] | null;
             /**
@@ -1625,7 +1627,9 @@ export interface components {
              * @description Why the rental was ended, once someone ended it: USER (a terminate call or the owner's
              *     Terminate button), SPEND_CAP (usage reached the rental's cap), KEY_BUDGET (the key's total
              *     budget ran out), CREDITS (the account's credits ran out), EXPIRED (a prepaid rental reached
-             *     its purchased end). Null while it runs and for rentals that failed before running.
+             *     its purchased end), IDLE (its GPUs stayed idle for the key's `idleTerminateMinutes` and
+             *     through the grace after `rental.idle_warning`). Null while it runs and for rentals that
+             *     failed before running.
              */
             terminationReason: components["schemas"]["ApiTerminationReason"] | null;
             /**

@@ -26,6 +26,8 @@ export interface LifecycleTiming {
   sshTimeoutMs: number;
   /** Rentals per metering transaction (whole accounts at a time): short enough that admissions never wait long on it. */
   meterChunkRentals: number;
+  /** How long a rental warned as idle may stay idle before it ends (IDLE_GRACE_SECONDS). */
+  idleGraceMs: number;
 }
 
 export const DEFAULT_TIMING: LifecycleTiming = {
@@ -39,6 +41,7 @@ export const DEFAULT_TIMING: LifecycleTiming = {
   stuckAfterMs: 5 * 60_000,
   sshTimeoutMs: 3000,
   meterChunkRentals: 300,
+  idleGraceMs: 600_000,
 };
 
 /** Refunds a card-funded order's payment (billing's checkout sessions do it). */
@@ -65,7 +68,7 @@ export interface LifecycleDeps {
 }
 
 /** Queues a deployment job now or after `delayMs`, deduplicated by deployment. */
-export async function enqueueFor(jobs: JobQueue, name: 'rental.provision' | 'rental.terminate' | 'rental.expire', deploymentId: string, delayMs = 0): Promise<void> {
+export async function enqueueFor(jobs: JobQueue, name: 'rental.provision' | 'rental.terminate' | 'rental.expire' | 'rental.expiring', deploymentId: string, delayMs = 0): Promise<void> {
   if (delayMs <= 0) await jobs.now(name, { deploymentId }, { uniqueKey: deploymentId });
   // Agenda runs on wall time; the delay is relative to it, not to the injected clock.
   else await jobs.schedule(new Date(Date.now() + delayMs), name, { deploymentId }, { uniqueKey: deploymentId });

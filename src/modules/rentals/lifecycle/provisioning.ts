@@ -34,6 +34,7 @@ import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycl
 import { getOrder, setOrderHourlyPrice } from '../orders.repository.js';
 import type { Reversal } from './reversal.js';
 import { waitsForCapacity, type CapacityWait } from './capacity-wait.js';
+import type { Expiring } from './expiring.js';
 
 type RunOutcome = 'done' | 'created' | 'asked';
 
@@ -48,6 +49,7 @@ export class Provisioning {
     private readonly timing: LifecycleTiming,
     private readonly reversal: Reversal,
     private readonly capacity: CapacityWait,
+    private readonly expiring: Pick<Expiring, 'schedule'>,
   ) {}
 
   private now(): Date {
@@ -343,7 +345,7 @@ export class Provisioning {
 
   /**
    * ACTIVE from now, with the endpoints of its ports; a rental with an end (a prepaid purchase, a
-   * lease) gets it and its expiry job, metered ones start accruing.
+   * lease) gets it, its expiry job and the job of its `rental.expiring`; metered ones start accruing.
    */
   private async activate(d: Deployment, ssh: { host: string; port: number; user: string }, endpoints: { port: number; url: string }[]): Promise<void> {
     const started = this.now();
@@ -366,7 +368,10 @@ export class Provisioning {
         },
       }),
     );
-    if (moved && endsAt) await enqueueFor(this.deps.jobs, 'rental.expire', d.id, endsAt.getTime() - started.getTime());
+    if (moved && endsAt) {
+      await enqueueFor(this.deps.jobs, 'rental.expire', d.id, endsAt.getTime() - started.getTime());
+      await this.expiring.schedule(d.id, started, endsAt);
+    }
     if (!moved && (await findDeployment(this.deps.ds, d.id))?.status === 'TERMINATING') await enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
   }
 }

@@ -2,6 +2,8 @@ import { DestructionVerifier } from '../../../providers/destruction-verifier.js'
 import type { FailureCode, TerminationReason } from '../rental-status.js';
 import { CapacityWait } from './capacity-wait.js';
 import { DEFAULT_TIMING, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
+import { Expiring } from './expiring.js';
+import { IdleWatch } from './idle.js';
 import { Metering } from './metering.js';
 import { Provisioning } from './provisioning.js';
 import { Reconciler } from './reconciler.js';
@@ -26,17 +28,23 @@ export interface RentalLifecycle {
   fail(deploymentId: string, code: FailureCode, reason: string): Promise<void>;
   meter(): Promise<number>;
   reconcile(): Promise<{ destroyed: string[]; redriven: string[] }>;
+  /** Writes `rental.expiring` when due (the one-off job queued at ACTIVE). */
+  noticeExpiring(deploymentId: string): Promise<void>;
+  /** One idle sweep: samples the watched rentals' GPUs, warns and ends idle ones; answers the rentals sampled. */
+  watchIdle(): Promise<string[]>;
 }
 
 export function createRentalLifecycle(deps: LifecycleDeps, timing: Partial<LifecycleTiming> = {}): RentalLifecycle {
   const t: LifecycleTiming = { ...DEFAULT_TIMING, ...timing };
   const reversal = new Reversal(deps);
-  const provisioning = new Provisioning(deps, t, reversal, new CapacityWait(deps, t, reversal));
+  const expiring = new Expiring(deps);
+  const provisioning = new Provisioning(deps, t, reversal, new CapacityWait(deps, t, reversal), expiring);
   // Metering ends rentals through termination, and termination settles usage through metering.
   const request = (id: string, reason: TerminationReason): Promise<void> => termination.request(id, reason);
   const metering: Metering = new Metering(deps, request, t);
   const termination: Termination = new Termination(deps, t, new DestructionVerifier({ sshTimeoutMs: t.sshTimeoutMs }), metering, reversal);
   const reconciler = new Reconciler(deps, t, request);
+  const idle = new IdleWatch(deps, t, request);
   return {
     provision: (id) => provisioning.provision(id),
     terminate: (id) => termination.terminate(id),
@@ -44,6 +52,13 @@ export function createRentalLifecycle(deps: LifecycleDeps, timing: Partial<Lifec
     requestTermination: request,
     fail: (id, code, reason) => reversal.failOrSettle(id, code, reason),
     meter: () => metering.meter(),
-    reconcile: () => reconciler.reconcile(),
+    async reconcile() {
+      const done = await reconciler.reconcile();
+      // Backstop of the one-off notice job, as the reconciler is of the expiry job.
+      await expiring.backstop();
+      return done;
+    },
+    noticeExpiring: (id) => expiring.notice(id),
+    watchIdle: () => idle.sweep(),
   };
 }
