@@ -21,6 +21,7 @@ import { RevealRefusalWindows1763800011000 } from './1763800011000-RevealRefusal
 import { NotificationDeliverJobs1763800011400 } from './1763800011400-NotificationDeliverJobs.js';
 import { MachineSettings1763800012000 } from './1763800012000-MachineSettings.js';
 import { Events1763800013000 } from './1763800013000-Events.js';
+import { Webhooks1763800014000 } from './1763800014000-Webhooks.js';
 import { NotifyPreferences1763800016000 } from './1763800016000-NotifyPreferences.js';
 import { IdleRentals1763800015000 } from './1763800015000-IdleRentals.js';
 
@@ -45,6 +46,7 @@ export const migrations = [
   NotificationDeliverJobs1763800011400,
   MachineSettings1763800012000,
   Events1763800013000,
+  Webhooks1763800014000,
   IdleRentals1763800015000,
   NotifyPreferences1763800016000,
 ];

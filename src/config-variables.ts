@@ -14,7 +14,8 @@ export type ConfigSection =
   | 'Jobs and metering'
   | 'Jobs dashboard'
   | 'Telegram bot'
-  | 'Client releases';
+  | 'Client releases'
+  | 'Webhooks';
 
 /** One environment variable loadConfig reads, as docs/configuration.md presents it. */
 export interface ConfigVariable {
@@ -270,4 +271,19 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     meaning: "Where the client releases' `latest.json` lives; when it is under `PUBLIC_BASE_URL` this service serves it and the files.",
   },
   { name: 'RELEASES_DIR', section: 'Client releases', default: 'releases', meaning: 'Folder `npm run release` writes to and the service serves from.' },
+  {
+    name: 'WEBHOOK_ALLOW_PRIVATE_DESTINATIONS',
+    section: 'Webhooks',
+    default: null,
+    defaultText: '`true` unless `NODE_ENV=production`',
+    meaning:
+      'Lets webhook endpoints point at loopback and private addresses, over plain `http` too (a receiver on your own machine or network). Off, an endpoint must be `https` on a public address, checked when it is made and again at each delivery.',
+  },
+  {
+    name: 'WEBHOOK_FIRST_RETRY_MS',
+    section: 'Webhooks',
+    default: '30000',
+    meaning: 'Wait before the first retry of a webhook delivery that failed; each later wait doubles, up to an hour, until 24 hours after the first try.',
+  },
+  { name: 'WEBHOOK_DISPATCH_MS', section: 'Webhooks', default: '1000', meaning: 'How often the `worker` role looks for new events to deliver to webhook endpoints.' },
 ];

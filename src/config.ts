@@ -80,6 +80,12 @@ export interface Config {
   releasesUrl: string;
   /** Folder `npm run release` writes the artifacts to, served under `releasesUrl`. */
   releasesDir: string;
+  /** Webhook endpoints may be loopback or private addresses, over http too (development). */
+  webhookAllowPrivateDestinations: boolean;
+  /** Wait before the first retry of a failed webhook delivery; later waits double. */
+  webhookFirstRetryMs: number;
+  /** Period of the webhook dispatcher. */
+  webhookDispatchEveryMs: number;
 }
 
 export type TrustProxy = false | number | string[];
@@ -345,5 +351,8 @@ export function loadConfig(env: Env = process.env): Config {
     telegramNotifySeconds: int(env, 'TELEGRAM_NOTIFY_SECONDS', 10, 1, 3600),
     releasesUrl: url(env, 'RELEASES_URL', `${publicBaseUrl}/releases`, ['http:', 'https:']).replace(/\/+$/, ''),
     releasesDir: resolve(str(env, 'RELEASES_DIR', 'releases')),
+    webhookAllowPrivateDestinations: bool(env, 'WEBHOOK_ALLOW_PRIVATE_DESTINATIONS', nodeEnv !== 'production'),
+    webhookFirstRetryMs: int(env, 'WEBHOOK_FIRST_RETRY_MS', 30_000, 10, 30_000),
+    webhookDispatchEveryMs: int(env, 'WEBHOOK_DISPATCH_MS', 1000, 50, 60_000),
   };
 }

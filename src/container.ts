@@ -27,6 +27,8 @@ import { EventsService } from './modules/events/events.service.js';
 import { EventHub } from './modules/events/event-hub.js';
 import { NotificationsService, type NotificationSender } from './modules/notifications/notifications.service.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
+import { WebhookDeliveries } from './modules/webhooks/webhook-delivery.js';
+import { WebhooksService } from './modules/webhooks/webhooks.service.js';
 
 /** How often the event hub reads the log's tail while anyone listens: a waiting read answers within this of a commit. */
 const EVENT_TAIL_MS = 250;
@@ -54,6 +56,10 @@ export interface Services {
   agentKeys: AgentKeysService;
   /** Reads of the durable event log. */
   events: EventsService;
+  /** Webhook endpoints of keys and accounts. */
+  webhooks: WebhooksService;
+  /** Fan-out of events to webhook endpoints and their signed tries (run by their jobs). */
+  webhookDeliveries: WebhookDeliveries;
   /** The process's one tail of the event log, waking event streams and waiting reads; stop it on shutdown. */
   eventHub: EventHub;
   /** Provisioning, termination, metering and reconciliation of rentals (run by its jobs). */
@@ -105,6 +111,11 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   }, agentKeys);
   const lifecycleDeps: LifecycleDeps = { ds, clock, logger, providers, jobs, ledger, box, refunds: payments.sessions };
   const lifecycle = createRentalLifecycle(lifecycleDeps, lifecycleTiming(config));
+  const webhooks = new WebhooksService(ds, clock, box, jobs, { allowPrivateDestinations: config.webhookAllowPrivateDestinations });
+  const webhookDeliveries = new WebhookDeliveries(ds, clock, logger.child({ component: 'webhooks' }), jobs, box, {
+    allowPrivateDestinations: config.webhookAllowPrivateDestinations,
+    firstRetryMs: config.webhookFirstRetryMs,
+  });
   const definitions = jobDefinitions({
     'rental.provision': { handler: (d) => lifecycle.provision(d.deploymentId), concurrency: 8, lockLifetimeMs: 120_000 },
     'rental.terminate': { handler: (d) => lifecycle.terminate(d.deploymentId), concurrency: 8, lockLifetimeMs: 120_000, priority: 10 },
@@ -124,10 +135,13 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
       concurrency: 1,
     },
     'payments.reconcile': { handler: async () => void (await reconcilePayments({ payments, logger })), everyMs: RECONCILE_PAYMENTS_EVERY_MS, concurrency: 1 },
+    'webhooks.dispatch': { handler: async () => void (await webhookDeliveries.dispatch()), everyMs: config.webhookDispatchEveryMs, concurrency: 1 },
+    // A try takes at most ten seconds; a run outliving its lock is refused by the delivery's own claim.
+    'webhooks.deliver': { handler: async (d) => void (await webhookDeliveries.deliver(d.deliveryId)), concurrency: 10, lockLifetimeMs: 60_000 },
   });
   // Defined in every process (defining starts nothing, and it gives enqueued jobs their priority).
   defineJobs(jobs.agenda, definitions);
-  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, cardCheckout, rentalReads, credentials, jobs, agents, agentKeys, events: new EventsService(ds), eventHub, lifecycle, jobDefinitions: definitions };
+  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, cardCheckout, rentalReads, credentials, jobs, agents, agentKeys, events: new EventsService(ds), eventHub, webhooks, webhookDeliveries, lifecycle, jobDefinitions: definitions };
 }
 
 /** The bot role's jobs, built like the worker's; start them with startJobWorker(botJobs). */

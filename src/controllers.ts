@@ -11,6 +11,7 @@ import { ProvidersController } from './modules/inventory/providers.controller.js
 import { DeploymentsController } from './modules/rentals/deployments.controller.js';
 import { EventsController } from './modules/events/events.controller.js';
 import { RentalsController } from './modules/rentals/rentals.controller.js';
+import { WebhookEndpointsController } from './modules/webhooks/webhooks.controller.js';
 
 /**
  * The API's controllers, each built with the services it uses and nothing more. A controller
@@ -28,5 +29,6 @@ export function controllerFactories(s: Services): ControllerFactories {
     .add(RentalsController, () => new RentalsController(s.rentals, s.rentalReads))
     .add(DeploymentsController, () => new DeploymentsController(s.rentals, s.rentalReads, s.credentials))
     .add(AgentsController, () => new AgentsController(s.agents, s.agentKeys))
-    .add(EventsController, () => new EventsController(s.events));
+    .add(EventsController, () => new EventsController(s.events))
+    .add(WebhookEndpointsController, () => new WebhookEndpointsController(s.webhooks));
 }

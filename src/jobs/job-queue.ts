@@ -18,6 +18,8 @@ export interface JobPayloads {
   'payments.reconcile': NoPayload;
   'notifications.collect': NoPayload;
   'notifications.deliver': NotificationJob;
+  'webhooks.dispatch': NoPayload;
+  'webhooks.deliver': WebhookDeliveryJob;
 }
 
 export type JobName = keyof JobPayloads;
@@ -34,6 +36,11 @@ export type WorkerJobName = Exclude<JobName, BotJobName>;
 /** Payload of the job that sends one owner notification (a `telegram_notifications` row). */
 export interface NotificationJob {
   notificationId: string;
+}
+
+/** Payload of the job that makes one try of a webhook delivery (a `webhook_deliveries` row). */
+export interface WebhookDeliveryJob {
+  deliveryId: string;
 }
 
 /** Payload of the jobs that act on one deployment. */

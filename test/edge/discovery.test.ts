@@ -43,6 +43,11 @@ const OPERATION_IDS: Record<string, string> = {
   'GET /api/v1/owner-keys': 'listOwnerKeys',
   'DELETE /api/v1/owner-keys/{id}': 'revokeOwnerKey',
   'GET /api/v1/events': 'listEvents',
+  'POST /api/v1/webhook-endpoints': 'createWebhookEndpoint',
+  'GET /api/v1/webhook-endpoints': 'listWebhookEndpoints',
+  'DELETE /api/v1/webhook-endpoints/{id}': 'deleteWebhookEndpoint',
+  'GET /api/v1/webhook-endpoints/{id}/deliveries': 'listWebhookDeliveries',
+  'POST /api/v1/webhook-endpoints/{id}/deliveries/{deliveryId}/redeliver': 'redeliverWebhook',
   'POST /api/v1/webhooks/stripe': 'receiveStripeWebhook',
 };
 

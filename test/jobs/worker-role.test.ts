@@ -42,6 +42,7 @@ describe('jobs: the worker role', function () {
         ['rental.idle', 'single', '10000', null],
         ['rental.meter', 'single', '15000', null],
         ['rental.reconcile', 'single', '60000', null],
+        ['webhooks.dispatch', 'single', '1000', null],
       ], evidence);
     } finally {
       await db.drop();

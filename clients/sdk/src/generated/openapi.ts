@@ -581,6 +581,89 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Your endpoints (an owner key: every endpoint of the account), newest first, never their secrets. */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /**
+         * @description Events pushed to your URL as they happen, instead of polling. Each delivery is a POST of the
+         *     event as `GET /api/v1/events` shows it, signed per Standard Webhooks: headers `webhook-id`
+         *     (the event id, the same on every retry: drop ids you already have), `webhook-timestamp` (unix
+         *     seconds) and `webhook-signature` (`v1,` + base64 HMAC-SHA256 of `<id>.<timestamp>.<body>`
+         *     keyed by the base64-decoded part of `secret` after `whsec_`). Answer 2xx within 10 seconds;
+         *     anything else (a redirect too: none is followed) is retried after 30 s, then at doubling
+         *     waits up to an hour, for 24 hours. An agent key's endpoint receives what that key may see
+         *     (its own rentals' events and `credits.low`); an owner key's, every event of the account.
+         *     201 with `secret` once; an identical replay of the Idempotency-Key answers 200 with
+         *     `secret: null`.
+         */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** @description Deletes an endpoint: nothing more is sent to it, retries included. */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The endpoint's last 100 deliveries, newest event first, each with its tries (status code, error, time). */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook-endpoints/{id}/deliveries/{deliveryId}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * @description Sends a delivery again now, with the same `webhook-id`, whatever its status, and retries it
+         *     for another 24 hours if it fails. Send no body.
+         */
+        post: operations["redeliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhooks/stripe": {
         parameters: {
             query?: never;
@@ -792,6 +875,17 @@ export interface components {
         CheckoutStatus: "CREATING" | "OPEN" | "PAID" | "EXPIRED" | "FAILED";
         /** @description Exactly one of the two shapes, with no other properties. */
         CreateRentalRequest: components["schemas"]["OfferRentalRequest"] | components["schemas"]["GpuIntentRentalRequest"];
+        /** @description A URL to POST events to, and which events. */
+        CreateWebhookEndpointRequest: {
+            /** @description The event types to receive, at least one. */
+            eventTypes: components["schemas"]["EventType"][];
+            /**
+             * @description Where events are POSTed: `https`, on a public address (a development service also takes
+             *     loopback and private addresses, over `http` too).
+             * @example https://agent.example.com/hooks/gpu
+             */
+            url: string;
+        };
         /** @description SSH access to an ACTIVE deployment. Contains a private key: keep it secret. */
         CredentialsDto: {
             deploymentId: string;
@@ -1027,6 +1121,21 @@ export interface components {
         /** @description Success envelope. */
         Envelope_WebhookAck_: {
             data: components["schemas"]["WebhookAck"];
+            meta: components["schemas"]["Meta"];
+        };
+        /** @description Success envelope. */
+        "Envelope_WebhookDeliveryDto-Array_": {
+            data: components["schemas"]["WebhookDeliveryDto"][];
+            meta: components["schemas"]["Meta"];
+        };
+        /** @description Success envelope. */
+        Envelope_WebhookEndpointCreated_: {
+            data: components["schemas"]["WebhookEndpointCreated"];
+            meta: components["schemas"]["Meta"];
+        };
+        /** @description Success envelope. */
+        "Envelope_WebhookEndpointDto-Array_": {
+            data: components["schemas"]["WebhookEndpointDto"][];
             meta: components["schemas"]["Meta"];
         };
         ErrorBody: {
@@ -1787,6 +1896,65 @@ export interface components {
         };
         WebhookAck: {
             received: boolean;
+        };
+        /** @description One try of a delivery. */
+        WebhookAttemptDto: {
+            /** Format: date-time */
+            attemptedAt: string;
+            /** Format: double */
+            durationMs: number;
+            /** @description Why the try failed without an answer (refused destination, timeout, connection error); null otherwise. */
+            error: string | null;
+            /**
+             * Format: double
+             * @description The receiver's HTTP status; null when there was no answer.
+             */
+            statusCode: number | null;
+        };
+        /** @description One event sent (or being sent) to one endpoint. */
+        WebhookDeliveryDto: {
+            /** @description Tries, oldest first. */
+            attempts: components["schemas"]["WebhookAttemptDto"][];
+            /** Format: date-time */
+            completedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description The event's id, sent as `webhook-id` on every try. */
+            eventId: string;
+            id: string;
+            /** Format: date-time */
+            nextAttemptAt: string | null;
+            /**
+             * @description PENDING (waiting for its next try), SUCCEEDED (a 2xx answer), FAILED (24 hours of tries, or the endpoint is gone).
+             * @enum {string}
+             */
+            status: "PENDING" | "SUCCEEDED" | "FAILED";
+        };
+        /** @description The endpoint just made, with its signing secret. */
+        WebhookEndpointCreated: {
+            /** Format: date-time */
+            createdAt: string;
+            eventTypes: components["schemas"]["EventType"][];
+            id: string;
+            /** @description The agent key it belongs to (it receives what that key may see); null: the account's, made by an owner key. */
+            keyId: string | null;
+            /**
+             * @description Verifies each delivery's `webhook-signature` (Standard Webhooks): shown on this answer only,
+             *     and `null` on a replay of the same Idempotency-Key. Keep it as a secret.
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
+            secret: string | null;
+            url: string;
+        };
+        /** @description A webhook endpoint (never its secret, which only the create shows). */
+        WebhookEndpointDto: {
+            /** Format: date-time */
+            createdAt: string;
+            eventTypes: components["schemas"]["EventType"][];
+            id: string;
+            /** @description The agent key it belongs to (it receives what that key may see); null: the account's, made by an owner key. */
+            keyId: string | null;
+            url: string;
         };
     };
     responses: never;
@@ -5311,6 +5479,390 @@ export interface operations {
             };
             /** @description AGENTS_DISABLED */
             503: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ok */
+            200: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "url": "example",
+                     *           "eventTypes": [
+                     *             "rental.provisioning"
+                     *           ],
+                     *           "keyId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "createdAt": "2026-01-15T12:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_WebhookEndpointDto-Array_"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description 1 to 128 characters, fresh per endpoint you mean to make. */
+                "Idempotency-Key": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://agent.example.com/hooks/gpu",
+                 *       "eventTypes": [
+                 *         "rental.provisioning"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateWebhookEndpointRequest"];
+            };
+        };
+        responses: {
+            /** @description An identical replay: the same endpoint, `secret: null` */
+            200: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "url": "example",
+                     *         "eventTypes": [
+                     *           "rental.provisioning"
+                     *         ],
+                     *         "keyId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "createdAt": "2026-01-15T12:00:00.000Z",
+                     *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_WebhookEndpointCreated_"];
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "url": "example",
+                     *         "eventTypes": [
+                     *           "rental.provisioning"
+                     *         ],
+                     *         "keyId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "createdAt": "2026-01-15T12:00:00.000Z",
+                     *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                     *       },
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_WebhookEndpointCreated_"];
+                };
+            };
+            /** @description INVALID_REQUEST (missing or malformed Idempotency-Key) */
+            400: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description FORBIDDEN (no manage scope) */
+            403: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description IDEMPOTENCY_CONFLICT */
+            409: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description VALIDATION_FAILED (url not https, or on an address webhooks may not reach; eventTypes empty or unknown) */
+            422: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description FORBIDDEN (no manage scope) */
+            403: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Ok */
+            200: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "eventId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "status": "PENDING",
+                     *           "createdAt": "2026-01-15T12:00:00.000Z",
+                     *           "nextAttemptAt": "2026-01-15T12:00:00.000Z",
+                     *           "completedAt": "2026-01-15T12:00:00.000Z",
+                     *           "attempts": [
+                     *             {
+                     *               "attemptedAt": "2026-01-15T12:00:00.000Z",
+                     *               "statusCode": 500,
+                     *               "error": "example",
+                     *               "durationMs": 500
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+                     *         "apiVersion": "v1"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Envelope_WebhookDeliveryDto-Array_"];
+                };
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    redeliverWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deliveryId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description UNAUTHENTICATED */
+            401: {
+                headers: {
+                    /** @description Always `Bearer`, whatever the cause. */
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description FORBIDDEN (no manage scope) */
+            403: {
+                headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
                 headers: {
                     /** @description The request id (also in the body); quote it when reporting a problem. */
                     "X-Request-Id"?: string;

@@ -1,0 +1,155 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import type { Clock } from '../../clock.js';
+import { inTransaction } from '../../db/transaction.js';
+import { AppError } from '../../errors/app-error.js';
+import type { JobQueue } from '../../jobs/job-queue.js';
+import type { SecretBox } from '../credentials/secret-box.js';
+import { EVENT_TYPES, type EventType } from '../events/event-types.js';
+import { latestEventId } from '../events/events.repository.js';
+import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
+import type { Principal } from '../keys/principal.js';
+import type { Viewer } from '../keys/visibility.js';
+import { DestinationRefused, urlProblem, vettedAddress } from './destination.js';
+import type { CreateWebhookEndpointRequest, WebhookDeliveryDto, WebhookEndpointCreated, WebhookEndpointDto } from './webhooks.dto.js';
+import { newSigningSecret } from './webhook-signing.js';
+import {
+  attemptsOf,
+  deliveriesOf,
+  deliveryOf,
+  insertEndpoint,
+  markEndpointDeleted,
+  reopenDelivery,
+  visibleEndpoint,
+  visibleEndpoints,
+  type StoredEndpoint,
+} from './webhooks.repository.js';
+
+/** Deliveries an endpoint's listing shows, newest first. */
+const DELIVERIES_LISTED = 100;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The viewer an endpoint receives as: its agent key, or the account holder. */
+export function viewerOfEndpoint(e: Pick<StoredEndpoint, 'accountId' | 'keyId'>): Viewer {
+  return e.keyId === null ? { kind: 'OWNER', accountId: e.accountId } : { kind: 'AGENT', accountId: e.accountId, keyId: e.keyId };
+}
+
+export function toEndpointDto(e: StoredEndpoint): WebhookEndpointDto {
+  return { id: e.id, url: e.url, eventTypes: e.eventTypes, keyId: e.keyId, createdAt: e.createdAt.toISOString() };
+}
+
+/** The seal's additional data: a sealed secret copied onto another endpoint fails to open. */
+export const secretBinding = (endpointId: string): string => `webhook-endpoint:${endpointId}`;
+
+/** Webhook endpoints: made, listed and deleted by keys, each seeing what the one visibility rule lets it. */
+export class WebhooksService {
+  constructor(
+    private readonly ds: DataSource,
+    private readonly clock: Clock,
+    private readonly box: SecretBox,
+    private readonly jobs: JobQueue,
+    private readonly opts: { allowPrivateDestinations: boolean },
+  ) {}
+
+  /**
+   * Makes an endpoint for the caller: an agent key's receives what that key may see, an owner
+   * key's what the account holder may. Idempotent per key: a replay answers the same endpoint
+   * with `secret: null` (the secret is shown once).
+   */
+  async create(principal: Principal, idempotencyKeyHeader: string | undefined, body: CreateWebhookEndpointRequest): Promise<{ endpoint: WebhookEndpointCreated; created: boolean }> {
+    const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
+    const eventTypes = [...new Set(body.eventTypes)].sort() as EventType[];
+    const unknown = eventTypes.filter((t) => !EVENT_TYPES.includes(t));
+    if (eventTypes.length === 0 || unknown.length) {
+      throw new AppError('VALIDATION_FAILED', `Invalid request: eventTypes must be one or more of ${EVENT_TYPES.join(', ')}.`);
+    }
+    await this.assertDestination(body.url);
+    // A key belongs to one account, so its id alone keeps keys (and accounts) apart.
+    const request = idempotentRequest(`webhook-endpoints:${principal.keyId}`, idemKey, { url: body.url, eventTypes });
+    const after = await latestEventId(this.ds);
+    const { endpointId, secret } = await inTransaction(this.ds, (m) =>
+      claimOrReplay<{ endpointId: string; secret: string | null }>(m, this.clock, request, {
+        replay: (id) => ({ endpointId: id, secret: null }),
+        create: async () => {
+          const id = randomUUID();
+          const secret = newSigningSecret();
+          const sealed = this.box.seal(secret, secretBinding(id));
+          await insertEndpoint(m, {
+            id,
+            accountId: principal.accountId,
+            keyId: principal.kind === 'AGENT' ? principal.keyId : null,
+            url: body.url,
+            eventTypes,
+            secretSealed: sealed.ciphertext,
+            secretKeyId: sealed.keyId,
+            afterEventId: after,
+            createdAt: this.clock.now(),
+          });
+          return { resourceId: id, result: { endpointId: id, secret } };
+        },
+      }),
+    );
+    const stored = await visibleEndpoint(this.ds, principal, endpointId);
+    if (!stored) throw new AppError('NOT_FOUND', 'This endpoint was deleted.');
+    return { endpoint: { ...toEndpointDto(stored), secret }, created: secret !== null };
+  }
+
+  async list(viewer: Viewer): Promise<WebhookEndpointDto[]> {
+    return (await visibleEndpoints(this.ds, viewer)).map(toEndpointDto);
+  }
+
+  /** Deletes an endpoint: nothing more is sent to it, pending retries included. */
+  async delete(viewer: Viewer, id: string): Promise<void> {
+    const endpoint = await this.endpoint(viewer, id);
+    await markEndpointDeleted(this.ds, endpoint.id, this.clock.now());
+  }
+
+  /** The endpoint's deliveries, newest event first, each with its tries. */
+  async deliveries(viewer: Viewer, id: string): Promise<WebhookDeliveryDto[]> {
+    const endpoint = await this.endpoint(viewer, id);
+    const deliveries = await deliveriesOf(this.ds, endpoint.id, DELIVERIES_LISTED);
+    const attempts = await attemptsOf(this.ds, deliveries.map((d) => d.id));
+    return deliveries.map((d) => ({
+      id: d.id,
+      eventId: d.eventId,
+      status: d.status,
+      createdAt: d.createdAt.toISOString(),
+      nextAttemptAt: d.status === 'PENDING' && d.nextAttemptAt ? d.nextAttemptAt.toISOString() : null,
+      completedAt: d.completedAt?.toISOString() ?? null,
+      attempts: attempts
+        .filter((a) => a.deliveryId === d.id)
+        .map((a) => ({ attemptedAt: a.attemptedAt.toISOString(), statusCode: a.statusCode, error: a.error, durationMs: a.durationMs })),
+    }));
+  }
+
+  /** Sends a delivery again now (same `webhook-id`), with a fresh 24 hours of retries. */
+  async redeliver(viewer: Viewer, id: string, deliveryId: string): Promise<void> {
+    const endpoint = await this.endpoint(viewer, id);
+    const delivery = UUID.test(deliveryId) ? await deliveryOf(this.ds, endpoint.id, deliveryId.toLowerCase()) : null;
+    if (!delivery) throw new AppError('NOT_FOUND', 'No delivery with this id on this endpoint.');
+    await reopenDelivery(this.ds, delivery.id, this.clock.now());
+    // The same unique key as its retries: a retry waiting is moved to now rather than doubled.
+    await this.jobs.now('webhooks.deliver', { deliveryId: delivery.id }, { uniqueKey: delivery.id });
+  }
+
+  private async endpoint(viewer: Viewer, id: string): Promise<StoredEndpoint> {
+    const endpoint = UUID.test(id) ? await visibleEndpoint(this.ds, viewer, id.toLowerCase()) : null;
+    if (!endpoint) throw new AppError('NOT_FOUND', 'No webhook endpoint with this id for this key.');
+    return endpoint;
+  }
+
+  /** A URL an endpoint may have: the rule of the scheme, then (unless private destinations are allowed) its addresses. */
+  private async assertDestination(raw: string): Promise<void> {
+    const allow = this.opts.allowPrivateDestinations;
+    const problem = urlProblem(raw, allow);
+    if (problem) throw new AppError('VALIDATION_FAILED', `Invalid request: ${problem}.`);
+    if (allow) return;
+    try {
+      await vettedAddress(new URL(raw), false);
+    } catch (err) {
+      if (err instanceof DestinationRefused) throw new AppError('VALIDATION_FAILED', `Invalid request: url: ${err.message}.`);
+      throw err;
+    }
+  }
+}
