@@ -19,7 +19,6 @@ export const TAG_ORDER: { name: string; description: string }[] = [
   { name: 'Agents', description: 'Connecting agents to an owner account: setup codes, approvals, agent keys (owner keys for issuing).' },
   { name: 'Webhooks', description: 'Called by the payment provider, not by clients.' },
   { name: 'Webhook endpoints', description: 'Events pushed to your URL as they happen, signed (Standard Webhooks), retried for a day.' },
-  { name: 'Webhook endpoints', description: 'Events pushed to your URL as they happen, signed (Standard Webhooks), retried for a day.' },
 ];
 
 const HEADERS = {
