@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { TOPUP_LIMITS } from '../../src/modules/billing/topup-limits.js';
-import { AGENT_KEY_LIMITS, APPROVAL_LIMITS, MAX_RENTAL_SECONDS, SIGNUP_LIMITS, type KeyLimits } from '../../src/modules/keys/key-limits.js';
+import { AGENT_KEY_LIMITS, APPROVAL_LIMITS, IDLE_TERMINATE_MINUTES, MAX_RENTAL_SECONDS, SIGNUP_LIMITS, type KeyLimits } from '../../src/modules/keys/key-limits.js';
 import { MAX_EXPOSED_PORTS, MAX_STARTUP_SCRIPT_BYTES, MAX_WAIT_FOR_CAPACITY_SECONDS, MIN_LEASE_SECONDS, MIN_WAIT_FOR_CAPACITY_SECONDS } from '../../clients/sdk/src/machine-limits.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 
@@ -39,6 +39,13 @@ describe('OpenAPI minimums and maximums equal the limit constants', () => {
     for (const schema of ['ApproveAuthorizationRequest', 'IssueAgentKeyRequest']) {
       const p = schemas[schema].properties.maxRentalSeconds;
       assert.deepEqual([p.minimum, p.maximum], [MAX_RENTAL_SECONDS.minimum, MAX_RENTAL_SECONDS.maximum], schema);
+    }
+  });
+
+  it("a key's idle minutes, wherever an owner gives an agent key its limits", () => {
+    for (const schema of ['ApproveAuthorizationRequest', 'IssueAgentKeyRequest']) {
+      const p = schemas[schema].properties.idleTerminateMinutes;
+      assert.deepEqual([p.minimum, p.maximum], [IDLE_TERMINATE_MINUTES.minimum, IDLE_TERMINATE_MINUTES.maximum], schema);
     }
   });
 

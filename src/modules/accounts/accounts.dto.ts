@@ -57,6 +57,8 @@ export interface KeyDto {
   maxConcurrentDeployments: number;
   /** The longest any rental of the key may run, in seconds; null: no such limit. */
   maxRentalSeconds: number | null;
+  /** Minutes of idle GPUs after which the key's rentals are warned (`rental.idle_warning`), then ended (IDLE); null: never. */
+  idleTerminateMinutes: number | null;
   /** Rental debits and usage minus reversals, in cents, over the key's life. */
   netSpentMinor: number;
   /** budgetLimitMinor minus netSpentMinor; negative when usage settled after a stop went past the budget. */

@@ -47,6 +47,7 @@ export function toKeyDto(key: ApiKey, usage: KeyUsage): KeyDto {
     budgetLimitMinor: key.budgetLimitMinor,
     maxConcurrentDeployments: key.maxConcurrentDeployments,
     maxRentalSeconds: key.maxRentalSeconds,
+    idleTerminateMinutes: key.idleTerminateMinutes,
     netSpentMinor: usage.netSpentMinor,
     remainingBudgetMinor: usage.remainingBudgetMinor,
     activeDeployments: usage.activeDeployments,

@@ -69,4 +69,8 @@ export class AgentAuthorization {
   /** The longest rental the key to be issued may run, in seconds; null: no such limit. */
   @Column({ name: 'max_rental_seconds', type: 'int', nullable: true })
   maxRentalSeconds: number | null;
+
+  /** Minutes of idle GPUs after which the issued key's rentals are warned, then ended; null: never. */
+  @Column({ name: 'idle_terminate_minutes', type: 'int', nullable: true })
+  idleTerminateMinutes: number | null;
 }

@@ -8,7 +8,7 @@ import { AgentAuthorization } from './agent-authorization.entity.js';
 /** The limits and the approving owner a session takes on when it is approved. */
 export type Approval = Pick<
   AgentAuthorization,
-  'accountId' | 'approvedByKeyId' | 'name' | 'maxPerRentalMinor' | 'budgetLimitMinor' | 'maxConcurrentDeployments' | 'maxRentalSeconds' | 'approvedAt'
+  'accountId' | 'approvedByKeyId' | 'name' | 'maxPerRentalMinor' | 'budgetLimitMinor' | 'maxConcurrentDeployments' | 'maxRentalSeconds' | 'idleTerminateMinutes' | 'approvedAt'
 >;
 
 /** A new row's fields; a setup code an owner mints has no requested name, and leaves it to the column's default. */

@@ -58,7 +58,7 @@ export class AgentKeysService {
     if (beyond.length) throw new AppError('FORBIDDEN', `An agent key's scopes must be a subset of yours; this key lacks: ${beyond.join(', ')}.`);
     assertWithinOwnLimits(principal, body);
     // No limit sent as null or left out is one request: both replay the same key.
-    const input = { ...body, name: keyName(body.name), scopes: [...scopes].sort(), maxRentalSeconds: body.maxRentalSeconds ?? undefined };
+    const input = { ...body, name: keyName(body.name), scopes: [...scopes].sort(), maxRentalSeconds: body.maxRentalSeconds ?? undefined, idleTerminateMinutes: body.idleTerminateMinutes ?? undefined };
     const request = idempotentRequest(`agent-keys:${principal.accountId}`, idemKey, input);
     // Checked before the transaction: a plain read inside it would fix the snapshot ahead of the
     // idempotency claim, hiding a concurrent twin's committed key from the replay path.
@@ -80,6 +80,7 @@ export class AgentKeysService {
             budgetLimitMinor: body.budgetLimitMinor,
             maxConcurrentDeployments: body.maxConcurrentDeployments,
             maxRentalSeconds: input.maxRentalSeconds,
+            idleTerminateMinutes: input.idleTerminateMinutes,
           });
           return { resourceId: key.id, result: { keyId: key.id, token } };
         },

@@ -9,6 +9,8 @@ export interface AgentLimits {
   maxConcurrentDeployments: number;
   /** The longest any of the key's rentals may run, in seconds; null or absent: no such limit. */
   maxRentalSeconds?: number | null;
+  /** Minutes of idle GPUs after which the key's rentals are warned, then ended; null or absent: never. */
+  idleTerminateMinutes?: number | null;
   /** Label of the key; a default is chosen when absent. */
   name?: string;
 }
@@ -79,6 +81,15 @@ export interface ApproveAuthorizationRequest {
    */
   maxRentalSeconds?: number | null;
   /**
+   * Minutes (1 to 1440) a rental of the key may keep every GPU under 5 % utilisation before it
+   * gets `rental.idle_warning`; still idle IDLE_GRACE_SECONDS later (default 600), it is ended
+   * with termination reason IDLE. The agent cannot change it. Null or absent: never.
+   * @isInt
+   * @minimum 1
+   * @maximum 1440
+   */
+  idleTerminateMinutes?: number | null;
+  /**
    * Label of the agent key; defaults to the name the agent gave when it began the session.
    * @minLength 1
    * @maxLength 100
@@ -96,6 +107,8 @@ export interface ApproveAuthorizationResponse {
   maxConcurrentDeployments: number;
   /** The longest any rental of the key may run, in seconds; null: no such limit. */
   maxRentalSeconds: number | null;
+  /** Minutes of idle GPUs after which the key's rentals are warned, then ended; null: never. */
+  idleTerminateMinutes: number | null;
 }
 
 export interface ExchangeSetupCodeRequest {
@@ -151,6 +164,15 @@ export interface IssueAgentKeyRequest {
    * @maximum 2592000
    */
   maxRentalSeconds?: number | null;
+  /**
+   * Minutes (1 to 1440) a rental of the key may keep every GPU under 5 % utilisation before it
+   * gets `rental.idle_warning`; still idle IDLE_GRACE_SECONDS later (default 600), it is ended
+   * with termination reason IDLE. The agent cannot change it. Null or absent: never.
+   * @isInt
+   * @minimum 1
+   * @maximum 1440
+   */
+  idleTerminateMinutes?: number | null;
 }
 
 /** A rental started by a revoked key that had not finished when the key was revoked. */

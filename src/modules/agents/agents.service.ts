@@ -7,7 +7,7 @@ import type { Principal } from '../keys/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import type { Scope } from '../keys/api-key.entity.js';
 import { agentName, keyName } from '../keys/key-name.js';
-import { APPROVAL_LIMITS, maxRentalSecondsProblem, type KeyLimits } from '../keys/key-limits.js';
+import { APPROVAL_LIMITS, idleTerminateMinutesProblem, maxRentalSecondsProblem, type KeyLimits } from '../keys/key-limits.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { APPROVAL_CODE_TAG, mintCode, SETUP_CODE_TAG, sha256 } from '../keys/tokens.js';
 import type { AgentAuthorization } from './agent-authorization.entity.js';
@@ -107,6 +107,7 @@ export class AgentsService {
       budgetLimitMinor: null,
       maxConcurrentDeployments: null,
       maxRentalSeconds: null,
+      idleTerminateMinutes: null,
       issuedKeyId: null,
       expiresAt: new Date(now.getTime() + AUTHORIZATION_TTL_MS),
       approvedAt: null,
@@ -177,6 +178,7 @@ export class AgentsService {
         budgetLimitMinor: limits.budgetLimitMinor,
         maxConcurrentDeployments: limits.maxConcurrentDeployments,
         maxRentalSeconds: limits.maxRentalSeconds ?? null,
+        idleTerminateMinutes: limits.idleTerminateMinutes ?? null,
         approvedAt: now,
       };
       await markApproved(m, row.id, approval);
@@ -188,6 +190,7 @@ export class AgentsService {
         budgetLimitMinor: limits.budgetLimitMinor,
         maxConcurrentDeployments: limits.maxConcurrentDeployments,
         maxRentalSeconds: limits.maxRentalSeconds ?? null,
+        idleTerminateMinutes: limits.idleTerminateMinutes ?? null,
       };
     });
   }
@@ -213,6 +216,7 @@ export class AgentsService {
       budgetLimitMinor: limits.budgetLimitMinor,
       maxConcurrentDeployments: limits.maxConcurrentDeployments,
       maxRentalSeconds: limits.maxRentalSeconds ?? null,
+      idleTerminateMinutes: limits.idleTerminateMinutes ?? null,
       issuedKeyId: null,
       expiresAt,
       approvedAt: now,
@@ -255,6 +259,7 @@ export class AgentsService {
         budgetLimitMinor: row.budgetLimitMinor!,
         maxConcurrentDeployments: row.maxConcurrentDeployments!,
         maxRentalSeconds: row.maxRentalSeconds,
+        idleTerminateMinutes: row.idleTerminateMinutes,
       });
       await markExchanged(m, row.id, key.id, now);
       return { keyId: key.id, token };
@@ -289,6 +294,8 @@ function checkLimits(limits: AgentLimits, bounds: { minimums: KeyLimits; maximum
   }
   const rentalLength = maxRentalSecondsProblem(limits.maxRentalSeconds);
   if (rentalLength) bad.push(rentalLength);
+  const idle = idleTerminateMinutesProblem(limits.idleTerminateMinutes);
+  if (idle) bad.push(idle);
   if (bad.length) throw new AppError('VALIDATION_FAILED', `Invalid limits: ${bad.join('; ')}.`);
   return limits.name === undefined ? limits : { ...limits, name: keyName(limits.name) };
 }

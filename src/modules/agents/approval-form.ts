@@ -2,7 +2,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { formatUsd, parseUsd, usdDecimal } from '../billing/money.js';
 import { escapeHtml } from '../billing/payment-pages.html.js';
-import { APPROVAL_LIMITS, exceedsOwnRentalLength, MAX_RENTAL_SECONDS, maxRentalSecondsProblem } from '../keys/key-limits.js';
+import { APPROVAL_LIMITS, exceedsOwnRentalLength, IDLE_TERMINATE_MINUTES, idleTerminateMinutesProblem, MAX_RENTAL_SECONDS, maxRentalSecondsProblem } from '../keys/key-limits.js';
 import { describeRentalLength, parseRentalLength } from '../keys/rental-length.js';
 import type { AgentLimits } from './agents.dto.js';
 
@@ -106,6 +106,15 @@ function rentalLengthField(raw: unknown): { value: number | null } | { error: st
   return { value };
 }
 
+/** The form's idle minutes: whole minutes, empty or "none" for never; the error is the form's words. */
+function idleMinutesField(raw: unknown): { value: number | null } | { error: string } {
+  const text = typeof raw === 'string' ? raw.trim().toLowerCase() : '';
+  if (text === '' || text === 'none') return { value: null };
+  const value = /^\d{1,6}$/.test(text) ? Number(text) : NaN;
+  if (idleTerminateMinutesProblem(value)) return { error: `the idle minutes must be a whole number from ${IDLE_TERMINATE_MINUTES.minimum} to ${IDLE_TERMINATE_MINUTES.maximum}, or empty to never end idle machines` };
+  return { value };
+}
+
 /**
  * The limits from the form, in the API's units. The bounds are the API's own (APPROVAL_LIMITS and
  * MAX_RENTAL_SECONDS, which AgentsService checks again when it approves), told here in dollars
@@ -129,8 +138,12 @@ export function limitsFromForm(body: Record<string, unknown> | undefined): { lim
   check('maxConcurrentDeployments', concurrent, '1');
   const rentalLength = rentalLengthField(body?.maxRental);
   if ('error' in rentalLength) bad.push(rentalLength.error);
-  if (bad.length || 'error' in rentalLength) return { error: `Please check the form: ${bad.join('; ')}.` };
-  return { limits: { maxPerRentalMinor: perRental!, budgetLimitMinor: total!, maxConcurrentDeployments: concurrent!, maxRentalSeconds: rentalLength.value } };
+  const idle = idleMinutesField(body?.idleMinutes);
+  if ('error' in idle) bad.push(idle.error);
+  if (bad.length || 'error' in rentalLength || 'error' in idle) return { error: `Please check the form: ${bad.join('; ')}.` };
+  return {
+    limits: { maxPerRentalMinor: perRental!, budgetLimitMinor: total!, maxConcurrentDeployments: concurrent!, maxRentalSeconds: rentalLength.value, idleTerminateMinutes: idle.value },
+  };
 }
 
 /**
@@ -161,6 +174,7 @@ ${field('perRentalUsd', 'Per rental (USD)', `type="number" inputmode="decimal" m
 ${field('totalUsd', 'In total (USD)', `type="number" inputmode="decimal" min="${usdDecimal(min.budgetLimitMinor)}" max="${usdDecimal(max.budgetLimitMinor)}" step="0.01" value="100"`, `${formatUsd(min.budgetLimitMinor)} to ${formatUsd(max.budgetLimitMinor)}`)}
 ${field('concurrent', 'Machines at once', `type="number" inputmode="numeric" min="${min.maxConcurrentDeployments}" max="${max.maxConcurrentDeployments}" step="1" value="1"`, `${min.maxConcurrentDeployments} to ${max.maxConcurrentDeployments}`)}
 ${field('maxRental', 'Longest rental (optional)', 'type="text" spellcheck="false" autocapitalize="off" placeholder="e.g. 8h, 90m, 2d"', `${RENTAL_LENGTH_RANGE}; empty: no limit`, false)}
+${field('idleMinutes', 'End idle machines after (minutes, optional)', `type="number" inputmode="numeric" min="${IDLE_TERMINATE_MINUTES.minimum}" max="${IDLE_TERMINATE_MINUTES.maximum}" step="1"`, `${IDLE_TERMINATE_MINUTES.minimum} to ${IDLE_TERMINATE_MINUTES.maximum}: a rental whose GPUs stay idle this long is warned, then ended; empty: never`, false)}
 ${field('ownerKey', 'Your owner key', 'type="password" spellcheck="false" autocapitalize="off" placeholder="gpr_…"', 'an OWNER key with read, rent and manage; it is used for this approval only and never stored or shown to the agent')}
 <p class="actions"><button type="submit">Approve</button></p>
 </form>`;

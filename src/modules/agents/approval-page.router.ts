@@ -70,6 +70,7 @@ export function approvalPageRouter(services: { agents: AgentsService; keys: Keys
 <dt>In total</dt><dd>the most the key may spend over its life (at least ${formatUsd(APPROVAL_LIMITS.minimums.budgetLimitMinor)})</dd>
 <dt>At once</dt><dd>how many machines it may run at the same time (at least ${APPROVAL_LIMITS.minimums.maxConcurrentDeployments})</dd>
 <dt>Longest rental</dt><dd>optional: how long one rental may run at most (${describeRentalLength(MAX_RENTAL_SECONDS.minimum)} to ${describeRentalLength(MAX_RENTAL_SECONDS.maximum)})</dd>
+<dt>Idle machines</dt><dd>optional: end a rental whose GPUs stay idle this many minutes (after a warning)</dd>
 <dt>Access</dt><dd>rent, read and terminate its own rentals; never add credits</dd>
 </dl>
 <p><strong>Expires ${escapeHtml(utc(session.expiresAt))}</strong> (in about ${minutes} minute${minutes === 1 ? '' : 's'}). Only approve a request you started yourself.</p>
@@ -123,6 +124,7 @@ ${approvalFormHtml(code, csrf.issue(res, code))}
 <dt>In total</dt><dd>${formatUsd(approved.budgetLimitMinor)}</dd>
 <dt>At once</dt><dd>${approved.maxConcurrentDeployments}</dd>
 <dt>Longest rental</dt><dd>${describeRentalLength(approved.maxRentalSeconds)}</dd>
+<dt>Idle machines</dt><dd>${approved.idleTerminateMinutes === null ? 'never ended' : `ended after ${approved.idleTerminateMinutes} idle minute${approved.idleTerminateMinutes === 1 ? '' : 's'}`}</dd>
 </dl>
 <p class="muted">You can revoke its key at any time: GET /api/v1/agent-keys lists it, DELETE /api/v1/agent-keys/{id} revokes it (or /agents in the Telegram bot).</p>`,
       );

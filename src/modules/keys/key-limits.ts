@@ -56,6 +56,21 @@ export function maxRentalSecondsProblem(value: unknown): string | null {
 }
 
 /**
+ * Minutes of idle GPUs after which a rental of the key is warned (`rental.idle_warning`) and then
+ * ended, when the key has such a setting (null or absent: never). A minute is the shortest window
+ * the sampling can judge; a day catches a number meant as seconds.
+ */
+export const IDLE_TERMINATE_MINUTES = { minimum: 1, maximum: 1440 } as const;
+
+/** What is wrong with a given `idleTerminateMinutes`, as a sentence naming the field; null when it is fine. */
+export function idleTerminateMinutesProblem(value: unknown): string | null {
+  if (value === undefined || value === null) return null;
+  const { minimum, maximum } = IDLE_TERMINATE_MINUTES;
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= minimum && value <= maximum) return null;
+  return `idleTerminateMinutes must be an integer from ${minimum} to ${maximum} (minutes), or null to never end idle rentals`;
+}
+
+/**
  * Whether a longest rental asked for an agent key (null or absent: none) is longer than the
  * issuing key's own: a key with a longest rental hands out none longer, and none without one.
  */

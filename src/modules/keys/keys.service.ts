@@ -24,6 +24,8 @@ export interface NewKey extends KeyLimits {
   issuedByKeyId?: string | null;
   /** The longest any of its rentals may run, in seconds; null or absent: no such limit. */
   maxRentalSeconds?: number | null;
+  /** Minutes of idle GPUs after which its rentals are warned, then ended; null or absent: never. */
+  idleTerminateMinutes?: number | null;
 }
 
 export type { LockedAccount };
@@ -88,6 +90,7 @@ export class KeysService {
       budgetLimitMinor: input.budgetLimitMinor,
       maxConcurrentDeployments: input.maxConcurrentDeployments,
       maxRentalSeconds: input.maxRentalSeconds ?? null,
+      idleTerminateMinutes: input.idleTerminateMinutes ?? null,
       isAdmin: input.isAdmin ?? false,
       origin: input.origin,
       issuedByKeyId: input.issuedByKeyId ?? null,

@@ -716,6 +716,13 @@ export interface components {
             budgetLimitMinor: number;
             /**
              * Format: int32
+             * @description Minutes (1 to 1440) a rental of the key may keep every GPU under 5 % utilisation before it
+             *     gets `rental.idle_warning`; still idle IDLE_GRACE_SECONDS later (default 600), it is ended
+             *     with termination reason IDLE. The agent cannot change it. Null or absent: never.
+             */
+            idleTerminateMinutes?: number | null;
+            /**
+             * Format: int32
              * @description Maximum concurrent deployments.
              */
             maxConcurrentDeployments: number;
@@ -743,6 +750,11 @@ export interface components {
              * @description The agent must exchange its setup code before this time.
              */
             exchangeBefore: string;
+            /**
+             * Format: double
+             * @description Minutes of idle GPUs after which the key's rentals are warned, then ended; null: never.
+             */
+            idleTerminateMinutes: number | null;
             /** Format: double */
             maxConcurrentDeployments: number;
             /** Format: double */
@@ -1350,6 +1362,13 @@ export interface components {
         IssueAgentKeyRequest: {
             /** Format: int32 */
             budgetLimitMinor: number;
+            /**
+             * Format: int32
+             * @description Minutes (1 to 1440) a rental of the key may keep every GPU under 5 % utilisation before it
+             *     gets `rental.idle_warning`; still idle IDLE_GRACE_SECONDS later (default 600), it is ended
+             *     with termination reason IDLE. The agent cannot change it. Null or absent: never.
+             */
+            idleTerminateMinutes?: number | null;
             /** Format: int32 */
             maxConcurrentDeployments: number;
             /** Format: int32 */
@@ -1373,6 +1392,11 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
             id: string;
+            /**
+             * Format: double
+             * @description Minutes of idle GPUs after which the key's rentals are warned (`rental.idle_warning`), then ended (IDLE); null: never.
+             */
+            idleTerminateMinutes: number | null;
             kind: components["schemas"]["KeyKind"];
             /** Format: double */
             maxConcurrentDeployments: number;
@@ -2074,6 +2098,7 @@ export interface operations {
                  *       "budgetLimitMinor": 500,
                  *       "maxConcurrentDeployments": 1,
                  *       "maxRentalSeconds": 500,
+                 *       "idleTerminateMinutes": 500,
                  *       "name": "NVIDIA H100 SXM"
                  *     }
                  */
@@ -2098,7 +2123,8 @@ export interface operations {
                      *         "maxPerRentalMinor": 500,
                      *         "budgetLimitMinor": 500,
                      *         "maxConcurrentDeployments": 1,
-                     *         "maxRentalSeconds": 500
+                     *         "maxRentalSeconds": 500,
+                     *         "idleTerminateMinutes": 500
                      *       },
                      *       "meta": {
                      *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
@@ -2211,6 +2237,7 @@ export interface operations {
                      *           "budgetLimitMinor": 500,
                      *           "maxConcurrentDeployments": 1,
                      *           "maxRentalSeconds": 500,
+                     *           "idleTerminateMinutes": 500,
                      *           "netSpentMinor": 0,
                      *           "remainingBudgetMinor": 500,
                      *           "activeDeployments": 0,
@@ -2274,7 +2301,8 @@ export interface operations {
                  *       "maxPerRentalMinor": 500,
                  *       "budgetLimitMinor": 500,
                  *       "maxConcurrentDeployments": 1,
-                 *       "maxRentalSeconds": 500
+                 *       "maxRentalSeconds": 500,
+                 *       "idleTerminateMinutes": 500
                  *     }
                  */
                 "application/json": components["schemas"]["IssueAgentKeyRequest"];
@@ -2304,6 +2332,7 @@ export interface operations {
                      *           "budgetLimitMinor": 500,
                      *           "maxConcurrentDeployments": 1,
                      *           "maxRentalSeconds": 500,
+                     *           "idleTerminateMinutes": 500,
                      *           "netSpentMinor": 0,
                      *           "remainingBudgetMinor": 500,
                      *           "activeDeployments": 0,
@@ -2344,6 +2373,7 @@ export interface operations {
                      *           "budgetLimitMinor": 500,
                      *           "maxConcurrentDeployments": 1,
                      *           "maxRentalSeconds": 500,
+                     *           "idleTerminateMinutes": 500,
                      *           "netSpentMinor": 0,
                      *           "remainingBudgetMinor": 500,
                      *           "activeDeployments": 0,
@@ -2578,6 +2608,7 @@ export interface operations {
                      *           "budgetLimitMinor": 500,
                      *           "maxConcurrentDeployments": 1,
                      *           "maxRentalSeconds": 500,
+                     *           "idleTerminateMinutes": 500,
                      *           "netSpentMinor": 0,
                      *           "remainingBudgetMinor": 500,
                      *           "activeDeployments": 0,
@@ -3789,6 +3820,7 @@ export interface operations {
                      *           "budgetLimitMinor": 500,
                      *           "maxConcurrentDeployments": 1,
                      *           "maxRentalSeconds": 500,
+                     *           "idleTerminateMinutes": 500,
                      *           "netSpentMinor": 0,
                      *           "remainingBudgetMinor": 500,
                      *           "activeDeployments": 0,
@@ -4262,6 +4294,7 @@ export interface operations {
                      *           "budgetLimitMinor": 500,
                      *           "maxConcurrentDeployments": 1,
                      *           "maxRentalSeconds": 500,
+                     *           "idleTerminateMinutes": 500,
                      *           "netSpentMinor": 0,
                      *           "remainingBudgetMinor": 500,
                      *           "activeDeployments": 0,
@@ -5403,6 +5436,7 @@ export interface operations {
                      *             "budgetLimitMinor": 500,
                      *             "maxConcurrentDeployments": 1,
                      *             "maxRentalSeconds": 500,
+                     *             "idleTerminateMinutes": 500,
                      *             "netSpentMinor": 0,
                      *             "remainingBudgetMinor": 500,
                      *             "activeDeployments": 0,
