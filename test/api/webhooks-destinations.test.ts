@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { recordEvent } from '../../src/modules/events/events.repository.js';
+import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
 import { addressAllowed } from '../../src/modules/webhooks/destination.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
@@ -104,6 +105,23 @@ describe('webhooks: where deliveries may go', function () {
       const [d] = (await dev.api.get(`/api/v1/webhook-endpoints/${endpointId}/deliveries`).set(owner.auth)).body.data;
       assert.equal(d.status, 'FAILED');
       assert.equal(d.attempts.length, 2);
+    } finally {
+      await rx.close();
+    }
+  });
+
+  it('enqueues a long overdue delivery again, without doubling a job still waiting for it', async () => {
+    const rx = await receiver(500);
+    try {
+      const { deliveryId } = await pendingDelivery(`http://127.0.0.1:${rx.port}/slow`);
+      assert.equal(await dev.services.webhookDeliveries.deliver(deliveryId), 'retrying');
+      const waiting = async () =>
+        (await dev.services.ds.query(`SELECT id FROM ${AGENDA_JOBS_TABLE} WHERE name = 'webhooks.deliver' AND unique_key = ? AND locked_at IS NULL`, [deliveryId])).length;
+      const before = await waiting();
+      assert.ok(before >= 1, 'the retry is scheduled');
+      dev.clock.advance(10 * 60_000);
+      assert.ok((await dev.services.webhookDeliveries.revive()) >= 1);
+      assert.equal(await waiting(), before, 'the waiting retry was moved, not doubled');
     } finally {
       await rx.close();
     }

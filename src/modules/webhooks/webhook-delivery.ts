@@ -17,6 +17,7 @@ import {
   deliveryToSend,
   dispatchCursor,
   earliestEndpointStart,
+  overdueDeliveries,
   receivingEndpoints,
   recordDelivery,
   recordTry,
@@ -29,6 +30,8 @@ const BATCH = 200;
 const HOUR_MS = 3600_000;
 /** Retries stop this long after the first try. */
 const GIVE_UP_AFTER_MS = 24 * HOUR_MS;
+/** A pending delivery this late past its next try has its job enqueued again by the dispatcher. */
+const OVERDUE_MS = 5 * 60_000;
 
 export interface WebhookDeliveryOptions {
   allowPrivateDestinations: boolean;
@@ -61,8 +64,9 @@ export class WebhookDeliveries {
     this.limits = opts.limits ?? POST_LIMITS;
   }
 
-  /** Fans out every event after the cursor; answers how many deliveries it made. */
+  /** Fans out every event after the cursor, and revives overdue deliveries; answers how many deliveries it made. */
   async dispatch(): Promise<number> {
+    await this.revive();
     let cursor = (await dispatchCursor(this.ds, CURSOR)) ?? (await earliestEndpointStart(this.ds)) ?? (await latestEventId(this.ds));
     let made = 0;
     for (;;) {
@@ -92,6 +96,17 @@ export class WebhookDeliveries {
       cursor = events[events.length - 1].id;
       await advanceDispatchCursor(this.ds, CURSOR, cursor);
     }
+  }
+
+  /**
+   * Enqueues again the deliveries whose next try is long overdue. The unique key is the
+   * delivery's, so a job still waiting for one is moved, never doubled.
+   */
+  async revive(): Promise<number> {
+    const now = this.clock.now();
+    const ids = await overdueDeliveries(this.ds, new Date(now.getTime() - OVERDUE_MS), new Date(), BATCH);
+    for (const id of ids) await this.jobs.now('webhooks.deliver', { deliveryId: id }, { uniqueKey: id });
+    return ids.length;
   }
 
   /** One try of delivery `id` (the deliver job's handler); safe to run twice. */

@@ -268,6 +268,18 @@ export async function attemptsOf(m: Db, deliveryIds: string[]): Promise<StoredAt
   return rows.map((r) => ({ deliveryId: r.delivery_id, attemptedAt: r.attempted_at, statusCode: r.status_code, error: r.error, durationMs: Number(r.duration_ms) }));
 }
 
+/**
+ * Pending deliveries whose next try is overdue by the time given and that no run holds: their
+ * job was lost (a crash between recording a try and scheduling the next), or is merely late.
+ */
+export async function overdueDeliveries(m: Db, dueBefore: Date, now: Date, limit: number): Promise<string[]> {
+  const rows = (await m.query(
+    `SELECT id FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at < ? AND (claimed_until IS NULL OR claimed_until < ?) ORDER BY next_attempt_at LIMIT ?`,
+    [dueBefore, now, limit],
+  )) as { id: string }[];
+  return rows.map((r) => r.id);
+}
+
 /** Where a dispatcher without a cursor starts: before the oldest endpoint's first event. */
 export async function earliestEndpointStart(m: Db): Promise<string | null> {
   const [row] = (await m.query(`SELECT MIN(after_event_id) AS id FROM webhook_endpoints WHERE deleted_at IS NULL`)) as { id: string | number | null }[];
