@@ -38,7 +38,8 @@ export class Webhooks1763800014000 implements MigrationInterface {
       completed_at DATETIME(3) NULL,
       PRIMARY KEY (id),
       UNIQUE KEY ux_webhook_deliveries_endpoint_event (endpoint_id, event_id),
-      KEY ix_webhook_deliveries_due (status, next_attempt_at)
+      KEY ix_webhook_deliveries_due (status, next_attempt_at),
+      KEY ix_webhook_deliveries_event (event_id)
     ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin`);
     await q.query(`CREATE TABLE webhook_delivery_attempts (
       id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,

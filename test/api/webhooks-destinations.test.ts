@@ -127,6 +127,35 @@ describe('webhooks: where deliveries may go', function () {
     }
   });
 
+  it('delivers an event that committed after a later one was fanned out', async () => {
+    const agent = await account(dev);
+    const owner = await addKey(dev, agent.accountId, { kind: 'OWNER' });
+    const made = await create(dev, owner, 'http://127.0.0.1:9/late');
+    assert.equal(made.status, 201);
+    const event = { type: 'credits.low' as const, accountId: owner.accountId, keyId: null, rentalId: null, data: {}, at: new Date() };
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let written!: () => void;
+    const inserted = new Promise<void>((r) => (written = r));
+    const late = dev.services.ds.transaction(async (m) => {
+      await recordEvent(m, event);
+      written();
+      await gate;
+    });
+    await inserted;
+    await recordEvent(dev.services.ds.manager, event);
+    const deliveries = async () => (await dev.api.get(`/api/v1/webhook-endpoints/${made.body.data.id}/deliveries`).set(owner.auth)).body.data as { eventId: string }[];
+    await prod.services.webhookDeliveries.dispatch();
+    const first = await deliveries();
+    assert.equal(first.length, 1, 'the committed one');
+    release();
+    await late;
+    await prod.services.webhookDeliveries.dispatch();
+    const both = await deliveries();
+    assert.equal(both.length, 2, 'and the late one');
+    assert.ok(BigInt(both[1].eventId) < BigInt(first[0].eventId), 'whose id is lower');
+  });
+
   it('tells public unicast from every range it must refuse', () => {
     for (const a of ['8.8.8.8', '2606:4700::1']) assert.ok(addressAllowed(a, false), a);
     for (const a of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '100.64.0.1', '169.254.169.254', '169.254.1.1', '224.0.0.1', '0.0.0.0', '::', '::1', 'fc00::1', 'fd00:ec2::254', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1']) {

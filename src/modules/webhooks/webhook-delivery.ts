@@ -5,7 +5,7 @@ import { inTransaction } from '../../db/transaction.js';
 import type { JobQueue, JobWakeUp } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import type { SecretBox } from '../credentials/secret-box.js';
-import { allEventsAfter, latestEventId, visibleEvent } from '../events/events.repository.js';
+import { allEventsAfter, latestEventId, visibleEvent, type StoredEvent } from '../events/events.repository.js';
 import { toEventDto } from '../events/events.service.js';
 import { DestinationRefused, postPinned, POST_LIMITS, type PostLimits } from './destination.js';
 import { signedHeaders } from './webhook-signing.js';
@@ -13,6 +13,7 @@ import { secretBinding, viewerOfEndpoint } from './webhooks.service.js';
 import {
   advanceDispatchCursor,
   claimDelivery,
+  deliveredPairs,
   closeDelivery,
   deliveryToSend,
   dispatchCursor,
@@ -21,6 +22,7 @@ import {
   receivingEndpoints,
   recordDelivery,
   recordTry,
+  type StoredEndpoint,
   type TryOutcome,
 } from './webhooks.repository.js';
 
@@ -38,6 +40,14 @@ export interface WebhookDeliveryOptions {
   /** Wait before the first retry; each later wait doubles, up to an hour. */
   firstRetryMs: number;
   limits?: PostLimits;
+}
+
+/** Ids before the cursor looked at again for events that committed late. */
+const LOOKBACK = 200n;
+
+/** The endpoints that receive `event`: made before it, asking for its type, and allowed to see it. */
+function targetsOf(endpoints: StoredEndpoint[], event: StoredEvent): StoredEndpoint[] {
+  return endpoints.filter((e) => BigInt(event.id) > BigInt(e.afterEventId) && e.eventTypes.includes(event.type) && visibleEvent(viewerOfEndpoint(e), event));
 }
 
 /** What one run of a delivery job did. */
@@ -64,38 +74,57 @@ export class WebhookDeliveries {
     this.limits = opts.limits ?? POST_LIMITS;
   }
 
-  /** Fans out every event after the cursor, and revives overdue deliveries; answers how many deliveries it made. */
+  /**
+   * Fans out every event after the cursor, and those of the last {@link LOOKBACK} ids before it
+   * that no delivery was made for (ids are taken at insert, so an event can commit after a later
+   * one was fanned out); revives overdue deliveries. Answers how many deliveries it made.
+   */
   async dispatch(): Promise<number> {
     await this.revive();
     let cursor = (await dispatchCursor(this.ds, CURSOR)) ?? (await earliestEndpointStart(this.ds)) ?? (await latestEventId(this.ds));
-    let made = 0;
+    let made = await this.catchUp(cursor);
     for (;;) {
       const events = await allEventsAfter(this.ds, cursor, BATCH);
       if (events.length === 0) return made;
       // Read after the events: an endpoint made since starts after every one of them.
       const endpoints = await receivingEndpoints(this.ds);
-      for (const event of events) {
-        const targets = endpoints.filter(
-          (e) => BigInt(event.id) > BigInt(e.afterEventId) && e.eventTypes.includes(event.type) && visibleEvent(viewerOfEndpoint(e), event),
-        );
-        if (targets.length === 0) continue;
-        const wakes = await inTransaction(this.ds, async (m) => {
-          const out: JobWakeUp[] = [];
-          for (const endpoint of targets) {
-            const id = randomUUID();
-            if (await recordDelivery(m, { id, endpointId: endpoint.id, eventId: event.id, at: this.clock.now() })) {
-              out.push(await this.jobs.nowIn(m, 'webhooks.deliver', { deliveryId: id }, { uniqueKey: id }));
-            }
-          }
-          await advanceDispatchCursor(m, CURSOR, event.id);
-          return out;
-        });
-        made += wakes.length;
-        for (const wake of wakes) await wake();
-      }
+      for (const event of events) made += await this.fanOut(event, targetsOf(endpoints, event), true);
       cursor = events[events.length - 1].id;
       await advanceDispatchCursor(this.ds, CURSOR, cursor);
     }
+  }
+
+  /** Deliveries missing for events at or before the cursor that committed late. */
+  private async catchUp(cursor: string): Promise<number> {
+    const from = BigInt(cursor) > LOOKBACK ? String(BigInt(cursor) - LOOKBACK) : '0';
+    const events = (await allEventsAfter(this.ds, from, Number(LOOKBACK))).filter((e) => BigInt(e.id) <= BigInt(cursor));
+    if (events.length === 0) return 0;
+    const endpoints = await receivingEndpoints(this.ds);
+    const made = new Set(await deliveredPairs(this.ds, from, cursor));
+    let count = 0;
+    for (const event of events) {
+      const missing = targetsOf(endpoints, event).filter((e) => !made.has(`${e.id}:${event.id}`));
+      if (missing.length) count += await this.fanOut(event, missing, false);
+    }
+    return count;
+  }
+
+  /** One delivery and its job per target, in one transaction (with the cursor, when it moves). */
+  private async fanOut(event: StoredEvent, targets: StoredEndpoint[], moveCursor: boolean): Promise<number> {
+    if (targets.length === 0) return 0;
+    const wakes = await inTransaction(this.ds, async (m) => {
+      const out: JobWakeUp[] = [];
+      for (const endpoint of targets) {
+        const id = randomUUID();
+        if (await recordDelivery(m, { id, endpointId: endpoint.id, eventId: event.id, at: this.clock.now() })) {
+          out.push(await this.jobs.nowIn(m, 'webhooks.deliver', { deliveryId: id }, { uniqueKey: id }));
+        }
+      }
+      if (moveCursor) await advanceDispatchCursor(m, CURSOR, event.id);
+      return out;
+    });
+    for (const wake of wakes) await wake();
+    return wakes.length;
   }
 
   /**

@@ -280,6 +280,15 @@ export async function overdueDeliveries(m: Db, dueBefore: Date, now: Date, limit
   return rows.map((r) => r.id);
 }
 
+/** `endpointId:eventId` of every delivery of the events after `afterId` up to `toId`. */
+export async function deliveredPairs(m: Db, afterId: string, toId: string): Promise<string[]> {
+  const rows = (await m.query(`SELECT endpoint_id, event_id FROM webhook_deliveries WHERE event_id > ? AND event_id <= ?`, [afterId, toId])) as {
+    endpoint_id: string;
+    event_id: string | number;
+  }[];
+  return rows.map((r) => `${r.endpoint_id}:${String(r.event_id)}`);
+}
+
 /** Where a dispatcher without a cursor starts: before the oldest endpoint's first event. */
 export async function earliestEndpointStart(m: Db): Promise<string | null> {
   const [row] = (await m.query(`SELECT MIN(after_event_id) AS id FROM webhook_endpoints WHERE deleted_at IS NULL`)) as { id: string | number | null }[];
