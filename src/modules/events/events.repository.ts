@@ -94,3 +94,9 @@ export async function latestEventId(ds: DataSource): Promise<string> {
   const [row] = (await ds.query(`SELECT MAX(id) AS id FROM events`)) as { id: string | number | null }[];
   return row?.id === null || row?.id === undefined ? '0' : String(row.id);
 }
+
+/** One event by id, or null. */
+export async function eventById(m: Sql | DataSource, id: string): Promise<StoredEvent | null> {
+  const [row] = (await m.query(`SELECT * FROM events WHERE id = ?`, [id])) as EventRow[];
+  return row ? toEvent(row) : null;
+}

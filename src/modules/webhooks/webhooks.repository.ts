@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { Sql } from '../../db/sql.js';
 import type { EventType } from '../events/event-types.js';
+import { eventById, type StoredEvent } from '../events/events.repository.js';
 import { visibleRows, type Viewer } from '../keys/visibility.js';
 
 // The only code that reads or writes the webhook tables.
@@ -173,7 +174,7 @@ export interface DeliveryToSend {
   delivery: StoredDelivery;
   endpoint: StoredEndpoint;
   receiving: boolean;
-  event: { id: string; type: EventType; accountId: string; keyId: string | null; rentalId: string | null; data: unknown; createdAt: Date };
+  event: StoredEvent;
 }
 
 export async function deliveryToSend(m: Db, id: string): Promise<DeliveryToSend | null> {
@@ -184,29 +185,13 @@ export async function deliveryToSend(m: Db, id: string): Promise<DeliveryToSend 
      FROM webhook_endpoints e LEFT JOIN api_keys k ON k.id = e.key_id WHERE e.id = ?`,
     [d.endpoint_id],
   )) as (EndpointRow & { receiving: number | string })[];
-  const [ev] = (await m.query(`SELECT * FROM events WHERE id = ?`, [d.event_id])) as {
-    id: string | number;
-    type: EventType;
-    account_id: string;
-    key_id: string | null;
-    rental_id: string | null;
-    data: string | object;
-    created_at: Date;
-  }[];
+  const ev = await eventById(m, String(d.event_id));
   if (!e || !ev) return null;
   return {
     delivery: toDelivery(d),
     endpoint: toEndpoint(e),
     receiving: Number(e.receiving) === 1,
-    event: {
-      id: String(ev.id),
-      type: ev.type,
-      accountId: ev.account_id,
-      keyId: ev.key_id,
-      rentalId: ev.rental_id,
-      data: typeof ev.data === 'string' ? JSON.parse(ev.data) : ev.data,
-      createdAt: ev.created_at,
-    },
+    event: ev,
   };
 }
 
