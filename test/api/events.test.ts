@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
-import { waitFor } from '../helpers/process.js';
-import { account, addKey, offerIds } from '../helpers/rentals.js';
+import { account, addKey, offerIds, rentUntilTerminated } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
   { key: 'ev-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 300, maximumDurationSeconds: 86400, provisionSeconds: 0 },
@@ -49,16 +47,7 @@ describe('events: the durable log', function () {
     }
   }
 
-  async function rentAndFinish(who: SignedUp): Promise<string> {
-    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId: ids['ev-h100'] });
-    assert.equal(res.status, 201, JSON.stringify(res.body));
-    const { rentalId, deploymentId } = res.body.data;
-    const status = async () => (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data.status;
-    await waitFor(async () => (ctx.clock.advance(200), (await status()) === 'ACTIVE'), 20_000, 'ACTIVE');
-    assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
-    await waitFor(async () => (ctx.clock.advance(200), (await status()) === 'TERMINATED'), 20_000, 'TERMINATED');
-    return rentalId;
-  }
+  const rentAndFinish = async (who: SignedUp): Promise<string> => (await rentUntilTerminated(ctx, who, ids['ev-h100'])).rentalId;
 
   it('writes each status change of a rental once, in order, carrying the rental as a read showed it then', async () => {
     const who = await account(ctx, { creditsMinor: 5000 });

@@ -7,7 +7,7 @@ import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
 import { waitFor } from '../helpers/process.js';
-import { account, addKey, offerIds } from '../helpers/rentals.js';
+import { account, addKey, offerIds, rentUntilTerminated } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
   { key: 'wh-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 300, maximumDurationSeconds: 86400, provisionSeconds: 0 },
@@ -80,16 +80,7 @@ describe('webhooks: signed deliveries of events', function () {
   const create = (who: SignedUp, body: object, key: string = randomUUID()) =>
     ctx.api.post('/api/v1/webhook-endpoints').set(who.auth).set('Idempotency-Key', key).send(body);
 
-  async function rentAndFinish(who: SignedUp): Promise<string> {
-    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId: ids['wh-h100'] });
-    assert.equal(res.status, 201, JSON.stringify(res.body));
-    const { rentalId, deploymentId } = res.body.data;
-    const status = async () => (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data.status;
-    await waitFor(async () => (ctx.clock.advance(200), (await status()) === 'ACTIVE'), 20_000, 'ACTIVE');
-    assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
-    await waitFor(async () => (ctx.clock.advance(200), (await status()) === 'TERMINATED'), 20_000, 'TERMINATED');
-    return rentalId;
-  }
+  const rentAndFinish = async (who: SignedUp): Promise<string> => (await rentUntilTerminated(ctx, who, ids['wh-h100'])).rentalId;
 
   it('delivers rental.active and rental.terminated signed with the secret shown once, each once though the receiver first answers 500', async () => {
     // The first try of each message fails; every later one succeeds.

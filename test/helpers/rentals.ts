@@ -13,6 +13,7 @@ import type { RentalStatus } from '../../src/modules/rentals/rental-status.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import type { TestContext } from './context.js';
 import { signup, type SignedUp } from './factories.js';
+import { waitFor } from './process.js';
 
 export interface KeyOptions {
   kind?: KeyKind;
@@ -139,4 +140,19 @@ export async function queuedJobs(ctx: TestContext, deploymentId: string): Promis
 /** Drops the rental jobs queued so far, so a test can see exactly what one call queues. */
 export async function discardQueuedRentalJobs(ctx: TestContext): Promise<void> {
   await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE name IN ('rental.provision', 'rental.terminate') AND locked_at IS NULL`);
+}
+
+/**
+ * Rents `offerId`, waits for ACTIVE (moving the injected clock so the local provider boots),
+ * terminates, and waits for TERMINATED: one whole rental life through the API and a running worker.
+ */
+export async function rentUntilTerminated(ctx: TestContext, who: SignedUp, offerId: string): Promise<{ rentalId: string; deploymentId: string }> {
+  const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  const { rentalId, deploymentId } = res.body.data;
+  const status = async () => (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data.status;
+  await waitFor(async () => (ctx.clock.advance(200), (await status()) === 'ACTIVE'), 20_000, 'ACTIVE');
+  assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
+  await waitFor(async () => (ctx.clock.advance(200), (await status()) === 'TERMINATED'), 20_000, 'TERMINATED');
+  return { rentalId, deploymentId };
 }
