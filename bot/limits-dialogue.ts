@@ -1,5 +1,5 @@
 import { Composer, InlineKeyboard } from 'grammy';
-import { APPROVAL_LIMITS, MAX_RENTAL_SECONDS, maxRentalSecondsProblem } from '../src/modules/keys/key-limits.js';
+import { APPROVAL_LIMITS, IDLE_TERMINATE_MINUTES, idleTerminateMinutesProblem, MAX_RENTAL_SECONDS, maxRentalSecondsProblem } from '../src/modules/keys/key-limits.js';
 import { describeRentalLength, parseRentalLength } from '../src/modules/keys/rental-length.js';
 import { ConversationStore, type Conversation, type ConversationKind, type LimitStep } from '../src/modules/telegram/conversation-store.js';
 import { ownerOf, type BotContext } from './context.js';
@@ -13,13 +13,15 @@ export interface ChosenLimits {
   maxConcurrentDeployments: number;
   /** The longest one rental may run, in seconds; null: no such limit. */
   maxRentalSeconds: number | null;
+  /** Minutes of idle GPUs before a rental is warned, then ended; null: never. */
+  idleTerminateMinutes: number | null;
 }
 
-/** The questions of the dialogue, in order: three amounts, then the longest rental. */
+/** The questions of the dialogue, in order: three amounts, the longest rental, then how long idle. */
 type DialogueStep = Exclude<LimitStep, 'confirm'>;
-type AmountStep = Exclude<DialogueStep, 'rentalLength'>;
+type AmountStep = Exclude<DialogueStep, 'rentalLength' | 'idleMinutes'>;
 
-const STEPS: DialogueStep[] = ['perRental', 'budget', 'concurrent', 'rentalLength'];
+const STEPS: DialogueStep[] = ['perRental', 'budget', 'concurrent', 'rentalLength', 'idleMinutes'];
 const AMOUNT_STEPS: AmountStep[] = ['perRental', 'budget', 'concurrent'];
 
 /** The longest rental's question and its preset buttons (seconds); "No limit" is a button of its own. */
@@ -29,6 +31,25 @@ const RENTAL_LENGTH = {
     `(${describeRentalLength(MAX_RENTAL_SECONDS.minimum)} to ${describeRentalLength(MAX_RENTAL_SECONDS.maximum)}), or choose No limit.`,
   presets: [3600, 4 * 3600, 8 * 3600, 24 * 3600, 3 * 86_400],
   label: 'Longest rental',
+};
+
+/** Minutes as the owner reads them: "45 min", "1 h", "1 h 30 min"; "no limit" for null. */
+export function describeIdleMinutes(minutes: number | null): string {
+  if (minutes === null) return 'no limit';
+  const hours = Math.floor(minutes / 60);
+  const rest = minutes % 60;
+  if (hours === 0) return `${rest} min`;
+  return rest === 0 ? `${hours} h` : `${hours} h ${rest} min`;
+}
+
+/** The idle question and its preset buttons (minutes); "No limit" is a button of its own. */
+const IDLE_MINUTES = {
+  question:
+    'How long may a rental\'s GPUs sit idle (under 5 % busy) before it is warned and then stopped? ' +
+    'Pick a time, type minutes such as 45 or a length such as 90m or 2h ' +
+    `(${describeIdleMinutes(IDLE_TERMINATE_MINUTES.minimum)} to ${describeIdleMinutes(IDLE_TERMINATE_MINUTES.maximum)}), or choose No limit to never stop idle rentals.`,
+  presets: [15, 30, 60, 120],
+  label: 'Stop when idle',
 };
 
 const QUESTIONS: Record<AmountStep, { question: string; presets: number[]; isCount: boolean; label: string; noun: string }> = {
@@ -55,7 +76,7 @@ const QUESTIONS: Record<AmountStep, { question: string; presets: number[]; isCou
   },
 };
 
-const FIELD: Record<AmountStep, Exclude<keyof ChosenLimits, 'maxRentalSeconds'>> = {
+const FIELD: Record<AmountStep, Exclude<keyof ChosenLimits, 'maxRentalSeconds' | 'idleTerminateMinutes'>> = {
   perRental: 'maxPerRentalMinor',
   budget: 'budgetLimitMinor',
   concurrent: 'maxConcurrentDeployments',
@@ -92,6 +113,31 @@ export function checkRentalLength(value: number | null | undefined): { ok: true;
   return { ok: true, value };
 }
 
+/**
+ * Idle minutes as typed: a bare whole number is minutes (the question asks for minutes), anything
+ * else a length with its unit; null for "none"; undefined when the text is neither.
+ */
+export function parseIdleMinutes(input: string): number | null | undefined {
+  const s = input.trim();
+  if (/^\d{1,6}$/.test(s)) return Number(s);
+  const seconds = parseRentalLength(s);
+  return typeof seconds === 'number' ? seconds / 60 : seconds;
+}
+
+/**
+ * Idle minutes as typed or pressed (null: never stop idle rentals; undefined: not a time), checked
+ * against the bounds the API holds every key to; the error is a sentence for the owner.
+ */
+export function checkIdleMinutes(value: number | null | undefined): { ok: true; value: number | null } | { ok: false; error: string } {
+  if (value === undefined) return { ok: false, error: 'Please send minutes such as 45, a length such as 2h, or "none" for no limit.' };
+  if (value !== null && !Number.isInteger(value)) return { ok: false, error: 'The idle time must be whole minutes, for example 45 or 1h30m.' };
+  if (idleTerminateMinutesProblem(value)) {
+    const range = `${describeIdleMinutes(IDLE_TERMINATE_MINUTES.minimum)} to ${describeIdleMinutes(IDLE_TERMINATE_MINUTES.maximum)}`;
+    return { ok: false, error: `The idle time must be from ${range}; you sent ${describeIdleMinutes(value)}.` };
+  }
+  return { ok: true, value };
+}
+
 /** Parses what the owner typed for a step. */
 export function parseStep(step: AmountStep, text: string): number | null {
   return QUESTIONS[step].isCount ? parseCount(text) : parseUsd(text);
@@ -100,13 +146,15 @@ export function parseStep(step: AmountStep, text: string): number | null {
 export function describeLimits(l: ChosenLimits): string {
   const rentals = l.maxConcurrentDeployments === 1 ? '1 rental at a time' : `${l.maxConcurrentDeployments} rentals at a time`;
   const length = l.maxRentalSeconds === null ? 'no time limit per rental' : `each for up to ${describeRentalLength(l.maxRentalSeconds)}`;
-  return `${formatUsd(l.maxPerRentalMinor)} per rental, ${formatUsd(l.budgetLimitMinor)} in total, ${rentals}, ${length}`;
+  const idle = l.idleTerminateMinutes === null ? 'idle rentals not stopped' : `stops after ${describeIdleMinutes(l.idleTerminateMinutes)} idle`;
+  return `${formatUsd(l.maxPerRentalMinor)} per rental, ${formatUsd(l.budgetLimitMinor)} in total, ${rentals}, ${length}, ${idle}`;
 }
 
 /**
- * Parses `/newagent 5 50 1 [8h] [name]`-style arguments: a fourth word that is a length (with its
- * unit) is the longest rental, otherwise it starts the name. Null when no arguments were given
- * (start the dialogue), otherwise the limits or every problem found, in one reply.
+ * Parses `/newagent 5 50 1 [8h] [idle 30m] [name]`-style arguments: after the three amounts, a
+ * word that is a length (with its unit) is the longest rental and "idle" followed by minutes or a
+ * length is the idle time, in either order; the first other word starts the name. Null when no
+ * arguments were given (start the dialogue), otherwise the limits or every problem found, in one reply.
  */
 export function parseLimitArgs(args: string): { limits: ChosenLimits; name?: string } | { errors: string[] } | null {
   const parts = args.trim().split(/\s+/).filter(Boolean);
@@ -120,7 +168,7 @@ export function parseLimitArgs(args: string): { limits: ChosenLimits; name?: str
     };
   }
   const errors: string[] = [];
-  const values: Partial<ChosenLimits> = { maxRentalSeconds: null };
+  const values: Partial<ChosenLimits> = { maxRentalSeconds: null, idleTerminateMinutes: null };
   AMOUNT_STEPS.forEach((step, i) => {
     const parsed = parseStep(step, parts[i]);
     const checked = checkLimit(step, parsed);
@@ -131,11 +179,24 @@ export function parseLimitArgs(args: string): { limits: ChosenLimits; name?: str
     } else errors.push(checked.error);
   });
   let rest = parts.slice(3);
-  const length = rest.length ? parseRentalLength(rest[0]) : undefined;
-  if (typeof length === 'number') {
+  let sawLength = false;
+  let sawIdle = false;
+  for (;;) {
+    const idle = !sawIdle && rest.length > 1 && rest[0].toLowerCase() === 'idle' ? parseIdleMinutes(rest[1]) : undefined;
+    if (idle !== undefined) {
+      const checked = checkIdleMinutes(idle);
+      if (checked.ok) values.idleTerminateMinutes = checked.value;
+      else errors.push(checked.error);
+      sawIdle = true;
+      rest = rest.slice(2);
+      continue;
+    }
+    const length = !sawLength && rest.length ? parseRentalLength(rest[0]) : undefined;
+    if (typeof length !== 'number') break;
     const checked = checkRentalLength(length);
     if (checked.ok) values.maxRentalSeconds = checked.value;
     else errors.push(checked.error);
+    sawLength = true;
     rest = rest.slice(1);
   }
   if (errors.length) return { errors };
@@ -181,6 +242,10 @@ async function ask(ctx: BotContext, conversation: Conversation, step: DialogueSt
     for (const v of RENTAL_LENGTH.presets) kb.text(lengthButton(v), `lim:${nonce}:${step}:${v}`);
     kb.row().text('No limit', `lim:${nonce}:${step}:none`);
     question = RENTAL_LENGTH.question;
+  } else if (step === 'idleMinutes') {
+    for (const v of IDLE_MINUTES.presets) kb.text(describeIdleMinutes(v), `lim:${nonce}:${step}:${v}`);
+    kb.row().text('No limit', `lim:${nonce}:${step}:none`);
+    question = IDLE_MINUTES.question;
   } else {
     const q = QUESTIONS[step];
     for (const v of q.presets) kb.text(q.isCount ? String(v) : formatUsdShort(v), `lim:${nonce}:${step}:${v}`);
@@ -201,6 +266,11 @@ function checkAnswer(step: DialogueStep, input: { pressed: string } | { typed: s
     const checked = checkRentalLength(value);
     return checked.ok ? { ...checked, shown: describeRentalLength(checked.value) } : checked;
   }
+  if (step === 'idleMinutes') {
+    const value = 'pressed' in input ? (input.pressed === 'none' ? null : Number(input.pressed)) : parseIdleMinutes(input.typed);
+    const checked = checkIdleMinutes(value);
+    return checked.ok ? { ...checked, shown: describeIdleMinutes(checked.value) } : checked;
+  }
   const value = 'pressed' in input ? (/^\d+$/.test(input.pressed) ? Number(input.pressed) : null) : parseStep(step, input.typed);
   const checked = checkLimit(step, value);
   return checked.ok ? { ...checked, shown: QUESTIONS[step].isCount ? String(checked.value) : formatUsd(checked.value) } : checked;
@@ -212,6 +282,7 @@ function checkAnswer(step: DialogueStep, input: { pressed: string } | { typed: s
  */
 async function answer(ctx: BotContext, conversation: Conversation, step: DialogueStep, value: number | null, options: DialogueOptions): Promise<boolean> {
   if (step === 'rentalLength') conversation.data.maxRentalSeconds = value;
+  else if (step === 'idleMinutes') conversation.data.idleTerminateMinutes = value;
   else conversation.data[FIELD[step]] = value!;
   const next = STEPS[STEPS.indexOf(step) + 1];
   if (next) {
@@ -225,13 +296,14 @@ async function answer(ctx: BotContext, conversation: Conversation, step: Dialogu
   return true;
 }
 
-/** The limits a dialogue gathered; a dialogue begun before the longest rental was asked has none. */
+/** The limits a dialogue gathered; a dialogue begun before the longest rental or the idle time was asked has none. */
 export function limitsOf(conversation: Conversation): ChosenLimits {
   return {
     maxPerRentalMinor: conversation.data.maxPerRentalMinor!,
     budgetLimitMinor: conversation.data.budgetLimitMinor!,
     maxConcurrentDeployments: conversation.data.maxConcurrentDeployments!,
     maxRentalSeconds: conversation.data.maxRentalSeconds ?? null,
+    idleTerminateMinutes: conversation.data.idleTerminateMinutes ?? null,
   };
 }
 
@@ -239,7 +311,7 @@ export function limitsOf(conversation: Conversation): ChosenLimits {
 export function limitsDialogue(options: DialogueOptions): Composer<BotContext> {
   const composer = new Composer<BotContext>();
 
-  composer.callbackQuery(/^lim:([A-Za-z0-9_-]{1,16}):(perRental|budget|concurrent|rentalLength|cancel)(?::(\d{1,9}|none))?$/, async (ctx) => {
+  composer.callbackQuery(/^lim:([A-Za-z0-9_-]{1,16}):(perRental|budget|concurrent|rentalLength|idleMinutes|cancel)(?::(\d{1,9}|none))?$/, async (ctx) => {
     const [, nonce, step, raw] = ctx.match;
     const conversation = await ctx.conversations.get(ctx.chat!.id);
     if (!conversation || conversation.data.nonce !== nonce) {
@@ -267,7 +339,8 @@ export function limitsDialogue(options: DialogueOptions): Composer<BotContext> {
       return;
     }
     await ctx.answerCallbackQuery();
-    await ctx.editMessageText(`${s === 'rentalLength' ? RENTAL_LENGTH.label : QUESTIONS[s].label}: ${checked.shown}`);
+    const label = s === 'rentalLength' ? RENTAL_LENGTH.label : s === 'idleMinutes' ? IDLE_MINUTES.label : QUESTIONS[s].label;
+    await ctx.editMessageText(`${label}: ${checked.shown}`);
   });
 
   // Typed answers: any plain text while a limit question is open.

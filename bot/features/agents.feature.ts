@@ -1,6 +1,7 @@
 import { Composer, InlineKeyboard } from 'grammy';
 import { ownerOf, type BotContext } from '../context.js';
 import { html } from '../format.js';
+import { describeIdleMinutes } from '../limits-dialogue.js';
 import { confirmRevocation, keepKey, KEY_ID_PATTERN, MAX_LISTED_KEYS } from '../key-revocation.js';
 import { formatUsd } from '../../src/modules/billing/money.js';
 import { describeRentalLength } from '../../src/modules/keys/rental-length.js';
@@ -21,7 +22,8 @@ export function agentsFeature(): Composer<BotContext> {
       (k, i) =>
         `${i + 1}. <b>${html(k.name)}</b> <code>${html(k.prefix)}</code>\n` +
         `   limits: ${formatUsd(k.maxPerRentalMinor)} per rental, ${formatUsd(k.budgetLimitMinor)} total, ${k.maxConcurrentDeployments} at a time` +
-        `${k.maxRentalSeconds === null ? '' : `, rentals up to ${describeRentalLength(k.maxRentalSeconds)}`}\n` +
+        `${k.maxRentalSeconds === null ? '' : `, rentals up to ${describeRentalLength(k.maxRentalSeconds)}`}` +
+        `${k.idleTerminateMinutes === null ? '' : `, stops after ${describeIdleMinutes(k.idleTerminateMinutes)} idle`}\n` +
         `   spent ${formatUsd(k.netSpentMinor)} (${formatUsd(k.remainingBudgetMinor)} left), ${k.activeDeployments} active rental${k.activeDeployments === 1 ? '' : 's'}`,
     );
     if (keys.length > shown.length) lines.push(`…and ${keys.length - shown.length} more.`);

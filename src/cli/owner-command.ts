@@ -5,7 +5,7 @@ import { createDatabaseIfMissing, createDataSource, describeTarget, migrate, par
 import { entities } from '../entities.js';
 import { RateLimiter } from '../http/rate-limiter.js';
 import { AccountsService, type NewOwner } from '../modules/accounts/accounts.service.js';
-import { APPROVAL_LIMITS, KEY_LIMIT_MAXIMUMS, MAX_RENTAL_SECONDS, maxRentalSecondsProblem, OWNER_KEY_LIMITS } from '../modules/keys/key-limits.js';
+import { APPROVAL_LIMITS, IDLE_TERMINATE_MINUTES, idleTerminateMinutesProblem, KEY_LIMIT_MAXIMUMS, MAX_RENTAL_SECONDS, maxRentalSecondsProblem, OWNER_KEY_LIMITS } from '../modules/keys/key-limits.js';
 import { normalizeEmail } from '../modules/accounts/email.js';
 import { ALL_SCOPES, type Scope } from '../modules/keys/api-key.entity.js';
 import { ownerKey } from '../modules/keys/keys.repository.js';
@@ -34,6 +34,8 @@ Options of create:
   --max-concurrent <n>            the key's concurrent deployments (default ${OWNER_KEY_LIMITS.maxConcurrentDeployments})
   --max-rental-seconds <s>        the longest any rental of the key may run, ${MAX_RENTAL_SECONDS.minimum} to ${MAX_RENTAL_SECONDS.maximum}
                                   (default: no limit); agent keys it issues or approves get one no longer
+  --idle-terminate-minutes <m>    minutes a rental of the key may keep every GPU idle before it is warned,
+                                  then ended, ${IDLE_TERMINATE_MINUTES.minimum} to ${IDLE_TERMINATE_MINUTES.maximum} (default: never); agent keys set their own
   --admin                         the key may also open the operator pages (jobs dashboard)
   --json                          print {"accountId","keyId","token"} as JSON instead of text
                                   (keys: the list; revoke-key: what was revoked)
@@ -61,6 +63,7 @@ export function parseOwnerCreate(argv: string[]): NewOwner & { json: boolean } {
         'budget-limit-minor': { type: 'string' },
         'max-concurrent': { type: 'string' },
         'max-rental-seconds': { type: 'string' },
+        'idle-terminate-minutes': { type: 'string' },
         admin: { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
       },
@@ -102,6 +105,14 @@ export function parseOwnerCreate(argv: string[]): NewOwner & { json: boolean } {
       throw new UsageError(`--max-rental-seconds must be a whole number from ${MAX_RENTAL_SECONDS.minimum} to ${MAX_RENTAL_SECONDS.maximum}, got "${rentalLength}".`);
     }
   }
+  const idle = v['idle-terminate-minutes'];
+  let idleTerminateMinutes: number | null = null;
+  if (idle !== undefined) {
+    idleTerminateMinutes = /^\d{1,15}$/.test(idle.trim()) ? Number(idle.trim()) : NaN;
+    if (idleTerminateMinutesProblem(idleTerminateMinutes)) {
+      throw new UsageError(`--idle-terminate-minutes must be a whole number from ${IDLE_TERMINATE_MINUTES.minimum} to ${IDLE_TERMINATE_MINUTES.maximum}, got "${idle}".`);
+    }
+  }
   return {
     name,
     email,
@@ -111,6 +122,7 @@ export function parseOwnerCreate(argv: string[]): NewOwner & { json: boolean } {
     budgetLimitMinor: limit('--budget-limit-minor', v['budget-limit-minor'], 'budgetLimitMinor'),
     maxConcurrentDeployments: limit('--max-concurrent', v['max-concurrent'], 'maxConcurrentDeployments'),
     maxRentalSeconds,
+    idleTerminateMinutes,
     json: v.json ?? false,
   };
 }
@@ -194,7 +206,8 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
           `Owner account ${account.id} created${account.email ? ` (${account.email})` : ''}.`,
           `OWNER key "${key.name}" (prefix ${key.prefix}): scopes ${key.scopes.join(', ')}; ` +
             `${key.maxPerRentalMinor} cents per rental, ${key.budgetLimitMinor} cents in total, ${key.maxConcurrentDeployments} at a time` +
-            `${key.maxRentalSeconds === null ? '' : `, rentals up to ${key.maxRentalSeconds} seconds`}${key.isAdmin ? '; admin' : ''}.`,
+            `${key.maxRentalSeconds === null ? '' : `, rentals up to ${key.maxRentalSeconds} seconds`}` +
+            `${key.idleTerminateMinutes === null ? '' : `, rentals ended after ${key.idleTerminateMinutes} idle minutes`}${key.isAdmin ? '; admin' : ''}.`,
           '',
           'The key, shown this once (it cannot be recovered, only revoked and replaced):',
           token,

@@ -35,15 +35,17 @@ describe('Telegram approval of agent authorizations (deep link)', () => {
     const [intro, q1] = await owner.send(`/start approve_${approvalCode}`);
     assert.match(intro.text, /An agent asks to connect to your account/);
     assert.match(intro.text, /expires at \d{4}-\d\d-\d\d \d\d:\d\d UTC \(10 minutes\)/);
-    assert.match(q1.text, /Step 1 of 4/);
+    assert.match(q1.text, /Step 1 of 5/);
 
     const q2 = sentMessages(await owner.pressButton(q1, '$25'))[0];
     assert.deepEqual(buttonsOf(q2).map((b) => b.text).slice(0, 5), ['$50', '$100', '$250', '$500', '$1,000']);
     const [q3] = await owner.send('120');
     const q4 = sentMessages(await owner.pressButton(q3, '3'))[0];
-    assert.match(q4.text, /Step 4 of 4/);
-    const confirm = sentMessages(await owner.pressButton(q4, '8 h'))[0];
-    assert.match(confirm.text, /Approve this agent with \$25\.00 per rental, \$120\.00 in total, 3 rentals at a time, each for up to 8 hours\?/);
+    assert.match(q4.text, /Step 4 of 5/);
+    const q5 = sentMessages(await owner.pressButton(q4, '8 h'))[0];
+    assert.match(q5.text, /Step 5 of 5/);
+    const confirm = sentMessages(await owner.pressButton(q5, '1 h'))[0];
+    assert.match(confirm.text, /Approve this agent with \$25\.00 per rental, \$120\.00 in total, 3 rentals at a time, each for up to 8 hours, stops after 1 h idle\?/);
     assert.equal((await exchange(setupCode)).status, 409, 'not approved before the owner confirms');
     assert.match(await owner.say('yes'), /use the Approve or Cancel button/);
 
@@ -61,6 +63,7 @@ describe('Telegram approval of agent authorizations (deep link)', () => {
     assert.equal(me.body.data.key.budgetLimitMinor, 12000);
     assert.equal(me.body.data.key.maxConcurrentDeployments, 3);
     assert.equal(me.body.data.key.maxRentalSeconds, 8 * 3600);
+    assert.equal(me.body.data.key.idleTerminateMinutes, 60);
     assert.ok(!me.body.data.key.scopes.includes('billing'));
     assert.equal((await exchange(setupCode)).status, 409, 'exchanged once');
 
@@ -79,8 +82,9 @@ describe('Telegram approval of agent authorizations (deep link)', () => {
     await owner.pressButton(q1, '$5');
     const [q3] = await owner.send('50');
     await owner.pressButton(q3, '1');
+    await owner.send('none');
     const [confirm] = await owner.send('none');
-    assert.match(confirm.text, /no time limit per rental\?/);
+    assert.match(confirm.text, /no time limit per rental, idle rentals not stopped\?/);
     h.ctx.clock.advance(11 * 60_000);
     assert.match(callbackAnswers(await owner.pressButton(confirm, 'Approve'))[0], /no longer open/);
     assert.equal((await exchange(late.setupCode)).body.error.code, 'AGENT_SETUP_INVALID');

@@ -36,7 +36,7 @@ describe('Telegram owner bot', () => {
       const owner = h.owner(telegramId());
       const text = await owner.say('/newagent 5 50 1');
       const code = setupCodeIn(text);
-      assert.match(text, /\$5\.00 per rental, \$50\.00 in total, 1 rental at a time, no time limit per rental/);
+      assert.match(text, /\$5\.00 per rental, \$50\.00 in total, 1 rental at a time, no time limit per rental, idle rentals not stopped/);
       assert.match(text, /Valid for one exchange until \d{4}-\d\d-\d\d \d\d:\d\d UTC \(10 minutes\)/);
       assert.ok(text.includes(`curl -s -X POST http://gpu.test/api/v1/agent-setups/exchange`), text);
       assert.ok(text.includes(`-d '{"setupCode":"${code}"}'`), text);
@@ -52,6 +52,7 @@ describe('Telegram owner bot', () => {
       assert.equal(me.body.data.key.budgetLimitMinor, 5000);
       assert.equal(me.body.data.key.maxConcurrentDeployments, 1);
       assert.equal(me.body.data.key.maxRentalSeconds, null);
+      assert.equal(me.body.data.key.idleTerminateMinutes, null);
       const account = await h.ctx.services.ds.getRepository(Account).findOneByOrFail({ telegramUserId: owner.id });
       assert.equal(me.body.data.user.id, account.id, 'the agent works on the owner account');
 
@@ -93,13 +94,13 @@ describe('Telegram owner bot', () => {
       const intro = await owner.send('/newagent');
       assert.equal(intro.length, 2);
       const q1 = intro[1];
-      assert.match(q1.text, /Step 1 of 4\. What may one rental cost at most\?/);
+      assert.match(q1.text, /Step 1 of 5\. What may one rental cost at most\?/);
       assert.deepEqual(buttonsOf(q1).map((b) => b.text), ['$5', '$10', '$25', '$50', '$100', 'Cancel']);
 
       let calls = await owner.pressButton(q1, '$10');
       assert.deepEqual(edits(calls), ['Per-rental cap: $10.00']);
       const q2 = sentMessages(calls)[0];
-      assert.match(q2.text, /Step 2 of 4\. How much may the agent spend in total/);
+      assert.match(q2.text, /Step 2 of 5\. How much may the agent spend in total/);
 
       // Pressing an answered question's button again changes nothing.
       calls = await owner.pressButton(q1, '$25');
@@ -113,17 +114,22 @@ describe('Telegram owner bot', () => {
       await h.restartBot();
       const q3 = await owner.send('$75.50');
       assert.equal(q3.length, 1);
-      assert.match(q3[0].text, /Step 3 of 4\. How many rentals may run at the same time\?/);
+      assert.match(q3[0].text, /Step 3 of 5\. How many rentals may run at the same time\?/);
 
       calls = await owner.pressButton(q3[0], '2');
       const q4 = sentMessages(calls)[0];
-      assert.match(q4.text, /Step 4 of 4\. How long may one rental run at most\?/);
+      assert.match(q4.text, /Step 4 of 5\. How long may one rental run at most\?/);
       assert.deepEqual(buttonsOf(q4).map((b) => b.text), ['1 h', '4 h', '8 h', '24 h', '3 days', 'No limit', 'Cancel']);
       assert.match(await owner.say('8'), /Please send a length such as 8h, 90m or 2d, or "none" for no limit\. Or \/cancel to stop\./);
       assert.match(await owner.say('31d'), /The longest rental must be from 1 minute to 30 days; you sent 31 days\./);
-      const done = await owner.send('1h 30m');
+      const [q5] = await owner.send('1h 30m');
+      assert.match(q5.text, /Step 5 of 5\. How long may a rental's GPUs sit idle/);
+      assert.deepEqual(buttonsOf(q5).map((b) => b.text), ['15 min', '30 min', '1 h', '2 h', 'No limit', 'Cancel']);
+      assert.match(await owner.say('later'), /Please send minutes such as 45, a length such as 2h, or "none" for no limit\. Or \/cancel to stop\./);
+      assert.match(await owner.say('2d'), /The idle time must be from 1 min to 24 h; you sent 48 h\./);
+      const done = await owner.send('45');
       assert.equal(done.length, 1);
-      assert.match(done[0].text, /\$10\.00 per rental, \$75\.50 in total, 2 rentals at a time, each for up to 1 hour 30 minutes/);
+      assert.match(done[0].text, /\$10\.00 per rental, \$75\.50 in total, 2 rentals at a time, each for up to 1 hour 30 minutes, stops after 45 min idle/);
       const res = await exchange(setupCodeIn(done[0].text));
       assert.equal(res.status, 200);
       const me = await h.ctx.api.get('/api/v1/me').set('Authorization', `Bearer ${res.body.data.token}`);
@@ -131,6 +137,7 @@ describe('Telegram owner bot', () => {
       assert.equal(me.body.data.key.budgetLimitMinor, 7550);
       assert.equal(me.body.data.key.maxConcurrentDeployments, 2);
       assert.equal(me.body.data.key.maxRentalSeconds, 5400);
+      assert.equal(me.body.data.key.idleTerminateMinutes, 45);
 
       // The finished dialogue's keyboard is dead.
       calls = await owner.pressButton(q3[0], '3');
@@ -143,8 +150,18 @@ describe('Telegram owner bot', () => {
       await owner.pressButton(q1, '$5');
       const [q3] = await owner.send('50');
       const q4 = sentMessages(await owner.pressButton(q3, '1'))[0];
+      const q5 = sentMessages(await owner.pressButton(q4, 'No limit'))[0];
+      const calls5 = await owner.pressButton(q5, '30 min');
+      assert.deepEqual(edits(calls5), ['Stop when idle: 30 min']);
+      const code = sentMessages(calls5).find((m) => /gps_/.test(m.text))!;
+      assert.match(code.text, /no time limit per rental, stops after 30 min idle/);
+      const [, r1] = await owner.send('/newagent');
+      await owner.pressButton(r1, '$5');
+      const [r3] = await owner.send('50');
+      const r4 = sentMessages(await owner.pressButton(r3, '1'))[0];
+      const r5 = sentMessages(await owner.pressButton(r4, 'No limit'))[0];
       const mark = h.fake.mark();
-      await Promise.all([owner.pressButton(q4, 'No limit'), owner.pressButton(q4, 'No limit')]);
+      await Promise.all([owner.pressButton(r5, 'No limit'), owner.pressButton(r5, 'No limit')]);
       const calls = h.fake.callsSince(mark);
       assert.equal(sentMessages(calls).filter((m) => /gps_/.test(m.text)).length, 1);
       const answers = callbackAnswers(calls).sort();
@@ -214,9 +231,10 @@ describe('Telegram owner bot', () => {
       const owner = h.owner(telegramId());
       const res = await exchange(setupCodeIn(await owner.say('/newagent 5 50 1 builder')));
       const token: string = res.body.data.token;
-      const keep = await exchange(setupCodeIn(await owner.say('/newagent 6 60 2 4h')));
+      const keep = await exchange(setupCodeIn(await owner.say('/newagent 6 60 2 4h idle 90')));
       assert.equal(keep.status, 200);
       assert.equal(keep.body.data.key.maxRentalSeconds, 4 * 3600);
+      assert.equal(keep.body.data.key.idleTerminateMinutes, 90);
       assert.equal(keep.body.data.key.name, 'telegram agent', 'a length is not taken for a name');
 
       const [list] = await owner.send('/agents');
@@ -224,8 +242,8 @@ describe('Telegram owner bot', () => {
       assert.match(list.text, /builder/);
       assert.match(list.text, /\$5\.00 per rental, \$50\.00 total, 1 at a time/);
       assert.match(list.text, /spent \$0\.00 \(\$50\.00 left\), 0 active rentals/);
-      assert.match(list.text, /\$6\.00 per rental, \$60\.00 total, 2 at a time, rentals up to 4 hours\n/);
-      assert.match(list.text, /\$5\.00 per rental, \$50\.00 total, 1 at a time\n/, 'a key without a longest rental says nothing of one');
+      assert.match(list.text, /\$6\.00 per rental, \$60\.00 total, 2 at a time, rentals up to 4 hours, stops after 1 h 30 min idle\n/);
+      assert.match(list.text, /\$5\.00 per rental, \$50\.00 total, 1 at a time\n/, 'a key without a longest rental or idle time says nothing of them');
       const key = await h.ctx.services.ds.getRepository(ApiKey).findOneByOrFail({ prefix: token.slice(4, 12) });
 
       let calls = await owner.press(list, `rv:${key.id}`);

@@ -71,6 +71,19 @@ describe('owner create (operator command)', function () {
     assert.equal(await runOwnerCommand(['create', '--name', 'no leases', '--json'], ctx.config, { out: (t) => (plain += t), err: () => {} }), 0);
     const me = await ctx.api.get('/api/v1/me').set('Authorization', `Bearer ${JSON.parse(plain).token}`);
     assert.equal(me.body.data.key.maxRentalSeconds, null);
+    assert.equal(me.body.data.key.idleTerminateMinutes, null);
+  });
+
+  it('gives an owner key an idle time for its own rentals only when asked, and says so', async () => {
+    let out = '';
+    const status = await runOwnerCommand(['create', '--name', 'tidy', '--idle-terminate-minutes', '45'], ctx.config, { out: (t) => (out += t), err: () => {} });
+    assert.equal(status, 0);
+    assert.match(out, /at a time, rentals ended after 45 idle minutes\./);
+    const [token] = out.match(TOKEN_RE) ?? [];
+    const me = await ctx.api.get('/api/v1/me').set('Authorization', `Bearer ${token}`);
+    assert.equal(me.body.data.key.kind, 'OWNER');
+    assert.equal(me.body.data.key.idleTerminateMinutes, 45);
+    assert.equal(me.body.data.key.maxRentalSeconds, null);
   });
 
   it('refuses bad options with the usage text and exit status 2, creating nothing', async () => {
@@ -78,7 +91,7 @@ describe('owner create (operator command)', function () {
     const run = spawnService(['owner', 'create', '--name', 'x', '--scopes', 'read,admin'], { DATABASE_URL: testDatabaseUrl });
     assert.equal(await run.exited, 2);
     assert.match(run.stderr(), /unknown: admin[\s\S]*Usage: owner create --name/);
-    for (const args of [['create'], ['create', '--name', 'x', '--max-concurrent', '0'], ['create', '--name', 'x', '--max-rental-seconds', '59'], ['create', '--name', 'x', '--max-rental-seconds', '8h'], ['create', '--name', 'x', '--email', 'nope'], ['create', '--name', 'x', '--bogus'], ['destroy']]) {
+    for (const args of [['create'], ['create', '--name', 'x', '--max-concurrent', '0'], ['create', '--name', 'x', '--max-rental-seconds', '59'], ['create', '--name', 'x', '--max-rental-seconds', '8h'], ['create', '--name', 'x', '--idle-terminate-minutes', '0'], ['create', '--name', 'x', '--idle-terminate-minutes', '1441'], ['create', '--name', 'x', '--idle-terminate-minutes', '30m'], ['create', '--name', 'x', '--email', 'nope'], ['create', '--name', 'x', '--bogus'], ['destroy']]) {
       let out = '';
       let err = '';
       const status = await runOwnerCommand(args, ctx.config, { out: (t) => (out += t), err: (t) => (err += t) });

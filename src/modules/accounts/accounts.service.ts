@@ -28,6 +28,8 @@ export interface NewOwner extends KeyLimits {
   isAdmin: boolean;
   /** The longest any rental of the key may run, in seconds; null or absent: no such limit. */
   maxRentalSeconds?: number | null;
+  /** Minutes of idle GPUs after which the key's own rentals are warned, then ended; null or absent: never. */
+  idleTerminateMinutes?: number | null;
 }
 
 export interface AccountsOptions {
@@ -179,6 +181,7 @@ export class AccountsService {
         budgetLimitMinor: input.budgetLimitMinor,
         maxConcurrentDeployments: input.maxConcurrentDeployments,
         maxRentalSeconds: input.maxRentalSeconds ?? null,
+        idleTerminateMinutes: input.idleTerminateMinutes ?? null,
       });
       return { account, key, token };
     });

@@ -4,9 +4,9 @@ import type { DataSource } from 'typeorm';
 // per chat, its data kept as JSON.
 
 export type ConversationKind = 'newagent' | 'approve';
-export type LimitStep = 'perRental' | 'budget' | 'concurrent' | 'rentalLength' | 'confirm';
+export type LimitStep = 'perRental' | 'budget' | 'concurrent' | 'rentalLength' | 'idleMinutes' | 'confirm';
 
-/** Limits gathered so far (cents, a count and seconds), plus what the dialogue works on. */
+/** Limits gathered so far (cents, a count, seconds and minutes), plus what the dialogue works on. */
 export interface ConversationData {
   /** Random id printed into each button's data, so a keyboard from an older dialogue is refused. */
   nonce: string;
@@ -15,6 +15,8 @@ export interface ConversationData {
   maxConcurrentDeployments?: number;
   /** The longest rental, once answered; null: the owner chose no limit. */
   maxRentalSeconds?: number | null;
+  /** Minutes of idle GPUs before a rental is warned, then ended, once answered; null: never. */
+  idleTerminateMinutes?: number | null;
   name?: string;
   /** Approval dialogues: the public approval code of the authorization being approved. */
   approvalCode?: string;
