@@ -87,6 +87,12 @@ describe('GprClient (SDK) against the running test app', function () {
     await ctx.close();
   });
 
+  /** Moves the context's manual clock on while a wait is held, as time passing would (destruction checks run on it). */
+  function ticking(stepMs = 500): { stop: () => void } {
+    const t = setInterval(() => ctx.clock.advance(stepMs), 100);
+    return { stop: () => clearInterval(t) };
+  }
+
   /** A signed-up client whose account has `amountMinor` of credits, paid through the payment page. */
   async function funded(amountMinor = 2000, url = baseUrl) {
     const token = (await new GprClient({ baseUrl }).signup()).token;
@@ -178,47 +184,100 @@ describe('GprClient (SDK) against the running test app', function () {
     assert.equal(rental.leaseSeconds, 3600);
     assert.ok(!JSON.stringify(rental).includes(secret), 'the value is not returned');
     const phases: string[] = [];
-    const active = await client.waitForRental(rental.rentalId, { until: 'ACTIVE', intervalMs: 50, timeoutMs: 20_000, onPhase: (r) => phases.push(`${r.status}/${r.phase ?? ''}`) });
+    const active = await client.waitForRental(rental.rentalId, { until: 'ACTIVE', timeoutMs: 20_000, onPhase: (r) => phases.push(`${r.status}/${r.phase ?? ''}`) });
     assert.equal(phases.at(-1), 'ACTIVE/');
     assert.ok(phases.every((p, i) => i === 0 || p !== phases[i - 1]), `one call per change: ${phases.join(' ')}`);
     assert.ok(active.endsAt, 'a lease ends');
     assert.equal(Date.parse(active.endsAt) - Date.parse(active.deployment!.startedAt!), 3600_000);
     assert.ok(!JSON.stringify(await client.getRental(rental.rentalId)).includes(secret));
     await client.terminate(rental.deploymentId!);
-    await client.waitForRental(rental.rentalId, { until: 'TERMINATED', intervalMs: 100, timeoutMs: 20_000, onProgress: () => ctx.clock.advance(500) });
+    const clock = ticking();
+    try {
+      await client.waitForRental(rental.rentalId, { until: 'TERMINATED', timeoutMs: 20_000 });
+    } finally {
+      clock.stop();
+    }
   });
 
   it('waitForRental: ACTIVE with progress, TERMINATED after terminate, a timeout, and FAILED as an error', async () => {
     const { client } = await funded(3000);
     const rental = await client.createRental({ offerId: ids['sdk-l4'], budgetMinor: 500 });
     const seen: string[] = [];
-    const active = await client.waitForRental(rental.rentalId, { until: 'ACTIVE', intervalMs: 50, timeoutMs: 20_000, onProgress: (r: Rental) => seen.push(r.status) });
+    const active = await client.waitForRental(rental.rentalId, { until: 'ACTIVE', timeoutMs: 20_000, onProgress: (r: Rental) => seen.push(r.status) });
     assert.equal(active.status, 'ACTIVE');
     assert.equal(seen.at(-1), 'ACTIVE');
     assert.deepEqual((await client.resolve(rental.deploymentId!)).rentalId, rental.rentalId, 'a deployment id resolves to its rental');
     await client.terminate(rental.deploymentId!);
-    const ended = await client.waitForRental(rental.rentalId, {
-      until: 'TERMINATED',
-      intervalMs: 100,
-      timeoutMs: 20_000,
-      // Destruction checks run on the context's manual clock.
-      onProgress: () => ctx.clock.advance(500),
-    });
+    const clock = ticking();
+    const ended = await client.waitForRental(rental.rentalId, { until: 'TERMINATED', timeoutMs: 20_000 }).finally(clock.stop);
     assert.equal(ended.status, 'TERMINATED');
     assert.ok(ended.endedAt);
 
     const slow = await client.createRental({ offerId: ids['sdk-slow'], budgetMinor: 500 }).catch((e) => e);
     // One concurrent rental per signup key: the first has ended, so this one is admitted.
     assert.ok(!(slow instanceof Error), String(slow));
-    const timeout = await client.waitForRental(slow.rentalId, { until: 'ACTIVE', intervalMs: 50, timeoutMs: 300 }).catch((e) => e);
+    const timeout = await client.waitForRental(slow.rentalId, { until: 'ACTIVE', timeoutMs: 300 }).catch((e) => e);
     assert.ok(timeout instanceof GprTimeoutError);
     await client.terminate(slow.deploymentId);
-    await client.waitForRental(slow.rentalId, { until: 'TERMINATED', intervalMs: 100, timeoutMs: 20_000, onProgress: () => ctx.clock.advance(500) });
+    const clock2 = ticking();
+    await client.waitForRental(slow.rentalId, { until: 'TERMINATED', timeoutMs: 20_000 }).finally(clock2.stop);
 
     const failing = await client.createRental({ offerId: ids['sdk-fail'], budgetMinor: 500 });
-    const failed = await client.waitForRental(failing.rentalId, { until: 'ACTIVE', intervalMs: 50, timeoutMs: 20_000, onProgress: () => ctx.clock.advance(200) }).catch((e) => e);
+    const clock3 = ticking(200);
+    const failed = await client.waitForRental(failing.rentalId, { until: 'ACTIVE', timeoutMs: 20_000 }).catch((e) => e).finally(clock3.stop);
     assert.ok(failed instanceof GprRentalStateError, String(failed));
     assert.equal(failed.rental.status, 'FAILED');
+  });
+
+  it('waitFor returns on ACTIVE through waiting reads: one held read per change of status, none sent faster than the server answers', async () => {
+    const proxy = await flakyProxy(baseUrl, () => 'pass');
+    try {
+      const { client } = await funded(1000, proxy.url);
+      const rental = await client.createRental({ offerId: ids['sdk-l4'], budgetMinor: 500 });
+      proxy.seen.length = 0;
+      const statuses: string[] = [];
+      const started = Date.now();
+      const active = await client.waitFor(rental.rentalId, ['ACTIVE'], { timeoutMs: 20_000, onPhase: (r) => statuses.push(r.status) });
+      assert.equal(active.status, 'ACTIVE');
+      const reads = proxy.seen.filter((x) => x.method === 'GET');
+      assert.ok(!reads[0].path.includes('waitFor'), 'the first read is plain');
+      for (const r of reads.slice(1)) assert.match(decodeURIComponent(r.path), /\?waitFor=[A-Z_,]+&waitSeconds=\d+$/, r.path);
+      const changes = new Set(statuses).size;
+      assert.ok(reads.length <= changes + 1, `${reads.length} reads for ${statuses.join(' ')}`);
+      assert.ok(Date.now() - started < 10_000);
+      await client.terminate(rental.deploymentId!);
+      const clock = ticking();
+      await client.waitFor(rental.rentalId, ['TERMINATED'], { timeoutMs: 20_000 }).finally(clock.stop);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('events pages the log after an id, and streamEvents yields the same events live, resuming from the last id', async () => {
+    const { client } = await funded(1000);
+    const start = await client.events();
+    assert.deepEqual(start.data, []);
+    const controller = new AbortController();
+    const streamed: string[] = [];
+    const reading = (async () => {
+      for await (const e of client.streamEvents({ after: start.nextAfter, signal: controller.signal })) {
+        streamed.push(`${e.type} ${(e.data as { rentalId?: string }).rentalId}`);
+        if (e.type === 'rental.active') break;
+      }
+    })();
+    const rental = await client.createRental({ offerId: ids['sdk-l4'], budgetMinor: 500 });
+    await client.waitFor(rental.rentalId, ['ACTIVE'], { timeoutMs: 20_000 });
+    await Promise.race([reading, new Promise((_, no) => setTimeout(() => no(new Error(`stream saw only ${streamed.join(', ')}`)), 10_000))]);
+    controller.abort();
+    const page = await client.events({ after: start.nextAfter });
+    assert.deepEqual(streamed, page.data.map((e) => `${e.type} ${(e.data as { rentalId?: string }).rentalId}`));
+    assert.equal(streamed.at(-1), `rental.active ${rental.rentalId}`);
+    assert.equal((await client.events({ after: page.nextAfter })).data.length, 0);
+    const refused = await new GprClient({ baseUrl, token: 'gpr_AAAAAAAA.nope' }).streamEvents().next().catch((e) => e);
+    assert.ok(refused instanceof GprApiError && refused.status === 401, String(refused));
+    await client.terminate(rental.deploymentId!);
+    const clock = ticking();
+    await client.waitFor(rental.rentalId, ['TERMINATED'], { timeoutMs: 20_000 }).finally(clock.stop);
   });
 });
 
@@ -258,6 +317,31 @@ describe('GprClient (SDK): the rental request and phases as sent and seen', () =
     assert.equal(r.status, 'ACTIVE');
     assert.equal(polls, 6);
     assert.deepEqual(phases, ['PENDING waiting_for_capacity', 'PROVISIONING creating', 'PROVISIONING booting', 'ACTIVE -']);
+  });
+
+  it('streamEvents reconnects with Last-Event-ID when the server ends the stream, skipping heartbeats', async () => {
+    const lastIds: (string | undefined)[] = [];
+    const server = createServer((req, res) => {
+      lastIds.push(req.headers['last-event-id'] as string | undefined);
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      const id = String(lastIds.length + 40);
+      const event = { id, type: 'rental.active', createdAt: '2026-01-15T12:00:00.000Z', data: { rentalId: RENTAL_ID } };
+      res.end(`: heartbeat\n\nid: ${id}\r\nevent: rental.active\r\ndata: ${JSON.stringify(event)}\r\n\r\n`);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const client = new GprClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: 'gpr_AAAAAAAA.x' });
+      const ids: string[] = [];
+      for await (const e of client.streamEvents({ after: '40' })) {
+        ids.push(e.id);
+        if (ids.length === 3) break;
+      }
+      assert.deepEqual(ids, ['41', '42', '43']);
+      assert.deepEqual(lastIds, ['40', '41', '42']);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 
   it('durations and the hints for refusals naming a setting, the lease or the key\'s longest rental', () => {

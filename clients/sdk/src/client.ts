@@ -1,6 +1,7 @@
 import createClient, { type Client } from 'openapi-fetch';
 import type { components, paths } from './generated/openapi.js';
 import { GprApiError, GprRentalStateError, GprTimeoutError } from './errors.js';
+import { type EventPage, eventStream, type GprEvent, type StreamOptions } from './events.js';
 import { retryingFetch, type RetryPolicy } from './transport.js';
 
 type JsonData<P extends keyof paths, M extends 'get' | 'post', C extends number> = paths[P][M] extends { responses: infer R }
@@ -50,20 +51,32 @@ export interface GprClientOptions extends RetryPolicy {
   userAgent?: string;
 }
 
-export interface WaitOptions {
-  until: 'ACTIVE' | 'TERMINATED';
+export interface WaitForOptions {
   /**
    * Give up after this long. Default: 15 minutes, counted from the end of the rental's wait for
    * capacity (`waitForCapacityUntil`) when it has one that ends later than now.
    */
   timeoutMs?: number;
-  /** Delay between polls (default 2 s). */
+  /**
+   * The least time between two reads when one comes back without news (only a server that does
+   * not hold waiting reads does that; default 1 s). Reads are otherwise held by the server.
+   */
   intervalMs?: number;
-  /** Called after every poll with the rental as it is now. */
+  /** Called after every read with the rental as it is now. */
   onProgress?: (rental: Rental) => void;
-  /** Called with the rental when its status or `phase` differs from the last poll's (and after the first poll). */
+  /** Called with the rental when its status or `phase` differs from the last read's (and after the first read). */
   onPhase?: (rental: Rental) => void;
 }
+
+export interface WaitOptions extends WaitForOptions {
+  until: 'ACTIVE' | 'TERMINATED';
+}
+
+const ALL_STATUSES: RentalStatus[] = ['AWAITING_PAYMENT', 'PENDING', 'PROVISIONING', 'ACTIVE', 'TERMINATING', 'TERMINATED', 'FAILED'];
+/** Statuses a rental never leaves. */
+const FINAL: RentalStatus[] = ['TERMINATED', 'FAILED'];
+/** The longest a waiting read is held (the server allows 30 s; this leaves room under a 30 s request timeout). */
+const WAIT_SECONDS = 25;
 
 /** Default wait for a state: what provisioning may take once there is capacity. */
 const DEFAULT_WAIT_MS = 15 * 60_000;
@@ -79,10 +92,15 @@ export class GprClient {
   private readonly api: Client<paths>;
   private readonly fetch: ReturnType<typeof retryingFetch>;
   private readonly headers: Record<string, string>;
+  private readonly plainFetch: typeof fetch;
+  /** The longest a waiting read may be held and still be answered within one attempt's timeout. */
+  private readonly waitSeconds: number;
 
   constructor(options: GprClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.fetch = retryingFetch(options);
+    this.plainFetch = options.fetch ?? globalThis.fetch;
+    this.waitSeconds = Math.max(1, Math.min(WAIT_SECONDS, Math.floor((options.timeoutMs ?? 30_000) / 1000) - 5));
     this.headers = { Accept: 'application/json' };
     if (options.userAgent) this.headers['User-Agent'] = options.userAgent;
     if (options.token) this.headers.Authorization = `Bearer ${options.token}`;
@@ -175,28 +193,82 @@ export class GprClient {
     return { data: body.data, nextCursor: body.meta?.nextCursor ?? null };
   }
 
-  /** Polls until the rental reaches `until`; throws when it ends elsewhere or time runs out. */
-  async waitForRental(id: string, opts: WaitOptions): Promise<Rental> {
+  /**
+   * A waiting read: the rental once its status is one of `statuses`, or as it is after
+   * `waitSeconds` (1 to 30), whichever comes first; at once when it already is.
+   */
+  async readRentalWhen(id: string, statuses: RentalStatus[], waitSeconds: number): Promise<Rental> {
+    return unwrap(await this.api.GET('/api/v1/rentals/{id}', { params: { path: { id }, query: { waitFor: statuses.join(','), waitSeconds } } }));
+  }
+
+  /**
+   * Waits until the rental's status is one of `statuses` and returns it. Built on waiting reads: each
+   * read is held by the server until the status changes (or up to 25 s), so every change is seen
+   * within about a second without polling. Throws {@link GprRentalStateError} when the rental ends
+   * (TERMINATED, FAILED) outside `statuses`, and {@link GprTimeoutError} when time runs out.
+   */
+  async waitFor(id: string, statuses: RentalStatus[], opts: WaitForOptions = {}): Promise<Rental> {
     let deadline = Date.now() + (opts.timeoutMs ?? DEFAULT_WAIT_MS);
+    let r = await this.getRental(id);
+    const capacityUntil = opts.timeoutMs === undefined && r.waitForCapacityUntil ? Date.parse(r.waitForCapacityUntil) : NaN;
+    // A rental waiting for capacity may rightly stay PENDING until its own deadline.
+    if (Number.isFinite(capacityUntil)) deadline = Math.max(deadline, capacityUntil + DEFAULT_WAIT_MS);
     let last: string | undefined;
-    for (let first = true; ; first = false) {
-      const r = await this.getRental(id);
-      const capacityUntil = first && opts.timeoutMs === undefined && r.waitForCapacityUntil ? Date.parse(r.waitForCapacityUntil) : NaN;
-      // A rental waiting for capacity may rightly stay PENDING until its own deadline.
-      if (Number.isFinite(capacityUntil)) deadline = Math.max(deadline, capacityUntil + DEFAULT_WAIT_MS);
+    for (;;) {
       opts.onProgress?.(r);
       const now = `${r.status}/${r.phase ?? ''}`;
       if (now !== last) opts.onPhase?.(r);
       last = now;
-      if (r.status === opts.until) return r;
-      if (r.status === 'FAILED' || (opts.until === 'ACTIVE' && (r.status === 'TERMINATING' || r.status === 'TERMINATED'))) {
+      if (statuses.includes(r.status)) return r;
+      if (FINAL.includes(r.status)) {
         const why = r.status === 'FAILED' ? `${r.failureCode ?? 'FAILED'}: ${r.failureReason ?? 'provisioning failed'}` : r.status;
-        throw new GprRentalStateError(r.status === 'FAILED' ? r.failureCode ?? 'RENTAL_FAILED' : 'RENTAL_ENDED', `Rental ${id} will not become ${opts.until} (${why}).`, r);
+        throw new GprRentalStateError(r.status === 'FAILED' ? r.failureCode ?? 'RENTAL_FAILED' : 'RENTAL_ENDED', `Rental ${id} will not become ${statuses.join(' or ')} (${why}).`, r);
       }
       const left = deadline - Date.now();
-      if (left <= 0) throw new GprTimeoutError(`Rental ${id} is still ${r.status}, not ${opts.until}, after the wait.`);
-      await sleep(Math.min(opts.intervalMs ?? 2000, left));
+      if (left <= 0) throw new GprTimeoutError(`Rental ${id} is still ${r.status}, not ${statuses.join(' or ')}, after the wait.`);
+      // Held until the status is any other than now's: each change is reported as it happens.
+      const started = Date.now();
+      const status = r.status;
+      r = await this.readRentalWhen(id, ALL_STATUSES.filter((x) => x !== status), Math.max(1, Math.min(this.waitSeconds, Math.ceil(left / 1000))));
+      const early = (opts.intervalMs ?? 1000) - (Date.now() - started);
+      if (r.status === status && early > 0) await sleep(Math.min(early, Math.max(0, deadline - Date.now())));
     }
+  }
+
+  /**
+   * Waits until the rental reaches `until` (with {@link waitFor}); throws when it ends elsewhere
+   * (FAILED, or TERMINATING/TERMINATED while waiting for ACTIVE) or time runs out.
+   */
+  async waitForRental(id: string, opts: WaitOptions): Promise<Rental> {
+    const stops: RentalStatus[] = opts.until === 'ACTIVE' ? ['ACTIVE', 'TERMINATING', 'TERMINATED', 'FAILED'] : ['TERMINATED', 'FAILED'];
+    const r = await this.waitFor(id, stops, opts);
+    if (r.status === opts.until) return r;
+    const why = r.status === 'FAILED' ? `${r.failureCode ?? 'FAILED'}: ${r.failureReason ?? 'provisioning failed'}` : r.status;
+    throw new GprRentalStateError(r.status === 'FAILED' ? r.failureCode ?? 'RENTAL_FAILED' : 'RENTAL_ENDED', `Rental ${id} will not become ${opts.until} (${why}).`, r);
+  }
+
+  // --- events -------------------------------------------------------------------------------------
+
+  /**
+   * One page of the caller's events after `after`, oldest first (`limit` 1 to 100, default 50).
+   * Without `after` the page starts after the newest event: keep `nextAfter` for the next call.
+   */
+  async events(opts: { after?: string; limit?: number } = {}): Promise<EventPage> {
+    const q = new URLSearchParams();
+    if (opts.after) q.set('after', opts.after);
+    if (opts.limit !== undefined) q.set('limit', String(opts.limit));
+    const res = await this.fetch(`${this.baseUrl}/api/v1/events${q.size ? `?${q}` : ''}`, { headers: this.headers });
+    if (!res.ok) throw await GprApiError.fromResponse(res);
+    const body = (await res.json()) as { data: GprEvent[]; meta: { nextAfter: string } };
+    return { data: body.data, nextAfter: body.meta.nextAfter };
+  }
+
+  /**
+   * The caller's events as they happen (Server-Sent Events): those after `after` first, then live.
+   * Reconnects with the last id when the server ends the stream; stop with `signal` or by leaving the loop.
+   */
+  streamEvents(opts: StreamOptions = {}): AsyncGenerator<GprEvent> {
+    return eventStream({ url: `${this.baseUrl}/api/v1/events`, headers: this.headers, fetch: this.plainFetch }, opts);
   }
 
   // --- deployments --------------------------------------------------------------------------------
