@@ -163,7 +163,7 @@ export function parseLimitArgs(args: string): { limits: ChosenLimits; name?: str
     return {
       errors: [
         'Send all three limits in one line: per-rental USD, total USD and concurrent rentals, for example /newagent 5 50 1 ' +
-          '(a fourth, the longest rental such as 8h, is optional)',
+          '(optionally followed by the longest rental such as 8h and the idle time such as idle 30m)',
       ],
     };
   }
