@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +24,30 @@ describe('gpr command line (built binary against the running service)', function
   const home = () => mkdtempSync(join(tmpdir(), 'gpr-home-'));
   const gpr = (xdg: string, args: string[], env: Record<string, string> = {}, onStderr?: (s: string) => void) =>
     run(GPR_BIN, args, { HOME: xdg, XDG_CONFIG_HOME: xdg, GPR_BASE_URL: service.baseUrl, ...env }, onStderr);
+  /** `gpr --json events --follow --after 0` until a line satisfies `done`, then interrupted as a person would. */
+  const follow = (xdg: string, done: (line: string) => boolean) =>
+    new Promise<string[]>((resolve, reject) => {
+      const child = spawn(process.execPath, [GPR_BIN, '--json', 'events', '--follow', '--after', '0'], {
+        env: { PATH: process.env.PATH ?? '', HOME: xdg, XDG_CONFIG_HOME: xdg, GPR_BASE_URL: service.baseUrl },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const lines: string[] = [];
+      let buffer = '';
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      child.stdout.on('data', (d) => {
+        buffer += d;
+        const parts = buffer.split('\n');
+        buffer = parts.pop()!;
+        lines.push(...parts);
+        if (parts.some(done)) child.kill('SIGINT');
+      });
+      child.on('error', reject);
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        if (!lines.some(done)) reject(new Error(`gpr events --follow ended (${code}) with: ${lines.join('\n')}`));
+        else resolve(lines);
+      });
+    });
   const json = (r: Run) => {
     assert.equal(r.code, 0, `exit ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
     return JSON.parse(r.stdout);
@@ -71,6 +96,7 @@ describe('gpr command line (built binary against the running service)', function
     const status = json(await gpr(xdg, ['--json', 'status', rental.rentalId]));
     assert.equal(status.status, 'ACTIVE');
     assert.equal(status.deploymentId, rental.deploymentId);
+    assert.equal(json(await gpr(xdg, ['--json', 'status', rental.rentalId, '--wait', '--timeout', '10'])).status, 'ACTIVE', 'a settled rental answers at once');
 
     const smi = await gpr(xdg, ['ssh', rental.rentalId, '--', 'nvidia-smi']);
     assert.equal(smi.code, 0, smi.stderr);
@@ -89,6 +115,17 @@ describe('gpr command line (built binary against the running service)', function
     const gone = await gpr(xdg, ['ssh', rental.rentalId, '--', 'true']);
     assert.equal(gone.code, 2, 'no ssh to a terminated rental');
     assert.match(gone.stderr, /TERMINATED, not ACTIVE/);
+
+    // The rental's life as events: a page, a human listing, and the stream followed until it ends.
+    const ofRental = (events: { type: string; data: { rentalId?: string } }[]) => events.filter((e) => e.data.rentalId === rental.rentalId).map((e) => e.type);
+    const page = json(await gpr(xdg, ['--json', 'events', '--after', '0', '--limit', '100']));
+    assert.deepEqual(ofRental(page.data), ['rental.provisioning', 'rental.active', 'rental.terminating', 'rental.terminated']);
+    const listed = await gpr(xdg, ['events', '--after', '0']);
+    assert.match(listed.stdout, new RegExp(`rental\\.active\\s+rental ${rental.rentalId} ACTIVE`));
+    assert.match(listed.stdout, new RegExp(`^Next: gpr events --after ${page.nextAfter}$`, 'm'));
+    assert.equal((await gpr(xdg, ['events', '--after', 'x'])).code, 2, 'an id is digits');
+    const followed = await follow(xdg, (line) => JSON.parse(line).type === 'rental.terminated');
+    assert.deepEqual(ofRental(followed.map((l) => JSON.parse(l))), ['rental.provisioning', 'rental.active', 'rental.terminating', 'rental.terminated']);
   });
 
   it('human mode: tables, state lines as the rental moves, ssh by deployment id, endedAt on terminate', async () => {
@@ -113,7 +150,8 @@ describe('gpr command line (built binary against the running service)', function
 
     const rent = await gpr(xdg, ['rent', '--gpu', TEST_GPU, '--max-price', '3', '--budget', '5', '--wait', '--timeout', '60']);
     assert.equal(rent.code, 0, rent.stderr);
-    assert.match(rent.stderr, /^rental (PENDING|PROVISIONING) \((creating|booting|waiting_for_ssh|checking_gpus|starting)\)$/m, 'each state and phase on a line when stderr is not a terminal');
+    // One line per change of status, with the phase as it stood then (a fast start may show none).
+    assert.match(rent.stderr, /^rental (PENDING|PROVISIONING)( \((creating|booting|waiting_for_ssh|checking_gpus|starting)\))?$/m, `each state on a line when stderr is not a terminal: ${rent.stderr}`);
     assert.match(rent.stderr, /^rental ACTIVE$/m);
     assert.match(rent.stdout, /^status\s+ACTIVE$/m);
     const rentalId = /^rental\s+([0-9a-f-]{36})$/m.exec(rent.stdout)![1];

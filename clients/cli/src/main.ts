@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { accountCommands } from './commands/account.js';
+import { eventCommands } from './commands/events.js';
 import { inventoryCommands } from './commands/inventory.js';
 import { rentalCommands } from './commands/rentals.js';
 import { credentialCommands } from './commands/ssh.js';
@@ -24,6 +25,7 @@ accountCommands(program, ctx);
 inventoryCommands(program, ctx);
 rentalCommands(program, ctx);
 credentialCommands(program, ctx);
+eventCommands(program, ctx);
 for (const c of program.commands) c.exitOverride().showHelpAfterError();
 
 try {

@@ -4,6 +4,9 @@ import { type Ctx, timeoutMs } from '../context.js';
 import { collect, type MachineFlags, machineRequest } from '../machine-flags.js';
 import { fields, table, UsageError } from '../output.js';
 
+/** Where `gpr status --wait` stops: the rental runs, or it has ended. */
+const SETTLED: Rental['status'][] = ['ACTIVE', 'TERMINATED', 'FAILED'];
+
 type Extra = { gpuName?: string | null; gpuCount?: number | null; provider?: string | null; terminationReason?: string | null };
 
 /** The rental's state in a few words: `PROVISIONING (booting)`, `PENDING (waiting_for_capacity until ...)`. */
@@ -55,7 +58,7 @@ function nextLine(r: Rental): string {
 export async function waitWithProgress(ctx: Ctx, client: GprClient, id: string, until: 'ACTIVE' | 'TERMINATED', timeout: number | undefined): Promise<Rental> {
   const progress = ctx.progress();
   try {
-    return await client.waitForRental(id, { until, timeoutMs: timeout, intervalMs: 1000, onPhase: (r) => progress.update(`rental ${stateLine(r)}`) });
+    return await client.waitForRental(id, { until, timeoutMs: timeout, onPhase: (r) => progress.update(`rental ${stateLine(r)}`) });
   } finally {
     progress.stop();
   }
@@ -150,9 +153,21 @@ export function rentalCommands(program: Command, ctx: Ctx): void {
 
   program
     .command('status <id>')
-    .description('One rental (by rental or deployment id)')
-    .action(async (id: string) => {
-      const rental = await ctx.client().findRental(id);
+    .description('One rental (by rental or deployment id); --wait until it is ACTIVE, TERMINATED or FAILED')
+    .option('--wait', 'wait (with waiting reads, no polling) until the rental is ACTIVE, TERMINATED or FAILED, showing each change')
+    .option('--timeout <duration>', 'how long --wait waits (default 15m, after any wait for capacity)')
+    .action(async (id: string, o: { wait?: boolean; timeout?: string }) => {
+      const timeout = timeoutMs(o.timeout);
+      const client = ctx.client();
+      let rental = await client.findRental(id);
+      if (o.wait) {
+        const progress = ctx.progress();
+        try {
+          rental = await client.waitFor(rental.rentalId, SETTLED, { timeoutMs: timeout, onPhase: (r) => progress.update(`rental ${stateLine(r)}`) });
+        } finally {
+          progress.stop();
+        }
+      }
       ctx.out(rental, () => rentalFields(rental) + nextLine(rental));
     });
 
