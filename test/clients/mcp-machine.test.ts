@@ -136,6 +136,24 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
     assert.match(active.structuredContent.next, /^Usable: reveal_ssh_credentials .*endpoints .*endsAt/);
   });
 
+  it('get_rental waiting for ACTIVE sends a progress notification per change when the call asks for progress', async () => {
+    assert.ok(!(await call('create_rental', INTENT)).isError);
+    service.states = [
+      { status: 'PENDING', phase: 'creating' },
+      { status: 'PROVISIONING', phase: 'booting' },
+      { status: 'PROVISIONING', phase: 'booting' },
+      { status: 'ACTIVE', phase: null },
+    ];
+    const progress: { progress: number; message?: string }[] = [];
+    const res = (await client.callTool({ name: 'get_rental', arguments: { id: RENTAL_ID, waitFor: 'ACTIVE', waitSeconds: 20 } }, undefined, { onprogress: (p) => progress.push(p) })) as ToolResult;
+    seen.push(JSON.stringify(res));
+    assert.equal(res.structuredContent.reachedWaitFor, true);
+    assert.deepEqual(progress.map((p) => p.message), ['rental PROVISIONING (phase booting)', 'rental ACTIVE']);
+    assert.deepEqual(progress.map((p) => p.progress), [1, 2], 'growing');
+    const reads = service.received.filter((r) => r.method === 'GET').map((r) => decodeURIComponent(r.path));
+    assert.ok(reads.slice(2).every((p) => /\?waitFor=[A-Z_,]+&waitSeconds=\d+$/.test(p)), `waiting reads: ${reads.join(' ')}`);
+  });
+
   it('a rental that failed GPU_MISMATCH says what happened and what to do', async () => {
     assert.ok(!(await call('create_rental', INTENT)).isError);
     service.states = [{ status: 'FAILED', phase: null, failureCode: 'GPU_MISMATCH', failureReason: 'The machine came up with fewer GPUs than its offer promised, so it was destroyed; your rental was not started.' }];

@@ -28,6 +28,7 @@ const EXPECTED_ANNOTATIONS: Record<string, { readOnlyHint: boolean; destructiveH
   create_rental: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
   get_rental: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
   list_rentals: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
+  list_events: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
   reveal_ssh_credentials: { readOnlyHint: false, destructiveHint: false, idempotentHint: true },
   terminate_deployment: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
 };
@@ -73,7 +74,7 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     return { client, call, xdg };
   }
 
-  it('lists the nine tools with titles, input and output schemas and honest annotations; instructions speak of cents', async () => {
+  it('lists the ten tools with titles, input and output schemas and honest annotations; instructions speak of cents', async () => {
     const { client } = await connect();
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((t) => t.name).sort(), Object.keys(EXPECTED_ANNOTATIONS).sort());
@@ -264,6 +265,16 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       assert.ok(!page.isError, JSON.stringify(page));
       assert.equal(page.structuredContent.rentals[0].rentalId, rentalId);
       assert.equal(page.structuredContent.nextCursor, null);
+    });
+
+    it('list_events tells its life after an id, and from now on without one', async () => {
+      const page = await call('list_events', { after: '0', limit: 100 });
+      assert.ok(!page.isError, JSON.stringify(page));
+      const types = page.structuredContent.events.filter((e: { data: { rentalId?: string } }) => e.data.rentalId === rentalId).map((e: { type: string }) => e.type);
+      assert.deepEqual(types, ['rental.provisioning', 'rental.active', 'rental.terminating', 'rental.terminated']);
+      const now = await call('list_events', {});
+      assert.deepEqual(now.structuredContent.events, []);
+      assert.equal(now.structuredContent.nextAfter, page.structuredContent.nextAfter);
     });
   });
 });

@@ -127,3 +127,11 @@ export const credentials = z.object({
 
 /** A rental or a deployment id; both are accepted. */
 export const rentalOrDeploymentId = z.string().min(1).max(100).describe('rental id (or deployment id)');
+
+/** One event of the log: what a read showed when it was written. */
+export const event = z.looseObject({
+  id: z.string().describe('grows with time; pass the last one seen as after'),
+  type: z.string(),
+  createdAt: z.string(),
+  data: z.record(z.string(), z.unknown()),
+});

@@ -1,6 +1,6 @@
 import { ACTIVE_MEANS, checkedId, checkedSshTarget, failureNext, type GprClient, type MachineSettings, type Rental, sshCommandLine, writeSshKeyFiles } from '@gpu-rental/sdk';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, ServerNotification } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { containsSecret, failure, guardRefusal, type Guarded, keyRefusal, redact, refusal, secretOutputRefusal, success } from './guard.js';
 import * as s from './schemas.js';
@@ -16,6 +16,26 @@ export interface ToolDeps {
 }
 
 const MAX_WAIT_SECONDS = 120;
+
+/** What a tool call carries besides its arguments: the client's progress token, and a way to notify it. */
+interface CallExtra {
+  _meta?: { progressToken?: string | number };
+  sendNotification: (n: ServerNotification) => Promise<void>;
+}
+
+/**
+ * Reports a wait's progress to a client that asked for it (a progress token in the call): one
+ * notification per change of the rental's status or phase, `progress` growing, `total` unknown.
+ */
+function progressReporter(extra: CallExtra | undefined): ((r: Rental) => void) | undefined {
+  const progressToken = extra?._meta?.progressToken;
+  if (progressToken === undefined) return undefined;
+  let progress = 0;
+  return (r) => {
+    const message = `rental ${r.status}${r.phase ? ` (phase ${r.phase})` : ''}`;
+    extra!.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message } }).catch(() => undefined);
+  };
+}
 
 interface CreateRentalArgs {
   offerId?: string;
@@ -54,13 +74,13 @@ function nextStep(r: Rental): string {
 const rentalSecrets = (a: CreateRentalArgs): string[] => [...Object.values(a.machine?.env ?? {}), ...(a.machine?.startupScript ? [a.machine.startupScript] : [])];
 
 /**
- * Registers the nine tools. Every handler refuses secret-looking input and never returns the token;
+ * Registers the ten tools. Every handler refuses secret-looking input and never returns the token;
  * a result carrying a private key is withheld unless the call asked for it on a server allowed to.
  */
 export function registerTools(server: McpServer, deps: ToolDeps): void {
   const wrap =
-    <A>(name: string, opts: { guarded?: Guarded; keyInResult?: (args: A) => boolean; secretsIn?: (args: A) => string[] }, fn: (args: A) => Promise<CallToolResult>) =>
-    async (args: A): Promise<CallToolResult> => {
+    <A>(name: string, opts: { guarded?: Guarded; keyInResult?: (args: A) => boolean; secretsIn?: (args: A) => string[] }, fn: (args: A, extra?: CallExtra) => Promise<CallToolResult>) =>
+    async (args: A, extra?: CallExtra): Promise<CallToolResult> => {
       // The token and anything the call sent as a secret (variable values, a script) never come back.
       const hidden = [...(deps.token ? [deps.token] : []), ...(opts.secretsIn?.(args) ?? [])];
       if (containsSecret(args)) {
@@ -72,7 +92,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
         return guardRefusal(name, opts.guarded);
       }
       try {
-        const result = redact(await fn(args), hidden);
+        const result = redact(await fn(args, extra), hidden);
         if (!(deps.allowSecrets && opts.keyInResult?.(args)) && containsSecret(result)) {
           deps.log(`${name}: withheld a secret-looking result`);
           return secretOutputRefusal();
@@ -221,7 +241,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     {
       title: 'Get a rental',
       description:
-        `One rental by rental or deployment id: status, phase while it starts, endpoints and endsAt once ACTIVE, and next (what to do now). With waitFor, waits up to waitSeconds (max ${MAX_WAIT_SECONDS}) for that status and returns the rental as it is then (check status; call again to keep waiting: ` +
+        `One rental by rental or deployment id: status, phase while it starts, endpoints and endsAt once ACTIVE, and next (what to do now). With waitFor, waits up to waitSeconds (max ${MAX_WAIT_SECONDS}) for that status, answering within a second of the change, and returns the rental as it is then (check status; call again to keep waiting; each change of status is sent as a progress notification when the call asks for progress: ` +
         `a rental in phase waiting_for_capacity may wait until its waitForCapacityUntil). ${ACTIVE_MEANS}`,
       inputSchema: {
         id: s.rentalOrDeploymentId,
@@ -231,12 +251,13 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       outputSchema: { rental: s.rental, reachedWaitFor: z.boolean().optional(), next: z.string() },
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     },
-    wrap('get_rental', {}, async (a: { id: string; waitFor?: 'ACTIVE' | 'TERMINATED'; waitSeconds?: number }) => {
+    wrap('get_rental', {}, async (a: { id: string; waitFor?: 'ACTIVE' | 'TERMINATED'; waitSeconds?: number }, extra) => {
       const client = deps.client();
       const rental = await client.findRental(a.id);
       if (!a.waitFor) return success({ rental, next: nextStep(rental) });
       try {
-        const done = await client.waitForRental(rental.rentalId, { until: a.waitFor, timeoutMs: (a.waitSeconds ?? 60) * 1000, intervalMs: 1000 });
+        // Waiting reads: the service holds each read until the status changes, so nothing polls.
+        const done = await client.waitForRental(rental.rentalId, { until: a.waitFor, timeoutMs: (a.waitSeconds ?? 60) * 1000, onPhase: progressReporter(extra) });
         return success({ rental: done, reachedWaitFor: true, next: nextStep(done) });
       } catch (err) {
         if ((err as Error).name !== 'GprTimeoutError' && (err as Error).name !== 'GprRentalStateError') throw err;
@@ -258,6 +279,26 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     wrap('list_rentals', {}, async (a: { limit?: number; cursor?: string }) => {
       const page = await deps.client().listRentals(a);
       return success({ rentals: page.data, nextCursor: page.nextCursor });
+    }),
+  );
+
+  server.registerTool(
+    'list_events',
+    {
+      title: 'List events',
+      description:
+        "The key's events after an id, oldest first: rental.provisioning, rental.active, rental.failed, rental.terminating, rental.terminated, rental.expiring, rental.idle_warning, credits.low (owner keys also topup.paid). " +
+        'data is the rental (or the balance) as a read showed it then. Without after the page starts after the newest event (empty): keep nextAfter and pass it as after next time to see what happened since.',
+      inputSchema: {
+        after: z.string().regex(/^\d{1,20}$/).optional().describe('an event id (a previous nextAfter); absent: from now on'),
+        limit: z.number().int().min(1).max(100).optional().describe('default 50'),
+      },
+      outputSchema: { events: z.array(s.event), nextAfter: z.string() },
+      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    },
+    wrap('list_events', {}, async (a: { after?: string; limit?: number }) => {
+      const page = await deps.client().events(a);
+      return success({ events: page.data, nextAfter: page.nextAfter });
     }),
   );
 
@@ -319,7 +360,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       const { accepted, status, message } = await client.terminate(deploymentId);
       if (a.waitSeconds && status !== 'TERMINATED' && status !== 'FAILED') {
         try {
-          return success({ accepted, status, message, rental: await client.waitForRental(rentalId, { until: 'TERMINATED', timeoutMs: a.waitSeconds * 1000, intervalMs: 1000 }) });
+          return success({ accepted, status, message, rental: await client.waitForRental(rentalId, { until: 'TERMINATED', timeoutMs: a.waitSeconds * 1000 }) });
         } catch (err) {
           if ((err as Error).name !== 'GprTimeoutError') throw err;
         }
