@@ -25,6 +25,8 @@ export interface QuickstartStep {
   method: 'GET' | 'POST';
   /** Path with `{placeholders}` filled from earlier answers. */
   path: string;
+  /** A query string for the path (without `?`), e.g. a waiting read's `waitFor`. */
+  query?: string;
   /** Sends `Authorization: Bearer $TOKEN`. */
   auth: boolean;
   /** Sends a fresh `Idempotency-Key` (reuse it when retrying the same call). */
@@ -82,14 +84,17 @@ export const QUICKSTART_STEPS: QuickstartStep[] = [
   },
   {
     operationId: 'getRental',
-    title: 'Poll until it is ACTIVE',
+    title: 'Wait until it is ACTIVE',
     method: 'GET',
     path: '/api/v1/rentals/{rentalId}',
+    query: 'waitFor=ACTIVE,FAILED&waitSeconds=25',
     auth: true,
     idempotent: false,
     then:
-      'Every few seconds until `data.status` is `ACTIVE` (or `FAILED`, with `failureReason`); meanwhile `data.phase` says where it stands. ' +
-      `${ACTIVE_MEANS} \`data.endpoints\` then give the URL of each exposed port.`,
+      'A waiting read: it answers as soon as `data.status` is `ACTIVE` or `FAILED` (with `failureReason`), or after 25 s with the rental as it is; ' +
+      'repeat it until then, no polling loop needed. Meanwhile `data.phase` says where it stands. ' +
+      `${ACTIVE_MEANS} \`data.endpoints\` then give the URL of each exposed port. ` +
+      'To follow every rental at once, read `GET /api/v1/events` (JSON pages, or `Accept: text/event-stream`), or register a signed webhook at `POST /api/v1/webhook-endpoints`.',
   },
   {
     operationId: 'revealCredentials',
@@ -145,7 +150,9 @@ function shellName(param: string): string {
 
 /** The step's call as one shell command against `base`. */
 export function curlOf(step: QuickstartStep, base: string): string {
-  const parts = [`curl -s${step.method === 'GET' ? '' : ` -X ${step.method}`} ${base}${step.path.replace(/\{(\w+)\}/g, (_, n: string) => `$${shellName(n)}`)}`];
+  const url = `${base}${step.path.replace(/\{(\w+)\}/g, (_, n: string) => `$${shellName(n)}`)}${step.query ? `?${step.query}` : ''}`;
+  // Quoted: the shell would take a query's `&` for its own.
+  const parts = [`curl -s${step.method === 'GET' ? '' : ` -X ${step.method}`} ${step.query ? `"${url}"` : url}`];
   if (step.auth) parts.push('-H "Authorization: Bearer $TOKEN"');
   if (step.idempotent) parts.push(`-H "Idempotency-Key: ${UUID_SHELL}"`);
   if (step.body) parts.push(`-H 'Content-Type: application/json' -d '${JSON.stringify(step.body)}'`);

@@ -116,6 +116,15 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
     }
   });
 
+  it('teaches the waiting read first: the quickstart waits for ACTIVE with waitFor, and the call it shows is answered as a waiting read', async () => {
+    const wait = QUICKSTART_STEPS.find((s) => s.operationId === 'getRental')!;
+    assert.equal(wait.query, 'waitFor=ACTIVE,FAILED&waitSeconds=25');
+    const llms = (await ctx.api.get('/llms.txt')).text;
+    assert.ok(llms.includes('"http://gpu.test/api/v1/rentals/$RENTAL_ID?waitFor=ACTIVE,FAILED&waitSeconds=25"'), 'quoted, so the shell keeps the &');
+    assert.ok(llms.indexOf('waitFor=') < llms.indexOf('GET /api/v1/events'), 'the waiting read before the event stream');
+    assert.match(llms, /webhook-endpoints/);
+  });
+
   it('runs the quickstart bodies against the service as written', async () => {
     const signup = QUICKSTART_STEPS.find((s) => s.operationId === 'signup')!;
     const res = await ctx.api.post(signup.path).set('Idempotency-Key', randomUUID()).send(signup.body!);
