@@ -505,6 +505,6 @@ describe('rental lifecycle (job handlers)', function () {
 
   it('defines every lifecycle job', () => {
     const rentalJobs = ctx.services.jobDefinitions.filter((j) => j.name.startsWith('rental.'));
-    assert.deepEqual(rentalJobs.map((j) => j.name).sort(), ['rental.expire', 'rental.meter', 'rental.provision', 'rental.reconcile', 'rental.terminate']);
+    assert.deepEqual(rentalJobs.map((j) => j.name).sort(), ['rental.expire', 'rental.expiring', 'rental.idle', 'rental.meter', 'rental.provision', 'rental.reconcile', 'rental.terminate']);
   });
 });
