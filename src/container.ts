@@ -165,6 +165,7 @@ export function createBotJobs(s: Services, sender: NotificationSender, timing: {
   const logger = s.logger.child({ component: 'telegram-bot' });
   const notifications = new NotificationsService(s.ds, s.clock, logger, queue, {
     ...(timing.retryAfterMs === undefined ? {} : { retryAfterMs: timing.retryAfterMs }),
+    idleGraceMs: s.config.idleGraceSeconds * 1000,
   });
   const definitions = jobDefinitions({
     'notifications.collect': { handler: async () => void (await notifications.collect()), everyMs: timing.collectEveryMs ?? s.config.telegramNotifySeconds * 1000, concurrency: 1 },

@@ -11,6 +11,8 @@ import { Order } from '../../src/modules/rentals/order.entity.js';
 import type { RentalStatus } from '../../src/modules/rentals/rental-status.js';
 import { ApiKey } from '../../src/modules/keys/api-key.entity.js';
 import { NotificationsService } from '../../src/modules/notifications/notifications.service.js';
+import { recordRentalEvent } from '../../src/modules/rentals/rental-events.js';
+import type { EventType } from '../../src/modules/events/event-types.js';
 import { createBot } from '../../bot/bot.js';
 import { startBotRole } from '../../bot/runtime.js';
 import { BOT_TOKEN, createBotHarness, telegramId, type BotHarness } from './harness.js';
@@ -133,6 +135,57 @@ describe(NotificationsService.name, () => {
     const sent = messagesTo(account.telegramChatId!);
     assert.equal(sent.length, 1);
     assert.match(sent[0], /Rental FAILED: .*Reason: The provider could not start the machine\. Its charge was reversed\./);
+  });
+
+  /** A rental ACTIVE for 50 minutes under a one-hour lease, that its lifecycle has just written `type` for. */
+  async function activeRentalWith(type: EventType): Promise<{ account: Account; d: Deployment; endsAt: Date }> {
+    const account = await telegramAccount();
+    const d = await rental(account, await agentKey(account.id));
+    const now = h.ctx.clock.now();
+    const endsAt = new Date(now.getTime() + 10 * 60_000);
+    await moveTo(d, 'ACTIVE');
+    await h.ctx.services.ds.getRepository(Deployment).update({ id: d.id }, { startedAt: new Date(now.getTime() - 50 * 60_000), endsAt, leaseSeconds: 3600 });
+    await inTransaction(h.ctx.services.ds, (m) => recordRentalEvent(m, d.id, type, now));
+    return { account, d, endsAt };
+  }
+
+  it('tells the owner once that a rental is about to reach its end, naming its GPU, id and end', async () => {
+    const { account, d, endsAt } = await activeRentalWith('rental.expiring');
+    await h.runNotifications();
+    await h.runNotifications();
+    const told = messagesTo(account.telegramChatId!).filter((t) => /ending soon/.test(t));
+    assert.equal(told.length, 1, JSON.stringify(told));
+    const [gpuName] = (await h.ctx.services.ds.query('SELECT name FROM offers WHERE id = ?', [d.offerId])).map((r: { name: string }) => r.name);
+    const hhmm = endsAt.toISOString().slice(11, 16);
+    assert.ok(told[0].includes(`${gpuName} (rental ${d.orderId}) ends at ${hhmm} UTC (lease end)`), told[0]);
+  });
+
+  it('tells the owner once that an idle rental will be stopped, and in how many minutes', async () => {
+    const { account, d } = await activeRentalWith('rental.idle_warning');
+    await h.runNotifications();
+    await h.runNotifications();
+    const told = messagesTo(account.telegramChatId!).filter((t) => /idle/.test(t));
+    assert.equal(told.length, 1, JSON.stringify(told));
+    assert.match(told[0], new RegExp(`\\(rental ${d.orderId}\\): its GPUs have been idle; it will be stopped in 10 minutes unless they get busy\\.`));
+  });
+
+  it('says nothing of a rental ending or idle when the owner turned that off with /notify, and records it as not to send', async () => {
+    for (const type of ['rental.expiring', 'rental.idle_warning'] as const) {
+      const account = await telegramAccount();
+      const on = await h.notifications.preferences.toggle(account.telegramChatId!, type);
+      assert.ok(!on.includes(type));
+      const d = await rental(account, await agentKey(account.id));
+      await moveTo(d, 'ACTIVE');
+      await h.ctx.services.ds.getRepository(Deployment).update({ id: d.id }, { startedAt: h.ctx.clock.now(), endsAt: new Date(h.ctx.clock.now().getTime() + 60_000) });
+      await inTransaction(h.ctx.services.ds, (m) => recordRentalEvent(m, d.id, type, h.ctx.clock.now()));
+      await h.runNotifications();
+      const sent = messagesTo(account.telegramChatId!);
+      assert.deepEqual(sent.filter((t) => /ending soon|idle/.test(t)), [], `${type}: ${JSON.stringify(sent)}`);
+      assert.equal(sent.filter((t) => /ACTIVE/.test(t)).length, 1, 'the types still on are told');
+      const [row] = await h.ctx.services.ds.query("SELECT sent_at, last_error FROM telegram_notifications WHERE account_id = ? AND kind IN ('RENTAL_EXPIRING', 'RENTAL_IDLE_WARNING')", [account.id]);
+      assert.equal(row.sent_at, null);
+      assert.equal(row.last_error, 'turned off with /notify');
+    }
   });
 
   it('warns once when a debit takes credits below the threshold, not on every debit below it', async () => {

@@ -25,7 +25,15 @@ describe('bot /notify', function () {
     await owner.send('/start');
     const account = (await accountOfTelegramUser(h.ctx.services.ds, owner.id))!;
     const [menu] = await owner.send('/notify');
-    assert.deepEqual(buttonsOf(menu.reply_markup), ['✅ Rental active', '✅ Rental failed', '✅ Rental terminated', '✅ Top-up credited', '✅ Credits running low']);
+    assert.deepEqual(buttonsOf(menu.reply_markup), [
+      '✅ Rental active',
+      '✅ Rental failed',
+      '✅ Rental terminated',
+      '✅ Top-up credited',
+      '✅ Credits running low',
+      '✅ Rental ending soon',
+      '✅ Rental idle, about to stop',
+    ]);
 
     let calls = await owner.pressButton(menu, /Top-up credited/);
     assert.deepEqual(callbackAnswers(calls), ['Top-up credited: off']);
@@ -47,5 +55,20 @@ describe('bot /notify', function () {
     const told = messagesTo(owner.id).filter((t) => /Top-up credited/.test(t));
     assert.equal(told.length, 1, JSON.stringify(told));
     assert.match(told[0], /\+\$20\.00\. Your credits are now \$35\.00\./);
+  });
+
+  it('keeps a choice stored before a type was offered, and turns that type on for it', async () => {
+    const chatId = telegramId();
+    // As /notify stored a choice when it listed only the types turned on: credits.low was turned off.
+    await h.ctx.services.ds.query('INSERT INTO telegram_notify_prefs (chat_id, event_types, updated_at) VALUES (?, ?, ?)', [
+      chatId,
+      'rental.active,rental.failed,rental.terminated,topup.paid',
+      new Date(),
+    ]);
+    const prefs = h.notifications.preferences;
+    const on = ['rental.active', 'rental.failed', 'rental.terminated', 'topup.paid', 'rental.expiring', 'rental.idle_warning'];
+    assert.deepEqual(await prefs.of(chatId), on);
+    assert.deepEqual(await prefs.toggle(chatId, 'rental.expiring'), on.filter((t) => t !== 'rental.expiring'));
+    assert.deepEqual(await prefs.of(chatId), on.filter((t) => t !== 'rental.expiring'), 'a new type turned off stays off');
   });
 });

@@ -5,7 +5,8 @@ import { RentalsRepository } from '../rentals/rentals.repository.js';
 import { NOTIFIED_STATUSES, type RentalStatus } from '../rentals/rental-status.js';
 
 // The only code that reads or writes `telegram_notifications` and `telegram_cursors`, and the
-// scans that notifications are derived from (the event log's account events, rentals' changes).
+// scans that notifications are derived from (the event log's account and rental events, rentals'
+// changes).
 
 /** An account event (topup.paid, credits.low) of an account whose owner has a Telegram chat. */
 export interface AccountEventRow {
@@ -14,6 +15,16 @@ export interface AccountEventRow {
   account_id: string;
   chat_id: number | string;
   data: string | object;
+}
+
+/** A rental event (rental.expiring, rental.idle_warning) of an account whose owner has a Telegram chat. */
+export interface RentalEventRow {
+  id: string | number;
+  type: EventType;
+  account_id: string;
+  chat_id: number | string;
+  data: string | object;
+  created_at: Date;
 }
 
 /** A deployment whose status changed to one owners are told about. */
@@ -73,6 +84,17 @@ export class NotificationsRepository {
       `SELECT e.id, e.type, e.account_id, a.telegram_chat_id AS chat_id, e.data
          FROM events e JOIN accounts a ON a.id = e.account_id
         WHERE e.created_at >= ? AND e.key_id IS NULL AND e.type IN (?) AND a.telegram_chat_id IS NOT NULL
+        ORDER BY e.id`,
+      [since, types],
+    );
+  }
+
+  /** The rental events of `types` written since `since`, for accounts whose owner has a chat. */
+  async rentalEvents(since: Date, types: readonly EventType[]): Promise<RentalEventRow[]> {
+    return this.ds.query(
+      `SELECT e.id, e.type, e.account_id, a.telegram_chat_id AS chat_id, e.data, e.created_at
+         FROM events e JOIN accounts a ON a.id = e.account_id
+        WHERE e.created_at >= ? AND e.rental_id IS NOT NULL AND e.type IN (?) AND a.telegram_chat_id IS NOT NULL
         ORDER BY e.id`,
       [since, types],
     );

@@ -6,7 +6,7 @@ import type { JobQueue, JobWakeUp } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import { formatUsd } from '../billing/money.js';
 import type { EventType } from '../events/event-types.js';
-import { NotificationsRepository, type AccountEventRow, type NewNotification, type RentalChange } from './notifications.repository.js';
+import { NotificationsRepository, type AccountEventRow, type NewNotification, type RentalChange, type RentalEventRow } from './notifications.repository.js';
 import { NotifyPreferences } from './notify-preferences.js';
 
 /** Delivers one message to a Telegram chat (the bot role's Bot API client, in production). */
@@ -27,6 +27,8 @@ export interface NotificationsOptions {
   retryAfterMs?: number;
   /** Tries of one notification before it is given up on. */
   maxAttempts?: number;
+  /** How long a rental warned as idle may stay idle before it is stopped (IDLE_GRACE_SECONDS). */
+  idleGraceMs?: number;
 }
 
 /**
@@ -41,7 +43,8 @@ const CURSOR = 'owner-notifications';
 /**
  * Owner notifications in Telegram, derived from MySQL alone so they work whichever process
  * caused the event. Both halves run as jobs of the bot role (src/container.ts,
- * createNotificationJobs): `collect` reads the event log's `topup.paid` and `credits.low` and scans
+ * createNotificationJobs): `collect` reads the event log's `topup.paid`, `credits.low`,
+ * `rental.expiring` and `rental.idle_warning` and scans
  * rental state changes since a persisted cursor, keeps those of the types the owner's chat chose
  * (/notify), and records one row per cause under a unique key, with one
  * `notifications.deliver` job for each new row in the same transaction (so a cause is recorded
@@ -62,7 +65,7 @@ export class NotificationsService {
     private readonly jobs: JobQueue,
     options: NotificationsOptions,
   ) {
-    this.opts = { initialLookbackMs: 24 * 3600_000, overlapMs: 5 * 60_000, retryAfterMs: 60_000, maxAttempts: 5, ...options };
+    this.opts = { initialLookbackMs: 24 * 3600_000, overlapMs: 5 * 60_000, retryAfterMs: 60_000, maxAttempts: 5, idleGraceMs: 600_000, ...options };
     this.repo = new NotificationsRepository(ds);
     this.preferences = new NotifyPreferences(ds, clock);
   }
@@ -77,7 +80,11 @@ export class NotificationsService {
     const now = this.clock.now();
     const cursor = (await this.repo.cursor(CURSOR)) ?? new Date(now.getTime() - this.opts.initialLookbackMs);
     const since = new Date(cursor.getTime() - this.opts.overlapMs);
-    const found = [...(await this.repo.accountEvents(since, ACCOUNT_EVENT_TYPES)).map(accountEvent), ...(await this.repo.rentalChanges(since)).map(rentalChanged)];
+    const found = [
+      ...(await this.repo.accountEvents(since, ACCOUNT_EVENT_TYPES)).map(accountEvent),
+      ...(await this.repo.rentalChanges(since)).map(rentalChanged),
+      ...(await this.repo.rentalEvents(since, RENTAL_EVENT_TYPES)).map((r) => rentalEvent(r, now, this.opts.idleGraceMs)),
+    ];
     const chosen = await this.preferences.ofChats([...new Set(found.map((f) => f.n.chatId))]);
     const pending: NewNotification[] = [];
     for (const f of found) {
@@ -175,4 +182,45 @@ function rentalChanged(r: RentalChange): Found {
   }
   const n = { key: `deployment:${r.id}:${r.status}`, kind: `RENTAL_${r.status}`, accountId: r.account_id, chatId: Number(r.chat_id), text };
   return { type: `rental.${r.status.toLowerCase()}` as EventType, n };
+}
+
+/** The rental events the bot reports, read from the event log (the lifecycle writes each once per rental or idle spell). */
+const RENTAL_EVENT_TYPES: readonly EventType[] = ['rental.expiring', 'rental.idle_warning'];
+
+/** What a rental event carries that the messages use: the rental as a read returns it (rental-events.ts). */
+interface RentalEventData {
+  rentalId: string;
+  gpuName: string | null;
+  endsAt: string | null;
+  leaseSeconds: number | null;
+  deployment: { startedAt: string | null } | null;
+}
+
+function rentalEvent(r: RentalEventRow, now: Date, idleGraceMs: number): Found {
+  const data = (typeof r.data === 'string' ? JSON.parse(r.data) : r.data) as RentalEventData;
+  const what = `${data.gpuName ?? 'GPU machine'} (rental ${data.rentalId})`;
+  const base = { key: `event:${r.id}`, accountId: r.account_id, chatId: Number(r.chat_id) };
+  if (r.type === 'rental.expiring') {
+    const endsAt = data.endsAt ? new Date(data.endsAt) : null;
+    const when = endsAt ? ` ends at ${endsAt.toISOString().slice(11, 16)} UTC (${endsByLease(data, endsAt) ? 'lease' : 'prepaid'} end)` : ' ends soon';
+    return { type: r.type, n: { ...base, kind: 'RENTAL_EXPIRING', text: `⏳ Rental ending soon: ${what}${when}. Save your work now. See /rentals.` } };
+  }
+  // Counted from the warning, so a message collected late does not promise more time than is left.
+  const left = new Date(r.created_at).getTime() + idleGraceMs - now.getTime();
+  const minutes = Math.max(1, Math.ceil(left / 60_000));
+  return {
+    type: r.type,
+    n: {
+      ...base,
+      kind: 'RENTAL_IDLE_WARNING',
+      text: `💤 Rental idle: ${what}: its GPUs have been idle; it will be stopped in ${minutes} minute${minutes === 1 ? '' : 's'} unless they get busy.`,
+    },
+  };
+}
+
+/** A rental ends by its lease when the lease, counted from ACTIVE, is what sets its end; else by its prepaid purchase. */
+function endsByLease(data: RentalEventData, endsAt: Date): boolean {
+  const startedAt = data.deployment?.startedAt;
+  if (data.leaseSeconds === null || !startedAt) return data.leaseSeconds !== null;
+  return new Date(startedAt).getTime() + data.leaseSeconds * 1000 <= endsAt.getTime();
 }

@@ -1,10 +1,28 @@
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import type { EventType } from '../events/event-types.js';
-import { chosenEventTypes, saveEventTypes } from './notify-preferences.repository.js';
+import { chosenEventTypes, saveEventTypes, type StoredChoice } from './notify-preferences.repository.js';
 
-/** The events the bot can tell an owner of, in the order /notify lists them; all are on until the owner chooses. */
-export const NOTIFIABLE_EVENT_TYPES: readonly EventType[] = ['rental.active', 'rental.failed', 'rental.terminated', 'topup.paid', 'credits.low'];
+/**
+ * The events the bot can tell an owner of, in the order /notify lists them; all are on until the
+ * owner chooses. New types go last: a button's index is its callback data, so /notify menus sent
+ * earlier keep toggling the type they show.
+ */
+export const NOTIFIABLE_EVENT_TYPES: readonly EventType[] = [
+  'rental.active',
+  'rental.failed',
+  'rental.terminated',
+  'topup.paid',
+  'credits.low',
+  'rental.expiring',
+  'rental.idle_warning',
+];
+
+/**
+ * The types /notify offered while a stored choice listed only the types turned on: in such a
+ * choice, one of these left out was turned off, while a type added since is on by default.
+ */
+const OFFERED_BEFORE_OFF_WAS_STORED: readonly EventType[] = ['rental.active', 'rental.failed', 'rental.terminated', 'topup.paid', 'credits.low'];
 
 /** How /notify names each type to an owner. */
 export const NOTIFIABLE_LABELS: Readonly<Record<string, string>> = {
@@ -13,7 +31,16 @@ export const NOTIFIABLE_LABELS: Readonly<Record<string, string>> = {
   'rental.terminated': 'Rental terminated',
   'topup.paid': 'Top-up credited',
   'credits.low': 'Credits running low',
+  'rental.expiring': 'Rental ending soon',
+  'rental.idle_warning': 'Rental idle, about to stop',
 };
+
+/** The types on under a stored choice: those it turned on, and those it never saw (on by default). */
+function onUnder(choice: StoredChoice): EventType[] {
+  return NOTIFIABLE_EVENT_TYPES.filter(
+    (t) => choice.on.includes(t) || (!choice.off.includes(t) && !OFFERED_BEFORE_OFF_WAS_STORED.includes(t)),
+  );
+}
 
 /** Which event types each owner's Telegram chat is told about (/notify). */
 export class NotifyPreferences {
@@ -30,7 +57,10 @@ export class NotifyPreferences {
   /** The types each chat is told about, the default set for a chat that never chose. */
   async ofChats(chatIds: readonly number[]): Promise<Map<number, EventType[]>> {
     const chosen = await chosenEventTypes(this.ds, chatIds);
-    return new Map(chatIds.map((id) => [id, chosen.get(id) ?? [...NOTIFIABLE_EVENT_TYPES]]));
+    return new Map(chatIds.map((id) => {
+      const choice = chosen.get(id);
+      return [id, choice ? onUnder(choice) : [...NOTIFIABLE_EVENT_TYPES]];
+    }));
   }
 
   /** Turns `type` on or off for the chat; answers the types it is told about now. */
@@ -38,7 +68,7 @@ export class NotifyPreferences {
     if (!NOTIFIABLE_EVENT_TYPES.includes(type)) throw new Error(`${type} is not an event the bot tells owners of`);
     const now = await this.of(chatId);
     const next = NOTIFIABLE_EVENT_TYPES.filter((t) => (t === type ? !now.includes(t) : now.includes(t)));
-    await saveEventTypes(this.ds, chatId, next, this.clock.now());
+    await saveEventTypes(this.ds, chatId, { on: next, off: NOTIFIABLE_EVENT_TYPES.filter((t) => !next.includes(t)) }, this.clock.now());
     return next;
   }
 }
