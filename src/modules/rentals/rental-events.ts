@@ -13,6 +13,8 @@ import { RentalsRepository } from './rentals.repository.js';
 export async function recordRentalEvent(m: EntityManager, deploymentId: string, type: EventType, at: Date): Promise<void> {
   const deployment = await deploymentIn(m, deploymentId);
   const order = await orderIn(m, deployment.orderId);
-  const [machine] = await new RentalsRepository(m.connection).machines([{ order, deployment }]);
+  // Read on the transaction's own connection: a second pooled connection, taken while this one holds
+  // locks, could wait for ever on a pool every transaction is holding the same way.
+  const [machine] = await new RentalsRepository(m).machines([{ order, deployment }]);
   await recordEvent(m, { type, accountId: order.accountId, keyId: order.keyId, rentalId: order.id, data: toRentalDto(order, deployment, machine), at });
 }

@@ -42,7 +42,8 @@ export interface RentalPosition {
 }
 
 export class RentalsRepository {
-  constructor(private readonly ds: DataSource) {}
+  /** On a DataSource, or on a transaction's manager (reads inside it must not wait for a second pooled connection). */
+  constructor(private readonly ds: DataSource | EntityManager) {}
 
   /** The machine of each rental, in order, named by {@link machineOfferId} from the offer cache (rows are never deleted). */
   async machines(rentals: readonly RentalRows[]): Promise<MachineFacts[]> {
