@@ -188,6 +188,16 @@ describe('events: the stream', function () {
     }
   });
 
+  it('ends the stream of a key revoked while it is open, at the next heartbeat', async () => {
+    const who = await account(ctx);
+    const s = await open(base, who);
+    await waitFor(async () => s.raw.includes(': heartbeat\n\n'), 2000, 'the stream to be open');
+    await ctx.services.ds.query('UPDATE api_keys SET revoked_at = NOW(3) WHERE id = ?', [who.keyId]);
+    const started = Date.now();
+    await s.ended;
+    assert.ok(Date.now() - started < 3000, 'ended within a few heartbeats');
+  });
+
   it('authenticates as the bearer routes do, and refuses an id that is not one', async () => {
     const none = await fetch(`${base}/api/v1/events`, { headers: { Accept: 'text/event-stream' } });
     assert.equal(none.status, 401);

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { DataSource } from 'typeorm';
 import { expressAuthentication } from '../../http/authentication.js';
+import { keyRevoked } from '../keys/keys.repository.js';
 import { principalOf } from '../keys/principal.js';
 import type { Viewer } from '../keys/visibility.js';
 import type { EventHub } from './event-hub.js';
@@ -24,7 +25,8 @@ const PATH = /^\/api\/v1\/events\/?$/i;
  * Events, ahead of the generated routes, which answer the JSON paging (the default) and stay the
  * documented definition of the route. Authenticated as tsoa's bearer routes are, scope `read`,
  * under the same visibility rule. From `Last-Event-ID` or `after` it replays the log, then goes
- * live from the hub; without either it starts with the next event.
+ * live from the hub; without either it starts with the next event. A key revoked meanwhile ends
+ * its stream at the next heartbeat.
  */
 export function eventStreamRoute(ds: DataSource, hub: EventHub, options: EventStreamOptions): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
@@ -39,6 +41,7 @@ export function eventStreamRoute(ds: DataSource, hub: EventHub, options: EventSt
 async function stream(ds: DataSource, hub: EventHub, options: EventStreamOptions, req: Request, res: Response): Promise<void> {
   req.user = await expressAuthentication(req, 'bearer', ['read']);
   const viewer: Viewer = principalOf(req);
+  const { keyId } = principalOf(req);
   const lastEventId = req.header('last-event-id');
   const after = parseAfter(lastEventId !== undefined && lastEventId !== '' ? lastEventId : typeof req.query.after === 'string' ? req.query.after : undefined);
 
@@ -81,7 +84,14 @@ async function stream(ds: DataSource, hub: EventHub, options: EventStreamOptions
   res.setHeader('Connection', 'keep-alive');
   res.setHeader('X-Accel-Buffering', 'no');
   res.flushHeaders();
-  heartbeat = setInterval(() => write(': heartbeat\n\n'), options.heartbeatMs);
+  heartbeat = setInterval(() => {
+    write(': heartbeat\n\n');
+    // A key revoked while its stream is open stops receiving within one heartbeat.
+    keyRevoked(ds, keyId).then(
+      (revoked) => revoked && end(),
+      () => undefined,
+    );
+  }, options.heartbeatMs);
   deadline = setTimeout(end, options.maxMs);
 
   // The log after the client's id, a page at a time, then whatever the hub has queued and brings.

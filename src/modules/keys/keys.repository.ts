@@ -96,3 +96,9 @@ export async function keysIssuedBy(m: EntityManager, keyId: string): Promise<str
   const rows: { id: string }[] = await m.query(`SELECT id FROM api_keys WHERE issued_by_key_id = ?`, [keyId]);
   return rows.map((r) => r.id);
 }
+
+/** Whether the key is revoked now (or gone): a long-lived reader checks it again as it goes. */
+export async function keyRevoked(ds: DataSource, id: string): Promise<boolean> {
+  const [row] = (await ds.query(`SELECT revoked_at FROM api_keys WHERE id = ?`, [id])) as { revoked_at: Date | null }[];
+  return !row || row.revoked_at !== null;
+}
