@@ -20,31 +20,27 @@ import { signup, type SignedUp } from './factories.js';
 import { createTopup } from './payments.js';
 import { waitFor } from './process.js';
 
-/** The three clouds' fakes a service brokers in the end-to-end cloud suites. */
+/** The three clouds' fakes a service brokers in the end-to-end cloud suites; a suite may start only some. */
 export interface CloudFakes {
-  vast: FakeVastApi;
-  runpod: FakeRunpodApi;
-  lambda: FakeLambdaApi;
+  vast?: FakeVastApi;
+  runpod?: FakeRunpodApi;
+  lambda?: FakeLambdaApi;
 }
 
 /**
- * The environment and provider registry of a service brokering `fakes`: options come from the
- * environment exactly as in production, and the real plugins run with only their rate-limit
- * spacing and poll caching shortened.
+ * The environment and provider registry of a service brokering the clouds of `fakes` (those
+ * given, in that order): options come from the environment exactly as in production, and the real
+ * plugins run with only their rate-limit spacing and poll caching shortened.
  */
 export function cloudService(fakes: CloudFakes, env: Record<string, string> = {}): Pick<ContextOptions, 'env' | 'registry'> {
   const { vast, runpod, lambda } = fakes;
   return {
     env: {
-      PROVIDERS: 'vast,runpod,lambda',
+      PROVIDERS: Object.keys(fakes).filter((id) => fakes[id as keyof CloudFakes]).join(','),
       RENTAL_POLL_MS: '50',
-      VAST_PROVIDER_API_KEY: vast.apiKey,
-      VAST_PROVIDER_API_URL: vast.url,
-      RUNPOD_PROVIDER_API_KEY: runpod.apiKey,
-      RUNPOD_PROVIDER_API_URL: runpod.url,
-      LAMBDA_PROVIDER_API_KEY: lambda.apiKey,
-      LAMBDA_PROVIDER_API_URL: lambda.url,
-      LAMBDA_PROVIDER_SSH_PORT: String(lambda.sshPort),
+      ...(vast ? { VAST_PROVIDER_API_KEY: vast.apiKey, VAST_PROVIDER_API_URL: vast.url } : {}),
+      ...(runpod ? { RUNPOD_PROVIDER_API_KEY: runpod.apiKey, RUNPOD_PROVIDER_API_URL: runpod.url } : {}),
+      ...(lambda ? { LAMBDA_PROVIDER_API_KEY: lambda.apiKey, LAMBDA_PROVIDER_API_URL: lambda.url, LAMBDA_PROVIDER_SSH_PORT: String(lambda.sshPort) } : {}),
       ...env,
     },
     async registry(configs, deps) {

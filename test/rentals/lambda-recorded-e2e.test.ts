@@ -1,17 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import lambdaPlugin from '../../plugins/lambda/index.js';
-import type { LambdaOptions } from '../../plugins/lambda/options.js';
-import type { Provider, ProviderPlugin } from '../../src/providers/provider.js';
-import { ProviderRegistry } from '../../src/providers/provider-registry.js';
 import { sshExec, sshProbe } from '../../src/providers/ssh-probe.js';
 import { FakeLambdaApi } from '../fakes/lambda-api.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { type SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
 import { waitFor } from '../helpers/process.js';
-import { cloudAgent, type CloudAgent } from '../helpers/cloud-agent.js';
-import { FAST_TUNING as LAMBDA_FAST } from '../plugins/lambda-harness.js';
+import { cloudAgent, cloudService, type CloudAgent } from '../helpers/cloud-agent.js';
 
 /**
  * The whole service (API, worker, real Lambda plugin) renting from a Lambda fake that answers as
@@ -27,25 +22,7 @@ describe('rentals on Lambda as it really answers (API + worker + recorded fake)'
 
   before(async () => {
     lambda = await FakeLambdaApi.start({ behaviour: 'recorded', bootMs: 100, terminateMs: 1500 });
-    ctx = await createTestContext({
-      env: {
-        PROVIDERS: 'lambda',
-        RENTAL_POLL_MS: '50',
-        PRICE_MARKUP_PERCENT: '10',
-        LAMBDA_PROVIDER_API_KEY: lambda.apiKey,
-        LAMBDA_PROVIDER_API_URL: lambda.url,
-        LAMBDA_PROVIDER_SSH_PORT: String(lambda.sshPort),
-      },
-      // Options come from the environment exactly as in production; only the spacing is shortened.
-      async registry(configs, deps) {
-        const entries = [];
-        for (const c of configs) {
-          const provider: Provider = await lambdaPlugin.create({ ...(lambdaPlugin.validateOptions(c.options) as LambdaOptions), tuning: LAMBDA_FAST }, deps);
-          entries.push({ id: c.id, description: (lambdaPlugin as ProviderPlugin<never>).description, markupPercent: c.markupPercent, provider });
-        }
-        return new ProviderRegistry(entries);
-      },
-    });
+    ctx = await createTestContext(cloudService({ lambda }, { PRICE_MARKUP_PERCENT: '10' }));
     worker = await startTestWorker(ctx, { processEveryMs: 50 });
     agent = cloudAgent(ctx);
   });

@@ -1,10 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import runpodPlugin from '../../plugins/runpod/index.js';
-import { RunpodProvider } from '../../plugins/runpod/provider.js';
 import { PRODUCT_USER_AGENT } from '../../src/providers/kit/user-agent.js';
-import type { ProviderPlugin } from '../../src/providers/provider.js';
-import { ProviderRegistry } from '../../src/providers/provider-registry.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec } from '../../src/providers/ssh-probe.js';
 import { FakeRunpodApi } from '../fakes/runpod-api.js';
@@ -12,8 +8,7 @@ import { createTestContext, type TestContext } from '../helpers/context.js';
 import { type SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
 import { waitFor } from '../helpers/process.js';
-import { cloudAgent, type CloudAgent } from '../helpers/cloud-agent.js';
-import { NO_LIMITS } from '../plugins/runpod-harness.js';
+import { cloudAgent, cloudService, type CloudAgent } from '../helpers/cloud-agent.js';
 
 interface OfferView {
   id: string;
@@ -39,25 +34,7 @@ describe('rentals on RunPod as it really answers (API + worker + recorded fake)'
 
   before(async () => {
     runpod = await FakeRunpodApi.start({ behaviour: 'recorded', bootMs: 200, directSshDelayMs: 100 });
-    ctx = await createTestContext({
-      env: {
-        PROVIDERS: 'runpod',
-        RENTAL_POLL_MS: '50',
-        PRICE_MARKUP_PERCENT: '10',
-        RUNPOD_PROVIDER_API_KEY: runpod.apiKey,
-        RUNPOD_PROVIDER_API_URL: runpod.url,
-      },
-      // Options come from the environment exactly as in production; only the spacing is shortened.
-      async registry(configs, deps) {
-        const entries = configs.map((c) => ({
-          id: c.id,
-          description: (runpodPlugin as ProviderPlugin<never>).description,
-          markupPercent: c.markupPercent,
-          provider: new RunpodProvider(runpodPlugin.validateOptions(c.options), deps, { limits: NO_LIMITS, pollTtlMs: 100, timeoutMs: 2000 }),
-        }));
-        return new ProviderRegistry(entries);
-      },
-    });
+    ctx = await createTestContext(cloudService({ runpod }, { PRICE_MARKUP_PERCENT: '10' }));
     worker = await startTestWorker(ctx, { processEveryMs: 50 });
     agent = cloudAgent(ctx);
   });

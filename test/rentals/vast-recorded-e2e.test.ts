@@ -1,15 +1,11 @@
 import assert from 'node:assert/strict';
-import vastPlugin from '../../plugins/vast/index.js';
-import { VastProvider } from '../../plugins/vast/provider.js';
-import { ProviderRegistry } from '../../src/providers/provider-registry.js';
 import { sshProbe } from '../../src/providers/ssh-probe.js';
 import { FakeVastApi, REPRICED_OFFER, type VastStartFailure } from '../fakes/vast-api.js';
 import { offer } from '../fakes/vast-fixtures.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
 import { waitFor } from '../helpers/process.js';
-import { cloudAgent, type CloudAgent } from '../helpers/cloud-agent.js';
-import { FAST_TUNING as VAST_FAST } from '../plugins/vast-harness.js';
+import { cloudAgent, cloudService, type CloudAgent } from '../helpers/cloud-agent.js';
 
 /** A second 1x H100 ask, dearer than the fixture's 2.10, so a GPU-intent rental has somewhere to go. */
 const SECOND_H100 = offer(7100021, 'H100 SXM', 1, 81_559, 2.3, { geolocation: 'Nevada, US' });
@@ -30,14 +26,7 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
   before(async () => {
     vast = await FakeVastApi.start({ behaviour: 'recorded', bootMs: 100 });
     vast.offers.push({ ...SECOND_H100 });
-    ctx = await createTestContext({
-      env: { PROVIDERS: 'vast', RENTAL_POLL_MS: '50', PRICE_MARKUP_PERCENT: '10', VAST_PROVIDER_API_KEY: vast.apiKey, VAST_PROVIDER_API_URL: vast.url },
-      // Options from the environment as in production; only the plugin's spacing is shortened.
-      async registry(configs, deps) {
-        const entries = configs.map((c) => ({ id: c.id, description: vastPlugin.description, markupPercent: c.markupPercent, provider: new VastProvider(vastPlugin.validateOptions(c.options), deps, VAST_FAST) }));
-        return new ProviderRegistry(entries);
-      },
-    });
+    ctx = await createTestContext(cloudService({ vast }, { PRICE_MARKUP_PERCENT: '10' }));
     worker = await startTestWorker(ctx, { processEveryMs: 50 });
     agent = cloudAgent(ctx);
   });
