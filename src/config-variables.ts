@@ -212,6 +212,13 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     meaning: 'How often a worker looks for due jobs; jobs enqueued in the same process start at once.',
   },
   {
+    name: 'JOBS_CLAIM',
+    section: 'Jobs and metering',
+    default: 'skip-locked',
+    meaning:
+      "How a worker claims a due job. `skip-locked` (MariaDB 10.6+, MySQL 8) locks it with `SELECT … FOR UPDATE SKIP LOCKED`. `update` reads candidates without locks and takes one with an UPDATE that holds only while the job is still free, so it needs no SKIP LOCKED: choose it on TiDB (which ignores SKIP LOCKED), Vitess and PlanetScale (which refuse it), and Galera clusters whose workers write through several nodes (SKIP LOCKED only sees the locks of its own node). Both claim the same jobs in the same order; `update` costs a round trip more per claim and more lost attempts when many workers race.",
+  },
+  {
     name: 'RENTAL_POLL_MS',
     section: 'Jobs and metering',
     default: '1000',

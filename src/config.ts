@@ -5,6 +5,13 @@ import { resolve } from 'node:path';
 export type BillingModel = 'LEGACY_PREPAID' | 'ACCOUNT_BALANCE';
 export type Role = 'api' | 'worker' | 'bot';
 
+/**
+ * How a worker takes a due job: `skip-locked` locks it with `SELECT … FOR UPDATE SKIP LOCKED`,
+ * `update` with a conditional UPDATE for servers where SKIP LOCKED is missing or node-local.
+ */
+export const JOB_CLAIM_MODES = ['skip-locked', 'update'] as const;
+export type JobClaimMode = (typeof JOB_CLAIM_MODES)[number];
+
 export interface ProviderConfig {
   id: string;
   /** Raw string options taken from `<ID>_PROVIDER_<NAME>` variables, validated by the plugin. */
@@ -56,6 +63,8 @@ export interface Config {
   secretsKeyId: string;
   secretsKeyGenerated: boolean;
   jobsProcessEveryMs: number;
+  /** How workers claim due jobs (JOBS_CLAIM). */
+  jobsClaim: JobClaimMode;
   /** Delay between provisioning polls of a rental (and the first retry of a destruction check). */
   rentalPollMs: number;
   /** Period of the metering sweep. */
@@ -288,6 +297,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (billing !== 'ACCOUNT_BALANCE' && billing !== 'LEGACY_PREPAID') {
     throw new ConfigError(`DEFAULT_BILLING_MODEL must be ACCOUNT_BALANCE or LEGACY_PREPAID, got "${billing}"`);
   }
+  const jobsClaim = str(env, 'JOBS_CLAIM', 'skip-locked').toLowerCase() as JobClaimMode;
+  if (!JOB_CLAIM_MODES.includes(jobsClaim)) throw new ConfigError(`JOBS_CLAIM must be ${JOB_CLAIM_MODES.join(' or ')}, got "${jobsClaim}"`);
   const secrets = secretsKey(env);
   const webhookSecret = opt(env, 'STRIPE_WEBHOOK_SECRET');
   if (opt(env, 'STRIPE_SECRET_KEY') && webhookSecret === undefined) {
@@ -333,6 +344,7 @@ export function loadConfig(env: Env = process.env): Config {
     secretsKeyId: secrets.id,
     secretsKeyGenerated: secrets.generated,
     jobsProcessEveryMs: int(env, 'JOBS_PROCESS_EVERY_MS', 1000, 50, 600_000),
+    jobsClaim,
     rentalPollMs: int(env, 'RENTAL_POLL_MS', 1000, 20, 600_000),
     meteringEveryMs: int(env, 'METERING_EVERY_MS', 15_000, 100, 3_600_000),
     idleGraceSeconds: int(env, 'IDLE_GRACE_SECONDS', 600, 1, 86_400),
