@@ -24,6 +24,7 @@ import { Events1763800013000 } from './1763800013000-Events.js';
 import { Webhooks1763800014000 } from './1763800014000-Webhooks.js';
 import { NotifyPreferences1763800016000 } from './1763800016000-NotifyPreferences.js';
 import { IdleRentals1763800015000 } from './1763800015000-IdleRentals.js';
+import { HourlyUsage1763800017000 } from './1763800017000-HourlyUsage.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -49,4 +50,5 @@ export const migrations = [
   Webhooks1763800014000,
   IdleRentals1763800015000,
   NotifyPreferences1763800016000,
+  HourlyUsage1763800017000,
 ];

@@ -11,9 +11,16 @@ export class Account {
   @Column({ name: 'billing_model', type: 'varchar', length: 32 })
   billingModel: BillingModel;
 
-  /** Cached sum of ledger_entries.amount_minor, updated in the same transaction as each entry. */
+  /**
+   * The credits the customer has, exact to the metering sweep: the sum of ledger_entries.amount_minor
+   * minus `unpostedUsageMinor`. Moved with each ledger entry and with each sweep's usage.
+   */
   @Column({ name: 'balance_minor', type: 'bigint', transformer: minorUnits })
   balanceMinor: number;
+
+  /** Metered usage already taken from `balanceMinor` that no ledger entry holds yet (posted hourly). */
+  @Column({ name: 'unposted_usage_minor', type: 'bigint', transformer: minorUnits, default: 0 })
+  unpostedUsageMinor: number;
 
   @Column({ type: 'boolean' })
   frozen: boolean;

@@ -315,6 +315,8 @@ export function newDeployment(id: string, order: Order, terms: AdmissionTerms): 
     sshKeyKid: null,
     meteredUntil: null,
     usageMinor: 0,
+    postedUsageMinor: 0,
+    postedUntil: null,
     terminateRequestedAt: null,
     terminationReason: null,
     verifyAttempts: 0,

@@ -86,13 +86,21 @@ export class Deployment {
   @Column({ name: 'ssh_key_kid', type: 'varchar', length: 32, nullable: true })
   sshKeyKid: string | null;
 
-  /** Metering has posted usage up to this instant. */
+  /** Metering has charged usage up to this instant. */
   @Column({ name: 'metered_until', type: 'datetime', precision: 3, nullable: true })
   meteredUntil: Date | null;
 
-  /** Usage posted so far (metered rentals), in cents. */
+  /** Usage charged so far (metered rentals), in cents: taken from the balance, posted to the ledger or not yet. */
   @Column({ name: 'usage_minor', type: 'bigint', transformer: minorUnits })
   usageMinor: number;
+
+  /** The part of `usageMinor` posted to the ledger (hourly, and at the end), in cents. */
+  @Column({ name: 'posted_usage_minor', type: 'bigint', transformer: minorUnits, default: 0 })
+  postedUsageMinor: number;
+
+  /** The instant the posted usage runs to; null means the rental's start. */
+  @Column({ name: 'posted_until', type: 'datetime', precision: 3, nullable: true })
+  postedUntil: Date | null;
 
   @Column({ name: 'terminate_requested_at', type: 'datetime', precision: 3, nullable: true })
   terminateRequestedAt: Date | null;
