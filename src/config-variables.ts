@@ -15,7 +15,8 @@ export type ConfigSection =
   | 'Jobs dashboard'
   | 'Telegram bot'
   | 'Client releases'
-  | 'Webhooks';
+  | 'Webhooks'
+  | 'Metrics';
 
 /** One environment variable loadConfig reads, as docs/configuration.md presents it. */
 export interface ConfigVariable {
@@ -293,4 +294,21 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     meaning: 'Wait before the first retry of a webhook delivery that failed; each later wait doubles, up to an hour, until 24 hours after the first try.',
   },
   { name: 'WEBHOOK_DISPATCH_MS', section: 'Webhooks', default: '1000', meaning: 'How often the `worker` role looks for new events to deliver to webhook endpoints.' },
+  {
+    name: 'METRICS_PORT',
+    section: 'Metrics',
+    default: null,
+    defaultText: 'unset: no listener',
+    meaning:
+      'Port of a separate listener, on `METRICS_HOST`, serving `GET /metrics` (Prometheus text), `/readyz` and `/healthz` for every role of the process (a worker or bot process has no other port). Give each process on one machine a port of its own; it must differ from `PORT`. See [metrics](operations/metrics.md).',
+  },
+  { name: 'METRICS_HOST', section: 'Metrics', default: '127.0.0.1', meaning: 'Address the metrics listener binds: loopback unless a scraper on another machine must reach it.' },
+  {
+    name: 'METRICS_TOKEN',
+    section: 'Metrics',
+    default: null,
+    defaultText: 'unset: no /metrics on the public port',
+    meaning:
+      'Serves `GET /metrics` on the `api` port too, to scrapers that send `Authorization: Bearer <token>` (compared in constant time; 401 otherwise). At least 24 characters, e.g. `openssl rand -base64 24`.',
+  },
 ];

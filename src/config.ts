@@ -95,6 +95,12 @@ export interface Config {
   webhookFirstRetryMs: number;
   /** Period of the webhook dispatcher. */
   webhookDispatchEveryMs: number;
+  /** Port of the separate /metrics, /readyz and /healthz listener (METRICS_PORT); none when unset. */
+  metricsPort?: number;
+  /** Address the metrics listener binds (METRICS_HOST, loopback by default). */
+  metricsHost: string;
+  /** Bearer token that opens /metrics on the api port (METRICS_TOKEN); without it /metrics is not there. */
+  metricsToken?: string;
 }
 
 export type TrustProxy = false | number | string[];
@@ -288,6 +294,15 @@ function webhookToken(env: Env): string | undefined {
   return v;
 }
 
+/** METRICS_PORT, METRICS_HOST and METRICS_TOKEN: metrics stay off the public port unless a long enough token guards them. */
+function metricsSettings(env: Env, port: number): Pick<Config, 'metricsPort' | 'metricsHost' | 'metricsToken'> {
+  const metricsPort = opt(env, 'METRICS_PORT') === undefined ? undefined : int(env, 'METRICS_PORT', 0, 1, 65535);
+  if (metricsPort !== undefined && metricsPort === port) throw new ConfigError(`METRICS_PORT must differ from PORT (${port})`);
+  const metricsToken = opt(env, 'METRICS_TOKEN');
+  if (metricsToken !== undefined && metricsToken.length < 24) throw new ConfigError('METRICS_TOKEN must be at least 24 characters (e.g. `openssl rand -base64 24`)');
+  return { metricsPort, metricsHost: str(env, 'METRICS_HOST', '127.0.0.1'), metricsToken };
+}
+
 /** Parses and validates the environment once. Throws ConfigError naming the offending variable. */
 export function loadConfig(env: Env = process.env): Config {
   const port = int(env, 'PORT', 8080, 0, 65535);
@@ -366,5 +381,6 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivateDestinations: bool(env, 'WEBHOOK_ALLOW_PRIVATE_DESTINATIONS', nodeEnv !== 'production'),
     webhookFirstRetryMs: int(env, 'WEBHOOK_FIRST_RETRY_MS', 30_000, 10, 30_000),
     webhookDispatchEveryMs: int(env, 'WEBHOOK_DISPATCH_MS', 1000, 50, 60_000),
+    ...metricsSettings(env, port),
   };
 }
