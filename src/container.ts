@@ -109,7 +109,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     publicBaseUrl: config.publicBaseUrl,
     setupRatePerMinute: config.agentSetupRatePerMinute,
   }, agentKeys);
-  const lifecycleDeps: LifecycleDeps = { ds, clock, logger, providers, jobs, ledger, box, refunds: payments.sessions };
+  const lifecycleDeps: LifecycleDeps = { ds, clock, logger, providers, jobs, ledger, box, refunds: payments.sessions, inventory };
   const lifecycle = createRentalLifecycle(lifecycleDeps, lifecycleTiming(config));
   const webhooks = new WebhooksService(ds, clock, box, jobs, { allowPrivateDestinations: config.webhookAllowPrivateDestinations });
   const webhookDeliveries = new WebhookDeliveries(ds, clock, logger.child({ component: 'webhooks' }), jobs, box, {
@@ -189,5 +189,5 @@ export function lifecycleTiming(config: Pick<Config, 'rentalPollMs' | 'inventory
 
 /** What the lifecycle parts are built from, for building another lifecycle (tests with their own timing). */
 export function lifecycleDepsOf(s: Services): LifecycleDeps {
-  return { ds: s.ds, clock: s.clock, logger: s.logger, providers: s.providers, jobs: s.jobs, ledger: s.ledger, box: SecretBox.fromConfig(s.config), refunds: s.payments.sessions };
+  return { ds: s.ds, clock: s.clock, logger: s.logger, providers: s.providers, jobs: s.jobs, ledger: s.ledger, box: SecretBox.fromConfig(s.config), refunds: s.payments.sessions, inventory: s.inventory };
 }

@@ -4,13 +4,13 @@ import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
 import type { ProviderRegistry } from '../../providers/provider-registry.js';
 import { MODELS_BY_SLUG } from './gpu-catalog.js';
-import { closestGpuSlugs, familyOfSlug, matchGpuQuery } from './gpu-match.js';
+import { closestGpuSlugs, familyOfSlug, matchGpuQuery, type GpuMatch } from './gpu-match.js';
 import { EnvelopeWire } from './envelope-wire.js';
 import { CURRENCY, InventoryRefresher, type RefreshResult } from './inventory-refresh.js';
 import type { GpuModelDetailDto, GpuModelDto, GpuSummaryDto, OfferDto, ProviderStatusDto } from './inventory.dto.js';
-import { slugMatches } from './offer-candidates.js';
+import { findIntentCandidates, slugMatches, type IntentCandidates, type IntentQuery, type LiveOffers, type MachineNeeds } from './offer-candidates.js';
 import { offerCapabilities, type Offer } from './offer.entity.js';
-import { cachedOffer, inventoryVersion, liveOffersByPrice } from './offers.repository.js';
+import { cachedOffer, inventoryVersion, liveOffersByPrice, liveUntil } from './offers.repository.js';
 import { providerStatuses } from './provider-status.js';
 
 export type { RefreshResult } from './inventory-refresh.js';
@@ -42,7 +42,11 @@ interface Snapshot {
   bySlug: Map<string, OfferDto[]>;
   /** Offer id to its model slug. */
   slugOf: Map<string, string>;
+  /** The offers of each GPU match asked for so far, by `GpuMatch.key` (at most {@link MAX_MEMOIZED_QUERIES}). */
+  offersByMatch: Map<string, OfferDto[]>;
   offersByQuery: Map<string, Cached<OfferDto[]>>;
+  /** GPU-intent matching's view of this snapshot. */
+  live: LiveOffers;
   /** `/offers/{id}` answers asked for so far (at most {@link MAX_MEMOIZED_QUERIES}). */
   offerById: Map<string, Cached<OfferDto>>;
   modelBySlug: Map<string, Cached<GpuModelDetailDto>>;
@@ -153,13 +157,28 @@ export class InventoryService {
       offersUrl: `${this.options.publicBaseUrl}/api/v1/offers`,
       models,
     };
-    const expiresAt = rows.reduce((min, r) => Math.min(min, r.staleAt.getTime()), Number.POSITIVE_INFINITY);
+    const expiresAt = liveUntil(rows);
     const allOffers = cached('offers', offers);
     const gpus = cached('gpus', gpusBody);
     // Compressed before the snapshot is served, so no request of the two hot paths waits for it.
     await Promise.all([allOffers.wire.prepare(), gpus.wire.prepare()]);
     const byId = new Map(offers.map((o) => [o.id, o]));
-    return { version, expiresAt, offers, byId, bySlug, slugOf, offersByQuery: new Map(), offerById: new Map(), modelBySlug: new Map(), allOffers, gpus };
+    const s: Snapshot = {
+      version,
+      expiresAt,
+      offers,
+      byId,
+      bySlug,
+      slugOf,
+      offersByMatch: new Map(),
+      offersByQuery: new Map(),
+      live: { ofMatch: (match) => matchingOffers(s, match), slugs: () => bySlug.keys() },
+      offerById: new Map(),
+      modelBySlug: new Map(),
+      allOffers,
+      gpus,
+    };
+    return s;
   }
 
   /** One `/gpus` row: the catalog's name, category and VRAM, prices across every provider. */
@@ -219,8 +238,7 @@ export class InventoryService {
     const match = matchGpuQuery(gpu);
     let hit = s.offersByQuery.get(match.key);
     if (!hit) {
-      const body = s.offers.filter((o) => slugMatches(match, s.slugOf.get(o.id)!));
-      hit = cached(`offers:${match.key}`, body);
+      hit = cached(`offers:${match.key}`, matchingOffers(s, match));
       if (s.offersByQuery.size >= MAX_MEMOIZED_QUERIES) s.offersByQuery.clear();
       s.offersByQuery.set(match.key, hit);
     }
@@ -282,6 +300,15 @@ export class InventoryService {
     return providerStatuses(this.ds, this.providers.registered(), live, this.clock.now(), this.options.offerMaxAgeSeconds);
   }
 
+  /**
+   * Admission's candidates for a GPU intent, matched in the in-memory snapshot by
+   * {@link findIntentCandidates}: no query while the snapshot is current, and the same version
+   * check and reload as {@link liveOffer}, so both kinds of admission see the same offers.
+   */
+  async intentCandidates(q: IntentQuery, limit: number, needs?: MachineNeeds): Promise<IntentCandidates> {
+    return findIntentCandidates((await this.current()).live, q, limit, needs);
+  }
+
   /** A live offer of the in-memory snapshot (admission's read: no query while the snapshot is current). */
   async liveOffer(id: string): Promise<OfferDto | undefined> {
     return (await this.current()).byId.get(id);
@@ -291,4 +318,18 @@ export class InventoryService {
   async findCached(id: string): Promise<Offer | null> {
     return cachedOffer(this.ds, id);
   }
+}
+
+/**
+ * The live offers of a GPU match in the snapshot's order (cheapest first, then fewest GPUs, then
+ * id): the one filter behind `GET /api/v1/offers?gpu=` and GPU-intent matching.
+ */
+function matchingOffers(s: Snapshot, match: GpuMatch): OfferDto[] {
+  let hit = s.offersByMatch.get(match.key);
+  if (!hit) {
+    hit = s.offers.filter((o) => slugMatches(match, s.slugOf.get(o.id)!));
+    if (s.offersByMatch.size >= MAX_MEMOIZED_QUERIES) s.offersByMatch.clear();
+    s.offersByMatch.set(match.key, hit);
+  }
+  return hit;
 }

@@ -1,11 +1,16 @@
-import type { DataSource, EntityManager } from 'typeorm';
 import { AppError } from '../../errors/app-error.js';
+import type { MachineCapabilities } from '../../providers/provider.js';
 import { closestGpuSlugs, compactSlug, matchGpuQuery, type GpuMatch } from './gpu-match.js';
-import type { Offer } from './offer.entity.js';
-import { bestCapabilitiesOf, liveCandidates, liveCountsOf, liveSlugs, needsAnything, type CandidateQuery, type MachineNeeds } from './offers.repository.js';
+import type { OfferDto } from './inventory.dto.js';
+import { needsAnything, type MachineNeeds } from './offers.repository.js';
 import { formatUsd } from '../billing/money.js';
 
-/** Whether an offer's slug is one the match stands for. */
+// How a GPU intent is matched to offers: pure functions over the live offers of the in-memory
+// snapshot (inventory.service.ts), so admission sends no query for its candidates. The liveness of
+// those offers is the offers repository's rule, applied when the snapshot is loaded and kept by its
+// reload at the first moment one of them goes stale.
+
+/** Whether an offer's slug is one the match stands for (`?gpu=` and GPU intents alike). */
 export function slugMatches(match: GpuMatch, slug: string): boolean {
   return match.known ? match.slugs.includes(slug) : match.compact !== '' && compactSlug(slug) === match.compact;
 }
@@ -30,47 +35,77 @@ export interface IntentQuery {
 export interface IntentCandidates {
   /** What the order stores as its GPU: the canonical form of `gpuModel` (see `GpuMatch.key`). */
   slug: string;
-  /** Live offers of that model and exact count at or under the ceiling, cheapest first. */
-  candidates: Offer[];
+  /** Live offers of that model and exact count at or under the ceiling, cheapest first (then by id). */
+  candidates: OfferDto[];
 }
 
 export type { MachineNeeds } from './offers.repository.js';
 
-/**
- * Admission's candidates for a GPU-intent rental, cheapest first, at most `limit`, only offers
- * that honour `needs` when given (absent or asking nothing: the statement it always was). None
- * is a 422 `NO_MATCHING_OFFER` that says why: a model nobody knows (with the closest known slugs),
- * no offer of it right now, none with that GPU count, all above the ceiling (with the cheapest),
- * or none that can honour the machine settings (naming the ones none can).
- */
-export async function findIntentCandidates(db: DataSource | EntityManager, now: Date, q: IntentQuery, limit: number, needs?: MachineNeeds): Promise<IntentCandidates> {
-  const match = q.match ?? matchGpuQuery(q.gpuModel);
-  const shape: CandidateQuery = { match, gpuCount: q.gpuCount, maxHourlyPriceMinor: q.maxHourlyPriceMinor };
-  const candidates = await liveCandidates(db, now, shape, limit, needs);
-  if (candidates.length > 0) return { slug: match.key, candidates };
-  throw await noMatchingOffer(db, now, q, shape, needs);
+/** The live offers intent matching reads (the snapshot's). */
+export interface LiveOffers {
+  /**
+   * The live offers of a match, cheapest first, then fewest GPUs, then id: exactly what
+   * `GET /api/v1/offers?gpu=` lists for it.
+   */
+  ofMatch(match: GpuMatch): readonly OfferDto[];
+  /** Every model slug that has a live offer. */
+  slugs(): Iterable<string>;
 }
 
-async function noMatchingOffer(db: DataSource | EntityManager, now: Date, q: IntentQuery, shape: CandidateQuery, needs: MachineNeeds | undefined): Promise<AppError> {
-  const { match } = shape;
-  const rows = await liveCountsOf(db, now, match);
+/** Whether an offer's machine can be given what `needs` asks (nothing asked: any offer). */
+export function honoursNeeds(caps: MachineCapabilities, needs: MachineNeeds | undefined): boolean {
+  if (!needs) return true;
+  return (
+    (!needs.customImage || caps.customImage) &&
+    (!needs.startupScript || caps.startupScript) &&
+    caps.ports >= needs.ports &&
+    (needs.diskGb === null || (caps.maxDiskGb !== null && caps.maxDiskGb >= needs.diskGb))
+  );
+}
+
+/** Whether an offer of the match has the intent's exact GPU count at or under its ceiling. */
+function fitsShape(o: OfferDto, q: IntentQuery): boolean {
+  return o.gpuCount === q.gpuCount && o.pricePerHourMinor <= q.maxHourlyPriceMinor;
+}
+
+/**
+ * Admission's candidates for a GPU-intent rental, cheapest first (ties by id), at most `limit`,
+ * only offers that honour `needs` when given. None is a 422 `NO_MATCHING_OFFER` that says why: a
+ * model nobody knows (with the closest known slugs), no offer of it right now, none with that GPU
+ * count, all above the ceiling (with the cheapest), or none that can honour the machine settings
+ * (naming the ones none can).
+ */
+export function findIntentCandidates(live: LiveOffers, q: IntentQuery, limit: number, needs?: MachineNeeds): IntentCandidates {
+  const match = q.match ?? matchGpuQuery(q.gpuModel);
+  const offers = live.ofMatch(match);
+  const candidates: OfferDto[] = [];
+  // The match's list is ordered by price, GPU count and id; within one count that is price, then id.
+  for (const o of offers) {
+    if (candidates.length >= limit) break;
+    if (fitsShape(o, q) && honoursNeeds(o.capabilities, needs)) candidates.push(o);
+  }
+  if (candidates.length > 0) return { slug: match.key, candidates };
+  throw noMatchingOffer(live, q, match, offers, needs);
+}
+
+function noMatchingOffer(live: LiveOffers, q: IntentQuery, match: GpuMatch, offers: readonly OfferDto[], needs: MachineNeeds | undefined): AppError {
   const what = `${q.gpuCount} x ${q.gpuModel.trim()}`;
-  if (rows.length === 0 && !match.known) {
-    const closest = closestGpuSlugs(q.gpuModel, await liveSlugs(db, now));
+  if (offers.length === 0 && !match.known) {
+    const closest = closestGpuSlugs(q.gpuModel, live.slugs());
     return new AppError('NO_MATCHING_OFFER', `No GPU model is known as "${q.gpuModel.trim()}". Closest known: ${closest.join(', ')}. See GET /api/v1/gpus.`);
   }
-  if (rows.length === 0) {
+  if (offers.length === 0) {
     return new AppError('NO_MATCHING_OFFER', `No offer of ${q.gpuModel.trim()} (${match.slugs.join(', ')}) is available right now. See GET /api/v1/gpus.`);
   }
-  const sameCount = rows.find((r) => r.gpuCount === q.gpuCount);
-  if (!sameCount) {
-    const counts = rows.map((r) => r.gpuCount).join(', ');
+  const sameCount = offers.filter((o) => o.gpuCount === q.gpuCount);
+  if (sameCount.length === 0) {
+    const counts = [...new Set(offers.map((o) => o.gpuCount))].sort((a, b) => a - b).join(', ');
     return new AppError('NO_MATCHING_OFFER', `No offer of ${what} right now; ${q.gpuModel.trim()} is offered with ${counts} GPU(s). See GET /api/v1/gpus.`);
   }
-  const cheapest = sameCount.minPriceMinor;
+  const cheapest = Math.min(...sameCount.map((o) => o.pricePerHourMinor));
   // Some offer fits model, count and ceiling: then only the machine settings can have ruled them out.
   if (cheapest <= q.maxHourlyPriceMinor && needsAnything(needs)) {
-    const unhonoured = await unhonouredNeeds(db, now, q, shape, needs);
+    const unhonoured = unhonouredNeeds(q, sameCount.filter((o) => fitsShape(o, q)), needs);
     if (unhonoured) return unhonoured;
   }
   return new AppError(
@@ -80,9 +115,14 @@ async function noMatchingOffer(db: DataSource | EntityManager, now: Date, q: Int
 }
 
 /** Names the machine settings none of the offers of the shape can honour (or says no one offer honours them all). */
-async function unhonouredNeeds(db: DataSource | EntityManager, now: Date, q: IntentQuery, shape: CandidateQuery, needs: MachineNeeds): Promise<AppError | undefined> {
-  const best = await bestCapabilitiesOf(db, now, shape);
-  if (best.offers === 0) return undefined;
+function unhonouredNeeds(q: IntentQuery, shaped: readonly OfferDto[], needs: MachineNeeds): AppError | undefined {
+  if (shaped.length === 0) return undefined;
+  const best = {
+    customImage: shaped.some((o) => o.capabilities.customImage),
+    startupScript: shaped.some((o) => o.capabilities.startupScript),
+    ports: Math.max(...shaped.map((o) => o.capabilities.ports)),
+    maxDiskGb: shaped.reduce<number | null>((max, o) => (o.capabilities.maxDiskGb === null ? max : Math.max(max ?? 0, o.capabilities.maxDiskGb)), null),
+  };
   const what = `${q.gpuCount} x ${q.gpuModel.trim()}`;
   const where = `See each offer's capabilities on GET /api/v1/offers?gpu=${encodeURIComponent(q.gpuModel.trim())}.`;
   const missing: string[] = [];
@@ -94,9 +134,9 @@ async function unhonouredNeeds(db: DataSource | EntityManager, now: Date, q: Int
   }
   const shapeText = `of ${what} at or under ${q.maxHourlyPriceMinor} cents per hour`;
   if (missing.length > 0) {
-    const subject = best.offers === 1 ? `The one offer ${shapeText} cannot` : `None of the ${best.offers} offers ${shapeText} can`;
+    const subject = shaped.length === 1 ? `The one offer ${shapeText} cannot` : `None of the ${shaped.length} offers ${shapeText} can`;
     return new AppError('NO_MATCHING_OFFER', `${subject} honour ${missing.join('; ')}. ${where}`);
   }
   const asked = [needs.customImage && 'machine.image', needs.startupScript && 'machine.startupScript', needs.ports > 0 && 'machine.ports', needs.diskGb !== null && 'machine.diskGb'].filter(Boolean);
-  return new AppError('NO_MATCHING_OFFER', `Each of ${asked.join(', ')} is honoured by one of the ${best.offers} offers ${shapeText}, but no one offer honours them all. ${where}`);
+  return new AppError('NO_MATCHING_OFFER', `Each of ${asked.join(', ')} is honoured by one of the ${shaped.length} offers ${shapeText}, but no one offer honours them all. ${where}`);
 }

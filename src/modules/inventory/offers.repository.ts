@@ -1,28 +1,31 @@
 import { In, type DataSource, type EntityManager, type SelectQueryBuilder } from 'typeorm';
 import { readMinor } from '../../db/columns.js';
-import type { GpuMatch } from './gpu-match.js';
 import { Offer } from './offer.entity.js';
 
 // The only code that reads or writes the offer cache (`offers`) and its version (`inventory_state`):
-// the refresh's upserts and retirements, the api processes' snapshot, admission's candidates, and
-// the provision job's offers.
-// The statements of admission's candidates are on the rental hot path and counted by
-// bench/rentals.ts: keep their text as it is.
+// the refresh's upserts and retirements, the snapshot every process serves and matches GPU intents
+// from (inventory.service.ts, offer-candidates.ts), and the provision job's offers.
 
 /**
  * The one rule of which cached offers are live: still listed by their provider at its last
  * successful refresh, and that refresh recent enough (`stale_at`, set by the refresh from
- * OFFER_MAX_AGE_SECONDS). Everything that lists or admits offers by model goes through it; only the
- * provision job reads past it, on purpose (below).
+ * OFFER_MAX_AGE_SECONDS; a provider whose refreshes fail goes down as its offers pass it).
+ * Everything that lists or admits offers by model goes through it: the snapshot is loaded with it
+ * and held no longer than {@link liveUntil} says; only the provision job reads past it, on purpose
+ * (below).
  */
 function whereLive(qb: SelectQueryBuilder<Offer>, now: Date): SelectQueryBuilder<Offer> {
   return qb.where('o.available = 1 AND o.stale_at > :now', { now });
 }
 
-function andMatching(qb: SelectQueryBuilder<Offer>, match: GpuMatch): SelectQueryBuilder<Offer> {
-  if (match.known) return qb.andWhere('o.slug IN (:...slugs)', { slugs: match.slugs });
-  // Slugs of GPUs the catalog does not know are lower-case tokens joined by hyphens.
-  return qb.andWhere("REPLACE(o.slug, '-', '') = :compact AND :compact <> ''", { compact: match.compact });
+/**
+ * The same rule for a copy of {@link liveOffersByPrice} held in memory: every offer of it is live
+ * until the first moment one of them reaches its `stale_at` (epoch ms; infinity for none), so a
+ * copy must be loaded again from then on. An offer withdrawn meanwhile moves the inventory version,
+ * which the holder checks as often as it checks for any other change.
+ */
+export function liveUntil(rows: readonly Pick<Offer, 'staleAt'>[]): number {
+  return rows.reduce((min, r) => Math.min(min, r.staleAt.getTime()), Number.POSITIVE_INFINITY);
 }
 
 /** The version every api process compares its snapshot against; it moves when the offers change. */
@@ -43,13 +46,6 @@ export async function liveOffersByPrice(ds: DataSource, now: Date): Promise<Offe
 /** Any offer the cache has ever held, live or not (rows are never deleted). */
 export async function cachedOffer(ds: DataSource, id: string): Promise<Offer | null> {
   return ds.getRepository(Offer).findOneBy({ id });
-}
-
-/** What admission asks of the live offers: a model match, an exact GPU count and a price ceiling. */
-export interface CandidateQuery {
-  match: GpuMatch;
-  gpuCount: number;
-  maxHourlyPriceMinor: number;
 }
 
 /**
@@ -83,72 +79,6 @@ function andHonouring(qb: SelectQueryBuilder<Offer>, needs: MachineNeeds | undef
   if (needs.ports > 0) qb.andWhere('o.cap_ports >= :needPorts', { needPorts: needs.ports });
   if (needs.diskGb !== null) qb.andWhere('o.cap_max_disk_gb >= :needDiskGb', { needDiskGb: needs.diskGb });
   return qb;
-}
-
-function liveOfShape(db: DataSource | EntityManager, now: Date, q: CandidateQuery): SelectQueryBuilder<Offer> {
-  return andMatching(whereLive(db.getRepository(Offer).createQueryBuilder('o'), now), q.match).andWhere('o.gpu_count = :count AND o.price_per_hour_minor <= :max', {
-    count: q.gpuCount,
-    max: q.maxHourlyPriceMinor,
-  });
-}
-
-/**
- * Live offers of the match with exactly that GPU count at or under the ceiling, and honouring
- * `needs` when given, cheapest first, at most `limit`.
- */
-export async function liveCandidates(db: DataSource | EntityManager, now: Date, q: CandidateQuery, limit: number, needs?: MachineNeeds): Promise<Offer[]> {
-  return andHonouring(liveOfShape(db, now, q), needs)
-    .orderBy('o.price_per_hour_minor', 'ASC')
-    .addOrderBy('o.id', 'ASC')
-    .take(limit)
-    .getMany();
-}
-
-/** The most any live offer of a candidate query's shape can be given, machine settings aside. */
-export interface BestCapabilities {
-  /** How many offers the query finds, whatever they can be given. */
-  offers: number;
-  customImage: boolean;
-  startupScript: boolean;
-  ports: number;
-  maxDiskGb: number | null;
-}
-
-/** What the offers a candidate query finds (needs aside) can be given at best: which need none of them honours. */
-export async function bestCapabilitiesOf(db: DataSource | EntityManager, now: Date, q: CandidateQuery): Promise<BestCapabilities> {
-  type Row = { offers: string | number; customImage: number | null; startupScript: number | null; ports: number | null; maxDiskGb: number | null };
-  const row = await liveOfShape(db, now, q)
-    .select('COUNT(*)', 'offers')
-    .addSelect('MAX(o.cap_custom_image)', 'customImage')
-    .addSelect('MAX(o.cap_startup_script)', 'startupScript')
-    .addSelect('MAX(o.cap_ports)', 'ports')
-    .addSelect('MAX(o.cap_max_disk_gb)', 'maxDiskGb')
-    .getRawOne<Row>();
-  // An aggregate without GROUP BY always answers one row.
-  return {
-    offers: readMinor(row!.offers),
-    customImage: Number(row!.customImage) === 1,
-    startupScript: Number(row!.startupScript) === 1,
-    ports: Number(row!.ports ?? 0),
-    maxDiskGb: row!.maxDiskGb === null ? null : Number(row!.maxDiskGb),
-  };
-}
-
-/** Each GPU count the live offers of the match come in, fewest first, with its cheapest price. */
-export async function liveCountsOf(db: DataSource | EntityManager, now: Date, match: GpuMatch): Promise<{ gpuCount: number; minPriceMinor: number }[]> {
-  const rows: { gpuCount: number; minPrice: string }[] = await andMatching(whereLive(db.getRepository(Offer).createQueryBuilder('o'), now), match)
-    .select('o.gpu_count', 'gpuCount')
-    .addSelect('MIN(o.price_per_hour_minor)', 'minPrice')
-    .groupBy('o.gpu_count')
-    .orderBy('o.gpu_count', 'ASC')
-    .getRawMany();
-  return rows.map((r) => ({ gpuCount: Number(r.gpuCount), minPriceMinor: readMinor(r.minPrice) }));
-}
-
-/** The model slugs that have a live offer. */
-export async function liveSlugs(db: DataSource | EntityManager, now: Date): Promise<string[]> {
-  const rows: { slug: string }[] = await whereLive(db.getRepository(Offer).createQueryBuilder('o'), now).select('DISTINCT o.slug', 'slug').getRawMany();
-  return rows.map((r) => r.slug);
 }
 
 // The refresh's statements, each in the caller's transaction (see inventory-refresh.ts).

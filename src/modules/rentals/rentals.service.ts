@@ -9,7 +9,6 @@ import { RENTAL_JOBS, type JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import type { LedgerService } from '../billing/ledger.service.js';
 import { claimIdempotencyKey, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
-import { findIntentCandidates } from '../inventory/offer-candidates.js';
 import type { KeysService, LockedAccount } from '../keys/keys.service.js';
 import type { InventoryService } from '../inventory/inventory.service.js';
 import { assertCreditLimits, creditTerms, newDeployment, newOrder, rentalDebitTerms, waitingTerms, type AdmissionOffer, type AdmissionTerms } from './admission-terms.js';
@@ -67,7 +66,7 @@ export class RentalsService {
     private readonly ledger: LedgerService,
     private readonly keys: KeysService,
     private readonly jobs: JobQueue,
-    private readonly inventory: Pick<InventoryService, 'liveOffer' | 'findCached'>,
+    private readonly inventory: Pick<InventoryService, 'liveOffer' | 'findCached' | 'intentCandidates'>,
     private readonly reads: Pick<RentalReadsService, 'rental'>,
     private readonly box: Pick<SecretBox, 'seal'>,
     private readonly machinePolicy: MachinePolicy,
@@ -154,7 +153,7 @@ export class RentalsService {
     if (intent.refusal) throw intent.refusal;
     try {
       // Legacy rentals drop candidates that cannot run the purchased hours, so fetch spares.
-      const { slug, candidates } = await findIntentCandidates(this.ds, this.clock.now(), intent, 20, needsOf(intent.machine));
+      const { slug, candidates } = await this.inventory.intentCandidates(intent, 20, needsOf(intent.machine));
       return { candidates, slug, waiting: false };
     } catch (err) {
       // A model nobody knows is refused even so: no offer of it will ever appear.

@@ -1,7 +1,6 @@
 import { inTransaction } from '../../../db/transaction.js';
 import { AppError } from '../../../errors/app-error.js';
-import { findIntentCandidates } from '../../inventory/offer-candidates.js';
-import type { Offer } from '../../inventory/offer.entity.js';
+import type { OfferDto } from '../../inventory/inventory.dto.js';
 import type { Deployment } from '../deployment.entity.js';
 import { assignFirstCandidate } from '../deployments.repository.js';
 import type { Order } from '../order.entity.js';
@@ -29,7 +28,7 @@ function needsOfOrder(o: Order) {
  */
 export class CapacityWait {
   constructor(
-    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'jobs' | 'logger'>,
+    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'jobs' | 'logger' | 'inventory'>,
     private readonly timing: LifecycleTiming,
     private readonly reversal: Reversal,
   ) {}
@@ -39,7 +38,7 @@ export class CapacityWait {
     const { ds, clock } = this.deps;
     const now = clock.now();
     const left = order.waitForCapacityUntil!.getTime() - now.getTime();
-    const found = await this.eligible(order, d.leaseSeconds, now);
+    const found = await this.eligible(order, d.leaseSeconds);
     if (found.length > 0) {
       await inTransaction(ds, async (m) => {
         await assignCandidates(m, order.id, found.map((o) => o.id), found[0].pricePerHourMinor, now);
@@ -56,10 +55,10 @@ export class CapacityWait {
     return false;
   }
 
-  private async eligible(order: Order, lease: number | null, now: Date): Promise<Offer[]> {
+  private async eligible(order: Order, lease: number | null): Promise<OfferDto[]> {
     try {
       const q = { gpuModel: order.gpuModel!, gpuCount: order.gpuCount!, maxHourlyPriceMinor: order.maxHourlyPriceMinor! };
-      const { candidates } = await findIntentCandidates(this.deps.ds, now, q, 20, needsOfOrder(order));
+      const { candidates } = await this.deps.inventory.intentCandidates(q, 20, needsOfOrder(order));
       return candidates.filter((o) => lease === null || o.maximumDurationSeconds >= lease).slice(0, MAX_CANDIDATES);
     } catch (err) {
       if (err instanceof AppError && err.code === 'NO_MATCHING_OFFER') return [];

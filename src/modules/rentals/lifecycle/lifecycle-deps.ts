@@ -5,6 +5,7 @@ import type { Logger } from '../../../logger.js';
 import type { ProviderRegistry } from '../../../providers/provider-registry.js';
 import type { LedgerService } from '../../billing/ledger.service.js';
 import type { SecretBox } from '../../credentials/secret-box.js';
+import type { InventoryService } from '../../inventory/inventory.service.js';
 
 /** Timing of the lifecycle; tests shorten it. */
 export interface LifecycleTiming {
@@ -65,6 +66,8 @@ export interface LifecycleDeps {
   ledger: LedgerService;
   box: SecretBox;
   refunds: CardRefunds;
+  /** The offer snapshot a rental waiting for capacity is matched from, as admission matches. */
+  inventory: Pick<InventoryService, 'intentCandidates'>;
 }
 
 /** Queues a deployment job now or after `delayMs`, deduplicated by deployment. */
