@@ -1,4 +1,5 @@
 import type { ProviderConfig } from '../config.js';
+import { meteredProvider } from './metered-provider.js';
 import type { Provider, ProviderDeps, ProviderPlugin } from './provider.js';
 
 /** One configured provider and what the host needs besides the client: its markup and description. */
@@ -22,7 +23,7 @@ export class ProviderRegistry {
   register(entry: RegisteredProvider): void {
     if (entry.provider.id !== entry.id) throw new Error(`provider "${entry.provider.id}" registered as "${entry.id}"`);
     if (this.entries.has(entry.id)) throw new Error(`provider "${entry.id}" is already registered`);
-    this.entries.set(entry.id, entry);
+    this.entries.set(entry.id, { ...entry, provider: meteredProvider(entry.provider) });
   }
 
   get(id: string): Provider {
