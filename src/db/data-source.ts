@@ -3,6 +3,7 @@ import mysqlCallbacks from 'mysql2';
 import type { Pool, PoolConnection, PoolOptions } from 'mysql2';
 import { DataSource, type DataSourceOptions } from 'typeorm';
 import { migrations } from '../../migrations/index.js';
+import { withMigrationLock } from './migration-lock.js';
 
 export interface DatabaseTarget {
   host: string;
@@ -144,26 +145,15 @@ export async function createDatabaseIfMissing(databaseUrl: string): Promise<bool
 }
 
 /**
- * Runs pending migrations (returning their names) under a MySQL named lock, so several processes starting at once
- * migrate exactly once and the others wait for it. Every process migrates before it serves or works, so this is
- * also where a session whose `sql_mode` would make escaped values unsafe stops the start.
+ * Runs pending migrations (returning their names) under the migration lock (a lock row, see
+ * src/db/migration-lock.ts, which holds across the nodes of a Galera cluster too), so several
+ * processes starting at once migrate exactly once and the others wait for it. Every process
+ * migrates before it serves or works, so this is also where a session whose `sql_mode` would make
+ * escaped values unsafe stops the start.
  */
 export async function migrate(ds: DataSource, lockTimeoutSeconds = 120): Promise<string[]> {
   await assertSessionSqlMode(ds);
-  const runner = ds.createQueryRunner();
-  await runner.connect();
-  try {
-    const lockName = `${ds.options.database}.migrations`;
-    const [row] = await runner.query('SELECT GET_LOCK(?, ?) AS ok', [lockName, lockTimeoutSeconds]);
-    if (Number(row.ok) !== 1) throw new Error(`timed out after ${lockTimeoutSeconds}s waiting for the migration lock`);
-    try {
-      return (await ds.runMigrations({ transaction: 'each' })).map((m) => m.name);
-    } finally {
-      await runner.query('SELECT RELEASE_LOCK(?)', [lockName]);
-    }
-  } finally {
-    await runner.release();
-  }
+  return withMigrationLock(ds, lockTimeoutSeconds, async () => (await ds.runMigrations({ transaction: 'each' })).map((m) => m.name));
 }
 
 export async function dropDatabase(databaseUrl: string): Promise<void> {
