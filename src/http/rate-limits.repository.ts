@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { inTransaction } from '../db/transaction.js';
 
 // The only code that reads or writes `rate_limit_counters`: one row per bucket and fixed window,
 // shared by every api process.
@@ -9,7 +10,7 @@ import type { DataSource } from 'typeorm';
  * position in the window.
  */
 export async function countHit(ds: DataSource, bucket: string, windowStart: Date): Promise<number> {
-  return ds.transaction(async (m) => {
+  return inTransaction(ds, async (m) => {
     await m.query(
       `INSERT INTO rate_limit_counters (bucket, window_start, count) VALUES (?, ?, 1)
            ON DUPLICATE KEY UPDATE count = count + 1`,

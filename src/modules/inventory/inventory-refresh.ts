@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { v5 as uuidv5 } from 'uuid';
 import type { Clock } from '../../clock.js';
+import { inTransaction } from '../../db/transaction.js';
 import type { Logger } from '../../logger.js';
 import { customerPriceMinor } from '../../providers/pricing.js';
 import { NO_MACHINE_CAPABILITIES, type MachineCapabilities, type ProviderErrorClass, type ProviderOffer } from '../../providers/provider.js';
@@ -142,7 +143,7 @@ export class InventoryRefresher {
     const configured = this.providers.registered().map((e) => e.id);
     if (configured.length === 0) return;
     const now = this.clock.now();
-    await this.ds.transaction(async (m) => {
+    await inTransaction(this.ds, async (m) => {
       await lockInventoryVersion(m);
       const retired = await withdrawOffersNotOf(m, configured);
       await markInventoryRefreshed(m, now, retired > 0);
@@ -168,7 +169,7 @@ export class InventoryRefresher {
   private async store(entry: RegisteredProvider, offers: ProviderOffer[]): Promise<RefreshResult> {
     const now = this.clock.now();
     const provider = entry.id;
-    return this.ds.transaction(async (m) => {
+    return inTransaction(this.ds, async (m) => {
       // Serialises concurrent refreshes (several workers) on the version row.
       await lockInventoryVersion(m);
       const existing = await offerStatesOf(m, provider);
@@ -220,7 +221,7 @@ export class InventoryRefresher {
     const errorClass = errorClassOf(err);
     const message = err instanceof Error ? err.message : String(err);
     this.logger.warn({ provider, errorClass, err: message }, 'inventory refresh failed; keeping cached offers until they are stale');
-    const removed = await this.ds.transaction(async (m) => {
+    const removed = await inTransaction(this.ds, async (m) => {
       await lockInventoryVersion(m);
       const expired = await withdrawStaleOffers(m, provider, now);
       await markInventoryRefreshed(m, now, expired > 0);
