@@ -207,6 +207,14 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     meaning: 'Id stored next to each sealed secret, for key rotation (`dev` with the development key).',
   },
   {
+    name: 'SECRETS_KEY_PREVIOUS',
+    section: 'Secrets',
+    default: null,
+    defaultText: 'unset: no earlier key',
+    meaning:
+      'Earlier keys during a rotation, as comma-separated `id:base64` entries (`k1:AbC...=`): secrets sealed under them still open, new ones are sealed with `SECRETS_KEY`. `owner reseal-secrets` seals every stored secret again under `SECRETS_KEY`; then drop the old key from here. See [operations](operations.md#rotating-secrets_key).',
+  },
+  {
     name: 'JOBS_PROCESS_EVERY_MS',
     section: 'Jobs and metering',
     default: '1000',

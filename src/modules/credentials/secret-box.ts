@@ -1,7 +1,8 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 
 /**
- * AES-256-GCM sealing of secrets at rest (deployment SSH private keys). The caller binds each
+ * AES-256-GCM sealing of secrets at rest (deployment SSH private keys, machine settings' secret
+ * values, webhook signing secrets). The caller binds each
  * ciphertext to its row by passing the row id as additional data, so a ciphertext copied onto
  * another row fails to open. Layout: version byte, 12-byte nonce, 16-byte tag, ciphertext.
  */
@@ -17,8 +18,16 @@ export class SecretBox {
     if (!keys.has(currentKeyId)) throw new Error(`secret key ${currentKeyId} is not configured`);
   }
 
-  static fromConfig(config: { secretsKey: Buffer; secretsKeyId: string }): SecretBox {
-    return new SecretBox(new Map([[config.secretsKeyId, config.secretsKey]]), config.secretsKeyId);
+  /** SECRETS_KEY seals; it and the keys of earlier rotations (SECRETS_KEY_PREVIOUS) open. */
+  static fromConfig(config: { secretsKey: Buffer; secretsKeyId: string; secretsKeysPrevious?: readonly { id: string; key: Buffer }[] }): SecretBox {
+    const keys = new Map((config.secretsKeysPrevious ?? []).map((k) => [k.id, k.key] as const));
+    keys.set(config.secretsKeyId, config.secretsKey);
+    return new SecretBox(keys, config.secretsKeyId);
+  }
+
+  /** Whether `keyId` is the key that seals now, so a secret under it needs no resealing. */
+  isCurrent(keyId: string): boolean {
+    return keyId === this.currentKeyId;
   }
 
   seal(plaintext: string, additionalData: string): { ciphertext: Buffer; keyId: string } {
