@@ -2,8 +2,6 @@ import express, { type Express, type NextFunction, type Request, type Response }
 import { pinoHttp } from 'pino-http';
 import type { Services } from './container.js';
 import { controllerFactories } from './controllers.js';
-import { envelope, errorEnvelope } from './errors/envelope.js';
-import { databaseAnswers } from './db/data-source.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { requestId } from './http/request-id.js';
 import { useAuthenticator } from './http/authentication.js';
@@ -20,12 +18,15 @@ import { approvalPageRouter } from './modules/agents/approval-page.router.js';
 import { paymentPagesRouter } from './modules/billing/payment-pages.router.js';
 import { jobsDashboard } from './jobs/jobs-dashboard.js';
 import { releasesRouter } from './http/releases.router.js';
+import { httpMetrics } from './metrics/http-metrics.js';
+import { livenessRoute, metricsRoute } from './metrics-listener.js';
+import { readinessProbe, readinessRoute, type Readiness } from './readiness.js';
 
 export interface AppOptions {
   /** Routers of other roles to mount before the API routes (webhooks, pages, dashboards). */
   mount?: (app: Express) => void;
-  /** Reports whether the database is reachable and migrated, for /healthz. */
-  health?: () => Promise<boolean>;
+  /** Whether this process can take work, for /readyz (default: the api role's checks). */
+  readiness?: Readiness;
   /** Heartbeat and longest life of event streams (tests shorten them). */
   eventStream?: Partial<EventStreamOptions>;
 }
@@ -38,6 +39,8 @@ const PUBLIC_CORS_HEADERS = { 'Access-Control-Allow-Origin': '*', 'Access-Contro
 
 export function createApp(services: Services, options: AppOptions = {}): Express {
   const app = express();
+  // First, so the fast inventory reads are counted and timed too.
+  app.use(httpMetrics());
   useControllers(app, controllerFactories(services));
   useAuthenticator(app, services.keys);
   app.disable('x-powered-by');
@@ -95,16 +98,11 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   app.use(rejectMalformedPath());
   app.use(normalizeCharset());
 
-  app.get('/healthz', async (req, res) => {
-    let ok = false;
-    try {
-      ok = options.health ? await options.health() : await databaseAnswers(services.ds);
-    } catch {
-      ok = false;
-    }
-    if (ok) res.json(envelope(req, { status: 'ok' }));
-    else res.status(503).json(errorEnvelope(req.requestId, 'UNAVAILABLE', 'The database is not reachable or not migrated yet.'));
-  });
+  // Liveness asks nothing of the database: an outage must not get every process restarted at once.
+  app.get('/healthz', livenessRoute);
+  app.get('/readyz', readinessRoute(options.readiness ?? readinessProbe(services, ['api'])));
+  // Off the public port unless a token guards it (METRICS_TOKEN); METRICS_PORT serves it apart.
+  if (services.config.metricsToken) app.get('/metrics', metricsRoute(services, services.config.metricsToken));
 
   app.use(discoveryRouter(services.config.publicBaseUrl));
 

@@ -5,11 +5,13 @@ import { assertSafeToRun, ConfigError, configErrorLine, loadConfig, parseRoles, 
 import { createApp } from './app.js';
 import { createServices, type Services } from './container.js';
 import { isConnectionError } from './db/connection-errors.js';
-import { createDatabaseIfMissing, createDataSource, databaseAnswers, describeTarget, migrate, parseDatabaseUrl } from './db/data-source.js';
+import { createDatabaseIfMissing, createDataSource, describeTarget, migrate, parseDatabaseUrl } from './db/data-source.js';
 import { entities } from './entities.js';
 import { createLogger, type Logger } from './logger.js';
 import { createProviderRegistry } from './providers/provider-registry.js';
 import { startWorker, type Worker } from './worker.js';
+import { startMetricsListener } from './metrics-listener.js';
+import { readinessProbe } from './readiness.js';
 import { runOwnerCommand } from './cli/owner-command.js';
 import { LABEL_PREFIX } from './modules/rentals/lifecycle/rental-lifecycle.js';
 import { createBot } from '../bot/bot.js';
@@ -83,15 +85,12 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
     token && (roles.includes('bot') || (roles.includes('api') && webhookSecret))
       ? createBot({ services, token, apiRoot: config.telegramApiRoot })
       : undefined;
+  const readiness = readinessProbe(services, roles);
+  const metricsServer = await startMetricsListener(services, roles, readiness);
   if (roles.includes('api')) {
-    let migrated = false;
     const app = createApp(services, {
       mount: bot && webhookSecret ? (a) => mountTelegramWebhook(a, bot, webhookSecret) : undefined,
-      health: async () => {
-        await databaseAnswers(ds);
-        if (!migrated) migrated = !(await ds.showMigrations());
-        return migrated;
-      },
+      readiness,
     });
     // Bound before any job starts, so a taken port stops the process before it claims work.
     server = await listen(app, config.port, config.host);
@@ -115,6 +114,7 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
     await Promise.all([
       botRole?.stop(),
       server && new Promise<void>((r) => server!.close(() => r())),
+      metricsServer && new Promise<void>((r) => metricsServer.close(() => r())),
       worker?.stop(),
     ]);
     await providers.close();

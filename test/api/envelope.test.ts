@@ -110,20 +110,22 @@ describe('envelope and errors', () => {
     }
   });
 
-  it('serves /healthz as 200 while the database answers and 503 when it does not', async () => {
+  it('serves /healthz as liveness (200 whatever the database says) and /readyz as 503 UNAVAILABLE when a readiness check fails', async () => {
     const ok = await ctx.api.get('/healthz');
     assert.equal(ok.status, 200);
     assert.equal(ok.body.data.status, 'ok');
+    assert.equal((await ctx.api.get('/readyz')).status, 200);
     const failing = await createTestContext({
       app: {
-        health: async () => {
-          throw new Error('connect ECONNREFUSED');
-        },
+        readiness: async () => ({ ready: false, checks: { database: 'failed' }, reason: 'the database is not reachable (connect ECONNREFUSED)' }),
       },
     });
-    const down = await failing.api.get('/healthz');
+    const live = await failing.api.get('/healthz');
+    assert.equal(live.status, 200);
+    const down = await failing.api.get('/readyz');
     assert.equal(down.status, 503);
     assert.equal(down.body.error.code, 'UNAVAILABLE');
+    assert.equal(down.body.checks.database, 'failed');
     await failing.close();
   });
 });
