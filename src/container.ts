@@ -29,6 +29,7 @@ import { NotificationsService, type NotificationSender } from './modules/notific
 import type { ProviderRegistry } from './providers/provider-registry.js';
 import { WebhookDeliveries } from './modules/webhooks/webhook-delivery.js';
 import { WebhooksService } from './modules/webhooks/webhooks.service.js';
+import { countWebhookDelivery } from './metrics/outcomes.js';
 
 /** How often the event hub reads the log's tail while anyone listens: a waiting read answers within this of a commit. */
 const EVENT_TAIL_MS = 250;
@@ -137,7 +138,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     'payments.reconcile': { handler: async () => void (await reconcilePayments({ payments, logger })), everyMs: RECONCILE_PAYMENTS_EVERY_MS, concurrency: 1 },
     'webhooks.dispatch': { handler: async () => void (await webhookDeliveries.dispatch()), everyMs: config.webhookDispatchEveryMs, concurrency: 1 },
     // A try takes at most ten seconds; a run outliving its lock is refused by the delivery's own claim.
-    'webhooks.deliver': { handler: async (d) => void (await webhookDeliveries.deliver(d.deliveryId)), concurrency: 10, lockLifetimeMs: 60_000 },
+    'webhooks.deliver': { handler: async (d) => void countWebhookDelivery(await webhookDeliveries.deliver(d.deliveryId)), concurrency: 10, lockLifetimeMs: 60_000 },
   });
   // Defined in every process (defining starts nothing, and it gives enqueued jobs their priority).
   defineJobs(jobs.agenda, definitions);

@@ -7,6 +7,7 @@ import type { RentalsService } from './rentals.service.js';
 import { principalOf } from '../keys/principal.js';
 import type { CreateRentalRequest, RentalDto, RentalPage } from './rentals.dto.js';
 import { RENTAL_PAGE } from './rental-views.js';
+import { countAdmission } from '../../metrics/outcomes.js';
 
 @Route('api/v1/rentals')
 @Tags('Rentals')
@@ -51,7 +52,7 @@ export class RentalsController extends BaseController {
     @Header('Idempotency-Key') idempotencyKey: string,
     @Body() body: CreateRentalRequest,
   ): Promise<Envelope<RentalDto>> {
-    const { status, rental } = await this.rentals.create(principalOf(req), idempotencyKey, body);
+    const { status, rental } = await countAdmission(this.rentals.create(principalOf(req), idempotencyKey, body));
     return this.ok(req, rental, status);
   }
 
