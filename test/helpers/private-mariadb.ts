@@ -11,7 +11,12 @@ export interface PrivateMariaDb {
   /** `mysql://root@127.0.0.1:<port>/` (append a database name). */
   url: string;
   port: number;
+  /** Ends the server and removes its data. */
   stop(): Promise<void>;
+  /** Ends the server but keeps its data, as a database outage would; `resume` brings it back. */
+  halt(): Promise<void>;
+  /** Starts a halted server again on the same port and data, resolving once it answers. */
+  resume(): Promise<void>;
 }
 
 function freePort(): Promise<number> {
@@ -48,48 +53,58 @@ export async function startPrivateMariaDb(serverArgs: string[]): Promise<Private
   );
   if (install.status !== 0) throw new Error(`mariadb-install-db failed: ${install.stderr || install.stdout}`);
   const port = await freePort();
-  const child: ChildProcess = spawn(
-    '/usr/sbin/mariadbd',
-    [
-      '--no-defaults',
-      `--datadir=${dir}`,
-      `--port=${port}`,
-      '--bind-address=127.0.0.1',
-      `--socket=${join(dir, 'mysqld.sock')}`,
-      '--user=root',
-      '--skip-name-resolve',
-      '--skip-log-bin',
-      '--innodb-buffer-pool-size=32M',
-      ...serverArgs,
-    ],
-    { stdio: 'ignore' },
-  );
+  let child: ChildProcess;
   let exited = false;
-  child.once('exit', () => {
-    exited = true;
-  });
-  const deadline = Date.now() + 30_000;
-  while (!(await reachable(port))) {
-    if (exited || Date.now() > deadline) {
-      child.kill('SIGKILL');
-      rmSync(dir, { recursive: true, force: true });
-      throw new Error(`the private MariaDB on port ${port} did not come up`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  const stop = async () => {
-    if (!exited) {
-      const gone = new Promise((r) => child.once('exit', r));
-      child.kill('SIGTERM');
-      await Promise.race([gone, new Promise((r) => setTimeout(r, 10_000))]);
-      if (!exited) {
-        child.kill('SIGKILL');
-        await gone;
+  /** Starts the server on the data directory and port, and resolves once it answers. */
+  const boot = async () => {
+    exited = false;
+    const started: ChildProcess = spawn(
+      '/usr/sbin/mariadbd',
+      [
+        '--no-defaults',
+        `--datadir=${dir}`,
+        `--port=${port}`,
+        '--bind-address=127.0.0.1',
+        `--socket=${join(dir, 'mysqld.sock')}`,
+        '--user=root',
+        '--skip-name-resolve',
+        '--skip-log-bin',
+        '--innodb-buffer-pool-size=32M',
+        ...serverArgs,
+      ],
+      { stdio: 'ignore' },
+    );
+    child = started;
+    started.once('exit', () => {
+      if (child === started) exited = true;
+    });
+    const deadline = Date.now() + 30_000;
+    while (!(await reachable(port))) {
+      if (exited || Date.now() > deadline) {
+        started.kill('SIGKILL');
+        rmSync(dir, { recursive: true, force: true });
+        throw new Error(`the private MariaDB on port ${port} did not come up`);
       }
+      await new Promise((r) => setTimeout(r, 100));
     }
+  };
+  /** Ends the server process, keeping its data directory. */
+  const halt = async () => {
+    if (exited) return;
+    const gone = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await Promise.race([gone, new Promise((r) => setTimeout(r, 10_000))]);
+    if (!exited) {
+      child.kill('SIGKILL');
+      await gone;
+    }
+  };
+  await boot();
+  const stop = async () => {
+    await halt();
     rmSync(dir, { recursive: true, force: true });
   };
   // Also at the end of the run: a test that failed before its own clean-up leaves no server or data directory.
   atRunEnd(stop);
-  return { url: `mysql://root@127.0.0.1:${port}/`, port, stop };
+  return { url: `mysql://root@127.0.0.1:${port}/`, port, stop, halt, resume: boot };
 }
