@@ -70,19 +70,4 @@ describe('events: account events (topup.paid, credits.low)', function () {
     assert.ok(low.every((e) => e.data.thresholdMinor === 1000));
     assert.deepEqual((await events(agent, from)).map((e) => e.type), ['credits.low', 'credits.low'], 'agent keys see credits.low');
   });
-
-  it('writes credits.low from a batch of postings once per account that crossed, with the balance the batch left', async () => {
-    const a = await account(ctx, { creditsMinor: 1200 });
-    const b = await account(ctx, { creditsMinor: 5000 });
-    const c = await account(ctx, { creditsMinor: 700 });
-    const from = [await start(a), await start(b), await start(c)];
-    const batch = [debit(a.accountId, 100), debit(b.accountId, 100), debit(a.accountId, 150), debit(a.accountId, 50), debit(c.accountId, 100)];
-    assert.equal(await ctx.services.ds.transaction((m) => ctx.services.ledger.postBatch(m, batch)), 5);
-    const lowOf = async (who: SignedUp, after: string) => (await events(who, after)).filter((e) => e.type === 'credits.low').map((e) => e.data.balance?.creditsMinor);
-    assert.deepEqual(await lowOf(a, from[0]), [900]);
-    assert.deepEqual(await lowOf(b, from[1]), [], 'well above the threshold');
-    assert.deepEqual(await lowOf(c, from[2]), [], 'already under it before the batch');
-    assert.equal(await ctx.services.ds.transaction((m) => ctx.services.ledger.postBatch(m, batch)), 0, 'a replayed batch moves nothing');
-    assert.deepEqual(await lowOf(a, from[0]), [900], 'and writes no second event');
-  });
 });

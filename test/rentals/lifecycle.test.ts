@@ -401,7 +401,7 @@ describe('rental lifecycle (job handlers)', function () {
   });
 
   describe('metering', () => {
-    it('posts per-second usage, one entry per deployment per sweep, stops at the termination request and settles the rest', async () => {
+    it('charges per-second usage, posts it once per rental-hour, stops at the termination request and settles the rest', async () => {
       await ctx.setInventory(offers());
       const one = await metered({ offerId: ids['lc-a'] }, 100_000);
       const two = await metered({ offerId: ids['lc-a'] }, 100_000);
@@ -415,8 +415,10 @@ describe('rental lifecycle (job handlers)', function () {
       await life.meter();
       await life.meter();
       assert.equal((await dep(one.deploymentId)).usageMinor, 301);
+      // The first hour's entry; the cent of the next hour is charged, not yet posted.
       const entries = await ctx.services.ds.getRepository(LedgerEntry).findBy({ rentalId: one.rentalId, kind: 'USAGE' });
-      assert.equal(entries.length, 2);
+      assert.deepEqual(entries.map((e) => e.amountMinor), [-300]);
+      assert.equal(await balance(one.who.accountId), 100_000 - 301);
 
       await terminateViaApi(one.who, one.deploymentId);
       ctx.clock.advance(24_000);
@@ -425,6 +427,8 @@ describe('rental lifecycle (job handlers)', function () {
       assert.equal(t.status, 'TERMINATED');
       // Accrual stopped at the request: the 24 s after it are not charged.
       assert.equal(t.usageMinor, 301);
+      const settled = await ctx.services.ds.getRepository(LedgerEntry).find({ where: { rentalId: one.rentalId, kind: 'USAGE' }, order: { id: 'ASC' } });
+      assert.deepEqual(settled.map((e) => e.amountMinor), [-300, -1]);
       ctx.clock.advance(3600 * 1000);
       await life.meter();
       assert.equal((await dep(one.deploymentId)).usageMinor, 301);

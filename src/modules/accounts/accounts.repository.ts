@@ -31,17 +31,23 @@ export async function lockAccount(sql: Sql, id: string): Promise<Account | null>
   return rows.length === 1 ? hydrate(sql, Account, rows[0]) : null;
 }
 
+/** An account's balance (what the customer has) and the usage taken from it that no ledger entry holds yet. */
+export interface AccountMoney {
+  balanceMinor: number;
+  unpostedUsageMinor: number;
+}
+
 /**
  * Locks the accounts given, in id order (so two batches never deadlock each other), and reads
- * their balances; accounts that do not exist are left out of the answer.
+ * their balances and unposted usage; accounts that do not exist are left out of the answer.
  */
-export async function lockAccountBalances(sql: Sql, ids: readonly string[]): Promise<Map<string, number>> {
+export async function lockAccountBalances(sql: Sql, ids: readonly string[]): Promise<Map<string, AccountMoney>> {
   const sorted = [...new Set(ids)].sort();
-  const rows: { id: string; balance_minor: string | number }[] = await sql.query(
-    `SELECT id, balance_minor FROM accounts WHERE id IN (?) ORDER BY id FOR UPDATE`,
+  const rows: { id: string; balance_minor: string | number; unposted_usage_minor: string | number }[] = await sql.query(
+    `SELECT id, balance_minor, unposted_usage_minor FROM accounts WHERE id IN (?) ORDER BY id FOR UPDATE`,
     [sorted],
   );
-  return new Map(rows.map((r) => [r.id, readMinor(r.balance_minor)]));
+  return new Map(rows.map((r) => [r.id, { balanceMinor: readMinor(r.balance_minor), unpostedUsageMinor: readMinor(r.unposted_usage_minor) }]));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { In, LessThan, type DataSource, type EntityManager } from 'typeorm';
+import { LessThan, type DataSource } from 'typeorm';
 import { derivedTable } from '../../db/derived-table.js';
 import { hydrate, insertEntity } from '../../db/entity-rows.js';
 import type { Sql } from '../../db/sql.js';
@@ -6,7 +6,8 @@ import { visibleRows, type Viewer } from '../keys/visibility.js';
 import { LedgerEntry } from './ledger-entry.entity.js';
 
 // The only code that reads or writes `ledger_entries`, and the only writer of the cached
-// `accounts.balance_minor` and `api_keys.net_spent_minor` that move with them. The rules (when a
+// `accounts.balance_minor`, `accounts.unposted_usage_minor` and `api_keys.net_spent_minor` that
+// move with them and with metered usage. The rules (when a
 // posting may be written, what it adds to a key's spend) are LedgerService's; the account locks
 // it takes first are in accounts.repository.ts. A posting of admission travels in admission's
 // second round trip (test/api/rentals-admission.test.ts): keep the statements' text as it is.
@@ -20,12 +21,6 @@ export async function entryByRef(sql: Sql, externalRef: string): Promise<LedgerE
   return found.length > 0 ? hydrate(sql, LedgerEntry, found[0]) : null;
 }
 
-/** The entries posted under any of `externalRefs`, by reference. */
-export async function entriesByRefs(manager: EntityManager, externalRefs: readonly string[]): Promise<Map<string, LedgerEntry>> {
-  const found = await manager.getRepository(LedgerEntry).findBy({ externalRef: In([...externalRefs]) });
-  return new Map(found.map((e) => [e.externalRef, e]));
-}
-
 /** Writes one entry; answers it with its new id. */
 export async function insertEntry(sql: Sql, fields: NewLedgerEntry): Promise<LedgerEntry> {
   const { insertId } = await insertEntity(sql, LedgerEntry, fields);
@@ -33,10 +28,10 @@ export async function insertEntry(sql: Sql, fields: NewLedgerEntry): Promise<Led
 }
 
 /** Writes many entries in one statement. */
-export async function insertEntries(manager: EntityManager, entries: readonly NewLedgerEntry[]): Promise<void> {
+export async function insertEntries(sql: Sql, entries: readonly NewLedgerEntry[]): Promise<void> {
   if (entries.length === 0) return;
   const values = entries.map((e) => [e.accountId, e.keyId, e.rentalId, e.kind, e.amountMinor, e.balanceAfterMinor, e.externalRef, e.description, e.createdAt]);
-  await manager.query(
+  await sql.query(
     `INSERT INTO ledger_entries (account_id, key_id, rental_id, kind, amount_minor, balance_after_minor, external_ref, description, created_at) VALUES ?`,
     [values],
   );
@@ -47,11 +42,11 @@ export async function setBalance(sql: Sql, accountId: string, balanceMinor: numb
   await sql.query(`UPDATE accounts SET balance_minor = ? WHERE id = ?`, [balanceMinor, accountId]);
 }
 
-/** Sets the cached balances of many accounts in one statement. */
-export async function setBalances(manager: EntityManager, balances: ReadonlyMap<string, number>): Promise<void> {
-  if (balances.size === 0) return;
-  const t = derivedTable(['id', 'v'], [...balances.entries()]);
-  await manager.query(`UPDATE accounts a JOIN (${t.sql}) v ON v.id = a.id SET a.balance_minor = v.v`, t.params);
+/** Sets the balances and unposted usage of many accounts in one statement. */
+export async function setBalances(sql: Sql, money: ReadonlyMap<string, { balanceMinor: number; unpostedUsageMinor: number }>): Promise<void> {
+  if (money.size === 0) return;
+  const t = derivedTable(['id', 'b', 'u'], [...money.entries()].map(([id, m]) => [id, m.balanceMinor, m.unpostedUsageMinor]));
+  await sql.query(`UPDATE accounts a JOIN (${t.sql}) v ON v.id = a.id SET a.balance_minor = v.b, a.unposted_usage_minor = v.u`, t.params);
 }
 
 /** Adds `spentMinor` to a key's net spend. */
@@ -60,10 +55,10 @@ export async function addKeySpend(sql: Sql, keyId: string, spentMinor: number): 
 }
 
 /** Adds to the net spend of many keys in one statement. */
-export async function addKeySpends(manager: EntityManager, spentByKey: ReadonlyMap<string, number>): Promise<void> {
+export async function addKeySpends(sql: Sql, spentByKey: ReadonlyMap<string, number>): Promise<void> {
   if (spentByKey.size === 0) return;
   const t = derivedTable(['id', 'v'], [...spentByKey.entries()]);
-  await manager.query(`UPDATE api_keys k JOIN (${t.sql}) v ON v.id = k.id SET k.net_spent_minor = k.net_spent_minor + v.v`, t.params);
+  await sql.query(`UPDATE api_keys k JOIN (${t.sql}) v ON v.id = k.id SET k.net_spent_minor = k.net_spent_minor + v.v`, t.params);
 }
 
 /**

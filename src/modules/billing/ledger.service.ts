@@ -1,4 +1,4 @@
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { inOpenTransaction, type Sql } from '../../db/sql.js';
 import { AppError } from '../../errors/app-error.js';
@@ -9,7 +9,6 @@ import type { LedgerEntry, LedgerKind } from './ledger-entry.entity.js';
 import {
   addKeySpend,
   addKeySpends,
-  entriesByRefs,
   entryByRef,
   insertEntries,
   insertEntry,
@@ -29,6 +28,24 @@ export interface Posting {
   description: string;
   keyId?: string | null;
   rentalId?: string | null;
+}
+
+/** Metered usage charged to one rental: taken from the balance now, posted to the ledger later. */
+export interface UsageAccrual {
+  accountId: string;
+  /** The key that started the rental: its net spend grows by the usage at once. */
+  keyId: string | null;
+  /** Cents, zero or more. */
+  amountMinor: number;
+}
+
+/**
+ * THE relation between an account's two figures: what the ledger holds (the sum of its entries,
+ * each entry's `balance_after_minor`) is the balance the customer has plus the usage taken from it
+ * that no entry holds yet. Every reader of credits reads `balance_minor`, exact to the sweep.
+ */
+export function postedBalanceMinor(m: { balanceMinor: number; unpostedUsageMinor: number }): number {
+  return safeBalance(m.balanceMinor + m.unpostedUsageMinor);
 }
 
 export interface PostResult {
@@ -75,7 +92,7 @@ export class LedgerService {
    * a transaction; takes the account row lock itself unless the caller passes the row it has
    * just read under that lock (`locked`, updated here as the balance moves).
    */
-  async post(manager: Sql, p: Posting, locked?: Pick<Account, 'id' | 'balanceMinor'>): Promise<PostResult> {
+  async post(manager: Sql, p: Posting, locked?: Pick<Account, 'id' | 'balanceMinor'> & Partial<Pick<Account, 'unpostedUsageMinor'>>): Promise<PostResult> {
     checkPostings(manager, [p]);
     if (locked && locked.id !== p.accountId) throw new Error("the locked account is not the posting's account");
     const account = locked ?? (await this.lockAccount(manager, p.accountId));
@@ -85,7 +102,7 @@ export class LedgerService {
       return { entry: existing, posted: false };
     }
     const balanceAfter = safeBalance(account.balanceMinor + p.amountMinor);
-    const entry = await insertEntry(manager, this.entryOf(p, balanceAfter));
+    const entry = await insertEntry(manager, this.entryOf(p, postedBalanceMinor({ balanceMinor: balanceAfter, unpostedUsageMinor: account.unpostedUsageMinor ?? 0 })));
     await setBalance(manager, p.accountId, balanceAfter);
     const spent = keySpendOf(p);
     if (spent !== 0) await addKeySpend(manager, p.keyId!, spent);
@@ -96,42 +113,46 @@ export class LedgerService {
   }
 
   /**
-   * Many postings in a few statements (the metering sweep's batch), with the same guarantees as
-   * {@link post}: inside the caller's transaction, account rows locked (in id order, so sweeps
-   * never deadlock each other), a reference already posted skipped (and refused if its terms
-   * differ), every amount and balance a safe integer. Returns the number of entries written.
+   * Charges metered usage in a few statements, in the caller's transaction, with the account rows
+   * locked in id order (so sweeps never deadlock each other). Each accrual is taken from its
+   * account's balance and added to its key's net spend and to the account's unposted usage at
+   * once, so balances and limits are exact at every sweep; each posting (a USAGE entry of usage
+   * accrued already, this call's included) moves usage out of the unposted counter into the
+   * ledger and leaves the balance as it is. The ledger's unique reference is the guard against a
+   * repeated posting: the insert fails and the caller's transaction rolls back. A balance that
+   * falls under the low-credits threshold writes `credits.low`, once per account and call, with
+   * the balance the call left. Returns the number of entries written.
    */
-  async postBatch(manager: EntityManager, postings: readonly Posting[]): Promise<number> {
-    if (postings.length === 0) return 0;
-    checkPostings(manager, postings);
-    const refs = postings.map((p) => p.externalRef);
-    if (new Set(refs).size !== refs.length) throw new Error('a ledger batch names the same reference twice');
-    const balance = await lockAccountBalances(manager, postings.map((p) => p.accountId));
-    const crossed = new Set<string>();
-    const existing = await entriesByRefs(manager, refs);
-    const entries: NewLedgerEntry[] = [];
+  async accrueUsage(sql: Sql, accruals: readonly UsageAccrual[], postings: readonly Posting[]): Promise<number> {
+    if (accruals.length === 0 && postings.length === 0) return 0;
+    checkPostings(sql, [...accruals.map((a) => ({ amountMinor: a.amountMinor })), ...postings]);
+    const money = await lockAccountBalances(sql, [...accruals, ...postings].map((x) => x.accountId));
+    const before = new Map([...money].map(([id, m]) => [id, m.balanceMinor]));
+    const of = (accountId: string) => {
+      const m = money.get(accountId);
+      if (!m) throw new AppError('NOT_FOUND', 'Account not found.');
+      return m;
+    };
     const spentByKey = new Map<string, number>();
-    for (const p of postings) {
-      const prior = existing.get(p.externalRef);
-      if (prior) {
-        assertSameTerms(prior, p);
-        continue;
-      }
-      if (!balance.has(p.accountId)) throw new AppError('NOT_FOUND', 'Account not found.');
-      const before = balance.get(p.accountId)!;
-      const after = safeBalance(before + p.amountMinor);
-      balance.set(p.accountId, after);
-      if (crossesLow(before, after, this.lowCreditsMinor)) crossed.add(p.accountId);
-      const spent = keySpendOf(p);
-      if (spent !== 0) spentByKey.set(p.keyId!, safeBalance((spentByKey.get(p.keyId!) ?? 0) + spent));
-      entries.push(this.entryOf(p, after));
+    for (const a of accruals) {
+      if (a.amountMinor < 0) throw new Error('usage accrues as a positive amount');
+      const m = of(a.accountId);
+      m.balanceMinor = safeBalance(m.balanceMinor - a.amountMinor);
+      m.unpostedUsageMinor = safeBalance(m.unpostedUsageMinor + a.amountMinor);
+      if (a.keyId) spentByKey.set(a.keyId, safeBalance((spentByKey.get(a.keyId) ?? 0) + a.amountMinor));
     }
-    if (entries.length === 0) return 0;
-    await insertEntries(manager, entries);
-    await setBalances(manager, balance);
-    await addKeySpends(manager, spentByKey);
-    // One event per account that crossed in this batch, carrying the balance the batch left.
-    for (const accountId of [...crossed].sort()) await this.creditsLow(manager, accountId);
+    const entries: NewLedgerEntry[] = [];
+    for (const p of postings) {
+      if (p.kind !== 'USAGE' || p.amountMinor > 0) throw new Error('only accrued usage (a USAGE debit) posts from the unposted counter');
+      const m = of(p.accountId);
+      m.unpostedUsageMinor += p.amountMinor;
+      if (m.unpostedUsageMinor < 0) throw new Error(`account ${p.accountId} would post more usage than it has accrued`);
+      entries.push(this.entryOf(p, postedBalanceMinor(m)));
+    }
+    await Promise.all([setBalances(sql, money), addKeySpends(sql, spentByKey), insertEntries(sql, entries)]);
+    for (const [id, m] of [...money].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      if (crossesLow(before.get(id)!, m.balanceMinor, this.lowCreditsMinor)) await this.creditsLow(sql, id);
+    }
     return entries.length;
   }
 
@@ -164,7 +185,7 @@ function keySpendOf(p: Posting): number {
   return p.keyId && KEY_SPEND_KINDS.includes(p.kind) ? -p.amountMinor : 0;
 }
 
-function checkPostings(manager: Sql, postings: readonly Posting[]): void {
+function checkPostings(manager: Sql, postings: readonly Pick<Posting, 'amountMinor'>[]): void {
   for (const p of postings) if (!Number.isSafeInteger(p.amountMinor)) throw new Error(`ledger amount ${p.amountMinor} is not a safe integer`);
   // Entry and cached balance must commit or roll back together.
   if (!inOpenTransaction(manager)) throw new Error('LedgerService postings must run inside a transaction');

@@ -80,15 +80,31 @@ export async function recordAttemptOutcome(ds: DataSource, id: string, fields: P
   await ds.getRepository(DeploymentAttempt).update({ id }, fields);
 }
 
-/** The usage posted so far and the moment it runs to, in the caller's transaction. */
-export async function setMeteredUsage(m: EntityManager, deploymentId: string, usageMinor: number, meteredUntil: Date, at: Date): Promise<void> {
-  await m.update(Deployment, { id: deploymentId }, { usageMinor, meteredUntil, updatedAt: at });
+/** The usage charged so far and the moment it runs to, and how much of it is posted up to when, in the caller's transaction. */
+export async function setMeteredUsage(
+  m: EntityManager,
+  deploymentId: string,
+  usage: Pick<Deployment, 'usageMinor' | 'meteredUntil' | 'postedUsageMinor' | 'postedUntil'>,
+  at: Date,
+): Promise<void> {
+  await m.update(Deployment, { id: deploymentId }, { ...usage, updatedAt: at });
 }
 
 /** A metered deployment as the sweep reads it. */
 export type MeteredDeployment = Pick<
   Deployment,
-  'id' | 'accountId' | 'keyId' | 'orderId' | 'hourlyPriceMinor' | 'spendCapMinor' | 'usageMinor' | 'startedAt' | 'meteredUntil' | 'terminateRequestedAt'
+  | 'id'
+  | 'accountId'
+  | 'keyId'
+  | 'orderId'
+  | 'hourlyPriceMinor'
+  | 'spendCapMinor'
+  | 'usageMinor'
+  | 'startedAt'
+  | 'meteredUntil'
+  | 'postedUsageMinor'
+  | 'postedUntil'
+  | 'terminateRequestedAt'
 >;
 
 /**
@@ -101,7 +117,8 @@ export async function meteredDeployments(
   statuses: readonly RentalStatus[],
 ): Promise<MeteredDeployment[]> {
   const rows: MeteredRow[] = await ds.query(
-    `SELECT id, account_id, key_id, order_id, hourly_price_minor, spend_cap_minor, usage_minor, started_at, metered_until, terminate_requested_at
+    `SELECT id, account_id, key_id, order_id, hourly_price_minor, spend_cap_minor, usage_minor, started_at, metered_until, posted_usage_minor, posted_until,
+              terminate_requested_at
          FROM deployments
         WHERE billing_model IN (?) AND status IN (?) AND metered_until IS NOT NULL AND started_at IS NOT NULL
         ORDER BY account_id, id`,
@@ -116,38 +133,61 @@ export interface MeteringState {
   status: string;
   usageMinor: number;
   meteredUntil: Date | null;
+  postedUsageMinor: number;
+  postedUntil: Date | null;
   terminateRequestedAt: Date | null;
 }
 
 /** Locks deployments `ids` FOR UPDATE in id order (so two sweeps never deadlock) and reads their metering. */
 export async function lockMeteringStates(m: EntityManager, ids: readonly string[]): Promise<MeteringState[]> {
-  const rows: { id: string; status: string; usage_minor: string | number; metered_until: Date | null; terminate_requested_at: Date | null }[] = await m.query(
-    `SELECT id, status, usage_minor, metered_until, terminate_requested_at FROM deployments WHERE id IN (?) ORDER BY id FOR UPDATE`,
+  const rows: {
+    id: string;
+    status: string;
+    usage_minor: string | number;
+    metered_until: Date | null;
+    posted_usage_minor: string | number;
+    posted_until: Date | null;
+    terminate_requested_at: Date | null;
+  }[] = await m.query(
+    `SELECT id, status, usage_minor, metered_until, posted_usage_minor, posted_until, terminate_requested_at FROM deployments WHERE id IN (?) ORDER BY id FOR UPDATE`,
     [ids],
   );
-  return rows.map((r) => ({ id: r.id, status: r.status, usageMinor: readMinor(r.usage_minor), meteredUntil: r.metered_until, terminateRequestedAt: r.terminate_requested_at }));
+  return rows.map((r) => ({
+    id: r.id,
+    status: r.status,
+    usageMinor: readMinor(r.usage_minor),
+    meteredUntil: r.metered_until,
+    postedUsageMinor: readMinor(r.posted_usage_minor),
+    postedUntil: r.posted_until,
+    terminateRequestedAt: r.terminate_requested_at,
+  }));
 }
 
-/** Usage to add to one deployment, from the metering moment it was read at to a new one. */
+/** Usage to add to one deployment, from the metering moment it was read at to a new one, and its posted usage after. */
 export interface UsageCharge {
   id: string;
   prevUntil: Date;
   amount: number;
   newUntil: Date;
+  /** The deployment's posted usage and the moment it runs to, as the charge leaves them. */
+  postedUsage: number;
+  postedUntil: Date | null;
 }
 
 /**
- * Adds each charge's usage and moves its metering moment on, in one statement, only where the
- * moment is still the one it was read at; answers the number of deployments charged.
+ * Adds each charge's usage, moves its metering moment on and sets its posted usage, in one
+ * statement, only where the moment is still the one it was read at; answers the number of
+ * deployments charged.
  */
 export async function chargeUsage(m: EntityManager, charges: readonly UsageCharge[], at: Date): Promise<number> {
   const t = derivedTable(
-    ['id', 'prev_until', 'amount', 'new_until'],
-    charges.map((c) => [c.id, c.prevUntil, c.amount, c.newUntil]),
+    ['id', 'prev_until', 'amount', 'new_until', 'posted', 'posted_until'],
+    charges.map((c) => [c.id, c.prevUntil, c.amount, c.newUntil, c.postedUsage, c.postedUntil]),
   );
   const res: { affectedRows: number } = await m.query(
     `UPDATE deployments d JOIN (${t.sql}) v ON v.id = d.id
-            SET d.usage_minor = d.usage_minor + v.amount, d.metered_until = CAST(v.new_until AS DATETIME(3)), d.updated_at = ?
+            SET d.usage_minor = d.usage_minor + v.amount, d.metered_until = CAST(v.new_until AS DATETIME(3)),
+                d.posted_usage_minor = v.posted, d.posted_until = CAST(v.posted_until AS DATETIME(3)), d.updated_at = ?
           WHERE d.metered_until = CAST(v.prev_until AS DATETIME(3))`,
     [...t.params, at],
   );
@@ -237,6 +277,8 @@ interface MeteredRow {
   usage_minor: string | number;
   started_at: Date;
   metered_until: Date;
+  posted_usage_minor: string | number;
+  posted_until: Date | null;
   terminate_requested_at: Date | null;
 }
 
@@ -251,6 +293,8 @@ function toMetered(r: MeteredRow): MeteredDeployment {
     usageMinor: readMinor(r.usage_minor),
     startedAt: r.started_at,
     meteredUntil: r.metered_until,
+    postedUsageMinor: readMinor(r.posted_usage_minor),
+    postedUntil: r.posted_until,
     terminateRequestedAt: r.terminate_requested_at,
   };
 }

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { inTransaction } from '../../../db/transaction.js';
-import type { Posting } from '../../billing/ledger.service.js';
+import type { Posting, UsageAccrual } from '../../billing/ledger.service.js';
 import type { Deployment } from '../deployment.entity.js';
 import { isOneOf, METERED_BILLING_MODELS, METERED_STATUSES, type TerminationReason } from '../rental-status.js';
 import {
@@ -29,14 +29,68 @@ export function accrual(d: Accruing, untilMs: number): { amount: number; untilMs
   return { amount: Math.max(0, total - d.usageMinor), untilMs: Math.max(end, d.meteredUntil!.getTime()) };
 }
 
-function usagePosting(d: Metered, amount: number, untilMs: number): Posting {
-  return { accountId: d.accountId, kind: 'USAGE', amountMinor: -amount, externalRef: usageRef(d.id, untilMs), description: `Usage of deployment ${d.id}`, keyId: d.keyId, rentalId: d.orderId };
+/** One rental-hour: usage reaches the ledger once per hour of a rental's time (docs/rentals-and-money.md). */
+export const USAGE_POSTING_MS = 3600_000;
+
+/** A rental's usage going into one ledger entry: `amount` cents of its time from `fromMs` to `toMs`. */
+export interface UsagePost {
+  amount: number;
+  fromMs: number;
+  toMs: number;
+}
+
+/** What the posting rule needs of a deployment. */
+type Posted = Accruing & Pick<Deployment, 'postedUsageMinor' | 'postedUntil'>;
+
+/**
+ * THE hourly posting rule: once a rental's metering has passed the end of a rental-hour (counted
+ * from its start), its usage up to that end, priced by {@link accrual}, goes into one entry (the
+ * hours since the last entry together, if sweeps were missed); the part of the hour begun stays
+ * unposted. Null while no hour has ended since the last entry.
+ */
+export function hourlyPost(d: Posted, meteredToMs: number): UsagePost | null {
+  const start = d.startedAt!.getTime();
+  const fromMs = (d.postedUntil ?? d.startedAt!).getTime();
+  const toMs = start + Math.floor((meteredToMs - start) / USAGE_POSTING_MS) * USAGE_POSTING_MS;
+  if (toMs <= fromMs) return null;
+  const { amount } = accrual({ ...d, usageMinor: d.postedUsageMinor, meteredUntil: new Date(fromMs) }, toMs);
+  return { amount, fromMs, toMs };
+}
+
+/** How an instant reads in a usage entry: UTC to the second, the date left out when `sameDayAs` shares it. */
+function clockTime(ms: number, sameDayAs?: number): string {
+  const iso = new Date(ms).toISOString();
+  const time = iso.slice(11, 19);
+  return sameDayAs !== undefined && new Date(sameDayAs).toISOString().slice(0, 10) === iso.slice(0, 10) ? time : `${iso.slice(0, 10)} ${time}`;
+}
+
+/** The ledger entry of `post`: its reference names the deployment and the instant it runs to, so a retried posting is refused. */
+function usagePosting(d: Pick<Deployment, 'id' | 'accountId' | 'keyId' | 'orderId'>, post: UsagePost): Posting {
+  return {
+    accountId: d.accountId,
+    kind: 'USAGE',
+    amountMinor: -post.amount,
+    externalRef: usageRef(d.id, post.toMs),
+    description: `Usage of rental ${d.orderId}, ${clockTime(post.fromMs)}–${clockTime(post.toMs, post.fromMs)} UTC`,
+    keyId: d.keyId,
+    rentalId: d.orderId,
+  };
+}
+
+function usageAccrual(d: Pick<Deployment, 'accountId' | 'keyId'>, amount: number): UsageAccrual {
+  return { accountId: d.accountId, keyId: d.keyId, amountMinor: amount };
+}
+
+/** What one sweep did: the rentals it charged, and the ledger entries it wrote (hourly postings). */
+export interface SweepResult {
+  charged: number;
+  posted: number;
 }
 
 /**
- * Metered billing: the periodic sweep posts usage of every ACTIVE or TERMINATING metered
- * deployment, account by account in short transactions, then ends rentals at a limit;
- * termination settles the rest.
+ * Metered billing: the periodic sweep charges usage of every ACTIVE or TERMINATING metered
+ * deployment to the second, account by account in short transactions, posts it to the ledger once
+ * per rental-hour, then ends rentals at a limit; termination settles and posts the rest.
  */
 export class Metering {
   constructor(
@@ -46,27 +100,41 @@ export class Metering {
     private readonly timing: Pick<LifecycleTiming, 'meterChunkRentals'>,
   ) {}
 
-  /** Usage from metered_until to `until` (capped at spend_cap), one ledger entry, in the caller's transaction. */
+  /**
+   * Charges usage from metered_until to `until` (capped at spend_cap) and posts everything the
+   * ledger does not hold yet in one entry, in the caller's transaction, which holds the
+   * deployment's lock. Returns the usage charged now.
+   */
   async settleUsage(m: EntityManager, d: Deployment, until: Date): Promise<number> {
-    const { amount, untilMs } = accrual(d, until.getTime());
-    if (untilMs <= d.meteredUntil!.getTime()) return 0;
-    if (amount > 0) await this.deps.ledger.post(m, usagePosting(d, amount, untilMs));
-    await setMeteredUsage(m, d.id, d.usageMinor + amount, new Date(untilMs), this.deps.clock.now());
+    const x = accrual(d, until.getTime());
+    const moved = x.untilMs > d.meteredUntil!.getTime();
+    const amount = moved ? x.amount : 0;
+    const usage = d.usageMinor + amount;
+    const toMs = moved ? x.untilMs : d.meteredUntil!.getTime();
+    const owed = usage - d.postedUsageMinor;
+    if (!moved && owed === 0) return 0;
+    const post = owed > 0 ? usagePosting(d, { amount: owed, fromMs: (d.postedUntil ?? d.startedAt!).getTime(), toMs }) : null;
+    await this.deps.ledger.accrueUsage(m, amount > 0 ? [usageAccrual(d, amount)] : [], post ? [post] : []);
+    await setMeteredUsage(m, d.id, { usageMinor: usage, meteredUntil: new Date(toMs), postedUsageMinor: usage, postedUntil: new Date(toMs) }, this.deps.clock.now());
     return amount;
   }
 
   /**
    * One sweep: reads the metered rentals without locking, charges them in chunks of whole
    * accounts (about `meterChunkRentals` rentals per transaction, so no lock is held for long and
-   * the work grows linearly), then terminates rentals at a limit. Returns the ledger entries posted.
+   * the work grows linearly), then terminates rentals at a limit.
    */
-  async meter(): Promise<number> {
+  async meter(): Promise<SweepResult> {
     const nowMs = this.deps.clock.now().getTime();
     const rows = await meteredDeployments(this.deps.ds, METERED_BILLING_MODELS, METERED_STATUSES);
-    let posted = 0;
-    for (const chunk of chunksByAccount(rows, this.timing.meterChunkRentals)) posted += await this.meterChunk(chunk, nowMs);
+    const out: SweepResult = { charged: 0, posted: 0 };
+    for (const chunk of chunksByAccount(rows, this.timing.meterChunkRentals)) {
+      const r = await this.meterChunk(chunk, nowMs);
+      out.charged += r.charged;
+      out.posted += r.posted;
+    }
     await this.enforceLimits();
-    return posted;
+    return out;
   }
 
   /**
@@ -75,27 +143,39 @@ export class Metering {
    * metered it since is left alone), re-read under lock and guarded again in the set-based
    * UPDATE; the ledger's unique `usage:<deployment>:<untilMs>` reference is the last guard.
    */
-  private async meterChunk(chunk: Metered[], nowMs: number): Promise<number> {
+  private async meterChunk(chunk: Metered[], nowMs: number): Promise<SweepResult> {
     return inTransaction(this.deps.ds, async (m) => {
       const fresh = await lockMeteringStates(m, chunk.map((d) => d.id));
       const byId = new Map(fresh.map((f) => [f.id, f]));
-      const due: { d: Metered; amount: number; untilMs: number }[] = [];
+      const due: { d: Metered; amount: number; untilMs: number; post: UsagePost | null }[] = [];
       for (const read of chunk) {
         const f = byId.get(read.id);
         if (!f || !isOneOf(METERED_STATUSES, f.status) || f.meteredUntil?.getTime() !== read.meteredUntil!.getTime()) continue;
-        const d: Metered = { ...read, usageMinor: f.usageMinor, terminateRequestedAt: f.terminateRequestedAt };
+        const d: Metered = { ...read, usageMinor: f.usageMinor, postedUsageMinor: f.postedUsageMinor, postedUntil: f.postedUntil, terminateRequestedAt: f.terminateRequestedAt };
         const x = accrual(d, d.terminateRequestedAt ? Math.min(nowMs, d.terminateRequestedAt.getTime()) : nowMs);
-        if (x.untilMs > d.meteredUntil!.getTime()) due.push({ d, ...x });
+        if (x.untilMs > d.meteredUntil!.getTime()) due.push({ d, ...x, post: hourlyPost(d, x.untilMs) });
       }
-      if (due.length === 0) return 0;
+      if (due.length === 0) return { charged: 0, posted: 0 };
       const charged = await chargeUsage(
         m,
-        due.map((x) => ({ id: x.d.id, prevUntil: x.d.meteredUntil!, amount: x.amount, newUntil: new Date(x.untilMs) })),
+        due.map(({ d, amount, untilMs, post }) => ({
+          id: d.id,
+          prevUntil: d.meteredUntil!,
+          amount,
+          newUntil: new Date(untilMs),
+          postedUsage: d.postedUsageMinor + (post?.amount ?? 0),
+          postedUntil: post ? new Date(post.toMs) : d.postedUntil,
+        })),
         this.deps.clock.now(),
       );
       // The rows are locked since the re-read, so every guard holds; anything else is a bug, not a race.
       if (charged !== due.length) throw new Error(`metering guard: ${charged} of ${due.length} deployments updated`);
-      return this.deps.ledger.postBatch(m, due.filter((x) => x.amount > 0).map((x) => usagePosting(x.d, x.amount, x.untilMs)));
+      const posted = await this.deps.ledger.accrueUsage(
+        m,
+        due.filter((x) => x.amount > 0).map((x) => usageAccrual(x.d, x.amount)),
+        due.filter((x) => x.post && x.post.amount > 0).map((x) => usagePosting(x.d, x.post!)),
+      );
+      return { charged, posted };
     });
   }
 

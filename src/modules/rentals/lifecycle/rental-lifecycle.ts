@@ -4,7 +4,7 @@ import { CapacityWait } from './capacity-wait.js';
 import { DEFAULT_TIMING, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import { Expiring } from './expiring.js';
 import { IdleWatch } from './idle.js';
-import { Metering } from './metering.js';
+import { Metering, type SweepResult } from './metering.js';
 import { Provisioning } from './provisioning.js';
 import { Reconciler } from './reconciler.js';
 import { Reversal } from './reversal.js';
@@ -26,7 +26,7 @@ export interface RentalLifecycle {
   requestTermination(deploymentId: string, reason: TerminationReason): Promise<void>;
   /** Fails a PENDING/PROVISIONING rental and settles its reversal; a FAILED one only settles. */
   fail(deploymentId: string, code: FailureCode, reason: string): Promise<void>;
-  meter(): Promise<number>;
+  meter(): Promise<SweepResult>;
   reconcile(): Promise<{ destroyed: string[]; redriven: string[] }>;
   /** Writes `rental.expiring` when due (the one-off job queued at ACTIVE). */
   noticeExpiring(deploymentId: string): Promise<void>;
