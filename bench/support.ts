@@ -3,14 +3,17 @@
  * it, funded bench clients, the admission load phase, a statement and deadlock counter on
  * TypeORM's MySQL query runner, and min/median/max over repetitions.
  */
+import { fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2';
 import { createApp } from '../src/app.js';
 import { runLoad } from './admission-load.js';
+import { exited, ownChild } from './processes.js';
 import { systemClock, type Clock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { createServices, type Services } from '../src/container.js';
@@ -60,24 +63,56 @@ mysql.Connection.prototype.query = function (this: mysql.Connection, ...args: un
 /**
  * CPU time (ms) the local MariaDB or MySQL server has used so far, or null when it is not a
  * process of this machine: with the server on the same cores, CPU per admission on both sides
- * says where the time goes.
+ * says where the time goes. The server is the one listening on the bench database's port (other
+ * servers may run beside it: tests start private ones).
  */
 export function databaseCpuMs(): number | null {
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      if (!/^(mariadbd|mysqld)$/.test(readFileSync(`/proc/${pid}/comm`, 'utf8').trim())) continue;
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      // utime and stime, fields 14 and 15 of stat, in clock ticks (100 per second on Linux).
-      return (Number(fields[11]) + Number(fields[12])) * 10;
-    } catch {
-      // The process ended while we looked, or /proc is not Linux's.
-    }
+  const pid = databasePid();
+  if (pid === null) return null;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    // utime and stime, fields 14 and 15 of stat, in clock ticks (100 per second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
   }
-  return null;
+}
+
+let serverPid: string | null | undefined;
+
+/** The pid of the mariadbd or mysqld process listening on BENCH_DATABASE_URL's TCP port, or null. */
+function databasePid(): string | null {
+  if (serverPid !== undefined) return serverPid;
+  serverPid = null;
+  try {
+    const port = Number(new URL(process.env.BENCH_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/').port || 3306);
+    const hexPort = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+    const listening = new Set<string>();
+    for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+      for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+        const f = line.trim().split(/\s+/);
+        // local address, state 0A (LISTEN), inode
+        if (f[1]?.endsWith(hexPort) && f[3] === '0A') listening.add(`socket:[${f[9]}]`);
+      }
+    }
+    for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+      try {
+        if (!/^(mariadbd|mysqld)$/.test(readFileSync(`/proc/${pid}/comm`, 'utf8').trim())) continue;
+        if (readdirSync(`/proc/${pid}/fd`).some((fd) => listening.has(readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: 'utf8' })))) return (serverPid = pid);
+      } catch {
+        // The process ended while we looked, or its descriptors are not ours to read.
+      }
+    }
+  } catch {
+    // Not Linux's /proc.
+  }
+  return serverPid;
 }
 
 export interface BenchApp {
   databaseUrl: string;
+  /** The local provider's inventory file, for another service process on the same database. */
+  inventoryPath: string;
   services: Services;
   providers: ProviderRegistry;
   base: string;
@@ -98,9 +133,39 @@ export async function startBenchApp(opts: { clock?: Clock; poolSize?: number } =
     JSON.stringify({ offers: [{ ...h100, key: 'h100-a', pricePerHourMinor: 300 }, { ...h100, key: 'h100-b', pricePerHourMinor: 350 }, { ...h100, key: 'h100-c', pricePerHourMinor: 400 }] }),
   );
   await createDatabaseIfMissing(databaseUrl);
+  const served = await serveBenchApp(databaseUrl, inventoryPath, { ...opts, migrate: true });
+  await served.services.inventory.refresh();
+  served.services.inventory.invalidate();
+  const [offer] = await served.services.ds.getRepository(Offer).find({ order: { pricePerHourMinor: 'ASC' }, take: 1 });
+  return {
+    ...served,
+    databaseUrl,
+    inventoryPath,
+    offer,
+    async close() {
+      await served.close();
+      await dropDatabase(databaseUrl);
+    },
+  };
+}
+
+/** The service as a bench runs it, listening on a free port of 127.0.0.1, on a database that exists. */
+export interface ServedApp {
+  services: Services;
+  providers: ProviderRegistry;
+  base: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The service's API on an existing bench database (migrated here when `migrate` is set), with the
+ * local provider reading `inventoryPath`: what startBenchApp runs in the bench's own process, and
+ * what a forked service process (bench/service-process.ts) runs in its own.
+ */
+export async function serveBenchApp(databaseUrl: string, inventoryPath: string, opts: { clock?: Clock; poolSize?: number; migrate?: boolean } = {}): Promise<ServedApp> {
   const ds = createDataSource(databaseUrl, opts.poolSize ?? 40, entities);
   await ds.initialize();
-  await migrate(ds);
+  if (opts.migrate) await migrate(ds);
   const config = loadConfig({
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
@@ -113,23 +178,86 @@ export async function startBenchApp(opts: { clock?: Clock; poolSize?: number } =
   const logger = createLogger(config.logLevel);
   const providers = await createProviderRegistry(config.providers, { logger, clock, dataSource: ds, production: false, labelPrefix: 'gpb-' });
   const services: Services = createServices({ config, ds, clock, logger, providers });
-  await services.inventory.refresh();
-  services.inventory.invalidate();
   const http = createApp(services).listen(0, '127.0.0.1');
   await new Promise((r) => http.once('listening', r));
-  const base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
-  const [offer] = await ds.getRepository(Offer).find({ order: { pricePerHourMinor: 'ASC' }, take: 1 });
   return {
-    databaseUrl,
     services,
     providers,
-    base,
-    offer,
+    base: `http://127.0.0.1:${(http.address() as AddressInfo).port}`,
     async close() {
       http.close();
       await providers.close();
       await ds.destroy();
-      await dropDatabase(databaseUrl);
+    },
+  };
+}
+
+/** What a bench asks its service process (bench/service-process.ts). */
+export type ServiceRequest = { type: 'stats' } | { type: 'profile-start'; intervalUs: number } | { type: 'profile-stop'; path: string } | { type: 'close' };
+
+/** What the service process answers: `ready` once, then one answer per request. */
+export type ServiceMessage =
+  | { type: 'ready'; base: string }
+  | { type: 'stats'; userUs: number; systemUs: number; statements: number; requests: number; deadlocks: number }
+  | { type: 'profile-started' }
+  | { type: 'profile-stopped' }
+  | { type: 'closed' };
+
+/** The service in a process of its own (bench/service-process.ts), on a bench app's database. */
+export interface ServiceProcess {
+  base: string;
+  pid: number;
+  /** Its CPU time so far (every thread of the process), and the SQL it has sent. */
+  stats(): Promise<{ cpuMs: number; systemMs: number; statements: number; requests: number; deadlocks: number }>;
+  /** Starts a V8 CPU profile of the process, sampling every `intervalUs` microseconds. */
+  startProfile(intervalUs?: number): Promise<void>;
+  /** Stops the profile and writes it to `path` (a .cpuprofile for Chrome DevTools or speedscope). */
+  stopProfile(path: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Forks a service process serving the API on `app`'s database: its CPU is then the service's
+ * alone, apart from the bench's own process and its load thread. It reads the offers the bench
+ * app has cached.
+ */
+export async function startServiceProcess(app: BenchApp): Promise<ServiceProcess> {
+  const file = fileURLToPath(new URL('./service-process.ts', import.meta.url));
+  const child = ownChild(fork(file, [app.databaseUrl, app.inventoryPath], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  const next = <T extends ServiceMessage['type']>(type: T) =>
+    new Promise<Extract<ServiceMessage, { type: T }>>((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`the service process exited with ${code} while the bench waited for ${type}`));
+      child.once('exit', onExit);
+      const onMessage = (m: ServiceMessage) => {
+        if (m.type !== type) return;
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        resolve(m as Extract<ServiceMessage, { type: T }>);
+      };
+      child.on('message', onMessage);
+    });
+  const ask = <T extends ServiceMessage['type']>(request: ServiceRequest, type: T) => {
+    const answer = next(type);
+    child.send(request);
+    return answer;
+  };
+  const { base } = await next('ready');
+  return {
+    base,
+    pid: child.pid!,
+    async stats() {
+      const s = await ask({ type: 'stats' }, 'stats');
+      return { cpuMs: (s.userUs + s.systemUs) / 1000, systemMs: s.systemUs / 1000, statements: s.statements, requests: s.requests, deadlocks: s.deadlocks };
+    },
+    async startProfile(intervalUs = 500) {
+      await ask({ type: 'profile-start', intervalUs }, 'profile-started');
+    },
+    async stopProfile(path: string) {
+      await ask({ type: 'profile-stop', path }, 'profile-stopped');
+    },
+    async close() {
+      if (child.exitCode === null) await ask({ type: 'close' }, 'closed');
+      await exited(child);
     },
   };
 }
