@@ -1,18 +1,39 @@
 /*
  * Rental admission under load: POST /api/v1/rentals from 32 concurrent clients, one per account,
- * sent from a worker thread against the in-process app on a throwaway database, beside a raw
- * mysql2 script running the same transaction shape (bench/raw-admission.ts) in the same run;
- * statements per admission counted on every mysql2 connection; then, with a worker running, the time from admission to the
+ * sent from a worker thread of this process to the service running in a process of its own
+ * (bench/service-process.ts) on a throwaway database, beside a raw mysql2 client sending the same
+ * statements in the same three round trips (bench/raw-admission.ts) from this process, in the same
+ * run. For each side: admissions per second, the ratio ours/raw, the CPU time per admission of the
+ * process doing the work (the service process alone for ours: not the load generator; this
+ * process for raw, where nothing else runs during its phase), statements and round trips per
+ * admission counted on every mysql2 connection of that process, and the database server's CPU
+ * when it runs on this machine. Then, with a worker running, the time from admission to the
  * provider create call. Every figure is min / median / max over BENCH_REPS repetitions.
  *
  *   npm run bench:rentals                 # BENCH_REQUESTS=<per client, default 50>, BENCH_REPS=<default 3>
+ *   BENCH_PROFILE=<dir>                   # also writes a V8 CPU profile of the service process under the same load
  *   BENCH_DATABASE_URL=mysql://root@127.0.0.1:3306/ (the server; a fresh database is made and dropped)
  */
 import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { RENTAL_JOBS } from '../src/jobs/job-queue.js';
 import { runBench } from './processes.js';
-import { rawAdmission, rawPool, RAW_STATEMENTS_PER_ADMISSION } from './raw-admission.js';
-import { admissionPhase, databaseCpuMs, describePhase, loadPhase, makeClients, percentile, queryCounter, spread, startBenchApp, type BenchApp, type PhaseResult } from './support.js';
+import { rawAdmission, rawPool } from './raw-admission.js';
+import {
+  admissionPhase,
+  databaseCpuMs,
+  describePhase,
+  loadPhase,
+  makeClients,
+  percentile,
+  queryCounter,
+  spread,
+  startBenchApp,
+  startServiceProcess,
+  type BenchApp,
+  type PhaseResult,
+} from './support.js';
 
 const CLIENTS = 32;
 const PER_CLIENT = Number(process.env.BENCH_REQUESTS ?? 50);
@@ -24,46 +45,68 @@ interface Measured extends PhaseResult {
   /** Requests sent to the database per admission (a batch of statements is one). */
   roundTrips: number;
   deadlocks: number;
-  /** This process's CPU time per admission (server, and for ours the load thread too), ms. */
+  /** CPU time per admission of the process that did the work (every thread of it), ms. */
   cpuMs: number;
+  /** The part of cpuMs spent in the kernel (system calls: socket reads and writes above all), ms. */
+  systemMs: number;
   /** The database server's CPU time per admission, ms, when it runs on this machine. */
   dbCpuMs: number | null;
 }
 
-/** One phase on fresh accounts, with the statements and deadlocks it caused. */
-async function measured(run: () => Promise<PhaseResult>, deadlocks: () => number): Promise<Measured> {
-  const s0 = queryCounter.statements;
-  const q0 = queryCounter.requests;
-  const d0 = deadlocks();
-  const cpu0 = process.cpuUsage();
+/** What a side's process has used and sent so far. */
+interface Counters {
+  cpuMs: number;
+  systemMs: number;
+  statements: number;
+  requests: number;
+  deadlocks: number;
+}
+
+/** This process's counters: the raw side's, whose phase is the only thing running in it. */
+async function ownCounters(raw: { deadlocks: number }): Promise<Counters> {
+  const cpu = process.cpuUsage();
+  return { cpuMs: (cpu.user + cpu.system) / 1000, systemMs: cpu.system / 1000, statements: queryCounter.statements, requests: queryCounter.requests, deadlocks: raw.deadlocks };
+}
+
+/** One phase on fresh accounts, with the CPU, statements and deadlocks of the process that served it. */
+async function measured(run: () => Promise<PhaseResult>, counters: () => Promise<Counters>): Promise<Measured> {
+  const c0 = await counters();
   const db0 = databaseCpuMs();
   const r = await run();
-  const cpu = process.cpuUsage(cpu0);
   const db1 = databaseCpuMs();
+  const c1 = await counters();
   return {
     ...r,
-    statements: (queryCounter.statements - s0) / r.requests,
-    roundTrips: (queryCounter.requests - q0) / r.requests,
-    deadlocks: deadlocks() - d0,
-    cpuMs: (cpu.user + cpu.system) / 1000 / r.requests,
+    statements: (c1.statements - c0.statements) / r.requests,
+    roundTrips: (c1.requests - c0.requests) / r.requests,
+    deadlocks: c1.deadlocks - c0.deadlocks,
+    cpuMs: (c1.cpuMs - c0.cpuMs) / r.requests,
+    systemMs: (c1.systemMs - c0.systemMs) / r.requests,
     dbCpuMs: db0 === null || db1 === null ? null : (db1 - db0) / r.requests,
   };
 }
 
-const dbCpu = (m: Measured) => (m.dbCpuMs === null ? '' : `; database CPU ${m.dbCpuMs.toFixed(2)} ms/admission`);
+const facts = (m: Measured) =>
+  `; ${m.statements.toFixed(2)} statements in ${m.roundTrips.toFixed(2)} round trips/admission; deadlocks ${m.deadlocks}; process CPU ${m.cpuMs.toFixed(3)} ms/admission (${m.systemMs.toFixed(3)} of it in the kernel)` +
+  (m.dbCpuMs === null ? '' : `; database CPU ${m.dbCpuMs.toFixed(2)} ms/admission`);
 
 async function main(): Promise<void> {
   const app = await startBenchApp();
+  const service = await startServiceProcess(app);
   const pool = rawPool(app.databaseUrl, 40);
   const raw = { deadlocks: 0 };
   const byOffer = { offerId: app.offer.id };
   const byIntent = { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 };
+  const serviceCounters = () => service.stats();
   try {
     // JIT and connection pool warm-up: one whole phase of each, not reported, so the repetitions
     // measure the steady state a long-running server is in.
-    await admissionPhase(app.base, await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), byOffer, PER_CLIENT);
+    await admissionPhase(service.base, await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), byOffer, PER_CLIENT);
     await loadPhase(await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), PER_CLIENT, (c) => rawAdmission(pool, c, app.offer, raw));
-    console.log(`rental admission: ${CLIENTS} concurrent clients on ${CLIENTS} funded accounts, ${PER_CLIENT} requests each, ${REPS} repetitions, in-process app, MariaDB`);
+    console.log(
+      `rental admission: ${CLIENTS} concurrent clients on ${CLIENTS} funded accounts, ${PER_CLIENT} requests each, ${REPS} repetitions; ` +
+        `the service in its own process (pid ${service.pid}), the raw client in the bench's; MariaDB`,
+    );
     const ours: Measured[] = [];
     const theirs: Measured[] = [];
     const intents: Measured[] = [];
@@ -71,31 +114,50 @@ async function main(): Promise<void> {
       const oursClients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
       const rawClients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
       const intentClients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
-      ours.push(await measured(() => admissionPhase(app.base, oursClients, byOffer, PER_CLIENT), () => queryCounter.deadlocks));
-      theirs.push(await measured(() => loadPhase(rawClients, PER_CLIENT, (c) => rawAdmission(pool, c, app.offer, raw)), () => raw.deadlocks));
-      intents.push(await measured(() => admissionPhase(app.base, intentClients, byIntent, PER_CLIENT), () => queryCounter.deadlocks));
-      console.log(describePhase(`rep ${rep + 1} ours (metered, by offer id)`, ours[rep]) + `; ${ours[rep].statements.toFixed(2)} statements in ${ours[rep].roundTrips.toFixed(2)} database round trips/admission; deadlocks ${ours[rep].deadlocks}; process CPU ${ours[rep].cpuMs.toFixed(2)} ms/admission (server and load thread)${dbCpu(ours[rep])}`);
-      console.log(describePhase(`rep ${rep + 1} raw mysql2 (same shape)`, theirs[rep]) + `; ${RAW_STATEMENTS_PER_ADMISSION} statements in as many round trips/admission; deadlocks ${theirs[rep].deadlocks}; process CPU ${theirs[rep].cpuMs.toFixed(2)} ms/admission${dbCpu(theirs[rep])}`);
+      ours.push(await measured(() => admissionPhase(service.base, oursClients, byOffer, PER_CLIENT), serviceCounters));
+      theirs.push(await measured(() => loadPhase(rawClients, PER_CLIENT, (c) => rawAdmission(pool, c, app.offer, raw)), () => ownCounters(raw)));
+      intents.push(await measured(() => admissionPhase(service.base, intentClients, byIntent, PER_CLIENT), serviceCounters));
+      console.log(describePhase(`rep ${rep + 1} ours (metered, by offer id)`, ours[rep]) + facts(ours[rep]) + ' (the service process)');
+      console.log(describePhase(`rep ${rep + 1} raw mysql2 (same statements, same round trips)`, theirs[rep]) + facts(theirs[rep]));
       console.log(describePhase(`rep ${rep + 1} ours (metered, by GPU intent)`, intents[rep]) + `; ${intents[rep].statements.toFixed(2)} statements in ${intents[rep].roundTrips.toFixed(2)} round trips/admission`);
     }
     const col = (xs: Measured[], f: (m: Measured) => number, d = 1, u = '') => spread(xs.map(f), d, u);
+    const line = (xs: Measured[]) =>
+      `${col(xs, (m) => m.perSecond, 0, '/s')}; p50 ${col(xs, (m) => m.p50, 1, ' ms')}; p99 ${col(xs, (m) => m.p99, 1, ' ms')}; ` +
+      `CPU ${col(xs, (m) => m.cpuMs, 3, ' ms')}/admission (kernel ${col(xs, (m) => m.systemMs, 3, ' ms')}); statements ${col(xs, (m) => m.statements, 2)} in ${col(xs, (m) => m.roundTrips, 2)} round trips/admission; deadlocks ${col(xs, (m) => m.deadlocks, 0)}`;
     console.log('summary (min / median / max):');
-    console.log(`  ours:  ${col(ours, (m) => m.perSecond, 0, '/s')}; p50 ${col(ours, (m) => m.p50, 1, ' ms')}; p99 ${col(ours, (m) => m.p99, 1, ' ms')}; statements/admission ${col(ours, (m) => m.statements, 2)} (BEGIN and COMMIT included; a key is read at most once a minute) in ${col(ours, (m) => m.roundTrips, 2)} round trips; deadlocks ${col(ours, (m) => m.deadlocks, 0)}`);
-    console.log(`  raw:   ${col(theirs, (m) => m.perSecond, 0, '/s')}; p50 ${col(theirs, (m) => m.p50, 1, ' ms')}; p99 ${col(theirs, (m) => m.p99, 1, ' ms')}; deadlocks ${col(theirs, (m) => m.deadlocks, 0)}`);
+    console.log(`  ours: ${line(ours)} (BEGIN and COMMIT included; a key is read at most once a minute)`);
+    console.log(`  raw:  ${line(theirs)}`);
     const ratios = ours.map((o, i) => o.perSecond / theirs[i].perSecond);
     const p99s = ours.map((o, i) => o.p99 / theirs[i].p99);
-    console.log(`  throughput ours/raw ${spread(ratios, 2, 'x')}; p99 ours/raw ${spread(p99s, 2, 'x')}`);
+    const cpus = ours.map((o, i) => o.cpuMs / theirs[i].cpuMs);
+    console.log(`  throughput ours/raw ${spread(ratios, 2, 'x')}; p99 ours/raw ${spread(p99s, 2, 'x')}; CPU per admission ours/raw ${spread(cpus, 2, 'x')}`);
     console.log(`  GPU intent: ${col(intents, (m) => m.perSecond, 0, '/s')}; p50 ${col(intents, (m) => m.p50, 1, ' ms')}; p99 ${col(intents, (m) => m.p99, 1, ' ms')}; statements ${col(intents, (m) => m.statements, 2)}/admission`);
     console.log(`  throughput GPU intent/by offer id (same repetition) ${spread(intents.map((m, i) => m.perSecond / ours[i].perSecond), 2, 'x')}`);
 
+    if (process.env.BENCH_PROFILE) {
+      // A phase of its own: sampling slows the service, so the measured repetitions run without it.
+      mkdirSync(process.env.BENCH_PROFILE, { recursive: true });
+      const path = join(process.env.BENCH_PROFILE, `admission-${Date.now()}.cpuprofile`);
+      const clients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
+      await service.startProfile();
+      const p = await admissionPhase(service.base, clients, byOffer, PER_CLIENT);
+      await service.stopProfile(path);
+      console.log(describePhase('profiled (not in the summary)', p) + `; the service's CPU profile is ${path}`);
+    }
+
     const extra = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
-    console.log(describePhase('metered (ACCOUNT_BALANCE, by GPU intent)', await admissionPhase(app.base, extra, { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 }, PER_CLIENT)));
+    const intent = { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 };
+    const i = await measured(() => admissionPhase(service.base, extra, intent, PER_CLIENT), serviceCounters);
+    console.log(describePhase('metered (ACCOUNT_BALANCE, by GPU intent)', i) + facts(i));
     const legacy = await makeClients(app, CLIENTS, 'LEGACY_PREPAID');
-    const l = await measured(() => admissionPhase(app.base, legacy, { offerId: app.offer.id, budgetMinor: 600 }, PER_CLIENT), () => queryCounter.deadlocks);
-    console.log(describePhase('legacy prepaid (ledger debit, by offer id)', l) + `; ${l.statements.toFixed(2)} statements in ${l.roundTrips.toFixed(2)} round trips/admission; deadlocks ${l.deadlocks}`);
+    const l = await measured(() => admissionPhase(service.base, legacy, { offerId: app.offer.id, budgetMinor: 600 }, PER_CLIENT), serviceCounters);
+    console.log(describePhase('legacy prepaid (ledger debit, by offer id)', l) + facts(l));
+    await service.close();
     await provisioningLatency(app);
   } finally {
     await pool.end();
+    await service.close();
     await app.close();
   }
 }
