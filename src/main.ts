@@ -14,8 +14,7 @@ import { startMetricsListener } from './metrics-listener.js';
 import { readinessProbe } from './readiness.js';
 import { runOwnerCommand } from './cli/owner-command.js';
 import { LABEL_PREFIX } from './modules/rentals/lifecycle/rental-lifecycle.js';
-import { createBot } from '../bot/bot.js';
-import { mountTelegramWebhook, startBotRole, type BotRole } from '../bot/runtime.js';
+import type { BotRole } from '../bot/runtime.js';
 
 const START_MARIADB = 'start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd';
 
@@ -81,15 +80,17 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
   const token = config.telegramBotToken;
   const webhookSecret = config.telegramWebhookSecret;
   // The bot role polls or registers the webhook; in webhook mode every api process takes updates.
-  const bot =
+  // The bot and grammY are loaded only by a process that runs them, not by every api and worker.
+  const botModules =
     token && (roles.includes('bot') || (roles.includes('api') && webhookSecret))
-      ? createBot({ services, token, apiRoot: config.telegramApiRoot })
+      ? await Promise.all([import('../bot/bot.js'), import('../bot/runtime.js')])
       : undefined;
+  const bot = token && botModules ? botModules[0].createBot({ services, token, apiRoot: config.telegramApiRoot }) : undefined;
   const readiness = readinessProbe(services, roles);
   const metricsServer = await startMetricsListener(services, roles, readiness);
   if (roles.includes('api')) {
     const app = createApp(services, {
-      mount: bot && webhookSecret ? (a) => mountTelegramWebhook(a, bot, webhookSecret) : undefined,
+      mount: bot && botModules && webhookSecret ? (a) => botModules[1].mountTelegramWebhook(a, bot, webhookSecret) : undefined,
       readiness,
     });
     // Bound before any job starts, so a taken port stops the process before it claims work.
@@ -105,7 +106,7 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
   if (roles.includes('bot') && !config.telegramBotToken) {
     logger.info('bot role: TELEGRAM_BOT_TOKEN is not set, so the Telegram bot is off');
   }
-  if (roles.includes('bot') && bot) botRole = await startBotRole(services, bot);
+  if (roles.includes('bot') && bot && botModules) botRole = await botModules[1].startBotRole(services, bot);
 
   return async () => {
     // Open event streams and waiting reads end now, so closing the server does not wait out their minutes.
