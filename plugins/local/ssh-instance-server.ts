@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { timingSafeEqual } from 'node:crypto';
 import { connect, createServer, type Server as NetServer, type Socket } from 'node:net';
-import ssh2 from 'ssh2';
 import type { AuthContext, Connection, ParsedKey, ServerChannel, Server as Ssh2Server } from 'ssh2';
 import type { Logger } from '../../src/logger.js';
+import { loadSsh2 } from '../../src/providers/ssh-keys.js';
 import { sandboxShellCommand, sessionEnv, shellIsolation, type SandboxCommand, type SandboxOwner, type ShellIsolation } from './sandbox.js';
 
 /** The only login a local instance accepts, like a cloud image's default user. */
@@ -42,7 +42,7 @@ export interface SshInstanceServerOptions {
 const ACCEPTED_ENV = /^(LANG|LC_[A-Z]+)$/;
 
 function parsePublicKey(text: string): ParsedKey {
-  const k = ssh2.utils.parseKey(text);
+  const k = loadSsh2().utils.parseKey(text);
   if (k instanceof Error) throw new Error(`local provider: not an OpenSSH public key (${k.message})`);
   const key = Array.isArray(k) ? k[0] : k;
   if (!key || key.isPrivateKey()) throw new Error('local provider: expected one OpenSSH public key');
@@ -113,7 +113,7 @@ export class SshInstanceServer {
     this.allowed.push(parsePublicKey(opts.authorizedKey));
     this.user = opts.user ?? LOCAL_SSH_USER;
     this.log = opts.logger.child({ instanceId: opts.instanceId });
-    this.ssh = new ssh2.Server({ hostKeys: [opts.hostKey], ident: SshInstanceServer.identFor(opts.instanceId) }, (client) =>
+    this.ssh = new (loadSsh2().Server)({ hostKeys: [opts.hostKey], ident: SshInstanceServer.identFor(opts.instanceId) }, (client) =>
       this.onConnection(client),
     );
     this.net = createServer((socket) => {

@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
 import express, { Router, type Request, type Response } from 'express';
-import swaggerUiDist from 'swagger-ui-dist';
 import { envelope } from '../errors/envelope.js';
 import { openApiDocument } from './openapi.js';
 import { renderLlmsTxt } from './quickstart.js';
@@ -29,6 +30,12 @@ export function apiIndex(base: string): ApiIndex {
     },
   };
 }
+
+/**
+ * Swagger UI's files, found without loading the package: its entry point evaluates the whole
+ * browser bundle (10 MB of heap) only to tell where it lies.
+ */
+const SWAGGER_UI_DIR = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 
 // Swagger UI's start-up lives in a file of ours: the CSP allows no inline script.
 const DOCS_INIT_JS = `window.ui = SwaggerUIBundle({ url: '/api/openapi.json', dom_id: '#swagger-ui', deepLinking: true, validatorUrl: null });\n`;
@@ -67,7 +74,7 @@ export function discoveryRouter(publicBaseUrl: string): Router {
   router.get('/api/openapi.json', (_req: Request, res: Response) => {
     res.json(spec);
   });
-  router.use('/docs/assets', express.static(swaggerUiDist.getAbsoluteFSPath(), { index: false, maxAge: '1h' }));
+  router.use('/docs/assets', express.static(SWAGGER_UI_DIR, { index: false, maxAge: '1h' }));
   router.get('/docs/init.js', (_req: Request, res: Response) => {
     res.type('application/javascript').send(DOCS_INIT_JS);
   });

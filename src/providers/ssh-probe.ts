@@ -1,4 +1,4 @@
-import { NodeSSH } from 'node-ssh';
+import type { NodeSSH } from 'node-ssh';
 
 /** Where and as whom to log in over SSH with a deployment's key. */
 export interface SshTarget {
@@ -41,7 +41,8 @@ function classify(err: unknown): Exclude<SshProbeResult, { ok: true }> {
 }
 
 async function connect(target: SshTarget, opts: SshOptions): Promise<NodeSSH> {
-  const ssh = new NodeSSH();
+  // Loaded here, not at start-up: node-ssh brings ssh2 and its 16 MB cipher memory (see loadSsh2).
+  const ssh = new (await import('node-ssh')).NodeSSH();
   await ssh.connect({
     host: target.host,
     port: target.port,
