@@ -1,4 +1,5 @@
 import type { Sql } from '../db/sql.js';
+import { timedJobRun } from '../metrics/outcomes.js';
 
 /**
  * Every job this service runs, by name, with the payload its handler receives. `JobQueue.now`
@@ -131,5 +132,6 @@ export type BotJobHandlers = { [K in BotJobName]: Omit<JobDefinition<JobPayloads
 export function jobDefinitions(handlers: JobHandlers): JobDefinition[];
 export function jobDefinitions(handlers: BotJobHandlers): JobDefinition[];
 export function jobDefinitions(handlers: JobHandlers | BotJobHandlers): JobDefinition[] {
-  return Object.entries(handlers).map(([name, handler]) => ({ name, ...handler }) as JobDefinition);
+  // Each run counted and timed by name and outcome, for /metrics.
+  return Object.entries(handlers).map(([name, def]: [string, JobDefinition]) => ({ ...def, name, handler: (data: object) => timedJobRun(name, () => def.handler(data)) }));
 }
