@@ -1,13 +1,14 @@
 /*
- * The metering sweep at scale: sweep time over 1k / 10k / 30k active metered rentals (seeded with
- * multi-row inserts, 10 per account), each sweep charging every rental (the sweep's clock moves a
- * minute between sweeps), then the p99 of admissions (32 clients on their own funded accounts)
+ * The metering sweep at scale: sweep time over 1k / 10k / 30k / 100k active metered rentals (seeded
+ * with multi-row inserts, 10 per account, their starts spread over an hour so their rental-hours
+ * end at different sweeps), each sweep charging every rental (the sweep's clock moves a minute
+ * between sweeps), with the ledger rows written per rental-hour of usage charged, then the p99 of admissions (32 clients on their own funded accounts)
  * with no sweep running and while a worker process sweeps the 30k rentals back to back: once as
  * fast as the clients are answered (the machine saturated, where the sweeper's CPU shows) and
  * once at a fixed rate under capacity (where only locks could show), with InnoDB's row-lock
  * waits counted in each phase. Every figure is min / median / max over BENCH_REPS repetitions.
  *
- *   npm run bench:metering      # BENCH_SIZES=1000,10000,30000 BENCH_REPS=3 BENCH_REQUESTS=30 BENCH_RATE=100
+ *   npm run bench:metering      # BENCH_SIZES=1000,10000,30000,100000 BENCH_REPS=3 BENCH_REQUESTS=30 BENCH_RATE=100
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +22,7 @@ import { seedMeteredRentals } from '../test/helpers/metered-seed.js';
 import { exited, exitWithParent, ownChild, runBench } from './processes.js';
 import { admissionPhase, databaseCpuMs, describePhase, makeClients, spread, startBenchApp, type PhaseResult } from './support.js';
 
-const SIZES = (process.env.BENCH_SIZES ?? '1000,10000,30000').split(',').map(Number);
+const SIZES = (process.env.BENCH_SIZES ?? '1000,10000,30000,100000').split(',').map(Number);
 const REPS = Number(process.env.BENCH_REPS ?? 3);
 const PER_CLIENT = Number(process.env.BENCH_REQUESTS ?? 30);
 const PER_ACCOUNT = 10;
@@ -41,10 +42,17 @@ async function rowLocks(ds: ReturnType<typeof createDataSource>): Promise<{ wait
   return { waits: v('Innodb_row_lock_waits'), ms: v('Innodb_row_lock_time') };
 }
 
+/** How far the sweep's clock moves between sweeps. */
+const SWEEP_TICK_MS = 60_000;
+
 /** A clock `offsetMs` ahead of the real one; each sweep moves it a minute on, so every rental owes usage. */
 function sweepClock(offsetMs: number): Clock & { tick(): void } {
   let offset = offsetMs;
-  return { now: () => new Date(Date.now() + offset), tick: () => void (offset += 60_000) };
+  return { now: () => new Date(Date.now() + offset), tick: () => void (offset += SWEEP_TICK_MS) };
+}
+
+async function usageRows(ds: ReturnType<typeof createDataSource>): Promise<number> {
+  return Number((await ds.query(`SELECT COUNT(*) AS n FROM ledger_entries WHERE kind = 'USAGE'`))[0].n);
 }
 
 /** The sweep as the worker runs it (limits never trip here: every account has ample credit). */
@@ -85,7 +93,14 @@ async function main(): Promise<void> {
     for (const size of SIZES) {
       const t0 = performance.now();
       const accounts = Math.ceil((size - seeded) / PER_ACCOUNT);
-      await seedMeteredRentals(ds, { accounts, perAccount: PER_ACCOUNT, creditsMinor: 1_000_000_000, priceMinor: 300, startedAt: new Date(Date.now() - 3600_000) });
+      await seedMeteredRentals(ds, {
+        accounts,
+        perAccount: PER_ACCOUNT,
+        creditsMinor: 1_000_000_000,
+        priceMinor: 300,
+        startedAt: new Date(clock.now().getTime() - 3600_000),
+        startSpreadMs: 3600_000,
+      });
       seeded += accounts * PER_ACCOUNT;
       const seedS = (performance.now() - t0) / 1000;
       if (size === SIZES[0]) {
@@ -94,6 +109,7 @@ async function main(): Promise<void> {
         await m.meter();
       }
       const times: number[] = [];
+      const usageRows0 = await usageRows(ds);
       const cpu0 = process.cpuUsage();
       const db0 = databaseCpuMs();
       for (let rep = 0; rep < REPS; rep++) {
@@ -108,7 +124,12 @@ async function main(): Promise<void> {
       const perRental = (ms: number) => `${((ms * 1000) / (seeded * REPS)).toFixed(1)} µs`;
       const where = `CPU per rental: node ${perRental((cpu.user + cpu.system) / 1000)}${db0 === null || db1 === null ? '' : `, database ${perRental(db1 - db0)}`}`;
       const entries = Number((await ds.query(`SELECT COUNT(*) AS n FROM ledger_entries`))[0].n);
-      console.log(`  ${seeded} rentals (seeded in ${seedS.toFixed(1)} s; ledger now ${entries} entries): sweep ${spread(times, 3, ' s')}; ${spread(times.map((t) => (t * 1e6) / seeded), 1, ' µs')} per rental; ${where}`);
+      // Each timed sweep charges every rental a minute of usage.
+      const perHour = ((await usageRows(ds)) - usageRows0) / ((seeded * REPS * SWEEP_TICK_MS) / 3600_000);
+      console.log(
+        `  ${seeded} rentals (seeded in ${seedS.toFixed(1)} s; ledger now ${entries} entries): sweep ${spread(times, 3, ' s')}; ${spread(times.map((t) => (t * 1e6) / seeded), 1, ' µs')} per rental; ` +
+          `ledger rows per rental-hour ${perHour.toFixed(2)} (an entry per sweep would be ${3600_000 / SWEEP_TICK_MS} here, 240 at the 15 s default); ${where}`,
+      );
     }
 
     console.log(`admissions during a sweep: ${CLIENTS} clients on their own accounts, ${PER_CLIENT} requests each, saturated and at ${RATE}/s; ${seeded} metered rentals`);
@@ -156,6 +177,9 @@ async function main(): Promise<void> {
       `; row-lock waits ${spread(a.map((r) => r.lockWaits), 0)} / ${spread(b.map((r) => r.lockWaits), 0)}`;
     console.log(row('saturated', without, during));
     console.log(row(`at ${RATE}/s`, withoutPaced, duringPaced));
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const ratio = (a: Phase[], b: Phase[]) => (median(b.map((r) => r.p99)) / median(a.map((r) => r.p99))).toFixed(2);
+    console.log(`  p99 during / without sweeps (medians): saturated ${ratio(without, during)}×, at ${RATE}/s ${ratio(withoutPaced, duringPaced)}× (goal: at most 1.2×)`);
     console.log(`  sweeps of ${seeded} rentals in the worker process meanwhile: ${sweeps.length}, ${sweeps.length ? spread(sweeps, 3, ' s') : 'none finished'}`);
   } finally {
     await app.close();

@@ -15,7 +15,16 @@ export interface MeteredSeed {
  */
 export async function seedMeteredRentals(
   ds: DataSource,
-  o: { accounts: number; perAccount: number; creditsMinor: number; priceMinor: number; startedAt: Date; batch?: number },
+  o: {
+    accounts: number;
+    perAccount: number;
+    creditsMinor: number;
+    priceMinor: number;
+    startedAt: Date;
+    batch?: number;
+    /** Spreads the rentals' starts over this many ms before `startedAt` (so their hours end at different sweeps); 0 by default. */
+    startSpreadMs?: number;
+  },
 ): Promise<MeteredSeed> {
   const seed: MeteredSeed = { accountIds: [], keyIds: [], deploymentIds: [] };
   const batch = o.batch ?? 500;
@@ -38,9 +47,10 @@ export async function seedMeteredRentals(
       for (let j = 0; j < o.perAccount; j++) {
         const orderId = randomUUID();
         const deploymentId = randomUUID();
+        const started = o.startSpreadMs ? new Date(at.getTime() - ((seed.deploymentIds.length * 7919) % o.startSpreadMs)) : at;
         seed.deploymentIds.push(deploymentId);
         orders.push([orderId, accountId, keyId, 'CREDITS', 'ACCOUNT_BALANCE', 'ACTIVE', 'OFFER', o.priceMinor, 0, 'USD', at, at]);
-        deployments.push([deploymentId, orderId, accountId, keyId, 'ACTIVE', 'ACCOUNT_BALANCE', at, 'local', o.priceMinor, at, 0, at, at, at]);
+        deployments.push([deploymentId, orderId, accountId, keyId, 'ACTIVE', 'ACCOUNT_BALANCE', started, 'local', o.priceMinor, started, 0, at, at, at]);
       }
     }
     await ds.query(`INSERT INTO accounts (id, billing_model, balance_minor, created_at) VALUES ?`, [accounts]);
