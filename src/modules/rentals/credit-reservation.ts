@@ -18,14 +18,14 @@ export interface ReservingRental {
   hourlyPriceMinor: number;
   /** The rental's spend cap (cents), or null when uncapped. */
   spendCapMinor: number | null;
-  /** Usage already posted to the ledger (cents). */
+  /** Usage already charged, posted to the ledger or not yet (cents): the balance no longer holds it. */
   usageMinor: number;
 }
 
 /**
  * THE reservation rule (docs/rentals-and-money.md, Credit reservations): a live metered rental holds its first
- * RESERVATION_MINUTES at its price, or its spend cap if that is smaller; usage already posted
- * counts against it, so what is still outstanding never double-counts money the ledger has taken.
+ * RESERVATION_MINUTES at its price, or its spend cap if that is smaller; usage already charged
+ * counts against it, so what is still outstanding never double-counts money the balance has lost.
  * A new rental (no usage yet) needs exactly this much unreserved credit to be admitted.
  */
 export function outstandingReservationMinor(r: ReservingRental): number {
