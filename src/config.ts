@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
+import { parseKeyList } from './modules/credentials/secret-box.js';
 
 export type BillingModel = 'LEGACY_PREPAID' | 'ACCOUNT_BALANCE';
 export type Role = 'api' | 'worker' | 'bot';
@@ -221,25 +222,13 @@ function secretsKey(env: Env): { key: Buffer; id: string; generated: boolean } {
   return { key, id: str(env, 'SECRETS_KEY_ID', 'k1'), generated: false };
 }
 
-/**
- * SECRETS_KEY_PREVIOUS: `id:base64` entries, comma-separated. During a rotation the old key stays
- * here until `owner reseal-secrets` has sealed everything again under SECRETS_KEY.
- */
+/** SECRETS_KEY_PREVIOUS: the keys of earlier rotations, which open what they sealed and never seal. */
 function previousSecretsKeys(env: Env, currentId: string): { id: string; key: Buffer }[] {
-  const raw = opt(env, 'SECRETS_KEY_PREVIOUS');
-  if (!raw) return [];
-  const out: { id: string; key: Buffer }[] = [];
-  for (const entry of raw.split(',').map((e) => e.trim()).filter(Boolean)) {
-    const at = entry.indexOf(':');
-    const id = entry.slice(0, Math.max(at, 0));
-    if (!/^[A-Za-z0-9_.-]{1,32}$/.test(id)) throw new ConfigError('SECRETS_KEY_PREVIOUS must list id:key entries (an id of 1-32 letters, digits, _ . -, then the 32-byte key in base64), comma-separated');
-    const key = Buffer.from(entry.slice(at + 1), 'base64');
-    if (key.length !== 32) throw new ConfigError(`SECRETS_KEY_PREVIOUS: the key of ${id} must be 32 bytes encoded as base64`);
-    if (id === currentId) throw new ConfigError(`SECRETS_KEY_PREVIOUS lists ${id}, the id of SECRETS_KEY (SECRETS_KEY_ID): give the new key a new id`);
-    if (out.some((k) => k.id === id)) throw new ConfigError(`SECRETS_KEY_PREVIOUS lists ${id} twice`);
-    out.push({ id, key });
+  try {
+    return parseKeyList(opt(env, 'SECRETS_KEY_PREVIOUS') ?? '', currentId);
+  } catch (err) {
+    throw new ConfigError(`SECRETS_KEY_PREVIOUS ${(err as Error).message}`);
   }
-  return out;
 }
 
 const PROXY_RANGES = ['loopback', 'linklocal', 'uniquelocal'];

@@ -14,16 +14,22 @@ import { keyName } from '../modules/keys/key-name.js';
 import { AgentKeysService } from '../modules/agents/agent-keys.service.js';
 import { AppError } from '../errors/app-error.js';
 import type { DataSource } from 'typeorm';
+import { SecretBox } from '../modules/credentials/secret-box.js';
+import { resealSecrets } from '../modules/credentials/reseal-secrets.js';
 
 export const OWNER_USAGE = `Usage: owner create --name <name> [options]
        owner keys --account <account id> [--json]
        owner revoke-key --key <key id> [--json]
+       owner reseal-secrets [--json]
 
 create: creates an owner account and its first OWNER key, and prints the key once.
 keys: lists the account's OWNER keys (id, prefix, name, scopes, revoked or not).
 revoke-key: revokes an OWNER key at once, with every agent key it issued, every key obtained
   through an agent authorization it approved, and every approved authorization not yet
   exchanged. Running rentals keep running.
+reseal-secrets: after a SECRETS_KEY rotation, seals every stored secret again under SECRETS_KEY,
+  opening each with the key of SECRETS_KEY_PREVIOUS that sealed it, and prints how many secrets
+  each key id still holds. Safe to run while the service runs, and to run again.
 
 Options of create:
   --name <text>                   name of the owner key (1-100 characters), e.g. the owner's name
@@ -163,13 +169,13 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
     io.out(`${OWNER_USAGE}\n`);
     return sub === undefined ? 2 : 0;
   }
-  if (sub !== 'create' && sub !== 'keys' && sub !== 'revoke-key') {
+  if (sub !== 'create' && sub !== 'keys' && sub !== 'revoke-key' && sub !== 'reseal-secrets') {
     io.err(`Unknown owner command "${sub}".\n\n${OWNER_USAGE}\n`);
     return 2;
   }
-  let input: ReturnType<typeof parseOwnerCreate> | ReturnType<typeof parseOwnerKeyCommand>;
+  let input: ReturnType<typeof parseOwnerCreate> | ReturnType<typeof parseOwnerKeyCommand> | ReturnType<typeof parseResealSecrets>;
   try {
-    input = sub === 'create' ? parseOwnerCreate(rest) : parseOwnerKeyCommand(sub, rest);
+    input = sub === 'create' ? parseOwnerCreate(rest) : sub === 'reseal-secrets' ? parseResealSecrets(rest) : parseOwnerKeyCommand(sub, rest);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
     io.err(`${err.message}\n\n${OWNER_USAGE}\n`);
@@ -185,6 +191,7 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
   await ds.initialize();
   try {
     await migrate(ds);
+    if ('reseal' in input) return await resealStoredSecrets(ds, config, input.json, io);
     const keys = new KeysService(ds, systemClock);
     const limiter = new RateLimiter(ds, systemClock);
     if ('id' in input) {
@@ -221,6 +228,42 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
   } finally {
     await ds.destroy();
   }
+}
+
+/** `reseal-secrets [--json]`. */
+function parseResealSecrets(argv: string[]): { reseal: true; json: boolean } {
+  try {
+    const parsed = parseArgs({ args: argv, strict: true, allowPositionals: false, options: { json: { type: 'boolean', default: false } } });
+    return { reseal: true, json: Boolean(parsed.values.json) };
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+async function resealStoredSecrets(ds: DataSource, config: Config, json: boolean, io: CommandIo): Promise<number> {
+  const box = SecretBox.fromConfig(config);
+  let outcomes;
+  try {
+    outcomes = await resealSecrets(ds, box);
+  } catch (err) {
+    io.err(`${(err as Error).message}\n`);
+    return 1;
+  }
+  const left = outcomes.reduce((n, o) => n + Object.entries(o.byKey).filter(([id]) => !box.isCurrent(id)).reduce((m, [, c]) => m + c, 0), 0);
+  if (json) {
+    io.out(`${JSON.stringify({ keyId: box.currentKeyId, kinds: outcomes, underOtherKeys: left })}\n`);
+    return left === 0 ? 0 : 1;
+  }
+  for (const o of outcomes) {
+    const held = Object.entries(o.byKey).map(([id, n]) => `${id}: ${n}`).join(', ') || 'none stored';
+    io.out(`${o.kind}: ${o.resealed} resealed under ${box.currentKeyId}${o.skipped ? `, ${o.skipped} changed meanwhile (run again)` : ''}; by key now ${held}.\n`);
+  }
+  io.out(
+    left === 0
+      ? `Every stored secret is sealed under ${box.currentKeyId}: the old keys may leave SECRETS_KEY_PREVIOUS once every process runs with this SECRETS_KEY.\n`
+      : `${left} secret(s) are still under other keys: run this again once every process runs with SECRETS_KEY_ID=${box.currentKeyId}.\n`,
+  );
+  return left === 0 ? 0 : 1;
 }
 
 async function listOwnerKeys(agentKeys: AgentKeysService, input: { id: string; json: boolean }, io: CommandIo): Promise<number> {

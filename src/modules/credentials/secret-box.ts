@@ -50,3 +50,23 @@ export class SecretBox {
     return Buffer.concat([decipher.update(ciphertext.subarray(29)), decipher.final()]).toString('utf8');
   }
 }
+
+/**
+ * Earlier keys as an operator writes them: comma-separated `id:base64` entries (SECRETS_KEY_PREVIOUS).
+ * Throws, saying what is wrong, on a malformed entry, a key not 32 bytes long, an id listed twice or
+ * `currentId` (the id that seals now) among them.
+ */
+export function parseKeyList(raw: string, currentId: string): { id: string; key: Buffer }[] {
+  const out: { id: string; key: Buffer }[] = [];
+  for (const entry of raw.split(',').map((e) => e.trim()).filter(Boolean)) {
+    const at = entry.indexOf(':');
+    const id = entry.slice(0, Math.max(at, 0));
+    if (!/^[A-Za-z0-9_.-]{1,32}$/.test(id)) throw new Error('must list id:key entries (an id of 1-32 letters, digits, _ . -, then the 32-byte key in base64), comma-separated');
+    const key = Buffer.from(entry.slice(at + 1), 'base64');
+    if (key.length !== 32) throw new Error(`gives ${id} a key that is not 32 bytes encoded as base64`);
+    if (id === currentId) throw new Error(`lists ${id}, the id of SECRETS_KEY (SECRETS_KEY_ID): give the new key a new id`);
+    if (out.some((k) => k.id === id)) throw new Error(`lists ${id} twice`);
+    out.push({ id, key });
+  }
+  return out;
+}
