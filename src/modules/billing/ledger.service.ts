@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { inOpenTransaction, type Sql } from '../../db/sql.js';
 import { AppError } from '../../errors/app-error.js';
+import { countCredits } from '../../metrics/outcomes.js';
 import type { Account } from '../accounts/account.entity.js';
 import { crossesLow, DEFAULT_LOW_CREDITS_MINOR, recordAccountEvent } from './account-events.js';
 import { lockAccount, lockAccountBalances } from '../accounts/accounts.repository.js';
@@ -104,6 +105,7 @@ export class LedgerService {
     const balanceAfter = safeBalance(account.balanceMinor + p.amountMinor);
     const entry = await insertEntry(manager, this.entryOf(p, postedBalanceMinor({ balanceMinor: balanceAfter, unpostedUsageMinor: account.unpostedUsageMinor ?? 0 })));
     await setBalance(manager, p.accountId, balanceAfter);
+    countCredits(p.kind, p.amountMinor);
     const spent = keySpendOf(p);
     if (spent !== 0) await addKeySpend(manager, p.keyId!, spent);
     const before = account.balanceMinor;
@@ -150,6 +152,7 @@ export class LedgerService {
       entries.push(this.entryOf(p, postedBalanceMinor(m)));
     }
     await Promise.all([setBalances(sql, money), addKeySpends(sql, spentByKey), insertEntries(sql, entries)]);
+    for (const e of entries) countCredits(e.kind, e.amountMinor);
     for (const [id, m] of [...money].sort(([a], [b]) => (a < b ? -1 : 1))) {
       if (crossesLow(before.get(id)!, m.balanceMinor, this.lowCreditsMinor)) await this.creditsLow(sql, id);
     }

@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { inTransaction } from '../../../db/transaction.js';
+import { sweepTimer } from '../../../metrics/outcomes.js';
 import type { Posting, UsageAccrual } from '../../billing/ledger.service.js';
 import type { Deployment } from '../deployment.entity.js';
 import { isOneOf, METERED_BILLING_MODELS, METERED_STATUSES, type TerminationReason } from '../rental-status.js';
@@ -125,6 +126,7 @@ export class Metering {
    * the work grows linearly), then terminates rentals at a limit.
    */
   async meter(): Promise<SweepResult> {
+    const sweep = sweepTimer();
     const nowMs = this.deps.clock.now().getTime();
     const rows = await meteredDeployments(this.deps.ds, METERED_BILLING_MODELS, METERED_STATUSES);
     const out: SweepResult = { charged: 0, posted: 0 };
@@ -134,6 +136,7 @@ export class Metering {
       out.posted += r.posted;
     }
     await this.enforceLimits();
+    sweep(rows.length);
     return out;
   }
 
