@@ -2,8 +2,24 @@ import { AppError } from '../../errors/app-error.js';
 import type { MachineCapabilities } from '../../providers/provider.js';
 import { closestGpuSlugs, compactSlug, matchGpuQuery, type GpuMatch } from './gpu-match.js';
 import type { OfferDto } from './inventory.dto.js';
-import { needsAnything, type MachineNeeds } from './offers.repository.js';
 import { formatUsd } from '../billing/money.js';
+
+/** What a rental's machine settings ask of an offer's capabilities. */
+export interface MachineNeeds {
+  /** The rental names its own image. */
+  customImage: boolean;
+  /** The rental gives a startup script. */
+  startupScript: boolean;
+  /** How many ports the rental exposes; 0: none. */
+  ports: number;
+  /** The disk the rental asks for, in GB; null: the offer's default. */
+  diskGb: number | null;
+}
+
+/** Whether `needs` asks anything of an offer at all. */
+export function needsAnything(needs: MachineNeeds | undefined): needs is MachineNeeds {
+  return !!needs && (needs.customImage || needs.startupScript || needs.ports > 0 || needs.diskGb !== null);
+}
 
 // How a GPU intent is matched to offers: pure functions over the live offers of the in-memory
 // snapshot (inventory.service.ts), so admission sends no query for its candidates. The liveness of
@@ -39,7 +55,6 @@ export interface IntentCandidates {
   candidates: OfferDto[];
 }
 
-export type { MachineNeeds } from './offers.repository.js';
 
 /** The live offers intent matching reads (the snapshot's). */
 export interface LiveOffers {

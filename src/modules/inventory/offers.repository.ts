@@ -52,35 +52,6 @@ export async function cachedOffer(ds: DataSource, id: string): Promise<Offer | n
  * What a rental's machine settings ask of an offer's capabilities (the environment variables are
  * not among them: every offer takes those).
  */
-export interface MachineNeeds {
-  /** The rental names its own image. */
-  customImage: boolean;
-  /** The rental gives a startup script. */
-  startupScript: boolean;
-  /** How many ports the rental exposes; 0: none. */
-  ports: number;
-  /** The disk the rental asks for, in GB; null: the offer's default. */
-  diskGb: number | null;
-}
-
-/** Whether `needs` asks anything of an offer at all (else no statement changes for it). */
-export function needsAnything(needs: MachineNeeds | undefined): needs is MachineNeeds {
-  return !!needs && (needs.customImage || needs.startupScript || needs.ports > 0 || needs.diskGb !== null);
-}
-
-/**
- * Only offers whose machines honour `needs`. Adds nothing when nothing is needed, so that a rental
- * without machine settings sends the statement it always sent.
- */
-function andHonouring(qb: SelectQueryBuilder<Offer>, needs: MachineNeeds | undefined): SelectQueryBuilder<Offer> {
-  if (!needsAnything(needs)) return qb;
-  if (needs.customImage) qb.andWhere('o.cap_custom_image = 1');
-  if (needs.startupScript) qb.andWhere('o.cap_startup_script = 1');
-  if (needs.ports > 0) qb.andWhere('o.cap_ports >= :needPorts', { needPorts: needs.ports });
-  if (needs.diskGb !== null) qb.andWhere('o.cap_max_disk_gb >= :needDiskGb', { needDiskGb: needs.diskGb });
-  return qb;
-}
-
 // The refresh's statements, each in the caller's transaction (see inventory-refresh.ts).
 
 /**
@@ -214,20 +185,19 @@ export interface IntentShape {
   slugs: string[];
   gpuCount: number | null;
   maxHourlyPriceMinor: number | null;
-  /** What the order's machine settings ask of the offer's capabilities; absent: nothing. */
-  needs?: MachineNeeds;
 }
 
 /**
  * Up to `limit` cached offers of one of `shape.slugs` with exactly its GPU count at or under its
- * ceiling, honouring its needs, cheapest first.
+ * ceiling, cheapest first. Only orders written before admission stored their candidates come
+ * here, and those have no machine settings, so no capability is asked of the offers.
  */
 export function cheapestOffersOfShape(ds: DataSource, shape: IntentShape, limit: number): Promise<Offer[]> {
   const qb = ds
     .getRepository(Offer)
     .createQueryBuilder('o')
     .where('o.slug IN (:...slugs) AND o.gpu_count = :c AND o.price_per_hour_minor <= :max', { slugs: shape.slugs, c: shape.gpuCount, max: shape.maxHourlyPriceMinor });
-  return andHonouring(qb, shape.needs)
+  return qb
     .orderBy('o.price_per_hour_minor', 'ASC')
     .addOrderBy('o.id', 'ASC')
     .take(limit)
