@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** What the compiled service is built from; src/generated is itself an output of the build. */
@@ -24,4 +24,26 @@ export function buildIsFresh(root) {
   let sources = 0;
   for (const p of [...SOURCE_DIRS, ...SOURCE_FILES]) if (existsSync(join(root, p))) sources = Math.max(sources, newest(join(root, p)));
   return statSync(stamp).mtimeMs > sources;
+}
+
+/**
+ * The client packages' version, which a release is named by (scripts/release.ts checks they all
+ * agree); undefined in a tree without the clients, which has nothing to release.
+ */
+export function clientVersion(root) {
+  const file = join(root, 'clients', 'cli', 'package.json');
+  return existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')).version : undefined;
+}
+
+/**
+ * True when `dir` holds a release of `version`: its latest.json names that version and every
+ * file it lists is there. What `npm run release -- --if-missing` and `npm start` look for.
+ */
+export function releaseIsBuilt(dir, version) {
+  try {
+    const manifest = JSON.parse(readFileSync(join(dir, 'latest.json'), 'utf8'));
+    return manifest.version === version && Object.values(manifest.artifacts).every((a) => existsSync(join(dir, a.file)));
+  } catch {
+    return false;
+  }
 }

@@ -4,17 +4,19 @@
  *
  *   npm run release                         into releases/ (RELEASES_DIR)
  *   npm run release -- --out <dir>          elsewhere
- *   npm run release -- --if-missing         nothing when that version is already built (npm start)
+ *   npm run release -- --if-missing         nothing when that version is already built (npm start runs this in the background)
  *   npm run release -- --base-url <url>     absolute artifact URLs (default: relative to latest.json)
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { zipSync } from 'fflate';
 import { loadConfig } from '../src/config.js';
 import { CHECKSUMS_FILE, MANIFEST_FILE, type ReleaseArtifact, type ReleaseManifest } from '../src/http/releases.router.js';
+// @ts-expect-error plain ESM script without types
+import { releaseIsBuilt } from './freshness.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SKILL_DIR = join(ROOT, 'clients/skill/gpu-rental');
@@ -75,12 +77,9 @@ function artifact(out: string, name: string, file: string, baseUrl: string | und
 const out = resolve(arg('--out') ?? loadConfig().releasesDir);
 const version = releaseVersion();
 const manifestPath = join(out, MANIFEST_FILE);
-if (process.argv.includes('--if-missing') && existsSync(manifestPath)) {
-  const m = readJson(manifestPath) as ReleaseManifest;
-  if (m.version === version && Object.values(m.artifacts).every((a) => existsSync(join(out, a.file)))) {
-    process.stdout.write(`client release ${version} already built in ${out}\n`);
-    process.exit(0);
-  }
+if (process.argv.includes('--if-missing') && releaseIsBuilt(out, version)) {
+  process.stdout.write(`client release ${version} already built in ${out}\n`);
+  process.exit(0);
 }
 
 mkdirSync(out, { recursive: true });

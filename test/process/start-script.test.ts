@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFile
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 // @ts-expect-error plain ESM script without types
-import { buildIsFresh, STAMP } from '../../scripts/freshness.mjs';
+import { buildIsFresh, releaseIsBuilt, STAMP } from '../../scripts/freshness.mjs';
 
 const START = resolve('scripts/start.mjs');
 
@@ -74,5 +74,28 @@ describe('npm start', () => {
     assert.match(r.stderr, /^build: done in /m);
     assert.equal(readFileSync(join(root, 'calls.txt'), 'utf8'), 'tsoa spec-and-routes\ntsc -p tsconfig.build.json\n');
     assert.equal(buildIsFresh(root), true);
+  });
+
+  it('starts the service without waiting for the client releases, which it builds in the background when missing', () => {
+    const root = tree(1_000_000, 2_000_000);
+    mkdirSync(join(root, 'clients', 'cli'), { recursive: true });
+    writeFileSync(join(root, 'clients', 'cli', 'package.json'), JSON.stringify({ version: '9.9.9' }));
+    // The stand-in service says whether a release was there when it started.
+    writeFileSync(join(root, 'dist', 'src', 'main.js'), "import { existsSync } from 'node:fs';\nconsole.log('release there:', existsSync(process.env.RELEASES_DIR + '/latest.json'));\n");
+    const releases = join(root, 'releases');
+    const r = spawnSync(process.execPath, [START], { cwd: root, encoding: 'utf8', env: { ...process.env, RELEASES_DIR: releases } });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout.trim(), 'release there: false');
+    assert.ok(r.stderr.includes(`start: building the client releases in ${releases} in the background (npm run release)\n`), r.stderr);
+  });
+
+  it('a release counts as built when its latest.json names the clients\' version and every file it lists is there', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gpu-rental-releases-'));
+    assert.equal(releaseIsBuilt(dir, '1.0.0'), false, 'no manifest');
+    writeFileSync(join(dir, 'latest.json'), JSON.stringify({ version: '1.0.0', artifacts: { cli: { file: 'cli-1.0.0.tgz' } } }));
+    assert.equal(releaseIsBuilt(dir, '1.0.0'), false, 'a listed file is missing');
+    writeFileSync(join(dir, 'cli-1.0.0.tgz'), '');
+    assert.equal(releaseIsBuilt(dir, '1.0.0'), true);
+    assert.equal(releaseIsBuilt(dir, '1.0.1'), false, 'another version');
   });
 });
