@@ -61,7 +61,7 @@ async function mysqlSide(url?: string): Promise<Side> {
     kind: 'mysql',
     url,
     async agenda({ processEvery }) {
-      const { agenda, queue } = createAgenda(ds, { jobsProcessEveryMs: processEvery ?? SETTINGS.processEvery }, { maxConcurrency: SETTINGS.maxConcurrency });
+      const { agenda, queue } = createAgenda(ds, { jobsProcessEveryMs: processEvery ?? SETTINGS.processEvery, jobsClaim: 'skip-locked' }, { maxConcurrency: SETTINGS.maxConcurrency });
       let worker: Awaited<ReturnType<typeof startAgendaProcessing>> | undefined;
       return {
         agenda,

@@ -40,8 +40,12 @@ export interface CreateAgendaOptions extends MysqlBackendOptions {
  * builds a handler for each. Handlers must be safe to run twice and run on wall-clock Agenda time
  * (a test's ManualClock does not move jobs). In tests use test/helpers/jobs.ts `startTestWorker(ctx)`.
  */
-export function createAgenda(ds: DataSource, config: Pick<Config, 'jobsProcessEveryMs'>, options: CreateAgendaOptions = {}): { agenda: Agenda; queue: AgendaJobQueue; backend: MysqlBackend } {
-  const backend = new MysqlBackend(ds, options);
+export function createAgenda(
+  ds: DataSource,
+  config: Pick<Config, 'jobsProcessEveryMs' | 'jobsClaim'>,
+  options: CreateAgendaOptions = {},
+): { agenda: Agenda; queue: AgendaJobQueue; backend: MysqlBackend } {
+  const backend = new MysqlBackend(ds, { claim: config.jobsClaim, ...options });
   const agenda = new Agenda({
     backend,
     name: options.name ?? `${hostname()}:${process.pid}`,

@@ -1,35 +1,66 @@
 import type { JobParameters } from 'agenda';
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../clock.js';
-import { inTransaction } from '../db/transaction.js';
-import { AGENDA_JOBS_TABLE, JOB_COLUMNS, rowToJob, unlockJobs, type JobRow } from './job-rows.repository.js';
+import type { JobClaimMode } from '../config.js';
+import { inTransaction, retryingTransaction } from '../db/transaction.js';
+import { AGENDA_JOBS_TABLE, JOB_COLUMNS, rowToJob, unlockJobs, type JobRow, type WriteResult } from './job-rows.repository.js';
 
 /** One scan a claim tries: a WHERE condition of fixed text and its parameters. */
 type Scan = [condition: string, params: unknown[]];
 
+/** The order jobs are claimed in: earliest due first, then the higher priority (ix_agenda_jobs_claim's order). */
+const CLAIM_ORDER = 'ORDER BY next_run_at ASC, priority DESC';
+
 /**
- * How a process takes jobs to run: a short transaction, `SELECT … ORDER BY next_run_at,
- * priority DESC LIMIT 1 FOR UPDATE SKIP LOCKED` followed by an UPDATE of `locked_at`, so
- * concurrent workers in any number of processes each get a different row and never wait on each
- * other. Every time it stores comes from the caller (Agenda's own clock), never from the
- * server's NOW(), so lock deadlines compare like with like.
+ * Candidates an `update` claim reads at once. Racing workers read the same head of the queue and
+ * each takes the first it can, so a few more than the workers that race keep a loser from
+ * reading again; more would only read rows that are gone by the time they are tried.
+ */
+const UPDATE_CANDIDATES = 8;
+
+/**
+ * Reads of candidates per scan before an `update` claim gives up until the next poll. Each read
+ * after the first follows a full set of lost races, which means other workers are taking jobs,
+ * so the bound only keeps a claim from spinning on the database when they all keep winning.
+ */
+const UPDATE_ROUNDS = 16;
+
+/**
+ * How a process takes jobs to run. Which rows are due, and in which order, is one rule (the scans
+ * of {@link JobClaims.next} and {@link JobClaims.lock}, and {@link CLAIM_ORDER}); the
+ * {@link JobClaimMode} decides only how a row is taken:
+ *
+ * - `skip-locked`: a short transaction, `SELECT … LIMIT 1 FOR UPDATE SKIP LOCKED` then an UPDATE
+ *   of `locked_at`, so concurrent workers each get a different row and never wait on each other.
+ * - `update`: a plain SELECT of the first few candidate ids, then, in order, an
+ *   `UPDATE … WHERE id = ? AND <the scan's condition>` until one matches (the condition is
+ *   checked again on the row's latest version, so of racing workers exactly one wins it), then
+ *   a read of the row this worker won. No lock outlives a statement and nothing needs SKIP
+ *   LOCKED, which TiDB ignores, Vitess refuses and Galera applies per node only.
+ *
+ * Every time it stores comes from the caller (Agenda's own clock), never from the server's NOW(),
+ * so lock deadlines compare like with like.
  */
 export class JobClaims {
   /** Per job name: when a claim next looks for abandoned jobs first. */
   private readonly abandonedScanAt = new Map<string, number>();
   /** Claims under way, and whether this process has stopped claiming (see stop). */
   private readonly claiming = new Set<Promise<unknown>>();
+  /** Per job name: the places of this process's `update` claims under way (see takeByUpdate). */
+  private readonly updatePlaces = new Map<string, Set<number>>();
   private stopped = false;
 
   constructor(
     private readonly ds: DataSource,
     private readonly clock: Clock,
     private readonly abandonedScanEveryMs: number,
+    private readonly mode: JobClaimMode,
   ) {}
 
   /** Claims `job` itself, if it is still due at the time the caller read and nobody holds it. */
   lock(job: JobParameters & { nextRunAt: Date }, by: string | null): Promise<JobParameters | undefined> {
     return this.claim(
+      job.name,
       [[`id = ? AND name = ? AND locked_at IS NULL AND next_run_at = ? AND disabled = 0`, [String(job._id), job.name, job.nextRunAt]]],
       this.clock.now(),
       by,
@@ -48,7 +79,7 @@ export class JobClaims {
     const nowMs = this.clock.now().getTime();
     const abandonedFirst = nowMs >= (this.abandonedScanAt.get(jobName) ?? 0);
     if (abandonedFirst) this.abandonedScanAt.set(jobName, nowMs + this.abandonedScanEveryMs);
-    return this.claim(abandonedFirst ? [abandoned, due] : [due, abandoned], lockTime, by);
+    return this.claim(jobName, abandonedFirst ? [abandoned, due] : [due, abandoned], lockTime, by);
   }
 
   /**
@@ -66,9 +97,9 @@ export class JobClaims {
     this.stopped = false;
   }
 
-  private async claim(scans: Scan[], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
+  private async claim(jobName: string, scans: Scan[], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
     if (this.stopped) return undefined;
-    const claimed = this.claimOnce(scans, lockTime, by);
+    const claimed = this.claimOnce(jobName, scans, lockTime, by);
     this.claiming.add(claimed);
     try {
       const job = await claimed;
@@ -82,8 +113,13 @@ export class JobClaims {
     }
   }
 
-  /** Locks the first free row of the first scan that has one, in one short transaction. */
-  private claimOnce(scans: Scan[], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
+  /** Takes the first free row of the first scan that has one, the way {@link mode} says. */
+  private claimOnce(jobName: string, scans: Scan[], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
+    return this.mode === 'update' ? this.takeByUpdate(jobName, scans, lockTime, by) : this.takeSkippingLocked(scans, lockTime, by);
+  }
+
+  /** `skip-locked`: locks the first free row in one short transaction. */
+  private takeSkippingLocked(scans: Scan[], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
     // READ COMMITTED: a locking read under REPEATABLE READ also takes gap locks, which stall the
     // producers inserting due jobs at the end of the very range the workers scan. Row locks
     // plus SKIP LOCKED are all a claim needs.
@@ -94,7 +130,7 @@ export class JobClaims {
         for (const [condition, params] of scans) {
           const rows: JobRow[] = await m.query(
             `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE ${condition}
-             ORDER BY next_run_at ASC, priority DESC LIMIT 1 FOR UPDATE SKIP LOCKED`,
+             ${CLAIM_ORDER} LIMIT 1 FOR UPDATE SKIP LOCKED`,
             params,
           );
           row = rows[0];
@@ -110,5 +146,70 @@ export class JobClaims {
       },
       'READ COMMITTED',
     );
+  }
+
+  /** `update`: takes the first free row by a conditional UPDATE, with no lock held between statements. */
+  private async takeByUpdate(jobName: string, scans: Scan[], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
+    // Agenda starts a claim at every poll and every finished job without waiting for the claims
+    // under way, so several claims of one name run at once in a process. As SKIP LOCKED hands
+    // them the first, second, … free row, each starts at the candidate of its place among them:
+    // they race only other processes' claims, not each other down the same list.
+    const places = this.updatePlaces.get(jobName) ?? new Set<number>();
+    this.updatePlaces.set(jobName, places);
+    let place = 0;
+    while (places.has(place)) place++;
+    places.add(place);
+    try {
+      for (const [condition, params] of scans) {
+        for (let round = 0; round < UPDATE_ROUNDS; round++) {
+          const candidates: Array<{ id: number | string }> = await this.ds.query(
+            `SELECT id FROM ${AGENDA_JOBS_TABLE} WHERE ${condition} ${CLAIM_ORDER} LIMIT ?`,
+            [...params, place + UPDATE_CANDIDATES],
+          );
+          for (const { id } of [...candidates.slice(place), ...candidates.slice(0, place)]) {
+            const job = await this.takeOne(String(id), condition, params, lockTime, by);
+            if (job) return job;
+          }
+          // Every candidate went to other claims: more may wait behind them, unless the scan had no more.
+          if (candidates.length < place + UPDATE_CANDIDATES) break;
+        }
+      }
+      return undefined;
+    } finally {
+      places.delete(place);
+      if (places.size === 0) this.updatePlaces.delete(jobName);
+    }
+  }
+
+  /** One conditional UPDATE of candidate `id`; the job when this claim won it. */
+  private async takeOne(id: string, condition: string, params: unknown[], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
+    // FORCE INDEX: left to itself MariaDB may walk ix_agenda_jobs_locked_at's whole NULL range
+    // for this UPDATE, locking every free job and the gaps producers insert into, where the
+    // primary key locks one row. The one retry rule covers the rest: on Galera a claim that
+    // loses certification to another node's comes back as a deadlock.
+    const res: WriteResult = await retryingTransaction(() =>
+      this.ds.query(`UPDATE ${AGENDA_JOBS_TABLE} FORCE INDEX (PRIMARY) SET locked_at = ?, last_modified_by = ? WHERE id = ? AND ${condition}`, [
+        lockTime, by, id, ...params,
+      ]),
+    );
+    if (res.affectedRows !== 1) return undefined;
+    const job = await this.readWon(id, lockTime);
+    return job && { ...job, lockedAt: lockTime, lastModifiedBy: by ?? undefined };
+  }
+
+  /**
+   * The row an `update` claim won, read after the claim so it carries what was written up to then.
+   * Undefined when it no longer carries this claim's lock (removed, or its lock already taken over).
+   */
+  private async readWon(id: string, lockTime: Date): Promise<JobParameters | undefined> {
+    const rows: JobRow[] = await this.ds.query(`SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE id = ? AND locked_at = ?`, [id, lockTime]);
+    if (!rows[0]) return undefined;
+    try {
+      return rowToJob(rows[0]);
+    } catch (err) {
+      // A row that cannot be read must not stay claimed, as a rolled-back skip-locked claim leaves it.
+      await this.ds.query(`UPDATE ${AGENDA_JOBS_TABLE} FORCE INDEX (PRIMARY) SET locked_at = NULL WHERE id = ? AND locked_at = ?`, [id, lockTime]);
+      throw err;
+    }
   }
 }

@@ -10,7 +10,8 @@ export interface MysqlBackendOptions extends MysqlJobRepositoryOptions {
 }
 
 /**
- * Agenda 6 storage backend on MySQL/MariaDB (≥ 10.6 / 8.0 for SKIP LOCKED). It borrows the
+ * Agenda 6 storage backend on MySQL/MariaDB (≥ 10.6 / 8.0 for SKIP LOCKED claims; `claim: 'update'`
+ * needs no SKIP LOCKED, for TiDB, Vitess and Galera). It borrows the
  * caller's initialized TypeORM DataSource and never closes it; the `agenda_jobs` table comes
  * from this project's migrations.
  */

@@ -11,6 +11,7 @@ import {
 } from 'agenda';
 import type { DataSource } from 'typeorm';
 import { systemClock, type Clock } from '../clock.js';
+import type { JobClaimMode } from '../config.js';
 import { inOpenTransaction, type Sql } from '../db/sql.js';
 import { JobDashboardQueries } from './dashboard-queries.repository.js';
 import { JobClaims } from './job-claims.repository.js';
@@ -26,6 +27,8 @@ export interface MysqlJobRepositoryOptions {
   abandonedScanEveryMs?: number;
   /** Where the repository's own notion of now comes from (debounce windows, scan cadence, job states); tests move it. Default: the system clock. */
   clock?: Clock;
+  /** How due jobs are claimed (see {@link JobClaims}); the service passes JOBS_CLAIM. Default `skip-locked`. */
+  claim?: JobClaimMode;
 }
 
 /**
@@ -46,7 +49,7 @@ export class MysqlJobRepository implements JobRepository {
     options: MysqlJobRepositoryOptions = {},
   ) {
     this.clock = options.clock ?? systemClock;
-    this.claims = new JobClaims(ds, this.clock, options.abandonedScanEveryMs ?? 1000);
+    this.claims = new JobClaims(ds, this.clock, options.abandonedScanEveryMs ?? 1000, options.claim ?? 'skip-locked');
     this.dashboard = new JobDashboardQueries(ds, this.clock);
   }
 

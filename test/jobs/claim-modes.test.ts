@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { JOB_CLAIM_MODES, loadConfig } from '../../src/config.js';
+import { agendaQueueOf } from '../../src/jobs/agenda.js';
+import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
+import { createTestContext } from '../helpers/context.js';
+import { startTestWorker } from '../helpers/jobs.js';
+import { waitFor } from '../helpers/process.js';
+import { sentRequests } from '../helpers/sql-requests.js';
+
+describe('jobs: JOBS_CLAIM', () => {
+  it('is skip-locked unless set, takes update in any case, and refuses anything else at start', () => {
+    assert.equal(loadConfig({}).jobsClaim, 'skip-locked');
+    assert.equal(loadConfig({ JOBS_CLAIM: ' UPDATE ' }).jobsClaim, 'update');
+    assert.throws(() => loadConfig({ JOBS_CLAIM: 'nowait' }), /JOBS_CLAIM must be skip-locked or update, got "nowait"/);
+  });
+
+  for (const claim of JOB_CLAIM_MODES) {
+    it(`reaches the service's worker: with ${claim}, claims are ${claim === 'update' ? 'conditional updates and no statement says SKIP LOCKED' : 'SELECT … FOR UPDATE SKIP LOCKED'}`, async () => {
+      const ctx = await createTestContext({ env: { JOBS_CLAIM: claim } });
+      let ran = 0;
+      const worker = await startTestWorker(ctx, {
+        definitions: [{ name: 't.claim-mode', async handler() { ran++; } }],
+      });
+      try {
+        const { sent } = await sentRequests(async () => {
+          await agendaQueueOf(ctx.services.jobs).now('t.claim-mode', {});
+          await waitFor(async () => ran === 1, 10_000, 'the job to run');
+          await worker.settle();
+        });
+        const skipLocked = sent.filter((sql) => /SKIP\s+LOCKED/i.test(sql));
+        const conditional = sent.filter((sql) => /^UPDATE agenda_jobs FORCE INDEX \(PRIMARY\) SET locked_at = \?, last_modified_by = \? WHERE id = \? AND name = \?/.test(sql));
+        if (claim === 'update') {
+          assert.deepEqual(skipLocked, []);
+          assert.ok(conditional.length >= 1, 'the job was taken by a conditional update');
+        } else {
+          assert.ok(skipLocked.length >= 1, 'the job was taken under SKIP LOCKED');
+          assert.deepEqual(conditional, []);
+        }
+        assert.equal(ran, 1);
+      } finally {
+        await worker.stop();
+        await ctx.services.ds.query(`DELETE FROM ${AGENDA_JOBS_TABLE} WHERE name = 't.claim-mode'`);
+        await ctx.close();
+      }
+    });
+  }
+});
