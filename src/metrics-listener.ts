@@ -9,8 +9,8 @@ import { unfinishedRentalCounts } from './modules/rentals/rental-counts.reposito
 import { readinessProbe, readinessRoute, type Readiness } from './readiness.js';
 
 /** `GET /metrics` of this process's services, behind `token` when one is given. */
-export function metricsRoute(services: Pick<Services, 'ds' | 'logger'>, token?: string): RequestHandler {
-  return metricsEndpoint({ rentalCounts: () => unfinishedRentalCounts(services.ds), logger: services.logger, token });
+export function metricsRoute(services: Pick<Services, 'ds' | 'logger' | 'clock'>, token?: string): RequestHandler {
+  return metricsEndpoint({ rentalCounts: () => unfinishedRentalCounts(services.ds), logger: services.logger, token, nowMs: () => services.clock.now().getTime() });
 }
 
 /** `GET /healthz`, liveness: the process is up and its event loop answers; it asks nothing of the database. */

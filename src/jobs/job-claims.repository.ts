@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import type { Clock } from '../clock.js';
 import type { JobClaimMode } from '../config.js';
 import { inTransaction, retryingTransaction } from '../db/transaction.js';
+import { observeJobLag } from '../metrics/outcomes.js';
 import { AGENDA_JOBS_TABLE, JOB_COLUMNS, rowToJob, unlockJobs, type JobRow, type WriteResult } from './job-rows.repository.js';
 
 /** One scan a claim tries: a WHERE condition of fixed text and its parameters. */
@@ -107,6 +108,7 @@ export class JobClaims {
         await unlockJobs(this.ds, [String(job._id)]);
         return undefined;
       }
+      if (job) observeJobLag(job.name, job.nextRunAt, lockTime);
       return job;
     } finally {
       this.claiming.delete(claimed);

@@ -49,13 +49,13 @@ export async function timedJobRun(job: string, run: () => Promise<void>): Promis
     await run();
     outcome = 'success';
   } finally {
-    jobRuns.inc({ job, outcome });
-    jobDuration.observe({ job, outcome }, secondsSince(start));
+    jobRuns.inc({ job_name: job, outcome });
+    jobDuration.observe({ job_name: job, outcome }, secondsSince(start));
   }
 }
 
 /** Records how late a claimed job started: the claim's time minus the time it was due (0 when early). */
 export function observeJobLag(job: string, dueAt: Date | undefined | null, claimedAt: Date): void {
   if (!dueAt) return;
-  jobLag.observe({ job }, Math.max(0, claimedAt.getTime() - dueAt.getTime()) / 1000);
+  jobLag.observe({ job_name: job }, Math.max(0, claimedAt.getTime() - dueAt.getTime()) / 1000);
 }

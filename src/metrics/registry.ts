@@ -63,10 +63,11 @@ export const providerCallDuration = new Histogram({
   registers,
 });
 
+// Jobs are labelled `job_name`: Prometheus gives every scraped series a `job` label of its own.
 export const jobLag = new Histogram({
   name: `${METRIC_PREFIX}job_lag_seconds`,
   help: 'How late a due job was claimed: claim time minus its next run time, by job name.',
-  labelNames: ['job'] as const,
+  labelNames: ['job_name'] as const,
   buckets: JOB_BUCKETS,
   registers,
 });
@@ -74,14 +75,14 @@ export const jobLag = new Histogram({
 export const jobRuns = new Counter({
   name: `${METRIC_PREFIX}job_runs_total`,
   help: 'Job runs by job name and outcome (success or failure).',
-  labelNames: ['job', 'outcome'] as const,
+  labelNames: ['job_name', 'outcome'] as const,
   registers,
 });
 
 export const jobDuration = new Histogram({
   name: `${METRIC_PREFIX}job_duration_seconds`,
   help: 'Duration of job runs by job name and outcome.',
-  labelNames: ['job', 'outcome'] as const,
+  labelNames: ['job_name', 'outcome'] as const,
   buckets: JOB_BUCKETS,
   registers,
 });
