@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import Stripe from 'stripe';
+import { loadStripe } from './stripe-sdk.js';
 import type { Clock } from '../../clock.js';
 import type { Checkout } from './checkout.entity.js';
 import type { CheckoutSessionInfo, CheckoutSessionRequest, PaymentProvider, RefundInfo, RefundRequest } from './payment-provider.js';
@@ -77,7 +77,7 @@ export class LocalPaymentProvider implements PaymentProvider {
     return JSON.stringify({
       id: `evt_local_${randomBytes(12).toString('hex')}`,
       object: 'event',
-      api_version: Stripe.API_VERSION,
+      api_version: loadStripe().API_VERSION,
       created: nowSec,
       data: { object: session },
       livemode: false,
@@ -89,7 +89,7 @@ export class LocalPaymentProvider implements PaymentProvider {
 
   /** The Stripe-Signature header for a payload, with the configured webhook secret. */
   sign(payload: string): string {
-    return Stripe.webhooks.generateTestHeaderString({
+    return loadStripe().webhooks.generateTestHeaderString({
       payload,
       secret: this.options.webhookSecret,
       timestamp: Math.floor(this.options.clock.now().getTime() / 1000),

@@ -1,4 +1,5 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
+import { loadStripe } from './stripe-sdk.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
@@ -62,7 +63,7 @@ export class PaymentEventsService {
     if (!rawBody || rawBody.length === 0) throw new AppError('INVALID_REQUEST', 'The webhook body must be the JSON event exactly as signed.');
     let event: Stripe.Event;
     try {
-      event = Stripe.webhooks.constructEvent(rawBody, signature, secret, WEBHOOK_TOLERANCE_SECONDS, undefined, this.clock.now().getTime());
+      event = loadStripe().webhooks.constructEvent(rawBody, signature, secret, WEBHOOK_TOLERANCE_SECONDS, undefined, this.clock.now().getTime());
     } catch (err) {
       this.logger.warn({ reason: (err as Error).message.split('\n')[0] }, 'stripe webhook rejected: signature verification failed');
       throw new AppError('INVALID_REQUEST', 'The webhook signature could not be verified.');

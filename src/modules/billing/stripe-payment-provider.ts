@@ -1,4 +1,5 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
+import { loadStripe } from './stripe-sdk.js';
 import type { CheckoutSessionInfo, CheckoutSessionRequest, PaymentProvider, RefundInfo, RefundRequest } from './payment-provider.js';
 import { sessionMetadata } from './payment-provider.js';
 
@@ -29,7 +30,7 @@ export class StripePaymentProvider implements PaymentProvider {
       config.protocol = u.protocol === 'http:' ? 'http' : 'https';
       config.port = u.port || (u.protocol === 'http:' ? 80 : 443);
     }
-    this.stripe = new Stripe(options.secretKey, config);
+    this.stripe = new (loadStripe())(options.secretKey, config);
   }
 
   async createCheckoutSession(r: CheckoutSessionRequest): Promise<CheckoutSessionInfo> {
@@ -65,7 +66,7 @@ export class StripePaymentProvider implements PaymentProvider {
     try {
       return toInfo(await this.stripe.checkout.sessions.retrieve(sessionId));
     } catch (err) {
-      if (err instanceof Stripe.errors.StripeInvalidRequestError && err.statusCode === 404) return null;
+      if (err instanceof loadStripe().errors.StripeInvalidRequestError && err.statusCode === 404) return null;
       throw err;
     }
   }
@@ -74,7 +75,7 @@ export class StripePaymentProvider implements PaymentProvider {
     try {
       return toInfo(await this.stripe.checkout.sessions.expire(sessionId, {}, { idempotencyKey }));
     } catch (err) {
-      if (err instanceof Stripe.errors.StripeInvalidRequestError && err.statusCode === 404) return null;
+      if (err instanceof loadStripe().errors.StripeInvalidRequestError && err.statusCode === 404) return null;
       throw err;
     }
   }
@@ -92,7 +93,7 @@ export class StripePaymentProvider implements PaymentProvider {
     } catch (err) {
       // Stripe keeps idempotency keys for 24 hours; a retry after that, of a refund whose answer
       // was lost, finds the payment already refunded. That refund is the one we asked for.
-      if (!(err instanceof Stripe.errors.StripeInvalidRequestError) || err.code !== 'charge_already_refunded') throw err;
+      if (!(err instanceof loadStripe().errors.StripeInvalidRequestError) || err.code !== 'charge_already_refunded') throw err;
       const existing = await this.stripe.refunds.list({ payment_intent: intent, limit: 100 });
       const live = existing.data.filter((x) => x.status !== 'failed' && x.status !== 'canceled');
       const ours = live.find((x) => x.metadata?.checkout_id === r.checkoutId) ?? live[0];
