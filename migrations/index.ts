@@ -25,6 +25,7 @@ import { Webhooks1763800014000 } from './1763800014000-Webhooks.js';
 import { NotifyPreferences1763800016000 } from './1763800016000-NotifyPreferences.js';
 import { IdleRentals1763800015000 } from './1763800015000-IdleRentals.js';
 import { HourlyUsage1763800017000 } from './1763800017000-HourlyUsage.js';
+import { AccountLockVersion1763800018200 } from './1763800018200-AccountLockVersion.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -51,4 +52,5 @@ export const migrations = [
   IdleRentals1763800015000,
   NotifyPreferences1763800016000,
   HourlyUsage1763800017000,
+  AccountLockVersion1763800018200,
 ];

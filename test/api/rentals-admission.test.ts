@@ -476,7 +476,7 @@ describe('POST /api/v1/rentals', () => {
   });
 
   describe('statements', () => {
-    it('admits in one transaction of nine statements sent in three requests, one commit, with the key read a moment ago', async () => {
+    it('admits in one transaction of ten statements sent in three requests, one commit, with the key read a moment ago', async () => {
       const who = await account(ctx, { creditsMinor: 10_000 });
       // The first request of a key reads it (and stamps last_used_at), and may reload the inventory snapshot.
       assert.equal((await rent(ctx, who, { offerId: offer['h100-a'] })).status, 201);
@@ -484,9 +484,10 @@ describe('POST /api/v1/rentals', () => {
       assert.equal(res.status, 201, JSON.stringify(res.body));
       // SqlTransaction joins the statements of one request with `;\n`; the snapshot's version check may come and go.
       const requests = sent.filter((s) => !/inventory_state/.test(s)).map((s) => s.split(';\n').map((x) => x.trim().split(/\s+/).slice(0, 3).join(' ')));
-      // No key lookup: the lock read re-checks the key's revocation (the next test).
+      // No key lookup: the lock read re-checks the key's revocation (the next test). The account
+      // row is written before it is locked, so that admissions on two nodes of a cluster conflict.
       assert.deepEqual(requests, [
-        ['START TRANSACTION', 'SELECT a.id, a.billing_model,', 'INSERT IGNORE INTO', 'SELECT hourly_price_minor, spend_cap_minor,'],
+        ['START TRANSACTION', 'UPDATE accounts SET', 'SELECT a.id, a.billing_model,', 'INSERT IGNORE INTO', 'SELECT hourly_price_minor, spend_cap_minor,'],
         ['INSERT INTO `orders`', 'INSERT INTO `deployments`', 'UPDATE api_keys SET', 'INSERT INTO agenda_jobs'],
         ['COMMIT'],
       ]);

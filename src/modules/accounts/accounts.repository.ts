@@ -1,7 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { readMinor } from '../../db/columns.js';
 import { hydrate } from '../../db/entity-rows.js';
-import type { Sql } from '../../db/sql.js';
+import { SqlTransaction, type Sql } from '../../db/sql.js';
 import type { BillingModel } from '../../config.js';
 import type { KeyKind } from '../keys/api-key.entity.js';
 import { Account } from './account.entity.js';
@@ -12,6 +12,26 @@ import { Account } from './account.entity.js';
 // keeps concurrent postings, admissions and revocations from deadlocking each other. The
 // statements of admission's first round trip (lockAccountWithKey) are pinned by
 // test/api/rentals-admission.test.ts: keep their text as it is.
+//
+// A lock that guards a decision is also a write (docs/operations/galera.md): on a multi-primary
+// Galera cluster a FOR UPDATE lock holds only on its own node, and only transactions that write
+// the same row conflict. The locks below that decide without moving the balance (admission,
+// acting with a key, revoking one) first increment `lock_version` in the same round trip;
+// lockAccount and lockAccountBalances need not, since every transaction that takes them to
+// decide writes the balance it read.
+
+/** Makes an account lock a write of the row; sent just before the locking read. */
+const WRITE_LOCK = `UPDATE accounts SET lock_version = lock_version + 1 WHERE id = ?`;
+
+/**
+ * Writes account `accountId` (WRITE_LOCK), then runs the locking read `select`; both are issued
+ * before anything is awaited, as one request to the server: pipelined in a SqlTransaction, one
+ * multi-statement query on an EntityManager. Answers the read's rows.
+ */
+function writeLockedRead<R>(sql: Sql, accountId: string, select: string, params: unknown[]): Promise<R[]> {
+  if (sql instanceof SqlTransaction) return Promise.all([sql.query(WRITE_LOCK, [accountId]), sql.query<R[]>(select, params)]).then(([, rows]) => rows);
+  return sql.query(`${WRITE_LOCK};\n${select}`, [accountId, ...params]).then((results: [unknown, R[]]) => results[1]);
+}
 
 /** What admission needs of the account it has locked. */
 export type LockedAccount = Pick<Account, 'id' | 'billingModel' | 'balanceMinor' | 'frozen'>;
@@ -51,13 +71,13 @@ export async function lockAccountBalances(sql: Sql, ids: readonly string[]): Pro
 }
 
 /**
- * Locks account `accountId` and then the row of its key `keyId`, reading what admission needs of
- * both in one statement (STRAIGHT_JOIN fixes the lock order: account first, then key); null when
- * the key is not one of the account's. The statement is issued before this function awaits
+ * Writes and locks account `accountId`, then locks the row of its key `keyId`, reading what admission needs
+ * of both in one statement (STRAIGHT_JOIN fixes the lock order: account first, then key); null when
+ * the key is not one of the account's. Both statements are issued before this function awaits
  * anything, so it travels with whatever the caller issues in the same tick.
  */
 export async function lockAccountWithKey(sql: Sql, accountId: string, keyId: string): Promise<AccountWithKeyRow | null> {
-  const rows: {
+  const rows = await writeLockedRead<{
     id: string;
     billing_model: BillingModel;
     balance_minor: string | number;
@@ -65,7 +85,9 @@ export async function lockAccountWithKey(sql: Sql, accountId: string, keyId: str
     net_spent_minor: string | number;
     active_deployments: string | number;
     revoked_at: Date | null;
-  }[] = await sql.query(
+  }>(
+    sql,
+    accountId,
     `SELECT a.id, a.billing_model, a.balance_minor, a.frozen, k.net_spent_minor, k.active_deployments, k.revoked_at
          FROM accounts a STRAIGHT_JOIN api_keys k ON k.id = ? AND k.account_id = a.id
         WHERE a.id = ? FOR UPDATE`,
@@ -82,11 +104,13 @@ export async function lockAccountWithKey(sql: Sql, accountId: string, keyId: str
 }
 
 /**
- * Locks account `accountId`, then its key `keyId` (the same order as {@link lockAccountWithKey}),
+ * Writes and locks account `accountId`, then locks its key `keyId` (the order of {@link lockAccountWithKey}),
  * reading only the key's revocation: `undefined` when the key is not one of the account's.
  */
 export async function lockAccountAndKey(sql: Sql, accountId: string, keyId: string): Promise<{ revokedAt: Date | null } | undefined> {
-  const rows: { revoked_at: Date | null }[] = await sql.query(
+  const rows = await writeLockedRead<{ revoked_at: Date | null }>(
+    sql,
+    accountId,
     `SELECT k.revoked_at FROM accounts a STRAIGHT_JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ? FOR UPDATE`,
     [keyId, accountId],
   );
@@ -94,11 +118,13 @@ export async function lockAccountAndKey(sql: Sql, accountId: string, keyId: stri
 }
 
 /**
- * Locks account `accountId`, then its key `keyId` (the same order as {@link lockAccountWithKey}),
+ * Writes and locks account `accountId`, then locks its key `keyId` (the order of {@link lockAccountWithKey}),
  * reading the key's kind and revocation: `undefined` when the key is not one of the account's.
  */
 export async function lockAccountAndKeyKind(sql: Sql, accountId: string, keyId: string): Promise<{ kind: KeyKind; revokedAt: Date | null } | undefined> {
-  const rows: { kind: KeyKind; revoked_at: Date | null }[] = await sql.query(
+  const rows = await writeLockedRead<{ kind: KeyKind; revoked_at: Date | null }>(
+    sql,
+    accountId,
     `SELECT k.kind, k.revoked_at FROM accounts a STRAIGHT_JOIN api_keys k ON k.id = ? AND k.account_id = a.id WHERE a.id = ? FOR UPDATE`,
     [keyId, accountId],
   );
