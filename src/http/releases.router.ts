@@ -67,7 +67,7 @@ export function releasesRouter(config: Pick<Config, 'publicBaseUrl' | 'releasesU
   const dir = config.releasesDir;
   const manifestPath = join(dir, MANIFEST_FILE);
   if (existsSync(manifestPath)) logger.info({ dir, url: config.releasesUrl }, `client releases served at ${config.releasesUrl}/${MANIFEST_FILE}`);
-  else logger.warn({ dir }, `client releases: none built in ${dir}; ${prefix}/${MANIFEST_FILE} answers 404 until \`npm run release\` runs`);
+  else logger.warn({ dir }, `client releases: none built in ${dir} yet; ${prefix}/${MANIFEST_FILE} answers 404 until one is (\`npm run release\`, which \`npm start\` runs in the background)`);
 
   const urls = { baseUrl: config.publicBaseUrl, releasesUrl: config.releasesUrl };
   // The filled skill of the last release seen, keyed by the released zip's hash.
