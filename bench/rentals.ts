@@ -91,7 +91,9 @@ const facts = (m: Measured) =>
   (m.dbCpuMs === null ? '' : `; database CPU ${m.dbCpuMs.toFixed(2)} ms/admission`);
 
 async function main(): Promise<void> {
-  const app = await startBenchApp();
+  // This process's app only sets up accounts and keys (and runs the provisioning phase): few connections,
+  // so the service's pool and the raw client's (40 each) fit under the server's connection limit.
+  const app = await startBenchApp({ poolSize: 10 });
   const service = await startServiceProcess(app);
   const pool = rawPool(app.databaseUrl, 40);
   const raw = { deadlocks: 0 };

@@ -4,6 +4,7 @@ import type { Services } from './container.js';
 import { controllerFactories } from './controllers.js';
 import { errorHandler, notFoundHandler } from './http/error-handler.js';
 import { requestId } from './http/request-id.js';
+import { directRoute, registeredRoute } from './http/direct-route.js';
 import { useAuthenticator } from './http/authentication.js';
 import { useControllers } from './http/ioc.js';
 import { discoveryRouter } from './http/discovery.js';
@@ -74,11 +75,33 @@ export function createApp(services: Services, options: AppOptions = {}): Express
     }),
   );
 
-  app.use(assignRequestId);
-  app.use(securityHeaders(production));
-  app.use(noStoreApi());
-  app.use(bearerChallenge());
-  if (httpLog) app.use(httpLog);
+  // Every request's own middleware, in order; admission's direct route runs the same functions.
+  const leading = [assignRequestId, securityHeaders(production), noStoreApi(), bearerChallenge(), ...(httpLog ? [httpLog] : [])];
+  const guards = [rejectMalformedPath(), normalizeCharset()];
+  // Public creates are counted per client address before their bodies are read or validated.
+  const bodies = [
+    publicCreateLimits(services.rateLimiter, services.config),
+    jsonBodies((req, buf) => {
+      // Kept for webhook signature checks, which must see the exact bytes that were signed.
+      req.rawBody = buf;
+    }),
+    limitJsonDepth(),
+    rejectUnknownProperties(),
+  ];
+  const notFound = notFoundHandler();
+  const errors = errorHandler(services.logger);
+
+  // Admission, the hot write: the middleware above and its generated handlers, without the walk
+  // through every page, router and route mounted below (none of which answers this path).
+  app.use(
+    directRoute(registeredRoute(RegisterRoutes, 'post', '/api/v1/rentals'), {
+      middleware: [...leading, ...guards, ...bodies],
+      notFound,
+      errorHandlers: [errors],
+    }),
+  );
+
+  app.use(...leading);
 
   // Public inventory is meant to be read from anywhere, including browsers on other origins.
   app.use((req: Request, res: Response, next: NextFunction) => {
@@ -95,8 +118,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
     next();
   });
 
-  app.use(rejectMalformedPath());
-  app.use(normalizeCharset());
+  app.use(...guards);
 
   // Liveness asks nothing of the database: an outage must not get every process restarted at once.
   app.get('/healthz', livenessRoute);
@@ -113,21 +135,12 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   if (dashboard) app.use('/admin/jobs', ...dashboard);
   options.mount?.(app);
 
-  // Public creates are counted per client address before their bodies are read or validated.
-  app.use(publicCreateLimits(services.rateLimiter, services.config));
-  app.use(
-    jsonBodies((req, buf) => {
-      // Kept for webhook signature checks, which must see the exact bytes that were signed.
-      req.rawBody = buf;
-    }),
-  );
-  app.use(limitJsonDepth());
-  app.use(rejectUnknownProperties());
+  app.use(...bodies);
   // The stream of GET /api/v1/events (Accept: text/event-stream); the generated route answers JSON.
   app.use(eventStreamRoute(services.ds, services.eventHub, { ...EVENT_STREAM, ...options.eventStream }));
   RegisterRoutes(app);
-  app.use(notFoundHandler());
-  app.use(errorHandler(services.logger));
+  app.use(notFound);
+  app.use(errors);
   return app;
 }
 
