@@ -1,12 +1,17 @@
 /**
- * `npm run bench:jobs`: this project's MySQL backend for Agenda beside the official
- * @agendajs/postgres-backend on this machine's PostgreSQL, same Agenda version and settings.
+ * `npm run bench:jobs`: this project's MySQL backend for Agenda, in each JOBS_CLAIM mode, beside
+ * the official @agendajs/postgres-backend on this machine's PostgreSQL, same Agenda version and
+ * settings.
  *
  *  - throughput: a producer process that does not process enqueues N no-op jobs; 1 or 4 worker
  *    processes run them; jobs/s = N / (last completion − first enqueue).
  *  - pickup latency: one process that enqueues and processes; now() → handler start, sequentially.
  *
- * Env: BENCH_JOBS (default 2000), BENCH_LATENCY_SAMPLES (300), DATABASE_URL base for MySQL
+ * Every figure is min / median / max over BENCH_REPS repetitions, the backends taking turns within
+ * each, and the last line divides the `update` medians by the `skip-locked` ones.
+ *
+ * Env: BENCH_JOBS (default 2000), BENCH_LATENCY_SAMPLES (300), BENCH_REPS (3), BENCH_JOBS_CLAIM
+ * (the MySQL claim modes to run, default `skip-locked,update`), DATABASE_URL base for MySQL
  * (default mysql://root@127.0.0.1:3306/), BENCH_PG_URL base for PostgreSQL
  * (default postgres://postgres@127.0.0.1:5432/). Throwaway databases are created and dropped.
  */
@@ -18,16 +23,21 @@ import { Agenda } from 'agenda';
 import { PostgresBackend } from '@agendajs/postgres-backend';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
+import { JOB_CLAIM_MODES, type JobClaimMode } from '../src/config.js';
 import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate } from '../src/db/data-source.js';
 import { entities } from '../src/entities.js';
 import { createAgenda, startAgendaProcessing } from '../src/jobs/agenda.js';
 import { createLogger } from '../src/logger.js';
 import { endChild, exitWithParent, ownChild, runBench } from './processes.js';
+import { spread } from './support.js';
 
 type Kind = 'mysql' | 'postgres';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 2000);
 const SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 300);
+const REPS = Number(process.env.BENCH_REPS ?? 3);
+const CLAIMS = (process.env.BENCH_JOBS_CLAIM ?? JOB_CLAIM_MODES.join(',')).split(',').map((c) => c.trim()).filter(Boolean) as JobClaimMode[];
+for (const c of CLAIMS) if (!JOB_CLAIM_MODES.includes(c)) throw new Error(`BENCH_JOBS_CLAIM: "${c}" is not one of ${JOB_CLAIM_MODES.join(', ')}`);
 const MYSQL_BASE = process.env.DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/';
 const PG_BASE = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/';
 /** The same Agenda settings on both sides. */
@@ -43,6 +53,9 @@ function withDb(base: string, name: string): string {
 /** One side of the comparison: a database, an Agenda factory, and a completed-jobs counter. */
 interface Side {
   kind: Kind;
+  /** The MySQL claim mode; none for PostgreSQL. */
+  claim?: JobClaimMode;
+  label: string;
   url: string;
   agenda(opts: { processEvery?: number }): Promise<{ agenda: Agenda; enqueue(name: string, data: object): Promise<unknown>; start(): Promise<void>; close(): Promise<void> }>;
   completed(): Promise<number>;
@@ -50,7 +63,7 @@ interface Side {
   drop(): Promise<void>;
 }
 
-async function mysqlSide(url?: string): Promise<Side> {
+async function mysqlSide(claim: JobClaimMode, url?: string): Promise<Side> {
   const owned = !url;
   url ??= withDb(MYSQL_BASE, `gpu_rental_bench_${randomBytes(4).toString('hex')}`);
   await createDatabaseIfMissing(url);
@@ -59,9 +72,11 @@ async function mysqlSide(url?: string): Promise<Side> {
   if (owned) await migrate(ds);
   return {
     kind: 'mysql',
+    claim,
+    label: `MySQL ${claim}`,
     url,
     async agenda({ processEvery }) {
-      const { agenda, queue } = createAgenda(ds, { jobsProcessEveryMs: processEvery ?? SETTINGS.processEvery, jobsClaim: 'skip-locked' }, { maxConcurrency: SETTINGS.maxConcurrency });
+      const { agenda, queue } = createAgenda(ds, { jobsProcessEveryMs: processEvery ?? SETTINGS.processEvery, jobsClaim: claim }, { maxConcurrency: SETTINGS.maxConcurrency });
       let worker: Awaited<ReturnType<typeof startAgendaProcessing>> | undefined;
       return {
         agenda,
@@ -106,6 +121,7 @@ async function postgresSide(url?: string): Promise<Side> {
   if (owned) await new PostgresBackend({ pool }).connect();
   return {
     kind: 'postgres',
+    label: '@agendajs/postgres',
     url,
     async agenda({ processEvery }) {
       const backend = new PostgresBackend({ pool, ensureSchema: false });
@@ -147,9 +163,9 @@ async function postgresSide(url?: string): Promise<Side> {
 }
 
 /** Child process: a worker that runs `bench.noop` until SIGTERM, or until its parent is gone. */
-async function child(kind: Kind, url: string): Promise<void> {
+async function child(kind: Kind, url: string, claim: JobClaimMode): Promise<void> {
   exitWithParent();
-  const side = kind === 'mysql' ? await mysqlSide(url) : await postgresSide(url);
+  const side = kind === 'mysql' ? await mysqlSide(claim, url) : await postgresSide(url);
   const a = await side.agenda({});
   a.agenda.define('bench.noop', async () => undefined, { concurrency: SETTINGS.defaultConcurrency });
   await a.start();
@@ -162,7 +178,7 @@ async function child(kind: Kind, url: string): Promise<void> {
 async function throughput(side: Side, workers: number, jobs = JOBS): Promise<number> {
   await side.reset();
   const procs = Array.from({ length: workers }, () =>
-    ownChild(fork(SELF, ['--child', side.kind, side.url], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })),
+    ownChild(fork(SELF, ['--child', side.kind, side.url, side.claim ?? 'skip-locked'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })),
   );
   await Promise.all(procs.map(ready));
   const producer = await side.agenda({});
@@ -176,7 +192,7 @@ async function throughput(side: Side, workers: number, jobs = JOBS): Promise<num
   }
   const deadline = Date.now() + 180_000;
   while ((await side.completed()) < jobs) {
-    if (Date.now() > deadline) throw new Error(`${side.kind}: jobs did not complete`);
+    if (Date.now() > deadline) throw new Error(`${side.label}: ${await side.completed()} of ${jobs} jobs completed in 180 s`);
     await new Promise((r) => setTimeout(r, 10));
   }
   const seconds = (performance.now() - t0) / 1000;
@@ -222,33 +238,53 @@ async function latency(side: Side): Promise<{ p50: number; p99: number }> {
   return { p50: q(0.5), p99: q(0.99) };
 }
 
+type Figures = { t1: number[]; t4: number[]; p50: number[]; p99: number[] };
+
 async function main(): Promise<void> {
-  const sides = [await mysqlSide(), await postgresSide()];
-  const results: Record<Kind, { t1: number; t4: number; p50: number; p99: number }> = {} as never;
+  const sides: Side[] = [];
+  const results = new Map<Side, Figures>();
   try {
+    for (const claim of CLAIMS) sides.push(await mysqlSide(claim));
+    sides.push(await postgresSide());
     for (const side of sides) {
       await throughput(side, 1, 200); // warm-up: pools, JIT, buffer pool; not reported
-      const t1 = await throughput(side, 1);
-      const t4 = await throughput(side, 4);
-      const lat = await latency(side);
-      results[side.kind] = { t1, t4, ...lat };
+      results.set(side, { t1: [], t4: [], p50: [], p99: [] });
+    }
+    // The backends take turns within each repetition, so a slow spell of a noisy machine falls on all of them.
+    for (let rep = 0; rep < REPS; rep++) {
+      for (const side of sides) {
+        const r = results.get(side)!;
+        r.t1.push(await throughput(side, 1));
+        r.t4.push(await throughput(side, 4));
+        const lat = await latency(side);
+        r.p50.push(lat.p50);
+        r.p99.push(lat.p99);
+      }
     }
   } finally {
-    for (const side of sides) await side.drop().catch((err) => console.error(`dropping the ${side.kind} bench database:`, err.message));
+    for (const side of sides) await side.drop().catch((err) => console.error(`dropping the ${side.label} bench database:`, err.message));
   }
-  const f = (n: number, d = 0) => n.toFixed(d).padStart(10);
-  console.log(`Agenda 6.2.6, ${JOBS} no-op jobs per throughput run, ${SAMPLES} latency samples`);
+  const cols: Array<[keyof Figures, string, number]> = [['t1', '1 worker jobs/s', 0], ['t4', '4 workers jobs/s', 0], ['p50', 'pickup p50 ms', 2], ['p99', 'pickup p99 ms', 2]];
+  const width = 26;
+  console.log(`Agenda 6.2.6, ${JOBS} no-op jobs per throughput run, ${SAMPLES} latency samples, ${REPS} repetitions (min / median / max)`);
   console.log(`settings: processEvery ${SETTINGS.processEvery} ms, concurrency ${SETTINGS.defaultConcurrency}/name, maxConcurrency ${SETTINGS.maxConcurrency}; producer in its own process`);
-  console.log(`${'backend'.padEnd(22)}${'1 worker/s'.padStart(10)}${'4 workers/s'.padStart(12)}${'p50 ms'.padStart(10)}${'p99 ms'.padStart(10)}`);
-  for (const [kind, label] of [['mysql', 'MySQL (this project)'], ['postgres', '@agendajs/postgres']] as const) {
-    const r = results[kind];
-    console.log(`${label.padEnd(22)}${f(r.t1)}${f(r.t4).padStart(12)}${f(r.p50, 2)}${f(r.p99, 2)}`);
+  console.log(`${'backend'.padEnd(22)}${cols.map(([, title]) => title.padStart(width)).join('')}`);
+  for (const side of sides) {
+    const r = results.get(side)!;
+    console.log(`${side.label.padEnd(22)}${cols.map(([key, , digits]) => spread(r[key], digits).padStart(width)).join('')}`);
+  }
+  const skip = sides.find((s) => s.claim === 'skip-locked');
+  const upd = sides.find((s) => s.claim === 'update');
+  if (skip && upd) {
+    const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor((v.length - 1) / 2)];
+    const ratio = (key: keyof Figures) => (median(results.get(upd)![key]) / median(results.get(skip)![key])).toFixed(2);
+    console.log(`${'update / skip-locked'.padEnd(22)}${cols.map(([key]) => `${ratio(key)}x`.padStart(width)).join('')}`);
   }
 }
 
 const childAt = process.argv.indexOf('--child');
 if (childAt >= 0) {
-  child(process.argv[childAt + 1] as Kind, process.argv[childAt + 2]).catch((err) => {
+  child(process.argv[childAt + 1] as Kind, process.argv[childAt + 2], process.argv[childAt + 3] as JobClaimMode).catch((err) => {
     console.error(err);
     process.exit(1);
   });
