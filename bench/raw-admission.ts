@@ -4,7 +4,8 @@
  * statements test/api/rentals-admission.test.ts pins, recorded with test/helpers/sql-requests.ts)
  * in the same three round trips:
  *
- *   1. START TRANSACTION; the account row lock with the key's counters and revocation; the
+ *   1. START TRANSACTION; the account row's lock_version write (so admissions on two nodes of a
+ *      cluster conflict); the account row lock with the key's counters and revocation; the
  *      idempotency claim (INSERT IGNORE, with the request's SHA-256 and the rental's id); the
  *      account's live metered rentals, for the reservations
  *   2. the order row; the deployment row; the key's slot counter; the provision job row
@@ -21,7 +22,7 @@ import type { Offer } from '../src/modules/inventory/offer.entity.js';
 import type { Client } from './support.js';
 
 /** Statements per admission, BEGIN and COMMIT included, as the service sends them. */
-export const RAW_STATEMENTS_PER_ADMISSION = 9;
+export const RAW_STATEMENTS_PER_ADMISSION = 10;
 /** Requests to the server per admission. */
 export const RAW_ROUND_TRIPS_PER_ADMISSION = 3;
 
@@ -50,6 +51,7 @@ export async function rawAdmission(pool: mysql.Pool, c: Client, offer: Offer, co
   }
 }
 
+const WRITE_LOCK = `UPDATE accounts SET lock_version = lock_version + 1 WHERE id = ?`;
 const LOCK = `SELECT a.id, a.billing_model, a.balance_minor, a.frozen, k.net_spent_minor, k.active_deployments, k.revoked_at
          FROM accounts a STRAIGHT_JOIN api_keys k ON k.id = ? AND k.account_id = a.id
         WHERE a.id = ? FOR UPDATE`;
@@ -82,12 +84,13 @@ async function admitOnce(conn: mysql.PoolConnection, c: Client, offer: Offer): P
   const [results] = await conn.query(
     batch(conn, [
       ['START TRANSACTION', []],
+      [WRITE_LOCK, [c.accountId]],
       [LOCK, [c.keyId, c.accountId]],
       [CLAIM, [`rental:${c.accountId}`, randomUUID(), requestHash(offer.id, c.keyId), rentalId, now]],
       [RESERVING, [c.accountId]],
     ]),
   );
-  const [, [account], claim, live] = results as unknown as [mysql.ResultSetHeader, mysql.RowDataPacket[], mysql.ResultSetHeader, mysql.RowDataPacket[]];
+  const [, , [account], claim, live] = results as unknown as [mysql.ResultSetHeader, mysql.ResultSetHeader, mysql.RowDataPacket[], mysql.ResultSetHeader, mysql.RowDataPacket[]];
   if (!account) throw Object.assign(new Error('no account'), { code: 'NO_ACCOUNT' });
   if (claim.affectedRows !== 1) return rollback(conn, 'raw replay');
   if (account.frozen || account.revoked_at !== null) return rollback(conn, 'raw refused');
