@@ -7,11 +7,12 @@ import { migrations } from '../../migrations/index.js';
 import { createAgenda } from '../../src/jobs/agenda.js';
 import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
 import { FakeStripeServer } from '../fakes/stripe-server.js';
+import { outstandingReservationMinor } from '../../src/modules/rentals/credit-reservation.js';
 import { assertLedgerConsistent } from '../helpers/ledger.js';
 import { STRIPE_KEY, WEBHOOK_SECRET } from '../helpers/payments.js';
-import { waitFor } from '../helpers/process.js';
 import { transactionKinds } from '../helpers/transaction-kinds.js';
-import { call, galera, NODE_PORTS, nodeDataSource, startService, stopServices, type ServiceProcess } from './cluster.js';
+import { spawnService, waitFor } from '../helpers/process.js';
+import { call, galera, NODE_PORTS, nodeDataSource, nodeUrl, startService, stopServices, type ServiceProcess } from './cluster.js';
 
 const log = (line: string) => process.stdout.write(`      [cluster] ${line}\n`);
 
@@ -21,6 +22,7 @@ describe('the service on a three-node Galera cluster', function () {
   let apis: ServiceProcess[] = [];
   let ds: DataSource[] = [];
   let offerId: string;
+  let offers: { id: string; pricePerHourMinor: number }[];
 
   before(async () => {
     stripe = await FakeStripeServer.start({ secretKey: STRIPE_KEY });
@@ -31,7 +33,7 @@ describe('the service on a three-node Galera cluster', function () {
     await stripe.close();
   });
 
-  const env = () => ({ STRIPE_SECRET_KEY: STRIPE_KEY, STRIPE_API_URL: stripe.url, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, SIGNUP_RATE_PER_MINUTE: '100000', SIGNUP_RATE_PER_ADDRESS_PER_MINUTE: '100000' });
+  const env = () => ({ STRIPE_SECRET_KEY: STRIPE_KEY, STRIPE_API_URL: stripe.url, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, SIGNUP_RATE_PER_MINUTE: '100000', SIGNUP_RATE_PER_ADDRESS_PER_MINUTE: '100000', AGENT_SETUP_RATE_PER_MINUTE: '100000' });
 
   async function signup(api: ServiceProcess): Promise<{ accountId: string; auth: Record<string, string> }> {
     const r = await call(api.base, 'POST', '/api/v1/signup', { body: {}, headers: { 'Idempotency-Key': randomUUID() } });
@@ -52,6 +54,14 @@ describe('the service on a three-node Galera cluster', function () {
     return { payload, headers: { 'Stripe-Signature': sig } };
   }
 
+  /** A new owner account and its OWNER key, made by the `owner create` command against node `n`. */
+  async function owner(n: number, name: string): Promise<{ accountId: string; auth: Record<string, string> }> {
+    const run = spawnService(['owner', 'create', '--name', name, '--json'], { DATABASE_URL: nodeUrl(n) });
+    assert.equal(await run.exited, 0, run.stderr());
+    const out = JSON.parse(run.stdout()) as { token: string; accountId: string };
+    return { accountId: out.accountId, auth: { Authorization: `Bearer ${out.token}` } };
+  }
+
   async function balance(api: ServiceProcess, auth: Record<string, string>): Promise<number> {
     const r = await call(api.base, 'GET', '/api/v1/billing/balance', { headers: auth });
     assert.equal(r.status, 200, JSON.stringify(r.body));
@@ -66,7 +76,7 @@ describe('the service on a three-node Galera cluster', function () {
     const rows: { name: string }[] = await ds[2].query('SELECT name FROM migrations ORDER BY id');
     assert.deepEqual(rows.map((r) => r.name), migrations.map((m) => m.name));
     // The worker refreshes the inventory; then it stops, so the rentals below stay queued.
-    const offers = await waitFor(async () => {
+    offers = await waitFor(async () => {
       const r = await call(apis[2].base, 'GET', '/api/v1/offers');
       const list = (r.body.data as unknown as { id: string; pricePerHourMinor: number }[]) ?? [];
       return list.length > 0 && list;
@@ -152,6 +162,87 @@ describe('the service on a three-node Galera cluster', function () {
     const [n] = await ds[0].query('SELECT COUNT(*) AS n FROM deployments WHERE account_id = ?', [who.accountId]);
     assert.equal(Number(n.n), admitted);
     await assertLedgerConsistent(ds[0]);
+  });
+
+  async function creditEdge(round: number): Promise<number> {
+    // An owner key and five agent keys it issues, with limits far above the credit: the
+    // account-wide credit reservation is the only rule that can refuse.
+    const wide = { maxPerRentalMinor: 100_000, budgetLimitMinor: 1_000_000, maxConcurrentDeployments: 20 };
+    const { accountId, auth } = await owner(round % 3, `credit edge ${round}`);
+    const auths = [auth];
+    for (let i = 0; i < 5; i++) {
+      const r = await call(apis[i % 3].base, 'POST', '/api/v1/agent-keys', {
+        body: { name: `agent ${i}`, scopes: ['read', 'rent'], ...wide },
+        headers: { ...auths[0], 'Idempotency-Key': randomUUID() },
+      });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      auths.push({ Authorization: `Bearer ${(r.body.data as { token: string }).token}` });
+    }
+    // An offer whose reservation is large enough that the smallest top-up buys only a few.
+    const offer = offers.find((o) => o.pricePerHourMinor >= 170);
+    assert.ok(offer, `no offer of 170 or more an hour among ${offers.map((o) => o.pricePerHourMinor).join(', ')}`);
+    const reservation = outstandingReservationMinor({ hourlyPriceMinor: offer.pricePerHourMinor, spendCapMinor: null, usageMinor: 0 });
+    // Room for `fits` reservations (three, or more when the smallest top-up buys more) and half of one more.
+    const fits = Math.max(3, Math.ceil(500 / reservation));
+    const credits = fits * reservation + Math.floor(reservation / 2);
+    const hook = await paidTopup(apis[1], auths[0], credits);
+    assert.equal((await call(apis[2].base, 'POST', '/api/v1/webhooks/stripe', { raw: hook.payload, headers: hook.headers })).status, 200);
+    await waitFor(async () => (await balance(apis[0], auths[0])) === credits && (await balance(apis[1], auths[0])) === credits, 10_000, 'the credit on nodes 1 and 2');
+    // 36 requests: six per key, each key's requests over all three nodes, all fired at once.
+    const answers = await Promise.all(
+      Array.from({ length: 36 }, (_, i) =>
+        call(apis[(i + Math.floor(i / 6)) % 3].base, 'POST', '/api/v1/rentals', { body: { offerId: offer.id }, headers: { ...auths[i % 6], 'Idempotency-Key': randomUUID() } }),
+      ),
+    );
+    const admitted = answers.filter((a) => a.status === 201).length;
+    const refusals = answers.filter((a) => a.status !== 201).map((a) => `${a.status} ${a.body.error?.code}`);
+    log(`36 parallel rentals of 6 keys on ${credits} minor units (${reservation} a reservation): ${admitted} admitted, refused: ${[...new Set(refusals)].join(', ')}`);
+    assert.deepEqual([...new Set(refusals)], ['402 INSUFFICIENT_CREDITS']);
+    const rows: { hourly_price_minor: string; spend_cap_minor: string | null }[] = await ds[0].query(
+      'SELECT hourly_price_minor, spend_cap_minor FROM deployments WHERE account_id = ?',
+      [accountId],
+    );
+    const reserved = rows.reduce((sum, r) => sum + outstandingReservationMinor({ hourlyPriceMinor: Number(r.hourly_price_minor), spendCapMinor: r.spend_cap_minor === null ? null : Number(r.spend_cap_minor), usageMinor: 0 }), 0);
+    assert.equal(rows.length, admitted);
+    assert.ok(reserved <= credits, `${admitted} rentals reserve ${reserved} of ${credits} minor units of credit`);
+    assert.equal(admitted, fits);
+    return admitted;
+  }
+
+  it('admits parallel rentals of six keys of one account, spread over the nodes, only while unreserved credit covers each reservation', async () => {
+    const rounds = Number(process.env.CREDIT_EDGE_ROUNDS ?? 2);
+    for (let round = 0; round < rounds; round++) await creditEdge(round);
+    await assertLedgerConsistent(ds[2]);
+  });
+
+  it('issues one key for a setup code exchanged twelve times at once on all three nodes', async () => {
+    const who = await owner(1, 'setup code race');
+    const begun = await call(apis[1].base, 'POST', '/api/v1/agent-authorizations', { body: { name: 'raced agent' } });
+    assert.equal(begun.status, 200, JSON.stringify(begun.body));
+    const { setupCode, approvalUrl } = begun.body.data as { setupCode: string; approvalUrl: string };
+    const approved = await call(apis[2].base, 'POST', '/api/v1/agent-authorizations/approve', {
+      body: { approvalCode: approvalUrl.split('/').pop(), maxPerRentalMinor: 500, budgetLimitMinor: 1000, maxConcurrentDeployments: 1 },
+      headers: who.auth,
+    });
+    assert.equal(approved.status, 200, JSON.stringify(approved.body));
+    // Each node must see the approval, or its exchange would answer 409 AUTHORIZATION_PENDING instead of racing.
+    await waitFor(async () => {
+      const states = await Promise.all(ds.map((d) => d.query("SELECT status FROM agent_authorizations WHERE approved_by_key_id IS NOT NULL AND account_id = ?", [who.accountId])));
+      return states.every((s: { status: string }[]) => s.length === 1 && s[0].status === 'APPROVED');
+    }, 10_000, 'the approval on every node');
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => call(apis[i % 3].base, 'POST', '/api/v1/agent-setups/exchange', { body: { setupCode } })),
+    );
+    const statuses = answers.map((a) => a.status);
+    log(`12 exchanges of one setup code over three nodes: ${statuses.join(',')}`);
+    assert.equal(statuses.filter((s) => s === 200).length, 1, statuses.join(','));
+    assert.ok(answers.every((a) => a.status === 200 || (a.status === 409 && a.body.error?.code === 'AGENT_SETUP_INVALID')), JSON.stringify(answers.map((a) => a.body.error)));
+    const [keys] = await ds[1].query("SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ? AND kind = 'AGENT'", [who.accountId]);
+    assert.equal(Number(keys.n), 1);
+    const [row] = await ds[2].query('SELECT status, issued_key_id FROM agent_authorizations WHERE account_id = ?', [who.accountId]);
+    assert.equal(row.status, 'EXCHANGED');
+    const winner = answers.find((a) => a.status === 200)!.body.data as { key: { id: string } };
+    assert.equal(row.issued_key_id, winner.key.id);
   });
 
   it('runs each job once when workers on all three nodes claim from one queue', async () => {
