@@ -26,6 +26,7 @@ import { NotifyPreferences1763800016000 } from './1763800016000-NotifyPreference
 import { IdleRentals1763800015000 } from './1763800015000-IdleRentals.js';
 import { HourlyUsage1763800017000 } from './1763800017000-HourlyUsage.js';
 import { AccountLockVersion1763800018200 } from './1763800018200-AccountLockVersion.js';
+import { MeteringSweepIndex1763800018500 } from './1763800018500-MeteringSweepIndex.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -53,4 +54,5 @@ export const migrations = [
   NotifyPreferences1763800016000,
   HourlyUsage1763800017000,
   AccountLockVersion1763800018200,
+  MeteringSweepIndex1763800018500,
 ];

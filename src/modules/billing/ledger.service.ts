@@ -5,7 +5,7 @@ import { AppError } from '../../errors/app-error.js';
 import { countCredits } from '../../metrics/outcomes.js';
 import type { Account } from '../accounts/account.entity.js';
 import { crossesLow, DEFAULT_LOW_CREDITS_MINOR, recordAccountEvent } from './account-events.js';
-import { lockAccount, lockAccountBalances } from '../accounts/accounts.repository.js';
+import { lockAccount, lockAccountBalances, type AccountMoney } from '../accounts/accounts.repository.js';
 import type { LedgerEntry, LedgerKind } from './ledger-entry.entity.js';
 import {
   addKeySpend,
@@ -124,11 +124,16 @@ export class LedgerService {
    * repeated posting: the insert fails and the caller's transaction rolls back. A balance that
    * falls under the low-credits threshold writes `credits.low`, once per account and call, with
    * the balance the call left. Returns the number of entries written.
+   *
+   * A caller that has locked the accounts already (`lockAccountBalances`, in this transaction)
+   * passes what it read as `locked`: the call then issues its writes before awaiting anything, so
+   * they travel with whatever the caller issued in the same tick. `locked` is updated as the
+   * balances move.
    */
-  async accrueUsage(sql: Sql, accruals: readonly UsageAccrual[], postings: readonly Posting[]): Promise<number> {
+  async accrueUsage(sql: Sql, accruals: readonly UsageAccrual[], postings: readonly Posting[], locked?: Map<string, AccountMoney>): Promise<number> {
     if (accruals.length === 0 && postings.length === 0) return 0;
     checkPostings(sql, [...accruals.map((a) => ({ amountMinor: a.amountMinor })), ...postings]);
-    const money = await lockAccountBalances(sql, [...accruals, ...postings].map((x) => x.accountId));
+    const money = locked ?? (await lockAccountBalances(sql, [...accruals, ...postings].map((x) => x.accountId)));
     const before = new Map([...money].map(([id, m]) => [id, m.balanceMinor]));
     const of = (accountId: string) => {
       const m = money.get(accountId);

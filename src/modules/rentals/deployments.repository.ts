@@ -1,14 +1,13 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { readMinor } from '../../db/columns.js';
-import { derivedTable } from '../../db/derived-table.js';
 import { Deployment } from './deployment.entity.js';
 import { DeploymentAttempt } from './deployment-attempt.entity.js';
 import type { Sql } from '../../db/sql.js';
-import { METERED_BILLING_MODELS, RESERVING_STATUSES, type DeploymentBillingModel, type RentalStatus } from './rental-status.js';
+import { METERED_BILLING_MODELS, RESERVING_STATUSES, type RentalStatus } from './rental-status.js';
 
 // The reads and writes of `deployments` and `deployment_attempts`: the jobs' reads of one
-// deployment, the create attempts, termination's bookkeeping, the metering sweep's statements,
-// the reconciler's sweeps, admission's reservations and a card order's payment state. Statuses
+// deployment, the create attempts, termination's bookkeeping (the metering sweep's statements are
+// metering.repository.ts), the reconciler's sweeps, admission's reservations and a card order's payment state. Statuses
 // are written only by rental-state.ts; which statuses a sweep looks for is the caller's rule,
 // passed in as a set of rental-status.ts. (The customer's reads are rentals.repository.ts.)
 
@@ -90,143 +89,6 @@ export async function setMeteredUsage(
   await m.update(Deployment, { id: deploymentId }, { ...usage, updatedAt: at });
 }
 
-/** A metered deployment as the sweep reads it. */
-export type MeteredDeployment = Pick<
-  Deployment,
-  | 'id'
-  | 'accountId'
-  | 'keyId'
-  | 'orderId'
-  | 'hourlyPriceMinor'
-  | 'spendCapMinor'
-  | 'usageMinor'
-  | 'startedAt'
-  | 'meteredUntil'
-  | 'postedUsageMinor'
-  | 'postedUntil'
-  | 'terminateRequestedAt'
->;
-
-/**
- * The started deployments of `billingModels` in `statuses` that have a metering start, sorted by
- * account then id; a plain read, no locks.
- */
-export async function meteredDeployments(
-  ds: DataSource,
-  billingModels: readonly DeploymentBillingModel[],
-  statuses: readonly RentalStatus[],
-): Promise<MeteredDeployment[]> {
-  const rows: MeteredRow[] = await ds.query(
-    `SELECT id, account_id, key_id, order_id, hourly_price_minor, spend_cap_minor, usage_minor, started_at, metered_until, posted_usage_minor, posted_until,
-              terminate_requested_at
-         FROM deployments
-        WHERE billing_model IN (?) AND status IN (?) AND metered_until IS NOT NULL AND started_at IS NOT NULL
-        ORDER BY account_id, id`,
-    [billingModels, statuses],
-  );
-  return rows.map(toMetered);
-}
-
-/** A deployment's metering as read again under lock. */
-export interface MeteringState {
-  id: string;
-  status: string;
-  usageMinor: number;
-  meteredUntil: Date | null;
-  postedUsageMinor: number;
-  postedUntil: Date | null;
-  terminateRequestedAt: Date | null;
-}
-
-/** Locks deployments `ids` FOR UPDATE in id order (so two sweeps never deadlock) and reads their metering. */
-export async function lockMeteringStates(m: EntityManager, ids: readonly string[]): Promise<MeteringState[]> {
-  const rows: {
-    id: string;
-    status: string;
-    usage_minor: string | number;
-    metered_until: Date | null;
-    posted_usage_minor: string | number;
-    posted_until: Date | null;
-    terminate_requested_at: Date | null;
-  }[] = await m.query(
-    `SELECT id, status, usage_minor, metered_until, posted_usage_minor, posted_until, terminate_requested_at FROM deployments WHERE id IN (?) ORDER BY id FOR UPDATE`,
-    [ids],
-  );
-  return rows.map((r) => ({
-    id: r.id,
-    status: r.status,
-    usageMinor: readMinor(r.usage_minor),
-    meteredUntil: r.metered_until,
-    postedUsageMinor: readMinor(r.posted_usage_minor),
-    postedUntil: r.posted_until,
-    terminateRequestedAt: r.terminate_requested_at,
-  }));
-}
-
-/** Usage to add to one deployment, from the metering moment it was read at to a new one, and its posted usage after. */
-export interface UsageCharge {
-  id: string;
-  prevUntil: Date;
-  amount: number;
-  newUntil: Date;
-  /** The deployment's posted usage and the moment it runs to, as the charge leaves them. */
-  postedUsage: number;
-  postedUntil: Date | null;
-}
-
-/**
- * Adds each charge's usage, moves its metering moment on and sets its posted usage, in one
- * statement, only where the moment is still the one it was read at; answers the number of
- * deployments charged.
- */
-export async function chargeUsage(m: EntityManager, charges: readonly UsageCharge[], at: Date): Promise<number> {
-  const t = derivedTable(
-    ['id', 'prev_until', 'amount', 'new_until', 'posted', 'posted_until'],
-    charges.map((c) => [c.id, c.prevUntil, c.amount, c.newUntil, c.postedUsage, c.postedUntil]),
-  );
-  const res: { affectedRows: number } = await m.query(
-    `UPDATE deployments d JOIN (${t.sql}) v ON v.id = d.id
-            SET d.usage_minor = d.usage_minor + v.amount, d.metered_until = CAST(v.new_until AS DATETIME(3)),
-                d.posted_usage_minor = v.posted, d.posted_until = CAST(v.posted_until AS DATETIME(3)), d.updated_at = ?
-          WHERE d.metered_until = CAST(v.prev_until AS DATETIME(3))`,
-    [...t.params, at],
-  );
-  return res.affectedRows;
-}
-
-/** The counters a running metered rental's limits are checked against. */
-export interface MeteredLimits {
-  id: string;
-  spendCapMinor: number | null;
-  usageMinor: number;
-  /** Of the key that started the rental. */
-  budgetLimitMinor: number;
-  netSpentMinor: number;
-  /** Of the rental's account. */
-  balanceMinor: number;
-}
-
-/**
- * The ACTIVE deployments of `billingModels` with their limits' counters: the key's net spend and
- * the account's balance, each a single column kept in step by LedgerService. A plain read, no locks.
- */
-export async function activeMeteredLimits(ds: DataSource, billingModels: readonly DeploymentBillingModel[]): Promise<MeteredLimits[]> {
-  const rows: LimitRow[] = await ds.query(
-    `SELECT d.id, d.spend_cap_minor, d.usage_minor, k.budget_limit_minor, k.net_spent_minor, a.balance_minor
-         FROM deployments d JOIN api_keys k ON k.id = d.key_id JOIN accounts a ON a.id = d.account_id
-        WHERE d.status = 'ACTIVE' AND d.billing_model IN (?)`,
-    [billingModels],
-  );
-  return rows.map((r) => ({
-    id: r.id,
-    spendCapMinor: r.spend_cap_minor === null ? null : readMinor(r.spend_cap_minor),
-    usageMinor: readMinor(r.usage_minor),
-    budgetLimitMinor: readMinor(r.budget_limit_minor),
-    netSpentMinor: readMinor(r.net_spent_minor),
-    balanceMinor: readMinor(r.balance_minor),
-  }));
-}
-
 /** The deployments in `statuses` whose status has not changed since before `cutoff` (an unstamped change counts from the last update). */
 export function deploymentsUnchangedSince(ds: DataSource, statuses: readonly RentalStatus[], cutoff: Date): Promise<{ id: string; status: RentalStatus }[]> {
   return ds.query(`SELECT id, status FROM deployments WHERE status IN (?) AND COALESCE(status_changed_at, updated_at) < ?`, [statuses, cutoff]);
@@ -265,47 +127,6 @@ export async function labelsOfDeploymentsIn(ds: DataSource, labels: readonly str
     [labels, statuses],
   );
   return new Set(rows.map((r) => r.label));
-}
-
-interface MeteredRow {
-  id: string;
-  account_id: string;
-  key_id: string;
-  order_id: string;
-  hourly_price_minor: string | number;
-  spend_cap_minor: string | number | null;
-  usage_minor: string | number;
-  started_at: Date;
-  metered_until: Date;
-  posted_usage_minor: string | number;
-  posted_until: Date | null;
-  terminate_requested_at: Date | null;
-}
-
-function toMetered(r: MeteredRow): MeteredDeployment {
-  return {
-    id: r.id,
-    accountId: r.account_id,
-    keyId: r.key_id,
-    orderId: r.order_id,
-    hourlyPriceMinor: readMinor(r.hourly_price_minor),
-    spendCapMinor: r.spend_cap_minor === null ? null : readMinor(r.spend_cap_minor),
-    usageMinor: readMinor(r.usage_minor),
-    startedAt: r.started_at,
-    meteredUntil: r.metered_until,
-    postedUsageMinor: readMinor(r.posted_usage_minor),
-    postedUntil: r.posted_until,
-    terminateRequestedAt: r.terminate_requested_at,
-  };
-}
-
-interface LimitRow {
-  id: string;
-  spend_cap_minor: string | number | null;
-  usage_minor: string | number;
-  budget_limit_minor: string | number;
-  net_spent_minor: string | number;
-  balance_minor: string | number;
 }
 
 // Admission's and termination's reads in the caller's transaction.

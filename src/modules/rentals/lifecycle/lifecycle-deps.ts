@@ -27,6 +27,11 @@ export interface LifecycleTiming {
   sshTimeoutMs: number;
   /** Rentals per metering transaction (whole accounts at a time): short enough that admissions never wait long on it. */
   meterChunkRentals: number;
+  /**
+   * Metering transactions in flight at once, on as many pooled connections: one chunk's locks and
+   * writes run in the database while the next chunk is read and priced here.
+   */
+  meterConcurrency: number;
   /** How long a rental warned as idle may stay idle before it ends (IDLE_GRACE_SECONDS). */
   idleGraceMs: number;
 }
@@ -42,6 +47,7 @@ export const DEFAULT_TIMING: LifecycleTiming = {
   stuckAfterMs: 5 * 60_000,
   sshTimeoutMs: 3000,
   meterChunkRentals: 300,
+  meterConcurrency: 2,
   idleGraceMs: 600_000,
 };
 

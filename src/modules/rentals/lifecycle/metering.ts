@@ -1,19 +1,20 @@
 import type { EntityManager } from 'typeorm';
-import { inTransaction } from '../../../db/transaction.js';
+import { inPipelinedTransaction } from '../../../db/sql.js';
 import { sweepTimer } from '../../../metrics/outcomes.js';
+import { lockAccountBalances } from '../../accounts/accounts.repository.js';
 import type { Posting, UsageAccrual } from '../../billing/ledger.service.js';
 import type { Deployment } from '../deployment.entity.js';
 import { isOneOf, METERED_BILLING_MODELS, METERED_STATUSES, type TerminationReason } from '../rental-status.js';
+import { overdueDeployments, setMeteredUsage } from '../deployments.repository.js';
 import {
   activeMeteredLimits,
   chargeUsage,
   lockMeteringStates,
   meteredDeployments,
-  setMeteredUsage,
-  overdueDeployments,
-  type MeteredDeployment as Metered,
   type MeteredLimits,
-} from '../deployments.repository.js';
+  type MeteringState,
+  type SweptDeployment,
+} from '../metering.repository.js';
 import { usageRef } from './labels.js';
 import type { LifecycleDeps, LifecycleTiming } from './lifecycle-deps.js';
 
@@ -98,7 +99,7 @@ export class Metering {
     private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'ledger'>,
     /** Starts termination for a limit reached (the termination part's `request`). */
     private readonly requestTermination: (deploymentId: string, reason: TerminationReason) => Promise<void>,
-    private readonly timing: Pick<LifecycleTiming, 'meterChunkRentals'>,
+    private readonly timing: Pick<LifecycleTiming, 'meterChunkRentals' | 'meterConcurrency'>,
   ) {}
 
   /**
@@ -123,44 +124,68 @@ export class Metering {
   /**
    * One sweep: reads the metered rentals without locking, charges them in chunks of whole
    * accounts (about `meterChunkRentals` rentals per transaction, so no lock is held for long and
-   * the work grows linearly), then terminates rentals at a limit.
+   * the work grows linearly), `meterConcurrency` chunks at a time, then terminates rentals at a
+   * limit. Chunks never share an account, so those in flight lock disjoint rows. A chunk that
+   * fails stops the sweep: the chunks in flight finish, no new one starts, and the error is thrown.
    */
   async meter(): Promise<SweepResult> {
     const sweep = sweepTimer();
     const nowMs = this.deps.clock.now().getTime();
     const rows = await meteredDeployments(this.deps.ds, METERED_BILLING_MODELS, METERED_STATUSES);
     const out: SweepResult = { charged: 0, posted: 0 };
-    for (const chunk of chunksByAccount(rows, this.timing.meterChunkRentals)) {
-      const r = await this.meterChunk(chunk, nowMs);
-      out.charged += r.charged;
-      out.posted += r.posted;
-    }
+    const chunks = chunksByAccount(rows, this.timing.meterChunkRentals);
+    let failed: { err: unknown } | null = null;
+    const lane = async () => {
+      for (let next = chunks.next(); !next.done && !failed; next = chunks.next()) {
+        try {
+          const r = await this.meterChunk(next.value, nowMs);
+          out.charged += r.charged;
+          out.posted += r.posted;
+        } catch (err) {
+          failed ??= { err };
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, this.timing.meterConcurrency) }, lane));
+    if (failed) throw (failed as { err: unknown }).err;
     await this.enforceLimits();
     sweep(rows.length);
     return out;
   }
 
   /**
-   * One short transaction over a few accounts' rentals. Each rental is charged only if its
-   * `metered_until` is still the one the sweep read (a concurrent sweep or a termination that
-   * metered it since is left alone), re-read under lock and guarded again in the set-based
-   * UPDATE; the ledger's unique `usage:<deployment>:<untilMs>` reference is the last guard.
+   * One short transaction over a few accounts' rentals, in three round trips: the rentals' and
+   * accounts' row locks with what they hold; every write (one statement per table, the hourly
+   * entries in one insert); COMMIT. A `credits.low` event adds two round trips for its account.
+   * Each rental is charged only if its `metered_until` is still the one the sweep read (a
+   * concurrent sweep or a termination that metered it since is left alone), checked under lock
+   * and again in the set-based UPDATE; the ledger's unique `usage:<deployment>:<untilMs>`
+   * reference is the last guard.
    */
-  private async meterChunk(chunk: Metered[], nowMs: number): Promise<SweepResult> {
-    return inTransaction(this.deps.ds, async (m) => {
-      const fresh = await lockMeteringStates(m, chunk.map((d) => d.id));
-      const byId = new Map(fresh.map((f) => [f.id, f]));
-      const due: { d: Metered; amount: number; untilMs: number; post: UsagePost | null }[] = [];
-      for (const read of chunk) {
-        const f = byId.get(read.id);
-        if (!f || !isOneOf(METERED_STATUSES, f.status) || f.meteredUntil?.getTime() !== read.meteredUntil!.getTime()) continue;
-        const d: Metered = { ...read, usageMinor: f.usageMinor, postedUsageMinor: f.postedUsageMinor, postedUntil: f.postedUntil, terminateRequestedAt: f.terminateRequestedAt };
+  private meterChunk(chunk: SweptDeployment[], nowMs: number): Promise<SweepResult> {
+    return inPipelinedTransaction(this.deps.ds, async (tx) => {
+      // Issued in one tick: one request, deployments locked before accounts (termination's order too).
+      const [fresh, money] = await Promise.all([
+        lockMeteringStates(
+          tx,
+          chunk.map((d) => d.id),
+        ),
+        lockAccountBalances(
+          tx,
+          chunk.map((d) => d.accountId),
+        ),
+      ]);
+      const readUntil = new Map(chunk.map((d) => [d.id, d.meteredUntil!.getTime()]));
+      const due: { d: MeteringState; amount: number; untilMs: number; post: UsagePost | null }[] = [];
+      for (const d of fresh) {
+        if (!isOneOf(METERED_STATUSES, d.status) || !d.meteredUntil || !d.startedAt || d.meteredUntil.getTime() !== readUntil.get(d.id)) continue;
         const x = accrual(d, d.terminateRequestedAt ? Math.min(nowMs, d.terminateRequestedAt.getTime()) : nowMs);
-        if (x.untilMs > d.meteredUntil!.getTime()) due.push({ d, ...x, post: hourlyPost(d, x.untilMs) });
+        if (x.untilMs > d.meteredUntil.getTime()) due.push({ d, ...x, post: hourlyPost(d, x.untilMs) });
       }
       if (due.length === 0) return { charged: 0, posted: 0 };
-      const charged = await chargeUsage(
-        m,
+      // Not awaited before the ledger's writes are issued: all of them travel in one request.
+      const charging = chargeUsage(
+        tx,
         due.map(({ d, amount, untilMs, post }) => ({
           id: d.id,
           prevUntil: d.meteredUntil!,
@@ -169,15 +194,16 @@ export class Metering {
           postedUsage: d.postedUsageMinor + (post?.amount ?? 0),
           postedUntil: post ? new Date(post.toMs) : d.postedUntil,
         })),
-        this.deps.clock.now(),
       );
-      // The rows are locked since the re-read, so every guard holds; anything else is a bug, not a race.
-      if (charged !== due.length) throw new Error(`metering guard: ${charged} of ${due.length} deployments updated`);
-      const posted = await this.deps.ledger.accrueUsage(
-        m,
+      const posting = this.deps.ledger.accrueUsage(
+        tx,
         due.filter((x) => x.amount > 0).map((x) => usageAccrual(x.d, x.amount)),
         due.filter((x) => x.post && x.post.amount > 0).map((x) => usagePosting(x.d, x.post!)),
+        money,
       );
+      const [charged, posted] = await Promise.all([charging, posting]);
+      // The rows are locked since the re-read, so every guard holds; anything else is a bug, not a race.
+      if (charged !== due.length) throw new Error(`metering guard: ${charged} of ${due.length} deployments updated`);
       return { charged, posted };
     });
   }
@@ -212,7 +238,7 @@ function limitReached(r: MeteredLimits): TerminationReason | null {
  * account with more rentals than that is a chunk of its own), so each account's balance moves
  * in exactly one transaction per sweep.
  */
-export function* chunksByAccount<T extends { accountId: string }>(rows: readonly T[], size: number): Generator<T[]> {
+export function* chunksByAccount<T extends { accountId: string }>(rows: readonly T[], size: number): Generator<T[], void, undefined> {
   let chunk: T[] = [];
   for (let i = 0; i < rows.length; ) {
     let j = i;
