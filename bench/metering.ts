@@ -8,7 +8,11 @@
  * once at a fixed rate under capacity (where only locks could show), with InnoDB's row-lock
  * waits counted in each phase. Every figure is min / median / max over BENCH_REPS repetitions.
  *
+ * Each size also prints the requests and statements per sweep and per chunk, node CPU per rental, and
+ * at the end the linearity ratio (median µs per rental at the largest size ÷ at the smallest).
+ *
  *   npm run bench:metering      # BENCH_SIZES=1000,10000,30000,100000 BENCH_REPS=3 BENCH_REQUESTS=30 BENCH_RATE=100
+ *                               # BENCH_SWEEPS_ONLY=1 stops after the sweeps, without the admission phases
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +24,7 @@ import { Metering } from '../src/modules/rentals/lifecycle/metering.js';
 import { DEFAULT_TIMING } from '../src/modules/rentals/lifecycle/lifecycle-deps.js';
 import { seedMeteredRentals } from '../test/helpers/metered-seed.js';
 import { exited, exitWithParent, ownChild, runBench } from './processes.js';
-import { admissionPhase, databaseCpuMs, describePhase, makeClients, spread, startBenchApp, type PhaseResult } from './support.js';
+import { admissionPhase, databaseCpuMs, describePhase, makeClients, queryCounter, spread, startBenchApp, type PhaseResult } from './support.js';
 
 const SIZES = (process.env.BENCH_SIZES ?? '1000,10000,30000,100000').split(',').map(Number);
 const REPS = Number(process.env.BENCH_REPS ?? 3);
@@ -91,8 +95,12 @@ async function main(): Promise<void> {
   const clock = sweepClock(0);
   const m = metering(ds, clock);
   try {
-    console.log(`metering sweep: ${PER_ACCOUNT} metered rentals per account, chunks of ~${DEFAULT_TIMING.meterChunkRentals} rentals, ${REPS} repetitions, MariaDB`);
+    console.log(
+      `metering sweep: ${PER_ACCOUNT} metered rentals per account, chunks of ~${DEFAULT_TIMING.meterChunkRentals} rentals, ${DEFAULT_TIMING.meterConcurrency} in flight, ${REPS} repetitions, MariaDB`,
+    );
     let seeded = 0;
+    /** Median µs per rental at each size, for the linearity ratio. */
+    const medians = new Map<number, number>();
     for (const size of SIZES) {
       const t0 = performance.now();
       const accounts = Math.ceil((size - seeded) / PER_ACCOUNT);
@@ -114,6 +122,7 @@ async function main(): Promise<void> {
       const usage0 = await usageCharged(ds);
       const cpu0 = process.cpuUsage();
       const db0 = databaseCpuMs();
+      const q0 = { ...queryCounter };
       for (let rep = 0; rep < REPS; rep++) {
         clock.tick();
         const s0 = performance.now();
@@ -123,6 +132,10 @@ async function main(): Promise<void> {
       }
       const cpu = process.cpuUsage(cpu0);
       const db1 = databaseCpuMs();
+      // Whole sweeps, the service's job polling in this process included (a few requests a second).
+      const requests = (queryCounter.requests - q0.requests) / REPS;
+      const statements = (queryCounter.statements - q0.statements) / REPS;
+      const chunks = Math.ceil(seeded / PER_ACCOUNT / Math.floor(DEFAULT_TIMING.meterChunkRentals / PER_ACCOUNT));
       const perRental = (ms: number) => `${((ms * 1000) / (seeded * REPS)).toFixed(1)} µs`;
       const where = `CPU per rental: node ${perRental((cpu.user + cpu.system) / 1000)}${db0 === null || db1 === null ? '' : `, database ${perRental(db1 - db0)}`}`;
       const entries = Number((await ds.query(`SELECT COUNT(*) AS n FROM ledger_entries`))[0].n);
@@ -130,10 +143,21 @@ async function main(): Promise<void> {
       const perHour = (usage1.rows - usage0.rows) / ((usage1.seconds - usage0.seconds) / 3600);
       console.log(
         `  ${seeded} rentals (seeded in ${seedS.toFixed(1)} s; ledger now ${entries} entries): sweep ${spread(times, 3, ' s')}; ${spread(times.map((t) => (t * 1e6) / seeded), 1, ' µs')} per rental; ` +
-          `ledger rows per rental-hour ${perHour.toFixed(2)} (an entry per sweep would be ${3600_000 / SWEEP_TICK_MS} here, 240 at the 15 s default); ${where}`,
+          `ledger rows per rental-hour ${perHour.toFixed(2)} (an entry per sweep would be ${3600_000 / SWEEP_TICK_MS} here, 240 at the 15 s default); ${where}; ` +
+          `per sweep ${requests.toFixed(0)} requests (${(requests / chunks).toFixed(2)} per chunk of ${chunks}, ${((requests * 1000) / seeded).toFixed(2)} per 1000 rentals), ${statements.toFixed(0)} statements`,
       );
+      medians.set(seeded, [...times].sort((a, b) => a - b)[Math.floor((times.length - 1) / 2)] / seeded);
     }
 
+    const sizes = [...medians.keys()];
+    if (sizes.length > 1) {
+      const [small, large] = [sizes[0], sizes[sizes.length - 1]];
+      console.log(
+        `  linearity: median µs per rental at ${large} ÷ at ${small} = ${(medians.get(large)! / medians.get(small)!).toFixed(2)} ` +
+          `(${(medians.get(large)! * 1e6).toFixed(1)} µs / ${(medians.get(small)! * 1e6).toFixed(1)} µs; goal: at most 50 µs at 100000, the ratio near 1)`,
+      );
+    }
+    if (process.env.BENCH_SWEEPS_ONLY === '1') return;
     console.log(`admissions during a sweep: ${CLIENTS} clients on their own accounts, ${PER_CLIENT} requests each, saturated and at ${RATE}/s; ${seeded} metered rentals`);
     const phase = async (label: string, rate?: number): Promise<Phase> => {
       const clients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
