@@ -1,4 +1,4 @@
-import type { DataSource, EntityTarget, ObjectLiteral } from 'typeorm';
+import type { DataSource, EntityMetadata, EntityTarget, ObjectLiteral } from 'typeorm';
 import { dataSourceOf, type Sql } from './sql.js';
 
 /**
@@ -12,15 +12,32 @@ import { dataSourceOf, type Sql } from './sql.js';
 export async function insertEntity<E extends ObjectLiteral>(sql: Sql, target: EntityTarget<E>, value: Partial<E>): Promise<{ insertId: number; affectedRows: number }> {
   const ds = dataSourceOf(sql);
   const meta = ds.getMetadata(target);
-  const names: string[] = [];
+  const texts = insertTexts(meta);
   const params: unknown[] = [];
-  for (const c of meta.columns) {
+  // Which columns the row sets, as a key: the statement text for that set is written once.
+  let key = '';
+  for (let i = 0; i < meta.columns.length; i++) {
+    const c = meta.columns[i];
     const v = (value as ObjectLiteral)[c.propertyName];
     if (v === undefined) continue;
-    names.push(`\`${c.databaseName}\``);
+    key += `${i},`;
     params.push(ds.driver.preparePersistentValue(v, c));
   }
-  return sql.query(`INSERT INTO \`${meta.tableName}\` (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`, params);
+  let text = texts.get(key);
+  if (text === undefined) {
+    const names = meta.columns.filter((c) => (value as ObjectLiteral)[c.propertyName] !== undefined).map((c) => `\`${c.databaseName}\``);
+    text = `INSERT INTO \`${meta.tableName}\` (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`;
+    texts.set(key, text);
+  }
+  return sql.query(text, params);
+}
+
+const insertTextsByEntity = new WeakMap<EntityMetadata, Map<string, string>>();
+
+function insertTexts(meta: EntityMetadata): Map<string, string> {
+  let texts = insertTextsByEntity.get(meta);
+  if (!texts) insertTextsByEntity.set(meta, (texts = new Map()));
+  return texts;
 }
 
 /** The entity a raw `SELECT *` row (database column names) stands for, as TypeORM would load it. */

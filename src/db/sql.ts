@@ -1,6 +1,7 @@
 import type { Pool, PoolConnection } from 'mysql2';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver.js';
+import { statementText } from './statement-text.js';
 import { retryingTransaction } from './transaction.js';
 
 interface Queued {
@@ -50,7 +51,7 @@ export class SqlTransaction {
 
   private enqueue<T>(sql: string, parameters?: unknown[]): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const formatted = parameters === undefined ? sql : this.conn.format(sql, parameters);
+      const formatted = parameters === undefined ? sql : statementText(this.conn, sql, parameters);
       this.queue.push({ sql: formatted, resolve: resolve as (r: unknown) => void, reject });
       if (this.queue.length === 1) queueMicrotask(() => this.flush());
     });
