@@ -82,7 +82,7 @@ async function mysqlSide(claim: JobClaimMode, url?: string): Promise<Side> {
         agenda,
         enqueue: (name, data) => queue.now(name, data),
         async start() {
-          worker = await startAgendaProcessing(queue, createLogger('silent'));
+          worker = await startAgendaProcessing(queue, createLogger(process.env.BENCH_LOG_LEVEL ?? 'silent'));
         },
         async close() {
           await worker?.stop({ timeoutMs: 5000 });

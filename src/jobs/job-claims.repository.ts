@@ -204,13 +204,16 @@ export class JobClaims {
    * Undefined when it no longer carries this claim's lock (removed, or its lock already taken over).
    */
   private async readWon(id: string, lockTime: Date): Promise<JobParameters | undefined> {
-    const rows: JobRow[] = await this.ds.query(`SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE id = ? AND locked_at = ?`, [id, lockTime]);
-    if (!rows[0]) return undefined;
     try {
-      return rowToJob(rows[0]);
+      const rows: JobRow[] = await this.ds.query(`SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE id = ? AND locked_at = ?`, [id, lockTime]);
+      return rows[0] ? rowToJob(rows[0]) : undefined;
     } catch (err) {
-      // A row that cannot be read must not stay claimed, as a rolled-back skip-locked claim leaves it.
-      await this.ds.query(`UPDATE ${AGENDA_JOBS_TABLE} FORCE INDEX (PRIMARY) SET locked_at = NULL WHERE id = ? AND locked_at = ?`, [id, lockTime]);
+      // A job won but not handed over (unreadable row, lost connection) must not stay claimed until
+      // its lock expires: a skip-locked claim's rollback leaves it free. Best effort: if the
+      // database is unreachable too, the lock's lifetime frees it, as it frees a dead worker's.
+      await this.ds
+        .query(`UPDATE ${AGENDA_JOBS_TABLE} FORCE INDEX (PRIMARY) SET locked_at = NULL WHERE id = ? AND locked_at = ?`, [id, lockTime])
+        .catch(() => undefined);
       throw err;
     }
   }
