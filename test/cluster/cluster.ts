@@ -1,5 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '../../src/db/data-source.js';
 import { entities } from '../../src/entities.js';
@@ -32,10 +34,48 @@ export async function nodeDataSource(n: number, poolSize = 8, database = cluster
 export interface ServiceProcess extends Spawned {
   node: number;
   base: string;
+  /** `api`/`worker` and the node, for the logs. */
+  label: string;
   stop(): Promise<void>;
 }
 
 const running = new Set<ServiceProcess>();
+/** Every service process of the run, stopped ones too, with how much of its output was already shown. */
+const started: { p: ServiceProcess; shown: number }[] = [];
+
+/** Where each service process's whole output (its pino log and stderr) is written at the end of the run. */
+export const LOG_DIR = process.env.CLUSTER_LOG_DIR ?? join('/tmp', 'gpu-rental-cluster-logs', clusterDatabase);
+
+const output = (p: ServiceProcess) => p.stdout() + p.stderr();
+
+/**
+ * The last `lines` lines each service process wrote since the previous call (what a failed test
+ * needs to see: a 500's cause is logged only by the process that answered it).
+ */
+export function newServiceOutput(lines = 40): string {
+  const parts: string[] = [];
+  for (const entry of started) {
+    const all = output(entry.p);
+    const fresh = all.slice(entry.shown).trimEnd();
+    entry.shown = all.length;
+    if (!fresh) continue;
+    const tail = fresh.split('\n').slice(-lines);
+    parts.push(`--- ${entry.p.label} (pid ${entry.p.child.pid}), last ${tail.length} lines ---\n${tail.join('\n')}`);
+  }
+  return parts.join('\n');
+}
+
+/** Marks everything written so far as seen, so the next {@link newServiceOutput} shows one test's lines. */
+export function markServiceOutput(): void {
+  for (const entry of started) entry.shown = output(entry.p).length;
+}
+
+/** Writes each service process's whole output to {@link LOG_DIR}; answers the directory. */
+export function saveServiceOutput(): string {
+  mkdirSync(LOG_DIR, { recursive: true });
+  for (const { p } of started) writeFileSync(join(LOG_DIR, `${p.label.replace(/\s+/g, '-')}-${p.child.pid}.log`), output(p));
+  return LOG_DIR;
+}
 
 /** Starts the service (`--role <role>`) connected to node `n`; resolves once /healthz answers. */
 export async function startService(n: number, role: 'api' | 'worker', env: Record<string, string> = {}, database = clusterDatabase): Promise<ServiceProcess> {
@@ -44,6 +84,7 @@ export async function startService(n: number, role: 'api' | 'worker', env: Recor
   const p: ServiceProcess = Object.assign(svc, {
     node: n,
     base: `http://127.0.0.1:${port}`,
+    label: `${role} on node ${n + 1}`,
     async stop() {
       running.delete(p);
       if (svc.child.exitCode === null && svc.child.signalCode === null) svc.child.kill('SIGKILL');
@@ -51,6 +92,7 @@ export async function startService(n: number, role: 'api' | 'worker', env: Recor
     },
   });
   running.add(p);
+  started.push({ p, shown: 0 });
   if (role === 'api') {
     await waitFor(async () => (await fetch(`${p.base}/healthz`)).status === 200, 90_000, `api on node ${n + 1} (${svc.stderr()})`, 200);
   }
