@@ -84,8 +84,11 @@ describe('usage posted by the hour', function () {
     // As the customer reads them: one entry per rental-hour, named by the rental and its span.
     const shown = (await ctx.api.get('/api/v1/billing/balance').set(r.who.auth)).body.data.entries.filter((e: { kind: string }) => e.kind === 'USAGE');
     assert.equal(shown.length, 3);
+    // UTC to the second; the end's date is written only when the hour crosses midnight.
+    const day = (ms: number) => new Date(r.startedMs + ms).toISOString().slice(0, 10);
     const t = (ms: number) => new Date(r.startedMs + ms).toISOString().slice(11, 19);
-    assert.equal(shown[2].description, `Usage of rental ${r.rentalId}, ${new Date(r.startedMs).toISOString().slice(0, 10)} ${t(0)}–${t(3600_000)} UTC`);
+    const end = day(3600_000) === day(0) ? t(3600_000) : `${day(3600_000)} ${t(3600_000)}`;
+    assert.equal(shown[2].description, `Usage of rental ${r.rentalId}, ${day(0)} ${t(0)}–${end} UTC`);
     assert.equal(shown[0].balanceAfterMinor, credits - 2500);
     assert.equal(shown[1].balanceAfterMinor, credits - 2000);
   });
