@@ -23,6 +23,7 @@ interface Queued {
  */
 export class SqlTransaction {
   private open = true;
+  private discard = false;
   private queue: Queued[] = [];
 
   constructor(
@@ -41,6 +42,21 @@ export class SqlTransaction {
     // A statement after COMMIT or ROLLBACK would run outside the transaction, in autocommit.
     if (!this.open) return Promise.reject(new Error('this transaction has ended; its statements must be issued before it commits'));
     return this.enqueue(sql, parameters);
+  }
+
+  /**
+   * Ends the transaction with ROLLBACK instead of COMMIT when its function resolves, which still
+   * answers the function's value: for work that turned out to change nothing (an idempotent
+   * replay) but wrote on the way (a lock's `lock_version`). A rolled-back transaction has no
+   * write-set, so on a Galera cluster it cannot fail certification and need not be retried.
+   */
+  rollBackAtEnd(): void {
+    this.discard = true;
+  }
+
+  /** @internal True when {@link rollBackAtEnd} was called. */
+  get discarding(): boolean {
+    return this.discard;
   }
 
   /** @internal Commits or rolls back, after whatever was issued before. */
@@ -107,8 +123,9 @@ function connection(pool: Pool): Promise<PoolConnection> {
 }
 
 /**
- * Runs `fn` in a transaction of plain mysql2 statements: committed when it resolves, rolled back
- * when it throws, and run again (like `inTransaction`) when InnoDB picks it as a deadlock victim.
+ * Runs `fn` in a transaction of plain mysql2 statements: committed when it resolves (rolled back
+ * instead when it called {@link SqlTransaction.rollBackAtEnd}), rolled back when it throws, and
+ * run again (like `inTransaction`) when InnoDB picks it as a deadlock victim.
  */
 export function inPipelinedTransaction<T>(ds: DataSource, fn: (tx: SqlTransaction) => Promise<T>, attempts?: number): Promise<T> {
   const pool = poolOf(ds);
@@ -133,7 +150,7 @@ export function inPipelinedTransaction<T>(ds: DataSource, fn: (tx: SqlTransactio
         }
         throw err;
       }
-      await tx.end('COMMIT');
+      await tx.end(tx.discarding ? 'ROLLBACK' : 'COMMIT');
       return result;
     } catch (err) {
       // A connection whose state is unknown (lost mid-statement, failed rollback) leaves the pool.

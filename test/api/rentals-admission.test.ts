@@ -493,6 +493,27 @@ describe('POST /api/v1/rentals', () => {
       ]);
     });
 
+    it('ends a replay\'s transaction with ROLLBACK, so the account row it wrote while locking is left as it was', async () => {
+      const who = await account(ctx, { creditsMinor: 10_000 });
+      const key = randomUUID();
+      const first = await rent(ctx, who, { offerId: offer['h100-a'] }, key);
+      assert.equal(first.status, 201);
+      const lockVersion = async () => Number((await ctx.services.ds.query('SELECT lock_version FROM accounts WHERE id = ?', [who.accountId]))[0].lock_version);
+      const before = await lockVersion();
+      const { result: res, sent } = await sentRequests(() => rent(ctx, who, { offerId: offer['h100-a'] }, key));
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.data.rentalId, first.body.data.rentalId);
+      const requests = sent.filter((s) => !/inventory_state/.test(s)).map((s) => s.split(';\n').map((x) => x.trim().split(/\s+/).slice(0, 3).join(' ')));
+      // The claim found the key used: it reads the claim's row, and the transaction ends.
+      assert.deepEqual(requests.slice(0, 3), [
+        ['START TRANSACTION', 'UPDATE accounts SET', 'SELECT a.id, a.billing_model,', 'INSERT IGNORE INTO', 'SELECT hourly_price_minor, spend_cap_minor,'],
+        ['SELECT * FROM'],
+        ['ROLLBACK'],
+      ]);
+      assert.ok(!requests.flat().includes('COMMIT'), JSON.stringify(requests));
+      assert.equal(await lockVersion(), before);
+    });
+
     it('refuses a key revoked in another process on its very next admission, and on every other route', async () => {
       const who = await account(ctx, { creditsMinor: 10_000 });
       assert.equal((await rent(ctx, who, { offerId: offer['h100-a'] })).status, 201);

@@ -107,7 +107,11 @@ export class RentalsService {
         claimIdempotencyKey(m, this.clock, request, rentalId),
         reservedMinor(m, principal.accountId, principal.keyId),
       ]);
-      if (claim.kind === 'replay') return { replayOf: claim.resourceId, created: null, wake: null };
+      if (claim.kind === 'replay') {
+        // Nothing changes: rolled back, the lock's write leaves nothing for a cluster to certify.
+        m.rollBackAtEnd();
+        return { replayOf: claim.resourceId, created: null, wake: null };
+      }
       if (resolved instanceof AppError) throw resolved;
       const terms =
         resolved.waiting && intent.kind === 'INTENT'
