@@ -4,6 +4,7 @@ import type { Response } from 'supertest';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { account, offerIds } from '../helpers/rentals.js';
 import type { SignedUp } from '../helpers/factories.js';
+import { httpRequests } from '../../src/metrics/registry.js';
 
 // POST /api/v1/rentals is run ahead of the router (src/http/direct-route.ts); `/api/v1/rentals/`
 // (Express ignores the trailing slash) still walks the router to the same handlers. Whatever the
@@ -50,6 +51,16 @@ describe('POST /api/v1/rentals ahead of the router', () => {
     assert.deepEqual(shapeOf(direct.body), shapeOf(walked.body));
     assert.equal(direct.headers['cache-control'], 'no-store');
     assert.equal(direct.headers['x-content-type-options'], 'nosniff');
+  });
+
+  it('counts each admission once in the request metrics, under the route template', async () => {
+    const counted = async (status: string) =>
+      (await httpRequests.get()).values.find((v) => v.labels.method === 'POST' && v.labels.route === '/api/v1/rentals' && v.labels.status === status)?.value ?? 0;
+    const [admitted, refused] = [await counted('201'), await counted('401')];
+    assert.equal((await post('/api/v1/rentals')).status, 201);
+    assert.equal((await post('/api/v1/rentals', { auth: 'Bearer gpr_nope' })).status, 401);
+    assert.equal(await counted('201'), admitted + 1);
+    assert.equal(await counted('401'), refused + 1);
   });
 
   it('replays a key with 200 and the first rental', async () => {
