@@ -29,15 +29,37 @@ export interface LoadResult {
   seconds: number;
 }
 
-/** Runs `job` in a fresh worker thread and resolves with its measurements. */
+let loadWorker: Worker | undefined;
+
+/**
+ * Runs `job` in the load worker thread and resolves with its measurements. The one worker serves
+ * every phase of the bench: started afresh per phase, its start (tsx, autocannon) and its code not
+ * yet optimised by the JIT would be charged to the shared cores during the very phase measured.
+ */
 export function runLoad(job: LoadJob): Promise<LoadResult> {
-  return new Promise((resolve, reject) => {
+  if (!loadWorker) {
     // The worker runs this same file, so it registers tsx's loader first, as the parent has.
     const boot = `import('tsx/esm/api').then((t) => { t.register(); return import(${JSON.stringify(import.meta.url)}); })`;
-    const w = ownWorker(new Worker(boot, { eval: true, workerData: job }));
-    w.once('message', (r: LoadResult) => resolve(r));
-    w.once('error', reject);
-    w.once('exit', (code) => code !== 0 && reject(new Error(`load worker exited with ${code}`)));
+    loadWorker = ownWorker(new Worker(boot, { eval: true, workerData: { loadWorker: true } }));
+    // Idle between phases, it does not keep the bench alive.
+    loadWorker.unref();
+  }
+  const w = loadWorker;
+  return new Promise((resolve, reject) => {
+    const done = () => {
+      w.off('message', answered);
+      w.off('error', failed);
+      w.off('exit', exited);
+      w.unref();
+    };
+    const answered = (r: LoadResult) => (done(), resolve(r));
+    const failed = (err: Error) => (done(), (loadWorker = undefined), reject(err));
+    const exited = (code: number) => (done(), (loadWorker = undefined), reject(new Error(`load worker exited with ${code}`)));
+    w.ref();
+    w.on('message', answered);
+    w.on('error', failed);
+    w.on('exit', exited);
+    w.postMessage(job);
   });
 }
 
@@ -147,12 +169,14 @@ async function work(job: LoadJob): Promise<LoadResult> {
   return { latencies, failures, seconds: (lastAnswer - started) / 1000 };
 }
 
-if (parentPort && workerData) {
+if (parentPort && (workerData as { loadWorker?: boolean } | undefined)?.loadWorker) {
   const port = parentPort;
-  work(workerData as LoadJob).then(
-    (r) => port.postMessage(r),
-    (err: unknown) => {
-      throw err;
-    },
+  port.on('message', (job: LoadJob) =>
+    work(job).then(
+      (r) => port.postMessage(r),
+      (err: unknown) => {
+        throw err;
+      },
+    ),
   );
 }

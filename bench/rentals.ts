@@ -51,6 +51,8 @@ interface Measured extends PhaseResult {
   systemMs: number;
   /** The database server's CPU time per admission, ms, when it runs on this machine. */
   dbCpuMs: number | null;
+  /** This process's CPU time per admission, ms: for the service's phases, the load generator's. */
+  benchCpuMs: number;
 }
 
 /** What a side's process has used and sent so far. */
@@ -72,7 +74,9 @@ async function ownCounters(raw: { deadlocks: number }): Promise<Counters> {
 async function measured(run: () => Promise<PhaseResult>, counters: () => Promise<Counters>): Promise<Measured> {
   const c0 = await counters();
   const db0 = databaseCpuMs();
+  const own0 = process.cpuUsage();
   const r = await run();
+  const own = process.cpuUsage(own0);
   const db1 = databaseCpuMs();
   const c1 = await counters();
   return {
@@ -83,6 +87,7 @@ async function measured(run: () => Promise<PhaseResult>, counters: () => Promise
     cpuMs: (c1.cpuMs - c0.cpuMs) / r.requests,
     systemMs: (c1.systemMs - c0.systemMs) / r.requests,
     dbCpuMs: db0 === null || db1 === null ? null : (db1 - db0) / r.requests,
+    benchCpuMs: (own.user + own.system) / 1000 / r.requests,
   };
 }
 
@@ -119,7 +124,7 @@ async function main(): Promise<void> {
       ours.push(await measured(() => admissionPhase(service.base, oursClients, byOffer, PER_CLIENT), serviceCounters));
       theirs.push(await measured(() => loadPhase(rawClients, PER_CLIENT, (c) => rawAdmission(pool, c, app.offer, raw)), () => ownCounters(raw)));
       intents.push(await measured(() => admissionPhase(service.base, intentClients, byIntent, PER_CLIENT), serviceCounters));
-      console.log(describePhase(`rep ${rep + 1} ours (metered, by offer id)`, ours[rep]) + facts(ours[rep]) + ' (the service process)');
+      console.log(describePhase(`rep ${rep + 1} ours (metered, by offer id)`, ours[rep]) + facts(ours[rep]) + ` (the service process); load generator CPU ${ours[rep].benchCpuMs.toFixed(3)} ms/admission`);
       console.log(describePhase(`rep ${rep + 1} raw mysql2 (same statements, same round trips)`, theirs[rep]) + facts(theirs[rep]));
       console.log(describePhase(`rep ${rep + 1} ours (metered, by GPU intent)`, intents[rep]) + `; ${intents[rep].statements.toFixed(2)} statements in ${intents[rep].roundTrips.toFixed(2)} round trips/admission`);
     }
