@@ -6,18 +6,30 @@
 #   util-linux          `unshare` and `setpriv`, the local provider's sandbox
 #   mariadb-server      `mariadb-install-db` and /usr/sbin/mariadbd (tests start private servers)
 #   a MariaDB answering at TEST_DATABASE_URL's host and port (default 127.0.0.1:3306)
+# and, with --cluster (what `npm run test:cluster` runs first), for the three-node Galera cluster:
+#   galera-4            /usr/lib/galera/libgalera_smm.so, the replication library
+#   mariadb-client      `mariadb`, which scripts/galera-cluster.sh asks each node's state with
+#   rsync               the state transfer a node that joins (or rejoins) the cluster receives
 # A missing package is installed with apt-get when this runs as root on a system that has it, and a
 # local MariaDB that is installed but down is started; either is said in one line. When that is not
 # possible the script stops with one line naming the package or command. Silent when all is there.
 #
-# Options: --dry-run says what it would install or start, and does neither.
+# Options: --dry-run says what it would install or start, and does neither; --cluster also checks
+# what the Galera cluster suite needs.
 # TEST_PREREQUISITES_ROOT prefixes the fixed paths checked and created (/usr/bin/chromium,
-# /usr/sbin/mariadbd, /run/mysqld), so the missing paths can be exercised without removing packages.
+# /usr/sbin/mariadbd, /run/mysqld, the Galera library), so the missing paths can be exercised without removing packages.
 set -uo pipefail
 
 ROOT=${TEST_PREREQUISITES_ROOT:-}
 DRY_RUN=0
-[ "${1:-}" = "--dry-run" ] && DRY_RUN=1
+CLUSTER=0
+for arg in "$@"; do
+  case $arg in
+    --dry-run) DRY_RUN=1 ;;
+    --cluster) CLUSTER=1 ;;
+    *) printf 'test prerequisites: unknown option %s (--dry-run, --cluster)\n' "$arg" >&2; exit 2 ;;
+  esac
+done
 WAIT_SECONDS=${TEST_PREREQUISITES_DB_WAIT_SECONDS:-60}
 
 say() { printf 'test prerequisites: %s\n' "$*" >&2; }
@@ -40,6 +52,7 @@ db_reachable() { timeout 5 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$db_host" "$db_po
 missing=()
 need_file() { [ -x "${ROOT}$1" ] || missing+=("$2"); }
 need_command() { command -v "$1" >/dev/null 2>&1 || missing+=("$2"); }
+need_readable() { [ -r "${ROOT}$1" ] || missing+=("$2"); }
 
 need_file /usr/bin/chromium chromium
 need_command ssh openssh-client
@@ -47,6 +60,11 @@ need_command unshare util-linux
 need_command setpriv util-linux
 need_command mariadb-install-db mariadb-server
 need_file /usr/sbin/mariadbd mariadb-server
+if [ "$CLUSTER" = 1 ]; then
+  need_readable /usr/lib/galera/libgalera_smm.so galera-4
+  need_command mariadb mariadb-client
+  need_command rsync rsync
+fi
 # Each package once, in the order found.
 packages=()
 for p in "${missing[@]}"; do [[ " ${packages[*]} " == *" $p "* ]] || packages+=("$p"); done

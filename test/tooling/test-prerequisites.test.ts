@@ -69,6 +69,21 @@ describe('scripts/test-prerequisites.sh', function () {
     });
   });
 
+  it('with --cluster also names what the Galera cluster suite needs, and only then', () => {
+    assert.deepEqual(run({}, ['--cluster']), {
+      status: 1,
+      lines: ['test prerequisites: missing galera-4 mariadb-client rsync; install with: apt-get install galera-4 mariadb-client rsync'],
+    });
+    file('/usr/lib/galera/libgalera_smm.so');
+    stub('mariadb');
+    stub('rsync');
+    assert.deepEqual(run({}, ['--cluster']), { status: 0, lines: [] });
+  });
+
+  it('refuses an option it does not know', () => {
+    assert.deepEqual(run({}, ['--clustr']), { status: 2, lines: ['test prerequisites: unknown option --clustr (--dry-run, --cluster)'] });
+  });
+
   it('installs a missing package with apt-get as root, in one line, and goes on', function () {
     if (process.getuid?.() !== 0) this.skip();
     rmSync(join(root, 'usr/bin/chromium'));
