@@ -16,14 +16,14 @@ import { createLogger } from '../src/logger.js';
 import { createProviderRegistry } from '../src/providers/provider-registry.js';
 // @ts-expect-error plain ESM script without types
 import { buildIsFresh } from '../scripts/freshness.mjs';
-import { endChild, exited, ownChild, runBench } from './processes.js';
+import { endChild, exited, ownChild, productionNodeFlags, runBench } from './processes.js';
 
 const CONNECTIONS = 32;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 3);
 const OFFERS = Number(process.env.BENCH_OFFERS ?? 5000);
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'silent';
-const NODE_FLAGS = (process.env.BENCH_NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean);
+const NODE_FLAGS = process.env.BENCH_NODE_OPTIONS === undefined ? productionNodeFlags() : process.env.BENCH_NODE_OPTIONS.split(/\s+/).filter(Boolean);
 const ROOT = resolve(import.meta.dirname, '..');
 const PROBE = join(ROOT, 'bench', 'child-probe.mjs');
 

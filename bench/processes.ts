@@ -11,6 +11,7 @@
  *     await endChild(child);                               // or leave it: runBench ends it
  *   });
  */
+import { readFileSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
 import type { Worker } from 'node:worker_threads';
@@ -116,4 +117,13 @@ export function exitWithParent(code = 1): void {
   if (!process.channel) throw new Error('exitWithParent needs an IPC channel to the parent (fork, or "ipc" in stdio)');
   process.once('disconnect', () => process.exit(code));
   process.channel.unref();
+}
+
+/**
+ * The V8 flags production starts the service with, read from `npm start` (the image and the
+ * systemd units use the same, as a test holds), so a bench's service process runs as deployed.
+ */
+export function productionNodeFlags(): string[] {
+  const start: string = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.start;
+  return start.split(/\s+/).filter((arg) => arg.startsWith('--'));
 }

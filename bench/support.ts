@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2';
 import { createApp } from '../src/app.js';
 import { runLoad } from './admission-load.js';
-import { exited, ownChild } from './processes.js';
+import { exited, ownChild, productionNodeFlags } from './processes.js';
 import { systemClock, type Clock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { createServices, type Services } from '../src/container.js';
@@ -223,7 +223,7 @@ export interface ServiceProcess {
  */
 export async function startServiceProcess(app: BenchApp): Promise<ServiceProcess> {
   const file = fileURLToPath(new URL('./service-process.ts', import.meta.url));
-  const child = ownChild(fork(file, [app.databaseUrl, app.inventoryPath], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  const child = ownChild(fork(file, [app.databaseUrl, app.inventoryPath], { execArgv: [...productionNodeFlags(), '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
   const next = <T extends ServiceMessage['type']>(type: T) =>
     new Promise<Extract<ServiceMessage, { type: T }>>((resolve, reject) => {
       const onExit = (code: number | null) => reject(new Error(`the service process exited with ${code} while the bench waited for ${type}`));

@@ -10,6 +10,13 @@ import { copyOf, envPairs, execForm, parseDockerfile, type Stage } from './docke
 
 const read = (path: string) => readFileSync(path, 'utf8');
 
+/** The V8 flags the image's entry point starts node with: every other launch of the service uses the same. */
+function productionNodeFlags(): string[] {
+  const runtime = parseDockerfile(read('Dockerfile')).stages.at(-1)!;
+  const entry = execForm(runtime.instructions.filter((i) => i.op === 'ENTRYPOINT').at(-1)?.args ?? '') ?? [];
+  return entry.slice(1, entry.indexOf('dist/src/main.js'));
+}
+
 /** A base image a rebuild cannot silently move: a full x.y.z tag or a digest, never latest. */
 function pinned(image: string): boolean {
   if (/:latest(@|$)/.test(image)) return false;
@@ -37,6 +44,10 @@ function ignored(patterns: string[], path: string): boolean {
 
 describe('deployment files', function () {
   this.timeout(30_000);
+
+  it('npm start runs node with the same flags as the image and the units', () => {
+    assert.equal(JSON.parse(read('package.json')).scripts.start, `node ${productionNodeFlags().join(' ')} scripts/start.mjs`);
+  });
 
   describe('Dockerfile', () => {
     const df = parseDockerfile(read('Dockerfile'));
@@ -99,7 +110,9 @@ describe('deployment files', function () {
 
     it('starts the built entry point with the roles as its command, and checks /healthz', () => {
       const entry = execForm(ops(runtime, 'ENTRYPOINT').at(-1) ?? '');
-      assert.deepEqual(entry, ['node', 'dist/src/main.js']);
+      assert.deepEqual(entry, ['node', ...productionNodeFlags(), 'dist/src/main.js']);
+      // The smaller young generation is what keeps an idle process near 100 MB (bench:http).
+      assert.deepEqual(productionNodeFlags(), ['--max-semi-space-size=4']);
       // dist/src/main.js is what `npm run build` makes of src/main.ts: tsc over tsconfig.build.json.
       const buildConfig = JSON.parse(read('tsconfig.build.json'));
       const base = JSON.parse(read(buildConfig.extends ?? 'tsconfig.json'));
@@ -191,7 +204,10 @@ describe('deployment files', function () {
           return s[k][0];
         };
         assert.ok(u.Unit.Description?.[0], `${file}: Description`);
-        const exec = one('ExecStart').split(/\s+/);
+        const [node, ...args] = one('ExecStart').split(/\s+/);
+        const flags = productionNodeFlags();
+        assert.deepEqual(args.slice(0, flags.length), flags, `${file}: node runs with the image's flags`);
+        const exec = [node, ...args.slice(flags.length)];
         assert.ok(exec[0].startsWith('/') && exec[1].endsWith('/dist/src/main.js') && exec[2] === '--role', `${file}: ExecStart runs node dist/src/main.js --role`);
         const role = /gpu-rental-(\w+)/.exec(file)![1];
         assert.deepEqual(parseRoles(exec.slice(2)), [role]);
