@@ -25,8 +25,18 @@ mysql_url() { # the server's host, port and user from a mysql:// URL, as mysql c
   echo "-h ${host%%:*} -P $( [[ $host == *:* ]] && echo "${host##*:}" || echo 3306) -u ${auth%%:*}"
 }
 
+# Ends the service's whole process group and waits until none of it is left.
+stop_service() {
+  [[ -n $SERVICE_PID ]] || return 0
+  kill -TERM -- "-$SERVICE_PID" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 -- "-$SERVICE_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- "-$SERVICE_PID" 2>/dev/null || true
+  wait "$SERVICE_PID" 2>/dev/null || true
+  SERVICE_PID=
+}
+
 cleanup() {
-  if [[ -n $SERVICE_PID ]] && kill -0 "$SERVICE_PID" 2>/dev/null; then kill "$SERVICE_PID"; wait "$SERVICE_PID" 2>/dev/null || true; fi
+  stop_service
   for db in "${DATABASES[@]}"; do mysql $(mysql_url) -e "DROP DATABASE IF EXISTS \`$db\`" 2>/dev/null || true; done
   rm -rf "$WORK"
 }
@@ -40,15 +50,16 @@ timed_start() {
   local dir=$1 port=$((20000 + RANDOM % 10000)) db="gpu_rental_first_start_$$_$RANDOM" t0 t1
   DATABASES+=("$db")
   t0=$(now_ms)
-  (cd "$dir" && exec env DATABASE_URL="$SERVER/$db" PORT="$port" LOG_LEVEL=warn npm start >>"$WORK/service.log" 2>&1) &
+  # A session of its own: npm start's shell and node (and the background release build) are ended
+  # together through the group, since npm does not pass a SIGTERM on to the service.
+  (cd "$dir" && exec setsid env DATABASE_URL="$SERVER/$db" PORT="$port" LOG_LEVEL=warn npm start >>"$WORK/service.log" 2>&1) &
   SERVICE_PID=$!
   until curl -sf -o /dev/null "http://127.0.0.1:$port/healthz"; do
     kill -0 "$SERVICE_PID" 2>/dev/null || { echo "npm start exited before it answered; see below" >&2; tail -20 "$WORK/service.log" >&2; exit 1; }
     sleep 0.05
   done
   t1=$(now_ms)
-  kill "$SERVICE_PID"; wait "$SERVICE_PID" 2>/dev/null || true
-  SERVICE_PID=
+  stop_service
   echo $((t1 - t0))
 }
 
