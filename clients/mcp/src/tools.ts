@@ -26,14 +26,22 @@ interface CallExtra {
 /**
  * Reports a wait's progress to a client that asked for it (a progress token in the call): one
  * notification per change of the rental's status or phase, `progress` growing, `total` unknown.
+ * `sent` resolves once every notification so far is written: the tool's answer must follow them,
+ * since a client stops listening for a call's progress when its answer arrives.
  */
-function progressReporter(extra: CallExtra | undefined): ((r: Rental) => void) | undefined {
+function progressReporter(extra: CallExtra | undefined): { report?: (r: Rental) => void; sent: () => Promise<void> } {
   const progressToken = extra?._meta?.progressToken;
-  if (progressToken === undefined) return undefined;
+  if (progressToken === undefined) return { sent: async () => undefined };
   let progress = 0;
-  return (r) => {
-    const message = `rental ${r.status}${r.phase ? ` (phase ${r.phase})` : ''}`;
-    extra!.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message } }).catch(() => undefined);
+  let last: Promise<void> = Promise.resolve();
+  return {
+    report: (r) => {
+      const message = `rental ${r.status}${r.phase ? ` (phase ${r.phase})` : ''}`;
+      const previous = last;
+      const sending = extra!.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message } }).catch(() => undefined);
+      last = Promise.all([previous, sending]).then(() => undefined);
+    },
+    sent: () => last,
   };
 }
 
@@ -255,12 +263,15 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       const client = deps.client();
       const rental = await client.findRental(a.id);
       if (!a.waitFor) return success({ rental, next: nextStep(rental) });
+      const progress = progressReporter(extra);
       try {
         // Waiting reads: the service holds each read until the status changes, so nothing polls.
-        const done = await client.waitForRental(rental.rentalId, { until: a.waitFor, timeoutMs: (a.waitSeconds ?? 60) * 1000, onPhase: progressReporter(extra) });
+        const done = await client.waitForRental(rental.rentalId, { until: a.waitFor, timeoutMs: (a.waitSeconds ?? 60) * 1000, onPhase: progress.report });
+        await progress.sent();
         return success({ rental: done, reachedWaitFor: true, next: nextStep(done) });
       } catch (err) {
         if ((err as Error).name !== 'GprTimeoutError' && (err as Error).name !== 'GprRentalStateError') throw err;
+        await progress.sent();
         const now = await client.getRental(rental.rentalId);
         return success({ rental: now, reachedWaitFor: false, next: nextStep(now) });
       }
