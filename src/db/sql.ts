@@ -113,9 +113,14 @@ function run<T>(conn: Pick<PoolConnection, 'query'>, sql: string, parameters?: u
   });
 }
 
-/** One statement on a pooled connection, outside any transaction (autocommit). */
+/**
+ * One statement on a pooled connection, outside any transaction (autocommit), run again through
+ * the retry rule when it loses a deadlock or, on a multi-primary cluster, certification: a single
+ * statement is a whole transaction, rolled back entirely when it fails so.
+ */
 export function sqlQuery<T>(ds: DataSource, sql: string, parameters?: unknown[]): Promise<T> {
-  return run<T>(poolOf(ds), sql, parameters);
+  const pool = poolOf(ds);
+  return retryingTransaction(() => run<T>(pool, sql, parameters));
 }
 
 function connection(pool: Pool): Promise<PoolConnection> {

@@ -3,6 +3,7 @@ import mysql from 'mysql2/promise';
 import type { DataSource } from 'typeorm';
 import { createDatabaseIfMissing, createDataSource, dropDatabase, parseDatabaseUrl } from '../../src/db/data-source.js';
 import { withMigrationLock } from '../../src/db/migration-lock.js';
+import { sqlQuery } from '../../src/db/sql.js';
 import { childDatabaseUrl } from '../helpers/db.js';
 import { transactionKinds } from '../helpers/transaction-kinds.js';
 
@@ -68,6 +69,30 @@ describe('the retry helper on one server', function () {
       assert.equal(Number(effects[0].n), 1);
     });
   }
+
+  it('sqlQuery: a single statement in autocommit mode that loses a deadlock is run again, and lands once', async () => {
+    const deadlocks = async () => Number(((await ds.query("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'")) as { Value: string }[])[0].Value);
+    const before = await deadlocks();
+    // The other transaction holds row 2 and has written more, so InnoDB picks the statement as the victim.
+    await other.query('START TRANSACTION');
+    await other.query('INSERT INTO weight () VALUES (),(),(),(),(),(),(),(),(),()');
+    await other.query('UPDATE probe SET v = v + 10 WHERE id = 2');
+    // Locks row 1, then waits for row 2.
+    const ours = sqlQuery(ds, 'UPDATE probe SET v = v + 1 WHERE id IN (1, 2)');
+    for (let i = 0; ; i++) {
+      const waiting = (await ds.query("SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'")) as { n: number }[];
+      if (Number(waiting[0].n) > 0) break;
+      assert.ok(i < 500, 'the statement waits for row 2');
+      await new Promise((r) => setImmediate(r));
+    }
+    // Waits for row 1, which the statement holds: a deadlock, which the statement loses.
+    await other.query('UPDATE probe SET v = v + 10 WHERE id = 1');
+    await other.query('COMMIT');
+    await ours;
+    assert.ok((await deadlocks()) > before, 'a deadlock was detected');
+    const rows = (await ds.query('SELECT id, v FROM probe ORDER BY id')) as { id: number; v: number }[];
+    assert.deepEqual(rows.map((r) => [r.id, r.v]), [[1, 11], [2, 11]]);
+  });
 
   it('the migration lock lets one holder in at a time and frees a dead holder\'s lock when its lease runs out', async () => {
     const order: string[] = [];
