@@ -133,7 +133,7 @@ async function main(): Promise<void> {
       `${col(xs, (m) => m.perSecond, 0, '/s')}; p50 ${col(xs, (m) => m.p50, 1, ' ms')}; p99 ${col(xs, (m) => m.p99, 1, ' ms')}; ` +
       `CPU ${col(xs, (m) => m.cpuMs, 3, ' ms')}/admission (kernel ${col(xs, (m) => m.systemMs, 3, ' ms')}); statements ${col(xs, (m) => m.statements, 2)} in ${col(xs, (m) => m.roundTrips, 2)} round trips/admission; deadlocks ${col(xs, (m) => m.deadlocks, 0)}`;
     console.log('summary (min / median / max):');
-    console.log(`  ours: ${line(ours)} (BEGIN and COMMIT included; a key is read at most once a minute)`);
+    console.log(`  ours: ${line(ours)} (BEGIN and COMMIT included; a key is read at most once a minute); load generator CPU ${col(ours, (m) => m.benchCpuMs, 3, ' ms')}/admission`);
     console.log(`  raw:  ${line(theirs)}`);
     const ratios = ours.map((o, i) => o.perSecond / theirs[i].perSecond);
     const p99s = ours.map((o, i) => o.p99 / theirs[i].p99);
