@@ -5,7 +5,7 @@ import { RENTAL_COUNTS_CACHE_MS } from '../../src/metrics/metrics-endpoint.js';
 import { startMetricsListener } from '../../src/metrics-listener.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { startTestWorker } from '../helpers/jobs.js';
-import { freePort } from '../helpers/process.js';
+import { freePort, waitFor } from '../helpers/process.js';
 import { account, credit, discardQueuedRentalJobs, offerIds, rent, rentOk } from '../helpers/rentals.js';
 
 const TOKEN = 'metrics-token-for-the-tests-0123456789';
@@ -21,7 +21,9 @@ function parseMetrics(text: string): Sample[] {
   const samples: Sample[] = [];
   for (const line of text.split('\n')) {
     if (line === '' || line.startsWith('# HELP ') || line.startsWith('# TYPE ')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (-?[0-9.e+-]+|NaN|\+Inf|-Inf)$/.exec(line);
+    // Values as Go's ParseFloat reads them, which ignores case in NaN and Inf: prom-client writes
+    // an empty gauge (the event-loop lag between two close scrapes) as `Nan`.
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (-?[0-9.e+-]+|NaN|[+-]Inf)$/i.exec(line);
     assert.ok(m, `not a Prometheus sample line: ${line}`);
     const labels: Record<string, string> = {};
     const body = m[2] ?? '';
@@ -93,7 +95,10 @@ describe('GET /metrics', function () {
     const worker = await startTestWorker(ctx);
     try {
       await ctx.services.jobs.now('rental.meter', {});
-      await worker.settle();
+      // The run of this one job, not every job it may lead to: the sweep also meters the rentals
+      // other files left running in the run's database, and may queue their ends.
+      const meterRuns = (samples: Sample[]) => valueOf(samples, 'gpu_rental_job_runs_total', { job_name: 'rental.meter', outcome: 'success' });
+      await waitFor(async () => meterRuns(await scrape()) > meterRuns(before), 30_000, 'the metering job to run');
     } finally {
       await worker.stop();
     }
