@@ -27,6 +27,8 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
   let client: Client;
   let stderr = '';
   const seen: string[] = [];
+  /** Every progress notification the server wrote, in order, as it reached the client's transport. */
+  const progressWritten: { progress: number; message?: string }[] = [];
 
   before(async () => {
     buildClients();
@@ -40,6 +42,17 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
     transport.stderr?.on('data', (d) => (stderr += d));
     client = new Client({ name: 'gpr-mcp-machine-test', version: '1.0.0' });
     await client.connect(transport);
+    // The SDK's client hands a notification to its handler a microtask later, but an answer at
+    // once: a last progress notification read in the same chunk as the call's answer reaches no
+    // handler. What the server sent is read here, ahead of that.
+    const deliver = transport.onmessage!;
+    transport.onmessage = (m) => {
+      if ('method' in m && m.method === 'notifications/progress') {
+        const { progress, message } = m.params as { progress: number; message?: string };
+        progressWritten.push({ progress, message });
+      }
+      deliver(m);
+    };
   });
   after(async () => {
     await client?.close();
@@ -145,11 +158,16 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
       { status: 'ACTIVE', phase: null },
     ];
     const progress: { progress: number; message?: string }[] = [];
+    progressWritten.length = 0;
     const res = (await client.callTool({ name: 'get_rental', arguments: { id: RENTAL_ID, waitFor: 'ACTIVE', waitSeconds: 20 } }, undefined, { onprogress: (p) => progress.push(p) })) as ToolResult;
     seen.push(JSON.stringify(res));
     assert.equal(res.structuredContent.reachedWaitFor, true);
-    assert.deepEqual(progress.map((p) => p.message), ['rental PROVISIONING (phase booting)', 'rental ACTIVE']);
-    assert.deepEqual(progress.map((p) => p.progress), [1, 2], 'growing');
+    // Written before the answer, one per change.
+    assert.deepEqual(progressWritten.map((p) => p.message), ['rental PROVISIONING (phase booting)', 'rental ACTIVE']);
+    assert.deepEqual(progressWritten.map((p) => p.progress), [1, 2], 'growing');
+    // The caller's callback got them, except perhaps the last (see above).
+    assert.deepEqual(progress.map(({ progress: n, message }) => ({ progress: n, message })), progressWritten.slice(0, progress.length));
+    assert.ok(progress.length >= 1);
     const reads = service.received.filter((r) => r.method === 'GET').map((r) => decodeURIComponent(r.path));
     assert.ok(reads.slice(2).every((p) => /\?waitFor=[A-Z_,]+&waitSeconds=\d+$/.test(p)), `waiting reads: ${reads.join(' ')}`);
   });
