@@ -35,12 +35,12 @@ export function rawPool(databaseUrl: string, connectionLimit: number): mysql.Poo
 const KEY_BUDGET_MINOR = 100_000_000;
 const KEY_MAX_CONCURRENT = 100_000;
 
-/** One admission; resolves to a failure label or null. Retries a deadlock as the service does. */
-export async function rawAdmission(pool: mysql.Pool, c: Client, offer: Offer, counter: { deadlocks: number }): Promise<string | null> {
+/** One admission (of rental `rentalId`); resolves to a failure label or null. Retries a deadlock as the service does. */
+export async function rawAdmission(pool: mysql.Pool, c: Client, offer: Offer, counter: { deadlocks: number }, rentalId: string = randomUUID()): Promise<string | null> {
   for (let attempt = 1; ; attempt++) {
     const conn = await pool.getConnection();
     try {
-      return await admitOnce(conn, c, offer);
+      return await admitOnce(conn, c, offer, rentalId);
     } catch (err) {
       await conn.query('ROLLBACK');
       if ((err as { code?: string }).code !== 'ER_LOCK_DEADLOCK' || attempt >= 8) return `raw ${(err as { code?: string }).code ?? 'error'}`;
@@ -75,9 +75,8 @@ function requestHash(offerId: string, keyId: string): string {
   return createHash('sha256').update(JSON.stringify({ keyId, kind: 'OFFER', offerId }), 'utf8').digest('hex');
 }
 
-async function admitOnce(conn: mysql.PoolConnection, c: Client, offer: Offer): Promise<string | null> {
+async function admitOnce(conn: mysql.PoolConnection, c: Client, offer: Offer, rentalId: string): Promise<string | null> {
   const now = new Date();
-  const rentalId = randomUUID();
   const deploymentId = randomUUID();
   const price = offer.pricePerHourMinor;
   const spendCap = 1_000_000;

@@ -30,6 +30,7 @@ import {
   queryCounter,
   spread,
   startBenchApp,
+  startFloorProcess,
   startServiceProcess,
   type BenchApp,
   type PhaseResult,
@@ -105,11 +106,28 @@ async function main(): Promise<void> {
   const byOffer = { offerId: app.offer.id };
   const byIntent = { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 };
   const serviceCounters = () => service.stats();
+  const floor = await startFloorProcess(app);
+  // The floor's statements are the raw side's (10 in 3 round trips); it reports its CPU alone.
+  const floorCounters = async (): Promise<Counters> => ({ ...(await floor.stats()), statements: 0, requests: 0, deadlocks: 0 });
   try {
+    // The service's answer to one admission, for the floor to send the same bytes.
+    const [sample] = await makeClients(app, 1, 'ACCOUNT_BALANCE');
+    const first = await fetch(`${service.base}/api/v1/rentals`, {
+      method: 'POST',
+      headers: { Authorization: sample.auth, 'Content-Type': 'application/json', 'Idempotency-Key': randomUUID() },
+      body: JSON.stringify(byOffer),
+    });
+    const sampleBody = await first.text();
+    if (first.status !== 201) throw new Error(`the sample admission answered ${first.status}: ${sampleBody}`);
+    const sampleId = (JSON.parse(sampleBody) as { data: { rentalId: string } }).data.rentalId;
+    const floorAnswer = sampleBody.replaceAll(sampleId, '__RENTAL_ID__');
     // JIT and connection pool warm-up: one whole phase of each, not reported, so the repetitions
     // measure the steady state a long-running server is in.
     await admissionPhase(service.base, await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), byOffer, PER_CLIENT);
     await loadPhase(await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), PER_CLIENT, (c) => rawAdmission(pool, c, app.offer, raw));
+    const warmFloor = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
+    await floor.serve(warmFloor, app.offer, floorAnswer);
+    await admissionPhase(floor.base, warmFloor, byOffer, PER_CLIENT);
     console.log(
       `rental admission: ${CLIENTS} concurrent clients on ${CLIENTS} funded accounts, ${PER_CLIENT} requests each, ${REPS} repetitions; ` +
         `the service in its own process (pid ${service.pid}), the raw client in the bench's; MariaDB`,
@@ -117,16 +135,21 @@ async function main(): Promise<void> {
     const ours: Measured[] = [];
     const theirs: Measured[] = [];
     const intents: Measured[] = [];
+    const floors: Measured[] = [];
     for (let rep = 0; rep < REPS; rep++) {
+      const floorClients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
+      await floor.serve(floorClients, app.offer, floorAnswer);
       const oursClients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
       const rawClients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
       const intentClients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
       ours.push(await measured(() => admissionPhase(service.base, oursClients, byOffer, PER_CLIENT), serviceCounters));
       theirs.push(await measured(() => loadPhase(rawClients, PER_CLIENT, (c) => rawAdmission(pool, c, app.offer, raw)), () => ownCounters(raw)));
       intents.push(await measured(() => admissionPhase(service.base, intentClients, byIntent, PER_CLIENT), serviceCounters));
+      floors.push(await measured(() => admissionPhase(floor.base, floorClients, byOffer, PER_CLIENT), floorCounters));
       console.log(describePhase(`rep ${rep + 1} ours (metered, by offer id)`, ours[rep]) + facts(ours[rep]) + ` (the service process); load generator CPU ${ours[rep].benchCpuMs.toFixed(3)} ms/admission`);
       console.log(describePhase(`rep ${rep + 1} raw mysql2 (same statements, same round trips)`, theirs[rep]) + facts(theirs[rep]));
       console.log(describePhase(`rep ${rep + 1} ours (metered, by GPU intent)`, intents[rep]) + `; ${intents[rep].statements.toFixed(2)} statements in ${intents[rep].roundTrips.toFixed(2)} round trips/admission`);
+      console.log(describePhase(`rep ${rep + 1} floor (bare Express serving the raw admission)`, floors[rep]) + `; process CPU ${floors[rep].cpuMs.toFixed(3)} ms/admission (${floors[rep].systemMs.toFixed(3)} of it in the kernel)`);
     }
     const col = (xs: Measured[], f: (m: Measured) => number, d = 1, u = '') => spread(xs.map(f), d, u);
     const line = (xs: Measured[]) =>
@@ -139,6 +162,11 @@ async function main(): Promise<void> {
     const p99s = ours.map((o, i) => o.p99 / theirs[i].p99);
     const cpus = ours.map((o, i) => o.cpuMs / theirs[i].cpuMs);
     console.log(`  throughput ours/raw ${spread(ratios, 2, 'x')}; p99 ours/raw ${spread(p99s, 2, 'x')}; CPU per admission ours/raw ${spread(cpus, 2, 'x')}`);
+    console.log(`  floor (bare Express + raw): ${col(floors, (m) => m.perSecond, 0, '/s')}; p99 ${col(floors, (m) => m.p99, 1, ' ms')}; CPU ${col(floors, (m) => m.cpuMs, 3, ' ms')}/admission`);
+    console.log(
+      `  throughput floor/raw ${spread(floors.map((f, i) => f.perSecond / theirs[i].perSecond), 2, 'x')}; ours/floor ${spread(ours.map((o, i) => o.perSecond / floors[i].perSecond), 2, 'x')}; ` +
+        `CPU per admission floor - raw ${spread(floors.map((f, i) => f.cpuMs - theirs[i].cpuMs), 3, ' ms')}, ours - floor ${spread(ours.map((o, i) => o.cpuMs - floors[i].cpuMs), 3, ' ms')}`,
+    );
     console.log(`  GPU intent: ${col(intents, (m) => m.perSecond, 0, '/s')}; p50 ${col(intents, (m) => m.p50, 1, ' ms')}; p99 ${col(intents, (m) => m.p99, 1, ' ms')}; statements ${col(intents, (m) => m.statements, 2)}/admission`);
     console.log(`  throughput GPU intent/by offer id (same repetition) ${spread(intents.map((m, i) => m.perSecond / ours[i].perSecond), 2, 'x')}`);
 
@@ -164,6 +192,7 @@ async function main(): Promise<void> {
     await provisioningLatency(app);
   } finally {
     await pool.end();
+    await floor.close();
     await service.close();
     await app.close();
   }

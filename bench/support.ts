@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2';
 import { createApp } from '../src/app.js';
 import { runLoad } from './admission-load.js';
+import type { FloorMessage, FloorRequest } from './express-floor-process.js';
 import { exited, ownChild, productionNodeFlags } from './processes.js';
 import { systemClock, type Clock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
@@ -254,6 +255,54 @@ export async function startServiceProcess(app: BenchApp): Promise<ServiceProcess
     },
     async stopProfile(path: string) {
       await ask({ type: 'profile-stop', path }, 'profile-stopped');
+    },
+    async close() {
+      if (child.exitCode === null) await ask({ type: 'close' }, 'closed');
+      await exited(child);
+    },
+  };
+}
+
+/** Bare Express serving the raw admission (bench/express-floor-process.ts), in a process of its own. */
+export interface FloorProcess {
+  base: string;
+  /** The clients it will serve (looked up by Authorization), the offer, and the answer body with `__RENTAL_ID__` for the rental's id. */
+  serve(clients: Client[], offer: Offer, answer: string): Promise<void>;
+  /** Its CPU time so far, every thread of the process. */
+  stats(): Promise<{ cpuMs: number; systemMs: number }>;
+  close(): Promise<void>;
+}
+
+/** Forks the Express floor process on `app`'s database, with the service's pool size and node flags. */
+export async function startFloorProcess(app: BenchApp, poolSize = 40): Promise<FloorProcess> {
+  const file = fileURLToPath(new URL('./express-floor-process.ts', import.meta.url));
+  const child = ownChild(fork(file, [app.databaseUrl, String(poolSize)], { execArgv: [...productionNodeFlags(), '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  const next = <T extends FloorMessage['type']>(type: T) =>
+    new Promise<Extract<FloorMessage, { type: T }>>((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`the floor process exited with ${code} while the bench waited for ${type}`));
+      child.once('exit', onExit);
+      const onMessage = (m: FloorMessage) => {
+        if (m.type !== type) return;
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        resolve(m as Extract<FloorMessage, { type: T }>);
+      };
+      child.on('message', onMessage);
+    });
+  const ask = <T extends FloorMessage['type']>(request: FloorRequest, type: T) => {
+    const answer = next(type);
+    child.send(request);
+    return answer;
+  };
+  const { base } = await next('ready');
+  return {
+    base,
+    async serve(clients, offer, answer) {
+      await ask({ type: 'clients', clients, offer, answer }, 'clients-set');
+    },
+    async stats() {
+      const s = await ask({ type: 'stats' }, 'stats');
+      return { cpuMs: (s.userUs + s.systemUs) / 1000, systemMs: s.systemUs / 1000 };
     },
     async close() {
       if (child.exitCode === null) await ask({ type: 'close' }, 'closed');

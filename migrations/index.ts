@@ -27,6 +27,7 @@ import { IdleRentals1763800015000 } from './1763800015000-IdleRentals.js';
 import { HourlyUsage1763800017000 } from './1763800017000-HourlyUsage.js';
 import { AccountLockVersion1763800018200 } from './1763800018200-AccountLockVersion.js';
 import { MeteringSweepIndex1763800018500 } from './1763800018500-MeteringSweepIndex.js';
+import { MeteringIndexWithoutMoment1763800018700 } from './1763800018700-MeteringIndexWithoutMoment.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -55,4 +56,5 @@ export const migrations = [
   HourlyUsage1763800017000,
   AccountLockVersion1763800018200,
   MeteringSweepIndex1763800018500,
+  MeteringIndexWithoutMoment1763800018700,
 ];

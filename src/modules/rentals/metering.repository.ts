@@ -10,22 +10,23 @@ import type { DeploymentBillingModel, RentalStatus } from './rental-status.js';
 // in two round trips before its COMMIT (test/rentals/metering-round-trips.test.ts): the reads and
 // writes here never await anything before issuing their statement.
 
-/** A metered rental as the sweep's first read sees it: enough to cut chunks by account and to guard the charge. */
-export type SweptDeployment = Pick<Deployment, 'id' | 'accountId' | 'meteredUntil'>;
+/** A metered rental as the sweep's first read sees it: enough to cut chunks by account. */
+export type SweptDeployment = Pick<Deployment, 'id' | 'accountId'>;
 
 /**
- * The started deployments of `billingModels` in `statuses` that have a metering start, sorted by
- * account then id; a plain read, no locks, of the columns `ix_deployments_metered` covers, so it
- * reads that index alone whatever else the table holds.
+ * The started deployments of `billingModels` in `statuses`, sorted by account then id; a plain
+ * read, no locks, of the columns `ix_deployments_metered` covers, so it reads that index alone
+ * whatever else the table holds. Their metering moment is not among them: every sweep moves it,
+ * and an index holding it would be rewritten for every rental at every sweep; it is read under lock.
  */
 export async function meteredDeployments(ds: DataSource, billingModels: readonly DeploymentBillingModel[], statuses: readonly RentalStatus[]): Promise<SweptDeployment[]> {
-  const rows: { id: string; account_id: string; metered_until: Date }[] = await ds.query(
-    `SELECT id, account_id, metered_until FROM deployments
-        WHERE billing_model IN (?) AND status IN (?) AND metered_until IS NOT NULL AND started_at IS NOT NULL
+  const rows: { id: string; account_id: string }[] = await ds.query(
+    `SELECT id, account_id FROM deployments
+        WHERE billing_model IN (?) AND status IN (?) AND started_at IS NOT NULL
         ORDER BY account_id, id`,
     [billingModels, statuses],
   );
-  return rows.map((r) => ({ id: r.id, accountId: r.account_id, meteredUntil: r.metered_until }));
+  return rows.map((r) => ({ id: r.id, accountId: r.account_id }));
 }
 
 /** A deployment's metering as read under lock: everything accrual and posting need. */

@@ -157,9 +157,11 @@ export class Metering {
    * One short transaction over a few accounts' rentals, in three round trips: the rentals' and
    * accounts' row locks with what they hold; every write (one statement per table, the hourly
    * entries in one insert); COMMIT. A `credits.low` event adds two round trips for its account.
-   * Each rental is charged only if its `metered_until` is still the one the sweep read (a
-   * concurrent sweep or a termination that metered it since is left alone), checked under lock
-   * and again in the set-based UPDATE; the ledger's unique `usage:<deployment>:<untilMs>`
+   * Each rental is charged from the metering moment read under its lock to the sweep's instant:
+   * usage is priced cumulatively from the start, so a concurrent sweep or a termination that
+   * metered it since the first read leaves nothing or only the rest to charge (a rental that
+   * ended is skipped by its status). The set-based UPDATE charges a row only if that moment is
+   * still the one read under lock, and the ledger's unique `usage:<deployment>:<untilMs>`
    * reference is the last guard.
    */
   private meterChunk(chunk: SweptDeployment[], nowMs: number): Promise<SweepResult> {
@@ -175,10 +177,9 @@ export class Metering {
           chunk.map((d) => d.accountId),
         ),
       ]);
-      const readUntil = new Map(chunk.map((d) => [d.id, d.meteredUntil!.getTime()]));
       const due: { d: MeteringState; amount: number; untilMs: number; post: UsagePost | null }[] = [];
       for (const d of fresh) {
-        if (!isOneOf(METERED_STATUSES, d.status) || !d.meteredUntil || !d.startedAt || d.meteredUntil.getTime() !== readUntil.get(d.id)) continue;
+        if (!isOneOf(METERED_STATUSES, d.status) || !d.meteredUntil || !d.startedAt) continue;
         const x = accrual(d, d.terminateRequestedAt ? Math.min(nowMs, d.terminateRequestedAt.getTime()) : nowMs);
         if (x.untilMs > d.meteredUntil.getTime()) due.push({ d, ...x, post: hourlyPost(d, x.untilMs) });
       }
