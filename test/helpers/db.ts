@@ -20,11 +20,21 @@ interface RunState {
   cleanups: Array<() => Promise<void> | void>;
 }
 
+/**
+ * Set by the root hooks' global setup (test/helpers/root-hooks.ts) in a parallel run's main
+ * process, so that every worker's database shares one prefix and the global teardown can drop them
+ * all, whichever worker made them.
+ */
+export const RUN_FAMILY_VARIABLE = 'GPU_RENTAL_TEST_RUN';
+const DATABASE_PREFIX = 'gpu_rental_test_';
+
 const RUN_KEY = Symbol.for('gpu-rental.test-run');
 const run = ((globalThis as Record<symbol, unknown>)[RUN_KEY] ??= {
   url: (() => {
     const u = new URL(BASE);
-    u.pathname = `/gpu_rental_test_${Date.now().toString(36)}_${process.pid}_${randomBytes(3).toString('hex')}`;
+    const family = process.env[RUN_FAMILY_VARIABLE] ?? Date.now().toString(36);
+    // The random tail keeps one run's name from being the prefix of another's (pid 12 and 123).
+    u.pathname = `/${DATABASE_PREFIX}${family}_${process.pid}_${randomBytes(3).toString('hex')}`;
     return u.toString();
   })(),
   sources: new Set(),
@@ -66,12 +76,17 @@ export function testDataSource(): Promise<DataSource> {
 }
 
 /** The run's database and every child database still on the server (names from {@link childDatabaseUrl} and alike). */
-export async function runDatabases(): Promise<string[]> {
+export function runDatabases(): Promise<string[]> {
+  return databasesStartingWith(parseDatabaseUrl(testDatabaseUrl).database);
+}
+
+/** The databases on the test server whose names start with `prefix`. */
+async function databasesStartingWith(prefix: string): Promise<string[]> {
   const t = parseDatabaseUrl(testDatabaseUrl);
   const conn = await mysql.createConnection({ host: t.host, port: t.port, user: t.user, password: t.password });
   try {
     // `_` is a LIKE wildcard; the run's name contains several.
-    const pattern = `${t.database.replace(/[\\_%]/g, (c) => `\\${c}`)}%`;
+    const pattern = `${prefix.replace(/[\\_%]/g, (c) => `\\${c}`)}%`;
     const [rows] = await conn.query('SHOW DATABASES LIKE ?', [pattern]);
     return (rows as Record<string, string>[]).map((r) => Object.values(r)[0]);
   } finally {
@@ -79,8 +94,23 @@ export async function runDatabases(): Promise<string[]> {
   }
 }
 
-/** Ends the run: registered clean-ups, every DataSource on the run's database, then the database and its children. */
-export async function closeTestDatabase(): Promise<void> {
+/** Drops every database of the run family `family` (all the workers' of a parallel run), and their children. */
+export async function dropRunFamily(family: string): Promise<void> {
+  if (process.env.KEEP_TEST_DATABASE) return;
+  const base = new URL(testDatabaseUrl);
+  for (const name of await databasesStartingWith(`${DATABASE_PREFIX}${family}_`)) {
+    base.pathname = `/${name}`;
+    await dropDatabase(base.toString());
+  }
+}
+
+/** Runs the clean-ups registered so far (with {@link atRunEnd}), the last first; throws what failed once all have run. */
+export async function runCleanups(): Promise<void> {
+  const failures = await cleanUp();
+  if (failures.length) throw new AggregateError(failures, 'clean-ups at the end of the test run failed');
+}
+
+async function cleanUp(): Promise<unknown[]> {
   const failures: unknown[] = [];
   for (const cleanup of run.cleanups.splice(0).reverse()) {
     try {
@@ -89,6 +119,12 @@ export async function closeTestDatabase(): Promise<void> {
       failures.push(err);
     }
   }
+  return failures;
+}
+
+/** Ends the run: registered clean-ups, every DataSource on the run's database, then the database and its children. */
+export async function closeTestDatabase(): Promise<void> {
+  const failures = await cleanUp();
   for (const ds of [...run.sources]) {
     run.sources.delete(ds);
     if (ds.isInitialized) await ds.destroy();

@@ -1,6 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
-import { closeTestDatabase, testDataSource } from './db.js';
+import { closeTestDatabase, dropRunFamily, RUN_FAMILY_VARIABLE, runCleanups, testDataSource } from './db.js';
 import { assertLedgerConsistent } from './ledger.js';
 
 /**
@@ -14,7 +15,29 @@ export async function clearLeftoverJobs(ds: DataSource): Promise<void> {
 
 let currentFile: string | undefined;
 
-/** Mocha root hooks: one database per run, no jobs carried from one file to the next, and the money invariant after every test. */
+/**
+ * In a parallel run (`--parallel`) each worker process runs many files, and mocha runs the root
+ * hooks' beforeAll and afterAll around each file there: the worker keeps its database from one
+ * file to the next (migrating it once), and only the file's clean-ups run after it. The databases
+ * go in the global teardown, in mocha's main process, once every worker is done.
+ */
+const inWorker = process.env.MOCHA_WORKER_ID !== undefined;
+
+/**
+ * Mocha global fixtures (main process): one database name prefix for every worker of the run, and
+ * their removal at its end. Always a new prefix: a mocha a test starts inherits this process's
+ * environment, and its own teardown must not drop the databases of the run that started it.
+ */
+export function mochaGlobalSetup(): void {
+  process.env[RUN_FAMILY_VARIABLE] = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+}
+
+export async function mochaGlobalTeardown(): Promise<void> {
+  const family = process.env[RUN_FAMILY_VARIABLE];
+  if (family) await dropRunFamily(family);
+}
+
+/** Mocha root hooks: one database per run (per worker process in a parallel run), no jobs carried from one file to the next, and the money invariant after every test. */
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context) {
     this.timeout(60_000);
@@ -31,6 +54,7 @@ export const mochaHooks = {
   },
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);
-    await closeTestDatabase();
+    if (inWorker) await runCleanups();
+    else await closeTestDatabase();
   },
 };

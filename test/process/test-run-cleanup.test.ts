@@ -20,11 +20,13 @@ async function databasesStartingWith(url: string): Promise<string[]> {
   }
 }
 
-/** Runs mocha as `npm test` does (this repository's .mocharc, root hooks, `exit: true`) on the given files. */
+/** Runs mocha as `npm test` does (this repository's .mocharc, root hooks, `exit: true`) on the given files and options. */
 function mocha(files: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const env = { ...process.env };
     delete env.KEEP_TEST_DATABASE;
+    // A run of its own, even when this file runs in a worker of a parallel run.
+    delete env.MOCHA_WORKER_ID;
     const child = spawn(process.execPath, [MOCHA, ...files], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -38,8 +40,8 @@ function mocha(files: string[]): Promise<{ code: number | null; stdout: string; 
 describe('npm test cleans up after itself', function () {
   this.timeout(120_000);
 
-  it('drops the run database and its child databases even when mocha loads a file with import() beside files it requires, and runs the registered clean-ups', async () => {
-    const r = await mocha(FIXTURES);
+  it('in one process, drops the run database and its child databases even when mocha loads a file with import() beside files it requires, and runs the registered clean-ups', async () => {
+    const r = await mocha(['--no-parallel', ...FIXTURES]);
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     const required = /^required: (\S+) (\S+)$/m.exec(r.stdout);
     const imported = /^imported: (\S+) true$/m.exec(r.stdout);
@@ -47,6 +49,19 @@ describe('npm test cleans up after itself', function () {
     assert.equal(imported[1], required[1], 'one database per run, whichever way a file was loaded');
     assert.match(required[1], /\/gpu_rental_test_/);
     assert.deepEqual(await databasesStartingWith(required[1]), [], 'no database of the run is left on the server');
+    assert.equal(existsSync(required[2]), false, 'the directory registered with atRunEnd is gone');
+  });
+
+  it('in a parallel run, drops every worker\'s database and its children once all are done, and runs each file\'s clean-ups', async () => {
+    const r = await mocha(['--parallel', '--jobs', '2', ...FIXTURES]);
+    assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
+    const required = /^required: (\S+) (\S+)$/m.exec(r.stdout);
+    const imported = /^imported: (\S+) true$/m.exec(r.stdout);
+    assert.ok(required && imported, r.stdout);
+    for (const url of [required[1], imported[1]]) {
+      assert.match(url, /\/gpu_rental_test_/);
+      assert.deepEqual(await databasesStartingWith(url), [], `no database of ${url} is left on the server`);
+    }
     assert.equal(existsSync(required[2]), false, 'the directory registered with atRunEnd is gone');
   });
 });
