@@ -44,7 +44,7 @@ const PROVIDER_OPTIONS = [
     [
       [
         '`local`',
-        '`LOCAL_PROVIDER_INVENTORY`: path of the inventory JSON, re-read at every refresh (default: the built-in inventory; format in [inventory](inventory.md#the-local-providers-inventory-file)). `LOCAL_PROVIDER_ALLOW_PRODUCTION`: `true` lets it run with `NODE_ENV=production`; it runs commands on this host, so it refuses otherwise (default `false`). More in [plugins](plugins.md#the-local-plugin).',
+        '`LOCAL_PROVIDER_INVENTORY`: path of the inventory JSON, re-read at every refresh (default: the built-in inventory; format in [inventory](inventory.md#the-local-providers-inventory-file)). `LOCAL_PROVIDER_ALLOW_PRODUCTION`: `true` lets it run with `NODE_ENV=production`; it runs commands on this host, so it refuses otherwise (default `false`). `LOCAL_PROVIDER_SANDBOX_UID_FIRST` and `LOCAL_PROVIDER_SANDBOX_UID_COUNT`: the block of uids machines run as when the service runs as root (default 200000 and 100000); two services on one host with databases of their own each need a block of their own, since ending a machine kills every process of its uid. More in [plugins](plugins.md#the-local-plugin).',
       ],
       ['`vast`', '`VAST_PROVIDER_API_KEY` (required), `VAST_PROVIDER_API_URL` and the rest: [providers/vast.md](providers/vast.md#options).'],
       ['`runpod`', '`RUNPOD_PROVIDER_API_KEY` (required), `RUNPOD_PROVIDER_API_URL` and the rest: [providers/runpod.md](providers/runpod.md#options).'],

@@ -2,6 +2,10 @@ import { declareOptions, parseOptions } from '../../src/providers/kit/options.js
 import type { ProviderPlugin } from '../../src/providers/provider.js';
 import { readInventoryFile } from './inventory.js';
 import { LocalProvider, type LocalOptions } from './local-provider.js';
+import { SANDBOX_UID_COUNT, SANDBOX_UID_FIRST } from './sandbox.js';
+
+/** The highest uid Linux hands out: (uid_t)-1 is "no uid". */
+const UID_MAX = 4_294_967_294;
 
 /** The `LOCAL_PROVIDER_*` options. */
 export const LOCAL_OPTIONS = declareOptions({
@@ -9,6 +13,9 @@ export const LOCAL_OPTIONS = declareOptions({
   options: {
     INVENTORY: { kind: 'string' },
     ALLOW_PRODUCTION: { kind: 'flag' },
+    // Above every id a distribution gives users and system accounts (65534 and under).
+    SANDBOX_UID_FIRST: { kind: 'integer', min: 65_536, max: UID_MAX, default: SANDBOX_UID_FIRST },
+    SANDBOX_UID_COUNT: { kind: 'integer', min: 1, max: 10_000_000, default: SANDBOX_UID_COUNT },
   },
 });
 
@@ -17,7 +24,11 @@ const plugin: ProviderPlugin<LocalOptions> = {
   description: 'Simulated GPU inventory; each instance is a real SSH endpoint on 127.0.0.1',
   validateOptions(raw) {
     const o = parseOptions(LOCAL_OPTIONS, raw);
-    return { inventoryPath: o.INVENTORY, allowProduction: o.ALLOW_PRODUCTION };
+    const last = o.SANDBOX_UID_FIRST + o.SANDBOX_UID_COUNT - 1;
+    if (last > UID_MAX) {
+      throw new Error(`LOCAL_PROVIDER_SANDBOX_UID_FIRST plus LOCAL_PROVIDER_SANDBOX_UID_COUNT runs past uid ${UID_MAX}; give a lower first uid or fewer uids`);
+    }
+    return { inventoryPath: o.INVENTORY, allowProduction: o.ALLOW_PRODUCTION, sandboxUids: { first: o.SANDBOX_UID_FIRST, last } };
   },
   async create(options, deps) {
     if (deps.production && !options.allowProduction) {

@@ -30,8 +30,6 @@ import {
 } from './machine.js';
 import { hasMachineNamespaces, stopMachine } from './machine-namespaces.js';
 import {
-  SANDBOX_UID_FIRST,
-  SANDBOX_UID_LAST,
   killSandboxProcesses,
   prepareSandbox,
   removeSandbox,
@@ -47,6 +45,8 @@ export interface LocalOptions {
   /** Inventory JSON path; re-read on every call so edits take effect without a restart. */
   inventoryPath?: string;
   allowProduction: boolean;
+  /** The uids (inclusive) machines run as when the service runs as root; no other service on the host may use them. */
+  sandboxUids: { first: number; last: number };
 }
 
 /** The local provider's own state names, as its "API" would report them. */
@@ -371,7 +371,7 @@ export class LocalProvider implements Provider {
    */
   private async ownerFor(row: LocalInstanceRow): Promise<SandboxOwner | undefined> {
     if (process.getuid?.() !== 0) return undefined;
-    const uid = row.sandboxUid ?? (await this.store.allocateSandboxUid(row.id, SANDBOX_UID_FIRST, SANDBOX_UID_LAST));
+    const uid = row.sandboxUid ?? (await this.store.allocateSandboxUid(row.id, this.options.sandboxUids.first, this.options.sandboxUids.last));
     return sandboxOwner(uid);
   }
 

@@ -19,12 +19,14 @@ export interface SandboxOwner {
 }
 
 /**
- * The block sandbox uids are allocated from (see `LocalInstanceStore.allocateSandboxUid`): ids no
- * distribution hands to users or system accounts, which stay below 65534.
+ * The default block sandbox uids are allocated from (see `LocalInstanceStore.allocateSandboxUid`):
+ * ids no distribution hands to users or system accounts, which stay below 65534. Services on one
+ * host with databases of their own each need a block of their own (LOCAL_PROVIDER_SANDBOX_UID_FIRST
+ * and _COUNT): one that ends a machine kills every process of its uid.
  */
 export const SANDBOX_UID_FIRST = 200_000;
-/** Last uid of the block, inclusive. */
-export const SANDBOX_UID_LAST = 299_999;
+/** How many uids the default block holds. */
+export const SANDBOX_UID_COUNT = 100_000;
 
 /** The owner for an allocated sandbox uid; each instance's group is its own, numbered like its user. */
 export function sandboxOwner(uid: number): SandboxOwner {

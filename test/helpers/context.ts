@@ -16,6 +16,7 @@ import { defaultInventory } from '../../plugins/local/default-inventory.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import type { DataSource } from 'typeorm';
 import { testDatabaseUrl, testDataSource } from './db.js';
+import { sandboxUidEnv } from './sandbox-uids.js';
 
 export interface TestContext {
   config: Config;
@@ -57,6 +58,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     PUBLIC_BASE_URL: 'http://gpu.test',
     LOCAL_PROVIDER_INVENTORY: inventoryPath,
+    ...sandboxUidEnv(),
     SIGNUP_RATE_PER_MINUTE: '1000000',
     SIGNUP_RATE_PER_ADDRESS_PER_MINUTE: '1000000',
     // Every test client is 127.0.0.1, on the real clock; tests of this limit set their own.

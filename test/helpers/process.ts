@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { sandboxUidEnv } from './sandbox-uids.js';
 
 export interface Spawned {
   child: ChildProcess;
@@ -11,7 +12,7 @@ export interface Spawned {
 /** Runs the service entry point as `npm start` would, with tsx instead of a prior build. */
 export function spawnService(args: string[], env: Record<string, string>): Spawned {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn', NODE_ENV: 'development', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn', NODE_ENV: 'development', ...sandboxUidEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -10,6 +10,7 @@ import { systemClock, type Clock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import type { OfferRef, ProviderDeps } from '../../src/providers/provider.js';
 import { testDataSource } from '../helpers/db.js';
+import { sandboxUidOptions } from '../helpers/sandbox-uids.js';
 
 const common = {
   category: 'datacenter',
@@ -68,7 +69,7 @@ export async function makeLocalHarness(opts: { clock?: Clock; offers?: LocalInve
     production: false,
     labelPrefix,
   };
-  const options = localPlugin.validateOptions({ INVENTORY: inventoryPath });
+  const options = localPlugin.validateOptions({ INVENTORY: inventoryPath, ...sandboxUidOptions() });
   const providers: LocalProvider[] = [];
   const newProvider = async (overrides: Partial<ProviderDeps> = {}) => {
     const p = (await localPlugin.create(options, { ...deps, ...overrides })) as LocalProvider;

@@ -14,6 +14,7 @@ import { testDataSource } from '../helpers/db.js';
 import { makeLocalHarness, TEST_OFFERS, type LocalHarness } from './local-harness.js';
 import { runProviderContract, waitForRunning } from './provider-contract.js';
 import { waitFor } from '../helpers/process.js';
+import { sandboxUidOptions } from '../helpers/sandbox-uids.js';
 
 runProviderContract('local', async () => {
   const h = await makeLocalHarness();
@@ -435,6 +436,14 @@ describe(LocalProvider.name, () => {
       assert.equal(parseInventory({ offers: [TEST_OFFERS[0]] }, 'inv.json').offers[0].destroy, 'ok');
     });
 
+    it('takes a block of sandbox uids above the accounts of a distribution, the default 200000-299999, and refuses one it cannot use', () => {
+      assert.deepEqual(localPlugin.validateOptions({}).sandboxUids, { first: 200_000, last: 299_999 });
+      assert.deepEqual(localPlugin.validateOptions({ SANDBOX_UID_FIRST: '400000', SANDBOX_UID_COUNT: '500' }).sandboxUids, { first: 400_000, last: 400_499 });
+      assert.throws(() => localPlugin.validateOptions({ SANDBOX_UID_FIRST: '1000' }), /LOCAL_PROVIDER_SANDBOX_UID_FIRST/);
+      assert.throws(() => localPlugin.validateOptions({ SANDBOX_UID_COUNT: '0' }), /LOCAL_PROVIDER_SANDBOX_UID_COUNT/);
+      assert.throws(() => localPlugin.validateOptions({ SANDBOX_UID_FIRST: '4294967290', SANDBOX_UID_COUNT: '10' }), /runs past uid 4294967294/);
+    });
+
     it('refuses to start on an inventory file it cannot read or parse, naming LOCAL_PROVIDER_INVENTORY', async () => {
       const deps = { logger: createLogger('silent'), clock: new ManualClock(), dataSource: await testDataSource(), production: false, labelPrefix: 'x-' };
       await assert.rejects(
@@ -449,7 +458,7 @@ describe(LocalProvider.name, () => {
     });
 
     it('uses the built-in inventory when none is configured', async () => {
-      const p = new LocalProvider({ allowProduction: false }, h.deps);
+      const p = new LocalProvider(localPlugin.validateOptions({ ...sandboxUidOptions() }), h.deps);
       try {
         const offers = await p.listOffers();
         assert.ok(offers.some((o) => o.key === 'h100-sxm-1x'));

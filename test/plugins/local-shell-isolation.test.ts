@@ -16,6 +16,7 @@ import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec, type SshTarget } from '../../src/providers/ssh-probe.js';
 import { testDatabaseUrl } from '../helpers/db.js';
 import { makeLocalHarness, type LocalHarness } from './local-harness.js';
+import { sandboxUidOptions } from '../helpers/sandbox-uids.js';
 
 const DB_PORT = Number(new URL(testDatabaseUrl).port || 3306);
 
@@ -184,6 +185,25 @@ describe('local provider shells when the service runs as root', () => {
   });
 
   describe('uids', () => {
+    it('takes uids only from its configured block (LOCAL_PROVIDER_SANDBOX_UID_FIRST and _COUNT), and says when the block is full', async () => {
+      // A block no other test process uses (workers of a parallel run take 300000 + 10000 per worker).
+      const first = 390_000 + Math.floor(Math.random() * 1000) * 2;
+      const provider = (await localPlugin.create(localPlugin.validateOptions({ INVENTORY: h.inventoryPath, SANDBOX_UID_FIRST: String(first), SANDBOX_UID_COUNT: '1' }), h.deps)) as LocalProvider;
+      try {
+        const a = await start(provider);
+        assert.equal(await recordedUid(a.instanceId), first);
+        assert.equal(await uidOf(a.target), first);
+        const res = await provider.create(h.label(), h.offer('instant'), keys.publicKey);
+        assert.equal(res.kind, 'created');
+        const b = (res as { instanceId: string }).instanceId;
+        // Its machine cannot start: the one uid of the block is a's.
+        await assert.rejects(() => waitRunning(provider, b), new RegExp(`all sandbox uids ${first}-${first} are taken`));
+        assert.equal(await recordedUid(b), null);
+      } finally {
+        await provider.close();
+      }
+    });
+
     it('gives two instances whose ids once shared a uid different uids, and neither reads the files of the other', async () => {
       const [idA, idB] = idsThatSharedAUid();
       const a = await startWithId(idA);
@@ -323,7 +343,7 @@ describe('local shell isolation when the service is not root', () => {
     try {
       const lines: string[] = [];
       const logger = createLogger('info', { write: (l: string) => void lines.push(l) });
-      const options = localPlugin.validateOptions({ INVENTORY: h.inventoryPath });
+      const options = localPlugin.validateOptions({ INVENTORY: h.inventoryPath, ...sandboxUidOptions() });
       const provider = new LocalProvider(options, { ...h.deps, logger }, { mode: 'none', reason: 'util-linux `unshare` was not found' });
       await provider.listOffers();
       await provider.close();
