@@ -2,9 +2,11 @@
  * Rental admission under load: POST /api/v1/rentals from 32 concurrent clients, one per account,
  * sent from a worker thread of this process to the service running in a process of its own
  * (bench/service-process.ts) on a throwaway database, beside a raw mysql2 client sending the same
- * statements in the same three round trips (bench/raw-admission.ts) from this process, in the same
- * run. For each side: admissions per second, the ratio ours/raw, the CPU time per admission of the
- * process doing the work (the service process alone for ours: not the load generator; this
+ * statements in the same three round trips (bench/raw-admission.ts) from this process, and beside
+ * the floor of any admission served by Express: bare Express running that raw admission in a
+ * process of its own (bench/express-floor-process.ts), all in the same run. For each side:
+ * admissions per second, the ratios ours/raw, floor/raw and ours/floor, the CPU time per admission
+ * of the process doing the work (the service process alone for ours: not the load generator; this
  * process for raw, where nothing else runs during its phase), statements and round trips per
  * admission counted on every mysql2 connection of that process, and the database server's CPU
  * when it runs on this machine. Then, with a worker running, the time from admission to the
