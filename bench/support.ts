@@ -3,7 +3,7 @@
  * it, funded bench clients, the admission load phase, a statement and deadlock counter on
  * TypeORM's MySQL query runner, and min/median/max over repetitions.
  */
-import { fork } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -217,49 +217,74 @@ export interface ServiceProcess {
   close(): Promise<void>;
 }
 
+/** A bench child process spoken to over IPC: messages tagged by `type`, each request answered by one message. */
+interface IpcChild<Req, Msg extends { type: string }> {
+  child: ChildProcess;
+  /** The next message of `type`; rejects if the child exits first. */
+  next<T extends Msg['type']>(type: T): Promise<Extract<Msg, { type: T }>>;
+  /** Sends `request` and waits for the answer of `type`. */
+  ask<T extends Msg['type']>(request: Req, type: T): Promise<Extract<Msg, { type: T }>>;
+  /** Asks the child to close (if it still runs) and waits for it to exit. */
+  close(request: Req, type: Msg['type']): Promise<void>;
+}
+
+/** Forks the bench file `name` (run by tsx, with the service's production node flags) and speaks to it over IPC. */
+function forkBenchChild<Req, Msg extends { type: string }>(name: string, args: string[], what: string): IpcChild<Req, Msg> {
+  const file = fileURLToPath(new URL(name, import.meta.url));
+  const child = ownChild(fork(file, args, { execArgv: [...productionNodeFlags(), '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  const next = <T extends Msg['type']>(type: T) =>
+    new Promise<Extract<Msg, { type: T }>>((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`the ${what} process exited with ${code} while the bench waited for ${type}`));
+      child.once('exit', onExit);
+      const onMessage = (m: Msg) => {
+        if (m.type !== type) return;
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        resolve(m as Extract<Msg, { type: T }>);
+      };
+      child.on('message', onMessage);
+    });
+  const ask = <T extends Msg['type']>(request: Req, type: T) => {
+    const answer = next(type);
+    child.send(request as object);
+    return answer;
+  };
+  return {
+    child,
+    next,
+    ask,
+    async close(request, type) {
+      if (child.exitCode === null) await ask(request, type);
+      await exited(child);
+    },
+  };
+}
+
+/** CPU times (µs) as a child reports them, in ms. */
+const cpuMsOf = (s: { userUs: number; systemUs: number }) => ({ cpuMs: (s.userUs + s.systemUs) / 1000, systemMs: s.systemUs / 1000 });
+
 /**
  * Forks a service process serving the API on `app`'s database: its CPU is then the service's
  * alone, apart from the bench's own process and its load thread. It reads the offers the bench
  * app has cached.
  */
 export async function startServiceProcess(app: BenchApp): Promise<ServiceProcess> {
-  const file = fileURLToPath(new URL('./service-process.ts', import.meta.url));
-  const child = ownChild(fork(file, [app.databaseUrl, app.inventoryPath], { execArgv: [...productionNodeFlags(), '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
-  const next = <T extends ServiceMessage['type']>(type: T) =>
-    new Promise<Extract<ServiceMessage, { type: T }>>((resolve, reject) => {
-      const onExit = (code: number | null) => reject(new Error(`the service process exited with ${code} while the bench waited for ${type}`));
-      child.once('exit', onExit);
-      const onMessage = (m: ServiceMessage) => {
-        if (m.type !== type) return;
-        child.off('message', onMessage);
-        child.off('exit', onExit);
-        resolve(m as Extract<ServiceMessage, { type: T }>);
-      };
-      child.on('message', onMessage);
-    });
-  const ask = <T extends ServiceMessage['type']>(request: ServiceRequest, type: T) => {
-    const answer = next(type);
-    child.send(request);
-    return answer;
-  };
-  const { base } = await next('ready');
+  const p = forkBenchChild<ServiceRequest, ServiceMessage>('./service-process.ts', [app.databaseUrl, app.inventoryPath], 'service');
+  const { base } = await p.next('ready');
   return {
     base,
-    pid: child.pid!,
+    pid: p.child.pid!,
     async stats() {
-      const s = await ask({ type: 'stats' }, 'stats');
-      return { cpuMs: (s.userUs + s.systemUs) / 1000, systemMs: s.systemUs / 1000, statements: s.statements, requests: s.requests, deadlocks: s.deadlocks };
+      const s = await p.ask({ type: 'stats' }, 'stats');
+      return { ...cpuMsOf(s), statements: s.statements, requests: s.requests, deadlocks: s.deadlocks };
     },
     async startProfile(intervalUs = 500) {
-      await ask({ type: 'profile-start', intervalUs }, 'profile-started');
+      await p.ask({ type: 'profile-start', intervalUs }, 'profile-started');
     },
     async stopProfile(path: string) {
-      await ask({ type: 'profile-stop', path }, 'profile-stopped');
+      await p.ask({ type: 'profile-stop', path }, 'profile-stopped');
     },
-    async close() {
-      if (child.exitCode === null) await ask({ type: 'close' }, 'closed');
-      await exited(child);
-    },
+    close: () => p.close({ type: 'close' }, 'closed'),
   };
 }
 
@@ -275,39 +300,15 @@ export interface FloorProcess {
 
 /** Forks the Express floor process on `app`'s database, with the service's pool size and node flags. */
 export async function startFloorProcess(app: BenchApp, poolSize = 40): Promise<FloorProcess> {
-  const file = fileURLToPath(new URL('./express-floor-process.ts', import.meta.url));
-  const child = ownChild(fork(file, [app.databaseUrl, String(poolSize)], { execArgv: [...productionNodeFlags(), '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
-  const next = <T extends FloorMessage['type']>(type: T) =>
-    new Promise<Extract<FloorMessage, { type: T }>>((resolve, reject) => {
-      const onExit = (code: number | null) => reject(new Error(`the floor process exited with ${code} while the bench waited for ${type}`));
-      child.once('exit', onExit);
-      const onMessage = (m: FloorMessage) => {
-        if (m.type !== type) return;
-        child.off('message', onMessage);
-        child.off('exit', onExit);
-        resolve(m as Extract<FloorMessage, { type: T }>);
-      };
-      child.on('message', onMessage);
-    });
-  const ask = <T extends FloorMessage['type']>(request: FloorRequest, type: T) => {
-    const answer = next(type);
-    child.send(request);
-    return answer;
-  };
-  const { base } = await next('ready');
+  const p = forkBenchChild<FloorRequest, FloorMessage>('./express-floor-process.ts', [app.databaseUrl, String(poolSize)], 'floor');
+  const { base } = await p.next('ready');
   return {
     base,
     async serve(clients, offer, answer) {
-      await ask({ type: 'clients', clients, offer, answer }, 'clients-set');
+      await p.ask({ type: 'clients', clients, offer, answer }, 'clients-set');
     },
-    async stats() {
-      const s = await ask({ type: 'stats' }, 'stats');
-      return { cpuMs: (s.userUs + s.systemUs) / 1000, systemMs: s.systemUs / 1000 };
-    },
-    async close() {
-      if (child.exitCode === null) await ask({ type: 'close' }, 'closed');
-      await exited(child);
-    },
+    stats: async () => cpuMsOf(await p.ask({ type: 'stats' }, 'stats')),
+    close: () => p.close({ type: 'close' }, 'closed'),
   };
 }
 
