@@ -3,6 +3,7 @@ import type { DataSource } from 'typeorm';
 import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
 import { closeTestDatabase, dropRunFamily, RUN_FAMILY_VARIABLE, runCleanups, testDataSource } from './db.js';
 import { assertLedgerConsistent } from './ledger.js';
+import { newRunUidSlot, RUN_UID_SLOT_VARIABLE } from './sandbox-uids.js';
 
 /**
  * Drops one-off jobs nobody holds: what an earlier file queued (rentals made in API tests queue
@@ -30,6 +31,7 @@ const inWorker = process.env.MOCHA_WORKER_ID !== undefined;
  */
 export function mochaGlobalSetup(): void {
   process.env[RUN_FAMILY_VARIABLE] = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+  process.env[RUN_UID_SLOT_VARIABLE] = newRunUidSlot();
 }
 
 export async function mochaGlobalTeardown(): Promise<void> {
