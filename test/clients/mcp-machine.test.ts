@@ -139,10 +139,10 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
       { status: 'PROVISIONING', phase: 'booting' },
       { status: 'ACTIVE', phase: null, endpoints: [{ port: 8000, url: 'https://8000-abc.proxy.example.net' }], endsAt: '2026-01-15T13:00:00.000Z' },
     ];
-    const starting = await call('get_rental', { id: RENTAL_ID });
+    const starting = await call('get_rental', { rentalId: RENTAL_ID });
     assert.equal(starting.structuredContent.rental.phase, 'booting');
-    assert.match(starting.structuredContent.next, /^Starting \(phase booting\): call get_rental with waitFor ACTIVE again/);
-    const active = await call('get_rental', { id: RENTAL_ID, waitFor: 'ACTIVE', waitSeconds: 10 });
+    assert.match(starting.structuredContent.next, /^Starting \(phase booting\): call get_rental with waitFor \["ACTIVE", "FAILED"\] again/);
+    const active = await call('get_rental', { rentalId: RENTAL_ID, waitFor: 'ACTIVE', waitSeconds: 10 });
     assert.equal(active.structuredContent.reachedWaitFor, true);
     assert.deepEqual(active.structuredContent.rental.endpoints, [{ port: 8000, url: 'https://8000-abc.proxy.example.net' }]);
     assert.equal(active.structuredContent.rental.endsAt, '2026-01-15T13:00:00.000Z');
@@ -159,7 +159,7 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
     ];
     const progress: { progress: number; message?: string }[] = [];
     progressWritten.length = 0;
-    const res = (await client.callTool({ name: 'get_rental', arguments: { id: RENTAL_ID, waitFor: 'ACTIVE', waitSeconds: 20 } }, undefined, { onprogress: (p) => progress.push(p) })) as ToolResult;
+    const res = (await client.callTool({ name: 'get_rental', arguments: { rentalId: RENTAL_ID, waitFor: ['ACTIVE', 'FAILED'], waitSeconds: 20 } }, undefined, { onprogress: (p) => progress.push(p) })) as ToolResult;
     seen.push(JSON.stringify(res));
     assert.equal(res.structuredContent.reachedWaitFor, true);
     // Written before the answer, one per change.
@@ -175,9 +175,38 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
   it('a rental that failed GPU_MISMATCH says what happened and what to do', async () => {
     assert.ok(!(await call('create_rental', INTENT)).isError);
     service.states = [{ status: 'FAILED', phase: null, failureCode: 'GPU_MISMATCH', failureReason: 'The machine came up with fewer GPUs than its offer promised, so it was destroyed; your rental was not started.' }];
-    const res = await call('get_rental', { id: RENTAL_ID, waitFor: 'ACTIVE', waitSeconds: 5 });
-    assert.equal(res.structuredContent.reachedWaitFor, false);
+    const res = await call('get_rental', { rentalId: RENTAL_ID, waitFor: 'ACTIVE', waitSeconds: 5 });
+    assert.equal(res.structuredContent.reachedWaitFor, false, 'FAILED is not what a wait for ACTIVE alone asked for');
     assert.equal(res.structuredContent.rental.failureCode, 'GPU_MISMATCH');
     assert.match(res.structuredContent.next, /fewer GPUs than its offer promised and was destroyed.*To go on, call create_rental again, preferably another offer or provider \(list_offers\)/);
+  });
+
+  it('get_rental waits for any status of a waitFor list, as the HTTP waiting read does: FAILED ends a wait for ["ACTIVE", "FAILED"] as reached', async () => {
+    assert.ok(!(await call('create_rental', INTENT)).isError);
+    service.states = [
+      { status: 'PROVISIONING', phase: 'booting' },
+      { status: 'FAILED', phase: null, failureCode: 'PROVISIONING_FAILED', failureReason: 'The machine failed to start; your rental was not started.' },
+    ];
+    const res = await call('get_rental', { rentalId: RENTAL_ID, waitFor: ['ACTIVE', 'FAILED'], waitSeconds: 10 });
+    assert.equal(res.isError, undefined);
+    assert.equal(res.structuredContent.reachedWaitFor, true);
+    assert.equal(res.structuredContent.rental.status, 'FAILED');
+  });
+
+  it('create_rental leaves budgetMinor out when the call does, as the API allows on balance accounts', async () => {
+    const { budgetMinor: _omitted, ...noBudget } = INTENT;
+    assert.ok(!(await call('create_rental', noBudget)).isError);
+    assert.deepEqual(service.creates[0].body, noBudget);
+  });
+
+  it('reveal_ssh_credentials and terminate_deployment take rentalId or deploymentId, and refuse a call naming both or neither', async () => {
+    for (const tool of ['reveal_ssh_credentials', 'terminate_deployment']) {
+      for (const args of [{}, { rentalId: RENTAL_ID, deploymentId: RENTAL_ID }]) {
+        const res = await call(tool, args);
+        assert.equal(res.isError, true);
+        assert.match(res.content[0].text!, new RegExp(`^${tool} needs exactly one of rentalId .* or deploymentId\\. Nothing was done\\.$`));
+      }
+    }
+    assert.equal(service.received.filter((r) => r.method === 'POST').length, 0, 'nothing was sent');
   });
 });

@@ -24,6 +24,7 @@ const EXPECTED_ANNOTATIONS: Record<string, { readOnlyHint: boolean; destructiveH
   list_gpus: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
   list_offers: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
   get_account: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
+  signup: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
   create_topup_link: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
   create_rental: { readOnlyHint: false, destructiveHint: false, idempotentHint: false },
   get_rental: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
@@ -74,7 +75,7 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     return { client, call, xdg };
   }
 
-  it('lists the ten tools with titles, input and output schemas and honest annotations; instructions speak of cents', async () => {
+  it('lists the eleven tools with titles, input and output schemas and honest annotations; instructions speak of cents', async () => {
     const { client } = await connect();
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map((t) => t.name).sort(), Object.keys(EXPECTED_ANNOTATIONS).sort());
@@ -88,8 +89,12 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       assert.equal(a.openWorldHint, true, t.name);
     }
     const create = tools.find((t) => t.name === 'create_rental')!;
-    assert.ok((create.inputSchema.required as string[]).includes('budgetMinor'), 'a budget cap is required');
-    assert.ok(!(create.inputSchema.required as string[]).includes('idempotencyKey'));
+    assert.ok((create.inputSchema.properties as Record<string, unknown>).budgetMinor, 'a budget cap can be given');
+    assert.ok(!(create.inputSchema.required as string[] | undefined)?.includes('budgetMinor'), 'and is optional, as in the API');
+    const named = (tool: string) => Object.keys(tools.find((t) => t.name === tool)!.inputSchema.properties as object);
+    assert.deepEqual(named('get_rental').sort(), ['rentalId', 'waitFor', 'waitSeconds'], 'named as the HTTP fields are');
+    for (const tool of ['reveal_ssh_credentials', 'terminate_deployment']) assert.ok(named(tool).includes('rentalId') && named(tool).includes('deploymentId'), tool);
+    assert.ok(!(create.inputSchema.required as string[] | undefined)?.includes('idempotencyKey'));
     const wait = tools.find((t) => t.name === 'get_rental')!.inputSchema.properties as Record<string, { maximum?: number }>;
     assert.equal(wait.waitSeconds.maximum, 120, 'the wait is bounded');
     const instructions = client.getInstructions() ?? '';
@@ -116,20 +121,43 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     assert.equal(refused.isError, true);
     assert.match(refused.content[0].text!, /GPR_MCP_ALLOW_SPEND=1/);
     assert.equal((await call('create_topup_link', { amountMinor: 500 })).isError, true);
-    const terminate = await call('terminate_deployment', { id: GOOD_RENTAL_ID });
+    const terminate = await call('terminate_deployment', { rentalId: GOOD_RENTAL_ID });
     assert.equal(terminate.isError, true);
     assert.match(terminate.content[0].text!, /^REFUSED: terminate_deployment destroys a machine .*`gpr terminate <rentalId> --wait`.*GPR_MCP_ALLOW_SPEND=1/);
-    const reveal = await call('reveal_ssh_credentials', { id: GOOD_RENTAL_ID });
+    const reveal = await call('reveal_ssh_credentials', { rentalId: GOOD_RENTAL_ID });
     assert.equal(reveal.isError, true);
     assert.match(reveal.content[0].text!, /^REFUSED: reveal_ssh_credentials opens SSH access .*`gpr ssh <rentalId>`.*GPR_MCP_ALLOW_SPEND=1/);
     assert.deepEqual(await new GprClient({ baseUrl: service.baseUrl, token }).listDeployments(), []);
 
-    const key = await call('get_rental', { id: '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----' });
+    const key = await call('get_rental', { rentalId: '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----' });
     assert.equal(key.isError, true);
     assert.match(key.content[0].text!, /private key or an API token/);
-    const tok = await call('get_rental', { id: token });
+    const tok = await call('get_rental', { rentalId: token });
     assert.equal(tok.isError, true);
     assert.match(tok.content[0].text!, /private key or an API token/);
+  });
+
+  it('signup makes a fresh server usable without spending: the key is stored (0600) and used, never shown; a second signup is refused', async () => {
+    const { call } = await connect({ GPR_TOKEN: '' });
+    const before = await call('get_account');
+    assert.equal(before.isError, true);
+    assert.match(before.content[0].text!, /^UNAUTHENTICATED/);
+    const res = await call('signup', { name: 'mcp-signup-test', maxPerRentalMinor: 1000 });
+    assert.equal(res.isError, undefined, JSON.stringify(res));
+    assert.equal(res.structuredContent.account.balance.creditsMinor, 0);
+    assert.equal(res.structuredContent.account.key.maxPerRentalMinor, 1000);
+    assert.match(res.structuredContent.next, /create_topup_link/);
+    const stored = JSON.parse(readFileSync(res.structuredContent.configPath, 'utf8')) as { token: string; baseUrl: string };
+    assert.equal(statSync(res.structuredContent.configPath).mode & 0o777, 0o600);
+    assert.equal(stored.baseUrl, service.baseUrl);
+    assert.ok(!JSON.stringify(res).includes(stored.token), 'the new token is not in the result');
+    const after = await call('get_account');
+    assert.equal(after.isError, undefined, 'later calls use the new key');
+    assert.equal(after.structuredContent.account.key.prefix, res.structuredContent.account.key.prefix);
+    const again = await call('signup', {});
+    assert.equal(again.isError, true);
+    assert.match(again.content[0].text!, /^REFUSED: this server already has an API key; a signup would make a second, empty account/);
+    assert.ok(!seen.some((t) => t.includes(stored.token)), 'no result carried the new token');
   });
 
   it('turns a 429 into "wait N s"', async () => {
@@ -155,14 +183,14 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       const xdg = mkdtempSync(join(tmpdir(), 'gpr-mcp-hostile-'));
       const { call } = await connect({ GPR_BASE_URL: hostile.baseUrl, GPR_MCP_ALLOW_SPEND: '1', GPR_MCP_ALLOW_SECRETS: '1', GPR_RETRIES: '0', XDG_CONFIG_HOME: xdg });
       hostile.answers.credentials.user = '-oProxyCommand=touch /tmp/pwned';
-      const user = await call('reveal_ssh_credentials', { id: GOOD_RENTAL_ID });
+      const user = await call('reveal_ssh_credentials', { rentalId: GOOD_RENTAL_ID });
       assert.equal(user.isError, true);
       assert.match(user.content[0].text!, /^UNSAFE_SERVICE_VALUE: The service returned user "-oProxyCommand=/);
       assert.doesNotMatch(JSON.stringify(user), /PRIVATE KEY/);
       hostile.answers.credentials.user = 'root';
       hostile.answers.rental.deploymentId = '../../x';
       hostile.answers.credentials.deploymentId = '../../x';
-      const path = await call('reveal_ssh_credentials', { id: GOOD_RENTAL_ID, includePrivateKey: true });
+      const path = await call('reveal_ssh_credentials', { rentalId: GOOD_RENTAL_ID, includePrivateKey: true });
       assert.equal(path.isError, true);
       assert.match(path.content[0].text!, /UNSAFE_SERVICE_VALUE: The service returned deploymentId "\.\.\/\.\.\/x"/);
       assert.deepEqual(filesUnder(xdg), [], 'nothing written');
@@ -198,23 +226,23 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       const replay = await call('create_rental', { gpuModel: TEST_GPU, gpuCount: 1, maxHourlyPriceMinor: 300, budgetMinor: 500, idempotencyKey });
       assert.equal(replay.structuredContent.rental.rentalId, rentalId, 'the same key returns the same rental');
 
-      const active = await call('get_rental', { id: rentalId, waitFor: 'ACTIVE', waitSeconds: 60 });
+      const active = await call('get_rental', { rentalId, waitFor: ['ACTIVE', 'FAILED'], waitSeconds: 60 });
       assert.equal(active.structuredContent.rental.status, 'ACTIVE', JSON.stringify(active));
       assert.equal(active.structuredContent.reachedWaitFor, true);
 
       // A read-only server next to it can neither destroy this machine nor open access to it.
       const readOnly = await connect();
-      const refusedEnd = await readOnly.call('terminate_deployment', { id: rentalId });
+      const refusedEnd = await readOnly.call('terminate_deployment', { rentalId: rentalId });
       assert.equal(refusedEnd.isError, true);
       assert.match(refusedEnd.content[0].text!, /GPR_MCP_ALLOW_SPEND=1/);
-      const refusedKey = await readOnly.call('reveal_ssh_credentials', { id: rentalId, includePrivateKey: true });
+      const refusedKey = await readOnly.call('reveal_ssh_credentials', { rentalId: rentalId, includePrivateKey: true });
       assert.equal(refusedKey.isError, true);
       assert.doesNotMatch(JSON.stringify(refusedKey), /PRIVATE KEY/);
       assert.deepEqual(filesUnder(readOnly.xdg), [], 'no key file either');
       assert.equal((await new GprClient({ baseUrl: service.baseUrl, token }).getRental(rentalId)).status, 'ACTIVE', 'still running');
 
       // The key goes to a 0600 file; the model gets its path and a command, not the key.
-      const creds = await call('reveal_ssh_credentials', { id: rentalId });
+      const creds = await call('reveal_ssh_credentials', { rentalId: rentalId });
       assert.ok(!creds.isError, JSON.stringify(creds));
       assert.doesNotMatch(JSON.stringify(creds), /PRIVATE KEY/);
       const c = creds.structuredContent.credentials;
@@ -227,21 +255,21 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       assert.match(smi.stdout, /H100/);
 
       // Asking for the key itself is refused unless the server was started with GPR_MCP_ALLOW_SECRETS=1.
-      const asked = await call('reveal_ssh_credentials', { id: rentalId, includePrivateKey: true });
+      const asked = await call('reveal_ssh_credentials', { rentalId: rentalId, includePrivateKey: true });
       assert.equal(asked.isError, true);
       assert.match(asked.content[0].text!, /^REFUSED: includePrivateKey needs a server started with GPR_MCP_ALLOW_SECRETS=1/);
       assert.doesNotMatch(JSON.stringify(asked), /PRIVATE KEY/);
       const secrets = await connect({ GPR_MCP_ALLOW_SPEND: '1', GPR_MCP_ALLOW_SECRETS: '1' });
-      const withKey = await secrets.call('reveal_ssh_credentials', { id: rentalId, includePrivateKey: true });
+      const withKey = await secrets.call('reveal_ssh_credentials', { rentalId: rentalId, includePrivateKey: true });
       assert.ok(!withKey.isError, JSON.stringify(withKey));
       const k = withKey.structuredContent.credentials;
       assert.equal(k.privateKey, readFileSync(k.keyFile, 'utf8'));
       const viaKey = await sshExec({ host: k.host, port: k.port, user: k.user, privateKey: k.privateKey }, 'nvidia-smi');
       assert.equal(viaKey.code, 0);
-      const withoutAsking = await secrets.call('reveal_ssh_credentials', { id: rentalId });
+      const withoutAsking = await secrets.call('reveal_ssh_credentials', { rentalId: rentalId });
       assert.doesNotMatch(JSON.stringify(withoutAsking), /PRIVATE KEY/, 'the switch alone does not put the key in results');
 
-      const ended = await call('terminate_deployment', { id: rental.deploymentId, waitSeconds: 60 });
+      const ended = await call('terminate_deployment', { deploymentId: rental.deploymentId, waitSeconds: 60 });
       assert.equal(ended.structuredContent.accepted, true);
       assert.equal(ended.structuredContent.rental.status, 'TERMINATED');
       assert.ok(ended.structuredContent.rental.endedAt);
@@ -249,14 +277,14 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       assert.match(ended.structuredContent.message, /^Termination requested/);
 
       // A repeat says it has already finished; a reveal now is refused with the status, not "wrong id".
-      const again = await call('terminate_deployment', { id: rentalId });
+      const again = await call('terminate_deployment', { rentalId: rentalId });
       assert.equal(again.structuredContent.status, 'TERMINATED');
       assert.match(again.structuredContent.message, /^Already TERMINATED/);
-      const late = await call('reveal_ssh_credentials', { id: rentalId });
+      const late = await call('reveal_ssh_credentials', { rentalId: rentalId });
       assert.equal(late.isError, true);
       assert.match(late.content[0].text!, /^DEPLOYMENT_NOT_ACTIVE \(HTTP 409\): .* is TERMINATED\. It will never be ACTIVE again.*Next: Waiting does not help/);
       assert.doesNotMatch(late.content[0].text!, /list_rentals/);
-      const unknown = await call('get_rental', { id: '00000000-0000-4000-8000-000000000000' });
+      const unknown = await call('get_rental', { rentalId: '00000000-0000-4000-8000-000000000000' });
       assert.match(unknown.content[0].text!, /^NOT_FOUND \(HTTP 404\): .*Next: Nothing with this id is visible to this key .*call list_rentals/);
     });
 

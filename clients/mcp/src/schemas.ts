@@ -1,4 +1,4 @@
-import { ENV_NAME_PATTERN } from '@gpu-rental/sdk';
+import { ENV_NAME_PATTERN, RENTAL_STATUSES } from '@gpu-rental/sdk';
 import { z } from 'zod';
 
 /** Output shapes: the fields agents rely on, open to fields newer servers add. */
@@ -127,6 +127,19 @@ export const credentials = z.object({
 
 /** A rental or a deployment id; both are accepted. */
 export const rentalOrDeploymentId = z.string().min(1).max(100).describe('rental id (or deployment id)');
+
+/** The two names a rental goes by on the HTTP routes; a call gives one of them. */
+export const rentalTarget = {
+  rentalId: z.string().min(1).max(100).optional().describe('the rentalId create_rental returned; give this or deploymentId'),
+  deploymentId: z.string().min(1).max(100).optional().describe("the rental's deploymentId; give this or rentalId"),
+};
+
+const rentalStatus = z.enum(RENTAL_STATUSES);
+
+/** get_rental's waitFor: the statuses to wait for, as the HTTP waiting read takes them (one status alone is accepted too). */
+export const waitFor = z
+  .union([z.array(rentalStatus).min(1).max(RENTAL_STATUSES.length), rentalStatus])
+  .describe('statuses to wait for, e.g. ["ACTIVE", "FAILED"] while it starts, ["TERMINATED"] after terminate_deployment');
 
 /** One event of the log: what a read showed when it was written. */
 export const event = z.looseObject({

@@ -1,4 +1,4 @@
-import { ACTIVE_MEANS, checkedId, checkedSshTarget, failureNext, type GprClient, type MachineSettings, type Rental, sshCommandLine, writeSshKeyFiles } from '@gpu-rental/sdk';
+import { ACTIVE_MEANS, checkedId, checkedSshTarget, failureNext, type GprClient, type MachineSettings, type Rental, type RentalStatus, sshCommandLine, writeSshKeyFiles } from '@gpu-rental/sdk';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult, ServerNotification } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
@@ -12,6 +12,11 @@ export interface ToolDeps {
   /** GPR_MCP_ALLOW_SECRETS=1: reveal_ssh_credentials may return the private key itself when asked to. */
   allowSecrets: boolean;
   token?: string;
+  /**
+   * Makes a token this server just received (the signup tool's) the one it calls with from now
+   * on, and stores it in the config file (mode 0600) for later runs; answers the file's path.
+   */
+  adoptToken: (token: string) => string;
   log: (line: string) => void;
 }
 
@@ -50,12 +55,23 @@ interface CreateRentalArgs {
   gpuModel?: string;
   gpuCount?: 1 | 2 | 4 | 8;
   maxHourlyPriceMinor?: number;
-  budgetMinor: number;
+  budgetMinor?: number;
   machine?: MachineSettings;
   terminateAfterSeconds?: number;
   waitForCapacitySeconds?: number;
   idempotencyKey?: string;
 }
+
+/** reveal_ssh_credentials and terminate_deployment take the rental by either of its ids, as the HTTP routes do. */
+type RentalTarget = { rentalId?: string; deploymentId?: string };
+
+/** The one id a call named, or null when it named none or two. */
+function targetId(a: RentalTarget): string | null {
+  return a.rentalId && a.deploymentId ? null : (a.rentalId ?? a.deploymentId ?? null);
+}
+
+const targetRefusal = (tool: string): CallToolResult =>
+  refusal(`${tool} needs exactly one of rentalId (from create_rental or list_rentals) or deploymentId. Nothing was done.`);
 
 const FAILURE_HOW = { rent: 'call create_rental', offers: 'list_offers', waitForCapacity: 'waitForCapacitySeconds and a gpuModel' };
 
@@ -67,14 +83,14 @@ function nextStep(r: Rental): string {
     case 'PENDING':
     case 'PROVISIONING':
       return r.phase === 'waiting_for_capacity' && r.waitForCapacityUntil
-        ? `Waiting for an eligible offer until ${r.waitForCapacityUntil}: call get_rental with waitFor ACTIVE again (it fails with NO_CAPACITY then).`
-        : `Starting${r.phase ? ` (phase ${r.phase})` : ''}: call get_rental with waitFor ACTIVE again.`;
+        ? `Waiting for an eligible offer until ${r.waitForCapacityUntil}: call get_rental with waitFor ["ACTIVE", "FAILED"] again (it fails with NO_CAPACITY then).`
+        : `Starting${r.phase ? ` (phase ${r.phase})` : ''}: call get_rental with waitFor ["ACTIVE", "FAILED"] again.`;
     case 'FAILED':
       return failureNext(r.failureCode ?? '', FAILURE_HOW) ?? 'It never became ACTIVE: failureReason says why; any debit is returned (reversalStatus). Rent again with create_rental if still needed.';
     case 'AWAITING_PAYMENT':
       return 'It starts once its card payment arrives.';
     default:
-      return r.status === 'TERMINATED' ? 'Finished: the machine is destroyed (endedAt).' : 'Terminating: call get_rental with waitFor TERMINATED.';
+      return r.status === 'TERMINATED' ? 'Finished: the machine is destroyed (endedAt).' : 'Terminating: call get_rental with waitFor ["TERMINATED"].';
   }
 }
 
@@ -82,7 +98,7 @@ function nextStep(r: Rental): string {
 const rentalSecrets = (a: CreateRentalArgs): string[] => [...Object.values(a.machine?.env ?? {}), ...(a.machine?.startupScript ? [a.machine.startupScript] : [])];
 
 /**
- * Registers the ten tools. Every handler refuses secret-looking input and never returns the token;
+ * Registers the eleven tools. Every handler refuses secret-looking input and never returns the token;
  * a result carrying a private key is withheld unless the call asked for it on a server allowed to.
  */
 export function registerTools(server: McpServer, deps: ToolDeps): void {
@@ -166,6 +182,37 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
   );
 
   server.registerTool(
+    'signup',
+    {
+      title: 'Sign up',
+      description:
+        'Creates a new account with zero credits and an API key for this server, stored in its config file (mode 0600) and used for every later call; the token itself is never shown. ' +
+        'Spends nothing. Only for a server without a key: one that has a key refuses, since a second signup makes a second, empty account. ' +
+        'Limits of the key in USD cents (defaults: 500 per rental, 50000 in all, 1 rental at a time). Next: create_topup_link for a human to add credits.',
+      inputSchema: {
+        name: z.string().min(1).max(100).optional().describe('what the agent calls itself, e.g. "nightly-trainer"'),
+        maxPerRentalMinor: z.number().int().min(500).max(100_000_000).optional().describe('USD cents the key may spend on one rental'),
+        budgetLimitMinor: z.number().int().min(500).max(1_000_000_000).optional().describe('USD cents the key may spend in all'),
+        maxConcurrentDeployments: z.number().int().min(1).max(1000).optional().describe('rentals the key may run at once'),
+      },
+      outputSchema: { account: s.account, configPath: z.string(), next: z.string() },
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    },
+    wrap('signup', {}, async (a: { name?: string; maxPerRentalMinor?: number; budgetLimitMinor?: number; maxConcurrentDeployments?: number }) => {
+      if (deps.token) {
+        return refusal(
+          'REFUSED: this server already has an API key; a signup would make a second, empty account. Nothing was done. ' +
+            'Next: get_account shows its credits and limits; if the key was revoked, ask its owner for a new key or a setup code.',
+        );
+      }
+      const res = await deps.client().signup(a);
+      const configPath = deps.adoptToken(res.token);
+      const next = 'Credits are 0: call create_topup_link and give the link to a human; their payment adds credits. Then create_rental.';
+      return success({ account: await deps.client().me(), configPath, next });
+    }),
+  );
+
+  server.registerTool(
     'create_topup_link',
     {
       title: 'Create a top-up payment link',
@@ -190,17 +237,17 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     {
       title: 'Rent a GPU machine',
       description:
-        'Starts a rental paid from credits: give offerId, OR gpuModel + gpuCount + maxHourlyPriceMinor. budgetMinor (cents, the most this rental may spend) is required. ' +
+        'Starts a rental paid from credits: give offerId, OR gpuModel + gpuCount + maxHourlyPriceMinor. budgetMinor (cents, the most this rental may spend) is optional unless get_account shows billing.budgetRequired; without it a credit rental runs until terminated, a lease ends or the key\'s limits stop it. ' +
         'Optional: machine (image, env, startupScript, ports, diskGb: what runs on it; list_offers shows what each offer can take), terminateAfterSeconds (a lease counted from ACTIVE), ' +
         'and with gpuModel waitForCapacitySeconds (stay PENDING in phase waiting_for_capacity until an eligible offer appears). env values and the script are secrets: never returned, never logged. ' +
-        `Returns at once with status PENDING; call get_rental with waitFor ACTIVE. ${ACTIVE_MEANS} ` +
+        `Returns at once with status PENDING; call get_rental with its rentalId and waitFor ["ACTIVE", "FAILED"]. ${ACTIVE_MEANS} ` +
         'To retry after an error, pass the returned idempotencyKey again so no second machine is rented. Spending tool: needs a server started with GPR_MCP_ALLOW_SPEND=1; when refused, ask a human to rent with `gpr rent`.',
       inputSchema: {
         offerId: z.string().optional().describe('an exact offer id from list_offers'),
         gpuModel: z.string().min(1).max(100).optional().describe('e.g. "H100 SXM"'),
         gpuCount: z.union([z.literal(1), z.literal(2), z.literal(4), z.literal(8)]).optional(),
         maxHourlyPriceMinor: z.number().int().min(1).optional().describe('USD cents per hour for the whole machine; never exceeded'),
-        budgetMinor: z.number().int().min(1).describe('USD cents: spending cap for this rental (at least 500 on prepaid accounts)'),
+        budgetMinor: z.number().int().min(1).optional().describe('USD cents: spending cap for this rental; required (at least 500) when get_account shows billing.budgetRequired'),
         machine: s.machineSettings.optional(),
         terminateAfterSeconds: z
           .number()
@@ -227,16 +274,16 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       if (a.offerId && a.waitForCapacitySeconds !== undefined) return refusal('waitForCapacitySeconds needs gpuModel: an exact offer cannot wait for capacity. Rent by gpuModel to wait, or leave it out.');
       const key = a.idempotencyKey ?? crypto.randomUUID();
       const extra = {
+        ...(a.budgetMinor === undefined ? {} : { budgetMinor: a.budgetMinor }),
         ...(a.machine ? { machine: a.machine } : {}),
         ...(a.terminateAfterSeconds === undefined ? {} : { terminateAfterSeconds: a.terminateAfterSeconds }),
       };
       const body = a.offerId
-        ? { offerId: a.offerId, budgetMinor: a.budgetMinor, ...extra }
+        ? { offerId: a.offerId, ...extra }
         : {
             gpuModel: a.gpuModel!,
             gpuCount: a.gpuCount!,
             maxHourlyPriceMinor: a.maxHourlyPriceMinor!,
-            budgetMinor: a.budgetMinor,
             ...extra,
             ...(a.waitForCapacitySeconds === undefined ? {} : { waitForCapacitySeconds: a.waitForCapacitySeconds }),
           };
@@ -249,24 +296,25 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     {
       title: 'Get a rental',
       description:
-        `One rental by rental or deployment id: status, phase while it starts, endpoints and endsAt once ACTIVE, and next (what to do now). With waitFor, waits up to waitSeconds (max ${MAX_WAIT_SECONDS}) for that status, answering within a second of the change, and returns the rental as it is then (check status; call again to keep waiting; each change of status is sent as a progress notification when the call asks for progress: ` +
+        `One rental by rentalId (a deploymentId works too): status, phase while it starts, endpoints and endsAt once ACTIVE, and next (what to do now). With waitFor (statuses, e.g. ["ACTIVE", "FAILED"]), waits up to waitSeconds (max ${MAX_WAIT_SECONDS}) until the status is one of them, answering within a second of the change, and returns the rental as it is then (reachedWaitFor says whether it got there; call again to keep waiting; each change of status is sent as a progress notification when the call asks for progress: ` +
         `a rental in phase waiting_for_capacity may wait until its waitForCapacityUntil). ${ACTIVE_MEANS}`,
       inputSchema: {
-        id: s.rentalOrDeploymentId,
-        waitFor: z.enum(['ACTIVE', 'TERMINATED']).optional(),
+        rentalId: s.rentalOrDeploymentId,
+        waitFor: s.waitFor.optional(),
         waitSeconds: z.number().int().min(1).max(MAX_WAIT_SECONDS).optional().describe('default 60'),
       },
       outputSchema: { rental: s.rental, reachedWaitFor: z.boolean().optional(), next: z.string() },
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     },
-    wrap('get_rental', {}, async (a: { id: string; waitFor?: 'ACTIVE' | 'TERMINATED'; waitSeconds?: number }, extra) => {
+    wrap('get_rental', {}, async (a: { rentalId: string; waitFor?: RentalStatus | RentalStatus[]; waitSeconds?: number }, extra) => {
       const client = deps.client();
-      const rental = await client.findRental(a.id);
+      const rental = await client.findRental(a.rentalId);
       if (!a.waitFor) return success({ rental, next: nextStep(rental) });
+      const statuses = Array.isArray(a.waitFor) ? a.waitFor : [a.waitFor];
       const progress = progressReporter(extra);
       try {
         // Waiting reads: the service holds each read until the status changes, so nothing polls.
-        const done = await client.waitForRental(rental.rentalId, { until: a.waitFor, timeoutMs: (a.waitSeconds ?? 60) * 1000, onPhase: progress.report });
+        const done = await client.waitFor(rental.rentalId, statuses, { timeoutMs: (a.waitSeconds ?? 60) * 1000, onPhase: progress.report });
         await progress.sent();
         return success({ rental: done, reachedWaitFor: true, next: nextStep(done) });
       } catch (err) {
@@ -322,7 +370,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
         '(append a remote command, e.g. `nvidia-smi`). The key itself is not returned: use keyFile. Each call is audited; the API key needs the `manage` scope. ' +
         'Needs a server started with GPR_MCP_ALLOW_SPEND=1; includePrivateKey also needs GPR_MCP_ALLOW_SECRETS=1. When refused, ask a human to connect with `gpr ssh <rentalId>`.',
       inputSchema: {
-        id: s.rentalOrDeploymentId,
+        ...s.rentalTarget,
         includePrivateKey: z
           .boolean()
           .optional()
@@ -331,10 +379,12 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       outputSchema: { credentials: s.credentials },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     },
-    wrap('reveal_ssh_credentials', { guarded: 'reveals', keyInResult: (a) => a.includePrivateKey === true }, async (a: { id: string; includePrivateKey?: boolean }) => {
+    wrap('reveal_ssh_credentials', { guarded: 'reveals', keyInResult: (a) => a.includePrivateKey === true }, async (a: RentalTarget & { includePrivateKey?: boolean }) => {
       if (a.includePrivateKey && !deps.allowSecrets) return keyRefusal();
+      const id = targetId(a);
+      if (id === null) return targetRefusal('reveal_ssh_credentials');
       const client = deps.client();
-      const resolved = await client.resolve(a.id);
+      const resolved = await client.resolve(id);
       checkedId('rentalId', resolved.rentalId);
       const deploymentId = checkedId('deploymentId', resolved.deploymentId);
       const revealed = await client.revealCredentials(deploymentId);
@@ -360,13 +410,15 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       description:
         `Destroys the machine (irreversible; everything on it is lost) and stops charges. Accepts a rental or deployment id. With waitSeconds (max ${MAX_WAIT_SECONDS}) waits for verified destruction (status TERMINATED, endedAt set). ` +
         'Destructive tool: needs a server started with GPR_MCP_ALLOW_SPEND=1 and the `manage` scope; when refused, ask a human to run `gpr terminate <rentalId> --wait`.',
-      inputSchema: { id: s.rentalOrDeploymentId, waitSeconds: z.number().int().min(1).max(MAX_WAIT_SECONDS).optional() },
+      inputSchema: { ...s.rentalTarget, waitSeconds: z.number().int().min(1).max(MAX_WAIT_SECONDS).optional() },
       outputSchema: { accepted: z.boolean(), status: z.string(), message: z.string(), rental: s.rental },
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
     },
-    wrap('terminate_deployment', { guarded: 'destroys' }, async (a: { id: string; waitSeconds?: number }) => {
+    wrap('terminate_deployment', { guarded: 'destroys' }, async (a: RentalTarget & { waitSeconds?: number }) => {
+      const id = targetId(a);
+      if (id === null) return targetRefusal('terminate_deployment');
       const client = deps.client();
-      const { rentalId, deploymentId } = await client.resolve(a.id);
+      const { rentalId, deploymentId } = await client.resolve(id);
       // status and message as the terminate call answered: a repeat, or one already finished, says so.
       const { accepted, status, message } = await client.terminate(deploymentId);
       if (a.waitSeconds && status !== 'TERMINATED' && status !== 'FAILED') {

@@ -72,7 +72,8 @@ export interface WaitOptions extends WaitForOptions {
   until: 'ACTIVE' | 'TERMINATED';
 }
 
-const ALL_STATUSES: RentalStatus[] = ['AWAITING_PAYMENT', 'PENDING', 'PROVISIONING', 'ACTIVE', 'TERMINATING', 'TERMINATED', 'FAILED'];
+/** Every status a rental can have, in the order of its life. */
+export const RENTAL_STATUSES = ['AWAITING_PAYMENT', 'PENDING', 'PROVISIONING', 'ACTIVE', 'TERMINATING', 'TERMINATED', 'FAILED'] as const satisfies readonly RentalStatus[];
 /** Statuses a rental never leaves. */
 const FINAL: RentalStatus[] = ['TERMINATED', 'FAILED'];
 /** The longest a waiting read is held (the server allows 30 s; this leaves room under a 30 s request timeout). */
@@ -229,7 +230,7 @@ export class GprClient {
       // Held until the status is any other than now's: each change is reported as it happens.
       const started = Date.now();
       const status = r.status;
-      r = await this.readRentalWhen(id, ALL_STATUSES.filter((x) => x !== status), Math.max(1, Math.min(this.waitSeconds, Math.ceil(left / 1000))));
+      r = await this.readRentalWhen(id, RENTAL_STATUSES.filter((x) => x !== status), Math.max(1, Math.min(this.waitSeconds, Math.ceil(left / 1000))));
       const early = (opts.intervalMs ?? 1000) - (Date.now() - started);
       if (r.status === status && early > 0) await sleep(Math.min(early, Math.max(0, deadline - Date.now())));
     }
