@@ -83,8 +83,14 @@ describe('gpr command line (built binary against the running service)', function
     assert.match((await gpr(xdg, ['whoami'])).stdout, /^longest rental\s+no limit$/m);
     const offers = json(await gpr(xdg, ['--json', 'offers', '--gpu', 'H100']));
     assert.deepEqual(offers.map((o: { name: string }) => o.name), ['H100 PCIe', 'H100 SXM'], 'cheapest first');
-    const cheap = json(await gpr(xdg, ['--json', 'offers', '--gpu', 'H100', '--max-price', '2.50']));
+    const cheapRun = await gpr(xdg, ['--json', 'offers', '--gpu', 'H100', '--max-price', '2.50']);
+    const cheap = json(cheapRun);
     assert.deepEqual(cheap.map((o: { pricePerHourMinor: number }) => o.pricePerHourMinor), [249]);
+    assert.doesNotMatch(cheapRun.stderr, /Warning/);
+    // A price typed in cents is named as dollars, with what to type instead; the call still runs as typed.
+    const centsRun = await gpr(xdg, ['--json', 'offers', '--gpu', 'H100', '--max-price', '350']);
+    assert.equal(json(centsRun).length, 2);
+    assert.match(centsRun.stderr, /^Warning: --max-price 350 is \$350\.00 an hour: amounts are in dollars\. If you meant 350 cents, pass --max-price 3\.50\.$/m);
 
     const rent = await gpr(xdg, ['--json', 'rent', '--gpu', TEST_GPU, '--max-price', '3.00', '--budget', '5', '--wait', '--timeout', '60']);
     const rental = json(rent);

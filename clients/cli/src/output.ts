@@ -5,6 +5,7 @@ import {
   GprTimeoutError,
   GprUnsafeValueError,
   budgetFloorNext,
+  centsLookingPrice,
   failureNext,
   notActiveNext,
   notFoundNext,
@@ -205,4 +206,10 @@ export class Progress {
     const frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
     process.stderr.write(`\r\x1b[2K${frames[this.frame++ % frames.length]} ${this.text}`);
   }
+}
+
+/** Says on stderr when a price flag looks typed in cents; the request still goes as typed. */
+export function warnIfCents(flag: string, value: string): void {
+  const warning = centsLookingPrice(flag, value);
+  if (warning) process.stderr.write(`Warning: ${warning}\n`);
 }

@@ -15,3 +15,16 @@ export function formatCents(minor: number, currency = 'USD'): string {
   const text = `${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, '0')}`;
   return currency === 'USD' ? `${sign}$${text}` : `${sign}${text} ${currency}`;
 }
+
+/** No GPU machine costs this many dollars an hour or more: a whole-number price this high was most likely typed in cents. */
+export const IMPLAUSIBLE_HOURLY_USD = 100;
+
+/**
+ * A warning for an hourly price in dollars that looks like cents ("350" meant as 350 cents,
+ * $3.50), naming the flag and what to type instead; null when it looks like dollars.
+ */
+export function centsLookingPrice(flag: string, input: string): string | null {
+  const s = input.trim().replace(/^\$/, '');
+  if (!/^\d+$/.test(s) || Number(s) < IMPLAUSIBLE_HOURLY_USD) return null;
+  return `${flag} ${s} is ${formatCents(Number(s) * 100)} an hour: amounts are in dollars. If you meant ${s} cents, pass ${flag} ${formatCents(Number(s)).slice(1)}.`;
+}

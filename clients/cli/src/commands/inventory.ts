@@ -1,7 +1,7 @@
 import { dollarsToCents, formatCents, type Offer } from '@gpu-rental/sdk';
 import type { Command } from 'commander';
 import type { Ctx } from '../context.js';
-import { table } from '../output.js';
+import { table, warnIfCents } from '../output.js';
 
 /** Loose GPU-name match for listing: "h100" finds "NVIDIA H100 SXM"; the server decides for rentals. */
 export function gpuMatches(name: string, wanted: string): boolean {
@@ -38,6 +38,7 @@ export function inventoryCommands(program: Command, ctx: Ctx): void {
     .option('--max-price <usd>', 'only offers at or below this price per hour')
     .option('--count <n>', 'only offers with this many GPUs')
     .action(async (o: { gpu?: string; maxPrice?: string; count?: string }) => {
+      if (o.maxPrice !== undefined) warnIfCents('--max-price', o.maxPrice);
       const max = o.maxPrice === undefined ? undefined : dollarsToCents(o.maxPrice);
       const offers = (await ctx.publicClient().offers())
         .filter((x: Offer) => (o.gpu ? gpuMatches(x.name, o.gpu) : true))

@@ -2,7 +2,7 @@ import { capacityLine, dollarsToCents, formatCents, formatDuration, type GprClie
 import type { Command } from 'commander';
 import { type Ctx, timeoutMs } from '../context.js';
 import { collect, type MachineFlags, machineRequest } from '../machine-flags.js';
-import { fields, table, UsageError } from '../output.js';
+import { fields, table, UsageError, warnIfCents } from '../output.js';
 
 /** Where `gpr status --wait` stops: the rental runs, or it has ended. */
 const SETTLED: Rental['status'][] = ['ACTIVE', 'TERMINATED', 'FAILED'];
@@ -77,6 +77,7 @@ function rentBody(o: RentOptions): RentalRequest {
   if (!o.maxPrice) throw new UsageError('--gpu needs --max-price <usd> (the most you pay per hour).');
   const count = Number(o.count);
   if (![1, 2, 4, 8].includes(count)) throw new UsageError('--count must be 1, 2, 4 or 8.');
+  warnIfCents('--max-price', o.maxPrice);
   return { gpuModel: o.gpu!, gpuCount: count as 1, maxHourlyPriceMinor: dollarsToCents(o.maxPrice), ...budget, ...machineRequest(o) };
 }
 
