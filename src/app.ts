@@ -126,7 +126,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   // Off the public port unless a token guards it (METRICS_TOKEN); METRICS_PORT serves it apart.
   if (services.config.metricsToken) app.get('/metrics', metricsRoute(services, services.config.metricsToken));
 
-  app.use(discoveryRouter(services.config.publicBaseUrl));
+  app.use(discoveryRouter(services.config.publicBaseUrl, services.config.releasesUrl));
 
   app.use(paymentPagesRouter(services));
   app.use(approvalPageRouter(services));

@@ -3,17 +3,17 @@ import { dirname } from 'node:path';
 import express, { Router, type Request, type Response } from 'express';
 import { envelope } from '../errors/envelope.js';
 import { openApiDocument } from './openapi.js';
-import { renderLlmsTxt } from './quickstart.js';
+import { releasesManifestUrl, renderLlmsTxt } from './quickstart.js';
 
 /** Where an agent that knows only the base URL goes next. */
 export interface ApiIndex {
   name: string;
   description: string;
   apiVersion: string;
-  links: Record<'openapi' | 'docs' | 'llms' | 'gpus' | 'offers' | 'signup' | 'providers' | 'health', string>;
+  links: Record<'openapi' | 'docs' | 'llms' | 'gpus' | 'offers' | 'signup' | 'providers' | 'health' | 'releases', string>;
 }
 
-export function apiIndex(base: string): ApiIndex {
+export function apiIndex(base: string, releasesUrl: string): ApiIndex {
   return {
     name: 'GPU Rental API',
     description: 'Rent GPU machines by the hour over HTTP. Start with llms (a quickstart) or openapi (the contract).',
@@ -27,6 +27,7 @@ export function apiIndex(base: string): ApiIndex {
       signup: `${base}/api/v1/signup`,
       providers: `${base}/api/v1/providers`,
       health: `${base}/healthz`,
+      releases: releasesManifestUrl(releasesUrl),
     },
   };
 }
@@ -57,13 +58,14 @@ const DOCS_HTML = `<!doctype html>
 </html>`;
 
 /**
- * What needs no key and no database: the JSON index at `/`, `/api` and `/api/v1`, the quickstart
- * at `/llms.txt`, the OpenAPI document and the `/docs` reference page.
+ * What needs no key and no database: the JSON index at `/`, `/api` and `/api/v1` (with the
+ * client releases' manifest among its links), the quickstart at `/llms.txt`, the OpenAPI document
+ * and the `/docs` reference page.
  */
-export function discoveryRouter(publicBaseUrl: string): Router {
+export function discoveryRouter(publicBaseUrl: string, releasesUrl: string): Router {
   const router = Router();
-  const index = apiIndex(publicBaseUrl);
-  const llms = renderLlmsTxt(publicBaseUrl);
+  const index = apiIndex(publicBaseUrl, releasesUrl);
+  const llms = renderLlmsTxt(publicBaseUrl, releasesUrl);
   const spec = openApiDocument(publicBaseUrl);
   router.get(['/', '/api', '/api/v1'], (req: Request, res: Response) => {
     res.json(envelope(req, index));

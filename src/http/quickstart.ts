@@ -12,6 +12,7 @@ import {
   UUID_SHELL,
   WAIT_FOR_CAPACITY_RULE,
 } from '../../clients/sdk/src/hints.js';
+import { MANIFEST_FILE } from './releases.router.js';
 
 /**
  * The agent's quickstart, kept once as data: `/llms.txt` and the OpenAPI document's
@@ -172,8 +173,14 @@ function renderSteps(base: string): string[] {
   return out;
 }
 
+/** Where the client releases are listed (`{releases_url}/latest.json`). */
+export function releasesManifestUrl(releasesUrl: string): string {
+  return `${releasesUrl.replace(/\/+$/, '')}/${MANIFEST_FILE}`;
+}
+
 /** `/llms.txt`: plain text (markdown) for an LLM agent that has only this service's address. */
-export function renderLlmsTxt(base: string): string {
+export function renderLlmsTxt(base: string, releasesUrl: string): string {
+  const manifest = releasesManifestUrl(releasesUrl);
   return [
     '# GPU Rental API',
     '',
@@ -210,11 +217,20 @@ export function renderLlmsTxt(base: string): string {
     `- ${ACTIVE_MEANS}`,
     `- ${PHASES_RULE}`,
     '',
+    '## Clients',
+    '',
+    `\`gpr\` (a command line), \`gpr-mcp\` (an MCP server over stdio) and an agent skill are listed in ${manifest} with their URLs and SHA-256 hashes. Installed from there they call this service by default:`,
+    '',
+    '```sh',
+    `npm install -g "$(curl -s ${manifest} | node -p 'JSON.parse(require("fs").readFileSync(0)).artifacts.cli.url')"`,
+    '```',
+    '',
     '## Reference',
     '',
     `- OpenAPI document: ${base}/api/openapi.json`,
     `- Readable reference: ${base}/docs`,
     `- Index of links: ${base}/api/v1`,
+    `- Client releases: ${manifest}`,
     '',
   ].join('\n');
 }

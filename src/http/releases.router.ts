@@ -6,6 +6,8 @@ import type { Config } from '../config.js';
 import { errorEnvelope } from '../errors/envelope.js';
 import type { Logger } from '../logger.js';
 import { unzipSync, zipSync, type Zippable } from 'fflate';
+import { PACKAGED_SERVICE_FILE } from '../../clients/sdk/src/config-file.js';
+import { withTarEntry } from './release-tarball.js';
 
 /** One released file, as listed in `latest.json`. */
 export interface ReleaseArtifact {
@@ -54,6 +56,20 @@ function filledSkillZip(zip: Buffer, urls: { baseUrl: string; releasesUrl: strin
   return Buffer.from(zipSync(files, { level: 9 }));
 }
 
+/** The manifest keys of the client tarballs (`npm pack` of the CLI and the MCP server). */
+export const CLIENT_ARTIFACTS = ['cli', 'mcp'] as const;
+
+/** A client tarball with {@link PACKAGED_SERVICE_FILE} added: installed from here, it calls this service by default. */
+function tarballForService(tgz: Buffer, urls: { baseUrl: string }): Buffer {
+  return withTarEntry(tgz, `package/${PACKAGED_SERVICE_FILE}`, `${JSON.stringify({ baseUrl: urls.baseUrl })}\n`);
+}
+
+/** How each artifact is made this service's own before it is served. */
+const FILLERS: Record<string, (bytes: Buffer, urls: { baseUrl: string; releasesUrl: string }) => Buffer> = {
+  [SKILL_ARTIFACT]: filledSkillZip,
+  ...Object.fromEntries(CLIENT_ARTIFACTS.map((k) => [k, tarballForService])),
+};
+
 /**
  * Serves the client releases built by `npm run release` when RELEASES_URL points at this service
  * (by default `${PUBLIC_BASE_URL}/releases`); elsewhere they are hosted by someone else and this
@@ -70,38 +86,49 @@ export function releasesRouter(config: Pick<Config, 'publicBaseUrl' | 'releasesU
   else logger.warn({ dir }, `client releases: none built in ${dir} yet; ${prefix}/${MANIFEST_FILE} answers 404 until one is (\`npm run release\`, which \`npm start\` runs in the background)`);
 
   const urls = { baseUrl: config.publicBaseUrl, releasesUrl: config.releasesUrl };
-  // The filled skill of the last release seen, keyed by the released zip's hash.
-  let skillCache: { sha256: string; bytes: Buffer } | undefined;
+  // The filled artifacts of the last release seen, each keyed by its released file's hash.
+  const filledCache = new Map<string, { sha256: string; bytes: Buffer }>();
+
+  /** The artifact as this service serves it: the skill's placeholders filled, the clients told which service they came from. */
+  const fill = (key: string, a: ReleaseArtifact): { file: string; bytes: Buffer } | null => {
+    const fillBytes = FILLERS[key];
+    if (!fillBytes || !existsSync(join(dir, a.file))) return null;
+    try {
+      let cached = filledCache.get(key);
+      if (cached?.sha256 !== a.sha256) {
+        cached = { sha256: a.sha256, bytes: fillBytes(readFileSync(join(dir, a.file)), urls) };
+        filledCache.set(key, cached);
+      }
+      return { file: a.file, bytes: cached.bytes };
+    } catch (err) {
+      logger.warn({ err, file: a.file }, 'client releases: an artifact could not be filled in for this service; serving it as built');
+      return null;
+    }
+  };
 
   /**
-   * The release as served: URLs absolute, and the skill zip filled for this service, with the
-   * hash and size of what is served (so `latest.json`, SHA256SUMS and the download agree).
-   * Read per request: a release built while the service runs is served without a restart.
+   * The release as served: URLs absolute, and the skill and the client tarballs filled for this
+   * service, with the hash and size of what is served (so `latest.json`, SHA256SUMS and the
+   * download agree). Read per request: a release built while the service runs is served without
+   * a restart.
    */
-  const served = (): { manifest: ReleaseManifest; skill: { file: string; bytes: Buffer } | null } | null => {
+  const served = (): { manifest: ReleaseManifest; filled: Map<string, Buffer> } | null => {
     let m: ReleaseManifest;
     try {
       m = JSON.parse(readFileSync(manifestPath, 'utf8')) as ReleaseManifest;
     } catch {
       return null;
     }
-    let skill: { file: string; bytes: Buffer } | null = null;
-    const released = m.artifacts[SKILL_ARTIFACT];
-    if (released && existsSync(join(dir, released.file))) {
-      try {
-        if (skillCache?.sha256 !== released.sha256) skillCache = { sha256: released.sha256, bytes: filledSkillZip(readFileSync(join(dir, released.file)), urls) };
-        skill = { file: released.file, bytes: skillCache.bytes };
-      } catch (err) {
-        logger.warn({ err, file: released.file }, 'client releases: the skill zip could not be filled in; serving it as built');
-      }
-    }
+    const filled = new Map<string, Buffer>();
     const artifacts = Object.fromEntries(
       Object.entries(m.artifacts).map(([k, a]) => {
-        const filled = skill && k === SKILL_ARTIFACT ? { sha256: createHash('sha256').update(skill.bytes).digest('hex'), size: skill.bytes.length } : {};
-        return [k, { ...a, ...filled, url: new URL(a.url, `${config.releasesUrl}/`).toString() }];
+        const f = fill(k, a);
+        if (f) filled.set(f.file, f.bytes);
+        const sized = f ? { sha256: createHash('sha256').update(f.bytes).digest('hex'), size: f.bytes.length } : {};
+        return [k, { ...a, ...sized, url: new URL(a.url, `${config.releasesUrl}/`).toString() }];
       }),
     );
-    return { manifest: { ...m, artifacts }, skill };
+    return { manifest: { ...m, artifacts }, filled };
   };
   const notFound = (req: Request, res: Response, what: string) =>
     res.status(404).json(errorEnvelope(req.requestId, 'NOT_FOUND', what));
@@ -120,7 +147,8 @@ export function releasesRouter(config: Pick<Config, 'publicBaseUrl' | 'releasesU
     const type = CONTENT_TYPES[file.slice(file.lastIndexOf('.'))] ?? 'text/plain; charset=utf-8';
     res.set('Content-Type', type).set('Cache-Control', 'public, max-age=300');
     if (file === CHECKSUMS_FILE) return void res.send(Object.values(s.manifest.artifacts).map((a) => `${a.sha256}  ${a.file}\n`).join(''));
-    if (s.skill && file === s.skill.file) return void res.send(s.skill.bytes);
+    const filled = s.filled.get(file);
+    if (filled) return void res.send(filled);
     res.sendFile(file, { root: dir, dotfiles: 'deny', headers: { 'Content-Type': type } });
   });
   return router;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -85,6 +85,12 @@ describe('client releases (npm run release, served at RELEASES_URL)', function (
     execFileSync('npm', ['install', '-g', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, ...files], { stdio: ['ignore', 'ignore', 'inherit'] });
     assert.equal(execFileSync(join(prefix, 'bin', 'gpr'), ['--version'], { encoding: 'utf8' }).trim(), m.version);
     assert.equal(execFileSync(join(prefix, 'bin', 'gpr-mcp'), ['--version'], { encoding: 'utf8' }).trim(), m.version);
+    // Installed from this service, both call it by default (nothing here connects: the MCP server reaches out only on a tool call).
+    const env = { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), 'gpr-installed-')) };
+    const help = (extra: Record<string, string> = {}) => execFileSync(join(prefix, 'bin', 'gpr'), ['--help'], { encoding: 'utf8', env: { ...env, ...extra } }).replace(/\s+/g, ' ');
+    assert.match(help(), /default: GPR_BASE_URL, the config file, http:\/\/gpu\.test, the service this copy came from\)/);
+    const mcp = spawnSync(join(prefix, 'bin', 'gpr-mcp'), [], { encoding: 'utf8', env, input: '', timeout: 30_000 });
+    assert.match(mcp.stderr, /gpr-mcp: serving http:\/\/gpu\.test \(/);
   });
 
   it('--if-missing keeps a built release; nothing is served when RELEASES_URL is elsewhere or nothing is built', async () => {

@@ -95,7 +95,12 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
           llms: 'http://gpu.test/llms.txt',
         },
       );
+      assert.equal(links.releases, 'http://gpu.test/releases/latest.json', 'the clients are found from the index');
     }
+    const llms = (await ctx.api.get('/llms.txt')).text;
+    assert.match(llms, /^## Clients$/m);
+    assert.ok(llms.includes('curl -s http://gpu.test/releases/latest.json'), 'llms.txt shows how to install gpr from this service');
+    assert.match(llms, /^- Client releases: http:\/\/gpu\.test\/releases\/latest\.json$/m);
   });
 
   it('serves /llms.txt as plain text with every quickstart call and its exact body, and the document carries the same steps', async () => {

@@ -1,10 +1,16 @@
-import { effectiveSettings, GprClient } from '@gpu-rental/sdk';
+import { DEFAULT_BASE_URL, effectiveSettings, GprClient, PACKAGED_SERVICE_FILE, packagedBaseUrl } from '@gpu-rental/sdk';
 import { Command } from 'commander';
 import { durationFlag } from './machine-flags.js';
 import { NoTokenError, Progress, redactSecrets } from './output.js';
 
 declare const __CLIENT_VERSION__: string;
 export const VERSION = typeof __CLIENT_VERSION__ === 'string' ? __CLIENT_VERSION__ : '0.0.0-dev';
+
+/** The service this copy was installed from, when a service served it (beside dist/ in the package). */
+export const PACKAGED_BASE_URL = packagedBaseUrl(new URL(`../${PACKAGED_SERVICE_FILE}`, import.meta.url));
+
+/** Where gpr goes without --base-url, GPR_BASE_URL or a stored address, as --help says it. */
+export const FALLBACK_BASE_URL_TEXT = PACKAGED_BASE_URL ? `${PACKAGED_BASE_URL}, the service this copy came from` : DEFAULT_BASE_URL;
 
 /** What every command needs: the global flags, clients and output in the chosen mode. */
 export class Ctx {
@@ -19,7 +25,7 @@ export class Ctx {
   }
 
   get settings() {
-    return effectiveSettings({ baseUrl: this.opts.baseUrl });
+    return effectiveSettings({ baseUrl: this.opts.baseUrl }, PACKAGED_BASE_URL);
   }
 
   /** A client for public calls (no token needed). */

@@ -4,7 +4,7 @@ import { eventCommands } from './commands/events.js';
 import { inventoryCommands } from './commands/inventory.js';
 import { rentalCommands } from './commands/rentals.js';
 import { credentialCommands } from './commands/ssh.js';
-import { Ctx, VERSION } from './context.js';
+import { Ctx, FALLBACK_BASE_URL_TEXT, VERSION } from './context.js';
 import { EXIT, EXIT_HELP, reportError } from './output.js';
 
 const program = new Command('gpr');
@@ -13,7 +13,7 @@ program
   .description('Rent GPU machines from the command line. Money is typed in dollars and sent as cents.')
   .version(VERSION, '-V, --version')
   .option('--json', 'machine-readable output on stdout (errors too, as {"error":{...}})')
-  .option('--base-url <url>', 'service address (default: GPR_BASE_URL, the config file, http://localhost:8080)')
+  .option('--base-url <url>', `service address (default: GPR_BASE_URL, the config file, ${FALLBACK_BASE_URL_TEXT})`)
   .showHelpAfterError()
   .addHelpText(
     'after',

@@ -1,4 +1,4 @@
-import { effectiveSettings, GprClient, readStoredConfig, writeStoredConfig } from '@gpu-rental/sdk';
+import { effectiveSettings, GprClient, PACKAGED_SERVICE_FILE, packagedBaseUrl, readStoredConfig, writeStoredConfig } from '@gpu-rental/sdk';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { registerTools, type ToolDeps } from './tools.js';
@@ -22,7 +22,8 @@ list_events with after (its last nextAfter) tells what happened since: rentals s
 A RATE_LIMITED error says how many seconds to wait. create_rental, create_topup_link, terminate_deployment and reveal_ssh_credentials run only when the server was started with GPR_MCP_ALLOW_SPEND=1; when one is refused, tell the human what to run with the gpr command line (the refusal says what) instead of retrying.
 The private key is returned as text only with includePrivateKey on a server started with GPR_MCP_ALLOW_SECRETS=1; prefer keyFile. Never pass private keys or tokens as tool input.`;
 
-const settings = effectiveSettings({});
+// A copy installed from a service carries its address beside dist/, and calls it by default.
+const settings = effectiveSettings({}, packagedBaseUrl(new URL(`../${PACKAGED_SERVICE_FILE}`, import.meta.url)));
 const log = (line: string) => process.stderr.write(`gpr-mcp: ${line}\n`);
 const server = new McpServer({ name: 'gpu-rental', title: 'GPU rental', version: VERSION }, { instructions: INSTRUCTIONS });
 let client: GprClient | undefined;

@@ -10,6 +10,22 @@ export interface StoredConfig {
 
 export const DEFAULT_BASE_URL = 'http://localhost:8080';
 
+/**
+ * The file a service adds to the `gpr` and `gpr-mcp` tarballs it serves, at the package's root:
+ * `{ "baseUrl": "<that service>" }`, so a copy installed from a service calls it by default.
+ */
+export const PACKAGED_SERVICE_FILE = 'service.json';
+
+/** The base URL a served package carries (see {@link PACKAGED_SERVICE_FILE}), read from `file`; undefined when absent or unreadable. */
+export function packagedBaseUrl(file: URL): string | undefined {
+  try {
+    const { baseUrl } = JSON.parse(readFileSync(file, 'utf8')) as { baseUrl?: unknown };
+    return typeof baseUrl === 'string' && /^https?:\/\/[^\s]+$/.test(baseUrl) ? baseUrl : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** `$XDG_CONFIG_HOME/gpr` (default `~/.config/gpr`). */
 export function configDir(): string {
   const xdg = process.env.XDG_CONFIG_HOME?.trim();
@@ -37,12 +53,15 @@ export function writeStoredConfig(config: StoredConfig): string {
   return path;
 }
 
-/** Effective settings: flags, then GPR_TOKEN / GPR_BASE_URL, then the config file. */
-export function effectiveSettings(flags: { baseUrl?: string }): { baseUrl: string; token?: string; retries?: number } {
+/**
+ * Effective settings: flags, then GPR_TOKEN / GPR_BASE_URL, then the config file, then the
+ * service the package was installed from (`packaged`), then {@link DEFAULT_BASE_URL}.
+ */
+export function effectiveSettings(flags: { baseUrl?: string }, packaged?: string): { baseUrl: string; token?: string; retries?: number } {
   const stored = readStoredConfig();
   const retries = process.env.GPR_RETRIES?.trim();
   return {
-    baseUrl: (flags.baseUrl ?? process.env.GPR_BASE_URL?.trim() ?? stored.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, ''),
+    baseUrl: (flags.baseUrl ?? (process.env.GPR_BASE_URL?.trim() || undefined) ?? stored.baseUrl ?? packaged ?? DEFAULT_BASE_URL).replace(/\/+$/, ''),
     token: process.env.GPR_TOKEN?.trim() || stored.token,
     retries: retries && /^\d+$/.test(retries) ? Number(retries) : undefined,
   };
