@@ -11,6 +11,8 @@ import {
   PHASES_RULE,
   UUID_SHELL,
   WAIT_FOR_CAPACITY_RULE,
+  WEBHOOK_VERIFY_RULE,
+  WEBHOOK_VERIFY_SNIPPET,
 } from '../../clients/sdk/src/hints.js';
 import { MANIFEST_FILE } from './releases.router.js';
 
@@ -216,6 +218,14 @@ export function renderLlmsTxt(base: string, releasesUrl: string): string {
     `- ${WAIT_FOR_CAPACITY_RULE}`,
     `- ${ACTIVE_MEANS}`,
     `- ${PHASES_RULE}`,
+    '',
+    '## Webhooks: checking a delivery',
+    '',
+    `Register one with \`POST /api/v1/webhook-endpoints\` (\`url\`, \`eventTypes\`); its \`secret\` is shown once. ${WEBHOOK_VERIFY_RULE}`,
+    '',
+    '```js',
+    WEBHOOK_VERIFY_SNIPPET,
+    '```',
     '',
     '## Clients',
     '',

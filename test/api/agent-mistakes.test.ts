@@ -193,4 +193,33 @@ describe('agent mistakes at admission and input', () => {
       assert.equal(bodies.size, 1);
     });
   });
+
+  describe('shapes, units and content types (round two)', () => {
+    it('reads a body sent without Content-Type, or labelled as `curl -d` labels it, as the JSON it is; anything else is a 415 that says what to send', async () => {
+      const who = await account(ctx, { creditsMinor: 10_000 });
+      const body = JSON.stringify({ offerId: id['a100-40'] });
+      const form = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).set('Content-Type', 'application/x-www-form-urlencoded').send(body);
+      assert.equal(form.status, 201, form.text);
+      const text = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).set('Content-Type', 'text/plain').send(body);
+      assert.equal(text.status, 201, text.text);
+      const notJson = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).set('Content-Type', 'application/x-www-form-urlencoded').send('offerId=x');
+      assert.equal(notJson.status, 415, notJson.text);
+      assert.match(notJson.body.error.message, /^The request body is not JSON: .*send JSON with Content-Type: application\/json\.$/);
+      const multipart = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).set('Content-Type', 'multipart/form-data; boundary=x').send('--x--');
+      assert.equal(multipart.status, 415);
+      assert.match(multipart.body.error.message, /send the body as JSON with Content-Type: application\/json \(got multipart\/form-data\)/);
+      const broken = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).set('Content-Type', 'application/json').send('{"offerId":');
+      assert.equal(broken.status, 400, 'labelled JSON that does not parse stays malformed JSON');
+    });
+
+    it('names the cents field for a dollar name, and the event types a webhook may take', async () => {
+      const who = await account(ctx, { creditsMinor: 10_000 });
+      const topup = await ctx.api.post('/api/v1/billing/topups').set(who.auth).set('Idempotency-Key', randomUUID()).send({ amount: 20 });
+      assert.equal(topup.status, 422);
+      assert.match(topup.body.error.message, /unknown property "amount"; this route accepts amountMinor\. amount is amountMinor here: amountMinor is in USD cents: 350 = \$3\.50; .*If you meant \$20\.00, send 2000\./);
+      const hook = await ctx.api.post('/api/v1/webhook-endpoints').set(who.auth).set('Idempotency-Key', randomUUID()).send({ url: 'https://example.com/hook' });
+      assert.equal(hook.status, 422);
+      assert.match(hook.body.error.message, /eventTypes: is required: one or more of rental\.provisioning, rental\.active, .*credits\.low/);
+    });
+  });
 });

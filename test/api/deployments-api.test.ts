@@ -171,17 +171,20 @@ describe('Deployments API', () => {
       assert.deepEqual(await queuedJobs(ctx, r.deploymentId), []);
     });
 
-    it('refuses a JSON Content-Type with 400 INVALID_REQUEST and changes nothing', async () => {
+    it('refuses a JSON body that says something with 400 INVALID_REQUEST and changes nothing; ignores an empty one or {}', async () => {
       const { agent } = await family();
       const r = await rentOk(ctx, agent, { offerId });
       for (const type of ['application/json', 'application/json; charset=utf-8', 'application/merge-patch+json']) {
-        const res = await ctx.api.post(`/api/v1/deployments/${r.deploymentId}/terminate`).set(agent.auth).set('Content-Type', type).send('{}');
+        const res = await ctx.api.post(`/api/v1/deployments/${r.deploymentId}/terminate`).set(agent.auth).set('Content-Type', type).send('{"force":true}');
         assert.equal(res.status, 400, type);
         assert.equal(res.body.error.code, 'INVALID_REQUEST');
+        assert.match(res.body.error.message, /takes no body and reads nothing of it.*an empty body or \{\} is ignored/);
       }
-      const empty = await ctx.api.post(`/api/v1/deployments/${r.deploymentId}/terminate`).set(agent.auth).set('Content-Type', 'application/json');
-      assert.equal(empty.status, 400);
       assert.equal((await deployment(r.deploymentId)).status, 'PENDING');
+      const empty = await ctx.api.post(`/api/v1/deployments/${r.deploymentId}/terminate`).set(agent.auth).set('Content-Type', 'application/json');
+      assert.equal(empty.status, 202, empty.text);
+      const object = await ctx.api.post(`/api/v1/deployments/${r.deploymentId}/terminate`).set(agent.auth).set('Content-Type', 'application/json').send('{}');
+      assert.equal(object.status, 202, object.text);
     });
 
     it('lets agent keys terminate only their own deployments; owner keys any of the account; needs manage', async () => {
@@ -347,12 +350,14 @@ describe('Deployments API', () => {
       const renter = await addKey(ctx, agent.accountId, { kind: 'OWNER', scopes: ['read', 'rent'] });
       const r = await rentOk(ctx, agent, { offerId });
       await makeActive(ctx, r.deploymentId);
-      const json = await reveal(agent, r.deploymentId).set('Content-Type', 'application/json').send('{}');
+      const json = await reveal(agent, r.deploymentId).set('Content-Type', 'application/json').send('{"includePrivateKey":true}');
       assert.equal(json.status, 400);
       assert.equal(json.body.error.code, 'INVALID_REQUEST');
       const forbidden = await reveal(renter, r.deploymentId);
       assert.equal(forbidden.status, 403);
       assert.deepEqual((await audits(r.deploymentId)).map((a) => [a.keyId, a.outcome, a.refusal]), [[agent.keyId, 'REFUSED', 'JSON_BODY']]);
+      const empty = await reveal(agent, r.deploymentId).set('Content-Type', 'application/json').send('{}');
+      assert.equal(empty.status, 200, 'an empty object says nothing and is ignored');
     });
 
     it('refuses to open a sealed key copied from another deployment', async () => {

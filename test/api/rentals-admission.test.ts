@@ -337,7 +337,16 @@ describe('POST /api/v1/rentals', () => {
       const extra = await rent(ctx, who, { offerId: offer['h100-a'], extra: true });
       assert.match(extra.body.error.message, /unknown property "extra"/);
       const mixed = await rent(ctx, who, { offerId: offer['h100-a'], gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 });
-      assert.match(mixed.body.error.message, /exactly one accepted shape/);
+      assert.match(mixed.body.error.message, /send either \{offerId, …\} or \{gpuModel, gpuCount, maxHourlyPriceMinor, …\}, not fields of both: offerId belongs to the first; gpuModel, gpuCount, maxHourlyPriceMinor belong to the second/);
+      const waiting = await rent(ctx, who, { offerId: offer['h100-a'], waitForCapacitySeconds: 600 });
+      assert.match(waiting.body.error.message, /offerId belongs to the first; waitForCapacitySeconds belongs to the second/);
+      const lease = await rent(ctx, who, { offerId: offer['h100-a'], terminateAfterSeconds: '2h' });
+      assert.match(lease.body.error.message, /^Invalid request: terminateAfterSeconds: must be a whole number of seconds: send 7200 for "2h"\.$/);
+      const ports = await rent(ctx, who, { offerId: offer['h100-a'], machine: { ports: ['8000:8000'] } });
+      assert.match(ports.body.error.message, /machine\.ports\[0\]: must be a whole number: a port of the machine such as 8000/);
+      const env = await rent(ctx, who, { offerId: offer['h100-a'], machine: { env: ['HF_TOKEN=secret-value'] } });
+      assert.match(env.body.error.message, /machine\.env: must be a valid object: an object of variable names to values/);
+      assert.doesNotMatch(env.text, /secret-value/, 'a variable\'s value is never repeated');
       const list = await rent(ctx, who, [1]);
       assert.match(list.body.error.message, /body: must be a JSON object/);
     });
@@ -476,7 +485,7 @@ describe('POST /api/v1/rentals', () => {
   });
 
   describe('statements', () => {
-    it('admits in one transaction of ten statements sent in three requests, one commit, with the key read a moment ago', async () => {
+    it('admits in one transaction of eleven statements sent in three requests, one commit, with the key read a moment ago', async () => {
       const who = await account(ctx, { creditsMinor: 10_000 });
       // The first request of a key reads it (and stamps last_used_at), and may reload the inventory snapshot.
       assert.equal((await rent(ctx, who, { offerId: offer['h100-a'] })).status, 201);
@@ -487,7 +496,7 @@ describe('POST /api/v1/rentals', () => {
       // No key lookup: the lock read re-checks the key's revocation (the next test). The account
       // row is written before it is locked, so that admissions on two nodes of a cluster conflict.
       assert.deepEqual(requests, [
-        ['START TRANSACTION', 'UPDATE accounts SET', 'SELECT a.id, a.billing_model,', 'INSERT IGNORE INTO', 'SELECT hourly_price_minor, spend_cap_minor,'],
+        ['START TRANSACTION', 'UPDATE accounts SET', 'SELECT a.id, a.billing_model,', 'INSERT IGNORE INTO', 'SELECT hourly_price_minor, spend_cap_minor,', 'SELECT usable_at FROM'],
         ['INSERT INTO `orders`', 'INSERT INTO `deployments`', 'UPDATE api_keys SET', 'INSERT INTO agenda_jobs'],
         ['COMMIT'],
       ]);
@@ -506,7 +515,7 @@ describe('POST /api/v1/rentals', () => {
       const requests = sent.filter((s) => !/inventory_state/.test(s)).map((s) => s.split(';\n').map((x) => x.trim().split(/\s+/).slice(0, 3).join(' ')));
       // The claim found the key used: it reads the claim's row, and the transaction ends.
       assert.deepEqual(requests.slice(0, 3), [
-        ['START TRANSACTION', 'UPDATE accounts SET', 'SELECT a.id, a.billing_model,', 'INSERT IGNORE INTO', 'SELECT hourly_price_minor, spend_cap_minor,'],
+        ['START TRANSACTION', 'UPDATE accounts SET', 'SELECT a.id, a.billing_model,', 'INSERT IGNORE INTO', 'SELECT hourly_price_minor, spend_cap_minor,', 'SELECT usable_at FROM'],
         ['SELECT * FROM'],
         ['ROLLBACK'],
       ]);

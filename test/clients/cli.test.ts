@@ -211,7 +211,7 @@ describe('gpr command line (built binary against the running service)', function
     assert.equal(human.code, 3);
     assert.match(human.stderr, /^Error UNAUTHENTICATED \(HTTP 401\): /m);
     assert.match(human.stderr, /^Request id: req_[0-9a-f-]{36}$/m);
-    assert.match(human.stderr, /^Next: .*gpr signup/m);
+    assert.match(human.stderr, /^Next: .*If it worked before, it was revoked: ask the account owner for a new key or a setup code \(`gpr setup <code>`\); `gpr signup` makes a new, unfunded account/m);
     const machine = await gpr(xdg, ['--json', 'whoami'], env);
     assert.equal(machine.code, 3);
     const { error } = JSON.parse(machine.stdout);

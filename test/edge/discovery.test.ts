@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { ERROR_STATUS } from '../../src/errors/error-codes.js';
 import { ACTIVE_MEANS, LEASE_RULE, MACHINE_SETTINGS_RULE, PHASES_RULE, WAIT_FOR_CAPACITY_RULE } from '../../clients/sdk/src/hints.js';
 import { DISCOVERY_STEP, MACHINE_EXAMPLE, QUICKSTART_STEPS, curlOf } from '../../src/http/quickstart.js';
 import type { Json } from '../../src/http/openapi.js';
 import { ROUTE_FACTS, specRoutes } from '../../src/http/route-facts.js';
 import { checksRevocationInTransaction } from '../../src/http/authentication.js';
+import { newSigningSecret, signedHeaders } from '../../src/modules/webhooks/webhook-signing.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
@@ -101,6 +102,23 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
     assert.match(llms, /^## Clients$/m);
     assert.ok(llms.includes('curl -s http://gpu.test/releases/latest.json'), 'llms.txt shows how to install gpr from this service');
     assert.match(llms, /^- Client releases: http:\/\/gpu\.test\/releases\/latest\.json$/m);
+  });
+
+  it('/llms.txt says how to verify a webhook delivery, and its code accepts what the service signs and nothing else', async () => {
+    const llms = (await ctx.api.get('/llms.txt')).text;
+    assert.match(llms, /^## Webhooks: checking a delivery$/m);
+    assert.match(llms, /Standard Webhooks/);
+    const code = /```js\n([\s\S]*?)\n```/.exec(llms.slice(llms.indexOf('## Webhooks')))?.[1] ?? '';
+    const body = code.replace(/^import .*$/m, '');
+    const verified = new Function('createHmac', 'timingSafeEqual', `${body}\nreturn verified;`)(createHmac, timingSafeEqual) as (s: string, h: Record<string, string>, b: string) => boolean;
+    const secret = newSigningSecret();
+    const payload = JSON.stringify({ id: '7', type: 'rental.active', createdAt: new Date().toISOString(), data: {} });
+    const headers = signedHeaders(secret, '7', Math.floor(Date.now() / 1000), payload);
+    assert.equal(verified(secret, headers, payload), true);
+    assert.equal(verified(secret, headers, payload.replace('active', 'failed')), false, 'a changed body');
+    assert.equal(verified(newSigningSecret(), headers, payload), false, 'another secret');
+    const old = signedHeaders(secret, '7', Math.floor(Date.now() / 1000) - 3600, payload);
+    assert.equal(verified(secret, old, payload), false, 'an old timestamp');
   });
 
   it('serves /llms.txt as plain text with every quickstart call and its exact body, and the document carries the same steps', async () => {

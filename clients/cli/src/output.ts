@@ -83,7 +83,8 @@ interface Described {
 }
 
 const HINTS: Record<string, string> = {
-  UNAUTHENTICATED: 'The token was refused (absent, wrong or revoked). Run `gpr signup` for a new account, `gpr setup <code>` with a code from the owner, or set GPR_TOKEN.',
+  UNAUTHENTICATED:
+    'The token was refused (absent, wrong or revoked). If it worked before, it was revoked: ask the account owner for a new key or a setup code (`gpr setup <code>`); `gpr signup` makes a new, unfunded account of your own. Or set GPR_TOKEN.',
   FORBIDDEN: 'This key lacks the scope for that call (top-ups need `billing`, which setup-code keys never have; SSH credentials and terminate need `manage`). Ask the account owner.',
   INSUFFICIENT_CREDITS: 'Add credits: `gpr topup <usd> --wait`, give the printed link to a human to pay, then retry.',
   ACCOUNT_FROZEN: 'The account is frozen or negative; the owner must settle it before new rentals.',
@@ -93,8 +94,8 @@ const HINTS: Record<string, string> = {
   NO_MATCHING_OFFER: 'Nothing matches: list what there is with `gpr offers --gpu <name>` and raise --max-price or change --gpu / --count.',
   OFFER_NOT_FOUND: 'Offer ids change with the inventory: run `gpr offers` again and use a current id, or rent by --gpu.',
   CONCURRENCY_LIMIT_REACHED: 'This key runs as many rentals as it may: `gpr rentals`, then `gpr terminate <id>` one you no longer need.',
-  IDEMPOTENCY_CONFLICT: 'That idempotency key was used with a different request: use a new key for a new intent.',
-  SIGNUP_ALREADY_COMPLETED: 'That signup already happened; its token cannot be shown again. Sign up anew with a new key.',
+  IDEMPOTENCY_CONFLICT: 'That idempotency key was used with a different request: a new request needs a new --idempotency-key (or none: gpr makes one); to retry the first, repeat it unchanged.',
+  SIGNUP_ALREADY_COMPLETED: 'That signup already happened, or a working token is already stored: `gpr whoami` shows it. To make a separate account on purpose, `gpr signup --force`.',
   AGENT_SETUP_INVALID: 'The setup code is wrong, expired (10 minutes) or used: ask the owner for a new one.',
   AGENTS_DISABLED: 'Agent signup and setup are switched off on this service.',
   NOT_FOUND: notFoundNext('list yours with `gpr rentals`'),

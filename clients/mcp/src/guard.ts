@@ -63,7 +63,8 @@ export const secretOutputRefusal = (): CallToolResult =>
   refusal('WITHHELD: the result held a private key or an API token, which this server does not pass to the model. Nothing was shown.');
 
 const NEXT: Record<string, string> = {
-  UNAUTHENTICATED: 'The API token was refused: the server needs a valid GPR_TOKEN (or a token stored by `gpr signup`).',
+  UNAUTHENTICATED:
+    'The API token was refused. If it worked before, it was revoked: ask the account owner for a new key or a setup code, set it as GPR_TOKEN and restart this server. Without any key, call signup (a new, unfunded account of its own).',
   INSUFFICIENT_CREDITS: 'Not enough credits: call create_topup_link and ask a human to pay the link, then retry.',
   BUDGET_REQUIRED: `This account needs budgetMinor on every rental. ${budgetFloorNext('budgetMinor')}`,
   BUDGET_TOO_SMALL: `${budgetFloorNext('budgetMinor')} A prepaid account's budget must also buy one whole hour at the offer's price.`,
@@ -71,7 +72,7 @@ const NEXT: Record<string, string> = {
   NO_MATCHING_OFFER: 'No offer matches: call list_offers and raise maxHourlyPriceMinor or change gpuModel/gpuCount.',
   OFFER_NOT_FOUND: 'Offer ids change with the inventory: call list_offers again.',
   CONCURRENCY_LIMIT_REACHED: 'The key runs as many rentals as it may: terminate_deployment one from list_rentals first.',
-  IDEMPOTENCY_CONFLICT: 'That idempotency key was used for a different request: use a new key for a new intent.',
+  IDEMPOTENCY_CONFLICT: 'That idempotencyKey was used for a different request: a new request needs a new idempotencyKey (or none: one is generated); to retry the first, repeat it unchanged.',
   NOT_FOUND: notFoundNext('call list_rentals'),
   FORBIDDEN:
     'The key lacks the scope: create_rental needs `rent`, create_topup_link `billing`, reveal_ssh_credentials and terminate_deployment `manage`. Ask the account owner for a key that has it.',

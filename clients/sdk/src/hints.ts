@@ -151,6 +151,7 @@ export const IDEMPOTENCY_KEY_HINT =
 /** How to send an API key and how to get one; the 401 message carries it for every cause alike. */
 export const AUTH_HINT =
   'Send the key as `Authorization: Bearer gpr_<prefix>.<secret>`. ' +
+  'A key that worked before and now gets this was revoked: ask the account owner for a new key or a setup code (signing up instead makes a new, unfunded account unrelated to the owner\'s). ' +
   'No key yet: POST /api/v1/signup creates an account and a key (no key needed), or exchange a setup code from the account owner with POST /api/v1/agent-setups/exchange (or `gpr setup <code>`).';
 
 // ---------------------------------------------------------------------------------------------
@@ -316,9 +317,16 @@ export function rentalSettingNext(message: string, n: RentalSettingNames): strin
 
 /**
  * {@link rentalSettingNext} for the refusals that can name a setting: 422 VALIDATION_FAILED, and
- * NO_MATCHING_OFFER when no offer of the model and price can honour the settings it names.
+ * NO_MATCHING_OFFER when no offer of the model and price can honour the settings it names; and a
+ * rental body over its size limit (413), which names the script and the variables.
  */
 export function rentalRefusalNext(code: string, message: string, n: RentalSettingNames): string | undefined {
+  if (code === 'PAYLOAD_TOO_LARGE' && /\bmachine\./.test(message)) {
+    return (
+      `The startup script (${n.startupScript}) is at most ${limitText(MAX_STARTUP_SCRIPT_BYTES)} bytes and the variables (${n.env}) at most ${MAX_ENV_VARIABLES} ` +
+      `of ${limitText(MAX_ENV_VALUE_BYTES)} bytes, ${limitText(MAX_ENV_TOTAL_BYTES)} bytes in all: shorten the one over its limit, or put larger data in a file the startup script fetches.`
+    );
+  }
   return code === 'VALIDATION_FAILED' || code === 'NO_MATCHING_OFFER' ? rentalSettingNext(message, n) : undefined;
 }
 
@@ -349,3 +357,26 @@ export function leaseLine(leaseSeconds: number, askedFor: boolean, flag: string)
 export function capacityLine(until: string): string {
   return `Waits for capacity until ${until}: it starts as soon as an eligible offer appears, else it fails with NO_CAPACITY and nothing is charged.`;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Webhooks
+
+/** How a receiver checks a delivery (Standard Webhooks), for `/llms.txt` and the skill. */
+export const WEBHOOK_VERIFY_RULE =
+  'Each delivery is a POST of one event (`{id, type, createdAt, data}`, as GET /api/v1/events shows it) signed per Standard Webhooks: ' +
+  'headers `webhook-id` (the event id, the same on every retry: drop ids you already have), `webhook-timestamp` (unix seconds) and `webhook-signature` ' +
+  '(`v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the base64-decoded part of the endpoint\'s `secret` after `whsec_`; ' +
+  'several space-separated when the secret rotates). Accept a delivery when one signature matches (compare in constant time) and the timestamp is within 5 minutes of now; ' +
+  'answer 2xx within 10 s, or it is retried for 24 hours.';
+
+/** The same check as code a receiver can paste (Node.js). */
+export const WEBHOOK_VERIFY_SNIPPET = [
+  "import { createHmac, timingSafeEqual } from 'node:crypto';",
+  '// secret: the whsec_... the endpoint was created with; headers: lower-case names; body: the raw request body as a string',
+  'function verified(secret, headers, body) {',
+  "  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');",
+  "  const expected = Buffer.from(`v1,${createHmac('sha256', key).update(`${headers['webhook-id']}.${headers['webhook-timestamp']}.${body}`).digest('base64')}`);",
+  "  const fresh = Math.abs(Date.now() / 1000 - Number(headers['webhook-timestamp'])) <= 300;",
+  "  return fresh && String(headers['webhook-signature']).split(' ').some((s) => s.length === expected.length && timingSafeEqual(Buffer.from(s), expected));",
+  '}',
+].join('\n');

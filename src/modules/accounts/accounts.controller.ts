@@ -17,15 +17,18 @@ export class AccountsController extends BaseController {
    * Headless signup: creates a new zero-balance account and an AGENT key with scopes
    * read, rent, manage and billing. The raw token is returned once; only its hash is kept.
    * Repeating an Idempotency-Key that completed returns 409 SIGNUP_ALREADY_COMPLETED without
-   * the token; the same key with a changed body returns 409 IDEMPOTENCY_CONFLICT.
+   * the token; the same key with a changed body returns 409 IDEMPOTENCY_CONFLICT. A signup sent
+   * with a working API key of an existing account is refused with 409 SIGNUP_ALREADY_COMPLETED
+   * (it would make a second, empty account); a key that does not authenticate is ignored.
    * @param idempotencyKey A UUID, fresh per signup intent.
+   * @param authorization Not needed. When it holds a working key, the signup is refused (see above).
    * @pattern idempotencyKey ^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$
    */
   @Post('signup')
   @OperationId('signup')
   @SuccessResponse(201, 'Created')
   @Response<ErrorEnvelope>(400, 'Missing or malformed Idempotency-Key, or malformed JSON (INVALID_REQUEST)')
-  @Response<ErrorEnvelope>(409, 'SIGNUP_ALREADY_COMPLETED or IDEMPOTENCY_CONFLICT')
+  @Response<ErrorEnvelope>(409, 'SIGNUP_ALREADY_COMPLETED (this Idempotency-Key already signed up, or the request carries a working key of an existing account) or IDEMPOTENCY_CONFLICT')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
   @Response<ErrorEnvelope>(429, 'RATE_LIMITED (see Retry-After)')
   @Response<ErrorEnvelope>(503, 'AGENTS_DISABLED')
@@ -33,8 +36,9 @@ export class AccountsController extends BaseController {
     @Request() req: ExRequest,
     @Header('Idempotency-Key') idempotencyKey: string,
     @Body() body?: SignupRequest,
+    @Header('Authorization') authorization?: string,
   ): Promise<Envelope<SignupResponse>> {
-    return this.ok(req, await this.accounts.signup(idempotencyKey, body), 201);
+    return this.ok(req, await this.accounts.signup(idempotencyKey, body, authorization), 201);
   }
 
   /** The calling key's account: user, key and its limits, balance, and billing model. */

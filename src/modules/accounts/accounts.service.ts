@@ -11,6 +11,7 @@ import { SIGNUP_ORIGIN } from '../keys/account-holder.js';
 import type { ApiKey, Scope } from '../keys/api-key.entity.js';
 import { OWNER_KEY_LIMITS, SIGNUP_LIMITS, type KeyLimits } from '../keys/key-limits.js';
 import { agentName } from '../keys/key-name.js';
+import { API_KEY_TAG } from '../keys/tokens.js';
 import type { KeysService, KeyUsage } from '../keys/keys.service.js';
 import { Account } from './account.entity.js';
 import { accountOfTelegramUser, getAccount, insertAccount, setTelegramChat } from './accounts.repository.js';
@@ -87,9 +88,14 @@ export class AccountsService {
   }
 
   /** Headless signup: always a new zero-balance account and one AGENT key with every scope. */
-  async signup(idempotencyKeyHeader: string | undefined, body: SignupRequest | undefined): Promise<SignupResponse> {
+  async signup(idempotencyKeyHeader: string | undefined, body: SignupRequest | undefined, authorization?: string): Promise<SignupResponse> {
     this.assertAgentsEnabled();
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader, { uuid: true });
+    if (authorization !== undefined) {
+      // A key that does not authenticate (lost, revoked, mistyped) is no account to keep: signup goes on.
+      const holder = await this.keys.authenticate(authorization).catch(() => null);
+      if (holder) throw signupWithKey(`${API_KEY_TAG}_${holder.key.prefix}`);
+    }
     const { name: rawName, ...given } = body ?? {};
     const name = agentName(rawName) ?? undefined;
     const limits = { ...SIGNUP_LIMITS.defaults, ...stripUndefined(given) };
@@ -214,7 +220,20 @@ export class AccountsService {
 
 /** A signup's token is shown once, so its replay is an error rather than the first answer. */
 function signupCompleted(): AppError {
-  return new AppError('SIGNUP_ALREADY_COMPLETED', 'This Idempotency-Key already completed a signup; the token is not shown again.');
+  return new AppError(
+    'SIGNUP_ALREADY_COMPLETED',
+    'This Idempotency-Key already completed a signup; its token is shown only once and not again. ' +
+      'If you kept the token, use it (GET /api/v1/me shows its account). If it is lost, sign up again with a new Idempotency-Key (a new, empty account), or ask the account owner for a setup code.',
+  );
+}
+
+/** A signup sent with a working key: a second account would be empty and unrelated to the first. */
+function signupWithKey(prefix: string): AppError {
+  return new AppError(
+    'SIGNUP_ALREADY_COMPLETED',
+    `This signup carries the API key ${prefix} of an existing account; a signup would make a second, empty account. ` +
+      'Keep using that key (GET /api/v1/me shows its account and limits). To make a separate account on purpose, send the signup without the Authorization header.',
+  );
 }
 
 function stripUndefined<T extends object>(o: T): Partial<T> {

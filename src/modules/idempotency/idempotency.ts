@@ -68,7 +68,10 @@ function requestHash(body: unknown): string {
 }
 
 function conflict(): AppError {
-  return new AppError('IDEMPOTENCY_CONFLICT', 'This Idempotency-Key was already used with a different request body.');
+  return new AppError(
+    'IDEMPOTENCY_CONFLICT',
+    'This Idempotency-Key was already used with a different request body, so nothing was done. A new request needs a new Idempotency-Key; to retry the first request, send it again with its body unchanged.',
+  );
 }
 
 function resourceOf(record: { scope: string; idemKey: string; resourceId: string | null }): string {

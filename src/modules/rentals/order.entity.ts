@@ -103,7 +103,7 @@ export class Order {
    * AES-256-GCM ciphertext of the agent's secrets for the machine (environment values and the
    * startup script, as JSON), sealed like SSH keys; never logged, never returned.
    */
-  @Column({ name: 'machine_secrets_enc', type: 'blob', nullable: true })
+  @Column({ name: 'machine_secrets_enc', type: 'mediumblob', nullable: true })
   machineSecretsEnc: Buffer | null;
 
   /** Id of the key-encryption key that sealed machineSecretsEnc. */
