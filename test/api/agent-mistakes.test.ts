@@ -212,6 +212,20 @@ describe('agent mistakes at admission and input', () => {
       assert.equal(broken.status, 400, 'labelled JSON that does not parse stays malformed JSON');
     });
 
+    it('a known model no one offers now says how to wait for it, and the request it names is admitted to wait', async () => {
+      const who = await account(ctx, { creditsMinor: 10_000 });
+      const body = { gpuModel: 'B200', gpuCount: 1, maxHourlyPriceMinor: 2000 };
+      const none = await rent(ctx, who, body);
+      assert.equal(none.status, 422);
+      assert.equal(none.body.error.code, 'NO_MATCHING_OFFER');
+      assert.match(none.body.error.message, /To wait for one instead, send the same request with waitForCapacitySeconds \(60 to 86,400, on a balance account\)/);
+      const waiting = await rent(ctx, who, { ...body, waitForCapacitySeconds: 600 });
+      assert.equal(waiting.status, 201, waiting.text);
+      assert.equal(waiting.body.data.phase, 'waiting_for_capacity');
+      const pricey = await rent(ctx, who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 100 });
+      assert.match(pricey.body.error.message, /Raise maxHourlyPriceMinor to at least 249\. To wait for one instead/);
+    });
+
     it('names the cents field for a dollar name, and the event types a webhook may take', async () => {
       const who = await account(ctx, { creditsMinor: 10_000 });
       const topup = await ctx.api.post('/api/v1/billing/topups').set(who.auth).set('Idempotency-Key', randomUUID()).send({ amount: 20 });

@@ -263,6 +263,11 @@ export const WAIT_FOR_CAPACITY_RULE =
   `\`waitForCapacitySeconds\` (${MIN_WAIT_FOR_CAPACITY_SECONDS} to ${limitText(MAX_WAIT_FOR_CAPACITY_SECONDS)}; GPU intent only, on a balance account) keeps a rental PENDING in phase \`waiting_for_capacity\` when no eligible offer is on sale, ` +
   'and starts it as soon as one appears; at `waitForCapacityUntil` it fails with NO_CAPACITY and nothing is charged.';
 
+/** The next step after NO_MATCHING_OFFER for a known model that is not on sale as asked: wait for it. */
+export const WAIT_FOR_CAPACITY_NEXT =
+  `To wait for one instead, send the same request with waitForCapacitySeconds (${MIN_WAIT_FOR_CAPACITY_SECONDS} to ${limitText(MAX_WAIT_FOR_CAPACITY_SECONDS)}, on a balance account): ` +
+  'it stays PENDING in phase waiting_for_capacity and starts as soon as an eligible offer appears.';
+
 /** The phases a starting rental shows. */
 export const PHASES_RULE =
   'While PENDING or PROVISIONING, `phase` (since `phaseSince`) says where it stands: `waiting_for_capacity`, `creating`, `booting` or `pulling_image`, ' +

@@ -1,3 +1,4 @@
+import { WAIT_FOR_CAPACITY_NEXT } from '../../../clients/sdk/src/hints.js';
 import { AppError } from '../../errors/app-error.js';
 import type { MachineCapabilities } from '../../providers/provider.js';
 import { closestGpuSlugs, compactSlug, matchGpuQuery, type GpuMatch } from './gpu-match.js';
@@ -110,12 +111,12 @@ function noMatchingOffer(live: LiveOffers, q: IntentQuery, match: GpuMatch, offe
     return new AppError('NO_MATCHING_OFFER', `No GPU model is known as "${q.gpuModel.trim()}". Closest known: ${closest.join(', ')}. See GET /api/v1/gpus.`);
   }
   if (offers.length === 0) {
-    return new AppError('NO_MATCHING_OFFER', `No offer of ${q.gpuModel.trim()} (${match.slugs.join(', ')}) is available right now. See GET /api/v1/gpus.`);
+    return new AppError('NO_MATCHING_OFFER', `No offer of ${q.gpuModel.trim()} (${match.slugs.join(', ')}) is available right now. See GET /api/v1/gpus. ${WAIT_FOR_CAPACITY_NEXT}`);
   }
   const sameCount = offers.filter((o) => o.gpuCount === q.gpuCount);
   if (sameCount.length === 0) {
     const counts = [...new Set(offers.map((o) => o.gpuCount))].sort((a, b) => a - b).join(', ');
-    return new AppError('NO_MATCHING_OFFER', `No offer of ${what} right now; ${q.gpuModel.trim()} is offered with ${counts} GPU(s). See GET /api/v1/gpus.`);
+    return new AppError('NO_MATCHING_OFFER', `No offer of ${what} right now; ${q.gpuModel.trim()} is offered with ${counts} GPU(s). See GET /api/v1/gpus. ${WAIT_FOR_CAPACITY_NEXT}`);
   }
   const cheapest = Math.min(...sameCount.map((o) => o.pricePerHourMinor));
   // Some offer fits model, count and ceiling: then only the machine settings can have ruled them out.
@@ -125,7 +126,7 @@ function noMatchingOffer(live: LiveOffers, q: IntentQuery, match: GpuMatch, offe
   }
   return new AppError(
     'NO_MATCHING_OFFER',
-    `Every offer of ${what} is above ${q.maxHourlyPriceMinor} cents per hour; the cheapest is ${cheapest} cents (${formatUsd(cheapest)}) per hour.`,
+    `Every offer of ${what} is above ${q.maxHourlyPriceMinor} cents per hour; the cheapest is ${cheapest} cents (${formatUsd(cheapest)}) per hour. Raise maxHourlyPriceMinor to at least ${cheapest}. ${WAIT_FOR_CAPACITY_NEXT}`,
   );
 }
 
