@@ -74,7 +74,14 @@ describe('GET /api/v1/rentals/{id}', () => {
     res = await get(who.auth, r.rentalId);
     assert.equal(res.body.data.reversalStatus, 'SUCCEEDED');
     // A legacy rental keeps its purchased runtime in the quote after failing.
-    assert.deepEqual(res.body.data.quote, { hourlyPriceMinor: 300, durationSeconds: 7200, totalMinor: 600, currency: 'USD' });
+    assert.deepEqual(res.body.data.quote, {
+      hourlyPriceMinor: 300,
+      durationSeconds: 7200,
+      totalMinor: 600,
+      currency: 'USD',
+      charging: 'PREPAID',
+      note: 'Prepaid: 600 cents ($6.00) were debited at admission for 7200 s at 300 cents per hour ($3.00).',
+    });
   });
 
   it('shows endedAt only once TERMINATED, for credit-funded rentals', async () => {

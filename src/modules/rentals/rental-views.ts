@@ -1,4 +1,5 @@
 import { AppError } from '../../errors/app-error.js';
+import { formatUsd } from '../billing/money.js';
 import { describeGpuChoice } from '../inventory/gpu-match.js';
 import type { Deployment } from './deployment.entity.js';
 import type { Order } from './order.entity.js';
@@ -112,6 +113,8 @@ export function toRentalDto(o: Order, d: Deployment | null, machine: MachineFact
       durationSeconds: metered ? null : o.durationSeconds,
       totalMinor: metered ? 0 : o.totalMinor,
       currency: o.currency,
+      charging: metered ? 'PER_SECOND' : 'PREPAID',
+      note: quoteNote(metered, o),
     },
     billingModel: o.billingModel,
     funding: o.funding,
@@ -121,4 +124,11 @@ export function toRentalDto(o: Order, d: Deployment | null, machine: MachineFact
     reversalStatus: o.reversalStatus,
     createdAt: o.createdAt.toISOString(),
   };
+}
+
+/** What a quote means, so that a metered rental's `totalMinor: 0` does not read as free. */
+function quoteNote(metered: boolean, o: Pick<Order, 'hourlyPriceMinor' | 'totalMinor' | 'durationSeconds'>): string {
+  const price = `${o.hourlyPriceMinor} cents per hour (${formatUsd(o.hourlyPriceMinor)})`;
+  if (!metered) return `Prepaid: ${o.totalMinor} cents (${formatUsd(o.totalMinor)}) were debited at admission for ${o.durationSeconds ?? 0} s at ${price}.`;
+  return `Charged per second while ACTIVE at ${price}; nothing is taken up front (totalMinor 0), and usageMinor shows what has accrued.`;
 }

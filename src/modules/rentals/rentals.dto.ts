@@ -110,6 +110,13 @@ export interface QuoteDto {
   /** What LEGACY_PREPAID debited at admission; 0 for metered rentals (usage is charged as it accrues). */
   totalMinor: number;
   currency: string;
+  /**
+   * How the rental is paid: `PREPAID` (totalMinor debited at admission for durationSeconds) or
+   * `PER_SECOND` (nothing up front: usage at hourlyPriceMinor per second while ACTIVE; see usageMinor).
+   */
+  charging: 'PREPAID' | 'PER_SECOND';
+  /** The quote in words, e.g. "Charged per second while ACTIVE at 299 cents per hour ($2.99); nothing is taken up front." */
+  note: string;
 }
 
 /** An exposed port of a rental's machine. */
