@@ -28,6 +28,11 @@ import { HourlyUsage1763800017000 } from './1763800017000-HourlyUsage.js';
 import { AccountLockVersion1763800018200 } from './1763800018200-AccountLockVersion.js';
 import { MeteringSweepIndex1763800018500 } from './1763800018500-MeteringSweepIndex.js';
 import { MeteringIndexWithoutMoment1763800018700 } from './1763800018700-MeteringIndexWithoutMoment.js';
+import { SshHostKeys1763800019000 } from './1763800019000-SshHostKeys.js';
+import { MachineUsableAt1763800019200 } from './1763800019200-MachineUsableAt.js';
+import { EventSequences1763800019400 } from './1763800019400-EventSequences.js';
+import { WebhookMakersAndSlots1763800019600 } from './1763800019600-WebhookMakersAndSlots.js';
+import { MachineSecretsMedium1763800019950 } from './1763800019950-MachineSecretsMedium.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -57,4 +62,9 @@ export const migrations = [
   AccountLockVersion1763800018200,
   MeteringSweepIndex1763800018500,
   MeteringIndexWithoutMoment1763800018700,
+  SshHostKeys1763800019000,
+  MachineUsableAt1763800019200,
+  EventSequences1763800019400,
+  WebhookMakersAndSlots1763800019600,
+  MachineSecretsMedium1763800019950,
 ];

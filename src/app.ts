@@ -11,6 +11,7 @@ import { discoveryRouter } from './http/discovery.js';
 import { limitJsonDepth, normalizeCharset, rejectMalformedPath } from './http/request-guards.js';
 import { jsonBodies, rejectUnknownProperties } from './http/body-shape.js';
 import { publicCreateLimits } from './http/public-limits.js';
+import { isWaitingRead, pushPlaces, WAITING_READ_ROUTES } from './http/push-limits.js';
 import { bearerChallenge, noStoreApi, securityHeaderValues, securityHeaders } from './http/security-headers.js';
 import { fastInventoryRoutes } from './modules/inventory/inventory-fast-route.js';
 import { eventStreamRoute, type EventStreamOptions } from './modules/events/event-stream.js';
@@ -122,7 +123,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
 
   // Liveness asks nothing of the database: an outage must not get every process restarted at once.
   app.get('/healthz', livenessRoute);
-  app.get('/readyz', readinessRoute(options.readiness ?? readinessProbe(services, ['api'])));
+  app.get('/readyz', readinessRoute(options.readiness ?? readinessProbe(services, ['api']), { detailToken: services.config.metricsToken }));
   // Off the public port unless a token guards it (METRICS_TOKEN); METRICS_PORT serves it apart.
   if (services.config.metricsToken) app.get('/metrics', metricsRoute(services, services.config.metricsToken));
 
@@ -138,6 +139,9 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   app.use(...bodies);
   // The stream of GET /api/v1/events (Accept: text/event-stream); the generated route answers JSON.
   app.use(eventStreamRoute(services.ds, services.eventHub, { ...EVENT_STREAM, ...options.eventStream }));
+  // A waiting read holds a place of its client address before its key is read (the hub holds the key's).
+  const push = services.eventHub.limits;
+  if (push) app.get(WAITING_READ_ROUTES, pushPlaces(push, isWaitingRead));
   RegisterRoutes(app);
   app.use(notFound);
   app.use(errors);

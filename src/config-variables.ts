@@ -166,6 +166,28 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       'Per client address and minute: agent authorizations begun plus setup-code exchanges. An agent polling the exchange at its `Retry-After` pace, ceil(60 / (rate − 1)) seconds, never meets it.',
   },
   {
+    name: 'PUSH_MAX_PER_KEY',
+    section: 'Agents and rate limits',
+    default: '20',
+    meaning:
+      'Event streams plus waiting reads (`waitFor`) one key may hold open at once in one `api` process; one more is refused with 429 `RATE_LIMITED` and `Retry-After` until one ends.',
+  },
+  {
+    name: 'PUSH_MAX_PER_ADDRESS',
+    section: 'Agents and rate limits',
+    default: '200',
+    meaning:
+      "The same bound per client address (an IPv6 client's /64), whatever the keys, counted before the key is read. Behind a proxy it needs `TRUST_PROXY`, or every client shares the proxy's.",
+  },
+  {
+    name: 'PUSH_MAX_OPEN',
+    section: 'Agents and rate limits',
+    default: null,
+    defaultText: "half the process's open-file limit (its soft `RLIMIT_NOFILE`), at most 4096; 512 where the limit cannot be read",
+    meaning:
+      'Event streams plus waiting reads one `api` process holds open at once, all callers together: past it they are refused with 429 `RATE_LIMITED`, so the files left keep `/healthz`, ordinary requests and the database pool answering. A value that would leave fewer than 256 files of the limit free is lowered to leave them (the process logs it).',
+  },
+  {
     name: 'DEFAULT_BILLING_MODEL',
     section: 'Billing and payments',
     default: 'ACCOUNT_BALANCE',

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
+import { bool, ConfigError, int, opt, str, url, type Env } from './config-values.js';
 import { parseKeyList } from './modules/credentials/secret-box.js';
 
 export type BillingModel = 'LEGACY_PREPAID' | 'ACCOUNT_BALANCE';
@@ -57,6 +58,8 @@ export interface Config {
   trustProxy: TrustProxy;
   /** Per client address: agent authorizations begun plus setup-code exchanges per minute. */
   agentSetupRatePerMinute: number;
+  /** Event streams plus waiting reads one api process holds at once: per key, per client address (an IPv6 client's /64), in all (unset: from its open-file limit). */
+  push: { perKey: number; perAddress: number; open: number | undefined };
   logLevel: string;
   defaultBillingModel: BillingModel;
   /** Key-encryption key for secrets at rest (AES-256-GCM); 32 bytes. */
@@ -108,12 +111,7 @@ export interface Config {
 
 export type TrustProxy = false | number | string[];
 
-export class ConfigError extends Error {}
-
-/** The one line a process prints when it cannot start for a configuration or argument error. */
-export function configErrorLine(err: ConfigError): string {
-  return `Configuration error: ${err.message}`;
-}
+export { ConfigError, configErrorLine } from './config-values.js';
 
 const ROLES: Role[] = ['api', 'worker', 'bot'];
 
@@ -128,51 +126,7 @@ export function parseRoles(argv: readonly string[]): Role[] {
   return roles;
 }
 
-type Env = Record<string, string | undefined>;
-
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-function str(env: Env, name: string, fallback: string): string {
-  const v = env[name];
-  return v === undefined || v.trim() === '' ? fallback : v.trim();
-}
-
-function opt(env: Env, name: string): string | undefined {
-  const v = env[name];
-  return v === undefined || v.trim() === '' ? undefined : v.trim();
-}
-
-function int(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
-  const n = Number(raw.trim());
-  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
-  return n;
-}
-
-function bool(env: Env, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const v = raw.trim().toLowerCase();
-  if (['true', '1', 'yes', 'on'].includes(v)) return true;
-  if (['false', '0', 'no', 'off'].includes(v)) return false;
-  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
-}
-
-function url(env: Env, name: string, fallback: string, protocols: string[]): string {
-  const v = str(env, name, fallback);
-  let parsed: URL;
-  try {
-    parsed = new URL(v);
-  } catch {
-    throw new ConfigError(`${name} must be a URL, got "${v}"`);
-  }
-  if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
-  }
-  return v;
-}
 
 function providers(env: Env): ProviderConfig[] {
   const ids = str(env, 'PROVIDERS', 'local')
@@ -365,6 +319,7 @@ export function loadConfig(env: Env = process.env): Config {
     signupRatePerAddressPerMinute: int(env, 'SIGNUP_RATE_PER_ADDRESS_PER_MINUTE', 5, 1, 1_000_000),
     trustProxy: trustProxy(env),
     agentSetupRatePerMinute: int(env, 'AGENT_SETUP_RATE_PER_MINUTE', 60, 1, 1_000_000),
+    push: { perKey: int(env, 'PUSH_MAX_PER_KEY', 20, 1, 100_000), perAddress: int(env, 'PUSH_MAX_PER_ADDRESS', 200, 1, 1_000_000), open: opt(env, 'PUSH_MAX_OPEN') ? int(env, 'PUSH_MAX_OPEN', 0, 1, 1_000_000) : undefined },
     logLevel,
     defaultBillingModel: billing,
     secretsKey: secrets.key,

@@ -97,11 +97,11 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   const { queue: jobs } = createAgenda(ds, config);
   const handoff = rentalHandoff === undefined ? new CardRentalHandoff(ds, jobs) : (rentalHandoff ?? undefined);
   const payments = createPayments({ config, ds, clock, logger, ledger, cardOrders: new CardOrdersService(ds), rentalHandoff: handoff });
-  const eventHub = new EventHub(ds, { tailMs: EVENT_TAIL_MS }, logger);
+  const eventHub = new EventHub(ds, { tailMs: EVENT_TAIL_MS, push: config.push }, logger);
   const rentalReads = new RentalReadsService(ds, eventHub);
   const box = SecretBox.fromConfig(config);
   const machinePolicy = { imageAllowlist: config.machineImageAllowlist, maxDiskGb: config.machineMaxDiskGb };
-  const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs, inventory, rentalReads, box, machinePolicy);
+  const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs, inventory, rentalReads, box, machinePolicy, { meteringEveryMs: config.meteringEveryMs });
   const cardCheckout = new CardCheckoutService(ds, clock, inventory, payments.sessions, keys);
   const credentials = new CredentialsService(ds, clock, box);
   const agentKeys = new AgentKeysService(ds, clock, keys, rentals);
@@ -112,33 +112,42 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   }, agentKeys);
   const lifecycleDeps: LifecycleDeps = { ds, clock, logger, providers, jobs, ledger, box, refunds: payments.sessions, inventory };
   const lifecycle = createRentalLifecycle(lifecycleDeps, lifecycleTiming(config));
-  const webhooks = new WebhooksService(ds, clock, box, jobs, { allowPrivateDestinations: config.webhookAllowPrivateDestinations });
+  const webhooks = new WebhooksService(ds, clock, box, jobs, rateLimiter, { allowPrivateDestinations: config.webhookAllowPrivateDestinations });
   const webhookDeliveries = new WebhookDeliveries(ds, clock, logger.child({ component: 'webhooks' }), jobs, box, {
     allowPrivateDestinations: config.webhookAllowPrivateDestinations,
     firstRetryMs: config.webhookFirstRetryMs,
   });
+  // Every lock lifetime is stated (at most MAX_JOB_LOCK_LIFETIME_MS, docs/operations.md): longer
+  // than a run can take, short enough that a dead worker's lock does not stop the job for long.
   const definitions = jobDefinitions({
+    // A run: provider calls (30 s each at most) and one machine check (its SSH bounds, under 40 s).
     'rental.provision': { handler: (d) => lifecycle.provision(d.deploymentId), concurrency: 8, lockLifetimeMs: 120_000 },
     'rental.terminate': { handler: (d) => lifecycle.terminate(d.deploymentId), concurrency: 8, lockLifetimeMs: 120_000, priority: 10 },
-    'rental.expire': { handler: (d) => lifecycle.expire(d.deploymentId) },
-    'rental.expiring': { handler: (d) => lifecycle.noticeExpiring(d.deploymentId) },
-    'rental.idle': { handler: async () => void (await lifecycle.watchIdle()), everyMs: IDLE_SWEEP_EVERY_MS, concurrency: 1, lockLifetimeMs: 5 * 60 * 1000 },
-    'rental.meter': { handler: async () => void (await lifecycle.meter()), everyMs: config.meteringEveryMs, concurrency: 1 },
-    'rental.reconcile': { handler: async () => void (await lifecycle.reconcile()), everyMs: 60_000, concurrency: 1 },
+    'rental.expire': { handler: (d) => lifecycle.expire(d.deploymentId), lockLifetimeMs: 60_000 },
+    'rental.expiring': { handler: (d) => lifecycle.noticeExpiring(d.deploymentId), lockLifetimeMs: 60_000 },
+    // A sweep waits at most SWEEP_WAIT_MS for its samples; slower ones finish outside it.
+    'rental.idle': { handler: async () => void (await lifecycle.watchIdle()), everyMs: IDLE_SWEEP_EVERY_MS, concurrency: 1, lockLifetimeMs: 30_000 },
+    // A sweep takes seconds; one outliving its lock may overlap the next (each rental is charged under its row lock).
+    'rental.meter': { handler: async () => void (await lifecycle.meter()), everyMs: config.meteringEveryMs, concurrency: 1, lockLifetimeMs: 60_000 },
+    'rental.reconcile': { handler: async () => void (await lifecycle.reconcile()), everyMs: 60_000, concurrency: 1, lockLifetimeMs: 120_000 },
     'inventory.refresh': {
       async handler() {
         const results = await inventory.refresh();
         logger.debug({ results }, 'inventory refreshed');
       },
       everyMs: config.inventoryRefreshSeconds * 1000,
-      // A provider that hangs should not hold the sweep for Agenda's default ten minutes.
-      lockLifetimeMs: 5 * 60 * 1000,
+      // Providers are asked in parallel, each call cut at 30 s: a hanging one cannot hold the sweep long.
+      lockLifetimeMs: 120_000,
       concurrency: 1,
     },
-    'payments.reconcile': { handler: async () => void (await reconcilePayments({ payments, logger })), everyMs: RECONCILE_PAYMENTS_EVERY_MS, concurrency: 1 },
-    'webhooks.dispatch': { handler: async () => void (await webhookDeliveries.dispatch()), everyMs: config.webhookDispatchEveryMs, concurrency: 1 },
+    'payments.reconcile': { handler: async () => void (await reconcilePayments({ payments, logger })), everyMs: RECONCILE_PAYMENTS_EVERY_MS, concurrency: 1, lockLifetimeMs: 120_000 },
+    // A pass reads new events and writes deliveries: well under a second.
+    'webhooks.dispatch': { handler: async () => void (await webhookDeliveries.dispatch()), everyMs: config.webhookDispatchEveryMs, concurrency: 1, lockLifetimeMs: 30_000 },
     // A try takes at most ten seconds; a run outliving its lock is refused by the delivery's own claim.
-    'webhooks.deliver': { handler: async (d) => void countWebhookDelivery(await webhookDeliveries.deliver(d.deliveryId)), concurrency: 10, lockLifetimeMs: 60_000 },
+    // Tries only wait on receivers, so a worker holds many: with each account held to a few tries in
+    // flight (TRIES_IN_FLIGHT_PER_ACCOUNT), it takes this many silent receivers' accounts, each
+    // signed up separately, to make another account's delivery wait for a slot.
+    'webhooks.deliver': { handler: async (d) => void countWebhookDelivery(await webhookDeliveries.deliver(d.deliveryId)), concurrency: 64, lockLifetimeMs: 60_000 },
   });
   // Defined in every process (defining starts nothing, and it gives enqueued jobs their priority).
   defineJobs(jobs.agenda, definitions);
@@ -169,7 +178,12 @@ export function createBotJobs(s: Services, sender: NotificationSender, timing: {
     idleGraceMs: s.config.idleGraceSeconds * 1000,
   });
   const definitions = jobDefinitions({
-    'notifications.collect': { handler: async () => void (await notifications.collect()), everyMs: timing.collectEveryMs ?? s.config.telegramNotifySeconds * 1000, concurrency: 1 },
+    'notifications.collect': {
+      handler: async () => void (await notifications.collect()),
+      everyMs: timing.collectEveryMs ?? s.config.telegramNotifySeconds * 1000,
+      concurrency: 1,
+      lockLifetimeMs: 60_000,
+    },
     // One at a time, oldest first, as an owner would read them; a send outliving its lock may repeat.
     'notifications.deliver': { handler: async (d) => void (await notifications.deliver(d.notificationId, sender)), concurrency: 1, lockLifetimeMs: 60_000, retry: notifications.retry },
   });

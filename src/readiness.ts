@@ -1,12 +1,19 @@
+import { performance } from 'node:perf_hooks';
 import type { Request, RequestHandler, Response } from 'express';
 import type { Role } from './config.js';
 import type { Services } from './container.js';
 import { databaseAnswers } from './db/data-source.js';
 import { envelope, errorEnvelope } from './errors/envelope.js';
-import { allProviderStatuses } from './modules/inventory/provider-status.repository.js';
+import { bearerMatches } from './metrics/metrics-endpoint.js';
 
 /** A probe that takes longer than this counts as failed: orchestrators give up on a probe after a second or two. */
 export const READINESS_TIMEOUT_MS = 2_000;
+
+/**
+ * How long one readiness answer serves every caller of a process. `/readyz` is public and
+ * unlimited: however often it is asked, the database sees one round of checks per this.
+ */
+export const READINESS_REUSE_MS = 1_000;
 
 /** The checks /readyz makes, in order; each runs only once those before it passed. */
 export type ReadinessCheckName = 'database' | 'migrations' | 'inventory';
@@ -17,69 +24,159 @@ export type ReadinessChecks = Partial<Record<ReadinessCheckName, 'ok' | 'failed'
 export interface ReadinessReport {
   ready: boolean;
   checks: ReadinessChecks;
-  /** What failed, in words an operator can act on; absent when ready. */
+  /** What failed, in words an operator can act on, and nothing a driver said; absent when ready. */
   reason?: string;
+  /**
+   * The first line of the error behind a failed check, for operators only: logged, and shown to a
+   * request bearing METRICS_TOKEN, never in a public answer (it can name hosts, users, schemas).
+   */
+  detail?: string;
 }
 
 /** Asks whether this process can take work now. */
 export type Readiness = () => Promise<ReadinessReport>;
 
+export interface ReadinessOptions {
+  /** How long one answer is reused ({@link READINESS_REUSE_MS}). */
+  reuseMs?: number;
+  /** Monotonic milliseconds the reuse is measured on (tests move it). */
+  nowMs?: () => number;
+}
+
+class ReadinessTimeout extends Error {
+  readonly code = 'READINESS_TIMEOUT';
+}
+
 function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${READINESS_TIMEOUT_MS} ms`)), READINESS_TIMEOUT_MS);
+    timer = setTimeout(() => reject(new ReadinessTimeout(`${what} did not answer within ${READINESS_TIMEOUT_MS} ms`)), READINESS_TIMEOUT_MS);
   });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
+const firstLine = (err: unknown): string => (err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 200);
+
+/** What kind of failure a report is, so that an outage is logged once, not once per probe. */
+function failureKind(report: ReadinessReport, err: unknown): string {
+  const failed = Object.entries(report.checks).find(([, v]) => v === 'failed')?.[0] ?? 'unknown';
+  const code = (err as { code?: unknown } | undefined)?.code;
+  return `${failed}\u001f${report.reason}\u001f${typeof code === 'string' ? code : err === undefined ? '' : (err as Error).name}`;
+}
+
 /**
  * Readiness of a process running `roles`: the database answers, every migration is applied, and,
- * for a process serving the api, the inventory is fresh: at least one configured provider had a
- * successful refresh within OFFER_MAX_AGE_SECONDS (past that its offers leave the lists and
- * admission, so the api could rent nothing). Worker and bot processes skip the inventory check:
- * the workers are the ones refreshing it, and neither takes traffic that stale offers would fail.
+ * for a process serving the api, its offer snapshot holds at least one live offer (with none,
+ * every rental would be refused). Worker and bot processes skip the inventory check: the workers
+ * are the ones refreshing it, and neither takes traffic that missing offers would fail.
  * Migrations, once seen applied, are not asked again (they are never undone while running).
+ *
+ * One answer serves every caller for {@link READINESS_REUSE_MS}, and callers arriving while it is
+ * computed share it, so a flood of probes costs the database a couple of queries a second. A
+ * failure is logged with its detail once per kind (check, reason, error code) until the process
+ * is ready again.
  */
-export function readinessProbe(s: Pick<Services, 'ds' | 'clock' | 'config' | 'providers'>, roles: readonly Role[]): Readiness {
+export function readinessProbe(s: Pick<Services, 'ds' | 'config' | 'inventory' | 'logger'>, roles: readonly Role[], options: ReadinessOptions = {}): Readiness {
+  const reuseMs = options.reuseMs ?? READINESS_REUSE_MS;
+  const nowMs = options.nowMs ?? (() => performance.now());
   let migrated = false;
   const checkInventory = roles.includes('api');
-  return async () => {
+
+  const check = async (): Promise<{ report: ReadinessReport; err?: unknown }> => {
     const checks: ReadinessChecks = { database: 'skipped', migrations: 'skipped', ...(checkInventory ? { inventory: 'skipped' as const } : {}) };
-    const fail = (name: ReadinessCheckName, reason: string): ReadinessReport => ({ ready: false, checks: { ...checks, [name]: 'failed' }, reason });
+    const fail = (name: ReadinessCheckName, reason: string, err?: unknown) => ({
+      report: { ready: false, checks: { ...checks, [name]: 'failed' as const }, reason, ...(err === undefined ? {} : { detail: firstLine(err) }) },
+      err,
+    });
     try {
       await withTimeout(databaseAnswers(s.ds), 'the database');
       checks.database = 'ok';
     } catch (err) {
-      return fail('database', `the database is not reachable (${(err as Error).message.split('\n')[0].slice(0, 120)})`);
+      return fail('database', 'the database is not reachable', err);
     }
     try {
       if (!migrated) migrated = !(await withTimeout(s.ds.showMigrations(), 'the migrations table'));
       if (!migrated) return fail('migrations', 'migrations are pending: a process starting with this database applies them');
       checks.migrations = 'ok';
     } catch (err) {
-      return fail('migrations', `the migrations could not be read (${(err as Error).message.split('\n')[0].slice(0, 120)})`);
+      return fail('migrations', 'the migrations could not be read', err);
     }
     if (checkInventory) {
-      const maxAgeMs = s.config.offerMaxAgeSeconds * 1000;
-      const configured = new Set(s.providers.registered().map((p) => p.id));
-      const since = s.clock.now().getTime() - maxAgeMs;
-      const statuses = await withTimeout(allProviderStatuses(s.ds), 'the provider status table').catch(() => undefined);
-      const fresh = statuses?.some((p) => configured.has(p.providerId) && p.lastSuccessAt !== null && p.lastSuccessAt.getTime() > since);
-      if (!fresh) return fail('inventory', `no configured provider refreshed its offers in the last ${s.config.offerMaxAgeSeconds} s (OFFER_MAX_AGE_SECONDS): is a worker running?`);
+      let servable: { live: number; agedOut: boolean };
+      try {
+        servable = await withTimeout(s.inventory.servableOffers(), 'the offers');
+      } catch (err) {
+        return fail('inventory', 'the offers could not be read', err);
+      }
+      if (servable.live === 0) {
+        const age = `${s.config.offerMaxAgeSeconds} s (OFFER_MAX_AGE_SECONDS)`;
+        return fail(
+          'inventory',
+          servable.agedOut
+            ? `no offer can be served: every listed offer is older than ${age} and no refresh renewed them; start a worker, or see its log`
+            : `no offer can be served: no configured provider has live offers (each keeps them ${age} after its last successful refresh); GET /api/v1/providers shows each one's last refresh and error`,
+        );
+      }
       checks.inventory = 'ok';
     }
-    return { ready: true, checks };
+    return { report: { ready: true, checks } };
+  };
+
+  let logged: string | undefined;
+  const note = ({ report, err }: { report: ReadinessReport; err?: unknown }): ReadinessReport => {
+    if (report.ready) {
+      if (logged !== undefined) s.logger.info({ checks: report.checks }, 'ready again');
+      logged = undefined;
+    } else {
+      const kind = failureKind(report, err);
+      if (kind !== logged) s.logger.warn({ checks: report.checks, reason: report.reason, detail: report.detail }, 'not ready');
+      logged = kind;
+    }
+    return report;
+  };
+
+  let last: { at: number; report: ReadinessReport } | undefined;
+  let inFlight: Promise<ReadinessReport> | undefined;
+  return () => {
+    if (last && nowMs() - last.at < reuseMs) return Promise.resolve(last.report);
+    inFlight ??= check()
+      .catch((err: unknown) => ({ report: { ready: false, checks: {}, reason: 'the readiness checks could not run', detail: firstLine(err) }, err }))
+      .then((outcome) => {
+        const report = note(outcome);
+        last = { at: nowMs(), report };
+        return report;
+      })
+      .finally(() => {
+        inFlight = undefined;
+      });
+    return inFlight;
   };
 }
 
-/** `GET /readyz`: 200 with each check's verdict when ready, else 503 UNAVAILABLE naming the failed check. */
-export function readinessRoute(readiness: Readiness): RequestHandler {
+export interface ReadinessRouteOptions {
+  /** METRICS_TOKEN: a request bearing it also gets the failed check's detail. */
+  detailToken?: string;
+}
+
+/**
+ * `GET /readyz`: 200 with each check's verdict when ready, else 503 UNAVAILABLE naming the failed
+ * check. The error behind it is only shown to a request bearing the metrics token.
+ */
+export function readinessRoute(readiness: Readiness, options: ReadinessRouteOptions = {}): RequestHandler {
   return (req: Request, res: Response) => {
+    res.setHeader('Cache-Control', 'no-store');
     readiness().then(
       (report) => {
-        res.setHeader('Cache-Control', 'no-store');
-        if (report.ready) res.json(envelope(req, { status: 'ready', checks: report.checks }));
-        else res.status(503).json({ ...errorEnvelope(req.requestId ?? '', 'UNAVAILABLE', `Not ready: ${report.reason}.`), checks: report.checks });
+        if (report.ready) {
+          res.json(envelope(req, { status: 'ready', checks: report.checks }));
+          return;
+        }
+        const operator = report.detail !== undefined && options.detailToken !== undefined && bearerMatches(req.headers.authorization, options.detailToken);
+        res.status(503).json({
+          ...errorEnvelope(req.requestId ?? '', 'UNAVAILABLE', `Not ready: ${report.reason}.`),
+          checks: report.checks,
+          ...(operator ? { detail: report.detail } : {}),
+        });
       },
       () => res.status(503).json(errorEnvelope(req.requestId ?? '', 'UNAVAILABLE', 'Not ready: the readiness checks could not run.')),
     );

@@ -13,6 +13,7 @@ import {
   type ProviderOffer,
 } from '../../src/providers/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
+import { fingerprintOfKey } from '../../src/providers/ssh-probe.js';
 import { defaultInventory } from './default-inventory.js';
 import { offerCapabilities, readInventoryFile, type DestroyMode, type LocalInventory } from './inventory.js';
 import { LocalInstanceStore, type LocalInstanceRow } from './local-instance-store.js';
@@ -88,6 +89,7 @@ export class LocalProvider implements Provider {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly runtimes = new Map<string, MachineRuntime>();
   private readonly records = new Map<string, MachineRecord>();
+  private readonly hostKeys = new Map<string, string>();
   private closed = false;
 
   /**
@@ -278,11 +280,23 @@ export class LocalProvider implements Provider {
       const port = await this.ensureServer(row);
       if (port !== null) {
         info.ssh = { host: SSH_HOST, port, user: LOCAL_SSH_USER };
+        // As a cloud's API would report it: the key the instance's server shows, whoever serves it.
+        info.sshHostKey = this.hostKeyOf(row);
         const endpoints = endpointsOf(await this.recordOf(row), await readHostPorts(row.sandboxDir));
         if (endpoints) info.endpoints = endpoints;
       }
     }
     return info;
+  }
+
+  /** Fingerprint of the instance's host key (its public half), parsed once per process. */
+  private hostKeyOf(row: LocalInstanceRow): string {
+    let fp = this.hostKeys.get(row.id);
+    if (!fp) {
+      fp = fingerprintOfKey(row.hostKey);
+      this.hostKeys.set(row.id, fp);
+    }
+    return fp;
   }
 
   /** What runs on the instance's machine; the defaults for an instance recorded before machines had settings. */
@@ -452,5 +466,6 @@ export class LocalProvider implements Provider {
     await removeSandbox(row.sandboxDir);
     await removeMachineState(row.sandboxDir);
     this.records.delete(row.id);
+    this.hostKeys.delete(row.id);
   }
 }

@@ -57,7 +57,7 @@ export const ERROR_DESCRIPTIONS: Record<ErrorCode, string> = {
   IDEMPOTENCY_CONFLICT:
     '`Idempotency-Key` reused with a different body, or by a different key of the account: nothing was done. Send a new key for a new request.',
   SIGNUP_ALREADY_COMPLETED:
-    'A signup was repeated with an `Idempotency-Key` that already created an account; the key is not shown again.',
+    'A signup was repeated with an `Idempotency-Key` that already created an account (the key is not shown again: use it if kept, else sign up with a new `Idempotency-Key` or ask the owner for a setup code), or a signup carried a working API key of an existing account, which it would have duplicated as a second, empty account.',
   AGENT_SETUP_INVALID:
     'A setup code is unknown, expired (10 minutes) or already exchanged, or an authorization session was already approved or has expired.',
   AGENT_AUTHORIZATION_PENDING:
@@ -68,19 +68,21 @@ export const ERROR_DESCRIPTIONS: Record<ErrorCode, string> = {
     "A deployment's credentials asked for while it is not `ACTIVE`; the message gives its status. While it is `PENDING` or `PROVISIONING` it is starting: retry after `Retry-After` seconds. `AWAITING_PAYMENT` starts once its card payment arrives. `TERMINATING`, `TERMINATED` and `FAILED` never become `ACTIVE` again: do not retry.",
   TOPUP_EXPIRED: "The top-up link of this `Idempotency-Key` expired unpaid: ask for a new top-up with a new key.",
   VALIDATION_FAILED:
-    'The body or query does not fit the schema: the message names each offending field; for properties the route does not know, the first five and how many more.',
+    'The body or query does not fit the schema: the message names each offending field (its unit or form when that is what is wrong), both shapes of a body that mixes them, and for properties the route does not know the first five and how many more. Also a webhook endpoint past its key\'s limit of 10.',
   BUDGET_REQUIRED: 'A rental on a `LEGACY_PREPAID` account came without `budgetMinor`.',
   BUDGET_TOO_SMALL: '`budgetMinor` is under 500 cents ($5.00) on any rental, or buys no whole hour of the offer for a prepaid rental or a card checkout.',
   NO_MATCHING_OFFER:
     'A GPU-intent rental found nothing to rent; the message says why: an unknown model (with the closest known ones), none on offer now, not with that GPU count (with the counts there are), or all above the price ceiling (with the cheapest price).',
   EMAIL_REQUIRED: 'A card checkout on an account without an e-mail: set one with `PUT /api/v1/me/email` first.',
-  PAYLOAD_TOO_LARGE: "The body is larger than the route's limit: 8 KiB for API routes, 256 KiB for the payment webhook.",
-  UNSUPPORTED_MEDIA_TYPE: 'The body uses a charset other than UTF-8, or a `Content-Encoding` other than gzip, deflate and br.',
+  PAYLOAD_TOO_LARGE:
+    "The body is larger than the route's limit: 8 KiB for API routes; for `POST /api/v1/rentals` what a 16,384-byte script and 32,768 bytes of variables need however they are escaped (about 297 KiB); 256 KiB for the payment webhook. The message names the route's largest fields and their own limits.",
+  UNSUPPORTED_MEDIA_TYPE:
+    'The body uses a charset other than UTF-8, a `Content-Encoding` other than gzip, deflate and br, or a media type other than JSON (a body sent without `Content-Type`, or labelled as a form or plain text, is read as JSON when it parses).',
   RATE_LIMITED:
-    'Too many requests of this kind from this client address, or across the service (signups): wait `Retry-After` seconds.',
+    "Too many requests of this kind from this client address, or across the service (signups): wait `Retry-After` seconds. Also: more event streams and waiting reads open than a key, a client address or the process allows (close one); more webhook redeliveries than a delivery or a key may ask for in an hour; and on a rental, a key whose last 3 rentals within 24 hours failed after their machines ran its script or image without passing the service's check: it may rent again after `Retry-After` seconds.",
   INTERNAL: 'A fault of the service, never of the request: the message is generic, and the cause is logged under the request id.',
   AGENTS_DISABLED:
     'Agent creation is switched off on this service (`AGENT_V1_ENABLED=false`): signup, authorization sessions and setup-code exchange are refused.',
   UNAVAILABLE:
-    'The database or the payment provider cannot be reached right now, or the database is not migrated yet: retry later, with the same `Idempotency-Key` for a create.',
+    "The database or the payment provider cannot be reached right now, or the database is not migrated yet: retry later, with the same `Idempotency-Key` for a create. On a rental, also while billing catches up with the account's running rentals (the service's metering is behind): retry after `Retry-After` seconds.",
 };

@@ -4,14 +4,14 @@ import type { DataSource } from 'typeorm';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { AgendaJobQueue } from './agenda-job-queue.js';
-import type { JobDefinition, JobQueue } from './job-queue.js';
+import { MAX_JOB_LOCK_LIFETIME_MS, type JobDefinition, type JobQueue } from './job-queue.js';
 import { MysqlBackend, type MysqlBackendOptions } from './mysql-backend.js';
 
 /** Options for {@link createAgenda}. */
 export interface CreateAgendaOptions extends MysqlBackendOptions {
   /** How often the processor polls MySQL for due jobs (default: config JOBS_PROCESS_EVERY_MS, 1 s). */
   processEveryMs?: number;
-  /** Lock lifetime of jobs whose definition sets none (Agenda's default: 10 minutes). */
+  /** Lock lifetime of jobs whose definition sets none (default {@link MAX_JOB_LOCK_LIFETIME_MS}; Agenda's own would be 10 minutes). */
   defaultLockLifetimeMs?: number;
   /** Jobs run at once by this process, all names together (Agenda's default: 20). */
   maxConcurrency?: number;
@@ -50,7 +50,7 @@ export function createAgenda(
     backend,
     name: options.name ?? `${hostname()}:${process.pid}`,
     processEvery: options.processEveryMs ?? config.jobsProcessEveryMs,
-    ...(options.defaultLockLifetimeMs ? { defaultLockLifetime: options.defaultLockLifetimeMs } : {}),
+    defaultLockLifetime: options.defaultLockLifetimeMs ?? MAX_JOB_LOCK_LIFETIME_MS,
     ...(options.maxConcurrency ? { maxConcurrency: options.maxConcurrency } : {}),
     defaultLockLimit: options.defaultLockLimit ?? 10,
   });

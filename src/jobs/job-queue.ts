@@ -97,19 +97,26 @@ export interface EnqueueOptions {
 }
 
 /**
+ * Longest lock lifetime a job of this service states (src/container.ts): a worker that dies
+ * (SIGKILL, OOM, a deploy) leaves no job locked longer than its own lifetime, and none longer
+ * than this, before another worker takes it over at its next poll.
+ */
+export const MAX_JOB_LOCK_LIFETIME_MS = 5 * 60_000;
+
+/**
  * One kind of background job, with its handler already bound to what it needs (src/container.ts
  * builds them). The handler reads state from MySQL, acts and writes state back, so a run repeated
- * or resumed after a crash converges on the same result.
+ * or resumed after a crash converges on the same result. A repeating job must state its lock
+ * lifetime: its one row is what every worker runs, so a lock left by a dead worker stops the
+ * sweep everywhere until it lapses.
  */
-export interface JobDefinition<D extends object = object> {
+export type JobDefinition<D extends object = object> = JobDefinitionBase<D> & (OneOffJob | RepeatingJob);
+
+interface JobDefinitionBase<D extends object> {
   name: string;
   handler(data: D): Promise<void>;
-  /** Repeat on this interval as a single job row (Agenda `every`), for periodic sweeps. */
-  everyMs?: number;
   /** Parallel runs of this job per worker process (Agenda default otherwise). */
   concurrency?: number;
-  /** How long a claimed run may go without finishing before another worker may take it over. */
-  lockLifetimeMs?: number;
   /** Higher runs first when several are due. */
   priority?: number;
   /**
@@ -119,14 +126,34 @@ export interface JobDefinition<D extends object = object> {
   retry?: { delayMs: number; attempts: number };
 }
 
+/** A job enqueued for one piece of work. */
+interface OneOffJob {
+  everyMs?: undefined;
+  /**
+   * How long a claimed run may go without finishing before another worker may take it over:
+   * longer than a run can take, since a run outliving it may run twice at once.
+   */
+  lockLifetimeMs?: number;
+}
+
+/** A periodic sweep. */
+interface RepeatingJob {
+  /** Repeat on this interval as a single job row (Agenda `every`). */
+  everyMs: number;
+  /** As {@link OneOffJob.lockLifetimeMs}; required, at most {@link MAX_JOB_LOCK_LIFETIME_MS}. */
+  lockLifetimeMs: number;
+}
+
+type WithoutName<T> = T extends unknown ? Omit<T, 'name'> : never;
+
 /** The definition of one of this service's jobs, with its payload type from {@link JobPayloads}. */
 export type ServiceJobDefinition<N extends JobName = JobName> = { [K in N]: JobDefinition<JobPayloads[K]> & { name: K } }[N];
 
 /** Exactly one definition per worker job name: the compiler refuses a missing or misspelt one. */
-export type JobHandlers = { [K in WorkerJobName]: Omit<JobDefinition<JobPayloads[K]>, 'name'> };
+export type JobHandlers = { [K in WorkerJobName]: WithoutName<JobDefinition<JobPayloads[K]>> };
 
 /** Exactly one definition per bot job name. */
-export type BotJobHandlers = { [K in BotJobName]: Omit<JobDefinition<JobPayloads[K]>, 'name'> };
+export type BotJobHandlers = { [K in BotJobName]: WithoutName<JobDefinition<JobPayloads[K]>> };
 
 /** Turns a per-name handler table into the list Agenda registers. */
 export function jobDefinitions(handlers: JobHandlers): JobDefinition[];

@@ -102,7 +102,7 @@ export const meteringRentalsSwept = new Counter({
 
 export const webhookDeliveries = new Counter({
   name: `${METRIC_PREFIX}webhook_deliveries_total`,
-  help: 'Webhook delivery tries by outcome: succeeded, retrying, failed (given up) or skipped.',
+  help: 'Webhook delivery tries by outcome: succeeded, retrying, failed (given up), skipped or deferred (its account has its tries in flight).',
   labelNames: ['outcome'] as const,
   registers,
 });

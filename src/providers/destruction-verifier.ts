@@ -1,3 +1,4 @@
+import type { Logger } from '../logger.js';
 import type { Provider } from './provider.js';
 import { sshProbe, type SshTarget } from './ssh-probe.js';
 
@@ -14,8 +15,14 @@ export interface DestructionCheck {
 }
 
 export interface DestructionVerifierOptions {
-  /** Limit for the SSH login attempt. Default 3000 ms. */
+  /** Limit for the SSH login attempt (connect, handshake, authentication; held by a timer of our own). Default 3000 ms. */
   sshTimeoutMs?: number;
+}
+
+/** Who asks, for the log line of a changed host key. */
+export interface VerifyContext {
+  logger: Pick<Logger, 'warn'>;
+  deploymentId: string;
 }
 
 /**
@@ -30,9 +37,11 @@ export class DestructionVerifier {
   /**
    * @param provider the plugin that owned the instance
    * @param instanceId the provider's instance id
-   * @param ssh the endpoint recorded while the instance ran, with the deployment's private key
+   * @param ssh the endpoint recorded while the instance ran, with the deployment's private key and
+   *   the host key pinned for its machine: a server at that address showing another host key is
+   *   another machine, so our key no longer gets in to ours (logged through `context`)
    */
-  async verify(provider: Provider, instanceId: string, ssh: SshTarget): Promise<DestructionCheck> {
+  async verify(provider: Provider, instanceId: string, ssh: SshTarget, context?: VerifyContext): Promise<DestructionCheck> {
     let providerState: string;
     try {
       providerState = (await provider.get(instanceId)).state;
@@ -47,6 +56,11 @@ export class DestructionVerifier {
     const where = `${ssh.user}@${ssh.host}:${ssh.port}`;
     if (probe.ok) {
       return { verified: false, providerState, sshRefused: false, detail: `provider ${provider.id} reports gone but SSH login to ${where} still succeeds` };
+    }
+    if (probe.reason === 'host_key') {
+      const detail = `provider ${provider.id} reports gone; ${where} answers with host key ${probe.hostKey}, not the pinned ${ssh.hostKey}: another machine has the address`;
+      context?.logger.warn({ deploymentId: context.deploymentId, provider: provider.id, pinned: ssh.hostKey, seen: probe.hostKey }, 'a destroyed machine\'s SSH address answers with another host key; counted as our key no longer getting in');
+      return { verified: true, providerState, sshRefused: true, detail };
     }
     return { verified: true, providerState, sshRefused: true, detail: `provider ${provider.id} reports gone; SSH to ${where} failed (${probe.reason}: ${probe.detail})` };
   }

@@ -131,6 +131,14 @@ export interface InstanceInfo {
   state: InstanceState;
   /** SSH endpoint, once the provider has assigned one. */
   ssh?: { host: string; port: number; user: string };
+  /**
+   * Fingerprint of the machine's SSH host key, when the provider's answer gives it: OpenSSH's
+   * `SHA256:<unpadded base64>` of the key blob (`hostKeyFingerprint`/`fingerprintOfKey` in
+   * `src/providers/ssh-probe.ts` make it). The host pins it before its first login, so a server
+   * showing another key at that address is never taken for the machine. Leave it out when the
+   * cloud does not say: the host then pins the key shown at its first successful login.
+   */
+  sshHostKey?: string;
   /** The public URL of each exposed port (`MachineSettings.ports`), once the provider has assigned them. */
   endpoints?: { port: number; url: string }[];
   /**

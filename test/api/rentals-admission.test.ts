@@ -28,7 +28,10 @@ const OFFERS: LocalInventoryOffer[] = [
 
 
 /** A quote without its words, which one test holds exactly. */
-const withoutNote = ({ note: _note, ...rest }: { note?: string; [k: string]: unknown }) => rest;
+const withoutNote = (quote: unknown) => {
+  const { note: _note, ...rest } = quote as { note?: string; [k: string]: unknown };
+  return rest;
+};
 
 describe('POST /api/v1/rentals', () => {
   let ctx: TestContext;

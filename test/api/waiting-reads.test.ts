@@ -28,7 +28,8 @@ describe('waiting reads', function () {
   let base: string;
 
   before(async () => {
-    ctx = await createTestContext({ offers: OFFERS, env: { RENTAL_POLL_MS: '50' } });
+    // One key holds 200 waits below, above the default bounds (test/api/push-limits.test.ts tests those).
+    ctx = await createTestContext({ offers: OFFERS, env: { RENTAL_POLL_MS: '50', PUSH_MAX_PER_KEY: '1000', PUSH_MAX_PER_ADDRESS: '1000' } });
     ids = await offerIds(ctx);
     worker = await startTestWorker(ctx, { processEveryMs: 50 });
     server = createServer(ctx.app);

@@ -109,6 +109,12 @@ describe('webhooks: signed deliveries of events', function () {
         assert.equal(tries[0].headers['webhook-id'], JSON.parse(tries[0].body).id, 'the event id');
       }
       assert.equal(new Set(rx.got.map((r) => r.headers['webhook-id'])).size, 2);
+      // The ids are the account's own, as its event reads show them: no receiver learns of other accounts' activity.
+      const page = (await ctx.api.get('/api/v1/events?after=0&limit=100').set(who.auth)).body.data as { id: string; type: string; data: { rentalId?: string } }[];
+      for (const type of ['rental.active', 'rental.terminated']) {
+        const shown = page.find((e) => e.type === type && e.data.rentalId === rentalId)?.id;
+        assert.equal(rx.got.find((_r, i) => bodies[i].type === type)?.headers['webhook-id'], shown, `${type}: the id GET /api/v1/events shows`);
+      }
 
       const listed = await ctx.api.get('/api/v1/webhook-endpoints').set(who.auth);
       assert.equal(listed.status, 200);

@@ -1,15 +1,37 @@
 import type { DataSource } from 'typeorm';
+import type { Config } from '../../config.js';
+import { pushLimits, type PushLimits } from '../../http/push-limits.js';
 import type { Logger } from '../../logger.js';
+import { revokedAmong } from '../keys/keys.repository.js';
 import { allEventsAfter, latestEventId, type StoredEvent } from './events.repository.js';
 
 /** Events read per query of the tail; a fuller answer is followed at once by the next. */
 const TAIL_BATCH = 500;
 /** Events a subscriber may leave unread before it is cut off (a stream whose client stopped reading). */
 const MAX_QUEUED = 10_000;
+/** Keys per query of the revocation check. */
+const REVOCATION_BATCH = 500;
 
 export interface EventHubOptions {
-  /** Milliseconds between reads of the tail while anyone listens. */
+  /** Milliseconds between reads of the tail (and checks of the listening keys' revocation) while anyone listens. */
   tailMs: number;
+  /**
+   * The bounds of streams and waiting reads (PUSH_MAX_*): the hub holds each key's places and
+   * hands the rest to the HTTP layer ({@link EventHub.limits}). Unbounded when absent.
+   */
+  push?: Config['push'];
+}
+
+/** Why a subscription ended: its reader stopped it, it fell too far behind, its key was revoked, or the hub stopped. */
+export type SubscriptionEnd = 'stopped' | 'behind' | 'revoked';
+
+/** What a subscription is for. */
+export interface SubscribeOptions {
+  /**
+   * The key it listens for: the key takes one of its places (429 RATE_LIMITED past its bound),
+   * and the subscription ends within one tail period of the key's revocation, in any process.
+   */
+  keyId?: string;
 }
 
 /**
@@ -21,21 +43,30 @@ export class Subscription {
   since = '0';
   private readonly queue: StoredEvent[] = [];
   private wake: (() => void) | undefined;
-  private closedFlag = false;
+  private end: SubscriptionEnd | undefined;
+  /** @internal Gives back the key's place; set by the hub. */
+  release: (() => void) | undefined;
 
   constructor(
     private readonly hub: EventHub,
     private readonly filter: (e: StoredEvent) => boolean,
+    /** The key it listens for, if any. */
+    readonly keyId: string | undefined,
   ) {}
 
   get closed(): boolean {
-    return this.closedFlag;
+    return this.end !== undefined;
+  }
+
+  /** Whether it ended because its key was revoked: a waiting read then answers 401, a stream ends. */
+  get revoked(): boolean {
+    return this.end === 'revoked';
   }
 
   /** @internal The hub hands each new event to every subscription. */
   offer(e: StoredEvent): void {
-    if (this.closedFlag || !this.filter(e)) return;
-    if (this.queue.length >= MAX_QUEUED) return this.stop();
+    if (this.closed || !this.filter(e)) return;
+    if (this.queue.length >= MAX_QUEUED) return this.stop('behind');
     this.queue.push(e);
     this.wake?.();
   }
@@ -43,7 +74,7 @@ export class Subscription {
   /** The next queued event, waiting at most `ms` for one; undefined when none came or the subscription closed. */
   next(ms: number): Promise<StoredEvent | undefined> {
     if (this.queue.length) return Promise.resolve(this.queue.shift());
-    if (this.closedFlag || ms <= 0) return Promise.resolve(undefined);
+    if (this.closed || ms <= 0) return Promise.resolve(undefined);
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -56,9 +87,9 @@ export class Subscription {
   }
 
   /** Stops listening; a pending {@link next} answers at once. */
-  stop(): void {
-    if (this.closedFlag) return;
-    this.closedFlag = true;
+  stop(why: SubscriptionEnd = 'stopped'): void {
+    if (this.closed) return;
+    this.end = why;
     this.hub.remove(this);
     this.wake?.();
   }
@@ -72,36 +103,57 @@ export class Subscription {
  *
  * Ids are handed out when rows are inserted, so a transaction that commits after a later one's
  * event has been tailed is not seen here; it stays in the log, where a resumed stream finds it.
+ *
+ * Each tick also asks, in one query per few hundred keys, which of the listening keys have been
+ * revoked (by any process), and ends their subscriptions: no listener queries on its own.
  */
 export class EventHub {
   private readonly subscriptions = new Set<Subscription>();
+  /** The subscriptions of each listening key; a key leaves the map with its last subscription. */
+  private readonly byKey = new Map<string, Set<Subscription>>();
   private cursor: string | null = null;
   private starting: Promise<string> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private tick: Promise<void> | undefined;
   private stopped = false;
+  /** The bounds of streams and waiting reads this process holds (the HTTP layer takes the address places). */
+  readonly limits: PushLimits | undefined;
 
   constructor(
     private readonly ds: DataSource,
     private readonly options: EventHubOptions,
     private readonly logger?: Logger,
-  ) {}
+  ) {
+    this.limits = options.push && pushLimits(options.push, logger);
+  }
 
   /** How many subscriptions are listening (for tests and metrics). */
   get listeners(): number {
     return this.subscriptions.size;
   }
 
+  /** How many keys have a subscription listening (for tests: none is left once they all end). */
+  get listeningKeys(): number {
+    return this.byKey.size;
+  }
+
   /**
    * Starts listening to the events that pass `filter`. Resolved once the hub knows where it
    * stands: every event with an id above the subscription's `since` will be offered to it.
-   * After {@link stop} the subscription comes back already closed.
+   * After {@link stop} the subscription comes back already closed. With `keyId`, throws 429
+   * RATE_LIMITED when the key already holds its most.
    */
-  async subscribe(filter: (e: StoredEvent) => boolean = () => true): Promise<Subscription> {
-    const sub = new Subscription(this, filter);
+  async subscribe(filter: (e: StoredEvent) => boolean = () => true, options: SubscribeOptions = {}): Promise<Subscription> {
+    const sub = new Subscription(this, filter, options.keyId);
     if (this.stopped) {
       sub.stop();
       return sub;
+    }
+    if (sub.keyId !== undefined) {
+      sub.release = this.limits?.enterKey(sub.keyId);
+      const same = this.byKey.get(sub.keyId) ?? new Set<Subscription>();
+      same.add(sub);
+      this.byKey.set(sub.keyId, same);
     }
     this.subscriptions.add(sub);
     try {
@@ -134,6 +186,9 @@ export class EventHub {
   /** @internal */
   remove(sub: Subscription): void {
     this.subscriptions.delete(sub);
+    sub.release?.();
+    const same = sub.keyId === undefined ? undefined : this.byKey.get(sub.keyId);
+    if (same?.delete(sub) && same.size === 0) this.byKey.delete(sub.keyId!);
     if (this.subscriptions.size || !this.timer) return;
     // The last listener left: no timer outlives it, and the next one starts from the newest event.
     clearTimeout(this.timer);
@@ -184,9 +239,24 @@ export class EventHub {
       }
     } catch (err) {
       this.logger?.warn({ err }, 'reading the event log tail failed; trying again at the next interval');
+    }
+    try {
+      await this.endRevoked();
+    } catch (err) {
+      this.logger?.warn({ err }, 'checking the listening keys for revocation failed; trying again at the next interval');
     } finally {
       this.tick = undefined;
       this.schedule();
+    }
+  }
+
+  /** Ends the subscriptions of every listening key that has been revoked since it began. */
+  private async endRevoked(): Promise<void> {
+    const keys = [...this.byKey.keys()];
+    for (let i = 0; i < keys.length; i += REVOCATION_BATCH) {
+      for (const keyId of await revokedAmong(this.ds, keys.slice(i, i + REVOCATION_BATCH))) {
+        for (const sub of [...(this.byKey.get(keyId) ?? [])]) sub.stop('revoked');
+      }
     }
   }
 }

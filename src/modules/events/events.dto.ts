@@ -3,7 +3,8 @@ import type { EventType } from './event-types.js';
 /** One event of the durable log. */
 export interface EventDto {
   /**
-   * Grows with time: pass the last one seen as `after` (or the stream's `Last-Event-ID`) to resume.
+   * The event's number among its account's events, growing with time (other accounts' events do
+   * not move it): pass the last one seen as `after` (or the stream's `Last-Event-ID`) to resume.
    * @example "1042"
    */
   id: string;

@@ -1,9 +1,14 @@
 import type { DataSource } from 'typeorm';
-import type { Sql } from '../../db/sql.js';
+import { SqlTransaction, type Sql } from '../../db/sql.js';
 import { visibleRows, type Viewer } from '../keys/visibility.js';
 import { AGENT_ACCOUNT_EVENTS, type EventType } from './event-types.js';
 
-// The only code that reads or writes `events`.
+// The only code that reads or writes `events` and `event_sequences`.
+//
+// Each event has two numbers. `id`, global, orders the whole log for the readers inside the
+// service (the hub's tail, webhook dispatch, notifications). `seq`, its account's own count, is
+// the id agents and owners see (page ids, `after`, `nextAfter`, Last-Event-ID): it moves only with
+// the account's own events, so it says nothing of anyone else's activity.
 
 /** An event as it is written: what happened, to whom, and the view of it at that moment. */
 export interface NewEvent {
@@ -18,7 +23,13 @@ export interface NewEvent {
 
 /** An event as it is read. */
 export interface StoredEvent {
+  /** The log-wide number, for the service's own readers; never shown to agents. */
   id: string;
+  /**
+   * Its number in its account: what the API shows as the event's id. Null only for an event
+   * written, during an upgrade, by a process of a version before these numbers.
+   */
+  seq: string | null;
   type: EventType;
   accountId: string;
   keyId: string | null;
@@ -27,20 +38,37 @@ export interface StoredEvent {
   createdAt: Date;
 }
 
-/** Writes one event in the caller's transaction. */
+/** An event with its number in its account (every event but those an older version wrote mid-upgrade). */
+export type NumberedEvent = StoredEvent & { seq: string };
+
+/** Whether `e` has its number in its account, so an agent can be shown it and resume after it. */
+export function isNumbered(e: StoredEvent): e is NumberedEvent {
+  return e.seq !== null;
+}
+
+/**
+ * Takes the account's next number: LAST_INSERT_ID(expr) leaves it on this connection for the
+ * insert that follows. The counter row stays locked until the caller commits, so one account's
+ * events are numbered in the order they commit, and a rollback gives its number back.
+ */
+const NEXT_SEQ = `INSERT INTO event_sequences (account_id, seq) VALUES (?, LAST_INSERT_ID(1)) ON DUPLICATE KEY UPDATE seq = LAST_INSERT_ID(seq + 1)`;
+const INSERT_EVENT = `INSERT INTO events (type, account_id, key_id, rental_id, data, created_at, seq) VALUES (?, ?, ?, ?, ?, ?, LAST_INSERT_ID())`;
+
+/**
+ * Writes one event in the caller's transaction, numbered in its account. Both statements go in
+ * one request (pipelined, or one multi-statement query), so the number is taken and used on the
+ * same connection at no extra round trip. Event writers take the counter after their other locks
+ * (an event is written with, or after, the change it reports).
+ */
 export async function recordEvent(m: Sql, e: NewEvent): Promise<void> {
-  await m.query(`INSERT INTO events (type, account_id, key_id, rental_id, data, created_at) VALUES (?, ?, ?, ?, ?, ?)`, [
-    e.type,
-    e.accountId,
-    e.keyId,
-    e.rentalId,
-    JSON.stringify(e.data),
-    e.at,
-  ]);
+  const values = [e.type, e.accountId, e.keyId, e.rentalId, JSON.stringify(e.data), e.at];
+  if (m instanceof SqlTransaction) await Promise.all([m.query(NEXT_SEQ, [e.accountId]), m.query(INSERT_EVENT, values)]);
+  else await m.query(`${NEXT_SEQ};\n${INSERT_EVENT}`, [e.accountId, ...values]);
 }
 
 interface EventRow {
   id: string | number;
+  seq: string | number | null;
   type: EventType;
   account_id: string;
   key_id: string | null;
@@ -51,6 +79,7 @@ interface EventRow {
 
 const toEvent = (r: EventRow): StoredEvent => ({
   id: String(r.id),
+  seq: r.seq === null ? null : String(r.seq),
   type: r.type,
   accountId: r.account_id,
   keyId: r.key_id,
@@ -60,20 +89,27 @@ const toEvent = (r: EventRow): StoredEvent => ({
 });
 
 /**
- * The viewer's events after `afterId` (exclusive), oldest first, at most `limit`: the one
- * visibility rule (keys/visibility.ts) over the rentals' events, and the account events meant for
- * agents ({@link AGENT_ACCOUNT_EVENTS}) besides.
+ * The viewer's events after number `afterSeq` of its account (exclusive), oldest first, at most
+ * `limit`: the one visibility rule (keys/visibility.ts) over the rentals' events, and the account
+ * events meant for agents ({@link AGENT_ACCOUNT_EVENTS}) besides.
  */
-export async function eventsAfter(ds: DataSource, viewer: Viewer, afterId: string, limit: number): Promise<StoredEvent[]> {
+export async function eventsAfter(ds: DataSource, viewer: Viewer, afterSeq: string, limit: number): Promise<NumberedEvent[]> {
   const { accountId, keyId } = visibleRows(viewer);
   const rows: EventRow[] =
     keyId === undefined
-      ? await ds.query(`SELECT * FROM events WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`, [accountId, afterId, limit])
+      ? await ds.query(`SELECT * FROM events WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?`, [accountId, afterSeq, limit])
       : await ds.query(
-          `SELECT * FROM events WHERE account_id = ? AND id > ? AND (key_id = ? OR (key_id IS NULL AND type IN (?))) ORDER BY id LIMIT ?`,
-          [accountId, afterId, keyId, AGENT_ACCOUNT_EVENTS, limit],
+          `SELECT * FROM events WHERE account_id = ? AND seq > ? AND (key_id = ? OR (key_id IS NULL AND type IN (?))) ORDER BY seq LIMIT ?`,
+          [accountId, afterSeq, keyId, AGENT_ACCOUNT_EVENTS, limit],
         );
-  return rows.map(toEvent);
+  // `seq > ?` holds only for numbered rows.
+  return rows.map(toEvent).filter(isNumbered);
+}
+
+/** The newest number of the account's events, or '0' when it has none: where its reader without an id starts. */
+export async function latestAccountSeq(ds: DataSource, accountId: string): Promise<string> {
+  const [row] = (await ds.query(`SELECT MAX(seq) AS seq FROM events WHERE account_id = ?`, [accountId])) as { seq: string | number | null }[];
+  return row?.seq === null || row?.seq === undefined ? '0' : String(row.seq);
 }
 
 /** Whether `viewer` may see `e` (the same rule as {@link eventsAfter}, for events fanned out in memory). */
@@ -89,10 +125,17 @@ export async function allEventsAfter(ds: DataSource, afterId: string, limit: num
   return rows.map(toEvent);
 }
 
-/** The newest event id, or '0' when there is none: where a reader without an id starts. */
+/** The newest log-wide id, or '0' when there is none: where the service's own readers start. */
 export async function latestEventId(ds: DataSource): Promise<string> {
   const [row] = (await ds.query(`SELECT MAX(id) AS id FROM events`)) as { id: string | number | null }[];
   return row?.id === null || row?.id === undefined ? '0' : String(row.id);
+}
+
+/** The account numbers of events by log-wide id (absent for an unnumbered event). */
+export async function accountSeqsOf(ds: DataSource, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = (await ds.query(`SELECT id, seq FROM events WHERE id IN (?) AND seq IS NOT NULL`, [ids])) as { id: string | number; seq: string | number }[];
+  return new Map(rows.map((r) => [String(r.id), String(r.seq)]));
 }
 
 /** One event by id, or null. */

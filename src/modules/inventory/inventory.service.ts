@@ -10,7 +10,7 @@ import { CURRENCY, InventoryRefresher, type RefreshResult } from './inventory-re
 import type { GpuModelDetailDto, GpuModelDto, GpuSummaryDto, OfferDto, ProviderStatusDto } from './inventory.dto.js';
 import { findIntentCandidates, slugMatches, type IntentCandidates, type IntentQuery, type LiveOffers, type MachineNeeds } from './offer-candidates.js';
 import { offerCapabilities, type Offer } from './offer.entity.js';
-import { cachedOffer, inventoryVersion, liveOffersByPrice, liveUntil } from './offers.repository.js';
+import { cachedOffer, inventoryStamp, listedOffersPastAge, liveOffersByPrice, liveUntil, type InventoryStamp } from './offers.repository.js';
 import { providerStatuses } from './provider-status.js';
 
 export type { RefreshResult } from './inventory-refresh.js';
@@ -33,8 +33,14 @@ function cached<T>(what: string, body: T): Cached<T> {
 }
 
 interface Snapshot {
-  version: number;
-  /** The first moment an offer of this snapshot goes stale: reload then, whatever the version. */
+  /** The inventory state read just before the offers were. */
+  stamp: InventoryStamp;
+  /**
+   * Whether offers still listed were left out for their age alone: a refresh renews those without
+   * moving the version, so this snapshot follows the refresh time as well (see {@link mustReload}).
+   */
+  agedOut: boolean;
+  /** The first moment an offer of this snapshot goes stale (or the copy is too old): reload then, whatever the version. */
   expiresAt: number;
   offers: OfferDto[];
   /** Offer id to the offer: admission's lookup, whatever the size of the inventory. */
@@ -81,7 +87,8 @@ function toDto(o: Offer): OfferDto {
 
 /**
  * The offer cache: the worker refreshes it from providers into MySQL; every api process serves
- * an in-memory copy that it reloads when the shared version counter moves or an offer goes stale.
+ * an in-memory copy that it reloads when the shared version counter moves or an offer goes stale
+ * (and, while offers are missing from it for their age, after every refresh: {@link mustReload}).
  */
 export class InventoryService {
   private snapshot?: Snapshot;
@@ -117,9 +124,8 @@ export class InventoryService {
     if (ready) return ready;
     this.loading ??= (async () => {
       try {
-        const version = await inventoryVersion(this.ds);
-        const stale = !this.snapshot || this.clock.now().getTime() >= this.snapshot.expiresAt;
-        if (stale || this.snapshot!.version !== version) this.snapshot = await this.load(version);
+        const stamp = await inventoryStamp(this.ds);
+        if (mustReload(this.snapshot, stamp, this.clock.now().getTime())) this.snapshot = await this.load(stamp);
         this.checkedAt = Date.now();
         return this.snapshot!;
       } finally {
@@ -135,8 +141,10 @@ export class InventoryService {
     this.snapshot = undefined;
   }
 
-  private async load(version: number): Promise<Snapshot> {
+  private async load(stamp: InventoryStamp): Promise<Snapshot> {
     const now = this.clock.now();
+    // Asked before the offers: a refresh landing in between makes one reload too many, never one too few.
+    const agedOut = await listedOffersPastAge(this.ds, now);
     const rows = await liveOffersByPrice(this.ds, now);
     const offers = rows.map(toDto);
     const bySlug = new Map<string, OfferDto[]>();
@@ -157,14 +165,15 @@ export class InventoryService {
       offersUrl: `${this.options.publicBaseUrl}/api/v1/offers`,
       models,
     };
-    const expiresAt = liveUntil(rows);
+    const expiresAt = liveUntil(rows, now, this.options.offerMaxAgeSeconds);
     const allOffers = cached('offers', offers);
     const gpus = cached('gpus', gpusBody);
     // Compressed before the snapshot is served, so no request of the two hot paths waits for it.
     await Promise.all([allOffers.wire.prepare(), gpus.wire.prepare()]);
     const byId = new Map(offers.map((o) => [o.id, o]));
     const s: Snapshot = {
-      version,
+      stamp,
+      agedOut,
       expiresAt,
       offers,
       byId,
@@ -292,6 +301,15 @@ export class InventoryService {
     return hit;
   }
 
+  /**
+   * What this process can serve now (readiness): how many live offers its snapshot holds, and
+   * whether offers still listed are missing from it for their age alone (no worker renewed them).
+   */
+  async servableOffers(): Promise<{ live: number; agedOut: boolean }> {
+    const s = await this.current();
+    return { live: s.offers.length, agedOut: s.agedOut };
+  }
+
   /** Each configured provider with the outcome of its refreshes (GET /api/v1/providers). */
   async providerStatuses(): Promise<ProviderStatusDto[]> {
     const s = await this.current();
@@ -318,6 +336,18 @@ export class InventoryService {
   async findCached(id: string): Promise<Offer | null> {
     return cachedOffer(this.ds, id);
   }
+}
+
+/**
+ * The one rule of when a snapshot is loaded again, given the inventory state just read: when it
+ * reached its {@link Snapshot.expiresAt}; when the version moved (offers changed); and, while it
+ * lacks offers for their age alone, when any refresh ran since it was loaded. A worker back from
+ * an absence renews such offers without changing them, which moves no version: without the last
+ * rule the snapshot would keep serving none of them until a restart.
+ */
+function mustReload(s: Snapshot | undefined, stamp: InventoryStamp, nowMs: number): boolean {
+  if (!s || nowMs >= s.expiresAt || s.stamp.version !== stamp.version) return true;
+  return s.agedOut && s.stamp.refreshedAt !== stamp.refreshedAt;
 }
 
 /**

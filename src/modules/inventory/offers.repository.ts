@@ -19,19 +19,46 @@ function whereLive(qb: SelectQueryBuilder<Offer>, now: Date): SelectQueryBuilder
 }
 
 /**
- * The same rule for a copy of {@link liveOffersByPrice} held in memory: every offer of it is live
- * until the first moment one of them reaches its `stale_at` (epoch ms; infinity for none), so a
- * copy must be loaded again from then on. An offer withdrawn meanwhile moves the inventory version,
- * which the holder checks as often as it checks for any other change.
+ * The same rule for a copy of {@link liveOffersByPrice} held in memory, loaded at `loadedAt`: every
+ * offer of it is live until the first moment one of them reaches its `stale_at` (epoch ms), so a
+ * copy must be loaded again from then on; and no copy, an empty one included, is held past
+ * `offerMaxAgeSeconds` after its loading, the longest an offer stays live without a refresh. An
+ * offer withdrawn meanwhile moves the inventory version, which the holder checks as often as it
+ * checks for any other change.
  */
-export function liveUntil(rows: readonly Pick<Offer, 'staleAt'>[]): number {
-  return rows.reduce((min, r) => Math.min(min, r.staleAt.getTime()), Number.POSITIVE_INFINITY);
+export function liveUntil(rows: readonly Pick<Offer, 'staleAt'>[], loadedAt: Date, offerMaxAgeSeconds: number): number {
+  return rows.reduce((min, r) => Math.min(min, r.staleAt.getTime()), loadedAt.getTime() + offerMaxAgeSeconds * 1000);
+}
+
+/**
+ * Whether offers still listed are left out by {@link whereLive} at `now` for their age alone (no
+ * successful refresh renewed them in time). A refresh that lists them again unchanged renews them
+ * without moving the version, so a copy loaded without them must be loaded again after every
+ * refresh until they are back or withdrawn (see {@link InventoryStamp}).
+ */
+export async function listedOffersPastAge(ds: DataSource, now: Date): Promise<boolean> {
+  const rows: unknown[] = await ds.query('SELECT 1 FROM offers WHERE available = 1 AND stale_at <= ? LIMIT 1', [now]);
+  return rows.length > 0;
 }
 
 /** The version every api process compares its snapshot against; it moves when the offers change. */
 export async function inventoryVersion(ds: DataSource): Promise<number> {
-  const [state] = await ds.query('SELECT version FROM inventory_state WHERE id = 1');
-  return readMinor(state.version);
+  return (await inventoryStamp(ds)).version;
+}
+
+/**
+ * What an api process compares its snapshot against, in one read: the version, which moves when
+ * the offers change, and the moment of the latest refresh, which moves with every refresh.
+ */
+export interface InventoryStamp {
+  version: number;
+  /** Epoch ms of the latest refresh; null before the first. */
+  refreshedAt: number | null;
+}
+
+export async function inventoryStamp(ds: DataSource): Promise<InventoryStamp> {
+  const [state] = await ds.query('SELECT version, refreshed_at AS refreshedAt FROM inventory_state WHERE id = 1');
+  return { version: readMinor(state.version), refreshedAt: state.refreshedAt === null ? null : new Date(state.refreshedAt).getTime() };
 }
 
 /** Every live offer, cheapest first (then fewest GPUs, then id, so the order is stable). */
@@ -70,7 +97,8 @@ export async function lockInventoryVersion(m: EntityManager): Promise<void> {
 
 /**
  * Stamps the refresh time, and moves the version only when `changed`: api processes reload
- * their snapshot when the version moves, so an unchanged refresh costs them nothing.
+ * their snapshot when the version moves, so an unchanged refresh costs them nothing, unless their
+ * snapshot lacks offers for their age alone, which the refresh time brings back.
  */
 export async function markInventoryRefreshed(m: EntityManager, now: Date, changed: boolean): Promise<void> {
   await m.query(`UPDATE inventory_state SET refreshed_at = ?${changed ? ', version = version + 1' : ''} WHERE id = 1`, [now]);

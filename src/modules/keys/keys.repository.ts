@@ -102,3 +102,10 @@ export async function keyRevoked(ds: DataSource, id: string): Promise<boolean> {
   const [row] = (await ds.query(`SELECT revoked_at FROM api_keys WHERE id = ?`, [id])) as { revoked_at: Date | null }[];
   return !row || row.revoked_at !== null;
 }
+
+/** Which of the keys given are revoked now: the event hub's one check, each tail period, of every key listening. */
+export async function revokedAmong(ds: DataSource, ids: readonly string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows: { id: string }[] = await ds.query(`SELECT id FROM api_keys WHERE id IN (?) AND revoked_at IS NOT NULL`, [ids]);
+  return rows.map((r) => r.id);
+}

@@ -11,7 +11,8 @@ import type { KeyUsage } from '../keys/keys.service.js';
 import { assertFreeSlot } from './concurrency-slot.js';
 import type { Deployment } from './deployment.entity.js';
 import type { Order } from './order.entity.js';
-import { MAX_CANDIDATES, MIN_BUDGET_MINOR } from './rental-limits.js';
+import { FAILED_AFTER_USE_LIMIT, FAILED_AFTER_USE_WINDOW_MS, MAX_CANDIDATES, METERING_LAG_MIN_MS, METERING_LAG_PERIODS, MIN_BUDGET_MINOR } from './rental-limits.js';
+import { chargeEnd } from './lifecycle/metering.js';
 import type { DeploymentBillingModel } from './rental-status.js';
 import type { MachineColumns } from './machine-secrets.js';
 import { leaseSeconds } from './machine-settings.js';
@@ -235,6 +236,47 @@ export function assertCreditLimits(account: PayingAccount, caller: AdmittingKey,
   }
 }
 
+/** Seconds until `ms` (at least one), as a `Retry-After` value. */
+const secondsUntil = (ms: number, now: Date) => Math.max(1, Math.ceil((ms - now.getTime()) / 1000));
+
+/**
+ * THE limit on rentals whose machines worked for the key without ever passing the check
+ * (`recent`: when each first let the check in, newest first, within the last
+ * {@link FAILED_AFTER_USE_WINDOW_MS}): at {@link FAILED_AFTER_USE_LIMIT} the key starts nothing more
+ * until the oldest of them leaves the window. Their time was charged; the limit keeps a key from
+ * making a habit of it.
+ */
+export function assertFailedAfterUseUnderLimit(recent: readonly Date[], now: Date): void {
+  if (recent.length < FAILED_AFTER_USE_LIMIT) return;
+  const liftsAt = recent[FAILED_AFTER_USE_LIMIT - 1].getTime() + FAILED_AFTER_USE_WINDOW_MS;
+  const wait = secondsUntil(liftsAt, now);
+  throw new AppError(
+    'RATE_LIMITED',
+    `This key's last ${FAILED_AFTER_USE_LIMIT} rentals failed within ${FAILED_AFTER_USE_WINDOW_MS / 3600_000} hours after their machines ran its startup script or image without passing the service's check (the startup marker or the GPUs were missing, or the check was held up), so it can start rentals again at ${new Date(liftsAt).toISOString()}, in ${wait} s. ` +
+      'A startup script must leave ~/.gpr/startup-started and nvidia-smi in place.',
+    { 'Retry-After': String(wait) },
+  );
+}
+
+/**
+ * THE metering-lag rule: the account's credits are exact only up to where metering has charged
+ * its running rentals. While one of them (`rentals`: its live metered rentals) has gone uncharged
+ * for longer than {@link METERING_LAG_PERIODS} periods of `meteringEveryMs` (as while the worker
+ * is away), the balance holds money those rentals have used, so no credit-funded rental is
+ * admitted against it; the refusal lifts once metering catches up.
+ */
+export function assertMeteringCaughtUp(rentals: readonly Pick<Deployment, 'meteredUntil' | 'endsAt' | 'terminateRequestedAt'>[], now: Date, meteringEveryMs: number): void {
+  const nowMs = now.getTime();
+  const lagMs = Math.max(0, ...rentals.map((r) => (r.meteredUntil ? chargeEnd(r, nowMs) - r.meteredUntil.getTime() : 0)));
+  if (lagMs <= Math.max(METERING_LAG_PERIODS * meteringEveryMs, METERING_LAG_MIN_MS)) return;
+  const wait = secondsUntil(nowMs + meteringEveryMs, now);
+  throw new AppError(
+    'UNAVAILABLE',
+    `Billing is catching up: this account's running rentals have not been charged for the last ${Math.floor(lagMs / 1000)} s (the service's metering is behind, as while its worker restarts), so no new rental starts on credits they may have used. Retry in ${wait} s.`,
+    { 'Retry-After': String(wait) },
+  );
+}
+
 /** Who a new rental belongs to, and when it was admitted. */
 export interface NewRental {
   id: string;
@@ -310,6 +352,7 @@ export function newDeployment(id: string, order: Order, terms: AdmissionTerms): 
     sshHost: null,
     sshPort: null,
     sshUser: null,
+    sshHostKey: null,
     sshPublicKey: null,
     sshPrivateKeyEnc: null,
     sshKeyKid: null,
@@ -325,6 +368,7 @@ export function newDeployment(id: string, order: Order, terms: AdmissionTerms): 
     phaseSince: waiting ? now : null,
     endpoints: null,
     leaseSeconds: terms.leaseSeconds,
+    usableAt: null,
     statusChangedAt: now,
     createdAt: now,
     updatedAt: now,

@@ -1,5 +1,4 @@
-import type { Sql } from '../../db/sql.js';
-import { reservingRentals } from './deployments.repository.js';
+import type { ReservingRow } from './deployments.repository.js';
 
 /**
  * How much of its first run a metered rental holds in reserve, in minutes of its hourly price.
@@ -43,16 +42,17 @@ export interface Reserved {
 }
 
 /**
- * The credit already committed to an account's live metered rentals, and how much of it one
- * key's rentals hold: admission takes both out of what is left (the account's credits, the key's
- * lifetime budget), so parallel rentals of one key cannot overspend its budget any more than
- * parallel rentals of one account can overdraw its credits. Call it inside the admission
- * transaction after locking the account row: admissions of one account then run one after
- * another and each sees the rentals the previous one wrote. One statement for both sums.
+ * The credit already committed to an account's live metered rentals (`rows`, read by
+ * `reservingRentals`), and how much of it one key's rentals hold: admission takes both out of
+ * what is left (the account's credits, the key's lifetime budget), so parallel rentals of one key
+ * cannot overspend its budget any more than parallel rentals of one account can overdraw its
+ * credits. Read the rows inside the admission transaction after locking the account row:
+ * admissions of one account then run one after another and each sees the rentals the previous
+ * one wrote. One statement for both sums.
  */
-export async function reservedMinor(m: Sql, accountId: string, keyId: string): Promise<Reserved> {
+export function reservedOf(rows: readonly ReservingRow[], keyId: string): Reserved {
   const out: Reserved = { accountMinor: 0, keyMinor: 0 };
-  for (const r of await reservingRentals(m, accountId)) {
+  for (const r of rows) {
     const outstanding = outstandingReservationMinor(r);
     out.accountMinor += outstanding;
     if (r.keyId === keyId) out.keyMinor += outstanding;

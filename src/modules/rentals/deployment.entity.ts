@@ -75,6 +75,13 @@ export class Deployment {
   @Column({ name: 'ssh_user', type: 'varchar', length: 64, nullable: true })
   sshUser: string | null;
 
+  /**
+   * Fingerprint (`SHA256:...`) of the machine's SSH host key, pinned at first contact (or from the
+   * provider's answer before it); every later check refuses a server showing another. Null until then.
+   */
+  @Column({ name: 'ssh_host_key', type: 'varchar', length: 100, nullable: true })
+  sshHostKey: string | null;
+
   @Column({ name: 'ssh_public_key', type: 'text', nullable: true })
   sshPublicKey: string | null;
 
@@ -137,6 +144,14 @@ export class Deployment {
   /** The URLs of the exposed ports, once ACTIVE. */
   @Column({ type: 'json', nullable: true })
   endpoints: { port: number; url: string }[] | null;
+
+  /**
+   * Before ACTIVE: the first moment a machine running the rental's own settings (startup script,
+   * image, environment) let the service's check in with the rental's key. Its time is charged
+   * from then even if the check never passes (docs/rentals-and-money.md, Time before ACTIVE).
+   */
+  @Column({ name: 'usable_at', type: 'datetime', precision: 3, nullable: true })
+  usableAt: Date | null;
 
   /** The lease in force, counted from ACTIVE: the rental's own, else its key's longest rental. */
   @Column({ name: 'lease_seconds', type: 'int', nullable: true })

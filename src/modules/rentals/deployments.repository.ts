@@ -3,7 +3,7 @@ import { readMinor } from '../../db/columns.js';
 import { Deployment } from './deployment.entity.js';
 import { DeploymentAttempt } from './deployment-attempt.entity.js';
 import type { Sql } from '../../db/sql.js';
-import { METERED_BILLING_MODELS, RESERVING_STATUSES, type RentalStatus } from './rental-status.js';
+import { METERED_BILLING_MODELS, PROVISIONING_STATUSES, RESERVING_STATUSES, type RentalStatus } from './rental-status.js';
 
 // The reads and writes of `deployments` and `deployment_attempts`: the jobs' reads of one
 // deployment, the create attempts, termination's bookkeeping (the metering sweep's statements are
@@ -39,6 +39,34 @@ export async function storeSshKey(ds: DataSource, id: string, key: Pick<Deployme
 /** Where the instance answers SSH, kept as soon as the provider says: termination probes it. */
 export async function recordSshAddress(ds: DataSource, deploymentId: string, ssh: { host: string; port: number; user: string }): Promise<void> {
   await ds.getRepository(Deployment).update({ id: deploymentId }, { sshHost: ssh.host, sshPort: ssh.port, sshUser: ssh.user });
+}
+
+/**
+ * Pins the machine's host key fingerprint unless one is pinned already (the first one stays:
+ * a machine showing another later is not the machine we know). True when this call pinned it.
+ */
+export async function pinHostKey(ds: DataSource, deploymentId: string, fingerprint: string): Promise<boolean> {
+  const res: { affectedRows: number } = await ds.query(`UPDATE deployments SET ssh_host_key = ? WHERE id = ? AND ssh_host_key IS NULL`, [fingerprint, deploymentId]);
+  return res.affectedRows === 1;
+}
+
+/** The first moment a machine running the rental's settings let the check in (the first one stays), while it is provisioning. */
+export async function recordUsable(ds: DataSource, deploymentId: string, at: Date): Promise<Date> {
+  await ds.query(`UPDATE deployments SET usable_at = ? WHERE id = ? AND usable_at IS NULL AND status IN (?)`, [at, deploymentId, PROVISIONING_STATUSES]);
+  return at;
+}
+
+/**
+ * When the machines of key `keyId`'s FAILED rentals that had worked for their renter before
+ * failing (`usable_at` set) first let the check in, after `since`, newest first, at most
+ * `limit`. One range of `ix_deployments_key_failed_usable`, whatever else the key ran.
+ */
+export async function failedAfterUse(m: Sql, keyId: string, since: Date, limit: number): Promise<Date[]> {
+  const rows: { usable_at: Date }[] = await m.query(
+    `SELECT usable_at FROM deployments WHERE key_id = ? AND status = 'FAILED' AND usable_at > ? ORDER BY usable_at DESC LIMIT ?`,
+    [keyId, since, limit],
+  );
+  return rows.map((r) => r.usable_at);
 }
 
 /** The provider instance that runs (or ran) the deployment. */
@@ -136,8 +164,11 @@ export function deploymentIn(m: EntityManager, id: string): Promise<Deployment> 
   return m.getRepository(Deployment).findOneByOrFail({ id });
 }
 
-/** What a live metered rental of an account holds in reserve is computed from. */
-export interface ReservingRow {
+/**
+ * What a live metered rental of an account holds in reserve is computed from, and how far its
+ * metering has come (`meteredUntil`, with what bounds its charge): admission's look at both.
+ */
+export interface ReservingRow extends Pick<Deployment, 'meteredUntil' | 'endsAt' | 'terminateRequestedAt'> {
   keyId: string;
   hourlyPriceMinor: number;
   spendCapMinor: number | null;
@@ -146,8 +177,16 @@ export interface ReservingRow {
 
 /** The account's metered rentals in a reserving status, with their keys. One statement. */
 export async function reservingRentals(m: Sql, accountId: string): Promise<ReservingRow[]> {
-  const rows: { key_id: string; hourly_price_minor: string | number; spend_cap_minor: string | number | null; usage_minor: string | number }[] = await m.query(
-    `SELECT hourly_price_minor, spend_cap_minor, usage_minor, key_id FROM deployments
+  const rows: {
+    key_id: string;
+    hourly_price_minor: string | number;
+    spend_cap_minor: string | number | null;
+    usage_minor: string | number;
+    metered_until: Date | null;
+    ends_at: Date | null;
+    terminate_requested_at: Date | null;
+  }[] = await m.query(
+    `SELECT hourly_price_minor, spend_cap_minor, usage_minor, key_id, metered_until, ends_at, terminate_requested_at FROM deployments
       WHERE account_id = ? AND billing_model IN (?) AND status IN (?)`,
     [accountId, METERED_BILLING_MODELS, RESERVING_STATUSES],
   );
@@ -156,6 +195,9 @@ export async function reservingRentals(m: Sql, accountId: string): Promise<Reser
     hourlyPriceMinor: readMinor(r.hourly_price_minor),
     spendCapMinor: r.spend_cap_minor === null ? null : readMinor(r.spend_cap_minor),
     usageMinor: readMinor(r.usage_minor),
+    meteredUntil: r.metered_until,
+    endsAt: r.ends_at,
+    terminateRequestedAt: r.terminate_requested_at,
   }));
 }
 
@@ -200,9 +242,9 @@ export async function setPhase(ds: DataSource, id: string, phase: string, at: Da
   await ds.query(`UPDATE deployments SET phase_since = CASE WHEN phase <=> ? THEN phase_since ELSE ? END, phase = ? WHERE id = ?`, [phase, at, phase, id]);
 }
 
-/** Forgets the instance of an attempt given up on (destroyed), so the next attempt starts clean. */
+/** Forgets the instance of an attempt given up on (destroyed), so the next attempt starts clean (its machine's host key too). */
 export async function clearInstance(ds: DataSource, id: string, at: Date): Promise<void> {
-  await ds.getRepository(Deployment).update({ id }, { instanceId: null, sshHost: null, sshPort: null, sshUser: null, updatedAt: at });
+  await ds.getRepository(Deployment).update({ id }, { instanceId: null, sshHost: null, sshPort: null, sshUser: null, sshHostKey: null, usableAt: null, updatedAt: at });
 }
 
 /** A rental that waited for capacity runs its first candidate, at its price, and leaves its phase. */

@@ -15,23 +15,29 @@ export interface IdleWatchState {
 /** An ACTIVE rental whose key ends idle machines, with how to log in to it and its watch (null before the first sample). */
 export interface WatchedRental {
   id: string;
+  /** The rental's account: one account's machines may hold only its share of the sweep's samples. */
+  accountId: string;
   idleTerminateMinutes: number;
   sshHost: string;
   sshPort: number;
   sshUser: string;
   sshPrivateKeyEnc: Buffer;
   sshKeyKid: string;
+  /** Fingerprint of the host key pinned for the machine; null: none yet (the first sample that gets in pins it). */
+  sshHostKey: string | null;
   watch: IdleWatchState | null;
 }
 
 interface WatchedRow {
   id: string;
+  account_id: string;
   idle_terminate_minutes: number;
   ssh_host: string;
   ssh_port: number;
   ssh_user: string;
   ssh_private_key_enc: Buffer;
   ssh_key_kid: string;
+  ssh_host_key: string | null;
   sampled_at: Date | null;
   idle_since: Date | null;
   idle_samples: number | null;
@@ -41,7 +47,7 @@ interface WatchedRow {
 /** ACTIVE rentals not being ended whose key carries `idle_terminate_minutes` and whose machine has an SSH address. */
 export async function watchedRentals(ds: DataSource): Promise<WatchedRental[]> {
   const rows: WatchedRow[] = await ds.query(
-    `SELECT d.id, k.idle_terminate_minutes, d.ssh_host, d.ssh_port, d.ssh_user, d.ssh_private_key_enc, d.ssh_key_kid,
+    `SELECT d.id, d.account_id, k.idle_terminate_minutes, d.ssh_host, d.ssh_port, d.ssh_user, d.ssh_private_key_enc, d.ssh_key_kid, d.ssh_host_key,
             w.sampled_at, w.idle_since, w.idle_samples, w.warned_at
        FROM deployments d
        JOIN api_keys k ON k.id = d.key_id
@@ -52,12 +58,14 @@ export async function watchedRentals(ds: DataSource): Promise<WatchedRental[]> {
   );
   return rows.map((r) => ({
     id: r.id,
+    accountId: r.account_id,
     idleTerminateMinutes: Number(r.idle_terminate_minutes),
     sshHost: r.ssh_host,
     sshPort: Number(r.ssh_port),
     sshUser: r.ssh_user,
     sshPrivateKeyEnc: r.ssh_private_key_enc,
     sshKeyKid: r.ssh_key_kid,
+    sshHostKey: r.ssh_host_key,
     watch: r.sampled_at === null ? null : { sampledAt: r.sampled_at, idleSince: r.idle_since, idleSamples: Number(r.idle_samples), warnedAt: r.warned_at },
   }));
 }

@@ -45,6 +45,7 @@ export type MeteringState = Pick<
   | 'postedUsageMinor'
   | 'postedUntil'
   | 'terminateRequestedAt'
+  | 'endsAt'
 >;
 
 interface MeteringRow {
@@ -61,6 +62,7 @@ interface MeteringRow {
   posted_usage_minor: string | number;
   posted_until: Date | null;
   terminate_requested_at: Date | null;
+  ends_at: Date | null;
 }
 
 /**
@@ -71,7 +73,7 @@ interface MeteringRow {
 export async function lockMeteringStates(sql: Sql, ids: readonly string[]): Promise<MeteringState[]> {
   const rows: MeteringRow[] = await sql.query(
     `SELECT id, status, account_id, key_id, order_id, hourly_price_minor, spend_cap_minor, usage_minor, started_at, metered_until, posted_usage_minor,
-            posted_until, terminate_requested_at
+            posted_until, terminate_requested_at, ends_at
        FROM deployments WHERE id IN (?) ORDER BY id FOR UPDATE`,
     [ids],
   );
@@ -89,6 +91,7 @@ export async function lockMeteringStates(sql: Sql, ids: readonly string[]): Prom
     postedUsageMinor: readMinor(r.posted_usage_minor),
     postedUntil: r.posted_until,
     terminateRequestedAt: r.terminate_requested_at,
+    endsAt: r.ends_at,
   }));
 }
 

@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import { AppError } from '../../errors/app-error.js';
 import type { EventHub } from '../events/event-hub.js';
 import type { StoredEvent } from '../events/events.repository.js';
+import { unauthenticated } from '../keys/keys.service.js';
 import type { Principal } from '../keys/principal.js';
 import { RENTAL_STATUSES, type RentalStatus } from './rental-status.js';
 import { decodeCursor, encodeCursor, toDeploymentDto, toRentalDto } from './rental-views.js';
@@ -24,12 +25,14 @@ export class RentalReadsService {
   }
 
   /**
-   * One rental; agent keys see only their own, owner keys every rental of their account. With
+   * One rental, by its id or its deployment's (an agent holds either, and terminate and reveal
+   * take either); agent keys see only their own, owner keys every rental of their account. With
    * `wait`, answered once its status is one of `wait.statuses`, or when the wait ends (as it is then).
    */
-  async get(principal: Principal, rentalId: string, wait?: Wait): Promise<RentalDto> {
+  async get(principal: Principal, id: string, wait?: Wait): Promise<RentalDto> {
+    const asked = id.toLowerCase();
     const read = async () => {
-      const found = await this.repo.visibleRental(principal, rentalId.toLowerCase());
+      const found = (await this.repo.visibleRental(principal, asked)) ?? (await this.repo.visibleDeployment(principal, asked));
       if (!found) throw notFound('rental');
       return (await this.describe([found]))[0];
     };
@@ -68,20 +71,24 @@ export class RentalReadsService {
   /**
    * Reads until the status is one the caller waits for or the time is up. Between reads it sleeps
    * on the event hub (no query of its own): only an event of this rental bringing a wanted status
-   * wakes it for another read, and one last read answers when the wait ends.
+   * wakes it for another read, and one last read answers when the wait ends. The wait holds one of
+   * its key's places (429 past the key's bound), and a key revoked meanwhile, in any process, ends
+   * it within the hub's tail period with the uniform 401.
    */
   private async waiting<T extends { rentalId: string; status: RentalStatus }>(principal: Principal, wait: Wait, read: () => Promise<T>): Promise<T> {
     if (!this.hub) return read();
     const deadline = Date.now() + wait.seconds * 1000;
     // Listening before the first read, so a change right after it is not missed.
-    const sub = await this.hub.subscribe((e) => e.accountId === principal.accountId && e.rentalId !== null);
+    const sub = await this.hub.subscribe((e) => e.accountId === principal.accountId && e.rentalId !== null, { keyId: principal.keyId });
     try {
       let found = await read();
       while (!wait.statuses.includes(found.status) && !sub.closed) {
         const e = await sub.next(deadline - Date.now());
+        if (sub.revoked) break;
         if (!e) return await read();
         if (e.rentalId === found.rentalId && bringsWanted(e, wait)) found = await read();
       }
+      if (sub.revoked) throw unauthenticated();
       return found;
     } finally {
       sub.stop();

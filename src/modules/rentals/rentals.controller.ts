@@ -20,7 +20,8 @@ export class RentalsController extends BaseController {
    * Rents a GPU machine paid from credits: either one exact offer (`offerId`) or a GPU intent
    * (`gpuModel`, `gpuCount`, `maxHourlyPriceMinor`), never both and nothing else. One order and
    * one deployment are created atomically; provisioning is asynchronous, so keep `rentalId` and
-   * `deploymentId` and poll GET /api/v1/rentals/{id} until `ACTIVE`.
+   * `deploymentId` and wait with GET /api/v1/rentals/{id}?waitFor=ACTIVE,FAILED, answered the
+   * moment its status is one of those.
    *
    * Billing follows the account (see `billing` on GET /api/v1/me): LEGACY_PREPAID needs
    * `budgetMinor` (at least 500) and debits whole hours now; ACCOUNT_BALANCE debits nothing now and
@@ -36,6 +37,7 @@ export class RentalsController extends BaseController {
   @Post()
   @OperationId('createRental')
   @Extension('x-revocation-checked-in-transaction', true)
+  @Extension('x-retry-after', [503])
   @Security('bearer', ['rent'])
   @SuccessResponse(201, 'Created')
   @Response<Envelope<RentalDto>>(200, 'Replay of the same Idempotency-Key and body')
@@ -46,7 +48,8 @@ export class RentalsController extends BaseController {
   @Response<ErrorEnvelope>(404, 'OFFER_NOT_FOUND (the offer id was never in the inventory)')
   @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT, CONCURRENCY_LIMIT_REACHED')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED, BUDGET_REQUIRED, BUDGET_TOO_SMALL, NO_MATCHING_OFFER')
-  @Response<ErrorEnvelope>(503, 'UNAVAILABLE')
+  @Response<ErrorEnvelope>(429, "RATE_LIMITED (the key's last 3 rentals in 24 hours failed after their machines ran its startup script or image but never passed the check)")
+  @Response<ErrorEnvelope>(503, 'UNAVAILABLE (also while billing catches up with running rentals)')
   async create(
     @Request() req: ExRequest,
     @Header('Idempotency-Key') idempotencyKey: string,

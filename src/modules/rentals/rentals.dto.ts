@@ -201,7 +201,10 @@ export interface DeploymentDto {
   hourlyPriceMinor: number;
   /** Metered rentals: usage at which the rental is stopped: budgetMinor, or the key's per-rental cap when none was given (a larger budgetMinor is refused). */
   spendCapMinor: number | null;
-  /** Metered rentals: usage charged so far, in cents. */
+  /**
+   * Usage charged so far, in cents: a metered rental's ACTIVE time; for any rental that failed or
+   * ended before ACTIVE after its machine ran its script or image and let the check in, that time.
+   */
   usageMinor: number;
   /** The cached offer of the current (or last) create attempt. */
   offerId: string | null;

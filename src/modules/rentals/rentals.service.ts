@@ -11,7 +11,18 @@ import type { LedgerService } from '../billing/ledger.service.js';
 import { claimIdempotencyKey, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import type { KeysService, LockedAccount } from '../keys/keys.service.js';
 import type { InventoryService } from '../inventory/inventory.service.js';
-import { assertCreditLimits, creditTerms, newDeployment, newOrder, rentalDebitTerms, waitingTerms, type AdmissionOffer, type AdmissionTerms } from './admission-terms.js';
+import {
+  assertCreditLimits,
+  assertFailedAfterUseUnderLimit,
+  assertMeteringCaughtUp,
+  creditTerms,
+  newDeployment,
+  newOrder,
+  rentalDebitTerms,
+  waitingTerms,
+  type AdmissionOffer,
+  type AdmissionTerms,
+} from './admission-terms.js';
 import { intentRequestValue, rentalIntent, type RentalIntent } from './rental-intent.js';
 import type { SecretBox } from '../credentials/secret-box.js';
 import { offerCapabilities, type Offer } from '../inventory/offer.entity.js';
@@ -20,8 +31,9 @@ import type { MachineSettings } from '../../providers/provider.js';
 import { machineColumns, type MachineColumns } from './machine-secrets.js';
 import { offerLabel, unmetSetting, type MachinePolicy } from './machine-settings.js';
 import type { Deployment } from './deployment.entity.js';
-import { reservedMinor } from './credit-reservation.js';
-import { deploymentIn } from './deployments.repository.js';
+import { reservedOf } from './credit-reservation.js';
+import { deploymentIn, failedAfterUse, reservingRentals } from './deployments.repository.js';
+import { FAILED_AFTER_USE_LIMIT, FAILED_AFTER_USE_WINDOW_MS } from './rental-limits.js';
 import { insertOrder } from './orders.repository.js';
 import { lockDeploymentOrRentalFor, terminateAnswer, type DeploymentActor } from './deployment-access.js';
 import { rentalDebitRef } from './lifecycle/labels.js';
@@ -70,6 +82,8 @@ export class RentalsService {
     private readonly reads: Pick<RentalReadsService, 'rental'>,
     private readonly box: Pick<SecretBox, 'seal'>,
     private readonly machinePolicy: MachinePolicy,
+    /** The metering period (METERING_EVERY_MS): how stale the account's credits may be before admission waits for metering. */
+    private readonly metering: { meteringEveryMs: number },
   ) {}
 
   /**
@@ -101,11 +115,14 @@ export class RentalsService {
       // Issued together, so they reach the server as one request (a pipelined transaction) and run there
       // in this order: the account lock first, then the claim under it (a concurrent twin waits
       // on the lock and then sees a replay), then the account's reservations, which cannot
-      // change until this transaction ends (the key's share of them too).
-      const [{ account, usage }, claim, reserved] = await Promise.all([
+      // change until this transaction ends (the key's share of them too), then the key's recent
+      // rentals that failed after their machines worked for it.
+      const now = this.clock.now();
+      const [{ account, usage }, claim, reserving, failedAfterUseAt] = await Promise.all([
         this.keys.lockAccountWithUsage(m, principal.key),
         claimIdempotencyKey(m, this.clock, request, rentalId),
-        reservedMinor(m, principal.accountId, principal.keyId),
+        reservingRentals(m, principal.accountId),
+        failedAfterUse(m, principal.keyId, new Date(now.getTime() - FAILED_AFTER_USE_WINDOW_MS), FAILED_AFTER_USE_LIMIT),
       ]);
       if (claim.kind === 'replay') {
         // Nothing changes: rolled back, the lock's write leaves nothing for a cluster to certify.
@@ -117,7 +134,10 @@ export class RentalsService {
         resolved.waiting && intent.kind === 'INTENT'
           ? waitingTerms(account, principal, intent)
           : creditTerms(account, principal, intent.budgetMinor, resolved.candidates, intent.terminateAfterSeconds);
-      assertCreditLimits(account, principal, usage, reserved, terms);
+      assertFailedAfterUseUnderLimit(failedAfterUseAt, now);
+      // Credits are judged only once metering has charged what the running rentals used.
+      assertMeteringCaughtUp(reserving, now, this.metering.meteringEveryMs);
+      assertCreditLimits(account, principal, usage, reservedOf(reserving, principal.keyId), terms);
       // The rental's rows and its job row, issued together again (one request to the server).
       const created = this.insertRental(m, rentalId, account, principal, intent, resolved, terms, machine);
       const wake = this.jobs.nowIn(m, RENTAL_JOBS.provision, { deploymentId: created.deployment.id }, { uniqueKey: created.deployment.id });

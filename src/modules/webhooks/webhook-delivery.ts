@@ -6,19 +6,21 @@ import type { JobQueue, JobWakeUp } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import type { SecretBox } from '../credentials/secret-box.js';
 import { allEventsAfter, latestEventId, visibleEvent, type StoredEvent } from '../events/events.repository.js';
-import { toEventDto } from '../events/events.service.js';
-import { DestinationRefused, postPinned, POST_LIMITS, type PostLimits } from './destination.js';
+import { shownEventId, toEventDto } from '../events/events.service.js';
+import { DestinationRefused, postPinned, POST_LIMITS, systemResolver, type PostLimits, type Resolver } from './destination.js';
 import { signedHeaders } from './webhook-signing.js';
+import { heldSlots, takeTry } from './webhook-slots.repository.js';
 import { secretBinding, viewerOfEndpoint } from './webhooks.service.js';
 import {
+  accountsWithOverdue,
   advanceDispatchCursor,
-  claimDelivery,
-  deliveredPairs,
   closeDelivery,
   deliveryToSend,
   dispatchCursor,
+  dueDeliveriesOf,
   earliestEndpointStart,
-  overdueDeliveries,
+  eventsWithDeliveries,
+  pendingDeliveryAccount,
   receivingEndpoints,
   recordDelivery,
   recordTry,
@@ -32,14 +34,23 @@ const BATCH = 200;
 const HOUR_MS = 3600_000;
 /** Retries stop this long after the first try. */
 const GIVE_UP_AFTER_MS = 24 * HOUR_MS;
-/** A pending delivery this late past its next try has its job enqueued again by the dispatcher. */
-const OVERDUE_MS = 5 * 60_000;
+/** A pending delivery this late past its next try has its job enqueued again by the dispatcher (a worker died holding it). */
+const OVERDUE_MS = 60_000;
+
+/**
+ * Tries one account may have in flight at once, across every worker (each worker runs 10): an
+ * account whose receivers never answer holds at most these for their 10 seconds, and the other
+ * slots stay free for every other account. The account's other deliveries wait their turn.
+ */
+export const TRIES_IN_FLIGHT_PER_ACCOUNT = 3;
 
 export interface WebhookDeliveryOptions {
   allowPrivateDestinations: boolean;
   /** Wait before the first retry; each later wait doubles, up to an hour. */
   firstRetryMs: number;
   limits?: PostLimits;
+  /** How hosts are resolved (tests answer from a table; the system resolver otherwise). */
+  resolve?: Resolver;
 }
 
 /** Ids before the cursor looked at again for events that committed late. */
@@ -50,18 +61,25 @@ function targetsOf(endpoints: StoredEndpoint[], event: StoredEvent): StoredEndpo
   return endpoints.filter((e) => BigInt(event.id) > BigInt(e.afterEventId) && e.eventTypes.includes(event.type) && visibleEvent(viewerOfEndpoint(e), event));
 }
 
-/** What one run of a delivery job did. */
-export type DeliveryRun = 'succeeded' | 'retrying' | 'failed' | 'skipped';
+const accountsOf = (events: StoredEvent[]): string[] => [...new Set(events.map((e) => e.accountId))];
+
+/** What one run of a delivery job did; `deferred`: its account had every slot in flight, so it waits its turn. */
+export type DeliveryRun = 'succeeded' | 'retrying' | 'failed' | 'skipped' | 'deferred';
 
 /**
  * Sending events to webhook endpoints, as jobs of the worker role: `dispatch` (repeating) fans
  * each new event out to the endpoints that may see it and asked for its type, writing one
- * delivery and its `webhooks.deliver` job per endpoint in one transaction with the cursor;
- * `deliver` makes one signed try and schedules the next after a failure. Every try of a delivery
- * carries the event id as `webhook-id`, so a receiver can drop what it already has.
+ * delivery per endpoint in one transaction with the cursor, and a `webhooks.deliver` job for
+ * as many of each account's as it may have in flight; `deliver` makes one signed try, schedules
+ * the next after a failure, and hands its account's slot to the account's next waiting delivery.
+ * Every try of a delivery carries the event id as `webhook-id`, so a receiver can drop what it
+ * already has.
  */
 export class WebhookDeliveries {
   private readonly limits: PostLimits;
+  private readonly resolve: Resolver;
+  /** Where the next revival pass starts in account order, so each pass looks at other accounts. */
+  private reviveAfter = '';
 
   constructor(
     private readonly ds: DataSource,
@@ -72,92 +90,141 @@ export class WebhookDeliveries {
     private readonly opts: WebhookDeliveryOptions,
   ) {
     this.limits = opts.limits ?? POST_LIMITS;
+    this.resolve = opts.resolve ?? systemResolver;
   }
 
   /**
    * Fans out every event after the cursor, and those of the last {@link LOOKBACK} ids before it
    * that no delivery was made for (ids are taken at insert, so an event can commit after a later
-   * one was fanned out); revives overdue deliveries. Answers how many deliveries it made.
+   * one was fanned out); revives overdue deliveries. Reads only the endpoints of the accounts
+   * whose events it fans out. Answers how many deliveries it made.
    */
   async dispatch(): Promise<number> {
     await this.revive();
     let cursor = (await dispatchCursor(this.ds, CURSOR)) ?? (await earliestEndpointStart(this.ds)) ?? (await latestEventId(this.ds));
-    let made = await this.catchUp(cursor);
+    // Jobs each account may still be given in this pass; its other deliveries wait for its slots.
+    const jobsLeft = new Map<string, number>();
+    let made = await this.catchUp(cursor, jobsLeft);
     for (;;) {
       const events = await allEventsAfter(this.ds, cursor, BATCH);
       if (events.length === 0) return made;
       // Read after the events: an endpoint made since starts after every one of them.
-      const endpoints = await receivingEndpoints(this.ds);
-      for (const event of events) made += await this.fanOut(event, targetsOf(endpoints, event), true);
+      const endpoints = await receivingEndpoints(this.ds, accountsOf(events));
+      for (const event of events) made += await this.fanOut(event, targetsOf(endpoints, event), true, jobsLeft);
       cursor = events[events.length - 1].id;
       await advanceDispatchCursor(this.ds, CURSOR, cursor);
     }
   }
 
-  /** Deliveries missing for events at or before the cursor that committed late. */
-  private async catchUp(cursor: string): Promise<number> {
+  /** Deliveries missing for events at or before the cursor that committed late (events with no delivery at all). */
+  private async catchUp(cursor: string, jobsLeft: Map<string, number>): Promise<number> {
     const from = BigInt(cursor) > LOOKBACK ? String(BigInt(cursor) - LOOKBACK) : '0';
-    const events = (await allEventsAfter(this.ds, from, Number(LOOKBACK))).filter((e) => BigInt(e.id) <= BigInt(cursor));
+    const recent = (await allEventsAfter(this.ds, from, Number(LOOKBACK))).filter((e) => BigInt(e.id) <= BigInt(cursor));
+    if (recent.length === 0) return 0;
+    const fannedOut = await eventsWithDeliveries(this.ds, from, cursor);
+    const events = recent.filter((e) => !fannedOut.has(e.id));
     if (events.length === 0) return 0;
-    const endpoints = await receivingEndpoints(this.ds);
-    const made = new Set(await deliveredPairs(this.ds, from, cursor));
+    const endpoints = await receivingEndpoints(this.ds, accountsOf(events));
     let count = 0;
-    for (const event of events) {
-      const missing = targetsOf(endpoints, event).filter((e) => !made.has(`${e.id}:${event.id}`));
-      if (missing.length) count += await this.fanOut(event, missing, false);
-    }
+    for (const event of events) count += await this.fanOut(event, targetsOf(endpoints, event), false, jobsLeft);
     return count;
   }
 
-  /** One delivery and its job per target, in one transaction (with the cursor, when it moves). */
-  private async fanOut(event: StoredEvent, targets: StoredEndpoint[], moveCursor: boolean): Promise<number> {
+  /**
+   * One delivery per target, and a job for each while its account has jobs left in this pass, in
+   * one transaction (with the cursor, when it moves). A delivery without a job is due and waits
+   * for its account's next free slot (see {@link deliver}).
+   */
+  private async fanOut(event: StoredEvent, targets: StoredEndpoint[], moveCursor: boolean, jobsLeft: Map<string, number>): Promise<number> {
     if (targets.length === 0) return 0;
-    const wakes = await inTransaction(this.ds, async (m) => {
+    const { count, wakes } = await inTransaction(this.ds, async (m) => {
       const out: JobWakeUp[] = [];
+      let n = 0;
+      const left = jobsLeft.get(event.accountId) ?? TRIES_IN_FLIGHT_PER_ACCOUNT;
       for (const endpoint of targets) {
         const id = randomUUID();
-        if (await recordDelivery(m, { id, endpointId: endpoint.id, eventId: event.id, at: this.clock.now() })) {
-          out.push(await this.jobs.nowIn(m, 'webhooks.deliver', { deliveryId: id }, { uniqueKey: id }));
+        if (await recordDelivery(m, { id, endpointId: endpoint.id, accountId: endpoint.accountId, eventId: event.id, at: this.clock.now() })) {
+          n++;
+          if (out.length < left) out.push(await this.jobs.nowIn(m, 'webhooks.deliver', { deliveryId: id }, { uniqueKey: id }));
         }
       }
       if (moveCursor) await advanceDispatchCursor(m, CURSOR, event.id);
-      return out;
+      return { count: n, wakes: out };
     });
+    jobsLeft.set(event.accountId, (jobsLeft.get(event.accountId) ?? TRIES_IN_FLIGHT_PER_ACCOUNT) - wakes.length);
     for (const wake of wakes) await wake();
-    return wakes.length;
+    return count;
   }
 
   /**
-   * Enqueues again the deliveries whose next try is long overdue. The unique key is the
-   * delivery's, so a job still waiting for one is moved, never doubled.
+   * Enqueues again, for accounts with a slot free, the deliveries whose next try is long overdue
+   * (their worker died holding them, or their turn was handed to no one): at most an account's
+   * free slots each, and a bounded number of accounts per pass, taken in turn. The unique key is
+   * the delivery's, so a job still waiting for one is moved, never doubled.
    */
   async revive(): Promise<number> {
-    const now = this.clock.now();
-    const ids = await overdueDeliveries(this.ds, new Date(now.getTime() - OVERDUE_MS), new Date(), BATCH);
+    const dueBefore = new Date(this.clock.now().getTime() - OVERDUE_MS);
+    let accounts = await accountsWithOverdue(this.ds, dueBefore, this.reviveAfter, BATCH);
+    if (accounts.length === 0 && this.reviveAfter !== '') accounts = await accountsWithOverdue(this.ds, dueBefore, '', BATCH);
+    this.reviveAfter = accounts.length < BATCH ? '' : accounts[accounts.length - 1];
+    let count = 0;
+    for (const accountId of accounts) count += await this.wake(accountId, dueBefore);
+    return count;
+  }
+
+  /** Enqueues the account's longest-waiting deliveries due by `dueBy`, as many as it has slots free. */
+  private async wake(accountId: string, dueBy: Date): Promise<number> {
+    const wallNow = new Date();
+    const free = TRIES_IN_FLIGHT_PER_ACCOUNT - (await heldSlots(this.ds, accountId, wallNow));
+    if (free <= 0) return 0;
+    const ids = await dueDeliveriesOf(this.ds, accountId, dueBy, wallNow, free);
     for (const id of ids) await this.jobs.now('webhooks.deliver', { deliveryId: id }, { uniqueKey: id });
     return ids.length;
   }
 
   /** One try of delivery `id` (the deliver job's handler); safe to run twice. */
   async deliver(id: string): Promise<DeliveryRun> {
+    const accountId = await pendingDeliveryAccount(this.ds, id);
+    if (accountId === null) return 'skipped';
     const wallNow = Date.now();
     // Held past the try's own time limit, so two runs of its job never send at once.
-    if (!(await claimDelivery(this.ds, id, new Date(wallNow), new Date(wallNow + this.limits.totalMs + 30_000)))) return 'skipped';
+    const until = new Date(wallNow + this.limits.totalMs + 30_000);
+    const taken = await takeTry(this.ds, { deliveryId: id, accountId, slots: TRIES_IN_FLIGHT_PER_ACCOUNT, now: new Date(wallNow), until });
+    // Every slot of the account is held: each holder hands its slot on when its try is recorded.
+    if (taken === 'no-slot') return 'deferred';
+    if (taken === 'busy') return 'skipped';
+    try {
+      return await this.tryOnce(id, accountId);
+    } finally {
+      // Jobs run on the wall clock, which a test's clock may lag: a delivery is due by the later of the two.
+      await this.wake(accountId, new Date(Math.max(Date.now(), this.clock.now().getTime())));
+    }
+  }
+
+  /** The try itself, with the slot and the claim held; recording it frees the slot (should it throw first, both lapse at their `until`). */
+  private async tryOnce(id: string, accountId: string): Promise<DeliveryRun> {
     const found = await deliveryToSend(this.ds, id);
     if (!found || !found.receiving || !visibleEvent(viewerOfEndpoint(found.endpoint), found.event)) {
-      await closeDelivery(this.ds, id, this.clock.now());
+      await inTransaction(this.ds, (m) => closeDelivery(m, { id, accountId }, this.clock.now()));
       return 'skipped';
     }
     const { delivery, endpoint, event } = found;
     const secret = this.box.open(endpoint.secretSealed, endpoint.secretKeyId, secretBinding(endpoint.id));
     const body = JSON.stringify(toEventDto(event));
     const started = this.clock.now();
-    const headers = signedHeaders(secret, event.id, Math.floor(started.getTime() / 1000), body);
+    const headers = signedHeaders(secret, shownEventId(event), Math.floor(started.getTime() / 1000), body);
     let statusCode: number | null = null;
     let error: string | null = null;
     const t0 = Date.now();
     try {
-      statusCode = await postPinned(new URL(endpoint.url), body, { ...headers, 'user-agent': 'gpu-rental-webhooks/1' }, this.opts.allowPrivateDestinations, this.limits);
+      statusCode = await postPinned(
+        new URL(endpoint.url),
+        body,
+        { ...headers, 'user-agent': 'gpu-rental-webhooks/1' },
+        this.opts.allowPrivateDestinations,
+        this.limits,
+        this.resolve,
+      );
     } catch (err) {
       error = err instanceof DestinationRefused ? `refused: ${err.message}` : String((err as Error)?.message ?? err);
     }
@@ -166,7 +233,7 @@ export class WebhookDeliveries {
     if (!ok && statusCode !== null) error = statusCode >= 300 && statusCode < 400 ? 'redirect not followed' : null;
     const outcome = this.outcome(delivery.firstAttemptAt, started, ok);
     const attempt: TryOutcome = { attemptedAt: started, statusCode, error, durationMs, status: outcome.status, nextAttemptAt: outcome.nextAttemptAt };
-    await inTransaction(this.ds, (m) => recordTry(m, id, attempt));
+    await inTransaction(this.ds, (m) => recordTry(m, { id, accountId }, attempt));
     if (outcome.status === 'PENDING') {
       // Agenda runs on the wall clock.
       await this.jobs.schedule(new Date(Date.now() + outcome.delayMs), 'webhooks.deliver', { deliveryId: id }, { uniqueKey: id });

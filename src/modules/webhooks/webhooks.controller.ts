@@ -22,8 +22,10 @@ export class WebhookEndpointsController extends BaseController {
    * anything else (a redirect too: none is followed) is retried after 30 s, then at doubling
    * waits up to an hour, for 24 hours. An agent key's endpoint receives what that key may see
    * (its own rentals' events and `credits.low`); an owner key's, every event of the account.
-   * 201 with `secret` once; an identical replay of the Idempotency-Key answers 200 with
-   * `secret: null`.
+   * Revoking the key that made an endpoint stops it (`status: STOPPED`). A key may have made 10
+   * live endpoints; an account has at most 3 tries in flight at once, the rest wait their turn.
+   * `url` is kept as parsed. 201 with `secret` once; an identical replay of the Idempotency-Key
+   * answers 200 with `secret: null`.
    * @param idempotencyKey 1 to 128 characters, fresh per endpoint you mean to make.
    */
   @Post()
@@ -35,7 +37,7 @@ export class WebhookEndpointsController extends BaseController {
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (no manage scope)')
   @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT')
-  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (url not https, or on an address webhooks may not reach; eventTypes empty or unknown)')
+  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (url not https, with control characters, a host that reads differently once parsed, or no address webhooks may reach; eventTypes empty or unknown; the key already has 10 endpoints)')
   async create(
     @Request() req: ExRequest,
     @Header('Idempotency-Key') idempotencyKey: string | undefined,
@@ -45,7 +47,10 @@ export class WebhookEndpointsController extends BaseController {
     return this.ok(req, endpoint, created ? 201 : 200);
   }
 
-  /** Your endpoints (an owner key: every endpoint of the account), newest first, never their secrets. */
+  /**
+   * Your endpoints (an owner key: every endpoint of the account), newest first, never their
+   * secrets; each says whether it still receives events (`status`, `stoppedReason`).
+   */
   @Get()
   @OperationId('listWebhookEndpoints')
   @Security('bearer', ['read'])
@@ -79,7 +84,8 @@ export class WebhookEndpointsController extends BaseController {
 
   /**
    * Sends a delivery again now, with the same `webhook-id`, whatever its status, and retries it
-   * for another 24 hours if it fails. Send no body.
+   * for another 24 hours if it fails. At most 5 times an hour per delivery and 100 per key (429
+   * with `Retry-After` past that). Send no body.
    */
   @Post('{id}/deliveries/{deliveryId}/redeliver')
   @OperationId('redeliverWebhook')
@@ -88,6 +94,7 @@ export class WebhookEndpointsController extends BaseController {
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (no manage scope)')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
+  @Response<ErrorEnvelope>(429, 'RATE_LIMITED (per delivery and per key; see Retry-After)')
   async redeliver(@Request() req: ExRequest, @Path() id: string, @Path() deliveryId: string): Promise<void> {
     await this.webhooks.redeliver(principalOf(req), id, deliveryId);
     this.setStatus(202);

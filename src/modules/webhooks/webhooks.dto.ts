@@ -4,7 +4,8 @@ import type { EventType } from '../events/event-types.js';
 export interface CreateWebhookEndpointRequest {
   /**
    * Where events are POSTed: `https`, on a public address (a development service also takes
-   * loopback and private addresses, over `http` too).
+   * loopback and private addresses, over `http` too). Kept and listed as parsed; one whose host
+   * would read differently once parsed, or with control characters, is refused.
    * @maxLength 2048
    * @example "https://agent.example.com/hooks/gpu"
    */
@@ -24,6 +25,16 @@ export interface WebhookEndpointDto {
   eventTypes: EventType[];
   /** The agent key it belongs to (it receives what that key may see); null: the account's, made by an owner key. */
   keyId: string | null;
+  /**
+   * The key that made it (for an agent key's endpoint, that key): revoking that key stops the
+   * endpoint. Null for an owner key's endpoint made before makers were recorded, which no key's
+   * revocation stops (delete it to stop it).
+   */
+  makerKeyId: string | null;
+  /** ACTIVE: it receives events; STOPPED: it receives nothing more and its pending deliveries are dropped (see `stoppedReason`). */
+  status: 'ACTIVE' | 'STOPPED';
+  /** Why it is STOPPED: MAKER_KEY_REVOKED, the key that made it was revoked (make another with a live key). Null while ACTIVE. */
+  stoppedReason: 'MAKER_KEY_REVOKED' | null;
   /** @format date-time */
   createdAt: string;
 }

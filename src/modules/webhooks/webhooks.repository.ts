@@ -3,8 +3,9 @@ import type { Sql } from '../../db/sql.js';
 import type { EventType } from '../events/event-types.js';
 import { eventById, type StoredEvent } from '../events/events.repository.js';
 import { visibleRows, type Viewer } from '../keys/visibility.js';
+import { releaseSlot } from './webhook-slots.repository.js';
 
-// The only code that reads or writes the webhook tables.
+// The only code that reads or writes the webhook tables (their delivery slots: webhook-slots.repository.ts).
 
 type Db = Sql | DataSource;
 
@@ -14,6 +15,11 @@ export interface StoredEndpoint {
   accountId: string;
   /** The agent key it belongs to (it receives what that key may see); null: the account's. */
   keyId: string | null;
+  /**
+   * The key that made it (an agent key's endpoint: that key); it stops when that key is revoked.
+   * Null only for an owner key's endpoint made before makers were recorded that no record names.
+   */
+  makerKeyId: string | null;
   url: string;
   eventTypes: EventType[];
   secretSealed: Buffer;
@@ -23,11 +29,18 @@ export interface StoredEndpoint {
   createdAt: Date;
 }
 
+/** An endpoint as its listing shows it: stopped when the key that made it was revoked. */
+export interface ListedEndpoint extends StoredEndpoint {
+  makerRevoked: boolean;
+}
+
 export type DeliveryStatus = 'PENDING' | 'SUCCEEDED' | 'FAILED';
 
 export interface StoredDelivery {
   id: string;
   endpointId: string;
+  /** The endpoint's account, kept on the delivery for the account's tries in flight. */
+  accountId: string;
   eventId: string;
   status: DeliveryStatus;
   attempts: number;
@@ -49,6 +62,7 @@ interface EndpointRow {
   id: string;
   account_id: string;
   key_id: string | null;
+  maker_key_id: string | null;
   url: string;
   event_types: string;
   secret_sealed: Buffer;
@@ -61,6 +75,7 @@ const toEndpoint = (r: EndpointRow): StoredEndpoint => ({
   id: r.id,
   accountId: r.account_id,
   keyId: r.key_id,
+  makerKeyId: r.maker_key_id,
   url: r.url,
   eventTypes: r.event_types.split(',').filter(Boolean) as EventType[],
   secretSealed: r.secret_sealed,
@@ -72,6 +87,7 @@ const toEndpoint = (r: EndpointRow): StoredEndpoint => ({
 interface DeliveryRow {
   id: string;
   endpoint_id: string;
+  account_id: string;
   event_id: string | number;
   status: DeliveryStatus;
   attempts: number;
@@ -84,6 +100,7 @@ interface DeliveryRow {
 const toDelivery = (r: DeliveryRow): StoredDelivery => ({
   id: r.id,
   endpointId: r.endpoint_id,
+  accountId: r.account_id,
   eventId: String(r.event_id),
   status: r.status,
   attempts: Number(r.attempts),
@@ -93,31 +110,54 @@ const toDelivery = (r: DeliveryRow): StoredDelivery => ({
   completedAt: r.completed_at,
 });
 
+/*
+ * The one rule of an endpoint's life: it receives events while it is not deleted and the key that
+ * made it is not revoked (an agent key's endpoint: that key; a row without a maker: the key it
+ * belongs to, if any). The endpoint table is always `e`, joined to its maker as `mk`.
+ */
+const MAKER_JOIN = 'LEFT JOIN api_keys mk ON mk.id = COALESCE(e.maker_key_id, e.key_id)';
+const MAKER_REVOKED = '(mk.revoked_at IS NOT NULL)';
+const RECEIVING = '(e.deleted_at IS NULL AND mk.revoked_at IS NULL)';
+
+const toListed = (r: EndpointRow & { maker_revoked: number | string }): ListedEndpoint => ({ ...toEndpoint(r), makerRevoked: Number(r.maker_revoked) === 1 });
+
 export async function insertEndpoint(m: Db, e: StoredEndpoint): Promise<void> {
   await m.query(
-    `INSERT INTO webhook_endpoints (id, account_id, key_id, url, event_types, secret_sealed, secret_key_id, after_event_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [e.id, e.accountId, e.keyId, e.url, e.eventTypes.join(','), e.secretSealed, e.secretKeyId, e.afterEventId, e.createdAt],
+    `INSERT INTO webhook_endpoints (id, account_id, key_id, maker_key_id, url, event_types, secret_sealed, secret_key_id, after_event_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [e.id, e.accountId, e.keyId, e.makerKeyId, e.url, e.eventTypes.join(','), e.secretSealed, e.secretKeyId, e.afterEventId, e.createdAt],
   );
 }
 
+/**
+ * How many live endpoints `makerKeyId` has made, locking them (and the gap after them) in the
+ * caller's transaction, so two creates of one key cannot both pass its limit.
+ */
+export async function lockEndpointsMadeBy(m: Db, makerKeyId: string): Promise<number> {
+  const rows = (await m.query(`SELECT id FROM webhook_endpoints WHERE maker_key_id = ? AND deleted_at IS NULL FOR UPDATE`, [makerKeyId])) as { id: string }[];
+  return rows.length;
+}
+
 /** The viewer's live endpoints, newest first: an agent key's own, every one of the account for its holder. */
-export async function visibleEndpoints(m: Db, viewer: Viewer): Promise<StoredEndpoint[]> {
+export async function visibleEndpoints(m: Db, viewer: Viewer): Promise<ListedEndpoint[]> {
   const { accountId, keyId } = visibleRows(viewer);
-  const rows: EndpointRow[] =
+  const rows: (EndpointRow & { maker_revoked: number })[] =
     keyId === undefined
-      ? await m.query(`SELECT * FROM webhook_endpoints WHERE account_id = ? AND deleted_at IS NULL ORDER BY created_at DESC, id`, [accountId])
-      : await m.query(`SELECT * FROM webhook_endpoints WHERE account_id = ? AND key_id = ? AND deleted_at IS NULL ORDER BY created_at DESC, id`, [accountId, keyId]);
-  return rows.map(toEndpoint);
+      ? await m.query(`SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.account_id = ? AND e.deleted_at IS NULL ORDER BY e.created_at DESC, e.id`, [accountId])
+      : await m.query(`SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.account_id = ? AND e.key_id = ? AND e.deleted_at IS NULL ORDER BY e.created_at DESC, e.id`, [
+          accountId,
+          keyId,
+        ]);
+  return rows.map(toListed);
 }
 
 /** One live endpoint the viewer may see, or null. */
-export async function visibleEndpoint(m: Db, viewer: Viewer, id: string): Promise<StoredEndpoint | null> {
+export async function visibleEndpoint(m: Db, viewer: Viewer, id: string): Promise<ListedEndpoint | null> {
   const { accountId, keyId } = visibleRows(viewer);
-  const rows: EndpointRow[] =
+  const rows: (EndpointRow & { maker_revoked: number })[] =
     keyId === undefined
-      ? await m.query(`SELECT * FROM webhook_endpoints WHERE id = ? AND account_id = ? AND deleted_at IS NULL`, [id, accountId])
-      : await m.query(`SELECT * FROM webhook_endpoints WHERE id = ? AND account_id = ? AND key_id = ? AND deleted_at IS NULL`, [id, accountId, keyId]);
-  return rows[0] ? toEndpoint(rows[0]) : null;
+      ? await m.query(`SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.id = ? AND e.account_id = ? AND e.deleted_at IS NULL`, [id, accountId])
+      : await m.query(`SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.id = ? AND e.account_id = ? AND e.key_id = ? AND e.deleted_at IS NULL`, [id, accountId, keyId]);
+  return rows[0] ? toListed(rows[0]) : null;
 }
 
 /** Deleting stops its deliveries; the row stays for the deliveries that name it. */
@@ -125,12 +165,13 @@ export async function markEndpointDeleted(m: Db, id: string, at: Date): Promise<
   await m.query(`UPDATE webhook_endpoints SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL`, [at, id]);
 }
 
-/** Endpoints that receive events now: not deleted, and not of a revoked agent key. */
-export async function receivingEndpoints(m: Db): Promise<StoredEndpoint[]> {
-  const rows: EndpointRow[] = await m.query(
-    `SELECT e.* FROM webhook_endpoints e LEFT JOIN api_keys k ON k.id = e.key_id
-     WHERE e.deleted_at IS NULL AND (e.key_id IS NULL OR k.revoked_at IS NULL)`,
-  );
+/**
+ * The endpoints of these accounts that receive events now (by the account index: the dispatcher
+ * reads only the endpoints of the accounts whose events it fans out).
+ */
+export async function receivingEndpoints(m: Db, accountIds: readonly string[]): Promise<StoredEndpoint[]> {
+  if (accountIds.length === 0) return [];
+  const rows: EndpointRow[] = await m.query(`SELECT e.* FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.account_id IN (?) AND ${RECEIVING}`, [accountIds]);
   return rows.map(toEndpoint);
 }
 
@@ -149,27 +190,21 @@ export async function advanceDispatchCursor(m: Db, name: string, eventId: string
 }
 
 /** Records the delivery of an event to an endpoint; false when it already exists (once per endpoint and event). */
-export async function recordDelivery(m: Db, d: { id: string; endpointId: string; eventId: string; at: Date }): Promise<boolean> {
+export async function recordDelivery(m: Db, d: { id: string; endpointId: string; accountId: string; eventId: string; at: Date }): Promise<boolean> {
   const res = (await m.query(
-    `INSERT IGNORE INTO webhook_deliveries (id, endpoint_id, event_id, status, attempts, next_attempt_at, created_at) VALUES (?, ?, ?, 'PENDING', 0, ?, ?)`,
-    [d.id, d.endpointId, d.eventId, d.at, d.at],
+    `INSERT IGNORE INTO webhook_deliveries (id, endpoint_id, account_id, event_id, status, attempts, next_attempt_at, created_at) VALUES (?, ?, ?, ?, 'PENDING', 0, ?, ?)`,
+    [d.id, d.endpointId, d.accountId, d.eventId, d.at, d.at],
   )) as { affectedRows: number };
   return res.affectedRows === 1;
 }
 
-/**
- * Takes a pending delivery for one try until `until`, so two runs of its job (a retry and a
- * redelivery) never send at once; false when it is done or another run holds it.
- */
-export async function claimDelivery(m: Db, id: string, now: Date, until: Date): Promise<boolean> {
-  const res = (await m.query(
-    `UPDATE webhook_deliveries SET claimed_until = ? WHERE id = ? AND status = 'PENDING' AND (claimed_until IS NULL OR claimed_until < ?)`,
-    [until, id, now],
-  )) as { affectedRows: number };
-  return res.affectedRows === 1;
+/** The account of a pending delivery, or null when it is done or does not exist. */
+export async function pendingDeliveryAccount(m: Db, id: string): Promise<string | null> {
+  const [row] = (await m.query(`SELECT account_id FROM webhook_deliveries WHERE id = ? AND status = 'PENDING'`, [id])) as { account_id: string }[];
+  return row?.account_id ?? null;
 }
 
-/** What one try sends: the delivery, its endpoint (deleted or of a revoked key: `receiving` false) and its event. */
+/** What one try sends: the delivery, its endpoint (deleted, or its maker revoked: `receiving` false) and its event. */
 export interface DeliveryToSend {
   delivery: StoredDelivery;
   endpoint: StoredEndpoint;
@@ -181,8 +216,7 @@ export async function deliveryToSend(m: Db, id: string): Promise<DeliveryToSend 
   const [d] = (await m.query(`SELECT * FROM webhook_deliveries WHERE id = ?`, [id])) as DeliveryRow[];
   if (!d) return null;
   const [e] = (await m.query(
-    `SELECT e.*, (e.deleted_at IS NULL AND (e.key_id IS NULL OR k.revoked_at IS NULL)) AS receiving
-     FROM webhook_endpoints e LEFT JOIN api_keys k ON k.id = e.key_id WHERE e.id = ?`,
+    `SELECT e.*, ${RECEIVING} AS receiving FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.id = ?`,
     [d.endpoint_id],
   )) as (EndpointRow & { receiving: number | string })[];
   const ev = await eventById(m, String(d.event_id));
@@ -205,7 +239,10 @@ export interface TryOutcome {
   nextAttemptAt: Date | null;
 }
 
-export async function recordTry(m: Sql, deliveryId: string, t: TryOutcome): Promise<void> {
+/** Records a try and frees the account's slot it held, in the caller's transaction. */
+export async function recordTry(m: Sql, d: { id: string; accountId: string }, t: TryOutcome): Promise<void> {
+  const deliveryId = d.id;
+  await releaseSlot(m, d.accountId, deliveryId);
   await m.query(`INSERT INTO webhook_delivery_attempts (delivery_id, attempted_at, status_code, error, duration_ms) VALUES (?, ?, ?, ?, ?)`, [
     deliveryId,
     t.attemptedAt,
@@ -219,8 +256,10 @@ export async function recordTry(m: Sql, deliveryId: string, t: TryOutcome): Prom
   );
 }
 
-/** A delivery whose endpoint is gone is closed without a try. */
-export async function closeDelivery(m: Db, id: string, at: Date): Promise<void> {
+/** A delivery whose endpoint is gone (or stopped) is closed without a try, freeing its slot. */
+export async function closeDelivery(m: Sql, d: { id: string; accountId: string }, at: Date): Promise<void> {
+  const id = d.id;
+  await releaseSlot(m, d.accountId, id);
   await m.query(`UPDATE webhook_deliveries SET status = 'FAILED', completed_at = ?, next_attempt_at = NULL, claimed_until = NULL WHERE id = ? AND status = 'PENDING'`, [at, id]);
 }
 
@@ -254,24 +293,38 @@ export async function attemptsOf(m: Db, deliveryIds: string[]): Promise<StoredAt
 }
 
 /**
- * Pending deliveries whose next try is overdue by the time given and that no run holds: their
- * job was lost (a crash between recording a try and scheduling the next), or is merely late.
+ * Accounts (after `afterAccount`, in id order, at most `limit`) with a pending delivery whose next
+ * try was due before `dueBefore`: one entry per account however many it has (the index's groups).
  */
-export async function overdueDeliveries(m: Db, dueBefore: Date, now: Date, limit: number): Promise<string[]> {
+export async function accountsWithOverdue(m: Db, dueBefore: Date, afterAccount: string, limit: number): Promise<string[]> {
   const rows = (await m.query(
-    `SELECT id FROM webhook_deliveries WHERE status = 'PENDING' AND next_attempt_at < ? AND (claimed_until IS NULL OR claimed_until < ?) ORDER BY next_attempt_at LIMIT ?`,
-    [dueBefore, now, limit],
+    `SELECT account_id, MIN(next_attempt_at) AS due FROM webhook_deliveries
+     WHERE status = 'PENDING' AND account_id > ? AND next_attempt_at < ? GROUP BY status, account_id ORDER BY account_id LIMIT ?`,
+    [afterAccount, dueBefore, limit],
+  )) as { account_id: string }[];
+  return rows.map((r) => r.account_id);
+}
+
+/**
+ * The account's pending deliveries due by `dueBy` that no run holds at `wallNow`, longest waiting
+ * first, at most `limit`.
+ */
+export async function dueDeliveriesOf(m: Db, accountId: string, dueBy: Date, wallNow: Date, limit: number): Promise<string[]> {
+  const rows = (await m.query(
+    `SELECT id FROM webhook_deliveries WHERE status = 'PENDING' AND account_id = ? AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until < ?)
+     ORDER BY next_attempt_at LIMIT ?`,
+    [accountId, dueBy, wallNow, limit],
   )) as { id: string }[];
   return rows.map((r) => r.id);
 }
 
-/** `endpointId:eventId` of every delivery of the events after `afterId` up to `toId`. */
-export async function deliveredPairs(m: Db, afterId: string, toId: string): Promise<string[]> {
-  const rows = (await m.query(`SELECT endpoint_id, event_id FROM webhook_deliveries WHERE event_id > ? AND event_id <= ?`, [afterId, toId])) as {
-    endpoint_id: string;
-    event_id: string | number;
-  }[];
-  return rows.map((r) => `${r.endpoint_id}:${String(r.event_id)}`);
+/**
+ * Which of the events after `afterId` up to `toId` have any delivery. An event's deliveries are
+ * written in one transaction, so one with any was fanned out; one distinct id per event is read.
+ */
+export async function eventsWithDeliveries(m: Db, afterId: string, toId: string): Promise<Set<string>> {
+  const rows = (await m.query(`SELECT DISTINCT event_id FROM webhook_deliveries WHERE event_id > ? AND event_id <= ?`, [afterId, toId])) as { event_id: string | number }[];
+  return new Set(rows.map((r) => String(r.event_id)));
 }
 
 /** Where a dispatcher without a cursor starts: before the oldest endpoint's first event. */

@@ -3,14 +3,15 @@ import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
+import type { RateLimiter } from '../../http/rate-limiter.js';
 import type { JobQueue } from '../../jobs/job-queue.js';
 import type { SecretBox } from '../credentials/secret-box.js';
 import { EVENT_TYPES, type EventType } from '../events/event-types.js';
-import { latestEventId } from '../events/events.repository.js';
+import { accountSeqsOf, latestEventId } from '../events/events.repository.js';
 import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import type { Principal } from '../keys/principal.js';
 import type { Viewer } from '../keys/visibility.js';
-import { DestinationRefused, urlProblem, vettedAddress } from './destination.js';
+import { DestinationRefused, systemResolver, urlProblem, vettedAddress, type Resolver } from './destination.js';
 import type { CreateWebhookEndpointRequest, WebhookDeliveryDto, WebhookEndpointCreated, WebhookEndpointDto } from './webhooks.dto.js';
 import { newSigningSecret } from './webhook-signing.js';
 import {
@@ -18,15 +19,26 @@ import {
   deliveriesOf,
   deliveryOf,
   insertEndpoint,
+  lockEndpointsMadeBy,
   markEndpointDeleted,
   reopenDelivery,
   visibleEndpoint,
   visibleEndpoints,
+  type ListedEndpoint,
   type StoredEndpoint,
 } from './webhooks.repository.js';
 
 /** Deliveries an endpoint's listing shows, newest first. */
 const DELIVERIES_LISTED = 100;
+
+/** Live endpoints one key may have made (an owner key's and an agent key's alike). */
+export const ENDPOINTS_PER_KEY = 10;
+
+/** Redeliveries of one delivery, and by one key, per window. */
+export const REDELIVERY_LIMITS = {
+  perDelivery: { limit: 5, windowSeconds: 3600 },
+  perKey: { limit: 100, windowSeconds: 3600 },
+} as const;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -35,8 +47,17 @@ export function viewerOfEndpoint(e: Pick<StoredEndpoint, 'accountId' | 'keyId'>)
   return e.keyId === null ? { kind: 'OWNER', accountId: e.accountId } : { kind: 'AGENT', accountId: e.accountId, keyId: e.keyId };
 }
 
-export function toEndpointDto(e: StoredEndpoint): WebhookEndpointDto {
-  return { id: e.id, url: e.url, eventTypes: e.eventTypes, keyId: e.keyId, createdAt: e.createdAt.toISOString() };
+export function toEndpointDto(e: ListedEndpoint): WebhookEndpointDto {
+  return {
+    id: e.id,
+    url: e.url,
+    eventTypes: e.eventTypes,
+    keyId: e.keyId,
+    makerKeyId: e.makerKeyId,
+    status: e.makerRevoked ? 'STOPPED' : 'ACTIVE',
+    stoppedReason: e.makerRevoked ? 'MAKER_KEY_REVOKED' : null,
+    createdAt: e.createdAt.toISOString(),
+  };
 }
 
 /** The seal's additional data: a sealed secret copied onto another endpoint fails to open. */
@@ -49,13 +70,15 @@ export class WebhooksService {
     private readonly clock: Clock,
     private readonly box: SecretBox,
     private readonly jobs: JobQueue,
-    private readonly opts: { allowPrivateDestinations: boolean },
+    private readonly rateLimiter: RateLimiter,
+    private readonly opts: { allowPrivateDestinations: boolean; resolve?: Resolver },
   ) {}
 
   /**
    * Makes an endpoint for the caller: an agent key's receives what that key may see, an owner
    * key's what the account holder may. Idempotent per key: a replay answers the same endpoint
-   * with `secret: null` (the secret is shown once).
+   * with `secret: null` (the secret is shown once). The URL is kept as parsed; a key may have
+   * made at most {@link ENDPOINTS_PER_KEY} live endpoints.
    */
   async create(principal: Principal, idempotencyKeyHeader: string | undefined, body: CreateWebhookEndpointRequest): Promise<{ endpoint: WebhookEndpointCreated; created: boolean }> {
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
@@ -64,14 +87,17 @@ export class WebhooksService {
     if (eventTypes.length === 0 || unknown.length) {
       throw new AppError('VALIDATION_FAILED', `Invalid request: eventTypes must be one or more of ${EVENT_TYPES.join(', ')}.`);
     }
-    await this.assertDestination(body.url);
+    const url = await this.destination(body.url);
     // A key belongs to one account, so its id alone keeps keys (and accounts) apart.
-    const request = idempotentRequest(`webhook-endpoints:${principal.keyId}`, idemKey, { url: body.url, eventTypes });
+    const request = idempotentRequest(`webhook-endpoints:${principal.keyId}`, idemKey, { url, eventTypes });
     const after = await latestEventId(this.ds);
     const { endpointId, secret } = await inTransaction(this.ds, (m) =>
       claimOrReplay<{ endpointId: string; secret: string | null }>(m, this.clock, request, {
         replay: (id) => ({ endpointId: id, secret: null }),
         create: async () => {
+          if ((await lockEndpointsMadeBy(m, principal.keyId)) >= ENDPOINTS_PER_KEY) {
+            throw new AppError('VALIDATION_FAILED', `Invalid request: this key already has ${ENDPOINTS_PER_KEY} webhook endpoints, the most one key may have: delete one first (DELETE /api/v1/webhook-endpoints/{id}).`);
+          }
           const id = randomUUID();
           const secret = newSigningSecret();
           const sealed = this.box.seal(secret, secretBinding(id));
@@ -79,7 +105,8 @@ export class WebhooksService {
             id,
             accountId: principal.accountId,
             keyId: principal.kind === 'AGENT' ? principal.keyId : null,
-            url: body.url,
+            makerKeyId: principal.keyId,
+            url,
             eventTypes,
             secretSealed: sealed.ciphertext,
             secretKeyId: sealed.keyId,
@@ -110,9 +137,11 @@ export class WebhooksService {
     const endpoint = await this.endpoint(viewer, id);
     const deliveries = await deliveriesOf(this.ds, endpoint.id, DELIVERIES_LISTED);
     const attempts = await attemptsOf(this.ds, deliveries.map((d) => d.id));
+    // Shown as the deliveries carry them: the account's own event numbers.
+    const shown = await accountSeqsOf(this.ds, deliveries.map((d) => d.eventId));
     return deliveries.map((d) => ({
       id: d.id,
-      eventId: d.eventId,
+      eventId: shown.get(d.eventId) ?? d.eventId,
       status: d.status,
       createdAt: d.createdAt.toISOString(),
       nextAttemptAt: d.status === 'PENDING' && d.nextAttemptAt ? d.nextAttemptAt.toISOString() : null,
@@ -123,33 +152,44 @@ export class WebhooksService {
     }));
   }
 
-  /** Sends a delivery again now (same `webhook-id`), with a fresh 24 hours of retries. */
-  async redeliver(viewer: Viewer, id: string, deliveryId: string): Promise<void> {
-    const endpoint = await this.endpoint(viewer, id);
+  /**
+   * Sends a delivery again now (same `webhook-id`), with a fresh 24 hours of retries; at most
+   * {@link REDELIVERY_LIMITS} (429 past them).
+   */
+  async redeliver(principal: Principal, id: string, deliveryId: string): Promise<void> {
+    const endpoint = await this.endpoint(principal, id);
     const delivery = UUID.test(deliveryId) ? await deliveryOf(this.ds, endpoint.id, deliveryId.toLowerCase()) : null;
     if (!delivery) throw new AppError('NOT_FOUND', 'No delivery with this id on this endpoint.');
+    const { perKey, perDelivery } = REDELIVERY_LIMITS;
+    await this.rateLimiter.hit(`webhook-redeliver:key:${principal.keyId}`, perKey.limit, perKey.windowSeconds, `redeliveries by this key (${perKey.limit} an hour)`);
+    await this.rateLimiter.hit(`webhook-redeliver:delivery:${delivery.id}`, perDelivery.limit, perDelivery.windowSeconds, `redeliveries of this delivery (${perDelivery.limit} an hour)`);
     await reopenDelivery(this.ds, delivery.id, this.clock.now());
     // The same unique key as its retries: a retry waiting is moved to now rather than doubled.
     await this.jobs.now('webhooks.deliver', { deliveryId: delivery.id }, { uniqueKey: delivery.id });
   }
 
-  private async endpoint(viewer: Viewer, id: string): Promise<StoredEndpoint> {
+  private async endpoint(viewer: Viewer, id: string): Promise<ListedEndpoint> {
     const endpoint = UUID.test(id) ? await visibleEndpoint(this.ds, viewer, id.toLowerCase()) : null;
     if (!endpoint) throw new AppError('NOT_FOUND', 'No webhook endpoint with this id for this key.');
     return endpoint;
   }
 
-  /** A URL an endpoint may have: the rule of the scheme, then (unless private destinations are allowed) its addresses. */
-  private async assertDestination(raw: string): Promise<void> {
+  /**
+   * The URL an endpoint may have, as parsed: the rules of its text and scheme, then (unless
+   * private destinations are allowed) its addresses.
+   */
+  private async destination(raw: string): Promise<string> {
     const allow = this.opts.allowPrivateDestinations;
     const problem = urlProblem(raw, allow);
     if (problem) throw new AppError('VALIDATION_FAILED', `Invalid request: ${problem}.`);
-    if (allow) return;
+    const url = new URL(raw);
+    if (allow) return url.href;
     try {
-      await vettedAddress(new URL(raw), false);
+      await vettedAddress(url, false, this.opts.resolve ?? systemResolver);
     } catch (err) {
       if (err instanceof DestinationRefused) throw new AppError('VALIDATION_FAILED', `Invalid request: url: ${err.message}.`);
       throw err;
     }
+    return url.href;
   }
 }

@@ -517,7 +517,8 @@ export interface paths {
          * @description Rents a GPU machine paid from credits: either one exact offer (`offerId`) or a GPU intent
          *     (`gpuModel`, `gpuCount`, `maxHourlyPriceMinor`), never both and nothing else. One order and
          *     one deployment are created atomically; provisioning is asynchronous, so keep `rentalId` and
-         *     `deploymentId` and poll GET /api/v1/rentals/{id} until `ACTIVE`.
+         *     `deploymentId` and wait with GET /api/v1/rentals/{id}?waitFor=ACTIVE,FAILED, answered the
+         *     moment its status is one of those.
          *
          *     Billing follows the account (see `billing` on GET /api/v1/me): LEGACY_PREPAID needs
          *     `budgetMinor` (at least 500) and debits whole hours now; ACCOUNT_BALANCE debits nothing now and
@@ -572,7 +573,9 @@ export interface paths {
          * @description Headless signup: creates a new zero-balance account and an AGENT key with scopes
          *     read, rent, manage and billing. The raw token is returned once; only its hash is kept.
          *     Repeating an Idempotency-Key that completed returns 409 SIGNUP_ALREADY_COMPLETED without
-         *     the token; the same key with a changed body returns 409 IDEMPOTENCY_CONFLICT.
+         *     the token; the same key with a changed body returns 409 IDEMPOTENCY_CONFLICT. A signup sent
+         *     with a working API key of an existing account is refused with 409 SIGNUP_ALREADY_COMPLETED
+         *     (it would make a second, empty account); a key that does not authenticate is ignored.
          */
         post: operations["signup"];
         delete?: never;
@@ -588,7 +591,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Your endpoints (an owner key: every endpoint of the account), newest first, never their secrets. */
+        /**
+         * @description Your endpoints (an owner key: every endpoint of the account), newest first, never their
+         *     secrets; each says whether it still receives events (`status`, `stoppedReason`).
+         */
         get: operations["listWebhookEndpoints"];
         put?: never;
         /**
@@ -600,8 +606,10 @@ export interface paths {
          *     anything else (a redirect too: none is followed) is retried after 30 s, then at doubling
          *     waits up to an hour, for 24 hours. An agent key's endpoint receives what that key may see
          *     (its own rentals' events and `credits.low`); an owner key's, every event of the account.
-         *     201 with `secret` once; an identical replay of the Idempotency-Key answers 200 with
-         *     `secret: null`.
+         *     Revoking the key that made an endpoint stops it (`status: STOPPED`). A key may have made 10
+         *     live endpoints; an account has at most 3 tries in flight at once, the rest wait their turn.
+         *     `url` is kept as parsed. 201 with `secret` once; an identical replay of the Idempotency-Key
+         *     answers 200 with `secret: null`.
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -655,7 +663,8 @@ export interface paths {
         put?: never;
         /**
          * @description Sends a delivery again now, with the same `webhook-id`, whatever its status, and retries it
-         *     for another 24 hours if it fails. Send no body.
+         *     for another 24 hours if it fails. At most 5 times an hour per delivery and 100 per key (429
+         *     with `Retry-After` past that). Send no body.
          */
         post: operations["redeliverWebhook"];
         delete?: never;
@@ -874,7 +883,7 @@ export interface components {
             checkoutUrl: string;
             /** Format: date-time */
             expiresAt: string | null;
-            /** @description The rental id; poll GET /api/v1/rentals/{orderId}. */
+            /** @description The rental id; wait with GET /api/v1/rentals/{orderId}?waitFor=ACTIVE,FAILED. */
             orderId: string;
             quote: components["schemas"]["CardCheckoutQuote"];
         };
@@ -893,7 +902,8 @@ export interface components {
             eventTypes: components["schemas"]["EventType"][];
             /**
              * @description Where events are POSTed: `https`, on a public address (a development service also takes
-             *     loopback and private addresses, over `http` too).
+             *     loopback and private addresses, over `http` too). Kept and listed as parsed; one whose host
+             *     would read differently once parsed, or with control characters, is refused.
              * @example https://agent.example.com/hooks/gpu
              */
             url: string;
@@ -999,7 +1009,8 @@ export interface components {
             terminationReason: components["schemas"]["ApiTerminationReason"] | null;
             /**
              * Format: double
-             * @description Metered rentals: usage charged so far, in cents.
+             * @description Usage charged so far, in cents: a metered rental's ACTIVE time; for any rental that failed or
+             *     ended before ACTIVE after its machine ran its script or image and let the check in, that time.
              */
             usageMinor: number;
         };
@@ -1178,7 +1189,8 @@ export interface components {
                 [key: string]: unknown;
             };
             /**
-             * @description Grows with time: pass the last one seen as `after` (or the stream's `Last-Event-ID`) to resume.
+             * @description The event's number among its account's events, growing with time (other accounts' events do
+             *     not move it): pass the last one seen as `after` (or the stream's `Last-Event-ID`) to resume.
              * @example 1042
              */
             id: string;
@@ -1668,6 +1680,12 @@ export interface components {
             status: components["schemas"]["ProviderHealth"];
         };
         QuoteDto: {
+            /**
+             * @description How the rental is paid: `PREPAID` (totalMinor debited at admission for durationSeconds) or
+             *     `PER_SECOND` (nothing up front: usage at hourlyPriceMinor per second while ACTIVE; see usageMinor).
+             * @enum {string}
+             */
+            charging: "PREPAID" | "PER_SECOND";
             currency: string;
             /**
              * Format: double
@@ -1679,6 +1697,8 @@ export interface components {
              * @description Customer cents per hour for the whole instance.
              */
             hourlyPriceMinor: number;
+            /** @description The quote in words, e.g. "Charged per second while ACTIVE at 299 cents per hour ($2.99); nothing is taken up front." */
+            note: string;
             /**
              * Format: double
              * @description What LEGACY_PREPAID debited at admission; 0 for metered rentals (usage is charged as it accrues).
@@ -1963,11 +1983,27 @@ export interface components {
             /** @description The agent key it belongs to (it receives what that key may see); null: the account's, made by an owner key. */
             keyId: string | null;
             /**
+             * @description The key that made it (for an agent key's endpoint, that key): revoking that key stops the
+             *     endpoint. Null for an owner key's endpoint made before makers were recorded, which no key's
+             *     revocation stops (delete it to stop it).
+             */
+            makerKeyId: string | null;
+            /**
              * @description Verifies each delivery's `webhook-signature` (Standard Webhooks): shown on this answer only,
              *     and `null` on a replay of the same Idempotency-Key. Keep it as a secret.
              * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
              */
             secret: string | null;
+            /**
+             * @description ACTIVE: it receives events; STOPPED: it receives nothing more and its pending deliveries are dropped (see `stoppedReason`).
+             * @enum {string}
+             */
+            status: "ACTIVE" | "STOPPED";
+            /**
+             * @description Why it is STOPPED: MAKER_KEY_REVOKED, the key that made it was revoked (make another with a live key). Null while ACTIVE.
+             * @enum {string|null}
+             */
+            stoppedReason: "MAKER_KEY_REVOKED" | null;
             url: string;
         };
         /** @description A webhook endpoint (never its secret, which only the create shows). */
@@ -1978,6 +2014,22 @@ export interface components {
             id: string;
             /** @description The agent key it belongs to (it receives what that key may see); null: the account's, made by an owner key. */
             keyId: string | null;
+            /**
+             * @description The key that made it (for an agent key's endpoint, that key): revoking that key stops the
+             *     endpoint. Null for an owner key's endpoint made before makers were recorded, which no key's
+             *     revocation stops (delete it to stop it).
+             */
+            makerKeyId: string | null;
+            /**
+             * @description ACTIVE: it receives events; STOPPED: it receives nothing more and its pending deliveries are dropped (see `stoppedReason`).
+             * @enum {string}
+             */
+            status: "ACTIVE" | "STOPPED";
+            /**
+             * @description Why it is STOPPED: MAKER_KEY_REVOKED, the key that made it was revoked (make another with a live key). Null while ACTIVE.
+             * @enum {string|null}
+             */
+            stoppedReason: "MAKER_KEY_REVOKED" | null;
             url: string;
         };
     };
@@ -4625,7 +4677,9 @@ export interface operations {
                      *             "hourlyPriceMinor": 500,
                      *             "durationSeconds": 500,
                      *             "totalMinor": 500,
-                     *             "currency": "USD"
+                     *             "currency": "USD",
+                     *             "charging": "PREPAID",
+                     *             "note": "example"
                      *           },
                      *           "billingModel": "LEGACY_PREPAID",
                      *           "funding": "CREDITS",
@@ -4857,7 +4911,9 @@ export interface operations {
                      *           "hourlyPriceMinor": 500,
                      *           "durationSeconds": 500,
                      *           "totalMinor": 500,
-                     *           "currency": "USD"
+                     *           "currency": "USD",
+                     *           "charging": "PREPAID",
+                     *           "note": "example"
                      *         },
                      *         "billingModel": "LEGACY_PREPAID",
                      *         "funding": "CREDITS",
@@ -5016,7 +5072,9 @@ export interface operations {
                      *           "hourlyPriceMinor": 500,
                      *           "durationSeconds": 500,
                      *           "totalMinor": 500,
-                     *           "currency": "USD"
+                     *           "currency": "USD",
+                     *           "charging": "PREPAID",
+                     *           "note": "example"
                      *         },
                      *         "billingModel": "LEGACY_PREPAID",
                      *         "funding": "CREDITS",
@@ -5124,9 +5182,24 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description UNAVAILABLE */
+            /** @description RATE_LIMITED (the key's last 3 rentals in 24 hours failed after their machines ran its startup script or image but never passed the check) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before asking again. */
+                    "Retry-After"?: number;
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description UNAVAILABLE (also while billing catches up with running rentals) */
             503: {
                 headers: {
+                    /** @description Seconds to wait before asking again. */
+                    "Retry-After"?: number;
                     /** @description The request id (also in the body); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -5284,7 +5357,9 @@ export interface operations {
                      *           "hourlyPriceMinor": 500,
                      *           "durationSeconds": 500,
                      *           "totalMinor": 500,
-                     *           "currency": "USD"
+                     *           "currency": "USD",
+                     *           "charging": "PREPAID",
+                     *           "note": "example"
                      *         },
                      *         "billingModel": "LEGACY_PREPAID",
                      *         "funding": "CREDITS",
@@ -5387,6 +5462,8 @@ export interface operations {
         parameters: {
             query?: never;
             header: {
+                /** @description Not needed. When it holds a working key, the signup is refused (see above). */
+                Authorization?: string;
                 /** @description A UUID, fresh per signup intent. */
                 "Idempotency-Key": string;
             };
@@ -5476,7 +5553,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description SIGNUP_ALREADY_COMPLETED or IDEMPOTENCY_CONFLICT */
+            /** @description SIGNUP_ALREADY_COMPLETED (this Idempotency-Key already signed up, or the request carries a working key of an existing account) or IDEMPOTENCY_CONFLICT */
             409: {
                 headers: {
                     /** @description The request id (also in the body); quote it when reporting a problem. */
@@ -5551,6 +5628,9 @@ export interface operations {
                      *             "rental.provisioning"
                      *           ],
                      *           "keyId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "makerKeyId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *           "status": "ACTIVE",
+                     *           "stoppedReason": "MAKER_KEY_REVOKED",
                      *           "createdAt": "2026-01-15T12:00:00.000Z"
                      *         }
                      *       ],
@@ -5619,6 +5699,9 @@ export interface operations {
                      *           "rental.provisioning"
                      *         ],
                      *         "keyId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "makerKeyId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "status": "ACTIVE",
+                     *         "stoppedReason": "MAKER_KEY_REVOKED",
                      *         "createdAt": "2026-01-15T12:00:00.000Z",
                      *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *       },
@@ -5648,6 +5731,9 @@ export interface operations {
                      *           "rental.provisioning"
                      *         ],
                      *         "keyId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "makerKeyId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+                     *         "status": "ACTIVE",
+                     *         "stoppedReason": "MAKER_KEY_REVOKED",
                      *         "createdAt": "2026-01-15T12:00:00.000Z",
                      *         "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
                      *       },
@@ -5706,7 +5792,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description VALIDATION_FAILED (url not https, or on an address webhooks may not reach; eventTypes empty or unknown) */
+            /** @description VALIDATION_FAILED (url not https, with control characters, a host that reads differently once parsed, or no address webhooks may reach; eventTypes empty or unknown; the key already has 10 endpoints) */
             422: {
                 headers: {
                     /** @description The request id (also in the body); quote it when reporting a problem. */
@@ -5898,6 +5984,19 @@ export interface operations {
             /** @description NOT_FOUND */
             404: {
                 headers: {
+                    /** @description The request id (also in the body); quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description RATE_LIMITED (per delivery and per key; see Retry-After) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before asking again. */
+                    "Retry-After"?: number;
                     /** @description The request id (also in the body); quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;

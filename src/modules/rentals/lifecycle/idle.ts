@@ -1,10 +1,11 @@
 import { inTransaction } from '../../../db/transaction.js';
-import { sshExec } from '../../../providers/ssh-probe.js';
-import { lockDeployment } from '../deployments.repository.js';
+import { SshLoginError, sshExec, type SshOptions } from '../../../providers/ssh-probe.js';
+import { lockDeployment, pinHostKey } from '../deployments.repository.js';
 import { forgetFinishedWatches, saveIdleWatch, watchedRentals, type IdleWatchState, type WatchedRental } from '../idle-watches.repository.js';
 import { recordRentalEvent } from '../rental-events.js';
 import type { TerminationReason } from '../rental-status.js';
 import type { LifecycleDeps, LifecycleTiming } from './lifecycle-deps.js';
+import { CHECKS_PER_ACCOUNT, CheckSlots } from './check-slots.js';
 
 /** A GPU at or above this utilisation (percent) is working; a rental whose GPUs all stay under it is idle. */
 export const IDLE_UTILIZATION_PERCENT = 5;
@@ -14,8 +15,18 @@ export const MIN_SAMPLES_PER_WINDOW = 3;
 const MAX_SAMPLE_GAP_MS = 5 * 60_000;
 /** Period of the idle sweep: shorter than the shortest gap between samples (15 s, a quarter of a one-minute window), so a one-minute window holds at least three. */
 export const IDLE_SWEEP_EVERY_MS = 10_000;
-/** Rentals sampled at once by one sweep. */
-const PARALLEL_SAMPLES = 8;
+/** Samples in flight at once in one process, all accounts together (each account at most {@link CHECKS_PER_ACCOUNT}). */
+export const PARALLEL_SAMPLES = 8;
+/**
+ * How long a sweep waits for the samples it started. A sample still running then (a machine that
+ * holds its answer up to the sample's bound) finishes on its own; later sweeps skip its rental
+ * until it has, and sample everyone else at their pace meanwhile.
+ */
+export const SWEEP_WAIT_MS = IDLE_SWEEP_EVERY_MS / 2;
+/** The service's own bound on the utilisation query after login; the remote `timeout 20` is only a courtesy. */
+export const SAMPLE_COMMAND_TIMEOUT_MS = 25_000;
+/** Output kept from a sample: one short line per GPU. */
+const SAMPLE_OUTPUT_CAP_BYTES = 16 * 1024;
 
 /** One login with the rental's own key: every GPU's utilisation, one line each (bounded where `timeout` exists). */
 export const UTILIZATION_COMMAND =
@@ -59,27 +70,95 @@ export function idleStep(prev: IdleWatchState | null, sample: IdleSample, now: D
   return { watch, action: 'none' };
 }
 
+/** How an {@link IdleWatch} holds its samples (tests shorten the waits). */
+export interface IdleWatchOptions {
+  /** Samples in flight in this process; default {@link PARALLEL_SAMPLES} in all, {@link CHECKS_PER_ACCOUNT} per account. */
+  slots?: CheckSlots;
+  /** Default {@link SWEEP_WAIT_MS}. */
+  sweepWaitMs?: number;
+  /** Default: {@link SAMPLE_COMMAND_TIMEOUT_MS}, a 16 KiB output cap. */
+  bounds?: Pick<SshOptions, 'commandTimeoutMs' | 'maxOutputBytes'>;
+}
+
 /**
  * The idle sweep: samples the GPUs of every ACTIVE rental whose key carries
  * `idleTerminateMinutes` (each at most every {@link sampleEveryMs} of its window), over SSH with
  * the rental's own key, and keeps where each stands in the database, so whichever worker sweeps
  * next continues it. An idle rental gets `rental.idle_warning`, then ends with reason IDLE.
+ *
+ * The samples run in a pool no account can fill (see {@link CheckSlots}), each within its SSH
+ * bounds, and a sweep never waits on a sample of an earlier one: a machine that holds its answer
+ * delays only its own rental's watch.
  */
 export class IdleWatch {
+  private readonly slots: CheckSlots;
+  private readonly sweepWaitMs: number;
+  private readonly bounds: Pick<SshOptions, 'commandTimeoutMs' | 'maxOutputBytes'>;
+  /** Rentals whose sample is running in this process. */
+  private readonly inFlight = new Set<string>();
+  /** Rentals whose changed host key was logged already. */
+  private readonly hostKeyWarned = new Set<string>();
+
   constructor(
     private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'box'>,
     private readonly timing: Pick<LifecycleTiming, 'sshTimeoutMs' | 'idleGraceMs'>,
     private readonly requestTermination: (deploymentId: string, reason: TerminationReason) => Promise<void>,
-  ) {}
+    options: IdleWatchOptions = {},
+  ) {
+    this.slots = options.slots ?? new CheckSlots({ perAccount: CHECKS_PER_ACCOUNT, total: PARALLEL_SAMPLES });
+    this.sweepWaitMs = options.sweepWaitMs ?? SWEEP_WAIT_MS;
+    this.bounds = { commandTimeoutMs: SAMPLE_COMMAND_TIMEOUT_MS, maxOutputBytes: SAMPLE_OUTPUT_CAP_BYTES, ...options.bounds };
+  }
 
-  /** One sweep; answers the rentals sampled. */
+  /**
+   * One sweep: starts the due samples as slots allow, longest unsampled first, and waits for them
+   * up to the sweep's wait. A rental whose sample is still running, or whose account has its
+   * share of slots in use, is left for a later sweep. Answers the rentals this sweep sampled.
+   */
   async sweep(): Promise<string[]> {
     const { ds, clock } = this.deps;
     await forgetFinishedWatches(ds);
     const now = clock.now().getTime();
-    const due = (await watchedRentals(ds)).filter((r) => !r.watch || now - r.watch.sampledAt.getTime() >= sampleEveryMs(windowMs(r)));
-    for (let i = 0; i < due.length; i += PARALLEL_SAMPLES) await Promise.all(due.slice(i, i + PARALLEL_SAMPLES).map((r) => this.watchOne(r)));
-    return due.map((r) => r.id);
+    const queue = (await watchedRentals(ds))
+      .filter((r) => !this.inFlight.has(r.id) && (!r.watch || now - r.watch.sampledAt.getTime() >= sampleEveryMs(windowMs(r))))
+      .sort((a, b) => (a.watch?.sampledAt.getTime() ?? 0) - (b.watch?.sampledAt.getTime() ?? 0));
+    const started: string[] = [];
+    await new Promise<void>((resolve) => {
+      let running = 0;
+      let over = false;
+      const end = () => {
+        over = true;
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(end, this.sweepWaitMs);
+      const pump = () => {
+        if (over) return;
+        for (let i = 0; i < queue.length; ) {
+          const r = queue[i];
+          const release = this.slots.tryTake(r.accountId);
+          if (!release) {
+            i++;
+            continue;
+          }
+          queue.splice(i, 1);
+          started.push(r.id);
+          running++;
+          this.inFlight.add(r.id);
+          void this.watchOne(r)
+            .catch((err) => this.deps.logger.warn({ err, deploymentId: r.id }, 'an idle sample could not be stored; the next sweep samples again'))
+            .finally(() => {
+              release();
+              this.inFlight.delete(r.id);
+              running--;
+              pump();
+            });
+        }
+        if (running === 0) end();
+      };
+      pump();
+    });
+    return started;
   }
 
   private async watchOne(r: WatchedRental): Promise<void> {
@@ -98,13 +177,28 @@ export class IdleWatch {
     }
   }
 
+  /** One utilisation sample within its bounds, to the pinned host key (pinning the first one seen); `unknown` when the machine cannot be asked or misbehaves. */
   private async sample(r: WatchedRental): Promise<IdleSample> {
+    const { ds, logger } = this.deps;
     try {
       const privateKey = this.deps.box.open(r.sshPrivateKeyEnc, r.sshKeyKid, r.id);
-      const res = await sshExec({ host: r.sshHost, port: r.sshPort, user: r.sshUser, privateKey }, UTILIZATION_COMMAND, { timeoutMs: this.timing.sshTimeoutMs });
+      const target = { host: r.sshHost, port: r.sshPort, user: r.sshUser, privateKey, hostKey: r.sshHostKey };
+      const res = await sshExec(target, UTILIZATION_COMMAND, { timeoutMs: this.timing.sshTimeoutMs, ...this.bounds });
+      if (!r.sshHostKey) await pinHostKey(ds, r.id, res.hostKey);
+      if (res.cut) {
+        logger.debug({ deploymentId: r.id, cut: res.cut }, 'the GPU utilisation query was cut short; the idle window starts over');
+        return 'unknown';
+      }
       return readUtilization(res.stdout, res.code);
     } catch (err) {
-      this.deps.logger.debug({ err, deploymentId: r.id }, 'could not sample GPU utilisation; the idle window starts over');
+      if (err instanceof SshLoginError && err.reason === 'host_key') {
+        if (!this.hostKeyWarned.has(r.id)) {
+          this.hostKeyWarned.add(r.id);
+          logger.warn({ deploymentId: r.id, pinned: r.sshHostKey, seen: err.hostKey }, 'the rental\'s SSH address shows another host key than the one pinned for its machine; its samples count as unknown');
+        }
+      } else {
+        logger.debug({ err, deploymentId: r.id }, 'could not sample GPU utilisation; the idle window starts over');
+      }
       return 'unknown';
     }
   }

@@ -19,12 +19,23 @@ import { usageRef } from './labels.js';
 import type { LifecycleDeps, LifecycleTiming } from './lifecycle-deps.js';
 
 /** What accrual needs of a deployment. */
-type Accruing = Pick<Deployment, 'startedAt' | 'hourlyPriceMinor' | 'spendCapMinor' | 'usageMinor' | 'meteredUntil'>;
+type Accruing = Pick<Deployment, 'startedAt' | 'hourlyPriceMinor' | 'spendCapMinor' | 'usageMinor' | 'meteredUntil' | 'endsAt' | 'terminateRequestedAt'>;
 
-/** Usage owed from metered_until to `untilMs`, whole seconds since start, priced cumulatively so rounding never drifts. */
+/**
+ * THE end of what a rental is charged for, as of `untilMs`: never past its termination request,
+ * nor past its end (`endsAt`, a lease or a purchase), however late the job that ends it runs.
+ */
+export function chargeEnd(d: Pick<Deployment, 'endsAt' | 'terminateRequestedAt'>, untilMs: number): number {
+  return Math.min(untilMs, d.terminateRequestedAt?.getTime() ?? Infinity, d.endsAt?.getTime() ?? Infinity);
+}
+
+/**
+ * Usage owed from metered_until to `untilMs` (cut at {@link chargeEnd}), whole seconds since start,
+ * priced cumulatively so rounding never drifts.
+ */
 export function accrual(d: Accruing, untilMs: number): { amount: number; untilMs: number } {
   const start = d.startedAt!.getTime();
-  const secs = Math.max(0, Math.floor((untilMs - start) / 1000));
+  const secs = Math.max(0, Math.floor((chargeEnd(d, untilMs) - start) / 1000));
   const end = start + secs * 1000;
   let total = Math.floor((secs * d.hourlyPriceMinor) / 3600);
   if (d.spendCapMinor !== null) total = Math.min(total, d.spendCapMinor);
@@ -67,13 +78,13 @@ function clockTime(ms: number, sameDayAs?: number): string {
 }
 
 /** The ledger entry of `post`: its reference names the deployment and the instant it runs to, so a retried posting is refused. */
-function usagePosting(d: Pick<Deployment, 'id' | 'accountId' | 'keyId' | 'orderId'>, post: UsagePost): Posting {
+export function usagePosting(d: Pick<Deployment, 'id' | 'accountId' | 'keyId' | 'orderId'>, post: UsagePost, note?: string): Posting {
   return {
     accountId: d.accountId,
     kind: 'USAGE',
     amountMinor: -post.amount,
     externalRef: usageRef(d.id, post.toMs),
-    description: `Usage of rental ${d.orderId}, ${clockTime(post.fromMs)}–${clockTime(post.toMs, post.fromMs)} UTC`,
+    description: `Usage of rental ${d.orderId}${note ? ` ${note}` : ''}, ${clockTime(post.fromMs)}–${clockTime(post.toMs, post.fromMs)} UTC`,
     keyId: d.keyId,
     rentalId: d.orderId,
   };
@@ -180,7 +191,7 @@ export class Metering {
       const due: { d: MeteringState; amount: number; untilMs: number; post: UsagePost | null }[] = [];
       for (const d of fresh) {
         if (!isOneOf(METERED_STATUSES, d.status) || !d.meteredUntil || !d.startedAt) continue;
-        const x = accrual(d, d.terminateRequestedAt ? Math.min(nowMs, d.terminateRequestedAt.getTime()) : nowMs);
+        const x = accrual(d, nowMs);
         if (x.untilMs > d.meteredUntil.getTime()) due.push({ d, ...x, post: hourlyPost(d, x.untilMs) });
       }
       if (due.length === 0) return { charged: 0, posted: 0 };

@@ -18,6 +18,7 @@ import {
   assignAttempt,
   clearInstance,
   findDeployment,
+  recordUsable,
   insertAttempt,
   lastAttempt,
   recordAttemptOutcome,
@@ -29,12 +30,13 @@ import {
 } from '../deployments.repository.js';
 import { machineSettingsOf, wrapStartupScript } from '../machine-secrets.js';
 import { instanceLabel } from './labels.js';
-import { checkMachine, type MachineCheck } from './machine-check.js';
+import { MachineChecker, type MachineCheck } from './machine-check.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import { getOrder, setOrderHourlyPrice } from '../orders.repository.js';
 import type { Reversal } from './reversal.js';
 import { waitsForCapacity, type CapacityWait } from './capacity-wait.js';
 import type { Expiring } from './expiring.js';
+import { answered, postTimeBeforeActive, runsRentersSettings, WORKED_BUT_UNCHECKED_REASON } from './time-before-active.js';
 
 type RunOutcome = 'done' | 'created' | 'asked';
 
@@ -45,11 +47,13 @@ type RunOutcome = 'done' | 'created' | 'asked';
  */
 export class Provisioning {
   constructor(
-    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box'>,
+    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box' | 'ledger'>,
     private readonly timing: LifecycleTiming,
     private readonly reversal: Reversal,
     private readonly capacity: CapacityWait,
     private readonly expiring: Pick<Expiring, 'schedule'>,
+    // `rental.provision` runs several at once per worker: one account's machines get only their share.
+    private readonly checker = new MachineChecker(deps, timing.sshTimeoutMs),
   ) {}
 
   private now(): Date {
@@ -262,25 +266,33 @@ export class Provisioning {
       return this.poll(d.id, this.timing.pollMs);
     }
     if (info.state === 'failed' || info.state === 'gone' || info.state === 'stopped') {
-      return this.reversal.fail(d.id, 'PROVISIONING_FAILED', 'The machine failed to start; your rental was not started.');
+      return this.reversal.fail(d.id, 'PROVISIONING_FAILED', d.usableAt ? WORKED_BUT_UNCHECKED_REASON.stopped : 'The machine failed to start; your rental was not started.');
     }
     const ssh = info.state === 'running' ? this.acceptedEndpoint(d, info) : undefined;
     if (ssh && (ssh.host !== d.sshHost || ssh.port !== d.sshPort)) {
       // Recorded as soon as known: a termination before ACTIVE must probe this address.
       await recordSshAddress(ds, d.id, ssh);
     }
-    let phase: MachinePhase = info.startupPhase ?? 'booting';
-    if (ssh) {
-      const privateKey = this.deps.box.open(d.sshPrivateKeyEnc!, d.sshKeyKid!, d.id);
-      const check = await checkMachine({ ...ssh, privateKey }, { gpus: (await this.offerOf(d))?.gpuCount ?? 0, startupScript: order.startupScriptSha256 !== null }, this.timing.sshTimeoutMs);
-      if (check.kind === 'usable') return this.activate(d, ssh, this.acceptedEndpoints(d, order, info));
-      if (check.kind === 'gpu_mismatch') return this.gpuMismatch(d, check);
-      phase = check.phase;
-    }
-    await setPhase(ds, d.id, phase, clock.now());
+    // Judged before a check (none starts past the bound) and again after it (its time counts).
     const since = (await lastAttempt(this.deps.ds, d.id))?.createdAt ?? d.statusChangedAt ?? d.createdAt;
-    if (clock.now().getTime() - since.getTime() > this.timing.activeBoundMs) {
-      return this.reversal.fail(d.id, 'PROVISIONING_TIMEOUT', 'The machine did not become reachable in time; your rental was not started.');
+    const pastBound = () => clock.now().getTime() - since.getTime() > this.timing.activeBoundMs;
+    let phase: MachinePhase | null = info.startupPhase ?? 'booting';
+    if (ssh) {
+      const want = async () => ({ gpus: (await this.offerOf(d))?.gpuCount ?? 0, startupScript: order.startupScriptSha256 !== null });
+      const check = pastBound() ? null : await this.checker.check(d, ssh, info.sshHostKey, await want());
+      if (check?.kind === 'usable') return this.activate(d, ssh, this.acceptedEndpoints(d, order, info));
+      // Fewer GPUs than promised at a machine's first answer is the cloud's doing; after answers
+      // without it, the machine is one whose check keeps failing (its time is charged).
+      if (check?.kind === 'gpu_mismatch' && !d.usableAt) return this.gpuMismatch(d, check);
+      // From its first answer a machine running the rental's settings works for its renter (time-before-active.ts).
+      if (check && answered(check) && runsRentersSettings(order)) d.usableAt ??= await recordUsable(ds, d.id, clock.now());
+      // Not checked (past the bound, or the account's checks fill its slots): the phase stays.
+      phase = check?.kind === 'gpu_mismatch' ? 'checking_gpus' : (check?.phase ?? null);
+    }
+    if (phase) await setPhase(ds, d.id, phase, clock.now());
+    if (pastBound()) {
+      const reason = d.usableAt ? WORKED_BUT_UNCHECKED_REASON.timeout : 'The machine did not become reachable in time; your rental was not started.';
+      return this.reversal.fail(d.id, 'PROVISIONING_TIMEOUT', reason);
     }
     await this.poll(d.id, this.timing.pollMs);
   }
@@ -351,9 +363,12 @@ export class Provisioning {
     const started = this.now();
     const legacy = d.billingModel === 'LEGACY_PREPAID';
     const ends = [legacy ? d.durationSeconds : null, d.leaseSeconds].filter((s): s is number => s !== null && s > 0);
-    const endsAt = ends.length ? new Date(started.getTime() + Math.min(...ends) * 1000) : null;
-    const moved = await inTransaction(this.deps.ds, (m) =>
-      transition(m, d.id, ['PROVISIONING'], 'ACTIVE', {
+    // A machine that worked for its renter before it passed the check (time-before-active.ts):
+    // a purchase's hours run from then; a metered rental pays that time in an entry of its own.
+    const from = legacy && d.usableAt ? d.usableAt : started;
+    const endsAt = ends.length ? new Date(from.getTime() + Math.min(...ends) * 1000) : null;
+    const moved = await inTransaction(this.deps.ds, async (m) => {
+      const ok = await transition(m, d.id, ['PROVISIONING'], 'ACTIVE', {
         at: started,
         deployment: {
           startedAt: started,
@@ -366,8 +381,10 @@ export class Provisioning {
           phase: null,
           phaseSince: null,
         },
-      }),
-    );
+      });
+      if (ok && !legacy) await postTimeBeforeActive(this.deps.ledger, m, d, started.getTime());
+      return ok;
+    });
     if (moved && endsAt) {
       await enqueueFor(this.deps.jobs, 'rental.expire', d.id, endsAt.getTime() - started.getTime());
       await this.expiring.schedule(d.id, started, endsAt);

@@ -1,9 +1,10 @@
 import { inTransaction } from '../../../db/transaction.js';
 import { entryByRef } from '../../billing/ledger.repository.js';
 import type { Deployment } from '../deployment.entity.js';
-import { PROVISIONING_STATUSES, type FailureCode } from '../rental-status.js';
+import { isOneOf, METERED_BILLING_MODELS, PROVISIONING_STATUSES, type FailureCode } from '../rental-status.js';
 import { transition } from '../rental-state.js';
-import { findDeployment } from '../deployments.repository.js';
+import { findDeployment, lockDeployment, setMeteredUsage } from '../deployments.repository.js';
+import { chargeTimeBeforeActive, timeBeforeActive } from './time-before-active.js';
 import { rentalDebitRef, reversalRef } from './labels.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 import { getOrder, markReversalSettled } from '../orders.repository.js';
@@ -17,8 +18,9 @@ export class Reversal {
 
   /**
    * Fails a PENDING/PROVISIONING rental and settles its reversal (legacy: the admission debit
-   * credited back once under `rental:<id>:reversal`; metered: nothing was charged). Safe to call
-   * repeatedly; a FAILED deployment only has its reversal settled, any other status is left alone.
+   * credited back once under `rental:<id>:reversal`; metered: nothing was charged), less its
+   * machine's time before ACTIVE when it had any (see {@link settle}). Safe to call repeatedly; a
+   * FAILED deployment only has its reversal settled, any other status is left alone.
    */
   async fail(deploymentId: string, code: FailureCode, reason: string): Promise<void> {
     const { ds, clock, logger, providers } = this.deps;
@@ -46,6 +48,10 @@ export class Reversal {
    * Gives back exactly what the rental took, once: a credit-funded legacy debit returns as credits,
    * a card-funded order's payment returns to the card; metered rentals owe nothing. A refund the
    * payment provider cannot make now leaves the reversal PENDING for the reconciler to retry.
+   *
+   * Except the time its machine worked for the renter ({@link timeBeforeActive}, up to the failure):
+   * a metered rental is charged it in one USAGE entry, a legacy one gets back only the part of its
+   * debit that time did not use. Either way the rental's `usageMinor` shows what it cost.
    */
   async settle(d: Deployment): Promise<void> {
     const { ds, clock, logger, ledger, refunds } = this.deps;
@@ -60,17 +66,30 @@ export class Reversal {
       }
     }
     await inTransaction(ds, async (m) => {
+      // Locked before the account (which the ledger locks), as termination and metering lock them.
+      const locked = order.funding === 'CREDITS' ? await lockDeployment(m, d.id) : null;
+      const failedAtMs = (locked?.statusChangedAt ?? clock.now()).getTime();
       const debit = await entryByRef(m, rentalDebitRef(order.id));
       if (debit && debit.amountMinor < 0) {
-        await ledger.post(m, {
-          accountId: order.accountId,
-          kind: 'REVERSAL',
-          amountMinor: -debit.amountMinor,
-          externalRef: reversalRef(order.id),
-          description: `Rental ${order.id} failed: debit returned`,
-          keyId: order.keyId,
-          rentalId: order.id,
-        });
+        const worked = locked && !locked.startedAt ? timeBeforeActive(locked, failedAtMs) : null;
+        const kept = Math.min(-debit.amountMinor, worked?.amount ?? 0);
+        if (kept < -debit.amountMinor) {
+          await ledger.post(m, {
+            accountId: order.accountId,
+            kind: 'REVERSAL',
+            amountMinor: -debit.amountMinor - kept,
+            externalRef: reversalRef(order.id),
+            description: kept > 0 ? `Rental ${order.id} failed: debit returned less ${kept} cents for its machine's time before it passed the service's check` : `Rental ${order.id} failed: debit returned`,
+            keyId: order.keyId,
+            rentalId: order.id,
+          });
+        }
+        if (worked && kept > 0) {
+          const until = new Date(worked.toMs);
+          await setMeteredUsage(m, d.id, { usageMinor: kept, meteredUntil: until, postedUsageMinor: kept, postedUntil: until }, clock.now());
+        }
+      } else if (locked && isOneOf(METERED_BILLING_MODELS, locked.billingModel)) {
+        await chargeTimeBeforeActive(ledger, m, locked, failedAtMs, clock.now());
       }
       await markReversalSettled(m, order.id, clock.now());
     });

@@ -10,6 +10,7 @@ import { sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
 import { findDeployment, lastAttempt, lockDeployment, recordFailedVerification, recordInstance, recordSshAddress, setLastCheckDetail } from '../deployments.repository.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import type { Metering } from './metering.js';
+import { chargeTimeBeforeActive } from './time-before-active.js';
 import { getOrder } from '../orders.repository.js';
 
 /** `last_check_detail` of a TERMINATED deployment whose plugin clean-up must be retried (the reconciler does). */
@@ -38,7 +39,7 @@ export async function releaseAfterDestroyed(logger: LifecycleDeps['logger'], pro
  */
 export class Termination {
   constructor(
-    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box' | 'refunds'>,
+    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box' | 'refunds' | 'ledger'>,
     private readonly timing: LifecycleTiming,
     private readonly verifier: DestructionVerifier,
     private readonly metering: Pick<Metering, 'settleUsage'>,
@@ -113,7 +114,7 @@ export class Termination {
     }
     // Without an address the provider never gave one: nobody could have got in, so its word is the check.
     const check = target
-      ? await this.verifier.verify(provider, instanceId, target)
+      ? await this.verifier.verify(provider, instanceId, target, { logger: this.deps.logger, deploymentId: d.id })
       : { verified: (await provider.get(instanceId)).state === 'gone', detail: 'provider reports gone; it never reported an SSH address' };
     if (!check.verified) return this.retryVerify(d, check.detail);
     const cleanup = await releaseAfterDestroyed(this.deps.logger, provider, d.id, d.label);
@@ -124,7 +125,8 @@ export class Termination {
   private target(d: Deployment, ssh?: { host: string; port: number; user: string }): SshTarget | null {
     const host = ssh?.host ?? d.sshHost;
     if (!host || !d.sshPrivateKeyEnc) return null;
-    return { host, port: ssh?.port ?? d.sshPort!, user: ssh?.user ?? d.sshUser!, privateKey: this.deps.box.open(d.sshPrivateKeyEnc, d.sshKeyKid!, d.id) };
+    // The pinned host key: a different machine answering at the old address is not ours.
+    return { host, port: ssh?.port ?? d.sshPort!, user: ssh?.user ?? d.sshUser!, privateKey: this.deps.box.open(d.sshPrivateKeyEnc, d.sshKeyKid!, d.id), hostKey: d.sshHostKey };
   }
 
   private async retryVerify(d: Deployment, detail: string): Promise<void> {
@@ -137,7 +139,11 @@ export class Termination {
     await enqueueFor(this.deps.jobs, 'rental.terminate', d.id, delay);
   }
 
-  /** TERMINATED at the verified time (written once), settling the last metered usage in the same transaction. */
+  /**
+   * TERMINATED at the verified time (written once), settling the last metered usage in the same
+   * transaction: up to the termination request, never past `endsAt` (see `chargeEnd`), or, for a
+   * rental ended before ACTIVE whose machine worked for its renter, that machine's time.
+   */
   private async markTerminated(d: Deployment): Promise<void> {
     const order = await getOrder(this.deps.ds, d.orderId);
     const verifiedAt = this.now();
@@ -147,6 +153,8 @@ export class Termination {
       if (!locked || locked.status !== 'TERMINATING') return false;
       if (isOneOf(METERED_BILLING_MODELS, locked.billingModel) && locked.meteredUntil && locked.startedAt) {
         await this.metering.settleUsage(m, locked, locked.terminateRequestedAt ?? verifiedAt);
+      } else if (isOneOf(METERED_BILLING_MODELS, locked.billingModel) && !locked.startedAt && locked.usableAt) {
+        await chargeTimeBeforeActive(this.deps.ledger, m, locked, verifiedAt.getTime(), verifiedAt);
       }
       // A card order ended before its machine ever ran was paid for nothing: the payment goes back,
       // recorded with the transition so the payments job retries it if this process stops here.
