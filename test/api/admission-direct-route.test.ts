@@ -5,6 +5,7 @@ import { createTestContext, type TestContext } from '../helpers/context.js';
 import { account, offerIds } from '../helpers/rentals.js';
 import type { SignedUp } from '../helpers/factories.js';
 import { httpRequests } from '../../src/metrics/registry.js';
+import { bodyLimitOf } from '../../src/http/body-shape.js';
 
 // POST /api/v1/rentals is run ahead of the router (src/http/direct-route.ts); `/api/v1/rentals/`
 // (Express ignores the trailing slash) still walks the router to the same handlers. Whatever the
@@ -96,7 +97,7 @@ describe('POST /api/v1/rentals ahead of the router', () => {
   });
 
   it('refuses a body over the route limit with 413 before reading it all', async () => {
-    const [direct, walked] = await both({ body: JSON.stringify({ offerId, pad: 'x'.repeat(64 * 1024) }) });
+    const [direct, walked] = await both({ body: JSON.stringify({ offerId, pad: 'x'.repeat(bodyLimitOf('/api/v1/rentals').bytes) }) });
     sameAnswer(direct, walked, 'too large');
     assert.equal(direct.status, 413);
   });

@@ -145,7 +145,7 @@ describe('POST /api/v1/webhooks/stripe', () => {
       assert.equal((await deliver(ctx, payload, 'garbage')).status, 400);
       assert.equal((await deliver(ctx, payload, 't=1,v1=00')).status, 400);
       const form = await ctx.api.post('/api/v1/webhooks/stripe').set('Stripe-Signature', signature(ctx, payload)).type('form').send({ payload });
-      assert.equal(form.status, 400);
+      assert.equal(form.status, 415, 'a form is not the JSON that was signed');
       await assertNothingWritten(who, topupId);
     });
   });

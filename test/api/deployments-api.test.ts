@@ -92,7 +92,12 @@ describe('Deployments API', () => {
       const requestedAt = ctx.clock.now().toISOString();
       const { message, ...answer } = first.body.data;
       assert.deepEqual(answer, { accepted: true, deploymentId: r.deploymentId, rentalId: r.rentalId, status: 'TERMINATING', terminateRequestedAt: requestedAt });
-      assert.match(message, /TERMINATING.*until its status is TERMINATED/);
+      assert.match(message, new RegExp(`TERMINATING\\. Wait with GET /api/v1/rentals/${r.rentalId}\\?waitFor=TERMINATED \\(answered the moment`));
+      // The next step, followed literally, is a waiting read that works.
+      const waitPath = /GET (\/api\/v1\/rentals\/\S+)/.exec(message)![1];
+      const waited = await ctx.api.get(`${waitPath}&waitSeconds=1`).set(agent.auth);
+      assert.equal(waited.status, 200);
+      assert.equal(waited.body.data.rentalId, r.rentalId);
       const d1 = await deployment(r.deploymentId);
       assert.equal(d1.status, 'TERMINATING');
       assert.equal(d1.terminationReason, 'REQUESTED');
@@ -266,13 +271,16 @@ describe('Deployments API', () => {
       const pending = await reveal(agent, r.deploymentId);
       assert.equal(pending.status, 409, JSON.stringify(pending.body));
       assert.equal(pending.body.error.code, 'DEPLOYMENT_NOT_ACTIVE');
-      assert.match(pending.body.error.message, new RegExp(`${r.deploymentId} is PENDING.*retry in 10 s`));
-      assert.equal(pending.headers['retry-after'], '10');
-      await setStatus(ctx, r.deploymentId, 'PROVISIONING');
-      const provisioning = await reveal(agent, r.rentalId);
-      assert.equal(provisioning.status, 409);
-      assert.match(provisioning.body.error.message, /is PROVISIONING/);
-      assert.equal(provisioning.headers['retry-after'], '10');
+      assert.match(pending.body.error.message, new RegExp(`${r.deploymentId} is PENDING\\. The machine is starting: wait with GET /api/v1/rentals/${r.rentalId}\\?waitFor=ACTIVE,FAILED .*then reveal again, or retry in 5 s`));
+      assert.equal(pending.headers['retry-after'], '5');
+      // Retry-After follows the phase: a machine being checked is seconds away, one booting further.
+      for (const [phase, seconds] of [['booting', '10'], ['checking_gpus', '2'], ['starting', '2']] as const) {
+        await setStatus(ctx, r.deploymentId, 'PROVISIONING', { phase });
+        const provisioning = await reveal(agent, r.rentalId);
+        assert.equal(provisioning.status, 409);
+        assert.match(provisioning.body.error.message, new RegExp(`is PROVISIONING.*retry in ${seconds} s`));
+        assert.equal(provisioning.headers['retry-after'], seconds, phase);
+      }
       await makeActive(ctx, r.deploymentId);
       for (const status of ['TERMINATING', 'TERMINATED', 'FAILED'] as const) {
         await setStatus(ctx, r.deploymentId, status);
@@ -284,10 +292,10 @@ describe('Deployments API', () => {
       }
       // Audited against the deployment, whichever id was asked with.
       const rows = await audits(r.deploymentId);
-      assert.deepEqual(rows.map((a) => [a.keyId, a.outcome, a.refusal, a.refusedCalls]), [[agent.keyId, 'REFUSED', 'NOT_ACTIVE', 5]], 'one row counts the minute\'s refusals');
+      assert.deepEqual(rows.map((a) => [a.keyId, a.outcome, a.refusal, a.refusedCalls]), [[agent.keyId, 'REFUSED', 'NOT_ACTIVE', 7]], 'one row counts the minute\'s refusals');
       ctx.clock.advance(60_000);
       assert.equal((await reveal(agent, r.deploymentId)).status, 409);
-      assert.deepEqual((await audits(r.deploymentId)).map((a) => a.refusedCalls), [5, 1], 'the next minute has a row of its own');
+      assert.deepEqual((await audits(r.deploymentId)).map((a) => a.refusedCalls), [7, 1], 'the next minute has a row of its own');
     });
 
     it('accepts the rental id as well as the deployment id', async () => {

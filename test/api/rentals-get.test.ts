@@ -28,6 +28,10 @@ describe('GET /api/v1/rentals/{id}', () => {
     assert.equal(res.status, 200);
     assert.deepEqual(res.body.data, created);
     assert.equal(res.body.meta.apiVersion, 'v1');
+    // The deployment id names the same rental, as terminate and reveal take either.
+    const byDeployment = await get(who.auth, created.deploymentId.toUpperCase());
+    assert.equal(byDeployment.status, 200);
+    assert.deepEqual(byDeployment.body.data, created);
   });
 
   it('shows agent keys only their own rentals; owner keys see every rental of the account; other accounts get 404', async () => {
@@ -40,9 +44,11 @@ describe('GET /api/v1/rentals/{id}', () => {
     assert.equal((await get(agent.auth, r.rentalId)).status, 200);
     assert.equal((await get(owner.auth, r.rentalId)).status, 200);
     for (const who of [sibling, stranger]) {
-      const res = await get(who.auth, r.rentalId);
-      assert.equal(res.status, 404);
-      assert.equal(res.body.error.code, 'NOT_FOUND');
+      for (const id of [r.rentalId, r.deploymentId]) {
+        const res = await get(who.auth, id);
+        assert.equal(res.status, 404);
+        assert.equal(res.body.error.code, 'NOT_FOUND');
+      }
     }
     assert.equal((await get(agent.auth, randomUUID())).status, 404);
     assert.equal((await get(agent.auth, 'not-a-uuid')).status, 404);

@@ -274,6 +274,7 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       assert.equal(ended.structuredContent.rental.status, 'TERMINATED');
       assert.ok(ended.structuredContent.rental.endedAt);
       assert.equal(ended.structuredContent.status, 'TERMINATING', 'the status the request left it in');
+      assert.match(ended.structuredContent.next, /^Finished: the machine is destroyed/, 'the next step in the tools\' own words');
       assert.match(ended.structuredContent.message, /^Termination requested/);
 
       // A repeat says it has already finished; a reveal now is refused with the status, not "wrong id".

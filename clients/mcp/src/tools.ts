@@ -90,7 +90,7 @@ function nextStep(r: Rental): string {
     case 'AWAITING_PAYMENT':
       return 'It starts once its card payment arrives.';
     default:
-      return r.status === 'TERMINATED' ? 'Finished: the machine is destroyed (endedAt).' : 'Terminating: call get_rental with waitFor ["TERMINATED"].';
+      return r.status === 'TERMINATED' ? 'Finished: the machine is destroyed (endedAt).' : `Terminating: call get_rental with rentalId ${r.rentalId} and waitFor ["TERMINATED"].`;
   }
 }
 
@@ -411,7 +411,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
         `Destroys the machine (irreversible; everything on it is lost) and stops charges. Accepts a rental or deployment id. With waitSeconds (max ${MAX_WAIT_SECONDS}) waits for verified destruction (status TERMINATED, endedAt set). ` +
         'Destructive tool: needs a server started with GPR_MCP_ALLOW_SPEND=1 and the `manage` scope; when refused, ask a human to run `gpr terminate <rentalId> --wait`.',
       inputSchema: { ...s.rentalTarget, waitSeconds: z.number().int().min(1).max(MAX_WAIT_SECONDS).optional() },
-      outputSchema: { accepted: z.boolean(), status: z.string(), message: z.string(), rental: s.rental },
+      outputSchema: { accepted: z.boolean(), status: z.string(), message: z.string(), rental: s.rental, next: z.string() },
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
     },
     wrap('terminate_deployment', { guarded: 'destroys' }, async (a: RentalTarget & { waitSeconds?: number }) => {
@@ -423,12 +423,14 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       const { accepted, status, message } = await client.terminate(deploymentId);
       if (a.waitSeconds && status !== 'TERMINATED' && status !== 'FAILED') {
         try {
-          return success({ accepted, status, message, rental: await client.waitForRental(rentalId, { until: 'TERMINATED', timeoutMs: a.waitSeconds * 1000 }) });
+          const ended = await client.waitForRental(rentalId, { until: 'TERMINATED', timeoutMs: a.waitSeconds * 1000 });
+          return success({ accepted, status, message, rental: ended, next: nextStep(ended) });
         } catch (err) {
           if ((err as Error).name !== 'GprTimeoutError') throw err;
         }
       }
-      return success({ accepted, status, message, rental: await client.getRental(rentalId) });
+      const rental = await client.getRental(rentalId);
+      return success({ accepted, status, message, rental, next: nextStep(rental) });
     }),
   );
 }

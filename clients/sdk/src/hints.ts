@@ -175,22 +175,48 @@ export const STARTING_STATUSES: readonly string[] = ['PENDING', 'PROVISIONING'];
 /** Statuses a rental never leaves for ACTIVE: a reveal refused in one of them never succeeds. */
 export const ENDING_STATUSES: readonly string[] = ['TERMINATING', 'TERMINATED', 'FAILED'];
 
-/** Seconds a reveal refused while the machine starts asks the caller to wait (`Retry-After`). */
-export const REVEAL_RETRY_AFTER_SECONDS = 10;
+/**
+ * The one way to wait on a rental, whichever of its ids the caller holds: its waiting read,
+ * answered the moment its status is one of `statuses` (or after `waitSeconds`, as it is then).
+ */
+export function waitingRead(rentalId: string, statuses: readonly string[]): string {
+  return `GET /api/v1/rentals/${rentalId}?waitFor=${statuses.join(',')}`;
+}
 
 /**
- * The refusal of a credentials reveal on deployment `deploymentId` while it is `status`, not
- * ACTIVE: whether it will become ACTIVE, and when to ask again or what to do instead.
+ * Seconds a reveal refused while the machine starts asks the caller to wait (`Retry-After`), by
+ * the phase it is in: a machine being checked is seconds from ACTIVE, one booting or pulling its
+ * image a minute or more, one waiting for capacity longer still.
  */
-export function revealNotActiveMessage(status: string, deploymentId: string): string {
+export function revealRetryAfterSeconds(phase: string | null): number {
+  switch (phase) {
+    case 'waiting_for_ssh':
+    case 'checking_gpus':
+    case 'starting':
+      return 2;
+    case 'waiting_for_capacity':
+      return 30;
+    case 'creating':
+    case 'booting':
+    case 'pulling_image':
+      return 10;
+    default:
+      return 5;
+  }
+}
+
+/**
+ * The refusal of a credentials reveal on deployment `deploymentId` (of rental `rentalId`) while it
+ * is `status`, not ACTIVE: whether it will become ACTIVE, and how to wait for it or what to do instead.
+ */
+export function revealNotActiveMessage(status: string, deploymentId: string, rentalId: string, retryAfterSeconds?: number): string {
   const head = `Credentials exist only while a deployment is ACTIVE; ${deploymentId} is ${status}.`;
+  const wait = `wait with ${waitingRead(rentalId, ['ACTIVE', 'FAILED'])} (answered the moment its status changes), then reveal again`;
   if (STARTING_STATUSES.includes(status)) {
-    return `${head} The machine is starting: retry in ${REVEAL_RETRY_AFTER_SECONDS} s (Retry-After), or poll GET /api/v1/deployments/${deploymentId} until its status is ACTIVE.`;
+    return `${head} The machine is starting: ${wait}${retryAfterSeconds === undefined ? '' : `, or retry in ${retryAfterSeconds} s (Retry-After)`}.`;
   }
-  if (status === 'AWAITING_PAYMENT') {
-    return `${head} It starts once its card payment arrives: have the checkout link paid, then poll GET /api/v1/deployments/${deploymentId} until its status is ACTIVE.`;
-  }
-  return `${head} It will never be ACTIVE again, so do not retry: GET /api/v1/deployments/${deploymentId} says how it ended; rent a new machine with POST /api/v1/rentals.`;
+  if (status === 'AWAITING_PAYMENT') return `${head} It starts once its card payment arrives: have the checkout link paid, then ${wait}.`;
+  return `${head} It will never be ACTIVE again, so do not retry: GET /api/v1/rentals/${rentalId} says how it ended; rent a new machine with POST /api/v1/rentals.`;
 }
 
 /**
@@ -210,16 +236,16 @@ export function notFoundNext(list: string): string {
 }
 
 /** The answer to a terminate request, by the status the deployment has after it. */
-export function terminateMessage(status: string, deploymentId: string): string {
+export function terminateMessage(status: string, rentalId: string): string {
   switch (status) {
     case 'TERMINATED':
-      return `Already TERMINATED: the machine is destroyed and charges have stopped (endedAt on GET /api/v1/deployments/${deploymentId}). Nothing more to do.`;
+      return `Already TERMINATED: the machine is destroyed and charges have stopped (endedAt on GET /api/v1/rentals/${rentalId}). Nothing more to do.`;
     case 'FAILED':
       return `Already FAILED: it never became ACTIVE, and any debit for it is returned (reversalStatus on the rental). Nothing more to do.`;
     case 'AWAITING_PAYMENT':
       return `Termination recorded: the rental awaits card payment, and will be terminated instead of started if the payment arrives.`;
     default:
-      return `Termination requested: the deployment is ${status}. Poll GET /api/v1/deployments/${deploymentId} until its status is TERMINATED; charges stop at the request.`;
+      return `Termination requested: the deployment is ${status}. Wait with ${waitingRead(rentalId, ['TERMINATED'])} (answered the moment its machine is verified gone); charges stop at the request.`;
   }
 }
 
@@ -231,7 +257,7 @@ export function revokedKeyRentalsNote(count: number, terminated: boolean): strin
   if (count === 0) return 'The key had no unfinished rentals.';
   const n = count === 1 ? '1 rental' : `${count} rentals`;
   return terminated
-    ? `${n} of the key terminated with it: poll GET /api/v1/deployments/{deploymentId} until its status is TERMINATED.`
+    ? `${n} of the key terminated with it: wait for each with ${waitingRead('{rentalId}', ['TERMINATED'])} (liveRentals lists their ids).`
     : `${n} of the key keep running and are charged until terminated: terminate each with POST /api/v1/deployments/{deploymentId}/terminate, or repeat this call with ?terminateRentals=true.`;
 }
 

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { REVEAL_RETRY_AFTER_SECONDS, revealNotActiveMessage, STARTING_STATUSES } from '../../../clients/sdk/src/hints.js';
+import { revealNotActiveMessage, revealRetryAfterSeconds, STARTING_STATUSES } from '../../../clients/sdk/src/hints.js';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
@@ -29,14 +29,14 @@ export class CredentialsService {
    */
   async reveal(principal: Principal, id: string, requestId: string): Promise<CredentialsDto> {
     const asked = id.toLowerCase();
-    let result: { dto: CredentialsDto } | { refusal: 'NOT_FOUND' } | { refusal: 'NOT_ACTIVE'; status: string; deploymentId: string };
+    let result: { dto: CredentialsDto } | { refusal: 'NOT_FOUND' } | { refusal: 'NOT_ACTIVE'; status: string; deploymentId: string; rentalId: string; phase: string | null };
     try {
       result = await inTransaction(this.ds, async (m) => {
         // The row lock holds the status until the audit row commits: termination cannot slip between.
         const d = await lockDeploymentOrRentalFor(m, principal, asked);
         if (!d) return { refusal: 'NOT_FOUND' as const };
         if (d.status !== 'ACTIVE' || !d.sshPrivateKeyEnc || !d.sshKeyKid || !d.sshHost || !d.sshPort || !d.sshUser) {
-          return { refusal: 'NOT_ACTIVE' as const, status: d.status, deploymentId: d.id };
+          return { refusal: 'NOT_ACTIVE' as const, status: d.status, deploymentId: d.id, rentalId: d.orderId, phase: d.phase };
         }
         const privateKey = this.box.open(d.sshPrivateKeyEnc, d.sshKeyKid, d.id);
         const now = this.clock.now();
@@ -67,8 +67,9 @@ export class CredentialsService {
     }
     await this.recordRefusal(principal, result.deploymentId, requestId, 'NOT_ACTIVE');
     // Found, but not now: 404 would tell an agent the id is wrong. Retry-After only where waiting helps.
-    const retry: Record<string, string> = STARTING_STATUSES.includes(result.status) ? { 'Retry-After': String(REVEAL_RETRY_AFTER_SECONDS) } : {};
-    throw new AppError('DEPLOYMENT_NOT_ACTIVE', revealNotActiveMessage(result.status, result.deploymentId), retry);
+    const retryAfter = STARTING_STATUSES.includes(result.status) ? revealRetryAfterSeconds(result.phase) : undefined;
+    const retry: Record<string, string> = retryAfter === undefined ? {} : { 'Retry-After': String(retryAfter) };
+    throw new AppError('DEPLOYMENT_NOT_ACTIVE', revealNotActiveMessage(result.status, result.deploymentId, result.rentalId, retryAfter), retry);
   }
 
   /**

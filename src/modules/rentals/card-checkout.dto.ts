@@ -33,7 +33,7 @@ export interface CardCheckoutQuote {
 }
 
 export interface CardCheckoutResponse {
-  /** The rental id; poll GET /api/v1/rentals/{orderId}. */
+  /** The rental id; wait with GET /api/v1/rentals/{orderId}?waitFor=ACTIVE,FAILED. */
   orderId: string;
   /**
    * The hosted payment page a human opens to pay. Success here means the checkout exists, not

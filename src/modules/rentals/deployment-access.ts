@@ -16,6 +16,6 @@ export function terminateAnswer(d: Deployment): TerminateAccepted {
     rentalId: d.orderId,
     status: d.status,
     terminateRequestedAt: d.terminateRequestedAt?.toISOString() ?? null,
-    message: terminateMessage(d.status, d.id),
+    message: terminateMessage(d.status, d.orderId),
   };
 }
