@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { Express } from 'express';
 import { systemClock } from './clock.js';
 import { assertSafeToRun, ConfigError, configErrorLine, loadConfig, parseRoles, type Config, type Role } from './config.js';
+import { offSurfaces } from './operator-surfaces.js';
 import { createApp } from './app.js';
 import { createServices, type Services } from './container.js';
 import { isConnectionError } from './db/connection-errors.js';
@@ -101,6 +102,7 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
       `GPU rental service listening on ${config.host}:${config.port} (public URL ${config.publicBaseUrl}, docs at /docs); try: curl ${local}/api/v1/gpus`,
     );
   }
+  for (const line of offSurfaces(config, roles)) logger.info(line);
   if (roles.includes('worker')) worker = await startWorker(services);
   else logger.info('no worker role here: inventory is refreshed by worker processes');
   if (roles.includes('bot') && !config.telegramBotToken) {

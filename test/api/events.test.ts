@@ -52,9 +52,15 @@ describe('events: the durable log', function () {
   it('writes each status change of a rental once, in order, carrying the rental as a read showed it then', async () => {
     const who = await account(ctx, { creditsMinor: 5000 });
     const start = (await page(who)).body.meta.nextAfter;
-    assert.deepEqual((await page(who)).body.data, [], 'without after, the page starts after the newest event');
+    assert.deepEqual((await page(who)).body.data, [], 'a new key has no history');
     const rentalId = await rentAndFinish(who);
     const events = (await all(who, start)).filter((e) => e.data.rentalId === rentalId);
+    // Without after: the newest page of the history, oldest first, and where to go on from.
+    const latest = await ctx.api.get('/api/v1/events?limit=2').set(who.auth);
+    assert.equal(latest.status, 200);
+    assert.deepEqual(latest.body.data.map((e: { type: string }) => e.type), ['rental.terminating', 'rental.terminated']);
+    assert.equal(latest.body.meta.nextAfter, events[3].id);
+    assert.deepEqual((await ctx.api.get(`/api/v1/events?after=${latest.body.meta.nextAfter}`).set(who.auth)).body.data, [], 'nothing after the newest');
     assert.deepEqual(events.map((e) => e.type), ['rental.provisioning', 'rental.active', 'rental.terminating', 'rental.terminated']);
     assert.deepEqual(events.map((e) => e.data.status), ['PROVISIONING', 'ACTIVE', 'TERMINATING', 'TERMINATED']);
     assert.ok(events.every((e, i) => i === 0 || BigInt(e.id) > BigInt(events[i - 1].id)), 'ids grow');

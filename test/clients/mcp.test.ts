@@ -296,14 +296,16 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       assert.equal(page.structuredContent.nextCursor, null);
     });
 
-    it('list_events tells its life after an id, and from now on without one', async () => {
+    it('list_events tells its life after an id, and the newest page without one', async () => {
       const page = await call('list_events', { after: '0', limit: 100 });
       assert.ok(!page.isError, JSON.stringify(page));
       const types = page.structuredContent.events.filter((e: { data: { rentalId?: string } }) => e.data.rentalId === rentalId).map((e: { type: string }) => e.type);
       assert.deepEqual(types, ['rental.provisioning', 'rental.active', 'rental.terminating', 'rental.terminated']);
-      const now = await call('list_events', {});
-      assert.deepEqual(now.structuredContent.events, []);
-      assert.equal(now.structuredContent.nextAfter, page.structuredContent.nextAfter);
+      const latest = await call('list_events', { limit: 2 });
+      assert.deepEqual(latest.structuredContent.events.map((e: { type: string }) => e.type), ['rental.terminating', 'rental.terminated'], 'the newest, oldest first');
+      assert.equal(latest.structuredContent.nextAfter, page.structuredContent.nextAfter);
+      const after = await call('list_events', { after: latest.structuredContent.nextAfter });
+      assert.deepEqual(after.structuredContent.events, [], 'nothing after the newest');
     });
   });
 });

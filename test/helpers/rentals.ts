@@ -156,3 +156,21 @@ export async function rentUntilTerminated(ctx: TestContext, who: SignedUp, offer
   await waitFor(async () => (ctx.clock.advance(200), (await status()) === 'TERMINATED'), 20_000, 'TERMINATED');
   return { rentalId, deploymentId };
 }
+
+/**
+ * Runs a lifecycle step (provision, terminate) on the deployment again and again, as its job
+ * would be run, until the deployment has `status`; answers it then.
+ */
+export async function stepUntil(ctx: TestContext, deploymentId: string, status: RentalStatus, step: (deploymentId: string) => Promise<unknown>, timeoutMs = 30_000): Promise<Deployment> {
+  let d: Deployment | null = null;
+  await waitFor(
+    async () => {
+      await step(deploymentId);
+      d = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: deploymentId });
+      return d.status === status;
+    },
+    timeoutMs,
+    `deployment ${deploymentId} ${status}`,
+  );
+  return d!;
+}

@@ -15,7 +15,7 @@ import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
 import { assertLedgerConsistent } from '../helpers/ledger.js';
 import { waitFor } from '../helpers/process.js';
-import { account, addKey, offerIds, rent, rentOk } from '../helpers/rentals.js';
+import { account, addKey, offerIds, rent, rentOk, stepUntil } from '../helpers/rentals.js';
 
 // 3,600 cents an hour: a cent a second, so every charge below reads as the seconds it covers.
 const base = { category: 'datacenter', vramGb: 80, maximumDurationSeconds: 86400, provisionSeconds: 0, create: 'ok' as const, destroy: 'ok' as const };
@@ -153,14 +153,7 @@ describe('no free compute: a machine that worked for its renter is charged wheth
     ctx.clock.advance(300_000);
     assert.equal((await ctx.api.post(`/api/v1/deployments/${r.deploymentId}/terminate`).set(who.auth)).status, 202);
     ctx.clock.advance(60_000);
-    await waitFor(
-      async () => {
-        await life.terminate(r.deploymentId);
-        return (await dep(r.deploymentId)).status === 'TERMINATED';
-      },
-      30_000,
-      'TERMINATED',
-    );
+    await stepUntil(ctx, r.deploymentId, 'TERMINATED', (id) => life.terminate(id));
     const usage = (await entries(r.rentalId)).filter((e) => e.kind === 'USAGE');
     assert.deepEqual(usage.map((e) => e.amountMinor), [-300]);
     assert.equal(await balance(who.accountId), 10_000 - 300);
@@ -177,14 +170,7 @@ describe('no free compute: a machine that worked for its renter is charged wheth
     const target = { host: d.sshHost!, port: d.sshPort!, user: d.sshUser!, privateKey: SecretBox.fromConfig(ctx.config).open(d.sshPrivateKeyEnc!, d.sshKeyKid!, d.id) };
     await sshExec(target, 'touch "$HOME/release"');
     await waitFor(async () => (await sshExec(target, `test -f "$HOME/${STARTUP_MARKER_PATH}" && echo yes`)).stdout.trim() === 'yes', 10_000, 'the marker back');
-    await waitFor(
-      async () => {
-        await life.provision(r.deploymentId);
-        return (await dep(r.deploymentId)).status === 'ACTIVE';
-      },
-      30_000,
-      'ACTIVE',
-    );
+    await stepUntil(ctx, r.deploymentId, 'ACTIVE', (id) => life.provision(id));
     const active = await dep(r.deploymentId);
     assert.equal(active.startedAt!.getTime() - d.usableAt!.getTime(), 600_000);
     const usage = (await entries(r.rentalId)).filter((e) => e.kind === 'USAGE');
@@ -193,14 +179,7 @@ describe('no free compute: a machine that worked for its renter is charged wheth
     assert.equal(await balance(who.accountId), 10_000 - 600);
     await assertLedgerConsistent(ctx.services.ds);
     assert.equal((await ctx.api.post(`/api/v1/deployments/${r.deploymentId}/terminate`).set(who.auth)).status, 202);
-    await waitFor(
-      async () => {
-        await life.terminate(r.deploymentId);
-        return (await dep(r.deploymentId)).status === 'TERMINATED';
-      },
-      30_000,
-      'TERMINATED',
-    );
+    await stepUntil(ctx, r.deploymentId, 'TERMINATED', (id) => life.terminate(id));
   });
 
   it('counts a login as an answer whatever the check found, and only machines given the renter\'s settings', () => {

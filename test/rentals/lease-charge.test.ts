@@ -8,8 +8,7 @@ import { createRentalLifecycle, type RentalLifecycle } from '../../src/modules/r
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { assertLedgerConsistent } from '../helpers/ledger.js';
-import { waitFor } from '../helpers/process.js';
-import { account, offerIds, rentOk } from '../helpers/rentals.js';
+import { account, offerIds, rentOk, stepUntil } from '../helpers/rentals.js';
 
 // A cent a second: a 60 s lease costs 60 cents, and 72 s would cost 72.
 const OFFERS: LocalInventoryOffer[] = [
@@ -36,28 +35,14 @@ describe('a lease bounds what is charged: never past endsAt, however late its en
   async function leased(): Promise<{ accountId: string; rentalId: string; deploymentId: string; endsAt: Date }> {
     const who = await account(ctx, { billingModel: 'ACCOUNT_BALANCE', creditsMinor: 10_000 });
     const r = await rentOk(ctx, who, { offerId, terminateAfterSeconds: 60 });
-    await waitFor(
-      async () => {
-        await life.provision(r.deploymentId);
-        return (await dep(r.deploymentId)).status === 'ACTIVE';
-      },
-      30_000,
-      'ACTIVE',
-    );
+    await stepUntil(ctx, r.deploymentId, 'ACTIVE', (id) => life.provision(id));
     const d = await dep(r.deploymentId);
     assert.equal(d.endsAt!.getTime() - d.startedAt!.getTime(), 60_000);
     return { accountId: who.accountId, rentalId: r.rentalId, deploymentId: r.deploymentId, endsAt: d.endsAt! };
   }
 
   async function terminated(deploymentId: string): Promise<Deployment> {
-    await waitFor(
-      async () => {
-        await life.terminate(deploymentId);
-        return (await dep(deploymentId)).status === 'TERMINATED';
-      },
-      30_000,
-      'TERMINATED',
-    );
+    await stepUntil(ctx, deploymentId, 'TERMINATED', (id) => life.terminate(id));
     return dep(deploymentId);
   }
 

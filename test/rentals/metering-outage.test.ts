@@ -10,8 +10,7 @@ import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
 import { assertLedgerConsistent } from '../helpers/ledger.js';
-import { waitFor } from '../helpers/process.js';
-import { account, offerIds, rent, rentOk } from '../helpers/rentals.js';
+import { account, offerIds, rent, rentOk, stepUntil } from '../helpers/rentals.js';
 
 const base = { name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, maximumDurationSeconds: 86400, provisionSeconds: 0, create: 'ok' as const, destroy: 'ok' as const };
 const OFFERS: LocalInventoryOffer[] = [
@@ -39,14 +38,7 @@ describe('metering across a worker outage: admission waits for billing, and the 
 
   async function running(who: SignedUp, offerId: string): Promise<string> {
     const r = await rentOk(ctx, who, { offerId });
-    await waitFor(
-      async () => {
-        await life.provision(r.deploymentId);
-        return (await dep(r.deploymentId)).status === 'ACTIVE';
-      },
-      30_000,
-      'ACTIVE',
-    );
+    await stepUntil(ctx, r.deploymentId, 'ACTIVE', (id) => life.provision(id));
     return r.deploymentId;
   }
 
@@ -108,14 +100,7 @@ describe('metering across a worker outage: admission waits for billing, and the 
     const after = await rent(ctx, who, { offerId: ids['mo-slow'] });
     assert.equal(after.status, 402, JSON.stringify(after.body));
     assert.equal(after.body.error.code, 'ACCOUNT_FROZEN');
-    await waitFor(
-      async () => {
-        await life.terminate(id);
-        return (await dep(id)).status === 'TERMINATED';
-      },
-      30_000,
-      'TERMINATED',
-    );
+    await stepUntil(ctx, id, 'TERMINATED', (id) => life.terminate(id));
     assert.equal(await balance(who.accountId), 400 - accrued, 'nothing accrues after the request');
     await assertLedgerConsistent(ctx.services.ds);
   });

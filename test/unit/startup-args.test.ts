@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { assertSafeToRun, ConfigError, configErrorLine, loadConfig, parseRoles } from '../../src/config.js';
+import { offSurfaces } from '../../src/operator-surfaces.js';
 import { spawnService } from '../helpers/process.js';
 
 /** What the service prints and exits 1 on, before it touches anything (src/main.ts). */
@@ -43,5 +44,17 @@ describe('start-up arguments and configuration', () => {
     const code = await svc.exited;
     assert.equal(code, 1);
     assert.match(svc.stderr(), /^Configuration error: the local provider with the built-in development SECRETS_KEY/m);
+  });
+});
+
+describe('start lines for what is off', () => {
+  it('names the settings that turn metrics and the jobs dashboard on, and says nothing of what is on', () => {
+    const off = { metricsToken: undefined, metricsPort: undefined, adminJobsUser: undefined, adminJobsPassword: undefined };
+    const lines = offSurfaces(off, ['api', 'worker']);
+    assert.equal(lines.length, 2);
+    assert.match(lines[0], /^metrics are off: set METRICS_TOKEN .* or METRICS_PORT/);
+    assert.match(lines[1], /^the jobs dashboard is off: set ADMIN_JOBS_USER and ADMIN_JOBS_PASSWORD/);
+    assert.deepEqual(offSurfaces({ ...off, metricsPort: 9464 }, ['worker']), [], 'a worker serves no dashboard; metrics are on');
+    assert.deepEqual(offSurfaces({ ...off, metricsToken: 't', adminJobsUser: 'u', adminJobsPassword: 'p' }, ['api']), []);
   });
 });

@@ -347,9 +347,9 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       title: 'List events',
       description:
         "The key's events after an id, oldest first: rental.provisioning, rental.active, rental.failed, rental.terminating, rental.terminated, rental.expiring, rental.idle_warning, credits.low (owner keys also topup.paid). " +
-        'data is the rental (or the balance) as a read showed it then. Without after the page starts after the newest event (empty): keep nextAfter and pass it as after next time to see what happened since.',
+        'data is the rental (or the balance) as a read showed it then. Without after the page is the newest events (the latest 50 unless limit says otherwise), so a first look shows what happened; keep nextAfter and pass it as after next time to see what happened since (after "0": the whole history).',
       inputSchema: {
-        after: z.string().regex(/^\d{1,20}$/).optional().describe('an event id (a previous nextAfter); absent: from now on'),
+        after: z.string().regex(/^\d{1,20}$/).optional().describe('an event id (a previous nextAfter); absent: the newest page; "0": from the start'),
         limit: z.number().int().min(1).max(100).optional().describe('default 50'),
       },
       outputSchema: { events: z.array(s.event), nextAfter: z.string() },

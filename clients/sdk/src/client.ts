@@ -252,7 +252,7 @@ export class GprClient {
 
   /**
    * One page of the caller's events after `after`, oldest first (`limit` 1 to 100, default 50).
-   * Without `after` the page starts after the newest event: keep `nextAfter` for the next call.
+   * Without `after` the page is the caller's newest `limit` events: keep `nextAfter` for the next call.
    */
   async events(opts: { after?: string; limit?: number } = {}): Promise<EventPage> {
     const q = new URLSearchParams();

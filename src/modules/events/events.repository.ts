@@ -94,15 +94,28 @@ const toEvent = (r: EventRow): StoredEvent => ({
  * events meant for agents ({@link AGENT_ACCOUNT_EVENTS}) besides.
  */
 export async function eventsAfter(ds: DataSource, viewer: Viewer, afterSeq: string, limit: number): Promise<NumberedEvent[]> {
+  return visibleEvents(ds, viewer, { afterSeq }, limit);
+}
+
+/** The viewer's newest `limit` events (by the same rule as {@link eventsAfter}), oldest first. */
+export async function latestEvents(ds: DataSource, viewer: Viewer, limit: number): Promise<NumberedEvent[]> {
+  return (await visibleEvents(ds, viewer, { newest: true }, limit)).reverse();
+}
+
+// The one visibility rule's reads, for a whole account (owners) or a key (agents), after a number
+// (oldest first) or the newest (newest first). `seq > ?` and `seq IS NOT NULL` hold only for
+// numbered rows.
+const ACCOUNT_AFTER = 'SELECT * FROM events WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?';
+const KEY_AFTER = 'SELECT * FROM events WHERE account_id = ? AND seq > ? AND (key_id = ? OR (key_id IS NULL AND type IN (?))) ORDER BY seq LIMIT ?';
+const ACCOUNT_NEWEST = 'SELECT * FROM events WHERE account_id = ? AND seq IS NOT NULL ORDER BY seq DESC LIMIT ?';
+const KEY_NEWEST = 'SELECT * FROM events WHERE account_id = ? AND seq IS NOT NULL AND (key_id = ? OR (key_id IS NULL AND type IN (?))) ORDER BY seq DESC LIMIT ?';
+
+async function visibleEvents(ds: DataSource, viewer: Viewer, from: { afterSeq: string } | { newest: true }, limit: number): Promise<NumberedEvent[]> {
   const { accountId, keyId } = visibleRows(viewer);
-  const rows: EventRow[] =
-    keyId === undefined
-      ? await ds.query(`SELECT * FROM events WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?`, [accountId, afterSeq, limit])
-      : await ds.query(
-          `SELECT * FROM events WHERE account_id = ? AND seq > ? AND (key_id = ? OR (key_id IS NULL AND type IN (?))) ORDER BY seq LIMIT ?`,
-          [accountId, afterSeq, keyId, AGENT_ACCOUNT_EVENTS, limit],
-        );
-  // `seq > ?` holds only for numbered rows.
+  const after = 'afterSeq' in from ? [from.afterSeq] : [];
+  const byKey = keyId === undefined ? [] : [keyId, AGENT_ACCOUNT_EVENTS];
+  const sql = after.length ? (keyId === undefined ? ACCOUNT_AFTER : KEY_AFTER) : keyId === undefined ? ACCOUNT_NEWEST : KEY_NEWEST;
+  const rows: EventRow[] = await ds.query(sql, [accountId, ...after, ...byKey, limit]);
   return rows.map(toEvent).filter(isNumbered);
 }
 

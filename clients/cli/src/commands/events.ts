@@ -29,7 +29,7 @@ export function eventCommands(program: Command, ctx: Ctx): void {
   program
     .command('events')
     .description("Your events (rentals starting, running, failing, ending; credits): a page after --after, or --follow them as they happen")
-    .option('--after <id>', 'events after this id (a previous listing prints the next one); without it, from now on')
+    .option('--after <id>', 'events after this id (a previous listing prints the next one; 0: from the start); without it, the newest page (with --follow: from now on)')
     .option('--limit <n>', 'how many in a page (1-100, default 50)')
     .option('--follow', 'keep printing events as they happen (the event stream, reconnecting with the last id) until interrupted')
     .action(async (o: { after?: string; limit?: string; follow?: boolean }) => {

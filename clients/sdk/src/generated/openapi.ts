@@ -282,8 +282,11 @@ export interface paths {
          *     `rental.failed`, `rental.terminating`, `rental.terminated`, `rental.expiring`,
          *     `rental.idle_warning`, `credits.low`, `topup.paid`. Each is written with the change it reports
          *     and carries what a read returned then. Agent keys see their own rentals' events and
-         *     `credits.low`; owner keys every event of the account. Without `after` the page starts after
-         *     the newest event (empty): keep `meta.nextAfter` and pass it as `after` next time.
+         *     `credits.low`; owner keys every event of the account. Without `after` the page is the newest
+         *     `limit` events of the caller's history (the latest 50 by default), oldest first: a first look
+         *     shows what happened. Keep `meta.nextAfter` and pass it as `after` next time for what follows
+         *     (`after=0` reads the history from its start). The stream (`Accept: text/event-stream`) starts
+         *     from now without `after` or `Last-Event-ID`.
          */
         get: operations["listEvents"];
         put?: never;
@@ -3568,7 +3571,7 @@ export interface operations {
     listEvents: {
         parameters: {
             query?: {
-                /** @description The last event id seen. */
+                /** @description The last event id seen; absent: the newest page of history. */
                 after?: string;
                 /** @description Events per page, 1 to 100 (default 50). */
                 limit?: number;
