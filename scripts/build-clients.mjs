@@ -4,7 +4,8 @@
  * Run by `npm run build:clients` (and the root `prepare`), after the SDK's own tsc build.
  */
 import { build } from 'esbuild';
-import { readFileSync, chmodSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -17,9 +18,12 @@ await Promise.all(
   targets.map(async ({ dir, entry, out }) => {
     const pkg = JSON.parse(readFileSync(`${root}${dir}/package.json`, 'utf8'));
     const outfile = `${root}${dir}/${out}`;
-    await build({
+    // Written whole and renamed into place: a process running the bundle meanwhile (a test, an
+    // agent) sees the old file or the new one, never half of one.
+    const result = await build({
       entryPoints: [`${root}${dir}/${entry}`],
       outfile,
+      write: false,
       bundle: true,
       platform: 'node',
       format: 'esm',
@@ -30,6 +34,10 @@ await Promise.all(
       // CommonJS dependencies inside an ESM bundle still call require() for Node built-ins.
       banner: { js: "#!/usr/bin/env node\nimport { createRequire as __gprCreateRequire } from 'node:module';\nconst require = __gprCreateRequire(import.meta.url);" },
     });
-    chmodSync(outfile, 0o755);
+    mkdirSync(dirname(outfile), { recursive: true });
+    const next = `${outfile}.${process.pid}.tmp`;
+    writeFileSync(next, result.outputFiles[0].contents, { mode: 0o755 });
+    chmodSync(next, 0o755);
+    renameSync(next, outfile);
   }),
 );

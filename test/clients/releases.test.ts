@@ -7,10 +7,12 @@ import { join } from 'node:path';
 import { unzipSync } from 'fflate';
 import type { ReleaseManifest } from '../../src/http/releases.router.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { ROOT } from './helpers/build.js';
+import { ROOT, underBuildLock } from './helpers/build.js';
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-const release = (...args: string[]) => execFileSync('npm', ['run', '--silent', 'release', '--', ...args], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+// A release builds the clients again: not while another process of the run builds them.
+const release = (...args: string[]) =>
+  underBuildLock(() => execFileSync('npm', ['run', '--silent', 'release', '--', ...args], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }));
 
 describe('client releases (npm run release, served at RELEASES_URL)', function () {
   this.timeout(120_000);
