@@ -43,9 +43,11 @@ if (fresh) {
 // The service serves its own client releases (GET /releases/latest.json) and reads them per
 // request, so it never waits for them: a missing release is built beside it, at the lowest CPU
 // priority, and served once it is there (404 until then).
+/** One log line as the service writes them (JSON, its logger's fields), for what this script does beside it. */
+const logLine = (level, msg, fields) => process.stdout.write(`${JSON.stringify({ level, time: new Date().toISOString(), service: 'gpu-rental', component: 'start', ...fields, msg })}\n`);
 const version = clientVersion(root);
 if (process.argv[2] !== 'owner' && version !== undefined && !releaseIsBuilt(releasesDir, version)) {
-  process.stderr.write(`start: building the client releases in ${releasesDir} in the background (npm run release)\n`);
+  logLine('info', `building the client releases in ${releasesDir} in the background (npm run release)`, { releasesDir, version });
   // Its own process group, so the service's end (or Ctrl-C) takes the packaging steps along too.
   const rel = spawn(process.execPath, ['--import', 'tsx', join(root, 'scripts', 'release.ts'), '--if-missing', '--out', releasesDir], { stdio: 'ignore', cwd: root, detached: true });
   try {
@@ -54,8 +56,8 @@ if (process.argv[2] !== 'owner' && version !== undefined && !releaseIsBuilt(rele
     // It ended already, or this system refuses: it then shares the CPU as it is.
   }
   rel.on('exit', (code, signal) => {
-    if (code === 0) process.stderr.write(`start: client releases built in ${releasesDir}\n`);
-    else if (!signal) process.stderr.write('start: building the client releases failed; run `npm run release` to see why\n');
+    if (code === 0) logLine('info', `client releases built in ${releasesDir}: served at /releases/latest.json`, { releasesDir, version });
+    else if (!signal) logLine('error', 'building the client releases failed; run `npm run release` to see why', { releasesDir, version, exitCode: code });
   });
   rel.unref();
   process.on('exit', () => {
