@@ -5,6 +5,7 @@ import type { Services } from './container.js';
 import { databaseAnswers } from './db/data-source.js';
 import { envelope, errorEnvelope } from './errors/envelope.js';
 import { bearerMatches } from './metrics/metrics-endpoint.js';
+import { providerAdvice } from './modules/inventory/provider-status.js';
 
 /** A probe that takes longer than this counts as failed: orchestrators give up on a probe after a second or two. */
 export const READINESS_TIMEOUT_MS = 2_000;
@@ -31,6 +32,13 @@ export interface ReadinessReport {
    * request bearing METRICS_TOKEN, never in a public answer (it can name hosts, users, schemas).
    */
   detail?: string;
+  /**
+   * An api process's configured clouds and how each stands (`ok`, `degraded`, `down`): ready with
+   * one down is `degraded` while another serves offers. Absent for workers and bots.
+   */
+  providers?: Record<string, 'ok' | 'degraded' | 'down'>;
+  /** For each cloud not `ok`, what to look at, naming the setting (e.g. `vast down: VAST_PROVIDER_API_KEY refused (auth)`). */
+  advice?: string[];
 }
 
 /** Asks whether this process can take work now. */
@@ -118,6 +126,13 @@ export function readinessProbe(s: Pick<Services, 'ds' | 'config' | 'inventory' |
         );
       }
       checks.inventory = 'ok';
+      // Which clouds serve: ready while any does, degraded while another does not.
+      const statuses = await withTimeout(s.inventory.providerStatuses(), 'the provider statuses').catch(() => null);
+      if (statuses) {
+        const providers = Object.fromEntries(statuses.map((p) => [p.id, p.status]));
+        const advice = statuses.filter((p) => p.status !== 'ok').map((p) => providerAdvice(p.id, p.status, p.lastErrorClass));
+        return { report: { ready: true, checks, providers, ...(advice.length ? { advice } : {}) } };
+      }
     }
     return { report: { ready: true, checks } };
   };
@@ -168,7 +183,15 @@ export function readinessRoute(readiness: Readiness, options: ReadinessRouteOpti
     readiness().then(
       (report) => {
         if (report.ready) {
-          res.json(envelope(req, { status: 'ready', checks: report.checks }));
+          const degraded = Object.values(report.providers ?? {}).some((h) => h !== 'ok');
+          res.json(
+            envelope(req, {
+              status: degraded ? 'degraded' : 'ready',
+              checks: report.checks,
+              ...(report.providers ? { providers: report.providers } : {}),
+              ...(report.advice ? { advice: report.advice } : {}),
+            }),
+          );
           return;
         }
         const operator = report.detail !== undefined && options.detailToken !== undefined && bearerMatches(req.headers.authorization, options.detailToken);

@@ -23,8 +23,31 @@ describe('GET /readyz', function () {
   it('is 200 with every check ok while the database answers, migrations are applied and inventory is fresh', async () => {
     const res = await ctx.api.get('/readyz');
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    assert.deepEqual(res.body.data, { status: 'ready', checks: { database: 'ok', migrations: 'ok', inventory: 'ok' } });
+    assert.deepEqual(res.body.data, { status: 'ready', checks: { database: 'ok', migrations: 'ok', inventory: 'ok' }, providers: { local: 'ok' } });
     assert.equal(res.headers['cache-control'], 'no-store');
+  });
+
+  it('reports each configured cloud: degraded, not down, while another serves, naming the setting to look at', async () => {
+    const statuses = (vast: { status: 'ok' | 'degraded' | 'down'; lastErrorClass: string | null }, runpod = vast) => [
+      { id: 'vast', status: vast.status, lastErrorClass: vast.lastErrorClass },
+      { id: 'runpod', status: runpod.status, lastErrorClass: runpod.lastErrorClass },
+      { id: 'lambda', status: 'ok', lastErrorClass: null },
+    ];
+    let now = statuses({ status: 'down', lastErrorClass: 'auth' }, { status: 'degraded', lastErrorClass: 'unavailable' });
+    const inventory = { servableOffers: async () => ({ live: 3, agedOut: false }), providerStatuses: async () => now } as unknown as TestContext['services']['inventory'];
+    let t = 0;
+    const probe = readinessProbe({ ...ctx.services, inventory }, ['api'], { nowMs: () => t });
+    const app = supertest(createApp(ctx.services, { readiness: probe }));
+    const res = await app.get('/readyz');
+    assert.equal(res.status, 200, 'another cloud serves');
+    assert.equal(res.body.data.status, 'degraded');
+    assert.deepEqual(res.body.data.providers, { vast: 'down', runpod: 'degraded', lambda: 'ok' });
+    assert.deepEqual(res.body.data.advice, ['vast down: VAST_PROVIDER_API_KEY refused (auth)', 'runpod degraded: RUNPOD_PROVIDER_API_URL unreachable (unavailable)']);
+    now = statuses({ status: 'ok', lastErrorClass: null });
+    t += 2000;
+    const back = await app.get('/readyz');
+    assert.equal(back.body.data.status, 'ready');
+    assert.equal(back.body.data.advice, undefined);
   });
 
   it('is 503 naming the inventory once its offers are older than OFFER_MAX_AGE_SECONDS, and 200 by itself after a refresh', async () => {

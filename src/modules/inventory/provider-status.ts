@@ -42,3 +42,24 @@ export async function providerStatuses(
     };
   });
 }
+
+/**
+ * What an operator should look at for a provider that is not `ok`, by the class of its last
+ * error, naming the setting: a refused key and an unreachable cloud look alike from afar.
+ */
+export function providerAdvice(providerId: string, health: ProviderHealth, errorClass: string | null): string {
+  const prefix = `${providerId.toUpperCase().replace(/-/g, '_')}_PROVIDER`;
+  const why =
+    errorClass === 'auth'
+      ? `${prefix}_API_KEY refused (auth)`
+      : errorClass === 'unavailable' || errorClass === 'timeout'
+        ? `${prefix}_API_URL unreachable (${errorClass})`
+        : errorClass === 'rate_limited'
+          ? 'throttled by the cloud (rate_limited): it recovers by itself'
+          : errorClass === 'bad_response' || errorClass === 'request'
+            ? `the cloud's answer was not understood (${errorClass}): see the worker's log`
+            : errorClass === null
+              ? 'no successful refresh yet: is a worker running?'
+              : `last error ${errorClass}: see the worker's log`;
+  return `${providerId} ${health}: ${why}`;
+}
