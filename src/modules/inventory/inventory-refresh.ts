@@ -6,6 +6,7 @@ import type { Logger } from '../../logger.js';
 import { customerPriceMinor } from '../../providers/pricing.js';
 import { NO_MACHINE_CAPABILITIES, type MachineCapabilities, type ProviderErrorClass, type ProviderOffer } from '../../providers/provider.js';
 import { errorClassOf, ProviderApiError } from '../../providers/provider-http.js';
+import { ProviderFailureLog } from '../../providers/provider-failures.js';
 import type { ProviderRegistry, RegisteredProvider } from '../../providers/provider-registry.js';
 import { resolveProviderGpu } from './gpu-match.js';
 import {
@@ -94,7 +95,13 @@ const reportedUnknown = new Set<string>();
  * Pulls every provider's offers into the cache, each provider on its own: one that fails (down,
  * bad key, 429) leaves the others' offers live and keeps its own until their `stale_at`.
  */
+/** How a failed refresh is named in the log. */
+const REFRESH_ACTION = 'inventory refresh (cached offers kept until they are stale)';
+
 export class InventoryRefresher {
+  /** Each failing provider's refreshes: a stack the first time, then one line a refresh. */
+  private readonly failures: ProviderFailureLog;
+
   constructor(
     private readonly ds: DataSource,
     private readonly providers: ProviderRegistry,
@@ -102,7 +109,9 @@ export class InventoryRefresher {
     private readonly logger: Logger,
     private readonly offerMaxAgeSeconds: number,
     private readonly listTimeoutMs = LIST_OFFERS_TIMEOUT_MS,
-  ) {}
+  ) {
+    this.failures = new ProviderFailureLog(logger);
+  }
 
   async refreshAll(): Promise<RefreshResult[]> {
     // Asked in parallel, stored one at a time as each answers: a provider that hangs until its
@@ -211,6 +220,7 @@ export class InventoryRefresher {
       await withdrawOffers(m, gone);
       await markInventoryRefreshed(m, now, changed > 0 || gone.length > 0);
       await recordRefreshSuccess(m, provider, now, seen.size);
+      this.failures.succeeded(provider, REFRESH_ACTION);
       return { provider, ok: true, offers: seen.size, added: changed, removed: gone.length };
     });
   }
@@ -220,7 +230,7 @@ export class InventoryRefresher {
     const now = this.clock.now();
     const errorClass = errorClassOf(err);
     const message = err instanceof Error ? err.message : String(err);
-    this.logger.warn({ provider, errorClass, err: message }, 'inventory refresh failed; keeping cached offers until they are stale');
+    this.failures.failed(provider, REFRESH_ACTION, err);
     const removed = await inTransaction(this.ds, async (m) => {
       await lockInventoryVersion(m);
       const expired = await withdrawStaleOffers(m, provider, now);

@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { providerFailureCause } from '../../providers/provider-failures.js';
 import type { RegisteredProvider } from '../../providers/provider-registry.js';
 import type { ProviderHealth, ProviderStatusDto } from './inventory.dto.js';
 import type { ProviderStatus } from './provider-status.entity.js';
@@ -43,23 +44,7 @@ export async function providerStatuses(
   });
 }
 
-/**
- * What an operator should look at for a provider that is not `ok`, by the class of its last
- * error, naming the setting: a refused key and an unreachable cloud look alike from afar.
- */
+/** What an operator should look at for a provider that is not `ok` (see {@link providerFailureCause}). */
 export function providerAdvice(providerId: string, health: ProviderHealth, errorClass: string | null): string {
-  const prefix = `${providerId.toUpperCase().replace(/-/g, '_')}_PROVIDER`;
-  const why =
-    errorClass === 'auth'
-      ? `${prefix}_API_KEY refused (auth)`
-      : errorClass === 'unavailable' || errorClass === 'timeout'
-        ? `${prefix}_API_URL unreachable (${errorClass})`
-        : errorClass === 'rate_limited'
-          ? 'throttled by the cloud (rate_limited): it recovers by itself'
-          : errorClass === 'bad_response' || errorClass === 'request'
-            ? `the cloud's answer was not understood (${errorClass}): see the worker's log`
-            : errorClass === null
-              ? 'no successful refresh yet: is a worker running?'
-              : `last error ${errorClass}: see the worker's log`;
-  return `${providerId} ${health}: ${why}`;
+  return `${providerId} ${health}: ${providerFailureCause(providerId, errorClass)}`;
 }

@@ -1,4 +1,5 @@
 import type { InstanceInfo } from '../../../providers/provider.js';
+import { ProviderFailureLog } from '../../../providers/provider-failures.js';
 import { DRIVEN_STATUSES, LIVE_STATUSES, type TerminationReason } from '../rental-status.js';
 import {
   deploymentsUnchangedSince,
@@ -17,11 +18,16 @@ import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycl
  * re-drives deployments a lost job left waiting, retries reversals, and ends rentals past their end.
  */
 export class Reconciler {
+  /** A cloud the reconciler cannot list, every minute: its stack once, then one line a run. */
+  private readonly listFailures: ProviderFailureLog;
+
   constructor(
     private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'jobs'>,
     private readonly timing: LifecycleTiming,
     private readonly requestTermination: (deploymentId: string, reason: TerminationReason) => Promise<void>,
-  ) {}
+  ) {
+    this.listFailures = new ProviderFailureLog(deps.logger);
+  }
 
   async reconcile(): Promise<{ destroyed: string[]; redriven: string[] }> {
     const destroyed = await this.destroyOrphans();
@@ -62,9 +68,10 @@ export class Reconciler {
       try {
         instances = await provider.listInstances();
       } catch (err) {
-        logger.warn({ err, provider: provider.id }, 'reconciler could not list instances');
+        this.listFailures.failed(provider.id, 'reconciler listing instances', err);
         continue;
       }
+      this.listFailures.succeeded(provider.id, 'reconciler listing instances');
       const ours = instances.filter((i) => i.label.startsWith(LABEL_PREFIX));
       if (ours.length === 0) continue;
       const keep = await labelsOfDeploymentsIn(ds, ours.map((i) => i.label), LIVE_STATUSES);
