@@ -24,11 +24,17 @@ export interface BodyFacts {
   sent: (field: string) => unknown;
   /** The accepted forms of a body that is a union (e.g. a rental by offer or by GPU model); empty otherwise. */
   shapes?: Shape[];
-  /** The values a field may take when it is a list of, or one of, fixed values. */
-  allowed?: (field: string) => string[] | undefined;
+  /** The values a field may take when it is one of, or a list of, fixed values. */
+  allowed?: (field: string) => Allowed | undefined;
 }
 
 type FieldErrors = Record<string, { message: string; value?: unknown }>;
+
+/** A field's fixed values, and whether it takes a list of them or one. */
+interface Allowed {
+  values: string[];
+  list: boolean;
+}
 
 type Schema = {
   $ref?: string;
@@ -71,7 +77,7 @@ function shapeOf(s: Schema): Shape {
 interface RouteBody {
   ranges: Map<string, FieldRange>;
   shapes: Shape[];
-  allowed: Map<string, string[]>;
+  allowed: Map<string, Allowed>;
 }
 
 /** `METHOD /express/:path` -> what its body's schema declares, from the generated document. */
@@ -84,8 +90,9 @@ const ROUTE_BODIES: ReadonlyMap<string, RouteBody> = (() => {
       for (const schema of parts) {
         for (const [name, p] of Object.entries(schema.properties ?? {})) {
           if (!body.ranges.has(name)) body.ranges.set(name, { min: p.minimum, max: p.maximum });
-          const values = deref(p.type === 'array' ? p.items : p)?.enum;
-          if (values && !body.allowed.has(name)) body.allowed.set(name, values.map(String));
+          const list = p.type === 'array';
+          const values = deref(list ? p.items : p)?.enum;
+          if (values && !body.allowed.has(name)) body.allowed.set(name, { values: values.map(String), list });
         }
       }
       out.set(`${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`, body);
@@ -188,7 +195,7 @@ function unitHint(path: string, message: string, value: unknown, body: BodyFacts
   const field = path.replace(/\[\d+\]$/, '').split('.').pop() ?? '';
   if (/^'\w+' is required$/.test(message)) {
     const allowed = body.allowed?.(field);
-    return allowed ? `: one or more of ${allowed.join(', ')}` : '';
+    return allowed ? `: ${allowed.list ? 'one or more' : 'one'} of ${allowed.values.join(', ')}` : '';
   }
   if (/Seconds$/.test(field) && /integer|number/i.test(message)) {
     const seconds = typeof value === 'string' ? parseDuration(value) : undefined;
