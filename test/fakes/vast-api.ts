@@ -218,6 +218,26 @@ export class FakeVastApi {
     this.bootMs = ms;
   }
 
+  /** Starts of instances created while {@link holdStarts} holds them, run by {@link releaseStarts}. */
+  private heldStarts: (() => void)[] | null = null;
+
+  /** New instances stay `loading` until {@link releaseStarts}: their boot (or failing start) begins only then, however slow the test is. */
+  holdStarts(): void {
+    this.heldStarts ??= [];
+  }
+
+  /** Begins every start held since {@link holdStarts}, and lets new ones begin at once. */
+  releaseStarts(): void {
+    const held = this.heldStarts ?? [];
+    this.heldStarts = null;
+    for (const start of held) start();
+  }
+
+  private whenStarted(start: () => void): void {
+    if (this.heldStarts) this.heldStarts.push(start);
+    else start();
+  }
+
   /** Creates of this ask id (or any ask of this GPU name) answer Vast's 410 `no_such_ask`. */
   noCapacity(askIdOrGpuName: string, on = true): void {
     if (on) this.noCapacityFor.add(askIdOrGpuName);
@@ -465,16 +485,19 @@ export class FakeVastApi {
     const failure = this.startFailures.get(String(askId)) ?? this.startFailures.get(ask.gpu_name) ?? this.startFailures.get(b.image);
     if (!full && failure) {
       inst.actual_status = 'loading';
-      this.failStart(rec, startFailureSteps(failure, b.image));
+      const steps = startFailureSteps(failure, b.image);
+      this.whenStarted(() => this.failStart(rec, steps));
     } else if (!full) {
-      if (this.bootMs > 0) inst.actual_status = 'loading';
+      if (this.bootMs > 0 || this.heldStarts) inst.actual_status = 'loading';
       const boot = () => {
         inst.actual_status = 'running';
         inst.ports = runningPorts(rec);
         this.startOnstart(rec);
       };
-      if (this.bootMs > 0) rec.timer = setTimeout(boot, this.bootMs);
-      else boot();
+      this.whenStarted(() => {
+        if (this.bootMs > 0) rec.timer = setTimeout(boot, this.bootMs);
+        else boot();
+      });
     }
     if (this.hangAfterCreate) return 'hang';
     return json(200, { success: true, new_contract: id });

@@ -96,8 +96,9 @@ describe('FakeVastApi recorded mode', () => {
   });
 
   it('walks instances that can never start through the recorded states', async () => {
-    // Long enough that four creates (each starting an SSH server) all read `loading` before the first boots.
     fake = await FakeVastApi.start({ behaviour: 'recorded', bootMs: 150 });
+    // Held until all four are created and read (each create starts an SSH server): all read `loading` however loaded the machine.
+    fake.holdStarts();
     const oci = fixture('show-instance-created-oci-failure.json') as Record<string, string>;
     const manifest = fixture('show-instance-created-manifest-not-found.json') as Record<string, string>;
     const pull = fixture('show-instance-loading-intended-stopped.json') as Record<string, string>;
@@ -114,6 +115,7 @@ describe('FakeVastApi recorded mode', () => {
     };
     const status = async (id: number) => (await show(id)).json.instances;
     for (const id of Object.values(ids)) assert.equal((await status(id)).actual_status, 'loading');
+    fake.releaseStarts();
     await until(() => status(ids.offline), (i) => i.actual_status === 'running' && i.ports !== null, 'running');
 
     const a = await until(() => status(ids.oci), (i) => i.actual_status !== 'loading', 'oci');
