@@ -11,9 +11,8 @@ import {
   PHASES_RULE,
   UUID_SHELL,
   WAIT_FOR_CAPACITY_RULE,
-  WEBHOOK_VERIFY_RULE,
-  WEBHOOK_VERIFY_SNIPPET,
 } from '../../clients/sdk/src/hints.js';
+import { WEBHOOK_VERIFY_RULE, WEBHOOK_VERIFY_SNIPPET } from '../../clients/sdk/src/webhook-hints.js';
 import { MANIFEST_FILE } from './releases.router.js';
 
 /**

@@ -131,19 +131,24 @@ describe('waiting reads', function () {
     const who = await account(ctx, { creditsMinor: 5000 });
     const { rentalId } = await create(who);
     await drive(who, rentalId, 'ACTIVE');
-    // Long enough that no wait ends inside the window below, however loaded the machine is.
-    const waiting = Array.from({ length: 200 }, () => get(who, `/api/v1/rentals/${rentalId}?waitFor=FAILED&waitSeconds=15`));
-    await waitFor(async () => ctx.services.eventHub.listeners === 200, 10_000, '200 waiters');
-    // Each waiter listens before its first read: the window starts once those reads are done.
-    const orderReads = (sent: string[]) => sent.filter((q) => /FROM `?orders`?/i.test(q)).length;
-    await waitFor(async () => orderReads((await sentRequests(() => new Promise((r) => setTimeout(r, 200)))).sent) === 0, 10_000, 'the waiters\' first reads');
+    let waiting: ReturnType<typeof get>[] | undefined;
+    const orderReads = (sent: readonly string[]) => sent.filter((q) => /FROM `?orders`?/i.test(q)).length;
     const windowMs = 1500;
-    const { sent } = await sentRequests(() => new Promise((r) => setTimeout(r, windowMs)));
+    const { result: sent } = await sentRequests(async (all) => {
+      // Long enough that no wait ends inside the window below, however loaded the machine is.
+      waiting = Array.from({ length: 200 }, () => get(who, `/api/v1/rentals/${rentalId}?waitFor=FAILED&waitSeconds=15`));
+      await waitFor(async () => ctx.services.eventHub.listeners === 200, 10_000, '200 waiters');
+      // Each waiter listens before its first read (one of orders): the window starts once all 200 are sent.
+      await waitFor(async () => orderReads(all) >= 200, 10_000, "the waiters' first reads");
+      const from = all.length;
+      await new Promise((r) => setTimeout(r, windowMs));
+      return all.slice(from);
+    });
     const tails = sent.filter((q) => TAIL_QUERY.test(q.trim())).length;
     const rentalReads = orderReads(sent);
     assert.ok(tails >= windowMs / TAIL_MS / 2 && tails <= windowMs / TAIL_MS + 2, `${tails} tail queries in ${windowMs} ms`);
     assert.ok(rentalReads < 10, `${rentalReads} reads of orders while nothing changed`);
-    const answers = await Promise.all(waiting);
+    const answers = await Promise.all(waiting!);
     assert.ok(answers.every((a) => a.status === 200 && a.body.data.status === 'ACTIVE'));
     await waitFor(async () => ctx.services.eventHub.listeners === 0, 2000, 'the hub to let go');
   });

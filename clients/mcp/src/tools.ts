@@ -1,8 +1,9 @@
-import { ACTIVE_MEANS, checkedId, checkedSshTarget, failureNext, type GprClient, type MachineSettings, type Rental, type RentalStatus, sshCommandLine, writeSshKeyFiles } from '@gpu-rental/sdk';
+import { ACTIVE_MEANS, checkedId, checkedSshTarget, type GprClient, type MachineSettings, type RentalStatus, sshCommandLine, writeSshKeyFiles } from '@gpu-rental/sdk';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import type { CallToolResult, ServerNotification } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { containsSecret, failure, guardRefusal, type Guarded, keyRefusal, redact, refusal, secretOutputRefusal, success } from './guard.js';
+import { type CallExtra, nextStep, progressReporter, type RentalTarget, targetId, targetRefusal } from './rental-steps.js';
 import * as s from './schemas.js';
 
 export interface ToolDeps {
@@ -22,34 +23,6 @@ export interface ToolDeps {
 
 const MAX_WAIT_SECONDS = 120;
 
-/** What a tool call carries besides its arguments: the client's progress token, and a way to notify it. */
-interface CallExtra {
-  _meta?: { progressToken?: string | number };
-  sendNotification: (n: ServerNotification) => Promise<void>;
-}
-
-/**
- * Reports a wait's progress to a client that asked for it (a progress token in the call): one
- * notification per change of the rental's status or phase, `progress` growing, `total` unknown.
- * `sent` resolves once every notification so far is written: the tool's answer must follow them,
- * since a client stops listening for a call's progress when its answer arrives.
- */
-function progressReporter(extra: CallExtra | undefined): { report?: (r: Rental) => void; sent: () => Promise<void> } {
-  const progressToken = extra?._meta?.progressToken;
-  if (progressToken === undefined) return { sent: async () => undefined };
-  let progress = 0;
-  let last: Promise<void> = Promise.resolve();
-  return {
-    report: (r) => {
-      const message = `rental ${r.status}${r.phase ? ` (phase ${r.phase})` : ''}`;
-      const previous = last;
-      const sending = extra!.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message } }).catch(() => undefined);
-      last = Promise.all([previous, sending]).then(() => undefined);
-    },
-    sent: () => last,
-  };
-}
-
 interface CreateRentalArgs {
   offerId?: string;
   gpuModel?: string;
@@ -60,38 +33,6 @@ interface CreateRentalArgs {
   terminateAfterSeconds?: number;
   waitForCapacitySeconds?: number;
   idempotencyKey?: string;
-}
-
-/** reveal_ssh_credentials and terminate_deployment take the rental by either of its ids, as the HTTP routes do. */
-type RentalTarget = { rentalId?: string; deploymentId?: string };
-
-/** The one id a call named, or null when it named none or two. */
-function targetId(a: RentalTarget): string | null {
-  return a.rentalId && a.deploymentId ? null : (a.rentalId ?? a.deploymentId ?? null);
-}
-
-const targetRefusal = (tool: string): CallToolResult =>
-  refusal(`${tool} needs exactly one of rentalId (from create_rental or list_rentals) or deploymentId. Nothing was done.`);
-
-const FAILURE_HOW = { rent: 'call create_rental', offers: 'list_offers', waitForCapacity: 'waitForCapacitySeconds and a gpuModel' };
-
-/** What the model should do about a rental as it is now. */
-function nextStep(r: Rental): string {
-  switch (r.status) {
-    case 'ACTIVE':
-      return `Usable: reveal_ssh_credentials for SSH${r.endpoints?.length ? '; endpoints give the URL of each exposed port' : ''}${r.endsAt ? `; terminated at endsAt (${r.endsAt}) unless terminate_deployment comes first` : '; terminate_deployment when done, charges run until then'}.`;
-    case 'PENDING':
-    case 'PROVISIONING':
-      return r.phase === 'waiting_for_capacity' && r.waitForCapacityUntil
-        ? `Waiting for an eligible offer until ${r.waitForCapacityUntil}: call get_rental with waitFor ["ACTIVE", "FAILED"] again (it fails with NO_CAPACITY then).`
-        : `Starting${r.phase ? ` (phase ${r.phase})` : ''}: call get_rental with waitFor ["ACTIVE", "FAILED"] again.`;
-    case 'FAILED':
-      return failureNext(r.failureCode ?? '', FAILURE_HOW) ?? 'It never became ACTIVE: failureReason says why; any debit is returned (reversalStatus). Rent again with create_rental if still needed.';
-    case 'AWAITING_PAYMENT':
-      return 'It starts once its card payment arrives.';
-    default:
-      return r.status === 'TERMINATED' ? 'Finished: the machine is destroyed (endedAt).' : `Terminating: call get_rental with rentalId ${r.rentalId} and waitFor ["TERMINATED"].`;
-  }
 }
 
 /** The secrets a create_rental call carries: its variable values and its script. */
