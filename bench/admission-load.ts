@@ -54,7 +54,11 @@ export function runLoad(job: LoadJob): Promise<LoadResult> {
     };
     const answered = (r: LoadResult) => (done(), resolve(r));
     const failed = (err: Error) => (done(), (loadWorker = undefined), reject(err));
-    const exited = (code: number) => (done(), (loadWorker = undefined), reject(new Error(`load worker exited with ${code}`)));
+    const exited = (code: number) => (
+      done(),
+      (loadWorker = undefined),
+      reject(new Error(`load worker exited with ${code}`))
+    );
     w.ref();
     w.on('message', answered);
     w.on('error', failed);
@@ -69,14 +73,26 @@ export function runLoad(job: LoadJob): Promise<LoadResult> {
  * of the server: that request is sent again, with the same Idempotency-Key (as Node's documentation
  * advises for the race; the key makes a repeat harmless even if the server had read it).
  */
-function post(agent: Agent, url: URL, auth: string, body: string, key = randomUUID(), retried = false): Promise<number> {
+function post(
+  agent: Agent,
+  url: URL,
+  auth: string,
+  body: string,
+  key = randomUUID(),
+  retried = false,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(
       url,
       {
         method: 'POST',
         agent,
-        headers: { Authorization: auth, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Idempotency-Key': key },
+        headers: {
+          Authorization: auth,
+          'Content-Type': 'application/json',
+          'Content-Length': Buffer.byteLength(body),
+          'Idempotency-Key': key,
+        },
       },
       (res) => {
         res.resume();
@@ -85,7 +101,8 @@ function post(agent: Agent, url: URL, auth: string, body: string, key = randomUU
       },
     );
     req.on('error', (err: NodeJS.ErrnoException) => {
-      if (!retried && req.reusedSocket && err.code === 'ECONNRESET') post(agent, url, auth, body, key, true).then(resolve, reject);
+      if (!retried && req.reusedSocket && err.code === 'ECONNRESET')
+        post(agent, url, auth, body, key, true).then(resolve, reject);
       else reject(err);
     });
     req.end(body);
@@ -156,7 +173,11 @@ async function work(job: LoadJob): Promise<LoadResult> {
     body: JSON.stringify(job.body),
     timeout: 30,
     setupClient: (client) => {
-      client.setHeaders({ 'Content-Type': 'application/json', 'Idempotency-Key': '[<id>]', Authorization: job.auths[next++ % job.auths.length] });
+      client.setHeaders({
+        'Content-Type': 'application/json',
+        'Idempotency-Key': '[<id>]',
+        Authorization: job.auths[next++ % job.auths.length],
+      });
       client.on('response', (status: number, _bytes: number, ms: number) => {
         latencies.push(ms);
         lastAnswer = performance.now();

@@ -16,9 +16,14 @@ import type { Offer } from '../src/modules/inventory/offer.entity.js';
 import type { Client } from './support.js';
 
 /** What the bench sends the floor process. */
-export type FloorRequest = { type: 'clients'; clients: Client[]; offer: Offer; answer: string } | { type: 'stats' } | { type: 'close' };
+export type FloorRequest =
+  { type: 'clients'; clients: Client[]; offer: Offer; answer: string } | { type: 'stats' } | { type: 'close' };
 /** What it answers: `ready` once, then one answer per request. */
-export type FloorMessage = { type: 'ready'; base: string } | { type: 'clients-set' } | { type: 'stats'; userUs: number; systemUs: number } | { type: 'closed' };
+export type FloorMessage =
+  | { type: 'ready'; base: string }
+  | { type: 'clients-set' }
+  | { type: 'stats'; userUs: number; systemUs: number }
+  | { type: 'closed' };
 
 async function main(): Promise<void> {
   exitWithParent();

@@ -23,7 +23,10 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 3);
 const OFFERS = Number(process.env.BENCH_OFFERS ?? 5000);
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'silent';
-const NODE_FLAGS = process.env.BENCH_NODE_OPTIONS === undefined ? productionNodeFlags() : process.env.BENCH_NODE_OPTIONS.split(/\s+/).filter(Boolean);
+const NODE_FLAGS =
+  process.env.BENCH_NODE_OPTIONS === undefined
+    ? productionNodeFlags()
+    : process.env.BENCH_NODE_OPTIONS.split(/\s+/).filter(Boolean);
 const ROOT = resolve(import.meta.dirname, '..');
 const PROBE = join(ROOT, 'bench', 'child-probe.mjs');
 
@@ -79,7 +82,9 @@ async function capture(url: string, headers: Record<string, string> = {}): Promi
       res.on('end', () => {
         // Every header but those of the connection and the length, which Express sets itself.
         const skip = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding']);
-        const h = Object.fromEntries(Object.entries(res.headers).flatMap(([k, v]) => (skip.has(k) || v === undefined ? [] : [[k, String(v)]])));
+        const h = Object.fromEntries(
+          Object.entries(res.headers).flatMap(([k, v]) => (skip.has(k) || v === undefined ? [] : [[k, String(v)]])),
+        );
         resolve({ status: res.statusCode!, headers: h, body: Buffer.concat(chunks) });
       });
     })
@@ -162,7 +167,9 @@ function lineOf(child: ChildProcess, test: (line: string) => boolean): Promise<s
     lines.on('line', (line) => {
       if (test(line)) resolve(line);
     });
-    void exited(child).then(() => reject(new Error(`process ${child.pid} exited (${child.exitCode ?? child.signalCode}) before it was ready`)));
+    void exited(child).then(() =>
+      reject(new Error(`process ${child.pid} exited (${child.exitCode ?? child.signalCode}) before it was ready`)),
+    );
   });
 }
 
@@ -170,7 +177,11 @@ async function healthy(base: string, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`the service exited with ${child.exitCode}`);
-    const status = await new Promise<number>((r) => request(`${base}/healthz`, (res) => (res.resume(), r(res.statusCode!))).on('error', () => r(0)).end());
+    const status = await new Promise<number>((r) =>
+      request(`${base}/healthz`, (res) => (res.resume(), r(res.statusCode!)))
+        .on('error', () => r(0))
+        .end(),
+    );
     if (status === 200) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -192,19 +203,33 @@ interface Side {
   child: ChildProcess;
 }
 
-async function load(side: Side, path: string, headers: Record<string, string>, expect: '2xx' | '3xx', seconds: number): Promise<Run> {
+async function load(
+  side: Side,
+  path: string,
+  headers: Record<string, string>,
+  expect: '2xx' | '3xx',
+  seconds: number,
+): Promise<Run> {
   const rss: number[] = [];
   const parts: NodeJS.MemoryUsage = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
   const onMessage = (m: { memory?: NodeJS.MemoryUsage }) => {
-    for (const k of Object.keys(parts) as Array<keyof NodeJS.MemoryUsage>) parts[k] = Math.max(parts[k], m.memory?.[k] ?? 0);
+    for (const k of Object.keys(parts) as Array<keyof NodeJS.MemoryUsage>)
+      parts[k] = Math.max(parts[k], m.memory?.[k] ?? 0);
   };
   side.child.on('message', onMessage);
   const rssTimer = setInterval(() => rss.push(residentSet(side.child.pid!).rss), 50);
   const partsTimer = setInterval(() => side.child.send('memory-now'), 250);
   try {
-    const r = await autocannon({ url: side.base + path, connections: CONNECTIONS, duration: seconds, headers, workers: 1 });
+    const r = await autocannon({
+      url: side.base + path,
+      connections: CONNECTIONS,
+      duration: seconds,
+      headers,
+      workers: 1,
+    });
     const unexpected = r.errors + r.timeouts + (expect === '2xx' ? r['3xx'] : r['2xx']) + r['4xx'] + r['5xx'];
-    if (unexpected > 0 || r[expect] === 0) throw new Error(`${path}: ${r[expect]} ${expect}, ${unexpected} other answers or errors`);
+    if (unexpected > 0 || r[expect] === 0)
+      throw new Error(`${path}: ${r[expect]} ${expect}, ${unexpected} other answers or errors`);
     return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, rss, parts };
   } finally {
     clearInterval(rssTimer);
@@ -242,7 +267,13 @@ async function main(): Promise<void> {
   const inventory = inventoryFile();
   const config = loadConfig({ DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', LOCAL_PROVIDER_INVENTORY: inventory });
   const logger = createLogger(config.logLevel);
-  const providers = await createProviderRegistry(config.providers, { logger, clock: systemClock, dataSource: ds, production: false, labelPrefix: 'gpb-' });
+  const providers = await createProviderRegistry(config.providers, {
+    logger,
+    clock: systemClock,
+    dataSource: ds,
+    production: false,
+    labelPrefix: 'gpb-',
+  });
   const services = createServices({ config, ds, clock: systemClock, logger, providers });
   const children: ChildProcess[] = [];
   try {
@@ -266,15 +297,30 @@ async function main(): Promise<void> {
       const identity = await capture(ours.base + path);
       const gzip = await capture(ours.base + path, { 'Accept-Encoding': 'gzip' });
       const notModified = await capture(ours.base + path, { 'If-None-Match': identity.headers.etag });
-      if (identity.status !== 200 || gzip.status !== 200 || notModified.status !== 304) throw new Error(`${path}: ${identity.status} ${gzip.status} ${notModified.status}`);
+      if (identity.status !== 200 || gzip.status !== 200 || notModified.status !== 304)
+        throw new Error(`${path}: ${identity.status} ${gzip.status} ${notModified.status}`);
       routes.set(path, { identity, gzip, notModified });
     }
     const formsFile = join(mkdtempSync(join(tmpdir(), 'gpu-rental-bench-')), 'forms.json');
     const encoded = Object.fromEntries(
-      [...routes].map(([path, forms]) => [path, Object.fromEntries(Object.entries(forms).map(([k, c]: [string, Captured]) => [k, { headers: c.headers, body: c.body.toString('base64') }]))]),
+      [...routes].map(([path, forms]) => [
+        path,
+        Object.fromEntries(
+          Object.entries(forms).map(([k, c]: [string, Captured]) => [
+            k,
+            { headers: c.headers, body: c.body.toString('base64') },
+          ]),
+        ),
+      ]),
     );
     writeFileSync(formsFile, JSON.stringify(encoded));
-    const bareChild = ownChild(fork(join(ROOT, 'bench', 'bare-express.mjs'), [formsFile], { cwd: ROOT, execArgv: ['--expose-gc', '--import', PROBE], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] }));
+    const bareChild = ownChild(
+      fork(join(ROOT, 'bench', 'bare-express.mjs'), [formsFile], {
+        cwd: ROOT,
+        execArgv: ['--expose-gc', '--import', PROBE],
+        stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+      }),
+    );
     children.push(bareChild);
     const barePort = Number(await lineOf(bareChild, (l) => /^\d+$/.test(l)));
     const bare: Side = { base: `http://127.0.0.1:${barePort}`, child: bareChild };
@@ -287,9 +333,19 @@ async function main(): Promise<void> {
     const scenarios: Array<{ name: string; path: string; headers: Record<string, string>; expect: '2xx' | '3xx' }> = [
       { name: 'offers 200 identity', path: '/api/v1/offers', headers: {}, expect: '2xx' },
       { name: 'offers 200 gzip', path: '/api/v1/offers', headers: { 'Accept-Encoding': 'gzip' }, expect: '2xx' },
-      { name: 'offers 304', path: '/api/v1/offers', headers: { 'If-None-Match': offers.identity.headers.etag }, expect: '3xx' },
+      {
+        name: 'offers 304',
+        path: '/api/v1/offers',
+        headers: { 'If-None-Match': offers.identity.headers.etag },
+        expect: '3xx',
+      },
       { name: 'gpus 200', path: '/api/v1/gpus', headers: {}, expect: '2xx' },
-      { name: 'gpus 304', path: '/api/v1/gpus', headers: { 'If-None-Match': gpus.identity.headers.etag }, expect: '3xx' },
+      {
+        name: 'gpus 304',
+        path: '/api/v1/gpus',
+        headers: { 'If-None-Match': gpus.identity.headers.etag },
+        expect: '3xx',
+      },
     ];
     const results = new Map(scenarios.map((s) => [s.name, { ours: [] as Run[], bare: [] as Run[] }]));
     for (const s of scenarios) {
@@ -304,10 +360,18 @@ async function main(): Promise<void> {
     }
     const peaks = { ours: residentSet(oursChild.pid!).peak, bare: residentSet(bareChild.pid!).peak };
 
-    console.log(`\nGET inventory, ${OFFERS} offers, ${CONNECTIONS} connections, ${REPEAT} × ${SECONDS} s per side; median (min–max)`);
-    console.log(`ours: node dist/src/main.js --role api, NODE_ENV=production, LOG_LEVEL=${LOG_LEVEL}${NODE_FLAGS.length ? `, node ${NODE_FLAGS.join(' ')}` : ''}; bare: node bench/bare-express.mjs`);
-    console.log(`body sizes: offers ${offers.identity.body.length} B identity, ${offers.gzip.body.length} B gzip; gpus ${gpus.identity.body.length} B\n`);
-    const rows = [['scenario', 'ours req/s', 'bare req/s', 'ours/bare', 'ours p50 ms', 'bare p50 ms', 'ours p99 ms', 'bare p99 ms']];
+    console.log(
+      `\nGET inventory, ${OFFERS} offers, ${CONNECTIONS} connections, ${REPEAT} × ${SECONDS} s per side; median (min–max)`,
+    );
+    console.log(
+      `ours: node dist/src/main.js --role api, NODE_ENV=production, LOG_LEVEL=${LOG_LEVEL}${NODE_FLAGS.length ? `, node ${NODE_FLAGS.join(' ')}` : ''}; bare: node bench/bare-express.mjs`,
+    );
+    console.log(
+      `body sizes: offers ${offers.identity.body.length} B identity, ${offers.gzip.body.length} B gzip; gpus ${gpus.identity.body.length} B\n`,
+    );
+    const rows = [
+      ['scenario', 'ours req/s', 'bare req/s', 'ours/bare', 'ours p50 ms', 'bare p50 ms', 'ours p99 ms', 'bare p99 ms'],
+    ];
     for (const s of scenarios) {
       const r = results.get(s.name)!;
       const ratios = r.ours.map((o, i) => o.rps / r.bare[i].rps);
@@ -325,11 +389,14 @@ async function main(): Promise<void> {
     table(rows);
 
     // Memory: RSS from /proc (what the machine gives the process), V8's parts after a GC.
-    const offersRuns = (side: 'ours' | 'bare') => scenarios.filter((s) => s.path === '/api/v1/offers').flatMap((s) => results.get(s.name)![side]);
+    const offersRuns = (side: 'ours' | 'bare') =>
+      scenarios.filter((s) => s.path === '/api/v1/offers').flatMap((s) => results.get(s.name)![side]);
     const underLoad = (side: 'ours' | 'bare') => stats(offersRuns(side).flatMap((r) => r.rss));
     const loadOurs = underLoad('ours');
     const loadBare = underLoad('bare');
-    console.log(`\nresident memory (RSS, MB) of each process; under load: sampled every 50 ms during the offers runs; peak: the process's high-water mark (VmHWM)\n`);
+    console.log(
+      `\nresident memory (RSS, MB) of each process; under load: sampled every 50 ms during the offers runs; peak: the process's high-water mark (VmHWM)\n`,
+    );
     const ratio = (a: number, b: number) => (a / b).toFixed(2);
     table([
       ['', 'ours', 'bare', 'ours/bare'],
@@ -339,11 +406,13 @@ async function main(): Promise<void> {
       ['offers load, max sampled', mb(loadOurs.max), mb(loadBare.max), ratio(loadOurs.max, loadBare.max)],
       ['peak (VmHWM)', mb(peaks.ours), mb(peaks.bare), ratio(peaks.ours, peaks.bare)],
     ]);
-    const parts = (m: NodeJS.MemoryUsage) => `heapUsed ${MB_ROUND(m.heapUsed)}, heapTotal ${MB_ROUND(m.heapTotal)}, external ${MB_ROUND(m.external)}, arrayBuffers ${MB_ROUND(m.arrayBuffers)}`;
+    const parts = (m: NodeJS.MemoryUsage) =>
+      `heapUsed ${MB_ROUND(m.heapUsed)}, heapTotal ${MB_ROUND(m.heapTotal)}, external ${MB_ROUND(m.external)}, arrayBuffers ${MB_ROUND(m.arrayBuffers)}`;
     console.log(`\nidle after a GC, MB: ours ${parts(oursIdle.gc)}; bare ${parts(bareIdle.gc)}`);
     const largest = (side: 'ours' | 'bare') => {
       const m: NodeJS.MemoryUsage = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
-      for (const r of offersRuns(side)) for (const k of Object.keys(m) as Array<keyof NodeJS.MemoryUsage>) m[k] = Math.max(m[k], r.parts[k]);
+      for (const r of offersRuns(side))
+        for (const k of Object.keys(m) as Array<keyof NodeJS.MemoryUsage>) m[k] = Math.max(m[k], r.parts[k]);
       return m;
     };
     console.log(`offers load, largest seen, MB: ours ${parts(largest('ours'))}; bare ${parts(largest('bare'))}`);
@@ -359,12 +428,21 @@ async function main(): Promise<void> {
       if (roles.includes('api')) await healthy(`http://127.0.0.1:${port}`, child);
       const idle = await idleMemory(child);
       child.stdout!.resume();
-      roleRows.push([roles, mb(idle.rss), mb(idle.gc.rss), mb(idle.gc.heapUsed), mb(idle.gc.heapTotal), mb(idle.gc.external)]);
+      roleRows.push([
+        roles,
+        mb(idle.rss),
+        mb(idle.gc.rss),
+        mb(idle.gc.heapUsed),
+        mb(idle.gc.heapTotal),
+        mb(idle.gc.external),
+      ]);
       await endChild(child);
     }
     console.log(`\nidle memory by role (LOG_LEVEL=info, no bot token)\n`);
     table(roleRows);
-    console.log(`\nrefresh of ${OFFERS} offers (first insert, then unchanged): ${refreshMs.map((ms) => `${ms.toFixed(0)} ms`).join(', ')}`);
+    console.log(
+      `\nrefresh of ${OFFERS} offers (first insert, then unchanged): ${refreshMs.map((ms) => `${ms.toFixed(0)} ms`).join(', ')}`,
+    );
   } finally {
     await Promise.all(children.map((c) => endChild(c)));
     await providers.close();

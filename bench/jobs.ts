@@ -36,8 +36,13 @@ type Kind = 'mysql' | 'postgres';
 const JOBS = Number(process.env.BENCH_JOBS ?? 2000);
 const SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 300);
 const REPS = Number(process.env.BENCH_REPS ?? 3);
-const CLAIMS = (process.env.BENCH_JOBS_CLAIM ?? JOB_CLAIM_MODES.join(',')).split(',').map((c) => c.trim()).filter(Boolean) as JobClaimMode[];
-for (const c of CLAIMS) if (!JOB_CLAIM_MODES.includes(c)) throw new Error(`BENCH_JOBS_CLAIM: "${c}" is not one of ${JOB_CLAIM_MODES.join(', ')}`);
+const CLAIMS = (process.env.BENCH_JOBS_CLAIM ?? JOB_CLAIM_MODES.join(','))
+  .split(',')
+  .map((c) => c.trim())
+  .filter(Boolean) as JobClaimMode[];
+for (const c of CLAIMS)
+  if (!JOB_CLAIM_MODES.includes(c))
+    throw new Error(`BENCH_JOBS_CLAIM: "${c}" is not one of ${JOB_CLAIM_MODES.join(', ')}`);
 const MYSQL_BASE = process.env.DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/';
 const PG_BASE = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/';
 /** The same Agenda settings on both sides. */
@@ -57,7 +62,12 @@ interface Side {
   claim?: JobClaimMode;
   label: string;
   url: string;
-  agenda(opts: { processEvery?: number }): Promise<{ agenda: Agenda; enqueue(name: string, data: object): Promise<unknown>; start(): Promise<void>; close(): Promise<void> }>;
+  agenda(opts: { processEvery?: number }): Promise<{
+    agenda: Agenda;
+    enqueue(name: string, data: object): Promise<unknown>;
+    start(): Promise<void>;
+    close(): Promise<void>;
+  }>;
   completed(): Promise<number>;
   reset(): Promise<void>;
   drop(): Promise<void>;
@@ -76,7 +86,11 @@ async function mysqlSide(claim: JobClaimMode, url?: string): Promise<Side> {
     label: `MySQL ${claim}`,
     url,
     async agenda({ processEvery }) {
-      const { agenda, queue } = createAgenda(ds, { jobsProcessEveryMs: processEvery ?? SETTINGS.processEvery, jobsClaim: claim }, { maxConcurrency: SETTINGS.maxConcurrency });
+      const { agenda, queue } = createAgenda(
+        ds,
+        { jobsProcessEveryMs: processEvery ?? SETTINGS.processEvery, jobsClaim: claim },
+        { maxConcurrency: SETTINGS.maxConcurrency },
+      );
       let worker: Awaited<ReturnType<typeof startAgendaProcessing>> | undefined;
       return {
         agenda,
@@ -126,7 +140,10 @@ async function postgresSide(url?: string): Promise<Side> {
     async agenda({ processEvery }) {
       const backend = new PostgresBackend({ pool, ensureSchema: false });
       // Its LISTEN connection is cut when the database is force-dropped at the end of the run.
-      (backend.notificationChannel as unknown as { on?(event: 'error', fn: () => void): void } | undefined)?.on?.('error', () => undefined);
+      (backend.notificationChannel as unknown as { on?(event: 'error', fn: () => void): void } | undefined)?.on?.(
+        'error',
+        () => undefined,
+      );
       const agenda = new Agenda({
         backend,
         processEvery: processEvery ?? SETTINGS.processEvery,
@@ -178,7 +195,12 @@ async function child(kind: Kind, url: string, claim: JobClaimMode): Promise<void
 async function throughput(side: Side, workers: number, jobs = JOBS): Promise<number> {
   await side.reset();
   const procs = Array.from({ length: workers }, () =>
-    ownChild(fork(SELF, ['--child', side.kind, side.url, side.claim ?? 'skip-locked'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })),
+    ownChild(
+      fork(SELF, ['--child', side.kind, side.url, side.claim ?? 'skip-locked'], {
+        execArgv: ['--import', 'tsx'],
+        stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+      }),
+    ),
   );
   await Promise.all(procs.map(ready));
   const producer = await side.agenda({});
@@ -192,7 +214,8 @@ async function throughput(side: Side, workers: number, jobs = JOBS): Promise<num
   }
   const deadline = Date.now() + 180_000;
   while ((await side.completed()) < jobs) {
-    if (Date.now() > deadline) throw new Error(`${side.label}: ${await side.completed()} of ${jobs} jobs completed in 180 s`);
+    if (Date.now() > deadline)
+      throw new Error(`${side.label}: ${await side.completed()} of ${jobs} jobs completed in 180 s`);
     await new Promise((r) => setTimeout(r, 10));
   }
   const seconds = (performance.now() - t0) / 1000;
@@ -262,32 +285,48 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    for (const side of sides) await side.drop().catch((err) => console.error(`dropping the ${side.label} bench database:`, err.message));
+    for (const side of sides)
+      await side.drop().catch((err) => console.error(`dropping the ${side.label} bench database:`, err.message));
   }
-  const cols: Array<[keyof Figures, string, number]> = [['t1', '1 worker jobs/s', 0], ['t4', '4 workers jobs/s', 0], ['p50', 'pickup p50 ms', 2], ['p99', 'pickup p99 ms', 2]];
+  const cols: Array<[keyof Figures, string, number]> = [
+    ['t1', '1 worker jobs/s', 0],
+    ['t4', '4 workers jobs/s', 0],
+    ['p50', 'pickup p50 ms', 2],
+    ['p99', 'pickup p99 ms', 2],
+  ];
   const width = 26;
-  console.log(`Agenda 6.2.6, ${JOBS} no-op jobs per throughput run, ${SAMPLES} latency samples, ${REPS} repetitions (min / median / max)`);
-  console.log(`settings: processEvery ${SETTINGS.processEvery} ms, concurrency ${SETTINGS.defaultConcurrency}/name, maxConcurrency ${SETTINGS.maxConcurrency}; producer in its own process`);
+  console.log(
+    `Agenda 6.2.6, ${JOBS} no-op jobs per throughput run, ${SAMPLES} latency samples, ${REPS} repetitions (min / median / max)`,
+  );
+  console.log(
+    `settings: processEvery ${SETTINGS.processEvery} ms, concurrency ${SETTINGS.defaultConcurrency}/name, maxConcurrency ${SETTINGS.maxConcurrency}; producer in its own process`,
+  );
   console.log(`${'backend'.padEnd(22)}${cols.map(([, title]) => title.padStart(width)).join('')}`);
   for (const side of sides) {
     const r = results.get(side)!;
-    console.log(`${side.label.padEnd(22)}${cols.map(([key, , digits]) => spread(r[key], digits).padStart(width)).join('')}`);
+    console.log(
+      `${side.label.padEnd(22)}${cols.map(([key, , digits]) => spread(r[key], digits).padStart(width)).join('')}`,
+    );
   }
   const skip = sides.find((s) => s.claim === 'skip-locked');
   const upd = sides.find((s) => s.claim === 'update');
   if (skip && upd) {
     const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor((v.length - 1) / 2)];
     const ratio = (key: keyof Figures) => (median(results.get(upd)![key]) / median(results.get(skip)![key])).toFixed(2);
-    console.log(`${'update / skip-locked'.padEnd(22)}${cols.map(([key]) => `${ratio(key)}x`.padStart(width)).join('')}`);
+    console.log(
+      `${'update / skip-locked'.padEnd(22)}${cols.map(([key]) => `${ratio(key)}x`.padStart(width)).join('')}`,
+    );
   }
 }
 
 const childAt = process.argv.indexOf('--child');
 if (childAt >= 0) {
-  child(process.argv[childAt + 1] as Kind, process.argv[childAt + 2], process.argv[childAt + 3] as JobClaimMode).catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
+  child(process.argv[childAt + 1] as Kind, process.argv[childAt + 2], process.argv[childAt + 3] as JobClaimMode).catch(
+    (err) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
 } else {
   runBench(main);
 }

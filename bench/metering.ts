@@ -24,7 +24,16 @@ import { Metering } from '../src/modules/rentals/lifecycle/metering.js';
 import { DEFAULT_TIMING } from '../src/modules/rentals/lifecycle/lifecycle-deps.js';
 import { seedMeteredRentals } from '../test/helpers/metered-seed.js';
 import { exited, exitWithParent, ownChild, runBench } from './processes.js';
-import { admissionPhase, databaseCpuMs, describePhase, makeClients, queryCounter, spread, startBenchApp, type PhaseResult } from './support.js';
+import {
+  admissionPhase,
+  databaseCpuMs,
+  describePhase,
+  makeClients,
+  queryCounter,
+  spread,
+  startBenchApp,
+  type PhaseResult,
+} from './support.js';
 
 const SIZES = (process.env.BENCH_SIZES ?? '1000,10000,30000,100000').split(',').map(Number);
 const REPS = Number(process.env.BENCH_REPS ?? 3);
@@ -41,7 +50,9 @@ interface Phase extends PhaseResult {
 }
 
 async function rowLocks(ds: ReturnType<typeof createDataSource>): Promise<{ waits: number; ms: number }> {
-  const rows: { Variable_name: string; Value: string }[] = await ds.query(`SHOW GLOBAL STATUS LIKE 'Innodb_row_lock_%'`);
+  const rows: { Variable_name: string; Value: string }[] = await ds.query(
+    `SHOW GLOBAL STATUS LIKE 'Innodb_row_lock_%'`,
+  );
   const v = (name: string) => Number(rows.find((r) => r.Variable_name === name)?.Value ?? 0);
   return { waits: v('Innodb_row_lock_waits'), ms: v('Innodb_row_lock_time') };
 }
@@ -58,7 +69,9 @@ function sweepClock(offsetMs: number): Clock & { tick(): void } {
 /** The USAGE entries in the ledger, and the rental-seconds of usage charged so far. */
 async function usageCharged(ds: ReturnType<typeof createDataSource>): Promise<{ rows: number; seconds: number }> {
   const [rows]: { n: string }[] = await ds.query(`SELECT COUNT(*) AS n FROM ledger_entries WHERE kind = 'USAGE'`);
-  const [time]: { s: string | null }[] = await ds.query(`SELECT SUM(TIMESTAMPDIFF(SECOND, started_at, metered_until)) AS s FROM deployments`);
+  const [time]: { s: string | null }[] = await ds.query(
+    `SELECT SUM(TIMESTAMPDIFF(SECOND, started_at, metered_until)) AS s FROM deployments`,
+  );
   return { rows: Number(rows.n), seconds: Number(time.s ?? 0) };
 }
 
@@ -142,7 +155,11 @@ async function main(): Promise<void> {
       const usage1 = await usageCharged(ds);
       const perHour = (usage1.rows - usage0.rows) / ((usage1.seconds - usage0.seconds) / 3600);
       console.log(
-        `  ${seeded} rentals (seeded in ${seedS.toFixed(1)} s; ledger now ${entries} entries): sweep ${spread(times, 3, ' s')}; ${spread(times.map((t) => (t * 1e6) / seeded), 1, ' µs')} per rental; ` +
+        `  ${seeded} rentals (seeded in ${seedS.toFixed(1)} s; ledger now ${entries} entries): sweep ${spread(times, 3, ' s')}; ${spread(
+          times.map((t) => (t * 1e6) / seeded),
+          1,
+          ' µs',
+        )} per rental; ` +
           `ledger rows per rental-hour ${perHour.toFixed(2)} (an entry per sweep would be ${3600_000 / SWEEP_TICK_MS} here, 240 at the 15 s default); ${where}; ` +
           `per sweep ${requests.toFixed(0)} requests (${(requests / chunks).toFixed(2)} per chunk of ${chunks}, ${((requests * 1000) / seeded).toFixed(2)} per 1000 rentals), ${statements.toFixed(0)} statements`,
       );
@@ -158,7 +175,9 @@ async function main(): Promise<void> {
       );
     }
     if (process.env.BENCH_SWEEPS_ONLY === '1') return;
-    console.log(`admissions during a sweep: ${CLIENTS} clients on their own accounts, ${PER_CLIENT} requests each, saturated and at ${RATE}/s; ${seeded} metered rentals`);
+    console.log(
+      `admissions during a sweep: ${CLIENTS} clients on their own accounts, ${PER_CLIENT} requests each, saturated and at ${RATE}/s; ${seeded} metered rentals`,
+    );
     const phase = async (label: string, rate?: number): Promise<Phase> => {
       const clients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
       const l0 = await rowLocks(ds);
@@ -169,14 +188,24 @@ async function main(): Promise<void> {
       return p;
     };
     // JIT warm-up of the admission path, not reported.
-    await admissionPhase(app.base, await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), { offerId: app.offer.id }, PER_CLIENT);
+    await admissionPhase(
+      app.base,
+      await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'),
+      { offerId: app.offer.id },
+      PER_CLIENT,
+    );
     const without: Phase[] = [];
     const withoutPaced: Phase[] = [];
     for (let rep = 0; rep < REPS; rep++) {
       without.push(await phase(`rep ${rep + 1} no sweep, saturated`));
       withoutPaced.push(await phase(`rep ${rep + 1} no sweep, ${RATE}/s`, RATE));
     }
-    const child = ownChild(fork(fileURLToPath(import.meta.url), ['sweeper'], { execArgv: process.execArgv, env: { ...process.env, BENCH_SWEEP_DATABASE_URL: app.databaseUrl } }));
+    const child = ownChild(
+      fork(fileURLToPath(import.meta.url), ['sweeper'], {
+        execArgv: process.execArgv,
+        env: { ...process.env, BENCH_SWEEP_DATABASE_URL: app.databaseUrl },
+      }),
+    );
     const sweeps: number[] = [];
     await new Promise<void>((resolve, reject) => {
       child.on('message', (msg: { ready?: boolean; sweepMs?: number }) => {
@@ -197,16 +226,50 @@ async function main(): Promise<void> {
     await exited(child);
     console.log('summary (min / median / max):');
     const row = (name: string, a: Phase[], b: Phase[]) =>
-      `  ${name}: p99 ${spread(a.map((r) => r.p99), 1, ' ms')} without a sweep, ${spread(b.map((r) => r.p99), 1, ' ms')} during sweeps` +
-      `; p50 ${spread(a.map((r) => r.p50), 1, ' ms')} / ${spread(b.map((r) => r.p50), 1, ' ms')}` +
-      `; throughput ${spread(a.map((r) => r.perSecond), 0, '/s')} / ${spread(b.map((r) => r.perSecond), 0, '/s')}` +
-      `; row-lock waits ${spread(a.map((r) => r.lockWaits), 0)} / ${spread(b.map((r) => r.lockWaits), 0)}`;
+      `  ${name}: p99 ${spread(
+        a.map((r) => r.p99),
+        1,
+        ' ms',
+      )} without a sweep, ${spread(
+        b.map((r) => r.p99),
+        1,
+        ' ms',
+      )} during sweeps` +
+      `; p50 ${spread(
+        a.map((r) => r.p50),
+        1,
+        ' ms',
+      )} / ${spread(
+        b.map((r) => r.p50),
+        1,
+        ' ms',
+      )}` +
+      `; throughput ${spread(
+        a.map((r) => r.perSecond),
+        0,
+        '/s',
+      )} / ${spread(
+        b.map((r) => r.perSecond),
+        0,
+        '/s',
+      )}` +
+      `; row-lock waits ${spread(
+        a.map((r) => r.lockWaits),
+        0,
+      )} / ${spread(
+        b.map((r) => r.lockWaits),
+        0,
+      )}`;
     console.log(row('saturated', without, during));
     console.log(row(`at ${RATE}/s`, withoutPaced, duringPaced));
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const ratio = (a: Phase[], b: Phase[]) => (median(b.map((r) => r.p99)) / median(a.map((r) => r.p99))).toFixed(2);
-    console.log(`  p99 during / without sweeps (medians): saturated ${ratio(without, during)}×, at ${RATE}/s ${ratio(withoutPaced, duringPaced)}× (goal: at most 1.2×)`);
-    console.log(`  sweeps of ${seeded} rentals in the worker process meanwhile: ${sweeps.length}, ${sweeps.length ? spread(sweeps, 3, ' s') : 'none finished'}`);
+    console.log(
+      `  p99 during / without sweeps (medians): saturated ${ratio(without, during)}×, at ${RATE}/s ${ratio(withoutPaced, duringPaced)}× (goal: at most 1.2×)`,
+    );
+    console.log(
+      `  sweeps of ${seeded} rentals in the worker process meanwhile: ${sweeps.length}, ${sweeps.length ? spread(sweeps, 3, ' s') : 'none finished'}`,
+    );
   } finally {
     await app.close();
   }

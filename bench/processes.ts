@@ -66,7 +66,10 @@ export async function endChild(child: ChildProcess, graceMs = 5_000): Promise<vo
 
 /** Ends every child process and worker thread still registered. */
 export async function endAll(graceMs = 5_000): Promise<void> {
-  await Promise.all([...[...children].map((c) => endChild(c, graceMs)), ...[...workers].map((w) => w.terminate().then(() => undefined))]);
+  await Promise.all([
+    ...[...children].map((c) => endChild(c, graceMs)),
+    ...[...workers].map((w) => w.terminate().then(() => undefined)),
+  ]);
 }
 
 let installed = false;

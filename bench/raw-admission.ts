@@ -28,7 +28,15 @@ export const RAW_ROUND_TRIPS_PER_ADMISSION = 3;
 
 /** The pool the raw side runs on: the service's pool settings, multi-statement requests included. */
 export function rawPool(databaseUrl: string, connectionLimit: number): mysql.Pool {
-  return mysql.createPool({ uri: databaseUrl, connectionLimit, timezone: 'Z', supportBigNumbers: true, bigNumberStrings: false, multipleStatements: true, trace: false });
+  return mysql.createPool({
+    uri: databaseUrl,
+    connectionLimit,
+    timezone: 'Z',
+    supportBigNumbers: true,
+    bigNumberStrings: false,
+    multipleStatements: true,
+    trace: false,
+  });
 }
 
 /** The limits of the bench's keys (bench/support.ts, makeClients). */
@@ -36,14 +44,21 @@ const KEY_BUDGET_MINOR = 100_000_000;
 const KEY_MAX_CONCURRENT = 100_000;
 
 /** One admission (of rental `rentalId`); resolves to a failure label or null. Retries a deadlock as the service does. */
-export async function rawAdmission(pool: mysql.Pool, c: Client, offer: Offer, counter: { deadlocks: number }, rentalId: string = randomUUID()): Promise<string | null> {
+export async function rawAdmission(
+  pool: mysql.Pool,
+  c: Client,
+  offer: Offer,
+  counter: { deadlocks: number },
+  rentalId: string = randomUUID(),
+): Promise<string | null> {
   for (let attempt = 1; ; attempt++) {
     const conn = await pool.getConnection();
     try {
       return await admitOnce(conn, c, offer, rentalId);
     } catch (err) {
       await conn.query('ROLLBACK');
-      if ((err as { code?: string }).code !== 'ER_LOCK_DEADLOCK' || attempt >= 8) return `raw ${(err as { code?: string }).code ?? 'error'}`;
+      if ((err as { code?: string }).code !== 'ER_LOCK_DEADLOCK' || attempt >= 8)
+        return `raw ${(err as { code?: string }).code ?? 'error'}`;
       counter.deadlocks++;
     } finally {
       conn.release();
@@ -72,10 +87,17 @@ function batch(conn: mysql.PoolConnection, parts: [string, unknown[]][]): string
 
 /** The hash the service stores with a claim: SHA-256 of the request's canonical JSON (keys sorted). */
 function requestHash(offerId: string, keyId: string): string {
-  return createHash('sha256').update(JSON.stringify({ keyId, kind: 'OFFER', offerId }), 'utf8').digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify({ keyId, kind: 'OFFER', offerId }), 'utf8')
+    .digest('hex');
 }
 
-async function admitOnce(conn: mysql.PoolConnection, c: Client, offer: Offer, rentalId: string): Promise<string | null> {
+async function admitOnce(
+  conn: mysql.PoolConnection,
+  c: Client,
+  offer: Offer,
+  rentalId: string,
+): Promise<string | null> {
   const now = new Date();
   const deploymentId = randomUUID();
   const price = offer.pricePerHourMinor;
@@ -89,14 +111,24 @@ async function admitOnce(conn: mysql.PoolConnection, c: Client, offer: Offer, re
       [RESERVING, [c.accountId]],
     ]),
   );
-  const [, , [account], claim, live] = results as unknown as [mysql.ResultSetHeader, mysql.ResultSetHeader, mysql.RowDataPacket[], mysql.ResultSetHeader, mysql.RowDataPacket[]];
+  const [, , [account], claim, live] = results as unknown as [
+    mysql.ResultSetHeader,
+    mysql.ResultSetHeader,
+    mysql.RowDataPacket[],
+    mysql.ResultSetHeader,
+    mysql.RowDataPacket[],
+  ];
   if (!account) throw Object.assign(new Error('no account'), { code: 'NO_ACCOUNT' });
   if (claim.affectedRows !== 1) return rollback(conn, 'raw replay');
   if (account.frozen || account.revoked_at !== null) return rollback(conn, 'raw refused');
   let accountReserved = 0;
   let keyReserved = 0;
   for (const r of live) {
-    const outstanding = Math.max(0, Math.min(Number(r.hourly_price_minor), r.spend_cap_minor === null ? Infinity : Number(r.spend_cap_minor)) - Number(r.usage_minor));
+    const outstanding = Math.max(
+      0,
+      Math.min(Number(r.hourly_price_minor), r.spend_cap_minor === null ? Infinity : Number(r.spend_cap_minor)) -
+        Number(r.usage_minor),
+    );
     accountReserved += outstanding;
     if (r.key_id === c.keyId) keyReserved += outstanding;
   }
@@ -108,7 +140,10 @@ async function admitOnce(conn: mysql.PoolConnection, c: Client, offer: Offer, re
   await conn.query(
     batch(conn, [
       [ORDER, [rentalId, c.accountId, c.keyId, offer.id, JSON.stringify([offer.id]), price, offer.currency, now, now]],
-      [DEPLOYMENT, [deploymentId, rentalId, c.accountId, c.keyId, offer.provider, offer.id, price, spendCap, now, now, now]],
+      [
+        DEPLOYMENT,
+        [deploymentId, rentalId, c.accountId, c.keyId, offer.provider, offer.id, price, spendCap, now, now, now],
+      ],
       [SLOT, [c.keyId]],
       [JOB, [now, JSON.stringify({ deploymentId }), deploymentId]],
     ]),

@@ -70,7 +70,13 @@ interface Counters {
 /** This process's counters: the raw side's, whose phase is the only thing running in it. */
 async function ownCounters(raw: { deadlocks: number }): Promise<Counters> {
   const cpu = process.cpuUsage();
-  return { cpuMs: (cpu.user + cpu.system) / 1000, systemMs: cpu.system / 1000, statements: queryCounter.statements, requests: queryCounter.requests, deadlocks: raw.deadlocks };
+  return {
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    systemMs: cpu.system / 1000,
+    statements: queryCounter.statements,
+    requests: queryCounter.requests,
+    deadlocks: raw.deadlocks,
+  };
 }
 
 /** One phase on fresh accounts, with the CPU, statements and deadlocks of the process that served it. */
@@ -110,7 +116,12 @@ async function main(): Promise<void> {
   const serviceCounters = () => service.stats();
   const floor = await startFloorProcess(app);
   // The floor's statements are the raw side's (10 in 3 round trips); it reports its CPU alone.
-  const floorCounters = async (): Promise<Counters> => ({ ...(await floor.stats()), statements: 0, requests: 0, deadlocks: 0 });
+  const floorCounters = async (): Promise<Counters> => ({
+    ...(await floor.stats()),
+    statements: 0,
+    requests: 0,
+    deadlocks: 0,
+  });
   try {
     // The service's answer to one admission, for the floor to send the same bytes.
     const [sample] = await makeClients(app, 1, 'ACCOUNT_BALANCE');
@@ -126,7 +137,9 @@ async function main(): Promise<void> {
     // JIT and connection pool warm-up: one whole phase of each, not reported, so the repetitions
     // measure the steady state a long-running server is in.
     await admissionPhase(service.base, await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), byOffer, PER_CLIENT);
-    await loadPhase(await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), PER_CLIENT, (c) => rawAdmission(pool, c, app.offer, raw));
+    await loadPhase(await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE'), PER_CLIENT, (c) =>
+      rawAdmission(pool, c, app.offer, raw),
+    );
     const warmFloor = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
     await floor.serve(warmFloor, app.offer, floorAnswer);
     await admissionPhase(floor.base, warmFloor, byOffer, PER_CLIENT);
@@ -145,32 +158,82 @@ async function main(): Promise<void> {
       const rawClients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
       const intentClients = await makeClients(app, CLIENTS, 'ACCOUNT_BALANCE');
       ours.push(await measured(() => admissionPhase(service.base, oursClients, byOffer, PER_CLIENT), serviceCounters));
-      theirs.push(await measured(() => loadPhase(rawClients, PER_CLIENT, (c) => rawAdmission(pool, c, app.offer, raw)), () => ownCounters(raw)));
-      intents.push(await measured(() => admissionPhase(service.base, intentClients, byIntent, PER_CLIENT), serviceCounters));
+      theirs.push(
+        await measured(
+          () => loadPhase(rawClients, PER_CLIENT, (c) => rawAdmission(pool, c, app.offer, raw)),
+          () => ownCounters(raw),
+        ),
+      );
+      intents.push(
+        await measured(() => admissionPhase(service.base, intentClients, byIntent, PER_CLIENT), serviceCounters),
+      );
       floors.push(await measured(() => admissionPhase(floor.base, floorClients, byOffer, PER_CLIENT), floorCounters));
-      console.log(describePhase(`rep ${rep + 1} ours (metered, by offer id)`, ours[rep]) + facts(ours[rep]) + ` (the service process); load generator CPU ${ours[rep].benchCpuMs.toFixed(3)} ms/admission`);
-      console.log(describePhase(`rep ${rep + 1} raw mysql2 (same statements, same round trips)`, theirs[rep]) + facts(theirs[rep]));
-      console.log(describePhase(`rep ${rep + 1} ours (metered, by GPU intent)`, intents[rep]) + `; ${intents[rep].statements.toFixed(2)} statements in ${intents[rep].roundTrips.toFixed(2)} round trips/admission`);
-      console.log(describePhase(`rep ${rep + 1} floor (bare Express serving the raw admission)`, floors[rep]) + `; process CPU ${floors[rep].cpuMs.toFixed(3)} ms/admission (${floors[rep].systemMs.toFixed(3)} of it in the kernel)`);
+      console.log(
+        describePhase(`rep ${rep + 1} ours (metered, by offer id)`, ours[rep]) +
+          facts(ours[rep]) +
+          ` (the service process); load generator CPU ${ours[rep].benchCpuMs.toFixed(3)} ms/admission`,
+      );
+      console.log(
+        describePhase(`rep ${rep + 1} raw mysql2 (same statements, same round trips)`, theirs[rep]) +
+          facts(theirs[rep]),
+      );
+      console.log(
+        describePhase(`rep ${rep + 1} ours (metered, by GPU intent)`, intents[rep]) +
+          `; ${intents[rep].statements.toFixed(2)} statements in ${intents[rep].roundTrips.toFixed(2)} round trips/admission`,
+      );
+      console.log(
+        describePhase(`rep ${rep + 1} floor (bare Express serving the raw admission)`, floors[rep]) +
+          `; process CPU ${floors[rep].cpuMs.toFixed(3)} ms/admission (${floors[rep].systemMs.toFixed(3)} of it in the kernel)`,
+      );
     }
     const col = (xs: Measured[], f: (m: Measured) => number, d = 1, u = '') => spread(xs.map(f), d, u);
     const line = (xs: Measured[]) =>
       `${col(xs, (m) => m.perSecond, 0, '/s')}; p50 ${col(xs, (m) => m.p50, 1, ' ms')}; p99 ${col(xs, (m) => m.p99, 1, ' ms')}; ` +
       `CPU ${col(xs, (m) => m.cpuMs, 3, ' ms')}/admission (kernel ${col(xs, (m) => m.systemMs, 3, ' ms')}); statements ${col(xs, (m) => m.statements, 2)} in ${col(xs, (m) => m.roundTrips, 2)} round trips/admission; deadlocks ${col(xs, (m) => m.deadlocks, 0)}`;
     console.log('summary (min / median / max):');
-    console.log(`  ours: ${line(ours)} (BEGIN and COMMIT included; a key is read at most once a minute); load generator CPU ${col(ours, (m) => m.benchCpuMs, 3, ' ms')}/admission`);
+    console.log(
+      `  ours: ${line(ours)} (BEGIN and COMMIT included; a key is read at most once a minute); load generator CPU ${col(ours, (m) => m.benchCpuMs, 3, ' ms')}/admission`,
+    );
     console.log(`  raw:  ${line(theirs)}`);
     const ratios = ours.map((o, i) => o.perSecond / theirs[i].perSecond);
     const p99s = ours.map((o, i) => o.p99 / theirs[i].p99);
     const cpus = ours.map((o, i) => o.cpuMs / theirs[i].cpuMs);
-    console.log(`  throughput ours/raw ${spread(ratios, 2, 'x')}; p99 ours/raw ${spread(p99s, 2, 'x')}; CPU per admission ours/raw ${spread(cpus, 2, 'x')}`);
-    console.log(`  floor (bare Express + raw): ${col(floors, (m) => m.perSecond, 0, '/s')}; p99 ${col(floors, (m) => m.p99, 1, ' ms')}; CPU ${col(floors, (m) => m.cpuMs, 3, ' ms')}/admission`);
     console.log(
-      `  throughput floor/raw ${spread(floors.map((f, i) => f.perSecond / theirs[i].perSecond), 2, 'x')}; ours/floor ${spread(ours.map((o, i) => o.perSecond / floors[i].perSecond), 2, 'x')}; ` +
-        `CPU per admission floor - raw ${spread(floors.map((f, i) => f.cpuMs - theirs[i].cpuMs), 3, ' ms')}, ours - floor ${spread(ours.map((o, i) => o.cpuMs - floors[i].cpuMs), 3, ' ms')}`,
+      `  throughput ours/raw ${spread(ratios, 2, 'x')}; p99 ours/raw ${spread(p99s, 2, 'x')}; CPU per admission ours/raw ${spread(cpus, 2, 'x')}`,
     );
-    console.log(`  GPU intent: ${col(intents, (m) => m.perSecond, 0, '/s')}; p50 ${col(intents, (m) => m.p50, 1, ' ms')}; p99 ${col(intents, (m) => m.p99, 1, ' ms')}; statements ${col(intents, (m) => m.statements, 2)}/admission`);
-    console.log(`  throughput GPU intent/by offer id (same repetition) ${spread(intents.map((m, i) => m.perSecond / ours[i].perSecond), 2, 'x')}`);
+    console.log(
+      `  floor (bare Express + raw): ${col(floors, (m) => m.perSecond, 0, '/s')}; p99 ${col(floors, (m) => m.p99, 1, ' ms')}; CPU ${col(floors, (m) => m.cpuMs, 3, ' ms')}/admission`,
+    );
+    console.log(
+      `  throughput floor/raw ${spread(
+        floors.map((f, i) => f.perSecond / theirs[i].perSecond),
+        2,
+        'x',
+      )}; ours/floor ${spread(
+        ours.map((o, i) => o.perSecond / floors[i].perSecond),
+        2,
+        'x',
+      )}; ` +
+        `CPU per admission floor - raw ${spread(
+          floors.map((f, i) => f.cpuMs - theirs[i].cpuMs),
+          3,
+          ' ms',
+        )}, ours - floor ${spread(
+          ours.map((o, i) => o.cpuMs - floors[i].cpuMs),
+          3,
+          ' ms',
+        )}`,
+    );
+    console.log(
+      `  GPU intent: ${col(intents, (m) => m.perSecond, 0, '/s')}; p50 ${col(intents, (m) => m.p50, 1, ' ms')}; p99 ${col(intents, (m) => m.p99, 1, ' ms')}; statements ${col(intents, (m) => m.statements, 2)}/admission`,
+    );
+    console.log(
+      `  throughput GPU intent/by offer id (same repetition) ${spread(
+        intents.map((m, i) => m.perSecond / ours[i].perSecond),
+        2,
+        'x',
+      )}`,
+    );
 
     if (process.env.BENCH_PROFILE) {
       // A phase of its own: sampling slows the service, so the measured repetitions run without it.
@@ -188,7 +251,10 @@ async function main(): Promise<void> {
     const i = await measured(() => admissionPhase(service.base, extra, intent, PER_CLIENT), serviceCounters);
     console.log(describePhase('metered (ACCOUNT_BALANCE, by GPU intent)', i) + facts(i));
     const legacy = await makeClients(app, CLIENTS, 'LEGACY_PREPAID');
-    const l = await measured(() => admissionPhase(service.base, legacy, { offerId: app.offer.id, budgetMinor: 600 }, PER_CLIENT), serviceCounters);
+    const l = await measured(
+      () => admissionPhase(service.base, legacy, { offerId: app.offer.id, budgetMinor: 600 }, PER_CLIENT),
+      serviceCounters,
+    );
     console.log(describePhase('legacy prepaid (ledger debit, by offer id)', l) + facts(l));
     await service.close();
     await provisioningLatency(app);
@@ -210,7 +276,9 @@ async function provisioningLatency(app: BenchApp): Promise<void> {
   const hasJob = services.jobDefinitions.some((d) => d.name === RENTAL_JOBS.provision);
   const jobs = (services as { jobs?: unknown }).jobs;
   if (!hasJob || !jobs) {
-    console.log(`  admission -> provider create: not measured (${!jobs ? 'no job queue on Services' : `no ${RENTAL_JOBS.provision} job defined`} yet)`);
+    console.log(
+      `  admission -> provider create: not measured (${!jobs ? 'no job queue on Services' : `no ${RENTAL_JOBS.provision} job defined`} yet)`,
+    );
     return;
   }
   // The admission phases queued a provisioning job per rental; drop them and retire their rows so
@@ -251,9 +319,14 @@ async function provisioningLatency(app: BenchApp): Promise<void> {
         `p50 ${percentile(waits, 50).toFixed(1)} ms, p99 ${percentile(waits, 99).toFixed(1)} ms, max ${waits[waits.length - 1]?.toFixed(1)} ms`,
     );
     // Leave nothing running: terminate what was provisioned.
-    const deployments: { id: string }[] = await services.ds.query(`SELECT id FROM deployments WHERE order_id IN (?)`, [rentalIds]);
+    const deployments: { id: string }[] = await services.ds.query(`SELECT id FROM deployments WHERE order_id IN (?)`, [
+      rentalIds,
+    ]);
     for (const d of deployments) {
-      await fetch(`${base}/api/v1/deployments/${d.id}/terminate`, { method: 'POST', headers: { Authorization: client.auth } });
+      await fetch(`${base}/api/v1/deployments/${d.id}/terminate`, {
+        method: 'POST',
+        headers: { Authorization: client.auth },
+      });
     }
     await new Promise((r) => setTimeout(r, 2000));
   } finally {

@@ -99,7 +99,12 @@ function databasePid(): string | null {
     for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
       try {
         if (!/^(mariadbd|mysqld)$/.test(readFileSync(`/proc/${pid}/comm`, 'utf8').trim())) continue;
-        if (readdirSync(`/proc/${pid}/fd`).some((fd) => listening.has(readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: 'utf8' })))) return (serverPid = pid);
+        if (
+          readdirSync(`/proc/${pid}/fd`).some((fd) =>
+            listening.has(readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: 'utf8' })),
+          )
+        )
+          return (serverPid = pid);
       } catch {
         // The process ended while we looked, or its descriptors are not ours to read.
       }
@@ -128,10 +133,23 @@ export async function startBenchApp(opts: { clock?: Clock; poolSize?: number } =
   const databaseUrl = server.toString();
   const dir = mkdtempSync(join(tmpdir(), 'gpu-rental-bench-'));
   const inventoryPath = join(dir, 'inventory.json');
-  const h100 = { name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, maximumDurationSeconds: 86400, provisionSeconds: 0 };
+  const h100 = {
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 0,
+  };
   writeFileSync(
     inventoryPath,
-    JSON.stringify({ offers: [{ ...h100, key: 'h100-a', pricePerHourMinor: 300 }, { ...h100, key: 'h100-b', pricePerHourMinor: 350 }, { ...h100, key: 'h100-c', pricePerHourMinor: 400 }] }),
+    JSON.stringify({
+      offers: [
+        { ...h100, key: 'h100-a', pricePerHourMinor: 300 },
+        { ...h100, key: 'h100-b', pricePerHourMinor: 350 },
+        { ...h100, key: 'h100-c', pricePerHourMinor: 400 },
+      ],
+    }),
   );
   await createDatabaseIfMissing(databaseUrl);
   const served = await serveBenchApp(databaseUrl, inventoryPath, { ...opts, migrate: true });
@@ -163,7 +181,11 @@ export interface ServedApp {
  * local provider reading `inventoryPath`: what startBenchApp runs in the bench's own process, and
  * what a forked service process (bench/service-process.ts) runs in its own.
  */
-export async function serveBenchApp(databaseUrl: string, inventoryPath: string, opts: { clock?: Clock; poolSize?: number; migrate?: boolean } = {}): Promise<ServedApp> {
+export async function serveBenchApp(
+  databaseUrl: string,
+  inventoryPath: string,
+  opts: { clock?: Clock; poolSize?: number; migrate?: boolean } = {},
+): Promise<ServedApp> {
   const ds = createDataSource(databaseUrl, opts.poolSize ?? 40, entities);
   await ds.initialize();
   if (opts.migrate) await migrate(ds);
@@ -177,7 +199,13 @@ export async function serveBenchApp(databaseUrl: string, inventoryPath: string, 
   });
   const clock = opts.clock ?? systemClock;
   const logger = createLogger(config.logLevel);
-  const providers = await createProviderRegistry(config.providers, { logger, clock, dataSource: ds, production: false, labelPrefix: 'gpb-' });
+  const providers = await createProviderRegistry(config.providers, {
+    logger,
+    clock,
+    dataSource: ds,
+    production: false,
+    labelPrefix: 'gpb-',
+  });
   const services: Services = createServices({ config, ds, clock, logger, providers });
   const http = createApp(services).listen(0, '127.0.0.1');
   await new Promise((r) => http.once('listening', r));
@@ -194,7 +222,11 @@ export async function serveBenchApp(databaseUrl: string, inventoryPath: string, 
 }
 
 /** What a bench asks its service process (bench/service-process.ts). */
-export type ServiceRequest = { type: 'stats' } | { type: 'profile-start'; intervalUs: number } | { type: 'profile-stop'; path: string } | { type: 'close' };
+export type ServiceRequest =
+  | { type: 'stats' }
+  | { type: 'profile-start'; intervalUs: number }
+  | { type: 'profile-stop'; path: string }
+  | { type: 'close' };
 
 /** What the service process answers: `ready` once, then one answer per request. */
 export type ServiceMessage =
@@ -229,12 +261,22 @@ interface IpcChild<Req, Msg extends { type: string }> {
 }
 
 /** Forks the bench file `name` (run by tsx, with the service's production node flags) and speaks to it over IPC. */
-function forkBenchChild<Req, Msg extends { type: string }>(name: string, args: string[], what: string): IpcChild<Req, Msg> {
+function forkBenchChild<Req, Msg extends { type: string }>(
+  name: string,
+  args: string[],
+  what: string,
+): IpcChild<Req, Msg> {
   const file = fileURLToPath(new URL(name, import.meta.url));
-  const child = ownChild(fork(file, args, { execArgv: [...productionNodeFlags(), '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  const child = ownChild(
+    fork(file, args, {
+      execArgv: [...productionNodeFlags(), '--import', 'tsx'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    }),
+  );
   const next = <T extends Msg['type']>(type: T) =>
     new Promise<Extract<Msg, { type: T }>>((resolve, reject) => {
-      const onExit = (code: number | null) => reject(new Error(`the ${what} process exited with ${code} while the bench waited for ${type}`));
+      const onExit = (code: number | null) =>
+        reject(new Error(`the ${what} process exited with ${code} while the bench waited for ${type}`));
       child.once('exit', onExit);
       const onMessage = (m: Msg) => {
         if (m.type !== type) return;
@@ -261,7 +303,10 @@ function forkBenchChild<Req, Msg extends { type: string }>(name: string, args: s
 }
 
 /** CPU times (µs) as a child reports them, in ms. */
-const cpuMsOf = (s: { userUs: number; systemUs: number }) => ({ cpuMs: (s.userUs + s.systemUs) / 1000, systemMs: s.systemUs / 1000 });
+const cpuMsOf = (s: { userUs: number; systemUs: number }) => ({
+  cpuMs: (s.userUs + s.systemUs) / 1000,
+  systemMs: s.systemUs / 1000,
+});
 
 /**
  * Forks a service process serving the API on `app`'s database: its CPU is then the service's
@@ -269,7 +314,11 @@ const cpuMsOf = (s: { userUs: number; systemUs: number }) => ({ cpuMs: (s.userUs
  * app has cached.
  */
 export async function startServiceProcess(app: BenchApp): Promise<ServiceProcess> {
-  const p = forkBenchChild<ServiceRequest, ServiceMessage>('./service-process.ts', [app.databaseUrl, app.inventoryPath], 'service');
+  const p = forkBenchChild<ServiceRequest, ServiceMessage>(
+    './service-process.ts',
+    [app.databaseUrl, app.inventoryPath],
+    'service',
+  );
   const { base } = await p.next('ready');
   return {
     base,
@@ -300,7 +349,11 @@ export interface FloorProcess {
 
 /** Forks the Express floor process on `app`'s database, with the service's pool size and node flags. */
 export async function startFloorProcess(app: BenchApp, poolSize = 40): Promise<FloorProcess> {
-  const p = forkBenchChild<FloorRequest, FloorMessage>('./express-floor-process.ts', [app.databaseUrl, String(poolSize)], 'floor');
+  const p = forkBenchChild<FloorRequest, FloorMessage>(
+    './express-floor-process.ts',
+    [app.databaseUrl, String(poolSize)],
+    'floor',
+  );
   const { base } = await p.next('ready');
   return {
     base,
@@ -319,7 +372,11 @@ export interface Client {
 }
 
 /** `count` accounts signed up through the API, each funded and given an agent key with room to spare. */
-export async function makeClients(app: BenchApp, count: number, billingModel: 'ACCOUNT_BALANCE' | 'LEGACY_PREPAID'): Promise<Client[]> {
+export async function makeClients(
+  app: BenchApp,
+  count: number,
+  billingModel: 'ACCOUNT_BALANCE' | 'LEGACY_PREPAID',
+): Promise<Client[]> {
   const { services, base } = app;
   return Promise.all(
     Array.from({ length: count }, async () => {
@@ -332,7 +389,13 @@ export async function makeClients(app: BenchApp, count: number, billingModel: 'A
       const accountId = data.account.user.id;
       await services.ds.getRepository(Account).update({ id: accountId }, { billingModel });
       const { key, token } = await services.ds.transaction(async (m) => {
-        await services.ledger.post(m, { accountId, kind: 'TOPUP', amountMinor: 100_000_000, externalRef: `bench:${accountId}`, description: 'bench credit' });
+        await services.ledger.post(m, {
+          accountId,
+          kind: 'TOPUP',
+          amountMinor: 100_000_000,
+          externalRef: `bench:${accountId}`,
+          description: 'bench credit',
+        });
         return services.keys.create(m, {
           accountId,
           kind: 'AGENT',
@@ -364,13 +427,23 @@ export interface PhaseResult {
  * from a worker thread (admission-load.ts), so the server's event loop carries only the server;
  * with `rate`, at that many requests per second in all (open loop) instead of as fast as answered.
  */
-export async function admissionPhase(base: string, clients: Client[], body: object, perClient: number, rate?: number): Promise<PhaseResult> {
+export async function admissionPhase(
+  base: string,
+  clients: Client[],
+  body: object,
+  perClient: number,
+  rate?: number,
+): Promise<PhaseResult> {
   const r = await runLoad({ base, auths: clients.map((c) => c.auth), perClient, body, rate });
   return summarize(r.latencies, r.failures, r.seconds);
 }
 
 /** Runs `one` (null on success, else a failure label) `perClient` times per client, clients in parallel. */
-export async function loadPhase<C>(clients: C[], perClient: number, one: (c: C) => Promise<string | null>): Promise<PhaseResult> {
+export async function loadPhase<C>(
+  clients: C[],
+  perClient: number,
+  one: (c: C) => Promise<string | null>,
+): Promise<PhaseResult> {
   const latencies: number[] = [];
   const failures: Record<string, number> = {};
   const started = performance.now();
@@ -390,7 +463,15 @@ export async function loadPhase<C>(clients: C[], perClient: number, one: (c: C) 
 function summarize(latencies: number[], failures: Record<string, number>, seconds: number): PhaseResult {
   latencies.sort((a, b) => a - b);
   const admitted = latencies.length - Object.values(failures).reduce((a, b) => a + b, 0);
-  return { admitted, requests: latencies.length, seconds, perSecond: admitted / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), failures };
+  return {
+    admitted,
+    requests: latencies.length,
+    seconds,
+    perSecond: admitted / seconds,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    failures,
+  };
 }
 
 export function describePhase(name: string, r: PhaseResult): string {

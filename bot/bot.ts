@@ -91,11 +91,10 @@ async function onFeatureError(err: BotError<BotContext>, log: Services['logger']
   // AGENTS_DISABLED is a 503 but a standing answer, not a fault: say it plainly, do not suggest a retry.
   const expected = e instanceof AppError && (e.status < 500 || e.code === 'AGENTS_DISABLED');
   if (expected) log.warn({ code: (e as AppError).code, updateId: ctx.update.update_id }, 'telegram update refused');
-  else if (e instanceof GrammyError || e instanceof HttpError) log.error({ err: e, updateId: ctx.update.update_id }, 'Bot API call failed');
+  else if (e instanceof GrammyError || e instanceof HttpError)
+    log.error({ err: e, updateId: ctx.update.update_id }, 'Bot API call failed');
   else log.error({ err: e, updateId: ctx.update.update_id }, 'telegram update failed');
-  const text = expected
-    ? (e as AppError).message
-    : 'Something went wrong on our side. Please try again in a moment.';
+  const text = expected ? (e as AppError).message : 'Something went wrong on our side. Please try again in a moment.';
   try {
     if (ctx.callbackQuery) await ctx.answerCallbackQuery({ text: text.slice(0, 190), show_alert: true });
     else if (ctx.chat?.type === 'private') await ctx.reply(text);

@@ -11,7 +11,11 @@ export const MAX_LISTED_KEYS = 15;
  * The confirmed revocation of a key from its list: a key that is not on the owner's account gets
  * an alert and nothing else; otherwise the confirmation message becomes `revoked(result)`.
  */
-export async function confirmRevocation<T>(ctx: BotContext, revoke: () => Promise<T>, revoked: (result: T) => string): Promise<void> {
+export async function confirmRevocation<T>(
+  ctx: BotContext,
+  revoke: () => Promise<T>,
+  revoked: (result: T) => string,
+): Promise<void> {
   let result: T;
   try {
     result = await revoke();

@@ -1,11 +1,21 @@
 import { Composer, InlineKeyboard } from 'grammy';
-import { APPROVAL_LIMITS, IDLE_TERMINATE_MINUTES, idleTerminateMinutesProblem, MAX_RENTAL_SECONDS, maxRentalSecondsProblem } from '../src/modules/keys/key-limits.js';
+import {
+  APPROVAL_LIMITS,
+  IDLE_TERMINATE_MINUTES,
+  idleTerminateMinutesProblem,
+  MAX_RENTAL_SECONDS,
+  maxRentalSecondsProblem,
+} from '../src/modules/keys/key-limits.js';
 import { describeRentalLength, parseRentalLength } from '../src/modules/keys/rental-length.js';
-import { ConversationStore, type Conversation, type ConversationKind, type LimitStep } from '../src/modules/telegram/conversation-store.js';
+import {
+  ConversationStore,
+  type Conversation,
+  type ConversationKind,
+  type LimitStep,
+} from '../src/modules/telegram/conversation-store.js';
 import { ownerOf, type BotContext } from './context.js';
 import { html, parseCount } from './format.js';
 import { formatUsd, formatUsdShort, parseUsd } from '../src/modules/billing/money.js';
-
 
 export interface ChosenLimits {
   maxPerRentalMinor: number;
@@ -45,14 +55,17 @@ export function describeIdleMinutes(minutes: number | null): string {
 /** The idle question and its preset buttons (minutes); "No limit" is a button of its own. */
 const IDLE_MINUTES = {
   question:
-    'How long may a rental\'s GPUs sit idle (under 5 % busy) before it is warned and then stopped? ' +
+    "How long may a rental's GPUs sit idle (under 5 % busy) before it is warned and then stopped? " +
     'Pick a time, type minutes such as 45 or a length such as 90m or 2h ' +
     `(${describeIdleMinutes(IDLE_TERMINATE_MINUTES.minimum)} to ${describeIdleMinutes(IDLE_TERMINATE_MINUTES.maximum)}), or choose No limit to never stop idle rentals.`,
   presets: [15, 30, 60, 120],
   label: 'Stop when idle',
 };
 
-const QUESTIONS: Record<AmountStep, { question: string; presets: number[]; isCount: boolean; label: string; noun: string }> = {
+const QUESTIONS: Record<
+  AmountStep,
+  { question: string; presets: number[]; isCount: boolean; label: string; noun: string }
+> = {
   perRental: {
     question: `What may one rental cost at most? Pick a cap or type another amount in US dollars (at least ${formatUsdShort(APPROVAL_LIMITS.minimums.maxPerRentalMinor)}).`,
     presets: [500, 1000, 2500, 5000, 10000],
@@ -83,20 +96,27 @@ const FIELD: Record<AmountStep, Exclude<keyof ChosenLimits, 'maxRentalSeconds' |
 };
 
 /** A value for one step checked against the minimums; the error is a sentence for the owner. */
-export function checkLimit(step: AmountStep, value: number | null): { ok: true; value: number } | { ok: false; error: string } {
+export function checkLimit(
+  step: AmountStep,
+  value: number | null,
+): { ok: true; value: number } | { ok: false; error: string } {
   const field = FIELD[step];
   if (value === null) {
     return {
       ok: false,
-      error: QUESTIONS[step].isCount ? 'Please send a whole number, for example 2.' : 'Please send an amount in US dollars, for example 25 or 12.50.',
+      error: QUESTIONS[step].isCount
+        ? 'Please send a whole number, for example 2.'
+        : 'Please send an amount in US dollars, for example 25 or 12.50.',
     };
   }
   // The bounds the API holds approvals to, so the bot never accepts what the service would refuse.
   const min = APPROVAL_LIMITS.minimums[field];
   const max = APPROVAL_LIMITS.maximums[field];
   const show = (n: number) => (QUESTIONS[step].isCount ? String(n) : formatUsd(n));
-  if (value < min) return { ok: false, error: `The ${QUESTIONS[step].noun} must be at least ${show(min)}; you sent ${show(value)}.` };
-  if (value > max) return { ok: false, error: `The ${QUESTIONS[step].noun} can be at most ${show(max)}; you sent ${show(value)}.` };
+  if (value < min)
+    return { ok: false, error: `The ${QUESTIONS[step].noun} must be at least ${show(min)}; you sent ${show(value)}.` };
+  if (value > max)
+    return { ok: false, error: `The ${QUESTIONS[step].noun} can be at most ${show(max)}; you sent ${show(value)}.` };
   return { ok: true, value };
 }
 
@@ -104,8 +124,11 @@ export function checkLimit(step: AmountStep, value: number | null): { ok: true; 
  * The longest rental as typed or pressed (seconds; null: no limit; undefined: not a length),
  * checked against the bounds the API holds every key to; the error is a sentence for the owner.
  */
-export function checkRentalLength(value: number | null | undefined): { ok: true; value: number | null } | { ok: false; error: string } {
-  if (value === undefined) return { ok: false, error: 'Please send a length such as 8h, 90m or 2d, or "none" for no limit.' };
+export function checkRentalLength(
+  value: number | null | undefined,
+): { ok: true; value: number | null } | { ok: false; error: string } {
+  if (value === undefined)
+    return { ok: false, error: 'Please send a length such as 8h, 90m or 2d, or "none" for no limit.' };
   if (maxRentalSecondsProblem(value)) {
     const range = `${describeRentalLength(MAX_RENTAL_SECONDS.minimum)} to ${describeRentalLength(MAX_RENTAL_SECONDS.maximum)}`;
     return { ok: false, error: `The longest rental must be from ${range}; you sent ${describeRentalLength(value)}.` };
@@ -128,9 +151,13 @@ export function parseIdleMinutes(input: string): number | null | undefined {
  * Idle minutes as typed or pressed (null: never stop idle rentals; undefined: not a time), checked
  * against the bounds the API holds every key to; the error is a sentence for the owner.
  */
-export function checkIdleMinutes(value: number | null | undefined): { ok: true; value: number | null } | { ok: false; error: string } {
-  if (value === undefined) return { ok: false, error: 'Please send minutes such as 45, a length such as 2h, or "none" for no limit.' };
-  if (value !== null && !Number.isInteger(value)) return { ok: false, error: 'The idle time must be whole minutes, for example 45 or 1h30m.' };
+export function checkIdleMinutes(
+  value: number | null | undefined,
+): { ok: true; value: number | null } | { ok: false; error: string } {
+  if (value === undefined)
+    return { ok: false, error: 'Please send minutes such as 45, a length such as 2h, or "none" for no limit.' };
+  if (value !== null && !Number.isInteger(value))
+    return { ok: false, error: 'The idle time must be whole minutes, for example 45 or 1h30m.' };
   if (idleTerminateMinutesProblem(value)) {
     const range = `${describeIdleMinutes(IDLE_TERMINATE_MINUTES.minimum)} to ${describeIdleMinutes(IDLE_TERMINATE_MINUTES.maximum)}`;
     return { ok: false, error: `The idle time must be from ${range}; you sent ${describeIdleMinutes(value)}.` };
@@ -144,9 +171,16 @@ export function parseStep(step: AmountStep, text: string): number | null {
 }
 
 export function describeLimits(l: ChosenLimits): string {
-  const rentals = l.maxConcurrentDeployments === 1 ? '1 rental at a time' : `${l.maxConcurrentDeployments} rentals at a time`;
-  const length = l.maxRentalSeconds === null ? 'no time limit per rental' : `each for up to ${describeRentalLength(l.maxRentalSeconds)}`;
-  const idle = l.idleTerminateMinutes === null ? 'idle rentals not stopped' : `stops after ${describeIdleMinutes(l.idleTerminateMinutes)} idle`;
+  const rentals =
+    l.maxConcurrentDeployments === 1 ? '1 rental at a time' : `${l.maxConcurrentDeployments} rentals at a time`;
+  const length =
+    l.maxRentalSeconds === null
+      ? 'no time limit per rental'
+      : `each for up to ${describeRentalLength(l.maxRentalSeconds)}`;
+  const idle =
+    l.idleTerminateMinutes === null
+      ? 'idle rentals not stopped'
+      : `stops after ${describeIdleMinutes(l.idleTerminateMinutes)} idle`;
   return `${formatUsd(l.maxPerRentalMinor)} per rental, ${formatUsd(l.budgetLimitMinor)} in total, ${rentals}, ${length}, ${idle}`;
 }
 
@@ -182,7 +216,8 @@ export function parseLimitArgs(args: string): { limits: ChosenLimits; name?: str
   let sawLength = false;
   let sawIdle = false;
   for (;;) {
-    const idle = !sawIdle && rest.length > 1 && rest[0].toLowerCase() === 'idle' ? parseIdleMinutes(rest[1]) : undefined;
+    const idle =
+      !sawIdle && rest.length > 1 && rest[0].toLowerCase() === 'idle' ? parseIdleMinutes(rest[1]) : undefined;
     if (idle !== undefined) {
       const checked = checkIdleMinutes(idle);
       if (checked.ok) values.idleTerminateMinutes = checked.value;
@@ -262,25 +297,36 @@ type Checked = { ok: true; value: number | null; shown: string } | { ok: false; 
 /** An answer to `step`, pressed (the button's value) or typed, checked; with how it reads back to the owner. */
 function checkAnswer(step: DialogueStep, input: { pressed: string } | { typed: string }): Checked {
   if (step === 'rentalLength') {
-    const value = 'pressed' in input ? (input.pressed === 'none' ? null : Number(input.pressed)) : parseRentalLength(input.typed);
+    const value =
+      'pressed' in input ? (input.pressed === 'none' ? null : Number(input.pressed)) : parseRentalLength(input.typed);
     const checked = checkRentalLength(value);
     return checked.ok ? { ...checked, shown: describeRentalLength(checked.value) } : checked;
   }
   if (step === 'idleMinutes') {
-    const value = 'pressed' in input ? (input.pressed === 'none' ? null : Number(input.pressed)) : parseIdleMinutes(input.typed);
+    const value =
+      'pressed' in input ? (input.pressed === 'none' ? null : Number(input.pressed)) : parseIdleMinutes(input.typed);
     const checked = checkIdleMinutes(value);
     return checked.ok ? { ...checked, shown: describeIdleMinutes(checked.value) } : checked;
   }
-  const value = 'pressed' in input ? (/^\d+$/.test(input.pressed) ? Number(input.pressed) : null) : parseStep(step, input.typed);
+  const value =
+    'pressed' in input ? (/^\d+$/.test(input.pressed) ? Number(input.pressed) : null) : parseStep(step, input.typed);
   const checked = checkLimit(step, value);
-  return checked.ok ? { ...checked, shown: QUESTIONS[step].isCount ? String(checked.value) : formatUsd(checked.value) } : checked;
+  return checked.ok
+    ? { ...checked, shown: QUESTIONS[step].isCount ? String(checked.value) : formatUsd(checked.value) }
+    : checked;
 }
 
 /**
  * Records one answer, then asks the next question or completes. False when the answer lost a
  * race with another answer to the same question (double press, two webhook processes).
  */
-async function answer(ctx: BotContext, conversation: Conversation, step: DialogueStep, value: number | null, options: DialogueOptions): Promise<boolean> {
+async function answer(
+  ctx: BotContext,
+  conversation: Conversation,
+  step: DialogueStep,
+  value: number | null,
+  options: DialogueOptions,
+): Promise<boolean> {
   if (step === 'rentalLength') conversation.data.maxRentalSeconds = value;
   else if (step === 'idleMinutes') conversation.data.idleTerminateMinutes = value;
   else conversation.data[FIELD[step]] = value!;
@@ -311,37 +357,44 @@ export function limitsOf(conversation: Conversation): ChosenLimits {
 export function limitsDialogue(options: DialogueOptions): Composer<BotContext> {
   const composer = new Composer<BotContext>();
 
-  composer.callbackQuery(/^lim:([A-Za-z0-9_-]{1,16}):(perRental|budget|concurrent|rentalLength|idleMinutes|cancel)(?::(\d{1,9}|none))?$/, async (ctx) => {
-    const [, nonce, step, raw] = ctx.match;
-    const conversation = await ctx.conversations.get(ctx.chat!.id);
-    if (!conversation || conversation.data.nonce !== nonce) {
-      await ctx.answerCallbackQuery({ text: 'This question is no longer open. Start again with /newagent or the approval link.', show_alert: true });
-      return;
-    }
-    if (step === 'cancel') {
-      await ctx.conversations.clear(ctx.chat!.id);
-      await ctx.answerCallbackQuery({ text: 'Cancelled.' });
-      await ctx.editMessageText('Cancelled. Nothing was created.');
-      return;
-    }
-    const s = step as DialogueStep;
-    if (conversation.step !== s || raw === undefined) {
-      await ctx.answerCallbackQuery({ text: 'That question was already answered.' });
-      return;
-    }
-    const checked = checkAnswer(s, { pressed: raw });
-    if (!checked.ok) {
-      await ctx.answerCallbackQuery({ text: checked.error, show_alert: true });
-      return;
-    }
-    if (!(await answer(ctx, conversation, s, checked.value, options))) {
-      await ctx.answerCallbackQuery({ text: 'That question was already answered.' });
-      return;
-    }
-    await ctx.answerCallbackQuery();
-    const label = s === 'rentalLength' ? RENTAL_LENGTH.label : s === 'idleMinutes' ? IDLE_MINUTES.label : QUESTIONS[s].label;
-    await ctx.editMessageText(`${label}: ${checked.shown}`);
-  });
+  composer.callbackQuery(
+    /^lim:([A-Za-z0-9_-]{1,16}):(perRental|budget|concurrent|rentalLength|idleMinutes|cancel)(?::(\d{1,9}|none))?$/,
+    async (ctx) => {
+      const [, nonce, step, raw] = ctx.match;
+      const conversation = await ctx.conversations.get(ctx.chat!.id);
+      if (!conversation || conversation.data.nonce !== nonce) {
+        await ctx.answerCallbackQuery({
+          text: 'This question is no longer open. Start again with /newagent or the approval link.',
+          show_alert: true,
+        });
+        return;
+      }
+      if (step === 'cancel') {
+        await ctx.conversations.clear(ctx.chat!.id);
+        await ctx.answerCallbackQuery({ text: 'Cancelled.' });
+        await ctx.editMessageText('Cancelled. Nothing was created.');
+        return;
+      }
+      const s = step as DialogueStep;
+      if (conversation.step !== s || raw === undefined) {
+        await ctx.answerCallbackQuery({ text: 'That question was already answered.' });
+        return;
+      }
+      const checked = checkAnswer(s, { pressed: raw });
+      if (!checked.ok) {
+        await ctx.answerCallbackQuery({ text: checked.error, show_alert: true });
+        return;
+      }
+      if (!(await answer(ctx, conversation, s, checked.value, options))) {
+        await ctx.answerCallbackQuery({ text: 'That question was already answered.' });
+        return;
+      }
+      await ctx.answerCallbackQuery();
+      const label =
+        s === 'rentalLength' ? RENTAL_LENGTH.label : s === 'idleMinutes' ? IDLE_MINUTES.label : QUESTIONS[s].label;
+      await ctx.editMessageText(`${label}: ${checked.shown}`);
+    },
+  );
 
   // Typed answers: any plain text while a limit question is open.
   composer.on('message:text', async (ctx, next) => {
@@ -358,7 +411,8 @@ export function limitsDialogue(options: DialogueOptions): Composer<BotContext> {
       await ctx.reply(`${checked.error} Or /cancel to stop.`);
       return;
     }
-    if (!(await answer(ctx, conversation, s, checked.value, options))) await ctx.reply('That question was already answered.');
+    if (!(await answer(ctx, conversation, s, checked.value, options)))
+      await ctx.reply('That question was already answered.');
   });
 
   return composer;

@@ -10,7 +10,11 @@ export function telegramSender(api: Api): NotificationSender {
         return 'sent';
       } catch (err) {
         // Blocked by the owner, or the chat no longer exists: retrying cannot help.
-        if (err instanceof GrammyError && (err.error_code === 403 || (err.error_code === 400 && /chat not found|user is deactivated/i.test(err.description)))) {
+        if (
+          err instanceof GrammyError &&
+          (err.error_code === 403 ||
+            (err.error_code === 400 && /chat not found|user is deactivated/i.test(err.description)))
+        ) {
           return 'undeliverable';
         }
         throw err;

@@ -26,7 +26,15 @@ export function mountTelegramWebhook(app: Express, bot: Bot<BotContext>, secretT
       const given = req.headers['x-telegram-bot-api-secret-token'];
       const ok = typeof given === 'string' && timingSafeEqual(createHash('sha256').update(given).digest(), expected);
       if (ok) return next();
-      res.status(401).json(errorEnvelope(req.requestId ?? 'unknown', 'UNAUTHENTICATED', 'Missing or wrong X-Telegram-Bot-Api-Secret-Token.'));
+      res
+        .status(401)
+        .json(
+          errorEnvelope(
+            req.requestId ?? 'unknown',
+            'UNAUTHENTICATED',
+            'Missing or wrong X-Telegram-Bot-Api-Secret-Token.',
+          ),
+        );
     },
     express.json({ limit: '1mb' }),
     webhookCallback(bot, 'express', { secretToken, onTimeout: 'return', timeoutMilliseconds: 9_000 }),
@@ -47,7 +55,11 @@ const DRAIN_TIMEOUT_MS = 10_000;
  * at the api role's webhook route, and runs the owner-notification jobs (collect every
  * `notifyIntervalMs`, default TELEGRAM_NOTIFY_SECONDS; deliver as they are enqueued).
  */
-export async function startBotRole(services: Services, bot: Bot<BotContext>, opts: { notifyIntervalMs?: number } = {}): Promise<BotRole> {
+export async function startBotRole(
+  services: Services,
+  bot: Bot<BotContext>,
+  opts: { notifyIntervalMs?: number } = {},
+): Promise<BotRole> {
   const { config, logger } = services;
   const log = logger.child({ component: 'telegram-bot' });
   await bot.init();
@@ -59,11 +71,17 @@ export async function startBotRole(services: Services, bot: Bot<BotContext>, opt
   const secret = config.telegramWebhookSecret;
   let polling: Promise<void> | undefined;
   if (secret) {
-    await bot.api.setWebhook(`${config.publicBaseUrl}${WEBHOOK_PATH}`, { secret_token: secret, allowed_updates: [...ALLOWED_UPDATES] });
+    await bot.api.setWebhook(`${config.publicBaseUrl}${WEBHOOK_PATH}`, {
+      secret_token: secret,
+      allowed_updates: [...ALLOWED_UPDATES],
+    });
     log.info({ username: bot.botInfo.username }, 'Telegram bot on, webhook mode');
   } else {
     polling = bot
-      .start({ allowed_updates: [...ALLOWED_UPDATES], onStart: (me) => log.info({ username: me.username }, 'Telegram bot on, long polling') })
+      .start({
+        allowed_updates: [...ALLOWED_UPDATES],
+        onStart: (me) => log.info({ username: me.username }, 'Telegram bot on, long polling'),
+      })
       .catch((err) => log.error({ err }, 'Telegram long polling stopped'));
   }
   const botJobs = createBotJobs(services, telegramSender(bot.api), { collectEveryMs: opts.notifyIntervalMs });

@@ -155,7 +155,17 @@ export class Initial1763800000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const t of ['deployments', 'orders', 'inventory_state', 'offers', 'rate_limit_counters', 'idempotency_records', 'ledger_entries', 'api_keys', 'accounts']) {
+    for (const t of [
+      'deployments',
+      'orders',
+      'inventory_state',
+      'offers',
+      'rate_limit_counters',
+      'idempotency_records',
+      'ledger_entries',
+      'api_keys',
+      'accounts',
+    ]) {
       await q.query(`DROP TABLE IF EXISTS ${t}`);
     }
   }

@@ -19,7 +19,9 @@ export class KeyIssuer1763800010200 implements MigrationInterface {
   name = 'KeyIssuer1763800010200';
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`ALTER TABLE api_keys ADD COLUMN issued_by_key_id CHAR(36) NULL AFTER origin, ADD KEY ix_api_keys_issuer (issued_by_key_id)`);
+    await q.query(
+      `ALTER TABLE api_keys ADD COLUMN issued_by_key_id CHAR(36) NULL AFTER origin, ADD KEY ix_api_keys_issuer (issued_by_key_id)`,
+    );
     await q.query(`ALTER TABLE agent_authorizations ADD KEY ix_agent_auth_approver (approved_by_key_id, status)`);
     await q.query(`UPDATE api_keys k JOIN agent_authorizations a ON a.issued_key_id = k.id
                       SET k.issued_by_key_id = a.approved_by_key_id
@@ -37,7 +39,11 @@ export class KeyIssuer1763800010200 implements MigrationInterface {
     for (const s of sessions) {
       const [name, requested] = [cleaned(s.name), cleaned(s.requested_name)];
       if (name !== s.name || requested !== s.requested_name) {
-        await q.query(`UPDATE agent_authorizations SET name = ?, requested_name = ? WHERE id = ?`, [name, requested, s.id]);
+        await q.query(`UPDATE agent_authorizations SET name = ?, requested_name = ? WHERE id = ?`, [
+          name,
+          requested,
+          s.id,
+        ]);
       }
     }
   }

@@ -14,6 +14,8 @@ export class LocalSandboxUid1763800010600 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query('ALTER TABLE local_provider_instances DROP INDEX uq_local_provider_instances_sandbox_uid, DROP COLUMN sandbox_uid');
+    await q.query(
+      'ALTER TABLE local_provider_instances DROP INDEX uq_local_provider_instances_sandbox_uid, DROP COLUMN sandbox_uid',
+    );
   }
 }

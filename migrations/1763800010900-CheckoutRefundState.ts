@@ -13,7 +13,9 @@ export class CheckoutRefundState1763800010900 implements MigrationInterface {
       ADD COLUMN refund_requested_at DATETIME(3) NULL,
       ADD COLUMN refund_attempts INT NOT NULL DEFAULT 0,
       ADD KEY ix_checkouts_refund (refund_status, refund_requested_at)`);
-    await q.query(`UPDATE checkouts SET refund_status = 'SUCCEEDED', refund_requested_at = refunded_at WHERE refund_id IS NOT NULL`);
+    await q.query(
+      `UPDATE checkouts SET refund_status = 'SUCCEEDED', refund_requested_at = refunded_at WHERE refund_id IS NOT NULL`,
+    );
     // Payments that arrived for card orders that could no longer run (cancelled, or expired before
     // the payment landed) were kept without a refund; they are owed one now.
     await q.query(`UPDATE checkouts c
@@ -26,6 +28,8 @@ export class CheckoutRefundState1763800010900 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query(`ALTER TABLE checkouts DROP KEY ix_checkouts_refund, DROP COLUMN refund_status, DROP COLUMN refund_requested_at, DROP COLUMN refund_attempts`);
+    await q.query(
+      `ALTER TABLE checkouts DROP KEY ix_checkouts_refund, DROP COLUMN refund_status, DROP COLUMN refund_requested_at, DROP COLUMN refund_attempts`,
+    );
   }
 }

@@ -40,11 +40,15 @@ export class MachineSettings1763800012000 implements MigrationInterface {
   async down(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE agent_authorizations DROP COLUMN max_rental_seconds`);
     await q.query(`ALTER TABLE api_keys DROP COLUMN max_rental_seconds`);
-    await q.query(`ALTER TABLE deployments DROP COLUMN phase, DROP COLUMN phase_since, DROP COLUMN endpoints, DROP COLUMN lease_seconds`);
+    await q.query(
+      `ALTER TABLE deployments DROP COLUMN phase, DROP COLUMN phase_since, DROP COLUMN endpoints, DROP COLUMN lease_seconds`,
+    );
     await q.query(`ALTER TABLE orders
       DROP COLUMN machine_image, DROP COLUMN machine_env_names, DROP COLUMN machine_ports, DROP COLUMN machine_disk_gb,
       DROP COLUMN machine_secrets_enc, DROP COLUMN machine_secrets_kid, DROP COLUMN startup_script_sha256,
       DROP COLUMN terminate_after_seconds, DROP COLUMN wait_for_capacity_until`);
-    await q.query(`ALTER TABLE offers DROP COLUMN cap_custom_image, DROP COLUMN cap_startup_script, DROP COLUMN cap_ports, DROP COLUMN cap_max_disk_gb`);
+    await q.query(
+      `ALTER TABLE offers DROP COLUMN cap_custom_image, DROP COLUMN cap_startup_script, DROP COLUMN cap_ports, DROP COLUMN cap_max_disk_gb`,
+    );
   }
 }

@@ -14,8 +14,12 @@ export class HourlyUsage1763800017000 implements MigrationInterface {
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE accounts ADD COLUMN unposted_usage_minor BIGINT NOT NULL DEFAULT 0`);
-    await q.query(`ALTER TABLE deployments ADD COLUMN posted_usage_minor BIGINT NOT NULL DEFAULT 0, ADD COLUMN posted_until DATETIME(3) NULL`);
-    await q.query(`UPDATE deployments SET posted_usage_minor = usage_minor, posted_until = metered_until WHERE usage_minor <> 0 OR metered_until IS NOT NULL`);
+    await q.query(
+      `ALTER TABLE deployments ADD COLUMN posted_usage_minor BIGINT NOT NULL DEFAULT 0, ADD COLUMN posted_until DATETIME(3) NULL`,
+    );
+    await q.query(
+      `UPDATE deployments SET posted_usage_minor = usage_minor, posted_until = metered_until WHERE usage_minor <> 0 OR metered_until IS NOT NULL`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

@@ -27,7 +27,9 @@ export class EventSequences1763800019400 implements MigrationInterface {
     await q.query(`ALTER TABLE events ADD COLUMN seq BIGINT UNSIGNED NULL`);
     await q.query(`UPDATE events SET seq = id`);
     await q.query(`ALTER TABLE events ADD UNIQUE KEY ux_events_account_seq (account_id, seq)`);
-    await q.query(`INSERT INTO event_sequences (account_id, seq) SELECT a.id, m.newest FROM accounts a CROSS JOIN (SELECT COALESCE(MAX(id), 0) AS newest FROM events) m`);
+    await q.query(
+      `INSERT INTO event_sequences (account_id, seq) SELECT a.id, m.newest FROM accounts a CROSS JOIN (SELECT COALESCE(MAX(id), 0) AS newest FROM events) m`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

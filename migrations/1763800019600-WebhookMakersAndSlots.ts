@@ -25,9 +25,13 @@ export class WebhookMakersAndSlots1763800019600 implements MigrationInterface {
       SET e.maker_key_id = k.id
       WHERE e.maker_key_id IS NULL`);
     await q.query(`ALTER TABLE webhook_deliveries ADD COLUMN account_id CHAR(36) NULL AFTER endpoint_id`);
-    await q.query(`UPDATE webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id SET d.account_id = e.account_id`);
+    await q.query(
+      `UPDATE webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id SET d.account_id = e.account_id`,
+    );
     // Endpoint rows are never removed, so none should be left; one that is could never be sent.
-    await q.query(`DELETE a FROM webhook_delivery_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE d.account_id IS NULL`);
+    await q.query(
+      `DELETE a FROM webhook_delivery_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE d.account_id IS NULL`,
+    );
     await q.query(`DELETE FROM webhook_deliveries WHERE account_id IS NULL`);
     await q.query(`ALTER TABLE webhook_deliveries
       MODIFY account_id CHAR(36) NOT NULL,

@@ -36,8 +36,12 @@ import { MachineSecretsMedium1763800019950 } from './1763800019950-MachineSecret
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
-  Initial1763800000000, AgendaJobs1763800001000, LocalProviderInstances1763800002000, Payments1763800003000,
-  RentalLifecycle1763800004000, RentalCandidates1763800004100,
+  Initial1763800000000,
+  AgendaJobs1763800001000,
+  LocalProviderInstances1763800002000,
+  Payments1763800003000,
+  RentalLifecycle1763800004000,
+  RentalCandidates1763800004100,
   AgentAuthorizations1763800005000,
   TelegramBot1763800006000,
   CheckoutRefunds1763800007000,

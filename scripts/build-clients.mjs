@@ -32,7 +32,9 @@ await Promise.all(
       logLevel: 'warning',
       define: { __CLIENT_VERSION__: JSON.stringify(pkg.version), __CLIENT_NAME__: JSON.stringify(pkg.name) },
       // CommonJS dependencies inside an ESM bundle still call require() for Node built-ins.
-      banner: { js: "#!/usr/bin/env node\nimport { createRequire as __gprCreateRequire } from 'node:module';\nconst require = __gprCreateRequire(import.meta.url);" },
+      banner: {
+        js: "#!/usr/bin/env node\nimport { createRequire as __gprCreateRequire } from 'node:module';\nconst require = __gprCreateRequire(import.meta.url);",
+      },
     });
     mkdirSync(dirname(outfile), { recursive: true });
     const next = `${outfile}.${process.pid}.tmp`;

@@ -22,7 +22,8 @@ export function buildIsFresh(root) {
   const stamp = join(root, STAMP);
   if (!existsSync(stamp)) return false;
   let sources = 0;
-  for (const p of [...SOURCE_DIRS, ...SOURCE_FILES]) if (existsSync(join(root, p))) sources = Math.max(sources, newest(join(root, p)));
+  for (const p of [...SOURCE_DIRS, ...SOURCE_FILES])
+    if (existsSync(join(root, p))) sources = Math.max(sources, newest(join(root, p)));
   return statSync(stamp).mtimeMs > sources;
 }
 
@@ -42,7 +43,9 @@ export function clientVersion(root) {
 export function releaseIsBuilt(dir, version) {
   try {
     const manifest = JSON.parse(readFileSync(join(dir, 'latest.json'), 'utf8'));
-    return manifest.version === version && Object.values(manifest.artifacts).every((a) => existsSync(join(dir, a.file)));
+    return (
+      manifest.version === version && Object.values(manifest.artifacts).every((a) => existsSync(join(dir, a.file)))
+    );
   } catch {
     return false;
   }

@@ -28,7 +28,9 @@ export async function renderSdkTypes(): Promise<string> {
  */
 function withoutDuplicateOperationIds(doc: Record<string, unknown>): Record<string, unknown> {
   const copy = structuredClone(doc) as { paths: Record<string, Record<string, { operationId?: string }>> };
-  const ops = Object.values(copy.paths).flatMap((item) => Object.values(item).filter((op) => typeof op === 'object' && op !== null));
+  const ops = Object.values(copy.paths).flatMap((item) =>
+    Object.values(item).filter((op) => typeof op === 'object' && op !== null),
+  );
   const seen = new Map<string, number>();
   for (const op of ops) if (op.operationId) seen.set(op.operationId, (seen.get(op.operationId) ?? 0) + 1);
   for (const op of ops) if (op.operationId && seen.get(op.operationId)! > 1) delete op.operationId;

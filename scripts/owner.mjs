@@ -6,7 +6,11 @@ import { spawnSync } from 'node:child_process';
 
 const args = process.argv.slice(2);
 const quote = (a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`);
-if (args.includes('--json') && process.env.npm_lifecycle_event === 'owner' && process.env.npm_config_loglevel !== 'silent') {
+if (
+  args.includes('--json') &&
+  process.env.npm_lifecycle_event === 'owner' &&
+  process.env.npm_config_loglevel !== 'silent'
+) {
   process.stderr.write(
     `owner: npm printed its banner on stdout, so --json would not print JSON alone; nothing was created. ` +
       `Run: npm run --silent owner -- ${args.map(quote).join(' ')}\n`,

@@ -14,7 +14,12 @@ import { join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { zipSync } from 'fflate';
 import { loadConfig } from '../src/config.js';
-import { CHECKSUMS_FILE, MANIFEST_FILE, type ReleaseArtifact, type ReleaseManifest } from '../src/http/releases.router.js';
+import {
+  CHECKSUMS_FILE,
+  MANIFEST_FILE,
+  type ReleaseArtifact,
+  type ReleaseManifest,
+} from '../src/http/releases.router.js';
 // @ts-expect-error plain ESM script without types
 import { releaseIsBuilt } from './freshness.mjs';
 
@@ -37,7 +42,8 @@ function releaseVersion(): string {
   const versions = PACKAGES.map((p) => readJson(join(ROOT, p.dir, 'package.json')).version as string);
   const skill = /^\s+version:\s*"?([^"\n]+)"?\s*$/m.exec(readFileSync(join(SKILL_DIR, 'SKILL.md'), 'utf8'))?.[1];
   const all = new Set([...versions, skill]);
-  if (all.size !== 1) throw new Error(`client versions disagree: cli ${versions[0]}, mcp ${versions[1]}, skill ${skill}`);
+  if (all.size !== 1)
+    throw new Error(`client versions disagree: cli ${versions[0]}, mcp ${versions[1]}, skill ${skill}`);
   return versions[0];
 }
 
@@ -52,14 +58,21 @@ function zipSkill(out: string, version: string): string {
   const file = `gpu-rental-skill-${version}.zip`;
   const entries: Record<string, [Uint8Array, { mtime: Date }]> = {};
   for (const path of filesUnder(SKILL_DIR)) {
-    entries[`gpu-rental/${relative(SKILL_DIR, path).split('\\').join('/')}`] = [readFileSync(path), { mtime: new Date('2000-01-01T00:00:00Z') }];
+    entries[`gpu-rental/${relative(SKILL_DIR, path).split('\\').join('/')}`] = [
+      readFileSync(path),
+      { mtime: new Date('2000-01-01T00:00:00Z') },
+    ];
   }
   writeFileSync(join(out, file), zipSync(entries, { level: 9 }));
   return file;
 }
 
 function npmPack(dir: string, out: string): string {
-  const res = execFileSync('npm', ['pack', '--json', '--pack-destination', out], { cwd: join(ROOT, dir), encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const res = execFileSync('npm', ['pack', '--json', '--pack-destination', out], {
+    cwd: join(ROOT, dir),
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return (JSON.parse(res) as { filename: string }[])[0].filename;
 }
 
@@ -90,6 +103,15 @@ for (const p of PACKAGES) artifacts[p.name] = artifact(out, p.name, npmPack(p.di
 artifacts.skill = artifact(out, 'skill', zipSkill(out, version), baseUrl);
 
 const manifest: ReleaseManifest = { version, pub_date: new Date().toISOString(), artifacts };
-writeFileSync(join(out, CHECKSUMS_FILE), Object.values(artifacts).map((a) => `${a.sha256}  ${a.file}\n`).join(''));
+writeFileSync(
+  join(out, CHECKSUMS_FILE),
+  Object.values(artifacts)
+    .map((a) => `${a.sha256}  ${a.file}\n`)
+    .join(''),
+);
 writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
-process.stdout.write(`client release ${version} in ${out}: ${Object.values(artifacts).map((a) => a.file).join(', ')}\n`);
+process.stdout.write(
+  `client release ${version} in ${out}: ${Object.values(artifacts)
+    .map((a) => a.file)
+    .join(', ')}\n`,
+);

@@ -19,9 +19,10 @@ const fresh = buildIsFresh(root);
 let releasesDir;
 {
   const compiled = join(root, 'dist', 'src', 'config.js');
-  const { assertSafeToRun, ConfigError, configErrorLine, loadConfig, parseRoles } = fresh && existsSync(compiled)
-    ? await import(pathToFileURL(compiled).href)
-    : await (await import('tsx/esm/api')).tsImport('../src/config.ts', import.meta.url);
+  const { assertSafeToRun, ConfigError, configErrorLine, loadConfig, parseRoles } =
+    fresh && existsSync(compiled)
+      ? await import(pathToFileURL(compiled).href)
+      : await (await import('tsx/esm/api')).tsImport('../src/config.ts', import.meta.url);
   const args = process.argv.slice(2);
   try {
     const config = loadConfig();
@@ -44,20 +45,39 @@ if (fresh) {
 // request, so it never waits for them: a missing release is built beside it, at the lowest CPU
 // priority, and served once it is there (404 until then).
 /** One log line as the service writes them (JSON, its logger's fields), for what this script does beside it. */
-const logLine = (level, msg, fields) => process.stdout.write(`${JSON.stringify({ level, time: new Date().toISOString(), service: 'gpu-rental', component: 'start', ...fields, msg })}\n`);
+const logLine = (level, msg, fields) =>
+  process.stdout.write(
+    `${JSON.stringify({ level, time: new Date().toISOString(), service: 'gpu-rental', component: 'start', ...fields, msg })}\n`,
+  );
 const version = clientVersion(root);
 if (process.argv[2] !== 'owner' && version !== undefined && !releaseIsBuilt(releasesDir, version)) {
-  logLine('info', `building the client releases in ${releasesDir} in the background (npm run release)`, { releasesDir, version });
+  logLine('info', `building the client releases in ${releasesDir} in the background (npm run release)`, {
+    releasesDir,
+    version,
+  });
   // Its own process group, so the service's end (or Ctrl-C) takes the packaging steps along too.
-  const rel = spawn(process.execPath, ['--import', 'tsx', join(root, 'scripts', 'release.ts'), '--if-missing', '--out', releasesDir], { stdio: 'ignore', cwd: root, detached: true });
+  const rel = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(root, 'scripts', 'release.ts'), '--if-missing', '--out', releasesDir],
+    { stdio: 'ignore', cwd: root, detached: true },
+  );
   try {
     setPriority(rel.pid, 19);
   } catch {
     // It ended already, or this system refuses: it then shares the CPU as it is.
   }
   rel.on('exit', (code, signal) => {
-    if (code === 0) logLine('info', `client releases built in ${releasesDir}: served at /releases/latest.json`, { releasesDir, version });
-    else if (!signal) logLine('error', 'building the client releases failed; run `npm run release` to see why', { releasesDir, version, exitCode: code });
+    if (code === 0)
+      logLine('info', `client releases built in ${releasesDir}: served at /releases/latest.json`, {
+        releasesDir,
+        version,
+      });
+    else if (!signal)
+      logLine('error', 'building the client releases failed; run `npm run release` to see why', {
+        releasesDir,
+        version,
+        exitCode: code,
+      });
   });
   rel.unref();
   process.on('exit', () => {

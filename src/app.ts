@@ -37,7 +37,10 @@ export interface AppOptions {
 const EVENT_STREAM: EventStreamOptions = { heartbeatMs: 15_000, maxMs: 5 * 60_000 };
 
 const PUBLIC_CORS_PATHS = /^\/api\/(v1\/(offers|gpus)(\/.*)?|openapi\.json)$/;
-const PUBLIC_CORS_HEADERS = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': 'ETag, X-Request-Id' };
+const PUBLIC_CORS_HEADERS = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Expose-Headers': 'ETag, X-Request-Id',
+};
 
 export function createApp(services: Services, options: AppOptions = {}): Express {
   const app = express();
@@ -77,7 +80,13 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   );
 
   // Every request's own middleware, in order; admission's direct route runs the same functions.
-  const leading = [assignRequestId, securityHeaders(production), noStoreApi(), bearerChallenge(), ...(httpLog ? [httpLog] : [])];
+  const leading = [
+    assignRequestId,
+    securityHeaders(production),
+    noStoreApi(),
+    bearerChallenge(),
+    ...(httpLog ? [httpLog] : []),
+  ];
   const guards = [rejectMalformedPath(), normalizeCharset()];
   // Public creates are counted per client address before their bodies are read or validated.
   const bodies = [
@@ -123,7 +132,12 @@ export function createApp(services: Services, options: AppOptions = {}): Express
 
   // Liveness asks nothing of the database: an outage must not get every process restarted at once.
   app.get('/healthz', livenessRoute);
-  app.get('/readyz', readinessRoute(options.readiness ?? readinessProbe(services, ['api']), { detailToken: services.config.metricsToken }));
+  app.get(
+    '/readyz',
+    readinessRoute(options.readiness ?? readinessProbe(services, ['api']), {
+      detailToken: services.config.metricsToken,
+    }),
+  );
   // Off the public port unless a token guards it (METRICS_TOKEN); METRICS_PORT serves it apart.
   if (services.config.metricsToken) app.get('/metrics', metricsRoute(services, services.config.metricsToken));
 

@@ -62,14 +62,16 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'DATABASE_URL',
     section: 'Service',
     default: 'mysql://root@127.0.0.1:3306/gpu_rental',
-    meaning: 'MariaDB or MySQL 8 (`mysql:` or `mariadb:`). The database is created if it is missing and migrated at start.',
+    meaning:
+      'MariaDB or MySQL 8 (`mysql:` or `mariadb:`). The database is created if it is missing and migrated at start.',
   },
   {
     name: 'PUBLIC_BASE_URL',
     section: 'Service',
     default: null,
     defaultText: '`http://localhost:$PORT`',
-    meaning: 'Base of every URL the service hands out: offer links, payment and approval pages, the OpenAPI `servers` entry, the Telegram webhook.',
+    meaning:
+      'Base of every URL the service hands out: offer links, payment and approval pages, the OpenAPI `servers` entry, the Telegram webhook.',
   },
   {
     name: 'TRUST_PROXY',
@@ -77,19 +79,21 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     default: null,
     defaultText: 'unset: no forwarded header is trusted',
     meaning:
-      'Which proxies in front of the service may state the client\'s address in `X-Forwarded-For`: a hop count (`1`, at most 10) or their addresses and ranges (`loopback`, `10.0.0.0/8`, comma-separated). Per-address limits key on the address this makes trustworthy: behind a proxy, set it, or every client shares the proxy\'s budget. `true` is refused.',
+      "Which proxies in front of the service may state the client's address in `X-Forwarded-For`: a hop count (`1`, at most 10) or their addresses and ranges (`loopback`, `10.0.0.0/8`, comma-separated). Per-address limits key on the address this makes trustworthy: behind a proxy, set it, or every client shares the proxy's budget. `true` is refused.",
   },
   {
     name: 'LOG_LEVEL',
     section: 'Service',
     default: 'info',
-    meaning: '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`. Logs are JSON lines (pino) on standard output.',
+    meaning:
+      '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`. Logs are JSON lines (pino) on standard output.',
   },
   {
     name: 'PROVIDERS',
     section: 'Providers and inventory',
     default: 'local',
-    meaning: 'Comma-separated ids of the provider plugins to load (folders under `plugins/`: `local`, `vast`, `runpod`, `lambda`).',
+    meaning:
+      'Comma-separated ids of the provider plugins to load (folders under `plugins/`: `local`, `vast`, `runpod`, `lambda`).',
   },
   {
     name: '<ID>_PROVIDER_<NAME>',
@@ -123,7 +127,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     section: 'Providers and inventory',
     default: null,
     defaultText: '`PRICE_MARKUP_PERCENT`',
-    meaning: 'The markup of one provider (`VAST_PROVIDER_MARKUP_PERCENT=15`); the host prices, so it is not passed to the plugin.',
+    meaning:
+      'The markup of one provider (`VAST_PROVIDER_MARKUP_PERCENT=15`); the host prices, so it is not passed to the plugin.',
   },
   {
     name: 'MACHINE_IMAGE_ALLOWLIST',
@@ -137,7 +142,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'MACHINE_MAX_DISK_GB',
     section: 'Machines',
     default: '1000',
-    meaning: "Largest `machine.diskGb` a rental may ask for, 1 to 100000, whatever an offer's own `capabilities.maxDiskGb`.",
+    meaning:
+      "Largest `machine.diskGb` a rental may ask for, 1 to 100000, whatever an offer's own `capabilities.maxDiskGb`.",
   },
   {
     name: 'AGENT_V1_ENABLED',
@@ -156,7 +162,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'SIGNUP_RATE_PER_ADDRESS_PER_MINUTE',
     section: 'Agents and rate limits',
     default: '5',
-    meaning: "Signups per client address (an IPv6 client's /64) and minute, counted before the body is read, so one client cannot use up the ceiling.",
+    meaning:
+      "Signups per client address (an IPv6 client's /64) and minute, counted before the body is read, so one client cannot use up the ceiling.",
   },
   {
     name: 'AGENT_SETUP_RATE_PER_MINUTE',
@@ -183,7 +190,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'PUSH_MAX_OPEN',
     section: 'Agents and rate limits',
     default: null,
-    defaultText: "half the process's open-file limit (its soft `RLIMIT_NOFILE`), at most 4096; 512 where the limit cannot be read",
+    defaultText:
+      "half the process's open-file limit (its soft `RLIMIT_NOFILE`), at most 4096; 512 where the limit cannot be read",
     meaning:
       'Event streams plus waiting reads one `api` process holds open at once, all callers together: past it they are refused with 429 `RATE_LIMITED`, so the files left keep `/healthz`, ordinary requests and the database pool answering. A value that would leave fewer than 256 files of the limit free is lowered to leave them (the process logs it).',
   },
@@ -191,7 +199,8 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'DEFAULT_BILLING_MODEL',
     section: 'Billing and payments',
     default: 'ACCOUNT_BALANCE',
-    meaning: 'Billing model of new accounts, `ACCOUNT_BALANCE` or `LEGACY_PREPAID`; stored with each account, so changing it affects new accounts only.',
+    meaning:
+      'Billing model of new accounts, `ACCOUNT_BALANCE` or `LEGACY_PREPAID`; stored with each account, so changing it affects new accounts only.',
   },
   {
     name: 'STRIPE_SECRET_KEY',
@@ -247,7 +256,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     section: 'Jobs and metering',
     default: 'skip-locked',
     meaning:
-      "How a worker claims a due job. `skip-locked` (MariaDB 10.6+, MySQL 8) locks it with `SELECT … FOR UPDATE SKIP LOCKED`. `update` reads candidates without locks and takes one with an UPDATE that holds only while the job is still free, so it needs no SKIP LOCKED: choose it on TiDB (which ignores SKIP LOCKED), Vitess and PlanetScale (which refuse it), and Galera clusters whose workers write through several nodes (SKIP LOCKED only sees the locks of its own node). Both claim the same jobs in the same order; `update` costs a round trip more per claim and more lost attempts when many workers race.",
+      'How a worker claims a due job. `skip-locked` (MariaDB 10.6+, MySQL 8) locks it with `SELECT … FOR UPDATE SKIP LOCKED`. `update` reads candidates without locks and takes one with an UPDATE that holds only while the job is still free, so it needs no SKIP LOCKED: choose it on TiDB (which ignores SKIP LOCKED), Vitess and PlanetScale (which refuse it), and Galera clusters whose workers write through several nodes (SKIP LOCKED only sees the locks of its own node). Both claim the same jobs in the same order; `update` costs a round trip more per claim and more lost attempts when many workers race.',
   },
   {
     name: 'RENTAL_POLL_MS',
@@ -255,19 +264,26 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     default: '1000',
     meaning: 'Delay between provisioning polls of a rental, and the first delay of destruction re-checks.',
   },
-  { name: 'METERING_EVERY_MS', section: 'Jobs and metering', default: '15000', meaning: 'Period of the metering sweep that charges running metered rentals.' },
+  {
+    name: 'METERING_EVERY_MS',
+    section: 'Jobs and metering',
+    default: '15000',
+    meaning: 'Period of the metering sweep that charges running metered rentals.',
+  },
   {
     name: 'IDLE_GRACE_SECONDS',
     section: 'Jobs and metering',
     default: '600',
-    meaning: "How long a rental warned as idle (`rental.idle_warning`: its key's `idleTerminateMinutes` passed with every GPU under 5 %) may stay idle before it is ended with reason `IDLE`.",
+    meaning:
+      "How long a rental warned as idle (`rental.idle_warning`: its key's `idleTerminateMinutes` passed with every GPU under 5 %) may stay idle before it is ended with reason `IDLE`.",
   },
   {
     name: 'ADMIN_JOBS_USER',
     section: 'Jobs dashboard',
     default: null,
     defaultText: 'unset',
-    meaning: 'Basic-auth user of the jobs dashboard at `/admin/jobs`; the dashboard is off unless this and `ADMIN_JOBS_PASSWORD` are set.',
+    meaning:
+      'Basic-auth user of the jobs dashboard at `/admin/jobs`; the dashboard is off unless this and `ADMIN_JOBS_PASSWORD` are set.',
   },
   {
     name: 'ADMIN_JOBS_PASSWORD',
@@ -277,8 +293,20 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     meaning:
       'Basic-auth password of the jobs dashboard, 12 characters or more. Ten wrong guesses a minute from one address (sixty from all) refuse basic auth with 429 until the minute ends.',
   },
-  { name: 'TELEGRAM_BOT_TOKEN', section: 'Telegram bot', default: null, defaultText: 'unset: no bot', meaning: 'Turns the Telegram owner bot on.' },
-  { name: 'TELEGRAM_API_ROOT', section: 'Telegram bot', default: null, defaultText: "Telegram's", meaning: 'Base URL of the Bot API server (the tests point it at a fake).' },
+  {
+    name: 'TELEGRAM_BOT_TOKEN',
+    section: 'Telegram bot',
+    default: null,
+    defaultText: 'unset: no bot',
+    meaning: 'Turns the Telegram owner bot on.',
+  },
+  {
+    name: 'TELEGRAM_API_ROOT',
+    section: 'Telegram bot',
+    default: null,
+    defaultText: "Telegram's",
+    meaning: 'Base URL of the Bot API server (the tests point it at a fake).',
+  },
   {
     name: 'TELEGRAM_BOT_USERNAME',
     section: 'Telegram bot',
@@ -298,17 +326,29 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'LOW_CREDITS_MINOR',
     section: 'Billing and payments',
     default: '500',
-    meaning: 'A debit that takes an account\'s credits from at or above this many cents to under it writes a `credits.low` event (and the bot\'s "credits running low" message).',
+    meaning:
+      'A debit that takes an account\'s credits from at or above this many cents to under it writes a `credits.low` event (and the bot\'s "credits running low" message).',
   },
-  { name: 'TELEGRAM_NOTIFY_SECONDS', section: 'Telegram bot', default: '10', meaning: 'How often the `bot` role looks for owner notifications to send.' },
+  {
+    name: 'TELEGRAM_NOTIFY_SECONDS',
+    section: 'Telegram bot',
+    default: '10',
+    meaning: 'How often the `bot` role looks for owner notifications to send.',
+  },
   {
     name: 'RELEASES_URL',
     section: 'Client releases',
     default: null,
     defaultText: '`$PUBLIC_BASE_URL/releases`',
-    meaning: "Where the client releases' `latest.json` lives; when it is under `PUBLIC_BASE_URL` this service serves it and the files.",
+    meaning:
+      "Where the client releases' `latest.json` lives; when it is under `PUBLIC_BASE_URL` this service serves it and the files.",
   },
-  { name: 'RELEASES_DIR', section: 'Client releases', default: 'releases', meaning: 'Folder `npm run release` writes to and the service serves from.' },
+  {
+    name: 'RELEASES_DIR',
+    section: 'Client releases',
+    default: 'releases',
+    meaning: 'Folder `npm run release` writes to and the service serves from.',
+  },
   {
     name: 'WEBHOOK_ALLOW_PRIVATE_DESTINATIONS',
     section: 'Webhooks',
@@ -321,9 +361,15 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'WEBHOOK_FIRST_RETRY_MS',
     section: 'Webhooks',
     default: '30000',
-    meaning: 'Wait before the first retry of a webhook delivery that failed; each later wait doubles, up to an hour, until 24 hours after the first try.',
+    meaning:
+      'Wait before the first retry of a webhook delivery that failed; each later wait doubles, up to an hour, until 24 hours after the first try.',
   },
-  { name: 'WEBHOOK_DISPATCH_MS', section: 'Webhooks', default: '1000', meaning: 'How often the `worker` role looks for new events to deliver to webhook endpoints.' },
+  {
+    name: 'WEBHOOK_DISPATCH_MS',
+    section: 'Webhooks',
+    default: '1000',
+    meaning: 'How often the `worker` role looks for new events to deliver to webhook endpoints.',
+  },
   {
     name: 'METRICS_PORT',
     section: 'Metrics',
@@ -332,7 +378,12 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     meaning:
       'Port of a separate listener, on `METRICS_HOST`, serving `GET /metrics` (Prometheus text), `/readyz` and `/healthz` for every role of the process (a worker or bot process has no other port). Give each process on one machine a port of its own; it must differ from `PORT`. See [metrics](operations/metrics.md).',
   },
-  { name: 'METRICS_HOST', section: 'Metrics', default: '127.0.0.1', meaning: 'Address the metrics listener binds: loopback unless a scraper on another machine must reach it.' },
+  {
+    name: 'METRICS_HOST',
+    section: 'Metrics',
+    default: '127.0.0.1',
+    meaning: 'Address the metrics listener binds: loopback unless a scraper on another machine must reach it.',
+  },
   {
     name: 'METRICS_TOKEN',
     section: 'Metrics',

@@ -122,7 +122,9 @@ export function parseRoles(argv: readonly string[]): Role[] {
   const raw = eq ? eq.slice('--role='.length) : i >= 0 ? argv[i + 1] : undefined;
   if (raw === undefined) return ROLES;
   const roles = raw.split(',').map((r) => r.trim()) as Role[];
-  for (const r of roles) if (!ROLES.includes(r)) throw new ConfigError(`--role must be one of ${ROLES.join(', ')} (comma-separated), got "${raw}"`);
+  for (const r of roles)
+    if (!ROLES.includes(r))
+      throw new ConfigError(`--role must be one of ${ROLES.join(', ')} (comma-separated), got "${raw}"`);
   return roles;
 }
 
@@ -169,7 +171,11 @@ function secretsKey(env: Env): { key: Buffer; id: string; generated: boolean } {
     }
     // A fixed, public development key: every process of a dev setup (api and worker apart) can
     // open what another sealed, across restarts. It protects nothing, hence production refuses it.
-    return { key: createHash('sha256').update('gpu-rental development secrets key').digest(), id: 'dev', generated: true };
+    return {
+      key: createHash('sha256').update('gpu-rental development secrets key').digest(),
+      id: 'dev',
+      generated: true,
+    };
   }
   const key = Buffer.from(raw, 'base64');
   if (key.length !== 32) throw new ConfigError('SECRETS_KEY must be 32 bytes encoded as base64');
@@ -197,7 +203,8 @@ function trustProxy(env: Env): TrustProxy {
   if (raw === undefined || raw.toLowerCase() === 'false') return false;
   if (/^\d+$/.test(raw)) {
     const hops = Number(raw);
-    if (hops > 10) throw new ConfigError(`TRUST_PROXY must be a hop count from 0 to 10, or the proxies' addresses, got "${raw}"`);
+    if (hops > 10)
+      throw new ConfigError(`TRUST_PROXY must be a hop count from 0 to 10, or the proxies' addresses, got "${raw}"`);
     return hops === 0 ? false : hops;
   }
   if (raw.toLowerCase() === 'true') {
@@ -205,7 +212,10 @@ function trustProxy(env: Env): TrustProxy {
       'TRUST_PROXY=true would trust an X-Forwarded-For sent by any client; give the number of proxies in front of the service (e.g. 1) or their addresses (e.g. loopback or 10.0.0.0/8)',
     );
   }
-  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const item of items) {
     if (PROXY_RANGES.includes(item)) continue;
     const [address, bits, extra] = item.split('/');
@@ -213,7 +223,9 @@ function trustProxy(env: Env): TrustProxy {
     const maxBits = family === 6 ? 128 : 32;
     const bitsOk = bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= maxBits);
     if (family === 0 || extra !== undefined || !bitsOk) {
-      throw new ConfigError(`TRUST_PROXY lists "${item}", which is not an IP address, a CIDR range or one of ${PROXY_RANGES.join(', ')}`);
+      throw new ConfigError(
+        `TRUST_PROXY lists "${item}", which is not an IP address, a CIDR range or one of ${PROXY_RANGES.join(', ')}`,
+      );
     }
   }
   return items;
@@ -245,7 +257,9 @@ function imageAllowlist(env: Env): string[] {
     .filter(Boolean);
   for (const p of patterns) {
     if (!/^[A-Za-z0-9._/:@*-]+$/.test(p)) {
-      throw new ConfigError(`MACHINE_IMAGE_ALLOWLIST lists "${p}", which is not an image pattern (letters, digits, . _ - / : @, and * for any run of characters)`);
+      throw new ConfigError(
+        `MACHINE_IMAGE_ALLOWLIST lists "${p}", which is not an image pattern (letters, digits, . _ - / : @, and * for any run of characters)`,
+      );
     }
   }
   return patterns;
@@ -263,9 +277,11 @@ function webhookToken(env: Env): string | undefined {
 /** METRICS_PORT, METRICS_HOST and METRICS_TOKEN: metrics stay off the public port unless a long enough token guards them. */
 function metricsSettings(env: Env, port: number): Pick<Config, 'metricsPort' | 'metricsHost' | 'metricsToken'> {
   const metricsPort = opt(env, 'METRICS_PORT') === undefined ? undefined : int(env, 'METRICS_PORT', 0, 1, 65535);
-  if (metricsPort !== undefined && metricsPort === port) throw new ConfigError(`METRICS_PORT must differ from PORT (${port})`);
+  if (metricsPort !== undefined && metricsPort === port)
+    throw new ConfigError(`METRICS_PORT must differ from PORT (${port})`);
   const metricsToken = opt(env, 'METRICS_TOKEN');
-  if (metricsToken !== undefined && metricsToken.length < 24) throw new ConfigError('METRICS_TOKEN must be at least 24 characters (e.g. `openssl rand -base64 24`)');
+  if (metricsToken !== undefined && metricsToken.length < 24)
+    throw new ConfigError('METRICS_TOKEN must be at least 24 characters (e.g. `openssl rand -base64 24`)');
   return { metricsPort, metricsHost: str(env, 'METRICS_HOST', '127.0.0.1'), metricsToken };
 }
 
@@ -273,26 +289,35 @@ function metricsSettings(env: Env, port: number): Pick<Config, 'metricsPort' | '
 export function loadConfig(env: Env = process.env): Config {
   const port = int(env, 'PORT', 8080, 0, 65535);
   const logLevel = str(env, 'LOG_LEVEL', 'info').toLowerCase();
-  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  if (!LOG_LEVELS.includes(logLevel))
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   const billing = str(env, 'DEFAULT_BILLING_MODEL', 'ACCOUNT_BALANCE');
   if (billing !== 'ACCOUNT_BALANCE' && billing !== 'LEGACY_PREPAID') {
     throw new ConfigError(`DEFAULT_BILLING_MODEL must be ACCOUNT_BALANCE or LEGACY_PREPAID, got "${billing}"`);
   }
   const jobsClaim = str(env, 'JOBS_CLAIM', 'skip-locked').toLowerCase() as JobClaimMode;
-  if (!JOB_CLAIM_MODES.includes(jobsClaim)) throw new ConfigError(`JOBS_CLAIM must be ${JOB_CLAIM_MODES.join(' or ')}, got "${jobsClaim}"`);
+  if (!JOB_CLAIM_MODES.includes(jobsClaim))
+    throw new ConfigError(`JOBS_CLAIM must be ${JOB_CLAIM_MODES.join(' or ')}, got "${jobsClaim}"`);
   const secrets = secretsKey(env);
   const webhookSecret = opt(env, 'STRIPE_WEBHOOK_SECRET');
   if (opt(env, 'STRIPE_SECRET_KEY') && webhookSecret === undefined) {
     // The development webhook secret is public: with real Stripe money behind it, anyone could sign a payment.
-    throw new ConfigError('STRIPE_WEBHOOK_SECRET is required when STRIPE_SECRET_KEY is set (the signing secret of your Stripe webhook endpoint, whsec_...)');
+    throw new ConfigError(
+      'STRIPE_WEBHOOK_SECRET is required when STRIPE_SECRET_KEY is set (the signing secret of your Stripe webhook endpoint, whsec_...)',
+    );
   }
   const inventoryRefreshSeconds = int(env, 'INVENTORY_REFRESH_SECONDS', 30, 1, 86400);
   const offerMaxAgeSeconds = int(env, 'OFFER_MAX_AGE_SECONDS', 600, 1, 7 * 86400);
   if (offerMaxAgeSeconds <= inventoryRefreshSeconds) {
     // Otherwise every offer would drop out between two healthy refreshes.
-    throw new ConfigError(`OFFER_MAX_AGE_SECONDS (${offerMaxAgeSeconds}) must be greater than INVENTORY_REFRESH_SECONDS (${inventoryRefreshSeconds})`);
+    throw new ConfigError(
+      `OFFER_MAX_AGE_SECONDS (${offerMaxAgeSeconds}) must be greater than INVENTORY_REFRESH_SECONDS (${inventoryRefreshSeconds})`,
+    );
   }
-  const publicBaseUrl = url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`, ['http:', 'https:']).replace(/\/+$/, '');
+  const publicBaseUrl = url(env, 'PUBLIC_BASE_URL', `http://localhost:${port}`, ['http:', 'https:']).replace(
+    /\/+$/,
+    '',
+  );
   const nodeEnv = str(env, 'NODE_ENV', 'development');
   const providerConfigs = providers(env);
   const adminJobsPassword = opt(env, 'ADMIN_JOBS_PASSWORD');
@@ -319,7 +344,11 @@ export function loadConfig(env: Env = process.env): Config {
     signupRatePerAddressPerMinute: int(env, 'SIGNUP_RATE_PER_ADDRESS_PER_MINUTE', 5, 1, 1_000_000),
     trustProxy: trustProxy(env),
     agentSetupRatePerMinute: int(env, 'AGENT_SETUP_RATE_PER_MINUTE', 60, 1, 1_000_000),
-    push: { perKey: int(env, 'PUSH_MAX_PER_KEY', 20, 1, 100_000), perAddress: int(env, 'PUSH_MAX_PER_ADDRESS', 200, 1, 1_000_000), open: opt(env, 'PUSH_MAX_OPEN') ? int(env, 'PUSH_MAX_OPEN', 0, 1, 1_000_000) : undefined },
+    push: {
+      perKey: int(env, 'PUSH_MAX_PER_KEY', 20, 1, 100_000),
+      perAddress: int(env, 'PUSH_MAX_PER_ADDRESS', 200, 1, 1_000_000),
+      open: opt(env, 'PUSH_MAX_OPEN') ? int(env, 'PUSH_MAX_OPEN', 0, 1, 1_000_000) : undefined,
+    },
     logLevel,
     defaultBillingModel: billing,
     secretsKey: secrets.key,
@@ -335,7 +364,9 @@ export function loadConfig(env: Env = process.env): Config {
     adminJobsPassword,
     stripeSecretKey: opt(env, 'STRIPE_SECRET_KEY'),
     // Fixed in development so every api process verifies what the local payment page signed.
-    stripeWebhookSecret: webhookSecret ?? `whsec_dev_${createHash('sha256').update('gpu-rental development webhook secret').digest('hex').slice(0, 32)}`,
+    stripeWebhookSecret:
+      webhookSecret ??
+      `whsec_dev_${createHash('sha256').update('gpu-rental development webhook secret').digest('hex').slice(0, 32)}`,
     stripeWebhookSecretGenerated: webhookSecret === undefined,
     stripeApiUrl: opt(env, 'STRIPE_API_URL') && url(env, 'STRIPE_API_URL', '', ['http:', 'https:']),
     telegramBotToken: opt(env, 'TELEGRAM_BOT_TOKEN'),

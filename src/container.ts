@@ -8,7 +8,12 @@ import type { Logger } from './logger.js';
 import { AccountsService } from './modules/accounts/accounts.service.js';
 import { BillingService } from './modules/billing/billing.service.js';
 import { LedgerService } from './modules/billing/ledger.service.js';
-import { createPayments, reconcilePayments, RECONCILE_PAYMENTS_EVERY_MS, type Payments } from './modules/billing/payments.js';
+import {
+  createPayments,
+  reconcilePayments,
+  RECONCILE_PAYMENTS_EVERY_MS,
+  type Payments,
+} from './modules/billing/payments.js';
 import type { RentalHandoff } from './modules/billing/rental-handoff.js';
 import { InventoryService } from './modules/inventory/inventory.service.js';
 import { KeysService } from './modules/keys/keys.service.js';
@@ -22,7 +27,12 @@ import { CardCheckoutService } from './modules/rentals/card-checkout.service.js'
 import { CardOrdersService } from './modules/rentals/card-orders.service.js';
 import { CardRentalHandoff } from './modules/rentals/lifecycle/rental-handoff.service.js';
 import { IDLE_SWEEP_EVERY_MS } from './modules/rentals/lifecycle/idle.js';
-import { createRentalLifecycle, type LifecycleDeps, type LifecycleTiming, type RentalLifecycle } from './modules/rentals/lifecycle/rental-lifecycle.js';
+import {
+  createRentalLifecycle,
+  type LifecycleDeps,
+  type LifecycleTiming,
+  type RentalLifecycle,
+} from './modules/rentals/lifecycle/rental-lifecycle.js';
 import { EventsService } from './modules/events/events.service.js';
 import { EventHub } from './modules/events/event-hub.js';
 import { NotificationsService, type NotificationSender } from './modules/notifications/notifications.service.js';
@@ -92,27 +102,69 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     defaultBillingModel: config.defaultBillingModel,
   });
   const billing = new BillingService(ds, keys);
-  const inventory = new InventoryService(ds, providers, clock, logger, { publicBaseUrl: config.publicBaseUrl, offerMaxAgeSeconds: config.offerMaxAgeSeconds });
+  const inventory = new InventoryService(ds, providers, clock, logger, {
+    publicBaseUrl: config.publicBaseUrl,
+    offerMaxAgeSeconds: config.offerMaxAgeSeconds,
+  });
   // Every process gets an Agenda: enqueuing needs no processing, and only the worker role starts it.
   const { queue: jobs } = createAgenda(ds, config);
   const handoff = rentalHandoff === undefined ? new CardRentalHandoff(ds, jobs) : (rentalHandoff ?? undefined);
-  const payments = createPayments({ config, ds, clock, logger, ledger, cardOrders: new CardOrdersService(ds), rentalHandoff: handoff });
+  const payments = createPayments({
+    config,
+    ds,
+    clock,
+    logger,
+    ledger,
+    cardOrders: new CardOrdersService(ds),
+    rentalHandoff: handoff,
+  });
   const eventHub = new EventHub(ds, { tailMs: EVENT_TAIL_MS, push: config.push }, logger);
   const rentalReads = new RentalReadsService(ds, eventHub);
   const box = SecretBox.fromConfig(config);
   const machinePolicy = { imageAllowlist: config.machineImageAllowlist, maxDiskGb: config.machineMaxDiskGb };
-  const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs, inventory, rentalReads, box, machinePolicy, { meteringEveryMs: config.meteringEveryMs });
+  const rentals = new RentalsService(
+    ds,
+    clock,
+    logger,
+    ledger,
+    keys,
+    jobs,
+    inventory,
+    rentalReads,
+    box,
+    machinePolicy,
+    { meteringEveryMs: config.meteringEveryMs },
+  );
   const cardCheckout = new CardCheckoutService(ds, clock, inventory, payments.sessions, keys);
   const credentials = new CredentialsService(ds, clock, box);
   const agentKeys = new AgentKeysService(ds, clock, keys, rentals);
-  const agents = new AgentsService(ds, clock, keys, rateLimiter, {
-    agentV1Enabled: config.agentV1Enabled,
-    publicBaseUrl: config.publicBaseUrl,
-    setupRatePerMinute: config.agentSetupRatePerMinute,
-  }, agentKeys);
-  const lifecycleDeps: LifecycleDeps = { ds, clock, logger, providers, jobs, ledger, box, refunds: payments.sessions, inventory };
+  const agents = new AgentsService(
+    ds,
+    clock,
+    keys,
+    rateLimiter,
+    {
+      agentV1Enabled: config.agentV1Enabled,
+      publicBaseUrl: config.publicBaseUrl,
+      setupRatePerMinute: config.agentSetupRatePerMinute,
+    },
+    agentKeys,
+  );
+  const lifecycleDeps: LifecycleDeps = {
+    ds,
+    clock,
+    logger,
+    providers,
+    jobs,
+    ledger,
+    box,
+    refunds: payments.sessions,
+    inventory,
+  };
   const lifecycle = createRentalLifecycle(lifecycleDeps, lifecycleTiming(config));
-  const webhooks = new WebhooksService(ds, clock, box, jobs, rateLimiter, { allowPrivateDestinations: config.webhookAllowPrivateDestinations });
+  const webhooks = new WebhooksService(ds, clock, box, jobs, rateLimiter, {
+    allowPrivateDestinations: config.webhookAllowPrivateDestinations,
+  });
   const webhookDeliveries = new WebhookDeliveries(ds, clock, logger.child({ component: 'webhooks' }), jobs, box, {
     allowPrivateDestinations: config.webhookAllowPrivateDestinations,
     firstRetryMs: config.webhookFirstRetryMs,
@@ -121,15 +173,39 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   // than a run can take, short enough that a dead worker's lock does not stop the job for long.
   const definitions = jobDefinitions({
     // A run: provider calls (30 s each at most) and one machine check (its SSH bounds, under 40 s).
-    'rental.provision': { handler: (d) => lifecycle.provision(d.deploymentId), concurrency: 8, lockLifetimeMs: 120_000 },
-    'rental.terminate': { handler: (d) => lifecycle.terminate(d.deploymentId), concurrency: 8, lockLifetimeMs: 120_000, priority: 10 },
+    'rental.provision': {
+      handler: (d) => lifecycle.provision(d.deploymentId),
+      concurrency: 8,
+      lockLifetimeMs: 120_000,
+    },
+    'rental.terminate': {
+      handler: (d) => lifecycle.terminate(d.deploymentId),
+      concurrency: 8,
+      lockLifetimeMs: 120_000,
+      priority: 10,
+    },
     'rental.expire': { handler: (d) => lifecycle.expire(d.deploymentId), lockLifetimeMs: 60_000 },
     'rental.expiring': { handler: (d) => lifecycle.noticeExpiring(d.deploymentId), lockLifetimeMs: 60_000 },
     // A sweep waits at most SWEEP_WAIT_MS for its samples; slower ones finish outside it.
-    'rental.idle': { handler: async () => void (await lifecycle.watchIdle()), everyMs: IDLE_SWEEP_EVERY_MS, concurrency: 1, lockLifetimeMs: 30_000 },
+    'rental.idle': {
+      handler: async () => void (await lifecycle.watchIdle()),
+      everyMs: IDLE_SWEEP_EVERY_MS,
+      concurrency: 1,
+      lockLifetimeMs: 30_000,
+    },
     // A sweep takes seconds; one outliving its lock may overlap the next (each rental is charged under its row lock).
-    'rental.meter': { handler: async () => void (await lifecycle.meter()), everyMs: config.meteringEveryMs, concurrency: 1, lockLifetimeMs: 60_000 },
-    'rental.reconcile': { handler: async () => void (await lifecycle.reconcile()), everyMs: 60_000, concurrency: 1, lockLifetimeMs: 120_000 },
+    'rental.meter': {
+      handler: async () => void (await lifecycle.meter()),
+      everyMs: config.meteringEveryMs,
+      concurrency: 1,
+      lockLifetimeMs: 60_000,
+    },
+    'rental.reconcile': {
+      handler: async () => void (await lifecycle.reconcile()),
+      everyMs: 60_000,
+      concurrency: 1,
+      lockLifetimeMs: 120_000,
+    },
     'inventory.refresh': {
       async handler() {
         const results = await inventory.refresh();
@@ -140,18 +216,58 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
       lockLifetimeMs: 120_000,
       concurrency: 1,
     },
-    'payments.reconcile': { handler: async () => void (await reconcilePayments({ payments, logger })), everyMs: RECONCILE_PAYMENTS_EVERY_MS, concurrency: 1, lockLifetimeMs: 120_000 },
+    'payments.reconcile': {
+      handler: async () => void (await reconcilePayments({ payments, logger })),
+      everyMs: RECONCILE_PAYMENTS_EVERY_MS,
+      concurrency: 1,
+      lockLifetimeMs: 120_000,
+    },
     // A pass reads new events and writes deliveries: well under a second.
-    'webhooks.dispatch': { handler: async () => void (await webhookDeliveries.dispatch()), everyMs: config.webhookDispatchEveryMs, concurrency: 1, lockLifetimeMs: 30_000 },
+    'webhooks.dispatch': {
+      handler: async () => void (await webhookDeliveries.dispatch()),
+      everyMs: config.webhookDispatchEveryMs,
+      concurrency: 1,
+      lockLifetimeMs: 30_000,
+    },
     // A try takes at most ten seconds; a run outliving its lock is refused by the delivery's own claim.
     // Tries only wait on receivers, so a worker holds many: with each account held to a few tries in
     // flight (TRIES_IN_FLIGHT_PER_ACCOUNT), it takes this many silent receivers' accounts, each
     // signed up separately, to make another account's delivery wait for a slot.
-    'webhooks.deliver': { handler: async (d) => void countWebhookDelivery(await webhookDeliveries.deliver(d.deliveryId)), concurrency: 64, lockLifetimeMs: 60_000 },
+    'webhooks.deliver': {
+      handler: async (d) => void countWebhookDelivery(await webhookDeliveries.deliver(d.deliveryId)),
+      concurrency: 64,
+      lockLifetimeMs: 60_000,
+    },
   });
   // Defined in every process (defining starts nothing, and it gives enqueued jobs their priority).
   defineJobs(jobs.agenda, definitions);
-  return { config, ds, clock, logger, providers, rateLimiter, keys, ledger, accounts, billing, inventory, payments, rentals, cardCheckout, rentalReads, credentials, jobs, agents, agentKeys, events: new EventsService(ds), eventHub, webhooks, webhookDeliveries, lifecycle, jobDefinitions: definitions };
+  return {
+    config,
+    ds,
+    clock,
+    logger,
+    providers,
+    rateLimiter,
+    keys,
+    ledger,
+    accounts,
+    billing,
+    inventory,
+    payments,
+    rentals,
+    cardCheckout,
+    rentalReads,
+    credentials,
+    jobs,
+    agents,
+    agentKeys,
+    events: new EventsService(ds),
+    eventHub,
+    webhooks,
+    webhookDeliveries,
+    lifecycle,
+    jobDefinitions: definitions,
+  };
 }
 
 /** The bot role's jobs, built like the worker's; start them with startJobWorker(botJobs). */
@@ -170,7 +286,11 @@ export interface BotJobs {
  * on an Agenda of their own, so only the process that starts them claims them, and it claims
  * nothing else. `retryAfterMs` is the wait before a failed send is tried again (tests shorten it).
  */
-export function createBotJobs(s: Services, sender: NotificationSender, timing: { collectEveryMs?: number; retryAfterMs?: number } = {}): BotJobs {
+export function createBotJobs(
+  s: Services,
+  sender: NotificationSender,
+  timing: { collectEveryMs?: number; retryAfterMs?: number } = {},
+): BotJobs {
   const { queue } = createAgenda(s.ds, s.config);
   const logger = s.logger.child({ component: 'telegram-bot' });
   const notifications = new NotificationsService(s.ds, s.clock, logger, queue, {
@@ -185,14 +305,21 @@ export function createBotJobs(s: Services, sender: NotificationSender, timing: {
       lockLifetimeMs: 60_000,
     },
     // One at a time, oldest first, as an owner would read them; a send outliving its lock may repeat.
-    'notifications.deliver': { handler: async (d) => void (await notifications.deliver(d.notificationId, sender)), concurrency: 1, lockLifetimeMs: 60_000, retry: notifications.retry },
+    'notifications.deliver': {
+      handler: async (d) => void (await notifications.deliver(d.notificationId, sender)),
+      concurrency: 1,
+      lockLifetimeMs: 60_000,
+      retry: notifications.retry,
+    },
   });
   defineJobs(queue.agenda, definitions);
   return { notifications, jobs: queue, jobDefinitions: definitions, logger };
 }
 
 /** The lifecycle's timing from configuration: polls and the first destruction re-check wait RENTAL_POLL_MS. */
-export function lifecycleTiming(config: Pick<Config, 'rentalPollMs' | 'inventoryRefreshSeconds' | 'idleGraceSeconds'>): Partial<LifecycleTiming> {
+export function lifecycleTiming(
+  config: Pick<Config, 'rentalPollMs' | 'inventoryRefreshSeconds' | 'idleGraceSeconds'>,
+): Partial<LifecycleTiming> {
   // A waiting rental looks at least once per inventory refresh, so its deadline holds to within one.
   return {
     pollMs: config.rentalPollMs,
@@ -204,5 +331,15 @@ export function lifecycleTiming(config: Pick<Config, 'rentalPollMs' | 'inventory
 
 /** What the lifecycle parts are built from, for building another lifecycle (tests with their own timing). */
 export function lifecycleDepsOf(s: Services): LifecycleDeps {
-  return { ds: s.ds, clock: s.clock, logger: s.logger, providers: s.providers, jobs: s.jobs, ledger: s.ledger, box: SecretBox.fromConfig(s.config), refunds: s.payments.sessions, inventory: s.inventory };
+  return {
+    ds: s.ds,
+    clock: s.clock,
+    logger: s.logger,
+    providers: s.providers,
+    jobs: s.jobs,
+    ledger: s.ledger,
+    box: SecretBox.fromConfig(s.config),
+    refunds: s.payments.sessions,
+    inventory: s.inventory,
+  };
 }

@@ -19,8 +19,17 @@ import { Order } from './modules/rentals/order.entity.js';
  * entity here.
  */
 export const entities: EntityList = [
-  Account, ApiKey, LedgerEntry, Offer, IdempotencyRecord, Order, Deployment, Checkout, PaymentEvent,
-  DeploymentAttempt, CredentialReveal,
+  Account,
+  ApiKey,
+  LedgerEntry,
+  Offer,
+  IdempotencyRecord,
+  Order,
+  Deployment,
+  Checkout,
+  PaymentEvent,
+  DeploymentAttempt,
+  CredentialReveal,
   AgentAuthorization,
   ProviderStatus,
 ];

@@ -1,12 +1,26 @@
 import { createServer, type Server } from 'node:http';
 import type { Express } from 'express';
 import { systemClock } from './clock.js';
-import { assertSafeToRun, ConfigError, configErrorLine, loadConfig, parseRoles, type Config, type Role } from './config.js';
+import {
+  assertSafeToRun,
+  ConfigError,
+  configErrorLine,
+  loadConfig,
+  parseRoles,
+  type Config,
+  type Role,
+} from './config.js';
 import { offSurfaces } from './operator-surfaces.js';
 import { createApp } from './app.js';
 import { createServices, type Services } from './container.js';
 import { isConnectionError } from './db/connection-errors.js';
-import { createDatabaseIfMissing, createDataSource, describeTarget, migrate, parseDatabaseUrl } from './db/data-source.js';
+import {
+  createDatabaseIfMissing,
+  createDataSource,
+  describeTarget,
+  migrate,
+  parseDatabaseUrl,
+} from './db/data-source.js';
 import { entities } from './entities.js';
 import { createLogger, type Logger } from './logger.js';
 import { createProviderRegistry } from './providers/provider-registry.js';
@@ -30,7 +44,9 @@ async function listen(app: Express, port: number, host: string): Promise<Server>
         EADDRNOTAVAIL: `HOST ${host} is not an address of this machine; set HOST`,
         ENOTFOUND: `HOST ${host} is not an address of this machine; set HOST`,
       };
-      process.stderr.write(`${why[err.code ?? ''] ?? `cannot listen on ${host}:${port} (${err.code ?? err.message}); set HOST or PORT`}\n`);
+      process.stderr.write(
+        `${why[err.code ?? ''] ?? `cannot listen on ${host}:${port} (${err.code ?? err.message}); set HOST or PORT`}\n`,
+      );
       process.exit(1);
     });
     server.listen(port, host, () => resolve(server));
@@ -62,8 +78,14 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
   await ds.initialize();
   logger.info(`database ${target.database} ${created ? 'created' : 'found'} at ${describeTarget(target)}`);
   const applied = await migrate(ds);
-  logger.info({ migrations: applied }, applied.length ? `migrations applied: ${applied.join(', ')}` : 'migrations: none pending');
-  if (config.secretsKeyGenerated) logger.warn('SECRETS_KEY is not set: using the fixed development key, which protects nothing (production refuses it)');
+  logger.info(
+    { migrations: applied },
+    applied.length ? `migrations applied: ${applied.join(', ')}` : 'migrations: none pending',
+  );
+  if (config.secretsKeyGenerated)
+    logger.warn(
+      'SECRETS_KEY is not set: using the fixed development key, which protects nothing (production refuses it)',
+    );
 
   const providers = await createProviderRegistry(config.providers, {
     logger: logger.child({ component: 'provider' }),
@@ -86,12 +108,16 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
     token && (roles.includes('bot') || (roles.includes('api') && webhookSecret))
       ? await Promise.all([import('../bot/bot.js'), import('../bot/runtime.js')])
       : undefined;
-  const bot = token && botModules ? botModules[0].createBot({ services, token, apiRoot: config.telegramApiRoot }) : undefined;
+  const bot =
+    token && botModules ? botModules[0].createBot({ services, token, apiRoot: config.telegramApiRoot }) : undefined;
   const readiness = readinessProbe(services, roles);
   const metricsServer = await startMetricsListener(services, roles, readiness);
   if (roles.includes('api')) {
     const app = createApp(services, {
-      mount: bot && botModules && webhookSecret ? (a) => botModules[1].mountTelegramWebhook(a, bot, webhookSecret) : undefined,
+      mount:
+        bot && botModules && webhookSecret
+          ? (a) => botModules[1].mountTelegramWebhook(a, bot, webhookSecret)
+          : undefined,
       readiness,
     });
     // Bound before any job starts, so a taken port stops the process before it claims work.

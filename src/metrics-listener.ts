@@ -10,7 +10,12 @@ import { readinessProbe, readinessRoute, type Readiness } from './readiness.js';
 
 /** `GET /metrics` of this process's services, behind `token` when one is given. */
 export function metricsRoute(services: Pick<Services, 'ds' | 'logger' | 'clock'>, token?: string): RequestHandler {
-  return metricsEndpoint({ rentalCounts: () => unfinishedRentalCounts(services.ds), logger: services.logger, token, nowMs: () => services.clock.now().getTime() });
+  return metricsEndpoint({
+    rentalCounts: () => unfinishedRentalCounts(services.ds),
+    logger: services.logger,
+    token,
+    nowMs: () => services.clock.now().getTime(),
+  });
 }
 
 /** `GET /healthz`, liveness: the process is up and its event loop answers; it asks nothing of the database. */
@@ -25,7 +30,11 @@ export const livenessRoute: RequestHandler = (req, res) => {
  * this process runs, and `/healthz`. Answers 404 to anything else. Resolves once bound; a taken
  * port or a foreign address stops the process like the api port does, with one line.
  */
-export async function startMetricsListener(services: Services, roles: readonly Role[], readiness: Readiness = readinessProbe(services, roles)): Promise<Server | undefined> {
+export async function startMetricsListener(
+  services: Services,
+  roles: readonly Role[],
+  readiness: Readiness = readinessProbe(services, roles),
+): Promise<Server | undefined> {
   const { metricsPort: port, metricsHost: host } = services.config;
   if (port === undefined) return undefined;
   const app = express();
@@ -34,11 +43,16 @@ export async function startMetricsListener(services: Services, roles: readonly R
   app.get('/metrics', metricsRoute(services));
   app.get('/readyz', readinessRoute(readiness));
   app.get('/healthz', livenessRoute);
-  app.use((_req, res) => void res.status(404).type('text/plain').send('Not found: this port serves /metrics, /readyz and /healthz.\n'));
+  app.use(
+    (_req, res) =>
+      void res.status(404).type('text/plain').send('Not found: this port serves /metrics, /readyz and /healthz.\n'),
+  );
   const server = createServer(app);
   await new Promise<void>((resolve) => {
     server.once('error', (err: NodeJS.ErrnoException) => {
-      process.stderr.write(`cannot listen for metrics on ${host}:${port} (${err.code ?? err.message}); set METRICS_PORT or METRICS_HOST\n`);
+      process.stderr.write(
+        `cannot listen for metrics on ${host}:${port} (${err.code ?? err.message}); set METRICS_PORT or METRICS_HOST\n`,
+      );
       process.exit(1);
     });
     server.listen(port, host, () => resolve());

@@ -58,12 +58,16 @@ class ReadinessTimeout extends Error {
 function withTimeout<T>(p: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ReadinessTimeout(`${what} did not answer within ${READINESS_TIMEOUT_MS} ms`)), READINESS_TIMEOUT_MS);
+    timer = setTimeout(
+      () => reject(new ReadinessTimeout(`${what} did not answer within ${READINESS_TIMEOUT_MS} ms`)),
+      READINESS_TIMEOUT_MS,
+    );
   });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
-const firstLine = (err: unknown): string => (err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 200);
+const firstLine = (err: unknown): string =>
+  (err instanceof Error ? err.message : String(err)).split('\n')[0].slice(0, 200);
 
 /** What kind of failure a report is, so that an outage is logged once, not once per probe. */
 function failureKind(report: ReadinessReport, err: unknown): string {
@@ -84,16 +88,29 @@ function failureKind(report: ReadinessReport, err: unknown): string {
  * failure is logged with its detail once per kind (check, reason, error code) until the process
  * is ready again.
  */
-export function readinessProbe(s: Pick<Services, 'ds' | 'config' | 'inventory' | 'logger'>, roles: readonly Role[], options: ReadinessOptions = {}): Readiness {
+export function readinessProbe(
+  s: Pick<Services, 'ds' | 'config' | 'inventory' | 'logger'>,
+  roles: readonly Role[],
+  options: ReadinessOptions = {},
+): Readiness {
   const reuseMs = options.reuseMs ?? READINESS_REUSE_MS;
   const nowMs = options.nowMs ?? (() => performance.now());
   let migrated = false;
   const checkInventory = roles.includes('api');
 
   const check = async (): Promise<{ report: ReadinessReport; err?: unknown }> => {
-    const checks: ReadinessChecks = { database: 'skipped', migrations: 'skipped', ...(checkInventory ? { inventory: 'skipped' as const } : {}) };
+    const checks: ReadinessChecks = {
+      database: 'skipped',
+      migrations: 'skipped',
+      ...(checkInventory ? { inventory: 'skipped' as const } : {}),
+    };
     const fail = (name: ReadinessCheckName, reason: string, err?: unknown) => ({
-      report: { ready: false, checks: { ...checks, [name]: 'failed' as const }, reason, ...(err === undefined ? {} : { detail: firstLine(err) }) },
+      report: {
+        ready: false,
+        checks: { ...checks, [name]: 'failed' as const },
+        reason,
+        ...(err === undefined ? {} : { detail: firstLine(err) }),
+      },
       err,
     });
     try {
@@ -104,7 +121,8 @@ export function readinessProbe(s: Pick<Services, 'ds' | 'config' | 'inventory' |
     }
     try {
       if (!migrated) migrated = !(await withTimeout(s.ds.showMigrations(), 'the migrations table'));
-      if (!migrated) return fail('migrations', 'migrations are pending: a process starting with this database applies them');
+      if (!migrated)
+        return fail('migrations', 'migrations are pending: a process starting with this database applies them');
       checks.migrations = 'ok';
     } catch (err) {
       return fail('migrations', 'the migrations could not be read', err);
@@ -130,7 +148,9 @@ export function readinessProbe(s: Pick<Services, 'ds' | 'config' | 'inventory' |
       const statuses = await withTimeout(s.inventory.providerStatuses(), 'the provider statuses').catch(() => null);
       if (statuses) {
         const providers = Object.fromEntries(statuses.map((p) => [p.id, p.status]));
-        const advice = statuses.filter((p) => p.status !== 'ok').map((p) => providerAdvice(p.id, p.status, p.lastErrorClass));
+        const advice = statuses
+          .filter((p) => p.status !== 'ok')
+          .map((p) => providerAdvice(p.id, p.status, p.lastErrorClass));
         return { report: { ready: true, checks, providers, ...(advice.length ? { advice } : {}) } };
       }
     }
@@ -144,7 +164,8 @@ export function readinessProbe(s: Pick<Services, 'ds' | 'config' | 'inventory' |
       logged = undefined;
     } else {
       const kind = failureKind(report, err);
-      if (kind !== logged) s.logger.warn({ checks: report.checks, reason: report.reason, detail: report.detail }, 'not ready');
+      if (kind !== logged)
+        s.logger.warn({ checks: report.checks, reason: report.reason, detail: report.detail }, 'not ready');
       logged = kind;
     }
     return report;
@@ -155,7 +176,10 @@ export function readinessProbe(s: Pick<Services, 'ds' | 'config' | 'inventory' |
   return () => {
     if (last && nowMs() - last.at < reuseMs) return Promise.resolve(last.report);
     inFlight ??= check()
-      .catch((err: unknown) => ({ report: { ready: false, checks: {}, reason: 'the readiness checks could not run', detail: firstLine(err) }, err }))
+      .catch((err: unknown) => ({
+        report: { ready: false, checks: {}, reason: 'the readiness checks could not run', detail: firstLine(err) },
+        err,
+      }))
       .then((outcome) => {
         const report = note(outcome);
         last = { at: nowMs(), report };
@@ -194,14 +218,20 @@ export function readinessRoute(readiness: Readiness, options: ReadinessRouteOpti
           );
           return;
         }
-        const operator = report.detail !== undefined && options.detailToken !== undefined && bearerMatches(req.headers.authorization, options.detailToken);
+        const operator =
+          report.detail !== undefined &&
+          options.detailToken !== undefined &&
+          bearerMatches(req.headers.authorization, options.detailToken);
         res.status(503).json({
           ...errorEnvelope(req.requestId ?? '', 'UNAVAILABLE', `Not ready: ${report.reason}.`),
           checks: report.checks,
           ...(operator ? { detail: report.detail } : {}),
         });
       },
-      () => res.status(503).json(errorEnvelope(req.requestId ?? '', 'UNAVAILABLE', 'Not ready: the readiness checks could not run.')),
+      () =>
+        res
+          .status(503)
+          .json(errorEnvelope(req.requestId ?? '', 'UNAVAILABLE', 'Not ready: the readiness checks could not run.')),
     );
   };
 }

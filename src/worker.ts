@@ -19,7 +19,9 @@ export async function startWorker(services: Services): Promise<Worker> {
   // of after the slowest provider's answer (or its timeout).
   const warmUp = services.inventory.refresh().then(
     (results) => {
-      const counts = results.map((r) => (r.ok ? `${r.provider} ${r.offers} offers` : `${r.provider} failed (${r.error})`));
+      const counts = results.map((r) =>
+        r.ok ? `${r.provider} ${r.offers} offers` : `${r.provider} failed (${r.error})`,
+      );
       logger.info({ results }, `inventory loaded: ${counts.join(', ')}`);
     },
     (err: unknown) => logger.error({ err }, 'inventory refresh failed'),

@@ -6,7 +6,6 @@ import { confirmRevocation, keepKey, KEY_ID_PATTERN, MAX_LISTED_KEYS } from '../
 import { formatUsd } from '../../src/modules/billing/money.js';
 import { describeRentalLength } from '../../src/modules/keys/rental-length.js';
 
-
 /** /agents: the account's agent keys with limits, spend and active rentals; revoke with a confirmation. */
 export function agentsFeature(): Composer<BotContext> {
   const composer = new Composer<BotContext>();
@@ -36,7 +35,10 @@ export function agentsFeature(): Composer<BotContext> {
     const keyId = ctx.match[1];
     const key = (await ctx.services.agentKeys.listAgentKeys(ownerOf(ctx).id)).find((k) => k.id === keyId);
     if (!key || key.revokedAt) {
-      await ctx.answerCallbackQuery({ text: key ? 'That key is already revoked.' : 'That key is not on your account.', show_alert: true });
+      await ctx.answerCallbackQuery({
+        text: key ? 'That key is already revoked.' : 'That key is not on your account.',
+        show_alert: true,
+      });
       return;
     }
     await ctx.answerCallbackQuery();

@@ -54,8 +54,16 @@ export function approveFeature(): Composer<BotContext> {
 
   composer.callbackQuery(/^apr:([A-Za-z0-9_-]{1,16})$/, async (ctx) => {
     const conversation = await ctx.conversations.get(ctx.chat!.id);
-    if (!conversation || conversation.kind !== 'approve' || conversation.step !== 'confirm' || conversation.data.nonce !== ctx.match[1]) {
-      await ctx.answerCallbackQuery({ text: 'This approval is no longer open. Open the approval link again.', show_alert: true });
+    if (
+      !conversation ||
+      conversation.kind !== 'approve' ||
+      conversation.step !== 'confirm' ||
+      conversation.data.nonce !== ctx.match[1]
+    ) {
+      await ctx.answerCallbackQuery({
+        text: 'This approval is no longer open. Open the approval link again.',
+        show_alert: true,
+      });
       return;
     }
     const limits = limitsOf(conversation);
@@ -66,11 +74,17 @@ export function approveFeature(): Composer<BotContext> {
     }
     await ctx.answerCallbackQuery();
     try {
-      await ctx.services.agents.approveAuthorization({ accountId: ownerOf(ctx).id, keyId: null }, conversation.data.approvalCode!, limits);
+      await ctx.services.agents.approveAuthorization(
+        { accountId: ownerOf(ctx).id, keyId: null },
+        conversation.data.approvalCode!,
+        limits,
+      );
     } catch (err) {
       // 404 and 409 both mean the session is gone, used or expired: say so rather than fail.
       if (!(err instanceof AppError) || (err.status !== 404 && err.status !== 409)) throw err;
-      await ctx.editMessageText('This request can no longer be approved: it has expired or was already approved. Ask your agent to start a new one.');
+      await ctx.editMessageText(
+        'This request can no longer be approved: it has expired or was already approved. Ask your agent to start a new one.',
+      );
       return;
     }
     await ctx.editMessageText(
@@ -82,15 +96,22 @@ export function approveFeature(): Composer<BotContext> {
 }
 
 /** Dialogue completion for approvals: one last look before anything is granted. */
-export async function completeApproval(ctx: BotContext, conversation: Conversation, limits: ChosenLimits): Promise<void> {
+export async function completeApproval(
+  ctx: BotContext,
+  conversation: Conversation,
+  limits: ChosenLimits,
+): Promise<void> {
   conversation.step = 'confirm';
   await ctx.conversations.save(conversation);
-  const kb = new InlineKeyboard().text('Approve', `apr:${conversation.data.nonce}`).text('Cancel', `lim:${conversation.data.nonce}:cancel`);
+  const kb = new InlineKeyboard()
+    .text('Approve', `apr:${conversation.data.nonce}`)
+    .text('Cancel', `lim:${conversation.data.nonce}:cancel`);
   await ctx.reply(`Approve this agent with ${html(describeLimits(limits))}?`, { parse_mode: 'HTML', reply_markup: kb });
 }
 
 function notPendingText(status: string, expiresAt: Date, now: Date): string {
   if (status === 'APPROVED' || status === 'EXCHANGED') return 'This request was already approved. Nothing more to do.';
-  if (status === 'EXPIRED' || expiresAt.getTime() <= now.getTime()) return 'This request has expired. Ask your agent to start a new one.';
+  if (status === 'EXPIRED' || expiresAt.getTime() <= now.getTime())
+    return 'This request has expired. Ask your agent to start a new one.';
   return 'This request can no longer be approved. Ask your agent to start a new one.';
 }

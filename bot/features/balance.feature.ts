@@ -18,10 +18,15 @@ export function balanceFeature(): Composer<BotContext> {
     const owner = ownerOf(ctx);
     const account = await getAccount(ctx.services.ds, owner.id);
     const entries = await ctx.services.ledger.recent(owner.id, 5);
-    const lines = [`Compute credits: <b>${formatUsd(account.balanceMinor)}</b>${account.frozen ? ' (account frozen: no new rentals)' : ''}`];
+    const lines = [
+      `Compute credits: <b>${formatUsd(account.balanceMinor)}</b>${account.frozen ? ' (account frozen: no new rentals)' : ''}`,
+    ];
     if (entries.length) {
       lines.push('', 'Recent movements:');
-      for (const e of entries) lines.push(`${utc(e.createdAt)}  ${e.amountMinor >= 0 ? '+' : ''}${formatUsd(e.amountMinor)}  ${html(e.description)}`);
+      for (const e of entries)
+        lines.push(
+          `${utc(e.createdAt)}  ${e.amountMinor >= 0 ? '+' : ''}${formatUsd(e.amountMinor)}  ${html(e.description)}`,
+        );
     } else {
       lines.push('', `No movements yet. Add credits with /topup 20 (${RANGE}).`);
     }
@@ -40,11 +45,15 @@ export function balanceFeature(): Composer<BotContext> {
     }
     const amount = parseUsd(arg);
     if (amount === null) {
-      await ctx.reply(`"${arg.slice(0, 40)}" is not an amount. Send the amount in US dollars, e.g. /topup 20 or /topup 12.50.`);
+      await ctx.reply(
+        `"${arg.slice(0, 40)}" is not an amount. Send the amount in US dollars, e.g. /topup 20 or /topup 12.50.`,
+      );
       return;
     }
     if (amount < TOPUP_MIN || amount > TOPUP_MAX) {
-      await ctx.reply(`A top-up must be between ${formatUsd(TOPUP_MIN)} and ${formatUsd(TOPUP_MAX)}; you asked for ${formatUsd(amount)}.`);
+      await ctx.reply(
+        `A top-up must be between ${formatUsd(TOPUP_MIN)} and ${formatUsd(TOPUP_MAX)}; you asked for ${formatUsd(amount)}.`,
+      );
       return;
     }
     await sendTopupLink(ctx, amount);
@@ -53,7 +62,10 @@ export function balanceFeature(): Composer<BotContext> {
   composer.callbackQuery(/^tu:(\d{1,7})$/, async (ctx) => {
     const amount = Number(ctx.match[1]);
     if (!PRESETS.includes(amount)) {
-      await ctx.answerCallbackQuery({ text: 'That button is not valid. Send /topup with an amount.', show_alert: true });
+      await ctx.answerCallbackQuery({
+        text: 'That button is not valid. Send /topup with an amount.',
+        show_alert: true,
+      });
       return;
     }
     await ctx.answerCallbackQuery();
@@ -69,22 +81,29 @@ async function sendTopupLink(ctx: BotContext, amountMinor: number): Promise<void
   const idempotencyKey = `telegram-update-${ctx.update.update_id}`;
   let result;
   try {
-    result = await ctx.services.payments.topups.create({ accountId: owner.id, keyId: null }, idempotencyKey, { amountMinor });
+    result = await ctx.services.payments.topups.create({ accountId: owner.id, keyId: null }, idempotencyKey, {
+      amountMinor,
+    });
   } catch (err) {
     if (err instanceof AppError && (err.code === 'UNAVAILABLE' || err.code === 'TOPUP_EXPIRED')) {
-      await ctx.reply(`No payment link right now: ${err.message.split('.')[0]}. Please try again with /topup in a moment.`);
+      await ctx.reply(
+        `No payment link right now: ${err.message.split('.')[0]}. Please try again with /topup in a moment.`,
+      );
       return;
     }
     throw err;
   }
   const { topup } = result;
-  const kb = topup.paymentUrl && /^https?:\/\//.test(topup.paymentUrl) ? new InlineKeyboard().url(`Pay ${formatUsd(amountMinor)}`, topup.paymentUrl) : undefined;
+  const kb =
+    topup.paymentUrl && /^https?:\/\//.test(topup.paymentUrl)
+      ? new InlineKeyboard().url(`Pay ${formatUsd(amountMinor)}`, topup.paymentUrl)
+      : undefined;
   await ctx.reply(
     [
       `Payment link for <b>${formatUsd(amountMinor)}</b> of compute credits${topup.expiresAt ? ` (valid until ${utc(topup.expiresAt)})` : ''}:`,
       html(topup.paymentUrl ?? ''),
       '',
-      'Credits are added once the card payment is confirmed; I\'ll tell you here. Credits are non-transferable and non-withdrawable.',
+      "Credits are added once the card payment is confirmed; I'll tell you here. Credits are non-transferable and non-withdrawable.",
     ].join('\n'),
     { parse_mode: 'HTML', link_preview_options: { is_disabled: true }, ...(kb ? { reply_markup: kb } : {}) },
   );

@@ -15,11 +15,13 @@ export function newAgentFeature(): Composer<BotContext> {
     const parsed = parseLimitArgs(ctx.match);
     if (parsed === null) {
       await ctx.reply(
-        'Let\'s connect an agent. I\'ll ask for the limits its key will carry; the service enforces them on every rental. ' +
+        "Let's connect an agent. I'll ask for the limits its key will carry; the service enforces them on every rental. " +
           '(Next time you can send them in one line: /newagent 5 50 1 8h idle 30m — per-rental USD, total USD, concurrent rentals, ' +
           'and optionally the longest rental and how long idle GPUs may run before the rental is stopped.)',
       );
-      await startLimitsDialogue(ctx, 'newagent', { expiresAt: new Date(ctx.services.clock.now().getTime() + DIALOGUE_TTL_MS) });
+      await startLimitsDialogue(ctx, 'newagent', {
+        expiresAt: new Date(ctx.services.clock.now().getTime() + DIALOGUE_TTL_MS),
+      });
       return;
     }
     if ('errors' in parsed) {
@@ -34,7 +36,11 @@ export function newAgentFeature(): Composer<BotContext> {
 }
 
 /** Dialogue completion for /newagent. */
-export async function completeNewAgent(ctx: BotContext, conversation: Conversation, limits: ChosenLimits): Promise<void> {
+export async function completeNewAgent(
+  ctx: BotContext,
+  conversation: Conversation,
+  limits: ChosenLimits,
+): Promise<void> {
   await sendSetupCode(ctx, limits, conversation.data.name);
 }
 

@@ -1,13 +1,19 @@
 import { Composer, InlineKeyboard } from 'grammy';
 import type { EventType } from '../../src/modules/events/event-types.js';
-import { NOTIFIABLE_EVENT_TYPES, NOTIFIABLE_LABELS, NotifyPreferences } from '../../src/modules/notifications/notify-preferences.js';
+import {
+  NOTIFIABLE_EVENT_TYPES,
+  NOTIFIABLE_LABELS,
+  NotifyPreferences,
+} from '../../src/modules/notifications/notify-preferences.js';
 import type { BotContext } from '../context.js';
 
 const TEXT = 'What should this chat be told about? Tap a line to turn it on or off.';
 
 function keyboard(on: readonly EventType[]): InlineKeyboard {
   const kb = new InlineKeyboard();
-  NOTIFIABLE_EVENT_TYPES.forEach((t, i) => kb.text(`${on.includes(t) ? '✅' : '▫️'} ${NOTIFIABLE_LABELS[t]}`, `nt:${i}`).row());
+  NOTIFIABLE_EVENT_TYPES.forEach((t, i) =>
+    kb.text(`${on.includes(t) ? '✅' : '▫️'} ${NOTIFIABLE_LABELS[t]}`, `nt:${i}`).row(),
+  );
   return kb;
 }
 

@@ -3,7 +3,6 @@ import { ownerOf, type BotContext } from '../context.js';
 import { html } from '../format.js';
 import { confirmRevocation, keepKey, KEY_ID_PATTERN, MAX_LISTED_KEYS } from '../key-revocation.js';
 
-
 /**
  * /ownerkey: a new OWNER API key for the owner's own scripts; the token is shown once.
  * /ownerkeys: the active OWNER keys; revoking one (confirmed) revokes what it let in with it.
@@ -37,7 +36,10 @@ export function ownerKeyFeature(): Composer<BotContext> {
       return;
     }
     const shown = keys.slice(0, MAX_LISTED_KEYS);
-    const lines = shown.map((k, i) => `${i + 1}. <b>${html(k.name)}</b> <code>${html(k.prefix)}</code>, created ${html(k.createdAt.slice(0, 10))}`);
+    const lines = shown.map(
+      (k, i) =>
+        `${i + 1}. <b>${html(k.name)}</b> <code>${html(k.prefix)}</code>, created ${html(k.createdAt.slice(0, 10))}`,
+    );
     if (keys.length > shown.length) lines.push(`…and ${keys.length - shown.length} more.`);
     const kb = new InlineKeyboard();
     shown.forEach((k, i) => kb.text(`Revoke ${i + 1}. ${k.prefix}`, `ork:${k.id}`).row());
@@ -47,7 +49,10 @@ export function ownerKeyFeature(): Composer<BotContext> {
   composer.callbackQuery(new RegExp(`^ork:(${KEY_ID_PATTERN})$`), async (ctx) => {
     const key = (await ctx.services.agentKeys.listOwnerKeys(ownerOf(ctx).id)).find((k) => k.id === ctx.match[1]);
     if (!key || key.revokedAt) {
-      await ctx.answerCallbackQuery({ text: key ? 'That key is already revoked.' : 'That key is not on your account.', show_alert: true });
+      await ctx.answerCallbackQuery({
+        text: key ? 'That key is already revoked.' : 'That key is not on your account.',
+        show_alert: true,
+      });
       return;
     }
     await ctx.answerCallbackQuery();

@@ -22,19 +22,24 @@ export function rentalsFeature(): Composer<BotContext> {
   composer.command('rentals', async (ctx) => {
     const rows = await recentRentals(ctx, ownerOf(ctx).id);
     if (rows.length === 0) {
-      await ctx.reply('No rentals yet. Your agents start them through the API once you have credits (/balance) and a connected agent (/agents).');
+      await ctx.reply(
+        'No rentals yet. Your agents start them through the API once you have credits (/balance) and a connected agent (/agents).',
+      );
       return;
     }
     const lines = rows.map((r, i) => {
       const status = r.deployment_status ?? r.status;
       const what = r.offer_name ?? r.gpu_model ?? 'GPU machine';
-      const by = r.key_name ? ` · by ${html(r.key_name)}${r.key_prefix ? ` <code>${html(r.key_prefix)}</code>` : ''}` : '';
+      const by = r.key_name
+        ? ` · by ${html(r.key_name)}${r.key_prefix ? ` <code>${html(r.key_prefix)}</code>` : ''}`
+        : '';
       const why = status === 'FAILED' && r.failure_reason ? `\n   ${html(r.failure_reason)}` : '';
       return `${i + 1}. <b>${html(status)}</b> ${html(what)} · ${formatUsd(readMinor(r.hourly_price_minor))}/h\n   ${utc(r.created_at)}${by}\n   <code>${r.id}</code>${why}`;
     });
     const kb = new InlineKeyboard();
     rows.forEach((r, i) => {
-      if (r.deployment_id && isOneOf(TERMINABLE_STATUSES, r.deployment_status)) kb.text(`Terminate ${i + 1}.`, `tm:${r.deployment_id}`).row();
+      if (r.deployment_id && isOneOf(TERMINABLE_STATUSES, r.deployment_status))
+        kb.text(`Terminate ${i + 1}.`, `tm:${r.deployment_id}`).row();
     });
     await ctx.reply(`<b>Recent rentals</b>\n\n${lines.join('\n\n')}`, {
       parse_mode: 'HTML',
@@ -73,7 +78,7 @@ export function rentalsFeature(): Composer<BotContext> {
       throw err;
     }
     await ctx.answerCallbackQuery({ text: 'Termination requested.' });
-    await ctx.editMessageText('Termination requested. I\'ll tell you here when the machine is gone (TERMINATED).');
+    await ctx.editMessageText("Termination requested. I'll tell you here when the machine is gone (TERMINATED).");
   });
 
   composer.callbackQuery('tmn', async (ctx) => {

@@ -6,7 +6,7 @@ import { formatUsd } from '../../src/modules/billing/money.js';
 /** The commands the bot offers, for the command menu and /help. */
 export const COMMANDS: { command: string; description: string }[] = [
   { command: 'newagent', description: 'Connect an agent: pick its limits, get a one-time setup code' },
-  { command: 'agents', description: 'Your agents\' keys: limits, spend, active rentals; revoke' },
+  { command: 'agents', description: "Your agents' keys: limits, spend, active rentals; revoke" },
   { command: 'rentals', description: 'Recent rentals; terminate one' },
   { command: 'balance', description: 'Compute credits and recent movements' },
   { command: 'topup', description: 'A card payment link for credits, e.g. /topup 20' },
@@ -37,7 +37,7 @@ export function startFeature(): Composer<BotContext> {
           'it gets its own key, which you can revoke at any time.',
         '',
         `Credits: <b>${formatUsd(owner.balanceMinor)}</b>. Top up with /topup, then connect an agent with /newagent.`,
-        'I will tell you here when credits arrive, when an agent\'s rental starts, fails or ends, and when credits run low.',
+        "I will tell you here when credits arrive, when an agent's rental starts, fails or ends, and when credits run low.",
         '',
         helpText(),
       ].join('\n'),
@@ -46,7 +46,9 @@ export function startFeature(): Composer<BotContext> {
   });
 
   composer.command('help', async (ctx) => {
-    await ctx.reply(`I manage your GPU rental owner account and your agents' keys.\n\n${helpText()}`, { parse_mode: 'HTML' });
+    await ctx.reply(`I manage your GPU rental owner account and your agents' keys.\n\n${helpText()}`, {
+      parse_mode: 'HTML',
+    });
   });
 
   composer.command('cancel', async (ctx) => {

@@ -16,7 +16,7 @@ export function unhandledFeature(): Composer<BotContext> {
       await ctx.reply(`I don't know the command ${cmd}. Send /help to see what I can do.`);
       return;
     }
-    await ctx.reply('I didn\'t understand that. Send /help to see what I can do.');
+    await ctx.reply("I didn't understand that. Send /help to see what I can do.");
   });
 
   composer.on('message', async (ctx) => {

@@ -26,7 +26,13 @@ function parentOf(pid) {
 
 function serviceArgs() {
   const root = Number(process.argv[2] ?? 1);
-  const candidates = [root, ...readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => parentOf(pid) === root)];
+  const candidates = [
+    root,
+    ...readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .map(Number)
+      .filter((pid) => parentOf(pid) === root),
+  ];
   for (const pid of candidates) {
     const argv = argvOf(pid);
     const at = argv?.findIndex((a) => a.endsWith(ENTRY)) ?? -1;
@@ -39,10 +45,11 @@ const args = serviceArgs();
 if (!args) process.exit(1);
 const eq = args.find((a) => a.startsWith('--role='));
 const i = args.indexOf('--role');
-const roles = (eq ? eq.slice('--role='.length) : i >= 0 ? args[i + 1] ?? '' : 'api').split(',');
+const roles = (eq ? eq.slice('--role='.length) : i >= 0 ? (args[i + 1] ?? '') : 'api').split(',');
 if (!roles.includes('api')) process.exit(0);
 
-const host = !process.env.HOST || process.env.HOST === '0.0.0.0' || process.env.HOST === '::' ? '127.0.0.1' : process.env.HOST;
+const host =
+  !process.env.HOST || process.env.HOST === '0.0.0.0' || process.env.HOST === '::' ? '127.0.0.1' : process.env.HOST;
 const url = `http://${host.includes(':') ? `[${host}]` : host}:${process.env.PORT || 8080}/healthz`;
 try {
   const res = await fetch(url, { signal: AbortSignal.timeout(4000) });

@@ -46,7 +46,13 @@ export class LambdaClient {
       apiKey: opts.apiKey,
       logger: opts.logger,
       intervalsMs: { api: LAMBDA_LIMITS.apiIntervalMs, launch: LAMBDA_LIMITS.launchIntervalMs },
-      tuning: { timeoutMs: t.timeoutMs, backoffMs: t.backoffMs, now: t.now, sleep: t.sleep, intervalsMs: { api: t.apiIntervalMs, launch: t.launchIntervalMs } },
+      tuning: {
+        timeoutMs: t.timeoutMs,
+        backoffMs: t.backoffMs,
+        now: t.now,
+        sleep: t.sleep,
+        intervalsMs: { api: t.apiIntervalMs, launch: t.launchIntervalMs },
+      },
     });
   }
 
@@ -62,17 +68,34 @@ export class LambdaClient {
 
   private static read<T>(res: HttpResponse): LambdaResult<T> {
     const json = res.json as ({ data?: T } & ErrorBody) | null;
-    if (res.status >= 200 && res.status < 300 && json && typeof json === 'object' && 'data' in json) return { ok: true, data: json.data as T };
+    if (res.status >= 200 && res.status < 300 && json && typeof json === 'object' && 'data' in json)
+      return { ok: true, data: json.data as T };
     const err = json && typeof json === 'object' ? json.error : undefined;
     const code = typeof err?.code === 'string' ? err.code : undefined;
     const suggestion = typeof err?.suggestion === 'string' ? err.suggestion : undefined;
     if (typeof err?.message === 'string') {
-      return { ok: false, status: res.status, code, message: err.message, suggestion, rule: classifyLambdaError(res.status, code, err.message), retryAfterMs: res.retryAfterMs };
+      return {
+        ok: false,
+        status: res.status,
+        code,
+        message: err.message,
+        suggestion,
+        rule: classifyLambdaError(res.status, code, err.message),
+        retryAfterMs: res.retryAfterMs,
+      };
     }
     // Not Lambda's envelope: the raw body decides (an edge's HTML page), and only a short, readable
     // form of it reaches the logs.
     const rule = classifyLambdaError(res.status, code, res.text);
-    return { ok: false, status: res.status, code, message: bodySummary(res), suggestion, rule, retryAfterMs: res.retryAfterMs };
+    return {
+      ok: false,
+      status: res.status,
+      code,
+      message: bodySummary(res),
+      suggestion,
+      rule,
+      retryAfterMs: res.retryAfterMs,
+    };
   }
 }
 

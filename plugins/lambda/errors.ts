@@ -17,8 +17,18 @@ export const EDGE_PAGE = /^\s*<(!doctype\s+html|html)\b/i;
  * live API answers although no document lists it.
  */
 export const LAMBDA_ERROR_TABLE: readonly ErrorRule[] = [
-  { match: { codes: ['instance-operations/launch/insufficient-capacity'] }, create: 'unavailable', read: 'unavailable', note: 'no capacity for this instance type in this region' },
-  { match: { codes: ['global/quota-exceeded'] }, create: 'unavailable', read: 'unavailable', note: 'the account quota is used up' },
+  {
+    match: { codes: ['instance-operations/launch/insufficient-capacity'] },
+    create: 'unavailable',
+    read: 'unavailable',
+    note: 'no capacity for this instance type in this region',
+  },
+  {
+    match: { codes: ['global/quota-exceeded'] },
+    create: 'unavailable',
+    read: 'unavailable',
+    note: 'the account quota is used up',
+  },
   // Seen live: the account's instance limit is told as invalid parameters. It is a quota (another
   // offer elsewhere may still launch), not a malformed request, so it must not fail the rental as one.
   {
@@ -28,28 +38,103 @@ export const LAMBDA_ERROR_TABLE: readonly ErrorRule[] = [
     note: "the account's limit on running instances is reached",
   },
   // On a launch it names the instance type, region or key: this offer is gone. Elsewhere the instance or key.
-  { match: { codes: ['global/object-does-not-exist', 'global/not-found'] }, create: 'unavailable', read: 'gone', note: 'the object named in the call does not exist' },
-  { match: { codes: ['global/invalid-api-key'] }, create: 'rejected', read: 'auth', note: 'the API key is wrong or revoked', log: 'error' },
-  { match: { codes: ['global/account-inactive'] }, create: 'rejected', read: 'auth', note: 'the account is inactive', log: 'error' },
-  { match: { codes: ['global/forbidden'] }, create: 'rejected', read: 'auth', note: 'the API key may not make this call', log: 'error' },
+  {
+    match: { codes: ['global/object-does-not-exist', 'global/not-found'] },
+    create: 'unavailable',
+    read: 'gone',
+    note: 'the object named in the call does not exist',
+  },
+  {
+    match: { codes: ['global/invalid-api-key'] },
+    create: 'rejected',
+    read: 'auth',
+    note: 'the API key is wrong or revoked',
+    log: 'error',
+  },
+  {
+    match: { codes: ['global/account-inactive'] },
+    create: 'rejected',
+    read: 'auth',
+    note: 'the account is inactive',
+    log: 'error',
+  },
+  {
+    match: { codes: ['global/forbidden'] },
+    create: 'rejected',
+    read: 'auth',
+    note: 'the API key may not make this call',
+    log: 'error',
+  },
   // The account's billing address: only the operator can fix it in the dashboard.
-  { match: { codes: ['global/invalid-address'] }, create: 'rejected', read: 'auth', note: 'the account billing address is invalid', log: 'error' },
-  { match: { codes: ['global/invalid-parameters'] }, create: 'rejected', read: 'request', note: 'the request parameters are invalid', log: 'error' },
+  {
+    match: { codes: ['global/invalid-address'] },
+    create: 'rejected',
+    read: 'auth',
+    note: 'the account billing address is invalid',
+    log: 'error',
+  },
+  {
+    match: { codes: ['global/invalid-parameters'] },
+    create: 'rejected',
+    read: 'request',
+    note: 'the request parameters are invalid',
+    log: 'error',
+  },
   // We never mount file systems, attach firewall rulesets or create named objects twice on purpose.
-  { match: { codes: ['instance-operations/launch/file-system-in-wrong-region'] }, create: 'rejected', read: 'request', note: 'a file system in another region' },
-  { match: { codes: ['global/duplicate'] }, create: 'rejected', read: 'request', note: 'an object of that name exists' },
-  { match: { codes: ['filesystems/filesystem-in-use'] }, create: 'rejected', read: 'request', note: 'the file system is in use' },
-  { match: { codes: ['firewall-rulesets/firewall-ruleset-in-use'] }, create: 'rejected', read: 'request', note: 'the firewall ruleset is in use' },
+  {
+    match: { codes: ['instance-operations/launch/file-system-in-wrong-region'] },
+    create: 'rejected',
+    read: 'request',
+    note: 'a file system in another region',
+  },
+  {
+    match: { codes: ['global/duplicate'] },
+    create: 'rejected',
+    read: 'request',
+    note: 'an object of that name exists',
+  },
+  {
+    match: { codes: ['filesystems/filesystem-in-use'] },
+    create: 'rejected',
+    read: 'request',
+    note: 'the file system is in use',
+  },
+  {
+    match: { codes: ['firewall-rulesets/firewall-ruleset-in-use'] },
+    create: 'rejected',
+    read: 'request',
+    note: 'the firewall ruleset is in use',
+  },
   // "Conflicts with the current state of the resource": a terminate of an instance already on its
   // way out is the case that matters, and destroy re-reads the instance for every refusal.
-  { match: { codes: ['global/conflict'] }, create: 'rejected', read: 'request', note: "the call conflicts with the object's current state" },
-  { match: { codes: ['global/internal-error'] }, create: 'ambiguous', read: 'unavailable', note: 'Lambda failed internally; a launch may have happened' },
+  {
+    match: { codes: ['global/conflict'] },
+    create: 'rejected',
+    read: 'request',
+    note: "the call conflicts with the object's current state",
+  },
+  {
+    match: { codes: ['global/internal-error'] },
+    create: 'ambiguous',
+    read: 'unavailable',
+    note: 'Lambda failed internally; a launch may have happened',
+  },
   // Not in any document. Seen live on a terminate of an instance that was already terminating;
   // Lambda itself cannot say what happened, so a launch may have gone through and a terminate may
   // have been redundant: destroy re-reads the instance instead of trusting either reading.
-  { match: { codes: ['global/unknown'] }, create: 'ambiguous', read: 'unavailable', note: 'Lambda answered an unknown error' },
+  {
+    match: { codes: ['global/unknown'] },
+    create: 'ambiguous',
+    read: 'unavailable',
+    note: 'Lambda answered an unknown error',
+  },
   // Lambda's upstream-provider failures are transient by its own description.
-  { match: { codes: ['provider/*'] }, create: 'ambiguous', read: 'unavailable', note: 'an upstream provider of Lambda failed' },
+  {
+    match: { codes: ['provider/*'] },
+    create: 'ambiguous',
+    read: 'unavailable',
+    note: 'an upstream provider of Lambda failed',
+  },
   // An HTML 403 is the edge's block page, not the API refusing our key: the key was never checked,
   // so blaming it would send the operator the wrong way. Nothing was launched.
   {
@@ -61,8 +146,19 @@ export const LAMBDA_ERROR_TABLE: readonly ErrorRule[] = [
   },
   { match: { status: 429 }, create: 'throttled', read: 'rate_limited', note: 'rate limited' },
   { match: { status: '5xx' }, create: 'ambiguous', read: 'unavailable', note: 'server error without a known code' },
-  { match: { status: [401, 403] }, create: 'rejected', read: 'auth', note: 'credentials refused without a known code', log: 'error' },
-  { match: { status: '2xx' }, create: 'ambiguous', read: 'bad_response', note: 'a success without the documented data' },
+  {
+    match: { status: [401, 403] },
+    create: 'rejected',
+    read: 'auth',
+    note: 'credentials refused without a known code',
+    log: 'error',
+  },
+  {
+    match: { status: '2xx' },
+    create: 'ambiguous',
+    read: 'bad_response',
+    note: 'a success without the documented data',
+  },
   { match: {}, create: 'rejected', read: 'request', note: 'any other refusal', log: 'error' },
 ];
 

@@ -6,7 +6,12 @@ import type { MachineCapabilities, MachineSettings } from '../../src/providers/p
  * which are account objects outside any one rental: so only the startup script (and `env`, which
  * every provider honours) travels, through cloud-init `user_data`.
  */
-export const LAMBDA_MACHINE_CAPABILITIES: MachineCapabilities = Object.freeze({ customImage: false, startupScript: true, ports: 0, maxDiskGb: null });
+export const LAMBDA_MACHINE_CAPABILITIES: MachineCapabilities = Object.freeze({
+  customImage: false,
+  startupScript: true,
+  ports: 0,
+  maxDiskGb: null,
+});
 
 /** Where the rental's variables live: every login shell reads `/etc/profile.d/*.sh`. */
 export const LAMBDA_ENV_FILE = '/etc/profile.d/gpr-env.sh';
@@ -43,7 +48,8 @@ export function envFileText(env: Record<string, string>): string {
  */
 export function userDataProblem(machine: MachineSettings): string | null {
   for (const [name, value] of Object.entries(machine.env)) {
-    if (!ENV_NAME.test(name)) return `environment variable name ${JSON.stringify(name.slice(0, 64))} is not a shell name`;
+    if (!ENV_NAME.test(name))
+      return `environment variable name ${JSON.stringify(name.slice(0, 64))} is not a shell name`;
     // A process environment cannot carry a NUL byte: the value would be cut short without a word.
     if (value.includes('\0')) return `environment variable ${name} holds a NUL character`;
   }
@@ -68,7 +74,12 @@ export function userDataProblem(machine: MachineSettings): string | null {
 export function lambdaUserData(machine: MachineSettings, sshUser: string): string | null {
   const names = Object.keys(machine.env);
   if (names.length === 0 && machine.startupScript === null) return null;
-  const lines = ['#!/bin/sh', "# The rental's machine settings, run once by cloud-init at first boot.", 'set -eu', 'umask 077'];
+  const lines = [
+    '#!/bin/sh',
+    "# The rental's machine settings, run once by cloud-init at first boot.",
+    'set -eu',
+    'umask 077',
+  ];
   if (names.length > 0) {
     lines.push(
       `echo '${base64(envFileText(machine.env))}' | base64 -d > ${LAMBDA_ENV_FILE}`,
@@ -105,7 +116,9 @@ const ENCODED_RUN = /[A-Za-z0-9+/=]{16,}/g;
  */
 export function withoutSecrets(text: string, machine: MachineSettings): string {
   let out = text.replace(ENCODED_RUN, '[…]');
-  const secrets = [...Object.values(machine.env), machine.startupScript ?? ''].filter((s) => s.length >= 4).sort((a, b) => b.length - a.length);
+  const secrets = [...Object.values(machine.env), machine.startupScript ?? '']
+    .filter((s) => s.length >= 4)
+    .sort((a, b) => b.length - a.length);
   for (const s of secrets) out = out.replaceAll(s, '[secret]');
   return out;
 }

@@ -30,7 +30,10 @@ const positiveOrNull = (v: unknown) => (Number.isSafeInteger(v) && (v as number)
  * hour for the whole instance already, which is exactly our cost figure. Every offer takes the
  * same machine settings ({@link LAMBDA_MACHINE_CAPABILITIES}).
  */
-export function offersFromInstanceTypes(data: LambdaInstanceTypes, opts: { regions: string[] | null; maximumDurationSeconds: number }): ProviderOffer[] {
+export function offersFromInstanceTypes(
+  data: LambdaInstanceTypes,
+  opts: { regions: string[] | null; maximumDurationSeconds: number },
+): ProviderOffer[] {
   const offers: ProviderOffer[] = [];
   for (const [name, item] of Object.entries(data ?? {})) {
     const t = item?.instance_type;

@@ -33,7 +33,13 @@ export const LAMBDA_DEFAULT_MAX_DURATION_SECONDS = 7 * 86400;
 export const LAMBDA_OPTIONS = declareOptions({
   providerId: 'lambda',
   options: {
-    API_KEY: { kind: 'string', required: true, secret: true, noSpaces: true, hint: 'create one in the Lambda Cloud dashboard under API keys' },
+    API_KEY: {
+      kind: 'string',
+      required: true,
+      secret: true,
+      noSpaces: true,
+      hint: 'create one in the Lambda Cloud dashboard under API keys',
+    },
     API_URL: { kind: 'origin', default: LAMBDA_DEFAULT_URL, appends: '/api/v1/...' },
     SSH_PORT: { kind: 'integer', min: 1, max: 65_535, default: 22 },
     MAX_DURATION_SECONDS: { kind: 'integer', min: 1, max: 366 * 86400, default: LAMBDA_DEFAULT_MAX_DURATION_SECONDS },
@@ -44,5 +50,12 @@ export const LAMBDA_OPTIONS = declareOptions({
 /** Parses raw `LAMBDA_PROVIDER_<NAME>` values (names without the prefix); errors name the variable. */
 export function parseLambdaOptions(raw: Record<string, string>): LambdaOptions {
   const o = parseOptions(LAMBDA_OPTIONS, raw);
-  return { apiKey: o.API_KEY, apiUrl: o.API_URL, sshPort: o.SSH_PORT, maximumDurationSeconds: o.MAX_DURATION_SECONDS, regions: o.REGIONS, tuning: {} };
+  return {
+    apiKey: o.API_KEY,
+    apiUrl: o.API_URL,
+    sshPort: o.SSH_PORT,
+    maximumDurationSeconds: o.MAX_DURATION_SECONDS,
+    regions: o.REGIONS,
+    tuning: {},
+  };
 }

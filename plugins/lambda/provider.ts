@@ -14,7 +14,14 @@ import {
   type ProviderDeps,
   type ProviderOffer,
 } from '../../src/providers/provider.js';
-import { describeFailure, failureError, LAMBDA_LIMITS, LambdaClient, refusalReason, type LambdaFailure } from './client.js';
+import {
+  describeFailure,
+  failureError,
+  LAMBDA_LIMITS,
+  LambdaClient,
+  refusalReason,
+  type LambdaFailure,
+} from './client.js';
 import { lambdaUserData, MAX_USER_DATA_BYTES, userDataProblem, withoutSecrets } from './machine.js';
 import { offersFromInstanceTypes, parseOfferKey } from './offers.js';
 import type { LambdaOptions } from './options.js';
@@ -81,26 +88,50 @@ export class LambdaProvider implements Provider {
     private readonly deps: ProviderDeps,
   ) {
     this.log = deps.logger.child({ provider: 'lambda' });
-    this.client = new LambdaClient({ apiUrl: options.apiUrl, apiKey: options.apiKey, logger: this.log, tuning: options.tuning });
+    this.client = new LambdaClient({
+      apiUrl: options.apiUrl,
+      apiKey: options.apiKey,
+      logger: this.log,
+      tuning: options.tuning,
+    });
     this.keys = new LambdaSshKeys(this.client, this.log);
     const t = options.tuning;
-    this.running = new SharedRead(() => this.fetchInstances(), t.listTtlMs ?? t.apiIntervalMs ?? LAMBDA_LIMITS.apiIntervalMs, t.now);
+    this.running = new SharedRead(
+      () => this.fetchInstances(),
+      t.listTtlMs ?? t.apiIntervalMs ?? LAMBDA_LIMITS.apiIntervalMs,
+      t.now,
+    );
     this.watch = new StateWatch({ providerId: 'lambda', logger: this.log, now: t.now, boundMs: t.unknownStateBoundMs });
   }
 
   async listOffers(): Promise<ProviderOffer[]> {
     const r = await this.client.call<LambdaInstanceTypes>('api', 'GET', '/instance-types');
     if (!r.ok) throw failureError('GET /instance-types', r);
-    if (!r.data || typeof r.data !== 'object') throw new ProviderApiError('bad_response', 'lambda GET /instance-types: data is not an object');
-    return offersFromInstanceTypes(r.data, { regions: this.options.regions, maximumDurationSeconds: this.options.maximumDurationSeconds });
+    if (!r.data || typeof r.data !== 'object')
+      throw new ProviderApiError('bad_response', 'lambda GET /instance-types: data is not an object');
+    return offersFromInstanceTypes(r.data, {
+      regions: this.options.regions,
+      maximumDurationSeconds: this.options.maximumDurationSeconds,
+    });
   }
 
-  create(label: string, offer: OfferRef, sshPublicKey: string, machine: MachineSettings = DEFAULT_MACHINE_SETTINGS): Promise<CreateResult> {
+  create(
+    label: string,
+    offer: OfferRef,
+    sshPublicKey: string,
+    machine: MachineSettings = DEFAULT_MACHINE_SETTINGS,
+  ): Promise<CreateResult> {
     return this.creating.run(label, () => this.createOnce(label, offer, sshPublicKey, machine));
   }
 
-  private async createOnce(label: string, offer: OfferRef, publicKey: string, machine: MachineSettings): Promise<CreateResult> {
-    if (label.length > MAX_LABEL_LENGTH) return { kind: 'rejected', reason: `label ${label} is longer than Lambda's ${MAX_LABEL_LENGTH}-character limit` };
+  private async createOnce(
+    label: string,
+    offer: OfferRef,
+    publicKey: string,
+    machine: MachineSettings,
+  ): Promise<CreateResult> {
+    if (label.length > MAX_LABEL_LENGTH)
+      return { kind: 'rejected', reason: `label ${label} is longer than Lambda's ${MAX_LABEL_LENGTH}-character limit` };
     const target = parseOfferKey(offer.key);
     if (!target) return { kind: 'rejected', reason: `offer key "${offer.key}" is not <instance type>@<region>` };
     // Settings Lambda could not take are refused before anything is registered or launched.
@@ -109,7 +140,10 @@ export class LambdaProvider implements Provider {
     const userData = lambdaUserData(machine, LAMBDA_SSH_USER);
     const size = userData === null ? 0 : Buffer.byteLength(userData, 'utf8');
     if (size > MAX_USER_DATA_BYTES) {
-      return { kind: 'rejected', reason: `lambda cannot set up the machine: its variables and startup script make ${size} bytes of user_data, over Lambda's ${MAX_USER_DATA_BYTES}` };
+      return {
+        kind: 'rejected',
+        reason: `lambda cannot set up the machine: its variables and startup script make ${size} bytes of user_data, over Lambda's ${MAX_USER_DATA_BYTES}`,
+      };
     }
 
     // No idempotency key exists: an instance already carrying the label is this attempt's.
@@ -128,7 +162,12 @@ export class LambdaProvider implements Provider {
       send: () => this.launch({ label, offer, target, publicKey, machine, userData }),
     });
     // The kit's verdict for a failed lookup does not say whose fault; a refused key must show as `auth`.
-    if (result.kind === 'rejected' && result.errorClass === undefined && lookupError instanceof ProviderApiError && lookupError.errorClass === 'auth') {
+    if (
+      result.kind === 'rejected' &&
+      result.errorClass === undefined &&
+      lookupError instanceof ProviderApiError &&
+      lookupError.errorClass === 'auth'
+    ) {
       return { ...result, errorClass: 'auth' };
     }
     return result;
@@ -165,14 +204,25 @@ export class LambdaProvider implements Provider {
     if (r.ok) {
       const ids = r.data?.instance_ids;
       const id = Array.isArray(ids) ? ids[0] : undefined;
-      if (typeof id !== 'string' || id === '') return { kind: 'ambiguous', reason: 'launch answered without an instance id' };
+      if (typeof id !== 'string' || id === '')
+        return { kind: 'ambiguous', reason: 'launch answered without an instance id' };
       // Variable names are not secret (rentals show them); values and the script never reach a log.
-      const settings = userData === null ? {} : { envNames: Object.keys(l.machine.env), startupScript: l.machine.startupScript !== null };
+      const settings =
+        userData === null
+          ? {}
+          : { envNames: Object.keys(l.machine.env), startupScript: l.machine.startupScript !== null };
       this.log.info({ label, instanceId: id, offerKey: offer.key, ...settings }, 'lambda instance launched');
       return { kind: 'created', instanceId: id };
     }
     // Lambda's words about a launch that carried the agent's secrets are cleaned before any log line holds them.
-    const told = userData === null ? r : { ...r, message: withoutSecrets(r.message, l.machine), suggestion: r.suggestion && withoutSecrets(r.suggestion, l.machine) };
+    const told =
+      userData === null
+        ? r
+        : {
+            ...r,
+            message: withoutSecrets(r.message, l.machine),
+            suggestion: r.suggestion && withoutSecrets(r.suggestion, l.machine),
+          };
     const reason = refusalReason(`launch ${offer.key}`, told);
     switch (r.rule.create) {
       case 'throttled':
@@ -203,7 +253,8 @@ export class LambdaProvider implements Provider {
     }
     const f = failure as LambdaFailure;
     const reason = refusalReason(`${what} (before any launch)`, f);
-    if (f.rule.read === 'gone' || f.rule.create === 'rejected') return { kind: 'rejected', reason, errorClass: f.rule.read === 'auth' ? 'auth' : 'request' };
+    if (f.rule.read === 'gone' || f.rule.create === 'rejected')
+      return { kind: 'rejected', reason, errorClass: f.rule.read === 'auth' ? 'auth' : 'request' };
     if (f.rule.create === 'unavailable') return { kind: 'unavailable', reason };
     return { kind: 'throttled', reason, retryAfterMs: Math.max(f.retryAfterMs ?? 0, PRE_LAUNCH_RETRY_MS) };
   }
@@ -213,7 +264,10 @@ export class LambdaProvider implements Provider {
     try {
       await this.keys.release(label);
     } catch (err) {
-      this.log.warn({ label, err: (err as Error).message }, 'could not delete the ssh key of a refused launch; afterDestroyed or a later attempt will');
+      this.log.warn(
+        { label, err: (err as Error).message },
+        'could not delete the ssh key of a refused launch; afterDestroyed or a later attempt will',
+      );
     }
   }
 
@@ -243,13 +297,18 @@ export class LambdaProvider implements Provider {
    * terminated or gone means the terminate we asked for has happened.
    */
   async destroy(instanceId: string): Promise<void> {
-    const r = await this.client.call<object>('api', 'POST', '/instance-operations/terminate', { instance_ids: [instanceId] });
+    const r = await this.client.call<object>('api', 'POST', '/instance-operations/terminate', {
+      instance_ids: [instanceId],
+    });
     this.running.invalidate();
     if (r.ok || r.rule.read === 'gone') return this.watch.forget(instanceId);
     if (r.rule.read !== 'auth' && r.rule.read !== 'rate_limited') {
       const ending = await this.statusIfEnding(instanceId);
       if (ending) {
-        this.log.info({ instanceId, status: ending, failure: describeFailure(r) }, 'lambda refused the terminate of an instance already ending; counted as done');
+        this.log.info(
+          { instanceId, status: ending, failure: describeFailure(r) },
+          'lambda refused the terminate of an instance already ending; counted as done',
+        );
         return this.watch.forget(instanceId);
       }
     }
@@ -271,7 +330,9 @@ export class LambdaProvider implements Provider {
 
   async listInstances(): Promise<InstanceInfo[]> {
     const all = await this.fetchInstances();
-    return all.filter((i) => i.status !== 'terminated' && labelOf(i).startsWith(this.deps.labelPrefix)).map((i) => this.info(i));
+    return all
+      .filter((i) => i.status !== 'terminated' && labelOf(i).startsWith(this.deps.labelPrefix))
+      .map((i) => this.info(i));
   }
 
   async afterDestroyed(label: string): Promise<void> {
@@ -291,7 +352,12 @@ export class LambdaProvider implements Provider {
 
   private info(i: LambdaInstance): InstanceInfo {
     const raw = typeof i.status === 'string' ? i.status : '';
-    const out: InstanceInfo = { instanceId: i.id, label: labelOf(i), state: this.watch.read(i.id, raw, lambdaStateReading(raw)), providerState: i.status };
+    const out: InstanceInfo = {
+      instanceId: i.id,
+      label: labelOf(i),
+      state: this.watch.read(i.id, raw, lambdaStateReading(raw)),
+      providerState: i.status,
+    };
     if (i.ip) out.ssh = { host: i.ip, port: this.options.sshPort, user: LAMBDA_SSH_USER };
     // Lambda says only that the machine boots (no image is pulled); no port is ever exposed, so no endpoints.
     if (raw === 'booting') out.startupPhase = 'booting';

@@ -47,7 +47,10 @@ export class LambdaSshKeys {
       if (r.ok) continue;
       // Deleted by a concurrent caller? Lambda answers an unknown key id with a 400, so ask again.
       if (r.status !== 400 && r.rule.read !== 'gone') throw failureError(`DELETE /ssh-keys/${key.id}`, r);
-      this.log.info({ name, failure: describeFailure(r) }, 'lambda ssh key delete refused; checking whether it is gone');
+      this.log.info(
+        { name, failure: describeFailure(r) },
+        'lambda ssh key delete refused; checking whether it is gone',
+      );
       refused = true;
     }
     if (!refused) return;

@@ -27,7 +27,9 @@ export const LAMBDA_STATE_TABLE: Readonly<Record<LambdaStatus, InstanceState>> =
 
 /** What the table makes of a raw status: known, or unknown (bounded by the provider's `StateWatch`). */
 export function lambdaStateReading(status: string | undefined): StateReading {
-  return status && Object.hasOwn(LAMBDA_STATE_TABLE, status) ? { kind: 'known', state: LAMBDA_STATE_TABLE[status as LambdaStatus] } : { kind: 'unknown' };
+  return status && Object.hasOwn(LAMBDA_STATE_TABLE, status)
+    ? { kind: 'known', state: LAMBDA_STATE_TABLE[status as LambdaStatus] }
+    : { kind: 'unknown' };
 }
 
 /**

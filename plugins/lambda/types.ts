@@ -14,7 +14,10 @@ export interface LambdaInstanceType {
 }
 
 /** `GET /api/v1/instance-types` data: keyed by instance type name. */
-export type LambdaInstanceTypes = Record<string, { instance_type: LambdaInstanceType; regions_with_capacity_available: LambdaRegion[] }>;
+export type LambdaInstanceTypes = Record<
+  string,
+  { instance_type: LambdaInstanceType; regions_with_capacity_available: LambdaRegion[] }
+>;
 
 export interface LambdaTag {
   key: string;

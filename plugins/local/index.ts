@@ -26,9 +26,15 @@ const plugin: ProviderPlugin<LocalOptions> = {
     const o = parseOptions(LOCAL_OPTIONS, raw);
     const last = o.SANDBOX_UID_FIRST + o.SANDBOX_UID_COUNT - 1;
     if (last > UID_MAX) {
-      throw new Error(`LOCAL_PROVIDER_SANDBOX_UID_FIRST plus LOCAL_PROVIDER_SANDBOX_UID_COUNT runs past uid ${UID_MAX}; give a lower first uid or fewer uids`);
+      throw new Error(
+        `LOCAL_PROVIDER_SANDBOX_UID_FIRST plus LOCAL_PROVIDER_SANDBOX_UID_COUNT runs past uid ${UID_MAX}; give a lower first uid or fewer uids`,
+      );
     }
-    return { inventoryPath: o.INVENTORY, allowProduction: o.ALLOW_PRODUCTION, sandboxUids: { first: o.SANDBOX_UID_FIRST, last } };
+    return {
+      inventoryPath: o.INVENTORY,
+      allowProduction: o.ALLOW_PRODUCTION,
+      sandboxUids: { first: o.SANDBOX_UID_FIRST, last },
+    };
   },
   async create(options, deps) {
     if (deps.production && !options.allowProduction) {

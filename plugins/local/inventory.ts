@@ -78,25 +78,38 @@ export function parseInventory(doc: unknown, source: string): LocalInventory {
   const offers = (doc as LocalInventory).offers.map((o, i) => {
     const at = `${source} offers[${i}]`;
     if (!o || typeof o !== 'object') fail(at, 'must be an object');
-    if (typeof o.key !== 'string' || !/^[A-Za-z0-9._:-]{1,100}$/.test(o.key)) fail(at, '"key" must be 1-100 characters of letters, digits, . _ : -');
+    if (typeof o.key !== 'string' || !/^[A-Za-z0-9._:-]{1,100}$/.test(o.key))
+      fail(at, '"key" must be 1-100 characters of letters, digits, . _ : -');
     if (keys.has(o.key)) fail(at, `duplicate key "${o.key}"`);
     keys.add(o.key);
-    if (typeof o.name !== 'string' || o.name.trim() === '' || o.name.length > 100) fail(at, '"name" must be a non-empty string of at most 100 characters');
-    if (typeof o.category !== 'string' || o.category.trim() === '' || o.category.length > 64) fail(at, '"category" must be a non-empty string');
+    if (typeof o.name !== 'string' || o.name.trim() === '' || o.name.length > 100)
+      fail(at, '"name" must be a non-empty string of at most 100 characters');
+    if (typeof o.category !== 'string' || o.category.trim() === '' || o.category.length > 64)
+      fail(at, '"category" must be a non-empty string');
     if (!(o.vramGb === null || posInt(o.vramGb))) fail(at, '"vramGb" must be a positive integer or null');
     if (!posInt(o.gpuCount)) fail(at, '"gpuCount" must be a positive integer');
-    for (const f of ['cpuCores', 'memoryGb', 'storageGb'] as const) if (!optInt(o[f])) fail(at, `"${f}" must be a non-negative integer`);
+    for (const f of ['cpuCores', 'memoryGb', 'storageGb'] as const)
+      if (!optInt(o[f])) fail(at, `"${f}" must be a non-negative integer`);
     if (!posInt(o.pricePerHourMinor)) fail(at, '"pricePerHourMinor" must be a positive integer (cents)');
     if (!posInt(o.maximumDurationSeconds)) fail(at, '"maximumDurationSeconds" must be a positive integer');
     if (o.available !== undefined && typeof o.available !== 'boolean') fail(at, '"available" must be true or false');
-    if (o.create !== undefined && !CREATE_MODES.includes(o.create)) fail(at, `"create" must be one of ${CREATE_MODES.join(', ')}`);
+    if (o.create !== undefined && !CREATE_MODES.includes(o.create))
+      fail(at, `"create" must be one of ${CREATE_MODES.join(', ')}`);
     if (o.provisionSeconds !== undefined && !(Number.isFinite(o.provisionSeconds) && o.provisionSeconds >= 0)) {
       fail(at, '"provisionSeconds" must be a number >= 0');
     }
-    if (o.destroy !== undefined && !DESTROY_MODES.includes(o.destroy)) fail(at, `"destroy" must be one of ${DESTROY_MODES.join(', ')}`);
+    if (o.destroy !== undefined && !DESTROY_MODES.includes(o.destroy))
+      fail(at, `"destroy" must be one of ${DESTROY_MODES.join(', ')}`);
     if (o.capabilities !== undefined) checkCapabilities(`${at} capabilities`, o.capabilities);
-    if (o.actualGpuCount !== undefined && !optInt(o.actualGpuCount)) fail(at, '"actualGpuCount" must be a non-negative integer');
-    return { ...o, available: o.available ?? true, create: o.create ?? 'ok', provisionSeconds: o.provisionSeconds ?? 3, destroy: o.destroy ?? 'ok' };
+    if (o.actualGpuCount !== undefined && !optInt(o.actualGpuCount))
+      fail(at, '"actualGpuCount" must be a non-negative integer');
+    return {
+      ...o,
+      available: o.available ?? true,
+      create: o.create ?? 'ok',
+      provisionSeconds: o.provisionSeconds ?? 3,
+      destroy: o.destroy ?? 'ok',
+    };
   });
   return { offers };
 }
@@ -104,10 +117,14 @@ export function parseInventory(doc: unknown, source: string): LocalInventory {
 function checkCapabilities(at: string, c: unknown): void {
   if (!c || typeof c !== 'object' || Array.isArray(c)) fail(at, 'must be an object');
   const caps = c as Record<string, unknown>;
-  for (const k of Object.keys(caps)) if (!CAPABILITY_FIELDS.includes(k)) fail(at, `unknown field "${k}" (known: ${CAPABILITY_FIELDS.join(', ')})`);
-  for (const k of ['customImage', 'startupScript']) if (caps[k] !== undefined && typeof caps[k] !== 'boolean') fail(at, `"${k}" must be true or false`);
-  if (caps.ports !== undefined && !(Number.isSafeInteger(caps.ports) && (caps.ports as number) >= 0)) fail(at, '"ports" must be a non-negative integer');
-  if (caps.maxDiskGb !== undefined && caps.maxDiskGb !== null && !posInt(caps.maxDiskGb)) fail(at, '"maxDiskGb" must be a positive integer or null');
+  for (const k of Object.keys(caps))
+    if (!CAPABILITY_FIELDS.includes(k)) fail(at, `unknown field "${k}" (known: ${CAPABILITY_FIELDS.join(', ')})`);
+  for (const k of ['customImage', 'startupScript'])
+    if (caps[k] !== undefined && typeof caps[k] !== 'boolean') fail(at, `"${k}" must be true or false`);
+  if (caps.ports !== undefined && !(Number.isSafeInteger(caps.ports) && (caps.ports as number) >= 0))
+    fail(at, '"ports" must be a non-negative integer');
+  if (caps.maxDiskGb !== undefined && caps.maxDiskGb !== null && !posInt(caps.maxDiskGb))
+    fail(at, '"maxDiskGb" must be a positive integer or null');
 }
 
 export async function readInventoryFile(path: string): Promise<LocalInventory> {

@@ -93,7 +93,9 @@ export class LocalInstanceStore {
   }
 
   async byLabel(label: string): Promise<LocalInstanceRow | null> {
-    const rows: RawRow[] = await this.ds.query(`SELECT ${COLUMNS} FROM local_provider_instances WHERE label = ?`, [label]);
+    const rows: RawRow[] = await this.ds.query(`SELECT ${COLUMNS} FROM local_provider_instances WHERE label = ?`, [
+      label,
+    ]);
     return rows[0] ? toRow(rows[0]) : null;
   }
 
@@ -160,15 +162,17 @@ export class LocalInstanceStore {
   async allocateSandboxUid(id: string, first: number, last: number): Promise<number> {
     for (let attempt = 0; attempt < 50; attempt++) {
       const row = await this.byId(id);
-      if (!row || row.state === 'destroyed') throw new Error(`local provider: instance ${id} does not exist; no uid for it`);
+      if (!row || row.state === 'destroyed')
+        throw new Error(`local provider: instance ${id} does not exist; no uid for it`);
       if (row.sandboxUid !== null) return row.sandboxUid;
       const [{ uid }]: { uid: number | string | null }[] = await this.ds.query(LOWEST_FREE_UID, [first, first, first]);
-      if (uid === null || Number(uid) > last) throw new Error(`local provider: all sandbox uids ${first}-${last} are taken`);
+      if (uid === null || Number(uid) > last)
+        throw new Error(`local provider: all sandbox uids ${first}-${last} are taken`);
       try {
-        await this.ds.query(`UPDATE local_provider_instances SET sandbox_uid = ? WHERE id = ? AND sandbox_uid IS NULL AND state <> 'destroyed'`, [
-          Number(uid),
-          id,
-        ]);
+        await this.ds.query(
+          `UPDATE local_provider_instances SET sandbox_uid = ? WHERE id = ? AND sandbox_uid IS NULL AND state <> 'destroyed'`,
+          [Number(uid), id],
+        );
       } catch (err) {
         if (!isDuplicate(err)) throw err;
       }
@@ -178,7 +182,9 @@ export class LocalInstanceStore {
 
   /** Frees a destroyed instance's uid for the next instance; call once none of its processes is left. */
   async releaseSandboxUid(id: string): Promise<void> {
-    await this.ds.query(`UPDATE local_provider_instances SET sandbox_uid = NULL WHERE id = ? AND state = 'destroyed'`, [id]);
+    await this.ds.query(`UPDATE local_provider_instances SET sandbox_uid = NULL WHERE id = ? AND state = 'destroyed'`, [
+      id,
+    ]);
   }
 
   /** Moves a live instance to `ghost` or `destroyed`; a ghost may still be destroyed for good. */

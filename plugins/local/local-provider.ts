@@ -106,10 +106,12 @@ export class LocalProvider implements Provider {
     if (isolation.mode === 'none') {
       this.log.warn(
         { reason: isolation.reason },
-        'local provider: renters\' shells share this host\'s network and can reach every service on it, the database included; use the local provider for development only',
+        "local provider: renters' shells share this host's network and can reach every service on it, the database included; use the local provider for development only",
       );
     } else if (!hasMachineNamespaces(isolation)) {
-      this.log.warn('local provider: util-linux `nsenter` was not found; each command runs in namespaces of its own and exposed ports answer 502');
+      this.log.warn(
+        'local provider: util-linux `nsenter` was not found; each command runs in namespaces of its own and exposed ports answer 502',
+      );
     }
   }
 
@@ -141,7 +143,12 @@ export class LocalProvider implements Provider {
    * tokens do), so a retried create can never make a second machine. The machine's settings are
    * recorded before its row, so whichever process boots it finds them.
    */
-  async create(label: string, offer: OfferRef, sshPublicKey: string, machine: MachineSettings = DEFAULT_MACHINE_SETTINGS): Promise<CreateResult> {
+  async create(
+    label: string,
+    offer: OfferRef,
+    sshPublicKey: string,
+    machine: MachineSettings = DEFAULT_MACHINE_SETTINGS,
+  ): Promise<CreateResult> {
     if (label.length === 0 || label.length > MAX_LABEL_LENGTH) {
       throw new Error(`local provider: label must be 1-${MAX_LABEL_LENGTH} characters`);
     }
@@ -150,10 +157,12 @@ export class LocalProvider implements Provider {
     if (existing) return { kind: 'created', instanceId: existing.id };
 
     const o = (await this.inventory()).offers.find((x) => x.key === offer.key);
-    if (!o || o.available === false) return { kind: 'unavailable', reason: `offer "${offer.key}" is not offered any more` };
+    if (!o || o.available === false)
+      return { kind: 'unavailable', reason: `offer "${offer.key}" is not offered any more` };
     const mode = o.create ?? 'ok';
     if (mode === 'unavailable') return { kind: 'unavailable', reason: `no capacity for offer "${o.key}"` };
-    if (mode === 'ambiguous-none') return { kind: 'ambiguous', reason: 'simulated timeout: the request never reached the provider' };
+    if (mode === 'ambiguous-none')
+      return { kind: 'ambiguous', reason: 'simulated timeout: the request never reached the provider' };
 
     const id = randomUUID();
     const now = this.deps.clock.now();
@@ -225,7 +234,10 @@ export class LocalProvider implements Provider {
         // Make sure the machine the API is about to forget is actually up and reachable.
         if (this.localState(row) === 'running') await this.ensureServer(row);
         await this.store.markDestroyed(instanceId, 'ghost', this.deps.clock.now());
-        this.log.warn({ instanceId }, 'local instance ghosted: reported destroyed, SSH left running (inventory destroy: ghost)');
+        this.log.warn(
+          { instanceId },
+          'local instance ghosted: reported destroyed, SSH left running (inventory destroy: ghost)',
+        );
       }
       return;
     }
@@ -361,10 +373,16 @@ export class LocalProvider implements Provider {
   }
 
   private onDead(row: LocalInstanceRow): void {
-    void this.teardown(row).catch((err) => this.log.warn({ err, instanceId: row.id }, 'local instance teardown failed'));
+    void this.teardown(row).catch((err) =>
+      this.log.warn({ err, instanceId: row.id }, 'local instance teardown failed'),
+    );
   }
 
-  private newServer(row: LocalInstanceRow, owner: SandboxOwner | undefined, machine: MachineRuntime): SshInstanceServer {
+  private newServer(
+    row: LocalInstanceRow,
+    owner: SandboxOwner | undefined,
+    machine: MachineRuntime,
+  ): SshInstanceServer {
     return new SshInstanceServer({
       instanceId: row.id,
       hostKey: row.hostKey,
@@ -385,7 +403,9 @@ export class LocalProvider implements Provider {
    */
   private async ownerFor(row: LocalInstanceRow): Promise<SandboxOwner | undefined> {
     if (process.getuid?.() !== 0) return undefined;
-    const uid = row.sandboxUid ?? (await this.store.allocateSandboxUid(row.id, this.options.sandboxUids.first, this.options.sandboxUids.last));
+    const uid =
+      row.sandboxUid ??
+      (await this.store.allocateSandboxUid(row.id, this.options.sandboxUids.first, this.options.sandboxUids.last));
     return sandboxOwner(uid);
   }
 

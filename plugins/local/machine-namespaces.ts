@@ -2,7 +2,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdir, readFile, rm, stat, writeFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
-import { SYSTEM_PATH, dropToRenter, namespacesCommand, type SandboxCommand, type SandboxOwner, type ShellIsolation } from './sandbox.js';
+import {
+  SYSTEM_PATH,
+  dropToRenter,
+  namespacesCommand,
+  type SandboxCommand,
+  type SandboxOwner,
+  type ShellIsolation,
+} from './sandbox.js';
 
 // One machine, one network and one mount namespace, as on a real machine: a server an SSH session
 // or the startup script starts listens on the same loopback the port forwards reach, and `/tmp` is
@@ -85,10 +92,20 @@ export async function liveHolder(stateDir: string): Promise<number | null> {
  * Creates the machine's namespaces for `dir`, marked with `instanceId`, and records their holder
  * in `stateDir`. Call from the one process that serves the machine.
  */
-export async function startHolder(isolation: MachineIsolation, instanceId: string, dir: string, stateDir: string): Promise<number> {
+export async function startHolder(
+  isolation: MachineIsolation,
+  instanceId: string,
+  dir: string,
+  stateDir: string,
+): Promise<number> {
   const cmd = namespacesCommand(isolation, dir, ['/bin/sh', '-c', HOLDER, 'holder', instanceId]);
   // Its own session: a signal to the service's process group (^C) must not skip its cleanup.
-  const child = spawn(cmd.file, cmd.args, { cwd: dir, env: { PATH: SYSTEM_PATH }, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(cmd.file, cmd.args, {
+    cwd: dir,
+    env: { PATH: SYSTEM_PATH },
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const pid = await new Promise<number>((resolve, reject) => {
     let out = '';
     let err = '';
@@ -99,7 +116,9 @@ export async function startHolder(isolation: MachineIsolation, instanceId: strin
       settled = true;
       clearTimeout(timer);
       child.kill('SIGKILL');
-      reject(new Error(`local provider: the machine's namespaces could not be made (${err.trim().split('\n')[0] || why})`));
+      reject(
+        new Error(`local provider: the machine's namespaces could not be made (${err.trim().split('\n')[0] || why})`),
+      );
     }
     child.on('error', (e) => fail(e.message));
     child.on('exit', (code) => fail(`exit ${code}`));
@@ -131,11 +150,32 @@ export async function startHolder(isolation: MachineIsolation, instanceId: strin
  * The command that runs `argv` as the renter inside the machine whose holder is `holderPid`, in
  * its home `dir`. Only the service's fixed tools run before the drop.
  */
-export function machineCommand(isolation: MachineIsolation, holderPid: number, instanceId: string, dir: string, owner: SandboxOwner | undefined, argv: string[]): SandboxCommand {
+export function machineCommand(
+  isolation: MachineIsolation,
+  holderPid: number,
+  instanceId: string,
+  dir: string,
+  owner: SandboxOwner | undefined,
+  argv: string[],
+): SandboxCommand {
   const user = isolation.mode === 'user' ? ['--user', '--preserve-credentials'] : [];
   return {
     file: isolation.nsenter,
-    args: [`--target=${holderPid}`, ...user, '--net', '--mount', '--', '/bin/sh', '-c', ENTER, 'enter', instanceId, dir, ...dropToRenter(isolation, owner), ...argv],
+    args: [
+      `--target=${holderPid}`,
+      ...user,
+      '--net',
+      '--mount',
+      '--',
+      '/bin/sh',
+      '-c',
+      ENTER,
+      'enter',
+      instanceId,
+      dir,
+      ...dropToRenter(isolation, owner),
+      ...argv,
+    ],
   };
 }
 

@@ -5,7 +5,14 @@ import type { Logger } from '../../src/logger.js';
 import type { InstanceInfo, MachineSettings } from '../../src/providers/provider.js';
 import { hasMachineNamespaces, liveHolder, machineCommand, startHolder } from './machine-namespaces.js';
 import { PortForwards, relayArgv, type PortRoute } from './port-forward.js';
-import { removeSandbox, sandboxShellCommand, sessionEnv, type SandboxCommand, type SandboxOwner, type ShellIsolation } from './sandbox.js';
+import {
+  removeSandbox,
+  sandboxShellCommand,
+  sessionEnv,
+  type SandboxCommand,
+  type SandboxOwner,
+  type ShellIsolation,
+} from './sandbox.js';
 
 /**
  * What the local "cloud" keeps about a machine beside its instance row, from create on: what
@@ -101,8 +108,18 @@ export function machineEtc(rec: MachineRecord, home: string): Record<string, str
     vars.push([name, name === 'PATH' ? `${join(home, 'bin')}:${value}` : value]);
   }
   return {
-    machine: [`image=${image}`, `disk_gb=${rec.diskGb ?? ''}`, `gpus=${rec.gpuCount}`, `ports=${rec.ports.join(',')}`, ''].join('\n'),
-    environment: ['# The machine\'s environment, read by every session and by the startup script.', ...vars.map(([n, v]) => `${n}=${sq(v)}`), ''].join('\n'),
+    machine: [
+      `image=${image}`,
+      `disk_gb=${rec.diskGb ?? ''}`,
+      `gpus=${rec.gpuCount}`,
+      `ports=${rec.ports.join(',')}`,
+      '',
+    ].join('\n'),
+    environment: [
+      "# The machine's environment, read by every session and by the startup script.",
+      ...vars.map(([n, v]) => `${n}=${sq(v)}`),
+      '',
+    ].join('\n'),
   };
 }
 
@@ -176,8 +193,12 @@ export class MachineRuntime {
   private async route(port: number): Promise<PortRoute> {
     const { isolation, instanceId, sandboxDir, owner } = this.opts;
     if (isolation.mode === 'none') return { kind: 'direct' };
-    if (!hasMachineNamespaces(isolation)) throw new Error('util-linux `nsenter` was not found: ports cannot reach machines');
-    return { kind: 'relay', command: machineCommand(isolation, await this.holder(), instanceId, sandboxDir, owner, relayArgv(port)) };
+    if (!hasMachineNamespaces(isolation))
+      throw new Error('util-linux `nsenter` was not found: ports cannot reach machines');
+    return {
+      kind: 'relay',
+      command: machineCommand(isolation, await this.holder(), instanceId, sandboxDir, owner, relayArgv(port)),
+    };
   }
 
   /** The pid of the machine's holder, starting one when there is none (first boot, or the last one died). */
@@ -188,7 +209,9 @@ export class MachineRuntime {
     if (!this.holderStart) {
       const { isolation } = this.opts;
       if (!hasMachineNamespaces(isolation)) throw new Error('local provider: this host cannot keep machine namespaces');
-      this.holderStart = startHolder(isolation, this.opts.instanceId, this.opts.sandboxDir, stateDir).finally(() => (this.holderStart = null));
+      this.holderStart = startHolder(isolation, this.opts.instanceId, this.opts.sandboxDir, stateDir).finally(
+        () => (this.holderStart = null),
+      );
     }
     return this.holderStart;
   }
@@ -196,7 +219,10 @@ export class MachineRuntime {
   /** True for the one caller ever allowed to run the startup script; a restart never runs it again. */
   private async claimStartup(): Promise<boolean> {
     try {
-      await writeFile(join(machineStateDir(this.opts.sandboxDir), 'startup-started'), new Date().toISOString(), { flag: 'wx', mode: 0o600 });
+      await writeFile(join(machineStateDir(this.opts.sandboxDir), 'startup-started'), new Date().toISOString(), {
+        flag: 'wx',
+        mode: 0o600,
+      });
       return true;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;

@@ -78,7 +78,9 @@ function table(g: SimulatedGpus, gpus: GpuFacts[]): string {
   const mem = (n: number | null) => (n === null ? 'N/A' : `${n}MiB`);
   const lines = [
     rule('-'),
-    row(` ${`NVIDIA-SMI ${DRIVER_VERSION}`.padEnd(34)}${`Driver Version: ${DRIVER_VERSION}`.padEnd(31)}CUDA Version: ${CUDA_VERSION}`),
+    row(
+      ` ${`NVIDIA-SMI ${DRIVER_VERSION}`.padEnd(34)}${`Driver Version: ${DRIVER_VERSION}`.padEnd(31)}CUDA Version: ${CUDA_VERSION}`,
+    ),
     `|${'-'.repeat(41)}+${'-'.repeat(24)}+${'-'.repeat(22)}+`,
     cells(' GPU  Name                 Persistence-M ', ' Bus-Id          Disp.A ', ' Volatile Uncorr. ECC '),
     cells(' Fan  Temp   Perf          Pwr:Usage/Cap ', '           Memory-Usage ', ' GPU-Util  Compute M. '),
@@ -88,8 +90,16 @@ function table(g: SimulatedGpus, gpus: GpuFacts[]): string {
   for (const f of gpus) {
     const power = `${f.powerDraw}W / ${String(f.powerCap).padStart(4)}W`;
     lines.push(
-      cells(`${String(f.index).padStart(4)}  ${name}`.padEnd(37) + 'On  ', ` ${`${f.busId} Off`.padStart(22)} `, ` ${'0'.padStart(20)} `),
-      cells(` ${`${f.fan.padEnd(3)}   ${f.temp}C    P0`}${power.padStart(24)} `, ` ${`${mem(f.totalMiB === null ? null : 0)} / ${mem(f.totalMiB).padStart(8)}`.padStart(22)} `, ` ${'0%'.padStart(7)}${'Default'.padStart(13)} `),
+      cells(
+        `${String(f.index).padStart(4)}  ${name}`.padEnd(37) + 'On  ',
+        ` ${`${f.busId} Off`.padStart(22)} `,
+        ` ${'0'.padStart(20)} `,
+      ),
+      cells(
+        ` ${`${f.fan.padEnd(3)}   ${f.temp}C    P0`}${power.padStart(24)} `,
+        ` ${`${mem(f.totalMiB === null ? null : 0)} / ${mem(f.totalMiB).padStart(8)}`.padStart(22)} `,
+        ` ${'0%'.padStart(7)}${'Default'.padStart(13)} `,
+      ),
       cells(' '.repeat(41), ' '.repeat(24), ` ${'Disabled'.padStart(20)} `),
       `+${'-'.repeat(41)}+${'-'.repeat(24)}+${'-'.repeat(22)}+`,
     );

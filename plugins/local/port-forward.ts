@@ -27,7 +27,9 @@ const NOT_LISTENING = 3;
 
 function badGateway(socket: Socket, port: number): void {
   const body = `nothing is listening on port ${port} of this machine\n`;
-  socket.end(`HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 export interface PortForwardsOptions {
@@ -70,7 +72,9 @@ export class PortForwards {
       this.servers.push(server);
       const want = previous[String(port)];
       // A restarted machine keeps its addresses, as its SSH port; taken meanwhile, it gets a new one.
-      hostPorts[String(port)] = want ? await listen(server, want).catch(() => listen(server, 0)) : await listen(server, 0);
+      hostPorts[String(port)] = want
+        ? await listen(server, want).catch(() => listen(server, 0))
+        : await listen(server, 0);
       server.on('error', (err) => this.log.warn({ err, port }, 'local instance port forward error'));
     }
     return hostPorts;
@@ -81,7 +85,9 @@ export class PortForwards {
     this.closed = true;
     for (const relay of this.relays) kill(relay);
     for (const socket of this.sockets) socket.destroy();
-    await Promise.all(this.servers.map((s) => new Promise<void>((resolve) => (s.listening ? s.close(() => resolve()) : resolve()))));
+    await Promise.all(
+      this.servers.map((s) => new Promise<void>((resolve) => (s.listening ? s.close(() => resolve()) : resolve()))),
+    );
   }
 
   private async forward(port: number, socket: Socket): Promise<void> {

@@ -88,7 +88,12 @@ export interface SandboxCommand {
  * The command line that runs `/bin/sh shArgs` for a renter in `dir`. The shell keeps the spawned
  * process's pid (every step execs), so killing its process group still ends the command.
  */
-export function sandboxShellCommand(isolation: ShellIsolation, dir: string, owner: SandboxOwner | undefined, shArgs: string[]): SandboxCommand {
+export function sandboxShellCommand(
+  isolation: ShellIsolation,
+  dir: string,
+  owner: SandboxOwner | undefined,
+  shArgs: string[],
+): SandboxCommand {
   if (isolation.mode === 'none') return { file: '/bin/sh', args: shArgs, ...owner };
   return namespacesCommand(isolation, dir, [...dropToRenter(isolation, owner), '/bin/sh', ...shArgs]);
 }
@@ -99,15 +104,26 @@ export function sandboxShellCommand(isolation: ShellIsolation, dir: string, owne
  * the fresh /run; the nested one holds no capability over the network and mount namespaces, which
  * belong to the outer one.
  */
-export function dropToRenter(isolation: Exclude<ShellIsolation, { mode: 'none' }>, owner: SandboxOwner | undefined): string[] {
-  if (isolation.mode === 'root') return owner ? [isolation.setpriv, `--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--clear-groups', '--'] : [];
+export function dropToRenter(
+  isolation: Exclude<ShellIsolation, { mode: 'none' }>,
+  owner: SandboxOwner | undefined,
+): string[] {
+  if (isolation.mode === 'root')
+    return owner ? [isolation.setpriv, `--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--clear-groups', '--'] : [];
   return [isolation.unshare, '--user', `--map-user=${isolation.uid}`, `--map-group=${isolation.gid}`, '--'];
 }
 
 /** Fresh network and mount namespaces prepared for `dir`; `argv` runs in them as their root. */
-export function namespacesCommand(isolation: Exclude<ShellIsolation, { mode: 'none' }>, dir: string, argv: string[]): SandboxCommand {
+export function namespacesCommand(
+  isolation: Exclude<ShellIsolation, { mode: 'none' }>,
+  dir: string,
+  argv: string[],
+): SandboxCommand {
   const user = isolation.mode === 'user' ? ['--user', '--map-root-user'] : [];
-  return { file: isolation.unshare, args: [...user, '--net', '--mount', '--', '/bin/sh', '-c', PREPARE_NAMESPACES, 'sh', dir, ...argv] };
+  return {
+    file: isolation.unshare,
+    args: [...user, '--net', '--mount', '--', '/bin/sh', '-c', PREPARE_NAMESPACES, 'sh', dir, ...argv],
+  };
 }
 
 /**
@@ -178,10 +194,19 @@ export function detectShellIsolation(o: IsolationProbeOptions = {}): ShellIsolat
     const owner = uid === 0 ? { uid: 65534, gid: 65534 } : undefined;
     const cmd = sandboxShellCommand(isolation, probeDir, owner, ['-c', 'exit 0']);
     const asOther = uid !== process.getuid?.() ? { uid, gid } : {};
-    const res = spawnSync(cmd.file, cmd.args, { cwd: probeDir, env: { PATH: SYSTEM_PATH }, timeout: 10_000, encoding: 'utf8', ...asOther });
+    const res = spawnSync(cmd.file, cmd.args, {
+      cwd: probeDir,
+      env: { PATH: SYSTEM_PATH },
+      timeout: 10_000,
+      encoding: 'utf8',
+      ...asOther,
+    });
     if (res.status === 0) return isolation;
     const why = (res.error?.message ?? res.stderr?.trim()) || `exit ${res.status ?? res.signal}`;
-    return { mode: 'none', reason: `namespaces are not available to ${uid === 0 ? 'root' : 'this user'} here (${why.split('\n')[0]})` };
+    return {
+      mode: 'none',
+      reason: `namespaces are not available to ${uid === 0 ? 'root' : 'this user'} here (${why.split('\n')[0]})`,
+    };
   } finally {
     rmSync(probeDir, { recursive: true, force: true });
   }
@@ -214,7 +239,12 @@ function assertInsideRoot(dir: string): void {
  * The home belongs to `owner` when there is one; `bin/`, `etc/` and their files stay the service's,
  * read-only to the renter, so a repair never writes through a link the renter planted.
  */
-export async function prepareSandbox(dir: string, gpus: SimulatedGpus, owner?: SandboxOwner, etc: Record<string, string> = {}): Promise<void> {
+export async function prepareSandbox(
+  dir: string,
+  gpus: SimulatedGpus,
+  owner?: SandboxOwner,
+  etc: Record<string, string> = {},
+): Promise<void> {
   assertInsideRoot(dir);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await chmod(dir, 0o700);
@@ -244,7 +274,8 @@ async function serviceDir(dir: string, name: string): Promise<string> {
     }
     // Another process repairing the same machine may create it first.
     await mkdir(path, { mode: 0o755 }).catch(ignore('EEXIST'));
-    if (!ours(await lstat(path))) throw new Error(`local provider: ${path} was replaced while the sandbox was being prepared`);
+    if (!ours(await lstat(path)))
+      throw new Error(`local provider: ${path} was replaced while the sandbox was being prepared`);
   }
   await chmod(path, 0o755);
   return path;
@@ -276,7 +307,12 @@ export async function killSandboxProcesses(owner: SandboxOwner): Promise<void> {
   for (let pass = 0; pass < 100 && (await runsUnder(owner.uid)); pass++) {
     // kill(-1) as that uid signals every process of it but the caller itself.
     await new Promise<void>((done) => {
-      const child = spawn('/bin/sh', ['-c', 'kill -9 -1'], { uid: owner.uid, gid: owner.gid, stdio: 'ignore', env: { PATH: SYSTEM_PATH } });
+      const child = spawn('/bin/sh', ['-c', 'kill -9 -1'], {
+        uid: owner.uid,
+        gid: owner.gid,
+        stdio: 'ignore',
+        env: { PATH: SYSTEM_PATH },
+      });
       child.on('error', () => done());
       child.on('close', () => done());
     });

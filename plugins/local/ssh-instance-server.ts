@@ -4,7 +4,14 @@ import { connect, createServer, type Server as NetServer, type Socket } from 'no
 import type { AuthContext, Connection, ParsedKey, ServerChannel, Server as Ssh2Server } from 'ssh2';
 import type { Logger } from '../../src/logger.js';
 import { loadSsh2 } from '../../src/providers/ssh-keys.js';
-import { sandboxShellCommand, sessionEnv, shellIsolation, type SandboxCommand, type SandboxOwner, type ShellIsolation } from './sandbox.js';
+import {
+  sandboxShellCommand,
+  sessionEnv,
+  shellIsolation,
+  type SandboxCommand,
+  type SandboxOwner,
+  type ShellIsolation,
+} from './sandbox.js';
 
 /** The only login a local instance accepts, like a cloud image's default user. */
 export const LOCAL_SSH_USER = 'gpu';
@@ -113,8 +120,9 @@ export class SshInstanceServer {
     this.allowed.push(parsePublicKey(opts.authorizedKey));
     this.user = opts.user ?? LOCAL_SSH_USER;
     this.log = opts.logger.child({ instanceId: opts.instanceId });
-    this.ssh = new (loadSsh2().Server)({ hostKeys: [opts.hostKey], ident: SshInstanceServer.identFor(opts.instanceId) }, (client) =>
-      this.onConnection(client),
+    this.ssh = new (loadSsh2().Server)(
+      { hostKeys: [opts.hostKey], ident: SshInstanceServer.identFor(opts.instanceId) },
+      (client) => this.onConnection(client),
     );
     this.net = createServer((socket) => {
       if (this.closed) {
@@ -179,7 +187,10 @@ export class SshInstanceServer {
         });
         // No pseudo-terminals: clients fall back to plain pipes, which is what exec needs.
         session.on('pty', (_accept, rejectPty) => rejectPty?.());
-        session.on('exec', (acceptExec, _reject, info) => void this.runIfAlive(acceptExec(), ['-c', info.command], env));
+        session.on(
+          'exec',
+          (acceptExec, _reject, info) => void this.runIfAlive(acceptExec(), ['-c', info.command], env),
+        );
         session.on('shell', (acceptShell) => void this.runIfAlive(acceptShell(), [], env));
       });
     });

@@ -1,7 +1,12 @@
 import type { Logger } from '../../src/logger.js';
 import { createProviderClient } from '../../src/providers/kit/client.js';
 import { listAllPages, readCursor } from '../../src/providers/kit/paging.js';
-import { ProviderApiError, type EndpointLimit, type HttpResponse, type ProviderHttpClient } from '../../src/providers/provider-http.js';
+import {
+  ProviderApiError,
+  type EndpointLimit,
+  type HttpResponse,
+  type ProviderHttpClient,
+} from '../../src/providers/provider-http.js';
 import { apiErrorFor } from './errors.js';
 import type { RunpodOptions } from './options.js';
 
@@ -78,7 +83,13 @@ export interface RunpodClientHooks {
 /** Whether an answer has the fields of a pod the plugin relies on. */
 export function isPod(v: unknown): v is RunpodPod {
   const p = v as RunpodPod | null;
-  return !!p && typeof p === 'object' && typeof p.id === 'string' && typeof p.name === 'string' && typeof p.status === 'string';
+  return (
+    !!p &&
+    typeof p === 'object' &&
+    typeof p.id === 'string' &&
+    typeof p.name === 'string' &&
+    typeof p.status === 'string'
+  );
 }
 
 /** The v2 endpoints the plugin uses, over the shared provider HTTP client. */
@@ -105,11 +116,21 @@ export class RunpodClient {
 
   /** `GET /v2/catalog/gpus` with pod availability for `count` GPUs in `cloud`. */
   async gpuTypes(cloud: 'SECURE' | 'COMMUNITY', count: number): Promise<RunpodGpuType[]> {
-    const res = await this.http.request('catalog', 'GET', '/v2/catalog/gpus', { query: { include: 'AVAILABILITY', product: 'POD', cloud, count } });
+    const res = await this.http.request('catalog', 'GET', '/v2/catalog/gpus', {
+      query: { include: 'AVAILABILITY', product: 'POD', cloud, count },
+    });
     if (res.status !== 200) this.fail('GET /v2/catalog/gpus', res);
     const gpus = (res.json as { gpus?: unknown } | null)?.gpus;
-    if (!Array.isArray(gpus)) throw new ProviderApiError('bad_response', 'runpod GET /v2/catalog/gpus: no "gpus" array in the answer', res.status);
-    return gpus.filter((g): g is RunpodGpuType => !!g && typeof g.id === 'string' && typeof g.name === 'string' && !!g.price && !!g.maxCount);
+    if (!Array.isArray(gpus))
+      throw new ProviderApiError(
+        'bad_response',
+        'runpod GET /v2/catalog/gpus: no "gpus" array in the answer',
+        res.status,
+      );
+    return gpus.filter(
+      (g): g is RunpodGpuType =>
+        !!g && typeof g.id === 'string' && typeof g.name === 'string' && !!g.price && !!g.maxCount,
+    );
   }
 
   /** `POST /v2/pods`: the raw answer, for the create error table. */
@@ -131,10 +152,13 @@ export class RunpodClient {
         if (res.status !== 200) this.fail('GET /v2/pods', res);
         const body = res.json as { pods?: unknown; pagination?: { nextCursor?: unknown } | null } | null;
         const pods = body?.pods;
-        if (!Array.isArray(pods)) throw new ProviderApiError('bad_response', `${what}: no "pods" array in the answer`, res.status);
-        if (!pods.every(isPod)) throw new ProviderApiError('bad_response', `${what}: a pod without id, name or status`, res.status);
+        if (!Array.isArray(pods))
+          throw new ProviderApiError('bad_response', `${what}: no "pods" array in the answer`, res.status);
+        if (!pods.every(isPod))
+          throw new ProviderApiError('bad_response', `${what}: a pod without id, name or status`, res.status);
         const pagination = body?.pagination;
-        if (pagination !== undefined && pagination !== null && typeof pagination !== 'object') throw new ProviderApiError('bad_response', `${what}: "pagination" is not an object`, res.status);
+        if (pagination !== undefined && pagination !== null && typeof pagination !== 'object')
+          throw new ProviderApiError('bad_response', `${what}: "pagination" is not an object`, res.status);
         return { items: pods, next: readCursor(pagination?.nextCursor, what) };
       },
     });

@@ -15,7 +15,8 @@ export interface Problem {
  * ("There are no longer any instances available with the requested specifications...", worded
  * differently over time; only "no longer any instances available" has stayed).
  */
-export const CAPACITY_DETAIL = /no longer any instances available|no instances available|not enough free gpus|no gpus? available/i;
+export const CAPACITY_DETAIL =
+  /no longer any instances available|no instances available|not enough free gpus|no gpus? available/i;
 
 /**
  * A page from the edge in front of the API rather than a problem document from the API itself:
@@ -25,7 +26,8 @@ export const CAPACITY_DETAIL = /no longer any instances available|no instances a
 export const EDGE_PAGE = /error code:\s*1\d{3}\b|cloudflare|<!doctype html|<html/i;
 
 /** A create refused for its image: the reference is malformed or the registry has no such image or tag. */
-export const IMAGE_REFUSED = /invalid image|could not be pulled|manifest unknown|manifest for \S+ not found|pull access denied|repository does not exist|invalid reference format/i;
+export const IMAGE_REFUSED =
+  /invalid image|could not be pulled|manifest unknown|manifest for \S+ not found|pull access denied|repository does not exist|invalid reference format/i;
 
 /**
  * A 400 about a container setting a rental chose (`ports`, `env`, `args`), named by its field as
@@ -43,7 +45,13 @@ export const SETTINGS_REFUSED = /\b(ports|env|args)(\[\d+\]|\.\w+)?:/i;
  * how loudly a create with this answer is logged.
  */
 export const ERROR_TABLE: readonly ErrorRule[] = [
-  { match: { status: 400, text: CAPACITY_DETAIL }, create: 'unavailable', read: 'unavailable', log: 'info', note: 'no capacity for this GPU and count' },
+  {
+    match: { status: 400, text: CAPACITY_DETAIL },
+    create: 'unavailable',
+    read: 'unavailable',
+    log: 'info',
+    note: 'no capacity for this GPU and count',
+  },
   {
     match: { status: 403, text: EDGE_PAGE },
     create: 'rejected',
@@ -51,21 +59,75 @@ export const ERROR_TABLE: readonly ErrorRule[] = [
     log: 'error',
     note: "RunPod's edge (Cloudflare) refused the request before the API saw it, which it does to a client's User-Agent (error code 1010); the API key was not checked, so it is not the cause",
   },
-  { match: { status: 400, text: IMAGE_REFUSED }, create: 'rejected', read: 'request', log: 'error', note: 'RUNPOD_PROVIDER_IMAGE: RunPod refused the image (malformed, or no such image or tag in its registry)' },
-  { match: { status: 400, text: /cuda/i }, create: 'rejected', read: 'request', log: 'error', note: 'RUNPOD_PROVIDER_CUDA_VERSIONS: RunPod refused the CUDA constraint' },
-  { match: { status: 400, text: /not valid JSON|exactly one of gpu or cpu/i }, create: 'rejected', read: 'request', log: 'error', note: 'RunPod refused the shape of our request' },
-  { match: { status: 400, text: SETTINGS_REFUSED }, create: 'rejected', read: 'request', log: 'warn', note: "RunPod refused the rental's machine settings" },
+  {
+    match: { status: 400, text: IMAGE_REFUSED },
+    create: 'rejected',
+    read: 'request',
+    log: 'error',
+    note: 'RUNPOD_PROVIDER_IMAGE: RunPod refused the image (malformed, or no such image or tag in its registry)',
+  },
+  {
+    match: { status: 400, text: /cuda/i },
+    create: 'rejected',
+    read: 'request',
+    log: 'error',
+    note: 'RUNPOD_PROVIDER_CUDA_VERSIONS: RunPod refused the CUDA constraint',
+  },
+  {
+    match: { status: 400, text: /not valid JSON|exactly one of gpu or cpu/i },
+    create: 'rejected',
+    read: 'request',
+    log: 'error',
+    note: 'RunPod refused the shape of our request',
+  },
+  {
+    match: { status: 400, text: SETTINGS_REFUSED },
+    create: 'rejected',
+    read: 'request',
+    log: 'warn',
+    note: "RunPod refused the rental's machine settings",
+  },
   // Not one of the texts above: a placement rule this GPU/count breaks (count above this cloud's
   // maximum, an unknown GPU type). RunPod says to try the next candidate; the provider logs the
   // detail so a rule every candidate breaks is seen.
   { match: { status: 400 }, create: 'unavailable', read: 'request', log: 'warn', note: 'request refused for this GPU' },
-  { match: { status: 401 }, create: 'rejected', read: 'auth', log: 'error', note: 'RUNPOD_PROVIDER_API_KEY: API key missing, wrong or revoked' },
+  {
+    match: { status: 401 },
+    create: 'rejected',
+    read: 'auth',
+    log: 'error',
+    note: 'RUNPOD_PROVIDER_API_KEY: API key missing, wrong or revoked',
+  },
   // The account cannot pay: no RunPod offer will succeed until the operator tops it up, so this is
   // a configuration error to log loudly, not lack of capacity to hide behind other offers.
-  { match: { status: 402 }, create: 'rejected', read: 'auth', log: 'error', note: 'RunPod account balance too low: top the account up' },
-  { match: { status: 403 }, create: 'unavailable', read: 'auth', log: 'warn', note: 'this account has no access to the pool (or RUNPOD_PROVIDER_API_KEY is read-only)' },
-  { match: { status: 404 }, create: 'unavailable', read: 'request', log: 'warn', note: 'GPU type or resource not found' },
-  { match: { status: 422 }, create: 'rejected', read: 'request', log: 'error', note: 'request body does not match the API contract' },
+  {
+    match: { status: 402 },
+    create: 'rejected',
+    read: 'auth',
+    log: 'error',
+    note: 'RunPod account balance too low: top the account up',
+  },
+  {
+    match: { status: 403 },
+    create: 'unavailable',
+    read: 'auth',
+    log: 'warn',
+    note: 'this account has no access to the pool (or RUNPOD_PROVIDER_API_KEY is read-only)',
+  },
+  {
+    match: { status: 404 },
+    create: 'unavailable',
+    read: 'request',
+    log: 'warn',
+    note: 'GPU type or resource not found',
+  },
+  {
+    match: { status: 422 },
+    create: 'rejected',
+    read: 'request',
+    log: 'error',
+    note: 'request body does not match the API contract',
+  },
   { match: { status: 429 }, create: 'throttled', read: 'rate_limited', log: 'info', note: 'rate limited' },
   { match: { status: '5xx' }, create: 'ambiguous', read: 'unavailable', log: 'warn', note: 'RunPod server error' },
   { match: { status: '4xx' }, create: 'rejected', read: 'request', log: 'error', note: 'unexpected client error' },
@@ -81,7 +143,9 @@ export const ERROR_TABLE: readonly ErrorRule[] = [
 export function answerText(json: unknown, text: string): string {
   const p = json as Problem | null;
   if (p && typeof p === 'object') {
-    const parts = [p.title, p.detail, ...(Array.isArray(p.errors) ? p.errors : [])].filter((s): s is string => typeof s === 'string' && s.length > 0);
+    const parts = [p.title, p.detail, ...(Array.isArray(p.errors) ? p.errors : [])].filter(
+      (s): s is string => typeof s === 'string' && s.length > 0,
+    );
     if (parts.length) return parts.join(' | ').slice(0, 4000);
   }
   return text.slice(0, 4000);
@@ -113,8 +177,12 @@ export function redact(text: string, secrets: readonly string[]): string {
  */
 function withoutSecrets<T extends Pick<HttpResponse, 'json' | 'text'>>(res: T, secrets: readonly string[]): T {
   if (secrets.length === 0) return res;
-  const clean = (v: unknown): unknown => (typeof v === 'string' ? redact(v, secrets) : Array.isArray(v) ? v.map(clean) : v);
-  const json = res.json && typeof res.json === 'object' && !Array.isArray(res.json) ? Object.fromEntries(Object.entries(res.json).map(([k, v]) => [k, clean(v)])) : clean(res.json);
+  const clean = (v: unknown): unknown =>
+    typeof v === 'string' ? redact(v, secrets) : Array.isArray(v) ? v.map(clean) : v;
+  const json =
+    res.json && typeof res.json === 'object' && !Array.isArray(res.json)
+      ? Object.fromEntries(Object.entries(res.json).map(([k, v]) => [k, clean(v)]))
+      : clean(res.json);
   return { ...res, json, text: redact(res.text, secrets) };
 }
 
@@ -127,7 +195,9 @@ export function errorRule(status: number, text: string | undefined): ErrorRule {
 export function problemDetail(json: unknown, text: string): string {
   const p = json as Problem | null;
   if (p && typeof p === 'object') {
-    const parts = [p.detail ?? p.title, ...(Array.isArray(p.errors) ? p.errors : [])].filter((s): s is string => typeof s === 'string' && s.length > 0);
+    const parts = [p.detail ?? p.title, ...(Array.isArray(p.errors) ? p.errors : [])].filter(
+      (s): s is string => typeof s === 'string' && s.length > 0,
+    );
     if (parts.length) return parts.join('; ').slice(0, 500);
   }
   const title = /<title[^>]*>([^<]*)<\/title>/i.exec(text)?.[1];
@@ -161,8 +231,16 @@ export function createResultFor(
 }
 
 /** The error any non-create call throws for an HTTP error answer, per the table. */
-export function apiErrorFor(what: string, res: Pick<HttpResponse, 'status' | 'json' | 'text' | 'retryAfterMs'>): ProviderApiError {
+export function apiErrorFor(
+  what: string,
+  res: Pick<HttpResponse, 'status' | 'json' | 'text' | 'retryAfterMs'>,
+): ProviderApiError {
   const rule = errorRule(res.status, answerText(res.json, res.text));
   const detail = problemDetail(res.json, res.text);
-  return readErrorOf(rule, `${what}: ${res.status} ${rule.note}${detail ? ` (${detail})` : ''}`, res.status, res.retryAfterMs);
+  return readErrorOf(
+    rule,
+    `${what}: ${res.status} ${rule.note}${detail ? ` (${detail})` : ''}`,
+    res.status,
+    res.retryAfterMs,
+  );
 }

@@ -1,4 +1,9 @@
-import { STARTUP_MARKER_PATH, type InstanceInfo, type MachineCapabilities, type MachineSettings } from '../../src/providers/provider.js';
+import {
+  STARTUP_MARKER_PATH,
+  type InstanceInfo,
+  type MachineCapabilities,
+  type MachineSettings,
+} from '../../src/providers/provider.js';
 import type { RunpodPod } from './client.js';
 
 /**
@@ -40,7 +45,11 @@ export interface BootPaths {
   sshd: string;
 }
 
-export const POD_PATHS: BootPaths = Object.freeze({ profileDir: '/etc/profile.d', imageStart: '/start.sh', sshd: '/usr/sbin/sshd' });
+export const POD_PATHS: BootPaths = Object.freeze({
+  profileDir: '/etc/profile.d',
+  imageStart: '/start.sh',
+  sshd: '/usr/sbin/sshd',
+});
 
 /** `s` as one single-quoted shell word. */
 export function shellQuote(s: string): string {
@@ -61,10 +70,14 @@ export function shellQuote(s: string): string {
  *    sshd; an image without one gets the key installed and sshd started here, then stays up.
  * The agent's script is the only secret in the text; the boot variable is unset before anything runs.
  */
-export function bootScript(machine: Pick<MachineSettings, 'env' | 'startupScript'>, paths: BootPaths = POD_PATHS): string {
+export function bootScript(
+  machine: Pick<MachineSettings, 'env' | 'startupScript'>,
+  paths: BootPaths = POD_PATHS,
+): string {
   const names = Object.keys(machine.env).sort();
   for (const name of names) {
-    if (!VARIABLE_NAME.test(name)) throw new Error(`variable name ${JSON.stringify(name)} is not of the form [A-Z_][A-Z0-9_]*`);
+    if (!VARIABLE_NAME.test(name))
+      throw new Error(`variable name ${JSON.stringify(name)} is not of the form [A-Z_][A-Z0-9_]*`);
   }
   const lines = ['#!/bin/sh', 'rm -f "$0"', `unset ${BOOT_VARIABLE}`, 'mkdir -p "$HOME/.gpr"'];
   if (names.length > 0) {
@@ -128,7 +141,11 @@ export interface PodMachineFields {
  * go out as `<port>/http` (RunPod's HTTP proxy) after `22/tcp`; variables and a script add the
  * boot script and its start command. Our `PUBLIC_KEY` wins over anything of the same name.
  */
-export function podMachineFields(machine: MachineSettings | undefined, defaults: { image: string; diskGb: number }, publicKey: string): PodMachineFields {
+export function podMachineFields(
+  machine: MachineSettings | undefined,
+  defaults: { image: string; diskGb: number },
+  publicKey: string,
+): PodMachineFields {
   const fields: PodMachineFields = {
     image: machine?.image ?? defaults.image,
     disk: machine?.diskGb ?? defaults.diskGb,

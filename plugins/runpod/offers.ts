@@ -29,7 +29,11 @@ export function runpodCategory(gpu: Pick<RunpodGpuType, 'id'>): string {
  * One catalog GPU type read for `count` GPUs as our offer, or null when it cannot be rented in the
  * configured cloud (not offered there, fewer than `count` per pod, no stock, no price).
  */
-export function mapRunpodGpu(gpu: RunpodGpuType, count: number, options: Pick<RunpodOptions, 'cloud' | 'diskGb' | 'maxDiskGb' | 'maxDurationSeconds'>): ProviderOffer | null {
+export function mapRunpodGpu(
+  gpu: RunpodGpuType,
+  count: number,
+  options: Pick<RunpodOptions, 'cloud' | 'diskGb' | 'maxDiskGb' | 'maxDurationSeconds'>,
+): ProviderOffer | null {
   const side = options.cloud === 'SECURE' ? 'secure' : 'community';
   const price = gpu.price[side];
   if (gpu[side] === false || (gpu.maxCount[side] ?? 0) < count) return null;

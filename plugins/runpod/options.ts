@@ -56,8 +56,17 @@ export const RUNPOD_OPTIONS = declareOptions({
     DISK_GB: { kind: 'integer', min: 1, max: 10_000, default: RUNPOD_DEFAULTS.diskGb },
     MAX_DISK_GB: { kind: 'integer', min: 1, max: 10_000, default: RUNPOD_DEFAULTS.maxDiskGb },
     CLOUD: { kind: 'enum', values: ['SECURE', 'COMMUNITY'], default: RUNPOD_DEFAULTS.cloud },
-    MAX_DURATION_SECONDS: { kind: 'integer', min: 1, max: 366 * 24 * 3600, default: RUNPOD_DEFAULTS.maxDurationSeconds },
-    CUDA_VERSIONS: { kind: 'list', item: /^(\d+\.\d+\+?|any)$/i, itemHelp: 'CUDA versions as major.minor (12.4,12.8), one floor such as 12.4+, or any' },
+    MAX_DURATION_SECONDS: {
+      kind: 'integer',
+      min: 1,
+      max: 366 * 24 * 3600,
+      default: RUNPOD_DEFAULTS.maxDurationSeconds,
+    },
+    CUDA_VERSIONS: {
+      kind: 'list',
+      item: /^(\d+\.\d+\+?|any)$/i,
+      itemHelp: 'CUDA versions as major.minor (12.4,12.8), one floor such as 12.4+, or any',
+    },
   },
 });
 
@@ -91,7 +100,10 @@ export function cudaConstraintFor(setting: string[] | null, image: string): Cuda
   const floors = items.filter((s) => s.endsWith('+'));
   if (floors.length > 0) {
     // RunPod refuses a floor together with a set (400), so the choice is made here, at start.
-    if (items.length > 1) throw new Error(`${variable}: a floor such as 12.4+ must stand alone (RunPod takes either a floor or a set of versions)`);
+    if (items.length > 1)
+      throw new Error(
+        `${variable}: a floor such as 12.4+ must stand alone (RunPod takes either a floor or a set of versions)`,
+      );
     return { minCudaVersion: floors[0].slice(0, -1) };
   }
   return { allowedCudaVersions: [...new Set(items)] };
@@ -102,7 +114,10 @@ export function cudaConstraintFor(setting: string[] | null, image: string): Cuda
  * the floor the image's own tag names, else the default image's (a tag that names no CUDA says
  * nothing, and the default's floor is the safer guess than none).
  */
-export function cudaConstraintOf(options: Pick<RunpodOptions, 'cuda' | 'cudaFromSetting' | 'image'>, image: string): CudaConstraint | null {
+export function cudaConstraintOf(
+  options: Pick<RunpodOptions, 'cuda' | 'cudaFromSetting' | 'image'>,
+  image: string,
+): CudaConstraint | null {
   if (options.cudaFromSetting || image === options.image) return options.cuda;
   return cudaConstraintFor(null, image) ?? options.cuda;
 }
@@ -113,7 +128,10 @@ export function parseRunpodOptions(raw: Record<string, string>): RunpodOptions {
   // The default disk is always one a rental may ask for: a ceiling set below it is a mistake, an
   // unset one rises to it.
   const maxDiskSet = (raw.MAX_DISK_GB ?? '').trim() !== '';
-  if (maxDiskSet && o.MAX_DISK_GB < o.DISK_GB) throw new Error(`${optionVariable('runpod', 'MAX_DISK_GB')} (${o.MAX_DISK_GB}) is below ${optionVariable('runpod', 'DISK_GB')} (${o.DISK_GB})`);
+  if (maxDiskSet && o.MAX_DISK_GB < o.DISK_GB)
+    throw new Error(
+      `${optionVariable('runpod', 'MAX_DISK_GB')} (${o.MAX_DISK_GB}) is below ${optionVariable('runpod', 'DISK_GB')} (${o.DISK_GB})`,
+    );
   return {
     apiKey: o.API_KEY,
     apiUrl: o.API_URL,

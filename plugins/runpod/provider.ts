@@ -2,7 +2,16 @@ import { createWithLabel, listThenGet, pickByLabel } from '../../src/providers/k
 import { LabelLock } from '../../src/providers/kit/label-lock.js';
 import { StateWatch } from '../../src/providers/kit/state-watch.js';
 import { ProviderApiError, SharedRead } from '../../src/providers/provider-http.js';
-import type { CreateResult, InstanceInfo, MachineSettings, OfferRef, Provider, ProviderCapabilities, ProviderDeps, ProviderOffer } from '../../src/providers/provider.js';
+import type {
+  CreateResult,
+  InstanceInfo,
+  MachineSettings,
+  OfferRef,
+  Provider,
+  ProviderCapabilities,
+  ProviderDeps,
+  ProviderOffer,
+} from '../../src/providers/provider.js';
 import { isPod, RunpodClient, type RunpodClientHooks, type RunpodPod } from './client.js';
 import { createResultFor } from './errors.js';
 import { podEndpoints, podMachineFields, podStartupPhase, refusedSettings, secretsOf } from './machine.js';
@@ -75,7 +84,12 @@ export class RunpodProvider implements Provider {
     return this.creating.run(label, () => this.createOnce(label, offer, sshPublicKey, machine));
   }
 
-  private async createOnce(label: string, offer: OfferRef, sshPublicKey: string, machine: MachineSettings | undefined): Promise<CreateResult> {
+  private async createOnce(
+    label: string,
+    offer: OfferRef,
+    sshPublicKey: string,
+    machine: MachineSettings | undefined,
+  ): Promise<CreateResult> {
     const parsed = parseOfferKey(offer.key);
     if (!parsed) return { kind: 'rejected', reason: `offer key "${offer.key}" is not a RunPod offer key` };
     const refused = refusedSettings(machine);
@@ -99,14 +113,23 @@ export class RunpodProvider implements Provider {
     if (result.kind === 'rejected' && lookupError) {
       // The list was refused (the key, the edge): nothing was asked for. The host records the class
       // the list threw, so a bad key reads as `auth` and an edge block does not.
-      this.deps.logger.error({ provider: this.id, label, status: lookupError.status, reason: result.reason }, 'RunPod refused the create: operator action needed');
+      this.deps.logger.error(
+        { provider: this.id, label, status: lookupError.status, reason: result.reason },
+        'RunPod refused the create: operator action needed',
+      );
       return { ...result, errorClass: lookupError.errorClass };
     }
     return result;
   }
 
   /** `POST /v2/pods` and what its answer means; throws only when no answer came (the pod may exist). */
-  private async sendCreate(label: string, offer: OfferRef, parsed: { gpuId: string; count: number }, sshPublicKey: string, machine: MachineSettings | undefined): Promise<CreateResult> {
+  private async sendCreate(
+    label: string,
+    offer: OfferRef,
+    parsed: { gpuId: string; count: number },
+    sshPublicKey: string,
+    machine: MachineSettings | undefined,
+  ): Promise<CreateResult> {
     const { image, disk, ports, env, args } = podMachineFields(machine, this.options, sshPublicKey.trim());
     let res;
     try {
@@ -127,9 +150,22 @@ export class RunpodProvider implements Provider {
       if (isPod(res.json)) return { kind: 'created', instanceId: res.json.id };
       return { kind: 'ambiguous', reason: `RunPod ${res.status} without a pod in the answer` };
     }
-    const { result, log } = createResultFor(res, { rentalImage: !!machine?.image, secrets: secretsOf({ env }, machine) });
-    const fields = { provider: this.id, label, offer: offer.key, status: res.status, result: result.kind, reason: result.reason };
-    this.deps.logger[log](fields, log === 'error' ? 'RunPod refused the create: operator action needed' : 'RunPod did not create the pod');
+    const { result, log } = createResultFor(res, {
+      rentalImage: !!machine?.image,
+      secrets: secretsOf({ env }, machine),
+    });
+    const fields = {
+      provider: this.id,
+      label,
+      offer: offer.key,
+      status: res.status,
+      result: result.kind,
+      reason: result.reason,
+    };
+    this.deps.logger[log](
+      fields,
+      log === 'error' ? 'RunPod refused the create: operator action needed' : 'RunPod did not create the pod',
+    );
     return result;
   }
 
@@ -165,7 +201,12 @@ export class RunpodProvider implements Provider {
   }
 
   async get(instanceId: string): Promise<InstanceInfo> {
-    const pod = await listThenGet(this.polls, instanceId, (p) => p.id, (id) => this.client.getPod(id));
+    const pod = await listThenGet(
+      this.polls,
+      instanceId,
+      (p) => p.id,
+      (id) => this.client.getPod(id),
+    );
     if (pod) return this.info(pod);
     this.states.forget(instanceId);
     return { instanceId, label: '', state: 'gone' };
@@ -181,6 +222,8 @@ export class RunpodProvider implements Provider {
 
   async listInstances(): Promise<InstanceInfo[]> {
     const pods = await this.fresh.get();
-    return pods.filter((p) => p.name.startsWith(this.deps.labelPrefix) && p.status !== 'TERMINATED').map((p) => this.info(p));
+    return pods
+      .filter((p) => p.name.startsWith(this.deps.labelPrefix) && p.status !== 'TERMINATED')
+      .map((p) => this.info(p));
   }
 }

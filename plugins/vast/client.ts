@@ -83,7 +83,8 @@ export class VastClient {
     const res = await this.http.request('offers', 'POST', path, { body });
     if (res.status !== 200) throw readError(`vast POST ${path}`, res);
     const offers = (res.json as { offers?: unknown } | null)?.offers;
-    if (!Array.isArray(offers)) throw new ProviderApiError('bad_response', `vast POST ${path}: no offers array in the answer`, res.status);
+    if (!Array.isArray(offers))
+      throw new ProviderApiError('bad_response', `vast POST ${path}: no offers array in the answer`, res.status);
     return offers.filter(isObject) as unknown as VastOffer[];
   }
 
@@ -94,7 +95,9 @@ export class VastClient {
 
   /** The raw answer: whether a refusal is final is the caller's call. Throws only without an answer. */
   attachKey(instanceId: string, publicKey: string): Promise<HttpResponse> {
-    return this.http.request('attach', 'POST', `/api/v0/instances/${instanceId}/ssh/`, { body: { ssh_key: publicKey } });
+    return this.http.request('attach', 'POST', `/api/v0/instances/${instanceId}/ssh/`, {
+      body: { ssh_key: publicKey },
+    });
   }
 
   /**
@@ -110,11 +113,14 @@ export class VastClient {
       if (classifyVastError(res).read === 'gone') return null;
       throw readError(`vast GET ${path}`, res);
     }
-    if (!isObject(res.json) || !('instances' in res.json)) throw new ProviderApiError('bad_response', `vast GET ${path}: no "instances" in the answer`, 200);
+    if (!isObject(res.json) || !('instances' in res.json))
+      throw new ProviderApiError('bad_response', `vast GET ${path}: no "instances" in the answer`, 200);
     const inst = res.json.instances;
-    if (Array.isArray(inst)) return inst.find((i): i is VastInstance => isInstance(i) && String(i.id) === instanceId) ?? null;
+    if (Array.isArray(inst))
+      return inst.find((i): i is VastInstance => isInstance(i) && String(i.id) === instanceId) ?? null;
     if (!isObject(inst)) return null;
-    if (!isInstance(inst)) throw new ProviderApiError('bad_response', `vast GET ${path}: "instances" is not an instance`, 200);
+    if (!isInstance(inst))
+      throw new ProviderApiError('bad_response', `vast GET ${path}: "instances" is not an instance`, 200);
     return inst;
   }
 
@@ -130,7 +136,11 @@ export class VastClient {
       maxPages: MAX_PAGES,
       fetchPage: async (token) => {
         const res = await this.http.request('list', 'GET', path, {
-          query: { select_filters: filters ? JSON.stringify(filters) : undefined, limit: VAST_PAGE_LIMIT, after_token: token },
+          query: {
+            select_filters: filters ? JSON.stringify(filters) : undefined,
+            limit: VAST_PAGE_LIMIT,
+            after_token: token,
+          },
         });
         if (res.status !== 200) throw readError(what, res);
         const body = res.json as { instances?: unknown; next_token?: unknown } | null;

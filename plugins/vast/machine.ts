@@ -42,7 +42,12 @@ export function vastMachineCapabilities(o: { disk_space?: number | null }, price
   const disk = typeof o.disk_space === 'number' && Number.isFinite(o.disk_space) ? Math.floor(o.disk_space) : null;
   // The offer's price covers `pricedDiskGb` of storage; a larger disk would add Vast storage charges nobody pays for.
   const max = disk === null ? null : Math.min(disk, pricedDiskGb);
-  return { customImage: true, startupScript: true, ports: VAST_MAX_PORTS, maxDiskGb: max !== null && max >= 8 ? max : null };
+  return {
+    customImage: true,
+    startupScript: true,
+    ports: VAST_MAX_PORTS,
+    maxDiskGb: max !== null && max >= 8 ? max : null,
+  };
 }
 
 /**
@@ -130,19 +135,38 @@ function pieces(text: string, size: number): string[] {
  * the rental cannot be carried by Vast's limits (nothing is sent then). Reasons name sizes and
  * variable names, never a value.
  */
-export function vastMachineFields(machine: MachineSettings, defaults: { image: string; diskGb: number }): VastMachineFields | Extract<CreateResult, { kind: 'rejected' }> {
-  const refuse = (why: string) => ({ kind: 'rejected' as const, reason: `vast cannot carry the rental's machine settings: ${why}; nothing was sent`, errorClass: 'request' as const });
+export function vastMachineFields(
+  machine: MachineSettings,
+  defaults: { image: string; diskGb: number },
+): VastMachineFields | Extract<CreateResult, { kind: 'rejected' }> {
+  const refuse = (why: string) => ({
+    kind: 'rejected' as const,
+    reason: `vast cannot carry the rental's machine settings: ${why}; nothing was sent`,
+    errorClass: 'request' as const,
+  });
   const names = Object.keys(machine.env);
   const script = machine.startupScript;
-  const sent: VastSentSettings = { image: machine.image !== null, disk: machine.diskGb !== null, ports: machine.ports.length > 0, secrets: names.length > 0 || script !== null };
-  const fields: VastMachineFields = { image: machine.image ?? defaults.image, disk: machine.diskGb ?? defaults.diskGb, sent };
-  if (machine.ports.length > VAST_MAX_PORTS) return refuse(`${machine.ports.length} ports asked, at most ${VAST_MAX_PORTS}`);
-  for (const p of machine.ports) if (!Number.isSafeInteger(p) || p < 1 || p > 65_535) return refuse(`port ${p} is not a TCP port`);
+  const sent: VastSentSettings = {
+    image: machine.image !== null,
+    disk: machine.diskGb !== null,
+    ports: machine.ports.length > 0,
+    secrets: names.length > 0 || script !== null,
+  };
+  const fields: VastMachineFields = {
+    image: machine.image ?? defaults.image,
+    disk: machine.diskGb ?? defaults.diskGb,
+    sent,
+  };
+  if (machine.ports.length > VAST_MAX_PORTS)
+    return refuse(`${machine.ports.length} ports asked, at most ${VAST_MAX_PORTS}`);
+  for (const p of machine.ports)
+    if (!Number.isSafeInteger(p) || p < 1 || p > 65_535) return refuse(`port ${p} is not a TCP port`);
   for (const n of names) {
     // The names reach a root shell on the machine; only plain variable names may.
     if (!NAME.test(n)) return refuse(`variable name ${JSON.stringify(n.slice(0, 64))} is not a shell variable name`);
     if (n.startsWith(VAST_SETUP_PREFIX)) return refuse(`variable name ${n} is reserved by this plugin`);
-    if (length(n) > VAST_ENV_ENTRY_MAX) return refuse(`variable name ${n.slice(0, 64)}... is longer than Vast's ${VAST_ENV_ENTRY_MAX} characters`);
+    if (length(n) > VAST_ENV_ENTRY_MAX)
+      return refuse(`variable name ${n.slice(0, 64)}... is longer than Vast's ${VAST_ENV_ENTRY_MAX} characters`);
   }
   if (!sent.secrets && !sent.ports) return fields;
   const env: Record<string, string> = {};
@@ -155,10 +179,15 @@ export function vastMachineFields(machine: MachineSettings, defaults: { image: s
   }
   for (const p of machine.ports) env[`-p ${p}:${p}`] = '1';
   if (script !== null) setup.push(`gpr_script=${shellQuote(script)}`);
-  if (setup.length) pieces(`${setup.join('\n')}\n`, VAST_ENV_ENTRY_MAX).forEach((piece, i) => (env[`${VAST_SETUP_PREFIX}${i}`] = piece));
+  if (setup.length)
+    pieces(`${setup.join('\n')}\n`, VAST_ENV_ENTRY_MAX).forEach(
+      (piece, i) => (env[`${VAST_SETUP_PREFIX}${i}`] = piece),
+    );
   const total = Object.entries(env).reduce((sum, [k, v]) => sum + length(k) + length(v), 0);
   if (total > VAST_ENV_TOTAL_MAX) {
-    return refuse(`its variables, startup script and ports take ${total} characters of Vast's env, over its limit of ${VAST_ENV_TOTAL_MAX}`);
+    return refuse(
+      `its variables, startup script and ports take ${total} characters of Vast's env, over its limit of ${VAST_ENV_TOTAL_MAX}`,
+    );
   }
   fields.env = env;
   if (sent.secrets) fields.onstart = VAST_ONSTART;
@@ -184,13 +213,16 @@ export function vastRequestedPorts(inst: Pick<VastMachineView, 'extra_env'>): nu
  * address and the host port Vast chose (`ports["8000/tcp"][0].HostPort`). Vast's images open
  * ports of their own (Jupyter, its portal); only the requested ones are reported.
  */
-export function vastEndpoints(inst: Pick<VastMachineView, 'extra_env' | 'ports' | 'public_ipaddr'>): InstanceInfo['endpoints'] {
+export function vastEndpoints(
+  inst: Pick<VastMachineView, 'extra_env' | 'ports' | 'public_ipaddr'>,
+): InstanceInfo['endpoints'] {
   const host = text(inst.public_ipaddr);
   if (!host) return undefined;
   const out: { port: number; url: string }[] = [];
   for (const port of vastRequestedPorts(inst)) {
     const mapped = Number(inst.ports?.[`${port}/tcp`]?.[0]?.HostPort);
-    if (Number.isSafeInteger(mapped) && mapped > 0 && mapped <= 65_535) out.push({ port, url: `http://${host.includes(':') ? `[${host}]` : host}:${mapped}` });
+    if (Number.isSafeInteger(mapped) && mapped > 0 && mapped <= 65_535)
+      out.push({ port, url: `http://${host.includes(':') ? `[${host}]` : host}:${mapped}` });
   }
   return out.length ? out : undefined;
 }
@@ -203,7 +235,9 @@ export function vastEndpoints(inst: Pick<VastMachineView, 'extra_env' | 'ports' 
  */
 export function withoutEnvValues(text: string, inst: Pick<VastMachineView, 'extra_env'>): string {
   const values = (Array.isArray(inst.extra_env) ? inst.extra_env : [])
-    .map((e) => (Array.isArray(e) && typeof e[0] === 'string' && !e[0].startsWith('-') && typeof e[1] === 'string' ? e[1] : ''))
+    .map((e) =>
+      Array.isArray(e) && typeof e[0] === 'string' && !e[0].startsWith('-') && typeof e[1] === 'string' ? e[1] : '',
+    )
     .filter((v) => v.length >= 4)
     .sort((a, b) => b.length - a.length);
   let out = text;
@@ -220,7 +254,9 @@ const PULLING = /\b(pull(ing|ed)?|download(ing|ed)?|extract(ing)?|layers?|digest
  * being pulled; with any other message the container is starting. `created` (without a failure)
  * and `rebooting` are starts. Before Vast has a status (`null`) it says nothing.
  */
-export function vastStartupPhase(f: Pick<VastMachineView, 'actual_status' | 'status_msg'>): InstanceInfo['startupPhase'] {
+export function vastStartupPhase(
+  f: Pick<VastMachineView, 'actual_status' | 'status_msg'>,
+): InstanceInfo['startupPhase'] {
   const actual = text(f.actual_status);
   const msg = text(f.status_msg);
   if (actual === 'loading') return !msg || PULLING.test(msg) ? 'pulling_image' : 'booting';

@@ -48,7 +48,8 @@ export function offerSearchBody(opts: { diskGb: number; maxOffers: number }): Re
   };
 }
 
-const DATACENTER = /\b(H100|H200|H800|GH200|B100|B200|A100|A800|A40|A30|A10G?|A16|A2|L40S?|L4|V100|T4|P100|MI\d{3}X?)\b/i;
+const DATACENTER =
+  /\b(H100|H200|H800|GH200|B100|B200|A100|A800|A40|A30|A10G?|A16|A2|L40S?|L4|V100|T4|P100|MI\d{3}X?)\b/i;
 const WORKSTATION = /\b(RTX ?A\d{4}|A\d{4}|RTX \d{4} Ada|RTX PRO|Quadro|Titan)\b/i;
 
 /** Vast names models without a vendor ("RTX 4090", "H100 SXM"); the family says the class. */
@@ -79,7 +80,10 @@ export function billsBandwidth(x: Pick<VastOffer, 'inet_up_cost' | 'inet_down_co
  * down at the host's per-GB prices. One formula for the quote and for the check after create, so
  * the two compare like with like.
  */
-export function vastHourlyCostUsd(x: Pick<VastOffer, 'dph_total' | 'inet_up_cost' | 'inet_down_cost'>, bandwidthGbPerHour: number): number {
+export function vastHourlyCostUsd(
+  x: Pick<VastOffer, 'dph_total' | 'inet_up_cost' | 'inet_down_cost'>,
+  bandwidthGbPerHour: number,
+): number {
   const bw = bandwidthUsdPerGb(x);
   return x.dph_total + bandwidthGbPerHour * (bw.up + bw.down);
 }
@@ -89,7 +93,10 @@ export function vastHourlyCostUsd(x: Pick<VastOffer, 'dph_total' | 'inet_up_cost
  * its offer was; null when it states no usable `dph_total`. Compared with the offer's quoted cost
  * after create.
  */
-export function vastCostMinor(x: { dph_total?: number | null; inet_up_cost?: number | null; inet_down_cost?: number | null }, bandwidthGbPerHour: number): number | null {
+export function vastCostMinor(
+  x: { dph_total?: number | null; inet_up_cost?: number | null; inet_down_cost?: number | null },
+  bandwidthGbPerHour: number,
+): number | null {
   const dph = x.dph_total;
   if (!finite(dph) || dph < 0) return null;
   return usdToCentsCeil(vastHourlyCostUsd({ ...x, dph_total: dph }, bandwidthGbPerHour));
@@ -100,7 +107,10 @@ export function vastCostMinor(x: { dph_total?: number | null; inet_up_cost?: num
  * with: that share of its own storage charge (`storage_total_cost` for its `disk_space`). 0 when
  * it states neither or has no more disk than that.
  */
-export function extraDiskUsdPerHour(x: { disk_space?: number | null; storage_total_cost?: number | null }, pricedDiskGb: number): number {
+export function extraDiskUsdPerHour(
+  x: { disk_space?: number | null; storage_total_cost?: number | null },
+  pricedDiskGb: number,
+): number {
   const disk = x.disk_space;
   const storage = x.storage_total_cost;
   if (!finite(disk) || !finite(storage) || disk <= pricedDiskGb || storage <= 0) return 0;
@@ -119,7 +129,8 @@ export function mapVastOffer(o: VastOffer, diskGb: number, bandwidthGbPerHour = 
   if (!finite(o.dph_total) || o.dph_total <= 0) return 'no dph_total';
   if (!finite(o.duration) || o.duration < VAST_MIN_DURATION_SECONDS) return 'duration missing or under an hour';
   // A price that leaves out per-GB traffic would sell the machine below what it costs us.
-  if (bandwidthGbPerHour === 0 && billsBandwidth(o)) return 'bills internet traffic per GB and VAST_PROVIDER_BANDWIDTH_GB_PER_HOUR is 0';
+  if (bandwidthGbPerHour === 0 && billsBandwidth(o))
+    return 'bills internet traffic per GB and VAST_PROVIDER_BANDWIDTH_GB_PER_HOUR is 0';
   const vram = finite(o.gpu_ram) ? positiveInt(Math.round(o.gpu_ram / 1024)) : null;
   // Vast gives an instance RAM in proportion to its share of the machine's GPUs.
   const share = finite(o.gpu_frac) && o.gpu_frac > 0 && o.gpu_frac <= 1 ? o.gpu_frac : 1;

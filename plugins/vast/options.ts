@@ -10,7 +10,13 @@ export const VAST_DEFAULT_MAX_OFFERS = 64;
 export const VAST_OPTIONS = declareOptions({
   providerId: 'vast',
   options: {
-    API_KEY: { kind: 'string', required: true, secret: true, noSpaces: true, hint: 'a Vast.ai API key from console.vast.ai, Account → Keys' },
+    API_KEY: {
+      kind: 'string',
+      required: true,
+      secret: true,
+      noSpaces: true,
+      hint: 'a Vast.ai API key from console.vast.ai, Account → Keys',
+    },
     API_URL: { kind: 'origin', default: VAST_DEFAULT_API_URL, appends: '/api/v0/... and /api/v1/...' },
     // The image field's documented length limit.
     IMAGE: { kind: 'string', default: VAST_DEFAULT_IMAGE, noSpaces: true, maxLength: 1024 },
@@ -40,5 +46,12 @@ export interface VastOptions {
 /** Turns raw `VAST_PROVIDER_*` values into options; every message names its variable and never echoes the key. */
 export function validateVastOptions(raw: Record<string, string>): VastOptions {
   const o = parseOptions(VAST_OPTIONS, raw);
-  return { apiKey: o.API_KEY, apiUrl: o.API_URL, image: o.IMAGE, diskGb: o.DISK_GB, maxOffers: o.MAX_OFFERS, bandwidthGbPerHour: o.BANDWIDTH_GB_PER_HOUR };
+  return {
+    apiKey: o.API_KEY,
+    apiUrl: o.API_URL,
+    image: o.IMAGE,
+    diskGb: o.DISK_GB,
+    maxOffers: o.MAX_OFFERS,
+    bandwidthGbPerHour: o.BANDWIDTH_GB_PER_HOUR,
+  };
 }

@@ -2,10 +2,26 @@ import { createWithLabel, listThenGet, pickByLabel } from '../../src/providers/k
 import { LabelLock } from '../../src/providers/kit/label-lock.js';
 import { StateWatch } from '../../src/providers/kit/state-watch.js';
 import { SharedRead } from '../../src/providers/provider-http.js';
-import { DEFAULT_MACHINE_SETTINGS, type CreateResult, type InstanceInfo, type MachineSettings, type OfferRef, type Provider, type ProviderCapabilities, type ProviderDeps, type ProviderOffer } from '../../src/providers/provider.js';
+import {
+  DEFAULT_MACHINE_SETTINGS,
+  type CreateResult,
+  type InstanceInfo,
+  type MachineSettings,
+  type OfferRef,
+  type Provider,
+  type ProviderCapabilities,
+  type ProviderDeps,
+  type ProviderOffer,
+} from '../../src/providers/provider.js';
 import { VastClient, VAST_MIN_INTERVALS_MS, type VastBucket, type VastInstance } from './client.js';
 import { classifyVastError, createFailure, describeAnswer, vastErrorCode } from './errors.js';
-import { vastEndpoints, vastMachineFields, vastStartupPhase, withoutEnvValues, type VastMachineFields } from './machine.js';
+import {
+  vastEndpoints,
+  vastMachineFields,
+  vastStartupPhase,
+  withoutEnvValues,
+  type VastMachineFields,
+} from './machine.js';
 import { extraDiskUsdPerHour, mapVastOffer, offerSearchBody, vastCostMinor } from './offers.js';
 import type { VastOptions } from './options.js';
 import { describeVastStatus, isFinalVastStatus, readVastState } from './states.js';
@@ -75,7 +91,12 @@ export class VastProvider implements Provider {
     this.client = new VastClient({ apiUrl: options.apiUrl, apiKey: options.apiKey, logger: deps.logger, ...tuning });
     const ttl = tuning.listTtlMs ?? tuning.intervalsMs?.list ?? VAST_MIN_INTERVALS_MS.list;
     this.all = new SharedRead(() => this.client.listInstances(), ttl);
-    this.states = new StateWatch({ providerId: this.id, logger: deps.logger, now: () => deps.clock.now().getTime(), boundMs: tuning.unknownStateBoundMs });
+    this.states = new StateWatch({
+      providerId: this.id,
+      logger: deps.logger,
+      now: () => deps.clock.now().getTime(),
+      boundMs: tuning.unknownStateBoundMs,
+    });
   }
 
   async listOffers(): Promise<ProviderOffer[]> {
@@ -94,12 +115,23 @@ export class VastProvider implements Provider {
     return out;
   }
 
-  create(label: string, offer: OfferRef, sshPublicKey: string, machine: MachineSettings = DEFAULT_MACHINE_SETTINGS): Promise<CreateResult> {
+  create(
+    label: string,
+    offer: OfferRef,
+    sshPublicKey: string,
+    machine: MachineSettings = DEFAULT_MACHINE_SETTINGS,
+  ): Promise<CreateResult> {
     return this.creating.run(label, () => this.createOnce(label, offer, sshPublicKey, machine));
   }
 
-  private async createOnce(label: string, offer: OfferRef, sshPublicKey: string, machine: MachineSettings): Promise<CreateResult> {
-    if (!label || label.length > VAST_MAX_LABEL) return { kind: 'rejected', reason: `vast labels are 1 to ${VAST_MAX_LABEL} characters; got ${label.length}` };
+  private async createOnce(
+    label: string,
+    offer: OfferRef,
+    sshPublicKey: string,
+    machine: MachineSettings,
+  ): Promise<CreateResult> {
+    if (!label || label.length > VAST_MAX_LABEL)
+      return { kind: 'rejected', reason: `vast labels are 1 to ${VAST_MAX_LABEL} characters; got ${label.length}` };
     if (!isVastId(offer.key)) return { kind: 'rejected', reason: `offer key "${offer.key}" is not a Vast ask id` };
     const fields = vastMachineFields(machine, this.options);
     if ('kind' in fields) return fields;
@@ -148,7 +180,12 @@ export class VastProvider implements Provider {
     }
     // A refusal is logged once, by the host, with the reason naming the variable to fix.
     if (res.status === 200 && body?.success !== false) {
-      return { kind: 'ambiguous', reason: fields.sent.secrets ? `vast PUT ${path}: HTTP 200 without new_contract` : describeAnswer(`vast PUT ${path}: no new_contract`, res) };
+      return {
+        kind: 'ambiguous',
+        reason: fields.sent.secrets
+          ? `vast PUT ${path}: HTTP 200 without new_contract`
+          : describeAnswer(`vast PUT ${path}: no new_contract`, res),
+      };
     }
     return createFailure(`vast PUT ${path}`, res, fields.sent);
   }
@@ -180,7 +217,10 @@ export class VastProvider implements Provider {
     try {
       inst = await this.client.showInstance(instanceId);
     } catch (err) {
-      this.deps.logger.warn({ provider: this.id, instanceId, label, err: (err as Error).message }, 'could not read the new instance\'s price; comparing it on the next poll');
+      this.deps.logger.warn(
+        { provider: this.id, instanceId, label, err: (err as Error).message },
+        "could not read the new instance's price; comparing it on the next poll",
+      );
       inst = null;
     }
     const cost = inst ? this.costMinorOf(inst) : null;
@@ -195,10 +235,16 @@ export class VastProvider implements Provider {
       this.all.invalidate();
     } catch (err) {
       this.repriced.set(instanceId, reason);
-      this.deps.logger.error({ provider: this.id, instanceId, label, reason, err: (err as Error).message }, 'vast repriced the instance and destroying it failed; it will read as failed');
+      this.deps.logger.error(
+        { provider: this.id, instanceId, label, reason, err: (err as Error).message },
+        'vast repriced the instance and destroying it failed; it will read as failed',
+      );
       return null;
     }
-    this.deps.logger.warn({ provider: this.id, instanceId, label, reason }, 'vast repriced the instance after accept; destroyed it, trying the next offer');
+    this.deps.logger.warn(
+      { provider: this.id, instanceId, label, reason },
+      'vast repriced the instance after accept; destroyed it, trying the next offer',
+    );
     return { kind: 'unavailable', reason: `${reason}; destroyed` };
   }
 
@@ -221,7 +267,10 @@ export class VastProvider implements Provider {
     try {
       res = await this.client.attachKey(instanceId, key);
     } catch (err) {
-      this.deps.logger.warn({ provider: this.id, instanceId, label, err: (err as Error).message }, 'attaching the SSH key got no answer; trying again on the next poll');
+      this.deps.logger.warn(
+        { provider: this.id, instanceId, label, err: (err as Error).message },
+        'attaching the SSH key got no answer; trying again on the next poll',
+      );
       return;
     }
     if (res.status === 200 && (res.json as { success?: unknown } | null)?.success !== false) {
@@ -232,15 +281,24 @@ export class VastProvider implements Provider {
     const rule = classifyVastError(res);
     const reason = describeAnswer(what, res);
     if (rule.read === 'rate_limited' || rule.read === 'unavailable' || rule.read === 'bad_response') {
-      this.deps.logger.warn({ provider: this.id, instanceId, label, reason }, 'attaching the SSH key failed; trying again on the next poll');
+      this.deps.logger.warn(
+        { provider: this.id, instanceId, label, reason },
+        'attaching the SSH key failed; trying again on the next poll',
+      );
       return;
     }
     this.pendingKeys.delete(label);
     if (rule.read === 'auth' || FATAL_KEY_CODES.includes(vastErrorCode(res) ?? '')) {
       this.keyRefused.set(instanceId, reason);
-      this.deps.logger.error({ provider: this.id, instanceId, label, reason }, 'vast refused our SSH key for the instance; it will read as failed');
+      this.deps.logger.error(
+        { provider: this.id, instanceId, label, reason },
+        'vast refused our SSH key for the instance; it will read as failed',
+      );
     } else {
-      this.deps.logger.error({ provider: this.id, instanceId, label, reason }, 'vast refused our SSH key; not retrying (the host SSH check decides readiness)');
+      this.deps.logger.error(
+        { provider: this.id, instanceId, label, reason },
+        'vast refused our SSH key; not retrying (the host SSH check decides readiness)',
+      );
     }
   }
 
@@ -255,7 +313,10 @@ export class VastProvider implements Provider {
     if (cost > quoted) {
       const reason = `the instance bills ${cost} cents/h, over the ${quoted} cents/h its offer was quoted at`;
       this.repriced.set(instanceId, reason);
-      this.deps.logger.warn({ provider: this.id, instanceId, label: inst.label, reason }, 'vast repriced the instance after accept; it will read as failed');
+      this.deps.logger.warn(
+        { provider: this.id, instanceId, label: inst.label, reason },
+        'vast repriced the instance after accept; it will read as failed',
+      );
     }
   }
 
@@ -272,7 +333,10 @@ export class VastProvider implements Provider {
       // Once per instance: the host may read a failed instance several times before it is destroyed.
       this.failureLogged.add(instanceId);
       const statusMsg = inst.status_msg ? withoutEnvValues(inst.status_msg, inst).slice(0, 500) : null;
-      this.deps.logger.warn({ provider: this.id, instanceId, label: inst.label, providerState: status, statusMsg }, 'vast reports an instance that cannot run');
+      this.deps.logger.warn(
+        { provider: this.id, instanceId, label: inst.label, providerState: status, statusMsg },
+        'vast reports an instance that cannot run',
+      );
     }
     // Docker's start errors can quote the container's variables: the rental's values never reach a log.
     const why = reading.kind === 'known' && reading.why ? withoutEnvValues(reading.why, inst) : undefined;
@@ -290,7 +354,10 @@ export class VastProvider implements Provider {
     }
     if (label && state !== 'failed') await this.ensureKey(instanceId, label);
     // A refusal found by this very attachment turns the instance failed now, not on the next poll.
-    const out: InstanceInfo = this.keyRefused.has(instanceId) && state !== 'failed' ? { instanceId, label, ...this.stateOf(inst) } : { instanceId, label, state, providerState };
+    const out: InstanceInfo =
+      this.keyRefused.has(instanceId) && state !== 'failed'
+        ? { instanceId, label, ...this.stateOf(inst) }
+        : { instanceId, label, state, providerState };
     const ssh = vastSsh(inst);
     if (ssh) out.ssh = ssh;
     const endpoints = vastEndpoints(inst);
@@ -326,13 +393,19 @@ export class VastProvider implements Provider {
     const inst = await this.findRaw(label);
     if (!inst) return null;
     // Adoption by a process that did not make the create (a restart): the host's key is the one to deliver.
-    if (sshPublicKey && !this.pendingKeys.has(label) && this.attached.get(String(inst.id)) !== sshPublicKey) this.pendingKeys.set(label, sshPublicKey);
+    if (sshPublicKey && !this.pendingKeys.has(label) && this.attached.get(String(inst.id)) !== sshPublicKey)
+      this.pendingKeys.set(label, sshPublicKey);
     return this.info(inst);
   }
 
   async get(instanceId: string): Promise<InstanceInfo> {
     if (!isVastId(instanceId)) return { instanceId, label: '', state: 'gone' };
-    const inst = await listThenGet(this.all, instanceId, (i) => String(i.id), (id) => this.client.showInstance(id));
+    const inst = await listThenGet(
+      this.all,
+      instanceId,
+      (i) => String(i.id),
+      (id) => this.client.showInstance(id),
+    );
     if (!inst) {
       this.forget(instanceId);
       return { instanceId, label: '', state: 'gone', providerState: 'destroyed' };
@@ -349,7 +422,9 @@ export class VastProvider implements Provider {
   }
 
   async listInstances(): Promise<InstanceInfo[]> {
-    const mine = (await this.all.get()).filter((i) => typeof i.label === 'string' && i.label.startsWith(this.deps.labelPrefix) && !isFinalVastStatus(i));
+    const mine = (await this.all.get()).filter(
+      (i) => typeof i.label === 'string' && i.label.startsWith(this.deps.labelPrefix) && !isFinalVastStatus(i),
+    );
     return Promise.all(mine.map((i) => this.info(i)));
   }
 

@@ -1,11 +1,25 @@
 import { parseArgs } from 'node:util';
 import { systemClock } from '../clock.js';
 import type { Config } from '../config.js';
-import { createDatabaseIfMissing, createDataSource, describeTarget, migrate, parseDatabaseUrl } from '../db/data-source.js';
+import {
+  createDatabaseIfMissing,
+  createDataSource,
+  describeTarget,
+  migrate,
+  parseDatabaseUrl,
+} from '../db/data-source.js';
 import { entities } from '../entities.js';
 import { RateLimiter } from '../http/rate-limiter.js';
 import { AccountsService, type NewOwner } from '../modules/accounts/accounts.service.js';
-import { APPROVAL_LIMITS, IDLE_TERMINATE_MINUTES, idleTerminateMinutesProblem, KEY_LIMIT_MAXIMUMS, MAX_RENTAL_SECONDS, maxRentalSecondsProblem, OWNER_KEY_LIMITS } from '../modules/keys/key-limits.js';
+import {
+  APPROVAL_LIMITS,
+  IDLE_TERMINATE_MINUTES,
+  idleTerminateMinutesProblem,
+  KEY_LIMIT_MAXIMUMS,
+  MAX_RENTAL_SECONDS,
+  maxRentalSecondsProblem,
+  OWNER_KEY_LIMITS,
+} from '../modules/keys/key-limits.js';
 import { normalizeEmail } from '../modules/accounts/email.js';
 import { ALL_SCOPES, type Scope } from '../modules/keys/api-key.entity.js';
 import { ownerKey } from '../modules/keys/keys.repository.js';
@@ -91,15 +105,30 @@ export function parseOwnerCreate(argv: string[]): NewOwner & { json: boolean } {
     email = normalizeEmail(v.email);
     if (email === null) throw new UsageError(`--email must be an e-mail address, got "${v.email}".`);
   }
-  const scopes = v.scopes === undefined ? [...ALL_SCOPES] : [...new Set(v.scopes.split(',').map((s) => s.trim()).filter(Boolean))];
+  const scopes =
+    v.scopes === undefined
+      ? [...ALL_SCOPES]
+      : [
+          ...new Set(
+            v.scopes
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean),
+          ),
+        ];
   const unknown = scopes.filter((s) => !ALL_SCOPES.includes(s as Scope));
-  if (scopes.length === 0 || unknown.length) throw new UsageError(`--scopes must be a comma-separated subset of ${ALL_SCOPES.join(',')}${unknown.length ? `; unknown: ${unknown.join(', ')}` : ''}.`);
+  if (scopes.length === 0 || unknown.length)
+    throw new UsageError(
+      `--scopes must be a comma-separated subset of ${ALL_SCOPES.join(',')}${unknown.length ? `; unknown: ${unknown.join(', ')}` : ''}.`,
+    );
   const limit = (flag: string, raw: string | undefined, field: keyof typeof OWNER_KEY_LIMITS): number => {
     if (raw === undefined) return OWNER_KEY_LIMITS[field];
     const n = /^\d{1,15}$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
     // The same bounds an approval uses: an owner key below them could not approve any agent.
     if (!(n >= APPROVAL_LIMITS.minimums[field] && n <= KEY_LIMIT_MAXIMUMS[field])) {
-      throw new UsageError(`${flag} must be a whole number from ${APPROVAL_LIMITS.minimums[field]} to ${KEY_LIMIT_MAXIMUMS[field]}, got "${raw}".`);
+      throw new UsageError(
+        `${flag} must be a whole number from ${APPROVAL_LIMITS.minimums[field]} to ${KEY_LIMIT_MAXIMUMS[field]}, got "${raw}".`,
+      );
     }
     return n;
   };
@@ -108,7 +137,9 @@ export function parseOwnerCreate(argv: string[]): NewOwner & { json: boolean } {
   if (rentalLength !== undefined) {
     maxRentalSeconds = /^\d{1,15}$/.test(rentalLength.trim()) ? Number(rentalLength.trim()) : NaN;
     if (maxRentalSecondsProblem(maxRentalSeconds)) {
-      throw new UsageError(`--max-rental-seconds must be a whole number from ${MAX_RENTAL_SECONDS.minimum} to ${MAX_RENTAL_SECONDS.maximum}, got "${rentalLength}".`);
+      throw new UsageError(
+        `--max-rental-seconds must be a whole number from ${MAX_RENTAL_SECONDS.minimum} to ${MAX_RENTAL_SECONDS.maximum}, got "${rentalLength}".`,
+      );
     }
   }
   const idle = v['idle-terminate-minutes'];
@@ -116,7 +147,9 @@ export function parseOwnerCreate(argv: string[]): NewOwner & { json: boolean } {
   if (idle !== undefined) {
     idleTerminateMinutes = /^\d{1,15}$/.test(idle.trim()) ? Number(idle.trim()) : NaN;
     if (idleTerminateMinutesProblem(idleTerminateMinutes)) {
-      throw new UsageError(`--idle-terminate-minutes must be a whole number from ${IDLE_TERMINATE_MINUTES.minimum} to ${IDLE_TERMINATE_MINUTES.maximum}, got "${idle}".`);
+      throw new UsageError(
+        `--idle-terminate-minutes must be a whole number from ${IDLE_TERMINATE_MINUTES.minimum} to ${IDLE_TERMINATE_MINUTES.maximum}, got "${idle}".`,
+      );
     }
   }
   return {
@@ -155,7 +188,8 @@ export function parseOwnerKeyCommand(sub: 'keys' | 'revoke-key', argv: string[])
     throw new UsageError((err as Error).message);
   }
   const id = String(parsed.values[flag] ?? '').trim();
-  if (!UUID_RE.test(id)) throw new UsageError(`--${flag} is required: the ${flag === 'account' ? 'account' : 'key'} id (a UUID).`);
+  if (!UUID_RE.test(id))
+    throw new UsageError(`--${flag} is required: the ${flag === 'account' ? 'account' : 'key'} id (a UUID).`);
   return { id: id.toLowerCase(), json: Boolean(parsed.values.json) };
 }
 
@@ -173,9 +207,17 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
     io.err(`Unknown owner command "${sub}".\n\n${OWNER_USAGE}\n`);
     return 2;
   }
-  let input: ReturnType<typeof parseOwnerCreate> | ReturnType<typeof parseOwnerKeyCommand> | ReturnType<typeof parseResealSecrets>;
+  let input:
+    | ReturnType<typeof parseOwnerCreate>
+    | ReturnType<typeof parseOwnerKeyCommand>
+    | ReturnType<typeof parseResealSecrets>;
   try {
-    input = sub === 'create' ? parseOwnerCreate(rest) : sub === 'reseal-secrets' ? parseResealSecrets(rest) : parseOwnerKeyCommand(sub, rest);
+    input =
+      sub === 'create'
+        ? parseOwnerCreate(rest)
+        : sub === 'reseal-secrets'
+          ? parseResealSecrets(rest)
+          : parseOwnerKeyCommand(sub, rest);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
     io.err(`${err.message}\n\n${OWNER_USAGE}\n`);
@@ -184,7 +226,9 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
   try {
     await createDatabaseIfMissing(config.databaseUrl);
   } catch (err) {
-    io.err(`Cannot reach MySQL at ${describeTarget(parseDatabaseUrl(config.databaseUrl))} (${(err as { code?: string }).code ?? (err as Error).message}).\n`);
+    io.err(
+      `Cannot reach MySQL at ${describeTarget(parseDatabaseUrl(config.databaseUrl))} (${(err as { code?: string }).code ?? (err as Error).message}).\n`,
+    );
     return 1;
   }
   const ds = createDataSource(config.databaseUrl, 2, entities);
@@ -196,7 +240,9 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
     const limiter = new RateLimiter(ds, systemClock);
     if ('id' in input) {
       const agentKeys = new AgentKeysService(ds, systemClock, keys);
-      return sub === 'keys' ? await listOwnerKeys(agentKeys, input, io) : await revokeOwnerKey(ds, agentKeys, input, io);
+      return sub === 'keys'
+        ? await listOwnerKeys(agentKeys, input, io)
+        : await revokeOwnerKey(ds, agentKeys, input, io);
     }
     const accounts = new AccountsService(ds, systemClock, keys, limiter, {
       agentV1Enabled: config.agentV1Enabled,
@@ -233,7 +279,12 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
 /** `reseal-secrets [--json]`. */
 function parseResealSecrets(argv: string[]): { reseal: true; json: boolean } {
   try {
-    const parsed = parseArgs({ args: argv, strict: true, allowPositionals: false, options: { json: { type: 'boolean', default: false } } });
+    const parsed = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: { json: { type: 'boolean', default: false } },
+    });
     return { reseal: true, json: Boolean(parsed.values.json) };
   } catch (err) {
     throw new UsageError((err as Error).message);
@@ -249,14 +300,26 @@ async function resealStoredSecrets(ds: DataSource, config: Config, json: boolean
     io.err(`${(err as Error).message}\n`);
     return 1;
   }
-  const left = outcomes.reduce((n, o) => n + Object.entries(o.byKey).filter(([id]) => !box.isCurrent(id)).reduce((m, [, c]) => m + c, 0), 0);
+  const left = outcomes.reduce(
+    (n, o) =>
+      n +
+      Object.entries(o.byKey)
+        .filter(([id]) => !box.isCurrent(id))
+        .reduce((m, [, c]) => m + c, 0),
+    0,
+  );
   if (json) {
     io.out(`${JSON.stringify({ keyId: box.currentKeyId, kinds: outcomes, underOtherKeys: left })}\n`);
     return left === 0 ? 0 : 1;
   }
   for (const o of outcomes) {
-    const held = Object.entries(o.byKey).map(([id, n]) => `${id}: ${n}`).join(', ') || 'none stored';
-    io.out(`${o.kind}: ${o.resealed} resealed under ${box.currentKeyId}${o.skipped ? `, ${o.skipped} changed meanwhile (run again)` : ''}; by key now ${held}.\n`);
+    const held =
+      Object.entries(o.byKey)
+        .map(([id, n]) => `${id}: ${n}`)
+        .join(', ') || 'none stored';
+    io.out(
+      `${o.kind}: ${o.resealed} resealed under ${box.currentKeyId}${o.skipped ? `, ${o.skipped} changed meanwhile (run again)` : ''}; by key now ${held}.\n`,
+    );
   }
   io.out(
     left === 0
@@ -266,7 +329,11 @@ async function resealStoredSecrets(ds: DataSource, config: Config, json: boolean
   return left === 0 ? 0 : 1;
 }
 
-async function listOwnerKeys(agentKeys: AgentKeysService, input: { id: string; json: boolean }, io: CommandIo): Promise<number> {
+async function listOwnerKeys(
+  agentKeys: AgentKeysService,
+  input: { id: string; json: boolean },
+  io: CommandIo,
+): Promise<number> {
   const keys = await agentKeys.listOwnerKeys(input.id);
   if (input.json) {
     io.out(`${JSON.stringify(keys)}\n`);
@@ -277,12 +344,19 @@ async function listOwnerKeys(agentKeys: AgentKeysService, input: { id: string; j
     return 0;
   }
   for (const k of keys) {
-    io.out(`${k.id}  ${k.prefix}  ${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}  ${k.scopes.join(',')}  "${k.name}"\n`);
+    io.out(
+      `${k.id}  ${k.prefix}  ${k.revokedAt ? `revoked ${k.revokedAt}` : 'active'}  ${k.scopes.join(',')}  "${k.name}"\n`,
+    );
   }
   return 0;
 }
 
-async function revokeOwnerKey(ds: DataSource, agentKeys: AgentKeysService, input: { id: string; json: boolean }, io: CommandIo): Promise<number> {
+async function revokeOwnerKey(
+  ds: DataSource,
+  agentKeys: AgentKeysService,
+  input: { id: string; json: boolean },
+  io: CommandIo,
+): Promise<number> {
   const key = await ownerKey(ds, input.id);
   if (!key) {
     io.err(`No OWNER key has id ${input.id}.\n`);

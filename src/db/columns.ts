@@ -22,4 +22,3 @@ export const csvList: ValueTransformer = {
   to: (v: string[] | null | undefined) => (v == null ? v : v.join(',')),
   from: (v: string | null) => (v == null || v === '' ? [] : v.split(',')),
 };
-

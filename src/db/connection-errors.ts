@@ -21,7 +21,11 @@ const CONNECTION_CODES = new Set([
 
 /** True when `err` (or the driver error TypeORM wrapped, or its cause) is a connection failure. */
 export function isConnectionError(err: unknown): boolean {
-  for (let e = err as { code?: unknown; driverError?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; depth++) {
+  for (
+    let e = err as { code?: unknown; driverError?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 4;
+    depth++
+  ) {
     if (typeof e.code === 'string' && CONNECTION_CODES.has(e.code)) return true;
     e = (e.driverError ?? e.cause) as typeof e;
   }

@@ -76,7 +76,9 @@ const pinnedMysql = {
  */
 export async function assertSessionSqlMode(ds: DataSource): Promise<void> {
   const [row] = (await ds.query('SELECT @@SESSION.sql_mode AS mode')) as { mode: string }[];
-  const modes = String(row?.mode ?? '').toUpperCase().split(',');
+  const modes = String(row?.mode ?? '')
+    .toUpperCase()
+    .split(',');
   const unsafe = UNSAFE_SQL_MODES.filter((m) => modes.includes(m));
   if (unsafe.length > 0) {
     throw new Error(
@@ -134,9 +136,17 @@ export function createDataSource(databaseUrl: string, poolSize: number, entities
 /** Creates the database unless it exists; true when this call created it. */
 export async function createDatabaseIfMissing(databaseUrl: string): Promise<boolean> {
   const t = parseDatabaseUrl(databaseUrl);
-  const conn = await mysql.createConnection({ host: t.host, port: t.port, user: t.user, password: t.password, connectTimeout: 5000 });
+  const conn = await mysql.createConnection({
+    host: t.host,
+    port: t.port,
+    user: t.user,
+    password: t.password,
+    connectTimeout: 5000,
+  });
   try {
-    const [result] = await conn.query(`CREATE DATABASE IF NOT EXISTS \`${t.database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+    const [result] = await conn.query(
+      `CREATE DATABASE IF NOT EXISTS \`${t.database}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`,
+    );
     // MySQL answers an existing database with a warning instead of an error.
     return (result as { warningStatus?: number }).warningStatus === 0;
   } finally {
@@ -153,7 +163,9 @@ export async function createDatabaseIfMissing(databaseUrl: string): Promise<bool
  */
 export async function migrate(ds: DataSource, lockTimeoutSeconds = 120): Promise<string[]> {
   await assertSessionSqlMode(ds);
-  return withMigrationLock(ds, lockTimeoutSeconds, async () => (await ds.runMigrations({ transaction: 'each' })).map((m) => m.name));
+  return withMigrationLock(ds, lockTimeoutSeconds, async () =>
+    (await ds.runMigrations({ transaction: 'each' })).map((m) => m.name),
+  );
 }
 
 export async function dropDatabase(databaseUrl: string): Promise<void> {

@@ -9,7 +9,11 @@ import { dataSourceOf, type Sql } from './sql.js';
  */
 
 /** Inserts `value` (properties left undefined take the column default) in one statement. */
-export async function insertEntity<E extends ObjectLiteral>(sql: Sql, target: EntityTarget<E>, value: Partial<E>): Promise<{ insertId: number; affectedRows: number }> {
+export async function insertEntity<E extends ObjectLiteral>(
+  sql: Sql,
+  target: EntityTarget<E>,
+  value: Partial<E>,
+): Promise<{ insertId: number; affectedRows: number }> {
   const ds = dataSourceOf(sql);
   const meta = ds.getMetadata(target);
   const texts = insertTexts(meta);
@@ -25,7 +29,9 @@ export async function insertEntity<E extends ObjectLiteral>(sql: Sql, target: En
   }
   let text = texts.get(key);
   if (text === undefined) {
-    const names = meta.columns.filter((c) => (value as ObjectLiteral)[c.propertyName] !== undefined).map((c) => `\`${c.databaseName}\``);
+    const names = meta.columns
+      .filter((c) => (value as ObjectLiteral)[c.propertyName] !== undefined)
+      .map((c) => `\`${c.databaseName}\``);
     text = `INSERT INTO \`${meta.tableName}\` (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`;
     texts.set(key, text);
   }
@@ -41,12 +47,17 @@ function insertTexts(meta: EntityMetadata): Map<string, string> {
 }
 
 /** The entity a raw `SELECT *` row (database column names) stands for, as TypeORM would load it. */
-export function hydrate<E extends ObjectLiteral>(sql: Sql | DataSource, target: EntityTarget<E>, row: Record<string, unknown>): E {
+export function hydrate<E extends ObjectLiteral>(
+  sql: Sql | DataSource,
+  target: EntityTarget<E>,
+  row: Record<string, unknown>,
+): E {
   const ds = dataSourceOf(sql);
   const meta = ds.getMetadata(target);
   const entity = meta.create() as E;
   for (const c of meta.columns) {
-    if (c.databaseName in row) (entity as ObjectLiteral)[c.propertyName] = ds.driver.prepareHydratedValue(row[c.databaseName], c);
+    if (c.databaseName in row)
+      (entity as ObjectLiteral)[c.propertyName] = ds.driver.prepareHydratedValue(row[c.databaseName], c);
   }
   return entity;
 }

@@ -36,7 +36,8 @@ async function tryTake(ds: DataSource, holder: string, leaseSeconds: number): Pr
     ]);
     return true;
   } catch (err) {
-    const code = (err as { code?: string; driverError?: { code?: string } }).driverError?.code ?? (err as { code?: string }).code;
+    const code =
+      (err as { code?: string; driverError?: { code?: string } }).driverError?.code ?? (err as { code?: string }).code;
     // Taken by someone else: on one server a duplicate key; on a cluster, when two nodes insert at
     // once, the loser's insert fails certification (a deadlock error) instead.
     if (code === 'ER_DUP_ENTRY' || isRetryableTxError(err)) return false;
@@ -62,13 +63,16 @@ export async function withMigrationLock<T>(
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutSeconds}s waiting for the migration lock`);
     await pause(100 + Math.random() * 200);
   }
-  const renew = setInterval(() => {
-    ds.query('UPDATE migration_lock SET expires_at = NOW(6) + INTERVAL ? SECOND WHERE name = ? AND holder = ?', [
-      leaseSeconds,
-      LOCK_NAME,
-      holder,
-    ]).catch(() => undefined); // a missed renewal is tried again at the next tick; the lease is 4 ticks long
-  }, (leaseSeconds * 1000) / 4);
+  const renew = setInterval(
+    () => {
+      ds.query('UPDATE migration_lock SET expires_at = NOW(6) + INTERVAL ? SECOND WHERE name = ? AND holder = ?', [
+        leaseSeconds,
+        LOCK_NAME,
+        holder,
+      ]).catch(() => undefined); // a missed renewal is tried again at the next tick; the lease is 4 ticks long
+    },
+    (leaseSeconds * 1000) / 4,
+  );
   renew.unref();
   try {
     return await fn();

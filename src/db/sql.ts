@@ -40,7 +40,8 @@ export class SqlTransaction {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the same contract as EntityManager.query
   query<T = any>(sql: string, parameters?: unknown[]): Promise<T> {
     // A statement after COMMIT or ROLLBACK would run outside the transaction, in autocommit.
-    if (!this.open) return Promise.reject(new Error('this transaction has ended; its statements must be issued before it commits'));
+    if (!this.open)
+      return Promise.reject(new Error('this transaction has ended; its statements must be issued before it commits'));
     return this.enqueue(sql, parameters);
   }
 
@@ -132,7 +133,11 @@ function connection(pool: Pool): Promise<PoolConnection> {
  * instead when it called {@link SqlTransaction.rollBackAtEnd}), rolled back when it throws, and
  * run again (like `inTransaction`) when InnoDB picks it as a deadlock victim.
  */
-export function inPipelinedTransaction<T>(ds: DataSource, fn: (tx: SqlTransaction) => Promise<T>, attempts?: number): Promise<T> {
+export function inPipelinedTransaction<T>(
+  ds: DataSource,
+  fn: (tx: SqlTransaction) => Promise<T>,
+  attempts?: number,
+): Promise<T> {
   const pool = poolOf(ds);
   return retryingTransaction(async () => {
     const conn = await connection(pool);

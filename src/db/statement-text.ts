@@ -10,7 +10,11 @@ import type { Connection, PoolConnection } from 'mysql2';
  * with `??` (an identifier placeholder) or a call with another number of values than the text's
  * split was made for.
  */
-export function statementText(conn: Pick<Connection | PoolConnection, 'format' | 'escape'>, sql: string, values: readonly unknown[]): string {
+export function statementText(
+  conn: Pick<Connection | PoolConnection, 'format' | 'escape'>,
+  sql: string,
+  values: readonly unknown[],
+): string {
   let chunks = splits.get(sql);
   if (chunks === undefined) {
     chunks = splitAtPlaceholders(conn, sql, values.length);
@@ -44,7 +48,12 @@ const marker = (i: number) => ({ toSqlString: () => `\u0000${i}\u0000` });
  */
 function splitAtPlaceholders(conn: Pick<Connection, 'format'>, sql: string, count: number): string[] | null {
   if (sql.includes('??') || sql.includes('\u0000')) return null;
-  const parts = conn.format(sql, Array.from({ length: count }, (_, i) => marker(i))).split(/\u0000(\d+)\u0000/);
+  const parts = conn
+    .format(
+      sql,
+      Array.from({ length: count }, (_, i) => marker(i)),
+    )
+    .split(/\u0000(\d+)\u0000/);
   const chunks: string[] = [parts[0]];
   for (let i = 1; i < parts.length; i += 2) {
     if (Number(parts[i]) !== chunks.length - 1) return null;

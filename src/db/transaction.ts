@@ -21,7 +21,11 @@ export function isRetryableTxError(err: unknown): boolean {
  * wait times out: both roll back the whole transaction, so running it again is safe.
  * `isolation` applies to this transaction only (the server's default otherwise).
  */
-export function inTransaction<T>(ds: DataSource, fn: (m: EntityManager) => Promise<T>, isolation?: IsolationLevel): Promise<T> {
+export function inTransaction<T>(
+  ds: DataSource,
+  fn: (m: EntityManager) => Promise<T>,
+  isolation?: IsolationLevel,
+): Promise<T> {
   return retryingTransaction(() => (isolation ? ds.transaction(isolation, fn) : ds.transaction(fn)));
 }
 

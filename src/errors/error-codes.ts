@@ -63,14 +63,15 @@ export const ERROR_DESCRIPTIONS: Record<ErrorCode, string> = {
   AGENT_AUTHORIZATION_PENDING:
     'The owner has not approved the authorization session yet: poll the exchange again after `Retry-After` seconds.',
   CONCURRENCY_LIMIT_REACHED:
-    "The key already has `maxConcurrentDeployments` rentals that are not finished (unpaid card orders included): terminate one first.",
+    'The key already has `maxConcurrentDeployments` rentals that are not finished (unpaid card orders included): terminate one first.',
   DEPLOYMENT_NOT_ACTIVE:
     "A deployment's credentials asked for while it is not `ACTIVE`; the message gives its status. While it is `PENDING` or `PROVISIONING` it is starting: retry after `Retry-After` seconds. `AWAITING_PAYMENT` starts once its card payment arrives. `TERMINATING`, `TERMINATED` and `FAILED` never become `ACTIVE` again: do not retry.",
-  TOPUP_EXPIRED: "The top-up link of this `Idempotency-Key` expired unpaid: ask for a new top-up with a new key.",
+  TOPUP_EXPIRED: 'The top-up link of this `Idempotency-Key` expired unpaid: ask for a new top-up with a new key.',
   VALIDATION_FAILED:
-    'The body or query does not fit the schema: the message names each offending field (its unit or form when that is what is wrong), both shapes of a body that mixes them, and for properties the route does not know the first five and how many more. Also a webhook endpoint past its key\'s limit of 10.',
+    "The body or query does not fit the schema: the message names each offending field (its unit or form when that is what is wrong), both shapes of a body that mixes them, and for properties the route does not know the first five and how many more. Also a webhook endpoint past its key's limit of 10.",
   BUDGET_REQUIRED: 'A rental on a `LEGACY_PREPAID` account came without `budgetMinor`.',
-  BUDGET_TOO_SMALL: '`budgetMinor` is under 500 cents ($5.00) on any rental, or buys no whole hour of the offer for a prepaid rental or a card checkout.',
+  BUDGET_TOO_SMALL:
+    '`budgetMinor` is under 500 cents ($5.00) on any rental, or buys no whole hour of the offer for a prepaid rental or a card checkout.',
   NO_MATCHING_OFFER:
     'A GPU-intent rental found nothing to rent; the message says why: an unknown model (with the closest known ones), none on offer now, not with that GPU count (with the counts there are), or all above the price ceiling (with the cheapest price).',
   EMAIL_REQUIRED: 'A card checkout on an account without an e-mail: set one with `PUT /api/v1/me/email` first.',
@@ -80,7 +81,8 @@ export const ERROR_DESCRIPTIONS: Record<ErrorCode, string> = {
     'The body uses a charset other than UTF-8, a `Content-Encoding` other than gzip, deflate and br, or a media type other than JSON (a body sent without `Content-Type`, or labelled as a form or plain text, is read as JSON when it parses).',
   RATE_LIMITED:
     "Too many requests of this kind from this client address, or across the service (signups): wait `Retry-After` seconds. Also: more event streams and waiting reads open than a key, a client address or the process allows (close one); more webhook redeliveries than a delivery or a key may ask for in an hour; and on a rental, a key whose last 3 rentals within 24 hours failed after their machines ran its script or image without passing the service's check: it may rent again after `Retry-After` seconds.",
-  INTERNAL: 'A fault of the service, never of the request: the message is generic, and the cause is logged under the request id.',
+  INTERNAL:
+    'A fault of the service, never of the request: the message is generic, and the cause is logged under the request id.',
   AGENTS_DISABLED:
     'Agent creation is switched off on this service (`AGENT_V1_ENABLED=false`): signup, authorization sessions and setup-code exchange are refused.',
   UNAVAILABLE:

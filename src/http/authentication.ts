@@ -33,7 +33,11 @@ export function checksRevocationInTransaction(route: string): boolean {
  * tsoa's authentication hook for `@Security('bearer', scopes)`: the key must be valid and
  * carry every listed scope. Returning the caller makes tsoa set `request.user`.
  */
-export async function expressAuthentication(req: Request, securityName: string, scopes: string[] = []): Promise<Caller> {
+export async function expressAuthentication(
+  req: Request,
+  securityName: string,
+  scopes: string[] = [],
+): Promise<Caller> {
   if (securityName !== 'bearer') throw new Error(`unknown security scheme ${securityName}`);
   const keys = req.app.locals.authenticator as KeyAuthenticator;
   // Express has matched the route by now (this runs in its handler stack), so `req.route` names it.
@@ -43,7 +47,10 @@ export async function expressAuthentication(req: Request, securityName: string, 
   });
   const missing = scopes.filter((s) => !caller.scopes.includes(s));
   if (missing.length) {
-    throw new AppError('FORBIDDEN', `This key lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')} required here.`);
+    throw new AppError(
+      'FORBIDDEN',
+      `This key lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')} required here.`,
+    );
   }
   return caller;
 }

@@ -1,6 +1,12 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import spec from '../generated/swagger.json' with { type: 'json' };
-import { limitText, MAX_ENV_TOTAL_BYTES, MAX_ENV_VALUE_BYTES, MAX_ENV_VARIABLES, MAX_STARTUP_SCRIPT_BYTES } from '../../clients/sdk/src/machine-limits.js';
+import {
+  limitText,
+  MAX_ENV_TOTAL_BYTES,
+  MAX_ENV_VALUE_BYTES,
+  MAX_ENV_VARIABLES,
+  MAX_STARTUP_SCRIPT_BYTES,
+} from '../../clients/sdk/src/machine-limits.js';
 import { moneyFieldHint } from '../../clients/sdk/src/hints.js';
 import { AppError } from '../errors/app-error.js';
 
@@ -28,7 +34,10 @@ export interface BodyLimit {
 const LARGER_BODIES: BodyLimit[] = [
   {
     path: '/api/v1/rentals',
-    bytes: JSON_BODY_LIMIT_BYTES + JSON_ESCAPE_FACTOR * (MAX_STARTUP_SCRIPT_BYTES + MAX_ENV_TOTAL_BYTES) + MAX_ENV_VARIABLES * 8,
+    bytes:
+      JSON_BODY_LIMIT_BYTES +
+      JSON_ESCAPE_FACTOR * (MAX_STARTUP_SCRIPT_BYTES + MAX_ENV_TOTAL_BYTES) +
+      MAX_ENV_VARIABLES * 8,
     largest:
       `machine.startupScript (at most ${limitText(MAX_STARTUP_SCRIPT_BYTES)} bytes) and machine.env ` +
       `(at most ${MAX_ENV_VARIABLES} variables of ${limitText(MAX_ENV_VALUE_BYTES)} bytes, ${limitText(MAX_ENV_TOTAL_BYTES)} bytes in all)`,
@@ -86,10 +95,15 @@ interface BodyRoute {
 }
 
 /** The bounds each top-level field of a body schema declares (of any of a union's shapes). */
-function ranges(schema: Schema, into = new Map<string, { min?: number; max?: number }>()): Map<string, { min?: number; max?: number }> {
+function ranges(
+  schema: Schema,
+  into = new Map<string, { min?: number; max?: number }>(),
+): Map<string, { min?: number; max?: number }> {
   const s = resolve(schema);
   for (const part of (s.anyOf ?? s.oneOf ?? s.allOf ?? []) as Schema[]) ranges(part, into);
-  for (const [name, p] of Object.entries((s.properties ?? {}) as Record<string, { minimum?: number; maximum?: number }>)) {
+  for (const [name, p] of Object.entries(
+    (s.properties ?? {}) as Record<string, { minimum?: number; maximum?: number }>,
+  )) {
     if (!into.has(name)) into.set(name, { min: p.minimum, max: p.maximum });
   }
   return into;
@@ -105,7 +119,10 @@ function bodyRoutes(): BodyRoute[] {
       if (!schema) continue;
       const names = admitted(schema);
       if (!names) continue;
-      const pattern = new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}/?$`, 'i');
+      const pattern = new RegExp(
+        `^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}/?$`,
+        'i',
+      );
       routes.push({ method: method.toUpperCase(), pattern, names, ranges: ranges(schema) });
     }
   }
@@ -130,8 +147,17 @@ export function jsonBodies(verify: (req: Request, buf: Buffer) => void): Request
   const larger = new Map(LARGER_BODIES.map((r) => [r.path, parser(r.bytes)]));
   return (req, res, next) => {
     const type = req.headers['content-type'];
-    if (type !== undefined && !readsAsJson(type) && Number(req.headers['content-length'] ?? 0) + (req.headers['transfer-encoding'] ? 1 : 0) > 0) {
-      return next(new AppError('UNSUPPORTED_MEDIA_TYPE', `This API reads JSON bodies: send the body as JSON with Content-Type: application/json (got ${mediaType(type).slice(0, 60)}).`));
+    if (
+      type !== undefined &&
+      !readsAsJson(type) &&
+      Number(req.headers['content-length'] ?? 0) + (req.headers['transfer-encoding'] ? 1 : 0) > 0
+    ) {
+      return next(
+        new AppError(
+          'UNSUPPORTED_MEDIA_TYPE',
+          `This API reads JSON bodies: send the body as JSON with Content-Type: application/json (got ${mediaType(type).slice(0, 60)}).`,
+        ),
+      );
     }
     (larger.get(routePath(req.path)) ?? standard)(req, res, next);
   };
@@ -179,7 +205,12 @@ export function rejectUnknownProperties(): RequestHandler {
     if (count === 0) return next();
     const more = count > unknown.length ? ` and ${count - unknown.length} more` : '';
     // `amount` for `amountMinor`: the money fields are in cents, which the caller likely missed.
-    const money = unknown.filter((n) => route.names.has(`${n}Minor`)).map((n) => ` ${n} is ${n}Minor here: ${moneyFieldHint(`${n}Minor`, route.ranges.get(`${n}Minor`), (body as Record<string, unknown>)[n])}`);
+    const money = unknown
+      .filter((n) => route.names.has(`${n}Minor`))
+      .map(
+        (n) =>
+          ` ${n} is ${n}Minor here: ${moneyFieldHint(`${n}Minor`, route.ranges.get(`${n}Minor`), (body as Record<string, unknown>)[n])}`,
+      );
     next(
       new AppError(
         'VALIDATION_FAILED',

@@ -11,6 +11,12 @@ export function assertBodyless(req: Request): void {
   const type = req.header('content-type');
   if (!type || !/(^|[/+])json\b/i.test(type.split(';')[0].trim())) return;
   const body: unknown = req.body;
-  const empty = body === undefined || (body !== null && typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0);
-  if (!empty) throw new AppError('INVALID_REQUEST', 'This request takes no body and reads nothing of it: send it without one (an empty body or {} is ignored).');
+  const empty =
+    body === undefined ||
+    (body !== null && typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0);
+  if (!empty)
+    throw new AppError(
+      'INVALID_REQUEST',
+      'This request takes no body and reads nothing of it: send it without one (an empty body or {} is ignored).',
+    );
 }

@@ -19,5 +19,8 @@ export function addressBucket(address: string): string {
   if (!ipaddr.isValid(plain)) return address;
   const parsed = ipaddr.process(plain);
   if (parsed.kind() === 'ipv4') return parsed.toString();
-  return `${(parsed as ipaddr.IPv6).parts.slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+  return `${(parsed as ipaddr.IPv6).parts
+    .slice(0, 4)
+    .map((g) => g.toString(16))
+    .join(':')}::/64`;
 }

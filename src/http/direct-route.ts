@@ -21,7 +21,13 @@ export function registeredRoute(register: Registrar, method: string, path: strin
     (p: unknown, ...handlers: unknown[]) => {
       if (m === method && p === path) found = handlers.flat() as RequestHandler[];
     };
-  const recorder = { get: record('get'), post: record('post'), put: record('put'), patch: record('patch'), delete: record('delete') };
+  const recorder = {
+    get: record('get'),
+    post: record('post'),
+    put: record('put'),
+    patch: record('patch'),
+    delete: record('delete'),
+  };
   register(recorder as unknown as Router);
   if (!found) throw new Error(`the generated routes register no ${method.toUpperCase()} ${path}`);
   return { method, path, handlers: found };
@@ -73,7 +79,10 @@ export function directRoute(route: RegisteredRoute, chain: DirectRouteChain): Re
       try {
         const result = handler(req, res, step) as unknown;
         // Express 5 passes a handler's rejected promise to the error handlers; so does this.
-        if (result instanceof Promise) result.then(undefined, (rejected: unknown) => step(rejected ?? new Error('a handler rejected without a reason')));
+        if (result instanceof Promise)
+          result.then(undefined, (rejected: unknown) =>
+            step(rejected ?? new Error('a handler rejected without a reason')),
+          );
       } catch (thrown) {
         step(thrown);
       }

@@ -10,7 +10,10 @@ export interface ApiIndex {
   name: string;
   description: string;
   apiVersion: string;
-  links: Record<'openapi' | 'docs' | 'llms' | 'gpus' | 'offers' | 'signup' | 'providers' | 'health' | 'releases', string>;
+  links: Record<
+    'openapi' | 'docs' | 'llms' | 'gpus' | 'offers' | 'signup' | 'providers' | 'health' | 'releases',
+    string
+  >;
 }
 
 export function apiIndex(base: string, releasesUrl: string): ApiIndex {

@@ -34,7 +34,11 @@ export function payloadTooLargeMessage(path: string): string {
 function describeHttpError(err: HttpError, req: Request): { status: number; code: ErrorCode; message: string } {
   if (err.status === 413) return { status: 413, code: 'PAYLOAD_TOO_LARGE', message: payloadTooLargeMessage(req.path) };
   if (err.type === 'encoding.unsupported') {
-    return { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Unsupported Content-Encoding: send the body as identity, gzip, deflate or br.' };
+    return {
+      status: 415,
+      code: 'UNSUPPORTED_MEDIA_TYPE',
+      message: 'Unsupported Content-Encoding: send the body as identity, gzip, deflate or br.',
+    };
   }
   if (err.status === 415) {
     return { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Unsupported charset: send the body as UTF-8.' };
@@ -42,17 +46,28 @@ function describeHttpError(err: HttpError, req: Request): { status: number; code
   if (err.type === 'entity.parse.failed') {
     // Read as JSON only because it came unlabelled or labelled as a form: say what to send.
     if (!isJsonType(req.headers['content-type'])) {
-      return { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', message: 'The request body is not JSON: this API reads JSON bodies; send JSON with Content-Type: application/json.' };
+      return {
+        status: 415,
+        code: 'UNSUPPORTED_MEDIA_TYPE',
+        message:
+          'The request body is not JSON: this API reads JSON bodies; send JSON with Content-Type: application/json.',
+      };
     }
     return { status: 400, code: 'INVALID_REQUEST', message: 'The request body is not valid JSON.' };
   }
-  if (err instanceof URIError) return { status: 400, code: 'INVALID_REQUEST', message: 'The request path contains a malformed percent-escape.' };
-  return { status: 400, code: 'INVALID_REQUEST', message: 'The request body could not be read (is its Content-Encoding right?).' };
+  if (err instanceof URIError)
+    return { status: 400, code: 'INVALID_REQUEST', message: 'The request path contains a malformed percent-escape.' };
+  return {
+    status: 400,
+    code: 'INVALID_REQUEST',
+    message: 'The request body could not be read (is its Content-Encoding right?).',
+  };
 }
 
 /** A header's problem in words; the one pattern a header declares is signup's UUID. */
 function headerProblem(name: string, message: string): string {
-  if (/^idempotency-key$/i.test(name) && /^Not match in/.test(message)) return `${name} must be a UUID here. ${IDEMPOTENCY_KEY_HINT}`;
+  if (/^idempotency-key$/i.test(name) && /^Not match in/.test(message))
+    return `${name} must be a UUID here. ${IDEMPOTENCY_KEY_HINT}`;
   return /^idempotency-key$/i.test(name) ? IDEMPOTENCY_KEY_HINT : '';
 }
 

@@ -28,7 +28,8 @@ export class ControllerFactories implements IocContainer {
   get<T>(controller: ServiceIdentifier<T>): Promise<T>;
   get<T>(controller: ServiceIdentifier<T>): T {
     const build = this.factories.get(controller);
-    if (!build) throw new Error(`no controller factory for ${String((controller as { name?: string }).name ?? controller)}`);
+    if (!build)
+      throw new Error(`no controller factory for ${String((controller as { name?: string }).name ?? controller)}`);
     return build() as T;
   }
 }
@@ -39,4 +40,5 @@ export function useControllers(app: Express, controllers: ControllerFactories): 
 }
 
 /** tsoa's IoC module: the controllers of the app that received the request. */
-export const iocContainer: IocContainerFactory<Request> = (req: Request): IocContainer => req.app.locals.controllers as ControllerFactories;
+export const iocContainer: IocContainerFactory<Request> = (req: Request): IocContainer =>
+  req.app.locals.controllers as ControllerFactories;

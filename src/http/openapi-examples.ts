@@ -53,8 +53,14 @@ function resolve(schema: Schema, components: Record<string, Schema>): Schema {
 
 function stringFor(s: Schema, name: string | undefined, base: string): string {
   if (s.format === 'date-time' || (name && /At$|Before$/.test(name))) return TIME;
-  if (s.format === 'uri' || (name && /Url$/.test(name))) return `${base}/${name === 'paymentUrl' ? 'pay' : 'api/v1'}/${UUID}`;
-  if (s.format === 'uuid' || (name && /(^id|Id)$/.test(name)) || (typeof s.pattern === 'string' && s.pattern.includes('[0-9a-fA-F]{8}'))) return UUID;
+  if (s.format === 'uri' || (name && /Url$/.test(name)))
+    return `${base}/${name === 'paymentUrl' ? 'pay' : 'api/v1'}/${UUID}`;
+  if (
+    s.format === 'uuid' ||
+    (name && /(^id|Id)$/.test(name)) ||
+    (typeof s.pattern === 'string' && s.pattern.includes('[0-9a-fA-F]{8}'))
+  )
+    return UUID;
   const min = typeof s.minLength === 'number' ? s.minLength : 0;
   return 'example'.padEnd(min, 'x');
 }
@@ -66,16 +72,34 @@ function numberFor(s: Schema): number {
 }
 
 /** A value that satisfies `schema`, preferring its own example, default or first enum value. */
-export function exampleOf(schema: Schema, components: Record<string, Schema>, base: string, name?: string, depth = 0): unknown {
+export function exampleOf(
+  schema: Schema,
+  components: Record<string, Schema>,
+  base: string,
+  name?: string,
+  depth = 0,
+): unknown {
   const s = resolve(schema, components);
   if (s.example !== undefined) return s.example;
-  if (name && name in BY_NAME && s.type !== 'object' && s.type !== 'array' && !s.enum && (BY_NAME[name] !== null || s.nullable)) return BY_NAME[name];
+  if (
+    name &&
+    name in BY_NAME &&
+    s.type !== 'object' &&
+    s.type !== 'array' &&
+    !s.enum &&
+    (BY_NAME[name] !== null || s.nullable)
+  )
+    return BY_NAME[name];
   if (s.default !== undefined) return s.default;
   if (Array.isArray(s.enum)) return s.enum.find((v) => v !== null) ?? null;
   for (const key of ['anyOf', 'oneOf'] as const) {
     const options = s[key] as Schema[] | undefined;
     if (options?.length) {
-      const concrete = options.find((o) => resolve(o, components).type !== 'null' && !(resolve(o, components).enum as unknown[] | undefined)?.includes(null));
+      const concrete = options.find(
+        (o) =>
+          resolve(o, components).type !== 'null' &&
+          !(resolve(o, components).enum as unknown[] | undefined)?.includes(null),
+      );
       return exampleOf(concrete ?? options[0], components, base, name, depth + 1);
     }
   }

@@ -15,17 +15,35 @@ export const TAG_ORDER: { name: string; description: string }[] = [
   { name: 'Billing', description: 'Compute credits: balance, and hosted top-up links a human pays.' },
   { name: 'Rentals', description: 'Renting a machine and following it until it runs.' },
   { name: 'Deployments', description: 'The running machine: SSH credentials and termination.' },
-  { name: 'Events', description: 'What happened to your rentals and account, kept in order: page through it, or follow it as a stream.' },
-  { name: 'Agents', description: 'Connecting agents to an owner account: setup codes, approvals, agent keys (owner keys for issuing).' },
+  {
+    name: 'Events',
+    description: 'What happened to your rentals and account, kept in order: page through it, or follow it as a stream.',
+  },
+  {
+    name: 'Agents',
+    description: 'Connecting agents to an owner account: setup codes, approvals, agent keys (owner keys for issuing).',
+  },
   { name: 'Webhooks', description: 'Called by the payment provider, not by clients.' },
-  { name: 'Webhook endpoints', description: 'Events pushed to your URL as they happen, signed (Standard Webhooks), retried for a day.' },
+  {
+    name: 'Webhook endpoints',
+    description: 'Events pushed to your URL as they happen, signed (Standard Webhooks), retried for a day.',
+  },
 ];
 
 const HEADERS = {
-  'X-Request-Id': { description: 'The request id (also in the body); quote it when reporting a problem.', schema: { type: 'string' } },
+  'X-Request-Id': {
+    description: 'The request id (also in the body); quote it when reporting a problem.',
+    schema: { type: 'string' },
+  },
   'Retry-After': { description: 'Seconds to wait before asking again.', schema: { type: 'integer', minimum: 1 } },
-  ETag: { description: 'Version of the inventory snapshot; send it back as If-None-Match for a 304.', schema: { type: 'string' } },
-  'WWW-Authenticate': { description: 'Always `Bearer`, whatever the cause.', schema: { type: 'string', enum: ['Bearer'] } },
+  ETag: {
+    description: 'Version of the inventory snapshot; send it back as If-None-Match for a 304.',
+    schema: { type: 'string' },
+  },
+  'WWW-Authenticate': {
+    description: 'Always `Bearer`, whatever the cause.',
+    schema: { type: 'string', enum: ['Bearer'] },
+  },
 };
 
 /** Headers each answer may carry, and the 304 of an ETag'd read, from what the route states about itself. */
@@ -40,7 +58,10 @@ function decorateResponses(op: Json): void {
     response.headers = { ...response.headers, ...headers };
   }
   if (etagged && !op.responses['304']) {
-    op.responses['304'] = { description: 'Not Modified: If-None-Match named the current ETag; no body.', headers: { 'X-Request-Id': HEADERS['X-Request-Id'], ETag: HEADERS.ETag } };
+    op.responses['304'] = {
+      description: 'Not Modified: If-None-Match named the current ETag; no body.',
+      headers: { 'X-Request-Id': HEADERS['X-Request-Id'], ETag: HEADERS.ETag },
+    };
   }
 }
 
@@ -49,12 +70,15 @@ function addExamples(op: Json, components: Json, base: string, requestBody: unkn
   if (body) body.example = requestBody ?? exampleOf(body.schema, components, base);
   for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
     const content = response.content?.['application/json'];
-    if (content && /^2/.test(status) && content.example === undefined) content.example = exampleOf(content.schema, components, base);
+    if (content && /^2/.test(status) && content.example === undefined)
+      content.example = exampleOf(content.schema, components, base);
   }
 }
 
 function markOwnerOnly(op: Json): void {
-  op.security = (op.security as Json[] | undefined)?.map((s) => ('bearer' in s ? { ownerBearer: s.bearer } : s)) ?? [{ ownerBearer: [] }];
+  op.security = (op.security as Json[] | undefined)?.map((s) => ('bearer' in s ? { ownerBearer: s.bearer } : s)) ?? [
+    { ownerBearer: [] },
+  ];
   op.description = `**Owner keys only**: an agent key is refused with 403 FORBIDDEN.\n\n${op.description ?? ''}`.trim();
 }
 
@@ -75,7 +99,8 @@ function describeEventStream(op: Json): void {
           'A `: heartbeat` comment every 15 seconds; the stream ends after at most 5 minutes: reconnect with `Last-Event-ID` set to the last id received (EventSource does it). ' +
           'With `Last-Event-ID` or `after` the events after that id are replayed first; without either it starts with the next event.',
       },
-      example: 'id: 1042\nevent: rental.active\ndata: {"id":"1042","type":"rental.active","createdAt":"2025-01-01T12:00:00.000Z","data":{"rentalId":"…","status":"ACTIVE"}}\n\n: heartbeat\n\n',
+      example:
+        'id: 1042\nevent: rental.active\ndata: {"id":"1042","type":"rental.active","createdAt":"2025-01-01T12:00:00.000Z","data":{"rentalId":"…","status":"ACTIVE"}}\n\n: heartbeat\n\n',
     },
   };
   op.parameters = [
@@ -84,7 +109,8 @@ function describeEventStream(op: Json): void {
       name: 'Last-Event-ID',
       in: 'header',
       required: false,
-      description: 'For the stream: the last event id received; the stream replays what followed it (takes the place of `after`).',
+      description:
+        'For the stream: the last event id received; the stream replays what followed it (takes the place of `after`).',
       schema: { type: 'string', maxLength: 20, pattern: '^[0-9]+$' },
     },
   ];
@@ -115,12 +141,21 @@ export function openApiDocument(publicBaseUrl: string): Json {
   doc.components.securitySchemes.ownerBearer = {
     type: 'http',
     scheme: 'bearer',
-    description: 'An OWNER key (from the Telegram bot\'s /ownerkey, or the operator\'s npm run owner -- create): Authorization: Bearer gpr_<prefix>.<secret>. Agent keys are refused.',
+    description:
+      "An OWNER key (from the Telegram bot's /ownerkey, or the operator's npm run owner -- create): Authorization: Bearer gpr_<prefix>.<secret>. Agent keys are refused.",
   };
-  const used = new Set(Object.values(doc.paths as Record<string, Json>).flatMap((item) => METHODS.flatMap((m) => (item[m]?.tags as string[]) ?? [])));
+  const used = new Set(
+    Object.values(doc.paths as Record<string, Json>).flatMap((item) =>
+      METHODS.flatMap((m) => (item[m]?.tags as string[]) ?? []),
+    ),
+  );
   const known = TAG_ORDER.filter((t) => used.has(t.name));
   doc.tags = [...known, ...[...used].filter((t) => !TAG_ORDER.some((k) => k.name === t)).map((name) => ({ name }))];
-  doc.info = { ...doc.info, version: 'v1', description: renderOpenApiDescription(publicBaseUrl, spec.info.description) };
+  doc.info = {
+    ...doc.info,
+    version: 'v1',
+    description: renderOpenApiDescription(publicBaseUrl, spec.info.description),
+  };
   doc.servers = [{ url: publicBaseUrl }];
   return doc;
 }

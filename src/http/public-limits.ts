@@ -19,7 +19,12 @@ interface PublicCreate {
  * ceiling (signups across every address) is counted after, so a refused client never spends it.
  */
 const PUBLIC_CREATES: PublicCreate[] = [
-  { path: '/api/v1/signup', bucket: 'signup', perMinute: (c) => c.signupRatePerAddressPerMinute, what: 'signups from this address' },
+  {
+    path: '/api/v1/signup',
+    bucket: 'signup',
+    perMinute: (c) => c.signupRatePerAddressPerMinute,
+    what: 'signups from this address',
+  },
 ];
 
 /** Per-address limits of the public creates, keyed on the address TRUST_PROXY makes trustworthy. */

@@ -68,7 +68,9 @@ export class PushLimits {
     if (this.total >= this.bounds.open) throw this.full();
     const bucket = addressBucket(address);
     take(this.byAddress, bucket, this.bounds.perAddress, () =>
-      refusal(`This address already holds ${this.bounds.perAddress} event streams and waiting reads, the most allowed at once. ${CLOSE_ONE}`),
+      refusal(
+        `This address already holds ${this.bounds.perAddress} event streams and waiting reads, the most allowed at once. ${CLOSE_ONE}`,
+      ),
     );
     this.total++;
     return once(() => {
@@ -81,7 +83,9 @@ export class PushLimits {
   enterKey(keyId: string): () => void {
     if (this.listening >= this.bounds.open) throw this.full();
     take(this.byKey, keyId, this.bounds.perKey, () =>
-      refusal(`This key already holds ${this.bounds.perKey} event streams and waiting reads, the most allowed at once. ${CLOSE_ONE}`),
+      refusal(
+        `This key already holds ${this.bounds.perKey} event streams and waiting reads, the most allowed at once. ${CLOSE_ONE}`,
+      ),
     );
     this.listening++;
     return once(() => {
@@ -91,7 +95,9 @@ export class PushLimits {
   }
 
   private full(): AppError {
-    return refusal(`This server holds the most event streams and waiting reads it takes at once (${this.bounds.open}). Try again in ${PUSH_RETRY_AFTER_SECONDS} s, or read without waitFor meanwhile.`);
+    return refusal(
+      `This server holds the most event streams and waiting reads it takes at once (${this.bounds.open}). Try again in ${PUSH_RETRY_AFTER_SECONDS} s, or read without waitFor meanwhile.`,
+    );
   }
 }
 
@@ -141,7 +147,10 @@ export function openFileLimit(read: () => string = () => readFileSync('/proc/sel
  * {@link PUSH_DEFAULT_MAX_OPEN}; in every case at least {@link PUSH_FILE_RESERVE} files of the
  * limit stay free, so streams never take the descriptors /healthz and ordinary requests need.
  */
-export function pushCeiling(configured: number | undefined, fileLimit: number | null): { open: number; lowered: boolean } {
+export function pushCeiling(
+  configured: number | undefined,
+  fileLimit: number | null,
+): { open: number; lowered: boolean } {
   const limit = fileLimit ?? ASSUMED_FILE_LIMIT;
   const most = Math.max(1, limit - PUSH_FILE_RESERVE);
   const wanted = configured ?? Math.min(PUSH_DEFAULT_MAX_OPEN, Math.floor(limit / 2));
@@ -151,7 +160,11 @@ export function pushCeiling(configured: number | undefined, fileLimit: number | 
 /** The configured bounds (PUSH_MAX_*), the ceiling held against this process's open-file limit. */
 export function pushLimits(push: Config['push'], logger?: Logger, fileLimit = openFileLimit()): PushLimits {
   const { open, lowered } = pushCeiling(push.open, fileLimit);
-  if (lowered) logger?.warn({ configured: push.open, open, fileLimit }, `PUSH_MAX_OPEN leaves too few of the ${fileLimit} open files for other requests; holding at most ${open}`);
+  if (lowered)
+    logger?.warn(
+      { configured: push.open, open, fileLimit },
+      `PUSH_MAX_OPEN leaves too few of the ${fileLimit} open files for other requests; holding at most ${open}`,
+    );
   return new PushLimits({ perKey: push.perKey, perAddress: push.perAddress, open });
 }
 

@@ -163,13 +163,24 @@ export function curlOf(step: QuickstartStep, base: string): string {
 
 const ENVELOPE_NOTE =
   'Every success is `{"data": ..., "meta": {"requestId", "apiVersion": "v1"}}`; every error is ' +
-  '`{"error": {"code", "message", "requestId"}}` with a stable `code`. Money is integer USD cents in fields ending in `Minor` (' + MONEY_MEANING + ').';
+  '`{"error": {"code", "message", "requestId"}}` with a stable `code`. Money is integer USD cents in fields ending in `Minor` (' +
+  MONEY_MEANING +
+  ').';
 
 function renderSteps(base: string): string[] {
   const out: string[] = [];
   const all = [DISCOVERY_STEP, ...QUICKSTART_STEPS];
   all.forEach((step, i) => {
-    out.push(`${i}. ${step.title}: \`${step.method} ${step.path}\``, '', '```sh', curlOf(step, base), '```', '', step.then, '');
+    out.push(
+      `${i}. ${step.title}: \`${step.method} ${step.path}\``,
+      '',
+      '```sh',
+      curlOf(step, base),
+      '```',
+      '',
+      step.then,
+      '',
+    );
   });
   return out;
 }
@@ -246,5 +257,14 @@ export function renderLlmsTxt(base: string, releasesUrl: string): string {
 
 /** The quickstart as the OpenAPI `info.description` (CommonMark). */
 export function renderOpenApiDescription(base: string, summary: string): string {
-  return [summary, '', ENVELOPE_NOTE, '', '## Quickstart', '', ...renderSteps(base), `The same text for LLM agents: ${base}/llms.txt`].join('\n');
+  return [
+    summary,
+    '',
+    ENVELOPE_NOTE,
+    '',
+    '## Quickstart',
+    '',
+    ...renderSteps(base),
+    `The same text for LLM agents: ${base}/llms.txt`,
+  ].join('\n');
 }

@@ -36,7 +36,9 @@ export class RateLimiter {
     const count = await countHit(this.ds, bucket, start);
     if (count > limit) {
       const retryAfter = Math.max(1, Math.ceil((start.getTime() + windowMs - nowMs) / 1000));
-      throw new AppError('RATE_LIMITED', `Too many ${what}; try again in ${retryAfter} s.`, { 'Retry-After': String(retryAfter) });
+      throw new AppError('RATE_LIMITED', `Too many ${what}; try again in ${retryAfter} s.`, {
+        'Retry-After': String(retryAfter),
+      });
     }
   }
 
@@ -51,7 +53,9 @@ export class RateLimiter {
     const hits = await hitsInWindow(this.ds, bucketKey(name), start);
     if (hits !== null && hits >= limit) {
       const retryAfter = Math.max(1, Math.ceil((start.getTime() + windowMs - nowMs) / 1000));
-      throw new AppError('RATE_LIMITED', `Too many ${what}; try again in ${retryAfter} s.`, { 'Retry-After': String(retryAfter) });
+      throw new AppError('RATE_LIMITED', `Too many ${what}; try again in ${retryAfter} s.`, {
+        'Retry-After': String(retryAfter),
+      });
     }
   }
 

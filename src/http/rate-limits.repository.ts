@@ -16,14 +16,20 @@ export async function countHit(ds: DataSource, bucket: string, windowStart: Date
            ON DUPLICATE KEY UPDATE count = count + 1`,
       [bucket, windowStart],
     );
-    const [row] = await m.query(`SELECT count FROM rate_limit_counters WHERE bucket = ? AND window_start = ?`, [bucket, windowStart]);
+    const [row] = await m.query(`SELECT count FROM rate_limit_counters WHERE bucket = ? AND window_start = ?`, [
+      bucket,
+      windowStart,
+    ]);
     return Number(row.count);
   });
 }
 
 /** The hits counted so far in the bucket's window, without counting one; null when the window has none. */
 export async function hitsInWindow(ds: DataSource, bucket: string, windowStart: Date): Promise<number | null> {
-  const [row] = await ds.query(`SELECT count FROM rate_limit_counters WHERE bucket = ? AND window_start = ?`, [bucket, windowStart]);
+  const [row] = await ds.query(`SELECT count FROM rate_limit_counters WHERE bucket = ? AND window_start = ?`, [
+    bucket,
+    windowStart,
+  ]);
   return row ? Number(row.count) : null;
 }
 

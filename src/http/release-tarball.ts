@@ -36,7 +36,10 @@ function endOfEntries(tar: Uint8Array): number {
   while (at + BLOCK <= tar.length) {
     const header = tar.subarray(at, at + BLOCK);
     if (header.every((b) => b === 0)) return at;
-    const size = parseInt(Buffer.from(header.subarray(124, 136)).toString('ascii').replace(/\0.*$/s, '').trim() || '0', 8);
+    const size = parseInt(
+      Buffer.from(header.subarray(124, 136)).toString('ascii').replace(/\0.*$/s, '').trim() || '0',
+      8,
+    );
     if (!Number.isFinite(size) || size < 0) throw new RangeError('not a tar archive');
     at += BLOCK + Math.ceil(size / BLOCK) * BLOCK;
   }

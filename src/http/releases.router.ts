@@ -49,7 +49,9 @@ const SKILL_ZIP_MTIME = new Date('2000-01-01T00:00:00Z');
 function filledSkillZip(zip: Buffer, urls: { baseUrl: string; releasesUrl: string }): Buffer {
   const files: Zippable = {};
   for (const [name, bytes] of Object.entries(unzipSync(zip))) {
-    const content = name.endsWith('.md') ? Buffer.from(fillSkillPlaceholders(Buffer.from(bytes).toString('utf8'), urls), 'utf8') : bytes;
+    const content = name.endsWith('.md')
+      ? Buffer.from(fillSkillPlaceholders(Buffer.from(bytes).toString('utf8'), urls), 'utf8')
+      : bytes;
     // The dates `npm run release` writes, so the served bytes depend on the content only.
     files[name] = [content, { mtime: SKILL_ZIP_MTIME }];
   }
@@ -75,15 +77,23 @@ const FILLERS: Record<string, (bytes: Buffer, urls: { baseUrl: string; releasesU
  * (by default `${PUBLIC_BASE_URL}/releases`); elsewhere they are hosted by someone else and this
  * router is empty. Only files the manifest lists (and SHA256SUMS) are served.
  */
-export function releasesRouter(config: Pick<Config, 'publicBaseUrl' | 'releasesUrl' | 'releasesDir'>, logger: Logger): Router {
+export function releasesRouter(
+  config: Pick<Config, 'publicBaseUrl' | 'releasesUrl' | 'releasesDir'>,
+  logger: Logger,
+): Router {
   const router = Router();
   const base = `${config.publicBaseUrl}/`;
   if (!config.releasesUrl.startsWith(base)) return router;
   const prefix = new URL(config.releasesUrl).pathname.replace(/\/+$/, '');
   const dir = config.releasesDir;
   const manifestPath = join(dir, MANIFEST_FILE);
-  if (existsSync(manifestPath)) logger.info({ dir, url: config.releasesUrl }, `client releases served at ${config.releasesUrl}/${MANIFEST_FILE}`);
-  else logger.warn({ dir }, `client releases: none built in ${dir} yet; ${prefix}/${MANIFEST_FILE} answers 404 until one is (\`npm run release\`, which \`npm start\` runs in the background)`);
+  if (existsSync(manifestPath))
+    logger.info({ dir, url: config.releasesUrl }, `client releases served at ${config.releasesUrl}/${MANIFEST_FILE}`);
+  else
+    logger.warn(
+      { dir },
+      `client releases: none built in ${dir} yet; ${prefix}/${MANIFEST_FILE} answers 404 until one is (\`npm run release\`, which \`npm start\` runs in the background)`,
+    );
 
   const urls = { baseUrl: config.publicBaseUrl, releasesUrl: config.releasesUrl };
   // The filled artifacts of the last release seen, each keyed by its released file's hash.
@@ -101,7 +111,10 @@ export function releasesRouter(config: Pick<Config, 'publicBaseUrl' | 'releasesU
       }
       return { file: a.file, bytes: cached.bytes };
     } catch (err) {
-      logger.warn({ err, file: a.file }, 'client releases: an artifact could not be filled in for this service; serving it as built');
+      logger.warn(
+        { err, file: a.file },
+        'client releases: an artifact could not be filled in for this service; serving it as built',
+      );
       return null;
     }
   };
@@ -143,10 +156,16 @@ export function releasesRouter(config: Pick<Config, 'publicBaseUrl' | 'releasesU
     const file = String(req.params.file);
     const s = served();
     const listed = file === CHECKSUMS_FILE || Object.values(s?.manifest.artifacts ?? {}).some((a) => a.file === file);
-    if (!s || !listed || !existsSync(join(dir, file))) return void notFound(req, res, `No released file named ${file}.`);
+    if (!s || !listed || !existsSync(join(dir, file)))
+      return void notFound(req, res, `No released file named ${file}.`);
     const type = CONTENT_TYPES[file.slice(file.lastIndexOf('.'))] ?? 'text/plain; charset=utf-8';
     res.set('Content-Type', type).set('Cache-Control', 'public, max-age=300');
-    if (file === CHECKSUMS_FILE) return void res.send(Object.values(s.manifest.artifacts).map((a) => `${a.sha256}  ${a.file}\n`).join(''));
+    if (file === CHECKSUMS_FILE)
+      return void res.send(
+        Object.values(s.manifest.artifacts)
+          .map((a) => `${a.sha256}  ${a.file}\n`)
+          .join(''),
+      );
     const filled = s.filled.get(file);
     if (filled) return void res.send(filled);
     res.sendFile(file, { root: dir, dotfiles: 'deny', headers: { 'Content-Type': type } });

@@ -35,9 +35,18 @@ export function normalizeCharset(): RequestHandler {
     for (let i = 1; i < params.length; i++) {
       const eq = params[i].indexOf('=');
       if (eq < 0 || params[i].slice(0, eq).trim().toLowerCase() !== 'charset') continue;
-      const value = params[i].slice(eq + 1).trim().replace(/^"(.*)"$/, '$1').toLowerCase();
+      const value = params[i]
+        .slice(eq + 1)
+        .trim()
+        .replace(/^"(.*)"$/, '$1')
+        .toLowerCase();
       if (!UTF8.has(value)) {
-        return next(new AppError('UNSUPPORTED_MEDIA_TYPE', `Unsupported charset "${value.slice(0, 40)}": send the body as UTF-8 (charset=utf-8, or no charset).`));
+        return next(
+          new AppError(
+            'UNSUPPORTED_MEDIA_TYPE',
+            `Unsupported charset "${value.slice(0, 40)}": send the body as UTF-8 (charset=utf-8, or no charset).`,
+          ),
+        );
       }
       params[i] = ' charset=utf-8';
       changed = true;

@@ -38,7 +38,9 @@ export interface SpecRoute {
 export function specRoutes(): SpecRoute[] {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const paths = spec.paths as Record<string, Record<string, any>>;
-  return Object.entries(paths).flatMap(([path, item]) => METHODS.filter((m) => item[m]).map((method) => ({ method, path, operation: item[method] })));
+  return Object.entries(paths).flatMap(([path, item]) =>
+    METHODS.filter((m) => item[m]).map((method) => ({ method, path, operation: item[method] })),
+  );
 }
 
 /**

@@ -86,7 +86,11 @@ const ROUTE_BODIES: ReadonlyMap<string, RouteBody> = (() => {
   for (const [path, ops] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(ops)) {
       const parts = alternatives(op.requestBody?.content?.['application/json']?.schema);
-      const body: RouteBody = { ranges: new Map(), shapes: parts.length > 1 ? parts.map(shapeOf) : [], allowed: new Map() };
+      const body: RouteBody = {
+        ranges: new Map(),
+        shapes: parts.length > 1 ? parts.map(shapeOf) : [],
+        allowed: new Map(),
+      };
       for (const schema of parts) {
         for (const [name, p] of Object.entries(schema.properties ?? {})) {
           if (!body.ranges.has(name)) body.ranges.set(name, { min: p.minimum, max: p.maximum });
@@ -108,7 +112,8 @@ export function bodyFacts(req: Request): BodyFacts {
   const body: unknown = req.body;
   return {
     rangeOf: (field) => declared?.ranges.get(field) ?? {},
-    sent: (field) => (body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>)[field] : undefined),
+    sent: (field) =>
+      body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>)[field] : undefined,
     shapes: declared?.shapes ?? [],
     allowed: (field) => declared?.allowed.get(field),
   };
@@ -163,7 +168,10 @@ const EXCESS = /^"([^"]+)" is an excess property/;
  * the shape's object-valued fields place again.
  */
 function fieldPath(raw: string, shape?: Shape): string {
-  let path = raw.replace(/^(requestBody|body)\.?/, '').replace(/^\$\.?/, '').replace(/\.\$(\d+)/g, '[$1]');
+  let path = raw
+    .replace(/^(requestBody|body)\.?/, '')
+    .replace(/^\$\.?/, '')
+    .replace(/\.\$(\d+)/g, '[$1]');
   const first = /^[^.[]+/.exec(path)?.[0];
   if (shape && first && !shape.properties.has(first)) {
     const parent = [...shape.nested].find(([, names]) => names.has(first))?.[0];
@@ -181,30 +189,43 @@ function describeFields(fields: FieldErrors, body: BodyFacts, shape?: Shape): st
     if (excess) {
       const names = excess[1].split(',');
       // An excess property's own name is its path's last part: the parent is what comes before.
-      const parent = names.length === 1 && (name === names[0] || name.endsWith(`.${names[0]}`)) ? name.slice(0, -names[0].length).replace(/\.$/, '') : name;
+      const parent =
+        names.length === 1 && (name === names[0] || name.endsWith(`.${names[0]}`))
+          ? name.slice(0, -names[0].length).replace(/\.$/, '')
+          : name;
       return unknownProperties(parent, names);
     }
     const clean = humanize(message);
-    if (!name) return clean === 'must be a valid object' || clean === 'invalid object' ? 'body: must be a JSON object' : `body: ${clean}`;
+    if (!name)
+      return clean === 'must be a valid object' || clean === 'invalid object'
+        ? 'body: must be a JSON object'
+        : `body: ${clean}`;
     return `${name}: ${clean}${unitHint(name, message, value, body)}`;
   });
 }
 
 /** What a field's value means when the caller got its unit or its form wrong; never repeats a value of `env`. */
 function unitHint(path: string, message: string, value: unknown, body: BodyFacts): string {
-  const field = path.replace(/\[\d+\]$/, '').split('.').pop() ?? '';
+  const field =
+    path
+      .replace(/\[\d+\]$/, '')
+      .split('.')
+      .pop() ?? '';
   if (/^'\w+' is required$/.test(message)) {
     const allowed = body.allowed?.(field);
     return allowed ? `: ${allowed.list ? 'one or more' : 'one'} of ${allowed.values.join(', ')}` : '';
   }
   if (/Seconds$/.test(field) && /integer|number/i.test(message)) {
     const seconds = typeof value === 'string' ? parseDuration(value) : undefined;
-    return seconds === undefined ? ' of seconds (7200 is 2 hours)' : ` of seconds: send ${seconds} for ${JSON.stringify(value)}`;
+    return seconds === undefined
+      ? ' of seconds (7200 is 2 hours)'
+      : ` of seconds: send ${seconds} for ${JSON.stringify(value)}`;
   }
   if (field === 'ports' && /integer|number/i.test(message)) {
     return ': a port of the machine such as 8000, which the service exposes at a URL of its own (no host:container pair)';
   }
-  if (field === 'env' && /object/i.test(message)) return ': an object of variable names to values, e.g. {"HF_TOKEN": "…"}, not a list of NAME=value strings';
+  if (field === 'env' && /object/i.test(message))
+    return ': an object of variable names to values, e.g. {"HF_TOKEN": "…"}, not a list of NAME=value strings';
   return '';
 }
 
@@ -234,7 +255,8 @@ function describeUnion(name: string, issuesJson: string, body: BodyFacts): strin
     const errs = Object.values(s);
     return errs.length === 1 ? ENUM.exec(errs[0].message)?.[1] : undefined;
   });
-  if (literals.every((l) => l !== undefined)) return `${subject}: must be one of ${literals.join(', ').replace(/'/g, '')}`;
+  if (literals.every((l) => l !== undefined))
+    return `${subject}: must be one of ${literals.join(', ').replace(/'/g, '')}`;
   const shapes = name === '' && body.shapes?.length === issues.length ? body.shapes : undefined;
   if (shapes) return describeShapes(shapes, issues, body);
   const closest = closestShapes(issues).map((s) => describeFields(s, body).join(', '));
@@ -244,12 +266,17 @@ function describeUnion(name: string, issuesJson: string, body: BodyFacts): strin
 
 function describeShapes(shapes: Shape[], issues: FieldErrors[], body: BodyFacts): string {
   const either = `send either ${shapes.map(shapeText).join(' or ')}`;
-  const exclusive = (i: number) => [...shapes[i].properties].filter((p) => shapes.every((s, j) => j === i || !s.properties.has(p)));
+  const exclusive = (i: number) =>
+    [...shapes[i].properties].filter((p) => shapes.every((s, j) => j === i || !s.properties.has(p)));
   const sentOf = (i: number) => exclusive(i).filter((p) => body.sent(p) !== undefined);
   const chosen = shapes.map((_, i) => sentOf(i));
   const mixed = chosen.filter((c) => c.length > 0).length > 1;
   if (mixed) {
-    const owners = chosen.flatMap((fields, i) => (fields.length ? [`${fields.join(', ')} ${fields.length === 1 ? 'belongs' : 'belong'} to the ${ORDINALS[i] ?? `#${i + 1}`}`] : []));
+    const owners = chosen.flatMap((fields, i) =>
+      fields.length
+        ? [`${fields.join(', ')} ${fields.length === 1 ? 'belongs' : 'belong'} to the ${ORDINALS[i] ?? `#${i + 1}`}`]
+        : [],
+    );
     return `${either}, not fields of both: ${owners.join('; ')}`;
   }
   // The shape the body chose (by a field only it has), else the one with the fewest problems.
@@ -257,7 +284,11 @@ function describeShapes(shapes: Shape[], issues: FieldErrors[], body: BodyFacts)
   const index = picked >= 0 ? picked : issues.indexOf(closestShapes(issues)[0]);
   const others = new Set(shapes.flatMap((s, j) => (j === index ? [] : [...s.properties])));
   // Fields of the other shapes that this one calls excess are already said by "either ... or".
-  const own = Object.fromEntries(Object.entries(issues[index]).filter(([, e]) => !(EXCESS.exec(e.message) && others.has(EXCESS.exec(e.message)![1]))));
+  const own = Object.fromEntries(
+    Object.entries(issues[index]).filter(
+      ([, e]) => !(EXCESS.exec(e.message) && others.has(EXCESS.exec(e.message)![1])),
+    ),
+  );
   const problems = describeFields(own, body, shapes[index]).join(', ');
   // A body that chose its shape hears only what is wrong in it; one that chose none, both shapes too.
   if (!problems) return either;

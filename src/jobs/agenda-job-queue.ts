@@ -37,13 +37,18 @@ export class AgendaJobQueue implements JobQueue {
   async nowIn(manager: Sql, name: string, data: object, options?: EnqueueOptions): Promise<JobWakeUp> {
     const priority = this.agenda.definitions[name]?.priority ?? 0;
     const nextRunAt = new Date();
-    const id = await this.backend.repository.insertIn(manager, { name, data, priority, nextRunAt, type: 'normal' }, options?.uniqueKey ?? null);
+    const id = await this.backend.repository.insertIn(
+      manager,
+      { name, data, priority, nextRunAt, type: 'normal' },
+      options?.uniqueKey ?? null,
+    );
     return () => this.wake(id, name, nextRunAt, priority);
   }
 
   /** Same wake-up Job.save() gives a plain job (a no-op unless this process is processing). */
   private async wake(jobId: JobId, jobName: string, nextRunAt: Date | null, priority: number): Promise<void> {
     const channel = this.backend.notificationChannel;
-    if (channel && channel.state === 'connected') await channel.publish({ jobId, jobName, nextRunAt, priority, timestamp: new Date() });
+    if (channel && channel.state === 'connected')
+      await channel.publish({ jobId, jobName, nextRunAt, priority, timestamp: new Date() });
   }
 }

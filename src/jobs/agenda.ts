@@ -59,7 +59,8 @@ export function createAgenda(
 
 /** The Agenda queue behind a Services' JobQueue, for the processes that run jobs. */
 export function agendaQueueOf(jobs: JobQueue): AgendaJobQueue {
-  if (!(jobs instanceof AgendaJobQueue)) throw new Error('services.jobs is not an AgendaJobQueue, so it cannot run jobs');
+  if (!(jobs instanceof AgendaJobQueue))
+    throw new Error('services.jobs is not an AgendaJobQueue, so it cannot run jobs');
   return jobs;
 }
 
@@ -120,9 +121,12 @@ export async function startJobWorker(deps: JobWorkerDeps, options: StartJobWorke
   const queue = agendaQueueOf(deps.jobs);
   const extra = options.definitions ?? [];
   defineJobs(queue.agenda, extra);
-  const repeating = (options.scheduleRepeating ?? true)
-    ? [...deps.jobDefinitions, ...extra].flatMap((def) => (def.everyMs ? [{ name: def.name, everyMs: def.everyMs }] : []))
-    : [];
+  const repeating =
+    (options.scheduleRepeating ?? true)
+      ? [...deps.jobDefinitions, ...extra].flatMap((def) =>
+          def.everyMs ? [{ name: def.name, everyMs: def.everyMs }] : [],
+        )
+      : [];
   return startAgendaProcessing(queue, deps.logger, repeating);
 }
 
@@ -130,18 +134,31 @@ export async function startJobWorker(deps: JobWorkerDeps, options: StartJobWorke
  * The processing half of {@link startJobWorker} for jobs already defined on `queue.agenda`:
  * starts Agenda, then upserts one `every` row per entry of `repeating`.
  */
-export async function startAgendaProcessing(queue: AgendaJobQueue, logger: Logger, repeating: ReadonlyArray<{ name: string; everyMs: number }> = []): Promise<JobWorker> {
+export async function startAgendaProcessing(
+  queue: AgendaJobQueue,
+  logger: Logger,
+  repeating: ReadonlyArray<{ name: string; everyMs: number }> = [],
+): Promise<JobWorker> {
   const { agenda } = queue;
   const channel = queue.backend.notificationChannel;
   const onComplete = (job: Job) => {
     // A freed slot looks for more work of that name at once: with a lock limit, waiting for the
     // next poll would cap a worker at lockLimit jobs per processEvery.
     if (channel?.state === 'connected' && job.attrs._id) {
-      void channel.publish({ jobId: job.attrs._id, jobName: job.attrs.name, nextRunAt: new Date(), priority: job.attrs.priority, timestamp: new Date() }).catch(() => undefined);
+      void channel
+        .publish({
+          jobId: job.attrs._id,
+          jobName: job.attrs.name,
+          nextRunAt: new Date(),
+          priority: job.attrs.priority,
+          timestamp: new Date(),
+        })
+        .catch(() => undefined);
     }
   };
   const onError = (err: Error) => logger.error({ err }, 'job processing error');
-  const onFail = (err: Error, job: Job) => logger.warn({ err, job: job.attrs.name, jobId: String(job.attrs._id) }, 'job failed');
+  const onFail = (err: Error, job: Job) =>
+    logger.warn({ err, job: job.attrs.name, jobId: String(job.attrs._id) }, 'job failed');
   agenda.on('complete', onComplete);
   agenda.on('error', onError);
   agenda.on('fail', onFail);
@@ -173,9 +190,15 @@ export async function startAgendaProcessing(queue: AgendaJobQueue, logger: Logge
             agenda.on('complete', onAnyComplete);
             check();
           });
-          const timedOut = timeoutMs === undefined ? undefined : new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), timeoutMs).unref());
+          const timedOut =
+            timeoutMs === undefined
+              ? undefined
+              : new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), timeoutMs).unref());
           if ((await Promise.race([done, ...(timedOut ? [timedOut] : [])])) === 'timeout') {
-            logger.warn({ running: runningJobs.length }, 'jobs still running at shutdown; their locks expire for another worker');
+            logger.warn(
+              { running: runningJobs.length },
+              'jobs still running at shutdown; their locks expire for another worker',
+            );
           }
         }
         agenda.off('complete', onComplete);

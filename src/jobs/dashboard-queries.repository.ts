@@ -1,7 +1,23 @@
-import { computeJobState, type JobsOverview, type JobsQueryOptions, type JobsResult, type JobsSort, type JobWithState, type RemoveJobsOptions } from 'agenda';
+import {
+  computeJobState,
+  type JobsOverview,
+  type JobsQueryOptions,
+  type JobsResult,
+  type JobsSort,
+  type JobWithState,
+  type RemoveJobsOptions,
+} from 'agenda';
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../clock.js';
-import { AGENDA_JOBS_TABLE, isId, JOB_COLUMNS, rowToJob, whereClause, type JobRow, type WriteResult } from './job-rows.repository.js';
+import {
+  AGENDA_JOBS_TABLE,
+  isId,
+  JOB_COLUMNS,
+  rowToJob,
+  whereClause,
+  type JobRow,
+  type WriteResult,
+} from './job-rows.repository.js';
 
 /**
  * What the dashboard (agendash) and Agenda's management calls ask of the job table: lists with
@@ -45,7 +61,17 @@ export class JobDashboardQueries {
     for (const row of rows) {
       let o = byName.get(row.name);
       if (!o) {
-        o = { name: row.name, total: 0, running: 0, scheduled: 0, queued: 0, completed: 0, failed: 0, repeating: 0, paused: 0 };
+        o = {
+          name: row.name,
+          total: 0,
+          running: 0,
+          scheduled: 0,
+          queued: 0,
+          completed: 0,
+          failed: 0,
+          repeating: 0,
+          paused: 0,
+        };
         byName.set(row.name, o);
       }
       const job = rowToJob(row);
@@ -57,12 +83,16 @@ export class JobDashboardQueries {
   }
 
   async getDistinctJobNames(): Promise<string[]> {
-    const rows: { name: string }[] = await this.ds.query(`SELECT DISTINCT name FROM ${AGENDA_JOBS_TABLE} ORDER BY name`);
+    const rows: { name: string }[] = await this.ds.query(
+      `SELECT DISTINCT name FROM ${AGENDA_JOBS_TABLE} ORDER BY name`,
+    );
     return rows.map((r) => r.name);
   }
 
   async getQueueSize(): Promise<number> {
-    const [row] = await this.ds.query(`SELECT COUNT(*) AS n FROM ${AGENDA_JOBS_TABLE} WHERE next_run_at < ?`, [this.clock.now()]);
+    const [row] = await this.ds.query(`SELECT COUNT(*) AS n FROM ${AGENDA_JOBS_TABLE} WHERE next_run_at < ?`, [
+      this.clock.now(),
+    ]);
     return Number(row.n);
   }
 
@@ -70,7 +100,10 @@ export class JobDashboardQueries {
   async removeJobs(options: RemoveJobsOptions): Promise<number> {
     const where = filter(options);
     if (where.conditions.length === 0) return 0;
-    const res: WriteResult = await this.ds.query(`DELETE FROM ${AGENDA_JOBS_TABLE}${whereClause(where.conditions)}`, where.params);
+    const res: WriteResult = await this.ds.query(
+      `DELETE FROM ${AGENDA_JOBS_TABLE}${whereClause(where.conditions)}`,
+      where.params,
+    );
     return res.affectedRows;
   }
 
@@ -126,8 +159,11 @@ function orderBy(sort: JobsSort | undefined): string {
   const parts: string[] = [];
   if (sort.nextRunAt !== undefined) parts.push(`next_run_at IS NULL, next_run_at ${dir(sort.nextRunAt)}`);
   if (sort.lastRunAt !== undefined) parts.push(`last_run_at IS NULL, last_run_at ${dir(sort.lastRunAt)}`);
-  if (sort.lastFinishedAt !== undefined) parts.push(`last_finished_at IS NULL, last_finished_at ${dir(sort.lastFinishedAt)}`);
+  if (sort.lastFinishedAt !== undefined)
+    parts.push(`last_finished_at IS NULL, last_finished_at ${dir(sort.lastFinishedAt)}`);
   if (sort.priority !== undefined) parts.push(`priority ${dir(sort.priority)}`);
   if (sort.name !== undefined) parts.push(`name ${dir(sort.name)}`);
-  return parts.length ? parts.join(', ') : 'next_run_at IS NULL, next_run_at DESC, last_run_at IS NULL, last_run_at DESC';
+  return parts.length
+    ? parts.join(', ')
+    : 'next_run_at IS NULL, next_run_at DESC, last_run_at IS NULL, last_run_at DESC';
 }

@@ -4,7 +4,14 @@ import type { Clock } from '../clock.js';
 import type { JobClaimMode } from '../config.js';
 import { inTransaction, retryingTransaction } from '../db/transaction.js';
 import { observeJobLag } from '../metrics/outcomes.js';
-import { AGENDA_JOBS_TABLE, JOB_COLUMNS, rowToJob, unlockJobs, type JobRow, type WriteResult } from './job-rows.repository.js';
+import {
+  AGENDA_JOBS_TABLE,
+  JOB_COLUMNS,
+  rowToJob,
+  unlockJobs,
+  type JobRow,
+  type WriteResult,
+} from './job-rows.repository.js';
 
 /** One scan a claim tries: a WHERE condition of fixed text and its parameters. */
 type Scan = [condition: string, params: unknown[]];
@@ -62,14 +69,25 @@ export class JobClaims {
   lock(job: JobParameters & { nextRunAt: Date }, by: string | null): Promise<JobParameters | undefined> {
     return this.claim(
       job.name,
-      [[`id = ? AND name = ? AND locked_at IS NULL AND next_run_at = ? AND disabled = 0`, [String(job._id), job.name, job.nextRunAt]]],
+      [
+        [
+          `id = ? AND name = ? AND locked_at IS NULL AND next_run_at = ? AND disabled = 0`,
+          [String(job._id), job.name, job.nextRunAt],
+        ],
+      ],
       this.clock.now(),
       by,
     );
   }
 
   /** Claims the next job of `jobName` due by `nextScanAt`, or one whose lock is older than `lockDeadline`. */
-  next(jobName: string, nextScanAt: Date, lockDeadline: Date, lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
+  next(
+    jobName: string,
+    nextScanAt: Date,
+    lockDeadline: Date,
+    lockTime: Date,
+    by: string | null,
+  ): Promise<JobParameters | undefined> {
     // Two index range scans rather than one OR, which would not use the index order: due jobs
     // nobody holds, and jobs whose lock outlived its deadline (their runner is gone). Each stops
     // at its first free row. Abandoned jobs are rare, so the second scan runs only when the first
@@ -98,7 +116,12 @@ export class JobClaims {
     this.stopped = false;
   }
 
-  private async claim(jobName: string, scans: Scan[], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
+  private async claim(
+    jobName: string,
+    scans: Scan[],
+    lockTime: Date,
+    by: string | null,
+  ): Promise<JobParameters | undefined> {
     if (this.stopped) return undefined;
     const claimed = this.claimOnce(jobName, scans, lockTime, by);
     this.claiming.add(claimed);
@@ -116,8 +139,15 @@ export class JobClaims {
   }
 
   /** Takes the first free row of the first scan that has one, the way {@link mode} says. */
-  private claimOnce(jobName: string, scans: Scan[], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
-    return this.mode === 'update' ? this.takeByUpdate(jobName, scans, lockTime, by) : this.takeSkippingLocked(scans, lockTime, by);
+  private claimOnce(
+    jobName: string,
+    scans: Scan[],
+    lockTime: Date,
+    by: string | null,
+  ): Promise<JobParameters | undefined> {
+    return this.mode === 'update'
+      ? this.takeByUpdate(jobName, scans, lockTime, by)
+      : this.takeSkippingLocked(scans, lockTime, by);
   }
 
   /** `skip-locked`: locks the first free row in one short transaction. */
@@ -141,7 +171,11 @@ export class JobClaims {
         // Read before the lock is written: a row that cannot be read must not stay claimed.
         const job = row ? rowToJob(row) : undefined;
         if (row) {
-          await m.query(`UPDATE ${AGENDA_JOBS_TABLE} SET locked_at = ?, last_modified_by = ? WHERE id = ?`, [lockTime, by, row.id]);
+          await m.query(`UPDATE ${AGENDA_JOBS_TABLE} SET locked_at = ?, last_modified_by = ? WHERE id = ?`, [
+            lockTime,
+            by,
+            row.id,
+          ]);
         }
         if (!job) return undefined;
         return { ...job, lockedAt: lockTime, lastModifiedBy: by ?? undefined };
@@ -151,7 +185,12 @@ export class JobClaims {
   }
 
   /** `update`: takes the first free row by a conditional UPDATE, with no lock held between statements. */
-  private async takeByUpdate(jobName: string, scans: Scan[], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
+  private async takeByUpdate(
+    jobName: string,
+    scans: Scan[],
+    lockTime: Date,
+    by: string | null,
+  ): Promise<JobParameters | undefined> {
     // Agenda starts a claim at every poll and every finished job without waiting for the claims
     // under way, so several claims of one name run at once in a process. As SKIP LOCKED hands
     // them the first, second, … free row, each starts at the candidate of its place among them:
@@ -184,15 +223,22 @@ export class JobClaims {
   }
 
   /** One conditional UPDATE of candidate `id`; the job when this claim won it. */
-  private async takeOne(id: string, condition: string, params: unknown[], lockTime: Date, by: string | null): Promise<JobParameters | undefined> {
+  private async takeOne(
+    id: string,
+    condition: string,
+    params: unknown[],
+    lockTime: Date,
+    by: string | null,
+  ): Promise<JobParameters | undefined> {
     // FORCE INDEX: left to itself MariaDB may walk ix_agenda_jobs_locked_at's whole NULL range
     // for this UPDATE, locking every free job and the gaps producers insert into, where the
     // primary key locks one row. The one retry rule covers the rest: on Galera a claim that
     // loses certification to another node's comes back as a deadlock.
     const res: WriteResult = await retryingTransaction(() =>
-      this.ds.query(`UPDATE ${AGENDA_JOBS_TABLE} FORCE INDEX (PRIMARY) SET locked_at = ?, last_modified_by = ? WHERE id = ? AND ${condition}`, [
-        lockTime, by, id, ...params,
-      ]),
+      this.ds.query(
+        `UPDATE ${AGENDA_JOBS_TABLE} FORCE INDEX (PRIMARY) SET locked_at = ?, last_modified_by = ? WHERE id = ? AND ${condition}`,
+        [lockTime, by, id, ...params],
+      ),
     );
     if (res.affectedRows !== 1) return undefined;
     const job = await this.readWon(id, lockTime);
@@ -205,14 +251,20 @@ export class JobClaims {
    */
   private async readWon(id: string, lockTime: Date): Promise<JobParameters | undefined> {
     try {
-      const rows: JobRow[] = await this.ds.query(`SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE id = ? AND locked_at = ?`, [id, lockTime]);
+      const rows: JobRow[] = await this.ds.query(
+        `SELECT ${JOB_COLUMNS} FROM ${AGENDA_JOBS_TABLE} WHERE id = ? AND locked_at = ?`,
+        [id, lockTime],
+      );
       return rows[0] ? rowToJob(rows[0]) : undefined;
     } catch (err) {
       // A job won but not handed over (unreadable row, lost connection) must not stay claimed until
       // its lock expires: a skip-locked claim's rollback leaves it free. Best effort: if the
       // database is unreachable too, the lock's lifetime frees it, as it frees a dead worker's.
       await this.ds
-        .query(`UPDATE ${AGENDA_JOBS_TABLE} FORCE INDEX (PRIMARY) SET locked_at = NULL WHERE id = ? AND locked_at = ?`, [id, lockTime])
+        .query(
+          `UPDATE ${AGENDA_JOBS_TABLE} FORCE INDEX (PRIMARY) SET locked_at = NULL WHERE id = ? AND locked_at = ?`,
+          [id, lockTime],
+        )
         .catch(() => undefined);
       throw err;
     }

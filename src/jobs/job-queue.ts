@@ -147,7 +147,9 @@ interface RepeatingJob {
 type WithoutName<T> = T extends unknown ? Omit<T, 'name'> : never;
 
 /** The definition of one of this service's jobs, with its payload type from {@link JobPayloads}. */
-export type ServiceJobDefinition<N extends JobName = JobName> = { [K in N]: JobDefinition<JobPayloads[K]> & { name: K } }[N];
+export type ServiceJobDefinition<N extends JobName = JobName> = {
+  [K in N]: JobDefinition<JobPayloads[K]> & { name: K };
+}[N];
 
 /** Exactly one definition per worker job name: the compiler refuses a missing or misspelt one. */
 export type JobHandlers = { [K in WorkerJobName]: WithoutName<JobDefinition<JobPayloads[K]>> };
@@ -160,5 +162,9 @@ export function jobDefinitions(handlers: JobHandlers): JobDefinition[];
 export function jobDefinitions(handlers: BotJobHandlers): JobDefinition[];
 export function jobDefinitions(handlers: JobHandlers | BotJobHandlers): JobDefinition[] {
   // Each run counted and timed by name and outcome, for /metrics.
-  return Object.entries(handlers).map(([name, def]: [string, JobDefinition]) => ({ ...def, name, handler: (data: object) => timedJobRun(name, () => def.handler(data)) }));
+  return Object.entries(handlers).map(([name, def]: [string, JobDefinition]) => ({
+    ...def,
+    name,
+    handler: (data: object) => timedJobRun(name, () => def.handler(data)),
+  }));
 }

@@ -51,7 +51,13 @@ export interface WriteResult {
 export type JobSql = DataSource | QueryRunner | Sql;
 
 /** Inserts one job row and returns its id. */
-export async function insertJob(sql: JobSql, job: JobParameters, by: string | null, debounceStartedAt: Date | null, uniqueKey: string | null): Promise<number> {
+export async function insertJob(
+  sql: JobSql,
+  job: JobParameters,
+  by: string | null,
+  debounceStartedAt: Date | null,
+  uniqueKey: string | null,
+): Promise<number> {
   const res: WriteResult = await sql.query(
     `INSERT INTO ${AGENDA_JOBS_TABLE} (name, priority, next_run_at, type, repeat_timezone, repeat_interval, data, repeat_at,
        disabled, fork, last_modified_by, debounce_started_at, start_date, end_date, skip_days, unique_key)
@@ -72,7 +78,10 @@ export async function jobById(sql: JobSql, id: string): Promise<JobParameters | 
 export async function unlockJobs(sql: JobSql, jobIds: readonly string[]): Promise<void> {
   const ids = jobIds.filter(isId);
   if (ids.length === 0) return;
-  await sql.query(`UPDATE ${AGENDA_JOBS_TABLE} SET locked_at = NULL WHERE id IN (${ids.map(() => '?').join(', ')})`, ids);
+  await sql.query(
+    `UPDATE ${AGENDA_JOBS_TABLE} SET locked_at = NULL WHERE id IN (${ids.map(() => '?').join(', ')})`,
+    ids,
+  );
 }
 
 export function whereClause(conditions: string[]): string {

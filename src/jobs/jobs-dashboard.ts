@@ -38,7 +38,12 @@ export const DASHBOARD_FAILED_LOGINS_TOTAL = 60;
 const unframeable: RequestHandler = (_req, res, next) => {
   const setHeader = res.setHeader.bind(res);
   res.setHeader = (name: string, value: number | string | readonly string[]) =>
-    setHeader(name, name.toLowerCase() === 'content-security-policy' && !/frame-ancestors/.test(String(value)) ? `${String(value)}; frame-ancestors 'none'` : value);
+    setHeader(
+      name,
+      name.toLowerCase() === 'content-security-policy' && !/frame-ancestors/.test(String(value))
+        ? `${String(value)}; frame-ancestors 'none'`
+        : value,
+    );
   next();
 };
 
@@ -55,8 +60,18 @@ export function jobsDashboard(services: DashboardDeps): RequestHandler[] | undef
   const deny = (req: Request, res: Response, status: 401 | 403, message?: string) => {
     // Both schemes it accepts: Basic makes a browser ask for the password, Bearer is what the API speaks.
     if (status === 401) res.setHeader('WWW-Authenticate', 'Basic realm="jobs", charset="UTF-8", Bearer');
-    res.status(status).json(errorEnvelope(req.requestId, status === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN',
-      message ?? (status === 401 ? 'The jobs dashboard needs its basic-auth credentials or an admin owner key.' : 'Only an OWNER key with the admin flag may open the jobs dashboard.')));
+    res
+      .status(status)
+      .json(
+        errorEnvelope(
+          req.requestId,
+          status === 401 ? 'UNAUTHENTICATED' : 'FORBIDDEN',
+          message ??
+            (status === 401
+              ? 'The jobs dashboard needs its basic-auth credentials or an admin owner key.'
+              : 'Only an OWNER key with the admin flag may open the jobs dashboard.'),
+        ),
+      );
   };
   const guard: RequestHandler = (req: Request, res: Response, next: NextFunction) => {
     // Browsers resend basic credentials on any request to this origin, so a page elsewhere could
@@ -65,7 +80,12 @@ export function jobsDashboard(services: DashboardDeps): RequestHandler[] | undef
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
       if (type !== 'application/json' || req.headers['sec-fetch-site'] === 'cross-site') {
-        return deny(req, res, 403, 'Changes through the jobs dashboard must be JSON requests from the dashboard itself.');
+        return deny(
+          req,
+          res,
+          403,
+          'Changes through the jobs dashboard must be JSON requests from the dashboard itself.',
+        );
       }
     }
     const header = req.headers.authorization ?? '';
@@ -79,7 +99,10 @@ export function jobsDashboard(services: DashboardDeps): RequestHandler[] | undef
         for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
         res.status(err.status).json(errorEnvelope(req.requestId, err.code, err.message));
       };
-      Promise.all([limits.check(here, DASHBOARD_FAILED_LOGINS_PER_ADDRESS, 60, what), limits.check('dashboard-login', DASHBOARD_FAILED_LOGINS_TOTAL, 60, what)])
+      Promise.all([
+        limits.check(here, DASHBOARD_FAILED_LOGINS_PER_ADDRESS, 60, what),
+        limits.check('dashboard-login', DASHBOARD_FAILED_LOGINS_TOTAL, 60, what),
+      ])
         .then(async () => {
           const decoded = Buffer.from(basic[1], 'base64').toString('utf8');
           const i = decoded.indexOf(':');

@@ -48,7 +48,10 @@ export class LocalNotificationChannel extends BaseNotificationChannel {
     setImmediate(() => void this.notifyStateHandlers(notification));
   }
 
-  private deliver(notification: JobNotification, slot: { running: number; pending: JobNotification | undefined }): void {
+  private deliver(
+    notification: JobNotification,
+    slot: { running: number; pending: JobNotification | undefined },
+  ): void {
     slot.running++;
     setImmediate(() => {
       this.notifyHandlers(notification)

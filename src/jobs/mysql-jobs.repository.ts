@@ -15,7 +15,15 @@ import type { JobClaimMode } from '../config.js';
 import { inOpenTransaction, type Sql } from '../db/sql.js';
 import { JobDashboardQueries } from './dashboard-queries.repository.js';
 import { JobClaims } from './job-claims.repository.js';
-import { AGENDA_JOBS_TABLE, dateConstraintValues, definitionValues, insertJob, jobById, unlockJobs, type WriteResult } from './job-rows.repository.js';
+import {
+  AGENDA_JOBS_TABLE,
+  dateConstraintValues,
+  definitionValues,
+  insertJob,
+  jobById,
+  unlockJobs,
+  type WriteResult,
+} from './job-rows.repository.js';
 import { enqueueUnique, upsertSingle, upsertUnique, type EnqueueUniqueResult } from './unique-jobs.repository.js';
 
 export { AGENDA_JOBS_TABLE } from './job-rows.repository.js';
@@ -93,7 +101,10 @@ export class MysqlJobRepository implements JobRepository {
     return this.dashboard.purgeAllJobs();
   }
 
-  async saveJob<DATA = unknown>(job: JobParameters<DATA>, options: JobRepositoryOptions | undefined): Promise<JobParameters<DATA>> {
+  async saveJob<DATA = unknown>(
+    job: JobParameters<DATA>,
+    options: JobRepositoryOptions | undefined,
+  ): Promise<JobParameters<DATA>> {
     const { _id, unique, uniqueOpts } = job;
     const by = options?.lastModifiedBy ?? null;
     if (_id) {
@@ -102,7 +113,16 @@ export class MysqlJobRepository implements JobRepository {
            data = ?, repeat_at = ?, disabled = ?, fork = ?, fail_reason = ?, fail_count = ?, failed_at = ?,
            last_modified_by = ?, start_date = ?, end_date = ?, skip_days = ?
          WHERE id = ? AND name = ?`,
-        [...definitionValues(job).slice(1), job.failReason ?? null, job.failCount ?? null, job.failedAt ?? null, by, ...dateConstraintValues(job), String(_id), job.name],
+        [
+          ...definitionValues(job).slice(1),
+          job.failReason ?? null,
+          job.failCount ?? null,
+          job.failedAt ?? null,
+          by,
+          ...dateConstraintValues(job),
+          String(_id),
+          job.name,
+        ],
       );
       // A job removed while its handle was held: hand back what we were given, as Agenda expects.
       if (res.affectedRows === 0) return job;
@@ -121,13 +141,23 @@ export class MysqlJobRepository implements JobRepository {
          fail_count = ?, failed_at = ?, last_finished_at = ?, last_modified_by = ?
        WHERE id = ? AND name = ?`,
       [
-        job.lockedAt ?? null, job.nextRunAt ?? null, job.lastRunAt ?? null, job.progress ?? null, job.failReason ?? null,
-        job.failCount ?? null, job.failedAt ?? null, job.lastFinishedAt ?? null, options?.lastModifiedBy ?? null,
-        String(job._id), job.name,
+        job.lockedAt ?? null,
+        job.nextRunAt ?? null,
+        job.lastRunAt ?? null,
+        job.progress ?? null,
+        job.failReason ?? null,
+        job.failCount ?? null,
+        job.failedAt ?? null,
+        job.lastFinishedAt ?? null,
+        options?.lastModifiedBy ?? null,
+        String(job._id),
+        job.name,
       ],
     );
     if (res.affectedRows !== 1) {
-      throw new Error(`job ${job._id} (name: ${job.name}) cannot be updated in the database, maybe it does not exist anymore?`);
+      throw new Error(
+        `job ${job._id} (name: ${job.name}) cannot be updated in the database, maybe it does not exist anymore?`,
+      );
     }
   }
 
@@ -139,7 +169,9 @@ export class MysqlJobRepository implements JobRepository {
   async unlockJob(job: JobParameters): Promise<void> {
     if (!job._id) return;
     // A job whose next_run_at is NULL is running (or done); its lock is the run's, not ours.
-    await this.ds.query(`UPDATE ${AGENDA_JOBS_TABLE} SET locked_at = NULL WHERE id = ? AND next_run_at IS NOT NULL`, [String(job._id)]);
+    await this.ds.query(`UPDATE ${AGENDA_JOBS_TABLE} SET locked_at = NULL WHERE id = ? AND next_run_at IS NOT NULL`, [
+      String(job._id),
+    ]);
   }
 
   async unlockJobs(jobIds: (JobId | string)[]): Promise<void> {
@@ -153,7 +185,13 @@ export class MysqlJobRepository implements JobRepository {
     now: Date | undefined,
     options: JobRepositoryOptions | undefined,
   ): Promise<JobParameters | undefined> {
-    return this.claims.next(jobName, nextScanAt, lockDeadline, now ?? this.clock.now(), options?.lastModifiedBy ?? null);
+    return this.claims.next(
+      jobName,
+      nextScanAt,
+      lockDeadline,
+      now ?? this.clock.now(),
+      options?.lastModifiedBy ?? null,
+    );
   }
 
   /** See {@link enqueueUnique}. */

@@ -2,16 +2,44 @@ import { toJobId, type JobParameters } from 'agenda';
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../clock.js';
 import { inTransaction } from '../db/transaction.js';
-import { AGENDA_JOBS_TABLE, dateConstraintValues, definitionValues, insertJob, JOB_COLUMNS, jobById, rowToJob, type JobRow, type WriteResult } from './job-rows.repository.js';
+import {
+  AGENDA_JOBS_TABLE,
+  dateConstraintValues,
+  definitionValues,
+  insertJob,
+  JOB_COLUMNS,
+  jobById,
+  rowToJob,
+  type JobRow,
+  type WriteResult,
+} from './job-rows.repository.js';
 
 /**
  * Columns a `unique()` constraint may name directly. Identifiers cannot be bound as parameters,
  * so caller-supplied keys are checked against this list before they reach the SQL text.
  */
 const UNIQUE_COLUMNS = new Set([
-  'id', 'name', 'priority', 'next_run_at', 'type', 'locked_at', 'last_run_at', 'last_finished_at',
-  'failed_at', 'fail_count', 'fail_reason', 'repeat_interval', 'repeat_timezone', 'repeat_at',
-  'disabled', 'progress', 'fork', 'last_modified_by', 'debounce_started_at', 'start_date', 'end_date',
+  'id',
+  'name',
+  'priority',
+  'next_run_at',
+  'type',
+  'locked_at',
+  'last_run_at',
+  'last_finished_at',
+  'failed_at',
+  'fail_count',
+  'fail_reason',
+  'repeat_interval',
+  'repeat_timezone',
+  'repeat_at',
+  'disabled',
+  'progress',
+  'fork',
+  'last_modified_by',
+  'debounce_started_at',
+  'start_date',
+  'end_date',
 ]);
 
 /** What {@link enqueueUnique} did. */
@@ -27,7 +55,11 @@ export interface EnqueueUniqueResult {
  * at the earlier of the two times. A job already running does not count, so work enqueued while
  * it runs is not lost. Concurrent callers serialize on the key's index range.
  */
-export async function enqueueUnique(ds: DataSource, job: JobParameters, uniqueKey: string): Promise<EnqueueUniqueResult> {
+export async function enqueueUnique(
+  ds: DataSource,
+  job: JobParameters,
+  uniqueKey: string,
+): Promise<EnqueueUniqueResult> {
   const due = job.nextRunAt;
   if (!due) throw new Error('enqueueUnique needs nextRunAt');
   return inTransaction(ds, async (m) => {
@@ -38,9 +70,10 @@ export async function enqueueUnique(ds: DataSource, job: JobParameters, uniqueKe
     const waiting = rows.find((r) => r.locked_at === null && r.next_run_at !== null && !r.disabled);
     if (waiting) {
       const nextRunAt = waiting.next_run_at! < due ? waiting.next_run_at! : due;
-      await m.query(`UPDATE ${AGENDA_JOBS_TABLE} SET data = ?, next_run_at = ?, priority = GREATEST(priority, ?) WHERE id = ?`, [
-        JSON.stringify(job.data ?? {}), nextRunAt, job.priority, waiting.id,
-      ]);
+      await m.query(
+        `UPDATE ${AGENDA_JOBS_TABLE} SET data = ?, next_run_at = ?, priority = GREATEST(priority, ?) WHERE id = ?`,
+        [JSON.stringify(job.data ?? {}), nextRunAt, job.priority, waiting.id],
+      );
       return { job: { ...rowToJob(waiting), data: job.data, nextRunAt }, inserted: false };
     }
     const id = await insertJob(m, job, null, null, uniqueKey);
@@ -53,7 +86,12 @@ export async function enqueueUnique(ds: DataSource, job: JobParameters, uniqueKe
  * A repeating job whose next run is already due keeps the time it has: re-declaring it at
  * every worker start must not make it run again at once.
  */
-export async function upsertSingle<DATA>(ds: DataSource, clock: Clock, job: JobParameters<DATA>, by: string | null): Promise<JobParameters<DATA>> {
+export async function upsertSingle<DATA>(
+  ds: DataSource,
+  clock: Clock,
+  job: JobParameters<DATA>,
+  by: string | null,
+): Promise<JobParameters<DATA>> {
   const protect = job.nextRunAt !== null && job.nextRunAt <= clock.now();
   const res: WriteResult = await ds.query(
     `INSERT INTO ${AGENDA_JOBS_TABLE} (name, priority, next_run_at, type, repeat_timezone, repeat_interval, data, repeat_at,
@@ -143,5 +181,11 @@ export async function upsertUnique<DATA>(
 
 /** `$."a"."b"` for a dotted key, quoted so no key can change the path's meaning. */
 function jsonPath(dotted: string): string {
-  return '$' + dotted.split('.').map((p) => `."${p.replace(/["\\]/g, (c) => `\\${c}`)}"`).join('');
+  return (
+    '$' +
+    dotted
+      .split('.')
+      .map((p) => `."${p.replace(/["\\]/g, (c) => `\\${c}`)}"`)
+      .join('')
+  );
 }

@@ -39,7 +39,11 @@ export function httpMetrics(): RequestHandler {
   return (req, res, next) => {
     const start = process.hrtime.bigint();
     res.once('finish', () => {
-      const labels = { method: METHODS.has(req.method) ? req.method : 'OTHER', route: routeLabel(req, res), status: String(res.statusCode) };
+      const labels = {
+        method: METHODS.has(req.method) ? req.method : 'OTHER',
+        route: routeLabel(req, res),
+        status: String(res.statusCode),
+      };
       httpRequests.inc(labels);
       httpRequestDuration.observe(labels, secondsSince(start));
     });

@@ -50,7 +50,15 @@ export function metricsEndpoint(options: MetricsEndpointOptions): RequestHandler
   return (req: Request, res: Response, next) => {
     if (options.token !== undefined && !bearerMatches(req.headers.authorization, options.token)) {
       res.setHeader('WWW-Authenticate', 'Bearer realm="metrics"');
-      res.status(401).json(errorEnvelope(req.requestId ?? '', 'UNAUTHENTICATED', 'GET /metrics needs Authorization: Bearer with METRICS_TOKEN.'));
+      res
+        .status(401)
+        .json(
+          errorEnvelope(
+            req.requestId ?? '',
+            'UNAUTHENTICATED',
+            'GET /metrics needs Authorization: Bearer with METRICS_TOKEN.',
+          ),
+        );
       return;
     }
     counts()

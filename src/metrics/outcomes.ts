@@ -1,5 +1,15 @@
 import { AppError } from '../errors/app-error.js';
-import { admissions, creditsMoved, jobDuration, jobLag, jobRuns, meteringRentalsSwept, meteringSweepDuration, secondsSince, webhookDeliveries } from './registry.js';
+import {
+  admissions,
+  creditsMoved,
+  jobDuration,
+  jobLag,
+  jobRuns,
+  meteringRentalsSwept,
+  meteringSweepDuration,
+  secondsSince,
+  webhookDeliveries,
+} from './registry.js';
 
 /**
  * Counts one admission by its outcome: `admitted` (201), `replayed` (an Idempotency-Key seen

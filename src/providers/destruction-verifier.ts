@@ -41,27 +41,55 @@ export class DestructionVerifier {
    *   the host key pinned for its machine: a server at that address showing another host key is
    *   another machine, so our key no longer gets in to ours (logged through `context`)
    */
-  async verify(provider: Provider, instanceId: string, ssh: SshTarget, context?: VerifyContext): Promise<DestructionCheck> {
+  async verify(
+    provider: Provider,
+    instanceId: string,
+    ssh: SshTarget,
+    context?: VerifyContext,
+  ): Promise<DestructionCheck> {
     let providerState: string;
     try {
       providerState = (await provider.get(instanceId)).state;
     } catch (err) {
-      return { verified: false, providerState: 'unknown', sshRefused: false, detail: `provider ${provider.id} get failed: ${(err as Error).message}` };
+      return {
+        verified: false,
+        providerState: 'unknown',
+        sshRefused: false,
+        detail: `provider ${provider.id} get failed: ${(err as Error).message}`,
+      };
     }
     // Until the provider says gone the answer is no anyway; skipping the probe keeps polling cheap.
     if (providerState !== 'gone') {
-      return { verified: false, providerState, sshRefused: false, detail: `provider ${provider.id} reports ${providerState}; SSH not probed` };
+      return {
+        verified: false,
+        providerState,
+        sshRefused: false,
+        detail: `provider ${provider.id} reports ${providerState}; SSH not probed`,
+      };
     }
     const probe = await sshProbe(ssh, { timeoutMs: this.options.sshTimeoutMs ?? 3000 });
     const where = `${ssh.user}@${ssh.host}:${ssh.port}`;
     if (probe.ok) {
-      return { verified: false, providerState, sshRefused: false, detail: `provider ${provider.id} reports gone but SSH login to ${where} still succeeds` };
+      return {
+        verified: false,
+        providerState,
+        sshRefused: false,
+        detail: `provider ${provider.id} reports gone but SSH login to ${where} still succeeds`,
+      };
     }
     if (probe.reason === 'host_key') {
       const detail = `provider ${provider.id} reports gone; ${where} answers with host key ${probe.hostKey}, not the pinned ${ssh.hostKey}: another machine has the address`;
-      context?.logger.warn({ deploymentId: context.deploymentId, provider: provider.id, pinned: ssh.hostKey, seen: probe.hostKey }, 'a destroyed machine\'s SSH address answers with another host key; counted as our key no longer getting in');
+      context?.logger.warn(
+        { deploymentId: context.deploymentId, provider: provider.id, pinned: ssh.hostKey, seen: probe.hostKey },
+        "a destroyed machine's SSH address answers with another host key; counted as our key no longer getting in",
+      );
       return { verified: true, providerState, sshRefused: true, detail };
     }
-    return { verified: true, providerState, sshRefused: true, detail: `provider ${provider.id} reports gone; SSH to ${where} failed (${probe.reason}: ${probe.detail})` };
+    return {
+      verified: true,
+      providerState,
+      sshRefused: true,
+      detail: `provider ${provider.id} reports gone; SSH to ${where} failed (${probe.reason}: ${probe.detail})`,
+    };
   }
 }

@@ -2,7 +2,15 @@ import { providerCallDuration, providerCalls, secondsSince } from '../metrics/re
 import type { Provider, ProviderErrorClass } from './provider.js';
 
 /** The plugin calls that reach a cloud, each counted and timed by operation. */
-const OPERATIONS = new Set(['listOffers', 'create', 'findByLabel', 'get', 'destroy', 'listInstances', 'afterDestroyed']);
+const OPERATIONS = new Set([
+  'listOffers',
+  'create',
+  'findByLabel',
+  'get',
+  'destroy',
+  'listInstances',
+  'afterDestroyed',
+]);
 
 const METERED = Symbol('metered provider');
 const TIMED = Symbol('timed call');
@@ -54,7 +62,8 @@ export function meteredProvider(provider: Provider): Provider {
     get(target, prop) {
       if (prop === METERED) return true;
       const value = Reflect.get(target, prop, target) as unknown;
-      if (typeof prop !== 'string' || !OPERATIONS.has(prop) || typeof value !== 'function' || (value as Fn)[TIMED]) return value;
+      if (typeof prop !== 'string' || !OPERATIONS.has(prop) || typeof value !== 'function' || (value as Fn)[TIMED])
+        return value;
       let w = wrappers.get(prop);
       if (w?.fn !== value) {
         w = { fn: value as Fn, wrapped: timed(target.id, prop, value as Fn, target) };

@@ -13,7 +13,8 @@ const blockedPort = (message: string) => /\bbad port\b/i.test(message);
  */
 export function providerFailureCause(providerId: string, errorClass: string | null, message = ''): string {
   const prefix = settingsPrefix(providerId);
-  if (blockedPort(message)) return `${prefix}_API_URL names a port the HTTP client refuses to call (fetch's blocked ports, e.g. 9, 25, 6000): give the API another port`;
+  if (blockedPort(message))
+    return `${prefix}_API_URL names a port the HTTP client refuses to call (fetch's blocked ports, e.g. 9, 25, 6000): give the API another port`;
   switch (errorClass) {
     case 'auth':
       return `${prefix}_API_KEY refused (auth)`;

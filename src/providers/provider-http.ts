@@ -102,7 +102,8 @@ export class ProviderHttpClient {
     this.sleep = opts.sleep ?? defaultSleep;
     this.origin = opts.baseUrl.replace(/\/+$/, '');
     const key = opts.apiKey;
-    this.secrets = key.length < 4 ? [] : [...new Set([key, encodeURIComponent(key), Buffer.from(key).toString('base64')])];
+    this.secrets =
+      key.length < 4 ? [] : [...new Set([key, encodeURIComponent(key), Buffer.from(key).toString('base64')])];
   }
 
   /**
@@ -148,7 +149,11 @@ export class ProviderHttpClient {
     const url = new URL(this.origin + path);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const what = `${this.opts.providerId} ${method} ${url.pathname}`;
-    const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.apiKey}`, Accept: 'application/json', 'User-Agent': PRODUCT_USER_AGENT };
+    const headers: Record<string, string> = {
+      Authorization: `Bearer ${this.opts.apiKey}`,
+      Accept: 'application/json',
+      'User-Agent': PRODUCT_USER_AGENT,
+    };
     if (options.body !== undefined) headers['Content-Type'] = 'application/json';
     const timeoutMs = options.timeoutMs ?? this.opts.timeoutMs ?? 30_000;
     let res: Response;
@@ -164,7 +169,8 @@ export class ProviderHttpClient {
       text = this.redact(await res.text());
     } catch (err) {
       const e = err as Error;
-      if (e.name === 'TimeoutError' || e.name === 'AbortError') throw new ProviderApiError('timeout', `${what}: no answer within ${timeoutMs} ms`);
+      if (e.name === 'TimeoutError' || e.name === 'AbortError')
+        throw new ProviderApiError('timeout', `${what}: no answer within ${timeoutMs} ms`);
       const cause = (e.cause as Error | undefined)?.message;
       throw new ProviderApiError('unavailable', this.redact(`${what}: ${e.message}${cause ? ` (${cause})` : ''}`));
     }
@@ -185,7 +191,10 @@ export class ProviderHttpClient {
       const wait = told ?? Math.min(this.opts.maxBackoffMs ?? 60_000, base * 2 ** Math.min(b.consecutive429 - 1, 16));
       b.nextAt = Math.max(b.nextAt, this.now() + wait);
       out.retryAfterMs = wait;
-      this.opts.logger.warn({ provider: this.opts.providerId, bucket, retryAfterMs: wait }, 'provider rate limit hit; backing off');
+      this.opts.logger.warn(
+        { provider: this.opts.providerId, bucket, retryAfterMs: wait },
+        'provider rate limit hit; backing off',
+      );
     } else {
       b.consecutive429 = 0;
     }

@@ -54,7 +54,12 @@ export async function loadPlugin(id: string): Promise<ProviderPlugin> {
     throw new Error(`PROVIDERS names "${id}" but plugins/${id}/index could not be loaded: ${(err as Error).message}`);
   }
   const plugin = mod.default;
-  if (!plugin || plugin.id !== id || typeof plugin.create !== 'function' || typeof plugin.validateOptions !== 'function') {
+  if (
+    !plugin ||
+    plugin.id !== id ||
+    typeof plugin.create !== 'function' ||
+    typeof plugin.validateOptions !== 'function'
+  ) {
     throw new Error(`plugins/${id}/index must export default { id: "${id}", validateOptions, create }`);
   }
   return plugin;
@@ -65,7 +70,12 @@ export async function createProviderRegistry(configs: ProviderConfig[], deps: Pr
   for (const c of configs) {
     const plugin = await loadPlugin(c.id);
     const options = plugin.validateOptions(c.options);
-    registry.register({ id: c.id, description: plugin.description, markupPercent: c.markupPercent, provider: await plugin.create(options, deps) });
+    registry.register({
+      id: c.id,
+      description: plugin.description,
+      markupPercent: c.markupPercent,
+      provider: await plugin.create(options, deps),
+    });
   }
   return registry;
 }

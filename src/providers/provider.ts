@@ -46,7 +46,12 @@ export interface MachineCapabilities {
 }
 
 /** An offer that declares no capabilities: the default image, no script, no ports, the default disk. */
-export const NO_MACHINE_CAPABILITIES: MachineCapabilities = Object.freeze({ customImage: false, startupScript: false, ports: 0, maxDiskGb: null });
+export const NO_MACHINE_CAPABILITIES: MachineCapabilities = Object.freeze({
+  customImage: false,
+  startupScript: false,
+  ports: 0,
+  maxDiskGb: null,
+});
 
 /**
  * What should run on the machine, as the rental asked and the host checked against the offer's
@@ -71,7 +76,13 @@ export interface MachineSettings {
 }
 
 /** Settings of a rental that asked for nothing: the plugin's defaults. */
-export const DEFAULT_MACHINE_SETTINGS: Readonly<MachineSettings> = Object.freeze({ image: null, env: {}, startupScript: null, ports: [], diskGb: null });
+export const DEFAULT_MACHINE_SETTINGS: Readonly<MachineSettings> = Object.freeze({
+  image: null,
+  env: {},
+  startupScript: null,
+  ports: [],
+  diskGb: null,
+});
 
 /** Where the wrapped startup script records that it has started (relative to the SSH user's home). */
 export const STARTUP_MARKER_PATH = '.gpr/startup-started';
@@ -216,7 +227,8 @@ export interface ProviderDeps {
  * `src/providers/provider-http.ts`). The host reads `errorClass` for `/api/v1/providers` and
  * its logs; any other thrown error counts as `internal`.
  */
-export type ProviderErrorClass = 'auth' | 'rate_limited' | 'unavailable' | 'timeout' | 'bad_response' | 'request' | 'internal';
+export type ProviderErrorClass =
+  'auth' | 'rate_limited' | 'unavailable' | 'timeout' | 'bad_response' | 'request' | 'internal';
 
 /** What `plugins/<id>/index.ts` exports as default. */
 export interface ProviderPlugin<Options = unknown> {

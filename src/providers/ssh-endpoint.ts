@@ -25,7 +25,8 @@ function isHostName(host: string): boolean {
  */
 export function sshEndpointProblem(ssh: SshEndpoint): string | undefined {
   if (typeof ssh.user !== 'string' || !USER.test(ssh.user)) return 'user is not a login name';
-  if (typeof ssh.host !== 'string' || !(isIPv4(ssh.host) || isIPv6(ssh.host) || isHostName(ssh.host))) return 'host is neither a host name nor an IP address';
+  if (typeof ssh.host !== 'string' || !(isIPv4(ssh.host) || isIPv6(ssh.host) || isHostName(ssh.host)))
+    return 'host is neither a host name nor an IP address';
   if (!Number.isInteger(ssh.port) || ssh.port < 1 || ssh.port > 65535) return 'port is not 1-65535';
   return undefined;
 }

@@ -24,12 +24,14 @@ export interface DeploymentKeyPair {
  * (and so at the provider); keep it free of customer data, e.g. `gpu-rental-<deploymentId>`.
  */
 export function generateDeploymentKeyPair(comment = 'gpu-rental'): DeploymentKeyPair {
-  if (!/^[\x21-\x7e]{1,100}$/.test(comment)) throw new Error('SSH key comment must be 1-100 printable ASCII characters without spaces');
+  if (!/^[\x21-\x7e]{1,100}$/.test(comment))
+    throw new Error('SSH key comment must be 1-100 printable ASCII characters without spaces');
   // ssh2 occasionally (about 3 in 1000) writes an ed25519 private key its own parser rejects as
   // "Malformed OpenSSH private key"; such a key could never log in, so draw again.
   const ssh2 = loadSsh2();
   for (let i = 0; ; i++) {
     const pair = ssh2.utils.generateKeyPairSync('ed25519', { comment });
-    if (!(ssh2.utils.parseKey(pair.private) instanceof Error) || i >= 20) return { publicKey: pair.public.trim(), privateKey: pair.private };
+    if (!(ssh2.utils.parseKey(pair.private) instanceof Error) || i >= 20)
+      return { publicKey: pair.public.trim(), privateKey: pair.private };
   }
 }

@@ -105,9 +105,15 @@ export function fingerprintOfKey(text: string): string {
 function classify(err: unknown, hostKey: string | undefined): SshLoginError {
   const e = err as { code?: string; level?: string; message?: string };
   const detail = e.message ?? String(err);
-  if (e.level === 'client-authentication' || /authentication methods failed/i.test(detail)) return new SshLoginError('auth', detail, hostKey);
+  if (e.level === 'client-authentication' || /authentication methods failed/i.test(detail))
+    return new SshLoginError('auth', detail, hostKey);
   if (e.level === 'client-timeout' || /timed out/i.test(detail)) return new SshLoginError('timeout', detail, hostKey);
-  if (e.code === 'ECONNREFUSED' || e.code === 'ECONNRESET' || e.code === 'ETIMEDOUT' || /no response from server|connection lost/i.test(detail)) {
+  if (
+    e.code === 'ECONNREFUSED' ||
+    e.code === 'ECONNRESET' ||
+    e.code === 'ETIMEDOUT' ||
+    /no response from server|connection lost/i.test(detail)
+  ) {
     return new SshLoginError('refused', detail, hostKey);
   }
   return new SshLoginError('error', detail, hostKey);
@@ -156,12 +162,20 @@ function connect(target: SshTarget, timeoutMs: number): Promise<Session> {
     // ssh2's readyTimeout is set too, but a server that stalls in the middle of the handshake must
     // not depend on it: this timer destroys the socket whatever ssh2 is waiting for.
     // Unreferenced: the socket keeps the process up while there is anything to wait for.
-    const timer = setTimeout(() => fail(new SshLoginError('timeout', `no finished SSH login within ${timeoutMs} ms`, seen)), timeoutMs).unref();
+    const timer = setTimeout(
+      () => fail(new SshLoginError('timeout', `no finished SSH login within ${timeoutMs} ms`, seen)),
+      timeoutMs,
+    ).unref();
     client.on('error', (err) => {
-      if (refusedKey) fail(new SshLoginError('host_key', `the server showed host key ${seen}, not the pinned ${target.hostKey}`, seen));
+      if (refusedKey)
+        fail(
+          new SshLoginError('host_key', `the server showed host key ${seen}, not the pinned ${target.hostKey}`, seen),
+        );
       else fail(classify(err, seen));
     });
-    client.on('close', () => fail(new SshLoginError('refused', 'the connection closed before the login finished', seen)));
+    client.on('close', () =>
+      fail(new SshLoginError('refused', 'the connection closed before the login finished', seen)),
+    );
     client.on('ready', () => {
       if (settled) return;
       settled = true;
@@ -235,7 +249,14 @@ export async function sshExec(target: SshTarget, command: string, opts: SshOptio
       dispose(session, cut !== null);
       if (failure) return reject(failure);
       const text = (chunks: Buffer[]) => Buffer.concat(chunks).toString('utf8');
-      resolve({ stdout: text(out), stderr: text(err), code: cut ? null : code, signal: cut ? null : signal, cut, hostKey });
+      resolve({
+        stdout: text(out),
+        stderr: text(err),
+        code: cut ? null : code,
+        signal: cut ? null : signal,
+        cut,
+        hostKey,
+      });
     };
     const timer = setTimeout(() => finish('timeout'), commandTimeoutMs).unref();
     const take = (into: Buffer[]) => (chunk: Buffer) => {

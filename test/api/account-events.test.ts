@@ -9,7 +9,12 @@ import { account, addKey, credit } from '../helpers/rentals.js';
 interface Event {
   id: string;
   type: string;
-  data: { balance?: { creditsMinor: number; currency: string; frozen: boolean }; billing?: { model: string; budgetRequired: boolean }; amountMinor?: number; thresholdMinor?: number };
+  data: {
+    balance?: { creditsMinor: number; currency: string; frozen: boolean };
+    billing?: { model: string; budgetRequired: boolean };
+    amountMinor?: number;
+    thresholdMinor?: number;
+  };
 }
 
 const pathOf = (url: string) => new URL(url).pathname;
@@ -24,7 +29,8 @@ describe('events: account events (topup.paid, credits.low)', function () {
   });
   after(() => ctx.close());
 
-  const start = async (who: SignedUp) => (await ctx.api.get('/api/v1/events').set(who.auth)).body.meta.nextAfter as string;
+  const start = async (who: SignedUp) =>
+    (await ctx.api.get('/api/v1/events').set(who.auth)).body.meta.nextAfter as string;
   async function events(who: SignedUp, after: string): Promise<Event[]> {
     const res = await ctx.api.get('/api/v1/events').query({ after, limit: 100 }).set(who.auth);
     assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -47,11 +53,18 @@ describe('events: account events (topup.paid, credits.low)', function () {
     assert.equal((await ctx.api.post(pathOf(topup.paymentUrl))).status, 303);
     assert.equal((await ctx.api.post(pathOf(topup.paymentUrl))).status, 303, 'paying again credits nothing');
     const seen = await events(owner, from);
-    assert.deepEqual(seen.map((e) => e.type), ['topup.paid']);
+    assert.deepEqual(
+      seen.map((e) => e.type),
+      ['topup.paid'],
+    );
     const me = (await ctx.api.get('/api/v1/me').set(owner.auth)).body.data;
     assert.equal(seen[0].data.amountMinor, 2500);
     assert.deepEqual(seen[0].data.billing, me.billing);
-    assert.deepEqual(seen[0].data.balance, { creditsMinor: 2500, currency: me.balance.currency, frozen: me.balance.frozen });
+    assert.deepEqual(seen[0].data.balance, {
+      creditsMinor: 2500,
+      currency: me.balance.currency,
+      frozen: me.balance.frozen,
+    });
     assert.deepEqual(await events(agent, from), [], 'an agent key is not told of top-ups');
   });
 
@@ -66,8 +79,15 @@ describe('events: account events (topup.paid, credits.low)', function () {
     await post(debit(agent.accountId, 800)); // 1000: at the threshold is not under it
     await post(debit(agent.accountId, 1)); // 999: crosses again
     const low = (await events(owner, from)).filter((e) => e.type === 'credits.low');
-    assert.deepEqual(low.map((e) => e.data.balance?.creditsMinor), [900, 999]);
+    assert.deepEqual(
+      low.map((e) => e.data.balance?.creditsMinor),
+      [900, 999],
+    );
     assert.ok(low.every((e) => e.data.thresholdMinor === 1000));
-    assert.deepEqual((await events(agent, from)).map((e) => e.type), ['credits.low', 'credits.low'], 'agent keys see credits.low');
+    assert.deepEqual(
+      (await events(agent, from)).map((e) => e.type),
+      ['credits.low', 'credits.low'],
+      'agent keys see credits.low',
+    );
   });
 });

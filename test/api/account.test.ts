@@ -34,9 +34,29 @@ describe('GET /api/v1/me and /api/v1/billing/balance', () => {
     const a = await signup(ctx, { budgetLimitMinor: 5000 });
     const { ledger, ds } = ctx.services;
     await ds.transaction(async (m) => {
-      await ledger.post(m, { accountId: a.accountId, kind: 'TOPUP', amountMinor: 10_000, externalRef: `test-topup:${a.keyId}`, description: 'test top-up' });
-      await ledger.post(m, { accountId: a.accountId, keyId: a.keyId, kind: 'RENTAL_DEBIT', amountMinor: -1200, externalRef: `test-debit:${a.keyId}`, description: 'rental' });
-      await ledger.post(m, { accountId: a.accountId, keyId: a.keyId, kind: 'REVERSAL', amountMinor: 200, externalRef: `test-rev:${a.keyId}`, description: 'reversal' });
+      await ledger.post(m, {
+        accountId: a.accountId,
+        kind: 'TOPUP',
+        amountMinor: 10_000,
+        externalRef: `test-topup:${a.keyId}`,
+        description: 'test top-up',
+      });
+      await ledger.post(m, {
+        accountId: a.accountId,
+        keyId: a.keyId,
+        kind: 'RENTAL_DEBIT',
+        amountMinor: -1200,
+        externalRef: `test-debit:${a.keyId}`,
+        description: 'rental',
+      });
+      await ledger.post(m, {
+        accountId: a.accountId,
+        keyId: a.keyId,
+        kind: 'REVERSAL',
+        amountMinor: 200,
+        externalRef: `test-rev:${a.keyId}`,
+        description: 'reversal',
+      });
     });
     const me = await ctx.api.get('/api/v1/me').set(a.auth);
     assert.equal(me.body.data.key.netSpentMinor, 1000);
@@ -47,7 +67,11 @@ describe('GET /api/v1/me and /api/v1/billing/balance', () => {
     assert.equal(bal.body.data.creditsMinor, 9000);
     assert.equal(bal.body.data.keyRemainingBudgetMinor, 4000);
     assert.deepEqual(
-      bal.body.data.entries.map((e: { kind: string; amountMinor: number; balanceAfterMinor: number }) => [e.kind, e.amountMinor, e.balanceAfterMinor]),
+      bal.body.data.entries.map((e: { kind: string; amountMinor: number; balanceAfterMinor: number }) => [
+        e.kind,
+        e.amountMinor,
+        e.balanceAfterMinor,
+      ]),
       [
         ['REVERSAL', 200, 9000],
         ['RENTAL_DEBIT', -1200, 8800],
@@ -55,7 +79,14 @@ describe('GET /api/v1/me and /api/v1/billing/balance', () => {
     );
     // Usage settled after a stop can go past the budget: the remainder says so rather than hiding it at 0.
     await ds.transaction((m) =>
-      ledger.post(m, { accountId: a.accountId, keyId: a.keyId, kind: 'USAGE', amountMinor: -4300, externalRef: `test-usage:${a.keyId}`, description: 'usage' }),
+      ledger.post(m, {
+        accountId: a.accountId,
+        keyId: a.keyId,
+        kind: 'USAGE',
+        amountMinor: -4300,
+        externalRef: `test-usage:${a.keyId}`,
+        description: 'usage',
+      }),
     );
     assert.equal((await ctx.api.get('/api/v1/me').set(a.auth)).body.data.key.remainingBudgetMinor, -300);
   });

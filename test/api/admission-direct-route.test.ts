@@ -19,12 +19,18 @@ function sameAnswer(direct: Response, walked: Response, what: string): void {
   const headers = (r: Response) => Object.fromEntries(Object.entries(r.headers).filter(([k]) => !PER_RESPONSE.has(k)));
   assert.deepEqual(headers(direct), headers(walked), `${what}: headers`);
   assert.match(direct.headers['x-request-id'], /^req_/, `${what}: a request id`);
-  assert.equal(direct.body.meta?.requestId ?? direct.body.error?.requestId, direct.headers['x-request-id'], `${what}: the envelope carries the header's request id`);
+  assert.equal(
+    direct.body.meta?.requestId ?? direct.body.error?.requestId,
+    direct.headers['x-request-id'],
+    `${what}: the envelope carries the header's request id`,
+  );
 }
 
 /** The rental's fields with its ids and times blanked: two admissions of the same offer then read alike. */
 function shapeOf(body: { data: Record<string, unknown> }): unknown {
-  return JSON.parse(JSON.stringify(body.data), (k, v: unknown) => (/(^id$|Id$|At$)/.test(k) && typeof v === 'string' ? '*' : v));
+  return JSON.parse(JSON.stringify(body.data), (k, v: unknown) =>
+    /(^id$|Id$|At$)/.test(k) && typeof v === 'string' ? '*' : v,
+  );
 }
 
 describe('POST /api/v1/rentals ahead of the router', () => {
@@ -43,7 +49,8 @@ describe('POST /api/v1/rentals ahead of the router', () => {
     if (opts.key !== null) req = req.set('Idempotency-Key', opts.key ?? randomUUID());
     return req.set('Content-Type', opts.type ?? 'application/json').send(opts.body ?? JSON.stringify({ offerId }));
   };
-  const both = async (opts: Parameters<typeof post>[1] = {}) => [await post('/api/v1/rentals', opts), await post('/api/v1/rentals/', opts)] as const;
+  const both = async (opts: Parameters<typeof post>[1] = {}) =>
+    [await post('/api/v1/rentals', opts), await post('/api/v1/rentals/', opts)] as const;
 
   it('admits with the same status, headers and rental as the routed path', async () => {
     const [direct, walked] = await both();
@@ -56,7 +63,9 @@ describe('POST /api/v1/rentals ahead of the router', () => {
 
   it('counts each admission once in the request metrics, under the route template', async () => {
     const counted = async (status: string) =>
-      (await httpRequests.get()).values.find((v) => v.labels.method === 'POST' && v.labels.route === '/api/v1/rentals' && v.labels.status === status)?.value ?? 0;
+      (await httpRequests.get()).values.find(
+        (v) => v.labels.method === 'POST' && v.labels.route === '/api/v1/rentals' && v.labels.status === status,
+      )?.value ?? 0;
     const [admitted, refused] = [await counted('201'), await counted('401')];
     assert.equal((await post('/api/v1/rentals')).status, 201);
     assert.equal((await post('/api/v1/rentals', { auth: 'Bearer gpr_nope' })).status, 401);
@@ -97,7 +106,9 @@ describe('POST /api/v1/rentals ahead of the router', () => {
   });
 
   it('refuses a body over the route limit with 413 before reading it all', async () => {
-    const [direct, walked] = await both({ body: JSON.stringify({ offerId, pad: 'x'.repeat(bodyLimitOf('/api/v1/rentals').bytes) }) });
+    const [direct, walked] = await both({
+      body: JSON.stringify({ offerId, pad: 'x'.repeat(bodyLimitOf('/api/v1/rentals').bytes) }),
+    });
     sameAnswer(direct, walked, 'too large');
     assert.equal(direct.status, 413);
   });

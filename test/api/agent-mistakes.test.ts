@@ -80,11 +80,21 @@ describe('agent mistakes at admission and input', () => {
       const balance = await account(ctx, { creditsMinor: 10_000 });
       const legacy = await account(ctx, { creditsMinor: 10_000, billingModel: 'LEGACY_PREPAID' });
       for (const who of [balance, legacy]) {
-        const small = await rent(ctx, who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000, budgetMinor: 100 });
+        const small = await rent(ctx, who, {
+          gpuModel: 'H100',
+          gpuCount: 1,
+          maxHourlyPriceMinor: 1000,
+          budgetMinor: 100,
+        });
         assert.equal(small.status, 422, JSON.stringify(small.body));
         assert.equal(small.body.error.code, 'BUDGET_TOO_SMALL');
         assert.match(small.body.error.message, /must be at least 500 \(\$5\.00\)/);
-        const enough = await rent(ctx, who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000, budgetMinor: MIN_BUDGET_MINOR });
+        const enough = await rent(ctx, who, {
+          gpuModel: 'H100',
+          gpuCount: 1,
+          maxHourlyPriceMinor: 1000,
+          budgetMinor: MIN_BUDGET_MINOR,
+        });
         assert.equal(enough.status, 201, JSON.stringify(enough.body));
       }
     });
@@ -130,11 +140,31 @@ describe('agent mistakes at admission and input', () => {
     it('says "USD cents: 350 = $3.50" and the range for 3.5, "3.50" and 20 alike', async () => {
       const who = await account(ctx, { creditsMinor: 10_000, scopes: ['read', 'rent', 'manage', 'billing'] });
       const cases: [string, object, RegExp][] = [
-        ['/api/v1/billing/topups', { amountMinor: 3.5 }, /amountMinor is in USD cents: 350 = \$3\.50; send a whole number from 500 to 50000 \(\$5\.00 to \$500\.00\)\. If you meant \$3\.50, send 350\./],
-        ['/api/v1/billing/topups', { amountMinor: '3.50' }, /amountMinor is in USD cents: 350 = \$3\.50; send a whole number from 500 to 50000/],
-        ['/api/v1/billing/topups', { amountMinor: 20 }, /amountMinor is in USD cents: 350 = \$3\.50; send a whole number from 500 to 50000 \(\$5\.00 to \$500\.00\)\. If you meant \$20\.00, send 2000\./],
-        ['/api/v1/rentals', { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 3.5 }, /maxHourlyPriceMinor is in USD cents: 350 = \$3\.50; send a whole number from 1 to 100000000/],
-        ['/api/v1/rentals', { offerId: id['h100-pcie'], budgetMinor: 12.5 }, /budgetMinor is in USD cents: 350 = \$3\.50/],
+        [
+          '/api/v1/billing/topups',
+          { amountMinor: 3.5 },
+          /amountMinor is in USD cents: 350 = \$3\.50; send a whole number from 500 to 50000 \(\$5\.00 to \$500\.00\)\. If you meant \$3\.50, send 350\./,
+        ],
+        [
+          '/api/v1/billing/topups',
+          { amountMinor: '3.50' },
+          /amountMinor is in USD cents: 350 = \$3\.50; send a whole number from 500 to 50000/,
+        ],
+        [
+          '/api/v1/billing/topups',
+          { amountMinor: 20 },
+          /amountMinor is in USD cents: 350 = \$3\.50; send a whole number from 500 to 50000 \(\$5\.00 to \$500\.00\)\. If you meant \$20\.00, send 2000\./,
+        ],
+        [
+          '/api/v1/rentals',
+          { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 3.5 },
+          /maxHourlyPriceMinor is in USD cents: 350 = \$3\.50; send a whole number from 1 to 100000000/,
+        ],
+        [
+          '/api/v1/rentals',
+          { offerId: id['h100-pcie'], budgetMinor: 12.5 },
+          /budgetMinor is in USD cents: 350 = \$3\.50/,
+        ],
       ];
       for (const [path, body, expected] of cases) {
         const res = await ctx.api.post(path).set(who.auth).set('Idempotency-Key', randomUUID()).send(body);
@@ -151,7 +181,11 @@ describe('agent mistakes at admission and input', () => {
       const body = { offerId: id['h100-pcie'] };
       const missing = await ctx.api.post('/api/v1/rentals').set(who.auth).send(body);
       const empty = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', '').send(body);
-      const long = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', 'k'.repeat(129)).send(body);
+      const long = await ctx.api
+        .post('/api/v1/rentals')
+        .set(who.auth)
+        .set('Idempotency-Key', 'k'.repeat(129))
+        .send(body);
       const topup = await ctx.api.post('/api/v1/billing/topups').set(who.auth).send({ amountMinor: 500 });
       for (const res of [missing, empty, long, topup]) {
         assert.equal(res.status, 400, JSON.stringify(res.body));
@@ -180,7 +214,13 @@ describe('agent mistakes at admission and input', () => {
     it('keeps one body for every cause, and it says how to send a key and how to get one', async () => {
       const a = await signup(ctx);
       const bodies = new Set<string>();
-      for (const header of [undefined, 'Bearer', `Bearer ${a.token.slice(4)}`, `${a.token}`, `Bearer gpr_ZZZZZZZZ.${'A'.repeat(43)}`]) {
+      for (const header of [
+        undefined,
+        'Bearer',
+        `Bearer ${a.token.slice(4)}`,
+        `${a.token}`,
+        `Bearer gpr_ZZZZZZZZ.${'A'.repeat(43)}`,
+      ]) {
         const req = ctx.api.get('/api/v1/me');
         if (header) req.set('Authorization', header);
         const res = await req;
@@ -198,17 +238,48 @@ describe('agent mistakes at admission and input', () => {
     it('reads a body sent without Content-Type, or labelled as `curl -d` labels it, as the JSON it is; anything else is a 415 that says what to send', async () => {
       const who = await account(ctx, { creditsMinor: 10_000 });
       const body = JSON.stringify({ offerId: id['a100-40'] });
-      const form = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).set('Content-Type', 'application/x-www-form-urlencoded').send(body);
+      const form = await ctx.api
+        .post('/api/v1/rentals')
+        .set(who.auth)
+        .set('Idempotency-Key', randomUUID())
+        .set('Content-Type', 'application/x-www-form-urlencoded')
+        .send(body);
       assert.equal(form.status, 201, form.text);
-      const text = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).set('Content-Type', 'text/plain').send(body);
+      const text = await ctx.api
+        .post('/api/v1/rentals')
+        .set(who.auth)
+        .set('Idempotency-Key', randomUUID())
+        .set('Content-Type', 'text/plain')
+        .send(body);
       assert.equal(text.status, 201, text.text);
-      const notJson = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).set('Content-Type', 'application/x-www-form-urlencoded').send('offerId=x');
+      const notJson = await ctx.api
+        .post('/api/v1/rentals')
+        .set(who.auth)
+        .set('Idempotency-Key', randomUUID())
+        .set('Content-Type', 'application/x-www-form-urlencoded')
+        .send('offerId=x');
       assert.equal(notJson.status, 415, notJson.text);
-      assert.match(notJson.body.error.message, /^The request body is not JSON: .*send JSON with Content-Type: application\/json\.$/);
-      const multipart = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).set('Content-Type', 'multipart/form-data; boundary=x').send('--x--');
+      assert.match(
+        notJson.body.error.message,
+        /^The request body is not JSON: .*send JSON with Content-Type: application\/json\.$/,
+      );
+      const multipart = await ctx.api
+        .post('/api/v1/rentals')
+        .set(who.auth)
+        .set('Idempotency-Key', randomUUID())
+        .set('Content-Type', 'multipart/form-data; boundary=x')
+        .send('--x--');
       assert.equal(multipart.status, 415);
-      assert.match(multipart.body.error.message, /send the body as JSON with Content-Type: application\/json \(got multipart\/form-data\)/);
-      const broken = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).set('Content-Type', 'application/json').send('{"offerId":');
+      assert.match(
+        multipart.body.error.message,
+        /send the body as JSON with Content-Type: application\/json \(got multipart\/form-data\)/,
+      );
+      const broken = await ctx.api
+        .post('/api/v1/rentals')
+        .set(who.auth)
+        .set('Idempotency-Key', randomUUID())
+        .set('Content-Type', 'application/json')
+        .send('{"offerId":');
       assert.equal(broken.status, 400, 'labelled JSON that does not parse stays malformed JSON');
     });
 
@@ -218,7 +289,10 @@ describe('agent mistakes at admission and input', () => {
       const none = await rent(ctx, who, body);
       assert.equal(none.status, 422);
       assert.equal(none.body.error.code, 'NO_MATCHING_OFFER');
-      assert.match(none.body.error.message, /To wait for one instead, send the same request with waitForCapacitySeconds \(60 to 86,400, on a balance account\)/);
+      assert.match(
+        none.body.error.message,
+        /To wait for one instead, send the same request with waitForCapacitySeconds \(60 to 86,400, on a balance account\)/,
+      );
       const waiting = await rent(ctx, who, { ...body, waitForCapacitySeconds: 600 });
       assert.equal(waiting.status, 201, waiting.text);
       assert.equal(waiting.body.data.phase, 'waiting_for_capacity');
@@ -228,12 +302,26 @@ describe('agent mistakes at admission and input', () => {
 
     it('names the cents field for a dollar name, and the event types a webhook may take', async () => {
       const who = await account(ctx, { creditsMinor: 10_000 });
-      const topup = await ctx.api.post('/api/v1/billing/topups').set(who.auth).set('Idempotency-Key', randomUUID()).send({ amount: 20 });
+      const topup = await ctx.api
+        .post('/api/v1/billing/topups')
+        .set(who.auth)
+        .set('Idempotency-Key', randomUUID())
+        .send({ amount: 20 });
       assert.equal(topup.status, 422);
-      assert.match(topup.body.error.message, /unknown property "amount"; this route accepts amountMinor\. amount is amountMinor here: amountMinor is in USD cents: 350 = \$3\.50; .*If you meant \$20\.00, send 2000\./);
-      const hook = await ctx.api.post('/api/v1/webhook-endpoints').set(who.auth).set('Idempotency-Key', randomUUID()).send({ url: 'https://example.com/hook' });
+      assert.match(
+        topup.body.error.message,
+        /unknown property "amount"; this route accepts amountMinor\. amount is amountMinor here: amountMinor is in USD cents: 350 = \$3\.50; .*If you meant \$20\.00, send 2000\./,
+      );
+      const hook = await ctx.api
+        .post('/api/v1/webhook-endpoints')
+        .set(who.auth)
+        .set('Idempotency-Key', randomUUID())
+        .send({ url: 'https://example.com/hook' });
       assert.equal(hook.status, 422);
-      assert.match(hook.body.error.message, /eventTypes: is required: one or more of rental\.provisioning, rental\.active, .*credits\.low/);
+      assert.match(
+        hook.body.error.message,
+        /eventTypes: is required: one or more of rental\.provisioning, rental\.active, .*credits\.low/,
+      );
     });
   });
 });

@@ -39,7 +39,11 @@ describe('polling an agent authorization', () => {
             assert.fail('no approval was given');
           } catch (err) {
             assert.ok(err instanceof AppError);
-            assert.equal(err.code, 'AGENT_AUTHORIZATION_PENDING', `poll ${polls + 1} at +${limited.clock.now().getTime() - (end - AUTHORIZATION_TTL_MS)} ms: ${err.message}`);
+            assert.equal(
+              err.code,
+              'AGENT_AUTHORIZATION_PENDING',
+              `poll ${polls + 1} at +${limited.clock.now().getTime() - (end - AUTHORIZATION_TTL_MS)} ms: ${err.message}`,
+            );
             polls += 1;
             limited.clock.advance(Number(err.headers['Retry-After']) * 1000);
           }
@@ -68,7 +72,10 @@ describe('agent names', () => {
   after(() => ctx.close());
 
   it('signup takes an optional name (at most 100 characters) for its key', async () => {
-    const named = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).send({ name: 'nightly-trainer' });
+    const named = await ctx.api
+      .post('/api/v1/signup')
+      .set('Idempotency-Key', randomUUID())
+      .send({ name: 'nightly-trainer' });
     assert.equal(named.status, 201, JSON.stringify(named.body));
     assert.equal(named.body.data.account.key.name, 'nightly-trainer');
     for (const name of ['x'.repeat(101), 'two\nlines']) {
@@ -96,7 +103,9 @@ describe('agent names', () => {
       .set('Authorization', `Bearer ${token}`)
       .send({ approvalCode: code, maxPerRentalMinor: 500, budgetLimitMinor: 500, maxConcurrentDeployments: 1 });
     assert.equal(approved.status, 200, JSON.stringify(approved.body));
-    const exchanged = await ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode: begun.body.data.setupCode });
+    const exchanged = await ctx.api
+      .post('/api/v1/agent-setups/exchange')
+      .send({ setupCode: begun.body.data.setupCode });
     assert.equal(exchanged.status, 200);
     assert.equal(exchanged.body.data.key.name, name);
     const list = await ctx.api.get('/api/v1/agent-keys').set('Authorization', `Bearer ${token}`);
@@ -105,6 +114,7 @@ describe('agent names', () => {
     const bodyless = await ctx.api.post('/api/v1/agent-authorizations');
     assert.equal(bodyless.status, 200);
     assert.equal(bodyless.body.data.name, null);
-    for (const bad of ['y'.repeat(101), 'bell\u0007']) assert.equal((await ctx.api.post('/api/v1/agent-authorizations').send({ name: bad })).status, 422);
+    for (const bad of ['y'.repeat(101), 'bell\u0007'])
+      assert.equal((await ctx.api.post('/api/v1/agent-authorizations').send({ name: bad })).status, 422);
   });
 });

@@ -16,13 +16,19 @@ describe("a key's idle minutes through the API", () => {
   after(() => ctx.close());
 
   const issue = (extra: object) =>
-    ctx.api.post('/api/v1/agent-keys').set(owner).set('Idempotency-Key', randomUUID()).send({ name: 'worker', scopes: ['read', 'rent'], ...LIMITS, ...extra });
+    ctx.api
+      .post('/api/v1/agent-keys')
+      .set(owner)
+      .set('Idempotency-Key', randomUUID())
+      .send({ name: 'worker', scopes: ['read', 'rent'], ...LIMITS, ...extra });
 
   it('is given to an owner-issued key, shown on it, and absent means never', async () => {
     const res = await issue({ idleTerminateMinutes: 30 });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     assert.equal(res.body.data.key.idleTerminateMinutes, 30);
-    const listed = (await ctx.api.get('/api/v1/agent-keys').set(owner)).body.data.find((k: { id: string }) => k.id === res.body.data.key.id);
+    const listed = (await ctx.api.get('/api/v1/agent-keys').set(owner)).body.data.find(
+      (k: { id: string }) => k.id === res.body.data.key.id,
+    );
     assert.equal(listed.idleTerminateMinutes, 30);
     const me = (await ctx.api.get('/api/v1/me').set({ Authorization: `Bearer ${res.body.data.token}` })).body.data;
     assert.equal(JSON.stringify(me).includes('"idleTerminateMinutes":30'), true, 'the agent sees its own setting');
@@ -43,20 +49,31 @@ describe("a key's idle minutes through the API", () => {
     const begun = await ctx.api.post('/api/v1/agent-authorizations');
     assert.equal(begun.status, 200, JSON.stringify(begun.body));
     const approvalCode = begun.body.data.approvalUrl.split('/').pop();
-    const approved = await ctx.api.post('/api/v1/agent-authorizations/approve').set(owner).send({ approvalCode, ...LIMITS, idleTerminateMinutes: 15 });
+    const approved = await ctx.api
+      .post('/api/v1/agent-authorizations/approve')
+      .set(owner)
+      .send({ approvalCode, ...LIMITS, idleTerminateMinutes: 15 });
     assert.equal(approved.status, 200, JSON.stringify(approved.body));
     assert.equal(approved.body.data.idleTerminateMinutes, 15);
-    const exchanged = await ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode: begun.body.data.setupCode });
+    const exchanged = await ctx.api
+      .post('/api/v1/agent-setups/exchange')
+      .send({ setupCode: begun.body.data.setupCode });
     assert.equal(exchanged.status, 200, JSON.stringify(exchanged.body));
     assert.equal(exchanged.body.data.key.idleTerminateMinutes, 15);
   });
 
   it('travels on a setup code an owner mints', async () => {
     const account = await ctx.services.accounts.findOrCreateTelegramOwner(Math.floor(Math.random() * 1e12), 43);
-    const { setupCode } = await ctx.services.agents.mintSetupCode({ accountId: account.id, keyId: null }, { ...LIMITS, idleTerminateMinutes: 5 });
+    const { setupCode } = await ctx.services.agents.mintSetupCode(
+      { accountId: account.id, keyId: null },
+      { ...LIMITS, idleTerminateMinutes: 5 },
+    );
     const exchanged = await ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode });
     assert.equal(exchanged.status, 200, JSON.stringify(exchanged.body));
     assert.equal(exchanged.body.data.key.idleTerminateMinutes, 5);
-    await assert.rejects(ctx.services.agents.mintSetupCode({ accountId: account.id, keyId: null }, { ...LIMITS, idleTerminateMinutes: 0 }), /idleTerminateMinutes/);
+    await assert.rejects(
+      ctx.services.agents.mintSetupCode({ accountId: account.id, keyId: null }, { ...LIMITS, idleTerminateMinutes: 0 }),
+      /idleTerminateMinutes/,
+    );
   });
 });

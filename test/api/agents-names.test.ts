@@ -36,7 +36,11 @@ describe('agent and key names', () => {
   });
   after(() => ctx.close());
 
-  const refused = (res: { status: number; body: { error?: { code: string; message: string } } }, field: string, what: string) => {
+  const refused = (
+    res: { status: number; body: { error?: { code: string; message: string } } },
+    field: string,
+    what: string,
+  ) => {
     assert.equal(res.status, 422, `${what}: ${JSON.stringify(res.body)}`);
     assert.equal(res.body.error!.code, 'VALIDATION_FAILED', what);
     assert.match(res.body.error!.message, new RegExp(`\\b${field}\\b`), what);
@@ -56,7 +60,14 @@ describe('agent and key names', () => {
     const begun = await ctx.api.post('/api/v1/agent-authorizations').send({ name: 'trainer' });
     const approvalCode = begun.body.data.approvalUrl.split('/').pop();
     for (const [what, name] of HOSTILE) {
-      refused(await ctx.api.post('/api/v1/agent-authorizations/approve').set(owner.auth).send({ approvalCode, ...LIMITS, name }), 'name', what);
+      refused(
+        await ctx.api
+          .post('/api/v1/agent-authorizations/approve')
+          .set(owner.auth)
+          .send({ approvalCode, ...LIMITS, name }),
+        'name',
+        what,
+      );
       const issued = await ctx.api
         .post('/api/v1/agent-keys')
         .set(owner.auth)
@@ -70,12 +81,16 @@ describe('agent and key names', () => {
       );
     }
     // Nothing was approved by the refused attempts.
-    const ok = await ctx.api.post('/api/v1/agent-authorizations/approve').set(owner.auth).send({ approvalCode, ...LIMITS, name: 'trainer ❤️ 🤖' });
+    const ok = await ctx.api
+      .post('/api/v1/agent-authorizations/approve')
+      .set(owner.auth)
+      .send({ approvalCode, ...LIMITS, name: 'trainer ❤️ 🤖' });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
   });
 
   it('keeps ordinary names, scripts and emoji (with their variation selectors) as given', () => {
-    for (const name of ['nightly <trainer>', 'Ada Lovelace', 'متدرب', '训练器', 'trainer ❤️', 'Zoë — v2']) assert.equal(keyName(` ${name} `), name);
+    for (const name of ['nightly <trainer>', 'Ada Lovelace', 'متدرب', '训练器', 'trainer ❤️', 'Zoë — v2'])
+      assert.equal(keyName(` ${name} `), name);
   });
 
   it('cleans names stored before the rule, so no page or chat can show one', async function () {
@@ -86,7 +101,10 @@ describe('agent and key names', () => {
     try {
       const accountId = randomUUID();
       const now = new Date();
-      await q.query(`INSERT INTO accounts (id, billing_model, created_at) VALUES (?, 'ACCOUNT_BALANCE', ?)`, [accountId, now]);
+      await q.query(`INSERT INTO accounts (id, billing_model, created_at) VALUES (?, 'ACCOUNT_BALANCE', ?)`, [
+        accountId,
+        now,
+      ]);
       const key = (id: string, name: string, prefix: string) =>
         q.query(
           `INSERT INTO api_keys (id, account_id, kind, name, prefix, secret_hash, scopes, max_per_rental_minor, budget_limit_minor, max_concurrent_deployments, origin, created_at)
@@ -106,7 +124,11 @@ describe('agent and key names', () => {
 
       await new KeyIssuer1763800010200().up(q);
 
-      const names = Object.fromEntries(((await q.query(`SELECT id, name, issued_by_key_id FROM api_keys`)) as { id: string; name: string }[]).map((r) => [r.id, r.name]));
+      const names = Object.fromEntries(
+        ((await q.query(`SELECT id, name, issued_by_key_id FROM api_keys`)) as { id: string; name: string }[]).map(
+          (r) => [r.id, r.name],
+        ),
+      );
       assert.deepEqual([names[spoofed], names[hidden], names[plain]], ['invoicegpj.exe', 'unnamed key', 'trainer ❤️']);
       const [s] = await q.query(`SELECT name, requested_name FROM agent_authorizations WHERE id = ?`, [session]);
       assert.deepEqual([s.name, s.requested_name], ['ab', null]);

@@ -9,13 +9,26 @@ import { credit, offerIds, rent } from '../helpers/rentals.js';
 
 const LIMITS = { maxPerRentalMinor: 700, budgetLimitMinor: 3000, maxConcurrentDeployments: 2 };
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'ok-l4', name: 'NVIDIA L4', category: 'datacenter', vramGb: 24, gpuCount: 1, pricePerHourMinor: 50, maximumDurationSeconds: 86400 },
+  {
+    key: 'ok-l4',
+    name: 'NVIDIA L4',
+    category: 'datacenter',
+    vramGb: 24,
+    gpuCount: 1,
+    pricePerHourMinor: 50,
+    maximumDurationSeconds: 86400,
+  },
 ];
 
 /** A key and how to send it: the same shape signup hands out. */
 type Holder = SignedUp;
 
-const holder = (accountId: string, keyId: string, token: string): Holder => ({ accountId, keyId, token, auth: { Authorization: `Bearer ${token}` } });
+const holder = (accountId: string, keyId: string, token: string): Holder => ({
+  accountId,
+  keyId,
+  token,
+  auth: { Authorization: `Bearer ${token}` },
+});
 
 describe('revoking an owner key', () => {
   let ctx: TestContext;
@@ -36,15 +49,25 @@ describe('revoking an owner key', () => {
     return holder(accountId, key.id, token);
   }
   async function issue(by: Holder, name = 'issued'): Promise<Holder> {
-    const res = await ctx.api.post('/api/v1/agent-keys').set(by.auth).set('Idempotency-Key', randomUUID()).send({ name, scopes: ['read', 'rent'], ...LIMITS });
+    const res = await ctx.api
+      .post('/api/v1/agent-keys')
+      .set(by.auth)
+      .set('Idempotency-Key', randomUUID())
+      .send({ name, scopes: ['read', 'rent'], ...LIMITS });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return holder(by.accountId, res.body.data.key.id, res.body.data.token);
   }
   /** An authorization session approved by `by`; exchanged when `exchanged`. */
-  async function approved(by: Holder, exchanged: boolean): Promise<{ setupCode: string; authorizationId: string; agent: Holder | null }> {
+  async function approved(
+    by: Holder,
+    exchanged: boolean,
+  ): Promise<{ setupCode: string; authorizationId: string; agent: Holder | null }> {
     const begun = await ctx.api.post('/api/v1/agent-authorizations').send({ name: 'session agent' });
     const { setupCode, approvalUrl, authorizationId } = begun.body.data;
-    const ok = await ctx.api.post('/api/v1/agent-authorizations/approve').set(by.auth).send({ approvalCode: approvalUrl.split('/').pop(), ...LIMITS });
+    const ok = await ctx.api
+      .post('/api/v1/agent-authorizations/approve')
+      .set(by.auth)
+      .send({ approvalCode: approvalUrl.split('/').pop(), ...LIMITS });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     if (!exchanged) return { setupCode, authorizationId, agent: null };
     const res = await ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode });
@@ -62,7 +85,8 @@ describe('revoking an owner key', () => {
     const pending = await approved(leaked, false);
     const unrelated = await issue(kept);
     // Each agent rents once, so this process holds its key for admission (read in the last minute).
-    for (const agent of [direct, viaSession.agent!]) assert.equal((await rent(ctx, agent, { offerId: offer })).status, 201);
+    for (const agent of [direct, viaSession.agent!])
+      assert.equal((await rent(ctx, agent, { offerId: offer })).status, 201);
 
     // The revocation runs in another process of the service: its own memory, the same database.
     const other = await createTestContext({ offers: OFFERS });
@@ -109,14 +133,26 @@ describe('revoking an owner key', () => {
     const agent = await issue(o);
     const stranger = await ownerAccount();
     const { key: narrowKey, token } = await ctx.services.ds.transaction((m) =>
-      ctx.services.keys.create(m, { accountId: o.accountId, kind: 'OWNER', name: 'read only', scopes: ['read'], origin: 'test', ...LIMITS }),
+      ctx.services.keys.create(m, {
+        accountId: o.accountId,
+        kind: 'OWNER',
+        name: 'read only',
+        scopes: ['read'],
+        origin: 'test',
+        ...LIMITS,
+      }),
     );
     const readOnly = holder(o.accountId, narrowKey.id, token);
 
     const listed = await ctx.api.get('/api/v1/owner-keys').set(o.auth);
     assert.equal(listed.status, 200);
-    assert.deepEqual(listed.body.data.map((k: { id: string }) => k.id).sort(), [o.keyId, second.keyId, readOnly.keyId].sort());
-    assert.ok(listed.body.data.every((k: { kind: string; token?: string }) => k.kind === 'OWNER' && k.token === undefined));
+    assert.deepEqual(
+      listed.body.data.map((k: { id: string }) => k.id).sort(),
+      [o.keyId, second.keyId, readOnly.keyId].sort(),
+    );
+    assert.ok(
+      listed.body.data.every((k: { kind: string; token?: string }) => k.kind === 'OWNER' && k.token === undefined),
+    );
     assert.equal((await ctx.api.get('/api/v1/owner-keys').set(agent.auth)).status, 403);
 
     const byAgent = await revoke(agent, second.keyId);
@@ -143,23 +179,54 @@ describe('revoking an owner key', () => {
     const o = await ownerAccount();
     const sessions = await Promise.all(Array.from({ length: 6 }, () => approved(o, false)));
     const fresh = await Promise.all(
-      Array.from({ length: 6 }, async () => (await ctx.api.post('/api/v1/agent-authorizations').send({})).body.data as { setupCode: string; approvalUrl: string }),
+      Array.from(
+        { length: 6 },
+        async () =>
+          (await ctx.api.post('/api/v1/agent-authorizations').send({})).body.data as {
+            setupCode: string;
+            approvalUrl: string;
+          },
+      ),
     );
     const racing = [
-      ...Array.from({ length: 8 }, () => ctx.api.post('/api/v1/agent-keys').set(o.auth).set('Idempotency-Key', randomUUID()).send({ name: 'racer', scopes: ['read'], ...LIMITS })),
+      ...Array.from({ length: 8 }, () =>
+        ctx.api
+          .post('/api/v1/agent-keys')
+          .set(o.auth)
+          .set('Idempotency-Key', randomUUID())
+          .send({ name: 'racer', scopes: ['read'], ...LIMITS }),
+      ),
       ...sessions.map((s) => ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode: s.setupCode })),
-      ...fresh.map((s) => ctx.api.post('/api/v1/agent-authorizations/approve').set(o.auth).send({ approvalCode: s.approvalUrl.split('/').pop(), ...LIMITS })),
+      ...fresh.map((s) =>
+        ctx.api
+          .post('/api/v1/agent-authorizations/approve')
+          .set(o.auth)
+          .send({ approvalCode: s.approvalUrl.split('/').pop(), ...LIMITS }),
+      ),
     ];
-    const [revoked, ...results] = await Promise.all([ctx.services.agentKeys.revokeOwnerKey(o.accountId, o.keyId), ...racing]);
+    const [revoked, ...results] = await Promise.all([
+      ctx.services.agentKeys.revokeOwnerKey(o.accountId, o.keyId),
+      ...racing,
+    ]);
     assert.ok(revoked.revokedAt);
-    assert.ok(results.every((r) => r.status < 500), results.map((r) => r.status).join());
-    const alive: unknown[] = await ctx.services.ds.query(`SELECT id FROM api_keys WHERE issued_by_key_id = ? AND revoked_at IS NULL`, [o.keyId]);
+    assert.ok(
+      results.every((r) => r.status < 500),
+      results.map((r) => r.status).join(),
+    );
+    const alive: unknown[] = await ctx.services.ds.query(
+      `SELECT id FROM api_keys WHERE issued_by_key_id = ? AND revoked_at IS NULL`,
+      [o.keyId],
+    );
     assert.deepEqual(alive, []);
-    const exchangeable: unknown[] = await ctx.services.ds.query(`SELECT id FROM agent_authorizations WHERE approved_by_key_id = ? AND status = 'APPROVED'`, [o.keyId]);
+    const exchangeable: unknown[] = await ctx.services.ds.query(
+      `SELECT id FROM agent_authorizations WHERE approved_by_key_id = ? AND status = 'APPROVED'`,
+      [o.keyId],
+    );
     assert.deepEqual(exchangeable, []);
     // Whatever was exchanged or issued in the race is refused now.
     for (const r of results.filter((x) => x.status === 200 || x.status === 201)) {
-      if (r.body.data?.token) assert.equal((await ctx.api.get('/api/v1/me').set('Authorization', `Bearer ${r.body.data.token}`)).status, 401);
+      if (r.body.data?.token)
+        assert.equal((await ctx.api.get('/api/v1/me').set('Authorization', `Bearer ${r.body.data.token}`)).status, 401);
     }
   });
 
@@ -174,7 +241,10 @@ describe('revoking an owner key', () => {
     };
     const listed = await run(['keys', '--account', o.accountId, '--json']);
     assert.equal(listed.status, 0, listed.err);
-    assert.deepEqual(JSON.parse(listed.out).map((k: { id: string }) => k.id), [o.keyId]);
+    assert.deepEqual(
+      JSON.parse(listed.out).map((k: { id: string }) => k.id),
+      [o.keyId],
+    );
 
     const revoked = await run(['revoke-key', '--key', o.keyId]);
     assert.equal(revoked.status, 0, revoked.err);

@@ -13,7 +13,7 @@ interface Holder {
 }
 
 /** A key's longest rental (`maxRentalSeconds`) through the API's ways of making keys. */
-describe('a key\'s longest rental through the API', () => {
+describe("a key's longest rental through the API", () => {
   let ctx: TestContext;
   before(async () => {
     ctx = await createTestContext({ env: { AGENT_SETUP_RATE_PER_MINUTE: '100000' } });
@@ -48,12 +48,23 @@ describe('a key\'s longest rental through the API', () => {
     return { setupCode: res.body.data.setupCode, approvalCode: res.body.data.approvalUrl.split('/').pop() };
   }
   const approve = (by: Holder, approvalCode: string, extra: object) =>
-    ctx.api.post('/api/v1/agent-authorizations/approve').set(by.auth).send({ approvalCode, ...LIMITS, ...extra });
+    ctx.api
+      .post('/api/v1/agent-authorizations/approve')
+      .set(by.auth)
+      .send({ approvalCode, ...LIMITS, ...extra });
   const exchange = (setupCode: string) => ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode });
   const issue = (by: Holder, extra: object, idem = randomUUID()) =>
-    ctx.api.post('/api/v1/agent-keys').set(by.auth).set('Idempotency-Key', idem).send({ name: 'worker', scopes: ['read', 'rent'], ...LIMITS, ...extra });
+    ctx.api
+      .post('/api/v1/agent-keys')
+      .set(by.auth)
+      .set('Idempotency-Key', idem)
+      .send({ name: 'worker', scopes: ['read', 'rent'], ...LIMITS, ...extra });
 
-  function assertRefused(res: { status: number; body: { error: { code: string; message: string } } }, status: number, code: string): void {
+  function assertRefused(
+    res: { status: number; body: { error: { code: string; message: string } } },
+    status: number,
+    code: string,
+  ): void {
     assert.equal(res.status, status, JSON.stringify(res.body));
     assert.equal(res.body.error.code, code);
     assert.match(res.body.error.message, /maxRentalSeconds/);
@@ -71,7 +82,10 @@ describe('a key\'s longest rental through the API', () => {
     const me = await ctx.api.get('/api/v1/me').set({ Authorization: `Bearer ${issued.body.data.token}` });
     assert.equal(me.body.data.key.maxRentalSeconds, EIGHT_HOURS);
     const listed = await ctx.api.get('/api/v1/agent-keys').set(o.auth);
-    assert.equal(listed.body.data.find((k: { id: string }) => k.id === issued.body.data.key.id).maxRentalSeconds, EIGHT_HOURS);
+    assert.equal(
+      listed.body.data.find((k: { id: string }) => k.id === issued.body.data.key.id).maxRentalSeconds,
+      EIGHT_HOURS,
+    );
   });
 
   it('leaves keys without one unlimited: absent or null', async () => {
@@ -140,12 +154,15 @@ describe('a key\'s longest rental through the API', () => {
     const { setupCode } = await ctx.services.agents.mintSetupCode(ref, { ...LIMITS, maxRentalSeconds: 1800 });
     assert.equal((await exchange(setupCode)).body.data.key.maxRentalSeconds, 1800);
     for (const bad of [59, MAX_RENTAL_SECONDS.maximum + 1, 1.5]) {
-      await assert.rejects(ctx.services.agents.mintSetupCode(ref, { ...LIMITS, maxRentalSeconds: bad }), (err: { status: number; code: string; message: string }) => {
-        assert.equal(err.status, 422);
-        assert.equal(err.code, 'VALIDATION_FAILED');
-        assert.match(err.message, /maxRentalSeconds/);
-        return true;
-      });
+      await assert.rejects(
+        ctx.services.agents.mintSetupCode(ref, { ...LIMITS, maxRentalSeconds: bad }),
+        (err: { status: number; code: string; message: string }) => {
+          assert.equal(err.status, 422);
+          assert.equal(err.code, 'VALIDATION_FAILED');
+          assert.match(err.message, /maxRentalSeconds/);
+          return true;
+        },
+      );
     }
   });
 });

@@ -8,7 +8,15 @@ import { credit, makeActive, offerIds, queuedJobs, rent, setStatus } from '../he
 
 const LIMITS = { maxPerRentalMinor: 700, budgetLimitMinor: 3000, maxConcurrentDeployments: 3 };
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'ok-l4', name: 'NVIDIA L4', category: 'datacenter', vramGb: 24, gpuCount: 1, pricePerHourMinor: 50, maximumDurationSeconds: 86400 },
+  {
+    key: 'ok-l4',
+    name: 'NVIDIA L4',
+    category: 'datacenter',
+    vramGb: 24,
+    gpuCount: 1,
+    pricePerHourMinor: 50,
+    maximumDurationSeconds: 86400,
+  },
 ];
 
 /** A key and how to send it: the same shape signup hands out. */
@@ -24,7 +32,12 @@ describe('revoking a key that has rentals running', () => {
   });
   after(() => ctx.close());
 
-  const holder = (accountId: string, keyId: string, token: string): Holder => ({ accountId, keyId, token, auth: { Authorization: `Bearer ${token}` } });
+  const holder = (accountId: string, keyId: string, token: string): Holder => ({
+    accountId,
+    keyId,
+    token,
+    auth: { Authorization: `Bearer ${token}` },
+  });
   async function ownerAccount(): Promise<Holder> {
     const account = await ctx.services.accounts.findOrCreateTelegramOwner(Math.floor(Math.random() * 1e12), 42);
     await credit(ctx, account.id, 100_000);
@@ -35,7 +48,11 @@ describe('revoking a key that has rentals running', () => {
     return holder(accountId, key.id, token);
   }
   async function issue(by: Holder): Promise<Holder> {
-    const res = await ctx.api.post('/api/v1/agent-keys').set(by.auth).set('Idempotency-Key', randomUUID()).send({ name: 'worker', scopes: ['read', 'rent', 'manage'], ...LIMITS });
+    const res = await ctx.api
+      .post('/api/v1/agent-keys')
+      .set(by.auth)
+      .set('Idempotency-Key', randomUUID())
+      .send({ name: 'worker', scopes: ['read', 'rent', 'manage'], ...LIMITS });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return holder(by.accountId, res.body.data.key.id, res.body.data.token);
   }
@@ -45,7 +62,8 @@ describe('revoking a key that has rentals running', () => {
     return res.body.data;
   }
   const deployment = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
-  const byDeployment = <T extends { deploymentId: string }>(rows: T[]) => [...rows].sort((a, b) => a.deploymentId.localeCompare(b.deploymentId));
+  const byDeployment = <T extends { deploymentId: string }>(rows: T[]) =>
+    [...rows].sort((a, b) => a.deploymentId.localeCompare(b.deploymentId));
 
   it('lists the agent key’s unfinished rentals and says they keep running; ?terminateRentals=true ends them through the normal path', async () => {
     const owner = await ownerAccount();
@@ -68,7 +86,10 @@ describe('revoking a key that has rentals running', () => {
       'the finished rental is not listed',
     );
     assert.equal(revoked.body.data.rentalsTerminated, false);
-    assert.match(revoked.body.data.rentalsNote, /^2 rentals of the key keep running and are charged until terminated: .*POST \/api\/v1\/deployments\/\{deploymentId\}\/terminate.*\?terminateRentals=true/);
+    assert.match(
+      revoked.body.data.rentalsNote,
+      /^2 rentals of the key keep running and are charged until terminated: .*POST \/api\/v1\/deployments\/\{deploymentId\}\/terminate.*\?terminateRentals=true/,
+    );
     // Nothing was terminated by the plain revocation.
     assert.equal((await deployment(running.deploymentId)).status, 'ACTIVE');
     assert.equal((await deployment(starting.deploymentId)).terminateRequestedAt, null);
@@ -86,7 +107,10 @@ describe('revoking a key that has rentals running', () => {
     for (const r of [running, starting]) {
       const d = await deployment(r.deploymentId);
       assert.deepEqual([d.status, d.terminationReason], ['TERMINATING', 'REQUESTED']);
-      assert.deepEqual((await queuedJobs(ctx, r.deploymentId)).filter((j) => j.name === 'rental.terminate'), [{ name: 'rental.terminate', deploymentId: r.deploymentId }]);
+      assert.deepEqual(
+        (await queuedJobs(ctx, r.deploymentId)).filter((j) => j.name === 'rental.terminate'),
+        [{ name: 'rental.terminate', deploymentId: r.deploymentId }],
+      );
       const view = await ctx.api.get(`/api/v1/rentals/${r.rentalId}`).set(owner.auth);
       assert.equal(view.body.data.terminationReason, 'USER');
     }
@@ -97,15 +121,23 @@ describe('revoking a key that has rentals running', () => {
     const owner = await ownerAccount();
     const agent = await issue(owner);
     const r = await rentAs(agent);
-    const res = await ctx.api.delete(`/api/v1/agent-keys/${agent.keyId}`).query({ terminateRentals: true }).set(owner.auth);
+    const res = await ctx.api
+      .delete(`/api/v1/agent-keys/${agent.keyId}`)
+      .query({ terminateRentals: true })
+      .set(owner.auth);
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    assert.deepEqual(res.body.data.liveRentals, [{ rentalId: r.rentalId, deploymentId: r.deploymentId, keyId: agent.keyId, status: 'TERMINATING' }]);
+    assert.deepEqual(res.body.data.liveRentals, [
+      { rentalId: r.rentalId, deploymentId: r.deploymentId, keyId: agent.keyId, status: 'TERMINATING' },
+    ]);
     assert.match(res.body.data.rentalsNote, /^1 rental of the key terminated with it/);
 
     const idle = await issue(owner);
     const quiet = await ctx.api.delete(`/api/v1/agent-keys/${idle.keyId}?terminateRentals=true`).set(owner.auth);
     assert.equal(quiet.status, 200);
-    assert.deepEqual([quiet.body.data.liveRentals, quiet.body.data.rentalsTerminated, quiet.body.data.rentalsNote], [[], false, 'The key had no unfinished rentals.']);
+    assert.deepEqual(
+      [quiet.body.data.liveRentals, quiet.body.data.rentalsTerminated, quiet.body.data.rentalsNote],
+      [[], false, 'The key had no unfinished rentals.'],
+    );
 
     const bad = await ctx.api.delete(`/api/v1/agent-keys/${idle.keyId}?terminateRentals=maybe`).set(owner.auth);
     assert.equal(bad.status, 422, JSON.stringify(bad.body));
@@ -138,8 +170,15 @@ describe('revoking a key that has rentals running', () => {
     const again = await ctx.api.delete(`/api/v1/owner-keys/${leaked.keyId}?terminateRentals=true`).set(kept.auth);
     assert.equal(again.status, 200, JSON.stringify(again.body));
     assert.deepEqual(again.body.data.revokedAgentKeyIds, []);
-    assert.deepEqual(again.body.data.liveRentals.map((r: { status: string }) => r.status), ['TERMINATING', 'TERMINATING']);
+    assert.deepEqual(
+      again.body.data.liveRentals.map((r: { status: string }) => r.status),
+      ['TERMINATING', 'TERMINATING'],
+    );
     for (const r of [own, agents]) assert.equal((await deployment(r.deploymentId)).status, 'TERMINATING');
-    assert.equal((await deployment(unrelated.deploymentId)).status, 'PENDING', 'a key it did not let in keeps its rentals');
+    assert.equal(
+      (await deployment(unrelated.deploymentId)).status,
+      'PENDING',
+      'a key it did not let in keeps its rentals',
+    );
   });
 });

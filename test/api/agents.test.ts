@@ -20,7 +20,16 @@ async function owner(ctx: TestContext, scopes?: Scope[]): Promise<Owner> {
   const account = await ctx.services.accounts.findOrCreateTelegramOwner(Math.floor(Math.random() * 1e12), 42);
   if (scopes) {
     const { key, token } = await ctx.services.ds.transaction((m) =>
-      ctx.services.keys.create(m, { accountId: account.id, kind: 'OWNER', name: 'narrow', scopes, origin: 'test', maxPerRentalMinor: 500, budgetLimitMinor: 500, maxConcurrentDeployments: 1 }),
+      ctx.services.keys.create(m, {
+        accountId: account.id,
+        kind: 'OWNER',
+        name: 'narrow',
+        scopes,
+        origin: 'test',
+        maxPerRentalMinor: 500,
+        budgetLimitMinor: 500,
+        maxConcurrentDeployments: 1,
+      }),
     );
     return { accountId: account.id, keyId: key.id, token, auth: { Authorization: `Bearer ${token}` } };
   }
@@ -33,7 +42,9 @@ const approvalCodeOf = (url: string) => url.slice(url.lastIndexOf('/') + 1);
 describe(AgentsService.name, () => {
   let ctx: TestContext;
   before(async () => {
-    ctx = await createTestContext({ env: { PUBLIC_BASE_URL: 'https://gpu.example.test', AGENT_SETUP_RATE_PER_MINUTE: '100000' } });
+    ctx = await createTestContext({
+      env: { PUBLIC_BASE_URL: 'https://gpu.example.test', AGENT_SETUP_RATE_PER_MINUTE: '100000' },
+    });
   });
   after(() => ctx.close());
 
@@ -44,7 +55,10 @@ describe(AgentsService.name, () => {
   }
   const exchange = (setupCode: string) => ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode });
   const approve = (o: { auth: Record<string, string> }, approvalCode: string, limits: object = LIMITS) =>
-    ctx.api.post('/api/v1/agent-authorizations/approve').set(o.auth).send({ approvalCode, ...limits });
+    ctx.api
+      .post('/api/v1/agent-authorizations/approve')
+      .set(o.auth)
+      .send({ approvalCode, ...limits });
 
   describe('POST /api/v1/agent-authorizations', () => {
     it('hands out a private setup code and a distinct public approval URL, valid ten minutes, storing hashes only', async () => {
@@ -53,9 +67,17 @@ describe(AgentsService.name, () => {
       assert.match(s.approvalUrl, /^https:\/\/gpu\.example\.test\/approve\/gpa_[A-Za-z0-9_-]{43}$/);
       assert.ok(!s.approvalUrl.includes(s.setupCode.slice(4)));
       assert.equal(new Date(s.expiresAt).getTime(), ctx.clock.now().getTime() + TEN_MINUTES);
-      const rows: Record<string, unknown>[] = await ctx.services.ds.query('SELECT * FROM agent_authorizations WHERE id = ?', [s.authorizationId]);
-      const stored = JSON.stringify(rows, (_k, v) => (v && v.type === 'Buffer' ? Buffer.from(v.data).toString('latin1') : v));
-      assert.ok(!stored.includes(s.setupCode) && !stored.includes(approvalCodeOf(s.approvalUrl)), 'raw codes must not be stored');
+      const rows: Record<string, unknown>[] = await ctx.services.ds.query(
+        'SELECT * FROM agent_authorizations WHERE id = ?',
+        [s.authorizationId],
+      );
+      const stored = JSON.stringify(rows, (_k, v) =>
+        v && v.type === 'Buffer' ? Buffer.from(v.data).toString('latin1') : v,
+      );
+      assert.ok(
+        !stored.includes(s.setupCode) && !stored.includes(approvalCodeOf(s.approvalUrl)),
+        'raw codes must not be stored',
+      );
     });
   });
 
@@ -99,7 +121,11 @@ describe(AgentsService.name, () => {
       assert.equal((await approve(o, approvalCodeOf(s.approvalUrl))).status, 200);
       const { key, token } = (await exchange(s.setupCode)).body.data;
       assert.ok(!key.scopes.includes('billing'));
-      const topup = await ctx.api.post('/api/v1/billing/topups').set({ Authorization: `Bearer ${token}` }).set('Idempotency-Key', randomUUID()).send({ amountMinor: 500 });
+      const topup = await ctx.api
+        .post('/api/v1/billing/topups')
+        .set({ Authorization: `Bearer ${token}` })
+        .set('Idempotency-Key', randomUUID())
+        .send({ amountMinor: 500 });
       assert.equal(topup.status, 403);
     });
 
@@ -113,7 +139,9 @@ describe(AgentsService.name, () => {
       const byNarrow = await approve(narrow, approvalCodeOf(s.approvalUrl));
       assert.equal(byNarrow.status, 403);
       assert.match(byNarrow.body.error.message, /manage/);
-      const anonymous = await ctx.api.post('/api/v1/agent-authorizations/approve').send({ approvalCode: approvalCodeOf(s.approvalUrl), ...LIMITS });
+      const anonymous = await ctx.api
+        .post('/api/v1/agent-authorizations/approve')
+        .send({ approvalCode: approvalCodeOf(s.approvalUrl), ...LIMITS });
       assert.equal(anonymous.status, 401);
       // Still pending: none of the refused approvals touched it.
       assert.equal((await exchange(s.setupCode)).body.error.code, 'AGENT_AUTHORIZATION_PENDING');
@@ -122,13 +150,20 @@ describe(AgentsService.name, () => {
     it('validates the limits against the minimums and names the field', async () => {
       const o = await owner(ctx);
       const s = await begin();
-      for (const [field, value] of [['maxPerRentalMinor', 499], ['budgetLimitMinor', 100], ['maxConcurrentDeployments', 0]] as const) {
+      for (const [field, value] of [
+        ['maxPerRentalMinor', 499],
+        ['budgetLimitMinor', 100],
+        ['maxConcurrentDeployments', 0],
+      ] as const) {
         const res = await approve(o, approvalCodeOf(s.approvalUrl), { ...LIMITS, [field]: value });
         assert.equal(res.status, 422, field);
         assert.equal(res.body.error.code, 'VALIDATION_FAILED');
         assert.match(res.body.error.message, new RegExp(field));
       }
-      const missing = await ctx.api.post('/api/v1/agent-authorizations/approve').set(o.auth).send({ approvalCode: approvalCodeOf(s.approvalUrl), maxPerRentalMinor: 500 });
+      const missing = await ctx.api
+        .post('/api/v1/agent-authorizations/approve')
+        .set(o.auth)
+        .send({ approvalCode: approvalCodeOf(s.approvalUrl), maxPerRentalMinor: 500 });
       assert.equal(missing.status, 422);
       const unknown = await approve(o, `gpa_${'x'.repeat(43)}`);
       assert.equal(unknown.status, 404);
@@ -167,7 +202,10 @@ describe(AgentsService.name, () => {
 
     it('exchanges a Telegram-minted code once within ten minutes', async () => {
       const o = await owner(ctx);
-      const { setupCode, expiresAt } = await ctx.services.agents.mintSetupCode({ accountId: o.accountId, keyId: null }, { ...LIMITS, name: 'from chat' });
+      const { setupCode, expiresAt } = await ctx.services.agents.mintSetupCode(
+        { accountId: o.accountId, keyId: null },
+        { ...LIMITS, name: 'from chat' },
+      );
       assert.match(setupCode, /^gps_[A-Za-z0-9_-]{43}$/);
       assert.equal(expiresAt.getTime(), ctx.clock.now().getTime() + TEN_MINUTES);
       const ok = await exchange(setupCode);
@@ -182,7 +220,13 @@ describe(AgentsService.name, () => {
 
     it('refuses Telegram limits under the minimums', async () => {
       const o = await owner(ctx);
-      await assert.rejects(ctx.services.agents.mintSetupCode({ accountId: o.accountId, keyId: null }, { ...LIMITS, budgetLimitMinor: 499 }), /budgetLimitMinor/);
+      await assert.rejects(
+        ctx.services.agents.mintSetupCode(
+          { accountId: o.accountId, keyId: null },
+          { ...LIMITS, budgetLimitMinor: 499 },
+        ),
+        /budgetLimitMinor/,
+      );
     });
 
     it('rejects a malformed setup code with 422 and an unknown one with 409', async () => {
@@ -194,7 +238,9 @@ describe(AgentsService.name, () => {
       const unknown = await exchange(`gps_${'A'.repeat(43)}`);
       assert.equal(unknown.status, 409);
       assert.equal(unknown.body.error.code, 'AGENT_SETUP_INVALID');
-      const extra = await ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode: `gps_${'A'.repeat(43)}`, scopes: ['billing'] });
+      const extra = await ctx.api
+        .post('/api/v1/agent-setups/exchange')
+        .send({ setupCode: `gps_${'A'.repeat(43)}`, scopes: ['billing'] });
       assert.equal(extra.status, 422);
     });
 
@@ -204,7 +250,10 @@ describe(AgentsService.name, () => {
       const results = await Promise.all(Array.from({ length: 12 }, () => exchange(setupCode)));
       const statuses = results.map((r) => r.status).sort();
       assert.deepEqual(statuses, [200, ...Array(11).fill(409)]);
-      const [{ n }] = await ctx.services.ds.query(`SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ? AND kind = 'AGENT'`, [o.accountId]);
+      const [{ n }] = await ctx.services.ds.query(
+        `SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ? AND kind = 'AGENT'`,
+        [o.accountId],
+      );
       assert.equal(Number(n), 1);
     });
   });
@@ -219,11 +268,26 @@ describe(AgentsService.name, () => {
         const e = await off.api.post('/api/v1/agent-setups/exchange').send({ setupCode: `gps_${'A'.repeat(43)}` });
         assert.equal(e.status, 503);
         assert.equal(e.body.error.code, 'AGENTS_DISABLED');
-        await assert.rejects(off.services.agents.mintSetupCode({ accountId: (await owner(off)).accountId, keyId: null }, LIMITS), /switched off/);
+        await assert.rejects(
+          off.services.agents.mintSetupCode({ accountId: (await owner(off)).accountId, keyId: null }, LIMITS),
+          /switched off/,
+        );
         // Owners keep managing what they have: the switch covers only new agent credentials from outside.
         const o = await owner(off);
-        assert.equal((await off.api.post('/api/v1/agent-authorizations/approve').set(o.auth).send({ approvalCode: `gpa_${'x'.repeat(43)}`, ...LIMITS })).status, 404);
-        const issued = await off.api.post('/api/v1/agent-keys').set(o.auth).set('Idempotency-Key', randomUUID()).send({ name: 'ci', scopes: ['read'], ...LIMITS });
+        assert.equal(
+          (
+            await off.api
+              .post('/api/v1/agent-authorizations/approve')
+              .set(o.auth)
+              .send({ approvalCode: `gpa_${'x'.repeat(43)}`, ...LIMITS })
+          ).status,
+          404,
+        );
+        const issued = await off.api
+          .post('/api/v1/agent-keys')
+          .set(o.auth)
+          .set('Idempotency-Key', randomUUID())
+          .send({ name: 'ci', scopes: ['read'], ...LIMITS });
         assert.equal(issued.status, 201, JSON.stringify(issued.body));
       } finally {
         await off.close();
@@ -237,11 +301,22 @@ describe(AgentsService.name, () => {
       const approved = await approve(o, approvalCodeOf(s.approvalUrl));
       assert.equal(approved.status, 402);
       assert.equal(approved.body.error.code, 'ACCOUNT_FROZEN');
-      const issued = await ctx.api.post('/api/v1/agent-keys').set(o.auth).set('Idempotency-Key', randomUUID()).send({ name: 'x', scopes: ['read'], ...LIMITS });
+      const issued = await ctx.api
+        .post('/api/v1/agent-keys')
+        .set(o.auth)
+        .set('Idempotency-Key', randomUUID())
+        .send({ name: 'x', scopes: ['read'], ...LIMITS });
       assert.equal(issued.status, 402);
       assert.equal(issued.body.error.code, 'ACCOUNT_FROZEN');
-      await assert.rejects(ctx.services.agents.mintSetupCode({ accountId: o.accountId, keyId: null }, LIMITS), /frozen/);
-      assert.equal((await exchange(s.setupCode)).body.error.code, 'AGENT_AUTHORIZATION_PENDING', 'the session is still unapproved');
+      await assert.rejects(
+        ctx.services.agents.mintSetupCode({ accountId: o.accountId, keyId: null }, LIMITS),
+        /frozen/,
+      );
+      assert.equal(
+        (await exchange(s.setupCode)).body.error.code,
+        'AGENT_AUTHORIZATION_PENDING',
+        'the session is still unapproved',
+      );
     });
 
     it('rate-limits setup requests per client address with Retry-After', async () => {
@@ -252,14 +327,23 @@ describe(AgentsService.name, () => {
         const codes = [`gps_${'B'.repeat(43)}`, `gps_${'C'.repeat(43)}`];
         const first = await limited.api.post('/api/v1/agent-authorizations');
         assert.equal(first.status, 200);
-        assert.equal((await limited.api.post('/api/v1/agent-setups/exchange').send({ setupCode: codes[0] })).status, 409);
-        assert.equal((await limited.api.post('/api/v1/agent-setups/exchange').send({ setupCode: codes[1] })).status, 409);
+        assert.equal(
+          (await limited.api.post('/api/v1/agent-setups/exchange').send({ setupCode: codes[0] })).status,
+          409,
+        );
+        assert.equal(
+          (await limited.api.post('/api/v1/agent-setups/exchange').send({ setupCode: codes[1] })).status,
+          409,
+        );
         const refused = await limited.api.post('/api/v1/agent-setups/exchange').send({ setupCode: codes[0] });
         assert.equal(refused.status, 429);
         assert.equal(refused.body.error.code, 'RATE_LIMITED');
         assert.ok(Number(refused.headers['retry-after']) > 0);
         limited.clock.advance(60_000);
-        assert.equal((await limited.api.post('/api/v1/agent-setups/exchange').send({ setupCode: codes[0] })).status, 409);
+        assert.equal(
+          (await limited.api.post('/api/v1/agent-setups/exchange').send({ setupCode: codes[0] })).status,
+          409,
+        );
       } finally {
         await limited.close();
       }
@@ -267,7 +351,13 @@ describe(AgentsService.name, () => {
   });
 
   describe('agent keys issued by owners', () => {
-    const body = { name: 'batch runner', scopes: ['read', 'rent'], maxPerRentalMinor: 100, budgetLimitMinor: 1000, maxConcurrentDeployments: 3 };
+    const body = {
+      name: 'batch runner',
+      scopes: ['read', 'rent'],
+      maxPerRentalMinor: 100,
+      budgetLimitMinor: 1000,
+      maxConcurrentDeployments: 3,
+    };
     const issue = (o: { auth: Record<string, string> }, key: string | null, b: object = body) => {
       const req = ctx.api.post('/api/v1/agent-keys').set(o.auth);
       if (key !== null) req.set('Idempotency-Key', key);
@@ -368,19 +458,33 @@ describe(AgentsService.name, () => {
       assert.equal(after.status, 401);
       const strip = (b: { error: { requestId: string } }) => ({ ...b, error: { ...b.error, requestId: '' } });
       assert.deepEqual(strip(after.body), strip(unknown.body));
-      assert.equal((await ctx.api.delete(`/api/v1/agent-keys/${created.body.data.key.id}`).set(o.auth)).status, 200, 'revoking twice is fine');
+      assert.equal(
+        (await ctx.api.delete(`/api/v1/agent-keys/${created.body.data.key.id}`).set(o.auth)).status,
+        200,
+        'revoking twice is fine',
+      );
       assert.equal((await ctx.api.delete(`/api/v1/agent-keys/${randomUUID()}`).set(o.auth)).status, 404);
-      assert.equal((await ctx.api.delete(`/api/v1/agent-keys/${o.keyId}`).set(o.auth)).status, 404, 'owner keys are not agent keys');
+      assert.equal(
+        (await ctx.api.delete(`/api/v1/agent-keys/${o.keyId}`).set(o.auth)).status,
+        404,
+        'owner keys are not agent keys',
+      );
       const stranger = await owner(ctx);
       const other = await issue(stranger, randomUUID());
-      assert.equal((await ctx.api.delete(`/api/v1/agent-keys/${other.body.data.key.id}`).set(o.auth)).status, 404, 'another account’s key');
+      assert.equal(
+        (await ctx.api.delete(`/api/v1/agent-keys/${other.body.data.key.id}`).set(o.auth)).status,
+        404,
+        'another account’s key',
+      );
     });
   });
 
   describe('Telegram owners', () => {
     it('binds one account per Telegram user, even on concurrent first contact, and follows the chat', async () => {
       const user = Math.floor(Math.random() * 1e12);
-      const accounts = await Promise.all(Array.from({ length: 5 }, () => ctx.services.accounts.findOrCreateTelegramOwner(user, 7)));
+      const accounts = await Promise.all(
+        Array.from({ length: 5 }, () => ctx.services.accounts.findOrCreateTelegramOwner(user, 7)),
+      );
       assert.equal(new Set(accounts.map((a) => a.id)).size, 1);
       const moved = await ctx.services.accounts.findOrCreateTelegramOwner(user, 8);
       assert.equal(moved.id, accounts[0].id);
@@ -390,7 +494,9 @@ describe(AgentsService.name, () => {
 
   describe('GET /approve/{code}', () => {
     it('shows what is asked, the expiry, the API call and, when configured, the Telegram button', async () => {
-      const withBot = await createTestContext({ env: { PUBLIC_BASE_URL: 'https://gpu.example.test', TELEGRAM_BOT_USERNAME: 'gpu_owner_bot' } });
+      const withBot = await createTestContext({
+        env: { PUBLIC_BASE_URL: 'https://gpu.example.test', TELEGRAM_BOT_USERNAME: 'gpu_owner_bot' },
+      });
       try {
         const s = (await withBot.api.post('/api/v1/agent-authorizations')).body.data;
         const code = approvalCodeOf(s.approvalUrl);

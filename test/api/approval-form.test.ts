@@ -33,17 +33,30 @@ describe('approval page form: cross-site requests', () => {
     const csrf = /name="csrf" value="([^"]+)"/.exec(page.text)![1];
     return { path, setupCode: begun.body.data.setupCode, cookie: setCookie[0].split(';')[0], csrf };
   }
-  const form = (csrf?: string) => ({ perRentalUsd: '10', totalUsd: '50', concurrent: '1', ownerKey: ownerToken, ...(csrf ? { csrf } : {}) });
-  const pending = async (setupCode: string) => (await ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode })).body.error?.code === 'AGENT_AUTHORIZATION_PENDING';
+  const form = (csrf?: string) => ({
+    perRentalUsd: '10',
+    totalUsd: '50',
+    concurrent: '1',
+    ownerKey: ownerToken,
+    ...(csrf ? { csrf } : {}),
+  });
+  const pending = async (setupCode: string) =>
+    (await ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode })).body.error?.code ===
+    'AGENT_AUTHORIZATION_PENDING';
 
-  it('refuses a cross-site POST without the token, with a foreign Origin, or with another page\'s token', async () => {
+  it("refuses a cross-site POST without the token, with a foreign Origin, or with another page's token", async () => {
     const p = await pageFor();
     const other = await pageFor();
     const attempts = [
       ctx.api.post(p.path).type('form').set('Origin', 'https://evil.example').send(form()),
       ctx.api.post(p.path).type('form').send(form()),
       ctx.api.post(p.path).type('form').set('Cookie', p.cookie).send(form()),
-      ctx.api.post(p.path).type('form').set('Cookie', p.cookie).set('Origin', 'https://evil.example').send(form(p.csrf)),
+      ctx.api
+        .post(p.path)
+        .type('form')
+        .set('Cookie', p.cookie)
+        .set('Origin', 'https://evil.example')
+        .send(form(p.csrf)),
       ctx.api.post(p.path).type('form').set('Cookie', p.cookie).set('Sec-Fetch-Site', 'cross-site').send(form(p.csrf)),
       ctx.api.post(p.path).type('form').set('Cookie', other.cookie).send(form(p.csrf)),
       ctx.api.post(p.path).type('form').set('Cookie', p.cookie).send(form(other.csrf)),
@@ -54,22 +67,39 @@ describe('approval page form: cross-site requests', () => {
     }
     assert.ok(await pending(p.setupCode), 'the session is still pending');
 
-    const ok = await ctx.api.post(p.path).type('form').set('Cookie', p.cookie).set('Origin', ORIGIN).set('Sec-Fetch-Site', 'same-origin').send(form(p.csrf));
+    const ok = await ctx.api
+      .post(p.path)
+      .type('form')
+      .set('Cookie', p.cookie)
+      .set('Origin', ORIGIN)
+      .set('Sec-Fetch-Site', 'same-origin')
+      .send(form(p.csrf));
     assert.equal(ok.status, 200, ok.text);
     assert.match(ok.text, /Agent approved/);
     assert.equal((await ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode: p.setupCode })).status, 200);
   });
 
-  it('applies the API\'s rules: an agent key cannot approve, and limits above the owner key\'s own are refused', async () => {
+  it("applies the API's rules: an agent key cannot approve, and limits above the owner key's own are refused", async () => {
     const p = await pageFor();
     const signup = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', crypto.randomUUID()).send({});
-    const asAgent = await ctx.api.post(p.path).type('form').set('Cookie', p.cookie).send({ ...form(p.csrf), ownerKey: signup.body.data.token });
+    const asAgent = await ctx.api
+      .post(p.path)
+      .type('form')
+      .set('Cookie', p.cookie)
+      .send({ ...form(p.csrf), ownerKey: signup.body.data.token });
     assert.equal(asAgent.status, 403);
     assert.match(asAgent.text, /Only owner keys/);
     const fresh = await pageFor();
-    const tooMuch = await ctx.api.post(fresh.path).type('form').set('Cookie', fresh.cookie).send({ ...form(fresh.csrf), concurrent: '11' });
+    const tooMuch = await ctx.api
+      .post(fresh.path)
+      .type('form')
+      .set('Cookie', fresh.cookie)
+      .send({ ...form(fresh.csrf), concurrent: '11' });
     assert.equal(tooMuch.status, 403);
-    assert.match(tooMuch.text, /may not exceed your owner key(&#39;|')s own: the number of machines at once is 11, your key allows at most 10\./);
+    assert.match(
+      tooMuch.text,
+      /may not exceed your owner key(&#39;|')s own: the number of machines at once is 11, your key allows at most 10\./,
+    );
     assert.ok(await pending(fresh.setupCode));
   });
 
@@ -77,7 +107,11 @@ describe('approval page form: cross-site requests', () => {
     const p = await pageFor();
     const page = await ctx.api.get(p.path);
     assert.match(page.text, /\$5\.00 to \$100,000\.00/);
-    const low = await ctx.api.post(p.path).type('form').set('Cookie', p.cookie).send({ ...form(p.csrf), perRentalUsd: '4.99', totalUsd: '100001' });
+    const low = await ctx.api
+      .post(p.path)
+      .type('form')
+      .set('Cookie', p.cookie)
+      .send({ ...form(p.csrf), perRentalUsd: '4.99', totalUsd: '100001' });
     assert.equal(low.status, 422, low.text);
     const alert = /role="alert"[^>]*>([^<]*)</.exec(low.text)![1];
     assert.equal(
@@ -85,11 +119,18 @@ describe('approval page form: cross-site requests', () => {
       'Please check the form: the per-rental limit must be from $5.00 to $100,000.00; the total limit must be from $5.00 to $100,000.00.',
     );
     const over = await pageFor();
-    const tooMuch = await ctx.api.post(over.path).type('form').set('Cookie', over.cookie).send({ ...form(over.csrf), perRentalUsd: '1500', concurrent: '11' });
+    const tooMuch = await ctx.api
+      .post(over.path)
+      .type('form')
+      .set('Cookie', over.cookie)
+      .send({ ...form(over.csrf), perRentalUsd: '1500', concurrent: '11' });
     assert.equal(tooMuch.status, 403, tooMuch.text);
-    assert.match(tooMuch.text, /the per-rental limit is \$1,500\.00, your key allows at most \$1,000\.00; the number of machines at once is 11, your key allows at most 10/);
+    assert.match(
+      tooMuch.text,
+      /the per-rental limit is \$1,500\.00, your key allows at most \$1,000\.00; the number of machines at once is 11, your key allows at most 10/,
+    );
     for (const res of [low, tooMuch]) assert.doesNotMatch(res.text, /Minor|integer from|cents/);
-    assert.ok(await pending(p.setupCode) && (await pending(over.setupCode)));
+    assert.ok((await pending(p.setupCode)) && (await pending(over.setupCode)));
   });
 
   it('takes an optional longest rental in hours or minutes, carries it onto the key, and says in words what is wrong', async () => {
@@ -102,25 +143,41 @@ describe('approval page form: cross-site requests', () => {
       ['31d', 'the longest rental must be from 1 minute to 30 days'],
       ['30s', 'the longest rental must be a length such as 8h, 90m or 2d, or empty for no limit'],
     ]) {
-      const res = await ctx.api.post(p.path).type('form').set('Cookie', p.cookie).send({ ...form(p.csrf), maxRental });
+      const res = await ctx.api
+        .post(p.path)
+        .type('form')
+        .set('Cookie', p.cookie)
+        .send({ ...form(p.csrf), maxRental });
       assert.equal(res.status, 422, res.text);
       assert.equal(/role="alert"[^>]*>([^<]*)</.exec(res.text)![1], `Please check the form: ${alert}.`);
       assert.doesNotMatch(res.text, /maxRentalSeconds|seconds/);
     }
-    const ok = await ctx.api.post(p.path).type('form').set('Cookie', p.cookie).send({ ...form(p.csrf), maxRental: '1h30m' });
+    const ok = await ctx.api
+      .post(p.path)
+      .type('form')
+      .set('Cookie', p.cookie)
+      .send({ ...form(p.csrf), maxRental: '1h30m' });
     assert.equal(ok.status, 200, ok.text);
     assert.match(ok.text, /<dt>Longest rental<\/dt><dd>1 hour 30 minutes<\/dd>/);
     const issued = await ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode: p.setupCode });
     assert.equal(issued.body.data.key.maxRentalSeconds, 5400);
 
     const empty = await pageFor();
-    const none = await ctx.api.post(empty.path).type('form').set('Cookie', empty.cookie).send({ ...form(empty.csrf), maxRental: '' });
+    const none = await ctx.api
+      .post(empty.path)
+      .type('form')
+      .set('Cookie', empty.cookie)
+      .send({ ...form(empty.csrf), maxRental: '' });
     assert.equal(none.status, 200, none.text);
     assert.match(none.text, /<dt>Longest rental<\/dt><dd>no limit<\/dd>/);
-    assert.equal((await ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode: empty.setupCode })).body.data.key.maxRentalSeconds, null);
+    assert.equal(
+      (await ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode: empty.setupCode })).body.data.key
+        .maxRentalSeconds,
+      null,
+    );
   });
 
-  it('refuses in words a longest rental beyond the owner key\'s own, or none when the owner key has one', async () => {
+  it("refuses in words a longest rental beyond the owner key's own, or none when the owner key has one", async () => {
     const { token } = await ctx.services.accounts.createOwner({
       name: 'short leases',
       scopes: ['read', 'rent', 'manage'],
@@ -135,7 +192,11 @@ describe('approval page form: cross-site requests', () => {
       ['', 'the longest rental is unlimited, your key allows at most 8 hours'],
     ]) {
       const p = await pageFor();
-      const res = await ctx.api.post(p.path).type('form').set('Cookie', p.cookie).send({ ...form(p.csrf), ownerKey: token, maxRental });
+      const res = await ctx.api
+        .post(p.path)
+        .type('form')
+        .set('Cookie', p.cookie)
+        .send({ ...form(p.csrf), ownerKey: token, maxRental });
       assert.equal(res.status, 403, res.text);
       assert.match(res.text, new RegExp(words));
       assert.ok(await pending(p.setupCode));

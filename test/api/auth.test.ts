@@ -11,7 +11,8 @@ describe('authentication', () => {
   });
   after(() => ctx.close());
 
-  const strip = (body: { error: { requestId: string } }) => JSON.stringify({ ...body, error: { ...body.error, requestId: '' } });
+  const strip = (body: { error: { requestId: string } }) =>
+    JSON.stringify({ ...body, error: { ...body.error, requestId: '' } });
 
   it('gives a byte-identical 401 body for absent, malformed, unknown, wrong-secret and revoked tokens', async () => {
     const a = await signup(ctx);

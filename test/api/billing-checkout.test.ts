@@ -13,10 +13,42 @@ import { balanceOf, createStripeContext, deliver, sessionFor, type StripeTestCon
 import { queuedJobs } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'two-hours', name: 'NVIDIA H200', category: 'datacenter', vramGb: 141, gpuCount: 1, pricePerHourMinor: 700, maximumDurationSeconds: 7200 },
-  { key: 'week', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 299, maximumDurationSeconds: 7 * 86400 },
-  { key: 'half-hour', name: 'NVIDIA B200', category: 'datacenter', vramGb: 192, gpuCount: 1, pricePerHourMinor: 900, maximumDurationSeconds: 1800 },
-  { key: 'sold-out', name: 'NVIDIA GB200', category: 'datacenter', vramGb: 192, gpuCount: 1, pricePerHourMinor: 1200, maximumDurationSeconds: 86400 },
+  {
+    key: 'two-hours',
+    name: 'NVIDIA H200',
+    category: 'datacenter',
+    vramGb: 141,
+    gpuCount: 1,
+    pricePerHourMinor: 700,
+    maximumDurationSeconds: 7200,
+  },
+  {
+    key: 'week',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 299,
+    maximumDurationSeconds: 7 * 86400,
+  },
+  {
+    key: 'half-hour',
+    name: 'NVIDIA B200',
+    category: 'datacenter',
+    vramGb: 192,
+    gpuCount: 1,
+    pricePerHourMinor: 900,
+    maximumDurationSeconds: 1800,
+  },
+  {
+    key: 'sold-out',
+    name: 'NVIDIA GB200',
+    category: 'datacenter',
+    vramGb: 192,
+    gpuCount: 1,
+    pricePerHourMinor: 1200,
+    maximumDurationSeconds: 86400,
+  },
 ];
 
 describe('POST /api/v1/orders/checkout', () => {
@@ -25,7 +57,10 @@ describe('POST /api/v1/orders/checkout', () => {
   /** Where paid card orders go in these tests; unset, they wait in PENDING. */
   let handoff: RentalHandoff | undefined;
   before(async () => {
-    ctx = await createStripeContext({ offers: OFFERS, rentalHandoff: { cardOrderPaid: async (id) => handoff?.cardOrderPaid(id) } });
+    ctx = await createStripeContext({
+      offers: OFFERS,
+      rentalHandoff: { cardOrderPaid: async (id) => handoff?.cardOrderPaid(id) },
+    });
     for (const o of await ctx.services.ds.getRepository(Offer).find()) offerId[o.providerOfferKey] = o.id;
     assert.ok(offerId['two-hours'] && offerId.week && offerId['sold-out']);
     // Cached once, then gone from the provider: the cache still knows it, marked unavailable.
@@ -37,12 +72,19 @@ describe('POST /api/v1/orders/checkout', () => {
   });
 
   const checkout = (who: SignedUp, body: unknown, key = randomUUID()) =>
-    ctx.api.post('/api/v1/orders/checkout').set(who.auth).set('Idempotency-Key', key).send(body as object);
+    ctx.api
+      .post('/api/v1/orders/checkout')
+      .set(who.auth)
+      .set('Idempotency-Key', key)
+      .send(body as object);
 
   async function withEmail(): Promise<SignedUp> {
     // Every unpaid card order holds one of the key's concurrency slots; these tests make several.
     const who = await signup(ctx, { maxConcurrentDeployments: 20 });
-    const res = await ctx.api.put('/api/v1/me/email').set(who.auth).send({ email: `owner+${who.accountId.slice(0, 8)}@example.com` });
+    const res = await ctx.api
+      .put('/api/v1/me/email')
+      .set(who.auth)
+      .send({ email: `owner+${who.accountId.slice(0, 8)}@example.com` });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     return who;
   }
@@ -71,7 +113,10 @@ describe('POST /api/v1/orders/checkout', () => {
           maxConcurrentDeployments: 1,
         }),
       );
-      const forbidden = await ctx.api.put('/api/v1/me/email').set('Authorization', `Bearer ${token}`).send({ email: 'a@example.com' });
+      const forbidden = await ctx.api
+        .put('/api/v1/me/email')
+        .set('Authorization', `Bearer ${token}`)
+        .send({ email: 'a@example.com' });
       assert.equal(forbidden.status, 403);
       assert.equal(forbidden.body.error.code, 'FORBIDDEN');
       for (const email of ['not-an-address', 'a@b', `${'x'.repeat(250)}@example.com`]) {
@@ -159,7 +204,11 @@ describe('POST /api/v1/orders/checkout', () => {
     assert.equal(session.customer_email, `owner+${who.accountId.slice(0, 8)}@example.com`);
     assert.equal(session.metadata.order_id, orderId);
     assert.equal(session.metadata.purpose, 'ORDER');
-    assert.deepEqual(await balanceOf(ctx, who.accountId), { balance: 0, entries: 0 }, 'card orders never touch credits');
+    assert.deepEqual(
+      await balanceOf(ctx, who.accountId),
+      { balance: 0, entries: 0 },
+      'card orders never touch credits',
+    );
   });
 
   it('returns the same order for the same key and body, and 409 IDEMPOTENCY_CONFLICT for a changed body', async () => {
@@ -176,9 +225,15 @@ describe('POST /api/v1/orders/checkout', () => {
     assert.equal(changed.status, 409);
     assert.equal(changed.body.error.code, 'IDEMPOTENCY_CONFLICT');
     assert.equal(await ctx.services.ds.getRepository(Order).countBy({ accountId: who.accountId }), 1);
-    const missingKey = await ctx.api.post('/api/v1/orders/checkout').set(who.auth).send({ offerId: offerId.week, budgetMinor: 1500 });
+    const missingKey = await ctx.api
+      .post('/api/v1/orders/checkout')
+      .set(who.auth)
+      .send({ offerId: offerId.week, budgetMinor: 1500 });
     assert.equal(missingKey.status, 400);
-    const anon = await ctx.api.post('/api/v1/orders/checkout').set('Idempotency-Key', key).send({ offerId: offerId.week, budgetMinor: 1500 });
+    const anon = await ctx.api
+      .post('/api/v1/orders/checkout')
+      .set('Idempotency-Key', key)
+      .send({ offerId: offerId.week, budgetMinor: 1500 });
     assert.equal(anon.status, 401);
   });
 
@@ -192,7 +247,10 @@ describe('POST /api/v1/orders/checkout', () => {
     const paid = ctx.stripe.completeSession(sessionFor(ctx, c.id).id);
     const payload = ctx.stripe.eventPayload('checkout.session.completed', paid);
     const results = await Promise.all([deliver(ctx, payload), deliver(ctx, payload), deliver(ctx, payload)]);
-    assert.deepEqual(results.map((r) => r.status), [200, 200, 200]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      [200, 200, 200],
+    );
 
     assert.equal((await ctx.services.ds.getRepository(Order).findOneByOrFail({ id: orderId })).status, 'PENDING');
     assert.equal((await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ orderId })).status, 'PENDING');
@@ -205,7 +263,15 @@ describe('POST /api/v1/orders/checkout', () => {
     const who = await withEmail();
     const { orderId } = (await checkout(who, { offerId: offerId.week, budgetMinor: 600 })).body.data;
     const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ orderId });
-    assert.equal((await deliver(ctx, ctx.stripe.eventPayload('checkout.session.completed', ctx.stripe.completeSession(sessionFor(ctx, c.id).id)))).status, 200);
+    assert.equal(
+      (
+        await deliver(
+          ctx,
+          ctx.stripe.eventPayload('checkout.session.completed', ctx.stripe.completeSession(sessionFor(ctx, c.id).id)),
+        )
+      ).status,
+      200,
+    );
     assert.equal((await ctx.services.ds.getRepository(Order).findOneByOrFail({ id: orderId })).status, 'PENDING');
   });
 
@@ -213,14 +279,21 @@ describe('POST /api/v1/orders/checkout', () => {
     const who = await withEmail();
     const { orderId } = (await checkout(who, { offerId: offerId.week, budgetMinor: 900 })).body.data;
     const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ orderId });
-    const payload = ctx.stripe.eventPayload('checkout.session.completed', ctx.stripe.completeSession(sessionFor(ctx, c.id).id));
+    const payload = ctx.stripe.eventPayload(
+      'checkout.session.completed',
+      ctx.stripe.completeSession(sessionFor(ctx, c.id).id),
+    );
     handoff = {
       cardOrderPaid: async () => {
         throw new Error('queue down');
       },
     };
     assert.equal((await deliver(ctx, payload)).status, 500);
-    assert.equal((await ctx.services.ds.getRepository(Order).findOneByOrFail({ id: orderId })).status, 'PENDING', 'the payment itself is recorded');
+    assert.equal(
+      (await ctx.services.ds.getRepository(Order).findOneByOrFail({ id: orderId })).status,
+      'PENDING',
+      'the payment itself is recorded',
+    );
     const handed: string[] = [];
     handoff = { cardOrderPaid: async (id) => void handed.push(id) };
     assert.equal((await deliver(ctx, payload)).status, 200);
@@ -243,7 +316,15 @@ describe('POST /api/v1/orders/checkout', () => {
 
   it('refunds the card in full, once, when a paid rental fails; a refused refund stays PENDING until the reconciler retries', async () => {
     // The provider has no capacity for "week" any more; the cached offer (and its id) is unchanged.
-    await ctx.setInventory(OFFERS.map((o) => (o.key === 'sold-out' ? { ...o, available: false } : o.key === 'week' ? { ...o, create: 'unavailable' as const } : o)));
+    await ctx.setInventory(
+      OFFERS.map((o) =>
+        o.key === 'sold-out'
+          ? { ...o, available: false }
+          : o.key === 'week'
+            ? { ...o, create: 'unavailable' as const }
+            : o,
+      ),
+    );
     const life = createRentalLifecycle(lifecycleDepsOf(ctx.services), { stuckAfterMs: 60_000 });
     const who = await withEmail();
     async function paidOrder(budgetMinor: number) {
@@ -269,8 +350,15 @@ describe('POST /api/v1/orders/checkout', () => {
       assert.equal(refunds[0].metadata.order_id, a.orderId);
       const refundCalls = ctx.stripe.requests.filter((r) => r.path === '/v1/refunds');
       assert.ok(refundCalls.every((r) => r.idempotencyKey === `refund:${a.checkoutId}`));
-      assert.equal((await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ id: a.checkoutId })).refundId, refunds[0].id);
-      assert.deepEqual(await balanceOf(ctx, who.accountId), { balance: 0, entries: 0 }, 'card money never becomes credits');
+      assert.equal(
+        (await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ id: a.checkoutId })).refundId,
+        refunds[0].id,
+      );
+      assert.deepEqual(
+        await balanceOf(ctx, who.accountId),
+        { balance: 0, entries: 0 },
+        'card money never becomes credits',
+      );
 
       ctx.stripe.refuseRefunds = true;
       const b = await paidOrder(600);

@@ -5,7 +5,14 @@ import { LocalPaymentProvider } from '../../src/modules/billing/local-payment-pr
 import { PaymentEvent } from '../../src/modules/billing/payment-event.entity.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { signup } from '../helpers/factories.js';
-import { balanceOf, createStripeContext, createTopup, deliver, sessionFor, type StripeTestContext } from '../helpers/payments.js';
+import {
+  balanceOf,
+  createStripeContext,
+  createTopup,
+  deliver,
+  sessionFor,
+  type StripeTestContext,
+} from '../helpers/payments.js';
 
 const pathOf = (url: string) => new URL(url).pathname;
 
@@ -87,7 +94,12 @@ describe('Development checkout (no Stripe key)', () => {
   });
 
   it('answers unknown or malformed payment ids with a plain 404 page', async () => {
-    for (const path of [`/pay/${randomUUID()}`, '/pay/not-an-id', `/checkout/${randomUUID()}/success`, `/checkout/${randomUUID()}/cancel`]) {
+    for (const path of [
+      `/pay/${randomUUID()}`,
+      '/pay/not-an-id',
+      `/checkout/${randomUUID()}/success`,
+      `/checkout/${randomUUID()}/cancel`,
+    ]) {
       const res = await ctx.api.get(path);
       assert.equal(res.status, 404, path);
       assert.match(res.text, /could not find this payment/);
@@ -99,7 +111,11 @@ describe('Development checkout (no Stripe key)', () => {
     const who = await signup(ctx);
     const { topup } = await createTopup(ctx, who, 700);
     const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ id: topup.topupId });
-    const forger = new LocalPaymentProvider({ publicBaseUrl: 'http://gpu.test', webhookSecret: 'whsec_guess', clock: ctx.clock });
+    const forger = new LocalPaymentProvider({
+      publicBaseUrl: 'http://gpu.test',
+      webhookSecret: 'whsec_guess',
+      clock: ctx.clock,
+    });
     const payload = forger.paidEvent(c);
     const res = await deliver(ctx, payload, forger.sign(payload));
     assert.equal(res.status, 400);
@@ -125,6 +141,9 @@ describe('Return pages after a Stripe checkout', () => {
     assert.equal((await deliver(ctx, ctx.stripe.eventPayload('checkout.session.completed', paid))).status, 200);
     const success = await ctx.api.get(`/checkout/${topup.topupId}/success`);
     assert.match(success.text, /Payment received/);
-    assert.match((await ctx.api.get(`/checkout/${topup.topupId}/cancel`)).text, /already completed, so nothing was cancelled/);
+    assert.match(
+      (await ctx.api.get(`/checkout/${topup.topupId}/cancel`)).text,
+      /already completed, so nothing was cancelled/,
+    );
   });
 });

@@ -15,15 +15,35 @@ import { Order } from '../../src/modules/rentals/order.entity.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
-import { balanceOf, createStripeContext, deliver, sessionFor, STRIPE_KEY, WEBHOOK_SECRET, type StripeTestContext } from '../helpers/payments.js';
+import {
+  balanceOf,
+  createStripeContext,
+  deliver,
+  sessionFor,
+  STRIPE_KEY,
+  WEBHOOK_SECRET,
+  type StripeTestContext,
+} from '../helpers/payments.js';
 import { queuedJobs } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'week', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 299, maximumDurationSeconds: 7 * 86400 },
+  {
+    key: 'week',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 299,
+    maximumDurationSeconds: 7 * 86400,
+  },
 ];
 
 /** The service as production wires it, logging into `lines`, on a test context's database and clock. */
-function withCapturedLogs(ctx: TestContext): { services: Services; api: supertest.Agent; lines: Record<string, unknown>[] } {
+function withCapturedLogs(ctx: TestContext): {
+  services: Services;
+  api: supertest.Agent;
+  lines: Record<string, unknown>[];
+} {
   const lines: Record<string, unknown>[] = [];
   const stream = new Writable({
     write(chunk, _enc, cb) {
@@ -31,7 +51,13 @@ function withCapturedLogs(ctx: TestContext): { services: Services; api: supertes
       cb();
     },
   });
-  const services = createServices({ config: ctx.config, ds: ctx.services.ds, clock: ctx.clock, logger: createLogger('info', stream), providers: ctx.services.providers });
+  const services = createServices({
+    config: ctx.config,
+    ds: ctx.services.ds,
+    clock: ctx.clock,
+    logger: createLogger('info', stream),
+    providers: ctx.services.providers,
+  });
   return { services, api: supertest.agent(createApp(services)), lines };
 }
 
@@ -43,12 +69,33 @@ interface CardOrder {
   deploymentId: string;
 }
 
-async function cardOrder(t: { api: supertest.Agent; services: Services }, offerId: string, budgetMinor = 900): Promise<CardOrder> {
+async function cardOrder(
+  t: { api: supertest.Agent; services: Services },
+  offerId: string,
+  budgetMinor = 900,
+): Promise<CardOrder> {
   const up = await t.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).send({});
   assert.equal(up.status, 201, JSON.stringify(up.body));
-  const who: SignedUp = { token: up.body.data.token, accountId: up.body.data.account.user.id, keyId: up.body.data.account.key.id, auth: { Authorization: `Bearer ${up.body.data.token}` } };
-  assert.equal((await t.api.put('/api/v1/me/email').set(who.auth).send({ email: `card+${who.accountId.slice(0, 8)}@example.com` })).status, 200);
-  const res = await t.api.post('/api/v1/orders/checkout').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId, budgetMinor });
+  const who: SignedUp = {
+    token: up.body.data.token,
+    accountId: up.body.data.account.user.id,
+    keyId: up.body.data.account.key.id,
+    auth: { Authorization: `Bearer ${up.body.data.token}` },
+  };
+  assert.equal(
+    (
+      await t.api
+        .put('/api/v1/me/email')
+        .set(who.auth)
+        .send({ email: `card+${who.accountId.slice(0, 8)}@example.com` })
+    ).status,
+    200,
+  );
+  const res = await t.api
+    .post('/api/v1/orders/checkout')
+    .set(who.auth)
+    .set('Idempotency-Key', randomUUID())
+    .send({ offerId, budgetMinor });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const { orderId } = res.body.data;
   const c = await t.services.ds.getRepository(Checkout).findOneByOrFail({ orderId });
@@ -111,11 +158,20 @@ describe('Card payments for orders that can no longer run', () => {
     const rental = await t.api.get(`/api/v1/rentals/${o.orderId}`).set(o.who.auth);
     assert.equal(rental.body.data.status, 'TERMINATED');
     assert.equal(rental.body.data.reversalStatus, 'SUCCEEDED');
-    assert.deepEqual(await balanceOf(ctx, o.who.accountId), { balance: 0, entries: 0 }, 'the card money never touched the balance');
+    assert.deepEqual(
+      await balanceOf(ctx, o.who.accountId),
+      { balance: 0, entries: 0 },
+      'the card money never touched the balance',
+    );
     const events = await ctx.services.ds.getRepository(PaymentEvent).findBy({ checkoutId: o.checkoutId });
-    assert.deepEqual(events.map((e) => e.outcome), ['REFUND_DUE']);
+    assert.deepEqual(
+      events.map((e) => e.outcome),
+      ['REFUND_DUE'],
+    );
 
-    const warned = t.lines.find((l) => l.level === 'warn' && l.orderId === o.orderId && l.amountMinor === o.amountMinor);
+    const warned = t.lines.find(
+      (l) => l.level === 'warn' && l.orderId === o.orderId && l.amountMinor === o.amountMinor,
+    );
     assert.ok(warned, 'a warn line names the order and the amount');
     const logs = JSON.stringify(t.lines);
     assert.ok(!logs.includes(STRIPE_KEY) && !logs.includes(WEBHOOK_SECRET), 'no secrets in the log');
@@ -136,8 +192,14 @@ describe('Card payments for orders that can no longer run', () => {
     const completed = ctx.stripe.eventPayload('checkout.session.completed', paid);
     const succeeded = ctx.stripe.eventPayload('checkout.session.async_payment_succeeded', paid);
     ctx.stripe.latencyMs = 30;
-    const results = await Promise.all([completed, succeeded, completed, succeeded, completed, completed].map(deliverTo));
-    assert.deepEqual(results.map((r) => r.status), Array(6).fill(200), JSON.stringify(results.map((r) => r.body)));
+    const results = await Promise.all(
+      [completed, succeeded, completed, succeeded, completed, completed].map(deliverTo),
+    );
+    assert.deepEqual(
+      results.map((r) => r.status),
+      Array(6).fill(200),
+      JSON.stringify(results.map((r) => r.body)),
+    );
     assert.equal(refundsOf(paid.payment_intent!).length, 1);
     assert.equal((await checkoutRow(o.checkoutId)).refundStatus, 'SUCCEEDED');
     assert.equal((await orderRow(o.orderId)).status, 'TERMINATED');
@@ -172,7 +234,11 @@ describe('Card payments for orders that can no longer run', () => {
     await cancel(t, o);
     const paid = pay(o);
     ctx.stripe.rateLimitedRefunds = 1000;
-    assert.equal((await deliverTo(ctx.stripe.eventPayload('checkout.session.completed', paid))).status, 200, 'the payment is recorded; the refund is our own to finish');
+    assert.equal(
+      (await deliverTo(ctx.stripe.eventPayload('checkout.session.completed', paid))).status,
+      200,
+      'the payment is recorded; the refund is our own to finish',
+    );
     assert.equal(refundsOf(paid.payment_intent!).length, 0);
     let c = await checkoutRow(o.checkoutId);
     assert.equal(c.refundStatus, 'PENDING');
@@ -212,7 +278,11 @@ describe('Card payments for orders that can no longer run', () => {
     const c = await checkoutRow(o.checkoutId);
     assert.equal(c.refundStatus, 'SUCCEEDED');
     assert.equal(c.refundId, refunds[0].id);
-    assert.ok(ctx.stripe.requests.some((r) => r.method === 'GET' && r.path === '/v1/refunds' && r.params.payment_intent === paid.payment_intent));
+    assert.ok(
+      ctx.stripe.requests.some(
+        (r) => r.method === 'GET' && r.path === '/v1/refunds' && r.params.payment_intent === paid.payment_intent,
+      ),
+    );
   });
 
   it('expires the Stripe session of a cancelled unpaid order, so it can no longer be paid', async () => {
@@ -221,7 +291,13 @@ describe('Card payments for orders that can no longer run', () => {
     assert.equal((await orderRow(o.orderId)).status, 'AWAITING_PAYMENT');
     await reconcilePayments({ payments: t.services.payments, logger: t.services.logger });
     assert.equal(sessionFor(ctx, o.checkoutId).status, 'expired');
-    assert.ok(ctx.stripe.requests.some((r) => r.path === `/v1/checkout/sessions/${sessionFor(ctx, o.checkoutId).id}/expire` && r.idempotencyKey === `expire:${o.checkoutId}`));
+    assert.ok(
+      ctx.stripe.requests.some(
+        (r) =>
+          r.path === `/v1/checkout/sessions/${sessionFor(ctx, o.checkoutId).id}/expire` &&
+          r.idempotencyKey === `expire:${o.checkoutId}`,
+      ),
+    );
     assert.equal((await checkoutRow(o.checkoutId)).status, 'EXPIRED');
     const order = await orderRow(o.orderId);
     assert.equal(order.status, 'TERMINATED');
@@ -256,13 +332,21 @@ describe('Development payment page and cancelled card orders', () => {
     assert.equal(page.status, 410);
     assert.match(page.text, /cancelled/);
     assert.equal((await ctx.api.post(path)).status, 410);
-    assert.equal((await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ id: o.checkoutId })).status, 'OPEN', 'nothing was paid');
+    assert.equal(
+      (await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ id: o.checkoutId })).status,
+      'OPEN',
+      'nothing was paid',
+    );
 
     // The payment raced the cancellation past the page's check: it is refunded, not kept.
     const provider = ctx.services.payments.provider as LocalPaymentProvider;
     const c = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ id: o.checkoutId });
     const payload = provider.paidEvent(c);
-    const res = await ctx.api.post('/api/v1/webhooks/stripe').set('Content-Type', 'application/json').set('Stripe-Signature', provider.sign(payload)).send(payload);
+    const res = await ctx.api
+      .post('/api/v1/webhooks/stripe')
+      .set('Content-Type', 'application/json')
+      .set('Stripe-Signature', provider.sign(payload))
+      .send(payload);
     assert.equal(res.status, 200);
     const after = await ctx.services.ds.getRepository(Checkout).findOneByOrFail({ id: o.checkoutId });
     assert.equal(after.refundStatus, 'SUCCEEDED');

@@ -3,7 +3,15 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Checkout } from '../../src/modules/billing/checkout.entity.js';
 import { createTestContext } from '../helpers/context.js';
 import { signup } from '../helpers/factories.js';
-import { balanceOf, createStripeContext, createTopup, deliver, sessionFor, STRIPE_KEY, type StripeTestContext } from '../helpers/payments.js';
+import {
+  balanceOf,
+  createStripeContext,
+  createTopup,
+  deliver,
+  sessionFor,
+  STRIPE_KEY,
+  type StripeTestContext,
+} from '../helpers/payments.js';
 
 describe('POST /api/v1/billing/topups (Stripe)', () => {
   let ctx: StripeTestContext;
@@ -109,7 +117,14 @@ describe('POST /api/v1/billing/topups (Stripe)', () => {
     for (const amountMinor of [500, 50000]) {
       assert.equal((await post(a.auth, randomUUID(), { amountMinor })).status, 201, String(amountMinor));
     }
-    for (const body of [{ amountMinor: 499 }, { amountMinor: 50001 }, { amountMinor: 1000.5 }, { amountMinor: null }, {}, { amountMinor: 1000, currency: 'EUR' }]) {
+    for (const body of [
+      { amountMinor: 499 },
+      { amountMinor: 50001 },
+      { amountMinor: 1000.5 },
+      { amountMinor: null },
+      {},
+      { amountMinor: 1000, currency: 'EUR' },
+    ]) {
       const res = await post(a.auth, randomUUID(), body);
       assert.equal(res.status, 422, JSON.stringify(body));
       assert.equal(res.body.error.code, 'VALIDATION_FAILED');
@@ -134,7 +149,10 @@ describe('POST /api/v1/billing/topups (Stripe)', () => {
     const res = await post({ Authorization: `Bearer ${token}` }, randomUUID(), { amountMinor: 1000 });
     assert.equal(res.status, 403);
     assert.equal(res.body.error.code, 'FORBIDDEN');
-    const anon = await ctx.api.post('/api/v1/billing/topups').set('Idempotency-Key', randomUUID()).send({ amountMinor: 1000 });
+    const anon = await ctx.api
+      .post('/api/v1/billing/topups')
+      .set('Idempotency-Key', randomUUID())
+      .send({ amountMinor: 1000 });
     assert.equal(anon.status, 401);
   });
 
@@ -210,8 +228,17 @@ describe('POST /api/v1/billing/topups (Stripe)', () => {
     assert.equal(retry.status, 200, JSON.stringify(retry.body));
     assert.equal(retry.body.data.topupId, row.id);
     assert.equal(retry.body.data.paymentUrl, sessionFor(ctx, row.id).url);
-    assert.equal(ctx.stripe.createdSessions.length, sessionsBefore + 1, 'the retry reused the session Stripe already made');
-    const keys = new Set(ctx.stripe.requests.filter((r) => r.path === '/v1/checkout/sessions').filter((r) => r.params.client_reference_id === row.id).map((r) => r.idempotencyKey));
+    assert.equal(
+      ctx.stripe.createdSessions.length,
+      sessionsBefore + 1,
+      'the retry reused the session Stripe already made',
+    );
+    const keys = new Set(
+      ctx.stripe.requests
+        .filter((r) => r.path === '/v1/checkout/sessions')
+        .filter((r) => r.params.client_reference_id === row.id)
+        .map((r) => r.idempotencyKey),
+    );
     assert.deepEqual([...keys], [`checkout-session:${row.id}`]);
   });
 
@@ -230,17 +257,29 @@ describe('POST /api/v1/billing/topups (Stripe)', () => {
 describe('POST /api/v1/billing/topups without a usable payment provider', () => {
   it('refuses with 503 in production when no Stripe key is configured, and writes nothing', async () => {
     const ctx = await createTestContext({
-      env: { NODE_ENV: 'production', SECRETS_KEY: randomBytes(32).toString('base64'), LOCAL_PROVIDER_ALLOW_PRODUCTION: 'true' },
+      env: {
+        NODE_ENV: 'production',
+        SECRETS_KEY: randomBytes(32).toString('base64'),
+        LOCAL_PROVIDER_ALLOW_PRODUCTION: 'true',
+      },
     });
     try {
       const a = await signup(ctx);
-      const res = await ctx.api.post('/api/v1/billing/topups').set(a.auth).set('Idempotency-Key', randomUUID()).send({ amountMinor: 1000 });
+      const res = await ctx.api
+        .post('/api/v1/billing/topups')
+        .set(a.auth)
+        .set('Idempotency-Key', randomUUID())
+        .send({ amountMinor: 1000 });
       assert.equal(res.status, 503);
       assert.equal(res.body.error.code, 'UNAVAILABLE');
       assert.equal(await ctx.services.ds.getRepository(Checkout).countBy({ accountId: a.accountId }), 0);
       assert.equal((await ctx.api.get(`/pay/${randomUUID()}`)).status, 404);
       // Without its own webhook secret production verifies nothing: Stripe is told to come back later.
-      const hook = await ctx.api.post('/api/v1/webhooks/stripe').set('Stripe-Signature', 't=1,v1=00').set('Content-Type', 'application/json').send('{}');
+      const hook = await ctx.api
+        .post('/api/v1/webhooks/stripe')
+        .set('Stripe-Signature', 't=1,v1=00')
+        .set('Content-Type', 'application/json')
+        .send('{}');
       assert.equal(hook.status, 503);
       assert.equal(hook.body.error.code, 'UNAVAILABLE');
     } finally {
@@ -249,9 +288,8 @@ describe('POST /api/v1/billing/topups without a usable payment provider', () => 
   });
 
   it('will not start with a Stripe key but no webhook secret (the development one is public)', async () => {
-    await assert.rejects(
-      createStripeContext({ env: { STRIPE_WEBHOOK_SECRET: '' } }),
-      (err: Error) => /^STRIPE_WEBHOOK_SECRET is required when STRIPE_SECRET_KEY is set/.test(err.message),
+    await assert.rejects(createStripeContext({ env: { STRIPE_WEBHOOK_SECRET: '' } }), (err: Error) =>
+      /^STRIPE_WEBHOOK_SECRET is required when STRIPE_SECRET_KEY is set/.test(err.message),
     );
   });
 });

@@ -3,7 +3,16 @@ import { reconcilePayments } from '../../src/modules/billing/payments.js';
 import { Checkout } from '../../src/modules/billing/checkout.entity.js';
 import { PaymentEvent } from '../../src/modules/billing/payment-event.entity.js';
 import { signup, type SignedUp } from '../helpers/factories.js';
-import { balanceOf, createStripeContext, createTopup, deliver, sessionFor, signature, WEBHOOK_SECRET, type StripeTestContext } from '../helpers/payments.js';
+import {
+  balanceOf,
+  createStripeContext,
+  createTopup,
+  deliver,
+  sessionFor,
+  signature,
+  WEBHOOK_SECRET,
+  type StripeTestContext,
+} from '../helpers/payments.js';
 
 describe('POST /api/v1/webhooks/stripe', () => {
   let ctx: StripeTestContext;
@@ -13,7 +22,9 @@ describe('POST /api/v1/webhooks/stripe', () => {
   after(() => ctx.close());
 
   /** A signed-up account with one open top-up and its fake Stripe session. */
-  async function openTopup(amountMinor = 2000): Promise<{ who: SignedUp; topupId: string; sessionId: string; key: string }> {
+  async function openTopup(
+    amountMinor = 2000,
+  ): Promise<{ who: SignedUp; topupId: string; sessionId: string; key: string }> {
     const who = await signup(ctx);
     const { key, topup } = await createTopup(ctx, who, amountMinor);
     return { who, topupId: topup.topupId, sessionId: sessionFor(ctx, topup.topupId).id, key };
@@ -46,7 +57,10 @@ describe('POST /api/v1/webhooks/stripe', () => {
     assert.equal(c.status, 'PAID');
     assert.equal(c.paidEventId, JSON.parse(payload).id);
     const events = await eventsFor(topupId);
-    assert.deepEqual(events.map((e) => [e.type, e.outcome]), [['checkout.session.completed', 'CREDITED']]);
+    assert.deepEqual(
+      events.map((e) => [e.type, e.outcome]),
+      [['checkout.session.completed', 'CREDITED']],
+    );
   });
 
   it('credits once when the same event is delivered 10 times concurrently', async () => {
@@ -70,8 +84,16 @@ describe('POST /api/v1/webhooks/stripe', () => {
     const paid = ctx.stripe.completeSession(sessionId);
     const first = ctx.stripe.eventPayload('checkout.session.completed', paid);
     const second = ctx.stripe.eventPayload('checkout.session.async_payment_succeeded', paid);
-    const results = await Promise.all([deliver(ctx, first), deliver(ctx, second), deliver(ctx, first), deliver(ctx, second)]);
-    assert.deepEqual(results.map((r) => r.status), [200, 200, 200, 200]);
+    const results = await Promise.all([
+      deliver(ctx, first),
+      deliver(ctx, second),
+      deliver(ctx, first),
+      deliver(ctx, second),
+    ]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      [200, 200, 200, 200],
+    );
     assert.deepEqual(await balanceOf(ctx, who.accountId), { balance: 1500, entries: 1 });
     const outcomes = (await eventsFor(topupId)).map((e) => e.outcome).sort();
     assert.deepEqual(outcomes, ['ALREADY_PAID', 'CREDITED']);
@@ -84,14 +106,20 @@ describe('POST /api/v1/webhooks/stripe', () => {
     assert.deepEqual(await balanceOf(ctx, who.accountId), { balance: 0, entries: 0 });
     assert.equal((await checkout(topupId)).status, 'OPEN');
     const paid = { ...unpaid, payment_status: 'paid' };
-    assert.equal((await deliver(ctx, ctx.stripe.eventPayload('checkout.session.async_payment_succeeded', paid))).status, 200);
+    assert.equal(
+      (await deliver(ctx, ctx.stripe.eventPayload('checkout.session.async_payment_succeeded', paid))).status,
+      200,
+    );
     assert.deepEqual(await balanceOf(ctx, who.accountId), { balance: 1700, entries: 1 });
   });
 
   it('marks a failed asynchronous payment FAILED without credit', async () => {
     const { who, topupId, sessionId } = await openTopup(1800);
     const unpaid = ctx.stripe.completeSession(sessionId, 'unpaid');
-    assert.equal((await deliver(ctx, ctx.stripe.eventPayload('checkout.session.async_payment_failed', unpaid))).status, 200);
+    assert.equal(
+      (await deliver(ctx, ctx.stripe.eventPayload('checkout.session.async_payment_failed', unpaid))).status,
+      200,
+    );
     assert.equal((await checkout(topupId)).status, 'FAILED');
     assert.deepEqual(await balanceOf(ctx, who.accountId), { balance: 0, entries: 0 });
   });
@@ -105,7 +133,9 @@ describe('POST /api/v1/webhooks/stripe', () => {
 
     it('a payload with one byte changed after signing', async () => {
       const { who, topupId, sessionId } = await openTopup(2000);
-      const payload = ctx.stripe.eventPayload('checkout.session.completed', ctx.stripe.completeSession(sessionId), { id: `evt_forged_${topupId}` });
+      const payload = ctx.stripe.eventPayload('checkout.session.completed', ctx.stripe.completeSession(sessionId), {
+        id: `evt_forged_${topupId}`,
+      });
       const sig = signature(ctx, payload);
       const tampered = payload.replace('"amount_total": 2000', '"amount_total": 9000');
       assert.notEqual(tampered, payload);
@@ -120,7 +150,9 @@ describe('POST /api/v1/webhooks/stripe', () => {
 
     it('a signature made with another secret', async () => {
       const { who, topupId, sessionId } = await openTopup(2000);
-      const payload = ctx.stripe.eventPayload('checkout.session.completed', ctx.stripe.completeSession(sessionId), { id: `evt_forged_${topupId}` });
+      const payload = ctx.stripe.eventPayload('checkout.session.completed', ctx.stripe.completeSession(sessionId), {
+        id: `evt_forged_${topupId}`,
+      });
       const res = await deliver(ctx, payload, signature(ctx, payload, { secret: `${WEBHOOK_SECRET}x` }));
       assert.equal(res.status, 400);
       await assertNothingWritten(who, topupId);
@@ -128,7 +160,9 @@ describe('POST /api/v1/webhooks/stripe', () => {
 
     it('a signature older than 300 seconds', async () => {
       const { who, topupId, sessionId } = await openTopup(2000);
-      const payload = ctx.stripe.eventPayload('checkout.session.completed', ctx.stripe.completeSession(sessionId), { id: `evt_forged_${topupId}` });
+      const payload = ctx.stripe.eventPayload('checkout.session.completed', ctx.stripe.completeSession(sessionId), {
+        id: `evt_forged_${topupId}`,
+      });
       const now = Math.floor(ctx.clock.now().getTime() / 1000);
       const res = await deliver(ctx, payload, signature(ctx, payload, { timestamp: now - 301 }));
       assert.equal(res.status, 400);
@@ -140,11 +174,17 @@ describe('POST /api/v1/webhooks/stripe', () => {
 
     it('a missing signature, a garbled one, or a body that is not the signed JSON', async () => {
       const { who, topupId, sessionId } = await openTopup(2000);
-      const payload = ctx.stripe.eventPayload('checkout.session.completed', ctx.stripe.completeSession(sessionId), { id: `evt_forged_${topupId}` });
+      const payload = ctx.stripe.eventPayload('checkout.session.completed', ctx.stripe.completeSession(sessionId), {
+        id: `evt_forged_${topupId}`,
+      });
       assert.equal((await deliver(ctx, payload, null)).status, 400);
       assert.equal((await deliver(ctx, payload, 'garbage')).status, 400);
       assert.equal((await deliver(ctx, payload, 't=1,v1=00')).status, 400);
-      const form = await ctx.api.post('/api/v1/webhooks/stripe').set('Stripe-Signature', signature(ctx, payload)).type('form').send({ payload });
+      const form = await ctx.api
+        .post('/api/v1/webhooks/stripe')
+        .set('Stripe-Signature', signature(ctx, payload))
+        .type('form')
+        .send({ payload });
       assert.equal(form.status, 415, 'a form is not the JSON that was signed');
       await assertNothingWritten(who, topupId);
     });
@@ -152,7 +192,10 @@ describe('POST /api/v1/webhooks/stripe', () => {
 
   it('closes a top-up on checkout.session.expired', async () => {
     const { who, topupId, sessionId } = await openTopup(1000);
-    const res = await deliver(ctx, ctx.stripe.eventPayload('checkout.session.expired', ctx.stripe.expireSession(sessionId)));
+    const res = await deliver(
+      ctx,
+      ctx.stripe.eventPayload('checkout.session.expired', ctx.stripe.expireSession(sessionId)),
+    );
     assert.equal(res.status, 200);
     assert.equal((await checkout(topupId)).status, 'EXPIRED');
     assert.deepEqual(await balanceOf(ctx, who.accountId), { balance: 0, entries: 0 });
@@ -164,7 +207,11 @@ describe('POST /api/v1/webhooks/stripe', () => {
     const expiresAt = (await checkout(topupId)).expiresAt!;
     ctx.clock.set(new Date(expiresAt.getTime() + 1000));
     try {
-      const replay = await ctx.api.post('/api/v1/billing/topups').set(who.auth).set('Idempotency-Key', key).send({ amountMinor: 1100 });
+      const replay = await ctx.api
+        .post('/api/v1/billing/topups')
+        .set(who.auth)
+        .set('Idempotency-Key', key)
+        .send({ amountMinor: 1100 });
       assert.equal(replay.status, 410);
       assert.equal((await checkout(topupId)).status, 'EXPIRED');
       assert.equal((await deliver(ctx, ctx.stripe.eventPayload('checkout.session.completed', paid))).status, 200);
@@ -177,7 +224,10 @@ describe('POST /api/v1/webhooks/stripe', () => {
 
   it('acknowledges event types it does not handle and writes nothing', async () => {
     const before = await ctx.services.ds.getRepository(PaymentEvent).count();
-    const res = await deliver(ctx, ctx.stripe.eventPayload('customer.created', { id: 'cus_test_1', object: 'customer' }));
+    const res = await deliver(
+      ctx,
+      ctx.stripe.eventPayload('customer.created', { id: 'cus_test_1', object: 'customer' }),
+    );
     assert.equal(res.status, 200);
     assert.equal(await ctx.services.ds.getRepository(PaymentEvent).count(), before);
   });
@@ -190,7 +240,10 @@ describe('POST /api/v1/webhooks/stripe', () => {
     assert.equal((await deliver(ctx, ctx.stripe.eventPayload('checkout.session.completed', otherSession))).status, 200);
     assert.deepEqual(await balanceOf(ctx, who.accountId), { balance: 0, entries: 0 });
     assert.equal((await checkout(topupId)).status, 'OPEN');
-    assert.deepEqual((await eventsFor(topupId)).map((e) => e.outcome), ['MISMATCH', 'MISMATCH']);
+    assert.deepEqual(
+      (await eventsFor(topupId)).map((e) => e.outcome),
+      ['MISMATCH', 'MISMATCH'],
+    );
   });
 
   it('acknowledges a paid session that names no checkout of ours without crediting anyone', async () => {
@@ -208,10 +261,18 @@ describe('POST /api/v1/webhooks/stripe', () => {
       assert.equal((await deliver(ctx, ctx.stripe.eventPayload('checkout.session.completed', paid))).status, 200);
     }
     const first = await ctx.api.get('/api/v1/billing/balance?limit=2').set(who.auth);
-    assert.deepEqual(first.body.data.entries.map((e: { amountMinor: number }) => e.amountMinor), [800, 700]);
+    assert.deepEqual(
+      first.body.data.entries.map((e: { amountMinor: number }) => e.amountMinor),
+      [800, 700],
+    );
     assert.equal(first.body.data.creditsMinor, 2100);
-    const second = await ctx.api.get(`/api/v1/billing/balance?limit=2&before=${first.body.data.nextBefore}`).set(who.auth);
-    assert.deepEqual(second.body.data.entries.map((e: { amountMinor: number }) => e.amountMinor), [600]);
+    const second = await ctx.api
+      .get(`/api/v1/billing/balance?limit=2&before=${first.body.data.nextBefore}`)
+      .set(who.auth);
+    assert.deepEqual(
+      second.body.data.entries.map((e: { amountMinor: number }) => e.amountMinor),
+      [600],
+    );
     assert.equal(second.body.data.nextBefore, null);
   });
 
@@ -275,10 +336,13 @@ describe('POST /api/v1/webhooks/stripe', () => {
       const one = await provider.createCheckoutSession(base);
       const same = await provider.createCheckoutSession(base);
       assert.equal(same.id, one.id);
-      await assert.rejects(provider.createCheckoutSession({ ...base, amountMinor: 1001 }), (err: Error & { type?: string }) => {
-        assert.equal(err.type, 'StripeIdempotencyError');
-        return true;
-      });
+      await assert.rejects(
+        provider.createCheckoutSession({ ...base, amountMinor: 1001 }),
+        (err: Error & { type?: string }) => {
+          assert.equal(err.type, 'StripeIdempotencyError');
+          return true;
+        },
+      );
     });
   });
 });

@@ -8,7 +8,16 @@ import { createTestContext, type TestContext } from '../helpers/context.js';
 import { account, offerIds, rent } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'b-full', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 300, maximumDurationSeconds: 86400, provisionSeconds: 0 },
+  {
+    key: 'b-full',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 300,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 0,
+  },
 ];
 
 /** A script of exactly `bytes` UTF-8 bytes that JSON writes at its longest: control characters become six-byte escapes. */
@@ -36,23 +45,59 @@ describe('body limits follow the published limits of the fields', () => {
     const res = await rent(ctx, who, body);
     assert.equal(res.status, 201, res.text);
     // The agent's case: a 12,000-byte script and 28,000 bytes of variables.
-    const plain = await rent(ctx, who, { offerId: ids['b-full'], machine: { startupScript: `#!/bin/sh\n${'echo "x"\n'.repeat(1199)}`, env: { A: 'v'.repeat(4000), B: 'w'.repeat(4000), C: 'x'.repeat(4000), D: 'y'.repeat(4000), E: 'z'.repeat(4000), F: 'u'.repeat(4000), G: 't'.repeat(4000) } } });
+    const plain = await rent(ctx, who, {
+      offerId: ids['b-full'],
+      machine: {
+        startupScript: `#!/bin/sh\n${'echo "x"\n'.repeat(1199)}`,
+        env: {
+          A: 'v'.repeat(4000),
+          B: 'w'.repeat(4000),
+          C: 'x'.repeat(4000),
+          D: 'y'.repeat(4000),
+          E: 'z'.repeat(4000),
+          F: 'u'.repeat(4000),
+          G: 't'.repeat(4000),
+        },
+      },
+    });
     assert.notEqual(plain.status, 413, plain.text);
   });
 
   it('refuses a script over its own limit with 422 naming the field, and a body over the route limit with 413 naming the fields and their limits', async () => {
     const who = await account(ctx, { creditsMinor: 5000 });
-    const over = await rent(ctx, who, { offerId: ids['b-full'], machine: { startupScript: `#!/bin/sh\n${'#'.repeat(MAX_STARTUP_SCRIPT_BYTES)}` } });
+    const over = await rent(ctx, who, {
+      offerId: ids['b-full'],
+      machine: { startupScript: `#!/bin/sh\n${'#'.repeat(MAX_STARTUP_SCRIPT_BYTES)}` },
+    });
     assert.equal(over.status, 422, over.text);
     assert.match(over.body.error.message, /machine\.startupScript/);
 
-    const huge = await rent(ctx, who, { offerId: ids['b-full'], machine: { startupScript: 'x'.repeat(bodyLimitOf('/api/v1/rentals').bytes + 1) } });
+    const huge = await rent(ctx, who, {
+      offerId: ids['b-full'],
+      machine: { startupScript: 'x'.repeat(bodyLimitOf('/api/v1/rentals').bytes + 1) },
+    });
     assert.equal(huge.status, 413, huge.text);
     assert.equal(huge.body.error.code, 'PAYLOAD_TOO_LARGE');
-    assert.match(huge.body.error.message, /larger than this route's \d+ KiB limit, which fits machine\.startupScript \(at most 16,384 bytes\) and machine\.env \(at most 50 variables of 4,096 bytes, 32,768 bytes in all\)/);
+    assert.match(
+      huge.body.error.message,
+      /larger than this route's \d+ KiB limit, which fits machine\.startupScript \(at most 16,384 bytes\) and machine\.env \(at most 50 variables of 4,096 bytes, 32,768 bytes in all\)/,
+    );
     // What gpr and gpr-mcp then tell the agent to do, in their own flags' names.
-    const names = { image: '--image', env: '--env', startupScript: '--script', ports: '--port', diskGb: '--disk', lease: '--ttl', waitForCapacity: '--wait-capacity', offers: 'see `gpr offers`', account: 'see `gpr whoami`' };
-    assert.match(rentalRefusalNext('PAYLOAD_TOO_LARGE', huge.body.error.message, names) ?? '', /^The startup script \(--script\) is at most 16,384 bytes and the variables \(--env\) at most 50 of 4,096 bytes/);
+    const names = {
+      image: '--image',
+      env: '--env',
+      startupScript: '--script',
+      ports: '--port',
+      diskGb: '--disk',
+      lease: '--ttl',
+      waitForCapacity: '--wait-capacity',
+      offers: 'see `gpr offers`',
+      account: 'see `gpr whoami`',
+    };
+    assert.match(
+      rentalRefusalNext('PAYLOAD_TOO_LARGE', huge.body.error.message, names) ?? '',
+      /^The startup script \(--script\) is at most 16,384 bytes and the variables \(--env\) at most 50 of 4,096 bytes/,
+    );
   });
 
   it('keeps the standard limit elsewhere, and says what the route takes', async () => {
@@ -62,6 +107,9 @@ describe('body limits follow the published limits of the fields', () => {
       .set('Content-Type', 'application/json')
       .send(JSON.stringify({ name: 'x'.repeat(JSON_BODY_LIMIT_BYTES + 10) }));
     assert.equal(res.status, 413);
-    assert.match(res.body.error.message, /^The request body is larger than this route's 8 KiB limit; its fields are ids, names, numbers and URLs/);
+    assert.match(
+      res.body.error.message,
+      /^The request body is larger than this route's 8 KiB limit; its fields are ids, names, numbers and URLs/,
+    );
   });
 });

@@ -3,7 +3,7 @@ import { createTestContext, type TestContext } from '../helpers/context.js';
 import { account, discardQueuedRentalJobs, rent, rentOk } from '../helpers/rentals.js';
 
 /** A budget and the key's per-rental cap, as an agent meets them over HTTP: never a silent cut. */
-describe('budgetMinor against the key\'s per-rental cap', () => {
+describe("budgetMinor against the key's per-rental cap", () => {
   let ctx: TestContext;
   before(async () => {
     ctx = await createTestContext();
@@ -26,11 +26,16 @@ describe('budgetMinor against the key\'s per-rental cap', () => {
     const list = await ctx.api.get('/api/v1/rentals').set(who.auth);
     assert.equal(list.body.data.length, 0);
 
-    const atCap = await rentOk(ctx, who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000, budgetMinor: 500 });
+    const atCap = await rentOk(ctx, who, {
+      gpuModel: 'H100',
+      gpuCount: 1,
+      maxHourlyPriceMinor: 1000,
+      budgetMinor: 500,
+    });
     assert.equal((atCap.deployment as { spendCapMinor: number }).spendCapMinor, 500);
   });
 
-  it('without a budget the rental carries the key\'s cap as its spendCapMinor', async () => {
+  it("without a budget the rental carries the key's cap as its spendCapMinor", async () => {
     const who = await account(ctx, { maxPerRentalMinor: 700, creditsMinor: 5000 });
     const r = await rentOk(ctx, who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
     assert.equal((r.deployment as { spendCapMinor: number }).spendCapMinor, 700);

@@ -44,7 +44,10 @@ describe('loadConfig', () => {
   ];
   for (const [env, re] of bad) {
     it(`rejects ${JSON.stringify(env)} naming the variable`, () => {
-      assert.throws(() => loadConfig(env), (err: Error) => err instanceof ConfigError && re.test(err.message));
+      assert.throws(
+        () => loadConfig(env),
+        (err: Error) => err instanceof ConfigError && re.test(err.message),
+      );
     });
   }
 

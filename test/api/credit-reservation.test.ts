@@ -11,7 +11,16 @@ import { account, addKey, offerIds, rent, rentOk, setStatus } from '../helpers/r
 
 const PRICE = 300;
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'res-a', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: PRICE, maximumDurationSeconds: 86400, provisionSeconds: 0 },
+  {
+    key: 'res-a',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: PRICE,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 0,
+  },
 ];
 
 describe('credit reservations of metered rentals', function () {
@@ -27,7 +36,8 @@ describe('credit reservations of metered rentals', function () {
     await ctx.close();
   });
 
-  const balance = async (accountId: string) => (await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: accountId })).balanceMinor;
+  const balance = async (accountId: string) =>
+    (await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: accountId })).balanceMinor;
   const dep = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
 
   /**
@@ -35,7 +45,10 @@ describe('credit reservations of metered rentals', function () {
    * period after period until none is ACTIVE (`afterSweep` runs after each sweep); returns the
    * deployments as they ended, after their termination has run.
    */
-  async function meterUntilEnded(ids: string[], afterSweep: () => Promise<void> = async () => undefined): Promise<Deployment[]> {
+  async function meterUntilEnded(
+    ids: string[],
+    afterSweep: () => Promise<void> = async () => undefined,
+  ): Promise<Deployment[]> {
     const life = createRentalLifecycle(lifecycleDepsOf(ctx.services), { sshTimeoutMs: 1500 });
     for (const id of ids) {
       for (let i = 0; i < 10 && (await dep(id)).status !== 'ACTIVE'; i++) await life.provision(id);
@@ -67,7 +80,12 @@ describe('credit reservations of metered rentals', function () {
   for (const covered of [1, 3]) {
     it(`admits exactly ${covered} of 10 parallel metered rentals when credits cover ${covered}; metering overdraws by at most one period`, async () => {
       // Credits for `covered` reservations and a third of another one.
-      const owner = await account(ctx, { kind: 'OWNER', creditsMinor: covered * PRICE + 100, scopes: ['read', 'rent', 'manage', 'billing'], maxConcurrentDeployments: 50 });
+      const owner = await account(ctx, {
+        kind: 'OWNER',
+        creditsMinor: covered * PRICE + 100,
+        scopes: ['read', 'rent', 'manage', 'billing'],
+        maxConcurrentDeployments: 50,
+      });
       const results = await Promise.all(Array.from({ length: 10 }, () => rent(ctx, owner, { offerId: offer })));
       const admitted = results.filter((r) => r.status === 201);
       assert.equal(admitted.length, covered, results.map((r) => `${r.status} ${r.body.error?.code ?? ''}`).join(', '));
@@ -83,7 +101,10 @@ describe('credit reservations of metered rentals', function () {
       const ended = await meterUntilEnded(ids, async () => {
         lowest = Math.min(lowest, await balance(owner.accountId));
       });
-      assert.ok(ended.every((d) => d.terminationReason === 'CREDITS'), ended.map((d) => d.terminationReason).join());
+      assert.ok(
+        ended.every((d) => d.terminationReason === 'CREDITS'),
+        ended.map((d) => d.terminationReason).join(),
+      );
       assert.ok(lowest <= 0, `metering ran the credits out (lowest balance ${lowest})`);
       assert.ok(lowest >= -onePeriod, `balance ${lowest} went below -${onePeriod}, one metering period of accrual`);
     });
@@ -106,15 +127,27 @@ describe('credit reservations of metered rentals', function () {
       const ids: string[] = admitted.map((r) => r.body.data.deploymentId);
       const onePeriod = onePeriodOf(covered);
       const ended = await meterUntilEnded(ids);
-      assert.ok(ended.every((d) => d.terminationReason === 'KEY_BUDGET'), ended.map((d) => d.terminationReason).join());
-      const [{ net }] = await ctx.services.ds.query(`SELECT net_spent_minor AS net FROM api_keys WHERE id = ?`, [key.keyId]);
+      assert.ok(
+        ended.every((d) => d.terminationReason === 'KEY_BUDGET'),
+        ended.map((d) => d.terminationReason).join(),
+      );
+      const [{ net }] = await ctx.services.ds.query(`SELECT net_spent_minor AS net FROM api_keys WHERE id = ?`, [
+        key.keyId,
+      ]);
       assert.ok(Number(net) >= budget, `metering ran the budget out (net spend ${net})`);
-      assert.ok(Number(net) <= budget + onePeriod, `net spend ${net} went past ${budget} + ${onePeriod}, one metering period of accrual`);
+      assert.ok(
+        Number(net) <= budget + onePeriod,
+        `net spend ${net} went past ${budget} + ${onePeriod}, one metering period of accrual`,
+      );
     });
   }
 
   it("counts a key's own live reservations against its budget, not another key's, and frees them as they end", async () => {
-    const key = await account(ctx, { creditsMinor: 100_000, budgetLimitMinor: 2 * PRICE, maxConcurrentDeployments: 50 });
+    const key = await account(ctx, {
+      creditsMinor: 100_000,
+      budgetLimitMinor: 2 * PRICE,
+      maxConcurrentDeployments: 50,
+    });
     const sibling = await addKey(ctx, key.accountId, { budgetLimitMinor: PRICE, maxConcurrentDeployments: 50 });
     const first = await rentOk(ctx, key, { offerId: offer });
     await rentOk(ctx, sibling, { offerId: offer });
@@ -127,7 +160,12 @@ describe('credit reservations of metered rentals', function () {
   });
 
   it('counts what other live rentals have not used yet, and frees it as usage is posted or they end', async () => {
-    const owner = await account(ctx, { kind: 'OWNER', creditsMinor: 2 * PRICE, scopes: ['read', 'rent', 'manage', 'billing'], maxConcurrentDeployments: 50 });
+    const owner = await account(ctx, {
+      kind: 'OWNER',
+      creditsMinor: 2 * PRICE,
+      scopes: ['read', 'rent', 'manage', 'billing'],
+      maxConcurrentDeployments: 50,
+    });
     const first = await rentOk(ctx, owner, { offerId: offer });
     const second = await rentOk(ctx, owner, { offerId: offer });
     const third = await rent(ctx, owner, { offerId: offer });

@@ -7,10 +7,27 @@ import { Order } from '../../src/modules/rentals/order.entity.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
-import { account, addKey, makeActive, offerIds, rentOk, setStatus, discardQueuedRentalJobs, queuedJobs } from '../helpers/rentals.js';
+import {
+  account,
+  addKey,
+  makeActive,
+  offerIds,
+  rentOk,
+  setStatus,
+  discardQueuedRentalJobs,
+  queuedJobs,
+} from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'l4', name: 'NVIDIA L4', category: 'datacenter', vramGb: 24, gpuCount: 1, pricePerHourMinor: 50, maximumDurationSeconds: 86400 },
+  {
+    key: 'l4',
+    name: 'NVIDIA L4',
+    category: 'datacenter',
+    vramGb: 24,
+    gpuCount: 1,
+    pricePerHourMinor: 50,
+    maximumDurationSeconds: 86400,
+  },
 ];
 
 describe('Deployments API', () => {
@@ -91,8 +108,19 @@ describe('Deployments API', () => {
       assert.equal(first.status, 202, JSON.stringify(first.body));
       const requestedAt = ctx.clock.now().toISOString();
       const { message, ...answer } = first.body.data;
-      assert.deepEqual(answer, { accepted: true, deploymentId: r.deploymentId, rentalId: r.rentalId, status: 'TERMINATING', terminateRequestedAt: requestedAt });
-      assert.match(message, new RegExp(`TERMINATING\\. Wait with GET /api/v1/rentals/${r.rentalId}\\?waitFor=TERMINATED \\(answered the moment`));
+      assert.deepEqual(answer, {
+        accepted: true,
+        deploymentId: r.deploymentId,
+        rentalId: r.rentalId,
+        status: 'TERMINATING',
+        terminateRequestedAt: requestedAt,
+      });
+      assert.match(
+        message,
+        new RegExp(
+          `TERMINATING\\. Wait with GET /api/v1/rentals/${r.rentalId}\\?waitFor=TERMINATED \\(answered the moment`,
+        ),
+      );
       // The next step, followed literally, is a waiting read that works.
       const waitPath = /GET (\/api\/v1\/rentals\/\S+)/.exec(message)![1];
       const waited = await ctx.api.get(`${waitPath}&waitSeconds=1`).set(agent.auth);
@@ -103,7 +131,10 @@ describe('Deployments API', () => {
       assert.equal(d1.terminationReason, 'REQUESTED');
       assert.equal(d1.terminateRequestedAt?.getTime(), ctx.clock.now().getTime());
       assert.equal(d1.statusChangedAt?.getTime(), ctx.clock.now().getTime());
-      assert.equal((await ctx.services.ds.getRepository(Order).findOneByOrFail({ id: r.rentalId })).status, 'TERMINATING');
+      assert.equal(
+        (await ctx.services.ds.getRepository(Order).findOneByOrFail({ id: r.rentalId })).status,
+        'TERMINATING',
+      );
 
       ctx.clock.advance(5000);
       // A repeat (by the rental id this time) answers the same: the status, and the first request's time.
@@ -112,12 +143,19 @@ describe('Deployments API', () => {
       assert.deepEqual(again.body.data, first.body.data);
       const d2 = await deployment(r.deploymentId);
       assert.equal(d2.status, 'TERMINATING');
-      assert.equal(d2.terminateRequestedAt?.getTime(), d1.terminateRequestedAt?.getTime(), 'the first request time is kept');
+      assert.equal(
+        d2.terminateRequestedAt?.getTime(),
+        d1.terminateRequestedAt?.getTime(),
+        'the first request time is kept',
+      );
       const view = await ctx.api.get(`/api/v1/rentals/${r.rentalId}`).set(agent.auth);
       assert.equal(view.body.data.status, 'TERMINATING');
       // The terminate job is queued once per deployment however often termination is asked for.
       const jobs = await queuedJobs(ctx, r.deploymentId);
-      assert.deepEqual(jobs.filter((j) => j.name === 'rental.terminate'), [{ name: 'rental.terminate', deploymentId: r.deploymentId }]);
+      assert.deepEqual(
+        jobs.filter((j) => j.name === 'rental.terminate'),
+        [{ name: 'rental.terminate', deploymentId: r.deploymentId }],
+      );
     });
 
     it('moves PENDING and PROVISIONING deployments to TERMINATING too', async () => {
@@ -149,7 +187,10 @@ describe('Deployments API', () => {
       assert.equal(f.status, 202);
       assert.deepEqual([f.body.data.deploymentId, f.body.data.status], [failed.deploymentId, 'FAILED']);
       assert.match(f.body.data.message, /^Already FAILED/);
-      assert.deepEqual((await queuedJobs(ctx, r.deploymentId)).filter((j) => j.name === 'rental.terminate'), []);
+      assert.deepEqual(
+        (await queuedJobs(ctx, r.deploymentId)).filter((j) => j.name === 'rental.terminate'),
+        [],
+      );
       const d = await deployment(r.deploymentId);
       assert.equal(d.status, 'TERMINATED');
       assert.equal(d.terminationReason, 'EXPIRED');
@@ -180,15 +221,26 @@ describe('Deployments API', () => {
       const { agent } = await family();
       const r = await rentOk(ctx, agent, { offerId });
       for (const type of ['application/json', 'application/json; charset=utf-8', 'application/merge-patch+json']) {
-        const res = await ctx.api.post(`/api/v1/deployments/${r.deploymentId}/terminate`).set(agent.auth).set('Content-Type', type).send('{"force":true}');
+        const res = await ctx.api
+          .post(`/api/v1/deployments/${r.deploymentId}/terminate`)
+          .set(agent.auth)
+          .set('Content-Type', type)
+          .send('{"force":true}');
         assert.equal(res.status, 400, type);
         assert.equal(res.body.error.code, 'INVALID_REQUEST');
         assert.match(res.body.error.message, /takes no body and reads nothing of it.*an empty body or \{\} is ignored/);
       }
       assert.equal((await deployment(r.deploymentId)).status, 'PENDING');
-      const empty = await ctx.api.post(`/api/v1/deployments/${r.deploymentId}/terminate`).set(agent.auth).set('Content-Type', 'application/json');
+      const empty = await ctx.api
+        .post(`/api/v1/deployments/${r.deploymentId}/terminate`)
+        .set(agent.auth)
+        .set('Content-Type', 'application/json');
       assert.equal(empty.status, 202, empty.text);
-      const object = await ctx.api.post(`/api/v1/deployments/${r.deploymentId}/terminate`).set(agent.auth).set('Content-Type', 'application/json').send('{}');
+      const object = await ctx.api
+        .post(`/api/v1/deployments/${r.deploymentId}/terminate`)
+        .set(agent.auth)
+        .set('Content-Type', 'application/json')
+        .send('{}');
       assert.equal(object.status, 202, object.text);
     });
 
@@ -215,7 +267,11 @@ describe('Deployments API', () => {
       const who = await account(ctx, { creditsMinor: 10_000, maxConcurrentDeployments: 1 });
       const r = await rentOk(ctx, who, { offerId });
       assert.equal((await terminate(who, r.deploymentId)).status, 202);
-      const blocked = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId });
+      const blocked = await ctx.api
+        .post('/api/v1/rentals')
+        .set(who.auth)
+        .set('Idempotency-Key', randomUUID())
+        .send({ offerId });
       assert.equal(blocked.status, 409);
       assert.equal(blocked.body.error.code, 'CONCURRENCY_LIMIT_REACHED');
     });
@@ -226,7 +282,8 @@ describe('Deployments API', () => {
       const req = ctx.api.post(`/api/v1/deployments/${id}/credentials/reveal`).set(who.auth);
       return requestId ? req.set('X-Request-Id', requestId) : req;
     };
-    const audits = (deploymentId: string) => ctx.services.ds.getRepository(CredentialReveal).find({ where: { deploymentId }, order: { id: 'ASC' } });
+    const audits = (deploymentId: string) =>
+      ctx.services.ds.getRepository(CredentialReveal).find({ where: { deploymentId }, order: { id: 'ASC' } });
 
     it('reveals host, port, user, the private key and a ready ssh command, and audits every call', async () => {
       const { agent, owner } = await family();
@@ -262,7 +319,13 @@ describe('Deployments API', () => {
         ],
       );
       assert.equal(rows[1].calledAt.getTime() - rows[0].calledAt.getTime(), 1000);
-      assert.deepEqual(rows.map((a) => [a.outcome, a.refusal]), [['REVEALED', null], ['REVEALED', null]]);
+      assert.deepEqual(
+        rows.map((a) => [a.outcome, a.refusal]),
+        [
+          ['REVEALED', null],
+          ['REVEALED', null],
+        ],
+      );
     });
 
     it('answers 409 DEPLOYMENT_NOT_ACTIVE with the status before ACTIVE (Retry-After) and after it (no retry), and audits those calls as refused', async () => {
@@ -271,10 +334,19 @@ describe('Deployments API', () => {
       const pending = await reveal(agent, r.deploymentId);
       assert.equal(pending.status, 409, JSON.stringify(pending.body));
       assert.equal(pending.body.error.code, 'DEPLOYMENT_NOT_ACTIVE');
-      assert.match(pending.body.error.message, new RegExp(`${r.deploymentId} is PENDING\\. The machine is starting: wait with GET /api/v1/rentals/${r.rentalId}\\?waitFor=ACTIVE,FAILED .*then reveal again, or retry in 5 s`));
+      assert.match(
+        pending.body.error.message,
+        new RegExp(
+          `${r.deploymentId} is PENDING\\. The machine is starting: wait with GET /api/v1/rentals/${r.rentalId}\\?waitFor=ACTIVE,FAILED .*then reveal again, or retry in 5 s`,
+        ),
+      );
       assert.equal(pending.headers['retry-after'], '5');
       // Retry-After follows the phase: a machine being checked is seconds away, one booting further.
-      for (const [phase, seconds] of [['booting', '10'], ['checking_gpus', '2'], ['starting', '2']] as const) {
+      for (const [phase, seconds] of [
+        ['booting', '10'],
+        ['checking_gpus', '2'],
+        ['starting', '2'],
+      ] as const) {
         await setStatus(ctx, r.deploymentId, 'PROVISIONING', { phase });
         const provisioning = await reveal(agent, r.rentalId);
         assert.equal(provisioning.status, 409);
@@ -287,15 +359,26 @@ describe('Deployments API', () => {
         const ended = await reveal(agent, r.deploymentId);
         assert.equal(ended.status, 409, status);
         assert.equal(ended.body.error.code, 'DEPLOYMENT_NOT_ACTIVE');
-        assert.match(ended.body.error.message, new RegExp(`is ${status}\\. It will never be ACTIVE again, so do not retry`));
+        assert.match(
+          ended.body.error.message,
+          new RegExp(`is ${status}\\. It will never be ACTIVE again, so do not retry`),
+        );
         assert.equal(ended.headers['retry-after'], undefined, `no Retry-After once ${status}`);
       }
       // Audited against the deployment, whichever id was asked with.
       const rows = await audits(r.deploymentId);
-      assert.deepEqual(rows.map((a) => [a.keyId, a.outcome, a.refusal, a.refusedCalls]), [[agent.keyId, 'REFUSED', 'NOT_ACTIVE', 7]], 'one row counts the minute\'s refusals');
+      assert.deepEqual(
+        rows.map((a) => [a.keyId, a.outcome, a.refusal, a.refusedCalls]),
+        [[agent.keyId, 'REFUSED', 'NOT_ACTIVE', 7]],
+        "one row counts the minute's refusals",
+      );
       ctx.clock.advance(60_000);
       assert.equal((await reveal(agent, r.deploymentId)).status, 409);
-      assert.deepEqual((await audits(r.deploymentId)).map((a) => a.refusedCalls), [7, 1], 'the next minute has a row of its own');
+      assert.deepEqual(
+        (await audits(r.deploymentId)).map((a) => a.refusedCalls),
+        [7, 1],
+        'the next minute has a row of its own',
+      );
     });
 
     it('accepts the rental id as well as the deployment id', async () => {
@@ -306,7 +389,10 @@ describe('Deployments API', () => {
       assert.equal(res.status, 200, JSON.stringify(res.body));
       assert.equal(res.body.data.deploymentId, r.deploymentId);
       assert.equal(res.body.data.privateKey, pair.privateKey);
-      assert.deepEqual((await audits(r.deploymentId)).map((a) => a.outcome), ['REVEALED']);
+      assert.deepEqual(
+        (await audits(r.deploymentId)).map((a) => a.outcome),
+        ['REVEALED'],
+      );
       // Another key cannot see it by either id, active or not: still 404.
       for (const id of [r.rentalId, r.deploymentId]) assert.equal((await reveal(sibling, id)).status, 404);
       await setStatus(ctx, r.deploymentId, 'PENDING');
@@ -325,7 +411,7 @@ describe('Deployments API', () => {
       assert.ok(rows.at(-1)!.lastCalledAt! >= rows.at(-1)!.calledAt);
     });
 
-    it('needs the manage scope: a read-only key cannot obtain the machine\'s private key (403)', async () => {
+    it("needs the manage scope: a read-only key cannot obtain the machine's private key (403)", async () => {
       const { agent } = await family();
       const reader = await addKey(ctx, agent.accountId, { kind: 'OWNER', scopes: ['read'] });
       const r = await rentOk(ctx, agent, { offerId });
@@ -344,10 +430,13 @@ describe('Deployments API', () => {
       await makeActive(ctx, r.deploymentId);
       for (const who of [sibling, stranger]) assert.equal((await reveal(who, r.deploymentId)).status, 404);
       const rows = await audits(r.deploymentId);
-      assert.deepEqual(rows.map((a) => [a.keyId, a.accountId, a.outcome, a.refusal]), [
-        [sibling.keyId, sibling.accountId, 'REFUSED', 'NOT_FOUND'],
-        [stranger.keyId, stranger.accountId, 'REFUSED', 'NOT_FOUND'],
-      ]);
+      assert.deepEqual(
+        rows.map((a) => [a.keyId, a.accountId, a.outcome, a.refusal]),
+        [
+          [sibling.keyId, sibling.accountId, 'REFUSED', 'NOT_FOUND'],
+          [stranger.keyId, stranger.accountId, 'REFUSED', 'NOT_FOUND'],
+        ],
+      );
       const ghost = randomUUID();
       assert.equal((await reveal(agent, ghost)).status, 404);
       assert.equal((await audits(ghost)).length, 1, 'even an id that names no deployment');
@@ -358,12 +447,17 @@ describe('Deployments API', () => {
       const renter = await addKey(ctx, agent.accountId, { kind: 'OWNER', scopes: ['read', 'rent'] });
       const r = await rentOk(ctx, agent, { offerId });
       await makeActive(ctx, r.deploymentId);
-      const json = await reveal(agent, r.deploymentId).set('Content-Type', 'application/json').send('{"includePrivateKey":true}');
+      const json = await reveal(agent, r.deploymentId)
+        .set('Content-Type', 'application/json')
+        .send('{"includePrivateKey":true}');
       assert.equal(json.status, 400);
       assert.equal(json.body.error.code, 'INVALID_REQUEST');
       const forbidden = await reveal(renter, r.deploymentId);
       assert.equal(forbidden.status, 403);
-      assert.deepEqual((await audits(r.deploymentId)).map((a) => [a.keyId, a.outcome, a.refusal]), [[agent.keyId, 'REFUSED', 'JSON_BODY']]);
+      assert.deepEqual(
+        (await audits(r.deploymentId)).map((a) => [a.keyId, a.outcome, a.refusal]),
+        [[agent.keyId, 'REFUSED', 'JSON_BODY']],
+      );
       const empty = await reveal(agent, r.deploymentId).set('Content-Type', 'application/json').send('{}');
       assert.equal(empty.status, 200, 'an empty object says nothing and is ignored');
     });
@@ -375,11 +469,16 @@ describe('Deployments API', () => {
       await makeActive(ctx, a.deploymentId);
       await makeActive(ctx, b.deploymentId);
       const donor = await deployment(a.deploymentId);
-      await ctx.services.ds.getRepository(Deployment).update({ id: b.deploymentId }, { sshPrivateKeyEnc: donor.sshPrivateKeyEnc });
+      await ctx.services.ds
+        .getRepository(Deployment)
+        .update({ id: b.deploymentId }, { sshPrivateKeyEnc: donor.sshPrivateKeyEnc });
       const res = await reveal(agent, b.deploymentId);
       assert.equal(res.status, 500);
       assert.ok(!JSON.stringify(res.body).includes('PRIVATE KEY'));
-      assert.deepEqual((await audits(b.deploymentId)).map((a) => [a.outcome, a.refusal]), [['REFUSED', 'ERROR']]);
+      assert.deepEqual(
+        (await audits(b.deploymentId)).map((a) => [a.outcome, a.refusal]),
+        [['REFUSED', 'ERROR']],
+      );
     });
   });
 });

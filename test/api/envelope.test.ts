@@ -48,7 +48,11 @@ describe('envelope and errors', () => {
 
   it('treats well-formed JSON that is not an object as a schema violation (422), not as malformed', async () => {
     for (const body of ['null', '5', '"text"', 'true']) {
-      const res = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).set('Content-Type', 'application/json').send(body);
+      const res = await ctx.api
+        .post('/api/v1/signup')
+        .set('Idempotency-Key', randomUUID())
+        .set('Content-Type', 'application/json')
+        .send(body);
       assert.equal(res.status, 422, body);
       assert.equal(res.body.error.code, 'VALIDATION_FAILED');
       assert.match(res.body.error.message, /body: must be a JSON object/);
@@ -56,7 +60,10 @@ describe('envelope and errors', () => {
   });
 
   it('answers a bad header with 400 even when the body is wrong too', async () => {
-    const res = await ctx.api.post('/api/v1/signup').set('Content-Type', 'application/json').send('{"maxPerRentalMinor": 1}');
+    const res = await ctx.api
+      .post('/api/v1/signup')
+      .set('Content-Type', 'application/json')
+      .send('{"maxPerRentalMinor": 1}');
     assert.equal(res.status, 400);
     assert.equal(res.body.error.code, 'INVALID_REQUEST');
     assert.match(res.body.error.message, /Idempotency-Key/);
@@ -117,7 +124,11 @@ describe('envelope and errors', () => {
     assert.equal((await ctx.api.get('/readyz')).status, 200);
     const failing = await createTestContext({
       app: {
-        readiness: async () => ({ ready: false, checks: { database: 'failed' }, reason: 'the database is not reachable (connect ECONNREFUSED)' }),
+        readiness: async () => ({
+          ready: false,
+          checks: { database: 'failed' },
+          reason: 'the database is not reachable (connect ECONNREFUSED)',
+        }),
       },
     });
     const live = await failing.api.get('/healthz');

@@ -62,8 +62,13 @@ describe('event ids: numbered per account', function () {
     assert.equal((await page(a)).nextAfter, '7');
 
     // The log-wide ids, kept inside the service, did interleave: the page ids are not them.
-    const global = (await ctx.services.ds.query(`SELECT id FROM events WHERE account_id = ? ORDER BY id`, [b.accountId])) as { id: string }[];
-    assert.ok(Number(global[1].id) - Number(global[0].id) >= 8, `B's events are ${global[0].id} and ${global[1].id} in the log`);
+    const global = (await ctx.services.ds.query(`SELECT id FROM events WHERE account_id = ? ORDER BY id`, [
+      b.accountId,
+    ])) as { id: string }[];
+    assert.ok(
+      Number(global[1].id) - Number(global[0].id) >= 8,
+      `B's events are ${global[0].id} and ${global[1].id} in the log`,
+    );
   });
 
   it('numbers concurrent writes of one account without a gap or a repeat, and a rollback gives its number back', async () => {
@@ -78,7 +83,10 @@ describe('event ids: numbered per account', function () {
     );
     await write(who.accountId);
     const ids = (await page(who, '0')).ids.map(Number);
-    assert.deepEqual(ids, Array.from({ length: 21 }, (_, i) => i + 1));
+    assert.deepEqual(
+      ids,
+      Array.from({ length: 21 }, (_, i) => i + 1),
+    );
   });
 
   it('streams under the same numbers: Last-Event-ID resumes after one, live events carry the next', async () => {
@@ -89,7 +97,10 @@ describe('event ids: numbered per account', function () {
     const abort = new AbortController();
     try {
       const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-      const res = await fetch(`${base}/api/v1/events`, { headers: { ...who.auth, Accept: 'text/event-stream', 'Last-Event-ID': '1' }, signal: abort.signal });
+      const res = await fetch(`${base}/api/v1/events`, {
+        headers: { ...who.auth, Accept: 'text/event-stream', 'Last-Event-ID': '1' },
+        signal: abort.signal,
+      });
       assert.equal(res.status, 200);
       let raw = '';
       const reader = res.body!.getReader();
@@ -133,26 +144,44 @@ describe('migration: event ids per account', function () {
 
   it('keeps every id a client holds valid: old events keep their ids, new ones are numbered above the whole log', async () => {
     const [x, y, z, later] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
-    for (const id of [x, y, z]) await db.runner.query(`INSERT INTO accounts (id, billing_model, created_at) VALUES (?, 'ACCOUNT_BALANCE', NOW(3))`, [id]);
+    for (const id of [x, y, z])
+      await db.runner.query(
+        `INSERT INTO accounts (id, billing_model, created_at) VALUES (?, 'ACCOUNT_BALANCE', NOW(3))`,
+        [id],
+      );
     for (const account of [x, y, x, x, y]) {
-      await db.runner.query(`INSERT INTO events (type, account_id, key_id, rental_id, data, created_at) VALUES ('credits.low', ?, NULL, NULL, '{}', NOW(3))`, [account]);
+      await db.runner.query(
+        `INSERT INTO events (type, account_id, key_id, rental_id, data, created_at) VALUES ('credits.low', ?, NULL, NULL, '{}', NOW(3))`,
+        [account],
+      );
     }
     const newest = Number(((await db.runner.query(`SELECT MAX(id) AS id FROM events`)) as { id: string }[])[0].id);
 
     await new EventSequences1763800019400().up(db.runner);
 
     const rows = (await db.runner.query(`SELECT id, seq FROM events`)) as { id: string; seq: string }[];
-    assert.ok(rows.every((r) => String(r.id) === String(r.seq)), 'every old event keeps its id');
+    assert.ok(
+      rows.every((r) => String(r.id) === String(r.seq)),
+      'every old event keeps its id',
+    );
     const owner = (accountId: string) => ({ kind: 'OWNER' as const, accountId });
-    const seqs = async (accountId: string, after: string) => (await eventsAfter(db.ds, owner(accountId), after, 100)).map((e) => e.seq);
+    const seqs = async (accountId: string, after: string) =>
+      (await eventsAfter(db.ds, owner(accountId), after, 100)).map((e) => e.seq);
     const before = await seqs(y, '0');
 
     // Y's empty page answered the log's newest id as nextAfter; Z never had an event.
     await inTransaction(db.ds, (m) => recordEvent(m, lowCredits(y)));
     await inTransaction(db.ds, (m) => recordEvent(m, lowCredits(z)));
-    await db.runner.query(`INSERT INTO accounts (id, billing_model, created_at) VALUES (?, 'ACCOUNT_BALANCE', NOW(3))`, [later]);
+    await db.runner.query(
+      `INSERT INTO accounts (id, billing_model, created_at) VALUES (?, 'ACCOUNT_BALANCE', NOW(3))`,
+      [later],
+    );
     await inTransaction(db.ds, (m) => recordEvent(m, lowCredits(later)));
-    assert.deepEqual(await seqs(y, String(newest)), [String(newest + 1)], 'a cursor of the whole log still sees what follows');
+    assert.deepEqual(
+      await seqs(y, String(newest)),
+      [String(newest + 1)],
+      'a cursor of the whole log still sees what follows',
+    );
     assert.deepEqual(await seqs(y, '0'), [...before, String(newest + 1)]);
     assert.deepEqual(await seqs(z, String(newest)), [String(newest + 1)]);
     assert.deepEqual(await seqs(later, '0'), ['1'], 'an account made later starts at 1');

@@ -12,7 +12,16 @@ import { waitFor } from '../helpers/process.js';
 import { account, addKey, offerIds } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'es-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 300, maximumDurationSeconds: 86400, provisionSeconds: 0 },
+  {
+    key: 'es-h100',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 300,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 0,
+  },
 ];
 
 interface StreamEvent {
@@ -37,12 +46,26 @@ async function listen(app: Express): Promise<{ server: Server; base: string }> {
   return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 
-async function open(base: string, who: SignedUp | undefined, opts: { lastEventId?: string; after?: string } = {}): Promise<Stream> {
+async function open(
+  base: string,
+  who: SignedUp | undefined,
+  opts: { lastEventId?: string; after?: string } = {},
+): Promise<Stream> {
   const abort = new AbortController();
   const headers: Record<string, string> = { Accept: 'text/event-stream', ...(who?.auth ?? {}) };
   if (opts.lastEventId !== undefined) headers['Last-Event-ID'] = opts.lastEventId;
-  const res = await fetch(`${base}/api/v1/events${opts.after === undefined ? '' : `?after=${opts.after}`}`, { headers, signal: abort.signal });
-  const stream: Stream = { status: res.status, headers: res.headers, events: [], raw: '', ended: Promise.resolve(), close: () => abort.abort() };
+  const res = await fetch(`${base}/api/v1/events${opts.after === undefined ? '' : `?after=${opts.after}`}`, {
+    headers,
+    signal: abort.signal,
+  });
+  const stream: Stream = {
+    status: res.status,
+    headers: res.headers,
+    events: [],
+    raw: '',
+    ended: Promise.resolve(),
+    close: () => abort.abort(),
+  };
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
   stream.ended = (async () => {
@@ -53,7 +76,12 @@ async function open(base: string, who: SignedUp | undefined, opts: { lastEventId
         stream.raw += decoder.decode(value, { stream: true });
         const blocks = stream.raw.split('\n\n');
         stream.events = blocks.slice(0, -1).flatMap((block) => {
-          const fields = Object.fromEntries(block.split('\n').filter((l) => !l.startsWith(':')).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]));
+          const fields = Object.fromEntries(
+            block
+              .split('\n')
+              .filter((l) => !l.startsWith(':'))
+              .map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 2)]),
+          );
           return fields.id ? [{ id: fields.id, event: fields.event, data: JSON.parse(fields.data) }] : [];
         });
       }
@@ -74,7 +102,11 @@ describe('events: the stream', function () {
   let base: string;
 
   before(async () => {
-    ctx = await createTestContext({ offers: OFFERS, env: { RENTAL_POLL_MS: '50' }, app: { eventStream: { heartbeatMs: 150 } } });
+    ctx = await createTestContext({
+      offers: OFFERS,
+      env: { RENTAL_POLL_MS: '50' },
+      app: { eventStream: { heartbeatMs: 150 } },
+    });
     ids = await offerIds(ctx);
     worker = await startTestWorker(ctx, { processEveryMs: 50 });
     ({ server, base } = await listen(ctx.app));
@@ -87,10 +119,15 @@ describe('events: the stream', function () {
     await ctx.close();
   });
 
-  const newest = async (who: SignedUp): Promise<string> => (await ctx.api.get('/api/v1/events').set(who.auth)).body.meta.nextAfter;
+  const newest = async (who: SignedUp): Promise<string> =>
+    (await ctx.api.get('/api/v1/events').set(who.auth)).body.meta.nextAfter;
 
   async function rent(who: SignedUp): Promise<{ rentalId: string; deploymentId: string }> {
-    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId: ids['es-h100'] });
+    const res = await ctx.api
+      .post('/api/v1/rentals')
+      .set(who.auth)
+      .set('Idempotency-Key', randomUUID())
+      .send({ offerId: ids['es-h100'] });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const { rentalId, deploymentId } = res.body.data;
     await reach(who, rentalId, 'ACTIVE');
@@ -104,7 +141,8 @@ describe('events: the stream', function () {
     assert.equal((await ctx.api.post(`/api/v1/deployments/${r.deploymentId}/terminate`).set(who.auth)).status, 202);
     await reach(who, r.rentalId, 'TERMINATED');
   }
-  const typesOf = (s: Stream, rentalId: string) => s.events.filter((e) => e.data.data.rentalId === rentalId).map((e) => e.event);
+  const typesOf = (s: Stream, rentalId: string) =>
+    s.events.filter((e) => e.data.data.rentalId === rentalId).map((e) => e.event);
 
   it('replays the log after Last-Event-ID, then delivers live events, each as id, event and data', async () => {
     const who = await account(ctx, { creditsMinor: 5000 });
@@ -119,7 +157,12 @@ describe('events: the stream', function () {
     assert.deepEqual(typesOf(s, r.rentalId), ['rental.provisioning', 'rental.active']);
     await terminate(who, r);
     await waitFor(async () => typesOf(s, r.rentalId).length >= 4, 5000, 'the live events');
-    assert.deepEqual(typesOf(s, r.rentalId), ['rental.provisioning', 'rental.active', 'rental.terminating', 'rental.terminated']);
+    assert.deepEqual(typesOf(s, r.rentalId), [
+      'rental.provisioning',
+      'rental.active',
+      'rental.terminating',
+      'rental.terminated',
+    ]);
     for (const e of s.events) {
       assert.equal(e.data.id, e.id);
       assert.equal(e.data.type, e.event);
@@ -127,7 +170,10 @@ describe('events: the stream', function () {
     }
     // The JSON paging shows the same events with the same ids.
     const page = (await ctx.api.get('/api/v1/events').query({ after: start, limit: 10 }).set(who.auth)).body.data;
-    assert.deepEqual(page.map((e: { id: string }) => e.id), s.events.map((e) => e.id));
+    assert.deepEqual(
+      page.map((e: { id: string }) => e.id),
+      s.events.map((e) => e.id),
+    );
     s.close();
     await s.ended;
     await waitFor(async () => ctx.services.eventHub.listeners === 0, 2000, 'the hub to let the stream go');
@@ -144,7 +190,12 @@ describe('events: the stream', function () {
     await terminate(who, r);
     await waitFor(async () => typesOf(fromNow, r.rentalId).length >= 2, 5000, 'the live events');
     assert.deepEqual(typesOf(fromNow, r.rentalId), ['rental.terminating', 'rental.terminated']);
-    assert.deepEqual(typesOf(fromAfter, r.rentalId), ['rental.provisioning', 'rental.active', 'rental.terminating', 'rental.terminated']);
+    assert.deepEqual(typesOf(fromAfter, r.rentalId), [
+      'rental.provisioning',
+      'rental.active',
+      'rental.terminating',
+      'rental.terminated',
+    ]);
     fromAfter.close();
     fromNow.close();
   });
@@ -155,7 +206,9 @@ describe('events: the stream', function () {
     const owner = await addKey(ctx, agentA.accountId, { kind: 'OWNER' });
     const stranger = await account(ctx, { creditsMinor: 5000 });
     const start = await newest(owner);
-    const streams = await Promise.all([agentA, agentB, owner, stranger].map((who) => open(base, who, { lastEventId: start })));
+    const streams = await Promise.all(
+      [agentA, agentB, owner, stranger].map((who) => open(base, who, { lastEventId: start })),
+    );
     const a = await rent(agentA);
     const b = await rent(agentB);
     await waitFor(async () => streams[2].events.length >= 4, 5000, "the owner's events");
@@ -207,7 +260,9 @@ describe('events: the stream', function () {
     assert.equal(noRead.status, 403);
     await noRead.body?.cancel();
     const reader = await account(ctx);
-    const bad = await fetch(`${base}/api/v1/events`, { headers: { Accept: 'text/event-stream', 'Last-Event-ID': 'abc', ...reader.auth } });
+    const bad = await fetch(`${base}/api/v1/events`, {
+      headers: { Accept: 'text/event-stream', 'Last-Event-ID': 'abc', ...reader.auth },
+    });
     assert.equal(bad.status, 400);
     assert.equal(((await bad.json()) as { error: { code: string } }).error.code, 'INVALID_REQUEST');
     const json = await fetch(`${base}/api/v1/events`, { headers: reader.auth });

@@ -6,7 +6,16 @@ import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
 import { account, addKey, offerIds, rentUntilTerminated } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'ev-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 300, maximumDurationSeconds: 86400, provisionSeconds: 0 },
+  {
+    key: 'ev-h100',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 300,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 0,
+  },
 ];
 
 interface Event {
@@ -33,7 +42,8 @@ describe('events: the durable log', function () {
     await ctx.close();
   });
 
-  const page = (who: SignedUp, query: Record<string, string | number> = {}) => ctx.api.get('/api/v1/events').query(query).set(who.auth);
+  const page = (who: SignedUp, query: Record<string, string | number> = {}) =>
+    ctx.api.get('/api/v1/events').query(query).set(who.auth);
 
   async function all(who: SignedUp, after: string): Promise<Event[]> {
     const out: Event[] = [];
@@ -47,7 +57,8 @@ describe('events: the durable log', function () {
     }
   }
 
-  const rentAndFinish = async (who: SignedUp): Promise<string> => (await rentUntilTerminated(ctx, who, ids['ev-h100'])).rentalId;
+  const rentAndFinish = async (who: SignedUp): Promise<string> =>
+    (await rentUntilTerminated(ctx, who, ids['ev-h100'])).rentalId;
 
   it('writes each status change of a rental once, in order, carrying the rental as a read showed it then', async () => {
     const who = await account(ctx, { creditsMinor: 5000 });
@@ -58,12 +69,28 @@ describe('events: the durable log', function () {
     // Without after: the newest page of the history, oldest first, and where to go on from.
     const latest = await ctx.api.get('/api/v1/events?limit=2').set(who.auth);
     assert.equal(latest.status, 200);
-    assert.deepEqual(latest.body.data.map((e: { type: string }) => e.type), ['rental.terminating', 'rental.terminated']);
+    assert.deepEqual(
+      latest.body.data.map((e: { type: string }) => e.type),
+      ['rental.terminating', 'rental.terminated'],
+    );
     assert.equal(latest.body.meta.nextAfter, events[3].id);
-    assert.deepEqual((await ctx.api.get(`/api/v1/events?after=${latest.body.meta.nextAfter}`).set(who.auth)).body.data, [], 'nothing after the newest');
-    assert.deepEqual(events.map((e) => e.type), ['rental.provisioning', 'rental.active', 'rental.terminating', 'rental.terminated']);
-    assert.deepEqual(events.map((e) => e.data.status), ['PROVISIONING', 'ACTIVE', 'TERMINATING', 'TERMINATED']);
-    assert.ok(events.every((e, i) => i === 0 || BigInt(e.id) > BigInt(events[i - 1].id)), 'ids grow');
+    assert.deepEqual(
+      (await ctx.api.get(`/api/v1/events?after=${latest.body.meta.nextAfter}`).set(who.auth)).body.data,
+      [],
+      'nothing after the newest',
+    );
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['rental.provisioning', 'rental.active', 'rental.terminating', 'rental.terminated'],
+    );
+    assert.deepEqual(
+      events.map((e) => e.data.status),
+      ['PROVISIONING', 'ACTIVE', 'TERMINATING', 'TERMINATED'],
+    );
+    assert.ok(
+      events.every((e, i) => i === 0 || BigInt(e.id) > BigInt(events[i - 1].id)),
+      'ids grow',
+    );
     const read = (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data;
     assert.deepEqual(Object.keys(events[3].data).sort(), Object.keys(read).sort(), 'the same view as a read');
   });

@@ -38,7 +38,15 @@ describe('GPU families and models on /offers, /gpus and GPU-intent rentals', () 
   it('shows one /gpus row per model, whatever each provider calls it', async () => {
     const models = (await ctx.api.get('/api/v1/gpus')).body.data.models;
     const rows = Object.fromEntries(models.map((g: { slug: string }) => [g.slug, g]));
-    assert.deepEqual(Object.keys(rows).sort(), ['a100-pcie-80gb', 'a100-sxm4-40gb', 'a100-sxm4-80gb', 'h100-nvl', 'h100-pcie', 'h100-sxm', 'rtx-4090']);
+    assert.deepEqual(Object.keys(rows).sort(), [
+      'a100-pcie-80gb',
+      'a100-sxm4-40gb',
+      'a100-sxm4-80gb',
+      'h100-nvl',
+      'h100-pcie',
+      'h100-sxm',
+      'rtx-4090',
+    ]);
     assert.equal(rows['h100-sxm'].availableOffers, 2);
     assert.equal(rows['h100-sxm'].availableGpus, 9);
     assert.equal(rows['h100-sxm'].name, 'H100 SXM');
@@ -50,8 +58,10 @@ describe('GPU families and models on /offers, /gpus and GPU-intent rentals', () 
 
   it('?gpu= with a family matches every model of it; with a model, that model', async () => {
     // The family: SXM, PCIe and NVL alike, cheapest first.
-    for (const q of ['H100', 'nvidia h100', 'h100']) assert.deepEqual(await filtered(q), [id.pcie, id.nvl, id.sxm, id['sxm-8x']], q);
-    for (const q of ['4090', 'rtx4090', 'GeForce RTX 4090']) assert.deepEqual(await filtered(q), [id['4090'], id['4090-b']], q);
+    for (const q of ['H100', 'nvidia h100', 'h100'])
+      assert.deepEqual(await filtered(q), [id.pcie, id.nvl, id.sxm, id['sxm-8x']], q);
+    for (const q of ['4090', 'rtx4090', 'GeForce RTX 4090'])
+      assert.deepEqual(await filtered(q), [id['4090'], id['4090-b']], q);
     assert.deepEqual(await filtered('A100'), [id['a100-sxm-40'], id['a100-pcie-80'], id['a100-sxm-80']]);
     assert.deepEqual(await filtered('H100 SXM'), [id.sxm, id['sxm-8x']]);
     assert.deepEqual(await filtered('h100-pcie'), [id.pcie]);
@@ -75,12 +85,24 @@ describe('GPU families and models on /offers, /gpus and GPU-intent rentals', () 
   it('says why nothing matched: an unknown model with the closest known, the ceiling with the cheapest price, or the count', async () => {
     const who = await account(ctx, { creditsMinor: 10_000 });
     const cases: [object, RegExp][] = [
-      [{ gpuModel: 'H10', gpuCount: 1, maxHourlyPriceMinor: 1000 }, /No GPU model is known as "H10"\. Closest known: [^.]*\bh100\b/],
+      [
+        { gpuModel: 'H10', gpuCount: 1, maxHourlyPriceMinor: 1000 },
+        /No GPU model is known as "H10"\. Closest known: [^.]*\bh100\b/,
+      ],
       [{ gpuModel: 'RTX 4900', gpuCount: 1, maxHourlyPriceMinor: 1000 }, /Closest known: [^.]*\brtx-4090\b/],
-      [{ gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 200 }, /above 200 cents per hour; the cheapest is 249 cents \(\$2\.49\) per hour/],
+      [
+        { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 200 },
+        /above 200 cents per hour; the cheapest is 249 cents \(\$2\.49\) per hour/,
+      ],
       [{ gpuModel: 'H100 SXM', gpuCount: 8, maxHourlyPriceMinor: 2000 }, /the cheapest is 2392 cents \(\$23\.92\)/],
-      [{ gpuModel: 'H100', gpuCount: 2, maxHourlyPriceMinor: 10_000 }, /No offer of 2 x H100 right now; H100 is offered with 1, 8 GPU\(s\)/],
-      [{ gpuModel: 'L40S', gpuCount: 1, maxHourlyPriceMinor: 10_000 }, /No offer of L40S \(l40s\) is available right now/],
+      [
+        { gpuModel: 'H100', gpuCount: 2, maxHourlyPriceMinor: 10_000 },
+        /No offer of 2 x H100 right now; H100 is offered with 1, 8 GPU\(s\)/,
+      ],
+      [
+        { gpuModel: 'L40S', gpuCount: 1, maxHourlyPriceMinor: 10_000 },
+        /No offer of L40S \(l40s\) is available right now/,
+      ],
     ];
     for (const [body, message] of cases) {
       const res = await rent(ctx, who, body);
@@ -92,7 +114,10 @@ describe('GPU families and models on /offers, /gpus and GPU-intent rentals', () 
 
   it('finds /gpus/{slug} by slug or by a spelling of one model, and explains a family', async () => {
     assert.equal((await ctx.api.get('/api/v1/gpus/h100-sxm')).body.data.offers.length, 2);
-    assert.equal((await ctx.api.get(`/api/v1/gpus/${encodeURIComponent('NVIDIA H100 80GB HBM3')}`)).body.data.slug, 'h100-sxm');
+    assert.equal(
+      (await ctx.api.get(`/api/v1/gpus/${encodeURIComponent('NVIDIA H100 80GB HBM3')}`)).body.data.slug,
+      'h100-sxm',
+    );
     const family = await ctx.api.get('/api/v1/gpus/h100');
     assert.equal(family.status, 404);
     assert.match(family.body.error.message, /names several models \(.*h100-sxm.*\)/);

@@ -13,7 +13,15 @@ const ROOT = join(fileURLToPath(import.meta.url), '../../..');
 const MODULE = 'src/modules/idempotency/';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'idem-l4', name: 'NVIDIA L4', category: 'datacenter', vramGb: 24, gpuCount: 1, pricePerHourMinor: 300, maximumDurationSeconds: 86400 },
+  {
+    key: 'idem-l4',
+    name: 'NVIDIA L4',
+    category: 'datacenter',
+    vramGb: 24,
+    gpuCount: 1,
+    pricePerHourMinor: 300,
+    maximumDurationSeconds: 86400,
+  },
 ];
 
 const LIMITS = { maxPerRentalMinor: 700, budgetLimitMinor: 3000, maxConcurrentDeployments: 2 };
@@ -31,7 +39,10 @@ describe('Idempotency-Key: one protocol for every create', () => {
       if (/idempotency_records|idempotency\.repository\.js'/.test(text) || entityImport) offenders.push(path);
     }
     assert.deepEqual(offenders, []);
-    assert.deepEqual(readdirSync(join(ROOT, 'src/http')).filter((f) => /idempotency/.test(f)), []);
+    assert.deepEqual(
+      readdirSync(join(ROOT, 'src/http')).filter((f) => /idempotency/.test(f)),
+      [],
+    );
   });
 
   describe('against the service', () => {
@@ -45,7 +56,10 @@ describe('Idempotency-Key: one protocol for every create', () => {
 
     async function withEmail(): Promise<SignedUp> {
       const who = await signup(ctx, { maxConcurrentDeployments: 20 });
-      const res = await ctx.api.put('/api/v1/me/email').set(who.auth).send({ email: `idem+${who.accountId.slice(0, 8)}@example.com` });
+      const res = await ctx.api
+        .put('/api/v1/me/email')
+        .set(who.auth)
+        .send({ email: `idem+${who.accountId.slice(0, 8)}@example.com` });
       assert.equal(res.status, 200, JSON.stringify(res.body));
       return who;
     }
@@ -57,9 +71,17 @@ describe('Idempotency-Key: one protocol for every create', () => {
     }
 
     const checkout = (who: SignedUp, key: string, budgetMinor = 600) =>
-      ctx.api.post('/api/v1/orders/checkout').set(who.auth).set('Idempotency-Key', key).send({ offerId: offer, budgetMinor });
+      ctx.api
+        .post('/api/v1/orders/checkout')
+        .set(who.auth)
+        .set('Idempotency-Key', key)
+        .send({ offerId: offer, budgetMinor });
     const issue = (by: { auth: { Authorization: string } }, key: string, name = 'twin') =>
-      ctx.api.post('/api/v1/agent-keys').set(by.auth).set('Idempotency-Key', key).send({ name, scopes: ['read', 'rent'], ...LIMITS });
+      ctx.api
+        .post('/api/v1/agent-keys')
+        .set(by.auth)
+        .set('Idempotency-Key', key)
+        .send({ name, scopes: ['read', 'rent'], ...LIMITS });
 
     it('answers concurrent card checkouts with one key with one order and one payment page, never an error', async () => {
       const who = await withEmail();
@@ -67,7 +89,11 @@ describe('Idempotency-Key: one protocol for every create', () => {
       ctx.stripe.latencyMs = 100;
       try {
         const results = await Promise.all(Array.from({ length: 6 }, () => checkout(who, key)));
-        assert.deepEqual(results.map((r) => r.status), [201, 201, 201, 201, 201, 201], JSON.stringify(results.map((r) => r.body)));
+        assert.deepEqual(
+          results.map((r) => r.status),
+          [201, 201, 201, 201, 201, 201],
+          JSON.stringify(results.map((r) => r.body)),
+        );
         assert.equal(new Set(results.map((r) => r.body.data.orderId)).size, 1);
         assert.equal(new Set(results.map((r) => r.body.data.checkoutUrl)).size, 1);
       } finally {
@@ -89,7 +115,11 @@ describe('Idempotency-Key: one protocol for every create', () => {
       const by = await owner();
       const key = randomUUID();
       const results = await Promise.all(Array.from({ length: 6 }, () => issue(by, key)));
-      assert.deepEqual(results.map((r) => r.status).sort(), [200, 200, 200, 200, 200, 201], JSON.stringify(results.map((r) => r.body)));
+      assert.deepEqual(
+        results.map((r) => r.status).sort(),
+        [200, 200, 200, 200, 200, 201],
+        JSON.stringify(results.map((r) => r.body)),
+      );
       assert.equal(new Set(results.map((r) => r.body.data.key.id)).size, 1);
       assert.equal(results.filter((r) => r.body.data.token !== null).length, 1);
       const changed = await issue(by, key, 'another name');
@@ -115,7 +145,10 @@ describe('Idempotency-Key: one protocol for every create', () => {
         [`%:${who.accountId}`, `%:${by.accountId}`, refusedKey],
       );
       assert.deepEqual(rows.map((r) => r.scope.split(':')[0]).sort(), ['agent-keys', 'checkout', 'rental', 'topup']);
-      assert.deepEqual(rows.filter((r) => r.resource_id === null), []);
+      assert.deepEqual(
+        rows.filter((r) => r.resource_id === null),
+        [],
+      );
     });
   });
 });

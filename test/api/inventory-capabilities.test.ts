@@ -5,7 +5,16 @@ import { addScriptedCloud, cloudOffer, type ScriptedCloud } from '../inventory/s
 
 const NONE = { customImage: false, startupScript: false, ports: 0, maxDiskGb: null };
 // A local offer that declares nothing its machine can be given.
-const local: LocalInventoryOffer = { key: 'h1', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 299, maximumDurationSeconds: 86400, capabilities: NONE };
+const local: LocalInventoryOffer = {
+  key: 'h1',
+  name: 'NVIDIA H100 SXM',
+  category: 'datacenter',
+  vramGb: 80,
+  gpuCount: 1,
+  pricePerHourMinor: 299,
+  maximumDurationSeconds: 86400,
+  capabilities: NONE,
+};
 const FULL = { customImage: true, startupScript: true, ports: 3, maxDiskGb: 400 };
 
 interface OfferBody {
@@ -76,7 +85,9 @@ describe('offer capabilities on the public inventory', () => {
   it('shows a change of capabilities after a refresh, under the same offer id', async () => {
     const [before] = await offers();
     const etag = (await ctx.api.get('/api/v1/offers')).headers.etag;
-    acme.offers = [cloudOffer({ key: 'l4', name: 'L4', vramGb: 24, pricePerHourMinor: 60, capabilities: { ...FULL, ports: 1 } })];
+    acme.offers = [
+      cloudOffer({ key: 'l4', name: 'L4', vramGb: 24, pricePerHourMinor: 60, capabilities: { ...FULL, ports: 1 } }),
+    ];
     const [result] = (await ctx.services.inventory.refresh()).filter((r) => r.provider === 'acme');
     assert.equal(result.added, 1);
     ctx.services.inventory.invalidate();

@@ -46,7 +46,8 @@ describe('inventory answered from the serialised snapshot', () => {
 
   function decoded(res: Raw): { data: unknown; meta: { requestId: string; apiVersion: string } } {
     const encoding = res.headers['content-encoding'];
-    const plain = encoding === 'gzip' ? gunzipSync(res.bytes) : encoding === 'br' ? brotliDecompressSync(res.bytes) : res.bytes;
+    const plain =
+      encoding === 'gzip' ? gunzipSync(res.bytes) : encoding === 'br' ? brotliDecompressSync(res.bytes) : res.bytes;
     assert.equal(Number(res.headers['content-length']), res.bytes.length);
     return JSON.parse(plain.toString('utf8'));
   }
@@ -54,7 +55,11 @@ describe('inventory answered from the serialised snapshot', () => {
   before(async () => {
     ctx = await createTestContext();
     // Enough offers that the bodies are compressed (small ones are sent as they are).
-    await ctx.setInventory(Array.from({ length: 40 }, (_, i) => offer(`w-${i}`, 200 + i, i % 2 ? 'NVIDIA H100 SXM' : 'NVIDIA GeForce RTX 4090')));
+    await ctx.setInventory(
+      Array.from({ length: 40 }, (_, i) =>
+        offer(`w-${i}`, 200 + i, i % 2 ? 'NVIDIA H100 SXM' : 'NVIDIA GeForce RTX 4090'),
+      ),
+    );
     server = ctx.app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     port = (server.address() as AddressInfo).port;
@@ -90,11 +95,19 @@ describe('inventory answered from the serialised snapshot', () => {
     const [p, g, b] = [decoded(plain), decoded(gzip), decoded(br)];
     assert.deepEqual(g.data, p.data);
     assert.deepEqual(b.data, p.data);
-    for (const [res, body] of [[plain, p], [gzip, g], [br, b]] as const) {
+    for (const [res, body] of [
+      [plain, p],
+      [gzip, g],
+      [br, b],
+    ] as const) {
       assert.equal(body.meta.requestId, res.headers['x-request-id']);
       assert.equal(res.headers.vary, 'Accept-Encoding');
     }
-    assert.equal(new Set([p.meta.requestId, g.meta.requestId, b.meta.requestId]).size, 3, 'each response has its own id');
+    assert.equal(
+      new Set([p.meta.requestId, g.meta.requestId, b.meta.requestId]).size,
+      3,
+      'each response has its own id',
+    );
     assert.equal(new Set([plain.headers.etag, gzip.headers.etag, br.headers.etag]).size, 1, 'one ETag per snapshot');
   });
 
@@ -119,7 +132,13 @@ describe('inventory answered from the serialised snapshot', () => {
 
   it('gives two requests two request ids and one ETag, and answers its If-None-Match with a 304 carrying the usual headers', async () => {
     const [first] = decoded(await get('/api/v1/offers')).data as Array<{ id: string }>;
-    for (const path of ['/api/v1/offers', '/api/v1/gpus', '/api/v1/gpus/h100-sxm', '/api/v1/offers?gpu=4090', `/api/v1/offers/${first.id}`]) {
+    for (const path of [
+      '/api/v1/offers',
+      '/api/v1/gpus',
+      '/api/v1/gpus/h100-sxm',
+      '/api/v1/offers?gpu=4090',
+      `/api/v1/offers/${first.id}`,
+    ]) {
       const a = await get(path, { 'Accept-Encoding': 'gzip' });
       const b = await get(path, { 'Accept-Encoding': 'br' });
       assert.equal(a.status, 200, path);

@@ -37,10 +37,14 @@ describe('public inventory', () => {
     const offers = res.body.data;
     assert.ok(offers.length >= 12);
     const prices = offers.map((o: { pricePerHourMinor: number }) => o.pricePerHourMinor);
-    assert.deepEqual(prices, [...prices].sort((a, b) => a - b));
+    assert.deepEqual(
+      prices,
+      [...prices].sort((a, b) => a - b),
+    );
     const names = new Set(offers.map((o: { name: string }) => o.name));
     // Every provider spelling is shown under the catalog's one name.
-    for (const n of ['H100 SXM', 'H100 PCIe', 'A100 SXM4 80GB', 'A100 SXM4 40GB', 'L40S', 'RTX 4090', 'RTX A6000']) assert.ok(names.has(n), n);
+    for (const n of ['H100 SXM', 'H100 PCIe', 'A100 SXM4 80GB', 'A100 SXM4 40GB', 'L40S', 'RTX 4090', 'RTX A6000'])
+      assert.ok(names.has(n), n);
     for (const o of offers) {
       assert.match(o.id, /^[0-9a-f-]{36}$/);
       assert.equal(o.currency, 'USD');
@@ -50,18 +54,33 @@ describe('public inventory', () => {
       assert.equal(typeof o.category, 'string');
       assert.equal(o.provider, 'local');
     }
-    const preflight = await ctx.api.options('/api/v1/gpus').set('Origin', 'https://agent.example').set('Access-Control-Request-Method', 'GET');
+    const preflight = await ctx.api
+      .options('/api/v1/gpus')
+      .set('Origin', 'https://agent.example')
+      .set('Access-Control-Request-Method', 'GET');
     assert.equal(preflight.status, 204);
     assert.equal(preflight.headers['access-control-allow-origin'], '*');
   });
 
   it('keeps offer ids while an offer is unchanged, and changes them when its price changes', async () => {
-    await ctx.setInventory([offer({ key: 'a', pricePerHourMinor: 300 }), offer({ key: 'b', name: 'NVIDIA L4', vramGb: 24, pricePerHourMinor: 50 })]);
+    await ctx.setInventory([
+      offer({ key: 'a', pricePerHourMinor: 300 }),
+      offer({ key: 'b', name: 'NVIDIA L4', vramGb: 24, pricePerHourMinor: 50 }),
+    ]);
     const first = (await ctx.api.get('/api/v1/offers')).body.data;
-    await ctx.setInventory([offer({ key: 'a', pricePerHourMinor: 300 }), offer({ key: 'b', name: 'NVIDIA L4', vramGb: 24, pricePerHourMinor: 50 })]);
+    await ctx.setInventory([
+      offer({ key: 'a', pricePerHourMinor: 300 }),
+      offer({ key: 'b', name: 'NVIDIA L4', vramGb: 24, pricePerHourMinor: 50 }),
+    ]);
     const same = (await ctx.api.get('/api/v1/offers')).body.data;
-    assert.deepEqual(same.map((o: { id: string }) => o.id), first.map((o: { id: string }) => o.id));
-    await ctx.setInventory([offer({ key: 'a', pricePerHourMinor: 310 }), offer({ key: 'b', name: 'NVIDIA L4', vramGb: 24, pricePerHourMinor: 50 })]);
+    assert.deepEqual(
+      same.map((o: { id: string }) => o.id),
+      first.map((o: { id: string }) => o.id),
+    );
+    await ctx.setInventory([
+      offer({ key: 'a', pricePerHourMinor: 310 }),
+      offer({ key: 'b', name: 'NVIDIA L4', vramGb: 24, pricePerHourMinor: 50 }),
+    ]);
     const changed = (await ctx.api.get('/api/v1/offers')).body.data;
     const h100Before = first.find((o: { name: string }) => o.name === 'H100 SXM');
     const h100After = changed.find((o: { name: string }) => o.name === 'H100 SXM');
@@ -74,11 +93,20 @@ describe('public inventory', () => {
   });
 
   it('drops vanished and unavailable offers from the list when the file is edited', async () => {
-    await ctx.setInventory([offer({ key: 'a' }), offer({ key: 'c', name: 'NVIDIA L40S', vramGb: 48, pricePerHourMinor: 99 })]);
+    await ctx.setInventory([
+      offer({ key: 'a' }),
+      offer({ key: 'c', name: 'NVIDIA L40S', vramGb: 48, pricePerHourMinor: 99 }),
+    ]);
     assert.equal((await ctx.api.get('/api/v1/offers')).body.data.length, 2);
-    await ctx.setInventory([offer({ key: 'a' }), offer({ key: 'c', name: 'NVIDIA L40S', vramGb: 48, pricePerHourMinor: 99, available: false })]);
+    await ctx.setInventory([
+      offer({ key: 'a' }),
+      offer({ key: 'c', name: 'NVIDIA L40S', vramGb: 48, pricePerHourMinor: 99, available: false }),
+    ]);
     const after = (await ctx.api.get('/api/v1/offers')).body.data;
-    assert.deepEqual(after.map((o: { name: string }) => o.name), ['H100 SXM']);
+    assert.deepEqual(
+      after.map((o: { name: string }) => o.name),
+      ['H100 SXM'],
+    );
   });
 
   it('keeps the cached offers when the provider fails', async () => {
@@ -134,7 +162,10 @@ describe('public inventory', () => {
     const bySpelling = await ctx.api.get(`/api/v1/gpus/${encodeURIComponent('NVIDIA H100 SXM')}`);
     assert.equal(bySpelling.body.data.slug, 'h100-sxm');
     const filtered = await ctx.api.get('/api/v1/offers?gpu=h100-sxm');
-    assert.deepEqual(filtered.body.data.map((o: { pricePerHourMinor: number }) => o.pricePerHourMinor), [299, 2392]);
+    assert.deepEqual(
+      filtered.body.data.map((o: { pricePerHourMinor: number }) => o.pricePerHourMinor),
+      [299, 2392],
+    );
     const fuzzy = await ctx.api.get(`/api/v1/offers?gpu=${encodeURIComponent(' GeForce RTX 4090 ')}`);
     assert.equal(fuzzy.body.data.length, 1);
     const none = await ctx.api.get('/api/v1/offers?gpu=tpu');

@@ -14,7 +14,15 @@ import { credit, offerIds, rent } from '../helpers/rentals.js';
 
 const LIMITS = { maxPerRentalMinor: 700, budgetLimitMinor: 3000, maxConcurrentDeployments: 2 };
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'l4', name: 'NVIDIA L4', category: 'datacenter', vramGb: 24, gpuCount: 1, pricePerHourMinor: 50, maximumDurationSeconds: 86400 },
+  {
+    key: 'l4',
+    name: 'NVIDIA L4',
+    category: 'datacenter',
+    vramGb: 24,
+    gpuCount: 1,
+    pricePerHourMinor: 50,
+    maximumDurationSeconds: 86400,
+  },
 ];
 
 /** One statement as sent, and how many rows it answered (null for a write, or until it answers). */
@@ -34,7 +42,10 @@ async function transactionsOf(fn: () => Promise<void>): Promise<Tx[]> {
   const original = mysql.Connection.prototype.query;
   const open = new Map<number, Tx>();
   const done: Tx[] = [];
-  mysql.Connection.prototype.query = function (this: mysql.Connection & { threadId: number | null }, ...args: unknown[]) {
+  mysql.Connection.prototype.query = function (
+    this: mysql.Connection & { threadId: number | null },
+    ...args: unknown[]
+  ) {
     const text = typeof args[0] === 'string' ? args[0] : (args[0] as { sql: string }).sql;
     const id = this.threadId ?? -1;
     const sent: Sent[] = [];
@@ -74,14 +85,18 @@ async function transactionsOf(fn: () => Promise<void>): Promise<Tx[]> {
 
 /** The table a locking read locked rows of first (the one its FROM names), or null when it locked none. */
 function lockedTable(statement: Sent): string | null {
-  if (!/\bFOR UPDATE\b/i.test(statement.sql) || /\bSKIP LOCKED\b/i.test(statement.sql) || statement.rows === 0) return null;
+  if (!/\bFOR UPDATE\b/i.test(statement.sql) || /\bSKIP LOCKED\b/i.test(statement.sql) || statement.rows === 0)
+    return null;
   return /\bFROM\s+`?(\w+)`?/i.exec(statement.sql)?.[1] ?? null;
 }
 
 /** Whether `statement` writes rows of `table`. */
 function writes(statement: Sent, table: string): boolean {
   const t = `\`?${table}\`?`;
-  return new RegExp(`^(UPDATE\\s+${t}\\s|DELETE\\s+FROM\\s+${t}\\s|INSERT\\s+INTO\\s+${t}\\s[\\s\\S]*\\bON DUPLICATE KEY UPDATE\\b)`, 'i').test(statement.sql);
+  return new RegExp(
+    `^(UPDATE\\s+${t}\\s|DELETE\\s+FROM\\s+${t}\\s|INSERT\\s+INTO\\s+${t}\\s[\\s\\S]*\\bON DUPLICATE KEY UPDATE\\b)`,
+    'i',
+  ).test(statement.sql);
 }
 
 /** The committed transactions that lock a table FOR UPDATE without writing it, as readable lines. */
@@ -89,7 +104,8 @@ function lockWithoutWrite(txs: Tx[]): string[] {
   const bad: string[] = [];
   for (const tx of txs.filter((t) => t.committed)) {
     for (const table of new Set(tx.statements.map(lockedTable).filter((t): t is string => t !== null))) {
-      if (!tx.statements.some((s) => writes(s, table))) bad.push(`locks ${table} without writing it: ${tx.statements.map((s) => s.sql.slice(0, 60)).join(' | ')}`);
+      if (!tx.statements.some((s) => writes(s, table)))
+        bad.push(`locks ${table} without writing it: ${tx.statements.map((s) => s.sql.slice(0, 60)).join(' | ')}`);
     }
   }
   return bad;
@@ -115,7 +131,14 @@ describe('a lock that guards a decision is also a write', () => {
     const lock = { sql: 'SELECT id FROM accounts WHERE id = 1 FOR UPDATE', rows: 1 };
     const insert = { sql: 'INSERT INTO `orders` (`id`) VALUES (1)', rows: null };
     const lockOnly: Tx = { committed: true, statements: [lock, insert] };
-    const lockAndWrite: Tx = { committed: true, statements: [{ sql: 'UPDATE accounts SET lock_version = lock_version + 1 WHERE id = 1', rows: null }, lock, insert] };
+    const lockAndWrite: Tx = {
+      committed: true,
+      statements: [
+        { sql: 'UPDATE accounts SET lock_version = lock_version + 1 WHERE id = 1', rows: null },
+        lock,
+        insert,
+      ],
+    };
     const lockedNothing: Tx = { committed: true, statements: [{ ...lock, rows: 0 }, insert] };
     assert.equal(lockWithoutWrite([lockOnly]).length, 1);
     assert.deepEqual(lockWithoutWrite([lockAndWrite, lockedNothing, { ...lockOnly, committed: false }]), []);
@@ -126,14 +149,33 @@ describe('a lock that guards a decision is also a write', () => {
     const txs = await transactionsOf(async () => {
       const rented = await rent(ctx, o, { offerId: offer });
       assert.equal(rented.status, 201, JSON.stringify(rented.body));
-      const agent = await ctx.api.post('/api/v1/agent-keys').set(o.auth).set('Idempotency-Key', randomUUID()).send({ name: 'agent', scopes: ['read', 'rent'], ...LIMITS });
+      const agent = await ctx.api
+        .post('/api/v1/agent-keys')
+        .set(o.auth)
+        .set('Idempotency-Key', randomUUID())
+        .send({ name: 'agent', scopes: ['read', 'rent'], ...LIMITS });
       assert.equal(agent.status, 201, JSON.stringify(agent.body));
       const agentAuth = { Authorization: `Bearer ${agent.body.data.token}` };
-      assert.equal((await ctx.api.post('/api/v1/rentals').set(agentAuth).set('Idempotency-Key', randomUUID()).send({ offerId: offer })).status, 201);
+      assert.equal(
+        (
+          await ctx.api
+            .post('/api/v1/rentals')
+            .set(agentAuth)
+            .set('Idempotency-Key', randomUUID())
+            .send({ offerId: offer })
+        ).status,
+        201,
+      );
       const begun = await ctx.api.post('/api/v1/agent-authorizations').send({ name: 'session agent' });
-      const approve = await ctx.api.post('/api/v1/agent-authorizations/approve').set(o.auth).send({ approvalCode: begun.body.data.approvalUrl.split('/').pop(), ...LIMITS });
+      const approve = await ctx.api
+        .post('/api/v1/agent-authorizations/approve')
+        .set(o.auth)
+        .send({ approvalCode: begun.body.data.approvalUrl.split('/').pop(), ...LIMITS });
       assert.equal(approve.status, 200, JSON.stringify(approve.body));
-      assert.equal((await ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode: begun.body.data.setupCode })).status, 200);
+      assert.equal(
+        (await ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode: begun.body.data.setupCode })).status,
+        200,
+      );
       const ended = await ctx.api.post(`/api/v1/deployments/${rented.body.data.deploymentId}/terminate`).set(o.auth);
       assert.ok(ended.status < 300, JSON.stringify(ended.body));
       assert.equal((await ctx.api.delete(`/api/v1/owner-keys/${o.keyId}`).set(o.auth)).status, 200);

@@ -30,7 +30,10 @@ describe('structured logs', () => {
     const { lines, api } = captured('info');
     const signup = await api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).send({});
     const token: string = signup.body.data.token;
-    const me = await api.get('/api/v1/me').set('Authorization', `Bearer ${token}`).set('X-Request-Id', 'trace-me-000001');
+    const me = await api
+      .get('/api/v1/me')
+      .set('Authorization', `Bearer ${token}`)
+      .set('X-Request-Id', 'trace-me-000001');
     assert.equal(me.status, 200);
     const line = lines.find((l) => l.requestId === 'trace-me-000001');
     assert.ok(line, 'request line carries the request id');

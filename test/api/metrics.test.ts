@@ -97,29 +97,65 @@ describe('GET /metrics', function () {
       await ctx.services.jobs.now('rental.meter', {});
       // The run of this one job, not every job it may lead to: the sweep also meters the rentals
       // other files left running in the run's database, and may queue their ends.
-      const meterRuns = (samples: Sample[]) => valueOf(samples, 'gpu_rental_job_runs_total', { job_name: 'rental.meter', outcome: 'success' });
+      const meterRuns = (samples: Sample[]) =>
+        valueOf(samples, 'gpu_rental_job_runs_total', { job_name: 'rental.meter', outcome: 'success' });
       await waitFor(async () => meterRuns(await scrape()) > meterRuns(before), 30_000, 'the metering job to run');
     } finally {
       await worker.stop();
     }
 
     const cached = await scrape();
-    assert.equal(valueOf(cached, 'gpu_rental_rentals', { status: 'PENDING' }), valueOf(before, 'gpu_rental_rentals', { status: 'PENDING' }), 'rentals are read at most once per cache period');
+    assert.equal(
+      valueOf(cached, 'gpu_rental_rentals', { status: 'PENDING' }),
+      valueOf(before, 'gpu_rental_rentals', { status: 'PENDING' }),
+      'rentals are read at most once per cache period',
+    );
     ctx.clock.advance(RENTAL_COUNTS_CACHE_MS);
     const after = await scrape();
-    const grew = (name: string, labels: Record<string, string> = {}) => valueOf(after, name, labels) - valueOf(before, name, labels);
-    assert.ok(grew('gpu_rental_http_requests_total', { method: 'GET', route: '/api/v1/rentals/:id', status: '200' }) >= 1);
-    assert.ok(grew('gpu_rental_http_requests_total', { method: 'GET', route: '/api/v1/rentals/:id', status: '404' }) >= 1);
+    const grew = (name: string, labels: Record<string, string> = {}) =>
+      valueOf(after, name, labels) - valueOf(before, name, labels);
+    assert.ok(
+      grew('gpu_rental_http_requests_total', { method: 'GET', route: '/api/v1/rentals/:id', status: '200' }) >= 1,
+    );
+    assert.ok(
+      grew('gpu_rental_http_requests_total', { method: 'GET', route: '/api/v1/rentals/:id', status: '404' }) >= 1,
+    );
     assert.ok(grew('gpu_rental_http_requests_total', { method: 'GET', route: 'unmatched', status: '404' }) >= 1);
-    assert.ok(grew('gpu_rental_http_requests_total', { method: 'GET', route: '/api/v1/offers', status: '200' }) >= 1, 'the fast inventory read has its template');
-    assert.ok(grew('gpu_rental_http_request_duration_seconds_count', { method: 'POST', route: '/api/v1/rentals', status: '201' }) >= 1);
+    assert.ok(
+      grew('gpu_rental_http_requests_total', { method: 'GET', route: '/api/v1/offers', status: '200' }) >= 1,
+      'the fast inventory read has its template',
+    );
+    assert.ok(
+      grew('gpu_rental_http_request_duration_seconds_count', {
+        method: 'POST',
+        route: '/api/v1/rentals',
+        status: '201',
+      }) >= 1,
+    );
     assert.ok(grew('gpu_rental_admissions_total', { outcome: 'admitted' }) >= 1);
     assert.ok(grew('gpu_rental_admissions_total', { outcome: 'OFFER_NOT_FOUND' }) >= 1);
-    assert.ok(valueOf(after, 'gpu_rental_rentals', { status: 'PENDING' }) >= valueOf(before, 'gpu_rental_rentals', { status: 'PENDING' }) + 1);
-    assert.ok(after.some((s) => s.name === 'gpu_rental_rentals' && s.labels.status === 'ACTIVE'), 'every unfinished status is listed');
-    assert.ok(!after.some((s) => s.name === 'gpu_rental_rentals' && s.labels.status === 'TERMINATED'), 'finished rentals are not counted');
-    assert.ok(grew('gpu_rental_provider_calls_total', { provider: 'local', operation: 'listInstances', outcome: 'ok' }) >= 1);
-    assert.ok(valueOf(after, 'gpu_rental_provider_call_duration_seconds_count', { provider: 'local', operation: 'listOffers', outcome: 'ok' }) >= 1);
+    assert.ok(
+      valueOf(after, 'gpu_rental_rentals', { status: 'PENDING' }) >=
+        valueOf(before, 'gpu_rental_rentals', { status: 'PENDING' }) + 1,
+    );
+    assert.ok(
+      after.some((s) => s.name === 'gpu_rental_rentals' && s.labels.status === 'ACTIVE'),
+      'every unfinished status is listed',
+    );
+    assert.ok(
+      !after.some((s) => s.name === 'gpu_rental_rentals' && s.labels.status === 'TERMINATED'),
+      'finished rentals are not counted',
+    );
+    assert.ok(
+      grew('gpu_rental_provider_calls_total', { provider: 'local', operation: 'listInstances', outcome: 'ok' }) >= 1,
+    );
+    assert.ok(
+      valueOf(after, 'gpu_rental_provider_call_duration_seconds_count', {
+        provider: 'local',
+        operation: 'listOffers',
+        outcome: 'ok',
+      }) >= 1,
+    );
     assert.ok(grew('gpu_rental_webhook_deliveries_total', { outcome: 'skipped' }) >= 1);
     assert.ok(grew('gpu_rental_credits_minor_total', { kind: 'TOPUP', direction: 'in' }) >= 50_000 + 1234);
     assert.ok(grew('gpu_rental_job_runs_total', { job_name: 'rental.meter', outcome: 'success' }) >= 1);
@@ -165,7 +201,10 @@ describe('GET /metrics', function () {
       assert.ok(parseMetrics(await metrics.text()).some((s) => s.name === 'gpu_rental_http_requests_total'));
       const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
       assert.equal(ready.status, 200);
-      assert.deepEqual(((await ready.json()) as { data: unknown }).data, { status: 'ready', checks: { database: 'ok', migrations: 'ok' } });
+      assert.deepEqual(((await ready.json()) as { data: unknown }).data, {
+        status: 'ready',
+        checks: { database: 'ok', migrations: 'ok' },
+      });
       assert.equal((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
       assert.equal((await fetch(`http://127.0.0.1:${port}/api/v1/offers`)).status, 404);
       assert.equal((await own.api.get('/metrics')).status, 404);

@@ -30,9 +30,16 @@ describe('OpenAPI document and reference page', () => {
     }
     const signup = doc.paths['/api/v1/signup'].post;
     for (const s of ['201', '400', '409', '422', '429', '503']) assert.ok(signup.responses[s], `signup ${s}`);
-    assert.ok(signup.parameters.some((p: { in: string; name: string; required: boolean }) => p.in === 'header' && p.name === 'Idempotency-Key' && p.required));
+    assert.ok(
+      signup.parameters.some(
+        (p: { in: string; name: string; required: boolean }) =>
+          p.in === 'header' && p.name === 'Idempotency-Key' && p.required,
+      ),
+    );
     assert.deepEqual(doc.paths['/api/v1/me'].get.security, [{ bearer: ['read'] }]);
-    assert.ok(doc.paths['/api/v1/me'].get.responses['401'].content['application/json'].schema.$ref.endsWith('ErrorEnvelope'));
+    assert.ok(
+      doc.paths['/api/v1/me'].get.responses['401'].content['application/json'].schema.$ref.endsWith('ErrorEnvelope'),
+    );
     const props = doc.components.schemas.SignupRequest.properties;
     assert.equal(props.maxPerRentalMinor.minimum, 500);
     assert.equal(props.budgetLimitMinor.default, 50000);
@@ -60,7 +67,8 @@ describe('OpenAPI document and reference page', () => {
       assert.deepEqual(missing, [], `${method.toUpperCase()} ${path} lacks ${missing.join(', ')}`);
     }
     const offer = doc.components.schemas.OfferDto.properties;
-    for (const f of ['vramGb', 'gpuCount', 'pricePerHourMinor', 'maximumDurationSeconds']) assert.equal(offer[f].type, 'integer', f);
+    for (const f of ['vramGb', 'gpuCount', 'pricePerHourMinor', 'maximumDurationSeconds'])
+      assert.equal(offer[f].type, 'integer', f);
     assert.equal(doc.components.schemas.SignupRequest.properties.budgetLimitMinor.maximum, 1_000_000_000);
   });
 

@@ -9,8 +9,24 @@ import { createRentalLifecycle } from '../../src/modules/rentals/lifecycle/renta
 import { lifecycleDepsOf } from '../../src/container.js';
 
 const LOCAL: LocalInventoryOffer[] = [
-  { key: 'l-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 299, maximumDurationSeconds: 86400 },
-  { key: 'l-l4', name: 'NVIDIA L4', category: 'datacenter', vramGb: 24, gpuCount: 1, pricePerHourMinor: 48, maximumDurationSeconds: 86400 },
+  {
+    key: 'l-h100',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 299,
+    maximumDurationSeconds: 86400,
+  },
+  {
+    key: 'l-l4',
+    name: 'NVIDIA L4',
+    category: 'datacenter',
+    vramGb: 24,
+    gpuCount: 1,
+    pricePerHourMinor: 48,
+    maximumDurationSeconds: 86400,
+  },
 ];
 const MAX_AGE_MS = 600_000;
 
@@ -59,17 +75,37 @@ describe('provider refresh isolation and GET /api/v1/providers', () => {
     const before = await offers();
     assert.deepEqual([...new Set(before.map((o) => o.provider))].sort(), ['acme', 'local']);
     assert.equal(before.find((o) => o.provider === 'acme' && o.name === 'H100 SXM')?.region, 'eu-north-1');
-    assert.ok(before.filter((o) => o.provider === 'local').every((o) => !('region' in o)), 'no region when the provider does not say');
-    const h100 = (await ctx.api.get('/api/v1/gpus')).body.data.models.find((g: { slug: string }) => g.slug === 'h100-sxm');
+    assert.ok(
+      before.filter((o) => o.provider === 'local').every((o) => !('region' in o)),
+      'no region when the provider does not say',
+    );
+    const h100 = (await ctx.api.get('/api/v1/gpus')).body.data.models.find(
+      (g: { slug: string }) => g.slug === 'h100-sxm',
+    );
     assert.deepEqual(h100.providers, ['acme', 'local']);
     assert.equal(h100.availableOffers, 2);
     assert.equal(h100.minPricePerHourMinor, 250);
 
-    acme.failure = new ProviderApiError('rate_limited', 'acme GET https://api.acme.example/v1/offers?token=SECRET: 429', 429, 5000);
+    acme.failure = new ProviderApiError(
+      'rate_limited',
+      'acme GET https://api.acme.example/v1/offers?token=SECRET: 429',
+      429,
+      5000,
+    );
     ctx.clock.advance(60_000);
     const results = await refresh();
-    assert.deepEqual(results.map((r) => [r.provider, r.ok, r.errorClass]), [['local', true, undefined], ['acme', false, 'rate_limited']]);
-    assert.deepEqual((await offers()).map((o) => o.id).sort(), before.map((o) => o.id).sort(), 'nothing leaves within the age bound');
+    assert.deepEqual(
+      results.map((r) => [r.provider, r.ok, r.errorClass]),
+      [
+        ['local', true, undefined],
+        ['acme', false, 'rate_limited'],
+      ],
+    );
+    assert.deepEqual(
+      (await offers()).map((o) => o.id).sort(),
+      before.map((o) => o.id).sort(),
+      'nothing leaves within the age bound',
+    );
 
     const res = await ctx.api.get('/api/v1/providers');
     assert.doesNotMatch(JSON.stringify(res.body), /SECRET|https?:|429/);
@@ -85,13 +121,22 @@ describe('provider refresh isolation and GET /api/v1/providers', () => {
     assert.equal(a.lastErrorAt, ctx.clock.now().toISOString());
     assert.equal(a.lastRefreshAt, ctx.clock.now().toISOString());
     assert.equal(a.lastSuccessAt, new Date(ctx.clock.now().getTime() - 60_000).toISOString());
-    assert.deepEqual(Object.keys(a).sort(), ['description', 'id', 'lastErrorAt', 'lastErrorClass', 'lastRefreshAt', 'lastSuccessAt', 'offerCount', 'status']);
+    assert.deepEqual(Object.keys(a).sort(), [
+      'description',
+      'id',
+      'lastErrorAt',
+      'lastErrorClass',
+      'lastRefreshAt',
+      'lastSuccessAt',
+      'offerCount',
+      'status',
+    ]);
 
     const health = await ctx.api.get('/healthz');
     assert.equal(health.status, 200);
   });
 
-  it('takes a failing provider\'s offers off the list once they are older than OFFER_MAX_AGE_SECONDS, and back when it answers', async () => {
+  it("takes a failing provider's offers off the list once they are older than OFFER_MAX_AGE_SECONDS, and back when it answers", async () => {
     acme.offers = [cloudOffer({ key: 'a-cheap-h100', pricePerHourMinor: 150 })];
     await refresh();
     const who = await account(ctx, { creditsMinor: 5000 });
@@ -100,7 +145,10 @@ describe('provider refresh isolation and GET /api/v1/providers', () => {
     acme.failure = new ProviderApiError('auth', 'acme GET /v1/offers: 401');
     ctx.clock.advance(MAX_AGE_MS - 1000);
     await refresh();
-    assert.ok((await offers()).some((o) => o.id === cheap.id), 'still listed just inside the bound');
+    assert.ok(
+      (await offers()).some((o) => o.id === cheap.id),
+      'still listed just inside the bound',
+    );
     ctx.clock.advance(2000);
     const results = await refresh();
     assert.equal(results.find((r) => r.provider === 'acme')?.removed, 1);
@@ -108,7 +156,9 @@ describe('provider refresh isolation and GET /api/v1/providers', () => {
     const listed = await offers();
     assert.ok(!listed.some((o) => o.provider === 'acme'));
     assert.equal(listed.filter((o) => o.provider === 'local').length, 2, 'the healthy provider keeps its offers');
-    const h100 = (await ctx.api.get('/api/v1/gpus')).body.data.models.find((g: { slug: string }) => g.slug === 'h100-sxm');
+    const h100 = (await ctx.api.get('/api/v1/gpus')).body.data.models.find(
+      (g: { slug: string }) => g.slug === 'h100-sxm',
+    );
     assert.deepEqual(h100.providers, ['local']);
     assert.equal((await ctx.services.ds.getRepository(Offer).findOneByOrFail({ id: cheap.id })).available, false);
 
@@ -126,7 +176,10 @@ describe('provider refresh isolation and GET /api/v1/providers', () => {
 
     acme.failure = null;
     await refresh();
-    assert.ok((await offers()).some((o) => o.id === cheap.id), 'the same offer returns under the same id');
+    assert.ok(
+      (await offers()).some((o) => o.id === cheap.id),
+      'the same offer returns under the same id',
+    );
     assert.equal((await statusOf('acme')).status, 'ok');
     assert.equal((await statusOf('acme')).lastErrorClass, 'auth', 'the last error stays on record');
   });
@@ -139,7 +192,10 @@ describe('provider refresh isolation and GET /api/v1/providers', () => {
     // No invalidate: the api process notices by the clock alone.
     assert.deepEqual(await offers(), []);
     assert.equal((await ctx.api.get('/api/v1/gpus')).body.data.count, 0);
-    assert.deepEqual((await providers()).map((p) => p.status), ['down', 'down']);
+    assert.deepEqual(
+      (await providers()).map((p) => p.status),
+      ['down', 'down'],
+    );
     await refresh();
     assert.equal((await offers()).length, 3);
   });
@@ -191,9 +247,13 @@ describe('provider refresh isolation and GET /api/v1/providers', () => {
   });
 
   it('keeps a GPU the catalog does not know under a slug of its own, listed and rentable', async () => {
-    acme.offers = [cloudOffer({ key: 'a-x9', name: 'Acme Tensor X9', category: 'accelerator', vramGb: 32, pricePerHourMinor: 90 })];
+    acme.offers = [
+      cloudOffer({ key: 'a-x9', name: 'Acme Tensor X9', category: 'accelerator', vramGb: 32, pricePerHourMinor: 90 }),
+    ];
     await refresh();
-    const row = (await ctx.api.get('/api/v1/gpus')).body.data.models.find((g: { slug: string }) => g.slug === 'acme-tensor-x9');
+    const row = (await ctx.api.get('/api/v1/gpus')).body.data.models.find(
+      (g: { slug: string }) => g.slug === 'acme-tensor-x9',
+    );
     assert.equal(row.name, 'Acme Tensor X9');
     assert.equal(row.family, 'acme-tensor-x9');
     assert.equal(row.category, 'accelerator');

@@ -12,7 +12,16 @@ import { sentRequests } from '../helpers/sql-requests.js';
 import { account, offerIds } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'pl-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 300, maximumDurationSeconds: 86400, provisionSeconds: 0 },
+  {
+    key: 'pl-h100',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 300,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 0,
+  },
 ];
 
 /** Client addresses as a trusted proxy on loopback states them (TRUST_PROXY=loopback); nothing connects to them. */
@@ -38,9 +47,19 @@ interface Push {
 /** GET `path` of `base` as `who` from `address`, holding the answer open while the server does. */
 async function push(base: string, path: string, who: SignedUp, address: string, accept?: string): Promise<Push> {
   const abort = new AbortController();
-  const headers: Record<string, string> = { ...who.auth, 'X-Forwarded-For': address, ...(accept ? { Accept: accept } : {}) };
+  const headers: Record<string, string> = {
+    ...who.auth,
+    'X-Forwarded-For': address,
+    ...(accept ? { Accept: accept } : {}),
+  };
   const res = await fetch(`${base}${path}`, { headers, signal: abort.signal });
-  const out: Push = { status: res.status, headers: res.headers, raw: '', ended: Promise.resolve(), close: () => abort.abort() };
+  const out: Push = {
+    status: res.status,
+    headers: res.headers,
+    raw: '',
+    ended: Promise.resolve(),
+    close: () => abort.abort(),
+  };
   if (res.status === 429) {
     out.error = ((await res.json()) as ErrorBody).error;
     return out;
@@ -61,7 +80,8 @@ async function push(base: string, path: string, who: SignedUp, address: string, 
   return out;
 }
 
-const stream = (base: string, who: SignedUp, address: string) => push(base, '/api/v1/events', who, address, 'text/event-stream');
+const stream = (base: string, who: SignedUp, address: string) =>
+  push(base, '/api/v1/events', who, address, 'text/event-stream');
 
 /** The bounds of streams and waiting reads (finding 5) and what a revoked key's waits do (finding 19). */
 describe('push limits: event streams and waiting reads', function () {
@@ -93,11 +113,20 @@ describe('push limits: event streams and waiting reads', function () {
   const hub = () => ctx.services.eventHub;
   /** Nothing of any stream or wait is left: no place, no key or address entry, no hub listener. */
   const nothingHeld = async () =>
-    limits().open === 0 && limits().listeners === 0 && limits().tracked.keys === 0 && limits().tracked.addresses === 0 && hub().listeners === 0 && hub().listeningKeys === 0;
+    limits().open === 0 &&
+    limits().listeners === 0 &&
+    limits().tracked.keys === 0 &&
+    limits().tracked.addresses === 0 &&
+    hub().listeners === 0 &&
+    hub().listeningKeys === 0;
 
   /** A PENDING rental of `who` (no worker runs here, so it stays PENDING and a wait for ACTIVE holds). */
   async function pendingRental(who: SignedUp): Promise<string> {
-    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId: offer });
+    const res = await ctx.api
+      .post('/api/v1/rentals')
+      .set(who.auth)
+      .set('Idempotency-Key', randomUUID())
+      .send({ offerId: offer });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body.data.rentalId as string;
   }
@@ -108,26 +137,42 @@ describe('push limits: event streams and waiting reads', function () {
     assert.equal(p.error?.code, 'RATE_LIMITED');
     assert.equal(p.headers.get('retry-after'), '5');
     assert.match(p.error!.message, message);
-    if (/^This (address|server)/.test(p.error!.message)) assert.equal(p.headers.get('connection'), 'close', 'the refusal frees its descriptor at once');
+    if (/^This (address|server)/.test(p.error!.message))
+      assert.equal(p.headers.get('connection'), 'close', 'the refusal frees its descriptor at once');
   }
 
   it('replays the flood of streams at a small scale: 429 past each bound, /healthz and other requests answer, closing frees places', async () => {
     const [k1, k2, k3, k4] = await Promise.all([signup(ctx), signup(ctx), signup(ctx), signup(ctx)]);
     const open: Push[] = [];
     for (let i = 0; i < 3; i++) open.push(await stream(base, k1, ADDRESS.a));
-    assert.deepEqual(open.map((s) => s.status), [200, 200, 200]);
+    assert.deepEqual(
+      open.map((s) => s.status),
+      [200, 200, 200],
+    );
     await waitFor(async () => hub().listeners === 3, 5000, 'three streams listening');
 
     // One free key: its fourth stream is refused, saying how many and what to do.
-    assertRefused(await stream(base, k1, ADDRESS.a), /This key already holds 3 event streams and waiting reads.*Close one/);
+    assertRefused(
+      await stream(base, k1, ADDRESS.a),
+      /This key already holds 3 event streams and waiting reads.*Close one/,
+    );
     // The address: five in all, whichever keys.
     for (let i = 0; i < 2; i++) open.push(await stream(base, k2, ADDRESS.a));
-    assertRefused(await stream(base, k2, ADDRESS.a), /This address already holds 5 event streams and waiting reads.*Close one/);
+    assertRefused(
+      await stream(base, k2, ADDRESS.a),
+      /This address already holds 5 event streams and waiting reads.*Close one/,
+    );
     // The process: eight in all, whichever addresses.
     for (let i = 0; i < 3; i++) open.push(await stream(base, k3, ADDRESS.b));
-    assert.deepEqual(open.map((s) => s.status), Array(8).fill(200));
+    assert.deepEqual(
+      open.map((s) => s.status),
+      Array(8).fill(200),
+    );
     await waitFor(async () => hub().listeners === 8, 5000, 'eight streams listening');
-    assertRefused(await stream(base, k4, ADDRESS.c), /This server holds the most event streams and waiting reads it takes at once \(8\)/);
+    assertRefused(
+      await stream(base, k4, ADDRESS.c),
+      /This server holds the most event streams and waiting reads it takes at once \(8\)/,
+    );
     assert.equal(limits().open, 8, 'a refused request holds no place');
 
     // Everything else still answers, from the same key and address too.
@@ -155,11 +200,16 @@ describe('push limits: event streams and waiting reads', function () {
     const rentalId = await pendingRental(who);
     // A waiting read's answer (its headers too) comes when the wait ends: these are not awaited yet.
     const headers = { ...who.auth, 'X-Forwarded-For': ADDRESS.d };
-    const waits = [0, 1].map(() => fetch(`${base}/api/v1/rentals/${rentalId}?waitFor=ACTIVE&waitSeconds=6`, { headers }));
+    const waits = [0, 1].map(() =>
+      fetch(`${base}/api/v1/rentals/${rentalId}?waitFor=ACTIVE&waitSeconds=6`, { headers }),
+    );
     const s = await stream(base, who, ADDRESS.d);
     assert.equal(s.status, 200);
     await waitFor(async () => limits().listeners === 3, 5000, 'two waits and a stream listening');
-    assertRefused(await push(base, `/api/v1/deployments/${rentalId}?waitFor=ACTIVE`, who, ADDRESS.d), /This key already holds 3/);
+    assertRefused(
+      await push(base, `/api/v1/deployments/${rentalId}?waitFor=ACTIVE`, who, ADDRESS.d),
+      /This key already holds 3/,
+    );
     assertRefused(await stream(base, who, ADDRESS.d), /This key already holds 3/);
     // A plain read is no waiting read.
     const plain = await fetch(`${base}/api/v1/rentals/${rentalId}`, { headers });
@@ -182,11 +232,16 @@ describe('push limits: event streams and waiting reads', function () {
     // Over the process bound, a waiting read is refused before its key is read.
     const fill: Push[] = [];
     const keys = await Promise.all([0, 1, 2].map(() => signup(ctx)));
-    for (const [i, k] of keys.entries()) for (let j = 0; j < (i < 2 ? 3 : 2); j++) fill.push(await stream(base, k, [ADDRESS.a, ADDRESS.b, ADDRESS.c][i]));
+    for (const [i, k] of keys.entries())
+      for (let j = 0; j < (i < 2 ? 3 : 2); j++) fill.push(await stream(base, k, [ADDRESS.a, ADDRESS.b, ADDRESS.c][i]));
     assert.equal(limits().open, 8);
     const sent = await sentRequests(() => push(base, `/api/v1/rentals/${rentalId}?waitFor=ACTIVE`, who, ADDRESS.d));
     assertRefused(sent.result, /This server holds/);
-    assert.deepEqual(sent.sent.filter((q) => /FROM api_keys WHERE prefix/.test(q)), [], 'no key was read for it');
+    assert.deepEqual(
+      sent.sent.filter((q) => /FROM api_keys WHERE prefix/.test(q)),
+      [],
+      'no key was read for it',
+    );
     fill.forEach((f) => f.close());
     await waitFor(nothingHeld, 5000, 'every place and listener to be given back');
   });
@@ -194,7 +249,9 @@ describe('push limits: event streams and waiting reads', function () {
   it('ends the waiting reads and streams of a key revoked meanwhile, within a tail period, whichever process revoked it', async () => {
     const who = await account(ctx, { creditsMinor: 5000 });
     const rentalId = await pendingRental(who);
-    const waiting = fetch(`${base}/api/v1/rentals/${rentalId}?waitFor=ACTIVE&waitSeconds=30`, { headers: { ...who.auth, 'X-Forwarded-For': ADDRESS.a } });
+    const waiting = fetch(`${base}/api/v1/rentals/${rentalId}?waitFor=ACTIVE&waitSeconds=30`, {
+      headers: { ...who.auth, 'X-Forwarded-For': ADDRESS.a },
+    });
     const s = await stream(base, who, ADDRESS.a);
     assert.equal(s.status, 200);
     await waitFor(async () => hub().listeners === 2, 5000, 'the wait and the stream listening');
@@ -211,7 +268,9 @@ describe('push limits: event streams and waiting reads', function () {
     assert.ok(tookStream < 5000, `the stream ended ${tookStream} ms after the revocation`);
     assert.equal(answer.status, 401);
     const body = (await answer.json()) as ErrorBody;
-    const plain = (await (await fetch(`${base}/api/v1/rentals/${rentalId}`, { headers: who.auth })).json()) as ErrorBody;
+    const plain = (await (
+      await fetch(`${base}/api/v1/rentals/${rentalId}`, { headers: who.auth })
+    ).json()) as ErrorBody;
     assert.deepEqual({ ...body.error, requestId: '' }, { ...plain.error, requestId: '' }, 'the uniform 401');
     assert.equal(body.error.code, 'UNAUTHENTICATED');
     await waitFor(nothingHeld, 5000, 'every place and listener to be given back');
@@ -225,14 +284,25 @@ describe('push limits: event streams and waiting reads', function () {
     try {
       const keys = await Promise.all([0, 1].map(() => signup(ctx)));
       const open: Push[] = [];
-      for (const [i, k] of keys.entries()) for (let j = 0; j < 3; j++) open.push(await stream(fastBase, k, [ADDRESS.a, ADDRESS.b][i]));
+      for (const [i, k] of keys.entries())
+        for (let j = 0; j < 3; j++) open.push(await stream(fastBase, k, [ADDRESS.a, ADDRESS.b][i]));
       await waitFor(async () => hub().listeners === 6, 5000, 'six streams listening');
       const windowMs = 1500;
       const { sent } = await sentRequests(() => new Promise((r) => setTimeout(r, windowMs)));
-      assert.ok(open.every((s) => s.raw.includes(': heartbeat\n\n')), 'every stream had heartbeats meanwhile');
+      assert.ok(
+        open.every((s) => s.raw.includes(': heartbeat\n\n')),
+        'every stream had heartbeats meanwhile',
+      );
       const checks = sent.filter((q) => /FROM api_keys WHERE id IN/.test(q));
-      assert.ok(checks.length >= 1 && checks.length <= windowMs / 250 + 2, `${checks.length} revocation checks in ${windowMs} ms`);
-      assert.deepEqual(sent.filter((q) => /FROM api_keys WHERE id = \?/.test(q)), [], 'no stream reads its key on its own');
+      assert.ok(
+        checks.length >= 1 && checks.length <= windowMs / 250 + 2,
+        `${checks.length} revocation checks in ${windowMs} ms`,
+      );
+      assert.deepEqual(
+        sent.filter((q) => /FROM api_keys WHERE id = \?/.test(q)),
+        [],
+        'no stream reads its key on its own',
+      );
       open.forEach((s) => s.close());
       await waitFor(nothingHeld, 5000, 'every place and listener to be given back');
     } finally {
@@ -244,9 +314,16 @@ describe('push limits: event streams and waiting reads', function () {
 
 describe('push limits: the bounds', () => {
   it('reads the soft open-file limit where /proc says it, and none where it cannot', () => {
-    const limits = 'Limit                     Soft Limit           Hard Limit           Units     \nMax open files            20000                524288               files     \n';
-    assert.equal(openFileLimit(() => limits), 20000);
-    assert.equal(openFileLimit(() => limits.replace('20000 ', 'unlimited ')), Number.POSITIVE_INFINITY);
+    const limits =
+      'Limit                     Soft Limit           Hard Limit           Units     \nMax open files            20000                524288               files     \n';
+    assert.equal(
+      openFileLimit(() => limits),
+      20000,
+    );
+    assert.equal(
+      openFileLimit(() => limits.replace('20000 ', 'unlimited ')),
+      Number.POSITIVE_INFINITY,
+    );
     assert.equal(
       openFileLimit(() => {
         throw new Error('ENOENT');
@@ -258,11 +335,19 @@ describe('push limits: the bounds', () => {
   });
 
   it('keeps the ceiling below the file limit, with room for everything else', () => {
-    assert.deepEqual(pushCeiling(undefined, 20_000), { open: 4096, lowered: false }, 'the audit machine: 4096 of 20,000 files');
+    assert.deepEqual(
+      pushCeiling(undefined, 20_000),
+      { open: 4096, lowered: false },
+      'the audit machine: 4096 of 20,000 files',
+    );
     assert.deepEqual(pushCeiling(undefined, 1024), { open: 512, lowered: false });
     assert.deepEqual(pushCeiling(undefined, null), { open: 512, lowered: false }, 'unreadable: the usual 1024 assumed');
     assert.deepEqual(pushCeiling(undefined, Number.POSITIVE_INFINITY), { open: 4096, lowered: false });
-    assert.deepEqual(pushCeiling(20_000, 20_000), { open: 19_744, lowered: true }, 'a configured ceiling at the file limit is lowered');
+    assert.deepEqual(
+      pushCeiling(20_000, 20_000),
+      { open: 19_744, lowered: true },
+      'a configured ceiling at the file limit is lowered',
+    );
     assert.deepEqual(pushCeiling(100, 20_000), { open: 100, lowered: false });
     assert.deepEqual(pushCeiling(undefined, 200), { open: 1, lowered: false });
   });
@@ -271,7 +356,11 @@ describe('push limits: the bounds', () => {
     const sut = new PushLimits({ perKey: 2, perAddress: 2, open: 3 });
     const a = sut.enterAddress('::ffff:10.0.0.1');
     const b = sut.enterAddress('10.0.0.1');
-    assert.throws(() => sut.enterAddress('10.0.0.1'), /This address already holds 2/, 'an IPv4-mapped address is the same address');
+    assert.throws(
+      () => sut.enterAddress('10.0.0.1'),
+      /This address already holds 2/,
+      'an IPv4-mapped address is the same address',
+    );
     const c = sut.enterAddress('2001:db8::1');
     assert.throws(() => sut.enterAddress('2001:db8:1::1'), /This server holds/);
     const k = sut.enterKey('k');

@@ -39,12 +39,25 @@ describe('GET /readyz cost and disclosure', function () {
       assert.equal((await fetch(`${url}/readyz`)).status, 200);
       t += READINESS_REUSE_MS;
       const { result, sent } = await sentRequests(() =>
-        Promise.all(Array.from({ length: 200 }, () => fetch(`${url}/readyz`).then(async (r) => ({ status: r.status, body: (await r.json()) as { data: { checks: unknown } } })))),
+        Promise.all(
+          Array.from({ length: 200 }, () =>
+            fetch(`${url}/readyz`).then(async (r) => ({
+              status: r.status,
+              body: (await r.json()) as { data: { checks: unknown } },
+            })),
+          ),
+        ),
       );
       assert.deepEqual(new Set(result.map((r) => r.status)), new Set([200]));
       assert.deepEqual(result[199].body.data.checks, { database: 'ok', migrations: 'ok', inventory: 'ok' });
-      assert.ok(sent.length >= 1 && sent.length <= 2, `200 probes sent ${sent.length} queries: ${JSON.stringify(sent)}`);
-      assert.ok(sent.some((q) => /^SELECT 1$/.test(q.trim())), 'the database was asked once');
+      assert.ok(
+        sent.length >= 1 && sent.length <= 2,
+        `200 probes sent ${sent.length} queries: ${JSON.stringify(sent)}`,
+      );
+      assert.ok(
+        sent.some((q) => /^SELECT 1$/.test(q.trim())),
+        'the database was asked once',
+      );
 
       // Within the period nothing is asked; past it, the next probe asks again.
       const within = await sentRequests(() => fetch(`${url}/readyz`).then((r) => r.status));
@@ -52,7 +65,10 @@ describe('GET /readyz cost and disclosure', function () {
       t += READINESS_REUSE_MS;
       const past = await sentRequests(() => fetch(`${url}/readyz`).then((r) => r.status));
       assert.equal(past.result, 200);
-      assert.ok(past.sent.some((q) => /^SELECT 1$/.test(q.trim())), JSON.stringify(past.sent));
+      assert.ok(
+        past.sent.some((q) => /^SELECT 1$/.test(q.trim())),
+        JSON.stringify(past.sent),
+      );
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
@@ -70,7 +86,9 @@ describe('GET /readyz cost and disclosure', function () {
         get(target, prop, receiver) {
           if (prop === 'query') {
             return (...args: Parameters<DataSource['query']>) =>
-              broken ? Promise.reject(Object.assign(new Error(DRIVER_TEXT), { code: 'ECONNREFUSED' })) : target.query(...args);
+              broken
+                ? Promise.reject(Object.assign(new Error(DRIVER_TEXT), { code: 'ECONNREFUSED' }))
+                : target.query(...args);
           }
           return Reflect.get(target, prop, receiver);
         },

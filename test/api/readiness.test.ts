@@ -23,7 +23,11 @@ describe('GET /readyz', function () {
   it('is 200 with every check ok while the database answers, migrations are applied and inventory is fresh', async () => {
     const res = await ctx.api.get('/readyz');
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    assert.deepEqual(res.body.data, { status: 'ready', checks: { database: 'ok', migrations: 'ok', inventory: 'ok' }, providers: { local: 'ok' } });
+    assert.deepEqual(res.body.data, {
+      status: 'ready',
+      checks: { database: 'ok', migrations: 'ok', inventory: 'ok' },
+      providers: { local: 'ok' },
+    });
     assert.equal(res.headers['cache-control'], 'no-store');
   });
 
@@ -33,8 +37,14 @@ describe('GET /readyz', function () {
       { id: 'runpod', status: runpod.status, lastErrorClass: runpod.lastErrorClass },
       { id: 'lambda', status: 'ok', lastErrorClass: null },
     ];
-    let now = statuses({ status: 'down', lastErrorClass: 'auth' }, { status: 'degraded', lastErrorClass: 'unavailable' });
-    const inventory = { servableOffers: async () => ({ live: 3, agedOut: false }), providerStatuses: async () => now } as unknown as TestContext['services']['inventory'];
+    let now = statuses(
+      { status: 'down', lastErrorClass: 'auth' },
+      { status: 'degraded', lastErrorClass: 'unavailable' },
+    );
+    const inventory = {
+      servableOffers: async () => ({ live: 3, agedOut: false }),
+      providerStatuses: async () => now,
+    } as unknown as TestContext['services']['inventory'];
     let t = 0;
     const probe = readinessProbe({ ...ctx.services, inventory }, ['api'], { nowMs: () => t });
     const app = supertest(createApp(ctx.services, { readiness: probe }));
@@ -42,7 +52,10 @@ describe('GET /readyz', function () {
     assert.equal(res.status, 200, 'another cloud serves');
     assert.equal(res.body.data.status, 'degraded');
     assert.deepEqual(res.body.data.providers, { vast: 'down', runpod: 'degraded', lambda: 'ok' });
-    assert.deepEqual(res.body.data.advice, ['vast down: VAST_PROVIDER_API_KEY refused (auth)', 'runpod degraded: RUNPOD_PROVIDER_API_URL unreachable (unavailable)']);
+    assert.deepEqual(res.body.data.advice, [
+      'vast down: VAST_PROVIDER_API_KEY refused (auth)',
+      'runpod degraded: RUNPOD_PROVIDER_API_URL unreachable (unavailable)',
+    ]);
     now = statuses({ status: 'ok', lastErrorClass: null });
     t += 2000;
     const back = await app.get('/readyz');
@@ -60,7 +73,10 @@ describe('GET /readyz', function () {
       assert.match(res.body.error.message, /OFFER_MAX_AGE_SECONDS/);
       assert.deepEqual(res.body.checks, { database: 'ok', migrations: 'ok', inventory: 'failed' });
       // A worker-only process does not answer for the inventory, which it is the one to refresh.
-      assert.deepEqual(await readinessProbe(stale.services, ['worker'])(), { ready: true, checks: { database: 'ok', migrations: 'ok' } });
+      assert.deepEqual(await readinessProbe(stale.services, ['worker'])(), {
+        ready: true,
+        checks: { database: 'ok', migrations: 'ok' },
+      });
       await stale.services.inventory.refresh();
       // An answer serves every caller for a second: the next one after it sees the refresh.
       await waitFor(async () => (await stale.api.get('/readyz')).status === 200, 30_000, '/readyz after the refresh');
@@ -72,7 +88,13 @@ describe('GET /readyz', function () {
   it('is 503 naming the migrations while some are pending', async () => {
     const before = await databaseBefore(migrations[migrations.length - 1], 'readyz');
     try {
-      const services = createServices({ config: ctx.config, ds: before.ds, clock: ctx.clock, logger: ctx.services.logger, providers: ctx.services.providers });
+      const services = createServices({
+        config: ctx.config,
+        ds: before.ds,
+        clock: ctx.clock,
+        logger: ctx.services.logger,
+        providers: ctx.services.providers,
+      });
       const res = await supertest(createApp(services)).get('/readyz');
       assert.equal(res.status, 503);
       assert.deepEqual(res.body.checks, { database: 'ok', migrations: 'failed', inventory: 'skipped' });
@@ -105,18 +127,30 @@ describe('GET /readyz', function () {
     it('is 503 naming the database while it is down, /healthz staying 200, and 200 again once it is back', async () => {
       assert.equal((await own.api.get('/readyz')).status, 200);
       await server.halt();
-      const down = await waitFor(async () => {
-        const res = await own.api.get('/readyz');
-        return res.status === 503 && res;
-      }, 30_000, '/readyz once the database is down');
+      const down = await waitFor(
+        async () => {
+          const res = await own.api.get('/readyz');
+          return res.status === 503 && res;
+        },
+        30_000,
+        '/readyz once the database is down',
+      );
       assert.deepEqual(down.body.checks, { database: 'failed', migrations: 'skipped', inventory: 'skipped' });
-      assert.equal(down.body.error.message, 'Not ready: the database is not reachable.', 'nothing of what the driver said');
+      assert.equal(
+        down.body.error.message,
+        'Not ready: the database is not reachable.',
+        'nothing of what the driver said',
+      );
       assert.equal((await own.api.get('/healthz')).status, 200, 'liveness does not depend on the database');
       await server.resume();
-      const back = await waitFor(async () => {
-        const res = await own.api.get('/readyz');
-        return res.status === 200 && res;
-      }, 30_000, '/readyz after the database came back');
+      const back = await waitFor(
+        async () => {
+          const res = await own.api.get('/readyz');
+          return res.status === 200 && res;
+        },
+        30_000,
+        '/readyz after the database came back',
+      );
       assert.equal(back.body.data.checks.database, 'ok');
     });
   });

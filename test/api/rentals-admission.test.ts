@@ -9,9 +9,25 @@ import { createTestContext, type TestContext } from '../helpers/context.js';
 import { signup } from '../helpers/factories.js';
 import { sentRequests } from '../helpers/sql-requests.js';
 import { balanceOf } from '../helpers/payments.js';
-import { account, addKey, credit, offerIds, postForKey, rent, rentOk, setStatus, queuedJobs } from '../helpers/rentals.js';
+import {
+  account,
+  addKey,
+  credit,
+  offerIds,
+  postForKey,
+  rent,
+  rentOk,
+  setStatus,
+  queuedJobs,
+} from '../helpers/rentals.js';
 
-const H100 = { name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, maximumDurationSeconds: 7 * 86400 };
+const H100 = {
+  name: 'NVIDIA H100 SXM',
+  category: 'datacenter',
+  vramGb: 80,
+  gpuCount: 1,
+  maximumDurationSeconds: 7 * 86400,
+};
 const OFFERS: LocalInventoryOffer[] = [
   { key: 'h100-c', ...H100, pricePerHourMinor: 400 },
   { key: 'h100-a', ...H100, pricePerHourMinor: 300 },
@@ -19,13 +35,52 @@ const OFFERS: LocalInventoryOffer[] = [
   { key: 'h100-b', ...H100, pricePerHourMinor: 350 },
   { key: 'h100-dear', ...H100, pricePerHourMinor: 1000 },
   { key: 'h100-8x', ...H100, gpuCount: 8, pricePerHourMinor: 2400 },
-  { key: 'b200-half-hour', name: 'NVIDIA B200', category: 'datacenter', vramGb: 192, gpuCount: 1, pricePerHourMinor: 900, maximumDurationSeconds: 1800 },
-  { key: 'a100-two-hours', name: 'NVIDIA A100 80GB', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 100, maximumDurationSeconds: 7200 },
-  { key: 'a100-one-hour', name: 'NVIDIA A100 80GB', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 150, maximumDurationSeconds: 3600 },
-  { key: 'gb200-gone', name: 'NVIDIA GB200', category: 'datacenter', vramGb: 192, gpuCount: 1, pricePerHourMinor: 1200, maximumDurationSeconds: 86400 },
-  { key: 'l4', name: 'NVIDIA L4', category: 'datacenter', vramGb: 24, gpuCount: 1, pricePerHourMinor: 50, maximumDurationSeconds: 86400 },
+  {
+    key: 'b200-half-hour',
+    name: 'NVIDIA B200',
+    category: 'datacenter',
+    vramGb: 192,
+    gpuCount: 1,
+    pricePerHourMinor: 900,
+    maximumDurationSeconds: 1800,
+  },
+  {
+    key: 'a100-two-hours',
+    name: 'NVIDIA A100 80GB',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 100,
+    maximumDurationSeconds: 7200,
+  },
+  {
+    key: 'a100-one-hour',
+    name: 'NVIDIA A100 80GB',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 150,
+    maximumDurationSeconds: 3600,
+  },
+  {
+    key: 'gb200-gone',
+    name: 'NVIDIA GB200',
+    category: 'datacenter',
+    vramGb: 192,
+    gpuCount: 1,
+    pricePerHourMinor: 1200,
+    maximumDurationSeconds: 86400,
+  },
+  {
+    key: 'l4',
+    name: 'NVIDIA L4',
+    category: 'datacenter',
+    vramGb: 24,
+    gpuCount: 1,
+    pricePerHourMinor: 50,
+    maximumDurationSeconds: 86400,
+  },
 ];
-
 
 /** A quote without its words, which one test holds exactly. */
 const withoutNote = (quote: unknown) => {
@@ -59,13 +114,20 @@ describe('POST /api/v1/rentals', () => {
       assert.equal(r.status, 'PENDING');
       assert.equal(r.endedAt, null);
       assert.equal(r.billingModel, 'ACCOUNT_BALANCE');
-      assert.deepEqual(withoutNote(r.quote), { hourlyPriceMinor: 300, durationSeconds: null, totalMinor: 0, currency: 'USD', charging: 'PER_SECOND' });
+      assert.deepEqual(withoutNote(r.quote), {
+        hourlyPriceMinor: 300,
+        durationSeconds: null,
+        totalMinor: 0,
+        currency: 'USD',
+        charging: 'PER_SECOND',
+      });
       assert.deepEqual(r.candidateOfferIds, [offer['h100-a']]);
       assert.equal(r.failureReason, null);
       assert.equal(r.reversalStatus, null);
       assert.equal(r.deployment.id, r.deploymentId);
       assert.equal(r.deployment.billingModel, 'ACCOUNT_BALANCE');
-      for (const f of ['hoursPurchased', 'durationSeconds', 'endsAt', 'endedAt']) assert.equal(r.deployment[f], null, f);
+      for (const f of ['hoursPurchased', 'durationSeconds', 'endsAt', 'endedAt'])
+        assert.equal(r.deployment[f], null, f);
 
       const [order] = await orderRows(who.accountId);
       const [dep] = await deploymentRows(who.accountId);
@@ -96,7 +158,13 @@ describe('POST /api/v1/rentals', () => {
       const large = await rentOk(ctx, who, { offerId: offer['h100-a'], budgetMinor: 800 });
       for (const r of [small, large]) {
         assert.equal(r.billingModel, 'MAX_SPEND_METERED');
-        assert.deepEqual(withoutNote(r.quote), { hourlyPriceMinor: 300, durationSeconds: null, totalMinor: 0, currency: 'USD', charging: 'PER_SECOND' });
+        assert.deepEqual(withoutNote(r.quote), {
+          hourlyPriceMinor: 300,
+          durationSeconds: null,
+          totalMinor: 0,
+          currency: 'USD',
+          charging: 'PER_SECOND',
+        });
         assert.equal((r.deployment as { hoursPurchased: unknown }).hoursPurchased, null);
       }
       const caps = Object.fromEntries((await deploymentRows(who.accountId)).map((d) => [d.orderId, d.spendCapMinor]));
@@ -136,14 +204,22 @@ describe('POST /api/v1/rentals', () => {
       const who = await account(ctx, { billingModel: 'LEGACY_PREPAID', creditsMinor: 2000 });
       const r = await rentOk(ctx, who, { offerId: offer['h100-a'], budgetMinor: 1000 });
       assert.equal(r.billingModel, 'LEGACY_PREPAID');
-      assert.deepEqual(withoutNote(r.quote), { hourlyPriceMinor: 300, durationSeconds: 3 * 3600, totalMinor: 900, currency: 'USD', charging: 'PREPAID' });
+      assert.deepEqual(withoutNote(r.quote), {
+        hourlyPriceMinor: 300,
+        durationSeconds: 3 * 3600,
+        totalMinor: 900,
+        currency: 'USD',
+        charging: 'PREPAID',
+      });
       const d = r.deployment as Record<string, unknown>;
       assert.equal(d.hoursPurchased, 3);
       assert.equal(d.durationSeconds, 3 * 3600);
       assert.equal(d.endsAt, null, 'endsAt is set when the rental becomes ACTIVE');
       assert.equal(d.spendCapMinor, null);
 
-      const entries = await ctx.services.ds.getRepository(LedgerEntry).findBy({ accountId: who.accountId, kind: 'RENTAL_DEBIT' });
+      const entries = await ctx.services.ds
+        .getRepository(LedgerEntry)
+        .findBy({ accountId: who.accountId, kind: 'RENTAL_DEBIT' });
       assert.equal(entries.length, 1);
       assert.equal(entries[0].amountMinor, -900);
       assert.equal(entries[0].externalRef, `rental:${r.rentalId}:debit`);
@@ -157,7 +233,13 @@ describe('POST /api/v1/rentals', () => {
     it('buys no more hours than the offer allows', async () => {
       const who = await account(ctx, { billingModel: 'LEGACY_PREPAID', creditsMinor: 2000 });
       const r = await rentOk(ctx, who, { offerId: offer['a100-two-hours'], budgetMinor: 1000 });
-      assert.deepEqual(withoutNote(r.quote), { hourlyPriceMinor: 100, durationSeconds: 7200, totalMinor: 200, currency: 'USD', charging: 'PREPAID' });
+      assert.deepEqual(withoutNote(r.quote), {
+        hourlyPriceMinor: 100,
+        durationSeconds: 7200,
+        totalMinor: 200,
+        currency: 'USD',
+        charging: 'PREPAID',
+      });
       assert.equal((await balanceOf(ctx, who.accountId)).balance, 1800);
     });
 
@@ -285,8 +367,19 @@ describe('POST /api/v1/rentals', () => {
 
     it('legacy intent rentals only keep fallbacks that can run the purchased hours', async () => {
       const who = await account(ctx, { billingModel: 'LEGACY_PREPAID', creditsMinor: 5000 });
-      const r = await rentOk(ctx, who, { gpuModel: 'A100 80GB', gpuCount: 1, maxHourlyPriceMinor: 500, budgetMinor: 500 });
-      assert.deepEqual(withoutNote(r.quote), { hourlyPriceMinor: 100, durationSeconds: 7200, totalMinor: 200, currency: 'USD', charging: 'PREPAID' });
+      const r = await rentOk(ctx, who, {
+        gpuModel: 'A100 80GB',
+        gpuCount: 1,
+        maxHourlyPriceMinor: 500,
+        budgetMinor: 500,
+      });
+      assert.deepEqual(withoutNote(r.quote), {
+        hourlyPriceMinor: 100,
+        durationSeconds: 7200,
+        totalMinor: 200,
+        currency: 'USD',
+        charging: 'PREPAID',
+      });
       // The cheaper offer buys two hours; the one-hour offer could not run them, so it is no fallback.
       assert.deepEqual(r.candidateOfferIds, [offer['a100-two-hours']]);
     });
@@ -343,17 +436,37 @@ describe('POST /api/v1/rentals', () => {
       assert.match(count.body.error.message, /gpuCount: must be one of 1, 2, 4, 8/);
       const extra = await rent(ctx, who, { offerId: offer['h100-a'], extra: true });
       assert.match(extra.body.error.message, /unknown property "extra"/);
-      const mixed = await rent(ctx, who, { offerId: offer['h100-a'], gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400 });
-      assert.match(mixed.body.error.message, /send either \{offerId, …\} or \{gpuModel, gpuCount, maxHourlyPriceMinor, …\}, not fields of both: offerId belongs to the first; gpuModel, gpuCount, maxHourlyPriceMinor belong to the second/);
+      const mixed = await rent(ctx, who, {
+        offerId: offer['h100-a'],
+        gpuModel: 'H100 SXM',
+        gpuCount: 1,
+        maxHourlyPriceMinor: 400,
+      });
+      assert.match(
+        mixed.body.error.message,
+        /send either \{offerId, …\} or \{gpuModel, gpuCount, maxHourlyPriceMinor, …\}, not fields of both: offerId belongs to the first; gpuModel, gpuCount, maxHourlyPriceMinor belong to the second/,
+      );
       const waiting = await rent(ctx, who, { offerId: offer['h100-a'], waitForCapacitySeconds: 600 });
-      assert.match(waiting.body.error.message, /offerId belongs to the first; waitForCapacitySeconds belongs to the second/);
+      assert.match(
+        waiting.body.error.message,
+        /offerId belongs to the first; waitForCapacitySeconds belongs to the second/,
+      );
       const lease = await rent(ctx, who, { offerId: offer['h100-a'], terminateAfterSeconds: '2h' });
-      assert.match(lease.body.error.message, /^Invalid request: terminateAfterSeconds: must be a whole number of seconds: send 7200 for "2h"\.$/);
+      assert.match(
+        lease.body.error.message,
+        /^Invalid request: terminateAfterSeconds: must be a whole number of seconds: send 7200 for "2h"\.$/,
+      );
       const ports = await rent(ctx, who, { offerId: offer['h100-a'], machine: { ports: ['8000:8000'] } });
-      assert.match(ports.body.error.message, /machine\.ports\[0\]: must be a whole number: a port of the machine such as 8000/);
+      assert.match(
+        ports.body.error.message,
+        /machine\.ports\[0\]: must be a whole number: a port of the machine such as 8000/,
+      );
       const env = await rent(ctx, who, { offerId: offer['h100-a'], machine: { env: ['HF_TOKEN=secret-value'] } });
-      assert.match(env.body.error.message, /machine\.env: must be a valid object: an object of variable names to values/);
-      assert.doesNotMatch(env.text, /secret-value/, 'a variable\'s value is never repeated');
+      assert.match(
+        env.body.error.message,
+        /machine\.env: must be a valid object: an object of variable names to values/,
+      );
+      assert.doesNotMatch(env.text, /secret-value/, "a variable's value is never repeated");
       const list = await rent(ctx, who, [1]);
       assert.match(list.body.error.message, /body: must be a JSON object/);
     });
@@ -377,7 +490,10 @@ describe('POST /api/v1/rentals', () => {
       const res = await rent(ctx, who, { offerId: offer['h100-a'] });
       assert.equal(res.status, 403);
       assert.equal(res.body.error.code, 'FORBIDDEN');
-      const anon = await ctx.api.post('/api/v1/rentals').set('Idempotency-Key', randomUUID()).send({ offerId: offer['h100-a'] });
+      const anon = await ctx.api
+        .post('/api/v1/rentals')
+        .set('Idempotency-Key', randomUUID())
+        .send({ offerId: offer['h100-a'] });
       assert.equal(anon.status, 401);
     });
   });
@@ -396,7 +512,12 @@ describe('POST /api/v1/rentals', () => {
       const changed = await rent(ctx, who, { offerId: offer['h100-a'], budgetMinor: 900 }, key);
       assert.equal(changed.status, 409);
       assert.equal(changed.body.error.code, 'IDEMPOTENCY_CONFLICT');
-      const otherShape = await rent(ctx, who, { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400, budgetMinor: 600 }, key);
+      const otherShape = await rent(
+        ctx,
+        who,
+        { gpuModel: 'H100 SXM', gpuCount: 1, maxHourlyPriceMinor: 400, budgetMinor: 600 },
+        key,
+      );
       assert.equal(otherShape.status, 409);
       assert.equal((await orderRows(who.accountId)).length, 1);
       assert.equal((await balanceOf(ctx, who.accountId)).balance, 4400);
@@ -433,7 +554,9 @@ describe('POST /api/v1/rentals', () => {
       const body = { gpuModel: 'L4', gpuCount: 1, maxHourlyPriceMinor: 100 };
       const first = await rent(ctx, who, body, key);
       assert.equal(first.status, 201);
-      await ctx.setInventory(OFFERS.map((o) => (o.key === 'gb200-gone' || o.key === 'l4' ? { ...o, available: false } : o)));
+      await ctx.setInventory(
+        OFFERS.map((o) => (o.key === 'gb200-gone' || o.key === 'l4' ? { ...o, available: false } : o)),
+      );
       try {
         const again = await rent(ctx, who, body, key);
         assert.equal(again.status, 200);
@@ -499,30 +622,52 @@ describe('POST /api/v1/rentals', () => {
       const { result: res, sent } = await sentRequests(() => rent(ctx, who, { offerId: offer['h100-b'] }));
       assert.equal(res.status, 201, JSON.stringify(res.body));
       // SqlTransaction joins the statements of one request with `;\n`; the snapshot's version check may come and go.
-      const requests = sent.filter((s) => !/inventory_state/.test(s)).map((s) => s.split(';\n').map((x) => x.trim().split(/\s+/).slice(0, 3).join(' ')));
+      const requests = sent
+        .filter((s) => !/inventory_state/.test(s))
+        .map((s) => s.split(';\n').map((x) => x.trim().split(/\s+/).slice(0, 3).join(' ')));
       // No key lookup: the lock read re-checks the key's revocation (the next test). The account
       // row is written before it is locked, so that admissions on two nodes of a cluster conflict.
       assert.deepEqual(requests, [
-        ['START TRANSACTION', 'UPDATE accounts SET', 'SELECT a.id, a.billing_model,', 'INSERT IGNORE INTO', 'SELECT hourly_price_minor, spend_cap_minor,', 'SELECT usable_at FROM'],
+        [
+          'START TRANSACTION',
+          'UPDATE accounts SET',
+          'SELECT a.id, a.billing_model,',
+          'INSERT IGNORE INTO',
+          'SELECT hourly_price_minor, spend_cap_minor,',
+          'SELECT usable_at FROM',
+        ],
         ['INSERT INTO `orders`', 'INSERT INTO `deployments`', 'UPDATE api_keys SET', 'INSERT INTO agenda_jobs'],
         ['COMMIT'],
       ]);
     });
 
-    it('ends a replay\'s transaction with ROLLBACK, so the account row it wrote while locking is left as it was', async () => {
+    it("ends a replay's transaction with ROLLBACK, so the account row it wrote while locking is left as it was", async () => {
       const who = await account(ctx, { creditsMinor: 10_000 });
       const key = randomUUID();
       const first = await rent(ctx, who, { offerId: offer['h100-a'] }, key);
       assert.equal(first.status, 201);
-      const lockVersion = async () => Number((await ctx.services.ds.query('SELECT lock_version FROM accounts WHERE id = ?', [who.accountId]))[0].lock_version);
+      const lockVersion = async () =>
+        Number(
+          (await ctx.services.ds.query('SELECT lock_version FROM accounts WHERE id = ?', [who.accountId]))[0]
+            .lock_version,
+        );
       const before = await lockVersion();
       const { result: res, sent } = await sentRequests(() => rent(ctx, who, { offerId: offer['h100-a'] }, key));
       assert.equal(res.status, 200, JSON.stringify(res.body));
       assert.equal(res.body.data.rentalId, first.body.data.rentalId);
-      const requests = sent.filter((s) => !/inventory_state/.test(s)).map((s) => s.split(';\n').map((x) => x.trim().split(/\s+/).slice(0, 3).join(' ')));
+      const requests = sent
+        .filter((s) => !/inventory_state/.test(s))
+        .map((s) => s.split(';\n').map((x) => x.trim().split(/\s+/).slice(0, 3).join(' ')));
       // The claim found the key used: it reads the claim's row, and the transaction ends.
       assert.deepEqual(requests.slice(0, 3), [
-        ['START TRANSACTION', 'UPDATE accounts SET', 'SELECT a.id, a.billing_model,', 'INSERT IGNORE INTO', 'SELECT hourly_price_minor, spend_cap_minor,', 'SELECT usable_at FROM'],
+        [
+          'START TRANSACTION',
+          'UPDATE accounts SET',
+          'SELECT a.id, a.billing_model,',
+          'INSERT IGNORE INTO',
+          'SELECT hourly_price_minor, spend_cap_minor,',
+          'SELECT usable_at FROM',
+        ],
         ['SELECT * FROM'],
         ['ROLLBACK'],
       ]);
@@ -555,7 +700,11 @@ describe('POST /api/v1/rentals', () => {
   describe('under load', () => {
     it('admits exactly 10 of 200 parallel legacy rentals when credits pay for 10', async function () {
       this.timeout(60_000);
-      const who = await account(ctx, { billingModel: 'LEGACY_PREPAID', creditsMinor: 10 * 300, maxConcurrentDeployments: 1000 });
+      const who = await account(ctx, {
+        billingModel: 'LEGACY_PREPAID',
+        creditsMinor: 10 * 300,
+        maxConcurrentDeployments: 1000,
+      });
       const results = await Promise.all(
         Array.from({ length: 200 }, () => rent(ctx, who, { offerId: offer['h100-a'], budgetMinor: 500 })),
       );
@@ -567,7 +716,9 @@ describe('POST /api/v1/rentals', () => {
       assert.deepEqual(Object.fromEntries(by), { '201': 10, '402 INSUFFICIENT_CREDITS': 190 });
       assert.equal((await orderRows(who.accountId)).length, 10);
       assert.equal((await deploymentRows(who.accountId)).length, 10);
-      const debits = await ctx.services.ds.getRepository(LedgerEntry).findBy({ accountId: who.accountId, kind: 'RENTAL_DEBIT' });
+      const debits = await ctx.services.ds
+        .getRepository(LedgerEntry)
+        .findBy({ accountId: who.accountId, kind: 'RENTAL_DEBIT' });
       assert.equal(debits.length, 10);
       assert.ok(debits.every((e) => e.amountMinor === -300));
       assert.deepEqual(await balanceOf(ctx, who.accountId), { balance: 0, entries: 11 });
@@ -577,11 +728,19 @@ describe('POST /api/v1/rentals', () => {
       this.timeout(60_000);
       const owner = await signup(ctx);
       await credit(ctx, owner.accountId, 5 * 300);
-      const keys = await Promise.all(Array.from({ length: 8 }, () => addKey(ctx, owner.accountId, { maxConcurrentDeployments: 1 })));
+      const keys = await Promise.all(
+        Array.from({ length: 8 }, () => addKey(ctx, owner.accountId, { maxConcurrentDeployments: 1 })),
+      );
       // Two requests per key, one key slot each: exactly one per key is admitted.
-      const results = await Promise.all(keys.flatMap((k) => [rent(ctx, k, { offerId: offer['l4'] }), rent(ctx, k, { offerId: offer['l4'] })]));
+      const results = await Promise.all(
+        keys.flatMap((k) => [rent(ctx, k, { offerId: offer['l4'] }), rent(ctx, k, { offerId: offer['l4'] })]),
+      );
       assert.equal(results.filter((r) => r.status === 201).length, 8);
-      assert.ok(results.filter((r) => r.status !== 201).every((r) => r.status === 409 && r.body.error.code === 'CONCURRENCY_LIMIT_REACHED'));
+      assert.ok(
+        results
+          .filter((r) => r.status !== 201)
+          .every((r) => r.status === 409 && r.body.error.code === 'CONCURRENCY_LIMIT_REACHED'),
+      );
     });
   });
 });

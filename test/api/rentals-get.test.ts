@@ -4,10 +4,18 @@ import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
 import { Order } from '../../src/modules/rentals/order.entity.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { account, addKey, offerIds, rentOk, setStatus} from '../helpers/rentals.js';
+import { account, addKey, offerIds, rentOk, setStatus } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 300, maximumDurationSeconds: 86400 },
+  {
+    key: 'h100',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 300,
+    maximumDurationSeconds: 86400,
+  },
 ];
 
 describe('GET /api/v1/rentals/{id}', () => {
@@ -69,7 +77,11 @@ describe('GET /api/v1/rentals/{id}', () => {
     await setStatus(ctx, r.deploymentId, 'FAILED');
     await ctx.services.ds.getRepository(Order).update(
       { id: r.rentalId },
-      { failureCode: 'OFFER_NOT_FOUND', failureReason: 'The offer is no longer available from its provider.', reversalStatus: 'PENDING' },
+      {
+        failureCode: 'OFFER_NOT_FOUND',
+        failureReason: 'The offer is no longer available from its provider.',
+        reversalStatus: 'PENDING',
+      },
     );
     let res = await get(who.auth, r.rentalId);
     assert.equal(res.body.data.status, 'FAILED');
@@ -95,7 +107,11 @@ describe('GET /api/v1/rentals/{id}', () => {
     const r = await rentOk(ctx, who, { offerId, budgetMinor: 600 });
     const ended = new Date('2026-01-02T03:04:05.678Z');
     const endsAt = new Date('2026-01-02T05:00:00.000Z');
-    await setStatus(ctx, r.deploymentId, 'TERMINATING', { endedAt: ended, endsAt, startedAt: new Date('2026-01-02T03:00:00.000Z') });
+    await setStatus(ctx, r.deploymentId, 'TERMINATING', {
+      endedAt: ended,
+      endsAt,
+      startedAt: new Date('2026-01-02T03:00:00.000Z'),
+    });
     let res = await get(who.auth, r.rentalId);
     assert.equal(res.body.data.endedAt, null, 'not before TERMINATED');
     assert.equal(res.body.data.deployment.endsAt, endsAt.toISOString());
@@ -116,7 +132,9 @@ describe('GET /api/v1/rentals/{id}', () => {
     const who = await account(ctx, { creditsMinor: 1000 });
     const r = await rentOk(ctx, who, { offerId });
     const endsAt = new Date(Math.floor(Date.now() / 1000) * 1000);
-    await ctx.services.ds.getRepository(Deployment).update({ id: r.deploymentId }, { endsAt, hoursPurchased: 3, durationSeconds: 10800 });
+    await ctx.services.ds
+      .getRepository(Deployment)
+      .update({ id: r.deploymentId }, { endsAt, hoursPurchased: 3, durationSeconds: 10800 });
     const res = await get(who.auth, r.rentalId);
     const d = res.body.data.deployment;
     assert.deepEqual([d.hoursPurchased, d.durationSeconds, res.body.data.quote.durationSeconds], [null, null, null]);

@@ -7,8 +7,24 @@ import type { SignedUp } from '../helpers/factories.js';
 import { account, addKey, discardQueuedRentalJobs, offerIds, rentOk } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'l-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 200, maximumDurationSeconds: 86400 },
-  { key: 'l-a100x2', name: 'NVIDIA A100 80GB', category: 'datacenter', vramGb: 80, gpuCount: 2, pricePerHourMinor: 150, maximumDurationSeconds: 86400 },
+  {
+    key: 'l-h100',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 200,
+    maximumDurationSeconds: 86400,
+  },
+  {
+    key: 'l-a100x2',
+    name: 'NVIDIA A100 80GB',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 2,
+    pricePerHourMinor: 150,
+    maximumDurationSeconds: 86400,
+  },
 ];
 
 describe('GET /api/v1/rentals and what rentals show', () => {
@@ -29,13 +45,22 @@ describe('GET /api/v1/rentals and what rentals show', () => {
     const who = await account(ctx, { creditsMinor: 10_000 });
     const r = await rentOk(ctx, who, { gpuModel: 'A100 80GB', gpuCount: 2, maxHourlyPriceMinor: 1000 });
     const got = (await ctx.api.get(`/api/v1/rentals/${r.rentalId}`).set(who.auth)).body.data;
-    assert.deepEqual([got.gpuName, got.gpuCount, got.provider, got.terminationReason], ['A100 SXM4 80GB', 2, 'local', null]);
-    assert.deepEqual([got.deployment.gpuName, got.deployment.gpuCount, got.deployment.provider, got.deployment.terminationReason], ['A100 SXM4 80GB', 2, 'local', null]);
+    assert.deepEqual(
+      [got.gpuName, got.gpuCount, got.provider, got.terminationReason],
+      ['A100 SXM4 80GB', 2, 'local', null],
+    );
+    assert.deepEqual(
+      [got.deployment.gpuName, got.deployment.gpuCount, got.deployment.provider, got.deployment.terminationReason],
+      ['A100 SXM4 80GB', 2, 'local', null],
+    );
     const dep = (await ctx.api.get(`/api/v1/deployments/${r.deploymentId}`).set(who.auth)).body.data;
     assert.deepEqual([dep.gpuName, dep.gpuCount, dep.provider], ['A100 SXM4 80GB', 2, 'local']);
 
     await ctx.services.ds.getRepository(Deployment).update({ id: r.deploymentId }, { terminationReason: 'CREDITS' });
-    assert.equal((await ctx.api.get(`/api/v1/rentals/${r.rentalId}`).set(who.auth)).body.data.terminationReason, 'CREDITS');
+    assert.equal(
+      (await ctx.api.get(`/api/v1/rentals/${r.rentalId}`).set(who.auth)).body.data.terminationReason,
+      'CREDITS',
+    );
   });
 
   it('terminates by rental id as by deployment id, with the same access rules; the reason is USER', async () => {
@@ -53,7 +78,7 @@ describe('GET /api/v1/rentals and what rentals show', () => {
     assert.equal((await ctx.api.post(`/api/v1/deployments/${randomUUID()}/terminate`).set(agent.auth)).status, 404);
   });
 
-  it('lists the caller\'s rentals newest first in cursor pages; agent keys see their own, owner keys the account\'s', async () => {
+  it("lists the caller's rentals newest first in cursor pages; agent keys see their own, owner keys the account's", async () => {
     const owner = await account(ctx, { kind: 'OWNER', creditsMinor: 100_000, scopes: ['read', 'rent', 'manage'] });
     const agent = await addKey(ctx, owner.accountId, { scopes: ['read', 'rent'] });
     const made: string[] = [];
@@ -82,7 +107,9 @@ describe('GET /api/v1/rentals and what rentals show', () => {
     assert.equal(pages, 3);
     assert.deepEqual(new Set(seen), new Set(made));
     assert.equal(seen.length, 5);
-    const times = await Promise.all(seen.map(async (id) => (await ctx.api.get(`/api/v1/rentals/${id}`).set(owner.auth)).body.data.createdAt));
+    const times = await Promise.all(
+      seen.map(async (id) => (await ctx.api.get(`/api/v1/rentals/${id}`).set(owner.auth)).body.data.createdAt),
+    );
     assert.deepEqual([...times].sort().reverse(), times, 'newest first');
     assert.deepEqual(seen.slice(0, 1), [made[4]]);
 

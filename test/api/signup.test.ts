@@ -30,12 +30,19 @@ describe('POST /api/v1/signup', () => {
     assert.equal(account.balance.creditsMinor, 0);
     assert.equal(account.billing.model, 'ACCOUNT_BALANCE');
     assert.equal(account.billing.budgetRequired, false);
-    const entries: { n: number }[] = await ctx.services.ds.query('SELECT COUNT(*) AS n FROM ledger_entries WHERE account_id = ?', [account.user.id]);
+    const entries: { n: number }[] = await ctx.services.ds.query(
+      'SELECT COUNT(*) AS n FROM ledger_entries WHERE account_id = ?',
+      [account.user.id],
+    );
     assert.equal(Number(entries[0].n), 0, 'no free credits');
   });
 
   it('takes the limits from the body', async () => {
-    const res = await post(randomUUID(), { maxPerRentalMinor: 2500, budgetLimitMinor: 10000, maxConcurrentDeployments: 3 });
+    const res = await post(randomUUID(), {
+      maxPerRentalMinor: 2500,
+      budgetLimitMinor: 10000,
+      maxConcurrentDeployments: 3,
+    });
     assert.equal(res.status, 201);
     assert.equal(res.body.data.account.key.maxPerRentalMinor, 2500);
     assert.equal(res.body.data.account.key.budgetLimitMinor, 10000);
@@ -81,7 +88,10 @@ describe('POST /api/v1/signup', () => {
     assert.equal(again.status, 409);
     assert.equal(again.body.error.code, 'SIGNUP_ALREADY_COMPLETED');
     assert.doesNotMatch(JSON.stringify(again.body), /gpr_/);
-    assert.match(again.body.error.message, /If you kept the token, use it \(GET \/api\/v1\/me.*If it is lost, sign up again with a new Idempotency-Key .*or ask the account owner for a setup code/);
+    assert.match(
+      again.body.error.message,
+      /If you kept the token, use it \(GET \/api\/v1\/me.*If it is lost, sign up again with a new Idempotency-Key .*or ask the account owner for a setup code/,
+    );
   });
 
   it('refuses a signup carrying a working key of an existing account (it would make a second, empty one), and ignores one that does not authenticate', async () => {
@@ -90,20 +100,36 @@ describe('POST /api/v1/signup', () => {
     const token: string = first.body.data.token;
     const accounts = () => ctx.services.ds.getRepository(Account).count();
     const before = await accounts();
-    const withKey = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).set('Authorization', `Bearer ${token}`).send({});
+    const withKey = await ctx.api
+      .post('/api/v1/signup')
+      .set('Idempotency-Key', randomUUID())
+      .set('Authorization', `Bearer ${token}`)
+      .send({});
     assert.equal(withKey.status, 409, withKey.text);
     assert.equal(withKey.body.error.code, 'SIGNUP_ALREADY_COMPLETED');
-    assert.match(withKey.body.error.message, new RegExp(`carries the API key gpr_${first.body.data.account.key.prefix} of an existing account; a signup would make a second, empty account.*without the Authorization header`));
+    assert.match(
+      withKey.body.error.message,
+      new RegExp(
+        `carries the API key gpr_${first.body.data.account.key.prefix} of an existing account; a signup would make a second, empty account.*without the Authorization header`,
+      ),
+    );
     assert.doesNotMatch(withKey.text, new RegExp(token.split('.')[1]), 'the secret is not repeated');
     assert.equal(await accounts(), before, 'no account was made');
-    const unknown = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).set('Authorization', `Bearer gpr_AAAAAAAA.${'B'.repeat(43)}`).send({});
+    const unknown = await ctx.api
+      .post('/api/v1/signup')
+      .set('Idempotency-Key', randomUUID())
+      .set('Authorization', `Bearer gpr_AAAAAAAA.${'B'.repeat(43)}`)
+      .send({});
     assert.equal(unknown.status, 201, 'a key that does not authenticate is no account to keep');
   });
 
   it('tells a caller with a refused key that a revoked key needs the owner, not a signup', async () => {
     const res = await ctx.api.get('/api/v1/me').set('Authorization', `Bearer gpr_AAAAAAAA.${'B'.repeat(43)}`);
     assert.equal(res.status, 401);
-    assert.match(res.body.error.message, /A key that worked before and now gets this was revoked: ask the account owner for a new key or a setup code \(signing up instead makes a new, unfunded account/);
+    assert.match(
+      res.body.error.message,
+      /A key that worked before and now gets this was revoked: ask the account owner for a new key or a setup code \(signing up instead makes a new, unfunded account/,
+    );
   });
 
   it('answers the same key with a changed body with 409 IDEMPOTENCY_CONFLICT', async () => {
@@ -112,7 +138,10 @@ describe('POST /api/v1/signup', () => {
     const changed = await post(key, { maxPerRentalMinor: 800 });
     assert.equal(changed.status, 409);
     assert.equal(changed.body.error.code, 'IDEMPOTENCY_CONFLICT');
-    assert.match(changed.body.error.message, /nothing was done\. A new request needs a new Idempotency-Key; to retry the first request, send it again with its body unchanged\./);
+    assert.match(
+      changed.body.error.message,
+      /nothing was done\. A new request needs a new Idempotency-Key; to retry the first request, send it again with its body unchanged\./,
+    );
   });
 
   it('treats an omitted field and its default as the same request', async () => {
@@ -143,7 +172,10 @@ describe('POST /api/v1/signup', () => {
     // Two app instances share the counter, as two api processes would.
     const results = [];
     for (const c of [limited, other, limited, other]) results.push(await post(randomUUID(), {}, c));
-    assert.deepEqual(results.map((r) => r.status), [201, 201, 201, 429]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      [201, 201, 201, 429],
+    );
     const rejected = results[3];
     assert.equal(rejected.body.error.code, 'RATE_LIMITED');
     assert.equal(rejected.headers['retry-after'], '40');

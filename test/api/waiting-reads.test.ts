@@ -11,7 +11,16 @@ import { account, addKey, offerIds } from '../helpers/rentals.js';
 import { sentRequests } from '../helpers/sql-requests.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'wr-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 300, maximumDurationSeconds: 86400, provisionSeconds: 0 },
+  {
+    key: 'wr-h100',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 300,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 0,
+  },
 ];
 
 /** The hub's one tail query (events.repository.ts allEventsAfter). */
@@ -29,7 +38,10 @@ describe('waiting reads', function () {
 
   before(async () => {
     // One key holds 200 waits below, above the default bounds (test/api/push-limits.test.ts tests those).
-    ctx = await createTestContext({ offers: OFFERS, env: { RENTAL_POLL_MS: '50', PUSH_MAX_PER_KEY: '1000', PUSH_MAX_PER_ADDRESS: '1000' } });
+    ctx = await createTestContext({
+      offers: OFFERS,
+      env: { RENTAL_POLL_MS: '50', PUSH_MAX_PER_KEY: '1000', PUSH_MAX_PER_ADDRESS: '1000' },
+    });
     ids = await offerIds(ctx);
     worker = await startTestWorker(ctx, { processEveryMs: 50 });
     server = createServer(ctx.app);
@@ -44,18 +56,33 @@ describe('waiting reads', function () {
     await ctx.close();
   });
 
-  const get = async (who: SignedUp, path: string): Promise<{ status: number; body: { data: { status: string; rentalId: string }; error?: { code: string; message: string } } }> => {
+  const get = async (
+    who: SignedUp,
+    path: string,
+  ): Promise<{
+    status: number;
+    body: { data: { status: string; rentalId: string }; error?: { code: string; message: string } };
+  }> => {
     const res = await fetch(`${base}${path}`, { headers: who.auth });
     return { status: res.status, body: (await res.json()) as never };
   };
   async function create(who: SignedUp): Promise<{ rentalId: string; deploymentId: string }> {
-    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId: ids['wr-h100'] });
+    const res = await ctx.api
+      .post('/api/v1/rentals')
+      .set(who.auth)
+      .set('Idempotency-Key', randomUUID())
+      .send({ offerId: ids['wr-h100'] });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body.data;
   }
   /** Moves the clock until a plain read shows `status`; the real time it first did. */
   async function drive(who: SignedUp, rentalId: string, status: string): Promise<number> {
-    await waitFor(async () => (ctx.clock.advance(200), (await get(who, `/api/v1/rentals/${rentalId}`)).body.data.status === status), 20_000, status, 20);
+    await waitFor(
+      async () => (ctx.clock.advance(200), (await get(who, `/api/v1/rentals/${rentalId}`)).body.data.status === status),
+      20_000,
+      status,
+      20,
+    );
     return Date.now();
   }
 
@@ -63,8 +90,14 @@ describe('waiting reads', function () {
     const who = await account(ctx, { creditsMinor: 5000 });
     // The clock stands still until the wait has begun, so the rental cannot be ACTIVE before it.
     const { rentalId, deploymentId } = await create(who);
-    const waiting = get(who, `/api/v1/rentals/${rentalId}?waitFor=ACTIVE,FAILED&waitSeconds=20`).then((r) => ({ ...r, at: Date.now() }));
-    const deployment = get(who, `/api/v1/deployments/${deploymentId}?waitFor=ACTIVE&waitSeconds=20`).then((r) => ({ ...r, at: Date.now() }));
+    const waiting = get(who, `/api/v1/rentals/${rentalId}?waitFor=ACTIVE,FAILED&waitSeconds=20`).then((r) => ({
+      ...r,
+      at: Date.now(),
+    }));
+    const deployment = get(who, `/api/v1/deployments/${deploymentId}?waitFor=ACTIVE&waitSeconds=20`).then((r) => ({
+      ...r,
+      at: Date.now(),
+    }));
     await waitFor(async () => ctx.services.eventHub.listeners >= 2, 5000, 'both reads waiting');
     const activeAt = await drive(who, rentalId, 'ACTIVE');
     for (const answer of [await waiting, await deployment]) {
@@ -81,7 +114,10 @@ describe('waiting reads', function () {
     const { rentalId } = await create(who);
     await drive(who, rentalId, 'ACTIVE');
     let started = Date.now();
-    assert.equal((await get(who, `/api/v1/rentals/${rentalId}?waitFor=ACTIVE&waitSeconds=30`)).body.data.status, 'ACTIVE');
+    assert.equal(
+      (await get(who, `/api/v1/rentals/${rentalId}?waitFor=ACTIVE&waitSeconds=30`)).body.data.status,
+      'ACTIVE',
+    );
     assert.ok(Date.now() - started < 1000);
     started = Date.now();
     const timedOut = await get(who, `/api/v1/rentals/${rentalId}?waitFor=FAILED,TERMINATED&waitSeconds=1`);
@@ -136,7 +172,9 @@ describe('waiting reads', function () {
     const windowMs = 1500;
     const { result: sent } = await sentRequests(async (all) => {
       // Long enough that no wait ends inside the window below, however loaded the machine is.
-      waiting = Array.from({ length: 200 }, () => get(who, `/api/v1/rentals/${rentalId}?waitFor=FAILED&waitSeconds=15`));
+      waiting = Array.from({ length: 200 }, () =>
+        get(who, `/api/v1/rentals/${rentalId}?waitFor=FAILED&waitSeconds=15`),
+      );
       await waitFor(async () => ctx.services.eventHub.listeners === 200, 10_000, '200 waiters');
       // Each waiter listens before its first read (one of orders): the window starts once all 200 are sent.
       await waitFor(async () => orderReads(all) >= 200, 10_000, "the waiters' first reads");
@@ -146,7 +184,10 @@ describe('waiting reads', function () {
     });
     const tails = sent.filter((q) => TAIL_QUERY.test(q.trim())).length;
     const rentalReads = orderReads(sent);
-    assert.ok(tails >= windowMs / TAIL_MS / 2 && tails <= windowMs / TAIL_MS + 2, `${tails} tail queries in ${windowMs} ms`);
+    assert.ok(
+      tails >= windowMs / TAIL_MS / 2 && tails <= windowMs / TAIL_MS + 2,
+      `${tails} tail queries in ${windowMs} ms`,
+    );
     assert.ok(rentalReads < 10, `${rentalReads} reads of orders while nothing changed`);
     const answers = await Promise.all(waiting!);
     assert.ok(answers.every((a) => a.status === 200 && a.body.data.status === 'ACTIVE'));

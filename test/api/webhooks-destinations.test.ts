@@ -8,7 +8,12 @@ import { recordDelivery } from '../../src/modules/webhooks/webhooks.repository.j
 import { AppError } from '../../src/errors/app-error.js';
 import { SecretBox } from '../../src/modules/credentials/secret-box.js';
 import type { Principal } from '../../src/modules/keys/principal.js';
-import { addressAllowed, noAllowedAddress, refusedRange, type Resolver } from '../../src/modules/webhooks/destination.js';
+import {
+  addressAllowed,
+  noAllowedAddress,
+  refusedRange,
+  type Resolver,
+} from '../../src/modules/webhooks/destination.js';
 import { WebhookDeliveries } from '../../src/modules/webhooks/webhook-delivery.js';
 import { WebhooksService } from '../../src/modules/webhooks/webhooks.service.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
@@ -37,7 +42,9 @@ describe('webhooks: where deliveries may go', function () {
 
   before(async () => {
     dev = await createTestContext({ env: { WEBHOOK_FIRST_RETRY_MS: '100' } });
-    prod = await createTestContext({ env: { WEBHOOK_ALLOW_PRIVATE_DESTINATIONS: 'false', WEBHOOK_FIRST_RETRY_MS: '100' } });
+    prod = await createTestContext({
+      env: { WEBHOOK_ALLOW_PRIVATE_DESTINATIONS: 'false', WEBHOOK_FIRST_RETRY_MS: '100' },
+    });
   });
   after(async () => {
     await dev.close();
@@ -45,7 +52,11 @@ describe('webhooks: where deliveries may go', function () {
   });
 
   const create = (ctx: TestContext, who: SignedUp, url: string, eventTypes = ['credits.low']) =>
-    ctx.api.post('/api/v1/webhook-endpoints').set(who.auth).set('Idempotency-Key', randomUUID()).send({ url, eventTypes });
+    ctx.api
+      .post('/api/v1/webhook-endpoints')
+      .set(who.auth)
+      .set('Idempotency-Key', randomUUID())
+      .send({ url, eventTypes });
 
   /** An owner key's endpoint (made where private destinations are allowed), an account event for it, and its delivery's id. */
   async function pendingDelivery(url: string): Promise<{ owner: SignedUp; endpointId: string; deliveryId: string }> {
@@ -53,7 +64,14 @@ describe('webhooks: where deliveries may go', function () {
     const owner = await addKey(dev, agent.accountId, { kind: 'OWNER' });
     const made = await create(dev, owner, url);
     assert.equal(made.status, 201, JSON.stringify(made.body));
-    await recordEvent(dev.services.ds.manager, { type: 'credits.low', accountId: owner.accountId, keyId: null, rentalId: null, data: { balanceMinor: 10 }, at: new Date() });
+    await recordEvent(dev.services.ds.manager, {
+      type: 'credits.low',
+      accountId: owner.accountId,
+      keyId: null,
+      rentalId: null,
+      data: { balanceMinor: 10 },
+      at: new Date(),
+    });
     assert.ok((await prod.services.webhookDeliveries.dispatch()) >= 1);
     const listed = await prod.api.get(`/api/v1/webhook-endpoints/${made.body.data.id}/deliveries`).set(owner.auth);
     assert.equal(listed.body.data.length, 1);
@@ -62,13 +80,25 @@ describe('webhooks: where deliveries may go', function () {
 
   it('refuses, in production mode, a url that is not https or names a loopback, private, link-local or metadata address (422 naming url)', async () => {
     const who = await account(prod);
-    for (const url of ['http://example.com/hook', 'https://127.0.0.1/hook', 'https://localhost/hook', 'https://10.0.0.7/hook', 'https://[::1]/hook', 'https://169.254.169.254/latest', 'https://[fd00:ec2::254]/']) {
+    for (const url of [
+      'http://example.com/hook',
+      'https://127.0.0.1/hook',
+      'https://localhost/hook',
+      'https://10.0.0.7/hook',
+      'https://[::1]/hook',
+      'https://169.254.169.254/latest',
+      'https://[fd00:ec2::254]/',
+    ]) {
       const res = await create(prod, who, url);
       assert.equal(res.status, 422, `${url}: ${JSON.stringify(res.body)}`);
       assert.equal(res.body.error.code, 'VALIDATION_FAILED');
       assert.match(res.body.error.message, /url/, url);
     }
-    assert.equal((await create(dev, who, 'http://127.0.0.1:9/hook')).status, 201, 'development allows loopback over http');
+    assert.equal(
+      (await create(dev, who, 'http://127.0.0.1:9/hook')).status,
+      201,
+      'development allows loopback over http',
+    );
   });
 
   it('calls no address that became private after the endpoint was made, at delivery time', async () => {
@@ -94,7 +124,10 @@ describe('webhooks: where deliveries may go', function () {
       assert.equal(await dev.services.webhookDeliveries.deliver(deliveryId), 'retrying');
       assert.deepEqual(rx.paths, ['/moved']);
       const [d] = (await dev.api.get(`/api/v1/webhook-endpoints/${endpointId}/deliveries`).set(owner.auth)).body.data;
-      assert.deepEqual(d.attempts.map((a: { statusCode: number; error: string }) => [a.statusCode, a.error]), [[302, 'redirect not followed']]);
+      assert.deepEqual(
+        d.attempts.map((a: { statusCode: number; error: string }) => [a.statusCode, a.error]),
+        [[302, 'redirect not followed']],
+      );
     } finally {
       await rx.close();
     }
@@ -107,7 +140,11 @@ describe('webhooks: where deliveries may go', function () {
       assert.equal(await dev.services.webhookDeliveries.deliver(deliveryId), 'retrying');
       dev.clock.advance(24 * 3600_000);
       assert.equal(await dev.services.webhookDeliveries.deliver(deliveryId), 'failed');
-      assert.equal(await dev.services.webhookDeliveries.deliver(deliveryId), 'skipped', 'a failed delivery is tried no more');
+      assert.equal(
+        await dev.services.webhookDeliveries.deliver(deliveryId),
+        'skipped',
+        'a failed delivery is tried no more',
+      );
       const [d] = (await dev.api.get(`/api/v1/webhook-endpoints/${endpointId}/deliveries`).set(owner.auth)).body.data;
       assert.equal(d.status, 'FAILED');
       assert.equal(d.attempts.length, 2);
@@ -122,7 +159,12 @@ describe('webhooks: where deliveries may go', function () {
       const { deliveryId } = await pendingDelivery(`http://127.0.0.1:${rx.port}/slow`);
       assert.equal(await dev.services.webhookDeliveries.deliver(deliveryId), 'retrying');
       const waiting = async () =>
-        (await dev.services.ds.query(`SELECT id FROM ${AGENDA_JOBS_TABLE} WHERE name = 'webhooks.deliver' AND unique_key = ? AND locked_at IS NULL`, [deliveryId])).length;
+        (
+          await dev.services.ds.query(
+            `SELECT id FROM ${AGENDA_JOBS_TABLE} WHERE name = 'webhooks.deliver' AND unique_key = ? AND locked_at IS NULL`,
+            [deliveryId],
+          )
+        ).length;
       const before = await waiting();
       assert.ok(before >= 1, 'the retry is scheduled');
       dev.clock.advance(10 * 60_000);
@@ -138,7 +180,14 @@ describe('webhooks: where deliveries may go', function () {
     const owner = await addKey(dev, agent.accountId, { kind: 'OWNER' });
     const made = await create(dev, owner, 'http://127.0.0.1:9/late');
     assert.equal(made.status, 201);
-    const event = { type: 'credits.low' as const, accountId: owner.accountId, keyId: null, rentalId: null, data: {}, at: new Date() };
+    const event = {
+      type: 'credits.low' as const,
+      accountId: owner.accountId,
+      keyId: null,
+      rentalId: null,
+      data: {},
+      at: new Date(),
+    };
     // One account's events are numbered one at a time, so the later one is another account's.
     const other = await account(dev);
     let release!: () => void;
@@ -152,10 +201,17 @@ describe('webhooks: where deliveries may go', function () {
     });
     await inserted;
     await recordEvent(dev.services.ds.manager, { ...event, accountId: other.accountId });
-    const [{ id: laterId }] = (await dev.services.ds.query(`SELECT MAX(id) AS id FROM events WHERE account_id = ?`, [other.accountId])) as { id: string }[];
-    const deliveries = async () => (await dev.api.get(`/api/v1/webhook-endpoints/${made.body.data.id}/deliveries`).set(owner.auth)).body.data as { eventId: string }[];
+    const [{ id: laterId }] = (await dev.services.ds.query(`SELECT MAX(id) AS id FROM events WHERE account_id = ?`, [
+      other.accountId,
+    ])) as { id: string }[];
+    const deliveries = async () =>
+      (await dev.api.get(`/api/v1/webhook-endpoints/${made.body.data.id}/deliveries`).set(owner.auth)).body.data as {
+        eventId: string;
+      }[];
     await prod.services.webhookDeliveries.dispatch();
-    const [{ at: cursor }] = (await dev.services.ds.query(`SELECT last_event_id AS at FROM webhook_cursor WHERE name = 'webhooks'`)) as { at: string }[];
+    const [{ at: cursor }] = (await dev.services.ds.query(
+      `SELECT last_event_id AS at FROM webhook_cursor WHERE name = 'webhooks'`,
+    )) as { at: string }[];
     assert.ok(BigInt(cursor) >= BigInt(laterId), 'the dispatcher went past the later event');
     assert.deepEqual(await deliveries(), [], 'the uncommitted one is not seen yet');
     release();
@@ -168,7 +224,25 @@ describe('webhooks: where deliveries may go', function () {
 
   it('tells public unicast from every range it must refuse', () => {
     for (const a of ['8.8.8.8', '2606:4700::1']) assert.ok(addressAllowed(a, false), a);
-    for (const a of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '100.64.0.1', '169.254.169.254', '169.254.1.1', '224.0.0.1', '0.0.0.0', '::', '::1', 'fc00::1', 'fd00:ec2::254', 'fe80::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1']) {
+    for (const a of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.16.0.1',
+      '192.168.1.1',
+      '100.64.0.1',
+      '169.254.169.254',
+      '169.254.1.1',
+      '224.0.0.1',
+      '0.0.0.0',
+      '::',
+      '::1',
+      'fc00::1',
+      'fd00:ec2::254',
+      'fe80::1',
+      'ff02::1',
+      '::ffff:127.0.0.1',
+      '::ffff:10.0.0.1',
+    ]) {
       assert.ok(!addressAllowed(a, false), a);
       assert.ok(addressAllowed(a, true), `${a} when private destinations are allowed`);
     }
@@ -177,39 +251,98 @@ describe('webhooks: where deliveries may go', function () {
   it('refuses, form by form, every IPv6 form that embeds or maps a refused IPv4 address, site-local, and the special-purpose ranges', () => {
     const refused: [string, string][] = [
       // IPv4 special-purpose ranges that are not globally reachable, and multicast.
-      ['0.1.2.3', '0.0.0.0/8'], ['10.0.0.1', '10.0.0.0/8'], ['100.64.0.1', '100.64.0.0/10'], ['100.127.255.254', '100.64.0.0/10'],
-      ['127.0.0.1', '127.0.0.0/8'], ['127.255.255.254', '127.0.0.0/8'], ['169.254.169.254', '169.254.0.0/16'], ['172.16.0.1', '172.16.0.0/12'],
-      ['172.31.255.254', '172.16.0.0/12'], ['192.0.0.9', '192.0.0.0/24'], ['192.0.2.1', '192.0.2.0/24'], ['192.88.99.1', '192.88.99.0/24'],
-      ['192.168.0.1', '192.168.0.0/16'], ['198.18.0.1', '198.18.0.0/15'], ['198.19.255.254', '198.18.0.0/15'], ['198.51.100.1', '198.51.100.0/24'],
-      ['203.0.113.1', '203.0.113.0/24'], ['224.0.0.1', '224.0.0.0/4'], ['239.255.255.250', '224.0.0.0/4'], ['240.0.0.1', '240.0.0.0/4'],
+      ['0.1.2.3', '0.0.0.0/8'],
+      ['10.0.0.1', '10.0.0.0/8'],
+      ['100.64.0.1', '100.64.0.0/10'],
+      ['100.127.255.254', '100.64.0.0/10'],
+      ['127.0.0.1', '127.0.0.0/8'],
+      ['127.255.255.254', '127.0.0.0/8'],
+      ['169.254.169.254', '169.254.0.0/16'],
+      ['172.16.0.1', '172.16.0.0/12'],
+      ['172.31.255.254', '172.16.0.0/12'],
+      ['192.0.0.9', '192.0.0.0/24'],
+      ['192.0.2.1', '192.0.2.0/24'],
+      ['192.88.99.1', '192.88.99.0/24'],
+      ['192.168.0.1', '192.168.0.0/16'],
+      ['198.18.0.1', '198.18.0.0/15'],
+      ['198.19.255.254', '198.18.0.0/15'],
+      ['198.51.100.1', '198.51.100.0/24'],
+      ['203.0.113.1', '203.0.113.0/24'],
+      ['224.0.0.1', '224.0.0.0/4'],
+      ['239.255.255.250', '224.0.0.0/4'],
+      ['240.0.0.1', '240.0.0.0/4'],
       ['255.255.255.255', '255.255.255.255/32'],
       // IPv6 forms that carry an IPv4 address: the two judged by what they carry, the rest refused whatever they carry.
-      ['::ffff:127.0.0.1', '::ffff:0:0/96'], ['::ffff:7f00:1', '::ffff:0:0/96'], ['::ffff:198.18.0.1', '::ffff:0:0/96'], ['::ffff:169.254.169.254', '::ffff:0:0/96'],
-      ['64:ff9b::127.0.0.1', '64:ff9b::/96'], ['64:ff9b::a00:1', '64:ff9b::/96'], ['64:ff9b::a9fe:a9fe', '64:ff9b::/96'],
-      ['::127.0.0.1', '::/96'], ['::7f00:1', '::/96'], ['::8.8.8.8', '::/96'], ['::a00:1', '::/96'],
-      ['64:ff9b:1::a00:1', '64:ff9b:1::/48'], ['64:ff9b:1::808:808', '64:ff9b:1::/48'],
-      ['2002:7f00:1::1', '2002::/16'], ['2002:808:808::1', '2002::/16'], ['2002:a9fe:a9fe::', '2002::/16'],
-      ['2001:0:4136:e378:8000:63bf:3fff:fdd2', '2001::/23'], ['2001::1', '2001::/23'], ['2001:2::1', '2001::/23'],
+      ['::ffff:127.0.0.1', '::ffff:0:0/96'],
+      ['::ffff:7f00:1', '::ffff:0:0/96'],
+      ['::ffff:198.18.0.1', '::ffff:0:0/96'],
+      ['::ffff:169.254.169.254', '::ffff:0:0/96'],
+      ['64:ff9b::127.0.0.1', '64:ff9b::/96'],
+      ['64:ff9b::a00:1', '64:ff9b::/96'],
+      ['64:ff9b::a9fe:a9fe', '64:ff9b::/96'],
+      ['::127.0.0.1', '::/96'],
+      ['::7f00:1', '::/96'],
+      ['::8.8.8.8', '::/96'],
+      ['::a00:1', '::/96'],
+      ['64:ff9b:1::a00:1', '64:ff9b:1::/48'],
+      ['64:ff9b:1::808:808', '64:ff9b:1::/48'],
+      ['2002:7f00:1::1', '2002::/16'],
+      ['2002:808:808::1', '2002::/16'],
+      ['2002:a9fe:a9fe::', '2002::/16'],
+      ['2001:0:4136:e378:8000:63bf:3fff:fdd2', '2001::/23'],
+      ['2001::1', '2001::/23'],
+      ['2001:2::1', '2001::/23'],
       ['::ffff:0:7f00:1', '::/3'],
       // IPv6 special-purpose ranges, site-local and multicast, and what is not global unicast.
-      ['::', '::/128'], ['::1', '::1/128'], ['100::1', '100::/64'], ['2001:db8::1', '2001:db8::/32'], ['3fff::1', '3fff::/20'],
-      ['5f00::1', '5f00::/16'], ['fc00::1', 'fc00::/7'], ['fd00:ec2::254', 'fc00::/7'], ['fe80::1', 'fe80::/10'], ['febf::1', 'fe80::/10'],
-      ['fec0::1', 'fec0::/10'], ['feff::1', 'fec0::/10'], ['ff02::1', 'ff00::/8'], ['4000::1', '4000::/2'], ['8000::1', '8000::/1'], ['1000::1', '::/3'],
+      ['::', '::/128'],
+      ['::1', '::1/128'],
+      ['100::1', '100::/64'],
+      ['2001:db8::1', '2001:db8::/32'],
+      ['3fff::1', '3fff::/20'],
+      ['5f00::1', '5f00::/16'],
+      ['fc00::1', 'fc00::/7'],
+      ['fd00:ec2::254', 'fc00::/7'],
+      ['fe80::1', 'fe80::/10'],
+      ['febf::1', 'fe80::/10'],
+      ['fec0::1', 'fec0::/10'],
+      ['feff::1', 'fec0::/10'],
+      ['ff02::1', 'ff00::/8'],
+      ['4000::1', '4000::/2'],
+      ['8000::1', '8000::/1'],
+      ['1000::1', '::/3'],
     ];
     for (const [address, range] of refused) {
       assert.ok(!addressAllowed(address, false), address);
       assert.ok(refusedRange(address)?.startsWith(range), `${address}: ${refusedRange(address)} (expected ${range})`);
     }
-    for (const address of ['fe80::1%eth0', 'example.com', '127.1', '']) assert.ok(!addressAllowed(address, false), `${JSON.stringify(address)} is no address`);
+    for (const address of ['fe80::1%eth0', 'example.com', '127.1', ''])
+      assert.ok(!addressAllowed(address, false), `${JSON.stringify(address)} is no address`);
     // Globally reachable: public unicast, and a mapped or NAT64 form of a public IPv4 address.
-    for (const address of ['8.8.8.8', '1.1.1.1', '192.0.1.1', '198.20.0.1', '100.128.0.1', '172.32.0.1', '2606:4700::1', '2a00:1450::1', '::ffff:8.8.8.8', '64:ff9b::808:808', '64:ff9b::8.8.8.8']) {
+    for (const address of [
+      '8.8.8.8',
+      '1.1.1.1',
+      '192.0.1.1',
+      '198.20.0.1',
+      '100.128.0.1',
+      '172.32.0.1',
+      '2606:4700::1',
+      '2a00:1450::1',
+      '::ffff:8.8.8.8',
+      '64:ff9b::808:808',
+      '64:ff9b::8.8.8.8',
+    ]) {
       assert.ok(addressAllowed(address, false), address);
     }
   });
 
   it('refuses the four forms the audit got through, at creation (422 naming url; no name is resolved, no socket opened)', async () => {
     const who = await account(prod);
-    for (const url of ['https://[::7f00:1]/hook', 'https://[64:ff9b:1::a00:1]/hook', 'https://[fec0::1]/hook', 'https://198.18.0.1/hook']) {
+    for (const url of [
+      'https://[::7f00:1]/hook',
+      'https://[64:ff9b:1::a00:1]/hook',
+      'https://[fec0::1]/hook',
+      'https://198.18.0.1/hook',
+    ]) {
       const res = await create(prod, who, url);
       assert.equal(res.status, 422, `${url}: ${JSON.stringify(res.body)}`);
       assert.equal(res.body.error.code, 'VALIDATION_FAILED');
@@ -233,19 +366,30 @@ describe('webhooks: where deliveries may go', function () {
     const resolve: Resolver = async (host) => {
       looked.push(host);
       const a = answers[host];
-      if (a === undefined || a === 'NXDOMAIN') throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
+      if (a === undefined || a === 'NXDOMAIN')
+        throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
       return a.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
     };
     const s = prod.services;
-    const service = new WebhooksService(s.ds, prod.clock, SecretBox.fromConfig(prod.config), s.jobs, s.rateLimiter, { allowPrivateDestinations: false, resolve });
+    const service = new WebhooksService(s.ds, prod.clock, SecretBox.fromConfig(prod.config), s.jobs, s.rateLimiter, {
+      allowPrivateDestinations: false,
+      resolve,
+    });
     const agent = await account(prod);
-    const principal = { kind: 'AGENT', keyId: agent.keyId, accountId: agent.accountId, scopes: ['read', 'rent', 'manage'] } as unknown as Principal;
+    const principal = {
+      kind: 'AGENT',
+      keyId: agent.keyId,
+      accountId: agent.accountId,
+      scopes: ['read', 'rent', 'manage'],
+    } as unknown as Principal;
     const messages: string[] = [];
     for (const host of Object.keys(answers)) {
-      const err = await service.create(principal, randomUUID(), { url: `https://${host}/hook`, eventTypes: ['credits.low'] }).then(
-        () => assert.fail(`${host} was accepted`),
-        (e: unknown) => e,
-      );
+      const err = await service
+        .create(principal, randomUUID(), { url: `https://${host}/hook`, eventTypes: ['credits.low'] })
+        .then(
+          () => assert.fail(`${host} was accepted`),
+          (e: unknown) => e,
+        );
       assert.ok(err instanceof AppError && err.code === 'VALIDATION_FAILED', `${host}: ${String(err)}`);
       messages.push(err.message.replace(host, '<host>'));
     }
@@ -255,23 +399,49 @@ describe('webhooks: where deliveries may go', function () {
 
     // At a try: the same words in the delivery's log whether the name stopped resolving or now resolves privately.
     // The retry is an hour away, and the endpoint is gone before it: no worker looks these names up for real.
-    const deliveries = new WebhookDeliveries(s.ds, prod.clock, s.logger, s.jobs, SecretBox.fromConfig(prod.config), { allowPrivateDestinations: false, firstRetryMs: 3600_000, resolve });
+    const deliveries = new WebhookDeliveries(s.ds, prod.clock, s.logger, s.jobs, SecretBox.fromConfig(prod.config), {
+      allowPrivateDestinations: false,
+      firstRetryMs: 3600_000,
+      resolve,
+    });
     const errors: string[] = [];
     for (const host of ['nowhere.example', 'mapped.example']) {
       const owner = await addKey(dev, (await account(dev)).accountId, { kind: 'OWNER' });
       const made = await create(dev, owner, `http://${host}:9/later`);
       assert.equal(made.status, 201, JSON.stringify(made.body));
-      await recordEvent(s.ds.manager, { type: 'credits.low', accountId: owner.accountId, keyId: null, rentalId: null, data: {}, at: new Date() });
-      const [{ id: eventId }] = (await s.ds.query(`SELECT MAX(id) AS id FROM events WHERE account_id = ?`, [owner.accountId])) as { id: string }[];
+      await recordEvent(s.ds.manager, {
+        type: 'credits.low',
+        accountId: owner.accountId,
+        keyId: null,
+        rentalId: null,
+        data: {},
+        at: new Date(),
+      });
+      const [{ id: eventId }] = (await s.ds.query(`SELECT MAX(id) AS id FROM events WHERE account_id = ?`, [
+        owner.accountId,
+      ])) as { id: string }[];
       // Written without a job of its own, so only this test tries it.
       const deliveryId = randomUUID();
-      assert.ok(await recordDelivery(s.ds, { id: deliveryId, endpointId: made.body.data.id, accountId: owner.accountId, eventId: String(eventId), at: new Date() }));
+      assert.ok(
+        await recordDelivery(s.ds, {
+          id: deliveryId,
+          endpointId: made.body.data.id,
+          accountId: owner.accountId,
+          eventId: String(eventId),
+          at: new Date(),
+        }),
+      );
       try {
         assert.equal(await deliveries.deliver(deliveryId), 'retrying');
       } finally {
-        assert.equal((await dev.api.delete(`/api/v1/webhook-endpoints/${made.body.data.id}`).set(owner.auth)).status, 204);
+        assert.equal(
+          (await dev.api.delete(`/api/v1/webhook-endpoints/${made.body.data.id}`).set(owner.auth)).status,
+          204,
+        );
       }
-      const [attempt] = (await s.ds.query(`SELECT error FROM webhook_delivery_attempts WHERE delivery_id = ?`, [deliveryId])) as { error: string }[];
+      const [attempt] = (await s.ds.query(`SELECT error FROM webhook_delivery_attempts WHERE delivery_id = ?`, [
+        deliveryId,
+      ])) as { error: string }[];
       errors.push(attempt.error.replace(host, '<host>'));
     }
     assert.deepEqual(errors, [`refused: ${noAllowedAddress('<host>')}`, `refused: ${noAllowedAddress('<host>')}`]);
@@ -283,8 +453,13 @@ describe('webhooks: where deliveries may go', function () {
     assert.equal(made.status, 201, JSON.stringify(made.body));
     assert.equal(made.body.data.url, 'http://localhost:9/hooks/a%20b?x=1');
     const listed = await dev.api.get('/api/v1/webhook-endpoints').set(who.auth);
-    assert.deepEqual(listed.body.data.map((e: { url: string }) => e.url), ['http://localhost:9/hooks/a%20b?x=1']);
-    const [row] = (await dev.services.ds.query(`SELECT url FROM webhook_endpoints WHERE id = ?`, [made.body.data.id])) as { url: string }[];
+    assert.deepEqual(
+      listed.body.data.map((e: { url: string }) => e.url),
+      ['http://localhost:9/hooks/a%20b?x=1'],
+    );
+    const [row] = (await dev.services.ds.query(`SELECT url FROM webhook_endpoints WHERE id = ?`, [
+      made.body.data.id,
+    ])) as { url: string }[];
     assert.equal(row.url, 'http://localhost:9/hooks/a%20b?x=1', 'stored as listed');
 
     const refusals: [string, RegExp][] = [
@@ -308,6 +483,10 @@ describe('webhooks: where deliveries may go', function () {
       assert.equal(res.body.error.code, 'VALIDATION_FAILED');
       assert.match(res.body.error.message, message, JSON.stringify(url));
     }
-    assert.equal((await dev.api.get('/api/v1/webhook-endpoints').set(who.auth)).body.data.length, 1, 'none of them was made');
+    assert.equal(
+      (await dev.api.get('/api/v1/webhook-endpoints').set(who.auth)).body.data.length,
+      1,
+      'none of them was made',
+    );
   });
 });

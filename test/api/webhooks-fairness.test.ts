@@ -53,7 +53,11 @@ async function promptReceiver() {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
-  return { arrivals, url: (path: string) => `http://127.0.0.1:${port}${path}`, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    arrivals,
+    url: (path: string) => `http://127.0.0.1:${port}${path}`,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 describe('webhooks: fair deliveries, bounded endpoints and redeliveries', function () {
@@ -68,10 +72,21 @@ describe('webhooks: fair deliveries, bounded endpoints and redeliveries', functi
   });
 
   const create = (who: SignedUp, url: string, key: string = randomUUID()) =>
-    ctx.api.post('/api/v1/webhook-endpoints').set(who.auth).set('Idempotency-Key', key).send({ url, eventTypes: ['credits.low'] });
+    ctx.api
+      .post('/api/v1/webhook-endpoints')
+      .set(who.auth)
+      .set('Idempotency-Key', key)
+      .send({ url, eventTypes: ['credits.low'] });
 
   const creditsLow = (accountId: string, at = new Date()) =>
-    recordEvent(ctx.services.ds.manager, { type: 'credits.low', accountId, keyId: null, rentalId: null, data: { balanceMinor: 10 }, at });
+    recordEvent(ctx.services.ds.manager, {
+      type: 'credits.low',
+      accountId,
+      keyId: null,
+      rentalId: null,
+      data: { balanceMinor: 10 },
+      at,
+    });
 
   describe('with a worker running', () => {
     let worker: TestWorker;
@@ -102,7 +117,11 @@ describe('webhooks: fair deliveries, bounded endpoints and redeliveries', functi
         assert.equal((await create(victim, prompt.url('/victim'))).status, 201);
 
         await creditsLow(first.accountId);
-        await waitFor(async () => silent.state.open >= TRIES_IN_FLIGHT_PER_ACCOUNT, 20_000, "the attacker's tries to hang");
+        await waitFor(
+          async () => silent.state.open >= TRIES_IN_FLIGHT_PER_ACCOUNT,
+          20_000,
+          "the attacker's tries to hang",
+        );
 
         const eventAt = Date.now();
         await creditsLow(victim.accountId, new Date(eventAt));
@@ -116,12 +135,23 @@ describe('webhooks: fair deliveries, bounded endpoints and redeliveries', functi
         assert.equal(JSON.parse(prompt.arrivals[0].body).type, 'credits.low');
         // Generous for a loaded machine, and well under the 10 s an unanswered try holds its slot.
         assert.ok(waited < 5000, `delivered ${waited} ms after its event`);
-        assert.equal(Number(attackerTries[0].n), 0, "delivered while every try of the attacker still hung: it did not wait for their timeouts");
+        assert.equal(
+          Number(attackerTries[0].n),
+          0,
+          'delivered while every try of the attacker still hung: it did not wait for their timeouts',
+        );
         assert.ok(silent.state.open >= 1, 'the attacker still holds its slots');
-        assert.ok(silent.state.maxOpen <= TRIES_IN_FLIGHT_PER_ACCOUNT, `the attacker never had more than ${TRIES_IN_FLIGHT_PER_ACCOUNT} tries in flight (had ${silent.state.maxOpen})`);
-        assert.ok(silent.state.seen <= TRIES_IN_FLIGHT_PER_ACCOUNT, `its other deliveries waited their turn (${silent.state.seen} tried)`);
+        assert.ok(
+          silent.state.maxOpen <= TRIES_IN_FLIGHT_PER_ACCOUNT,
+          `the attacker never had more than ${TRIES_IN_FLIGHT_PER_ACCOUNT} tries in flight (had ${silent.state.maxOpen})`,
+        );
+        assert.ok(
+          silent.state.seen <= TRIES_IN_FLIGHT_PER_ACCOUNT,
+          `its other deliveries waited their turn (${silent.state.seen} tried)`,
+        );
       } finally {
-        for (const { who, id } of attackerEndpoints) await ctx.api.delete(`/api/v1/webhook-endpoints/${id}`).set(who.auth);
+        for (const { who, id } of attackerEndpoints)
+          await ctx.api.delete(`/api/v1/webhook-endpoints/${id}`).set(who.auth);
         await silent.close();
         await prompt.close();
       }
@@ -142,8 +172,12 @@ describe('webhooks: fair deliveries, bounded endpoints and redeliveries', functi
         for (let i = 0; i < 3; i++) await creditsLow(who.accountId);
         await waitFor(async () => prompt.arrivals.length >= 12, 30_000, 'all twelve deliveries');
         for (const id of made) {
-          const listed = (await ctx.api.get(`/api/v1/webhook-endpoints/${id}/deliveries`).set(owner.auth)).body.data as { status: string }[];
-          assert.deepEqual(listed.map((d) => d.status), ['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
+          const listed = (await ctx.api.get(`/api/v1/webhook-endpoints/${id}/deliveries`).set(owner.auth)).body
+            .data as { status: string }[];
+          assert.deepEqual(
+            listed.map((d) => d.status),
+            ['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED'],
+          );
         }
       } finally {
         await prompt.close();
@@ -159,7 +193,10 @@ describe('webhooks: fair deliveries, bounded endpoints and redeliveries', functi
     assert.deepEqual(racing.map((r) => r.status).sort(), [201, 201, 422, 422, 422], 'exactly the two left were made');
     const refused = racing.find((r) => r.status === 422)!;
     assert.equal(refused.body.error.code, 'VALIDATION_FAILED');
-    assert.match(refused.body.error.message, new RegExp(`already has ${ENDPOINTS_PER_KEY} webhook endpoints.*delete one first`));
+    assert.match(
+      refused.body.error.message,
+      new RegExp(`already has ${ENDPOINTS_PER_KEY} webhook endpoints.*delete one first`),
+    );
     const listed = (await ctx.api.get('/api/v1/webhook-endpoints').set(who.auth)).body.data as { id: string }[];
     assert.equal(listed.length, ENDPOINTS_PER_KEY);
     // Another key of the account has a limit of its own.
@@ -178,9 +215,11 @@ describe('webhooks: fair deliveries, bounded endpoints and redeliveries', functi
     const events = Math.ceil(REDELIVERY_LIMITS.perKey.limit / perDelivery) + 1;
     for (let i = 0; i < events; i++) await creditsLow(who.accountId);
     await ctx.services.webhookDeliveries.dispatch();
-    const deliveries = (await ctx.api.get(`/api/v1/webhook-endpoints/${endpointId}/deliveries`).set(who.auth)).body.data as { id: string }[];
+    const deliveries = (await ctx.api.get(`/api/v1/webhook-endpoints/${endpointId}/deliveries`).set(who.auth)).body
+      .data as { id: string }[];
     assert.equal(deliveries.length, events);
-    const redeliver = (id: string) => ctx.api.post(`/api/v1/webhook-endpoints/${endpointId}/deliveries/${id}/redeliver`).set(who.auth);
+    const redeliver = (id: string) =>
+      ctx.api.post(`/api/v1/webhook-endpoints/${endpointId}/deliveries/${id}/redeliver`).set(who.auth);
     try {
       for (let i = 0; i < perDelivery; i++) assert.equal((await redeliver(deliveries[0].id)).status, 202);
       const again = await redeliver(deliveries[0].id);
@@ -204,7 +243,7 @@ describe('webhooks: fair deliveries, bounded endpoints and redeliveries', functi
     }
   });
 
-  it("reads only the endpoints of the accounts whose events it fans out, by account", async () => {
+  it('reads only the endpoints of the accounts whose events it fans out, by account', async () => {
     const busy = await account(ctx);
     for (let i = 0; i < 5; i++) assert.equal((await create(busy, `http://127.0.0.1:9/idle/${i}`)).status, 201);
     const quiet = await account(ctx);
@@ -213,6 +252,7 @@ describe('webhooks: fair deliveries, bounded endpoints and redeliveries', functi
     const { sent } = await sentRequests(() => ctx.services.webhookDeliveries.dispatch());
     const endpointReads = sent.filter((q) => /FROM webhook_endpoints/i.test(q));
     assert.ok(endpointReads.length >= 1, 'the pass read endpoints');
-    for (const q of endpointReads) assert.match(q, /e\.account_id IN \(/, `an endpoint read not bounded by account: ${q}`);
+    for (const q of endpointReads)
+      assert.match(q, /e\.account_id IN \(/, `an endpoint read not bounded by account: ${q}`);
   });
 });

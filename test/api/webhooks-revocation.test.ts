@@ -22,7 +22,11 @@ async function receiver() {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
-  return { paths, url: (path: string) => `http://127.0.0.1:${port}${path}`, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    paths,
+    url: (path: string) => `http://127.0.0.1:${port}${path}`,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 interface ListedEndpoint {
@@ -45,12 +49,35 @@ describe('webhooks: an endpoint stops with the key that made it', function () {
   });
 
   const create = (who: SignedUp, url: string) =>
-    ctx.api.post('/api/v1/webhook-endpoints').set(who.auth).set('Idempotency-Key', randomUUID()).send({ url, eventTypes: ['credits.low'] });
-  const creditsLow = (accountId: string) => recordEvent(ctx.services.ds.manager, { type: 'credits.low', accountId, keyId: null, rentalId: null, data: { balanceMinor: 10 }, at: new Date() });
+    ctx.api
+      .post('/api/v1/webhook-endpoints')
+      .set(who.auth)
+      .set('Idempotency-Key', randomUUID())
+      .send({ url, eventTypes: ['credits.low'] });
+  const creditsLow = (accountId: string) =>
+    recordEvent(ctx.services.ds.manager, {
+      type: 'credits.low',
+      accountId,
+      keyId: null,
+      rentalId: null,
+      data: { balanceMinor: 10 },
+      at: new Date(),
+    });
   const deliveriesOf = async (who: SignedUp, endpointId: string) =>
-    (await ctx.api.get(`/api/v1/webhook-endpoints/${endpointId}/deliveries`).set(who.auth)).body.data as { id: string; eventId: string; status: string; attempts: unknown[] }[];
+    (await ctx.api.get(`/api/v1/webhook-endpoints/${endpointId}/deliveries`).set(who.auth)).body.data as {
+      id: string;
+      eventId: string;
+      status: string;
+      attempts: unknown[];
+    }[];
   const newestEventOf = async (accountId: string) =>
-    String(((await ctx.services.ds.query(`SELECT MAX(id) AS id FROM events WHERE account_id = ?`, [accountId])) as { id: string }[])[0].id);
+    String(
+      (
+        (await ctx.services.ds.query(`SELECT MAX(id) AS id FROM events WHERE account_id = ?`, [accountId])) as {
+          id: string;
+        }[]
+      )[0].id,
+    );
 
   it("sends nothing more to a revoked owner key's endpoint, drops its pending delivery, and lists it as stopped", async () => {
     const rx = await receiver();
@@ -64,40 +91,70 @@ describe('webhooks: an endpoint stops with the key that made it', function () {
       const before = await newestEventOf(first.accountId);
       const made = await create(o1, rx.url('/o1'));
       assert.equal(made.status, 201, JSON.stringify(made.body));
-      assert.deepEqual([made.body.data.makerKeyId, made.body.data.keyId, made.body.data.status], [o1.keyId, null, 'ACTIVE']);
+      assert.deepEqual(
+        [made.body.data.makerKeyId, made.body.data.keyId, made.body.data.status],
+        [o1.keyId, null, 'ACTIVE'],
+      );
       const endpointId = made.body.data.id as string;
       const kept = await create(o2, rx.url('/o2'));
       assert.equal(kept.status, 201);
       const pendingId = randomUUID();
-      assert.ok(await recordDelivery(ctx.services.ds, { id: pendingId, endpointId, accountId: first.accountId, eventId: before, at: new Date() }));
+      assert.ok(
+        await recordDelivery(ctx.services.ds, {
+          id: pendingId,
+          endpointId,
+          accountId: first.accountId,
+          eventId: before,
+          at: new Date(),
+        }),
+      );
 
       const revoked = await ctx.api.delete(`/api/v1/owner-keys/${o1.keyId}`).set(o2.auth);
       assert.equal(revoked.status, 200, JSON.stringify(revoked.body));
-      assert.equal((await ctx.api.get('/api/v1/webhook-endpoints').set(o1.auth)).status, 401, 'the key itself is refused at once');
+      assert.equal(
+        (await ctx.api.get('/api/v1/webhook-endpoints').set(o1.auth)).status,
+        401,
+        'the key itself is refused at once',
+      );
 
       // The attack replayed: a new event of the account after the revocation.
       await creditsLow(first.accountId);
       const after = await newestEventOf(first.accountId);
       await ctx.services.webhookDeliveries.dispatch();
       await waitFor(async () => rx.paths.includes('/o2'), 20_000, "the live key's endpoint to get the event");
-      assert.equal(await ctx.services.webhookDeliveries.deliver(pendingId), 'skipped', 'the pending try is dropped, not sent');
+      assert.equal(
+        await ctx.services.webhookDeliveries.deliver(pendingId),
+        'skipped',
+        'the pending try is dropped, not sent',
+      );
 
       assert.deepEqual(rx.paths, ['/o2'], "only the live key's endpoint received the account's event");
       const stopped = await deliveriesOf(o2, endpointId);
       const shownBefore = (await accountSeqsOf(ctx.services.ds, [before])).get(before);
-      assert.deepEqual(stopped.map((d) => d.eventId), [shownBefore], 'no delivery was made for the event after the revocation');
+      assert.deepEqual(
+        stopped.map((d) => d.eventId),
+        [shownBefore],
+        'no delivery was made for the event after the revocation',
+      );
       assert.ok(!stopped.some((d) => d.eventId === after));
       assert.equal(stopped[0].status, 'FAILED');
       assert.deepEqual(stopped[0].attempts, [], 'closed without a try');
 
       const listed = (await ctx.api.get('/api/v1/webhook-endpoints').set(o2.auth)).body.data as ListedEndpoint[];
       const shown = listed.find((e) => e.id === endpointId)!;
-      assert.deepEqual([shown.makerKeyId, shown.keyId, shown.status, shown.stoppedReason], [o1.keyId, null, 'STOPPED', 'MAKER_KEY_REVOKED']);
+      assert.deepEqual(
+        [shown.makerKeyId, shown.keyId, shown.status, shown.stoppedReason],
+        [o1.keyId, null, 'STOPPED', 'MAKER_KEY_REVOKED'],
+      );
       const live = listed.find((e) => e.id === kept.body.data.id)!;
       assert.deepEqual([live.makerKeyId, live.status, live.stoppedReason], [o2.keyId, 'ACTIVE', null]);
 
       // A redelivery of the stopped endpoint's delivery is closed without a try as well.
-      assert.equal((await ctx.api.post(`/api/v1/webhook-endpoints/${endpointId}/deliveries/${pendingId}/redeliver`).set(o2.auth)).status, 202);
+      assert.equal(
+        (await ctx.api.post(`/api/v1/webhook-endpoints/${endpointId}/deliveries/${pendingId}/redeliver`).set(o2.auth))
+          .status,
+        202,
+      );
       assert.equal(await ctx.services.webhookDeliveries.deliver(pendingId), 'skipped');
       const [again] = await deliveriesOf(o2, endpointId);
       assert.deepEqual([again.status, again.attempts], ['FAILED', []]);
@@ -147,20 +204,34 @@ describe('webhooks: an endpoint stops with the key that made it', function () {
         return id;
       };
       const [byOwner, byAgent, unrecorded] = [await endpoint(null), await endpoint(agent), await endpoint(null)];
-      await q(`INSERT INTO idempotency_records (scope, idem_key, request_hash, resource_id, created_at) VALUES (?, ?, ?, ?, NOW(3))`, [`webhook-endpoints:${owner}`, 'k-1', 'h'.repeat(64), byOwner]);
+      await q(
+        `INSERT INTO idempotency_records (scope, idem_key, request_hash, resource_id, created_at) VALUES (?, ?, ?, ?, NOW(3))`,
+        [`webhook-endpoints:${owner}`, 'k-1', 'h'.repeat(64), byOwner],
+      );
       // Another key's record of another resource names nothing here.
-      await q(`INSERT INTO idempotency_records (scope, idem_key, request_hash, resource_id, created_at) VALUES (?, ?, ?, ?, NOW(3))`, [`webhook-endpoints:${other}`, 'k-2', 'h'.repeat(64), randomUUID()]);
+      await q(
+        `INSERT INTO idempotency_records (scope, idem_key, request_hash, resource_id, created_at) VALUES (?, ?, ?, ?, NOW(3))`,
+        [`webhook-endpoints:${other}`, 'k-2', 'h'.repeat(64), randomUUID()],
+      );
       const deliveryId = randomUUID();
-      await q(`INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, attempts, next_attempt_at, created_at) VALUES (?, ?, 1, 'PENDING', 0, NOW(3), NOW(3))`, [deliveryId, byOwner]);
+      await q(
+        `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, status, attempts, next_attempt_at, created_at) VALUES (?, ?, 1, 'PENDING', 0, NOW(3), NOW(3))`,
+        [deliveryId, byOwner],
+      );
 
       await new WebhookMakersAndSlots1763800019600().up(db.runner);
 
-      const rows = (await q(`SELECT id, maker_key_id FROM webhook_endpoints WHERE account_id = ?`, [accountId])) as { id: string; maker_key_id: string | null }[];
+      const rows = (await q(`SELECT id, maker_key_id FROM webhook_endpoints WHERE account_id = ?`, [accountId])) as {
+        id: string;
+        maker_key_id: string | null;
+      }[];
       const makers = new Map(rows.map((r) => [r.id, r.maker_key_id]));
       assert.equal(makers.get(byOwner), owner);
       assert.equal(makers.get(byAgent), agent);
       assert.equal(makers.get(unrecorded), null);
-      const [delivery] = (await q(`SELECT account_id FROM webhook_deliveries WHERE id = ?`, [deliveryId])) as { account_id: string }[];
+      const [delivery] = (await q(`SELECT account_id FROM webhook_deliveries WHERE id = ?`, [deliveryId])) as {
+        account_id: string;
+      }[];
       assert.equal(delivery.account_id, accountId);
     } finally {
       await db.close();

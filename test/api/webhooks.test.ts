@@ -10,7 +10,16 @@ import { waitFor } from '../helpers/process.js';
 import { account, addKey, offerIds, rentUntilTerminated } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'wh-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 300, maximumDurationSeconds: 86400, provisionSeconds: 0 },
+  {
+    key: 'wh-h100',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 300,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 0,
+  },
 ];
 
 interface Received {
@@ -21,7 +30,9 @@ interface Received {
 }
 
 /** A loopback receiver: records every request; `answer` picks the status (and headers) of each. */
-async function receiver(answer: (r: Received, seen: Received[]) => { status: number; headers?: Record<string, string> }) {
+async function receiver(
+  answer: (r: Received, seen: Received[]) => { status: number; headers?: Record<string, string> },
+) {
   const got: Received[] = [];
   const server: Server = createServer((req, res) => {
     let body = '';
@@ -37,7 +48,12 @@ async function receiver(answer: (r: Received, seen: Received[]) => { status: num
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
-  return { got, url: (path: string) => `http://127.0.0.1:${port}${path}`, port, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    got,
+    url: (path: string) => `http://127.0.0.1:${port}${path}`,
+    port,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 /** Standard Webhooks verification, written from its rules: v1 HMAC-SHA256 of "<id>.<timestamp>.<body>". */
@@ -80,15 +96,22 @@ describe('webhooks: signed deliveries of events', function () {
   const create = (who: SignedUp, body: object, key: string = randomUUID()) =>
     ctx.api.post('/api/v1/webhook-endpoints').set(who.auth).set('Idempotency-Key', key).send(body);
 
-  const rentAndFinish = async (who: SignedUp): Promise<string> => (await rentUntilTerminated(ctx, who, ids['wh-h100'])).rentalId;
+  const rentAndFinish = async (who: SignedUp): Promise<string> =>
+    (await rentUntilTerminated(ctx, who, ids['wh-h100'])).rentalId;
 
   it('delivers rental.active and rental.terminated signed with the secret shown once, each once though the receiver first answers 500', async () => {
     // The first try of each message fails; every later one succeeds.
-    const rx = await receiver((r, seen) => ({ status: seen.some((s) => s.headers['webhook-id'] === r.headers['webhook-id']) ? 200 : 500 }));
+    const rx = await receiver((r, seen) => ({
+      status: seen.some((s) => s.headers['webhook-id'] === r.headers['webhook-id']) ? 200 : 500,
+    }));
     try {
       const who = await account(ctx, { creditsMinor: 5000 });
       const idemKey = randomUUID();
-      const made = await create(who, { url: rx.url('/hook'), eventTypes: ['rental.active', 'rental.terminated'] }, idemKey);
+      const made = await create(
+        who,
+        { url: rx.url('/hook'), eventTypes: ['rental.active', 'rental.terminated'] },
+        idemKey,
+      );
       assert.equal(made.status, 201, JSON.stringify(made.body));
       const { id: endpointId, secret } = made.body.data;
       assert.match(secret, /^whsec_[A-Za-z0-9+/]{32}$/, '24 random bytes, base64');
@@ -98,27 +121,52 @@ describe('webhooks: signed deliveries of events', function () {
       await new Promise((r) => setTimeout(r, 600));
 
       assert.equal(rx.got.length, 4, 'one failed and one good try per event, nothing more');
-      assert.ok(rx.got.every((r) => verifies(secret, r)), 'every try verifies against the shown secret');
-      assert.ok(!rx.got.some((r) => verifies('whsec_' + Buffer.alloc(24).toString('base64'), r)), 'and not against another');
+      assert.ok(
+        rx.got.every((r) => verifies(secret, r)),
+        'every try verifies against the shown secret',
+      );
+      assert.ok(
+        !rx.got.some((r) => verifies('whsec_' + Buffer.alloc(24).toString('base64'), r)),
+        'and not against another',
+      );
       const bodies = rx.got.map((r) => JSON.parse(r.body));
       assert.ok(bodies.every((b) => b.data.rentalId === rentalId));
       for (const type of ['rental.active', 'rental.terminated']) {
         const tries = rx.got.filter((_r, i) => bodies[i].type === type);
-        assert.deepEqual(tries.map((r) => r.answered), [500, 200], `${type}: one failed try, then one good one`);
-        assert.equal(tries[0].headers['webhook-id'], tries[1].headers['webhook-id'], 'a retry carries the same webhook-id');
+        assert.deepEqual(
+          tries.map((r) => r.answered),
+          [500, 200],
+          `${type}: one failed try, then one good one`,
+        );
+        assert.equal(
+          tries[0].headers['webhook-id'],
+          tries[1].headers['webhook-id'],
+          'a retry carries the same webhook-id',
+        );
         assert.equal(tries[0].headers['webhook-id'], JSON.parse(tries[0].body).id, 'the event id');
       }
       assert.equal(new Set(rx.got.map((r) => r.headers['webhook-id'])).size, 2);
       // The ids are the account's own, as its event reads show them: no receiver learns of other accounts' activity.
-      const page = (await ctx.api.get('/api/v1/events?after=0&limit=100').set(who.auth)).body.data as { id: string; type: string; data: { rentalId?: string } }[];
+      const page = (await ctx.api.get('/api/v1/events?after=0&limit=100').set(who.auth)).body.data as {
+        id: string;
+        type: string;
+        data: { rentalId?: string };
+      }[];
       for (const type of ['rental.active', 'rental.terminated']) {
         const shown = page.find((e) => e.type === type && e.data.rentalId === rentalId)?.id;
-        assert.equal(rx.got.find((_r, i) => bodies[i].type === type)?.headers['webhook-id'], shown, `${type}: the id GET /api/v1/events shows`);
+        assert.equal(
+          rx.got.find((_r, i) => bodies[i].type === type)?.headers['webhook-id'],
+          shown,
+          `${type}: the id GET /api/v1/events shows`,
+        );
       }
 
       const listed = await ctx.api.get('/api/v1/webhook-endpoints').set(who.auth);
       assert.equal(listed.status, 200);
-      assert.deepEqual(listed.body.data.map((e: { id: string }) => e.id), [endpointId]);
+      assert.deepEqual(
+        listed.body.data.map((e: { id: string }) => e.id),
+        [endpointId],
+      );
       assert.ok(!JSON.stringify(listed.body).includes(secret.slice(6)), 'never in lists');
 
       const deliveries = await ctx.api.get(`/api/v1/webhook-endpoints/${endpointId}/deliveries`).set(who.auth);
@@ -126,24 +174,35 @@ describe('webhooks: signed deliveries of events', function () {
       assert.equal(deliveries.body.data.length, 2);
       for (const d of deliveries.body.data) {
         assert.equal(d.status, 'SUCCEEDED');
-        assert.deepEqual(d.attempts.map((a: { statusCode: number }) => a.statusCode), [500, 200]);
+        assert.deepEqual(
+          d.attempts.map((a: { statusCode: number }) => a.statusCode),
+          [500, 200],
+        );
         assert.ok(d.attempts.every((a: { attemptedAt: string }) => !Number.isNaN(Date.parse(a.attemptedAt))));
       }
 
       const again = deliveries.body.data[0];
-      const redo = await ctx.api.post(`/api/v1/webhook-endpoints/${endpointId}/deliveries/${again.id}/redeliver`).set(who.auth);
+      const redo = await ctx.api
+        .post(`/api/v1/webhook-endpoints/${endpointId}/deliveries/${again.id}/redeliver`)
+        .set(who.auth);
       assert.equal(redo.status, 202, JSON.stringify(redo.body));
       await waitFor(async () => rx.got.length === 5, 10_000, 'redelivered');
       assert.equal(rx.got[4].headers['webhook-id'], again.eventId, 'the same webhook-id again');
       assert.ok(verifies(secret, rx.got[4]));
       await waitFor(
-        async () => (await ctx.api.get(`/api/v1/webhook-endpoints/${endpointId}/deliveries`).set(who.auth)).body.data[0].attempts.length === 3,
+        async () =>
+          (await ctx.api.get(`/api/v1/webhook-endpoints/${endpointId}/deliveries`).set(who.auth)).body.data[0].attempts
+            .length === 3,
         10_000,
         'the redelivery listed',
       );
       assert.ok(!logLines.some((l) => l.includes(secret.slice(6))), 'the secret is never logged');
 
-      const replay = await create(who, { url: rx.url('/hook'), eventTypes: ['rental.terminated', 'rental.active'] }, idemKey);
+      const replay = await create(
+        who,
+        { url: rx.url('/hook'), eventTypes: ['rental.terminated', 'rental.active'] },
+        idemKey,
+      );
       assert.equal(replay.status, 200, JSON.stringify(replay.body));
       assert.equal(replay.body.data.id, endpointId);
       assert.equal(replay.body.data.secret, null, 'a replay does not show the secret again');
@@ -167,11 +226,24 @@ describe('webhooks: signed deliveries of events', function () {
       const rentalB = await rentAndFinish(agentB);
       await waitFor(async () => rx.got.some((r) => r.path === '/owner'), 20_000, "the owner's delivery");
       await new Promise((r) => setTimeout(r, 600));
-      assert.deepEqual(rx.got.map((r) => r.path), ['/owner']);
+      assert.deepEqual(
+        rx.got.map((r) => r.path),
+        ['/owner'],
+      );
       assert.equal(JSON.parse(rx.got[0].body).data.rentalId, rentalB);
-      assert.deepEqual((await ctx.api.get('/api/v1/webhook-endpoints').set(agentB.auth)).body.data, [], 'B sees none of A\'s endpoints');
-      assert.equal((await ctx.api.get('/api/v1/webhook-endpoints').set(owner.auth)).body.data.length, 2, 'the owner sees both');
-      const foreign = await ctx.api.get(`/api/v1/webhook-endpoints/${ownerMade.body.data.id}/deliveries`).set(agentA.auth);
+      assert.deepEqual(
+        (await ctx.api.get('/api/v1/webhook-endpoints').set(agentB.auth)).body.data,
+        [],
+        "B sees none of A's endpoints",
+      );
+      assert.equal(
+        (await ctx.api.get('/api/v1/webhook-endpoints').set(owner.auth)).body.data.length,
+        2,
+        'the owner sees both',
+      );
+      const foreign = await ctx.api
+        .get(`/api/v1/webhook-endpoints/${ownerMade.body.data.id}/deliveries`)
+        .set(agentA.auth);
       assert.equal(foreign.status, 404);
     } finally {
       await rx.close();
@@ -185,6 +257,15 @@ describe('webhooks: signed deliveries of events', function () {
     assert.match(ftp.body.error.message, /url/);
     assert.equal((await create(who, { url: 'http://127.0.0.1/x', eventTypes: [] })).status, 422);
     assert.equal((await create(who, { url: 'http://127.0.0.1/x', eventTypes: ['rental.exploded'] })).status, 422);
-    assert.equal((await ctx.api.post('/api/v1/webhook-endpoints').set(who.auth).send({ url: 'http://127.0.0.1/x', eventTypes: ['rental.active'] })).status, 400, 'Idempotency-Key required');
+    assert.equal(
+      (
+        await ctx.api
+          .post('/api/v1/webhook-endpoints')
+          .set(who.auth)
+          .send({ url: 'http://127.0.0.1/x', eventTypes: ['rental.active'] })
+      ).status,
+      400,
+      'Idempotency-Key required',
+    );
   });
 });

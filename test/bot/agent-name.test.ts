@@ -24,7 +24,9 @@ describe('the name an agent gives itself, in the bot', () => {
       budgetLimitMinor: 500,
       maxConcurrentDeployments: 1,
     });
-    const exchanged = await h.ctx.api.post('/api/v1/agent-setups/exchange').send({ setupCode: begun.body.data.setupCode });
+    const exchanged = await h.ctx.api
+      .post('/api/v1/agent-setups/exchange')
+      .send({ setupCode: begun.body.data.setupCode });
     assert.equal(exchanged.status, 200);
     const [agents] = await owner.send('/agents');
     assert.match(agents.text, /nightly <trainer>/);

@@ -38,14 +38,22 @@ describe('Telegram approval of agent authorizations (deep link)', () => {
     assert.match(q1.text, /Step 1 of 5/);
 
     const q2 = sentMessages(await owner.pressButton(q1, '$25'))[0];
-    assert.deepEqual(buttonsOf(q2).map((b) => b.text).slice(0, 5), ['$50', '$100', '$250', '$500', '$1,000']);
+    assert.deepEqual(
+      buttonsOf(q2)
+        .map((b) => b.text)
+        .slice(0, 5),
+      ['$50', '$100', '$250', '$500', '$1,000'],
+    );
     const [q3] = await owner.send('120');
     const q4 = sentMessages(await owner.pressButton(q3, '3'))[0];
     assert.match(q4.text, /Step 4 of 5/);
     const q5 = sentMessages(await owner.pressButton(q4, '8 h'))[0];
     assert.match(q5.text, /Step 5 of 5/);
     const confirm = sentMessages(await owner.pressButton(q5, '1 h'))[0];
-    assert.match(confirm.text, /Approve this agent with \$25\.00 per rental, \$120\.00 in total, 3 rentals at a time, each for up to 8 hours, stops after 1 h idle\?/);
+    assert.match(
+      confirm.text,
+      /Approve this agent with \$25\.00 per rental, \$120\.00 in total, 3 rentals at a time, each for up to 8 hours, stops after 1 h idle\?/,
+    );
     assert.equal((await exchange(setupCode)).status, 409, 'not approved before the owner confirms');
     assert.match(await owner.say('yes'), /use the Approve or Cancel button/);
 

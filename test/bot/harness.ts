@@ -7,7 +7,10 @@ import { telegramSender } from '../../bot/notifier.js';
 import { createBotJobs, type BotJobs } from '../../src/container.js';
 import { agendaOf, startJobWorker, type JobWorker } from '../../src/jobs/agenda.js';
 import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
-import type { NotificationSender, NotificationsService } from '../../src/modules/notifications/notifications.service.js';
+import type {
+  NotificationSender,
+  NotificationsService,
+} from '../../src/modules/notifications/notifications.service.js';
 import { FakeTelegramServer, type RecordedCall, type SimulatedUser } from '../fakes/telegram-api.js';
 import { createTestContext, type ContextOptions, type TestContext } from '../helpers/context.js';
 
@@ -51,7 +54,11 @@ export async function createBotHarness(opts: ContextOptions = {}): Promise<BotHa
     await bot.init();
     return bot;
   };
-  const botJobs = createBotJobs(ctx.services, { send: (chatId, text) => h.sender.send(chatId, text) }, { retryAfterMs: 300 });
+  const botJobs = createBotJobs(
+    ctx.services,
+    { send: (chatId, text) => h.sender.send(chatId, text) },
+    { retryAfterMs: 300 },
+  );
   let processor: JobWorker | undefined;
   const h: BotHarness = {
     ctx,
@@ -119,7 +126,11 @@ export class Owner {
   /** Sends text and returns the one reply's text. */
   async say(text: string): Promise<string> {
     const replies = await this.send(text);
-    assert.equal(replies.length, 1, `expected one reply to ${JSON.stringify(text)}, got ${JSON.stringify(replies.map((r) => r.text))}`);
+    assert.equal(
+      replies.length,
+      1,
+      `expected one reply to ${JSON.stringify(text)}, got ${JSON.stringify(replies.map((r) => r.text))}`,
+    );
     return replies[0].text;
   }
 
@@ -135,7 +146,9 @@ export class Owner {
 
   /** Presses the button whose text matches on `message`. */
   async pressButton(message: Message, text: RegExp | string): Promise<RecordedCall[]> {
-    const rows: { text: string; callback_data?: string }[][] = (message as { reply_markup?: { inline_keyboard?: { text: string; callback_data?: string }[][] } }).reply_markup?.inline_keyboard ?? [];
+    const rows: { text: string; callback_data?: string }[][] =
+      (message as { reply_markup?: { inline_keyboard?: { text: string; callback_data?: string }[][] } }).reply_markup
+        ?.inline_keyboard ?? [];
     const button = rows.flat().find((b) => (typeof text === 'string' ? b.text === text : text.test(b.text)));
     assert.ok(button?.callback_data, `no button ${text} on ${JSON.stringify(message.text)}: ${JSON.stringify(rows)}`);
     return this.press(message, button.callback_data);
@@ -151,7 +164,9 @@ export function edits(calls: RecordedCall[]): string[] {
 }
 
 export function callbackAnswers(calls: RecordedCall[]): string[] {
-  return calls.filter((c) => c.method === 'answerCallbackQuery').map((c) => (c.params.text as string | undefined) ?? '');
+  return calls
+    .filter((c) => c.method === 'answerCallbackQuery')
+    .map((c) => (c.params.text as string | undefined) ?? '');
 }
 
 export const SETUP_CODE_RE = /gps_[A-Za-z0-9_-]{43}/;

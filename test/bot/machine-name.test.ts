@@ -43,9 +43,12 @@ describe('the machine a rental runs on is named alike by the API, the bot and it
 
     const [list] = await owner.send('/rentals');
     await h.runNotifications();
-    const notices = h.fake.calls.filter((c) => c.method === 'sendMessage' && Number(c.params.chat_id) === owner.id).map((c) => c.params.text as string);
+    const notices = h.fake.calls
+      .filter((c) => c.method === 'sendMessage' && Number(c.params.chat_id) === owner.id)
+      .map((c) => c.params.text as string);
 
-    const nameOf = async (offerId: string) => (await h.ctx.services.ds.getRepository(Offer).findOneByOrFail({ id: offerId })).name;
+    const nameOf = async (offerId: string) =>
+      (await h.ctx.services.ds.getRepository(Offer).findOneByOrFail({ id: offerId })).name;
     const expected = new Map([
       [moved.rentalId, await nameOf(candidates[1])],
       [unplaced.rentalId, await nameOf(candidates[0])],
@@ -64,7 +67,11 @@ describe('the machine a rental runs on is named alike by the API, the bot and it
 
       const notice = notices.find((n) => n.includes(`Rental ${rentalId}.`));
       assert.ok(notice, `a notification about ${rentalId} in ${JSON.stringify(notices)}`);
-      assert.equal(/^\S+ Rental (?:is ACTIVE|FAILED): (.+?) started by/.exec(notice)?.[1], gpu, `notification: ${notice}`);
+      assert.equal(
+        /^\S+ Rental (?:is ACTIVE|FAILED): (.+?) started by/.exec(notice)?.[1],
+        gpu,
+        `notification: ${notice}`,
+      );
     }
   });
 });

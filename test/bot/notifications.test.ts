@@ -27,7 +27,9 @@ describe(NotificationsService.name, () => {
   /** An owner account bound to a Telegram chat, as /start leaves it. */
   async function telegramAccount(): Promise<Account> {
     const id = telegramId();
-    return inTransaction(h.ctx.services.ds, (m) => h.ctx.services.accounts.createAccount(m, { telegramUserId: id, telegramChatId: id }));
+    return inTransaction(h.ctx.services.ds, (m) =>
+      h.ctx.services.accounts.createAccount(m, { telegramUserId: id, telegramChatId: id }),
+    );
   }
 
   async function agentKey(accountId: string, name = 'research-bot'): Promise<ApiKey> {
@@ -49,21 +51,68 @@ describe(NotificationsService.name, () => {
   /** A rental row pair as admission writes it, so the dispatcher has state changes to see. */
   async function rental(account: Account, key: ApiKey): Promise<Deployment> {
     const now = h.ctx.clock.now();
-    const offer = (await h.ctx.services.ds.query('SELECT id, name, price_per_hour_minor FROM offers WHERE available = 1 LIMIT 1'))[0];
+    const offer = (
+      await h.ctx.services.ds.query('SELECT id, name, price_per_hour_minor FROM offers WHERE available = 1 LIMIT 1')
+    )[0];
     const orderId = randomUUID();
     await h.ctx.services.ds.getRepository(Order).insert({
-      id: orderId, accountId: account.id, keyId: key.id, funding: 'CREDITS', billingModel: 'ACCOUNT_BALANCE', status: 'PENDING',
-      requestKind: 'OFFER', offerId: offer.id, gpuModel: null, gpuSlug: null, gpuCount: null, maxHourlyPriceMinor: null, budgetMinor: null,
-      hourlyPriceMinor: Number(offer.price_per_hour_minor), durationSeconds: null, totalMinor: 0, currency: 'USD',
-      failureCode: null, failureReason: null, reversalStatus: null, createdAt: now, updatedAt: now,
+      id: orderId,
+      accountId: account.id,
+      keyId: key.id,
+      funding: 'CREDITS',
+      billingModel: 'ACCOUNT_BALANCE',
+      status: 'PENDING',
+      requestKind: 'OFFER',
+      offerId: offer.id,
+      gpuModel: null,
+      gpuSlug: null,
+      gpuCount: null,
+      maxHourlyPriceMinor: null,
+      budgetMinor: null,
+      hourlyPriceMinor: Number(offer.price_per_hour_minor),
+      durationSeconds: null,
+      totalMinor: 0,
+      currency: 'USD',
+      failureCode: null,
+      failureReason: null,
+      reversalStatus: null,
+      createdAt: now,
+      updatedAt: now,
     });
     const d = h.ctx.services.ds.getRepository(Deployment).create({
-      id: randomUUID(), orderId, accountId: account.id, keyId: key.id, status: 'PENDING', billingModel: 'ACCOUNT_BALANCE',
-      hoursPurchased: null, durationSeconds: null, startedAt: null, endsAt: null, endedAt: null, providerId: 'local', offerId: offer.id,
-      hourlyPriceMinor: Number(offer.price_per_hour_minor), spendCapMinor: null, attempt: 0, label: null, instanceId: null,
-      sshHost: null, sshPort: null, sshUser: null, sshPublicKey: null, sshPrivateKeyEnc: null, sshKeyKid: null, meteredUntil: null,
-      usageMinor: 0, terminateRequestedAt: null, terminationReason: null, verifyAttempts: 0, lastCheckDetail: null,
-      statusChangedAt: now, createdAt: now, updatedAt: now,
+      id: randomUUID(),
+      orderId,
+      accountId: account.id,
+      keyId: key.id,
+      status: 'PENDING',
+      billingModel: 'ACCOUNT_BALANCE',
+      hoursPurchased: null,
+      durationSeconds: null,
+      startedAt: null,
+      endsAt: null,
+      endedAt: null,
+      providerId: 'local',
+      offerId: offer.id,
+      hourlyPriceMinor: Number(offer.price_per_hour_minor),
+      spendCapMinor: null,
+      attempt: 0,
+      label: null,
+      instanceId: null,
+      sshHost: null,
+      sshPort: null,
+      sshUser: null,
+      sshPublicKey: null,
+      sshPrivateKeyEnc: null,
+      sshKeyKid: null,
+      meteredUntil: null,
+      usageMinor: 0,
+      terminateRequestedAt: null,
+      terminationReason: null,
+      verifyAttempts: 0,
+      lastCheckDetail: null,
+      statusChangedAt: now,
+      createdAt: now,
+      updatedAt: now,
     });
     await h.ctx.services.ds.getRepository(Deployment).insert(d);
     await recountKeySlots(h.ctx.services.ds, key.id);
@@ -72,26 +121,47 @@ describe(NotificationsService.name, () => {
 
   async function moveTo(d: Deployment, status: RentalStatus, failureReason?: string): Promise<void> {
     const now = h.ctx.clock.now();
-    await h.ctx.services.ds.getRepository(Deployment).update({ id: d.id }, { status, statusChangedAt: now, updatedAt: now });
-    await h.ctx.services.ds.getRepository(Order).update({ id: d.orderId }, {
-      status, updatedAt: now, ...(failureReason ? { failureReason, failureCode: 'PROVISIONING_FAILED', reversalStatus: 'SUCCEEDED' as const } : {}),
-    });
+    await h.ctx.services.ds
+      .getRepository(Deployment)
+      .update({ id: d.id }, { status, statusChangedAt: now, updatedAt: now });
+    await h.ctx.services.ds.getRepository(Order).update(
+      { id: d.orderId },
+      {
+        status,
+        updatedAt: now,
+        ...(failureReason
+          ? { failureReason, failureCode: 'PROVISIONING_FAILED', reversalStatus: 'SUCCEEDED' as const }
+          : {}),
+      },
+    );
     await recountKeySlots(h.ctx.services.ds, d.keyId);
   }
 
   async function debit(accountId: string, amountMinor: number): Promise<void> {
     await inTransaction(h.ctx.services.ds, (m) =>
-      h.ctx.services.ledger.post(m, { accountId, kind: 'USAGE', amountMinor: -amountMinor, externalRef: `test-usage:${randomUUID()}`, description: 'GPU usage' }),
+      h.ctx.services.ledger.post(m, {
+        accountId,
+        kind: 'USAGE',
+        amountMinor: -amountMinor,
+        externalRef: `test-usage:${randomUUID()}`,
+        description: 'GPU usage',
+      }),
     );
   }
 
   function messagesTo(chatId: number): string[] {
-    return h.fake.calls.filter((c) => c.method === 'sendMessage' && Number(c.params.chat_id) === chatId).map((c) => c.params.text as string);
+    return h.fake.calls
+      .filter((c) => c.method === 'sendMessage' && Number(c.params.chat_id) === chatId)
+      .map((c) => c.params.text as string);
   }
 
   it('tells the owner once when a top-up is credited', async () => {
     const account = await telegramAccount();
-    const { topup } = await h.ctx.services.payments.topups.create({ accountId: account.id, keyId: null }, randomUUID(), { amountMinor: 2000 });
+    const { topup } = await h.ctx.services.payments.topups.create(
+      { accountId: account.id, keyId: null },
+      randomUUID(),
+      { amountMinor: 2000 },
+    );
     assert.equal((await h.ctx.api.post(new URL(topup.paymentUrl!).pathname)).status, 303);
 
     await h.runNotifications();
@@ -115,7 +185,10 @@ describe(NotificationsService.name, () => {
     await h.runNotifications();
     let sent = messagesTo(account.telegramChatId!);
     assert.equal(sent.length, 1, JSON.stringify(sent));
-    assert.match(sent[0], new RegExp(`Rental is ACTIVE: .* started by agent "trainer" \\(${key.prefix}\\).*Rental ${d.orderId}\\.`));
+    assert.match(
+      sent[0],
+      new RegExp(`Rental is ACTIVE: .* started by agent "trainer" \\(${key.prefix}\\).*Rental ${d.orderId}\\.`),
+    );
 
     h.ctx.clock.advance(60_000);
     await moveTo(d, 'TERMINATED');
@@ -134,7 +207,10 @@ describe(NotificationsService.name, () => {
     await h.runNotifications();
     const sent = messagesTo(account.telegramChatId!);
     assert.equal(sent.length, 1);
-    assert.match(sent[0], /Rental FAILED: .*Reason: The provider could not start the machine\. Its charge was reversed\./);
+    assert.match(
+      sent[0],
+      /Rental FAILED: .*Reason: The provider could not start the machine\. Its charge was reversed\./,
+    );
   });
 
   /** A rental ACTIVE for 50 minutes under a one-hour lease, that its lifecycle has just written `type` for. */
@@ -144,7 +220,9 @@ describe(NotificationsService.name, () => {
     const now = h.ctx.clock.now();
     const endsAt = new Date(now.getTime() + 10 * 60_000);
     await moveTo(d, 'ACTIVE');
-    await h.ctx.services.ds.getRepository(Deployment).update({ id: d.id }, { startedAt: new Date(now.getTime() - 50 * 60_000), endsAt, leaseSeconds: 3600 });
+    await h.ctx.services.ds
+      .getRepository(Deployment)
+      .update({ id: d.id }, { startedAt: new Date(now.getTime() - 50 * 60_000), endsAt, leaseSeconds: 3600 });
     await inTransaction(h.ctx.services.ds, (m) => recordRentalEvent(m, d.id, type, now));
     return { account, d, endsAt };
   }
@@ -155,7 +233,9 @@ describe(NotificationsService.name, () => {
     await h.runNotifications();
     const told = messagesTo(account.telegramChatId!).filter((t) => /ending soon/.test(t));
     assert.equal(told.length, 1, JSON.stringify(told));
-    const [gpuName] = (await h.ctx.services.ds.query('SELECT name FROM offers WHERE id = ?', [d.offerId])).map((r: { name: string }) => r.name);
+    const [gpuName] = (await h.ctx.services.ds.query('SELECT name FROM offers WHERE id = ?', [d.offerId])).map(
+      (r: { name: string }) => r.name,
+    );
     const hhmm = endsAt.toISOString().slice(11, 16);
     assert.ok(told[0].includes(`${gpuName} (rental ${d.orderId}) ends at ${hhmm} UTC (lease end)`), told[0]);
   });
@@ -166,7 +246,12 @@ describe(NotificationsService.name, () => {
     await h.runNotifications();
     const told = messagesTo(account.telegramChatId!).filter((t) => /idle/.test(t));
     assert.equal(told.length, 1, JSON.stringify(told));
-    assert.match(told[0], new RegExp(`\\(rental ${d.orderId}\\): its GPUs have been idle; it will be stopped in 10 minutes unless they get busy\\.`));
+    assert.match(
+      told[0],
+      new RegExp(
+        `\\(rental ${d.orderId}\\): its GPUs have been idle; it will be stopped in 10 minutes unless they get busy\\.`,
+      ),
+    );
   });
 
   it('says nothing of a rental ending or idle when the owner turned that off with /notify, and records it as not to send', async () => {
@@ -176,13 +261,22 @@ describe(NotificationsService.name, () => {
       assert.ok(!on.includes(type));
       const d = await rental(account, await agentKey(account.id));
       await moveTo(d, 'ACTIVE');
-      await h.ctx.services.ds.getRepository(Deployment).update({ id: d.id }, { startedAt: h.ctx.clock.now(), endsAt: new Date(h.ctx.clock.now().getTime() + 60_000) });
+      await h.ctx.services.ds
+        .getRepository(Deployment)
+        .update({ id: d.id }, { startedAt: h.ctx.clock.now(), endsAt: new Date(h.ctx.clock.now().getTime() + 60_000) });
       await inTransaction(h.ctx.services.ds, (m) => recordRentalEvent(m, d.id, type, h.ctx.clock.now()));
       await h.runNotifications();
       const sent = messagesTo(account.telegramChatId!);
-      assert.deepEqual(sent.filter((t) => /ending soon|idle/.test(t)), [], `${type}: ${JSON.stringify(sent)}`);
+      assert.deepEqual(
+        sent.filter((t) => /ending soon|idle/.test(t)),
+        [],
+        `${type}: ${JSON.stringify(sent)}`,
+      );
       assert.equal(sent.filter((t) => /ACTIVE/.test(t)).length, 1, 'the types still on are told');
-      const [row] = await h.ctx.services.ds.query("SELECT sent_at, last_error FROM telegram_notifications WHERE account_id = ? AND kind IN ('RENTAL_EXPIRING', 'RENTAL_IDLE_WARNING')", [account.id]);
+      const [row] = await h.ctx.services.ds.query(
+        "SELECT sent_at, last_error FROM telegram_notifications WHERE account_id = ? AND kind IN ('RENTAL_EXPIRING', 'RENTAL_IDLE_WARNING')",
+        [account.id],
+      );
       assert.equal(row.sent_at, null);
       assert.equal(row.last_error, 'turned off with /notify');
     }
@@ -190,7 +284,11 @@ describe(NotificationsService.name, () => {
 
   it('warns once when a debit takes credits below the threshold, not on every debit below it', async () => {
     const account = await telegramAccount();
-    const { topup } = await h.ctx.services.payments.topups.create({ accountId: account.id, keyId: null }, randomUUID(), { amountMinor: 1000 });
+    const { topup } = await h.ctx.services.payments.topups.create(
+      { accountId: account.id, keyId: null },
+      randomUUID(),
+      { amountMinor: 1000 },
+    );
     await h.ctx.api.post(new URL(topup.paymentUrl!).pathname);
     await debit(account.id, 300); // $7.00 left: above $5
     await h.runNotifications();
@@ -206,23 +304,45 @@ describe(NotificationsService.name, () => {
   it('does not message accounts without a Telegram chat', async () => {
     const plain = await inTransaction(h.ctx.services.ds, (m) => h.ctx.services.accounts.createAccount(m));
     const mark = h.fake.mark();
-    const { topup } = await h.ctx.services.payments.topups.create({ accountId: plain.id, keyId: null }, randomUUID(), { amountMinor: 600 });
+    const { topup } = await h.ctx.services.payments.topups.create({ accountId: plain.id, keyId: null }, randomUUID(), {
+      amountMinor: 600,
+    });
     await h.ctx.api.post(new URL(topup.paymentUrl!).pathname);
     await h.runNotifications();
     assert.deepEqual(h.fake.callsSince(mark, 'sendMessage'), []);
-    const [row] = await h.ctx.services.ds.query('SELECT COUNT(*) AS n FROM telegram_notifications WHERE account_id = ?', [plain.id]);
+    const [row] = await h.ctx.services.ds.query(
+      'SELECT COUNT(*) AS n FROM telegram_notifications WHERE account_id = ?',
+      [plain.id],
+    );
     assert.equal(Number(row.n), 0);
   });
 
   /** The notification row of the only notification to `accountId`. */
-  async function notificationOf(accountId: string): Promise<{ id: string; sent_at: Date | null; failed_at: Date | null; attempts: number; last_error: string | null }> {
-    const rows = await h.ctx.services.ds.query('SELECT id, sent_at, failed_at, attempts, last_error FROM telegram_notifications WHERE account_id = ?', [accountId]);
+  async function notificationOf(accountId: string): Promise<{
+    id: string;
+    sent_at: Date | null;
+    failed_at: Date | null;
+    attempts: number;
+    last_error: string | null;
+  }> {
+    const rows = await h.ctx.services.ds.query(
+      'SELECT id, sent_at, failed_at, attempts, last_error FROM telegram_notifications WHERE account_id = ?',
+      [accountId],
+    );
     assert.equal(rows.length, 1, JSON.stringify(rows));
     return { ...rows[0], id: String(rows[0].id), attempts: Number(rows[0].attempts) };
   }
 
   /** The deliver jobs of one notification, as Agenda keeps them. */
-  async function deliverJobs(notificationId: string): Promise<{ data: { notificationId: string }; next_run_at: Date | null; failed_at: Date | null; fail_count: number | null; last_finished_at: Date | null }[]> {
+  async function deliverJobs(notificationId: string): Promise<
+    {
+      data: { notificationId: string };
+      next_run_at: Date | null;
+      failed_at: Date | null;
+      fail_count: number | null;
+      last_finished_at: Date | null;
+    }[]
+  > {
     const rows = await h.ctx.services.ds.query(
       `SELECT CAST(data AS CHAR) AS data, next_run_at, failed_at, fail_count, last_finished_at FROM agenda_jobs
         WHERE name = 'notifications.deliver' AND unique_key = ?`,
@@ -232,7 +352,9 @@ describe(NotificationsService.name, () => {
   }
 
   async function creditedTopup(accountId: string, amountMinor: number): Promise<void> {
-    const { topup } = await h.ctx.services.payments.topups.create({ accountId, keyId: null }, randomUUID(), { amountMinor });
+    const { topup } = await h.ctx.services.payments.topups.create({ accountId, keyId: null }, randomUUID(), {
+      amountMinor,
+    });
     assert.equal((await h.ctx.api.post(new URL(topup.paymentUrl!).pathname)).status, 303);
   }
 
@@ -333,11 +455,20 @@ describe(NotificationsService.name, () => {
   it('the bot role collects on a repeating Agenda job, not a timer, and delivers what it finds', async () => {
     const account = await telegramAccount();
     await creditedTopup(account.id, 1100);
-    const role = await startBotRole(h.ctx.services, createBot({ services: h.ctx.services, token: BOT_TOKEN, apiRoot: h.fake.url }), { notifyIntervalMs: 60_000 });
+    const role = await startBotRole(
+      h.ctx.services,
+      createBot({ services: h.ctx.services, token: BOT_TOKEN, apiRoot: h.fake.url }),
+      { notifyIntervalMs: 60_000 },
+    );
     try {
       await until('the top-up message', () => messagesTo(account.telegramChatId!).length === 1);
-      const rows = await h.ctx.services.ds.query("SELECT type, repeat_interval FROM agenda_jobs WHERE name = 'notifications.collect' AND type = 'single'");
-      assert.deepEqual(rows.map((r: { type: string; repeat_interval: string }) => ({ ...r })), [{ type: 'single', repeat_interval: '60000' }]);
+      const rows = await h.ctx.services.ds.query(
+        "SELECT type, repeat_interval FROM agenda_jobs WHERE name = 'notifications.collect' AND type = 'single'",
+      );
+      assert.deepEqual(
+        rows.map((r: { type: string; repeat_interval: string }) => ({ ...r })),
+        [{ type: 'single', repeat_interval: '60000' }],
+      );
     } finally {
       await role.stop();
     }
@@ -352,7 +483,10 @@ describe(NotificationsService.name, () => {
     try {
       const accountId = randomUUID();
       const now = new Date();
-      await q.query(`INSERT INTO accounts (id, billing_model, created_at) VALUES (?, 'ACCOUNT_BALANCE', ?)`, [accountId, now]);
+      await q.query(`INSERT INTO accounts (id, billing_model, created_at) VALUES (?, 'ACCOUNT_BALANCE', ?)`, [
+        accountId,
+        now,
+      ]);
       const notification = async (key: string, sentAt: Date | null, failedAt: Date | null) => {
         const res = await q.query(
           `INSERT INTO telegram_notifications (notify_key, account_id, chat_id, kind, text, created_at, sent_at, failed_at, attempts)
@@ -368,8 +502,15 @@ describe(NotificationsService.name, () => {
       await new NotificationDeliverJobs1763800011400().up(q);
 
       const { jobs } = await new MysqlJobRepository(ds).queryJobs({ name: 'notifications.deliver' });
-      assert.deepEqual(jobs.map((j) => j.data), [{ notificationId: waiting }], 'only the unsent one, with the payload the job map declares');
-      assert.ok(Math.abs(jobs[0].nextRunAt!.getTime() - Date.now()) < 60_000, `due now: ${jobs[0].nextRunAt?.toISOString()}`);
+      assert.deepEqual(
+        jobs.map((j) => j.data),
+        [{ notificationId: waiting }],
+        'only the unsent one, with the payload the job map declares',
+      );
+      assert.ok(
+        Math.abs(jobs[0].nextRunAt!.getTime() - Date.now()) < 60_000,
+        `due now: ${jobs[0].nextRunAt?.toISOString()}`,
+      );
       assert.equal(jobs[0].state, 'queued');
     } finally {
       await before.close();

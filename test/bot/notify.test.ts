@@ -12,11 +12,17 @@ describe('bot /notify', function () {
   });
   after(() => h.close());
 
-  const messagesTo = (chatId: number) => h.fake.calls.filter((c) => c.method === 'sendMessage' && Number(c.params.chat_id) === chatId).map((c) => c.params.text as string);
-  const buttonsOf = (markup: unknown) => ((markup as { inline_keyboard: { text: string }[][] }).inline_keyboard ?? []).flat().map((b) => b.text);
+  const messagesTo = (chatId: number) =>
+    h.fake.calls
+      .filter((c) => c.method === 'sendMessage' && Number(c.params.chat_id) === chatId)
+      .map((c) => c.params.text as string);
+  const buttonsOf = (markup: unknown) =>
+    ((markup as { inline_keyboard: { text: string }[][] }).inline_keyboard ?? []).flat().map((b) => b.text);
 
   async function payTopup(accountId: string, amountMinor: number): Promise<void> {
-    const { topup } = await h.ctx.services.payments.topups.create({ accountId, keyId: null }, randomUUID(), { amountMinor });
+    const { topup } = await h.ctx.services.payments.topups.create({ accountId, keyId: null }, randomUUID(), {
+      amountMinor,
+    });
     assert.equal((await h.ctx.api.post(new URL(topup.paymentUrl!).pathname)).status, 303);
   }
 
@@ -45,7 +51,11 @@ describe('bot /notify', function () {
 
     await payTopup(account.id, 1500);
     await h.runNotifications();
-    assert.deepEqual(messagesTo(owner.id).filter((t) => /Top-up credited/.test(t)), [], 'not told while off');
+    assert.deepEqual(
+      messagesTo(owner.id).filter((t) => /Top-up credited/.test(t)),
+      [],
+      'not told while off',
+    );
 
     calls = await owner.pressButton(again, /Top-up credited/);
     assert.deepEqual(callbackAnswers(calls), ['Top-up credited: on']);
@@ -60,15 +70,28 @@ describe('bot /notify', function () {
   it('keeps a choice stored before a type was offered, and turns that type on for it', async () => {
     const chatId = telegramId();
     // As /notify stored a choice when it listed only the types turned on: credits.low was turned off.
-    await h.ctx.services.ds.query('INSERT INTO telegram_notify_prefs (chat_id, event_types, updated_at) VALUES (?, ?, ?)', [
-      chatId,
-      'rental.active,rental.failed,rental.terminated,topup.paid',
-      new Date(),
-    ]);
+    await h.ctx.services.ds.query(
+      'INSERT INTO telegram_notify_prefs (chat_id, event_types, updated_at) VALUES (?, ?, ?)',
+      [chatId, 'rental.active,rental.failed,rental.terminated,topup.paid', new Date()],
+    );
     const prefs = h.notifications.preferences;
-    const on = ['rental.active', 'rental.failed', 'rental.terminated', 'topup.paid', 'rental.expiring', 'rental.idle_warning'];
+    const on = [
+      'rental.active',
+      'rental.failed',
+      'rental.terminated',
+      'topup.paid',
+      'rental.expiring',
+      'rental.idle_warning',
+    ];
     assert.deepEqual(await prefs.of(chatId), on);
-    assert.deepEqual(await prefs.toggle(chatId, 'rental.expiring'), on.filter((t) => t !== 'rental.expiring'));
-    assert.deepEqual(await prefs.of(chatId), on.filter((t) => t !== 'rental.expiring'), 'a new type turned off stays off');
+    assert.deepEqual(
+      await prefs.toggle(chatId, 'rental.expiring'),
+      on.filter((t) => t !== 'rental.expiring'),
+    );
+    assert.deepEqual(
+      await prefs.of(chatId),
+      on.filter((t) => t !== 'rental.expiring'),
+      'a new type turned off stays off',
+    );
   });
 });

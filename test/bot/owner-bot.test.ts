@@ -3,7 +3,15 @@ import { randomUUID } from 'node:crypto';
 import { Account } from '../../src/modules/accounts/account.entity.js';
 import { ApiKey } from '../../src/modules/keys/api-key.entity.js';
 import { buttonsOf } from '../fakes/telegram-api.js';
-import { callbackAnswers, createBotHarness, edits, sentMessages, setupCodeIn, telegramId, type BotHarness } from './harness.js';
+import {
+  callbackAnswers,
+  createBotHarness,
+  edits,
+  sentMessages,
+  setupCodeIn,
+  telegramId,
+  type BotHarness,
+} from './harness.js';
 
 describe('Telegram owner bot', () => {
   let h: BotHarness;
@@ -36,7 +44,10 @@ describe('Telegram owner bot', () => {
       const owner = h.owner(telegramId());
       const text = await owner.say('/newagent 5 50 1');
       const code = setupCodeIn(text);
-      assert.match(text, /\$5\.00 per rental, \$50\.00 in total, 1 rental at a time, no time limit per rental, idle rentals not stopped/);
+      assert.match(
+        text,
+        /\$5\.00 per rental, \$50\.00 in total, 1 rental at a time, no time limit per rental, idle rentals not stopped/,
+      );
       assert.match(text, /Valid for one exchange until \d{4}-\d\d-\d\d \d\d:\d\d UTC \(10 minutes\)/);
       assert.ok(text.includes(`curl -s -X POST http://gpu.test/api/v1/agent-setups/exchange`), text);
       assert.ok(text.includes(`-d '{"setupCode":"${code}"}'`), text);
@@ -60,7 +71,10 @@ describe('Telegram owner bot', () => {
       const again = await exchange(code);
       assert.equal(again.status, 409);
       assert.equal(again.body.error.code, 'AGENT_SETUP_INVALID');
-      const stored = await h.ctx.services.ds.query('SELECT COUNT(*) AS n FROM telegram_conversations WHERE chat_id = ?', [owner.id]);
+      const stored = await h.ctx.services.ds.query(
+        'SELECT COUNT(*) AS n FROM telegram_conversations WHERE chat_id = ?',
+        [owner.id],
+      );
       assert.equal(Number(stored[0].n), 0);
     });
 
@@ -95,7 +109,10 @@ describe('Telegram owner bot', () => {
       assert.equal(intro.length, 2);
       const q1 = intro[1];
       assert.match(q1.text, /Step 1 of 5\. What may one rental cost at most\?/);
-      assert.deepEqual(buttonsOf(q1).map((b) => b.text), ['$5', '$10', '$25', '$50', '$100', 'Cancel']);
+      assert.deepEqual(
+        buttonsOf(q1).map((b) => b.text),
+        ['$5', '$10', '$25', '$50', '$100', 'Cancel'],
+      );
 
       let calls = await owner.pressButton(q1, '$10');
       assert.deepEqual(edits(calls), ['Per-rental cap: $10.00']);
@@ -108,7 +125,10 @@ describe('Telegram owner bot', () => {
       assert.deepEqual(sentMessages(calls), []);
 
       // A typed amount under the minimum is refused with the reason; a good one is taken.
-      assert.match(await owner.say('3'), /The total cap must be at least \$5\.00; you sent \$3\.00\. Or \/cancel to stop\./);
+      assert.match(
+        await owner.say('3'),
+        /The total cap must be at least \$5\.00; you sent \$3\.00\. Or \/cancel to stop\./,
+      );
       assert.match(await owner.say('lots'), /Please send an amount in US dollars/);
 
       await h.restartBot();
@@ -119,17 +139,32 @@ describe('Telegram owner bot', () => {
       calls = await owner.pressButton(q3[0], '2');
       const q4 = sentMessages(calls)[0];
       assert.match(q4.text, /Step 4 of 5\. How long may one rental run at most\?/);
-      assert.deepEqual(buttonsOf(q4).map((b) => b.text), ['1 h', '4 h', '8 h', '24 h', '3 days', 'No limit', 'Cancel']);
-      assert.match(await owner.say('8'), /Please send a length such as 8h, 90m or 2d, or "none" for no limit\. Or \/cancel to stop\./);
+      assert.deepEqual(
+        buttonsOf(q4).map((b) => b.text),
+        ['1 h', '4 h', '8 h', '24 h', '3 days', 'No limit', 'Cancel'],
+      );
+      assert.match(
+        await owner.say('8'),
+        /Please send a length such as 8h, 90m or 2d, or "none" for no limit\. Or \/cancel to stop\./,
+      );
       assert.match(await owner.say('31d'), /The longest rental must be from 1 minute to 30 days; you sent 31 days\./);
       const [q5] = await owner.send('1h 30m');
       assert.match(q5.text, /Step 5 of 5\. How long may a rental's GPUs sit idle/);
-      assert.deepEqual(buttonsOf(q5).map((b) => b.text), ['15 min', '30 min', '1 h', '2 h', 'No limit', 'Cancel']);
-      assert.match(await owner.say('later'), /Please send minutes such as 45, a length such as 2h, or "none" for no limit\. Or \/cancel to stop\./);
+      assert.deepEqual(
+        buttonsOf(q5).map((b) => b.text),
+        ['15 min', '30 min', '1 h', '2 h', 'No limit', 'Cancel'],
+      );
+      assert.match(
+        await owner.say('later'),
+        /Please send minutes such as 45, a length such as 2h, or "none" for no limit\. Or \/cancel to stop\./,
+      );
       assert.match(await owner.say('2d'), /The idle time must be from 1 min to 24 h; you sent 48 h\./);
       const done = await owner.send('45');
       assert.equal(done.length, 1);
-      assert.match(done[0].text, /\$10\.00 per rental, \$75\.50 in total, 2 rentals at a time, each for up to 1 hour 30 minutes, stops after 45 min idle/);
+      assert.match(
+        done[0].text,
+        /\$10\.00 per rental, \$75\.50 in total, 2 rentals at a time, each for up to 1 hour 30 minutes, stops after 45 min idle/,
+      );
       const res = await exchange(setupCodeIn(done[0].text));
       assert.equal(res.status, 200);
       const me = await h.ctx.api.get('/api/v1/me').set('Authorization', `Bearer ${res.body.data.token}`);
@@ -198,7 +233,11 @@ describe('Telegram owner bot', () => {
       const offers = await h.ctx.api.get('/api/v1/offers');
       const offer = offers.body.data.find((o: { pricePerHourMinor: number }) => o.pricePerHourMinor <= 500);
       assert.ok(offer, 'an offer within the $5 per-rental cap');
-      const rent = await h.ctx.api.post('/api/v1/rentals').set(auth).set('Idempotency-Key', randomUUID()).send({ offerId: offer.id });
+      const rent = await h.ctx.api
+        .post('/api/v1/rentals')
+        .set(auth)
+        .set('Idempotency-Key', randomUUID())
+        .send({ offerId: offer.id });
       assert.equal(rent.status, 201, JSON.stringify(rent.body));
       const rentalId: string = rent.body.data.rentalId ?? rent.body.data.id;
 
@@ -212,7 +251,10 @@ describe('Telegram owner bot', () => {
       assert.match(confirm.text, /irreversible/);
       const calls = await owner.pressButton(confirm, 'Yes, terminate it');
       assert.match(edits(calls)[0], /Termination requested/);
-      const [row] = await h.ctx.services.ds.query('SELECT id, status, terminate_requested_at FROM deployments WHERE order_id = ?', [rentalId]);
+      const [row] = await h.ctx.services.ds.query(
+        'SELECT id, status, terminate_requested_at FROM deployments WHERE order_id = ?',
+        [rentalId],
+      );
       assert.equal(row.status, 'TERMINATING');
       assert.notEqual(row.terminate_requested_at, null);
       assert.match(callbackAnswers(await owner.pressButton(list, 'Terminate 1.'))[0], /already TERMINATING/);
@@ -242,8 +284,15 @@ describe('Telegram owner bot', () => {
       assert.match(list.text, /builder/);
       assert.match(list.text, /\$5\.00 per rental, \$50\.00 total, 1 at a time/);
       assert.match(list.text, /spent \$0\.00 \(\$50\.00 left\), 0 active rentals/);
-      assert.match(list.text, /\$6\.00 per rental, \$60\.00 total, 2 at a time, rentals up to 4 hours, stops after 1 h 30 min idle\n/);
-      assert.match(list.text, /\$5\.00 per rental, \$50\.00 total, 1 at a time\n/, 'a key without a longest rental or idle time says nothing of them');
+      assert.match(
+        list.text,
+        /\$6\.00 per rental, \$60\.00 total, 2 at a time, rentals up to 4 hours, stops after 1 h 30 min idle\n/,
+      );
+      assert.match(
+        list.text,
+        /\$5\.00 per rental, \$50\.00 total, 1 at a time\n/,
+        'a key without a longest rental or idle time says nothing of them',
+      );
       const key = await h.ctx.services.ds.getRepository(ApiKey).findOneByOrFail({ prefix: token.slice(4, 12) });
 
       let calls = await owner.press(list, `rv:${key.id}`);
@@ -264,10 +313,12 @@ describe('Telegram owner bot', () => {
       assert.doesNotMatch(after.text, /builder/);
     });
 
-    it('refuses a forged Revoke for another owner\'s key, which keeps working', async () => {
+    it("refuses a forged Revoke for another owner's key, which keeps working", async () => {
       const victim = h.owner(telegramId());
       const res = await exchange(setupCodeIn(await victim.say('/newagent 5 50 1')));
-      const key = await h.ctx.services.ds.getRepository(ApiKey).findOneByOrFail({ prefix: res.body.data.token.slice(4, 12) });
+      const key = await h.ctx.services.ds
+        .getRepository(ApiKey)
+        .findOneByOrFail({ prefix: res.body.data.token.slice(4, 12) });
       const attacker = h.owner(telegramId());
       const [msg] = await attacker.send('/help');
       for (const data of [`rv:${key.id}`, `rvy:${key.id}`]) {
@@ -291,7 +342,10 @@ describe('Telegram owner bot', () => {
       assert.match(link.text, /Payment link for \$20\.00 of compute credits/);
       const url = /http:\/\/gpu\.test\/pay\/[0-9a-f-]{36}/.exec(link.text)?.[0];
       assert.ok(url, link.text);
-      assert.deepEqual(buttonsOf(link).map((b) => b.url), [url]);
+      assert.deepEqual(
+        buttonsOf(link).map((b) => b.url),
+        [url],
+      );
       assert.equal((await h.ctx.api.post(new URL(url).pathname)).status, 303);
       const balance = await owner.say('/balance');
       assert.match(balance, /Compute credits: \$20\.00/);
@@ -304,7 +358,10 @@ describe('Telegram owner bot', () => {
       assert.match(await owner.say('/topup 501'), /between \$5\.00 and \$500\.00/);
       assert.match(await owner.say('/topup ten'), /"ten" is not an amount/);
       const [menu] = await owner.send('/topup');
-      assert.deepEqual(buttonsOf(menu).map((b) => b.text), ['$10', '$25', '$50', '$100']);
+      assert.deepEqual(
+        buttonsOf(menu).map((b) => b.text),
+        ['$10', '$25', '$50', '$100'],
+      );
       const calls = await owner.pressButton(menu, '$25');
       assert.match(sentMessages(calls)[0].text, /Payment link for \$25\.00/);
       const forged = await owner.press(menu, 'tu:1');
@@ -334,17 +391,48 @@ describe('Telegram owner bot', () => {
       assert.match(await owner.say('/frobnicate now'), /I don't know the command \/frobnicate/);
       assert.match(await owner.say('hello there'), /didn't understand/);
       const sticker = await owner.deliver({
-        message: { message_id: 1, date: 0, chat: owner.user.chat, from: owner.user.from, sticker: { file_id: 'x', file_unique_id: 'y', type: 'regular', width: 512, height: 512, is_animated: false, is_video: false } },
+        message: {
+          message_id: 1,
+          date: 0,
+          chat: owner.user.chat,
+          from: owner.user.from,
+          sticker: {
+            file_id: 'x',
+            file_unique_id: 'y',
+            type: 'regular',
+            width: 512,
+            height: 512,
+            is_animated: false,
+            is_video: false,
+          },
+        },
       } as never);
       assert.match(sentMessages(sticker)[0].text, /only understand text commands/);
-      const edited = await owner.deliver({ edited_message: { message_id: 1, date: 0, edit_date: 1, chat: owner.user.chat, from: owner.user.from, text: '/start' } } as never);
+      const edited = await owner.deliver({
+        edited_message: {
+          message_id: 1,
+          date: 0,
+          edit_date: 1,
+          chat: owner.user.chat,
+          from: owner.user.from,
+          text: '/start',
+        },
+      } as never);
       assert.deepEqual(edited, []);
     });
 
     it('answers forged or stale button data without acting', async () => {
       const owner = h.owner(telegramId());
       const [msg] = await owner.send('/help');
-      for (const data of ['', 'lim:zzz:perRental:500', 'lim:../../x', 'rvy:not-a-uuid', 'apr:nonce', `rvy:${randomUUID()}`, 'x'.repeat(64)]) {
+      for (const data of [
+        '',
+        'lim:zzz:perRental:500',
+        'lim:../../x',
+        'rvy:not-a-uuid',
+        'apr:nonce',
+        `rvy:${randomUUID()}`,
+        'x'.repeat(64),
+      ]) {
         const calls = await owner.press(msg, data);
         assert.equal(sentMessages(calls).length, 0, `no message for ${data}`);
         assert.ok(callbackAnswers(calls)[0].length > 0, `an explanation for ${JSON.stringify(data)}`);
@@ -361,12 +449,17 @@ describe('Telegram owner bot', () => {
       assert.deepEqual(await owner.deliver(owner.user.message('just chatting', group)), []);
       const added = await owner.deliver({
         my_chat_member: {
-          chat: group, from: owner.user.from, date: 0,
+          chat: group,
+          from: owner.user.from,
+          date: 0,
           old_chat_member: { status: 'left', user: h.fake.bot },
           new_chat_member: { status: 'member', user: h.fake.bot },
         },
       } as never);
-      assert.deepEqual(added.map((c) => c.method), ['sendMessage', 'leaveChat']);
+      assert.deepEqual(
+        added.map((c) => c.method),
+        ['sendMessage', 'leaveChat'],
+      );
       const groupAccounts = await h.ctx.services.ds.getRepository(Account).countBy({ telegramChatId: group.id });
       assert.equal(groupAccounts, 0);
     });

@@ -20,7 +20,13 @@ describe('/ownerkeys in the Telegram bot', () => {
       .post('/api/v1/agent-keys')
       .set('Authorization', `Bearer ${token}`)
       .set('Idempotency-Key', randomUUID())
-      .send({ name: 'script agent', scopes: ['read'], maxPerRentalMinor: 500, budgetLimitMinor: 500, maxConcurrentDeployments: 1 });
+      .send({
+        name: 'script agent',
+        scopes: ['read'],
+        maxPerRentalMinor: 500,
+        budgetLimitMinor: 500,
+        maxConcurrentDeployments: 1,
+      });
     assert.equal(issued.status, 201, JSON.stringify(issued.body));
 
     const [list] = await owner.send('/ownerkeys');

@@ -5,7 +5,7 @@ import { buttonsOf } from '../fakes/telegram-api.js';
 import { addKey } from '../helpers/rentals.js';
 import { createBotHarness, telegramId, type BotHarness } from './harness.js';
 
-describe('the bot\'s top-up idempotency keys', () => {
+describe("the bot's top-up idempotency keys", () => {
   let h: BotHarness;
   before(async () => {
     h = await createBotHarness();
@@ -20,14 +20,20 @@ describe('the bot\'s top-up idempotency keys', () => {
     // Update ids are small consecutive numbers: claim the next hundred as the bot used to name them.
     const next = h.fake.makeUpdate({}).update_id;
     for (let id = next; id < next + 100; id += 1) {
-      const res = await h.ctx.api.post('/api/v1/billing/topups').set(agent.auth).set('Idempotency-Key', `telegram-update-${id}`).send({ amountMinor: 500 });
+      const res = await h.ctx.api
+        .post('/api/v1/billing/topups')
+        .set(agent.auth)
+        .set('Idempotency-Key', `telegram-update-${id}`)
+        .send({ amountMinor: 500 });
       assert.equal(res.status, 201, JSON.stringify(res.body));
     }
     const [link] = await owner.send('/topup 20');
     assert.match(link.text, /Payment link for <b>\$20\.00|Payment link for \$20\.00/);
     const url = buttonsOf(link)[0]?.url;
     assert.ok(url, 'a payment button');
-    const mine = await h.ctx.services.ds.getRepository(Checkout).findOneByOrFail({ id: new URL(url).pathname.split('/').pop()! });
+    const mine = await h.ctx.services.ds
+      .getRepository(Checkout)
+      .findOneByOrFail({ id: new URL(url).pathname.split('/').pop()! });
     assert.equal(mine.amountMinor, 2000);
     assert.equal(mine.keyId, null, "the owner's own link, not one the agent made");
   });

@@ -11,8 +11,10 @@ import { testDatabaseUrl } from '../helpers/db.js';
 import { freePort, spawnService, waitFor } from '../helpers/process.js';
 import { BOT_TOKEN, SETUP_CODE_RE, telegramId } from './harness.js';
 
-const sentTo = (fake: FakeTelegramServer, chatId: number, mark = 0) => (c: { method: string; params: Record<string, unknown>; seq: number }) =>
-  c.method === 'sendMessage' && Number(c.params.chat_id) === chatId && c.seq > mark;
+const sentTo =
+  (fake: FakeTelegramServer, chatId: number, mark = 0) =>
+  (c: { method: string; params: Record<string, unknown>; seq: number }) =>
+    c.method === 'sendMessage' && Number(c.params.chat_id) === chatId && c.seq > mark;
 
 describe('Telegram bot transports', function () {
   this.timeout(30_000);
@@ -34,7 +36,10 @@ describe('Telegram bot transports', function () {
       const bot = createBot({ services: ctx.services, token: BOT_TOKEN, apiRoot: fake.url });
       const role = await startBotRole(ctx.services, bot, { notifyIntervalMs: 60_000 });
       assert.equal(role.mode, 'polling');
-      assert.ok(fake.commands.some((c) => (c as { command?: string }).command === 'newagent'), 'the command menu is registered');
+      assert.ok(
+        fake.commands.some((c) => (c as { command?: string }).command === 'newagent'),
+        'the command menu is registered',
+      );
 
       await fake.inject(owner.message('/start'));
       const welcome = await fake.waitForCall(sentTo(fake, owner.from.id));
@@ -45,7 +50,11 @@ describe('Telegram bot transports', function () {
       // Sent while no bot runs: Telegram keeps it; the next process answers it.
       const mark = fake.mark();
       await fake.inject(owner.message('/newagent 5 50 1'));
-      const next = await startBotRole(ctx.services, createBot({ services: ctx.services, token: BOT_TOKEN, apiRoot: fake.url }), { notifyIntervalMs: 60_000 });
+      const next = await startBotRole(
+        ctx.services,
+        createBot({ services: ctx.services, token: BOT_TOKEN, apiRoot: fake.url }),
+        { notifyIntervalMs: 60_000 },
+      );
       const reply = await fake.waitForCall(sentTo(fake, owner.from.id, mark));
       assert.match(reply.params.text, SETUP_CODE_RE);
       await next.stop();
@@ -62,7 +71,11 @@ describe('Telegram bot transports', function () {
     before(async () => {
       const port = await freePort();
       ctx = await createTestContext({
-        env: { TELEGRAM_BOT_TOKEN: BOT_TOKEN, TELEGRAM_WEBHOOK_SECRET: SECRET, PUBLIC_BASE_URL: `http://127.0.0.1:${port}` },
+        env: {
+          TELEGRAM_BOT_TOKEN: BOT_TOKEN,
+          TELEGRAM_WEBHOOK_SECRET: SECRET,
+          PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+        },
       });
       fake = await FakeTelegramServer.start({ token: BOT_TOKEN });
       const bot = createBot({ services: ctx.services, token: BOT_TOKEN, apiRoot: fake.url });
@@ -100,7 +113,10 @@ describe('Telegram bot transports', function () {
       const wrong = await api.post(WEBHOOK_PATH).set('X-Telegram-Bot-Api-Secret-Token', 'guess').send(update);
       assert.equal(wrong.status, 401);
       // Refused before the body is read: a large or malformed body gets the same 401, not a parse error.
-      const junk = await api.post(WEBHOOK_PATH).set('Content-Type', 'application/json').send('{"update_id": ' + ' '.repeat(2_000_000));
+      const junk = await api
+        .post(WEBHOOK_PATH)
+        .set('Content-Type', 'application/json')
+        .send('{"update_id": ' + ' '.repeat(2_000_000));
       assert.equal(junk.status, 401);
       assert.equal(junk.body.error.code, 'UNAUTHENTICATED');
       // Nothing for this owner: the notifications of other tests' accounts (a top-up credited) may still be delivered meanwhile.

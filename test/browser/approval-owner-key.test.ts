@@ -37,7 +37,11 @@ describe('Approving an agent with an owner key in the browser', function () {
   }
 
   const exchange = (setupCode: string) =>
-    fetch(`${base}/api/v1/agent-setups/exchange`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ setupCode }) });
+    fetch(`${base}/api/v1/agent-setups/exchange`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ setupCode }),
+    });
 
   it('the owner fills in the limits and pastes the key; the agent then gets its key with those limits', async () => {
     const { approvalUrl, setupCode } = await begin('render-bot');
@@ -63,7 +67,10 @@ describe('Approving an agent with an owner key in the browser', function () {
     assert.equal(res.status, 200);
     const { key, token } = ((await res.json()) as { data: { key: Record<string, unknown>; token: string } }).data;
     assert.match(token, /^gpr_/);
-    assert.deepEqual([key.name, key.maxPerRentalMinor, key.budgetLimitMinor, key.maxConcurrentDeployments, key.kind], ['render-bot', 1250, 8000, 2, 'AGENT']);
+    assert.deepEqual(
+      [key.name, key.maxPerRentalMinor, key.budgetLimitMinor, key.maxConcurrentDeployments, key.kind],
+      ['render-bot', 1250, 8000, 2, 'AGENT'],
+    );
   });
 
   it('shows what is wrong and keeps the form when the limits or the key are refused', async () => {
@@ -77,7 +84,10 @@ describe('Approving an agent with an owner key in the browser', function () {
       await page.getByLabel('Your owner key').fill(ownerToken);
       await page.getByRole('button', { name: 'Approve' }).click();
       await page.waitForLoadState();
-      assert.match(await page.getByRole('alert').innerText(), /the per-rental limit must be from \$5\.00 to \$100,000\.00/);
+      assert.match(
+        await page.getByRole('alert').innerText(),
+        /the per-rental limit must be from \$5\.00 to \$100,000\.00/,
+      );
       await page.getByLabel('Your owner key').fill('gpr_AAAAAAAA.' + 'x'.repeat(43));
       await page.getByRole('button', { name: 'Approve' }).click();
       await page.waitForLoadState();

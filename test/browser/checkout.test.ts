@@ -26,12 +26,19 @@ describe('Development checkout in a browser', function () {
     await closeSite?.();
   });
 
-  async function api(path: string, init: { method?: string; token?: string; body?: unknown; idempotencyKey?: string } = {}) {
+  async function api(
+    path: string,
+    init: { method?: string; token?: string; body?: unknown; idempotencyKey?: string } = {},
+  ) {
     const headers: Record<string, string> = {};
     if (init.token) headers.Authorization = `Bearer ${init.token}`;
     if (init.idempotencyKey) headers['Idempotency-Key'] = init.idempotencyKey;
     if (init.body !== undefined) headers['Content-Type'] = 'application/json';
-    const res = await fetch(`${base}${path}`, { method: init.method ?? 'GET', headers, body: init.body === undefined ? undefined : JSON.stringify(init.body) });
+    const res = await fetch(`${base}${path}`, {
+      method: init.method ?? 'GET',
+      headers,
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    });
     return { status: res.status, body: (await res.json()) as { data: ApiData } };
   }
 
@@ -40,7 +47,12 @@ describe('Development checkout in a browser', function () {
     assert.equal(signed.status, 201);
     const token: string = signed.body.data.token;
 
-    const created = await api('/api/v1/billing/topups', { method: 'POST', token, idempotencyKey: randomUUID(), body: { amountMinor: 1500 } });
+    const created = await api('/api/v1/billing/topups', {
+      method: 'POST',
+      token,
+      idempotencyKey: randomUUID(),
+      body: { amountMinor: 1500 },
+    });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const { paymentUrl, topupId } = created.body.data;
     assert.ok(paymentUrl.startsWith(`${base}/pay/`), paymentUrl);
@@ -69,7 +81,12 @@ describe('Development checkout in a browser', function () {
   it('lets the human cancel and says nothing was charged', async () => {
     const signed = await api('/api/v1/signup', { method: 'POST', idempotencyKey: randomUUID(), body: {} });
     const token: string = signed.body.data.token;
-    const created = await api('/api/v1/billing/topups', { method: 'POST', token, idempotencyKey: randomUUID(), body: { amountMinor: 700 } });
+    const created = await api('/api/v1/billing/topups', {
+      method: 'POST',
+      token,
+      idempotencyKey: randomUUID(),
+      body: { amountMinor: 700 },
+    });
     const page = await browser.newPage();
     try {
       await page.goto(created.body.data.paymentUrl);

@@ -26,7 +26,10 @@ describe('API reference page in a browser, under its Content-Security-Policy', f
     await page.waitForSelector('.opblock-summary-operation-id, .opblock-summary-path', { timeout: 20_000 });
     assert.match(await page.locator('.info').innerText(), /Quickstart/);
     const paths = await page.locator('.opblock-summary-path').allInnerTexts();
-    assert.ok(paths.some((p) => p.includes('/api/v1/rentals')), paths.join(' '));
+    assert.ok(
+      paths.some((p) => p.includes('/api/v1/rentals')),
+      paths.join(' '),
+    );
     assert.deepEqual(violations, []);
   });
 

@@ -16,7 +16,13 @@ const ENDPOINT = 'https://8000-abc.proxy.example.net';
 const TO_ACTIVE = [
   { status: 'PROVISIONING', phase: 'booting' },
   { status: 'PROVISIONING', phase: 'checking_gpus' },
-  { status: 'ACTIVE', phase: null, phaseSince: null, endpoints: [{ port: 8000, url: ENDPOINT }], endsAt: '2026-01-15T14:00:00.000Z' },
+  {
+    status: 'ACTIVE',
+    phase: null,
+    phaseSince: null,
+    endpoints: [{ port: 8000, url: ENDPOINT }],
+    endsAt: '2026-01-15T14:00:00.000Z',
+  },
 ];
 
 /** `gpr rent`'s machine, lease and capacity flags, against a service that records what it is sent. */
@@ -37,12 +43,26 @@ describe('gpr rent: machine settings, lease and waiting for capacity (built bina
   beforeEach(() => service.reset());
 
   const gpr = (args: string[], env: Record<string, string> = {}) =>
-    run(GPR_BIN, args, { HOME: dir, XDG_CONFIG_HOME: dir, GPR_BASE_URL: service.baseUrl, GPR_TOKEN: TOKEN, GPR_RETRIES: '0', ...env });
+    run(GPR_BIN, args, {
+      HOME: dir,
+      XDG_CONFIG_HOME: dir,
+      GPR_BASE_URL: service.baseUrl,
+      GPR_TOKEN: TOKEN,
+      GPR_RETRIES: '0',
+      ...env,
+    });
   const rentGpu = ['rent', '--gpu', 'H100 SXM', '--max-price', '3', '--budget', '10'];
   /** Nothing gpr printed carries a variable's value or any of the script. */
   const noSecrets = (r: Run) => {
     const printed = r.stdout + r.stderr;
-    for (const secret of [HF_TOKEN, DB_PASSWORD, JSON.stringify(DB_PASSWORD).slice(1, -1), SCRIPT, 'script-body-marker', JSON.stringify(SCRIPT).slice(1, -1)]) {
+    for (const secret of [
+      HF_TOKEN,
+      DB_PASSWORD,
+      JSON.stringify(DB_PASSWORD).slice(1, -1),
+      SCRIPT,
+      'script-body-marker',
+      JSON.stringify(SCRIPT).slice(1, -1),
+    ]) {
       assert.ok(!printed.includes(secret), `printed ${JSON.stringify(secret)}:\n${printed}`);
     }
   };
@@ -58,15 +78,27 @@ describe('gpr rent: machine settings, lease and waiting for capacity (built bina
     const r = await gpr(
       [
         ...rentGpu,
-        '--image', 'pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime',
-        '--env-from', envFrom,
-        '--env', 'MODEL_ID=meta-llama/Llama-3.1-8B',
-        '--env', 'HF_TOKEN',
-        '--script', scriptFile,
-        '--port', '8000', '--port', '8080',
-        '--disk', '200',
-        '--ttl', '2h',
-        '--wait', '--timeout', '1m',
+        '--image',
+        'pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime',
+        '--env-from',
+        envFrom,
+        '--env',
+        'MODEL_ID=meta-llama/Llama-3.1-8B',
+        '--env',
+        'HF_TOKEN',
+        '--script',
+        scriptFile,
+        '--port',
+        '8000',
+        '--port',
+        '8080',
+        '--disk',
+        '200',
+        '--ttl',
+        '2h',
+        '--wait',
+        '--timeout',
+        '1m',
       ],
       { HF_TOKEN },
     );
@@ -89,7 +121,10 @@ describe('gpr rent: machine settings, lease and waiting for capacity (built bina
     });
     assert.match(create.idempotencyKey!, /^[0-9a-f-]{36}$/);
 
-    assert.match(r.stderr, /^Terminated 2 h after it becomes ACTIVE \(the lease you asked for\); endsAt shows when\.$/m);
+    assert.match(
+      r.stderr,
+      /^Terminated 2 h after it becomes ACTIVE \(the lease you asked for\); endsAt shows when\.$/m,
+    );
     assert.match(r.stderr, /^rental PROVISIONING \(booting\)$/m);
     assert.match(r.stderr, /^rental PROVISIONING \(checking_gpus\)$/m);
     assert.match(r.stderr, /^rental ACTIVE$/m);
@@ -108,7 +143,19 @@ describe('gpr rent: machine settings, lease and waiting for capacity (built bina
 
   it('--json: the same request, the rental as the API answers it, nothing on stderr and no secret', async () => {
     service.states = TO_ACTIVE;
-    const r = await gpr(['--json', ...rentGpu, '--env', `HF_TOKEN=${HF_TOKEN}`, '--script', scriptFile, '--port', '8000', '--ttl', '90m', '--wait']);
+    const r = await gpr([
+      '--json',
+      ...rentGpu,
+      '--env',
+      `HF_TOKEN=${HF_TOKEN}`,
+      '--script',
+      scriptFile,
+      '--port',
+      '8000',
+      '--ttl',
+      '90m',
+      '--wait',
+    ]);
     assert.equal(r.code, 0, r.stderr);
     assert.equal(r.stderr, '');
     const out = JSON.parse(r.stdout);
@@ -131,14 +178,23 @@ describe('gpr rent: machine settings, lease and waiting for capacity (built bina
   });
 
   it('durations: 2h, 90m, 1h30m, 3600s and bare seconds; anything else exits 2 before a request', async () => {
-    for (const [ttl, seconds] of [['2h', 7200], ['90m', 5400], ['1h30m', 5400], ['3600s', 3600], ['600', 600]] as const) {
+    for (const [ttl, seconds] of [
+      ['2h', 7200],
+      ['90m', 5400],
+      ['1h30m', 5400],
+      ['3600s', 3600],
+      ['600', 600],
+    ] as const) {
       service.reset();
       const r = await gpr(['--json', ...rentGpu, '--ttl', ttl]);
       assert.equal(r.code, 0, r.stdout + r.stderr);
       assert.equal((service.creates[0].body as { terminateAfterSeconds: number }).terminateAfterSeconds, seconds, ttl);
     }
     service.reset();
-    usage(await gpr([...rentGpu, '--ttl', 'two hours']), /--ttl must be a duration such as 2h, 90m, 1h30m or 3600s .*got "two hours"/);
+    usage(
+      await gpr([...rentGpu, '--ttl', 'two hours']),
+      /--ttl must be a duration such as 2h, 90m, 1h30m or 3600s .*got "two hours"/,
+    );
     usage(await gpr([...rentGpu, '--ttl', '0m']), /--ttl must be a duration/);
     usage(await gpr([...rentGpu, '--wait-capacity', '30x']), /--wait-capacity must be a duration/);
     usage(await gpr([...rentGpu, '--wait', '--timeout', 'soon']), /--timeout must be a duration/);
@@ -148,15 +204,33 @@ describe('gpr rent: machine settings, lease and waiting for capacity (built bina
   });
 
   it('bad variables, files and ports exit 2 before a request, never repeating what may be a secret', async () => {
-    usage(await gpr([...rentGpu, '--env', HF_TOKEN]), /--env \(the 1st\) must be NAME=VALUE, or NAME to pass this shell's \$NAME; the argument is not shown/);
-    usage(await gpr([...rentGpu, '--env', 'A=1', '--env', `hf_token=${HF_TOKEN}`]), /--env \(the 2nd\): the text before "=" is not a variable name .*it is not shown/);
-    usage(await gpr([...rentGpu, '--env', 'UNSET_IN_THIS_SHELL']), /--env \(the 1st\): \$UNSET_IN_THIS_SHELL is not set in this shell; give --env UNSET_IN_THIS_SHELL=VALUE/);
-    usage(await gpr([...rentGpu, '--script', join(dir, 'missing.sh')]), /Cannot read --script .*missing\.sh \(ENOENT\)/);
-    usage(await gpr([...rentGpu, '--env-from', join(dir, 'missing.env')]), /Cannot read --env-from .*missing\.env \(ENOENT\)/);
+    usage(
+      await gpr([...rentGpu, '--env', HF_TOKEN]),
+      /--env \(the 1st\) must be NAME=VALUE, or NAME to pass this shell's \$NAME; the argument is not shown/,
+    );
+    usage(
+      await gpr([...rentGpu, '--env', 'A=1', '--env', `hf_token=${HF_TOKEN}`]),
+      /--env \(the 2nd\): the text before "=" is not a variable name .*it is not shown/,
+    );
+    usage(
+      await gpr([...rentGpu, '--env', 'UNSET_IN_THIS_SHELL']),
+      /--env \(the 1st\): \$UNSET_IN_THIS_SHELL is not set in this shell; give --env UNSET_IN_THIS_SHELL=VALUE/,
+    );
+    usage(
+      await gpr([...rentGpu, '--script', join(dir, 'missing.sh')]),
+      /Cannot read --script .*missing\.sh \(ENOENT\)/,
+    );
+    usage(
+      await gpr([...rentGpu, '--env-from', join(dir, 'missing.env')]),
+      /Cannot read --env-from .*missing\.env \(ENOENT\)/,
+    );
     assert.equal(service.creates.length, 0);
     const badFile = join(dir, 'bad.env');
     writeFileSync(badFile, `OK=1\n${HF_TOKEN}\n`);
-    usage(await gpr([...rentGpu, '--env-from', badFile]), /--env-from .*bad\.env line 2 is not NAME=VALUE \(the line is not shown/);
+    usage(
+      await gpr([...rentGpu, '--env-from', badFile]),
+      /--env-from .*bad\.env line 2 is not NAME=VALUE \(the line is not shown/,
+    );
     const empty = join(dir, 'empty.sh');
     writeFileSync(empty, '\n');
     usage(await gpr([...rentGpu, '--script', empty]), /--script .*empty\.sh is empty/);
@@ -167,11 +241,21 @@ describe('gpr rent: machine settings, lease and waiting for capacity (built bina
   });
 
   it('a refusal naming a setting gets its next step; a service echoing a secret back has it blanked', async () => {
-    service.refuse = { status: 422, code: 'VALIDATION_FAILED', message: `Invalid request: machine.ports: offer "NVIDIA H100 SXM" (local) cannot expose ports; value ${HF_TOKEN}.` };
+    service.refuse = {
+      status: 422,
+      code: 'VALIDATION_FAILED',
+      message: `Invalid request: machine.ports: offer "NVIDIA H100 SXM" (local) cannot expose ports; value ${HF_TOKEN}.`,
+    };
     const ports = await gpr([...rentGpu, '--env', `HF_TOKEN=${HF_TOKEN}`, '--port', '8000']);
     assert.equal(ports.code, 1, ports.stderr);
-    assert.match(ports.stderr, /^Error VALIDATION_FAILED \(HTTP 422\): Invalid request: machine\.ports: .*\[redacted\]/m);
-    assert.match(ports.stderr, /^Next: Expose at most 5 ports \(--port\), .*capabilities\.ports .*see `gpr offers --json`/m);
+    assert.match(
+      ports.stderr,
+      /^Error VALIDATION_FAILED \(HTTP 422\): Invalid request: machine\.ports: .*\[redacted\]/m,
+    );
+    assert.match(
+      ports.stderr,
+      /^Next: Expose at most 5 ports \(--port\), .*capabilities\.ports .*see `gpr offers --json`/m,
+    );
     noSecrets(ports);
     const json = await gpr(['--json', ...rentGpu, '--env', `HF_TOKEN=${HF_TOKEN}`, '--port', '8000']);
     assert.equal(JSON.parse(json.stdout).error.code, 'VALIDATION_FAILED');
@@ -180,26 +264,45 @@ describe('gpr rent: machine settings, lease and waiting for capacity (built bina
     service.refuse = {
       status: 422,
       code: 'VALIDATION_FAILED',
-      message: "Invalid request: terminateAfterSeconds: 86400 is longer than this key allows: its rentals last at most 3600 seconds (1 hour); send at most 3600, or ask the key's owner for a longer maximum.",
+      message:
+        "Invalid request: terminateAfterSeconds: 86400 is longer than this key allows: its rentals last at most 3600 seconds (1 hour); send at most 3600, or ask the key's owner for a longer maximum.",
     };
     const lease = await gpr([...rentGpu, '--ttl', '1d']);
     assert.equal(lease.code, 1);
-    assert.match(lease.stderr, /^Next: This key's maxRentalSeconds \(see `gpr whoami`\) caps every lease: give --ttl of at most that/m);
+    assert.match(
+      lease.stderr,
+      /^Next: This key's maxRentalSeconds \(see `gpr whoami`\) caps every lease: give --ttl of at most that/m,
+    );
   });
 
   it('a rental that fails GPU_MISMATCH while waiting says what happened and what to do', async () => {
     service.states = [
       { status: 'PROVISIONING', phase: 'checking_gpus' },
-      { status: 'FAILED', phase: null, failureCode: 'GPU_MISMATCH', failureReason: 'The machine came up with fewer GPUs than its offer promised, so it was destroyed; your rental was not started.' },
+      {
+        status: 'FAILED',
+        phase: null,
+        failureCode: 'GPU_MISMATCH',
+        failureReason:
+          'The machine came up with fewer GPUs than its offer promised, so it was destroyed; your rental was not started.',
+      },
     ];
     const r = await gpr([...rentGpu, '--wait']);
     assert.equal(r.code, 1, r.stderr);
-    assert.match(r.stderr, /^Error GPU_MISMATCH: Rental .* will not become ACTIVE \(GPU_MISMATCH: The machine came up with fewer GPUs/m);
-    assert.match(r.stderr, /^Next: The machine came up with fewer GPUs than its offer promised and was destroyed .*To go on, rent with `gpr rent` again, preferably another offer or provider/m);
+    assert.match(
+      r.stderr,
+      /^Error GPU_MISMATCH: Rental .* will not become ACTIVE \(GPU_MISMATCH: The machine came up with fewer GPUs/m,
+    );
+    assert.match(
+      r.stderr,
+      /^Next: The machine came up with fewer GPUs than its offer promised and was destroyed .*To go on, rent with `gpr rent` again, preferably another offer or provider/m,
+    );
   });
 
   it('gpr status and gpr wait show the phase, then the endpoints', async () => {
-    service.states = [{ status: 'PROVISIONING', phase: 'pulling_image', phaseSince: '2026-01-15T12:01:00.000Z' }, ...TO_ACTIVE];
+    service.states = [
+      { status: 'PROVISIONING', phase: 'pulling_image', phaseSince: '2026-01-15T12:01:00.000Z' },
+      ...TO_ACTIVE,
+    ];
     assert.equal((await gpr(['--json', ...rentGpu, '--port', '8000'])).code, 0);
     const status = await gpr(['status', RENTAL_ID]);
     assert.equal(status.code, 0, status.stderr);

@@ -1,9 +1,28 @@
 import assert from 'node:assert/strict';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildClients, GPR_BIN, run } from './helpers/build.js';
-import { FAKE_PRIVATE_KEY, filesUnder, GOOD_DEPLOYMENT_ID, GOOD_RENTAL_ID, goodAnswers, HostileService, recordingSsh, type HostileAnswers } from './helpers/hostile-service.js';
+import {
+  FAKE_PRIVATE_KEY,
+  filesUnder,
+  GOOD_DEPLOYMENT_ID,
+  GOOD_RENTAL_ID,
+  goodAnswers,
+  HostileService,
+  recordingSsh,
+  type HostileAnswers,
+} from './helpers/hostile-service.js';
 
 const TOKEN = `gpr_AAAAAAAA.${'B'.repeat(43)}`;
 
@@ -33,10 +52,23 @@ describe('gpr ssh / creds against a hostile service', function () {
     return { root, home, xdg, keysDir: join(xdg, 'gpr', 'keys') };
   }
   const gpr = (s: { home: string; xdg: string }, args: string[], env: Record<string, string> = {}) =>
-    run(GPR_BIN, args, { HOME: s.home, XDG_CONFIG_HOME: s.xdg, GPR_BASE_URL: service.baseUrl, GPR_TOKEN: TOKEN, GPR_RETRIES: '0', ...env });
-  const answer = (patch: { rental?: Partial<HostileAnswers['rental']>; credentials?: Partial<HostileAnswers['credentials']> }) => {
+    run(GPR_BIN, args, {
+      HOME: s.home,
+      XDG_CONFIG_HOME: s.xdg,
+      GPR_BASE_URL: service.baseUrl,
+      GPR_TOKEN: TOKEN,
+      GPR_RETRIES: '0',
+      ...env,
+    });
+  const answer = (patch: {
+    rental?: Partial<HostileAnswers['rental']>;
+    credentials?: Partial<HostileAnswers['credentials']>;
+  }) => {
     const a = goodAnswers();
-    service.answers = { rental: { ...a.rental, ...patch.rental }, credentials: { ...a.credentials, ...patch.credentials } };
+    service.answers = {
+      rental: { ...a.rental, ...patch.rental },
+      credentials: { ...a.credentials, ...patch.credentials },
+    };
   };
 
   it('a user that is an ssh option ("-oProxyCommand=...") is refused with exit 1: the real ssh never runs it and no key is written', async () => {
@@ -66,7 +98,10 @@ describe('gpr ssh / creds against a hostile service', function () {
     assert.match(r.stderr, /UNSAFE_SERVICE_VALUE: The service returned deploymentId "\.\.\/\.\.\/x"/);
     assert.ok(!existsSync(ssh.argvFile), 'ssh ran');
     assert.deepEqual(filesUnder(s.root), [], 'nothing written');
-    assert.ok(!service.requests.some((q) => q.includes('credentials/reveal') && q.includes('..')), 'the bad id was not even sent back');
+    assert.ok(
+      !service.requests.some((q) => q.includes('credentials/reveal') && q.includes('..')),
+      'the bad id was not even sent back',
+    );
 
     // The reveal answering for another deployment than the one asked about is refused the same way.
     answer({ credentials: { deploymentId: '../../x' } });
@@ -126,7 +161,10 @@ describe('gpr ssh / creds against a hostile service', function () {
     const dash = argv.indexOf('--');
     assert.deepEqual(argv.slice(dash), ['--', 'root@203.0.113.10', 'nvidia-smi', '-L']);
     assert.deepEqual(argv.slice(0, 4), ['-i', keyFile, '-p', '22']);
-    assert.ok(argv.includes(`UserKnownHostsFile="${join(s.keysDir, `${GOOD_DEPLOYMENT_ID}.known_hosts`)}"`), argv.join(' '));
+    assert.ok(
+      argv.includes(`UserKnownHostsFile="${join(s.keysDir, `${GOOD_DEPLOYMENT_ID}.known_hosts`)}"`),
+      argv.join(' '),
+    );
 
     assert.equal(readFileSync(outside, 'utf8'), 'keep me\n', 'the symlink was followed');
     assert.ok(lstatSync(keyFile).isFile());
@@ -152,8 +190,22 @@ describe('gpr ssh / creds against a hostile service', function () {
     const c = JSON.parse(r.stdout);
     const keyFile = join(s.keysDir, `${GOOD_DEPLOYMENT_ID}.key`);
     assert.deepEqual(
-      { deploymentId: c.deploymentId, host: c.host, port: c.port, user: c.user, keyFile: c.keyFile, privateKey: c.privateKey },
-      { deploymentId: GOOD_DEPLOYMENT_ID, host: '203.0.113.10', port: 22, user: 'root', keyFile, privateKey: FAKE_PRIVATE_KEY },
+      {
+        deploymentId: c.deploymentId,
+        host: c.host,
+        port: c.port,
+        user: c.user,
+        keyFile: c.keyFile,
+        privateKey: c.privateKey,
+      },
+      {
+        deploymentId: GOOD_DEPLOYMENT_ID,
+        host: '203.0.113.10',
+        port: 22,
+        user: 'root',
+        keyFile,
+        privateKey: FAKE_PRIVATE_KEY,
+      },
     );
     assert.equal(c.privateKeyFile, undefined, "the service's file name is not passed on");
     assert.match(c.sshCommand, / -- root@203\.0\.113\.10$/);

@@ -82,17 +82,39 @@ describe('gpr command line (built binary against the running service)', function
     assert.equal(me.balance.creditsMinor, 2000);
     assert.match((await gpr(xdg, ['whoami'])).stdout, /^longest rental\s+no limit$/m);
     const offers = json(await gpr(xdg, ['--json', 'offers', '--gpu', 'H100']));
-    assert.deepEqual(offers.map((o: { name: string }) => o.name), ['H100 PCIe', 'H100 SXM'], 'cheapest first');
+    assert.deepEqual(
+      offers.map((o: { name: string }) => o.name),
+      ['H100 PCIe', 'H100 SXM'],
+      'cheapest first',
+    );
     const cheapRun = await gpr(xdg, ['--json', 'offers', '--gpu', 'H100', '--max-price', '2.50']);
     const cheap = json(cheapRun);
-    assert.deepEqual(cheap.map((o: { pricePerHourMinor: number }) => o.pricePerHourMinor), [249]);
+    assert.deepEqual(
+      cheap.map((o: { pricePerHourMinor: number }) => o.pricePerHourMinor),
+      [249],
+    );
     assert.doesNotMatch(cheapRun.stderr, /Warning/);
     // A price typed in cents is named as dollars, with what to type instead; the call still runs as typed.
     const centsRun = await gpr(xdg, ['--json', 'offers', '--gpu', 'H100', '--max-price', '350']);
     assert.equal(json(centsRun).length, 2);
-    assert.match(centsRun.stderr, /^Warning: --max-price 350 is \$350\.00 an hour: amounts are in dollars\. If you meant 350 cents, pass --max-price 3\.50\.$/m);
+    assert.match(
+      centsRun.stderr,
+      /^Warning: --max-price 350 is \$350\.00 an hour: amounts are in dollars\. If you meant 350 cents, pass --max-price 3\.50\.$/m,
+    );
 
-    const rent = await gpr(xdg, ['--json', 'rent', '--gpu', TEST_GPU, '--max-price', '3.00', '--budget', '5', '--wait', '--timeout', '60']);
+    const rent = await gpr(xdg, [
+      '--json',
+      'rent',
+      '--gpu',
+      TEST_GPU,
+      '--max-price',
+      '3.00',
+      '--budget',
+      '5',
+      '--wait',
+      '--timeout',
+      '60',
+    ]);
     const rental = json(rent);
     assert.equal(rental.status, 'ACTIVE');
     assert.equal(rental.quote.hourlyPriceMinor, 299);
@@ -102,7 +124,11 @@ describe('gpr command line (built binary against the running service)', function
     const status = json(await gpr(xdg, ['--json', 'status', rental.rentalId]));
     assert.equal(status.status, 'ACTIVE');
     assert.equal(status.deploymentId, rental.deploymentId);
-    assert.equal(json(await gpr(xdg, ['--json', 'status', rental.rentalId, '--wait', '--timeout', '10'])).status, 'ACTIVE', 'a settled rental answers at once');
+    assert.equal(
+      json(await gpr(xdg, ['--json', 'status', rental.rentalId, '--wait', '--timeout', '10'])).status,
+      'ACTIVE',
+      'a settled rental answers at once',
+    );
 
     const smi = await gpr(xdg, ['ssh', rental.rentalId, '--', 'nvidia-smi']);
     assert.equal(smi.code, 0, smi.stderr);
@@ -123,15 +149,26 @@ describe('gpr command line (built binary against the running service)', function
     assert.match(gone.stderr, /TERMINATED, not ACTIVE/);
 
     // The rental's life as events: a page, a human listing, and the stream followed until it ends.
-    const ofRental = (events: { type: string; data: { rentalId?: string } }[]) => events.filter((e) => e.data.rentalId === rental.rentalId).map((e) => e.type);
+    const ofRental = (events: { type: string; data: { rentalId?: string } }[]) =>
+      events.filter((e) => e.data.rentalId === rental.rentalId).map((e) => e.type);
     const page = json(await gpr(xdg, ['--json', 'events', '--after', '0', '--limit', '100']));
-    assert.deepEqual(ofRental(page.data), ['rental.provisioning', 'rental.active', 'rental.terminating', 'rental.terminated']);
+    assert.deepEqual(ofRental(page.data), [
+      'rental.provisioning',
+      'rental.active',
+      'rental.terminating',
+      'rental.terminated',
+    ]);
     const listed = await gpr(xdg, ['events', '--after', '0']);
     assert.match(listed.stdout, new RegExp(`rental\\.active\\s+rental ${rental.rentalId} ACTIVE`));
     assert.match(listed.stdout, new RegExp(`^Next: gpr events --after ${page.nextAfter}$`, 'm'));
     assert.equal((await gpr(xdg, ['events', '--after', 'x'])).code, 2, 'an id is digits');
     const followed = await follow(xdg, (line) => JSON.parse(line).type === 'rental.terminated');
-    assert.deepEqual(ofRental(followed.map((l) => JSON.parse(l))), ['rental.provisioning', 'rental.active', 'rental.terminating', 'rental.terminated']);
+    assert.deepEqual(ofRental(followed.map((l) => JSON.parse(l))), [
+      'rental.provisioning',
+      'rental.active',
+      'rental.terminating',
+      'rental.terminated',
+    ]);
   });
 
   it('human mode: tables, state lines as the rental moves, ssh by deployment id, endedAt on terminate', async () => {
@@ -154,10 +191,25 @@ describe('gpr command line (built binary against the running service)', function
     assert.match(gpus.stdout, /^model\s+vram\s+offers/m);
     assert.match(gpus.stdout, /H100 SXM\s+80 GB\s+1\s+1\s+\$2\.99/);
 
-    const rent = await gpr(xdg, ['rent', '--gpu', TEST_GPU, '--max-price', '3', '--budget', '5', '--wait', '--timeout', '60']);
+    const rent = await gpr(xdg, [
+      'rent',
+      '--gpu',
+      TEST_GPU,
+      '--max-price',
+      '3',
+      '--budget',
+      '5',
+      '--wait',
+      '--timeout',
+      '60',
+    ]);
     assert.equal(rent.code, 0, rent.stderr);
     // One line per change of status, with the phase as it stood then (a fast start may show none).
-    assert.match(rent.stderr, /^rental (PENDING|PROVISIONING)( \((creating|booting|waiting_for_ssh|checking_gpus|starting)\))?$/m, `each state on a line when stderr is not a terminal: ${rent.stderr}`);
+    assert.match(
+      rent.stderr,
+      /^rental (PENDING|PROVISIONING)( \((creating|booting|waiting_for_ssh|checking_gpus|starting)\))?$/m,
+      `each state on a line when stderr is not a terminal: ${rent.stderr}`,
+    );
     assert.match(rent.stderr, /^rental ACTIVE$/m);
     assert.match(rent.stdout, /^status\s+ACTIVE$/m);
     const rentalId = /^rental\s+([0-9a-f-]{36})$/m.exec(rent.stdout)![1];
@@ -181,7 +233,10 @@ describe('gpr command line (built binary against the running service)', function
     assert.deepEqual([again2.rentalId, again2.deploymentId, again2.status], [rentalId, deploymentId, 'TERMINATED']);
     const creds = await gpr(xdg, ['creds', rentalId]);
     assert.equal(creds.code, 1, creds.stderr);
-    assert.match(creds.stderr, /^Error DEPLOYMENT_NOT_ACTIVE \(HTTP 409\): .* is TERMINATED\. It will never be ACTIVE again, so do not retry/m);
+    assert.match(
+      creds.stderr,
+      /^Error DEPLOYMENT_NOT_ACTIVE \(HTTP 409\): .* is TERMINATED\. It will never be ACTIVE again, so do not retry/m,
+    );
     assert.match(creds.stderr, /^Next: Waiting does not help: .*rent a new one with `gpr rent`/m);
     const unknown = await gpr(xdg, ['status', '00000000-0000-4000-8000-000000000000']);
     assert.equal(unknown.code, 1);
@@ -193,11 +248,28 @@ describe('gpr command line (built binary against the running service)', function
     json(await gpr(xdg, ['--json', 'signup']));
     const first = json(await gpr(xdg, ['--json', 'topup', '5']));
     await payTopup(first.paymentUrl);
-    const a = json(await gpr(xdg, ['--json', 'rent', '--gpu', 'L4', '--max-price', '1', '--budget', '5', '--wait', '--timeout', '60']));
+    const a = json(
+      await gpr(xdg, [
+        '--json',
+        'rent',
+        '--gpu',
+        'L4',
+        '--max-price',
+        '1',
+        '--budget',
+        '5',
+        '--wait',
+        '--timeout',
+        '60',
+      ]),
+    );
     json(await gpr(xdg, ['--json', 'terminate', a.rentalId, '--wait', '--timeout', '60']));
     const b = json(await gpr(xdg, ['--json', 'rent', '--gpu', 'L4', '--max-price', '1', '--budget', '5']));
     const page = json(await gpr(xdg, ['--json', 'rentals', '--limit', '10']));
-    assert.deepEqual(page.data.map((r: { rentalId: string }) => r.rentalId), [b.rentalId, a.rentalId]);
+    assert.deepEqual(
+      page.data.map((r: { rentalId: string }) => r.rentalId),
+      [b.rentalId, a.rentalId],
+    );
     assert.equal(page.nextCursor, null);
     const human = await gpr(xdg, ['rentals']);
     assert.match(human.stdout, new RegExp(`^${b.rentalId}\\s+\\w+`, 'm'));
@@ -211,7 +283,10 @@ describe('gpr command line (built binary against the running service)', function
     assert.equal(human.code, 3);
     assert.match(human.stderr, /^Error UNAUTHENTICATED \(HTTP 401\): /m);
     assert.match(human.stderr, /^Request id: req_[0-9a-f-]{36}$/m);
-    assert.match(human.stderr, /^Next: .*If it worked before, it was revoked: ask the account owner for a new key or a setup code \(`gpr setup <code>`\); `gpr signup` makes a new, unfunded account/m);
+    assert.match(
+      human.stderr,
+      /^Next: .*If it worked before, it was revoked: ask the account owner for a new key or a setup code \(`gpr setup <code>`\); `gpr signup` makes a new, unfunded account/m,
+    );
     const machine = await gpr(xdg, ['--json', 'whoami'], env);
     assert.equal(machine.code, 3);
     const { error } = JSON.parse(machine.stdout);

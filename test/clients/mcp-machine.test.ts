@@ -13,7 +13,15 @@ type ToolResult = {
   structuredContent?: any;
   content: { type: string; text?: string }[];
 };
-type JsonSchema = { type?: string; properties?: Record<string, JsonSchema>; additionalProperties?: unknown; minimum?: number; maximum?: number; maxItems?: number; propertyNames?: { pattern?: string } };
+type JsonSchema = {
+  type?: string;
+  properties?: Record<string, JsonSchema>;
+  additionalProperties?: unknown;
+  minimum?: number;
+  maximum?: number;
+  maxItems?: number;
+  propertyNames?: { pattern?: string };
+};
 
 const TOKEN = `gpr_AAAAAAAA.${'B'.repeat(43)}`;
 const HF_TOKEN = 'hf_Secret_Value_0123456789';
@@ -36,7 +44,14 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [GPR_MCP_BIN],
-      env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), 'gpr-mcp-machine-')), GPR_BASE_URL: service.baseUrl, GPR_TOKEN: TOKEN, GPR_RETRIES: '0', GPR_MCP_ALLOW_SPEND: '1' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), 'gpr-mcp-machine-')),
+        GPR_BASE_URL: service.baseUrl,
+        GPR_TOKEN: TOKEN,
+        GPR_RETRIES: '0',
+        GPR_MCP_ALLOW_SPEND: '1',
+      },
       stderr: 'pipe',
     });
     transport.stderr?.on('data', (d) => (stderr += d));
@@ -59,7 +74,8 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
     await service.stop();
     // Nothing the server returned or logged carried a variable's value or the script.
     for (const text of [...seen, stderr]) {
-      for (const secret of [HF_TOKEN, 'script-body-marker']) assert.ok(!text.includes(secret), `leaked ${secret}: ${text.slice(0, 300)}`);
+      for (const secret of [HF_TOKEN, 'script-body-marker'])
+        assert.ok(!text.includes(secret), `leaked ${secret}: ${text.slice(0, 300)}`);
     }
   });
   beforeEach(() => service.reset());
@@ -70,7 +86,7 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
     return res;
   };
 
-  it('declares machine, terminateAfterSeconds and waitForCapacitySeconds with the service\'s bounds', async () => {
+  it("declares machine, terminateAfterSeconds and waitForCapacitySeconds with the service's bounds", async () => {
     const { tools } = await client.listTools();
     const create = tools.find((t) => t.name === 'create_rental')!;
     const props = create.inputSchema.properties as Record<string, JsonSchema>;
@@ -80,17 +96,36 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
     assert.deepEqual(Object.keys(machine.properties!).sort(), ['diskGb', 'env', 'image', 'ports', 'startupScript']);
     assert.equal(machine.properties!.env.propertyNames?.pattern, '^[A-Z_][A-Z0-9_]*$');
     assert.equal(machine.properties!.ports.maxItems, 5);
-    assert.deepEqual([props.terminateAfterSeconds.minimum, props.waitForCapacitySeconds.minimum, props.waitForCapacitySeconds.maximum], [60, 60, 86_400]);
+    assert.deepEqual(
+      [props.terminateAfterSeconds.minimum, props.waitForCapacitySeconds.minimum, props.waitForCapacitySeconds.maximum],
+      [60, 60, 86_400],
+    );
     assert.match(create.description!, /machine/);
     assert.match(create.description!, /never returned/);
     assert.match(tools.find((t) => t.name === 'get_rental')!.description!, /ACTIVE means usable/);
   });
 
-  it('accepts them and sends them as given; the answer shows names and the script\'s hash, never the values', async () => {
-    const machine = { image: 'pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime', env: { HF_TOKEN, MODEL_ID: 'meta-llama/Llama-3.1-8B' }, startupScript: SCRIPT, ports: [8000], diskGb: 200 };
-    const res = await call('create_rental', { ...INTENT, machine, terminateAfterSeconds: 7200, waitForCapacitySeconds: 1800 });
+  it("accepts them and sends them as given; the answer shows names and the script's hash, never the values", async () => {
+    const machine = {
+      image: 'pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime',
+      env: { HF_TOKEN, MODEL_ID: 'meta-llama/Llama-3.1-8B' },
+      startupScript: SCRIPT,
+      ports: [8000],
+      diskGb: 200,
+    };
+    const res = await call('create_rental', {
+      ...INTENT,
+      machine,
+      terminateAfterSeconds: 7200,
+      waitForCapacitySeconds: 1800,
+    });
     assert.ok(!res.isError, JSON.stringify(res));
-    assert.deepEqual(service.creates[0].body, { ...INTENT, machine, terminateAfterSeconds: 7200, waitForCapacitySeconds: 1800 });
+    assert.deepEqual(service.creates[0].body, {
+      ...INTENT,
+      machine,
+      terminateAfterSeconds: 7200,
+      waitForCapacitySeconds: 1800,
+    });
     const { rental } = res.structuredContent;
     assert.deepEqual(rental.machine.envNames, ['HF_TOKEN', 'MODEL_ID']);
     assert.match(rental.machine.startupScriptSha256, /^[0-9a-f]{64}$/);
@@ -122,29 +157,56 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
     assert.match(offer.content[0].text!, /waitForCapacitySeconds needs gpuModel/);
   });
 
-  it('a refusal naming a setting or the key\'s longest rental gets its next step; a secret echoed back is blanked', async () => {
-    service.refuse = { status: 422, code: 'VALIDATION_FAILED', message: `Invalid request: machine.image: offer "NVIDIA H100 SXM" (local) cannot run a custom image; got env ${HF_TOKEN}.` };
+  it("a refusal naming a setting or the key's longest rental gets its next step; a secret echoed back is blanked", async () => {
+    service.refuse = {
+      status: 422,
+      code: 'VALIDATION_FAILED',
+      message: `Invalid request: machine.image: offer "NVIDIA H100 SXM" (local) cannot run a custom image; got env ${HF_TOKEN}.`,
+    };
     const image = await call('create_rental', { ...INTENT, machine: { image: 'nginx:1', env: { HF_TOKEN } } });
     assert.equal(image.isError, true);
-    assert.match(image.content[0].text!, /^VALIDATION_FAILED \(HTTP 422\): Invalid request: machine\.image: .*\[redacted\].*Next: Give machine\.image as registry\/path:tag.*list_offers shows each offer's capabilities/);
-    service.refuse = { status: 422, code: 'VALIDATION_FAILED', message: 'Invalid request: terminateAfterSeconds: 86400 is longer than this key allows: its rentals last at most 3600 seconds (1 hour).' };
+    assert.match(
+      image.content[0].text!,
+      /^VALIDATION_FAILED \(HTTP 422\): Invalid request: machine\.image: .*\[redacted\].*Next: Give machine\.image as registry\/path:tag.*list_offers shows each offer's capabilities/,
+    );
+    service.refuse = {
+      status: 422,
+      code: 'VALIDATION_FAILED',
+      message:
+        'Invalid request: terminateAfterSeconds: 86400 is longer than this key allows: its rentals last at most 3600 seconds (1 hour).',
+    };
     const lease = await call('create_rental', { ...INTENT, terminateAfterSeconds: 86_400 });
-    assert.match(lease.content[0].text!, /Next: This key's maxRentalSeconds \(get_account shows key\.maxRentalSeconds\) caps every lease/);
+    assert.match(
+      lease.content[0].text!,
+      /Next: This key's maxRentalSeconds \(get_account shows key\.maxRentalSeconds\) caps every lease/,
+    );
   });
 
   it('get_rental shows the phase while it starts, the endpoints and endsAt once ACTIVE, and what to do next', async () => {
-    assert.ok(!(await call('create_rental', { ...INTENT, machine: { ports: [8000] }, terminateAfterSeconds: 3600 })).isError);
+    assert.ok(
+      !(await call('create_rental', { ...INTENT, machine: { ports: [8000] }, terminateAfterSeconds: 3600 })).isError,
+    );
     service.states = [
       { status: 'PROVISIONING', phase: 'booting' },
       { status: 'PROVISIONING', phase: 'booting' },
-      { status: 'ACTIVE', phase: null, endpoints: [{ port: 8000, url: 'https://8000-abc.proxy.example.net' }], endsAt: '2026-01-15T13:00:00.000Z' },
+      {
+        status: 'ACTIVE',
+        phase: null,
+        endpoints: [{ port: 8000, url: 'https://8000-abc.proxy.example.net' }],
+        endsAt: '2026-01-15T13:00:00.000Z',
+      },
     ];
     const starting = await call('get_rental', { rentalId: RENTAL_ID });
     assert.equal(starting.structuredContent.rental.phase, 'booting');
-    assert.match(starting.structuredContent.next, /^Starting \(phase booting\): call get_rental with waitFor \["ACTIVE", "FAILED"\] again/);
+    assert.match(
+      starting.structuredContent.next,
+      /^Starting \(phase booting\): call get_rental with waitFor \["ACTIVE", "FAILED"\] again/,
+    );
     const active = await call('get_rental', { rentalId: RENTAL_ID, waitFor: 'ACTIVE', waitSeconds: 10 });
     assert.equal(active.structuredContent.reachedWaitFor, true);
-    assert.deepEqual(active.structuredContent.rental.endpoints, [{ port: 8000, url: 'https://8000-abc.proxy.example.net' }]);
+    assert.deepEqual(active.structuredContent.rental.endpoints, [
+      { port: 8000, url: 'https://8000-abc.proxy.example.net' },
+    ]);
     assert.equal(active.structuredContent.rental.endsAt, '2026-01-15T13:00:00.000Z');
     assert.match(active.structuredContent.next, /^Usable: reveal_ssh_credentials .*endpoints .*endsAt/);
   });
@@ -159,33 +221,66 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
     ];
     const progress: { progress: number; message?: string }[] = [];
     progressWritten.length = 0;
-    const res = (await client.callTool({ name: 'get_rental', arguments: { rentalId: RENTAL_ID, waitFor: ['ACTIVE', 'FAILED'], waitSeconds: 20 } }, undefined, { onprogress: (p) => progress.push(p) })) as ToolResult;
+    const res = (await client.callTool(
+      { name: 'get_rental', arguments: { rentalId: RENTAL_ID, waitFor: ['ACTIVE', 'FAILED'], waitSeconds: 20 } },
+      undefined,
+      { onprogress: (p) => progress.push(p) },
+    )) as ToolResult;
     seen.push(JSON.stringify(res));
     assert.equal(res.structuredContent.reachedWaitFor, true);
     // Written before the answer, one per change.
-    assert.deepEqual(progressWritten.map((p) => p.message), ['rental PROVISIONING (phase booting)', 'rental ACTIVE']);
-    assert.deepEqual(progressWritten.map((p) => p.progress), [1, 2], 'growing');
+    assert.deepEqual(
+      progressWritten.map((p) => p.message),
+      ['rental PROVISIONING (phase booting)', 'rental ACTIVE'],
+    );
+    assert.deepEqual(
+      progressWritten.map((p) => p.progress),
+      [1, 2],
+      'growing',
+    );
     // The caller's callback got them, except perhaps the last (see above).
-    assert.deepEqual(progress.map(({ progress: n, message }) => ({ progress: n, message })), progressWritten.slice(0, progress.length));
+    assert.deepEqual(
+      progress.map(({ progress: n, message }) => ({ progress: n, message })),
+      progressWritten.slice(0, progress.length),
+    );
     assert.ok(progress.length >= 1);
     const reads = service.received.filter((r) => r.method === 'GET').map((r) => decodeURIComponent(r.path));
-    assert.ok(reads.slice(2).every((p) => /\?waitFor=[A-Z_,]+&waitSeconds=\d+$/.test(p)), `waiting reads: ${reads.join(' ')}`);
+    assert.ok(
+      reads.slice(2).every((p) => /\?waitFor=[A-Z_,]+&waitSeconds=\d+$/.test(p)),
+      `waiting reads: ${reads.join(' ')}`,
+    );
   });
 
   it('a rental that failed GPU_MISMATCH says what happened and what to do', async () => {
     assert.ok(!(await call('create_rental', INTENT)).isError);
-    service.states = [{ status: 'FAILED', phase: null, failureCode: 'GPU_MISMATCH', failureReason: 'The machine came up with fewer GPUs than its offer promised, so it was destroyed; your rental was not started.' }];
+    service.states = [
+      {
+        status: 'FAILED',
+        phase: null,
+        failureCode: 'GPU_MISMATCH',
+        failureReason:
+          'The machine came up with fewer GPUs than its offer promised, so it was destroyed; your rental was not started.',
+      },
+    ];
     const res = await call('get_rental', { rentalId: RENTAL_ID, waitFor: 'ACTIVE', waitSeconds: 5 });
     assert.equal(res.structuredContent.reachedWaitFor, false, 'FAILED is not what a wait for ACTIVE alone asked for');
     assert.equal(res.structuredContent.rental.failureCode, 'GPU_MISMATCH');
-    assert.match(res.structuredContent.next, /fewer GPUs than its offer promised and was destroyed.*To go on, call create_rental again, preferably another offer or provider \(list_offers\)/);
+    assert.match(
+      res.structuredContent.next,
+      /fewer GPUs than its offer promised and was destroyed.*To go on, call create_rental again, preferably another offer or provider \(list_offers\)/,
+    );
   });
 
   it('get_rental waits for any status of a waitFor list, as the HTTP waiting read does: FAILED ends a wait for ["ACTIVE", "FAILED"] as reached', async () => {
     assert.ok(!(await call('create_rental', INTENT)).isError);
     service.states = [
       { status: 'PROVISIONING', phase: 'booting' },
-      { status: 'FAILED', phase: null, failureCode: 'PROVISIONING_FAILED', failureReason: 'The machine failed to start; your rental was not started.' },
+      {
+        status: 'FAILED',
+        phase: null,
+        failureCode: 'PROVISIONING_FAILED',
+        failureReason: 'The machine failed to start; your rental was not started.',
+      },
     ];
     const res = await call('get_rental', { rentalId: RENTAL_ID, waitFor: ['ACTIVE', 'FAILED'], waitSeconds: 10 });
     assert.equal(res.isError, undefined);
@@ -204,7 +299,10 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
       for (const args of [{}, { rentalId: RENTAL_ID, deploymentId: RENTAL_ID }]) {
         const res = await call(tool, args);
         assert.equal(res.isError, true);
-        assert.match(res.content[0].text!, new RegExp(`^${tool} needs exactly one of rentalId .* or deploymentId\\. Nothing was done\\.$`));
+        assert.match(
+          res.content[0].text!,
+          new RegExp(`^${tool} needs exactly one of rentalId .* or deploymentId\\. Nothing was done\\.$`),
+        );
       }
     }
     assert.equal(service.received.filter((r) => r.method === 'POST').length, 0, 'nothing was sent');

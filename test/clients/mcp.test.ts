@@ -20,7 +20,10 @@ type ToolResult = {
   content: { type: string; text?: string }[];
 };
 
-const EXPECTED_ANNOTATIONS: Record<string, { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean }> = {
+const EXPECTED_ANNOTATIONS: Record<
+  string,
+  { readOnlyHint: boolean; destructiveHint: boolean; idempotentHint: boolean }
+> = {
   list_gpus: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
   list_offers: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
   get_account: { readOnlyHint: true, destructiveHint: false, idempotentHint: true },
@@ -51,7 +54,8 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     for (const c of clients) await c.client.close();
     await service?.stop();
     // Nothing the server printed or returned carried the token.
-    for (const text of [...seen, ...clients.map((c) => c.stderr())]) assert.ok(!text.includes(token), 'the token leaked');
+    for (const text of [...seen, ...clients.map((c) => c.stderr())])
+      assert.ok(!text.includes(token), 'the token leaked');
   });
 
   async function connect(env: Record<string, string> = {}) {
@@ -59,7 +63,13 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [GPR_MCP_BIN],
-      env: { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: xdg, GPR_BASE_URL: service.baseUrl, GPR_TOKEN: token, ...env },
+      env: {
+        PATH: process.env.PATH ?? '',
+        XDG_CONFIG_HOME: xdg,
+        GPR_BASE_URL: service.baseUrl,
+        GPR_TOKEN: token,
+        ...env,
+      },
       stderr: 'pipe',
     });
     let stderr = '';
@@ -90,12 +100,23 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     }
     const create = tools.find((t) => t.name === 'create_rental')!;
     assert.ok((create.inputSchema.properties as Record<string, unknown>).budgetMinor, 'a budget cap can be given');
-    assert.ok(!(create.inputSchema.required as string[] | undefined)?.includes('budgetMinor'), 'and is optional, as in the API');
+    assert.ok(
+      !(create.inputSchema.required as string[] | undefined)?.includes('budgetMinor'),
+      'and is optional, as in the API',
+    );
     const named = (tool: string) => Object.keys(tools.find((t) => t.name === tool)!.inputSchema.properties as object);
-    assert.deepEqual(named('get_rental').sort(), ['rentalId', 'waitFor', 'waitSeconds'], 'named as the HTTP fields are');
-    for (const tool of ['reveal_ssh_credentials', 'terminate_deployment']) assert.ok(named(tool).includes('rentalId') && named(tool).includes('deploymentId'), tool);
+    assert.deepEqual(
+      named('get_rental').sort(),
+      ['rentalId', 'waitFor', 'waitSeconds'],
+      'named as the HTTP fields are',
+    );
+    for (const tool of ['reveal_ssh_credentials', 'terminate_deployment'])
+      assert.ok(named(tool).includes('rentalId') && named(tool).includes('deploymentId'), tool);
     assert.ok(!(create.inputSchema.required as string[] | undefined)?.includes('idempotencyKey'));
-    const wait = tools.find((t) => t.name === 'get_rental')!.inputSchema.properties as Record<string, { maximum?: number }>;
+    const wait = tools.find((t) => t.name === 'get_rental')!.inputSchema.properties as Record<
+      string,
+      { maximum?: number }
+    >;
     assert.equal(wait.waitSeconds.maximum, 120, 'the wait is bounded');
     const instructions = client.getInstructions() ?? '';
     assert.match(instructions, /cents/);
@@ -108,8 +129,14 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     assert.match(reveal.description!, /keyFile/);
     assert.match(reveal.description!, /GPR_MCP_ALLOW_SPEND=1/);
     assert.match(reveal.description!, /`manage` scope/);
-    assert.ok((reveal.inputSchema.properties as Record<string, unknown>).includePrivateKey, 'the key is asked for explicitly');
-    assert.match(tools.find((t) => t.name === 'terminate_deployment')!.description!, /GPR_MCP_ALLOW_SPEND=1.*gpr terminate/);
+    assert.ok(
+      (reveal.inputSchema.properties as Record<string, unknown>).includePrivateKey,
+      'the key is asked for explicitly',
+    );
+    assert.match(
+      tools.find((t) => t.name === 'terminate_deployment')!.description!,
+      /GPR_MCP_ALLOW_SPEND=1.*gpr terminate/,
+    );
   });
 
   it('is read-only by default: create_rental and create_topup_link refuse and nothing is rented; secrets in input are refused', async () => {
@@ -117,19 +144,32 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     const gpus = await call('list_gpus');
     assert.ok(!gpus.isError, JSON.stringify(gpus));
     assert.equal(gpus.structuredContent.models.length, 3);
-    const refused = await call('create_rental', { gpuModel: TEST_GPU, gpuCount: 1, maxHourlyPriceMinor: 300, budgetMinor: 500 });
+    const refused = await call('create_rental', {
+      gpuModel: TEST_GPU,
+      gpuCount: 1,
+      maxHourlyPriceMinor: 300,
+      budgetMinor: 500,
+    });
     assert.equal(refused.isError, true);
     assert.match(refused.content[0].text!, /GPR_MCP_ALLOW_SPEND=1/);
     assert.equal((await call('create_topup_link', { amountMinor: 500 })).isError, true);
     const terminate = await call('terminate_deployment', { rentalId: GOOD_RENTAL_ID });
     assert.equal(terminate.isError, true);
-    assert.match(terminate.content[0].text!, /^REFUSED: terminate_deployment destroys a machine .*`gpr terminate <rentalId> --wait`.*GPR_MCP_ALLOW_SPEND=1/);
+    assert.match(
+      terminate.content[0].text!,
+      /^REFUSED: terminate_deployment destroys a machine .*`gpr terminate <rentalId> --wait`.*GPR_MCP_ALLOW_SPEND=1/,
+    );
     const reveal = await call('reveal_ssh_credentials', { rentalId: GOOD_RENTAL_ID });
     assert.equal(reveal.isError, true);
-    assert.match(reveal.content[0].text!, /^REFUSED: reveal_ssh_credentials opens SSH access .*`gpr ssh <rentalId>`.*GPR_MCP_ALLOW_SPEND=1/);
+    assert.match(
+      reveal.content[0].text!,
+      /^REFUSED: reveal_ssh_credentials opens SSH access .*`gpr ssh <rentalId>`.*GPR_MCP_ALLOW_SPEND=1/,
+    );
     assert.deepEqual(await new GprClient({ baseUrl: service.baseUrl, token }).listDeployments(), []);
 
-    const key = await call('get_rental', { rentalId: '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----' });
+    const key = await call('get_rental', {
+      rentalId: '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----',
+    });
     assert.equal(key.isError, true);
     assert.match(key.content[0].text!, /private key or an API token/);
     const tok = await call('get_rental', { rentalId: token });
@@ -147,7 +187,10 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     assert.equal(res.structuredContent.account.balance.creditsMinor, 0);
     assert.equal(res.structuredContent.account.key.maxPerRentalMinor, 1000);
     assert.match(res.structuredContent.next, /create_topup_link/);
-    const stored = JSON.parse(readFileSync(res.structuredContent.configPath, 'utf8')) as { token: string; baseUrl: string };
+    const stored = JSON.parse(readFileSync(res.structuredContent.configPath, 'utf8')) as {
+      token: string;
+      baseUrl: string;
+    };
     assert.equal(statSync(res.structuredContent.configPath).mode & 0o777, 0o600);
     assert.equal(stored.baseUrl, service.baseUrl);
     assert.ok(!JSON.stringify(res).includes(stored.token), 'the new token is not in the result');
@@ -156,18 +199,28 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     assert.equal(after.structuredContent.account.key.prefix, res.structuredContent.account.key.prefix);
     const again = await call('signup', {});
     assert.equal(again.isError, true);
-    assert.match(again.content[0].text!, /^REFUSED: this server already has an API key; a signup would make a second, empty account/);
+    assert.match(
+      again.content[0].text!,
+      /^REFUSED: this server already has an API key; a signup would make a second, empty account/,
+    );
     assert.ok(!seen.some((t) => t.includes(stored.token)), 'no result carried the new token');
   });
 
   it('turns a 429 into "wait N s"', async () => {
     const limiter: Server = createServer((req, res) => {
       res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': '42' });
-      res.end(JSON.stringify({ error: { code: 'RATE_LIMITED', message: 'Too many requests; try again in 42 s.', requestId: 'req_limited' } }));
+      res.end(
+        JSON.stringify({
+          error: { code: 'RATE_LIMITED', message: 'Too many requests; try again in 42 s.', requestId: 'req_limited' },
+        }),
+      );
     });
     await new Promise<void>((r) => limiter.listen(0, '127.0.0.1', r));
     try {
-      const { call } = await connect({ GPR_BASE_URL: `http://127.0.0.1:${(limiter.address() as { port: number }).port}`, GPR_RETRIES: '0' });
+      const { call } = await connect({
+        GPR_BASE_URL: `http://127.0.0.1:${(limiter.address() as { port: number }).port}`,
+        GPR_RETRIES: '0',
+      });
       const res = await call('list_offers');
       assert.equal(res.isError, true);
       assert.match(res.content[0].text!, /^RATE_LIMITED: wait 42 s before calling again/);
@@ -181,7 +234,13 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     await hostile.start();
     try {
       const xdg = mkdtempSync(join(tmpdir(), 'gpr-mcp-hostile-'));
-      const { call } = await connect({ GPR_BASE_URL: hostile.baseUrl, GPR_MCP_ALLOW_SPEND: '1', GPR_MCP_ALLOW_SECRETS: '1', GPR_RETRIES: '0', XDG_CONFIG_HOME: xdg });
+      const { call } = await connect({
+        GPR_BASE_URL: hostile.baseUrl,
+        GPR_MCP_ALLOW_SPEND: '1',
+        GPR_MCP_ALLOW_SECRETS: '1',
+        GPR_RETRIES: '0',
+        XDG_CONFIG_HOME: xdg,
+      });
       hostile.answers.credentials.user = '-oProxyCommand=touch /tmp/pwned';
       const user = await call('reveal_ssh_credentials', { rentalId: GOOD_RENTAL_ID });
       assert.equal(user.isError, true);
@@ -216,14 +275,28 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       assert.equal((await call('get_account')).structuredContent.account.balance.creditsMinor, 2000);
 
       const offers = await call('list_offers', { gpu: 'H100', maxPricePerHourMinor: 300 });
-      assert.deepEqual(offers.structuredContent.offers.map((o: { pricePerHourMinor: number }) => o.pricePerHourMinor), [249, 299]);
+      assert.deepEqual(
+        offers.structuredContent.offers.map((o: { pricePerHourMinor: number }) => o.pricePerHourMinor),
+        [249, 299],
+      );
 
-      const created = await call('create_rental', { gpuModel: TEST_GPU, gpuCount: 1, maxHourlyPriceMinor: 300, budgetMinor: 500 });
+      const created = await call('create_rental', {
+        gpuModel: TEST_GPU,
+        gpuCount: 1,
+        maxHourlyPriceMinor: 300,
+        budgetMinor: 500,
+      });
       assert.ok(!created.isError, JSON.stringify(created));
       const { rental, idempotencyKey } = created.structuredContent;
       assert.match(idempotencyKey, /^[0-9a-f-]{36}$/, 'generated and returned');
       rentalId = rental.rentalId;
-      const replay = await call('create_rental', { gpuModel: TEST_GPU, gpuCount: 1, maxHourlyPriceMinor: 300, budgetMinor: 500, idempotencyKey });
+      const replay = await call('create_rental', {
+        gpuModel: TEST_GPU,
+        gpuCount: 1,
+        maxHourlyPriceMinor: 300,
+        budgetMinor: 500,
+        idempotencyKey,
+      });
       assert.equal(replay.structuredContent.rental.rentalId, rentalId, 'the same key returns the same rental');
 
       const active = await call('get_rental', { rentalId, waitFor: ['ACTIVE', 'FAILED'], waitSeconds: 60 });
@@ -239,7 +312,11 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       assert.equal(refusedKey.isError, true);
       assert.doesNotMatch(JSON.stringify(refusedKey), /PRIVATE KEY/);
       assert.deepEqual(filesUnder(readOnly.xdg), [], 'no key file either');
-      assert.equal((await new GprClient({ baseUrl: service.baseUrl, token }).getRental(rentalId)).status, 'ACTIVE', 'still running');
+      assert.equal(
+        (await new GprClient({ baseUrl: service.baseUrl, token }).getRental(rentalId)).status,
+        'ACTIVE',
+        'still running',
+      );
 
       // The key goes to a 0600 file; the model gets its path and a command, not the key.
       const creds = await call('reveal_ssh_credentials', { rentalId: rentalId });
@@ -257,24 +334,38 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       // Asking for the key itself is refused unless the server was started with GPR_MCP_ALLOW_SECRETS=1.
       const asked = await call('reveal_ssh_credentials', { rentalId: rentalId, includePrivateKey: true });
       assert.equal(asked.isError, true);
-      assert.match(asked.content[0].text!, /^REFUSED: includePrivateKey needs a server started with GPR_MCP_ALLOW_SECRETS=1/);
+      assert.match(
+        asked.content[0].text!,
+        /^REFUSED: includePrivateKey needs a server started with GPR_MCP_ALLOW_SECRETS=1/,
+      );
       assert.doesNotMatch(JSON.stringify(asked), /PRIVATE KEY/);
       const secrets = await connect({ GPR_MCP_ALLOW_SPEND: '1', GPR_MCP_ALLOW_SECRETS: '1' });
       const withKey = await secrets.call('reveal_ssh_credentials', { rentalId: rentalId, includePrivateKey: true });
       assert.ok(!withKey.isError, JSON.stringify(withKey));
       const k = withKey.structuredContent.credentials;
       assert.equal(k.privateKey, readFileSync(k.keyFile, 'utf8'));
-      const viaKey = await sshExec({ host: k.host, port: k.port, user: k.user, privateKey: k.privateKey }, 'nvidia-smi');
+      const viaKey = await sshExec(
+        { host: k.host, port: k.port, user: k.user, privateKey: k.privateKey },
+        'nvidia-smi',
+      );
       assert.equal(viaKey.code, 0);
       const withoutAsking = await secrets.call('reveal_ssh_credentials', { rentalId: rentalId });
-      assert.doesNotMatch(JSON.stringify(withoutAsking), /PRIVATE KEY/, 'the switch alone does not put the key in results');
+      assert.doesNotMatch(
+        JSON.stringify(withoutAsking),
+        /PRIVATE KEY/,
+        'the switch alone does not put the key in results',
+      );
 
       const ended = await call('terminate_deployment', { deploymentId: rental.deploymentId, waitSeconds: 60 });
       assert.equal(ended.structuredContent.accepted, true);
       assert.equal(ended.structuredContent.rental.status, 'TERMINATED');
       assert.ok(ended.structuredContent.rental.endedAt);
       assert.equal(ended.structuredContent.status, 'TERMINATING', 'the status the request left it in');
-      assert.match(ended.structuredContent.next, /^Finished: the machine is destroyed/, 'the next step in the tools\' own words');
+      assert.match(
+        ended.structuredContent.next,
+        /^Finished: the machine is destroyed/,
+        "the next step in the tools' own words",
+      );
       assert.match(ended.structuredContent.message, /^Termination requested/);
 
       // A repeat says it has already finished; a reveal now is refused with the status, not "wrong id".
@@ -283,10 +374,16 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       assert.match(again.structuredContent.message, /^Already TERMINATED/);
       const late = await call('reveal_ssh_credentials', { rentalId: rentalId });
       assert.equal(late.isError, true);
-      assert.match(late.content[0].text!, /^DEPLOYMENT_NOT_ACTIVE \(HTTP 409\): .* is TERMINATED\. It will never be ACTIVE again.*Next: Waiting does not help/);
+      assert.match(
+        late.content[0].text!,
+        /^DEPLOYMENT_NOT_ACTIVE \(HTTP 409\): .* is TERMINATED\. It will never be ACTIVE again.*Next: Waiting does not help/,
+      );
       assert.doesNotMatch(late.content[0].text!, /list_rentals/);
       const unknown = await call('get_rental', { rentalId: '00000000-0000-4000-8000-000000000000' });
-      assert.match(unknown.content[0].text!, /^NOT_FOUND \(HTTP 404\): .*Next: Nothing with this id is visible to this key .*call list_rentals/);
+      assert.match(
+        unknown.content[0].text!,
+        /^NOT_FOUND \(HTTP 404\): .*Next: Nothing with this id is visible to this key .*call list_rentals/,
+      );
     });
 
     it('list_rentals shows it (GET /api/v1/rentals)', async () => {
@@ -299,10 +396,16 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     it('list_events tells its life after an id, and the newest page without one', async () => {
       const page = await call('list_events', { after: '0', limit: 100 });
       assert.ok(!page.isError, JSON.stringify(page));
-      const types = page.structuredContent.events.filter((e: { data: { rentalId?: string } }) => e.data.rentalId === rentalId).map((e: { type: string }) => e.type);
+      const types = page.structuredContent.events
+        .filter((e: { data: { rentalId?: string } }) => e.data.rentalId === rentalId)
+        .map((e: { type: string }) => e.type);
       assert.deepEqual(types, ['rental.provisioning', 'rental.active', 'rental.terminating', 'rental.terminated']);
       const latest = await call('list_events', { limit: 2 });
-      assert.deepEqual(latest.structuredContent.events.map((e: { type: string }) => e.type), ['rental.terminating', 'rental.terminated'], 'the newest, oldest first');
+      assert.deepEqual(
+        latest.structuredContent.events.map((e: { type: string }) => e.type),
+        ['rental.terminating', 'rental.terminated'],
+        'the newest, oldest first',
+      );
       assert.equal(latest.structuredContent.nextAfter, page.structuredContent.nextAfter);
       const after = await call('list_events', { after: latest.structuredContent.nextAfter });
       assert.deepEqual(after.structuredContent.events, [], 'nothing after the newest');

@@ -12,7 +12,13 @@ import { ROOT, underBuildLock } from './helpers/build.js';
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 // A release builds the clients again: not while another process of the run builds them.
 const release = (...args: string[]) =>
-  underBuildLock(() => execFileSync('npm', ['run', '--silent', 'release', '--', ...args], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }));
+  underBuildLock(() =>
+    execFileSync('npm', ['run', '--silent', 'release', '--', ...args], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    }),
+  );
 
 describe('client releases (npm run release, served at RELEASES_URL)', function () {
   this.timeout(120_000);
@@ -29,11 +35,14 @@ describe('client releases (npm run release, served at RELEASES_URL)', function (
   /** Downloads a URL of the manifest from the app under test (PUBLIC_BASE_URL is http://gpu.test). */
   async function download(url: string): Promise<Buffer> {
     assert.ok(url.startsWith('http://gpu.test/releases/'), url);
-    const res = await ctx.api.get(new URL(url).pathname).buffer(true).parse((r, cb) => {
-      const chunks: Buffer[] = [];
-      r.on('data', (c: Buffer) => chunks.push(c));
-      r.on('end', () => cb(null, Buffer.concat(chunks)));
-    });
+    const res = await ctx.api
+      .get(new URL(url).pathname)
+      .buffer(true)
+      .parse((r, cb) => {
+        const chunks: Buffer[] = [];
+        r.on('data', (c: Buffer) => chunks.push(c));
+        r.on('end', () => cb(null, Buffer.concat(chunks)));
+      });
     assert.equal(res.status, 200, url);
     return res.body as Buffer;
   }
@@ -53,20 +62,32 @@ describe('client releases (npm run release, served at RELEASES_URL)', function (
       assert.ok(sums.includes(`${a.sha256}  ${a.file}\n`), a.file);
     }
     const skill = unzipSync(await download(m.artifacts.skill.url));
-    const fill = (text: string) => text.replaceAll('{base_url}', 'http://gpu.test').replaceAll('{releases_url}', 'http://gpu.test/releases');
-    assert.equal(Buffer.from(skill['gpu-rental/SKILL.md']).toString(), fill(readFileSync(join(ROOT, 'clients/skill/gpu-rental/SKILL.md'), 'utf8')));
-    assert.deepEqual(Object.keys(skill).sort(), ['gpu-rental/SKILL.md', 'gpu-rental/references/cli.md', 'gpu-rental/references/errors.md', 'gpu-rental/references/http-api.md']);
+    const fill = (text: string) =>
+      text.replaceAll('{base_url}', 'http://gpu.test').replaceAll('{releases_url}', 'http://gpu.test/releases');
+    assert.equal(
+      Buffer.from(skill['gpu-rental/SKILL.md']).toString(),
+      fill(readFileSync(join(ROOT, 'clients/skill/gpu-rental/SKILL.md'), 'utf8')),
+    );
+    assert.deepEqual(Object.keys(skill).sort(), [
+      'gpu-rental/SKILL.md',
+      'gpu-rental/references/cli.md',
+      'gpu-rental/references/errors.md',
+      'gpu-rental/references/http-api.md',
+    ]);
     assert.equal((await ctx.api.get('/releases/package.json')).status, 404, 'only listed files are served');
     assert.equal((await ctx.api.get('/releases/..%2Fpackage.json')).status, 404);
   });
 
-  it('serves the skill with its placeholders filled with this service\'s addresses (a template nowhere else)', async () => {
+  it("serves the skill with its placeholders filled with this service's addresses (a template nowhere else)", async () => {
     const m = (await ctx.api.get('/releases/latest.json')).body as ReleaseManifest;
-    const files = Object.entries(unzipSync(await download(m.artifacts.skill.url))).map(([name, bytes]) => [name, Buffer.from(bytes).toString()] as const);
-    for (const [name, text] of files) assert.doesNotMatch(text, /\{base_url\}|\{releases_url\}|<service>/, `${name} has a placeholder left`);
+    const files = Object.entries(unzipSync(await download(m.artifacts.skill.url))).map(
+      ([name, bytes]) => [name, Buffer.from(bytes).toString()] as const,
+    );
+    for (const [name, text] of files)
+      assert.doesNotMatch(text, /\{base_url\}|\{releases_url\}|<service>/, `${name} has a placeholder left`);
     const all = files.map(([, text]) => text).join('\n');
     assert.ok(all.includes('`http://gpu.test/api/openapi.json`'), 'the contract at this service');
-    assert.ok(all.includes('http://gpu.test/releases/latest.json'), 'the CLI from this service\'s releases');
+    assert.ok(all.includes('http://gpu.test/releases/latest.json'), "the CLI from this service's releases");
     assert.ok(all.includes('export GPR_BASE_URL=http://gpu.test'), 'gpr pointed at this service');
     // The sources stay templates: the zip as built and any copy hosted elsewhere keep the placeholders.
     const built = unzipSync(readFileSync(join(dir, m.artifacts.skill.file)));
@@ -84,13 +105,22 @@ describe('client releases (npm run release, served at RELEASES_URL)', function (
       }),
     );
     const prefix = join(scratch, 'prefix');
-    execFileSync('npm', ['install', '-g', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, ...files], { stdio: ['ignore', 'ignore', 'inherit'] });
+    execFileSync('npm', ['install', '-g', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, ...files], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     assert.equal(execFileSync(join(prefix, 'bin', 'gpr'), ['--version'], { encoding: 'utf8' }).trim(), m.version);
     assert.equal(execFileSync(join(prefix, 'bin', 'gpr-mcp'), ['--version'], { encoding: 'utf8' }).trim(), m.version);
     // Installed from this service, both call it by default (nothing here connects: the MCP server reaches out only on a tool call).
     const env = { PATH: process.env.PATH ?? '', XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), 'gpr-installed-')) };
-    const help = (extra: Record<string, string> = {}) => execFileSync(join(prefix, 'bin', 'gpr'), ['--help'], { encoding: 'utf8', env: { ...env, ...extra } }).replace(/\s+/g, ' ');
-    assert.match(help(), /default: GPR_BASE_URL, the config file, http:\/\/gpu\.test, the service this copy came from\)/);
+    const help = (extra: Record<string, string> = {}) =>
+      execFileSync(join(prefix, 'bin', 'gpr'), ['--help'], { encoding: 'utf8', env: { ...env, ...extra } }).replace(
+        /\s+/g,
+        ' ',
+      );
+    assert.match(
+      help(),
+      /default: GPR_BASE_URL, the config file, http:\/\/gpu\.test, the service this copy came from\)/,
+    );
     const mcp = spawnSync(join(prefix, 'bin', 'gpr-mcp'), [], { encoding: 'utf8', env, input: '', timeout: 30_000 });
     assert.match(mcp.stderr, /gpr-mcp: serving http:\/\/gpu\.test \(/);
   });
@@ -100,7 +130,9 @@ describe('client releases (npm run release, served at RELEASES_URL)', function (
     assert.match(release('--out', dir, '--if-missing'), /already built/);
     assert.equal(readFileSync(join(dir, 'latest.json'), 'utf8'), before);
 
-    const elsewhere = await createTestContext({ env: { RELEASES_DIR: dir, RELEASES_URL: 'https://downloads.example.com/gpr' } });
+    const elsewhere = await createTestContext({
+      env: { RELEASES_DIR: dir, RELEASES_URL: 'https://downloads.example.com/gpr' },
+    });
     try {
       assert.equal(elsewhere.config.releasesUrl, 'https://downloads.example.com/gpr');
       assert.equal((await elsewhere.api.get('/releases/latest.json')).status, 404);

@@ -22,9 +22,37 @@ import { offerIds } from '../helpers/rentals.js';
 import { freePort } from '../helpers/process.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'sdk-l4', name: 'NVIDIA L4', category: 'datacenter', vramGb: 24, gpuCount: 1, pricePerHourMinor: 48, maximumDurationSeconds: 86400, provisionSeconds: 0 },
-  { key: 'sdk-slow', name: 'NVIDIA L40S', category: 'datacenter', vramGb: 48, gpuCount: 1, pricePerHourMinor: 99, maximumDurationSeconds: 86400, provisionSeconds: 86400 },
-  { key: 'sdk-fail', name: 'NVIDIA RTX A6000', category: 'workstation', vramGb: 48, gpuCount: 1, pricePerHourMinor: 79, maximumDurationSeconds: 86400, create: 'fail', provisionSeconds: 0 },
+  {
+    key: 'sdk-l4',
+    name: 'NVIDIA L4',
+    category: 'datacenter',
+    vramGb: 24,
+    gpuCount: 1,
+    pricePerHourMinor: 48,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 0,
+  },
+  {
+    key: 'sdk-slow',
+    name: 'NVIDIA L40S',
+    category: 'datacenter',
+    vramGb: 48,
+    gpuCount: 1,
+    pricePerHourMinor: 99,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 86400,
+  },
+  {
+    key: 'sdk-fail',
+    name: 'NVIDIA RTX A6000',
+    category: 'workstation',
+    vramGb: 48,
+    gpuCount: 1,
+    pricePerHourMinor: 79,
+    maximumDurationSeconds: 86400,
+    create: 'fail',
+    provisionSeconds: 0,
+  },
 ];
 
 interface Seen {
@@ -37,20 +65,44 @@ interface Seen {
  * Stands between the SDK and the app like a flaky network or load balancer: `plan` decides per
  * request whether to pass it on, answer for the app, or pass it on and lose the answer.
  */
-async function flakyProxy(target: string, plan: (n: number, req: IncomingMessage) => 'pass' | 'lose-answer' | { status: number; headers?: Record<string, string> }) {
+async function flakyProxy(
+  target: string,
+  plan: (
+    n: number,
+    req: IncomingMessage,
+  ) => 'pass' | 'lose-answer' | { status: number; headers?: Record<string, string> },
+) {
   const seen: Seen[] = [];
   const server: Server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    seen.push({ method: req.method!, path: req.url!, idempotencyKey: req.headers['idempotency-key'] as string | undefined });
+    seen.push({
+      method: req.method!,
+      path: req.url!,
+      idempotencyKey: req.headers['idempotency-key'] as string | undefined,
+    });
     const action = plan(seen.length, req);
     if (typeof action === 'object') {
       res.writeHead(action.status, { 'Content-Type': 'application/json', ...action.headers });
-      res.end(JSON.stringify({ error: { code: action.status === 429 ? 'RATE_LIMITED' : 'UNAVAILABLE', message: 'from the proxy', requestId: 'req_proxy' } }));
+      res.end(
+        JSON.stringify({
+          error: {
+            code: action.status === 429 ? 'RATE_LIMITED' : 'UNAVAILABLE',
+            message: 'from the proxy',
+            requestId: 'req_proxy',
+          },
+        }),
+      );
       return;
     }
-    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k))) as Record<string, string>;
-    const upstream = await fetch(`${target}${req.url}`, { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined });
+    const headers = Object.fromEntries(
+      Object.entries(req.headers).filter(([k]) => !['host', 'connection', 'content-length'].includes(k)),
+    ) as Record<string, string>;
+    const upstream = await fetch(`${target}${req.url}`, {
+      method: req.method,
+      headers,
+      body: chunks.length ? Buffer.concat(chunks) : undefined,
+    });
     const body = Buffer.from(await upstream.arrayBuffer());
     if (action === 'lose-answer') {
       res.writeHead(502, { 'Content-Type': 'text/html' });
@@ -61,7 +113,11 @@ async function flakyProxy(target: string, plan: (n: number, req: IncomingMessage
     res.end(body);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    seen,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 describe('GprClient (SDK) against the running test app', function () {
@@ -99,7 +155,10 @@ describe('GprClient (SDK) against the running test app', function () {
     const client = new GprClient({ baseUrl, token });
     const topup = await client.createTopup(amountMinor);
     // The payment link names PUBLIC_BASE_URL (http://gpu.test); the page is this app's.
-    assert.equal((await fetch(`${baseUrl}${new URL(topup.paymentUrl!).pathname}`, { method: 'POST', redirect: 'manual' })).status, 303);
+    assert.equal(
+      (await fetch(`${baseUrl}${new URL(topup.paymentUrl!).pathname}`, { method: 'POST', redirect: 'manual' })).status,
+      303,
+    );
     assert.equal((await client.waitForTopup(topup.topupId, { intervalMs: 50 })).status, 'PAID');
     return { token, client: url === baseUrl ? client : new GprClient({ baseUrl: url, token, baseDelayMs: 10 }) };
   }
@@ -124,12 +183,16 @@ describe('GprClient (SDK) against the running test app', function () {
     assert.match(err.requestId!, /^req_/);
     assert.ok(err.message.length > 0);
 
-    const down = await new GprClient({ baseUrl: `http://127.0.0.1:${await freePort()}`, retries: 0 }).offers().catch((e) => e);
+    const down = await new GprClient({ baseUrl: `http://127.0.0.1:${await freePort()}`, retries: 0 })
+      .offers()
+      .catch((e) => e);
     assert.ok(down instanceof GprNetworkError);
   });
 
   it('retries a create whose answer was lost with the same Idempotency-Key: one rental, not two', async () => {
-    const proxy = await flakyProxy(baseUrl, (n, req) => (req.method === 'POST' && req.url === '/api/v1/rentals' && n === 1 ? 'lose-answer' : 'pass'));
+    const proxy = await flakyProxy(baseUrl, (n, req) =>
+      req.method === 'POST' && req.url === '/api/v1/rentals' && n === 1 ? 'lose-answer' : 'pass',
+    );
     try {
       const { client } = await funded(2000, proxy.url);
       proxy.seen.length = 0;
@@ -139,7 +202,11 @@ describe('GprClient (SDK) against the running test app', function () {
       assert.ok(posts[0].idempotencyKey);
       assert.equal(posts[1].idempotencyKey, posts[0].idempotencyKey, 'with the same key');
       const deployments = await client.listDeployments();
-      assert.deepEqual(deployments.map((d) => d.rentalId), [rental.rentalId], 'the service made one rental');
+      assert.deepEqual(
+        deployments.map((d) => d.rentalId),
+        [rental.rentalId],
+        'the service made one rental',
+      );
       await client.terminate(rental.deploymentId!);
     } finally {
       await proxy.close();
@@ -147,7 +214,13 @@ describe('GprClient (SDK) against the running test app', function () {
   });
 
   it('waits out a 429 per Retry-After, and hands back one that asks for longer than it will wait', async () => {
-    const proxy = await flakyProxy(baseUrl, (n) => (n === 1 ? { status: 429, headers: { 'Retry-After': '1' } } : n === 3 ? { status: 429, headers: { 'Retry-After': '120' } } : 'pass'));
+    const proxy = await flakyProxy(baseUrl, (n) =>
+      n === 1
+        ? { status: 429, headers: { 'Retry-After': '1' } }
+        : n === 3
+          ? { status: 429, headers: { 'Retry-After': '120' } }
+          : 'pass',
+    );
     try {
       const client = new GprClient({ baseUrl: proxy.url, maxRetryAfterMs: 5000 });
       assert.equal((await client.offers()).length, 3);
@@ -179,14 +252,26 @@ describe('GprClient (SDK) against the running test app', function () {
   it('sends machine settings and a lease: the rental shows the variable names, the lease and, once ACTIVE, endsAt; never the values', async () => {
     const { client } = await funded(1000);
     const secret = 'hf_sdk_secret_value_0123456789';
-    const rental = await client.createRental({ offerId: ids['sdk-l4'], budgetMinor: 500, machine: { env: { HF_TOKEN: secret, MODEL_ID: 'm' } }, terminateAfterSeconds: 3600 });
+    const rental = await client.createRental({
+      offerId: ids['sdk-l4'],
+      budgetMinor: 500,
+      machine: { env: { HF_TOKEN: secret, MODEL_ID: 'm' } },
+      terminateAfterSeconds: 3600,
+    });
     assert.deepEqual(rental.machine.envNames, ['HF_TOKEN', 'MODEL_ID']);
     assert.equal(rental.leaseSeconds, 3600);
     assert.ok(!JSON.stringify(rental).includes(secret), 'the value is not returned');
     const phases: string[] = [];
-    const active = await client.waitForRental(rental.rentalId, { until: 'ACTIVE', timeoutMs: 20_000, onPhase: (r) => phases.push(`${r.status}/${r.phase ?? ''}`) });
+    const active = await client.waitForRental(rental.rentalId, {
+      until: 'ACTIVE',
+      timeoutMs: 20_000,
+      onPhase: (r) => phases.push(`${r.status}/${r.phase ?? ''}`),
+    });
     assert.equal(phases.at(-1), 'ACTIVE/');
-    assert.ok(phases.every((p, i) => i === 0 || p !== phases[i - 1]), `one call per change: ${phases.join(' ')}`);
+    assert.ok(
+      phases.every((p, i) => i === 0 || p !== phases[i - 1]),
+      `one call per change: ${phases.join(' ')}`,
+    );
     assert.ok(active.endsAt, 'a lease ends');
     assert.equal(Date.parse(active.endsAt) - Date.parse(active.deployment!.startedAt!), 3600_000);
     assert.ok(!JSON.stringify(await client.getRental(rental.rentalId)).includes(secret));
@@ -203,13 +288,23 @@ describe('GprClient (SDK) against the running test app', function () {
     const { client } = await funded(3000);
     const rental = await client.createRental({ offerId: ids['sdk-l4'], budgetMinor: 500 });
     const seen: string[] = [];
-    const active = await client.waitForRental(rental.rentalId, { until: 'ACTIVE', timeoutMs: 20_000, onProgress: (r: Rental) => seen.push(r.status) });
+    const active = await client.waitForRental(rental.rentalId, {
+      until: 'ACTIVE',
+      timeoutMs: 20_000,
+      onProgress: (r: Rental) => seen.push(r.status),
+    });
     assert.equal(active.status, 'ACTIVE');
     assert.equal(seen.at(-1), 'ACTIVE');
-    assert.deepEqual((await client.resolve(rental.deploymentId!)).rentalId, rental.rentalId, 'a deployment id resolves to its rental');
+    assert.deepEqual(
+      (await client.resolve(rental.deploymentId!)).rentalId,
+      rental.rentalId,
+      'a deployment id resolves to its rental',
+    );
     await client.terminate(rental.deploymentId!);
     const clock = ticking();
-    const ended = await client.waitForRental(rental.rentalId, { until: 'TERMINATED', timeoutMs: 20_000 }).finally(clock.stop);
+    const ended = await client
+      .waitForRental(rental.rentalId, { until: 'TERMINATED', timeoutMs: 20_000 })
+      .finally(clock.stop);
     assert.equal(ended.status, 'TERMINATED');
     assert.ok(ended.endedAt);
 
@@ -224,7 +319,10 @@ describe('GprClient (SDK) against the running test app', function () {
 
     const failing = await client.createRental({ offerId: ids['sdk-fail'], budgetMinor: 500 });
     const clock3 = ticking(200);
-    const failed = await client.waitForRental(failing.rentalId, { until: 'ACTIVE', timeoutMs: 20_000 }).catch((e) => e).finally(clock3.stop);
+    const failed = await client
+      .waitForRental(failing.rentalId, { until: 'ACTIVE', timeoutMs: 20_000 })
+      .catch((e) => e)
+      .finally(clock3.stop);
     assert.ok(failed instanceof GprRentalStateError, String(failed));
     assert.equal(failed.rental.status, 'FAILED');
   });
@@ -237,11 +335,15 @@ describe('GprClient (SDK) against the running test app', function () {
       proxy.seen.length = 0;
       const statuses: string[] = [];
       const started = Date.now();
-      const active = await client.waitFor(rental.rentalId, ['ACTIVE'], { timeoutMs: 20_000, onPhase: (r) => statuses.push(r.status) });
+      const active = await client.waitFor(rental.rentalId, ['ACTIVE'], {
+        timeoutMs: 20_000,
+        onPhase: (r) => statuses.push(r.status),
+      });
       assert.equal(active.status, 'ACTIVE');
       const reads = proxy.seen.filter((x) => x.method === 'GET');
       assert.ok(!reads[0].path.includes('waitFor'), 'the first read is plain');
-      for (const r of reads.slice(1)) assert.match(decodeURIComponent(r.path), /\?waitFor=[A-Z_,]+&waitSeconds=\d+$/, r.path);
+      for (const r of reads.slice(1))
+        assert.match(decodeURIComponent(r.path), /\?waitFor=[A-Z_,]+&waitSeconds=\d+$/, r.path);
       const changes = new Set(statuses).size;
       assert.ok(reads.length <= changes + 1, `${reads.length} reads for ${statuses.join(' ')}`);
       assert.ok(Date.now() - started < 10_000);
@@ -267,13 +369,22 @@ describe('GprClient (SDK) against the running test app', function () {
     })();
     const rental = await client.createRental({ offerId: ids['sdk-l4'], budgetMinor: 500 });
     await client.waitFor(rental.rentalId, ['ACTIVE'], { timeoutMs: 20_000 });
-    await Promise.race([reading, new Promise((_, no) => setTimeout(() => no(new Error(`stream saw only ${streamed.join(', ')}`)), 10_000))]);
+    await Promise.race([
+      reading,
+      new Promise((_, no) => setTimeout(() => no(new Error(`stream saw only ${streamed.join(', ')}`)), 10_000)),
+    ]);
     controller.abort();
     const page = await client.events({ after: start.nextAfter });
-    assert.deepEqual(streamed, page.data.map((e) => `${e.type} ${(e.data as { rentalId?: string }).rentalId}`));
+    assert.deepEqual(
+      streamed,
+      page.data.map((e) => `${e.type} ${(e.data as { rentalId?: string }).rentalId}`),
+    );
     assert.equal(streamed.at(-1), `rental.active ${rental.rentalId}`);
     assert.equal((await client.events({ after: page.nextAfter })).data.length, 0);
-    const refused = await new GprClient({ baseUrl, token: 'gpr_AAAAAAAA.nope' }).streamEvents().next().catch((e) => e);
+    const refused = await new GprClient({ baseUrl, token: 'gpr_AAAAAAAA.nope' })
+      .streamEvents()
+      .next()
+      .catch((e) => e);
     assert.ok(refused instanceof GprApiError && refused.status === 401, String(refused));
     await client.terminate(rental.deploymentId!);
     const clock = ticking();
@@ -292,12 +403,21 @@ describe('GprClient (SDK): the rental request and phases as sent and seen', () =
       gpuModel: 'H100 SXM',
       gpuCount: 1 as const,
       maxHourlyPriceMinor: 400,
-      machine: { image: 'pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime', env: { HF_TOKEN: 'hf_x' }, startupScript: '#!/bin/sh\necho hi\n', ports: [8000], diskGb: 100 },
+      machine: {
+        image: 'pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime',
+        env: { HF_TOKEN: 'hf_x' },
+        startupScript: '#!/bin/sh\necho hi\n',
+        ports: [8000],
+        diskGb: 100,
+      },
       terminateAfterSeconds: 7200,
       waitForCapacitySeconds: 1800,
     };
     const rental = await client.createRental(body, 'key-1');
-    assert.deepEqual(service.creates.map((r) => [r.body, r.idempotencyKey]), [[body, 'key-1']]);
+    assert.deepEqual(
+      service.creates.map((r) => [r.body, r.idempotencyKey]),
+      [[body, 'key-1']],
+    );
     assert.equal(rental.phase, 'waiting_for_capacity');
   });
 
@@ -313,10 +433,20 @@ describe('GprClient (SDK): the rental request and phases as sent and seen', () =
     const client = new GprClient({ baseUrl: service.baseUrl, token: 'gpr_AAAAAAAA.x', retries: 0 });
     const phases: string[] = [];
     let polls = 0;
-    const r = await client.waitForRental(RENTAL_ID, { until: 'ACTIVE', intervalMs: 1, onProgress: () => polls++, onPhase: (x) => phases.push(`${x.status} ${x.phase ?? '-'}`) });
+    const r = await client.waitForRental(RENTAL_ID, {
+      until: 'ACTIVE',
+      intervalMs: 1,
+      onProgress: () => polls++,
+      onPhase: (x) => phases.push(`${x.status} ${x.phase ?? '-'}`),
+    });
     assert.equal(r.status, 'ACTIVE');
     assert.equal(polls, 6);
-    assert.deepEqual(phases, ['PENDING waiting_for_capacity', 'PROVISIONING creating', 'PROVISIONING booting', 'ACTIVE -']);
+    assert.deepEqual(phases, [
+      'PENDING waiting_for_capacity',
+      'PROVISIONING creating',
+      'PROVISIONING booting',
+      'ACTIVE -',
+    ]);
   });
 
   it('streamEvents reconnects with Last-Event-ID when the server ends the stream, skipping heartbeats', async () => {
@@ -330,7 +460,10 @@ describe('GprClient (SDK): the rental request and phases as sent and seen', () =
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
-      const client = new GprClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: 'gpr_AAAAAAAA.x' });
+      const client = new GprClient({
+        baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        token: 'gpr_AAAAAAAA.x',
+      });
       const ids: string[] = [];
       for await (const e of client.streamEvents({ after: '40' })) {
         ids.push(e.id);
@@ -344,18 +477,56 @@ describe('GprClient (SDK): the rental request and phases as sent and seen', () =
     }
   });
 
-  it('durations and the hints for refusals naming a setting, the lease or the key\'s longest rental', () => {
-    assert.deepEqual(['2h', '90m', '1h30m', '3600s', '1d', '45', ' 2H '].map(parseDuration), [7200, 5400, 5400, 3600, 86_400, 45, 7200]);
-    for (const bad of ['', 'h', '2 h', '1.5h', '30m2h', '-5', '2hours']) assert.equal(parseDuration(bad), undefined, bad);
+  it("durations and the hints for refusals naming a setting, the lease or the key's longest rental", () => {
+    assert.deepEqual(
+      ['2h', '90m', '1h30m', '3600s', '1d', '45', ' 2H '].map(parseDuration),
+      [7200, 5400, 5400, 3600, 86_400, 45, 7200],
+    );
+    for (const bad of ['', 'h', '2 h', '1.5h', '30m2h', '-5', '2hours'])
+      assert.equal(parseDuration(bad), undefined, bad);
     assert.deepEqual([7200, 5400, 45, 90_061].map(formatDuration), ['2 h', '1 h 30 min', '45 s', '1 d 1 h 1 min 1 s']);
-    const names = { image: 'IMG', env: 'ENV', startupScript: 'SCRIPT', ports: 'PORTS', diskGb: 'DISK', lease: 'LEASE', waitForCapacity: 'WAIT', offers: 'OFFERS', account: 'ACCOUNT' };
+    const names = {
+      image: 'IMG',
+      env: 'ENV',
+      startupScript: 'SCRIPT',
+      ports: 'PORTS',
+      diskGb: 'DISK',
+      lease: 'LEASE',
+      waitForCapacity: 'WAIT',
+      offers: 'OFFERS',
+      account: 'ACCOUNT',
+    };
     const next = (code: string, message: string) => rentalRefusalNext(code, message, names);
-    assert.match(next('VALIDATION_FAILED', 'Invalid request: machine.ports: 22 is SSH\'s port')!, /^Expose at most 5 ports \(PORTS\).*\(OFFERS\)/);
+    assert.match(
+      next('VALIDATION_FAILED', "Invalid request: machine.ports: 22 is SSH's port")!,
+      /^Expose at most 5 ports \(PORTS\).*\(OFFERS\)/,
+    );
     assert.match(next('VALIDATION_FAILED', 'Invalid request: body.machine.env: too many')!, /^Variables \(ENV\)/);
-    assert.match(next('NO_MATCHING_OFFER', 'None of the 3 offers of 1 x H100 at or under 400 cents per hour can honour machine.image (none runs a custom image).')!, /^Give IMG as/);
-    assert.match(next('VALIDATION_FAILED', 'Invalid request: terminateAfterSeconds: 7200 is longer than this key allows: its rentals last at most 3600 seconds (1 hour)')!, /^This key's maxRentalSeconds \(ACCOUNT\) caps every lease: give LEASE/);
-    assert.match(next('VALIDATION_FAILED', "Invalid request: terminateAfterSeconds: 900000 is longer than this offer's maximum duration of 86400 seconds (1 day)")!, /^LEASE is at least 60 s and at most the offer's maximumDurationSeconds \(OFFERS\)/);
-    assert.match(next('VALIDATION_FAILED', 'Invalid request: waitForCapacitySeconds: only accounts billed by usage')!, /^WAIT is 60 s to 24 h/);
+    assert.match(
+      next(
+        'NO_MATCHING_OFFER',
+        'None of the 3 offers of 1 x H100 at or under 400 cents per hour can honour machine.image (none runs a custom image).',
+      )!,
+      /^Give IMG as/,
+    );
+    assert.match(
+      next(
+        'VALIDATION_FAILED',
+        'Invalid request: terminateAfterSeconds: 7200 is longer than this key allows: its rentals last at most 3600 seconds (1 hour)',
+      )!,
+      /^This key's maxRentalSeconds \(ACCOUNT\) caps every lease: give LEASE/,
+    );
+    assert.match(
+      next(
+        'VALIDATION_FAILED',
+        "Invalid request: terminateAfterSeconds: 900000 is longer than this offer's maximum duration of 86400 seconds (1 day)",
+      )!,
+      /^LEASE is at least 60 s and at most the offer's maximumDurationSeconds \(OFFERS\)/,
+    );
+    assert.match(
+      next('VALIDATION_FAILED', 'Invalid request: waitForCapacitySeconds: only accounts billed by usage')!,
+      /^WAIT is 60 s to 24 h/,
+    );
     assert.equal(next('VALIDATION_FAILED', 'Invalid request: budgetMinor: must be at most 5'), undefined);
     assert.equal(next('KEY_LIMIT_EXCEEDED', 'machine.ports'), undefined);
   });

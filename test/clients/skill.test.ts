@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { ACTIVE_MEANS, LEASE_RULE, MACHINE_SETTINGS_RULE, PHASES_RULE, WAIT_FOR_CAPACITY_RULE } from '../../clients/sdk/src/hints.js';
+import {
+  ACTIVE_MEANS,
+  LEASE_RULE,
+  MACHINE_SETTINGS_RULE,
+  PHASES_RULE,
+  WAIT_FOR_CAPACITY_RULE,
+} from '../../clients/sdk/src/hints.js';
 import { ROOT } from './helpers/build.js';
 
 const SKILL_DIR = join(ROOT, 'clients/skill/gpu-rental');
@@ -37,15 +43,29 @@ describe('gpu-rental agent skill', () => {
     assert.equal(fields.name, basename(SKILL_DIR), 'name is the folder name');
     assert.match(fields.name, /^[a-z0-9]+(-[a-z0-9]+)*$/, 'lowercase letters, digits and single hyphens');
     assert.ok(fields.name.length <= 64);
-    assert.ok(fields.description.length > 0 && fields.description.length <= 1024, `description is ${fields.description.length} characters`);
+    assert.ok(
+      fields.description.length > 0 && fields.description.length <= 1024,
+      `description is ${fields.description.length} characters`,
+    );
     assert.match(fields.description, /\bUse when\b/, 'says when to use it');
     assert.ok(!fields.compatibility || fields.compatibility.length <= 500);
-    assert.equal(metadata.version, JSON.parse(readFileSync(join(ROOT, 'clients/cli/package.json'), 'utf8')).version, 'released with the CLI version');
+    assert.equal(
+      metadata.version,
+      JSON.parse(readFileSync(join(ROOT, 'clients/cli/package.json'), 'utf8')).version,
+      'released with the CLI version',
+    );
   });
 
   it('keeps the body under 500 lines, covers the flow, and links only to files it ships', () => {
     assert.ok(body.split('\n').length < 500);
-    for (const topic of ['## The six-call flow', 'budgetRequired', '## Limits', '## How to wait', '## How to terminate', '## Gotchas']) {
+    for (const topic of [
+      '## The six-call flow',
+      'budgetRequired',
+      '## Limits',
+      '## How to wait',
+      '## How to terminate',
+      '## Gotchas',
+    ]) {
       assert.ok(body.includes(topic), `covers ${topic}`);
     }
     assert.doesNotMatch(body, /gpr-mcp|MCP server/, 'does not require the MCP server');
@@ -59,17 +79,31 @@ describe('gpu-rental agent skill', () => {
 
   it('documents machine settings with a worked example, leases, waiting for capacity, phases and what ACTIVE means, in the words the API uses', () => {
     const flat = body.replace(/\s+/g, ' ');
-    for (const rule of [MACHINE_SETTINGS_RULE, LEASE_RULE, WAIT_FOR_CAPACITY_RULE, ACTIVE_MEANS, PHASES_RULE]) assert.ok(flat.includes(rule), rule.slice(0, 60));
+    for (const rule of [MACHINE_SETTINGS_RULE, LEASE_RULE, WAIT_FOR_CAPACITY_RULE, ACTIVE_MEANS, PHASES_RULE])
+      assert.ok(flat.includes(rule), rule.slice(0, 60));
     assert.ok(body.includes('## Machine settings, leases and waiting for capacity'));
     const example = /```sh\n([\s\S]*?--ttl 2h[\s\S]*?)```/.exec(body)?.[1] ?? '';
-    for (const flag of ['--image ', '--env ', '--script ', '--port ', '--ttl ', '--wait']) assert.ok(example.includes(flag), `the worked example uses ${flag}`);
+    for (const flag of ['--image ', '--env ', '--script ', '--port ', '--ttl ', '--wait'])
+      assert.ok(example.includes(flag), `the worked example uses ${flag}`);
     const http = /```json\n([\s\S]*?)```/.exec(body)?.[1] ?? '';
     const parsed = JSON.parse(http.replace('"hf_..."', '"hf_x"'));
     assert.deepEqual(Object.keys(parsed.machine).sort(), ['env', 'image', 'ports', 'startupScript']);
     assert.equal(parsed.terminateAfterSeconds, 7200);
     const cli = readFileSync(join(SKILL_DIR, 'references/cli.md'), 'utf8');
-    for (const flag of ['--image', '--env NAME=VALUE', '--env-from', '--script', '--port', '--disk', '--ttl', '--wait-capacity', 'gpr wait']) assert.ok(cli.includes(flag), `cli.md: ${flag}`);
+    for (const flag of [
+      '--image',
+      '--env NAME=VALUE',
+      '--env-from',
+      '--script',
+      '--port',
+      '--disk',
+      '--ttl',
+      '--wait-capacity',
+      'gpr wait',
+    ])
+      assert.ok(cli.includes(flag), `cli.md: ${flag}`);
     const errors = readFileSync(join(SKILL_DIR, 'references/errors.md'), 'utf8');
-    for (const code of ['GPU_MISMATCH', 'NO_CAPACITY', 'maxRentalSeconds', 'machine.*']) assert.ok(errors.includes(code), `errors.md: ${code}`);
+    for (const code of ['GPU_MISMATCH', 'NO_CAPACITY', 'maxRentalSeconds', 'machine.*'])
+      assert.ok(errors.includes(code), `errors.md: ${code}`);
   });
 });

@@ -2,7 +2,15 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkedId, checkedSshTarget, GprUnsafeValueError, isSafeHost, shellQuote, sshArgs, sshCommandLine } from '../../clients/sdk/src/ssh-target.js';
+import {
+  checkedId,
+  checkedSshTarget,
+  GprUnsafeValueError,
+  isSafeHost,
+  shellQuote,
+  sshArgs,
+  sshCommandLine,
+} from '../../clients/sdk/src/ssh-target.js';
 
 const ID = '5e1d9c8b-7a6f-4e3d-8c2b-1a0f9e8d7c6b';
 const good = { deploymentId: ID, host: 'gpu-7.example.com', port: 22, user: 'root' };
@@ -10,23 +18,76 @@ const good = { deploymentId: ID, host: 'gpu-7.example.com', port: 22, user: 'roo
 /** The one place the clients check what the service says about SSH access. */
 describe('SSH target checks (shared by gpr and gpr-mcp)', () => {
   it('accepts DNS names, IPv4 and IPv6 literals; refuses options, spaces, "@", "%", brackets and numeric names', () => {
-    for (const h of ['gpu-7.example.com', 'localhost', 'a', '203.0.113.10', '2001:db8::10', '::1', '::ffff:192.0.2.1', 'x1.y-2.example']) assert.ok(isSafeHost(h), h);
-    for (const h of ['', '-oProxyCommand=x', '-host', 'host-', 'a b', 'a\tb', 'a\nb', 'root@h', 'fe80::1%eth0', '[::1]', 'h%h', '1.2.3', '999.1.1.1', '01.2.3.4', 'a..b', '.a', 'a_b.example', `${'a'.repeat(64)}.example`, `${'a.'.repeat(127)}com`, 'ünï.example']) {
+    for (const h of [
+      'gpu-7.example.com',
+      'localhost',
+      'a',
+      '203.0.113.10',
+      '2001:db8::10',
+      '::1',
+      '::ffff:192.0.2.1',
+      'x1.y-2.example',
+    ])
+      assert.ok(isSafeHost(h), h);
+    for (const h of [
+      '',
+      '-oProxyCommand=x',
+      '-host',
+      'host-',
+      'a b',
+      'a\tb',
+      'a\nb',
+      'root@h',
+      'fe80::1%eth0',
+      '[::1]',
+      'h%h',
+      '1.2.3',
+      '999.1.1.1',
+      '01.2.3.4',
+      'a..b',
+      '.a',
+      'a_b.example',
+      `${'a'.repeat(64)}.example`,
+      `${'a.'.repeat(127)}com`,
+      'ünï.example',
+    ]) {
       assert.ok(!isSafeHost(h), JSON.stringify(h));
     }
   });
 
   it('accepts login names and refuses anything that could be read as an option or a second host', () => {
-    for (const user of ['root', 'ubuntu', '_svc', 'a.b-c_d', 'A1', 'u'.repeat(32)]) assert.equal(checkedSshTarget({ ...good, user }, ID).user, user);
-    for (const user of ['-oProxyCommand=touch /tmp/x', '-l', '1root', 'root@evil', 'ro ot', 'root\n', '', 'u'.repeat(33), 'rööt', 'root%h', 42, null]) {
-      assert.throws(() => checkedSshTarget({ ...good, user }, ID), (e: unknown) => e instanceof GprUnsafeValueError && e.field === 'user', JSON.stringify(user));
+    for (const user of ['root', 'ubuntu', '_svc', 'a.b-c_d', 'A1', 'u'.repeat(32)])
+      assert.equal(checkedSshTarget({ ...good, user }, ID).user, user);
+    for (const user of [
+      '-oProxyCommand=touch /tmp/x',
+      '-l',
+      '1root',
+      'root@evil',
+      'ro ot',
+      'root\n',
+      '',
+      'u'.repeat(33),
+      'rööt',
+      'root%h',
+      42,
+      null,
+    ]) {
+      assert.throws(
+        () => checkedSshTarget({ ...good, user }, ID),
+        (e: unknown) => e instanceof GprUnsafeValueError && e.field === 'user',
+        JSON.stringify(user),
+      );
     }
   });
 
   it('accepts integer ports 1-65535 only', () => {
     assert.equal(checkedSshTarget({ ...good, port: 65535 }, ID).port, 65535);
     for (const port of [0, -22, 65536, 22.5, '22', NaN, Infinity, null]) {
-      assert.throws(() => checkedSshTarget({ ...good, port }, ID), (e: unknown) => e instanceof GprUnsafeValueError && e.field === 'port', String(port));
+      assert.throws(
+        () => checkedSshTarget({ ...good, port }, ID),
+        (e: unknown) => e instanceof GprUnsafeValueError && e.field === 'port',
+        String(port),
+      );
     }
   });
 
@@ -66,6 +127,9 @@ describe('SSH target checks (shared by gpr and gpr-mcp)', () => {
     assert.equal(shellQuote("it's"), `'it'\\''s'`);
     assert.equal(shellQuote('plain/path-1.key'), 'plain/path-1.key');
     // ssh would expand "%d" in a path; such a config directory is refused rather than misread.
-    assert.throws(() => sshArgs(target, { keyFile: '/home/a%d/k.key', knownHostsFile: '/home/a%d/k.known_hosts' }), /XDG_CONFIG_HOME/);
+    assert.throws(
+      () => sshArgs(target, { keyFile: '/home/a%d/k.key', knownHostsFile: '/home/a%d/k.known_hosts' }),
+      /XDG_CONFIG_HOME/,
+    );
   });
 });

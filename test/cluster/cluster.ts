@@ -73,12 +73,18 @@ export function markServiceOutput(): void {
 /** Writes each service process's whole output to {@link LOG_DIR}; answers the directory. */
 export function saveServiceOutput(): string {
   mkdirSync(LOG_DIR, { recursive: true });
-  for (const { p } of started) writeFileSync(join(LOG_DIR, `${p.label.replace(/\s+/g, '-')}-${p.child.pid}.log`), output(p));
+  for (const { p } of started)
+    writeFileSync(join(LOG_DIR, `${p.label.replace(/\s+/g, '-')}-${p.child.pid}.log`), output(p));
   return LOG_DIR;
 }
 
 /** Starts the service (`--role <role>`) connected to node `n`; resolves once /healthz answers. */
-export async function startService(n: number, role: 'api' | 'worker', env: Record<string, string> = {}, database = clusterDatabase): Promise<ServiceProcess> {
+export async function startService(
+  n: number,
+  role: 'api' | 'worker',
+  env: Record<string, string> = {},
+  database = clusterDatabase,
+): Promise<ServiceProcess> {
   const port = await freePort();
   const svc = spawnService(['--role', role], { DATABASE_URL: nodeUrl(n, database), PORT: String(port), ...env });
   const p: ServiceProcess = Object.assign(svc, {
@@ -94,7 +100,12 @@ export async function startService(n: number, role: 'api' | 'worker', env: Recor
   running.add(p);
   started.push({ p, shown: 0 });
   if (role === 'api') {
-    await waitFor(async () => (await fetch(`${p.base}/healthz`)).status === 200, 90_000, `api on node ${n + 1} (${svc.stderr()})`, 200);
+    await waitFor(
+      async () => (await fetch(`${p.base}/healthz`)).status === 200,
+      90_000,
+      `api on node ${n + 1} (${svc.stderr()})`,
+      200,
+    );
   }
   return p;
 }
@@ -110,7 +121,10 @@ export async function call(
   method: string,
   path: string,
   opts: { body?: unknown; headers?: Record<string, string>; raw?: string } = {},
-): Promise<{ status: number; body: { data?: Record<string, unknown>; error?: { code: string } } & Record<string, unknown> }> {
+): Promise<{
+  status: number;
+  body: { data?: Record<string, unknown>; error?: { code: string } } & Record<string, unknown>;
+}> {
   const res = await fetch(`${base}${path}`, {
     method,
     headers: { 'Content-Type': 'application/json; charset=utf-8', ...opts.headers },

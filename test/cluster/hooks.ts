@@ -1,5 +1,13 @@
 import { createDatabaseIfMissing, dropDatabase } from '../../src/db/data-source.js';
-import { clusterDatabase, galera, markServiceOutput, newServiceOutput, nodeUrl, saveServiceOutput, stopServices } from './cluster.js';
+import {
+  clusterDatabase,
+  galera,
+  markServiceOutput,
+  newServiceOutput,
+  nodeUrl,
+  saveServiceOutput,
+  stopServices,
+} from './cluster.js';
 
 // The cluster suite's root hooks: a three-node Galera cluster (started unless it runs already),
 // one fresh database on it, dropped at the end; the cluster is stopped unless GALERA_KEEP=1.
@@ -12,7 +20,11 @@ export const mochaHooks = {
   afterEach(this: Mocha.Context) {
     if (this.currentTest?.state !== 'failed') return;
     const out = newServiceOutput();
-    process.stdout.write(out ? `  [cluster] service output during "${this.currentTest.title}":\n${out}\n` : '  [cluster] the service processes wrote nothing during the failed test\n');
+    process.stdout.write(
+      out
+        ? `  [cluster] service output during "${this.currentTest.title}":\n${out}\n`
+        : '  [cluster] the service processes wrote nothing during the failed test\n',
+    );
   },
   async beforeAll(this: Mocha.Context) {
     this.timeout(240_000);

@@ -28,7 +28,14 @@ describe('bad input never gets a 500', () => {
   after(() => ctx.close());
 
   it('answers a malformed percent-escape in any path with 400 INVALID_REQUEST', async () => {
-    for (const path of ['/api/v1/rentals/%ff', '/approve/%E2', '/pay/%', '/api/v1/deployments/%zz/terminate', '/api/v1/gpus/%c3%28', '/nowhere/%']) {
+    for (const path of [
+      '/api/v1/rentals/%ff',
+      '/approve/%E2',
+      '/pay/%',
+      '/api/v1/deployments/%zz/terminate',
+      '/api/v1/gpus/%c3%28',
+      '/nowhere/%',
+    ]) {
       const res = await ctx.api.get(path).set('Authorization', `Bearer ${token}`);
       assertError(res, 400, 'INVALID_REQUEST');
     }
@@ -37,13 +44,31 @@ describe('bad input never gets a 500', () => {
   });
 
   it('accepts every spelling of UTF-8 as the JSON charset and refuses others with 415', async () => {
-    for (const type of ['application/json; charset=utf8', 'application/json; charset=UTF-8', 'application/json;charset=utf-8', 'application/json; charset="utf-8"', 'application/json; Charset=UTF8']) {
-      const res = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).set('Content-Type', type).send('{"maxPerRentalMinor": 700}');
+    for (const type of [
+      'application/json; charset=utf8',
+      'application/json; charset=UTF-8',
+      'application/json;charset=utf-8',
+      'application/json; charset="utf-8"',
+      'application/json; Charset=UTF8',
+    ]) {
+      const res = await ctx.api
+        .post('/api/v1/signup')
+        .set('Idempotency-Key', randomUUID())
+        .set('Content-Type', type)
+        .send('{"maxPerRentalMinor": 700}');
       assert.equal(res.status, 201, `${type}: ${res.text}`);
       assert.equal(res.body.data.account.key.maxPerRentalMinor, 700);
     }
-    for (const type of ['application/json; charset=latin1', 'application/json; charset=utf-16', 'application/json; charset=""']) {
-      const res = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).set('Content-Type', type).send('{}');
+    for (const type of [
+      'application/json; charset=latin1',
+      'application/json; charset=utf-16',
+      'application/json; charset=""',
+    ]) {
+      const res = await ctx.api
+        .post('/api/v1/signup')
+        .set('Idempotency-Key', randomUUID())
+        .set('Content-Type', type)
+        .send('{}');
       assertError(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
       assert.match(res.body.error.message, /UTF-8/);
     }
@@ -58,7 +83,12 @@ describe('bad input never gets a 500', () => {
       .serialize(asIs)
       .send(gzipSync('{"maxPerRentalMinor": 800}'));
     assert.equal(gz.status, 201, gz.text);
-    const unknown = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).set('Content-Type', 'application/json').set('Content-Encoding', 'compress').send('{}');
+    const unknown = await ctx.api
+      .post('/api/v1/signup')
+      .set('Idempotency-Key', randomUUID())
+      .set('Content-Type', 'application/json')
+      .set('Content-Encoding', 'compress')
+      .send('{}');
     assertError(unknown, 415, 'UNSUPPORTED_MEDIA_TYPE');
     const corrupt = await ctx.api
       .post('/api/v1/signup')
@@ -72,18 +102,30 @@ describe('bad input never gets a 500', () => {
 
   it('answers a body over the limit with 413 PAYLOAD_TOO_LARGE naming the limit', async () => {
     const big = JSON.stringify({ name: 'x'.repeat(JSON_BODY_LIMIT_BYTES + 10) });
-    const res = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).set('Content-Type', 'application/json').send(big);
+    const res = await ctx.api
+      .post('/api/v1/signup')
+      .set('Idempotency-Key', randomUUID())
+      .set('Content-Type', 'application/json')
+      .send(big);
     assertError(res, 413, 'PAYLOAD_TOO_LARGE');
     assert.match(res.body.error.message, new RegExp(`${JSON_BODY_LIMIT_BYTES / 1024} KiB`));
   });
 
   it('refuses JSON nested deeper than the bound with 400, and takes it just under', async () => {
     const deep = '['.repeat(3000) + ']'.repeat(3000);
-    const res = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).set('Content-Type', 'application/json').send(deep);
+    const res = await ctx.api
+      .post('/api/v1/signup')
+      .set('Idempotency-Key', randomUUID())
+      .set('Content-Type', 'application/json')
+      .send(deep);
     assertError(res, 400, 'INVALID_REQUEST');
     assert.match(res.body.error.message, new RegExp(`deeper than ${JSON_MAX_DEPTH}`));
     const nested = (n: number): unknown => (n === 0 ? 1 : { a: nested(n - 1) });
-    const ok = await ctx.api.post('/api/v1/rentals').set('Authorization', `Bearer ${token}`).set('Idempotency-Key', randomUUID()).send({ offerId: nested(JSON_MAX_DEPTH - 2) });
+    const ok = await ctx.api
+      .post('/api/v1/rentals')
+      .set('Authorization', `Bearer ${token}`)
+      .set('Idempotency-Key', randomUUID())
+      .send({ offerId: nested(JSON_MAX_DEPTH - 2) });
     assertError(ok, 422, 'VALIDATION_FAILED');
   });
 
@@ -95,7 +137,8 @@ describe('bad input never gets a 500', () => {
     const limited = await createTestContext({ env: { AGENT_SETUP_RATE_PER_MINUTE: '2', TRUST_PROXY: 'loopback' } });
     try {
       const statuses: number[] = [];
-      for (let i = 0; i < 3; i++) statuses.push((await limited.api.post('/api/v1/agent-authorizations').set('X-Forwarded-For', forged)).status);
+      for (let i = 0; i < 3; i++)
+        statuses.push((await limited.api.post('/api/v1/agent-authorizations').set('X-Forwarded-For', forged)).status);
       assert.deepEqual(statuses, [200, 200, 429]);
       const neighbour = await limited.api.post('/api/v1/agent-authorizations').set('X-Forwarded-For', other);
       assert.equal(neighbour.status, 200, 'a different long address has its own counter');

@@ -3,7 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../../src/config.js';
 
 describe('HOST', () => {
-  const production = { NODE_ENV: 'production', SECRETS_KEY: randomBytes(32).toString('base64'), STRIPE_WEBHOOK_SECRET: 'whsec_test' };
+  const production = {
+    NODE_ENV: 'production',
+    SECRETS_KEY: randomBytes(32).toString('base64'),
+    STRIPE_WEBHOOK_SECRET: 'whsec_test',
+  };
 
   it('is 127.0.0.1 in development and 0.0.0.0 in production unless set', () => {
     assert.equal(loadConfig({}).host, '127.0.0.1');

@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { ERROR_STATUS } from '../../src/errors/error-codes.js';
-import { ACTIVE_MEANS, LEASE_RULE, MACHINE_SETTINGS_RULE, PHASES_RULE, WAIT_FOR_CAPACITY_RULE } from '../../clients/sdk/src/hints.js';
+import {
+  ACTIVE_MEANS,
+  LEASE_RULE,
+  MACHINE_SETTINGS_RULE,
+  PHASES_RULE,
+  WAIT_FOR_CAPACITY_RULE,
+} from '../../clients/sdk/src/hints.js';
 import { DISCOVERY_STEP, MACHINE_EXAMPLE, QUICKSTART_STEPS, curlOf } from '../../src/http/quickstart.js';
 import type { Json } from '../../src/http/openapi.js';
 import { ROUTE_FACTS, specRoutes } from '../../src/http/route-facts.js';
@@ -85,7 +91,15 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
       assert.equal(res.body.meta.apiVersion, 'v1');
       const links = res.body.data.links;
       assert.deepEqual(
-        { openapi: links.openapi, docs: links.docs, gpus: links.gpus, offers: links.offers, signup: links.signup, providers: links.providers, llms: links.llms },
+        {
+          openapi: links.openapi,
+          docs: links.docs,
+          gpus: links.gpus,
+          offers: links.offers,
+          signup: links.signup,
+          providers: links.providers,
+          llms: links.llms,
+        },
         {
           openapi: 'http://gpu.test/api/openapi.json',
           docs: 'http://gpu.test/docs',
@@ -100,7 +114,10 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
     }
     const llms = (await ctx.api.get('/llms.txt')).text;
     assert.match(llms, /^## Clients$/m);
-    assert.ok(llms.includes('curl -s http://gpu.test/releases/latest.json'), 'llms.txt shows how to install gpr from this service');
+    assert.ok(
+      llms.includes('curl -s http://gpu.test/releases/latest.json'),
+      'llms.txt shows how to install gpr from this service',
+    );
     assert.match(llms, /^- Client releases: http:\/\/gpu\.test\/releases\/latest\.json$/m);
   });
 
@@ -110,7 +127,10 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
     assert.match(llms, /Standard Webhooks/);
     const code = /```js\n([\s\S]*?)\n```/.exec(llms.slice(llms.indexOf('## Webhooks')))?.[1] ?? '';
     const body = code.replace(/^import .*$/m, '');
-    const verified = new Function('createHmac', 'timingSafeEqual', `${body}\nreturn verified;`)(createHmac, timingSafeEqual) as (s: string, h: Record<string, string>, b: string) => boolean;
+    const verified = new Function('createHmac', 'timingSafeEqual', `${body}\nreturn verified;`)(
+      createHmac,
+      timingSafeEqual,
+    ) as (s: string, h: Record<string, string>, b: string) => boolean;
     const secret = newSigningSecret();
     const payload = JSON.stringify({ id: '7', type: 'rental.active', createdAt: new Date().toISOString(), data: {} });
     const headers = signedHeaders(secret, '7', Math.floor(Date.now() / 1000), payload);
@@ -143,8 +163,14 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
     const wait = QUICKSTART_STEPS.find((s) => s.operationId === 'getRental')!;
     assert.equal(wait.query, 'waitFor=ACTIVE,FAILED&waitSeconds=25');
     const llms = (await ctx.api.get('/llms.txt')).text;
-    assert.ok(llms.includes('"http://gpu.test/api/v1/rentals/$RENTAL_ID?waitFor=ACTIVE,FAILED&waitSeconds=25"'), 'quoted, so the shell keeps the &');
-    assert.ok(llms.indexOf('waitFor=') < llms.indexOf('GET /api/v1/events'), 'the waiting read before the event stream');
+    assert.ok(
+      llms.includes('"http://gpu.test/api/v1/rentals/$RENTAL_ID?waitFor=ACTIVE,FAILED&waitSeconds=25"'),
+      'quoted, so the shell keeps the &',
+    );
+    assert.ok(
+      llms.indexOf('waitFor=') < llms.indexOf('GET /api/v1/events'),
+      'the waiting read before the event stream',
+    );
     assert.match(llms, /webhook-endpoints/);
   });
 
@@ -154,7 +180,10 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
     assert.equal(res.status, 201, res.text);
     const auth = { Authorization: `Bearer ${res.body.data.token}` };
     const topup = QUICKSTART_STEPS.find((s) => s.operationId === 'createTopup')!;
-    assert.equal((await ctx.api.post(topup.path).set(auth).set('Idempotency-Key', randomUUID()).send(topup.body!)).status, 201);
+    assert.equal(
+      (await ctx.api.post(topup.path).set(auth).set('Idempotency-Key', randomUUID()).send(topup.body!)).status,
+      201,
+    );
     const rental = QUICKSTART_STEPS.find((s) => s.operationId === 'createRental')!;
     const rent = await ctx.api.post(rental.path).set(auth).set('Idempotency-Key', randomUUID()).send(rental.body!);
     assert.equal(rent.body.error?.code, 'INSUFFICIENT_CREDITS', 'a valid request that only lacks credits');
@@ -162,17 +191,35 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
 
   it('/llms.txt explains machine settings, leases, waiting for capacity, phases and what ACTIVE means, with an example the service accepts as written', async () => {
     const llms = (await ctx.api.get('/llms.txt')).text;
-    for (const rule of [MACHINE_SETTINGS_RULE, LEASE_RULE, WAIT_FOR_CAPACITY_RULE, ACTIVE_MEANS, PHASES_RULE]) assert.ok(llms.includes(rule), rule.slice(0, 60));
+    for (const rule of [MACHINE_SETTINGS_RULE, LEASE_RULE, WAIT_FOR_CAPACITY_RULE, ACTIVE_MEANS, PHASES_RULE])
+      assert.ok(llms.includes(rule), rule.slice(0, 60));
     assert.ok(llms.includes(curlOf(MACHINE_EXAMPLE, 'http://gpu.test')), 'the worked example');
-    for (const field of ['machine', 'image', 'env', 'startupScript', 'ports', 'terminateAfterSeconds', 'waitForCapacitySeconds', 'endpoints', 'phase']) {
+    for (const field of [
+      'machine',
+      'image',
+      'env',
+      'startupScript',
+      'ports',
+      'terminateAfterSeconds',
+      'waitForCapacitySeconds',
+      'endpoints',
+      'phase',
+    ]) {
       assert.match(llms, new RegExp(`\`${field}\``), field);
     }
     const description: string = doc.info.description;
-    assert.match(description, /`machine`: image, env, startupScript, ports, diskGb/, 'the quickstart names the options');
+    assert.match(
+      description,
+      /`machine`: image, env, startupScript, ports, diskGb/,
+      'the quickstart names the options',
+    );
     assert.ok(description.includes(ACTIVE_MEANS), 'and what ACTIVE means');
 
     // The example's fields are the request schema's, and an offer honours them: the service refuses it only for the credits the account lacks.
-    const signup = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).send({ maxPerRentalMinor: 2000 });
+    const signup = await ctx.api
+      .post('/api/v1/signup')
+      .set('Idempotency-Key', randomUUID())
+      .send({ maxPerRentalMinor: 2000 });
     const rent = await ctx.api
       .post(MACHINE_EXAMPLE.path)
       .set({ Authorization: `Bearer ${signup.body.data.token}` })
@@ -184,11 +231,37 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
   it('names every operation uniquely for clients, with the name its route declares', () => {
     const ids = operations(doc).map((o) => o.op.operationId as string);
     assert.equal(new Set(ids).size, ids.length, `duplicates in ${ids.join(', ')}`);
-    for (const { method, path, op } of operations(doc)) assert.match(op.operationId, /^[a-z][A-Za-z]+$/, `${method} ${path}`);
-    assert.deepEqual(Object.fromEntries(operations(doc).map((o) => [`${o.method.toUpperCase()} ${o.path}`, o.op.operationId])), OPERATION_IDS);
+    for (const { method, path, op } of operations(doc))
+      assert.match(op.operationId, /^[a-z][A-Za-z]+$/, `${method} ${path}`);
+    assert.deepEqual(
+      Object.fromEntries(operations(doc).map((o) => [`${o.method.toUpperCase()} ${o.path}`, o.op.operationId])),
+      OPERATION_IDS,
+    );
     // The routes name themselves (@OperationId): the generated spec already carries the names served.
-    assert.deepEqual(Object.fromEntries(specRoutes().map((r) => [`${r.method.toUpperCase()} ${r.path}`, r.operation.operationId])), OPERATION_IDS);
-    for (const name of ['listOffers', 'listGpus', 'getGpu', 'signup', 'beginAgentAuthorization', 'approveAgentAuthorization', 'exchangeSetupCode', 'issueAgentKey', 'getAccount', 'getBalance', 'createTopup', 'createRental', 'getRental', 'createCheckout', 'listDeployments', 'getDeployment', 'terminateDeployment', 'revealCredentials']) {
+    assert.deepEqual(
+      Object.fromEntries(specRoutes().map((r) => [`${r.method.toUpperCase()} ${r.path}`, r.operation.operationId])),
+      OPERATION_IDS,
+    );
+    for (const name of [
+      'listOffers',
+      'listGpus',
+      'getGpu',
+      'signup',
+      'beginAgentAuthorization',
+      'approveAgentAuthorization',
+      'exchangeSetupCode',
+      'issueAgentKey',
+      'getAccount',
+      'getBalance',
+      'createTopup',
+      'createRental',
+      'getRental',
+      'createCheckout',
+      'listDeployments',
+      'getDeployment',
+      'terminateDeployment',
+      'revealCredentials',
+    ]) {
       assert.ok(ids.includes(name), name);
     }
   });
@@ -217,7 +290,10 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
       }
     }
     assert.ok(doc.paths['/api/v1/agent-setups/exchange'].post.responses['409'].headers['Retry-After']);
-    assert.ok(doc.paths['/api/v1/deployments/{id}/credentials/reveal'].post.responses['409'].headers['Retry-After'], 'a reveal while the machine starts says when to ask again');
+    assert.ok(
+      doc.paths['/api/v1/deployments/{id}/credentials/reveal'].post.responses['409'].headers['Retry-After'],
+      'a reveal while the machine starts says when to ask again',
+    );
     for (const path of ['/api/v1/offers', '/api/v1/gpus', '/api/v1/gpus/{slug}']) {
       assert.ok(doc.paths[path].get.responses['200'].headers.ETag, path);
       assert.ok(doc.paths[path].get.responses['304'], `${path} 304`);
@@ -229,7 +305,11 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
       const res = await ctx.api.get(path);
       assert.equal(res.status, 200, path);
       const declared = doc.paths[path].get.responses['200'].headers.ETag !== undefined;
-      assert.equal(declared, res.headers.etag !== undefined, `${path}: ETag declared ${declared}, sent ${res.headers.etag}`);
+      assert.equal(
+        declared,
+        res.headers.etag !== undefined,
+        `${path}: ETag declared ${declared}, sent ${res.headers.etag}`,
+      );
       assert.equal(doc.paths[path].get.responses['304'] !== undefined, declared, `${path} 304`);
     }
   });
@@ -250,16 +330,30 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
   it('reads route facts only under names it knows, and serves none of them', () => {
     const known = new Set<string>(Object.values(ROUTE_FACTS));
     for (const { method, path, operation } of specRoutes()) {
-      for (const name of Object.keys(operation).filter((k) => k.startsWith('x-'))) assert.ok(known.has(name), `${method} ${path} states ${name}, which nothing reads`);
+      for (const name of Object.keys(operation).filter((k) => k.startsWith('x-')))
+        assert.ok(known.has(name), `${method} ${path} states ${name}, which nothing reads`);
     }
-    for (const { method, path, op } of operations(doc)) assert.deepEqual(Object.keys(op).filter((k) => k.startsWith('x-')), [], `${method} ${path}`);
+    for (const { method, path, op } of operations(doc))
+      assert.deepEqual(
+        Object.keys(op).filter((k) => k.startsWith('x-')),
+        [],
+        `${method} ${path}`,
+      );
   });
 
   it('lets only admission, which re-reads the revocation under its account lock, use a key read moments ago', () => {
     const stating = specRoutes().filter((r) => r.operation[ROUTE_FACTS.revocationCheckedInTransaction] === true);
-    assert.deepEqual(stating.map((r) => `${r.method.toUpperCase()} ${r.path}`), ['POST /api/v1/rentals']);
+    assert.deepEqual(
+      stating.map((r) => `${r.method.toUpperCase()} ${r.path}`),
+      ['POST /api/v1/rentals'],
+    );
     assert.ok(checksRevocationInTransaction('POST /api/v1/rentals'));
-    for (const route of ['GET /api/v1/rentals', 'GET /api/v1/rentals/:id', 'POST /api/v1/deployments/:id/terminate', 'POST /api/v1/orders/checkout']) {
+    for (const route of [
+      'GET /api/v1/rentals',
+      'GET /api/v1/rentals/:id',
+      'POST /api/v1/deployments/:id/terminate',
+      'POST /api/v1/orders/checkout',
+    ]) {
       assert.ok(!checksRevocationInTransaction(route), route);
     }
   });
@@ -269,14 +363,21 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
     assert.equal(doc.components.schemas.ErrorBody.properties.code.$ref, '#/components/schemas/ErrorCode');
     const tags = (doc.tags as { name: string }[]).map((t) => t.name);
     const journey = ['Inventory', 'Account', 'Billing', 'Rentals', 'Deployments', 'Agents'];
-    assert.deepEqual(tags.filter((t) => journey.includes(t)), journey);
+    assert.deepEqual(
+      tags.filter((t) => journey.includes(t)),
+      journey,
+    );
     assert.match(doc.info.description, /## Quickstart/);
   });
 
   it('declares no placeholder responses: each says when it happens', () => {
     for (const { method, path, op } of operations(doc)) {
       for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
-        assert.doesNotMatch(response.description, /does not produce|at present|placeholder/i, `${method} ${path} ${status}`);
+        assert.doesNotMatch(
+          response.description,
+          /does not produce|at present|placeholder/i,
+          `${method} ${path} ${status}`,
+        );
       }
     }
     assert.match(doc.paths['/api/v1/me'].get.responses['402'].description, /frozen or negative account still reads/);

@@ -7,7 +7,6 @@ import type { Json } from '../../src/http/openapi.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { signup } from '../helpers/factories.js';
 
-
 /** Cases per operation: a few hundred, tuned so the whole file stays well under a minute. */
 const RUNS_PER_OPERATION = 200;
 const METHODS = ['get', 'put', 'post', 'delete', 'patch'];
@@ -42,7 +41,10 @@ function fromSchema(schema: Json, components: Json, depth = 0): fc.Arbitrary<unk
     case 'integer':
     case 'number':
       return fc.oneof(
-        fc.integer({ min: typeof s.minimum === 'number' ? s.minimum : -1e6, max: typeof s.maximum === 'number' ? s.maximum : 1e6 }),
+        fc.integer({
+          min: typeof s.minimum === 'number' ? s.minimum : -1e6,
+          max: typeof s.maximum === 'number' ? s.maximum : 1e6,
+        }),
         fc.constantFrom(-1, 0, 0.5, 1e300, Number.MAX_SAFE_INTEGER + 2, '12'),
       );
     case 'boolean':
@@ -55,7 +57,13 @@ function fromSchema(schema: Json, components: Json, depth = 0): fc.Arbitrary<unk
       const shape = Object.fromEntries(props.map(([k, v]) => [k, fromSchema(v, components, depth + 1)]));
       return fc.oneof(
         fc.record(shape, { requiredKeys: (s.required as string[]) ?? [] }),
-        fc.record(shape, { requiredKeys: [] }).chain((r) => fc.dictionary(fc.string({ maxLength: 6 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 2 }).map((extra) => ({ ...extra, ...r }))),
+        fc
+          .record(shape, { requiredKeys: [] })
+          .chain((r) =>
+            fc
+              .dictionary(fc.string({ maxLength: 6 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 2 })
+              .map((extra) => ({ ...extra, ...r })),
+          ),
       );
     }
   }
@@ -165,7 +173,10 @@ describe('fuzzing every operation of /api/openapi.json', function () {
       const schema = op.requestBody?.content?.['application/json']?.schema as Json | undefined;
       const arb = fc.record({
         segments: fc.tuple(...params.map(() => segment), fc.constant('')),
-        query: fc.oneof(fc.constant(''), fc.string({ maxLength: 20 }).map((q) => `?limit=${encodeURIComponent(q)}&gpu=%zz`)),
+        query: fc.oneof(
+          fc.constant(''),
+          fc.string({ maxLength: 20 }).map((q) => `?limit=${encodeURIComponent(q)}&gpu=%zz`),
+        ),
         headers: headersArb(tokens),
         body: bodyArb(schema, components),
       });
@@ -175,11 +186,16 @@ describe('fuzzing every operation of /api/openapi.json', function () {
           const sent: Sent = {
             method: method.toUpperCase(),
             path: path.replace(/\{\w+\}/g, () => segments[i++]) + query,
-            headers: Object.fromEntries(Object.entries(headers).filter((e): e is [string, string] => e[1] !== undefined)),
+            headers: Object.fromEntries(
+              Object.entries(headers).filter((e): e is [string, string] => e[1] !== undefined),
+            ),
             body,
           };
           const status = await send(base, agent, sent);
-          assert.ok(status > 0 && status < 500, `${status} for ${JSON.stringify({ ...sent, body: body?.toString('latin1').slice(0, 200) })}`);
+          assert.ok(
+            status > 0 && status < 500,
+            `${status} for ${JSON.stringify({ ...sent, body: body?.toString('latin1').slice(0, 200) })}`,
+          );
         }),
         { numRuns: RUNS_PER_OPERATION, endOnFailure: true },
       );

@@ -10,7 +10,13 @@ import { signup } from '../helpers/factories.js';
 /** The CSP's directives by name. */
 function csp(res: supertest.Response): Map<string, string> {
   const header = String(res.headers['content-security-policy'] ?? '');
-  return new Map(header.split(';').map((d) => d.trim()).filter(Boolean).map((d) => [d.split(/\s+/)[0], d] as [string, string]));
+  return new Map(
+    header
+      .split(';')
+      .map((d) => d.trim())
+      .filter(Boolean)
+      .map((d) => [d.split(/\s+/)[0], d] as [string, string]),
+  );
 }
 
 describe('security headers and the bearer challenge', () => {
@@ -26,7 +32,15 @@ describe('security headers and the bearer challenge', () => {
   after(() => ctx.close());
 
   it('sends nosniff on every response, JSON, HTML, text and errors alike', async () => {
-    for (const path of ['/api/v1/gpus', '/docs', '/llms.txt', '/api/v1/me', '/nowhere', '/approve/gpa_unknown', '/healthz']) {
+    for (const path of [
+      '/api/v1/gpus',
+      '/docs',
+      '/llms.txt',
+      '/api/v1/me',
+      '/nowhere',
+      '/approve/gpa_unknown',
+      '/healthz',
+    ]) {
       const res = await ctx.api.get(path);
       assert.equal(res.headers['x-content-type-options'], 'nosniff', path);
     }
@@ -66,13 +80,31 @@ describe('security headers and the bearer challenge', () => {
       .post('/api/v1/agent-keys')
       .set('Authorization', `Bearer ${ownerToken}`)
       .set('Idempotency-Key', randomUUID())
-      .send({ name: 'ci', scopes: ['read'], maxPerRentalMinor: 500, budgetLimitMinor: 500, maxConcurrentDeployments: 1 });
+      .send({
+        name: 'ci',
+        scopes: ['read'],
+        maxPerRentalMinor: 500,
+        budgetLimitMinor: 500,
+        maxConcurrentDeployments: 1,
+      });
     const approve = await ctx.api
       .post('/api/v1/agent-authorizations/approve')
       .set('Authorization', `Bearer ${ownerToken}`)
-      .send({ approvalCode: new URL(authz.body.data.approvalUrl).pathname.split('/').pop(), maxPerRentalMinor: 500, budgetLimitMinor: 500, maxConcurrentDeployments: 1 });
+      .send({
+        approvalCode: new URL(authz.body.data.approvalUrl).pathname.split('/').pop(),
+        maxPerRentalMinor: 500,
+        budgetLimitMinor: 500,
+        maxConcurrentDeployments: 1,
+      });
     const me = await ctx.api.get('/api/v1/me').set('Authorization', `Bearer ${token}`);
-    for (const [name, res, status] of [['signup', s, 201], ['authorization', authz, 200], ['exchange', exchange, 409], ['agent key', issued, 201], ['approve', approve, 200], ['me', me, 200]] as const) {
+    for (const [name, res, status] of [
+      ['signup', s, 201],
+      ['authorization', authz, 200],
+      ['exchange', exchange, 409],
+      ['agent key', issued, 201],
+      ['approve', approve, 200],
+      ['me', me, 200],
+    ] as const) {
       assert.equal(res.status, status, `${name}: ${res.text}`);
       assert.equal(res.headers['cache-control'], 'no-store', name);
     }
@@ -99,7 +131,8 @@ describe('security headers and the bearer challenge', () => {
   it('adds the challenge to a 401 from any route, keeping a scheme a route names itself', async () => {
     const api = supertest(
       createApp(ctx.services, {
-        mount: (app) => app.post('/hook', (_req, res) => void res.status(401).type('text').send('secret token is wrong')),
+        mount: (app) =>
+          app.post('/hook', (_req, res) => void res.status(401).type('text').send('secret token is wrong')),
       }),
     );
     const hook = await api.post('/hook');

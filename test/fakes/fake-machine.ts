@@ -4,7 +4,13 @@ import { createLogger } from '../../src/logger.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { MachineRuntime, machineStateDir, readHostPorts, removeMachineState } from '../../plugins/local/machine.js';
 import { hasMachineNamespaces, stopMachine } from '../../plugins/local/machine-namespaces.js';
-import { prepareSandbox, removeSandbox, sandboxDirFor, sessionEnv, shellIsolation } from '../../plugins/local/sandbox.js';
+import {
+  prepareSandbox,
+  removeSandbox,
+  sandboxDirFor,
+  sessionEnv,
+  shellIsolation,
+} from '../../plugins/local/sandbox.js';
 import { SshInstanceServer } from '../../plugins/local/ssh-instance-server.js';
 
 export interface FakeMachineOptions {
@@ -66,7 +72,12 @@ export class FakeMachine {
   static async start(o: FakeMachineOptions): Promise<FakeMachine> {
     const id = `fake-${randomUUID()}`;
     const dir = sandboxDirFor(id);
-    await prepareSandbox(dir, { instanceId: id, name: o.gpuName, count: o.gpuCount, vramGb: o.vramGb }, undefined, o.profile ? { environment: o.profile } : {});
+    await prepareSandbox(
+      dir,
+      { instanceId: id, name: o.gpuName, count: o.gpuCount, vramGb: o.vramGb },
+      undefined,
+      o.profile ? { environment: o.profile } : {},
+    );
     let alive = true;
     const logger = createLogger('silent');
     const isolation = shellIsolation();
@@ -76,7 +87,14 @@ export class FakeMachine {
       owner: undefined,
       isolation,
       // The startup script is the cloud's to run (`startup`), when its boot would.
-      record: { image: null, env: {}, startupScript: null, ports: [...new Set(o.ports ?? [])], diskGb: null, gpuCount: o.gpuCount },
+      record: {
+        image: null,
+        env: {},
+        startupScript: null,
+        ports: [...new Set(o.ports ?? [])],
+        diskGb: null,
+        gpuCount: o.gpuCount,
+      },
       user: o.user,
       logger,
       isAlive: async () => alive,

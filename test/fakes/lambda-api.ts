@@ -5,9 +5,25 @@ import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { FakeMachine } from './fake-machine.js';
 import { cloudInitBoot } from './lambda-boot.js';
 import { isRuntimeUserAgent, resolveQuirks, type FakeBehaviour } from './recorded.js';
-import { DEFAULT_LAMBDA_INSTANCE_TYPES, type FakeLambdaInstanceTypeItem, type FakeLambdaRegion } from './lambda-fixtures.js';
+import {
+  DEFAULT_LAMBDA_INSTANCE_TYPES,
+  type FakeLambdaInstanceTypeItem,
+  type FakeLambdaRegion,
+} from './lambda-fixtures.js';
 import { EDGE_403_HTML, LAMBDA_QUIRKS, lambdaRecorded, type LambdaQuirks } from './lambda-recorded.js';
-import { type FakeEndpoint, authorized, endpointOf, freePort, invalid, isReply, lambdaError, notFound, parseLaunch, parseNewKey, type Reply } from './lambda-wire.js';
+import {
+  type FakeEndpoint,
+  authorized,
+  endpointOf,
+  freePort,
+  invalid,
+  isReply,
+  lambdaError,
+  notFound,
+  parseLaunch,
+  parseNewKey,
+  type Reply,
+} from './lambda-wire.js';
 
 export type { FakeEndpoint };
 export type { LambdaQuirks } from './lambda-recorded.js';
@@ -124,8 +140,22 @@ export class FakeLambdaApi {
 
   // ---- controls -------------------------------------------------------------------------------
 
-  instances(): { id: string; name: string; tags: { key: string; value: string }[]; status: FakeLambdaStatus; ip?: string; sshPort: number }[] {
-    return [...this.store.values()].map((i) => ({ id: i.id, name: i.name, tags: [...i.tags], status: i.status, ip: i.ip, sshPort: this.sshPort }));
+  instances(): {
+    id: string;
+    name: string;
+    tags: { key: string; value: string }[];
+    status: FakeLambdaStatus;
+    ip?: string;
+    sshPort: number;
+  }[] {
+    return [...this.store.values()].map((i) => ({
+      id: i.id,
+      name: i.name,
+      tags: [...i.tags],
+      status: i.status,
+      ip: i.ip,
+      sshPort: this.sshPort,
+    }));
   }
 
   /** The `user_data` an instance was launched with, as Lambda keeps it for cloud-init; undefined when none. */
@@ -235,7 +265,8 @@ export class FakeLambdaApi {
     }
     if (this.rateLimited.on) {
       const headers: Record<string, string> = { 'Content-Type': 'text/plain' };
-      if (this.rateLimited.retryAfterSeconds !== undefined) headers['Retry-After'] = String(this.rateLimited.retryAfterSeconds);
+      if (this.rateLimited.retryAfterSeconds !== undefined)
+        headers['Retry-After'] = String(this.rateLimited.retryAfterSeconds);
       res.writeHead(429, headers).end('429 Too Many Requests');
       return;
     }
@@ -244,13 +275,26 @@ export class FakeLambdaApi {
       return;
     }
     if (!authorized(req.headers.authorization, this.apiKey)) {
-      return this.send(res, lambdaError(401, 'global/invalid-api-key', 'API key was invalid, expired, or deleted.', 'Check your API key or create a new one, then try again.'));
+      return this.send(
+        res,
+        lambdaError(
+          401,
+          'global/invalid-api-key',
+          'API key was invalid, expired, or deleted.',
+          'Check your API key or create a new one, then try again.',
+        ),
+      );
     }
     const injected = endpoint ? this.failures.get(endpoint)?.shift() : undefined;
     if (injected === 'hang') return this.hang(res);
     if (injected === 'drop') return void req.socket.destroy();
-    if (injected === '429') return this.send(res, { status: 429, body: 'Too Many Requests', headers: { 'Content-Type': 'text/plain' } });
-    if (injected === '5xx') return this.send(res, lambdaError(500, 'global/internal-error', 'An internal error occurred.', 'Try again shortly.'));
+    if (injected === '429')
+      return this.send(res, { status: 429, body: 'Too Many Requests', headers: { 'Content-Type': 'text/plain' } });
+    if (injected === '5xx')
+      return this.send(
+        res,
+        lambdaError(500, 'global/internal-error', 'An internal error occurred.', 'Try again shortly.'),
+      );
     if (injected) return this.send(res, injected);
 
     let body: Record<string, unknown> = {};
@@ -298,9 +342,13 @@ export class FakeLambdaApi {
   private async route(method: string, path: string, body: Record<string, unknown>): Promise<Reply | 'hang'> {
     const instanceMatch = /^\/api\/v1\/instances\/([^/]+)$/.exec(path);
     const keyMatch = /^\/api\/v1\/ssh-keys\/([^/]+)$/.exec(path);
-    if (method === 'GET' && path === '/api/v1/instance-types') return { status: 200, body: { data: this.instanceTypes() } };
+    if (method === 'GET' && path === '/api/v1/instance-types')
+      return { status: 200, body: { data: this.instanceTypes() } };
     if (method === 'GET' && path === '/api/v1/instances') {
-      return { status: 200, body: { data: [...this.store.values()].filter((i) => i.status !== 'terminated').map((i) => this.view(i)) } };
+      return {
+        status: 200,
+        body: { data: [...this.store.values()].filter((i) => i.status !== 'terminated').map((i) => this.view(i)) },
+      };
     }
     if (method === 'GET' && instanceMatch) {
       const i = this.store.get(decodeURIComponent(instanceMatch[1]));
@@ -321,7 +369,13 @@ export class FakeLambdaApi {
 
   private instanceTypes(): Record<string, FakeLambdaInstanceTypeItem> {
     return Object.fromEntries(
-      Object.entries(this.types).map(([name, item]) => [name, { ...item, regions_with_capacity_available: this.soldOut.has(name) ? [] : item.regions_with_capacity_available }]),
+      Object.entries(this.types).map(([name, item]) => [
+        name,
+        {
+          ...item,
+          regions_with_capacity_available: this.soldOut.has(name) ? [] : item.regions_with_capacity_available,
+        },
+      ]),
     );
   }
 
@@ -330,7 +384,9 @@ export class FakeLambdaApi {
     return {
       id: i.id,
       name: i.name,
-      ...(i.ip ? { ip: i.ip, private_ip: `10.0.${i.ip.split('.').slice(2).join('.')}`, hostname: i.ip.replaceAll('.', '-') } : {}),
+      ...(i.ip
+        ? { ip: i.ip, private_ip: `10.0.${i.ip.split('.').slice(2).join('.')}`, hostname: i.ip.replaceAll('.', '-') }
+        : {}),
       status: i.status,
       ssh_key_names: [i.sshKeyName],
       file_system_names: [],
@@ -366,7 +422,10 @@ export class FakeLambdaApi {
     const req = parseLaunch(body);
     if (isReply(req)) return req;
     const limit = this.quirks.instanceLimit;
-    if (limit !== false && [...this.store.values()].filter((i) => i.status !== 'terminated').length >= (limit === true ? 10 : limit)) {
+    if (
+      limit !== false &&
+      [...this.store.values()].filter((i) => i.status !== 'terminated').length >= (limit === true ? 10 : limit)
+    ) {
       return lambdaError(400, recorded.tooMany.code, recorded.tooMany.message);
     }
     const item = this.types[req.typeName];
@@ -375,7 +434,12 @@ export class FakeLambdaApi {
     if (!key) return notFound(`SSH key ${req.keyName} does not exist.`);
     const regionInfo = item.regions_with_capacity_available.find((r) => r.name === req.region);
     if (!regionInfo || this.soldOut.has(req.typeName)) {
-      return lambdaError(400, 'instance-operations/launch/insufficient-capacity', 'Not enough capacity to fulfill launch request.', 'Choose an instance type with more availability, or try again later.');
+      return lambdaError(
+        400,
+        'instance-operations/launch/insufficient-capacity',
+        'Not enough capacity to fulfill launch request.',
+        'Choose an instance type with more availability, or try again later.',
+      );
     }
     const inst: StoredInstance = {
       id: hexId(),
@@ -432,7 +496,8 @@ export class FakeLambdaApi {
 
   private terminate(body: Record<string, unknown>): Reply {
     const ids = body.instance_ids;
-    if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === 'string')) return invalid('instance_ids must be a non-empty list.');
+    if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === 'string'))
+      return invalid('instance_ids must be a non-empty list.');
     // One unknown id fails the whole batch, and nothing in it is terminated.
     const unknown = ids.find((id) => !this.store.has(id));
     if (unknown) return notFound(`Instance ${unknown} not found.`);

@@ -27,6 +27,9 @@ export function cloudInitBoot(userData: string | undefined): CloudInitBoot | nul
     const r = RUN_AS_USER.exec(line);
     if (r) ran = `"$${r[1]}"`;
   }
-  const profile = [...files].filter(([path]) => path.startsWith('/etc/profile.d/')).map(([, text]) => text).join('');
+  const profile = [...files]
+    .filter(([path]) => path.startsWith('/etc/profile.d/'))
+    .map(([, text]) => text)
+    .join('');
   return { profile, startupScript: ran === null ? null : (files.get(ran) ?? null) };
 }

@@ -54,7 +54,13 @@ const type = (
 ): [string, FakeLambdaInstanceTypeItem] => [
   name,
   {
-    instance_type: { name, description: `${gpus}x ${gpu}`, gpu_description: gpu, price_cents_per_hour: cents, specs: { ...specs, gpus } },
+    instance_type: {
+      name,
+      description: `${gpus}x ${gpu}`,
+      gpu_description: gpu,
+      price_cents_per_hour: cents,
+      specs: { ...specs, gpus },
+    },
     regions_with_capacity_available: regions,
   },
 ];
@@ -62,8 +68,14 @@ const type = (
 /** The default inventory: realistic on-demand prices; `gpu_8x_a100` has no region with capacity. */
 export const DEFAULT_LAMBDA_INSTANCE_TYPES: Record<string, FakeLambdaInstanceTypeItem> = Object.fromEntries([
   type('gpu_1x_h100_sxm5', 1, 'H100 (80 GB SXM5)', 329, { vcpus: 26, memory_gib: 225, storage_gib: 2867 }, [usEast1]),
-  type('gpu_8x_h100_sxm5', 8, 'H100 (80 GB SXM5)', 2632, { vcpus: 208, memory_gib: 1800, storage_gib: 22928 }, [usEast1, usSouth1]),
-  type('gpu_1x_a100_sxm4', 1, 'A100 (40 GB SXM4)', 129, { vcpus: 30, memory_gib: 200, storage_gib: 512 }, [usWest1, usEast1]),
+  type('gpu_8x_h100_sxm5', 8, 'H100 (80 GB SXM5)', 2632, { vcpus: 208, memory_gib: 1800, storage_gib: 22928 }, [
+    usEast1,
+    usSouth1,
+  ]),
+  type('gpu_1x_a100_sxm4', 1, 'A100 (40 GB SXM4)', 129, { vcpus: 30, memory_gib: 200, storage_gib: 512 }, [
+    usWest1,
+    usEast1,
+  ]),
   type('gpu_1x_a10', 1, 'A10 (24 GB PCIe)', 75, { vcpus: 30, memory_gib: 200, storage_gib: 1400 }, [usWest1]),
   type('gpu_8x_a100', 8, 'A100 (40 GB SXM4)', 1032, { vcpus: 124, memory_gib: 1800, storage_gib: 6144 }, []),
 ]);

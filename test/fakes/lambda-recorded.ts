@@ -32,7 +32,12 @@ export interface LambdaQuirks {
   edgeHtml403: QuirkSetting;
 }
 
-export const LAMBDA_QUIRKS: readonly (keyof LambdaQuirks & string)[] = ['globalUnknown', 'launchQuantity', 'instanceLimit', 'edgeHtml403'];
+export const LAMBDA_QUIRKS: readonly (keyof LambdaQuirks & string)[] = [
+  'globalUnknown',
+  'launchQuantity',
+  'instanceLimit',
+  'edgeHtml403',
+];
 
 /** A `code: message` pair as clients printed it (the fixtures keep the printed line, not JSON). */
 export interface PrintedError {

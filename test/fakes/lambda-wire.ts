@@ -34,18 +34,35 @@ export interface LaunchRequest {
 
 /** `InstanceLaunchRequest` checked as documented; a `Reply` when Lambda would refuse it as invalid. */
 export function parseLaunch(body: Record<string, unknown>): LaunchRequest | Reply {
-  const { region_name: region, instance_type_name: typeName, ssh_key_names: keyNames, name = '', tags = [], user_data: userData } = body;
-  if (typeof region !== 'string' || !LAMBDA_REGION_CODES.includes(region)) return invalid('region_name must be a valid region code.');
+  const {
+    region_name: region,
+    instance_type_name: typeName,
+    ssh_key_names: keyNames,
+    name = '',
+    tags = [],
+    user_data: userData,
+  } = body;
+  if (typeof region !== 'string' || !LAMBDA_REGION_CODES.includes(region))
+    return invalid('region_name must be a valid region code.');
   if (typeof typeName !== 'string') return invalid('instance_type_name is required.');
-  if (!Array.isArray(keyNames) || keyNames.length !== 1 || typeof keyNames[0] !== 'string') return invalid('Exactly one SSH key must be specified.');
+  if (!Array.isArray(keyNames) || keyNames.length !== 1 || typeof keyNames[0] !== 'string')
+    return invalid('Exactly one SSH key must be specified.');
   if (typeof name !== 'string' || name.length > 64) return invalid('name must be 64 characters or fewer.');
   const tagOk = (t: { key?: unknown; value?: unknown }) =>
-    t && typeof t.key === 'string' && TAG_KEY.test(t.key) && t.key.length <= 55 && typeof t.value === 'string' && t.value.length <= 128;
-  if (!Array.isArray(tags) || !tags.every(tagOk)) return invalid('tags must be key/value pairs with keys matching ^[a-z][a-z0-9-:]+$.');
+    t &&
+    typeof t.key === 'string' &&
+    TAG_KEY.test(t.key) &&
+    t.key.length <= 55 &&
+    typeof t.value === 'string' &&
+    t.value.length <= 128;
+  if (!Array.isArray(tags) || !tags.every(tagOk))
+    return invalid('tags must be key/value pairs with keys matching ^[a-z][a-z0-9-:]+$.');
   // Field validation answers as the recorded `quantity` one does: `<field>: <what is wrong>`,
   // never quoting the value (the messages' wording is the fake's, the code and status Lambda's).
-  if (userData !== undefined && typeof userData !== 'string') return invalid('user_data: Input should be a valid string');
-  if (typeof userData === 'string' && Buffer.byteLength(userData, 'utf8') > USER_DATA_MAX_BYTES) return invalid('user_data: The user data cannot exceed 1MB.');
+  if (userData !== undefined && typeof userData !== 'string')
+    return invalid('user_data: Input should be a valid string');
+  if (typeof userData === 'string' && Buffer.byteLength(userData, 'utf8') > USER_DATA_MAX_BYTES)
+    return invalid('user_data: The user data cannot exceed 1MB.');
   return {
     region,
     typeName,
@@ -59,9 +76,11 @@ export function parseLaunch(body: Record<string, unknown>): LaunchRequest | Repl
 /** `AddSSHKeyRequest` checked as documented; `publicKey` undefined asks Lambda to generate a pair. */
 export function parseNewKey(body: Record<string, unknown>): { name: string; publicKey?: string } | Reply {
   const { name, public_key: publicKey } = body;
-  if (typeof name !== 'string' || name.length < 1 || name.length > 64) return invalid('name must be 1 to 64 characters.');
+  if (typeof name !== 'string' || name.length < 1 || name.length > 64)
+    return invalid('name must be 1 to 64 characters.');
   if (publicKey === undefined) return { name };
-  if (typeof publicKey !== 'string' || publicKey.length < 1 || publicKey.length > 4096) return invalid('public_key must be 1 to 4096 characters.');
+  if (typeof publicKey !== 'string' || publicKey.length < 1 || publicKey.length > 4096)
+    return invalid('public_key must be 1 to 4096 characters.');
   try {
     SshInstanceServer.assertPublicKey(publicKey);
   } catch {

@@ -35,7 +35,11 @@ export function fixtureJson<T>(provider: 'vast' | 'runpod' | 'lambda', file: str
  * The settings a fake runs with: all on in `recorded`, all off in `documented`, then the caller's
  * own choices on top (so a documented fake can carry a single quirk, or a recorded one drop one).
  */
-export function resolveQuirks<Q extends QuirkSettings>(names: readonly (keyof Q)[], behaviour: FakeBehaviour | undefined, overrides: Partial<Q> | undefined): Q {
+export function resolveQuirks<Q extends QuirkSettings>(
+  names: readonly (keyof Q)[],
+  behaviour: FakeBehaviour | undefined,
+  overrides: Partial<Q> | undefined,
+): Q {
   const on = behaviour === 'recorded';
   const out = Object.fromEntries(names.map((n) => [n, on])) as Q;
   for (const [k, v] of Object.entries(overrides ?? {})) {
@@ -64,7 +68,8 @@ export class VariantCycle<V extends string | number> {
  * fetch sends `node`, older undici `undici`, `node:http` none at all). Edges that block "bots by
  * signature" refuse exactly these while letting a product's own `name/version` through.
  */
-const RUNTIME_AGENTS = /^(node|undici|node-fetch|axios|got|python-requests|python-urllib|python-httpx|aiohttp|curl|wget|go-http-client|java|okhttp|libwww-perl)\b/i;
+const RUNTIME_AGENTS =
+  /^(node|undici|node-fetch|axios|got|python-requests|python-urllib|python-httpx|aiohttp|curl|wget|go-http-client|java|okhttp|libwww-perl)\b/i;
 
 /** True when a request carries no User-Agent of its own product (absent, empty or a runtime's default). */
 export function isRuntimeUserAgent(userAgent: string | string[] | undefined): boolean {

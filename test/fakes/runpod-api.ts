@@ -5,8 +5,22 @@ import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { FakeMachine, profileOf } from './fake-machine.js';
 import { podBoot } from './runpod-boot.js';
 import { isRuntimeUserAgent, resolveQuirks, type FakeBehaviour } from './recorded.js';
-import { catalogEntry, FAKE_RUNPOD_GPUS, forwardCompatible, hostCuda, placeable, type FakeRunpodGpu } from './runpod-catalog.js';
-import { cloudflare1010Body, compareCuda, imageCuda, isImageReference, RUNPOD_QUIRKS, type RunpodQuirks } from './runpod-recorded.js';
+import {
+  catalogEntry,
+  FAKE_RUNPOD_GPUS,
+  forwardCompatible,
+  hostCuda,
+  placeable,
+  type FakeRunpodGpu,
+} from './runpod-catalog.js';
+import {
+  cloudflare1010Body,
+  compareCuda,
+  imageCuda,
+  isImageReference,
+  RUNPOD_QUIRKS,
+  type RunpodQuirks,
+} from './runpod-recorded.js';
 import { portsRefusal, validateCreatePod } from './runpod-validation.js';
 
 export { FAKE_RUNPOD_GPUS, type FakeRunpodGpu } from './runpod-catalog.js';
@@ -18,7 +32,8 @@ export type RunpodFailure = '5xx' | 'hang' | '429' | 'drop';
 export type FakePodStatus = 'PROVISIONING' | 'STARTING' | 'RUNNING' | 'EXITED' | 'ERROR' | 'TERMINATED';
 
 /** The `detail` RunPod gives a create it cannot place (the only sign of no capacity). */
-export const NO_INSTANCES_DETAIL = 'There are no longer any instances available with the requested specifications. Please refresh and try again.';
+export const NO_INSTANCES_DETAIL =
+  'There are no longer any instances available with the requested specifications. Please refresh and try again.';
 
 /** A pod as `FakeRunpodApi.instances` shows it to tests. */
 export interface FakePodView {
@@ -272,7 +287,12 @@ export class FakeRunpodApi {
     return this.window.used > this.window.quota ? reset : 0;
   }
 
-  private problem(res: ServerResponse, status: number, detail: string, extra: { errors?: string[]; title?: string; headers?: Record<string, string> } = {}): void {
+  private problem(
+    res: ServerResponse,
+    status: number,
+    detail: string,
+    extra: { errors?: string[]; title?: string; headers?: Record<string, string> } = {},
+  ): void {
     if (res.headersSent) return;
     const body: Record<string, unknown> = { title: extra.title ?? TITLES[status] ?? 'Error', status, detail };
     if (extra.errors) body.errors = extra.errors;
@@ -287,7 +307,9 @@ export class FakeRunpodApi {
   }
 
   private tooMany(res: ServerResponse, seconds: number): void {
-    this.problem(res, 429, 'rate limit exceeded for the minute window', { headers: { 'Retry-After': String(seconds) } });
+    this.problem(res, 429, 'rate limit exceeded for the minute window', {
+      headers: { 'Retry-After': String(seconds) },
+    });
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -317,7 +339,11 @@ export class FakeRunpodApi {
       return;
     }
     if (req.headers.authorization !== `Bearer ${this.apiKey}`) {
-      this.problem(res, 401, req.headers.authorization?.startsWith('Bearer ') ? 'invalid api key' : 'missing bearer token');
+      this.problem(
+        res,
+        401,
+        req.headers.authorization?.startsWith('Bearer ') ? 'invalid api key' : 'missing bearer token',
+      );
       return;
     }
     const exhausted = this.rateHeaders(res);
@@ -379,14 +405,18 @@ export class FakeRunpodApi {
   private catalog(url: URL, res: ServerResponse): void {
     const q = url.searchParams;
     const include = q.get('include');
-    if (include !== null && include !== 'AVAILABILITY') return this.problem(res, 422, `include: unsupported value "${include}"`);
+    if (include !== null && include !== 'AVAILABILITY')
+      return this.problem(res, 422, `include: unsupported value "${include}"`);
     const withAvailability = include === 'AVAILABILITY';
     const product = q.get('product');
     if (withAvailability && !product) return this.problem(res, 400, 'product is required with include=AVAILABILITY');
-    if (!withAvailability && (product || q.has('count') || q.has('cloud'))) return this.problem(res, 400, 'product, count and cloud are valid only with include=AVAILABILITY');
-    if (product && !product.split(',').every((p) => ['POD', 'CLUSTER', 'SERVERLESS'].includes(p))) return this.problem(res, 422, `product: unsupported value "${product}"`);
+    if (!withAvailability && (product || q.has('count') || q.has('cloud')))
+      return this.problem(res, 400, 'product, count and cloud are valid only with include=AVAILABILITY');
+    if (product && !product.split(',').every((p) => ['POD', 'CLUSTER', 'SERVERLESS'].includes(p)))
+      return this.problem(res, 422, `product: unsupported value "${product}"`);
     const cloud = q.get('cloud') ?? 'SECURE';
-    if (cloud !== 'SECURE' && cloud !== 'COMMUNITY') return this.problem(res, 422, `cloud: unsupported value "${cloud}"`);
+    if (cloud !== 'SECURE' && cloud !== 'COMMUNITY')
+      return this.problem(res, 422, `cloud: unsupported value "${cloud}"`);
     const count = q.get('count') ?? '1';
     if (!/^[1-9]\d*$/.test(count)) return this.problem(res, 422, 'count: must be an integer >= 1');
     this.json(res, 200, { gpus: this.gpus.map((g) => catalogEntry(g, withAvailability, Number(count), cloud)) });
@@ -395,7 +425,12 @@ export class FakeRunpodApi {
   private async create(body: unknown, res: ServerResponse): Promise<void> {
     const errors = validateCreatePod(body);
     if (errors.length) return this.problem(res, 422, 'Request validation failed.', { errors });
-    const b = body as Record<string, unknown> & { gpu?: { id: string; count?: number }; cpu?: unknown; env?: Record<string, string>; cloud?: 'SECURE' | 'COMMUNITY' };
+    const b = body as Record<string, unknown> & {
+      gpu?: { id: string; count?: number };
+      cpu?: unknown;
+      env?: Record<string, string>;
+      cloud?: 'SECURE' | 'COMMUNITY';
+    };
     if (b.templateId !== undefined) return this.problem(res, 404, 'template not found');
     if (!b.gpu === !b.cpu) return this.problem(res, 400, 'exactly one of gpu or cpu must be set');
     const badPorts = portsRefusal(b.ports);
@@ -408,26 +443,44 @@ export class FakeRunpodApi {
     if (b.gpu.count === undefined) return this.problem(res, 400, NO_INSTANCES_DETAIL);
     const cloud = b.cloud ?? 'SECURE';
     const max = gpu.maxCount[cloud === 'SECURE' ? 'secure' : 'community'];
-    if (b.gpu.count > max) return this.problem(res, 400, `gpu.count ${b.gpu.count} exceeds the maximum of ${max} for ${gpu.id} in the ${cloud} cloud`);
-    if (this.blocked.has(gpu.id) || !placeable(gpu, b.gpu.count, cloud)) return this.problem(res, 400, NO_INSTANCES_DETAIL);
-    const { allowedCudaVersions: allowed = [], minCudaVersion: min } = b.gpu as { allowedCudaVersions?: string[]; minCudaVersion?: string };
-    if (allowed.length > 0 && min !== undefined) return this.problem(res, 400, 'gpu.allowedCudaVersions and gpu.minCudaVersion are mutually exclusive');
+    if (b.gpu.count > max)
+      return this.problem(
+        res,
+        400,
+        `gpu.count ${b.gpu.count} exceeds the maximum of ${max} for ${gpu.id} in the ${cloud} cloud`,
+      );
+    if (this.blocked.has(gpu.id) || !placeable(gpu, b.gpu.count, cloud))
+      return this.problem(res, 400, NO_INSTANCES_DETAIL);
+    const { allowedCudaVersions: allowed = [], minCudaVersion: min } = b.gpu as {
+      allowedCudaVersions?: string[];
+      minCudaVersion?: string;
+    };
+    if (allowed.length > 0 && min !== undefined)
+      return this.problem(res, 400, 'gpu.allowedCudaVersions and gpu.minCudaVersion are mutually exclusive');
     // Documented: matching is exact, and a version no host has is a capacity error, not a fallback.
-    const hosts = hostCuda(gpu).filter((v) => (allowed.length === 0 || allowed.includes(v)) && (min === undefined || compareCuda(v, min) >= 0));
+    const hosts = hostCuda(gpu).filter(
+      (v) => (allowed.length === 0 || allowed.includes(v)) && (min === undefined || compareCuda(v, min) >= 0),
+    );
     if (hosts.length === 0) return this.problem(res, 400, NO_INSTANCES_DETAIL);
     // No host has that much disk for a container: RunPod cannot place the pod, and says so as it does for any shortage.
     if (((b.disk as number | undefined) ?? 20) > this.hostDiskGb) return this.problem(res, 400, NO_INSTANCES_DETAIL);
     const image = typeof b.image === 'string' ? b.image : '';
     if (this.quirks.badImageTag && (this.missingImages.has(image) || !isImageReference(image))) {
-      return this.problem(res, 400, `image "${image}" could not be pulled: manifest unknown`, { title: 'Invalid Image' });
+      return this.problem(res, 400, `image "${image}" could not be pulled: manifest unknown`, {
+        title: 'Invalid Image',
+      });
     }
     // The scheduler is free to pick any host that satisfies the request; the oldest is the case that bites.
     const placedOn = hosts[0];
     const needs = imageCuda(image);
-    const neverStarts = !!this.quirks.cudaMismatch && !forwardCompatible(gpu) && needs !== null && compareCuda(needs, placedOn) > 0;
+    const neverStarts =
+      !!this.quirks.cudaMismatch && !forwardCompatible(gpu) && needs !== null && compareCuda(needs, placedOn) > 0;
 
     // The official images write PUBLIC_KEY (one key a line) into root's authorized_keys.
-    const keys = (b.env?.PUBLIC_KEY ?? '').split('\n').map((k) => k.trim()).filter(Boolean);
+    const keys = (b.env?.PUBLIC_KEY ?? '')
+      .split('\n')
+      .map((k) => k.trim())
+      .filter(Boolean);
     const boot = podBoot(b.env ?? {}, typeof b.args === 'string' ? b.args : '');
     const machine = await FakeMachine.start({
       user: 'root',
@@ -438,7 +491,10 @@ export class FakeRunpodApi {
       ...(boot ? { profile: profileOf(boot.env) } : {}),
     });
     for (const k of keys.slice(1)) machine.authorize(k);
-    const id = randomBytes(7).toString('hex').replace(/[0-9]/g, (d) => 'abcdefghij'[Number(d)]).slice(0, 14);
+    const id = randomBytes(7)
+      .toString('hex')
+      .replace(/[0-9]/g, (d) => 'abcdefghij'[Number(d)])
+      .slice(0, 14);
     const rec: PodRecord = {
       id,
       body: b,
@@ -469,12 +525,15 @@ export class FakeRunpodApi {
 
   /** `GET /v2/pods`: one page of everything (documented), or cursor pages (`cursorPaging`). */
   private list(url: URL, res: ServerResponse): void {
-    const live = [...this.pods.values()].filter((p) => this.statusOf(p).status !== 'TERMINATED').sort((a, b) => a.seq - b.seq);
+    const live = [...this.pods.values()]
+      .filter((p) => this.statusOf(p).status !== 'TERMINATED')
+      .sort((a, b) => a.seq - b.seq);
     const paging = this.quirks.cursorPaging;
     if (!paging) return this.json(res, 200, { pods: live.map((p) => this.podJson(p)) });
     const size = paging === true ? 2 : paging;
     const limitParam = url.searchParams.get('limit');
-    if (limitParam !== null && !/^[1-9]\d*$/.test(limitParam)) return this.problem(res, 422, 'limit: must be an integer >= 1');
+    if (limitParam !== null && !/^[1-9]\d*$/.test(limitParam))
+      return this.problem(res, 422, 'limit: must be an integer >= 1');
     const limit = Math.min(size, limitParam === null ? size : Number(limitParam));
     let after = 0;
     const cursor = url.searchParams.get('cursor');
@@ -486,7 +545,8 @@ export class FakeRunpodApi {
     }
     const rest = live.filter((p) => p.seq > after);
     const page = rest.slice(0, limit);
-    const nextCursor = rest.length > page.length ? Buffer.from(`c${page[page.length - 1].seq}`).toString('base64url') : null;
+    const nextCursor =
+      rest.length > page.length ? Buffer.from(`c${page[page.length - 1].seq}`).toString('base64url') : null;
     this.json(res, 200, { pods: page.map((p) => this.podJson(p)), pagination: { nextCursor } });
   }
 
@@ -535,8 +595,20 @@ export class FakeRunpodApi {
         : {
             ssh: {
               // The proxy carries an interactive shell only; the plugin must never hand it out.
-              proxy: { host: 'ssh.runpod.io', port: 22, username: proxyUser, command: `ssh ${proxyUser}@ssh.runpod.io` },
-              direct: direct ? { host: '127.0.0.1', port: p.machine.port, username: 'root', command: `ssh root@127.0.0.1 -p ${p.machine.port}` } : null,
+              proxy: {
+                host: 'ssh.runpod.io',
+                port: 22,
+                username: proxyUser,
+                command: `ssh ${proxyUser}@ssh.runpod.io`,
+              },
+              direct: direct
+                ? {
+                    host: '127.0.0.1',
+                    port: p.machine.port,
+                    username: 'root',
+                    command: `ssh root@127.0.0.1 -p ${p.machine.port}`,
+                  }
+                : null,
             },
           }),
       template: null,
@@ -545,7 +617,10 @@ export class FakeRunpodApi {
       globalNetworking: { enabled: false },
       runtime:
         status === 'RUNNING'
-          ? { uptime: Math.floor((Date.now() - p.createdAt - p.bootMs) / 1000), ports: direct ? [{ private: 22, public: p.machine.port, type: 'tcp', ip: '127.0.0.1' }] : [] }
+          ? {
+              uptime: Math.floor((Date.now() - p.createdAt - p.bootMs) / 1000),
+              ports: direct ? [{ private: 22, public: p.machine.port, type: 'tcp', ip: '127.0.0.1' }] : [],
+            }
           : this.quirks.podWithoutSsh
             ? {}
             : null,

@@ -87,7 +87,12 @@ export const FAKE_RUNPOD_GPUS: FakeRunpodGpu[] = [
 ];
 
 /** The catalog entry as `GET /v2/catalog/gpus?include=AVAILABILITY&product=POD` shows it for `count` GPUs. */
-export function catalogEntry(g: FakeRunpodGpu, withAvailability: boolean, count: number, cloud: 'SECURE' | 'COMMUNITY'): Record<string, unknown> {
+export function catalogEntry(
+  g: FakeRunpodGpu,
+  withAvailability: boolean,
+  count: number,
+  cloud: 'SECURE' | 'COMMUNITY',
+): Record<string, unknown> {
   const entry: Record<string, unknown> = {
     id: g.id,
     name: g.name,

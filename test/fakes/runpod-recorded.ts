@@ -40,7 +40,13 @@ export interface RunpodQuirks {
   podWithoutSsh: QuirkSetting;
 }
 
-export const RUNPOD_QUIRKS: readonly (keyof RunpodQuirks & string)[] = ['userAgentGate', 'cursorPaging', 'badImageTag', 'cudaMismatch', 'podWithoutSsh'];
+export const RUNPOD_QUIRKS: readonly (keyof RunpodQuirks & string)[] = [
+  'userAgentGate',
+  'cursorPaging',
+  'badImageTag',
+  'cudaMismatch',
+  'podWithoutSsh',
+];
 
 let edgeBody: string | undefined;
 
@@ -67,7 +73,8 @@ export function imageCuda(image: string): string | null {
  * Docker's reference grammar, loosely: lowercase repository path, optional tag of at most 128
  * word characters, dots and dashes, optional digest. Enough to tell a typo from a name.
  */
-const IMAGE_REFERENCE = /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
+const IMAGE_REFERENCE =
+  /^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$/;
 
 export function isImageReference(image: string): boolean {
   return IMAGE_REFERENCE.test(image);

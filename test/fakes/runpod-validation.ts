@@ -38,15 +38,20 @@ function unknownFields(where: string, obj: Record<string, unknown>, allowed: Set
 export function validateCreatePod(body: unknown): string[] {
   if (!isObject(body)) return ['$: expected object'];
   const errors = unknownFields('$', body, TOP_LEVEL);
-  if (typeof body.name !== 'string' || body.name.length < 1) errors.push("$: missing property 'name' or 'name' is not a non-empty string");
+  if (typeof body.name !== 'string' || body.name.length < 1)
+    errors.push("$: missing property 'name' or 'name' is not a non-empty string");
   if (body.templateId === undefined && typeof body.image !== 'string') errors.push("$: missing property 'image'");
   if (body.image !== undefined && typeof body.image !== 'string') errors.push('$.image: expected string');
   if (body.args !== undefined && typeof body.args !== 'string') errors.push('$.args: expected string');
-  if (body.disk !== undefined && !(Number.isInteger(body.disk) && (body.disk as number) >= 1)) errors.push('$.disk: expected integer >= 1');
+  if (body.disk !== undefined && !(Number.isInteger(body.disk) && (body.disk as number) >= 1))
+    errors.push('$.disk: expected integer >= 1');
   if (body.ports !== undefined && !isStringArray(body.ports)) errors.push('$.ports: expected array of strings');
-  if (body.dataCenterIds !== undefined && !isStringArray(body.dataCenterIds)) errors.push('$.dataCenterIds: expected array of strings');
-  if (body.env !== undefined && !(isObject(body.env) && Object.values(body.env).every((x) => typeof x === 'string'))) errors.push('$.env: expected object of strings');
-  if (body.cloud !== undefined && body.cloud !== 'SECURE' && body.cloud !== 'COMMUNITY') errors.push("$.cloud: value must be one of 'SECURE', 'COMMUNITY'");
+  if (body.dataCenterIds !== undefined && !isStringArray(body.dataCenterIds))
+    errors.push('$.dataCenterIds: expected array of strings');
+  if (body.env !== undefined && !(isObject(body.env) && Object.values(body.env).every((x) => typeof x === 'string')))
+    errors.push('$.env: expected object of strings');
+  if (body.cloud !== undefined && body.cloud !== 'SECURE' && body.cloud !== 'COMMUNITY')
+    errors.push("$.cloud: value must be one of 'SECURE', 'COMMUNITY'");
   for (const flag of ['globalNetworking', 'startJupyter', 'startSsh']) {
     if (body[flag] !== undefined && typeof body[flag] !== 'boolean') errors.push(`$.${flag}: expected boolean`);
   }
@@ -55,11 +60,14 @@ export function validateCreatePod(body: unknown): string[] {
     else {
       errors.push(...unknownFields('$.gpu', body.gpu, GPU_FIELDS));
       if (typeof body.gpu.id !== 'string') errors.push("$.gpu: missing property 'id'");
-      if (body.gpu.count !== undefined && !(Number.isInteger(body.gpu.count) && (body.gpu.count as number) >= 1)) errors.push('$.gpu.count: expected integer >= 1');
+      if (body.gpu.count !== undefined && !(Number.isInteger(body.gpu.count) && (body.gpu.count as number) >= 1))
+        errors.push('$.gpu.count: expected integer >= 1');
       // RunPod accepts CUDA host constraints on a GPU pod (`CreateGpuConfig`), as `major.minor`.
       const { allowedCudaVersions: allowed, minCudaVersion: min } = body.gpu;
-      if (allowed !== undefined && !(isStringArray(allowed) && (allowed as string[]).every((v) => CUDA.test(v)))) errors.push('$.gpu.allowedCudaVersions: expected array of "major.minor" strings');
-      if (min !== undefined && !(typeof min === 'string' && CUDA.test(min))) errors.push('$.gpu.minCudaVersion: expected a "major.minor" string');
+      if (allowed !== undefined && !(isStringArray(allowed) && (allowed as string[]).every((v) => CUDA.test(v))))
+        errors.push('$.gpu.allowedCudaVersions: expected array of "major.minor" strings');
+      if (min !== undefined && !(typeof min === 'string' && CUDA.test(min)))
+        errors.push('$.gpu.minCudaVersion: expected a "major.minor" string');
     }
   }
   if (body.cpu !== undefined) {

@@ -203,7 +203,12 @@ export class FakeStripeServer {
     };
 
     if (record.authorization !== `Bearer ${this.options.secretKey}`) {
-      return answer(stripeError(401, { type: 'invalid_request_error', message: `Invalid API Key provided: ${redact(record.authorization)}` }));
+      return answer(
+        stripeError(401, {
+          type: 'invalid_request_error',
+          message: `Invalid API Key provided: ${redact(record.authorization)}`,
+        }),
+      );
     }
 
     // Stripe's idempotency: only POSTs, keyed per API key; the first result of a key is replayed.
@@ -220,7 +225,8 @@ export class FakeStripeServer {
             }),
           );
         }
-        if (!this.dropped(res, record)) answer({ status: prior.status, body: prior.body }, { 'Idempotent-Replayed': 'true' });
+        if (!this.dropped(res, record))
+          answer({ status: prior.status, body: prior.body }, { 'Idempotent-Replayed': 'true' });
         return;
       }
       if (this.inFlight.has(slot)) {
@@ -228,7 +234,8 @@ export class FakeStripeServer {
           stripeError(409, {
             type: 'idempotency_error',
             code: 'idempotency_key_in_use',
-            message: 'There is currently another in-progress request using this Stripe-Idempotency-Key. Please try again later.',
+            message:
+              'There is currently another in-progress request using this Stripe-Idempotency-Key. Please try again later.',
           }),
         );
       }
@@ -237,7 +244,8 @@ export class FakeStripeServer {
         if (this.latencyMs) await sleep(this.latencyMs);
         const reply = this.route(method, path, params);
         // Like Stripe, requests rejected before executing (validation) leave the key unused.
-        if (reply.status < 400 || reply.status >= 500) this.idempotent.set(slot, { method, path, paramsHash, status: reply.status, body: reply.body });
+        if (reply.status < 400 || reply.status >= 500)
+          this.idempotent.set(slot, { method, path, paramsHash, status: reply.status, body: reply.body });
         if (!this.dropped(res, record)) answer(reply);
         return;
       } finally {
@@ -270,7 +278,10 @@ export class FakeStripeServer {
       const s = this.sessions.get(decodeURIComponent(expire[1]));
       if (!s) return missing(decodeURIComponent(expire[1]));
       if (s.status !== 'open') {
-        return stripeError(400, { type: 'invalid_request_error', message: `Only Checkout Sessions with a status in ["open"] can be expired. This Checkout Session has a status of "${s.status}".` });
+        return stripeError(400, {
+          type: 'invalid_request_error',
+          message: `Only Checkout Sessions with a status in ["open"] can be expired. This Checkout Session has a status of "${s.status}".`,
+        });
       }
       s.status = 'expired';
       s.url = null;
@@ -278,29 +289,55 @@ export class FakeStripeServer {
     }
     if (method === 'POST' && path === '/v1/refunds') return this.createRefund(params);
     if (method === 'GET' && path === '/v1/refunds') return this.listRefunds(params);
-    return stripeError(404, { type: 'invalid_request_error', message: `Unrecognized request URL (${method}: ${path}). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.` });
+    return stripeError(404, {
+      type: 'invalid_request_error',
+      message: `Unrecognized request URL (${method}: ${path}). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.`,
+    });
   }
 
   private createRefund(p: Record<string, unknown>): Reply {
     if (this.rateLimitedRefunds > 0) {
       this.rateLimitedRefunds--;
-      return stripeError(429, { type: 'invalid_request_error', code: 'rate_limit', message: 'Request rate limit exceeded. Learn more about rate limits here https://stripe.com/docs/rate-limits.' });
+      return stripeError(429, {
+        type: 'invalid_request_error',
+        code: 'rate_limit',
+        message: 'Request rate limit exceeded. Learn more about rate limits here https://stripe.com/docs/rate-limits.',
+      });
     }
     const intent = p.payment_intent;
     if (intent === undefined && p.charge === undefined) {
-      return stripeError(400, { type: 'invalid_request_error', message: 'One of the following params should be provided for this request: payment_intent or charge.' });
+      return stripeError(400, {
+        type: 'invalid_request_error',
+        message: 'One of the following params should be provided for this request: payment_intent or charge.',
+      });
     }
     const session = [...this.sessions.values()].find((s) => s.payment_intent === intent);
     if (!session) return noSuchIntent(intent);
-    if (this.refuseRefunds) return stripeError(402, { type: 'card_error', code: 'expired_or_canceled_card', message: 'The card this payment was made with can no longer take refunds.' });
-    const refunded = this.refunds.filter((r) => r.payment_intent === intent && r.status !== 'failed' && r.status !== 'canceled').reduce((n, r) => n + r.amount, 0);
+    if (this.refuseRefunds)
+      return stripeError(402, {
+        type: 'card_error',
+        code: 'expired_or_canceled_card',
+        message: 'The card this payment was made with can no longer take refunds.',
+      });
+    const refunded = this.refunds
+      .filter((r) => r.payment_intent === intent && r.status !== 'failed' && r.status !== 'canceled')
+      .reduce((n, r) => n + r.amount, 0);
     const amount = p.amount === undefined ? session.amount_total - refunded : Number(p.amount);
     if (!Number.isInteger(amount) || amount < 1) return paramInvalid('amount', 'Invalid positive integer');
     if (refunded >= session.amount_total) {
-      return stripeError(400, { type: 'invalid_request_error', code: 'charge_already_refunded', message: `Charge for ${String(intent)} has already been refunded.` });
+      return stripeError(400, {
+        type: 'invalid_request_error',
+        code: 'charge_already_refunded',
+        message: `Charge for ${String(intent)} has already been refunded.`,
+      });
     }
     if (amount > session.amount_total - refunded) {
-      return stripeError(400, { type: 'invalid_request_error', code: 'amount_too_large', param: 'amount', message: `Refund amount ($${(amount / 100).toFixed(2)}) is greater than unrefunded amount on charge ($${((session.amount_total - refunded) / 100).toFixed(2)})` });
+      return stripeError(400, {
+        type: 'invalid_request_error',
+        code: 'amount_too_large',
+        param: 'amount',
+        message: `Refund amount ($${(amount / 100).toFixed(2)}) is greater than unrefunded amount on charge ($${((session.amount_total - refunded) / 100).toFixed(2)})`,
+      });
     }
     const refund: FakeRefund = {
       id: `re_test_${randomBytes(12).toString('hex')}`,
@@ -321,17 +358,23 @@ export class FakeStripeServer {
   /** The refunds of one payment intent, newest first, as one page of Stripe's list object. */
   private listRefunds(p: Record<string, unknown>): Reply {
     const intent = p.payment_intent;
-    if (intent !== undefined && ![...this.sessions.values()].some((s) => s.payment_intent === intent)) return noSuchIntent(intent);
+    if (intent !== undefined && ![...this.sessions.values()].some((s) => s.payment_intent === intent))
+      return noSuchIntent(intent);
     const limit = p.limit === undefined ? 10 : Number(p.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 100) return paramInvalid('limit', 'This value must be greater than or equal to 1 and less than or equal to 100.');
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+      return paramInvalid('limit', 'This value must be greater than or equal to 1 and less than or equal to 100.');
     const all = this.refunds.filter((r) => intent === undefined || r.payment_intent === intent).reverse();
-    return { status: 200, body: { object: 'list', data: all.slice(0, limit), has_more: all.length > limit, url: '/v1/refunds' } };
+    return {
+      status: 200,
+      body: { object: 'list', data: all.slice(0, limit), has_more: all.length > limit, url: '/v1/refunds' },
+    };
   }
 
   private createSession(p: Record<string, unknown>): Reply {
     const mode = p.mode;
     if (mode === undefined) return paramMissing('mode');
-    if (mode !== 'payment' && mode !== 'setup' && mode !== 'subscription') return paramInvalid('mode', `Invalid mode: must be one of payment, setup, or subscription`);
+    if (mode !== 'payment' && mode !== 'setup' && mode !== 'subscription')
+      return paramInvalid('mode', `Invalid mode: must be one of payment, setup, or subscription`);
     if (p.success_url === undefined) return paramMissing('success_url');
     const items = p.line_items;
     if (!Array.isArray(items) || items.length === 0) return paramMissing('line_items');
@@ -343,24 +386,32 @@ export class FakeStripeServer {
       if (!pd) return paramMissing(`line_items[${i}][price_data]`);
       if (typeof pd.currency !== 'string') return paramMissing(`line_items[${i}][price_data][currency]`);
       const unit = Number(pd.unit_amount);
-      if (!Number.isInteger(unit) || unit < 0) return paramInvalid(`line_items[${i}][price_data][unit_amount]`, 'Invalid integer');
+      if (!Number.isInteger(unit) || unit < 0)
+        return paramInvalid(`line_items[${i}][price_data][unit_amount]`, 'Invalid integer');
       const name = (pd.product_data as Record<string, unknown> | undefined)?.name;
-      if (typeof name !== 'string' || name === '') return paramMissing(`line_items[${i}][price_data][product_data][name]`);
+      if (typeof name !== 'string' || name === '')
+        return paramMissing(`line_items[${i}][price_data][product_data][name]`);
       const qty = Number(item.quantity);
       if (!Number.isInteger(qty) || qty < 1) return paramMissing(`line_items[${i}][quantity]`);
-      if (currency && currency !== pd.currency) return paramInvalid('line_items', 'All line items must use the same currency.');
+      if (currency && currency !== pd.currency)
+        return paramInvalid('line_items', 'All line items must use the same currency.');
       currency = pd.currency;
       total += unit * qty;
     }
-    if (mode === 'payment' && total < 50) return paramInvalid('line_items', 'The Checkout Session\'s total amount due must add up to at least $0.50 usd');
+    if (mode === 'payment' && total < 50)
+      return paramInvalid('line_items', "The Checkout Session's total amount due must add up to at least $0.50 usd");
     const metadata = (p.metadata ?? {}) as Record<string, string>;
     for (const [k, v] of Object.entries(metadata)) {
-      if (k.length > 40 || String(v).length > 500) return paramInvalid(`metadata[${k}]`, 'Metadata keys are limited to 40 characters and values to 500.');
+      if (k.length > 40 || String(v).length > 500)
+        return paramInvalid(`metadata[${k}]`, 'Metadata keys are limited to 40 characters and values to 500.');
     }
     const now = Math.floor(Date.now() / 1000);
     const expiresAt = p.expires_at !== undefined ? Number(p.expires_at) : now + 24 * 3600;
     if (!Number.isInteger(expiresAt) || expiresAt < now + 30 * 60 || expiresAt > now + 24 * 3600) {
-      return paramInvalid('expires_at', 'The `expires_at` timestamp must be between 30 minutes and 24 hours from Checkout Session creation.');
+      return paramInvalid(
+        'expires_at',
+        'The `expires_at` timestamp must be between 30 minutes and 24 hours from Checkout Session creation.',
+      );
     }
     const id = `cs_test_${randomBytes(29).toString('base64url').replace(/[-_]/g, 'a')}`;
     const session: FakeCheckoutSession = {
@@ -394,7 +445,12 @@ function stripeError(status: number, error: Record<string, unknown>): Reply {
 }
 
 function paramMissing(param: string): Reply {
-  return stripeError(400, { type: 'invalid_request_error', code: 'parameter_missing', param, message: `Missing required param: ${param}.` });
+  return stripeError(400, {
+    type: 'invalid_request_error',
+    code: 'parameter_missing',
+    param,
+    message: `Missing required param: ${param}.`,
+  });
 }
 
 function paramInvalid(param: string, message: string): Reply {
@@ -402,11 +458,21 @@ function paramInvalid(param: string, message: string): Reply {
 }
 
 function noSuchIntent(intent: unknown): Reply {
-  return stripeError(404, { type: 'invalid_request_error', code: 'resource_missing', param: 'payment_intent', message: `No such payment_intent: '${String(intent)}'` });
+  return stripeError(404, {
+    type: 'invalid_request_error',
+    code: 'resource_missing',
+    param: 'payment_intent',
+    message: `No such payment_intent: '${String(intent)}'`,
+  });
 }
 
 function missing(id: string): Reply {
-  return stripeError(404, { type: 'invalid_request_error', code: 'resource_missing', param: 'session', message: `No such checkout.session: '${id}'` });
+  return stripeError(404, {
+    type: 'invalid_request_error',
+    code: 'resource_missing',
+    param: 'session',
+    message: `No such checkout.session: '${id}'`,
+  });
 }
 
 function header(req: IncomingMessage, name: string): string | null {

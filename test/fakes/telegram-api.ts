@@ -1,5 +1,11 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- Bot API parameters and replies are loose JSON, as they come off the wire. */
-import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Message, Update, User } from 'grammy/types';
 
@@ -64,7 +70,12 @@ export class FakeTelegramServer {
   private readonly maxLongPollMs: number;
 
   private constructor(private readonly options: FakeTelegramOptions) {
-    this.bot = { id: 7_000_000_001, is_bot: true, first_name: 'GPU Rental', username: options.username ?? 'gpu_rental_test_bot' };
+    this.bot = {
+      id: 7_000_000_001,
+      is_bot: true,
+      first_name: 'GPU Rental',
+      username: options.username ?? 'gpu_rental_test_bot',
+    };
     this.maxLongPollMs = options.maxLongPollMs ?? 2000;
   }
 
@@ -147,7 +158,11 @@ export class FakeTelegramServer {
       };
       const timer = setTimeout(() => {
         this.callListeners = this.callListeners.filter((l) => l !== listener);
-        reject(new Error(`no matching Bot API call within ${timeoutMs} ms; calls since mark: ${JSON.stringify(this.callsSince(mark).map((c) => [c.method, c.params.text ?? c.params]))}`));
+        reject(
+          new Error(
+            `no matching Bot API call within ${timeoutMs} ms; calls since mark: ${JSON.stringify(this.callsSince(mark).map((c) => [c.method, c.params.text ?? c.params]))}`,
+          ),
+        );
       }, timeoutMs);
       this.callListeners.push(listener);
     });
@@ -172,13 +187,14 @@ export class FakeTelegramServer {
     for await (const chunk of req) raw += chunk;
     if (!m) return send(res, { status: 404, body: { ok: false, error_code: 404, description: 'Not Found' } });
     const [, token, method] = m;
-    if (token !== this.options.token) return send(res, { status: 401, body: { ok: false, error_code: 401, description: 'Unauthorized' } });
+    if (token !== this.options.token)
+      return send(res, { status: 401, body: { ok: false, error_code: 401, description: 'Unauthorized' } });
     let params: Record<string, any> = Object.fromEntries(url.searchParams);
     if (raw) {
       try {
         params = { ...params, ...JSON.parse(raw) };
       } catch {
-        return send(res, error(400, 'Bad Request: can\'t parse JSON'));
+        return send(res, error(400, "Bad Request: can't parse JSON"));
       }
     }
     if (method === 'getUpdates') {
@@ -192,7 +208,11 @@ export class FakeTelegramServer {
   }
 
   private async getUpdates(params: Record<string, any>, req: IncomingMessage): Promise<Reply> {
-    if (this.webhook) return error(409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first");
+    if (this.webhook)
+      return error(
+        409,
+        "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+      );
     const offset = Number(params.offset ?? 0);
     const limit = Math.min(100, Math.max(1, Number(params.limit ?? 100)));
     const timeoutMs = Math.min(Number(params.timeout ?? 0) * 1000, this.maxLongPollMs);
@@ -229,7 +249,8 @@ export class FakeTelegramServer {
         const bad = checkReplyMarkup(p.reply_markup);
         if (bad) return error(400, bad);
         const text = renderText(p.text, p.parse_mode);
-        if (text === null) return error(400, "Bad Request: can't parse entities: unsupported start tag or unescaped character");
+        if (text === null)
+          return error(400, "Bad Request: can't parse entities: unsupported start tag or unescaped character");
         const message = {
           message_id: this.newMessageId(),
           date: Math.floor(Date.now() / 1000),
@@ -247,7 +268,8 @@ export class FakeTelegramServer {
         const original = this.findSent(Number(p.chat_id), Number(p.message_id));
         if (!original) return error(400, 'Bad Request: message to edit not found');
         const text = renderText(p.text, p.parse_mode);
-        if (text === null) return error(400, "Bad Request: can't parse entities: unsupported start tag or unescaped character");
+        if (text === null)
+          return error(400, "Bad Request: can't parse entities: unsupported start tag or unescaped character");
         return ok({ ...original, text, edit_date: Math.floor(Date.now() / 1000), reply_markup: p.reply_markup });
       }
       case 'editMessageReplyMarkup': {
@@ -256,7 +278,8 @@ export class FakeTelegramServer {
         return ok({ ...original, reply_markup: p.reply_markup });
       }
       case 'answerCallbackQuery':
-        if (!p.callback_query_id) return error(400, 'Bad Request: query is too old and response timeout expired or query ID is invalid');
+        if (!p.callback_query_id)
+          return error(400, 'Bad Request: query is too old and response timeout expired or query ID is invalid');
         return ok(true);
       case 'setWebhook':
         if (!p.url) {
@@ -273,7 +296,11 @@ export class FakeTelegramServer {
         if (p.drop_pending_updates) this.queue.length = 0;
         return ok(true);
       case 'getWebhookInfo':
-        return ok({ url: this.webhook?.url ?? '', has_custom_certificate: false, pending_update_count: this.queue.length });
+        return ok({
+          url: this.webhook?.url ?? '',
+          has_custom_certificate: false,
+          pending_update_count: this.queue.length,
+        });
       case 'setMyCommands':
         if (!Array.isArray(p.commands)) return error(400, 'Bad Request: commands must be an array');
         this.commands = p.commands;
@@ -370,7 +397,23 @@ export function buttonsOf(message: { reply_markup?: any }): { text: string; data
   return rows.flat().map((b) => ({ text: b.text, data: b.callback_data, url: b.url }));
 }
 
-const HTML_TAGS = new Set(['b', 'strong', 'i', 'em', 'u', 'ins', 's', 'strike', 'del', 'a', 'code', 'pre', 'tg-spoiler', 'span', 'blockquote']);
+const HTML_TAGS = new Set([
+  'b',
+  'strong',
+  'i',
+  'em',
+  'u',
+  'ins',
+  's',
+  'strike',
+  'del',
+  'a',
+  'code',
+  'pre',
+  'tg-spoiler',
+  'span',
+  'blockquote',
+]);
 
 /**
  * The text a client shows: with parse_mode HTML, Telegram's rules (only its tags; `<`, `>` and
@@ -405,10 +448,14 @@ function checkReplyMarkup(markup: any): string | null {
   if (!markup?.inline_keyboard) return null;
   for (const row of markup.inline_keyboard) {
     for (const b of row) {
-      if (typeof b.text !== 'string' || b.text.length === 0) return 'Bad Request: text buttons are unallowed in the inline keyboard';
-      if (b.callback_data !== undefined && Buffer.byteLength(String(b.callback_data)) > 64) return 'Bad Request: BUTTON_DATA_INVALID';
-      if (b.callback_data === undefined && b.url === undefined) return 'Bad Request: inline keyboard button must have callback_data or url';
-      if (b.url !== undefined && !/^(https?|tg):\/\//.test(String(b.url))) return 'Bad Request: inline keyboard button URL is invalid';
+      if (typeof b.text !== 'string' || b.text.length === 0)
+        return 'Bad Request: text buttons are unallowed in the inline keyboard';
+      if (b.callback_data !== undefined && Buffer.byteLength(String(b.callback_data)) > 64)
+        return 'Bad Request: BUTTON_DATA_INVALID';
+      if (b.callback_data === undefined && b.url === undefined)
+        return 'Bad Request: inline keyboard button must have callback_data or url';
+      if (b.url !== undefined && !/^(https?|tg):\/\//.test(String(b.url)))
+        return 'Bad Request: inline keyboard button URL is invalid';
     }
   }
   return null;

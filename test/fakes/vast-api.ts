@@ -24,7 +24,13 @@ import {
 
 export { FAKE_VAST_OFFERS, type FakeVastOffer };
 export type { FakeBehaviour } from './recorded.js';
-export { BANDWIDTH_BILLED_OFFER, recordedVastOffer, REPRICED_OFFER, type VastQuirks, type VastStartFailure } from './vast-recorded.js';
+export {
+  BANDWIDTH_BILLED_OFFER,
+  recordedVastOffer,
+  REPRICED_OFFER,
+  type VastQuirks,
+  type VastStartFailure,
+} from './vast-recorded.js';
 
 export interface FakeVastInstance {
   id: number;
@@ -96,19 +102,40 @@ export interface FakeVastCall {
 type Reply = { status: number; body: unknown; text?: string; contentType?: string };
 
 const json = (status: number, body: unknown): Reply => ({ status, body });
-const vastError = (status: number, error: string, msg: string, extra: Record<string, unknown> = {}): Reply => json(status, { success: false, error, msg, ...extra });
-const tooFrequent = (threshold: number): Reply => ({ status: 429, body: null, text: `API requests too frequent endpoint threshold=${threshold}`, contentType: 'text/plain' });
+const vastError = (status: number, error: string, msg: string, extra: Record<string, unknown> = {}): Reply =>
+  json(status, { success: false, error, msg, ...extra });
+const tooFrequent = (threshold: number): Reply => ({
+  status: 429,
+  body: null,
+  text: `API requests too frequent endpoint threshold=${threshold}`,
+  contentType: 'text/plain',
+});
 const THRESHOLDS: Record<VastEndpoint, number> = { create: 4.5, get: 2, list: 1, destroy: 3, offers: 6, attach: 2 };
-const FILTERABLE = new Set(['id', 'label', 'actual_status', 'gpu_name', 'verification', 'cur_state', 'intended_status', 'image_uuid']);
+const FILTERABLE = new Set([
+  'id',
+  'label',
+  'actual_status',
+  'gpu_name',
+  'verification',
+  'cur_state',
+  'intended_status',
+  'image_uuid',
+]);
 
 /**
  * Docker's port map of a running instance: 22 is where its machine's SSH server listens, 8080 is
  * opened by Vast's images themselves, and each port the create asked for gets a host port of its
  * own, which answers on the instance's public address (this host's loopback) from the machine's port.
  */
-function runningPorts(rec: { machine: FakeMachine; inst: Pick<FakeVastInstance, 'extra_env'> }): FakeVastInstance['ports'] {
+function runningPorts(rec: {
+  machine: FakeMachine;
+  inst: Pick<FakeVastInstance, 'extra_env'>;
+}): FakeVastInstance['ports'] {
   const map = (port: number) => [{ HostIp: '0.0.0.0', HostPort: String(port) }];
-  const out: NonNullable<FakeVastInstance['ports']> = { '22/tcp': map(rec.machine.port), '8080/tcp': map(rec.machine.port + 1) };
+  const out: NonNullable<FakeVastInstance['ports']> = {
+    '22/tcp': map(rec.machine.port),
+    '8080/tcp': map(rec.machine.port + 1),
+  };
   for (const p of portsOf(Object.fromEntries(rec.inst.extra_env))) {
     const host = rec.machine.hostPorts[p];
     if (host !== undefined) out[`${p}/tcp`] = map(host);
@@ -122,15 +149,24 @@ function matches(value: unknown, cond: unknown): boolean {
   return Object.entries(cond as Record<string, unknown>).every(([op, want]) => {
     const v = value as number;
     switch (op) {
-      case 'eq': return value === want;
-      case 'neq': return value !== want;
-      case 'gt': return v > (want as number);
-      case 'gte': return v >= (want as number);
-      case 'lt': return v < (want as number);
-      case 'lte': return v <= (want as number);
-      case 'in': return Array.isArray(want) && want.includes(value);
-      case 'notin': return Array.isArray(want) && !want.includes(value);
-      default: throw new Error(`unknown operator ${op}`);
+      case 'eq':
+        return value === want;
+      case 'neq':
+        return value !== want;
+      case 'gt':
+        return v > (want as number);
+      case 'gte':
+        return v >= (want as number);
+      case 'lt':
+        return v < (want as number);
+      case 'lte':
+        return v <= (want as number);
+      case 'in':
+        return Array.isArray(want) && want.includes(value);
+      case 'notin':
+        return Array.isArray(want) && !want.includes(value);
+      default:
+        throw new Error(`unknown operator ${op}`);
     }
   });
 }
@@ -210,7 +246,13 @@ export class FakeVastApi {
 
   /** Instances the API knows (forgotten ones are not listed). */
   instances(): { id: string; label: string | null; status: string | null; sshPort: number; keys: number }[] {
-    return [...this.records.values()].map((r) => ({ id: String(r.inst.id), label: r.inst.label, status: r.inst.actual_status, sshPort: r.machine.port, keys: r.keys.length }));
+    return [...this.records.values()].map((r) => ({
+      id: String(r.inst.id),
+      label: r.inst.label,
+      status: r.inst.actual_status,
+      sshPort: r.machine.port,
+      keys: r.keys.length,
+    }));
   }
 
   /** New instances stay `loading` this long before `running`. */
@@ -289,7 +331,15 @@ export class FakeVastApi {
 
   /** The next call to `endpoint` gets exactly this answer (for the error table's documented bodies). */
   respondNext(endpoint: VastEndpoint, status: number, body: unknown, contentType = 'application/json'): void {
-    this.failures.push({ endpoint, reply: { status, body: contentType.includes('json') ? body : null, text: contentType.includes('json') ? undefined : String(body), contentType } });
+    this.failures.push({
+      endpoint,
+      reply: {
+        status,
+        body: contentType.includes('json') ? body : null,
+        text: contentType.includes('json') ? undefined : String(body),
+        contentType,
+      },
+    });
   }
 
   /** Creates make the instance, then never answer. */
@@ -335,7 +385,10 @@ export class FakeVastApi {
     for (const s of this.sockets) s.destroy();
     await new Promise<void>((r) => this.server.close(() => r()));
     for (const r of this.records.values()) clearTimeout(r.timer);
-    await Promise.all([...[...this.records.values()].map((r) => r.machine.close()), ...this.ghosts.map((m) => m.close())]);
+    await Promise.all([
+      ...[...this.records.values()].map((r) => r.machine.close()),
+      ...this.ghosts.map((m) => m.close()),
+    ]);
     this.records.clear();
   }
 
@@ -351,7 +404,13 @@ export class FakeVastApi {
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
     const raw = Buffer.concat(chunks).toString('utf8');
-    const call: FakeVastCall = { method: req.method ?? 'GET', path: url.pathname, query: Object.fromEntries(url.searchParams), body: null, status: 0 };
+    const call: FakeVastCall = {
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      body: null,
+      status: 0,
+    };
     this.calls.push(call);
     let body: unknown = null;
     if (raw) {
@@ -370,7 +429,11 @@ export class FakeVastApi {
     }
     if (!route) {
       if (call.method === 'GET' && url.pathname === '/api/v0/instances/') {
-        return this.send(res, call, vastError(410, 'deprecated_endpoint', 'This endpoint is deprecated. Use GET /api/v1/instances/ instead.'));
+        return this.send(
+          res,
+          call,
+          vastError(410, 'deprecated_endpoint', 'This endpoint is deprecated. Use GET /api/v1/instances/ instead.'),
+        );
       }
       return this.send(res, call, json(404, { detail: 'Not Found' }));
     }
@@ -378,14 +441,21 @@ export class FakeVastApi {
     const last = this.lastCall.get(route.endpoint);
     const now = Date.now();
     this.lastCall.set(route.endpoint, now);
-    if (min !== undefined && last !== undefined && now - last < min) return this.send(res, call, tooFrequent(THRESHOLDS[route.endpoint]));
+    if (min !== undefined && last !== undefined && now - last < min)
+      return this.send(res, call, tooFrequent(THRESHOLDS[route.endpoint]));
     const i = this.failures.findIndex((f) => f.endpoint === route.endpoint);
     if (i >= 0) {
       const [f] = this.failures.splice(i, 1);
       if (f.reply === 'hang') return;
       if (f.reply === 'drop') return void req.socket.destroy();
       if (f.reply === '429') return this.send(res, call, tooFrequent(THRESHOLDS[route.endpoint]));
-      if (f.reply === '5xx') return this.send(res, call, { status: 502, body: null, text: '<html><body><h1>502 Bad Gateway</h1></body></html>', contentType: 'text/html' });
+      if (f.reply === '5xx')
+        return this.send(res, call, {
+          status: 502,
+          body: null,
+          text: '<html><body><h1>502 Bad Gateway</h1></body></html>',
+          contentType: 'text/html',
+        });
       return this.send(res, call, f.reply);
     }
     const reply = await route.serve(body, url.searchParams);
@@ -393,14 +463,21 @@ export class FakeVastApi {
     this.send(res, call, reply);
   }
 
-  private route(method: string, path: string): { endpoint: VastEndpoint; serve: (body: unknown, q: URLSearchParams) => Promise<Reply | 'hang'> | Reply } | null {
+  private route(
+    method: string,
+    path: string,
+  ): { endpoint: VastEndpoint; serve: (body: unknown, q: URLSearchParams) => Promise<Reply | 'hang'> | Reply } | null {
     let m: RegExpMatchArray | null;
     if (method === 'POST' && path === '/api/v0/bundles/') return { endpoint: 'offers', serve: (b) => this.search(b) };
     if (method === 'GET' && path === '/api/v1/instances/') return { endpoint: 'list', serve: (_b, q) => this.list(q) };
-    if (method === 'PUT' && (m = path.match(/^\/api\/v0\/asks\/(\d+)\/$/))) return { endpoint: 'create', serve: (b) => this.create(Number(m![1]), b) };
-    if (method === 'POST' && (m = path.match(/^\/api\/v0\/instances\/(\d+)\/ssh\/$/))) return { endpoint: 'attach', serve: (b) => this.attach(Number(m![1]), b) };
-    if (method === 'GET' && (m = path.match(/^\/api\/v0\/instances\/(\d+)\/$/))) return { endpoint: 'get', serve: () => this.show(Number(m![1])) };
-    if (method === 'DELETE' && (m = path.match(/^\/api\/v0\/instances\/(\d+)\/$/))) return { endpoint: 'destroy', serve: () => this.destroy(Number(m![1])) };
+    if (method === 'PUT' && (m = path.match(/^\/api\/v0\/asks\/(\d+)\/$/)))
+      return { endpoint: 'create', serve: (b) => this.create(Number(m![1]), b) };
+    if (method === 'POST' && (m = path.match(/^\/api\/v0\/instances\/(\d+)\/ssh\/$/)))
+      return { endpoint: 'attach', serve: (b) => this.attach(Number(m![1]), b) };
+    if (method === 'GET' && (m = path.match(/^\/api\/v0\/instances\/(\d+)\/$/)))
+      return { endpoint: 'get', serve: () => this.show(Number(m![1])) };
+    if (method === 'DELETE' && (m = path.match(/^\/api\/v0\/instances\/(\d+)\/$/)))
+      return { endpoint: 'destroy', serve: () => this.destroy(Number(m![1])) };
     return null;
   }
 
@@ -409,13 +486,19 @@ export class FakeVastApi {
     const { limit, type, order, allocated_storage: storage, ...filters } = body as Record<string, unknown>;
     // Prices answered are for this much disk; instances with more pay for the rest (`storagePrice`).
     this.pricedStorageGb = typeof storage === 'number' ? storage : 8;
-    if (type !== undefined && !['ondemand', 'on-demand', 'bid', 'reserved'].includes(type as string)) return vastError(400, 'invalid_request', `invalid type ${String(type)}`);
+    if (type !== undefined && !['ondemand', 'on-demand', 'bid', 'reserved'].includes(type as string))
+      return vastError(400, 'invalid_request', `invalid type ${String(type)}`);
     const defaults = { verified: { eq: true }, rentable: { eq: true }, rented: { eq: false } };
     // Raw offers carry `verification` only; Vast's `verified` search key reads it.
-    const field = (o: FakeVastOffer, k: string) => (k === 'verified' && o.verified === undefined ? o.verification === 'verified' : (o as unknown as Record<string, unknown>)[k]);
+    const field = (o: FakeVastOffer, k: string) =>
+      k === 'verified' && o.verified === undefined
+        ? o.verification === 'verified'
+        : (o as unknown as Record<string, unknown>)[k];
     let out: FakeVastOffer[];
     try {
-      out = this.offers.filter((o) => Object.entries({ ...defaults, ...filters }).every(([k, c]) => matches(field(o, k), c)));
+      out = this.offers.filter((o) =>
+        Object.entries({ ...defaults, ...filters }).every(([k, c]) => matches(field(o, k), c)),
+      );
       // Live offers price bandwidth apart from dph_total (search-offers-raw-rtx4090.json).
       if (this.quirks.bandwidthCost) out = out.map((o) => ({ ...bandwidthFields(), ...o }));
     } catch (err) {
@@ -430,14 +513,28 @@ export class FakeVastApi {
   private async create(askId: number, body: unknown): Promise<Reply | 'hang'> {
     const b = (body ?? {}) as Record<string, unknown>;
     const ask = this.offers.find((o) => o.id === askId && o.rentable);
-    if (!ask) return this.takenAsk(askId, vastError(404, 'invalid_args', `error 404/3603: no_such_ask Instance type by id ${askId} is not available.`, { ask_id: askId }));
-    if (typeof b.image !== 'string' || !b.image || b.image.length > 1024) return vastError(400, 'invalid_args', "error 400/3467: Invalid args: 'image' is required", { ask_id: askId });
-    if (b.label !== undefined && (typeof b.label !== 'string' || b.label.length > 256)) return vastError(400, 'invalid_args', 'error 400/3467: Invalid args: label too long', { ask_id: askId });
+    if (!ask)
+      return this.takenAsk(
+        askId,
+        vastError(404, 'invalid_args', `error 404/3603: no_such_ask Instance type by id ${askId} is not available.`, {
+          ask_id: askId,
+        }),
+      );
+    if (typeof b.image !== 'string' || !b.image || b.image.length > 1024)
+      return vastError(400, 'invalid_args', "error 400/3467: Invalid args: 'image' is required", { ask_id: askId });
+    if (b.label !== undefined && (typeof b.label !== 'string' || b.label.length > 256))
+      return vastError(400, 'invalid_args', 'error 400/3467: Invalid args: label too long', { ask_id: askId });
     const refused = refuseMachineFields(askId, b, ask.disk_space);
     if (refused) return json(refused.status, refused.body);
     const full = this.noCapacityFor.has(String(askId)) || this.noCapacityFor.has(ask.gpu_name);
     // The documented default is true for on-demand; only an explicit false leaves a stopped instance.
-    if (full && b.cancel_unavail !== false) return this.takenAsk(askId, vastError(410, 'no_such_ask', `error 410/3907: no_such_ask Instance type ${askId} is no longer available.`, { ask_id: askId }));
+    if (full && b.cancel_unavail !== false)
+      return this.takenAsk(
+        askId,
+        vastError(410, 'no_such_ask', `error 410/3907: no_such_ask Instance type ${askId} is no longer available.`, {
+          ask_id: askId,
+        }),
+      );
     const id = this.nextId++;
     const disk = typeof b.disk === 'number' ? b.disk : 10;
     const storage = this.storagePrice(ask, disk);
@@ -473,7 +570,8 @@ export class FakeVastApi {
       num_gpus: ask.num_gpus,
       gpu_ram: ask.gpu_ram,
       disk_space: disk,
-      dph_total: (this.repricing.get(String(askId)) ?? this.repricing.get(ask.gpu_name) ?? ask.dph_total) + storage.extra,
+      dph_total:
+        (this.repricing.get(String(askId)) ?? this.repricing.get(ask.gpu_name) ?? ask.dph_total) + storage.extra,
       ...(storage.total === undefined ? {} : { storage_total_cost: storage.total }),
       geolocation: ask.geolocation,
       start_date: Date.now() / 1000,
@@ -482,7 +580,8 @@ export class FakeVastApi {
     };
     const rec: FakeRecord = { inst, machine, hostKey: throwaway.privateKey, keys: [], createBody: b, onstartRuns: [] };
     this.records.set(id, rec);
-    const failure = this.startFailures.get(String(askId)) ?? this.startFailures.get(ask.gpu_name) ?? this.startFailures.get(b.image);
+    const failure =
+      this.startFailures.get(String(askId)) ?? this.startFailures.get(ask.gpu_name) ?? this.startFailures.get(b.image);
     if (!full && failure) {
       inst.actual_status = 'loading';
       const steps = startFailureSteps(failure, b.image);
@@ -519,7 +618,11 @@ export class FakeVastApi {
     const onstart = rec.inst.onstart;
     if (!onstart) return;
     const env = Object.fromEntries(rec.inst.extra_env);
-    rec.onstartRuns.push(runOnstart({ host: rec.machine.host, port: rec.machine.port }, rec.hostKey, env, onstart).catch((err: Error) => err));
+    rec.onstartRuns.push(
+      runOnstart({ host: rec.machine.host, port: rec.machine.port }, rec.hostKey, env, onstart).catch(
+        (err: Error) => err,
+      ),
+    );
   }
 
   private attach(id: number, body: unknown): Reply {
@@ -544,7 +647,8 @@ export class FakeVastApi {
       return vastError(400, 'invalid_request', 'Error in query parameters: select_filters is not JSON');
     }
     for (const col of Object.keys(filters)) {
-      if (!FILTERABLE.has(col)) return vastError(400, 'invalid_request', `Error in query parameters: ${col} is not a valid search key`);
+      if (!FILTERABLE.has(col))
+        return vastError(400, 'invalid_request', `Error in query parameters: ${col} is not a valid search key`);
     }
     const rawLimit = Number(q.get('limit') ?? 25);
     const small = this.quirks.smallPages;
@@ -562,7 +666,11 @@ export class FakeVastApi {
     }
     let all: FakeVastInstance[];
     try {
-      all = [...this.records.values()].map((r) => r.inst).filter((i) => Object.entries(filters).every(([k, c]) => matches((i as unknown as Record<string, unknown>)[k], c)));
+      all = [...this.records.values()]
+        .map((r) => r.inst)
+        .filter((i) =>
+          Object.entries(filters).every(([k, c]) => matches((i as unknown as Record<string, unknown>)[k], c)),
+        );
     } catch (err) {
       return vastError(400, 'invalid_request', (err as Error).message);
     }
@@ -576,7 +684,9 @@ export class FakeVastApi {
       instances_found: page.length,
       total_instances: all.length,
       label_counts: labelCounts,
-      next_token: more ? Buffer.from(JSON.stringify({ values: { id: page[page.length - 1].id } })).toString('base64') : null,
+      next_token: more
+        ? Buffer.from(JSON.stringify({ values: { id: page[page.length - 1].id } })).toString('base64')
+        : null,
       instances: page,
     });
   }
@@ -621,10 +731,13 @@ export class FakeVastApi {
   private failStart(rec: FakeRecord, steps: ReturnType<typeof startFailureSteps>): void {
     const [step, ...rest] = steps;
     if (!step) return;
-    rec.timer = setTimeout(() => {
-      Object.assign(rec.inst, step.fields);
-      rec.inst.ports = step.running ? runningPorts(rec) : null;
-      this.failStart(rec, rest);
-    }, Math.max(this.bootMs, 1) * (step.afterBoots ?? 1));
+    rec.timer = setTimeout(
+      () => {
+        Object.assign(rec.inst, step.fields);
+        rec.inst.ports = step.running ? runningPorts(rec) : null;
+        this.failStart(rec, rest);
+      },
+      Math.max(this.bootMs, 1) * (step.afterBoots ?? 1),
+    );
   }
 }

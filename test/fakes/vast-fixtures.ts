@@ -30,7 +30,14 @@ export interface FakeVastOffer {
   internet_down_cost_per_tb?: number;
 }
 
-export function offer(id: number, gpu: string, n: number, gpuRamMb: number, dph: number, extra: Partial<FakeVastOffer> = {}): FakeVastOffer {
+export function offer(
+  id: number,
+  gpu: string,
+  n: number,
+  gpuRamMb: number,
+  dph: number,
+  extra: Partial<FakeVastOffer> = {},
+): FakeVastOffer {
   return {
     id,
     ask_contract_id: id,
@@ -59,7 +66,13 @@ export function offer(id: number, gpu: string, n: number, gpuRamMb: number, dph:
 export const FAKE_VAST_OFFERS: readonly FakeVastOffer[] = [
   offer(7100001, 'H100 SXM', 1, 81_559, 2.1),
   offer(7100002, 'H100 SXM', 2, 81_559, 4.2, { geolocation: 'Quebec, CA' }),
-  offer(7100003, 'RTX 4090', 1, 24_564, 0.35, { hosting_type: 0, geolocation: 'Lisbon, PT', cpu_cores_effective: 12.8, cpu_ram: 257_000, gpu_frac: 0.25 }),
+  offer(7100003, 'RTX 4090', 1, 24_564, 0.35, {
+    hosting_type: 0,
+    geolocation: 'Lisbon, PT',
+    cpu_cores_effective: 12.8,
+    cpu_ram: 257_000,
+    gpu_frac: 0.25,
+  }),
   offer(7100004, 'A100 SXM4', 1, 81_920, 1.2),
   // Oddities: a fractional price, a host allowing years, an unverified and a rented machine.
   offer(7100005, 'RTX 3090', 1, 24_576, 0.3512, { hosting_type: 0, geolocation: null, duration: 400 * 86_400 }),

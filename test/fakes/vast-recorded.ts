@@ -40,7 +40,14 @@ export interface VastQuirks {
   smallPages: QuirkSetting<number>;
 }
 
-export const VAST_QUIRKS: readonly (keyof VastQuirks & string)[] = ['takenAsk', 'goneInstance', 'afterDestroy', 'bandwidthCost', 'repriced', 'smallPages'];
+export const VAST_QUIRKS: readonly (keyof VastQuirks & string)[] = [
+  'takenAsk',
+  'goneInstance',
+  'afterDestroy',
+  'bandwidthCost',
+  'repriced',
+  'smallPages',
+];
 
 /**
  * Ways an instance's start fails, as Vast reports them (fixtures `show-instance-*.json`):
@@ -93,7 +100,10 @@ export function vastRecorded(): VastRecordedBodies {
     createdManifest: fixtureJson('vast', 'show-instance-created-manifest-not-found.json'),
     loadingStopped: fixtureJson('vast', 'show-instance-loading-intended-stopped.json'),
     offer: fixtureJson<Record<string, unknown>[]>('vast', 'search-offers-raw-rtx4090.json')[0],
-    priceIncrease: fixtureJson<{ pending_price_increases: VastRecordedBodies['priceIncrease'][] }>('vast', 'pending-price-increases.json').pending_price_increases[0],
+    priceIncrease: fixtureJson<{ pending_price_increases: VastRecordedBodies['priceIncrease'][] }>(
+      'vast',
+      'pending-price-increases.json',
+    ).pending_price_increases[0],
   };
   return bodies;
 }
@@ -109,14 +119,20 @@ export function takenAskBody(form: 'msg' | 'error-field', askId: number): Record
 }
 
 /** `no_such_instance` for a destroy: status and body of the chosen recorded form. */
-export function goneInstanceReply(form: '404' | '200', instanceId: number): { status: number; body: Record<string, unknown> } {
+export function goneInstanceReply(
+  form: '404' | '200',
+  instanceId: number,
+): { status: number; body: Record<string, unknown> } {
   const r = vastRecorded();
   if (form === '200') return { status: 200, body: structuredClone(r.gone200) };
   return { status: 404, body: { ...r.gone404, msg: String(r.gone404.msg).replace(/\d+/, String(instanceId)) } };
 }
 
 /** The bandwidth fields every live offer carries, with the recorded offer's values (0.0). */
-export function bandwidthFields(): Pick<FakeVastOffer, 'inet_up_cost' | 'inet_down_cost' | 'internet_up_cost_per_tb' | 'internet_down_cost_per_tb'> {
+export function bandwidthFields(): Pick<
+  FakeVastOffer,
+  'inet_up_cost' | 'inet_down_cost' | 'internet_up_cost_per_tb' | 'internet_down_cost_per_tb'
+> {
   const o = vastRecorded().offer;
   return {
     inet_up_cost: o.inet_up_cost as number,
@@ -149,7 +165,9 @@ export const BANDWIDTH_BILLED_OFFER: Readonly<FakeVastOffer> = offer(7100009, 'R
 });
 
 /** An ask whose instance is repriced after accept: cheaper than the default inventory's A100 (1.20), dearer once running. */
-export const REPRICED_OFFER: Readonly<FakeVastOffer> = offer(7100008, 'A100 SXM4', 1, 81_920, 0.99, { geolocation: 'Oregon, US' });
+export const REPRICED_OFFER: Readonly<FakeVastOffer> = offer(7100008, 'A100 SXM4', 1, 81_920, 0.99, {
+  geolocation: 'Oregon, US',
+});
 
 /**
  * The instance's `dph_total` after accepting {@link REPRICED_OFFER}: the offer's price plus the
@@ -167,24 +185,46 @@ export function repricedDph(offerDph: number): number {
  * whether its SSH port is published, and how many boot intervals after the previous step it comes
  * (1 unless said; a host runs a while before it drops off).
  */
-export function startFailureSteps(kind: VastStartFailure, image: string): { fields: Record<string, unknown>; running?: boolean; afterBoots?: number }[] {
+export function startFailureSteps(
+  kind: VastStartFailure,
+  image: string,
+): { fields: Record<string, unknown>; running?: boolean; afterBoots?: number }[] {
   const r = vastRecorded();
-  const pick = (f: InstanceFixture) => ({ actual_status: f.actual_status, intended_status: f.intended_status, status_msg: f.status_msg ?? null });
+  const pick = (f: InstanceFixture) => ({
+    actual_status: f.actual_status,
+    intended_status: f.intended_status,
+    status_msg: f.status_msg ?? null,
+  });
   switch (kind) {
     case 'oci-failure':
       return [{ fields: { ...pick(r.createdOci), cur_state: 'running', next_state: 'running' } }];
     case 'manifest-not-found': {
       // The recording names its own image; the fake names the one that was asked for.
       const f = pick(r.createdManifest);
-      return [{ fields: { ...f, status_msg: f.status_msg?.replace(/manifest for \S+ not found/, `manifest for ${image} not found`), cur_state: 'running', next_state: 'running' } }];
+      return [
+        {
+          fields: {
+            ...f,
+            status_msg: f.status_msg?.replace(/manifest for \S+ not found/, `manifest for ${image} not found`),
+            cur_state: 'running',
+            next_state: 'running',
+          },
+        },
+      ];
     }
     case 'image-pull-failure':
       return [
         { fields: { ...pick(r.loadingStopped), next_state: 'stopped' } },
-        { fields: { actual_status: 'exited', intended_status: 'stopped', cur_state: 'stopped', next_state: 'stopped' }, afterBoots: 10 },
+        {
+          fields: { actual_status: 'exited', intended_status: 'stopped', cur_state: 'stopped', next_state: 'stopped' },
+          afterBoots: 10,
+        },
       ];
     case 'host-offline':
-      return [{ fields: { actual_status: 'running' }, running: true }, { fields: { actual_status: 'offline', status_msg: null }, afterBoots: 10 }];
+      return [
+        { fields: { actual_status: 'running' }, running: true },
+        { fields: { actual_status: 'offline', status_msg: null }, afterBoots: 10 },
+      ];
   }
 }
 

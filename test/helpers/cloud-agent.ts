@@ -32,27 +32,51 @@ export interface CloudFakes {
  * given, in that order): options come from the environment exactly as in production, and the real
  * plugins run with only their rate-limit spacing and poll caching shortened.
  */
-export function cloudService(fakes: CloudFakes, env: Record<string, string> = {}): Pick<ContextOptions, 'env' | 'registry'> {
+export function cloudService(
+  fakes: CloudFakes,
+  env: Record<string, string> = {},
+): Pick<ContextOptions, 'env' | 'registry'> {
   const { vast, runpod, lambda } = fakes;
   return {
     env: {
-      PROVIDERS: Object.keys(fakes).filter((id) => fakes[id as keyof CloudFakes]).join(','),
+      PROVIDERS: Object.keys(fakes)
+        .filter((id) => fakes[id as keyof CloudFakes])
+        .join(','),
       RENTAL_POLL_MS: '50',
       ...(vast ? { VAST_PROVIDER_API_KEY: vast.apiKey, VAST_PROVIDER_API_URL: vast.url } : {}),
       ...(runpod ? { RUNPOD_PROVIDER_API_KEY: runpod.apiKey, RUNPOD_PROVIDER_API_URL: runpod.url } : {}),
-      ...(lambda ? { LAMBDA_PROVIDER_API_KEY: lambda.apiKey, LAMBDA_PROVIDER_API_URL: lambda.url, LAMBDA_PROVIDER_SSH_PORT: String(lambda.sshPort) } : {}),
+      ...(lambda
+        ? {
+            LAMBDA_PROVIDER_API_KEY: lambda.apiKey,
+            LAMBDA_PROVIDER_API_URL: lambda.url,
+            LAMBDA_PROVIDER_SSH_PORT: String(lambda.sshPort),
+          }
+        : {}),
       ...env,
     },
     async registry(configs, deps) {
-      const build: Record<string, (raw: Record<string, string>) => Promise<{ plugin: ProviderPlugin<never>; provider: Provider }>> = {
-        vast: async (raw) => ({ plugin: vastPlugin as ProviderPlugin<never>, provider: new VastProvider(vastPlugin.validateOptions(raw), deps, VAST_FAST) }),
+      const build: Record<
+        string,
+        (raw: Record<string, string>) => Promise<{ plugin: ProviderPlugin<never>; provider: Provider }>
+      > = {
+        vast: async (raw) => ({
+          plugin: vastPlugin as ProviderPlugin<never>,
+          provider: new VastProvider(vastPlugin.validateOptions(raw), deps, VAST_FAST),
+        }),
         runpod: async (raw) => ({
           plugin: runpodPlugin as ProviderPlugin<never>,
-          provider: new RunpodProvider(runpodPlugin.validateOptions(raw), deps, { limits: RUNPOD_NO_LIMITS, pollTtlMs: 100, timeoutMs: 2000 }),
+          provider: new RunpodProvider(runpodPlugin.validateOptions(raw), deps, {
+            limits: RUNPOD_NO_LIMITS,
+            pollTtlMs: 100,
+            timeoutMs: 2000,
+          }),
         }),
         lambda: async (raw) => ({
           plugin: lambdaPlugin as ProviderPlugin<never>,
-          provider: await lambdaPlugin.create({ ...(lambdaPlugin.validateOptions(raw) as LambdaOptions), tuning: LAMBDA_FAST }, deps),
+          provider: await lambdaPlugin.create(
+            { ...(lambdaPlugin.validateOptions(raw) as LambdaOptions), tuning: LAMBDA_FAST },
+            deps,
+          ),
         }),
       };
       const entries = [];
@@ -79,14 +103,23 @@ export function cloudAgent(ctx: TestContext) {
   }
 
   /** Polls the deployment, moving the test clock on, until it is in one of `statuses`. */
-  async function deployment(who: SignedUp, id: string, statuses: string[], ms = 60_000): Promise<Record<string, unknown>> {
+  async function deployment(
+    who: SignedUp,
+    id: string,
+    statuses: string[],
+    ms = 60_000,
+  ): Promise<Record<string, unknown>> {
     let last: Record<string, unknown> | undefined;
-    await waitFor(async () => {
-      ctx.clock.advance(200);
-      const res = await ctx.api.get(`/api/v1/deployments/${id}`).set(who.auth);
-      last = res.body.data;
-      return statuses.includes(res.body.data?.status);
-    }, ms, `deployment ${id} in ${statuses}`);
+    await waitFor(
+      async () => {
+        ctx.clock.advance(200);
+        const res = await ctx.api.get(`/api/v1/deployments/${id}`).set(who.auth);
+        last = res.body.data;
+        return statuses.includes(res.body.data?.status);
+      },
+      ms,
+      `deployment ${id} in ${statuses}`,
+    );
     return last!;
   }
 

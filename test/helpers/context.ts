@@ -66,11 +66,19 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     ...opts.env,
   });
   const logger = opts.logTo
-    ? createLogger('debug', { write: (chunk: string) => void String(chunk).split('\n').filter(Boolean).forEach((l) => opts.logTo!(l)) })
+    ? createLogger('debug', {
+        write: (chunk: string) =>
+          void String(chunk)
+            .split('\n')
+            .filter(Boolean)
+            .forEach((l) => opts.logTo!(l)),
+      })
     : createLogger(config.logLevel);
   const clock = new ManualClock();
   const deps: ProviderDeps = { logger, clock, dataSource: ds, production: false, labelPrefix: LABEL_PREFIX };
-  const providers = opts.registry ? await opts.registry(config.providers, deps) : await createProviderRegistry(config.providers, deps);
+  const providers = opts.registry
+    ? await opts.registry(config.providers, deps)
+    : await createProviderRegistry(config.providers, deps);
   const services = createServices({ config, ds, clock, logger, providers, rentalHandoff: opts.rentalHandoff });
   const app = createApp(services, opts.app);
   const ctx: TestContext = {

@@ -41,7 +41,13 @@ export async function appBehindRelay(ctx: TestContext): Promise<RelayedApp> {
   url.port = String((relay.address() as { port: number }).port);
   const ds = createDataSource(url.toString(), 2, entities);
   await ds.initialize();
-  const services = createServices({ config: ctx.config, ds, clock: ctx.clock, logger: ctx.services.logger, providers: ctx.services.providers });
+  const services = createServices({
+    config: ctx.config,
+    ds,
+    clock: ctx.clock,
+    logger: ctx.services.logger,
+    providers: ctx.services.providers,
+  });
   let open = true;
   const cut = async () => {
     if (!open) return;

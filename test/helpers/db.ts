@@ -1,7 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import type { DataSource } from 'typeorm';
-import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate, parseDatabaseUrl } from '../../src/db/data-source.js';
+import {
+  createDatabaseIfMissing,
+  createDataSource,
+  dropDatabase,
+  migrate,
+  parseDatabaseUrl,
+} from '../../src/db/data-source.js';
 import { entities } from '../../src/entities.js';
 
 const BASE = process.env.TEST_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/';

@@ -168,7 +168,15 @@ export class HostileCloud implements Provider {
   ) {}
 
   async listOffers(): Promise<ProviderOffer[]> {
-    return this.offerKeys.map((key) => ({ key, name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 100, maximumDurationSeconds: 86400 }));
+    return this.offerKeys.map((key) => ({
+      key,
+      name: 'NVIDIA H100 SXM',
+      category: 'datacenter',
+      vramGb: 80,
+      gpuCount: 1,
+      pricePerHourMinor: 100,
+      maximumDurationSeconds: 86400,
+    }));
   }
 
   async create(label: string, offer: OfferRef): Promise<CreateResult> {

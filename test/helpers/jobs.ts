@@ -61,7 +61,8 @@ export async function startTestWorker(ctx: { services: Services }, opts: TestWor
           [...names, new Date()],
         );
         if (Number(row.n) === 0) return;
-        if (Date.now() > deadline) throw new Error(`jobs did not settle within ${timeoutMs} ms (${row.n} due or running)`);
+        if (Date.now() > deadline)
+          throw new Error(`jobs did not settle within ${timeoutMs} ms (${row.n} due or running)`);
         await new Promise((r) => setTimeout(r, 20));
       }
     },

@@ -42,15 +42,59 @@ export async function seedMeteredRentals(
       seed.accountIds.push(accountId);
       seed.keyIds.push(keyId);
       accounts.push([accountId, 'ACCOUNT_BALANCE', o.creditsMinor, at]);
-      keys.push([keyId, accountId, 'OWNER', 'seed', randomBytes(4).toString('hex'), randomBytes(32), 'rent,read,billing', 1_000_000_000, 1_000_000_000, o.perAccount + 100, 'seed', at, o.perAccount]);
+      keys.push([
+        keyId,
+        accountId,
+        'OWNER',
+        'seed',
+        randomBytes(4).toString('hex'),
+        randomBytes(32),
+        'rent,read,billing',
+        1_000_000_000,
+        1_000_000_000,
+        o.perAccount + 100,
+        'seed',
+        at,
+        o.perAccount,
+      ]);
       ledger.push([accountId, 'TOPUP', o.creditsMinor, o.creditsMinor, `seed:${accountId}`, 'seed credits', at]);
       for (let j = 0; j < o.perAccount; j++) {
         const orderId = randomUUID();
         const deploymentId = randomUUID();
-        const started = o.startSpreadMs ? new Date(at.getTime() - ((seed.deploymentIds.length * 7919) % o.startSpreadMs)) : at;
+        const started = o.startSpreadMs
+          ? new Date(at.getTime() - ((seed.deploymentIds.length * 7919) % o.startSpreadMs))
+          : at;
         seed.deploymentIds.push(deploymentId);
-        orders.push([orderId, accountId, keyId, 'CREDITS', 'ACCOUNT_BALANCE', 'ACTIVE', 'OFFER', o.priceMinor, 0, 'USD', at, at]);
-        deployments.push([deploymentId, orderId, accountId, keyId, 'ACTIVE', 'ACCOUNT_BALANCE', started, 'local', o.priceMinor, started, 0, at, at, at]);
+        orders.push([
+          orderId,
+          accountId,
+          keyId,
+          'CREDITS',
+          'ACCOUNT_BALANCE',
+          'ACTIVE',
+          'OFFER',
+          o.priceMinor,
+          0,
+          'USD',
+          at,
+          at,
+        ]);
+        deployments.push([
+          deploymentId,
+          orderId,
+          accountId,
+          keyId,
+          'ACTIVE',
+          'ACCOUNT_BALANCE',
+          started,
+          'local',
+          o.priceMinor,
+          started,
+          0,
+          at,
+          at,
+          at,
+        ]);
       }
     }
     await ds.query(`INSERT INTO accounts (id, billing_model, balance_minor, created_at) VALUES ?`, [accounts]);
@@ -58,7 +102,10 @@ export async function seedMeteredRentals(
       `INSERT INTO api_keys (id, account_id, kind, name, prefix, secret_hash, scopes, max_per_rental_minor, budget_limit_minor, max_concurrent_deployments, origin, created_at, active_deployments) VALUES ?`,
       [keys],
     );
-    await ds.query(`INSERT INTO ledger_entries (account_id, kind, amount_minor, balance_after_minor, external_ref, description, created_at) VALUES ?`, [ledger]);
+    await ds.query(
+      `INSERT INTO ledger_entries (account_id, kind, amount_minor, balance_after_minor, external_ref, description, created_at) VALUES ?`,
+      [ledger],
+    );
     if (orders.length > 0) {
       await ds.query(
         `INSERT INTO orders (id, account_id, key_id, funding, billing_model, status, request_kind, hourly_price_minor, total_minor, currency, created_at, updated_at) VALUES ?`,

@@ -19,7 +19,12 @@ export async function createStripeContext(opts: ContextOptions = {}): Promise<St
   try {
     ctx = await createTestContext({
       ...opts,
-      env: { STRIPE_SECRET_KEY: STRIPE_KEY, STRIPE_API_URL: stripe.url, STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, ...opts.env },
+      env: {
+        STRIPE_SECRET_KEY: STRIPE_KEY,
+        STRIPE_API_URL: stripe.url,
+        STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
+        ...opts.env,
+      },
     });
   } catch (err) {
     await stripe.close();
@@ -36,7 +41,11 @@ export async function createStripeContext(opts: ContextOptions = {}): Promise<St
 }
 
 /** Signs a payload as Stripe does, by default with the configured secret at the context's clock. */
-export function signature(ctx: TestContext, payload: string, opts: { secret?: string; timestamp?: number } = {}): string {
+export function signature(
+  ctx: TestContext,
+  payload: string,
+  opts: { secret?: string; timestamp?: number } = {},
+): string {
   return Stripe.webhooks.generateTestHeaderString({
     payload,
     secret: opts.secret ?? ctx.config.stripeWebhookSecret,
@@ -52,9 +61,22 @@ export function deliver(ctx: TestContext, payload: string, sig: string | null = 
 }
 
 export async function createTopup(ctx: TestContext, who: SignedUp, amountMinor: number, key = randomUUID()) {
-  const res = await ctx.api.post('/api/v1/billing/topups').set(who.auth).set('Idempotency-Key', key).send({ amountMinor });
+  const res = await ctx.api
+    .post('/api/v1/billing/topups')
+    .set(who.auth)
+    .set('Idempotency-Key', key)
+    .send({ amountMinor });
   assert.equal(res.status, 201, JSON.stringify(res.body));
-  return { key, topup: res.body.data as { topupId: string; paymentUrl: string; expiresAt: string; status: string; amountMinor: number } };
+  return {
+    key,
+    topup: res.body.data as {
+      topupId: string;
+      paymentUrl: string;
+      expiresAt: string;
+      status: string;
+      amountMinor: number;
+    },
+  };
 }
 
 /** The fake's session for a top-up or card checkout id. */

@@ -12,7 +12,14 @@ export interface Spawned {
 /** Runs the service entry point as `npm start` would, with tsx instead of a prior build. */
 export function spawnService(args: string[], env: Record<string, string>): Spawned {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn', NODE_ENV: 'development', ...sandboxUidEnv(), ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      LOG_LEVEL: 'warn',
+      NODE_ENV: 'development',
+      ...sandboxUidEnv(),
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -40,7 +47,12 @@ export async function freePort(): Promise<number> {
  * of the tests: wait on an event or a barrier where there is one, and poll only state that
  * announces nothing (a row, another process's output).
  */
-export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs: number, what: string, intervalMs = 50): Promise<T> {
+export async function waitFor<T>(
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs: number,
+  what: string,
+  intervalMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -51,7 +63,10 @@ export async function waitFor<T>(fn: () => Promise<T | undefined | null | false>
       last = err;
     }
     // Checked after a try, so a slow `fn` still gets its last look before the deadline counts.
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`,
+      );
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }

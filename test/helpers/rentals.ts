@@ -24,9 +24,13 @@ export interface KeyOptions {
 }
 
 /** A new account (through signup) whose first key is replaced by one with the given limits. */
-export async function account(ctx: TestContext, opts: KeyOptions & { billingModel?: BillingModel; creditsMinor?: number } = {}): Promise<SignedUp> {
+export async function account(
+  ctx: TestContext,
+  opts: KeyOptions & { billingModel?: BillingModel; creditsMinor?: number } = {},
+): Promise<SignedUp> {
   const who = await signup(ctx);
-  if (opts.billingModel) await ctx.services.ds.getRepository(Account).update({ id: who.accountId }, { billingModel: opts.billingModel });
+  if (opts.billingModel)
+    await ctx.services.ds.getRepository(Account).update({ id: who.accountId }, { billingModel: opts.billingModel });
   if (opts.creditsMinor) await credit(ctx, who.accountId, opts.creditsMinor);
   return addKey(ctx, who.accountId, opts);
 }
@@ -49,7 +53,12 @@ export async function addKey(ctx: TestContext, accountId: string, opts: KeyOptio
 }
 
 /** Credits the account through the ledger, as a paid top-up would. */
-export async function credit(ctx: TestContext, accountId: string, amountMinor: number, kind: 'TOPUP' | 'ADJUSTMENT' = 'TOPUP'): Promise<void> {
+export async function credit(
+  ctx: TestContext,
+  accountId: string,
+  amountMinor: number,
+  kind: 'TOPUP' | 'ADJUSTMENT' = 'TOPUP',
+): Promise<void> {
   await ctx.services.ds.transaction((m) =>
     ctx.services.ledger.post(m, {
       accountId,
@@ -85,23 +94,37 @@ export async function postForKey(
 export async function offerIds(ctx: TestContext): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   // Only what is on sale now: the table also keeps offers earlier test files took off the list.
-  for (const o of await ctx.services.ds.getRepository(Offer).findBy({ available: true })) out[o.providerOfferKey] = o.id;
+  for (const o of await ctx.services.ds.getRepository(Offer).findBy({ available: true }))
+    out[o.providerOfferKey] = o.id;
   return out;
 }
 
 export function rent(ctx: TestContext, who: SignedUp, body: unknown, key: string = randomUUID()) {
-  return ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', key).send(body as object);
+  return ctx.api
+    .post('/api/v1/rentals')
+    .set(who.auth)
+    .set('Idempotency-Key', key)
+    .send(body as object);
 }
 
 /** Rents and asserts 201; returns the rental. */
-export async function rentOk(ctx: TestContext, who: SignedUp, body: unknown): Promise<{ rentalId: string; deploymentId: string; [k: string]: unknown }> {
+export async function rentOk(
+  ctx: TestContext,
+  who: SignedUp,
+  body: unknown,
+): Promise<{ rentalId: string; deploymentId: string; [k: string]: unknown }> {
   const res = await rent(ctx, who, body);
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.body.data;
 }
 
 /** Moves a rental's order and deployment to a status directly (what the lifecycle jobs would do). */
-export async function setStatus(ctx: TestContext, deploymentId: string, status: RentalStatus, extra: Partial<Deployment> = {}): Promise<void> {
+export async function setStatus(
+  ctx: TestContext,
+  deploymentId: string,
+  status: RentalStatus,
+  extra: Partial<Deployment> = {},
+): Promise<void> {
   const d = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: deploymentId });
   await ctx.services.ds.getRepository(Deployment).update({ id: deploymentId }, { status, ...extra });
   await ctx.services.ds.getRepository(Order).update({ id: d.orderId }, { status });
@@ -112,7 +135,11 @@ export async function setStatus(ctx: TestContext, deploymentId: string, status: 
  * Makes a deployment ACTIVE with a real, freshly generated SSH key sealed exactly as provisioning
  * seals it (row id as additional data). Returns the key pair so a test can compare.
  */
-export async function makeActive(ctx: TestContext, deploymentId: string, ssh = { host: '127.0.0.1', port: 2222, user: 'ubuntu' }) {
+export async function makeActive(
+  ctx: TestContext,
+  deploymentId: string,
+  ssh = { host: '127.0.0.1', port: 2222, user: 'ubuntu' },
+) {
   const pair = generateDeploymentKeyPair(`gpu-rental-${deploymentId}`);
   const sealed = SecretBox.fromConfig(ctx.config).seal(pair.privateKey, deploymentId);
   await setStatus(ctx, deploymentId, 'ACTIVE', {
@@ -129,25 +156,41 @@ export async function makeActive(ctx: TestContext, deploymentId: string, ssh = {
 }
 
 /** The lifecycle jobs waiting for a deployment (no worker runs in API tests, so they stay queued). */
-export async function queuedJobs(ctx: TestContext, deploymentId: string): Promise<{ name: string; deploymentId: string }[]> {
+export async function queuedJobs(
+  ctx: TestContext,
+  deploymentId: string,
+): Promise<{ name: string; deploymentId: string }[]> {
   const rows: { name: string; data: string | { deploymentId: string } }[] = await ctx.services.ds.query(
     `SELECT name, data FROM agenda_jobs WHERE unique_key = ? AND locked_at IS NULL AND last_finished_at IS NULL ORDER BY id`,
     [deploymentId],
   );
-  return rows.map((r) => ({ name: r.name, deploymentId: (typeof r.data === 'string' ? JSON.parse(r.data) : r.data).deploymentId }));
+  return rows.map((r) => ({
+    name: r.name,
+    deploymentId: (typeof r.data === 'string' ? JSON.parse(r.data) : r.data).deploymentId,
+  }));
 }
 
 /** Drops the rental jobs queued so far, so a test can see exactly what one call queues. */
 export async function discardQueuedRentalJobs(ctx: TestContext): Promise<void> {
-  await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE name IN ('rental.provision', 'rental.terminate') AND locked_at IS NULL`);
+  await ctx.services.ds.query(
+    `DELETE FROM agenda_jobs WHERE name IN ('rental.provision', 'rental.terminate') AND locked_at IS NULL`,
+  );
 }
 
 /**
  * Rents `offerId`, waits for ACTIVE (moving the injected clock so the local provider boots),
  * terminates, and waits for TERMINATED: one whole rental life through the API and a running worker.
  */
-export async function rentUntilTerminated(ctx: TestContext, who: SignedUp, offerId: string): Promise<{ rentalId: string; deploymentId: string }> {
-  const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId });
+export async function rentUntilTerminated(
+  ctx: TestContext,
+  who: SignedUp,
+  offerId: string,
+): Promise<{ rentalId: string; deploymentId: string }> {
+  const res = await ctx.api
+    .post('/api/v1/rentals')
+    .set(who.auth)
+    .set('Idempotency-Key', randomUUID())
+    .send({ offerId });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const { rentalId, deploymentId } = res.body.data;
   const status = async () => (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data.status;
@@ -161,7 +204,13 @@ export async function rentUntilTerminated(ctx: TestContext, who: SignedUp, offer
  * Runs a lifecycle step (provision, terminate) on the deployment again and again, as its job
  * would be run, until the deployment has `status`; answers it then.
  */
-export async function stepUntil(ctx: TestContext, deploymentId: string, status: RentalStatus, step: (deploymentId: string) => Promise<unknown>, timeoutMs = 30_000): Promise<Deployment> {
+export async function stepUntil(
+  ctx: TestContext,
+  deploymentId: string,
+  status: RentalStatus,
+  step: (deploymentId: string) => Promise<unknown>,
+  timeoutMs = 30_000,
+): Promise<Deployment> {
   let d: Deployment | null = null;
   await waitFor(
     async () => {

@@ -22,7 +22,10 @@ export function sandboxUidOptions(): { SANDBOX_UID_FIRST: string; SANDBOX_UID_CO
   const slot = process.env[RUN_UID_SLOT_VARIABLE];
   const worker = Number(process.env.MOCHA_WORKER_ID ?? 0) % WORKERS_PER_SLOT;
   if (slot === undefined) return {};
-  return { SANDBOX_UID_FIRST: String(300_000 + (Number(slot) * WORKERS_PER_SLOT + worker) * BLOCK), SANDBOX_UID_COUNT: String(BLOCK) };
+  return {
+    SANDBOX_UID_FIRST: String(300_000 + (Number(slot) * WORKERS_PER_SLOT + worker) * BLOCK),
+    SANDBOX_UID_COUNT: String(BLOCK),
+  };
 }
 
 /** The same, as the service's environment variables (LOCAL_PROVIDER_…). */

@@ -5,7 +5,9 @@ import mysql from 'mysql2';
  * statements with `;\n`) while `fn` runs, on any connection of this process. `fn` sees the list
  * as it grows, to wait on what has been sent.
  */
-export async function sentRequests<T>(fn: (sent: readonly string[]) => Promise<T>): Promise<{ result: T; sent: string[] }> {
+export async function sentRequests<T>(
+  fn: (sent: readonly string[]) => Promise<T>,
+): Promise<{ result: T; sent: string[] }> {
   const original = mysql.Connection.prototype.query;
   const sent: string[] = [];
   mysql.Connection.prototype.query = function (this: mysql.Connection, ...args: unknown[]) {

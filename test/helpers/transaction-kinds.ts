@@ -15,8 +15,14 @@ export interface TransactionKind {
 /** Every kind of transaction helper the service has: TypeORM's, TypeORM's at an isolation level, the pipelined one, and a plain mysql2 one. */
 export const transactionKinds: TransactionKind[] = [
   { name: 'inTransaction', run: (ds, body) => inTransaction(ds, (m) => body((s, p) => m.query(s, p))) },
-  { name: 'inTransaction (READ COMMITTED)', run: (ds, body) => inTransaction(ds, (m) => body((s, p) => m.query(s, p)), 'READ COMMITTED') },
-  { name: 'inPipelinedTransaction', run: (ds, body) => inPipelinedTransaction(ds, (tx) => body((s, p) => tx.query(s, p))) },
+  {
+    name: 'inTransaction (READ COMMITTED)',
+    run: (ds, body) => inTransaction(ds, (m) => body((s, p) => m.query(s, p)), 'READ COMMITTED'),
+  },
+  {
+    name: 'inPipelinedTransaction',
+    run: (ds, body) => inPipelinedTransaction(ds, (tx) => body((s, p) => tx.query(s, p))),
+  },
   {
     name: 'retryingTransaction (plain mysql2)',
     run: (ds, body) => {

@@ -14,15 +14,23 @@ import { testDataSource } from '../helpers/db.js';
 import { addScriptedCloud, cloudOffer } from './scripted-provider.js';
 
 const NOTHING: MachineNeeds = { customImage: false, startupScript: false, ports: 0, diskGb: null };
-const caps = (c: Partial<MachineCapabilities>): MachineCapabilities => ({ customImage: false, startupScript: false, ports: 0, maxDiskGb: null, ...c });
+const caps = (c: Partial<MachineCapabilities>): MachineCapabilities => ({
+  customImage: false,
+  startupScript: false,
+  ports: 0,
+  maxDiskGb: null,
+  ...c,
+});
 
 describe('offer capabilities in the cache and among candidates', () => {
   const registry = new ProviderRegistry();
   const cloud = addScriptedCloud(registry, 'caps-cloud');
   const clock = new ManualClock();
   let ds: DataSource;
-  const refresh = async () => (await new InventoryRefresher(ds, registry, clock, createLogger('silent'), 600).refreshAll())[0];
-  const row = (key: string) => ds.getRepository(Offer).findOneByOrFail({ provider: 'caps-cloud', providerOfferKey: key, available: true });
+  const refresh = async () =>
+    (await new InventoryRefresher(ds, registry, clock, createLogger('silent'), 600).refreshAll())[0];
+  const row = (key: string) =>
+    ds.getRepository(Offer).findOneByOrFail({ provider: 'caps-cloud', providerOfferKey: key, available: true });
 
   before(async () => {
     ds = await testDataSource();
@@ -35,14 +43,40 @@ describe('offer capabilities in the cache and among candidates', () => {
 
   it('stores what each listed offer declares, and nothing for an offer that declares nothing or what cannot be', async () => {
     cloud.offers = [
-      cloudOffer({ key: 'full', capabilities: caps({ customImage: true, startupScript: true, ports: 3, maxDiskGb: 200 }) }),
+      cloudOffer({
+        key: 'full',
+        capabilities: caps({ customImage: true, startupScript: true, ports: 3, maxDiskGb: 200 }),
+      }),
       cloudOffer({ key: 'bare' }),
-      cloudOffer({ key: 'odd', capabilities: { customImage: true, startupScript: 'yes', ports: -1, maxDiskGb: 0.5 } as unknown as MachineCapabilities }),
+      cloudOffer({
+        key: 'odd',
+        capabilities: {
+          customImage: true,
+          startupScript: 'yes',
+          ports: -1,
+          maxDiskGb: 0.5,
+        } as unknown as MachineCapabilities,
+      }),
     ];
     await refresh();
-    assert.deepEqual(offerCapabilities(await row('full')), { customImage: true, startupScript: true, ports: 3, maxDiskGb: 200 });
-    assert.deepEqual(offerCapabilities(await row('bare')), { customImage: false, startupScript: false, ports: 0, maxDiskGb: null });
-    assert.deepEqual(offerCapabilities(await row('odd')), { customImage: true, startupScript: false, ports: 0, maxDiskGb: null });
+    assert.deepEqual(offerCapabilities(await row('full')), {
+      customImage: true,
+      startupScript: true,
+      ports: 3,
+      maxDiskGb: 200,
+    });
+    assert.deepEqual(offerCapabilities(await row('bare')), {
+      customImage: false,
+      startupScript: false,
+      ports: 0,
+      maxDiskGb: null,
+    });
+    assert.deepEqual(offerCapabilities(await row('odd')), {
+      customImage: true,
+      startupScript: false,
+      ports: 0,
+      maxDiskGb: null,
+    });
   });
 
   it('counts a change of capabilities as a change of the offer: same id, new values, the version moves', async () => {
@@ -54,7 +88,12 @@ describe('offer capabilities in the cache and among candidates', () => {
     const unchanged = await refresh();
     assert.equal(unchanged.added, 0);
     assert.equal(await inventoryVersion(ds), version, 'an unchanged listing leaves the version');
-    const changes: MachineCapabilities[] = [caps({ customImage: true, ports: 4 }), caps({ customImage: true, ports: 4, maxDiskGb: 50 }), caps({ startupScript: true, ports: 4, maxDiskGb: 50 }), caps({})];
+    const changes: MachineCapabilities[] = [
+      caps({ customImage: true, ports: 4 }),
+      caps({ customImage: true, ports: 4, maxDiskGb: 50 }),
+      caps({ startupScript: true, ports: 4, maxDiskGb: 50 }),
+      caps({}),
+    ];
     let expected = version;
     for (const next of changes) {
       cloud.offers = [cloudOffer({ key: 'moving', capabilities: next })];
@@ -83,14 +122,23 @@ describe('offer capabilities in the cache and among candidates', () => {
     let inventory: InventoryService;
     const keyOf = new Map<string, string>();
     before(async () => {
-      cloud.offers = Object.entries(offers).map(([key, c], i) => cloudOffer({ key, name: GPU, pricePerHourMinor: 100 * (i + 1), capabilities: c }));
+      cloud.offers = Object.entries(offers).map(([key, c], i) =>
+        cloudOffer({ key, name: GPU, pricePerHourMinor: 100 * (i + 1), capabilities: c }),
+      );
       await refresh();
       for (const key of Object.keys(offers)) keyOf.set((await row(key)).id, key);
-      inventory = new InventoryService(ds, registry, clock, createLogger('silent'), { publicBaseUrl: 'http://localhost', offerMaxAgeSeconds: 600 });
+      inventory = new InventoryService(ds, registry, clock, createLogger('silent'), {
+        publicBaseUrl: 'http://localhost',
+        offerMaxAgeSeconds: 600,
+      });
     });
 
     const keysFor = async (needs: MachineNeeds | undefined, maxHourlyPriceMinor = 1000): Promise<string[]> => {
-      const { candidates } = await inventory.intentCandidates({ gpuModel: GPU, gpuCount: 1, maxHourlyPriceMinor }, 20, needs);
+      const { candidates } = await inventory.intentCandidates(
+        { gpuModel: GPU, gpuCount: 1, maxHourlyPriceMinor },
+        20,
+        needs,
+      );
       return candidates.map((o) => keyOf.get(o.id)!);
     };
     const refusal = async (needs: MachineNeeds, maxHourlyPriceMinor = 1000, gpuCount = 1): Promise<string> => {
@@ -122,11 +170,15 @@ describe('offer capabilities in the cache and among candidates', () => {
         [{ customImage: true, ports: 2 }, ['all']],
         [{ customImage: true, startupScript: true, ports: 5, diskGb: 1000 }, ['all']],
       ];
-      for (const [need, keys] of cases) assert.deepEqual(await keysFor({ ...NOTHING, ...need }), keys, JSON.stringify(need));
+      for (const [need, keys] of cases)
+        assert.deepEqual(await keysFor({ ...NOTHING, ...need }), keys, JSON.stringify(need));
       // The provision job's read for orders that stored no candidates (written before machine
       // settings existed) asks no capability of the offers.
       const shape = { slugs: [(await row('plain')).slug], gpuCount: 1, maxHourlyPriceMinor: 1000 };
-      assert.deepEqual((await cheapestOffersOfShape(ds, shape, 20)).map((o) => o.providerOfferKey), Object.keys(offers));
+      assert.deepEqual(
+        (await cheapestOffersOfShape(ds, shape, 20)).map((o) => o.providerOfferKey),
+        Object.keys(offers),
+      );
     });
 
     it('says which machine setting none of the offers can honour', async () => {
@@ -136,10 +188,22 @@ describe('offer capabilities in the cache and among candidates', () => {
           'machine.startupScript (none runs a startup script); 1 machine.ports (none exposes ports); machine.diskGb of 10 (none lets the disk be chosen). ' +
           "See each offer's capabilities on GET /api/v1/offers?gpu=Capa%20Test%20GPU.",
       );
-      assert.match(await refusal({ ...NOTHING, ports: 3 }, 550), /^None of the 5 offers of 1 x Capa Test GPU at or under 550 cents per hour can honour 3 machine\.ports \(at most 2\)\./);
-      assert.match(await refusal({ ...NOTHING, diskGb: 500 }, 550), /can honour machine\.diskGb of 500 \(at most 100 GB\)\./);
-      assert.match(await refusal({ ...NOTHING, customImage: true }, 150), /cannot honour machine\.image \(none runs a custom image\)\./);
-      assert.match(await refusal({ ...NOTHING, startupScript: true }, 250), /can honour machine\.startupScript \(none runs a startup script\)\./);
+      assert.match(
+        await refusal({ ...NOTHING, ports: 3 }, 550),
+        /^None of the 5 offers of 1 x Capa Test GPU at or under 550 cents per hour can honour 3 machine\.ports \(at most 2\)\./,
+      );
+      assert.match(
+        await refusal({ ...NOTHING, diskGb: 500 }, 550),
+        /can honour machine\.diskGb of 500 \(at most 100 GB\)\./,
+      );
+      assert.match(
+        await refusal({ ...NOTHING, customImage: true }, 150),
+        /cannot honour machine\.image \(none runs a custom image\)\./,
+      );
+      assert.match(
+        await refusal({ ...NOTHING, startupScript: true }, 250),
+        /can honour machine\.startupScript \(none runs a startup script\)\./,
+      );
       // Each is honoured by some offer under the ceiling, but not by one offer.
       assert.match(
         await refusal({ ...NOTHING, customImage: true, startupScript: true }, 550),
@@ -148,8 +212,14 @@ describe('offer capabilities in the cache and among candidates', () => {
     });
 
     it('gives the reasons it gave before when the model, count or ceiling rules the offers out anyway', async () => {
-      assert.match(await refusal({ ...NOTHING, customImage: true }, 50), /above 50 cents per hour; the cheapest is 100 cents/);
-      assert.match(await refusal({ ...NOTHING, customImage: true }, 1000, 2), /No offer of 2 x Capa Test GPU right now/);
+      assert.match(
+        await refusal({ ...NOTHING, customImage: true }, 50),
+        /above 50 cents per hour; the cheapest is 100 cents/,
+      );
+      assert.match(
+        await refusal({ ...NOTHING, customImage: true }, 1000, 2),
+        /No offer of 2 x Capa Test GPU right now/,
+      );
     });
   });
 });

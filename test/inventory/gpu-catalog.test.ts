@@ -63,7 +63,9 @@ describe('GPU catalog', () => {
     }
 
     it('shows one display name per model whatever the spelling', () => {
-      const names = new Set(['NVIDIA H100 80GB HBM3', 'H100 SXM', 'gpu_8x_h100_sxm5'].map((n) => resolveProviderGpu(n, 80).name));
+      const names = new Set(
+        ['NVIDIA H100 80GB HBM3', 'H100 SXM', 'gpu_8x_h100_sxm5'].map((n) => resolveProviderGpu(n, 80).name),
+      );
       assert.deepEqual([...names], ['H100 SXM']);
     });
 
@@ -75,14 +77,24 @@ describe('GPU catalog', () => {
       for (const g of GPU_MODELS) {
         assert.equal(resolveProviderGpu(g.slug, g.vramGb).slug, g.slug, g.slug);
         assert.equal(resolveProviderGpu(g.name, g.vramGb).slug, g.slug, g.name);
-        assert.ok(GPU_FAMILIES.some((f) => f.id === g.family), `${g.slug} has a listed family`);
+        assert.ok(
+          GPU_FAMILIES.some((f) => f.id === g.family),
+          `${g.slug} has a listed family`,
+        );
       }
       assert.equal(new Set(GPU_MODELS.map((g) => g.slug)).size, GPU_MODELS.length, 'slugs are unique');
     });
 
     it('keeps a name it does not know under a slug of its own', () => {
       const g = resolveProviderGpu('Acme Tensor X9 (32 GB)', 32);
-      assert.deepEqual(g, { slug: 'acme-tensor-x9-32gb', name: 'Acme Tensor X9 (32 GB)', family: 'acme-tensor-x9-32gb', category: null, vramGb: 32, known: false });
+      assert.deepEqual(g, {
+        slug: 'acme-tensor-x9-32gb',
+        name: 'Acme Tensor X9 (32 GB)',
+        family: 'acme-tensor-x9-32gb',
+        category: null,
+        vramGb: 32,
+        known: false,
+      });
     });
   });
 

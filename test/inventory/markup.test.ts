@@ -18,7 +18,10 @@ const COSTS: LocalInventoryOffer[] = [
 
 async function pricesByKey(ctx: TestContext): Promise<Record<string, number>> {
   const listed = new Map<string, number>(
-    (await ctx.api.get('/api/v1/offers')).body.data.map((o: { id: string; pricePerHourMinor: number }) => [o.id, o.pricePerHourMinor]),
+    (await ctx.api.get('/api/v1/offers')).body.data.map((o: { id: string; pricePerHourMinor: number }) => [
+      o.id,
+      o.pricePerHourMinor,
+    ]),
   );
   const out: Record<string, number> = {};
   for (const row of await ctx.services.ds.getRepository(Offer).findBy({ available: true })) {
@@ -38,27 +41,46 @@ describe('customer prices with markup', () => {
 
   it('are the provider costs when no markup is set', async () => {
     ctx = await createTestContext({ offers: COSTS });
-    assert.deepEqual(await pricesByKey(ctx), { 'local:h100': 299, 'local:a100': 179, 'local:l4': 48, 'local:penny': 1 });
+    assert.deepEqual(await pricesByKey(ctx), {
+      'local:h100': 299,
+      'local:a100': 179,
+      'local:l4': 48,
+      'local:penny': 1,
+    });
   });
 
   it('add PRICE_MARKUP_PERCENT to every provider, rounded up to a whole cent', async () => {
     ctx = await createTestContext({ offers: COSTS, env: { PRICE_MARKUP_PERCENT: '12.5' } });
     // 336.375, 201.375, 54 and 1.125 cents, each rounded up.
-    assert.deepEqual(await pricesByKey(ctx), { 'local:h100': 337, 'local:a100': 202, 'local:l4': 54, 'local:penny': 2 });
-    for (const o of COSTS) assert.equal((await pricesByKey(ctx))[`local:${o.key}`], customerPriceMinor(o.pricePerHourMinor, 12.5));
+    assert.deepEqual(await pricesByKey(ctx), {
+      'local:h100': 337,
+      'local:a100': 202,
+      'local:l4': 54,
+      'local:penny': 2,
+    });
+    for (const o of COSTS)
+      assert.equal((await pricesByKey(ctx))[`local:${o.key}`], customerPriceMinor(o.pricePerHourMinor, 12.5));
     // The cost is kept beside the price.
-    const row = await ctx.services.ds.getRepository(Offer).findOneByOrFail({ providerOfferKey: 'h100', available: true });
+    const row = await ctx.services.ds
+      .getRepository(Offer)
+      .findOneByOrFail({ providerOfferKey: 'h100', available: true });
     assert.equal(row.costPerHourMinor, 299);
     const gpus = (await ctx.api.get('/api/v1/gpus')).body.data.models;
     assert.equal(gpus.find((g: { slug: string }) => g.slug === 'h100-sxm').minPricePerHourMinor, 337);
   });
 
   it('take <ID>_PROVIDER_MARKUP_PERCENT over the global markup, per provider', async () => {
-    ctx = await createTestContext({ offers: COSTS, env: { PRICE_MARKUP_PERCENT: '12.5', LOCAL_PROVIDER_MARKUP_PERCENT: '30' } });
+    ctx = await createTestContext({
+      offers: COSTS,
+      env: { PRICE_MARKUP_PERCENT: '12.5', LOCAL_PROVIDER_MARKUP_PERCENT: '30' },
+    });
     assert.equal(ctx.config.providers[0].markupPercent, 30);
     // A provider without a markup of its own carries the global one.
     const cloud = addScriptedCloud(ctx.services.providers, 'acme', 12.5);
-    cloud.offers = [cloudOffer({ key: 'c-h100', pricePerHourMinor: 250 }), cloudOffer({ key: 'c-l4', name: 'L4', vramGb: 24, pricePerHourMinor: 33 })];
+    cloud.offers = [
+      cloudOffer({ key: 'c-h100', pricePerHourMinor: 250 }),
+      cloudOffer({ key: 'c-l4', name: 'L4', vramGb: 24, pricePerHourMinor: 33 }),
+    ];
     await ctx.services.inventory.refresh();
     ctx.services.inventory.invalidate();
     assert.deepEqual(await pricesByKey(ctx), {
@@ -88,7 +110,12 @@ describe('customer prices with markup', () => {
 
 describe('markup configuration', () => {
   it('reads PRICE_MARKUP_PERCENT for every provider and <ID>_PROVIDER_MARKUP_PERCENT for one, not as a plugin option', () => {
-    const c = loadConfig({ PROVIDERS: 'local,vast', PRICE_MARKUP_PERCENT: '7.25', VAST_PROVIDER_MARKUP_PERCENT: '0', VAST_PROVIDER_API_KEY: 'k' });
+    const c = loadConfig({
+      PROVIDERS: 'local,vast',
+      PRICE_MARKUP_PERCENT: '7.25',
+      VAST_PROVIDER_MARKUP_PERCENT: '0',
+      VAST_PROVIDER_API_KEY: 'k',
+    });
     assert.deepEqual(c.providers, [
       { id: 'local', options: {}, markupPercent: 7.25 },
       { id: 'vast', options: { API_KEY: 'k' }, markupPercent: 0 },
@@ -103,7 +130,11 @@ describe('markup configuration', () => {
       ['PRICE_MARKUP_PERCENT', 'ten'],
       ['LOCAL_PROVIDER_MARKUP_PERCENT', '5%'],
     ]) {
-      assert.throws(() => loadConfig({ [name]: value }), (e: Error) => e instanceof ConfigError && e.message.startsWith(name), `${name}=${value}`);
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (e: Error) => e instanceof ConfigError && e.message.startsWith(name),
+        `${name}=${value}`,
+      );
     }
     assert.equal(loadConfig({ PRICE_MARKUP_PERCENT: '1000' }).providers[0].markupPercent, 1000);
   });
@@ -111,7 +142,10 @@ describe('markup configuration', () => {
   it('defaults OFFER_MAX_AGE_SECONDS to ten minutes and keeps it above the refresh period', () => {
     assert.equal(loadConfig({}).offerMaxAgeSeconds, 600);
     assert.equal(loadConfig({ OFFER_MAX_AGE_SECONDS: '120' }).offerMaxAgeSeconds, 120);
-    assert.throws(() => loadConfig({ OFFER_MAX_AGE_SECONDS: '30' }), /^ConfigError: OFFER_MAX_AGE_SECONDS|OFFER_MAX_AGE_SECONDS/);
+    assert.throws(
+      () => loadConfig({ OFFER_MAX_AGE_SECONDS: '30' }),
+      /^ConfigError: OFFER_MAX_AGE_SECONDS|OFFER_MAX_AGE_SECONDS/,
+    );
     assert.throws(() => loadConfig({ OFFER_MAX_AGE_SECONDS: 'soon' }), /OFFER_MAX_AGE_SECONDS/);
   });
 });
@@ -122,7 +156,10 @@ describe(customerPriceMinor.name, () => {
       for (let cost = 0; cost <= 5000; cost += 7) {
         const price = customerPriceMinor(cost, markup);
         const exact = (cost * (100 + markup)) / 100;
-        assert.ok(Number.isSafeInteger(price) && price >= cost && price >= exact - 1e-9 && price < exact + 1, `${cost} at ${markup}%: ${price}`);
+        assert.ok(
+          Number.isSafeInteger(price) && price >= cost && price >= exact - 1e-9 && price < exact + 1,
+          `${cost} at ${markup}%: ${price}`,
+        );
       }
     }
   });

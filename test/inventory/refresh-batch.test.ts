@@ -39,16 +39,24 @@ describe('inventory refresh in batches', () => {
   it(`writes ${N} offers in a bounded number of statements, and takes vanished ones off the same way`, async () => {
     const ds = await testDataSource();
     const sut = new InventoryRefresher(ds, registry, clock, createLogger('silent'), 600);
-    bulk.offers = Array.from({ length: N }, (_, i) => cloudOffer({ key: `bulk-${i}`, pricePerHourMinor: 100 + i, region: `r-${i % 5}` }));
+    bulk.offers = Array.from({ length: N }, (_, i) =>
+      cloudOffer({ key: `bulk-${i}`, pricePerHourMinor: 100 + i, region: `r-${i % 5}` }),
+    );
     const first = await statementsOf(() => sut.refreshAll());
     const batches = Math.ceil(N / UPSERT_BATCH_ROWS);
     assert.equal(first.filter((q) => q.startsWith('INSERT INTO offers')).length, batches);
     // Begin, lock, read, the batches, version, status, commit; then the unconfigured sweep.
-    assert.ok(first.length <= batches + 12, `${first.length} statements: ${first.map((q) => q.slice(0, 40)).join(' | ')}`);
+    assert.ok(
+      first.length <= batches + 12,
+      `${first.length} statements: ${first.map((q) => q.slice(0, 40)).join(' | ')}`,
+    );
     const live = await ds.getRepository(Offer).findBy({ provider: 'bulk-cloud', available: true });
     assert.equal(live.length, N);
     const sample = live.find((o) => o.providerOfferKey === 'bulk-7')!;
-    assert.deepEqual([sample.pricePerHourMinor, sample.costPerHourMinor, sample.region, sample.slug], [107, 107, 'r-2', 'h100-sxm']);
+    assert.deepEqual(
+      [sample.pricePerHourMinor, sample.costPerHourMinor, sample.region, sample.slug],
+      [107, 107, 'r-2', 'h100-sxm'],
+    );
 
     // Half vanish, and one changes region: the rest is upserted in place, the vanished marked unavailable.
     bulk.offers = bulk.offers.slice(0, N / 2).map((o, i) => (i === 7 ? { ...o, region: 'moved' } : o));
@@ -57,6 +65,9 @@ describe('inventory refresh in batches', () => {
     const after = await ds.getRepository(Offer).findBy({ provider: 'bulk-cloud', available: true });
     assert.equal(after.length, N / 2);
     assert.equal(after.find((o) => o.providerOfferKey === 'bulk-7')!.region, 'moved');
-    assert.equal((await ds.getRepository(Offer).findOneBy({ id: sample.id }))!.firstSeenAt.getTime(), sample.firstSeenAt.getTime());
+    assert.equal(
+      (await ds.getRepository(Offer).findOneBy({ id: sample.id }))!.firstSeenAt.getTime(),
+      sample.firstSeenAt.getTime(),
+    );
   });
 });

@@ -17,7 +17,13 @@ import { cloudOffer, ScriptedCloud } from './scripted-provider.js';
 // unchanged move no version, and the api used to serve none of them until a restart. Here the
 // "worker" is the refresher and the "api" is the app's snapshot, which no test step invalidates.
 
-const H100 = { name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, maximumDurationSeconds: 86400 };
+const H100 = {
+  name: 'NVIDIA H100 SXM',
+  category: 'datacenter',
+  vramGb: 80,
+  gpuCount: 1,
+  maximumDurationSeconds: 86400,
+};
 const LOCAL: LocalInventoryOffer[] = [
   { ...H100, key: 'recover-300', pricePerHourMinor: 300 },
   { ...H100, key: 'recover-320', pricePerHourMinor: 320 },
@@ -69,7 +75,9 @@ describe('offer snapshot recovery after the worker was away', function () {
   const offerKeys = async (): Promise<string[]> => {
     const res = await api.get('/api/v1/offers');
     assert.equal(res.status, 200);
-    return res.body.data.map((o: { pricePerHourMinor: number; gpuCount: number }) => `${o.gpuCount}x${o.pricePerHourMinor}`).sort();
+    return res.body.data
+      .map((o: { pricePerHourMinor: number; gpuCount: number }) => `${o.gpuCount}x${o.pricePerHourMinor}`)
+      .sort();
   };
   const intentStatus = async (): Promise<{ status: number; code?: string }> => {
     const who = await account(ctx, { creditsMinor: 100_000, maxPerRentalMinor: 100_000 });
@@ -89,7 +97,10 @@ describe('offer snapshot recovery after the worker was away', function () {
     const notReady = await api.get('/readyz');
     assert.equal(notReady.status, 503);
     assert.equal(notReady.body.checks.inventory, 'failed');
-    assert.match(notReady.body.error.message, /no offer can be served: every listed offer is older than \d+ s \(OFFER_MAX_AGE_SECONDS\)/);
+    assert.match(
+      notReady.body.error.message,
+      /no offer can be served: every listed offer is older than \d+ s \(OFFER_MAX_AGE_SECONDS\)/,
+    );
     assert.equal((await api.get('/healthz')).status, 200, 'liveness does not depend on the offers');
     // What the audit saw: MySQL still lists the offers, only nothing renewed them.
     assert.equal(await ctx.services.ds.getRepository(Offer).countBy({ provider: 'local', available: true }), 3);
@@ -101,7 +112,11 @@ describe('offer snapshot recovery after the worker was away', function () {
     assert.equal(local.added, 0, 'nothing about the offers changed');
     assert.equal(await inventoryVersion(ctx.services.ds), version, 'an unchanged refresh leaves the version');
 
-    await waitFor(async () => (await offerKeys()).length === all.length, NOTICE_MS, 'the offers back after one refresh');
+    await waitFor(
+      async () => (await offerKeys()).length === all.length,
+      NOTICE_MS,
+      'the offers back after one refresh',
+    );
     assert.deepEqual(await offerKeys(), all);
     assert.deepEqual(await intentStatus(), { status: 201, code: undefined });
     ctx.clock.advance(READINESS_REUSE_MS);
@@ -114,7 +129,12 @@ describe('offer snapshot recovery after the worker was away', function () {
     let acme: HangingCloud;
     before(() => {
       acme = new HangingCloud('acme-recover');
-      ctx.services.providers.register({ id: acme.id, description: 'Scripted test cloud whose listing can hang', markupPercent: 0, provider: acme });
+      ctx.services.providers.register({
+        id: acme.id,
+        description: 'Scripted test cloud whose listing can hang',
+        markupPercent: 0,
+        provider: acme,
+      });
     });
     after(async () => {
       acme.release();
@@ -122,7 +142,7 @@ describe('offer snapshot recovery after the worker was away', function () {
       await ctx.services.inventory.refresh();
     });
 
-    it("brings back its offers within the refresh that ends the hang, while the other provider kept the snapshot non-empty", async () => {
+    it('brings back its offers within the refresh that ends the hang, while the other provider kept the snapshot non-empty', async () => {
       acme.offers = [cloudOffer({ key: 'acme-150', pricePerHourMinor: 150 })];
       await ctx.services.inventory.refresh();
       await waitFor(async () => (await offerKeys()).includes('1x150'), NOTICE_MS, 'the new provider listed');
@@ -133,7 +153,10 @@ describe('offer snapshot recovery after the worker was away', function () {
       const refreshing = ctx.services.inventory.refresh();
       const localRenewedAt = ctx.clock.now().getTime();
       await waitFor(
-        async () => (await ctx.services.ds.getRepository(ProviderStatus).findOneBy({ providerId: 'local' }))?.lastSuccessAt?.getTime() === localRenewedAt,
+        async () =>
+          (
+            await ctx.services.ds.getRepository(ProviderStatus).findOneBy({ providerId: 'local' })
+          )?.lastSuccessAt?.getTime() === localRenewedAt,
         NOTICE_MS,
         "the local provider's answer stored",
       );
@@ -146,7 +169,11 @@ describe('offer snapshot recovery after the worker was away', function () {
       const results = await refreshing;
       assert.equal(results.find((r) => r.provider === 'acme-recover')?.added, 0);
       assert.equal(await inventoryVersion(ctx.services.ds), version);
-      await waitFor(async () => (await offerKeys()).includes('1x150'), NOTICE_MS, "acme's offer back after the refresh");
+      await waitFor(
+        async () => (await offerKeys()).includes('1x150'),
+        NOTICE_MS,
+        "acme's offer back after the refresh",
+      );
       assert.deepEqual(await offerKeys(), ['1x150', '1x300', '1x320', '8x2400']);
     });
   });
@@ -154,6 +181,9 @@ describe('offer snapshot recovery after the worker was away', function () {
   it('holds no copy, an empty one included, past OFFER_MAX_AGE_SECONDS from its loading', () => {
     const loadedAt = new Date('2030-01-01T00:00:00Z');
     assert.equal(liveUntil([], loadedAt, 600), loadedAt.getTime() + 600_000);
-    assert.equal(liveUntil([{ staleAt: new Date(loadedAt.getTime() + 5_000) }], loadedAt, 600), loadedAt.getTime() + 5_000);
+    assert.equal(
+      liveUntil([{ staleAt: new Date(loadedAt.getTime() + 5_000) }], loadedAt, 600),
+      loadedAt.getTime() + 5_000,
+    );
   });
 });

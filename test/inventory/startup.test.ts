@@ -35,14 +35,22 @@ describe('start-up with a provider that has not answered yet', () => {
   });
 
   const boot = (registry: ProviderRegistry) => {
-    const config = loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'silent', PUBLIC_BASE_URL: 'http://gpu.test', JOBS_PROCESS_EVERY_MS: '50' });
+    const config = loadConfig({
+      DATABASE_URL: url,
+      LOG_LEVEL: 'silent',
+      PUBLIC_BASE_URL: 'http://gpu.test',
+      JOBS_PROCESS_EVERY_MS: '50',
+    });
     return createServices({ config, ds, clock: systemClock, logger: createLogger('silent'), providers: registry });
   };
 
   it('serves the offers MySQL holds at once, and the fresh ones when the provider answers', async () => {
     const registry = new ProviderRegistry();
     const acme = addScriptedCloud(registry, 'acme');
-    acme.offers = [cloudOffer({ key: 'a-1', pricePerHourMinor: 210 }), cloudOffer({ key: 'a-2', pricePerHourMinor: 220 })];
+    acme.offers = [
+      cloudOffer({ key: 'a-1', pricePerHourMinor: 210 }),
+      cloudOffer({ key: 'a-2', pricePerHourMinor: 220 }),
+    ];
     // What an earlier run of the worker left in the cache.
     await boot(registry).inventory.refresh();
 
@@ -60,16 +68,23 @@ describe('start-up with a provider that has not answered yet', () => {
       assert.equal(answers.length, acme.calls, 'and it has not answered');
       const cached = await api.get('/api/v1/offers');
       assert.equal(cached.status, 200);
-      assert.deepEqual(cached.body.data.map((o: { pricePerHourMinor: number }) => o.pricePerHourMinor), [210, 220]);
+      assert.deepEqual(
+        cached.body.data.map((o: { pricePerHourMinor: number }) => o.pricePerHourMinor),
+        [210, 220],
+      );
       assert.equal((await api.get('/healthz')).status, 200);
 
       const fresh = [cloudOffer({ key: 'a-3', pricePerHourMinor: 199 })];
       for (const answer of answers.splice(0)) answer(fresh);
-      await waitFor(async () => {
-        services.inventory.invalidate();
-        const body = (await api.get('/api/v1/offers')).body;
-        return body.data.length === 1 && body.data[0].pricePerHourMinor === 199;
-      }, 10_000, 'the refreshed offers');
+      await waitFor(
+        async () => {
+          services.inventory.invalidate();
+          const body = (await api.get('/api/v1/offers')).body;
+          return body.data.length === 1 && body.data[0].pricePerHourMinor === 199;
+        },
+        10_000,
+        'the refreshed offers',
+      );
     } finally {
       for (const answer of answers.splice(0)) answer([]);
       await worker.stop();

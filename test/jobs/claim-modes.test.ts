@@ -19,7 +19,14 @@ describe('jobs: JOBS_CLAIM', () => {
       const ctx = await createTestContext({ env: { JOBS_CLAIM: claim } });
       let ran = 0;
       const worker = await startTestWorker(ctx, {
-        definitions: [{ name: 't.claim-mode', async handler() { ran++; } }],
+        definitions: [
+          {
+            name: 't.claim-mode',
+            async handler() {
+              ran++;
+            },
+          },
+        ],
       });
       try {
         const { sent } = await sentRequests(async () => {
@@ -28,7 +35,11 @@ describe('jobs: JOBS_CLAIM', () => {
           await worker.settle();
         });
         const skipLocked = sent.filter((sql) => /SKIP\s+LOCKED/i.test(sql));
-        const conditional = sent.filter((sql) => /^UPDATE agenda_jobs FORCE INDEX \(PRIMARY\) SET locked_at = \?, last_modified_by = \? WHERE id = \? AND name = \?/.test(sql));
+        const conditional = sent.filter((sql) =>
+          /^UPDATE agenda_jobs FORCE INDEX \(PRIMARY\) SET locked_at = \?, last_modified_by = \? WHERE id = \? AND name = \?/.test(
+            sql,
+          ),
+        );
         if (claim === 'update') {
           assert.deepEqual(skipLocked, []);
           assert.ok(conditional.length >= 1, 'the job was taken by a conditional update');

@@ -12,7 +12,16 @@ import { account, makeActive, offerIds, rentOk } from '../helpers/rentals.js';
 import { scratchDatabase } from './scratch-database.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'lock-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 100, maximumDurationSeconds: 86400, provisionSeconds: 0 },
+  {
+    key: 'lock-h100',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 100,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 0,
+  },
 ];
 
 // A repeating job whose lock lifetime is left out does not compile (run by `tsc --noEmit`, not by mocha).
@@ -46,8 +55,15 @@ describe('jobs: lock lifetimes', function () {
       assert.ok(defs.length > 0);
       for (const def of defs) {
         assert.ok(def.lockLifetimeMs !== undefined && def.lockLifetimeMs > 0, `${def.name} states its lock lifetime`);
-        assert.ok(def.lockLifetimeMs <= MAX_JOB_LOCK_LIFETIME_MS, `${def.name}: ${def.lockLifetimeMs} ms is within the bound`);
-        assert.equal(agenda.definitions[def.name].lockLifetime, def.lockLifetimeMs, `${def.name} is locked for what it states`);
+        assert.ok(
+          def.lockLifetimeMs <= MAX_JOB_LOCK_LIFETIME_MS,
+          `${def.name}: ${def.lockLifetimeMs} ms is within the bound`,
+        );
+        assert.equal(
+          agenda.definitions[def.name].lockLifetime,
+          def.lockLifetimeMs,
+          `${def.name} is locked for what it states`,
+        );
       }
     }
     const lifetime = (name: string) => ctx.services.jobDefinitions.find((d) => d.name === name)!.lockLifetimeMs!;
@@ -57,7 +73,7 @@ describe('jobs: lock lifetimes', function () {
     assert.ok(lifetime('rental.idle') <= 30_000);
   });
 
-  it('hands the idle sweep of a SIGKILLed worker to another worker within the sweep\'s stated lifetime', async () => {
+  it("hands the idle sweep of a SIGKILLed worker to another worker within the sweep's stated lifetime", async () => {
     // A watched rental whose machine never answers keeps the first worker's sweep running when it is killed.
     const machine = await HostileSshServer.start('hang');
     try {
@@ -83,11 +99,17 @@ describe('jobs: lock lifetimes', function () {
       victim.child.kill('SIGKILL');
       const killedAt = Date.now();
       await victim.exited;
-      const [row] = await ctx.services.ds.query(`SELECT locked_at FROM ${AGENDA_JOBS_TABLE} WHERE name = 'rental.idle'`);
+      const [row] = await ctx.services.ds.query(
+        `SELECT locked_at FROM ${AGENDA_JOBS_TABLE} WHERE name = 'rental.idle'`,
+      );
       assert.ok(row.locked_at instanceof Date, 'the dead worker still holds the sweep');
 
       const rescuer = start();
-      await waitFor(async () => machine.execs > 1, lifetime + 60_000, `the second worker's sample (${rescuer.stderr()})`);
+      await waitFor(
+        async () => machine.execs > 1,
+        lifetime + 60_000,
+        `the second worker's sample (${rescuer.stderr()})`,
+      );
       const waited = Date.now() - killedAt;
       // Its lifetime, the poll and a start of the service: not the ten minutes of Agenda's default.
       assert.ok(waited <= lifetime + 30_000, `taken over after ${waited} ms (lock lifetime ${lifetime} ms)`);

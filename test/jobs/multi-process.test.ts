@@ -22,7 +22,13 @@ for (const claim of JOB_CLAIM_MODES) {
 
     function startWorker(env: Record<string, string> = {}): WorkerProcess {
       const child = spawn(process.execPath, ['--import', 'tsx', 'test/jobs/fixtures/job-worker.ts'], {
-        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', DATABASE_URL: db.url, JOBS_CLAIM: claim, ...env },
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: process.env.HOME ?? '/tmp',
+          DATABASE_URL: db.url,
+          JOBS_CLAIM: claim,
+          ...env,
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let out = '';
@@ -34,9 +40,12 @@ for (const claim of JOB_CLAIM_MODES) {
       return w;
     }
 
-    const ready = (w: WorkerProcess) => waitFor(async () => w.output().includes('ready'), 20_000, `worker ready (${w.output()})`);
+    const ready = (w: WorkerProcess) =>
+      waitFor(async () => w.output().includes('ready'), 20_000, `worker ready (${w.output()})`);
     const runs = (where = '1 = 1', params: unknown[] = []) =>
-      ds.query(`SELECT job_key, phase, pid FROM job_runs_test WHERE ${where} ORDER BY id`, params) as Promise<Array<{ job_key: string; phase: string; pid: number }>>;
+      ds.query(`SELECT job_key, phase, pid FROM job_runs_test WHERE ${where} ORDER BY id`, params) as Promise<
+        Array<{ job_key: string; phase: string; pid: number }>
+      >;
 
     before(async () => {
       db = await scratchDatabase(10);
@@ -65,10 +74,16 @@ for (const claim of JOB_CLAIM_MODES) {
       for (let i = 0; i < 500; i += 50) {
         await Promise.all(Array.from({ length: 50 }, (_, j) => queue.now('mp.record', { key: `job-${i + j}` })));
       }
-      await waitFor(async () => {
-        const [r] = await ds.query(`SELECT COUNT(*) AS n FROM ${AGENDA_JOBS_TABLE} WHERE name = 'mp.record' AND last_finished_at IS NOT NULL AND locked_at IS NULL`);
-        return Number(r.n) === 500;
-      }, 45_000, 'all 500 jobs to finish');
+      await waitFor(
+        async () => {
+          const [r] = await ds.query(
+            `SELECT COUNT(*) AS n FROM ${AGENDA_JOBS_TABLE} WHERE name = 'mp.record' AND last_finished_at IS NOT NULL AND locked_at IS NULL`,
+          );
+          return Number(r.n) === 500;
+        },
+        45_000,
+        'all 500 jobs to finish',
+      );
       const done = await runs();
       assert.equal(done.length, 500);
       assert.equal(new Set(done.map((r) => r.job_key)).size, 500);
@@ -92,20 +107,31 @@ for (const claim of JOB_CLAIM_MODES) {
 
       const rescuer = startWorker({ LOCK_LIFETIME_MS: '1500' });
       await ready(rescuer);
-      await waitFor(async () => {
-        const [r] = await ds.query(`SELECT locked_at, last_finished_at FROM ${AGENDA_JOBS_TABLE} WHERE name = 'mp.slow'`);
-        return r.last_finished_at instanceof Date && r.locked_at === null;
-      }, 15_000, 'the takeover to complete');
+      await waitFor(
+        async () => {
+          const [r] = await ds.query(
+            `SELECT locked_at, last_finished_at FROM ${AGENDA_JOBS_TABLE} WHERE name = 'mp.slow'`,
+          );
+          return r.last_finished_at instanceof Date && r.locked_at === null;
+        },
+        15_000,
+        'the takeover to complete',
+      );
       // With the last live worker drained and gone, no run can start any more: what is recorded is all there is.
       rescuer.child.kill('SIGTERM');
       assert.equal(await rescuer.exited, 0, rescuer.output());
       const all = await runs();
-      assert.deepEqual(all.map((r) => [r.phase, r.pid]), [
-        ['start', victim.child.pid],
-        ['start', rescuer.child.pid],
-        ['done', rescuer.child.pid],
-      ]);
-      const [row] = await ds.query(`SELECT locked_at, last_finished_at, next_run_at FROM ${AGENDA_JOBS_TABLE} WHERE name = 'mp.slow'`);
+      assert.deepEqual(
+        all.map((r) => [r.phase, r.pid]),
+        [
+          ['start', victim.child.pid],
+          ['start', rescuer.child.pid],
+          ['done', rescuer.child.pid],
+        ],
+      );
+      const [row] = await ds.query(
+        `SELECT locked_at, last_finished_at, next_run_at FROM ${AGENDA_JOBS_TABLE} WHERE name = 'mp.slow'`,
+      );
       assert.equal(row.locked_at, null);
       assert.equal(row.next_run_at, null);
       assert.ok(row.last_finished_at instanceof Date);
@@ -122,7 +148,11 @@ for (const claim of JOB_CLAIM_MODES) {
       const second = startWorker({ EVERY_MS: '200' });
       const third = startWorker({ EVERY_MS: '200' });
       await Promise.all([ready(second), ready(third)]);
-      await waitFor(async () => (await runs("job_key = 'tick'")).length >= before + 3, 10_000, 'ticks after the restart');
+      await waitFor(
+        async () => (await runs("job_key = 'tick'")).length >= before + 3,
+        10_000,
+        'ticks after the restart',
+      );
       const rows = await ds.query(`SELECT id, type FROM ${AGENDA_JOBS_TABLE} WHERE name = 'mp.tick'`);
       assert.equal(rows.length, 1);
       assert.equal(rows[0].type, 'single');

@@ -67,10 +67,17 @@ for (const claim of JOB_CLAIM_MODES) {
     const started: Agenda[] = [];
 
     /** A fresh Agenda on the scratch database; stopped after the test. */
-    function agendaFor(opts: { processEveryMs?: number; lockLifetimeMs?: number } = {}): { agenda: Agenda; queue: AgendaJobQueue } {
-      const { agenda, queue } = createAgenda(ds, { jobsProcessEveryMs: opts.processEveryMs ?? 50, jobsClaim: claim }, {
-        defaultLockLifetimeMs: opts.lockLifetimeMs,
-      });
+    function agendaFor(opts: { processEveryMs?: number; lockLifetimeMs?: number } = {}): {
+      agenda: Agenda;
+      queue: AgendaJobQueue;
+    } {
+      const { agenda, queue } = createAgenda(
+        ds,
+        { jobsProcessEveryMs: opts.processEveryMs ?? 50, jobsClaim: claim },
+        {
+          defaultLockLifetimeMs: opts.lockLifetimeMs,
+        },
+      );
       started.push(agenda);
       return { agenda, queue };
     }
@@ -138,7 +145,12 @@ for (const claim of JOB_CLAIM_MODES) {
       it('once claims are stopped, a claim under way releases its job and reports none, and later ones claim nothing', async () => {
         const r = new MysqlJobRepository(ds, { claim });
         const saved = await r.saveJob(normal('t.stop', ago(10)), undefined);
-        const locked = async () => ((await ds.query(`SELECT locked_at FROM ${AGENDA_JOBS_TABLE} WHERE id = ?`, [String(saved._id)])) as { locked_at: Date | null }[])[0].locked_at;
+        const locked = async () =>
+          (
+            (await ds.query(`SELECT locked_at FROM ${AGENDA_JOBS_TABLE} WHERE id = ?`, [String(saved._id)])) as {
+              locked_at: Date | null;
+            }[]
+          )[0].locked_at;
         // Issued before the stop, answered after it: the worker shutdown race.
         const underWay = r.getNextJobToRun('t.stop', new Date(), ago(60_000), undefined, { lastModifiedBy: 'w' });
         await r.stopClaims();
@@ -147,7 +159,10 @@ for (const claim of JOB_CLAIM_MODES) {
         assert.equal(await r.getNextJobToRun('t.stop', new Date(), ago(60_000), undefined, undefined), undefined);
         assert.equal(await locked(), null);
         r.resumeClaims();
-        assert.equal(String((await r.getNextJobToRun('t.stop', new Date(), ago(60_000), undefined, undefined))?._id), String(saved._id));
+        assert.equal(
+          String((await r.getNextJobToRun('t.stop', new Date(), ago(60_000), undefined, undefined))?._id),
+          String(saved._id),
+        );
       });
 
       it('takes over an abandoned job (lock past its deadline) even behind a standing backlog of due ones', async () => {
@@ -155,25 +170,45 @@ for (const claim of JOB_CLAIM_MODES) {
         const r = new MysqlJobRepository(ds, { abandonedScanEveryMs: 300, clock, claim });
         const which = (j: JobParameters | undefined) => (j?.data as { which: string } | undefined)?.which;
         await r.saveJob(normal('t.mixed', ago(600_000), { data: { which: 'abandoned' } }), undefined);
-        assert.equal(which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), ago(300_000), undefined)), 'abandoned');
-        for (let i = 0; i < 3; i++) await r.saveJob(normal('t.mixed', ago(1000), { data: { which: `fresh${i}` } }), undefined);
+        assert.equal(
+          which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), ago(300_000), undefined)),
+          'abandoned',
+        );
+        for (let i = 0; i < 3; i++)
+          await r.saveJob(normal('t.mixed', ago(1000), { data: { which: `fresh${i}` } }), undefined);
         // Between abandoned-first scans due jobs go first; then, however many are due, the abandoned one.
-        assert.equal(which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined)), 'fresh0');
+        assert.equal(
+          which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined)),
+          'fresh0',
+        );
         clock.advance(350);
-        assert.equal(which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined)), 'abandoned', 'locked 5 minutes ago, deadline 1 minute');
-        assert.equal(which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined)), 'fresh1');
+        assert.equal(
+          which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined)),
+          'abandoned',
+          'locked 5 minutes ago, deadline 1 minute',
+        );
+        assert.equal(
+          which(await r.getNextJobToRun('t.mixed', new Date(), ago(60_000), undefined, undefined)),
+          'fresh1',
+        );
       });
 
       it('claims each due job once across concurrent claimers, oldest first', async () => {
         for (let i = 0; i < 10; i++) await repo.saveJob(normal('t.claim', ago(10_000 - i), { data: { i } }), undefined);
         await repo.saveJob(normal('t.claim', later(60_000), { data: { i: 'future' } }), undefined);
-        const claims = await Promise.all(Array.from({ length: 25 }, () => repo.getNextJobToRun('t.claim', new Date(), ago(60_000), undefined, { lastModifiedBy: 'w' })));
+        const claims = await Promise.all(
+          Array.from({ length: 25 }, () =>
+            repo.getNextJobToRun('t.claim', new Date(), ago(60_000), undefined, { lastModifiedBy: 'w' }),
+          ),
+        );
         const got = claims.filter((c): c is JobParameters => !!c);
         assert.equal(got.length, 10);
         assert.equal(new Set(got.map((j) => String(j._id))).size, 10);
         assert.ok(got.every((j) => (j.data as { i: unknown }).i !== 'future'));
         assert.ok(got.every((j) => j.lockedAt instanceof Date));
-        const locked = await ds.query(`SELECT COUNT(*) AS n FROM ${AGENDA_JOBS_TABLE} WHERE name = 't.claim' AND locked_at IS NOT NULL`);
+        const locked = await ds.query(
+          `SELECT COUNT(*) AS n FROM ${AGENDA_JOBS_TABLE} WHERE name = 't.claim' AND locked_at IS NOT NULL`,
+        );
         assert.equal(Number(locked[0].n), 10);
       });
 
@@ -190,7 +225,10 @@ for (const claim of JOB_CLAIM_MODES) {
         let first = true;
         ds.query = (async (sql: string, params?: unknown[], runner?: Parameters<DataSource['query']>[2]) => {
           const result = await query(sql, params, runner);
-          if (first && /^SELECT [\s\S]* FROM agenda_jobs WHERE name = \? AND disabled = 0 AND locked_at IS NULL/.test(sql)) {
+          if (
+            first &&
+            /^SELECT [\s\S]* FROM agenda_jobs WHERE name = \? AND disabled = 0 AND locked_at IS NULL/.test(sql)
+          ) {
             first = false;
             halted();
             await gate;
@@ -198,14 +236,25 @@ for (const claim of JOB_CLAIM_MODES) {
           return result;
         }) as DataSource['query'];
         try {
-          const stalled = repo.getNextJobToRun('t.stall', new Date(), ago(60_000), undefined, { lastModifiedBy: 'stalled' });
+          const stalled = repo.getNextJobToRun('t.stall', new Date(), ago(60_000), undefined, {
+            lastModifiedBy: 'stalled',
+          });
           await atHalt;
-          const quick = await repo.getNextJobToRun('t.stall', new Date(), ago(60_000), undefined, { lastModifiedBy: 'quick' });
+          const quick = await repo.getNextJobToRun('t.stall', new Date(), ago(60_000), undefined, {
+            lastModifiedBy: 'quick',
+          });
           resume();
           const late = await stalled;
-          assert.deepEqual([String(quick?._id), String(late?._id)].sort(), [String(early._id), String(next._id)].sort());
+          assert.deepEqual(
+            [String(quick?._id), String(late?._id)].sort(),
+            [String(early._id), String(next._id)].sort(),
+          );
           const r = await rows('t.stall');
-          assert.deepEqual(r.map((x) => x.last_modified_by).sort(), ['quick', 'stalled'], 'each row claimed by the claim that got it');
+          assert.deepEqual(
+            r.map((x) => x.last_modified_by).sort(),
+            ['quick', 'stalled'],
+            'each row claimed by the claim that got it',
+          );
           assert.ok(r.every((x) => x.locked_at instanceof Date));
         } finally {
           resume();
@@ -220,7 +269,14 @@ for (const claim of JOB_CLAIM_MODES) {
         await repo.saveJob(normal('t.prio', at, { priority: 10, data: { p: 'mid' } }), undefined);
         await repo.saveJob(normal('t.prio', ago(9000), { priority: -20, data: { p: 'oldest' } }), undefined);
         const order: unknown[] = [];
-        for (let i = 0; i < 4; i++) order.push(((await repo.getNextJobToRun('t.prio', new Date(), ago(60_000), undefined, undefined))!.data as { p: string }).p);
+        for (let i = 0; i < 4; i++)
+          order.push(
+            (
+              (await repo.getNextJobToRun('t.prio', new Date(), ago(60_000), undefined, undefined))!.data as {
+                p: string;
+              }
+            ).p,
+          );
         assert.deepEqual(order, ['oldest', 'high', 'mid', 'low']);
       });
 
@@ -230,7 +286,9 @@ for (const claim of JOB_CLAIM_MODES) {
         assert.equal(String(first!._id), String(job._id));
         // Locked 5 s ago: a 10 s lifetime still protects it, a 2 s lifetime does not.
         assert.equal(await repo.getNextJobToRun('t.expire', new Date(), ago(10_000), undefined, undefined), undefined);
-        const taken = await repo.getNextJobToRun('t.expire', new Date(), ago(2000), undefined, { lastModifiedBy: 'other' });
+        const taken = await repo.getNextJobToRun('t.expire', new Date(), ago(2000), undefined, {
+          lastModifiedBy: 'other',
+        });
         assert.equal(String(taken!._id), String(job._id));
         assert.equal((await rows('t.expire'))[0].last_modified_by, 'other');
       });
@@ -261,7 +319,10 @@ for (const claim of JOB_CLAIM_MODES) {
         assert.equal(String(claimed!._id), String(b._id));
         assert.equal(await repo.getNextJobToRun('t.dis', new Date(), ago(60_000), undefined, undefined), undefined);
         assert.equal(await repo.enableJobs({ ids: [a._id!] }), 1);
-        assert.equal(String((await repo.getNextJobToRun('t.dis', new Date(), ago(60_000), undefined, undefined))!._id), String(a._id));
+        assert.equal(
+          String((await repo.getNextJobToRun('t.dis', new Date(), ago(60_000), undefined, undefined))!._id),
+          String(a._id),
+        );
       });
 
       it('removes by id, ids, name, names, notNames and data; never everything by accident', async () => {
@@ -300,16 +361,28 @@ for (const claim of JOB_CLAIM_MODES) {
       });
 
       it('refuses a unique() field that is not a column, and job state for a vanished job', async () => {
-        await assert.rejects(repo.saveJob({ ...normal('t.u', null), unique: { 'x; DROP TABLE': 1 } }, undefined), /Invalid unique constraint field/);
-        await assert.rejects(repo.saveJobState({ ...normal('t.u', null), _id: '424242' as JobParameters['_id'] }, undefined), /cannot be updated/);
+        await assert.rejects(
+          repo.saveJob({ ...normal('t.u', null), unique: { 'x; DROP TABLE': 1 } }, undefined),
+          /Invalid unique constraint field/,
+        );
+        await assert.rejects(
+          repo.saveJobState({ ...normal('t.u', null), _id: '424242' as JobParameters['_id'] }, undefined),
+          /cannot be updated/,
+        );
       });
 
       it('debounces leading (keeps the first run time, takes the newest data) and trailing up to maxWait', async () => {
         // The repository's clock, a second behind the wall clock the assertions read, moves only when told.
         const clock = new ManualClock(new Date(Date.now() - 1000));
         const repo = new MysqlJobRepository(ds, { clock, claim });
-        const lead = { unique: { 'data.k': 'L' }, uniqueOpts: { debounce: { delay: 60_000, strategy: 'leading' as const } } };
-        const first = await repo.saveJob({ ...normal('t.lead', new Date(), { data: { k: 'L', n: 1 } }), ...lead }, undefined);
+        const lead = {
+          unique: { 'data.k': 'L' },
+          uniqueOpts: { debounce: { delay: 60_000, strategy: 'leading' as const } },
+        };
+        const first = await repo.saveJob(
+          { ...normal('t.lead', new Date(), { data: { k: 'L', n: 1 } }), ...lead },
+          undefined,
+        );
         await repo.saveJob({ ...normal('t.lead', new Date(), { data: { k: 'L', n: 2 } }), ...lead }, undefined);
         const l = await rows('t.lead');
         assert.equal(l.length, 1);
@@ -319,7 +392,10 @@ for (const claim of JOB_CLAIM_MODES) {
         const trail = { unique: { 'data.k': 'T' }, uniqueOpts: { debounce: { delay: 60_000, maxWait: 200 } } };
         await repo.saveJob({ ...normal('t.trail', new Date(), { data: { k: 'T', n: 1 } }), ...trail }, undefined);
         await repo.saveJob({ ...normal('t.trail', new Date(), { data: { k: 'T', n: 2 } }), ...trail }, undefined);
-        assert.ok((await rows('t.trail'))[0].next_run_at.getTime() > Date.now() + 50_000, 'trailing: pushed back by the delay');
+        assert.ok(
+          (await rows('t.trail'))[0].next_run_at.getTime() > Date.now() + 50_000,
+          'trailing: pushed back by the delay',
+        );
         clock.advance(250);
         await repo.saveJob({ ...normal('t.trail', new Date(), { data: { k: 'T', n: 3 } }), ...trail }, undefined);
         const t = await rows('t.trail');
@@ -342,7 +418,7 @@ for (const claim of JOB_CLAIM_MODES) {
         const claimed = await repo.getNextJobToRun('t.run', new Date(), ago(60_000), undefined, undefined);
         await repo.saveJobState({ ...claimed!, nextRunAt: null, lastRunAt: new Date() }, undefined);
         await repo.unlockJob(run);
-        assert.ok((await rows('t.run'))[0].locked_at, 'running (next_run_at NULL): the lock is the run\'s');
+        assert.ok((await rows('t.run'))[0].locked_at, "running (next_run_at NULL): the lock is the run's");
       });
 
       it('queries by ids, without disabled jobs, paused only, sorted and paged', async () => {
@@ -350,8 +426,14 @@ for (const claim of JOB_CLAIM_MODES) {
         const b = await repo.saveJob(normal('t.qq', later(20_000), { priority: 2 }), undefined);
         const c = await repo.saveJob(normal('t.qq', later(30_000), { priority: 3, disabled: true }), undefined);
         const ids = (r: { jobs: { _id?: unknown }[] }) => r.jobs.map((j) => String(j._id));
-        assert.deepEqual(ids(await repo.queryJobs({ ids: [String(a._id), String(c._id)], sort: { nextRunAt: 'asc' } })), [String(a._id), String(c._id)]);
-        assert.deepEqual(ids(await repo.queryJobs({ name: 't.qq', includeDisabled: false, sort: { nextRunAt: 'asc' } })), [String(a._id), String(b._id)]);
+        assert.deepEqual(
+          ids(await repo.queryJobs({ ids: [String(a._id), String(c._id)], sort: { nextRunAt: 'asc' } })),
+          [String(a._id), String(c._id)],
+        );
+        assert.deepEqual(
+          ids(await repo.queryJobs({ name: 't.qq', includeDisabled: false, sort: { nextRunAt: 'asc' } })),
+          [String(a._id), String(b._id)],
+        );
         assert.deepEqual(ids(await repo.queryJobs({ name: 't.qq', state: 'paused' })), [String(c._id)]);
         const page = await repo.queryJobs({ name: 't.qq', sort: { nextRunAt: 'desc' }, skip: 1, limit: 1 });
         assert.equal(page.total, 3);
@@ -380,7 +462,11 @@ for (const claim of JOB_CLAIM_MODES) {
         await agenda.now('t.run', { tag: 'now' });
         await agenda.schedule(later(300), 't.run', { tag: 'scheduled' });
         await agenda.now('t.fail', {});
-        await waitFor(async () => ran.length === 2 && (await rows('t.fail'))[0]?.fail_count === 1, 10_000, 'jobs to run');
+        await waitFor(
+          async () => ran.length === 2 && (await rows('t.fail'))[0]?.fail_count === 1,
+          10_000,
+          'jobs to run',
+        );
         assert.deepEqual(ran, ['now', 'scheduled']);
         const [failed] = await rows('t.fail');
         assert.equal(failed.fail_reason, 'boom');
@@ -395,7 +481,11 @@ for (const claim of JOB_CLAIM_MODES) {
       it('keeps one row per every() job however often and from however many Agendas it is declared', async () => {
         const a = agendaFor().agenda;
         const b = agendaFor().agenda;
-        await Promise.all([a.every(60_000, 't.every', { v: 1 }), b.every(60_000, 't.every', { v: 2 }), a.every(60_000, 't.every', { v: 3 })]);
+        await Promise.all([
+          a.every(60_000, 't.every', { v: 1 }),
+          b.every(60_000, 't.every', { v: 2 }),
+          a.every(60_000, 't.every', { v: 3 }),
+        ]);
         let r = await rows('t.every');
         assert.equal(r.length, 1);
         assert.equal(r[0].type, 'single');
@@ -449,9 +539,13 @@ for (const claim of JOB_CLAIM_MODES) {
       it('runs higher-priority jobs first when several are due', async () => {
         const { agenda } = agendaFor();
         const order: number[] = [];
-        agenda.define('t.order', async (job: Job<{ p: number }>) => {
-          order.push(job.attrs.data.p);
-        }, { concurrency: 1 });
+        agenda.define(
+          't.order',
+          async (job: Job<{ p: number }>) => {
+            order.push(job.attrs.data.p);
+          },
+          { concurrency: 1 },
+        );
         const at = ago(1000);
         for (const p of [1, 5, 3]) await agenda.create('t.order', { p }).priority(p).schedule(at).save();
         await agenda.start();
@@ -498,15 +592,23 @@ for (const claim of JOB_CLAIM_MODES) {
         await queue.now('t.wake', {});
         await waitFor(async () => ran, 5_000, 'the notified job');
         assert.equal(claims.answers[0], undefined, 'the start-up poll found nothing');
-        assert.deepEqual(claims.answers.filter(Boolean).map((j) => j!.name), ['t.wake'], 'claimed once, after the notification');
+        assert.deepEqual(
+          claims.answers.filter(Boolean).map((j) => j!.name),
+          ['t.wake'],
+          'claimed once, after the notification',
+        );
       });
 
       it('takes over a job whose runner stopped touching it after its lock lifetime', async () => {
         const { agenda } = agendaFor({ lockLifetimeMs: 400 });
         const ranBy: string[] = [];
-        agenda.define('t.abandoned', async () => {
-          ranBy.push('second');
-        }, { lockLifetime: 400 });
+        agenda.define(
+          't.abandoned',
+          async () => {
+            ranBy.push('second');
+          },
+          { lockLifetime: 400 },
+        );
         // A claim by a process that then vanished: locked, never finished.
         await repo.saveJob(normal('t.abandoned', ago(1000)), undefined);
         await repo.getNextJobToRun('t.abandoned', new Date(), ago(60_000), undefined, { lastModifiedBy: 'dead' });
@@ -540,7 +642,10 @@ for (const claim of JOB_CLAIM_MODES) {
           ],
         });
         const shared = ctx.services.ds;
-        const drainRows = () => shared.query(`SELECT * FROM ${AGENDA_JOBS_TABLE} WHERE name = 't.drain' ORDER BY id`) as Promise<Awaited<ReturnType<typeof rows>>>;
+        const drainRows = () =>
+          shared.query(`SELECT * FROM ${AGENDA_JOBS_TABLE} WHERE name = 't.drain' ORDER BY id`) as Promise<
+            Awaited<ReturnType<typeof rows>>
+          >;
         try {
           await agendaQueueOf(ctx.services.jobs).now('t.drain', { n: 1 });
           await agendaQueueOf(ctx.services.jobs).now('t.drain', { n: 2 });
@@ -596,8 +701,19 @@ for (const claim of JOB_CLAIM_MODES) {
         const seen: string[] = [];
         const worker = await startTestWorker(ctx, {
           definitions: [
-            { name: 't.chain.a', async handler() { seen.push('a'); await agendaQueueOf(ctx.services.jobs).now('t.chain.b', {}); } },
-            { name: 't.chain.b', async handler() { seen.push('b'); } },
+            {
+              name: 't.chain.a',
+              async handler() {
+                seen.push('a');
+                await agendaQueueOf(ctx.services.jobs).now('t.chain.b', {});
+              },
+            },
+            {
+              name: 't.chain.b',
+              async handler() {
+                seen.push('b');
+              },
+            },
           ],
         });
         try {
@@ -624,7 +740,10 @@ for (const claim of JOB_CLAIM_MODES) {
         assert.deepEqual(json(r[0].data), { v: 3 });
         assert.ok(r[0].next_run_at.getTime() < Date.now() + 40_000);
         // Claimed (running): a new enqueue must not be folded into it.
-        await ds.query(`UPDATE ${AGENDA_JOBS_TABLE} SET locked_at = ?, next_run_at = NULL WHERE id = ?`, [new Date(), r[0].id]);
+        await ds.query(`UPDATE ${AGENDA_JOBS_TABLE} SET locked_at = ?, next_run_at = NULL WHERE id = ?`, [
+          new Date(),
+          r[0].id,
+        ]);
         await queue.now('t.jq', { v: 4 }, { uniqueKey: 'd1' });
         r = await rows('t.jq');
         assert.equal(r.length, 3);

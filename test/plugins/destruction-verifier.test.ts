@@ -74,7 +74,10 @@ describe(DestructionVerifier.name, () => {
   it('does not verify a running instance, and does not bother probing it', async () => {
     const { instanceId, target } = await running('h100-1x');
     const check = await sut.verify(h.provider, instanceId, target);
-    assert.deepEqual({ ...check, detail: undefined }, { verified: false, providerState: 'running', sshRefused: false, detail: undefined });
+    assert.deepEqual(
+      { ...check, detail: undefined },
+      { verified: false, providerState: 'running', sshRefused: false, detail: undefined },
+    );
     assert.match(check.detail, /not probed/);
   });
 
@@ -118,7 +121,12 @@ describe(DestructionVerifier.name, () => {
     try {
       const gone = fakeProvider(async (id) => ({ instanceId: id, label: 'x', state: 'gone' }));
       const started = Date.now();
-      const check = await new DestructionVerifier({ sshTimeoutMs: 300 }).verify(gone, 'i-1', { host: '127.0.0.1', port: silent.port, user: 'gpu', privateKey: keys.privateKey });
+      const check = await new DestructionVerifier({ sshTimeoutMs: 300 }).verify(gone, 'i-1', {
+        host: '127.0.0.1',
+        port: silent.port,
+        user: 'gpu',
+        privateKey: keys.privateKey,
+      });
       assert.equal(check.verified, true);
       assert.match(check.detail, /timeout/);
       assert.ok(Date.now() - started < 3000);
@@ -131,8 +139,16 @@ describe(DestructionVerifier.name, () => {
     const broken = fakeProvider(async () => {
       throw new Error('503 from provider API');
     });
-    const check = await sut.verify(broken, 'i-1', { host: '127.0.0.1', port: 1, user: 'gpu', privateKey: keys.privateKey });
-    assert.deepEqual({ verified: check.verified, providerState: check.providerState, sshRefused: check.sshRefused }, { verified: false, providerState: 'unknown', sshRefused: false });
+    const check = await sut.verify(broken, 'i-1', {
+      host: '127.0.0.1',
+      port: 1,
+      user: 'gpu',
+      privateKey: keys.privateKey,
+    });
+    assert.deepEqual(
+      { verified: check.verified, providerState: check.providerState, sshRefused: check.sshRefused },
+      { verified: false, providerState: 'unknown', sshRefused: false },
+    );
     assert.match(check.detail, /503 from provider API/);
   });
 });

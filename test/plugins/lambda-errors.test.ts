@@ -30,7 +30,14 @@ const DOCUMENTED_CODES = [
 const LIVE_CODES = ['global/unknown'];
 
 /** `InstanceStatus` as the document enumerates it. */
-const DOCUMENTED_STATUSES: FakeLambdaStatus[] = ['booting', 'active', 'unhealthy', 'terminated', 'terminating', 'preempted'];
+const DOCUMENTED_STATUSES: FakeLambdaStatus[] = [
+  'booting',
+  'active',
+  'unhealthy',
+  'terminated',
+  'terminating',
+  'preempted',
+];
 
 const body = (code: string) => ({ error: { code, message: `message for ${code}`, suggestion: 'a suggestion' } });
 
@@ -38,10 +45,22 @@ type Injection = { status: number; body: unknown } | FakeFailure;
 
 /** Launch failures: the documented 400/401/403/404 bodies, then the undocumented ones that happen. */
 const LAUNCH_CASES: [string, Injection, CreateResult['kind']][] = [
-  ['400 file-system-in-wrong-region', { status: 400, body: body('instance-operations/launch/file-system-in-wrong-region') }, 'rejected'],
-  ['400 insufficient-capacity', { status: 400, body: body('instance-operations/launch/insufficient-capacity') }, 'unavailable'],
+  [
+    '400 file-system-in-wrong-region',
+    { status: 400, body: body('instance-operations/launch/file-system-in-wrong-region') },
+    'rejected',
+  ],
+  [
+    '400 insufficient-capacity',
+    { status: 400, body: body('instance-operations/launch/insufficient-capacity') },
+    'unavailable',
+  ],
   ['400 invalid-parameters', { status: 400, body: body('global/invalid-parameters') }, 'rejected'],
-  ['400 object-does-not-exist (type, region or key)', { status: 400, body: body('global/object-does-not-exist') }, 'unavailable'],
+  [
+    '400 object-does-not-exist (type, region or key)',
+    { status: 400, body: body('global/object-does-not-exist') },
+    'unavailable',
+  ],
   ['400 quota-exceeded', { status: 400, body: body('global/quota-exceeded') }, 'unavailable'],
   ['401 invalid-api-key', { status: 401, body: body('global/invalid-api-key') }, 'rejected'],
   ['403 account-inactive', { status: 403, body: body('global/account-inactive') }, 'rejected'],
@@ -87,7 +106,8 @@ const READ_CASES: [FakeEndpoint, string, Injection, 'gone' | 'ok' | string][] = 
 describe('Lambda error and state tables', () => {
   let h: LambdaHarness;
   const keys = generateDeploymentKeyPair('lambda-errors');
-  const inject = (endpoint: FakeEndpoint, what: Injection) => (typeof what === 'string' ? h.fake.failNext(endpoint, what) : h.fake.failNextWith(endpoint, what.status, what.body));
+  const inject = (endpoint: FakeEndpoint, what: Injection) =>
+    typeof what === 'string' ? h.fake.failNext(endpoint, what) : h.fake.failNextWith(endpoint, what.status, what.body);
 
   beforeEach(async () => {
     h = await makeLambdaHarness();
@@ -143,7 +163,7 @@ describe('Lambda error and state tables', () => {
     });
   }
 
-  it('hands the operator Lambda\'s code, message and suggestion', async () => {
+  it("hands the operator Lambda's code, message and suggestion", async () => {
     h.fake.failNextWith('create', 403, body('global/account-inactive'));
     const res = await h.provider.create(h.label(), h.offer(), keys.publicKey);
     assert.deepEqual(res, {
@@ -182,7 +202,11 @@ describe('Lambda error and state tables', () => {
   it('maps every documented instance status through the one state table', async () => {
     assert.deepEqual(Object.keys(LAMBDA_STATE_TABLE).sort(), [...DOCUMENTED_STATUSES].sort());
     // What the host must see for each: written out here, not read from the table under test.
-    const expected: [FakeLambdaStatus, string][] = [['booting', 'pending'], ['active', 'running'], ['unhealthy', 'pending']];
+    const expected: [FakeLambdaStatus, string][] = [
+      ['booting', 'pending'],
+      ['active', 'running'],
+      ['unhealthy', 'pending'],
+    ];
     expected.push(['terminating', 'terminating'], ['terminated', 'gone'], ['preempted', 'failed']);
     const res = await h.provider.create(h.label(), h.offer(), keys.publicKey);
     const id = (res as { instanceId: string }).instanceId;

@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { FakeLambdaApi } from '../fakes/lambda-api.js';
 
-const printed = (file: string) => readFileSync(new URL(`../fixtures/providers/lambda/${file}`, import.meta.url), 'utf8').trim();
+const printed = (file: string) =>
+  readFileSync(new URL(`../fixtures/providers/lambda/${file}`, import.meta.url), 'utf8').trim();
 const PRODUCT_UA = 'gpu-rental/1.0.0';
 
 /** The fake's recorded mode serves the live errors kept in test/fixtures/providers/lambda/, quirk by quirk. */
@@ -31,8 +32,14 @@ describe('FakeLambdaApi recorded mode', () => {
     return { status: res.status, type, text, json: (type.includes('json') ? JSON.parse(text) : null) as any };
   }
 
-  const launchBody = (extra: Record<string, unknown> = {}) => ({ region_name: 'us-east-1', instance_type_name: 'gpu_1x_h100_sxm5', ssh_key_names: ['k1'], ...extra });
-  const printedAs = (r: { json: { error: { code: string; message: string } } }) => `${r.json.error.code}: ${r.json.error.message}`;
+  const launchBody = (extra: Record<string, unknown> = {}) => ({
+    region_name: 'us-east-1',
+    instance_type_name: 'gpu_1x_h100_sxm5',
+    ssh_key_names: ['k1'],
+    ...extra,
+  });
+  const printedAs = (r: { json: { error: { code: string; message: string } } }) =>
+    `${r.json.error.code}: ${r.json.error.message}`;
 
   it('answers a request without a product User-Agent with an HTML 403 from the edge', async () => {
     fake = await FakeLambdaApi.start({ behaviour: 'recorded' });
@@ -40,7 +47,8 @@ describe('FakeLambdaApi recorded mode', () => {
     assert.equal(blocked.status, 403);
     assert.match(blocked.type, /^text\/html/);
     assert.match(blocked.text, /^<!DOCTYPE html>/);
-    for (const ua of ['python-requests/2.31.0', 'curl/8.5.0', 'undici']) assert.equal((await call('GET', '/instances', undefined, ua)).status, 403, ua);
+    for (const ua of ['python-requests/2.31.0', 'curl/8.5.0', 'undici'])
+      assert.equal((await call('GET', '/instances', undefined, ua)).status, 403, ua);
     assert.equal((await call('GET', '/instances')).status, 200);
     // Documented mode answers Node's default User-Agent as any other.
     await fake.close();
@@ -68,7 +76,10 @@ describe('FakeLambdaApi recorded mode', () => {
     fake = await FakeLambdaApi.start({ behaviour: 'recorded', bootMs: 10, quirks: { instanceLimit: 1 } });
     await call('POST', '/ssh-keys', { name: 'k1', public_key: keys.publicKey });
     const many = await call('POST', '/instance-operations/launch', launchBody({ quantity: 2 }));
-    assert.deepEqual([many.status, many.json.error.code, many.json.error.message], [400, 'global/invalid-parameters', printed('launch-invalid-parameters-quantity.txt')]);
+    assert.deepEqual(
+      [many.status, many.json.error.code, many.json.error.message],
+      [400, 'global/invalid-parameters', printed('launch-invalid-parameters-quantity.txt')],
+    );
     assert.equal((await call('POST', '/instance-operations/launch', launchBody({ quantity: 1 }))).status, 200);
     const over = await call('POST', '/instance-operations/launch', launchBody());
     assert.equal(over.status, 400);
@@ -79,7 +90,8 @@ describe('FakeLambdaApi recorded mode', () => {
     fake = await FakeLambdaApi.start({ bootMs: 10, terminateMs: 5000 });
     assert.ok(Object.values(fake.quirks).every((q) => q === false));
     await call('POST', '/ssh-keys', { name: 'k1', public_key: keys.publicKey });
-    const id = (await call('POST', '/instance-operations/launch', launchBody({ quantity: 2 }))).json.data.instance_ids[0];
+    const id = (await call('POST', '/instance-operations/launch', launchBody({ quantity: 2 }))).json.data
+      .instance_ids[0];
     await call('POST', '/instance-operations/terminate', { instance_ids: [id] });
     assert.equal((await call('POST', '/instance-operations/terminate', { instance_ids: [id] })).status, 200);
   });

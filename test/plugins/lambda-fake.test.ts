@@ -15,11 +15,19 @@ describe(FakeLambdaApi.name, () => {
       headers: { Authorization: auth, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- wire bodies of many shapes, read field by field
-    return { status: res.status, json: (await res.json()) as { data?: any; error?: { code: string; message: string } } };
+    return {
+      status: res.status,
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- wire bodies of many shapes, read field by field
+      json: (await res.json()) as { data?: any; error?: { code: string; message: string } },
+    };
   }
 
-  const launchBody = (extra: Record<string, unknown> = {}) => ({ region_name: 'us-east-1', instance_type_name: 'gpu_1x_h100_sxm5', ssh_key_names: ['k1'], ...extra });
+  const launchBody = (extra: Record<string, unknown> = {}) => ({
+    region_name: 'us-east-1',
+    instance_type_name: 'gpu_1x_h100_sxm5',
+    ssh_key_names: ['k1'],
+    ...extra,
+  });
 
   beforeEach(async () => {
     fake = await FakeLambdaApi.start({ bootMs: 20 });
@@ -29,7 +37,10 @@ describe(FakeLambdaApi.name, () => {
   });
 
   it('accepts Bearer and both documented Basic forms, and refuses anything else with global/invalid-api-key', async () => {
-    assert.equal((await call('GET', '/instances', undefined, `Basic ${Buffer.from(`${fake.apiKey}:`).toString('base64')}`)).status, 200);
+    assert.equal(
+      (await call('GET', '/instances', undefined, `Basic ${Buffer.from(`${fake.apiKey}:`).toString('base64')}`)).status,
+      200,
+    );
     assert.equal((await call('GET', '/instances', undefined, `Basic ${fake.apiKey}`)).status, 200);
     const wrong = await call('GET', '/instances', undefined, 'Bearer secret_nope');
     assert.equal(wrong.status, 401);
@@ -44,7 +55,10 @@ describe(FakeLambdaApi.name, () => {
   });
 
   it('validates launches as documented', async () => {
-    assert.equal((await call('POST', '/instance-operations/launch', launchBody())).json.error?.code, 'global/object-does-not-exist');
+    assert.equal(
+      (await call('POST', '/instance-operations/launch', launchBody())).json.error?.code,
+      'global/object-does-not-exist',
+    );
     await call('POST', '/ssh-keys', { name: 'k1', public_key: keys.publicKey });
     await call('POST', '/ssh-keys', { name: 'k2', public_key: keys.publicKey });
     const cases: [Record<string, unknown>, number, string][] = [
@@ -60,7 +74,11 @@ describe(FakeLambdaApi.name, () => {
       const r = await call('POST', '/instance-operations/launch', launchBody(extra));
       assert.deepEqual([r.status, r.json.error?.code], [status, code], JSON.stringify(extra));
     }
-    const ok = await call('POST', '/instance-operations/launch', launchBody({ name: 'n', tags: [{ key: 'gpr-label', value: 'n' }] }));
+    const ok = await call(
+      'POST',
+      '/instance-operations/launch',
+      launchBody({ name: 'n', tags: [{ key: 'gpr-label', value: 'n' }] }),
+    );
     assert.equal(ok.status, 200);
     assert.match(ok.json.data.instance_ids[0], /^[0-9a-f]{32}$/);
   });
@@ -68,7 +86,9 @@ describe(FakeLambdaApi.name, () => {
   it('fails a whole terminate batch for one unknown id', async () => {
     await call('POST', '/ssh-keys', { name: 'k1', public_key: keys.publicKey });
     const id = (await call('POST', '/instance-operations/launch', launchBody())).json.data.instance_ids[0];
-    const r = await call('POST', '/instance-operations/terminate', { instance_ids: [id, 'ffffffffffffffffffffffffffffffff'] });
+    const r = await call('POST', '/instance-operations/terminate', {
+      instance_ids: [id, 'ffffffffffffffffffffffffffffffff'],
+    });
     assert.deepEqual([r.status, r.json.error?.code], [404, 'global/object-does-not-exist']);
     assert.notEqual(fake.instances()[0].status, 'terminating');
     const one = await call('POST', '/instance-operations/terminate', { instance_ids: [id] });

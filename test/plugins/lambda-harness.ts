@@ -17,7 +17,13 @@ import { testDataSource } from '../helpers/db.js';
 export const H100_OFFER_KEY = 'gpu_1x_h100_sxm5@us-east-1';
 
 /** Limits short enough for tests; the real ones are 1 s and 12 s. */
-export const FAST_TUNING: LambdaTuning = { apiIntervalMs: 0, launchIntervalMs: 0, timeoutMs: 1000, backoffMs: 10, listTtlMs: 200 };
+export const FAST_TUNING: LambdaTuning = {
+  apiIntervalMs: 0,
+  launchIntervalMs: 0,
+  timeoutMs: 1000,
+  backoffMs: 10,
+  listTtlMs: 200,
+};
 
 export interface LambdaHarness {
   fake: FakeLambdaApi;
@@ -33,7 +39,9 @@ export interface LambdaHarness {
   cleanup(): Promise<void>;
 }
 
-export async function makeLambdaHarness(opts: { fake?: FakeLambdaOptions; tuning?: LambdaTuning; raw?: Record<string, string> } = {}): Promise<LambdaHarness> {
+export async function makeLambdaHarness(
+  opts: { fake?: FakeLambdaOptions; tuning?: LambdaTuning; raw?: Record<string, string> } = {},
+): Promise<LambdaHarness> {
   const fake = await FakeLambdaApi.start({ bootMs: 100, ...opts.fake });
   const labelPrefix = `gpr-t${randomBytes(4).toString('hex')}-`;
   let logged = '';
@@ -43,11 +51,25 @@ export async function makeLambdaHarness(opts: { fake?: FakeLambdaOptions; tuning
       cb();
     },
   });
-  const deps: ProviderDeps = { logger: createLogger('debug', sink), clock: systemClock, dataSource: await testDataSource(), production: false, labelPrefix };
+  const deps: ProviderDeps = {
+    logger: createLogger('debug', sink),
+    clock: systemClock,
+    dataSource: await testDataSource(),
+    production: false,
+    labelPrefix,
+  };
   const providers: LambdaProvider[] = [];
   const newProvider = async (o: { raw?: Record<string, string>; tuning?: LambdaTuning } = {}) => {
-    const options = lambdaPlugin.validateOptions({ API_KEY: fake.apiKey, API_URL: fake.url, SSH_PORT: String(fake.sshPort), ...o.raw });
-    const p = (await lambdaPlugin.create({ ...options, tuning: { ...FAST_TUNING, ...o.tuning } }, deps)) as LambdaProvider;
+    const options = lambdaPlugin.validateOptions({
+      API_KEY: fake.apiKey,
+      API_URL: fake.url,
+      SSH_PORT: String(fake.sshPort),
+      ...o.raw,
+    });
+    const p = (await lambdaPlugin.create(
+      { ...options, tuning: { ...FAST_TUNING, ...o.tuning } },
+      deps,
+    )) as LambdaProvider;
     providers.push(p);
     return p;
   };
@@ -88,7 +110,8 @@ export const AWKWARD_ENV: Record<string, string> = {
 /** What each `echo '<base64>' | base64 -d > <target>` line of a user_data script writes, by target. */
 export function decodedWrites(userData: string): Map<string, string> {
   const out = new Map<string, string>();
-  for (const m of userData.matchAll(/^echo '([A-Za-z0-9+/=]*)' \| base64 -d > (.+)$/gm)) out.set(m[2], Buffer.from(m[1], 'base64').toString('utf8'));
+  for (const m of userData.matchAll(/^echo '([A-Za-z0-9+/=]*)' \| base64 -d > (.+)$/gm))
+    out.set(m[2], Buffer.from(m[1], 'base64').toString('utf8'));
   return out;
 }
 

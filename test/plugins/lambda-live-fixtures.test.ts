@@ -51,7 +51,9 @@ const DECISIONS: Record<string, () => void> = {
   'openapi-1.9.3-excerpt.json': () => {
     const doc = JSON.parse(fixtureText('openapi-1.9.3-excerpt.json')) as {
       info: { version: string };
-      components: { schemas: Record<string, { properties?: { code?: { const?: string } }; enum?: string[]; example?: unknown }> };
+      components: {
+        schemas: Record<string, { properties?: { code?: { const?: string } }; enum?: string[]; example?: unknown }>;
+      };
     };
     assert.equal(doc.info.version, '1.9.3');
     const schemas = doc.components.schemas;
@@ -69,7 +71,10 @@ const DECISIONS: Record<string, () => void> = {
     // The instance statuses are exactly the table's.
     assert.deepEqual([...(schemas.InstanceStatus.enum ?? [])].sort(), Object.keys(LAMBDA_STATE_TABLE).sort());
     // A type the document lists at 0 cents with zero specs is never offered for free.
-    const offers = offersFromInstanceTypes(schemas.InstanceTypes.example as LambdaInstanceTypes, { regions: null, maximumDurationSeconds: 3600 });
+    const offers = offersFromInstanceTypes(schemas.InstanceTypes.example as LambdaInstanceTypes, {
+      regions: null,
+      maximumDurationSeconds: 3600,
+    });
     assert.deepEqual(offers, []);
   },
 };
@@ -117,10 +122,20 @@ describe('Lambda plugin against the fake in recorded mode', function () {
     await waitFor(async () => (await h.provider.get(id)).state === 'gone', 10_000, 'gone');
     await h.provider.afterDestroyed(label);
     const paths = new Set(h.fake.calls.map((c) => `${c.method} ${c.path.replace(/[0-9a-f]{32}/, ':id')}`));
-    for (const p of ['GET /api/v1/instance-types', 'POST /api/v1/ssh-keys', 'POST /api/v1/instance-operations/launch', 'GET /api/v1/instances', 'POST /api/v1/instance-operations/terminate', 'DELETE /api/v1/ssh-keys/:id']) {
+    for (const p of [
+      'GET /api/v1/instance-types',
+      'POST /api/v1/ssh-keys',
+      'POST /api/v1/instance-operations/launch',
+      'GET /api/v1/instances',
+      'POST /api/v1/instance-operations/terminate',
+      'DELETE /api/v1/ssh-keys/:id',
+    ]) {
       assert.ok(paths.has(p), `${p} in ${[...paths].join(', ')}`);
     }
-    assert.deepEqual(h.fake.calls.filter((c) => c.status === 403), []);
+    assert.deepEqual(
+      h.fake.calls.filter((c) => c.status === 403),
+      [],
+    );
   });
 
   it('an HTML 403 from the edge is not a refused key: reads are request errors naming the User-Agent, a create is rejected naming LAMBDA_PROVIDER_API_URL', async () => {
@@ -148,8 +163,14 @@ describe('Lambda plugin against the fake in recorded mode', function () {
     assert.ok(!h.fake.sshKeys().some((k) => k.name === label), 'the key registered for the refused launch is deleted');
 
     // A JSON 403 from the API itself still blames the account, and says which variable.
-    h.fake.failNextWith('create', 403, { error: { code: 'global/account-inactive', message: 'Your account is inactive.' } });
-    const inactive = (await h.provider.create(h.label(), h.offer(), keys.publicKey)) as { kind: string; reason: string; errorClass?: string };
+    h.fake.failNextWith('create', 403, {
+      error: { code: 'global/account-inactive', message: 'Your account is inactive.' },
+    });
+    const inactive = (await h.provider.create(h.label(), h.offer(), keys.publicKey)) as {
+      kind: string;
+      reason: string;
+      errorClass?: string;
+    };
     assert.deepEqual([inactive.kind, inactive.errorClass], ['rejected', 'auth']);
     assert.match(inactive.reason, /^LAMBDA_PROVIDER_API_KEY: /);
   });
@@ -184,7 +205,9 @@ describe('Lambda plugin against the fake in recorded mode', function () {
     );
     assert.equal(errorClassOf(err), 'unavailable');
     assert.notEqual(h.fake.instances().find((i) => i.id === id)?.status, 'terminating');
-    h.fake.failNextWith('destroy', 401, { error: { code: 'global/invalid-api-key', message: 'API key was invalid, expired, or deleted.' } });
+    h.fake.failNextWith('destroy', 401, {
+      error: { code: 'global/invalid-api-key', message: 'API key was invalid, expired, or deleted.' },
+    });
     const auth = await h.provider.destroy(id).then(
       () => assert.fail('should have thrown'),
       (e: unknown) => e as Error,
@@ -206,7 +229,10 @@ describe('Lambda plugin against the fake in recorded mode', function () {
   });
 
   it('a status no table knows reads as pending, is logged once with its raw value, and fails after its own bound', async () => {
-    h = await makeLambdaHarness({ fake: { behaviour: 'recorded', bootMs: 10 }, tuning: { unknownStateBoundMs: 300, listTtlMs: 0 } });
+    h = await makeLambdaHarness({
+      fake: { behaviour: 'recorded', bootMs: 10 },
+      tuning: { unknownStateBoundMs: 300, listTtlMs: 0 },
+    });
     const id = await launched();
     await waitFor(async () => (await h.provider.get(id)).state === 'running', 10_000, 'running');
     h.fake.setStatus(id, 'rebuilding' as FakeLambdaStatus);
@@ -222,7 +248,10 @@ describe('Lambda plugin against the fake in recorded mode', function () {
   });
 
   it('unhealthy waits as pending and preempted fails at once', async () => {
-    h = await makeLambdaHarness({ fake: { behaviour: 'recorded', bootMs: 10 }, tuning: { unknownStateBoundMs: 1, listTtlMs: 0 } });
+    h = await makeLambdaHarness({
+      fake: { behaviour: 'recorded', bootMs: 10 },
+      tuning: { unknownStateBoundMs: 1, listTtlMs: 0 },
+    });
     const id = await launched();
     h.fake.setStatus(id, 'unhealthy');
     await new Promise((r) => setTimeout(r, 20));

@@ -19,8 +19,10 @@ import { AWKWARD_ENV, makeLambdaHarness, parseEnv0, pick } from './lambda-harnes
 function canBoot(): string | null {
   if (process.getuid?.() !== 0) return 'needs root for a mount namespace and su';
   const probe = spawnSync('unshare', ['--mount', '--propagation', 'private', 'true']);
-  if (probe.status !== 0) return `unshare --mount is not allowed here (${String(probe.stderr).trim() || probe.error?.message})`;
-  if (spawnSync('sh', ['-c', 'command -v su && command -v bash && command -v base64']).status !== 0) return 'su, bash or base64 is missing';
+  if (probe.status !== 0)
+    return `unshare --mount is not allowed here (${String(probe.stderr).trim() || probe.error?.message})`;
+  if (spawnSync('sh', ['-c', 'command -v su && command -v bash && command -v base64']).status !== 0)
+    return 'su, bash or base64 is missing';
   return null;
 }
 
@@ -103,12 +105,20 @@ describe('Lambda user_data on a booting machine (cloud-init as root, the SSH use
       writeFileSync(join(home, '.bashrc'), bashrc, { mode: 0o644 });
       chownSync(join(home, '.bashrc'), uid, uid);
     }
-    writeFileSync(join(dir, 'passwd'), `${readFileSync('/etc/passwd', 'utf8')}ubuntu:x:${uid}:${uid}:Ubuntu:${home}:/bin/bash\n`);
+    writeFileSync(
+      join(dir, 'passwd'),
+      `${readFileSync('/etc/passwd', 'utf8')}ubuntu:x:${uid}:${uid}:Ubuntu:${home}:/bin/bash\n`,
+    );
     writeFileSync(join(dir, 'group'), `${readFileSync('/etc/group', 'utf8')}ubuntu:x:${uid}:\n`);
-    writeFileSync(join(dir, 'shadow'), `${readFileSync('/etc/shadow', 'utf8')}ubuntu:*:19000:0:99999:7:::\n`, { mode: 0o640 });
+    writeFileSync(join(dir, 'shadow'), `${readFileSync('/etc/shadow', 'utf8')}ubuntu:*:19000:0:99999:7:::\n`, {
+      mode: 0o640,
+    });
     writeFileSync(join(dir, 'user-data'), userData, { mode: 0o700 });
     writeFileSync(join(dir, 'expect-script'), machine.startupScript === null ? 'no' : 'yes');
-    const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', BOOT, 'sh', dir], { encoding: 'utf8', timeout: 20_000 });
+    const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', BOOT, 'sh', dir], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
     const read = (file: string) => (existsSync(join(dir, file)) ? readFileSync(join(dir, file), 'utf8') : null);
     assert.equal(r.status, 0, `boot failed: ${r.stderr}\n${read('cloud-init-output.log') ?? ''}`);
     assert.equal(read('cloud-init-output.log'), '', 'the user_data script printed nothing');
@@ -117,7 +127,10 @@ describe('Lambda user_data on a booting machine (cloud-init as root, the SSH use
 
   it('variables and a startup script: the script runs once as ubuntu with the variables, records its start, and SSH logins and commands have them too', async () => {
     const env = { ...AWKWARD_ENV, API_TOKEN: 'tok-live-5d0b7c3e9a' };
-    const b = await boot({ ...DEFAULT_MACHINE_SETTINGS, env, startupScript: wrapStartupScript(AGENT_SCRIPT) }, SKEL_BASHRC);
+    const b = await boot(
+      { ...DEFAULT_MACHINE_SETTINGS, env, startupScript: wrapStartupScript(AGENT_SCRIPT) },
+      SKEL_BASHRC,
+    );
     assert.match(b.read(`home/${STARTUP_MARKER_PATH}`) ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$/);
     assert.equal(b.read('home/whoami'), 'ubuntu\n');
     const scriptEnv = parseEnv0(b.read('home/script-env') ?? '');
@@ -128,8 +141,11 @@ describe('Lambda user_data on a booting machine (cloud-init as root, the SSH use
     const sshEnv = parseEnv0(b.read('ssh-env') ?? '');
     assert.deepEqual(pick(sshEnv, Object.keys(env)), env);
     assert.equal(sshEnv.LATE, undefined, 'the rest of .bashrc still stops early for non-interactive shells');
-    assert.equal(b.read('bashrc-perm'), 'ubuntu 644\n', ".bashrc keeps its owner and mode");
-    assert.equal(b.read('home/.bashrc'), `[ -r /etc/profile.d/gpr-env.sh ] && . /etc/profile.d/gpr-env.sh\n${SKEL_BASHRC}`);
+    assert.equal(b.read('bashrc-perm'), 'ubuntu 644\n', '.bashrc keeps its owner and mode');
+    assert.equal(
+      b.read('home/.bashrc'),
+      `[ -r /etc/profile.d/gpr-env.sh ] && . /etc/profile.d/gpr-env.sh\n${SKEL_BASHRC}`,
+    );
     assert.equal(b.read('perm'), '640 root ubuntu\n', 'the values are readable by root and ubuntu only');
     assert.equal(b.read('profile.d'), 'gpr-env.sh\n');
   });

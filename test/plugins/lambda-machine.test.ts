@@ -6,13 +6,27 @@ import { DEFAULT_MACHINE_SETTINGS, type CreateResult, type MachineSettings } fro
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { USER_DATA_MAX_BYTES } from '../fakes/lambda-wire.js';
 import { waitFor } from '../helpers/process.js';
-import { AWKWARD_ENV, decodedWrites, encodedBlobs, makeLambdaHarness, pick, sourcedEnv, type LambdaHarness } from './lambda-harness.js';
+import {
+  AWKWARD_ENV,
+  decodedWrites,
+  encodedBlobs,
+  makeLambdaHarness,
+  pick,
+  sourcedEnv,
+  type LambdaHarness,
+} from './lambda-harness.js';
 
-const settings = (over: Partial<MachineSettings>): MachineSettings => ({ ...DEFAULT_MACHINE_SETTINGS, env: {}, ports: [], ...over });
+const settings = (over: Partial<MachineSettings>): MachineSettings => ({
+  ...DEFAULT_MACHINE_SETTINGS,
+  env: {},
+  ports: [],
+  ...over,
+});
 
 /** An agent's script with secrets of its own in it, as the host hands it over: wrapped. */
-const AGENT_SCRIPT = '#!/bin/sh\nexport TOKEN=script-secret-8f2c41\ncurl -s -H "Authorization: $TOKEN" https://example.invalid/ready\n';
-const SECRET_ENV = { API_TOKEN: 'tok-live-5d0b7c3e9a', DB_PASSWORD: "p@ss w'rd \"x\" 91" };
+const AGENT_SCRIPT =
+  '#!/bin/sh\nexport TOKEN=script-secret-8f2c41\ncurl -s -H "Authorization: $TOKEN" https://example.invalid/ready\n';
+const SECRET_ENV = { API_TOKEN: 'tok-live-5d0b7c3e9a', DB_PASSWORD: 'p@ss w\'rd "x" 91' };
 
 describe('Lambda plugin: machine settings', function () {
   this.timeout(20_000);
@@ -26,7 +40,10 @@ describe('Lambda plugin: machine settings', function () {
     await h.cleanup();
   });
 
-  async function created(machine?: MachineSettings, label = h.label()): Promise<{ label: string; instanceId: string; body: Record<string, unknown> }> {
+  async function created(
+    machine?: MachineSettings,
+    label = h.label(),
+  ): Promise<{ label: string; instanceId: string; body: Record<string, unknown> }> {
     const before = h.fake.launches.length;
     const res = await h.provider.create(label, h.offer(), keys.publicKey, machine);
     assert.equal(res.kind, 'created', JSON.stringify(res));
@@ -37,7 +54,8 @@ describe('Lambda plugin: machine settings', function () {
   it('declares on every offer what create honours: the startup script (and so the variables), no image, no ports, no disk choice', async () => {
     const offers = await h.provider.listOffers();
     assert.ok(offers.length > 0);
-    for (const o of offers) assert.deepEqual(o.capabilities, { customImage: false, startupScript: true, ports: 0, maxDiskGb: null }, o.key);
+    for (const o of offers)
+      assert.deepEqual(o.capabilities, { customImage: false, startupScript: true, ports: 0, maxDiskGb: null }, o.key);
   });
 
   it('a rental without settings launches with exactly the body it always did: no user_data', async () => {
@@ -63,7 +81,8 @@ describe('Lambda plugin: machine settings', function () {
     const writes = decodedWrites(userData as string);
     assert.deepEqual([...writes.keys()], [LAMBDA_ENV_FILE]);
     const profile = writes.get(LAMBDA_ENV_FILE)!;
-    for (const shell of ['/bin/sh', 'bash']) assert.deepEqual(pick(sourcedEnv(shell, profile), Object.keys(AWKWARD_ENV)), AWKWARD_ENV, shell);
+    for (const shell of ['/bin/sh', 'bash'])
+      assert.deepEqual(pick(sourcedEnv(shell, profile), Object.keys(AWKWARD_ENV)), AWKWARD_ENV, shell);
     // Readable by root and the SSH user's group only: the values are the agent's secrets.
     assert.match(userData as string, /^chown root:"\$\(id -gn ubuntu\)" \/etc\/profile\.d\/gpr-env\.sh$/m);
     assert.match(userData as string, /^chmod 640 \/etc\/profile\.d\/gpr-env\.sh$/m);
@@ -88,10 +107,14 @@ describe('Lambda plugin: machine settings', function () {
   });
 
   it('user_data is write-only: no read of the instance shows it', async () => {
-    const { instanceId, label } = await created(settings({ env: SECRET_ENV, startupScript: wrapStartupScript(AGENT_SCRIPT) }));
+    const { instanceId, label } = await created(
+      settings({ env: SECRET_ENV, startupScript: wrapStartupScript(AGENT_SCRIPT) }),
+    );
     const blobs = encodedBlobs(h.fake.userDataOf(instanceId)!);
     for (const path of ['/instances', `/instances/${instanceId}`]) {
-      const text = await (await fetch(`${h.fake.url}/api/v1${path}`, { headers: { Authorization: `Bearer ${h.fake.apiKey}` } })).text();
+      const text = await (
+        await fetch(`${h.fake.url}/api/v1${path}`, { headers: { Authorization: `Bearer ${h.fake.apiKey}` } })
+      ).text();
       assert.ok(!text.includes('user_data'), path);
       for (const b of blobs) assert.ok(!text.includes(b), path);
     }
@@ -100,7 +123,9 @@ describe('Lambda plugin: machine settings', function () {
 
   it('no variable value, script or encoding of them reaches a log line, through a whole lifecycle', async () => {
     const wrapped = wrapStartupScript(AGENT_SCRIPT);
-    const { instanceId, label } = await created(settings({ env: { ...SECRET_ENV, ...AWKWARD_ENV }, startupScript: wrapped }));
+    const { instanceId, label } = await created(
+      settings({ env: { ...SECRET_ENV, ...AWKWARD_ENV }, startupScript: wrapped }),
+    );
     const blobs = encodedBlobs(h.fake.userDataOf(instanceId)!);
     await waitFor(async () => (await h.provider.get(instanceId)).state === 'running', 10_000, 'running');
     await h.provider.destroy(instanceId);
@@ -110,7 +135,14 @@ describe('Lambda plugin: machine settings', function () {
     assert.match(log, /lambda instance launched/);
     assert.match(log, /"envNames":\["API_TOKEN","DB_PASSWORD"/, 'the names are not secret and say what was asked');
     assert.match(log, /"startupScript":true/);
-    for (const secret of [...Object.values(SECRET_ENV), AWKWARD_ENV.QUOTES, AWKWARD_ENV.UNICODE, 'script-secret-8f2c41', wrapped, ...blobs]) {
+    for (const secret of [
+      ...Object.values(SECRET_ENV),
+      AWKWARD_ENV.QUOTES,
+      AWKWARD_ENV.UNICODE,
+      'script-secret-8f2c41',
+      wrapped,
+      ...blobs,
+    ]) {
       assert.ok(!log.includes(secret), `the log holds ${secret.slice(0, 12)}...`);
     }
   });
@@ -120,32 +152,51 @@ describe('Lambda plugin: machine settings', function () {
     const userData = lambdaUserData(machine, 'ubuntu')!;
     // Worst case: Lambda's message quotes the user_data it refused, and a value decoded.
     const message = `user_data: invalid cloud-init user data: '${userData.slice(0, 400)}' near ${SECRET_ENV.API_TOKEN}`;
-    h.fake.failNextWith('create', 400, { error: { code: 'global/invalid-parameters', message, suggestion: `Check ${SECRET_ENV.DB_PASSWORD}` } });
+    h.fake.failNextWith('create', 400, {
+      error: { code: 'global/invalid-parameters', message, suggestion: `Check ${SECRET_ENV.DB_PASSWORD}` },
+    });
     const label = h.label();
-    const res = (await h.provider.create(label, h.offer(), keys.publicKey, machine)) as Extract<CreateResult, { kind: 'rejected' }>;
+    const res = (await h.provider.create(label, h.offer(), keys.publicKey, machine)) as Extract<
+      CreateResult,
+      { kind: 'rejected' }
+    >;
     assert.deepEqual([res.kind, res.errorClass], ['rejected', 'request']);
     assert.match(res.reason, /global\/invalid-parameters/);
     assert.match(res.reason, /user_data: invalid cloud-init user data/, "Lambda's own words stay, for the operator");
-    for (const secret of [...Object.values(SECRET_ENV), ...encodedBlobs(userData)]) assert.ok(!res.reason.includes(secret), res.reason);
-    for (const b of encodedBlobs(userData)) assert.ok(!res.reason.includes(b.slice(0, 16)), 'no piece of an encoding either');
+    for (const secret of [...Object.values(SECRET_ENV), ...encodedBlobs(userData)])
+      assert.ok(!res.reason.includes(secret), res.reason);
+    for (const b of encodedBlobs(userData))
+      assert.ok(!res.reason.includes(b.slice(0, 16)), 'no piece of an encoding either');
     assert.ok(!h.fake.sshKeys().some((k) => k.name === label));
     for (const secret of Object.values(SECRET_ENV)) assert.ok(!h.logText().includes(secret));
   });
 
   it("only Lambda's words are cleaned, and only for a launch that carried settings: codes and the table's meaning stay", async () => {
-    h.fake.failNextWith('create', 400, { error: { code: 'global/invalid-parameters', message: 'Instance 0920582c7ff041399e34823a0be62549 is odd.' } });
+    h.fake.failNextWith('create', 400, {
+      error: { code: 'global/invalid-parameters', message: 'Instance 0920582c7ff041399e34823a0be62549 is odd.' },
+    });
     const plain = (await h.provider.create(h.label(), h.offer(), keys.publicKey)) as { reason: string };
     assert.match(plain.reason, /Instance 0920582c7ff041399e34823a0be62549 is odd\./);
     h.fake.noCapacity('gpu_1x_h100_sxm5');
     const full = await h.provider.create(h.label(), h.offer(), keys.publicKey, settings({ env: SECRET_ENV }));
     assert.equal(full.kind, 'unavailable', JSON.stringify(full));
-    assert.match((full as { reason: string }).reason, /instance-operations\/launch\/insufficient-capacity: Not enough capacity to fulfill launch request\./);
+    assert.match(
+      (full as { reason: string }).reason,
+      /instance-operations\/launch\/insufficient-capacity: Not enough capacity to fulfill launch request\./,
+    );
   });
 
   it('settings that cannot go into user_data are rejected before any key is registered or launch sent, naming no value', async () => {
     const cases: [MachineSettings, RegExp][] = [
       // Far beyond what the host allows, so only the plugin's own ceiling can refuse it.
-      [settings({ env: Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`BIG_${i}`, `secret-${i}-`.padEnd(4000, 'x')])) }), new RegExp(`over Lambda's ${MAX_USER_DATA_BYTES}`)],
+      [
+        settings({
+          env: Object.fromEntries(
+            Array.from({ length: 300 }, (_, i) => [`BIG_${i}`, `secret-${i}-`.padEnd(4000, 'x')]),
+          ),
+        }),
+        new RegExp(`over Lambda's ${MAX_USER_DATA_BYTES}`),
+      ],
       [settings({ env: { 'lower-case': 'secret-value-1' } }), /"lower-case" is not a shell name/],
       [settings({ env: { 'A;rm -rf /': 'secret-value-2' } }), /is not a shell name/],
       [settings({ env: { NUL_VALUE: 'secret\0value-3' } }), /NUL_VALUE holds a NUL character/],
@@ -153,7 +204,10 @@ describe('Lambda plugin: machine settings', function () {
     ];
     for (const [machine, why] of cases) {
       const before = h.fake.calls.length;
-      const res = (await h.provider.create(h.label(), h.offer(), keys.publicKey, machine)) as Extract<CreateResult, { kind: 'rejected' }>;
+      const res = (await h.provider.create(h.label(), h.offer(), keys.publicKey, machine)) as Extract<
+        CreateResult,
+        { kind: 'rejected' }
+      >;
       assert.equal(res.kind, 'rejected', JSON.stringify(res).slice(0, 200));
       assert.match(res.reason, why);
       assert.doesNotMatch(res.reason, /secret/);
@@ -199,17 +253,34 @@ describe('The fake Lambda API checks user_data as documented', () => {
     const res = await fetch(`${h.fake.url}/api/v1/instance-operations/launch`, {
       method: 'POST',
       headers: { Authorization: `Bearer ${h.fake.apiKey}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ region_name: 'us-east-1', instance_type_name: 'gpu_1x_h100_sxm5', ssh_key_names: ['k1'], user_data: userData }),
+      body: JSON.stringify({
+        region_name: 'us-east-1',
+        instance_type_name: 'gpu_1x_h100_sxm5',
+        ssh_key_names: ['k1'],
+        user_data: userData,
+      }),
     });
-    return { status: res.status, json: (await res.json()) as { data?: { instance_ids: string[] }; error?: { code: string; message: string } } };
+    return {
+      status: res.status,
+      json: (await res.json()) as { data?: { instance_ids: string[] }; error?: { code: string; message: string } },
+    };
   }
 
   it('takes plain text up to the limit, refuses another type or more as invalid parameters without quoting it', async () => {
     const ok = await launch('#!/bin/sh\n'.padEnd(USER_DATA_MAX_BYTES, '#'));
     assert.equal(ok.status, 200);
-    for (const bad of [42, ['#!/bin/sh'], '#!/bin/sh\n'.padEnd(USER_DATA_MAX_BYTES + 1, '#'), '#!/bin/sh\n'.padEnd(USER_DATA_MAX_BYTES - 1, '#') + 'é']) {
+    for (const bad of [
+      42,
+      ['#!/bin/sh'],
+      '#!/bin/sh\n'.padEnd(USER_DATA_MAX_BYTES + 1, '#'),
+      '#!/bin/sh\n'.padEnd(USER_DATA_MAX_BYTES - 1, '#') + 'é',
+    ]) {
       const r = await launch(bad);
-      assert.deepEqual([r.status, r.json.error?.code], [400, 'global/invalid-parameters'], JSON.stringify(bad).slice(0, 40));
+      assert.deepEqual(
+        [r.status, r.json.error?.code],
+        [400, 'global/invalid-parameters'],
+        JSON.stringify(bad).slice(0, 40),
+      );
       assert.match(r.json.error!.message, /^user_data: /);
       assert.ok(r.json.error!.message.length < 100);
     }

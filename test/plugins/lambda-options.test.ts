@@ -13,8 +13,17 @@ describe('Lambda plugin options', () => {
     assert.equal(o.sshPort, 22);
     assert.equal(o.maximumDurationSeconds, 7 * 86400);
     assert.equal(o.regions, null);
-    const all = lambdaPlugin.validateOptions({ API_KEY: 'k', API_URL: 'http://127.0.0.1:9/', SSH_PORT: '2222', MAX_DURATION_SECONDS: '86400', REGIONS: 'us-east-1, us-west-1' });
-    assert.deepEqual([all.apiUrl, all.sshPort, all.maximumDurationSeconds, all.regions], ['http://127.0.0.1:9', 2222, 86400, ['us-east-1', 'us-west-1']]);
+    const all = lambdaPlugin.validateOptions({
+      API_KEY: 'k',
+      API_URL: 'http://127.0.0.1:9/',
+      SSH_PORT: '2222',
+      MAX_DURATION_SECONDS: '86400',
+      REGIONS: 'us-east-1, us-west-1',
+    });
+    assert.deepEqual(
+      [all.apiUrl, all.sshPort, all.maximumDurationSeconds, all.regions],
+      ['http://127.0.0.1:9', 2222, 86400, ['us-east-1', 'us-west-1']],
+    );
   });
 
   const bad: [Record<string, string>, RegExp][] = [
@@ -26,7 +35,10 @@ describe('Lambda plugin options', () => {
     [{ API_KEY: 'k', SSH_PORT: '70000' }, /LAMBDA_PROVIDER_SSH_PORT must be a whole number from 1 to 65535/],
     [{ API_KEY: 'k', MAX_DURATION_SECONDS: '0' }, /LAMBDA_PROVIDER_MAX_DURATION_SECONDS/],
     [{ API_KEY: 'k', API_URL: 'cloud.lambda.ai' }, /LAMBDA_PROVIDER_API_URL/],
-    [{ API_KEY: 'k', API_URL: 'https://cloud.lambda.ai/api/v1' }, /LAMBDA_PROVIDER_API_URL must be an http\(s\) origin without a path/],
+    [
+      { API_KEY: 'k', API_URL: 'https://cloud.lambda.ai/api/v1' },
+      /LAMBDA_PROVIDER_API_URL must be an http\(s\) origin without a path/,
+    ],
     [{ API_KEY: 'k', REGIONS: 'Virginia' }, /LAMBDA_PROVIDER_REGIONS/],
   ];
   for (const [raw, message] of bad) {
@@ -82,7 +94,8 @@ describe('Lambda rate limits', () => {
   it('doubles its own back-off when a 429 carries no Retry-After, and resets after a success', async () => {
     const p = await h.newProvider({ tuning: virtual({ backoffMs: 100 }) });
     h.fake.rateLimitAll(true);
-    for (let i = 0; i < 3; i++) assert.equal(errorClassOf(await p.listInstances().catch((e: unknown) => e)), 'rate_limited');
+    for (let i = 0; i < 3; i++)
+      assert.equal(errorClassOf(await p.listInstances().catch((e: unknown) => e)), 'rate_limited');
     h.fake.rateLimitAll(false);
     await p.listInstances();
     await p.listInstances();
@@ -119,7 +132,7 @@ describe('Lambda rate limits', () => {
     assert.ok(!h.logText().includes(h.fake.apiKey));
   });
 
-  it('a fake that enforces Lambda\'s limits refuses a client that does not space its calls', async () => {
+  it("a fake that enforces Lambda's limits refuses a client that does not space its calls", async () => {
     const strict = await makeLambdaHarness({ fake: { limits: { apiIntervalMs: 1000, launchIntervalMs: 5000 } } });
     try {
       await strict.provider.listOffers();
@@ -144,7 +157,10 @@ describe('Lambda rate limits', () => {
       await Promise.all(ids.map((id) => waitForRunning(strict.provider, id, 15_000)));
       for (const id of ids) await strict.provider.destroy(id);
       assert.ok(strict.fake.calls.length >= 8);
-      assert.deepEqual(strict.fake.calls.filter((c) => c.status === 429), []);
+      assert.deepEqual(
+        strict.fake.calls.filter((c) => c.status === 429),
+        [],
+      );
     } finally {
       await strict.cleanup();
     }

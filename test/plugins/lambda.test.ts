@@ -93,7 +93,11 @@ describe(LambdaProvider.name, () => {
     it('registers the deployment key under the label, then launches with the label as name and tag', async () => {
       const before = h.fake.calls.length;
       const { label, instanceId } = await launch();
-      assert.deepEqual(callsSince(before), ['GET /api/v1/instances', 'POST /api/v1/ssh-keys', 'POST /api/v1/instance-operations/launch']);
+      assert.deepEqual(callsSince(before), [
+        'GET /api/v1/instances',
+        'POST /api/v1/ssh-keys',
+        'POST /api/v1/instance-operations/launch',
+      ]);
       const registered = h.fake.sshKeys().filter((k) => k.name === label);
       assert.equal(registered.length, 1);
       assert.equal(registered[0].public_key, keys.publicKey);
@@ -113,7 +117,10 @@ describe(LambdaProvider.name, () => {
       assert.match((await sshExec(a.target, 'nvidia-smi -L')).stdout, /^GPU 0: NVIDIA H100 /);
       assert.match((await sshExec(b.target, 'nvidia-smi -L')).stdout, /^GPU 0: NVIDIA A10 /);
       const stranger = generateDeploymentKeyPair('stranger');
-      assert.equal(((await sshProbe({ ...a.target, privateKey: stranger.privateKey })) as { reason: string }).reason, 'auth');
+      assert.equal(
+        ((await sshProbe({ ...a.target, privateKey: stranger.privateKey })) as { reason: string }).reason,
+        'auth',
+      );
       assert.equal(((await sshProbe({ ...a.target, user: 'root' })) as { reason: string }).reason, 'auth');
     });
 
@@ -142,7 +149,10 @@ describe(LambdaProvider.name, () => {
 
     it('racing creates for one label in one process launch once', async () => {
       const label = h.label();
-      const [a, b] = await Promise.all([h.provider.create(label, h.offer(), keys.publicKey), h.provider.create(label, h.offer(), keys.publicKey)]);
+      const [a, b] = await Promise.all([
+        h.provider.create(label, h.offer(), keys.publicKey),
+        h.provider.create(label, h.offer(), keys.publicKey),
+      ]);
       assert.deepEqual(a, b);
       assert.equal(h.fake.instances().length, 1);
     });
@@ -164,7 +174,11 @@ describe(LambdaProvider.name, () => {
       const other = generateDeploymentKeyPair('other');
       const p = await h.newProvider();
       await h.provider.destroy((await h.provider.findByLabel(label))!.instanceId);
-      await waitFor(async () => ((await h.provider.findByLabel(label)) === null ? true : undefined), 5000, 'terminated');
+      await waitFor(
+        async () => ((await h.provider.findByLabel(label)) === null ? true : undefined),
+        5000,
+        'terminated',
+      );
       const res = await p.create(label, h.offer(), other.publicKey);
       assert.equal(res.kind, 'rejected');
       assert.match((res as { reason: string }).reason, /different public key/);
@@ -190,11 +204,22 @@ describe(LambdaProvider.name, () => {
       assert.equal((await h.provider.findByLabel(a.label))?.instanceId, a.instanceId);
       assert.equal((await h.provider.findByLabel(b.label))?.instanceId, b.instanceId);
       const listed = await h.provider.listInstances();
-      assert.deepEqual(listed.map((i) => [i.instanceId, i.label]).sort(), [[a.instanceId, a.label], [b.instanceId, b.label]].sort());
+      assert.deepEqual(
+        listed.map((i) => [i.instanceId, i.label]).sort(),
+        [
+          [a.instanceId, a.label],
+          [b.instanceId, b.label],
+        ].sort(),
+      );
     });
 
     it('falls back on the name only for an instance without our tag', () => {
-      const inst = (id: string, name: string, tag?: string): LambdaInstance => ({ id, name, status: 'active', tags: tag ? [{ key: LABEL_TAG_KEY, value: tag }] : [] });
+      const inst = (id: string, name: string, tag?: string): LambdaInstance => ({
+        id,
+        name,
+        status: 'active',
+        tags: tag ? [{ key: LABEL_TAG_KEY, value: tag }] : [],
+      });
       const list = [inst('1', 'gpr-a', 'gpr-b'), inst('2', 'gpr-a'), inst('3', 'x', 'gpr-c')];
       assert.equal(matchLabel(list, 'gpr-a')?.id, '2');
       assert.equal(matchLabel(list, 'gpr-b')?.id, '1');
@@ -215,9 +240,16 @@ describe(LambdaProvider.name, () => {
 
     it('lists only instances under the label prefix', async () => {
       const mine = await launch();
-      const foreign = await h.provider.create(`other-${h.labelPrefix}x`, h.offer('gpu_1x_a10@us-west-1'), keys.publicKey);
+      const foreign = await h.provider.create(
+        `other-${h.labelPrefix}x`,
+        h.offer('gpu_1x_a10@us-west-1'),
+        keys.publicKey,
+      );
       assert.equal(foreign.kind, 'created');
-      assert.deepEqual((await h.provider.listInstances()).map((i) => i.instanceId), [mine.instanceId]);
+      assert.deepEqual(
+        (await h.provider.listInstances()).map((i) => i.instanceId),
+        [mine.instanceId],
+      );
     });
   });
 
@@ -226,7 +258,11 @@ describe(LambdaProvider.name, () => {
       const { label, instanceId, target } = await launchRunning();
       await h.provider.destroy(instanceId);
       await waitFor(async () => ((await h.provider.get(instanceId)).state === 'gone' ? true : undefined), 5000, 'gone');
-      await waitFor(async () => ((await sshProbe(target, { timeoutMs: 1000 })).ok ? undefined : true), 5000, 'SSH closed');
+      await waitFor(
+        async () => ((await sshProbe(target, { timeoutMs: 1000 })).ok ? undefined : true),
+        5000,
+        'SSH closed',
+      );
       assert.equal(h.fake.sshKeys().filter((k) => k.name === label).length, 1);
       await h.provider.afterDestroyed(label);
       assert.deepEqual(h.fake.sshKeys(), []);
@@ -240,7 +276,10 @@ describe(LambdaProvider.name, () => {
       const before = h.fake.calls.length;
       await h.provider.destroy('ffffffffffffffffffffffffffffffff');
       await h.provider.destroy(instanceId);
-      assert.deepEqual(callsSince(before), ['POST /api/v1/instance-operations/terminate', 'POST /api/v1/instance-operations/terminate']);
+      assert.deepEqual(callsSince(before), [
+        'POST /api/v1/instance-operations/terminate',
+        'POST /api/v1/instance-operations/terminate',
+      ]);
       assert.equal(h.fake.instances().find((i) => i.id === instanceId)?.status, 'terminating');
     });
 
@@ -252,7 +291,10 @@ describe(LambdaProvider.name, () => {
       h.fake.failNextWith('destroy', 400, refused);
       await h.provider.destroy(a.instanceId);
       h.fake.failNextWith('destroy', 400, refused);
-      await assert.rejects(h.provider.destroy(b.instanceId), (err: Error & { errorClass?: string }) => err.errorClass === 'request');
+      await assert.rejects(
+        h.provider.destroy(b.instanceId),
+        (err: Error & { errorClass?: string }) => err.errorClass === 'request',
+      );
     });
 
     it('an instance the API forgot reads as gone while its SSH still lets the key in', async () => {

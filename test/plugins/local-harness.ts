@@ -54,7 +54,9 @@ export interface LocalHarness {
   cleanup(): Promise<void>;
 }
 
-export async function makeLocalHarness(opts: { clock?: Clock; offers?: LocalInventoryOffer[] } = {}): Promise<LocalHarness> {
+export async function makeLocalHarness(
+  opts: { clock?: Clock; offers?: LocalInventoryOffer[] } = {},
+): Promise<LocalHarness> {
   const ds = await testDataSource();
   const dir = await mkdtemp(join(tmpdir(), 'local-provider-test-'));
   const inventoryPath = join(dir, 'inventory.json');
@@ -92,7 +94,9 @@ export async function makeLocalHarness(opts: { clock?: Clock; offers?: LocalInve
     newProvider,
     async cleanup() {
       await writeInventory(offers.map((o) => ({ ...o, destroy: 'ok' })));
-      const rows: { id: string }[] = await ds.query('SELECT id FROM local_provider_instances WHERE label LIKE ?', [`${labelPrefix}%`]);
+      const rows: { id: string }[] = await ds.query('SELECT id FROM local_provider_instances WHERE label LIKE ?', [
+        `${labelPrefix}%`,
+      ]);
       for (const r of rows) await provider.destroy(r.id);
       await Promise.all(providers.map((p) => p.close()));
       await rm(dir, { recursive: true, force: true });

@@ -59,7 +59,9 @@ function runChild(dir: string, state: string, as?: { uid: number; gid: number })
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out) as ChildReport) : reject(new Error(`child exited ${code}: ${err}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(JSON.parse(out) as ChildReport) : reject(new Error(`child exited ${code}: ${err}`)),
+    );
   });
 }
 
@@ -93,7 +95,11 @@ describe('local machine namespaces', function () {
     assert.notEqual(report.netns, statSync('/proc/self/ns/net').ino, 'the machine has a network of its own');
     assert.ok(!existsSync(join(home, 'note')) && !existsSync('/tmp/note'), 'the machine /tmp is its own');
     // The process that started the machine has exited: its holder stops the machine, escaped processes included.
-    await waitFor(async () => !existsSync(`/proc/${report.background}/ns/net`) && !existsSync(`/proc/${report.holder}/ns/net`), 5000, 'the machine to stop');
+    await waitFor(
+      async () => !existsSync(`/proc/${report.background}/ns/net`) && !existsSync(`/proc/${report.holder}/ns/net`),
+      5000,
+      'the machine to stop',
+    );
   }
 
   it('as root: one set of namespaces per machine, joined by every command, stopped when the service process exits', async () => {

@@ -9,14 +9,27 @@ import { DEFAULT_LOCAL_IMAGE } from '../../plugins/local/machine.js';
 import { sandboxDirFor } from '../../plugins/local/sandbox.js';
 import { ManualClock } from '../../src/clock.js';
 import { wrapStartupScript } from '../../src/modules/rentals/machine-secrets.js';
-import { DEFAULT_MACHINE_SETTINGS, STARTUP_MARKER_PATH, type InstanceInfo, type MachineSettings } from '../../src/providers/provider.js';
+import {
+  DEFAULT_MACHINE_SETTINGS,
+  STARTUP_MARKER_PATH,
+  type InstanceInfo,
+  type MachineSettings,
+} from '../../src/providers/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec, type SshTarget } from '../../src/providers/ssh-probe.js';
 import { waitFor } from '../helpers/process.js';
 import { makeLocalHarness, TEST_OFFERS, type LocalHarness } from './local-harness.js';
 import { waitForRunning } from './provider-contract.js';
 
-const common = { category: 'datacenter', cpuCores: 8, memoryGb: 32, storageGb: 100, pricePerHourMinor: 100, maximumDurationSeconds: 86400, provisionSeconds: 0 };
+const common = {
+  category: 'datacenter',
+  cpuCores: 8,
+  memoryGb: 32,
+  storageGb: 100,
+  pricePerHourMinor: 100,
+  maximumDurationSeconds: 86400,
+  provisionSeconds: 0,
+};
 
 const OFFERS: LocalInventoryOffer[] = [
   ...TEST_OFFERS,
@@ -32,7 +45,15 @@ const OFFERS: LocalInventoryOffer[] = [
     storageGb: null,
     capabilities: { customImage: false, startupScript: false, ports: 0, maxDiskGb: null },
   },
-  { ...common, key: 'no-storage', name: 'NVIDIA L4', vramGb: 24, gpuCount: 1, storageGb: null, capabilities: { ports: 2 } },
+  {
+    ...common,
+    key: 'no-storage',
+    name: 'NVIDIA L4',
+    vramGb: 24,
+    gpuCount: 1,
+    storageGb: null,
+    capabilities: { ports: 2 },
+  },
 ];
 
 const settings = (m: Partial<MachineSettings>): MachineSettings => ({ ...DEFAULT_MACHINE_SETTINGS, ...m });
@@ -107,18 +128,37 @@ describe('local machines: image, environment, startup script, ports, disk, GPUs'
   describe('offers', () => {
     it('declare what local machines honour, with the disk up to the offer storage unless the inventory says otherwise', async () => {
       const offers = new Map((await h.provider.listOffers()).map((o) => [o.key, o]));
-      assert.deepEqual(offers.get('h100-1x')?.capabilities, { customImage: true, startupScript: true, ports: 5, maxDiskGb: 100 });
-      assert.deepEqual(offers.get('plain')?.capabilities, { customImage: false, startupScript: false, ports: 0, maxDiskGb: null });
-      assert.deepEqual(offers.get('no-storage')?.capabilities, { customImage: true, startupScript: true, ports: 2, maxDiskGb: 200 });
+      assert.deepEqual(offers.get('h100-1x')?.capabilities, {
+        customImage: true,
+        startupScript: true,
+        ports: 5,
+        maxDiskGb: 100,
+      });
+      assert.deepEqual(offers.get('plain')?.capabilities, {
+        customImage: false,
+        startupScript: false,
+        ports: 0,
+        maxDiskGb: null,
+      });
+      assert.deepEqual(offers.get('no-storage')?.capabilities, {
+        customImage: true,
+        startupScript: true,
+        ports: 2,
+        maxDiskGb: 200,
+      });
       assert.equal(offers.get('short')?.gpuCount, 4, 'the offer still promises its count');
-      for (const o of defaultInventory.offers) assert.equal(parseInventory({ offers: [o] }, 'built-in').offers.length, 1);
+      for (const o of defaultInventory.offers)
+        assert.equal(parseInventory({ offers: [o] }, 'built-in').offers.length, 1);
     });
 
     it('refuses capabilities and GPU counts it cannot read, naming the offer and field', () => {
       const base = TEST_OFFERS[0];
       const bad = (o: object) => () => parseInventory({ offers: [{ ...base, ...o }] }, 'inv.json');
       assert.throws(bad({ capabilities: { port: 2 } }), /offers\[0\] capabilities: unknown field "port"/);
-      assert.throws(bad({ capabilities: { ports: -1 } }), /offers\[0\] capabilities: "ports" must be a non-negative integer/);
+      assert.throws(
+        bad({ capabilities: { ports: -1 } }),
+        /offers\[0\] capabilities: "ports" must be a non-negative integer/,
+      );
       assert.throws(bad({ capabilities: { customImage: 'yes' } }), /"customImage" must be true or false/);
       assert.throws(bad({ capabilities: { maxDiskGb: 0 } }), /"maxDiskGb" must be a positive integer or null/);
       assert.throws(bad({ capabilities: [] }), /offers\[0\] capabilities: must be an object/);
@@ -136,15 +176,35 @@ describe('local machines: image, environment, startup script, ports, disk, GPUs'
         PATH: '/opt/tool/bin:/usr/bin:/bin',
         HOME: '/not/the/home',
       };
-      const { target, instanceId } = await start('instant', settings({ env, image: 'pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime', diskGb: 80 }));
+      const { target, instanceId } = await start(
+        'instant',
+        settings({ env, image: 'pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime', diskGb: 80 }),
+      );
       const dir = sandboxDirFor(instanceId);
-      const out = await run(target, `printf '%s|' "$GREETING" "$QUOTES" "$MULTI" "$UNICODE" "$HOME" "$GPR_IMAGE" "$GPR_DISK_GB" "$PATH" "$(command -v nvidia-smi)"`);
+      const out = await run(
+        target,
+        `printf '%s|' "$GREETING" "$QUOTES" "$MULTI" "$UNICODE" "$HOME" "$GPR_IMAGE" "$GPR_DISK_GB" "$PATH" "$(command -v nvidia-smi)"`,
+      );
       assert.equal(
         out,
-        [env.GREETING, env.QUOTES, env.MULTI, env.UNICODE, dir, 'pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime', '80', `${dir}/bin:/opt/tool/bin:/usr/bin:/bin`, `${dir}/bin/nvidia-smi`, ''].join('|'),
+        [
+          env.GREETING,
+          env.QUOTES,
+          env.MULTI,
+          env.UNICODE,
+          dir,
+          'pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime',
+          '80',
+          `${dir}/bin:/opt/tool/bin:/usr/bin:/bin`,
+          `${dir}/bin/nvidia-smi`,
+          '',
+        ].join('|'),
       );
       assert.equal(await run(target, `sh -l -c 'printf %s "$GREETING"'`), 'hello world');
-      assert.equal(await run(target, 'cat etc/machine'), 'image=pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime\ndisk_gb=80\ngpus=1\nports=\n');
+      assert.equal(
+        await run(target, 'cat etc/machine'),
+        'image=pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime\ndisk_gb=80\ngpus=1\nports=\n',
+      );
 
       const ssh = new NodeSSH();
       await ssh.connect({ host: target.host, port: target.port, username: target.user, privateKey: keys.privateKey });
@@ -165,18 +225,36 @@ describe('local machines: image, environment, startup script, ports, disk, GPUs'
 
     it('records the default image and the offer storage as the disk when the rental chose neither', async () => {
       const { target } = await start('instant', DEFAULT_MACHINE_SETTINGS);
-      assert.equal(await run(target, 'echo "$GPR_IMAGE $GPR_DISK_GB"; cat etc/machine'), `${DEFAULT_LOCAL_IMAGE} 100\nimage=${DEFAULT_LOCAL_IMAGE}\ndisk_gb=100\ngpus=1\nports=\n`);
+      assert.equal(
+        await run(target, 'echo "$GPR_IMAGE $GPR_DISK_GB"; cat etc/machine'),
+        `${DEFAULT_LOCAL_IMAGE} 100\nimage=${DEFAULT_LOCAL_IMAGE}\ndisk_gb=100\ngpus=1\nports=\n`,
+      );
     });
   });
 
   describe('startup script', () => {
     it('runs once after boot as the machine user with the environment, and never again when the provider restarts', async () => {
-      const script = wrapStartupScript(['echo "$GREETING" > "$HOME/seen"', 'id -u > "$HOME/uid"', 'echo ran >> "$HOME/runs"', serve(8080, 'from the script'), ''].join('\n'));
+      const script = wrapStartupScript(
+        [
+          'echo "$GREETING" > "$HOME/seen"',
+          'id -u > "$HOME/uid"',
+          'echo ran >> "$HOME/runs"',
+          serve(8080, 'from the script'),
+          '',
+        ].join('\n'),
+      );
       const first = await h.newProvider();
-      const { target, instanceId, info } = await start('instant', settings({ env: { GREETING: 'hi' }, startupScript: script, ports: [8080] }), first);
+      const { target, instanceId, info } = await start(
+        'instant',
+        settings({ env: { GREETING: 'hi' }, startupScript: script, ports: [8080] }),
+        first,
+      );
       const url = info.endpoints?.[0]?.url ?? '';
       assert.equal(await answered(url), 'hi from the script');
-      assert.equal(await run(target, `cat seen runs; test -s ${STARTUP_MARKER_PATH} && echo marked`), 'hi\nran\nmarked\n');
+      assert.equal(
+        await run(target, `cat seen runs; test -s ${STARTUP_MARKER_PATH} && echo marked`),
+        'hi\nran\nmarked\n',
+      );
       assert.equal(await run(target, 'cat uid'), await run(target, 'id -u'));
 
       await first.close();
@@ -189,8 +267,14 @@ describe('local machines: image, environment, startup script, ports, disk, GPUs'
     });
 
     it('runs a script that is not wrapped as it is, with /bin/sh', async () => {
-      const { target } = await start('instant', settings({ env: { WHO: 'agent' }, startupScript: 'echo "raw $WHO $0" > "$HOME/raw"\n' }));
-      assert.equal(await waitFor(async () => (await sshExec(target, 'cat raw')).stdout || undefined, 5000, 'the script'), 'raw agent /bin/sh\n');
+      const { target } = await start(
+        'instant',
+        settings({ env: { WHO: 'agent' }, startupScript: 'echo "raw $WHO $0" > "$HOME/raw"\n' }),
+      );
+      assert.equal(
+        await waitFor(async () => (await sshExec(target, 'cat raw')).stdout || undefined, 5000, 'the script'),
+        'raw agent /bin/sh\n',
+      );
     });
   });
 
@@ -198,7 +282,10 @@ describe('local machines: image, environment, startup script, ports, disk, GPUs'
     it('answers each endpoint from whatever the machine serves on its port, from the script or a session, until destroy', async () => {
       const marker = `gpr-test-${Date.now()}`;
       const script = wrapStartupScript(`${serve(8080, marker)}\n`);
-      const { target, instanceId, info } = await start('instant', settings({ env: { GREETING: 'hello' }, startupScript: script, ports: [8080, 9090] }));
+      const { target, instanceId, info } = await start(
+        'instant',
+        settings({ env: { GREETING: 'hello' }, startupScript: script, ports: [8080, 9090] }),
+      );
       const endpoints = info.endpoints ?? [];
       assert.deepEqual(
         endpoints.map((e) => e.port),
@@ -214,17 +301,28 @@ describe('local machines: image, environment, startup script, ports, disk, GPUs'
       // A server a session starts shares the machine's loopback with the script's and the forwards.
       await run(target, `setsid ${serve(9090, 'from a session')} </dev/null >/dev/null 2>&1 &`);
       assert.equal(await answered(endpoints[1].url), 'hello from a session');
-      assert.equal(await run(target, `${process.execPath} -e "fetch('http://127.0.0.1:8080').then((r) => r.text()).then((t) => process.stdout.write(t))"`), `hello ${marker}`);
+      assert.equal(
+        await run(
+          target,
+          `${process.execPath} -e "fetch('http://127.0.0.1:8080').then((r) => r.text()).then((t) => process.stdout.write(t))"`,
+        ),
+        `hello ${marker}`,
+      );
       assert.ok(commandLines().some((l) => l.includes(marker)));
 
       await h.provider.destroy(instanceId);
-      for (const e of endpoints) assert.equal((await get(e.url) as { error?: string }).error, 'ECONNREFUSED');
+      for (const e of endpoints) assert.equal(((await get(e.url)) as { error?: string }).error, 'ECONNREFUSED');
       assert.ok(!commandLines().some((l) => l.includes(marker)), 'the machine processes are gone');
       assert.equal((await h.provider.get(instanceId)).endpoints, undefined);
     });
 
     it('keeps two machines serving the same port apart', async () => {
-      const machine = (text: string) => settings({ env: { GREETING: text }, startupScript: wrapStartupScript(`${serve(8080, 'on 8080')}\n`), ports: [8080] });
+      const machine = (text: string) =>
+        settings({
+          env: { GREETING: text },
+          startupScript: wrapStartupScript(`${serve(8080, 'on 8080')}\n`),
+          ports: [8080],
+        });
       const a = await start('instant', machine('first'));
       const b = await start('instant', machine('second'));
       assert.equal(await answered(a.info.endpoints?.[0]?.url ?? ''), 'first on 8080');
@@ -281,8 +379,15 @@ describe('local machines: image, environment, startup script, ports, disk, GPUs'
       const clock = new ManualClock(new Date('2030-01-01T00:00:00.000Z'));
       const p = await h.newProvider({ clock });
       const phase = async (id: string): Promise<InstanceInfo['startupPhase']> => (await p.get(id)).startupPhase;
-      const custom = (await p.create(h.label(), h.offer('slow'), keys.publicKey, settings({ image: 'ubuntu:22.04' }))) as { instanceId: string };
-      const plain = (await p.create(h.label(), h.offer('slow'), keys.publicKey, DEFAULT_MACHINE_SETTINGS)) as { instanceId: string };
+      const custom = (await p.create(
+        h.label(),
+        h.offer('slow'),
+        keys.publicKey,
+        settings({ image: 'ubuntu:22.04' }),
+      )) as { instanceId: string };
+      const plain = (await p.create(h.label(), h.offer('slow'), keys.publicKey, DEFAULT_MACHINE_SETTINGS)) as {
+        instanceId: string;
+      };
       assert.equal(await phase(custom.instanceId), 'pulling_image');
       assert.equal(await phase(plain.instanceId), 'booting');
       clock.advance(5000);

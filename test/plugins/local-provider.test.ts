@@ -18,13 +18,29 @@ import { sandboxUidOptions } from '../helpers/sandbox-uids.js';
 
 runProviderContract('local', async () => {
   const h = await makeLocalHarness();
-  return { provider: h.provider, labelPrefix: h.labelPrefix, offer: h.offer('h100-1x'), runningTimeoutMs: 3000, cleanup: h.cleanup };
+  return {
+    provider: h.provider,
+    labelPrefix: h.labelPrefix,
+    offer: h.offer('h100-1x'),
+    runningTimeoutMs: 3000,
+    cleanup: h.cleanup,
+  };
 });
 
 /** node-ssh stops listening for errors once connected; a server cutting the socket later must not crash the run. */
-async function connectSsh(target: SshTarget, extra: { hostVerifier?: (key: Buffer) => boolean } = {}): Promise<NodeSSH> {
+async function connectSsh(
+  target: SshTarget,
+  extra: { hostVerifier?: (key: Buffer) => boolean } = {},
+): Promise<NodeSSH> {
   const ssh = new NodeSSH();
-  await ssh.connect({ host: target.host, port: target.port, username: target.user, privateKey: target.privateKey, readyTimeout: 3000, ...extra });
+  await ssh.connect({
+    host: target.host,
+    port: target.port,
+    username: target.user,
+    privateKey: target.privateKey,
+    readyTimeout: 3000,
+    ...extra,
+  });
   ssh.connection?.on('error', () => undefined);
   return ssh;
 }
@@ -60,8 +76,13 @@ describe(LocalProvider.name, () => {
       assert.equal(info.state, 'pending');
       assert.equal(info.providerState, 'provisioning');
       assert.equal(info.ssh, undefined);
-      const rows = await h.ds.query('SELECT label, offer_key, gpu_name, gpu_count, vram_gb, state FROM local_provider_instances WHERE id = ?', [id]);
-      assert.deepEqual(rows, [{ label, offer_key: 'h100-1x', gpu_name: 'NVIDIA H100 SXM', gpu_count: 1, vram_gb: 80, state: 'pending' }]);
+      const rows = await h.ds.query(
+        'SELECT label, offer_key, gpu_name, gpu_count, vram_gb, state FROM local_provider_instances WHERE id = ?',
+        [id],
+      );
+      assert.deepEqual(rows, [
+        { label, offer_key: 'h100-1x', gpu_name: 'NVIDIA H100 SXM', gpu_count: 1, vram_gb: 80, state: 'pending' },
+      ]);
       await waitForRunning(h.provider, id);
     });
 
@@ -104,10 +125,14 @@ describe(LocalProvider.name, () => {
       assert.equal(res.kind, 'created');
       const id = (res as { instanceId: string }).instanceId;
       assert.equal((await h.provider.get(id)).state, 'pending');
-      const failed = await waitFor(async () => {
-        const info = await h.provider.get(id);
-        return info.state === 'failed' ? info : undefined;
-      }, 5000, 'failure');
+      const failed = await waitFor(
+        async () => {
+          const info = await h.provider.get(id);
+          return info.state === 'failed' ? info : undefined;
+        },
+        5000,
+        'failure',
+      );
       assert.equal(failed.providerState, 'error');
       assert.equal(failed.ssh, undefined);
       assert.equal((await h.provider.findByLabel(label))?.state, 'failed');
@@ -117,7 +142,9 @@ describe(LocalProvider.name, () => {
 
     it('one label never yields two instances, even when creates race', async () => {
       const label = h.label();
-      const results = await Promise.all([1, 2, 3, 4].map(() => h.provider.create(label, h.offer('h100-1x'), keys.publicKey)));
+      const results = await Promise.all(
+        [1, 2, 3, 4].map(() => h.provider.create(label, h.offer('h100-1x'), keys.publicKey)),
+      );
       const ids = new Set(results.map((r) => (r as { instanceId: string }).instanceId));
       assert.equal(ids.size, 1);
       const [{ n }] = await h.ds.query('SELECT COUNT(*) AS n FROM local_provider_instances WHERE label = ?', [label]);
@@ -148,11 +175,21 @@ describe(LocalProvider.name, () => {
     it('boots the SSH server when provisioning ends, without being polled', async () => {
       const res = await h.provider.create(h.label(), h.offer('h100-1x'), keys.publicKey);
       const id = (res as { instanceId: string }).instanceId;
-      const [{ port }] = await waitFor(async () => {
-        const rows: { port: number | null }[] = await h.ds.query('SELECT ssh_port AS port FROM local_provider_instances WHERE id = ?', [id]);
-        return rows[0]?.port ? rows : undefined;
-      }, 5000, 'a port to be recorded');
-      assert.equal((await sshProbe({ host: '127.0.0.1', port: Number(port), user: 'gpu', privateKey: keys.privateKey })).ok, true);
+      const [{ port }] = await waitFor(
+        async () => {
+          const rows: { port: number | null }[] = await h.ds.query(
+            'SELECT ssh_port AS port FROM local_provider_instances WHERE id = ?',
+            [id],
+          );
+          return rows[0]?.port ? rows : undefined;
+        },
+        5000,
+        'a port to be recorded',
+      );
+      assert.equal(
+        (await sshProbe({ host: '127.0.0.1', port: Number(port), user: 'gpu', privateKey: keys.privateKey })).ok,
+        true,
+      );
     });
 
     it('provisionSeconds 0 runs at once', async () => {
@@ -180,7 +217,10 @@ describe(LocalProvider.name, () => {
     it('refuses password logins', async () => {
       const { target } = await createRunning();
       const ssh = new NodeSSH();
-      await assert.rejects(ssh.connect({ host: target.host, port: target.port, username: 'gpu', password: 'gpu', readyTimeout: 3000 }), /authentication methods failed/);
+      await assert.rejects(
+        ssh.connect({ host: target.host, port: target.port, username: 'gpu', password: 'gpu', readyTimeout: 3000 }),
+        /authentication methods failed/,
+      );
       ssh.dispose();
     });
 
@@ -190,7 +230,10 @@ describe(LocalProvider.name, () => {
       assert.equal(list.code, 0);
       const lines = list.stdout.trim().split('\n');
       assert.equal(lines.length, 2);
-      assert.match(lines[0], /^GPU 0: NVIDIA A100 80GB \(UUID: GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\)$/);
+      assert.match(
+        lines[0],
+        /^GPU 0: NVIDIA A100 80GB \(UUID: GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\)$/,
+      );
       assert.match(lines[1], /^GPU 1: NVIDIA A100 80GB /);
 
       const csv = await sshExec(target, 'nvidia-smi --query-gpu=name,memory.total --format=csv');
@@ -281,7 +324,9 @@ describe(LocalProvider.name, () => {
       ssh.dispose();
       assert.equal(existsSync(dir), false);
       assert.equal((await sshProbe(target, { timeoutMs: 1000 })).ok, false);
-      const [row] = await h.ds.query('SELECT state, destroyed_at FROM local_provider_instances WHERE id = ?', [instanceId]);
+      const [row] = await h.ds.query('SELECT state, destroyed_at FROM local_provider_instances WHERE id = ?', [
+        instanceId,
+      ]);
       assert.equal(row.state, 'destroyed');
       assert.ok(row.destroyed_at instanceof Date);
     });
@@ -336,10 +381,14 @@ describe(LocalProvider.name, () => {
       const other = await h.newProvider();
       await other.destroy(instanceId);
       assert.equal((await sshProbe(target, { timeoutMs: 1000 })).ok, false);
-      await waitFor(async () => {
-        const p = await sshProbe(target, { timeoutMs: 1000 });
-        return !p.ok && p.reason === 'refused' ? p : undefined;
-      }, 5000, 'the stale server to close');
+      await waitFor(
+        async () => {
+          const p = await sshProbe(target, { timeoutMs: 1000 });
+          return !p.ok && p.reason === 'refused' ? p : undefined;
+        },
+        5000,
+        'the stale server to close',
+      );
     });
   });
 
@@ -423,8 +472,17 @@ describe(LocalProvider.name, () => {
 
   describe('plugin loading', () => {
     it('refuses to load in production unless explicitly allowed', async () => {
-      const deps = { logger: createLogger('silent'), clock: new ManualClock(), dataSource: await testDataSource(), production: true, labelPrefix: 'x-' };
-      await assert.rejects(async () => localPlugin.create(localPlugin.validateOptions({}), deps), /NODE_ENV=production.*LOCAL_PROVIDER_ALLOW_PRODUCTION=true/);
+      const deps = {
+        logger: createLogger('silent'),
+        clock: new ManualClock(),
+        dataSource: await testDataSource(),
+        production: true,
+        labelPrefix: 'x-',
+      };
+      await assert.rejects(
+        async () => localPlugin.create(localPlugin.validateOptions({}), deps),
+        /NODE_ENV=production.*LOCAL_PROVIDER_ALLOW_PRODUCTION=true/,
+      );
       const allowed = await localPlugin.create(localPlugin.validateOptions({ ALLOW_PRODUCTION: 'true' }), deps);
       assert.ok(allowed instanceof LocalProvider);
       await allowed.close?.();
@@ -432,27 +490,48 @@ describe(LocalProvider.name, () => {
 
     it('rejects unknown options and bad destroy modes with messages naming them', () => {
       assert.throws(() => localPlugin.validateOptions({ INVENTROY: 'x' }), /LOCAL_PROVIDER_INVENTROY/);
-      assert.throws(() => parseInventory({ offers: [{ ...TEST_OFFERS[0], destroy: 'maybe' }] }, 'inv.json'), /offers\[0\].*"destroy" must be one of ok, ignore, ghost/);
+      assert.throws(
+        () => parseInventory({ offers: [{ ...TEST_OFFERS[0], destroy: 'maybe' }] }, 'inv.json'),
+        /offers\[0\].*"destroy" must be one of ok, ignore, ghost/,
+      );
       assert.equal(parseInventory({ offers: [TEST_OFFERS[0]] }, 'inv.json').offers[0].destroy, 'ok');
     });
 
     it('takes a block of sandbox uids above the accounts of a distribution, the default 200000-299999, and refuses one it cannot use', () => {
       assert.deepEqual(localPlugin.validateOptions({}).sandboxUids, { first: 200_000, last: 299_999 });
-      assert.deepEqual(localPlugin.validateOptions({ SANDBOX_UID_FIRST: '400000', SANDBOX_UID_COUNT: '500' }).sandboxUids, { first: 400_000, last: 400_499 });
-      assert.throws(() => localPlugin.validateOptions({ SANDBOX_UID_FIRST: '1000' }), /LOCAL_PROVIDER_SANDBOX_UID_FIRST/);
+      assert.deepEqual(
+        localPlugin.validateOptions({ SANDBOX_UID_FIRST: '400000', SANDBOX_UID_COUNT: '500' }).sandboxUids,
+        { first: 400_000, last: 400_499 },
+      );
+      assert.throws(
+        () => localPlugin.validateOptions({ SANDBOX_UID_FIRST: '1000' }),
+        /LOCAL_PROVIDER_SANDBOX_UID_FIRST/,
+      );
       assert.throws(() => localPlugin.validateOptions({ SANDBOX_UID_COUNT: '0' }), /LOCAL_PROVIDER_SANDBOX_UID_COUNT/);
-      assert.throws(() => localPlugin.validateOptions({ SANDBOX_UID_FIRST: '4294967290', SANDBOX_UID_COUNT: '10' }), /runs past uid 4294967294/);
+      assert.throws(
+        () => localPlugin.validateOptions({ SANDBOX_UID_FIRST: '4294967290', SANDBOX_UID_COUNT: '10' }),
+        /runs past uid 4294967294/,
+      );
     });
 
     it('refuses to start on an inventory file it cannot read or parse, naming LOCAL_PROVIDER_INVENTORY', async () => {
-      const deps = { logger: createLogger('silent'), clock: new ManualClock(), dataSource: await testDataSource(), production: false, labelPrefix: 'x-' };
+      const deps = {
+        logger: createLogger('silent'),
+        clock: new ManualClock(),
+        dataSource: await testDataSource(),
+        production: false,
+        labelPrefix: 'x-',
+      };
       await assert.rejects(
         async () => localPlugin.create(localPlugin.validateOptions({ INVENTORY: '/nonexistent/inventory.json' }), deps),
         /^Error: LOCAL_PROVIDER_INVENTORY: .*\/nonexistent\/inventory\.json.*cannot be read \(ENOENT\)/,
       );
       const broken = `${h.inventoryPath}.broken.json`;
       await writeFile(broken, '{"offers": [');
-      await assert.rejects(async () => localPlugin.create(localPlugin.validateOptions({ INVENTORY: broken }), deps), /^Error: LOCAL_PROVIDER_INVENTORY: .*not valid JSON/);
+      await assert.rejects(
+        async () => localPlugin.create(localPlugin.validateOptions({ INVENTORY: broken }), deps),
+        /^Error: LOCAL_PROVIDER_INVENTORY: .*not valid JSON/,
+      );
       const good = await localPlugin.create(localPlugin.validateOptions({ INVENTORY: h.inventoryPath }), deps);
       await good.close?.();
     });

@@ -145,7 +145,10 @@ describe('local provider shells when the service runs as root', () => {
     const b = await start();
     const own = await sshExec(a.target, 'echo data > file && cat file && nvidia-smi -L && pwd');
     assert.equal(own.code, 0, own.stderr);
-    assert.equal(own.stdout, `data\nGPU 0: NVIDIA L4 (UUID: ${own.stdout.split('UUID: ')[1]?.split(')')[0]})\n${sandboxDirFor(a.instanceId)}\n`);
+    assert.equal(
+      own.stdout,
+      `data\nGPU 0: NVIDIA L4 (UUID: ${own.stdout.split('UUID: ')[1]?.split(')')[0]})\n${sandboxDirFor(a.instanceId)}\n`,
+    );
     const other = await sshExec(a.target, `ls ${sandboxDirFor(b.instanceId)}`);
     assert.notEqual(other.code, 0);
   });
@@ -164,7 +167,10 @@ describe('local provider shells when the service runs as root', () => {
     it("cannot reach another instance's SSH port", async () => {
       const a = await start();
       const b = await start();
-      const r = await sshExec(a.target, `${nodeConnect(`${b.target.port},'127.0.0.1'`)}; bash -c 'exec 3<>/dev/tcp/127.0.0.1/${b.target.port}' && echo bash-connected`);
+      const r = await sshExec(
+        a.target,
+        `${nodeConnect(`${b.target.port},'127.0.0.1'`)}; bash -c 'exec 3<>/dev/tcp/127.0.0.1/${b.target.port}' && echo bash-connected`,
+      );
       assert.doesNotMatch(r.stdout, /^connected|bash-connected/m);
     });
 
@@ -188,7 +194,14 @@ describe('local provider shells when the service runs as root', () => {
     it('takes uids only from its configured block (LOCAL_PROVIDER_SANDBOX_UID_FIRST and _COUNT), and says when the block is full', async () => {
       // A block no other test process uses (workers of a parallel run take 300000 + 10000 per worker).
       const first = 390_000 + Math.floor(Math.random() * 1000) * 2;
-      const provider = (await localPlugin.create(localPlugin.validateOptions({ INVENTORY: h.inventoryPath, SANDBOX_UID_FIRST: String(first), SANDBOX_UID_COUNT: '1' }), h.deps)) as LocalProvider;
+      const provider = (await localPlugin.create(
+        localPlugin.validateOptions({
+          INVENTORY: h.inventoryPath,
+          SANDBOX_UID_FIRST: String(first),
+          SANDBOX_UID_COUNT: '1',
+        }),
+        h.deps,
+      )) as LocalProvider;
       try {
         const a = await start(provider);
         assert.equal(await recordedUid(a.instanceId), first);
@@ -197,7 +210,10 @@ describe('local provider shells when the service runs as root', () => {
         assert.equal(res.kind, 'created');
         const b = (res as { instanceId: string }).instanceId;
         // Its machine cannot start: the one uid of the block is a's.
-        await assert.rejects(() => waitRunning(provider, b), new RegExp(`all sandbox uids ${first}-${first} are taken`));
+        await assert.rejects(
+          () => waitRunning(provider, b),
+          new RegExp(`all sandbox uids ${first}-${first} are taken`),
+        );
         assert.equal(await recordedUid(b), null);
       } finally {
         await provider.close();
@@ -267,13 +283,20 @@ describe('local provider shells when the service runs as root', () => {
     it('a connection opened before another process destroyed the instance starts no more commands', async () => {
       const a = await start();
       const ssh = new NodeSSH();
-      await ssh.connect({ host: a.target.host, port: a.target.port, username: a.target.user, privateKey: keys.privateKey });
+      await ssh.connect({
+        host: a.target.host,
+        port: a.target.port,
+        username: a.target.user,
+        privateKey: keys.privateKey,
+      });
       ssh.connection?.on('error', () => undefined);
       try {
         assert.equal((await ssh.execCommand('id -u')).code, 0);
         const other = await h.newProvider();
         await other.destroy(a.instanceId);
-        const after = await ssh.execCommand('echo ran').catch((err: Error) => ({ stdout: '', code: null, stderr: err.message }));
+        const after = await ssh
+          .execCommand('echo ran')
+          .catch((err: Error) => ({ stdout: '', code: null, stderr: err.message }));
         assert.notEqual(after.stdout, 'ran');
         assert.notEqual(after.code, 0);
       } finally {
@@ -288,7 +311,10 @@ describe('local provider shells when the service runs as root', () => {
       try {
         const first = await h.newProvider();
         const a = await start(first);
-        await sshExec(a.target, `rm -f bin/nvidia-smi; ln -s ${victim} bin/nvidia-smi; mv bin bin.old; mkdir bin; ln -s ${victim} bin/nvidia-smi`);
+        await sshExec(
+          a.target,
+          `rm -f bin/nvidia-smi; ln -s ${victim} bin/nvidia-smi; mv bin bin.old; mkdir bin; ln -s ${victim} bin/nvidia-smi`,
+        );
         await first.close();
         const second = await h.newProvider();
         const back = { ...(await waitRunning(second, a.instanceId)), privateKey: keys.privateKey };
@@ -344,7 +370,11 @@ describe('local shell isolation when the service is not root', () => {
       const lines: string[] = [];
       const logger = createLogger('info', { write: (l: string) => void lines.push(l) });
       const options = localPlugin.validateOptions({ INVENTORY: h.inventoryPath, ...sandboxUidOptions() });
-      const provider = new LocalProvider(options, { ...h.deps, logger }, { mode: 'none', reason: 'util-linux `unshare` was not found' });
+      const provider = new LocalProvider(
+        options,
+        { ...h.deps, logger },
+        { mode: 'none', reason: 'util-linux `unshare` was not found' },
+      );
       await provider.listOffers();
       await provider.close();
       const warnings = lines.map((l) => JSON.parse(l)).filter((l) => l.level === 'warn');

@@ -21,12 +21,18 @@ export interface ContractHarness {
 }
 
 /** Polls `get` until the instance runs with an SSH endpoint. */
-export async function waitForRunning(provider: Provider, instanceId: string, timeoutMs = 5000): Promise<InstanceInfo & { ssh: NonNullable<InstanceInfo['ssh']> }> {
+export async function waitForRunning(
+  provider: Provider,
+  instanceId: string,
+  timeoutMs = 5000,
+): Promise<InstanceInfo & { ssh: NonNullable<InstanceInfo['ssh']> }> {
   return waitFor(
     async () => {
       const info = await provider.get(instanceId);
       if (info.state === 'failed' || info.state === 'gone') throw new Error(`instance is ${info.state}`);
-      return info.state === 'running' && info.ssh ? (info as InstanceInfo & { ssh: NonNullable<InstanceInfo['ssh']> }) : undefined;
+      return info.state === 'running' && info.ssh
+        ? (info as InstanceInfo & { ssh: NonNullable<InstanceInfo['ssh']> })
+        : undefined;
     },
     timeoutMs,
     `instance ${instanceId} to run`,
@@ -54,7 +60,8 @@ export function runProviderContract(name: string, makeProvider: () => Promise<Co
     it('declares its id and capabilities', () => {
       assert.equal(typeof h.provider.id, 'string');
       assert.ok(h.provider.id.length > 0);
-      for (const k of ['labels', 'sshKeyPerInstance', 'listInstances'] as const) assert.equal(typeof h.provider.capabilities[k], 'boolean');
+      for (const k of ['labels', 'sshKeyPerInstance', 'listInstances'] as const)
+        assert.equal(typeof h.provider.capabilities[k], 'boolean');
     });
 
     it('lists well-formed offers with unique keys', async () => {
@@ -71,7 +78,10 @@ export function runProviderContract(name: string, makeProvider: () => Promise<Co
         assert.ok(positive(o.pricePerHourMinor), `pricePerHourMinor of ${o.key}`);
         assert.ok(positive(o.maximumDurationSeconds), `maximumDurationSeconds of ${o.key}`);
       }
-      assert.ok(offers.some((o) => o.key === h.offer.key), 'the harness offer is listed');
+      assert.ok(
+        offers.some((o) => o.key === h.offer.key),
+        'the harness offer is listed',
+      );
     });
 
     it('creates, finds by label, runs with SSH for the given key, and destroys idempotently', async function () {
@@ -101,17 +111,25 @@ export function runProviderContract(name: string, makeProvider: () => Promise<Co
 
       await h.provider.destroy(instanceId);
       await h.provider.destroy(instanceId);
-      const gone = await waitFor(async () => {
-        const info = await h.provider.get(instanceId);
-        return info.state === 'gone' ? info : undefined;
-      }, 5000, 'instance to be gone');
+      const gone = await waitFor(
+        async () => {
+          const info = await h.provider.get(instanceId);
+          return info.state === 'gone' ? info : undefined;
+        },
+        5000,
+        'instance to be gone',
+      );
       assert.equal(gone.instanceId, instanceId);
       assert.equal(await h.provider.findByLabel(l), null);
       assert.ok(!(await h.provider.listInstances()).some((i) => i.instanceId === instanceId));
-      const probe = await waitFor(async () => {
-        const p = await sshProbe(target, { timeoutMs: 2000 });
-        return p.ok ? undefined : p;
-      }, 5000, 'SSH to stop letting us in');
+      const probe = await waitFor(
+        async () => {
+          const p = await sshProbe(target, { timeoutMs: 2000 });
+          return p.ok ? undefined : p;
+        },
+        5000,
+        'SSH to stop letting us in',
+      );
       assert.equal(probe.ok, false);
       await h.provider.destroy(instanceId);
     });

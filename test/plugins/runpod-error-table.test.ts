@@ -3,19 +3,48 @@ import { ERROR_TABLE } from '../../plugins/runpod/errors.js';
 import { ProviderApiError } from '../../src/providers/provider-http.js';
 import type { ProviderErrorClass } from '../../src/providers/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
-import { NO_INSTANCES_DETAIL, type RunpodEndpoint, type RunpodFailure, type ScriptedProblem } from '../fakes/runpod-api.js';
+import {
+  NO_INSTANCES_DETAIL,
+  type RunpodEndpoint,
+  type RunpodFailure,
+  type ScriptedProblem,
+} from '../fakes/runpod-api.js';
 import { H100, makeRunpodHarness, type RunpodHarness } from './runpod-harness.js';
 
 const keys = generateDeploymentKeyPair('runpod-errors');
 
 /** Every documented create answer, as the fake sends it, and what the plugin must make of it. */
-const CREATE_CASES: { name: string; answer: ScriptedProblem | RunpodFailure; kind: string; reason: RegExp; log?: string; retryAfterMs?: number; errorClass?: ProviderErrorClass }[] = [
-  { name: '400 no instances available', answer: { status: 400, detail: NO_INSTANCES_DETAIL }, kind: 'unavailable', log: 'info', reason: /no capacity/ },
-  { name: '400 rule violation for this GPU', answer: { status: 400, detail: 'gpu.count 16 exceeds the maximum of 8' }, kind: 'unavailable', log: 'warn', reason: /exceeds the maximum/ },
+const CREATE_CASES: {
+  name: string;
+  answer: ScriptedProblem | RunpodFailure;
+  kind: string;
+  reason: RegExp;
+  log?: string;
+  retryAfterMs?: number;
+  errorClass?: ProviderErrorClass;
+}[] = [
+  {
+    name: '400 no instances available',
+    answer: { status: 400, detail: NO_INSTANCES_DETAIL },
+    kind: 'unavailable',
+    log: 'info',
+    reason: /no capacity/,
+  },
+  {
+    name: '400 rule violation for this GPU',
+    answer: { status: 400, detail: 'gpu.count 16 exceeds the maximum of 8' },
+    kind: 'unavailable',
+    log: 'warn',
+    reason: /exceeds the maximum/,
+  },
   // Refusals every candidate would meet: rejected, naming what to fix, never hidden behind "no capacity".
   {
     name: '400 Invalid Image',
-    answer: { status: 400, title: 'Invalid Image', detail: 'image "runpod/pytorch:nope" could not be pulled: manifest unknown' },
+    answer: {
+      status: 400,
+      title: 'Invalid Image',
+      detail: 'image "runpod/pytorch:nope" could not be pulled: manifest unknown',
+    },
     kind: 'rejected',
     log: 'error',
     reason: /^RUNPOD_PROVIDER_IMAGE: .*manifest unknown/,
@@ -37,23 +66,92 @@ const CREATE_CASES: { name: string; answer: ScriptedProblem | RunpodFailure; kin
     reason: /machine settings .*70000/,
     errorClass: 'request',
   },
-  { name: '400 malformed body', answer: { status: 400, detail: 'exactly one of gpu or cpu must be set' }, kind: 'rejected', log: 'error', reason: /shape of our request/, errorClass: 'request' },
-  { name: '401 bad key', answer: { status: 401, detail: 'invalid api key' }, kind: 'rejected', log: 'error', reason: /^RUNPOD_PROVIDER_API_KEY: API key/, errorClass: 'auth' },
-  { name: '402 insufficient balance', answer: { status: 402, detail: 'insufficient balance to deploy this pod' }, kind: 'rejected', log: 'error', reason: /balance/, errorClass: 'auth' },
-  { name: '403 no access to the pool', answer: { status: 403, detail: 'access denied' }, kind: 'unavailable', log: 'warn', reason: /no access to the pool/ },
-  { name: '404 unknown GPU type', answer: { status: 404, detail: 'resource not found' }, kind: 'unavailable', log: 'warn', reason: /not found/ },
-  { name: '405 method not allowed', answer: { status: 405, detail: 'The requested method is not allowed for this path.' }, kind: 'rejected', log: 'error', reason: /unexpected client error/ },
+  {
+    name: '400 malformed body',
+    answer: { status: 400, detail: 'exactly one of gpu or cpu must be set' },
+    kind: 'rejected',
+    log: 'error',
+    reason: /shape of our request/,
+    errorClass: 'request',
+  },
+  {
+    name: '401 bad key',
+    answer: { status: 401, detail: 'invalid api key' },
+    kind: 'rejected',
+    log: 'error',
+    reason: /^RUNPOD_PROVIDER_API_KEY: API key/,
+    errorClass: 'auth',
+  },
+  {
+    name: '402 insufficient balance',
+    answer: { status: 402, detail: 'insufficient balance to deploy this pod' },
+    kind: 'rejected',
+    log: 'error',
+    reason: /balance/,
+    errorClass: 'auth',
+  },
+  {
+    name: '403 no access to the pool',
+    answer: { status: 403, detail: 'access denied' },
+    kind: 'unavailable',
+    log: 'warn',
+    reason: /no access to the pool/,
+  },
+  {
+    name: '404 unknown GPU type',
+    answer: { status: 404, detail: 'resource not found' },
+    kind: 'unavailable',
+    log: 'warn',
+    reason: /not found/,
+  },
+  {
+    name: '405 method not allowed',
+    answer: { status: 405, detail: 'The requested method is not allowed for this path.' },
+    kind: 'rejected',
+    log: 'error',
+    reason: /unexpected client error/,
+  },
   {
     name: '422 invalid body',
-    answer: { status: 422, detail: 'Request validation failed.', errors: ["$: additional properties 'bogus' not allowed"] },
+    answer: {
+      status: 422,
+      detail: 'Request validation failed.',
+      errors: ["$: additional properties 'bogus' not allowed"],
+    },
     kind: 'rejected',
     log: 'error',
     reason: /additional properties 'bogus'/,
   },
-  { name: '429 with Retry-After', answer: { status: 429, detail: 'rate limit exceeded for the minute window', headers: { 'Retry-After': '12' } }, kind: 'throttled', log: 'info', reason: /rate limited/, retryAfterMs: 12_000 },
-  { name: '429 without Retry-After', answer: { status: 429, detail: 'rate limit exceeded' }, kind: 'throttled', log: 'info', reason: /rate limited/, retryAfterMs: 2000 },
-  { name: '500', answer: { status: 500, detail: 'internal error' }, kind: 'ambiguous', log: 'warn', reason: /server error/ },
-  { name: '502', answer: { status: 502, detail: 'bad gateway' }, kind: 'ambiguous', log: 'warn', reason: /server error/ },
+  {
+    name: '429 with Retry-After',
+    answer: { status: 429, detail: 'rate limit exceeded for the minute window', headers: { 'Retry-After': '12' } },
+    kind: 'throttled',
+    log: 'info',
+    reason: /rate limited/,
+    retryAfterMs: 12_000,
+  },
+  {
+    name: '429 without Retry-After',
+    answer: { status: 429, detail: 'rate limit exceeded' },
+    kind: 'throttled',
+    log: 'info',
+    reason: /rate limited/,
+    retryAfterMs: 2000,
+  },
+  {
+    name: '500',
+    answer: { status: 500, detail: 'internal error' },
+    kind: 'ambiguous',
+    log: 'warn',
+    reason: /server error/,
+  },
+  {
+    name: '502',
+    answer: { status: 502, detail: 'bad gateway' },
+    kind: 'ambiguous',
+    log: 'warn',
+    reason: /server error/,
+  },
   { name: '503 (failNext 5xx)', answer: '5xx', kind: 'ambiguous', log: 'warn', reason: /server error/ },
   { name: 'timeout (failNext hang)', answer: 'hang', kind: 'ambiguous', reason: /no answer within/ },
   { name: 'dropped connection', answer: 'drop', kind: 'ambiguous', reason: /POST \/v2\/pods/ },
@@ -90,7 +188,8 @@ describe('RunPod error table', () => {
 
   it('covers every documented status', () => {
     const statuses = ERROR_TABLE.map((r) => r.match.status);
-    for (const s of [400, 401, 402, 403, 404, 422, 429, '5xx', '4xx']) assert.ok(statuses.includes(s as never), `rule for ${s}`);
+    for (const s of [400, 401, 402, 403, 404, 422, 429, '5xx', '4xx'])
+      assert.ok(statuses.includes(s as never), `rule for ${s}`);
   });
 
   for (const c of CREATE_CASES) {
@@ -103,7 +202,11 @@ describe('RunPod error table', () => {
       if (res.kind === 'rejected') assert.equal(res.errorClass, c.errorClass ?? 'request');
       if (c.kind !== 'ambiguous') assert.equal(h.fake.instances().length, 0, 'nothing was created');
       assert.ok(!(res as { reason: string }).reason.includes(h.fake.apiKey));
-      if (c.log) assert.ok(h.logs.some((l) => l.level === c.log && l.result === c.kind), `logged at ${c.log}: ${JSON.stringify(h.logs)}`);
+      if (c.log)
+        assert.ok(
+          h.logs.some((l) => l.level === c.log && l.result === c.kind),
+          `logged at ${c.log}: ${JSON.stringify(h.logs)}`,
+        );
     });
   }
 
@@ -116,7 +219,11 @@ describe('RunPod error table', () => {
     assert.equal(res.kind, 'rejected');
     assert.match((res as { reason: string }).reason, /401 RUNPOD_PROVIDER_API_KEY: API key missing, wrong or revoked/);
     assert.equal(res.kind === 'rejected' && res.errorClass, 'auth');
-    assert.equal(h.logs.filter((l) => l.level === 'error' && /RUNPOD_PROVIDER_API_KEY/.test(String(l.reason))).length, 1, 'one error line names the variable');
+    assert.equal(
+      h.logs.filter((l) => l.level === 'error' && /RUNPOD_PROVIDER_API_KEY/.test(String(l.reason))).length,
+      1,
+      'one error line names the variable',
+    );
     assert.equal(h.fake.calls.filter((c) => c.method === 'POST').length, 1, 'only the first provider asked to create');
     await assert.rejects(other.listInstances(), (e: ProviderApiError) => e.errorClass === 'auth' && e.status === 401);
   });
@@ -132,7 +239,11 @@ describe('RunPod error table', () => {
           return h.provider.destroy('nosuchpod');
         };
         queue(h, endpoint, c.answer);
-        await assert.rejects(call(), (e: unknown) => e instanceof ProviderApiError && e.errorClass === c.errorClass && !e.message.includes(h.fake.apiKey));
+        await assert.rejects(
+          call(),
+          (e: unknown) =>
+            e instanceof ProviderApiError && e.errorClass === c.errorClass && !e.message.includes(h.fake.apiKey),
+        );
       });
     }
   }
@@ -152,10 +263,20 @@ describe('fake RunPod wire format', () => {
     await h.cleanup();
   });
   const post = (body: unknown, auth = `Bearer ${h.fake.apiKey}`) =>
-    fetch(`${h.fake.url}/v2/pods`, { method: 'POST', headers: { Authorization: auth, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    fetch(`${h.fake.url}/v2/pods`, {
+      method: 'POST',
+      headers: { Authorization: auth, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- problem documents of many shapes, read field by field
   const json = async (res: Response) => (await res.json()) as Record<string, any>;
-  const base = () => ({ name: 'wire', image: 'runpod/pytorch', gpu: { id: H100, count: 1 }, ports: ['22/tcp'], env: { PUBLIC_KEY: keys.publicKey } });
+  const base = () => ({
+    name: 'wire',
+    image: 'runpod/pytorch',
+    gpu: { id: H100, count: 1 },
+    ports: ['22/tcp'],
+    env: { PUBLIC_KEY: keys.publicKey },
+  });
 
   it('answers problem documents with RateLimit headers', async () => {
     const res = await post({ ...base(), bogus: 1 });
@@ -163,7 +284,12 @@ describe('fake RunPod wire format', () => {
     assert.equal(res.headers.get('content-type'), 'application/problem+json');
     assert.match(res.headers.get('ratelimit') ?? '', /^"minute";r=\d+;t=\d+$/);
     assert.match(res.headers.get('ratelimit-policy') ?? '', /^"minute";q=\d+;w=60$/);
-    assert.deepEqual(await json(res), { title: 'Unprocessable Entity', status: 422, detail: 'Request validation failed.', errors: ["$: additional properties 'bogus' not allowed"] });
+    assert.deepEqual(await json(res), {
+      title: 'Unprocessable Entity',
+      status: 422,
+      detail: 'Request validation failed.',
+      errors: ["$: additional properties 'bogus' not allowed"],
+    });
     const nested = await post({ ...base(), gpu: { id: H100, count: 1, type: 'x' } });
     assert.deepEqual((await json(nested)).errors, ["$.gpu: additional properties 'type' not allowed"]);
   });
@@ -187,15 +313,22 @@ describe('fake RunPod wire format', () => {
     const res = await post(base());
     assert.equal(res.status, 201);
     const pod = await json(res);
-    assert.deepEqual([pod.status, pod.ssh.direct, pod.gpu, pod.cloud, pod.name], ['PROVISIONING', null, { id: H100, count: 1 }, 'SECURE', 'wire']);
+    assert.deepEqual(
+      [pod.status, pod.ssh.direct, pod.gpu, pod.cloud, pod.name],
+      ['PROVISIONING', null, { id: H100, count: 1 }, 'SECURE', 'wire'],
+    );
     assert.equal(typeof pod.id, 'string');
   });
 
   it('405 with Allow on a known path; catalog parameters as documented', async () => {
-    const res = await fetch(`${h.fake.url}/v2/pods`, { method: 'PUT', headers: { Authorization: `Bearer ${h.fake.apiKey}` } });
+    const res = await fetch(`${h.fake.url}/v2/pods`, {
+      method: 'PUT',
+      headers: { Authorization: `Bearer ${h.fake.apiKey}` },
+    });
     assert.equal(res.status, 405);
     assert.equal(res.headers.get('allow'), 'GET, POST');
-    const get = (q: string) => fetch(`${h.fake.url}/v2/catalog/gpus${q}`, { headers: { Authorization: `Bearer ${h.fake.apiKey}` } });
+    const get = (q: string) =>
+      fetch(`${h.fake.url}/v2/catalog/gpus${q}`, { headers: { Authorization: `Bearer ${h.fake.apiKey}` } });
     assert.equal((await get('?include=AVAILABILITY')).status, 400);
     assert.equal((await get('?count=2')).status, 400);
     const plain = await json(await get(''));

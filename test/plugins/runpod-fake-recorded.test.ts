@@ -5,7 +5,8 @@ import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { FakeRunpodApi, NO_INSTANCES_DETAIL } from '../fakes/runpod-api.js';
 import { waitFor } from '../helpers/process.js';
 
-const fixtureText = (file: string) => readFileSync(new URL(`../fixtures/providers/runpod/${file}`, import.meta.url), 'utf8');
+const fixtureText = (file: string) =>
+  readFileSync(new URL(`../fixtures/providers/runpod/${file}`, import.meta.url), 'utf8');
 const H100 = 'NVIDIA H100 80GB HBM3';
 const RTX4090 = 'NVIDIA GeForce RTX 4090';
 const PRODUCT_UA = 'gpu-rental/1.0.0';
@@ -35,11 +36,19 @@ describe('FakeRunpodApi recorded mode', () => {
   async function call(method: string, path: string, body?: unknown, userAgent = PRODUCT_UA) {
     const res = await fetch(`${fake.url}${path}`, {
       method,
-      headers: { Authorization: `Bearer ${fake.apiKey}`, 'User-Agent': userAgent, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      headers: {
+        Authorization: `Bearer ${fake.apiKey}`,
+        'User-Agent': userAgent,
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- wire bodies of many shapes, read field by field
-    return { status: res.status, type: res.headers.get('content-type') ?? '', json: (res.status === 204 ? null : await res.json()) as any };
+    return {
+      status: res.status,
+      type: res.headers.get('content-type') ?? '',
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- wire bodies of many shapes, read field by field
+      json: (res.status === 204 ? null : await res.json()) as any,
+    };
   }
 
   const podBody = (extra: Record<string, unknown> = {}, gpu: Record<string, unknown> = {}) => ({
@@ -51,7 +60,7 @@ describe('FakeRunpodApi recorded mode', () => {
     ...extra,
   });
 
-  it('refuses a runtime\'s default User-Agent at the edge with Cloudflare\'s 1010 body, before authentication', async () => {
+  it("refuses a runtime's default User-Agent at the edge with Cloudflare's 1010 body, before authentication", async () => {
     fake = await FakeRunpodApi.start({ behaviour: 'recorded' });
     const body = fixtureText('edge-403-cloudflare-1010.txt');
     const auth = { Authorization: `Bearer ${fake.apiKey}` };
@@ -65,12 +74,18 @@ describe('FakeRunpodApi recorded mode', () => {
     assert.deepEqual([viaFetch.status, await viaFetch.text()], [403, body]);
     // The edge does not look at the key: a wrong one still meets the 1010 first.
     assert.equal((await raw(`${fake.url}/v2/pods`, { Authorization: 'Bearer nope' })).status, 403);
-    assert.equal((await raw(`${fake.url}/v2/pods`, { Authorization: 'Bearer nope', 'User-Agent': PRODUCT_UA })).status, 401);
+    assert.equal(
+      (await raw(`${fake.url}/v2/pods`, { Authorization: 'Bearer nope', 'User-Agent': PRODUCT_UA })).status,
+      401,
+    );
     assert.equal((await call('GET', '/v2/catalog/gpus')).status, 200);
     // Documented mode lets any User-Agent through.
     await fake.close();
     fake = await FakeRunpodApi.start();
-    assert.equal((await fetch(`${fake.url}/v2/pods`, { headers: { Authorization: `Bearer ${fake.apiKey}` } })).status, 200);
+    assert.equal(
+      (await fetch(`${fake.url}/v2/pods`, { headers: { Authorization: `Bearer ${fake.apiKey}` } })).status,
+      200,
+    );
   });
 
   it('pages GET /v2/pods with pagination.nextCursor, so the third pod is on page 2', async () => {
@@ -120,15 +135,20 @@ describe('FakeRunpodApi recorded mode', () => {
     fake = await FakeRunpodApi.start({ behaviour: 'recorded', bootMs: 40, directSshDelayMs: 20 });
     const image = 'runpod/pytorch:2.8.0-py3.11-cuda12.8.1-cudnn-devel-ubuntu22.04';
     const stuck = (await call('POST', '/v2/pods', podBody({ image }, { id: RTX4090 }))).json.id;
-    const pinned = (await call('POST', '/v2/pods', podBody({ image }, { id: RTX4090, allowedCudaVersions: ['12.8'] }))).json.id;
+    const pinned = (await call('POST', '/v2/pods', podBody({ image }, { id: RTX4090, allowedCudaVersions: ['12.8'] })))
+      .json.id;
     const floor = (await call('POST', '/v2/pods', podBody({ image }, { id: RTX4090, minCudaVersion: '12.8' }))).json.id;
     const datacenter = (await call('POST', '/v2/pods', podBody({ image }))).json.id;
     const pod = async (id: string) => (await call('GET', `/v2/pods/${id}`)).json;
     // The stuck pod was created first, with the same boot: once the later ones have their endpoint, it would have had its own.
-    await waitFor(async () => {
-      for (const id of [pinned, floor, datacenter]) if (!(await pod(id)).ssh?.direct) return false;
-      return true;
-    }, 10_000, 'the placed pods to publish ssh.direct');
+    await waitFor(
+      async () => {
+        for (const id of [pinned, floor, datacenter]) if (!(await pod(id)).ssh?.direct) return false;
+        return true;
+      },
+      10_000,
+      'the placed pods to publish ssh.direct',
+    );
     const s = await pod(stuck);
     assert.deepEqual([s.status, s.cudaVersion, s.ssh?.direct ?? null], ['RUNNING', '12.2', null]);
     for (const id of [pinned, floor]) {
@@ -140,12 +160,22 @@ describe('FakeRunpodApi recorded mode', () => {
     // Documented: exact matching, a version no host has is the capacity error, and the two fields exclude each other.
     const none = await call('POST', '/v2/pods', podBody({}, { allowedCudaVersions: ['11.8'] }));
     assert.deepEqual([none.status, none.json.detail], [400, NO_INSTANCES_DETAIL]);
-    assert.equal((await call('POST', '/v2/pods', podBody({}, { allowedCudaVersions: ['12.8'], minCudaVersion: '12.4' }))).status, 400);
+    assert.equal(
+      (await call('POST', '/v2/pods', podBody({}, { allowedCudaVersions: ['12.8'], minCudaVersion: '12.4' }))).status,
+      400,
+    );
   });
 
   it('accepts CUDA constraints in documented mode too, and checks their form', async () => {
     fake = await FakeRunpodApi.start({ bootMs: 20, directSshDelayMs: 10 });
-    const ok = await call('POST', '/v2/pods', podBody({ image: 'runpod/pytorch:2.8.0-py3.11-cuda12.8.1' }, { id: RTX4090, allowedCudaVersions: ['12.8', '12.4'] }));
+    const ok = await call(
+      'POST',
+      '/v2/pods',
+      podBody(
+        { image: 'runpod/pytorch:2.8.0-py3.11-cuda12.8.1' },
+        { id: RTX4090, allowedCudaVersions: ['12.8', '12.4'] },
+      ),
+    );
     assert.equal(ok.status, 201);
     // Placed at create, as the recorded 201 shows: on the oldest host the constraint allows.
     assert.deepEqual([ok.json.status, ok.json.cudaVersion], ['PROVISIONING', '12.4']);
@@ -153,27 +183,45 @@ describe('FakeRunpodApi recorded mode', () => {
     assert.equal(bad.status, 422);
     assert.deepEqual(bad.json.errors, ['$.gpu.allowedCudaVersions: expected array of "major.minor" strings']);
     // Without the quirk an unconstrained GeForce pod starts whatever its image.
-    const plain = (await call('POST', '/v2/pods', podBody({ image: 'runpod/pytorch:2.8.0-py3.11-cuda12.8.1' }, { id: RTX4090 }))).json.id;
-    assert.ok(await waitFor(async () => (await call('GET', `/v2/pods/${plain}`)).json.ssh?.direct, 10_000, 'the unconstrained pod to publish ssh.direct'));
-    const catalog = (await call('GET', '/v2/catalog/gpus?include=AVAILABILITY&product=POD')).json.gpus as { id: string; cudaVersions: { version: string; available: boolean }[] }[];
+    const plain = (
+      await call('POST', '/v2/pods', podBody({ image: 'runpod/pytorch:2.8.0-py3.11-cuda12.8.1' }, { id: RTX4090 }))
+    ).json.id;
+    assert.ok(
+      await waitFor(
+        async () => (await call('GET', `/v2/pods/${plain}`)).json.ssh?.direct,
+        10_000,
+        'the unconstrained pod to publish ssh.direct',
+      ),
+    );
+    const catalog = (await call('GET', '/v2/catalog/gpus?include=AVAILABILITY&product=POD')).json.gpus as {
+      id: string;
+      cudaVersions: { version: string; available: boolean }[];
+    }[];
     assert.deepEqual(
       catalog.find((g) => g.id === RTX4090)?.cudaVersions.map((c) => c.version),
       ['12.2', '12.4', '12.8'],
     );
   });
 
-  it('leaves `ssh` out of a pod until its direct endpoint exists, as the earlier document\'s examples do', async () => {
+  it("leaves `ssh` out of a pod until its direct endpoint exists, as the earlier document's examples do", async () => {
     fake = await FakeRunpodApi.start({ behaviour: 'recorded', bootMs: 40, directSshDelayMs: 20 });
-    const example = JSON.parse(fixtureText('create-pod-201-v2-document-example-2026-08.json')) as Record<string, unknown>;
+    const example = JSON.parse(fixtureText('create-pod-201-v2-document-example-2026-08.json')) as Record<
+      string,
+      unknown
+    >;
     const created = await call('POST', '/v2/pods', podBody());
     assert.equal(created.status, 201);
     for (const k of Object.keys(example)) assert.ok(k in created.json, `${k} in the create answer`);
     assert.equal('ssh' in created.json, false);
     assert.deepEqual([created.json.status, created.json.runtime], [example.status, example.runtime]);
-    const running = await waitFor(async () => {
-      const p = (await call('GET', `/v2/pods/${created.json.id}`)).json;
-      return p.ssh ? p : false;
-    }, 10_000, 'the pod to gain ssh');
+    const running = await waitFor(
+      async () => {
+        const p = (await call('GET', `/v2/pods/${created.json.id}`)).json;
+        return p.ssh ? p : false;
+      },
+      10_000,
+      'the pod to gain ssh',
+    );
     assert.equal(running.status, 'RUNNING');
     assert.ok(running.ssh.direct.port > 0);
   });

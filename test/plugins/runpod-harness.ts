@@ -11,7 +11,12 @@ import { testDataSource } from '../helpers/db.js';
 export const H100 = 'NVIDIA H100 80GB HBM3';
 
 /** No client-side spacing: tests that make many calls should not wait for it. */
-export const NO_LIMITS = { catalog: { minIntervalMs: 0 }, 'pods.create': { minIntervalMs: 0 }, 'pods.read': { minIntervalMs: 0 }, 'pods.delete': { minIntervalMs: 0 } };
+export const NO_LIMITS = {
+  catalog: { minIntervalMs: 0 },
+  'pods.create': { minIntervalMs: 0 },
+  'pods.read': { minIntervalMs: 0 },
+  'pods.delete': { minIntervalMs: 0 },
+};
 
 export interface RunpodHarness {
   fake: FakeRunpodApi;
@@ -27,7 +32,9 @@ export interface RunpodHarness {
   cleanup(): Promise<void>;
 }
 
-export async function makeRunpodHarness(opts: { fake?: FakeRunpodOptions; hooks?: RunpodProviderHooks; raw?: Record<string, string> } = {}): Promise<RunpodHarness> {
+export async function makeRunpodHarness(
+  opts: { fake?: FakeRunpodOptions; hooks?: RunpodProviderHooks; raw?: Record<string, string> } = {},
+): Promise<RunpodHarness> {
   const fake = await FakeRunpodApi.start({ bootMs: 200, directSshDelayMs: 100, ...opts.fake });
   const labelPrefix = `t${randomBytes(4).toString('hex')}-`;
   const logs: Record<string, unknown>[] = [];
@@ -41,7 +48,13 @@ export async function makeRunpodHarness(opts: { fake?: FakeRunpodOptions; hooks?
   const newProvider = async (hooks: RunpodProviderHooks = {}, raw: Record<string, string> = {}) => {
     const options = runpodPlugin.validateOptions({ API_KEY: fake.apiKey, API_URL: fake.url, ...opts.raw, ...raw });
     // Built with the test's limits and clock; `runpodPlugin.create` builds the same class with the defaults.
-    return new RunpodProvider(options, deps, { limits: NO_LIMITS, pollTtlMs: 100, timeoutMs: 2000, ...opts.hooks, ...hooks });
+    return new RunpodProvider(options, deps, {
+      limits: NO_LIMITS,
+      pollTtlMs: 100,
+      timeoutMs: 2000,
+      ...opts.hooks,
+      ...hooks,
+    });
   };
   const provider = await newProvider();
   return {
@@ -51,7 +64,12 @@ export async function makeRunpodHarness(opts: { fake?: FakeRunpodOptions; hooks?
     labelPrefix,
     logs,
     label: () => `${labelPrefix}${randomUUID().slice(0, 13)}`,
-    offer: (gpuId = H100, count = 1) => ({ id: randomUUID(), key: offerKey(gpuId, count), name: gpuId, gpuCount: count }),
+    offer: (gpuId = H100, count = 1) => ({
+      id: randomUUID(),
+      key: offerKey(gpuId, count),
+      name: gpuId,
+      gpuCount: count,
+    }),
     newProvider,
     async cleanup() {
       await fake.close();

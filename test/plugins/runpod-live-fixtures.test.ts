@@ -31,20 +31,41 @@ async function fixtureApi(routes: Record<string, Answer>): Promise<{ url: string
   const server: Server = createServer((req, res) => {
     req.resume();
     const path = new URL(req.url ?? '/', 'http://x').pathname;
-    const a = routes[`${req.method} ${path}`] ?? { status: 404, type: 'application/problem+json', body: '{"title":"Not Found","status":404,"detail":"pod not found"}' };
+    const a = routes[`${req.method} ${path}`] ?? {
+      status: 404,
+      type: 'application/problem+json',
+      body: '{"title":"Not Found","status":404,"detail":"pod not found"}',
+    };
     res.writeHead(a.status, { 'Content-Type': a.type }).end(a.body);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
 }
 
 async function providerAt(url: string): Promise<RunpodProvider> {
-  const deps: ProviderDeps = { logger: createLogger('silent'), clock: systemClock, dataSource: await testDataSource(), production: false, labelPrefix: 'py' };
-  return new RunpodProvider(runpodPlugin.validateOptions({ API_KEY: 'rpa_fixture', API_URL: url }), deps, { limits: NO_LIMITS, pollTtlMs: 0, timeoutMs: 2000 });
+  const deps: ProviderDeps = {
+    logger: createLogger('silent'),
+    clock: systemClock,
+    dataSource: await testDataSource(),
+    production: false,
+    labelPrefix: 'py',
+  };
+  return new RunpodProvider(runpodPlugin.validateOptions({ API_KEY: 'rpa_fixture', API_URL: url }), deps, {
+    limits: NO_LIMITS,
+    pollTtlMs: 0,
+    timeoutMs: 2000,
+  });
 }
 
 /** A capacity text as RunPod's REST API carries it: the `detail` of a 400 problem document. */
-const capacityProblem = (detail: string) => ({ status: 400, json: { title: 'Bad Request', status: 400, detail }, text: '' });
+const capacityProblem = (detail: string) => ({
+  status: 400,
+  json: { title: 'Bad Request', status: 400, detail },
+  text: '',
+});
 
 /**
  * Every RunPod fixture file, each with what the plugin must make of it. Provenance (see SOURCES.md):
@@ -57,7 +78,11 @@ const CHECKS: Record<string, { provenance: string; check: () => Promise<void> | 
     async check() {
       const body = text('edge-403-cloudflare-1010.txt');
       const rule = errorRule(403, answerText(null, body));
-      assert.deepEqual([rule.create, rule.read], ['rejected', 'request'], 'an edge block is neither capacity nor a bad key');
+      assert.deepEqual(
+        [rule.create, rule.read],
+        ['rejected', 'request'],
+        'an edge block is neither capacity nor a bad key',
+      );
       const { result } = createResultFor({ status: 403, json: null, text: body });
       assert.equal(result.kind, 'rejected');
       assert.equal(result.kind === 'rejected' && result.errorClass, 'request');
@@ -70,8 +95,18 @@ const CHECKS: Record<string, { provenance: string; check: () => Promise<void> | 
       });
       try {
         const p = await providerAt(api.url);
-        await assert.rejects(p.listOffers(), (e: unknown) => e instanceof ProviderApiError && e.errorClass === 'request' && e.status === 403 && /error code: 1010/.test(e.message));
-        await assert.rejects(p.listInstances(), (e: unknown) => e instanceof ProviderApiError && e.errorClass === 'request');
+        await assert.rejects(
+          p.listOffers(),
+          (e: unknown) =>
+            e instanceof ProviderApiError &&
+            e.errorClass === 'request' &&
+            e.status === 403 &&
+            /error code: 1010/.test(e.message),
+        );
+        await assert.rejects(
+          p.listInstances(),
+          (e: unknown) => e instanceof ProviderApiError && e.errorClass === 'request',
+        );
       } finally {
         await api.close();
       }
@@ -97,7 +132,13 @@ const CHECKS: Record<string, { provenance: string; check: () => Promise<void> | 
       const doc = json<{ pods: Record<string, unknown>[] }>('list-pods-v2-document-example-2026-08.json');
       assert.ok(doc.pods.every(isPod));
       assert.deepEqual(podReading(String(doc.pods[0].status)), { kind: 'known', state: 'running' });
-      const api = await fixtureApi({ 'GET /v2/pods': { status: 200, type: 'application/json', body: text('list-pods-v2-document-example-2026-08.json') } });
+      const api = await fixtureApi({
+        'GET /v2/pods': {
+          status: 200,
+          type: 'application/json',
+          body: text('list-pods-v2-document-example-2026-08.json'),
+        },
+      });
       try {
         const p = await providerAt(api.url);
         // No `pagination` object: the one page is the whole list. No `ssh`: running, but no endpoint yet.
@@ -130,7 +171,11 @@ const CHECKS: Record<string, { provenance: string; check: () => Promise<void> | 
       });
       try {
         const p = await providerAt(api.url);
-        const res = await p.create('pylabel', { id: 'o', key: offerKey('NVIDIA GeForce RTX 4090', 1), name: 'RTX 4090', gpuCount: 1 }, 'ssh-ed25519 AAAA fixture');
+        const res = await p.create(
+          'pylabel',
+          { id: 'o', key: offerKey('NVIDIA GeForce RTX 4090', 1), name: 'RTX 4090', gpuCount: 1 },
+          'ssh-ed25519 AAAA fixture',
+        );
         assert.deepEqual(res, { kind: 'created', instanceId: '7h9k2m4n6p' });
         // PROVISIONING with runtime {} and no `ssh`: pending, not a parse error.
         const info = await p.get('7h9k2m4n6p');
@@ -146,7 +191,9 @@ const CHECKS: Record<string, { provenance: string; check: () => Promise<void> | 
 
 describe('RunPod plugin over every recorded fixture', () => {
   it('has a check for every fixture file', () => {
-    const files = readdirSync(DIR).filter((f) => f !== 'SOURCES.md').sort();
+    const files = readdirSync(DIR)
+      .filter((f) => f !== 'SOURCES.md')
+      .sort();
     assert.deepEqual(files, Object.keys(CHECKS).sort());
   });
 

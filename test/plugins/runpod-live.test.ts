@@ -19,7 +19,8 @@ const RTX4090 = 'NVIDIA GeForce RTX 4090';
 const keys = generateDeploymentKeyPair('runpod-live');
 
 /** The create bodies the fake received, newest last. */
-const creates = (h: RunpodHarness) => h.fake.calls.filter((c) => c.method === 'POST' && c.path === '/v2/pods').map((c) => c.body as CreatePodBody);
+const creates = (h: RunpodHarness) =>
+  h.fake.calls.filter((c) => c.method === 'POST' && c.path === '/v2/pods').map((c) => c.body as CreatePodBody);
 
 /** The plugin against the fake answering as the live RunPod API was recorded (every quirk on). */
 describe('RunPod plugin against recorded live behaviour', function () {
@@ -38,7 +39,10 @@ describe('RunPod plugin against recorded live behaviour', function () {
       h.fake.calls.length = 0;
 
       const offers = await h.provider.listOffers();
-      assert.ok(offers.some((o) => o.name === H100), 'the catalog was read');
+      assert.ok(
+        offers.some((o) => o.name === H100),
+        'the catalog was read',
+      );
       const label = h.label();
       const res = await h.provider.create(label, h.offer(), keys.publicKey);
       assert.equal(res.kind, 'created', JSON.stringify(res));
@@ -46,12 +50,22 @@ describe('RunPod plugin against recorded live behaviour', function () {
       const info = await waitForRunning(h.provider, id);
       assert.equal((await sshExec({ ...info.ssh, privateKey: keys.privateKey }, 'echo in')).stdout, 'in\n');
       assert.equal((await h.provider.findByLabel(label))?.instanceId, id);
-      assert.deepEqual((await h.provider.listInstances()).map((i) => i.instanceId), [id]);
+      assert.deepEqual(
+        (await h.provider.listInstances()).map((i) => i.instanceId),
+        [id],
+      );
       await h.provider.destroy(id);
       assert.equal((await h.provider.get(id)).state, 'gone');
 
       const seen = new Set(h.fake.calls.map((c) => `${c.method} ${c.path.replace(id, '{id}')}`));
-      for (const call of ['GET /v2/catalog/gpus', 'POST /v2/pods', 'GET /v2/pods', 'GET /v2/pods/{id}', 'DELETE /v2/pods/{id}']) assert.ok(seen.has(call), `${call} was made`);
+      for (const call of [
+        'GET /v2/catalog/gpus',
+        'POST /v2/pods',
+        'GET /v2/pods',
+        'GET /v2/pods/{id}',
+        'DELETE /v2/pods/{id}',
+      ])
+        assert.ok(seen.has(call), `${call} was made`);
       assert.deepEqual([...new Set(h.fake.calls.map((c) => c.userAgent))], [PRODUCT_USER_AGENT]);
       assert.match(PRODUCT_USER_AGENT, /^gpu-rental\/\d+\.\d+\.\d+/);
     });
@@ -63,7 +77,10 @@ describe('RunPod plugin against recorded live behaviour', function () {
         res.writeHead(403, { 'Content-Type': page.type, Server: 'cloudflare' }).end(page.body);
       });
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-      return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) };
+      return {
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        close: () => new Promise((r) => server.close(() => r())),
+      };
     }
 
     const pages = [
@@ -71,7 +88,10 @@ describe('RunPod plugin against recorded live behaviour', function () {
       {
         name: 'an HTML block page',
         type: 'text/html; charset=UTF-8',
-        body: '<!DOCTYPE html><html><head><title>Attention Required! | Cloudflare</title></head><body>' + 'x'.repeat(5000) + '</body></html>',
+        body:
+          '<!DOCTYPE html><html><head><title>Attention Required! | Cloudflare</title></head><body>' +
+          'x'.repeat(5000) +
+          '</body></html>',
       },
     ];
     for (const page of pages) {
@@ -81,7 +101,11 @@ describe('RunPod plugin against recorded live behaviour', function () {
         try {
           const p = await h.newProvider({}, { API_URL: gate.url });
           const notTheKey = (e: unknown) =>
-            e instanceof ProviderApiError && e.errorClass === 'request' && /edge/.test(e.message) && /User-Agent/.test(e.message) && !/RUNPOD_PROVIDER_API_KEY/.test(e.message);
+            e instanceof ProviderApiError &&
+            e.errorClass === 'request' &&
+            /edge/.test(e.message) &&
+            /User-Agent/.test(e.message) &&
+            !/RUNPOD_PROVIDER_API_KEY/.test(e.message);
           await assert.rejects(p.listOffers(), notTheKey);
           await assert.rejects(p.listInstances(), notTheKey);
           await assert.rejects(p.get('somepod'), notTheKey);
@@ -115,7 +139,11 @@ describe('RunPod plugin against recorded live behaviour', function () {
       const lost = await h.provider.create(label, h.offer(), keys.publicKey);
       assert.equal(lost.kind, 'ambiguous', JSON.stringify(lost));
       h.fake.hangCreatesAfterCreating(false);
-      const page1 = (await (await fetch(`${h.fake.url}/v2/pods`, { headers: { Authorization: `Bearer ${h.fake.apiKey}`, 'User-Agent': PRODUCT_USER_AGENT } })).json()) as {
+      const page1 = (await (
+        await fetch(`${h.fake.url}/v2/pods`, {
+          headers: { Authorization: `Bearer ${h.fake.apiKey}`, 'User-Agent': PRODUCT_USER_AGENT },
+        })
+      ).json()) as {
         pods: { name: string }[];
         pagination: { nextCursor: string | null };
       };
@@ -138,19 +166,30 @@ describe('RunPod plugin against recorded live behaviour', function () {
       assert.equal(imageCudaVersion('runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04'), '12.4');
       assert.equal(imageCudaVersion('nvidia/cuda:12.8.1-cudnn-devel-ubuntu22.04'), null);
       assert.equal(imageCudaVersion('runpod/base:0.6.2-cuda-12.6.2'), '12.6');
-      assert.equal(imageCudaVersion('registry.example:5000/cuda11/img:latest'), null, 'only the tag counts, not the path');
+      assert.equal(
+        imageCudaVersion('registry.example:5000/cuda11/img:latest'),
+        null,
+        'only the tag counts, not the path',
+      );
       assert.deepEqual(cudaConstraintFor(null, 'runpod/pytorch:2.8.0-py3.11-cuda12.8.1'), { minCudaVersion: '12.8' });
       assert.equal(cudaConstraintFor(null, 'ubuntu:22.04'), null);
-      assert.deepEqual(cudaConstraintFor(['12.8', '12.6', '12.8'], 'x-cuda12.4.1'), { allowedCudaVersions: ['12.8', '12.6'] });
+      assert.deepEqual(cudaConstraintFor(['12.8', '12.6', '12.8'], 'x-cuda12.4.1'), {
+        allowedCudaVersions: ['12.8', '12.6'],
+      });
       assert.deepEqual(cudaConstraintFor(['12.6+'], 'x'), { minCudaVersion: '12.6' });
       assert.equal(cudaConstraintFor(['ANY'], 'x-cuda12.4.1'), null);
       const parse = (v: string) => runpodPlugin.validateOptions({ API_KEY: 'k', CUDA_VERSIONS: v });
       assert.deepEqual(parse('12.4,12.8').cuda, { allowedCudaVersions: ['12.4', '12.8'] });
-      assert.deepEqual(runpodPlugin.validateOptions({ API_KEY: 'k' }).cuda, { minCudaVersion: '12.4' }, 'the default image names 12.4');
-      for (const bad of ['12', '12.4,12.8+', 'any,12.4', 'cuda12.4']) assert.throws(() => parse(bad), /RUNPOD_PROVIDER_CUDA_VERSIONS/, bad);
+      assert.deepEqual(
+        runpodPlugin.validateOptions({ API_KEY: 'k' }).cuda,
+        { minCudaVersion: '12.4' },
+        'the default image names 12.4',
+      );
+      for (const bad of ['12', '12.4,12.8+', 'any,12.4', 'cuda12.4'])
+        assert.throws(() => parse(bad), /RUNPOD_PROVIDER_CUDA_VERSIONS/, bad);
     });
 
-    it('a GeForce pod gets ssh.direct because the create carries the image\'s CUDA floor', async () => {
+    it("a GeForce pod gets ssh.direct because the create carries the image's CUDA floor", async () => {
       h = await makeRunpodHarness({ fake: { behaviour: 'recorded' } });
       const res = await h.provider.create(h.label(), h.offer(RTX4090), keys.publicKey);
       assert.equal(res.kind, 'created', JSON.stringify(res));
@@ -170,8 +209,16 @@ describe('RunPod plugin against recorded live behaviour', function () {
       // endpoint, the unconstrained one would have had its own.
       const placed = await fetch(`${h.fake.url}/v2/pods`, {
         method: 'POST',
-        headers: { Authorization: `Bearer ${h.fake.apiKey}`, 'Content-Type': 'application/json', 'User-Agent': PRODUCT_USER_AGENT },
-        body: JSON.stringify({ ...creates(h).at(-1)!, name: `${h.label()}-placed`, gpu: { id: RTX4090, count: 1, minCudaVersion: '12.8' } }),
+        headers: {
+          Authorization: `Bearer ${h.fake.apiKey}`,
+          'Content-Type': 'application/json',
+          'User-Agent': PRODUCT_USER_AGENT,
+        },
+        body: JSON.stringify({
+          ...creates(h).at(-1)!,
+          name: `${h.label()}-placed`,
+          gpu: { id: RTX4090, count: 1, minCudaVersion: '12.8' },
+        }),
       });
       assert.equal(placed.status, 201);
       const placedId = ((await placed.json()) as { id: string }).id;
@@ -198,7 +245,10 @@ describe('RunPod plugin against recorded live behaviour', function () {
       assert.equal(res.kind === 'rejected' && res.errorClass, 'request');
       assert.match((res as { reason: string }).reason, /^RUNPOD_PROVIDER_IMAGE: .*no-such-tag/);
       assert.equal(h.fake.instances().length, 0);
-      assert.equal(h.logs.filter((l) => l.level === 'error' && /RUNPOD_PROVIDER_IMAGE/.test(String(l.reason))).length, 1);
+      assert.equal(
+        h.logs.filter((l) => l.level === 'error' && /RUNPOD_PROVIDER_IMAGE/.test(String(l.reason))).length,
+        1,
+      );
 
       const malformed = await h.newProvider({}, { IMAGE: 'RunPod/PyTorch:latest' });
       const bad = await malformed.create(h.label(), h.offer(), keys.publicKey);
@@ -218,7 +268,11 @@ describe('RunPod plugin against recorded live behaviour', function () {
       h = await makeRunpodHarness({ fake: { behaviour: 'recorded', bootMs: 400, directSshDelayMs: 200 } });
       const res = await h.provider.create(h.label(), h.offer(), keys.publicKey);
       const id = (res as { instanceId: string }).instanceId;
-      const raw = (await (await fetch(`${h.fake.url}/v2/pods/${id}`, { headers: { Authorization: `Bearer ${h.fake.apiKey}`, 'User-Agent': PRODUCT_USER_AGENT } })).json()) as Record<string, unknown>;
+      const raw = (await (
+        await fetch(`${h.fake.url}/v2/pods/${id}`, {
+          headers: { Authorization: `Bearer ${h.fake.apiKey}`, 'User-Agent': PRODUCT_USER_AGENT },
+        })
+      ).json()) as Record<string, unknown>;
       assert.deepEqual(['ssh' in raw, raw.runtime, raw.status], [false, {}, 'PROVISIONING']);
       const info = await h.provider.get(id);
       assert.deepEqual([info.state, info.ssh], ['pending', undefined]);
@@ -235,7 +289,11 @@ describe('RunPod plugin against recorded live behaviour', function () {
       assert.deepEqual([(await p.get(id)).state, (await p.get(id)).providerState], ['pending', 'HIBERNATING']);
       const told = () => h.logs.filter((l) => l.rawState === 'HIBERNATING' && l.instanceId === id);
       assert.equal(told().length, 1);
-      const failed = await waitFor(async () => (await p.get(id)).state === 'failed', 5000, 'the unknown status to time out');
+      const failed = await waitFor(
+        async () => (await p.get(id)).state === 'failed',
+        5000,
+        'the unknown status to time out',
+      );
       assert.ok(failed);
       assert.equal(told().length, 1, 'logged once');
       // A known status again clears the clock.
@@ -244,10 +302,14 @@ describe('RunPod plugin against recorded live behaviour', function () {
       // Its first stretch outlived the bound, so only a cleared clock reads pending now (once the
       // shared pod list has been read again).
       h.fake.setStatus(id, 'HIBERNATING' as FakePodStatus);
-      const again = await waitFor(async () => {
-        const state = (await p.get(id)).state;
-        return state === 'running' ? false : state;
-      }, 5000, 'the unknown status to be read again');
+      const again = await waitFor(
+        async () => {
+          const state = (await p.get(id)).state;
+          return state === 'running' ? false : state;
+        },
+        5000,
+        'the unknown status to be read again',
+      );
       assert.equal(again, 'pending');
     });
   });

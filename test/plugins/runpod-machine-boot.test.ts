@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BOOT_ARGS, BOOT_VARIABLE, bootScript, type BootPaths } from '../../plugins/runpod/machine.js';
@@ -42,7 +51,9 @@ describe('RunPod boot script (run with /bin/sh)', function () {
     for (const d of ['home', 'profile.d', 'tmp']) mkdirSync(join(root, d));
     writeFileSync(join(home, '.bashrc'), 'EXISTING_BASHRC=kept\n');
     // RunPod's start script stands in as one that records what it was started with.
-    writeFileSync(join(root, 'start.sh'), `#!/bin/sh\nenv > "${root}/start-env"\necho started >> "${root}/starts"\n`, { mode: 0o755 });
+    writeFileSync(join(root, 'start.sh'), `#!/bin/sh\nenv > "${root}/start-env"\necho started >> "${root}/starts"\n`, {
+      mode: 0o755,
+    });
     writeFileSync(join(root, 'sshd'), `#!/bin/sh\necho sshd >> "${root}/sshd-started"\n`, { mode: 0o755 });
     paths = { profileDir: join(root, 'profile.d'), imageStart: join(root, 'start.sh'), sshd: join(root, 'sshd') };
   });
@@ -50,7 +61,12 @@ describe('RunPod boot script (run with /bin/sh)', function () {
     rmSync(root, { recursive: true, force: true });
   });
 
-  const settings = (over: Partial<MachineSettings>): MachineSettings => ({ ...DEFAULT_MACHINE_SETTINGS, env: {}, ports: [], ...over });
+  const settings = (over: Partial<MachineSettings>): MachineSettings => ({
+    ...DEFAULT_MACHINE_SETTINGS,
+    env: {},
+    ports: [],
+    ...over,
+  });
 
   /** The container's environment: RunPod's variables for the pod, the boot variable, a clean base. */
   function podEnv(machine: MachineSettings, bootPaths = paths): Record<string, string> {
@@ -71,7 +87,10 @@ describe('RunPod boot script (run with /bin/sh)', function () {
 
   /** What a shell sees after sourcing `file` from a clean environment, as an SSH login would. */
   function sourced(file: string, name: string): string {
-    const run = spawnSync('sh', ['-c', `. "${file}"; printf '%s' "$${name}"`], { env: { PATH: '/usr/bin:/bin', HOME: home }, encoding: 'utf8' });
+    const run = spawnSync('sh', ['-c', `. "${file}"; printf '%s' "$${name}"`], {
+      env: { PATH: '/usr/bin:/bin', HOME: home },
+      encoding: 'utf8',
+    });
     assert.equal(run.status, 0, run.stderr);
     return run.stdout;
   }
@@ -105,7 +124,11 @@ describe('RunPod boot script (run with /bin/sh)', function () {
     const agent = '#!/bin/sh\nprintf "%s|%s\\n" "$QUOTES" "$(pwd)" >> "$HOME/agent-ran"\n';
     const machine = settings({ env: { QUOTES: VALUES.QUOTES }, startupScript: wrapStartupScript(agent) });
     boot(machine);
-    const ran = await waitFor(async () => (existsSync(join(home, 'agent-ran')) ? readFileSync(join(home, 'agent-ran'), 'utf8') : undefined), 5000, 'the agent script');
+    const ran = await waitFor(
+      async () => (existsSync(join(home, 'agent-ran')) ? readFileSync(join(home, 'agent-ran'), 'utf8') : undefined),
+      5000,
+      'the agent script',
+    );
     assert.equal(ran, `${VALUES.QUOTES}|${home}\n`);
     assert.ok(existsSync(join(home, STARTUP_MARKER_PATH)));
     await waitFor(async () => !existsSync(join(home, '.gpr', 'startup-wrapper.sh')), 5000, 'the wrapper to be removed');

@@ -1,5 +1,12 @@
 import assert from 'node:assert/strict';
-import { BOOT_ARGS, BOOT_VARIABLE, podEndpoints, podMachineFields, podStartupPhase, RUNPOD_MAX_PORTS } from '../../plugins/runpod/machine.js';
+import {
+  BOOT_ARGS,
+  BOOT_VARIABLE,
+  podEndpoints,
+  podMachineFields,
+  podStartupPhase,
+  RUNPOD_MAX_PORTS,
+} from '../../plugins/runpod/machine.js';
 import { RUNPOD_DEFAULTS } from '../../plugins/runpod/options.js';
 import { wrapStartupScript } from '../../src/modules/rentals/machine-secrets.js';
 import { DEFAULT_MACHINE_SETTINGS, type MachineSettings } from '../../src/providers/provider.js';
@@ -12,7 +19,12 @@ import { waitForRunning } from './provider-contract.js';
 const keys = generateDeploymentKeyPair('runpod-machine');
 
 /** Settings as the host hands them over: defaults, with `over` on top. */
-const settings = (over: Partial<MachineSettings>): MachineSettings => ({ ...DEFAULT_MACHINE_SETTINGS, env: {}, ports: [], ...over });
+const settings = (over: Partial<MachineSettings>): MachineSettings => ({
+  ...DEFAULT_MACHINE_SETTINGS,
+  env: {},
+  ports: [],
+  ...over,
+});
 
 /** The body the plugin has always sent for a rental that asks for nothing. */
 const plainBody = (label: string) => ({
@@ -37,7 +49,10 @@ describe('RunPod machine settings', () => {
     await h.cleanup();
   });
 
-  const posts = () => h.fake.calls.filter((c) => c.method === 'POST' && c.path === '/v2/pods').map((c) => c.body as Record<string, unknown>);
+  const posts = () =>
+    h.fake.calls
+      .filter((c) => c.method === 'POST' && c.path === '/v2/pods')
+      .map((c) => c.body as Record<string, unknown>);
 
   async function create(machine?: MachineSettings, label = h.label()): Promise<{ id: string; label: string }> {
     const res = await h.provider.create(label, h.offer(), keys.publicKey, machine);
@@ -48,7 +63,12 @@ describe('RunPod machine settings', () => {
   it('declares on every offer what create honours: any image, a script, five proxied ports, the configured disk ceiling', async () => {
     const offers = await h.provider.listOffers();
     assert.ok(offers.length > 0);
-    for (const o of offers) assert.deepEqual(o.capabilities, { customImage: true, startupScript: true, ports: RUNPOD_MAX_PORTS, maxDiskGb: 500 }, o.key);
+    for (const o of offers)
+      assert.deepEqual(
+        o.capabilities,
+        { customImage: true, startupScript: true, ports: RUNPOD_MAX_PORTS, maxDiskGb: 500 },
+        o.key,
+      );
     const p = await h.newProvider({}, { MAX_DISK_GB: '2000' });
     assert.ok((await p.listOffers()).every((o) => o.capabilities?.maxDiskGb === 2000));
   });
@@ -70,7 +90,10 @@ describe('RunPod machine settings', () => {
       ports: ['22/tcp', '8888/http', '7860/http'],
     });
     const pod = h.fake.instances().find((i) => i.id === id)!;
-    assert.deepEqual([pod.image, pod.disk, pod.ports, pod.args], [image, 200, ['22/tcp', '8888/http', '7860/http'], '']);
+    assert.deepEqual(
+      [pod.image, pod.disk, pod.ports, pod.args],
+      [image, 200, ['22/tcp', '8888/http', '7860/http'], ''],
+    );
 
     // A tag that names no CUDA keeps the default image's floor; an operator's setting holds for every image.
     await create(settings({ image: 'docker.io/library/python:3.12' }));
@@ -81,7 +104,7 @@ describe('RunPod machine settings', () => {
   });
 
   it('puts variables into the pod env and a boot script that carries their names only, started by the boot command', async () => {
-    const env = { HF_TOKEN: SECRET, MODE: "it's \"quoted\"\nand two lines" };
+    const env = { HF_TOKEN: SECRET, MODE: 'it\'s "quoted"\nand two lines' };
     const { id } = await create(settings({ env }));
     const body = posts()[0];
     const sent = body.env as Record<string, string>;
@@ -120,7 +143,9 @@ describe('RunPod machine settings', () => {
     assert.equal((await h.provider.get(id)).endpoints, undefined);
     const plain = await create();
     assert.equal((await waitForRunning(h.provider, plain.id)).endpoints, undefined);
-    assert.deepEqual(podEndpoints({ id: 'x', ports: ['22/tcp', '8888/http', 'junk', 5 as unknown as string] }), [{ port: 8888, url: 'https://x-8888.proxy.runpod.net' }]);
+    assert.deepEqual(podEndpoints({ id: 'x', ports: ['22/tcp', '8888/http', 'junk', 5 as unknown as string] }), [
+      { port: 8888, url: 'https://x-8888.proxy.runpod.net' },
+    ]);
   });
 
   it('reports the startup phase while the pod is not running: pulling the image, then booting', async () => {
@@ -149,7 +174,12 @@ describe('RunPod machine settings', () => {
       try {
         const image = 'ghcr.io/acme/missing:1.0';
         r.fake.missingImage(image);
-        const res = await r.provider.create(r.label(), r.offer(), keys.publicKey, settings({ image, env: { HF_TOKEN: SECRET } }));
+        const res = await r.provider.create(
+          r.label(),
+          r.offer(),
+          keys.publicKey,
+          settings({ image, env: { HF_TOKEN: SECRET } }),
+        );
         assert.equal(res.kind, 'rejected', JSON.stringify(res));
         assert.match((res as { reason: string }).reason, /^the rental's image: RunPod refused it .*manifest unknown/);
         assert.equal((res as { errorClass?: string }).errorClass, 'request');
@@ -170,7 +200,10 @@ describe('RunPod machine settings', () => {
       try {
         const res = await big.provider.create(big.label(), big.offer(), keys.publicKey, settings({ diskGb: 400 }));
         assert.equal(res.kind, 'unavailable', JSON.stringify(res));
-        assert.equal((await big.provider.create(big.label(), big.offer(), keys.publicKey, settings({ diskGb: 300 }))).kind, 'created');
+        assert.equal(
+          (await big.provider.create(big.label(), big.offer(), keys.publicKey, settings({ diskGb: 300 }))).kind,
+          'created',
+        );
       } finally {
         await big.cleanup();
       }
@@ -180,7 +213,10 @@ describe('RunPod machine settings', () => {
       for (const name of ['PUBLIC_KEY', BOOT_VARIABLE]) {
         const res = await h.provider.create(h.label(), h.offer(), keys.publicKey, settings({ env: { [name]: 'x' } }));
         assert.equal(res.kind, 'rejected');
-        assert.match((res as { reason: string }).reason, new RegExp(`name ${name}, which the RunPod plugin sets itself`));
+        assert.match(
+          (res as { reason: string }).reason,
+          new RegExp(`name ${name}, which the RunPod plugin sets itself`),
+        );
       }
       assert.equal(posts().length, 0);
     });
@@ -196,7 +232,11 @@ describe('RunPod machine settings', () => {
       return res;
     };
     const boot = podMachineFields(machine, RUNPOD_DEFAULTS, keys.publicKey.trim()).env[BOOT_VARIABLE];
-    h.fake.answerNext('create', { status: 422, detail: 'Request validation failed.', errors: [`$.env.HF_TOKEN: value "${SECRET}" rejected`, `$.env.${BOOT_VARIABLE}: too long: ${boot}`] });
+    h.fake.answerNext('create', {
+      status: 422,
+      detail: 'Request validation failed.',
+      errors: [`$.env.HF_TOKEN: value "${SECRET}" rejected`, `$.env.${BOOT_VARIABLE}: too long: ${boot}`],
+    });
     const echoed = await tryCreate();
     assert.equal(echoed.kind, 'rejected');
     assert.match((echoed as { reason: string }).reason, /\$\.env\.HF_TOKEN: value "\[redacted\]" rejected/);
@@ -216,6 +256,7 @@ describe('RunPod machine settings', () => {
     assert.equal((posts().at(-1)!.env as Record<string, string>)[BOOT_VARIABLE], boot);
     const seen = JSON.stringify(h.logs) + JSON.stringify(reasons);
     assert.ok(h.logs.length >= 3, 'the failures were logged');
-    for (const secret of [SECRET, SCRIPT_SECRET, wrapped, boot, boot.slice(0, 40)]) assert.ok(!seen.includes(secret), `leaked: ${secret.slice(0, 30)}`);
+    for (const secret of [SECRET, SCRIPT_SECRET, wrapped, boot, boot.slice(0, 40)])
+      assert.ok(!seen.includes(secret), `leaked: ${secret.slice(0, 30)}`);
   });
 });

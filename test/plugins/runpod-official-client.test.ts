@@ -38,7 +38,10 @@ describe('RunPod fake vs. the official @runpod/mcp-server', function () {
   const keys = generateDeploymentKeyPair('runpod-mcp');
 
   async function call(name: string, args: Record<string, unknown>): Promise<ToolAnswer> {
-    const res = (await client.callTool({ name, arguments: args })) as { isError?: boolean; content: { type: string; text: string }[] };
+    const res = (await client.callTool({ name, arguments: args })) as {
+      isError?: boolean;
+      content: { type: string; text: string }[];
+    };
     return { isError: !!res.isError, payload: JSON.parse(res.content[0].text) };
   }
 
@@ -71,7 +74,8 @@ describe('RunPod fake vs. the official @runpod/mcp-server', function () {
 
   it('serves the pod tools this check drives', async () => {
     const names = (await client.listTools()).tools.map((t) => t.name);
-    for (const t of ['create-pod', 'get-pod', 'list-pods', 'delete-pod', 'list-gpu-types']) assert.ok(names.includes(t), `${t} in ${names.join(', ')}`);
+    for (const t of ['create-pod', 'get-pod', 'list-pods', 'delete-pod', 'list-gpu-types'])
+      assert.ok(names.includes(t), `${t} in ${names.join(', ')}`);
   });
 
   it('reads the GPU catalog with pod availability', async () => {
@@ -83,13 +87,29 @@ describe('RunPod fake vs. the official @runpod/mcp-server', function () {
       fake.gpus.map((g) => [g.id, g.availability]),
     );
     const last = fake.calls.at(-1)!;
-    assert.deepEqual([last.method, last.path, new URLSearchParams(last.query).get('include'), new URLSearchParams(last.query).get('product')], ['GET', '/v2/catalog/gpus', 'AVAILABILITY', 'POD']);
+    assert.deepEqual(
+      [
+        last.method,
+        last.path,
+        new URLSearchParams(last.query).get('include'),
+        new URLSearchParams(last.query).get('product'),
+      ],
+      ['GET', '/v2/catalog/gpus', 'AVAILABILITY', 'POD'],
+    );
   });
 
   it('creates, gets, lists and deletes a pod; the pod lets in the key given in env.PUBLIC_KEY', async () => {
     const before = fake.calls.length;
     const created = await call('create-pod', {
-      body: { name: 'mcp-check', image: 'runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04', gpu: { id: H100, count: 1 }, cloud: 'SECURE', disk: 20, ports: ['22/tcp'], env: { PUBLIC_KEY: keys.publicKey } },
+      body: {
+        name: 'mcp-check',
+        image: 'runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04',
+        gpu: { id: H100, count: 1 },
+        cloud: 'SECURE',
+        disk: 20,
+        ports: ['22/tcp'],
+        env: { PUBLIC_KEY: keys.publicKey },
+      },
     });
     assert.equal(created.isError, false, JSON.stringify(created.payload));
     const id = created.payload.id as string;
@@ -106,11 +126,20 @@ describe('RunPod fake vs. the official @runpod/mcp-server', function () {
       [id],
     );
 
-    const direct = await waitFor(async () => {
-      const p = await call('get-pod', { id });
-      return (p.payload.ssh as { direct: { host: string; port: number; username: string } | null }).direct ?? undefined;
-    }, 5000, 'ssh.direct through get-pod');
-    const out = await sshExec({ host: direct.host, port: direct.port, user: direct.username, privateKey: keys.privateKey }, 'echo in-by-env-key');
+    const direct = await waitFor(
+      async () => {
+        const p = await call('get-pod', { id });
+        return (
+          (p.payload.ssh as { direct: { host: string; port: number; username: string } | null }).direct ?? undefined
+        );
+      },
+      5000,
+      'ssh.direct through get-pod',
+    );
+    const out = await sshExec(
+      { host: direct.host, port: direct.port, user: direct.username, privateKey: keys.privateKey },
+      'echo in-by-env-key',
+    );
     assert.equal(out.stdout, 'in-by-env-key\n');
 
     const deleted = await call('delete-pod', { id });
@@ -121,23 +150,42 @@ describe('RunPod fake vs. the official @runpod/mcp-server', function () {
     assert.equal(after.payload.detail, 'pod not found');
 
     const seen = fake.calls.slice(before).map((c) => `${c.method} ${c.path}`);
-    for (const want of ['POST /v2/pods', `GET /v2/pods/${id}`, 'GET /v2/pods', `DELETE /v2/pods/${id}`]) assert.ok(seen.includes(want), `${want} in ${seen.join(', ')}`);
+    for (const want of ['POST /v2/pods', `GET /v2/pods/${id}`, 'GET /v2/pods', `DELETE /v2/pods/${id}`])
+      assert.ok(seen.includes(want), `${want} in ${seen.join(', ')}`);
     assert.ok(
-      fake.calls.slice(before).every((c) => /^runpod-mcp-server\/4\.0\.0 \(caller=mcp; surface=v2;/.test(c.userAgent ?? '')),
+      fake.calls
+        .slice(before)
+        .every((c) => /^runpod-mcp-server\/4\.0\.0 \(caller=mcp; surface=v2;/.test(c.userAgent ?? '')),
       'every call came from the official server',
     );
     assert.equal(fake.instances().length, 0);
   });
 
-  it("sees the pods our plugin makes as our plugin does, and our plugin sees its deletes", async () => {
-    const deps = { logger: createLogger('silent'), clock: systemClock, dataSource: await testDataSource(), production: false, labelPrefix: 'mcp-' };
-    const provider = await runpodPlugin.create(runpodPlugin.validateOptions({ API_KEY: fake.apiKey, API_URL: fake.url }), deps);
-    const res = await provider.create('mcp-plugin-pod', { id: 'o1', key: offerKey('NVIDIA A100 80GB PCIe', 2), name: 'NVIDIA A100 80GB PCIe', gpuCount: 2 }, keys.publicKey);
+  it('sees the pods our plugin makes as our plugin does, and our plugin sees its deletes', async () => {
+    const deps = {
+      logger: createLogger('silent'),
+      clock: systemClock,
+      dataSource: await testDataSource(),
+      production: false,
+      labelPrefix: 'mcp-',
+    };
+    const provider = await runpodPlugin.create(
+      runpodPlugin.validateOptions({ API_KEY: fake.apiKey, API_URL: fake.url }),
+      deps,
+    );
+    const res = await provider.create(
+      'mcp-plugin-pod',
+      { id: 'o1', key: offerKey('NVIDIA A100 80GB PCIe', 2), name: 'NVIDIA A100 80GB PCIe', gpuCount: 2 },
+      keys.publicKey,
+    );
     assert.equal(res.kind, 'created');
     const id = (res as { instanceId: string }).instanceId;
     const seen = await call('get-pod', { id });
     assert.equal(seen.isError, false, JSON.stringify(seen.payload));
-    assert.deepEqual([seen.payload.name, seen.payload.gpu, seen.payload.ports], ['mcp-plugin-pod', { id: 'NVIDIA A100 80GB PCIe', count: 2 }, ['22/tcp']]);
+    assert.deepEqual(
+      [seen.payload.name, seen.payload.gpu, seen.payload.ports],
+      ['mcp-plugin-pod', { id: 'NVIDIA A100 80GB PCIe', count: 2 }, ['22/tcp']],
+    );
     assert.deepEqual(seen.payload.env, { PUBLIC_KEY: keys.publicKey.trim() });
     assert.equal((await call('delete-pod', { id })).isError, false);
     assert.equal((await provider.get(id)).state, 'gone');
@@ -154,13 +202,20 @@ describe('RunPod fake vs. the official @runpod/mcp-server', function () {
   });
 
   it('sees the documented failures as RunPod documents them', async () => {
-    const noCount = await call('create-pod', { body: { name: 'no-count', image: 'runpod/pytorch', gpu: { id: H100 } } });
+    const noCount = await call('create-pod', {
+      body: { name: 'no-count', image: 'runpod/pytorch', gpu: { id: H100 } },
+    });
     assert.equal(noCount.isError, true);
     assert.deepEqual([noCount.payload.status, noCount.payload.detail], [400, NO_INSTANCES_DETAIL]);
 
-    const unknown = await call('create-pod', { body: { name: 'bogus', image: 'runpod/pytorch', gpu: { id: H100, count: 1 }, bogus: true } });
+    const unknown = await call('create-pod', {
+      body: { name: 'bogus', image: 'runpod/pytorch', gpu: { id: H100, count: 1 }, bogus: true },
+    });
     assert.equal(unknown.isError, true);
-    assert.deepEqual([unknown.payload.status, unknown.payload.errors], [422, ["$: additional properties 'bogus' not allowed"]]);
+    assert.deepEqual(
+      [unknown.payload.status, unknown.payload.errors],
+      [422, ["$: additional properties 'bogus' not allowed"]],
+    );
     assert.equal(fake.instances().length, 0);
     assert.doesNotMatch(stderr, /Failed to start/);
   });

@@ -24,13 +24,18 @@ async function pagedApi(pages: Record<string, unknown>) {
     const url = new URL(req.url ?? '/', 'http://x');
     if (req.method === 'GET' && url.pathname === '/v2/pods') {
       const page = pages[url.searchParams.get('cursor') ?? ''];
-      if (page === 503) return res.writeHead(503, { 'content-type': 'application/problem+json' }).end('{"title":"down"}');
+      if (page === 503)
+        return res.writeHead(503, { 'content-type': 'application/problem+json' }).end('{"title":"down"}');
       if (page) return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(page));
     }
     res.writeHead(500, { 'content-type': 'application/problem+json' }).end('{"title":"unexpected call"}');
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls, close: () => new Promise((r) => server.close(r)) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    calls,
+    close: () => new Promise((r) => server.close(r)),
+  };
 }
 
 describe('RunPod: lists that page', () => {
@@ -42,8 +47,18 @@ describe('RunPod: lists that page', () => {
 
   async function provider(pages: Record<string, unknown>): Promise<RunpodProvider> {
     api = await pagedApi(pages);
-    const deps: ProviderDeps = { logger: createLogger('silent'), clock: systemClock, dataSource: await testDataSource(), production: false, labelPrefix: 'gpr-' };
-    return new RunpodProvider(runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: api.url }), deps, { limits: NO_LIMITS, pollTtlMs: 0, timeoutMs: 2000 });
+    const deps: ProviderDeps = {
+      logger: createLogger('silent'),
+      clock: systemClock,
+      dataSource: await testDataSource(),
+      production: false,
+      labelPrefix: 'gpr-',
+    };
+    return new RunpodProvider(runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: api.url }), deps, {
+      limits: NO_LIMITS,
+      pollTtlMs: 0,
+      timeoutMs: 2000,
+    });
   }
 
   const twoPages = {
@@ -54,8 +69,15 @@ describe('RunPod: lists that page', () => {
   it('follows nextCursor: a pod on the second page is found, listed and adopted, never created again', async () => {
     const p = await provider(twoPages);
     assert.equal((await p.findByLabel('gpr-b'))?.instanceId, 'p2');
-    assert.deepEqual((await p.listInstances()).map((i) => i.instanceId), ['p1', 'p2']);
-    const res = await p.create('gpr-b', { id: 'o', key: offerKey('NVIDIA H100 80GB HBM3', 1), name: 'H100', gpuCount: 1 }, 'ssh-ed25519 AAAA test');
+    assert.deepEqual(
+      (await p.listInstances()).map((i) => i.instanceId),
+      ['p1', 'p2'],
+    );
+    const res = await p.create(
+      'gpr-b',
+      { id: 'o', key: offerKey('NVIDIA H100 80GB HBM3', 1), name: 'H100', gpuCount: 1 },
+      'ssh-ed25519 AAAA test',
+    );
     assert.deepEqual(res, { kind: 'created', instanceId: 'p2' });
     assert.ok(!api!.calls.some((c) => c.method === 'POST'), 'no second pod was asked for');
     assert.ok(api!.calls.some((c) => c.url === '/v2/pods?cursor=c2'));
@@ -65,13 +87,20 @@ describe('RunPod: lists that page', () => {
     const p = await provider({ '': twoPages[''], c2: 503 });
     await assert.rejects(p.findByLabel('gpr-b'), (e: ProviderApiError) => e.errorClass === 'unavailable');
     await assert.rejects(p.listInstances(), ProviderApiError);
-    const res = await p.create('gpr-b', { id: 'o', key: offerKey('NVIDIA H100 80GB HBM3', 1), name: 'H100', gpuCount: 1 }, 'ssh-ed25519 AAAA test');
+    const res = await p.create(
+      'gpr-b',
+      { id: 'o', key: offerKey('NVIDIA H100 80GB HBM3', 1), name: 'H100', gpuCount: 1 },
+      'ssh-ed25519 AAAA test',
+    );
     assert.equal(res.kind, 'ambiguous');
     assert.ok(!api!.calls.some((c) => c.method === 'POST'));
   });
 
   it('a cursor that does not advance is a malformed listing', async () => {
-    const p = await provider({ '': { pods: [], pagination: { nextCursor: 'same' } }, same: { pods: [], pagination: { nextCursor: 'same' } } });
+    const p = await provider({
+      '': { pods: [], pagination: { nextCursor: 'same' } },
+      same: { pods: [], pagination: { nextCursor: 'same' } },
+    });
     await assert.rejects(p.listInstances(), (e: ProviderApiError) => e.errorClass === 'bad_response');
   });
 });

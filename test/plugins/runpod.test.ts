@@ -15,7 +15,14 @@ import { waitFor } from '../helpers/process.js';
 
 runProviderContract('runpod', async () => {
   const h = await makeRunpodHarness();
-  return { provider: h.provider, labelPrefix: h.labelPrefix, offer: h.offer(H100, 1), runningTimeoutMs: 5000, unknownInstanceId: 'zz9unknownpod', cleanup: h.cleanup };
+  return {
+    provider: h.provider,
+    labelPrefix: h.labelPrefix,
+    offer: h.offer(H100, 1),
+    runningTimeoutMs: 5000,
+    unknownInstanceId: 'zz9unknownpod',
+    cleanup: h.cleanup,
+  };
 });
 
 describe(RunpodProvider.name, () => {
@@ -41,16 +48,24 @@ describe(RunpodProvider.name, () => {
       const got = offers.map((o) => [o.key, o.name, o.gpuCount, o.vramGb, o.pricePerHourMinor]).sort();
       const want: unknown[][] = [];
       // A100 has stock for 4 on one machine, so 8 reads NONE; B200 reads NONE at every count.
-      const counts: Record<string, number[]> = { [H100]: [1, 2, 4, 8], 'NVIDIA GeForce RTX 4090': [1, 2, 4], 'NVIDIA A100 80GB PCIe': [1, 2, 4] };
+      const counts: Record<string, number[]> = {
+        [H100]: [1, 2, 4, 8],
+        'NVIDIA GeForce RTX 4090': [1, 2, 4],
+        'NVIDIA A100 80GB PCIe': [1, 2, 4],
+      };
       for (const g of FAKE_RUNPOD_GPUS) {
-        for (const n of counts[g.id] ?? []) want.push([offerKey(g.id, n), g.name, n, g.memory, usdToCentsCeil(g.price.secure * n)]);
+        for (const n of counts[g.id] ?? [])
+          want.push([offerKey(g.id, n), g.name, n, g.memory, usdToCentsCeil(g.price.secure * n)]);
       }
       assert.deepEqual(got, want.sort());
       const h1 = offers.find((o) => o.key === offerKey(H100, 8))!;
       assert.equal(h1.pricePerHourMinor, 1912);
       assert.equal(offers.find((o) => o.key === offerKey('NVIDIA GeForce RTX 4090', 1))?.pricePerHourMinor, 69);
       assert.equal(offers.find((o) => o.key === offerKey('NVIDIA A100 80GB PCIe', 4))?.pricePerHourMinor, 656);
-      assert.deepEqual([h1.category, h1.maximumDurationSeconds, h1.storageGb, h1.cpuCores, h1.memoryGb], ['datacenter', RUNPOD_DEFAULTS.maxDurationSeconds, 50, null, null]);
+      assert.deepEqual(
+        [h1.category, h1.maximumDurationSeconds, h1.storageGb, h1.cpuCores, h1.memoryGb],
+        ['datacenter', RUNPOD_DEFAULTS.maxDurationSeconds, 50, null, null],
+      );
       assert.equal(offers.find((o) => o.gpuCount === 1 && o.name.includes('4090'))?.category, 'consumer');
 
       const reads = h.fake.calls.filter((c) => c.path === '/v2/catalog/gpus').map((c) => new URLSearchParams(c.query));
@@ -76,7 +91,10 @@ describe(RunpodProvider.name, () => {
       assert.ok(!(await h.provider.listOffers()).some((o) => o.name === H100));
       assert.ok((await h.provider.listOffers()).some((o) => o.name.includes('4090')));
       h.fake.failNext('offers', '5xx');
-      await assert.rejects(h.provider.listOffers(), (e: ProviderApiError) => e.errorClass === 'unavailable' && e.status === 503);
+      await assert.rejects(
+        h.provider.listOffers(),
+        (e: ProviderApiError) => e.errorClass === 'unavailable' && e.status === 503,
+      );
     });
   });
 
@@ -102,7 +120,10 @@ describe(RunpodProvider.name, () => {
 
     it('racing creates for one label make one pod', async () => {
       const label = h.label();
-      const [a, b] = await Promise.all([h.provider.create(label, h.offer(), keys.publicKey), h.provider.create(label, h.offer(), keys.publicKey)]);
+      const [a, b] = await Promise.all([
+        h.provider.create(label, h.offer(), keys.publicKey),
+        h.provider.create(label, h.offer(), keys.publicKey),
+      ]);
       assert.equal(a.kind, 'created');
       assert.deepEqual(b, a);
       assert.equal(h.fake.instances().length, 1);
@@ -116,11 +137,18 @@ describe(RunpodProvider.name, () => {
       const res = await p.create(label, h.offer(), keys.publicKey);
       assert.equal(res.kind, 'ambiguous');
       assert.match((res as { reason: string }).reason, /no answer within 300 ms/);
-      const found = await waitFor(async () => (await p.findByLabel(label)) ?? undefined, 5000, 'the pod of the unanswered create');
+      const found = await waitFor(
+        async () => (await p.findByLabel(label)) ?? undefined,
+        5000,
+        'the pod of the unanswered create',
+      );
       assert.equal(found.instanceId, h.fake.instances()[0].id);
       h.fake.hangCreatesAfterCreating(false);
       // Asked again with the same label, the plugin returns that pod instead of making another.
-      assert.deepEqual(await p.create(label, h.offer(), keys.publicKey), { kind: 'created', instanceId: found.instanceId });
+      assert.deepEqual(await p.create(label, h.offer(), keys.publicKey), {
+        kind: 'created',
+        instanceId: found.instanceId,
+      });
       assert.equal(h.fake.instances().length, 1);
     });
   });
@@ -151,11 +179,15 @@ describe(RunpodProvider.name, () => {
       h.fake.setBootMs(400, 60_000);
       const { id, label } = await createPod();
       const seen = new Set<string>();
-      const running = await waitFor(async () => {
-        const info = await h.provider.get(id);
-        seen.add(info.providerState!);
-        return info.providerState === 'RUNNING' ? info : undefined;
-      }, 5000, 'RUNNING');
+      const running = await waitFor(
+        async () => {
+          const info = await h.provider.get(id);
+          seen.add(info.providerState!);
+          return info.providerState === 'RUNNING' ? info : undefined;
+        },
+        5000,
+        'RUNNING',
+      );
       assert.ok(seen.has('PROVISIONING') || seen.has('STARTING'));
       // RUNNING before the port mapping: running, but no endpoint, so not ready.
       assert.deepEqual([running.state, running.ssh, running.label], ['running', undefined, label]);
@@ -167,7 +199,10 @@ describe(RunpodProvider.name, () => {
       const ready = await waitForRunning(h.provider, fresh.id);
       const port = h.fake.instances().find((i) => i.id === fresh.id)!.sshPort;
       assert.deepEqual(ready.ssh, { host: '127.0.0.1', port, user: 'root' });
-      assert.equal((await sshExec({ ...ready.ssh, privateKey: keys.privateKey }, 'nvidia-smi -L')).stdout.match(/H100/g)?.length, 1);
+      assert.equal(
+        (await sshExec({ ...ready.ssh, privateKey: keys.privateKey }, 'nvidia-smi -L')).stdout.match(/H100/g)?.length,
+        1,
+      );
     });
 
     it('only the deployment key gets into the pod', async () => {
@@ -185,9 +220,16 @@ describe(RunpodProvider.name, () => {
       const info = await waitForRunning(h.provider, id);
       h.fake.forget(id);
       // Polls share one list for a moment, so "gone" shows within that moment, not at once.
-      await waitFor(async () => ((await h.provider.get(id)).state === 'gone' ? true : undefined), 5000, 'the forgotten pod to read gone');
+      await waitFor(
+        async () => ((await h.provider.get(id)).state === 'gone' ? true : undefined),
+        5000,
+        'the forgotten pod to read gone',
+      );
       assert.equal(await h.provider.findByLabel(label), null);
-      assert.equal((await sshExec({ ...info.ssh, privateKey: keys.privateKey }, 'echo still-here')).stdout, 'still-here\n');
+      assert.equal(
+        (await sshExec({ ...info.ssh, privateKey: keys.privateKey }, 'echo still-here')).stdout,
+        'still-here\n',
+      );
       await h.provider.destroy(id);
     });
   });
@@ -251,7 +293,10 @@ describe(RunpodProvider.name, () => {
       const p = await h.newProvider({ now: () => t, sleep: async (ms) => void (sleeps.push(ms), (t += ms)) });
       const { id } = await createPod();
       h.fake.rateLimitAll(true, 7);
-      await assert.rejects(p.get(id), (e: ProviderApiError) => e.errorClass === 'rate_limited' && e.retryAfterMs === 7000);
+      await assert.rejects(
+        p.get(id),
+        (e: ProviderApiError) => e.errorClass === 'rate_limited' && e.retryAfterMs === 7000,
+      );
       h.fake.rateLimitAll(false);
       const lists = () => h.fake.calls.filter((c) => c.path === '/v2/pods' && c.method === 'GET').length;
       const before = lists();
@@ -272,7 +317,10 @@ describe(RunpodProvider.name, () => {
       try {
         await small.provider.listInstances();
         await small.provider.listInstances();
-        await assert.rejects(small.provider.listInstances(), (e: ProviderApiError) => e.errorClass === 'rate_limited' && (e.retryAfterMs ?? 0) > 0);
+        await assert.rejects(
+          small.provider.listInstances(),
+          (e: ProviderApiError) => e.errorClass === 'rate_limited' && (e.retryAfterMs ?? 0) > 0,
+        );
       } finally {
         await small.cleanup();
       }
@@ -297,24 +345,57 @@ describe(RunpodProvider.name, () => {
   describe('options', () => {
     it('validates at start, naming the variable', () => {
       assert.throws(() => runpodPlugin.validateOptions({}), /RUNPOD_PROVIDER_API_KEY is required/);
-      assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', APIKEY: 'x' }), /RUNPOD_PROVIDER_APIKEY is not an option/);
-      assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', CLOUD: 'moon' }), /RUNPOD_PROVIDER_CLOUD must be SECURE or COMMUNITY/);
+      assert.throws(
+        () => runpodPlugin.validateOptions({ API_KEY: 'k', APIKEY: 'x' }),
+        /RUNPOD_PROVIDER_APIKEY is not an option/,
+      );
+      assert.throws(
+        () => runpodPlugin.validateOptions({ API_KEY: 'k', CLOUD: 'moon' }),
+        /RUNPOD_PROVIDER_CLOUD must be SECURE or COMMUNITY/,
+      );
       assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', DISK_GB: '0' }), /RUNPOD_PROVIDER_DISK_GB/);
-      assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', MAX_DURATION_SECONDS: '1.5' }), /RUNPOD_PROVIDER_MAX_DURATION_SECONDS/);
-      assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'https://rest.runpod.io/v1' }), /RUNPOD_PROVIDER_API_URL must be an http\(s\) origin without a path .*appends \/v2\/\.\.\./);
-      assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'not a url' }), /RUNPOD_PROVIDER_API_URL/);
-      assert.deepEqual(runpodPlugin.validateOptions({ API_KEY: ' k ' }), { apiKey: 'k', ...RUNPOD_DEFAULTS, diskGb: 50, cuda: { minCudaVersion: '12.4' }, cudaFromSetting: false });
-      assert.throws(() => runpodPlugin.validateOptions({ API_KEY: 'k', DISK_GB: '100', MAX_DISK_GB: '80' }), /RUNPOD_PROVIDER_MAX_DISK_GB \(80\) is below RUNPOD_PROVIDER_DISK_GB \(100\)/);
+      assert.throws(
+        () => runpodPlugin.validateOptions({ API_KEY: 'k', MAX_DURATION_SECONDS: '1.5' }),
+        /RUNPOD_PROVIDER_MAX_DURATION_SECONDS/,
+      );
+      assert.throws(
+        () => runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'https://rest.runpod.io/v1' }),
+        /RUNPOD_PROVIDER_API_URL must be an http\(s\) origin without a path .*appends \/v2\/\.\.\./,
+      );
+      assert.throws(
+        () => runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'not a url' }),
+        /RUNPOD_PROVIDER_API_URL/,
+      );
+      assert.deepEqual(runpodPlugin.validateOptions({ API_KEY: ' k ' }), {
+        apiKey: 'k',
+        ...RUNPOD_DEFAULTS,
+        diskGb: 50,
+        cuda: { minCudaVersion: '12.4' },
+        cudaFromSetting: false,
+      });
+      assert.throws(
+        () => runpodPlugin.validateOptions({ API_KEY: 'k', DISK_GB: '100', MAX_DISK_GB: '80' }),
+        /RUNPOD_PROVIDER_MAX_DISK_GB \(80\) is below RUNPOD_PROVIDER_DISK_GB \(100\)/,
+      );
       // Unset, the ceiling rises to the default disk.
       assert.equal(runpodPlugin.validateOptions({ API_KEY: 'k', DISK_GB: '800' }).maxDiskGb, 800);
       assert.equal(runpodPlugin.validateOptions({ API_KEY: 'k', CUDA_VERSIONS: '12.8' }).cudaFromSetting, true);
-      assert.equal(runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'http://127.0.0.1:9/' }).apiUrl, 'http://127.0.0.1:9');
+      assert.equal(
+        runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: 'http://127.0.0.1:9/' }).apiUrl,
+        'http://127.0.0.1:9',
+      );
     });
 
     it('the plugin builds a RunPod provider with the declared capabilities', async () => {
-      const p = await runpodPlugin.create(runpodPlugin.validateOptions({ API_KEY: h.fake.apiKey, API_URL: h.fake.url }), h.deps);
+      const p = await runpodPlugin.create(
+        runpodPlugin.validateOptions({ API_KEY: h.fake.apiKey, API_URL: h.fake.url }),
+        h.deps,
+      );
       assert.ok(p instanceof RunpodProvider);
-      assert.deepEqual([p.id, p.capabilities], ['runpod', { labels: true, sshKeyPerInstance: true, listInstances: true }]);
+      assert.deepEqual(
+        [p.id, p.capabilities],
+        ['runpod', { labels: true, sshKeyPerInstance: true, listInstances: true }],
+      );
       assert.ok((await p.listOffers()).length > 0);
     });
 

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { BANDWIDTH_BILLED_OFFER, FakeVastApi, recordedVastOffer, REPRICED_OFFER } from '../fakes/vast-api.js';
 
-const fixture = (file: string): unknown => JSON.parse(readFileSync(new URL(`../fixtures/providers/vast/${file}`, import.meta.url), 'utf8'));
+const fixture = (file: string): unknown =>
+  JSON.parse(readFileSync(new URL(`../fixtures/providers/vast/${file}`, import.meta.url), 'utf8'));
 
 /** The fake's recorded mode serves the live answers kept in test/fixtures/providers/vast/, quirk by quirk. */
 describe('FakeVastApi recorded mode', () => {
@@ -15,14 +16,19 @@ describe('FakeVastApi recorded mode', () => {
   async function call(method: string, path: string, body?: unknown) {
     const res = await fetch(`${fake.url}${path}`, {
       method,
-      headers: { Authorization: `Bearer ${fake.apiKey}`, 'User-Agent': 'gpu-rental/test', ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      headers: {
+        Authorization: `Bearer ${fake.apiKey}`,
+        'User-Agent': 'gpu-rental/test',
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- wire bodies of many shapes, read field by field
     return { status: res.status, json: (await res.json()) as any };
   }
 
-  const create = (askId: number, extra: Record<string, unknown> = {}) => call('PUT', `/api/v0/asks/${askId}/`, { image: 'vastai/base-image:cuda-12.4', label: 'rec', disk: 10, ...extra });
+  const create = (askId: number, extra: Record<string, unknown> = {}) =>
+    call('PUT', `/api/v0/asks/${askId}/`, { image: 'vastai/base-image:cuda-12.4', label: 'rec', disk: 10, ...extra });
   const show = (id: number | string) => call('GET', `/api/v0/instances/${id}/`);
 
   async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
@@ -63,8 +69,13 @@ describe('FakeVastApi recorded mode', () => {
 
   it('pins one form of a quirk, and carries a single quirk in documented mode', async () => {
     fake = await FakeVastApi.start({ quirks: { takenAsk: 'error-field' } });
-    for (let i = 0; i < 2; i++) assert.deepEqual(await create(999), { status: 400, json: fixture('create-400-no-such-ask-error-field.json') });
-    assert.equal((await call('DELETE', '/api/v0/instances/999999/')).json.error, 'not_found', 'other quirks stay documented');
+    for (let i = 0; i < 2; i++)
+      assert.deepEqual(await create(999), { status: 400, json: fixture('create-400-no-such-ask-error-field.json') });
+    assert.equal(
+      (await call('DELETE', '/api/v0/instances/999999/')).json.error,
+      'not_found',
+      'other quirks stay documented',
+    );
     fake.setQuirk('takenAsk', false);
     assert.equal((await create(999)).status, 404);
     await assert.rejects(FakeVastApi.start({ quirks: { nope: true } }), /unknown quirk nope/);
@@ -72,12 +83,21 @@ describe('FakeVastApi recorded mode', () => {
 
   it('answers a destroy of what is gone with no_such_instance under 404, then under 200', async () => {
     fake = await FakeVastApi.start({ behaviour: 'recorded', bootMs: 0 });
-    assert.deepEqual(await call('DELETE', '/api/v0/instances/999999/'), { status: 404, json: fixture('destroy-404-no-such-instance.json') });
+    assert.deepEqual(await call('DELETE', '/api/v0/instances/999999/'), {
+      status: 404,
+      json: fixture('destroy-404-no-such-instance.json'),
+    });
     const id = (await create(7100001)).json.new_contract;
     assert.equal((await call('DELETE', `/api/v0/instances/${id}/`)).status, 200);
-    assert.deepEqual(await call('DELETE', `/api/v0/instances/${id}/`), { status: 200, json: fixture('destroy-200-no-such-instance.json') });
+    assert.deepEqual(await call('DELETE', `/api/v0/instances/${id}/`), {
+      status: 200,
+      json: fixture('destroy-200-no-such-instance.json'),
+    });
     const again = await call('DELETE', `/api/v0/instances/${id}/`);
-    assert.deepEqual([again.status, again.json.error, again.json.msg], [404, 'no_such_instance', `Instance ${id} not found.`]);
+    assert.deepEqual(
+      [again.status, again.json.error, again.json.msg],
+      [404, 'no_such_instance', `Instance ${id} not found.`],
+    );
   });
 
   it('shows a destroyed instance as null, then [], then an object reading destroyed', async () => {
@@ -116,17 +136,47 @@ describe('FakeVastApi recorded mode', () => {
     const status = async (id: number) => (await show(id)).json.instances;
     for (const id of Object.values(ids)) assert.equal((await status(id)).actual_status, 'loading');
     fake.releaseStarts();
-    await until(() => status(ids.offline), (i) => i.actual_status === 'running' && i.ports !== null, 'running');
+    await until(
+      () => status(ids.offline),
+      (i) => i.actual_status === 'running' && i.ports !== null,
+      'running',
+    );
 
-    const a = await until(() => status(ids.oci), (i) => i.actual_status !== 'loading', 'oci');
-    assert.deepEqual([a.actual_status, a.intended_status, a.status_msg, a.ports], [oci.actual_status, oci.intended_status, oci.status_msg, null]);
-    const b = await until(() => status(ids.manifest), (i) => i.actual_status !== 'loading', 'manifest');
+    const a = await until(
+      () => status(ids.oci),
+      (i) => i.actual_status !== 'loading',
+      'oci',
+    );
+    assert.deepEqual(
+      [a.actual_status, a.intended_status, a.status_msg, a.ports],
+      [oci.actual_status, oci.intended_status, oci.status_msg, null],
+    );
+    const b = await until(
+      () => status(ids.manifest),
+      (i) => i.actual_status !== 'loading',
+      'manifest',
+    );
     assert.deepEqual([b.actual_status, b.intended_status], [manifest.actual_status, manifest.intended_status]);
     assert.equal(b.status_msg, `Error response from daemon: manifest for ${image} not found`);
-    const c = await until(() => status(ids.pull), (i) => i.intended_status === 'stopped', 'image pull failure');
-    assert.deepEqual([c.actual_status, c.intended_status, c.status_msg], [pull.actual_status, pull.intended_status, pull.status_msg]);
-    await until(() => status(ids.pull), (i) => i.actual_status === 'exited', 'exited');
-    const d = await until(() => status(ids.offline), (i) => i.actual_status === 'offline', 'offline');
+    const c = await until(
+      () => status(ids.pull),
+      (i) => i.intended_status === 'stopped',
+      'image pull failure',
+    );
+    assert.deepEqual(
+      [c.actual_status, c.intended_status, c.status_msg],
+      [pull.actual_status, pull.intended_status, pull.status_msg],
+    );
+    await until(
+      () => status(ids.pull),
+      (i) => i.actual_status === 'exited',
+      'exited',
+    );
+    const d = await until(
+      () => status(ids.offline),
+      (i) => i.actual_status === 'offline',
+      'offline',
+    );
     assert.equal(d.ports, null);
     await new Promise((r) => setTimeout(r, 100));
     assert.equal((await status(ids.oci)).actual_status, 'created', 'created is for good');
@@ -158,7 +208,9 @@ describe('FakeVastApi recorded mode', () => {
 
   it('reprices an instance after accept: its dph_total is above the offer it was created from', async () => {
     fake = await FakeVastApi.start({ behaviour: 'recorded', bootMs: 0 });
-    const offered = ((await call('POST', '/api/v0/bundles/', { limit: 100 })).json.offers as { id: number; dph_total: number }[]).find((o) => o.id === REPRICED_OFFER.id)!;
+    const offered = (
+      (await call('POST', '/api/v0/bundles/', { limit: 100 })).json.offers as { id: number; dph_total: number }[]
+    ).find((o) => o.id === REPRICED_OFFER.id)!;
     const id = (await create(REPRICED_OFFER.id)).json.new_contract;
     const inst = (await show(id)).json.instances;
     assert.ok(inst.dph_total > offered.dph_total, `${inst.dph_total} > ${offered.dph_total}`);
@@ -180,7 +232,10 @@ describe('FakeVastApi recorded mode', () => {
     );
     assert.equal(first.json.total_instances, 3);
     assert.equal(typeof first.json.next_token, 'string');
-    const second = await call('GET', `/api/v1/instances/?limit=25&after_token=${encodeURIComponent(first.json.next_token)}`);
+    const second = await call(
+      'GET',
+      `/api/v1/instances/?limit=25&after_token=${encodeURIComponent(first.json.next_token)}`,
+    );
     assert.deepEqual(
       second.json.instances.map((i: { id: number }) => i.id),
       ids.slice(2),

@@ -32,7 +32,9 @@ export interface VastHarness {
 }
 
 /** `fake` starts the fake in another mode (`behaviour: 'recorded'`) or with single quirks. */
-export async function makeVastHarness(o: { raw?: Record<string, string>; tuning?: VastTuning; fake?: FakeVastOptions } = {}): Promise<VastHarness> {
+export async function makeVastHarness(
+  o: { raw?: Record<string, string>; tuning?: VastTuning; fake?: FakeVastOptions } = {},
+): Promise<VastHarness> {
   const fake = await FakeVastApi.start(o.fake);
   const labelPrefix = `t${randomBytes(4).toString('hex')}-`;
   const deps: ProviderDeps = {
@@ -59,7 +61,12 @@ export async function makeVastHarness(o: { raw?: Record<string, string>; tuning?
     label: () => `${labelPrefix}${randomUUID().slice(0, 13)}`,
     offer(askId, costPerHourMinor) {
       const f = fake.offers.find((x) => String(x.id) === String(askId));
-      const ref: OfferRef = { id: randomUUID(), key: String(askId), name: f?.gpu_name ?? 'unknown', gpuCount: f?.num_gpus ?? 1 };
+      const ref: OfferRef = {
+        id: randomUUID(),
+        key: String(askId),
+        name: f?.gpu_name ?? 'unknown',
+        gpuCount: f?.num_gpus ?? 1,
+      };
       if (costPerHourMinor !== undefined) ref.costPerHourMinor = costPerHourMinor;
       return ref;
     },

@@ -34,7 +34,9 @@ describe('vast listing, polling and destroy', () => {
     h.fake.calls.length = 0;
     const listed = await h.provider.listInstances();
     assert.deepEqual(listed.map((i) => i.instanceId).sort(), [...ours].sort());
-    assert.ok(listed.every((i) => i.label.startsWith(h.labelPrefix) && i.state === 'running' && i.ssh?.user === 'root'));
+    assert.ok(
+      listed.every((i) => i.label.startsWith(h.labelPrefix) && i.state === 'running' && i.ssh?.user === 'root'),
+    );
     assert.ok(!listed.some((i) => foreign.includes(i.instanceId)));
     const pages = lists();
     assert.equal(pages.length, 2);
@@ -57,15 +59,25 @@ describe('vast listing, polling and destroy', () => {
 
   it('a 410 or any failure on any page is an error, never "no instances"', async () => {
     await createMany(26);
-    h.fake.respondNext('list', 410, { success: false, error: 'deprecated_endpoint', msg: 'This endpoint is deprecated.' });
-    await assert.rejects(h.provider.listInstances(), (e: ProviderApiError) => e.errorClass === 'request' && e.status === 410);
+    h.fake.respondNext('list', 410, {
+      success: false,
+      error: 'deprecated_endpoint',
+      msg: 'This endpoint is deprecated.',
+    });
+    await assert.rejects(
+      h.provider.listInstances(),
+      (e: ProviderApiError) => e.errorClass === 'request' && e.status === 410,
+    );
     // The second page fails: the first page alone must not pass for the whole list.
     const fresh = h.newProvider({ tuning: { listTtlMs: 0 } });
     const first = h.fake.instances()[0];
     const page = { id: Number(first.id), label: first.label, actual_status: 'running' };
     h.fake.respondNext('list', 200, { success: true, instances: [page], next_token: 'eyJ2YWx1ZXMiOiB7ImlkIjogMX19' });
     h.fake.failNext('list', '5xx');
-    await assert.rejects(fresh.listInstances(), (e: ProviderApiError) => e.errorClass === 'unavailable' && e.status === 502);
+    await assert.rejects(
+      fresh.listInstances(),
+      (e: ProviderApiError) => e.errorClass === 'unavailable' && e.status === 502,
+    );
     const ids = h.fake.calls.filter((c) => c.path === '/api/v1/instances/').slice(-2);
     assert.equal(ids[1].query.after_token, 'eyJ2YWx1ZXMiOiB7ImlkIjogMX19');
     h.fake.respondNext('list', 200, { success: true, instances: [], next_token: null });
@@ -78,10 +90,16 @@ describe('vast listing, polling and destroy', () => {
     const p = h.newProvider({ tuning: { listTtlMs: 60_000 } });
     h.fake.calls.length = 0;
     const infos = await Promise.all(ids.map((id) => p.get(id)));
-    assert.deepEqual(infos.map((i) => i.instanceId), ids);
+    assert.deepEqual(
+      infos.map((i) => i.instanceId),
+      ids,
+    );
     assert.ok(infos.every((i) => i.state === 'running' && i.ssh));
     await Promise.all(ids.map((id) => p.get(id)));
-    assert.deepEqual(h.fake.calls.map((c) => `${c.method} ${c.path}`), ['GET /api/v1/instances/']);
+    assert.deepEqual(
+      h.fake.calls.map((c) => `${c.method} ${c.path}`),
+      ['GET /api/v1/instances/'],
+    );
   });
 
   it('an id missing from a cached list is asked for directly, so a fresh instance never reads as gone', async () => {
@@ -90,7 +108,9 @@ describe('vast listing, polling and destroy', () => {
     const [id] = await createMany(1);
     const info = await other.get(id);
     assert.equal(info.state, 'running');
-    assert.ok(h.fake.calls.some((c) => c.method === 'GET' && c.path === `/api/v0/instances/${id}/` && c.query.owner === 'me'));
+    assert.ok(
+      h.fake.calls.some((c) => c.method === 'GET' && c.path === `/api/v0/instances/${id}/` && c.query.owner === 'me'),
+    );
   });
 
   it('reports pending while Vast loads, and SSH only once the IP and port 22 mapping both exist', async () => {
@@ -105,7 +125,12 @@ describe('vast listing, polling and destroy', () => {
   it('maps what the host reports: exited and offline fail, frozen stops, running again runs', async () => {
     const p = h.newProvider({ tuning: { listTtlMs: 0 } });
     const [id] = await createMany(1, p);
-    for (const [actual, ours] of [['exited', 'failed'], ['offline', 'failed'], ['frozen', 'stopped'], ['running', 'running']] as const) {
+    for (const [actual, ours] of [
+      ['exited', 'failed'],
+      ['offline', 'failed'],
+      ['frozen', 'stopped'],
+      ['running', 'running'],
+    ] as const) {
       h.fake.setStatus(id, actual);
       const info = await p.get(id);
       assert.deepEqual([info.state, info.providerState, info.ssh === undefined], [ours, actual, actual !== 'running']);
@@ -117,12 +142,20 @@ describe('vast listing, polling and destroy', () => {
     const sent = await fetch(`${h.fake.url}/api/v0/asks/${ask}/`, {
       method: 'PUT',
       headers: { Authorization: `Bearer ${h.fake.apiKey}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ client_id: 'me', image: 'vastai/base-image:cuda-12.4.1-auto', label: `${h.labelPrefix}sdk`, cancel_unavail: false }),
+      body: JSON.stringify({
+        client_id: 'me',
+        image: 'vastai/base-image:cuda-12.4.1-auto',
+        label: `${h.labelPrefix}sdk`,
+        cancel_unavail: false,
+      }),
     });
     const { new_contract: stray } = (await sent.json()) as { new_contract: number };
     assert.equal((await h.provider.get(String(stray))).state, 'stopped');
     assert.equal((await h.provider.create(h.label(), h.offer(ask), keys.publicKey)).kind, 'unavailable');
-    assert.deepEqual(h.fake.instances().map((i) => i.id), [String(stray)]);
+    assert.deepEqual(
+      h.fake.instances().map((i) => i.id),
+      [String(stray)],
+    );
   });
 
   it('a forgotten instance reads as gone while its SSH still lets the key in (the host catches the ghost)', async () => {
@@ -141,8 +174,19 @@ describe('vast listing, polling and destroy', () => {
     await h.provider.destroy(id);
     await h.provider.destroy(id);
     const deletes = h.fake.calls.filter((c) => c.method === 'DELETE');
-    assert.deepEqual(deletes.map((c) => [c.path, c.status]), [[`/api/v0/instances/${id}/`, 200], [`/api/v0/instances/${id}/`, 404]]);
-    assert.deepEqual(await h.provider.get(id), { instanceId: id, label: '', state: 'gone', providerState: 'destroyed' });
+    assert.deepEqual(
+      deletes.map((c) => [c.path, c.status]),
+      [
+        [`/api/v0/instances/${id}/`, 200],
+        [`/api/v0/instances/${id}/`, 404],
+      ],
+    );
+    assert.deepEqual(await h.provider.get(id), {
+      instanceId: id,
+      label: '',
+      state: 'gone',
+      providerState: 'destroyed',
+    });
     assert.equal((await sshProbe({ ...info.ssh, privateKey: keys.privateKey }, { timeoutMs: 1000 })).ok, false);
     await h.provider.afterDestroyed(info.label);
   });

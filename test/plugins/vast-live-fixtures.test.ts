@@ -40,11 +40,26 @@ describe('vast plugin over the recorded live answers', () => {
       // Price: dph_total (bandwidth is 0.0 on this host) in cents, rounded up.
       assert.equal(offer.pricePerHourMinor, usdToCentsCeil(raw.dph_total));
       assert.equal(offer.pricePerHourMinor, 25);
-      assert.deepEqual([offer.key, offer.name, offer.category, offer.vramGb, offer.gpuCount, offer.cpuCores, offer.memoryGb, offer.region], ['11684738', 'RTX 4090', 'consumer', 24, 1, 24, 15, 'Guangxi, CN']);
+      assert.deepEqual(
+        [
+          offer.key,
+          offer.name,
+          offer.category,
+          offer.vramGb,
+          offer.gpuCount,
+          offer.cpuCores,
+          offer.memoryGb,
+          offer.region,
+        ],
+        ['11684738', 'RTX 4090', 'consumer', 24, 1, 24, 15, 'Guangxi, CN'],
+      );
       // The same host billing traffic is left out unless bandwidth is priced, then priced with it.
       const billed = { ...raw, inet_up_cost: 0.05, inet_down_cost: 0.02 };
       assert.match(String(mapVastOffer(billed, 32)), /bills internet traffic/);
-      assert.equal((mapVastOffer(billed, 32, 10) as { pricePerHourMinor: number }).pricePerHourMinor, usdToCentsCeil(raw.dph_total + 0.7));
+      assert.equal(
+        (mapVastOffer(billed, 32, 10) as { pricePerHourMinor: number }).pricePerHourMinor,
+        usdToCentsCeil(raw.dph_total + 0.7),
+      );
     },
     'create-400-no-such-ask.json': () => {
       const res = answer(400, text('create-400-no-such-ask.json'));
@@ -58,7 +73,11 @@ describe('vast plugin over the recorded live answers', () => {
     'create-400-no-such-ask-detail.txt': () => {
       const detail = text('create-400-no-such-ask-detail.txt').trim();
       // Kept as text by the client that saw it: as a plain body, as msg and as detail.
-      for (const body of [detail, JSON.stringify({ success: false, error: 'invalid_args', msg: detail }), JSON.stringify({ detail })]) {
+      for (const body of [
+        detail,
+        JSON.stringify({ success: false, error: 'invalid_args', msg: detail }),
+        JSON.stringify({ detail }),
+      ]) {
         assert.equal(createFailure('vast PUT /api/v0/asks/37888568/', answer(400, body)).kind, 'unavailable', body);
       }
     },
@@ -70,7 +89,11 @@ describe('vast plugin over the recorded live answers', () => {
     },
     'show-instance-created-oci-failure.json': () => {
       const inst = json('show-instance-created-oci-failure.json') as VastInstance;
-      assert.deepEqual(readVastState(inst), { kind: 'known', state: 'failed', why: 'Error: container failed to start: OCI runtime create failed' });
+      assert.deepEqual(readVastState(inst), {
+        kind: 'known',
+        state: 'failed',
+        why: 'Error: container failed to start: OCI runtime create failed',
+      });
       assert.equal(vastSsh(inst), undefined);
       assert.equal(vastCostMinor(inst, 0), null, 'no price stated: nothing to compare');
     },
@@ -83,26 +106,47 @@ describe('vast plugin over the recorded live answers', () => {
     },
     'show-instance-loading-intended-stopped.json': () => {
       const inst = json('show-instance-loading-intended-stopped.json') as VastInstance;
-      assert.deepEqual(readVastState(inst), { kind: 'known', state: 'failed', why: 'docker_build() error writing dockerfile' });
+      assert.deepEqual(readVastState(inst), {
+        kind: 'known',
+        state: 'failed',
+        why: 'docker_build() error writing dockerfile',
+      });
       // The same status while Vast still intends to run it is an ordinary start.
-      assert.deepEqual(readVastState({ ...inst, intended_status: 'running', status_msg: null }), { kind: 'known', state: 'pending' });
+      assert.deepEqual(readVastState({ ...inst, intended_status: 'running', status_msg: null }), {
+        kind: 'known',
+        state: 'pending',
+      });
     },
     'show-instance-destroyed.json': () => {
       assert.deepEqual(readVastState(json('show-instance-destroyed.json')), { kind: 'known', state: 'gone' });
     },
     // The two bodies of show-instance after a destroy go through the client (below, with the fake).
-    'show-instance-null-after-destroy.json': () => assert.deepEqual(json('show-instance-null-after-destroy.json'), { instances: null }),
-    'show-instance-empty-array-after-destroy.json': () => assert.deepEqual(json('show-instance-empty-array-after-destroy.json'), { instances: [] }),
+    'show-instance-null-after-destroy.json': () =>
+      assert.deepEqual(json('show-instance-null-after-destroy.json'), { instances: null }),
+    'show-instance-empty-array-after-destroy.json': () =>
+      assert.deepEqual(json('show-instance-empty-array-after-destroy.json'), { instances: [] }),
     'pending-price-increases.json': () => {
       // A host raising a contract's GPU price: the instance then bills more than its offer was quoted at.
       const [raise] = json('pending-price-increases.json').pending_price_increases;
       const offerDph = 0.99;
       const quoted = usdToCentsCeil(offerDph);
-      const now = vastCostMinor({ dph_total: offerDph + (raise.new_gpu_costpersec - raise.old_gpu_costpersec) * 3600 }, 0)!;
+      const now = vastCostMinor(
+        { dph_total: offerDph + (raise.new_gpu_costpersec - raise.old_gpu_costpersec) * 3600 },
+        0,
+      )!;
       assert.ok(now > quoted, `${now} > ${quoted}`);
       assert.equal(now, 135);
       // Its bandwidth raise counts once bandwidth is priced.
-      assert.ok(vastCostMinor({ dph_total: offerDph, inet_up_cost: raise.new_bwu_cost, inet_down_cost: raise.new_bwd_cost }, 10)! > vastCostMinor({ dph_total: offerDph, inet_up_cost: raise.old_bwu_cost, inet_down_cost: raise.old_bwd_cost }, 10)!);
+      assert.ok(
+        vastCostMinor(
+          { dph_total: offerDph, inet_up_cost: raise.new_bwu_cost, inet_down_cost: raise.new_bwd_cost },
+          10,
+        )! >
+          vastCostMinor(
+            { dph_total: offerDph, inet_up_cost: raise.old_bwu_cost, inet_down_cost: raise.old_bwd_cost },
+            10,
+          )!,
+      );
     },
     'accept-price-increase-404-no-pending.json': () => {
       // An endpoint the plugin does not call; an unknown 404 code is an error, never "gone".
@@ -130,7 +174,9 @@ describe('vast plugin over the recorded live answers', () => {
   };
 
   it('has a case for every fixture file', () => {
-    const files = readdirSync(DIR).filter((f) => f !== 'SOURCES.md').sort();
+    const files = readdirSync(DIR)
+      .filter((f) => f !== 'SOURCES.md')
+      .sort();
     assert.deepEqual(files, Object.keys(CASES).sort());
     assert.deepEqual(Object.keys(PROVENANCE).sort(), files);
   });
@@ -147,18 +193,30 @@ describe('vast plugin over the recorded live answers', () => {
     for (const file of ['show-instance-null-after-destroy.json', 'show-instance-empty-array-after-destroy.json']) {
       it(`show-instance answering ${file} reads as gone`, async () => {
         h.fake.respondNext('get', 200, json(file));
-        assert.deepEqual(await h.provider.get('12345678'), { instanceId: '12345678', label: '', state: 'gone', providerState: 'destroyed' });
+        assert.deepEqual(await h.provider.get('12345678'), {
+          instanceId: '12345678',
+          label: '',
+          state: 'gone',
+          providerState: 'destroyed',
+        });
       });
     }
 
-    for (const [file, status] of [['destroy-404-no-such-instance.json', 404], ['destroy-200-no-such-instance.json', 200]] as const) {
+    for (const [file, status] of [
+      ['destroy-404-no-such-instance.json', 404],
+      ['destroy-200-no-such-instance.json', 200],
+    ] as const) {
       it(`destroy answered ${status} ${file} succeeds`, async () => {
         h.fake.respondNext('destroy', status, json(file));
         await h.provider.destroy('12345678');
       });
     }
 
-    for (const file of ['show-instance-created-oci-failure.json', 'show-instance-loading-intended-stopped.json', 'show-instance-destroyed.json']) {
+    for (const file of [
+      'show-instance-created-oci-failure.json',
+      'show-instance-loading-intended-stopped.json',
+      'show-instance-destroyed.json',
+    ]) {
       it(`show-instance holding ${file} reads as ${file.includes('destroyed') ? 'gone' : 'failed'}`, async () => {
         h.fake.respondNext('get', 200, { instances: { ...json(file), id: 12345678, label: 'x' } });
         assert.equal((await h.provider.get('12345678')).state, file.includes('destroyed') ? 'gone' : 'failed');

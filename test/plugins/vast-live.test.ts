@@ -55,12 +55,20 @@ describe('vast plugin on live answers (recorded fake)', () => {
         assert.equal(res.kind, 'unavailable', `${form}: ${JSON.stringify(res)}`);
         assert.match((res as { reason: string }).reason, /HTTP 400 no_such_ask/);
       }
-      assert.deepEqual(calls('PUT', /\/asks\//).map((c) => c.status), [400, 400]);
+      assert.deepEqual(
+        calls('PUT', /\/asks\//).map((c) => c.status),
+        [400, 400],
+      );
       assert.deepEqual(h.fake.instances(), []);
     });
 
     it('a true invalid_args under 400 stays rejected', async () => {
-      h.fake.respondNext('create', 400, { success: false, error: 'invalid_args', msg: "error 400/3467: Invalid args: 'image' is required", ask_id: h100 });
+      h.fake.respondNext('create', 400, {
+        success: false,
+        error: 'invalid_args',
+        msg: "error 400/3467: Invalid args: 'image' is required",
+        ask_id: h100,
+      });
       const res = await h.provider.create(h.label(), h.offer(h100), keys.publicKey);
       assert.equal(res.kind, 'rejected');
     });
@@ -73,22 +81,36 @@ describe('vast plugin on live answers (recorded fake)', () => {
       for (const id of ids) await provider.destroy(id);
       // Again, as a retry after a lost answer: no_such_instance under 404, then under 200 with success:false.
       for (const id of ids.slice(0, 2)) await provider.destroy(id);
-      assert.deepEqual(calls('DELETE', /./).map((c) => c.status), [200, 200, 200, 404, 200]);
+      assert.deepEqual(
+        calls('DELETE', /./).map((c) => c.status),
+        [200, 200, 200, 404, 200],
+      );
       // Show-instance after the destroy: instances null, [], then the object with actual_status destroyed.
       const states = [];
       for (const id of ids) states.push((await provider.get(id)).state);
       assert.deepEqual(states, ['gone', 'gone', 'gone']);
-      assert.deepEqual(calls('GET', /^\/api\/v0\/instances\/\d+\/$/).map((c) => c.status), [200, 200, 200]);
+      assert.deepEqual(
+        calls('GET', /^\/api\/v0\/instances\/\d+\/$/).map((c) => c.status),
+        [200, 200, 200],
+      );
     });
 
     it('a destroyed instance a list still shows is neither adopted by label nor listed as ours', async () => {
       const label = h.label();
       const res = await h.provider.create(label, h.offer(h100), keys.publicKey);
       const id = (res as { instanceId: string }).instanceId;
-      h.fake.respondNext('list', 200, { success: true, next_token: null, instances: [{ id: Number(id), label, actual_status: 'destroyed', intended_status: 'destroyed' }] });
+      h.fake.respondNext('list', 200, {
+        success: true,
+        next_token: null,
+        instances: [{ id: Number(id), label, actual_status: 'destroyed', intended_status: 'destroyed' }],
+      });
       assert.equal(await h.provider.findByLabel(label), null);
       const p = h.newProvider({ tuning: { listTtlMs: 0 } });
-      h.fake.respondNext('list', 200, { success: true, next_token: null, instances: [{ id: Number(id), label, actual_status: 'terminated' }] });
+      h.fake.respondNext('list', 200, {
+        success: true,
+        next_token: null,
+        instances: [{ id: Number(id), label, actual_status: 'terminated' }],
+      });
       assert.deepEqual(await p.listInstances(), []);
     });
   });
@@ -96,7 +118,10 @@ describe('vast plugin on live answers (recorded fake)', () => {
   describe('an instance that cannot start', () => {
     const cases: [VastStartFailure, RegExp][] = [
       ['oci-failure', /^created: Error: container failed to start: OCI runtime create failed$/],
-      ['manifest-not-found', /^created: Error response from daemon: manifest for vastai\/base-image:cuda-12\.4\.1-auto not found$/],
+      [
+        'manifest-not-found',
+        /^created: Error response from daemon: manifest for vastai\/base-image:cuda-12\.4\.1-auto not found$/,
+      ],
       ['image-pull-failure', /^loading, intended stopped: docker_build\(\) error writing dockerfile$/],
     ];
     for (const [kind, providerState] of cases) {
@@ -104,7 +129,11 @@ describe('vast plugin on live answers (recorded fake)', () => {
         h.fake.breakStarts('H100 SXM', kind);
         const { provider, lines } = logged();
         const id = await created(provider);
-        const info = await until(() => provider.get(id), (i) => i.state !== 'pending', 'a failed state');
+        const info = await until(
+          () => provider.get(id),
+          (i) => i.state !== 'pending',
+          'a failed state',
+        );
         assert.equal(info.state, 'failed');
         assert.match(info.providerState!, providerState);
         await provider.get(id);
@@ -119,7 +148,11 @@ describe('vast plugin on live answers (recorded fake)', () => {
       const { provider } = logged();
       const id = await created(provider);
       await waitForRunning(provider, id);
-      const info = await until(() => provider.get(id), (i) => i.state !== 'running', 'offline');
+      const info = await until(
+        () => provider.get(id),
+        (i) => i.state !== 'running',
+        'offline',
+      );
       assert.deepEqual([info.state, info.providerState], ['failed', 'offline']);
     });
 
@@ -144,7 +177,10 @@ describe('vast plugin on live answers (recorded fake)', () => {
   describe('money', () => {
     it('leaves out offers that bill internet traffic by default', async () => {
       const offers = await h.provider.listOffers();
-      assert.ok(offers.some((o) => o.key === '7100005'), 'the plain RTX 3090 is listed');
+      assert.ok(
+        offers.some((o) => o.key === '7100005'),
+        'the plain RTX 3090 is listed',
+      );
       assert.ok(!offers.some((o) => o.key === String(BANDWIDTH_BILLED_OFFER.id)), 'the one billing bandwidth is not');
     });
 
@@ -167,7 +203,10 @@ describe('vast plugin on live answers (recorded fake)', () => {
     });
 
     it('an instance at or under its quote is kept; without a quote nothing is compared', async () => {
-      assert.equal((await h.provider.create(h.label(), h.offer(REPRICED_OFFER.id, 135), keys.publicKey)).kind, 'created');
+      assert.equal(
+        (await h.provider.create(h.label(), h.offer(REPRICED_OFFER.id, 135), keys.publicKey)).kind,
+        'created',
+      );
       assert.equal((await h.provider.create(h.label(), h.offer(REPRICED_OFFER.id), keys.publicKey)).kind, 'created');
       assert.equal((await h.provider.create(h.label(), h.offer(h100, 210), keys.publicKey)).kind, 'created');
       assert.equal(calls('DELETE', /./).length, 0);

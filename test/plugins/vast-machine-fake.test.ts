@@ -15,23 +15,48 @@ describe('FakeVastApi machine fields', () => {
   async function call(method: string, path: string, body?: unknown) {
     const res = await fetch(`${fake.url}${path}`, {
       method,
-      headers: { Authorization: `Bearer ${fake.apiKey}`, ...(body === undefined ? {} : { 'Content-Type': 'application/json' }) },
+      headers: {
+        Authorization: `Bearer ${fake.apiKey}`,
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- wire bodies of many shapes, read field by field
     return { status: res.status, json: (await res.json()) as any };
   }
-  const create = (extra: Record<string, unknown>) => call('PUT', `/api/v0/asks/${ask}/`, { client_id: 'me', image: 'vastai/base-image:cuda-12.4', label: 'm', disk: 10, ...extra });
+  const create = (extra: Record<string, unknown>) =>
+    call('PUT', `/api/v0/asks/${ask}/`, {
+      client_id: 'me',
+      image: 'vastai/base-image:cuda-12.4',
+      label: 'm',
+      disk: 10,
+      ...extra,
+    });
   const show = async (id: number) => (await call('GET', `/api/v0/instances/${id}/`)).json.instances;
 
   it('keeps env as Vast does (pairs in extra_env), in the object form and the documented flag string', async () => {
     const a = await create({ env: { HF_TOKEN: 'hf_x', '-p 8000:8000': '1' }, onstart: 'echo hi' });
     assert.equal(a.status, 200);
     const inst = await show(a.json.new_contract);
-    assert.deepEqual([inst.extra_env, inst.onstart, inst.disk_space], [[['HF_TOKEN', 'hf_x'], ['-p 8000:8000', '1']], 'echo hi', 10]);
+    assert.deepEqual(
+      [inst.extra_env, inst.onstart, inst.disk_space],
+      [
+        [
+          ['HF_TOKEN', 'hf_x'],
+          ['-p 8000:8000', '1'],
+        ],
+        'echo hi',
+        10,
+      ],
+    );
     assert.deepEqual(fake.createBodyOf(String(a.json.new_contract))?.env, { HF_TOKEN: 'hf_x', '-p 8000:8000': '1' });
     const b = await create({ env: '-e TZ=UTC -e MODEL="Qwen/Qwen2.5 3B" -p 8081:8081 -p 8082:8082/udp' });
-    assert.deepEqual((await show(b.json.new_contract)).extra_env, [['TZ', 'UTC'], ['MODEL', 'Qwen/Qwen2.5 3B'], ['-p 8081:8081', '1'], ['-p 8082:8082/udp', '1']]);
+    assert.deepEqual((await show(b.json.new_contract)).extra_env, [
+      ['TZ', 'UTC'],
+      ['MODEL', 'Qwen/Qwen2.5 3B'],
+      ['-p 8081:8081', '1'],
+      ['-p 8082:8082/udp', '1'],
+    ]);
     assert.deepEqual(parseEnvString('-e A=b=c -h host'), { A: 'b=c' });
   });
 
@@ -56,7 +81,10 @@ describe('FakeVastApi machine fields', () => {
       [{ env: { ['K'.repeat(257)]: 'x' } }, /longer than 256 characters/],
       [{ env: Object.fromEntries(Array.from({ length: 130 }, (_, i) => [`V${i}`, 'x'.repeat(256)])) }, /over 32768/],
       [{ env: { '-p 8000': '1' } }, /is not -p N:N/],
-      [{ env: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`-p ${9000 + i}:${9000 + i}`, '1'])) }, /65 ports, at most 64/],
+      [
+        { env: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`-p ${9000 + i}:${9000 + i}`, '1'])) },
+        /65 ports, at most 64/,
+      ],
       [{ onstart: 'x'.repeat(4097) }, /onstart and args are 4097 characters, over 4096/],
       [{ onstart: 'x'.repeat(4000), args_str: 'y'.repeat(100) }, /over 4096/],
       [{ onstart: 42 }, /onstart must be a string/],
@@ -76,7 +104,8 @@ describe('FakeVastApi machine fields', () => {
   });
 
   it('runs onstart as root in the machine with the env, at every container start', async () => {
-    const onstart = 'printf "%s|%s|%s\\n" "$(id -un)" "$GREETING" "${MISSING-unset}" >> "$HOME/onstart.log"; cat "$HOME/onstart.log"';
+    const onstart =
+      'printf "%s|%s|%s\\n" "$(id -un)" "$GREETING" "${MISSING-unset}" >> "$HOME/onstart.log"; cat "$HOME/onstart.log"';
     const { json } = await create({ env: { GREETING: "hello 'world'", '-p 8000:8000': '1' }, onstart });
     const id = String(json.new_contract);
     for (;;) {

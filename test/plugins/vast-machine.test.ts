@@ -19,7 +19,12 @@ import { DEFAULT_MACHINE_SETTINGS, type MachineSettings } from '../../src/provid
 import { fixtureJson } from '../fakes/recorded.js';
 
 const DEFAULTS = { image: 'vastai/base-image:cuda-12.4.1-auto', diskGb: 32 };
-const settings = (s: Partial<MachineSettings>): MachineSettings => ({ ...DEFAULT_MACHINE_SETTINGS, env: {}, ports: [], ...s });
+const settings = (s: Partial<MachineSettings>): MachineSettings => ({
+  ...DEFAULT_MACHINE_SETTINGS,
+  env: {},
+  ports: [],
+  ...s,
+});
 const fieldsOf = (s: Partial<MachineSettings>) => {
   const f = vastMachineFields(settings(s), DEFAULTS);
   if ('kind' in f) throw new Error(f.reason);
@@ -34,12 +39,19 @@ const setupOf = (env: Record<string, string>) => {
 
 describe('vast machine settings: the create fields', () => {
   it('a rental without settings sends the plugin image and disk and nothing else', () => {
-    assert.deepEqual(fieldsOf({}), { image: DEFAULTS.image, disk: 32, sent: { image: false, disk: false, ports: false, secrets: false } });
+    assert.deepEqual(fieldsOf({}), {
+      image: DEFAULTS.image,
+      disk: 32,
+      sent: { image: false, disk: false, ports: false, secrets: false },
+    });
   });
 
   it('sends the rental image and disk as they are', () => {
     const f = fieldsOf({ image: 'pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime', diskGb: 200 });
-    assert.deepEqual([f.image, f.disk, f.env, f.onstart], ['pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime', 200, undefined, undefined]);
+    assert.deepEqual(
+      [f.image, f.disk, f.env, f.onstart],
+      ['pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime', 200, undefined, undefined],
+    );
     assert.deepEqual(f.sent, { image: true, disk: true, ports: false, secrets: false });
   });
 
@@ -59,7 +71,8 @@ describe('vast machine settings: the create fields', () => {
     assert.equal(env.LONG, undefined, 'a value over the entry limit is not sent under its name');
     assert.equal(env['-p 8000:8000'], '1');
     assert.equal(f.onstart, VAST_ONSTART);
-    for (const [k, v] of Object.entries(env)) assert.ok(k.length <= VAST_ENV_ENTRY_MAX && [...v].length <= VAST_ENV_ENTRY_MAX, k);
+    for (const [k, v] of Object.entries(env))
+      assert.ok(k.length <= VAST_ENV_ENTRY_MAX && [...v].length <= VAST_ENV_ENTRY_MAX, k);
     const setup = setupOf(env);
     assert.ok(setup.startsWith("gpr_names='HF_TOKEN EMPTY LONG'\n"), setup.slice(0, 60));
     assert.ok(setup.includes(`LONG='${long}'\nexport LONG\n`));
@@ -69,7 +82,8 @@ describe('vast machine settings: the create fields', () => {
 
   it('never cuts a character in two', () => {
     const f = fieldsOf({ env: { U: '€😀'.repeat(200) } });
-    for (const [k, v] of Object.entries(f.env!)) if (k.startsWith(VAST_SETUP_PREFIX)) assert.ok(!/^[\uDC00-\uDFFF]|[\uD800-\uDBFF]$/.test(v), k);
+    for (const [k, v] of Object.entries(f.env!))
+      if (k.startsWith(VAST_SETUP_PREFIX)) assert.ok(!/^[\uDC00-\uDFFF]|[\uD800-\uDBFF]$/.test(v), k);
     assert.ok(setupOf(f.env!).includes(`U='${'€😀'.repeat(200)}'`));
   });
 
@@ -105,7 +119,12 @@ describe('vast machine settings: offers and instances', () => {
   it('offers a custom image, a startup script, five ports and the disk the ask has free, up to the disk its price covers', () => {
     const raw = fixtureJson<VastOffer[]>('vast', 'search-offers-raw-rtx4090.json')[0];
     const mapped = mapVastOffer(raw, 32);
-    assert.deepEqual(typeof mapped === 'object' && mapped.capabilities, { customImage: true, startupScript: true, ports: 5, maxDiskGb: 32 });
+    assert.deepEqual(typeof mapped === 'object' && mapped.capabilities, {
+      customImage: true,
+      startupScript: true,
+      ports: 5,
+      maxDiskGb: 32,
+    });
     const priced = mapVastOffer(raw, 5000);
     assert.equal(typeof priced === 'object' && priced.capabilities?.maxDiskGb, 1607, 'the ask has only 1607 GB free');
     const small = mapVastOffer({ ...raw, disk_space: 7.5 }, 32);
@@ -116,13 +135,46 @@ describe('vast machine settings: offers and instances', () => {
 
   it('reports an endpoint for each requested port Vast mapped, on the public address', () => {
     // The documented list item: a mapped 8888 and 22, the create's env kept as pairs.
-    const doc = { public_ipaddr: '192.0.2.45', ports: { '8888/tcp': [{ HostIp: '0.0.0.0', HostPort: '8888' }], '22/tcp': [{ HostIp: '0.0.0.0', HostPort: '20000' }] } };
-    assert.deepEqual(vastEndpoints({ ...doc, extra_env: [['DOG', 'CAT'], ['-p 8888:8888', '1']] }), [{ port: 8888, url: 'http://192.0.2.45:8888' }]);
+    const doc = {
+      public_ipaddr: '192.0.2.45',
+      ports: {
+        '8888/tcp': [{ HostIp: '0.0.0.0', HostPort: '8888' }],
+        '22/tcp': [{ HostIp: '0.0.0.0', HostPort: '20000' }],
+      },
+    };
+    assert.deepEqual(
+      vastEndpoints({
+        ...doc,
+        extra_env: [
+          ['DOG', 'CAT'],
+          ['-p 8888:8888', '1'],
+        ],
+      }),
+      [{ port: 8888, url: 'http://192.0.2.45:8888' }],
+    );
     // The documented example's own mapping names a port no TCP port can be.
-    assert.equal(vastEndpoints({ ...doc, extra_env: [['DOG', 'CAT'], ['-p 70001:70001', '1']] }), undefined);
+    assert.equal(
+      vastEndpoints({
+        ...doc,
+        extra_env: [
+          ['DOG', 'CAT'],
+          ['-p 70001:70001', '1'],
+        ],
+      }),
+      undefined,
+    );
     // Ports the image opened itself are not the rental's; unmapped ones are not reported yet.
     assert.equal(vastEndpoints({ ...doc, extra_env: [] }), undefined);
-    assert.deepEqual(vastEndpoints({ ...doc, extra_env: [['-p 9000:9000', '1'], ['-p 8888:8888', '1']] }), [{ port: 8888, url: 'http://192.0.2.45:8888' }]);
+    assert.deepEqual(
+      vastEndpoints({
+        ...doc,
+        extra_env: [
+          ['-p 9000:9000', '1'],
+          ['-p 8888:8888', '1'],
+        ],
+      }),
+      [{ port: 8888, url: 'http://192.0.2.45:8888' }],
+    );
     assert.equal(vastEndpoints({ ...doc, public_ipaddr: null, extra_env: [['-p 8888:8888', '1']] }), undefined);
     assert.equal(vastEndpoints({ ...doc, ports: null, extra_env: [['-p 8888:8888', '1']] }), undefined);
   });
@@ -139,18 +191,32 @@ describe('vast machine settings: offers and instances', () => {
       ['rebooting', null, 'booting'],
       ['running', null, undefined],
     ];
-    for (const [actual, msg, phase] of table) assert.equal(vastStartupPhase({ actual_status: actual, status_msg: msg }), phase, `${actual} ${msg}`);
+    for (const [actual, msg, phase] of table)
+      assert.equal(vastStartupPhase({ actual_status: actual, status_msg: msg }), phase, `${actual} ${msg}`);
   });
 
   it('takes the instance variables out of Vast messages before they reach a log', () => {
-    const inst = { extra_env: [['HF_TOKEN', 'hf_secretvalue'], ['SHORT', 'abc'], ['-p 8000:8000', '1'], [`${VAST_SETUP_PREFIX}0`, "gpr_script='echo hi'"]] };
+    const inst = {
+      extra_env: [
+        ['HF_TOKEN', 'hf_secretvalue'],
+        ['SHORT', 'abc'],
+        ['-p 8000:8000', '1'],
+        [`${VAST_SETUP_PREFIX}0`, "gpr_script='echo hi'"],
+      ],
+    };
     const msg = "Error response from daemon: invalid env HF_TOKEN=hf_secretvalue near gpr_script='echo hi' abc";
-    assert.equal(withoutEnvValues(msg, inst), 'Error response from daemon: invalid env HF_TOKEN=[withheld] near [withheld] abc');
+    assert.equal(
+      withoutEnvValues(msg, inst),
+      'Error response from daemon: invalid env HF_TOKEN=[withheld] near [withheld] abc',
+    );
     assert.equal(withoutEnvValues(msg, {}), msg);
   });
 
   it('a recorded start that failed while loading is a failure, not an image pull', () => {
-    const f = fixtureJson<{ actual_status: string; intended_status: string; status_msg: string }>('vast', 'show-instance-loading-intended-stopped.json');
+    const f = fixtureJson<{ actual_status: string; intended_status: string; status_msg: string }>(
+      'vast',
+      'show-instance-loading-intended-stopped.json',
+    );
     assert.equal(readVastState(f).kind === 'known' && (readVastState(f) as { state: string }).state, 'failed');
   });
 

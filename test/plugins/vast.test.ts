@@ -10,7 +10,14 @@ import { runProviderContract, waitForRunning } from './provider-contract.js';
 
 runProviderContract('vast', async () => {
   const h = await makeVastHarness();
-  return { provider: h.provider, labelPrefix: h.labelPrefix, offer: h.offer(FAKE_VAST_OFFERS[0].id), runningTimeoutMs: 5000, unknownInstanceId: '99999999', cleanup: h.cleanup };
+  return {
+    provider: h.provider,
+    labelPrefix: h.labelPrefix,
+    offer: h.offer(FAKE_VAST_OFFERS[0].id),
+    runningTimeoutMs: 5000,
+    unknownInstanceId: '99999999',
+    cleanup: h.cleanup,
+  };
 });
 
 describe(VastProvider.name, () => {
@@ -26,7 +33,8 @@ describe(VastProvider.name, () => {
     const info = await waitForRunning(provider, instanceId);
     return { label, instanceId, info, target: { ...info.ssh, privateKey: keys.privateKey } as SshTarget };
   }
-  const callsTo = (method: string, path: RegExp) => h.fake.calls.filter((c) => c.method === method && path.test(c.path));
+  const callsTo = (method: string, path: RegExp) =>
+    h.fake.calls.filter((c) => c.method === method && path.test(c.path));
 
   beforeEach(async () => {
     h = await makeVastHarness();
@@ -60,18 +68,36 @@ describe(VastProvider.name, () => {
       }
       const byKey = new Map(offers.map((o) => [o.key, o]));
       assert.deepEqual(byKey.get('7100001'), {
-        key: '7100001', name: 'H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, cpuCores: 16, memoryGb: 125,
-        storageGb: 32, pricePerHourMinor: 210, maximumDurationSeconds: 14 * 86400, region: 'Texas, US',
+        key: '7100001',
+        name: 'H100 SXM',
+        category: 'datacenter',
+        vramGb: 80,
+        gpuCount: 1,
+        cpuCores: 16,
+        memoryGb: 125,
+        storageGb: 32,
+        pricePerHourMinor: 210,
+        maximumDurationSeconds: 14 * 86400,
+        region: 'Texas, US',
         capabilities: { customImage: true, startupScript: true, ports: 5, maxDiskGb: 32 },
       });
       assert.equal(byKey.get('7100002')?.gpuCount, 2);
       assert.equal(byKey.get('7100002')?.pricePerHourMinor, 420);
       const rtx = byKey.get('7100003')!;
-      assert.deepEqual([rtx.pricePerHourMinor, rtx.category, rtx.vramGb, rtx.cpuCores, rtx.memoryGb, rtx.region], [35, 'consumer', 24, 12, 62, 'Lisbon, PT']);
-      assert.deepEqual([byKey.get('7100004')?.name, byKey.get('7100004')?.vramGb, byKey.get('7100004')?.pricePerHourMinor], ['A100 SXM4', 80, 120]);
+      assert.deepEqual(
+        [rtx.pricePerHourMinor, rtx.category, rtx.vramGb, rtx.cpuCores, rtx.memoryGb, rtx.region],
+        [35, 'consumer', 24, 12, 62, 'Lisbon, PT'],
+      );
+      assert.deepEqual(
+        [byKey.get('7100004')?.name, byKey.get('7100004')?.vramGb, byKey.get('7100004')?.pricePerHourMinor],
+        ['A100 SXM4', 80, 120],
+      );
       const odd = byKey.get('7100005')!;
       assert.deepEqual([odd.pricePerHourMinor, odd.maximumDurationSeconds, odd.region], [36, 30 * 86400, null]);
-      assert.deepEqual(offers.map((o) => o.pricePerHourMinor), [...offers.map((o) => o.pricePerHourMinor)].sort((a, b) => a - b));
+      assert.deepEqual(
+        offers.map((o) => o.pricePerHourMinor),
+        [...offers.map((o) => o.pricePerHourMinor)].sort((a, b) => a - b),
+      );
     });
 
     it('skips malformed asks and asks too short to rent instead of failing the whole list', async () => {
@@ -82,7 +108,10 @@ describe(VastProvider.name, () => {
       ];
       h.fake.offers.push({ ...FAKE_VAST_OFFERS[3], id: 8100003, duration: 600 });
       const offers = await h.provider.listOffers();
-      assert.deepEqual(offers.map((o) => o.key), ['7100001']);
+      assert.deepEqual(
+        offers.map((o) => o.key),
+        ['7100001'],
+      );
     });
   });
 
@@ -91,7 +120,14 @@ describe(VastProvider.name, () => {
       const { label, instanceId } = await createRunning();
       const [put] = callsTo('PUT', /^\/api\/v0\/asks\/\d+\/$/);
       assert.equal(put.path, `/api/v0/asks/${h100}/`);
-      assert.deepEqual(put.body, { client_id: 'me', image: 'vastai/base-image:cuda-12.4.1-auto', disk: 32, label, runtype: 'ssh_direct', cancel_unavail: true });
+      assert.deepEqual(put.body, {
+        client_id: 'me',
+        image: 'vastai/base-image:cuda-12.4.1-auto',
+        disk: 32,
+        label,
+        runtype: 'ssh_direct',
+        cancel_unavail: true,
+      });
       const attach = callsTo('POST', /\/ssh\/$/);
       assert.equal(attach.length, 1);
       assert.equal(attach[0].path, `/api/v0/instances/${instanceId}/ssh/`);
@@ -127,7 +163,11 @@ describe(VastProvider.name, () => {
     });
 
     it('a key Vast refuses for good makes the instance read as failed, so the host destroys it', async () => {
-      h.fake.respondNext('attach', 400, { success: false, error: 'team_ssh_keys_not_supported', msg: 'team keys cannot manage ssh keys' });
+      h.fake.respondNext('attach', 400, {
+        success: false,
+        error: 'team_ssh_keys_not_supported',
+        msg: 'team keys cannot manage ssh keys',
+      });
       const res = await h.provider.create(h.label(), h.offer(h100), keys.publicKey);
       assert.equal(res.kind, 'created');
       const info = await h.provider.get((res as { instanceId: string }).instanceId);
@@ -186,7 +226,10 @@ describe(VastProvider.name, () => {
       assert.equal(res.kind, 'unavailable');
       assert.match((res as { reason: string }).reason, /410 no_such_ask/);
       assert.deepEqual(h.fake.instances(), []);
-      assert.equal((await h.provider.create(h.label(), h.offer(FAKE_VAST_OFFERS[3].id), keys.publicKey)).kind, 'created');
+      assert.equal(
+        (await h.provider.create(h.label(), h.offer(FAKE_VAST_OFFERS[3].id), keys.publicKey)).kind,
+        'created',
+      );
     });
 
     it('refuses labels Vast cannot keep and offer keys that are not ask ids, without calling Vast', async () => {
@@ -210,10 +253,16 @@ describe(VastProvider.name, () => {
       const first = await h.provider.listOffers().catch((e: ProviderApiError) => e);
       const second = await h.provider.listOffers().catch((e: ProviderApiError) => e);
       assert.ok(first instanceof ProviderApiError && second instanceof ProviderApiError);
-      assert.deepEqual([first.errorClass, first.retryAfterMs, second.errorClass, second.retryAfterMs], ['rate_limited', 20, 'rate_limited', 40]);
+      assert.deepEqual(
+        [first.errorClass, first.retryAfterMs, second.errorClass, second.retryAfterMs],
+        ['rate_limited', 20, 'rate_limited', 40],
+      );
       assert.ok((await h.provider.listOffers()).length > 0);
       h.fake.failNext('offers', '429');
-      assert.equal(((await h.provider.listOffers().catch((e: ProviderApiError) => e)) as ProviderApiError).retryAfterMs, 20);
+      assert.equal(
+        ((await h.provider.listOffers().catch((e: ProviderApiError) => e)) as ProviderApiError).retryAfterMs,
+        20,
+      );
     });
 
     it('rateLimitAll: a create is throttled with a wait and nothing is made', async () => {
@@ -228,10 +277,20 @@ describe(VastProvider.name, () => {
     it('keeps each endpoint at its minimum interval: a fake enforcing them never answers 429', async function () {
       this.timeout(20_000);
       // The fake enforces well under the plugin's spacing: arrival gaps vary with load, not the limiter.
-      const spaced = h.newProvider({ tuning: { intervalsMs: { create: 200, attach: 120, get: 120, list: 100, destroy: 150, offers: 120 }, listTtlMs: 0 } });
+      const spaced = h.newProvider({
+        tuning: {
+          intervalsMs: { create: 200, attach: 120, get: 120, list: 100, destroy: 150, offers: 120 },
+          listTtlMs: 0,
+        },
+      });
       h.fake.enforceIntervals({ create: 100, attach: 40, get: 40, list: 30, destroy: 60, offers: 40 });
       const made = await Promise.all([1, 2, 3].map(() => createRunning(spaced)));
-      await Promise.all([spaced.listOffers(), spaced.listOffers(), ...made.map((m) => spaced.get(m.instanceId)), spaced.listInstances()]);
+      await Promise.all([
+        spaced.listOffers(),
+        spaced.listOffers(),
+        ...made.map((m) => spaced.get(m.instanceId)),
+        spaced.listInstances(),
+      ]);
       await Promise.all(made.map((m) => spaced.destroy(m.instanceId)));
       assert.equal(h.fake.calls.filter((c) => c.status === 429).length, 0);
       assert.ok(h.fake.calls.length > 15);

@@ -40,7 +40,12 @@ describe('graceful shutdown of an api process', function () {
         port,
         method: 'POST',
         path: '/api/v1/signup',
-        headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Idempotency-Key': randomUUID(), Expect: '100-continue' },
+        headers: {
+          'Content-Type': 'application/json',
+          'Content-Length': Buffer.byteLength(body),
+          'Idempotency-Key': randomUUID(),
+          Expect: '100-continue',
+        },
       });
       const answered = new Promise<{ status: number; text: string }>((resolve, reject) => {
         req.on('response', (res) => {

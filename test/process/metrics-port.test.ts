@@ -12,18 +12,33 @@ describe('service process: METRICS_PORT', function () {
     const metricsPort = await freePort();
     const svc = spawnService([], { DATABASE_URL: url, PORT: String(port), METRICS_PORT: String(metricsPort) });
     try {
-      const ready = await waitFor(async () => {
-        const r = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
-        return r.status === 200 && ((await r.json()) as { data: { checks: Record<string, string> } });
-      }, 30_000, 'readyz on the metrics port');
+      const ready = await waitFor(
+        async () => {
+          const r = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
+          return r.status === 200 && ((await r.json()) as { data: { checks: Record<string, string> } });
+        },
+        30_000,
+        'readyz on the metrics port',
+      );
       assert.deepEqual(ready.data.checks, { database: 'ok', migrations: 'ok', inventory: 'ok' });
-      const text = await waitFor(async () => {
-        const t = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-        return /gpu_rental_job_runs_total\{job_name="inventory\.refresh",outcome="success"\}/.test(t) && t;
-      }, 30_000, 'a job run in the worker role');
-      assert.match(text, /gpu_rental_provider_calls_total\{provider="local",operation="listOffers",outcome="ok"\} [1-9]/);
+      const text = await waitFor(
+        async () => {
+          const t = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+          return /gpu_rental_job_runs_total\{job_name="inventory\.refresh",outcome="success"\}/.test(t) && t;
+        },
+        30_000,
+        'a job run in the worker role',
+      );
+      assert.match(
+        text,
+        /gpu_rental_provider_calls_total\{provider="local",operation="listOffers",outcome="ok"\} [1-9]/,
+      );
       assert.match(text, /^gpu_rental_process_cpu_seconds_total /m);
-      assert.equal((await fetch(`http://127.0.0.1:${port}/metrics`)).status, 404, 'not on the public port without METRICS_TOKEN');
+      assert.equal(
+        (await fetch(`http://127.0.0.1:${port}/metrics`)).status,
+        404,
+        'not on the public port without METRICS_TOKEN',
+      );
       assert.equal((await fetch(`http://127.0.0.1:${port}/readyz`)).status, 200);
       svc.child.kill('SIGTERM');
       assert.equal(await svc.exited, 0, svc.stderr());
@@ -35,7 +50,11 @@ describe('service process: METRICS_PORT', function () {
 
   it('refuses to start when METRICS_PORT is the public port, with one line', async () => {
     const port = await freePort();
-    const svc = spawnService([], { DATABASE_URL: childDatabaseUrl('metrics'), PORT: String(port), METRICS_PORT: String(port) });
+    const svc = spawnService([], {
+      DATABASE_URL: childDatabaseUrl('metrics'),
+      PORT: String(port),
+      METRICS_PORT: String(port),
+    });
     assert.equal(await svc.exited, 1);
     assert.equal(svc.stderr().trim(), `Configuration error: METRICS_PORT must differ from PORT (${port})`);
   });

@@ -14,7 +14,10 @@ function tree(sourceAt: number, stampAt?: number): string {
   mkdirSync(join(root, 'src', 'generated'), { recursive: true });
   mkdirSync(join(root, 'dist', 'src'), { recursive: true });
   writeFileSync(join(root, 'src', 'main.ts'), '');
-  writeFileSync(join(root, 'dist', 'src', 'main.js'), "console.log('service main ran', process.argv.slice(2).join(' '));\n");
+  writeFileSync(
+    join(root, 'dist', 'src', 'main.js'),
+    "console.log('service main ran', process.argv.slice(2).join(' '));\n",
+  );
   utimesSync(join(root, 'src', 'main.ts'), sourceAt, sourceAt);
   // Build outputs under src/generated never count as sources.
   writeFileSync(join(root, 'src', 'generated', 'routes.ts'), '');
@@ -43,15 +46,25 @@ describe('npm start', () => {
   it('a bad variable or role: only the configuration error line, exit 1, before any build or release step and without a stack trace', () => {
     for (const [env, args, line] of [
       [{ PORT: 'abc' }, [], 'Configuration error: PORT must be a whole number, got "abc"'],
-      [{}, ['--role', 'nope'], 'Configuration error: --role must be one of api, worker, bot (comma-separated), got "nope"'],
+      [
+        {},
+        ['--role', 'nope'],
+        'Configuration error: --role must be one of api, worker, bot (comma-separated), got "nope"',
+      ],
     ] as const) {
       // A stale build, so `npm start` would build first; stand-ins record whether it did.
       const root = tree(2_000_000, 1_000_000);
       mkdirSync(join(root, 'node_modules', '.bin'), { recursive: true });
       for (const tool of ['tsoa', 'tsc']) {
-        writeFileSync(join(root, 'node_modules', '.bin', tool), `#!/bin/sh\necho "${tool} $*" >> calls.txt\n`, { mode: 0o755 });
+        writeFileSync(join(root, 'node_modules', '.bin', tool), `#!/bin/sh\necho "${tool} $*" >> calls.txt\n`, {
+          mode: 0o755,
+        });
       }
-      const r = spawnSync(process.execPath, [START, ...args], { cwd: root, encoding: 'utf8', env: { ...process.env, ...env, RELEASES_DIR: join(root, 'releases') } });
+      const r = spawnSync(process.execPath, [START, ...args], {
+        cwd: root,
+        encoding: 'utf8',
+        env: { ...process.env, ...env, RELEASES_DIR: join(root, 'releases') },
+      });
       assert.equal(r.status, 1, r.stderr);
       assert.equal(r.stderr, `${line}\n`);
       assert.equal(r.stdout, '');
@@ -65,7 +78,9 @@ describe('npm start', () => {
     // Stand-ins for the two compilers: they record their arguments, so the run is quick.
     mkdirSync(join(root, 'node_modules', '.bin'), { recursive: true });
     for (const tool of ['tsoa', 'tsc']) {
-      writeFileSync(join(root, 'node_modules', '.bin', tool), `#!/bin/sh\necho "${tool} $*" >> calls.txt\n`, { mode: 0o755 });
+      writeFileSync(join(root, 'node_modules', '.bin', tool), `#!/bin/sh\necho "${tool} $*" >> calls.txt\n`, {
+        mode: 0o755,
+      });
     }
     const r = spawnSync(process.execPath, [resolve('scripts/build.mjs')], { cwd: root, encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
@@ -88,17 +103,26 @@ describe('npm start', () => {
         "import { existsSync } from 'node:fs';",
         "console.log('release there:', existsSync(process.env.RELEASES_DIR + '/latest.json'));",
         'const write = process.stdout.write.bind(process.stdout);',
-        "const guard = setTimeout(() => process.exit(3), 60000);",
+        'const guard = setTimeout(() => process.exit(3), 60000);',
         "process.stdout.write = (chunk, ...rest) => { const r = write(chunk, ...rest); if (String(chunk).includes('client releases')) { clearTimeout(guard); } return r; };",
         '',
       ].join('\n'),
     );
     const releases = join(root, 'releases');
-    const r = spawnSync(process.execPath, [START], { cwd: root, encoding: 'utf8', env: { ...process.env, RELEASES_DIR: releases } });
+    const r = spawnSync(process.execPath, [START], {
+      cwd: root,
+      encoding: 'utf8',
+      env: { ...process.env, RELEASES_DIR: releases },
+    });
     assert.equal(r.status, 0, r.stderr);
     const lines = r.stdout.trim().split('\n');
-    const logged = lines.filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: string; msg: string; releasesDir: string });
-    assert.equal(lines.find((l) => !l.startsWith('{')), 'release there: false');
+    const logged = lines
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { level: string; msg: string; releasesDir: string });
+    assert.equal(
+      lines.find((l) => !l.startsWith('{')),
+      'release there: false',
+    );
     assert.deepEqual(
       logged.map((l) => [l.level, l.msg, l.releasesDir]),
       [
@@ -109,10 +133,13 @@ describe('npm start', () => {
     );
   });
 
-  it('a release counts as built when its latest.json names the clients\' version and every file it lists is there', () => {
+  it("a release counts as built when its latest.json names the clients' version and every file it lists is there", () => {
     const dir = mkdtempSync(join(tmpdir(), 'gpu-rental-releases-'));
     assert.equal(releaseIsBuilt(dir, '1.0.0'), false, 'no manifest');
-    writeFileSync(join(dir, 'latest.json'), JSON.stringify({ version: '1.0.0', artifacts: { cli: { file: 'cli-1.0.0.tgz' } } }));
+    writeFileSync(
+      join(dir, 'latest.json'),
+      JSON.stringify({ version: '1.0.0', artifacts: { cli: { file: 'cli-1.0.0.tgz' } } }),
+    );
     assert.equal(releaseIsBuilt(dir, '1.0.0'), false, 'a listed file is missing');
     writeFileSync(join(dir, 'cli-1.0.0.tgz'), '');
     assert.equal(releaseIsBuilt(dir, '1.0.0'), true);

@@ -7,7 +7,9 @@ import { freePort, spawnService, waitFor, type Spawned } from '../helpers/proces
 
 /** An address of this machine other than loopback, where a 127.0.0.1 bind must not answer. */
 function outsideAddress(): string {
-  const a = Object.values(networkInterfaces()).flat().find((i) => i && i.family === 'IPv4' && !i.internal);
+  const a = Object.values(networkInterfaces())
+    .flat()
+    .find((i) => i && i.family === 'IPv4' && !i.internal);
   assert.ok(a, 'this machine has a non-loopback IPv4 address');
   return a.address;
 }
@@ -35,15 +37,35 @@ describe('service start-up', function () {
     const port = await freePort();
     const svc = spawnService([], { DATABASE_URL: url, PORT: String(port), LOG_LEVEL: 'info' });
     try {
-      await waitFor(async () => messages(svc).some((m) => m.startsWith('inventory loaded')), 30_000, 'inventory loaded');
+      await waitFor(
+        async () => messages(svc).some((m) => m.startsWith('inventory loaded')),
+        30_000,
+        'inventory loaded',
+      );
       const log = messages(svc);
       assert.ok(log.includes(`database ${name} created at mysql://root@127.0.0.1:3306/${name}`), log.join('\n'));
-      assert.ok(log.some((m) => /^migrations applied: Initial\d+, /.test(m)), log.join('\n'));
+      assert.ok(
+        log.some((m) => /^migrations applied: Initial\d+, /.test(m)),
+        log.join('\n'),
+      );
       assert.ok(log.includes('providers loaded: local'));
-      assert.ok(log.some((m) => /^inventory loaded: local 1[0-9] offers$/.test(m)), log.join('\n'));
-      assert.ok(log.some((m) => m.startsWith(`GPU rental service listening on 127.0.0.1:${port}`) && m.endsWith(`try: curl http://127.0.0.1:${port}/api/v1/gpus`)), log.join('\n'));
+      assert.ok(
+        log.some((m) => /^inventory loaded: local 1[0-9] offers$/.test(m)),
+        log.join('\n'),
+      );
+      assert.ok(
+        log.some(
+          (m) =>
+            m.startsWith(`GPU rental service listening on 127.0.0.1:${port}`) &&
+            m.endsWith(`try: curl http://127.0.0.1:${port}/api/v1/gpus`),
+        ),
+        log.join('\n'),
+      );
       assert.equal((await fetch(`http://127.0.0.1:${port}/api/v1/gpus`)).status, 200);
-      await assert.rejects(fetch(`http://${outsideAddress()}:${port}/healthz`), 'not reachable from outside the machine');
+      await assert.rejects(
+        fetch(`http://${outsideAddress()}:${port}/healthz`),
+        'not reachable from outside the machine',
+      );
     } finally {
       await stop(svc);
     }
@@ -53,11 +75,21 @@ describe('service start-up', function () {
     const port = await freePort();
     const svc = spawnService([], { DATABASE_URL: url, PORT: String(port), HOST: '0.0.0.0', LOG_LEVEL: 'info' });
     try {
-      await waitFor(async () => (await fetch(`http://${outsideAddress()}:${port}/healthz`)).status === 200, 30_000, 'healthz from outside');
+      await waitFor(
+        async () => (await fetch(`http://${outsideAddress()}:${port}/healthz`)).status === 200,
+        30_000,
+        'healthz from outside',
+      );
       const log = messages(svc);
       assert.ok(log.includes(`database ${name} found at mysql://root@127.0.0.1:3306/${name}`), log.join('\n'));
       assert.ok(log.includes('migrations: none pending'));
-      assert.ok(log.some((m) => m.startsWith(`GPU rental service listening on 0.0.0.0:${port}`) && m.endsWith(`try: curl http://127.0.0.1:${port}/api/v1/gpus`)));
+      assert.ok(
+        log.some(
+          (m) =>
+            m.startsWith(`GPU rental service listening on 0.0.0.0:${port}`) &&
+            m.endsWith(`try: curl http://127.0.0.1:${port}/api/v1/gpus`),
+        ),
+      );
     } finally {
       await stop(svc);
     }

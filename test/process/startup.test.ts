@@ -38,16 +38,24 @@ describe('service process', function () {
     assert.equal(await databaseExists(name), false);
     const svc = spawnService([], { DATABASE_URL: url, PORT: String(port) });
     try {
-      const health = await waitFor(async () => {
-        const r = await fetch(`http://127.0.0.1:${port}/healthz`);
-        return r.status === 200 && r.json();
-      }, 30_000, 'healthz');
+      const health = await waitFor(
+        async () => {
+          const r = await fetch(`http://127.0.0.1:${port}/healthz`);
+          return r.status === 200 && r.json();
+        },
+        30_000,
+        'healthz',
+      );
       assert.equal((health as { data: { status: string } }).data.status, 'ok');
       assert.equal(await databaseExists(name), true);
-      const offers = await waitFor(async () => {
-        const r = (await (await fetch(`http://127.0.0.1:${port}/api/v1/offers`)).json()) as { data: unknown[] };
-        return r.data.length >= 12 && r.data;
-      }, 15_000, 'offers');
+      const offers = await waitFor(
+        async () => {
+          const r = (await (await fetch(`http://127.0.0.1:${port}/api/v1/offers`)).json()) as { data: unknown[] };
+          return r.data.length >= 12 && r.data;
+        },
+        15_000,
+        'offers',
+      );
       assert.ok(offers.length >= 12);
       svc.child.kill('SIGTERM');
       assert.equal(await svc.exited, 0, svc.stderr());
@@ -63,14 +71,22 @@ describe('service process', function () {
     const api = spawnService(['--role', 'api'], { DATABASE_URL: url, PORT: String(port) });
     let worker: ReturnType<typeof spawnService> | undefined;
     try {
-      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, 30_000, 'api healthz');
+      await waitFor(
+        async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200,
+        30_000,
+        'api healthz',
+      );
       const before = (await (await fetch(`http://127.0.0.1:${port}/api/v1/offers`)).json()) as { data: unknown[] };
       assert.deepEqual(before.data, [], 'the api role does not refresh inventory itself');
       worker = spawnService(['--role=worker'], { DATABASE_URL: url, PORT: String(port) });
-      const after = await waitFor(async () => {
-        const r = (await (await fetch(`http://127.0.0.1:${port}/api/v1/offers`)).json()) as { data: unknown[] };
-        return r.data.length > 0 && r.data;
-      }, 30_000, 'offers from the worker');
+      const after = await waitFor(
+        async () => {
+          const r = (await (await fetch(`http://127.0.0.1:${port}/api/v1/offers`)).json()) as { data: unknown[] };
+          return r.data.length > 0 && r.data;
+        },
+        30_000,
+        'offers from the worker',
+      );
       assert.ok(after.length >= 12);
     } finally {
       api.child.kill('SIGTERM');
@@ -89,7 +105,10 @@ describe('service process', function () {
       await Promise.all(sources.map((s) => s.initialize()));
       await Promise.all(sources.map((s) => migrate(s)));
       const rows: { name: string }[] = await sources[0].query('SELECT name FROM migrations ORDER BY id');
-      assert.deepEqual(rows.map((r) => r.name), migrations.map((m) => m.name));
+      assert.deepEqual(
+        rows.map((r) => r.name),
+        migrations.map((m) => m.name),
+      );
       assert.equal(await sources[1].showMigrations(), false);
     } finally {
       await Promise.all(sources.map((s) => s.destroy()));

@@ -10,7 +10,11 @@ const FIXTURES = ['test/process/fixtures/run-cleanup-required.ts', 'test/process
 /** Databases on the shared server whose names start with `prefix`. */
 async function databasesStartingWith(url: string): Promise<string[]> {
   const u = new URL(url);
-  const conn = await mysql.createConnection({ host: u.hostname, port: Number(u.port || 3306), user: decodeURIComponent(u.username) });
+  const conn = await mysql.createConnection({
+    host: u.hostname,
+    port: Number(u.port || 3306),
+    user: decodeURIComponent(u.username),
+  });
   try {
     const name = u.pathname.slice(1);
     const [rows] = await conn.query('SHOW DATABASES LIKE ?', [`${name.replace(/[\\_%]/g, (c) => `\\${c}`)}%`]);
@@ -52,7 +56,7 @@ describe('npm test cleans up after itself', function () {
     assert.equal(existsSync(required[2]), false, 'the directory registered with atRunEnd is gone');
   });
 
-  it('in a parallel run, drops every worker\'s database and its children once all are done, and runs each file\'s clean-ups', async () => {
+  it("in a parallel run, drops every worker's database and its children once all are done, and runs each file's clean-ups", async () => {
     const r = await mocha(['--parallel', '--jobs', '2', ...FIXTURES]);
     assert.equal(r.code, 0, `${r.stdout}\n${r.stderr}`);
     const required = /^required: (\S+) (\S+)$/m.exec(r.stdout);

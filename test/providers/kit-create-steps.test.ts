@@ -14,15 +14,24 @@ describe('kit: create steps', () => {
   it('gives one verdict for a failed label lookup', () => {
     const kind = (err: unknown) => labelLookupFailure('gpr-1', err).kind;
     assert.equal(kind(new ProviderApiError('rate_limited', 'GET /list: 429', 429, 3000)), 'throttled');
-    assert.equal((labelLookupFailure('gpr-1', new ProviderApiError('rate_limited', 'm', 429, 3000)) as { retryAfterMs: number }).retryAfterMs, 3000);
+    assert.equal(
+      (labelLookupFailure('gpr-1', new ProviderApiError('rate_limited', 'm', 429, 3000)) as { retryAfterMs: number })
+        .retryAfterMs,
+      3000,
+    );
     assert.equal(kind(new ProviderApiError('auth', 'GET /list: 401', 401)), 'rejected');
     assert.equal(kind(new ProviderApiError('request', 'GET /list: 400', 400)), 'rejected');
     // The class travels with the verdict, so /api/v1/providers blames the key only when the key was refused.
     assert.deepEqual(
-      ['auth', 'request'].map((c) => (labelLookupFailure('gpr-1', new ProviderApiError(c as 'auth', 'm', 400)) as { errorClass?: string }).errorClass),
+      ['auth', 'request'].map(
+        (c) =>
+          (labelLookupFailure('gpr-1', new ProviderApiError(c as 'auth', 'm', 400)) as { errorClass?: string })
+            .errorClass,
+      ),
       ['auth', 'request'],
     );
-    for (const cls of ['unavailable', 'timeout', 'bad_response'] as const) assert.equal(kind(new ProviderApiError(cls, 'm')), 'ambiguous', cls);
+    for (const cls of ['unavailable', 'timeout', 'bad_response'] as const)
+      assert.equal(kind(new ProviderApiError(cls, 'm')), 'ambiguous', cls);
     assert.equal(kind(new Error('a bug')), 'ambiguous');
     assert.match(labelLookupFailure('gpr-1', new Error('boom')).reason, /labelled gpr-1: boom/);
   });
@@ -34,7 +43,11 @@ describe('kit: create steps', () => {
       { id: 'b', label: 'L', at: 2 },
       { id: 'd', label: 'M', at: 0 },
     ];
-    const spec = { labelOf: (i: Item) => i.label, live: (i: Item) => !i.dead, older: (x: Item, y: Item) => x.at - y.at };
+    const spec = {
+      labelOf: (i: Item) => i.label,
+      live: (i: Item) => !i.dead,
+      older: (x: Item, y: Item) => x.at - y.at,
+    };
     assert.equal(pickByLabel(items, 'L', spec)?.id, 'b');
     assert.equal(pickByLabel(items, 'N', spec), null);
   });
@@ -81,7 +94,12 @@ describe('kit: create steps', () => {
 
   it('a create without an answer is ambiguous; a created one is not settled', async () => {
     const settled: CreateResult[] = [];
-    const base = { label: 'L', lookup: async () => null, adopt: () => ({ kind: 'created', instanceId: 'x' }) as CreateResult, settle: (r: CreateResult) => void settled.push(r) };
+    const base = {
+      label: 'L',
+      lookup: async () => null,
+      adopt: () => ({ kind: 'created', instanceId: 'x' }) as CreateResult,
+      settle: (r: CreateResult) => void settled.push(r),
+    };
     const lost = await createWithLabel({
       ...base,
       send: async () => {

@@ -5,10 +5,20 @@ import { createVerdictOf, matchErrorRule, readErrorOf, type ErrorRule } from '..
 const TABLE: readonly ErrorRule[] = [
   { match: { status: 400 }, create: 'rejected', read: 'request', note: 'any other bad request' },
   { match: { status: '5xx' }, create: 'ambiguous', read: 'unavailable', note: 'server error' },
-  { match: { codes: ['offer_gone'] }, create: 'unavailable', read: 'request', note: 'the offer is gone, whatever the status' },
+  {
+    match: { codes: ['offer_gone'] },
+    create: 'unavailable',
+    read: 'request',
+    note: 'the offer is gone, whatever the status',
+  },
   { match: { status: 404, codes: ['not_found'] }, create: 'unavailable', read: 'gone', note: 'the object is gone' },
   { match: { codes: ['upstream/*'] }, create: 'ambiguous', read: 'unavailable', note: 'a family of transient codes' },
-  { match: { status: 400, text: /no capacity/i }, create: 'unavailable', read: 'unavailable', note: 'capacity, told in text only' },
+  {
+    match: { status: 400, text: /no capacity/i },
+    create: 'unavailable',
+    read: 'unavailable',
+    note: 'capacity, told in text only',
+  },
   { match: { status: [401, 403] }, create: 'rejected', read: 'auth', note: 'credentials' },
   { match: { status: 429 }, create: 'throttled', read: 'rate_limited', note: 'rate limit' },
   { match: {}, create: 'ambiguous', read: 'bad_response', note: 'anything else' },
@@ -49,9 +59,20 @@ describe('kit: error table matcher', () => {
 
   it('turns a rule into a create outcome and a read error', () => {
     const throttle = matchErrorRule(TABLE, { status: 429 });
-    assert.deepEqual(createVerdictOf(throttle, 'slow down', 7000), { kind: 'throttled', reason: 'slow down', retryAfterMs: 7000 });
-    assert.deepEqual(createVerdictOf(throttle, 'slow down'), { kind: 'throttled', reason: 'slow down', retryAfterMs: 1000 });
-    assert.deepEqual(createVerdictOf(matchErrorRule(TABLE, { status: 400, code: 'offer_gone' }), 'gone'), { kind: 'unavailable', reason: 'gone' });
+    assert.deepEqual(createVerdictOf(throttle, 'slow down', 7000), {
+      kind: 'throttled',
+      reason: 'slow down',
+      retryAfterMs: 7000,
+    });
+    assert.deepEqual(createVerdictOf(throttle, 'slow down'), {
+      kind: 'throttled',
+      reason: 'slow down',
+      retryAfterMs: 1000,
+    });
+    assert.deepEqual(createVerdictOf(matchErrorRule(TABLE, { status: 400, code: 'offer_gone' }), 'gone'), {
+      kind: 'unavailable',
+      reason: 'gone',
+    });
     const err = readErrorOf(matchErrorRule(TABLE, { status: 401 }), 'acme GET /x: 401', 401);
     assert.deepEqual([err.errorClass, err.message, err.status], ['auth', 'acme GET /x: 401', 401]);
     // A gone the caller did not expect (a list, a catalog read) is a request error.

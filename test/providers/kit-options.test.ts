@@ -19,9 +19,33 @@ const parse = (raw: Record<string, string>) => parseOptions(DECL, raw);
 describe('kit: option parser', () => {
   it('applies defaults and types every value', () => {
     const o = parse({ API_KEY: ' k1 ' });
-    assert.deepEqual(o, { API_KEY: 'k1', API_URL: 'https://api.acme.test', IMAGE: 'acme/base:1', DISK_GB: 32, CLOUD: 'SECURE', REGIONS: null, ALLOW: false });
-    const all = parse({ API_KEY: 'k', API_URL: 'http://127.0.0.1:9/', IMAGE: 'x:2', DISK_GB: '64', CLOUD: 'community', REGIONS: 'us-1, eu-2', ALLOW: 'yes' });
-    assert.deepEqual(all, { API_KEY: 'k', API_URL: 'http://127.0.0.1:9', IMAGE: 'x:2', DISK_GB: 64, CLOUD: 'COMMUNITY', REGIONS: ['us-1', 'eu-2'], ALLOW: true });
+    assert.deepEqual(o, {
+      API_KEY: 'k1',
+      API_URL: 'https://api.acme.test',
+      IMAGE: 'acme/base:1',
+      DISK_GB: 32,
+      CLOUD: 'SECURE',
+      REGIONS: null,
+      ALLOW: false,
+    });
+    const all = parse({
+      API_KEY: 'k',
+      API_URL: 'http://127.0.0.1:9/',
+      IMAGE: 'x:2',
+      DISK_GB: '64',
+      CLOUD: 'community',
+      REGIONS: 'us-1, eu-2',
+      ALLOW: 'yes',
+    });
+    assert.deepEqual(all, {
+      API_KEY: 'k',
+      API_URL: 'http://127.0.0.1:9',
+      IMAGE: 'x:2',
+      DISK_GB: 64,
+      CLOUD: 'COMMUNITY',
+      REGIONS: ['us-1', 'eu-2'],
+      ALLOW: true,
+    });
   });
 
   it('refuses an unknown name, listing every known variable', () => {
@@ -36,29 +60,47 @@ describe('kit: option parser', () => {
   const bad: [Record<string, string>, RegExp][] = [
     [{}, /^ACME_PROVIDER_API_KEY is required \(from the ACME console\)$/],
     [{ API_KEY: '   ' }, /^ACME_PROVIDER_API_KEY is required/],
-    [{ API_KEY: 'k', API_URL: 'api.acme.test' }, /^ACME_PROVIDER_API_URL must be an http\(s\) origin such as https:\/\/api.acme.test, got "api.acme.test"$/],
-    [{ API_KEY: 'k', API_URL: 'https://api.acme.test/v1' }, /^ACME_PROVIDER_API_URL must be an http\(s\) origin without a path .*appends \/v1\/\.\.\./],
-    [{ API_KEY: 'k', API_URL: 'ftp://api.acme.test' }, /^ACME_PROVIDER_API_URL must be an http\(s\) origin without a path/],
+    [
+      { API_KEY: 'k', API_URL: 'api.acme.test' },
+      /^ACME_PROVIDER_API_URL must be an http\(s\) origin such as https:\/\/api.acme.test, got "api.acme.test"$/,
+    ],
+    [
+      { API_KEY: 'k', API_URL: 'https://api.acme.test/v1' },
+      /^ACME_PROVIDER_API_URL must be an http\(s\) origin without a path .*appends \/v1\/\.\.\./,
+    ],
+    [
+      { API_KEY: 'k', API_URL: 'ftp://api.acme.test' },
+      /^ACME_PROVIDER_API_URL must be an http\(s\) origin without a path/,
+    ],
     [{ API_KEY: 'k', IMAGE: 'a b' }, /^ACME_PROVIDER_IMAGE must be a single token without spaces, got "a b"$/],
     [{ API_KEY: 'k', IMAGE: 'x'.repeat(21) }, /^ACME_PROVIDER_IMAGE must be at most 20 characters$/],
     [{ API_KEY: 'k', DISK_GB: '4' }, /^ACME_PROVIDER_DISK_GB must be a whole number from 8 to 1000, got "4"$/],
     [{ API_KEY: 'k', DISK_GB: '32.5' }, /^ACME_PROVIDER_DISK_GB must be a whole number/],
     [{ API_KEY: 'k', DISK_GB: '1e2' }, /^ACME_PROVIDER_DISK_GB must be a whole number/],
     [{ API_KEY: 'k', CLOUD: 'moon' }, /^ACME_PROVIDER_CLOUD must be SECURE or COMMUNITY, got "moon"$/],
-    [{ API_KEY: 'k', REGIONS: 'Virginia' }, /^ACME_PROVIDER_REGIONS must be a comma-separated list of region codes such as us-1/],
+    [
+      { API_KEY: 'k', REGIONS: 'Virginia' },
+      /^ACME_PROVIDER_REGIONS must be a comma-separated list of region codes such as us-1/,
+    ],
     [{ API_KEY: 'k', REGIONS: '' }, /^ACME_PROVIDER_REGIONS/],
     [{ API_KEY: 'k', ALLOW: 'maybe' }, /^ACME_PROVIDER_ALLOW must be true or false, got "maybe"$/],
   ];
   for (const [raw, message] of bad) {
     it(`refuses ${JSON.stringify(raw)} naming the variable`, () => {
-      assert.throws(() => parse(raw), (e: Error) => message.test(e.message));
+      assert.throws(
+        () => parse(raw),
+        (e: Error) => message.test(e.message),
+      );
     });
   }
 
   it('never echoes a secret value', () => {
     assert.throws(
       () => parse({ API_KEY: 'sk-live secret' }),
-      (e: Error) => /^ACME_PROVIDER_API_KEY must be a single token/.test(e.message) && !e.message.includes('secret') && !e.message.includes('sk-live'),
+      (e: Error) =>
+        /^ACME_PROVIDER_API_KEY must be a single token/.test(e.message) &&
+        !e.message.includes('secret') &&
+        !e.message.includes('sk-live'),
     );
   });
 

@@ -40,13 +40,19 @@ describe('kit: paging', () => {
 
   it('a cursor that repeats is a malformed listing, not the end of it', async () => {
     const p = pages({ '': { items: [1], next: 'a' }, a: { items: [2], next: 'a' } });
-    await assert.rejects(listAllPages({ what: 'acme GET /things', fetchPage: p.fetchPage }), (e: Error) => isClass('bad_response')(e) && /does not advance/.test(e.message));
+    await assert.rejects(
+      listAllPages({ what: 'acme GET /things', fetchPage: p.fetchPage }),
+      (e: Error) => isClass('bad_response')(e) && /does not advance/.test(e.message),
+    );
   });
 
   it('stops at the page cap with an error', async () => {
     let n = 0;
     const fetchPage = async () => ({ items: [n], next: `c${++n}` });
-    await assert.rejects(listAllPages({ what: 'acme GET /things', fetchPage, maxPages: 5 }), (e: Error) => isClass('bad_response')(e) && /more than 5 pages/.test(e.message));
+    await assert.rejects(
+      listAllPages({ what: 'acme GET /things', fetchPage, maxPages: 5 }),
+      (e: Error) => isClass('bad_response')(e) && /more than 5 pages/.test(e.message),
+    );
     assert.equal(n, 5);
   });
 

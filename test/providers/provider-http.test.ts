@@ -7,7 +7,13 @@ import { createLogger } from '../../src/logger.js';
 import { readError } from '../../plugins/vast/errors.js';
 import { PRODUCT_USER_AGENT } from '../../src/providers/kit/user-agent.js';
 import { customerPriceMinor, usdToCentsCeil } from '../../src/providers/pricing.js';
-import { ProviderApiError, ProviderHttpClient, SharedRead, errorClassOf, parseRetryAfter } from '../../src/providers/provider-http.js';
+import {
+  ProviderApiError,
+  ProviderHttpClient,
+  SharedRead,
+  errorClassOf,
+  parseRetryAfter,
+} from '../../src/providers/provider-http.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
 
@@ -46,8 +52,17 @@ describe('ProviderHttpClient', () => {
       res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"no_such_ask"}');
     });
     server = s.server;
-    const sut = new ProviderHttpClient({ providerId: 't', baseUrl: `${s.url}/`, apiKey: 'k-123', logger: createLogger('silent'), limits: {} });
-    const res = await sut.request('create', 'PUT', '/api/v0/asks/7/', { body: { label: 'x' }, query: { owner: 'me', skip: undefined } });
+    const sut = new ProviderHttpClient({
+      providerId: 't',
+      baseUrl: `${s.url}/`,
+      apiKey: 'k-123',
+      logger: createLogger('silent'),
+      limits: {},
+    });
+    const res = await sut.request('create', 'PUT', '/api/v0/asks/7/', {
+      body: { label: 'x' },
+      query: { owner: 'me', skip: undefined },
+    });
     assert.equal(res.status, 404);
     assert.deepEqual(res.json, { error: 'no_such_ask' });
     assert.equal(seen.auth, 'Bearer k-123');
@@ -63,9 +78,18 @@ describe('ProviderHttpClient', () => {
       res.writeHead(204).end();
     });
     server = s.server;
-    const sut = new ProviderHttpClient({ providerId: 't', baseUrl: s.url, apiKey: 'k', logger: createLogger('silent'), limits: {} });
-    for (const method of ['GET', 'POST', 'PUT', 'DELETE']) await sut.request('b', method, '/x', method === 'GET' ? {} : { body: {} });
-    const version = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    const sut = new ProviderHttpClient({
+      providerId: 't',
+      baseUrl: s.url,
+      apiKey: 'k',
+      logger: createLogger('silent'),
+      limits: {},
+    });
+    for (const method of ['GET', 'POST', 'PUT', 'DELETE'])
+      await sut.request('b', method, '/x', method === 'GET' ? {} : { body: {} });
+    const version = (
+      JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+    ).version;
     assert.equal(PRODUCT_USER_AGENT, `gpu-rental/${version}`);
     assert.deepEqual(agents, Array(4).fill(`gpu-rental/${version}`));
   });
@@ -75,7 +99,10 @@ describe('ProviderHttpClient', () => {
     const s = await serve((req, res) => {
       // A proxy's debugging page, echoing what it received in three spellings.
       const auth = String(req.headers.authorization);
-      const body = { error: 'invalid_args', msg: `echo: ${auth} / ${encodeURIComponent(key)} / ${Buffer.from(key).toString('base64')}` };
+      const body = {
+        error: 'invalid_args',
+        msg: `echo: ${auth} / ${encodeURIComponent(key)} / ${Buffer.from(key).toString('base64')}`,
+      };
       res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     });
     server = s.server;
@@ -97,8 +124,20 @@ describe('ProviderHttpClient', () => {
     const s = await serve((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
     server = s.server;
     const vt = virtualTime();
-    const sut = new ProviderHttpClient({ providerId: 't', baseUrl: s.url, apiKey: 'k', logger: createLogger('silent'), limits: { get: { minIntervalMs: 2000 } }, now: vt.now, sleep: vt.sleep });
-    await Promise.all([sut.request('get', 'GET', '/a'), sut.request('get', 'GET', '/a'), sut.request('get', 'GET', '/a')]);
+    const sut = new ProviderHttpClient({
+      providerId: 't',
+      baseUrl: s.url,
+      apiKey: 'k',
+      logger: createLogger('silent'),
+      limits: { get: { minIntervalMs: 2000 } },
+      now: vt.now,
+      sleep: vt.sleep,
+    });
+    await Promise.all([
+      sut.request('get', 'GET', '/a'),
+      sut.request('get', 'GET', '/a'),
+      sut.request('get', 'GET', '/a'),
+    ]);
     assert.deepEqual(vt.slept, [2000, 2000]);
     await sut.request('other', 'GET', '/b');
     assert.deepEqual(vt.slept, [2000, 2000]);
@@ -113,7 +152,16 @@ describe('ProviderHttpClient', () => {
     });
     server = s.server;
     const vt = virtualTime();
-    const sut = new ProviderHttpClient({ providerId: 't', baseUrl: s.url, apiKey: 'k', logger: createLogger('silent'), limits: {}, backoffMs: 1000, now: vt.now, sleep: vt.sleep });
+    const sut = new ProviderHttpClient({
+      providerId: 't',
+      baseUrl: s.url,
+      apiKey: 'k',
+      logger: createLogger('silent'),
+      limits: {},
+      backoffMs: 1000,
+      now: vt.now,
+      sleep: vt.sleep,
+    });
     const first = await sut.request('list', 'GET', '/x');
     assert.equal(first.status, 429);
     assert.equal(first.json, null);
@@ -132,7 +180,14 @@ describe('ProviderHttpClient', () => {
       // never answers
     });
     server = s.server;
-    const sut = new ProviderHttpClient({ providerId: 't', baseUrl: s.url, apiKey: 'secret-key', logger: createLogger('silent'), limits: {}, timeoutMs: 150 });
+    const sut = new ProviderHttpClient({
+      providerId: 't',
+      baseUrl: s.url,
+      apiKey: 'secret-key',
+      logger: createLogger('silent'),
+      limits: {},
+      timeoutMs: 150,
+    });
     await assert.rejects(sut.request('create', 'POST', '/hang'), (err: unknown) => {
       assert.ok(err instanceof ProviderApiError);
       assert.equal(err.errorClass, 'timeout');
@@ -140,7 +195,13 @@ describe('ProviderHttpClient', () => {
       return true;
     });
     s.server.closeAllConnections();
-    const closed = new ProviderHttpClient({ providerId: 't', baseUrl: 'http://127.0.0.1:1', apiKey: 'k', logger: createLogger('silent'), limits: {} });
+    const closed = new ProviderHttpClient({
+      providerId: 't',
+      baseUrl: 'http://127.0.0.1:1',
+      apiKey: 'k',
+      logger: createLogger('silent'),
+      limits: {},
+    });
     await assert.rejects(closed.request('x', 'GET', '/'), (err: unknown) => errorClassOf(err) === 'unavailable');
     assert.equal(errorClassOf(new Error('boom')), 'internal');
   });
@@ -157,7 +218,11 @@ describe('SharedRead', () => {
   it('serves concurrent and repeated reads from one load within the TTL, and reloads after it or after invalidate', async () => {
     let t = 0;
     let loads = 0;
-    const sut = new SharedRead(async () => ++loads, 1000, () => t);
+    const sut = new SharedRead(
+      async () => ++loads,
+      1000,
+      () => t,
+    );
     assert.deepEqual(await Promise.all([sut.get(), sut.get(), sut.get()]), [1, 1, 1]);
     t = 999;
     assert.equal(await sut.get(), 1);

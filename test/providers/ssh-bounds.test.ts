@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import { CHECK_COMMAND, checkMachine } from '../../src/modules/rentals/lifecycle/machine-check.js';
 import { DestructionVerifier } from '../../src/providers/destruction-verifier.js';
 import type { InstanceInfo, Provider } from '../../src/providers/provider.js';
-import { fingerprintOfKey, hostKeyFingerprint, SshLoginError, sshExec, sshProbe, type SshTarget } from '../../src/providers/ssh-probe.js';
+import {
+  fingerprintOfKey,
+  hostKeyFingerprint,
+  SshLoginError,
+  sshExec,
+  sshProbe,
+  type SshTarget,
+} from '../../src/providers/ssh-probe.js';
 import { generateDeploymentKeyPair, loadSsh2 } from '../../src/providers/ssh-keys.js';
 import { HostileSshServer, FLOOD_BYTES, type HostileMode, type HostileOptions } from '../helpers/hostile-ssh.js';
 import { waitFor } from '../helpers/process.js';
@@ -19,7 +26,13 @@ describe('ssh bounds (a machine its renter controls)', function () {
     servers.push(s);
     return s;
   };
-  const target = (s: HostileSshServer, hostKey?: string | null): SshTarget => ({ host: '127.0.0.1', port: s.port, user: 'root', privateKey: key, hostKey });
+  const target = (s: HostileSshServer, hostKey?: string | null): SshTarget => ({
+    host: '127.0.0.1',
+    port: s.port,
+    user: 'root',
+    privateKey: key,
+    hostKey,
+  });
   afterEach(async () => {
     await Promise.all(servers.splice(0).map((s) => s.close()));
   });
@@ -70,7 +83,10 @@ describe('ssh bounds (a machine its renter controls)', function () {
   it('survives eight floods at once', async () => {
     const floods = await Promise.all(Array.from({ length: 8 }, () => start('flood')));
     const results = await Promise.all(floods.map((s) => sshExec(target(s), 'x', { maxOutputBytes: 16 * 1024 })));
-    assert.deepEqual(results.map((r) => r.cut), Array(8).fill('output_cap'));
+    assert.deepEqual(
+      results.map((r) => r.cut),
+      Array(8).fill('output_cap'),
+    );
     const sent = floods.reduce((n, s) => n + s.bytesSent, 0);
     assert.ok(sent < 8 * 16 * MiB, `the machines wrote ${sent} bytes`);
   });
@@ -88,7 +104,10 @@ describe('ssh bounds (a machine its renter controls)', function () {
   it('reads an honest answer whole, with its exit status and the host key shown', async () => {
     const s = await start('answer', { stdout: 'GPU 0: A\n' });
     const res = await sshExec(target(s), 'nvidia-smi -L');
-    assert.deepEqual({ ...res }, { stdout: 'GPU 0: A\n', stderr: '', code: 0, signal: null, cut: null, hostKey: s.hostKeyFingerprint });
+    assert.deepEqual(
+      { ...res },
+      { stdout: 'GPU 0: A\n', stderr: '', code: 0, signal: null, cut: null, hostKey: s.hostKeyFingerprint },
+    );
   });
 
   describe('host keys', () => {
@@ -143,23 +162,37 @@ describe('ssh bounds (a machine its renter controls)', function () {
       assert.deepEqual(await checkMachine(target(s), want, 2000), { kind: 'usable', hostKey: s.hostKeyFingerprint });
       assert.equal(await ran, CHECK_COMMAND);
       const pinned = fingerprintOfKey(generateDeploymentKeyPair('pinned').publicKey);
-      assert.deepEqual(await checkMachine(target(s, pinned), want, 2000), { kind: 'host_key_changed', phase: 'waiting_for_ssh', pinned, seen: s.hostKeyFingerprint });
+      assert.deepEqual(await checkMachine(target(s, pinned), want, 2000), {
+        kind: 'host_key_changed',
+        phase: 'waiting_for_ssh',
+        pinned,
+        seen: s.hostKeyFingerprint,
+      });
     });
   });
 
   describe('the destruction probe', () => {
-    const gone = { id: 'test', get: async (): Promise<InstanceInfo> => ({ instanceId: 'i', label: 'l', state: 'gone' }) } as unknown as Provider;
+    const gone = {
+      id: 'test',
+      get: async (): Promise<InstanceInfo> => ({ instanceId: 'i', label: 'l', state: 'gone' }),
+    } as unknown as Provider;
 
     it('takes another machine answering at the old address for ours being gone, and logs both keys', async () => {
       const s = await start('answer');
       const warned: Record<string, unknown>[] = [];
       const logger = { warn: (o: Record<string, unknown>) => void warned.push(o) };
       const pinned = fingerprintOfKey(generateDeploymentKeyPair('ours').publicKey);
-      const check = await new DestructionVerifier().verify(gone, 'i', target(s, pinned), { logger: logger as never, deploymentId: 'd-1' });
+      const check = await new DestructionVerifier().verify(gone, 'i', target(s, pinned), {
+        logger: logger as never,
+        deploymentId: 'd-1',
+      });
       assert.equal(check.verified, true);
       assert.equal(check.sshRefused, true);
       assert.match(check.detail, /another machine has the address/);
-      assert.deepEqual(warned.map((w) => [w.deploymentId, w.pinned, w.seen]), [['d-1', pinned, s.hostKeyFingerprint]]);
+      assert.deepEqual(
+        warned.map((w) => [w.deploymentId, w.pinned, w.seen]),
+        [['d-1', pinned, s.hostKeyFingerprint]],
+      );
     });
 
     it('does not verify while our machine still lets the key in, and a silent server costs at most the connect bound', async () => {
@@ -168,7 +201,11 @@ describe('ssh bounds (a machine its renter controls)', function () {
       assert.equal(still.verified, false);
       const silent = await start('silent');
       const t0 = Date.now();
-      const check = await new DestructionVerifier({ sshTimeoutMs: 300 }).verify(gone, 'i', target(silent, s.hostKeyFingerprint));
+      const check = await new DestructionVerifier({ sshTimeoutMs: 300 }).verify(
+        gone,
+        'i',
+        target(silent, s.hostKeyFingerprint),
+      );
       assert.equal(check.verified, true);
       assert.match(check.detail, /timeout/);
       assert.ok(Date.now() - t0 < 10_000);

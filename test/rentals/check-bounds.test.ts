@@ -21,7 +21,16 @@ import { account, offerIds, queuedJobs, rentOk, setStatus } from '../helpers/ren
 import type { SignedUp } from '../helpers/factories.js';
 
 const LOCAL: LocalInventoryOffer[] = [
-  { key: 'honest-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 100, maximumDurationSeconds: 86400, provisionSeconds: 0 },
+  {
+    key: 'honest-h100',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 100,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 0,
+  },
 ];
 const HOSTILE = ['hang-h100', 'flood-h100', 'impostor-h100', 'answer-h100', 'later-h100'];
 const USABLE = 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\n__gpr_smi_exit=0\n__gpr_started=0\n';
@@ -31,7 +40,7 @@ const USABLE = 'GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)\n__gpr_smi_exit=0\n__
  * ends within its bounds, the provisioning bound holds, one account cannot fill a worker's
  * checks, and host keys are pinned.
  */
-describe('provisioning: checks a renter\'s machine cannot hold', function () {
+describe("provisioning: checks a renter's machine cannot hold", function () {
   this.timeout(120_000);
   let ctx: TestContext;
   let cloud: HostileCloud;
@@ -49,7 +58,10 @@ describe('provisioning: checks a renter\'s machine cannot hold', function () {
         'hang-h100': { server: servers.hang },
         'flood-h100': { server: servers.flood },
         // The cloud says which key its machine has; whoever answers at the address shows another.
-        'impostor-h100': { server: servers.impostor, reportedHostKey: fingerprintOfKey(generateDeploymentKeyPair('the-real-one').publicKey) },
+        'impostor-h100': {
+          server: servers.impostor,
+          reportedHostKey: fingerprintOfKey(generateDeploymentKeyPair('the-real-one').publicKey),
+        },
         'answer-h100': { server: servers.answer },
       },
       HOSTILE,
@@ -88,33 +100,45 @@ describe('provisioning: checks a renter\'s machine cannot hold', function () {
     return deploymentId;
   }
   const dep = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
-  const order = async (id: string) => ctx.services.ds.getRepository(Order).findOneByOrFail({ id: (await dep(id)).orderId });
+  const order = async (id: string) =>
+    ctx.services.ds.getRepository(Order).findOneByOrFail({ id: (await dep(id)).orderId });
 
   /** A provisioning of its own, driven by hand (no worker), with short check bounds. */
   function provisioning(timing: Partial<LifecycleTiming> = {}, slots = new CheckSlots(), commandTimeoutMs = 500) {
     const deps = lifecycleDepsOf(ctx.services);
     const t = { ...DEFAULT_TIMING, pollMs: 50, ...timing };
     const reversal = new Reversal(deps);
-    return new Provisioning(deps, t, reversal, new CapacityWait(deps, t, reversal), new Expiring(deps), new MachineChecker(deps, t.sshTimeoutMs, slots, { commandTimeoutMs }));
+    return new Provisioning(
+      deps,
+      t,
+      reversal,
+      new CapacityWait(deps, t, reversal),
+      new Expiring(deps),
+      new MachineChecker(deps, t.sshTimeoutMs, slots, { commandTimeoutMs }),
+    );
   }
 
-  it('brings another account\'s rental to ACTIVE in its normal time while eight machines of one account hang their checks', async () => {
+  it("brings another account's rental to ACTIVE in its normal time while eight machines of one account hang their checks", async () => {
     const a = await account(ctx, { creditsMinor: 1_000_000 });
     const b = await account(ctx, { creditsMinor: 1_000_000 });
     const worker = await startTestWorker(ctx, { processEveryMs: 50 });
     try {
       for (let i = 0; i < 8; i++) await rent(a, 'hang-h100');
-      await waitFor(async () => servers.hang.running >= 2, 30_000, 'A\'s checks to hang');
+      await waitFor(async () => servers.hang.running >= 2, 30_000, "A's checks to hang");
       let most = 0;
       const honest = await rent(b, 'honest-h100');
-      await waitFor(async () => {
-        most = Math.max(most, servers.hang.running);
-        ctx.clock.advance(200);
-        return (await dep(honest)).status === 'ACTIVE';
-      }, 30_000, 'B\'s rental ACTIVE');
-      assert.equal(most, 2, 'A\'s machines held two of the worker\'s checks, never more');
+      await waitFor(
+        async () => {
+          most = Math.max(most, servers.hang.running);
+          ctx.clock.advance(200);
+          return (await dep(honest)).status === 'ACTIVE';
+        },
+        30_000,
+        "B's rental ACTIVE",
+      );
+      assert.equal(most, 2, "A's machines held two of the worker's checks, never more");
       const hung = await Promise.all((await Promise.all(mine.slice(0, 8).map(dep))).map((d) => d.status));
-      assert.deepEqual([...new Set(hung)], ['PROVISIONING'], 'A\'s rentals are not ACTIVE');
+      assert.deepEqual([...new Set(hung)], ['PROVISIONING'], "A's rentals are not ACTIVE");
     } finally {
       // The hanging machines go away (again for any check begun meanwhile) until the worker has drained.
       const dropping = setInterval(() => servers.hang.dropConnections(), 50);
@@ -142,7 +166,12 @@ describe('provisioning: checks a renter\'s machine cannot hold', function () {
     servers.hang.dropConnections();
     await Promise.all(runs);
     assert.equal(servers.hang.execs - execs, 2, 'the third check never started');
-    for (const id of ids) assert.deepEqual((await queuedJobs(ctx, id)).map((j) => j.name), ['rental.provision'], 'each looks again');
+    for (const id of ids)
+      assert.deepEqual(
+        (await queuedJobs(ctx, id)).map((j) => j.name),
+        ['rental.provision'],
+        'each looks again',
+      );
     for (const id of ids) assert.equal((await dep(id)).status, 'PROVISIONING');
   });
 
@@ -183,18 +212,22 @@ describe('provisioning: checks a renter\'s machine cannot hold', function () {
   });
 
   describe('host keys', () => {
-    it('pins the host key the local provider reports before the first login, and the rental\'s machine shows it', async () => {
+    it("pins the host key the local provider reports before the first login, and the rental's machine shows it", async () => {
       const who = await account(ctx, { creditsMinor: 1_000_000 });
       const id = await rent(who, 'honest-h100');
       const p = provisioning();
-      await waitFor(async () => {
-        ctx.clock.advance(200);
-        await p.provision(id);
-        return (await dep(id)).status === 'ACTIVE';
-      }, 30_000, 'ACTIVE');
+      await waitFor(
+        async () => {
+          ctx.clock.advance(200);
+          await p.provision(id);
+          return (await dep(id)).status === 'ACTIVE';
+        },
+        30_000,
+        'ACTIVE',
+      );
       const d = await dep(id);
       const info = await ctx.services.providers.get('local').get(d.instanceId!);
-      assert.ok(info.sshHostKey, 'the local provider reports its machine\'s host key');
+      assert.ok(info.sshHostKey, "the local provider reports its machine's host key");
       assert.equal(d.sshHostKey, info.sshHostKey);
       const c = (await ctx.api.post(`/api/v1/deployments/${id}/credentials/reveal`).set(who.auth)).body.data;
       const shown = await sshExec({ host: c.host, port: c.port, user: c.user, privateKey: c.privateKey }, 'true');
@@ -222,7 +255,10 @@ describe('provisioning: checks a renter\'s machine cannot hold', function () {
       assert.equal(servers.impostor.execs, 0, 'no command reached the other machine');
       const lines = logs.filter((l) => l.includes(id) && l.includes('another host key'));
       assert.equal(lines.length, 1, 'logged once');
-      assert.ok(lines[0].includes(servers.impostor.hostKeyFingerprint) && lines[0].includes(d.sshHostKey!), 'with both fingerprints');
+      assert.ok(
+        lines[0].includes(servers.impostor.hostKeyFingerprint) && lines[0].includes(d.sshHostKey!),
+        'with both fingerprints',
+      );
     });
   });
 });

@@ -34,7 +34,11 @@ function script(port: number | null): string {
     '#!/bin/sh',
     `# ${SCRIPT_MARK}`,
     'printf "ran with %s\\n" "${#GREETING}" > "$HOME/script-ran"',
-    ...(port === null ? [] : [`exec ${process.execPath} -e "require('http').createServer((q, r) => r.end('hello ' + process.env.GREETING.length)).listen(${port})"`]),
+    ...(port === null
+      ? []
+      : [
+          `exec ${process.execPath} -e "require('http').createServer((q, r) => r.end('hello ' + process.env.GREETING.length)).listen(${port})"`,
+        ]),
     '',
   ].join('\n');
 }
@@ -84,7 +88,8 @@ describe('machine settings on Vast.ai, RunPod and Lambda (API + worker + cloud f
     return found;
   }
 
-  const rentRaw = (who: SignedUp, body: object) => ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send(body);
+  const rentRaw = (who: SignedUp, body: object) =>
+    ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send(body);
 
   /** Rents `offerId` with `settings` and waits until the rental is ACTIVE; what every read said on the way, for the secrets check. */
   async function rentActive(who: SignedUp, offerId: string, settings: object) {
@@ -93,48 +98,75 @@ describe('machine settings on Vast.ai, RunPod and Lambda (API + worker + cloud f
     const { rentalId, deploymentId } = res.body.data as { rentalId: string; deploymentId: string };
     const reads: unknown[] = [res.body];
     let active: Record<string, unknown> = {};
-    await waitFor(async () => {
-      ctx.clock.advance(200);
-      const read = await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth);
-      reads.push(read.body);
-      active = read.body.data;
-      return active.status === 'ACTIVE' || active.status === 'FAILED';
-    }, 30_000, `rental ${rentalId} ACTIVE`);
+    await waitFor(
+      async () => {
+        ctx.clock.advance(200);
+        const read = await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth);
+        reads.push(read.body);
+        active = read.body.data;
+        return active.status === 'ACTIVE' || active.status === 'FAILED';
+      },
+      30_000,
+      `rental ${rentalId} ACTIVE`,
+    );
     assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
     return { rentalId, deploymentId, active, reads, ssh: await agent.sshTarget(who, deploymentId) };
   }
 
   /** The variable in a login shell (and, where the cloud's boot promises it, in a plain command), and the script's effect. */
   async function assertSettingsApplied(ssh: SshTarget, plainCommands: boolean) {
-    assert.equal((await sshExec(ssh, `sh -lc 'printf "%s\\n" "$GREETING"'`)).stdout, `${SECRET}\n`, 'the variable is in a login shell');
-    if (plainCommands) assert.equal((await sshExec(ssh, 'printf "%s\\n" "$GREETING"')).stdout, `${SECRET}\n`, 'the variable is in a command given to ssh');
-    assert.equal((await sshExec(ssh, 'cat "$HOME/script-ran"')).stdout, `ran with ${SECRET.length}\n`, 'the script ran with the variables before ACTIVE');
+    assert.equal(
+      (await sshExec(ssh, `sh -lc 'printf "%s\\n" "$GREETING"'`)).stdout,
+      `${SECRET}\n`,
+      'the variable is in a login shell',
+    );
+    if (plainCommands)
+      assert.equal(
+        (await sshExec(ssh, 'printf "%s\\n" "$GREETING"')).stdout,
+        `${SECRET}\n`,
+        'the variable is in a command given to ssh',
+      );
+    assert.equal(
+      (await sshExec(ssh, 'cat "$HOME/script-ran"')).stdout,
+      `ran with ${SECRET.length}\n`,
+      'the script ran with the variables before ACTIVE',
+    );
   }
 
   /** What a GET of `url` answers, once it answers 200. */
   async function answer(get: () => Promise<string | undefined>): Promise<string> {
-    return waitFor(async () => {
-      try {
-        return await get();
-      } catch {
-        return undefined;
-      }
-    }, 10_000, 'the port answers');
+    return waitFor(
+      async () => {
+        try {
+          return await get();
+        } catch {
+          return undefined;
+        }
+      },
+      10_000,
+      'the port answers',
+    );
   }
 
   /** Neither the variable's value nor the script's text is in any read, log line or row. */
   async function assertNoSecrets(who: SignedUp, deploymentId: string, reads: unknown[]) {
-    reads.push((await ctx.api.get('/api/v1/rentals').set(who.auth)).body, (await ctx.api.get(`/api/v1/deployments/${deploymentId}`).set(who.auth)).body);
+    reads.push(
+      (await ctx.api.get('/api/v1/rentals').set(who.auth)).body,
+      (await ctx.api.get(`/api/v1/deployments/${deploymentId}`).set(who.auth)).body,
+    );
     await assertSecretsNowhere(ctx, [SECRET, SCRIPT_MARK], { reads, logs });
   }
 
   it('RunPod: the image, variables, startup script and a port behind its proxy; the port served in the machine', async () => {
     const o = await offer('runpod');
-    assert.deepEqual([o.capabilities.customImage, o.capabilities.startupScript, o.capabilities.ports >= 1], [true, true, true]);
+    assert.deepEqual(
+      [o.capabilities.customImage, o.capabilities.startupScript, o.capabilities.ports >= 1],
+      [true, true, true],
+    );
     const who = await agent.fundedAgent();
     const { deploymentId, active, reads, ssh } = await rentActive(who, o.id, machine(8000, { image: IMAGE }));
     const pod = runpod.instances().find((p) => p.name.includes(deploymentId));
-    assert.ok(pod, 'the pod is RunPod\'s');
+    assert.ok(pod, "the pod is RunPod's");
     assert.equal(pod.image, IMAGE);
     assert.deepEqual(active.endpoints, [{ port: 8000, url: `https://${pod.id}-8000.proxy.runpod.net` }]);
 
@@ -149,13 +181,16 @@ describe('machine settings on Vast.ai, RunPod and Lambda (API + worker + cloud f
     await agent.terminate(who, deploymentId);
   });
 
-  it('Vast.ai: the image, variables, startup script and a port that answers at the instance\'s public address', async () => {
+  it("Vast.ai: the image, variables, startup script and a port that answers at the instance's public address", async () => {
     const o = await offer('vast');
-    assert.deepEqual([o.capabilities.customImage, o.capabilities.startupScript, o.capabilities.ports >= 1], [true, true, true]);
+    assert.deepEqual(
+      [o.capabilities.customImage, o.capabilities.startupScript, o.capabilities.ports >= 1],
+      [true, true, true],
+    );
     const who = await agent.fundedAgent();
     const { deploymentId, active, reads, ssh } = await rentActive(who, o.id, machine(8001, { image: IMAGE }));
     const inst = vast.instances().find((i) => i.label?.includes(deploymentId));
-    assert.ok(inst, 'the instance is Vast\'s');
+    assert.ok(inst, "the instance is Vast's");
     assert.equal(vast.createBodyOf(inst.id)?.image, IMAGE);
 
     // Vast's SSH commands read the variables from /etc/environment, which the fake's home-rooted
@@ -200,7 +235,10 @@ describe('machine settings on Vast.ai, RunPod and Lambda (API + worker + cloud f
       assert.equal(res.status, 422, JSON.stringify(res.body));
       assert.equal(res.body.error.code, 'VALIDATION_FAILED');
       assert.ok(res.body.error.message.includes(setting), res.body.error.message);
-      assert.ok(!JSON.stringify(res.body).includes(SECRET) && !JSON.stringify(res.body).includes(SCRIPT_MARK), 'the refusal quotes no secret');
+      assert.ok(
+        !JSON.stringify(res.body).includes(SECRET) && !JSON.stringify(res.body).includes(SCRIPT_MARK),
+        'the refusal quotes no secret',
+      );
     }
     assert.equal(lambda.launches.length, launches, 'nothing launched');
   });

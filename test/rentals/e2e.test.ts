@@ -11,12 +11,70 @@ import { offerIds } from '../helpers/rentals.js';
 import { waitFor } from '../helpers/process.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'e2e-gone', name: 'NVIDIA A100 80GB', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 150, maximumDurationSeconds: 86400, create: 'unavailable', provisionSeconds: 0 },
-  { key: 'e2e-a100', name: 'NVIDIA A100 80GB', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 200, maximumDurationSeconds: 86400, provisionSeconds: 1 },
-  { key: 'e2e-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 300, maximumDurationSeconds: 86400, provisionSeconds: 0 },
-  { key: 'e2e-l40s', name: 'NVIDIA L40S', category: 'datacenter', vramGb: 48, gpuCount: 1, pricePerHourMinor: 120, maximumDurationSeconds: 86400, create: 'ambiguous-created', provisionSeconds: 0 },
-  { key: 'e2e-4090', name: 'NVIDIA GeForce RTX 4090', category: 'consumer', vramGb: 24, gpuCount: 1, pricePerHourMinor: 60, maximumDurationSeconds: 86400, create: 'ambiguous-none', provisionSeconds: 0 },
-  { key: 'e2e-a6000', name: 'NVIDIA RTX A6000', category: 'workstation', vramGb: 48, gpuCount: 1, pricePerHourMinor: 80, maximumDurationSeconds: 86400, create: 'fail', provisionSeconds: 0 },
+  {
+    key: 'e2e-gone',
+    name: 'NVIDIA A100 80GB',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 150,
+    maximumDurationSeconds: 86400,
+    create: 'unavailable',
+    provisionSeconds: 0,
+  },
+  {
+    key: 'e2e-a100',
+    name: 'NVIDIA A100 80GB',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 200,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 1,
+  },
+  {
+    key: 'e2e-h100',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 300,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 0,
+  },
+  {
+    key: 'e2e-l40s',
+    name: 'NVIDIA L40S',
+    category: 'datacenter',
+    vramGb: 48,
+    gpuCount: 1,
+    pricePerHourMinor: 120,
+    maximumDurationSeconds: 86400,
+    create: 'ambiguous-created',
+    provisionSeconds: 0,
+  },
+  {
+    key: 'e2e-4090',
+    name: 'NVIDIA GeForce RTX 4090',
+    category: 'consumer',
+    vramGb: 24,
+    gpuCount: 1,
+    pricePerHourMinor: 60,
+    maximumDurationSeconds: 86400,
+    create: 'ambiguous-none',
+    provisionSeconds: 0,
+  },
+  {
+    key: 'e2e-a6000',
+    name: 'NVIDIA RTX A6000',
+    category: 'workstation',
+    vramGb: 48,
+    gpuCount: 1,
+    pricePerHourMinor: 80,
+    maximumDurationSeconds: 86400,
+    create: 'fail',
+    provisionSeconds: 0,
+  },
 ];
 
 /** Full wiring: the HTTP app and a real Agenda worker on the same database, the local provider behind both. */
@@ -36,7 +94,10 @@ describe('rentals end to end (API + worker + local provider)', function () {
     await ctx.close();
   });
 
-  async function fundedAgent(amountMinor: number, billingModel: 'ACCOUNT_BALANCE' | 'LEGACY_PREPAID'): Promise<SignedUp> {
+  async function fundedAgent(
+    amountMinor: number,
+    billingModel: 'ACCOUNT_BALANCE' | 'LEGACY_PREPAID',
+  ): Promise<SignedUp> {
     const who = await signup(ctx);
     await ctx.services.ds.getRepository(Account).update({ id: who.accountId }, { billingModel });
     const { topup } = await createTopup(ctx, who, amountMinor);
@@ -49,13 +110,17 @@ describe('rentals end to end (API + worker + local provider)', function () {
 
   async function until(who: SignedUp, deploymentId: string, statuses: string[], stepMs = 200) {
     let last: { status: string; [k: string]: unknown } | undefined;
-    await waitFor(async () => {
-      // The local provider boots on the injected (manual) clock; move it so provisionSeconds pass.
-      ctx.clock.advance(stepMs);
-      const res = await ctx.api.get(`/api/v1/deployments/${deploymentId}`).set(who.auth);
-      last = res.body.data;
-      return statuses.includes(res.body.data?.status);
-    }, 20_000, `deployment ${deploymentId} in ${statuses}`);
+    await waitFor(
+      async () => {
+        // The local provider boots on the injected (manual) clock; move it so provisionSeconds pass.
+        ctx.clock.advance(stepMs);
+        const res = await ctx.api.get(`/api/v1/deployments/${deploymentId}`).set(who.auth);
+        last = res.body.data;
+        return statuses.includes(res.body.data?.status);
+      },
+      20_000,
+      `deployment ${deploymentId} in ${statuses}`,
+    );
     return last!;
   }
 
@@ -98,29 +163,56 @@ describe('rentals end to end (API + worker + local provider)', function () {
 
   it('explicit offer the provider no longer has: FAILED with OFFER_NOT_FOUND and the legacy debit back', async () => {
     const who = await fundedAgent(5000, 'LEGACY_PREPAID');
-    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId: ids['e2e-gone'], budgetMinor: 500 });
+    const res = await ctx.api
+      .post('/api/v1/rentals')
+      .set(who.auth)
+      .set('Idempotency-Key', randomUUID())
+      .send({ offerId: ids['e2e-gone'], budgetMinor: 500 });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     await until(who, res.body.data.deploymentId, ['FAILED']);
-    await waitFor(async () => {
-      const r = await ctx.api.get(`/api/v1/rentals/${res.body.data.rentalId}`).set(who.auth);
-      return JSON.stringify(r.body.data).includes('SUCCEEDED');
-    }, 10_000, 'reversal');
+    await waitFor(
+      async () => {
+        const r = await ctx.api.get(`/api/v1/rentals/${res.body.data.rentalId}`).set(who.auth);
+        return JSON.stringify(r.body.data).includes('SUCCEEDED');
+      },
+      10_000,
+      'reversal',
+    );
     const r = await ctx.api.get(`/api/v1/rentals/${res.body.data.rentalId}`).set(who.auth);
     assert.match(JSON.stringify(r.body.data), /OFFER_NOT_FOUND/);
-    assert.equal((await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: who.accountId })).balanceMinor, 5000);
+    assert.equal(
+      (await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: who.accountId })).balanceMinor,
+      5000,
+    );
   });
 
   const instancesOf = async (deploymentId: string) =>
-    (await ctx.services.ds.query(`SELECT state FROM local_provider_instances WHERE label LIKE ?`, [`%${deploymentId}%`])).map((r: { state: string }) => r.state);
+    (
+      await ctx.services.ds.query(`SELECT state FROM local_provider_instances WHERE label LIKE ?`, [
+        `%${deploymentId}%`,
+      ])
+    ).map((r: { state: string }) => r.state);
   const attemptsOf = async (deploymentId: string) =>
-    (await ctx.services.ds.query(`SELECT outcome FROM deployment_attempts WHERE deployment_id = ? ORDER BY attempt`, [deploymentId])).map((r: { outcome: string }) => r.outcome);
+    (
+      await ctx.services.ds.query(`SELECT outcome FROM deployment_attempts WHERE deployment_id = ? ORDER BY attempt`, [
+        deploymentId,
+      ])
+    ).map((r: { outcome: string }) => r.outcome);
 
-  async function failedWithReversal(who: SignedUp, res: { body: { data: { rentalId: string; deploymentId: string } } }, stepMs = 200) {
+  async function failedWithReversal(
+    who: SignedUp,
+    res: { body: { data: { rentalId: string; deploymentId: string } } },
+    stepMs = 200,
+  ) {
     await until(who, res.body.data.deploymentId, ['FAILED'], stepMs);
-    const rental = await waitFor(async () => {
-      const r = await ctx.api.get(`/api/v1/rentals/${res.body.data.rentalId}`).set(who.auth);
-      return r.body.data.reversalStatus === 'SUCCEEDED' && r.body.data;
-    }, 10_000, 'reversal');
+    const rental = await waitFor(
+      async () => {
+        const r = await ctx.api.get(`/api/v1/rentals/${res.body.data.rentalId}`).set(who.auth);
+        return r.body.data.reversalStatus === 'SUCCEEDED' && r.body.data;
+      },
+      10_000,
+      'reversal',
+    );
     return rental as { failureReason: string | null; [k: string]: unknown };
   }
 
@@ -133,23 +225,41 @@ describe('rentals end to end (API + worker + local provider)', function () {
 
   it('ambiguous create with no instance: looked for by label until the bound, never re-created, FAILED with the legacy debit back', async () => {
     const who = await fundedAgent(5000, 'LEGACY_PREPAID');
-    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ gpuModel: 'RTX 4090', gpuCount: 1, maxHourlyPriceMinor: 100, budgetMinor: 500 });
+    const res = await ctx.api
+      .post('/api/v1/rentals')
+      .set(who.auth)
+      .set('Idempotency-Key', randomUUID())
+      .send({ gpuModel: 'RTX 4090', gpuCount: 1, maxHourlyPriceMinor: 100, budgetMinor: 500 });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     // The adoption bound runs on the injected clock; step it in large strides.
     await failedWithReversal(who, res, 5000);
     assert.deepEqual(await attemptsOf(res.body.data.deploymentId), ['NOT_FOUND']);
     assert.deepEqual(await instancesOf(res.body.data.deploymentId), []);
-    assert.equal((await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: who.accountId })).balanceMinor, 5000);
+    assert.equal(
+      (await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: who.accountId })).balanceMinor,
+      5000,
+    );
   });
 
   it('provider reports the instance failed: FAILED with a customer-safe reason, the instance destroyed, nothing charged', async () => {
     const who = await fundedAgent(5000, 'ACCOUNT_BALANCE');
-    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId: ids['e2e-a6000'] });
+    const res = await ctx.api
+      .post('/api/v1/rentals')
+      .set(who.auth)
+      .set('Idempotency-Key', randomUUID())
+      .send({ offerId: ids['e2e-a6000'] });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const rental = await failedWithReversal(who, res);
     assert.equal(rental.status, 'FAILED');
     assert.ok(rental.failureReason && !/stack|Error:|at \//.test(rental.failureReason), String(rental.failureReason));
-    await waitFor(async () => (await instancesOf(res.body.data.deploymentId)).join() === 'destroyed', 10_000, 'instance destroyed');
-    assert.equal((await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: who.accountId })).balanceMinor, 5000);
+    await waitFor(
+      async () => (await instancesOf(res.body.data.deploymentId)).join() === 'destroyed',
+      10_000,
+      'instance destroyed',
+    );
+    assert.equal(
+      (await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: who.accountId })).balanceMinor,
+      5000,
+    );
   });
 });

@@ -6,7 +6,11 @@ import { SecretBox } from '../../src/modules/credentials/secret-box.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
 import { Order } from '../../src/modules/rentals/order.entity.js';
 import { createRentalLifecycle, type RentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
-import { answered, runsRentersSettings, timeBeforeActive } from '../../src/modules/rentals/lifecycle/time-before-active.js';
+import {
+  answered,
+  runsRentersSettings,
+  timeBeforeActive,
+} from '../../src/modules/rentals/lifecycle/time-before-active.js';
 import { FAILED_AFTER_USE_WINDOW_MS } from '../../src/modules/rentals/rental-limits.js';
 import { STARTUP_MARKER_PATH } from '../../src/providers/provider.js';
 import { sshExec } from '../../src/providers/ssh-probe.js';
@@ -18,11 +22,26 @@ import { waitFor } from '../helpers/process.js';
 import { account, addKey, offerIds, rent, rentOk, stepUntil } from '../helpers/rentals.js';
 
 // 3,600 cents an hour: a cent a second, so every charge below reads as the seconds it covers.
-const base = { category: 'datacenter', vramGb: 80, maximumDurationSeconds: 86400, provisionSeconds: 0, create: 'ok' as const, destroy: 'ok' as const };
+const base = {
+  category: 'datacenter',
+  vramGb: 80,
+  maximumDurationSeconds: 86400,
+  provisionSeconds: 0,
+  create: 'ok' as const,
+  destroy: 'ok' as const,
+};
 const OFFERS: LocalInventoryOffer[] = [
   { ...base, key: 'fc-h100', name: 'NVIDIA H100 SXM', gpuCount: 1, pricePerHourMinor: 3600 },
   { ...base, key: 'fc-blind', name: 'NVIDIA H100 SXM', gpuCount: 1, pricePerHourMinor: 3600, actualGpuCount: 0 },
-  { ...base, key: 'fc-short', name: 'NVIDIA L40S', vramGb: 48, gpuCount: 2, pricePerHourMinor: 3600, actualGpuCount: 1 },
+  {
+    ...base,
+    key: 'fc-short',
+    name: 'NVIDIA L40S',
+    vramGb: 48,
+    gpuCount: 2,
+    pricePerHourMinor: 3600,
+    actualGpuCount: 1,
+  },
 ];
 const BOUND_MS = 15 * 60_000;
 const TIMING = { activeBoundMs: BOUND_MS, adoptBoundMs: 5000, sshTimeoutMs: 3000 };
@@ -55,9 +74,12 @@ describe('no free compute: a machine that worked for its renter is charged wheth
 
   const dep = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
   const order = (id: string) => ctx.services.ds.getRepository(Order).findOneByOrFail({ id });
-  const balance = async (accountId: string) => (await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: accountId })).balanceMinor;
-  const entries = (rentalId: string) => ctx.services.ds.getRepository(LedgerEntry).find({ where: { rentalId }, order: { id: 'ASC' } });
-  const read = async (who: SignedUp, rentalId: string) => (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data;
+  const balance = async (accountId: string) =>
+    (await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: accountId })).balanceMinor;
+  const entries = (rentalId: string) =>
+    ctx.services.ds.getRepository(LedgerEntry).find({ where: { rentalId }, order: { id: 'ASC' } });
+  const read = async (who: SignedUp, rentalId: string) =>
+    (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data;
 
   /** Runs provisioning (as the worker's polls would) until the check first got into the machine; it must not have passed. */
   async function untilAnswered(deploymentId: string): Promise<Deployment> {
@@ -79,9 +101,11 @@ describe('no free compute: a machine that worked for its renter is charged wheth
     await Promise.all(deploymentIds.map((id) => life.provision(id)));
   }
 
-  it('charges the audit\'s hidden machines from the first SSH answer to the failure, shows it on the rental, and refuses the key\'s next rental', async () => {
+  it("charges the audit's hidden machines from the first SSH answer to the failure, shows it on the rental, and refuses the key's next rental", async () => {
     const who = await account(ctx, { billingModel: 'ACCOUNT_BALANCE', creditsMinor: 50_000 });
-    const rentals = await Promise.all([1, 2, 3].map(() => rentOk(ctx, who, { offerId: ids['fc-h100'], machine: { startupScript: HIDE } })));
+    const rentals = await Promise.all(
+      [1, 2, 3].map(() => rentOk(ctx, who, { offerId: ids['fc-h100'], machine: { startupScript: HIDE } })),
+    );
     const firstAnswers = await Promise.all(rentals.map((r) => untilAnswered(r.deploymentId)));
     for (const d of firstAnswers) assert.equal(d.phase, 'starting');
     await pastTheBound(rentals.map((r) => r.deploymentId));
@@ -121,7 +145,10 @@ describe('no free compute: a machine that worked for its renter is charged wheth
     const wait = Math.ceil((oldest + FAILED_AFTER_USE_WINDOW_MS - ctx.clock.now().getTime()) / 1000);
     assert.equal(refused.headers['retry-after'], String(wait));
     assert.match(refused.body.error.message, /startup marker or the GPUs were missing/);
-    assert.ok(refused.body.error.message.includes(new Date(oldest + FAILED_AFTER_USE_WINDOW_MS).toISOString()), refused.body.error.message);
+    assert.ok(
+      refused.body.error.message.includes(new Date(oldest + FAILED_AFTER_USE_WINDOW_MS).toISOString()),
+      refused.body.error.message,
+    );
 
     // The limit is the key's: another key of the account rents, and the key itself once the window has passed.
     const other = await addKey(ctx, who.accountId);
@@ -130,7 +157,7 @@ describe('no free compute: a machine that worked for its renter is charged wheth
     assert.equal((await rent(ctx, who, { offerId: ids['fc-h100'] })).status, 201);
   });
 
-  it('a prepaid rental gets back only the part of its debit its machine\'s time did not use', async () => {
+  it("a prepaid rental gets back only the part of its debit its machine's time did not use", async () => {
     const who = await account(ctx, { billingModel: 'LEGACY_PREPAID', creditsMinor: 10_000 });
     const r = await rentOk(ctx, who, { offerId: ids['fc-h100'], budgetMinor: 3600, machine: { startupScript: HIDE } });
     assert.equal(await balance(who.accountId), 10_000 - 3600);
@@ -146,7 +173,7 @@ describe('no free compute: a machine that worked for its renter is charged wheth
     await assertLedgerConsistent(ctx.services.ds);
   });
 
-  it('a rental ended before ACTIVE is charged its machine\'s time up to the termination request', async () => {
+  it("a rental ended before ACTIVE is charged its machine's time up to the termination request", async () => {
     const who = await account(ctx, { billingModel: 'ACCOUNT_BALANCE', creditsMinor: 10_000 });
     const r = await rentOk(ctx, who, { offerId: ids['fc-h100'], machine: { startupScript: HIDE } });
     await untilAnswered(r.deploymentId);
@@ -155,7 +182,10 @@ describe('no free compute: a machine that worked for its renter is charged wheth
     ctx.clock.advance(60_000);
     await stepUntil(ctx, r.deploymentId, 'TERMINATED', (id) => life.terminate(id));
     const usage = (await entries(r.rentalId)).filter((e) => e.kind === 'USAGE');
-    assert.deepEqual(usage.map((e) => e.amountMinor), [-300]);
+    assert.deepEqual(
+      usage.map((e) => e.amountMinor),
+      [-300],
+    );
     assert.equal(await balance(who.accountId), 10_000 - 300);
     assert.equal((await read(who, r.rentalId)).deployment.usageMinor, 300);
     await assertLedgerConsistent(ctx.services.ds);
@@ -167,14 +197,26 @@ describe('no free compute: a machine that worked for its renter is charged wheth
     const d = await untilAnswered(r.deploymentId);
     ctx.clock.advance(600_000);
     // The renter lets the check pass at last (the test holds the rental's key, as the service does).
-    const target = { host: d.sshHost!, port: d.sshPort!, user: d.sshUser!, privateKey: SecretBox.fromConfig(ctx.config).open(d.sshPrivateKeyEnc!, d.sshKeyKid!, d.id) };
+    const target = {
+      host: d.sshHost!,
+      port: d.sshPort!,
+      user: d.sshUser!,
+      privateKey: SecretBox.fromConfig(ctx.config).open(d.sshPrivateKeyEnc!, d.sshKeyKid!, d.id),
+    };
     await sshExec(target, 'touch "$HOME/release"');
-    await waitFor(async () => (await sshExec(target, `test -f "$HOME/${STARTUP_MARKER_PATH}" && echo yes`)).stdout.trim() === 'yes', 10_000, 'the marker back');
+    await waitFor(
+      async () => (await sshExec(target, `test -f "$HOME/${STARTUP_MARKER_PATH}" && echo yes`)).stdout.trim() === 'yes',
+      10_000,
+      'the marker back',
+    );
     await stepUntil(ctx, r.deploymentId, 'ACTIVE', (id) => life.provision(id));
     const active = await dep(r.deploymentId);
     assert.equal(active.startedAt!.getTime() - d.usableAt!.getTime(), 600_000);
     const usage = (await entries(r.rentalId)).filter((e) => e.kind === 'USAGE');
-    assert.deepEqual(usage.map((e) => e.amountMinor), [-600]);
+    assert.deepEqual(
+      usage.map((e) => e.amountMinor),
+      [-600],
+    );
     assert.match(usage[0].description, /before it passed the service's check/);
     assert.equal(await balance(who.accountId), 10_000 - 600);
     await assertLedgerConsistent(ctx.services.ds);
@@ -182,14 +224,22 @@ describe('no free compute: a machine that worked for its renter is charged wheth
     await stepUntil(ctx, r.deploymentId, 'TERMINATED', (id) => life.terminate(id));
   });
 
-  it('counts a login as an answer whatever the check found, and only machines given the renter\'s settings', () => {
+  it("counts a login as an answer whatever the check found, and only machines given the renter's settings", () => {
     assert.equal(answered({ kind: 'not_yet', phase: 'starting', detail: '' }), true);
     assert.equal(answered({ kind: 'not_yet', phase: 'checking_gpus', detail: '' }), true);
     assert.equal(answered({ kind: 'gpu_mismatch', listed: 1, promised: 2 }), true);
-    assert.equal(answered({ kind: 'misbehaved', phase: 'checking_gpus', cut: 'timeout', detail: '' }), true, 'a check the machine held up got in');
+    assert.equal(
+      answered({ kind: 'misbehaved', phase: 'checking_gpus', cut: 'timeout', detail: '' }),
+      true,
+      'a check the machine held up got in',
+    );
     assert.equal(answered({ kind: 'not_yet', phase: 'waiting_for_ssh', detail: 'refused' }), false);
     assert.equal(answered({ kind: 'host_key_changed', phase: 'waiting_for_ssh', pinned: 'a', seen: 'b' }), false);
-    const none = { startupScriptSha256: null as string | null, machineImage: null as string | null, machineEnvNames: null as string[] | null };
+    const none = {
+      startupScriptSha256: null as string | null,
+      machineImage: null as string | null,
+      machineEnvNames: null as string[] | null,
+    };
     assert.equal(runsRentersSettings(none), false);
     assert.equal(runsRentersSettings({ ...none, startupScriptSha256: 'f'.repeat(64) }), true);
     assert.equal(runsRentersSettings({ ...none, machineImage: 'pytorch/pytorch:latest' }), true);
@@ -197,7 +247,7 @@ describe('no free compute: a machine that worked for its renter is charged wheth
     assert.equal(runsRentersSettings(withEnv), false, 'variables alone run nothing');
   });
 
-  it('charges nothing for the cloud\'s faults: a plain machine whose GPUs never show, or one with fewer GPUs at its first answer', async () => {
+  it("charges nothing for the cloud's faults: a plain machine whose GPUs never show, or one with fewer GPUs at its first answer", async () => {
     const who = await account(ctx, { billingModel: 'ACCOUNT_BALANCE', creditsMinor: 10_000 });
     // No settings of the renter's: nothing of theirs ran, whatever the machine did.
     const blind = await rentOk(ctx, who, { offerId: ids['fc-blind'] });
@@ -226,7 +276,10 @@ describe('no free compute: a machine that worked for its renter is charged wheth
     assert.equal(b.usableAt, null);
     assert.match((await order(blind.rentalId)).failureReason!, /not started/);
     for (const r of [blind, short]) {
-      assert.deepEqual((await entries(r.rentalId)).filter((e) => e.kind === 'USAGE'), []);
+      assert.deepEqual(
+        (await entries(r.rentalId)).filter((e) => e.kind === 'USAGE'),
+        [],
+      );
       assert.equal((await dep(r.deploymentId)).usageMinor, 0);
     }
     assert.equal(await balance(who.accountId), 10_000);

@@ -14,7 +14,13 @@ describe('migration: usage posted by the hour', function () {
 
   it('keeps the per-sweep usage entries written before it and counts their usage as posted', async () => {
     const startedAt = new Date('2025-01-01T10:00:00.000Z');
-    const seed = await seedMeteredRentals(db.ds, { accounts: 1, perAccount: 2, creditsMinor: 10_000, priceMinor: 3600, startedAt });
+    const seed = await seedMeteredRentals(db.ds, {
+      accounts: 1,
+      perAccount: 2,
+      creditsMinor: 10_000,
+      priceMinor: 3600,
+      startedAt,
+    });
     const [accountId, keyId] = [seed.accountIds[0], seed.keyIds[0]];
     // Two sweeps' entries per rental, as the sweep wrote them before: 15 cents each.
     const until = new Date(startedAt.getTime() + 30_000);
@@ -35,15 +41,19 @@ describe('migration: usage posted by the hour', function () {
     await new HourlyUsage1763800017000().up(db.runner);
 
     assert.deepEqual(await db.runner.query(`SELECT * FROM ledger_entries ORDER BY id`), before, 'no entry rewritten');
-    const deps: { usage_minor: string; posted_usage_minor: string; metered_until: Date; posted_until: Date }[] = await db.runner.query(
-      `SELECT usage_minor, posted_usage_minor, metered_until, posted_until FROM deployments WHERE id IN (?)`,
-      [seed.deploymentIds],
-    );
+    const deps: { usage_minor: string; posted_usage_minor: string; metered_until: Date; posted_until: Date }[] =
+      await db.runner.query(
+        `SELECT usage_minor, posted_usage_minor, metered_until, posted_until FROM deployments WHERE id IN (?)`,
+        [seed.deploymentIds],
+      );
     for (const d of deps) {
       assert.equal(Number(d.posted_usage_minor), Number(d.usage_minor));
       assert.equal(d.posted_until.getTime(), d.metered_until.getTime());
     }
-    const acc: { balance_minor: string; unposted_usage_minor: string }[] = await db.runner.query(`SELECT balance_minor, unposted_usage_minor FROM accounts WHERE id = ?`, [accountId]);
+    const acc: { balance_minor: string; unposted_usage_minor: string }[] = await db.runner.query(
+      `SELECT balance_minor, unposted_usage_minor FROM accounts WHERE id = ?`,
+      [accountId],
+    );
     assert.deepEqual([Number(acc[0].balance_minor), Number(acc[0].unposted_usage_minor)], [10_000 - 60, 0]);
   });
 });

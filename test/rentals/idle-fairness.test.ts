@@ -11,14 +11,23 @@ import { HostileSshServer } from '../helpers/hostile-ssh.js';
 import { account, discardQueuedRentalJobs, makeActive, offerIds, rentOk, setStatus } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'fair-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 100, maximumDurationSeconds: 86400, provisionSeconds: 0 },
+  {
+    key: 'fair-h100',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 100,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 0,
+  },
 ];
 
 /**
  * The idle sweep against machines that never answer (finding 4): one account's hanging machines
  * hold only their own share of the sweep, and another account's idle rental is warned on time.
  */
-describe('idle sweep: one account\'s hanging machines', function () {
+describe("idle sweep: one account's hanging machines", function () {
   this.timeout(120_000);
   let ctx: TestContext;
   let hanging: HostileSshServer;
@@ -54,9 +63,16 @@ describe('idle sweep: one account\'s hanging machines', function () {
   }
 
   const warnings = async (id: string) =>
-    Number((await ctx.services.ds.query(`SELECT COUNT(*) AS n FROM events WHERE rental_id = (SELECT order_id FROM deployments WHERE id = ?) AND type = 'rental.idle_warning'`, [id]))[0].n);
+    Number(
+      (
+        await ctx.services.ds.query(
+          `SELECT COUNT(*) AS n FROM events WHERE rental_id = (SELECT order_id FROM deployments WHERE id = ?) AND type = 'rental.idle_warning'`,
+          [id],
+        )
+      )[0].n,
+    );
 
-  it('warns another account\'s idle rental in its normal time while eight machines of one account never answer', async () => {
+  it("warns another account's idle rental in its normal time while eight machines of one account never answer", async () => {
     const a = await rentals(8, hanging);
     const [b] = await rentals(1, idle);
     const sweep = async (advanceMs: number) => {
@@ -68,14 +84,18 @@ describe('idle sweep: one account\'s hanging machines', function () {
     const t0 = Date.now();
     const first = await sweep(0);
     assert.ok(first.includes(b), 'B sampled in the first sweep');
-    assert.equal(first.filter((id) => a.includes(id)).length, CHECKS_PER_ACCOUNT, 'A holds only its share of the samples');
+    assert.equal(
+      first.filter((id) => a.includes(id)).length,
+      CHECKS_PER_ACCOUNT,
+      'A holds only its share of the samples',
+    );
     assert.ok(Date.now() - t0 < SWEEP_WAIT_MS + 10_000, 'the sweep returned without waiting out the hanging samples');
     assert.equal(hanging.running, CHECKS_PER_ACCOUNT);
 
     // Samples 15 s apart: B is warned once its idle samples span a whole minute, as if A were not there.
     for (let i = 0; i < 3; i++) {
       const later = await sweep(15_000);
-      assert.deepEqual(later, [b], 'A\'s samples in flight are skipped, and A may not start more');
+      assert.deepEqual(later, [b], "A's samples in flight are skipped, and A may not start more");
       assert.equal(await warnings(b), 0, 'no warning before a whole window');
     }
     await sweep(15_000);
@@ -98,7 +118,11 @@ describe('idle sweep: one account\'s hanging machines', function () {
       assert.ok(impostor.connections >= 5, 'the rental was sampled at its pace');
       assert.equal(impostor.execs, 0, 'no command was sent to the other machine');
       assert.equal(await warnings(c), 0, 'what another machine would say never counts as idle');
-      assert.equal((await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: c })).sshHostKey, pinned, 'the pin stays');
+      assert.equal(
+        (await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: c })).sshHostKey,
+        pinned,
+        'the pin stays',
+      );
     } finally {
       await impostor.close();
     }
@@ -108,6 +132,9 @@ describe('idle sweep: one account\'s hanging machines', function () {
     const [d] = await rentals(1, idle);
     ctx.clock.advance(15_000);
     await ctx.services.lifecycle.watchIdle();
-    assert.equal((await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d })).sshHostKey, idle.hostKeyFingerprint);
+    assert.equal(
+      (await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d })).sshHostKey,
+      idle.hostKeyFingerprint,
+    );
   });
 });

@@ -12,7 +12,9 @@ import { waitFor } from '../helpers/process.js';
 import { account, offerIds } from '../helpers/rentals.js';
 
 const base = { category: 'datacenter', vramGb: 80, maximumDurationSeconds: 86400, provisionSeconds: 0 };
-const OFFERS: LocalInventoryOffer[] = [{ ...base, key: 'idle-h100', name: 'NVIDIA H100 SXM', gpuCount: 2, pricePerHourMinor: 100 }];
+const OFFERS: LocalInventoryOffer[] = [
+  { ...base, key: 'idle-h100', name: 'NVIDIA H100 SXM', gpuCount: 2, pricePerHourMinor: 100 },
+];
 const GRACE_SECONDS = 40;
 
 interface Event {
@@ -30,7 +32,10 @@ describe('idle rentals and rentals about to end', function () {
   let ids: Record<string, string>;
 
   before(async () => {
-    ctx = await createTestContext({ offers: OFFERS, env: { RENTAL_POLL_MS: '50', IDLE_GRACE_SECONDS: String(GRACE_SECONDS) } });
+    ctx = await createTestContext({
+      offers: OFFERS,
+      env: { RENTAL_POLL_MS: '50', IDLE_GRACE_SECONDS: String(GRACE_SECONDS) },
+    });
     ids = await offerIds(ctx);
     worker = await startTestWorker(ctx, { processEveryMs: 50 });
   });
@@ -41,7 +46,7 @@ describe('idle rentals and rentals about to end', function () {
 
   async function events(who: SignedUp, after: string, rentalId: string): Promise<Event[]> {
     const out: Event[] = [];
-    for (let cursor = after; ; ) {
+    for (let cursor = after; ;) {
       const res = await ctx.api.get('/api/v1/events').query({ after: cursor, limit: 100 }).set(who.auth);
       assert.equal(res.status, 200, JSON.stringify(res.body));
       out.push(...res.body.data);
@@ -57,12 +62,21 @@ describe('idle rentals and rentals about to end', function () {
   /** A running rental of a key that ends idle machines after `minutes` (the owner's setting, written as it is stored). */
   async function running(minutes: number | null, body: object = {}) {
     const who = await account(ctx, { creditsMinor: 100_000 });
-    if (minutes !== null) await ctx.services.ds.getRepository(ApiKey).update({ id: who.keyId }, { idleTerminateMinutes: minutes });
+    if (minutes !== null)
+      await ctx.services.ds.getRepository(ApiKey).update({ id: who.keyId }, { idleTerminateMinutes: minutes });
     const start = (await ctx.api.get('/api/v1/events').set(who.auth)).body.meta.nextAfter as string;
-    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId: ids['idle-h100'], ...body });
+    const res = await ctx.api
+      .post('/api/v1/rentals')
+      .set(who.auth)
+      .set('Idempotency-Key', randomUUID())
+      .send({ offerId: ids['idle-h100'], ...body });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const { rentalId, deploymentId } = res.body.data as { rentalId: string; deploymentId: string };
-    await waitFor(async () => (ctx.clock.advance(200), (await read(who, rentalId)).status === 'ACTIVE'), 30_000, 'ACTIVE');
+    await waitFor(
+      async () => (ctx.clock.advance(200), (await read(who, rentalId)).status === 'ACTIVE'),
+      30_000,
+      'ACTIVE',
+    );
     const c = (await ctx.api.post(`/api/v1/deployments/${deploymentId}/credentials/reveal`).set(who.auth)).body.data;
     const ssh: SshTarget = { host: c.host, port: c.port, user: c.user, privateKey: c.privateKey };
     return { who, rentalId, deploymentId, start, ssh };
@@ -76,12 +90,20 @@ describe('idle rentals and rentals about to end', function () {
 
   it('warns a rental whose GPUs stayed idle for a whole window, then ends it with reason IDLE after the grace', async () => {
     const r = await running(1);
-    assert.equal((await sshExec(r.ssh, 'nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits')).stdout, '0\n0\n', 'idle by default');
+    assert.equal(
+      (await sshExec(r.ssh, 'nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits')).stdout,
+      '0\n0\n',
+      'idle by default',
+    );
     // Samples 15 s apart: the first idle one opens the window, which is whole a minute later.
     assert.deepEqual(await sweepAfter(0), [r.deploymentId]);
     assert.deepEqual(await sweepAfter(5_000), [], 'not sampled again before a quarter of its window');
     for (let i = 0; i < 3; i++) await sweepAfter(15_000);
-    assert.deepEqual((await events(r.who, r.start, r.rentalId)).map((e) => e.type), ['rental.provisioning', 'rental.active'], 'no warning before a whole window');
+    assert.deepEqual(
+      (await events(r.who, r.start, r.rentalId)).map((e) => e.type),
+      ['rental.provisioning', 'rental.active'],
+      'no warning before a whole window',
+    );
     await sweepAfter(15_000);
     const warned = (await events(r.who, r.start, r.rentalId)).map((e) => e.type);
     assert.deepEqual(warned, ['rental.provisioning', 'rental.active', 'rental.idle_warning']);
@@ -89,21 +111,41 @@ describe('idle rentals and rentals about to end', function () {
     await sweepAfter(15_000);
     await sweepAfter(15_000);
     assert.equal((await read(r.who, r.rentalId)).status, 'ACTIVE', 'still within the grace');
-    assert.equal((await events(r.who, r.start, r.rentalId)).filter((e) => e.type === 'rental.idle_warning').length, 1, 'warned once');
+    assert.equal(
+      (await events(r.who, r.start, r.rentalId)).filter((e) => e.type === 'rental.idle_warning').length,
+      1,
+      'warned once',
+    );
     await sweepAfter(15_000);
-    await waitFor(async () => (ctx.clock.advance(200), (await read(r.who, r.rentalId)).status === 'TERMINATED'), 30_000, 'TERMINATED');
+    await waitFor(
+      async () => (ctx.clock.advance(200), (await read(r.who, r.rentalId)).status === 'TERMINATED'),
+      30_000,
+      'TERMINATED',
+    );
     const ended = await read(r.who, r.rentalId);
     assert.equal(ended.terminationReason, 'IDLE');
     const types = (await events(r.who, r.start, r.rentalId)).map((e) => e.type);
-    assert.deepEqual(types, ['rental.provisioning', 'rental.active', 'rental.idle_warning', 'rental.terminating', 'rental.terminated']);
+    assert.deepEqual(types, [
+      'rental.provisioning',
+      'rental.active',
+      'rental.idle_warning',
+      'rental.terminating',
+      'rental.terminated',
+    ]);
   });
 
   it('never warns a rental whose GPUs work, and a rental busy again during the grace starts over', async () => {
     const r = await running(1);
     await sshExec(r.ssh, `mkdir -p "$HOME/${UTILIZATION_FILE.split('/')[0]}" && echo 87 > "$HOME/${UTILIZATION_FILE}"`);
-    assert.equal((await sshExec(r.ssh, 'nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits')).stdout, '87\n87\n');
+    assert.equal(
+      (await sshExec(r.ssh, 'nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits')).stdout,
+      '87\n87\n',
+    );
     for (let i = 0; i < 12; i++) await sweepAfter(15_000);
-    assert.deepEqual((await events(r.who, r.start, r.rentalId)).map((e) => e.type), ['rental.provisioning', 'rental.active']);
+    assert.deepEqual(
+      (await events(r.who, r.start, r.rentalId)).map((e) => e.type),
+      ['rental.provisioning', 'rental.active'],
+    );
 
     // Idle long enough to be warned, then busy again before the grace ends: the rental runs on.
     await sshExec(r.ssh, `echo 0 > "$HOME/${UTILIZATION_FILE}"`);
@@ -124,10 +166,14 @@ describe('idle rentals and rentals about to end', function () {
     const { sshPort } = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: r.deploymentId });
     await ctx.services.ds.getRepository(Deployment).update({ id: r.deploymentId }, { sshPort: 1 });
     for (let i = 0; i < 10; i++) await sweepAfter(15_000);
-    assert.deepEqual((await events(r.who, r.start, r.rentalId)).map((e) => e.type), ['rental.provisioning', 'rental.active']);
+    assert.deepEqual(
+      (await events(r.who, r.start, r.rentalId)).map((e) => e.type),
+      ['rental.provisioning', 'rental.active'],
+    );
     assert.equal((await read(r.who, r.rentalId)).status, 'ACTIVE');
     await ctx.services.ds.getRepository(Deployment).update({ id: r.deploymentId }, { sshPort });
-    for (const x of [r, plain]) assert.equal((await ctx.api.post(`/api/v1/deployments/${x.deploymentId}/terminate`).set(x.who.auth)).status, 202);
+    for (const x of [r, plain])
+      assert.equal((await ctx.api.post(`/api/v1/deployments/${x.deploymentId}/terminate`).set(x.who.auth)).status, 202);
   });
 
   it('writes rental.expiring once, before the end of a lease', async () => {
@@ -137,13 +183,20 @@ describe('idle rentals and rentals about to end', function () {
     // Half the lease before its end, as the lease is shorter than twenty minutes.
     await ctx.services.lifecycle.noticeExpiring(r.deploymentId);
     await ctx.services.lifecycle.reconcile();
-    assert.deepEqual((await events(r.who, r.start, r.rentalId)).map((e) => e.type), ['rental.provisioning', 'rental.active'], 'not yet');
+    assert.deepEqual(
+      (await events(r.who, r.start, r.rentalId)).map((e) => e.type),
+      ['rental.provisioning', 'rental.active'],
+      'not yet',
+    );
     ctx.clock.set(new Date(endsAt - 59_000));
     await ctx.services.lifecycle.reconcile();
     await ctx.services.lifecycle.noticeExpiring(r.deploymentId);
     await ctx.services.lifecycle.reconcile();
     const all = await events(r.who, r.start, r.rentalId);
-    assert.deepEqual(all.map((e) => e.type), ['rental.provisioning', 'rental.active', 'rental.expiring']);
+    assert.deepEqual(
+      all.map((e) => e.type),
+      ['rental.provisioning', 'rental.active', 'rental.expiring'],
+    );
     const expiring = all[2];
     assert.ok(new Date(expiring.createdAt).getTime() < endsAt, 'before the end');
     assert.equal(expiring.data.status, 'ACTIVE');

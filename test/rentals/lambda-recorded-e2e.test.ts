@@ -33,13 +33,20 @@ describe('rentals on Lambda as it really answers (API + worker + recorded fake)'
     await lambda?.close();
   });
 
-
-
   async function rentH100(who: SignedUp) {
-    const offers = (await ctx.api.get('/api/v1/offers')).body.data as { id: string; name: string; gpuCount: number; provider: string }[];
+    const offers = (await ctx.api.get('/api/v1/offers')).body.data as {
+      id: string;
+      name: string;
+      gpuCount: number;
+      provider: string;
+    }[];
     const offer = offers.find((o) => o.provider === 'lambda' && /H100/.test(o.name) && o.gpuCount === 1);
     assert.ok(offer, 'a Lambda H100 offer is listed through the edge gate');
-    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId: offer.id });
+    const res = await ctx.api
+      .post('/api/v1/rentals')
+      .set(who.auth)
+      .set('Idempotency-Key', randomUUID())
+      .send({ offerId: offer.id });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     return res.body.data as { rentalId: string; deploymentId: string };
   }
@@ -73,8 +80,16 @@ describe('rentals on Lambda as it really answers (API + worker + recorded fake)'
     await terminated(who, deploymentId);
     assert.equal((await sshProbe(target, { timeoutMs: 2000 })).ok, false, 'the key no longer gets in');
     assert.equal(lambda.instances().find((i) => i.id === instance.id)?.status, 'terminated');
-    await waitFor(async () => !lambda.sshKeys().some((k) => k.name === instance.name), 10_000, 'per-deployment key deleted');
-    assert.deepEqual(lambda.calls.filter((c) => c.status === 403), [], 'no call was refused by the edge');
+    await waitFor(
+      async () => !lambda.sshKeys().some((k) => k.name === instance.name),
+      10_000,
+      'per-deployment key deleted',
+    );
+    assert.deepEqual(
+      lambda.calls.filter((c) => c.status === 403),
+      [],
+      'no call was refused by the edge',
+    );
   });
 
   it('a terminate answered global/unknown (the instance was already terminating) still ends the rental with a verified destruction', async () => {
@@ -87,15 +102,25 @@ describe('rentals on Lambda as it really answers (API + worker + recorded fake)'
     const callsBefore = lambda.calls.length;
     const outside = await fetch(`${lambda.url}/api/v1/instance-operations/terminate`, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${lambda.apiKey}`, 'Content-Type': 'application/json', 'User-Agent': 'lambda-dashboard/1.0' },
+      headers: {
+        Authorization: `Bearer ${lambda.apiKey}`,
+        'Content-Type': 'application/json',
+        'User-Agent': 'lambda-dashboard/1.0',
+      },
       body: JSON.stringify({ instance_ids: [instance.id] }),
     });
     assert.equal(outside.status, 200);
     assert.equal(lambda.instances().find((i) => i.id === instance.id)?.status, 'terminating');
 
     await terminated(who, deploymentId);
-    const terminates = lambda.calls.slice(callsBefore).filter((c) => c.path === '/api/v1/instance-operations/terminate');
-    assert.equal(terminates[1]?.status, 500, `the service's first terminate met global/unknown: ${JSON.stringify(terminates)}`);
+    const terminates = lambda.calls
+      .slice(callsBefore)
+      .filter((c) => c.path === '/api/v1/instance-operations/terminate');
+    assert.equal(
+      terminates[1]?.status,
+      500,
+      `the service's first terminate met global/unknown: ${JSON.stringify(terminates)}`,
+    );
     assert.equal((await sshProbe(target, { timeoutMs: 2000 })).ok, false, 'the key no longer gets in');
     assert.equal(lambda.instances().find((i) => i.id === instance.id)?.status, 'terminated');
     // The plugin settled the refusal by reading the instance, instead of failing the destroy.

@@ -12,7 +12,18 @@ import { account, offerIds, rentOk, stepUntil } from '../helpers/rentals.js';
 
 // A cent a second: a 60 s lease costs 60 cents, and 72 s would cost 72.
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'lease-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 3600, maximumDurationSeconds: 86400, provisionSeconds: 0, create: 'ok', destroy: 'ok' },
+  {
+    key: 'lease-h100',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 3600,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 0,
+    create: 'ok',
+    destroy: 'ok',
+  },
 ];
 
 describe('a lease bounds what is charged: never past endsAt, however late its end is acted on', function () {
@@ -24,12 +35,17 @@ describe('a lease bounds what is charged: never past endsAt, however late its en
   before(async () => {
     ctx = await createTestContext({ offers: OFFERS });
     offerId = (await offerIds(ctx))['lease-h100'];
-    life = createRentalLifecycle(lifecycleDepsOf(ctx.services), { activeBoundMs: 60_000, adoptBoundMs: 5000, sshTimeoutMs: 3000 });
+    life = createRentalLifecycle(lifecycleDepsOf(ctx.services), {
+      activeBoundMs: 60_000,
+      adoptBoundMs: 5000,
+      sshTimeoutMs: 3000,
+    });
   });
   after(() => ctx.close());
 
   const dep = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
-  const usageEntries = async (rentalId: string) => (await ctx.services.ds.getRepository(LedgerEntry).findBy({ rentalId, kind: 'USAGE' })).map((e) => e.amountMinor);
+  const usageEntries = async (rentalId: string) =>
+    (await ctx.services.ds.getRepository(LedgerEntry).findBy({ rentalId, kind: 'USAGE' })).map((e) => e.amountMinor);
 
   /** A metered rental with a 60 s lease, ACTIVE now. */
   async function leased(): Promise<{ accountId: string; rentalId: string; deploymentId: string; endsAt: Date }> {
@@ -48,11 +64,25 @@ describe('a lease bounds what is charged: never past endsAt, however late its en
 
   it('cuts every charge at endsAt, before termination is requested as after', () => {
     const startedAt = new Date(1_700_000_000_000);
-    const d = { startedAt, meteredUntil: startedAt, usageMinor: 0, hourlyPriceMinor: 3600, spendCapMinor: null, endsAt: new Date(startedAt.getTime() + 60_000), terminateRequestedAt: null };
+    const d = {
+      startedAt,
+      meteredUntil: startedAt,
+      usageMinor: 0,
+      hourlyPriceMinor: 3600,
+      spendCapMinor: null,
+      endsAt: new Date(startedAt.getTime() + 60_000),
+      terminateRequestedAt: null,
+    };
     assert.deepEqual(accrual(d, startedAt.getTime() + 72_000), { amount: 60, untilMs: startedAt.getTime() + 60_000 });
     // A request made after the end does not move it; one made before it ends the charge there.
-    assert.equal(chargeEnd({ ...d, terminateRequestedAt: new Date(startedAt.getTime() + 72_000) }, startedAt.getTime() + 80_000), startedAt.getTime() + 60_000);
-    assert.equal(chargeEnd({ ...d, terminateRequestedAt: new Date(startedAt.getTime() + 30_000) }, startedAt.getTime() + 80_000), startedAt.getTime() + 30_000);
+    assert.equal(
+      chargeEnd({ ...d, terminateRequestedAt: new Date(startedAt.getTime() + 72_000) }, startedAt.getTime() + 80_000),
+      startedAt.getTime() + 60_000,
+    );
+    assert.equal(
+      chargeEnd({ ...d, terminateRequestedAt: new Date(startedAt.getTime() + 30_000) }, startedAt.getTime() + 80_000),
+      startedAt.getTime() + 30_000,
+    );
     assert.equal(chargeEnd({ endsAt: null, terminateRequestedAt: null }, 5), 5);
   });
 
@@ -66,7 +96,10 @@ describe('a lease bounds what is charged: never past endsAt, however late its en
     assert.equal(d.usageMinor, 60);
     assert.equal(d.meteredUntil!.getTime(), r.endsAt.getTime());
     assert.deepEqual(await usageEntries(r.rentalId), [-60]);
-    assert.equal((await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: r.accountId })).balanceMinor, 10_000 - 60);
+    assert.equal(
+      (await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: r.accountId })).balanceMinor,
+      10_000 - 60,
+    );
     await assertLedgerConsistent(ctx.services.ds);
   });
 
@@ -84,7 +117,10 @@ describe('a lease bounds what is charged: never past endsAt, however late its en
     await life.expire(r.deploymentId);
     const d = await terminated(r.deploymentId);
     assert.equal(d.usageMinor, 60);
-    assert.equal((await usageEntries(r.rentalId)).reduce((a, b) => a + b, 0), -60);
+    assert.equal(
+      (await usageEntries(r.rentalId)).reduce((a, b) => a + b, 0),
+      -60,
+    );
     await assertLedgerConsistent(ctx.services.ds);
   });
 });

@@ -7,7 +7,12 @@ import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
 import { DeploymentAttempt } from '../../src/modules/rentals/deployment-attempt.entity.js';
 import { Order } from '../../src/modules/rentals/order.entity.js';
 import { Account } from '../../src/modules/accounts/account.entity.js';
-import { createRentalLifecycle, instanceLabel, type LifecycleTiming, type RentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
+import {
+  createRentalLifecycle,
+  instanceLabel,
+  type LifecycleTiming,
+  type RentalLifecycle,
+} from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
 import { lifecycleDepsOf } from '../../src/container.js';
 import type { CreateMode, DestroyMode, LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import type { CreateResult } from '../../src/providers/provider.js';
@@ -16,10 +21,25 @@ import { account, offerIds, queuedJobs, rentOk } from '../helpers/rentals.js';
 import { CardRentalHandoff } from '../../src/modules/rentals/lifecycle/rental-handoff.service.js';
 import type { SignedUp } from '../helpers/factories.js';
 
-const TIMING: Partial<LifecycleTiming> = { adoptBoundMs: 5000, activeBoundMs: 60_000, sshTimeoutMs: 1500, verifyAlertAfter: 2 };
+const TIMING: Partial<LifecycleTiming> = {
+  adoptBoundMs: 5000,
+  activeBoundMs: 60_000,
+  sshTimeoutMs: 1500,
+  verifyAlertAfter: 2,
+};
 
-function offers(modes: { a?: CreateMode; b?: CreateMode; c?: CreateMode; destroy?: DestroyMode } = {}): LocalInventoryOffer[] {
-  const base = { name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, maximumDurationSeconds: 86400, provisionSeconds: 0, destroy: modes.destroy ?? 'ok' };
+function offers(
+  modes: { a?: CreateMode; b?: CreateMode; c?: CreateMode; destroy?: DestroyMode } = {},
+): LocalInventoryOffer[] {
+  const base = {
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 0,
+    destroy: modes.destroy ?? 'ok',
+  };
   return [
     { ...base, key: 'lc-a', pricePerHourMinor: 300, create: modes.a ?? 'ok' },
     { ...base, key: 'lc-b', pricePerHourMinor: 360, create: modes.b ?? 'ok' },
@@ -43,14 +63,25 @@ describe('rental lifecycle (job handlers)', function () {
 
   const dep = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
   const order = (id: string) => ctx.services.ds.getRepository(Order).findOneByOrFail({ id });
-  const attempts = (id: string) => ctx.services.ds.getRepository(DeploymentAttempt).find({ where: { deploymentId: id }, order: { attempt: 'ASC' } });
-  const balance = async (accountId: string) => (await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: accountId })).balanceMinor;
+  const attempts = (id: string) =>
+    ctx.services.ds.getRepository(DeploymentAttempt).find({ where: { deploymentId: id }, order: { attempt: 'ASC' } });
+  const balance = async (accountId: string) =>
+    (await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: accountId })).balanceMinor;
   const instancesOf = async (deploymentId: string): Promise<number> =>
-    Number((await ctx.services.ds.query(`SELECT COUNT(*) AS n FROM local_provider_instances WHERE label LIKE ?`, [`%${deploymentId}%`]))[0].n);
+    Number(
+      (
+        await ctx.services.ds.query(`SELECT COUNT(*) AS n FROM local_provider_instances WHERE label LIKE ?`, [
+          `%${deploymentId}%`,
+        ])
+      )[0].n,
+    );
   const keyOf = (d: Deployment) => SecretBox.fromConfig(ctx.config).open(d.sshPrivateKeyEnc!, d.sshKeyKid!, d.id);
   const target = (d: Deployment) => ({ host: d.sshHost!, port: d.sshPort!, user: d.sshUser!, privateKey: keyOf(d) });
 
-  async function legacy(body: object, credits = 5000): Promise<{ who: SignedUp; rentalId: string; deploymentId: string }> {
+  async function legacy(
+    body: object,
+    credits = 5000,
+  ): Promise<{ who: SignedUp; rentalId: string; deploymentId: string }> {
     const who = await account(ctx, { billingModel: 'LEGACY_PREPAID', creditsMinor: credits });
     const r = await rentOk(ctx, who, { ...body, budgetMinor: 600 });
     return { who, rentalId: r.rentalId, deploymentId: r.deploymentId };
@@ -86,7 +117,10 @@ describe('rental lifecycle (job handlers)', function () {
     assert.equal(d.sshKeyKid, ctx.config.secretsKeyId);
     assert.ok(!d.sshPrivateKeyEnc!.toString('latin1').includes('PRIVATE KEY'));
     const as = await attempts(deploymentId);
-    assert.deepEqual(as.map((a) => [a.attempt, a.outcome, a.label]), [[1, 'CREATED', instanceLabel(deploymentId, 1)]]);
+    assert.deepEqual(
+      as.map((a) => [a.attempt, a.outcome, a.label]),
+      [[1, 'CREATED', instanceLabel(deploymentId, 1)]],
+    );
     assert.equal(await instancesOf(deploymentId), 1);
     const smi = await sshExec(target(d), 'nvidia-smi');
     assert.match(smi.stdout, /H100/);
@@ -143,7 +177,10 @@ describe('rental lifecycle (job handlers)', function () {
     assert.equal(d.offerId, ids['lc-b']);
     assert.equal(d.hourlyPriceMinor, 360);
     assert.ok(d.meteredUntil && d.meteredUntil.getTime() === d.startedAt!.getTime());
-    assert.deepEqual((await attempts(deploymentId)).map((a) => a.outcome), ['UNAVAILABLE', 'CREATED']);
+    assert.deepEqual(
+      (await attempts(deploymentId)).map((a) => a.outcome),
+      ['UNAVAILABLE', 'CREATED'],
+    );
   });
 
   it('GPU intent: all three unavailable → FAILED, metered reversal SUCCEEDED with nothing charged', async () => {
@@ -164,7 +201,10 @@ describe('rental lifecycle (job handlers)', function () {
     await life.provision(deploymentId);
     const d = await dep(deploymentId);
     assert.equal(d.status, 'ACTIVE');
-    assert.deepEqual((await attempts(deploymentId)).map((a) => a.outcome), ['ADOPTED']);
+    assert.deepEqual(
+      (await attempts(deploymentId)).map((a) => a.outcome),
+      ['ADOPTED'],
+    );
     assert.equal(await instancesOf(deploymentId), 1);
   });
 
@@ -181,7 +221,10 @@ describe('rental lifecycle (job handlers)', function () {
     const o = await order(rentalId);
     assert.equal(o.status, 'FAILED');
     assert.equal(o.reversalStatus, 'SUCCEEDED');
-    assert.deepEqual((await attempts(deploymentId)).map((a) => a.outcome), ['NOT_FOUND']);
+    assert.deepEqual(
+      (await attempts(deploymentId)).map((a) => a.outcome),
+      ['NOT_FOUND'],
+    );
     assert.equal(await instancesOf(deploymentId), 0);
     assert.equal(await balance(who.accountId), 5000);
   });
@@ -193,8 +236,13 @@ describe('rental lifecycle (job handlers)', function () {
     const o = await order(rentalId);
     assert.equal(o.status, 'FAILED');
     assert.equal(o.failureCode, 'PROVISIONING_FAILED');
-    const live = await ctx.services.ds.query(`SELECT state FROM local_provider_instances WHERE label LIKE ?`, [`%${deploymentId}%`]);
-    assert.deepEqual(live.map((r: { state: string }) => r.state), ['destroyed']);
+    const live = await ctx.services.ds.query(`SELECT state FROM local_provider_instances WHERE label LIKE ?`, [
+      `%${deploymentId}%`,
+    ]);
+    assert.deepEqual(
+      live.map((r: { state: string }) => r.state),
+      ['destroyed'],
+    );
     assert.equal(await balance(who.accountId), 5000);
   });
 
@@ -204,8 +252,12 @@ describe('rental lifecycle (job handlers)', function () {
     // Simulate a crash after the provider created the machine but before its answer was recorded.
     await life.provision(deploymentId);
     const d = await dep(deploymentId);
-    await ctx.services.ds.getRepository(DeploymentAttempt).update({ deploymentId }, { outcome: 'STARTED', instanceId: null });
-    await ctx.services.ds.getRepository(Deployment).update({ id: deploymentId }, { instanceId: null, status: 'PROVISIONING' });
+    await ctx.services.ds
+      .getRepository(DeploymentAttempt)
+      .update({ deploymentId }, { outcome: 'STARTED', instanceId: null });
+    await ctx.services.ds
+      .getRepository(Deployment)
+      .update({ id: deploymentId }, { instanceId: null, status: 'PROVISIONING' });
     // Asking create again instead of looking the label up would fail this test, whatever the provider did.
     const provider = ctx.services.providers.get('local');
     const create = provider.create;
@@ -244,16 +296,25 @@ describe('rental lifecycle (job handlers)', function () {
   it('throttled: asks again with the same label once the wait is over, and never before', async () => {
     await ctx.setInventory(offers());
     const { deploymentId } = await metered(intent);
-    await withCreateAnswers([{ kind: 'throttled', reason: '429 Too Many Requests', retryAfterMs: 30_000 }], async (calls) => {
-      await life.provision(deploymentId);
-      assert.deepEqual((await attempts(deploymentId)).map((a) => [a.attempt, a.outcome]), [[1, 'THROTTLED']]);
-      await life.provision(deploymentId);
-      assert.equal(calls.length, 1, 'not asked again before retryAfter');
-      ctx.clock.advance(30_000);
-      await activate(deploymentId);
-      assert.deepEqual(calls, [instanceLabel(deploymentId, 1), instanceLabel(deploymentId, 1)]);
-    });
-    assert.deepEqual((await attempts(deploymentId)).map((a) => [a.attempt, a.outcome]), [[1, 'CREATED']]);
+    await withCreateAnswers(
+      [{ kind: 'throttled', reason: '429 Too Many Requests', retryAfterMs: 30_000 }],
+      async (calls) => {
+        await life.provision(deploymentId);
+        assert.deepEqual(
+          (await attempts(deploymentId)).map((a) => [a.attempt, a.outcome]),
+          [[1, 'THROTTLED']],
+        );
+        await life.provision(deploymentId);
+        assert.equal(calls.length, 1, 'not asked again before retryAfter');
+        ctx.clock.advance(30_000);
+        await activate(deploymentId);
+        assert.deepEqual(calls, [instanceLabel(deploymentId, 1), instanceLabel(deploymentId, 1)]);
+      },
+    );
+    assert.deepEqual(
+      (await attempts(deploymentId)).map((a) => [a.attempt, a.outcome]),
+      [[1, 'CREATED']],
+    );
   });
 
   it('rejected: FAILED with PROVIDER_REJECTED at once, the reason logged for the operator, no other candidate tried', async () => {
@@ -416,8 +477,13 @@ describe('rental lifecycle (job handlers)', function () {
       await life.meter();
       assert.equal((await dep(one.deploymentId)).usageMinor, 301);
       // The first hour's entry; the cent of the next hour is charged, not yet posted.
-      const entries = await ctx.services.ds.getRepository(LedgerEntry).findBy({ rentalId: one.rentalId, kind: 'USAGE' });
-      assert.deepEqual(entries.map((e) => e.amountMinor), [-300]);
+      const entries = await ctx.services.ds
+        .getRepository(LedgerEntry)
+        .findBy({ rentalId: one.rentalId, kind: 'USAGE' });
+      assert.deepEqual(
+        entries.map((e) => e.amountMinor),
+        [-300],
+      );
       assert.equal(await balance(one.who.accountId), 100_000 - 301);
 
       await terminateViaApi(one.who, one.deploymentId);
@@ -427,8 +493,13 @@ describe('rental lifecycle (job handlers)', function () {
       assert.equal(t.status, 'TERMINATED');
       // Accrual stopped at the request: the 24 s after it are not charged.
       assert.equal(t.usageMinor, 301);
-      const settled = await ctx.services.ds.getRepository(LedgerEntry).find({ where: { rentalId: one.rentalId, kind: 'USAGE' }, order: { id: 'ASC' } });
-      assert.deepEqual(settled.map((e) => e.amountMinor), [-300, -1]);
+      const settled = await ctx.services.ds
+        .getRepository(LedgerEntry)
+        .find({ where: { rentalId: one.rentalId, kind: 'USAGE' }, order: { id: 'ASC' } });
+      assert.deepEqual(
+        settled.map((e) => e.amountMinor),
+        [-300, -1],
+      );
       ctx.clock.advance(3600 * 1000);
       await life.meter();
       assert.equal((await dep(one.deploymentId)).usageMinor, 301);
@@ -478,7 +549,11 @@ describe('rental lifecycle (job handlers)', function () {
     const live = await metered({ offerId: ids['lc-a'] });
     await activate(live.deploymentId);
     const provider = ctx.services.providers.get('local');
-    const orphan = await provider.create('gpr-orphan-1', { id: ids['lc-a'], key: 'lc-a', name: 'x', gpuCount: 1 }, generateDeploymentKeyPair().publicKey);
+    const orphan = await provider.create(
+      'gpr-orphan-1',
+      { id: ids['lc-a'], key: 'lc-a', name: 'x', gpuCount: 1 },
+      generateDeploymentKeyPair().publicKey,
+    );
     assert.equal(orphan.kind, 'created');
     const stuck = await metered({ offerId: ids['lc-a'] });
     ctx.clock.advance(10 * 60 * 1000);
@@ -509,6 +584,14 @@ describe('rental lifecycle (job handlers)', function () {
 
   it('defines every lifecycle job', () => {
     const rentalJobs = ctx.services.jobDefinitions.filter((j) => j.name.startsWith('rental.'));
-    assert.deepEqual(rentalJobs.map((j) => j.name).sort(), ['rental.expire', 'rental.expiring', 'rental.idle', 'rental.meter', 'rental.provision', 'rental.reconcile', 'rental.terminate']);
+    assert.deepEqual(rentalJobs.map((j) => j.name).sort(), [
+      'rental.expire',
+      'rental.expiring',
+      'rental.idle',
+      'rental.meter',
+      'rental.provision',
+      'rental.reconcile',
+      'rental.terminate',
+    ]);
   });
 });

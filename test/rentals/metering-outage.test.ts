@@ -12,7 +12,16 @@ import type { SignedUp } from '../helpers/factories.js';
 import { assertLedgerConsistent } from '../helpers/ledger.js';
 import { account, offerIds, rent, rentOk, stepUntil } from '../helpers/rentals.js';
 
-const base = { name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, maximumDurationSeconds: 86400, provisionSeconds: 0, create: 'ok' as const, destroy: 'ok' as const };
+const base = {
+  name: 'NVIDIA H100 SXM',
+  category: 'datacenter',
+  vramGb: 80,
+  gpuCount: 1,
+  maximumDurationSeconds: 86400,
+  provisionSeconds: 0,
+  create: 'ok' as const,
+  destroy: 'ok' as const,
+};
 const OFFERS: LocalInventoryOffer[] = [
   { ...base, key: 'mo-fast', pricePerHourMinor: 3600 },
   { ...base, key: 'mo-slow', pricePerHourMinor: 360 },
@@ -28,13 +37,18 @@ describe('metering across a worker outage: admission waits for billing, and the 
   before(async () => {
     ctx = await createTestContext({ offers: OFFERS });
     ids = await offerIds(ctx);
-    life = createRentalLifecycle(lifecycleDepsOf(ctx.services), { activeBoundMs: 60_000, adoptBoundMs: 5000, sshTimeoutMs: 3000 });
+    life = createRentalLifecycle(lifecycleDepsOf(ctx.services), {
+      activeBoundMs: 60_000,
+      adoptBoundMs: 5000,
+      sshTimeoutMs: 3000,
+    });
     periodMs = ctx.config.meteringEveryMs;
   });
   after(() => ctx.close());
 
   const dep = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
-  const balance = async (accountId: string) => (await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: accountId })).balanceMinor;
+  const balance = async (accountId: string) =>
+    (await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: accountId })).balanceMinor;
 
   async function running(who: SignedUp, offerId: string): Promise<string> {
     const r = await rentOk(ctx, who, { offerId });
@@ -47,17 +61,36 @@ describe('metering across a worker outage: admission waits for billing, and the 
     const ago = (ms: number) => new Date(now.getTime() - ms);
     const bound = Math.max(METERING_LAG_PERIODS * 15_000, METERING_LAG_MIN_MS);
     const fresh = { meteredUntil: ago(bound), endsAt: null, terminateRequestedAt: null };
-    assert.doesNotThrow(() => assertMeteringCaughtUp([fresh, { meteredUntil: null, endsAt: null, terminateRequestedAt: null }], now, 15_000));
+    assert.doesNotThrow(() =>
+      assertMeteringCaughtUp([fresh, { meteredUntil: null, endsAt: null, terminateRequestedAt: null }], now, 15_000),
+    );
     // Charged up to its end or its termination request, a rental owes nothing more, however long ago that was.
-    assert.doesNotThrow(() => assertMeteringCaughtUp([{ meteredUntil: ago(3600_000), endsAt: ago(3600_000), terminateRequestedAt: null }], now, 15_000));
-    assert.doesNotThrow(() => assertMeteringCaughtUp([{ meteredUntil: ago(3600_000), endsAt: null, terminateRequestedAt: ago(3600_000) }], now, 15_000));
+    assert.doesNotThrow(() =>
+      assertMeteringCaughtUp(
+        [{ meteredUntil: ago(3600_000), endsAt: ago(3600_000), terminateRequestedAt: null }],
+        now,
+        15_000,
+      ),
+    );
+    assert.doesNotThrow(() =>
+      assertMeteringCaughtUp(
+        [{ meteredUntil: ago(3600_000), endsAt: null, terminateRequestedAt: ago(3600_000) }],
+        now,
+        15_000,
+      ),
+    );
     assert.throws(
-      () => assertMeteringCaughtUp([fresh, { meteredUntil: ago(bound + 1000), endsAt: null, terminateRequestedAt: null }], now, 15_000),
+      () =>
+        assertMeteringCaughtUp(
+          [fresh, { meteredUntil: ago(bound + 1000), endsAt: null, terminateRequestedAt: null }],
+          now,
+          15_000,
+        ),
       (err: unknown) => err instanceof AppError && err.code === 'UNAVAILABLE' && err.headers['Retry-After'] === '15',
     );
   });
 
-  it('refuses the account\'s new rentals while its running rental has gone unmetered, and admits again once the sweep has run', async () => {
+  it("refuses the account's new rentals while its running rental has gone unmetered, and admits again once the sweep has run", async () => {
     const who = await account(ctx, { billingModel: 'ACCOUNT_BALANCE', creditsMinor: 20_000 });
     await running(who, ids['mo-fast']);
     const bound = Math.max(METERING_LAG_PERIODS * periodMs, METERING_LAG_MIN_MS);
@@ -79,7 +112,7 @@ describe('metering across a worker outage: admission waits for billing, and the 
     assert.equal((await rent(ctx, who, { offerId: ids['mo-fast'] })).status, 201, 'metering caught up');
   });
 
-  it('overdraws by the accrual of the outage, no more: on the worker\'s return one sweep charges it and ends the rental out of credit', async () => {
+  it("overdraws by the accrual of the outage, no more: on the worker's return one sweep charges it and ends the rental out of credit", async () => {
     // 360 cents an hour: credits for 400 cents cover the rental's one-hour reservation.
     const who = await account(ctx, { billingModel: 'ACCOUNT_BALANCE', creditsMinor: 400 });
     const id = await running(who, ids['mo-slow']);

@@ -41,18 +41,30 @@ describe('metering sweep: round trips per chunk', function () {
   it('charges each chunk in three requests (locks, writes, COMMIT), however many rentals it holds', async () => {
     // Three accounts of four rentals, one account per chunk; their first hour ends at this sweep.
     const startedAt = new Date(ctx.clock.now().getTime() - 3600_000);
-    const seed = await seedMeteredRentals(ctx.services.ds, { accounts: 3, perAccount: 4, creditsMinor: 100_000, priceMinor: 300, startedAt });
+    const seed = await seedMeteredRentals(ctx.services.ds, {
+      accounts: 3,
+      perAccount: 4,
+      creditsMinor: 100_000,
+      priceMinor: 300,
+      startedAt,
+    });
     const life = createRentalLifecycle(lifecycleDepsOf(ctx.services), { meterChunkRentals: 4, meterConcurrency: 1 });
     const hourly = await sentRequests(() => life.meter());
     assert.ok(hourly.result.posted >= 12);
     const writes = ['UPDATE deployments d', 'UPDATE accounts a', 'UPDATE api_keys k', 'INSERT INTO ledger_entries'];
-    assert.deepEqual(chunksOf(hourly.sent, seed.deploymentIds), [1, 2, 3].map(() => [LOCKS, writes, ['COMMIT']]));
+    assert.deepEqual(
+      chunksOf(hourly.sent, seed.deploymentIds),
+      [1, 2, 3].map(() => [LOCKS, writes, ['COMMIT']]),
+    );
 
     // A minute on no hour ends: the same requests without the insert.
     ctx.clock.advance(60_000);
     const minute = await sentRequests(() => life.meter());
     assert.equal(minute.result.posted, 0);
-    assert.deepEqual(chunksOf(minute.sent, seed.deploymentIds), [1, 2, 3].map(() => [LOCKS, writes.slice(0, 3), ['COMMIT']]));
+    assert.deepEqual(
+      chunksOf(minute.sent, seed.deploymentIds),
+      [1, 2, 3].map(() => [LOCKS, writes.slice(0, 3), ['COMMIT']]),
+    );
 
     // Two chunks in flight at once: the same three requests per chunk, on two connections.
     ctx.clock.advance(60_000);
@@ -61,7 +73,13 @@ describe('metering sweep: round trips per chunk', function () {
     assert.equal(concurrent.result.posted, 0);
     const ours = sweepsOnly(concurrent.sent).filter((r) => seed.deploymentIds.some((id) => r.includes(id)));
     // The two chunks in flight interleave their requests: each of ours is a chunk's locks or its writes.
-    assert.deepEqual(ours.map(shapeOf).map((r) => r.join(' + ')).sort(), [...Array(3).fill(LOCKS.join(' + ')), ...Array(3).fill(writes.slice(0, 3).join(' + '))].sort());
+    assert.deepEqual(
+      ours
+        .map(shapeOf)
+        .map((r) => r.join(' + '))
+        .sort(),
+      [...Array(3).fill(LOCKS.join(' + ')), ...Array(3).fill(writes.slice(0, 3).join(' + '))].sort(),
+    );
     // Every request of the sweep is its first read, a chunk's locks, writes or COMMIT (a chunk with
     // nothing due has no writes), or one of the limits' two reads: nothing per rental.
     const all = sweepsOnly(concurrent.sent).map((r) => shapeOf(r).join(' + '));
@@ -70,10 +88,15 @@ describe('metering sweep: round trips per chunk', function () {
     assert.equal(count('COMMIT'), chunks);
     const written = count(writes.slice(0, 3).join(' + ')) + count(writes.join(' + '));
     assert.ok(written >= 3 && written <= chunks);
-    assert.deepEqual([count('SELECT id, account_id'), count('SELECT d.id, d.spend_cap_minor,'), count('SELECT id FROM')], [1, 1, 1]);
+    assert.deepEqual(
+      [count('SELECT id, account_id'), count('SELECT d.id, d.spend_cap_minor,'), count('SELECT id FROM')],
+      [1, 1, 1],
+    );
     assert.equal(all.length, 3 + 2 * chunks + written);
 
-    const [usage] = await ctx.services.ds.query(`SELECT SUM(usage_minor) AS total FROM deployments WHERE id IN (?)`, [seed.deploymentIds]);
+    const [usage] = await ctx.services.ds.query(`SELECT SUM(usage_minor) AS total FROM deployments WHERE id IN (?)`, [
+      seed.deploymentIds,
+    ]);
     assert.equal(Number(usage.total), 12 * (300 + 5 + 5));
   });
 
@@ -90,6 +113,7 @@ describe('metering sweep: round trips per chunk', function () {
     );
     // The first read's columns (SELECT id, account_id ... WHERE billing_model, status, started_at) are in the index; InnoDB adds the primary key.
     const covered = indexed.filter((c) => c.index_name === 'ix_deployments_metered').map((c) => c.column_name);
-    for (const column of ['billing_model', 'status', 'account_id', 'started_at']) assert.ok(covered.includes(column), `${column} in ix_deployments_metered (${covered.join(', ')})`);
+    for (const column of ['billing_model', 'status', 'account_id', 'started_at'])
+      assert.ok(covered.includes(column), `${column} in ix_deployments_metered (${covered.join(', ')})`);
   });
 });

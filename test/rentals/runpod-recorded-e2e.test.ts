@@ -49,21 +49,22 @@ describe('rentals on RunPod as it really answers (API + worker + recorded fake)'
   async function offer(name: RegExp): Promise<OfferView> {
     const res = await ctx.api.get('/api/v1/offers');
     assert.equal(res.status, 200);
-    const hit = (res.body.data as OfferView[]).find((o) => o.provider === 'runpod' && name.test(o.name) && o.gpuCount === 1);
+    const hit = (res.body.data as OfferView[]).find(
+      (o) => o.provider === 'runpod' && name.test(o.name) && o.gpuCount === 1,
+    );
     assert.ok(hit, `a RunPod ${name} offer is listed`);
     return hit;
   }
-
-
-
-
-
 
   /** RunPod's API as another client of the same account sees it (with a User-Agent of its own). */
   const direct = (method: string, path: string, body?: unknown) =>
     fetch(`${runpod.url}${path}`, {
       method,
-      headers: { Authorization: `Bearer ${runpod.apiKey}`, 'User-Agent': 'other-tool/2.0', ...(body ? { 'Content-Type': 'application/json' } : {}) },
+      headers: {
+        Authorization: `Bearer ${runpod.apiKey}`,
+        'User-Agent': 'other-tool/2.0',
+        ...(body ? { 'Content-Type': 'application/json' } : {}),
+      },
       body: body ? JSON.stringify(body) : undefined,
     });
 
@@ -86,7 +87,10 @@ describe('rentals on RunPod as it really answers (API + worker + recorded fake)'
 
   /** Names of the pods on the first page of `GET /v2/pods`. */
   async function firstPage(): Promise<string[]> {
-    const page = (await (await direct('GET', '/v2/pods')).json()) as { pods: { name: string }[]; pagination: { nextCursor: string | null } };
+    const page = (await (await direct('GET', '/v2/pods')).json()) as {
+      pods: { name: string }[];
+      pagination: { nextCursor: string | null };
+    };
     assert.ok(page.pagination.nextCursor, 'the list has a second page');
     return page.pods.map((p) => p.name);
   }
@@ -96,21 +100,29 @@ describe('rentals on RunPod as it really answers (API + worker + recorded fake)'
     const ours = runpod.calls.slice();
     assert.ok(ours.some((c) => c.path === '/v2/catalog/gpus'));
     assert.deepEqual([...new Set(ours.map((c) => c.userAgent))], [PRODUCT_USER_AGENT]);
-    const blocked = await fetch(`${runpod.url}/v2/catalog/gpus`, { headers: { Authorization: `Bearer ${runpod.apiKey}` } });
+    const blocked = await fetch(`${runpod.url}/v2/catalog/gpus`, {
+      headers: { Authorization: `Bearer ${runpod.apiKey}` },
+    });
     assert.equal(blocked.status, 403, "a runtime's default User-Agent is refused at the edge");
     await offer(/H100/);
-    const status = (await ctx.api.get('/api/v1/providers')).body.data as { id: string; lastErrorClass: string | null; offerCount: number }[];
+    const status = (await ctx.api.get('/api/v1/providers')).body.data as {
+      id: string;
+      lastErrorClass: string | null;
+      offerCount: number;
+    }[];
     const rp = status.find((p) => p.id === 'runpod')!;
     assert.equal(rp.lastErrorClass, null);
     assert.ok(rp.offerCount > 0);
   });
 
-  it('a GeForce rental becomes ACTIVE: the create carries the image\'s CUDA floor, so the pod lands on a driver that can start it', async () => {
+  it("a GeForce rental becomes ACTIVE: the create carries the image's CUDA floor, so the pod lands on a driver that can start it", async () => {
     const who = await agent.fundedAgent();
     const { deploymentId } = await agent.rent(who, { offerId: (await offer(/4090/)).id });
     const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
     assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
-    const mine = runpod.calls.find((c) => c.method === 'POST' && (c.body as { name?: string }).name?.includes(deploymentId));
+    const mine = runpod.calls.find(
+      (c) => c.method === 'POST' && (c.body as { name?: string }).name?.includes(deploymentId),
+    );
     assert.deepEqual((mine?.body as { gpu: unknown }).gpu, { id: RTX4090, count: 1, minCudaVersion: '12.4' });
 
     const c = (await ctx.api.post(`/api/v1/deployments/${deploymentId}/credentials/reveal`).set(who.auth)).body.data;
@@ -140,7 +152,10 @@ describe('rentals on RunPod as it really answers (API + worker + recorded fake)'
     assert.ok(!(await firstPage()).includes(mine[0].name), 'the adopted pod was on page 2');
     const posts = runpod.calls.slice(before).filter((c) => c.method === 'POST' && c.path === '/v2/pods');
     assert.equal(posts.length, 1, 'one create call');
-    assert.ok(runpod.calls.slice(before).some((c) => c.method === 'GET' && c.query.includes('cursor=')), 'the lookup followed the cursor');
+    assert.ok(
+      runpod.calls.slice(before).some((c) => c.method === 'GET' && c.query.includes('cursor=')),
+      'the lookup followed the cursor',
+    );
 
     await agent.terminate(who, deploymentId);
     assert.equal(runpod.instances().filter((p) => p.name.includes(deploymentId)).length, 0);
@@ -155,7 +170,11 @@ describe('rentals on RunPod as it really answers (API + worker + recorded fake)'
     await bystanders(2);
     const provider = ctx.services.providers.get('runpod');
     const label = `gpr-${randomUUID()}-1`;
-    const made = await provider.create(label, { id: randomUUID(), key: `1x:${H100}`, name: H100, gpuCount: 1 }, generateDeploymentKeyPair('orphan').publicKey);
+    const made = await provider.create(
+      label,
+      { id: randomUUID(), key: `1x:${H100}`, name: H100, gpuCount: 1 },
+      generateDeploymentKeyPair('orphan').publicKey,
+    );
     assert.equal(made.kind, 'created', JSON.stringify(made));
     assert.ok(!(await firstPage()).includes(label), 'the orphan is past page 1');
     await ctx.services.jobs.now('rental.reconcile', {});

@@ -37,22 +37,27 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
     await vast?.close();
   });
 
-
-
-
-  const attempts = async (deploymentId: string): Promise<{ outcome: string; instance: string | null; detail: string | null }[]> =>
-    ctx.services.ds.query(`SELECT outcome, instance_id AS instance, detail FROM deployment_attempts WHERE deployment_id = ? ORDER BY attempt`, [deploymentId]);
+  const attempts = async (
+    deploymentId: string,
+  ): Promise<{ outcome: string; instance: string | null; detail: string | null }[]> =>
+    ctx.services.ds.query(
+      `SELECT outcome, instance_id AS instance, detail FROM deployment_attempts WHERE deployment_id = ? ORDER BY attempt`,
+      [deploymentId],
+    );
   const instanceOf = async (deploymentId: string): Promise<string> =>
     (await ctx.services.ds.query(`SELECT instance_id AS id FROM deployments WHERE id = ?`, [deploymentId]))[0].id;
-  const deletesOf = (instanceId: string) => vast.calls.filter((c) => c.method === 'DELETE' && c.path === `/api/v0/instances/${instanceId}/`);
-  const createsOf = (askId: number) => vast.calls.filter((c) => c.method === 'PUT' && c.path === `/api/v0/asks/${askId}/`);
+  const deletesOf = (instanceId: string) =>
+    vast.calls.filter((c) => c.method === 'DELETE' && c.path === `/api/v0/instances/${instanceId}/`);
+  const createsOf = (askId: number) =>
+    vast.calls.filter((c) => c.method === 'PUT' && c.path === `/api/v0/asks/${askId}/`);
 
   async function providerStatus(): Promise<{ lastErrorClass: string | null; lastErrorAt: string | null }> {
     const res = await ctx.api.get('/api/v1/providers');
-    const vastStatus = (res.body.data as { id: string; lastErrorClass: string | null; lastErrorAt: string | null }[]).find((p) => p.id === 'vast')!;
+    const vastStatus = (
+      res.body.data as { id: string; lastErrorClass: string | null; lastErrorAt: string | null }[]
+    ).find((p) => p.id === 'vast')!;
     return { lastErrorClass: vastStatus.lastErrorClass, lastErrorAt: vastStatus.lastErrorAt };
   }
-
 
   it('a taken ask (HTTP 400 no_such_ask) falls back to the next candidate', async () => {
     vast.noCapacity('7100001');
@@ -63,7 +68,10 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
       const { deploymentId } = await agent.rent(who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
       const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
       assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
-      assert.deepEqual((await attempts(deploymentId)).map((a) => a.outcome), ['UNAVAILABLE', 'CREATED']);
+      assert.deepEqual(
+        (await attempts(deploymentId)).map((a) => a.outcome),
+        ['UNAVAILABLE', 'CREATED'],
+      );
       assert.equal(createsOf(7100001).at(-1)?.status, 400, 'the taken ask was answered as recorded');
       assert.equal(createsOf(SECOND_H100.id).length, 1);
       assert.deepEqual(await providerStatus(), before, 'capacity stays quiet on /api/v1/providers');
@@ -76,7 +84,11 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
   it('termination completes against every recorded form of "already gone"', async () => {
     const who = await agent.fundedAgent();
     // [destroy answer when the instance is already gone, show-instance after the destroy]; null: our destroy is the first.
-    const forms: ['404' | '200' | null, 'null' | 'empty-array' | 'destroyed'][] = [['404', 'null'], ['200', 'empty-array'], [null, 'destroyed']];
+    const forms: ['404' | '200' | null, 'null' | 'empty-array' | 'destroyed'][] = [
+      ['404', 'null'],
+      ['200', 'empty-array'],
+      [null, 'destroyed'],
+    ];
     for (const [gone, after] of forms) {
       vast.setQuirk('goneInstance', gone ?? true);
       vast.setQuirk('afterDestroy', after);
@@ -86,7 +98,10 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
       const instanceId = await instanceOf(deploymentId);
       if (gone) {
         // A destroy whose answer was lost: the instance is gone before the service asks.
-        const res = await fetch(`${vast.url}/api/v0/instances/${instanceId}/`, { method: 'DELETE', headers: { Authorization: `Bearer ${vast.apiKey}` } });
+        const res = await fetch(`${vast.url}/api/v0/instances/${instanceId}/`, {
+          method: 'DELETE',
+          headers: { Authorization: `Bearer ${vast.apiKey}` },
+        });
         assert.equal(res.status, 200);
       }
       await agent.terminate(who, deploymentId);
@@ -102,12 +117,20 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
       try {
         const who = await agent.fundedAgent();
         const started = Date.now();
-        const { deploymentId, rentalId } = await agent.rent(who, { gpuModel: 'RTX 4090', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+        const { deploymentId, rentalId } = await agent.rent(who, {
+          gpuModel: 'RTX 4090',
+          gpuCount: 1,
+          maxHourlyPriceMinor: 1000,
+        });
         const failed = await agent.deployment(who, deploymentId, ['FAILED', 'ACTIVE'], 60_000);
         assert.equal(failed.status, 'FAILED', JSON.stringify(failed));
         assert.ok(Date.now() - started < 60_000);
         const instanceId = await instanceOf(deploymentId);
-        await waitFor(async () => deletesOf(instanceId).some((c) => c.status === 200), 10_000, 'the fake saw the destroy');
+        await waitFor(
+          async () => deletesOf(instanceId).some((c) => c.status === 200),
+          10_000,
+          'the fake saw the destroy',
+        );
         assert.ok(!vast.instances().some((i) => i.id === instanceId), 'the instance no longer exists');
         const rental = (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data;
         assert.equal(rental.failureCode, 'PROVISIONING_FAILED', JSON.stringify(rental));
@@ -123,30 +146,62 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
     const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
     assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
     const tried = await attempts(deploymentId);
-    assert.deepEqual(tried.map((a) => a.outcome), ['UNAVAILABLE', 'CREATED']);
+    assert.deepEqual(
+      tried.map((a) => a.outcome),
+      ['UNAVAILABLE', 'CREATED'],
+    );
     assert.match(tried[0].detail ?? '', /over the 99 cents\/h the offer was quoted at/);
     // The calls between the repriced ask's create and the next create: its price read, then its destroy.
     const from = vast.calls.findIndex((c) => c.method === 'PUT' && c.path === `/api/v0/asks/${REPRICED_OFFER.id}/`);
     const to = vast.calls.findIndex((c, i) => i > from && c.method === 'PUT');
     assert.equal(vast.calls[from]?.status, 200, 'the repriced ask was rented');
-    const between = vast.calls.slice(from + 1, to).filter((c) => c.path.startsWith('/api/v0/instances/')).map((c) => `${c.method} ${c.status}`);
-    assert.deepEqual(between, ['GET 200', 'DELETE 200'], 'the repriced instance was read and destroyed before the next candidate');
-    assert.equal(vast.instances().filter((i) => i.label?.includes(deploymentId)).length, 1, 'only the instance in use is left');
+    const between = vast.calls
+      .slice(from + 1, to)
+      .filter((c) => c.path.startsWith('/api/v0/instances/'))
+      .map((c) => `${c.method} ${c.status}`);
+    assert.deepEqual(
+      between,
+      ['GET 200', 'DELETE 200'],
+      'the repriced instance was read and destroyed before the next candidate',
+    );
+    assert.equal(
+      vast.instances().filter((i) => i.label?.includes(deploymentId)).length,
+      1,
+      'only the instance in use is left',
+    );
     const c = (await ctx.api.post(`/api/v1/deployments/${deploymentId}/credentials/reveal`).set(who.auth)).body.data;
-    assert.equal((await sshProbe({ host: c.host, port: c.port, user: c.user, privateKey: c.privateKey }, { timeoutMs: 2000 })).ok, true);
+    assert.equal(
+      (await sshProbe({ host: c.host, port: c.port, user: c.user, privateKey: c.privateKey }, { timeoutMs: 2000 })).ok,
+      true,
+    );
     await agent.terminate(who, deploymentId);
   });
 
   it('a create Vast refuses as a bad request fails the rental at once and shows on /api/v1/providers', async () => {
-    vast.respondNext('create', 400, { success: false, error: 'invalid_args', msg: "error 400/3467: Invalid args: 'image' is not a valid image", ask_id: 7100003 });
+    vast.respondNext('create', 400, {
+      success: false,
+      error: 'invalid_args',
+      msg: "error 400/3467: Invalid args: 'image' is not a valid image",
+      ask_id: 7100003,
+    });
     const who = await agent.fundedAgent();
-    const { deploymentId, rentalId } = await agent.rent(who, { gpuModel: 'RTX 4090', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+    const { deploymentId, rentalId } = await agent.rent(who, {
+      gpuModel: 'RTX 4090',
+      gpuCount: 1,
+      maxHourlyPriceMinor: 1000,
+    });
     const failed = await agent.deployment(who, deploymentId, ['FAILED', 'ACTIVE']);
     assert.equal(failed.status, 'FAILED', JSON.stringify(failed));
     const tried = await attempts(deploymentId);
-    assert.deepEqual(tried.map((a) => a.outcome), ['REJECTED']);
+    assert.deepEqual(
+      tried.map((a) => a.outcome),
+      ['REJECTED'],
+    );
     assert.match(tried[0].detail ?? '', /^VAST_PROVIDER_IMAGE: /);
-    assert.equal((await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data.failureCode, 'PROVIDER_REJECTED');
+    assert.equal(
+      (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data.failureCode,
+      'PROVIDER_REJECTED',
+    );
     assert.equal((await providerStatus()).lastErrorClass, 'request');
   });
 });

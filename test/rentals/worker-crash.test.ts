@@ -10,7 +10,16 @@ import { spawnService, waitFor, type Spawned } from '../helpers/process.js';
 import { account, offerIds } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
-  { key: 'crash-h100', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 300, maximumDurationSeconds: 86400, provisionSeconds: 1 },
+  {
+    key: 'crash-h100',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 300,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 1,
+  },
 ];
 
 describe('rentals: a worker killed mid-provisioning', function () {
@@ -40,18 +49,31 @@ describe('rentals: a worker killed mid-provisioning', function () {
   };
   const dep = (id: string) => ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id });
   const instances = async (id: string) =>
-    ctx.services.ds.query(`SELECT id, state FROM local_provider_instances WHERE label LIKE ?`, [`%${id}%`]) as Promise<{ id: string; state: string }[]>;
+    ctx.services.ds.query(`SELECT id, state FROM local_provider_instances WHERE label LIKE ?`, [`%${id}%`]) as Promise<
+      { id: string; state: string }[]
+    >;
 
   it('restarted, converges to ACTIVE with exactly one instance, then terminates', async () => {
     const who = await account(ctx, { billingModel: 'ACCOUNT_BALANCE', creditsMinor: 5000 });
-    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', randomUUID()).send({ offerId: (await offerIds(ctx))['crash-h100'] });
+    const res = await ctx.api
+      .post('/api/v1/rentals')
+      .set(who.auth)
+      .set('Idempotency-Key', randomUUID())
+      .send({ offerId: (await offerIds(ctx))['crash-h100'] });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const { deploymentId } = res.body.data;
 
     const first = startWorker();
     // Killed as soon as the first create attempt is on record: before, during or just after the call.
     await waitFor(
-      async () => Number((await ctx.services.ds.query(`SELECT COUNT(*) AS n FROM deployment_attempts WHERE deployment_id = ?`, [deploymentId]))[0].n) > 0,
+      async () =>
+        Number(
+          (
+            await ctx.services.ds.query(`SELECT COUNT(*) AS n FROM deployment_attempts WHERE deployment_id = ?`, [
+              deploymentId,
+            ])
+          )[0].n,
+        ) > 0,
       30_000,
       `first create attempt (${first.stderr()})`,
     );
@@ -69,17 +91,31 @@ describe('rentals: a worker killed mid-provisioning', function () {
       await waitFor(async () => (await dep(deploymentId)).status === 'ACTIVE', 30_000, 'ACTIVE');
     } catch (err) {
       const d = await dep(deploymentId);
-      const jobs = await ctx.services.ds.query(`SELECT name, locked_at, next_run_at, last_finished_at, fail_reason FROM agenda_jobs WHERE unique_key = ?`, [deploymentId]);
-      const atts = await ctx.services.ds.query(`SELECT * FROM deployment_attempts WHERE deployment_id = ?`, [deploymentId]);
-      throw new Error(`${(err as Error).message}: ${d.status} ${d.instanceId} ${JSON.stringify(jobs)} ${JSON.stringify(atts)} ${second.stdout()} ${second.stderr()}`);
+      const jobs = await ctx.services.ds.query(
+        `SELECT name, locked_at, next_run_at, last_finished_at, fail_reason FROM agenda_jobs WHERE unique_key = ?`,
+        [deploymentId],
+      );
+      const atts = await ctx.services.ds.query(`SELECT * FROM deployment_attempts WHERE deployment_id = ?`, [
+        deploymentId,
+      ]);
+      throw new Error(
+        `${(err as Error).message}: ${d.status} ${d.instanceId} ${JSON.stringify(jobs)} ${JSON.stringify(atts)} ${second.stdout()} ${second.stderr()}`,
+      );
     }
     const live = await instances(deploymentId);
     assert.equal(live.length, 1, JSON.stringify(live));
     assert.equal((await dep(deploymentId)).instanceId, live[0].id);
 
     assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
-    await waitFor(async () => (await dep(deploymentId)).status === 'TERMINATED', 30_000, `TERMINATED (${second.stderr()})`);
-    assert.deepEqual((await instances(deploymentId)).map((i) => i.state), ['destroyed']);
+    await waitFor(
+      async () => (await dep(deploymentId)).status === 'TERMINATED',
+      30_000,
+      `TERMINATED (${second.stderr()})`,
+    );
+    assert.deepEqual(
+      (await instances(deploymentId)).map((i) => i.state),
+      ['destroyed'],
+    );
     second.child.kill('SIGTERM');
     await second.exited;
   });

@@ -21,13 +21,18 @@ function ownMinute(...ctxs: TestContext[]): void {
 
 describe('per-address limits of public creates', () => {
   it('one client over its per-address budget does not block signup for anyone else; the global ceiling still holds', async () => {
-    const ctx = await createTestContext({ env: { TRUST_PROXY: 'loopback', SIGNUP_RATE_PER_MINUTE: '6', SIGNUP_RATE_PER_ADDRESS_PER_MINUTE: '2' } });
+    const ctx = await createTestContext({
+      env: { TRUST_PROXY: 'loopback', SIGNUP_RATE_PER_MINUTE: '6', SIGNUP_RATE_PER_ADDRESS_PER_MINUTE: '2' },
+    });
     try {
       ownMinute(ctx);
       const attacker = [];
       for (let i = 0; i < 30; i++) attacker.push((await signupFrom(ctx, '198.51.100.7')).status);
       assert.deepEqual(attacker.slice(0, 2), [201, 201]);
-      assert.ok(attacker.slice(2).every((s) => s === 429), attacker.join(','));
+      assert.ok(
+        attacker.slice(2).every((s) => s === 429),
+        attacker.join(','),
+      );
       // Everyone else still signs up: the attacker's refused requests never spent the ceiling.
       assert.equal((await signupFrom(ctx, '198.51.100.8')).status, 201);
       assert.equal((await signupFrom(ctx, '203.0.113.1')).status, 201);
@@ -49,7 +54,8 @@ describe('per-address limits of public creates', () => {
     try {
       ownMinute(ctx);
       const statuses = [];
-      for (const a of ['2001:db8:1:2::1', '2001:db8:1:2:ffff::9', '2001:0db8:0001:0002:0:0:0:77']) statuses.push((await signupFrom(ctx, a)).status);
+      for (const a of ['2001:db8:1:2::1', '2001:db8:1:2:ffff::9', '2001:0db8:0001:0002:0:0:0:77'])
+        statuses.push((await signupFrom(ctx, a)).status);
       assert.deepEqual(statuses, [201, 201, 429]);
       assert.equal((await signupFrom(ctx, '2001:db8:1:3::1')).status, 201, 'the next /64 is another client');
     } finally {
@@ -74,7 +80,11 @@ describe('per-address limits of public creates', () => {
     try {
       ownMinute(ctx);
       assert.equal((await signupFrom(ctx)).status, 201);
-      const junk = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', 'not-a-uuid').set('Content-Type', 'application/json').send('{"x":');
+      const junk = await ctx.api
+        .post('/api/v1/signup')
+        .set('Idempotency-Key', 'not-a-uuid')
+        .set('Content-Type', 'application/json')
+        .send('{"x":');
       assert.equal(junk.status, 429);
       const shouted = await ctx.api.post('/API/V1/SIGNUP/').set('Idempotency-Key', randomUUID()).send({});
       assert.equal(shouted.status, 429, 'the same route in another spelling is the same budget');
@@ -98,11 +108,18 @@ describe('TRUST_PROXY', () => {
     assert.equal(loadConfig({}).trustProxy, false);
     assert.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
     assert.equal(loadConfig({ TRUST_PROXY: '1' }).trustProxy, 1);
-    assert.deepEqual(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,2001:db8::/32' }).trustProxy, ['loopback', '10.0.0.0/8', '2001:db8::/32']);
+    assert.deepEqual(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,2001:db8::/32' }).trustProxy, [
+      'loopback',
+      '10.0.0.0/8',
+      '2001:db8::/32',
+    ]);
   });
 
   it('refuses true (every client trusted) and anything that is not an address', () => {
-    assert.throws(() => loadConfig({ TRUST_PROXY: 'true' }), (e: Error) => e instanceof ConfigError && /hop|addresses/.test(e.message));
+    assert.throws(
+      () => loadConfig({ TRUST_PROXY: 'true' }),
+      (e: Error) => e instanceof ConfigError && /hop|addresses/.test(e.message),
+    );
     assert.throws(() => loadConfig({ TRUST_PROXY: 'proxy.example' }), /TRUST_PROXY lists "proxy.example"/);
     assert.throws(() => loadConfig({ TRUST_PROXY: '10.0.0.0/33' }), /TRUST_PROXY lists/);
     assert.throws(() => loadConfig({ TRUST_PROXY: '99' }), /hop count/);
@@ -121,17 +138,28 @@ describe('unknown properties and body sizes', () => {
     for (let i = 0; i < 700; i++) body[`k${i}`] = 1;
     const raw = JSON.stringify(body);
     assert.ok(raw.length < 8 * 1024);
-    const res = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).set('Content-Type', 'application/json').send(raw);
+    const res = await ctx.api
+      .post('/api/v1/signup')
+      .set('Idempotency-Key', randomUUID())
+      .set('Content-Type', 'application/json')
+      .send(raw);
     assert.equal(res.status, 422);
     assert.equal(res.body.error.code, 'VALIDATION_FAILED');
-    assert.match(res.body.error.message, /unknown properties "k0", "k1", "k2", "k3", "k4" and 695 more; this route accepts maxPerRentalMinor/);
+    assert.match(
+      res.body.error.message,
+      /unknown properties "k0", "k1", "k2", "k3", "k4" and 695 more; this route accepts maxPerRentalMinor/,
+    );
     assert.ok(JSON.stringify(res.body).length < 500, `a short answer, got ${JSON.stringify(res.body).length} bytes`);
   });
 
   it('refuses the 58 KB body of the report with 413 before parsing it', async () => {
     const body: Record<string, number> = {};
     for (let i = 0; i < 6000; i++) body[`key${i}`] = 1;
-    const res = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).set('Content-Type', 'application/json').send(JSON.stringify(body));
+    const res = await ctx.api
+      .post('/api/v1/signup')
+      .set('Idempotency-Key', randomUUID())
+      .set('Content-Type', 'application/json')
+      .send(JSON.stringify(body));
     assert.equal(res.status, 413);
     assert.equal(res.body.error.code, 'PAYLOAD_TOO_LARGE');
   });
@@ -139,11 +167,26 @@ describe('unknown properties and body sizes', () => {
   it('admits a shape-specific property of either rental shape to the validator', async () => {
     const who = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).send({});
     const auth = { Authorization: `Bearer ${who.body.data.token}` };
-    const res = await ctx.api.post('/api/v1/rentals').set(auth).set('Idempotency-Key', randomUUID()).send({ offerId: randomUUID(), gpuCount: 1 });
+    const res = await ctx.api
+      .post('/api/v1/rentals')
+      .set(auth)
+      .set('Idempotency-Key', randomUUID())
+      .send({ offerId: randomUUID(), gpuCount: 1 });
     assert.equal(res.status, 422);
-    assert.doesNotMatch(res.body.error.message, /this route accepts/, 'gpuCount is known; mixing shapes is the validator\'s to say');
-    const wrong = await ctx.api.post('/api/v1/rentals').set(auth).set('Idempotency-Key', randomUUID()).send({ offerId: randomUUID(), colour: 'red' });
-    assert.match(wrong.body.error.message, /unknown property "colour"; this route accepts offerId, budgetMinor, machine, terminateAfterSeconds, gpuModel, gpuCount, maxHourlyPriceMinor, waitForCapacitySeconds\./);
+    assert.doesNotMatch(
+      res.body.error.message,
+      /this route accepts/,
+      "gpuCount is known; mixing shapes is the validator's to say",
+    );
+    const wrong = await ctx.api
+      .post('/api/v1/rentals')
+      .set(auth)
+      .set('Idempotency-Key', randomUUID())
+      .send({ offerId: randomUUID(), colour: 'red' });
+    assert.match(
+      wrong.body.error.message,
+      /unknown property "colour"; this route accepts offerId, budgetMinor, machine, terminateAfterSeconds, gpuModel, gpuCount, maxHourlyPriceMinor, waitForCapacitySeconds\./,
+    );
   });
 });
 
@@ -184,8 +227,13 @@ describe('approval codes never reach the request log', () => {
       const { port } = server.address() as { port: number };
       const net = await import('node:net');
       await new Promise<void>((resolve, reject) => {
-        const sock = net.connect(port, '127.0.0.1', () => sock.end(`GET http://gpu.test/approve/${code} HTTP/1.1\r\nHost: gpu.test\r\nConnection: close\r\n\r\n`));
-        sock.on('data', () => undefined).on('end', () => resolve()).on('error', reject);
+        const sock = net.connect(port, '127.0.0.1', () =>
+          sock.end(`GET http://gpu.test/approve/${code} HTTP/1.1\r\nHost: gpu.test\r\nConnection: close\r\n\r\n`),
+        );
+        sock
+          .on('data', () => undefined)
+          .on('end', () => resolve())
+          .on('error', reject);
       });
       server.close();
       const log = lines.join('');

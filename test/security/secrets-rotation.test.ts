@@ -19,7 +19,10 @@ async function reseal(url: string, env: Record<string, string>) {
   const out: string[] = [];
   const err: string[] = [];
   const config = loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'silent', ...env });
-  const status = await runOwnerCommand(['reseal-secrets', '--json'], config, { out: (t) => void out.push(t), err: (t) => void err.push(t) });
+  const status = await runOwnerCommand(['reseal-secrets', '--json'], config, {
+    out: (t) => void out.push(t),
+    err: (t) => void err.push(t),
+  });
   return { status, json: out.length ? JSON.parse(out.join('')) : undefined, err: err.join('') };
 }
 
@@ -28,17 +31,32 @@ describe('SECRETS_KEY rotation', function () {
 
   it('SECRETS_KEY_PREVIOUS takes id:key entries and refuses malformed ones, the current id and duplicates', () => {
     const cfg = loadConfig({ SECRETS_KEY: NEW, SECRETS_KEY_ID: 'k2', SECRETS_KEY_PREVIOUS: ` k1:${OLD} , k0:${NEW}` });
-    assert.deepEqual(cfg.secretsKeysPrevious.map((k) => k.id), ['k1', 'k0']);
+    assert.deepEqual(
+      cfg.secretsKeysPrevious.map((k) => k.id),
+      ['k1', 'k0'],
+    );
     assert.deepEqual(cfg.secretsKeysPrevious[0].key, Buffer.from(OLD, 'base64'));
-    for (const bad of [OLD, `k1:${randomBytes(16).toString('base64')}`, `k2:${OLD}`, `k1:${OLD},k1:${NEW}`, `bad id:${OLD}`]) {
-      assert.throws(() => loadConfig({ SECRETS_KEY: NEW, SECRETS_KEY_ID: 'k2', SECRETS_KEY_PREVIOUS: bad }), ConfigError, bad);
+    for (const bad of [
+      OLD,
+      `k1:${randomBytes(16).toString('base64')}`,
+      `k2:${OLD}`,
+      `k1:${OLD},k1:${NEW}`,
+      `bad id:${OLD}`,
+    ]) {
+      assert.throws(
+        () => loadConfig({ SECRETS_KEY: NEW, SECRETS_KEY_ID: 'k2', SECRETS_KEY_PREVIOUS: bad }),
+        ConfigError,
+        bad,
+      );
     }
   });
 
   it('an earlier key opens what it sealed and never seals', () => {
     const before = SecretBox.fromConfig(loadConfig({ SECRETS_KEY: OLD, SECRETS_KEY_ID: 'k1' }));
     const sealed = before.seal('ssh key', 'row-1');
-    const during = SecretBox.fromConfig(loadConfig({ SECRETS_KEY: NEW, SECRETS_KEY_ID: 'k2', SECRETS_KEY_PREVIOUS: `k1:${OLD}` }));
+    const during = SecretBox.fromConfig(
+      loadConfig({ SECRETS_KEY: NEW, SECRETS_KEY_ID: 'k2', SECRETS_KEY_PREVIOUS: `k1:${OLD}` }),
+    );
     assert.equal(during.open(sealed.ciphertext, 'k1', 'row-1'), 'ssh key');
     assert.equal(during.seal('x', 'row-2').keyId, 'k2');
     const after = SecretBox.fromConfig(loadConfig({ SECRETS_KEY: NEW, SECRETS_KEY_ID: 'k2' }));
@@ -51,7 +69,10 @@ describe('SECRETS_KEY rotation', function () {
 
     before(async () => {
       db = await scratchDatabase(4);
-      ctx = await createTestContext({ database: { ds: db.ds, url: db.url }, env: { SECRETS_KEY: OLD, SECRETS_KEY_ID: 'k1', WEBHOOK_ALLOW_PRIVATE_DESTINATIONS: 'true' } });
+      ctx = await createTestContext({
+        database: { ds: db.ds, url: db.url },
+        env: { SECRETS_KEY: OLD, SECRETS_KEY_ID: 'k1', WEBHOOK_ALLOW_PRIVATE_DESTINATIONS: 'true' },
+      });
     });
     after(async () => {
       await ctx?.close();
@@ -66,7 +87,11 @@ describe('SECRETS_KEY rotation', function () {
       const env = { HF_TOKEN: `hf_${randomUUID()}` };
       const rental = await rentOk(ctx, who, { offerId: Object.values(ids)[0], machine: { env } });
       const pair = await makeActive(ctx, rental.deploymentId);
-      const made = await ctx.api.post('/api/v1/webhook-endpoints').set(who.auth).set('Idempotency-Key', randomUUID()).send({ url: 'http://127.0.0.1:9/hook', eventTypes: ['rental.active'] });
+      const made = await ctx.api
+        .post('/api/v1/webhook-endpoints')
+        .set(who.auth)
+        .set('Idempotency-Key', randomUUID())
+        .send({ url: 'http://127.0.0.1:9/hook', eventTypes: ['rental.active'] });
       assert.equal(made.status, 201, JSON.stringify(made.body));
       const { id: endpointId, secret } = made.body.data as { id: string; secret: string };
 
@@ -74,14 +99,21 @@ describe('SECRETS_KEY rotation', function () {
       const refused = await reseal(db.url, { SECRETS_KEY: NEW, SECRETS_KEY_ID: 'k2' });
       assert.equal(refused.status, 1);
       assert.match(refused.err, /sealed under key "k1".*SECRETS_KEY_PREVIOUS/);
-      assert.equal((await db.ds.getRepository(Deployment).findOneByOrFail({ id: rental.deploymentId })).sshKeyKid, 'k1');
+      assert.equal(
+        (await db.ds.getRepository(Deployment).findOneByOrFail({ id: rental.deploymentId })).sshKeyKid,
+        'k1',
+      );
 
       const done = await reseal(db.url, { SECRETS_KEY: NEW, SECRETS_KEY_ID: 'k2', SECRETS_KEY_PREVIOUS: `k1:${OLD}` });
       assert.equal(done.status, 0, done.err);
       assert.equal(done.json.underOtherKeys, 0);
       assert.deepEqual(
         done.json.kinds.map((k: { resealed: number; byKey: Record<string, number> }) => [k.resealed, k.byKey]),
-        [[1, { k2: 1 }], [1, { k2: 1 }], [1, { k2: 1 }]],
+        [
+          [1, { k2: 1 }],
+          [1, { k2: 1 }],
+          [1, { k2: 1 }],
+        ],
       );
 
       // The new key alone now opens everything, to the same plaintexts.
@@ -91,14 +123,19 @@ describe('SECRETS_KEY rotation', function () {
       assert.equal(box.open(d.sshPrivateKeyEnc!, d.sshKeyKid, d.id), pair.privateKey);
       const order = await db.ds.getRepository(Order).findOneByOrFail({ id: d.orderId });
       assert.deepEqual(machineSettingsOf(box, order).env, env);
-      const [endpoint] = (await db.ds.query('SELECT secret_sealed, secret_key_id FROM webhook_endpoints WHERE id = ?', [endpointId])) as { secret_sealed: Buffer; secret_key_id: string }[];
+      const [endpoint] = (await db.ds.query('SELECT secret_sealed, secret_key_id FROM webhook_endpoints WHERE id = ?', [
+        endpointId,
+      ])) as { secret_sealed: Buffer; secret_key_id: string }[];
       assert.equal(endpoint.secret_key_id, 'k2');
       assert.equal(box.open(endpoint.secret_sealed, 'k2', secretBinding(endpointId)), secret);
 
       // A second run finds nothing to do.
       const again = await reseal(db.url, { SECRETS_KEY: NEW, SECRETS_KEY_ID: 'k2', SECRETS_KEY_PREVIOUS: `k1:${OLD}` });
       assert.equal(again.status, 0);
-      assert.deepEqual(again.json.kinds.map((k: { resealed: number }) => k.resealed), [0, 0, 0]);
+      assert.deepEqual(
+        again.json.kinds.map((k: { resealed: number }) => k.resealed),
+        [0, 0, 0],
+      );
     });
   });
 });

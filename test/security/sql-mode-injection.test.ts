@@ -40,16 +40,18 @@ describe('SQL under a server whose sql_mode holds NO_BACKSLASH_ESCAPES', functio
     try {
       const [[mode]] = (await conn.query('SELECT @@SESSION.sql_mode AS m')) as unknown as [[{ m: string }]];
       assert.match(mode.m, /NO_BACKSLASH_ESCAPES/);
-      await conn.query(`INSERT INTO accounts (id, billing_model, balance_minor, frozen, created_at) VALUES (?, 'ACCOUNT_BALANCE', 0, 0, NOW())`, ['victim']);
-      const statement = conn.format('INSERT IGNORE INTO idempotency_records (scope, idem_key, request_hash, resource_id, created_at) VALUES (?, ?, ?, ?, ?)', [
-        'probe',
-        PAYLOAD,
-        'h',
-        null,
-        new Date(),
-      ]);
+      await conn.query(
+        `INSERT INTO accounts (id, billing_model, balance_minor, frozen, created_at) VALUES (?, 'ACCOUNT_BALANCE', 0, 0, NOW())`,
+        ['victim'],
+      );
+      const statement = conn.format(
+        'INSERT IGNORE INTO idempotency_records (scope, idem_key, request_hash, resource_id, created_at) VALUES (?, ?, ?, ?, ?)',
+        ['probe', PAYLOAD, 'h', null, new Date()],
+      );
       await conn.query(`${statement};\nSELECT 1`);
-      const [[victim]] = (await conn.query(`SELECT balance_minor FROM accounts WHERE id = 'victim'`)) as unknown as [[{ balance_minor: number }]];
+      const [[victim]] = (await conn.query(`SELECT balance_minor FROM accounts WHERE id = 'victim'`)) as unknown as [
+        [{ balance_minor: number }],
+      ];
       assert.equal(Number(victim.balance_minor), 9000000, 'the payload ran its own UPDATE');
       await conn.query(`DELETE FROM accounts WHERE id = 'victim'`);
       await conn.query(`DELETE FROM idempotency_records WHERE scope = 'probe'`);
@@ -66,19 +68,30 @@ describe('SQL under a server whose sql_mode holds NO_BACKSLASH_ESCAPES', functio
   it('a rental Idempotency-Key carrying the payload is stored as a value and changes nothing else', async () => {
     const who = await signup(ctx);
     const offers = await ctx.api.get('/api/v1/offers');
-    const res = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', PAYLOAD).send({ offerId: offers.body.data[0].id });
+    const res = await ctx.api
+      .post('/api/v1/rentals')
+      .set(who.auth)
+      .set('Idempotency-Key', PAYLOAD)
+      .send({ offerId: offers.body.data[0].id });
     assert.ok(res.status < 500, JSON.stringify(res.body));
     const [acct] = await ds.query('SELECT balance_minor FROM accounts WHERE id = ?', [who.accountId]);
     assert.equal(Number(acct.balance_minor), 0, 'no credit appeared');
     const [{ n }] = await ds.query(`SELECT COUNT(*) AS n FROM accounts WHERE balance_minor <> 0`);
     assert.equal(Number(n), 0);
     // The same key again is a plain replay or the same refusal: the value round-trips intact.
-    const again = await ctx.api.post('/api/v1/rentals').set(who.auth).set('Idempotency-Key', PAYLOAD).send({ offerId: offers.body.data[0].id });
+    const again = await ctx.api
+      .post('/api/v1/rentals')
+      .set(who.auth)
+      .set('Idempotency-Key', PAYLOAD)
+      .send({ offerId: offers.body.data[0].id });
     assert.equal(again.status, res.status);
   });
 
   it('signup with the payload as its name and in a header stores them verbatim', async () => {
-    const res = await ctx.api.post('/api/v1/signup').set('Idempotency-Key', randomUUID()).send({ name: "a'b\\' OR 1=1; #" });
+    const res = await ctx.api
+      .post('/api/v1/signup')
+      .set('Idempotency-Key', randomUUID())
+      .send({ name: "a'b\\' OR 1=1; #" });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const [key] = await ds.query('SELECT name FROM api_keys WHERE id = ?', [res.body.data.account.key.id]);
     assert.equal(key.name, "a'b\\' OR 1=1; #");

@@ -18,13 +18,22 @@ function running(pid: number): boolean {
  * bench's output pipes has let go: a child left running would keep them open, as the bug did.
  */
 async function runMiniBench(mode: string, signal?: NodeJS.Signals) {
-  const bench = spawn(process.execPath, ['--import', 'tsx', 'test/tooling/fixtures/bench-parent.ts', mode], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const bench = spawn(process.execPath, ['--import', 'tsx', 'test/tooling/fixtures/bench-parent.ts', mode], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   bench.stdout.on('data', (d) => (out += d));
   bench.stderr.on('data', (d) => (err += d));
-  const closed = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => bench.on('close', (code, sig) => resolve([code, sig])));
-  const childPid = await waitFor(async () => Number(/child (\d+)/.exec(out)?.[1]) || (bench.exitCode !== null ? Promise.reject(new Error(err)) : undefined), 20_000, 'the bench to start its child');
+  const closed = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+    bench.on('close', (code, sig) => resolve([code, sig])),
+  );
+  const childPid = await waitFor(
+    async () =>
+      Number(/child (\d+)/.exec(out)?.[1]) || (bench.exitCode !== null ? Promise.reject(new Error(err)) : undefined),
+    20_000,
+    'the bench to start its child',
+  );
   if (signal) bench.kill(signal);
   const timer = new Promise<'open'>((r) => setTimeout(() => r('open'), 15_000).unref());
   const ended = await Promise.race([closed, timer]);
@@ -50,7 +59,11 @@ describe('benches end their child processes and worker threads (bench/processes.
     assert.equal(r.childRunning, false);
   });
 
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]] as const) {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+    ['SIGHUP', 129],
+  ] as const) {
     it(`on ${signal}, exiting ${code}`, async () => {
       const r = await runMiniBench('wait', signal);
       assert.deepEqual(r.ended, [code, null], r.err);

@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { parseRoles } from '../../src/config.js';
@@ -38,7 +47,13 @@ function ops(stage: Stage, op: string): string[] {
 
 /** Whether a .dockerignore pattern list leaves `path` out of the build context (plain paths and `*` / `**` globs). */
 function ignored(patterns: string[], path: string): boolean {
-  const toRe = (p: string) => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*\*\//g, '(?:.*/)?').replace(/\*/g, '[^/]*')}(?:/.*)?$`);
+  const toRe = (p: string) =>
+    new RegExp(
+      `^${p
+        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+        .replace(/\*\*\//g, '(?:.*/)?')
+        .replace(/\*/g, '[^/]*')}(?:/.*)?$`,
+    );
   return patterns.some((p) => toRe(p.replace(/^\/|\/$/g, '')).test(path));
 }
 
@@ -46,14 +61,20 @@ describe('deployment files', function () {
   this.timeout(30_000);
 
   it('npm start runs node with the same flags as the image and the units', () => {
-    assert.equal(JSON.parse(read('package.json')).scripts.start, `node ${productionNodeFlags().join(' ')} scripts/start.mjs`);
+    assert.equal(
+      JSON.parse(read('package.json')).scripts.start,
+      `node ${productionNodeFlags().join(' ')} scripts/start.mjs`,
+    );
   });
 
   describe('Dockerfile', () => {
     const df = parseDockerfile(read('Dockerfile'));
     const build = df.stages[0];
     const runtime = df.stages.at(-1)!;
-    const dockerignore = read('.dockerignore').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+    const dockerignore = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
 
     it('builds in one stage and runs from another, both on a pinned base image', () => {
       assert.equal(pinned('node'), false);
@@ -62,10 +83,19 @@ describe('deployment files', function () {
       assert.equal(pinned('node:20.19.5-bookworm-slim'), true);
       assert.ok(df.stages.length >= 2, 'multi-stage');
       for (const s of df.stages) assert.ok(pinned(s.image), `stage ${s.name}: ${s.image} is pinned`);
-      assert.ok(ops(build, 'RUN').some((r) => /\bnpm ci\b/.test(r) && !r.includes('--omit=dev')), 'the build stage installs dev dependencies');
-      assert.ok(ops(build, 'RUN').some((r) => /\bnpm run build\b/.test(r)), 'the build stage compiles with scripts/build.mjs');
+      assert.ok(
+        ops(build, 'RUN').some((r) => /\bnpm ci\b/.test(r) && !r.includes('--omit=dev')),
+        'the build stage installs dev dependencies',
+      );
+      assert.ok(
+        ops(build, 'RUN').some((r) => /\bnpm run build\b/.test(r)),
+        'the build stage compiles with scripts/build.mjs',
+      );
       assert.match(JSON.parse(read('package.json')).scripts.build, /scripts\/build\.mjs/);
-      assert.ok(ops(runtime, 'RUN').some((r) => /\bnpm ci\b.*--omit=dev/.test(r)), 'the runtime stage installs production dependencies only');
+      assert.ok(
+        ops(runtime, 'RUN').some((r) => /\bnpm ci\b.*--omit=dev/.test(r)),
+        'the runtime stage installs production dependencies only',
+      );
     });
 
     it('runs as a user other than root, with NODE_ENV=production and nothing secret in ENV or ARG', () => {
@@ -73,15 +103,30 @@ describe('deployment files', function () {
       assert.ok(user && !/^(root|0)(:|$)/.test(user), `USER ${user}`);
       const env = Object.assign({}, ...ops(runtime, 'ENV').map(envPairs)) as Record<string, string>;
       assert.equal(env.NODE_ENV, 'production');
-      const names = [...df.stages.flatMap((s) => ops(s, 'ENV').flatMap((e) => Object.keys(envPairs(e)))), ...Object.keys(df.args), ...df.stages.flatMap((s) => ops(s, 'ARG').map((a) => a.split('=')[0]))];
-      assert.deepEqual(names.filter((n) => SECRET_NAME.test(n)), []);
+      const names = [
+        ...df.stages.flatMap((s) => ops(s, 'ENV').flatMap((e) => Object.keys(envPairs(e)))),
+        ...Object.keys(df.args),
+        ...df.stages.flatMap((s) => ops(s, 'ARG').map((a) => a.split('=')[0])),
+      ];
+      assert.deepEqual(
+        names.filter((n) => SECRET_NAME.test(n)),
+        [],
+      );
       assert.equal(ops(runtime, 'EXPOSE').join(' '), env.PORT, 'exposes the port it listens on');
     });
 
     it('fetches nothing with ADD and copies only what the repository has or an earlier stage made', () => {
-      assert.deepEqual(df.stages.flatMap((s) => ops(s, 'ADD')), [], 'COPY, never ADD (no URLs, no archives unpacked)');
+      assert.deepEqual(
+        df.stages.flatMap((s) => ops(s, 'ADD')),
+        [],
+        'COPY, never ADD (no URLs, no archives unpacked)',
+      );
       // What an earlier stage holds: what it copied in, and what its RUN steps produce.
-      const made: Record<string, RegExp> = { dist: /\bnpm run build\b/, releases: /\bnpm run release\b/, node_modules: /\bnpm ci\b/ };
+      const made: Record<string, RegExp> = {
+        dist: /\bnpm run build\b/,
+        releases: /\bnpm run release\b/,
+        node_modules: /\bnpm ci\b/,
+      };
       df.stages.forEach((stage, i) => {
         const workdir = ops(stage, 'WORKDIR').at(0) ?? '/';
         for (const args of ops(stage, 'COPY')) {
@@ -105,7 +150,8 @@ describe('deployment files', function () {
         }
         assert.ok(workdir.startsWith('/'), `stage ${stage.name}: absolute WORKDIR`);
       });
-      for (const must of ['.git', 'node_modules', '.env']) assert.ok(ignored(dockerignore, must), `.dockerignore leaves out ${must}`);
+      for (const must of ['.git', 'node_modules', '.env'])
+        assert.ok(ignored(dockerignore, must), `.dockerignore leaves out ${must}`);
     });
 
     it('starts the built entry point with the roles as its command, and checks /healthz', () => {
@@ -118,9 +164,14 @@ describe('deployment files', function () {
       const base = JSON.parse(read(buildConfig.extends ?? 'tsconfig.json'));
       assert.equal(base.compilerOptions.outDir, 'dist');
       assert.equal(base.compilerOptions.rootDir, '.');
-      assert.ok(buildConfig.include.includes('src') && buildConfig.include.includes('migrations'), 'the build compiles src and the migrations');
+      assert.ok(
+        buildConfig.include.includes('src') && buildConfig.include.includes('migrations'),
+        'the build compiles src and the migrations',
+      );
       assert.ok(existsSync('src/main.ts'));
-      assert.ok(ops(runtime, 'COPY').some((a) => copyOf(a).from === build.name && copyOf(a).sources.includes('/app/dist')));
+      assert.ok(
+        ops(runtime, 'COPY').some((a) => copyOf(a).from === build.name && copyOf(a).sources.includes('/app/dist')),
+      );
       assert.equal(ops(runtime, 'WORKDIR').at(-1), '/app');
       const cmd = execForm(ops(runtime, 'CMD').at(-1) ?? '');
       assert.ok(cmd, 'CMD in exec form');
@@ -130,7 +181,10 @@ describe('deployment files', function () {
       assert.ok(hc, 'HEALTHCHECK');
       const script = execForm(hc.slice(hc.indexOf('CMD') + 3).trim())!;
       assert.equal(script[0], 'node');
-      assert.ok(ops(runtime, 'COPY').some((a) => copyOf(a).sources.includes(script[1])), `${script[1]} is in the image`);
+      assert.ok(
+        ops(runtime, 'COPY').some((a) => copyOf(a).sources.includes(script[1])),
+        `${script[1]} is in the image`,
+      );
       assert.match(read(script[1]), /\/healthz/);
     });
 
@@ -148,10 +202,16 @@ describe('deployment files', function () {
       const check = async (role: string, status: number) => {
         const port = await freePort();
         const env = { ...process.env, PORT: String(port), STATUS: String(status), HOST: '0.0.0.0' };
-        const svc = spawn(process.execPath, [join(dir, 'dist', 'src', 'main.js'), '--role', role], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+        const svc = spawn(process.execPath, [join(dir, 'dist', 'src', 'main.js'), '--role', role], {
+          env,
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
         try {
           await new Promise<void>((resolve) => svc.stdout.once('data', () => resolve()));
-          return spawnSync(process.execPath, ['deploy/container/healthcheck.mjs', String(svc.pid)], { env, encoding: 'utf8' }).status;
+          return spawnSync(process.execPath, ['deploy/container/healthcheck.mjs', String(svc.pid)], {
+            env,
+            encoding: 'utf8',
+          }).status;
         } finally {
           svc.kill();
           await new Promise((r) => svc.once('exit', r));
@@ -175,23 +235,30 @@ describe('deployment files', function () {
     function parseUnit(file: string): Record<string, Record<string, string[]>> {
       const out: Record<string, Record<string, string[]>> = {};
       let section: Record<string, string[]> | undefined;
-      read(join(dir, file)).split('\n').forEach((line, i) => {
-        if (/^\s*([#;].*)?$/.test(line)) return;
-        const head = /^\[([A-Za-z]+)\]$/.exec(line);
-        if (head) {
-          assert.ok(!out[head[1]], `${file}:${i + 1}: [${head[1]}] twice`);
-          section = out[head[1]] = {};
-          return;
-        }
-        const kv = /^([A-Za-z]+)=(.*)$/.exec(line);
-        assert.ok(kv && section, `${file}:${i + 1}: not Key=Value inside a section: ${line}`);
-        (section[kv[1]] ??= []).push(kv[2]);
-      });
+      read(join(dir, file))
+        .split('\n')
+        .forEach((line, i) => {
+          if (/^\s*([#;].*)?$/.test(line)) return;
+          const head = /^\[([A-Za-z]+)\]$/.exec(line);
+          if (head) {
+            assert.ok(!out[head[1]], `${file}:${i + 1}: [${head[1]}] twice`);
+            section = out[head[1]] = {};
+            return;
+          }
+          const kv = /^([A-Za-z]+)=(.*)$/.exec(line);
+          assert.ok(kv && section, `${file}:${i + 1}: not Key=Value inside a section: ${line}`);
+          (section[kv[1]] ??= []).push(kv[2]);
+        });
       return out;
     }
 
     it('has an api template (instance = port), a worker template, the bot and a target', () => {
-      assert.deepEqual(units.sort(), ['gpu-rental-api@.service', 'gpu-rental-bot.service', 'gpu-rental-worker@.service', 'gpu-rental.target']);
+      assert.deepEqual(units.sort(), [
+        'gpu-rental-api@.service',
+        'gpu-rental-bot.service',
+        'gpu-rental-worker@.service',
+        'gpu-rental.target',
+      ]);
     });
 
     it('each service runs one role of the built service, hardened, restarted on failure, and stopped by SIGTERM within the drain deadline', () => {
@@ -208,15 +275,27 @@ describe('deployment files', function () {
         const flags = productionNodeFlags();
         assert.deepEqual(args.slice(0, flags.length), flags, `${file}: node runs with the image's flags`);
         const exec = [node, ...args.slice(flags.length)];
-        assert.ok(exec[0].startsWith('/') && exec[1].endsWith('/dist/src/main.js') && exec[2] === '--role', `${file}: ExecStart runs node dist/src/main.js --role`);
+        assert.ok(
+          exec[0].startsWith('/') && exec[1].endsWith('/dist/src/main.js') && exec[2] === '--role',
+          `${file}: ExecStart runs node dist/src/main.js --role`,
+        );
         const role = /gpu-rental-(\w+)/.exec(file)![1];
         assert.deepEqual(parseRoles(exec.slice(2)), [role]);
         assert.ok(one('User') !== 'root', `${file}: a user of its own`);
         assert.equal(one('Restart'), 'on-failure');
         assert.equal(one('KillSignal'), 'SIGTERM');
         const stop = Number(one('TimeoutStopSec'));
-        assert.ok(stop > deadline && stop <= deadline + 15, `${file}: TimeoutStopSec ${stop} just over the service's own ${deadline} s`);
-        for (const [k, v] of Object.entries({ NoNewPrivileges: 'yes', ProtectSystem: 'strict', PrivateTmp: 'yes', ProtectHome: 'yes' })) assert.equal(one(k), v, `${file}: ${k}`);
+        assert.ok(
+          stop > deadline && stop <= deadline + 15,
+          `${file}: TimeoutStopSec ${stop} just over the service's own ${deadline} s`,
+        );
+        for (const [k, v] of Object.entries({
+          NoNewPrivileges: 'yes',
+          ProtectSystem: 'strict',
+          PrivateTmp: 'yes',
+          ProtectHome: 'yes',
+        }))
+          assert.equal(one(k), v, `${file}: ${k}`);
         assert.equal(one('EnvironmentFile'), '/etc/gpu-rental/gpu-rental.env');
         assert.deepEqual(u.Install.WantedBy, ['gpu-rental.target']);
         if (role === 'api') assert.deepEqual(s.Environment, ['PORT=%i']);
@@ -237,7 +316,10 @@ describe('deployment files', function () {
           writeFileSync(join(tmp, name), text);
           names.push(join(tmp, name));
         }
-        const r = spawnSync(analyze, ['verify', '--man=no', ...names], { encoding: 'utf8', env: { ...process.env, SYSTEMD_LOG_COLOR: '0' } });
+        const r = spawnSync(analyze, ['verify', '--man=no', ...names], {
+          encoding: 'utf8',
+          env: { ...process.env, SYSTEMD_LOG_COLOR: '0' },
+        });
         assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
         assert.equal(`${r.stdout}${r.stderr}`.trim(), '', 'no warning (an unknown key is only a warning)');
       } finally {
@@ -247,14 +329,21 @@ describe('deployment files', function () {
 
     it('the environment file example sets only documented variables, no PORT, and no secret values', () => {
       const known = new Set(CONFIG_VARIABLES.map((v) => v.name));
-      const plugins = readdirSync('plugins').filter((p) => statSync(join('plugins', p)).isDirectory()).map((p) => p.toUpperCase().replaceAll('-', '_'));
-      const lines = read('deploy/gpu-rental.env.example').split('\n').filter((l) => l.trim() && !l.startsWith('#'));
+      const plugins = readdirSync('plugins')
+        .filter((p) => statSync(join('plugins', p)).isDirectory())
+        .map((p) => p.toUpperCase().replaceAll('-', '_'));
+      const lines = read('deploy/gpu-rental.env.example')
+        .split('\n')
+        .filter((l) => l.trim() && !l.startsWith('#'));
       assert.ok(lines.length > 5);
       for (const line of lines) {
         const m = /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(line);
         assert.ok(m, `KEY=value: ${line}`);
         const [, name, value] = m;
-        assert.ok(known.has(name) || plugins.some((p) => name.startsWith(`${p}_PROVIDER_`)), `${name} is in src/config-variables.ts`);
+        assert.ok(
+          known.has(name) || plugins.some((p) => name.startsWith(`${p}_PROVIDER_`)),
+          `${name} is in src/config-variables.ts`,
+        );
         assert.notEqual(name, 'PORT', 'each api instance sets PORT');
         if (SECRET_NAME.test(name) && name !== 'SECRETS_KEY_ID') assert.equal(value, '', `${name} is left blank`);
       }

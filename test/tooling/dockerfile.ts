@@ -86,7 +86,8 @@ export function envPairs(args: string): Record<string, string> {
     out[k] = v.join(' ');
     return out;
   }
-  for (const m of args.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("(?:[^"\\]|\\.)*"|\S*)/g)) out[m[1]] = m[2].replace(/^"(.*)"$/s, '$1');
+  for (const m of args.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("(?:[^"\\]|\\.)*"|\S*)/g))
+    out[m[1]] = m[2].replace(/^"(.*)"$/s, '$1');
   return out;
 }
 

@@ -30,7 +30,8 @@ mkdirSync(context);
 execFileSync('bash', ['-c', `git archive HEAD | tar -x -C '${context}'`]);
 const df = parseDockerfile(readFileSync(join(context, 'Dockerfile'), 'utf8'));
 const roots: Record<string, string> = {};
-let runtime: { root: string; workdir: string; env: Record<string, string>; entry: string[]; healthcheck: string[] } | undefined;
+let runtime:
+  { root: string; workdir: string; env: Record<string, string>; entry: string[]; healthcheck: string[] } | undefined;
 
 for (const stage of df.stages) {
   const root = (roots[stage.name] = join(work, `stage-${stage.name}`));
@@ -59,7 +60,11 @@ for (const stage of df.stages) {
       }
     } else if (ins.op === 'RUN') {
       const t = Date.now();
-      const r = spawnSync('bash', ['-c', ins.args], { cwd: at('.'), stdio: ['ignore', 'inherit', 'inherit'], env: { PATH: process.env.PATH, HOME: process.env.HOME, npm_config_cache: join(work, 'npm-cache'), ...env } });
+      const r = spawnSync('bash', ['-c', ins.args], {
+        cwd: at('.'),
+        stdio: ['ignore', 'inherit', 'inherit'],
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, npm_config_cache: join(work, 'npm-cache'), ...env },
+      });
       if (r.status !== 0) {
         log(`RUN ${ins.args} failed (exit ${r.status})`);
         process.exit(1);
@@ -77,7 +82,9 @@ for (const stage of df.stages) {
 
 const rt = runtime!;
 const app = join(rt.root, rt.workdir);
-log(`runtime contents: ${du(app)} (node_modules ${du(join(app, 'node_modules'))}, dist ${du(join(app, 'dist'))}); tsx installed: ${existsSync(join(app, 'node_modules', 'tsx'))}`);
+log(
+  `runtime contents: ${du(app)} (node_modules ${du(join(app, 'node_modules'))}, dist ${du(join(app, 'dist'))}); tsx installed: ${existsSync(join(app, 'node_modules', 'tsx'))}`,
+);
 
 const server = new URL(process.env.TEST_DATABASE_URL ?? 'mysql://root@127.0.0.1:3306/');
 server.pathname = `/gpu_rental_image_${randomBytes(3).toString('hex')}`;
@@ -107,14 +114,19 @@ try {
   const t = Date.now();
   const base = `http://127.0.0.1:${port}`;
   await waitFor(async () => (await fetch(`${base}/healthz`)).status === 200, 120_000, '/healthz to answer 200');
-  log(`api answered /healthz 200 after ${((Date.now() - t) / 1000).toFixed(1)} s (fresh database: created and migrated)`);
+  log(
+    `api answered /healthz 200 after ${((Date.now() - t) / 1000).toFixed(1)} s (fresh database: created and migrated)`,
+  );
   for (const path of ['/api/v1/gpus', '/docs', '/releases/latest.json']) {
     const status = (await fetch(`${base}${path}`)).status;
     log(`GET ${path}: ${status}`);
     if (status !== 200) failed = true;
   }
   const [hcCmd, ...hcArgs] = rt.healthcheck;
-  const hc = spawnSync(hcCmd === 'node' ? process.execPath : hcCmd, [...hcArgs, String(svc.pid)], { cwd: app, env: { PATH: process.env.PATH, ...rt.env, PORT: String(port), HOST: '127.0.0.1' } });
+  const hc = spawnSync(hcCmd === 'node' ? process.execPath : hcCmd, [...hcArgs, String(svc.pid)], {
+    cwd: app,
+    env: { PATH: process.env.PATH, ...rt.env, PORT: String(port), HOST: '127.0.0.1' },
+  });
   log(`HEALTHCHECK: exit ${hc.status}`);
   if (hc.status !== 0) failed = true;
 } catch (err) {

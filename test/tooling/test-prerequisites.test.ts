@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, waitFor } from '../helpers/process.js';
@@ -65,14 +74,18 @@ describe('scripts/test-prerequisites.sh', function () {
     // No apt-get on this PATH.
     assert.deepEqual(run(), {
       status: 1,
-      lines: ['test prerequisites: missing chromium openssh-client; install with: apt-get install chromium openssh-client'],
+      lines: [
+        'test prerequisites: missing chromium openssh-client; install with: apt-get install chromium openssh-client',
+      ],
     });
   });
 
   it('with --cluster also names what the Galera cluster suite needs, and only then', () => {
     assert.deepEqual(run({}, ['--cluster']), {
       status: 1,
-      lines: ['test prerequisites: missing galera-4 mariadb-client rsync; install with: apt-get install galera-4 mariadb-client rsync'],
+      lines: [
+        'test prerequisites: missing galera-4 mariadb-client rsync; install with: apt-get install galera-4 mariadb-client rsync',
+      ],
     });
     file('/usr/lib/galera/libgalera_smm.so');
     stub('mariadb');
@@ -81,14 +94,20 @@ describe('scripts/test-prerequisites.sh', function () {
   });
 
   it('refuses an option it does not know', () => {
-    assert.deepEqual(run({}, ['--clustr']), { status: 2, lines: ['test prerequisites: unknown option --clustr (--dry-run, --cluster)'] });
+    assert.deepEqual(run({}, ['--clustr']), {
+      status: 2,
+      lines: ['test prerequisites: unknown option --clustr (--dry-run, --cluster)'],
+    });
   });
 
   it('installs a missing package with apt-get as root, in one line, and goes on', function () {
     if (process.getuid?.() !== 0) this.skip();
     rmSync(join(root, 'usr/bin/chromium'));
     const calls = join(dir, 'apt-calls');
-    stub('apt-get', `echo "$*" >> ${calls}\nif [ "$1" = install ]; then mkdir -p ${root}/usr/bin && printf '#!/bin/sh\\n' > ${root}/usr/bin/chromium && chmod +x ${root}/usr/bin/chromium; fi`);
+    stub(
+      'apt-get',
+      `echo "$*" >> ${calls}\nif [ "$1" = install ]; then mkdir -p ${root}/usr/bin && printf '#!/bin/sh\\n' > ${root}/usr/bin/chromium && chmod +x ${root}/usr/bin/chromium; fi`,
+    );
     symlinkSync('/bin/chmod', join(bin, 'chmod'));
     assert.deepEqual(run(), { status: 0, lines: ['test prerequisites: installing chromium with apt-get'] });
     assert.deepEqual(readFileSync(calls, 'utf8').trim().split('\n'), ['update -qq', 'install -y -qq chromium']);
@@ -115,7 +134,10 @@ describe('scripts/test-prerequisites.sh', function () {
     if (process.getuid?.() !== 0) this.skip();
     rmSync(join(root, 'usr/bin/chromium'));
     stub('apt-get', `touch ${dir}/apt-ran`);
-    assert.deepEqual(run({}, ['--dry-run']), { status: 0, lines: ['test prerequisites: would install chromium (apt-get install chromium)'] });
+    assert.deepEqual(run({}, ['--dry-run']), {
+      status: 0,
+      lines: ['test prerequisites: would install chromium (apt-get install chromium)'],
+    });
     assert.equal(existsSync(join(dir, 'apt-ran')), false);
   });
 
@@ -126,14 +148,24 @@ describe('scripts/test-prerequisites.sh', function () {
     const calls = join(dir, 'ssd-calls');
     // The stand-in server answers after a moment, as mariadbd does, and is gone after 20 s at most.
     const server = `setTimeout(() => require('net').createServer((s) => s.end()).listen(${port}, '127.0.0.1'), 500); setTimeout(() => process.exit(0), 20000)`;
-    stub('start-stop-daemon', `echo "$*" > ${calls}\n${process.execPath} -e "${server}" >/dev/null 2>&1 &\necho $! > ${pidFile}`);
+    stub(
+      'start-stop-daemon',
+      `echo "$*" > ${calls}\n${process.execPath} -e "${server}" >/dev/null 2>&1 &\necho $! > ${pidFile}`,
+    );
     try {
       const r = run({ TEST_DATABASE_URL: `mysql://root@127.0.0.1:${port}/` });
       assert.deepEqual(r, { status: 0, lines: [`test prerequisites: starting MariaDB on 127.0.0.1:${port}`] });
-      assert.equal(readFileSync(calls, 'utf8').trim(), `--start --oknodo --background --exec ${root}/usr/sbin/mariadbd`);
+      assert.equal(
+        readFileSync(calls, 'utf8').trim(),
+        `--start --oknodo --background --exec ${root}/usr/sbin/mariadbd`,
+      );
       assert.ok(existsSync(join(root, 'run/mysqld')), 'the socket directory is made');
     } finally {
-      const pid = await waitFor(async () => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : undefined), 5_000, 'the stand-in server pid');
+      const pid = await waitFor(
+        async () => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : undefined),
+        5_000,
+        'the stand-in server pid',
+      );
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
@@ -146,14 +178,23 @@ describe('scripts/test-prerequisites.sh', function () {
     if (process.getuid?.() !== 0) this.skip();
     const port = await freePort();
     stub('start-stop-daemon');
-    assert.deepEqual(run({ TEST_DATABASE_URL: `mysql://root@127.0.0.1:${port}/`, TEST_PREREQUISITES_DB_WAIT_SECONDS: '1' }), {
-      status: 1,
-      lines: [`test prerequisites: starting MariaDB on 127.0.0.1:${port}`, `test prerequisites: MariaDB did not answer at 127.0.0.1:${port} within 1 s of starting; see its error log`],
-    });
+    assert.deepEqual(
+      run({ TEST_DATABASE_URL: `mysql://root@127.0.0.1:${port}/`, TEST_PREREQUISITES_DB_WAIT_SECONDS: '1' }),
+      {
+        status: 1,
+        lines: [
+          `test prerequisites: starting MariaDB on 127.0.0.1:${port}`,
+          `test prerequisites: MariaDB did not answer at 127.0.0.1:${port} within 1 s of starting; see its error log`,
+        ],
+      },
+    );
   });
 
   it('does not try to start a database on another machine, and names it', async () => {
     const r = run({ TEST_DATABASE_URL: 'mysql://root@db.invalid:3306/' });
-    assert.deepEqual(r, { status: 1, lines: ['test prerequisites: no MariaDB answers at db.invalid:3306 (TEST_DATABASE_URL); start it there'] });
+    assert.deepEqual(r, {
+      status: 1,
+      lines: ['test prerequisites: no MariaDB answers at db.invalid:3306 (TEST_DATABASE_URL); start it there'],
+    });
   });
 });

@@ -19,7 +19,11 @@ import {
   type PayingAccount,
 } from '../../src/modules/rentals/admission-terms.js';
 import { NO_MACHINE_COLUMNS } from '../../src/modules/rentals/machine-secrets.js';
-import { intentRequestValue, rentalIntent as parseIntent, type GpuIntent } from '../../src/modules/rentals/rental-intent.js';
+import {
+  intentRequestValue,
+  rentalIntent as parseIntent,
+  type GpuIntent,
+} from '../../src/modules/rentals/rental-intent.js';
 import type { CreateRentalRequest } from '../../src/modules/rentals/rentals.dto.js';
 import { DEFAULT_MACHINE_SETTINGS } from '../../src/providers/provider.js';
 
@@ -30,16 +34,43 @@ const plain = { machine: { ...DEFAULT_MACHINE_SETTINGS }, terminateAfterSeconds:
 // The admission terms without a database: the races and the statements stay with the API tests.
 
 function offer(id: string, pricePerHourMinor: number, maximumDurationSeconds = 7 * 24 * 3600): AdmissionOffer {
-  return { id, name: 'NVIDIA H100 SXM', gpuCount: 1, pricePerHourMinor, currency: 'USD', maximumDurationSeconds, provider: 'local' };
+  return {
+    id,
+    name: 'NVIDIA H100 SXM',
+    gpuCount: 1,
+    pricePerHourMinor,
+    currency: 'USD',
+    maximumDurationSeconds,
+    provider: 'local',
+  };
 }
 
-function caller(limits: Partial<Pick<ApiKey, 'maxPerRentalMinor' | 'budgetLimitMinor' | 'maxConcurrentDeployments' | 'maxRentalSeconds'>> = {}, billing = false): AdmittingKey {
-  const key = { maxPerRentalMinor: 10_000, budgetLimitMinor: 50_000, maxConcurrentDeployments: 2, maxRentalSeconds: null, ...limits } as ApiKey;
+function caller(
+  limits: Partial<
+    Pick<ApiKey, 'maxPerRentalMinor' | 'budgetLimitMinor' | 'maxConcurrentDeployments' | 'maxRentalSeconds'>
+  > = {},
+  billing = false,
+): AdmittingKey {
+  const key = {
+    maxPerRentalMinor: 10_000,
+    budgetLimitMinor: 50_000,
+    maxConcurrentDeployments: 2,
+    maxRentalSeconds: null,
+    ...limits,
+  } as ApiKey;
   return { key, scopes: billing ? ['rent', 'billing'] : ['rent'] };
 }
 
-const balance = (balanceMinor: number, frozen = false): PayingAccount => ({ billingModel: 'ACCOUNT_BALANCE', frozen, balanceMinor });
-const legacy = (balanceMinor: number): PayingAccount => ({ billingModel: 'LEGACY_PREPAID', frozen: false, balanceMinor });
+const balance = (balanceMinor: number, frozen = false): PayingAccount => ({
+  billingModel: 'ACCOUNT_BALANCE',
+  frozen,
+  balanceMinor,
+});
+const legacy = (balanceMinor: number): PayingAccount => ({
+  billingModel: 'LEGACY_PREPAID',
+  frozen: false,
+  balanceMinor,
+});
 
 function refused(code: string, fn: () => unknown, message?: RegExp): void {
   assert.throws(fn, (err: unknown) => {
@@ -58,7 +89,11 @@ function columnsOf(target: object): string[] {
     .sort();
 }
 
-const usage = (netSpentMinor = 0, activeDeployments = 0) => ({ netSpentMinor, remainingBudgetMinor: 0, activeDeployments });
+const usage = (netSpentMinor = 0, activeDeployments = 0) => ({
+  netSpentMinor,
+  remainingBudgetMinor: 0,
+  activeDeployments,
+});
 const none = { accountMinor: 0, keyMinor: 0 };
 
 describe('admission terms (no database)', () => {
@@ -80,11 +115,14 @@ describe('admission terms (no database)', () => {
         maxHourlyPriceMinor: 350,
         budgetMinor: null,
       });
-      assert.deepEqual(intentRequestValue(rentalIntent({ offerId: 'ABCDEF00-0000-4000-8000-000000000000', budgetMinor: 700 })), {
-        kind: 'OFFER',
-        offerId: 'abcdef00-0000-4000-8000-000000000000',
-        budgetMinor: 700,
-      });
+      assert.deepEqual(
+        intentRequestValue(rentalIntent({ offerId: 'ABCDEF00-0000-4000-8000-000000000000', budgetMinor: 700 })),
+        {
+          kind: 'OFFER',
+          offerId: 'abcdef00-0000-4000-8000-000000000000',
+          budgetMinor: 700,
+        },
+      );
     });
 
     it('carries a count in the name that disagrees with gpuCount as a refusal, not a throw, so a replay is still found first', () => {
@@ -103,7 +141,10 @@ describe('admission terms (no database)', () => {
       assert.equal(t.spendCapMinor, 2000);
       assert.equal(t.totalMinor, 0);
       assert.equal(t.hours, null);
-      assert.deepEqual(t.candidates.map((o) => o.id), ['a', 'b', 'c']);
+      assert.deepEqual(
+        t.candidates.map((o) => o.id),
+        ['a', 'b', 'c'],
+      );
     });
 
     it('a budget makes it MAX_SPEND_METERED capped at the budget; one above the key cap is refused, not lowered', () => {
@@ -124,10 +165,20 @@ describe('admission terms (no database)', () => {
       refused('BUDGET_REQUIRED', () => creditTerms(legacy(5000), caller(), null, cheap), /\$5\.00/);
       const short = [offer('x', 300), offer('y', 310, 2 * 3600), offer('z', 320, 3 * 3600)];
       const t = creditTerms(legacy(5000), caller(), 1000, short);
-      assert.deepEqual([t.billingModel, t.hours, t.durationSeconds, t.totalMinor], ['LEGACY_PREPAID', 3, 3 * 3600, 900]);
-      assert.deepEqual(t.candidates.map((o) => o.id), ['x', 'z']);
+      assert.deepEqual(
+        [t.billingModel, t.hours, t.durationSeconds, t.totalMinor],
+        ['LEGACY_PREPAID', 3, 3 * 3600, 900],
+      );
+      assert.deepEqual(
+        t.candidates.map((o) => o.id),
+        ['x', 'z'],
+      );
       refused('BUDGET_TOO_SMALL', () => creditTerms(legacy(5000), caller(), 599, [offer('p', 600)]), /\$6\.00/);
-      refused('BUDGET_TOO_SMALL', () => creditTerms(legacy(5000), caller(), 5000, [offer('q', 100, 1800)]), /less than one hour/);
+      refused(
+        'BUDGET_TOO_SMALL',
+        () => creditTerms(legacy(5000), caller(), 5000, [offer('q', 100, 1800)]),
+        /less than one hour/,
+      );
     });
 
     it('purchased hours are bounded by the budget and by the offer', () => {
@@ -141,22 +192,47 @@ describe('admission terms (no database)', () => {
     const prepaid = creditTerms(legacy(10_000), caller(), 900, [offer('a', 300)]);
 
     it('a prepaid purchase above the key per-rental cap is refused', () => {
-      refused('KEY_LIMIT_EXCEEDED', () => assertCreditLimits(legacy(10_000), caller({ maxPerRentalMinor: 899 }), usage(), none, prepaid), /at most 899/);
+      refused(
+        'KEY_LIMIT_EXCEEDED',
+        () => assertCreditLimits(legacy(10_000), caller({ maxPerRentalMinor: 899 }), usage(), none, prepaid),
+        /at most 899/,
+      );
     });
 
     it('the key budget counts what it spent and what its running metered rentals reserve', () => {
       assertCreditLimits(balance(10_000), caller({ budgetLimitMinor: 1000 }), usage(700), none, metered);
-      refused('KEY_LIMIT_EXCEEDED', () => assertCreditLimits(balance(10_000), caller({ budgetLimitMinor: 1000 }), usage(700), { accountMinor: 1, keyMinor: 1 }, metered), /1 reserved/);
+      refused(
+        'KEY_LIMIT_EXCEEDED',
+        () =>
+          assertCreditLimits(
+            balance(10_000),
+            caller({ budgetLimitMinor: 1000 }),
+            usage(700),
+            { accountMinor: 1, keyMinor: 1 },
+            metered,
+          ),
+        /1 reserved/,
+      );
     });
 
     it('a key at its concurrency limit is refused', () => {
-      refused('CONCURRENCY_LIMIT_REACHED', () => assertCreditLimits(balance(10_000), caller({ maxConcurrentDeployments: 2 }), usage(0, 2), none, metered));
+      refused('CONCURRENCY_LIMIT_REACHED', () =>
+        assertCreditLimits(balance(10_000), caller({ maxConcurrentDeployments: 2 }), usage(0, 2), none, metered),
+      );
     });
 
     it('unreserved credits must pay the first hour (metered) or the whole purchase (prepaid), with the advice for the key', () => {
       assertCreditLimits(balance(300), caller(), usage(), none, metered);
-      refused('INSUFFICIENT_CREDITS', () => assertCreditLimits(balance(300), caller(), usage(), { accountMinor: 1, keyMinor: 0 }, metered), /ask the account owner/);
-      refused('INSUFFICIENT_CREDITS', () => assertCreditLimits(legacy(899), caller({}, true), usage(), none, prepaid), /POST \/api\/v1\/billing\/topups/);
+      refused(
+        'INSUFFICIENT_CREDITS',
+        () => assertCreditLimits(balance(300), caller(), usage(), { accountMinor: 1, keyMinor: 0 }, metered),
+        /ask the account owner/,
+      );
+      refused(
+        'INSUFFICIENT_CREDITS',
+        () => assertCreditLimits(legacy(899), caller({}, true), usage(), none, prepaid),
+        /POST \/api\/v1\/billing\/topups/,
+      );
     });
   });
 
@@ -184,78 +260,159 @@ describe('admission terms (no database)', () => {
       assert.equal(order.offerId, null);
       assert.equal(order.gpuModel, 'H100');
       assert.deepEqual(order.candidateOfferIds, ['a', 'b']);
-      assert.deepEqual([order.hourlyPriceMinor, order.totalMinor, order.durationSeconds, order.budgetMinor], [300, 900, 3 * 3600, 1000]);
+      assert.deepEqual(
+        [order.hourlyPriceMinor, order.totalMinor, order.durationSeconds, order.budgetMinor],
+        [300, 900, 3 * 3600, 1000],
+      );
       assert.deepEqual(Object.keys(order).sort(), columnsOf(Order));
       assert.ok(Object.values(order).every((v) => v !== undefined));
       const d = newDeployment('dep-1', order, terms);
-      assert.deepEqual([d.status, d.offerId, d.providerId, d.hoursPurchased, d.attempt, d.usageMinor], ['PENDING', 'a', 'local', 3, 0, 0]);
+      assert.deepEqual(
+        [d.status, d.offerId, d.providerId, d.hoursPurchased, d.attempt, d.usageMinor],
+        ['PENDING', 'a', 'local', 3, 0, 0],
+      );
       assert.deepEqual(Object.keys(d).sort(), columnsOf(Deployment));
       assert.ok(Object.values(d).every((v) => v !== undefined));
-      assert.deepEqual(rentalDebitTerms(order, terms), { amountMinor: -900, description: 'Rental order-1: 3 h at 300 cents/h' });
+      assert.deepEqual(rentalDebitTerms(order, terms), {
+        amountMinor: -900,
+        description: 'Rental order-1: 3 h at 300 cents/h',
+      });
     });
 
     it('a card order: AWAITING_PAYMENT, the offer asked for, the whole price charged to the card', () => {
       const terms = cardTerms(offer('w', 299), 1000, caller());
-      const order = newOrder({ ...who, funding: 'CARD' }, { kind: 'OFFER', offerId: 'w', budgetMinor: 1000, ...plain }, null, terms, NO_MACHINE_COLUMNS);
-      assert.deepEqual([order.status, order.funding, order.requestKind, order.offerId, order.totalMinor], ['AWAITING_PAYMENT', 'CARD', 'OFFER', 'w', 897]);
+      const order = newOrder(
+        { ...who, funding: 'CARD' },
+        { kind: 'OFFER', offerId: 'w', budgetMinor: 1000, ...plain },
+        null,
+        terms,
+        NO_MACHINE_COLUMNS,
+      );
+      assert.deepEqual(
+        [order.status, order.funding, order.requestKind, order.offerId, order.totalMinor],
+        ['AWAITING_PAYMENT', 'CARD', 'OFFER', 'w', 897],
+      );
       const d = newDeployment('dep-2', order, terms);
-      assert.deepEqual([d.status, d.billingModel, d.hoursPurchased, d.hourlyPriceMinor], ['AWAITING_PAYMENT', 'LEGACY_PREPAID', 3, 299]);
+      assert.deepEqual(
+        [d.status, d.billingModel, d.hoursPurchased, d.hourlyPriceMinor],
+        ['AWAITING_PAYMENT', 'LEGACY_PREPAID', 3, 299],
+      );
     });
 
     it('a metered rental debits nothing at admission', () => {
       const terms = creditTerms(balance(5000), caller(), null, [offer('a', 300)]);
-      const order = newOrder({ ...who, funding: 'CREDITS' }, rentalIntent({ offerId: 'a' }), null, terms, NO_MACHINE_COLUMNS);
+      const order = newOrder(
+        { ...who, funding: 'CREDITS' },
+        rentalIntent({ offerId: 'a' }),
+        null,
+        terms,
+        NO_MACHINE_COLUMNS,
+      );
       assert.equal(rentalDebitTerms(order, terms), null);
     });
 
     it('an intent admitted to wait for capacity: no candidate, the ceiling as its price, the phase and the deadline', () => {
-      const intent = rentalIntent({ gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 400, waitForCapacitySeconds: 1800 }) as GpuIntent;
+      const intent = rentalIntent({
+        gpuModel: 'H100',
+        gpuCount: 1,
+        maxHourlyPriceMinor: 400,
+        waitForCapacitySeconds: 1800,
+      }) as GpuIntent;
       const terms = waitingTerms(balance(5000), caller(), intent);
       assert.deepEqual([terms.candidates, terms.hourlyPriceMinor, terms.billingModel], [[], 400, 'ACCOUNT_BALANCE']);
       const order = newOrder({ ...who, funding: 'CREDITS' }, intent, 'h100', terms, NO_MACHINE_COLUMNS);
       assert.deepEqual([order.offerId, order.candidateOfferIds, order.hourlyPriceMinor], [null, [], 400]);
       assert.equal(order.waitForCapacityUntil?.toISOString(), new Date(now.getTime() + 1800_000).toISOString());
       const d = newDeployment('dep-3', order, terms);
-      assert.deepEqual([d.offerId, d.providerId, d.phase, d.phaseSince?.toISOString()], [null, null, 'waiting_for_capacity', now.toISOString()]);
+      assert.deepEqual(
+        [d.offerId, d.providerId, d.phase, d.phaseSince?.toISOString()],
+        [null, null, 'waiting_for_capacity', now.toISOString()],
+      );
     });
   });
 
   describe('leases and waiting', () => {
     it('the lease asked for is kept, and fallbacks that cannot run it are dropped', () => {
-      const t = creditTerms(balance(5000), caller(), null, [offer('a', 300, 7200), offer('short', 310, 1800), offer('b', 320, 7200)], 3600);
+      const t = creditTerms(
+        balance(5000),
+        caller(),
+        null,
+        [offer('a', 300, 7200), offer('short', 310, 1800), offer('b', 320, 7200)],
+        3600,
+      );
       assert.equal(t.leaseSeconds, 3600);
-      assert.deepEqual(t.candidates.map((o) => o.id), ['a', 'b']);
+      assert.deepEqual(
+        t.candidates.map((o) => o.id),
+        ['a', 'b'],
+      );
     });
 
     it("a key's longest rental is the lease of a rental without one, and a longer lease is refused, never shortened", () => {
-      assert.equal(creditTerms(balance(5000), caller({ maxRentalSeconds: 5400 }), null, [offer('a', 300)]).leaseSeconds, 5400);
-      refused('VALIDATION_FAILED', () => creditTerms(balance(5000), caller({ maxRentalSeconds: 5400 }), null, [offer('a', 300)], 7200), /terminateAfterSeconds.*5400/);
+      assert.equal(
+        creditTerms(balance(5000), caller({ maxRentalSeconds: 5400 }), null, [offer('a', 300)]).leaseSeconds,
+        5400,
+      );
+      refused(
+        'VALIDATION_FAILED',
+        () => creditTerms(balance(5000), caller({ maxRentalSeconds: 5400 }), null, [offer('a', 300)], 7200),
+        /terminateAfterSeconds.*5400/,
+      );
       assert.equal(cardTerms(offer('w', 299), 299, caller({ maxRentalSeconds: 3600 })).leaseSeconds, 3600);
     });
 
     it('a prepaid purchase longer than its lease is refused with the budget that fits, never shortened', () => {
-      refused('VALIDATION_FAILED', () => creditTerms(legacy(5000), caller(), 1000, [offer('a', 300)], 3600), /buys 3 whole hours.*at most 300 \(1 hour/);
-      refused('VALIDATION_FAILED', () => creditTerms(legacy(5000), caller({ maxRentalSeconds: 1800 }), 1000, [offer('a', 300)]), /lease must be at least 3600/);
+      refused(
+        'VALIDATION_FAILED',
+        () => creditTerms(legacy(5000), caller(), 1000, [offer('a', 300)], 3600),
+        /buys 3 whole hours.*at most 300 \(1 hour/,
+      );
+      refused(
+        'VALIDATION_FAILED',
+        () => creditTerms(legacy(5000), caller({ maxRentalSeconds: 1800 }), 1000, [offer('a', 300)]),
+        /lease must be at least 3600/,
+      );
       assert.equal(creditTerms(legacy(5000), caller(), 600, [offer('a', 300)], 7200).hours, 2);
-      refused('VALIDATION_FAILED', () => cardTerms(offer('w', 299), 1000, caller({ maxRentalSeconds: 7200 })), /buys 3 whole hours/);
+      refused(
+        'VALIDATION_FAILED',
+        () => cardTerms(offer('w', 299), 1000, caller({ maxRentalSeconds: 7200 })),
+        /buys 3 whole hours/,
+      );
     });
 
     it('only a metered account may wait for capacity', () => {
-      const intent = rentalIntent({ gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 400, budgetMinor: 1000, waitForCapacitySeconds: 600 }) as GpuIntent;
+      const intent = rentalIntent({
+        gpuModel: 'H100',
+        gpuCount: 1,
+        maxHourlyPriceMinor: 400,
+        budgetMinor: 1000,
+        waitForCapacitySeconds: 600,
+      }) as GpuIntent;
       refused('VALIDATION_FAILED', () => waitingTerms(legacy(5000), caller(), intent), /waitForCapacitySeconds/);
     });
 
     it('settings, a lease and a wait change the idempotency value; a plain request hashes as it always did', () => {
       const base = { gpuModel: 'H100', gpuCount: 1 as const, maxHourlyPriceMinor: 400 };
       const plainValue = intentRequestValue(rentalIntent(base));
-      assert.deepEqual(Object.keys(plainValue).sort(), ['budgetMinor', 'gpuCount', 'gpuSlug', 'kind', 'maxHourlyPriceMinor']);
+      assert.deepEqual(Object.keys(plainValue).sort(), [
+        'budgetMinor',
+        'gpuCount',
+        'gpuSlug',
+        'kind',
+        'maxHourlyPriceMinor',
+      ]);
       const withEnv = (v: string) => intentRequestValue(rentalIntent({ ...base, machine: { env: { TOKEN: v } } }));
       assert.notDeepEqual(withEnv('a'), plainValue);
       assert.notDeepEqual(withEnv('a'), withEnv('b'));
-      assert.ok(!JSON.stringify(withEnv('s3cret-value')).includes('s3cret-value'), 'a secret value never enters the record');
+      assert.ok(
+        !JSON.stringify(withEnv('s3cret-value')).includes('s3cret-value'),
+        'a secret value never enters the record',
+      );
       assert.notDeepEqual(intentRequestValue(rentalIntent({ ...base, terminateAfterSeconds: 600 })), plainValue);
       assert.notDeepEqual(intentRequestValue(rentalIntent({ ...base, waitForCapacitySeconds: 600 })), plainValue);
-      assert.deepEqual(intentRequestValue(rentalIntent({ ...base, machine: { ports: [9000, 8000] } })), intentRequestValue(rentalIntent({ ...base, machine: { ports: [8000, 9000] } })));
+      assert.deepEqual(
+        intentRequestValue(rentalIntent({ ...base, machine: { ports: [9000, 8000] } })),
+        intentRequestValue(rentalIntent({ ...base, machine: { ports: [8000, 9000] } })),
+      );
     });
   });
 });

@@ -18,7 +18,8 @@ function sources(dir: string): { path: string; text: string }[] {
   return out;
 }
 
-const imports = (text: string) => [...text.matchAll(/^\s*(?:import|export)\b[^;]*?from\s+'([^']+)'/gm)].map((m) => m[1]);
+const imports = (text: string) =>
+  [...text.matchAll(/^\s*(?:import|export)\b[^;]*?from\s+'([^']+)'/gm)].map((m) => m[1]);
 
 /**
  * The import circles among `files`, type-only imports included (a circle of types is still one
@@ -98,7 +99,8 @@ const SAFE_SPLICES = [
 function unsafeSplices(text: string): string[] {
   const out: string[] = [];
   for (const [, body] of text.matchAll(/`((?:\\[\s\S]|[^`\\])*)`/g)) {
-    if (!/\b(?:SELECT\s[\s\S]*\sFROM|INSERT\s+(?:IGNORE\s+)?INTO|UPDATE\s+\S+[\s\S]*\sSET|DELETE\s+FROM)\b/.test(body)) continue;
+    if (!/\b(?:SELECT\s[\s\S]*\sFROM|INSERT\s+(?:IGNORE\s+)?INTO|UPDATE\s+\S+[\s\S]*\sSET|DELETE\s+FROM)\b/.test(body))
+      continue;
     for (const [, expr] of body.matchAll(/\$\{([^}]*(?:\{[^}]*\}[^}]*)*)\}/g)) {
       if (!SAFE_SPLICES.some((re) => re.test(expr.trim()))) out.push(expr.trim());
     }
@@ -116,16 +118,25 @@ const ISSUES_SQL =
 /** Where SQL belongs: the repositories (the job system's storage among them) and the database layer they stand on. */
 const issuesSqlByRight = (path: string) => path.endsWith('.repository.ts') || path.startsWith('src/db/');
 
-
 describe('architecture', () => {
   it('reads process.env only in src/config.ts', () => {
-    const offenders = [...sources('src'), ...sources('bot')].filter((f) => f.path !== 'src/config.ts' && /process\.env\b/.test(f.text));
-    assert.deepEqual(offenders.map((f) => f.path), []);
+    const offenders = [...sources('src'), ...sources('bot')].filter(
+      (f) => f.path !== 'src/config.ts' && /process\.env\b/.test(f.text),
+    );
+    assert.deepEqual(
+      offenders.map((f) => f.path),
+      [],
+    );
   });
 
   it('keeps raw SQL out of bot/', () => {
-    const offenders = sources('bot').filter((f) => /\.query\(|\b(?:SELECT\s[\s\S]*?\sFROM|INSERT\s+INTO|DELETE\s+FROM|UPDATE\s+\w+\s+SET)\b/.test(f.text));
-    assert.deepEqual(offenders.map((f) => f.path), []);
+    const offenders = sources('bot').filter((f) =>
+      /\.query\(|\b(?:SELECT\s[\s\S]*?\sFROM|INSERT\s+INTO|DELETE\s+FROM|UPDATE\s+\w+\s+SET)\b/.test(f.text),
+    );
+    assert.deepEqual(
+      offenders.map((f) => f.path),
+      [],
+    );
   });
 
   it('writes rental statuses only in the rental-state module (its rules and its repository)', () => {
@@ -134,18 +145,33 @@ describe('architecture', () => {
     assert.ok(writesStatus(`await ds.getRepository(Order).update({ id }, { status: 'FAILED' });`));
     assert.ok(writesStatus(`qb.update(Deployment).set({ status: 'TERMINATING' })`));
     assert.ok(writesStatus('await m.query(`UPDATE orders SET updated_at = ?, status = ? WHERE id = ?`)'));
-    assert.ok(!writesStatus(`await m.update(Order, { id: o.id, reversalStatus: 'PENDING' }, { reversalStatus: 'SUCCEEDED' });`));
-    const stateModule = new Set(['src/modules/rentals/rental-state.ts', 'src/modules/rentals/rental-state.repository.ts']);
-    const offenders = [...sources('src'), ...sources('bot')].filter((f) => !stateModule.has(f.path) && writesStatus(f.text));
-    assert.deepEqual(offenders.map((f) => f.path), []);
+    assert.ok(
+      !writesStatus(`await m.update(Order, { id: o.id, reversalStatus: 'PENDING' }, { reversalStatus: 'SUCCEEDED' });`),
+    );
+    const stateModule = new Set([
+      'src/modules/rentals/rental-state.ts',
+      'src/modules/rentals/rental-state.repository.ts',
+    ]);
+    const offenders = [...sources('src'), ...sources('bot')].filter(
+      (f) => !stateModule.has(f.path) && writesStatus(f.text),
+    );
+    assert.deepEqual(
+      offenders.map((f) => f.path),
+      [],
+    );
   });
 
   it('splices only our own constants and placeholder lists into SQL text, never a value', () => {
     // The check itself must see the shapes it looks for, escaped backticks included.
     assert.deepEqual(unsafeSplices('q(`SELECT * FROM t WHERE id = ${req.body.id}`)'), ['req.body.id']);
     assert.deepEqual(unsafeSplices('q(`INSERT INTO \\`${meta.tableName}\\` (a) VALUES (${name})`)'), ['name']);
-    assert.deepEqual(unsafeSplices('q(`UPDATE ${AGENDA_JOBS_TABLE} SET a = ? WHERE id IN (${ids.map(() => \'?\').join(\', \')})`)'), []);
-    const offenders = [...sources('src'), ...sources('plugins'), ...sources('bot')].flatMap((f) => unsafeSplices(f.text).map((e) => `${f.path}: \${${e}}`));
+    assert.deepEqual(
+      unsafeSplices("q(`UPDATE ${AGENDA_JOBS_TABLE} SET a = ? WHERE id IN (${ids.map(() => '?').join(', ')})`)"),
+      [],
+    );
+    const offenders = [...sources('src'), ...sources('plugins'), ...sources('bot')].flatMap((f) =>
+      unsafeSplices(f.text).map((e) => `${f.path}: \${${e}}`),
+    );
     assert.deepEqual(offenders, []);
   });
 
@@ -154,10 +180,17 @@ describe('architecture', () => {
     assert.deepEqual(
       upwardImports([
         { path: 'src/db/entities.ts', text: `import { Account } from '../modules/accounts/account.entity.js';` },
-        { path: 'src/jobs/x.ts', text: `import type { Services } from '../container.js';\nimport { entities } from '../entities.js';` },
+        {
+          path: 'src/jobs/x.ts',
+          text: `import type { Services } from '../container.js';\nimport { entities } from '../entities.js';`,
+        },
         { path: 'src/db/y.ts', text: `import { sql } from './sql.js';` },
       ]),
-      ['src/db/entities.ts -> ../modules/accounts/account.entity.js', 'src/jobs/x.ts -> ../container.js', 'src/jobs/x.ts -> ../entities.js'],
+      [
+        'src/db/entities.ts -> ../modules/accounts/account.entity.js',
+        'src/jobs/x.ts -> ../container.js',
+        'src/jobs/x.ts -> ../entities.js',
+      ],
     );
     const lower = ['src/db', 'src/http', 'src/jobs', 'src/providers'].flatMap((dir) => sources(dir));
     assert.deepEqual(upwardImports(lower), []);
@@ -179,16 +212,40 @@ describe('architecture', () => {
     const long = sources('src')
       .map((f) => ({ path: f.path, lines: f.text.split('\n').length - (f.text.endsWith('\n') ? 1 : 0) }))
       .filter((f) => f.lines > 400);
-    assert.deepEqual(long.map((f) => `${f.path}: ${f.lines} lines`), []);
+    assert.deepEqual(
+      long.map((f) => `${f.path}: ${f.lines} lines`),
+      [],
+    );
   });
 
   it('issues SQL only in repositories (and src/db, the layer they stand on), nowhere else', () => {
     // The check itself must see each style of issuing SQL, and leave the plain calls alone.
-    for (const text of ['m.query(`SELECT 1`)', "ds.getRepository(Account).findOneBy({ id })", 'm.createQueryBuilder().update(X)', 'sqlQuery(ds, `SELECT 1`)', 'new SqlTransaction(ds, conn)', 'insertEntity(m, Order, order)', 'await m.update(Order, { id }, patch)', 'm.findOneBy(Deployment, { id })', 'em.insert(DeploymentAttempt, row)']) {
+    for (const text of [
+      'm.query(`SELECT 1`)',
+      'ds.getRepository(Account).findOneBy({ id })',
+      'm.createQueryBuilder().update(X)',
+      'sqlQuery(ds, `SELECT 1`)',
+      'new SqlTransaction(ds, conn)',
+      'insertEntity(m, Order, order)',
+      'await m.update(Order, { id }, patch)',
+      'm.findOneBy(Deployment, { id })',
+      'em.insert(DeploymentAttempt, row)',
+    ]) {
       assert.ok(ISSUES_SQL.test(text), text);
     }
-    for (const text of ['inPipelinedTransaction(ds, fn)', 'inTransaction(ds, fn)', 'req.query.limit', 'type Sql = SqlTransaction', 'rows.find((r) => r.id)', 'map.delete(key)', 'list.find(x => x)']) assert.ok(!ISSUES_SQL.test(text), text);
-    const issuing = [...sources('src'), ...sources('bot')].filter((f) => !issuesSqlByRight(f.path) && ISSUES_SQL.test(f.text)).map((f) => f.path);
+    for (const text of [
+      'inPipelinedTransaction(ds, fn)',
+      'inTransaction(ds, fn)',
+      'req.query.limit',
+      'type Sql = SqlTransaction',
+      'rows.find((r) => r.id)',
+      'map.delete(key)',
+      'list.find(x => x)',
+    ])
+      assert.ok(!ISSUES_SQL.test(text), text);
+    const issuing = [...sources('src'), ...sources('bot')]
+      .filter((f) => !issuesSqlByRight(f.path) && ISSUES_SQL.test(f.text))
+      .map((f) => f.path);
     assert.deepEqual(issuing, [], 'SQL outside a repository');
   });
 
@@ -202,7 +259,11 @@ describe('architecture', () => {
   });
 
   it('no module imports the composition root', () => {
-    const modules = sources('src/modules').flatMap((f) => imports(f.text).filter((i) => /container\.js$/.test(i)).map((i) => `${f.path} -> ${i}`));
+    const modules = sources('src/modules').flatMap((f) =>
+      imports(f.text)
+        .filter((i) => /container\.js$/.test(i))
+        .map((i) => `${f.path} -> ${i}`),
+    );
     assert.deepEqual(modules, []);
   });
 });

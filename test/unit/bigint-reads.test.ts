@@ -32,7 +32,12 @@ describe('BIGINT reads', () => {
 
   it('go through readMinor, never a bare Number()', () => {
     // The check itself must see the shapes it looks for.
-    assert.equal('Number(r.usage_minor) Number(page[page.length - 1].id) Number(state.version) Number(sameCount.minPrice)'.match(BY_HAND)?.length, 4);
+    assert.equal(
+      'Number(r.usage_minor) Number(page[page.length - 1].id) Number(state.version) Number(sameCount.minPrice)'.match(
+        BY_HAND,
+      )?.length,
+      4,
+    );
     assert.equal('Number(res.affectedRows) Number(body.gpuCount)'.match(BY_HAND), null);
     assert.deepEqual([...byHandReads('src'), ...byHandReads('bot'), ...byHandReads('plugins')], []);
   });

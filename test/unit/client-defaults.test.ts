@@ -10,7 +10,7 @@ import { withTarEntry } from '../../src/http/release-tarball.js';
 /** Every file of a tar archive, by name, later entries winning as tar readers do. */
 function tarFiles(tar: Uint8Array): Map<string, string> {
   const files = new Map<string, string>();
-  for (let at = 0; at + 512 <= tar.length; ) {
+  for (let at = 0; at + 512 <= tar.length;) {
     const h = Buffer.from(tar.subarray(at, at + 512));
     if (h.every((b) => b === 0)) break;
     const name = h.subarray(0, 100).toString('utf8').replace(/\0.*$/s, '');
@@ -36,10 +36,17 @@ describe('clients: the service they came from, and prices typed in cents', () =>
     assert.equal(effectiveSettings({}).baseUrl, 'http://localhost:8080');
     assert.equal(effectiveSettings({}, 'https://gpus.example.net/').baseUrl, 'https://gpus.example.net');
     process.env.GPR_BASE_URL = '';
-    assert.equal(effectiveSettings({}, 'https://gpus.example.net').baseUrl, 'https://gpus.example.net', 'an empty variable is no address');
+    assert.equal(
+      effectiveSettings({}, 'https://gpus.example.net').baseUrl,
+      'https://gpus.example.net',
+      'an empty variable is no address',
+    );
     process.env.GPR_BASE_URL = 'http://127.0.0.1:8081';
     assert.equal(effectiveSettings({}, 'https://gpus.example.net').baseUrl, 'http://127.0.0.1:8081');
-    assert.equal(effectiveSettings({ baseUrl: 'http://127.0.0.1:8082' }, 'https://gpus.example.net').baseUrl, 'http://127.0.0.1:8082');
+    assert.equal(
+      effectiveSettings({ baseUrl: 'http://127.0.0.1:8082' }, 'https://gpus.example.net').baseUrl,
+      'http://127.0.0.1:8082',
+    );
   });
 
   it('reads the packaged address only when it is an http(s) URL', () => {
@@ -57,19 +64,37 @@ describe('clients: the service they came from, and prices typed in cents', () =>
   });
 
   it('adds a file to a gzipped tar that replaces one of the same name for a reader, keeping the rest', () => {
-    const first = withTarEntry(withTarEntry(gzipSync(Buffer.alloc(1024)), 'package/a.txt', 'one'), 'package/service.json', '{"baseUrl":"x"}\n');
+    const first = withTarEntry(
+      withTarEntry(gzipSync(Buffer.alloc(1024)), 'package/a.txt', 'one'),
+      'package/service.json',
+      '{"baseUrl":"x"}\n',
+    );
     const second = withTarEntry(first, 'package/service.json', '{"baseUrl":"y"}\n');
     const files = tarFiles(gunzipSync(second));
-    assert.deepEqual([...files], [
-      ['package/a.txt', 'one'],
-      ['package/service.json', '{"baseUrl":"y"}\n'],
-    ]);
-    assert.deepEqual(withTarEntry(first, 'package/b', 'z'), withTarEntry(first, 'package/b', 'z'), 'the same bytes each time');
+    assert.deepEqual(
+      [...files],
+      [
+        ['package/a.txt', 'one'],
+        ['package/service.json', '{"baseUrl":"y"}\n'],
+      ],
+    );
+    assert.deepEqual(
+      withTarEntry(first, 'package/b', 'z'),
+      withTarEntry(first, 'package/b', 'z'),
+      'the same bytes each time',
+    );
   });
 
   it('warns of an hourly price that looks typed in cents, and only then', () => {
-    assert.equal(centsLookingPrice('--max-price', '350'), '--max-price 350 is $350.00 an hour: amounts are in dollars. If you meant 350 cents, pass --max-price 3.50.');
-    assert.equal(centsLookingPrice('--max-price', '$1200'), '--max-price 1200 is $1200.00 an hour: amounts are in dollars. If you meant 1200 cents, pass --max-price 12.00.');
-    for (const dollars of ['3', '3.50', '99', '150.00', '2.5']) assert.equal(centsLookingPrice('--max-price', dollars), null, dollars);
+    assert.equal(
+      centsLookingPrice('--max-price', '350'),
+      '--max-price 350 is $350.00 an hour: amounts are in dollars. If you meant 350 cents, pass --max-price 3.50.',
+    );
+    assert.equal(
+      centsLookingPrice('--max-price', '$1200'),
+      '--max-price 1200 is $1200.00 an hour: amounts are in dollars. If you meant 1200 cents, pass --max-price 12.00.',
+    );
+    for (const dollars of ['3', '3.50', '99', '150.00', '2.5'])
+      assert.equal(centsLookingPrice('--max-price', dollars), null, dollars);
   });
 });

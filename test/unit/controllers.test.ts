@@ -15,7 +15,8 @@ async function controllerClasses(): Promise<{ path: string; name: string; ctor: 
     const full = join(e.parentPath, e.name);
     const exported = (await import(pathToFileURL(full).href)) as Record<string, unknown>;
     for (const [name, value] of Object.entries(exported)) {
-      if (typeof value === 'function' && name.endsWith('Controller')) out.push({ path: relative(ROOT, full), name, ctor: value as ControllerClass });
+      if (typeof value === 'function' && name.endsWith('Controller'))
+        out.push({ path: relative(ROOT, full), name, ctor: value as ControllerClass });
     }
   }
   return out;
@@ -26,9 +27,14 @@ describe('controllers', () => {
     const classes = await controllerClasses();
     assert.ok(classes.length >= 10, `found ${classes.length}`);
     // Loaded the way the classes were, so both name the same class objects.
-    const { controllerFactories } = (await import(pathToFileURL(join(ROOT, 'src/controllers.ts')).href)) as typeof import('../../src/controllers.js');
+    const { controllerFactories } = (await import(
+      pathToFileURL(join(ROOT, 'src/controllers.ts')).href
+    )) as typeof import('../../src/controllers.js');
     // The factories are only registered here, not run, so no service is needed.
     const factories = controllerFactories({} as Services);
-    assert.deepEqual(classes.filter((c) => !factories.has(c.ctor)).map((c) => `${c.path}: ${c.name}`), []);
+    assert.deepEqual(
+      classes.filter((c) => !factories.has(c.ctor)).map((c) => `${c.path}: ${c.name}`),
+      [],
+    );
   });
 });

@@ -3,7 +3,12 @@ import { readFileSync } from 'node:fs';
 import { CONFIG_VARIABLES } from '../../src/config-variables.js';
 import { loadConfig } from '../../src/config.js';
 import { ERROR_DESCRIPTIONS, ERROR_STATUS } from '../../src/errors/error-codes.js';
-import { CONFIGURATION_DOC_PATH, ERRORS_DOC_PATH, renderConfigurationDoc, renderErrorsDoc } from '../../scripts/generate-docs.js';
+import {
+  CONFIGURATION_DOC_PATH,
+  ERRORS_DOC_PATH,
+  renderConfigurationDoc,
+  renderErrorsDoc,
+} from '../../scripts/generate-docs.js';
 
 const CONFIG_SOURCE = readFileSync(new URL('../../src/config.ts', import.meta.url), 'utf8');
 
@@ -32,11 +37,23 @@ describe('generated documentation', () => {
     it('declares every variable src/config.ts reads, and nothing it does not read', () => {
       const read = variablesReadByConfig(CONFIG_SOURCE);
       const declared = new Set(CONFIG_VARIABLES.map((v) => v.name));
-      assert.ok(read.size > 30, `found only ${read.size} variables in src/config.ts; has the way it reads them changed?`);
-      assert.deepEqual([...read].filter((n) => !declared.has(n)).sort(), [], 'read by src/config.ts but not declared in CONFIG_VARIABLES');
-      assert.deepEqual([...declared].filter((n) => !read.has(n)).sort(), [], 'declared in CONFIG_VARIABLES but not read by src/config.ts');
+      assert.ok(
+        read.size > 30,
+        `found only ${read.size} variables in src/config.ts; has the way it reads them changed?`,
+      );
+      assert.deepEqual(
+        [...read].filter((n) => !declared.has(n)).sort(),
+        [],
+        'read by src/config.ts but not declared in CONFIG_VARIABLES',
+      );
+      assert.deepEqual(
+        [...declared].filter((n) => !read.has(n)).sort(),
+        [],
+        'declared in CONFIG_VARIABLES but not read by src/config.ts',
+      );
       assert.equal(declared.size, CONFIG_VARIABLES.length, 'a variable is declared twice');
-      for (const name of read) assert.ok(renderConfigurationDoc().includes(`\`${name}\``), `${name} is missing from docs/configuration.md`);
+      for (const name of read)
+        assert.ok(renderConfigurationDoc().includes(`\`${name}\``), `${name} is missing from docs/configuration.md`);
     });
 
     it('states each literal default as the value loadConfig uses when the variable is unset', () => {
@@ -44,14 +61,21 @@ describe('generated documentation', () => {
       const literal = CONFIG_VARIABLES.filter((v) => v.default !== null);
       assert.ok(literal.length > 15, `only ${literal.length} literal defaults`);
       for (const v of literal) {
-        assert.deepEqual(loadConfig({ [v.name]: v.default! }), unset, `${v.name}=${v.default} is not what an unset ${v.name} means`);
+        assert.deepEqual(
+          loadConfig({ [v.name]: v.default! }),
+          unset,
+          `${v.name}=${v.default} is not what an unset ${v.name} means`,
+        );
       }
     });
 
     it('gives every variable a meaning, and a default in words where it has no literal one', () => {
       for (const v of CONFIG_VARIABLES) {
         assert.ok(v.meaning.trim().length > 10, `${v.name} has no meaning`);
-        assert.ok(v.default !== null || (v.defaultText ?? '').trim() !== '', `${v.name} has neither a default nor words for it`);
+        assert.ok(
+          v.default !== null || (v.defaultText ?? '').trim() !== '',
+          `${v.name} has neither a default nor words for it`,
+        );
       }
     });
   });

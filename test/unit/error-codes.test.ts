@@ -24,6 +24,9 @@ describe('error codes', () => {
     // Clients retry and document what the table lists, so a code nothing raises misleads them.
     const sent = (code: string) => new RegExp(`(?:new AppError\\(\\s*|\\bcode\\s*[:=]\\s*)'${code}'`).test(src);
     assert.ok(sent('NOT_FOUND') && !sent('NO_SUCH_CODE'), 'the check must see how codes are raised');
-    assert.deepEqual(Object.keys(ERROR_STATUS).filter((c) => !sent(c)), []);
+    assert.deepEqual(
+      Object.keys(ERROR_STATUS).filter((c) => !sent(c)),
+      [],
+    );
   });
 });

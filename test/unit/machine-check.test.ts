@@ -5,15 +5,22 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CHECK_COMMAND, readCheck } from '../../src/modules/rentals/lifecycle/machine-check.js';
 
-const listing = (n: number) => Array.from({ length: n }, (_, i) => `GPU ${i}: NVIDIA H100 80GB HBM3 (UUID: GPU-${i})`).join('\n');
+const listing = (n: number) =>
+  Array.from({ length: n }, (_, i) => `GPU ${i}: NVIDIA H100 80GB HBM3 (UUID: GPU-${i})`).join('\n');
 
 describe('machine check (ACTIVE means usable)', () => {
   it('is usable when nvidia-smi -L lists every promised GPU and there is no script', () => {
-    assert.deepEqual(readCheck(`${listing(2)}\n__gpr_smi_exit=0\n__gpr_started=0\n`, { gpus: 2, startupScript: false }), { kind: 'usable' });
+    assert.deepEqual(
+      readCheck(`${listing(2)}\n__gpr_smi_exit=0\n__gpr_started=0\n`, { gpus: 2, startupScript: false }),
+      { kind: 'usable' },
+    );
   });
 
   it('is a mismatch at once when some GPUs are listed but fewer than promised', () => {
-    assert.deepEqual(readCheck(`${listing(1)}\n__gpr_smi_exit=0\n__gpr_started=1\n`, { gpus: 4, startupScript: false }), { kind: 'gpu_mismatch', listed: 1, promised: 4 });
+    assert.deepEqual(
+      readCheck(`${listing(1)}\n__gpr_smi_exit=0\n__gpr_started=1\n`, { gpus: 4, startupScript: false }),
+      { kind: 'gpu_mismatch', listed: 1, promised: 4 },
+    );
   });
 
   it('is not yet while nvidia-smi lists nothing (drivers loading, command failing)', () => {
@@ -26,11 +33,16 @@ describe('machine check (ACTIVE means usable)', () => {
   it('waits for the startup script to record its start, after the GPUs', () => {
     const r = readCheck(`${listing(1)}\n__gpr_smi_exit=0\n__gpr_started=0\n`, { gpus: 1, startupScript: true });
     assert.equal(r.kind === 'not_yet' && r.phase, 'starting');
-    assert.deepEqual(readCheck(`${listing(1)}\n__gpr_smi_exit=0\n__gpr_started=1\n`, { gpus: 1, startupScript: true }), { kind: 'usable' });
+    assert.deepEqual(
+      readCheck(`${listing(1)}\n__gpr_smi_exit=0\n__gpr_started=1\n`, { gpus: 1, startupScript: true }),
+      { kind: 'usable' },
+    );
   });
 
   it('does not check GPUs of an offer that promises none', () => {
-    assert.deepEqual(readCheck(`__gpr_smi_exit=127\n__gpr_started=0\n`, { gpus: 0, startupScript: false }), { kind: 'usable' });
+    assert.deepEqual(readCheck(`__gpr_smi_exit=127\n__gpr_started=0\n`, { gpus: 0, startupScript: false }), {
+      kind: 'usable',
+    });
   });
 
   it('runs under /bin/sh and reports the listing, the exit status and the marker', () => {
@@ -38,7 +50,9 @@ describe('machine check (ACTIVE means usable)', () => {
     try {
       const bin = join(home, 'bin');
       mkdirSync(bin);
-      writeFileSync(join(bin, 'nvidia-smi'), `#!/bin/sh\n[ "$1" = "-L" ] && printf 'GPU 0: A\\nGPU 1: B\\n'\n`, { mode: 0o755 });
+      writeFileSync(join(bin, 'nvidia-smi'), `#!/bin/sh\n[ "$1" = "-L" ] && printf 'GPU 0: A\\nGPU 1: B\\n'\n`, {
+        mode: 0o755,
+      });
       const env = { PATH: `${bin}:/usr/bin:/bin`, HOME: home };
       const before = execFileSync('/bin/sh', ['-c', CHECK_COMMAND], { env, encoding: 'utf8' });
       assert.equal(readCheck(before, { gpus: 2, startupScript: true }).kind, 'not_yet');

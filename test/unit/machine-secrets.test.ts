@@ -6,7 +6,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { SecretBox } from '../../src/modules/credentials/secret-box.js';
-import { machineColumns, machineSettingsOf, scriptSha256, wrapStartupScript } from '../../src/modules/rentals/machine-secrets.js';
+import {
+  machineColumns,
+  machineSettingsOf,
+  scriptSha256,
+  wrapStartupScript,
+} from '../../src/modules/rentals/machine-secrets.js';
 import { DEFAULT_MACHINE_SETTINGS, STARTUP_MARKER_PATH, type MachineSettings } from '../../src/providers/provider.js';
 
 const run = promisify(execFile);
@@ -42,7 +47,13 @@ describe('machine secrets', () => {
   });
 
   it('seals nothing without a secret, and reads such a row back as it was', () => {
-    const plain: MachineSettings = { ...DEFAULT_MACHINE_SETTINGS, image: 'ubuntu:22.04', env: {}, ports: [8000], diskGb: null };
+    const plain: MachineSettings = {
+      ...DEFAULT_MACHINE_SETTINGS,
+      image: 'ubuntu:22.04',
+      env: {},
+      ports: [8000],
+      diskGb: null,
+    };
     const columns = machineColumns(box, orderId, plain);
     assert.equal(columns.machineSecretsEnc, null);
     assert.equal(columns.machineSecretsKid, null);
@@ -67,7 +78,10 @@ describe('machine secrets', () => {
   });
 
   it('hashes the script as SHA-256 of its UTF-8 bytes, in hex', () => {
-    assert.equal(scriptSha256('echo hi\n'), createHash('sha256').update(Buffer.from('echo hi\n', 'utf8')).digest('hex'));
+    assert.equal(
+      scriptSha256('echo hi\n'),
+      createHash('sha256').update(Buffer.from('echo hi\n', 'utf8')).digest('hex'),
+    );
     assert.equal(scriptSha256(''), 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
     assert.notEqual(scriptSha256('é'), scriptSha256('e'));
     assert.match(scriptSha256('é'), /^[0-9a-f]{64}$/);
@@ -84,7 +98,10 @@ describe('machine secrets', () => {
     async function runWrapped(script: string): Promise<void> {
       const wrapper = join(home, 'wrapper.sh');
       writeFileSync(wrapper, wrapStartupScript(script));
-      await run('/bin/sh', [wrapper], { env: { HOME: home, PATH: process.env.PATH, GREETING: 'hello from env' }, timeout: 10_000 });
+      await run('/bin/sh', [wrapper], {
+        env: { HOME: home, PATH: process.env.PATH, GREETING: 'hello from env' },
+        timeout: 10_000,
+      });
       assert.ok(existsSync(join(home, STARTUP_MARKER_PATH)), 'the marker is written before the script runs');
       assert.match(readFileSync(join(home, STARTUP_MARKER_PATH), 'utf8'), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$/);
       // The agent's script runs in the background: wait for it.
@@ -95,7 +112,8 @@ describe('machine secrets', () => {
       }
     }
 
-    const readLog = () => (existsSync(join(home, '.gpr/startup.log')) ? readFileSync(join(home, '.gpr/startup.log'), 'utf8') : '(none)');
+    const readLog = () =>
+      existsSync(join(home, '.gpr/startup.log')) ? readFileSync(join(home, '.gpr/startup.log'), 'utf8') : '(none)';
 
     const tricky = `it's "quoted" \`not run\` $NOT_EXPANDED \\ 'single' ; | & $(not run either)`;
 
@@ -118,7 +136,14 @@ describe('machine secrets', () => {
     });
 
     it('runs a script without an interpreter line under sh', async () => {
-      const script = [`printf '%s\\n' "$GREETING" > "$HOME/out"`, `cat >> "$HOME/out" <<'EOF'`, tricky, 'EOF', 'echo é', 'touch "$HOME/done"'].join('\n');
+      const script = [
+        `printf '%s\\n' "$GREETING" > "$HOME/out"`,
+        `cat >> "$HOME/out" <<'EOF'`,
+        tricky,
+        'EOF',
+        'echo é',
+        'touch "$HOME/done"',
+      ].join('\n');
       await runWrapped(script);
       assert.equal(readFileSync(join(home, 'out'), 'utf8'), `hello from env\n${tricky}\n`);
       assert.equal(readLog(), 'é\n');

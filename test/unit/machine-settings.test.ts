@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { AppError } from '../../src/errors/app-error.js';
-import { DEFAULT_MACHINE_SETTINGS, NO_MACHINE_CAPABILITIES, type MachineCapabilities, type MachineSettings } from '../../src/providers/provider.js';
+import {
+  DEFAULT_MACHINE_SETTINGS,
+  NO_MACHINE_CAPABILITIES,
+  type MachineCapabilities,
+  type MachineSettings,
+} from '../../src/providers/provider.js';
 import {
   leaseSeconds,
   machineIntentValue,
@@ -46,12 +51,28 @@ describe('machine settings', () => {
     });
 
     it('takes every setting within its limits', () => {
-      const s = parse({ image: 'ghcr.io/acme/trainer:v1.2', env: { HF_TOKEN: 'hf_x', _A1: '' }, startupScript: 'echo hi', ports: [8080, 80], diskGb: 200 });
-      assert.deepEqual(s, { image: 'ghcr.io/acme/trainer:v1.2', env: { HF_TOKEN: 'hf_x', _A1: '' }, startupScript: 'echo hi', ports: [80, 8080], diskGb: 200 });
+      const s = parse({
+        image: 'ghcr.io/acme/trainer:v1.2',
+        env: { HF_TOKEN: 'hf_x', _A1: '' },
+        startupScript: 'echo hi',
+        ports: [8080, 80],
+        diskGb: 200,
+      });
+      assert.deepEqual(s, {
+        image: 'ghcr.io/acme/trainer:v1.2',
+        env: { HF_TOKEN: 'hf_x', _A1: '' },
+        startupScript: 'echo hi',
+        ports: [80, 8080],
+        diskGb: 200,
+      });
     });
 
     it('refuses an unknown property inside machine, naming what it accepts', () => {
-      refuses(() => parse({ image: 'ubuntu', gpus: 2 }), /machine: unknown property "gpus"/, /accepts image, env, startupScript, ports, diskGb/);
+      refuses(
+        () => parse({ image: 'ubuntu', gpus: 2 }),
+        /machine: unknown property "gpus"/,
+        /accepts image, env, startupScript, ports, diskGb/,
+      );
       refuses(() => parse([]), /^Invalid request: machine: must be an object/);
     });
 
@@ -68,21 +89,45 @@ describe('machine settings', () => {
         it(`takes ${ok.slice(0, 50)}`, () => assert.equal(parse({ image: ok }).image, ok));
       }
 
-      for (const bad of ['', ' ubuntu', 'ubuntu latest', 'Ubuntu', 'ubuntu;rm -rf /', 'ubuntu:$(id)', 'a/`id`', 'ubuntu:', ':tag', 'ubuntu@sha256:abc', 'a//b', `x:${'t'.repeat(129)}`, `${'a'.repeat(256)}`]) {
+      for (const bad of [
+        '',
+        ' ubuntu',
+        'ubuntu latest',
+        'Ubuntu',
+        'ubuntu;rm -rf /',
+        'ubuntu:$(id)',
+        'a/`id`',
+        'ubuntu:',
+        ':tag',
+        'ubuntu@sha256:abc',
+        'a//b',
+        `x:${'t'.repeat(129)}`,
+        `${'a'.repeat(256)}`,
+      ]) {
         it(`refuses ${JSON.stringify(bad.slice(0, 40))}`, () => {
-          refuses(() => parse({ image: bad }), /machine\.image: .* is not a container image reference/, /leave out machine\.image/);
+          refuses(
+            () => parse({ image: bad }),
+            /machine\.image: .* is not a container image reference/,
+            /leave out machine\.image/,
+          );
         });
       }
 
       it('refuses an image no allowlist pattern matches, naming the patterns', () => {
         const policy = { imageAllowlist: ['pytorch/pytorch:*', 'nvcr.io/nvidia/*'], maxDiskGb: 1000 };
         assert.equal(parse({ image: 'pytorch/pytorch:2.4.0' }, policy).image, 'pytorch/pytorch:2.4.0');
-        assert.equal(parse({ image: 'nvcr.io/nvidia/pytorch:24.05-py3' }, policy).image, 'nvcr.io/nvidia/pytorch:24.05-py3');
-        refuses(() => parse({ image: 'pytorch/pytorch' }, policy), /machine\.image: this service runs only images matching "pytorch\/pytorch:\*", "nvcr\.io\/nvidia\/\*"/);
+        assert.equal(
+          parse({ image: 'nvcr.io/nvidia/pytorch:24.05-py3' }, policy).image,
+          'nvcr.io/nvidia/pytorch:24.05-py3',
+        );
+        refuses(
+          () => parse({ image: 'pytorch/pytorch' }, policy),
+          /machine\.image: this service runs only images matching "pytorch\/pytorch:\*", "nvcr\.io\/nvidia\/\*"/,
+        );
         refuses(() => parse({ image: 'evil.io/nvcr.io/nvidia/x' }, policy), /runs only images matching/);
       });
 
-      it('reads a pattern\'s other characters literally', () => {
+      it("reads a pattern's other characters literally", () => {
         const policy = { imageAllowlist: ['a.b/c'], maxDiskGb: 1000 };
         assert.equal(parse({ image: 'a.b/c' }, policy).image, 'a.b/c');
         refuses(() => parse({ image: 'axb/c' }, policy), /runs only images matching "a\.b\/c"/);
@@ -91,7 +136,11 @@ describe('machine settings', () => {
 
     describe('env', () => {
       it('refuses a lower-case or malformed name, naming it and a valid spelling', () => {
-        refuses(() => parse({ env: { foo: '1' } }), /machine\.env\.foo: variable names are upper-case letters, digits and _/, /e\.g\. FOO/);
+        refuses(
+          () => parse({ env: { foo: '1' } }),
+          /machine\.env\.foo: variable names are upper-case letters, digits and _/,
+          /e\.g\. FOO/,
+        );
         refuses(() => parse({ env: { '1ABC': '1' } }), /machine\.env\.1ABC: .*e\.g\. _1ABC/);
         refuses(() => parse({ env: { 'MY-VAR': '1' } }), /machine\.env\.MY-VAR: .*e\.g\. MY_VAR/);
         refuses(() => parse({ env: { '': '1' } }), /machine\.env\.: variable names/);
@@ -101,7 +150,10 @@ describe('machine settings', () => {
 
       it('refuses the names the machine sets itself (HOME, PATH, PUBLIC_KEY, GPR_*), and takes names that merely contain them', () => {
         for (const name of ['HOME', 'PATH', 'USER', 'SHELL', 'PUBLIC_KEY', 'GPR_MACHINE_BOOT', 'GPR_X']) {
-          refuses(() => parse({ env: { [name]: '1' } }), new RegExp(`machine\\.env\\.${name}: ${name} is set by the machine itself`));
+          refuses(
+            () => parse({ env: { [name]: '1' } }),
+            new RegExp(`machine\\.env\\.${name}: ${name} is set by the machine itself`),
+          );
         }
         assert.deepEqual(Object.keys(parse({ env: { MY_HOME: '1', XGPR_A: '2' } }).env), ['MY_HOME', 'XGPR_A']);
       });
@@ -114,14 +166,20 @@ describe('machine settings', () => {
 
       it('counts a value in UTF-8 bytes: 4,096 pass, one more is refused, and the value is never quoted', () => {
         assert.equal(parse({ env: { A: 'é'.repeat(2048) } }).env.A.length, 2048);
-        const msg = refuses(() => parse({ env: { SECRET: `${'é'.repeat(2048)}x` } }), /machine\.env\.SECRET: the value is 4097 bytes \(UTF-8\); at most 4096\./);
+        const msg = refuses(
+          () => parse({ env: { SECRET: `${'é'.repeat(2048)}x` } }),
+          /machine\.env\.SECRET: the value is 4097 bytes \(UTF-8\); at most 4096\./,
+        );
         assert.ok(!msg.includes('éx'));
       });
 
       it('counts names and values together against 32,768 bytes', () => {
         // Nine values of 4,000 bytes pass one by one but not together.
         const env = Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`V${i}`, 'x'.repeat(4000)]));
-        refuses(() => parse({ env }), /machine\.env: names and values are 36018 bytes in all \(UTF-8\); at most 32768\./);
+        refuses(
+          () => parse({ env }),
+          /machine\.env: names and values are 36018 bytes in all \(UTF-8\); at most 32768\./,
+        );
         const eight = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`V${i}`, 'x'.repeat(4094)]));
         assert.equal(Object.keys(parse({ env: eight }).env).length, 8); // 8 × (2 + 4094) = 32,768
       });
@@ -138,11 +196,17 @@ describe('machine settings', () => {
     describe('startupScript', () => {
       it('takes 16,384 UTF-8 bytes and refuses one more', () => {
         assert.equal(parse({ startupScript: 'é'.repeat(8192) }).startupScript!.length, 8192);
-        refuses(() => parse({ startupScript: `${'é'.repeat(8192)}x` }), /machine\.startupScript: is 16385 bytes \(UTF-8\); at most 16384\./);
+        refuses(
+          () => parse({ startupScript: `${'é'.repeat(8192)}x` }),
+          /machine\.startupScript: is 16385 bytes \(UTF-8\); at most 16384\./,
+        );
       });
 
       it('refuses an empty script', () => {
-        refuses(() => parse({ startupScript: '' }), /machine\.startupScript: is empty; .*leave out machine\.startupScript/);
+        refuses(
+          () => parse({ startupScript: '' }),
+          /machine\.startupScript: is empty; .*leave out machine\.startupScript/,
+        );
         refuses(() => parse({ startupScript: ' \n\t' }), /machine\.startupScript: is empty/);
       });
     });
@@ -152,9 +216,12 @@ describe('machine settings', () => {
         assert.deepEqual(parse({ ports: [9000, 1, 65535, 8888, 443] }).ports, [1, 443, 8888, 9000, 65535]);
       });
 
-      it('refuses more than five, one out of range, a repeat, SSH\'s port', () => {
+      it("refuses more than five, one out of range, a repeat, SSH's port", () => {
         refuses(() => parse({ ports: [1, 2, 3, 4, 5, 6] }), /machine\.ports: 6 ports; at most 5\./);
-        refuses(() => parse({ ports: [0] }), /machine\.ports: 0 is not a TCP port; each must be a whole number from 1 to 65535\./);
+        refuses(
+          () => parse({ ports: [0] }),
+          /machine\.ports: 0 is not a TCP port; each must be a whole number from 1 to 65535\./,
+        );
         refuses(() => parse({ ports: [65536] }), /machine\.ports: 65536 is not a TCP port/);
         refuses(() => parse({ ports: [80.5] }), /machine\.ports: 80\.5 is not a TCP port/);
         refuses(() => parse({ ports: ['80'] }), /machine\.ports: "80" is not a TCP port/);
@@ -165,9 +232,12 @@ describe('machine settings', () => {
     });
 
     describe('diskGb', () => {
-      it('takes up to the policy\'s maximum and refuses more', () => {
+      it("takes up to the policy's maximum and refuses more", () => {
         assert.equal(parse({ diskGb: 500 }, { imageAllowlist: [], maxDiskGb: 500 }).diskGb, 500);
-        refuses(() => parse({ diskGb: 501 }, { imageAllowlist: [], maxDiskGb: 500 }), /machine\.diskGb: 501 GB is more than this service allows; ask for at most 500\./);
+        refuses(
+          () => parse({ diskGb: 501 }, { imageAllowlist: [], maxDiskGb: 500 }),
+          /machine\.diskGb: 501 GB is more than this service allows; ask for at most 500\./,
+        );
         refuses(() => parse({ diskGb: 0 }), /machine\.diskGb: must be a whole number of GB, at least 1/);
         refuses(() => parse({ diskGb: 1.5 }), /machine\.diskGb: must be a whole number/);
       });
@@ -175,15 +245,30 @@ describe('machine settings', () => {
   });
 
   describe(machineIntentValue.name, () => {
-    const base: MachineSettings = { image: 'ubuntu:22.04', env: { A: '1', B: '2' }, startupScript: 'echo hi', ports: [80, 8080], diskGb: 100 };
+    const base: MachineSettings = {
+      image: 'ubuntu:22.04',
+      env: { A: '1', B: '2' },
+      startupScript: 'echo hi',
+      ports: [80, 8080],
+      diskGb: 100,
+    };
 
     it('is equal for equal settings in any key order', () => {
-      const reordered: MachineSettings = { diskGb: 100, ports: [8080, 80], startupScript: 'echo hi', env: { B: '2', A: '1' }, image: 'ubuntu:22.04' };
+      const reordered: MachineSettings = {
+        diskGb: 100,
+        ports: [8080, 80],
+        startupScript: 'echo hi',
+        env: { B: '2', A: '1' },
+        image: 'ubuntu:22.04',
+      };
       assert.equal(JSON.stringify(machineIntentValue(reordered)), JSON.stringify(machineIntentValue(base)));
-      assert.deepEqual(machineIntentValue({ ...DEFAULT_MACHINE_SETTINGS }), machineIntentValue(parseMachineSettings(undefined, ANY)));
+      assert.deepEqual(
+        machineIntentValue({ ...DEFAULT_MACHINE_SETTINGS }),
+        machineIntentValue(parseMachineSettings(undefined, ANY)),
+      );
     });
 
-    it('changes with the image, a variable\'s name or value, the script, the ports or the disk', () => {
+    it("changes with the image, a variable's name or value, the script, the ports or the disk", () => {
       const value = JSON.stringify(machineIntentValue(base));
       const changes: Partial<MachineSettings>[] = [
         { image: 'ubuntu:24.04' },
@@ -198,11 +283,14 @@ describe('machine settings', () => {
         { diskGb: 101 },
         { diskGb: null },
       ];
-      for (const change of changes) assert.notEqual(JSON.stringify(machineIntentValue({ ...base, ...change })), value, JSON.stringify(change));
+      for (const change of changes)
+        assert.notEqual(JSON.stringify(machineIntentValue({ ...base, ...change })), value, JSON.stringify(change));
     });
 
     it('holds no secret in the clear', () => {
-      const text = JSON.stringify(machineIntentValue({ ...base, env: { TOKEN: 'hunter2-secret' }, startupScript: 'curl https://x/?k=topsecret' }));
+      const text = JSON.stringify(
+        machineIntentValue({ ...base, env: { TOKEN: 'hunter2-secret' }, startupScript: 'curl https://x/?k=topsecret' }),
+      );
       assert.ok(!text.includes('hunter2-secret'));
       assert.ok(!text.includes('topsecret'));
       assert.ok(!text.includes('TOKEN'));
@@ -212,12 +300,20 @@ describe('machine settings', () => {
   describe(unmetSetting.name, () => {
     const all: MachineCapabilities = { customImage: true, startupScript: true, ports: 2, maxDiskGb: 500 };
     const h100 = offerLabel('NVIDIA H100', 'lambda');
-    const settings = (s: Partial<MachineSettings>): MachineSettings => ({ ...DEFAULT_MACHINE_SETTINGS, env: {}, ports: [], ...s });
+    const settings = (s: Partial<MachineSettings>): MachineSettings => ({
+      ...DEFAULT_MACHINE_SETTINGS,
+      env: {},
+      ports: [],
+      ...s,
+    });
 
     it('finds nothing unmet in the defaults or in variables, whatever the offer', () => {
       assert.equal(unmetSetting(settings({}), NO_MACHINE_CAPABILITIES, h100), null);
       assert.equal(unmetSetting(settings({ env: { A: '1' } }), NO_MACHINE_CAPABILITIES, h100), null);
-      assert.equal(unmetSetting(settings({ image: 'x', startupScript: 's', ports: [1, 2], diskGb: 500 }), all, h100), null);
+      assert.equal(
+        unmetSetting(settings({ image: 'x', startupScript: 's', ports: [1, 2], diskGb: 500 }), all, h100),
+        null,
+      );
     });
 
     it('names the first setting the offer cannot honour, and what to rent instead', () => {
@@ -225,38 +321,65 @@ describe('machine settings', () => {
         unmetSetting(settings({ image: 'x', startupScript: 's' }), NO_MACHINE_CAPABILITIES, h100),
         'machine.image: offer "NVIDIA H100" (lambda) cannot run a custom image; rent an offer whose capabilities.customImage is true, or leave out machine.image for its default image.',
       );
-      assert.match(unmetSetting(settings({ startupScript: 's' }), NO_MACHINE_CAPABILITIES, h100)!, /^machine\.startupScript: offer "NVIDIA H100" \(lambda\) cannot run a startup script; rent an offer whose capabilities\.startupScript is true/);
-      assert.match(unmetSetting(settings({ ports: [80] }), NO_MACHINE_CAPABILITIES, h100)!, /^machine\.ports: offer "NVIDIA H100" \(lambda\) cannot expose ports; rent an offer whose capabilities\.ports is at least 1/);
-      assert.match(unmetSetting(settings({ ports: [1, 2, 3] }), all, h100)!, /^machine\.ports: offer .* exposes at most 2 ports, not 3; rent an offer whose capabilities\.ports is at least 3/);
-      assert.match(unmetSetting(settings({ diskGb: 10 }), NO_MACHINE_CAPABILITIES, h100)!, /^machine\.diskGb: offer .* cannot choose its disk; rent an offer whose capabilities\.maxDiskGb is at least 10/);
-      assert.match(unmetSetting(settings({ diskGb: 501 }), all, h100)!, /^machine\.diskGb: offer .* offers at most 500 GB of disk, not 501; rent an offer whose capabilities\.maxDiskGb is at least 501/);
+      assert.match(
+        unmetSetting(settings({ startupScript: 's' }), NO_MACHINE_CAPABILITIES, h100)!,
+        /^machine\.startupScript: offer "NVIDIA H100" \(lambda\) cannot run a startup script; rent an offer whose capabilities\.startupScript is true/,
+      );
+      assert.match(
+        unmetSetting(settings({ ports: [80] }), NO_MACHINE_CAPABILITIES, h100)!,
+        /^machine\.ports: offer "NVIDIA H100" \(lambda\) cannot expose ports; rent an offer whose capabilities\.ports is at least 1/,
+      );
+      assert.match(
+        unmetSetting(settings({ ports: [1, 2, 3] }), all, h100)!,
+        /^machine\.ports: offer .* exposes at most 2 ports, not 3; rent an offer whose capabilities\.ports is at least 3/,
+      );
+      assert.match(
+        unmetSetting(settings({ diskGb: 10 }), NO_MACHINE_CAPABILITIES, h100)!,
+        /^machine\.diskGb: offer .* cannot choose its disk; rent an offer whose capabilities\.maxDiskGb is at least 10/,
+      );
+      assert.match(
+        unmetSetting(settings({ diskGb: 501 }), all, h100)!,
+        /^machine\.diskGb: offer .* offers at most 500 GB of disk, not 501; rent an offer whose capabilities\.maxDiskGb is at least 501/,
+      );
     });
   });
 
   describe(leaseSeconds.name, () => {
-    const lease = (terminateAfterSeconds: number | null, keyMaxRentalSeconds: number | null, offerMaximumDurationSeconds = 86_400) =>
-      leaseSeconds({ terminateAfterSeconds, keyMaxRentalSeconds, offerMaximumDurationSeconds });
+    const lease = (
+      terminateAfterSeconds: number | null,
+      keyMaxRentalSeconds: number | null,
+      offerMaximumDurationSeconds = 86_400,
+    ) => leaseSeconds({ terminateAfterSeconds, keyMaxRentalSeconds, offerMaximumDurationSeconds });
 
-    it('is the rental\'s own when the offer and the key allow it', () => {
+    it("is the rental's own when the offer and the key allow it", () => {
       assert.equal(lease(60, null), 60);
       assert.equal(lease(3600, 3600), 3600);
       assert.equal(lease(86_400, null), 86_400);
     });
 
-    it('is the key\'s maximum without one, capped to the offer\'s; null with neither', () => {
+    it("is the key's maximum without one, capped to the offer's; null with neither", () => {
       assert.equal(lease(null, 7200), 7200);
       assert.equal(lease(null, 7200, 3600), 3600);
       assert.equal(lease(null, null), null);
     });
 
-    it('refuses a lease under a minute or past the offer\'s maximum duration', () => {
-      refuses(() => lease(59, null), /^Invalid request: terminateAfterSeconds: must be a whole number of seconds, at least 60/);
+    it("refuses a lease under a minute or past the offer's maximum duration", () => {
+      refuses(
+        () => lease(59, null),
+        /^Invalid request: terminateAfterSeconds: must be a whole number of seconds, at least 60/,
+      );
       refuses(() => lease(90.5, null), /terminateAfterSeconds: must be a whole number/);
-      refuses(() => lease(86_401, null), /terminateAfterSeconds: 86401 is longer than this offer's maximum duration of 86400 seconds \(1 day\); send at most 86400/);
+      refuses(
+        () => lease(86_401, null),
+        /terminateAfterSeconds: 86401 is longer than this offer's maximum duration of 86400 seconds \(1 day\); send at most 86400/,
+      );
     });
 
-    it('refuses a lease past the key\'s maximum, never shortening it, in seconds and in words', () => {
-      refuses(() => lease(5401, 5400), /terminateAfterSeconds: 5401 is longer than this key allows: its rentals last at most 5400 seconds \(1 hour 30 minutes\); send at most 5400/);
+    it("refuses a lease past the key's maximum, never shortening it, in seconds and in words", () => {
+      refuses(
+        () => lease(5401, 5400),
+        /terminateAfterSeconds: 5401 is longer than this key allows: its rentals last at most 5400 seconds \(1 hour 30 minutes\); send at most 5400/,
+      );
     });
 
     it('names the tighter limit when both are passed', () => {
@@ -268,18 +391,28 @@ describe('machine settings', () => {
   describe('configuration', () => {
     it('reads MACHINE_IMAGE_ALLOWLIST as trimmed patterns, empty when unset', () => {
       assert.deepEqual(loadConfig({}).machineImageAllowlist, []);
-      assert.deepEqual(loadConfig({ MACHINE_IMAGE_ALLOWLIST: ' pytorch/pytorch:* , nvcr.io/nvidia/*,' }).machineImageAllowlist, ['pytorch/pytorch:*', 'nvcr.io/nvidia/*']);
+      assert.deepEqual(
+        loadConfig({ MACHINE_IMAGE_ALLOWLIST: ' pytorch/pytorch:* , nvcr.io/nvidia/*,' }).machineImageAllowlist,
+        ['pytorch/pytorch:*', 'nvcr.io/nvidia/*'],
+      );
     });
 
     it('refuses a pattern no image reference could match, naming the variable', () => {
-      assert.throws(() => loadConfig({ MACHINE_IMAGE_ALLOWLIST: 'pytorch/pytorch:*,my image' }), (err: unknown) => err instanceof ConfigError && /^MACHINE_IMAGE_ALLOWLIST lists "my image"/.test(err.message));
+      assert.throws(
+        () => loadConfig({ MACHINE_IMAGE_ALLOWLIST: 'pytorch/pytorch:*,my image' }),
+        (err: unknown) => err instanceof ConfigError && /^MACHINE_IMAGE_ALLOWLIST lists "my image"/.test(err.message),
+      );
     });
 
     it('reads MACHINE_MAX_DISK_GB, 1000 when unset, refusing what is not a size', () => {
       assert.equal(loadConfig({}).machineMaxDiskGb, 1000);
       assert.equal(loadConfig({ MACHINE_MAX_DISK_GB: '250' }).machineMaxDiskGb, 250);
       for (const bad of ['0', '1.5', 'lots', '100001']) {
-        assert.throws(() => loadConfig({ MACHINE_MAX_DISK_GB: bad }), (err: unknown) => err instanceof ConfigError && err.message.startsWith('MACHINE_MAX_DISK_GB must be'), bad);
+        assert.throws(
+          () => loadConfig({ MACHINE_MAX_DISK_GB: bad }),
+          (err: unknown) => err instanceof ConfigError && err.message.startsWith('MACHINE_MAX_DISK_GB must be'),
+          bad,
+        );
       }
     });
   });

@@ -19,8 +19,12 @@ describe('money (the service formats and parses dollars in one module)', () => {
   });
 
   it('parses dollars as people type them into cents, and nothing else', () => {
-    assert.deepEqual(['5', '$12.5', ' 12,50 ', 'USD 20', '20$', '$ 7'].map(parseUsd), [500, 1250, 1250, 2000, 2000, 700]);
-    for (const bad of ['', 'five', '-5', '5.001', '1e3', '0x10', '5 5', 'NaN', '1234567890']) assert.equal(parseUsd(bad), null, bad);
+    assert.deepEqual(
+      ['5', '$12.5', ' 12,50 ', 'USD 20', '20$', '$ 7'].map(parseUsd),
+      [500, 1250, 1250, 2000, 2000, 700],
+    );
+    for (const bad of ['', 'five', '-5', '5.001', '1e3', '0x10', '5 5', 'NaN', '1234567890'])
+      assert.equal(parseUsd(bad), null, bad);
   });
 
   it('is the only place in the service and the bot that turns cents into dollars or back', () => {

@@ -26,7 +26,13 @@ describe(SecretBox.name, () => {
 
   it('opens old ciphertexts after rotation to a new current key', () => {
     const { ciphertext } = sut.seal('secret', 'row-1');
-    const rotated = new SecretBox(new Map([['k1', key], ['k2', randomBytes(32)]]), 'k2');
+    const rotated = new SecretBox(
+      new Map([
+        ['k1', key],
+        ['k2', randomBytes(32)],
+      ]),
+      'k2',
+    );
     assert.equal(rotated.open(ciphertext, 'k1', 'row-1'), 'secret');
     assert.equal(rotated.seal('x', 'r').keyId, 'k2');
   });

@@ -21,7 +21,10 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
   after(() => ds.query(`DROP TABLE ${table}`));
   beforeEach(() => ds.query(`DELETE FROM ${table}`));
 
-  const rows = async () => ((await ds.query(`SELECT id, v FROM ${table} ORDER BY id`)) as { id: number; v: string }[]).map((r) => `${r.id}:${r.v}`);
+  const rows = async () =>
+    ((await ds.query(`SELECT id, v FROM ${table} ORDER BY id`)) as { id: number; v: string }[]).map(
+      (r) => `${r.id}:${r.v}`,
+    );
 
   it('sends statements issued together as one request, runs them in order and answers each', async () => {
     const { result, sent } = await sentRequests(() =>
@@ -36,7 +39,10 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
     );
     assert.equal(result.a.affectedRows, 1);
     assert.equal(result.b.changedRows, 1);
-    assert.deepEqual(result.read.map((r: { v: string }) => r.v), ['uno']);
+    assert.deepEqual(
+      result.read.map((r: { v: string }) => r.v),
+      ['uno'],
+    );
     // START TRANSACTION travels with the first three; COMMIT is the second request.
     assert.equal(sent.length, 2);
     assert.deepEqual(await rows(), ['1:uno']);
@@ -64,7 +70,11 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
     const outcomes: string[] = [];
     await assert.rejects(
       inPipelinedTransaction(ds, async (tx) => {
-        const settle = (p: Promise<unknown>) => p.then(() => outcomes.push('ok'), (e: { code?: string }) => outcomes.push(e.code ?? 'error'));
+        const settle = (p: Promise<unknown>) =>
+          p.then(
+            () => outcomes.push('ok'),
+            (e: { code?: string }) => outcomes.push(e.code ?? 'error'),
+          );
         await Promise.all([
           settle(tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [3, 'three'])),
           settle(tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [3, 'again'])),
@@ -118,12 +128,38 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
       const key = await ctx.services.ds.getRepository(ApiKey).findOneByOrFail({ id: keyId });
       const now = new Date(Math.floor(Date.now() / 1000) * 1000 + 123);
       const order: Order = {
-        id: randomUUID(), accountId, keyId, funding: 'CREDITS', billingModel: 'ACCOUNT_BALANCE', status: 'FAILED',
-        requestKind: 'INTENT', offerId: null, candidateOfferIds: ['a', 'b'], gpuModel: 'H100', gpuSlug: 'h100', gpuCount: 2,
-        maxHourlyPriceMinor: 900, budgetMinor: null, hourlyPriceMinor: 450, durationSeconds: null, totalMinor: 0, currency: 'USD',
-        failureCode: null, failureReason: null, reversalStatus: null, machineImage: 'docker.io/pytorch/pytorch:latest',
-        machineEnvNames: ['HF_TOKEN'], machinePorts: [8888], machineDiskGb: 40, machineSecretsEnc: Buffer.from([1, 2, 3]), machineSecretsKid: 'k1',
-        startupScriptSha256: 'a'.repeat(64), terminateAfterSeconds: 3600, waitForCapacityUntil: now, createdAt: now, updatedAt: now,
+        id: randomUUID(),
+        accountId,
+        keyId,
+        funding: 'CREDITS',
+        billingModel: 'ACCOUNT_BALANCE',
+        status: 'FAILED',
+        requestKind: 'INTENT',
+        offerId: null,
+        candidateOfferIds: ['a', 'b'],
+        gpuModel: 'H100',
+        gpuSlug: 'h100',
+        gpuCount: 2,
+        maxHourlyPriceMinor: 900,
+        budgetMinor: null,
+        hourlyPriceMinor: 450,
+        durationSeconds: null,
+        totalMinor: 0,
+        currency: 'USD',
+        failureCode: null,
+        failureReason: null,
+        reversalStatus: null,
+        machineImage: 'docker.io/pytorch/pytorch:latest',
+        machineEnvNames: ['HF_TOKEN'],
+        machinePorts: [8888],
+        machineDiskGb: 40,
+        machineSecretsEnc: Buffer.from([1, 2, 3]),
+        machineSecretsKid: 'k1',
+        startupScriptSha256: 'a'.repeat(64),
+        terminateAfterSeconds: 3600,
+        waitForCapacityUntil: now,
+        createdAt: now,
+        updatedAt: now,
       };
       await inPipelinedTransaction(ds, (tx) => insertEntity(tx, Order, order));
       try {

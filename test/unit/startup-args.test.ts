@@ -17,11 +17,17 @@ function startupError(fn: () => unknown): string {
 
 describe('start-up arguments and configuration', () => {
   it('names the variable when the configuration is invalid', () => {
-    assert.equal(startupError(() => loadConfig({ PORT: 'http' })), 'Configuration error: PORT must be a whole number, got "http"');
+    assert.equal(
+      startupError(() => loadConfig({ PORT: 'http' })),
+      'Configuration error: PORT must be a whole number, got "http"',
+    );
   });
 
   it('rejects an unknown --role', () => {
-    assert.match(startupError(() => parseRoles(['--role', 'cron'])), /--role must be one of api, worker, bot/);
+    assert.match(
+      startupError(() => parseRoles(['--role', 'cron'])),
+      /--role must be one of api, worker, bot/,
+    );
   });
 
   it('reads --role in both spellings, comma-separated, and defaults to every role', () => {
@@ -32,7 +38,11 @@ describe('start-up arguments and configuration', () => {
 
   it('runs the local provider on the public development SECRETS_KEY only in an explicit development run', () => {
     for (const env of [{}, { NODE_ENV: 'staging' }, { NODE_ENV: 'test' }]) {
-      assert.match(startupError(() => assertSafeToRun(loadConfig(env))), /NODE_ENV=development is set explicitly.*SECRETS_KEY/, JSON.stringify(env));
+      assert.match(
+        startupError(() => assertSafeToRun(loadConfig(env))),
+        /NODE_ENV=development is set explicitly.*SECRETS_KEY/,
+        JSON.stringify(env),
+      );
     }
     assertSafeToRun(loadConfig({ NODE_ENV: 'development' }));
     assertSafeToRun(loadConfig({ SECRETS_KEY: randomBytes(32).toString('base64') }));
@@ -49,12 +59,24 @@ describe('start-up arguments and configuration', () => {
 
 describe('start lines for what is off', () => {
   it('names the settings that turn metrics and the jobs dashboard on, and says nothing of what is on', () => {
-    const off = { metricsToken: undefined, metricsPort: undefined, adminJobsUser: undefined, adminJobsPassword: undefined };
+    const off = {
+      metricsToken: undefined,
+      metricsPort: undefined,
+      adminJobsUser: undefined,
+      adminJobsPassword: undefined,
+    };
     const lines = offSurfaces(off, ['api', 'worker']);
     assert.equal(lines.length, 2);
     assert.match(lines[0], /^metrics are off: set METRICS_TOKEN .* or METRICS_PORT/);
     assert.match(lines[1], /^the jobs dashboard is off: set ADMIN_JOBS_USER and ADMIN_JOBS_PASSWORD/);
-    assert.deepEqual(offSurfaces({ ...off, metricsPort: 9464 }, ['worker']), [], 'a worker serves no dashboard; metrics are on');
-    assert.deepEqual(offSurfaces({ ...off, metricsToken: 't', adminJobsUser: 'u', adminJobsPassword: 'p' }, ['api']), []);
+    assert.deepEqual(
+      offSurfaces({ ...off, metricsPort: 9464 }, ['worker']),
+      [],
+      'a worker serves no dashboard; metrics are on',
+    );
+    assert.deepEqual(
+      offSurfaces({ ...off, metricsToken: 't', adminJobsUser: 'u', adminJobsPassword: 'p' }, ['api']),
+      [],
+    );
   });
 });

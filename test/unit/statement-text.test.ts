@@ -12,7 +12,9 @@ describe('statementText (a statement written once, its values escaped each time)
   before(async () => {
     ds = await testDataSource();
     const pool = (ds.driver as MysqlDriver).pool as Pool;
-    conn = await new Promise<PoolConnection>((resolve, reject) => pool.getConnection((err, c) => (err ? reject(err) : resolve(c))));
+    conn = await new Promise<PoolConnection>((resolve, reject) =>
+      pool.getConnection((err, c) => (err ? reject(err) : resolve(c))),
+    );
   });
   after(() => conn.release());
 

@@ -64,14 +64,23 @@ describe('the retry helper on one server', function () {
       assert.equal(attempts, 2);
       assert.equal(afterCommit, 1);
       const rows = (await ds.query('SELECT id, v FROM probe ORDER BY id')) as { id: number; v: number }[];
-      assert.deepEqual(rows.map((r) => [r.id, r.v]), [[1, 10], [2, 11]]);
-      const effects = (await ds.query('SELECT COUNT(*) AS n FROM effect WHERE kind = ?', [kind.name])) as { n: number }[];
+      assert.deepEqual(
+        rows.map((r) => [r.id, r.v]),
+        [
+          [1, 10],
+          [2, 11],
+        ],
+      );
+      const effects = (await ds.query('SELECT COUNT(*) AS n FROM effect WHERE kind = ?', [kind.name])) as {
+        n: number;
+      }[];
       assert.equal(Number(effects[0].n), 1);
     });
   }
 
   it('sqlQuery: a single statement in autocommit mode that loses a deadlock is run again, and lands once', async () => {
-    const deadlocks = async () => Number(((await ds.query("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'")) as { Value: string }[])[0].Value);
+    const deadlocks = async () =>
+      Number(((await ds.query("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'")) as { Value: string }[])[0].Value);
     const before = await deadlocks();
     // The other transaction holds row 2 and has written more, so InnoDB picks the statement as the victim.
     await other.query('START TRANSACTION');
@@ -99,10 +108,16 @@ describe('the retry helper on one server', function () {
     await ours;
     assert.ok((await deadlocks()) > before, 'a deadlock was detected');
     const rows = (await ds.query('SELECT id, v FROM probe ORDER BY id')) as { id: number; v: number }[];
-    assert.deepEqual(rows.map((r) => [r.id, r.v]), [[1, 11], [2, 11]]);
+    assert.deepEqual(
+      rows.map((r) => [r.id, r.v]),
+      [
+        [1, 11],
+        [2, 11],
+      ],
+    );
   });
 
-  it('the migration lock lets one holder in at a time and frees a dead holder\'s lock when its lease runs out', async () => {
+  it("the migration lock lets one holder in at a time and frees a dead holder's lock when its lease runs out", async () => {
     const order: string[] = [];
     let releaseFirst!: () => void;
     const firstHolds = new Promise<void>((r) => (releaseFirst = r));
@@ -124,7 +139,9 @@ describe('the retry helper on one server', function () {
     assert.deepEqual(order, ['first in', 'first out', 'second in']);
 
     // A holder that died leaves its row; a lease of 1 s lets the next one take it over.
-    await ds.query("INSERT INTO migration_lock (name, holder, expires_at) VALUES ('migrations', 'dead0000-0000-0000-0000-000000000000', NOW(6) + INTERVAL 1 SECOND)");
+    await ds.query(
+      "INSERT INTO migration_lock (name, holder, expires_at) VALUES ('migrations', 'dead0000-0000-0000-0000-000000000000', NOW(6) + INTERVAL 1 SECOND)",
+    );
     const started = Date.now();
     await withMigrationLock(ds, 10, async () => void order.push('after the dead one'), 1);
     assert.ok(Date.now() - started >= 500, 'it waited for the lease to run out');

@@ -1,4 +1,10 @@
-import { DEFAULT_BASE_URL, effectiveSettings, GprClient, PACKAGED_SERVICE_FILE, packagedBaseUrl } from '@gpu-rental/sdk';
+import {
+  DEFAULT_BASE_URL,
+  effectiveSettings,
+  GprClient,
+  PACKAGED_SERVICE_FILE,
+  packagedBaseUrl,
+} from '@gpu-rental/sdk';
 import { Command } from 'commander';
 import { durationFlag } from './machine-flags.js';
 import { NoTokenError, Progress, redactSecrets } from './output.js';
@@ -10,7 +16,9 @@ export const VERSION = typeof __CLIENT_VERSION__ === 'string' ? __CLIENT_VERSION
 export const PACKAGED_BASE_URL = packagedBaseUrl(new URL(`../${PACKAGED_SERVICE_FILE}`, import.meta.url));
 
 /** Where gpr goes without --base-url, GPR_BASE_URL or a stored address, as --help says it. */
-export const FALLBACK_BASE_URL_TEXT = PACKAGED_BASE_URL ? `${PACKAGED_BASE_URL}, the service this copy came from` : DEFAULT_BASE_URL;
+export const FALLBACK_BASE_URL_TEXT = PACKAGED_BASE_URL
+  ? `${PACKAGED_BASE_URL}, the service this copy came from`
+  : DEFAULT_BASE_URL;
 
 /** What every command needs: the global flags, clients and output in the chosen mode. */
 export class Ctx {

@@ -21,7 +21,9 @@ export const collect = (value: string, previous: string[] | undefined): string[]
 export function durationFlag(flag: string, value: string): number {
   const seconds = parseDuration(value);
   if (seconds === undefined || seconds <= 0) {
-    throw new UsageError(`${flag} must be a duration such as 2h, 90m, 1h30m or 3600s (a bare number is seconds), got ${JSON.stringify(value)}.`);
+    throw new UsageError(
+      `${flag} must be a duration such as 2h, 90m, 1h30m or 3600s (a bare number is seconds), got ${JSON.stringify(value)}.`,
+    );
   }
   return seconds;
 }
@@ -29,7 +31,9 @@ export function durationFlag(flag: string, value: string): number {
 /** A variable name, or a usage error that does not repeat it: a bad "name" may be a secret typed in the wrong place. */
 function checkedName(name: string, where: string): string {
   if (!ENV_NAME_PATTERN.test(name)) {
-    throw new UsageError(`${where}: the text before "=" is not a variable name (upper-case letters, digits and _, not starting with a digit); it is not shown, as it may hold a secret.`);
+    throw new UsageError(
+      `${where}: the text before "=" is not a variable name (upper-case letters, digits and _, not starting with a digit); it is not shown, as it may hold a secret.`,
+    );
   }
   return name;
 }
@@ -43,9 +47,13 @@ function envFlag(arg: string, n: number): [string, string] {
   const eq = arg.indexOf('=');
   const where = `--env (the ${ordinal(n)})`;
   if (eq === -1) {
-    if (!ENV_NAME_PATTERN.test(arg)) throw new UsageError(`${where} must be NAME=VALUE, or NAME to pass this shell's $NAME; the argument is not shown, as it may hold a secret.`);
+    if (!ENV_NAME_PATTERN.test(arg))
+      throw new UsageError(
+        `${where} must be NAME=VALUE, or NAME to pass this shell's $NAME; the argument is not shown, as it may hold a secret.`,
+      );
     const value = process.env[arg];
-    if (value === undefined) throw new UsageError(`${where}: $${arg} is not set in this shell; give --env ${arg}=VALUE or set it first.`);
+    if (value === undefined)
+      throw new UsageError(`${where}: $${arg} is not set in this shell; give --env ${arg}=VALUE or set it first.`);
     return [arg, value];
   }
   return [checkedName(arg.slice(0, eq), where), arg.slice(eq + 1)];
@@ -87,7 +95,8 @@ function readFlagFile(flag: string, path: string): string {
 
 function portFlag(value: string): number {
   const port = /^\d{1,5}$/.test(value.trim()) ? Number(value) : NaN;
-  if (!(port >= 1 && port <= 65535)) throw new UsageError(`--port must be a TCP port number from 1 to 65535, got ${JSON.stringify(value)}.`);
+  if (!(port >= 1 && port <= 65535))
+    throw new UsageError(`--port must be a TCP port number from 1 to 65535, got ${JSON.stringify(value)}.`);
   return port;
 }
 
@@ -96,10 +105,15 @@ function portFlag(value: string): number {
  * and `waitForCapacitySeconds`. Every variable value and the script are registered as secrets, so
  * nothing gpr prints can carry them. `--env` wins over `--env-from` for the same name.
  */
-export function machineRequest(o: MachineFlags): { machine?: MachineSettings; terminateAfterSeconds?: number; waitForCapacitySeconds?: number } {
+export function machineRequest(o: MachineFlags): {
+  machine?: MachineSettings;
+  terminateAfterSeconds?: number;
+  waitForCapacitySeconds?: number;
+} {
   const machine: MachineSettings = {};
   if (o.image !== undefined) {
-    if (o.image.trim() === '') throw new UsageError('--image must name a container image, e.g. pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime.');
+    if (o.image.trim() === '')
+      throw new UsageError('--image must name a container image, e.g. pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime.');
     machine.image = o.image;
   }
   if (o.envFrom !== undefined || o.env?.length) {
@@ -114,19 +128,23 @@ export function machineRequest(o: MachineFlags): { machine?: MachineSettings; te
   }
   if (o.script !== undefined) {
     const script = readFlagFile('--script', o.script);
-    if (script.trim() === '') throw new UsageError(`--script ${o.script} is empty: give a file holding the script, or leave out --script.`);
+    if (script.trim() === '')
+      throw new UsageError(`--script ${o.script} is empty: give a file holding the script, or leave out --script.`);
     keepSecret(script);
     machine.startupScript = script;
   }
   if (o.port?.length) machine.ports = o.port.map(portFlag);
   if (o.disk !== undefined) {
     const disk = /^\d{1,7}$/.test(o.disk.trim()) ? Number(o.disk) : 0;
-    if (disk < 1) throw new UsageError(`--disk must be a whole number of GB, at least 1, got ${JSON.stringify(o.disk)}.`);
+    if (disk < 1)
+      throw new UsageError(`--disk must be a whole number of GB, at least 1, got ${JSON.stringify(o.disk)}.`);
     machine.diskGb = disk;
   }
   return {
     ...(Object.keys(machine).length ? { machine } : {}),
     ...(o.ttl === undefined ? {} : { terminateAfterSeconds: durationFlag('--ttl', o.ttl) }),
-    ...(o.waitCapacity === undefined ? {} : { waitForCapacitySeconds: durationFlag('--wait-capacity', o.waitCapacity) }),
+    ...(o.waitCapacity === undefined
+      ? {}
+      : { waitForCapacitySeconds: durationFlag('--wait-capacity', o.waitCapacity) }),
   };
 }

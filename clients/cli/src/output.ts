@@ -70,7 +70,11 @@ const SETTING_NAMES = {
   account: 'see `gpr whoami`',
 };
 
-const FAILURE_HOW = { rent: 'rent with `gpr rent`', offers: 'see `gpr offers`', waitForCapacity: '`gpr rent --gpu ... --wait-capacity 30m`' };
+const FAILURE_HOW = {
+  rent: 'rent with `gpr rent`',
+  offers: 'see `gpr offers`',
+  waitForCapacity: '`gpr rent --gpu ... --wait-capacity 30m`',
+};
 
 interface Described {
   code: string;
@@ -85,17 +89,24 @@ interface Described {
 const HINTS: Record<string, string> = {
   UNAUTHENTICATED:
     'The token was refused (absent, wrong or revoked). If it worked before, it was revoked: ask the account owner for a new key or a setup code (`gpr setup <code>`); `gpr signup` makes a new, unfunded account of your own. Or set GPR_TOKEN.',
-  FORBIDDEN: 'This key lacks the scope for that call (top-ups need `billing`, which setup-code keys never have; SSH credentials and terminate need `manage`). Ask the account owner.',
+  FORBIDDEN:
+    'This key lacks the scope for that call (top-ups need `billing`, which setup-code keys never have; SSH credentials and terminate need `manage`). Ask the account owner.',
   INSUFFICIENT_CREDITS: 'Add credits: `gpr topup <usd> --wait`, give the printed link to a human to pay, then retry.',
   ACCOUNT_FROZEN: 'The account is frozen or negative; the owner must settle it before new rentals.',
-  KEY_LIMIT_EXCEEDED: "The request is over this key's per-rental cap or total budget: lower --budget / --max-price, or ask the owner for a key with higher limits.",
+  KEY_LIMIT_EXCEEDED:
+    "The request is over this key's per-rental cap or total budget: lower --budget / --max-price, or ask the owner for a key with higher limits.",
   BUDGET_REQUIRED: `This account needs a budget per rental: add --budget <usd>. ${budgetFloorNext('--budget')}`,
   BUDGET_TOO_SMALL: `${budgetFloorNext('--budget (in dollars)')} A prepaid account's budget must also buy one whole hour at the offer's price.`,
-  NO_MATCHING_OFFER: 'Nothing matches: list what there is with `gpr offers --gpu <name>` and raise --max-price or change --gpu / --count.',
-  OFFER_NOT_FOUND: 'Offer ids change with the inventory: run `gpr offers` again and use a current id, or rent by --gpu.',
-  CONCURRENCY_LIMIT_REACHED: 'This key runs as many rentals as it may: `gpr rentals`, then `gpr terminate <id>` one you no longer need.',
-  IDEMPOTENCY_CONFLICT: 'That idempotency key was used with a different request: a new request needs a new --idempotency-key (or none: gpr makes one); to retry the first, repeat it unchanged.',
-  SIGNUP_ALREADY_COMPLETED: 'That signup already happened, or a working token is already stored: `gpr whoami` shows it. To make a separate account on purpose, `gpr signup --force`.',
+  NO_MATCHING_OFFER:
+    'Nothing matches: list what there is with `gpr offers --gpu <name>` and raise --max-price or change --gpu / --count.',
+  OFFER_NOT_FOUND:
+    'Offer ids change with the inventory: run `gpr offers` again and use a current id, or rent by --gpu.',
+  CONCURRENCY_LIMIT_REACHED:
+    'This key runs as many rentals as it may: `gpr rentals`, then `gpr terminate <id>` one you no longer need.',
+  IDEMPOTENCY_CONFLICT:
+    'That idempotency key was used with a different request: a new request needs a new --idempotency-key (or none: gpr makes one); to retry the first, repeat it unchanged.',
+  SIGNUP_ALREADY_COMPLETED:
+    'That signup already happened, or a working token is already stored: `gpr whoami` shows it. To make a separate account on purpose, `gpr signup --force`.',
   AGENT_SETUP_INVALID: 'The setup code is wrong, expired (10 minutes) or used: ask the owner for a new one.',
   AGENTS_DISABLED: 'Agent signup and setup are switched off on this service.',
   NOT_FOUND: notFoundNext('list yours with `gpr rentals`'),
@@ -104,13 +115,15 @@ const HINTS: Record<string, string> = {
   TOPUP_EXPIRED: 'The payment link expired: create a new one with `gpr topup <usd>`.',
   UNAVAILABLE: 'The service is temporarily unavailable: retry shortly. Quote the request id if it persists.',
   NETWORK_ERROR: 'Check GPR_BASE_URL / --base-url and your connection, then retry.',
-  TIMEOUT: 'The operation may still finish: check with `gpr status <id>`, or keep waiting with `gpr wait <id>` (longer with --timeout).',
+  TIMEOUT:
+    'The operation may still finish: check with `gpr status <id>`, or keep waiting with `gpr wait <id>` (longer with --timeout).',
   NO_TOKEN: 'Run `gpr signup` (new account) or `gpr setup <code>` (code from the owner), or set GPR_TOKEN.',
   USAGE: 'See `gpr <command> --help`.',
   RENTAL_ENDED: 'The rental ended before it became ACTIVE: see `gpr status <id>`.',
   GPU_MISMATCH: failureNext('GPU_MISMATCH', FAILURE_HOW)!,
   NO_CAPACITY: failureNext('NO_CAPACITY', FAILURE_HOW)!,
-  UNSAFE_SERVICE_VALUE: 'The service may be compromised or misconfigured; nothing was run or written. Do not connect by hand with these values; report it with the message to the operator.',
+  UNSAFE_SERVICE_VALUE:
+    'The service may be compromised or misconfigured; nothing was run or written. Do not connect by hand with these values; report it with the message to the operator.',
 };
 
 function exitFor(status: number | null, code: string): number {
@@ -127,22 +140,83 @@ export function describe(err: unknown): Described {
       err.code === 'RATE_LIMITED' || err.status === 429
         ? `Rate limited: wait ${err.retryAfterSeconds ?? 60} s, then retry.`
         : err.code === 'DEPLOYMENT_NOT_ACTIVE'
-          ? notActiveNext(err.retryAfterSeconds, { retry: 'run the command again', watch: 'wait with `gpr wait <id>`', rent: 'rent a new one with `gpr rent`' })
-          : rentalRefusalNext(err.code, err.message, SETTING_NAMES) ??
+          ? notActiveNext(err.retryAfterSeconds, {
+              retry: 'run the command again',
+              watch: 'wait with `gpr wait <id>`',
+              rent: 'rent a new one with `gpr rent`',
+            })
+          : (rentalRefusalNext(err.code, err.message, SETTING_NAMES) ??
             HINTS[err.code] ??
-            (err.status >= 500 ? HINTS.UNAVAILABLE : 'Quote the request id when asking for help.');
-    return { code: err.code, message: err.message, requestId: err.requestId, status: err.status, hint, exit: exitFor(err.status, err.code), retryAfterSeconds: err.retryAfterSeconds };
+            (err.status >= 500 ? HINTS.UNAVAILABLE : 'Quote the request id when asking for help.'));
+    return {
+      code: err.code,
+      message: err.message,
+      requestId: err.requestId,
+      status: err.status,
+      hint,
+      exit: exitFor(err.status, err.code),
+      retryAfterSeconds: err.retryAfterSeconds,
+    };
   }
-  if (err instanceof GprNetworkError) return { code: err.code, message: err.message, requestId: null, status: null, hint: HINTS.NETWORK_ERROR, exit: EXIT.NETWORK };
-  if (err instanceof GprTimeoutError) return { code: err.code, message: err.message, requestId: null, status: null, hint: HINTS.TIMEOUT, exit: EXIT.TIMEOUT };
+  if (err instanceof GprNetworkError)
+    return {
+      code: err.code,
+      message: err.message,
+      requestId: null,
+      status: null,
+      hint: HINTS.NETWORK_ERROR,
+      exit: EXIT.NETWORK,
+    };
+  if (err instanceof GprTimeoutError)
+    return {
+      code: err.code,
+      message: err.message,
+      requestId: null,
+      status: null,
+      hint: HINTS.TIMEOUT,
+      exit: EXIT.TIMEOUT,
+    };
   if (err instanceof GprRentalStateError) {
-    return { code: err.code, message: err.message, requestId: null, status: null, hint: HINTS[err.code] ?? `See \`gpr status ${err.rental.rentalId}\`; a failed rental's debit is returned automatically.`, exit: EXIT.API };
+    return {
+      code: err.code,
+      message: err.message,
+      requestId: null,
+      status: null,
+      hint:
+        HINTS[err.code] ??
+        `See \`gpr status ${err.rental.rentalId}\`; a failed rental's debit is returned automatically.`,
+      exit: EXIT.API,
+    };
   }
   // The service's fault, not the caller's: exit 1 like any refusal the service's answer causes.
-  if (err instanceof GprUnsafeValueError) return { code: err.code, message: err.message, requestId: null, status: null, hint: HINTS[err.code], exit: EXIT.API };
-  if (err instanceof NoTokenError) return { code: err.code, message: err.message, requestId: null, status: null, hint: HINTS.NO_TOKEN, exit: EXIT.AUTH };
-  if (err instanceof UsageError || err instanceof RangeError) return { code: 'USAGE', message: err.message, requestId: null, status: null, hint: HINTS.USAGE, exit: EXIT.USAGE };
-  return { code: 'CLIENT_ERROR', message: (err as Error)?.message ?? String(err), requestId: null, status: null, hint: 'This is a bug in gpr or its environment; report it with the message.', exit: EXIT.API };
+  if (err instanceof GprUnsafeValueError)
+    return {
+      code: err.code,
+      message: err.message,
+      requestId: null,
+      status: null,
+      hint: HINTS[err.code],
+      exit: EXIT.API,
+    };
+  if (err instanceof NoTokenError)
+    return {
+      code: err.code,
+      message: err.message,
+      requestId: null,
+      status: null,
+      hint: HINTS.NO_TOKEN,
+      exit: EXIT.AUTH,
+    };
+  if (err instanceof UsageError || err instanceof RangeError)
+    return { code: 'USAGE', message: err.message, requestId: null, status: null, hint: HINTS.USAGE, exit: EXIT.USAGE };
+  return {
+    code: 'CLIENT_ERROR',
+    message: (err as Error)?.message ?? String(err),
+    requestId: null,
+    status: null,
+    hint: 'This is a bug in gpr or its environment; report it with the message.',
+    exit: EXIT.API,
+  };
 }
 
 /** Prints the error (JSON on stdout with --json, else words on stderr) and returns the exit code. */

@@ -13,7 +13,11 @@ import {
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 
 /** PEM / OpenSSH / PuTTY private keys and this service's own API tokens. */
-const SECRET_SHAPES = [/-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/, /PuTTY-User-Key-File-/, /\bgpr_[A-Za-z0-9]{8}\.[A-Za-z0-9_-]{20,}/];
+const SECRET_SHAPES = [
+  /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/,
+  /PuTTY-User-Key-File-/,
+  /\bgpr_[A-Za-z0-9]{8}\.[A-Za-z0-9_-]{20,}/,
+];
 
 /** True when any string in the arguments looks like a private key or an API token. */
 export function containsSecret(value: unknown): boolean {
@@ -60,7 +64,9 @@ export const keyRefusal = (): CallToolResult =>
 
 /** A result that carries a private key or a token where none was asked for. */
 export const secretOutputRefusal = (): CallToolResult =>
-  refusal('WITHHELD: the result held a private key or an API token, which this server does not pass to the model. Nothing was shown.');
+  refusal(
+    'WITHHELD: the result held a private key or an API token, which this server does not pass to the model. Nothing was shown.',
+  );
 
 const NEXT: Record<string, string> = {
   UNAUTHENTICATED:
@@ -68,11 +74,14 @@ const NEXT: Record<string, string> = {
   INSUFFICIENT_CREDITS: 'Not enough credits: call create_topup_link and ask a human to pay the link, then retry.',
   BUDGET_REQUIRED: `This account needs budgetMinor on every rental. ${budgetFloorNext('budgetMinor')}`,
   BUDGET_TOO_SMALL: `${budgetFloorNext('budgetMinor')} A prepaid account's budget must also buy one whole hour at the offer's price.`,
-  KEY_LIMIT_EXCEEDED: "Over the key's per-rental cap or total budget (see get_account): lower budgetMinor or the price ceiling.",
+  KEY_LIMIT_EXCEEDED:
+    "Over the key's per-rental cap or total budget (see get_account): lower budgetMinor or the price ceiling.",
   NO_MATCHING_OFFER: 'No offer matches: call list_offers and raise maxHourlyPriceMinor or change gpuModel/gpuCount.',
   OFFER_NOT_FOUND: 'Offer ids change with the inventory: call list_offers again.',
-  CONCURRENCY_LIMIT_REACHED: 'The key runs as many rentals as it may: terminate_deployment one from list_rentals first.',
-  IDEMPOTENCY_CONFLICT: 'That idempotencyKey was used for a different request: a new request needs a new idempotencyKey (or none: one is generated); to retry the first, repeat it unchanged.',
+  CONCURRENCY_LIMIT_REACHED:
+    'The key runs as many rentals as it may: terminate_deployment one from list_rentals first.',
+  IDEMPOTENCY_CONFLICT:
+    'That idempotencyKey was used for a different request: a new request needs a new idempotencyKey (or none: one is generated); to retry the first, repeat it unchanged.',
   NOT_FOUND: notFoundNext('call list_rentals'),
   FORBIDDEN:
     'The key lacks the scope: create_rental needs `rent`, create_topup_link `billing`, reveal_ssh_credentials and terminate_deployment `manage`. Ask the account owner for a key that has it.',
@@ -87,32 +96,53 @@ const SETTING_NAMES = {
   diskGb: 'machine.diskGb',
   lease: 'terminateAfterSeconds',
   waitForCapacity: 'waitForCapacitySeconds',
-  offers: 'list_offers shows each offer\'s capabilities',
+  offers: "list_offers shows each offer's capabilities",
   account: 'get_account shows key.maxRentalSeconds',
 };
 
-const FAILURE_HOW = { rent: 'call create_rental', offers: 'list_offers', waitForCapacity: 'waitForCapacitySeconds and a gpuModel' };
+const FAILURE_HOW = {
+  rent: 'call create_rental',
+  offers: 'list_offers',
+  waitForCapacity: 'waitForCapacitySeconds and a gpuModel',
+};
 
 /** Every failure as one tool error: code, message, request id and what to do next. 429 becomes "wait N s". */
 export function failure(err: unknown): CallToolResult {
   if (err instanceof GprApiError) {
-    if (err.status === 429) return refusal(`RATE_LIMITED: wait ${err.retryAfterSeconds ?? 60} s before calling again. (request id ${err.requestId ?? 'none'})`);
+    if (err.status === 429)
+      return refusal(
+        `RATE_LIMITED: wait ${err.retryAfterSeconds ?? 60} s before calling again. (request id ${err.requestId ?? 'none'})`,
+      );
     const next =
       err.code === 'DEPLOYMENT_NOT_ACTIVE'
-        ? notActiveNext(err.retryAfterSeconds, { retry: 'call reveal_ssh_credentials again', watch: 'call get_rental', rent: 'create_rental for a new machine' })
-        : rentalRefusalNext(err.code, err.message, SETTING_NAMES) ??
+        ? notActiveNext(err.retryAfterSeconds, {
+            retry: 'call reveal_ssh_credentials again',
+            watch: 'call get_rental',
+            rent: 'create_rental for a new machine',
+          })
+        : (rentalRefusalNext(err.code, err.message, SETTING_NAMES) ??
           NEXT[err.code] ??
-          (err.status >= 500 ? 'The service is unavailable for now: retry in a minute.' : 'Fix the arguments and retry.');
-    return refusal(`${err.code} (HTTP ${err.status}): ${err.message} (request id ${err.requestId ?? 'none'}). Next: ${next}`);
+          (err.status >= 500
+            ? 'The service is unavailable for now: retry in a minute.'
+            : 'Fix the arguments and retry.'));
+    return refusal(
+      `${err.code} (HTTP ${err.status}): ${err.message} (request id ${err.requestId ?? 'none'}). Next: ${next}`,
+    );
   }
   if (err instanceof GprUnsafeValueError) {
-    return refusal(`${err.code}: ${err.message} Nothing was written or run. Next: do not connect with these values; tell a human the service may be compromised.`);
+    return refusal(
+      `${err.code}: ${err.message} Nothing was written or run. Next: do not connect with these values; tell a human the service may be compromised.`,
+    );
   }
   if (err instanceof GprRentalStateError) {
-    return refusal(`${err.code}: ${err.message} Next: ${failureNext(err.code, FAILURE_HOW) ?? 'call get_rental for the failure reason and credit reversal.'}`);
+    return refusal(
+      `${err.code}: ${err.message} Next: ${failureNext(err.code, FAILURE_HOW) ?? 'call get_rental for the failure reason and credit reversal.'}`,
+    );
   }
-  if (err instanceof GprTimeoutError) return refusal(`TIMEOUT: ${err.message} Next: call get_rental again; the operation continues on the service.`);
-  if (err instanceof GprNetworkError) return refusal(`NETWORK_ERROR: ${err.message} Next: check GPR_BASE_URL; retry later.`);
+  if (err instanceof GprTimeoutError)
+    return refusal(`TIMEOUT: ${err.message} Next: call get_rental again; the operation continues on the service.`);
+  if (err instanceof GprNetworkError)
+    return refusal(`NETWORK_ERROR: ${err.message} Next: check GPR_BASE_URL; retry later.`);
   return refusal(`CLIENT_ERROR: ${(err as Error)?.message ?? String(err)}`);
 }
 
@@ -143,6 +173,8 @@ export function redact(result: CallToolResult, secrets: readonly string[]): Call
     return JSON.parse(text) as CallToolResult;
   } catch {
     // A secret cut through an escape sequence: show nothing rather than a part of it.
-    return refusal('WITHHELD: the result held a secret this call sent, which this server does not pass back. Nothing was shown.');
+    return refusal(
+      'WITHHELD: the result held a secret this call sent, which this server does not pass back. Nothing was shown.',
+    );
   }
 }

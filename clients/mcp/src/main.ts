@@ -1,4 +1,11 @@
-import { effectiveSettings, GprClient, PACKAGED_SERVICE_FILE, packagedBaseUrl, readStoredConfig, writeStoredConfig } from '@gpu-rental/sdk';
+import {
+  effectiveSettings,
+  GprClient,
+  PACKAGED_SERVICE_FILE,
+  packagedBaseUrl,
+  readStoredConfig,
+  writeStoredConfig,
+} from '@gpu-rental/sdk';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { registerTools, type ToolDeps } from './tools.js';
@@ -25,12 +32,21 @@ The private key is returned as text only with includePrivateKey on a server star
 // A copy installed from a service carries its address beside dist/, and calls it by default.
 const settings = effectiveSettings({}, packagedBaseUrl(new URL(`../${PACKAGED_SERVICE_FILE}`, import.meta.url)));
 const log = (line: string) => process.stderr.write(`gpr-mcp: ${line}\n`);
-const server = new McpServer({ name: 'gpu-rental', title: 'GPU rental', version: VERSION }, { instructions: INSTRUCTIONS });
+const server = new McpServer(
+  { name: 'gpu-rental', title: 'GPU rental', version: VERSION },
+  { instructions: INSTRUCTIONS },
+);
 let client: GprClient | undefined;
 const allowSpend = process.env.GPR_MCP_ALLOW_SPEND === '1';
 const allowSecrets = process.env.GPR_MCP_ALLOW_SECRETS === '1';
 const deps: ToolDeps = {
-  client: () => (client ??= new GprClient({ baseUrl: settings.baseUrl, token: deps.token, retries: settings.retries, userAgent: `gpr-mcp/${VERSION}` })),
+  client: () =>
+    (client ??= new GprClient({
+      baseUrl: settings.baseUrl,
+      token: deps.token,
+      retries: settings.retries,
+      userAgent: `gpr-mcp/${VERSION}`,
+    })),
   allowSpend,
   allowSecrets,
   token: settings.token,

@@ -16,7 +16,10 @@ export interface CallExtra {
  * `sent` resolves once every notification so far is written: the tool's answer must follow them,
  * since a client stops listening for a call's progress when its answer arrives.
  */
-export function progressReporter(extra: CallExtra | undefined): { report?: (r: Rental) => void; sent: () => Promise<void> } {
+export function progressReporter(extra: CallExtra | undefined): {
+  report?: (r: Rental) => void;
+  sent: () => Promise<void>;
+} {
   const progressToken = extra?._meta?.progressToken;
   if (progressToken === undefined) return { sent: async () => undefined };
   let progress = 0;
@@ -25,13 +28,17 @@ export function progressReporter(extra: CallExtra | undefined): { report?: (r: R
     report: (r) => {
       const message = `rental ${r.status}${r.phase ? ` (phase ${r.phase})` : ''}`;
       const previous = last;
-      const sending = extra!.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message } }).catch(() => undefined);
+      const sending = extra!
+        .sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken, progress: ++progress, message },
+        })
+        .catch(() => undefined);
       last = Promise.all([previous, sending]).then(() => undefined);
     },
     sent: () => last,
   };
 }
-
 
 /** reveal_ssh_credentials and terminate_deployment take the rental by either of its ids, as the HTTP routes do. */
 export type RentalTarget = { rentalId?: string; deploymentId?: string };
@@ -42,9 +49,15 @@ export function targetId(a: RentalTarget): string | null {
 }
 
 export const targetRefusal = (tool: string): CallToolResult =>
-  refusal(`${tool} needs exactly one of rentalId (from create_rental or list_rentals) or deploymentId. Nothing was done.`);
+  refusal(
+    `${tool} needs exactly one of rentalId (from create_rental or list_rentals) or deploymentId. Nothing was done.`,
+  );
 
-const FAILURE_HOW = { rent: 'call create_rental', offers: 'list_offers', waitForCapacity: 'waitForCapacitySeconds and a gpuModel' };
+const FAILURE_HOW = {
+  rent: 'call create_rental',
+  offers: 'list_offers',
+  waitForCapacity: 'waitForCapacitySeconds and a gpuModel',
+};
 
 /** What the model should do about a rental as it is now. */
 export function nextStep(r: Rental): string {
@@ -57,10 +70,15 @@ export function nextStep(r: Rental): string {
         ? `Waiting for an eligible offer until ${r.waitForCapacityUntil}: call get_rental with waitFor ["ACTIVE", "FAILED"] again (it fails with NO_CAPACITY then).`
         : `Starting${r.phase ? ` (phase ${r.phase})` : ''}: call get_rental with waitFor ["ACTIVE", "FAILED"] again.`;
     case 'FAILED':
-      return failureNext(r.failureCode ?? '', FAILURE_HOW) ?? 'It never became ACTIVE: failureReason says why; any debit is returned (reversalStatus). Rent again with create_rental if still needed.';
+      return (
+        failureNext(r.failureCode ?? '', FAILURE_HOW) ??
+        'It never became ACTIVE: failureReason says why; any debit is returned (reversalStatus). Rent again with create_rental if still needed.'
+      );
     case 'AWAITING_PAYMENT':
       return 'It starts once its card payment arrives.';
     default:
-      return r.status === 'TERMINATED' ? 'Finished: the machine is destroyed (endedAt).' : `Terminating: call get_rental with rentalId ${r.rentalId} and waitFor ["TERMINATED"].`;
+      return r.status === 'TERMINATED'
+        ? 'Finished: the machine is destroyed (endedAt).'
+        : `Terminating: call get_rental with rentalId ${r.rentalId} and waitFor ["TERMINATED"].`;
   }
 }

@@ -12,26 +12,39 @@ const envName = z.string().regex(ENV_NAME_PATTERN, 'upper-case letters, digits a
  */
 export const machineSettings = z
   .strictObject({
-    image: z.string().min(1).max(512).optional().describe('container image, e.g. "pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime"; needs an offer with capabilities.customImage'),
+    image: z
+      .string()
+      .min(1)
+      .max(512)
+      .optional()
+      .describe(
+        'container image, e.g. "pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime"; needs an offer with capabilities.customImage',
+      ),
     env: z
       .record(envName, z.string().max(4096))
       .refine((env) => Object.keys(env).length <= 50, 'at most 50 variables')
       .optional()
-      .describe('environment of the machine, its startup script and SSH logins, e.g. {"HF_TOKEN": "..."}; values are secrets, sealed and never returned (at most 50, 4,096 bytes each, 32,768 in all)'),
+      .describe(
+        'environment of the machine, its startup script and SSH logins, e.g. {"HF_TOKEN": "..."}; values are secrets, sealed and never returned (at most 50, 4,096 bytes each, 32,768 in all)',
+      ),
     startupScript: z
       .string()
       .min(1)
       .max(16384)
       .optional()
-      .describe('script run once after boot as the SSH user with env set, output in ~/.gpr/startup.log; "#!/bin/bash" first line picks bash; a secret, never returned; needs capabilities.startupScript'),
+      .describe(
+        'script run once after boot as the SSH user with env set, output in ~/.gpr/startup.log; "#!/bin/bash" first line picks bash; a secret, never returned; needs capabilities.startupScript',
+      ),
     ports: z
       .array(z.number().int().min(1).max(65535))
       .max(5)
       .optional()
-      .describe('TCP ports to expose over HTTP(S) (not 22); their URLs are the rental\'s endpoints once ACTIVE; at most the offer\'s capabilities.ports'),
+      .describe(
+        "TCP ports to expose over HTTP(S) (not 22); their URLs are the rental's endpoints once ACTIVE; at most the offer's capabilities.ports",
+      ),
     diskGb: z.number().int().min(1).optional().describe("disk in GB, at most the offer's capabilities.maxDiskGb"),
   })
-  .describe('what runs on the machine; every setting optional. list_offers shows each offer\'s capabilities');
+  .describe("what runs on the machine; every setting optional. list_offers shows each offer's capabilities");
 
 export const offer = z.looseObject({
   id: z.string(),
@@ -42,9 +55,14 @@ export const offer = z.looseObject({
   currency: z.string(),
   maximumDurationSeconds: z.number().int(),
   capabilities: z
-    .looseObject({ customImage: z.boolean(), startupScript: z.boolean(), ports: z.number().int(), maxDiskGb: z.number().int().nullable() })
+    .looseObject({
+      customImage: z.boolean(),
+      startupScript: z.boolean(),
+      ports: z.number().int(),
+      maxDiskGb: z.number().int().nullable(),
+    })
     .optional()
-    .describe('what create_rental\'s machine may set on this offer beyond env (which every offer takes)'),
+    .describe("what create_rental's machine may set on this offer beyond env (which every offer takes)"),
 });
 
 export const gpuModel = z.looseObject({
@@ -65,15 +83,25 @@ export const rental = z.looseObject({
     .string()
     .nullable()
     .optional()
-    .describe('while PENDING or PROVISIONING: waiting_for_capacity, creating, booting, pulling_image, waiting_for_ssh, checking_gpus or starting'),
+    .describe(
+      'while PENDING or PROVISIONING: waiting_for_capacity, creating, booting, pulling_image, waiting_for_ssh, checking_gpus or starting',
+    ),
   phaseSince: z.string().nullable().optional(),
   endpoints: z
     .array(z.looseObject({ port: z.number().int(), url: z.string() }))
     .optional()
     .describe('once ACTIVE: the URL of each port in machine.ports'),
-  endsAt: z.string().nullable().optional().describe('once ACTIVE: when the lease (or prepaid time) ends and the machine is terminated'),
+  endsAt: z
+    .string()
+    .nullable()
+    .optional()
+    .describe('once ACTIVE: when the lease (or prepaid time) ends and the machine is terminated'),
   leaseSeconds: z.number().int().nullable().optional(),
-  waitForCapacityUntil: z.string().nullable().optional().describe('a rental waiting for capacity fails with NO_CAPACITY at this time'),
+  waitForCapacityUntil: z
+    .string()
+    .nullable()
+    .optional()
+    .describe('a rental waiting for capacity fails with NO_CAPACITY at this time'),
   machine: z
     .looseObject({
       image: z.string().nullable(),
@@ -122,7 +150,12 @@ export const credentials = z.object({
   keyFile: z.string().describe('path of the private key, saved with mode 0600; pass it to ssh -i'),
   knownHostsFile: z.string().describe('known_hosts file of this deployment alone'),
   sshCommand: z.string().describe('ready to run in a shell; append a remote command to run one'),
-  privateKey: z.string().optional().describe('only with includePrivateKey on a server started with GPR_MCP_ALLOW_SECRETS=1: a secret, never print or log it'),
+  privateKey: z
+    .string()
+    .optional()
+    .describe(
+      'only with includePrivateKey on a server started with GPR_MCP_ALLOW_SECRETS=1: a secret, never print or log it',
+    ),
 });
 
 /** A rental or a deployment id; both are accepted. */
@@ -130,7 +163,12 @@ export const rentalOrDeploymentId = z.string().min(1).max(100).describe('rental 
 
 /** The two names a rental goes by on the HTTP routes; a call gives one of them. */
 export const rentalTarget = {
-  rentalId: z.string().min(1).max(100).optional().describe('the rentalId create_rental returned; give this or deploymentId'),
+  rentalId: z
+    .string()
+    .min(1)
+    .max(100)
+    .optional()
+    .describe('the rentalId create_rental returned; give this or deploymentId'),
   deploymentId: z.string().min(1).max(100).optional().describe("the rental's deploymentId; give this or rentalId"),
 };
 
@@ -139,7 +177,9 @@ const rentalStatus = z.enum(RENTAL_STATUSES);
 /** get_rental's waitFor: the statuses to wait for, as the HTTP waiting read takes them (one status alone is accepted too). */
 export const waitFor = z
   .union([z.array(rentalStatus).min(1).max(RENTAL_STATUSES.length), rentalStatus])
-  .describe('statuses to wait for, e.g. ["ACTIVE", "FAILED"] while it starts, ["TERMINATED"] after terminate_deployment');
+  .describe(
+    'statuses to wait for, e.g. ["ACTIVE", "FAILED"] while it starts, ["TERMINATED"] after terminate_deployment',
+  );
 
 /** One event of the log: what a read showed when it was written. */
 export const event = z.looseObject({

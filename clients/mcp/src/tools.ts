@@ -1,9 +1,35 @@
-import { ACTIVE_MEANS, checkedId, checkedSshTarget, type GprClient, type MachineSettings, type RentalStatus, sshCommandLine, writeSshKeyFiles } from '@gpu-rental/sdk';
+import {
+  ACTIVE_MEANS,
+  checkedId,
+  checkedSshTarget,
+  type GprClient,
+  type MachineSettings,
+  type RentalStatus,
+  sshCommandLine,
+  writeSshKeyFiles,
+} from '@gpu-rental/sdk';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { containsSecret, failure, guardRefusal, type Guarded, keyRefusal, redact, refusal, secretOutputRefusal, success } from './guard.js';
-import { type CallExtra, nextStep, progressReporter, type RentalTarget, targetId, targetRefusal } from './rental-steps.js';
+import {
+  containsSecret,
+  failure,
+  guardRefusal,
+  type Guarded,
+  keyRefusal,
+  redact,
+  refusal,
+  secretOutputRefusal,
+  success,
+} from './guard.js';
+import {
+  type CallExtra,
+  nextStep,
+  progressReporter,
+  type RentalTarget,
+  targetId,
+  targetRefusal,
+} from './rental-steps.js';
 import * as s from './schemas.js';
 
 export interface ToolDeps {
@@ -36,7 +62,10 @@ interface CreateRentalArgs {
 }
 
 /** The secrets a create_rental call carries: its variable values and its script. */
-const rentalSecrets = (a: CreateRentalArgs): string[] => [...Object.values(a.machine?.env ?? {}), ...(a.machine?.startupScript ? [a.machine.startupScript] : [])];
+const rentalSecrets = (a: CreateRentalArgs): string[] => [
+  ...Object.values(a.machine?.env ?? {}),
+  ...(a.machine?.startupScript ? [a.machine.startupScript] : []),
+];
 
 /**
  * Registers the eleven tools. Every handler refuses secret-looking input and never returns the token;
@@ -44,13 +73,19 @@ const rentalSecrets = (a: CreateRentalArgs): string[] => [...Object.values(a.mac
  */
 export function registerTools(server: McpServer, deps: ToolDeps): void {
   const wrap =
-    <A>(name: string, opts: { guarded?: Guarded; keyInResult?: (args: A) => boolean; secretsIn?: (args: A) => string[] }, fn: (args: A, extra?: CallExtra) => Promise<CallToolResult>) =>
+    <A>(
+      name: string,
+      opts: { guarded?: Guarded; keyInResult?: (args: A) => boolean; secretsIn?: (args: A) => string[] },
+      fn: (args: A, extra?: CallExtra) => Promise<CallToolResult>,
+    ) =>
     async (args: A, extra?: CallExtra): Promise<CallToolResult> => {
       // The token and anything the call sent as a secret (variable values, a script) never come back.
       const hidden = [...(deps.token ? [deps.token] : []), ...(opts.secretsIn?.(args) ?? [])];
       if (containsSecret(args)) {
         deps.log(`${name}: refused secret-looking input`);
-        return refusal('The input looks like a private key or an API token. Never pass secrets to tools; nothing was sent.');
+        return refusal(
+          'The input looks like a private key or an API token. Never pass secrets to tools; nothing was sent.',
+        );
       }
       if (opts.guarded && !deps.allowSpend) {
         deps.log(`${name}: refused (read-only)`);
@@ -75,7 +110,8 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     'list_gpus',
     {
       title: 'List GPU models',
-      description: 'GPU models on offer now, with counts and the price range per hour (USD cents for the whole machine) and the cheapest offer id. No account needed.',
+      description:
+        'GPU models on offer now, with counts and the price range per hour (USD cents for the whole machine) and the cheapest offer id. No account needed.',
       inputSchema: {},
       outputSchema: { unit: z.string(), models: z.array(s.gpuModel) },
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
@@ -90,7 +126,8 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     'list_offers',
     {
       title: 'List offers',
-      description: 'Current offers, cheapest first. Filter by GPU name (substring, e.g. "H100"), price ceiling in cents per hour, GPU count. Offer ids change with the inventory.',
+      description:
+        'Current offers, cheapest first. Filter by GPU name (substring, e.g. "H100"), price ceiling in cents per hour, GPU count. Offer ids change with the inventory.',
       inputSchema: {
         gpu: z.string().max(100).optional().describe('substring of the GPU name, e.g. H100'),
         maxPricePerHourMinor: z.number().int().min(1).optional().describe('USD cents per hour, whole machine'),
@@ -114,7 +151,8 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     'get_account',
     {
       title: 'Get account',
-      description: "The account's credits (cents), the key's limits and remaining budget, and billing: if billing.budgetRequired is true, create_rental needs budgetMinor of at least 500.",
+      description:
+        "The account's credits (cents), the key's limits and remaining budget, and billing: if billing.budgetRequired is true, create_rental needs budgetMinor of at least 500.",
       inputSchema: {},
       outputSchema: { account: s.account },
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
@@ -132,25 +170,53 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
         'Limits of the key in USD cents (defaults: 500 per rental, 50000 in all, 1 rental at a time). Next: create_topup_link for a human to add credits.',
       inputSchema: {
         name: z.string().min(1).max(100).optional().describe('what the agent calls itself, e.g. "nightly-trainer"'),
-        maxPerRentalMinor: z.number().int().min(500).max(100_000_000).optional().describe('USD cents the key may spend on one rental'),
-        budgetLimitMinor: z.number().int().min(500).max(1_000_000_000).optional().describe('USD cents the key may spend in all'),
-        maxConcurrentDeployments: z.number().int().min(1).max(1000).optional().describe('rentals the key may run at once'),
+        maxPerRentalMinor: z
+          .number()
+          .int()
+          .min(500)
+          .max(100_000_000)
+          .optional()
+          .describe('USD cents the key may spend on one rental'),
+        budgetLimitMinor: z
+          .number()
+          .int()
+          .min(500)
+          .max(1_000_000_000)
+          .optional()
+          .describe('USD cents the key may spend in all'),
+        maxConcurrentDeployments: z
+          .number()
+          .int()
+          .min(1)
+          .max(1000)
+          .optional()
+          .describe('rentals the key may run at once'),
       },
       outputSchema: { account: s.account, configPath: z.string(), next: z.string() },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
-    wrap('signup', {}, async (a: { name?: string; maxPerRentalMinor?: number; budgetLimitMinor?: number; maxConcurrentDeployments?: number }) => {
-      if (deps.token) {
-        return refusal(
-          'REFUSED: this server already has an API key; a signup would make a second, empty account. Nothing was done. ' +
-            'Next: get_account shows its credits and limits; if the key was revoked, ask its owner for a new key or a setup code.',
-        );
-      }
-      const res = await deps.client().signup(a);
-      const configPath = deps.adoptToken(res.token);
-      const next = 'Credits are 0: call create_topup_link and give the link to a human; their payment adds credits. Then create_rental.';
-      return success({ account: await deps.client().me(), configPath, next });
-    }),
+    wrap(
+      'signup',
+      {},
+      async (a: {
+        name?: string;
+        maxPerRentalMinor?: number;
+        budgetLimitMinor?: number;
+        maxConcurrentDeployments?: number;
+      }) => {
+        if (deps.token) {
+          return refusal(
+            'REFUSED: this server already has an API key; a signup would make a second, empty account. Nothing was done. ' +
+              'Next: get_account shows its credits and limits; if the key was revoked, ask its owner for a new key or a setup code.',
+          );
+        }
+        const res = await deps.client().signup(a);
+        const configPath = deps.adoptToken(res.token);
+        const next =
+          'Credits are 0: call create_topup_link and give the link to a human; their payment adds credits. Then create_rental.';
+        return success({ account: await deps.client().me(), configPath, next });
+      },
+    ),
   );
 
   server.registerTool(
@@ -162,7 +228,12 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
         'Spending tool: needs a server started with GPR_MCP_ALLOW_SPEND=1; when refused, ask a human to run `gpr topup <usd>`.',
       inputSchema: {
         amountMinor: z.number().int().min(500).max(50000).describe('USD cents'),
-        idempotencyKey: z.string().min(1).max(128).optional().describe('reuse to get the same link back; generated when absent'),
+        idempotencyKey: z
+          .string()
+          .min(1)
+          .max(128)
+          .optional()
+          .describe('reuse to get the same link back; generated when absent'),
       },
       outputSchema: { topup: s.topup, idempotencyKey: z.string() },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
@@ -178,7 +249,7 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
     {
       title: 'Rent a GPU machine',
       description:
-        'Starts a rental paid from credits: give offerId, OR gpuModel + gpuCount + maxHourlyPriceMinor. budgetMinor (cents, the most this rental may spend) is optional unless get_account shows billing.budgetRequired; without it a credit rental runs until terminated, a lease ends or the key\'s limits stop it. ' +
+        "Starts a rental paid from credits: give offerId, OR gpuModel + gpuCount + maxHourlyPriceMinor. budgetMinor (cents, the most this rental may spend) is optional unless get_account shows billing.budgetRequired; without it a credit rental runs until terminated, a lease ends or the key's limits stop it. " +
         'Optional: machine (image, env, startupScript, ports, diskGb: what runs on it; list_offers shows what each offer can take), terminateAfterSeconds (a lease counted from ACTIVE), ' +
         'and with gpuModel waitForCapacitySeconds (stay PENDING in phase waiting_for_capacity until an eligible offer appears). env values and the script are secrets: never returned, never logged. ' +
         `Returns at once with status PENDING; call get_rental with its rentalId and waitFor ["ACTIVE", "FAILED"]. ${ACTIVE_MEANS} ` +
@@ -187,8 +258,20 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
         offerId: z.string().optional().describe('an exact offer id from list_offers'),
         gpuModel: z.string().min(1).max(100).optional().describe('e.g. "H100 SXM"'),
         gpuCount: z.union([z.literal(1), z.literal(2), z.literal(4), z.literal(8)]).optional(),
-        maxHourlyPriceMinor: z.number().int().min(1).optional().describe('USD cents per hour for the whole machine; never exceeded'),
-        budgetMinor: z.number().int().min(1).optional().describe('USD cents: spending cap for this rental; required (at least 500) when get_account shows billing.budgetRequired'),
+        maxHourlyPriceMinor: z
+          .number()
+          .int()
+          .min(1)
+          .optional()
+          .describe('USD cents per hour for the whole machine; never exceeded'),
+        budgetMinor: z
+          .number()
+          .int()
+          .min(1)
+          .optional()
+          .describe(
+            'USD cents: spending cap for this rental; required (at least 500) when get_account shows billing.budgetRequired',
+          ),
         machine: s.machineSettings.optional(),
         terminateAfterSeconds: z
           .number()
@@ -196,23 +279,32 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
           .min(60)
           .max(31_536_000)
           .optional()
-          .describe("lease: terminated this many seconds after it becomes ACTIVE (at most the offer's maximumDurationSeconds and the key's maxRentalSeconds, which applies when absent)"),
+          .describe(
+            "lease: terminated this many seconds after it becomes ACTIVE (at most the offer's maximumDurationSeconds and the key's maxRentalSeconds, which applies when absent)",
+          ),
         waitForCapacitySeconds: z
           .number()
           .int()
           .min(60)
           .max(86_400)
           .optional()
-          .describe('with gpuModel only: wait up to this long for an eligible offer instead of failing; then NO_CAPACITY'),
+          .describe(
+            'with gpuModel only: wait up to this long for an eligible offer instead of failing; then NO_CAPACITY',
+          ),
         idempotencyKey: z.string().min(1).max(128).optional().describe('generated and returned when absent'),
       },
       outputSchema: { rental: s.rental, idempotencyKey: z.string() },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
     wrap('create_rental', { guarded: 'spends', secretsIn: rentalSecrets }, async (a: CreateRentalArgs) => {
-      if (Boolean(a.offerId) === Boolean(a.gpuModel)) return refusal('Give exactly one of offerId or gpuModel (with gpuCount and maxHourlyPriceMinor).');
-      if (a.gpuModel && (!a.gpuCount || !a.maxHourlyPriceMinor)) return refusal('gpuModel needs gpuCount and maxHourlyPriceMinor.');
-      if (a.offerId && a.waitForCapacitySeconds !== undefined) return refusal('waitForCapacitySeconds needs gpuModel: an exact offer cannot wait for capacity. Rent by gpuModel to wait, or leave it out.');
+      if (Boolean(a.offerId) === Boolean(a.gpuModel))
+        return refusal('Give exactly one of offerId or gpuModel (with gpuCount and maxHourlyPriceMinor).');
+      if (a.gpuModel && (!a.gpuCount || !a.maxHourlyPriceMinor))
+        return refusal('gpuModel needs gpuCount and maxHourlyPriceMinor.');
+      if (a.offerId && a.waitForCapacitySeconds !== undefined)
+        return refusal(
+          'waitForCapacitySeconds needs gpuModel: an exact offer cannot wait for capacity. Rent by gpuModel to wait, or leave it out.',
+        );
       const key = a.idempotencyKey ?? crypto.randomUUID();
       const extra = {
         ...(a.budgetMinor === undefined ? {} : { budgetMinor: a.budgetMinor }),
@@ -247,24 +339,31 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
       outputSchema: { rental: s.rental, reachedWaitFor: z.boolean().optional(), next: z.string() },
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     },
-    wrap('get_rental', {}, async (a: { rentalId: string; waitFor?: RentalStatus | RentalStatus[]; waitSeconds?: number }, extra) => {
-      const client = deps.client();
-      const rental = await client.findRental(a.rentalId);
-      if (!a.waitFor) return success({ rental, next: nextStep(rental) });
-      const statuses = Array.isArray(a.waitFor) ? a.waitFor : [a.waitFor];
-      const progress = progressReporter(extra);
-      try {
-        // Waiting reads: the service holds each read until the status changes, so nothing polls.
-        const done = await client.waitFor(rental.rentalId, statuses, { timeoutMs: (a.waitSeconds ?? 60) * 1000, onPhase: progress.report });
-        await progress.sent();
-        return success({ rental: done, reachedWaitFor: true, next: nextStep(done) });
-      } catch (err) {
-        if ((err as Error).name !== 'GprTimeoutError' && (err as Error).name !== 'GprRentalStateError') throw err;
-        await progress.sent();
-        const now = await client.getRental(rental.rentalId);
-        return success({ rental: now, reachedWaitFor: false, next: nextStep(now) });
-      }
-    }),
+    wrap(
+      'get_rental',
+      {},
+      async (a: { rentalId: string; waitFor?: RentalStatus | RentalStatus[]; waitSeconds?: number }, extra) => {
+        const client = deps.client();
+        const rental = await client.findRental(a.rentalId);
+        if (!a.waitFor) return success({ rental, next: nextStep(rental) });
+        const statuses = Array.isArray(a.waitFor) ? a.waitFor : [a.waitFor];
+        const progress = progressReporter(extra);
+        try {
+          // Waiting reads: the service holds each read until the status changes, so nothing polls.
+          const done = await client.waitFor(rental.rentalId, statuses, {
+            timeoutMs: (a.waitSeconds ?? 60) * 1000,
+            onPhase: progress.report,
+          });
+          await progress.sent();
+          return success({ rental: done, reachedWaitFor: true, next: nextStep(done) });
+        } catch (err) {
+          if ((err as Error).name !== 'GprTimeoutError' && (err as Error).name !== 'GprRentalStateError') throw err;
+          await progress.sent();
+          const now = await client.getRental(rental.rentalId);
+          return success({ rental: now, reachedWaitFor: false, next: nextStep(now) });
+        }
+      },
+    ),
   );
 
   server.registerTool(
@@ -290,7 +389,11 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
         "The key's events after an id, oldest first: rental.provisioning, rental.active, rental.failed, rental.terminating, rental.terminated, rental.expiring, rental.idle_warning, credits.low (owner keys also topup.paid). " +
         'data is the rental (or the balance) as a read showed it then. Without after the page is the newest events (the latest 50 unless limit says otherwise), so a first look shows what happened; keep nextAfter and pass it as after next time to see what happened since (after "0": the whole history).',
       inputSchema: {
-        after: z.string().regex(/^\d{1,20}$/).optional().describe('an event id (a previous nextAfter); absent: the newest page; "0": from the start'),
+        after: z
+          .string()
+          .regex(/^\d{1,20}$/)
+          .optional()
+          .describe('an event id (a previous nextAfter); absent: the newest page; "0": from the start'),
         limit: z.number().int().min(1).max(100).optional().describe('default 50'),
       },
       outputSchema: { events: z.array(s.event), nextAfter: z.string() },
@@ -315,33 +418,39 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
         includePrivateKey: z
           .boolean()
           .optional()
-          .describe('also return the private key text (a secret: never print or log it); refused unless the server has GPR_MCP_ALLOW_SECRETS=1. Prefer keyFile.'),
+          .describe(
+            'also return the private key text (a secret: never print or log it); refused unless the server has GPR_MCP_ALLOW_SECRETS=1. Prefer keyFile.',
+          ),
       },
       outputSchema: { credentials: s.credentials },
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
     },
-    wrap('reveal_ssh_credentials', { guarded: 'reveals', keyInResult: (a) => a.includePrivateKey === true }, async (a: RentalTarget & { includePrivateKey?: boolean }) => {
-      if (a.includePrivateKey && !deps.allowSecrets) return keyRefusal();
-      const id = targetId(a);
-      if (id === null) return targetRefusal('reveal_ssh_credentials');
-      const client = deps.client();
-      const resolved = await client.resolve(id);
-      checkedId('rentalId', resolved.rentalId);
-      const deploymentId = checkedId('deploymentId', resolved.deploymentId);
-      const revealed = await client.revealCredentials(deploymentId);
-      // Only checked fields and paths built here reach the model: not the service's file name or command line.
-      const target = checkedSshTarget(revealed, deploymentId);
-      const files = writeSshKeyFiles(target, revealed.privateKey);
-      const credentials = {
-        ...target,
-        keyFile: files.keyFile,
-        knownHostsFile: files.knownHostsFile,
-        // A model's shell has no terminal to answer a password prompt: fail instead of hanging.
-        sshCommand: sshCommandLine(target, files, { batch: true }),
-        ...(a.includePrivateKey ? { privateKey: revealed.privateKey } : {}),
-      };
-      return success({ credentials });
-    }),
+    wrap(
+      'reveal_ssh_credentials',
+      { guarded: 'reveals', keyInResult: (a) => a.includePrivateKey === true },
+      async (a: RentalTarget & { includePrivateKey?: boolean }) => {
+        if (a.includePrivateKey && !deps.allowSecrets) return keyRefusal();
+        const id = targetId(a);
+        if (id === null) return targetRefusal('reveal_ssh_credentials');
+        const client = deps.client();
+        const resolved = await client.resolve(id);
+        checkedId('rentalId', resolved.rentalId);
+        const deploymentId = checkedId('deploymentId', resolved.deploymentId);
+        const revealed = await client.revealCredentials(deploymentId);
+        // Only checked fields and paths built here reach the model: not the service's file name or command line.
+        const target = checkedSshTarget(revealed, deploymentId);
+        const files = writeSshKeyFiles(target, revealed.privateKey);
+        const credentials = {
+          ...target,
+          keyFile: files.keyFile,
+          knownHostsFile: files.knownHostsFile,
+          // A model's shell has no terminal to answer a password prompt: fail instead of hanging.
+          sshCommand: sshCommandLine(target, files, { batch: true }),
+          ...(a.includePrivateKey ? { privateKey: revealed.privateKey } : {}),
+        };
+        return success({ credentials });
+      },
+    ),
   );
 
   server.registerTool(
@@ -352,7 +461,13 @@ export function registerTools(server: McpServer, deps: ToolDeps): void {
         `Destroys the machine (irreversible; everything on it is lost) and stops charges. Accepts a rental or deployment id. With waitSeconds (max ${MAX_WAIT_SECONDS}) waits for verified destruction (status TERMINATED, endedAt set). ` +
         'Destructive tool: needs a server started with GPR_MCP_ALLOW_SPEND=1 and the `manage` scope; when refused, ask a human to run `gpr terminate <rentalId> --wait`.',
       inputSchema: { ...s.rentalTarget, waitSeconds: z.number().int().min(1).max(MAX_WAIT_SECONDS).optional() },
-      outputSchema: { accepted: z.boolean(), status: z.string(), message: z.string(), rental: s.rental, next: z.string() },
+      outputSchema: {
+        accepted: z.boolean(),
+        status: z.string(),
+        message: z.string(),
+        rental: s.rental,
+        next: z.string(),
+      },
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
     },
     wrap('terminate_deployment', { guarded: 'destroys' }, async (a: RentalTarget & { waitSeconds?: number }) => {

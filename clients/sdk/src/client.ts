@@ -4,12 +4,18 @@ import { GprApiError, GprRentalStateError, GprTimeoutError } from './errors.js';
 import { type EventPage, eventStream, type GprEvent, type StreamOptions } from './events.js';
 import { retryingFetch, type RetryPolicy } from './transport.js';
 
-type JsonData<P extends keyof paths, M extends 'get' | 'post', C extends number> = paths[P][M] extends { responses: infer R }
+type JsonData<P extends keyof paths, M extends 'get' | 'post', C extends number> = paths[P][M] extends {
+  responses: infer R;
+}
   ? R extends Record<C, { content: { 'application/json': { data: infer D } } }>
     ? D
     : never
   : never;
-type JsonBody<P extends keyof paths> = paths[P]['post'] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+type JsonBody<P extends keyof paths> = paths[P]['post'] extends {
+  requestBody?: { content: { 'application/json': infer B } };
+}
+  ? B
+  : never;
 
 export type Offer = JsonData<'/api/v1/offers', 'get', 200>[number];
 export type GpuSummary = JsonData<'/api/v1/gpus', 'get', 200>;
@@ -73,7 +79,15 @@ export interface WaitOptions extends WaitForOptions {
 }
 
 /** Every status a rental can have, in the order of its life. */
-export const RENTAL_STATUSES = ['AWAITING_PAYMENT', 'PENDING', 'PROVISIONING', 'ACTIVE', 'TERMINATING', 'TERMINATED', 'FAILED'] as const satisfies readonly RentalStatus[];
+export const RENTAL_STATUSES = [
+  'AWAITING_PAYMENT',
+  'PENDING',
+  'PROVISIONING',
+  'ACTIVE',
+  'TERMINATING',
+  'TERMINATED',
+  'FAILED',
+] as const satisfies readonly RentalStatus[];
 /** Statuses a rental never leaves. */
 const FINAL: RentalStatus[] = ['TERMINATED', 'FAILED'];
 /** The longest a waiting read is held (the server allows 30 s; this leaves room under a 30 s request timeout). */
@@ -122,7 +136,12 @@ export class GprClient {
 
   /** Headless signup: a new zero-balance account and its key (the token is returned only here). */
   async signup(body: SignupOptions = {}, idempotencyKey: string = crypto.randomUUID()): Promise<Signup> {
-    return unwrap(await this.api.POST('/api/v1/signup', { params: { header: { 'Idempotency-Key': idempotencyKey } }, body: body as JsonBody<'/api/v1/signup'> }));
+    return unwrap(
+      await this.api.POST('/api/v1/signup', {
+        params: { header: { 'Idempotency-Key': idempotencyKey } },
+        body: body as JsonBody<'/api/v1/signup'>,
+      }),
+    );
   }
 
   /** Exchanges a one-time setup code from the owner for an agent key. */
@@ -141,7 +160,10 @@ export class GprClient {
   /** A hosted payment link for a human; only their payment credits the balance. */
   async createTopup(amountMinor: number, idempotencyKey: string = crypto.randomUUID()): Promise<Topup> {
     return unwrap(
-      await this.api.POST('/api/v1/billing/topups', { params: { header: { 'Idempotency-Key': idempotencyKey } }, body: { amountMinor } }),
+      await this.api.POST('/api/v1/billing/topups', {
+        params: { header: { 'Idempotency-Key': idempotencyKey } },
+        body: { amountMinor },
+      }),
     ) as Topup;
   }
 
@@ -150,7 +172,10 @@ export class GprClient {
   }
 
   /** Polls a top-up until it is PAID (resolves) or EXPIRED/FAILED (throws). */
-  async waitForTopup(topupId: string, opts: { timeoutMs?: number; intervalMs?: number; onProgress?: (t: Topup) => void } = {}): Promise<Topup> {
+  async waitForTopup(
+    topupId: string,
+    opts: { timeoutMs?: number; intervalMs?: number; onProgress?: (t: Topup) => void } = {},
+  ): Promise<Topup> {
     const deadline = Date.now() + (opts.timeoutMs ?? 30 * 60_000);
     for (;;) {
       const t = await this.getTopup(topupId);
@@ -159,7 +184,8 @@ export class GprClient {
       if (t.status === 'EXPIRED' || t.status === 'FAILED') {
         throw new GprApiError(410, 'TOPUP_EXPIRED', `Top-up ${topupId} is ${t.status}; create a new one.`, null);
       }
-      if (Date.now() >= deadline) throw new GprTimeoutError(`Top-up ${topupId} was not paid in time (still ${t.status}).`);
+      if (Date.now() >= deadline)
+        throw new GprTimeoutError(`Top-up ${topupId} was not paid in time (still ${t.status}).`);
       await sleep(opts.intervalMs ?? 2000);
     }
   }
@@ -199,7 +225,11 @@ export class GprClient {
    * `waitSeconds` (1 to 30), whichever comes first; at once when it already is.
    */
   async readRentalWhen(id: string, statuses: RentalStatus[], waitSeconds: number): Promise<Rental> {
-    return unwrap(await this.api.GET('/api/v1/rentals/{id}', { params: { path: { id }, query: { waitFor: statuses.join(','), waitSeconds } } }));
+    return unwrap(
+      await this.api.GET('/api/v1/rentals/{id}', {
+        params: { path: { id }, query: { waitFor: statuses.join(','), waitSeconds } },
+      }),
+    );
   }
 
   /**
@@ -211,7 +241,8 @@ export class GprClient {
   async waitFor(id: string, statuses: RentalStatus[], opts: WaitForOptions = {}): Promise<Rental> {
     let deadline = Date.now() + (opts.timeoutMs ?? DEFAULT_WAIT_MS);
     let r = await this.getRental(id);
-    const capacityUntil = opts.timeoutMs === undefined && r.waitForCapacityUntil ? Date.parse(r.waitForCapacityUntil) : NaN;
+    const capacityUntil =
+      opts.timeoutMs === undefined && r.waitForCapacityUntil ? Date.parse(r.waitForCapacityUntil) : NaN;
     // A rental waiting for capacity may rightly stay PENDING until its own deadline.
     if (Number.isFinite(capacityUntil)) deadline = Math.max(deadline, capacityUntil + DEFAULT_WAIT_MS);
     let last: string | undefined;
@@ -222,15 +253,27 @@ export class GprClient {
       last = now;
       if (statuses.includes(r.status)) return r;
       if (FINAL.includes(r.status)) {
-        const why = r.status === 'FAILED' ? `${r.failureCode ?? 'FAILED'}: ${r.failureReason ?? 'provisioning failed'}` : r.status;
-        throw new GprRentalStateError(r.status === 'FAILED' ? r.failureCode ?? 'RENTAL_FAILED' : 'RENTAL_ENDED', `Rental ${id} will not become ${statuses.join(' or ')} (${why}).`, r);
+        const why =
+          r.status === 'FAILED'
+            ? `${r.failureCode ?? 'FAILED'}: ${r.failureReason ?? 'provisioning failed'}`
+            : r.status;
+        throw new GprRentalStateError(
+          r.status === 'FAILED' ? (r.failureCode ?? 'RENTAL_FAILED') : 'RENTAL_ENDED',
+          `Rental ${id} will not become ${statuses.join(' or ')} (${why}).`,
+          r,
+        );
       }
       const left = deadline - Date.now();
-      if (left <= 0) throw new GprTimeoutError(`Rental ${id} is still ${r.status}, not ${statuses.join(' or ')}, after the wait.`);
+      if (left <= 0)
+        throw new GprTimeoutError(`Rental ${id} is still ${r.status}, not ${statuses.join(' or ')}, after the wait.`);
       // Held until the status is any other than now's: each change is reported as it happens.
       const started = Date.now();
       const status = r.status;
-      r = await this.readRentalWhen(id, RENTAL_STATUSES.filter((x) => x !== status), Math.max(1, Math.min(this.waitSeconds, Math.ceil(left / 1000))));
+      r = await this.readRentalWhen(
+        id,
+        RENTAL_STATUSES.filter((x) => x !== status),
+        Math.max(1, Math.min(this.waitSeconds, Math.ceil(left / 1000))),
+      );
       const early = (opts.intervalMs ?? 1000) - (Date.now() - started);
       if (r.status === status && early > 0) await sleep(Math.min(early, Math.max(0, deadline - Date.now())));
     }
@@ -241,11 +284,17 @@ export class GprClient {
    * (FAILED, or TERMINATING/TERMINATED while waiting for ACTIVE) or time runs out.
    */
   async waitForRental(id: string, opts: WaitOptions): Promise<Rental> {
-    const stops: RentalStatus[] = opts.until === 'ACTIVE' ? ['ACTIVE', 'TERMINATING', 'TERMINATED', 'FAILED'] : ['TERMINATED', 'FAILED'];
+    const stops: RentalStatus[] =
+      opts.until === 'ACTIVE' ? ['ACTIVE', 'TERMINATING', 'TERMINATED', 'FAILED'] : ['TERMINATED', 'FAILED'];
     const r = await this.waitFor(id, stops, opts);
     if (r.status === opts.until) return r;
-    const why = r.status === 'FAILED' ? `${r.failureCode ?? 'FAILED'}: ${r.failureReason ?? 'provisioning failed'}` : r.status;
-    throw new GprRentalStateError(r.status === 'FAILED' ? r.failureCode ?? 'RENTAL_FAILED' : 'RENTAL_ENDED', `Rental ${id} will not become ${opts.until} (${why}).`, r);
+    const why =
+      r.status === 'FAILED' ? `${r.failureCode ?? 'FAILED'}: ${r.failureReason ?? 'provisioning failed'}` : r.status;
+    throw new GprRentalStateError(
+      r.status === 'FAILED' ? (r.failureCode ?? 'RENTAL_FAILED') : 'RENTAL_ENDED',
+      `Rental ${id} will not become ${opts.until} (${why}).`,
+      r,
+    );
   }
 
   // --- events -------------------------------------------------------------------------------------
@@ -284,12 +333,16 @@ export class GprClient {
 
   /** SSH access including the private key; every call is audited by the service. */
   async revealCredentials(deploymentId: string): Promise<Credentials> {
-    return unwrap(await this.api.POST('/api/v1/deployments/{id}/credentials/reveal', { params: { path: { id: deploymentId } } }));
+    return unwrap(
+      await this.api.POST('/api/v1/deployments/{id}/credentials/reveal', { params: { path: { id: deploymentId } } }),
+    );
   }
 
   /** Irreversible: destroys the machine. Completes asynchronously; wait with {@link waitForRental}. */
   async terminate(deploymentId: string): Promise<TerminateAccepted> {
-    return unwrap(await this.api.POST('/api/v1/deployments/{id}/terminate', { params: { path: { id: deploymentId } } }));
+    return unwrap(
+      await this.api.POST('/api/v1/deployments/{id}/terminate', { params: { path: { id: deploymentId } } }),
+    );
   }
 
   /** The rental of a rental id or a deployment id, whether or not it has a deployment yet. */
@@ -309,7 +362,8 @@ export class GprClient {
   async resolve(id: string): Promise<{ rentalId: string; deploymentId: string; rental: Rental }> {
     try {
       const rental = await this.getRental(id);
-      if (!rental.deploymentId) throw new GprApiError(409, 'NO_DEPLOYMENT', `Rental ${id} has no deployment yet.`, null);
+      if (!rental.deploymentId)
+        throw new GprApiError(409, 'NO_DEPLOYMENT', `Rental ${id} has no deployment yet.`, null);
       return { rentalId: rental.rentalId, deploymentId: rental.deploymentId, rental };
     } catch (err) {
       if (!(err instanceof GprApiError) || err.status !== 404) throw err;
@@ -323,7 +377,8 @@ export class GprClient {
 function unwrap<D>(result: { data?: { data: D }; error?: unknown; response: Response }): D {
   const { response } = result;
   if (response.ok && result.data) return result.data.data;
-  const e = (result.error as { error?: { code?: string; message?: string; requestId?: string } } | undefined)?.error ?? {};
+  const e =
+    (result.error as { error?: { code?: string; message?: string; requestId?: string } } | undefined)?.error ?? {};
   throw new GprApiError(
     response.status,
     e.code ?? `HTTP_${response.status}`,

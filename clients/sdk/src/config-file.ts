@@ -57,11 +57,20 @@ export function writeStoredConfig(config: StoredConfig): string {
  * Effective settings: flags, then GPR_TOKEN / GPR_BASE_URL, then the config file, then the
  * service the package was installed from (`packaged`), then {@link DEFAULT_BASE_URL}.
  */
-export function effectiveSettings(flags: { baseUrl?: string }, packaged?: string): { baseUrl: string; token?: string; retries?: number } {
+export function effectiveSettings(
+  flags: { baseUrl?: string },
+  packaged?: string,
+): { baseUrl: string; token?: string; retries?: number } {
   const stored = readStoredConfig();
   const retries = process.env.GPR_RETRIES?.trim();
   return {
-    baseUrl: (flags.baseUrl ?? (process.env.GPR_BASE_URL?.trim() || undefined) ?? stored.baseUrl ?? packaged ?? DEFAULT_BASE_URL).replace(/\/+$/, ''),
+    baseUrl: (
+      flags.baseUrl ??
+      (process.env.GPR_BASE_URL?.trim() || undefined) ??
+      stored.baseUrl ??
+      packaged ??
+      DEFAULT_BASE_URL
+    ).replace(/\/+$/, ''),
     token: process.env.GPR_TOKEN?.trim() || stored.token,
     retries: retries && /^\d+$/.test(retries) ? Number(retries) : undefined,
   };

@@ -15,7 +15,11 @@ export function parseDuration(text: string): number | undefined {
   const m = /^(?:(\d{1,9})d)?(?:(\d{1,9})h)?(?:(\d{1,9})m)?(?:(\d{1,9})s)?$/.exec(t);
   if (!m || t === '') return undefined;
   const [, d, h, min, s] = m;
-  const seconds = Number(d ?? 0) * UNIT_SECONDS.d + Number(h ?? 0) * UNIT_SECONDS.h + Number(min ?? 0) * UNIT_SECONDS.m + Number(s ?? 0);
+  const seconds =
+    Number(d ?? 0) * UNIT_SECONDS.d +
+    Number(h ?? 0) * UNIT_SECONDS.h +
+    Number(min ?? 0) * UNIT_SECONDS.m +
+    Number(s ?? 0);
   return Number.isSafeInteger(seconds) ? seconds : undefined;
 }
 
@@ -24,7 +28,12 @@ export function formatDuration(seconds: number): string {
   if (!Number.isFinite(seconds) || seconds <= 0) return '0 s';
   let left = Math.round(seconds);
   const parts: string[] = [];
-  for (const [unit, size] of [['d', 86_400], ['h', 3600], ['min', 60], ['s', 1]] as const) {
+  for (const [unit, size] of [
+    ['d', 86_400],
+    ['h', 3600],
+    ['min', 60],
+    ['s', 1],
+  ] as const) {
     const n = Math.floor(left / size);
     left -= n * size;
     if (n > 0) parts.push(`${n} ${unit}`);

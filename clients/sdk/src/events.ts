@@ -105,7 +105,8 @@ export async function* eventStream(deps: StreamDeps, opts: StreamOptions = {}): 
       res = await deps.fetch(deps.url, { headers, signal: opts.signal });
     } catch (err) {
       if (opts.signal?.aborted) return;
-      if (++failures > 8) throw new GprNetworkError(`Cannot reach ${new URL(deps.url).origin}: ${(err as Error).message}`, deps.url, err);
+      if (++failures > 8)
+        throw new GprNetworkError(`Cannot reach ${new URL(deps.url).origin}: ${(err as Error).message}`, deps.url, err);
       continue;
     }
     if (!res.ok || !res.body) {

@@ -42,7 +42,8 @@ export function isMoneyField(name: string): boolean {
 export function moneyFieldHint(field: string, declared: { min?: number; max?: number } = {}, sent?: unknown): string {
   // Admission holds budgetMinor to its floor with the price in hand (BUDGET_TOO_SMALL), so a
   // request schema does not declare it; the floor is part of the field's range all the same.
-  const range = field === 'budgetMinor' && declared.min === undefined ? { ...declared, min: MIN_BUDGET_MINOR } : declared;
+  const range =
+    field === 'budgetMinor' && declared.min === undefined ? { ...declared, min: MIN_BUDGET_MINOR } : declared;
   const bounds =
     range.min !== undefined && range.max !== undefined
       ? ` from ${range.min} to ${range.max} (${formatCents(range.min)} to ${formatCents(range.max)})`
@@ -52,7 +53,8 @@ export function moneyFieldHint(field: string, declared: { min?: number; max?: nu
           ? ` of at most ${range.max} (${formatCents(range.max)})`
           : '';
   const asDollars = dollarsReading(sent, range);
-  const meant = asDollars === undefined ? '' : ` If you meant $${asDollars}, send ${Math.round(Number(asDollars) * 100)}.`;
+  const meant =
+    asDollars === undefined ? '' : ` If you meant $${asDollars}, send ${Math.round(Number(asDollars) * 100)}.`;
   return `${field} is in ${MONEY_MEANING}; send a whole number${bounds}.${meant}`;
 }
 
@@ -98,9 +100,15 @@ export function runtimeFor(budgetMinor: number, pricePerHourMinor: number): stri
 
 /** The refusal of a budget under {@link MIN_BUDGET_MINOR}, with what it would have bought when the price is known. */
 export function budgetTooSmallMessage(budgetMinor: number, pricePerHourMinor?: number): string {
-  const buys = pricePerHourMinor === undefined || budgetMinor <= 0 ? '' : `; at ${pricePerHourMinor} cents/hour it buys ${runtimeFor(budgetMinor, pricePerHourMinor)}`;
+  const buys =
+    pricePerHourMinor === undefined || budgetMinor <= 0
+      ? ''
+      : `; at ${pricePerHourMinor} cents/hour it buys ${runtimeFor(budgetMinor, pricePerHourMinor)}`;
   // A whole number under 100 is most often dollars: 5 meant $5.00, which is 500.
-  const meant = budgetMinor > 0 && budgetMinor < 100 && budgetMinor * 100 >= MIN_BUDGET_MINOR ? `if you meant $${budgetMinor}, send ${budgetMinor * 100}` : `e.g. ${MIN_BUDGET_MINOR * 2} for ${formatCents(MIN_BUDGET_MINOR * 2)}`;
+  const meant =
+    budgetMinor > 0 && budgetMinor < 100 && budgetMinor * 100 >= MIN_BUDGET_MINOR
+      ? `if you meant $${budgetMinor}, send ${budgetMinor * 100}`
+      : `e.g. ${MIN_BUDGET_MINOR * 2} for ${formatCents(MIN_BUDGET_MINOR * 2)}`;
   return (
     `budgetMinor is in ${MONEY_UNIT} (${MIN_BUDGET_MINOR} = ${formatCents(MIN_BUDGET_MINOR)}): ${budgetMinor} is ${formatCents(budgetMinor)}${buys}. ` +
     `It must be at least ${MIN_BUDGET_MINOR} (${formatCents(MIN_BUDGET_MINOR)}). Next: send budgetMinor of ${MIN_BUDGET_MINOR} or more (${meant}).`
@@ -115,7 +123,7 @@ export function budgetFloorNext(field: string): string {
 /** The key's per-rental cap against `budgetMinor`: a budget is never cut down to the cap without a word. */
 export const KEY_CAP_RULE =
   "A budgetMinor above the key's per-rental cap (maxPerRentalMinor in GET /api/v1/me) is refused with 403 KEY_LIMIT_EXCEEDED, never lowered to it; " +
-  "without budgetMinor a balance-account rental stops when it has cost the cap.";
+  'without budgetMinor a balance-account rental stops when it has cost the cap.';
 
 /** The refusal of a `budgetMinor` above the key's per-rental cap, with the next step. */
 export function budgetOverKeyCapMessage(budgetMinor: number, capMinor: number): string {
@@ -134,7 +142,8 @@ export function spendCapLine(spendCapMinor: number, fromBudget: boolean): string
 // Idempotency-Key
 
 /** Commands that print a fresh UUID on any machine with Node or Linux (uuidgen is often absent). */
-export const UUID_RECIPE = '`node -e "console.log(crypto.randomUUID())"`, `python3 -c "import uuid; print(uuid.uuid4())"` or `cat /proc/sys/kernel/random/uuid`';
+export const UUID_RECIPE =
+  '`node -e "console.log(crypto.randomUUID())"`, `python3 -c "import uuid; print(uuid.uuid4())"` or `cat /proc/sys/kernel/random/uuid`';
 
 /** The shell substitution the quickstart uses for a fresh key: works wherever Node runs. */
 export const UUID_SHELL = `$(node -e "console.log(crypto.randomUUID())")`;
@@ -151,7 +160,7 @@ export const IDEMPOTENCY_KEY_HINT =
 /** How to send an API key and how to get one; the 401 message carries it for every cause alike. */
 export const AUTH_HINT =
   'Send the key as `Authorization: Bearer gpr_<prefix>.<secret>`. ' +
-  'A key that worked before and now gets this was revoked: ask the account owner for a new key or a setup code (signing up instead makes a new, unfunded account unrelated to the owner\'s). ' +
+  "A key that worked before and now gets this was revoked: ask the account owner for a new key or a setup code (signing up instead makes a new, unfunded account unrelated to the owner's). " +
   'No key yet: POST /api/v1/signup creates an account and a key (no key needed), or exchange a setup code from the account owner with POST /api/v1/agent-setups/exchange (or `gpr setup <code>`).';
 
 // ---------------------------------------------------------------------------------------------
@@ -209,13 +218,19 @@ export function revealRetryAfterSeconds(phase: string | null): number {
  * The refusal of a credentials reveal on deployment `deploymentId` (of rental `rentalId`) while it
  * is `status`, not ACTIVE: whether it will become ACTIVE, and how to wait for it or what to do instead.
  */
-export function revealNotActiveMessage(status: string, deploymentId: string, rentalId: string, retryAfterSeconds?: number): string {
+export function revealNotActiveMessage(
+  status: string,
+  deploymentId: string,
+  rentalId: string,
+  retryAfterSeconds?: number,
+): string {
   const head = `Credentials exist only while a deployment is ACTIVE; ${deploymentId} is ${status}.`;
   const wait = `wait with ${waitingRead(rentalId, ['ACTIVE', 'FAILED'])} (answered the moment its status changes), then reveal again`;
   if (STARTING_STATUSES.includes(status)) {
     return `${head} The machine is starting: ${wait}${retryAfterSeconds === undefined ? '' : `, or retry in ${retryAfterSeconds} s (Retry-After)`}.`;
   }
-  if (status === 'AWAITING_PAYMENT') return `${head} It starts once its card payment arrives: have the checkout link paid, then ${wait}.`;
+  if (status === 'AWAITING_PAYMENT')
+    return `${head} It starts once its card payment arrives: have the checkout link paid, then ${wait}.`;
   return `${head} It will never be ACTIVE again, so do not retry: GET /api/v1/rentals/${rentalId} says how it ended; rent a new machine with POST /api/v1/rentals.`;
 }
 
@@ -224,7 +239,10 @@ export function revealNotActiveMessage(status: string, deploymentId: string, ren
  * answer's `Retry-After`: present while the machine starts, absent once waiting cannot help.
  * `how` names the client's own ways to retry, to watch the rental and to rent anew.
  */
-export function notActiveNext(retryAfterSeconds: number | undefined, how: { retry: string; watch: string; rent: string }): string {
+export function notActiveNext(
+  retryAfterSeconds: number | undefined,
+  how: { retry: string; watch: string; rent: string },
+): string {
   return retryAfterSeconds !== undefined
     ? `The machine is still starting: wait ${retryAfterSeconds} s, then ${how.retry} (or ${how.watch} until its status is ACTIVE).`
     : `Waiting does not help: a rental AWAITING_PAYMENT starts only once paid, and one TERMINATING, TERMINATED or FAILED is never ACTIVE again (do not retry; ${how.rent}).`;
@@ -365,7 +383,10 @@ export function rentalRefusalNext(code: string, message: string, n: RentalSettin
  * The next step after a rental FAILED with `code`, when its failureReason alone does not say it;
  * `how` names the client's ways to rent, to list offers and to wait for capacity.
  */
-export function failureNext(code: string, how: { rent: string; offers: string; waitForCapacity: string }): string | undefined {
+export function failureNext(
+  code: string,
+  how: { rent: string; offers: string; waitForCapacity: string },
+): string | undefined {
   if (code === 'GPU_MISMATCH') {
     return (
       'The machine came up with fewer GPUs than its offer promised and was destroyed (so did every other candidate); the rental never started, so nothing is charged for it (see reversalStatus). ' +

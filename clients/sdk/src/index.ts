@@ -1,6 +1,13 @@
 export * from './client.js';
 export * from './errors.js';
-export { type EventPage, type EventType, type GprEvent, parseSse, type SseMessage, type StreamOptions } from './events.js';
+export {
+  type EventPage,
+  type EventType,
+  type GprEvent,
+  parseSse,
+  type SseMessage,
+  type StreamOptions,
+} from './events.js';
 export * from './money.js';
 export * from './duration.js';
 export * from './hints.js';

@@ -48,7 +48,10 @@ function shown(value: unknown): string {
 }
 
 function refuse(field: string, value: unknown, rule: string): never {
-  throw new GprUnsafeValueError(field, `The service returned ${field} ${shown(value)}, which is not ${rule}; refused before reaching ssh or the file system.`);
+  throw new GprUnsafeValueError(
+    field,
+    `The service returned ${field} ${shown(value)}, which is not ${rule}; refused before reaching ssh or the file system.`,
+  );
 }
 
 /** A rental or deployment id from the service, which must be a UUID before it names a file. */
@@ -73,12 +76,19 @@ export function isSafeHost(value: string): boolean {
  * Checks the connection fields of a credentials reveal. `expectedDeploymentId` is the id the
  * caller asked about (itself checked); an answer for another deployment is refused.
  */
-export function checkedSshTarget(c: { deploymentId?: unknown; host?: unknown; port?: unknown; user?: unknown }, expectedDeploymentId: string): SshTarget {
+export function checkedSshTarget(
+  c: { deploymentId?: unknown; host?: unknown; port?: unknown; user?: unknown },
+  expectedDeploymentId: string,
+): SshTarget {
   const deploymentId = checkedId('deploymentId', c.deploymentId);
-  if (deploymentId !== checkedId('deploymentId', expectedDeploymentId)) refuse('deploymentId', c.deploymentId, `the deployment asked for (${expectedDeploymentId})`);
-  if (typeof c.user !== 'string' || !LOGIN.test(c.user)) refuse('user', c.user, 'a login name (letters, digits, "_", ".", "-"; not starting with "-")');
-  if (typeof c.host !== 'string' || !isSafeHost(c.host)) refuse('host', c.host, 'a DNS name, IPv4 address or IPv6 literal');
-  if (typeof c.port !== 'number' || !Number.isInteger(c.port) || c.port < 1 || c.port > 65535) refuse('port', c.port, 'an integer from 1 to 65535');
+  if (deploymentId !== checkedId('deploymentId', expectedDeploymentId))
+    refuse('deploymentId', c.deploymentId, `the deployment asked for (${expectedDeploymentId})`);
+  if (typeof c.user !== 'string' || !LOGIN.test(c.user))
+    refuse('user', c.user, 'a login name (letters, digits, "_", ".", "-"; not starting with "-")');
+  if (typeof c.host !== 'string' || !isSafeHost(c.host))
+    refuse('host', c.host, 'a DNS name, IPv4 address or IPv6 literal');
+  if (typeof c.port !== 'number' || !Number.isInteger(c.port) || c.port < 1 || c.port > 65535)
+    refuse('port', c.port, 'an integer from 1 to 65535');
   return { deploymentId, host: c.host, port: c.port, user: c.user };
 }
 
@@ -100,14 +110,23 @@ function keysDir(): string {
  * followed, and a reader never sees half a key.
  */
 export function writeSshKeyFiles(target: SshTarget, privateKey: unknown): SshKeyFiles {
-  if (typeof privateKey !== 'string' || privateKey.length === 0 || privateKey.length > MAX_KEY_CHARS || privateKey.includes('\0')) {
+  if (
+    typeof privateKey !== 'string' ||
+    privateKey.length === 0 ||
+    privateKey.length > MAX_KEY_CHARS ||
+    privateKey.includes('\0')
+  ) {
     throw new GprUnsafeValueError('privateKey', 'The service returned no usable private key; nothing was written.');
   }
   const id = checkedId('deploymentId', target.deploymentId);
   const dir = keysDir();
   const keyFile = join(dir, `${id}.key`);
   const temp = join(dir, `.${id}.${randomBytes(8).toString('hex')}.tmp`);
-  const fd = openSync(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0), 0o600);
+  const fd = openSync(
+    temp,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0),
+    0o600,
+  );
   try {
     try {
       writeSync(fd, privateKey.endsWith('\n') ? privateKey : `${privateKey}\n`);
@@ -129,15 +148,23 @@ export function writeSshKeyFiles(target: SshTarget, privateKey: unknown): SshKey
 export function sshArgs(target: SshTarget, files: SshKeyFiles, opts: { batch?: boolean } = {}): string[] {
   // ssh expands %-tokens in key and known_hosts paths and cannot quote a '"' in an option.
   for (const path of [files.keyFile, files.knownHostsFile]) {
-    if (/["%\n]/.test(path)) throw new Error(`The key path ${shown(path)} holds '"', '%' or a line break, which ssh misreads: set XDG_CONFIG_HOME to another directory.`);
+    if (/["%\n]/.test(path))
+      throw new Error(
+        `The key path ${shown(path)} holds '"', '%' or a line break, which ssh misreads: set XDG_CONFIG_HOME to another directory.`,
+      );
   }
   return [
-    '-i', files.keyFile,
-    '-p', String(target.port),
-    '-o', 'IdentitiesOnly=yes',
-    '-o', 'StrictHostKeyChecking=accept-new',
+    '-i',
+    files.keyFile,
+    '-p',
+    String(target.port),
+    '-o',
+    'IdentitiesOnly=yes',
+    '-o',
+    'StrictHostKeyChecking=accept-new',
     // Quoted: ssh reads a space in this option as a second file name.
-    '-o', `UserKnownHostsFile="${files.knownHostsFile}"`,
+    '-o',
+    `UserKnownHostsFile="${files.knownHostsFile}"`,
     ...(opts.batch ? ['-o', 'BatchMode=yes'] : []),
     '--',
     `${target.user}@${target.host}`,

@@ -21,7 +21,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  *   same key needs no retry: the service makes it wait for the first and answers it as a replay);
  * - any request answered 429, after the server's `Retry-After` (a rate-limited request was not processed).
  */
-export function retryingFetch(policy: RetryPolicy = {}): (input: Request | string | URL, init?: RequestInit) => Promise<Response> {
+export function retryingFetch(
+  policy: RetryPolicy = {},
+): (input: Request | string | URL, init?: RequestInit) => Promise<Response> {
   const retries = policy.retries ?? 3;
   const timeoutMs = policy.timeoutMs ?? 30_000;
   const maxRetryAfterMs = policy.maxRetryAfterMs ?? 10_000;
@@ -38,16 +40,27 @@ export function retryingFetch(policy: RetryPolicy = {}): (input: Request | strin
       const last = attempt >= retries;
       let res: Response;
       try {
-        res = await doFetch(req.url, { method: req.method, headers: req.headers, body, signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
+        res = await doFetch(req.url, {
+          method: req.method,
+          headers: req.headers,
+          body,
+          signal: AbortSignal.timeout(timeoutMs),
+          redirect: 'manual',
+        });
       } catch (err) {
         const timedOut = (err as Error)?.name === 'TimeoutError';
         if (!last && replayable) {
           await sleep(backoff(attempt));
           continue;
         }
-        if (timedOut) throw new GprTimeoutError(`${req.method} ${new URL(req.url).pathname} got no answer within ${timeoutMs} ms`);
+        if (timedOut)
+          throw new GprTimeoutError(`${req.method} ${new URL(req.url).pathname} got no answer within ${timeoutMs} ms`);
         const reason = (err as { cause?: { code?: string; message?: string } })?.cause;
-        throw new GprNetworkError(`Cannot reach ${new URL(req.url).origin}: ${reason?.code ?? reason?.message ?? (err as Error).message}`, req.url, err);
+        throw new GprNetworkError(
+          `Cannot reach ${new URL(req.url).origin}: ${reason?.code ?? reason?.message ?? (err as Error).message}`,
+          req.url,
+          err,
+        );
       }
       if (last) return res;
       if (res.status === 429) {

@@ -4,7 +4,7 @@
 export const WEBHOOK_VERIFY_RULE =
   'Each delivery is a POST of one event (`{id, type, createdAt, data}`, as GET /api/v1/events shows it) signed per Standard Webhooks: ' +
   'headers `webhook-id` (the event id, the same on every retry: drop ids you already have), `webhook-timestamp` (unix seconds) and `webhook-signature` ' +
-  '(`v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the base64-decoded part of the endpoint\'s `secret` after `whsec_`; ' +
+  "(`v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed by the base64-decoded part of the endpoint's `secret` after `whsec_`; " +
   'several space-separated when the secret rotates). Accept a delivery when one signature matches (compare in constant time) and the timestamp is within 5 minutes of now; ' +
   'answer 2xx within 10 s, or it is retried for 24 hours.';
 

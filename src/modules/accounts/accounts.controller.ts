@@ -1,4 +1,16 @@
-import { Body, Get, Header, OperationId, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import {
+  Body,
+  Get,
+  Header,
+  OperationId,
+  Post,
+  Request,
+  Response,
+  Route,
+  Security,
+  SuccessResponse,
+  Tags,
+} from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
@@ -28,7 +40,10 @@ export class AccountsController extends BaseController {
   @OperationId('signup')
   @SuccessResponse(201, 'Created')
   @Response<ErrorEnvelope>(400, 'Missing or malformed Idempotency-Key, or malformed JSON (INVALID_REQUEST)')
-  @Response<ErrorEnvelope>(409, 'SIGNUP_ALREADY_COMPLETED (this Idempotency-Key already signed up, or the request carries a working key of an existing account) or IDEMPOTENCY_CONFLICT')
+  @Response<ErrorEnvelope>(
+    409,
+    'SIGNUP_ALREADY_COMPLETED (this Idempotency-Key already signed up, or the request carries a working key of an existing account) or IDEMPOTENCY_CONFLICT',
+  )
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
   @Response<ErrorEnvelope>(429, 'RATE_LIMITED (see Retry-After)')
   @Response<ErrorEnvelope>(503, 'AGENTS_DISABLED')
@@ -46,9 +61,15 @@ export class AccountsController extends BaseController {
   @OperationId('getAccount')
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
-  @Response<ErrorEnvelope>(402, 'Never for this read: a frozen or negative account still reads its state (`balance.frozen`, `balance.creditsMinor`). ACCOUNT_FROZEN and INSUFFICIENT_CREDITS answer the calls that spend.')
+  @Response<ErrorEnvelope>(
+    402,
+    'Never for this read: a frozen or negative account still reads its state (`balance.frozen`, `balance.creditsMinor`). ACCOUNT_FROZEN and INSUFFICIENT_CREDITS answer the calls that spend.',
+  )
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
-  @Response<ErrorEnvelope>(404, 'Never for this read: a valid key always has its account; a revoked key gets the uniform 401.')
+  @Response<ErrorEnvelope>(
+    404,
+    'Never for this read: a valid key always has its account; a revoked key gets the uniform 401.',
+  )
   @Response<ErrorEnvelope>(409, 'Never for this read: it changes nothing, so nothing can conflict.')
   @Response<ErrorEnvelope>(422, 'Never for this read: it takes no parameters.')
   async me(@Request() req: ExRequest): Promise<Envelope<AccountDto>> {

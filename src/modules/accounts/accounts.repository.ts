@@ -29,7 +29,8 @@ const WRITE_LOCK = `UPDATE accounts SET lock_version = lock_version + 1 WHERE id
  * multi-statement query on an EntityManager. Answers the read's rows.
  */
 function writeLockedRead<R>(sql: Sql, accountId: string, select: string, params: unknown[]): Promise<R[]> {
-  if (sql instanceof SqlTransaction) return Promise.all([sql.query(WRITE_LOCK, [accountId]), sql.query<R[]>(select, params)]).then(([, rows]) => rows);
+  if (sql instanceof SqlTransaction)
+    return Promise.all([sql.query(WRITE_LOCK, [accountId]), sql.query<R[]>(select, params)]).then(([, rows]) => rows);
   return sql.query(`${WRITE_LOCK};\n${select}`, [accountId, ...params]).then((results: [unknown, R[]]) => results[1]);
 }
 
@@ -67,7 +68,12 @@ export async function lockAccountBalances(sql: Sql, ids: readonly string[]): Pro
     `SELECT id, balance_minor, unposted_usage_minor FROM accounts WHERE id IN (?) ORDER BY id FOR UPDATE`,
     [sorted],
   );
-  return new Map(rows.map((r) => [r.id, { balanceMinor: readMinor(r.balance_minor), unpostedUsageMinor: readMinor(r.unposted_usage_minor) }]));
+  return new Map(
+    rows.map((r) => [
+      r.id,
+      { balanceMinor: readMinor(r.balance_minor), unpostedUsageMinor: readMinor(r.unposted_usage_minor) },
+    ]),
+  );
 }
 
 /**
@@ -76,7 +82,11 @@ export async function lockAccountBalances(sql: Sql, ids: readonly string[]): Pro
  * the key is not one of the account's. Both statements are issued before this function awaits
  * anything, so it travels with whatever the caller issues in the same tick.
  */
-export async function lockAccountWithKey(sql: Sql, accountId: string, keyId: string): Promise<AccountWithKeyRow | null> {
+export async function lockAccountWithKey(
+  sql: Sql,
+  accountId: string,
+  keyId: string,
+): Promise<AccountWithKeyRow | null> {
   const rows = await writeLockedRead<{
     id: string;
     billing_model: BillingModel;
@@ -96,7 +106,12 @@ export async function lockAccountWithKey(sql: Sql, accountId: string, keyId: str
   const r = rows[0];
   if (!r) return null;
   return {
-    account: { id: r.id, billingModel: r.billing_model, balanceMinor: readMinor(r.balance_minor), frozen: Boolean(Number(r.frozen)) },
+    account: {
+      id: r.id,
+      billingModel: r.billing_model,
+      balanceMinor: readMinor(r.balance_minor),
+      frozen: Boolean(Number(r.frozen)),
+    },
     netSpent: r.net_spent_minor,
     activeDeployments: r.active_deployments,
     revokedAt: r.revoked_at,
@@ -107,7 +122,11 @@ export async function lockAccountWithKey(sql: Sql, accountId: string, keyId: str
  * Writes and locks account `accountId`, then locks its key `keyId` (the order of {@link lockAccountWithKey}),
  * reading only the key's revocation: `undefined` when the key is not one of the account's.
  */
-export async function lockAccountAndKey(sql: Sql, accountId: string, keyId: string): Promise<{ revokedAt: Date | null } | undefined> {
+export async function lockAccountAndKey(
+  sql: Sql,
+  accountId: string,
+  keyId: string,
+): Promise<{ revokedAt: Date | null } | undefined> {
   const rows = await writeLockedRead<{ revoked_at: Date | null }>(
     sql,
     accountId,
@@ -121,7 +140,11 @@ export async function lockAccountAndKey(sql: Sql, accountId: string, keyId: stri
  * Writes and locks account `accountId`, then locks its key `keyId` (the order of {@link lockAccountWithKey}),
  * reading the key's kind and revocation: `undefined` when the key is not one of the account's.
  */
-export async function lockAccountAndKeyKind(sql: Sql, accountId: string, keyId: string): Promise<{ kind: KeyKind; revokedAt: Date | null } | undefined> {
+export async function lockAccountAndKeyKind(
+  sql: Sql,
+  accountId: string,
+  keyId: string,
+): Promise<{ kind: KeyKind; revokedAt: Date | null } | undefined> {
   const rows = await writeLockedRead<{ kind: KeyKind; revoked_at: Date | null }>(
     sql,
     accountId,

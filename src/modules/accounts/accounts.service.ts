@@ -18,7 +18,6 @@ import { accountOfTelegramUser, getAccount, insertAccount, setTelegramChat } fro
 import type { AccountDto, KeyDto, SignupRequest, SignupResponse } from './accounts.dto.js';
 import { accountBalanceEligible } from './billing-eligibility.js';
 
-
 /** What an operator gives to create an owner account (see src/cli/owner-command.ts). */
 export interface NewOwner extends KeyLimits {
   /** Name of the owner key, e.g. the owner's or the team's. */
@@ -69,10 +68,14 @@ export class AccountsService {
   ) {}
 
   assertAgentsEnabled(): void {
-    if (!this.options.agentV1Enabled) throw new AppError('AGENTS_DISABLED', 'Agent creation is switched off on this service.');
+    if (!this.options.agentV1Enabled)
+      throw new AppError('AGENTS_DISABLED', 'Agent creation is switched off on this service.');
   }
 
-  async createAccount(manager: EntityManager, fields: Partial<Pick<Account, 'email' | 'telegramUserId' | 'telegramChatId'>> = {}): Promise<Account> {
+  async createAccount(
+    manager: EntityManager,
+    fields: Partial<Pick<Account, 'email' | 'telegramUserId' | 'telegramChatId'>> = {},
+  ): Promise<Account> {
     const account = manager.create(Account, {
       id: randomUUID(),
       billingModel: this.options.defaultBillingModel,
@@ -88,7 +91,11 @@ export class AccountsService {
   }
 
   /** Headless signup: always a new zero-balance account and one AGENT key with every scope. */
-  async signup(idempotencyKeyHeader: string | undefined, body: SignupRequest | undefined, authorization?: string): Promise<SignupResponse> {
+  async signup(
+    idempotencyKeyHeader: string | undefined,
+    body: SignupRequest | undefined,
+    authorization?: string,
+  ): Promise<SignupResponse> {
     this.assertAgentsEnabled();
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader, { uuid: true });
     if (authorization !== undefined) {

@@ -12,7 +12,8 @@ export function isFrozen(account: Pick<Account, 'frozen'>): boolean {
 
 /** 402 ACCOUNT_FROZEN for a frozen account, saying what it `cannot` do ("start rentals"). */
 export function assertNotFrozen(account: Pick<Account, 'frozen'>, cannot: string): void {
-  if (isFrozen(account)) throw new AppError('ACCOUNT_FROZEN', `This account is frozen; it cannot ${cannot}. Contact support.`);
+  if (isFrozen(account))
+    throw new AppError('ACCOUNT_FROZEN', `This account is frozen; it cannot ${cannot}. Contact support.`);
 }
 
 /**

@@ -8,11 +8,20 @@ import { AgentAuthorization } from './agent-authorization.entity.js';
 /** The limits and the approving owner a session takes on when it is approved. */
 export type Approval = Pick<
   AgentAuthorization,
-  'accountId' | 'approvedByKeyId' | 'name' | 'maxPerRentalMinor' | 'budgetLimitMinor' | 'maxConcurrentDeployments' | 'maxRentalSeconds' | 'idleTerminateMinutes' | 'approvedAt'
+  | 'accountId'
+  | 'approvedByKeyId'
+  | 'name'
+  | 'maxPerRentalMinor'
+  | 'budgetLimitMinor'
+  | 'maxConcurrentDeployments'
+  | 'maxRentalSeconds'
+  | 'idleTerminateMinutes'
+  | 'approvedAt'
 >;
 
 /** A new row's fields; a setup code an owner mints has no requested name, and leaves it to the column's default. */
-export type NewAuthorization = Omit<AgentAuthorization, 'requestedName'> & Partial<Pick<AgentAuthorization, 'requestedName'>>;
+export type NewAuthorization = Omit<AgentAuthorization, 'requestedName'> &
+  Partial<Pick<AgentAuthorization, 'requestedName'>>;
 
 /** Writes a new session or setup code and answers the row as written. */
 export async function insertAuthorization(ds: DataSource, fields: NewAuthorization): Promise<AgentAuthorization> {
@@ -23,7 +32,10 @@ export async function insertAuthorization(ds: DataSource, fields: NewAuthorizati
 }
 
 /** The session with this approval code hash, read without a lock; null when there is none. */
-export function authorizationByApprovalCode(ds: DataSource, approvalCodeHash: Buffer): Promise<AgentAuthorization | null> {
+export function authorizationByApprovalCode(
+  ds: DataSource,
+  approvalCodeHash: Buffer,
+): Promise<AgentAuthorization | null> {
   return ds.getRepository(AgentAuthorization).findOneBy({ approvalCodeHash });
 }
 
@@ -63,7 +75,10 @@ export async function markExchanged(m: EntityManager, id: string, issuedKeyId: s
  * APPROVED), and answers their ids.
  */
 export async function lockUnexchangedApprovalsOf(m: EntityManager, keyId: string): Promise<string[]> {
-  const rows: { id: string }[] = await m.query(`SELECT id FROM agent_authorizations WHERE approved_by_key_id = ? AND status = 'APPROVED' FOR UPDATE`, [keyId]);
+  const rows: { id: string }[] = await m.query(
+    `SELECT id FROM agent_authorizations WHERE approved_by_key_id = ? AND status = 'APPROVED' FOR UPDATE`,
+    [keyId],
+  );
   return rows.map((r) => r.id);
 }
 

@@ -23,7 +23,14 @@ import {
 import type { KeysService } from '../keys/keys.service.js';
 import type { RentalsService } from '../rentals/rentals.service.js';
 import { lockUnexchangedApprovalsOf, markAuthorizationsRevoked } from './agent-authorizations.repository.js';
-import type { AgentKeyIssued, AgentLimits, IssueAgentKeyRequest, KeyRental, RevokedKey, RevokedOwnerKey } from './agents.dto.js';
+import type {
+  AgentKeyIssued,
+  AgentLimits,
+  IssueAgentKeyRequest,
+  KeyRental,
+  RevokedKey,
+  RevokedOwnerKey,
+} from './agents.dto.js';
 import { unfinishedRentalsOfKeys } from '../rentals/rentals.repository.js';
 
 /** How a revocation treats the revoked keys' unfinished rentals. */
@@ -50,15 +57,29 @@ export class AgentKeysService {
    * An OWNER key issues an agent key directly. Idempotent per account and key: an identical replay
    * answers the same key with `token: null` (the secret is never shown twice).
    */
-  async issueAgentKey(principal: Principal, idempotencyKeyHeader: string | undefined, body: IssueAgentKeyRequest): Promise<{ issued: AgentKeyIssued; created: boolean }> {
+  async issueAgentKey(
+    principal: Principal,
+    idempotencyKeyHeader: string | undefined,
+    body: IssueAgentKeyRequest,
+  ): Promise<{ issued: AgentKeyIssued; created: boolean }> {
     this.assertOwner(principal, 'issue agent keys');
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
     const scopes = [...new Set(body.scopes)];
     const beyond = scopes.filter((s) => !principal.scopes.includes(s));
-    if (beyond.length) throw new AppError('FORBIDDEN', `An agent key's scopes must be a subset of yours; this key lacks: ${beyond.join(', ')}.`);
+    if (beyond.length)
+      throw new AppError(
+        'FORBIDDEN',
+        `An agent key's scopes must be a subset of yours; this key lacks: ${beyond.join(', ')}.`,
+      );
     assertWithinOwnLimits(principal, body);
     // No limit sent as null or left out is one request: both replay the same key.
-    const input = { ...body, name: keyName(body.name), scopes: [...scopes].sort(), maxRentalSeconds: body.maxRentalSeconds ?? undefined, idleTerminateMinutes: body.idleTerminateMinutes ?? undefined };
+    const input = {
+      ...body,
+      name: keyName(body.name),
+      scopes: [...scopes].sort(),
+      maxRentalSeconds: body.maxRentalSeconds ?? undefined,
+      idleTerminateMinutes: body.idleTerminateMinutes ?? undefined,
+    };
     const request = idempotentRequest(`agent-keys:${principal.accountId}`, idemKey, input);
     // Checked before the transaction: a plain read inside it would fix the snapshot ahead of the
     // idempotency claim, hiding a concurrent twin's committed key from the replay path.
@@ -86,7 +107,10 @@ export class AgentKeysService {
         },
       });
     });
-    return { issued: { key: await this.describeKey(result.keyId), token: result.token }, created: result.token !== null };
+    return {
+      issued: { key: await this.describeKey(result.keyId), token: result.token },
+      created: result.token !== null,
+    };
   }
 
   /** The account's agent keys, newest first, with limits and usage; never secrets. */
@@ -106,11 +130,17 @@ export class AgentKeysService {
    * keys (404). Answers with the key's unfinished rentals, terminated with it on request.
    */
   async revokeAgentKey(accountId: string, keyId: string, opts: RevokeOptions = {}): Promise<RevokedKey> {
-    const key = /^[0-9a-f-]{36}$/i.test(keyId) ? await agentKeyOfAccount(this.ds, accountId, keyId.toLowerCase()) : null;
+    const key = /^[0-9a-f-]{36}$/i.test(keyId)
+      ? await agentKeyOfAccount(this.ds, accountId, keyId.toLowerCase())
+      : null;
     if (!key) throw new AppError('NOT_FOUND', 'No agent key with this id on this account.');
     await this.keys.revoke(accountId, key.id);
     const after = await getKey(this.ds, key.id);
-    return { id: key.id, revokedAt: after.revokedAt!.toISOString(), ...(await this.rentalsOfRevoked(accountId, [key.id], opts)) };
+    return {
+      id: key.id,
+      revokedAt: after.revokedAt!.toISOString(),
+      ...(await this.rentalsOfRevoked(accountId, [key.id], opts)),
+    };
   }
 
   async revokeAgentKeyFor(principal: Principal, keyId: string, opts: RevokeOptions = {}): Promise<RevokedKey> {
@@ -123,17 +153,28 @@ export class AgentKeysService {
    * the revocation committed: a rental admitted under the key locks its row and re-checks
    * `revoked_at`, so none can start after this list is read.
    */
-  private async rentalsOfRevoked(accountId: string, keyIds: string[], opts: RevokeOptions): Promise<Pick<RevokedKey, 'liveRentals' | 'rentalsTerminated' | 'rentalsNote'>> {
+  private async rentalsOfRevoked(
+    accountId: string,
+    keyIds: string[],
+    opts: RevokeOptions,
+  ): Promise<Pick<RevokedKey, 'liveRentals' | 'rentalsTerminated' | 'rentalsNote'>> {
     const rows = await unfinishedRentalsOfKeys(this.ds, accountId, keyIds);
     const terminate = opts.terminateRentals === true;
-    if (terminate && rows.length && !this.rentals) throw new Error('AgentKeysService was built without the rentals service, so it cannot terminate rentals');
+    if (terminate && rows.length && !this.rentals)
+      throw new Error('AgentKeysService was built without the rentals service, so it cannot terminate rentals');
     const liveRentals: KeyRental[] = [];
     for (const r of rows) {
       // The owner's own termination path: the revoked key can no longer act, its owner can.
-      const status = terminate ? (await this.rentals!.terminate({ kind: 'OWNER', accountId }, r.deploymentId)).status : r.status;
+      const status = terminate
+        ? (await this.rentals!.terminate({ kind: 'OWNER', accountId }, r.deploymentId)).status
+        : r.status;
       liveRentals.push({ rentalId: r.orderId, deploymentId: r.deploymentId, keyId: r.keyId, status });
     }
-    return { liveRentals, rentalsTerminated: terminate && liveRentals.length > 0, rentalsNote: revokedKeyRentalsNote(liveRentals.length, terminate) };
+    return {
+      liveRentals,
+      rentalsTerminated: terminate && liveRentals.length > 0,
+      rentalsNote: revokedKeyRentalsNote(liveRentals.length, terminate),
+    };
   }
 
   /** The account's OWNER keys, newest first, revoked ones included; never secrets. */
@@ -162,7 +203,8 @@ export class AgentKeysService {
       // Account row first, then keys, then sessions: the order issuing and approving take them in
       // (KeysService.lockActingKey), so each waits for the other instead of missing it.
       const key = id ? await lockAccountAndKeyKind(m, accountId, id) : undefined;
-      if (!id || !key || key.kind !== 'OWNER') throw new AppError('NOT_FOUND', 'No owner key with this id on this account.');
+      if (!id || !key || key.kind !== 'OWNER')
+        throw new AppError('NOT_FOUND', 'No owner key with this id on this account.');
       const now = this.clock.now();
       const revokedAt = key.revokedAt ?? now;
       if (!key.revokedAt) await markKeyRevoked(m, id, now);
@@ -216,9 +258,12 @@ export function assertWithinOwnLimits(principal: Principal, limits: AgentLimits)
   if (exceedsOwnRentalLength(limits.maxRentalSeconds, own.maxRentalSeconds)) {
     over.push(`maxRentalSeconds ${limits.maxRentalSeconds ?? 'null (no limit)'} > ${own.maxRentalSeconds}`);
   }
-  if (over.length) throw new AppError('KEY_LIMIT_EXCEEDED', `An agent key's limits may not exceed your key's own: ${over.join(', ')}.`);
+  if (over.length)
+    throw new AppError(
+      'KEY_LIMIT_EXCEEDED',
+      `An agent key's limits may not exceed your key's own: ${over.join(', ')}.`,
+    );
 }
-
 
 /** A frozen account may not bring new agents in: 402 ACCOUNT_FROZEN. */
 export async function assertNotFrozen(m: EntityManager, accountId: string): Promise<void> {

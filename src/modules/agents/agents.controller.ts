@@ -1,4 +1,20 @@
-import { Body, Delete, Extension, Get, Header, OperationId, Path, Post, Query, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import {
+  Body,
+  Delete,
+  Extension,
+  Get,
+  Header,
+  OperationId,
+  Path,
+  Post,
+  Query,
+  Request,
+  Response,
+  Route,
+  Security,
+  SuccessResponse,
+  Tags,
+} from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
@@ -43,10 +59,16 @@ export class AgentsController extends BaseController {
   @OperationId('beginAgentAuthorization')
   @SuccessResponse(200, 'OK')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (a name over 100 characters)')
-  @Response<ErrorEnvelope>(409, 'Never for this call: every call begins a new, independent session, so none can conflict. The 409s of this flow (AGENT_AUTHORIZATION_PENDING, AGENT_SETUP_INVALID) come from the exchange.')
+  @Response<ErrorEnvelope>(
+    409,
+    'Never for this call: every call begins a new, independent session, so none can conflict. The 409s of this flow (AGENT_AUTHORIZATION_PENDING, AGENT_SETUP_INVALID) come from the exchange.',
+  )
   @Response<ErrorEnvelope>(429, 'RATE_LIMITED (per client address; see Retry-After)')
   @Response<ErrorEnvelope>(503, 'AGENTS_DISABLED')
-  async begin(@Request() req: ExRequest, @Body() body?: BeginAuthorizationRequest): Promise<Envelope<BeginAuthorizationResponse>> {
+  async begin(
+    @Request() req: ExRequest,
+    @Body() body?: BeginAuthorizationRequest,
+  ): Promise<Envelope<BeginAuthorizationResponse>> {
     return this.ok(req, await this.agents.beginAuthorization(clientAddress(req), body ?? {}));
   }
 
@@ -63,11 +85,17 @@ export class AgentsController extends BaseController {
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(402, 'ACCOUNT_FROZEN')
-  @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or missing read, rent or manage), KEY_LIMIT_EXCEEDED (a limit beyond the owner key\'s own)')
+  @Response<ErrorEnvelope>(
+    403,
+    "FORBIDDEN (not an owner key, or missing read, rent or manage), KEY_LIMIT_EXCEEDED (a limit beyond the owner key's own)",
+  )
   @Response<ErrorEnvelope>(404, 'NOT_FOUND (unknown approval code)')
   @Response<ErrorEnvelope>(409, 'AGENT_SETUP_INVALID (already approved, or expired)')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
-  async approve(@Request() req: ExRequest, @Body() body: ApproveAuthorizationRequest): Promise<Envelope<ApproveAuthorizationResponse>> {
+  async approve(
+    @Request() req: ExRequest,
+    @Body() body: ApproveAuthorizationRequest,
+  ): Promise<Envelope<ApproveAuthorizationResponse>> {
     const { approvalCode, ...limits } = body;
     return this.ok(req, await this.agents.approveWithKey(principalOf(req), approvalCode, limits));
   }
@@ -104,8 +132,14 @@ export class AgentsController extends BaseController {
   @Response<ErrorEnvelope>(400, 'INVALID_REQUEST (missing or malformed Idempotency-Key)')
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(402, 'ACCOUNT_FROZEN')
-  @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or scopes beyond the owner key), KEY_LIMIT_EXCEEDED (a limit beyond the owner key\'s own)')
-  @Response<ErrorEnvelope>(404, 'Never for this call: issuing names no existing resource. NOT_FOUND applies to revoking (DELETE /api/v1/agent-keys/{id}) a key that is not on the account.')
+  @Response<ErrorEnvelope>(
+    403,
+    "FORBIDDEN (not an owner key, or scopes beyond the owner key), KEY_LIMIT_EXCEEDED (a limit beyond the owner key's own)",
+  )
+  @Response<ErrorEnvelope>(
+    404,
+    'Never for this call: issuing names no existing resource. NOT_FOUND applies to revoking (DELETE /api/v1/agent-keys/{id}) a key that is not on the account.',
+  )
   @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
   async issue(
@@ -143,7 +177,11 @@ export class AgentsController extends BaseController {
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key)')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (terminateRentals is not true or false)')
-  async revoke(@Request() req: ExRequest, @Path() id: string, @Query() terminateRentals?: boolean): Promise<Envelope<RevokedKey>> {
+  async revoke(
+    @Request() req: ExRequest,
+    @Path() id: string,
+    @Query() terminateRentals?: boolean,
+  ): Promise<Envelope<RevokedKey>> {
     return this.ok(req, await this.agentKeys.revokeAgentKeyFor(principalOf(req), id, { terminateRentals }));
   }
 
@@ -176,7 +214,11 @@ export class AgentsController extends BaseController {
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (not an owner key, or missing manage)')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND (no owner key with this id on this account)')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (terminateRentals is not true or false)')
-  async revokeOwnerKey(@Request() req: ExRequest, @Path() id: string, @Query() terminateRentals?: boolean): Promise<Envelope<RevokedOwnerKey>> {
+  async revokeOwnerKey(
+    @Request() req: ExRequest,
+    @Path() id: string,
+    @Query() terminateRentals?: boolean,
+  ): Promise<Envelope<RevokedOwnerKey>> {
     return this.ok(req, await this.agentKeys.revokeOwnerKeyFor(principalOf(req), id, { terminateRentals }));
   }
 }

@@ -7,7 +7,12 @@ import type { Principal } from '../keys/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import type { Scope } from '../keys/api-key.entity.js';
 import { agentName, keyName } from '../keys/key-name.js';
-import { APPROVAL_LIMITS, idleTerminateMinutesProblem, maxRentalSecondsProblem, type KeyLimits } from '../keys/key-limits.js';
+import {
+  APPROVAL_LIMITS,
+  idleTerminateMinutesProblem,
+  maxRentalSecondsProblem,
+  type KeyLimits,
+} from '../keys/key-limits.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { APPROVAL_CODE_TAG, mintCode, SETUP_CODE_TAG, sha256 } from '../keys/tokens.js';
 import type { AgentAuthorization } from './agent-authorization.entity.js';
@@ -21,7 +26,13 @@ import {
   type Approval,
 } from './agent-authorizations.repository.js';
 import { assertNotFrozen, assertWithinOwnLimits, type AgentKeysService } from './agent-keys.service.js';
-import type { AgentKeyIssued, AgentLimits, ApproveAuthorizationResponse, BeginAuthorizationRequest, BeginAuthorizationResponse } from './agents.dto.js';
+import type {
+  AgentKeyIssued,
+  AgentLimits,
+  ApproveAuthorizationResponse,
+  BeginAuthorizationRequest,
+  BeginAuthorizationResponse,
+} from './agents.dto.js';
 
 /** Setup codes and approval sessions are valid for 10 minutes (docs/api.md, Limits). */
 export const AUTHORIZATION_TTL_MS = 10 * 60 * 1000;
@@ -71,7 +82,8 @@ export class AgentsService {
    * authorization sessions, setup codes and their exchange. Owners' own key management stays up.
    */
   private assertEnabled(): void {
-    if (!this.options.agentV1Enabled) throw new AppError('AGENTS_DISABLED', 'Agent creation is switched off on this service.');
+    if (!this.options.agentV1Enabled)
+      throw new AppError('AGENTS_DISABLED', 'Agent creation is switched off on this service.');
   }
 
   private approvalUrl(approvalCode: string): string {
@@ -79,14 +91,22 @@ export class AgentsService {
   }
 
   private async limitAddress(kind: string, clientAddress: string): Promise<void> {
-    await this.rateLimiter.hit(`agent-setup:${clientAddress}`, this.options.setupRatePerMinute, 60, `agent setup requests from this address (${kind})`);
+    await this.rateLimiter.hit(
+      `agent-setup:${clientAddress}`,
+      this.options.setupRatePerMinute,
+      60,
+      `agent setup requests from this address (${kind})`,
+    );
   }
 
   /**
    * An agent asks to be authorized: a private setup code for itself and a public approval URL
    * for its owner, both valid for 10 minutes.
    */
-  async beginAuthorization(clientAddress = 'internal', request: BeginAuthorizationRequest = {}): Promise<BeginAuthorizationResponse> {
+  async beginAuthorization(
+    clientAddress = 'internal',
+    request: BeginAuthorizationRequest = {},
+  ): Promise<BeginAuthorizationResponse> {
     this.assertEnabled();
     const requestedName = agentName(request.name);
     await this.limitAddress('begin', clientAddress);
@@ -144,10 +164,19 @@ export class AgentsService {
   }
 
   /** The HTTP approve route: an OWNER key holding read, rent and manage approves for its account. */
-  async approveWithKey(principal: Principal, approvalCode: string, limits: AgentLimits): Promise<ApproveAuthorizationResponse> {
-    if (principal.kind !== 'OWNER') throw new AppError('FORBIDDEN', 'Only owner keys may approve agent authorizations.');
+  async approveWithKey(
+    principal: Principal,
+    approvalCode: string,
+    limits: AgentLimits,
+  ): Promise<ApproveAuthorizationResponse> {
+    if (principal.kind !== 'OWNER')
+      throw new AppError('FORBIDDEN', 'Only owner keys may approve agent authorizations.');
     const missing = SETUP_SCOPES.filter((s) => !principal.scopes.includes(s));
-    if (missing.length) throw new AppError('FORBIDDEN', `Approving needs an owner key with scopes read, rent and manage (missing: ${missing.join(', ')}).`);
+    if (missing.length)
+      throw new AppError(
+        'FORBIDDEN',
+        `Approving needs an owner key with scopes read, rent and manage (missing: ${missing.join(', ')}).`,
+      );
     assertWithinOwnLimits(principal, limits);
     return this.approveAuthorization({ accountId: principal.accountId, keyId: principal.keyId }, approvalCode, limits);
   }
@@ -158,7 +187,11 @@ export class AgentsService {
    * those 10 minutes. A second approval, or one after the session expired, is 409
    * AGENT_SETUP_INVALID; an unknown code is 404.
    */
-  async approveAuthorization(owner: OwnerRef, approvalCode: string, given: AgentLimits): Promise<ApproveAuthorizationResponse> {
+  async approveAuthorization(
+    owner: OwnerRef,
+    approvalCode: string,
+    given: AgentLimits,
+  ): Promise<ApproveAuthorizationResponse> {
     const limits = checkLimits(given, APPROVAL_LIMITS);
     await assertNotFrozen(this.ds.manager, owner.accountId);
     return inTransaction(this.ds, async (m) => {
@@ -168,8 +201,13 @@ export class AgentsService {
       const row = await lockByApprovalCode(m, sha256(approvalCode));
       if (!row) throw new AppError('NOT_FOUND', 'No agent authorization has this approval code.');
       const now = this.clock.now();
-      if (row.status !== 'PENDING') throw new AppError('AGENT_SETUP_INVALID', 'This agent authorization was already approved; a session can be approved once.');
-      if (row.expiresAt.getTime() <= now.getTime()) throw new AppError('AGENT_SETUP_INVALID', 'This agent authorization expired; the agent must begin a new one.');
+      if (row.status !== 'PENDING')
+        throw new AppError(
+          'AGENT_SETUP_INVALID',
+          'This agent authorization was already approved; a session can be approved once.',
+        );
+      if (row.expiresAt.getTime() <= now.getTime())
+        throw new AppError('AGENT_SETUP_INVALID', 'This agent authorization expired; the agent must begin a new one.');
       const approval: Approval = {
         accountId: owner.accountId,
         approvedByKeyId: owner.keyId,
@@ -266,7 +304,6 @@ export class AgentsService {
     });
     return { key: await this.agentKeys.describeKey(keyId), token };
   }
-
 }
 
 /**
@@ -299,4 +336,3 @@ function checkLimits(limits: AgentLimits, bounds: { minimums: KeyLimits; maximum
   if (bad.length) throw new AppError('VALIDATION_FAILED', `Invalid limits: ${bad.join('; ')}.`);
   return limits.name === undefined ? limits : { ...limits, name: keyName(limits.name) };
 }
-

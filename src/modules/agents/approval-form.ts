@@ -2,7 +2,14 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { formatUsd, parseUsd, usdDecimal } from '../billing/money.js';
 import { escapeHtml } from '../billing/payment-pages.html.js';
-import { APPROVAL_LIMITS, exceedsOwnRentalLength, IDLE_TERMINATE_MINUTES, idleTerminateMinutesProblem, MAX_RENTAL_SECONDS, maxRentalSecondsProblem } from '../keys/key-limits.js';
+import {
+  APPROVAL_LIMITS,
+  exceedsOwnRentalLength,
+  IDLE_TERMINATE_MINUTES,
+  idleTerminateMinutesProblem,
+  MAX_RENTAL_SECONDS,
+  maxRentalSecondsProblem,
+} from '../keys/key-limits.js';
 import { describeRentalLength, parseRentalLength } from '../keys/rental-length.js';
 import type { AgentLimits } from './agents.dto.js';
 
@@ -101,7 +108,8 @@ function rentalLengthField(raw: unknown): { value: number | null } | { error: st
   const text = typeof raw === 'string' ? raw.trim() : '';
   if (text === '') return { value: null };
   const value = parseRentalLength(text);
-  if (value === undefined) return { error: 'the longest rental must be a length such as 8h, 90m or 2d, or empty for no limit' };
+  if (value === undefined)
+    return { error: 'the longest rental must be a length such as 8h, 90m or 2d, or empty for no limit' };
   if (maxRentalSecondsProblem(value)) return { error: `the longest rental must be ${RENTAL_LENGTH_RANGE}` };
   return { value };
 }
@@ -111,7 +119,10 @@ function idleMinutesField(raw: unknown): { value: number | null } | { error: str
   const text = typeof raw === 'string' ? raw.trim().toLowerCase() : '';
   if (text === '' || text === 'none') return { value: null };
   const value = /^\d{1,6}$/.test(text) ? Number(text) : NaN;
-  if (idleTerminateMinutesProblem(value)) return { error: `the idle minutes must be a whole number from ${IDLE_TERMINATE_MINUTES.minimum} to ${IDLE_TERMINATE_MINUTES.maximum}, or empty to never end idle machines` };
+  if (idleTerminateMinutesProblem(value))
+    return {
+      error: `the idle minutes must be a whole number from ${IDLE_TERMINATE_MINUTES.minimum} to ${IDLE_TERMINATE_MINUTES.maximum}, or empty to never end idle machines`,
+    };
   return { value };
 }
 
@@ -130,7 +141,10 @@ export function limitsFromForm(body: Record<string, unknown> | undefined): { lim
   const { minimums: min, maximums: max } = APPROVAL_LIMITS;
   const range = (f: LimitField) => `from ${shown(f, min[f])} to ${shown(f, max[f])}`;
   const check = (f: LimitField, v: number | null, example: string) => {
-    if (v === null) bad.push(`${FORM_NAMES[f]} must be ${f === 'maxConcurrentDeployments' ? 'a whole number' : `an amount in US dollars, e.g. ${example}`}`);
+    if (v === null)
+      bad.push(
+        `${FORM_NAMES[f]} must be ${f === 'maxConcurrentDeployments' ? 'a whole number' : `an amount in US dollars, e.g. ${example}`}`,
+      );
     else if (v < min[f] || v > max[f]) bad.push(`${FORM_NAMES[f]} must be ${range(f)}`);
   };
   check('maxPerRentalMinor', perRental, '20 or 12.50');
@@ -140,9 +154,16 @@ export function limitsFromForm(body: Record<string, unknown> | undefined): { lim
   if ('error' in rentalLength) bad.push(rentalLength.error);
   const idle = idleMinutesField(body?.idleMinutes);
   if ('error' in idle) bad.push(idle.error);
-  if (bad.length || 'error' in rentalLength || 'error' in idle) return { error: `Please check the form: ${bad.join('; ')}.` };
+  if (bad.length || 'error' in rentalLength || 'error' in idle)
+    return { error: `Please check the form: ${bad.join('; ')}.` };
   return {
-    limits: { maxPerRentalMinor: perRental!, budgetLimitMinor: total!, maxConcurrentDeployments: concurrent!, maxRentalSeconds: rentalLength.value, idleTerminateMinutes: idle.value },
+    limits: {
+      maxPerRentalMinor: perRental!,
+      budgetLimitMinor: total!,
+      maxConcurrentDeployments: concurrent!,
+      maxRentalSeconds: rentalLength.value,
+      idleTerminateMinutes: idle.value,
+    },
   };
 }
 
@@ -150,16 +171,20 @@ export function limitsFromForm(body: Record<string, unknown> | undefined): { lim
  * The form's words for a refusal because the limits asked exceed the approving key's own
  * (KEY_LIMIT_EXCEEDED, decided by AgentsService), in dollars and hours.
  */
-export function overOwnLimitsMessage(limits: AgentLimits, own: Record<LimitField, number> & { maxRentalSeconds: number | null }): string {
+export function overOwnLimitsMessage(
+  limits: AgentLimits,
+  own: Record<LimitField, number> & { maxRentalSeconds: number | null },
+): string {
   const over = (Object.keys(FORM_NAMES) as LimitField[]).filter((f) => limits[f] > own[f]);
-  const parts = over.map((f) => `${FORM_NAMES[f]} is ${shown(f, limits[f])}, your key allows at most ${shown(f, own[f])}`);
+  const parts = over.map(
+    (f) => `${FORM_NAMES[f]} is ${shown(f, limits[f])}, your key allows at most ${shown(f, own[f])}`,
+  );
   if (exceedsOwnRentalLength(limits.maxRentalSeconds, own.maxRentalSeconds)) {
     const asked = limits.maxRentalSeconds == null ? 'unlimited' : describeRentalLength(limits.maxRentalSeconds);
     parts.push(`the longest rental is ${asked}, your key allows at most ${describeRentalLength(own.maxRentalSeconds)}`);
   }
   return `An agent's limits may not exceed your owner key's own: ${parts.join('; ')}. Lower them, or approve with a key that allows more.`;
 }
-
 
 /** The form's HTML; `error` (plain text) is shown above it. Never echoes a pasted key. */
 export function approvalFormHtml(code: string, csrfToken: string, error?: string): string {

@@ -17,7 +17,13 @@ import { pollIntervalSeconds, type AgentsService } from './agents.service.js';
  * the owner pastes an owner key (same-origin POST with a CSRF token, see approval-form.ts), and the
  * equivalent API call. Only an owner key approves, so a leaked link grants nothing.
  */
-export function approvalPageRouter(services: { agents: AgentsService; keys: KeysService; config: Config; clock: Clock; logger: Logger }): Router {
+export function approvalPageRouter(services: {
+  agents: AgentsService;
+  keys: KeysService;
+  config: Config;
+  clock: Clock;
+  logger: Logger;
+}): Router {
   const router = Router();
   const { config, clock, logger } = services;
   const log = logger.child({ component: 'approval-page' });
@@ -33,13 +39,28 @@ export function approvalPageRouter(services: { agents: AgentsService; keys: Keys
   /** The session's state as a page, or null when it is pending and the form applies. */
   const closed = (res: Response, session: Awaited<ReturnType<AgentsService['describeAuthorization']>>) => {
     if (!session) {
-      return send(res, 404, 'Request not found', '<p>This approval link is not valid. Check that it was copied completely, or ask your agent to start a new request.</p>');
+      return send(
+        res,
+        404,
+        'Request not found',
+        '<p>This approval link is not valid. Check that it was copied completely, or ask your agent to start a new request.</p>',
+      );
     }
     if (session.status === 'EXPIRED') {
-      return send(res, 410, 'This request has expired', `<p>This agent's request expired at ${escapeHtml(utc(session.expiresAt))} and can no longer be approved. Ask your agent to start a new one; it only takes a second.</p>`);
+      return send(
+        res,
+        410,
+        'This request has expired',
+        `<p>This agent's request expired at ${escapeHtml(utc(session.expiresAt))} and can no longer be approved. Ask your agent to start a new one; it only takes a second.</p>`,
+      );
     }
     if (session.status !== 'PENDING') {
-      return send(res, 409, 'Already approved', '<p>This request has already been approved, so there is nothing left to do here. You can see and revoke your agents\' keys with GET /api/v1/agent-keys, or in the Telegram bot with /agents.</p>');
+      return send(
+        res,
+        409,
+        'Already approved',
+        "<p>This request has already been approved, so there is nothing left to do here. You can see and revoke your agents' keys with GET /api/v1/agent-keys, or in the Telegram bot with /agents.</p>",
+      );
     }
     return null;
   };
@@ -84,41 +105,55 @@ ${approvalFormHtml(code, csrf.issue(res, code))}
     }
   });
 
-  router.post('/approve/:code', express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 }), async (req: Request, res: Response) => {
-    try {
-      const code = String(req.params.code ?? '');
-      if (!csrf.verify(req, code)) {
-        return send(res, 403, 'Approval not accepted', '<p>This approval did not come from the approval page in your browser, so nothing was approved. Open the approval link again and use the form there.</p>');
-      }
-      const session = await services.agents.describeAuthorization(code);
-      if (closed(res, session) || !session) return;
-      const retry = (status: number, message: string) =>
-        send(res, status, 'An agent asks for access', `<p>Nothing was approved yet.</p>${approvalFormHtml(code, csrf.issue(res, code), message)}`);
-      const parsed = limitsFromForm(req.body);
-      if ('error' in parsed) return retry(422, parsed.error);
-      const key = typeof req.body?.ownerKey === 'string' ? req.body.ownerKey.trim() : '';
-      let approved;
-      let principal: Awaited<ReturnType<KeysService['authenticate']>> | undefined;
+  router.post(
+    '/approve/:code',
+    express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 }),
+    async (req: Request, res: Response) => {
       try {
-        principal = await services.keys.authenticate(`Bearer ${key}`);
-        approved = await services.agents.approveWithKey(principal, code, parsed.limits);
-      } catch (err) {
-        if (!(err instanceof AppError) || err.code === 'UNAVAILABLE') throw err;
-        if (err.code === 'AGENT_SETUP_INVALID' || err.code === 'NOT_FOUND') return closed(res, await services.agents.describeAuthorization(code));
-        const message =
-          err.code === 'UNAUTHENTICATED'
-            ? 'That owner key was not accepted: check that it was pasted completely and has not been revoked.'
-            : err.code === 'KEY_LIMIT_EXCEEDED' && principal
-              ? overOwnLimitsMessage(parsed.limits, principal.key)
-              : err.message;
-        return retry(err.status, message);
-      }
-      const wait = pollIntervalSeconds(config.agentSetupRatePerMinute);
-      return send(
-        res,
-        200,
-        'Agent approved',
-        `<p>Your agent's request is approved. It picks up its key the next time it checks, within about ${wait} seconds, and before ${escapeHtml(utc(new Date(approved.exchangeBefore)))}.</p>
+        const code = String(req.params.code ?? '');
+        if (!csrf.verify(req, code)) {
+          return send(
+            res,
+            403,
+            'Approval not accepted',
+            '<p>This approval did not come from the approval page in your browser, so nothing was approved. Open the approval link again and use the form there.</p>',
+          );
+        }
+        const session = await services.agents.describeAuthorization(code);
+        if (closed(res, session) || !session) return;
+        const retry = (status: number, message: string) =>
+          send(
+            res,
+            status,
+            'An agent asks for access',
+            `<p>Nothing was approved yet.</p>${approvalFormHtml(code, csrf.issue(res, code), message)}`,
+          );
+        const parsed = limitsFromForm(req.body);
+        if ('error' in parsed) return retry(422, parsed.error);
+        const key = typeof req.body?.ownerKey === 'string' ? req.body.ownerKey.trim() : '';
+        let approved;
+        let principal: Awaited<ReturnType<KeysService['authenticate']>> | undefined;
+        try {
+          principal = await services.keys.authenticate(`Bearer ${key}`);
+          approved = await services.agents.approveWithKey(principal, code, parsed.limits);
+        } catch (err) {
+          if (!(err instanceof AppError) || err.code === 'UNAVAILABLE') throw err;
+          if (err.code === 'AGENT_SETUP_INVALID' || err.code === 'NOT_FOUND')
+            return closed(res, await services.agents.describeAuthorization(code));
+          const message =
+            err.code === 'UNAUTHENTICATED'
+              ? 'That owner key was not accepted: check that it was pasted completely and has not been revoked.'
+              : err.code === 'KEY_LIMIT_EXCEEDED' && principal
+                ? overOwnLimitsMessage(parsed.limits, principal.key)
+                : err.message;
+          return retry(err.status, message);
+        }
+        const wait = pollIntervalSeconds(config.agentSetupRatePerMinute);
+        return send(
+          res,
+          200,
+          'Agent approved',
+          `<p>Your agent's request is approved. It picks up its key the next time it checks, within about ${wait} seconds, and before ${escapeHtml(utc(new Date(approved.exchangeBefore)))}.</p>
 <dl>
 <dt>Per rental</dt><dd>${formatUsd(approved.maxPerRentalMinor)}</dd>
 <dt>In total</dt><dd>${formatUsd(approved.budgetLimitMinor)}</dd>
@@ -127,11 +162,12 @@ ${approvalFormHtml(code, csrf.issue(res, code))}
 <dt>Idle machines</dt><dd>${approved.idleTerminateMinutes === null ? 'never ended' : `ended after ${approved.idleTerminateMinutes} idle minute${approved.idleTerminateMinutes === 1 ? '' : 's'}`}</dd>
 </dl>
 <p class="muted">You can revoke its key at any time: GET /api/v1/agent-keys lists it, DELETE /api/v1/agent-keys/{id} revokes it (or /agents in the Telegram bot).</p>`,
-      );
-    } catch (err) {
-      failed(req, res, err);
-    }
-  });
+        );
+      } catch (err) {
+        failed(req, res, err);
+      }
+    },
+  );
   return router;
 }
 

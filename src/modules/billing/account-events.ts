@@ -29,10 +29,23 @@ export function accountEventData(account: Pick<Account, 'billingModel' | 'balanc
  * transaction, which holds the account's lock and has just moved its balance: the row is read
  * again as that transaction left it. `extra` joins the account view (what the event is about).
  */
-export async function recordAccountEvent(m: Sql, type: EventType, accountId: string, at: Date, extra: Record<string, unknown> = {}): Promise<void> {
+export async function recordAccountEvent(
+  m: Sql,
+  type: EventType,
+  accountId: string,
+  at: Date,
+  extra: Record<string, unknown> = {},
+): Promise<void> {
   const account = await lockAccount(m, accountId);
   if (!account) throw new Error(`account ${accountId} vanished inside its own transaction`);
-  await recordEvent(m, { type, accountId, keyId: null, rentalId: null, data: { ...accountEventData(account), ...extra }, at });
+  await recordEvent(m, {
+    type,
+    accountId,
+    keyId: null,
+    rentalId: null,
+    data: { ...accountEventData(account), ...extra },
+    at,
+  });
 }
 
 /** Whether a balance moving from `before` to `after` falls from at or above `thresholdMinor` to under it. */

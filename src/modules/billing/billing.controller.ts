@@ -1,4 +1,18 @@
-import { Body, Get, Header, OperationId, Path, Post, Query, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import {
+  Body,
+  Get,
+  Header,
+  OperationId,
+  Path,
+  Post,
+  Query,
+  Request,
+  Response,
+  Route,
+  Security,
+  SuccessResponse,
+  Tags,
+} from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
@@ -10,7 +24,10 @@ import type { BalanceResponse, TopupDto, TopupRequest } from './billing.dto.js';
 @Route('api/v1/billing')
 @Tags('Billing')
 export class BillingController extends BaseController {
-  constructor(private readonly billing: BillingService, private readonly topups: TopupsService) {
+  constructor(
+    private readonly billing: BillingService,
+    private readonly topups: TopupsService,
+  ) {
     super();
   }
 
@@ -29,12 +46,22 @@ export class BillingController extends BaseController {
   @OperationId('getBalance')
   @Security('bearer', ['read'])
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
-  @Response<ErrorEnvelope>(402, 'Never for this read: a frozen or negative account still reads its balance and entries. ACCOUNT_FROZEN and INSUFFICIENT_CREDITS answer the calls that spend.')
+  @Response<ErrorEnvelope>(
+    402,
+    'Never for this read: a frozen or negative account still reads its balance and entries. ACCOUNT_FROZEN and INSUFFICIENT_CREDITS answer the calls that spend.',
+  )
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
-  @Response<ErrorEnvelope>(404, 'Never for this read: a valid key always has its account; `before` past the oldest entry is an empty page, not 404.')
+  @Response<ErrorEnvelope>(
+    404,
+    'Never for this read: a valid key always has its account; `before` past the oldest entry is an empty page, not 404.',
+  )
   @Response<ErrorEnvelope>(409, 'Never for this read: it changes nothing, so nothing can conflict.')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')
-  async balance(@Request() req: ExRequest, @Query() limit?: number, @Query() before?: number): Promise<Envelope<BalanceResponse>> {
+  async balance(
+    @Request() req: ExRequest,
+    @Query() limit?: number,
+    @Query() before?: number,
+  ): Promise<Envelope<BalanceResponse>> {
     return this.ok(req, await this.billing.balance(principalOf(req), limit ?? 50, before));
   }
 
@@ -55,9 +82,15 @@ export class BillingController extends BaseController {
   @Response<Envelope<TopupDto>>(200, 'Replay of the same Idempotency-Key and body')
   @Response<ErrorEnvelope>(400, 'Missing or malformed Idempotency-Key, or malformed JSON (INVALID_REQUEST)')
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
-  @Response<ErrorEnvelope>(402, 'Never for this call: adding credits is how a frozen or negative account recovers, so it is always allowed.')
+  @Response<ErrorEnvelope>(
+    402,
+    'Never for this call: adding credits is how a frozen or negative account recovers, so it is always allowed.',
+  )
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (the key lacks the billing scope)')
-  @Response<ErrorEnvelope>(404, 'Never for this call: it names no existing resource (GET /api/v1/billing/topups/{topupId} answers NOT_FOUND for an unknown top-up).')
+  @Response<ErrorEnvelope>(
+    404,
+    'Never for this call: it names no existing resource (GET /api/v1/billing/topups/{topupId} answers NOT_FOUND for an unknown top-up).',
+  )
   @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT')
   @Response<ErrorEnvelope>(410, 'TOPUP_EXPIRED')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED')

@@ -53,7 +53,10 @@ export class BillingService {
    */
   async setEmail(principal: Principal, email: string): Promise<EmailResponse> {
     if (!mayManageAccount(principal)) {
-      throw new AppError('FORBIDDEN', "Only an owner key (or the key a signup created) may set the account e-mail; agent keys cannot change their owner's address.");
+      throw new AppError(
+        'FORBIDDEN',
+        "Only an owner key (or the key a signup created) may set the account e-mail; agent keys cannot change their owner's address.",
+      );
     }
     const clean = normalizeEmail(email);
     if (clean === null) throw new AppError('VALIDATION_FAILED', 'Invalid request: email: must be an e-mail address.');

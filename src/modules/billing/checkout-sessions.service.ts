@@ -97,7 +97,10 @@ export class CheckoutSessionsService {
     if (checkout.status !== 'CREATING') return checkout;
     const provider = this.requireProvider();
     if (provider.id !== checkout.provider) {
-      throw new AppError('UNAVAILABLE', 'This payment link was started with a payment provider that is no longer configured; use a new Idempotency-Key.');
+      throw new AppError(
+        'UNAVAILABLE',
+        'This payment link was started with a payment provider that is no longer configured; use a new Idempotency-Key.',
+      );
     }
     let session;
     try {
@@ -116,12 +119,24 @@ export class CheckoutSessionsService {
         idempotencyKey: `checkout-session:${checkout.id}`,
       });
     } catch (err) {
-      this.logger.error({ err, checkoutId: checkout.id, provider: provider.id }, 'payment provider did not create a checkout session');
-      throw new AppError('UNAVAILABLE', 'The payment provider could not be reached. Retry with the same Idempotency-Key; no payment link was lost.');
+      this.logger.error(
+        { err, checkoutId: checkout.id, provider: provider.id },
+        'payment provider did not create a checkout session',
+      );
+      throw new AppError(
+        'UNAVAILABLE',
+        'The payment provider could not be reached. Retry with the same Idempotency-Key; no payment link was lost.',
+      );
     }
     if (!session.url) {
-      this.logger.error({ checkoutId: checkout.id, sessionId: session.id }, 'payment provider returned a session without a URL');
-      throw new AppError('UNAVAILABLE', 'The payment provider returned no payment page. Retry with the same Idempotency-Key.');
+      this.logger.error(
+        { checkoutId: checkout.id, sessionId: session.id },
+        'payment provider returned a session without a URL',
+      );
+      throw new AppError(
+        'UNAVAILABLE',
+        'The payment provider returned no payment page. Retry with the same Idempotency-Key.',
+      );
     }
     // Concurrent openers got the same session (same idempotency key); whichever stores first wins
     // and the others read the stored row.
@@ -140,7 +155,8 @@ export class CheckoutSessionsService {
    * payment that completed just before expiry still credits when its event arrives.
    */
   async expireIfDue(checkout: Checkout): Promise<Checkout> {
-    if (checkout.status !== 'OPEN' || !checkout.expiresAt || checkout.expiresAt.getTime() > this.clock.now().getTime()) return checkout;
+    if (checkout.status !== 'OPEN' || !checkout.expiresAt || checkout.expiresAt.getTime() > this.clock.now().getTime())
+      return checkout;
     await inTransaction(this.ds, (m) => this.closeUnpaid(m, checkout.id, 'EXPIRED'));
     return getCheckout(this.ds, checkout.id);
   }
@@ -161,12 +177,18 @@ export class CheckoutSessionsService {
    * cancelled it; nothing was charged, so nothing is reversed. Returns false when the checkout was
    * already paid or closed.
    */
-  async closeUnpaid(manager: EntityManager, checkoutId: string, status: 'EXPIRED' | 'FAILED', sessionId?: string): Promise<boolean> {
+  async closeUnpaid(
+    manager: EntityManager,
+    checkoutId: string,
+    status: 'EXPIRED' | 'FAILED',
+    sessionId?: string,
+  ): Promise<boolean> {
     const checkout = await this.lock(manager, checkoutId);
     if (!checkout || (checkout.status !== 'CREATING' && checkout.status !== 'OPEN')) return false;
     const now = this.clock.now();
     await setCheckoutStatus(manager, checkout.id, status, checkout.sessionId ?? sessionId ?? null, now);
-    if (checkout.purpose === 'ORDER' && checkout.orderId) await this.cardOrders.closedUnpaid(manager, checkout.orderId, status, now);
+    if (checkout.purpose === 'ORDER' && checkout.orderId)
+      await this.cardOrders.closedUnpaid(manager, checkout.orderId, status, now);
     return true;
   }
 
@@ -211,12 +233,19 @@ export class CheckoutSessionsService {
     const checkout = await findCheckout(this.ds, checkoutId);
     if (!checkout || checkout.status !== 'PAID' || checkout.refundStatus === null) return 'NOT_DUE';
     if (checkout.refundStatus === 'SUCCEEDED') return 'REFUNDED';
-    const context = { checkoutId: checkout.id, orderId: checkout.orderId, amountMinor: checkout.amountMinor, currency: checkout.currency };
+    const context = {
+      checkoutId: checkout.id,
+      orderId: checkout.orderId,
+      amountMinor: checkout.amountMinor,
+      currency: checkout.currency,
+    };
     let refund;
     try {
       const provider = this.requireProvider();
       if (provider.id !== checkout.provider || !checkout.sessionId) {
-        throw new Error(`checkout ${checkout.id} was paid through ${checkout.provider}, which is not configured now; refund it by hand`);
+        throw new Error(
+          `checkout ${checkout.id} was paid through ${checkout.provider}, which is not configured now; refund it by hand`,
+        );
       }
       refund = await provider.refund({
         sessionId: checkout.sessionId,
@@ -225,7 +254,8 @@ export class CheckoutSessionsService {
         amountMinor: checkout.amountMinor,
         idempotencyKey: `refund:${checkout.id}`,
       });
-      if (refund.status === 'failed' || refund.status === 'canceled') throw new Error(`refund ${refund.id} is ${refund.status}`);
+      if (refund.status === 'failed' || refund.status === 'canceled')
+        throw new Error(`refund ${refund.id} is ${refund.status}`);
     } catch (err) {
       const attempts = checkout.refundAttempts + 1;
       await countRefundAttempt(this.ds, checkout.id, this.clock.now());

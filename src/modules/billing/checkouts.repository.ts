@@ -40,11 +40,22 @@ export async function storeSession(ds: DataSource, id: string, session: Checkout
 
 /** Locks checkout `id` FOR UPDATE in the caller's transaction; null when there is none. */
 export function lockCheckout(manager: EntityManager, id: string): Promise<Checkout | null> {
-  return manager.getRepository(Checkout).createQueryBuilder('c').setLock('pessimistic_write').where('c.id = :id', { id }).getOne();
+  return manager
+    .getRepository(Checkout)
+    .createQueryBuilder('c')
+    .setLock('pessimistic_write')
+    .where('c.id = :id', { id })
+    .getOne();
 }
 
 /** Sets a checkout's status (and the session it learnt of, if any). */
-export async function setCheckoutStatus(manager: EntityManager, id: string, status: CheckoutStatus, sessionId: string | null, at: Date): Promise<void> {
+export async function setCheckoutStatus(
+  manager: EntityManager,
+  id: string,
+  status: CheckoutStatus,
+  sessionId: string | null,
+  at: Date,
+): Promise<void> {
   await manager.update(Checkout, { id }, { status, sessionId, updatedAt: at });
 }
 
@@ -103,7 +114,13 @@ export async function refundsDue(ds: DataSource, limit: number): Promise<string[
 }
 
 /** Records that a checkout was paid, by which proof, and the session it was paid through. */
-export async function markPaid(manager: EntityManager, id: string, paidEventId: string, sessionId: string, at: Date): Promise<void> {
+export async function markPaid(
+  manager: EntityManager,
+  id: string,
+  paidEventId: string,
+  sessionId: string,
+  at: Date,
+): Promise<void> {
   await manager.update(Checkout, { id }, { status: 'PAID', paidAt: at, paidEventId, sessionId, updatedAt: at });
 }
 
@@ -119,7 +136,10 @@ export function staleOpenCheckouts(ds: DataSource, cutoff: Date, limit: number):
 }
 
 /** The unpaid (CREATING or OPEN) checkouts of these card orders, in the orders' order. */
-export async function unpaidCheckoutsOfOrders(ds: DataSource, orderIds: readonly string[]): Promise<Pick<Checkout, 'id' | 'sessionId' | 'provider' | 'orderId'>[]> {
+export async function unpaidCheckoutsOfOrders(
+  ds: DataSource,
+  orderIds: readonly string[],
+): Promise<Pick<Checkout, 'id' | 'sessionId' | 'provider' | 'orderId'>[]> {
   if (orderIds.length === 0) return [];
   const rows = await ds.getRepository(Checkout).find({
     select: { id: true, sessionId: true, provider: true, orderId: true },

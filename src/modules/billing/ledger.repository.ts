@@ -17,7 +17,9 @@ export type NewLedgerEntry = Omit<LedgerEntry, 'id'>;
 
 /** The entry posted under `externalRef`, or null. */
 export async function entryByRef(sql: Sql, externalRef: string): Promise<LedgerEntry | null> {
-  const found: Record<string, unknown>[] = await sql.query(`SELECT * FROM ledger_entries WHERE external_ref = ?`, [externalRef]);
+  const found: Record<string, unknown>[] = await sql.query(`SELECT * FROM ledger_entries WHERE external_ref = ?`, [
+    externalRef,
+  ]);
   return found.length > 0 ? hydrate(sql, LedgerEntry, found[0]) : null;
 }
 
@@ -30,7 +32,17 @@ export async function insertEntry(sql: Sql, fields: NewLedgerEntry): Promise<Led
 /** Writes many entries in one statement. */
 export async function insertEntries(sql: Sql, entries: readonly NewLedgerEntry[]): Promise<void> {
   if (entries.length === 0) return;
-  const values = entries.map((e) => [e.accountId, e.keyId, e.rentalId, e.kind, e.amountMinor, e.balanceAfterMinor, e.externalRef, e.description, e.createdAt]);
+  const values = entries.map((e) => [
+    e.accountId,
+    e.keyId,
+    e.rentalId,
+    e.kind,
+    e.amountMinor,
+    e.balanceAfterMinor,
+    e.externalRef,
+    e.description,
+    e.createdAt,
+  ]);
   await sql.query(
     `INSERT INTO ledger_entries (account_id, key_id, rental_id, kind, amount_minor, balance_after_minor, external_ref, description, created_at) VALUES ?`,
     [values],
@@ -43,10 +55,19 @@ export async function setBalance(sql: Sql, accountId: string, balanceMinor: numb
 }
 
 /** Sets the balances and unposted usage of many accounts in one statement. */
-export async function setBalances(sql: Sql, money: ReadonlyMap<string, { balanceMinor: number; unpostedUsageMinor: number }>): Promise<void> {
+export async function setBalances(
+  sql: Sql,
+  money: ReadonlyMap<string, { balanceMinor: number; unpostedUsageMinor: number }>,
+): Promise<void> {
   if (money.size === 0) return;
-  const t = derivedTable(['id', 'b', 'u'], [...money.entries()].map(([id, m]) => [id, m.balanceMinor, m.unpostedUsageMinor]));
-  await sql.query(`UPDATE accounts a JOIN (${t.sql}) v ON v.id = a.id SET a.balance_minor = v.b, a.unposted_usage_minor = v.u`, t.params);
+  const t = derivedTable(
+    ['id', 'b', 'u'],
+    [...money.entries()].map(([id, m]) => [id, m.balanceMinor, m.unpostedUsageMinor]),
+  );
+  await sql.query(
+    `UPDATE accounts a JOIN (${t.sql}) v ON v.id = a.id SET a.balance_minor = v.b, a.unposted_usage_minor = v.u`,
+    t.params,
+  );
 }
 
 /** Adds `spentMinor` to a key's net spend. */
@@ -58,14 +79,22 @@ export async function addKeySpend(sql: Sql, keyId: string, spentMinor: number): 
 export async function addKeySpends(sql: Sql, spentByKey: ReadonlyMap<string, number>): Promise<void> {
   if (spentByKey.size === 0) return;
   const t = derivedTable(['id', 'v'], [...spentByKey.entries()]);
-  await sql.query(`UPDATE api_keys k JOIN (${t.sql}) v ON v.id = k.id SET k.net_spent_minor = k.net_spent_minor + v.v`, t.params);
+  await sql.query(
+    `UPDATE api_keys k JOIN (${t.sql}) v ON v.id = k.id SET k.net_spent_minor = k.net_spent_minor + v.v`,
+    t.params,
+  );
 }
 
 /**
  * The entries `viewer` sees (keys/visibility.ts), newest first, `limit` of them below entry
  * `beforeId` (from the newest without it).
  */
-export function visibleEntries(ds: DataSource, viewer: Viewer, limit: number, beforeId?: number): Promise<LedgerEntry[]> {
+export function visibleEntries(
+  ds: DataSource,
+  viewer: Viewer,
+  limit: number,
+  beforeId?: number,
+): Promise<LedgerEntry[]> {
   const where = { ...visibleRows(viewer), ...(beforeId === undefined ? {} : { id: LessThan(String(beforeId)) }) };
   return ds.getRepository(LedgerEntry).find({ where, order: { id: 'DESC' }, take: limit });
 }

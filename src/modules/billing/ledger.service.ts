@@ -93,7 +93,11 @@ export class LedgerService {
    * a transaction; takes the account row lock itself unless the caller passes the row it has
    * just read under that lock (`locked`, updated here as the balance moves).
    */
-  async post(manager: Sql, p: Posting, locked?: Pick<Account, 'id' | 'balanceMinor'> & Partial<Pick<Account, 'unpostedUsageMinor'>>): Promise<PostResult> {
+  async post(
+    manager: Sql,
+    p: Posting,
+    locked?: Pick<Account, 'id' | 'balanceMinor'> & Partial<Pick<Account, 'unpostedUsageMinor'>>,
+  ): Promise<PostResult> {
     checkPostings(manager, [p]);
     if (locked && locked.id !== p.accountId) throw new Error("the locked account is not the posting's account");
     const account = locked ?? (await this.lockAccount(manager, p.accountId));
@@ -103,7 +107,13 @@ export class LedgerService {
       return { entry: existing, posted: false };
     }
     const balanceAfter = safeBalance(account.balanceMinor + p.amountMinor);
-    const entry = await insertEntry(manager, this.entryOf(p, postedBalanceMinor({ balanceMinor: balanceAfter, unpostedUsageMinor: account.unpostedUsageMinor ?? 0 })));
+    const entry = await insertEntry(
+      manager,
+      this.entryOf(
+        p,
+        postedBalanceMinor({ balanceMinor: balanceAfter, unpostedUsageMinor: account.unpostedUsageMinor ?? 0 }),
+      ),
+    );
     await setBalance(manager, p.accountId, balanceAfter);
     countCredits(p.kind, p.amountMinor);
     const spent = keySpendOf(p);
@@ -130,10 +140,20 @@ export class LedgerService {
    * they travel with whatever the caller issued in the same tick. `locked` is updated as the
    * balances move.
    */
-  async accrueUsage(sql: Sql, accruals: readonly UsageAccrual[], postings: readonly Posting[], locked?: Map<string, AccountMoney>): Promise<number> {
+  async accrueUsage(
+    sql: Sql,
+    accruals: readonly UsageAccrual[],
+    postings: readonly Posting[],
+    locked?: Map<string, AccountMoney>,
+  ): Promise<number> {
     if (accruals.length === 0 && postings.length === 0) return 0;
     checkPostings(sql, [...accruals.map((a) => ({ amountMinor: a.amountMinor })), ...postings]);
-    const money = locked ?? (await lockAccountBalances(sql, [...accruals, ...postings].map((x) => x.accountId)));
+    const money =
+      locked ??
+      (await lockAccountBalances(
+        sql,
+        [...accruals, ...postings].map((x) => x.accountId),
+      ));
     const before = new Map([...money].map(([id, m]) => [id, m.balanceMinor]));
     const of = (accountId: string) => {
       const m = money.get(accountId);
@@ -150,7 +170,8 @@ export class LedgerService {
     }
     const entries: NewLedgerEntry[] = [];
     for (const p of postings) {
-      if (p.kind !== 'USAGE' || p.amountMinor > 0) throw new Error('only accrued usage (a USAGE debit) posts from the unposted counter');
+      if (p.kind !== 'USAGE' || p.amountMinor > 0)
+        throw new Error('only accrued usage (a USAGE debit) posts from the unposted counter');
       const m = of(p.accountId);
       m.unpostedUsageMinor += p.amountMinor;
       if (m.unpostedUsageMinor < 0) throw new Error(`account ${p.accountId} would post more usage than it has accrued`);
@@ -165,7 +186,9 @@ export class LedgerService {
   }
 
   private creditsLow(manager: Sql, accountId: string): Promise<void> {
-    return recordAccountEvent(manager, 'credits.low', accountId, this.clock.now(), { thresholdMinor: this.lowCreditsMinor });
+    return recordAccountEvent(manager, 'credits.low', accountId, this.clock.now(), {
+      thresholdMinor: this.lowCreditsMinor,
+    });
   }
 
   private entryOf(p: Posting, balanceAfterMinor: number): NewLedgerEntry {
@@ -194,7 +217,8 @@ function keySpendOf(p: Posting): number {
 }
 
 function checkPostings(manager: Sql, postings: readonly Pick<Posting, 'amountMinor'>[]): void {
-  for (const p of postings) if (!Number.isSafeInteger(p.amountMinor)) throw new Error(`ledger amount ${p.amountMinor} is not a safe integer`);
+  for (const p of postings)
+    if (!Number.isSafeInteger(p.amountMinor)) throw new Error(`ledger amount ${p.amountMinor} is not a safe integer`);
   // Entry and cached balance must commit or roll back together.
   if (!inOpenTransaction(manager)) throw new Error('LedgerService postings must run inside a transaction');
 }

@@ -2,7 +2,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import { loadStripe } from './stripe-sdk.js';
 import type { Clock } from '../../clock.js';
 import type { Checkout } from './checkout.entity.js';
-import type { CheckoutSessionInfo, CheckoutSessionRequest, PaymentProvider, RefundInfo, RefundRequest } from './payment-provider.js';
+import type {
+  CheckoutSessionInfo,
+  CheckoutSessionRequest,
+  PaymentProvider,
+  RefundInfo,
+  RefundRequest,
+} from './payment-provider.js';
 import { sessionMetadata } from './payment-provider.js';
 
 /** How long a development payment page stays payable, like Stripe's default session lifetime. */
@@ -52,7 +58,10 @@ export class LocalPaymentProvider implements PaymentProvider {
 
   /** Nothing was really charged on the development page; the refund is recorded on the checkout row. */
   async refund(r: RefundRequest): Promise<RefundInfo> {
-    return { id: `re_local_${createHash('sha256').update(r.idempotencyKey).digest('hex').slice(0, 24)}`, status: 'succeeded' };
+    return {
+      id: `re_local_${createHash('sha256').update(r.idempotencyKey).digest('hex').slice(0, 24)}`,
+      status: 'succeeded',
+    };
   }
 
   /** A `checkout.session.completed` event for the checkout, paid in full, as Stripe would send it. */
@@ -68,7 +77,12 @@ export class LocalPaymentProvider implements PaymentProvider {
       currency: checkout.currency.toLowerCase(),
       expires_at: checkout.expiresAt ? Math.floor(checkout.expiresAt.getTime() / 1000) : nowSec,
       livemode: false,
-      metadata: sessionMetadata({ checkoutId: checkout.id, purpose: checkout.purpose, accountId: checkout.accountId, orderId: checkout.orderId }),
+      metadata: sessionMetadata({
+        checkoutId: checkout.id,
+        purpose: checkout.purpose,
+        accountId: checkout.accountId,
+        orderId: checkout.orderId,
+      }),
       mode: 'payment',
       payment_status: 'paid',
       status: 'complete',
@@ -105,7 +119,11 @@ export class LocalPaymentProvider implements PaymentProvider {
     const payload = this.paidEvent(checkout);
     const res = await fetch(webhookUrl, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json; charset=utf-8', 'Stripe-Signature': this.sign(payload), 'User-Agent': 'gpu-rental-dev-checkout' },
+      headers: {
+        'Content-Type': 'application/json; charset=utf-8',
+        'Stripe-Signature': this.sign(payload),
+        'User-Agent': 'gpu-rental-dev-checkout',
+      },
       body: payload,
       redirect: 'manual',
     });

@@ -34,7 +34,11 @@ export function usdDecimal(minor: number): string {
  * it is not a plain non-negative amount with at most two decimals (and at most nine digits of dollars).
  */
 export function parseUsd(input: string): number | null {
-  const s = input.trim().replace(/^(usd|us\$|\$)\s*/i, '').replace(/\s*(usd|\$)$/i, '').replace(',', '.');
+  const s = input
+    .trim()
+    .replace(/^(usd|us\$|\$)\s*/i, '')
+    .replace(/\s*(usd|\$)$/i, '')
+    .replace(',', '.');
   if (!/^\d{1,9}(\.\d{1,2})?$/.test(s)) return null;
   const [whole, frac = ''] = s.split('.');
   return Number(whole) * 100 + Number(frac.padEnd(2, '0'));

@@ -58,14 +58,26 @@ export class PaymentEventsService {
   async receiveStripe(rawBody: Buffer | undefined, signature: string | undefined): Promise<WebhookAck> {
     const secret = this.options.webhookSecret;
     // 503 rather than 400: the provider keeps redelivering until the secret is configured.
-    if (!secret) throw new AppError('UNAVAILABLE', 'Webhooks are not configured on this service (STRIPE_WEBHOOK_SECRET).');
+    if (!secret)
+      throw new AppError('UNAVAILABLE', 'Webhooks are not configured on this service (STRIPE_WEBHOOK_SECRET).');
     if (!signature) throw new AppError('INVALID_REQUEST', 'The Stripe-Signature header is required.');
-    if (!rawBody || rawBody.length === 0) throw new AppError('INVALID_REQUEST', 'The webhook body must be the JSON event exactly as signed.');
+    if (!rawBody || rawBody.length === 0)
+      throw new AppError('INVALID_REQUEST', 'The webhook body must be the JSON event exactly as signed.');
     let event: Stripe.Event;
     try {
-      event = loadStripe().webhooks.constructEvent(rawBody, signature, secret, WEBHOOK_TOLERANCE_SECONDS, undefined, this.clock.now().getTime());
+      event = loadStripe().webhooks.constructEvent(
+        rawBody,
+        signature,
+        secret,
+        WEBHOOK_TOLERANCE_SECONDS,
+        undefined,
+        this.clock.now().getTime(),
+      );
     } catch (err) {
-      this.logger.warn({ reason: (err as Error).message.split('\n')[0] }, 'stripe webhook rejected: signature verification failed');
+      this.logger.warn(
+        { reason: (err as Error).message.split('\n')[0] },
+        'stripe webhook rejected: signature verification failed',
+      );
       throw new AppError('INVALID_REQUEST', 'The webhook signature could not be verified.');
     }
 
@@ -91,7 +103,10 @@ export class PaymentEventsService {
         this.logger.debug({ eventId: event.id, type: event.type }, 'stripe webhook ignored');
         return { received: true };
     }
-    this.logger.info({ eventId: event.id, type: event.type, outcome: applied.outcome, checkoutId: applied.checkout?.id }, 'payment event applied');
+    this.logger.info(
+      { eventId: event.id, type: event.type, outcome: applied.outcome, checkoutId: applied.checkout?.id },
+      'payment event applied',
+    );
     await this.afterCommit(applied.checkout);
     return { received: true };
   }
@@ -112,7 +127,10 @@ export class PaymentEventsService {
       const problem = mismatch(checkout, session);
       if (problem) {
         // Money may have moved at the provider; this needs a person, not an automatic credit.
-        this.logger.error({ eventId, checkoutId: checkout.id, sessionId: session.id, problem }, 'paid session does not match its checkout; not applied');
+        this.logger.error(
+          { eventId, checkoutId: checkout.id, sessionId: session.id, problem },
+          'paid session does not match its checkout; not applied',
+        );
         return this.insertEvent(m, eventId, eventType, checkout, 'MISMATCH');
       }
       const now = this.clock.now();
@@ -121,7 +139,10 @@ export class PaymentEventsService {
         if (checkout.status !== 'OPEN' && checkout.status !== 'CREATING') {
           // A late payment of an expired link still buys the credits it was for: a top-up reserves
           // nothing that could have lapsed, so the money is kept as credits rather than refunded.
-          this.logger.warn({ eventId, checkoutId: checkout.id, amountMinor: checkout.amountMinor, was: checkout.status }, 'late payment of a closed top-up credited');
+          this.logger.warn(
+            { eventId, checkoutId: checkout.id, amountMinor: checkout.amountMinor, was: checkout.status },
+            'late payment of a closed top-up credited',
+          );
         }
         const credit = await this.ledger.post(m, {
           accountId: checkout.accountId,
@@ -132,10 +153,13 @@ export class PaymentEventsService {
           keyId: checkout.keyId,
         });
         // An account event (no key): the top-up is the account's, whichever key asked for the link.
-        if (credit.posted) await recordAccountEvent(m, 'topup.paid', checkout.accountId, now, { amountMinor: checkout.amountMinor });
+        if (credit.posted)
+          await recordAccountEvent(m, 'topup.paid', checkout.accountId, now, { amountMinor: checkout.amountMinor });
         outcome = 'CREDITED';
       } else {
-        outcome = checkout.orderId ? await this.applyOrderPayment(m, checkout, checkout.orderId, eventId) : 'REFUND_DUE';
+        outcome = checkout.orderId
+          ? await this.applyOrderPayment(m, checkout, checkout.orderId, eventId)
+          : 'REFUND_DUE';
         if (outcome === 'REFUND_DUE') await this.sessions.markRefundDue(m, checkout.id);
       }
       await markPaid(m, checkout.id, eventId, checkout.sessionId ?? session.id, now);
@@ -149,7 +173,12 @@ export class PaymentEventsService {
    * can no longer run (cancelled, expired or failed before the money landed) is owed back in full:
    * the order ends without starting and the caller records the refund as due.
    */
-  private async applyOrderPayment(m: EntityManager, checkout: Checkout, orderId: string, eventId: string): Promise<PaymentEventOutcome> {
+  private async applyOrderPayment(
+    m: EntityManager,
+    checkout: Checkout,
+    orderId: string,
+    eventId: string,
+  ): Promise<PaymentEventOutcome> {
     const now = this.clock.now();
     const order = await this.options.cardOrders.state(m, orderId, { lock: true });
     if (isPayable(order)) {
@@ -158,24 +187,43 @@ export class PaymentEventsService {
     }
     await this.options.cardOrders.paidTooLate(m, orderId, order, now);
     this.logger.warn(
-      { eventId, orderId, checkoutId: checkout.id, amountMinor: checkout.amountMinor, currency: checkout.currency, orderStatus: order?.status ?? null, cancelled: order?.cancelled ?? false },
+      {
+        eventId,
+        orderId,
+        checkoutId: checkout.id,
+        amountMinor: checkout.amountMinor,
+        currency: checkout.currency,
+        orderStatus: order?.status ?? null,
+        cancelled: order?.cancelled ?? false,
+      },
       'payment arrived for a card order that can no longer run; refunding it',
     );
     return 'REFUND_DUE';
   }
 
-  private async applyClosed(session: CheckoutSessionInfo, status: 'EXPIRED' | 'FAILED', eventId: string, eventType: string): Promise<Applied> {
+  private async applyClosed(
+    session: CheckoutSessionInfo,
+    status: 'EXPIRED' | 'FAILED',
+    eventId: string,
+    eventType: string,
+  ): Promise<Applied> {
     const checkoutId = checkoutIdOf(session);
     return inTransaction(this.ds, async (m) => {
       const checkout = checkoutId ? await this.sessions.lock(m, checkoutId) : null;
       if (!checkout) return this.insertEvent(m, eventId, eventType, null, 'UNKNOWN_CHECKOUT');
-      if (checkout.sessionId && checkout.sessionId !== session.id) return this.insertEvent(m, eventId, eventType, checkout, 'MISMATCH');
+      if (checkout.sessionId && checkout.sessionId !== session.id)
+        return this.insertEvent(m, eventId, eventType, checkout, 'MISMATCH');
       const closed = await this.sessions.closeUnpaid(m, checkout.id, status, session.id);
       return this.insertEvent(m, eventId, eventType, checkout, closed ? status : 'IGNORED');
     });
   }
 
-  private async record(eventId: string, eventType: string, checkoutId: string | null, outcome: PaymentEventOutcome): Promise<Applied> {
+  private async record(
+    eventId: string,
+    eventType: string,
+    checkoutId: string | null,
+    outcome: PaymentEventOutcome,
+  ): Promise<Applied> {
     return inTransaction(this.ds, (m) => this.insertEvent(m, eventId, eventType, null, outcome, checkoutId));
   }
 
@@ -225,7 +273,10 @@ export class PaymentEventsService {
    */
   async closeCancelled(opts: { limit?: number; orderId?: string } = {}): Promise<number> {
     const provider = this.sessions.provider;
-    const orderIds = await this.options.cardOrders.cancelledUnpaid({ limit: opts.limit ?? 50, ...(opts.orderId ? { orderId: opts.orderId } : {}) });
+    const orderIds = await this.options.cardOrders.cancelledUnpaid({
+      limit: opts.limit ?? 50,
+      ...(opts.orderId ? { orderId: opts.orderId } : {}),
+    });
     const rows = await unpaidCheckoutsOfOrders(this.ds, orderIds);
     let closed = 0;
     for (const r of rows) {
@@ -234,7 +285,10 @@ export class PaymentEventsService {
         try {
           session = await provider.expireCheckoutSession(r.sessionId, `expire:${r.id}`);
         } catch (err) {
-          this.logger.warn({ err, checkoutId: r.id }, 'the payment session of a cancelled card order could not be expired; a payment on it is refunded');
+          this.logger.warn(
+            { err, checkoutId: r.id },
+            'the payment session of a cancelled card order could not be expired; a payment on it is refunded',
+          );
           continue;
         }
         if (session && session.status !== 'expired') continue;
@@ -257,7 +311,10 @@ export class PaymentEventsService {
     const stale = await staleOpenCheckouts(this.ds, cutoff, limit);
     let settled = 0;
     for (const checkout of stale) {
-      const session = provider && provider.id === checkout.provider && checkout.sessionId ? await provider.retrieveCheckoutSession(checkout.sessionId) : null;
+      const session =
+        provider && provider.id === checkout.provider && checkout.sessionId
+          ? await provider.retrieveCheckoutSession(checkout.sessionId)
+          : null;
       let applied: Applied;
       if (session && session.status === 'complete' && session.paymentStatus === 'paid') {
         applied = await this.applyPaid(session, `reconcile:${session.id}`, 'reconcile.paid');
@@ -267,7 +324,12 @@ export class PaymentEventsService {
         // Completed with a delayed payment method; its own event will settle it.
         continue;
       } else {
-        applied = await this.applyClosed(session ?? { ...closedStub(checkout) }, 'EXPIRED', `reconcile:${checkout.sessionId ?? checkout.id}`, 'reconcile.expired');
+        applied = await this.applyClosed(
+          session ?? { ...closedStub(checkout) },
+          'EXPIRED',
+          `reconcile:${checkout.sessionId ?? checkout.id}`,
+          'reconcile.expired',
+        );
       }
       settled++;
       await this.afterCommit(applied.checkout);
@@ -283,9 +345,12 @@ function checkoutIdOf(session: CheckoutSessionInfo): string | null {
 
 /** Why a paid session cannot be applied to this checkout, or null when it matches. */
 function mismatch(checkout: Checkout, session: CheckoutSessionInfo): string | null {
-  if (checkout.sessionId && checkout.sessionId !== session.id) return `session ${session.id} is not the checkout's ${checkout.sessionId}`;
-  if (session.amountTotal !== checkout.amountMinor) return `amount ${session.amountTotal} differs from ${checkout.amountMinor}`;
-  if ((session.currency ?? '').toUpperCase() !== checkout.currency.toUpperCase()) return `currency ${session.currency} differs from ${checkout.currency}`;
+  if (checkout.sessionId && checkout.sessionId !== session.id)
+    return `session ${session.id} is not the checkout's ${checkout.sessionId}`;
+  if (session.amountTotal !== checkout.amountMinor)
+    return `amount ${session.amountTotal} differs from ${checkout.amountMinor}`;
+  if ((session.currency ?? '').toUpperCase() !== checkout.currency.toUpperCase())
+    return `currency ${session.currency} differs from ${checkout.currency}`;
   if (session.metadata.account_id && session.metadata.account_id !== checkout.accountId) return 'account differs';
   return null;
 }

@@ -57,7 +57,8 @@ ${o.body}
 
 /** Headers for every payment page: no framing, no caching, no referrer, nothing but inline styles. */
 export const PAGE_HEADERS: Record<string, string> = {
-  'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+  'Content-Security-Policy':
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
   'Cache-Control': 'no-store',
   'Referrer-Policy': 'no-referrer',
   'X-Content-Type-Options': 'nosniff',
@@ -94,6 +95,9 @@ export function failurePage(err: unknown, requestId: string, reassurance: string
   return {
     status: 500,
     headers: {},
-    html: renderPage({ title: 'Something went wrong', body: `<p>Something went wrong on our side. ${reassurance} Please try again; if it keeps failing, ${quote}.</p>` }),
+    html: renderPage({
+      title: 'Something went wrong',
+      body: `<p>Something went wrong on our side. ${reassurance} Please try again; if it keeps failing, ${quote}.</p>`,
+    }),
   };
 }

@@ -17,7 +17,12 @@ const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
  * Pages a human sees around a card payment: the return pages after the provider's hosted
  * checkout (success, cancelled) and, without a Stripe key, the development payment page itself.
  */
-export function paymentPagesRouter(services: { payments: Payments; ds: DataSource; clock: Clock; logger: Logger }): Router {
+export function paymentPagesRouter(services: {
+  payments: Payments;
+  ds: DataSource;
+  clock: Clock;
+  logger: Logger;
+}): Router {
   const router = Router();
   const { ds, clock, logger } = services;
   const { cardOrders } = services.payments;
@@ -27,18 +32,39 @@ export function paymentPagesRouter(services: { payments: Payments; ds: DataSourc
     res.status(status).set(PAGE_HEADERS).type('html').send(html);
   };
   const notFound = (res: Response) =>
-    send(res, 404, renderPage({ title: 'Payment not found', body: '<p>We could not find this payment. Check that the link is complete, or ask for a new one.</p>' }));
+    send(
+      res,
+      404,
+      renderPage({
+        title: 'Payment not found',
+        body: '<p>We could not find this payment. Check that the link is complete, or ask for a new one.</p>',
+      }),
+    );
 
   const load = async (req: Request): Promise<Checkout | null> => {
     const id = String(req.params.checkoutId ?? '').toLowerCase();
     return UUID_RE.test(id) ? findCheckout(ds, id) : null;
   };
-  const local = (): LocalPaymentProvider | null => (services.payments.provider instanceof LocalPaymentProvider ? services.payments.provider : null);
-  const isExpired = (c: Checkout) => c.status === 'EXPIRED' || (c.status === 'OPEN' && c.expiresAt !== null && c.expiresAt.getTime() <= clock.now().getTime());
+  const local = (): LocalPaymentProvider | null =>
+    services.payments.provider instanceof LocalPaymentProvider ? services.payments.provider : null;
+  const isExpired = (c: Checkout) =>
+    c.status === 'EXPIRED' ||
+    (c.status === 'OPEN' && c.expiresAt !== null && c.expiresAt.getTime() <= clock.now().getTime());
   /** A card order cancelled (or otherwise ended) before payment takes no payment on this page. */
-  const orderClosed = async (c: Checkout) => c.purpose === 'ORDER' && c.orderId !== null && !isPayable(await cardOrders.state(ds.manager, c.orderId, { lock: false }));
+  const orderClosed = async (c: Checkout) =>
+    c.purpose === 'ORDER' &&
+    c.orderId !== null &&
+    !isPayable(await cardOrders.state(ds.manager, c.orderId, { lock: false }));
   const closedOrderPage = (res: Response) =>
-    send(res, 410, renderPage({ title: 'This order is closed', devBanner: true, body: '<p>This order was cancelled or has ended, so it can no longer be paid. Nothing was charged.</p>' }));
+    send(
+      res,
+      410,
+      renderPage({
+        title: 'This order is closed',
+        devBanner: true,
+        body: '<p>This order was cancelled or has ended, so it can no longer be paid. Nothing was charged.</p>',
+      }),
+    );
 
   /** What is being bought, in words. */
   const subject = async (c: Checkout): Promise<string> => {
@@ -71,10 +97,26 @@ export function paymentPagesRouter(services: { payments: Payments; ds: DataSourc
       const what = escapeHtml(await subject(c));
       const amount = formatUsd(c.amountMinor);
       if (c.status === 'PAID') {
-        return send(res, 200, renderPage({ title: 'Already paid', devBanner: true, body: `<p>This payment of ${amount} for ${what} is complete. Nothing more to do.</p><p><a href="/checkout/${c.id}/success">See the confirmation</a></p>` }));
+        return send(
+          res,
+          200,
+          renderPage({
+            title: 'Already paid',
+            devBanner: true,
+            body: `<p>This payment of ${amount} for ${what} is complete. Nothing more to do.</p><p><a href="/checkout/${c.id}/success">See the confirmation</a></p>`,
+          }),
+        );
       }
       if (isExpired(c) || c.status === 'FAILED' || c.status === 'CREATING') {
-        return send(res, 410, renderPage({ title: 'This payment link has expired', devBanner: true, body: '<p>This link can no longer be paid. Nothing was charged. Ask for a new payment link.</p>' }));
+        return send(
+          res,
+          410,
+          renderPage({
+            title: 'This payment link has expired',
+            devBanner: true,
+            body: '<p>This link can no longer be paid. Nothing was charged. Ask for a new payment link.</p>',
+          }),
+        );
       }
       if (await orderClosed(c)) return closedOrderPage(res);
       send(
@@ -108,7 +150,15 @@ ${c.expiresAt ? `<dt>Link valid until</dt><dd>${escapeHtml(c.expiresAt.toISOStri
       if (!provider || !c || c.provider !== 'local') return notFound(res);
       if (c.status === 'PAID') return void res.redirect(303, `/checkout/${c.id}/success`);
       if (c.status !== 'OPEN' || isExpired(c)) {
-        return send(res, 410, renderPage({ title: 'This payment link has expired', devBanner: true, body: '<p>This link can no longer be paid. Nothing was charged. Ask for a new payment link.</p>' }));
+        return send(
+          res,
+          410,
+          renderPage({
+            title: 'This payment link has expired',
+            devBanner: true,
+            body: '<p>This link can no longer be paid. Nothing was charged. Ask for a new payment link.</p>',
+          }),
+        );
       }
       // A cancellation landing after this check is caught where the payment is applied: refunded.
       if (await orderClosed(c)) return closedOrderPage(res);
@@ -120,7 +170,15 @@ ${c.expiresAt ? `<dt>Link valid until</dt><dd>${escapeHtml(c.expiresAt.toISOStri
       if (status === 503) throw new AppError('UNAVAILABLE', 'the payment event could not be recorded now');
       if (status < 200 || status >= 300) {
         log.error({ checkoutId: c.id, status }, 'development payment event was not accepted');
-        return send(res, 502, renderPage({ title: 'Payment not recorded', devBanner: true, body: '<p>The payment could not be recorded. Nothing was credited. Please try again.</p>' }));
+        return send(
+          res,
+          502,
+          renderPage({
+            title: 'Payment not recorded',
+            devBanner: true,
+            body: '<p>The payment could not be recorded. Nothing was credited. Please try again.</p>',
+          }),
+        );
       }
       res.redirect(303, `/checkout/${c.id}/success`);
     }),
@@ -133,8 +191,16 @@ ${c.expiresAt ? `<dt>Link valid until</dt><dd>${escapeHtml(c.expiresAt.toISOStri
       if (!c) return notFound(res);
       const amount = formatUsd(c.amountMinor);
       if (c.status === 'PAID' && c.refundStatus !== null) {
-        const state = c.refundStatus === 'SUCCEEDED' ? 'has been refunded to your card' : 'is being refunded to your card';
-        return send(res, 200, renderPage({ title: 'Payment refunded', body: `<p>Your payment of ${amount} arrived after this order had been cancelled or had ended, so no machine was started and the payment ${state}. Refunds usually reach the card within 5 to 10 business days.</p><p>You can close this page.</p>` }));
+        const state =
+          c.refundStatus === 'SUCCEEDED' ? 'has been refunded to your card' : 'is being refunded to your card';
+        return send(
+          res,
+          200,
+          renderPage({
+            title: 'Payment refunded',
+            body: `<p>Your payment of ${amount} arrived after this order had been cancelled or had ended, so no machine was started and the payment ${state}. Refunds usually reach the card within 5 to 10 business days.</p><p>You can close this page.</p>`,
+          }),
+        );
       }
       if (c.status === 'PAID') {
         const body =
@@ -144,7 +210,14 @@ ${c.expiresAt ? `<dt>Link valid until</dt><dd>${escapeHtml(c.expiresAt.toISOStri
         return send(res, 200, renderPage({ title: 'Payment received', body }));
       }
       if (c.status === 'EXPIRED' || c.status === 'FAILED') {
-        return send(res, 200, renderPage({ title: 'Payment not completed', body: '<p>This payment did not go through and the link has expired. Nothing was charged. Ask for a new payment link to try again.</p>' }));
+        return send(
+          res,
+          200,
+          renderPage({
+            title: 'Payment not completed',
+            body: '<p>This payment did not go through and the link has expired. Nothing was charged. Ask for a new payment link to try again.</p>',
+          }),
+        );
       }
       send(
         res,
@@ -164,13 +237,27 @@ ${c.expiresAt ? `<dt>Link valid until</dt><dd>${escapeHtml(c.expiresAt.toISOStri
       const c = await load(req);
       if (!c) return notFound(res);
       if (c.status === 'PAID') {
-        return send(res, 200, renderPage({ title: 'Already paid', body: `<p>This payment of ${formatUsd(c.amountMinor)} was already completed, so nothing was cancelled.</p><p>You can close this page.</p>` }));
+        return send(
+          res,
+          200,
+          renderPage({
+            title: 'Already paid',
+            body: `<p>This payment of ${formatUsd(c.amountMinor)} was already completed, so nothing was cancelled.</p><p>You can close this page.</p>`,
+          }),
+        );
       }
       const again =
         c.status === 'OPEN' && !isExpired(c) && c.checkoutUrl
           ? `<p>Changed your mind? <a href="${escapeHtml(c.checkoutUrl)}">Return to the payment page</a>${c.expiresAt ? ` (it works until ${escapeHtml(c.expiresAt.toISOString().replace('T', ' ').slice(0, 16))} UTC)` : ''}.</p>`
           : '<p>To pay later, ask for a new payment link.</p>';
-      send(res, 200, renderPage({ title: 'Payment cancelled', body: `<p>You cancelled the payment. Nothing was charged.</p>${again}<p>You can close this page.</p>` }));
+      send(
+        res,
+        200,
+        renderPage({
+          title: 'Payment cancelled',
+          body: `<p>You cancelled the payment. Nothing was charged.</p>${again}<p>You can close this page.</p>`,
+        }),
+      );
     }),
   );
 

@@ -24,5 +24,9 @@ export function createPaymentProvider(config: Config, clock: Clock, logger: Logg
     logger.warn('STRIPE_SECRET_KEY is not set: top-ups and card checkout are unavailable');
     return null;
   }
-  return new LocalPaymentProvider({ publicBaseUrl: config.publicBaseUrl, webhookSecret: config.stripeWebhookSecret, clock });
+  return new LocalPaymentProvider({
+    publicBaseUrl: config.publicBaseUrl,
+    webhookSecret: config.stripeWebhookSecret,
+    clock,
+  });
 }

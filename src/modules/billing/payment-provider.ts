@@ -70,7 +70,9 @@ export interface PaymentProvider {
 }
 
 /** Metadata keys every session carries, so a webhook can find its checkout without a lookup table. */
-export function sessionMetadata(r: Pick<CheckoutSessionRequest, 'checkoutId' | 'purpose' | 'accountId' | 'orderId'>): Record<string, string> {
+export function sessionMetadata(
+  r: Pick<CheckoutSessionRequest, 'checkoutId' | 'purpose' | 'accountId' | 'orderId'>,
+): Record<string, string> {
   const m: Record<string, string> = { checkout_id: r.checkoutId, purpose: r.purpose, account_id: r.accountId };
   if (r.orderId) m.order_id = r.orderId;
   return m;

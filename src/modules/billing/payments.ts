@@ -36,7 +36,16 @@ export interface PaymentsDeps {
   provider?: PaymentProvider | null;
 }
 
-export function createPayments({ config, ds, clock, logger, ledger, cardOrders, rentalHandoff, provider }: PaymentsDeps): Payments {
+export function createPayments({
+  config,
+  ds,
+  clock,
+  logger,
+  ledger,
+  cardOrders,
+  rentalHandoff,
+  provider,
+}: PaymentsDeps): Payments {
   const log = logger.child({ component: 'payments' });
   const chosen = provider === undefined ? createPaymentProvider(config, clock, log) : provider;
   const sessions = new CheckoutSessionsService(ds, clock, log, chosen, config.publicBaseUrl, cardOrders);
@@ -45,7 +54,8 @@ export function createPayments({ config, ds, clock, logger, ledger, cardOrders, 
     sessions,
     topups: new TopupsService(ds, clock, sessions),
     events: new PaymentEventsService(ds, clock, log, ledger, sessions, {
-      webhookSecret: config.nodeEnv === 'production' && config.stripeWebhookSecretGenerated ? null : config.stripeWebhookSecret,
+      webhookSecret:
+        config.nodeEnv === 'production' && config.stripeWebhookSecretGenerated ? null : config.stripeWebhookSecret,
       cardOrders,
       rentalHandoff,
     }),

@@ -1,6 +1,12 @@
 import type Stripe from 'stripe';
 import { loadStripe } from './stripe-sdk.js';
-import type { CheckoutSessionInfo, CheckoutSessionRequest, PaymentProvider, RefundInfo, RefundRequest } from './payment-provider.js';
+import type {
+  CheckoutSessionInfo,
+  CheckoutSessionRequest,
+  PaymentProvider,
+  RefundInfo,
+  RefundRequest,
+} from './payment-provider.js';
 import { sessionMetadata } from './payment-provider.js';
 
 export interface StripeProviderOptions {
@@ -46,7 +52,10 @@ export class StripePaymentProvider implements PaymentProvider {
             price_data: {
               currency: r.currency,
               unit_amount: r.amountMinor,
-              product_data: { name: r.productName, ...(r.productDescription ? { description: r.productDescription } : {}) },
+              product_data: {
+                name: r.productName,
+                ...(r.productDescription ? { description: r.productDescription } : {}),
+              },
             },
           },
         ],
@@ -83,17 +92,24 @@ export class StripePaymentProvider implements PaymentProvider {
   async refund(r: RefundRequest): Promise<RefundInfo> {
     const session = await this.stripe.checkout.sessions.retrieve(r.sessionId);
     const intent = typeof session.payment_intent === 'string' ? session.payment_intent : session.payment_intent?.id;
-    if (!intent || session.payment_status !== 'paid') throw new Error(`checkout session ${r.sessionId} has no captured payment to refund`);
+    if (!intent || session.payment_status !== 'paid')
+      throw new Error(`checkout session ${r.sessionId} has no captured payment to refund`);
     try {
       const refund = await this.stripe.refunds.create(
-        { payment_intent: intent, amount: r.amountMinor, reason: 'requested_by_customer', metadata: { checkout_id: r.checkoutId, ...(r.orderId ? { order_id: r.orderId } : {}) } },
+        {
+          payment_intent: intent,
+          amount: r.amountMinor,
+          reason: 'requested_by_customer',
+          metadata: { checkout_id: r.checkoutId, ...(r.orderId ? { order_id: r.orderId } : {}) },
+        },
         { idempotencyKey: r.idempotencyKey },
       );
       return refundInfo(refund);
     } catch (err) {
       // Stripe keeps idempotency keys for 24 hours; a retry after that, of a refund whose answer
       // was lost, finds the payment already refunded. That refund is the one we asked for.
-      if (!(err instanceof loadStripe().errors.StripeInvalidRequestError) || err.code !== 'charge_already_refunded') throw err;
+      if (!(err instanceof loadStripe().errors.StripeInvalidRequestError) || err.code !== 'charge_already_refunded')
+        throw err;
       const existing = await this.stripe.refunds.list({ payment_intent: intent, limit: 100 });
       const live = existing.data.filter((x) => x.status !== 'failed' && x.status !== 'canceled');
       const ours = live.find((x) => x.metadata?.checkout_id === r.checkoutId) ?? live[0];

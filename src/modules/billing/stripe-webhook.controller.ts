@@ -24,7 +24,10 @@ export class StripeWebhookController extends BaseController {
   @OperationId('receiveStripeWebhook')
   @Response<ErrorEnvelope>(400, 'INVALID_REQUEST (missing or invalid signature, or not the signed JSON body)')
   @Response<ErrorEnvelope>(503, 'UNAVAILABLE (no webhook secret configured in production)')
-  async stripe(@Request() req: ExRequest, @Header('Stripe-Signature') signature?: string): Promise<Envelope<WebhookAck>> {
+  async stripe(
+    @Request() req: ExRequest,
+    @Header('Stripe-Signature') signature?: string,
+  ): Promise<Envelope<WebhookAck>> {
     return this.ok(req, await this.events.receiveStripe(req.rawBody, signature));
   }
 }

@@ -29,18 +29,33 @@ export class CredentialsService {
    */
   async reveal(principal: Principal, id: string, requestId: string): Promise<CredentialsDto> {
     const asked = id.toLowerCase();
-    let result: { dto: CredentialsDto } | { refusal: 'NOT_FOUND' } | { refusal: 'NOT_ACTIVE'; status: string; deploymentId: string; rentalId: string; phase: string | null };
+    let result:
+      | { dto: CredentialsDto }
+      | { refusal: 'NOT_FOUND' }
+      | { refusal: 'NOT_ACTIVE'; status: string; deploymentId: string; rentalId: string; phase: string | null };
     try {
       result = await inTransaction(this.ds, async (m) => {
         // The row lock holds the status until the audit row commits: termination cannot slip between.
         const d = await lockDeploymentOrRentalFor(m, principal, asked);
         if (!d) return { refusal: 'NOT_FOUND' as const };
         if (d.status !== 'ACTIVE' || !d.sshPrivateKeyEnc || !d.sshKeyKid || !d.sshHost || !d.sshPort || !d.sshUser) {
-          return { refusal: 'NOT_ACTIVE' as const, status: d.status, deploymentId: d.id, rentalId: d.orderId, phase: d.phase };
+          return {
+            refusal: 'NOT_ACTIVE' as const,
+            status: d.status,
+            deploymentId: d.id,
+            rentalId: d.orderId,
+            phase: d.phase,
+          };
         }
         const privateKey = this.box.open(d.sshPrivateKeyEnc, d.sshKeyKid, d.id);
         const now = this.clock.now();
-        await insertReveal(m, { deploymentId: d.id, accountId: principal.accountId, keyId: principal.keyId, requestId, calledAt: now });
+        await insertReveal(m, {
+          deploymentId: d.id,
+          accountId: principal.accountId,
+          keyId: principal.keyId,
+          requestId,
+          calledAt: now,
+        });
         const privateKeyFile = `gpr-${d.id.slice(0, 8)}.key`;
         return {
           dto: {
@@ -69,7 +84,11 @@ export class CredentialsService {
     // Found, but not now: 404 would tell an agent the id is wrong. Retry-After only where waiting helps.
     const retryAfter = STARTING_STATUSES.includes(result.status) ? revealRetryAfterSeconds(result.phase) : undefined;
     const retry: Record<string, string> = retryAfter === undefined ? {} : { 'Retry-After': String(retryAfter) };
-    throw new AppError('DEPLOYMENT_NOT_ACTIVE', revealNotActiveMessage(result.status, result.deploymentId, result.rentalId, retryAfter), retry);
+    throw new AppError(
+      'DEPLOYMENT_NOT_ACTIVE',
+      revealNotActiveMessage(result.status, result.deploymentId, result.rentalId, retryAfter),
+      retry,
+    );
   }
 
   /**
@@ -77,7 +96,12 @@ export class CredentialsService {
    * one row, so a key asking again and again (for ids of its choosing) cannot grow the table
    * without bound. Best effort: failing to record it must not change the answer.
    */
-  async recordRefusal(principal: Principal, deploymentId: string, requestId: string, refusal: RevealRefusal): Promise<void> {
+  async recordRefusal(
+    principal: Principal,
+    deploymentId: string,
+    requestId: string,
+    refusal: RevealRefusal,
+  ): Promise<void> {
     const now = this.clock.now();
     const window = new Date(Math.floor(now.getTime() / 60_000) * 60_000);
     await countRefusedReveal(this.ds, {

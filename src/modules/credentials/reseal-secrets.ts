@@ -1,6 +1,11 @@
 import type { DataSource } from 'typeorm';
 import type { SecretBox } from './secret-box.js';
-import { replaceSealed, SEALED_SECRET_KINDS, sealedCountsByKey, sealedUnderOtherKeys } from './sealed-secrets.repository.js';
+import {
+  replaceSealed,
+  SEALED_SECRET_KINDS,
+  sealedCountsByKey,
+  sealedUnderOtherKeys,
+} from './sealed-secrets.repository.js';
 
 /** What re-sealing did to one kind of secret. */
 export interface ResealOutcome {
@@ -35,7 +40,9 @@ export async function resealSecrets(ds: DataSource, box: SecretBox): Promise<Res
         try {
           plaintext = box.open(row.sealed, row.keyId, kind.binding(row.id));
         } catch (err) {
-          throw new Error(`cannot open ${kind.name} row ${row.id} sealed under key "${row.keyId}": ${(err as Error).message}; list that key in SECRETS_KEY_PREVIOUS`);
+          throw new Error(
+            `cannot open ${kind.name} row ${row.id} sealed under key "${row.keyId}": ${(err as Error).message}; list that key in SECRETS_KEY_PREVIOUS`,
+          );
         }
         const next = box.seal(plaintext, kind.binding(row.id));
         if (await replaceSealed(ds, kind, row, { sealed: next.ciphertext, keyId: next.keyId })) resealed += 1;

@@ -19,7 +19,11 @@ export class SecretBox {
   }
 
   /** SECRETS_KEY seals; it and the keys of earlier rotations (SECRETS_KEY_PREVIOUS) open. */
-  static fromConfig(config: { secretsKey: Buffer; secretsKeyId: string; secretsKeysPrevious?: readonly { id: string; key: Buffer }[] }): SecretBox {
+  static fromConfig(config: {
+    secretsKey: Buffer;
+    secretsKeyId: string;
+    secretsKeysPrevious?: readonly { id: string; key: Buffer }[];
+  }): SecretBox {
     const keys = new Map((config.secretsKeysPrevious ?? []).map((k) => [k.id, k.key] as const));
     keys.set(config.secretsKeyId, config.secretsKey);
     return new SecretBox(keys, config.secretsKeyId);
@@ -58,13 +62,20 @@ export class SecretBox {
  */
 export function parseKeyList(raw: string, currentId: string): { id: string; key: Buffer }[] {
   const out: { id: string; key: Buffer }[] = [];
-  for (const entry of raw.split(',').map((e) => e.trim()).filter(Boolean)) {
+  for (const entry of raw
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
     const at = entry.indexOf(':');
     const id = entry.slice(0, Math.max(at, 0));
-    if (!/^[A-Za-z0-9_.-]{1,32}$/.test(id)) throw new Error('must list id:key entries (an id of 1-32 letters, digits, _ . -, then the 32-byte key in base64), comma-separated');
+    if (!/^[A-Za-z0-9_.-]{1,32}$/.test(id))
+      throw new Error(
+        'must list id:key entries (an id of 1-32 letters, digits, _ . -, then the 32-byte key in base64), comma-separated',
+      );
     const key = Buffer.from(entry.slice(at + 1), 'base64');
     if (key.length !== 32) throw new Error(`gives ${id} a key that is not 32 bytes encoded as base64`);
-    if (id === currentId) throw new Error(`lists ${id}, the id of SECRETS_KEY (SECRETS_KEY_ID): give the new key a new id`);
+    if (id === currentId)
+      throw new Error(`lists ${id}, the id of SECRETS_KEY (SECRETS_KEY_ID): give the new key a new id`);
     if (out.some((k) => k.id === id)) throw new Error(`lists ${id} twice`);
     out.push({ id, key });
   }

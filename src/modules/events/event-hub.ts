@@ -143,7 +143,10 @@ export class EventHub {
    * After {@link stop} the subscription comes back already closed. With `keyId`, throws 429
    * RATE_LIMITED when the key already holds its most.
    */
-  async subscribe(filter: (e: StoredEvent) => boolean = () => true, options: SubscribeOptions = {}): Promise<Subscription> {
+  async subscribe(
+    filter: (e: StoredEvent) => boolean = () => true,
+    options: SubscribeOptions = {},
+  ): Promise<Subscription> {
     const sub = new Subscription(this, filter, options.keyId);
     if (this.stopped) {
       sub.stop();
@@ -243,7 +246,10 @@ export class EventHub {
     try {
       await this.endRevoked();
     } catch (err) {
-      this.logger?.warn({ err }, 'checking the listening keys for revocation failed; trying again at the next interval');
+      this.logger?.warn(
+        { err },
+        'checking the listening keys for revocation failed; trying again at the next interval',
+      );
     } finally {
       this.tick = undefined;
       this.schedule();

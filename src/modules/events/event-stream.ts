@@ -22,7 +22,11 @@ const PATH = /^\/api\/v1\/events\/?$/i;
 
 /** Whether `req` asks for the event stream (the JSON page is the same path's default). */
 export function wantsEventStream(req: Request): boolean {
-  return req.method === 'GET' && PATH.test(req.path) && req.accepts(['application/json', 'text/event-stream']) === 'text/event-stream';
+  return (
+    req.method === 'GET' &&
+    PATH.test(req.path) &&
+    req.accepts(['application/json', 'text/event-stream']) === 'text/event-stream'
+  );
 }
 
 /**
@@ -54,14 +58,26 @@ export function eventStreamRoute(ds: DataSource, hub: EventHub, options: EventSt
   };
 }
 
-async function stream(ds: DataSource, hub: EventHub, options: EventStreamOptions, req: Request, res: Response): Promise<void> {
+async function stream(
+  ds: DataSource,
+  hub: EventHub,
+  options: EventStreamOptions,
+  req: Request,
+  res: Response,
+): Promise<void> {
   let gone = false;
   res.once('close', () => (gone = true));
   req.user = await expressAuthentication(req, 'bearer', ['read']);
   const viewer: Viewer = principalOf(req);
   const { keyId } = principalOf(req);
   const lastEventId = req.header('last-event-id');
-  const after = parseAfter(lastEventId !== undefined && lastEventId !== '' ? lastEventId : typeof req.query.after === 'string' ? req.query.after : undefined);
+  const after = parseAfter(
+    lastEventId !== undefined && lastEventId !== ''
+      ? lastEventId
+      : typeof req.query.after === 'string'
+        ? req.query.after
+        : undefined,
+  );
 
   // Listening before the log is read, so nothing falls between the replay and the live events.
   const sub = await hub.subscribe((e) => visibleEvent(viewer, e), { keyId });

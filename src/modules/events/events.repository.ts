@@ -93,7 +93,12 @@ const toEvent = (r: EventRow): StoredEvent => ({
  * `limit`: the one visibility rule (keys/visibility.ts) over the rentals' events, and the account
  * events meant for agents ({@link AGENT_ACCOUNT_EVENTS}) besides.
  */
-export async function eventsAfter(ds: DataSource, viewer: Viewer, afterSeq: string, limit: number): Promise<NumberedEvent[]> {
+export async function eventsAfter(
+  ds: DataSource,
+  viewer: Viewer,
+  afterSeq: string,
+  limit: number,
+): Promise<NumberedEvent[]> {
   return visibleEvents(ds, viewer, { afterSeq }, limit);
 }
 
@@ -106,22 +111,37 @@ export async function latestEvents(ds: DataSource, viewer: Viewer, limit: number
 // (oldest first) or the newest (newest first). `seq > ?` and `seq IS NOT NULL` hold only for
 // numbered rows.
 const ACCOUNT_AFTER = 'SELECT * FROM events WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?';
-const KEY_AFTER = 'SELECT * FROM events WHERE account_id = ? AND seq > ? AND (key_id = ? OR (key_id IS NULL AND type IN (?))) ORDER BY seq LIMIT ?';
+const KEY_AFTER =
+  'SELECT * FROM events WHERE account_id = ? AND seq > ? AND (key_id = ? OR (key_id IS NULL AND type IN (?))) ORDER BY seq LIMIT ?';
 const ACCOUNT_NEWEST = 'SELECT * FROM events WHERE account_id = ? AND seq IS NOT NULL ORDER BY seq DESC LIMIT ?';
-const KEY_NEWEST = 'SELECT * FROM events WHERE account_id = ? AND seq IS NOT NULL AND (key_id = ? OR (key_id IS NULL AND type IN (?))) ORDER BY seq DESC LIMIT ?';
+const KEY_NEWEST =
+  'SELECT * FROM events WHERE account_id = ? AND seq IS NOT NULL AND (key_id = ? OR (key_id IS NULL AND type IN (?))) ORDER BY seq DESC LIMIT ?';
 
-async function visibleEvents(ds: DataSource, viewer: Viewer, from: { afterSeq: string } | { newest: true }, limit: number): Promise<NumberedEvent[]> {
+async function visibleEvents(
+  ds: DataSource,
+  viewer: Viewer,
+  from: { afterSeq: string } | { newest: true },
+  limit: number,
+): Promise<NumberedEvent[]> {
   const { accountId, keyId } = visibleRows(viewer);
   const after = 'afterSeq' in from ? [from.afterSeq] : [];
   const byKey = keyId === undefined ? [] : [keyId, AGENT_ACCOUNT_EVENTS];
-  const sql = after.length ? (keyId === undefined ? ACCOUNT_AFTER : KEY_AFTER) : keyId === undefined ? ACCOUNT_NEWEST : KEY_NEWEST;
+  const sql = after.length
+    ? keyId === undefined
+      ? ACCOUNT_AFTER
+      : KEY_AFTER
+    : keyId === undefined
+      ? ACCOUNT_NEWEST
+      : KEY_NEWEST;
   const rows: EventRow[] = await ds.query(sql, [accountId, ...after, ...byKey, limit]);
   return rows.map(toEvent).filter(isNumbered);
 }
 
 /** The newest number of the account's events, or '0' when it has none: where its reader without an id starts. */
 export async function latestAccountSeq(ds: DataSource, accountId: string): Promise<string> {
-  const [row] = (await ds.query(`SELECT MAX(seq) AS seq FROM events WHERE account_id = ?`, [accountId])) as { seq: string | number | null }[];
+  const [row] = (await ds.query(`SELECT MAX(seq) AS seq FROM events WHERE account_id = ?`, [accountId])) as {
+    seq: string | number | null;
+  }[];
   return row?.seq === null || row?.seq === undefined ? '0' : String(row.seq);
 }
 
@@ -147,7 +167,10 @@ export async function latestEventId(ds: DataSource): Promise<string> {
 /** The account numbers of events by log-wide id (absent for an unnumbered event). */
 export async function accountSeqsOf(ds: DataSource, ids: readonly string[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map();
-  const rows = (await ds.query(`SELECT id, seq FROM events WHERE id IN (?) AND seq IS NOT NULL`, [ids])) as { id: string | number; seq: string | number }[];
+  const rows = (await ds.query(`SELECT id, seq FROM events WHERE id IN (?) AND seq IS NOT NULL`, [ids])) as {
+    id: string | number;
+    seq: string | number;
+  }[];
   return new Map(rows.map((r) => [String(r.id), String(r.seq)]));
 }
 

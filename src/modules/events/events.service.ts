@@ -2,7 +2,13 @@ import type { DataSource } from 'typeorm';
 import { AppError } from '../../errors/app-error.js';
 import type { Viewer } from '../keys/visibility.js';
 import type { EventDto } from './events.dto.js';
-import { eventsAfter, latestAccountSeq, latestEvents, type NumberedEvent, type StoredEvent } from './events.repository.js';
+import {
+  eventsAfter,
+  latestAccountSeq,
+  latestEvents,
+  type NumberedEvent,
+  type StoredEvent,
+} from './events.repository.js';
 
 /** Page size bounds of GET /api/v1/events. */
 export const EVENT_PAGE = { default: 50, max: 100 };
@@ -37,7 +43,11 @@ function eventDto(e: StoredEvent, id: string): EventDto {
 /** `after` as given: an event id as the API shows them (digits), or absent (a page: the newest; a stream: from now on). */
 export function parseAfter(after: string | undefined): string | null {
   if (after === undefined || after === '') return null;
-  if (!/^\d{1,20}$/.test(after)) throw new AppError('INVALID_REQUEST', 'after (or Last-Event-ID) is an event id as the API gave it: digits only. Leave it out for the newest page (a stream: from now on), or send 0 for the history from its start.');
+  if (!/^\d{1,20}$/.test(after))
+    throw new AppError(
+      'INVALID_REQUEST',
+      'after (or Last-Event-ID) is an event id as the API gave it: digits only. Leave it out for the newest page (a stream: from now on), or send 0 for the history from its start.',
+    );
   return after.replace(/^0+(?=\d)/, '');
 }
 
@@ -51,10 +61,17 @@ export class EventsService {
    * last event's number, or when there is none, the number to wait after (`after`, or the
    * account's newest).
    */
-  async page(viewer: Viewer, after: string | undefined, limit: number): Promise<{ events: EventDto[]; nextAfter: string }> {
+  async page(
+    viewer: Viewer,
+    after: string | undefined,
+    limit: number,
+  ): Promise<{ events: EventDto[]; nextAfter: string }> {
     const from = parseAfter(after);
-    const events = from === null ? await latestEvents(this.ds, viewer, limit) : await eventsAfter(this.ds, viewer, from, limit);
-    const last = events.length ? events[events.length - 1].seq : (from ?? (await latestAccountSeq(this.ds, viewer.accountId)));
+    const events =
+      from === null ? await latestEvents(this.ds, viewer, limit) : await eventsAfter(this.ds, viewer, from, limit);
+    const last = events.length
+      ? events[events.length - 1].seq
+      : (from ?? (await latestAccountSeq(this.ds, viewer.accountId)));
     return { events: events.map(toAccountEventDto), nextAfter: last };
   }
 }

@@ -28,8 +28,15 @@ export async function insertIdempotencyRecord(sql: Sql, row: NewIdempotencyRecor
  * which already waited for the winner to commit, and upgrading the shared lock that insert left
  * would deadlock the claimants still waiting.
  */
-export async function findIdempotencyRecord(sql: Sql | DataSource, scope: string, key: string): Promise<IdempotencyRecord | null> {
-  const rows: Record<string, unknown>[] = await sql.query(`SELECT * FROM idempotency_records WHERE scope = ? AND idem_key = ?`, [scope, key]);
+export async function findIdempotencyRecord(
+  sql: Sql | DataSource,
+  scope: string,
+  key: string,
+): Promise<IdempotencyRecord | null> {
+  const rows: Record<string, unknown>[] = await sql.query(
+    `SELECT * FROM idempotency_records WHERE scope = ? AND idem_key = ?`,
+    [scope, key],
+  );
   return rows.length === 1 ? hydrate(sql, IdempotencyRecord, rows[0]) : null;
 }
 

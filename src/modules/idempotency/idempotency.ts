@@ -33,12 +33,17 @@ export type Claim = { kind: 'new'; recordId: string } | { kind: 'replay'; resour
  * header is and how to make one (docs/api.md, Idempotency).
  */
 export function requireIdempotencyKey(value: string | undefined, opts: { uuid?: boolean } = {}): string {
-  if (value === undefined || value === '') throw new AppError('INVALID_REQUEST', `The Idempotency-Key header is required. ${IDEMPOTENCY_KEY_HINT}`);
+  if (value === undefined || value === '')
+    throw new AppError('INVALID_REQUEST', `The Idempotency-Key header is required. ${IDEMPOTENCY_KEY_HINT}`);
   if (opts.uuid) {
-    if (!UUID_RE.test(value)) throw new AppError('INVALID_REQUEST', `The Idempotency-Key header must be a UUID here. ${IDEMPOTENCY_KEY_HINT}`);
+    if (!UUID_RE.test(value))
+      throw new AppError('INVALID_REQUEST', `The Idempotency-Key header must be a UUID here. ${IDEMPOTENCY_KEY_HINT}`);
   } else if (value.length > 128 || /[\x00-\x1f\x7f]/.test(value)) {
     // Node has already refused what HTTP forbids in a header; control characters are all that is left to rule out.
-    throw new AppError('INVALID_REQUEST', `The Idempotency-Key header must be 1 to 128 printable characters. ${IDEMPOTENCY_KEY_HINT}`);
+    throw new AppError(
+      'INVALID_REQUEST',
+      `The Idempotency-Key header must be 1 to 128 printable characters. ${IDEMPOTENCY_KEY_HINT}`,
+    );
   }
   return value;
 }
@@ -64,7 +69,9 @@ function requestHash(body: unknown): string {
     }
     return v;
   };
-  return createHash('sha256').update(JSON.stringify(canon(body ?? {})), 'utf8').digest('hex');
+  return createHash('sha256')
+    .update(JSON.stringify(canon(body ?? {})), 'utf8')
+    .digest('hex');
 }
 
 function conflict(): AppError {
@@ -76,7 +83,8 @@ function conflict(): AppError {
 
 function resourceOf(record: { scope: string; idemKey: string; resourceId: string | null }): string {
   // Every claim commits with its resource, so a record without one is corrupt data, not a state.
-  if (record.resourceId === null) throw new Error(`idempotency record ${record.scope}/${record.idemKey} has no resource`);
+  if (record.resourceId === null)
+    throw new Error(`idempotency record ${record.scope}/${record.idemKey} has no resource`);
   return record.resourceId;
 }
 
@@ -86,7 +94,12 @@ function resourceOf(record: { scope: string; idemKey: string; resourceId: string
  * was taken. A changed body is IDEMPOTENCY_CONFLICT. Rental admission issues this in its first
  * round trip; other creates use {@link claimOrReplay}.
  */
-export async function claimIdempotencyKey(sql: Sql, clock: Clock, request: IdempotentRequest, resourceId: string): Promise<Claim> {
+export async function claimIdempotencyKey(
+  sql: Sql,
+  clock: Clock,
+  request: IdempotentRequest,
+  resourceId: string,
+): Promise<Claim> {
   return claim(sql, clock, request, resourceId);
 }
 
@@ -117,7 +130,12 @@ export interface IdempotentSteps<T> {
  * Claims the request's key inside the caller's transaction, then creates (a new key: the record
  * gets the created resource's id before the transaction commits) or replays.
  */
-export async function claimOrReplay<T>(sql: Sql, clock: Clock, request: IdempotentRequest, steps: IdempotentSteps<T>): Promise<T> {
+export async function claimOrReplay<T>(
+  sql: Sql,
+  clock: Clock,
+  request: IdempotentRequest,
+  steps: IdempotentSteps<T>,
+): Promise<T> {
   const claimed = await claim(sql, clock, request, null);
   if (claimed.kind === 'replay') return steps.replay(claimed.resourceId);
   const created = await steps.create();

@@ -53,29 +53,38 @@ export class EnvelopeWire {
     this.head = Buffer.from(`{"data":${JSON.stringify(data)},"meta":{"requestId":`);
     this.tail = `,"apiVersion":${JSON.stringify(API_VERSION)}}}`;
     this.headCrc = zlib.crc32(this.head);
-    const hash = createHash('sha1').update(etagSeed).update(this.head).update(this.tail).digest('base64url').slice(0, 16);
+    const hash = createHash('sha1')
+      .update(etagSeed)
+      .update(this.head)
+      .update(this.tail)
+      .digest('base64url')
+      .slice(0, 16);
     this.etag = `W/"${hash}"`;
   }
 
   /** Compresses the head (once, in the thread pool); undefined for bodies too small to bother. */
   prepare(): Promise<CompressedHead | undefined> {
-    this.compressed ??= this.head.length < COMPRESS_MIN_BYTES
-      ? Promise.resolve(undefined)
-      : (async () => {
-          const [deflated, br] = await Promise.all([
-            deflateRaw(this.head, { level: 6, finishFlush: zlib.constants.Z_SYNC_FLUSH }),
-            brotliCompress(this.head, {
-              finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH,
-              params: {
-                [zlib.constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
-                [zlib.constants.BROTLI_PARAM_MODE]: zlib.constants.BROTLI_MODE_TEXT,
-                [zlib.constants.BROTLI_PARAM_SIZE_HINT]: this.head.length,
-              },
-            }),
-          ]);
-          return { gzip: Buffer.concat([GZIP_HEADER, deflated]), br };
-        })();
-    void this.compressed.then((compressed) => (this.prepared = { compressed }), () => undefined);
+    this.compressed ??=
+      this.head.length < COMPRESS_MIN_BYTES
+        ? Promise.resolve(undefined)
+        : (async () => {
+            const [deflated, br] = await Promise.all([
+              deflateRaw(this.head, { level: 6, finishFlush: zlib.constants.Z_SYNC_FLUSH }),
+              brotliCompress(this.head, {
+                finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH,
+                params: {
+                  [zlib.constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
+                  [zlib.constants.BROTLI_PARAM_MODE]: zlib.constants.BROTLI_MODE_TEXT,
+                  [zlib.constants.BROTLI_PARAM_SIZE_HINT]: this.head.length,
+                },
+              }),
+            ]);
+            return { gzip: Buffer.concat([GZIP_HEADER, deflated]), br };
+          })();
+    void this.compressed.then(
+      (compressed) => (this.prepared = { compressed }),
+      () => undefined,
+    );
     return this.compressed;
   }
 

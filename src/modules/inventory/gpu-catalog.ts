@@ -30,7 +30,14 @@ export interface GpuFamily {
   aliases?: string[];
 }
 
-const m = (slug: string, name: string, family: string, category: GpuCategory, vramGb: number, aliases: string[] = []): GpuModel => ({
+const m = (
+  slug: string,
+  name: string,
+  family: string,
+  category: GpuCategory,
+  vramGb: number,
+  aliases: string[] = [],
+): GpuModel => ({
   slug,
   name,
   family,
@@ -73,7 +80,13 @@ export const GPU_MODELS: readonly GpuModel[] = [
   m('mi300x', 'MI300X', 'mi300x', 'datacenter', 192, ['mi300xoam']),
   m('mi250', 'MI250', 'mi250', 'datacenter', 128, ['mi250x']),
   // Workstation
-  m('rtx-pro-6000', 'RTX PRO 6000', 'rtx-pro-6000', 'workstation', 96, ['rtxpro6000blackwell', 'rtxpro6000blackwellserveredition', 'rtxpro6000blackwellworkstationedition', 'rtxpro6000se', 'rtxpro6000we']),
+  m('rtx-pro-6000', 'RTX PRO 6000', 'rtx-pro-6000', 'workstation', 96, [
+    'rtxpro6000blackwell',
+    'rtxpro6000blackwellserveredition',
+    'rtxpro6000blackwellworkstationedition',
+    'rtxpro6000se',
+    'rtxpro6000we',
+  ]),
   m('rtx-6000-ada', 'RTX 6000 Ada', 'rtx-6000-ada', 'workstation', 48, ['rtx6000', 'rtx6000adageneration', '6000ada']),
   // Lambda's gpu_1x_rtx6000 is the 24 GB Turing card; VRAM tells it from the Ada one.
   m('quadro-rtx-6000', 'Quadro RTX 6000', 'quadro-rtx-6000', 'workstation', 24, ['rtx6000']),
@@ -139,7 +152,8 @@ export interface ParsedGpuName {
  * must stand apart from the model's own ("MI300X" and "RTX 6000 x 2" keep their 300 and 6000),
  * and a model may end in "X9" ("Acme X9"), so the end is read narrowly.
  */
-const COUNT_IN_NAME = /(^|[^A-Za-z0-9])(\d{1,3})\s*[xX×*](?=\s*[A-Za-z]|[^A-Za-z0-9]|$)|(^|[^A-Za-z0-9])[x×*]\s*([1248])\s*$/g;
+const COUNT_IN_NAME =
+  /(^|[^A-Za-z0-9])(\d{1,3})\s*[xX×*](?=\s*[A-Za-z]|[^A-Za-z0-9]|$)|(^|[^A-Za-z0-9])[x×*]\s*([1248])\s*$/g;
 
 /**
  * Takes the GPU count out of a name: the name without it (spacing tidied) and the count, null
@@ -147,10 +161,19 @@ const COUNT_IN_NAME = /(^|[^A-Za-z0-9])(\d{1,3})\s*[xX×*](?=\s*[A-Za-z]|[^A-Za-
  */
 export function splitGpuCount(name: string): { name: string; count: number | null } {
   const counts = new Set<number>();
-  const rest = name.replace(COUNT_IN_NAME, (_m, before1: string | undefined, lead: string | undefined, before2: string | undefined, trail: string | undefined) => {
-    counts.add(Number(lead ?? trail));
-    return `${before1 ?? before2 ?? ''} `;
-  });
+  const rest = name.replace(
+    COUNT_IN_NAME,
+    (
+      _m,
+      before1: string | undefined,
+      lead: string | undefined,
+      before2: string | undefined,
+      trail: string | undefined,
+    ) => {
+      counts.add(Number(lead ?? trail));
+      return `${before1 ?? before2 ?? ''} `;
+    },
+  );
   const count = counts.size === 0 ? null : counts.size === 1 ? [...counts][0] : Number.NaN;
   return { name: rest.replace(/\s+/g, ' ').replace(/^[\s_-]+|[\s_-]+$/g, ''), count };
 }
@@ -203,7 +226,9 @@ export const MODELS_BY_KEY: ReadonlyMap<string, GpuModel[]> = indexBy(GPU_MODELS
 ]);
 
 export const FAMILIES_BY_KEY: ReadonlyMap<string, GpuFamily> = new Map(
-  [...indexBy(GPU_FAMILIES, (f) => [parseGpuName(f.id).key, parseGpuName(f.name).key, ...(f.aliases ?? [])]).entries()].map(([k, v]) => [k, v[0]]),
+  [
+    ...indexBy(GPU_FAMILIES, (f) => [parseGpuName(f.id).key, parseGpuName(f.name).key, ...(f.aliases ?? [])]).entries(),
+  ].map(([k, v]) => [k, v[0]]),
 );
 
 export const MODELS_BY_SLUG: ReadonlyMap<string, GpuModel> = new Map(GPU_MODELS.map((g) => [g.slug, g]));

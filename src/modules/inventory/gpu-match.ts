@@ -92,8 +92,12 @@ export function gpuIntentName(gpuModel: string, gpuCount: number): string {
   if (count === null) return gpuModel.trim();
   if (count === gpuCount && name !== '') return name;
   const named = name || 'H100';
-  const says = Number.isNaN(count) ? 'states more than one GPU count' : `asks for ${count} GPU${count === 1 ? '' : 's'}`;
-  const meant = Number.isNaN(count) ? '' : `{"gpuModel": ${JSON.stringify(named)}, "gpuCount": ${count}} for ${count}, or `;
+  const says = Number.isNaN(count)
+    ? 'states more than one GPU count'
+    : `asks for ${count} GPU${count === 1 ? '' : 's'}`;
+  const meant = Number.isNaN(count)
+    ? ''
+    : `{"gpuModel": ${JSON.stringify(named)}, "gpuCount": ${count}} for ${count}, or `;
   throw new AppError(
     'VALIDATION_FAILED',
     `Invalid request: gpuModel ${JSON.stringify(gpuModel.trim())} ${says} but gpuCount is ${gpuCount}. ${GPU_COUNT_IN_NAME} ` +
@@ -112,14 +116,23 @@ const MODELS_BY_NAME: ReadonlyMap<string, GpuModel> = new Map(GPU_MODELS.map((g)
  * A family names every model of it, so the note says which one the cheapest offer was and how to
  * name another ("A100" may be the 40 GB part: "A100 80GB" names the 80 GB ones).
  */
-export function describeGpuChoice(gpuModel: string | null, chosenName: string | null): { matchedBy: GpuMatchedBy; note: string } {
-  if (gpuModel === null) return { matchedBy: 'offer', note: 'The offer named by offerId, as asked; it is never substituted.' };
+export function describeGpuChoice(
+  gpuModel: string | null,
+  chosenName: string | null,
+): { matchedBy: GpuMatchedBy; note: string } {
+  if (gpuModel === null)
+    return { matchedBy: 'offer', note: 'The offer named by offerId, as asked; it is never substituted.' };
   const asked = JSON.stringify(gpuModel);
   const match = matchGpuQuery(gpuModel);
   const family = FAMILIES_BY_KEY.get(match.key);
   const chosen = chosenName === null ? undefined : MODELS_BY_NAME.get(chosenName);
-  const cheapest = chosenName === null ? '' : ` The cheapest offer was ${chosenName}${chosen ? ` (${chosen.vramGb} GB)` : ''}.`;
-  if (!match.known) return { matchedBy: 'model', note: `${asked} is not in the catalog; offers of a GPU named the same way were matched.${cheapest}` };
+  const cheapest =
+    chosenName === null ? '' : ` The cheapest offer was ${chosenName}${chosen ? ` (${chosen.vramGb} GB)` : ''}.`;
+  if (!match.known)
+    return {
+      matchedBy: 'model',
+      note: `${asked} is not in the catalog; offers of a GPU named the same way were matched.${cheapest}`,
+    };
   if (family && family.id === match.key && match.slugs.length > 1) {
     const models = familyModels(family.id);
     const others = models.filter((g) => g.slug !== chosen?.slug).map((g) => g.name);
@@ -131,7 +144,10 @@ export function describeGpuChoice(gpuModel: string | null, chosenName: string | 
     };
   }
   const names = match.slugs.map((slug) => MODELS_BY_SLUG.get(slug)?.name ?? slug);
-  return { matchedBy: 'model', note: `${asked} names ${names.length === 1 ? 'the model' : 'the models'} ${names.join(', ')}.${cheapest}` };
+  return {
+    matchedBy: 'model',
+    note: `${asked} names ${names.length === 1 ? 'the model' : 'the models'} ${names.join(', ')}.${cheapest}`,
+  };
 }
 
 /** Hyphens and case aside, do these name the same thing? (Unknown GPUs are compared this way.) */

@@ -40,7 +40,11 @@ export function fastInventoryRoutes(inventory: InventoryService, options: FastIn
     }
     return encoding;
   };
-  const common = Object.entries({ ...options.staticHeaders, 'Cache-Control': CACHEABLE, Vary: 'Accept-Encoding' }).flat();
+  const common = Object.entries({
+    ...options.staticHeaders,
+    'Cache-Control': CACHEABLE,
+    Vary: 'Accept-Encoding',
+  }).flat();
 
   const send = (req: Request, res: Response, hit: Cached<unknown>, compressed: CompressedHead | undefined): void => {
     req.requestId = requestIdFor(req.headers['x-request-id']);
@@ -107,15 +111,29 @@ function readOf(inventory: InventoryService, url: string): Read | undefined {
       if (keys.length > 1 || (keys.length === 1 && typeof query.gpu !== 'string')) return undefined;
       gpu = query.gpu as string | undefined;
     }
-    return read(() => inventory.listOffersNow(gpu), () => inventory.listOffers(gpu));
+    return read(
+      () => inventory.listOffersNow(gpu),
+      () => inventory.listOffers(gpu),
+    );
   }
   if (q >= 0) return undefined;
-  if (path === '/api/v1/gpus') return read(() => inventory.gpuSummaryNow(), () => inventory.gpuSummary());
+  if (path === '/api/v1/gpus')
+    return read(
+      () => inventory.gpuSummaryNow(),
+      () => inventory.gpuSummary(),
+    );
   const offerId = segmentAfter(path, '/api/v1/offers/');
-  if (offerId !== undefined) return read(() => inventory.offerNow(offerId), () => inventory.offer(offerId));
+  if (offerId !== undefined)
+    return read(
+      () => inventory.offerNow(offerId),
+      () => inventory.offer(offerId),
+    );
   const slug = segmentAfter(path, '/api/v1/gpus/');
   if (slug === undefined) return undefined;
-  return read(() => inventory.gpuModelNow(slug), () => inventory.gpuModel(slug));
+  return read(
+    () => inventory.gpuModelNow(slug),
+    () => inventory.gpuModel(slug),
+  );
 }
 
 /** The one decoded path segment after `prefix`, or undefined when the path is not of that shape. */

@@ -4,7 +4,12 @@ import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import type { Logger } from '../../logger.js';
 import { customerPriceMinor } from '../../providers/pricing.js';
-import { NO_MACHINE_CAPABILITIES, type MachineCapabilities, type ProviderErrorClass, type ProviderOffer } from '../../providers/provider.js';
+import {
+  NO_MACHINE_CAPABILITIES,
+  type MachineCapabilities,
+  type ProviderErrorClass,
+  type ProviderOffer,
+} from '../../providers/provider.js';
 import { errorClassOf, ProviderApiError } from '../../providers/provider-http.js';
 import { ProviderFailureLog } from '../../providers/provider-failures.js';
 import type { ProviderRegistry, RegisteredProvider } from '../../providers/provider-registry.js';
@@ -46,7 +51,18 @@ export interface RefreshResult {
  * it: a provider that learns to run images keeps its offers' ids (the change still moves the version).
  */
 export function offerId(provider: string, o: ProviderOffer, customerPrice: number): string {
-  const shape = [provider, o.key, o.name, customerPrice, o.gpuCount, o.vramGb, o.cpuCores ?? '', o.memoryGb ?? '', o.storageGb ?? '', o.maximumDurationSeconds];
+  const shape = [
+    provider,
+    o.key,
+    o.name,
+    customerPrice,
+    o.gpuCount,
+    o.vramGb,
+    o.cpuCores ?? '',
+    o.memoryGb ?? '',
+    o.storageGb ?? '',
+    o.maximumDurationSeconds,
+  ];
   if (o.region) shape.push(o.region);
   return uuidv5(shape.join('\u001f'), OFFER_NAMESPACE);
 }
@@ -63,7 +79,8 @@ const MAX_DISK_GB = 2_147_483_647;
  */
 export function declaredCapabilities(o: ProviderOffer): MachineCapabilities {
   const c = o.capabilities ?? NO_MACHINE_CAPABILITIES;
-  const whole = (n: unknown, min: number, max: number): n is number => Number.isSafeInteger(n) && (n as number) >= min && (n as number) <= max;
+  const whole = (n: unknown, min: number, max: number): n is number =>
+    Number.isSafeInteger(n) && (n as number) >= min && (n as number) <= max;
   return {
     customImage: c.customImage === true,
     startupScript: c.startupScript === true,
@@ -134,7 +151,10 @@ export class InventoryRefresher {
     return results;
   }
 
-  private async storeOutcome(entry: RegisteredProvider, outcome: { offers?: ProviderOffer[]; err?: unknown }): Promise<RefreshResult> {
+  private async storeOutcome(
+    entry: RegisteredProvider,
+    outcome: { offers?: ProviderOffer[]; err?: unknown },
+  ): Promise<RefreshResult> {
     try {
       return outcome.offers ? await this.store(entry, outcome.offers) : await this.recordFailure(entry.id, outcome.err);
     } catch (err) {
@@ -162,7 +182,11 @@ export class InventoryRefresher {
   private async listOffers(entry: RegisteredProvider): Promise<ProviderOffer[]> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new ProviderApiError('timeout', `${entry.id} listOffers: no answer within ${this.listTimeoutMs} ms`)), this.listTimeoutMs);
+      timer = setTimeout(
+        () =>
+          reject(new ProviderApiError('timeout', `${entry.id} listOffers: no answer within ${this.listTimeoutMs} ms`)),
+        this.listTimeoutMs,
+      );
     });
     try {
       return await Promise.race([entry.provider.listOffers(), timeout]);
@@ -194,7 +218,12 @@ export class InventoryRefresher {
         seen.add(id);
         const gpu = resolveProviderGpu(o.name, o.vramGb);
         if (!gpu.known) this.reportUnknown(provider, o.name, gpu.slug);
-        const row = { slug: gpu.slug, name: gpu.name, category: gpu.category ?? o.category, region: o.region?.trim().slice(0, 64) || null };
+        const row = {
+          slug: gpu.slug,
+          name: gpu.name,
+          category: gpu.category ?? o.category,
+          region: o.region?.trim().slice(0, 64) || null,
+        };
         const caps = declaredCapabilities(o);
         const before = was.get(id);
         if (
@@ -209,10 +238,28 @@ export class InventoryRefresher {
           changed++;
         }
         rows.push({
-          id, provider, providerOfferKey: o.key, name: row.name, slug: row.slug, category: row.category, vramGb: o.vramGb, gpuCount: o.gpuCount,
-          cpuCores: o.cpuCores ?? null, memoryGb: o.memoryGb ?? null, storageGb: o.storageGb ?? null, pricePerHourMinor: price, costPerHourMinor: o.pricePerHourMinor,
-          region: row.region, currency: CURRENCY, maximumDurationSeconds: o.maximumDurationSeconds, seenAt: now, staleAt,
-          capCustomImage: caps.customImage, capStartupScript: caps.startupScript, capPorts: caps.ports, capMaxDiskGb: caps.maxDiskGb,
+          id,
+          provider,
+          providerOfferKey: o.key,
+          name: row.name,
+          slug: row.slug,
+          category: row.category,
+          vramGb: o.vramGb,
+          gpuCount: o.gpuCount,
+          cpuCores: o.cpuCores ?? null,
+          memoryGb: o.memoryGb ?? null,
+          storageGb: o.storageGb ?? null,
+          pricePerHourMinor: price,
+          costPerHourMinor: o.pricePerHourMinor,
+          region: row.region,
+          currency: CURRENCY,
+          maximumDurationSeconds: o.maximumDurationSeconds,
+          seenAt: now,
+          staleAt,
+          capCustomImage: caps.customImage,
+          capStartupScript: caps.startupScript,
+          capPorts: caps.ports,
+          capMaxDiskGb: caps.maxDiskGb,
         });
       }
       await upsertListedOffers(m, rows);
@@ -246,6 +293,9 @@ export class InventoryRefresher {
     const key = `${provider}\u001f${name}`;
     if (reportedUnknown.has(key)) return;
     reportedUnknown.add(key);
-    this.logger.warn({ provider, gpuName: name, slug }, 'GPU name not in the catalog; its offers are listed under a slug of their own');
+    this.logger.warn(
+      { provider, gpuName: name, slug },
+      'GPU name not in the catalog; its offers are listed under a slug of their own',
+    );
   }
 }

@@ -8,9 +8,23 @@ import { closestGpuSlugs, familyOfSlug, matchGpuQuery, type GpuMatch } from './g
 import { EnvelopeWire } from './envelope-wire.js';
 import { CURRENCY, InventoryRefresher, type RefreshResult } from './inventory-refresh.js';
 import type { GpuModelDetailDto, GpuModelDto, GpuSummaryDto, OfferDto, ProviderStatusDto } from './inventory.dto.js';
-import { findIntentCandidates, slugMatches, type IntentCandidates, type IntentQuery, type LiveOffers, type MachineNeeds } from './offer-candidates.js';
+import {
+  findIntentCandidates,
+  slugMatches,
+  type IntentCandidates,
+  type IntentQuery,
+  type LiveOffers,
+  type MachineNeeds,
+} from './offer-candidates.js';
 import { offerCapabilities, type Offer } from './offer.entity.js';
-import { cachedOffer, inventoryStamp, listedOffersPastAge, liveOffersByPrice, liveUntil, type InventoryStamp } from './offers.repository.js';
+import {
+  cachedOffer,
+  inventoryStamp,
+  listedOffersPastAge,
+  liveOffersByPrice,
+  liveUntil,
+  type InventoryStamp,
+} from './offers.repository.js';
 import { providerStatuses } from './provider-status.js';
 
 export type { RefreshResult } from './inventory-refresh.js';
@@ -114,7 +128,8 @@ export class InventoryService {
   /** The snapshot when it needs neither a version check nor a reload: readable without waiting. */
   private ready(): Snapshot | undefined {
     const s = this.snapshot;
-    if (!s || Date.now() - this.checkedAt >= VERSION_CHECK_MS || this.clock.now().getTime() >= s.expiresAt) return undefined;
+    if (!s || Date.now() - this.checkedAt >= VERSION_CHECK_MS || this.clock.now().getTime() >= s.expiresAt)
+      return undefined;
     return s;
   }
 
@@ -263,7 +278,11 @@ export class InventoryService {
     let hit = s.offerById.get(id);
     if (!hit) {
       const offer = s.byId.get(id);
-      if (!offer) throw new AppError('NOT_FOUND', `No offer ${id} is currently offered. See GET /api/v1/offers for current offers.`);
+      if (!offer)
+        throw new AppError(
+          'NOT_FOUND',
+          `No offer ${id} is currently offered. See GET /api/v1/offers for current offers.`,
+        );
       hit = cached(`offer:${id}`, offer);
       if (s.offerById.size >= MAX_MEMOIZED_QUERIES) s.offerById.clear();
       s.offerById.set(id, hit);
@@ -315,7 +334,13 @@ export class InventoryService {
     const s = await this.current();
     const live = new Map<string, number>();
     for (const o of s.offers) live.set(o.provider, (live.get(o.provider) ?? 0) + 1);
-    return providerStatuses(this.ds, this.providers.registered(), live, this.clock.now(), this.options.offerMaxAgeSeconds);
+    return providerStatuses(
+      this.ds,
+      this.providers.registered(),
+      live,
+      this.clock.now(),
+      this.options.offerMaxAgeSeconds,
+    );
   }
 
   /**

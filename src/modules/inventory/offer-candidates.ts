@@ -56,7 +56,6 @@ export interface IntentCandidates {
   candidates: OfferDto[];
 }
 
-
 /** The live offers intent matching reads (the snapshot's). */
 export interface LiveOffers {
   /**
@@ -91,7 +90,12 @@ function fitsShape(o: OfferDto, q: IntentQuery): boolean {
  * count, all above the ceiling (with the cheapest), or none that can honour the machine settings
  * (naming the ones none can).
  */
-export function findIntentCandidates(live: LiveOffers, q: IntentQuery, limit: number, needs?: MachineNeeds): IntentCandidates {
+export function findIntentCandidates(
+  live: LiveOffers,
+  q: IntentQuery,
+  limit: number,
+  needs?: MachineNeeds,
+): IntentCandidates {
   const match = q.match ?? matchGpuQuery(q.gpuModel);
   const offers = live.ofMatch(match);
   const candidates: OfferDto[] = [];
@@ -104,24 +108,43 @@ export function findIntentCandidates(live: LiveOffers, q: IntentQuery, limit: nu
   throw noMatchingOffer(live, q, match, offers, needs);
 }
 
-function noMatchingOffer(live: LiveOffers, q: IntentQuery, match: GpuMatch, offers: readonly OfferDto[], needs: MachineNeeds | undefined): AppError {
+function noMatchingOffer(
+  live: LiveOffers,
+  q: IntentQuery,
+  match: GpuMatch,
+  offers: readonly OfferDto[],
+  needs: MachineNeeds | undefined,
+): AppError {
   const what = `${q.gpuCount} x ${q.gpuModel.trim()}`;
   if (offers.length === 0 && !match.known) {
     const closest = closestGpuSlugs(q.gpuModel, live.slugs());
-    return new AppError('NO_MATCHING_OFFER', `No GPU model is known as "${q.gpuModel.trim()}". Closest known: ${closest.join(', ')}. See GET /api/v1/gpus.`);
+    return new AppError(
+      'NO_MATCHING_OFFER',
+      `No GPU model is known as "${q.gpuModel.trim()}". Closest known: ${closest.join(', ')}. See GET /api/v1/gpus.`,
+    );
   }
   if (offers.length === 0) {
-    return new AppError('NO_MATCHING_OFFER', `No offer of ${q.gpuModel.trim()} (${match.slugs.join(', ')}) is available right now. See GET /api/v1/gpus. ${WAIT_FOR_CAPACITY_NEXT}`);
+    return new AppError(
+      'NO_MATCHING_OFFER',
+      `No offer of ${q.gpuModel.trim()} (${match.slugs.join(', ')}) is available right now. See GET /api/v1/gpus. ${WAIT_FOR_CAPACITY_NEXT}`,
+    );
   }
   const sameCount = offers.filter((o) => o.gpuCount === q.gpuCount);
   if (sameCount.length === 0) {
     const counts = [...new Set(offers.map((o) => o.gpuCount))].sort((a, b) => a - b).join(', ');
-    return new AppError('NO_MATCHING_OFFER', `No offer of ${what} right now; ${q.gpuModel.trim()} is offered with ${counts} GPU(s). See GET /api/v1/gpus. ${WAIT_FOR_CAPACITY_NEXT}`);
+    return new AppError(
+      'NO_MATCHING_OFFER',
+      `No offer of ${what} right now; ${q.gpuModel.trim()} is offered with ${counts} GPU(s). See GET /api/v1/gpus. ${WAIT_FOR_CAPACITY_NEXT}`,
+    );
   }
   const cheapest = Math.min(...sameCount.map((o) => o.pricePerHourMinor));
   // Some offer fits model, count and ceiling: then only the machine settings can have ruled them out.
   if (cheapest <= q.maxHourlyPriceMinor && needsAnything(needs)) {
-    const unhonoured = unhonouredNeeds(q, sameCount.filter((o) => fitsShape(o, q)), needs);
+    const unhonoured = unhonouredNeeds(
+      q,
+      sameCount.filter((o) => fitsShape(o, q)),
+      needs,
+    );
     if (unhonoured) return unhonoured;
   }
   return new AppError(
@@ -137,22 +160,39 @@ function unhonouredNeeds(q: IntentQuery, shaped: readonly OfferDto[], needs: Mac
     customImage: shaped.some((o) => o.capabilities.customImage),
     startupScript: shaped.some((o) => o.capabilities.startupScript),
     ports: Math.max(...shaped.map((o) => o.capabilities.ports)),
-    maxDiskGb: shaped.reduce<number | null>((max, o) => (o.capabilities.maxDiskGb === null ? max : Math.max(max ?? 0, o.capabilities.maxDiskGb)), null),
+    maxDiskGb: shaped.reduce<number | null>(
+      (max, o) => (o.capabilities.maxDiskGb === null ? max : Math.max(max ?? 0, o.capabilities.maxDiskGb)),
+      null,
+    ),
   };
   const what = `${q.gpuCount} x ${q.gpuModel.trim()}`;
   const where = `See each offer's capabilities on GET /api/v1/offers?gpu=${encodeURIComponent(q.gpuModel.trim())}.`;
   const missing: string[] = [];
   if (needs.customImage && !best.customImage) missing.push('machine.image (none runs a custom image)');
   if (needs.startupScript && !best.startupScript) missing.push('machine.startupScript (none runs a startup script)');
-  if (needs.ports > best.ports) missing.push(`${needs.ports} machine.ports (${best.ports === 0 ? 'none exposes ports' : `at most ${best.ports}`})`);
+  if (needs.ports > best.ports)
+    missing.push(`${needs.ports} machine.ports (${best.ports === 0 ? 'none exposes ports' : `at most ${best.ports}`})`);
   if (needs.diskGb !== null && (best.maxDiskGb === null || needs.diskGb > best.maxDiskGb)) {
-    missing.push(`machine.diskGb of ${needs.diskGb} (${best.maxDiskGb === null ? 'none lets the disk be chosen' : `at most ${best.maxDiskGb} GB`})`);
+    missing.push(
+      `machine.diskGb of ${needs.diskGb} (${best.maxDiskGb === null ? 'none lets the disk be chosen' : `at most ${best.maxDiskGb} GB`})`,
+    );
   }
   const shapeText = `of ${what} at or under ${q.maxHourlyPriceMinor} cents per hour`;
   if (missing.length > 0) {
-    const subject = shaped.length === 1 ? `The one offer ${shapeText} cannot` : `None of the ${shaped.length} offers ${shapeText} can`;
+    const subject =
+      shaped.length === 1
+        ? `The one offer ${shapeText} cannot`
+        : `None of the ${shaped.length} offers ${shapeText} can`;
     return new AppError('NO_MATCHING_OFFER', `${subject} honour ${missing.join('; ')}. ${where}`);
   }
-  const asked = [needs.customImage && 'machine.image', needs.startupScript && 'machine.startupScript', needs.ports > 0 && 'machine.ports', needs.diskGb !== null && 'machine.diskGb'].filter(Boolean);
-  return new AppError('NO_MATCHING_OFFER', `Each of ${asked.join(', ')} is honoured by one of the ${shaped.length} offers ${shapeText}, but no one offer honours them all. ${where}`);
+  const asked = [
+    needs.customImage && 'machine.image',
+    needs.startupScript && 'machine.startupScript',
+    needs.ports > 0 && 'machine.ports',
+    needs.diskGb !== null && 'machine.diskGb',
+  ].filter(Boolean);
+  return new AppError(
+    'NO_MATCHING_OFFER',
+    `Each of ${asked.join(', ')} is honoured by one of the ${shaped.length} offers ${shapeText}, but no one offer honours them all. ${where}`,
+  );
 }

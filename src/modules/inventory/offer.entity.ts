@@ -93,5 +93,10 @@ export class Offer {
 
 /** What a cached offer's machine can be given, as its provider last declared it. */
 export function offerCapabilities(o: Offer): MachineCapabilities {
-  return { customImage: o.capCustomImage, startupScript: o.capStartupScript, ports: o.capPorts, maxDiskGb: o.capMaxDiskGb };
+  return {
+    customImage: o.capCustomImage,
+    startupScript: o.capStartupScript,
+    ports: o.capPorts,
+    maxDiskGb: o.capMaxDiskGb,
+  };
 }

@@ -58,7 +58,10 @@ export interface InventoryStamp {
 
 export async function inventoryStamp(ds: DataSource): Promise<InventoryStamp> {
   const [state] = await ds.query('SELECT version, refreshed_at AS refreshedAt FROM inventory_state WHERE id = 1');
-  return { version: readMinor(state.version), refreshedAt: state.refreshedAt === null ? null : new Date(state.refreshedAt).getTime() };
+  return {
+    version: readMinor(state.version),
+    refreshedAt: state.refreshedAt === null ? null : new Date(state.refreshedAt).getTime(),
+  };
 }
 
 /** Every live offer, cheapest first (then fewest GPUs, then id, so the order is stable). */
@@ -101,7 +104,9 @@ export async function lockInventoryVersion(m: EntityManager): Promise<void> {
  * snapshot lacks offers for their age alone, which the refresh time brings back.
  */
 export async function markInventoryRefreshed(m: EntityManager, now: Date, changed: boolean): Promise<void> {
-  await m.query(`UPDATE inventory_state SET refreshed_at = ?${changed ? ', version = version + 1' : ''} WHERE id = 1`, [now]);
+  await m.query(`UPDATE inventory_state SET refreshed_at = ?${changed ? ', version = version + 1' : ''} WHERE id = 1`, [
+    now,
+  ]);
 }
 
 /** What the refresh compares a provider's new listing against: whether an offer is new or changed. */
@@ -169,9 +174,30 @@ const OFFER_COLUMNS = `id, provider, provider_offer_key, name, slug, category, v
  */
 export async function upsertListedOffers(m: EntityManager, offers: readonly ListedOffer[]): Promise<void> {
   const rows = offers.map((o) => [
-    o.id, o.provider, o.providerOfferKey, o.name, o.slug, o.category, o.vramGb, o.gpuCount, o.cpuCores, o.memoryGb, o.storageGb,
-    o.pricePerHourMinor, o.costPerHourMinor, o.region, o.currency, o.maximumDurationSeconds, 1, o.seenAt, o.seenAt, o.staleAt,
-    o.capCustomImage, o.capStartupScript, o.capPorts, o.capMaxDiskGb,
+    o.id,
+    o.provider,
+    o.providerOfferKey,
+    o.name,
+    o.slug,
+    o.category,
+    o.vramGb,
+    o.gpuCount,
+    o.cpuCores,
+    o.memoryGb,
+    o.storageGb,
+    o.pricePerHourMinor,
+    o.costPerHourMinor,
+    o.region,
+    o.currency,
+    o.maximumDurationSeconds,
+    1,
+    o.seenAt,
+    o.seenAt,
+    o.staleAt,
+    o.capCustomImage,
+    o.capStartupScript,
+    o.capPorts,
+    o.capMaxDiskGb,
   ]);
   for (let i = 0; i < rows.length; i += UPSERT_BATCH_ROWS) {
     await m.query(
@@ -194,13 +220,18 @@ export async function withdrawOffers(m: EntityManager, ids: readonly string[]): 
 
 /** Takes off the list the offers of `provider` whose last sighting is too old by `now`; how many went. */
 export async function withdrawStaleOffers(m: EntityManager, provider: string, now: Date): Promise<number> {
-  const res = await m.query('UPDATE offers SET available = 0 WHERE provider = ? AND available = 1 AND stale_at <= ?', [provider, now]);
+  const res = await m.query('UPDATE offers SET available = 0 WHERE provider = ? AND available = 1 AND stale_at <= ?', [
+    provider,
+    now,
+  ]);
   return Number(res.affectedRows ?? 0);
 }
 
 /** Takes off the list every offer of a provider not in `configured`; how many went. `configured` must not be empty. */
 export async function withdrawOffersNotOf(m: EntityManager, configured: readonly string[]): Promise<number> {
-  const res = await m.query('UPDATE offers SET available = 0 WHERE available = 1 AND provider NOT IN (?)', [configured]);
+  const res = await m.query('UPDATE offers SET available = 0 WHERE available = 1 AND provider NOT IN (?)', [
+    configured,
+  ]);
   return Number(res.affectedRows ?? 0);
 }
 
@@ -224,12 +255,12 @@ export function cheapestOffersOfShape(ds: DataSource, shape: IntentShape, limit:
   const qb = ds
     .getRepository(Offer)
     .createQueryBuilder('o')
-    .where('o.slug IN (:...slugs) AND o.gpu_count = :c AND o.price_per_hour_minor <= :max', { slugs: shape.slugs, c: shape.gpuCount, max: shape.maxHourlyPriceMinor });
-  return qb
-    .orderBy('o.price_per_hour_minor', 'ASC')
-    .addOrderBy('o.id', 'ASC')
-    .take(limit)
-    .getMany();
+    .where('o.slug IN (:...slugs) AND o.gpu_count = :c AND o.price_per_hour_minor <= :max', {
+      slugs: shape.slugs,
+      c: shape.gpuCount,
+      max: shape.maxHourlyPriceMinor,
+    });
+  return qb.orderBy('o.price_per_hour_minor', 'ASC').addOrderBy('o.id', 'ASC').take(limit).getMany();
 }
 
 /** The cached offers among `ids`, in no particular order (rows of the cache are never deleted, but an id may be unknown). */

@@ -12,7 +12,11 @@ export interface KeyLimits {
 }
 
 /** The largest limits a key may carry when the caller sets them through the API (signup, owner-issued agent keys). */
-export const KEY_LIMIT_MAXIMUMS = { maxPerRentalMinor: 100_000_000, budgetLimitMinor: 1_000_000_000, maxConcurrentDeployments: 1000 } as const satisfies KeyLimits;
+export const KEY_LIMIT_MAXIMUMS = {
+  maxPerRentalMinor: 100_000_000,
+  budgetLimitMinor: 1_000_000_000,
+  maxConcurrentDeployments: 1000,
+} as const satisfies KeyLimits;
 
 /** Headless signup: the limits an omitted field gets, and the bounds of a given one. */
 export const SIGNUP_LIMITS = {
@@ -38,7 +42,11 @@ export const AGENT_KEY_LIMITS = {
 } as const satisfies Record<string, KeyLimits>;
 
 /** Rental limits of owner keys: the owner spends its own credits, so only runaway loops are capped. */
-export const OWNER_KEY_LIMITS = { maxPerRentalMinor: 1_000_000, budgetLimitMinor: 100_000_000, maxConcurrentDeployments: 50 } as const satisfies KeyLimits;
+export const OWNER_KEY_LIMITS = {
+  maxPerRentalMinor: 1_000_000,
+  budgetLimitMinor: 100_000_000,
+  maxConcurrentDeployments: 50,
+} as const satisfies KeyLimits;
 
 /**
  * The longest any rental of a key may run, when the key has such a limit (null or absent: none).

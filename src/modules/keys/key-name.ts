@@ -27,7 +27,10 @@ export function keyName(raw: string, field = 'name'): string {
   const bad = INVISIBLE.exec(name);
   if (bad) {
     const code = `U+${bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
-    throw new AppError('VALIDATION_FAILED', `Invalid request: ${field}: no control, bidirectional or invisible characters (found ${code}).`);
+    throw new AppError(
+      'VALIDATION_FAILED',
+      `Invalid request: ${field}: no control, bidirectional or invisible characters (found ${code}).`,
+    );
   }
   return name;
 }
@@ -40,4 +43,3 @@ export function agentName(raw: string | undefined, field = 'name'): string | nul
   if (raw === undefined || !raw.trim()) return null;
   return keyName(raw, field);
 }
-

@@ -31,12 +31,13 @@ export async function touchKey(ds: DataSource, id: string, at: Date): Promise<vo
 }
 
 /** The counters of the keys given, by id; keys that do not exist are left out. */
-export async function keyCounters(manager: EntityManager | DataSource, ids: readonly string[]): Promise<Map<string, KeyCounterRow>> {
+export async function keyCounters(
+  manager: EntityManager | DataSource,
+  ids: readonly string[],
+): Promise<Map<string, KeyCounterRow>> {
   if (ids.length === 0) return new Map();
-  const rows: { id: string; net_spent_minor: string | number; active_deployments: string | number }[] = await manager.query(
-    `SELECT id, net_spent_minor, active_deployments FROM api_keys WHERE id IN (?)`,
-    [ids],
-  );
+  const rows: { id: string; net_spent_minor: string | number; active_deployments: string | number }[] =
+    await manager.query(`SELECT id, net_spent_minor, active_deployments FROM api_keys WHERE id IN (?)`, [ids]);
   return new Map(rows.map((r) => [r.id, { netSpent: r.net_spent_minor, activeDeployments: r.active_deployments }]));
 }
 
@@ -87,7 +88,10 @@ export async function markKeysRevoked(m: EntityManager, ids: readonly string[], 
 
 /** Locks FOR UPDATE the unrevoked keys OWNER key `keyId` issued (see ApiKey.issuedByKeyId), and answers their ids. */
 export async function lockLiveKeysIssuedBy(m: EntityManager, keyId: string): Promise<string[]> {
-  const rows: { id: string }[] = await m.query(`SELECT id FROM api_keys WHERE issued_by_key_id = ? AND revoked_at IS NULL FOR UPDATE`, [keyId]);
+  const rows: { id: string }[] = await m.query(
+    `SELECT id FROM api_keys WHERE issued_by_key_id = ? AND revoked_at IS NULL FOR UPDATE`,
+    [keyId],
+  );
   return rows.map((r) => r.id);
 }
 
@@ -106,6 +110,8 @@ export async function keyRevoked(ds: DataSource, id: string): Promise<boolean> {
 /** Which of the keys given are revoked now: the event hub's one check, each tail period, of every key listening. */
 export async function revokedAmong(ds: DataSource, ids: readonly string[]): Promise<string[]> {
   if (ids.length === 0) return [];
-  const rows: { id: string }[] = await ds.query(`SELECT id FROM api_keys WHERE id IN (?) AND revoked_at IS NOT NULL`, [ids]);
+  const rows: { id: string }[] = await ds.query(`SELECT id FROM api_keys WHERE id IN (?) AND revoked_at IS NOT NULL`, [
+    ids,
+  ]);
   return rows.map((r) => r.id);
 }

@@ -12,7 +12,6 @@ import type { KeyLimits } from './key-limits.js';
 import { insertKey, keyByPrefix, keyCounters, revokeKey, touchKey } from './keys.repository.js';
 import { hashesEqual, mintApiKey, parseApiKey } from './tokens.js';
 
-
 export interface NewKey extends KeyLimits {
   accountId: string;
   kind: KeyKind;
@@ -110,7 +109,8 @@ export class KeysService {
     const now = this.clock.now();
     if (options.revocationCheckedInTransaction) {
       const hit = this.recent.get(parsed.prefix);
-      if (hit && now.getTime() - hit.readAt < RECENT_KEY_TTL_MS && hashesEqual(hit.key.secretHash, parsed.secretHash)) return principalOf(hit.key);
+      if (hit && now.getTime() - hit.readAt < RECENT_KEY_TTL_MS && hashesEqual(hit.key.secretHash, parsed.secretHash))
+        return principalOf(hit.key);
     }
     // Otherwise the key is read afresh (one indexed statement), so a revoked key is refused on
     // its very next request in every process.
@@ -151,7 +151,10 @@ export class KeysService {
   async usage(keys: ApiKey[], manager: EntityManager = this.ds.manager): Promise<Map<string, KeyUsage>> {
     const out = new Map<string, KeyUsage>();
     if (keys.length === 0) return out;
-    const byId = await keyCounters(manager, keys.map((k) => k.id));
+    const byId = await keyCounters(
+      manager,
+      keys.map((k) => k.id),
+    );
     for (const k of keys) {
       const r = byId.get(k.id);
       out.set(k.id, usageOf(k, r?.netSpent ?? 0, r?.activeDeployments ?? 0));
@@ -191,7 +194,8 @@ export class KeysService {
 
   async revoke(accountId: string, keyId: string): Promise<void> {
     this.forget(keyId);
-    if (!(await revokeKey(this.ds, accountId, keyId, this.clock.now()))) throw new AppError('NOT_FOUND', 'No such key on this account.');
+    if (!(await revokeKey(this.ds, accountId, keyId, this.clock.now())))
+      throw new AppError('NOT_FOUND', 'No such key on this account.');
   }
 }
 

@@ -11,5 +11,7 @@ export type Viewer = { kind: 'AGENT'; accountId: string; keyId: string } | { kin
  * a query's own conditions.
  */
 export function visibleRows(viewer: Viewer): { accountId: string; keyId?: string } {
-  return viewer.kind === 'AGENT' ? { accountId: viewer.accountId, keyId: viewer.keyId } : { accountId: viewer.accountId };
+  return viewer.kind === 'AGENT'
+    ? { accountId: viewer.accountId, keyId: viewer.keyId }
+    : { accountId: viewer.accountId };
 }

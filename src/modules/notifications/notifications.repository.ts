@@ -66,7 +66,9 @@ export class NotificationsRepository {
 
   /** How far the scans have got under `name`, or null before the first. */
   async cursor(name: string): Promise<Date | null> {
-    const rows: { position: Date }[] = await this.ds.query('SELECT position FROM telegram_cursors WHERE name = ?', [name]);
+    const rows: { position: Date }[] = await this.ds.query('SELECT position FROM telegram_cursors WHERE name = ?', [
+      name,
+    ]);
     return rows[0] ? new Date(rows[0].position) : null;
   }
 
@@ -156,7 +158,10 @@ export class NotificationsRepository {
 
   /** Counts an attempt about to be made. */
   async startAttempt(id: string, now: Date): Promise<void> {
-    await this.ds.query('UPDATE telegram_notifications SET claimed_at = ?, attempts = attempts + 1 WHERE id = ?', [now, id]);
+    await this.ds.query('UPDATE telegram_notifications SET claimed_at = ?, attempts = attempts + 1 WHERE id = ?', [
+      now,
+      id,
+    ]);
   }
 
   async markSent(id: string, now: Date): Promise<void> {
@@ -165,6 +170,10 @@ export class NotificationsRepository {
 
   /** Records why an attempt failed; with `givenUpAt`, no attempt follows. */
   async markFailedAttempt(id: string, error: string, givenUpAt: Date | null): Promise<void> {
-    await this.ds.query('UPDATE telegram_notifications SET last_error = ?, failed_at = ? WHERE id = ?', [error.slice(0, 255), givenUpAt, id]);
+    await this.ds.query('UPDATE telegram_notifications SET last_error = ?, failed_at = ? WHERE id = ?', [
+      error.slice(0, 255),
+      givenUpAt,
+      id,
+    ]);
   }
 }

@@ -6,7 +6,13 @@ import type { JobQueue, JobWakeUp } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import { formatUsd } from '../billing/money.js';
 import type { EventType } from '../events/event-types.js';
-import { NotificationsRepository, type AccountEventRow, type NewNotification, type RentalChange, type RentalEventRow } from './notifications.repository.js';
+import {
+  NotificationsRepository,
+  type AccountEventRow,
+  type NewNotification,
+  type RentalChange,
+  type RentalEventRow,
+} from './notifications.repository.js';
 import { NotifyPreferences } from './notify-preferences.js';
 
 /** Delivers one message to a Telegram chat (the bot role's Bot API client, in production). */
@@ -65,7 +71,14 @@ export class NotificationsService {
     private readonly jobs: JobQueue,
     options: NotificationsOptions,
   ) {
-    this.opts = { initialLookbackMs: 24 * 3600_000, overlapMs: 5 * 60_000, retryAfterMs: 60_000, maxAttempts: 5, idleGraceMs: 600_000, ...options };
+    this.opts = {
+      initialLookbackMs: 24 * 3600_000,
+      overlapMs: 5 * 60_000,
+      retryAfterMs: 60_000,
+      maxAttempts: 5,
+      idleGraceMs: 600_000,
+      ...options,
+    };
     this.repo = new NotificationsRepository(ds);
     this.preferences = new NotifyPreferences(ds, clock);
   }
@@ -83,7 +96,9 @@ export class NotificationsService {
     const found = [
       ...(await this.repo.accountEvents(since, ACCOUNT_EVENT_TYPES)).map(accountEvent),
       ...(await this.repo.rentalChanges(since)).map(rentalChanged),
-      ...(await this.repo.rentalEvents(since, RENTAL_EVENT_TYPES)).map((r) => rentalEvent(r, now, this.opts.idleGraceMs)),
+      ...(await this.repo.rentalEvents(since, RENTAL_EVENT_TYPES)).map((r) =>
+        rentalEvent(r, now, this.opts.idleGraceMs),
+      ),
     ];
     const chosen = await this.preferences.ofChats([...new Set(found.map((f) => f.n.chatId))]);
     const pending: NewNotification[] = [];
@@ -95,7 +110,9 @@ export class NotificationsService {
     for (const n of pending) {
       const wake = await inTransaction(this.ds, async (m): Promise<JobWakeUp | null> => {
         const id = await this.repo.record(m, n, now);
-        return id === null ? null : this.jobs.nowIn(m, 'notifications.deliver', { notificationId: id }, { uniqueKey: id });
+        return id === null
+          ? null
+          : this.jobs.nowIn(m, 'notifications.deliver', { notificationId: id }, { uniqueKey: id });
       });
       if (wake) {
         created++;
@@ -154,7 +171,14 @@ function accountEvent(r: AccountEventRow): Found {
   const credits = formatUsd(data.balance.creditsMinor);
   const base = { key: `event:${r.id}`, accountId: r.account_id, chatId: Number(r.chat_id) };
   if (r.type === 'topup.paid') {
-    return { type: r.type, n: { ...base, kind: 'TOPUP_CREDITED', text: `💳 Top-up credited: +${formatUsd(data.amountMinor ?? 0)}. Your credits are now ${credits}.` } };
+    return {
+      type: r.type,
+      n: {
+        ...base,
+        kind: 'TOPUP_CREDITED',
+        text: `💳 Top-up credited: +${formatUsd(data.amountMinor ?? 0)}. Your credits are now ${credits}.`,
+      },
+    };
   }
   return {
     type: r.type,
@@ -168,19 +192,32 @@ function accountEvent(r: AccountEventRow): Found {
 
 function rentalChanged(r: RentalChange): Found {
   const what = r.offer_name ?? r.gpu_model ?? 'GPU machine';
-  const who = r.key_name ? ` started by ${r.key_kind === 'AGENT' ? 'agent ' : ''}"${r.key_name}" (${r.key_prefix})` : '';
+  const who = r.key_name
+    ? ` started by ${r.key_kind === 'AGENT' ? 'agent ' : ''}"${r.key_name}" (${r.key_prefix})`
+    : '';
   const ref = `Rental ${r.order_id}.`;
   let text: string;
   if (r.status === 'ACTIVE') {
     text = `🟢 Rental is ACTIVE: ${what}${who}, ${formatUsd(readMinor(r.hourly_price_minor))}/h. ${ref} See /rentals.`;
   } else if (r.status === 'FAILED') {
     const reason = r.failure_reason ? ` Reason: ${r.failure_reason.replace(/\.+$/, '')}.` : '';
-    const reversal = r.reversal_status === 'SUCCEEDED' ? ' Its charge was reversed.' : r.reversal_status === 'PENDING' ? ' Its charge is being reversed.' : '';
+    const reversal =
+      r.reversal_status === 'SUCCEEDED'
+        ? ' Its charge was reversed.'
+        : r.reversal_status === 'PENDING'
+          ? ' Its charge is being reversed.'
+          : '';
     text = `🔴 Rental FAILED: ${what}${who}.${reason}${reversal} ${ref}`;
   } else {
     text = `⚪ Rental TERMINATED: ${what}${who}. The machine is gone and billing has stopped. ${ref}`;
   }
-  const n = { key: `deployment:${r.id}:${r.status}`, kind: `RENTAL_${r.status}`, accountId: r.account_id, chatId: Number(r.chat_id), text };
+  const n = {
+    key: `deployment:${r.id}:${r.status}`,
+    kind: `RENTAL_${r.status}`,
+    accountId: r.account_id,
+    chatId: Number(r.chat_id),
+    text,
+  };
   return { type: `rental.${r.status.toLowerCase()}` as EventType, n };
 }
 
@@ -202,8 +239,17 @@ function rentalEvent(r: RentalEventRow, now: Date, idleGraceMs: number): Found {
   const base = { key: `event:${r.id}`, accountId: r.account_id, chatId: Number(r.chat_id) };
   if (r.type === 'rental.expiring') {
     const endsAt = data.endsAt ? new Date(data.endsAt) : null;
-    const when = endsAt ? ` ends at ${endsAt.toISOString().slice(11, 16)} UTC (${endsByLease(data, endsAt) ? 'lease' : 'prepaid'} end)` : ' ends soon';
-    return { type: r.type, n: { ...base, kind: 'RENTAL_EXPIRING', text: `⏳ Rental ending soon: ${what}${when}. Save your work now. See /rentals.` } };
+    const when = endsAt
+      ? ` ends at ${endsAt.toISOString().slice(11, 16)} UTC (${endsByLease(data, endsAt) ? 'lease' : 'prepaid'} end)`
+      : ' ends soon';
+    return {
+      type: r.type,
+      n: {
+        ...base,
+        kind: 'RENTAL_EXPIRING',
+        text: `⏳ Rental ending soon: ${what}${when}. Save your work now. See /rentals.`,
+      },
+    };
   }
   // Counted from the warning, so a message collected late does not promise more time than is left.
   const left = new Date(r.created_at).getTime() + idleGraceMs - now.getTime();

@@ -34,6 +34,9 @@ function parseChoice(text: string): StoredChoice {
   const entries = text.split(',');
   return {
     on: entries.filter(known),
-    off: entries.filter((e) => e.startsWith('!')).map((e) => e.slice(1)).filter(known),
+    off: entries
+      .filter((e) => e.startsWith('!'))
+      .map((e) => e.slice(1))
+      .filter(known),
   };
 }

@@ -22,7 +22,13 @@ export const NOTIFIABLE_EVENT_TYPES: readonly EventType[] = [
  * The types /notify offered while a stored choice listed only the types turned on: in such a
  * choice, one of these left out was turned off, while a type added since is on by default.
  */
-const OFFERED_BEFORE_OFF_WAS_STORED: readonly EventType[] = ['rental.active', 'rental.failed', 'rental.terminated', 'topup.paid', 'credits.low'];
+const OFFERED_BEFORE_OFF_WAS_STORED: readonly EventType[] = [
+  'rental.active',
+  'rental.failed',
+  'rental.terminated',
+  'topup.paid',
+  'credits.low',
+];
 
 /** How /notify names each type to an owner. */
 export const NOTIFIABLE_LABELS: Readonly<Record<string, string>> = {
@@ -57,10 +63,12 @@ export class NotifyPreferences {
   /** The types each chat is told about, the default set for a chat that never chose. */
   async ofChats(chatIds: readonly number[]): Promise<Map<number, EventType[]>> {
     const chosen = await chosenEventTypes(this.ds, chatIds);
-    return new Map(chatIds.map((id) => {
-      const choice = chosen.get(id);
-      return [id, choice ? onUnder(choice) : [...NOTIFIABLE_EVENT_TYPES]];
-    }));
+    return new Map(
+      chatIds.map((id) => {
+        const choice = chosen.get(id);
+        return [id, choice ? onUnder(choice) : [...NOTIFIABLE_EVENT_TYPES]];
+      }),
+    );
   }
 
   /** Turns `type` on or off for the chat; answers the types it is told about now. */
@@ -68,7 +76,12 @@ export class NotifyPreferences {
     if (!NOTIFIABLE_EVENT_TYPES.includes(type)) throw new Error(`${type} is not an event the bot tells owners of`);
     const now = await this.of(chatId);
     const next = NOTIFIABLE_EVENT_TYPES.filter((t) => (t === type ? !now.includes(t) : now.includes(t)));
-    await saveEventTypes(this.ds, chatId, { on: next, off: NOTIFIABLE_EVENT_TYPES.filter((t) => !next.includes(t)) }, this.clock.now());
+    await saveEventTypes(
+      this.ds,
+      chatId,
+      { on: next, off: NOTIFIABLE_EVENT_TYPES.filter((t) => !next.includes(t)) },
+      this.clock.now(),
+    );
     return next;
   }
 }

@@ -11,7 +11,14 @@ import type { KeyUsage } from '../keys/keys.service.js';
 import { assertFreeSlot } from './concurrency-slot.js';
 import type { Deployment } from './deployment.entity.js';
 import type { Order } from './order.entity.js';
-import { FAILED_AFTER_USE_LIMIT, FAILED_AFTER_USE_WINDOW_MS, MAX_CANDIDATES, METERING_LAG_MIN_MS, METERING_LAG_PERIODS, MIN_BUDGET_MINOR } from './rental-limits.js';
+import {
+  FAILED_AFTER_USE_LIMIT,
+  FAILED_AFTER_USE_WINDOW_MS,
+  MAX_CANDIDATES,
+  METERING_LAG_MIN_MS,
+  METERING_LAG_PERIODS,
+  MIN_BUDGET_MINOR,
+} from './rental-limits.js';
 import { chargeEnd } from './lifecycle/metering.js';
 import type { DeploymentBillingModel } from './rental-status.js';
 import type { MachineColumns } from './machine-secrets.js';
@@ -23,7 +30,10 @@ import type { GpuIntent, RentalIntent } from './rental-intent.js';
 // rows, call these, and write what they return. The request itself is parsed in rental-intent.ts.
 
 /** What admission needs of an offer: the snapshot's entry or a cached row. */
-export type AdmissionOffer = Pick<Offer, 'id' | 'name' | 'gpuCount' | 'pricePerHourMinor' | 'currency' | 'maximumDurationSeconds' | 'provider'>;
+export type AdmissionOffer = Pick<
+  Offer,
+  'id' | 'name' | 'gpuCount' | 'pricePerHourMinor' | 'currency' | 'maximumDurationSeconds' | 'provider'
+>;
 
 /** What admission decided about money and machines, before anything is written. */
 export interface AdmissionTerms {
@@ -53,7 +63,10 @@ export type PayingAccount = Pick<Account, 'billingModel' | 'frozen' | 'balanceMi
 export type AdmittingKey = Pick<Principal, 'key' | 'scopes'>;
 
 /** Whole purchased hours (docs/rentals-and-money.md): never more than the budget or the offer allows. */
-export function purchasedHours(budgetMinor: number, offer: Pick<Offer, 'pricePerHourMinor' | 'maximumDurationSeconds'>): number {
+export function purchasedHours(
+  budgetMinor: number,
+  offer: Pick<Offer, 'pricePerHourMinor' | 'maximumDurationSeconds'>,
+): number {
   return Math.min(Math.floor(budgetMinor / offer.pricePerHourMinor), Math.floor(offer.maximumDurationSeconds / 3600));
 }
 
@@ -63,7 +76,12 @@ export function maxCheckoutBudget(offer: Pick<Offer, 'pricePerHourMinor' | 'maxi
 }
 
 /** LEGACY_PREPAID terms of `hours` of `first`, falling back only to `fallbacks` that can run them. */
-function prepaid(hours: number, first: AdmissionOffer, fallbacks: AdmissionOffer[], lease: number | null): AdmissionTerms {
+function prepaid(
+  hours: number,
+  first: AdmissionOffer,
+  fallbacks: AdmissionOffer[],
+  lease: number | null,
+): AdmissionTerms {
   return {
     billingModel: 'LEGACY_PREPAID',
     hours,
@@ -79,7 +97,11 @@ function prepaid(hours: number, first: AdmissionOffer, fallbacks: AdmissionOffer
 }
 
 /** The lease of a rental of `first`; fallbacks that cannot run that long are left out by {@link runLease}. */
-function leaseOf(caller: AdmittingKey, terminateAfterSeconds: number | null, first: AdmissionOffer | null): number | null {
+function leaseOf(
+  caller: AdmittingKey,
+  terminateAfterSeconds: number | null,
+  first: AdmissionOffer | null,
+): number | null {
   return leaseSeconds({
     terminateAfterSeconds,
     keyMaxRentalSeconds: caller.key.maxRentalSeconds ?? null,
@@ -113,13 +135,22 @@ function runLease(candidates: AdmissionOffer[], lease: number | null): Admission
  * The billing model and purchase of a credit-funded rental, from the account's model and the
  * budget asked for (docs/rentals-and-money.md); `candidates` are cheapest first.
  */
-export function creditTerms(account: PayingAccount, caller: AdmittingKey, budget: number | null, offers: AdmissionOffer[], terminateAfterSeconds: number | null = null): AdmissionTerms {
+export function creditTerms(
+  account: PayingAccount,
+  caller: AdmittingKey,
+  budget: number | null,
+  offers: AdmissionOffer[],
+  terminateAfterSeconds: number | null = null,
+): AdmissionTerms {
   const lease = leaseOf(caller, terminateAfterSeconds, offers[0]);
   // The lease is checked against the cheapest offer; fallbacks that cannot run it are dropped.
   const candidates = [offers[0], ...runLease(offers.slice(1), lease)];
   assertNotFrozen(account, 'start rentals');
   if (account.balanceMinor < 0) {
-    throw new AppError('ACCOUNT_FROZEN', `This account's credits are negative (${account.balanceMinor} cents); it cannot start rentals. ${topUpAdvice(caller.scopes)}`);
+    throw new AppError(
+      'ACCOUNT_FROZEN',
+      `This account's credits are negative (${account.balanceMinor} cents); it cannot start rentals. ${topUpAdvice(caller.scopes)}`,
+    );
   }
   // One floor for every billing model: a smaller cap stops the machine minutes after it starts.
   if (budget !== null && budget < MIN_BUDGET_MINOR) {
@@ -177,7 +208,15 @@ export function waitingTerms(account: PayingAccount, caller: AdmittingKey, inten
       'Invalid request: waitForCapacitySeconds: only accounts billed by usage (ACCOUNT_BALANCE) can wait for capacity; this account is LEGACY_PREPAID. Send the rental without it when an offer is available.',
     );
   }
-  const ceiling: AdmissionOffer = { id: '', name: intent.gpuModel, gpuCount: intent.gpuCount, pricePerHourMinor: intent.maxHourlyPriceMinor, currency: 'USD', maximumDurationSeconds: Number.MAX_SAFE_INTEGER, provider: '' };
+  const ceiling: AdmissionOffer = {
+    id: '',
+    name: intent.gpuModel,
+    gpuCount: intent.gpuCount,
+    pricePerHourMinor: intent.maxHourlyPriceMinor,
+    currency: 'USD',
+    maximumDurationSeconds: Number.MAX_SAFE_INTEGER,
+    provider: '',
+  };
   const terms = creditTerms(account, caller, intent.budgetMinor, [ceiling], intent.terminateAfterSeconds);
   return { ...terms, candidates: [] };
 }
@@ -189,11 +228,17 @@ export function waitingTerms(account: PayingAccount, caller: AdmittingKey, inten
 export function cardTerms(offer: AdmissionOffer, budgetMinor: number, caller: AdmittingKey): AdmissionTerms {
   const max = maxCheckoutBudget(offer);
   if (budgetMinor > max) {
-    throw new AppError('VALIDATION_FAILED', `Invalid request: budgetMinor: must be at most ${max} for this offer (its price over its maximum duration).`);
+    throw new AppError(
+      'VALIDATION_FAILED',
+      `Invalid request: budgetMinor: must be at most ${max} for this offer (its price over its maximum duration).`,
+    );
   }
   const hours = purchasedHours(budgetMinor, offer);
   if (hours < 1) {
-    throw new AppError('BUDGET_TOO_SMALL', `budgetMinor buys no whole hour of this offer; one hour costs ${offer.pricePerHourMinor}.`);
+    throw new AppError(
+      'BUDGET_TOO_SMALL',
+      `budgetMinor buys no whole hour of this offer; one hour costs ${offer.pricePerHourMinor}.`,
+    );
   }
   const lease = leaseOf(caller, null, offer);
   assertLeaseRunsPurchase(hours, offer, lease);
@@ -206,7 +251,13 @@ export function cardTerms(offer: AdmissionOffer, budgetMinor: number, caller: Ad
  * admissions cannot overshoot. Reservations count against the key's budget as they count against
  * the account's credits: a rental's unspent first hour is money its key may still spend.
  */
-export function assertCreditLimits(account: PayingAccount, caller: AdmittingKey, usage: KeyUsage, reserved: Reserved, terms: AdmissionTerms): void {
+export function assertCreditLimits(
+  account: PayingAccount,
+  caller: AdmittingKey,
+  usage: KeyUsage,
+  reserved: Reserved,
+  terms: AdmissionTerms,
+): void {
   const key = caller.key;
   const remainingKeyBudget = key.budgetLimitMinor - usage.netSpentMinor - reserved.keyMinor;
   // A metered rental needs its own reservation (credit-reservation.ts) out of unreserved credits.
@@ -217,7 +268,10 @@ export function assertCreditLimits(account: PayingAccount, caller: AdmittingKey,
       : outstandingReservationMinor({ hourlyPriceMinor: price, spendCapMinor: terms.spendCapMinor, usageMinor: 0 });
 
   if (terms.billingModel === 'LEGACY_PREPAID' && terms.totalMinor > key.maxPerRentalMinor) {
-    throw new AppError('KEY_LIMIT_EXCEEDED', `This rental costs ${terms.totalMinor} cents; this key may spend at most ${key.maxPerRentalMinor} cents per rental.`);
+    throw new AppError(
+      'KEY_LIMIT_EXCEEDED',
+      `This rental costs ${terms.totalMinor} cents; this key may spend at most ${key.maxPerRentalMinor} cents per rental.`,
+    );
   }
   if (needed > remainingKeyBudget) {
     throw new AppError(
@@ -228,7 +282,8 @@ export function assertCreditLimits(account: PayingAccount, caller: AdmittingKey,
   }
   assertFreeSlot(caller, usage);
   if (account.balanceMinor - reserved.accountMinor < needed) {
-    const held = reserved.accountMinor > 0 ? ` (${reserved.accountMinor} of them reserved by its running metered rentals)` : '';
+    const held =
+      reserved.accountMinor > 0 ? ` (${reserved.accountMinor} of them reserved by its running metered rentals)` : '';
     throw new AppError(
       'INSUFFICIENT_CREDITS',
       `This rental needs ${needed} cents of credits; the account has ${account.balanceMinor}${held}. ${topUpAdvice(caller.scopes)}`,
@@ -265,9 +320,16 @@ export function assertFailedAfterUseUnderLimit(recent: readonly Date[], now: Dat
  * is away), the balance holds money those rentals have used, so no credit-funded rental is
  * admitted against it; the refusal lifts once metering catches up.
  */
-export function assertMeteringCaughtUp(rentals: readonly Pick<Deployment, 'meteredUntil' | 'endsAt' | 'terminateRequestedAt'>[], now: Date, meteringEveryMs: number): void {
+export function assertMeteringCaughtUp(
+  rentals: readonly Pick<Deployment, 'meteredUntil' | 'endsAt' | 'terminateRequestedAt'>[],
+  now: Date,
+  meteringEveryMs: number,
+): void {
   const nowMs = now.getTime();
-  const lagMs = Math.max(0, ...rentals.map((r) => (r.meteredUntil ? chargeEnd(r, nowMs) - r.meteredUntil.getTime() : 0)));
+  const lagMs = Math.max(
+    0,
+    ...rentals.map((r) => (r.meteredUntil ? chargeEnd(r, nowMs) - r.meteredUntil.getTime() : 0)),
+  );
   if (lagMs <= Math.max(METERING_LAG_PERIODS * meteringEveryMs, METERING_LAG_MIN_MS)) return;
   const wait = secondsUntil(nowMs + meteringEveryMs, now);
   throw new AppError(
@@ -290,7 +352,13 @@ export interface NewRental {
  * The order row of a new rental. A card order waits for its payment (AWAITING_PAYMENT); a
  * credit-funded one is PENDING provisioning. `slug` is the GPU intent's stored match (null for an offer).
  */
-export function newOrder(rental: NewRental, intent: RentalIntent, slug: string | null, terms: AdmissionTerms, machine: MachineColumns): Order {
+export function newOrder(
+  rental: NewRental,
+  intent: RentalIntent,
+  slug: string | null,
+  terms: AdmissionTerms,
+  machine: MachineColumns,
+): Order {
   const first = terms.candidates[0] as AdmissionOffer | undefined;
   const gpu = intent.kind === 'INTENT' ? intent : null;
   // Only an intent with no candidate yet waits (admission decided it may).
@@ -376,7 +444,13 @@ export function newDeployment(id: string, order: Order, terms: AdmissionTerms): 
 }
 
 /** The ledger debit of a prepaid rental's purchase, or null when nothing is paid at admission. */
-export function rentalDebitTerms(order: Order, terms: AdmissionTerms): { amountMinor: number; description: string } | null {
+export function rentalDebitTerms(
+  order: Order,
+  terms: AdmissionTerms,
+): { amountMinor: number; description: string } | null {
   if (terms.totalMinor <= 0) return null;
-  return { amountMinor: -terms.totalMinor, description: `Rental ${order.id}: ${terms.hours} h at ${order.hourlyPriceMinor} cents/h` };
+  return {
+    amountMinor: -terms.totalMinor,
+    description: `Rental ${order.id}: ${terms.hours} h at ${order.hourlyPriceMinor} cents/h`,
+  };
 }

@@ -1,4 +1,15 @@
-import { Body, Header, OperationId, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import {
+  Body,
+  Header,
+  OperationId,
+  Post,
+  Request,
+  Response,
+  Route,
+  Security,
+  SuccessResponse,
+  Tags,
+} from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
@@ -32,8 +43,14 @@ export class CardCheckoutController extends BaseController {
   @Response<ErrorEnvelope>(400, 'Missing or malformed Idempotency-Key, or malformed JSON (INVALID_REQUEST)')
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (the key lacks the rent scope)')
-  @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT, CONCURRENCY_LIMIT_REACHED (the key already runs or awaits its maximum of deployments)')
-  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (including an offerId not currently offered and budgetMinor above the offer maximum), BUDGET_TOO_SMALL, EMAIL_REQUIRED')
+  @Response<ErrorEnvelope>(
+    409,
+    'IDEMPOTENCY_CONFLICT, CONCURRENCY_LIMIT_REACHED (the key already runs or awaits its maximum of deployments)',
+  )
+  @Response<ErrorEnvelope>(
+    422,
+    'VALIDATION_FAILED (including an offerId not currently offered and budgetMinor above the offer maximum), BUDGET_TOO_SMALL, EMAIL_REQUIRED',
+  )
   @Response<ErrorEnvelope>(503, 'UNAVAILABLE (payment provider unreachable; retry with the same key)')
   async checkout(
     @Request() req: ExRequest,

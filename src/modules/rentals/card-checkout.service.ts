@@ -34,10 +34,17 @@ export class CardCheckoutService {
     private readonly keys: KeysService,
   ) {}
 
-  async checkout(principal: Principal, idempotencyKeyHeader: string | undefined, body: CardCheckoutRequest): Promise<CardCheckoutResponse> {
+  async checkout(
+    principal: Principal,
+    idempotencyKeyHeader: string | undefined,
+    body: CardCheckoutRequest,
+  ): Promise<CardCheckoutResponse> {
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
     this.sessions.requireProvider();
-    const request = idempotentRequest(`checkout:${principal.accountId}`, idemKey, { offerId: body.offerId.toLowerCase(), budgetMinor: body.budgetMinor });
+    const request = idempotentRequest(`checkout:${principal.accountId}`, idemKey, {
+      offerId: body.offerId.toLowerCase(),
+      budgetMinor: body.budgetMinor,
+    });
 
     // A retry answers with the order it made even if the offer has since changed or vanished.
     const admitted = (await priorUse(this.ds, request)) === null ? await this.admit(principal, body) : null;
@@ -53,7 +60,8 @@ export class CardCheckoutService {
     const order = await getOrder(this.ds, claimed.orderId!);
     let checkout = await this.sessions.open(claimed, await this.describe(order));
     checkout = await this.sessions.expireIfDue(checkout);
-    if (!checkout.checkoutUrl) throw new AppError('UNAVAILABLE', 'The payment page is not ready yet. Retry with the same Idempotency-Key.');
+    if (!checkout.checkoutUrl)
+      throw new AppError('UNAVAILABLE', 'The payment page is not ready yet. Retry with the same Idempotency-Key.');
     return {
       orderId: order.id,
       checkoutUrl: checkout.checkoutUrl,
@@ -75,8 +83,20 @@ export class CardCheckoutService {
     terms: AdmissionTerms,
   ): Promise<{ resourceId: string; result: Checkout }> {
     await assertConcurrencySlot(m, principal, this.keys);
-    const rental = { id: randomUUID(), accountId: principal.accountId, keyId: principal.keyId, funding: 'CARD' as const, now: this.clock.now() };
-    const intent = { kind: 'OFFER' as const, offerId: terms.candidates[0].id, budgetMinor: body.budgetMinor, machine: { ...DEFAULT_MACHINE_SETTINGS }, terminateAfterSeconds: null };
+    const rental = {
+      id: randomUUID(),
+      accountId: principal.accountId,
+      keyId: principal.keyId,
+      funding: 'CARD' as const,
+      now: this.clock.now(),
+    };
+    const intent = {
+      kind: 'OFFER' as const,
+      offerId: terms.candidates[0].id,
+      budgetMinor: body.budgetMinor,
+      machine: { ...DEFAULT_MACHINE_SETTINGS },
+      terminateAfterSeconds: null,
+    };
     const order = newOrder(rental, intent, null, terms, NO_MACHINE_COLUMNS);
     await insertOrder(m, order);
     await insertDeployment(m, newDeployment(randomUUID(), order, terms));
@@ -94,12 +114,18 @@ export class CardCheckoutService {
   private async admit(principal: Principal, body: CardCheckoutRequest): Promise<AdmissionTerms> {
     const account = await getAccount(this.ds, principal.accountId);
     if (!account.email) {
-      throw new AppError('EMAIL_REQUIRED', 'Card checkout needs an e-mail on the account for the receipt. Set it with PUT /api/v1/me/email.');
+      throw new AppError(
+        'EMAIL_REQUIRED',
+        'Card checkout needs an e-mail on the account for the receipt. Set it with PUT /api/v1/me/email.',
+      );
     }
     const offer = await this.inventory.findCached(body.offerId.toLowerCase());
     if (!offer || !offer.available) {
       // A 422 on the field, not 404: this route's contract declares only 401 and 422 as errors.
-      throw new AppError('VALIDATION_FAILED', `Invalid request: offerId: ${body.offerId} is not currently offered. See /api/v1/offers.`);
+      throw new AppError(
+        'VALIDATION_FAILED',
+        `Invalid request: offerId: ${body.offerId} is not currently offered. See /api/v1/offers.`,
+      );
     }
     return cardTerms(offer, body.budgetMinor, principal);
   }

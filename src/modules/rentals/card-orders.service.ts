@@ -23,9 +23,18 @@ export class CardOrdersService implements CardOrders {
   async paidTooLate(m: EntityManager, orderId: string, state: CardOrderState | null, at: Date): Promise<void> {
     if (state?.awaitingPayment) {
       // Cancelled by its owner before paying: it ends as they asked, and the payment goes back.
-      await transition(m, { orderId }, ONLY_UNPAID, 'TERMINATED', { at, deployment: { endedAt: null }, order: { reversalStatus: 'PENDING' } });
+      await transition(m, { orderId }, ONLY_UNPAID, 'TERMINATED', {
+        at,
+        deployment: { endedAt: null },
+        order: { reversalStatus: 'PENDING' },
+      });
     } else if (state?.status === 'FAILED') {
-      await markReversalPending(m, orderId, at, 'The card payment arrived after the order had closed, so the rental never started. The payment is refunded to the card.');
+      await markReversalPending(
+        m,
+        orderId,
+        at,
+        'The card payment arrived after the order had closed, so the rental never started. The payment is refunded to the card.',
+      );
     } else {
       await markReversalPending(m, orderId, at);
     }
@@ -42,7 +51,10 @@ export class CardOrdersService implements CardOrders {
         ? ['PAYMENT_EXPIRED', 'The card checkout expired before it was paid. Nothing was charged.']
         : ['PAYMENT_FAILED', 'The card payment did not go through. Nothing was charged.'];
     // Nothing was charged, so there is nothing to give back: the reversal is complete as it stands.
-    await transition(m, { orderId }, ONLY_UNPAID, 'FAILED', { at, order: { failureCode: code, failureReason: reason, reversalStatus: 'SUCCEEDED' } });
+    await transition(m, { orderId }, ONLY_UNPAID, 'FAILED', {
+      at,
+      order: { failureCode: code, failureReason: reason, reversalStatus: 'SUCCEEDED' },
+    });
   }
 
   async refunded(m: EntityManager, orderId: string, at: Date): Promise<void> {

@@ -2,7 +2,17 @@ import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 
 /** Outcome of one provider create attempt. */
 /** GPU_MISMATCH: the machine came up with fewer GPUs than its offer promised; it was destroyed. */
-export type AttemptOutcome = 'STARTED' | 'CREATED' | 'UNAVAILABLE' | 'AMBIGUOUS' | 'ADOPTED' | 'NOT_FOUND' | 'FAILED' | 'THROTTLED' | 'REJECTED' | 'GPU_MISMATCH';
+export type AttemptOutcome =
+  | 'STARTED'
+  | 'CREATED'
+  | 'UNAVAILABLE'
+  | 'AMBIGUOUS'
+  | 'ADOPTED'
+  | 'NOT_FOUND'
+  | 'FAILED'
+  | 'THROTTLED'
+  | 'REJECTED'
+  | 'GPU_MISMATCH';
 
 /** One create call (at most three per GPU-intent rental), recorded before the call is made. */
 @Entity({ name: 'deployment_attempts' })

@@ -1,4 +1,17 @@
-import { Extension, Get, OperationId, Path, Post, Query, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import {
+  Extension,
+  Get,
+  OperationId,
+  Path,
+  Post,
+  Query,
+  Request,
+  Response,
+  Route,
+  Security,
+  SuccessResponse,
+  Tags,
+} from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { assertBodyless } from '../../http/bodyless.js';
@@ -54,7 +67,12 @@ export class DeploymentsController extends BaseController {
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (waitFor names an unknown status, waitSeconds out of range)')
-  async get(@Request() req: ExRequest, @Path() id: string, @Query() waitFor?: string, @Query() waitSeconds?: number): Promise<Envelope<DeploymentDto>> {
+  async get(
+    @Request() req: ExRequest,
+    @Path() id: string,
+    @Query() waitFor?: string,
+    @Query() waitSeconds?: number,
+  ): Promise<Envelope<DeploymentDto>> {
     return this.ok(req, await this.reads.getDeployment(principalOf(req), id, parseWait(waitFor, waitSeconds)));
   }
 
@@ -99,7 +117,10 @@ export class DeploymentsController extends BaseController {
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (no manage scope)')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND (no deployment or rental with this id for this key)')
-  @Response<ErrorEnvelope>(409, 'DEPLOYMENT_NOT_ACTIVE (not ACTIVE now: the message gives the status; Retry-After while it is starting)')
+  @Response<ErrorEnvelope>(
+    409,
+    'DEPLOYMENT_NOT_ACTIVE (not ACTIVE now: the message gives the status; Retry-After while it is starting)',
+  )
   async reveal(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<CredentialsDto>> {
     try {
       assertBodyless(req);

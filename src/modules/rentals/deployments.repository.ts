@@ -3,7 +3,12 @@ import { readMinor } from '../../db/columns.js';
 import { Deployment } from './deployment.entity.js';
 import { DeploymentAttempt } from './deployment-attempt.entity.js';
 import type { Sql } from '../../db/sql.js';
-import { METERED_BILLING_MODELS, PROVISIONING_STATUSES, RESERVING_STATUSES, type RentalStatus } from './rental-status.js';
+import {
+  METERED_BILLING_MODELS,
+  PROVISIONING_STATUSES,
+  RESERVING_STATUSES,
+  type RentalStatus,
+} from './rental-status.js';
 
 // The reads and writes of `deployments` and `deployment_attempts`: the jobs' reads of one
 // deployment, the create attempts, termination's bookkeeping (the metering sweep's statements are
@@ -23,22 +28,43 @@ export function deploymentOfOrder(ds: DataSource, orderId: string): Promise<Depl
 
 /** Deployment `id` locked FOR UPDATE until the caller's transaction ends; null when there is none. */
 export function lockDeployment(m: EntityManager, id: string): Promise<Deployment | null> {
-  return m.getRepository(Deployment).createQueryBuilder('d').setLock('pessimistic_write').where('d.id = :id', { id }).getOne();
+  return m
+    .getRepository(Deployment)
+    .createQueryBuilder('d')
+    .setLock('pessimistic_write')
+    .where('d.id = :id', { id })
+    .getOne();
 }
 
 /** Stores the deployment's SSH key pair (private half sealed) unless one is stored already: the first key written stays. */
-export async function storeSshKey(ds: DataSource, id: string, key: Pick<Deployment, 'sshPublicKey' | 'sshPrivateKeyEnc' | 'sshKeyKid'>, at: Date): Promise<void> {
+export async function storeSshKey(
+  ds: DataSource,
+  id: string,
+  key: Pick<Deployment, 'sshPublicKey' | 'sshPrivateKeyEnc' | 'sshKeyKid'>,
+  at: Date,
+): Promise<void> {
   await ds
     .createQueryBuilder()
     .update(Deployment)
-    .set({ sshPublicKey: key.sshPublicKey, sshPrivateKeyEnc: key.sshPrivateKeyEnc, sshKeyKid: key.sshKeyKid, updatedAt: at })
+    .set({
+      sshPublicKey: key.sshPublicKey,
+      sshPrivateKeyEnc: key.sshPrivateKeyEnc,
+      sshKeyKid: key.sshKeyKid,
+      updatedAt: at,
+    })
     .where('id = :id AND ssh_private_key_enc IS NULL', { id })
     .execute();
 }
 
 /** Where the instance answers SSH, kept as soon as the provider says: termination probes it. */
-export async function recordSshAddress(ds: DataSource, deploymentId: string, ssh: { host: string; port: number; user: string }): Promise<void> {
-  await ds.getRepository(Deployment).update({ id: deploymentId }, { sshHost: ssh.host, sshPort: ssh.port, sshUser: ssh.user });
+export async function recordSshAddress(
+  ds: DataSource,
+  deploymentId: string,
+  ssh: { host: string; port: number; user: string },
+): Promise<void> {
+  await ds
+    .getRepository(Deployment)
+    .update({ id: deploymentId }, { sshHost: ssh.host, sshPort: ssh.port, sshUser: ssh.user });
 }
 
 /**
@@ -46,13 +72,20 @@ export async function recordSshAddress(ds: DataSource, deploymentId: string, ssh
  * a machine showing another later is not the machine we know). True when this call pinned it.
  */
 export async function pinHostKey(ds: DataSource, deploymentId: string, fingerprint: string): Promise<boolean> {
-  const res: { affectedRows: number } = await ds.query(`UPDATE deployments SET ssh_host_key = ? WHERE id = ? AND ssh_host_key IS NULL`, [fingerprint, deploymentId]);
+  const res: { affectedRows: number } = await ds.query(
+    `UPDATE deployments SET ssh_host_key = ? WHERE id = ? AND ssh_host_key IS NULL`,
+    [fingerprint, deploymentId],
+  );
   return res.affectedRows === 1;
 }
 
 /** The first moment a machine running the rental's settings let the check in (the first one stays), while it is provisioning. */
 export async function recordUsable(ds: DataSource, deploymentId: string, at: Date): Promise<Date> {
-  await ds.query(`UPDATE deployments SET usable_at = ? WHERE id = ? AND usable_at IS NULL AND status IN (?)`, [at, deploymentId, PROVISIONING_STATUSES]);
+  await ds.query(`UPDATE deployments SET usable_at = ? WHERE id = ? AND usable_at IS NULL AND status IN (?)`, [
+    at,
+    deploymentId,
+    PROVISIONING_STATUSES,
+  ]);
   return at;
 }
 
@@ -70,13 +103,26 @@ export async function failedAfterUse(m: Sql, keyId: string, since: Date, limit: 
 }
 
 /** The provider instance that runs (or ran) the deployment. */
-export async function recordInstance(ds: DataSource, deploymentId: string, instanceId: string, at: Date): Promise<void> {
+export async function recordInstance(
+  ds: DataSource,
+  deploymentId: string,
+  instanceId: string,
+  at: Date,
+): Promise<void> {
   await ds.getRepository(Deployment).update({ id: deploymentId }, { instanceId, updatedAt: at });
 }
 
 /** One more destruction check that did not verify, and why. */
-export async function recordFailedVerification(ds: DataSource, deploymentId: string, verifyAttempts: number, detail: string, at: Date): Promise<void> {
-  await ds.getRepository(Deployment).update({ id: deploymentId }, { verifyAttempts, lastCheckDetail: detail, updatedAt: at });
+export async function recordFailedVerification(
+  ds: DataSource,
+  deploymentId: string,
+  verifyAttempts: number,
+  detail: string,
+  at: Date,
+): Promise<void> {
+  await ds
+    .getRepository(Deployment)
+    .update({ id: deploymentId }, { verifyAttempts, lastCheckDetail: detail, updatedAt: at });
 }
 
 /** The outcome of the last destruction check or clean-up, as shown to the operator (and read back by the reconciler). */
@@ -85,7 +131,8 @@ export async function setLastCheckDetail(ds: DataSource, deploymentId: string, d
 }
 
 /** What a deployment records of the create attempt it is on. */
-export type AttemptAssignment = Pick<Deployment, 'attempt' | 'label' | 'offerId' | 'providerId' | 'updatedAt'> & Partial<Pick<Deployment, 'hourlyPriceMinor'>>;
+export type AttemptAssignment = Pick<Deployment, 'attempt' | 'label' | 'offerId' | 'providerId' | 'updatedAt'> &
+  Partial<Pick<Deployment, 'hourlyPriceMinor'>>;
 
 /** Points the deployment at its newest attempt (and, metered, the price of the offer it tries), in the caller's transaction. */
 export async function assignAttempt(m: EntityManager, deploymentId: string, patch: AttemptAssignment): Promise<void> {
@@ -103,7 +150,11 @@ export async function insertAttempt(m: EntityManager, attempt: DeploymentAttempt
 }
 
 /** Records what came of attempt `id` (outcome, detail, instance, retry time). */
-export async function recordAttemptOutcome(ds: DataSource, id: string, fields: Partial<DeploymentAttempt>): Promise<void> {
+export async function recordAttemptOutcome(
+  ds: DataSource,
+  id: string,
+  fields: Partial<DeploymentAttempt>,
+): Promise<void> {
   await ds.getRepository(DeploymentAttempt).update({ id }, fields);
 }
 
@@ -118,8 +169,15 @@ export async function setMeteredUsage(
 }
 
 /** The deployments in `statuses` whose status has not changed since before `cutoff` (an unstamped change counts from the last update). */
-export function deploymentsUnchangedSince(ds: DataSource, statuses: readonly RentalStatus[], cutoff: Date): Promise<{ id: string; status: RentalStatus }[]> {
-  return ds.query(`SELECT id, status FROM deployments WHERE status IN (?) AND COALESCE(status_changed_at, updated_at) < ?`, [statuses, cutoff]);
+export function deploymentsUnchangedSince(
+  ds: DataSource,
+  statuses: readonly RentalStatus[],
+  cutoff: Date,
+): Promise<{ id: string; status: RentalStatus }[]> {
+  return ds.query(
+    `SELECT id, status FROM deployments WHERE status IN (?) AND COALESCE(status_changed_at, updated_at) < ?`,
+    [statuses, cutoff],
+  );
 }
 
 /** FAILED deployments whose order's reversal is still PENDING, failed before `cutoff`. */
@@ -134,12 +192,18 @@ export async function failedWithReversalPending(ds: DataSource, cutoff: Date): P
 
 /** ACTIVE deployments (any billing model: a purchase's end or a lease's) whose end is at or before `now`. */
 export async function overdueDeployments(ds: DataSource, now: Date): Promise<string[]> {
-  const rows: { id: string }[] = await ds.query(`SELECT id FROM deployments WHERE status = 'ACTIVE' AND ends_at IS NOT NULL AND ends_at <= ?`, [now]);
+  const rows: { id: string }[] = await ds.query(
+    `SELECT id FROM deployments WHERE status = 'ACTIVE' AND ends_at IS NOT NULL AND ends_at <= ?`,
+    [now],
+  );
   return rows.map((r) => r.id);
 }
 
 /** TERMINATED deployments whose last check detail starts with `detailPrefix`, with the label and provider of their instance. */
-export async function terminatedWithDetailPrefix(ds: DataSource, detailPrefix: string): Promise<{ id: string; label: string | null; providerId: string | null }[]> {
+export async function terminatedWithDetailPrefix(
+  ds: DataSource,
+  detailPrefix: string,
+): Promise<{ id: string; label: string | null; providerId: string | null }[]> {
   const rows: { id: string; label: string | null; provider_id: string | null }[] = await ds.query(
     `SELECT id, label, provider_id FROM deployments WHERE status = 'TERMINATED' AND last_check_detail LIKE ?`,
     [`${detailPrefix}%`],
@@ -148,7 +212,11 @@ export async function terminatedWithDetailPrefix(ds: DataSource, detailPrefix: s
 }
 
 /** Those of `labels` carried by an attempt of a deployment in one of `statuses`. */
-export async function labelsOfDeploymentsIn(ds: DataSource, labels: readonly string[], statuses: readonly RentalStatus[]): Promise<Set<string>> {
+export async function labelsOfDeploymentsIn(
+  ds: DataSource,
+  labels: readonly string[],
+  statuses: readonly RentalStatus[],
+): Promise<Set<string>> {
   const rows: { label: string }[] = await ds.query(
     `SELECT a.label FROM deployment_attempts a JOIN deployments d ON d.id = a.deployment_id
           WHERE a.label IN (?) AND d.status IN (?)`,
@@ -239,15 +307,45 @@ export async function cancelledUnpaidOrders(ds: DataSource, limit: number, order
 
 /** Puts the deployment in `phase`; `phase_since` moves only when the phase changes (assigned first, so it compares the old phase). */
 export async function setPhase(ds: DataSource, id: string, phase: string, at: Date): Promise<void> {
-  await ds.query(`UPDATE deployments SET phase_since = CASE WHEN phase <=> ? THEN phase_since ELSE ? END, phase = ? WHERE id = ?`, [phase, at, phase, id]);
+  await ds.query(
+    `UPDATE deployments SET phase_since = CASE WHEN phase <=> ? THEN phase_since ELSE ? END, phase = ? WHERE id = ?`,
+    [phase, at, phase, id],
+  );
 }
 
 /** Forgets the instance of an attempt given up on (destroyed), so the next attempt starts clean (its machine's host key too). */
 export async function clearInstance(ds: DataSource, id: string, at: Date): Promise<void> {
-  await ds.getRepository(Deployment).update({ id }, { instanceId: null, sshHost: null, sshPort: null, sshUser: null, sshHostKey: null, usableAt: null, updatedAt: at });
+  await ds.getRepository(Deployment).update(
+    { id },
+    {
+      instanceId: null,
+      sshHost: null,
+      sshPort: null,
+      sshUser: null,
+      sshHostKey: null,
+      usableAt: null,
+      updatedAt: at,
+    },
+  );
 }
 
 /** A rental that waited for capacity runs its first candidate, at its price, and leaves its phase. */
-export async function assignFirstCandidate(m: EntityManager, id: string, first: { id: string; provider: string; pricePerHourMinor: number }, at: Date): Promise<void> {
-  await m.update(Deployment, { id }, { offerId: first.id, providerId: first.provider, hourlyPriceMinor: first.pricePerHourMinor, phase: null, phaseSince: null, updatedAt: at });
+export async function assignFirstCandidate(
+  m: EntityManager,
+  id: string,
+  first: { id: string; provider: string; pricePerHourMinor: number },
+  at: Date,
+): Promise<void> {
+  await m.update(
+    Deployment,
+    { id },
+    {
+      offerId: first.id,
+      providerId: first.provider,
+      hourlyPriceMinor: first.pricePerHourMinor,
+      phase: null,
+      phaseSince: null,
+      updatedAt: at,
+    },
+  );
 }

@@ -66,7 +66,15 @@ export async function watchedRentals(ds: DataSource): Promise<WatchedRental[]> {
     sshPrivateKeyEnc: r.ssh_private_key_enc,
     sshKeyKid: r.ssh_key_kid,
     sshHostKey: r.ssh_host_key,
-    watch: r.sampled_at === null ? null : { sampledAt: r.sampled_at, idleSince: r.idle_since, idleSamples: Number(r.idle_samples), warnedAt: r.warned_at },
+    watch:
+      r.sampled_at === null
+        ? null
+        : {
+            sampledAt: r.sampled_at,
+            idleSince: r.idle_since,
+            idleSamples: Number(r.idle_samples),
+            warnedAt: r.warned_at,
+          },
   }));
 }
 
@@ -75,7 +83,12 @@ export async function watchedRentals(ds: DataSource): Promise<WatchedRental[]> {
  * (`prevSampledAt`, null: none stored): a concurrent sweep that sampled meanwhile wins, and this
  * sample is dropped. True when stored.
  */
-export async function saveIdleWatch(m: EntityManager, deploymentId: string, prevSampledAt: Date | null, next: IdleWatchState): Promise<boolean> {
+export async function saveIdleWatch(
+  m: EntityManager,
+  deploymentId: string,
+  prevSampledAt: Date | null,
+  next: IdleWatchState,
+): Promise<boolean> {
   const values = [next.sampledAt, next.idleSince, next.idleSamples, next.warnedAt];
   if (prevSampledAt === null) {
     const res: { affectedRows: number } = await m.query(
@@ -93,7 +106,9 @@ export async function saveIdleWatch(m: EntityManager, deploymentId: string, prev
 
 /** Drops the watches of rentals no longer ACTIVE (ended, or never to be sampled again). */
 export async function forgetFinishedWatches(ds: DataSource): Promise<void> {
-  await ds.query(`DELETE w FROM idle_watches w JOIN deployments d ON d.id = w.deployment_id WHERE d.status <> 'ACTIVE'`);
+  await ds.query(
+    `DELETE w FROM idle_watches w JOIN deployments d ON d.id = w.deployment_id WHERE d.status <> 'ACTIVE'`,
+  );
 }
 
 /** An ACTIVE rental with an end still ahead and no `rental.expiring` yet. */

@@ -17,7 +17,13 @@ interface MachineSecrets {
 /** The order columns that hold a rental's machine settings. */
 export type MachineColumns = Pick<
   Order,
-  'machineImage' | 'machineEnvNames' | 'machinePorts' | 'machineDiskGb' | 'machineSecretsEnc' | 'machineSecretsKid' | 'startupScriptSha256'
+  | 'machineImage'
+  | 'machineEnvNames'
+  | 'machinePorts'
+  | 'machineDiskGb'
+  | 'machineSecretsEnc'
+  | 'machineSecretsKid'
+  | 'startupScriptSha256'
 >;
 
 /** The columns of a rental that asked for nothing (card orders, which take no settings). */
@@ -37,10 +43,19 @@ export function scriptSha256(script: string): string {
 }
 
 /** The columns of `settings` for order `orderId`; nothing is sealed when there is no secret. */
-export function machineColumns(box: Pick<SecretBox, 'seal'>, orderId: string, settings: MachineSettings): MachineColumns {
+export function machineColumns(
+  box: Pick<SecretBox, 'seal'>,
+  orderId: string,
+  settings: MachineSettings,
+): MachineColumns {
   const names = Object.keys(settings.env).sort();
   const secret = names.length > 0 || settings.startupScript !== null;
-  const sealed = secret ? box.seal(JSON.stringify({ env: settings.env, startupScript: settings.startupScript } satisfies MachineSecrets), orderId) : null;
+  const sealed = secret
+    ? box.seal(
+        JSON.stringify({ env: settings.env, startupScript: settings.startupScript } satisfies MachineSecrets),
+        orderId,
+      )
+    : null;
   return {
     machineImage: settings.image,
     machineEnvNames: names.length ? names : null,
@@ -53,9 +68,14 @@ export function machineColumns(box: Pick<SecretBox, 'seal'>, orderId: string, se
 }
 
 /** The settings stored on `order`, secrets opened: what provisioning hands the provider (script as the agent wrote it). */
-export function machineSettingsOf(box: Pick<SecretBox, 'open'>, order: Pick<Order, 'id'> & MachineColumns): MachineSettings {
+export function machineSettingsOf(
+  box: Pick<SecretBox, 'open'>,
+  order: Pick<Order, 'id'> & MachineColumns,
+): MachineSettings {
   const secrets: MachineSecrets =
-    order.machineSecretsEnc && order.machineSecretsKid ? (JSON.parse(box.open(order.machineSecretsEnc, order.machineSecretsKid, order.id)) as MachineSecrets) : { env: {}, startupScript: null };
+    order.machineSecretsEnc && order.machineSecretsKid
+      ? (JSON.parse(box.open(order.machineSecretsEnc, order.machineSecretsKid, order.id)) as MachineSecrets)
+      : { env: {}, startupScript: null };
   return {
     ...DEFAULT_MACHINE_SETTINGS,
     image: order.machineImage,

@@ -73,11 +73,15 @@ function globMatches(pattern: string, value: string): boolean {
 /** A request's `machine` as the settings a provider receives; refuses, naming the setting, what cannot be honoured anywhere. */
 export function parseMachineSettings(req: MachineSettingsRequest | undefined, policy: MachinePolicy): MachineSettings {
   if (req === undefined || req === null) return { ...DEFAULT_MACHINE_SETTINGS, env: {}, ports: [] };
-  if (typeof req !== 'object' || Array.isArray(req)) throw invalid('machine', `must be an object with any of ${SETTINGS.join(', ')}.`);
+  if (typeof req !== 'object' || Array.isArray(req))
+    throw invalid('machine', `must be an object with any of ${SETTINGS.join(', ')}.`);
   const unknown = Object.keys(req).filter((k) => !(SETTINGS as readonly string[]).includes(k));
   if (unknown.length > 0) {
     const names = unknown.slice(0, 5).map((k) => JSON.stringify(k.length > 40 ? `${k.slice(0, 40)}…` : k));
-    throw invalid('machine', `unknown ${unknown.length === 1 ? 'property' : 'properties'} ${names.join(', ')}; machine accepts ${SETTINGS.join(', ')}.`);
+    throw invalid(
+      'machine',
+      `unknown ${unknown.length === 1 ? 'property' : 'properties'} ${names.join(', ')}; machine accepts ${SETTINGS.join(', ')}.`,
+    );
   }
   return {
     image: parseImage(req.image, policy.imageAllowlist),
@@ -90,7 +94,11 @@ export function parseMachineSettings(req: MachineSettingsRequest | undefined, po
 
 function parseImage(image: unknown, allowlist: readonly string[]): string | null {
   if (image === undefined || image === null) return null;
-  if (typeof image !== 'string') throw invalid('machine.image', 'must be a string, a container image reference such as "pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime".');
+  if (typeof image !== 'string')
+    throw invalid(
+      'machine.image',
+      'must be a string, a container image reference such as "pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime".',
+    );
   const match = IMAGE_REFERENCE.exec(image);
   if (!match || match[1].length > MAX_IMAGE_NAME_CHARS) {
     throw invalid(
@@ -100,17 +108,24 @@ function parseImage(image: unknown, allowlist: readonly string[]): string | null
     );
   }
   if (allowlist.length > 0 && !allowlist.some((pattern) => globMatches(pattern, image))) {
-    throw invalid('machine.image', `this service runs only images matching ${allowlist.map((p) => JSON.stringify(p)).join(', ')} (* = anything); use one of them, or leave out machine.image for the default image.`);
+    throw invalid(
+      'machine.image',
+      `this service runs only images matching ${allowlist.map((p) => JSON.stringify(p)).join(', ')} (* = anything); use one of them, or leave out machine.image for the default image.`,
+    );
   }
   return image;
 }
 
 function parseEnv(env: unknown): Record<string, string> {
   if (env === undefined || env === null) return {};
-  if (typeof env !== 'object' || Array.isArray(env)) throw invalid('machine.env', 'must be an object of variable names to string values, e.g. {"HF_TOKEN": "…"}.');
+  if (typeof env !== 'object' || Array.isArray(env))
+    throw invalid('machine.env', 'must be an object of variable names to string values, e.g. {"HF_TOKEN": "…"}.');
   const entries = Object.entries(env as Record<string, unknown>);
   if (entries.length > MAX_ENV_VARIABLES) {
-    throw invalid('machine.env', `${entries.length} variables; at most ${MAX_ENV_VARIABLES}. Put the rest in a file the startup script writes or fetches.`);
+    throw invalid(
+      'machine.env',
+      `${entries.length} variables; at most ${MAX_ENV_VARIABLES}. Put the rest in a file the startup script writes or fetches.`,
+    );
   }
   let total = 0;
   const out: Record<string, string> = {};
@@ -119,24 +134,42 @@ function parseEnv(env: unknown): Record<string, string> {
     const shown = JSON.stringify(name.length > 40 ? `${name.slice(0, 40)}…` : name).slice(1, -1);
     const setting = `machine.env.${shown}`;
     if (!ENV_NAME.test(name)) {
-      throw invalid(setting, `variable names are upper-case letters, digits and _, not starting with a digit (e.g. ${suggestedName(name)}); rename it.`);
+      throw invalid(
+        setting,
+        `variable names are upper-case letters, digits and _, not starting with a digit (e.g. ${suggestedName(name)}); rename it.`,
+      );
     }
     if (isReservedEnvName(name)) {
-      throw invalid(setting, `${name} is set by the machine itself (reserved: ${[...RESERVED_ENV_NAMES].join(', ')} and names starting GPR_); choose another name.`);
+      throw invalid(
+        setting,
+        `${name} is set by the machine itself (reserved: ${[...RESERVED_ENV_NAMES].join(', ')} and names starting GPR_); choose another name.`,
+      );
     }
     // Never quote the value back: it is the agent's secret.
-    if (typeof value !== 'string') throw invalid(setting, 'must be a string; send numbers and flags as text, e.g. "1".');
-    if (value.includes('\0')) throw invalid(setting, 'contains a NUL character, which no environment variable can hold; remove it.');
-    if (LONE_SURROGATE.test(value)) throw invalid(setting, 'is not valid UTF-8 text (it holds a lone surrogate); send the value as UTF-8 text, or base64-encode binary data.');
+    if (typeof value !== 'string')
+      throw invalid(setting, 'must be a string; send numbers and flags as text, e.g. "1".');
+    if (value.includes('\0'))
+      throw invalid(setting, 'contains a NUL character, which no environment variable can hold; remove it.');
+    if (LONE_SURROGATE.test(value))
+      throw invalid(
+        setting,
+        'is not valid UTF-8 text (it holds a lone surrogate); send the value as UTF-8 text, or base64-encode binary data.',
+      );
     const bytes = utf8Bytes(value);
     if (bytes > MAX_ENV_VALUE_BYTES) {
-      throw invalid(setting, `the value is ${bytes} bytes (UTF-8); at most ${MAX_ENV_VALUE_BYTES}. Put longer data in a file the startup script writes or fetches.`);
+      throw invalid(
+        setting,
+        `the value is ${bytes} bytes (UTF-8); at most ${MAX_ENV_VALUE_BYTES}. Put longer data in a file the startup script writes or fetches.`,
+      );
     }
     total += utf8Bytes(name) + bytes;
     out[name] = value;
   }
   if (total > MAX_ENV_TOTAL_BYTES) {
-    throw invalid('machine.env', `names and values are ${total} bytes in all (UTF-8); at most ${MAX_ENV_TOTAL_BYTES}. Put the larger values in a file the startup script writes or fetches.`);
+    throw invalid(
+      'machine.env',
+      `names and values are ${total} bytes in all (UTF-8); at most ${MAX_ENV_TOTAL_BYTES}. Put the larger values in a file the startup script writes or fetches.`,
+    );
   }
   return out;
 }
@@ -151,11 +184,22 @@ function suggestedName(name: string): string {
 function parseScript(script: unknown): string | null {
   if (script === undefined || script === null) return null;
   if (typeof script !== 'string') throw invalid('machine.startupScript', 'must be a string holding the script.');
-  if (script.trim() === '') throw invalid('machine.startupScript', 'is empty; send the script, or leave out machine.startupScript to run none.');
-  if (LONE_SURROGATE.test(script)) throw invalid('machine.startupScript', 'is not valid UTF-8 text (it holds a lone surrogate); send the script as UTF-8 text.');
+  if (script.trim() === '')
+    throw invalid(
+      'machine.startupScript',
+      'is empty; send the script, or leave out machine.startupScript to run none.',
+    );
+  if (LONE_SURROGATE.test(script))
+    throw invalid(
+      'machine.startupScript',
+      'is not valid UTF-8 text (it holds a lone surrogate); send the script as UTF-8 text.',
+    );
   const bytes = utf8Bytes(script);
   if (bytes > MAX_STARTUP_SCRIPT_BYTES) {
-    throw invalid('machine.startupScript', `is ${bytes} bytes (UTF-8); at most ${MAX_STARTUP_SCRIPT_BYTES}. Have a shorter script download and run the rest.`);
+    throw invalid(
+      'machine.startupScript',
+      `is ${bytes} bytes (UTF-8); at most ${MAX_STARTUP_SCRIPT_BYTES}. Have a shorter script download and run the rest.`,
+    );
   }
   return script;
 }
@@ -163,13 +207,24 @@ function parseScript(script: unknown): string | null {
 function parsePorts(ports: unknown): number[] {
   if (ports === undefined || ports === null) return [];
   if (!Array.isArray(ports)) throw invalid('machine.ports', 'must be an array of TCP port numbers, e.g. [8000].');
-  if (ports.length > MAX_EXPOSED_PORTS) throw invalid('machine.ports', `${ports.length} ports; at most ${MAX_EXPOSED_PORTS}. Serve the rest behind one port.`);
+  if (ports.length > MAX_EXPOSED_PORTS)
+    throw invalid(
+      'machine.ports',
+      `${ports.length} ports; at most ${MAX_EXPOSED_PORTS}. Serve the rest behind one port.`,
+    );
   const seen = new Set<number>();
   for (const port of ports as unknown[]) {
     if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
-      throw invalid('machine.ports', `${JSON.stringify(port)} is not a TCP port; each must be a whole number from 1 to 65535.`);
+      throw invalid(
+        'machine.ports',
+        `${JSON.stringify(port)} is not a TCP port; each must be a whole number from 1 to 65535.`,
+      );
     }
-    if (port === SSH_PORT) throw invalid('machine.ports', `${SSH_PORT} is SSH's port, reachable already through the rental's ssh details; leave it out.`);
+    if (port === SSH_PORT)
+      throw invalid(
+        'machine.ports',
+        `${SSH_PORT} is SSH's port, reachable already through the rental's ssh details; leave it out.`,
+      );
     if (seen.has(port)) throw invalid('machine.ports', `${port} is listed twice; list each port once.`);
     seen.add(port);
   }
@@ -180,15 +235,23 @@ function parsePorts(ports: unknown): number[] {
 function parseDisk(diskGb: unknown, maxDiskGb: number): number | null {
   if (diskGb === undefined || diskGb === null) return null;
   if (typeof diskGb !== 'number' || !Number.isInteger(diskGb) || diskGb < 1) {
-    throw invalid('machine.diskGb', 'must be a whole number of GB, at least 1; or leave it out for the offer\'s default disk.');
+    throw invalid(
+      'machine.diskGb',
+      "must be a whole number of GB, at least 1; or leave it out for the offer's default disk.",
+    );
   }
-  if (diskGb > maxDiskGb) throw invalid('machine.diskGb', `${diskGb} GB is more than this service allows; ask for at most ${maxDiskGb}.`);
+  if (diskGb > maxDiskGb)
+    throw invalid('machine.diskGb', `${diskGb} GB is more than this service allows; ask for at most ${maxDiskGb}.`);
   return diskGb;
 }
 
 /** SHA-256 of a canonical JSON (keys sorted), in hex. */
 function canonicalSha256(value: Record<string, string>): string {
-  const sorted = Object.fromEntries(Object.keys(value).sort().map((k) => [k, value[k]]));
+  const sorted = Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((k) => [k, value[k]]),
+  );
   return createHash('sha256').update(JSON.stringify(sorted), 'utf8').digest('hex');
 }
 
@@ -226,11 +289,17 @@ export function unmetSetting(s: MachineSettings, caps: MachineCapabilities, offe
     return `machine.startupScript: ${offer} cannot run a startup script; rent an offer whose capabilities.startupScript is true, or run the script over SSH once the rental is ACTIVE.`;
   }
   if (s.ports.length > caps.ports) {
-    const can = caps.ports === 0 ? 'cannot expose ports' : `exposes at most ${caps.ports} port${caps.ports === 1 ? '' : 's'}, not ${s.ports.length}`;
+    const can =
+      caps.ports === 0
+        ? 'cannot expose ports'
+        : `exposes at most ${caps.ports} port${caps.ports === 1 ? '' : 's'}, not ${s.ports.length}`;
     return `machine.ports: ${offer} ${can}; rent an offer whose capabilities.ports is at least ${s.ports.length}, or reach the ports through an SSH tunnel.`;
   }
   if (s.diskGb !== null && (caps.maxDiskGb === null || s.diskGb > caps.maxDiskGb)) {
-    const can = caps.maxDiskGb === null ? 'cannot choose its disk' : `offers at most ${caps.maxDiskGb} GB of disk, not ${s.diskGb}`;
+    const can =
+      caps.maxDiskGb === null
+        ? 'cannot choose its disk'
+        : `offers at most ${caps.maxDiskGb} GB of disk, not ${s.diskGb}`;
     return `machine.diskGb: ${offer} ${can}; rent an offer whose capabilities.maxDiskGb is at least ${s.diskGb}, or leave out machine.diskGb for its default disk.`;
   }
   return null;
@@ -241,11 +310,18 @@ export function unmetSetting(s: MachineSettings, caps: MachineCapabilities, offe
  * `terminateAfterSeconds` is refused (never shortened) when the offer or the key cannot grant it;
  * without it the key's longest rental (within the offer's maximum) applies; null: no lease.
  */
-export function leaseSeconds(args: { terminateAfterSeconds: number | null; keyMaxRentalSeconds: number | null; offerMaximumDurationSeconds: number }): number | null {
+export function leaseSeconds(args: {
+  terminateAfterSeconds: number | null;
+  keyMaxRentalSeconds: number | null;
+  offerMaximumDurationSeconds: number;
+}): number | null {
   const { terminateAfterSeconds: asked, keyMaxRentalSeconds: keyMax, offerMaximumDurationSeconds: offerMax } = args;
   if (asked === null) return keyMax === null ? null : Math.min(keyMax, offerMax);
   if (!Number.isInteger(asked) || asked < MIN_LEASE_SECONDS) {
-    throw invalid('terminateAfterSeconds', `must be a whole number of seconds, at least ${MIN_LEASE_SECONDS} (a machine needs minutes to boot); send ${MIN_LEASE_SECONDS} or more.`);
+    throw invalid(
+      'terminateAfterSeconds',
+      `must be a whole number of seconds, at least ${MIN_LEASE_SECONDS} (a machine needs minutes to boot); send ${MIN_LEASE_SECONDS} or more.`,
+    );
   }
   // The tighter of the two limits is the one worth naming.
   const keyBinds = keyMax !== null && asked > keyMax && keyMax <= offerMax;

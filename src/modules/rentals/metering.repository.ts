@@ -19,7 +19,11 @@ export type SweptDeployment = Pick<Deployment, 'id' | 'accountId'>;
  * whatever else the table holds. Their metering moment is not among them: every sweep moves it,
  * and an index holding it would be rewritten for every rental at every sweep; it is read under lock.
  */
-export async function meteredDeployments(ds: DataSource, billingModels: readonly DeploymentBillingModel[], statuses: readonly RentalStatus[]): Promise<SweptDeployment[]> {
+export async function meteredDeployments(
+  ds: DataSource,
+  billingModels: readonly DeploymentBillingModel[],
+  statuses: readonly RentalStatus[],
+): Promise<SweptDeployment[]> {
   const rows: { id: string; account_id: string }[] = await ds.query(
     `SELECT id, account_id FROM deployments
         WHERE billing_model IN (?) AND status IN (?) AND started_at IS NOT NULL
@@ -144,7 +148,10 @@ export interface MeteredLimits {
  * The ACTIVE deployments of `billingModels` with their limits' counters: the key's net spend and
  * the account's balance, each a single column kept in step by LedgerService. A plain read, no locks.
  */
-export async function activeMeteredLimits(ds: DataSource, billingModels: readonly DeploymentBillingModel[]): Promise<MeteredLimits[]> {
+export async function activeMeteredLimits(
+  ds: DataSource,
+  billingModels: readonly DeploymentBillingModel[],
+): Promise<MeteredLimits[]> {
   const rows: {
     id: string;
     spend_cap_minor: string | number | null;

@@ -27,8 +27,19 @@ export async function markReversalSettled(m: EntityManager, orderId: string, at:
 }
 
 /** Marks the order's reversal PENDING (and, given, says why in its failure reason). */
-export async function markReversalPending(m: EntityManager, orderId: string, at: Date, failureReason?: string): Promise<void> {
-  await m.update(Order, { id: orderId }, failureReason === undefined ? { reversalStatus: 'PENDING', updatedAt: at } : { reversalStatus: 'PENDING', failureReason, updatedAt: at });
+export async function markReversalPending(
+  m: EntityManager,
+  orderId: string,
+  at: Date,
+  failureReason?: string,
+): Promise<void> {
+  await m.update(
+    Order,
+    { id: orderId },
+    failureReason === undefined
+      ? { reversalStatus: 'PENDING', updatedAt: at }
+      : { reversalStatus: 'PENDING', failureReason, updatedAt: at },
+  );
 }
 
 /** The order's status and purchased seconds, or null when there is no such order. */
@@ -37,7 +48,13 @@ export function orderTerms(ds: DataSource, orderId: string): Promise<Pick<Order,
 }
 
 /** The offers provisioning tries for a rental that waited for capacity, and the price of the first. */
-export async function assignCandidates(m: EntityManager, orderId: string, candidateIds: string[], hourlyPriceMinor: number, at: Date): Promise<void> {
+export async function assignCandidates(
+  m: EntityManager,
+  orderId: string,
+  candidateIds: string[],
+  hourlyPriceMinor: number,
+  at: Date,
+): Promise<void> {
   await m.update(Order, { id: orderId }, { candidateOfferIds: candidateIds, hourlyPriceMinor, updatedAt: at });
 }
 

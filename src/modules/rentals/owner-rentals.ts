@@ -41,7 +41,11 @@ export async function recentRentalsOf(ds: DataSource, accountId: string, limit: 
 }
 
 /** A deployment's status and rental id, if it belongs to the account. */
-export async function deploymentOfAccount(ds: DataSource, deploymentId: string, accountId: string): Promise<{ status: RentalStatus; order_id: string } | null> {
+export async function deploymentOfAccount(
+  ds: DataSource,
+  deploymentId: string,
+  accountId: string,
+): Promise<{ status: RentalStatus; order_id: string } | null> {
   const found = await new RentalsRepository(ds).visibleDeployment({ kind: 'OWNER', accountId }, deploymentId);
   return found ? { status: found.deployment!.status, order_id: found.order.id } : null;
 }

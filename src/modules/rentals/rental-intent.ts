@@ -51,7 +51,10 @@ export type RentalIntent = OfferIntent | GpuIntent;
  */
 export function rentalIntent(body: CreateRentalRequest, policy: MachinePolicy): RentalIntent {
   const budgetMinor = body.budgetMinor ?? null;
-  const extras: IntentExtras = { machine: parseMachineSettings(body.machine, policy), terminateAfterSeconds: body.terminateAfterSeconds ?? null };
+  const extras: IntentExtras = {
+    machine: parseMachineSettings(body.machine, policy),
+    terminateAfterSeconds: body.terminateAfterSeconds ?? null,
+  };
   if ('offerId' in body) return { kind: 'OFFER', offerId: body.offerId.toLowerCase(), budgetMinor, ...extras };
   let gpuModel = body.gpuModel.trim();
   let refusal: AppError | null = null;
@@ -65,7 +68,17 @@ export function rentalIntent(body: CreateRentalRequest, policy: MachinePolicy): 
   // stand for the same models.
   const match = matchGpuQuery(body.gpuModel);
   const waitForCapacitySeconds = body.waitForCapacitySeconds ?? null;
-  return { kind: 'INTENT', gpuModel, match, gpuCount: Number(body.gpuCount), maxHourlyPriceMinor: body.maxHourlyPriceMinor, budgetMinor, refusal, waitForCapacitySeconds, ...extras };
+  return {
+    kind: 'INTENT',
+    gpuModel,
+    match,
+    gpuCount: Number(body.gpuCount),
+    maxHourlyPriceMinor: body.maxHourlyPriceMinor,
+    budgetMinor,
+    refusal,
+    waitForCapacitySeconds,
+    ...extras,
+  };
 }
 
 /**
@@ -75,13 +88,21 @@ export function rentalIntent(body: CreateRentalRequest, policy: MachinePolicy): 
  */
 export function intentRequestValue(intent: RentalIntent): Record<string, unknown> {
   const machine = intent.machine;
-  const asked = machine.image !== null || Object.keys(machine.env).length > 0 || machine.startupScript !== null || machine.ports.length > 0 || machine.diskGb !== null;
+  const asked =
+    machine.image !== null ||
+    Object.keys(machine.env).length > 0 ||
+    machine.startupScript !== null ||
+    machine.ports.length > 0 ||
+    machine.diskGb !== null;
   const extras = {
     ...(asked ? { machine: machineIntentValue(machine) } : {}),
     ...(intent.terminateAfterSeconds !== null ? { terminateAfterSeconds: intent.terminateAfterSeconds } : {}),
-    ...(intent.kind === 'INTENT' && intent.waitForCapacitySeconds !== null ? { waitForCapacitySeconds: intent.waitForCapacitySeconds } : {}),
+    ...(intent.kind === 'INTENT' && intent.waitForCapacitySeconds !== null
+      ? { waitForCapacitySeconds: intent.waitForCapacitySeconds }
+      : {}),
   };
-  if (intent.kind === 'OFFER') return { kind: 'OFFER', offerId: intent.offerId, budgetMinor: intent.budgetMinor, ...extras };
+  if (intent.kind === 'OFFER')
+    return { kind: 'OFFER', offerId: intent.offerId, budgetMinor: intent.budgetMinor, ...extras };
   return {
     kind: 'INTENT',
     gpuSlug: intent.match.compact,

@@ -32,7 +32,8 @@ export class RentalReadsService {
   async get(principal: Principal, id: string, wait?: Wait): Promise<RentalDto> {
     const asked = id.toLowerCase();
     const read = async () => {
-      const found = (await this.repo.visibleRental(principal, asked)) ?? (await this.repo.visibleDeployment(principal, asked));
+      const found =
+        (await this.repo.visibleRental(principal, asked)) ?? (await this.repo.visibleDeployment(principal, asked));
       if (!found) throw notFound('rental');
       return (await this.describe([found]))[0];
     };
@@ -40,8 +41,16 @@ export class RentalReadsService {
   }
 
   /** The caller's rentals, newest first, a page at a time (see rental-views.ts for the cursor). */
-  async list(principal: Principal, limit: number, cursor: string | undefined): Promise<{ rentals: RentalDto[]; nextCursor: string | null }> {
-    const { rows, more } = await this.repo.page(principal, limit, cursor === undefined ? undefined : decodeCursor(cursor));
+  async list(
+    principal: Principal,
+    limit: number,
+    cursor: string | undefined,
+  ): Promise<{ rentals: RentalDto[]; nextCursor: string | null }> {
+    const { rows, more } = await this.repo.page(
+      principal,
+      limit,
+      cursor === undefined ? undefined : decodeCursor(cursor),
+    );
     return { rentals: await this.describe(rows), nextCursor: more ? encodeCursor(rows[rows.length - 1].order) : null };
   }
 
@@ -75,11 +84,17 @@ export class RentalReadsService {
    * its key's places (429 past the key's bound), and a key revoked meanwhile, in any process, ends
    * it within the hub's tail period with the uniform 401.
    */
-  private async waiting<T extends { rentalId: string; status: RentalStatus }>(principal: Principal, wait: Wait, read: () => Promise<T>): Promise<T> {
+  private async waiting<T extends { rentalId: string; status: RentalStatus }>(
+    principal: Principal,
+    wait: Wait,
+    read: () => Promise<T>,
+  ): Promise<T> {
     if (!this.hub) return read();
     const deadline = Date.now() + wait.seconds * 1000;
     // Listening before the first read, so a change right after it is not missed.
-    const sub = await this.hub.subscribe((e) => e.accountId === principal.accountId && e.rentalId !== null, { keyId: principal.keyId });
+    const sub = await this.hub.subscribe((e) => e.accountId === principal.accountId && e.rentalId !== null, {
+      keyId: principal.keyId,
+    });
     try {
       let found = await read();
       while (!wait.statuses.includes(found.status) && !sub.closed) {
@@ -122,17 +137,27 @@ export const WAIT_SECONDS = { min: 1, max: 30, default: 25 };
  */
 export function parseWait(waitFor: string | undefined, waitSeconds: number | undefined): Wait | undefined {
   if (waitFor === undefined) {
-    if (waitSeconds !== undefined) throw new AppError('VALIDATION_FAILED', 'Invalid request: waitSeconds needs waitFor, the statuses to wait for (e.g. waitFor=ACTIVE,FAILED).');
+    if (waitSeconds !== undefined)
+      throw new AppError(
+        'VALIDATION_FAILED',
+        'Invalid request: waitSeconds needs waitFor, the statuses to wait for (e.g. waitFor=ACTIVE,FAILED).',
+      );
     return undefined;
   }
   const statuses = waitFor.split(',').map((s) => s.trim().toUpperCase());
   const unknown = statuses.filter((s) => !(RENTAL_STATUSES as readonly string[]).includes(s));
   if (!waitFor.trim() || unknown.length) {
-    throw new AppError('VALIDATION_FAILED', `Invalid request: waitFor is a comma list of statuses among ${RENTAL_STATUSES.join(', ')}${unknown.length && waitFor.trim() ? `; unknown: ${unknown.join(', ')}` : ''}.`);
+    throw new AppError(
+      'VALIDATION_FAILED',
+      `Invalid request: waitFor is a comma list of statuses among ${RENTAL_STATUSES.join(', ')}${unknown.length && waitFor.trim() ? `; unknown: ${unknown.join(', ')}` : ''}.`,
+    );
   }
   const seconds = waitSeconds ?? WAIT_SECONDS.default;
   if (!Number.isInteger(seconds) || seconds < WAIT_SECONDS.min || seconds > WAIT_SECONDS.max) {
-    throw new AppError('VALIDATION_FAILED', `Invalid request: waitSeconds is a whole number from ${WAIT_SECONDS.min} to ${WAIT_SECONDS.max}.`);
+    throw new AppError(
+      'VALIDATION_FAILED',
+      `Invalid request: waitSeconds is a whole number from ${WAIT_SECONDS.min} to ${WAIT_SECONDS.max}.`,
+    );
   }
   return { statuses: statuses as RentalStatus[], seconds };
 }

@@ -4,8 +4,21 @@ import type { Deployment } from './deployment.entity.js';
 import type { Order } from './order.entity.js';
 import { EVENT_OF_STATUS } from '../events/event-types.js';
 import { recordRentalEvent } from './rental-events.js';
-import { adjustActiveDeployments, insertDeploymentRow, mirrorOntoOrder, moveDeployment, readForTransition, stampTerminationRequest } from './rental-state.repository.js';
-import { isOneOf, TERMINABLE_STATUSES, TERMINAL_STATUSES, type RentalStatus, type TerminationReason } from './rental-status.js';
+import {
+  adjustActiveDeployments,
+  insertDeploymentRow,
+  mirrorOntoOrder,
+  moveDeployment,
+  readForTransition,
+  stampTerminationRequest,
+} from './rental-state.repository.js';
+import {
+  isOneOf,
+  TERMINABLE_STATUSES,
+  TERMINAL_STATUSES,
+  type RentalStatus,
+  type TerminationReason,
+} from './rental-status.js';
 
 /**
  * The rental state machine's one writer: every status change of a deployment and its order goes
@@ -31,14 +44,21 @@ export interface TransitionExtra {
  * two runs racing cannot both win), stamps `status_changed_at` and `updated_at`, and mirrors the
  * status onto its order in the same transaction. Returns whether this call made the move.
  */
-export async function transition(m: EntityManager, ref: RentalRef, from: readonly RentalStatus[], to: RentalStatus, extra: TransitionExtra): Promise<boolean> {
+export async function transition(
+  m: EntityManager,
+  ref: RentalRef,
+  from: readonly RentalStatus[],
+  to: RentalStatus,
+  extra: TransitionExtra,
+): Promise<boolean> {
   const { at } = extra;
   const activeFrom = from.filter(holdsSlot);
   // A set mixing slot-holding and finished statuses needs the row's own status, read under lock.
   const mixed = activeFrom.length > 0 && activeFrom.length < from.length;
   const d = await readForTransition(m, ref, mixed);
   if (!d) return false;
-  if (!(await moveDeployment(m, d.id, from, { ...extra.deployment, status: to, statusChangedAt: at, updatedAt: at }))) return false;
+  if (!(await moveDeployment(m, d.id, from, { ...extra.deployment, status: to, statusChangedAt: at, updatedAt: at })))
+    return false;
   await mirrorOntoOrder(m, d.orderId, { ...extra.order, status: to, updatedAt: at });
   const wasActive = mixed ? holdsSlot(d.status) : activeFrom.length > 0;
   await adjustActiveDeployments(m, d.keyId, Number(holdsSlot(to)) - Number(wasActive));
@@ -54,7 +74,10 @@ export function holdsSlot(status: RentalStatus): boolean {
 }
 
 /** Writes a new deployment row and counts it against its key's slots, in the caller's transaction. */
-export async function insertDeployment(m: Sql, d: Pick<Deployment, 'keyId' | 'status'> & Partial<Deployment>): Promise<void> {
+export async function insertDeployment(
+  m: Sql,
+  d: Pick<Deployment, 'keyId' | 'status'> & Partial<Deployment>,
+): Promise<void> {
   // Issued together: one request to the server in a pipelined transaction, in order on any connection.
   await Promise.all([insertDeploymentRow(m, d), adjustActiveDeployments(m, d.keyId, Number(holdsSlot(d.status)))]);
 }
@@ -64,7 +87,12 @@ export async function insertDeployment(m: Sql, d: Pick<Deployment, 'keyId' | 'st
  * request's time and reason are kept (a later request never overwrites them). Returns whether
  * the status moved.
  */
-export async function requestTermination(m: EntityManager, deploymentId: string, reason: TerminationReason, at: Date): Promise<boolean> {
+export async function requestTermination(
+  m: EntityManager,
+  deploymentId: string,
+  reason: TerminationReason,
+  at: Date,
+): Promise<boolean> {
   const moved = await transition(m, deploymentId, TERMINABLE_STATUSES, 'TERMINATING', { at });
   await stampTerminationRequest(m, deploymentId, reason, at);
   return moved;

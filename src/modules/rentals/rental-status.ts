@@ -5,13 +5,26 @@
  * vocabulary depends on nothing.
  */
 
-export const RENTAL_STATUSES = ['AWAITING_PAYMENT', 'PENDING', 'PROVISIONING', 'ACTIVE', 'TERMINATING', 'TERMINATED', 'FAILED'] as const;
+export const RENTAL_STATUSES = [
+  'AWAITING_PAYMENT',
+  'PENDING',
+  'PROVISIONING',
+  'ACTIVE',
+  'TERMINATING',
+  'TERMINATED',
+  'FAILED',
+] as const;
 export type RentalStatus = (typeof RENTAL_STATUSES)[number];
 
 /** Finished for good: nothing runs, nothing is billed, nothing counts against a key. */
 export const TERMINAL_STATUSES = ['TERMINATED', 'FAILED'] as const satisfies readonly RentalStatus[];
 /** May own a provider instance: the reconciler keeps instances whose label belongs to one of these. */
-export const LIVE_STATUSES = ['PENDING', 'PROVISIONING', 'ACTIVE', 'TERMINATING'] as const satisfies readonly RentalStatus[];
+export const LIVE_STATUSES = [
+  'PENDING',
+  'PROVISIONING',
+  'ACTIVE',
+  'TERMINATING',
+] as const satisfies readonly RentalStatus[];
 /** A metered rental in these may still accrue or settle usage, so it holds a credit reservation (credit-reservation.ts). */
 export const RESERVING_STATUSES = LIVE_STATUSES;
 /** A terminate request moves these to TERMINATING (AWAITING_PAYMENT only records the request). */
@@ -27,7 +40,10 @@ export const NOTIFIED_STATUSES = ['ACTIVE', 'FAILED', 'TERMINATED'] as const sat
 
 export type DeploymentBillingModel = 'LEGACY_PREPAID' | 'ACCOUNT_BALANCE' | 'MAX_SPEND_METERED';
 /** Billing models whose usage the metering sweep posts; their rentals hold a credit reservation while they run. */
-export const METERED_BILLING_MODELS = ['ACCOUNT_BALANCE', 'MAX_SPEND_METERED'] as const satisfies readonly DeploymentBillingModel[];
+export const METERED_BILLING_MODELS = [
+  'ACCOUNT_BALANCE',
+  'MAX_SPEND_METERED',
+] as const satisfies readonly DeploymentBillingModel[];
 
 export function isOneOf<T extends string>(set: readonly T[], status: string | null | undefined): status is T {
   return status != null && (set as readonly string[]).includes(status);
@@ -53,7 +69,15 @@ export type FailureCode = (typeof FAILURE_CODES)[number];
  * (the rental's own key does not get in yet), `checking_gpus` (`nvidia-smi -L` against the offer),
  * `starting` (the startup script has not recorded its start yet). Null once ACTIVE or finished.
  */
-export const MACHINE_PHASES = ['waiting_for_capacity', 'creating', 'booting', 'pulling_image', 'waiting_for_ssh', 'checking_gpus', 'starting'] as const;
+export const MACHINE_PHASES = [
+  'waiting_for_capacity',
+  'creating',
+  'booting',
+  'pulling_image',
+  'waiting_for_ssh',
+  'checking_gpus',
+  'starting',
+] as const;
 export type MachinePhase = (typeof MACHINE_PHASES)[number];
 
 /**

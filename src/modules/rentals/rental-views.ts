@@ -17,7 +17,8 @@ export function encodeCursor(p: RentalPosition): string {
 
 /** The position a cursor of {@link encodeCursor} names; 400 INVALID_REQUEST for any other string. */
 export function decodeCursor(cursor: string): RentalPosition {
-  const invalid = () => new AppError('INVALID_REQUEST', 'The cursor is not one this API handed out; start again without it.');
+  const invalid = () =>
+    new AppError('INVALID_REQUEST', 'The cursor is not one this API handed out; start again without it.');
   if (!/^[A-Za-z0-9_-]{1,200}$/.test(cursor)) throw invalid();
   let parsed: unknown;
   try {
@@ -25,9 +26,11 @@ export function decodeCursor(cursor: string): RentalPosition {
   } catch {
     throw invalid();
   }
-  if (!Array.isArray(parsed) || parsed.length !== 2 || typeof parsed[0] !== 'string' || typeof parsed[1] !== 'string') throw invalid();
+  if (!Array.isArray(parsed) || parsed.length !== 2 || typeof parsed[0] !== 'string' || typeof parsed[1] !== 'string')
+    throw invalid();
   const createdAt = new Date(parsed[0]);
-  if (Number.isNaN(createdAt.getTime()) || createdAt.toISOString() !== parsed[0] || !/^[0-9a-f-]{36}$/.test(parsed[1])) throw invalid();
+  if (Number.isNaN(createdAt.getTime()) || createdAt.toISOString() !== parsed[0] || !/^[0-9a-f-]{36}$/.test(parsed[1]))
+    throw invalid();
   return { createdAt, id: parsed[1] };
 }
 
@@ -51,11 +54,21 @@ function endpointsOf(d: Deployment | null): EndpointDto[] {
 
 /** The machine settings as reads show them: names and the script's hash, never values or text. */
 function machineOf(o: Order): MachineDto {
-  return { image: o.machineImage, envNames: o.machineEnvNames ?? [], startupScriptSha256: o.startupScriptSha256, ports: o.machinePorts ?? [], diskGb: o.machineDiskGb };
+  return {
+    image: o.machineImage,
+    envNames: o.machineEnvNames ?? [],
+    startupScriptSha256: o.startupScriptSha256,
+    ports: o.machinePorts ?? [],
+    diskGb: o.machineDiskGb,
+  };
 }
 
 /** A deployment as the API shows it. */
-export function toDeploymentDto(d: Deployment, funding: 'CREDITS' | 'CARD', machine: MachineFacts = NO_MACHINE): DeploymentDto {
+export function toDeploymentDto(
+  d: Deployment,
+  funding: 'CREDITS' | 'CARD',
+  machine: MachineFacts = NO_MACHINE,
+): DeploymentDto {
   const metered = d.billingModel !== 'LEGACY_PREPAID';
   return {
     id: d.id,
@@ -129,6 +142,7 @@ export function toRentalDto(o: Order, d: Deployment | null, machine: MachineFact
 /** What a quote means, so that a metered rental's `totalMinor: 0` does not read as free. */
 function quoteNote(metered: boolean, o: Pick<Order, 'hourlyPriceMinor' | 'totalMinor' | 'durationSeconds'>): string {
   const price = `${o.hourlyPriceMinor} cents per hour (${formatUsd(o.hourlyPriceMinor)})`;
-  if (!metered) return `Prepaid: ${o.totalMinor} cents (${formatUsd(o.totalMinor)}) were debited at admission for ${o.durationSeconds ?? 0} s at ${price}.`;
+  if (!metered)
+    return `Prepaid: ${o.totalMinor} cents (${formatUsd(o.totalMinor)}) were debited at admission for ${o.durationSeconds ?? 0} s at ${price}.`;
   return `Charged per second while ACTIVE at ${price}; nothing is taken up front (totalMinor 0), and usageMinor shows what has accrued.`;
 }

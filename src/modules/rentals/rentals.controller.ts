@@ -1,4 +1,19 @@
-import { Body, Extension, Get, Header, OperationId, Path, Post, Query, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import {
+  Body,
+  Extension,
+  Get,
+  Header,
+  OperationId,
+  Path,
+  Post,
+  Query,
+  Request,
+  Response,
+  Route,
+  Security,
+  SuccessResponse,
+  Tags,
+} from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import { API_VERSION, type Envelope, type ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
@@ -12,7 +27,10 @@ import { countAdmission } from '../../metrics/outcomes.js';
 @Route('api/v1/rentals')
 @Tags('Rentals')
 export class RentalsController extends BaseController {
-  constructor(private readonly rentals: RentalsService, private readonly reads: RentalReadsService) {
+  constructor(
+    private readonly rentals: RentalsService,
+    private readonly reads: RentalReadsService,
+  ) {
     super();
   }
 
@@ -48,7 +66,10 @@ export class RentalsController extends BaseController {
   @Response<ErrorEnvelope>(404, 'OFFER_NOT_FOUND (the offer id was never in the inventory)')
   @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT, CONCURRENCY_LIMIT_REACHED')
   @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED, BUDGET_REQUIRED, BUDGET_TOO_SMALL, NO_MATCHING_OFFER')
-  @Response<ErrorEnvelope>(429, "RATE_LIMITED (the key's last 3 rentals in 24 hours failed after their machines ran its startup script or image but never passed the check)")
+  @Response<ErrorEnvelope>(
+    429,
+    "RATE_LIMITED (the key's last 3 rentals in 24 hours failed after their machines ran its startup script or image but never passed the check)",
+  )
   @Response<ErrorEnvelope>(503, 'UNAVAILABLE (also while billing catches up with running rentals)')
   async create(
     @Request() req: ExRequest,
@@ -106,8 +127,16 @@ export class RentalsController extends BaseController {
   @Response<ErrorEnvelope>(403, 'FORBIDDEN')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   @Response<ErrorEnvelope>(409, 'Never for this read: it changes nothing, so nothing can conflict.')
-  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (waitFor names an unknown status, waitSeconds out of range); any id is accepted, and one that names no rental of the caller is 404 NOT_FOUND.')
-  async get(@Request() req: ExRequest, @Path() id: string, @Query() waitFor?: string, @Query() waitSeconds?: number): Promise<Envelope<RentalDto>> {
+  @Response<ErrorEnvelope>(
+    422,
+    'VALIDATION_FAILED (waitFor names an unknown status, waitSeconds out of range); any id is accepted, and one that names no rental of the caller is 404 NOT_FOUND.',
+  )
+  async get(
+    @Request() req: ExRequest,
+    @Path() id: string,
+    @Query() waitFor?: string,
+    @Query() waitSeconds?: number,
+  ): Promise<Envelope<RentalDto>> {
     return this.ok(req, await this.reads.get(principalOf(req), id, parseWait(waitFor, waitSeconds)));
   }
 }

@@ -1,6 +1,13 @@
 import type { GpuMatchedBy } from '../inventory/gpu-match.js';
 import type { MachineSettingsRequest } from './machine-settings.dto.js';
-import type { ApiTerminationReason, DeploymentBillingModel, FailureCode, MachinePhase, RentalStatus, ReversalStatus } from './rental-status.js';
+import type {
+  ApiTerminationReason,
+  DeploymentBillingModel,
+  FailureCode,
+  MachinePhase,
+  RentalStatus,
+  ReversalStatus,
+} from './rental-status.js';
 
 /**
  * Rent one exact cached offer. Never substituted: if the provider no longer has it at

@@ -31,7 +31,10 @@ export interface RentalRows {
  * deployment that has not been given an offer yet). The API, the bot's /rentals and the owner
  * notifications all name the machine by this rule, so they never name different GPUs.
  */
-export function machineOfferId(o: Pick<Order, 'offerId' | 'candidateOfferIds'>, d: Pick<Deployment, 'offerId'> | null): string | null {
+export function machineOfferId(
+  o: Pick<Order, 'offerId' | 'candidateOfferIds'>,
+  d: Pick<Deployment, 'offerId'> | null,
+): string | null {
   return d?.offerId ?? o.offerId ?? o.candidateOfferIds?.[0] ?? null;
 }
 
@@ -50,7 +53,9 @@ export class RentalsRepository {
     const offerIds = rentals.map((r) => machineOfferId(r.order, r.deployment));
     const ids = [...new Set(offerIds.filter((x): x is string => x !== null))];
     const offers = ids.length
-      ? await this.ds.getRepository(Offer).find({ select: { id: true, name: true, gpuCount: true, provider: true }, where: { id: In(ids) } })
+      ? await this.ds
+          .getRepository(Offer)
+          .find({ select: { id: true, name: true, gpuCount: true, provider: true }, where: { id: In(ids) } })
       : [];
     const byId = new Map(offers.map((o) => [o.id, { gpuName: o.name, gpuCount: o.gpuCount, provider: o.provider }]));
     return offerIds.map((id) => (id !== null && byId.get(id)) || NO_MACHINE);
@@ -68,7 +73,9 @@ export class RentalsRepository {
   /** Rental `id` with its deployment, if `viewer` may see it. */
   async visibleRental(viewer: Viewer, id: string): Promise<RentalRows | null> {
     const order = await this.ds.getRepository(Order).findOneBy({ ...visibleRows(viewer), id });
-    return order ? { order, deployment: await this.ds.getRepository(Deployment).findOneBy({ orderId: order.id }) } : null;
+    return order
+      ? { order, deployment: await this.ds.getRepository(Deployment).findOneBy({ orderId: order.id }) }
+      : null;
   }
 
   /** Rental `id` with its deployment, whoever asks: for a replay the idempotency record already tied to its key. */
@@ -84,25 +91,39 @@ export class RentalsRepository {
    */
   async page(viewer: Viewer, limit: number, after?: RentalPosition): Promise<{ rows: RentalRows[]; more: boolean }> {
     const qb = this.ds.getRepository(Order).createQueryBuilder('o').where(visibleRows(viewer));
-    if (after) qb.andWhere('(o.created_at < :at OR (o.created_at = :at AND o.id < :id))', { at: after.createdAt, id: after.id });
-    const orders = await qb.orderBy('o.created_at', 'DESC').addOrderBy('o.id', 'DESC').take(limit + 1).getMany();
+    if (after)
+      qb.andWhere('(o.created_at < :at OR (o.created_at = :at AND o.id < :id))', { at: after.createdAt, id: after.id });
+    const orders = await qb
+      .orderBy('o.created_at', 'DESC')
+      .addOrderBy('o.id', 'DESC')
+      .take(limit + 1)
+      .getMany();
     const page = orders.slice(0, limit);
-    const deployments = page.length ? await this.ds.getRepository(Deployment).findBy({ orderId: In(page.map((o) => o.id)) }) : [];
+    const deployments = page.length
+      ? await this.ds.getRepository(Deployment).findBy({ orderId: In(page.map((o) => o.id)) })
+      : [];
     const byOrder = new Map(deployments.map((d) => [d.orderId, d]));
-    return { rows: page.map((order) => ({ order, deployment: byOrder.get(order.id) ?? null })), more: orders.length > limit };
+    return {
+      rows: page.map((order) => ({ order, deployment: byOrder.get(order.id) ?? null })),
+      more: orders.length > limit,
+    };
   }
 
   /** Name and prefix of each key id given (the key that started a rental), by id. */
   async keyLabels(keyIds: readonly string[]): Promise<Map<string, { name: string; prefix: string }>> {
     const ids = [...new Set(keyIds)];
     if (ids.length === 0) return new Map();
-    const keys = await this.ds.getRepository(ApiKey).find({ select: { id: true, name: true, prefix: true }, where: { id: In(ids) } });
+    const keys = await this.ds
+      .getRepository(ApiKey)
+      .find({ select: { id: true, name: true, prefix: true }, where: { id: In(ids) } });
     return new Map(keys.map((k) => [k.id, { name: k.name, prefix: k.prefix }]));
   }
 
   /** The deployments `viewer` sees, newest first, with their orders. */
   async visibleDeployments(viewer: Viewer, limit: number): Promise<RentalRows[]> {
-    const deployments = await this.ds.getRepository(Deployment).find({ where: visibleRows(viewer), order: { createdAt: 'DESC', id: 'ASC' }, take: limit });
+    const deployments = await this.ds
+      .getRepository(Deployment)
+      .find({ where: visibleRows(viewer), order: { createdAt: 'DESC', id: 'ASC' }, take: limit });
     return this.withOrders(deployments);
   }
 
@@ -127,17 +148,25 @@ export class RentalsRepository {
  * spells that FOR SHARE, which MariaDB lacks.)
  */
 export function lockDeploymentFor(m: EntityManager, viewer: Viewer, id: string): Promise<Deployment | null> {
-  return m.getRepository(Deployment).findOne({ where: { ...visibleRows(viewer), id }, lock: { mode: 'pessimistic_write' } });
+  return m
+    .getRepository(Deployment)
+    .findOne({ where: { ...visibleRows(viewer), id }, lock: { mode: 'pessimistic_write' } });
 }
 
 /**
  * Like {@link lockDeploymentFor}, but `id` may also be the rental (order) id: a rental has one
  * deployment, and callers that kept only the rental id act on it under the same access rules.
  */
-export async function lockDeploymentOrRentalFor(m: EntityManager, viewer: Viewer, id: string): Promise<Deployment | null> {
+export async function lockDeploymentOrRentalFor(
+  m: EntityManager,
+  viewer: Viewer,
+  id: string,
+): Promise<Deployment | null> {
   return (
     (await lockDeploymentFor(m, viewer, id)) ??
-    m.getRepository(Deployment).findOne({ where: { ...visibleRows(viewer), orderId: id }, lock: { mode: 'pessimistic_write' } })
+    m
+      .getRepository(Deployment)
+      .findOne({ where: { ...visibleRows(viewer), orderId: id }, lock: { mode: 'pessimistic_write' } })
   );
 }
 
@@ -153,7 +182,11 @@ export interface KeyRentalRow {
 }
 
 /** The deployments of account `accountId` that the keys given started and that have not ended (terminated or failed), oldest first. */
-export async function unfinishedRentalsOfKeys(ds: DataSource, accountId: string, keyIds: readonly string[]): Promise<KeyRentalRow[]> {
+export async function unfinishedRentalsOfKeys(
+  ds: DataSource,
+  accountId: string,
+  keyIds: readonly string[],
+): Promise<KeyRentalRow[]> {
   const rows: { id: string; order_id: string; key_id: string; status: RentalStatus }[] = await ds.query(
     `SELECT id, order_id, key_id, status FROM deployments WHERE account_id = ? AND key_id IN (?) AND status NOT IN (?) ORDER BY created_at, id`,
     [accountId, keyIds, TERMINAL_STATUSES],

@@ -44,7 +44,6 @@ import { notFound, type RentalReadsService } from './rental-reads.service.js';
 import { toRentalDto } from './rental-views.js';
 import type { CreateRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
 
-
 /** The offers an intent stands for, cheapest first, and (GPU intent) the match its order stores. */
 interface Resolved {
   candidates: AdmissionOffer[];
@@ -55,7 +54,12 @@ interface Resolved {
 
 /** What a rental's machine settings ask of an offer's capabilities (none: the statement of a plain intent). */
 function needsOf(m: MachineSettings) {
-  return { customImage: m.image !== null, startupScript: m.startupScript !== null, ports: m.ports.length, diskGb: m.diskGb };
+  return {
+    customImage: m.image !== null,
+    startupScript: m.startupScript !== null,
+    ports: m.ports.length,
+    diskGb: m.diskGb,
+  };
 }
 
 export interface CreateResult {
@@ -92,11 +96,18 @@ export class RentalsService {
    * idempotency claim is written with the rental's id; the provision job row is written with
    * the rental (an outbox), so no rental is admitted without its job.
    */
-  async create(principal: Principal, idempotencyKeyHeader: string | undefined, body: CreateRentalRequest): Promise<CreateResult> {
+  async create(
+    principal: Principal,
+    idempotencyKeyHeader: string | undefined,
+    body: CreateRentalRequest,
+  ): Promise<CreateResult> {
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
     // The key is part of the intent: one key's request is never answered with another key's rental.
     const intent = rentalIntent(body, this.machinePolicy);
-    const request = idempotentRequest(`rental:${principal.accountId}`, idemKey, { ...intentRequestValue(intent), keyId: principal.keyId });
+    const request = idempotentRequest(`rental:${principal.accountId}`, idemKey, {
+      ...intentRequestValue(intent),
+      keyId: principal.keyId,
+    });
 
     // Inventory is read outside the lock; an error is raised only after the key was found unused,
     // so a replay is never answered with a newer verdict on the offer.
@@ -122,7 +133,12 @@ export class RentalsService {
         this.keys.lockAccountWithUsage(m, principal.key),
         claimIdempotencyKey(m, this.clock, request, rentalId),
         reservingRentals(m, principal.accountId),
-        failedAfterUse(m, principal.keyId, new Date(now.getTime() - FAILED_AFTER_USE_WINDOW_MS), FAILED_AFTER_USE_LIMIT),
+        failedAfterUse(
+          m,
+          principal.keyId,
+          new Date(now.getTime() - FAILED_AFTER_USE_WINDOW_MS),
+          FAILED_AFTER_USE_LIMIT,
+        ),
       ]);
       if (claim.kind === 'replay') {
         // Nothing changes: rolled back, the lock's write leaves nothing for a cluster to certify.
@@ -140,7 +156,12 @@ export class RentalsService {
       assertCreditLimits(account, principal, usage, reservedOf(reserving, principal.keyId), terms);
       // The rental's rows and its job row, issued together again (one request to the server).
       const created = this.insertRental(m, rentalId, account, principal, intent, resolved, terms, machine);
-      const wake = this.jobs.nowIn(m, RENTAL_JOBS.provision, { deploymentId: created.deployment.id }, { uniqueKey: created.deployment.id });
+      const wake = this.jobs.nowIn(
+        m,
+        RENTAL_JOBS.provision,
+        { deploymentId: created.deployment.id },
+        { uniqueKey: created.deployment.id },
+      );
       const [, wakeUp] = await Promise.all([created.written, wake]);
       return { replayOf: null, created, wake: wakeUp };
     });
@@ -167,8 +188,13 @@ export class RentalsService {
       // Any offer the cache ever had is admitted; one the provider no longer has fails at
       // provisioning as OFFER_NOT_FOUND with its credits reversed (docs/api.md, Rentals).
       // Live offers come from the in-memory snapshot; only one that left it costs a query.
-      const offer: OfferDto | Offer | null = (await this.inventory.liveOffer(intent.offerId)) ?? (await this.inventory.findCached(intent.offerId));
-      if (!offer) throw new AppError('OFFER_NOT_FOUND', `Offer ${intent.offerId} is not known. See GET /api/v1/offers for current offers.`);
+      const offer: OfferDto | Offer | null =
+        (await this.inventory.liveOffer(intent.offerId)) ?? (await this.inventory.findCached(intent.offerId));
+      if (!offer)
+        throw new AppError(
+          'OFFER_NOT_FOUND',
+          `Offer ${intent.offerId} is not known. See GET /api/v1/offers for current offers.`,
+        );
       const caps = 'capabilities' in offer ? offer.capabilities : offerCapabilities(offer);
       const unmet = unmetSetting(intent.machine, caps, offerLabel(offer.name, offer.provider));
       if (unmet) throw new AppError('VALIDATION_FAILED', `Invalid request: ${unmet}`);
@@ -181,7 +207,13 @@ export class RentalsService {
       return { candidates, slug, waiting: false };
     } catch (err) {
       // A model nobody knows is refused even so: no offer of it will ever appear.
-      if (!(err instanceof AppError) || err.code !== 'NO_MATCHING_OFFER' || intent.waitForCapacitySeconds === null || !intent.match.known) throw err;
+      if (
+        !(err instanceof AppError) ||
+        err.code !== 'NO_MATCHING_OFFER' ||
+        intent.waitForCapacitySeconds === null ||
+        !intent.match.known
+      )
+        throw err;
       return { candidates: [], slug: intent.match.key, waiting: true };
     }
   }
@@ -200,13 +232,26 @@ export class RentalsService {
     terms: AdmissionTerms,
     machine: MachineColumns,
   ): { order: Order; deployment: Deployment; first: AdmissionOffer | undefined; written: Promise<unknown> } {
-    const rental = { id: rentalId, accountId: principal.accountId, keyId: principal.keyId, funding: 'CREDITS' as const, now: this.clock.now() };
+    const rental = {
+      id: rentalId,
+      accountId: principal.accountId,
+      keyId: principal.keyId,
+      funding: 'CREDITS' as const,
+      now: this.clock.now(),
+    };
     const order = newOrder(rental, intent, resolved.slug, terms, machine);
     const deployment = newDeployment(randomUUID(), order, terms);
     const writes: Promise<unknown>[] = [insertOrder(m, order), insertDeployment(m, deployment)];
     const debit = rentalDebitTerms(order, terms);
     if (debit) {
-      const entry = { accountId: principal.accountId, kind: 'RENTAL_DEBIT' as const, ...debit, externalRef: rentalDebitRef(rentalId), keyId: principal.keyId, rentalId };
+      const entry = {
+        accountId: principal.accountId,
+        kind: 'RENTAL_DEBIT' as const,
+        ...debit,
+        externalRef: rentalDebitRef(rentalId),
+        keyId: principal.keyId,
+        rentalId,
+      };
       writes.push(this.ledger.post(m, entry, account));
     }
     return { order, deployment, first: terms.candidates[0], written: Promise.all(writes) };
@@ -221,7 +266,10 @@ export class RentalsService {
    * Queues a lifecycle job after the state it acts on has committed. A failure is logged, not
    * returned: the state is already written, and the reconciler re-drives deployments left waiting.
    */
-  private async enqueue(name: typeof RENTAL_JOBS.provision | typeof RENTAL_JOBS.terminate, deploymentId: string): Promise<void> {
+  private async enqueue(
+    name: typeof RENTAL_JOBS.provision | typeof RENTAL_JOBS.terminate,
+    deploymentId: string,
+  ): Promise<void> {
     try {
       await this.jobs.now(name, { deploymentId }, { uniqueKey: deploymentId });
     } catch (err) {

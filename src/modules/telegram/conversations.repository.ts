@@ -33,13 +33,20 @@ export interface Conversation {
 
 /** The chat's stored dialogue, expired or not; null when there is none. */
 export async function storedConversation(ds: DataSource, chatId: number): Promise<Conversation | null> {
-  const rows: { account_id: string; kind: ConversationKind; step: LimitStep; data: string; expires_at: Date }[] = await ds.query(
-    'SELECT account_id, kind, step, data, expires_at FROM telegram_conversations WHERE chat_id = ?',
-    [chatId],
-  );
+  const rows: { account_id: string; kind: ConversationKind; step: LimitStep; data: string; expires_at: Date }[] =
+    await ds.query('SELECT account_id, kind, step, data, expires_at FROM telegram_conversations WHERE chat_id = ?', [
+      chatId,
+    ]);
   const row = rows[0];
   if (!row) return null;
-  return { chatId, accountId: row.account_id, kind: row.kind, step: row.step, data: JSON.parse(row.data) as ConversationData, expiresAt: new Date(row.expires_at) };
+  return {
+    chatId,
+    accountId: row.account_id,
+    kind: row.kind,
+    step: row.step,
+    data: JSON.parse(row.data) as ConversationData,
+    expiresAt: new Date(row.expires_at),
+  };
 }
 
 /** Writes the chat's dialogue, replacing any it had. */
@@ -57,7 +64,12 @@ export async function saveConversation(ds: DataSource, c: Conversation, now: Dat
  * Writes `c` over the chat's dialogue only while that is still the same dialogue (its nonce), at
  * `fromStep` and unexpired at `now`; false when it was not.
  */
-export async function advanceConversation(ds: DataSource, c: Conversation, fromStep: LimitStep, now: Date): Promise<boolean> {
+export async function advanceConversation(
+  ds: DataSource,
+  c: Conversation,
+  fromStep: LimitStep,
+  now: Date,
+): Promise<boolean> {
   const res = await ds.query(
     `UPDATE telegram_conversations SET step = ?, data = ?, expires_at = ?, updated_at = ?
         WHERE chat_id = ? AND step = ? AND JSON_VALUE(data, '$.nonce') = ? AND expires_at > ?`,

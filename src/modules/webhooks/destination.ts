@@ -85,7 +85,9 @@ function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
   if (kind === 4) return ipaddr.IPv4.parse(address);
   if (kind !== 6 || address.includes('%')) return null;
   const tail = /^(.*:)(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address);
-  const hex = tail ? `${tail[1]}${((+tail[2] << 8) | +tail[3]).toString(16)}:${((+tail[4] << 8) | +tail[5]).toString(16)}` : address;
+  const hex = tail
+    ? `${tail[1]}${((+tail[2] << 8) | +tail[3]).toString(16)}:${((+tail[4] << 8) | +tail[5]).toString(16)}`
+    : address;
   return ipaddr.IPv6.isValid(hex) ? ipaddr.IPv6.parse(hex) : null;
 }
 
@@ -168,7 +170,11 @@ export const noAllowedAddress = (host: string): string =>
  * Resolves the URL's host and answers the first address that may be called (an IPv4-mapped one
  * as the IPv4 address it maps); throws {@link DestinationRefused} when there is none.
  */
-export async function vettedAddress(url: URL, allowPrivate: boolean, resolve: Resolver = systemResolver): Promise<{ address: string; family: 4 | 6 }> {
+export async function vettedAddress(
+  url: URL,
+  allowPrivate: boolean,
+  resolve: Resolver = systemResolver,
+): Promise<{ address: string; family: 4 | 6 }> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   let found: { address: string; family: number }[];
   if (isIP(host)) found = [{ address: host, family: isIP(host) }];
@@ -183,7 +189,9 @@ export async function vettedAddress(url: URL, allowPrivate: boolean, resolve: Re
   if (!ok) throw new DestinationRefused(noAllowedAddress(host));
   const ip = parseAddress(ok.address)!;
   if (ip instanceof ipaddr.IPv4) return { address: ok.address, family: 4 };
-  return ip.isIPv4MappedAddress() ? { address: ip.toIPv4Address().toString(), family: 4 } : { address: ok.address, family: 6 };
+  return ip.isIPv4MappedAddress()
+    ? { address: ip.toIPv4Address().toString(), family: 4 }
+    : { address: ok.address, family: 6 };
 }
 
 /** The destination may not be called (a rule, not a network failure). */
@@ -216,7 +224,8 @@ export async function postPinned(
 ): Promise<number> {
   const { address, family } = await vettedAddress(url, allowPrivate, resolve);
   const lookup: LookupFunction = (_host, options, callback) => {
-    if (options.all) (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address, family }]);
+    if (options.all)
+      (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address, family }]);
     else callback(null, address, family);
   };
   const client = url.protocol === 'https:' ? https : http;
@@ -244,8 +253,14 @@ export async function postPinned(
       },
     );
     let done = false;
-    const total = setTimeout(() => req.destroy(new Error(`no complete answer within ${limits.totalMs} ms`)), limits.totalMs);
-    const connect = setTimeout(() => req.destroy(new Error(`could not connect within ${limits.connectMs} ms`)), limits.connectMs);
+    const total = setTimeout(
+      () => req.destroy(new Error(`no complete answer within ${limits.totalMs} ms`)),
+      limits.totalMs,
+    );
+    const connect = setTimeout(
+      () => req.destroy(new Error(`could not connect within ${limits.connectMs} ms`)),
+      limits.connectMs,
+    );
     req.on('socket', (socket) => {
       socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => clearTimeout(connect));
     });

@@ -7,7 +7,14 @@ import type { Logger } from '../../logger.js';
 import type { SecretBox } from '../credentials/secret-box.js';
 import { allEventsAfter, latestEventId, visibleEvent, type StoredEvent } from '../events/events.repository.js';
 import { shownEventId, toEventDto } from '../events/events.service.js';
-import { DestinationRefused, postPinned, POST_LIMITS, systemResolver, type PostLimits, type Resolver } from './destination.js';
+import {
+  DestinationRefused,
+  postPinned,
+  POST_LIMITS,
+  systemResolver,
+  type PostLimits,
+  type Resolver,
+} from './destination.js';
 import { signedHeaders } from './webhook-signing.js';
 import { heldSlots, takeTry } from './webhook-slots.repository.js';
 import { secretBinding, viewerOfEndpoint } from './webhooks.service.js';
@@ -58,7 +65,12 @@ const LOOKBACK = 200n;
 
 /** The endpoints that receive `event`: made before it, asking for its type, and allowed to see it. */
 function targetsOf(endpoints: StoredEndpoint[], event: StoredEvent): StoredEndpoint[] {
-  return endpoints.filter((e) => BigInt(event.id) > BigInt(e.afterEventId) && e.eventTypes.includes(event.type) && visibleEvent(viewerOfEndpoint(e), event));
+  return endpoints.filter(
+    (e) =>
+      BigInt(event.id) > BigInt(e.afterEventId) &&
+      e.eventTypes.includes(event.type) &&
+      visibleEvent(viewerOfEndpoint(e), event),
+  );
 }
 
 const accountsOf = (events: StoredEvent[]): string[] => [...new Set(events.map((e) => e.accountId))];
@@ -101,7 +113,10 @@ export class WebhookDeliveries {
    */
   async dispatch(): Promise<number> {
     await this.revive();
-    let cursor = (await dispatchCursor(this.ds, CURSOR)) ?? (await earliestEndpointStart(this.ds)) ?? (await latestEventId(this.ds));
+    let cursor =
+      (await dispatchCursor(this.ds, CURSOR)) ??
+      (await earliestEndpointStart(this.ds)) ??
+      (await latestEventId(this.ds));
     // Jobs each account may still be given in this pass; its other deliveries wait for its slots.
     const jobsLeft = new Map<string, number>();
     let made = await this.catchUp(cursor, jobsLeft);
@@ -119,7 +134,9 @@ export class WebhookDeliveries {
   /** Deliveries missing for events at or before the cursor that committed late (events with no delivery at all). */
   private async catchUp(cursor: string, jobsLeft: Map<string, number>): Promise<number> {
     const from = BigInt(cursor) > LOOKBACK ? String(BigInt(cursor) - LOOKBACK) : '0';
-    const recent = (await allEventsAfter(this.ds, from, Number(LOOKBACK))).filter((e) => BigInt(e.id) <= BigInt(cursor));
+    const recent = (await allEventsAfter(this.ds, from, Number(LOOKBACK))).filter(
+      (e) => BigInt(e.id) <= BigInt(cursor),
+    );
     if (recent.length === 0) return 0;
     const fannedOut = await eventsWithDeliveries(this.ds, from, cursor);
     const events = recent.filter((e) => !fannedOut.has(e.id));
@@ -135,7 +152,12 @@ export class WebhookDeliveries {
    * one transaction (with the cursor, when it moves). A delivery without a job is due and waits
    * for its account's next free slot (see {@link deliver}).
    */
-  private async fanOut(event: StoredEvent, targets: StoredEndpoint[], moveCursor: boolean, jobsLeft: Map<string, number>): Promise<number> {
+  private async fanOut(
+    event: StoredEvent,
+    targets: StoredEndpoint[],
+    moveCursor: boolean,
+    jobsLeft: Map<string, number>,
+  ): Promise<number> {
     if (targets.length === 0) return 0;
     const { count, wakes } = await inTransaction(this.ds, async (m) => {
       const out: JobWakeUp[] = [];
@@ -143,9 +165,18 @@ export class WebhookDeliveries {
       const left = jobsLeft.get(event.accountId) ?? TRIES_IN_FLIGHT_PER_ACCOUNT;
       for (const endpoint of targets) {
         const id = randomUUID();
-        if (await recordDelivery(m, { id, endpointId: endpoint.id, accountId: endpoint.accountId, eventId: event.id, at: this.clock.now() })) {
+        if (
+          await recordDelivery(m, {
+            id,
+            endpointId: endpoint.id,
+            accountId: endpoint.accountId,
+            eventId: event.id,
+            at: this.clock.now(),
+          })
+        ) {
           n++;
-          if (out.length < left) out.push(await this.jobs.nowIn(m, 'webhooks.deliver', { deliveryId: id }, { uniqueKey: id }));
+          if (out.length < left)
+            out.push(await this.jobs.nowIn(m, 'webhooks.deliver', { deliveryId: id }, { uniqueKey: id }));
         }
       }
       if (moveCursor) await advanceDispatchCursor(m, CURSOR, event.id);
@@ -165,7 +196,8 @@ export class WebhookDeliveries {
   async revive(): Promise<number> {
     const dueBefore = new Date(this.clock.now().getTime() - OVERDUE_MS);
     let accounts = await accountsWithOverdue(this.ds, dueBefore, this.reviveAfter, BATCH);
-    if (accounts.length === 0 && this.reviveAfter !== '') accounts = await accountsWithOverdue(this.ds, dueBefore, '', BATCH);
+    if (accounts.length === 0 && this.reviveAfter !== '')
+      accounts = await accountsWithOverdue(this.ds, dueBefore, '', BATCH);
     this.reviveAfter = accounts.length < BATCH ? '' : accounts[accounts.length - 1];
     let count = 0;
     for (const accountId of accounts) count += await this.wake(accountId, dueBefore);
@@ -189,7 +221,13 @@ export class WebhookDeliveries {
     const wallNow = Date.now();
     // Held past the try's own time limit, so two runs of its job never send at once.
     const until = new Date(wallNow + this.limits.totalMs + 30_000);
-    const taken = await takeTry(this.ds, { deliveryId: id, accountId, slots: TRIES_IN_FLIGHT_PER_ACCOUNT, now: new Date(wallNow), until });
+    const taken = await takeTry(this.ds, {
+      deliveryId: id,
+      accountId,
+      slots: TRIES_IN_FLIGHT_PER_ACCOUNT,
+      now: new Date(wallNow),
+      until,
+    });
     // Every slot of the account is held: each holder hands its slot on when its try is recorded.
     if (taken === 'no-slot') return 'deferred';
     if (taken === 'busy') return 'skipped';
@@ -232,13 +270,29 @@ export class WebhookDeliveries {
     const ok = statusCode !== null && statusCode >= 200 && statusCode < 300;
     if (!ok && statusCode !== null) error = statusCode >= 300 && statusCode < 400 ? 'redirect not followed' : null;
     const outcome = this.outcome(delivery.firstAttemptAt, started, ok);
-    const attempt: TryOutcome = { attemptedAt: started, statusCode, error, durationMs, status: outcome.status, nextAttemptAt: outcome.nextAttemptAt };
+    const attempt: TryOutcome = {
+      attemptedAt: started,
+      statusCode,
+      error,
+      durationMs,
+      status: outcome.status,
+      nextAttemptAt: outcome.nextAttemptAt,
+    };
     await inTransaction(this.ds, (m) => recordTry(m, { id, accountId }, attempt));
     if (outcome.status === 'PENDING') {
       // Agenda runs on the wall clock.
-      await this.jobs.schedule(new Date(Date.now() + outcome.delayMs), 'webhooks.deliver', { deliveryId: id }, { uniqueKey: id });
+      await this.jobs.schedule(
+        new Date(Date.now() + outcome.delayMs),
+        'webhooks.deliver',
+        { deliveryId: id },
+        { uniqueKey: id },
+      );
     }
-    if (!ok) this.logger.info({ deliveryId: id, endpointId: endpoint.id, eventId: event.id, statusCode, error, status: outcome.status }, 'webhook delivery failed');
+    if (!ok)
+      this.logger.info(
+        { deliveryId: id, endpointId: endpoint.id, eventId: event.id, statusCode, error, status: outcome.status },
+        'webhook delivery failed',
+      );
     return ok ? 'succeeded' : outcome.status === 'PENDING' ? 'retrying' : 'failed';
   }
 
@@ -246,11 +300,16 @@ export class WebhookDeliveries {
    * After a failure the wait is the time since the first try (so it doubles from the first
    * retry's), at least `firstRetryMs` and at most an hour; none is left 24 hours after the first try.
    */
-  private outcome(firstAttemptAt: Date | null, now: Date, ok: boolean): { status: TryOutcome['status']; nextAttemptAt: Date | null; delayMs: number } {
+  private outcome(
+    firstAttemptAt: Date | null,
+    now: Date,
+    ok: boolean,
+  ): { status: TryOutcome['status']; nextAttemptAt: Date | null; delayMs: number } {
     if (ok) return { status: 'SUCCEEDED', nextAttemptAt: null, delayMs: 0 };
     const first = firstAttemptAt ?? now;
     const delayMs = Math.min(HOUR_MS, Math.max(this.opts.firstRetryMs, now.getTime() - first.getTime()));
-    if (now.getTime() + delayMs > first.getTime() + GIVE_UP_AFTER_MS) return { status: 'FAILED', nextAttemptAt: null, delayMs: 0 };
+    if (now.getTime() + delayMs > first.getTime() + GIVE_UP_AFTER_MS)
+      return { status: 'FAILED', nextAttemptAt: null, delayMs: 0 };
     return { status: 'PENDING', nextAttemptAt: new Date(now.getTime() + delayMs), delayMs };
   }
 }

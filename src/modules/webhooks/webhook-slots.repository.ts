@@ -26,7 +26,10 @@ export type TakeResult = 'taken' | 'no-slot' | 'busy';
  * delivery's claim keeps two runs of its job (a retry and a redelivery) from sending at once.
  * Locks the account's slot rows, then the delivery row (the order every writer here keeps).
  */
-export async function takeTry(ds: DataSource, t: { deliveryId: string; accountId: string; slots: number; now: Date; until: Date }): Promise<TakeResult> {
+export async function takeTry(
+  ds: DataSource,
+  t: { deliveryId: string; accountId: string; slots: number; now: Date; until: Date },
+): Promise<TakeResult> {
   if (t.slots < 1 || t.slots > MAX_SLOTS) throw new Error(`an account's delivery slots must be 1 to ${MAX_SLOTS}`);
   for (let round = 0; ; round++) {
     const got = await inTransaction(ds, async (m): Promise<TakeResult> => {
@@ -46,17 +49,26 @@ export async function takeTry(ds: DataSource, t: { deliveryId: string; accountId
     if (got !== 'no-slot' || round > 0) return got;
     // The account's first tries (or a raised count): its rows may not exist yet. Another run may
     // make them at the same moment, so the second round is taken whoever made them.
-    await ds.query(`INSERT IGNORE INTO webhook_delivery_slots (account_id, slot) SELECT ?, n FROM ${SLOT_NUMBERS} WHERE n < ?`, [t.accountId, t.slots]);
+    await ds.query(
+      `INSERT IGNORE INTO webhook_delivery_slots (account_id, slot) SELECT ?, n FROM ${SLOT_NUMBERS} WHERE n < ?`,
+      [t.accountId, t.slots],
+    );
   }
 }
 
 /** Frees the slot `deliveryId` holds, if it holds one, in the caller's transaction. */
 export async function releaseSlot(m: Sql, accountId: string, deliveryId: string): Promise<void> {
-  await m.query(`UPDATE webhook_delivery_slots SET delivery_id = NULL, held_until = NULL WHERE account_id = ? AND delivery_id = ?`, [accountId, deliveryId]);
+  await m.query(
+    `UPDATE webhook_delivery_slots SET delivery_id = NULL, held_until = NULL WHERE account_id = ? AND delivery_id = ?`,
+    [accountId, deliveryId],
+  );
 }
 
 /** How many of the account's slots are held at `now` (wall time). */
 export async function heldSlots(m: Db, accountId: string, now: Date): Promise<number> {
-  const [row] = (await m.query(`SELECT COUNT(*) AS n FROM webhook_delivery_slots WHERE account_id = ? AND held_until >= ?`, [accountId, now])) as { n: number | string }[];
+  const [row] = (await m.query(
+    `SELECT COUNT(*) AS n FROM webhook_delivery_slots WHERE account_id = ? AND held_until >= ?`,
+    [accountId, now],
+  )) as { n: number | string }[];
   return Number(row?.n ?? 0);
 }

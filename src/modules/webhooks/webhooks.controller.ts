@@ -1,9 +1,28 @@
-import { Body, Delete, Get, Header, OperationId, Path, Post, Request, Response, Route, Security, SuccessResponse, Tags } from '@tsoa/runtime';
+import {
+  Body,
+  Delete,
+  Get,
+  Header,
+  OperationId,
+  Path,
+  Post,
+  Request,
+  Response,
+  Route,
+  Security,
+  SuccessResponse,
+  Tags,
+} from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
 import { principalOf } from '../keys/principal.js';
-import type { CreateWebhookEndpointRequest, WebhookDeliveryDto, WebhookEndpointCreated, WebhookEndpointDto } from './webhooks.dto.js';
+import type {
+  CreateWebhookEndpointRequest,
+  WebhookDeliveryDto,
+  WebhookEndpointCreated,
+  WebhookEndpointDto,
+} from './webhooks.dto.js';
 import type { WebhooksService } from './webhooks.service.js';
 
 @Route('api/v1/webhook-endpoints')
@@ -37,7 +56,10 @@ export class WebhookEndpointsController extends BaseController {
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (no manage scope)')
   @Response<ErrorEnvelope>(409, 'IDEMPOTENCY_CONFLICT')
-  @Response<ErrorEnvelope>(422, 'VALIDATION_FAILED (url not https, with control characters, a host that reads differently once parsed, or no address webhooks may reach; eventTypes empty or unknown; the key already has 10 endpoints)')
+  @Response<ErrorEnvelope>(
+    422,
+    'VALIDATION_FAILED (url not https, with control characters, a host that reads differently once parsed, or no address webhooks may reach; eventTypes empty or unknown; the key already has 10 endpoints)',
+  )
   async create(
     @Request() req: ExRequest,
     @Header('Idempotency-Key') idempotencyKey: string | undefined,

@@ -119,12 +119,26 @@ const MAKER_JOIN = 'LEFT JOIN api_keys mk ON mk.id = COALESCE(e.maker_key_id, e.
 const MAKER_REVOKED = '(mk.revoked_at IS NOT NULL)';
 const RECEIVING = '(e.deleted_at IS NULL AND mk.revoked_at IS NULL)';
 
-const toListed = (r: EndpointRow & { maker_revoked: number | string }): ListedEndpoint => ({ ...toEndpoint(r), makerRevoked: Number(r.maker_revoked) === 1 });
+const toListed = (r: EndpointRow & { maker_revoked: number | string }): ListedEndpoint => ({
+  ...toEndpoint(r),
+  makerRevoked: Number(r.maker_revoked) === 1,
+});
 
 export async function insertEndpoint(m: Db, e: StoredEndpoint): Promise<void> {
   await m.query(
     `INSERT INTO webhook_endpoints (id, account_id, key_id, maker_key_id, url, event_types, secret_sealed, secret_key_id, after_event_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    [e.id, e.accountId, e.keyId, e.makerKeyId, e.url, e.eventTypes.join(','), e.secretSealed, e.secretKeyId, e.afterEventId, e.createdAt],
+    [
+      e.id,
+      e.accountId,
+      e.keyId,
+      e.makerKeyId,
+      e.url,
+      e.eventTypes.join(','),
+      e.secretSealed,
+      e.secretKeyId,
+      e.afterEventId,
+      e.createdAt,
+    ],
   );
 }
 
@@ -133,7 +147,10 @@ export async function insertEndpoint(m: Db, e: StoredEndpoint): Promise<void> {
  * caller's transaction, so two creates of one key cannot both pass its limit.
  */
 export async function lockEndpointsMadeBy(m: Db, makerKeyId: string): Promise<number> {
-  const rows = (await m.query(`SELECT id FROM webhook_endpoints WHERE maker_key_id = ? AND deleted_at IS NULL FOR UPDATE`, [makerKeyId])) as { id: string }[];
+  const rows = (await m.query(
+    `SELECT id FROM webhook_endpoints WHERE maker_key_id = ? AND deleted_at IS NULL FOR UPDATE`,
+    [makerKeyId],
+  )) as { id: string }[];
   return rows.length;
 }
 
@@ -142,11 +159,14 @@ export async function visibleEndpoints(m: Db, viewer: Viewer): Promise<ListedEnd
   const { accountId, keyId } = visibleRows(viewer);
   const rows: (EndpointRow & { maker_revoked: number })[] =
     keyId === undefined
-      ? await m.query(`SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.account_id = ? AND e.deleted_at IS NULL ORDER BY e.created_at DESC, e.id`, [accountId])
-      : await m.query(`SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.account_id = ? AND e.key_id = ? AND e.deleted_at IS NULL ORDER BY e.created_at DESC, e.id`, [
-          accountId,
-          keyId,
-        ]);
+      ? await m.query(
+          `SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.account_id = ? AND e.deleted_at IS NULL ORDER BY e.created_at DESC, e.id`,
+          [accountId],
+        )
+      : await m.query(
+          `SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.account_id = ? AND e.key_id = ? AND e.deleted_at IS NULL ORDER BY e.created_at DESC, e.id`,
+          [accountId, keyId],
+        );
   return rows.map(toListed);
 }
 
@@ -155,8 +175,14 @@ export async function visibleEndpoint(m: Db, viewer: Viewer, id: string): Promis
   const { accountId, keyId } = visibleRows(viewer);
   const rows: (EndpointRow & { maker_revoked: number })[] =
     keyId === undefined
-      ? await m.query(`SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.id = ? AND e.account_id = ? AND e.deleted_at IS NULL`, [id, accountId])
-      : await m.query(`SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.id = ? AND e.account_id = ? AND e.key_id = ? AND e.deleted_at IS NULL`, [id, accountId, keyId]);
+      ? await m.query(
+          `SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.id = ? AND e.account_id = ? AND e.deleted_at IS NULL`,
+          [id, accountId],
+        )
+      : await m.query(
+          `SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.id = ? AND e.account_id = ? AND e.key_id = ? AND e.deleted_at IS NULL`,
+          [id, accountId, keyId],
+        );
   return rows[0] ? toListed(rows[0]) : null;
 }
 
@@ -171,13 +197,18 @@ export async function markEndpointDeleted(m: Db, id: string, at: Date): Promise<
  */
 export async function receivingEndpoints(m: Db, accountIds: readonly string[]): Promise<StoredEndpoint[]> {
   if (accountIds.length === 0) return [];
-  const rows: EndpointRow[] = await m.query(`SELECT e.* FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.account_id IN (?) AND ${RECEIVING}`, [accountIds]);
+  const rows: EndpointRow[] = await m.query(
+    `SELECT e.* FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.account_id IN (?) AND ${RECEIVING}`,
+    [accountIds],
+  );
   return rows.map(toEndpoint);
 }
 
 /** The last event the dispatcher fanned out, or null before its first run. */
 export async function dispatchCursor(m: Db, name: string): Promise<string | null> {
-  const [row] = (await m.query(`SELECT last_event_id FROM webhook_cursor WHERE name = ?`, [name])) as { last_event_id: string | number }[];
+  const [row] = (await m.query(`SELECT last_event_id FROM webhook_cursor WHERE name = ?`, [name])) as {
+    last_event_id: string | number;
+  }[];
   return row ? String(row.last_event_id) : null;
 }
 
@@ -190,7 +221,10 @@ export async function advanceDispatchCursor(m: Db, name: string, eventId: string
 }
 
 /** Records the delivery of an event to an endpoint; false when it already exists (once per endpoint and event). */
-export async function recordDelivery(m: Db, d: { id: string; endpointId: string; accountId: string; eventId: string; at: Date }): Promise<boolean> {
+export async function recordDelivery(
+  m: Db,
+  d: { id: string; endpointId: string; accountId: string; eventId: string; at: Date },
+): Promise<boolean> {
   const res = (await m.query(
     `INSERT IGNORE INTO webhook_deliveries (id, endpoint_id, account_id, event_id, status, attempts, next_attempt_at, created_at) VALUES (?, ?, ?, ?, 'PENDING', 0, ?, ?)`,
     [d.id, d.endpointId, d.accountId, d.eventId, d.at, d.at],
@@ -200,7 +234,9 @@ export async function recordDelivery(m: Db, d: { id: string; endpointId: string;
 
 /** The account of a pending delivery, or null when it is done or does not exist. */
 export async function pendingDeliveryAccount(m: Db, id: string): Promise<string | null> {
-  const [row] = (await m.query(`SELECT account_id FROM webhook_deliveries WHERE id = ? AND status = 'PENDING'`, [id])) as { account_id: string }[];
+  const [row] = (await m.query(`SELECT account_id FROM webhook_deliveries WHERE id = ? AND status = 'PENDING'`, [
+    id,
+  ])) as { account_id: string }[];
   return row?.account_id ?? null;
 }
 
@@ -243,13 +279,10 @@ export interface TryOutcome {
 export async function recordTry(m: Sql, d: { id: string; accountId: string }, t: TryOutcome): Promise<void> {
   const deliveryId = d.id;
   await releaseSlot(m, d.accountId, deliveryId);
-  await m.query(`INSERT INTO webhook_delivery_attempts (delivery_id, attempted_at, status_code, error, duration_ms) VALUES (?, ?, ?, ?, ?)`, [
-    deliveryId,
-    t.attemptedAt,
-    t.statusCode,
-    t.error === null ? null : t.error.slice(0, 300),
-    t.durationMs,
-  ]);
+  await m.query(
+    `INSERT INTO webhook_delivery_attempts (delivery_id, attempted_at, status_code, error, duration_ms) VALUES (?, ?, ?, ?, ?)`,
+    [deliveryId, t.attemptedAt, t.statusCode, t.error === null ? null : t.error.slice(0, 300), t.durationMs],
+  );
   await m.query(
     `UPDATE webhook_deliveries SET attempts = attempts + 1, first_attempt_at = COALESCE(first_attempt_at, ?), status = ?, next_attempt_at = ?, completed_at = ?, claimed_until = NULL WHERE id = ?`,
     [t.attemptedAt, t.status, t.nextAttemptAt, t.status === 'PENDING' ? null : t.attemptedAt, deliveryId],
@@ -260,43 +293,68 @@ export async function recordTry(m: Sql, d: { id: string; accountId: string }, t:
 export async function closeDelivery(m: Sql, d: { id: string; accountId: string }, at: Date): Promise<void> {
   const id = d.id;
   await releaseSlot(m, d.accountId, id);
-  await m.query(`UPDATE webhook_deliveries SET status = 'FAILED', completed_at = ?, next_attempt_at = NULL, claimed_until = NULL WHERE id = ? AND status = 'PENDING'`, [at, id]);
+  await m.query(
+    `UPDATE webhook_deliveries SET status = 'FAILED', completed_at = ?, next_attempt_at = NULL, claimed_until = NULL WHERE id = ? AND status = 'PENDING'`,
+    [at, id],
+  );
 }
 
 /** Sends a delivery again from now: pending, with a fresh 24-hour window of retries. */
 export async function reopenDelivery(m: Db, id: string, at: Date): Promise<void> {
-  await m.query(`UPDATE webhook_deliveries SET status = 'PENDING', first_attempt_at = NULL, completed_at = NULL, next_attempt_at = ? WHERE id = ?`, [at, id]);
+  await m.query(
+    `UPDATE webhook_deliveries SET status = 'PENDING', first_attempt_at = NULL, completed_at = NULL, next_attempt_at = ? WHERE id = ?`,
+    [at, id],
+  );
 }
 
 /** An endpoint's deliveries, newest event first, at most `limit`. */
 export async function deliveriesOf(m: Db, endpointId: string, limit: number): Promise<StoredDelivery[]> {
-  const rows: DeliveryRow[] = await m.query(`SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY event_id DESC LIMIT ?`, [endpointId, limit]);
+  const rows: DeliveryRow[] = await m.query(
+    `SELECT * FROM webhook_deliveries WHERE endpoint_id = ? ORDER BY event_id DESC LIMIT ?`,
+    [endpointId, limit],
+  );
   return rows.map(toDelivery);
 }
 
 export async function deliveryOf(m: Db, endpointId: string, deliveryId: string): Promise<StoredDelivery | null> {
-  const rows: DeliveryRow[] = await m.query(`SELECT * FROM webhook_deliveries WHERE id = ? AND endpoint_id = ?`, [deliveryId, endpointId]);
+  const rows: DeliveryRow[] = await m.query(`SELECT * FROM webhook_deliveries WHERE id = ? AND endpoint_id = ?`, [
+    deliveryId,
+    endpointId,
+  ]);
   return rows[0] ? toDelivery(rows[0]) : null;
 }
 
 /** The tries of these deliveries, oldest first. */
 export async function attemptsOf(m: Db, deliveryIds: string[]): Promise<StoredAttempt[]> {
   if (deliveryIds.length === 0) return [];
-  const rows = (await m.query(`SELECT * FROM webhook_delivery_attempts WHERE delivery_id IN (?) ORDER BY id`, [deliveryIds])) as {
+  const rows = (await m.query(`SELECT * FROM webhook_delivery_attempts WHERE delivery_id IN (?) ORDER BY id`, [
+    deliveryIds,
+  ])) as {
     delivery_id: string;
     attempted_at: Date;
     status_code: number | null;
     error: string | null;
     duration_ms: number;
   }[];
-  return rows.map((r) => ({ deliveryId: r.delivery_id, attemptedAt: r.attempted_at, statusCode: r.status_code, error: r.error, durationMs: Number(r.duration_ms) }));
+  return rows.map((r) => ({
+    deliveryId: r.delivery_id,
+    attemptedAt: r.attempted_at,
+    statusCode: r.status_code,
+    error: r.error,
+    durationMs: Number(r.duration_ms),
+  }));
 }
 
 /**
  * Accounts (after `afterAccount`, in id order, at most `limit`) with a pending delivery whose next
  * try was due before `dueBefore`: one entry per account however many it has (the index's groups).
  */
-export async function accountsWithOverdue(m: Db, dueBefore: Date, afterAccount: string, limit: number): Promise<string[]> {
+export async function accountsWithOverdue(
+  m: Db,
+  dueBefore: Date,
+  afterAccount: string,
+  limit: number,
+): Promise<string[]> {
   const rows = (await m.query(
     `SELECT account_id, MIN(next_attempt_at) AS due FROM webhook_deliveries
      WHERE status = 'PENDING' AND account_id > ? AND next_attempt_at < ? GROUP BY status, account_id ORDER BY account_id LIMIT ?`,
@@ -309,7 +367,13 @@ export async function accountsWithOverdue(m: Db, dueBefore: Date, afterAccount: 
  * The account's pending deliveries due by `dueBy` that no run holds at `wallNow`, longest waiting
  * first, at most `limit`.
  */
-export async function dueDeliveriesOf(m: Db, accountId: string, dueBy: Date, wallNow: Date, limit: number): Promise<string[]> {
+export async function dueDeliveriesOf(
+  m: Db,
+  accountId: string,
+  dueBy: Date,
+  wallNow: Date,
+  limit: number,
+): Promise<string[]> {
   const rows = (await m.query(
     `SELECT id FROM webhook_deliveries WHERE status = 'PENDING' AND account_id = ? AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until < ?)
      ORDER BY next_attempt_at LIMIT ?`,
@@ -323,12 +387,17 @@ export async function dueDeliveriesOf(m: Db, accountId: string, dueBy: Date, wal
  * written in one transaction, so one with any was fanned out; one distinct id per event is read.
  */
 export async function eventsWithDeliveries(m: Db, afterId: string, toId: string): Promise<Set<string>> {
-  const rows = (await m.query(`SELECT DISTINCT event_id FROM webhook_deliveries WHERE event_id > ? AND event_id <= ?`, [afterId, toId])) as { event_id: string | number }[];
+  const rows = (await m.query(`SELECT DISTINCT event_id FROM webhook_deliveries WHERE event_id > ? AND event_id <= ?`, [
+    afterId,
+    toId,
+  ])) as { event_id: string | number }[];
   return new Set(rows.map((r) => String(r.event_id)));
 }
 
 /** Where a dispatcher without a cursor starts: before the oldest endpoint's first event. */
 export async function earliestEndpointStart(m: Db): Promise<string | null> {
-  const [row] = (await m.query(`SELECT MIN(after_event_id) AS id FROM webhook_endpoints WHERE deleted_at IS NULL`)) as { id: string | number | null }[];
+  const [row] = (await m.query(`SELECT MIN(after_event_id) AS id FROM webhook_endpoints WHERE deleted_at IS NULL`)) as {
+    id: string | number | null;
+  }[];
   return row?.id === null || row?.id === undefined ? null : String(row.id);
 }

@@ -12,7 +12,12 @@ import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idem
 import type { Principal } from '../keys/principal.js';
 import type { Viewer } from '../keys/visibility.js';
 import { DestinationRefused, systemResolver, urlProblem, vettedAddress, type Resolver } from './destination.js';
-import type { CreateWebhookEndpointRequest, WebhookDeliveryDto, WebhookEndpointCreated, WebhookEndpointDto } from './webhooks.dto.js';
+import type {
+  CreateWebhookEndpointRequest,
+  WebhookDeliveryDto,
+  WebhookEndpointCreated,
+  WebhookEndpointDto,
+} from './webhooks.dto.js';
 import { newSigningSecret } from './webhook-signing.js';
 import {
   attemptsOf,
@@ -44,7 +49,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The viewer an endpoint receives as: its agent key, or the account holder. */
 export function viewerOfEndpoint(e: Pick<StoredEndpoint, 'accountId' | 'keyId'>): Viewer {
-  return e.keyId === null ? { kind: 'OWNER', accountId: e.accountId } : { kind: 'AGENT', accountId: e.accountId, keyId: e.keyId };
+  return e.keyId === null
+    ? { kind: 'OWNER', accountId: e.accountId }
+    : { kind: 'AGENT', accountId: e.accountId, keyId: e.keyId };
 }
 
 export function toEndpointDto(e: ListedEndpoint): WebhookEndpointDto {
@@ -80,12 +87,19 @@ export class WebhooksService {
    * with `secret: null` (the secret is shown once). The URL is kept as parsed; a key may have
    * made at most {@link ENDPOINTS_PER_KEY} live endpoints.
    */
-  async create(principal: Principal, idempotencyKeyHeader: string | undefined, body: CreateWebhookEndpointRequest): Promise<{ endpoint: WebhookEndpointCreated; created: boolean }> {
+  async create(
+    principal: Principal,
+    idempotencyKeyHeader: string | undefined,
+    body: CreateWebhookEndpointRequest,
+  ): Promise<{ endpoint: WebhookEndpointCreated; created: boolean }> {
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
     const eventTypes = [...new Set(body.eventTypes)].sort() as EventType[];
     const unknown = eventTypes.filter((t) => !EVENT_TYPES.includes(t));
     if (eventTypes.length === 0 || unknown.length) {
-      throw new AppError('VALIDATION_FAILED', `Invalid request: eventTypes must be one or more of ${EVENT_TYPES.join(', ')}.`);
+      throw new AppError(
+        'VALIDATION_FAILED',
+        `Invalid request: eventTypes must be one or more of ${EVENT_TYPES.join(', ')}.`,
+      );
     }
     const url = await this.destination(body.url);
     // A key belongs to one account, so its id alone keeps keys (and accounts) apart.
@@ -96,7 +110,10 @@ export class WebhooksService {
         replay: (id) => ({ endpointId: id, secret: null }),
         create: async () => {
           if ((await lockEndpointsMadeBy(m, principal.keyId)) >= ENDPOINTS_PER_KEY) {
-            throw new AppError('VALIDATION_FAILED', `Invalid request: this key already has ${ENDPOINTS_PER_KEY} webhook endpoints, the most one key may have: delete one first (DELETE /api/v1/webhook-endpoints/{id}).`);
+            throw new AppError(
+              'VALIDATION_FAILED',
+              `Invalid request: this key already has ${ENDPOINTS_PER_KEY} webhook endpoints, the most one key may have: delete one first (DELETE /api/v1/webhook-endpoints/{id}).`,
+            );
           }
           const id = randomUUID();
           const secret = newSigningSecret();
@@ -136,9 +153,15 @@ export class WebhooksService {
   async deliveries(viewer: Viewer, id: string): Promise<WebhookDeliveryDto[]> {
     const endpoint = await this.endpoint(viewer, id);
     const deliveries = await deliveriesOf(this.ds, endpoint.id, DELIVERIES_LISTED);
-    const attempts = await attemptsOf(this.ds, deliveries.map((d) => d.id));
+    const attempts = await attemptsOf(
+      this.ds,
+      deliveries.map((d) => d.id),
+    );
     // Shown as the deliveries carry them: the account's own event numbers.
-    const shown = await accountSeqsOf(this.ds, deliveries.map((d) => d.eventId));
+    const shown = await accountSeqsOf(
+      this.ds,
+      deliveries.map((d) => d.eventId),
+    );
     return deliveries.map((d) => ({
       id: d.id,
       eventId: shown.get(d.eventId) ?? d.eventId,
@@ -148,7 +171,12 @@ export class WebhooksService {
       completedAt: d.completedAt?.toISOString() ?? null,
       attempts: attempts
         .filter((a) => a.deliveryId === d.id)
-        .map((a) => ({ attemptedAt: a.attemptedAt.toISOString(), statusCode: a.statusCode, error: a.error, durationMs: a.durationMs })),
+        .map((a) => ({
+          attemptedAt: a.attemptedAt.toISOString(),
+          statusCode: a.statusCode,
+          error: a.error,
+          durationMs: a.durationMs,
+        })),
     }));
   }
 
@@ -161,8 +189,18 @@ export class WebhooksService {
     const delivery = UUID.test(deliveryId) ? await deliveryOf(this.ds, endpoint.id, deliveryId.toLowerCase()) : null;
     if (!delivery) throw new AppError('NOT_FOUND', 'No delivery with this id on this endpoint.');
     const { perKey, perDelivery } = REDELIVERY_LIMITS;
-    await this.rateLimiter.hit(`webhook-redeliver:key:${principal.keyId}`, perKey.limit, perKey.windowSeconds, `redeliveries by this key (${perKey.limit} an hour)`);
-    await this.rateLimiter.hit(`webhook-redeliver:delivery:${delivery.id}`, perDelivery.limit, perDelivery.windowSeconds, `redeliveries of this delivery (${perDelivery.limit} an hour)`);
+    await this.rateLimiter.hit(
+      `webhook-redeliver:key:${principal.keyId}`,
+      perKey.limit,
+      perKey.windowSeconds,
+      `redeliveries by this key (${perKey.limit} an hour)`,
+    );
+    await this.rateLimiter.hit(
+      `webhook-redeliver:delivery:${delivery.id}`,
+      perDelivery.limit,
+      perDelivery.windowSeconds,
+      `redeliveries of this delivery (${perDelivery.limit} an hour)`,
+    );
     await reopenDelivery(this.ds, delivery.id, this.clock.now());
     // The same unique key as its retries: a retry waiting is moved to now rather than doubled.
     await this.jobs.now('webhooks.deliver', { deliveryId: delivery.id }, { uniqueKey: delivery.id });
@@ -187,7 +225,8 @@ export class WebhooksService {
     try {
       await vettedAddress(url, false, this.opts.resolve ?? systemResolver);
     } catch (err) {
-      if (err instanceof DestinationRefused) throw new AppError('VALIDATION_FAILED', `Invalid request: url: ${err.message}.`);
+      if (err instanceof DestinationRefused)
+        throw new AppError('VALIDATION_FAILED', `Invalid request: url: ${err.message}.`);
       throw err;
     }
     return url.href;

@@ -27,7 +27,8 @@ export function createProviderClient(spec: {
 }): ProviderHttpClient {
   const t = spec.tuning ?? {};
   const limits: Record<string, EndpointLimit> = {};
-  for (const [bucket, ms] of Object.entries(spec.intervalsMs)) limits[bucket] = { minIntervalMs: t.intervalsMs?.[bucket] ?? ms };
+  for (const [bucket, ms] of Object.entries(spec.intervalsMs))
+    limits[bucket] = { minIntervalMs: t.intervalsMs?.[bucket] ?? ms };
   return new ProviderHttpClient({
     providerId: spec.providerId,
     baseUrl: spec.apiUrl,

@@ -17,7 +17,8 @@ export function labelLookupFailure(label: string, err: unknown): CreateFailure {
   const reason = `could not check for an existing instance labelled ${label}: ${(err as Error).message}`;
   if (!(err instanceof ProviderApiError)) return { kind: 'ambiguous', reason };
   if (err.errorClass === 'rate_limited') return { kind: 'throttled', reason, retryAfterMs: err.retryAfterMs ?? 1000 };
-  if (err.errorClass === 'auth' || err.errorClass === 'request') return { kind: 'rejected', reason, errorClass: err.errorClass };
+  if (err.errorClass === 'auth' || err.errorClass === 'request')
+    return { kind: 'rejected', reason, errorClass: err.errorClass };
   return { kind: 'ambiguous', reason };
 }
 
@@ -35,9 +36,17 @@ export interface LabelledSpec<T> {
  * The instance carrying `label` in a complete list, or null. Should a race ever have made two, the
  * oldest is returned and the duplicate logged; the reconciler destroys the other.
  */
-export function pickByLabel<T>(items: readonly T[], label: string, spec: LabelledSpec<T> & { logger?: Logger; idOf?: (item: T) => string }): T | null {
+export function pickByLabel<T>(
+  items: readonly T[],
+  label: string,
+  spec: LabelledSpec<T> & { logger?: Logger; idOf?: (item: T) => string },
+): T | null {
   const hits = items.filter((i) => spec.labelOf(i) === label && (spec.live?.(i) ?? true));
-  if (hits.length > 1) spec.logger?.warn({ label, ids: hits.map((i) => spec.idOf?.(i) ?? '?') }, 'several instances carry one label; using the oldest');
+  if (hits.length > 1)
+    spec.logger?.warn(
+      { label, ids: hits.map((i) => spec.idOf?.(i) ?? '?') },
+      'several instances carry one label; using the oldest',
+    );
   if (spec.older) hits.sort(spec.older);
   return hits[0] ?? null;
 }
@@ -47,7 +56,12 @@ export function pickByLabel<T>(items: readonly T[], label: string, spec: Labelle
  * missing from it is asked for directly, since a list older than a create (or a destroy by another
  * process) must never read as gone. `getOne` answers null only when the cloud says the id is gone.
  */
-export async function listThenGet<T>(list: SharedRead<T[]>, id: string, idOf: (item: T) => string, getOne: (id: string) => Promise<T | null>): Promise<T | null> {
+export async function listThenGet<T>(
+  list: SharedRead<T[]>,
+  id: string,
+  idOf: (item: T) => string,
+  getOne: (id: string) => Promise<T | null>,
+): Promise<T | null> {
   const listed = (await list.get()).find((i) => idOf(i) === id);
   return listed ?? getOne(id);
 }

@@ -65,7 +65,9 @@ function codeHolds(codes: readonly string[] | undefined, code: string | undefine
 
 function holds(rule: ErrorRule, a: ErrorAnswer): boolean {
   const m = rule.match;
-  return statusHolds(m.status, a.status) && codeHolds(m.codes, a.code) && (m.text === undefined || m.text.test(a.text ?? ''));
+  return (
+    statusHolds(m.status, a.status) && codeHolds(m.codes, a.code) && (m.text === undefined || m.text.test(a.text ?? ''))
+  );
 }
 
 /**
@@ -74,13 +76,21 @@ function holds(rule: ErrorRule, a: ErrorAnswer): boolean {
  * table ends with a catch-all (`match: {}`); one that lets an answer through is a bug and throws.
  */
 export function matchErrorRule(rules: readonly ErrorRule[], answer: ErrorAnswer): ErrorRule {
-  const hit = rules.find((r) => isMeaning(r) && holds(r, answer)) ?? rules.find((r) => !isMeaning(r) && holds(r, answer));
-  if (!hit) throw new Error(`error table has no rule for HTTP ${answer.status}${answer.code ? ` ${answer.code}` : ''}; it must end with a catch-all`);
+  const hit =
+    rules.find((r) => isMeaning(r) && holds(r, answer)) ?? rules.find((r) => !isMeaning(r) && holds(r, answer));
+  if (!hit)
+    throw new Error(
+      `error table has no rule for HTTP ${answer.status}${answer.code ? ` ${answer.code}` : ''}; it must end with a catch-all`,
+    );
   return hit;
 }
 
 /** The create outcome a rule gives; a throttle waits `retryAfterMs` (the client's back-off) or 1 s. */
-export function createVerdictOf(rule: ErrorRule, reason: string, retryAfterMs?: number): Exclude<CreateResult, { kind: 'created' }> {
+export function createVerdictOf(
+  rule: ErrorRule,
+  reason: string,
+  retryAfterMs?: number,
+): Exclude<CreateResult, { kind: 'created' }> {
   if (rule.create === 'throttled') return { kind: 'throttled', reason, retryAfterMs: retryAfterMs ?? 1000 };
   return { kind: rule.create, reason };
 }
@@ -89,6 +99,11 @@ export function createVerdictOf(rule: ErrorRule, reason: string, retryAfterMs?: 
  * The error a read throws for a rule. A `gone` the caller did not handle (the object a list or a
  * catalog call named does not exist) is a `request` error: we asked for something that is not there.
  */
-export function readErrorOf(rule: ErrorRule, message: string, status?: number, retryAfterMs?: number): ProviderApiError {
+export function readErrorOf(
+  rule: ErrorRule,
+  message: string,
+  status?: number,
+  retryAfterMs?: number,
+): ProviderApiError {
   return new ProviderApiError(rule.read === 'gone' ? 'request' : rule.read, message, status, retryAfterMs);
 }

@@ -102,14 +102,17 @@ function parseOne(variable: string, spec: OptionSpec, raw: string | undefined): 
         if (spec.required) throw new Error(`${variable} is required${spec.hint ? ` (${spec.hint})` : ''}`);
         return spec.default;
       }
-      if (spec.noSpaces && /\s/.test(value)) throw new Error(`${variable} must be a single token without spaces${got(spec)}`);
-      if (spec.maxLength !== undefined && value.length > spec.maxLength) throw new Error(`${variable} must be at most ${spec.maxLength} characters`);
+      if (spec.noSpaces && /\s/.test(value))
+        throw new Error(`${variable} must be a single token without spaces${got(spec)}`);
+      if (spec.maxLength !== undefined && value.length > spec.maxLength)
+        throw new Error(`${variable} must be at most ${spec.maxLength} characters`);
       return value;
     }
     case 'integer': {
       if (!given) return spec.default;
       const n = /^\d+$/.test(value) ? Number(value) : NaN;
-      if (!Number.isSafeInteger(n) || n < spec.min || n > spec.max) throw new Error(`${variable} must be a whole number from ${spec.min} to ${spec.max}${got(spec)}`);
+      if (!Number.isSafeInteger(n) || n < spec.min || n > spec.max)
+        throw new Error(`${variable} must be a whole number from ${spec.min} to ${spec.max}${got(spec)}`);
       return n;
     }
     case 'origin': {
@@ -120,21 +123,37 @@ function parseOne(variable: string, spec: OptionSpec, raw: string | undefined): 
       } catch {
         throw new Error(`${variable} must be an http(s) origin such as ${spec.default}${got(spec)}`);
       }
-      if (!['http:', 'https:'].includes(url.protocol) || (url.pathname !== '/' && url.pathname !== '') || url.search || url.hash || url.username || url.password) {
-        throw new Error(`${variable} must be an http(s) origin without a path such as ${spec.default} (the plugin appends ${spec.appends})${got(spec)}`);
+      if (
+        !['http:', 'https:'].includes(url.protocol) ||
+        (url.pathname !== '/' && url.pathname !== '') ||
+        url.search ||
+        url.hash ||
+        url.username ||
+        url.password
+      ) {
+        throw new Error(
+          `${variable} must be an http(s) origin without a path such as ${spec.default} (the plugin appends ${spec.appends})${got(spec)}`,
+        );
       }
       return url.origin;
     }
     case 'enum': {
       if (!given) return spec.default;
       const hit = spec.values.find((v) => v.toLowerCase() === value.toLowerCase());
-      if (hit === undefined) throw new Error(`${variable} must be ${spec.values.slice(0, -1).join(', ')}${spec.values.length > 1 ? ' or ' : ''}${spec.values.at(-1)}${got(spec)}`);
+      if (hit === undefined)
+        throw new Error(
+          `${variable} must be ${spec.values.slice(0, -1).join(', ')}${spec.values.length > 1 ? ' or ' : ''}${spec.values.at(-1)}${got(spec)}`,
+        );
       return hit;
     }
     case 'list': {
       if (raw === undefined) return null;
-      const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
-      if (items.length === 0 || items.some((s) => !spec.item.test(s))) throw new Error(`${variable} must be a comma-separated list of ${spec.itemHelp}${got(spec)}`);
+      const items = raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+      if (items.length === 0 || items.some((s) => !spec.item.test(s)))
+        throw new Error(`${variable} must be a comma-separated list of ${spec.itemHelp}${got(spec)}`);
       return items;
     }
     case 'flag': {
@@ -152,11 +171,17 @@ function parseOne(variable: string, spec: OptionSpec, raw: string | undefined): 
  * against a declaration. Unknown names are refused with the list of known ones; every message
  * names the variable.
  */
-export function parseOptions<D extends Record<string, OptionSpec>>(decl: OptionsDeclaration<D>, raw: Record<string, string>): OptionValues<D> {
+export function parseOptions<D extends Record<string, OptionSpec>>(
+  decl: OptionsDeclaration<D>,
+  raw: Record<string, string>,
+): OptionValues<D> {
   const known = Object.keys(decl.options);
   const v = (name: string) => optionVariable(decl.providerId, name);
   for (const k of Object.keys(raw)) {
-    if (!known.includes(k)) throw new Error(`${v(k)} is not an option of the ${decl.providerId} provider (known: ${known.map(v).join(', ')})`);
+    if (!known.includes(k))
+      throw new Error(
+        `${v(k)} is not an option of the ${decl.providerId} provider (known: ${known.map(v).join(', ')})`,
+      );
   }
   const out: Record<string, unknown> = {};
   for (const [name, spec] of Object.entries(decl.options)) out[name] = parseOne(v(name), spec, raw[name]);
@@ -164,6 +189,8 @@ export function parseOptions<D extends Record<string, OptionSpec>>(decl: Options
 }
 
 /** Declares a plugin's options; the identity at run time, it keeps the declaration's literal types. */
-export function declareOptions<const D extends Record<string, OptionSpec>>(decl: OptionsDeclaration<D>): OptionsDeclaration<D> {
+export function declareOptions<const D extends Record<string, OptionSpec>>(
+  decl: OptionsDeclaration<D>,
+): OptionsDeclaration<D> {
   return decl;
 }

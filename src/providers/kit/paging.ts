@@ -37,7 +37,11 @@ export function readCursor(value: unknown, what: string): string | null {
  * that repeats, or more than `maxPages` pages make the whole listing throw: callers decide
  * "absent" from this list, so they must never see a partial one.
  */
-export async function listAllPages<T>(opts: { what: string; fetchPage: (cursor: string | undefined) => Promise<Page<T>>; maxPages?: number }): Promise<CompleteList<T>> {
+export async function listAllPages<T>(opts: {
+  what: string;
+  fetchPage: (cursor: string | undefined) => Promise<Page<T>>;
+  maxPages?: number;
+}): Promise<CompleteList<T>> {
   const max = opts.maxPages ?? DEFAULT_MAX_PAGES;
   const items: T[] = [];
   const seen = new Set<string>();
@@ -46,7 +50,8 @@ export async function listAllPages<T>(opts: { what: string; fetchPage: (cursor: 
     const got = await opts.fetchPage(cursor);
     items.push(...got.items);
     if (got.next === null) return { items, complete: true, pages: page };
-    if (seen.has(got.next)) throw new ProviderApiError('bad_response', `${opts.what}: the next-page cursor does not advance`, 200);
+    if (seen.has(got.next))
+      throw new ProviderApiError('bad_response', `${opts.what}: the next-page cursor does not advance`, 200);
     seen.add(got.next);
     cursor = got.next;
   }

@@ -65,9 +65,17 @@ export interface Run {
  * Runs a node script as a subprocess with only the given environment (plus PATH), like an
  * agent's shell would; `onStderr` sees stderr as it arrives.
  */
-export function run(bin: string, args: string[], env: Record<string, string>, onStderr?: (chunk: string) => void): Promise<Run> {
+export function run(
+  bin: string,
+  args: string[],
+  env: Record<string, string>,
+  onStderr?: (chunk: string) => void,
+): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [bin, ...args], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 
 export const GOOD_RENTAL_ID = '0b7c56d2-3f5e-4a41-9d0e-6c1f2a3b4c5d';
 export const GOOD_DEPLOYMENT_ID = '5e1d9c8b-7a6f-4e3d-8c2b-1a0f9e8d7c6b';
-export const FAKE_PRIVATE_KEY = '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAfake\n-----END OPENSSH PRIVATE KEY-----\n';
+export const FAKE_PRIVATE_KEY =
+  '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAfake\n-----END OPENSSH PRIVATE KEY-----\n';
 
 /** What the fake service answers: the rental (by any id) and the credentials reveal. */
 export interface HostileAnswers {

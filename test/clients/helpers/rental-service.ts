@@ -56,12 +56,18 @@ export class RentalService {
       for await (const c of req) chunks.push(c as Buffer);
       const text = Buffer.concat(chunks).toString('utf8');
       const path = req.url ?? '';
-      this.received.push({ method: req.method ?? '', path, idempotencyKey: req.headers['idempotency-key'] as string | undefined, body: text ? JSON.parse(text) : undefined });
+      this.received.push({
+        method: req.method ?? '',
+        path,
+        idempotencyKey: req.headers['idempotency-key'] as string | undefined,
+        body: text ? JSON.parse(text) : undefined,
+      });
       const send = (status: number, body: unknown) => {
         res.writeHead(status, { 'Content-Type': 'application/json', 'X-Request-Id': 'req_fake' });
         res.end(JSON.stringify(body));
       };
-      const fail = (r: Refusal) => send(r.status, { error: { code: r.code, message: r.message, requestId: 'req_fake' } });
+      const fail = (r: Refusal) =>
+        send(r.status, { error: { code: r.code, message: r.message, requestId: 'req_fake' } });
       if (req.method === 'POST' && path === '/api/v1/rentals') {
         if (this.refuse) return fail(this.refuse);
         this.created = rentalOf(JSON.parse(text));
@@ -87,7 +93,13 @@ export class RentalService {
 
 /** A new rental as the service answers a create: PENDING, the machine as asked without its secrets. */
 function rentalOf(body: RentalFields): RentalFields {
-  const machine = (body.machine ?? {}) as { image?: string; env?: Record<string, string>; startupScript?: string; ports?: number[]; diskGb?: number };
+  const machine = (body.machine ?? {}) as {
+    image?: string;
+    env?: Record<string, string>;
+    startupScript?: string;
+    ports?: number[];
+    diskGb?: number;
+  };
   const waits = typeof body.waitForCapacitySeconds === 'number';
   return {
     rentalId: RENTAL_ID,
@@ -105,7 +117,9 @@ function rentalOf(body: RentalFields): RentalFields {
     machine: {
       image: machine.image ?? null,
       envNames: Object.keys(machine.env ?? {}).sort(),
-      startupScriptSha256: machine.startupScript ? createHash('sha256').update(machine.startupScript).digest('hex') : null,
+      startupScriptSha256: machine.startupScript
+        ? createHash('sha256').update(machine.startupScript).digest('hex')
+        : null,
       ports: machine.ports ?? [],
       diskGb: machine.diskGb ?? null,
     },

@@ -10,9 +10,36 @@ import { freePort, spawnService, waitFor, type Spawned } from '../../helpers/pro
 export const TEST_GPU = process.env.GPR_TEST_GPU ?? 'H100 SXM';
 
 export const CLIENT_TEST_OFFERS: LocalInventoryOffer[] = [
-  { key: 'c-h100-sxm', name: 'NVIDIA H100 SXM', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 299, maximumDurationSeconds: 86400, provisionSeconds: 1 },
-  { key: 'c-h100-pcie', name: 'NVIDIA H100 PCIe', category: 'datacenter', vramGb: 80, gpuCount: 1, pricePerHourMinor: 249, maximumDurationSeconds: 86400, provisionSeconds: 1 },
-  { key: 'c-l4', name: 'NVIDIA L4', category: 'datacenter', vramGb: 24, gpuCount: 1, pricePerHourMinor: 48, maximumDurationSeconds: 86400, provisionSeconds: 1 },
+  {
+    key: 'c-h100-sxm',
+    name: 'NVIDIA H100 SXM',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 299,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 1,
+  },
+  {
+    key: 'c-h100-pcie',
+    name: 'NVIDIA H100 PCIe',
+    category: 'datacenter',
+    vramGb: 80,
+    gpuCount: 1,
+    pricePerHourMinor: 249,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 1,
+  },
+  {
+    key: 'c-l4',
+    name: 'NVIDIA L4',
+    category: 'datacenter',
+    vramGb: 24,
+    gpuCount: 1,
+    pricePerHourMinor: 48,
+    maximumDurationSeconds: 86400,
+    provisionSeconds: 1,
+  },
 ];
 
 export interface RunningService {
@@ -51,10 +78,14 @@ export async function startService(env: Record<string, string> = {}): Promise<Ru
     await dropDatabase(databaseUrl);
   };
   try {
-    await waitFor(async () => {
-      const r = (await (await fetch(`${baseUrl}/api/v1/offers`)).json()) as { data?: unknown[] };
-      return (r.data?.length ?? 0) >= CLIENT_TEST_OFFERS.length;
-    }, 45_000, `the service at ${baseUrl} (${svc.stderr().slice(-500)})`);
+    await waitFor(
+      async () => {
+        const r = (await (await fetch(`${baseUrl}/api/v1/offers`)).json()) as { data?: unknown[] };
+        return (r.data?.length ?? 0) >= CLIENT_TEST_OFFERS.length;
+      },
+      45_000,
+      `the service at ${baseUrl} (${svc.stderr().slice(-500)})`,
+    );
   } catch (err) {
     await stop();
     throw err;

@@ -13,7 +13,10 @@ export function accountCommands(program: Command, ctx: Ctx): void {
     .option('--force', 'replace a token already stored')
     .action(async (o: { maxPerRental?: string; budgetLimit?: string; maxConcurrent?: string; force?: boolean }) => {
       const stored = readStoredConfig();
-      if (stored.token && !o.force) throw new UsageError('A token is already stored; pass --force to replace it with a new account (the old token is then lost).');
+      if (stored.token && !o.force)
+        throw new UsageError(
+          'A token is already stored; pass --force to replace it with a new account (the old token is then lost).',
+        );
       const body: Record<string, number> = {};
       if (o.maxPerRental) body.maxPerRentalMinor = dollarsToCents(o.maxPerRental);
       if (o.budgetLimit) body.budgetLimitMinor = dollarsToCents(o.budgetLimit);
@@ -21,9 +24,11 @@ export function accountCommands(program: Command, ctx: Ctx): void {
       const client = ctx.publicClient();
       const res = await client.signup(body);
       const path = writeStoredConfig({ ...stored, baseUrl: client.baseUrl, token: res.token });
-      ctx.out({ account: res.account, configPath: path }, () =>
-        `Signed up. Account ${res.account.user.id}, key ${res.account.key.prefix} (${res.account.key.scopes.join(', ')}).\n` +
-        `Token saved to ${path}. Balance is $0.00: next, \`gpr topup <usd> --wait\`.\n`,
+      ctx.out(
+        { account: res.account, configPath: path },
+        () =>
+          `Signed up. Account ${res.account.user.id}, key ${res.account.key.prefix} (${res.account.key.scopes.join(', ')}).\n` +
+          `Token saved to ${path}. Balance is $0.00: next, \`gpr topup <usd> --wait\`.\n`,
       );
     });
 
@@ -35,7 +40,10 @@ export function accountCommands(program: Command, ctx: Ctx): void {
       const res = await client.exchangeSetupCode(code);
       if (!res.token) throw new UsageError('The service returned no token for this code.');
       const path = writeStoredConfig({ ...readStoredConfig(), baseUrl: client.baseUrl, token: res.token });
-      ctx.out({ key: res.key, configPath: path }, () => `Agent key ${res.key.prefix} stored in ${path} (scopes ${res.key.scopes.join(', ')}).\n`);
+      ctx.out(
+        { key: res.key, configPath: path },
+        () => `Agent key ${res.key.prefix} stored in ${path} (scopes ${res.key.scopes.join(', ')}).\n`,
+      );
     });
 
   program
@@ -52,7 +60,12 @@ export function accountCommands(program: Command, ctx: Ctx): void {
           ['per-rental cap', formatCents(me.key.maxPerRentalMinor)],
           ['key budget left', formatCents(me.key.remainingBudgetMinor)],
           ['concurrent', `${me.key.activeDeployments} of ${me.key.maxConcurrentDeployments}`],
-          ['longest rental', me.key.maxRentalSeconds == null ? 'no limit' : `${formatDuration(me.key.maxRentalSeconds)} (every rental's lease is at most this)`],
+          [
+            'longest rental',
+            me.key.maxRentalSeconds == null
+              ? 'no limit'
+              : `${formatDuration(me.key.maxRentalSeconds)} (every rental's lease is at most this)`,
+          ],
           ['billing', me.billing.model],
           ['budget required', me.billing.budgetRequired ? 'yes: pass --budget to gpr rent' : 'no'],
         ]),
@@ -64,9 +77,16 @@ export function accountCommands(program: Command, ctx: Ctx): void {
     .description('Show the credit balance and recent ledger entries')
     .action(async () => {
       const b = await ctx.client().balance();
-      ctx.out(b, () =>
-        `Credits: ${formatCents(b.creditsMinor)}${b.frozen ? ' (frozen)' : ''}; key budget left ${formatCents(b.keyRemainingBudgetMinor)}\n` +
-        (b.entries.length ? table(['when', 'kind', 'amount', 'description'], b.entries.map((e) => [e.createdAt, e.kind, formatCents(e.amountMinor), e.description])) : ''),
+      ctx.out(
+        b,
+        () =>
+          `Credits: ${formatCents(b.creditsMinor)}${b.frozen ? ' (frozen)' : ''}; key budget left ${formatCents(b.keyRemainingBudgetMinor)}\n` +
+          (b.entries.length
+            ? table(
+                ['when', 'kind', 'amount', 'description'],
+                b.entries.map((e) => [e.createdAt, e.kind, formatCents(e.amountMinor), e.description]),
+              )
+            : ''),
       );
     });
 
@@ -79,17 +99,28 @@ export function accountCommands(program: Command, ctx: Ctx): void {
       const client = ctx.client();
       const topup = await client.createTopup(dollarsToCents(usd));
       if (!o.wait) {
-        ctx.out(topup, () => `Pay ${formatCents(topup.amountMinor)} here (a human opens it in a browser):\n${topup.paymentUrl}\n`);
+        ctx.out(
+          topup,
+          () => `Pay ${formatCents(topup.amountMinor)} here (a human opens it in a browser):\n${topup.paymentUrl}\n`,
+        );
         return;
       }
       // Waiting: the link must be visible before the wait ends, so it goes to stderr now.
-      process.stderr.write(`Pay ${formatCents(topup.amountMinor)} here (a human opens it in a browser): ${topup.paymentUrl}\n`);
+      process.stderr.write(
+        `Pay ${formatCents(topup.amountMinor)} here (a human opens it in a browser): ${topup.paymentUrl}\n`,
+      );
       const progress = ctx.progress();
       try {
-        const paid = await client.waitForTopup(topup.topupId, { timeoutMs: timeoutMs(o.timeout, 1800), onProgress: (t) => progress.update(`payment ${t.status}`) });
+        const paid = await client.waitForTopup(topup.topupId, {
+          timeoutMs: timeoutMs(o.timeout, 1800),
+          onProgress: (t) => progress.update(`payment ${t.status}`),
+        });
         progress.stop();
         const me = await client.me();
-        ctx.out({ topup: paid, creditsMinor: me.balance.creditsMinor }, () => `Paid. Credits now ${formatCents(me.balance.creditsMinor)}.\n`);
+        ctx.out(
+          { topup: paid, creditsMinor: me.balance.creditsMinor },
+          () => `Paid. Credits now ${formatCents(me.balance.creditsMinor)}.\n`,
+        );
       } finally {
         progress.stop();
       }

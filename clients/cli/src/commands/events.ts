@@ -28,20 +28,36 @@ const eventLine = (e: GprEvent) => `${e.id}  ${e.createdAt}  ${e.type}  ${eventS
 export function eventCommands(program: Command, ctx: Ctx): void {
   program
     .command('events')
-    .description("Your events (rentals starting, running, failing, ending; credits): a page after --after, or --follow them as they happen")
-    .option('--after <id>', 'events after this id (a previous listing prints the next one; 0: from the start); without it, the newest page (with --follow: from now on)')
+    .description(
+      'Your events (rentals starting, running, failing, ending; credits): a page after --after, or --follow them as they happen',
+    )
+    .option(
+      '--after <id>',
+      'events after this id (a previous listing prints the next one; 0: from the start); without it, the newest page (with --follow: from now on)',
+    )
     .option('--limit <n>', 'how many in a page (1-100, default 50)')
-    .option('--follow', 'keep printing events as they happen (the event stream, reconnecting with the last id) until interrupted')
+    .option(
+      '--follow',
+      'keep printing events as they happen (the event stream, reconnecting with the last id) until interrupted',
+    )
     .action(async (o: { after?: string; limit?: string; follow?: boolean }) => {
-      if (o.after !== undefined && !/^\d+$/.test(o.after)) throw new UsageError('--after takes an event id (digits), e.g. from `gpr events`.');
+      if (o.after !== undefined && !/^\d+$/.test(o.after))
+        throw new UsageError('--after takes an event id (digits), e.g. from `gpr events`.');
       const limit = o.limit === undefined ? undefined : Number(o.limit);
-      if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 100)) throw new UsageError('--limit must be a whole number from 1 to 100.');
+      if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 100))
+        throw new UsageError('--limit must be a whole number from 1 to 100.');
       const client = ctx.client();
       if (!o.follow) {
         const page = await client.events({ after: o.after, limit });
-        ctx.out(page, () =>
-          (page.data.length === 0 ? 'No events after this point.\n' : table(['id', 'at', 'type', 'what'], page.data.map((e) => [e.id, e.createdAt, e.type, eventSummary(e)]))) +
-          `Next: gpr events --after ${page.nextAfter}\n`,
+        ctx.out(
+          page,
+          () =>
+            (page.data.length === 0
+              ? 'No events after this point.\n'
+              : table(
+                  ['id', 'at', 'type', 'what'],
+                  page.data.map((e) => [e.id, e.createdAt, e.type, eventSummary(e)]),
+                )) + `Next: gpr events --after ${page.nextAfter}\n`,
         );
         return;
       }

@@ -13,7 +13,12 @@ export function gpuMatches(name: string, wanted: string): boolean {
 export function capabilitiesText(o: Offer): string | null {
   const c = o.capabilities;
   if (!c) return null;
-  const can = [c.customImage ? 'image' : '', c.startupScript ? 'script' : '', c.ports > 0 ? `${c.ports} port${c.ports === 1 ? '' : 's'}` : '', c.maxDiskGb === null ? '' : `disk <= ${c.maxDiskGb} GB`];
+  const can = [
+    c.customImage ? 'image' : '',
+    c.startupScript ? 'script' : '',
+    c.ports > 0 ? `${c.ports} port${c.ports === 1 ? '' : 's'}` : '',
+    c.maxDiskGb === null ? '' : `disk <= ${c.maxDiskGb} GB`,
+  ];
   return can.filter(Boolean).join(', ') || null;
 }
 
@@ -23,11 +28,21 @@ export function inventoryCommands(program: Command, ctx: Ctx): void {
     .description('GPU models on offer with their price range (no account needed)')
     .action(async () => {
       const g = await ctx.publicClient().gpus();
-      ctx.out(g, () =>
-        table(
-          ['model', 'vram', 'offers', 'gpus', 'from/h', 'to/h', 'cheapest offer'],
-          g.models.map((m) => [m.name, m.vramGb === null ? null : `${m.vramGb} GB`, m.availableOffers, m.availableGpus, formatCents(m.minPricePerHourMinor), formatCents(m.maxPricePerHourMinor), m.cheapestOfferId]),
-        ) + `Prices are for the whole instance per hour. Rent: gpr rent --gpu <model> --max-price <usd>\n`,
+      ctx.out(
+        g,
+        () =>
+          table(
+            ['model', 'vram', 'offers', 'gpus', 'from/h', 'to/h', 'cheapest offer'],
+            g.models.map((m) => [
+              m.name,
+              m.vramGb === null ? null : `${m.vramGb} GB`,
+              m.availableOffers,
+              m.availableGpus,
+              formatCents(m.minPricePerHourMinor),
+              formatCents(m.maxPricePerHourMinor),
+              m.cheapestOfferId,
+            ]),
+          ) + `Prices are for the whole instance per hour. Rent: gpr rent --gpu <model> --max-price <usd>\n`,
       );
     });
 
@@ -50,7 +65,15 @@ export function inventoryCommands(program: Command, ctx: Ctx): void {
           ? 'No offer matches.\n'
           : table(
               ['id', 'gpu', 'count', 'vram', 'price/h', 'max hours', 'machine'],
-              offers.map((x) => [x.id, x.name, x.gpuCount, x.vramGb === null ? null : `${x.vramGb} GB`, formatCents(x.pricePerHourMinor), Math.floor(x.maximumDurationSeconds / 3600), capabilitiesText(x)]),
+              offers.map((x) => [
+                x.id,
+                x.name,
+                x.gpuCount,
+                x.vramGb === null ? null : `${x.vramGb} GB`,
+                formatCents(x.pricePerHourMinor),
+                Math.floor(x.maximumDurationSeconds / 3600),
+                capabilitiesText(x),
+              ]),
             ),
       );
     });

@@ -1,4 +1,14 @@
-import { capacityLine, dollarsToCents, formatCents, formatDuration, type GprClient, leaseLine, type Rental, type RentalRequest, spendCapLine } from '@gpu-rental/sdk';
+import {
+  capacityLine,
+  dollarsToCents,
+  formatCents,
+  formatDuration,
+  type GprClient,
+  leaseLine,
+  type Rental,
+  type RentalRequest,
+  spendCapLine,
+} from '@gpu-rental/sdk';
 import type { Command } from 'commander';
 import { type Ctx, timeoutMs } from '../context.js';
 import { collect, type MachineFlags, machineRequest } from '../machine-flags.js';
@@ -7,7 +17,12 @@ import { fields, table, UsageError, warnIfCents } from '../output.js';
 /** Where `gpr status --wait` stops: the rental runs, or it has ended. */
 const SETTLED: Rental['status'][] = ['ACTIVE', 'TERMINATED', 'FAILED'];
 
-type Extra = { gpuName?: string | null; gpuCount?: number | null; provider?: string | null; terminationReason?: string | null };
+type Extra = {
+  gpuName?: string | null;
+  gpuCount?: number | null;
+  provider?: string | null;
+  terminationReason?: string | null;
+};
 
 /** The rental's state in a few words: `PROVISIONING (booting)`, `PENDING (waiting_for_capacity until ...)`. */
 export function stateLine(r: Rental): string {
@@ -55,49 +70,96 @@ function nextLine(r: Rental): string {
 }
 
 /** Waits for a state with a spinner (TTY) or one line per change of status or phase. */
-export async function waitWithProgress(ctx: Ctx, client: GprClient, id: string, until: 'ACTIVE' | 'TERMINATED', timeout: number | undefined): Promise<Rental> {
+export async function waitWithProgress(
+  ctx: Ctx,
+  client: GprClient,
+  id: string,
+  until: 'ACTIVE' | 'TERMINATED',
+  timeout: number | undefined,
+): Promise<Rental> {
   const progress = ctx.progress();
   try {
-    return await client.waitForRental(id, { until, timeoutMs: timeout, onPhase: (r) => progress.update(`rental ${stateLine(r)}`) });
+    return await client.waitForRental(id, {
+      until,
+      timeoutMs: timeout,
+      onPhase: (r) => progress.update(`rental ${stateLine(r)}`),
+    });
   } finally {
     progress.stop();
   }
 }
 
-type RentOptions = MachineFlags & { offer?: string; gpu?: string; count: string; maxPrice?: string; budget?: string; idempotencyKey?: string; wait?: boolean; timeout?: string };
+type RentOptions = MachineFlags & {
+  offer?: string;
+  gpu?: string;
+  count: string;
+  maxPrice?: string;
+  budget?: string;
+  idempotencyKey?: string;
+  wait?: boolean;
+  timeout?: string;
+};
 
 /** The request body of `gpr rent`'s flags; usage errors before anything is sent. */
 function rentBody(o: RentOptions): RentalRequest {
   if (Boolean(o.offer) === Boolean(o.gpu)) throw new UsageError('Give exactly one of --offer <id> or --gpu <model>.');
   const budget = o.budget === undefined ? {} : { budgetMinor: dollarsToCents(o.budget) };
   if (o.offer) {
-    if (o.waitCapacity !== undefined) throw new UsageError('--wait-capacity needs --gpu: an exact offer cannot wait for capacity; rent by GPU model to wait.');
+    if (o.waitCapacity !== undefined)
+      throw new UsageError(
+        '--wait-capacity needs --gpu: an exact offer cannot wait for capacity; rent by GPU model to wait.',
+      );
     return { offerId: o.offer, ...budget, ...machineRequest(o) };
   }
   if (!o.maxPrice) throw new UsageError('--gpu needs --max-price <usd> (the most you pay per hour).');
   const count = Number(o.count);
   if (![1, 2, 4, 8].includes(count)) throw new UsageError('--count must be 1, 2, 4 or 8.');
   warnIfCents('--max-price', o.maxPrice);
-  return { gpuModel: o.gpu!, gpuCount: count as 1, maxHourlyPriceMinor: dollarsToCents(o.maxPrice), ...budget, ...machineRequest(o) };
+  return {
+    gpuModel: o.gpu!,
+    gpuCount: count as 1,
+    maxHourlyPriceMinor: dollarsToCents(o.maxPrice),
+    ...budget,
+    ...machineRequest(o),
+  };
 }
 
 export function rentalCommands(program: Command, ctx: Ctx): void {
   program
     .command('rent')
-    .description('Rent a machine: one exact offer, or a GPU model with a price ceiling; optionally its image, variables, startup script, ports, disk and lease; --wait until ACTIVE')
+    .description(
+      'Rent a machine: one exact offer, or a GPU model with a price ceiling; optionally its image, variables, startup script, ports, disk and lease; --wait until ACTIVE',
+    )
     .option('--offer <id>', 'an offer id from `gpr offers`')
     .option('--gpu <model>', 'GPU model, e.g. "H100 SXM"')
     .option('--count <n>', 'GPUs (1, 2, 4 or 8; with --gpu)', '1')
     .option('--max-price <usd>', 'highest price per hour for the whole machine (required with --gpu)')
     .option('--budget <usd>', 'spending ceiling for this rental (required when `gpr whoami` says budget required)')
-    .option('--image <ref>', 'container image to run, e.g. pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime (offers with capabilities.customImage)')
-    .option('--env <NAME=VALUE>', 'environment variable of the machine, its script and SSH logins (repeatable); NAME alone passes this shell\'s $NAME. Values are secrets: never printed', collect)
+    .option(
+      '--image <ref>',
+      'container image to run, e.g. pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime (offers with capabilities.customImage)',
+    )
+    .option(
+      '--env <NAME=VALUE>',
+      "environment variable of the machine, its script and SSH logins (repeatable); NAME alone passes this shell's $NAME. Values are secrets: never printed",
+      collect,
+    )
     .option('--env-from <file>', 'NAME=VALUE lines (# comments, blank lines skipped); --env wins for the same name')
-    .option('--script <file>', 'startup script run once after boot as the SSH user (offers with capabilities.startupScript); never printed')
-    .option('--port <n>', 'TCP port to expose over HTTP(S) (repeatable, up to 5); its URL is shown once ACTIVE', collect)
-    .option('--disk <gb>', 'disk size in GB (up to the offer\'s capabilities.maxDiskGb)')
+    .option(
+      '--script <file>',
+      'startup script run once after boot as the SSH user (offers with capabilities.startupScript); never printed',
+    )
+    .option(
+      '--port <n>',
+      'TCP port to expose over HTTP(S) (repeatable, up to 5); its URL is shown once ACTIVE',
+      collect,
+    )
+    .option('--disk <gb>', "disk size in GB (up to the offer's capabilities.maxDiskGb)")
     .option('--ttl <duration>', 'lease: terminate this long after ACTIVE, e.g. 2h, 90m, 3600s')
-    .option('--wait-capacity <duration>', 'with --gpu: wait up to this long (1m to 24h) for an eligible offer instead of failing, e.g. 30m')
+    .option(
+      '--wait-capacity <duration>',
+      'with --gpu: wait up to this long (1m to 24h) for an eligible offer instead of failing, e.g. 30m',
+    )
     .option('--idempotency-key <key>', 'reuse to retry the same rental safely (default: a new one)')
     .option('--wait', 'wait until ACTIVE, showing the state and phase')
     .option('--timeout <duration>', 'how long --wait waits (default 15m, after any --wait-capacity)')
@@ -112,7 +174,8 @@ export function rentalCommands(program: Command, ctx: Ctx): void {
         // The cap and the lease that will stop the machine are said up front, whoever set them.
         const cap = rental.deployment?.spendCapMinor;
         if (typeof cap === 'number') process.stderr.write(`${spendCapLine(cap, o.budget !== undefined)}\n`);
-        if (rental.leaseSeconds) process.stderr.write(`${leaseLine(rental.leaseSeconds, o.ttl !== undefined, '--ttl')}\n`);
+        if (rental.leaseSeconds)
+          process.stderr.write(`${leaseLine(rental.leaseSeconds, o.ttl !== undefined, '--ttl')}\n`);
         if (rental.waitForCapacityUntil) process.stderr.write(`${capacityLine(rental.waitForCapacityUntil)}\n`);
       }
       if (o.wait) rental = await waitWithProgress(ctx, client, rental.rentalId, 'ACTIVE', timeout);
@@ -138,24 +201,38 @@ export function rentalCommands(program: Command, ctx: Ctx): void {
     .option('--limit <n>', 'how many (1-100, default 20)')
     .option('--cursor <cursor>', 'the next page, from a previous listing')
     .action(async (o: { limit?: string; cursor?: string }) => {
-      const page = await ctx.client().listRentals({ limit: o.limit === undefined ? undefined : Number(o.limit), cursor: o.cursor });
-      ctx.out(page, () =>
-        (page.data.length === 0
-          ? 'No rentals yet.\n'
-          : table(
-              ['rental', 'status', 'gpu', 'price/h', 'created', 'ended'],
-              page.data.map((r) => {
-                const x = r as Rental & Extra;
-                return [r.rentalId, r.status, x.gpuName ?? null, formatCents(r.quote.hourlyPriceMinor), r.createdAt, r.endedAt];
-              }),
-            )) + (page.nextCursor ? `More: gpr rentals --cursor ${page.nextCursor}\n` : ''),
+      const page = await ctx
+        .client()
+        .listRentals({ limit: o.limit === undefined ? undefined : Number(o.limit), cursor: o.cursor });
+      ctx.out(
+        page,
+        () =>
+          (page.data.length === 0
+            ? 'No rentals yet.\n'
+            : table(
+                ['rental', 'status', 'gpu', 'price/h', 'created', 'ended'],
+                page.data.map((r) => {
+                  const x = r as Rental & Extra;
+                  return [
+                    r.rentalId,
+                    r.status,
+                    x.gpuName ?? null,
+                    formatCents(r.quote.hourlyPriceMinor),
+                    r.createdAt,
+                    r.endedAt,
+                  ];
+                }),
+              )) + (page.nextCursor ? `More: gpr rentals --cursor ${page.nextCursor}\n` : ''),
       );
     });
 
   program
     .command('status <id>')
     .description('One rental (by rental or deployment id); --wait until it is ACTIVE, TERMINATED or FAILED')
-    .option('--wait', 'wait (with waiting reads, no polling) until the rental is ACTIVE, TERMINATED or FAILED, showing each change')
+    .option(
+      '--wait',
+      'wait (with waiting reads, no polling) until the rental is ACTIVE, TERMINATED or FAILED, showing each change',
+    )
     .option('--timeout <duration>', 'how long --wait waits (default 15m, after any wait for capacity)')
     .action(async (id: string, o: { wait?: boolean; timeout?: string }) => {
       const timeout = timeoutMs(o.timeout);
@@ -164,7 +241,10 @@ export function rentalCommands(program: Command, ctx: Ctx): void {
       if (o.wait) {
         const progress = ctx.progress();
         try {
-          rental = await client.waitFor(rental.rentalId, SETTLED, { timeoutMs: timeout, onPhase: (r) => progress.update(`rental ${stateLine(r)}`) });
+          rental = await client.waitFor(rental.rentalId, SETTLED, {
+            timeoutMs: timeout,
+            onPhase: (r) => progress.update(`rental ${stateLine(r)}`),
+          });
         } finally {
           progress.stop();
         }

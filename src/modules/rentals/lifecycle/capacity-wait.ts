@@ -16,7 +16,12 @@ export function waitsForCapacity(order: Pick<Order, 'waitForCapacityUntil' | 'ca
 
 /** What the order's machine settings ask of an offer (the same needs admission matched with). */
 function needsOfOrder(o: Order) {
-  return { customImage: o.machineImage !== null, startupScript: o.startupScriptSha256 !== null, ports: (o.machinePorts ?? []).length, diskGb: o.machineDiskGb };
+  return {
+    customImage: o.machineImage !== null,
+    startupScript: o.startupScriptSha256 !== null,
+    ports: (o.machinePorts ?? []).length,
+    diskGb: o.machineDiskGb,
+  };
 }
 
 /**
@@ -41,14 +46,24 @@ export class CapacityWait {
     const found = await this.eligible(order, d.leaseSeconds);
     if (found.length > 0) {
       await inTransaction(ds, async (m) => {
-        await assignCandidates(m, order.id, found.map((o) => o.id), found[0].pricePerHourMinor, now);
+        await assignCandidates(
+          m,
+          order.id,
+          found.map((o) => o.id),
+          found[0].pricePerHourMinor,
+          now,
+        );
         await assignFirstCandidate(m, d.id, found[0], now);
       });
       this.deps.logger.info({ deploymentId: d.id, offerId: found[0].id }, 'capacity appeared for a waiting rental');
       return true;
     }
     if (left <= 0) {
-      await this.reversal.fail(d.id, 'NO_CAPACITY', 'No eligible offer appeared before the rental stopped waiting for capacity (waitForCapacitySeconds); nothing was charged.');
+      await this.reversal.fail(
+        d.id,
+        'NO_CAPACITY',
+        'No eligible offer appeared before the rental stopped waiting for capacity (waitForCapacitySeconds); nothing was charged.',
+      );
       return false;
     }
     await enqueueFor(this.deps.jobs, 'rental.provision', d.id, Math.min(this.timing.capacityPollMs, left));
@@ -57,7 +72,11 @@ export class CapacityWait {
 
   private async eligible(order: Order, lease: number | null): Promise<OfferDto[]> {
     try {
-      const q = { gpuModel: order.gpuModel!, gpuCount: order.gpuCount!, maxHourlyPriceMinor: order.maxHourlyPriceMinor! };
+      const q = {
+        gpuModel: order.gpuModel!,
+        gpuCount: order.gpuCount!,
+        maxHourlyPriceMinor: order.maxHourlyPriceMinor!,
+      };
       const { candidates } = await this.deps.inventory.intentCandidates(q, 20, needsOfOrder(order));
       return candidates.filter((o) => lease === null || o.maximumDurationSeconds >= lease).slice(0, MAX_CANDIDATES);
     } catch (err) {

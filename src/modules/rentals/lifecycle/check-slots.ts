@@ -23,7 +23,10 @@ export class CheckSlots {
 
   /** True when `accountId` could take a slot now. */
   free(accountId: string): boolean {
-    return (this.byAccount.get(accountId) ?? 0) < this.limits.perAccount && (this.limits.total === undefined || this.all < this.limits.total);
+    return (
+      (this.byAccount.get(accountId) ?? 0) < this.limits.perAccount &&
+      (this.limits.total === undefined || this.all < this.limits.total)
+    );
   }
 
   /** Takes a slot for `accountId`; answers its release (safe to call twice), or null when the account or the process is at its limit. */

@@ -43,7 +43,8 @@ export const NOTHING_CREATED: readonly AttemptOutcome[] = ['UNAVAILABLE', 'THROT
  */
 export function decideCreateStep(x: CreateStepInput): CreateStep {
   if (x.last !== null && x.foundByLabel && !NOTHING_CREATED.includes(x.last)) return { kind: 'adopt' };
-  const nextOrExhausted = (): CreateStep => (x.candidatesLeft > 0 ? { kind: 'next-candidate' } : exhausted(x.requestKind));
+  const nextOrExhausted = (): CreateStep =>
+    x.candidatesLeft > 0 ? { kind: 'next-candidate' } : exhausted(x.requestKind);
   switch (x.last) {
     case null:
     case 'UNAVAILABLE':
@@ -52,7 +53,12 @@ export function decideCreateStep(x: CreateStepInput): CreateStep {
       return { kind: 'retry-same-label', delayMs: 0 };
     case 'AMBIGUOUS':
       if (x.sinceAttemptMs >= x.timing.adoptBoundMs) {
-        return { kind: 'fail', code: 'PROVISIONING_FAILED', reason: 'The provider did not confirm the machine; your rental was not started.', attemptOutcome: 'NOT_FOUND' };
+        return {
+          kind: 'fail',
+          code: 'PROVISIONING_FAILED',
+          reason: 'The provider did not confirm the machine; your rental was not started.',
+          attemptOutcome: 'NOT_FOUND',
+        };
       }
       return { kind: 'wait', delayMs: x.timing.pollMs };
     case 'THROTTLED':
@@ -61,19 +67,36 @@ export function decideCreateStep(x: CreateStepInput): CreateStep {
     case 'GPU_MISMATCH':
       return x.candidatesLeft > 0
         ? { kind: 'next-candidate' }
-        : { kind: 'fail', code: 'GPU_MISMATCH', reason: 'The machine came up with fewer GPUs than its offer promised, so it was destroyed; your rental was not started.' };
+        : {
+            kind: 'fail',
+            code: 'GPU_MISMATCH',
+            reason:
+              'The machine came up with fewer GPUs than its offer promised, so it was destroyed; your rental was not started.',
+          };
     case 'REJECTED':
-      return { kind: 'fail', code: 'PROVIDER_REJECTED', reason: 'The provider refused the request for this machine; your rental was not started.' };
+      return {
+        kind: 'fail',
+        code: 'PROVIDER_REJECTED',
+        reason: 'The provider refused the request for this machine; your rental was not started.',
+      };
     case 'CREATED':
     case 'ADOPTED':
     case 'NOT_FOUND':
     case 'FAILED':
-      return { kind: 'fail', code: 'PROVISIONING_FAILED', reason: 'The machine could not be started; your rental was not started.' };
+      return {
+        kind: 'fail',
+        code: 'PROVISIONING_FAILED',
+        reason: 'The machine could not be started; your rental was not started.',
+      };
   }
 }
 
 function exhausted(requestKind: 'OFFER' | 'INTENT'): CreateStep {
   return requestKind === 'OFFER'
     ? { kind: 'fail', code: 'OFFER_NOT_FOUND', reason: 'The requested offer is no longer available from the provider.' }
-    : { kind: 'fail', code: 'NO_CAPACITY', reason: 'None of the matching offers had capacity; your rental was not started.' };
+    : {
+        kind: 'fail',
+        code: 'NO_CAPACITY',
+        reason: 'None of the matching offers had capacity; your rental was not started.',
+      };
 }

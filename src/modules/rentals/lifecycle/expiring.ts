@@ -23,7 +23,12 @@ export class Expiring {
 
   /** Queues the notice of a rental that has just become ACTIVE with an end. */
   schedule(deploymentId: string, startedAt: Date, endsAt: Date): Promise<void> {
-    return enqueueFor(this.deps.jobs, 'rental.expiring', deploymentId, Math.max(0, expiringAt(startedAt, endsAt).getTime() - this.deps.clock.now().getTime()));
+    return enqueueFor(
+      this.deps.jobs,
+      'rental.expiring',
+      deploymentId,
+      Math.max(0, expiringAt(startedAt, endsAt).getTime() - this.deps.clock.now().getTime()),
+    );
   }
 
   /** The job: writes the notice when due (once, while ACTIVE and before the end); early, it waits again. */
@@ -35,7 +40,8 @@ export class Expiring {
     const due = expiringAt(d.startedAt, d.endsAt).getTime() - now.getTime();
     if (due > 0) return enqueueFor(this.deps.jobs, 'rental.expiring', deploymentId, due);
     await inTransaction(this.deps.ds, async (m) => {
-      if (await claimExpiringNotice(m, deploymentId, now)) await recordRentalEvent(m, deploymentId, 'rental.expiring', now);
+      if (await claimExpiringNotice(m, deploymentId, now))
+        await recordRentalEvent(m, deploymentId, 'rental.expiring', now);
     });
   }
 

@@ -1,7 +1,13 @@
 import { inTransaction } from '../../../db/transaction.js';
 import { SshLoginError, sshExec, type SshOptions } from '../../../providers/ssh-probe.js';
 import { lockDeployment, pinHostKey } from '../deployments.repository.js';
-import { forgetFinishedWatches, saveIdleWatch, watchedRentals, type IdleWatchState, type WatchedRental } from '../idle-watches.repository.js';
+import {
+  forgetFinishedWatches,
+  saveIdleWatch,
+  watchedRentals,
+  type IdleWatchState,
+  type WatchedRental,
+} from '../idle-watches.repository.js';
 import { recordRentalEvent } from '../rental-events.js';
 import type { TerminationReason } from '../rental-status.js';
 import type { LifecycleDeps, LifecycleTiming } from './lifecycle-deps.js';
@@ -38,7 +44,10 @@ export type IdleSample = 'idle' | 'busy' | 'unknown';
 /** Reads the utilisation query's output: idle only when every GPU answered, and every one under the threshold. */
 export function readUtilization(stdout: string, code: number | null): IdleSample {
   if (code !== 0) return 'unknown';
-  const lines = stdout.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const lines = stdout
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
   if (lines.length === 0 || !lines.every((l) => /^\d{1,3}(\.\d+)?$/.test(l))) return 'unknown';
   return lines.some((l) => Number(l) >= IDLE_UTILIZATION_PERCENT) ? 'busy' : 'idle';
 }
@@ -59,14 +68,22 @@ export interface IdleStep {
  * called idle). Idle samples spanning a whole window, at least {@link MIN_SAMPLES_PER_WINDOW} of
  * them, warn once; still idle `graceMs` after the warning, the rental ends.
  */
-export function idleStep(prev: IdleWatchState | null, sample: IdleSample, now: Date, windowMs: number, graceMs: number): IdleStep {
-  if (sample !== 'idle') return { watch: { sampledAt: now, idleSince: null, idleSamples: 0, warnedAt: null }, action: 'none' };
+export function idleStep(
+  prev: IdleWatchState | null,
+  sample: IdleSample,
+  now: Date,
+  windowMs: number,
+  graceMs: number,
+): IdleStep {
+  if (sample !== 'idle')
+    return { watch: { sampledAt: now, idleSince: null, idleSamples: 0, warnedAt: null }, action: 'none' };
   const idleSince = prev?.idleSince ?? now;
   const idleSamples = (prev?.idleSince ? prev.idleSamples : 0) + 1;
   const warnedAt = prev?.idleSince ? prev.warnedAt : null;
   const watch = { sampledAt: now, idleSince, idleSamples, warnedAt };
   if (warnedAt) return { watch, action: now.getTime() - warnedAt.getTime() >= graceMs ? 'end' : 'none' };
-  if (idleSamples >= MIN_SAMPLES_PER_WINDOW && now.getTime() - idleSince.getTime() >= windowMs) return { watch: { ...watch, warnedAt: now }, action: 'warn' };
+  if (idleSamples >= MIN_SAMPLES_PER_WINDOW && now.getTime() - idleSince.getTime() >= windowMs)
+    return { watch: { ...watch, warnedAt: now }, action: 'warn' };
   return { watch, action: 'none' };
 }
 
@@ -107,7 +124,11 @@ export class IdleWatch {
   ) {
     this.slots = options.slots ?? new CheckSlots({ perAccount: CHECKS_PER_ACCOUNT, total: PARALLEL_SAMPLES });
     this.sweepWaitMs = options.sweepWaitMs ?? SWEEP_WAIT_MS;
-    this.bounds = { commandTimeoutMs: SAMPLE_COMMAND_TIMEOUT_MS, maxOutputBytes: SAMPLE_OUTPUT_CAP_BYTES, ...options.bounds };
+    this.bounds = {
+      commandTimeoutMs: SAMPLE_COMMAND_TIMEOUT_MS,
+      maxOutputBytes: SAMPLE_OUTPUT_CAP_BYTES,
+      ...options.bounds,
+    };
   }
 
   /**
@@ -120,7 +141,10 @@ export class IdleWatch {
     await forgetFinishedWatches(ds);
     const now = clock.now().getTime();
     const queue = (await watchedRentals(ds))
-      .filter((r) => !this.inFlight.has(r.id) && (!r.watch || now - r.watch.sampledAt.getTime() >= sampleEveryMs(windowMs(r))))
+      .filter(
+        (r) =>
+          !this.inFlight.has(r.id) && (!r.watch || now - r.watch.sampledAt.getTime() >= sampleEveryMs(windowMs(r))),
+      )
       .sort((a, b) => (a.watch?.sampledAt.getTime() ?? 0) - (b.watch?.sampledAt.getTime() ?? 0));
     const started: string[] = [];
     await new Promise<void>((resolve) => {
@@ -134,7 +158,7 @@ export class IdleWatch {
       const timer = setTimeout(end, this.sweepWaitMs);
       const pump = () => {
         if (over) return;
-        for (let i = 0; i < queue.length; ) {
+        for (let i = 0; i < queue.length;) {
           const r = queue[i];
           const release = this.slots.tryTake(r.accountId);
           if (!release) {
@@ -146,7 +170,12 @@ export class IdleWatch {
           running++;
           this.inFlight.add(r.id);
           void this.watchOne(r)
-            .catch((err) => this.deps.logger.warn({ err, deploymentId: r.id }, 'an idle sample could not be stored; the next sweep samples again'))
+            .catch((err) =>
+              this.deps.logger.warn(
+                { err, deploymentId: r.id },
+                'an idle sample could not be stored; the next sweep samples again',
+              ),
+            )
             .finally(() => {
               release();
               this.inFlight.delete(r.id);
@@ -172,7 +201,10 @@ export class IdleWatch {
       return true;
     });
     if (stored && step.action === 'end') {
-      this.deps.logger.info({ deploymentId: r.id, idleSince: step.watch.idleSince }, 'ending a rental whose GPUs stayed idle');
+      this.deps.logger.info(
+        { deploymentId: r.id, idleSince: step.watch.idleSince },
+        'ending a rental whose GPUs stayed idle',
+      );
       await this.requestTermination(r.id, 'IDLE');
     }
   }
@@ -186,7 +218,10 @@ export class IdleWatch {
       const res = await sshExec(target, UTILIZATION_COMMAND, { timeoutMs: this.timing.sshTimeoutMs, ...this.bounds });
       if (!r.sshHostKey) await pinHostKey(ds, r.id, res.hostKey);
       if (res.cut) {
-        logger.debug({ deploymentId: r.id, cut: res.cut }, 'the GPU utilisation query was cut short; the idle window starts over');
+        logger.debug(
+          { deploymentId: r.id, cut: res.cut },
+          'the GPU utilisation query was cut short; the idle window starts over',
+        );
         return 'unknown';
       }
       return readUtilization(res.stdout, res.code);
@@ -194,7 +229,10 @@ export class IdleWatch {
       if (err instanceof SshLoginError && err.reason === 'host_key') {
         if (!this.hostKeyWarned.has(r.id)) {
           this.hostKeyWarned.add(r.id);
-          logger.warn({ deploymentId: r.id, pinned: r.sshHostKey, seen: err.hostKey }, 'the rental\'s SSH address shows another host key than the one pinned for its machine; its samples count as unknown');
+          logger.warn(
+            { deploymentId: r.id, pinned: r.sshHostKey, seen: err.hostKey },
+            "the rental's SSH address shows another host key than the one pinned for its machine; its samples count as unknown",
+          );
         }
       } else {
         logger.debug({ err, deploymentId: r.id }, 'could not sample GPU utilisation; the idle window starts over');

@@ -77,7 +77,12 @@ export interface LifecycleDeps {
 }
 
 /** Queues a deployment job now or after `delayMs`, deduplicated by deployment. */
-export async function enqueueFor(jobs: JobQueue, name: 'rental.provision' | 'rental.terminate' | 'rental.expire' | 'rental.expiring', deploymentId: string, delayMs = 0): Promise<void> {
+export async function enqueueFor(
+  jobs: JobQueue,
+  name: 'rental.provision' | 'rental.terminate' | 'rental.expire' | 'rental.expiring',
+  deploymentId: string,
+  delayMs = 0,
+): Promise<void> {
   if (delayMs <= 0) await jobs.now(name, { deploymentId }, { uniqueKey: deploymentId });
   // Agenda runs on wall time; the delay is relative to it, not to the injected clock.
   else await jobs.schedule(new Date(Date.now() + delayMs), name, { deploymentId }, { uniqueKey: deploymentId });

@@ -52,9 +52,15 @@ export function readCheck(stdout: string, want: UsableWhen): MachineCheck {
   const smiExit = /__gpr_smi_exit=(\d+)/.exec(stdout)?.[1];
   if (want.gpus > 0) {
     if (listed > 0 && listed < want.gpus) return { kind: 'gpu_mismatch', listed, promised: want.gpus };
-    if (listed < want.gpus) return { kind: 'not_yet', phase: 'checking_gpus', detail: `nvidia-smi -L listed no GPU yet (exit ${smiExit ?? 'unknown'})` };
+    if (listed < want.gpus)
+      return {
+        kind: 'not_yet',
+        phase: 'checking_gpus',
+        detail: `nvidia-smi -L listed no GPU yet (exit ${smiExit ?? 'unknown'})`,
+      };
   }
-  if (want.startupScript && !stdout.includes(`${STARTED}1`)) return { kind: 'not_yet', phase: 'starting', detail: 'the startup script has not started yet' };
+  if (want.startupScript && !stdout.includes(`${STARTED}1`))
+    return { kind: 'not_yet', phase: 'starting', detail: 'the startup script has not started yet' };
   return { kind: 'usable' };
 }
 
@@ -81,8 +87,18 @@ export async function checkMachine(
     return { kind: 'not_yet', phase: 'waiting_for_ssh', detail: (err as Error).message };
   }
   if (res.cut) {
-    const why = { timeout: `did not finish within ${commandTimeoutMs} ms`, output_cap: `wrote more than ${maxOutputBytes} bytes`, connection_lost: 'lost the connection before it ended' }[res.cut];
-    return { kind: 'misbehaved', phase: 'checking_gpus', cut: res.cut, detail: `the check command ${why}`, hostKey: res.hostKey };
+    const why = {
+      timeout: `did not finish within ${commandTimeoutMs} ms`,
+      output_cap: `wrote more than ${maxOutputBytes} bytes`,
+      connection_lost: 'lost the connection before it ended',
+    }[res.cut];
+    return {
+      kind: 'misbehaved',
+      phase: 'checking_gpus',
+      cut: res.cut,
+      detail: `the check command ${why}`,
+      hostKey: res.hostKey,
+    };
   }
   return { ...readCheck(res.stdout, want), hostKey: res.hostKey };
 }
@@ -111,7 +127,12 @@ export class MachineChecker {
    * gets in shows. A changed key is logged once. Null, without checking, when the rental's
    * account already has its share of this process's checks in flight.
    */
-  async check(d: Deployment, ssh: { host: string; port: number; user: string }, reported: string | undefined, want: UsableWhen): Promise<MachineCheck | null> {
+  async check(
+    d: Deployment,
+    ssh: { host: string; port: number; user: string },
+    reported: string | undefined,
+    want: UsableWhen,
+  ): Promise<MachineCheck | null> {
     const release = this.slots.tryTake(d.accountId);
     if (!release) return null;
     try {
@@ -119,13 +140,24 @@ export class MachineChecker {
       const pinned = d.sshHostKey ?? reported ?? null;
       if (!d.sshHostKey && reported) await pinHostKey(ds, d.id, reported);
       const privateKey = this.deps.box.open(d.sshPrivateKeyEnc!, d.sshKeyKid!, d.id);
-      const check = await checkMachine({ ...ssh, privateKey, hostKey: pinned }, want, this.connectTimeoutMs, this.bounds);
+      const check = await checkMachine(
+        { ...ssh, privateKey, hostKey: pinned },
+        want,
+        this.connectTimeoutMs,
+        this.bounds,
+      );
       if (!pinned && check.hostKey) await pinHostKey(ds, d.id, check.hostKey);
       if (check.kind === 'host_key_changed' && !this.hostKeyWarned.has(d.id)) {
         this.hostKeyWarned.add(d.id);
         logger.warn(
-          { deploymentId: d.id, providerId: d.providerId, endpoint: `${ssh.user}@${ssh.host}:${ssh.port}`, pinned: check.pinned, seen: check.seen },
-          'the machine at the rental\'s SSH address shows another host key than the one pinned for it; it is not taken for the rental\'s machine',
+          {
+            deploymentId: d.id,
+            providerId: d.providerId,
+            endpoint: `${ssh.user}@${ssh.host}:${ssh.port}`,
+            pinned: check.pinned,
+            seen: check.seen,
+          },
+          "the machine at the rental's SSH address shows another host key than the one pinned for it; it is not taken for the rental's machine",
         );
       }
       if (check.kind === 'misbehaved') logger.debug({ deploymentId: d.id, cut: check.cut }, check.detail);

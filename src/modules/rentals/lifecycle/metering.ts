@@ -19,7 +19,10 @@ import { usageRef } from './labels.js';
 import type { LifecycleDeps, LifecycleTiming } from './lifecycle-deps.js';
 
 /** What accrual needs of a deployment. */
-type Accruing = Pick<Deployment, 'startedAt' | 'hourlyPriceMinor' | 'spendCapMinor' | 'usageMinor' | 'meteredUntil' | 'endsAt' | 'terminateRequestedAt'>;
+type Accruing = Pick<
+  Deployment,
+  'startedAt' | 'hourlyPriceMinor' | 'spendCapMinor' | 'usageMinor' | 'meteredUntil' | 'endsAt' | 'terminateRequestedAt'
+>;
 
 /**
  * THE end of what a rental is charged for, as of `untilMs`: never past its termination request,
@@ -74,11 +77,17 @@ export function hourlyPost(d: Posted, meteredToMs: number): UsagePost | null {
 function clockTime(ms: number, sameDayAs?: number): string {
   const iso = new Date(ms).toISOString();
   const time = iso.slice(11, 19);
-  return sameDayAs !== undefined && new Date(sameDayAs).toISOString().slice(0, 10) === iso.slice(0, 10) ? time : `${iso.slice(0, 10)} ${time}`;
+  return sameDayAs !== undefined && new Date(sameDayAs).toISOString().slice(0, 10) === iso.slice(0, 10)
+    ? time
+    : `${iso.slice(0, 10)} ${time}`;
 }
 
 /** The ledger entry of `post`: its reference names the deployment and the instant it runs to, so a retried posting is refused. */
-export function usagePosting(d: Pick<Deployment, 'id' | 'accountId' | 'keyId' | 'orderId'>, post: UsagePost, note?: string): Posting {
+export function usagePosting(
+  d: Pick<Deployment, 'id' | 'accountId' | 'keyId' | 'orderId'>,
+  post: UsagePost,
+  note?: string,
+): Posting {
   return {
     accountId: d.accountId,
     kind: 'USAGE',
@@ -126,9 +135,15 @@ export class Metering {
     const toMs = moved ? x.untilMs : d.meteredUntil!.getTime();
     const owed = usage - d.postedUsageMinor;
     if (!moved && owed === 0) return 0;
-    const post = owed > 0 ? usagePosting(d, { amount: owed, fromMs: (d.postedUntil ?? d.startedAt!).getTime(), toMs }) : null;
+    const post =
+      owed > 0 ? usagePosting(d, { amount: owed, fromMs: (d.postedUntil ?? d.startedAt!).getTime(), toMs }) : null;
     await this.deps.ledger.accrueUsage(m, amount > 0 ? [usageAccrual(d, amount)] : [], post ? [post] : []);
-    await setMeteredUsage(m, d.id, { usageMinor: usage, meteredUntil: new Date(toMs), postedUsageMinor: usage, postedUntil: new Date(toMs) }, this.deps.clock.now());
+    await setMeteredUsage(
+      m,
+      d.id,
+      { usageMinor: usage, meteredUntil: new Date(toMs), postedUsageMinor: usage, postedUntil: new Date(toMs) },
+      this.deps.clock.now(),
+    );
     return amount;
   }
 
@@ -233,7 +248,8 @@ export class Metering {
     }
     // Rentals past their end (a lease on any billing model, a prepaid purchase) end within one
     // metering period even if their own expiry job was lost.
-    for (const id of await overdueDeployments(this.deps.ds, this.deps.clock.now())) await this.requestTermination(id, 'EXPIRED');
+    for (const id of await overdueDeployments(this.deps.ds, this.deps.clock.now()))
+      await this.requestTermination(id, 'EXPIRED');
   }
 }
 
@@ -250,9 +266,12 @@ function limitReached(r: MeteredLimits): TerminationReason | null {
  * account with more rentals than that is a chunk of its own), so each account's balance moves
  * in exactly one transaction per sweep.
  */
-export function* chunksByAccount<T extends { accountId: string }>(rows: readonly T[], size: number): Generator<T[], void, undefined> {
+export function* chunksByAccount<T extends { accountId: string }>(
+  rows: readonly T[],
+  size: number,
+): Generator<T[], void, undefined> {
   let chunk: T[] = [];
-  for (let i = 0; i < rows.length; ) {
+  for (let i = 0; i < rows.length;) {
     let j = i;
     while (j < rows.length && rows[j].accountId === rows[i].accountId) j++;
     if (chunk.length > 0 && chunk.length + (j - i) > size) {

@@ -36,7 +36,12 @@ import { getOrder, setOrderHourlyPrice } from '../orders.repository.js';
 import type { Reversal } from './reversal.js';
 import { waitsForCapacity, type CapacityWait } from './capacity-wait.js';
 import type { Expiring } from './expiring.js';
-import { answered, postTimeBeforeActive, runsRentersSettings, WORKED_BUT_UNCHECKED_REASON } from './time-before-active.js';
+import {
+  answered,
+  postTimeBeforeActive,
+  runsRentersSettings,
+  WORKED_BUT_UNCHECKED_REASON,
+} from './time-before-active.js';
 
 type RunOutcome = 'done' | 'created' | 'asked';
 
@@ -81,9 +86,15 @@ export class Provisioning {
     if (!d.sshPrivateKeyEnc) {
       const pair = generateDeploymentKeyPair(`gpu-rental-${d.id}`);
       const sealed = this.deps.box.seal(pair.privateKey, d.id);
-      await storeSshKey(ds, d.id, { sshPublicKey: pair.publicKey, sshPrivateKeyEnc: sealed.ciphertext, sshKeyKid: sealed.keyId }, this.now());
+      await storeSshKey(
+        ds,
+        d.id,
+        { sshPublicKey: pair.publicKey, sshPrivateKeyEnc: sealed.ciphertext, sshKeyKid: sealed.keyId },
+        this.now(),
+      );
     }
-    if (d.status === 'PENDING') await inTransaction(ds, (m) => transition(m, deploymentId, ['PENDING'], 'PROVISIONING', { at: this.now() }));
+    if (d.status === 'PENDING')
+      await inTransaction(ds, (m) => transition(m, deploymentId, ['PENDING'], 'PROVISIONING', { at: this.now() }));
     d = (await findDeployment(ds, deploymentId))!;
     if (d.status !== 'PROVISIONING') return;
 
@@ -101,18 +112,40 @@ export class Provisioning {
     const { ds } = this.deps;
     let ids = order.candidateOfferIds ?? (order.offerId ? [order.offerId] : null);
     if (!ids && order.requestKind === 'INTENT' && order.gpuSlug) {
-      const rows = await cheapestOffersOfShape(ds, { slugs: slugsOfGpuKey(order.gpuSlug), gpuCount: order.gpuCount, maxHourlyPriceMinor: order.maxHourlyPriceMinor }, MAX_CANDIDATES);
+      const rows = await cheapestOffersOfShape(
+        ds,
+        {
+          slugs: slugsOfGpuKey(order.gpuSlug),
+          gpuCount: order.gpuCount,
+          maxHourlyPriceMinor: order.maxHourlyPriceMinor,
+        },
+        MAX_CANDIDATES,
+      );
       ids = rows.map((o) => o.id);
     }
     if (!ids && d.offerId) ids = [d.offerId];
     const found = await offersByIds(ds, ids ?? []);
     const byId = new Map(found.map((o) => [o.id, o]));
     const limit = order.requestKind === 'OFFER' ? 1 : MAX_CANDIDATES;
-    return (ids ?? []).map((id) => byId.get(id)).filter((o): o is Offer => !!o).slice(0, limit);
+    return (ids ?? [])
+      .map((id) => byId.get(id))
+      .filter((o): o is Offer => !!o)
+      .slice(0, limit);
   }
 
-  private async markAttempt(a: DeploymentAttempt, outcome: AttemptOutcome, detail: string | null, patch: Partial<DeploymentAttempt> = {}): Promise<void> {
-    await recordAttemptOutcome(this.deps.ds, a.id, { instanceId: null, ...patch, outcome, detail: detail?.slice(0, 512) ?? null, updatedAt: this.now() });
+  private async markAttempt(
+    a: DeploymentAttempt,
+    outcome: AttemptOutcome,
+    detail: string | null,
+    patch: Partial<DeploymentAttempt> = {},
+  ): Promise<void> {
+    await recordAttemptOutcome(this.deps.ds, a.id, {
+      instanceId: null,
+      ...patch,
+      outcome,
+      detail: detail?.slice(0, 512) ?? null,
+      updatedAt: this.now(),
+    });
   }
 
   private async adopt(d: Deployment, a: DeploymentAttempt, instanceId: string, outcome: AttemptOutcome): Promise<void> {
@@ -128,7 +161,10 @@ export class Provisioning {
       const prev = await lastAttempt(this.deps.ds, d.id);
       const provider = prev ? this.deps.providers.get(prev.providerId) : null;
       // A re-run first asks for the label: the previous run may have created the instance and crashed.
-      const found = prev && provider && !NOTHING_CREATED.includes(prev.outcome) ? await provider.findByLabel(prev.label, d.sshPublicKey ?? undefined) : null;
+      const found =
+        prev && provider && !NOTHING_CREATED.includes(prev.outcome)
+          ? await provider.findByLabel(prev.label, d.sshPublicKey ?? undefined)
+          : null;
       const now = this.now().getTime();
       const step = decideCreateStep({
         requestKind: order.requestKind,
@@ -147,7 +183,8 @@ export class Provisioning {
         await this.poll(d.id, step.delayMs);
         return 'done';
       } else if (step.kind === 'fail') {
-        if (prev && step.attemptOutcome) await this.markAttempt(prev, step.attemptOutcome, 'no instance carried the label within the bound');
+        if (prev && step.attemptOutcome)
+          await this.markAttempt(prev, step.attemptOutcome, 'no instance carried the label within the bound');
         await this.reversal.fail(d.id, step.code, step.reason);
         return 'done';
       } else if (step.kind === 'retry-same-label') {
@@ -191,7 +228,13 @@ export class Provisioning {
       createdAt: now,
       updatedAt: now,
     });
-    const patch: AttemptAssignment = { attempt: n, label, offerId: offer.id, providerId: offer.provider, updatedAt: now };
+    const patch: AttemptAssignment = {
+      attempt: n,
+      label,
+      offerId: offer.id,
+      providerId: offer.provider,
+      updatedAt: now,
+    };
     // Metered rentals pay the price of the offer that runs; legacy keeps the quoted price.
     const metered = d.billingModel !== 'LEGACY_PREPAID';
     if (metered) patch.hourlyPriceMinor = offer.pricePerHourMinor;
@@ -205,7 +248,13 @@ export class Provisioning {
   }
 
   /** One create call; 'asked' when the loop must decide again from what was recorded. */
-  private async callCreate(d: Deployment, order: Order, a: DeploymentAttempt, offer: Offer, provider: Provider): Promise<RunOutcome> {
+  private async callCreate(
+    d: Deployment,
+    order: Order,
+    a: DeploymentAttempt,
+    offer: Offer,
+    provider: Provider,
+  ): Promise<RunOutcome> {
     const settings = machineSettingsOf(this.deps.box, order);
     // Capabilities may have changed since admission: a plugin never receives a setting its offer does not declare.
     const unmet = unmetSetting(settings, offerCapabilities(offer), offerLabel(offer.name, offer.provider));
@@ -213,10 +262,19 @@ export class Provisioning {
       await this.markAttempt(a, 'UNAVAILABLE', unmet);
       return 'asked';
     }
-    const machine = settings.startupScript === null ? settings : { ...settings, startupScript: wrapStartupScript(settings.startupScript) };
+    const machine =
+      settings.startupScript === null
+        ? settings
+        : { ...settings, startupScript: wrapStartupScript(settings.startupScript) };
     let result;
     try {
-      const ref = { id: offer.id, key: offer.providerOfferKey, name: offer.name, gpuCount: offer.gpuCount, costPerHourMinor: offer.costPerHourMinor ?? undefined };
+      const ref = {
+        id: offer.id,
+        key: offer.providerOfferKey,
+        name: offer.name,
+        gpuCount: offer.gpuCount,
+        costPerHourMinor: offer.costPerHourMinor ?? undefined,
+      };
       result = await provider.create(a.label, ref, d.sshPublicKey!, machine);
     } catch (err) {
       result = { kind: 'ambiguous' as const, reason: (err as Error).message };
@@ -231,20 +289,29 @@ export class Provisioning {
       case 'rejected':
         // Our request or configuration is wrong: the operator must hear of it, in the log and on
         // GET /api/v1/providers; the customer gets a safe reason.
-        this.deps.logger.error({ deploymentId: d.id, provider: provider.id, label: a.label, reason: result.reason }, 'provider rejected the create request');
+        this.deps.logger.error(
+          { deploymentId: d.id, provider: provider.id, label: a.label, reason: result.reason },
+          'provider rejected the create request',
+        );
         await recordProviderError(this.deps.ds, provider.id, result.errorClass ?? 'request', this.now());
         await this.markAttempt(a, 'REJECTED', result.reason);
         return 'asked';
       case 'throttled': {
         const delayMs = Math.max(result.retryAfterMs, this.timing.pollMs);
         await this.markAttempt(a, 'THROTTLED', result.reason, { retryAt: new Date(this.now().getTime() + delayMs) });
-        this.deps.logger.warn({ deploymentId: d.id, provider: provider.id, retryAfterMs: result.retryAfterMs }, 'provider throttled the create; asking again with the same label');
+        this.deps.logger.warn(
+          { deploymentId: d.id, provider: provider.id, retryAfterMs: result.retryAfterMs },
+          'provider throttled the create; asking again with the same label',
+        );
         await this.poll(d.id, delayMs);
         return 'done';
       }
       case 'ambiguous':
         await this.markAttempt(a, 'AMBIGUOUS', result.reason);
-        this.deps.logger.warn({ deploymentId: d.id, label: a.label }, 'ambiguous create; looking the instance up by label');
+        this.deps.logger.warn(
+          { deploymentId: d.id, label: a.label },
+          'ambiguous create; looking the instance up by label',
+        );
         return 'asked';
     }
   }
@@ -266,7 +333,11 @@ export class Provisioning {
       return this.poll(d.id, this.timing.pollMs);
     }
     if (info.state === 'failed' || info.state === 'gone' || info.state === 'stopped') {
-      return this.reversal.fail(d.id, 'PROVISIONING_FAILED', d.usableAt ? WORKED_BUT_UNCHECKED_REASON.stopped : 'The machine failed to start; your rental was not started.');
+      return this.reversal.fail(
+        d.id,
+        'PROVISIONING_FAILED',
+        d.usableAt ? WORKED_BUT_UNCHECKED_REASON.stopped : 'The machine failed to start; your rental was not started.',
+      );
     }
     const ssh = info.state === 'running' ? this.acceptedEndpoint(d, info) : undefined;
     if (ssh && (ssh.host !== d.sshHost || ssh.port !== d.sshPort)) {
@@ -278,20 +349,26 @@ export class Provisioning {
     const pastBound = () => clock.now().getTime() - since.getTime() > this.timing.activeBoundMs;
     let phase: MachinePhase | null = info.startupPhase ?? 'booting';
     if (ssh) {
-      const want = async () => ({ gpus: (await this.offerOf(d))?.gpuCount ?? 0, startupScript: order.startupScriptSha256 !== null });
+      const want = async () => ({
+        gpus: (await this.offerOf(d))?.gpuCount ?? 0,
+        startupScript: order.startupScriptSha256 !== null,
+      });
       const check = pastBound() ? null : await this.checker.check(d, ssh, info.sshHostKey, await want());
       if (check?.kind === 'usable') return this.activate(d, ssh, this.acceptedEndpoints(d, order, info));
       // Fewer GPUs than promised at a machine's first answer is the cloud's doing; after answers
       // without it, the machine is one whose check keeps failing (its time is charged).
       if (check?.kind === 'gpu_mismatch' && !d.usableAt) return this.gpuMismatch(d, check);
       // From its first answer a machine running the rental's settings works for its renter (time-before-active.ts).
-      if (check && answered(check) && runsRentersSettings(order)) d.usableAt ??= await recordUsable(ds, d.id, clock.now());
+      if (check && answered(check) && runsRentersSettings(order))
+        d.usableAt ??= await recordUsable(ds, d.id, clock.now());
       // Not checked (past the bound, or the account's checks fill its slots): the phase stays.
       phase = check?.kind === 'gpu_mismatch' ? 'checking_gpus' : (check?.phase ?? null);
     }
     if (phase) await setPhase(ds, d.id, phase, clock.now());
     if (pastBound()) {
-      const reason = d.usableAt ? WORKED_BUT_UNCHECKED_REASON.timeout : 'The machine did not become reachable in time; your rental was not started.';
+      const reason = d.usableAt
+        ? WORKED_BUT_UNCHECKED_REASON.timeout
+        : 'The machine did not become reachable in time; your rental was not started.';
       return this.reversal.fail(d.id, 'PROVISIONING_TIMEOUT', reason);
     }
     await this.poll(d.id, this.timing.pollMs);
@@ -307,11 +384,20 @@ export class Provisioning {
       let ok = false;
       try {
         const u = new URL(e.url);
-        ok = asked.has(e.port) && (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password && e.url.length <= 512;
+        ok =
+          asked.has(e.port) &&
+          (u.protocol === 'http:' || u.protocol === 'https:') &&
+          !u.username &&
+          !u.password &&
+          e.url.length <= 512;
       } catch {
         ok = false;
       }
-      if (!ok) this.deps.logger.warn({ deploymentId: d.id, providerId: d.providerId, port: e.port }, 'the provider reported an endpoint that cannot be handed on; not using it');
+      if (!ok)
+        this.deps.logger.warn(
+          { deploymentId: d.id, providerId: d.providerId, port: e.port },
+          'the provider reported an endpoint that cannot be handed on; not using it',
+        );
       return ok;
     });
   }
@@ -328,14 +414,32 @@ export class Provisioning {
    */
   private async gpuMismatch(d: Deployment, check: Extract<MachineCheck, { kind: 'gpu_mismatch' }>): Promise<void> {
     const { ds, logger, providers } = this.deps;
-    logger.warn({ deploymentId: d.id, providerId: d.providerId, offerId: d.offerId, listed: check.listed, promised: check.promised }, 'machine has fewer GPUs than its offer promised; destroying it');
+    logger.warn(
+      {
+        deploymentId: d.id,
+        providerId: d.providerId,
+        offerId: d.offerId,
+        listed: check.listed,
+        promised: check.promised,
+      },
+      'machine has fewer GPUs than its offer promised; destroying it',
+    );
     try {
       await providers.get(d.providerId!).destroy(d.instanceId!);
     } catch (err) {
-      logger.warn({ err, deploymentId: d.id }, 'destroying a machine with too few GPUs failed; the reconciler destroys it');
+      logger.warn(
+        { err, deploymentId: d.id },
+        'destroying a machine with too few GPUs failed; the reconciler destroys it',
+      );
     }
     const attempt = await lastAttempt(ds, d.id);
-    if (attempt) await this.markAttempt(attempt, 'GPU_MISMATCH', `nvidia-smi -L listed ${check.listed} of ${check.promised} GPUs`, { instanceId: d.instanceId });
+    if (attempt)
+      await this.markAttempt(
+        attempt,
+        'GPU_MISMATCH',
+        `nvidia-smi -L listed ${check.listed} of ${check.promised} GPUs`,
+        { instanceId: d.instanceId },
+      );
     await clearInstance(ds, d.id, this.now());
     await this.provision(d.id);
   }
@@ -359,7 +463,11 @@ export class Provisioning {
    * ACTIVE from now, with the endpoints of its ports; a rental with an end (a prepaid purchase, a
    * lease) gets it, its expiry job and the job of its `rental.expiring`; metered ones start accruing.
    */
-  private async activate(d: Deployment, ssh: { host: string; port: number; user: string }, endpoints: { port: number; url: string }[]): Promise<void> {
+  private async activate(
+    d: Deployment,
+    ssh: { host: string; port: number; user: string },
+    endpoints: { port: number; url: string }[],
+  ): Promise<void> {
     const started = this.now();
     const legacy = d.billingModel === 'LEGACY_PREPAID';
     const ends = [legacy ? d.durationSeconds : null, d.leaseSeconds].filter((s): s is number => s !== null && s > 0);
@@ -389,6 +497,7 @@ export class Provisioning {
       await enqueueFor(this.deps.jobs, 'rental.expire', d.id, endsAt.getTime() - started.getTime());
       await this.expiring.schedule(d.id, started, endsAt);
     }
-    if (!moved && (await findDeployment(this.deps.ds, d.id))?.status === 'TERMINATING') await enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
+    if (!moved && (await findDeployment(this.deps.ds, d.id))?.status === 'TERMINATING')
+      await enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
   }
 }

@@ -34,7 +34,8 @@ export class Reconciler {
     const { ds, clock, jobs } = this.deps;
     const cutoff = new Date(clock.now().getTime() - this.timing.stuckAfterMs);
     const stuck = await deploymentsUnchangedSince(ds, DRIVEN_STATUSES, cutoff);
-    for (const d of stuck) await enqueueFor(jobs, d.status === 'TERMINATING' ? 'rental.terminate' : 'rental.provision', d.id);
+    for (const d of stuck)
+      await enqueueFor(jobs, d.status === 'TERMINATING' ? 'rental.terminate' : 'rental.provision', d.id);
     // A reversal left PENDING (a refund the payment provider refused for the moment) is retried;
     // the provision job of a FAILED deployment only settles its reversal.
     const unsettled = await failedWithReversalPending(ds, cutoff);
@@ -74,13 +75,20 @@ export class Reconciler {
       this.listFailures.succeeded(provider.id, 'reconciler listing instances');
       const ours = instances.filter((i) => i.label.startsWith(LABEL_PREFIX));
       if (ours.length === 0) continue;
-      const keep = await labelsOfDeploymentsIn(ds, ours.map((i) => i.label), LIVE_STATUSES);
+      const keep = await labelsOfDeploymentsIn(
+        ds,
+        ours.map((i) => i.label),
+        LIVE_STATUSES,
+      );
       for (const i of ours) {
         if (keep.has(i.label)) continue;
         try {
           await provider.destroy(i.instanceId);
           destroyed.push(i.instanceId);
-          logger.warn({ provider: provider.id, instanceId: i.instanceId, label: i.label }, 'reconciler destroyed an orphaned instance');
+          logger.warn(
+            { provider: provider.id, instanceId: i.instanceId, label: i.label },
+            'reconciler destroyed an orphaned instance',
+          );
         } catch (err) {
           logger.error({ err, instanceId: i.instanceId }, 'reconciler could not destroy an orphaned instance');
         }

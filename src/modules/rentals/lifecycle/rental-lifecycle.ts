@@ -42,7 +42,13 @@ export function createRentalLifecycle(deps: LifecycleDeps, timing: Partial<Lifec
   // Metering ends rentals through termination, and termination settles usage through metering.
   const request = (id: string, reason: TerminationReason): Promise<void> => termination.request(id, reason);
   const metering: Metering = new Metering(deps, request, t);
-  const termination: Termination = new Termination(deps, t, new DestructionVerifier({ sshTimeoutMs: t.sshTimeoutMs }), metering, reversal);
+  const termination: Termination = new Termination(
+    deps,
+    t,
+    new DestructionVerifier({ sshTimeoutMs: t.sshTimeoutMs }),
+    metering,
+    reversal,
+  );
   const reconciler = new Reconciler(deps, t, request);
   const idle = new IdleWatch(deps, t, request);
   return {

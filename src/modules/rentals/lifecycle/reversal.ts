@@ -14,7 +14,9 @@ import { getOrder, markReversalSettled } from '../orders.repository.js';
  * reversal PENDING, the instance destroyed, then the reversal settled exactly once.
  */
 export class Reversal {
-  constructor(private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'ledger' | 'refunds'>) {}
+  constructor(
+    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'ledger' | 'refunds'>,
+  ) {}
 
   /**
    * Fails a PENDING/PROVISIONING rental and settles its reversal (legacy: the admission debit
@@ -61,7 +63,10 @@ export class Reversal {
       try {
         await refunds.refundOrder(order.id);
       } catch (err) {
-        logger.error({ err, rentalId: order.id }, 'card refund of a failed rental did not go through; the reconciler retries');
+        logger.error(
+          { err, rentalId: order.id },
+          'card refund of a failed rental did not go through; the reconciler retries',
+        );
         return;
       }
     }
@@ -79,14 +84,22 @@ export class Reversal {
             kind: 'REVERSAL',
             amountMinor: -debit.amountMinor - kept,
             externalRef: reversalRef(order.id),
-            description: kept > 0 ? `Rental ${order.id} failed: debit returned less ${kept} cents for its machine's time before it passed the service's check` : `Rental ${order.id} failed: debit returned`,
+            description:
+              kept > 0
+                ? `Rental ${order.id} failed: debit returned less ${kept} cents for its machine's time before it passed the service's check`
+                : `Rental ${order.id} failed: debit returned`,
             keyId: order.keyId,
             rentalId: order.id,
           });
         }
         if (worked && kept > 0) {
           const until = new Date(worked.toMs);
-          await setMeteredUsage(m, d.id, { usageMinor: kept, meteredUntil: until, postedUsageMinor: kept, postedUntil: until }, clock.now());
+          await setMeteredUsage(
+            m,
+            d.id,
+            { usageMinor: kept, meteredUntil: until, postedUsageMinor: kept, postedUntil: until },
+            clock.now(),
+          );
         }
       } else if (locked && isOneOf(METERED_BILLING_MODELS, locked.billingModel)) {
         await chargeTimeBeforeActive(ledger, m, locked, failedAtMs, clock.now());

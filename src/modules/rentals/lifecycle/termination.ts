@@ -7,7 +7,15 @@ import { isOneOf, METERED_BILLING_MODELS, TERMINAL_STATUSES, type TerminationRea
 import { requestTermination, transition } from '../rental-state.js';
 import type { Reversal } from './reversal.js';
 import { sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
-import { findDeployment, lastAttempt, lockDeployment, recordFailedVerification, recordInstance, recordSshAddress, setLastCheckDetail } from '../deployments.repository.js';
+import {
+  findDeployment,
+  lastAttempt,
+  lockDeployment,
+  recordFailedVerification,
+  recordInstance,
+  recordSshAddress,
+  setLastCheckDetail,
+} from '../deployments.repository.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import type { Metering } from './metering.js';
 import { chargeTimeBeforeActive } from './time-before-active.js';
@@ -21,13 +29,21 @@ export const CLEANUP_PENDING = 'provider clean-up pending: ';
  * key). A failure is logged and never holds up TERMINATED: the detail it returns marks the
  * deployment for the reconciler to call again (plugins take the call as idempotent).
  */
-export async function releaseAfterDestroyed(logger: LifecycleDeps['logger'], provider: Provider, deploymentId: string, label: string | null): Promise<string | null> {
+export async function releaseAfterDestroyed(
+  logger: LifecycleDeps['logger'],
+  provider: Provider,
+  deploymentId: string,
+  label: string | null,
+): Promise<string | null> {
   if (!provider.afterDestroyed || !label) return null;
   try {
     await provider.afterDestroyed(label);
     return null;
   } catch (err) {
-    logger.warn({ err, deploymentId, provider: provider.id }, 'provider clean-up after a verified destruction failed; the reconciler retries');
+    logger.warn(
+      { err, deploymentId, provider: provider.id },
+      'provider clean-up after a verified destruction failed; the reconciler retries',
+    );
     return `${CLEANUP_PENDING}${(err as Error).message}`;
   }
 }
@@ -39,7 +55,10 @@ export async function releaseAfterDestroyed(logger: LifecycleDeps['logger'], pro
  */
 export class Termination {
   constructor(
-    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box' | 'refunds' | 'ledger'>,
+    private readonly deps: Pick<
+      LifecycleDeps,
+      'ds' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box' | 'refunds' | 'ledger'
+    >,
     private readonly timing: LifecycleTiming,
     private readonly verifier: DestructionVerifier,
     private readonly metering: Pick<Metering, 'settleUsage'>,
@@ -115,7 +134,10 @@ export class Termination {
     // Without an address the provider never gave one: nobody could have got in, so its word is the check.
     const check = target
       ? await this.verifier.verify(provider, instanceId, target, { logger: this.deps.logger, deploymentId: d.id })
-      : { verified: (await provider.get(instanceId)).state === 'gone', detail: 'provider reports gone; it never reported an SSH address' };
+      : {
+          verified: (await provider.get(instanceId)).state === 'gone',
+          detail: 'provider reports gone; it never reported an SSH address',
+        };
     if (!check.verified) return this.retryVerify(d, check.detail);
     const cleanup = await releaseAfterDestroyed(this.deps.logger, provider, d.id, d.label);
     await setLastCheckDetail(ds, d.id, (cleanup ?? check.detail).slice(0, 512));
@@ -126,14 +148,23 @@ export class Termination {
     const host = ssh?.host ?? d.sshHost;
     if (!host || !d.sshPrivateKeyEnc) return null;
     // The pinned host key: a different machine answering at the old address is not ours.
-    return { host, port: ssh?.port ?? d.sshPort!, user: ssh?.user ?? d.sshUser!, privateKey: this.deps.box.open(d.sshPrivateKeyEnc, d.sshKeyKid!, d.id), hostKey: d.sshHostKey };
+    return {
+      host,
+      port: ssh?.port ?? d.sshPort!,
+      user: ssh?.user ?? d.sshUser!,
+      privateKey: this.deps.box.open(d.sshPrivateKeyEnc, d.sshKeyKid!, d.id),
+      hostKey: d.sshHostKey,
+    };
   }
 
   private async retryVerify(d: Deployment, detail: string): Promise<void> {
     const n = d.verifyAttempts + 1;
     await recordFailedVerification(this.deps.ds, d.id, n, detail.slice(0, 512), this.now());
     if (n >= this.timing.verifyAlertAfter) {
-      this.deps.logger.error({ deploymentId: d.id, verifyAttempts: n, detail }, 'ALERT: instance not verifiably destroyed; still retrying');
+      this.deps.logger.error(
+        { deploymentId: d.id, verifyAttempts: n, detail },
+        'ALERT: instance not verifiably destroyed; still retrying',
+      );
     }
     const delay = Math.min(this.timing.verifyMaxDelayMs, this.timing.verifyBaseDelayMs * 2 ** Math.min(n - 1, 20));
     await enqueueFor(this.deps.jobs, 'rental.terminate', d.id, delay);
@@ -158,7 +189,8 @@ export class Termination {
       }
       // A card order ended before its machine ever ran was paid for nothing: the payment goes back,
       // recorded with the transition so the payments job retries it if this process stops here.
-      const refund = order.funding === 'CARD' && !locked.startedAt && (await this.deps.refunds.markOrderRefundDue(m, order.id));
+      const refund =
+        order.funding === 'CARD' && !locked.startedAt && (await this.deps.refunds.markOrderRefundDue(m, order.id));
       await transition(m, d.id, ['TERMINATING'], 'TERMINATED', {
         at: verifiedAt,
         deployment: locked.endedAt ? {} : { endedAt },
@@ -171,5 +203,4 @@ export class Termination {
       await this.reversal.settle((await findDeployment(this.deps.ds, d.id))!);
     }
   }
-
 }

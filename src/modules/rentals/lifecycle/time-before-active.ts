@@ -14,7 +14,11 @@ import { accrual, usagePosting, type UsagePost } from './metering.js';
 
 /** Whether a check got in with the rental's key: whatever it then found, the machine answered. */
 export function answered(check: MachineCheck): boolean {
-  return check.kind === 'gpu_mismatch' || check.kind === 'misbehaved' || (check.kind === 'not_yet' && check.phase !== 'waiting_for_ssh');
+  return (
+    check.kind === 'gpu_mismatch' ||
+    check.kind === 'misbehaved' ||
+    (check.kind === 'not_yet' && check.phase !== 'waiting_for_ssh')
+  );
 }
 
 /**
@@ -31,7 +35,8 @@ export function runsRentersSettings(order: Pick<Order, 'startupScriptSha256' | '
 export const WORKED_BUT_UNCHECKED_REASON = {
   timeout:
     "The machine ran your rental's settings and let the service's check in, but never passed it in time (the startup marker or the GPUs were missing, or the check was held up); its time from the check's first login was charged.",
-  stopped: "The machine stopped after it ran your rental's settings and let the service's check in, before it passed the check; its time from the check's first login was charged.",
+  stopped:
+    "The machine stopped after it ran your rental's settings and let the service's check in, before it passed the check; its time from the check's first login was charged.",
 } as const;
 
 /**
@@ -45,7 +50,10 @@ export function timeBeforeActive(
 ): UsagePost | null {
   if (!d.usableAt) return null;
   const fromMs = d.usableAt.getTime();
-  const x = accrual({ ...d, startedAt: d.usableAt, usageMinor: 0, meteredUntil: d.usableAt }, Math.max(fromMs, untilMs));
+  const x = accrual(
+    { ...d, startedAt: d.usableAt, usageMinor: 0, meteredUntil: d.usableAt },
+    Math.max(fromMs, untilMs),
+  );
   return { amount: x.amount, fromMs, toMs: x.untilMs };
 }
 
@@ -55,7 +63,12 @@ export function timeBeforeActive(
  * ends at or before ACTIVE, where no hourly or settlement entry of the rental can end, and makes
  * a repeat a no-op. Answers what it charged, or null when there was no such time.
  */
-export async function postTimeBeforeActive(ledger: LedgerService, m: EntityManager, d: Deployment, untilMs: number): Promise<UsagePost | null> {
+export async function postTimeBeforeActive(
+  ledger: LedgerService,
+  m: EntityManager,
+  d: Deployment,
+  untilMs: number,
+): Promise<UsagePost | null> {
   const post = timeBeforeActive(d, untilMs);
   if (post && post.amount > 0) await ledger.post(m, usagePosting(d, post, "before it passed the service's check"));
   return post;
@@ -67,11 +80,22 @@ export async function postTimeBeforeActive(ledger: LedgerService, m: EntityManag
  * and the rental's `usageMinor` shows it. Used as the rental ends (FAILED, or TERMINATED before
  * ACTIVE); a second call finds it charged. Returns the cents charged.
  */
-export async function chargeTimeBeforeActive(ledger: LedgerService, m: EntityManager, d: Deployment, untilMs: number, at: Date): Promise<number> {
+export async function chargeTimeBeforeActive(
+  ledger: LedgerService,
+  m: EntityManager,
+  d: Deployment,
+  untilMs: number,
+  at: Date,
+): Promise<number> {
   if (d.startedAt || d.postedUsageMinor > 0) return 0;
   const post = await postTimeBeforeActive(ledger, m, d, untilMs);
   if (!post) return 0;
   const until = new Date(post.toMs);
-  await setMeteredUsage(m, d.id, { usageMinor: post.amount, meteredUntil: until, postedUsageMinor: post.amount, postedUntil: until }, at);
+  await setMeteredUsage(
+    m,
+    d.id,
+    { usageMinor: post.amount, meteredUntil: until, postedUsageMinor: post.amount, postedUntil: until },
+    at,
+  );
   return post.amount;
 }
