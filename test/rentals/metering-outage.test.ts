@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { lifecycleDepsOf } from '../../src/container.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { Account } from '../../src/modules/accounts/account.entity.js';
-import { assertMeteringCaughtUp } from '../../src/modules/rentals/admission-terms.js';
+import { assertMeteringCaughtUp } from '../../src/modules/rentals/admission-guards.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
 import { createRentalLifecycle, type RentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
 import { METERING_LAG_MIN_MS, METERING_LAG_PERIODS } from '../../src/modules/rentals/rental-limits.js';

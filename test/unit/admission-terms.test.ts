@@ -5,19 +5,17 @@ import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
 import { Order } from '../../src/modules/rentals/order.entity.js';
 import type { ApiKey } from '../../src/modules/keys/api-key.entity.js';
 import {
-  assertCreditLimits,
   cardTerms,
   creditTerms,
   maxCheckoutBudget,
-  newDeployment,
-  newOrder,
   purchasedHours,
-  rentalDebitTerms,
   waitingTerms,
   type AdmissionOffer,
   type AdmittingKey,
   type PayingAccount,
 } from '../../src/modules/rentals/admission-terms.js';
+import { newDeployment, newOrder, rentalDebitTerms } from '../../src/modules/rentals/admission-rows.js';
+import { assertCreditLimits } from '../../src/modules/rentals/admission-guards.js';
 import { NO_MACHINE_COLUMNS } from '../../src/modules/rentals/machine-secrets.js';
 import {
   intentRequestValue,

@@ -11,7 +11,8 @@ import { claimOrReplay, idempotentRequest, priorUse, requireIdempotencyKey } fro
 import type { InventoryService } from '../inventory/inventory.service.js';
 import type { KeysService } from '../keys/keys.service.js';
 import type { Principal } from '../keys/principal.js';
-import { cardTerms, newDeployment, newOrder, type AdmissionTerms } from './admission-terms.js';
+import { cardTerms, type AdmissionTerms } from './admission-terms.js';
+import { newDeployment, newOrder } from './admission-rows.js';
 import type { CardCheckoutRequest, CardCheckoutResponse } from './card-checkout.dto.js';
 import { getOrder, insertOrder } from './orders.repository.js';
 import { assertConcurrencySlot } from './concurrency-slot.js';

@@ -11,18 +11,9 @@ import type { LedgerService } from '../billing/ledger.service.js';
 import { claimIdempotencyKey, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import type { KeysService, LockedAccount } from '../keys/keys.service.js';
 import type { InventoryService } from '../inventory/inventory.service.js';
-import {
-  assertCreditLimits,
-  assertFailedAfterUseUnderLimit,
-  assertMeteringCaughtUp,
-  creditTerms,
-  newDeployment,
-  newOrder,
-  rentalDebitTerms,
-  waitingTerms,
-  type AdmissionOffer,
-  type AdmissionTerms,
-} from './admission-terms.js';
+import { creditTerms, waitingTerms, type AdmissionOffer, type AdmissionTerms } from './admission-terms.js';
+import { newDeployment, newOrder, rentalDebitTerms } from './admission-rows.js';
+import { assertCreditLimits, assertFailedAfterUseUnderLimit, assertMeteringCaughtUp } from './admission-guards.js';
 import { intentRequestValue, rentalIntent, type RentalIntent } from './rental-intent.js';
 import type { SecretBox } from '../credentials/secret-box.js';
 import { offerCapabilities, type Offer } from '../inventory/offer.entity.js';

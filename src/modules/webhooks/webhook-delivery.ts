@@ -20,13 +20,9 @@ import { heldSlots, takeTry } from './webhook-slots.repository.js';
 import { secretBinding, viewerOfEndpoint } from './webhooks.service.js';
 import {
   accountsWithOverdue,
-  advanceDispatchCursor,
   closeDelivery,
   deliveryToSend,
-  dispatchCursor,
   dueDeliveriesOf,
-  earliestEndpointStart,
-  eventsWithDeliveries,
   pendingDeliveryAccount,
   receivingEndpoints,
   recordDelivery,
@@ -34,6 +30,12 @@ import {
   type StoredEndpoint,
   type TryOutcome,
 } from './webhooks.repository.js';
+import {
+  advanceDispatchCursor,
+  dispatchCursor,
+  earliestEndpointStart,
+  eventsWithDeliveries,
+} from './webhook-dispatch.repository.js';
 
 const CURSOR = 'webhooks';
 /** Events fanned out per read. */
