@@ -13,17 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { exitWithParent } from './processes.js';
 import { rawAdmission, rawPool } from './raw-admission.js';
 import type { Offer } from '../src/modules/inventory/offer.entity.js';
-import type { Client } from './support.js';
-
-/** What the bench sends the floor process. */
-export type FloorRequest =
-  { type: 'clients'; clients: Client[]; offer: Offer; answer: string } | { type: 'stats' } | { type: 'close' };
-/** What it answers: `ready` once, then one answer per request. */
-export type FloorMessage =
-  | { type: 'ready'; base: string }
-  | { type: 'clients-set' }
-  | { type: 'stats'; userUs: number; systemUs: number }
-  | { type: 'closed' };
+import type { Client, FloorMessage, FloorRequest } from './bench-types.js';
 
 async function main(): Promise<void> {
   exitWithParent();

@@ -19,7 +19,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import type { Offer } from '../src/modules/inventory/offer.entity.js';
-import type { Client } from './support.js';
+import type { Client } from './bench-types.js';
 
 /** Statements per admission, BEGIN and COMMIT included, as the service sends them. */
 export const RAW_STATEMENTS_PER_ADMISSION = 10;

@@ -8,7 +8,8 @@
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { exitWithParent } from './processes.js';
-import { queryCounter, serveBenchApp, type ServiceMessage, type ServiceRequest } from './support.js';
+import type { ServiceMessage, ServiceRequest } from './bench-types.js';
+import { queryCounter, serveBenchApp } from './support.js';
 
 async function main(): Promise<void> {
   exitWithParent();

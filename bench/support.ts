@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2';
 import { createApp } from '../src/app.js';
 import { runLoad } from './admission-load.js';
-import type { FloorMessage, FloorRequest } from './express-floor-process.js';
+import type { Client, FloorMessage, FloorRequest, ServiceMessage, ServiceRequest } from './bench-types.js';
 import { exited, ownChild, productionNodeFlags } from './processes.js';
 import { systemClock, type Clock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
@@ -221,21 +221,6 @@ export async function serveBenchApp(
   };
 }
 
-/** What a bench asks its service process (bench/service-process.ts). */
-export type ServiceRequest =
-  | { type: 'stats' }
-  | { type: 'profile-start'; intervalUs: number }
-  | { type: 'profile-stop'; path: string }
-  | { type: 'close' };
-
-/** What the service process answers: `ready` once, then one answer per request. */
-export type ServiceMessage =
-  | { type: 'ready'; base: string }
-  | { type: 'stats'; userUs: number; systemUs: number; statements: number; requests: number; deadlocks: number }
-  | { type: 'profile-started' }
-  | { type: 'profile-stopped' }
-  | { type: 'closed' };
-
 /** The service in a process of its own (bench/service-process.ts), on a bench app's database. */
 export interface ServiceProcess {
   base: string;
@@ -363,12 +348,6 @@ export async function startFloorProcess(app: BenchApp, poolSize = 40): Promise<F
     stats: async () => cpuMsOf(await p.ask({ type: 'stats' }, 'stats')),
     close: () => p.close({ type: 'close' }, 'closed'),
   };
-}
-
-export interface Client {
-  auth: string;
-  accountId: string;
-  keyId: string;
 }
 
 /** `count` accounts signed up through the API, each funded and given an agent key with room to spare. */

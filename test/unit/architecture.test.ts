@@ -208,6 +208,10 @@ describe('architecture', () => {
     assert.deepEqual(importCircles(sources('src')), []);
   });
 
+  it('has no import circle among the files of bench/, type imports included', () => {
+    assert.deepEqual(importCircles(sources('bench')), []);
+  });
+
   it('keeps every file under src/ (but the generated routes) at 400 lines or fewer', () => {
     const long = sources('src')
       .map((f) => ({ path: f.path, lines: f.text.split('\n').length - (f.text.endsWith('\n') ? 1 : 0) }))

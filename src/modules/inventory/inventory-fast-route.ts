@@ -3,7 +3,7 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { CACHEABLE, etagMatches } from '../../http/controller-base.js';
 import { requestIdFor } from '../../http/request-id.js';
 import type { CompressedHead, WireEncoding } from './envelope-wire.js';
-import type { Cached, InventoryService } from './inventory.service.js';
+import type { Cached, CachedRead, InventoryService } from './inventory.service.js';
 
 /** Distinct Accept-Encoding values whose negotiation is remembered; clients send few. */
 const MAX_NEGOTIATED = 64;
@@ -13,12 +13,6 @@ export interface FastInventoryOptions {
   staticHeaders: Record<string, string>;
   /** Starts the request log of one request, when the log records requests at all. */
   log?: (req: Request, res: Response) => void;
-}
-
-/** A snapshot read: at once when the snapshot is current, else after its version check or reload. */
-interface Read {
-  now(): Cached<unknown> | undefined;
-  later(): Promise<Cached<unknown>>;
 }
 
 /**
@@ -80,7 +74,7 @@ export function fastInventoryRoutes(inventory: InventoryService, options: FastIn
     if (hit && prepared) return send(req, res, hit, prepared.compressed);
     let answered = false;
     read
-      .later()
+      .wait()
       .then(async (later) => {
         const compressed = await later.wire.prepare();
         answered = true;
@@ -96,10 +90,8 @@ export function fastInventoryRoutes(inventory: InventoryService, options: FastIn
   };
 }
 
-const read = (now: () => Cached<unknown> | undefined, later: () => Promise<Cached<unknown>>): Read => ({ now, later });
-
 /** The snapshot read a URL asks for, or undefined when the controller should answer it. */
-function readOf(inventory: InventoryService, url: string): Read | undefined {
+function readOf(inventory: InventoryService, url: string): CachedRead<unknown> | undefined {
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
   if (path === '/api/v1/offers') {
@@ -111,29 +103,15 @@ function readOf(inventory: InventoryService, url: string): Read | undefined {
       if (keys.length > 1 || (keys.length === 1 && typeof query.gpu !== 'string')) return undefined;
       gpu = query.gpu as string | undefined;
     }
-    return read(
-      () => inventory.listOffersNow(gpu),
-      () => inventory.listOffers(gpu),
-    );
+    return inventory.listOffers(gpu);
   }
   if (q >= 0) return undefined;
-  if (path === '/api/v1/gpus')
-    return read(
-      () => inventory.gpuSummaryNow(),
-      () => inventory.gpuSummary(),
-    );
+  if (path === '/api/v1/gpus') return inventory.gpuSummary();
   const offerId = segmentAfter(path, '/api/v1/offers/');
-  if (offerId !== undefined)
-    return read(
-      () => inventory.offerNow(offerId),
-      () => inventory.offer(offerId),
-    );
+  if (offerId !== undefined) return inventory.offer(offerId);
   const slug = segmentAfter(path, '/api/v1/gpus/');
   if (slug === undefined) return undefined;
-  return read(
-    () => inventory.gpuModelNow(slug),
-    () => inventory.gpuModel(slug),
-  );
+  return inventory.gpuModel(slug);
 }
 
 /** The one decoded path segment after `prefix`, or undefined when the path is not of that shape. */

@@ -21,7 +21,7 @@ export class InventoryController extends BaseController {
   @OperationId('listOffers')
   @Extension('x-etagged', true)
   async offers(@Request() req: ExRequest, @Query() gpu?: string): Promise<Envelope<OfferDto[]>> {
-    return this.cached(req, await this.inventory.listOffers(gpu));
+    return this.cached(req, await this.inventory.listOffers(gpu).wait());
   }
 
   /**
@@ -33,7 +33,7 @@ export class InventoryController extends BaseController {
   @Extension('x-etagged', true)
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   async offer(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<OfferDto>> {
-    return this.cached(req, await this.inventory.offer(id));
+    return this.cached(req, await this.inventory.offer(id).wait());
   }
 
   /** Per-model view of the same offers. */
@@ -41,7 +41,7 @@ export class InventoryController extends BaseController {
   @OperationId('listGpus')
   @Extension('x-etagged', true)
   async gpus(@Request() req: ExRequest): Promise<Envelope<GpuSummaryDto>> {
-    return this.cached(req, await this.inventory.gpuSummary());
+    return this.cached(req, await this.inventory.gpuSummary().wait());
   }
 
   /** One GPU model and its offers, by slug or by any spelling that names exactly one model. */
@@ -50,6 +50,6 @@ export class InventoryController extends BaseController {
   @Extension('x-etagged', true)
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   async gpu(@Request() req: ExRequest, @Path() slug: string): Promise<Envelope<GpuModelDetailDto>> {
-    return this.cached(req, await this.inventory.gpuModel(slug));
+    return this.cached(req, await this.inventory.gpuModel(slug).wait());
   }
 }

@@ -41,6 +41,16 @@ export interface Cached<T> {
   wire: EnvelopeWire;
 }
 
+/**
+ * One inventory answer, read one of two ways: `now()` without waiting (undefined when the snapshot
+ * is due for its version check or a reload), `wait()` after that check or reload. Both fail alike
+ * (an unknown offer or model is NOT_FOUND): `now()` throws, `wait()` rejects.
+ */
+export interface CachedRead<T> {
+  now(): Cached<T> | undefined;
+  wait(): Promise<Cached<T>>;
+}
+
 function cached<T>(what: string, body: T): Cached<T> {
   const wire = new EnvelopeWire(body, what);
   return { etag: wire.etag, body, wire };
@@ -229,32 +239,20 @@ export class InventoryService {
     };
   }
 
+  /** Every read below, for the fast route (`now`, no promise while current) and the controller (`wait`). */
+  private read<T>(answer: (s: Snapshot) => Cached<T>): CachedRead<T> {
+    return {
+      now: () => {
+        const s = this.ready();
+        return s && answer(s);
+      },
+      wait: async () => answer(await this.current()),
+    };
+  }
+
   /** Every live offer, or those of a GPU family or model (`?gpu=`), cheapest first. */
-  async listOffers(gpu?: string): Promise<Cached<OfferDto[]>> {
-    return this.offersOf(await this.current(), gpu);
-  }
-
-  /**
-   * The `listOffers`, `gpuSummary` and `gpuModel` answers without waiting: undefined when the
-   * snapshot is due for its version check or a reload (then call the async method).
-   */
-  listOffersNow(gpu?: string): Cached<OfferDto[]> | undefined {
-    const s = this.ready();
-    return s && this.offersOf(s, gpu);
-  }
-
-  offerNow(id: string): Cached<OfferDto> | undefined {
-    const s = this.ready();
-    return s && this.offerOf(s, id);
-  }
-
-  gpuSummaryNow(): Cached<GpuSummaryDto> | undefined {
-    return this.ready()?.gpus;
-  }
-
-  gpuModelNow(slugOrName: string): Cached<GpuModelDetailDto> | undefined {
-    const s = this.ready();
-    return s && this.modelOf(s, slugOrName);
+  listOffers(gpu?: string): CachedRead<OfferDto[]> {
+    return this.read((s) => this.offersOf(s, gpu));
   }
 
   private offersOf(s: Snapshot, gpu: string | undefined): Cached<OfferDto[]> {
@@ -270,8 +268,8 @@ export class InventoryService {
   }
 
   /** One live offer by id (`GET /api/v1/offers/{id}`). */
-  async offer(id: string): Promise<Cached<OfferDto>> {
-    return this.offerOf(await this.current(), id);
+  offer(id: string): CachedRead<OfferDto> {
+    return this.read((s) => this.offerOf(s, id));
   }
 
   private offerOf(s: Snapshot, id: string): Cached<OfferDto> {
@@ -290,13 +288,14 @@ export class InventoryService {
     return hit;
   }
 
-  async gpuSummary(): Promise<Cached<GpuSummaryDto>> {
-    return (await this.current()).gpus;
+  /** Every GPU model on offer with its prices (`GET /api/v1/gpus`). */
+  gpuSummary(): CachedRead<GpuSummaryDto> {
+    return this.read((s) => s.gpus);
   }
 
   /** One model by slug or any spelling that names exactly one model on offer. */
-  async gpuModel(slugOrName: string): Promise<Cached<GpuModelDetailDto>> {
-    return this.modelOf(await this.current(), slugOrName);
+  gpuModel(slugOrName: string): CachedRead<GpuModelDetailDto> {
+    return this.read((s) => this.modelOf(s, slugOrName));
   }
 
   private modelOf(s: Snapshot, slugOrName: string): Cached<GpuModelDetailDto> {

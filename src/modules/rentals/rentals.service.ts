@@ -63,7 +63,8 @@ export interface CreateResult {
  * Rental admission and termination requests (the reads are RentalReadsService). Admission checks and
  * writes (order, deployment, ledger debit, idempotency record) run in one transaction that holds
  * the account row lock, so concurrent requests of an account are decided one after another.
- * Provisioning and termination themselves are jobs (see rental-jobs.names.ts).
+ * Provisioning and termination themselves are jobs: RENTAL_JOBS (src/jobs/job-queue.ts) names them,
+ * lifecycle/rental-lifecycle.ts does them.
  */
 export class RentalsService {
   constructor(
