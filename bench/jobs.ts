@@ -88,7 +88,7 @@ async function mysqlSide(claim: JobClaimMode, url?: string): Promise<Side> {
     async agenda({ processEvery }) {
       const { agenda, queue } = createAgenda(
         ds,
-        { jobsProcessEveryMs: processEvery ?? SETTINGS.processEvery, jobsClaim: claim },
+        { jobs: { processEveryMs: processEvery ?? SETTINGS.processEvery, claim } },
         { maxConcurrency: SETTINGS.maxConcurrency },
       );
       let worker: Awaited<ReturnType<typeof startAgendaProcessing>> | undefined;

@@ -1,9 +1,6 @@
 import { AppError } from '../src/errors/app-error.js';
 import type { BotContext } from './context.js';
 
-/** A key id in callback data. */
-export const KEY_ID_PATTERN = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
-
 /** Telegram keeps messages under 4096 characters; beyond this many keys a list says "and N more". */
 export const MAX_LISTED_KEYS = 15;
 

@@ -5,6 +5,8 @@ import {
   idleTerminateMinutesProblem,
   MAX_RENTAL_SECONDS,
   maxRentalSecondsProblem,
+  type KeyAmounts,
+  type KeyLimits,
 } from '../src/modules/keys/key-limits.js';
 import { describeRentalLength, parseRentalLength } from '../src/modules/keys/rental-length.js';
 import {
@@ -15,17 +17,7 @@ import {
 } from '../src/modules/telegram/conversation-store.js';
 import { ownerOf, type BotContext } from './context.js';
 import { html, parseCount } from './format.js';
-import { formatUsd, formatUsdShort, parseUsd } from '../src/modules/billing/money.js';
-
-export interface ChosenLimits {
-  maxPerRentalMinor: number;
-  budgetLimitMinor: number;
-  maxConcurrentDeployments: number;
-  /** The longest one rental may run, in seconds; null: no such limit. */
-  maxRentalSeconds: number | null;
-  /** Minutes of idle GPUs before a rental is warned, then ended; null: never. */
-  idleTerminateMinutes: number | null;
-}
+import { DOLLARS_HINT, formatUsd, formatUsdShort, notDollarsMessage, parseUsd } from '../src/vocabulary/money.js';
 
 /** The questions of the dialogue, in order: three amounts, the longest rental, then how long idle. */
 type DialogueStep = Exclude<LimitStep, 'confirm'>;
@@ -89,7 +81,7 @@ const QUESTIONS: Record<
   },
 };
 
-const FIELD: Record<AmountStep, Exclude<keyof ChosenLimits, 'maxRentalSeconds' | 'idleTerminateMinutes'>> = {
+const FIELD: Record<AmountStep, keyof KeyAmounts> = {
   perRental: 'maxPerRentalMinor',
   budget: 'budgetLimitMinor',
   concurrent: 'maxConcurrentDeployments',
@@ -106,7 +98,7 @@ export function checkLimit(
       ok: false,
       error: QUESTIONS[step].isCount
         ? 'Please send a whole number, for example 2.'
-        : 'Please send an amount in US dollars, for example 25 or 12.50.',
+        : `Please send an amount in US dollars: ${DOLLARS_HINT}.`,
     };
   }
   // The bounds the API holds approvals to, so the bot never accepts what the service would refuse.
@@ -170,7 +162,7 @@ export function parseStep(step: AmountStep, text: string): number | null {
   return QUESTIONS[step].isCount ? parseCount(text) : parseUsd(text);
 }
 
-export function describeLimits(l: ChosenLimits): string {
+export function describeLimits(l: KeyLimits): string {
   const rentals =
     l.maxConcurrentDeployments === 1 ? '1 rental at a time' : `${l.maxConcurrentDeployments} rentals at a time`;
   const length =
@@ -190,7 +182,7 @@ export function describeLimits(l: ChosenLimits): string {
  * length is the idle time, in either order; the first other word starts the name. Null when no
  * arguments were given (start the dialogue), otherwise the limits or every problem found, in one reply.
  */
-export function parseLimitArgs(args: string): { limits: ChosenLimits; name?: string } | { errors: string[] } | null {
+export function parseLimitArgs(args: string): { limits: KeyLimits; name?: string } | { errors: string[] } | null {
   const parts = args.trim().split(/\s+/).filter(Boolean);
   if (parts.length === 0) return null;
   if (parts.length < 3) {
@@ -202,14 +194,15 @@ export function parseLimitArgs(args: string): { limits: ChosenLimits; name?: str
     };
   }
   const errors: string[] = [];
-  const values: Partial<ChosenLimits> = { maxRentalSeconds: null, idleTerminateMinutes: null };
+  const values: Partial<KeyLimits> = { maxRentalSeconds: null, idleTerminateMinutes: null };
   AMOUNT_STEPS.forEach((step, i) => {
     const parsed = parseStep(step, parts[i]);
     const checked = checkLimit(step, parsed);
     if (checked.ok) values[FIELD[step]] = checked.value;
     else if (parsed === null) {
-      const want = QUESTIONS[step].isCount ? 'a whole number' : 'an amount in US dollars';
-      errors.push(`${QUESTIONS[step].label}: "${parts[i].slice(0, 20)}" is not ${want}.`);
+      errors.push(
+        `${QUESTIONS[step].label}: ${QUESTIONS[step].isCount ? `"${parts[i].slice(0, 20)}" is not a whole number` : notDollarsMessage(parts[i].slice(0, 20))}.`,
+      );
     } else errors.push(checked.error);
   });
   let rest = parts.slice(3);
@@ -236,10 +229,10 @@ export function parseLimitArgs(args: string): { limits: ChosenLimits; name?: str
   }
   if (errors.length) return { errors };
   const name = rest.join(' ').slice(0, 100) || undefined;
-  return { limits: values as ChosenLimits, name };
+  return { limits: values as KeyLimits, name };
 }
 
-export type CompleteHandler = (ctx: BotContext, conversation: Conversation, limits: ChosenLimits) => Promise<void>;
+export type CompleteHandler = (ctx: BotContext, conversation: Conversation, limits: KeyLimits) => Promise<void>;
 
 export interface DialogueOptions {
   /** Runs when every limit is known; the handler clears or advances the conversation. */
@@ -343,7 +336,7 @@ async function answer(
 }
 
 /** The limits a dialogue gathered; a dialogue begun before the longest rental or the idle time was asked has none. */
-export function limitsOf(conversation: Conversation): ChosenLimits {
+export function limitsOf(conversation: Conversation): KeyLimits {
   return {
     maxPerRentalMinor: conversation.data.maxPerRentalMinor!,
     budgetLimitMinor: conversation.data.budgetLimitMinor!,

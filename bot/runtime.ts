@@ -68,10 +68,10 @@ export async function startBotRole(
   } catch (err) {
     log.warn({ err }, 'could not set the bot command menu');
   }
-  const secret = config.telegramWebhookSecret;
+  const secret = config.telegram.webhookSecret;
   let polling: Promise<void> | undefined;
   if (secret) {
-    await bot.api.setWebhook(`${config.publicBaseUrl}${WEBHOOK_PATH}`, {
+    await bot.api.setWebhook(`${config.http.publicBaseUrl}${WEBHOOK_PATH}`, {
       secret_token: secret,
       allowed_updates: [...ALLOWED_UPDATES],
     });

@@ -33,6 +33,9 @@ import { MachineUsableAt1763800019200 } from './1763800019200-MachineUsableAt.js
 import { EventSequences1763800019400 } from './1763800019400-EventSequences.js';
 import { WebhookMakersAndSlots1763800019600 } from './1763800019600-WebhookMakersAndSlots.js';
 import { MachineSecretsMedium1763800019950 } from './1763800019950-MachineSecretsMedium.js';
+import { EventCursors1763800020100 } from './1763800020100-EventCursors.js';
+import { MatchNotes1763800020500 } from './1763800020500-MatchNotes.js';
+import { OrderGpuMatch1763800020700 } from './1763800020700-OrderGpuMatch.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -71,4 +74,7 @@ export const migrations = [
   EventSequences1763800019400,
   WebhookMakersAndSlots1763800019600,
   MachineSecretsMedium1763800019950,
+  EventCursors1763800020100,
+  MatchNotes1763800020500,
+  OrderGpuMatch1763800020700,
 ];

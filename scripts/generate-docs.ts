@@ -49,7 +49,7 @@ const PROVIDER_OPTIONS = [
     [
       [
         '`local`',
-        '`LOCAL_PROVIDER_INVENTORY`: path of the inventory JSON, re-read at every refresh (default: the built-in inventory; format in [inventory](inventory.md#the-local-providers-inventory-file)). `LOCAL_PROVIDER_ALLOW_PRODUCTION`: `true` lets it run with `NODE_ENV=production`; it runs commands on this host, so it refuses otherwise (default `false`). `LOCAL_PROVIDER_SANDBOX_UID_FIRST` and `LOCAL_PROVIDER_SANDBOX_UID_COUNT`: the block of uids machines run as when the service runs as root (default 200000 and 100000); two services on one host with databases of their own each need a block of their own, since ending a machine kills every process of its uid. More in [plugins](plugins.md#the-local-plugin).',
+        '`LOCAL_PROVIDER_INVENTORY`: path of the inventory JSON, re-read at every refresh (default: the built-in inventory; format in [inventory](inventory.md#the-local-providers-inventory-file)). `LOCAL_PROVIDER_ALLOW_PRODUCTION`: `true` lets it run with `NODE_ENV=production`; it runs commands on this host, so it refuses otherwise (default `false`). `LOCAL_PROVIDER_SANDBOX_UID_FIRST` and `LOCAL_PROVIDER_SANDBOX_UID_COUNT`: the block of uids machines run as when the service runs as root (default 200000 and 100000); two services on one host with databases of their own each need a block of their own, since ending a machine kills every process of its uid, and a start on a block another running service claims is refused. `LOCAL_PROVIDER_SANDBOX_UID_CLAIMS_DIR`: where each service records its block (default `/run/gpu-rental/sandbox-uid-claims`). More in [plugins](plugins.md#the-local-plugin).',
       ],
       [
         '`vast`',
@@ -78,8 +78,9 @@ export function renderConfigurationDoc(): string {
     '',
     'Every setting is an environment variable, read once at start by `src/config.ts` (no other code',
     'reads the environment). An invalid value stops the process with one line naming the variable,',
-    'for example `Configuration error: PORT must be a whole number, got "80a"`. An empty value counts',
-    'as unset. `npm start` needs none of them: the defaults run a development service on this machine.',
+    'for example `Configuration error: PORT must be a whole number from 0 to 65535, got "80a"`. An empty',
+    'value counts as unset; a boolean is `true`/`false`, `yes`/`no`, `on`/`off` or `1`/`0`, here and in the',
+    "plugins' options. `npm start` needs none of them: the defaults run a development service on this machine.",
     '',
   ];
   for (const section of sections) {

@@ -87,7 +87,7 @@ function artifact(out: string, name: string, file: string, baseUrl: string | und
   };
 }
 
-const out = resolve(arg('--out') ?? loadConfig().releasesDir);
+const out = resolve(arg('--out') ?? loadConfig().releases.dir);
 const version = releaseVersion();
 const manifestPath = join(out, MANIFEST_FILE);
 if (process.argv.includes('--if-missing') && releaseIsBuilt(out, version)) {

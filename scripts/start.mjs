@@ -28,7 +28,7 @@ let releasesDir;
     const config = loadConfig();
     parseRoles(args);
     if (args[0] !== 'owner') assertSafeToRun(config);
-    releasesDir = config.releasesDir;
+    releasesDir = config.releases.dir;
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     process.stderr.write(`${configErrorLine(err)}\n`);

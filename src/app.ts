@@ -51,7 +51,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   app.disable('x-powered-by');
   // Which forwarded addresses to believe is the operator's to say (TRUST_PROXY); by default none,
   // so a client (a local renter included) cannot pick its own address for per-address limits.
-  app.set('trust proxy', services.config.trustProxy);
+  app.set('trust proxy', services.config.http.trustProxy);
   app.set('etag', false);
 
   const production = services.config.nodeEnv === 'production';
@@ -135,13 +135,13 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   app.get(
     '/readyz',
     readinessRoute(options.readiness ?? readinessProbe(services, ['api']), {
-      detailToken: services.config.metricsToken,
+      detailToken: services.config.metrics.token,
     }),
   );
   // Off the public port unless a token guards it (METRICS_TOKEN); METRICS_PORT serves it apart.
-  if (services.config.metricsToken) app.get('/metrics', metricsRoute(services, services.config.metricsToken));
+  if (services.config.metrics.token) app.get('/metrics', metricsRoute(services, services.config.metrics.token));
 
-  app.use(discoveryRouter(services.config.publicBaseUrl, services.config.releasesUrl));
+  app.use(discoveryRouter(services.config.http.publicBaseUrl, services.config.releases.url));
 
   app.use(paymentPagesRouter(services));
   app.use(approvalPageRouter(services));

@@ -35,10 +35,10 @@ export interface ConfigVariable {
 }
 
 /**
- * Every variable loadConfig (src/config.ts) reads. `npm run docs` renders this table into
- * docs/configuration.md; a test fails when a variable config.ts reads is missing here or one
- * declared here is not read there, when a literal default here differs from the parsed one, or
- * when the page is stale.
+ * Every variable loadConfig (src/config.ts, with its group readers under src/config/) reads.
+ * `npm run docs` renders this table into docs/configuration.md; a test fails when a variable
+ * they read is missing here or one declared here is not read there, when a literal default here
+ * differs from the parsed one, or when the page is stale.
  */
 export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
   { name: 'PORT', section: 'Service', default: '8080', meaning: 'HTTP port of the `api` role.' },

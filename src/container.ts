@@ -94,17 +94,17 @@ export interface ServiceDeps {
 /** The composition root: builds every service and every job handler once, in dependency order. */
 export function createServices({ config, ds, clock, logger, providers, rentalHandoff }: ServiceDeps): Services {
   const rateLimiter = new RateLimiter(ds, clock);
-  const ledger = new LedgerService(ds, clock, { lowCreditsMinor: config.lowCreditsMinor });
+  const ledger = new LedgerService(ds, clock, { lowCreditsMinor: config.billing.lowCreditsMinor });
   const keys = new KeysService(ds, clock);
   const accounts = new AccountsService(ds, clock, keys, rateLimiter, {
-    agentV1Enabled: config.agentV1Enabled,
-    signupRatePerMinute: config.signupRatePerMinute,
-    defaultBillingModel: config.defaultBillingModel,
+    agentV1Enabled: config.agents.v1Enabled,
+    signupRatePerMinute: config.signup.ratePerMinute,
+    defaultBillingModel: config.billing.defaultModel,
   });
   const billing = new BillingService(ds, keys);
   const inventory = new InventoryService(ds, providers, clock, logger, {
-    publicBaseUrl: config.publicBaseUrl,
-    offerMaxAgeSeconds: config.offerMaxAgeSeconds,
+    publicBaseUrl: config.http.publicBaseUrl,
+    offerMaxAgeSeconds: config.inventory.offerMaxAgeSeconds,
   });
   // Every process gets an Agenda: enqueuing needs no processing, and only the worker role starts it.
   const { queue: jobs } = createAgenda(ds, config);
@@ -121,20 +121,9 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   const eventHub = new EventHub(ds, { tailMs: EVENT_TAIL_MS, push: config.push }, logger);
   const rentalReads = new RentalReadsService(ds, eventHub);
   const box = SecretBox.fromConfig(config);
-  const machinePolicy = { imageAllowlist: config.machineImageAllowlist, maxDiskGb: config.machineMaxDiskGb };
-  const rentals = new RentalsService(
-    ds,
-    clock,
-    logger,
-    ledger,
-    keys,
-    jobs,
-    inventory,
-    rentalReads,
-    box,
-    machinePolicy,
-    { meteringEveryMs: config.meteringEveryMs },
-  );
+  const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs, inventory, rentalReads, box, {
+    meteringEveryMs: config.rentals.meteringEveryMs,
+  });
   const cardCheckout = new CardCheckoutService(ds, clock, inventory, payments.sessions, keys);
   const credentials = new CredentialsService(ds, clock, box);
   const agentKeys = new AgentKeysService(ds, clock, keys, rentals);
@@ -144,9 +133,9 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     keys,
     rateLimiter,
     {
-      agentV1Enabled: config.agentV1Enabled,
-      publicBaseUrl: config.publicBaseUrl,
-      setupRatePerMinute: config.agentSetupRatePerMinute,
+      agentV1Enabled: config.agents.v1Enabled,
+      publicBaseUrl: config.http.publicBaseUrl,
+      setupRatePerMinute: config.agents.setupRatePerMinute,
     },
     agentKeys,
   );
@@ -163,11 +152,11 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   };
   const lifecycle = createRentalLifecycle(lifecycleDeps, lifecycleTiming(config));
   const webhooks = new WebhooksService(ds, clock, box, jobs, rateLimiter, {
-    allowPrivateDestinations: config.webhookAllowPrivateDestinations,
+    allowPrivateDestinations: config.webhooks.allowPrivateDestinations,
   });
   const webhookDeliveries = new WebhookDeliveries(ds, clock, logger.child({ component: 'webhooks' }), jobs, box, {
-    allowPrivateDestinations: config.webhookAllowPrivateDestinations,
-    firstRetryMs: config.webhookFirstRetryMs,
+    allowPrivateDestinations: config.webhooks.allowPrivateDestinations,
+    firstRetryMs: config.webhooks.firstRetryMs,
   });
   // Every lock lifetime is stated (at most MAX_JOB_LOCK_LIFETIME_MS, docs/operations.md): longer
   // than a run can take, short enough that a dead worker's lock does not stop the job for long.
@@ -196,7 +185,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     // A sweep takes seconds; one outliving its lock may overlap the next (each rental is charged under its row lock).
     'rental.meter': {
       handler: async () => void (await lifecycle.meter()),
-      everyMs: config.meteringEveryMs,
+      everyMs: config.rentals.meteringEveryMs,
       concurrency: 1,
       lockLifetimeMs: 60_000,
     },
@@ -211,7 +200,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
         const results = await inventory.refresh();
         logger.debug({ results }, 'inventory refreshed');
       },
-      everyMs: config.inventoryRefreshSeconds * 1000,
+      everyMs: config.inventory.refreshSeconds * 1000,
       // Providers are asked in parallel, each call cut at 30 s: a hanging one cannot hold the sweep long.
       lockLifetimeMs: 120_000,
       concurrency: 1,
@@ -225,7 +214,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     // A pass reads new events and writes deliveries: well under a second.
     'webhooks.dispatch': {
       handler: async () => void (await webhookDeliveries.dispatch()),
-      everyMs: config.webhookDispatchEveryMs,
+      everyMs: config.webhooks.dispatchEveryMs,
       concurrency: 1,
       lockLifetimeMs: 30_000,
     },
@@ -295,12 +284,12 @@ export function createBotJobs(
   const logger = s.logger.child({ component: 'telegram-bot' });
   const notifications = new NotificationsService(s.ds, s.clock, logger, queue, {
     ...(timing.retryAfterMs === undefined ? {} : { retryAfterMs: timing.retryAfterMs }),
-    idleGraceMs: s.config.idleGraceSeconds * 1000,
+    idleGraceMs: s.config.rentals.idleGraceSeconds * 1000,
   });
   const definitions = jobDefinitions({
     'notifications.collect': {
       handler: async () => void (await notifications.collect()),
-      everyMs: timing.collectEveryMs ?? s.config.telegramNotifySeconds * 1000,
+      everyMs: timing.collectEveryMs ?? s.config.telegram.notifySeconds * 1000,
       concurrency: 1,
       lockLifetimeMs: 60_000,
     },
@@ -317,15 +306,13 @@ export function createBotJobs(
 }
 
 /** The lifecycle's timing from configuration: polls and the first destruction re-check wait RENTAL_POLL_MS. */
-export function lifecycleTiming(
-  config: Pick<Config, 'rentalPollMs' | 'inventoryRefreshSeconds' | 'idleGraceSeconds'>,
-): Partial<LifecycleTiming> {
+export function lifecycleTiming(config: Pick<Config, 'rentals' | 'inventory'>): Partial<LifecycleTiming> {
   // A waiting rental looks at least once per inventory refresh, so its deadline holds to within one.
   return {
-    pollMs: config.rentalPollMs,
-    verifyBaseDelayMs: config.rentalPollMs,
-    capacityPollMs: Math.min(15_000, config.inventoryRefreshSeconds * 1000),
-    idleGraceMs: config.idleGraceSeconds * 1000,
+    pollMs: config.rentals.pollMs,
+    verifyBaseDelayMs: config.rentals.pollMs,
+    capacityPollMs: Math.min(15_000, config.inventory.refreshSeconds * 1000),
+    idleGraceMs: config.rentals.idleGraceSeconds * 1000,
   };
 }
 

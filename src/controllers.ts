@@ -26,7 +26,7 @@ export function controllerFactories(s: Services): ControllerFactories {
     .add(BillingController, () => new BillingController(s.billing, s.payments.topups))
     .add(CardCheckoutController, () => new CardCheckoutController(s.cardCheckout))
     .add(StripeWebhookController, () => new StripeWebhookController(s.payments.events))
-    .add(RentalsController, () => new RentalsController(s.rentals, s.rentalReads))
+    .add(RentalsController, () => new RentalsController(s.rentals, s.rentalReads, s.config.machines))
     .add(DeploymentsController, () => new DeploymentsController(s.rentals, s.rentalReads, s.credentials))
     .add(AgentsController, () => new AgentsController(s.agents, s.agentKeys))
     .add(EventsController, () => new EventsController(s.events))

@@ -60,10 +60,10 @@ function localUrl(host: string, port: number): string {
 }
 
 async function run(config: Config, roles: Role[], logger: Logger): Promise<() => Promise<void>> {
-  const target = parseDatabaseUrl(config.databaseUrl);
+  const target = parseDatabaseUrl(config.db.url);
   let created: boolean;
   try {
-    created = await createDatabaseIfMissing(config.databaseUrl);
+    created = await createDatabaseIfMissing(config.db.url);
   } catch (err) {
     if (isConnectionError(err)) {
       process.stderr.write(
@@ -74,7 +74,7 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
     }
     throw err;
   }
-  const ds = createDataSource(config.databaseUrl, 10, entities);
+  const ds = createDataSource(config.db.url, 10, entities);
   await ds.initialize();
   logger.info(`database ${target.database} ${created ? 'created' : 'found'} at ${describeTarget(target)}`);
   const applied = await migrate(ds);
@@ -82,7 +82,7 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
     { migrations: applied },
     applied.length ? `migrations applied: ${applied.join(', ')}` : 'migrations: none pending',
   );
-  if (config.secretsKeyGenerated)
+  if (config.secrets.generated)
     logger.warn(
       'SECRETS_KEY is not set: using the fixed development key, which protects nothing (production refuses it)',
     );
@@ -100,8 +100,8 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
   let server: Server | undefined;
   let worker: Worker | undefined;
   let botRole: BotRole | undefined;
-  const token = config.telegramBotToken;
-  const webhookSecret = config.telegramWebhookSecret;
+  const token = config.telegram.botToken;
+  const webhookSecret = config.telegram.webhookSecret;
   // The bot role polls or registers the webhook; in webhook mode every api process takes updates.
   // The bot and grammY are loaded only by a process that runs them, not by every api and worker.
   const botModules =
@@ -109,7 +109,7 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
       ? await Promise.all([import('../bot/bot.js'), import('../bot/runtime.js')])
       : undefined;
   const bot =
-    token && botModules ? botModules[0].createBot({ services, token, apiRoot: config.telegramApiRoot }) : undefined;
+    token && botModules ? botModules[0].createBot({ services, token, apiRoot: config.telegram.apiRoot }) : undefined;
   const readiness = readinessProbe(services, roles);
   const metricsServer = await startMetricsListener(services, roles, readiness);
   if (roles.includes('api')) {
@@ -121,17 +121,17 @@ async function run(config: Config, roles: Role[], logger: Logger): Promise<() =>
       readiness,
     });
     // Bound before any job starts, so a taken port stops the process before it claims work.
-    server = await listen(app, config.port, config.host);
-    const local = localUrl(config.host, config.port);
+    server = await listen(app, config.http.port, config.http.host);
+    const local = localUrl(config.http.host, config.http.port);
     logger.info(
-      { host: config.host, port: config.port, url: config.publicBaseUrl, roles },
-      `GPU rental service listening on ${config.host}:${config.port} (public URL ${config.publicBaseUrl}, docs at /docs); try: curl ${local}/api/v1/gpus`,
+      { host: config.http.host, port: config.http.port, url: config.http.publicBaseUrl, roles },
+      `GPU rental service listening on ${config.http.host}:${config.http.port} (public URL ${config.http.publicBaseUrl}, docs at /docs); try: curl ${local}/api/v1/gpus`,
     );
   }
   for (const line of offSurfaces(config, roles)) logger.info(line);
   if (roles.includes('worker')) worker = await startWorker(services);
   else logger.info('no worker role here: inventory is refreshed by worker processes');
-  if (roles.includes('bot') && !config.telegramBotToken) {
+  if (roles.includes('bot') && !config.telegram.botToken) {
     logger.info('bot role: TELEGRAM_BOT_TOKEN is not set, so the Telegram bot is off');
   }
   if (roles.includes('bot') && bot && botModules) botRole = await botModules[1].startBotRole(services, bot);

@@ -35,7 +35,7 @@ export async function startMetricsListener(
   roles: readonly Role[],
   readiness: Readiness = readinessProbe(services, roles),
 ): Promise<Server | undefined> {
-  const { metricsPort: port, metricsHost: host } = services.config;
+  const { port, host } = services.config.metrics;
   if (port === undefined) return undefined;
   const app = express();
   app.disable('x-powered-by');

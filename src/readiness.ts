@@ -135,7 +135,7 @@ export function readinessProbe(
         return fail('inventory', 'the offers could not be read', err);
       }
       if (servable.live === 0) {
-        const age = `${s.config.offerMaxAgeSeconds} s (OFFER_MAX_AGE_SECONDS)`;
+        const age = `${s.config.inventory.offerMaxAgeSeconds} s (OFFER_MAX_AGE_SECONDS)`;
         return fail(
           'inventory',
           servable.agedOut

@@ -2,8 +2,9 @@ import { Composer, InlineKeyboard } from 'grammy';
 import { ownerOf, type BotContext } from '../context.js';
 import { html } from '../format.js';
 import { describeIdleMinutes } from '../limits-dialogue.js';
-import { confirmRevocation, keepKey, KEY_ID_PATTERN, MAX_LISTED_KEYS } from '../key-revocation.js';
-import { formatUsd } from '../../src/modules/billing/money.js';
+import { UUID_PATTERN } from '../../src/ids.js';
+import { confirmRevocation, keepKey, MAX_LISTED_KEYS } from '../key-revocation.js';
+import { formatUsd } from '../../src/vocabulary/money.js';
 import { describeRentalLength } from '../../src/modules/keys/rental-length.js';
 
 /** /agents: the account's agent keys with limits, spend and active rentals; revoke with a confirmation. */
@@ -31,7 +32,7 @@ export function agentsFeature(): Composer<BotContext> {
     await ctx.reply(`<b>Agent keys</b>\n\n${lines.join('\n\n')}`, { parse_mode: 'HTML', reply_markup: kb });
   });
 
-  composer.callbackQuery(new RegExp(`^rv:(${KEY_ID_PATTERN})$`), async (ctx) => {
+  composer.callbackQuery(new RegExp(`^rv:(${UUID_PATTERN})$`), async (ctx) => {
     const keyId = ctx.match[1];
     const key = (await ctx.services.agentKeys.listAgentKeys(ownerOf(ctx).id)).find((k) => k.id === keyId);
     if (!key || key.revokedAt) {
@@ -50,7 +51,7 @@ export function agentsFeature(): Composer<BotContext> {
     );
   });
 
-  composer.callbackQuery(new RegExp(`^rvy:(${KEY_ID_PATTERN})$`), (ctx) =>
+  composer.callbackQuery(new RegExp(`^rvy:(${UUID_PATTERN})$`), (ctx) =>
     confirmRevocation(
       ctx,
       () => ctx.services.agentKeys.revokeAgentKey(ownerOf(ctx).id, ctx.match[1]),

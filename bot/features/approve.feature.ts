@@ -4,7 +4,8 @@ import { APPROVAL_CODE_TAG } from '../../src/modules/keys/tokens.js';
 import type { Conversation } from '../../src/modules/telegram/conversation-store.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, minutesLeft, utc } from '../format.js';
-import { describeLimits, limitsOf, startLimitsDialogue, type ChosenLimits } from '../limits-dialogue.js';
+import { describeLimits, limitsOf, startLimitsDialogue } from '../limits-dialogue.js';
+import type { KeyLimits } from '../../src/modules/keys/key-limits.js';
 
 const APPROVE_PAYLOAD = new RegExp(`^approve_(${APPROVAL_CODE_TAG}_[A-Za-z0-9_-]{43})$`);
 const DIALOGUE_TTL_MS = 30 * 60_000;
@@ -96,11 +97,7 @@ export function approveFeature(): Composer<BotContext> {
 }
 
 /** Dialogue completion for approvals: one last look before anything is granted. */
-export async function completeApproval(
-  ctx: BotContext,
-  conversation: Conversation,
-  limits: ChosenLimits,
-): Promise<void> {
+export async function completeApproval(ctx: BotContext, conversation: Conversation, limits: KeyLimits): Promise<void> {
   conversation.step = 'confirm';
   await ctx.conversations.save(conversation);
   const kb = new InlineKeyboard()

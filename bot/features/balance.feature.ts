@@ -4,7 +4,7 @@ import { TOPUP_LIMITS } from '../../src/modules/billing/topup-limits.js';
 import { getAccount } from '../../src/modules/accounts/accounts.repository.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, utc } from '../format.js';
-import { formatUsd, formatUsdShort, parseUsd } from '../../src/modules/billing/money.js';
+import { formatUsd, formatUsdShort, notDollarsMessage, parseUsd } from '../../src/vocabulary/money.js';
 
 const { minimumMinor: TOPUP_MIN, maximumMinor: TOPUP_MAX } = TOPUP_LIMITS;
 const RANGE = `any amount from ${formatUsdShort(TOPUP_MIN)} to ${formatUsdShort(TOPUP_MAX)}`;
@@ -45,9 +45,7 @@ export function balanceFeature(): Composer<BotContext> {
     }
     const amount = parseUsd(arg);
     if (amount === null) {
-      await ctx.reply(
-        `"${arg.slice(0, 40)}" is not an amount. Send the amount in US dollars, e.g. /topup 20 or /topup 12.50.`,
-      );
+      await ctx.reply(`${notDollarsMessage(arg)}, e.g. /topup 20 or /topup 12.50.`);
       return;
     }
     if (amount < TOPUP_MIN || amount > TOPUP_MAX) {

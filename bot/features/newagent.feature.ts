@@ -2,7 +2,8 @@ import { Composer } from 'grammy';
 import type { Conversation } from '../../src/modules/telegram/conversation-store.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, minutesLeft, utc } from '../format.js';
-import { describeLimits, parseLimitArgs, startLimitsDialogue, type ChosenLimits } from '../limits-dialogue.js';
+import { describeLimits, parseLimitArgs, startLimitsDialogue } from '../limits-dialogue.js';
+import type { KeyLimits } from '../../src/modules/keys/key-limits.js';
 
 /** How long an unanswered /newagent dialogue stays open. */
 const DIALOGUE_TTL_MS = 30 * 60_000;
@@ -36,21 +37,17 @@ export function newAgentFeature(): Composer<BotContext> {
 }
 
 /** Dialogue completion for /newagent. */
-export async function completeNewAgent(
-  ctx: BotContext,
-  conversation: Conversation,
-  limits: ChosenLimits,
-): Promise<void> {
+export async function completeNewAgent(ctx: BotContext, conversation: Conversation, limits: KeyLimits): Promise<void> {
   await sendSetupCode(ctx, limits, conversation.data.name);
 }
 
-async function sendSetupCode(ctx: BotContext, limits: ChosenLimits, name?: string): Promise<void> {
+async function sendSetupCode(ctx: BotContext, limits: KeyLimits, name?: string): Promise<void> {
   const owner = ownerOf(ctx);
   const { setupCode, expiresAt } = await ctx.services.agents.mintSetupCode(
     { accountId: owner.id, keyId: null },
     { ...limits, ...(name ? { name } : {}) },
   );
-  const base = ctx.services.config.publicBaseUrl;
+  const base = ctx.services.config.http.publicBaseUrl;
   const call =
     `curl -s -X POST ${base}/api/v1/agent-setups/exchange \\\n` +
     `  -H 'Content-Type: application/json' \\\n` +

@@ -1,7 +1,8 @@
 import { Composer, InlineKeyboard } from 'grammy';
 import { ownerOf, type BotContext } from '../context.js';
 import { html } from '../format.js';
-import { confirmRevocation, keepKey, KEY_ID_PATTERN, MAX_LISTED_KEYS } from '../key-revocation.js';
+import { UUID_PATTERN } from '../../src/ids.js';
+import { confirmRevocation, keepKey, MAX_LISTED_KEYS } from '../key-revocation.js';
 
 /**
  * /ownerkey: a new OWNER API key for the owner's own scripts; the token is shown once.
@@ -23,7 +24,7 @@ export function ownerKeyFeature(): Composer<BotContext> {
           'Never give it to an agent — agents get their own limited keys through /newagent. ' +
           'Delete this message once you have stored the key.',
         '',
-        `Use it as <code>Authorization: Bearer …</code> against ${html(ctx.services.config.publicBaseUrl)}/api/v1.`,
+        `Use it as <code>Authorization: Bearer …</code> against ${html(ctx.services.config.http.publicBaseUrl)}/api/v1.`,
       ].join('\n'),
       { parse_mode: 'HTML', link_preview_options: { is_disabled: true } },
     );
@@ -46,7 +47,7 @@ export function ownerKeyFeature(): Composer<BotContext> {
     await ctx.reply(`<b>OWNER API keys</b>\n\n${lines.join('\n')}`, { parse_mode: 'HTML', reply_markup: kb });
   });
 
-  composer.callbackQuery(new RegExp(`^ork:(${KEY_ID_PATTERN})$`), async (ctx) => {
+  composer.callbackQuery(new RegExp(`^ork:(${UUID_PATTERN})$`), async (ctx) => {
     const key = (await ctx.services.agentKeys.listOwnerKeys(ownerOf(ctx).id)).find((k) => k.id === ctx.match[1]);
     if (!key || key.revokedAt) {
       await ctx.answerCallbackQuery({
@@ -65,7 +66,7 @@ export function ownerKeyFeature(): Composer<BotContext> {
     );
   });
 
-  composer.callbackQuery(new RegExp(`^orky:(${KEY_ID_PATTERN})$`), (ctx) =>
+  composer.callbackQuery(new RegExp(`^orky:(${UUID_PATTERN})$`), (ctx) =>
     confirmRevocation(
       ctx,
       () => ctx.services.agentKeys.revokeOwnerKey(ownerOf(ctx).id, ctx.match[1]),

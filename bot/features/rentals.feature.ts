@@ -1,14 +1,14 @@
 import { Composer, InlineKeyboard } from 'grammy';
 import { readMinor } from '../../src/db/columns.js';
 import { AppError } from '../../src/errors/app-error.js';
+import { UUID_PATTERN } from '../../src/ids.js';
 import { deploymentOfAccount, recentRentalsOf, type OwnerRentalRow } from '../../src/modules/rentals/owner-rentals.js';
 import { isOneOf, TERMINABLE_STATUSES } from '../../src/modules/rentals/rental-status.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, utc } from '../format.js';
-import { formatUsd } from '../../src/modules/billing/money.js';
+import { formatUsd } from '../../src/vocabulary/money.js';
 
 const LISTED = 10;
-const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
 /** The account's most recent rentals, newest first, with what the owner needs to recognise them. */
 export function recentRentals(ctx: BotContext, accountId: string, limit = LISTED): Promise<OwnerRentalRow[]> {
@@ -47,7 +47,7 @@ export function rentalsFeature(): Composer<BotContext> {
     });
   });
 
-  composer.callbackQuery(new RegExp(`^tm:(${UUID})$`), async (ctx) => {
+  composer.callbackQuery(new RegExp(`^tm:(${UUID_PATTERN})$`), async (ctx) => {
     const id = ctx.match[1];
     const d = await deploymentOfAccount(ctx.services.ds, id, ownerOf(ctx).id);
     if (!d) {
@@ -67,7 +67,7 @@ export function rentalsFeature(): Composer<BotContext> {
     );
   });
 
-  composer.callbackQuery(new RegExp(`^tmy:(${UUID})$`), async (ctx) => {
+  composer.callbackQuery(new RegExp(`^tmy:(${UUID_PATTERN})$`), async (ctx) => {
     try {
       await ctx.services.rentals.terminate({ kind: 'OWNER', accountId: ownerOf(ctx).id }, ctx.match[1]);
     } catch (err) {

@@ -1,7 +1,7 @@
 import { Composer } from 'grammy';
 import { ownerOf, type BotContext } from '../context.js';
 import { html } from '../format.js';
-import { formatUsd } from '../../src/modules/billing/money.js';
+import { formatUsd } from '../../src/vocabulary/money.js';
 
 /** The commands the bot offers, for the command menu and /help. */
 export const COMMANDS: { command: string; description: string }[] = [

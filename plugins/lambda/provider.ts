@@ -147,30 +147,12 @@ export class LambdaProvider implements Provider {
     }
 
     // No idempotency key exists: an instance already carrying the label is this attempt's.
-    let lookupError: unknown;
-    const result = await createWithLabel({
+    return createWithLabel({
       label,
-      lookup: async () => {
-        try {
-          return matchLabel(await this.fetchInstances(), label) ?? null;
-        } catch (err) {
-          lookupError = err;
-          throw err;
-        }
-      },
+      lookup: async () => matchLabel(await this.fetchInstances(), label) ?? null,
       adopt: (existing) => ({ kind: 'created', instanceId: existing.id }),
       send: () => this.launch({ label, offer, target, publicKey, machine, userData }),
     });
-    // The kit's verdict for a failed lookup does not say whose fault; a refused key must show as `auth`.
-    if (
-      result.kind === 'rejected' &&
-      result.errorClass === undefined &&
-      lookupError instanceof ProviderApiError &&
-      lookupError.errorClass === 'auth'
-    ) {
-      return { ...result, errorClass: 'auth' };
-    }
-    return result;
   }
 
   /** Registers the label's SSH key, then launches; failures before the launch are Lambda's own step. */

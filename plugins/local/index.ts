@@ -1,11 +1,10 @@
+import { isAbsolute } from 'node:path';
 import { declareOptions, parseOptions } from '../../src/providers/kit/options.js';
 import type { ProviderPlugin } from '../../src/providers/provider.js';
 import { readInventoryFile } from './inventory.js';
 import { LocalProvider, type LocalOptions } from './local-provider.js';
-import { SANDBOX_UID_COUNT, SANDBOX_UID_FIRST } from './sandbox.js';
-
-/** The highest uid Linux hands out: (uid_t)-1 is "no uid". */
-const UID_MAX = 4_294_967_294;
+import { SANDBOX_UID_COUNT, SANDBOX_UID_FIRST, shellIsolation, UID_MAX, usesSandboxUids } from './sandbox.js';
+import { claimSandboxUids, SANDBOX_UID_CLAIMS_DIR, serviceIdentity } from './uid-claims.js';
 
 /** The `LOCAL_PROVIDER_*` options. */
 export const LOCAL_OPTIONS = declareOptions({
@@ -16,6 +15,7 @@ export const LOCAL_OPTIONS = declareOptions({
     // Above every id a distribution gives users and system accounts (65534 and under).
     SANDBOX_UID_FIRST: { kind: 'integer', min: 65_536, max: UID_MAX, default: SANDBOX_UID_FIRST },
     SANDBOX_UID_COUNT: { kind: 'integer', min: 1, max: 10_000_000, default: SANDBOX_UID_COUNT },
+    SANDBOX_UID_CLAIMS_DIR: { kind: 'string', noSpaces: true, default: SANDBOX_UID_CLAIMS_DIR },
   },
 });
 
@@ -30,10 +30,16 @@ const plugin: ProviderPlugin<LocalOptions> = {
         `LOCAL_PROVIDER_SANDBOX_UID_FIRST plus LOCAL_PROVIDER_SANDBOX_UID_COUNT runs past uid ${UID_MAX}; give a lower first uid or fewer uids`,
       );
     }
+    if (!isAbsolute(o.SANDBOX_UID_CLAIMS_DIR)) {
+      throw new Error(
+        `LOCAL_PROVIDER_SANDBOX_UID_CLAIMS_DIR must be an absolute path, got "${o.SANDBOX_UID_CLAIMS_DIR}"`,
+      );
+    }
     return {
       inventoryPath: o.INVENTORY,
       allowProduction: o.ALLOW_PRODUCTION,
       sandboxUids: { first: o.SANDBOX_UID_FIRST, last },
+      sandboxUidClaimsDir: o.SANDBOX_UID_CLAIMS_DIR,
     };
   },
   async create(options, deps) {
@@ -51,7 +57,16 @@ const plugin: ProviderPlugin<LocalOptions> = {
         throw new Error(`LOCAL_PROVIDER_INVENTORY: ${(err as Error).message}`);
       }
     }
-    return new LocalProvider(options, deps);
+    const isolation = shellIsolation();
+    // Claimed before any machine can be handed a uid: another service's block is refused at start.
+    const uidClaim = usesSandboxUids()
+      ? await claimSandboxUids({
+          dir: options.sandboxUidClaimsDir,
+          ...options.sandboxUids,
+          service: serviceIdentity(deps.dataSource),
+        })
+      : undefined;
+    return new LocalProvider(options, deps, isolation, uidClaim);
   },
 };
 

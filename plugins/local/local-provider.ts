@@ -37,9 +37,11 @@ import {
   sandboxDirFor,
   sandboxOwner,
   shellIsolation,
+  usesSandboxUids,
   type SandboxOwner,
   type ShellIsolation,
 } from './sandbox.js';
+import type { UidClaim } from './uid-claims.js';
 import { LOCAL_SSH_USER, SshInstanceServer } from './ssh-instance-server.js';
 
 export interface LocalOptions {
@@ -48,6 +50,8 @@ export interface LocalOptions {
   allowProduction: boolean;
   /** The uids (inclusive) machines run as when the service runs as root; no other service on the host may use them. */
   sandboxUids: { first: number; last: number };
+  /** Where the services of this host claim their blocks of sandbox uids (see `uid-claims.ts`). */
+  sandboxUidClaimsDir: string;
 }
 
 /** The local provider's own state names, as its "API" would report them. */
@@ -95,11 +99,13 @@ export class LocalProvider implements Provider {
   /**
    * @param isolation how renters' shells are cut off from this host; by default the strongest it
    * allows, probed once per process.
+   * @param uidClaim this process's claim on `options.sandboxUids`, released by {@link close}.
    */
   constructor(
     private readonly options: LocalOptions,
     private readonly deps: ProviderDeps,
     private readonly isolation: ShellIsolation = shellIsolation(),
+    private readonly uidClaim?: UidClaim,
   ) {
     this.store = new LocalInstanceStore(deps.dataSource);
     this.log = deps.logger.child({ provider: 'local' });
@@ -271,6 +277,7 @@ export class LocalProvider implements Provider {
     this.runtimes.clear();
     // The machines themselves run on, as cloud machines do while their API restarts.
     await Promise.all([...servers.map((s) => s.close()), ...runtimes.map((r) => r.close())]);
+    await this.uidClaim?.release();
   }
 
   private localState(row: LocalInstanceRow): LocalState {
@@ -402,7 +409,7 @@ export class LocalProvider implements Provider {
    * repairs; otherwise none (shells keep the service's unprivileged user).
    */
   private async ownerFor(row: LocalInstanceRow): Promise<SandboxOwner | undefined> {
-    if (process.getuid?.() !== 0) return undefined;
+    if (!usesSandboxUids()) return undefined;
     const uid =
       row.sandboxUid ??
       (await this.store.allocateSandboxUid(row.id, this.options.sandboxUids.first, this.options.sandboxUids.last));

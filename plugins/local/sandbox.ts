@@ -27,6 +27,13 @@ export interface SandboxOwner {
 export const SANDBOX_UID_FIRST = 200_000;
 /** How many uids the default block holds. */
 export const SANDBOX_UID_COUNT = 100_000;
+/** The highest uid Linux hands out: (uid_t)-1 is "no uid". */
+export const UID_MAX = 4_294_967_294;
+
+/** Machines run as sandbox uids only when the service runs as root; otherwise as the service's own user. */
+export function usesSandboxUids(): boolean {
+  return process.getuid?.() === 0;
+}
 
 /** The owner for an allocated sandbox uid; each instance's group is its own, numbered like its user. */
 export function sandboxOwner(uid: number): SandboxOwner {

@@ -1,3 +1,4 @@
+import { given } from '../../src/config-values.js';
 import { declareOptions, optionVariable, parseOptions } from '../../src/providers/kit/options.js';
 
 /**
@@ -127,7 +128,7 @@ export function parseRunpodOptions(raw: Record<string, string>): RunpodOptions {
   const o = parseOptions(RUNPOD_OPTIONS, raw);
   // The default disk is always one a rental may ask for: a ceiling set below it is a mistake, an
   // unset one rises to it.
-  const maxDiskSet = (raw.MAX_DISK_GB ?? '').trim() !== '';
+  const maxDiskSet = given(raw.MAX_DISK_GB) !== undefined;
   if (maxDiskSet && o.MAX_DISK_GB < o.DISK_GB)
     throw new Error(
       `${optionVariable('runpod', 'MAX_DISK_GB')} (${o.MAX_DISK_GB}) is below ${optionVariable('runpod', 'DISK_GB')} (${o.DISK_GB})`,

@@ -1,7 +1,7 @@
-import { createWithLabel, listThenGet, pickByLabel } from '../../src/providers/kit/create-steps.js';
+import { createWithLabel, labelLookupFailure, listThenGet, pickByLabel } from '../../src/providers/kit/create-steps.js';
 import { LabelLock } from '../../src/providers/kit/label-lock.js';
 import { StateWatch } from '../../src/providers/kit/state-watch.js';
-import { ProviderApiError, SharedRead } from '../../src/providers/provider-http.js';
+import { type ProviderApiError, SharedRead } from '../../src/providers/provider-http.js';
 import type {
   CreateResult,
   InstanceInfo,
@@ -96,30 +96,26 @@ export class RunpodProvider implements Provider {
     if (refused) return { kind: 'rejected', reason: refused };
     // RunPod has no idempotency key and no unique names: an earlier create with this label
     // (a throttled retry, a crash) must be found before asking again.
-    let lookupError: ProviderApiError | undefined;
-    const result = await createWithLabel({
+    return createWithLabel({
       label,
       lookup: async () => {
         try {
           return this.pick(await this.fresh.get(), label);
         } catch (err) {
-          if (err instanceof ProviderApiError) lookupError = err;
+          // The kit gives the verdict and its class; a refused list (the key, the edge) is also
+          // told to the operator here, as a refused create is.
+          const refused = labelLookupFailure(label, err);
+          if (refused.kind === 'rejected')
+            this.deps.logger.error(
+              { provider: this.id, label, status: (err as ProviderApiError).status, reason: refused.reason },
+              'RunPod refused the create: operator action needed',
+            );
           throw err;
         }
       },
       adopt: (existing) => ({ kind: 'created', instanceId: existing.id }),
       send: () => this.sendCreate(label, offer, parsed, sshPublicKey, machine),
     });
-    if (result.kind === 'rejected' && lookupError) {
-      // The list was refused (the key, the edge): nothing was asked for. The host records the class
-      // the list threw, so a bad key reads as `auth` and an edge block does not.
-      this.deps.logger.error(
-        { provider: this.id, label, status: lookupError.status, reason: result.reason },
-        'RunPod refused the create: operator action needed',
-      );
-      return { ...result, errorClass: lookupError.errorClass };
-    }
-    return result;
   }
 
   /** `POST /v2/pods` and what its answer means; throws only when no answer came (the pod may exist). */

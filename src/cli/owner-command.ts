@@ -9,16 +9,18 @@ import {
   parseDatabaseUrl,
 } from '../db/data-source.js';
 import { entities } from '../entities.js';
+import { normaliseId } from '../ids.js';
 import { RateLimiter } from '../http/rate-limiter.js';
 import { AccountsService, type NewOwner } from '../modules/accounts/accounts.service.js';
 import {
-  APPROVAL_LIMITS,
+  amountWithin,
   IDLE_TERMINATE_MINUTES,
   idleTerminateMinutesProblem,
-  KEY_LIMIT_MAXIMUMS,
   MAX_RENTAL_SECONDS,
   maxRentalSecondsProblem,
+  OWNER_KEY_BOUNDS,
   OWNER_KEY_LIMITS,
+  type KeyAmounts,
 } from '../modules/keys/key-limits.js';
 import { normalizeEmail } from '../modules/accounts/email.js';
 import { ALL_SCOPES, type Scope } from '../modules/keys/api-key.entity.js';
@@ -121,45 +123,50 @@ export function parseOwnerCreate(argv: string[]): NewOwner & { json: boolean } {
     throw new UsageError(
       `--scopes must be a comma-separated subset of ${ALL_SCOPES.join(',')}${unknown.length ? `; unknown: ${unknown.join(', ')}` : ''}.`,
     );
-  const limit = (flag: string, raw: string | undefined, field: keyof typeof OWNER_KEY_LIMITS): number => {
+  const wholeNumber = (raw: string) => (/^\d{1,15}$/.test(raw.trim()) ? Number(raw.trim()) : NaN);
+  const outOfRange = (flag: string, raw: string, range: { minimum: number; maximum: number }) =>
+    new UsageError(`${flag} must be a whole number from ${range.minimum} to ${range.maximum}, got "${raw}".`);
+  const amount = (flag: string, raw: string | undefined, field: keyof KeyAmounts): number => {
     if (raw === undefined) return OWNER_KEY_LIMITS[field];
-    const n = /^\d{1,15}$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
-    // The same bounds an approval uses: an owner key below them could not approve any agent.
-    if (!(n >= APPROVAL_LIMITS.minimums[field] && n <= KEY_LIMIT_MAXIMUMS[field])) {
-      throw new UsageError(
-        `${flag} must be a whole number from ${APPROVAL_LIMITS.minimums[field]} to ${KEY_LIMIT_MAXIMUMS[field]}, got "${raw}".`,
-      );
-    }
+    const n = wholeNumber(raw);
+    if (!amountWithin(field, n, OWNER_KEY_BOUNDS))
+      throw outOfRange(flag, raw, {
+        minimum: OWNER_KEY_BOUNDS.minimums[field],
+        maximum: OWNER_KEY_BOUNDS.maximums[field],
+      });
     return n;
   };
-  const rentalLength = v['max-rental-seconds'];
-  let maxRentalSeconds: number | null = null;
-  if (rentalLength !== undefined) {
-    maxRentalSeconds = /^\d{1,15}$/.test(rentalLength.trim()) ? Number(rentalLength.trim()) : NaN;
-    if (maxRentalSecondsProblem(maxRentalSeconds)) {
-      throw new UsageError(
-        `--max-rental-seconds must be a whole number from ${MAX_RENTAL_SECONDS.minimum} to ${MAX_RENTAL_SECONDS.maximum}, got "${rentalLength}".`,
-      );
-    }
-  }
-  const idle = v['idle-terminate-minutes'];
-  let idleTerminateMinutes: number | null = null;
-  if (idle !== undefined) {
-    idleTerminateMinutes = /^\d{1,15}$/.test(idle.trim()) ? Number(idle.trim()) : NaN;
-    if (idleTerminateMinutesProblem(idleTerminateMinutes)) {
-      throw new UsageError(
-        `--idle-terminate-minutes must be a whole number from ${IDLE_TERMINATE_MINUTES.minimum} to ${IDLE_TERMINATE_MINUTES.maximum}, got "${idle}".`,
-      );
-    }
-  }
+  const optional = (
+    flag: string,
+    raw: string | undefined,
+    problem: (value: number) => string | null,
+    range: { minimum: number; maximum: number },
+  ): number | null => {
+    if (raw === undefined) return null;
+    const n = wholeNumber(raw);
+    if (problem(n)) throw outOfRange(flag, raw, range);
+    return n;
+  };
+  const maxRentalSeconds = optional(
+    '--max-rental-seconds',
+    v['max-rental-seconds'],
+    maxRentalSecondsProblem,
+    MAX_RENTAL_SECONDS,
+  );
+  const idleTerminateMinutes = optional(
+    '--idle-terminate-minutes',
+    v['idle-terminate-minutes'],
+    idleTerminateMinutesProblem,
+    IDLE_TERMINATE_MINUTES,
+  );
   return {
     name,
     email,
     scopes: scopes as Scope[],
     isAdmin: v.admin ?? false,
-    maxPerRentalMinor: limit('--max-per-rental-minor', v['max-per-rental-minor'], 'maxPerRentalMinor'),
-    budgetLimitMinor: limit('--budget-limit-minor', v['budget-limit-minor'], 'budgetLimitMinor'),
-    maxConcurrentDeployments: limit('--max-concurrent', v['max-concurrent'], 'maxConcurrentDeployments'),
+    maxPerRentalMinor: amount('--max-per-rental-minor', v['max-per-rental-minor'], 'maxPerRentalMinor'),
+    budgetLimitMinor: amount('--budget-limit-minor', v['budget-limit-minor'], 'budgetLimitMinor'),
+    maxConcurrentDeployments: amount('--max-concurrent', v['max-concurrent'], 'maxConcurrentDeployments'),
     maxRentalSeconds,
     idleTerminateMinutes,
     json: v.json ?? false,
@@ -170,8 +177,6 @@ export interface CommandIo {
   out: (text: string) => void;
   err: (text: string) => void;
 }
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** `owner keys` and `owner revoke-key`: the one id they act on, and the output form. */
 export function parseOwnerKeyCommand(sub: 'keys' | 'revoke-key', argv: string[]): { id: string; json: boolean } {
@@ -187,10 +192,10 @@ export function parseOwnerKeyCommand(sub: 'keys' | 'revoke-key', argv: string[])
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
-  const id = String(parsed.values[flag] ?? '').trim();
-  if (!UUID_RE.test(id))
+  const id = normaliseId(String(parsed.values[flag] ?? '').trim());
+  if (id === null)
     throw new UsageError(`--${flag} is required: the ${flag === 'account' ? 'account' : 'key'} id (a UUID).`);
-  return { id: id.toLowerCase(), json: Boolean(parsed.values.json) };
+  return { id, json: Boolean(parsed.values.json) };
 }
 
 /**
@@ -224,14 +229,14 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
     return 2;
   }
   try {
-    await createDatabaseIfMissing(config.databaseUrl);
+    await createDatabaseIfMissing(config.db.url);
   } catch (err) {
     io.err(
-      `Cannot reach MySQL at ${describeTarget(parseDatabaseUrl(config.databaseUrl))} (${(err as { code?: string }).code ?? (err as Error).message}).\n`,
+      `Cannot reach MySQL at ${describeTarget(parseDatabaseUrl(config.db.url))} (${(err as { code?: string }).code ?? (err as Error).message}).\n`,
     );
     return 1;
   }
-  const ds = createDataSource(config.databaseUrl, 2, entities);
+  const ds = createDataSource(config.db.url, 2, entities);
   await ds.initialize();
   try {
     await migrate(ds);
@@ -245,9 +250,9 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
         : await revokeOwnerKey(ds, agentKeys, input, io);
     }
     const accounts = new AccountsService(ds, systemClock, keys, limiter, {
-      agentV1Enabled: config.agentV1Enabled,
-      signupRatePerMinute: config.signupRatePerMinute,
-      defaultBillingModel: config.defaultBillingModel,
+      agentV1Enabled: config.agents.v1Enabled,
+      signupRatePerMinute: config.signup.ratePerMinute,
+      defaultBillingModel: config.billing.defaultModel,
     });
     const { json, ...owner } = input;
     const { account, key, token } = await accounts.createOwner(owner);
@@ -265,7 +270,7 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
           'The key, shown this once (it cannot be recovered, only revoked and replaced):',
           token,
           '',
-          `Use it as "Authorization: Bearer <key>", e.g. to approve an agent at its approval page or with POST ${config.publicBaseUrl}/api/v1/agent-authorizations/approve.`,
+          `Use it as "Authorization: Bearer <key>", e.g. to approve an agent at its approval page or with POST ${config.http.publicBaseUrl}/api/v1/agent-authorizations/approve.`,
           '',
         ].join('\n'),
       );

@@ -1,14 +1,14 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import spec from '../generated/swagger.json' with { type: 'json' };
 import {
   limitText,
   MAX_ENV_TOTAL_BYTES,
   MAX_ENV_VALUE_BYTES,
   MAX_ENV_VARIABLES,
   MAX_STARTUP_SCRIPT_BYTES,
-} from '../../clients/sdk/src/machine-limits.js';
-import { moneyFieldHint } from '../../clients/sdk/src/hints.js';
+} from '../vocabulary/limits.js';
+import { moneyFieldHint } from '../vocabulary/money.js';
 import { AppError } from '../errors/app-error.js';
+import { ROUTE_BODIES, type BodyShape, type ObjectShape, type RouteBody } from './body-schemas.js';
 
 /** Largest JSON body of an API route without long free text: ids, names, numbers and URLs fit in well under 1 KiB. */
 export const JSON_BODY_LIMIT_BYTES = 8 * 1024;
@@ -55,79 +55,6 @@ export function bodyLimitOf(path: string): BodyLimit {
 
 /** How many unknown property names a refusal names; the rest are counted. */
 export const UNKNOWN_NAMED = 5;
-
-type Schema = Record<string, unknown>;
-
-function resolve(schema: Schema): Schema {
-  const ref = schema.$ref;
-  if (typeof ref !== 'string') return schema;
-  const name = ref.replace('#/components/schemas/', '');
-  return ((spec.components.schemas as Record<string, Schema>)[name] ?? {}) as Schema;
-}
-
-/**
- * The property names a body schema admits at its top level, or undefined when it admits any
- * (no closed object). A union admits what any of its shapes admits; which shape fits is the
- * validator's question, asked only once no name is unknown.
- */
-function admitted(schema: Schema): Set<string> | undefined {
-  const s = resolve(schema);
-  const union = (s.anyOf ?? s.oneOf ?? s.allOf) as Schema[] | undefined;
-  if (union) {
-    const names = new Set<string>();
-    for (const part of union) {
-      const inner = admitted(part);
-      if (!inner) return undefined;
-      for (const n of inner) names.add(n);
-    }
-    return names;
-  }
-  if (s.additionalProperties !== false || typeof s.properties !== 'object') return undefined;
-  return new Set(Object.keys(s.properties as object));
-}
-
-interface BodyRoute {
-  method: string;
-  pattern: RegExp;
-  names: Set<string>;
-  /** The declared bounds of its number fields, for what a money field's number means. */
-  ranges: Map<string, { min?: number; max?: number }>;
-}
-
-/** The bounds each top-level field of a body schema declares (of any of a union's shapes). */
-function ranges(
-  schema: Schema,
-  into = new Map<string, { min?: number; max?: number }>(),
-): Map<string, { min?: number; max?: number }> {
-  const s = resolve(schema);
-  for (const part of (s.anyOf ?? s.oneOf ?? s.allOf ?? []) as Schema[]) ranges(part, into);
-  for (const [name, p] of Object.entries(
-    (s.properties ?? {}) as Record<string, { minimum?: number; maximum?: number }>,
-  )) {
-    if (!into.has(name)) into.set(name, { min: p.minimum, max: p.maximum });
-  }
-  return into;
-}
-
-/** Every route with a closed JSON body, from the OpenAPI document the routes are generated with. */
-function bodyRoutes(): BodyRoute[] {
-  const routes: BodyRoute[] = [];
-  for (const [path, ops] of Object.entries(spec.paths as Record<string, Record<string, Schema>>)) {
-    for (const [method, op] of Object.entries(ops)) {
-      const body = (op.requestBody as Schema | undefined)?.content as Record<string, { schema: Schema }> | undefined;
-      const schema = body?.['application/json']?.schema;
-      if (!schema) continue;
-      const names = admitted(schema);
-      if (!names) continue;
-      const pattern = new RegExp(
-        `^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}/?$`,
-        'i',
-      );
-      routes.push({ method: method.toUpperCase(), pattern, names, ranges: ranges(schema) });
-    }
-  }
-  return routes;
-}
 
 /**
  * JSON bodies with a size limit that fits each route. A body over it is refused (413) while it
@@ -183,40 +110,104 @@ export function isJsonType(header: string | undefined): boolean {
   return header !== undefined && /^application\/(?:[\w.-]+\+)?json$/.test(mediaType(header));
 }
 
+const ORDINALS = ['first', 'second', 'third', 'fourth'];
+
+/** A form of a one-of body as its required fields write it: `{gpuModel, gpuCount, maxHourlyPriceMinor, …}`. */
+export const shapeText = (s: BodyShape) => `{${[...s.required, '…'].join(', ')}}`;
+
+/** How a refusal names the forms of a one-of body: `send either {offerId, …} or {gpuModel, …}`. */
+export function sendEither(shapes: readonly BodyShape[]): string {
+  return `send either ${shapes.map(shapeText).join(' or ')}`;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** The names of `value` outside `known`, as a refusal says them: the first few (shortened), and how many in all. */
+function unknownNames(value: Record<string, unknown>, known: ReadonlySet<string>): { named: string[]; text: string } {
+  const named: string[] = [];
+  let count = 0;
+  for (const name in value) {
+    if (known.has(name)) continue;
+    count++;
+    if (named.length < UNKNOWN_NAMED) named.push(name.length > 40 ? `${name.slice(0, 40)}…` : name);
+  }
+  const more = count > named.length ? ` and ${count - named.length} more` : '';
+  const text = `unknown ${count === 1 ? 'property' : 'properties'} ${named.map((n) => JSON.stringify(n)).join(', ')}${more}`;
+  return { named, text: count === 0 ? '' : text };
+}
+
+/** A route whose every body form is a closed object, with the names any of them admits. */
+type ClosedRoute = RouteBody & { names: Set<string> };
+
+/** A top-level name no form admits; `amount` for `amountMinor` also hears that money fields are in cents. */
+function unknownAtTop(route: ClosedRoute, body: Record<string, unknown>): string | null {
+  const { names } = route;
+  const { named, text } = unknownNames(body, names);
+  if (!text) return null;
+  const money = named
+    .filter((n) => names.has(`${n}Minor`))
+    .map((n) => ` ${n} is ${n}Minor here: ${moneyFieldHint(`${n}Minor`, route.ranges.get(`${n}Minor`), body[n])}`);
+  return `${text}; this route accepts ${[...names].join(', ')}.${money.join('')}`;
+}
+
+/** A one-of body holding fields that only different forms have (an offer id and a GPU model). */
+function mixedForms(route: RouteBody, body: Record<string, unknown>): string | null {
+  const chosen = route.shapes.map((s) => s.own.filter((p) => Object.hasOwn(body, p)));
+  if (chosen.filter((fields) => fields.length > 0).length < 2) return null;
+  const owners = chosen.flatMap((fields, i) =>
+    fields.length
+      ? [`${fields.join(', ')} ${fields.length === 1 ? 'belongs' : 'belong'} to the ${ORDINALS[i] ?? `#${i + 1}`}`]
+      : [],
+  );
+  return `${sendEither(route.shapes)}, not fields of both: ${owners.join('; ')}.`;
+}
+
+/** A name inside one of the body's objects (`machine`) that the forms admitting `value` do not declare. */
+function unknownInside(forms: readonly ObjectShape[], value: Record<string, unknown>, path: string): string | null {
+  const fields = new Set(forms.flatMap((f) => [...f.nested.keys()]));
+  for (const field of fields) {
+    const inner = value[field];
+    const shapes = forms.flatMap((f) => f.nested.get(field) ?? []);
+    if (!isObject(inner) || shapes.some((s) => !s.closed)) continue;
+    const known = new Set(shapes.flatMap((s) => [...s.properties]));
+    const where = path ? `${path}.${field}` : field;
+    const { text } = unknownNames(inner, known);
+    if (text) return `${where}: ${text}; ${where} accepts ${[...known].join(', ')}.`;
+    const deeper = unknownInside(shapes, inner, where);
+    if (deeper) return deeper;
+  }
+  return null;
+}
+
 /**
- * Refuses a body holding property names its route does not know, naming the first few, before
- * the validator walks it: a body of thousands of unknown names then costs one pass over its keys
- * and a short answer, not a full validation and an error listing every one of them.
+ * THE check of a JSON body's property names, run before authentication and the validator: a name
+ * no form of the route's body admits, at the top or inside one of its objects (`machine`), and a
+ * one-of body mixing the fields of two forms, are refused (422) naming the first few. The
+ * validator checks values only (tsoa.json: silently-remove-extras), so a body of thousands of
+ * unknown names costs one pass over its keys and a short answer, not a full validation and an
+ * error listing every one of them. The forms of a one-of body each require a field of their own,
+ * so the validator, trying them in turn, can only match the form this check let through.
  */
 export function rejectUnknownProperties(): RequestHandler {
-  const routes = bodyRoutes();
+  const routes: ClosedRoute[] = ROUTE_BODIES.flatMap((r) => (r.names ? [{ ...r, names: r.names }] : []));
+  for (const r of routes) {
+    const unchosen = r.shapes.length > 1 && r.shapes.find((s) => !s.required.some((f) => s.own.includes(f)));
+    if (unchosen)
+      throw new Error(`${r.method} ${r.expressPath}: a form of its one-of body requires no field of its own`);
+  }
   return (req: Request, _res: Response, next: NextFunction) => {
     const body: unknown = req.body;
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) return next();
+    if (!isObject(body)) return next();
     const route = routes.find((r) => r.method === req.method && r.pattern.test(req.path));
     if (!route) return next();
-    const unknown: string[] = [];
-    let count = 0;
-    for (const name in body) {
-      if (route.names.has(name)) continue;
-      count++;
-      if (unknown.length < UNKNOWN_NAMED) unknown.push(name.length > 40 ? `${name.slice(0, 40)}…` : name);
-    }
-    if (count === 0) return next();
-    const more = count > unknown.length ? ` and ${count - unknown.length} more` : '';
-    // `amount` for `amountMinor`: the money fields are in cents, which the caller likely missed.
-    const money = unknown
-      .filter((n) => route.names.has(`${n}Minor`))
-      .map(
-        (n) =>
-          ` ${n} is ${n}Minor here: ${moneyFieldHint(`${n}Minor`, route.ranges.get(`${n}Minor`), (body as Record<string, unknown>)[n])}`,
+    const refusal =
+      unknownAtTop(route, body) ??
+      mixedForms(route, body) ??
+      unknownInside(
+        route.shapes.filter((s) => Object.keys(body).every((n) => s.properties.has(n))),
+        body,
+        '',
       );
-    next(
-      new AppError(
-        'VALIDATION_FAILED',
-        `Invalid request: unknown ${count === 1 ? 'property' : 'properties'} ${unknown.map((n) => JSON.stringify(n)).join(', ')}${more}; ` +
-          `this route accepts ${[...route.names].join(', ')}.${money.join('')}`,
-      ),
-    );
+    next(refusal === null ? undefined : new AppError('VALIDATION_FAILED', `Invalid request: ${refusal}`));
   };
 }

@@ -1,6 +1,6 @@
 import { ValidateError } from '@tsoa/runtime';
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
-import { IDEMPOTENCY_KEY_HINT } from '../../clients/sdk/src/hints.js';
+import { IDEMPOTENCY_KEY_HINT } from '../vocabulary/access-hints.js';
 import { AppError } from '../errors/app-error.js';
 import { errorEnvelope } from '../errors/envelope.js';
 import type { ErrorCode } from '../errors/error-codes.js';

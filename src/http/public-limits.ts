@@ -22,7 +22,7 @@ const PUBLIC_CREATES: PublicCreate[] = [
   {
     path: '/api/v1/signup',
     bucket: 'signup',
-    perMinute: (c) => c.signupRatePerAddressPerMinute,
+    perMinute: (c) => c.signup.ratePerAddressPerMinute,
     what: 'signups from this address',
   },
 ];

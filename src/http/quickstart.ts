@@ -1,18 +1,16 @@
+import { AUTH_HINT, IDEMPOTENCY_KEY_HINT, UUID_SHELL } from '../vocabulary/access-hints.js';
+import { BUDGET_RULE } from '../vocabulary/budget-hints.js';
 import {
   ACTIVE_MEANS,
-  AUTH_HINT,
-  BUDGET_RULE,
   GPU_COUNT_IN_NAME,
   GPU_FAMILY_INTENT,
-  IDEMPOTENCY_KEY_HINT,
   LEASE_RULE,
   MACHINE_SETTINGS_RULE,
-  MONEY_MEANING,
   PHASES_RULE,
-  UUID_SHELL,
   WAIT_FOR_CAPACITY_RULE,
-} from '../../clients/sdk/src/hints.js';
-import { WEBHOOK_VERIFY_RULE, WEBHOOK_VERIFY_SNIPPET } from '../../clients/sdk/src/webhook-hints.js';
+} from '../vocabulary/machine-hints.js';
+import { MONEY_MEANING } from '../vocabulary/money.js';
+import { WEBHOOK_VERIFY_RULE, WEBHOOK_VERIFY_SNIPPET } from '../vocabulary/webhooks.js';
 import { MANIFEST_FILE } from './releases.router.js';
 
 /**

@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 import { errorEnvelope } from '../errors/envelope.js';
 import type { Logger } from '../logger.js';
 import { unzipSync, zipSync, type Zippable } from 'fflate';
-import { PACKAGED_SERVICE_FILE } from '../../clients/sdk/src/config-file.js';
+import { PACKAGED_SERVICE_FILE } from '../vocabulary/releases.js';
 import { withTarEntry } from './release-tarball.js';
 
 /** One released file, as listed in `latest.json`. */
@@ -77,25 +77,23 @@ const FILLERS: Record<string, (bytes: Buffer, urls: { baseUrl: string; releasesU
  * (by default `${PUBLIC_BASE_URL}/releases`); elsewhere they are hosted by someone else and this
  * router is empty. Only files the manifest lists (and SHA256SUMS) are served.
  */
-export function releasesRouter(
-  config: Pick<Config, 'publicBaseUrl' | 'releasesUrl' | 'releasesDir'>,
-  logger: Logger,
-): Router {
+export function releasesRouter(config: Pick<Config, 'http' | 'releases'>, logger: Logger): Router {
   const router = Router();
-  const base = `${config.publicBaseUrl}/`;
-  if (!config.releasesUrl.startsWith(base)) return router;
-  const prefix = new URL(config.releasesUrl).pathname.replace(/\/+$/, '');
-  const dir = config.releasesDir;
+  const { publicBaseUrl } = config.http;
+  const { url: releasesUrl, dir } = config.releases;
+  const base = `${publicBaseUrl}/`;
+  if (!releasesUrl.startsWith(base)) return router;
+  const prefix = new URL(releasesUrl).pathname.replace(/\/+$/, '');
   const manifestPath = join(dir, MANIFEST_FILE);
   if (existsSync(manifestPath))
-    logger.info({ dir, url: config.releasesUrl }, `client releases served at ${config.releasesUrl}/${MANIFEST_FILE}`);
+    logger.info({ dir, url: releasesUrl }, `client releases served at ${releasesUrl}/${MANIFEST_FILE}`);
   else
     logger.warn(
       { dir },
       `client releases: none built in ${dir} yet; ${prefix}/${MANIFEST_FILE} answers 404 until one is (\`npm run release\`, which \`npm start\` runs in the background)`,
     );
 
-  const urls = { baseUrl: config.publicBaseUrl, releasesUrl: config.releasesUrl };
+  const urls = { baseUrl: publicBaseUrl, releasesUrl };
   // The filled artifacts of the last release seen, each keyed by its released file's hash.
   const filledCache = new Map<string, { sha256: string; bytes: Buffer }>();
 
@@ -138,7 +136,7 @@ export function releasesRouter(
         const f = fill(k, a);
         if (f) filled.set(f.file, f.bytes);
         const sized = f ? { sha256: createHash('sha256').update(f.bytes).digest('hex'), size: f.bytes.length } : {};
-        return [k, { ...a, ...sized, url: new URL(a.url, `${config.releasesUrl}/`).toString() }];
+        return [k, { ...a, ...sized, url: new URL(a.url, `${releasesUrl}/`).toString() }];
       }),
     );
     return { manifest: { ...m, artifacts }, filled };

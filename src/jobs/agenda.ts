@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { Agenda, constant, type Job } from 'agenda';
 import type { DataSource } from 'typeorm';
-import type { Config } from '../config.js';
+import type { JobsConfig } from '../config.js';
 import type { Logger } from '../logger.js';
 import { AgendaJobQueue } from './agenda-job-queue.js';
 import { MAX_JOB_LOCK_LIFETIME_MS, type JobDefinition, type JobQueue } from './job-queue.js';
@@ -42,14 +42,14 @@ export interface CreateAgendaOptions extends MysqlBackendOptions {
  */
 export function createAgenda(
   ds: DataSource,
-  config: Pick<Config, 'jobsProcessEveryMs' | 'jobsClaim'>,
+  config: { jobs: Pick<JobsConfig, 'processEveryMs' | 'claim'> },
   options: CreateAgendaOptions = {},
 ): { agenda: Agenda; queue: AgendaJobQueue; backend: MysqlBackend } {
-  const backend = new MysqlBackend(ds, { claim: config.jobsClaim, ...options });
+  const backend = new MysqlBackend(ds, { claim: config.jobs.claim, ...options });
   const agenda = new Agenda({
     backend,
     name: options.name ?? `${hostname()}:${process.pid}`,
-    processEvery: options.processEveryMs ?? config.jobsProcessEveryMs,
+    processEvery: options.processEveryMs ?? config.jobs.processEveryMs,
     defaultLockLifetime: options.defaultLockLifetimeMs ?? MAX_JOB_LOCK_LIFETIME_MS,
     ...(options.maxConcurrency ? { maxConcurrency: options.maxConcurrency } : {}),
     defaultLockLimit: options.defaultLockLimit ?? 10,

@@ -16,7 +16,7 @@ function sameSecret(a: string, b: string): boolean {
 
 /** What the dashboard needs: its credentials, key authentication, and the process's queue. */
 export interface DashboardDeps {
-  config: Pick<Config, 'adminJobsUser' | 'adminJobsPassword'>;
+  config: Pick<Config, 'jobs'>;
   keys: { authenticate(header: string): Promise<{ kind: string; key: { isAdmin: boolean } }> };
   jobs: JobQueue;
   rateLimiter: Pick<RateLimiter, 'check' | 'hit'>;
@@ -55,7 +55,7 @@ const unframeable: RequestHandler = (_req, res, next) => {
  * Agenda, so it works on api processes that never run jobs.
  */
 export function jobsDashboard(services: DashboardDeps): RequestHandler[] | undefined {
-  const { adminJobsUser: user, adminJobsPassword: password } = services.config;
+  const { dashboardUser: user, dashboardPassword: password } = services.config.jobs;
   if (!user || !password) return undefined;
   const deny = (req: Request, res: Response, status: 401 | 403, message?: string) => {
     // Both schemes it accepts: Basic makes a browser ask for the password, Bearer is what the API speaks.

@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
-import { BUDGET_RULE, GPU_FAMILY_INTENT, IDEMPOTENCY_KEY_HINT, MIN_BUDGET_MINOR } from '../../clients/sdk/src/hints.js';
+import { IDEMPOTENCY_KEY_HINT } from '../../src/vocabulary/access-hints.js';
+import { BUDGET_RULE } from '../../src/vocabulary/budget-hints.js';
+import { MIN_BUDGET_MINOR } from '../../src/vocabulary/limits.js';
+import { GPU_FAMILY_INTENT } from '../../src/vocabulary/machine-hints.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { signup } from '../helpers/factories.js';
 import { account, discardQueuedRentalJobs, offerIds, rent } from '../helpers/rentals.js';
@@ -129,6 +132,46 @@ describe('agent mistakes at admission and input', () => {
       assert.equal(model.body.data.matchedBy, 'model');
       const offer = await rent(ctx, who, { offerId: id['h100-sxm'] });
       assert.equal(offer.body.data.matchedBy, 'offer');
+    });
+
+    it('suggests only the models of the family on sale for the request, each spelling admitted as sent', async () => {
+      // On sale here: the A100 SXM4 parts and the H100 PCIe and SXM; no one offers an A100 PCIe or an H100 NVL.
+      const who = await account(ctx, { creditsMinor: 100_000 });
+      const res = await rent(ctx, who, { gpuModel: 'A100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      const note: string = res.body.data.matchNote;
+      assert.doesNotMatch(note, /PCIe/, note);
+      const advice = note.slice(note.indexOf('To choose'));
+      const spellings = [...advice.matchAll(/"([^"]+)"/g)].map((m) => m[1]);
+      assert.deepEqual(spellings, ['A100 80GB', 'A100 SXM4 80GB'], note);
+      const got = await ctx.api.get(`/api/v1/rentals/${res.body.data.rentalId}`).set(who.auth);
+      assert.equal(got.body.data.matchNote, note);
+      const listed = (await ctx.api.get('/api/v1/rentals').set(who.auth)).body.data as { matchNote: string }[];
+      assert.deepEqual(
+        listed.map((r) => r.matchNote),
+        [note],
+      );
+      for (const gpuModel of spellings) {
+        const named = await rent(ctx, who, { gpuModel, gpuCount: 1, maxHourlyPriceMinor: 1000 });
+        assert.equal(named.status, 201, `${gpuModel}: ${JSON.stringify(named.body)}`);
+        assert.equal(named.body.data.gpuName, 'A100 SXM4 80GB', gpuModel);
+      }
+
+      const h100 = await rent(ctx, who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+      assert.equal(h100.body.data.gpuName, 'H100 PCIe');
+      assert.match(h100.body.data.matchNote, /To choose, name a model on sale at admission .*: "H100 SXM"\.$/);
+      assert.doesNotMatch(h100.body.data.matchNote, /NVL/);
+      // Under a ceiling only the PCIe part fits, nothing else is suggested, and the note says why.
+      const cheap = await rent(ctx, who, { gpuModel: 'H100', gpuCount: 1, maxHourlyPriceMinor: 260 });
+      assert.equal(cheap.status, 201, JSON.stringify(cheap.body));
+      const cheapNote: string = cheap.body.data.matchNote;
+      assert.match(
+        cheapNote,
+        /No other model of H100 was on sale at admission for this gpuCount, price ceiling and machine settings; naming a model narrows the choice to that model alone\.$/,
+      );
+      assert.doesNotMatch(cheapNote, /SXM|NVL|To choose/);
+      const again = await ctx.api.get(`/api/v1/rentals/${cheap.body.data.rentalId}`).set(who.auth);
+      assert.equal(again.body.data.matchNote, cheapNote);
     });
 
     it('documents family intent in /llms.txt', async () => {

@@ -458,12 +458,15 @@ describe(AgentsService.name, () => {
       assert.equal(after.status, 401);
       const strip = (b: { error: { requestId: string } }) => ({ ...b, error: { ...b.error, requestId: '' } });
       assert.deepEqual(strip(after.body), strip(unknown.body));
-      assert.equal(
-        (await ctx.api.delete(`/api/v1/agent-keys/${created.body.data.key.id}`).set(o.auth)).status,
-        200,
-        'revoking twice is fine',
-      );
-      assert.equal((await ctx.api.delete(`/api/v1/agent-keys/${randomUUID()}`).set(o.auth)).status, 404);
+      // Again, by the id in upper case: ids are normalised where they come in.
+      const again = await ctx.api.delete(`/api/v1/agent-keys/${created.body.data.key.id.toUpperCase()}`).set(o.auth);
+      assert.equal(again.status, 200, 'revoking twice is fine');
+      assert.equal(again.body.data.id, created.body.data.key.id);
+      for (const id of [randomUUID(), 'not-a-key']) {
+        const gone = await ctx.api.delete(`/api/v1/agent-keys/${id}`).set(o.auth);
+        assert.equal(gone.status, 404, id);
+        assert.equal(gone.body.error.message, 'No agent key with this id on this account.', id);
+      }
       assert.equal(
         (await ctx.api.delete(`/api/v1/agent-keys/${o.keyId}`).set(o.auth)).status,
         404,

@@ -133,6 +133,21 @@ describe('approval page form: cross-site requests', () => {
     assert.ok((await pending(p.setupCode)) && (await pending(over.setupCode)));
   });
 
+  it('reads typed dollars by the one rule: a decimal comma is taken, anything else refused with the one hint', async () => {
+    const p = await pageFor();
+    const bad = await ctx.api
+      .post(p.path)
+      .type('form')
+      .set('Cookie', p.cookie)
+      .send({ ...form(p.csrf), perRentalUsd: '12.345', totalUsd: '100,5' });
+    assert.equal(bad.status, 422, bad.text);
+    assert.equal(
+      /role="alert"[^>]*>([^<]*)</.exec(bad.text)![1],
+      // "100,5" is $100.50, within the bounds: only the per-rental limit is wrong.
+      'Please check the form: the per-rental limit must be an amount in US dollars (write dollars like 12.50).',
+    );
+  });
+
   it('takes an optional longest rental in hours or minutes, carries it onto the key, and says in words what is wrong', async () => {
     const p = await pageFor();
     const page = await ctx.api.get(p.path);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { budgetTooSmallMessage } from '../../src/vocabulary/budget-hints.js';
 import { Checkout } from '../../src/modules/billing/checkout.entity.js';
 import { Offer } from '../../src/modules/inventory/offer.entity.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
@@ -138,7 +139,8 @@ describe('POST /api/v1/orders/checkout', () => {
   it('enforces budgetMinor between 500 and floor(price * maximumDurationSeconds / 3600) for the offer', async () => {
     const who = await withEmail();
     const cases: [string, number, number, string][] = [
-      ['two-hours', 499, 422, 'VALIDATION_FAILED'],
+      ['two-hours', 499, 422, 'BUDGET_TOO_SMALL'], // the floor of every rental
+      ['two-hours', 0, 422, 'BUDGET_TOO_SMALL'],
       ['two-hours', 1401, 422, 'VALIDATION_FAILED'],
       ['half-hour', 500, 422, 'VALIDATION_FAILED'], // its maximum, 450, is below the minimum
       ['two-hours', 500, 422, 'BUDGET_TOO_SMALL'], // not one whole hour at 700
@@ -160,6 +162,25 @@ describe('POST /api/v1/orders/checkout', () => {
     assert.equal(invalid.status, 422);
     const extra = await checkout(who, { offerId: offerId.week, budgetMinor: 1000, hours: 3 });
     assert.equal(extra.status, 422);
+  });
+
+  it('refuses a budget under the 500-cent floor as a credit rental does: 422 BUDGET_TOO_SMALL, the same message', async () => {
+    const who = await withEmail();
+    for (const budgetMinor of [499, 5, -1]) {
+      const card = await checkout(who, { offerId: offerId.week, budgetMinor });
+      const credits = await ctx.api
+        .post('/api/v1/rentals')
+        .set(who.auth)
+        .set('Idempotency-Key', randomUUID())
+        .send({ offerId: offerId.week, budgetMinor });
+      for (const res of [card, credits]) {
+        assert.equal(res.status, 422, JSON.stringify(res.body));
+        assert.equal(res.body.error.code, 'BUDGET_TOO_SMALL');
+      }
+      assert.equal(card.body.error.message, budgetTooSmallMessage(budgetMinor, 299));
+      assert.equal(card.body.error.message, credits.body.error.message);
+    }
+    assert.equal(await ctx.services.ds.getRepository(Order).countBy({ accountId: who.accountId }), 0);
   });
 
   it('answers 422 naming offerId for an offer that is not currently offered', async () => {

@@ -120,7 +120,7 @@ describe('Card payments for orders that can no longer run', () => {
   after(() => ctx.close());
   afterEach(() => {
     ctx.stripe.rateLimitedRefunds = 0;
-    ctx.stripe.latencyMs = 0;
+    ctx.stripe.simulatedLatencyMs = 0;
   });
 
   const checkoutRow = (id: string) => ctx.services.ds.getRepository(Checkout).findOneByOrFail({ id });
@@ -191,7 +191,7 @@ describe('Card payments for orders that can no longer run', () => {
     const paid = pay(o);
     const completed = ctx.stripe.eventPayload('checkout.session.completed', paid);
     const succeeded = ctx.stripe.eventPayload('checkout.session.async_payment_succeeded', paid);
-    ctx.stripe.latencyMs = 30;
+    ctx.stripe.simulatedLatencyMs = 30;
     const results = await Promise.all(
       [completed, succeeded, completed, succeeded, completed, completed].map(deliverTo),
     );

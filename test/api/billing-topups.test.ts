@@ -20,7 +20,7 @@ describe('POST /api/v1/billing/topups (Stripe)', () => {
   });
   after(() => ctx.close());
   afterEach(() => {
-    ctx.stripe.latencyMs = 0;
+    ctx.stripe.simulatedLatencyMs = 0;
   });
 
   const post = (auth: Record<string, string>, key: string | undefined, body: unknown) => {
@@ -198,7 +198,7 @@ describe('POST /api/v1/billing/topups (Stripe)', () => {
   it('turns concurrent requests with one key into one top-up and one Stripe session', async () => {
     const a = await signup(ctx);
     const key = randomUUID();
-    ctx.stripe.latencyMs = 150;
+    ctx.stripe.simulatedLatencyMs = 150;
     const sessionsBefore = ctx.stripe.createdSessions.length;
     const results = await Promise.all(Array.from({ length: 8 }, () => post(a.auth, key, { amountMinor: 2000 })));
     const statuses = results.map((r) => r.status).sort();

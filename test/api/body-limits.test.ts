@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { rentalRefusalNext } from '../../clients/sdk/src/hints.js';
-import { MAX_ENV_TOTAL_BYTES, MAX_STARTUP_SCRIPT_BYTES } from '../../clients/sdk/src/machine-limits.js';
+import { rentalRefusalNext } from '../../src/vocabulary/machine-hints.js';
+import { MAX_ENV_TOTAL_BYTES, MAX_STARTUP_SCRIPT_BYTES } from '../../src/vocabulary/limits.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { bodyLimitOf, JSON_BODY_LIMIT_BYTES } from '../../src/http/body-shape.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';

@@ -56,7 +56,7 @@ describe('credit reservations of metered rentals', function () {
     }
     let ended: Deployment[] = [];
     for (let i = 0; i < 400; i++) {
-      ctx.clock.advance(ctx.config.meteringEveryMs);
+      ctx.clock.advance(ctx.config.rentals.meteringEveryMs);
       await life.meter();
       await afterSweep();
       ended = await Promise.all(ids.map(dep));
@@ -67,7 +67,8 @@ describe('credit reservations of metered rentals', function () {
   }
 
   /** What `rentals` admitted rentals at PRICE accrue together in one metering period. */
-  const onePeriodOf = (rentals: number) => Math.ceil((rentals * PRICE * ctx.config.meteringEveryMs) / 3_600_000);
+  const onePeriodOf = (rentals: number) =>
+    Math.ceil((rentals * PRICE * ctx.config.rentals.meteringEveryMs) / 3_600_000);
 
   it('reserves the first hour at the price, or the cap when smaller, less usage already posted', () => {
     assert.equal(RESERVATION_MINUTES, 60);

@@ -9,7 +9,7 @@ import { eventsAfter, recordEvent, type NewEvent } from '../../src/modules/event
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { signup, type SignedUp } from '../helpers/factories.js';
 import { databaseBefore, type DatabaseBefore } from '../helpers/migrated-before.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** An account event of `accountId` (agents see `credits.low`), as the ledger writes one. */
 const lowCredits = (accountId: string, n = 0): NewEvent => ({
@@ -117,10 +117,10 @@ describe('event ids: numbered per account', function () {
         }
       })();
       const ids = () => [...raw.matchAll(/^id: (\d+)$/gm)].map((m) => m[1]);
-      await waitFor(async () => ids().length === 2, 5000, 'the replay');
+      await waitFor(async () => ids().length === 2, { timeoutMs: 5000, what: 'the replay' });
       await write(other.accountId);
       await write(who.accountId, true);
-      await waitFor(async () => ids().length === 3, 5000, 'the live event');
+      await waitFor(async () => ids().length === 3, { timeoutMs: 5000, what: 'the live event' });
       assert.deepEqual(ids(), ['2', '3', '4']);
       const data = [...raw.matchAll(/^data: (.+)$/gm)].map((m) => (JSON.parse(m[1]) as { id: string }).id);
       assert.deepEqual(data, ['2', '3', '4'], 'the data carries the same id');

@@ -86,7 +86,7 @@ describe('Idempotency-Key: one protocol for every create', () => {
     it('answers concurrent card checkouts with one key with one order and one payment page, never an error', async () => {
       const who = await withEmail();
       const key = randomUUID();
-      ctx.stripe.latencyMs = 100;
+      ctx.stripe.simulatedLatencyMs = 100;
       try {
         const results = await Promise.all(Array.from({ length: 6 }, () => checkout(who, key)));
         assert.deepEqual(
@@ -97,7 +97,7 @@ describe('Idempotency-Key: one protocol for every create', () => {
         assert.equal(new Set(results.map((r) => r.body.data.orderId)).size, 1);
         assert.equal(new Set(results.map((r) => r.body.data.checkoutUrl)).size, 1);
       } finally {
-        ctx.stripe.latencyMs = 0;
+        ctx.stripe.simulatedLatencyMs = 0;
       }
       assert.equal(await ctx.services.ds.getRepository(Order).countBy({ accountId: who.accountId }), 1);
     });

@@ -6,7 +6,7 @@ import { createRentalLifecycle } from '../../src/modules/rentals/lifecycle/renta
 import { ProviderApiError } from '../../src/providers/provider-http.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { balanceOf } from '../helpers/payments.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { account, discardQueuedRentalJobs, offerIds, rent } from '../helpers/rentals.js';
 import { sentRequests } from '../helpers/sql-requests.js';
 import { addScriptedCloud, cloudOffer, type ScriptedCloud } from '../inventory/scripted-provider.js';
@@ -161,11 +161,10 @@ describe('GPU-intent admission from the offer snapshot', () => {
     acme.offers = [];
     // Refreshed without invalidating: the snapshot learns of it by its version check, as for offer ids.
     await ctx.services.inventory.refresh();
-    await waitFor(
-      async () => (await ctx.api.get(`/api/v1/offers/${leaving}`)).status === 404,
-      5000,
-      'the snapshot to drop the offer',
-    );
+    await waitFor(async () => (await ctx.api.get(`/api/v1/offers/${leaving}`)).status === 404, {
+      timeoutMs: 5000,
+      what: 'the snapshot to drop the offer',
+    });
     assert.match(await refusalOf(intent), /No GPU model is known as "Snapshot Leaving GPU"/);
   });
 

@@ -5,7 +5,8 @@ import { RENTAL_COUNTS_CACHE_MS } from '../../src/metrics/metrics-endpoint.js';
 import { startMetricsListener } from '../../src/metrics-listener.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { startTestWorker } from '../helpers/jobs.js';
-import { freePort, waitFor } from '../helpers/process.js';
+import { freePort } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { account, credit, discardQueuedRentalJobs, offerIds, rent, rentOk } from '../helpers/rentals.js';
 
 const TOKEN = 'metrics-token-for-the-tests-0123456789';
@@ -99,7 +100,10 @@ describe('GET /metrics', function () {
       // other files left running in the run's database, and may queue their ends.
       const meterRuns = (samples: Sample[]) =>
         valueOf(samples, 'gpu_rental_job_runs_total', { job_name: 'rental.meter', outcome: 'success' });
-      await waitFor(async () => meterRuns(await scrape()) > meterRuns(before), 30_000, 'the metering job to run');
+      await waitFor(async () => meterRuns(await scrape()) > meterRuns(before), {
+        timeoutMs: 30_000,
+        what: 'the metering job to run',
+      });
     } finally {
       await worker.stop();
     }

@@ -6,7 +6,7 @@ import {
   IDLE_TERMINATE_MINUTES,
   MAX_RENTAL_SECONDS,
   SIGNUP_LIMITS,
-  type KeyLimits,
+  type KeyAmounts,
 } from '../../src/modules/keys/key-limits.js';
 import {
   MAX_EXPOSED_PORTS,
@@ -14,7 +14,7 @@ import {
   MAX_WAIT_FOR_CAPACITY_SECONDS,
   MIN_LEASE_SECONDS,
   MIN_WAIT_FOR_CAPACITY_SECONDS,
-} from '../../clients/sdk/src/machine-limits.js';
+} from '../../src/vocabulary/limits.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 
 /** The request schemas repeat the limits as JSDoc numbers; this holds them to the one declaration. */
@@ -28,10 +28,10 @@ describe('OpenAPI minimums and maximums equal the limit constants', () => {
   after(() => ctx.close());
 
   const FIELDS = ['maxPerRentalMinor', 'budgetLimitMinor', 'maxConcurrentDeployments'] as const;
-  function bounds(schema: string): { minimums: KeyLimits; maximums: KeyLimits } {
+  function bounds(schema: string): { minimums: KeyAmounts; maximums: KeyAmounts } {
     const props = schemas[schema].properties;
     const pick = (k: 'minimum' | 'maximum') =>
-      Object.fromEntries(FIELDS.map((f) => [f, props[f][k]])) as unknown as KeyLimits;
+      Object.fromEntries(FIELDS.map((f) => [f, props[f][k]])) as unknown as KeyAmounts;
     return { minimums: pick('minimum'), maximums: pick('maximum') };
   }
 

@@ -22,7 +22,7 @@ describe('HTML pages while the database is unreachable', () => {
       const approvePage = await api.get(approvePath);
       assert.equal(approvePage.status, 200);
       const csrf = /name="csrf" value="([^"]+)"/.exec(approvePage.text)![1];
-      const origin = new URL(ctx.config.publicBaseUrl).origin;
+      const origin = new URL(ctx.config.http.publicBaseUrl).origin;
       assert.equal((await api.get(`/pay/${topup.topupId}`)).status, 200);
 
       await relayed.cut();

@@ -7,7 +7,7 @@ import { createApp } from '../../src/app.js';
 import { openFileLimit, pushCeiling, PushLimits } from '../../src/http/push-limits.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { signup, type SignedUp } from '../helpers/factories.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { sentRequests } from '../helpers/sql-requests.js';
 import { account, offerIds } from '../helpers/rentals.js';
 
@@ -149,7 +149,7 @@ describe('push limits: event streams and waiting reads', function () {
       open.map((s) => s.status),
       [200, 200, 200],
     );
-    await waitFor(async () => hub().listeners === 3, 5000, 'three streams listening');
+    await waitFor(async () => hub().listeners === 3, { timeoutMs: 5000, what: 'three streams listening' });
 
     // One free key: its fourth stream is refused, saying how many and what to do.
     assertRefused(
@@ -168,7 +168,7 @@ describe('push limits: event streams and waiting reads', function () {
       open.map((s) => s.status),
       Array(8).fill(200),
     );
-    await waitFor(async () => hub().listeners === 8, 5000, 'eight streams listening');
+    await waitFor(async () => hub().listeners === 8, { timeoutMs: 5000, what: 'eight streams listening' });
     assertRefused(
       await stream(base, k4, ADDRESS.c),
       /This server holds the most event streams and waiting reads it takes at once \(8\)/,
@@ -186,13 +186,16 @@ describe('push limits: event streams and waiting reads', function () {
 
     // Closing a stream frees its places at once.
     open[7].close();
-    await waitFor(async () => limits().open === 7 && hub().listeners === 7, 5000, 'the closed stream to let go');
+    await waitFor(async () => limits().open === 7 && hub().listeners === 7, {
+      timeoutMs: 5000,
+      what: 'the closed stream to let go',
+    });
     const again = await stream(base, k4, ADDRESS.c);
     assert.equal(again.status, 200);
     open.push(again);
 
     for (const s of open) s.close();
-    await waitFor(nothingHeld, 5000, 'every place and listener to be given back');
+    await waitFor(nothingHeld, { timeoutMs: 5000, what: 'every place and listener to be given back' });
   });
 
   it('counts waiting reads with the streams, and a refused one answers before its key is read', async () => {
@@ -205,7 +208,7 @@ describe('push limits: event streams and waiting reads', function () {
     );
     const s = await stream(base, who, ADDRESS.d);
     assert.equal(s.status, 200);
-    await waitFor(async () => limits().listeners === 3, 5000, 'two waits and a stream listening');
+    await waitFor(async () => limits().listeners === 3, { timeoutMs: 5000, what: 'two waits and a stream listening' });
     assertRefused(
       await push(base, `/api/v1/deployments/${rentalId}?waitFor=ACTIVE`, who, ADDRESS.d),
       /This key already holds 3/,
@@ -222,12 +225,12 @@ describe('push limits: event streams and waiting reads', function () {
       assert.equal(answer.status, 200);
       assert.equal(((await answer.json()) as { data: { status: string } }).data.status, 'PENDING');
     }
-    await waitFor(async () => limits().listeners === 1, 5000, 'the waits to let go');
+    await waitFor(async () => limits().listeners === 1, { timeoutMs: 5000, what: 'the waits to let go' });
     const next = await push(base, `/api/v1/rentals/${rentalId}?waitFor=ACTIVE&waitSeconds=1`, who, ADDRESS.d);
     assert.equal(next.status, 200);
     await next.ended;
     s.close();
-    await waitFor(nothingHeld, 5000, 'every place and listener to be given back');
+    await waitFor(nothingHeld, { timeoutMs: 5000, what: 'every place and listener to be given back' });
 
     // Over the process bound, a waiting read is refused before its key is read.
     const fill: Push[] = [];
@@ -243,7 +246,7 @@ describe('push limits: event streams and waiting reads', function () {
       'no key was read for it',
     );
     fill.forEach((f) => f.close());
-    await waitFor(nothingHeld, 5000, 'every place and listener to be given back');
+    await waitFor(nothingHeld, { timeoutMs: 5000, what: 'every place and listener to be given back' });
   });
 
   it('ends the waiting reads and streams of a key revoked meanwhile, within a tail period, whichever process revoked it', async () => {
@@ -254,7 +257,7 @@ describe('push limits: event streams and waiting reads', function () {
     });
     const s = await stream(base, who, ADDRESS.a);
     assert.equal(s.status, 200);
-    await waitFor(async () => hub().listeners === 2, 5000, 'the wait and the stream listening');
+    await waitFor(async () => hub().listeners === 2, { timeoutMs: 5000, what: 'the wait and the stream listening' });
 
     // What another process's revocation leaves: the row, and no word to this one.
     await ctx.services.ds.query('UPDATE api_keys SET revoked_at = NOW(3) WHERE id = ?', [who.keyId]);
@@ -273,7 +276,7 @@ describe('push limits: event streams and waiting reads', function () {
     ).json()) as ErrorBody;
     assert.deepEqual({ ...body.error, requestId: '' }, { ...plain.error, requestId: '' }, 'the uniform 401');
     assert.equal(body.error.code, 'UNAUTHENTICATED');
-    await waitFor(nothingHeld, 5000, 'every place and listener to be given back');
+    await waitFor(nothingHeld, { timeoutMs: 5000, what: 'every place and listener to be given back' });
   });
 
   it('costs no query per open stream: heartbeats are comments, and one revocation check a tail period covers every key', async () => {
@@ -286,25 +289,29 @@ describe('push limits: event streams and waiting reads', function () {
       const open: Push[] = [];
       for (const [i, k] of keys.entries())
         for (let j = 0; j < 3; j++) open.push(await stream(fastBase, k, [ADDRESS.a, ADDRESS.b][i]));
-      await waitFor(async () => hub().listeners === 6, 5000, 'six streams listening');
-      const windowMs = 1500;
-      const { sent } = await sentRequests(() => new Promise((r) => setTimeout(r, windowMs)));
-      assert.ok(
-        open.every((s) => s.raw.includes(': heartbeat\n\n')),
-        'every stream had heartbeats meanwhile',
-      );
-      const checks = sent.filter((q) => /FROM api_keys WHERE id IN/.test(q));
-      assert.ok(
-        checks.length >= 1 && checks.length <= windowMs / 250 + 2,
-        `${checks.length} revocation checks in ${windowMs} ms`,
-      );
+      await waitFor(async () => hub().listeners === 6, { timeoutMs: 5000, what: 'six streams listening' });
+      const isCheck = (q: string) => /FROM api_keys WHERE id IN/.test(q);
+      const heartbeats = (raw: string) => raw.split(': heartbeat\n\n').length - 1;
+      // The window is a number of heartbeats and tail periods, not a time: a loaded machine only stretches it.
+      const { result: tookMs, sent } = await sentRequests(async (all) => {
+        const started = Date.now();
+        const before = open.map((s) => heartbeats(s.raw));
+        await waitFor(
+          () => all.filter(isCheck).length >= 4 && open.every((s, i) => heartbeats(s.raw) >= before[i] + 2),
+          { what: 'four revocation checks and two heartbeats on every stream' },
+        );
+        return Date.now() - started;
+      });
+      const checks = sent.filter(isCheck);
+      // Checks start at least a tail period (250 ms) apart, so one per stream or per heartbeat would outrun the time taken.
+      assert.ok(checks.length <= tookMs / 250 + 2, `${checks.length} revocation checks in ${tookMs} ms`);
       assert.deepEqual(
         sent.filter((q) => /FROM api_keys WHERE id = \?/.test(q)),
         [],
         'no stream reads its key on its own',
       );
       open.forEach((s) => s.close());
-      await waitFor(nothingHeld, 5000, 'every place and listener to be given back');
+      await waitFor(nothingHeld, { timeoutMs: 5000, what: 'every place and listener to be given back' });
     } finally {
       fast.closeAllConnections();
       await new Promise((r) => fast.close(r));

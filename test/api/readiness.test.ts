@@ -10,7 +10,7 @@ import { readinessProbe } from '../../src/readiness.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { databaseBefore } from '../helpers/migrated-before.js';
 import { startPrivateMariaDb, type PrivateMariaDb } from '../helpers/private-mariadb.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('GET /readyz', function () {
   this.timeout(90_000);
@@ -66,7 +66,7 @@ describe('GET /readyz', function () {
   it('is 503 naming the inventory once its offers are older than OFFER_MAX_AGE_SECONDS, and 200 by itself after a refresh', async () => {
     const stale = await createTestContext();
     try {
-      stale.clock.advance(stale.config.offerMaxAgeSeconds * 1000 + 1000);
+      stale.clock.advance(stale.config.inventory.offerMaxAgeSeconds * 1000 + 1000);
       const res = await stale.api.get('/readyz');
       assert.equal(res.status, 503);
       assert.equal(res.body.error.code, 'UNAVAILABLE');
@@ -79,7 +79,10 @@ describe('GET /readyz', function () {
       });
       await stale.services.inventory.refresh();
       // An answer serves every caller for a second: the next one after it sees the refresh.
-      await waitFor(async () => (await stale.api.get('/readyz')).status === 200, 30_000, '/readyz after the refresh');
+      await waitFor(async () => (await stale.api.get('/readyz')).status === 200, {
+        timeoutMs: 30_000,
+        what: '/readyz after the refresh',
+      });
     } finally {
       await stale.close();
     }
@@ -132,8 +135,7 @@ describe('GET /readyz', function () {
           const res = await own.api.get('/readyz');
           return res.status === 503 && res;
         },
-        30_000,
-        '/readyz once the database is down',
+        { timeoutMs: 30_000, what: '/readyz once the database is down' },
       );
       assert.deepEqual(down.body.checks, { database: 'failed', migrations: 'skipped', inventory: 'skipped' });
       assert.equal(
@@ -148,8 +150,7 @@ describe('GET /readyz', function () {
           const res = await own.api.get('/readyz');
           return res.status === 200 && res;
         },
-        30_000,
-        '/readyz after the database came back',
+        { timeoutMs: 30_000, what: '/readyz after the database came back' },
       );
       assert.equal(back.body.data.checks.database, 'ok');
     });

@@ -471,6 +471,41 @@ describe('POST /api/v1/rentals', () => {
       assert.match(list.body.error.message, /body: must be a JSON object/);
     });
 
+    it("refuses at the edge what machine's and the lease's schema rules out, each in one place, naming the field", async () => {
+      const who = await account(ctx, { creditsMinor: 5000 });
+      const cases: [unknown, RegExp][] = [
+        [
+          { gpus: 2 },
+          /^Invalid request: machine: unknown property "gpus"; machine accepts image, env, startupScript, ports, diskGb\.$/,
+        ],
+        [[], /^Invalid request: machine: must be a valid object\.$/],
+        [{ ports: [0] }, /^Invalid request: machine\.ports\[0\]: must be at least 1\.$/],
+        [{ ports: [65536] }, /^Invalid request: machine\.ports\[0\]: must be at most 65535\.$/],
+        [{ ports: [1, 2, 3, 4, 5, 6] }, /^Invalid request: machine\.ports: must have at most 5 items\.$/],
+        [{ diskGb: 0 }, /^Invalid request: machine\.diskGb: must be at least 1\.$/],
+        [{ diskGb: 1.5 }, /^Invalid request: machine\.diskGb: must be a whole number\.$/],
+        [{ env: { N: 1 } }, /^Invalid request: machine\.env\.N: /],
+        [{ image: '' }, /^Invalid request: machine\.image: must have at least 1 characters\.$/],
+      ];
+      for (const [machine, message] of cases) {
+        const res = await rent(ctx, who, { offerId: offer['h100-a'], machine });
+        assert.equal(res.status, 422, JSON.stringify(machine));
+        assert.equal(res.body.error.code, 'VALIDATION_FAILED');
+        assert.match(res.body.error.message, message);
+      }
+      const short = await rent(ctx, who, { offerId: offer['h100-a'], terminateAfterSeconds: 59 });
+      assert.match(short.body.error.message, /^Invalid request: terminateAfterSeconds: must be at least 60\.$/);
+      const part = await rent(ctx, who, { offerId: offer['h100-a'], terminateAfterSeconds: 90.5 });
+      assert.match(
+        part.body.error.message,
+        /^Invalid request: terminateAfterSeconds: must be a whole number of seconds/,
+      );
+      // What no schema states is the domain's, once the schema admitted the body.
+      const ssh = await rent(ctx, who, { offerId: offer['h100-a'], machine: { ports: [22] } });
+      assert.match(ssh.body.error.message, /^Invalid request: machine\.ports: 22 is SSH's port/);
+      assert.equal((await orderRows(who.accountId)).length, 0);
+    });
+
     it('requires an Idempotency-Key of 1 to 128 characters (400 INVALID_REQUEST)', async () => {
       const who = await account(ctx, { creditsMinor: 5000 });
       const missing = await ctx.api.post('/api/v1/rentals').set(who.auth).send({ offerId: offer['h100-a'] });

@@ -210,7 +210,7 @@ describe('webhooks: where deliveries may go', function () {
       }[];
     await prod.services.webhookDeliveries.dispatch();
     const [{ at: cursor }] = (await dev.services.ds.query(
-      `SELECT last_event_id AS at FROM webhook_cursor WHERE name = 'webhooks'`,
+      `SELECT last_event_id AS at FROM event_cursors WHERE name = 'webhooks'`,
     )) as { at: string }[];
     assert.ok(BigInt(cursor) >= BigInt(laterId), 'the dispatcher went past the later event');
     assert.deepEqual(await deliveries(), [], 'the uncommitted one is not seen yet');

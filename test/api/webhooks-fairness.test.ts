@@ -8,7 +8,7 @@ import { ENDPOINTS_PER_KEY, REDELIVERY_LIMITS } from '../../src/modules/webhooks
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { sentRequests } from '../helpers/sql-requests.js';
 import { account, addKey } from '../helpers/rentals.js';
 
@@ -117,15 +117,13 @@ describe('webhooks: fair deliveries, bounded endpoints and redeliveries', functi
         assert.equal((await create(victim, prompt.url('/victim'))).status, 201);
 
         await creditsLow(first.accountId);
-        await waitFor(
-          async () => silent.state.open >= TRIES_IN_FLIGHT_PER_ACCOUNT,
-          20_000,
-          "the attacker's tries to hang",
-        );
+        await waitFor(async () => silent.state.open >= TRIES_IN_FLIGHT_PER_ACCOUNT, {
+          what: "the attacker's tries to hang",
+        });
 
         const eventAt = Date.now();
         await creditsLow(victim.accountId, new Date(eventAt));
-        await waitFor(async () => prompt.arrivals.length >= 1, 20_000, "the other account's delivery");
+        await waitFor(async () => prompt.arrivals.length >= 1, { what: "the other account's delivery" });
         const waited = prompt.arrivals[0].at - eventAt;
         const attackerTries = (await ctx.services.ds.query(
           `SELECT COUNT(*) AS n FROM webhook_delivery_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE d.account_id = ?`,
@@ -170,7 +168,7 @@ describe('webhooks: fair deliveries, bounded endpoints and redeliveries', functi
         }
         // 4 endpoints x 3 events: four times the account's slots, most of them written with no job of their own.
         for (let i = 0; i < 3; i++) await creditsLow(who.accountId);
-        await waitFor(async () => prompt.arrivals.length >= 12, 30_000, 'all twelve deliveries');
+        await waitFor(async () => prompt.arrivals.length >= 12, { timeoutMs: 30_000, what: 'all twelve deliveries' });
         for (const id of made) {
           const listed = (await ctx.api.get(`/api/v1/webhook-endpoints/${id}/deliveries`).set(owner.auth)).body
             .data as { status: string }[];

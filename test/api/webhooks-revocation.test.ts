@@ -9,7 +9,7 @@ import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
 import { startTestWorker } from '../helpers/jobs.js';
 import { databaseBefore } from '../helpers/migrated-before.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { account, addKey } from '../helpers/rentals.js';
 
 /** A loopback receiver answering 204, recording the paths called. */
@@ -121,7 +121,7 @@ describe('webhooks: an endpoint stops with the key that made it', function () {
       await creditsLow(first.accountId);
       const after = await newestEventOf(first.accountId);
       await ctx.services.webhookDeliveries.dispatch();
-      await waitFor(async () => rx.paths.includes('/o2'), 20_000, "the live key's endpoint to get the event");
+      await waitFor(async () => rx.paths.includes('/o2'), { what: "the live key's endpoint to get the event" });
       assert.equal(
         await ctx.services.webhookDeliveries.deliver(pendingId),
         'skipped',

@@ -6,7 +6,7 @@ import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { account, addKey, offerIds, rentUntilTerminated } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
@@ -117,8 +117,18 @@ describe('webhooks: signed deliveries of events', function () {
       assert.match(secret, /^whsec_[A-Za-z0-9+/]{32}$/, '24 random bytes, base64');
 
       const rentalId = await rentAndFinish(who);
-      await waitFor(async () => rx.got.filter((r) => r.answered === 200).length >= 2, 20_000, 'both delivered');
-      await new Promise((r) => setTimeout(r, 600));
+      await waitFor(async () => rx.got.filter((r) => r.answered === 200).length >= 2, { what: 'both delivered' });
+      // Done, as the service has it: both deliveries recorded as succeeded (a later job for one sends nothing)
+      // and no delivery job due or running, so every try there is has reached the receiver.
+      await waitFor(
+        async () => {
+          const listed = await ctx.api.get(`/api/v1/webhook-endpoints/${endpointId}/deliveries`).set(who.auth);
+          const statuses = (listed.body.data ?? []).map((d: { status: string }) => d.status);
+          return statuses.length >= 2 && statuses.every((status: string) => status === 'SUCCEEDED');
+        },
+        { what: 'both deliveries to be recorded as succeeded' },
+      );
+      await worker.settle();
 
       assert.equal(rx.got.length, 4, 'one failed and one good try per event, nothing more');
       assert.ok(
@@ -182,19 +192,19 @@ describe('webhooks: signed deliveries of events', function () {
       }
 
       const again = deliveries.body.data[0];
+      // Both ids in upper case: ids are normalised where they come in.
       const redo = await ctx.api
-        .post(`/api/v1/webhook-endpoints/${endpointId}/deliveries/${again.id}/redeliver`)
+        .post(`/api/v1/webhook-endpoints/${endpointId.toUpperCase()}/deliveries/${again.id.toUpperCase()}/redeliver`)
         .set(who.auth);
       assert.equal(redo.status, 202, JSON.stringify(redo.body));
-      await waitFor(async () => rx.got.length === 5, 10_000, 'redelivered');
+      await waitFor(async () => rx.got.length === 5, { timeoutMs: 10_000, what: 'redelivered' });
       assert.equal(rx.got[4].headers['webhook-id'], again.eventId, 'the same webhook-id again');
       assert.ok(verifies(secret, rx.got[4]));
       await waitFor(
         async () =>
           (await ctx.api.get(`/api/v1/webhook-endpoints/${endpointId}/deliveries`).set(who.auth)).body.data[0].attempts
             .length === 3,
-        10_000,
-        'the redelivery listed',
+        { timeoutMs: 10_000, what: 'the redelivery listed' },
       );
       assert.ok(!logLines.some((l) => l.includes(secret.slice(6))), 'the secret is never logged');
 
@@ -220,12 +230,20 @@ describe('webhooks: signed deliveries of events', function () {
       const agentA = await account(ctx, { creditsMinor: 5000 });
       const agentB = await addKey(ctx, agentA.accountId);
       const owner = await addKey(ctx, agentA.accountId, { kind: 'OWNER' });
-      assert.equal((await create(agentA, { url: rx.url('/a'), eventTypes: ['rental.active'] })).status, 201);
+      const aMade = await create(agentA, { url: rx.url('/a'), eventTypes: ['rental.active'] });
+      assert.equal(aMade.status, 201);
       const ownerMade = await create(owner, { url: rx.url('/owner'), eventTypes: ['rental.active'] });
       assert.equal(ownerMade.status, 201);
       const rentalB = await rentAndFinish(agentB);
-      await waitFor(async () => rx.got.some((r) => r.path === '/owner'), 20_000, "the owner's delivery");
-      await new Promise((r) => setTimeout(r, 600));
+      await waitFor(async () => rx.got.some((r) => r.path === '/owner'), { what: "the owner's delivery" });
+      // One fan-out made every delivery of the event, the owner's among them; once no delivery job is due
+      // or running, any for A's endpoint would have been recorded and sent.
+      await worker.settle();
+      assert.deepEqual(
+        (await ctx.api.get(`/api/v1/webhook-endpoints/${aMade.body.data.id}/deliveries`).set(agentA.auth)).body.data,
+        [],
+        "A's endpoint has no delivery of B's rental",
+      );
       assert.deepEqual(
         rx.got.map((r) => r.path),
         ['/owner'],

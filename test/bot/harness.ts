@@ -13,6 +13,7 @@ import type {
 } from '../../src/modules/notifications/notifications.service.js';
 import { FakeTelegramServer, type RecordedCall, type SimulatedUser } from '../fakes/telegram-api.js';
 import { createTestContext, type ContextOptions, type TestContext } from '../helpers/context.js';
+import { waitFor } from '../helpers/wait.js';
 
 export const BOT_TOKEN = '7000000001:AAFakeTokenForTheLocalTelegramServer_x';
 
@@ -78,18 +79,20 @@ export async function createBotHarness(opts: ContextOptions = {}): Promise<BotHa
         processor = await startJobWorker(botJobs, { scheduleRepeating: false });
       }
       await botJobs.jobs.now('notifications.collect', {});
-      const deadline = Date.now() + 10_000;
-      for (;;) {
-        const [row] = await ctx.services.ds.query(
-          `SELECT COUNT(*) AS n FROM ${AGENDA_JOBS_TABLE}
-            WHERE name IN ('notifications.collect', 'notifications.deliver') AND type = 'normal' AND disabled = 0
-              AND (locked_at IS NOT NULL OR next_run_at <= ?)`,
-          [new Date()],
-        );
-        if (Number(row.n) === 0) return;
-        if (Date.now() > deadline) throw new Error(`notification jobs did not settle (${row.n} due or running)`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      let left = 0;
+      await waitFor(
+        async () => {
+          const [row] = await ctx.services.ds.query(
+            `SELECT COUNT(*) AS n FROM ${AGENDA_JOBS_TABLE}
+              WHERE name IN ('notifications.collect', 'notifications.deliver') AND type = 'normal' AND disabled = 0
+                AND (locked_at IS NOT NULL OR next_run_at <= ?)`,
+            [new Date()],
+          );
+          left = Number(row.n);
+          return left === 0;
+        },
+        { timeoutMs: 10_000, intervalMs: 20, what: () => `notification jobs to settle (${left} due or running)` },
+      );
     },
     async close() {
       await processor?.stop({ timeoutMs: 10_000 });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { parseCount } from '../../bot/format.js';
-import { formatUsd as usd, parseUsd } from '../../src/modules/billing/money.js';
+import { formatUsd as usd, parseUsd } from '../../src/vocabulary/money.js';
 import {
   checkIdleMinutes,
   checkLimit,

@@ -3,7 +3,9 @@ import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { Account } from '../../src/modules/accounts/account.entity.js';
 import { Offer } from '../../src/modules/inventory/offer.entity.js';
 import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
-import { addKey, credit, rentOk, setStatus } from '../helpers/rentals.js';
+import { inTransaction } from '../../src/db/transaction.js';
+import { transition } from '../../src/modules/rentals/rental-state.js';
+import { addKey, credit, rentOk } from '../helpers/rentals.js';
 import { createBotHarness, telegramId, type BotHarness } from './harness.js';
 
 // Two models of one GPU family: a family intent ("H100") gets both as candidates, so the name
@@ -36,10 +38,17 @@ describe('the machine a rental runs on is named alike by the API, the bot and it
     assert.deepEqual(unplaced.candidateOfferIds, candidates);
     // Provisioning moved this one to its second candidate (it patches the deployment's offer).
     await h.ctx.services.ds.getRepository(Deployment).update({ id: moved.deploymentId }, { offerId: candidates[1] });
-    await setStatus(h.ctx, moved.deploymentId, 'ACTIVE');
+    // Moved as the lifecycle moves them, so each move writes the event the owner is told of.
+    const at = h.ctx.clock.now();
+    await inTransaction(h.ctx.services.ds, (m) => transition(m, moved.deploymentId, ['PENDING'], 'ACTIVE', { at }));
     // This one failed before any offer was tried: its machine is the first candidate admission chose.
     await h.ctx.services.ds.getRepository(Deployment).update({ id: unplaced.deploymentId }, { offerId: null });
-    await setStatus(h.ctx, unplaced.deploymentId, 'FAILED');
+    await inTransaction(h.ctx.services.ds, (m) =>
+      transition(m, unplaced.deploymentId, ['PENDING'], 'FAILED', {
+        at,
+        order: { failureReason: 'no machine', failureCode: 'PROVISIONING_FAILED', reversalStatus: 'SUCCEEDED' },
+      }),
+    );
 
     const [list] = await owner.send('/rentals');
     await h.runNotifications();

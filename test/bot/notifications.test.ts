@@ -12,9 +12,11 @@ import type { RentalStatus } from '../../src/modules/rentals/rental-status.js';
 import { ApiKey } from '../../src/modules/keys/api-key.entity.js';
 import { NotificationsService } from '../../src/modules/notifications/notifications.service.js';
 import { recordRentalEvent } from '../../src/modules/rentals/rental-events.js';
+import { transition } from '../../src/modules/rentals/rental-state.js';
 import type { EventType } from '../../src/modules/events/event-types.js';
 import { createBot } from '../../bot/bot.js';
 import { startBotRole } from '../../bot/runtime.js';
+import { waitFor } from '../helpers/wait.js';
 import { BOT_TOKEN, createBotHarness, telegramId, type BotHarness } from './harness.js';
 
 describe(NotificationsService.name, () => {
@@ -119,21 +121,15 @@ describe(NotificationsService.name, () => {
     return d;
   }
 
+  /** Moves the rental as the lifecycle does, through the state machine, which writes the event owners are told of. */
   async function moveTo(d: Deployment, status: RentalStatus, failureReason?: string): Promise<void> {
-    const now = h.ctx.clock.now();
-    await h.ctx.services.ds
-      .getRepository(Deployment)
-      .update({ id: d.id }, { status, statusChangedAt: now, updatedAt: now });
-    await h.ctx.services.ds.getRepository(Order).update(
-      { id: d.orderId },
-      {
-        status,
-        updatedAt: now,
-        ...(failureReason
-          ? { failureReason, failureCode: 'PROVISIONING_FAILED', reversalStatus: 'SUCCEEDED' as const }
-          : {}),
-      },
-    );
+    const at = h.ctx.clock.now();
+    const order = failureReason
+      ? { failureReason, failureCode: 'PROVISIONING_FAILED' as const, reversalStatus: 'SUCCEEDED' as const }
+      : {};
+    const moved = await inTransaction(h.ctx.services.ds, (m) => transition(m, d.id, [d.status], status, { at, order }));
+    assert.ok(moved, `${d.status} -> ${status}`);
+    d.status = status;
     await recountKeySlots(h.ctx.services.ds, d.keyId);
   }
 
@@ -358,14 +354,6 @@ describe(NotificationsService.name, () => {
     assert.equal((await h.ctx.api.post(new URL(topup.paymentUrl!).pathname)).status, 303);
   }
 
-  async function until(what: string, done: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await done())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  }
-
   it('sends each notification through one Agenda job, notifications.deliver with its id, that a second run leaves alone', async () => {
     const account = await telegramAccount();
     await creditedTopup(account.id, 900);
@@ -421,8 +409,14 @@ describe(NotificationsService.name, () => {
       assert.equal(job.fail_count, 1);
       assert.ok(job.next_run_at!.getTime() - job.failed_at!.getTime() >= 300, 'not retried before the retry delay');
 
-      await until('the retry to deliver', () => messagesTo(flaky.telegramChatId!).length === 1);
-      await until('the row to be marked sent', async () => (await notificationOf(flaky.id)).sent_at !== null);
+      await waitFor(() => messagesTo(flaky.telegramChatId!).length === 1, {
+        timeoutMs: 10_000,
+        what: 'the retry to deliver',
+      });
+      await waitFor(async () => (await notificationOf(flaky.id)).sent_at !== null, {
+        timeoutMs: 10_000,
+        what: 'the row to be marked sent',
+      });
       assert.equal((await notificationOf(flaky.id)).attempts, 2);
     } finally {
       h.sender = real;
@@ -441,11 +435,17 @@ describe(NotificationsService.name, () => {
     };
     try {
       await h.runNotifications();
-      await until('the fifth try', async () => (await notificationOf(down.id)).failed_at !== null);
+      await waitFor(async () => (await notificationOf(down.id)).failed_at !== null, {
+        timeoutMs: 10_000,
+        what: 'the fifth try',
+      });
       const n = await notificationOf(down.id);
       assert.equal(n.attempts, 5);
       assert.equal(n.sent_at, null);
-      await until('the job to finish', async () => (await deliverJobs(n.id))[0].next_run_at === null);
+      await waitFor(async () => (await deliverJobs(n.id))[0].next_run_at === null, {
+        timeoutMs: 10_000,
+        what: 'the job to finish',
+      });
       assert.equal((await notificationOf(down.id)).attempts, 5, 'no sixth try');
     } finally {
       h.sender = real;
@@ -461,7 +461,10 @@ describe(NotificationsService.name, () => {
       { notifyIntervalMs: 60_000 },
     );
     try {
-      await until('the top-up message', () => messagesTo(account.telegramChatId!).length === 1);
+      await waitFor(() => messagesTo(account.telegramChatId!).length === 1, {
+        timeoutMs: 10_000,
+        what: 'the top-up message',
+      });
       const rows = await h.ctx.services.ds.query(
         "SELECT type, repeat_interval FROM agenda_jobs WHERE name = 'notifications.collect' AND type = 'single'",
       );

@@ -86,7 +86,10 @@ describe('Telegram owner bot', () => {
       assert.match(text, /The number of concurrent rentals must be at least 1; you sent 0\./);
       assert.match(text, /Nothing was created/);
       assert.doesNotMatch(text, /gps_/);
-      assert.match(await owner.say('/newagent five 50 1'), /Per-rental cap: "five" is not an amount in US dollars\./);
+      assert.match(
+        await owner.say('/newagent five 50 1'),
+        /Per-rental cap: "five" is not an amount in US dollars: write dollars like 12\.50\./,
+      );
       assert.match(await owner.say('/newagent 5 50'), /Send all three limits in one line/);
       assert.match(await owner.say('/newagent 5 50 1.5'), /Concurrent rentals: "1\.5" is not a whole number\./);
       assert.match(await owner.say('/newagent 5 50000000 1'), /The total cap can be at most \$100,000\.00/);
@@ -129,7 +132,7 @@ describe('Telegram owner bot', () => {
         await owner.say('3'),
         /The total cap must be at least \$5\.00; you sent \$3\.00\. Or \/cancel to stop\./,
       );
-      assert.match(await owner.say('lots'), /Please send an amount in US dollars/);
+      assert.match(await owner.say('lots'), /Please send an amount in US dollars: write dollars like 12\.50\./);
 
       await h.restartBot();
       const q3 = await owner.send('$75.50');
@@ -356,7 +359,7 @@ describe('Telegram owner bot', () => {
       const owner = h.owner(telegramId());
       assert.match(await owner.say('/topup 4'), /between \$5\.00 and \$500\.00; you asked for \$4\.00/);
       assert.match(await owner.say('/topup 501'), /between \$5\.00 and \$500\.00/);
-      assert.match(await owner.say('/topup ten'), /"ten" is not an amount/);
+      assert.match(await owner.say('/topup ten'), /"ten" is not an amount in US dollars: write dollars like 12\.50/);
       const [menu] = await owner.send('/topup');
       assert.deepEqual(
         buttonsOf(menu).map((b) => b.text),

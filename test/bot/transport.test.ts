@@ -8,7 +8,8 @@ import { createApp } from '../../src/app.js';
 import { FakeTelegramServer } from '../fakes/telegram-api.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { testDatabaseUrl } from '../helpers/db.js';
-import { freePort, spawnService, waitFor } from '../helpers/process.js';
+import { freePort, spawnService } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { BOT_TOKEN, SETUP_CODE_RE, telegramId } from './harness.js';
 
 const sentTo =
@@ -95,7 +96,7 @@ describe('Telegram bot transports', function () {
 
     it('registers the webhook with the secret token and answers updates Telegram posts', async () => {
       assert.equal(role.mode, 'webhook');
-      assert.deepEqual(fake.webhook, { url: `${ctx.config.publicBaseUrl}${WEBHOOK_PATH}`, secretToken: SECRET });
+      assert.deepEqual(fake.webhook, { url: `${ctx.config.http.publicBaseUrl}${WEBHOOK_PATH}`, secretToken: SECRET });
       const owner = fake.user(telegramId());
       const update = await fake.inject(owner.message('/newagent 5 50 1'));
       assert.deepEqual(fake.webhookDeliveries.at(-1), { updateId: update.update_id, status: 200 });
@@ -141,7 +142,9 @@ describe('Telegram bot transports', function () {
         TELEGRAM_API_ROOT: fake.url,
       });
       try {
-        await waitFor(async () => fake.commands.length > 0, 20_000, `the bot to start; stderr: ${svc.stderr()}`);
+        await waitFor(async () => fake.commands.length > 0, {
+          what: () => `the bot to start; stderr: ${svc.stderr()}`,
+        });
         const owner = fake.user(telegramId());
         await fake.inject(owner.message('/start'));
         const reply = await fake.waitForCall(sentTo(fake, owner.from.id), 0, 10_000);

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildClients, GPR_BIN, run, type Run } from './helpers/build.js';
 import { closedPortUrl, payTopup, startService, TEST_GPU, type RunningService } from './helpers/service.js';
+import { watchdog } from '../helpers/wait.js';
 
 const REQUEST_ID = /^req_[0-9a-f-]{36}$/;
 
@@ -33,7 +34,7 @@ describe('gpr command line (built binary against the running service)', function
       });
       const lines: string[] = [];
       let buffer = '';
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      const cancelWatchdog = watchdog(30_000, () => child.kill('SIGKILL'));
       child.stdout.on('data', (d) => {
         buffer += d;
         const parts = buffer.split('\n');
@@ -43,7 +44,7 @@ describe('gpr command line (built binary against the running service)', function
       });
       child.on('error', reject);
       child.on('close', (code) => {
-        clearTimeout(timer);
+        cancelWatchdog();
         if (!lines.some(done)) reject(new Error(`gpr events --follow ended (${code}) with: ${lines.join('\n')}`));
         else resolve(lines);
       });

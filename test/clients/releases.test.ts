@@ -134,7 +134,7 @@ describe('client releases (npm run release, served at RELEASES_URL)', function (
       env: { RELEASES_DIR: dir, RELEASES_URL: 'https://downloads.example.com/gpr' },
     });
     try {
-      assert.equal(elsewhere.config.releasesUrl, 'https://downloads.example.com/gpr');
+      assert.equal(elsewhere.config.releases.url, 'https://downloads.example.com/gpr');
       assert.equal((await elsewhere.api.get('/releases/latest.json')).status, 404);
     } finally {
       await elsewhere.close();

@@ -20,6 +20,7 @@ import { createTestContext, type TestContext } from '../helpers/context.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
 import { offerIds } from '../helpers/rentals.js';
 import { freePort } from '../helpers/process.js';
+import { withTimeout } from '../helpers/wait.js';
 
 const OFFERS: LocalInventoryOffer[] = [
   {
@@ -369,10 +370,10 @@ describe('GprClient (SDK) against the running test app', function () {
     })();
     const rental = await client.createRental({ offerId: ids['sdk-l4'], budgetMinor: 500 });
     await client.waitFor(rental.rentalId, ['ACTIVE'], { timeoutMs: 20_000 });
-    await Promise.race([
-      reading,
-      new Promise((_, no) => setTimeout(() => no(new Error(`stream saw only ${streamed.join(', ')}`)), 10_000)),
-    ]);
+    await withTimeout(reading, {
+      timeoutMs: 10_000,
+      what: () => `rental.active on the stream, which saw only ${streamed.join(', ')}`,
+    });
     controller.abort();
     const page = await client.events({ after: start.nextAfter });
     assert.deepEqual(

@@ -7,7 +7,7 @@ import {
   MACHINE_SETTINGS_RULE,
   PHASES_RULE,
   WAIT_FOR_CAPACITY_RULE,
-} from '../../clients/sdk/src/hints.js';
+} from '../../src/vocabulary/machine-hints.js';
 import { ROOT } from './helpers/build.js';
 
 const SKILL_DIR = join(ROOT, 'clients/skill/gpu-rental');

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import type { DataSource } from 'typeorm';
 import { createDataSource } from '../../src/db/data-source.js';
 import { entities } from '../../src/entities.js';
-import { freePort, spawnService, waitFor, type Spawned } from '../helpers/process.js';
+import { freePort, spawnService, type Spawned } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** SQL ports of the three Galera nodes scripts/galera-cluster.sh starts. */
 export const NODE_PORTS = [3311, 3312, 3313] as const;
@@ -100,12 +101,11 @@ export async function startService(
   running.add(p);
   started.push({ p, shown: 0 });
   if (role === 'api') {
-    await waitFor(
-      async () => (await fetch(`${p.base}/healthz`)).status === 200,
-      90_000,
-      `api on node ${n + 1} (${svc.stderr()})`,
-      200,
-    );
+    await waitFor(async () => (await fetch(`${p.base}/healthz`)).status === 200, {
+      timeoutMs: 90_000,
+      what: () => `api on node ${n + 1} (${svc.stderr()})`,
+      intervalMs: 200,
+    });
   }
   return p;
 }

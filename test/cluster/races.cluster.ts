@@ -11,7 +11,8 @@ import { outstandingReservationMinor } from '../../src/modules/rentals/credit-re
 import { assertLedgerConsistent } from '../helpers/ledger.js';
 import { STRIPE_KEY, WEBHOOK_SECRET } from '../helpers/payments.js';
 import { transactionKinds } from '../helpers/transaction-kinds.js';
-import { spawnService, waitFor } from '../helpers/process.js';
+import { spawnService } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import {
   call,
   galera,
@@ -120,8 +121,7 @@ describe('the service on a three-node Galera cluster', function () {
         const list = (r.body.data as unknown as { id: string; pricePerHourMinor: number }[]) ?? [];
         return list.length > 0 && list;
       },
-      60_000,
-      'offers on node 3',
+      { timeoutMs: 60_000, what: 'offers on node 3' },
     );
     offerId = offers.sort((a, b) => a.pricePerHourMinor - b.pricePerHourMinor)[0].id;
     await started[3].stop();
@@ -139,11 +139,10 @@ describe('the service on a three-node Galera cluster', function () {
         database: ds[1].options.database as string,
       });
       try {
-        await waitFor(
-          async () => (await node2.query(`SELECT v FROM ${table} WHERE id = 1`))[0],
-          10_000,
-          'the row on node 2',
-        );
+        await waitFor(async () => (await node2.query(`SELECT v FROM ${table} WHERE id = 1`))[0], {
+          timeoutMs: 10_000,
+          what: 'the row on node 2',
+        });
         let attempts = 0;
         const errors: string[] = [];
         await kind
@@ -287,8 +286,7 @@ describe('the service on a three-node Galera cluster', function () {
     );
     await waitFor(
       async () => (await balance(apis[0], auths[0])) === credits && (await balance(apis[1], auths[0])) === credits,
-      10_000,
-      'the credit on nodes 1 and 2',
+      { timeoutMs: 10_000, what: 'the credit on nodes 1 and 2' },
     );
     // 36 requests: six per key, each key's requests over all three nodes, all fired at once.
     const answers = await Promise.all(
@@ -358,8 +356,7 @@ describe('the service on a three-node Galera cluster', function () {
         );
         return states.every((s: { status: string }[]) => s.length === 1 && s[0].status === 'APPROVED');
       },
-      10_000,
-      'the approval on every node',
+      { timeoutMs: 10_000, what: 'the approval on every node' },
     );
     const answers = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
@@ -406,11 +403,14 @@ describe('the service on a three-node Galera cluster', function () {
     });
     try {
       await Promise.all(
-        workers.map((w) => waitFor(async () => w.out().includes('ready'), 60_000, `job worker ready (${w.out()})`)),
+        workers.map((w) =>
+          waitFor(async () => w.out().includes('ready'), {
+            timeoutMs: 60_000,
+            what: () => `job worker ready (${w.out()})`,
+          }),
+        ),
       );
-      const { queue } = createAgenda(ds[1], { jobsProcessEveryMs: 1000, jobsClaim: 'skip-locked' } as Parameters<
-        typeof createAgenda
-      >[1]);
+      const { queue } = createAgenda(ds[1], { jobs: { processEveryMs: 1000, claim: 'skip-locked' } });
       for (let i = 0; i < 300; i += 50)
         await Promise.all(Array.from({ length: 50 }, (_, j) => queue.now('mp.record', { key: `job-${i + j}` })));
       await waitFor(
@@ -420,8 +420,7 @@ describe('the service on a three-node Galera cluster', function () {
           );
           return Number(r.n) === 300;
         },
-        90_000,
-        'all 300 jobs to finish',
+        { timeoutMs: 90_000, what: 'all 300 jobs to finish' },
       );
       const done: { job_key: string; pid: number }[] = await ds[0].query(
         "SELECT job_key, pid FROM job_runs_test WHERE phase = 'done'",
@@ -452,14 +451,16 @@ describe('the service on a three-node Galera cluster', function () {
       }
     };
     const flows = [0, 1, 2, 0, 1, 2].map(flow);
-    await waitFor(async () => outcomes.filter((o) => o.status === 201).length >= 12, 60_000, 'signups before the kill');
+    await waitFor(async () => outcomes.filter((o) => o.status === 201).length >= 12, {
+      timeoutMs: 60_000,
+      what: 'signups before the kill',
+    });
     galera('kill', '3');
     killedAt = Date.now();
     log('node 3 SIGKILLed while signups flow to all three nodes');
     await waitFor(
       async () => outcomes.filter((o) => o.at > killedAt + 1000 && o.node !== 2 && o.status === 201).length >= 20,
-      90_000,
-      'signups on nodes 1 and 2 after the kill',
+      { timeoutMs: 90_000, what: 'signups on nodes 1 and 2 after the kill' },
     );
     stop = true;
     await Promise.all(flows);

@@ -10,14 +10,14 @@ describe('HOST', () => {
   };
 
   it('is 127.0.0.1 in development and 0.0.0.0 in production unless set', () => {
-    assert.equal(loadConfig({}).host, '127.0.0.1');
-    assert.equal(loadConfig({ NODE_ENV: 'development' }).host, '127.0.0.1');
-    assert.equal(loadConfig(production).host, '0.0.0.0');
+    assert.equal(loadConfig({}).http.host, '127.0.0.1');
+    assert.equal(loadConfig({ NODE_ENV: 'development' }).http.host, '127.0.0.1');
+    assert.equal(loadConfig(production).http.host, '0.0.0.0');
   });
 
   it('binds what HOST says in either mode', () => {
-    assert.equal(loadConfig({ HOST: '0.0.0.0' }).host, '0.0.0.0');
-    assert.equal(loadConfig({ ...production, HOST: '10.0.0.5' }).host, '10.0.0.5');
-    assert.equal(loadConfig({ HOST: '  ::1 ' }).host, '::1');
+    assert.equal(loadConfig({ HOST: '0.0.0.0' }).http.host, '0.0.0.0');
+    assert.equal(loadConfig({ ...production, HOST: '10.0.0.5' }).http.host, '10.0.0.5');
+    assert.equal(loadConfig({ HOST: '  ::1 ' }).http.host, '::1');
   });
 });

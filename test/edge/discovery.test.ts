@@ -7,7 +7,7 @@ import {
   MACHINE_SETTINGS_RULE,
   PHASES_RULE,
   WAIT_FOR_CAPACITY_RULE,
-} from '../../clients/sdk/src/hints.js';
+} from '../../src/vocabulary/machine-hints.js';
 import { DISCOVERY_STEP, MACHINE_EXAMPLE, QUICKSTART_STEPS, curlOf } from '../../src/http/quickstart.js';
 import type { Json } from '../../src/http/openapi.js';
 import { ROUTE_FACTS, specRoutes } from '../../src/http/route-facts.js';

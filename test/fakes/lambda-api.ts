@@ -4,6 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { FakeMachine } from './fake-machine.js';
 import { cloudInitBoot } from './lambda-boot.js';
+import { afterSimulatedLatency } from './simulated-latency.js';
 import { isRuntimeUserAgent, resolveQuirks, type FakeBehaviour } from './recorded.js';
 import {
   DEFAULT_LAMBDA_INSTANCE_TYPES,
@@ -242,10 +243,10 @@ export class FakeLambdaApi {
   }
 
   private later(ms: number, fn: () => void | Promise<void>): void {
-    const t = setTimeout(() => {
+    const t = afterSimulatedLatency(ms, () => {
       this.timers.delete(t);
       void fn();
-    }, ms);
+    });
     this.timers.add(t);
   }
 

@@ -22,6 +22,7 @@ import {
   type RunpodQuirks,
 } from './runpod-recorded.js';
 import { portsRefusal, validateCreatePod } from './runpod-validation.js';
+import { afterSimulatedLatency } from './simulated-latency.js';
 
 export { FAKE_RUNPOD_GPUS, type FakeRunpodGpu } from './runpod-catalog.js';
 export type { RunpodQuirks } from './runpod-recorded.js';
@@ -513,10 +514,10 @@ export class FakeRunpodApi {
     const script = boot?.startupScript;
     if (script && !neverStarts) {
       // The container starts as the pod turns STARTING; its boot runs the script then.
-      const t = setTimeout(() => {
+      const t = afterSimulatedLatency(this.bootMs / 2, () => {
         this.timers.delete(t);
         void machine.startup(script).catch(() => undefined);
-      }, this.bootMs / 2);
+      });
       this.timers.add(t);
     }
     if (this.hangCreates) return;

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { simulatedLatency } from './simulated-latency.js';
 
 /** A Refund as Stripe's API documents it (the fields this service and its tests use). */
 export interface FakeRefund {
@@ -85,8 +86,8 @@ export class FakeStripeServer {
    * rate limiter): a transient failure that, like Stripe's, leaves the idempotency key unused.
    */
   rateLimitedRefunds = 0;
-  /** Delay before answering each API request, to let concurrent requests overlap. */
-  latencyMs = 0;
+  /** Stripe's time to answer each API request, simulated: concurrent requests then overlap as they do against Stripe. */
+  simulatedLatencyMs = 0;
   private dropsLeft = 0;
   private dropPath: string | null = null;
   private readonly idempotent = new Map<string, StoredResult>();
@@ -241,7 +242,7 @@ export class FakeStripeServer {
       }
       this.inFlight.add(slot);
       try {
-        if (this.latencyMs) await sleep(this.latencyMs);
+        if (this.simulatedLatencyMs) await simulatedLatency(this.simulatedLatencyMs);
         const reply = this.route(method, path, params);
         // Like Stripe, requests rejected before executing (validation) leave the key unused.
         if (reply.status < 400 || reply.status >= 500)
@@ -252,7 +253,7 @@ export class FakeStripeServer {
         this.inFlight.delete(slot);
       }
     }
-    if (this.latencyMs) await sleep(this.latencyMs);
+    if (this.simulatedLatencyMs) await simulatedLatency(this.simulatedLatencyMs);
     const reply = this.route(method, path, params);
     if (!this.dropped(res, record)) answer(reply);
   }
@@ -492,10 +493,6 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
 
 function hashParams(params: Record<string, unknown>): string {

@@ -8,6 +8,8 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Message, Update, User } from 'grammy/types';
+import { withTimeout } from '../helpers/wait.js';
+import { afterSimulatedLatency } from './simulated-latency.js';
 
 /** One Bot API call the bot made, as the fake received it. */
 export interface RecordedCall {
@@ -140,31 +142,23 @@ export class FakeTelegramServer {
 
   /** Waits until a call after `mark` satisfies `match`; rejects after `timeoutMs`. */
   waitForCall(match: (c: RecordedCall) => boolean, mark = 0, timeoutMs = 5000): Promise<RecordedCall> {
-    return new Promise((resolve, reject) => {
-      const check = (): boolean => {
-        const hit = this.calls.find((c) => c.seq > mark && match(c));
-        if (hit) {
-          resolve(hit);
-          return true;
-        }
-        return false;
+    const hit = () => this.calls.find((c) => c.seq > mark && match(c));
+    let listener: (() => void) | undefined;
+    const found = new Promise<RecordedCall>((resolve) => {
+      const check = () => {
+        const call = hit();
+        if (call) resolve(call);
       };
-      if (check()) return;
-      const listener = () => {
-        if (check()) {
-          clearTimeout(timer);
-          this.callListeners = this.callListeners.filter((l) => l !== listener);
-        }
-      };
-      const timer = setTimeout(() => {
-        this.callListeners = this.callListeners.filter((l) => l !== listener);
-        reject(
-          new Error(
-            `no matching Bot API call within ${timeoutMs} ms; calls since mark: ${JSON.stringify(this.callsSince(mark).map((c) => [c.method, c.params.text ?? c.params]))}`,
-          ),
-        );
-      }, timeoutMs);
+      listener = check;
       this.callListeners.push(listener);
+      check();
+    });
+    return withTimeout(found, {
+      timeoutMs,
+      what: () =>
+        `a matching Bot API call; calls since mark: ${JSON.stringify(this.callsSince(mark).map((c) => [c.method, c.params.text ?? c.params]))}`,
+    }).finally(() => {
+      this.callListeners = this.callListeners.filter((l) => l !== listener);
     });
   }
 
@@ -221,10 +215,11 @@ export class FakeTelegramServer {
     if (this.queue.length === 0 && timeoutMs > 0) {
       await new Promise<void>((resolve) => {
         const waiter: Waiter = { offset, limit, resolve };
-        const timer = setTimeout(() => {
+        // Telegram holds the poll open until an update comes or its timeout runs out.
+        const timer = afterSimulatedLatency(timeoutMs, () => {
           this.waiters = this.waiters.filter((w) => w !== waiter);
           resolve();
-        }, timeoutMs);
+        });
         waiter.resolve = () => {
           clearTimeout(timer);
           resolve();

@@ -5,6 +5,7 @@ import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { FakeMachine } from './fake-machine.js';
 import { envOf, portsOf, refuseMachineFields, runOnstart, type OnstartRun } from './vast-machine.js';
 import { resolveQuirks, VariantCycle, type FakeBehaviour } from './recorded.js';
+import { afterSimulatedLatency } from './simulated-latency.js';
 import { FAKE_VAST_OFFERS, type FakeVastOffer } from './vast-fixtures.js';
 import {
   afterDestroyBody,
@@ -594,7 +595,7 @@ export class FakeVastApi {
         this.startOnstart(rec);
       };
       this.whenStarted(() => {
-        if (this.bootMs > 0) rec.timer = setTimeout(boot, this.bootMs);
+        if (this.bootMs > 0) rec.timer = afterSimulatedLatency(this.bootMs, boot);
         else boot();
       });
     }
@@ -731,13 +732,10 @@ export class FakeVastApi {
   private failStart(rec: FakeRecord, steps: ReturnType<typeof startFailureSteps>): void {
     const [step, ...rest] = steps;
     if (!step) return;
-    rec.timer = setTimeout(
-      () => {
-        Object.assign(rec.inst, step.fields);
-        rec.inst.ports = step.running ? runningPorts(rec) : null;
-        this.failStart(rec, rest);
-      },
-      Math.max(this.bootMs, 1) * (step.afterBoots ?? 1),
-    );
+    rec.timer = afterSimulatedLatency(Math.max(this.bootMs, 1) * (step.afterBoots ?? 1), () => {
+      Object.assign(rec.inst, step.fields);
+      rec.inst.ports = step.running ? runningPorts(rec) : null;
+      this.failStart(rec, rest);
+    });
   }
 }

@@ -18,7 +18,7 @@ import { FAST_TUNING as VAST_FAST } from '../plugins/vast-harness.js';
 import type { ContextOptions, TestContext } from './context.js';
 import { signup, type SignedUp } from './factories.js';
 import { createTopup } from './payments.js';
-import { waitFor } from './process.js';
+import { waitFor } from './wait.js';
 
 /** The three clouds' fakes a service brokers in the end-to-end cloud suites; a suite may start only some. */
 export interface CloudFakes {
@@ -117,8 +117,7 @@ export function cloudAgent(ctx: TestContext) {
         last = res.body.data;
         return statuses.includes(res.body.data?.status);
       },
-      ms,
-      `deployment ${id} in ${statuses}`,
+      { timeoutMs: ms, what: `deployment ${id} in ${statuses}` },
     );
     return last!;
   }

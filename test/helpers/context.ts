@@ -58,7 +58,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     PUBLIC_BASE_URL: 'http://gpu.test',
     LOCAL_PROVIDER_INVENTORY: inventoryPath,
-    ...sandboxUidEnv(),
+    ...sandboxUidEnv(opts.database?.url),
     SIGNUP_RATE_PER_MINUTE: '1000000',
     SIGNUP_RATE_PER_ADDRESS_PER_MINUTE: '1000000',
     // Every test client is 127.0.0.1, on the real clock; tests of this limit set their own.

@@ -18,6 +18,7 @@ import type { Services } from '../../src/container.js';
 import { agendaOf, startJobWorker } from '../../src/jobs/agenda.js';
 import type { JobDefinition } from '../../src/jobs/job-queue.js';
 import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
+import { waitFor } from './wait.js';
 
 export interface TestWorker {
   agenda: Agenda;
@@ -50,21 +51,22 @@ export async function startTestWorker(ctx: { services: Services }, opts: TestWor
   return {
     agenda,
     async settle(timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
       const names = Object.keys(agenda.definitions);
       if (names.length === 0) return;
-      for (;;) {
-        const [row] = await ctx.services.ds.query(
-          `SELECT COUNT(*) AS n FROM ${AGENDA_JOBS_TABLE}
-           WHERE type = 'normal' AND disabled = 0 AND name IN (${names.map(() => '?').join(', ')})
-             AND (locked_at IS NOT NULL OR next_run_at <= ?)`,
-          [...names, new Date()],
-        );
-        if (Number(row.n) === 0) return;
-        if (Date.now() > deadline)
-          throw new Error(`jobs did not settle within ${timeoutMs} ms (${row.n} due or running)`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      let left = 0;
+      await waitFor(
+        async () => {
+          const [row] = await ctx.services.ds.query(
+            `SELECT COUNT(*) AS n FROM ${AGENDA_JOBS_TABLE}
+             WHERE type = 'normal' AND disabled = 0 AND name IN (${names.map(() => '?').join(', ')})
+               AND (locked_at IS NOT NULL OR next_run_at <= ?)`,
+            [...names, new Date()],
+          );
+          left = Number(row.n);
+          return left === 0;
+        },
+        { timeoutMs, intervalMs: 20, what: () => `jobs to settle (${left} due or running)` },
+      );
     },
     stop(timeoutMs = 10_000) {
       return worker.stop({ timeoutMs });

@@ -48,7 +48,7 @@ export function signature(
 ): string {
   return Stripe.webhooks.generateTestHeaderString({
     payload,
-    secret: opts.secret ?? ctx.config.stripeWebhookSecret,
+    secret: opts.secret ?? ctx.config.stripe.webhookSecret,
     timestamp: opts.timestamp ?? Math.floor(ctx.clock.now().getTime() / 1000),
   });
 }

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { atRunEnd } from './db.js';
+import { settledWithin, waitFor } from './wait.js';
 
 /** A MariaDB server of a test's own, for server settings the shared one must not change. */
 export interface PrivateMariaDb {
@@ -78,14 +79,18 @@ export async function startPrivateMariaDb(serverArgs: string[]): Promise<Private
     started.once('exit', () => {
       if (child === started) exited = true;
     });
-    const deadline = Date.now() + 30_000;
-    while (!(await reachable(port))) {
-      if (exited || Date.now() > deadline) {
-        started.kill('SIGKILL');
-        rmSync(dir, { recursive: true, force: true });
-        throw new Error(`the private MariaDB on port ${port} did not come up`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
+    const up = await waitFor(async () => exited || (await reachable(port)), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+      what: `the private MariaDB on port ${port}`,
+    }).then(
+      () => !exited,
+      () => false,
+    );
+    if (!up) {
+      started.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+      throw new Error(`the private MariaDB on port ${port} did not come up`);
     }
   };
   /** Ends the server process, keeping its data directory. */
@@ -93,8 +98,7 @@ export async function startPrivateMariaDb(serverArgs: string[]): Promise<Private
     if (exited) return;
     const gone = new Promise((r) => child.once('exit', r));
     child.kill('SIGTERM');
-    await Promise.race([gone, new Promise((r) => setTimeout(r, 10_000))]);
-    if (!exited) {
+    if (!(await settledWithin(gone, 10_000))) {
       child.kill('SIGKILL');
       await gone;
     }

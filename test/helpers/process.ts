@@ -9,7 +9,10 @@ export interface Spawned {
   exited: Promise<number | null>;
 }
 
-/** Runs the service entry point as `npm start` would, with tsx instead of a prior build. */
+/**
+ * Runs the service entry point as `npm start` would, with tsx instead of a prior build. Its sandbox
+ * uids are its database's share of this process's block, unless `env` names a block.
+ */
 export function spawnService(args: string[], env: Record<string, string>): Spawned {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
     env: {
@@ -17,7 +20,7 @@ export function spawnService(args: string[], env: Record<string, string>): Spawn
       HOME: process.env.HOME ?? '/tmp',
       LOG_LEVEL: 'warn',
       NODE_ENV: 'development',
-      ...sandboxUidEnv(),
+      ...sandboxUidEnv(env.DATABASE_URL ?? ''),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -39,34 +42,4 @@ export async function freePort(): Promise<number> {
     });
     s.on('error', reject);
   });
-}
-
-/**
- * Polls `fn` every `intervalMs` until it returns a truthy value, which it resolves with; rejects
- * once `timeoutMs` has passed, naming `what` and the last error `fn` threw. The one polling helper
- * of the tests: wait on an event or a barrier where there is one, and poll only state that
- * announces nothing (a row, another process's output).
- */
-export async function waitFor<T>(
-  fn: () => Promise<T | undefined | null | false>,
-  timeoutMs: number,
-  what: string,
-  intervalMs = 50,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    // Checked after a try, so a slow `fn` still gets its last look before the deadline counts.
-    if (Date.now() > deadline)
-      throw new Error(
-        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`,
-      );
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
 }

@@ -13,7 +13,7 @@ import type { RentalStatus } from '../../src/modules/rentals/rental-status.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import type { TestContext } from './context.js';
 import { signup, type SignedUp } from './factories.js';
-import { waitFor } from './process.js';
+import { waitFor } from './wait.js';
 
 export interface KeyOptions {
   kind?: KeyKind;
@@ -194,9 +194,9 @@ export async function rentUntilTerminated(
   assert.equal(res.status, 201, JSON.stringify(res.body));
   const { rentalId, deploymentId } = res.body.data;
   const status = async () => (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data.status;
-  await waitFor(async () => (ctx.clock.advance(200), (await status()) === 'ACTIVE'), 20_000, 'ACTIVE');
+  await waitFor(async () => (ctx.clock.advance(200), (await status()) === 'ACTIVE'), { what: 'ACTIVE' });
   assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
-  await waitFor(async () => (ctx.clock.advance(200), (await status()) === 'TERMINATED'), 20_000, 'TERMINATED');
+  await waitFor(async () => (ctx.clock.advance(200), (await status()) === 'TERMINATED'), { what: 'TERMINATED' });
   return { rentalId, deploymentId };
 }
 
@@ -218,8 +218,7 @@ export async function stepUntil(
       d = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: deploymentId });
       return d.status === status;
     },
-    timeoutMs,
-    `deployment ${deploymentId} ${status}`,
+    { timeoutMs: timeoutMs, what: `deployment ${deploymentId} ${status}` },
   );
   return d!;
 }

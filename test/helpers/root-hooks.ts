@@ -14,6 +14,15 @@ export async function clearLeftoverJobs(ds: DataSource): Promise<void> {
   await ds.query(`DELETE FROM ${AGENDA_JOBS_TABLE} WHERE type = 'normal' AND locked_at IS NULL`);
 }
 
+/**
+ * Drops the rows of repeating jobs a file scheduled (`scheduleRepeating`), once its workers have
+ * stopped: a later file's test worker on the same database would otherwise run them on their wall-
+ * clock intervals (an idle sweep of its own beside the one its test drives, say).
+ */
+async function clearRepeatingJobs(ds: DataSource): Promise<void> {
+  await ds.query(`DELETE FROM ${AGENDA_JOBS_TABLE} WHERE type = 'single' AND locked_at IS NULL`);
+}
+
 let currentFile: string | undefined;
 
 /**
@@ -56,7 +65,9 @@ export const mochaHooks = {
   },
   async afterAll(this: Mocha.Context) {
     this.timeout(60_000);
-    if (inWorker) await runCleanups();
-    else await closeTestDatabase();
+    if (inWorker) {
+      await runCleanups();
+      await clearRepeatingJobs(await testDataSource());
+    } else await closeTestDatabase();
   },
 };

@@ -140,8 +140,8 @@ describe('markup configuration', () => {
   });
 
   it('defaults OFFER_MAX_AGE_SECONDS to ten minutes and keeps it above the refresh period', () => {
-    assert.equal(loadConfig({}).offerMaxAgeSeconds, 600);
-    assert.equal(loadConfig({ OFFER_MAX_AGE_SECONDS: '120' }).offerMaxAgeSeconds, 120);
+    assert.equal(loadConfig({}).inventory.offerMaxAgeSeconds, 600);
+    assert.equal(loadConfig({ OFFER_MAX_AGE_SECONDS: '120' }).inventory.offerMaxAgeSeconds, 120);
     assert.throws(
       () => loadConfig({ OFFER_MAX_AGE_SECONDS: '30' }),
       /^ConfigError: OFFER_MAX_AGE_SECONDS|OFFER_MAX_AGE_SECONDS/,

@@ -6,7 +6,7 @@ import { Offer } from '../../src/modules/inventory/offer.entity.js';
 import { inventoryVersion, liveUntil } from '../../src/modules/inventory/offers.repository.js';
 import { READINESS_REUSE_MS, readinessProbe } from '../../src/readiness.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { account, discardQueuedRentalJobs, rent } from '../helpers/rentals.js';
 import { ProviderStatus } from '../../src/modules/inventory/provider-status.entity.js';
 import type { ProviderOffer } from '../../src/providers/provider.js';
@@ -62,7 +62,7 @@ describe('offer snapshot recovery after the worker was away', function () {
   let maxAgeMs: number;
   before(async () => {
     ctx = await createTestContext({ offers: LOCAL });
-    maxAgeMs = ctx.config.offerMaxAgeSeconds * 1000;
+    maxAgeMs = ctx.config.inventory.offerMaxAgeSeconds * 1000;
     // Readiness answers are reused on the test's clock, so moving it past the reuse asks again.
     const readiness = readinessProbe(ctx.services, ['api'], { nowMs: () => ctx.clock.now().getTime() });
     api = supertest.agent(createApp(ctx.services, { readiness }));
@@ -112,11 +112,10 @@ describe('offer snapshot recovery after the worker was away', function () {
     assert.equal(local.added, 0, 'nothing about the offers changed');
     assert.equal(await inventoryVersion(ctx.services.ds), version, 'an unchanged refresh leaves the version');
 
-    await waitFor(
-      async () => (await offerKeys()).length === all.length,
-      NOTICE_MS,
-      'the offers back after one refresh',
-    );
+    await waitFor(async () => (await offerKeys()).length === all.length, {
+      timeoutMs: NOTICE_MS,
+      what: 'the offers back after one refresh',
+    });
     assert.deepEqual(await offerKeys(), all);
     assert.deepEqual(await intentStatus(), { status: 201, code: undefined });
     ctx.clock.advance(READINESS_REUSE_MS);
@@ -145,7 +144,10 @@ describe('offer snapshot recovery after the worker was away', function () {
     it('brings back its offers within the refresh that ends the hang, while the other provider kept the snapshot non-empty', async () => {
       acme.offers = [cloudOffer({ key: 'acme-150', pricePerHourMinor: 150 })];
       await ctx.services.inventory.refresh();
-      await waitFor(async () => (await offerKeys()).includes('1x150'), NOTICE_MS, 'the new provider listed');
+      await waitFor(async () => (await offerKeys()).includes('1x150'), {
+        timeoutMs: NOTICE_MS,
+        what: 'the new provider listed',
+      });
 
       // A refresh in which acme's listing hangs: the local provider's answer is stored meanwhile.
       ctx.clock.advance(maxAgeMs / 2);
@@ -157,8 +159,7 @@ describe('offer snapshot recovery after the worker was away', function () {
           (
             await ctx.services.ds.getRepository(ProviderStatus).findOneBy({ providerId: 'local' })
           )?.lastSuccessAt?.getTime() === localRenewedAt,
-        NOTICE_MS,
-        "the local provider's answer stored",
+        { timeoutMs: NOTICE_MS, what: "the local provider's answer stored" },
       );
       ctx.clock.advance(maxAgeMs / 2 + 1_000);
       assert.deepEqual(await offerKeys(), ['1x300', '1x320', '8x2400'], "acme's offer passed its age");
@@ -169,11 +170,10 @@ describe('offer snapshot recovery after the worker was away', function () {
       const results = await refreshing;
       assert.equal(results.find((r) => r.provider === 'acme-recover')?.added, 0);
       assert.equal(await inventoryVersion(ctx.services.ds), version);
-      await waitFor(
-        async () => (await offerKeys()).includes('1x150'),
-        NOTICE_MS,
-        "acme's offer back after the refresh",
-      );
+      await waitFor(async () => (await offerKeys()).includes('1x150'), {
+        timeoutMs: NOTICE_MS,
+        what: "acme's offer back after the refresh",
+      });
       assert.deepEqual(await offerKeys(), ['1x150', '1x300', '1x320', '8x2400']);
     });
   });

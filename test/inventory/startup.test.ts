@@ -12,7 +12,7 @@ import { createLogger } from '../../src/logger.js';
 import type { ProviderOffer } from '../../src/providers/provider.js';
 import { ProviderRegistry } from '../../src/providers/provider-registry.js';
 import { startWorker } from '../../src/worker.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { addScriptedCloud, cloudOffer } from './scripted-provider.js';
 
 describe('start-up with a provider that has not answered yet', () => {
@@ -82,8 +82,7 @@ describe('start-up with a provider that has not answered yet', () => {
           const body = (await api.get('/api/v1/offers')).body;
           return body.data.length === 1 && body.data[0].pricePerHourMinor === 199;
         },
-        10_000,
-        'the refreshed offers',
+        { timeoutMs: 10_000, what: 'the refreshed offers' },
       );
     } finally {
       for (const answer of answers.splice(0)) answer([]);

@@ -4,13 +4,13 @@ import { agendaQueueOf } from '../../src/jobs/agenda.js';
 import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
 import { createTestContext } from '../helpers/context.js';
 import { startTestWorker } from '../helpers/jobs.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { sentRequests } from '../helpers/sql-requests.js';
 
 describe('jobs: JOBS_CLAIM', () => {
   it('is skip-locked unless set, takes update in any case, and refuses anything else at start', () => {
-    assert.equal(loadConfig({}).jobsClaim, 'skip-locked');
-    assert.equal(loadConfig({ JOBS_CLAIM: ' UPDATE ' }).jobsClaim, 'update');
+    assert.equal(loadConfig({}).jobs.claim, 'skip-locked');
+    assert.equal(loadConfig({ JOBS_CLAIM: ' UPDATE ' }).jobs.claim, 'update');
     assert.throws(() => loadConfig({ JOBS_CLAIM: 'nowait' }), /JOBS_CLAIM must be skip-locked or update, got "nowait"/);
   });
 
@@ -31,7 +31,7 @@ describe('jobs: JOBS_CLAIM', () => {
       try {
         const { sent } = await sentRequests(async () => {
           await agendaQueueOf(ctx.services.jobs).now('t.claim-mode', {});
-          await waitFor(async () => ran === 1, 10_000, 'the job to run');
+          await waitFor(async () => ran === 1, { timeoutMs: 10_000, what: 'the job to run' });
           await worker.settle();
         });
         const skipLocked = sent.filter((sql) => /SKIP\s+LOCKED/i.test(sql));

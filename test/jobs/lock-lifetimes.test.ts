@@ -7,7 +7,8 @@ import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
 import { ApiKey } from '../../src/modules/keys/api-key.entity.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { HostileSshServer } from '../helpers/hostile-ssh.js';
-import { spawnService, waitFor, type Spawned } from '../helpers/process.js';
+import { spawnService, type Spawned } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { account, makeActive, offerIds, rentOk } from '../helpers/rentals.js';
 import { scratchDatabase } from './scratch-database.js';
 
@@ -95,7 +96,10 @@ describe('jobs: lock lifetimes', function () {
         return w;
       };
       const victim = start();
-      await waitFor(async () => machine.execs > 0, 60_000, `the first worker's sample (${victim.stderr()})`);
+      await waitFor(async () => machine.execs > 0, {
+        timeoutMs: 60_000,
+        what: () => `the first worker's sample (${victim.stderr()})`,
+      });
       victim.child.kill('SIGKILL');
       const killedAt = Date.now();
       await victim.exited;
@@ -105,11 +109,10 @@ describe('jobs: lock lifetimes', function () {
       assert.ok(row.locked_at instanceof Date, 'the dead worker still holds the sweep');
 
       const rescuer = start();
-      await waitFor(
-        async () => machine.execs > 1,
-        lifetime + 60_000,
-        `the second worker's sample (${rescuer.stderr()})`,
-      );
+      await waitFor(async () => machine.execs > 1, {
+        timeoutMs: lifetime + 60_000,
+        what: () => `the second worker's sample (${rescuer.stderr()})`,
+      });
       const waited = Date.now() - killedAt;
       // Its lifetime, the poll and a start of the service: not the ten minutes of Agenda's default.
       assert.ok(waited <= lifetime + 30_000, `taken over after ${waited} ms (lock lifetime ${lifetime} ms)`);

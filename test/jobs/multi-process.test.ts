@@ -4,7 +4,7 @@ import type { DataSource } from 'typeorm';
 import { JOB_CLAIM_MODES } from '../../src/config.js';
 import { createAgenda } from '../../src/jobs/agenda.js';
 import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { scratchDatabase } from './scratch-database.js';
 
 interface WorkerProcess {
@@ -41,7 +41,7 @@ for (const claim of JOB_CLAIM_MODES) {
     }
 
     const ready = (w: WorkerProcess) =>
-      waitFor(async () => w.output().includes('ready'), 20_000, `worker ready (${w.output()})`);
+      waitFor(async () => w.output().includes('ready'), { what: () => `worker ready (${w.output()})` });
     const runs = (where = '1 = 1', params: unknown[] = []) =>
       ds.query(`SELECT job_key, phase, pid FROM job_runs_test WHERE ${where} ORDER BY id`, params) as Promise<
         Array<{ job_key: string; phase: string; pid: number }>
@@ -68,7 +68,7 @@ for (const claim of JOB_CLAIM_MODES) {
 
     it('runs each of 500 one-off jobs exactly once across 4 worker processes', async () => {
       // Enqueued from a process that never processes, like the api role.
-      const { queue } = createAgenda(ds, { jobsProcessEveryMs: 1000, jobsClaim: claim });
+      const { queue } = createAgenda(ds, { jobs: { processEveryMs: 1000, claim } });
       const workers = [startWorker(), startWorker(), startWorker(), startWorker()];
       await Promise.all(workers.map(ready));
       for (let i = 0; i < 500; i += 50) {
@@ -81,8 +81,7 @@ for (const claim of JOB_CLAIM_MODES) {
           );
           return Number(r.n) === 500;
         },
-        45_000,
-        'all 500 jobs to finish',
+        { timeoutMs: 45_000, what: 'all 500 jobs to finish' },
       );
       const done = await runs();
       assert.equal(done.length, 500);
@@ -95,11 +94,14 @@ for (const claim of JOB_CLAIM_MODES) {
     });
 
     it('hands a job whose worker was SIGKILLed mid-run to another worker after its lock lifetime, and it completes once', async () => {
-      const { queue } = createAgenda(ds, { jobsProcessEveryMs: 1000, jobsClaim: claim });
+      const { queue } = createAgenda(ds, { jobs: { processEveryMs: 1000, claim } });
       const victim = startWorker({ HANG: '1', LOCK_LIFETIME_MS: '1500' });
       await ready(victim);
       await queue.now('mp.slow', { key: 'slow-1' });
-      await waitFor(async () => (await runs("phase = 'start'")).length === 1, 10_000, 'the job to start');
+      await waitFor(async () => (await runs("phase = 'start'")).length === 1, {
+        timeoutMs: 10_000,
+        what: 'the job to start',
+      });
       victim.child.kill('SIGKILL');
       await victim.exited;
       const [locked] = await ds.query(`SELECT locked_at FROM ${AGENDA_JOBS_TABLE} WHERE name = 'mp.slow'`);
@@ -114,8 +116,7 @@ for (const claim of JOB_CLAIM_MODES) {
           );
           return r.last_finished_at instanceof Date && r.locked_at === null;
         },
-        15_000,
-        'the takeover to complete',
+        { timeoutMs: 15_000, what: 'the takeover to complete' },
       );
       // With the last live worker drained and gone, no run can start any more: what is recorded is all there is.
       rescuer.child.kill('SIGTERM');
@@ -140,7 +141,10 @@ for (const claim of JOB_CLAIM_MODES) {
     it('keeps a repeating job as one row through restarts and overlapping workers, and it keeps running', async () => {
       const first = startWorker({ EVERY_MS: '200' });
       await ready(first);
-      await waitFor(async () => (await runs("job_key = 'tick'")).length >= 2, 10_000, 'ticks from the first worker');
+      await waitFor(async () => (await runs("job_key = 'tick'")).length >= 2, {
+        timeoutMs: 10_000,
+        what: 'ticks from the first worker',
+      });
       first.child.kill('SIGTERM');
       assert.equal(await first.exited, 0);
       const before = (await runs("job_key = 'tick'")).length;
@@ -148,11 +152,10 @@ for (const claim of JOB_CLAIM_MODES) {
       const second = startWorker({ EVERY_MS: '200' });
       const third = startWorker({ EVERY_MS: '200' });
       await Promise.all([ready(second), ready(third)]);
-      await waitFor(
-        async () => (await runs("job_key = 'tick'")).length >= before + 3,
-        10_000,
-        'ticks after the restart',
-      );
+      await waitFor(async () => (await runs("job_key = 'tick'")).length >= before + 3, {
+        timeoutMs: 10_000,
+        what: 'ticks after the restart',
+      });
       const rows = await ds.query(`SELECT id, type FROM ${AGENDA_JOBS_TABLE} WHERE name = 'mp.tick'`);
       assert.equal(rows.length, 1);
       assert.equal(rows[0].type, 'single');

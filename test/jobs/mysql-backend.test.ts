@@ -9,7 +9,7 @@ import type { AgendaJobQueue } from '../../src/jobs/agenda-job-queue.js';
 import { AGENDA_JOBS_TABLE, MysqlJobRepository } from '../../src/jobs/mysql-jobs.repository.js';
 import { createTestContext } from '../helpers/context.js';
 import { startTestWorker } from '../helpers/jobs.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { scratchDatabase } from './scratch-database.js';
 
 const json = (v: unknown) => (typeof v === 'string' ? JSON.parse(v) : v);
@@ -73,7 +73,7 @@ for (const claim of JOB_CLAIM_MODES) {
     } {
       const { agenda, queue } = createAgenda(
         ds,
-        { jobsProcessEveryMs: opts.processEveryMs ?? 50, jobsClaim: claim },
+        { jobs: { processEveryMs: opts.processEveryMs ?? 50, claim } },
         {
           defaultLockLifetimeMs: opts.lockLifetimeMs,
         },
@@ -462,11 +462,10 @@ for (const claim of JOB_CLAIM_MODES) {
         await agenda.now('t.run', { tag: 'now' });
         await agenda.schedule(later(300), 't.run', { tag: 'scheduled' });
         await agenda.now('t.fail', {});
-        await waitFor(
-          async () => ran.length === 2 && (await rows('t.fail'))[0]?.fail_count === 1,
-          10_000,
-          'jobs to run',
-        );
+        await waitFor(async () => ran.length === 2 && (await rows('t.fail'))[0]?.fail_count === 1, {
+          timeoutMs: 10_000,
+          what: 'jobs to run',
+        });
         assert.deepEqual(ran, ['now', 'scheduled']);
         const [failed] = await rows('t.fail');
         assert.equal(failed.fail_reason, 'boom');
@@ -510,7 +509,7 @@ for (const claim of JOB_CLAIM_MODES) {
         });
         await agenda.start();
         await agenda.every(150, 't.tick');
-        await waitFor(async () => runs >= 3, 10_000, 'three ticks');
+        await waitFor(async () => runs >= 3, { timeoutMs: 10_000, what: 'three ticks' });
         assert.equal((await rows('t.tick')).length, 1);
       });
 
@@ -549,7 +548,7 @@ for (const claim of JOB_CLAIM_MODES) {
         const at = ago(1000);
         for (const p of [1, 5, 3]) await agenda.create('t.order', { p }).priority(p).schedule(at).save();
         await agenda.start();
-        await waitFor(async () => order.length === 3, 10_000, 'three runs');
+        await waitFor(async () => order.length === 3, { timeoutMs: 10_000, what: 'three runs' });
         assert.deepEqual(order, [5, 3, 1]);
       });
 
@@ -568,7 +567,7 @@ for (const claim of JOB_CLAIM_MODES) {
         assert.deepEqual(claims.answers.filter(Boolean), [], 'a disabled job is never handed out');
         assert.equal(runs, 0);
         assert.equal(await agenda.enable({ name: 't.toggle' }), 1);
-        await waitFor(async () => runs === 1, 10_000, 'run after enable');
+        await waitFor(async () => runs === 1, { timeoutMs: 10_000, what: 'run after enable' });
         await agenda.schedule(later(60_000), 't.cancel', {});
         await agenda.schedule(later(60_000), 't.cancel', {});
         assert.equal(await agenda.cancel({ name: 't.cancel' }), 2);
@@ -590,7 +589,7 @@ for (const claim of JOB_CLAIM_MODES) {
         // The start-up poll has passed over t.wake; with a minute to the next, only the notification claims now.
         await startupPoll;
         await queue.now('t.wake', {});
-        await waitFor(async () => ran, 5_000, 'the notified job');
+        await waitFor(async () => ran, { timeoutMs: 5_000, what: 'the notified job' });
         assert.equal(claims.answers[0], undefined, 'the start-up poll found nothing');
         assert.deepEqual(
           claims.answers.filter(Boolean).map((j) => j!.name),
@@ -613,7 +612,7 @@ for (const claim of JOB_CLAIM_MODES) {
         await repo.saveJob(normal('t.abandoned', ago(1000)), undefined);
         await repo.getNextJobToRun('t.abandoned', new Date(), ago(60_000), undefined, { lastModifiedBy: 'dead' });
         await agenda.start();
-        await waitFor(async () => ranBy.length === 1, 10_000, 'takeover');
+        await waitFor(async () => ranBy.length === 1, { timeoutMs: 10_000, what: 'takeover' });
         const [r] = await rows('t.abandoned');
         assert.equal(r.locked_at, null);
         assert.ok(r.last_finished_at instanceof Date);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
-import { spawnService, waitFor } from '../helpers/process.js';
+import { spawnService } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { scratchDatabase } from './scratch-database.js';
 
 describe('jobs: the worker role', function () {
@@ -21,8 +22,7 @@ describe('jobs: the worker role', function () {
             );
             return r?.last_finished_at instanceof Date;
           },
-          20_000,
-          `inventory.refresh to run (${svc.stderr()})`,
+          { what: () => `inventory.refresh to run (${svc.stderr()})` },
         );
         // A second worker process declares the same jobs without adding rows.
         const other = spawnService(['--role', 'worker'], env);
@@ -35,8 +35,7 @@ describe('jobs: the worker role', function () {
             ]);
             return r.length >= 4;
           },
-          20_000,
-          `second worker to declare its jobs (${other.stderr()})`,
+          { what: () => `second worker to declare its jobs (${other.stderr()})` },
         );
         other.child.kill('SIGTERM');
         assert.equal(await other.exited, 0, other.stderr());

@@ -184,7 +184,13 @@ describe('Lambda error and state tables', () => {
     h.fake.failNextWith('list', 429, body('global/too-many-requests'));
     assert.equal((await h.provider.create(h.label(), h.offer(), keys.publicKey)).kind, 'throttled');
     h.fake.failNextWith('list', 401, body('global/invalid-api-key'));
-    assert.equal((await h.provider.create(h.label(), h.offer(), keys.publicKey)).kind, 'rejected');
+    // The kit's verdict carries the class the lookup met, so the host blames the key.
+    assert.deepEqual(
+      await h.provider
+        .create(h.label(), h.offer(), keys.publicKey)
+        .then((r) => [r.kind, 'errorClass' in r && r.errorClass]),
+      ['rejected', 'auth'],
+    );
     h.fake.failNext('list', '5xx');
     assert.equal((await h.provider.create(h.label(), h.offer(), keys.publicKey)).kind, 'ambiguous');
     assert.ok(!h.fake.calls.some((c) => c.path.endsWith('/launch') || c.path.endsWith('/ssh-keys')));

@@ -36,6 +36,11 @@ export interface LambdaHarness {
   offer(key?: string): OfferRef;
   /** Another provider against the same fake, with its own options and limiter. */
   newProvider(opts?: { raw?: Record<string, string>; tuning?: LambdaTuning }): Promise<LambdaProvider>;
+  /**
+   * Moves the providers' clock (`tuning.now`: the list's time to live, the unknown-state bound,
+   * the rate limits) `ms` ahead of the wall clock, so a test lets that time pass without waiting it out.
+   */
+  advance(ms: number): void;
   cleanup(): Promise<void>;
 }
 
@@ -59,6 +64,8 @@ export async function makeLambdaHarness(
     labelPrefix,
   };
   const providers: LambdaProvider[] = [];
+  let aheadMs = 0;
+  const now = () => Date.now() + aheadMs;
   const newProvider = async (o: { raw?: Record<string, string>; tuning?: LambdaTuning } = {}) => {
     const options = lambdaPlugin.validateOptions({
       API_KEY: fake.apiKey,
@@ -67,7 +74,7 @@ export async function makeLambdaHarness(
       ...o.raw,
     });
     const p = (await lambdaPlugin.create(
-      { ...options, tuning: { ...FAST_TUNING, ...o.tuning } },
+      { ...options, tuning: { now, ...FAST_TUNING, ...o.tuning } },
       deps,
     )) as LambdaProvider;
     providers.push(p);
@@ -83,6 +90,7 @@ export async function makeLambdaHarness(
     label: () => `${labelPrefix}${randomUUID().slice(0, 13)}`,
     offer: (key = H100_OFFER_KEY) => ({ id: randomUUID(), key, name: key.split('@')[0], gpuCount: 1 }),
     newProvider,
+    advance: (ms) => void (aheadMs += ms),
     async cleanup() {
       await Promise.all(providers.map((p) => p.close()));
       await fake.close();

@@ -10,7 +10,7 @@ import { errorClassOf } from '../../src/providers/provider-http.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import type { FakeLambdaStatus } from '../fakes/lambda-api.js';
 import { EDGE_403_HTML, lambdaRecorded } from '../fakes/lambda-recorded.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { makeLambdaHarness, type LambdaHarness } from './lambda-harness.js';
 
 const DIR = new URL('../fixtures/providers/lambda/', import.meta.url);
@@ -115,11 +115,11 @@ describe('Lambda plugin against the fake in recorded mode', function () {
     assert.ok((await h.provider.listOffers()).length > 0);
     const label = h.label();
     const id = ((await h.provider.create(label, h.offer(), keys.publicKey)) as { instanceId: string }).instanceId;
-    await waitFor(async () => (await h.provider.get(id)).state === 'running', 10_000, 'running');
+    await waitFor(async () => (await h.provider.get(id)).state === 'running', { timeoutMs: 10_000, what: 'running' });
     assert.equal((await h.provider.findByLabel(label))?.instanceId, id);
     assert.ok((await h.provider.listInstances()).some((i) => i.instanceId === id));
     await h.provider.destroy(id);
-    await waitFor(async () => (await h.provider.get(id)).state === 'gone', 10_000, 'gone');
+    await waitFor(async () => (await h.provider.get(id)).state === 'gone', { timeoutMs: 10_000, what: 'gone' });
     await h.provider.afterDestroyed(label);
     const paths = new Set(h.fake.calls.map((c) => `${c.method} ${c.path.replace(/[0-9a-f]{32}/, ':id')}`));
     for (const p of [
@@ -234,12 +234,12 @@ describe('Lambda plugin against the fake in recorded mode', function () {
       tuning: { unknownStateBoundMs: 300, listTtlMs: 0 },
     });
     const id = await launched();
-    await waitFor(async () => (await h.provider.get(id)).state === 'running', 10_000, 'running');
+    await waitFor(async () => (await h.provider.get(id)).state === 'running', { timeoutMs: 10_000, what: 'running' });
     h.fake.setStatus(id, 'rebuilding' as FakeLambdaStatus);
     const first = await h.provider.get(id);
     assert.deepEqual([first.state, first.providerState], ['pending', 'rebuilding']);
     assert.equal((await h.provider.get(id)).state, 'pending');
-    await new Promise((r) => setTimeout(r, 350));
+    h.advance(300);
     assert.equal((await h.provider.get(id)).state, 'failed');
     assert.equal(h.logText().match(/"rawState":"rebuilding"/g)?.length, 1, 'logged once');
     // A known status clears the timer.
@@ -254,7 +254,8 @@ describe('Lambda plugin against the fake in recorded mode', function () {
     });
     const id = await launched();
     h.fake.setStatus(id, 'unhealthy');
-    await new Promise((r) => setTimeout(r, 20));
+    assert.equal((await h.provider.get(id)).state, 'pending');
+    h.advance(2);
     // Not bounded by the unknown-state timer: the host's provisioning bound decides.
     assert.equal((await h.provider.get(id)).state, 'pending');
     h.fake.setStatus(id, 'preempted');

@@ -5,9 +5,10 @@ import { wrapStartupScript } from '../../src/modules/rentals/machine-secrets.js'
 import { DEFAULT_MACHINE_SETTINGS, type CreateResult, type MachineSettings } from '../../src/providers/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { USER_DATA_MAX_BYTES } from '../fakes/lambda-wire.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import {
   AWKWARD_ENV,
+  FAST_TUNING,
   decodedWrites,
   encodedBlobs,
   makeLambdaHarness,
@@ -127,9 +128,12 @@ describe('Lambda plugin: machine settings', function () {
       settings({ env: { ...SECRET_ENV, ...AWKWARD_ENV }, startupScript: wrapped }),
     );
     const blobs = encodedBlobs(h.fake.userDataOf(instanceId)!);
-    await waitFor(async () => (await h.provider.get(instanceId)).state === 'running', 10_000, 'running');
+    await waitFor(async () => (await h.provider.get(instanceId)).state === 'running', {
+      timeoutMs: 10_000,
+      what: 'running',
+    });
     await h.provider.destroy(instanceId);
-    await waitFor(async () => (await h.provider.get(instanceId)).state === 'gone', 10_000, 'gone');
+    await waitFor(async () => (await h.provider.get(instanceId)).state === 'gone', { timeoutMs: 10_000, what: 'gone' });
     await h.provider.afterDestroyed(label);
     const log = h.logText();
     assert.match(log, /lambda instance launched/);
@@ -224,7 +228,7 @@ describe('Lambda plugin: machine settings', function () {
     assert.equal((await h.provider.listInstances()).find((i) => i.instanceId === instanceId)?.startupPhase, 'booting');
     for (const status of ['unhealthy', 'active'] as const) {
       h.fake.setStatus(instanceId, status);
-      await new Promise((r) => setTimeout(r, 250));
+      h.advance(FAST_TUNING.listTtlMs!);
       const info = await h.provider.get(instanceId);
       assert.equal(info.providerState, status);
       assert.equal(info.startupPhase, undefined, status);

@@ -3,9 +3,9 @@ import { LambdaProvider, LABEL_TAG_KEY, matchLabel } from '../../plugins/lambda/
 import type { LambdaInstance } from '../../plugins/lambda/types.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec, sshProbe, type SshTarget } from '../../src/providers/ssh-probe.js';
-import { H100_OFFER_KEY, makeLambdaHarness, type LambdaHarness } from './lambda-harness.js';
+import { FAST_TUNING, H100_OFFER_KEY, makeLambdaHarness, type LambdaHarness } from './lambda-harness.js';
 import { runProviderContract, waitForRunning } from './provider-contract.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 runProviderContract('lambda', async () => {
   const h = await makeLambdaHarness();
@@ -18,6 +18,9 @@ runProviderContract('lambda', async () => {
     cleanup: h.cleanup,
   };
 });
+
+/** Past this, the list the provider read last is read again. */
+const LIST_TTL_MS = FAST_TUNING.listTtlMs!;
 
 describe(LambdaProvider.name, () => {
   let h: LambdaHarness;
@@ -174,11 +177,10 @@ describe(LambdaProvider.name, () => {
       const other = generateDeploymentKeyPair('other');
       const p = await h.newProvider();
       await h.provider.destroy((await h.provider.findByLabel(label))!.instanceId);
-      await waitFor(
-        async () => ((await h.provider.findByLabel(label)) === null ? true : undefined),
-        5000,
-        'terminated',
-      );
+      await waitFor(async () => ((await h.provider.findByLabel(label)) === null ? true : undefined), {
+        timeoutMs: 5000,
+        what: 'terminated',
+      });
       const res = await p.create(label, h.offer(), other.publicKey);
       assert.equal(res.kind, 'rejected');
       assert.match((res as { reason: string }).reason, /different public key/);
@@ -233,7 +235,10 @@ describe(LambdaProvider.name, () => {
       assert.equal((await restarted.findByLabel(label))?.instanceId, instanceId);
       assert.equal((await restarted.get(instanceId)).state, 'running');
       await restarted.destroy(instanceId);
-      await waitFor(async () => ((await restarted.get(instanceId)).state === 'gone' ? true : undefined), 5000, 'gone');
+      await waitFor(async () => ((await restarted.get(instanceId)).state === 'gone' ? true : undefined), {
+        timeoutMs: 5000,
+        what: 'gone',
+      });
       await restarted.afterDestroyed(label);
       assert.deepEqual(h.fake.sshKeys(), []);
     });
@@ -257,12 +262,14 @@ describe(LambdaProvider.name, () => {
     it('deletes the deployment key once destruction is verified, idempotently', async () => {
       const { label, instanceId, target } = await launchRunning();
       await h.provider.destroy(instanceId);
-      await waitFor(async () => ((await h.provider.get(instanceId)).state === 'gone' ? true : undefined), 5000, 'gone');
-      await waitFor(
-        async () => ((await sshProbe(target, { timeoutMs: 1000 })).ok ? undefined : true),
-        5000,
-        'SSH closed',
-      );
+      await waitFor(async () => ((await h.provider.get(instanceId)).state === 'gone' ? true : undefined), {
+        timeoutMs: 5000,
+        what: 'gone',
+      });
+      await waitFor(async () => ((await sshProbe(target, { timeoutMs: 1000 })).ok ? undefined : true), {
+        timeoutMs: 5000,
+        what: 'SSH closed',
+      });
       assert.equal(h.fake.sshKeys().filter((k) => k.name === label).length, 1);
       await h.provider.afterDestroyed(label);
       assert.deepEqual(h.fake.sshKeys(), []);
@@ -300,7 +307,7 @@ describe(LambdaProvider.name, () => {
     it('an instance the API forgot reads as gone while its SSH still lets the key in', async () => {
       const { instanceId, target, label } = await launchRunning();
       h.fake.forget(instanceId);
-      await new Promise((r) => setTimeout(r, 250));
+      h.advance(LIST_TTL_MS);
       assert.equal((await h.provider.get(instanceId)).state, 'gone');
       assert.equal(await h.provider.findByLabel(label), null);
       assert.deepEqual(await sshProbe(target), { ok: true });
@@ -310,7 +317,7 @@ describe(LambdaProvider.name, () => {
   describe('polling', () => {
     it('serves many concurrent gets from one list call', async () => {
       const launched = [await launch(), await launch(), await launch()];
-      await new Promise((r) => setTimeout(r, 250));
+      h.advance(LIST_TTL_MS);
       const before = h.fake.calls.length;
       const infos = await Promise.all(Array.from({ length: 12 }, (_, i) => h.provider.get(launched[i % 3].instanceId)));
       assert.deepEqual(callsSince(before), ['GET /api/v1/instances']);
@@ -323,8 +330,11 @@ describe(LambdaProvider.name, () => {
     it('asks for the instance itself before calling an unlisted one gone', async () => {
       const { instanceId } = await launch();
       await h.provider.destroy(instanceId);
-      await waitFor(async () => (h.fake.instances()[0].status === 'terminated' ? true : undefined), 5000, 'terminated');
-      await new Promise((r) => setTimeout(r, 250));
+      await waitFor(async () => (h.fake.instances()[0].status === 'terminated' ? true : undefined), {
+        timeoutMs: 5000,
+        what: 'terminated',
+      });
+      h.advance(LIST_TTL_MS);
       const before = h.fake.calls.length;
       const info = await h.provider.get(instanceId);
       assert.equal(info.state, 'gone');

@@ -4,7 +4,7 @@ import { existsSync, statSync } from 'node:fs';
 import { chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 const NOBODY = { uid: 65534, gid: 65534 };
 
@@ -97,8 +97,7 @@ describe('local machine namespaces', function () {
     // The process that started the machine has exited: its holder stops the machine, escaped processes included.
     await waitFor(
       async () => !existsSync(`/proc/${report.background}/ns/net`) && !existsSync(`/proc/${report.holder}/ns/net`),
-      5000,
-      'the machine to stop',
+      { timeoutMs: 5000, what: 'the machine to stop' },
     );
   }
 

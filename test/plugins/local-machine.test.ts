@@ -8,6 +8,7 @@ import type { LocalProvider } from '../../plugins/local/local-provider.js';
 import { DEFAULT_LOCAL_IMAGE } from '../../plugins/local/machine.js';
 import { sandboxDirFor } from '../../plugins/local/sandbox.js';
 import { ManualClock } from '../../src/clock.js';
+import { createLogger } from '../../src/logger.js';
 import { wrapStartupScript } from '../../src/modules/rentals/machine-secrets.js';
 import {
   DEFAULT_MACHINE_SETTINGS,
@@ -17,7 +18,7 @@ import {
 } from '../../src/providers/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec, type SshTarget } from '../../src/providers/ssh-probe.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { makeLocalHarness, TEST_OFFERS, type LocalHarness } from './local-harness.js';
 import { waitForRunning } from './provider-contract.js';
 
@@ -80,8 +81,7 @@ async function answered(url: string): Promise<string> {
       return 'status' in r && r.status === 200 ? r.body : undefined;
     },
     // A node server inside the machine may take seconds to start on a loaded machine.
-    20_000,
-    `${url} to answer`,
+    { what: `${url} to answer` },
   );
 }
 
@@ -258,11 +258,18 @@ describe('local machines: image, environment, startup script, ports, disk, GPUs'
       assert.equal(await run(target, 'cat uid'), await run(target, 'id -u'));
 
       await first.close();
-      const second = await h.newProvider();
+      const logged: string[] = [];
+      const second = await h.newProvider({
+        logger: createLogger('info', { write: (l: string) => void logged.push(l) }),
+      });
       const back = await waitForRunning(second, instanceId, 3000);
       assert.deepEqual(back.endpoints, info.endpoints, 'the machine keeps its addresses');
       assert.equal(await answered(url), 'hi from the script', 'the machine kept running through the restart');
-      await new Promise((r) => setTimeout(r, 200));
+      // The restarted provider says it serves the machine once it has brought it up, startup script decided.
+      await waitFor(() => logged.some((l) => l.includes('ssh server listening') && l.includes(instanceId)), {
+        what: 'the restarted provider to serve the machine',
+      });
+      assert.ok(!logged.some((l) => l.includes('startup script started')), 'the script was not started again');
       assert.equal(await run({ ...back.ssh, privateKey: keys.privateKey }, 'cat runs'), 'ran\n');
     });
 
@@ -272,7 +279,10 @@ describe('local machines: image, environment, startup script, ports, disk, GPUs'
         settings({ env: { WHO: 'agent' }, startupScript: 'echo "raw $WHO $0" > "$HOME/raw"\n' }),
       );
       assert.equal(
-        await waitFor(async () => (await sshExec(target, 'cat raw')).stdout || undefined, 5000, 'the script'),
+        await waitFor(async () => (await sshExec(target, 'cat raw')).stdout || undefined, {
+          timeoutMs: 5000,
+          what: 'the script',
+        }),
         'raw agent /bin/sh\n',
       );
     });

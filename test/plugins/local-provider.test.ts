@@ -13,7 +13,7 @@ import { sshExec, sshProbe, type SshTarget } from '../../src/providers/ssh-probe
 import { testDataSource } from '../helpers/db.js';
 import { makeLocalHarness, TEST_OFFERS, type LocalHarness } from './local-harness.js';
 import { runProviderContract, waitForRunning } from './provider-contract.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { sandboxUidOptions } from '../helpers/sandbox-uids.js';
 
 runProviderContract('local', async () => {
@@ -130,8 +130,7 @@ describe(LocalProvider.name, () => {
           const info = await h.provider.get(id);
           return info.state === 'failed' ? info : undefined;
         },
-        5000,
-        'failure',
+        { timeoutMs: 5000, what: 'failure' },
       );
       assert.equal(failed.providerState, 'error');
       assert.equal(failed.ssh, undefined);
@@ -183,8 +182,7 @@ describe(LocalProvider.name, () => {
           );
           return rows[0]?.port ? rows : undefined;
         },
-        5000,
-        'a port to be recorded',
+        { timeoutMs: 5000, what: 'a port to be recorded' },
       );
       assert.equal(
         (await sshProbe({ host: '127.0.0.1', port: Number(port), user: 'gpu', privateKey: keys.privateKey })).ok,
@@ -314,8 +312,8 @@ describe(LocalProvider.name, () => {
       const dir = sandboxDirFor(instanceId);
       assert.ok(existsSync(`${dir}/file.txt`));
       const ssh = await connectSsh(target);
-      const long = ssh.execCommand('sleep 30; echo finished').catch((err: Error) => err);
-      await new Promise((r) => setTimeout(r, 100));
+      const long = ssh.execCommand('touch long-started; sleep 30; echo finished').catch((err: Error) => err);
+      await waitFor(() => existsSync(`${dir}/long-started`), { what: 'the long command to run' });
       const started = Date.now();
       await h.provider.destroy(instanceId);
       const outcome = await long;
@@ -340,13 +338,18 @@ describe(LocalProvider.name, () => {
     });
 
     it('destroying a pending instance stops it from ever booting', async () => {
-      const res = await h.provider.create(h.label(), h.offer('h100-1x'), keys.publicKey);
-      const id = (res as { instanceId: string }).instanceId;
+      const pending = async () =>
+        ((await h.provider.create(h.label(), h.offer('h100-1x'), keys.publicKey)) as { instanceId: string }).instanceId;
+      const sshPortOf = async (instanceId: string) =>
+        (await h.ds.query('SELECT ssh_port FROM local_provider_instances WHERE id = ?', [instanceId]))[0].ssh_port;
+      const id = await pending();
       await h.provider.destroy(id);
-      await new Promise((r) => setTimeout(r, 300));
+      // Made after it with the same provisioning time and booted by its own timer (nothing reads it):
+      // its boot comes after the one the destroyed instance would have had.
+      const later = await pending();
+      await waitFor(async () => (await sshPortOf(later)) !== null, { what: 'the later instance to boot' });
       assert.equal((await h.provider.get(id)).state, 'gone');
-      const [row] = await h.ds.query('SELECT ssh_port FROM local_provider_instances WHERE id = ?', [id]);
-      assert.equal(row.ssh_port, null);
+      assert.equal(await sshPortOf(id), null);
     });
 
     it('destroy: ignore reports success while the instance keeps running, until the inventory says ok', async () => {
@@ -386,8 +389,7 @@ describe(LocalProvider.name, () => {
           const p = await sshProbe(target, { timeoutMs: 1000 });
           return !p.ok && p.reason === 'refused' ? p : undefined;
         },
-        5000,
-        'the stale server to close',
+        { timeoutMs: 5000, what: 'the stale server to close' },
       );
     });
   });
@@ -480,10 +482,13 @@ describe(LocalProvider.name, () => {
         labelPrefix: 'x-',
       };
       await assert.rejects(
-        async () => localPlugin.create(localPlugin.validateOptions({}), deps),
+        async () => localPlugin.create(localPlugin.validateOptions({ ...sandboxUidOptions() }), deps),
         /NODE_ENV=production.*LOCAL_PROVIDER_ALLOW_PRODUCTION=true/,
       );
-      const allowed = await localPlugin.create(localPlugin.validateOptions({ ALLOW_PRODUCTION: 'true' }), deps);
+      const allowed = await localPlugin.create(
+        localPlugin.validateOptions({ ALLOW_PRODUCTION: 'true', ...sandboxUidOptions() }),
+        deps,
+      );
       assert.ok(allowed instanceof LocalProvider);
       await allowed.close?.();
     });
@@ -523,16 +528,24 @@ describe(LocalProvider.name, () => {
         labelPrefix: 'x-',
       };
       await assert.rejects(
-        async () => localPlugin.create(localPlugin.validateOptions({ INVENTORY: '/nonexistent/inventory.json' }), deps),
+        async () =>
+          localPlugin.create(
+            localPlugin.validateOptions({ INVENTORY: '/nonexistent/inventory.json', ...sandboxUidOptions() }),
+            deps,
+          ),
         /^Error: LOCAL_PROVIDER_INVENTORY: .*\/nonexistent\/inventory\.json.*cannot be read \(ENOENT\)/,
       );
       const broken = `${h.inventoryPath}.broken.json`;
       await writeFile(broken, '{"offers": [');
       await assert.rejects(
-        async () => localPlugin.create(localPlugin.validateOptions({ INVENTORY: broken }), deps),
+        async () =>
+          localPlugin.create(localPlugin.validateOptions({ INVENTORY: broken, ...sandboxUidOptions() }), deps),
         /^Error: LOCAL_PROVIDER_INVENTORY: .*not valid JSON/,
       );
-      const good = await localPlugin.create(localPlugin.validateOptions({ INVENTORY: h.inventoryPath }), deps);
+      const good = await localPlugin.create(
+        localPlugin.validateOptions({ INVENTORY: h.inventoryPath, ...sandboxUidOptions() }),
+        deps,
+      );
       await good.close?.();
     });
 

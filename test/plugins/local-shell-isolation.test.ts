@@ -17,16 +17,18 @@ import { sshExec, type SshTarget } from '../../src/providers/ssh-probe.js';
 import { testDatabaseUrl } from '../helpers/db.js';
 import { makeLocalHarness, type LocalHarness } from './local-harness.js';
 import { sandboxUidOptions } from '../helpers/sandbox-uids.js';
+import { waitFor } from '../helpers/wait.js';
 
 const DB_PORT = Number(new URL(testDatabaseUrl).port || 3306);
 
 async function waitRunning(provider: LocalProvider, instanceId: string): Promise<NonNullable<InstanceInfo['ssh']>> {
-  for (let i = 0; i < 100; i++) {
-    const info = await provider.get(instanceId);
-    if (info.state === 'running' && info.ssh) return info.ssh;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error('instance did not start');
+  return waitFor(
+    async () => {
+      const info = await provider.get(instanceId);
+      return info.state === 'running' && info.ssh;
+    },
+    { throws: true, what: `instance ${instanceId} to start` },
+  );
 }
 
 /** A renter-side TCP or Unix-socket connect with node; prints `connected` or the error code. */
@@ -192,8 +194,10 @@ describe('local provider shells when the service runs as root', () => {
 
   describe('uids', () => {
     it('takes uids only from its configured block (LOCAL_PROVIDER_SANDBOX_UID_FIRST and _COUNT), and says when the block is full', async () => {
-      // A block no other test process uses (workers of a parallel run take 300000 + 10000 per worker).
-      const first = 390_000 + Math.floor(Math.random() * 1000) * 2;
+      // A uid at the top of this process's own uids (other providers of the process allocate from
+      // the bottom), so no other test process or run beside this one uses it.
+      const own = sandboxUidOptions();
+      const first = Number(own.SANDBOX_UID_FIRST) + Number(own.SANDBOX_UID_COUNT) - 1 - Math.floor(Math.random() * 500);
       const provider = (await localPlugin.create(
         localPlugin.validateOptions({
           INVENTORY: h.inventoryPath,

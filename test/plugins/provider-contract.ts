@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { InstanceInfo, OfferRef, Provider } from '../../src/providers/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec, sshProbe } from '../../src/providers/ssh-probe.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** What a plugin's test file hands the shared contract suite, built fresh for every test. */
 export interface ContractHarness {
@@ -34,8 +34,7 @@ export async function waitForRunning(
         ? (info as InstanceInfo & { ssh: NonNullable<InstanceInfo['ssh']> })
         : undefined;
     },
-    timeoutMs,
-    `instance ${instanceId} to run`,
+    { timeoutMs: timeoutMs, what: `instance ${instanceId} to run` },
   );
 }
 
@@ -116,8 +115,7 @@ export function runProviderContract(name: string, makeProvider: () => Promise<Co
           const info = await h.provider.get(instanceId);
           return info.state === 'gone' ? info : undefined;
         },
-        5000,
-        'instance to be gone',
+        { timeoutMs: 5000, what: 'instance to be gone' },
       );
       assert.equal(gone.instanceId, instanceId);
       assert.equal(await h.provider.findByLabel(l), null);
@@ -127,8 +125,7 @@ export function runProviderContract(name: string, makeProvider: () => Promise<Co
           const p = await sshProbe(target, { timeoutMs: 2000 });
           return p.ok ? undefined : p;
         },
-        5000,
-        'SSH to stop letting us in',
+        { timeoutMs: 5000, what: 'SSH to stop letting us in' },
       );
       assert.equal(probe.ok, false);
       await h.provider.destroy(instanceId);

@@ -218,6 +218,7 @@ describe('RunPod error table', () => {
     // The pre-create lookup already meets the 401: nothing is asked for, and the operator is told.
     assert.equal(res.kind, 'rejected');
     assert.match((res as { reason: string }).reason, /401 RUNPOD_PROVIDER_API_KEY: API key missing, wrong or revoked/);
+    // The class is the kit's verdict for a refused lookup, the same for every plugin.
     assert.equal(res.kind === 'rejected' && res.errorClass, 'auth');
     assert.equal(
       h.logs.filter((l) => l.level === 'error' && /RUNPOD_PROVIDER_API_KEY/.test(String(l.reason))).length,

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { FakeRunpodApi, NO_INSTANCES_DETAIL } from '../fakes/runpod-api.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 const fixtureText = (file: string) =>
   readFileSync(new URL(`../fixtures/providers/runpod/${file}`, import.meta.url), 'utf8');
@@ -146,8 +146,7 @@ describe('FakeRunpodApi recorded mode', () => {
         for (const id of [pinned, floor, datacenter]) if (!(await pod(id)).ssh?.direct) return false;
         return true;
       },
-      10_000,
-      'the placed pods to publish ssh.direct',
+      { timeoutMs: 10_000, what: 'the placed pods to publish ssh.direct' },
     );
     const s = await pod(stuck);
     assert.deepEqual([s.status, s.cudaVersion, s.ssh?.direct ?? null], ['RUNNING', '12.2', null]);
@@ -187,11 +186,10 @@ describe('FakeRunpodApi recorded mode', () => {
       await call('POST', '/v2/pods', podBody({ image: 'runpod/pytorch:2.8.0-py3.11-cuda12.8.1' }, { id: RTX4090 }))
     ).json.id;
     assert.ok(
-      await waitFor(
-        async () => (await call('GET', `/v2/pods/${plain}`)).json.ssh?.direct,
-        10_000,
-        'the unconstrained pod to publish ssh.direct',
-      ),
+      await waitFor(async () => (await call('GET', `/v2/pods/${plain}`)).json.ssh?.direct, {
+        timeoutMs: 10_000,
+        what: 'the unconstrained pod to publish ssh.direct',
+      }),
     );
     const catalog = (await call('GET', '/v2/catalog/gpus?include=AVAILABILITY&product=POD')).json.gpus as {
       id: string;
@@ -219,8 +217,7 @@ describe('FakeRunpodApi recorded mode', () => {
         const p = (await call('GET', `/v2/pods/${created.json.id}`)).json;
         return p.ssh ? p : false;
       },
-      10_000,
-      'the pod to gain ssh',
+      { timeoutMs: 10_000, what: 'the pod to gain ssh' },
     );
     assert.equal(running.status, 'RUNNING');
     assert.ok(running.ssh.direct.port > 0);

@@ -11,7 +11,7 @@ import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec } from '../../src/providers/ssh-probe.js';
 import type { FakePodStatus } from '../fakes/runpod-api.js';
 import { cloudflare1010Body } from '../fakes/runpod-recorded.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { H100, makeRunpodHarness, type RunpodHarness } from './runpod-harness.js';
 import { waitForRunning } from './provider-contract.js';
 
@@ -204,7 +204,7 @@ describe('RunPod plugin against recorded live behaviour', function () {
       const res = await h.provider.create(h.label(), h.offer(RTX4090), keys.publicKey);
       const id = (res as { instanceId: string }).instanceId;
       assert.deepEqual(creates(h).at(-1)!.gpu, { id: RTX4090, count: 1 });
-      await waitFor(async () => (await h.provider.get(id)).state === 'running', 5000, 'RUNNING');
+      await waitFor(async () => (await h.provider.get(id)).state === 'running', { timeoutMs: 5000, what: 'RUNNING' });
       // A pod the fake places on a new enough host, created after it with the same boot: once it has its
       // endpoint, the unconstrained one would have had its own.
       const placed = await fetch(`${h.fake.url}/v2/pods`, {
@@ -222,7 +222,10 @@ describe('RunPod plugin against recorded live behaviour', function () {
       });
       assert.equal(placed.status, 201);
       const placedId = ((await placed.json()) as { id: string }).id;
-      await waitFor(async () => (await h.provider.get(placedId)).ssh, 5000, 'the placed pod to get ssh.direct');
+      await waitFor(async () => (await h.provider.get(placedId)).ssh, {
+        timeoutMs: 5000,
+        what: 'the placed pod to get ssh.direct',
+      });
       assert.equal((await h.provider.get(id)).ssh, undefined);
     });
 
@@ -289,11 +292,10 @@ describe('RunPod plugin against recorded live behaviour', function () {
       assert.deepEqual([(await p.get(id)).state, (await p.get(id)).providerState], ['pending', 'HIBERNATING']);
       const told = () => h.logs.filter((l) => l.rawState === 'HIBERNATING' && l.instanceId === id);
       assert.equal(told().length, 1);
-      const failed = await waitFor(
-        async () => (await p.get(id)).state === 'failed',
-        5000,
-        'the unknown status to time out',
-      );
+      const failed = await waitFor(async () => (await p.get(id)).state === 'failed', {
+        timeoutMs: 5000,
+        what: 'the unknown status to time out',
+      });
       assert.ok(failed);
       assert.equal(told().length, 1, 'logged once');
       // A known status again clears the clock.
@@ -307,8 +309,7 @@ describe('RunPod plugin against recorded live behaviour', function () {
           const state = (await p.get(id)).state;
           return state === 'running' ? false : state;
         },
-        5000,
-        'the unknown status to be read again',
+        { timeoutMs: 5000, what: 'the unknown status to be read again' },
       );
       assert.equal(again, 'pending');
     });

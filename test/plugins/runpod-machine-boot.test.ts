@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { BOOT_ARGS, BOOT_VARIABLE, bootScript, type BootPaths } from '../../plugins/runpod/machine.js';
 import { wrapStartupScript } from '../../src/modules/rentals/machine-secrets.js';
 import { DEFAULT_MACHINE_SETTINGS, STARTUP_MARKER_PATH, type MachineSettings } from '../../src/providers/provider.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 // The pod's start command and boot script, run for real with /bin/sh in a scratch directory that
 // stands for the container: its home, its /etc/profile.d, RunPod's /start.sh and sshd. Only the
@@ -26,6 +26,38 @@ function bootCommand(): string {
   const m = /^sh -c '([^']*)'$/.exec(BOOT_ARGS);
   assert.ok(m, `BOOT_ARGS is sh -c with one single-quoted argument: ${BOOT_ARGS}`);
   return m[1];
+}
+
+/** The live processes (not zombies) whose environment has HOME=`home`, from /proc. */
+function processesWithHome(home: string): number[] {
+  const found: number[] = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) continue;
+      if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`HOME=${home}`)) found.push(Number(pid));
+    } catch {
+      // The process ended while we looked, or is not ours to read.
+    }
+  }
+  return found;
+}
+
+/** The command lines of the live processes of process group `pgid`, from /proc. */
+function commandsOfGroup(pgid: number): string[] {
+  const commands: string[] = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      // After the command name: state, parent pid, process group.
+      const [state, , group] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (state !== 'Z' && Number(group) === pgid)
+        commands.push(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim());
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return commands;
 }
 
 const PUBLIC_KEY = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBootTestKeyOnly boot-test';
@@ -57,7 +89,17 @@ describe('RunPod boot script (run with /bin/sh)', function () {
     writeFileSync(join(root, 'sshd'), `#!/bin/sh\necho sshd >> "${root}/sshd-started"\n`, { mode: 0o755 });
     paths = { profileDir: join(root, 'profile.d'), imageStart: join(root, 'start.sh'), sshd: join(root, 'sshd') };
   });
-  afterEach(() => {
+  afterEach(async () => {
+    // A boot leaves the startup script running in the background, writing under the home: it is
+    // ended (and seen gone) before the scratch directory is removed.
+    for (const pid of processesWithHome(home)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Ended meanwhile.
+      }
+    }
+    await waitFor(() => processesWithHome(home).length === 0, { what: "the boot's background processes to end" });
     rmSync(root, { recursive: true, force: true });
   });
 
@@ -126,16 +168,23 @@ describe('RunPod boot script (run with /bin/sh)', function () {
     boot(machine);
     const ran = await waitFor(
       async () => (existsSync(join(home, 'agent-ran')) ? readFileSync(join(home, 'agent-ran'), 'utf8') : undefined),
-      5000,
-      'the agent script',
+      { timeoutMs: 5000, what: 'the agent script' },
     );
     assert.equal(ran, `${VALUES.QUOTES}|${home}\n`);
     assert.ok(existsSync(join(home, STARTUP_MARKER_PATH)));
-    await waitFor(async () => !existsSync(join(home, '.gpr', 'startup-wrapper.sh')), 5000, 'the wrapper to be removed');
+    await waitFor(async () => !existsSync(join(home, '.gpr', 'startup-wrapper.sh')), {
+      timeoutMs: 5000,
+      what: 'the wrapper to be removed',
+    });
     boot(machine);
-    await new Promise((r) => setTimeout(r, 300));
-    assert.equal(readFileSync(join(home, 'agent-ran'), 'utf8'), ran, 'not run again');
-    assert.equal(readFileSync(join(root, 'starts'), 'utf8'), 'started\nstarted\n', 'the image started both times');
+    // A boot without the mark runs its script, after the one a second run would have been: once its
+    // line is there, a second run's would be too.
+    rmSync(join(home, STARTUP_MARKER_PATH));
+    boot(settings({ startupScript: wrapStartupScript('#!/bin/sh\necho unmarked >> "$HOME/agent-ran"\n') }));
+    const ranLog = () => readFileSync(join(home, 'agent-ran'), 'utf8');
+    await waitFor(() => ranLog().includes('unmarked'), { what: 'the unmarked boot to run its script' });
+    assert.equal(ranLog(), `${ran}unmarked\n`, 'not run again');
+    assert.equal(readFileSync(join(root, 'starts'), 'utf8'), 'started\n'.repeat(3), 'the image started every time');
   });
 
   it('a script alone writes no env file; the image still starts', () => {
@@ -150,10 +199,14 @@ describe('RunPod boot script (run with /bin/sh)', function () {
     const env = podEnv(machine, { ...paths, imageStart: join(root, 'no-such-start.sh') });
     const child = spawn('sh', ['-c', bootCommand()], { env, detached: true, stdio: 'ignore' });
     try {
-      await waitFor(async () => existsSync(join(root, 'sshd-started')), 5000, 'sshd to be started');
+      await waitFor(async () => existsSync(join(root, 'sshd-started')), {
+        timeoutMs: 5000,
+        what: 'sshd to be started',
+      });
       assert.equal(readFileSync(join(home, '.ssh', 'authorized_keys'), 'utf8'), `${PUBLIC_KEY}\n`);
       assert.equal(statSync(join(home, '.ssh')).mode & 0o777, 0o700);
-      await new Promise((r) => setTimeout(r, 200));
+      // Past sshd, the script's last step: the loop that keeps the container up.
+      await waitFor(() => commandsOfGroup(child.pid!).includes('sleep 3600'), { what: 'the keep-alive loop' });
       assert.equal(child.exitCode, null, 'the container keeps running');
     } finally {
       process.kill(-child.pid!, 'SIGKILL');

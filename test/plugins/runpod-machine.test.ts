@@ -12,7 +12,7 @@ import { wrapStartupScript } from '../../src/modules/rentals/machine-secrets.js'
 import { DEFAULT_MACHINE_SETTINGS, type MachineSettings } from '../../src/providers/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import type { FakePodStatus } from '../fakes/runpod-api.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { H100, makeRunpodHarness, type RunpodHarness } from './runpod-harness.js';
 import { waitForRunning } from './provider-contract.js';
 
@@ -139,7 +139,10 @@ describe('RunPod machine settings', () => {
     assert.deepEqual((await h.provider.listInstances()).find((i) => i.instanceId === id)?.endpoints, want);
     // Not while it is not running, and never for a pod without HTTP ports.
     h.fake.setStatus(id, 'EXITED');
-    await waitFor(async () => (await h.provider.get(id)).state === 'stopped', 5000, 'the stopped pod');
+    await waitFor(async () => (await h.provider.get(id)).state === 'stopped', {
+      timeoutMs: 5000,
+      what: 'the stopped pod',
+    });
     assert.equal((await h.provider.get(id)).endpoints, undefined);
     const plain = await create();
     assert.equal((await waitForRunning(h.provider, plain.id)).endpoints, undefined);

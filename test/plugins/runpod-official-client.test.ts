@@ -11,7 +11,7 @@ import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec } from '../../src/providers/ssh-probe.js';
 import { FakeRunpodApi, NO_INSTANCES_DETAIL } from '../fakes/runpod-api.js';
 import { testDataSource } from '../helpers/db.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 const H100 = 'NVIDIA H100 80GB HBM3';
 
@@ -133,8 +133,7 @@ describe('RunPod fake vs. the official @runpod/mcp-server', function () {
           (p.payload.ssh as { direct: { host: string; port: number; username: string } | null }).direct ?? undefined
         );
       },
-      5000,
-      'ssh.direct through get-pod',
+      { timeoutMs: 5000, what: 'ssh.direct through get-pod' },
     );
     const out = await sshExec(
       { host: direct.host, port: direct.port, user: direct.username, privateKey: keys.privateKey },

@@ -11,7 +11,7 @@ import { sshExec, sshProbe } from '../../src/providers/ssh-probe.js';
 import { FAKE_RUNPOD_GPUS, type FakePodStatus } from '../fakes/runpod-api.js';
 import { H100, makeRunpodHarness, type RunpodHarness } from './runpod-harness.js';
 import { runProviderContract, waitForRunning } from './provider-contract.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 runProviderContract('runpod', async () => {
   const h = await makeRunpodHarness();
@@ -137,11 +137,10 @@ describe(RunpodProvider.name, () => {
       const res = await p.create(label, h.offer(), keys.publicKey);
       assert.equal(res.kind, 'ambiguous');
       assert.match((res as { reason: string }).reason, /no answer within 300 ms/);
-      const found = await waitFor(
-        async () => (await p.findByLabel(label)) ?? undefined,
-        5000,
-        'the pod of the unanswered create',
-      );
+      const found = await waitFor(async () => (await p.findByLabel(label)) ?? undefined, {
+        timeoutMs: 5000,
+        what: 'the pod of the unanswered create',
+      });
       assert.equal(found.instanceId, h.fake.instances()[0].id);
       h.fake.hangCreatesAfterCreating(false);
       // Asked again with the same label, the plugin returns that pod instead of making another.
@@ -185,8 +184,7 @@ describe(RunpodProvider.name, () => {
           seen.add(info.providerState!);
           return info.providerState === 'RUNNING' ? info : undefined;
         },
-        5000,
-        'RUNNING',
+        { timeoutMs: 5000, what: 'RUNNING' },
       );
       assert.ok(seen.has('PROVISIONING') || seen.has('STARTING'));
       // RUNNING before the port mapping: running, but no endpoint, so not ready.
@@ -220,11 +218,10 @@ describe(RunpodProvider.name, () => {
       const info = await waitForRunning(h.provider, id);
       h.fake.forget(id);
       // Polls share one list for a moment, so "gone" shows within that moment, not at once.
-      await waitFor(
-        async () => ((await h.provider.get(id)).state === 'gone' ? true : undefined),
-        5000,
-        'the forgotten pod to read gone',
-      );
+      await waitFor(async () => ((await h.provider.get(id)).state === 'gone' ? true : undefined), {
+        timeoutMs: 5000,
+        what: 'the forgotten pod to read gone',
+      });
       assert.equal(await h.provider.findByLabel(label), null);
       assert.equal(
         (await sshExec({ ...info.ssh, privateKey: keys.privateKey }, 'echo still-here')).stdout,

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { BANDWIDTH_BILLED_OFFER, FakeVastApi, recordedVastOffer, REPRICED_OFFER } from '../fakes/vast-api.js';
+import { waitFor } from '../helpers/wait.js';
 
 const fixture = (file: string): unknown =>
   JSON.parse(readFileSync(new URL(`../fixtures/providers/vast/${file}`, import.meta.url), 'utf8'));
@@ -32,13 +33,15 @@ describe('FakeVastApi recorded mode', () => {
   const show = (id: number | string) => call('GET', `/api/v0/instances/${id}/`);
 
   async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
-    const end = Date.now() + 5000;
-    for (;;) {
-      const v = await read();
-      if (ok(v)) return v;
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}; last ${JSON.stringify(v)}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    let last: T | undefined;
+    const seen = await waitFor(
+      async () => {
+        last = await read();
+        return ok(last) && { value: last };
+      },
+      { timeoutMs: 5000, intervalMs: 20, what: () => `${what}; last ${JSON.stringify(last)}` },
+    );
+    return seen.value;
   }
 
   it('is documented by default: a taken ask is 404, destroying the unknown is not_found, a gone instance shows null', async () => {
@@ -178,7 +181,7 @@ describe('FakeVastApi recorded mode', () => {
       'offline',
     );
     assert.equal(d.ports, null);
-    await new Promise((r) => setTimeout(r, 100));
+    // Read after the offline instance's last step, eleven boot intervals in: the oci failure's walk (one step, one interval in) is long over.
     assert.equal((await status(ids.oci)).actual_status, 'created', 'created is for good');
   });
 

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { VastProvider } from '../../plugins/vast/provider.js';
+import { ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import { usdToCentsCeil } from '../../src/providers/pricing.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { BANDWIDTH_BILLED_OFFER, FAKE_VAST_OFFERS, REPRICED_OFFER, type VastStartFailure } from '../fakes/vast-api.js';
+import { waitFor } from '../helpers/wait.js';
 import { waitForRunning } from './provider-contract.js';
 import { FAST_TUNING, makeVastHarness, type VastHarness } from './vast-harness.js';
 
@@ -17,22 +19,29 @@ describe('vast plugin on live answers (recorded fake)', () => {
   const h100 = FAKE_VAST_OFFERS[0].id;
   const calls = (method: string, path: RegExp) => h.fake.calls.filter((c) => c.method === method && path.test(c.path));
 
-  async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 5000): Promise<T> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const v = await read();
-      if (ok(v)) return v;
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}; last ${JSON.stringify(v)}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+  async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
+    let last: T | undefined;
+    const seen = await waitFor(
+      async () => {
+        last = await read();
+        return ok(last) && { value: last };
+      },
+      { timeoutMs: 5000, intervalMs: 20, what: () => `${what}; last ${JSON.stringify(last)}` },
+    );
+    return seen.value;
   }
 
-  /** A provider whose log lines are kept, on the same fake. */
+  /** A provider whose log lines are kept, on the same fake; its clock is the test's to move. */
   function logged(tuning = {}) {
     const lines: Record<string, unknown>[] = [];
     const logger = createLogger('debug', { write: (l: string) => void lines.push(JSON.parse(l)) });
-    const provider = new VastProvider(h.options, { ...h.deps, logger }, { ...FAST_TUNING, listTtlMs: 0, ...tuning });
-    return { provider, lines };
+    const clock = new ManualClock();
+    const provider = new VastProvider(
+      h.options,
+      { ...h.deps, logger, clock },
+      { ...FAST_TUNING, listTtlMs: 0, ...tuning },
+    );
+    return { provider, lines, clock };
   }
 
   async function created(provider: VastProvider, askId: number | string = h100, cost?: number) {
@@ -157,7 +166,7 @@ describe('vast plugin on live answers (recorded fake)', () => {
     });
 
     it('rebooting is pending; an unknown state is pending, logged once with its raw value, then failed after its own bound', async () => {
-      const { provider, lines } = logged({ unknownStateBoundMs: 300 });
+      const { provider, lines, clock } = logged({ unknownStateBoundMs: 300 });
       const id = await created(provider);
       await waitForRunning(provider, id);
       h.fake.setStatus(id, 'rebooting');
@@ -167,7 +176,7 @@ describe('vast plugin on live answers (recorded fake)', () => {
       assert.equal((await provider.get(id)).state, 'pending');
       const warned = lines.filter((l) => l.rawState === 'migrating_to_mars');
       assert.equal(warned.length, 1);
-      await new Promise((r) => setTimeout(r, 320));
+      clock.advance(300);
       assert.equal((await provider.get(id)).state, 'failed');
       h.fake.setStatus(id, 'running');
       assert.equal((await provider.get(id)).state, 'running', 'a known state clears the timer');

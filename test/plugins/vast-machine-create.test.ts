@@ -9,7 +9,7 @@ import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec, type SshTarget } from '../../src/providers/ssh-probe.js';
 import { FAKE_VAST_OFFERS } from '../fakes/vast-api.js';
 import { offer } from '../fakes/vast-fixtures.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { waitForRunning } from './provider-contract.js';
 import { FAST_TUNING, makeVastHarness, type VastHarness } from './vast-harness.js';
 
@@ -105,8 +105,7 @@ describe('vast plugin: machine settings', () => {
     const marker = await waitFor(
       async () =>
         (await sshExec(target, 'cat "$HOME/.gpr/startup-started" "$HOME/runs" "$HOME/seen"')).stdout || undefined,
-      5000,
-      'the script to run',
+      { timeoutMs: 5000, what: 'the script to run' },
     );
     assert.match(marker, /^\d{4}-\d\d-\d\dT[\d:]+Z\nrun\n/);
     assert.equal(marker.replace(/^.*\nrun\n/, ''), `${env.LONG}|${env.QUOTED}|${env.LINES}`);
@@ -270,8 +269,7 @@ describe('vast plugin: machine settings', () => {
         const i = await h.provider.get(instanceId);
         return i.state === 'running' ? i : undefined;
       },
-      3000,
-      'running',
+      { timeoutMs: 3000, what: 'running' },
     );
     assert.equal(up.startupPhase, undefined);
   });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { FakeVastApi } from '../fakes/vast-api.js';
 import { parseEnvString } from '../fakes/vast-machine.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** The fake Vast checks a create's machine fields as the create document says, and runs `onstart` as Vast does. */
 describe('FakeVastApi machine fields', () => {
@@ -62,13 +63,10 @@ describe('FakeVastApi machine fields', () => {
 
   it('maps each requested TCP port to a host port once running, beside its own 22 and 8080', async () => {
     const { json } = await create({ env: { '-p 8000:8000': '1', '-p 7000:7000/udp': '1' } });
-    const ports = await (async () => {
-      for (;;) {
-        const i = await show(json.new_contract);
-        if (i.ports) return i.ports;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    })();
+    const ports = await waitFor(async () => (await show(json.new_contract)).ports, {
+      intervalMs: 20,
+      what: 'the instance to be running with its ports',
+    });
     assert.deepEqual(Object.keys(ports).sort(), ['22/tcp', '8000/tcp', '8080/tcp']);
     assert.match(ports['8000/tcp'][0].HostPort, /^\d+$/);
   });
@@ -108,10 +106,10 @@ describe('FakeVastApi machine fields', () => {
       'printf "%s|%s|%s\\n" "$(id -un)" "$GREETING" "${MISSING-unset}" >> "$HOME/onstart.log"; cat "$HOME/onstart.log"';
     const { json } = await create({ env: { GREETING: "hello 'world'", '-p 8000:8000': '1' }, onstart });
     const id = String(json.new_contract);
-    for (;;) {
-      if ((await show(json.new_contract)).actual_status === 'running') break;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitFor(async () => (await show(json.new_contract)).actual_status === 'running', {
+      intervalMs: 20,
+      what: 'the instance to be running',
+    });
     assert.equal((await fake.onstartRuns(id)).length, 1);
     fake.restartContainer(id);
     const runs = await fake.onstartRuns(id);

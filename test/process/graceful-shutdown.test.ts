@@ -4,7 +4,8 @@ import { request } from 'node:http';
 import { connect } from 'node:net';
 import { dropDatabase } from '../../src/db/data-source.js';
 import { childDatabaseUrl } from '../helpers/db.js';
-import { freePort, spawnService, waitFor } from '../helpers/process.js';
+import { freePort, spawnService } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** Whether a new TCP connection to `port` is accepted (true) or refused (false). */
 function accepts(port: number): Promise<boolean> {
@@ -31,7 +32,10 @@ describe('graceful shutdown of an api process', function () {
     const port = await freePort();
     const svc = spawnService(['--role', 'api'], { DATABASE_URL: url, PORT: String(port), LOG_LEVEL: 'info' });
     try {
-      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, 30_000, 'healthz');
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, {
+        timeoutMs: 30_000,
+        what: 'healthz',
+      });
 
       // A signup whose body is still arriving: the request is in flight inside the service.
       const body = JSON.stringify({});
@@ -62,8 +66,11 @@ describe('graceful shutdown of an api process', function () {
       req.write(body.slice(0, 1));
 
       svc.child.kill('SIGTERM');
-      await waitFor(async () => svc.stdout().includes('shutting down'), 10_000, 'the shutdown to start');
-      await waitFor(async () => !(await accepts(port)), 10_000, 'new connections to be refused');
+      await waitFor(async () => svc.stdout().includes('shutting down'), {
+        timeoutMs: 10_000,
+        what: 'the shutdown to start',
+      });
+      await waitFor(async () => !(await accepts(port)), { timeoutMs: 10_000, what: 'new connections to be refused' });
       assert.equal(svc.child.exitCode, null, 'still running while a request is in flight');
 
       req.end(body.slice(1));

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { dropDatabase } from '../../src/db/data-source.js';
 import { childDatabaseUrl } from '../helpers/db.js';
-import { freePort, spawnService, waitFor } from '../helpers/process.js';
+import { freePort, spawnService } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('service process: METRICS_PORT', function () {
   this.timeout(60_000);
@@ -17,8 +18,7 @@ describe('service process: METRICS_PORT', function () {
           const r = await fetch(`http://127.0.0.1:${metricsPort}/readyz`);
           return r.status === 200 && ((await r.json()) as { data: { checks: Record<string, string> } });
         },
-        30_000,
-        'readyz on the metrics port',
+        { timeoutMs: 30_000, what: 'readyz on the metrics port' },
       );
       assert.deepEqual(ready.data.checks, { database: 'ok', migrations: 'ok', inventory: 'ok' });
       const text = await waitFor(
@@ -26,8 +26,7 @@ describe('service process: METRICS_PORT', function () {
           const t = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
           return /gpu_rental_job_runs_total\{job_name="inventory\.refresh",outcome="success"\}/.test(t) && t;
         },
-        30_000,
-        'a job run in the worker role',
+        { timeoutMs: 30_000, what: 'a job run in the worker role' },
       );
       assert.match(
         text,

@@ -3,7 +3,8 @@ import { createServer } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { dropDatabase } from '../../src/db/data-source.js';
 import { childDatabaseUrl } from '../helpers/db.js';
-import { freePort, spawnService, waitFor, type Spawned } from '../helpers/process.js';
+import { freePort, spawnService, type Spawned } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** An address of this machine other than loopback, where a 127.0.0.1 bind must not answer. */
 function outsideAddress(): string {
@@ -37,11 +38,10 @@ describe('service start-up', function () {
     const port = await freePort();
     const svc = spawnService([], { DATABASE_URL: url, PORT: String(port), LOG_LEVEL: 'info' });
     try {
-      await waitFor(
-        async () => messages(svc).some((m) => m.startsWith('inventory loaded')),
-        30_000,
-        'inventory loaded',
-      );
+      await waitFor(async () => messages(svc).some((m) => m.startsWith('inventory loaded')), {
+        timeoutMs: 30_000,
+        what: 'inventory loaded',
+      });
       const log = messages(svc);
       assert.ok(log.includes(`database ${name} created at mysql://root@127.0.0.1:3306/${name}`), log.join('\n'));
       assert.ok(
@@ -75,11 +75,10 @@ describe('service start-up', function () {
     const port = await freePort();
     const svc = spawnService([], { DATABASE_URL: url, PORT: String(port), HOST: '0.0.0.0', LOG_LEVEL: 'info' });
     try {
-      await waitFor(
-        async () => (await fetch(`http://${outsideAddress()}:${port}/healthz`)).status === 200,
-        30_000,
-        'healthz from outside',
-      );
+      await waitFor(async () => (await fetch(`http://${outsideAddress()}:${port}/healthz`)).status === 200, {
+        timeoutMs: 30_000,
+        what: 'healthz from outside',
+      });
       const log = messages(svc);
       assert.ok(log.includes(`database ${name} found at mysql://root@127.0.0.1:3306/${name}`), log.join('\n'));
       assert.ok(log.includes('migrations: none pending'));

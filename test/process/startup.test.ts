@@ -4,7 +4,8 @@ import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate } from
 import { entities } from '../../src/entities.js';
 import { migrations } from '../../migrations/index.js';
 import { childDatabaseUrl } from '../helpers/db.js';
-import { freePort, spawnService, waitFor } from '../helpers/process.js';
+import { freePort, spawnService } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 const freshUrl = () => childDatabaseUrl('proc');
 
@@ -43,8 +44,7 @@ describe('service process', function () {
           const r = await fetch(`http://127.0.0.1:${port}/healthz`);
           return r.status === 200 && r.json();
         },
-        30_000,
-        'healthz',
+        { timeoutMs: 30_000, what: 'healthz' },
       );
       assert.equal((health as { data: { status: string } }).data.status, 'ok');
       assert.equal(await databaseExists(name), true);
@@ -53,8 +53,7 @@ describe('service process', function () {
           const r = (await (await fetch(`http://127.0.0.1:${port}/api/v1/offers`)).json()) as { data: unknown[] };
           return r.data.length >= 12 && r.data;
         },
-        15_000,
-        'offers',
+        { timeoutMs: 15_000, what: 'offers' },
       );
       assert.ok(offers.length >= 12);
       svc.child.kill('SIGTERM');
@@ -71,11 +70,10 @@ describe('service process', function () {
     const api = spawnService(['--role', 'api'], { DATABASE_URL: url, PORT: String(port) });
     let worker: ReturnType<typeof spawnService> | undefined;
     try {
-      await waitFor(
-        async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200,
-        30_000,
-        'api healthz',
-      );
+      await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`)).status === 200, {
+        timeoutMs: 30_000,
+        what: 'api healthz',
+      });
       const before = (await (await fetch(`http://127.0.0.1:${port}/api/v1/offers`)).json()) as { data: unknown[] };
       assert.deepEqual(before.data, [], 'the api role does not refresh inventory itself');
       worker = spawnService(['--role=worker'], { DATABASE_URL: url, PORT: String(port) });
@@ -84,8 +82,7 @@ describe('service process', function () {
           const r = (await (await fetch(`http://127.0.0.1:${port}/api/v1/offers`)).json()) as { data: unknown[] };
           return r.data.length > 0 && r.data;
         },
-        30_000,
-        'offers from the worker',
+        { timeoutMs: 30_000, what: 'offers from the worker' },
       );
       assert.ok(after.length >= 12);
     } finally {

@@ -1,5 +1,16 @@
 import assert from 'node:assert/strict';
+import { ConfigError } from '../../src/config-values.js';
 import { declareOptions, optionVariable, parseOptions } from '../../src/providers/kit/options.js';
+import {
+  BLANK_VALUES,
+  BOOLEAN_TABLE,
+  booleanRefusal,
+  integerRefusal,
+  integerTable,
+  listRefusal,
+  listTable,
+  REFUSED_WEB_URLS,
+} from '../helpers/env-values.js';
 
 const DECL = declareOptions({
   providerId: 'acme',
@@ -62,7 +73,7 @@ describe('kit: option parser', () => {
     [{ API_KEY: '   ' }, /^ACME_PROVIDER_API_KEY is required/],
     [
       { API_KEY: 'k', API_URL: 'api.acme.test' },
-      /^ACME_PROVIDER_API_URL must be an http\(s\) origin such as https:\/\/api.acme.test, got "api.acme.test"$/,
+      /^ACME_PROVIDER_API_URL must be an http\(s\) origin without a path such as https:\/\/api.acme.test \(the plugin appends \/v1\/\.\.\.\), got "api.acme.test"$/,
     ],
     [
       { API_KEY: 'k', API_URL: 'https://api.acme.test/v1' },
@@ -79,10 +90,10 @@ describe('kit: option parser', () => {
     [{ API_KEY: 'k', DISK_GB: '1e2' }, /^ACME_PROVIDER_DISK_GB must be a whole number/],
     [{ API_KEY: 'k', CLOUD: 'moon' }, /^ACME_PROVIDER_CLOUD must be SECURE or COMMUNITY, got "moon"$/],
     [
-      { API_KEY: 'k', REGIONS: 'Virginia' },
-      /^ACME_PROVIDER_REGIONS must be a comma-separated list of region codes such as us-1/,
+      { API_KEY: 'k', REGIONS: 'us-1,Virginia' },
+      /^ACME_PROVIDER_REGIONS must be a comma-separated list of region codes such as us-1, got "Virginia"$/,
     ],
-    [{ API_KEY: 'k', REGIONS: '' }, /^ACME_PROVIDER_REGIONS/],
+    [{ API_KEY: 'k', REGIONS: ' , ' }, /^ACME_PROVIDER_REGIONS must be a comma-separated list/],
     [{ API_KEY: 'k', ALLOW: 'maybe' }, /^ACME_PROVIDER_ALLOW must be true or false, got "maybe"$/],
   ];
   for (const [raw, message] of bad) {
@@ -102,6 +113,56 @@ describe('kit: option parser', () => {
         !e.message.includes('secret') &&
         !e.message.includes('sk-live'),
     );
+  });
+
+  describe('reads each kind as the service reads its own variables (the tables test/api/config.test.ts runs too)', () => {
+    const one = (name: string, value: string) => parse({ API_KEY: 'k', [name]: value }) as Record<string, unknown>;
+    const refusal = (name: string, value: string, message: string) =>
+      assert.throws(
+        () => one(name, value),
+        (e: Error) => e instanceof ConfigError && e.message === message,
+        `${name}=${JSON.stringify(value)}`,
+      );
+
+    it('booleans', () => {
+      for (const [value, want] of BOOLEAN_TABLE.accepted) assert.equal(one('ALLOW', value).ALLOW, want, value);
+      for (const value of BLANK_VALUES) assert.equal(one('ALLOW', value).ALLOW, false);
+      for (const value of BOOLEAN_TABLE.refused)
+        refusal('ALLOW', value, booleanRefusal('ACME_PROVIDER_ALLOW', value.trim()));
+    });
+
+    it('whole numbers within their bounds', () => {
+      const table = integerTable(8, 1000);
+      for (const [value, want] of table.accepted) assert.equal(one('DISK_GB', value).DISK_GB, want, value);
+      for (const value of BLANK_VALUES) assert.equal(one('DISK_GB', value).DISK_GB, 32);
+      for (const value of table.refused)
+        refusal('DISK_GB', value, integerRefusal('ACME_PROVIDER_DISK_GB', 8, 1000, value));
+    });
+
+    it('lists, naming the item refused', () => {
+      const table = listTable('us-1', 'eu-2', 'Virginia');
+      for (const [value, want] of table.accepted) assert.deepEqual(one('REGIONS', value).REGIONS, want, value);
+      for (const value of BLANK_VALUES) assert.equal(one('REGIONS', value).REGIONS, null);
+      for (const [value, item] of table.refused)
+        refusal('REGIONS', value, listRefusal('ACME_PROVIDER_REGIONS', 'region codes such as us-1', item));
+    });
+
+    it('http(s) URLs', () => {
+      for (const value of REFUSED_WEB_URLS)
+        assert.throws(
+          () => one('API_URL', value),
+          (e: Error) =>
+            e instanceof ConfigError &&
+            e.message.startsWith('ACME_PROVIDER_API_URL must be an http(s) ') &&
+            e.message.endsWith(`, got "${value}"`),
+          value,
+        );
+    });
+
+    it('choices, in any case', () => {
+      assert.equal(one('CLOUD', ' Community ').CLOUD, 'COMMUNITY');
+      refusal('CLOUD', 'moon', 'ACME_PROVIDER_CLOUD must be SECURE or COMMUNITY, got "moon"');
+    });
   });
 
   it('derives the variable name from the provider id', () => {

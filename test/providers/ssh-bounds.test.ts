@@ -12,7 +12,7 @@ import {
 } from '../../src/providers/ssh-probe.js';
 import { generateDeploymentKeyPair, loadSsh2 } from '../../src/providers/ssh-keys.js';
 import { HostileSshServer, FLOOD_BYTES, type HostileMode, type HostileOptions } from '../helpers/hostile-ssh.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 const key = generateDeploymentKeyPair('ssh-bounds-test').privateKey;
 const MiB = 1024 * 1024;
@@ -45,7 +45,7 @@ describe('ssh bounds (a machine its renter controls)', function () {
     assert.equal(res.code, null);
     assert.equal(s.execs, 1, 'the command did start');
     assert.ok(Date.now() - t0 < 10_000, 'ended near its bound, not whenever the machine pleased');
-    await waitFor(async () => s.open === 0, 10_000, 'the connection to be closed by the service');
+    await waitFor(async () => s.open === 0, { timeoutMs: 10_000, what: 'the connection to be closed by the service' });
   });
 
   it('cuts a login whose server never speaks, or never finishes the handshake, at the connect bound', async () => {
@@ -60,7 +60,7 @@ describe('ssh bounds (a machine its renter controls)', function () {
       const probe = await sshProbe(target(s), { timeoutMs: 400 });
       assert.equal(probe.ok, false);
       assert.equal(!probe.ok && probe.reason, 'timeout', mode);
-      await waitFor(async () => s.open === 0, 10_000, `${mode}: sockets destroyed by the service`);
+      await waitFor(async () => s.open === 0, { timeoutMs: 10_000, what: `${mode}: sockets destroyed by the service` });
     }
   });
 
@@ -71,7 +71,7 @@ describe('ssh bounds (a machine its renter controls)', function () {
       const res = await sshExec(target(s), 'nvidia-smi -L', { commandTimeoutMs: 30_000, maxOutputBytes: 64 * 1024 });
       assert.equal(res.cut, 'output_cap');
       assert.equal(res[stream].length, 64 * 1024, 'exactly the cap is kept');
-      await waitFor(async () => s.open === 0, 10_000, 'the flooding connection to be closed');
+      await waitFor(async () => s.open === 0, { timeoutMs: 10_000, what: 'the flooding connection to be closed' });
       // What the machine got out before the service stopped reading: the cap and a window or two, not 800 MB.
       assert.ok(s.bytesSent < 16 * MiB, `the machine wrote ${s.bytesSent} bytes`);
       assert.ok(s.bytesSent < FLOOD_BYTES);

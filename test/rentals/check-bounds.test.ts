@@ -16,7 +16,7 @@ import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { HostileCloud, HostileSshServer } from '../helpers/hostile-ssh.js';
 import { startTestWorker } from '../helpers/jobs.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { account, offerIds, queuedJobs, rentOk, setStatus } from '../helpers/rentals.js';
 import type { SignedUp } from '../helpers/factories.js';
 
@@ -124,7 +124,7 @@ describe("provisioning: checks a renter's machine cannot hold", function () {
     const worker = await startTestWorker(ctx, { processEveryMs: 50 });
     try {
       for (let i = 0; i < 8; i++) await rent(a, 'hang-h100');
-      await waitFor(async () => servers.hang.running >= 2, 30_000, "A's checks to hang");
+      await waitFor(async () => servers.hang.running >= 2, { timeoutMs: 30_000, what: "A's checks to hang" });
       let most = 0;
       const honest = await rent(b, 'honest-h100');
       await waitFor(
@@ -133,8 +133,7 @@ describe("provisioning: checks a renter's machine cannot hold", function () {
           ctx.clock.advance(200);
           return (await dep(honest)).status === 'ACTIVE';
         },
-        30_000,
-        "B's rental ACTIVE",
+        { timeoutMs: 30_000, what: "B's rental ACTIVE" },
       );
       assert.equal(most, 2, "A's machines held two of the worker's checks, never more");
       const hung = await Promise.all((await Promise.all(mine.slice(0, 8).map(dep))).map((d) => d.status));
@@ -161,7 +160,10 @@ describe("provisioning: checks a renter's machine cannot hold", function () {
     const runs = ids.map((id) => p.provision(id));
     // One run ends without a check, while the other two hold theirs.
     await Promise.race(runs);
-    await waitFor(async () => servers.hang.running - running === 2, 30_000, 'two checks of the account to hang');
+    await waitFor(async () => servers.hang.running - running === 2, {
+      timeoutMs: 30_000,
+      what: 'two checks of the account to hang',
+    });
     assert.equal(servers.hang.execs - execs, 2);
     servers.hang.dropConnections();
     await Promise.all(runs);
@@ -222,8 +224,7 @@ describe("provisioning: checks a renter's machine cannot hold", function () {
           await p.provision(id);
           return (await dep(id)).status === 'ACTIVE';
         },
-        30_000,
-        'ACTIVE',
+        { timeoutMs: 30_000, what: 'ACTIVE' },
       );
       const d = await dep(id);
       const info = await ctx.services.providers.get('local').get(d.instanceId!);

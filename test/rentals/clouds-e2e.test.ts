@@ -8,7 +8,7 @@ import { FakeRunpodApi } from '../fakes/runpod-api.js';
 import { FakeVastApi } from '../fakes/vast-api.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { cloudAgent, cloudService, type CloudAgent } from '../helpers/cloud-agent.js';
 
 interface OfferView {
@@ -161,8 +161,7 @@ for (const behaviour of ['documented', 'recorded'] as const) {
             ctx.clock.advance(200);
             return lambda.calls.filter((c) => c.status === 429).length >= 3;
           },
-          20_000,
-          'throttled calls',
+          { what: 'throttled calls' },
         );
         const d = (await ctx.api.get(`/api/v1/deployments/${deploymentId}`).set(who.auth)).body.data;
         assert.ok(['PENDING', 'PROVISIONING'].includes(d.status), `still waiting, not failed: ${d.status}`);
@@ -177,7 +176,10 @@ for (const behaviour of ['documented', 'recorded'] as const) {
         'the deployment key is registered under its label',
       );
       await agent.terminate(who, deploymentId);
-      await waitFor(async () => !lambda.sshKeys().some((k) => k.name === label), 10_000, 'per-deployment key deleted');
+      await waitFor(async () => !lambda.sshKeys().some((k) => k.name === label), {
+        timeoutMs: 10_000,
+        what: 'per-deployment key deleted',
+      });
     });
 
     it('the reconciler destroys an instance carrying our label prefix that no deployment owns', async () => {
@@ -195,7 +197,7 @@ for (const behaviour of ['documented', 'recorded'] as const) {
       assert.equal(made.kind, 'created');
       assert.ok(vast.instances().some((i) => i.label === label));
       await ctx.services.jobs.now('rental.reconcile', {});
-      await waitFor(async () => !vast.instances().some((i) => i.label === label), 20_000, 'orphan destroyed');
+      await waitFor(async () => !vast.instances().some((i) => i.label === label), { what: 'orphan destroyed' });
     });
 
     it('one provider down leaves the others rentable, and /providers says which', async () => {

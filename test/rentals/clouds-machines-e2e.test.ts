@@ -9,7 +9,7 @@ import { assertSecretsNowhere } from '../helpers/secrets.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 interface OfferView {
   id: string;
@@ -106,8 +106,7 @@ describe('machine settings on Vast.ai, RunPod and Lambda (API + worker + cloud f
         active = read.body.data;
         return active.status === 'ACTIVE' || active.status === 'FAILED';
       },
-      30_000,
-      `rental ${rentalId} ACTIVE`,
+      { timeoutMs: 30_000, what: `rental ${rentalId} ACTIVE` },
     );
     assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
     return { rentalId, deploymentId, active, reads, ssh: await agent.sshTarget(who, deploymentId) };
@@ -143,8 +142,7 @@ describe('machine settings on Vast.ai, RunPod and Lambda (API + worker + cloud f
           return undefined;
         }
       },
-      10_000,
-      'the port answers',
+      { timeoutMs: 10_000, what: 'the port answers' },
     );
   }
 

@@ -7,7 +7,7 @@ import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { signup } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
 import { createStripeContext, deliver, sessionFor, type StripeTestContext } from '../helpers/payments.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { createRentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
 import { lifecycleDepsOf } from '../../src/container.js';
 
@@ -84,8 +84,7 @@ describe('rentals end to end: card checkout paid via webhook', function () {
         const fresh = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d.id });
         return fresh.status === 'ACTIVE' || fresh.status === 'FAILED';
       },
-      20_000,
-      'card deployment ACTIVE',
+      { what: 'card deployment ACTIVE' },
     );
     const fresh = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d.id });
     assert.equal(fresh.status, 'ACTIVE');
@@ -99,8 +98,7 @@ describe('rentals end to end: card checkout paid via webhook', function () {
     await waitFor(
       async () =>
         (await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d.id })).status === 'TERMINATED',
-      20_000,
-      'card deployment TERMINATED',
+      { what: 'card deployment TERMINATED' },
     );
     const view = await ctx.api.get(`/api/v1/deployments/${d.id}`).set(who.auth);
     assert.equal(view.body.data.status, 'TERMINATED');
@@ -141,15 +139,13 @@ describe('rentals end to end: card checkout paid via webhook', function () {
     await waitFor(
       async () =>
         (await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d.id })).status === 'PROVISIONING',
-      20_000,
-      'card deployment PROVISIONING',
+      { what: 'card deployment PROVISIONING' },
     );
     assert.equal((await ctx.api.post(`/api/v1/deployments/${d.id}/terminate`).set(who.auth)).status, 202);
     await waitFor(
       async () =>
         (await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d.id })).status === 'TERMINATED',
-      20_000,
-      'card deployment TERMINATED',
+      { what: 'card deployment TERMINATED' },
     );
     const fresh = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: d.id });
     assert.equal(fresh.startedAt, null, 'it never ran');
@@ -160,8 +156,7 @@ describe('rentals end to end: card checkout paid via webhook', function () {
         view = await ctx.api.get(`/api/v1/rentals/${orderId}`).set(who.auth);
         return view.body.data.reversalStatus === 'SUCCEEDED';
       },
-      20_000,
-      'the refund of the never-started card order',
+      { what: 'the refund of the never-started card order' },
     );
     assert.equal(view.body.data.status, 'TERMINATED');
     const refunds = ctx.stripe.refunds.filter((r) => r.payment_intent === session.payment_intent);

@@ -8,7 +8,7 @@ import { signup, type SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
 import { createTopup } from '../helpers/payments.js';
 import { offerIds } from '../helpers/rentals.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 const OFFERS: LocalInventoryOffer[] = [
   {
@@ -118,8 +118,7 @@ describe('rentals end to end (API + worker + local provider)', function () {
         last = res.body.data;
         return statuses.includes(res.body.data?.status);
       },
-      20_000,
-      `deployment ${deploymentId} in ${statuses}`,
+      { what: `deployment ${deploymentId} in ${statuses}` },
     );
     return last!;
   }
@@ -175,8 +174,7 @@ describe('rentals end to end (API + worker + local provider)', function () {
         const r = await ctx.api.get(`/api/v1/rentals/${res.body.data.rentalId}`).set(who.auth);
         return JSON.stringify(r.body.data).includes('SUCCEEDED');
       },
-      10_000,
-      'reversal',
+      { timeoutMs: 10_000, what: 'reversal' },
     );
     const r = await ctx.api.get(`/api/v1/rentals/${res.body.data.rentalId}`).set(who.auth);
     assert.match(JSON.stringify(r.body.data), /OFFER_NOT_FOUND/);
@@ -210,8 +208,7 @@ describe('rentals end to end (API + worker + local provider)', function () {
         const r = await ctx.api.get(`/api/v1/rentals/${res.body.data.rentalId}`).set(who.auth);
         return r.body.data.reversalStatus === 'SUCCEEDED' && r.body.data;
       },
-      10_000,
-      'reversal',
+      { timeoutMs: 10_000, what: 'reversal' },
     );
     return rental as { failureReason: string | null; [k: string]: unknown };
   }
@@ -252,11 +249,10 @@ describe('rentals end to end (API + worker + local provider)', function () {
     const rental = await failedWithReversal(who, res);
     assert.equal(rental.status, 'FAILED');
     assert.ok(rental.failureReason && !/stack|Error:|at \//.test(rental.failureReason), String(rental.failureReason));
-    await waitFor(
-      async () => (await instancesOf(res.body.data.deploymentId)).join() === 'destroyed',
-      10_000,
-      'instance destroyed',
-    );
+    await waitFor(async () => (await instancesOf(res.body.data.deploymentId)).join() === 'destroyed', {
+      timeoutMs: 10_000,
+      what: 'instance destroyed',
+    });
     assert.equal(
       (await ctx.services.ds.getRepository(Account).findOneByOrFail({ id: who.accountId })).balanceMinor,
       5000,

@@ -18,7 +18,7 @@ import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
 import { assertLedgerConsistent } from '../helpers/ledger.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { account, addKey, offerIds, rent, rentOk, stepUntil } from '../helpers/rentals.js';
 
 // 3,600 cents an hour: a cent a second, so every charge below reads as the seconds it covers.
@@ -90,8 +90,7 @@ describe('no free compute: a machine that worked for its renter is charged wheth
         assert.equal(d.status, 'PROVISIONING', `the check must not pass (phase ${d.phase})`);
         return d.usableAt ? d : undefined;
       },
-      60_000,
-      'the check logs in to the machine',
+      { timeoutMs: 60_000, what: 'the check logs in to the machine' },
     );
   }
 
@@ -206,8 +205,7 @@ describe('no free compute: a machine that worked for its renter is charged wheth
     await sshExec(target, 'touch "$HOME/release"');
     await waitFor(
       async () => (await sshExec(target, `test -f "$HOME/${STARTUP_MARKER_PATH}" && echo yes`)).stdout.trim() === 'yes',
-      10_000,
-      'the marker back',
+      { timeoutMs: 10_000, what: 'the marker back' },
     );
     await stepUntil(ctx, r.deploymentId, 'ACTIVE', (id) => life.provision(id));
     const active = await dep(r.deploymentId);
@@ -256,8 +254,7 @@ describe('no free compute: a machine that worked for its renter is charged wheth
         await life.provision(blind.deploymentId);
         return (await dep(blind.deploymentId)).phase === 'checking_gpus';
       },
-      60_000,
-      'the check finds no GPU',
+      { timeoutMs: 60_000, what: 'the check finds no GPU' },
     );
     // Fewer GPUs than promised at the first answer: the cloud's machine, not what was sold.
     const short = await rentOk(ctx, who, { offerId: ids['fc-short'], machine: { startupScript: 'echo started\n' } });
@@ -266,8 +263,7 @@ describe('no free compute: a machine that worked for its renter is charged wheth
         await life.provision(short.deploymentId);
         return (await dep(short.deploymentId)).status === 'FAILED';
       },
-      60_000,
-      'GPU_MISMATCH',
+      { timeoutMs: 60_000, what: 'GPU_MISMATCH' },
     );
     assert.equal((await order(short.rentalId)).failureCode, 'GPU_MISMATCH');
     await pastTheBound([blind.deploymentId]);

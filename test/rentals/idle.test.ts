@@ -8,7 +8,7 @@ import { sshExec, type SshTarget } from '../../src/providers/ssh-probe.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { account, offerIds } from '../helpers/rentals.js';
 
 const base = { category: 'datacenter', vramGb: 80, maximumDurationSeconds: 86400, provisionSeconds: 0 };
@@ -72,11 +72,10 @@ describe('idle rentals and rentals about to end', function () {
       .send({ offerId: ids['idle-h100'], ...body });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const { rentalId, deploymentId } = res.body.data as { rentalId: string; deploymentId: string };
-    await waitFor(
-      async () => (ctx.clock.advance(200), (await read(who, rentalId)).status === 'ACTIVE'),
-      30_000,
-      'ACTIVE',
-    );
+    await waitFor(async () => (ctx.clock.advance(200), (await read(who, rentalId)).status === 'ACTIVE'), {
+      timeoutMs: 30_000,
+      what: 'ACTIVE',
+    });
     const c = (await ctx.api.post(`/api/v1/deployments/${deploymentId}/credentials/reveal`).set(who.auth)).body.data;
     const ssh: SshTarget = { host: c.host, port: c.port, user: c.user, privateKey: c.privateKey };
     return { who, rentalId, deploymentId, start, ssh };
@@ -117,11 +116,10 @@ describe('idle rentals and rentals about to end', function () {
       'warned once',
     );
     await sweepAfter(15_000);
-    await waitFor(
-      async () => (ctx.clock.advance(200), (await read(r.who, r.rentalId)).status === 'TERMINATED'),
-      30_000,
-      'TERMINATED',
-    );
+    await waitFor(async () => (ctx.clock.advance(200), (await read(r.who, r.rentalId)).status === 'TERMINATED'), {
+      timeoutMs: 30_000,
+      what: 'TERMINATED',
+    });
     const ended = await read(r.who, r.rentalId);
     assert.equal(ended.terminationReason, 'IDLE');
     const types = (await events(r.who, r.start, r.rentalId)).map((e) => e.type);

@@ -5,7 +5,7 @@ import { FakeLambdaApi } from '../fakes/lambda-api.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { type SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { cloudAgent, cloudService, type CloudAgent } from '../helpers/cloud-agent.js';
 
 /**
@@ -80,11 +80,10 @@ describe('rentals on Lambda as it really answers (API + worker + recorded fake)'
     await terminated(who, deploymentId);
     assert.equal((await sshProbe(target, { timeoutMs: 2000 })).ok, false, 'the key no longer gets in');
     assert.equal(lambda.instances().find((i) => i.id === instance.id)?.status, 'terminated');
-    await waitFor(
-      async () => !lambda.sshKeys().some((k) => k.name === instance.name),
-      10_000,
-      'per-deployment key deleted',
-    );
+    await waitFor(async () => !lambda.sshKeys().some((k) => k.name === instance.name), {
+      timeoutMs: 10_000,
+      what: 'per-deployment key deleted',
+    });
     assert.deepEqual(
       lambda.calls.filter((c) => c.status === 403),
       [],

@@ -114,7 +114,7 @@ describe('rental lifecycle (job handlers)', function () {
     assert.equal((await order(d.orderId)).status, 'ACTIVE');
     assert.ok(d.startedAt && d.endsAt);
     assert.equal(d.endsAt.getTime() - d.startedAt.getTime(), 2 * 3600 * 1000);
-    assert.equal(d.sshKeyKid, ctx.config.secretsKeyId);
+    assert.equal(d.sshKeyKid, ctx.config.secrets.keyId);
     assert.ok(!d.sshPrivateKeyEnc!.toString('latin1').includes('PRIVATE KEY'));
     const as = await attempts(deploymentId);
     assert.deepEqual(

@@ -7,7 +7,7 @@ import { assertSecretsNowhere } from '../helpers/secrets.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { account, offerIds } from '../helpers/rentals.js';
 
 const base = { category: 'datacenter', vramGb: 80, maximumDurationSeconds: 86400, provisionSeconds: 0 };
@@ -76,8 +76,7 @@ describe('machines agents can work with (API + worker + local provider)', functi
         last = (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data;
         return done(last);
       },
-      30_000,
-      what,
+      { timeoutMs: 30_000, what: what },
     );
     return last;
   }
@@ -145,8 +144,7 @@ describe('machines agents can work with (API + worker + local provider)', functi
           return undefined;
         }
       },
-      10_000,
-      'the endpoint answers',
+      { timeoutMs: 10_000, what: 'the endpoint answers' },
     );
     assert.equal(body, `hello ${SECRET.length}`);
 

@@ -42,7 +42,7 @@ describe('metering across a worker outage: admission waits for billing, and the 
       adoptBoundMs: 5000,
       sshTimeoutMs: 3000,
     });
-    periodMs = ctx.config.meteringEveryMs;
+    periodMs = ctx.config.rentals.meteringEveryMs;
   });
   after(() => ctx.close());
 

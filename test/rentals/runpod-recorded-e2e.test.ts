@@ -7,7 +7,7 @@ import { FakeRunpodApi } from '../fakes/runpod-api.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { type SignedUp } from '../helpers/factories.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { cloudAgent, cloudService, type CloudAgent } from '../helpers/cloud-agent.js';
 
 interface OfferView {
@@ -178,6 +178,6 @@ describe('rentals on RunPod as it really answers (API + worker + recorded fake)'
     assert.equal(made.kind, 'created', JSON.stringify(made));
     assert.ok(!(await firstPage()).includes(label), 'the orphan is past page 1');
     await ctx.services.jobs.now('rental.reconcile', {});
-    await waitFor(async () => !runpod.instances().some((p) => p.name === label), 20_000, 'orphan destroyed');
+    await waitFor(async () => !runpod.instances().some((p) => p.name === label), { what: 'orphan destroyed' });
   });
 });

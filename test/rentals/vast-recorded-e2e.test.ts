@@ -4,7 +4,7 @@ import { FakeVastApi, REPRICED_OFFER, type VastStartFailure } from '../fakes/vas
 import { offer } from '../fakes/vast-fixtures.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { startTestWorker, type TestWorker } from '../helpers/jobs.js';
-import { waitFor } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { cloudAgent, cloudService, type CloudAgent } from '../helpers/cloud-agent.js';
 
 /** A second 1x H100 ask, dearer than the fixture's 2.10, so a GPU-intent rental has somewhere to go. */
@@ -126,11 +126,10 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
         assert.equal(failed.status, 'FAILED', JSON.stringify(failed));
         assert.ok(Date.now() - started < 60_000);
         const instanceId = await instanceOf(deploymentId);
-        await waitFor(
-          async () => deletesOf(instanceId).some((c) => c.status === 200),
-          10_000,
-          'the fake saw the destroy',
-        );
+        await waitFor(async () => deletesOf(instanceId).some((c) => c.status === 200), {
+          timeoutMs: 10_000,
+          what: 'the fake saw the destroy',
+        });
         assert.ok(!vast.instances().some((i) => i.id === instanceId), 'the instance no longer exists');
         const rental = (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data;
         assert.equal(rental.failureCode, 'PROVISIONING_FAILED', JSON.stringify(rental));

@@ -6,7 +6,8 @@ import { lifecycleDepsOf } from '../../src/container.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { testDatabaseUrl } from '../helpers/db.js';
-import { spawnService, waitFor, type Spawned } from '../helpers/process.js';
+import { spawnService, type Spawned } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { account, offerIds } from '../helpers/rentals.js';
 
 const OFFERS: LocalInventoryOffer[] = [
@@ -74,8 +75,7 @@ describe('rentals: a worker killed mid-provisioning', function () {
             ])
           )[0].n,
         ) > 0,
-      30_000,
-      `first create attempt (${first.stderr()})`,
+      { timeoutMs: 30_000, what: () => `first create attempt (${first.stderr()})` },
     );
     first.child.kill('SIGKILL');
     await first.exited;
@@ -88,7 +88,7 @@ describe('rentals: a worker killed mid-provisioning', function () {
     const { redriven } = await createRentalLifecycle(lifecycleDepsOf(ctx.services), { stuckAfterMs: 0 }).reconcile();
     assert.ok(redriven.includes(deploymentId));
     try {
-      await waitFor(async () => (await dep(deploymentId)).status === 'ACTIVE', 30_000, 'ACTIVE');
+      await waitFor(async () => (await dep(deploymentId)).status === 'ACTIVE', { timeoutMs: 30_000, what: 'ACTIVE' });
     } catch (err) {
       const d = await dep(deploymentId);
       const jobs = await ctx.services.ds.query(
@@ -107,11 +107,10 @@ describe('rentals: a worker killed mid-provisioning', function () {
     assert.equal((await dep(deploymentId)).instanceId, live[0].id);
 
     assert.equal((await ctx.api.post(`/api/v1/deployments/${deploymentId}/terminate`).set(who.auth)).status, 202);
-    await waitFor(
-      async () => (await dep(deploymentId)).status === 'TERMINATED',
-      30_000,
-      `TERMINATED (${second.stderr()})`,
-    );
+    await waitFor(async () => (await dep(deploymentId)).status === 'TERMINATED', {
+      timeoutMs: 30_000,
+      what: () => `TERMINATED (${second.stderr()})`,
+    });
     assert.deepEqual(
       (await instances(deploymentId)).map((i) => i.state),
       ['destroyed'],

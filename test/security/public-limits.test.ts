@@ -105,10 +105,10 @@ describe('per-address limits of public creates', () => {
 
 describe('TRUST_PROXY', () => {
   it('defaults to trusting no forwarded header and takes hop counts, addresses and ranges', () => {
-    assert.equal(loadConfig({}).trustProxy, false);
-    assert.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
-    assert.equal(loadConfig({ TRUST_PROXY: '1' }).trustProxy, 1);
-    assert.deepEqual(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,2001:db8::/32' }).trustProxy, [
+    assert.equal(loadConfig({}).http.trustProxy, false);
+    assert.equal(loadConfig({ TRUST_PROXY: 'false' }).http.trustProxy, false);
+    assert.equal(loadConfig({ TRUST_PROXY: '1' }).http.trustProxy, 1);
+    assert.deepEqual(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,2001:db8::/32' }).http.trustProxy, [
       'loopback',
       '10.0.0.0/8',
       '2001:db8::/32',
@@ -120,8 +120,11 @@ describe('TRUST_PROXY', () => {
       () => loadConfig({ TRUST_PROXY: 'true' }),
       (e: Error) => e instanceof ConfigError && /hop|addresses/.test(e.message),
     );
-    assert.throws(() => loadConfig({ TRUST_PROXY: 'proxy.example' }), /TRUST_PROXY lists "proxy.example"/);
-    assert.throws(() => loadConfig({ TRUST_PROXY: '10.0.0.0/33' }), /TRUST_PROXY lists/);
+    assert.throws(
+      () => loadConfig({ TRUST_PROXY: 'loopback,proxy.example' }),
+      /TRUST_PROXY must be a comma-separated list of the proxies' .*, got "proxy.example"$/,
+    );
+    assert.throws(() => loadConfig({ TRUST_PROXY: '10.0.0.0/33' }), /TRUST_PROXY .*, got "10.0.0.0\/33"/);
     assert.throws(() => loadConfig({ TRUST_PROXY: '99' }), /hop count/);
   });
 });

@@ -32,10 +32,10 @@ describe('SECRETS_KEY rotation', function () {
   it('SECRETS_KEY_PREVIOUS takes id:key entries and refuses malformed ones, the current id and duplicates', () => {
     const cfg = loadConfig({ SECRETS_KEY: NEW, SECRETS_KEY_ID: 'k2', SECRETS_KEY_PREVIOUS: ` k1:${OLD} , k0:${NEW}` });
     assert.deepEqual(
-      cfg.secretsKeysPrevious.map((k) => k.id),
+      cfg.secrets.previous.map((k) => k.id),
       ['k1', 'k0'],
     );
-    assert.deepEqual(cfg.secretsKeysPrevious[0].key, Buffer.from(OLD, 'base64'));
+    assert.deepEqual(cfg.secrets.previous[0].key, Buffer.from(OLD, 'base64'));
     for (const bad of [
       OLD,
       `k1:${randomBytes(16).toString('base64')}`,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { waitFor } from '../helpers/process.js';
+import { settledWithin, waitFor } from '../helpers/wait.js';
 
 /** True while `pid` runs (a zombie waiting for its reaper no longer does). */
 function running(pid: number): boolean {
@@ -31,12 +31,10 @@ async function runMiniBench(mode: string, signal?: NodeJS.Signals) {
   const childPid = await waitFor(
     async () =>
       Number(/child (\d+)/.exec(out)?.[1]) || (bench.exitCode !== null ? Promise.reject(new Error(err)) : undefined),
-    20_000,
-    'the bench to start its child',
+    { what: 'the bench to start its child' },
   );
   if (signal) bench.kill(signal);
-  const timer = new Promise<'open'>((r) => setTimeout(() => r('open'), 15_000).unref());
-  const ended = await Promise.race([closed, timer]);
+  const ended = (await settledWithin(closed, 15_000))?.value ?? 'open';
   const childRunning = running(childPid);
   if (childRunning) process.kill(childPid, 'SIGKILL');
   if (ended === 'open') bench.kill('SIGKILL');

@@ -17,7 +17,8 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { dropDatabase } from '../../src/db/data-source.js';
-import { freePort, waitFor } from '../helpers/process.js';
+import { freePort } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { copyOf, envPairs, execForm, parseDockerfile } from './dockerfile.js';
 
 const keep = process.argv.includes('--keep');
@@ -113,7 +114,10 @@ let failed = false;
 try {
   const t = Date.now();
   const base = `http://127.0.0.1:${port}`;
-  await waitFor(async () => (await fetch(`${base}/healthz`)).status === 200, 120_000, '/healthz to answer 200');
+  await waitFor(async () => (await fetch(`${base}/healthz`)).status === 200, {
+    timeoutMs: 120_000,
+    what: '/healthz to answer 200',
+  });
   log(
     `api answered /healthz 200 after ${((Date.now() - t) / 1000).toFixed(1)} s (fresh database: created and migrated)`,
   );

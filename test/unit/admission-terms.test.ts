@@ -15,6 +15,7 @@ import {
   type PayingAccount,
 } from '../../src/modules/rentals/admission-terms.js';
 import { newDeployment, newOrder, rentalDebitTerms } from '../../src/modules/rentals/admission-rows.js';
+import { toRentalDto } from '../../src/modules/rentals/rental-views.js';
 import { assertCreditLimits } from '../../src/modules/rentals/admission-guards.js';
 import { NO_MACHINE_COLUMNS } from '../../src/modules/rentals/machine-secrets.js';
 import {
@@ -252,7 +253,8 @@ describe('admission terms (no database)', () => {
     it('a credit rental of a GPU intent: PENDING, the name as matched, its candidates, every column given', () => {
       const intent = rentalIntent({ gpuModel: '2x H100', gpuCount: 2, maxHourlyPriceMinor: 900, budgetMinor: 1000 });
       const terms = creditTerms(legacy(5000), caller(), 1000, [offer('a', 300), offer('b', 320)]);
-      const order = newOrder({ ...who, funding: 'CREDITS' }, intent, 'h100', terms, NO_MACHINE_COLUMNS);
+      const match = { slug: 'h100', modelsOnSale: ['h100-sxm'] };
+      const order = newOrder({ ...who, funding: 'CREDITS' }, intent, match, terms, NO_MACHINE_COLUMNS);
       assert.equal(order.status, 'PENDING');
       assert.equal(order.requestKind, 'INTENT');
       assert.equal(order.offerId, null);
@@ -275,6 +277,45 @@ describe('admission terms (no database)', () => {
         amountMinor: -900,
         description: 'Rental order-1: 3 h at 300 cents/h',
       });
+    });
+
+    it("a family intent's match note suggests only the models on sale for it at admission, and says when none is", () => {
+      const intent = rentalIntent({ gpuModel: 'A100', gpuCount: 1, maxHourlyPriceMinor: 900 });
+      const named = (id: string, name: string, price: number) => ({ ...offer(id, price), name });
+      const terms = creditTerms(balance(5000), caller(), null, [
+        named('a', 'A100 SXM4 40GB', 129),
+        named('b', 'A100 SXM4 80GB', 179),
+      ]);
+      const rental = { ...who, funding: 'CREDITS' as const };
+      const orderWith = (modelsOnSale: string[]) =>
+        newOrder(rental, intent, { slug: 'a100', modelsOnSale }, terms, NO_MACHINE_COLUMNS);
+      const taken =
+        '"A100" names the family A100, so the cheapest offer of any of its models was taken. The cheapest offer was A100 SXM4 40GB (40 GB).';
+      assert.equal(
+        orderWith(['a100-sxm4-40gb', 'a100-sxm4-80gb']).matchNote,
+        `${taken} To choose, name a model on sale at admission for this gpuCount, price ceiling and machine settings: "A100 80GB" for 80 GB, or "A100 SXM4 80GB".`,
+      );
+      assert.equal(
+        orderWith(['a100-sxm4-40gb']).matchNote,
+        `${taken} No other model of A100 was on sale at admission for this gpuCount, price ceiling and machine settings; naming a model narrows the choice to that model alone.`,
+      );
+      // Reads show the note kept; an order admitted before notes were kept gets one that suggests no model.
+      const order = orderWith(['a100-sxm4-40gb', 'a100-pcie-40gb']);
+      const machine = { gpuName: 'A100 SXM4 40GB', gpuCount: 1, provider: 'local' };
+      assert.match(order.matchNote!, /settings: "A100 PCIe 40GB"\.$/);
+      assert.deepEqual(
+        [toRentalDto(order, null, machine).matchedBy, toRentalDto(order, null, machine).matchNote],
+        ['family', order.matchNote],
+      );
+      const older = toRentalDto({ ...order, matchNote: null }, null, machine);
+      assert.equal(older.matchedBy, 'family');
+      assert.equal(
+        older.matchNote,
+        `${taken} To choose, name one of its models; GET /api/v1/offers?gpu=a100 lists those on sale now.`,
+      );
+      const byOffer = newOrder(rental, rentalIntent({ offerId: 'a' }), null, terms, NO_MACHINE_COLUMNS);
+      assert.equal(byOffer.matchNote, null);
+      assert.equal(toRentalDto(byOffer, null, machine).matchedBy, 'offer');
     });
 
     it('a card order: AWAITING_PAYMENT, the offer asked for, the whole price charged to the card', () => {
@@ -318,8 +359,13 @@ describe('admission terms (no database)', () => {
       }) as GpuIntent;
       const terms = waitingTerms(balance(5000), caller(), intent);
       assert.deepEqual([terms.candidates, terms.hourlyPriceMinor, terms.billingModel], [[], 400, 'ACCOUNT_BALANCE']);
-      const order = newOrder({ ...who, funding: 'CREDITS' }, intent, 'h100', terms, NO_MACHINE_COLUMNS);
+      const match = { slug: 'h100', modelsOnSale: [] };
+      const order = newOrder({ ...who, funding: 'CREDITS' }, intent, match, terms, NO_MACHINE_COLUMNS);
       assert.deepEqual([order.offerId, order.candidateOfferIds, order.hourlyPriceMinor], [null, [], 400]);
+      assert.match(
+        order.matchNote!,
+        /None was on sale at admission for this gpuCount, price ceiling and machine settings/,
+      );
       assert.equal(order.waitForCapacityUntil?.toISOString(), new Date(now.getTime() + 1800_000).toISOString());
       const d = newDeployment('dep-3', order, terms);
       assert.deepEqual(
@@ -355,7 +401,7 @@ describe('admission terms (no database)', () => {
         () => creditTerms(balance(5000), caller({ maxRentalSeconds: 5400 }), null, [offer('a', 300)], 7200),
         /terminateAfterSeconds.*5400/,
       );
-      assert.equal(cardTerms(offer('w', 299), 299, caller({ maxRentalSeconds: 3600 })).leaseSeconds, 3600);
+      assert.equal(cardTerms(offer('w', 500), 500, caller({ maxRentalSeconds: 3600 })).leaseSeconds, 3600);
     });
 
     it('a prepaid purchase longer than its lease is refused with the budget that fits, never shortened', () => {

@@ -67,6 +67,38 @@ function upwardImports(files: { path: string; text: string }[]): string[] {
   );
 }
 
+/**
+ * Every module a source names: static imports and re-exports, side-effect imports, dynamic
+ * `import()` and `require()`, so a check of what a file may depend on misses none of its ways in.
+ */
+const specifiers = (text: string) =>
+  [
+    // The clause before `from` holds names only: no `=` or quote, so a string that reads like an import is none.
+    ...text.matchAll(/^\s*(?:import|export)\b[^;'"=]*?\bfrom\s+['"]([^'"]+)['"]/gm),
+    ...text.matchAll(/^\s*import\s+['"]([^'"]+)['"]/gm),
+    ...text.matchAll(/\b(?:import|require)\s*\(\s*['"]([^'"]+)['"]/g),
+  ].map((m) => m[1]);
+
+/** Each module a file of the shared vocabulary names outside src/vocabulary/ (an npm package, a Node built-in, the rest of src/), as `path -> import`. */
+function vocabularyEscapes(files: { path: string; text: string }[]): string[] {
+  return files.flatMap((f) =>
+    specifiers(f.text)
+      .filter((i) => !i.startsWith('.') || !normalize(join(dirname(f.path), i)).startsWith('src/vocabulary/'))
+      .map((i) => `${f.path} -> ${i}`),
+  );
+}
+
+/** Each import of `files` that reaches into clients/, as `path -> import`. */
+function clientImports(files: { path: string; text: string }[]): string[] {
+  return files.flatMap((f) =>
+    specifiers(f.text)
+      .filter((i) =>
+        i.startsWith('.') ? normalize(join(dirname(f.path), i)).startsWith('clients/') : i.startsWith('@gpu-rental/'),
+      )
+      .map((i) => `${f.path} -> ${i}`),
+  );
+}
+
 /** A write of a deployment's or order's status: a TypeORM update whose values set it, or SQL that does. */
 const STATUS_WRITE = [
   /\.update\(\s*(?:Deployment|Order)\b[^;]*?\}\s*,\s*\{[^}]*\bstatus\s*:/,
@@ -194,6 +226,45 @@ describe('architecture', () => {
     );
     const lower = ['src/db', 'src/http', 'src/jobs', 'src/providers'].flatMap((dir) => sources(dir));
     assert.deepEqual(upwardImports(lower), []);
+  });
+
+  it('keeps the shared vocabulary pure: src/vocabulary/ imports only its own files, no package or built-in', () => {
+    // The check itself must see each way out (a package, a built-in, the rest of src/, a dynamic
+    // import), and not take a code snippet held in a string for an import.
+    assert.deepEqual(
+      vocabularyEscapes([
+        { path: 'src/vocabulary/a.ts', text: `import { b } from './b.js';\nexport * from './c.js';` },
+        {
+          path: 'src/vocabulary/s.ts',
+          text: `export const SNIPPET = [\n  "import { createHmac } from 'node:crypto';",\n];`,
+        },
+        { path: 'src/vocabulary/x.ts', text: `import { z } from 'zod';\nimport { join } from 'node:path';` },
+        {
+          path: 'src/vocabulary/y.ts',
+          text: `import type { Config } from '../config.js';\nconst m = await import('fs');`,
+        },
+      ]),
+      [
+        'src/vocabulary/x.ts -> zod',
+        'src/vocabulary/x.ts -> node:path',
+        'src/vocabulary/y.ts -> ../config.js',
+        'src/vocabulary/y.ts -> fs',
+      ],
+    );
+    assert.deepEqual(vocabularyEscapes(sources('src/vocabulary')), []);
+  });
+
+  it('the service, the bot and the plugins import nothing from clients/ (the clients build on src/vocabulary/)', () => {
+    // The check itself must see a relative path into clients/ and the SDK by its package name.
+    assert.deepEqual(
+      clientImports([
+        { path: 'src/http/a.ts', text: `import { AUTH_HINT } from '../../clients/sdk/src/hints.js';` },
+        { path: 'bot/b.ts', text: `import { GprClient } from '@gpu-rental/sdk';` },
+        { path: 'src/c.ts', text: `import { AUTH_HINT } from './vocabulary/access-hints.js';` },
+      ]),
+      ['src/http/a.ts -> ../../clients/sdk/src/hints.js', 'bot/b.ts -> @gpu-rental/sdk'],
+    );
+    assert.deepEqual(clientImports([...sources('src'), ...sources('bot'), ...sources('plugins')]), []);
   });
 
   it('has no import circle among the files of src/, type imports included', () => {

@@ -92,7 +92,7 @@ describe('clients: the service they came from, and prices typed in cents', () =>
     );
     assert.equal(
       centsLookingPrice('--max-price', '$1200'),
-      '--max-price 1200 is $1200.00 an hour: amounts are in dollars. If you meant 1200 cents, pass --max-price 12.00.',
+      '--max-price 1200 is $1,200.00 an hour: amounts are in dollars. If you meant 1200 cents, pass --max-price 12.00.',
     );
     for (const dollars of ['3', '3.50', '99', '150.00', '2.5'])
       assert.equal(centsLookingPrice('--max-price', dollars), null, dollars);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { CONFIG_VARIABLES } from '../../src/config-variables.js';
 import { loadConfig } from '../../src/config.js';
 import { ERROR_DESCRIPTIONS, ERROR_STATUS } from '../../src/errors/error-codes.js';
@@ -10,10 +10,16 @@ import {
   renderErrorsDoc,
 } from '../../scripts/generate-docs.js';
 
-const CONFIG_SOURCE = readFileSync(new URL('../../src/config.ts', import.meta.url), 'utf8');
+/** src/config.ts and the readers of its groups under src/config/, the only code that reads the environment. */
+const CONFIG_SOURCE = [
+  readFileSync(new URL('../../src/config.ts', import.meta.url), 'utf8'),
+  ...readdirSync(new URL('../../src/config/', import.meta.url))
+    .filter((f) => f.endsWith('.ts'))
+    .map((f) => readFileSync(new URL(`../../src/config/${f}`, import.meta.url), 'utf8')),
+].join('\n');
 
 /**
- * Every environment variable src/config.ts reads, as the documentation names it: literal names
+ * Every environment variable src/config.ts (with src/config/) reads, as the documentation names it: literal names
  * (`int(env, 'PORT', …)`, `env['X']`, `env.X`), per-provider names built from the plugin prefix
  * (`${prefix}MARKUP_PERCENT` → `<ID>_PROVIDER_MARKUP_PERCENT`), and the prefix scan that hands
  * plugins their options (`<ID>_PROVIDER_<NAME>`).

@@ -13,6 +13,7 @@ import {
   wrapStartupScript,
 } from '../../src/modules/rentals/machine-secrets.js';
 import { DEFAULT_MACHINE_SETTINGS, STARTUP_MARKER_PATH, type MachineSettings } from '../../src/providers/provider.js';
+import { waitFor } from '../helpers/wait.js';
 
 const run = promisify(execFile);
 
@@ -105,11 +106,10 @@ describe('machine secrets', () => {
       assert.ok(existsSync(join(home, STARTUP_MARKER_PATH)), 'the marker is written before the script runs');
       assert.match(readFileSync(join(home, STARTUP_MARKER_PATH), 'utf8'), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$/);
       // The agent's script runs in the background: wait for it.
-      const deadline = Date.now() + 10_000;
-      while (!existsSync(join(home, 'done'))) {
-        if (Date.now() > deadline) assert.fail(`the script did not finish; its log: ${readLog()}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      await waitFor(() => existsSync(join(home, 'done')), {
+        timeoutMs: 10_000,
+        what: () => `the script to finish; its log: ${readLog()}`,
+      });
     }
 
     const readLog = () =>

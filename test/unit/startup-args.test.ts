@@ -19,7 +19,7 @@ describe('start-up arguments and configuration', () => {
   it('names the variable when the configuration is invalid', () => {
     assert.equal(
       startupError(() => loadConfig({ PORT: 'http' })),
-      'Configuration error: PORT must be a whole number, got "http"',
+      'Configuration error: PORT must be a whole number from 0 to 65535, got "http"',
     );
   });
 
@@ -59,23 +59,18 @@ describe('start-up arguments and configuration', () => {
 
 describe('start lines for what is off', () => {
   it('names the settings that turn metrics and the jobs dashboard on, and says nothing of what is on', () => {
-    const off = {
-      metricsToken: undefined,
-      metricsPort: undefined,
-      adminJobsUser: undefined,
-      adminJobsPassword: undefined,
-    };
+    const off = { metrics: {}, jobs: {} };
     const lines = offSurfaces(off, ['api', 'worker']);
     assert.equal(lines.length, 2);
     assert.match(lines[0], /^metrics are off: set METRICS_TOKEN .* or METRICS_PORT/);
     assert.match(lines[1], /^the jobs dashboard is off: set ADMIN_JOBS_USER and ADMIN_JOBS_PASSWORD/);
     assert.deepEqual(
-      offSurfaces({ ...off, metricsPort: 9464 }, ['worker']),
+      offSurfaces({ ...off, metrics: { port: 9464 } }, ['worker']),
       [],
       'a worker serves no dashboard; metrics are on',
     );
     assert.deepEqual(
-      offSurfaces({ ...off, metricsToken: 't', adminJobsUser: 'u', adminJobsPassword: 'p' }, ['api']),
+      offSurfaces({ metrics: { token: 't' }, jobs: { dashboardUser: 'u', dashboardPassword: 'p' } }, ['api']),
       [],
     );
   });

@@ -6,6 +6,7 @@ import { withMigrationLock } from '../../src/db/migration-lock.js';
 import { sqlQuery } from '../../src/db/sql.js';
 import { childDatabaseUrl } from '../helpers/db.js';
 import { transactionKinds } from '../helpers/transaction-kinds.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('the retry helper on one server', function () {
   this.timeout(30_000);
@@ -90,18 +91,18 @@ describe('the retry helper on one server', function () {
     const ours = sqlQuery(ds, 'UPDATE probe SET v = v + 1 WHERE id IN (1, 2)');
     // Only this statement's lock wait counts: the other worker's tests may hold lock waits of their own.
     // Bounded by time, not by turns, so a loaded machine only makes it slower.
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const waiting = (await ds.query(
-        "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query = 'UPDATE probe SET v = v + 1 WHERE id IN (1, 2)'",
-      )) as { n: number }[];
-      if (Number(waiting[0].n) > 0) break;
-      if (Date.now() > deadline) {
-        await other.query('ROLLBACK');
-        assert.fail('the statement never waited for row 2');
-      }
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    await waitFor(
+      async () => {
+        const waiting = (await ds.query(
+          "SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT' AND trx_query = 'UPDATE probe SET v = v + 1 WHERE id IN (1, 2)'",
+        )) as { n: number }[];
+        return Number(waiting[0].n) > 0;
+      },
+      { intervalMs: 5, what: 'the statement to wait for row 2' },
+    ).catch(async (err: unknown) => {
+      await other.query('ROLLBACK');
+      throw err;
+    });
     // Waits for row 1, which the statement holds: a deadlock, which the statement loses.
     await other.query('UPDATE probe SET v = v + 10 WHERE id = 1');
     await other.query('COMMIT');
@@ -130,9 +131,21 @@ describe('the retry helper on one server', function () {
       order.push('first out');
     });
     await firstEntered;
-    const second = withMigrationLock(ds, 10, async () => void order.push('second in'));
+    // The second holder's tries at the lock that were refused, counted on the one method the lock uses.
+    let refused = 0;
+    const counted = {
+      query: (sql: string, params?: unknown[]) => {
+        const answer = ds.query(sql, params);
+        if (!sql.startsWith('INSERT INTO migration_lock')) return answer;
+        return answer.catch((err: unknown) => {
+          refused++;
+          throw err;
+        });
+      },
+    } as unknown as DataSource;
+    const second = withMigrationLock(counted, 10, async () => void order.push('second in'));
     // The second waits while the first holds the lock: it has not entered after several of its tries.
-    await new Promise((r) => setTimeout(r, 800));
+    await waitFor(() => refused >= 3, { what: "the second holder's third refused try" });
     assert.deepEqual(order, ['first in']);
     releaseFirst();
     await Promise.all([first, second]);

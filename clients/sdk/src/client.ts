@@ -3,6 +3,13 @@ import type { components, paths } from './generated/openapi.js';
 import { GprApiError, GprRentalStateError, GprTimeoutError } from './errors.js';
 import { type EventPage, eventStream, type GprEvent, type StreamOptions } from './events.js';
 import { retryingFetch, type RetryPolicy } from './transport.js';
+import {
+  ENDING_STATUSES,
+  isOneOf,
+  RENTAL_STATUSES,
+  type RentalStatus,
+  TERMINAL_STATUSES,
+} from '../../../src/vocabulary/statuses.js';
 
 type JsonData<P extends keyof paths, M extends 'get' | 'post', C extends number> = paths[P][M] extends {
   responses: infer R;
@@ -32,7 +39,12 @@ export type Deployment = JsonData<'/api/v1/deployments/{id}', 'get', 200>;
 export type Credentials = JsonData<'/api/v1/deployments/{id}/credentials/reveal', 'post', 200>;
 /** A terminate request's answer: the status after it, when termination was asked for, and what it means. */
 export type TerminateAccepted = JsonData<'/api/v1/deployments/{id}/terminate', 'post', 202>;
-export type RentalStatus = Rental['status'];
+// The API's statuses as OpenAPI writes them must be the vocabulary's: one added on one side only fails here.
+true satisfies [Rental['status']] extends [RentalStatus]
+  ? [RentalStatus] extends [Rental['status']]
+    ? true
+    : false
+  : false;
 /** What runs on the machine: `image`, `env`, `startupScript`, `ports`, `diskGb` (each optional). */
 export type MachineSettings = components['schemas']['MachineSettingsRequest'];
 /** Where a starting rental stands (`phase`), e.g. `waiting_for_capacity`, `booting`, `checking_gpus`. */
@@ -78,18 +90,6 @@ export interface WaitOptions extends WaitForOptions {
   until: 'ACTIVE' | 'TERMINATED';
 }
 
-/** Every status a rental can have, in the order of its life. */
-export const RENTAL_STATUSES = [
-  'AWAITING_PAYMENT',
-  'PENDING',
-  'PROVISIONING',
-  'ACTIVE',
-  'TERMINATING',
-  'TERMINATED',
-  'FAILED',
-] as const satisfies readonly RentalStatus[];
-/** Statuses a rental never leaves. */
-const FINAL: RentalStatus[] = ['TERMINATED', 'FAILED'];
 /** The longest a waiting read is held (the server allows 30 s; this leaves room under a 30 s request timeout). */
 const WAIT_SECONDS = 25;
 
@@ -252,7 +252,7 @@ export class GprClient {
       if (now !== last) opts.onPhase?.(r);
       last = now;
       if (statuses.includes(r.status)) return r;
-      if (FINAL.includes(r.status)) {
+      if (isOneOf(TERMINAL_STATUSES, r.status)) {
         const why =
           r.status === 'FAILED'
             ? `${r.failureCode ?? 'FAILED'}: ${r.failureReason ?? 'provisioning failed'}`
@@ -284,8 +284,7 @@ export class GprClient {
    * (FAILED, or TERMINATING/TERMINATED while waiting for ACTIVE) or time runs out.
    */
   async waitForRental(id: string, opts: WaitOptions): Promise<Rental> {
-    const stops: RentalStatus[] =
-      opts.until === 'ACTIVE' ? ['ACTIVE', 'TERMINATING', 'TERMINATED', 'FAILED'] : ['TERMINATED', 'FAILED'];
+    const stops: RentalStatus[] = opts.until === 'ACTIVE' ? ['ACTIVE', ...ENDING_STATUSES] : [...TERMINAL_STATUSES];
     const r = await this.waitFor(id, stops, opts);
     if (r.status === opts.until) return r;
     const why =

@@ -10,13 +10,7 @@ export interface StoredConfig {
 
 export const DEFAULT_BASE_URL = 'http://localhost:8080';
 
-/**
- * The file a service adds to the `gpr` and `gpr-mcp` tarballs it serves, at the package's root:
- * `{ "baseUrl": "<that service>" }`, so a copy installed from a service calls it by default.
- */
-export const PACKAGED_SERVICE_FILE = 'service.json';
-
-/** The base URL a served package carries (see {@link PACKAGED_SERVICE_FILE}), read from `file`; undefined when absent or unreadable. */
+/** The base URL a served package carries (see `PACKAGED_SERVICE_FILE`), read from `file`; undefined when absent or unreadable. */
 export function packagedBaseUrl(file: URL): string | undefined {
   try {
     const { baseUrl } = JSON.parse(readFileSync(file, 'utf8')) as { baseUrl?: unknown };

@@ -9,7 +9,7 @@ import type { RateLimiter } from '../../http/rate-limiter.js';
 import { claimOrReplay, idempotentRequest, priorUse, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import { SIGNUP_ORIGIN } from '../keys/account-holder.js';
 import type { ApiKey, Scope } from '../keys/api-key.entity.js';
-import { OWNER_KEY_LIMITS, SIGNUP_LIMITS, type KeyLimits } from '../keys/key-limits.js';
+import { keyLimitsOf, OWNER_KEY_LIMITS, SIGNUP_LIMITS, type KeyLimitsInput } from '../keys/key-limits.js';
 import { agentName } from '../keys/key-name.js';
 import { API_KEY_TAG } from '../keys/tokens.js';
 import type { KeysService, KeyUsage } from '../keys/keys.service.js';
@@ -19,17 +19,13 @@ import type { AccountDto, KeyDto, SignupRequest, SignupResponse } from './accoun
 import { accountBalanceEligible } from './billing-eligibility.js';
 
 /** What an operator gives to create an owner account (see src/cli/owner-command.ts). */
-export interface NewOwner extends KeyLimits {
+export interface NewOwner extends KeyLimitsInput {
   /** Name of the owner key, e.g. the owner's or the team's. */
   name: string;
   email?: string | null;
   scopes: Scope[];
   /** Also grants the operator pages (the jobs dashboard). */
   isAdmin: boolean;
-  /** The longest any rental of the key may run, in seconds; null or absent: no such limit. */
-  maxRentalSeconds?: number | null;
-  /** Minutes of idle GPUs after which the key's own rentals are warned, then ended; null or absent: never. */
-  idleTerminateMinutes?: number | null;
 }
 
 export interface AccountsOptions {
@@ -45,11 +41,7 @@ export function toKeyDto(key: ApiKey, usage: KeyUsage): KeyDto {
     name: key.name,
     prefix: key.prefix,
     scopes: key.scopes,
-    maxPerRentalMinor: key.maxPerRentalMinor,
-    budgetLimitMinor: key.budgetLimitMinor,
-    maxConcurrentDeployments: key.maxConcurrentDeployments,
-    maxRentalSeconds: key.maxRentalSeconds,
-    idleTerminateMinutes: key.idleTerminateMinutes,
+    ...keyLimitsOf(key),
     netSpentMinor: usage.netSpentMinor,
     remainingBudgetMinor: usage.remainingBudgetMinor,
     activeDeployments: usage.activeDeployments,
@@ -190,11 +182,7 @@ export class AccountsService {
         scopes: input.scopes,
         origin: 'operator',
         isAdmin: input.isAdmin,
-        maxPerRentalMinor: input.maxPerRentalMinor,
-        budgetLimitMinor: input.budgetLimitMinor,
-        maxConcurrentDeployments: input.maxConcurrentDeployments,
-        maxRentalSeconds: input.maxRentalSeconds ?? null,
-        idleTerminateMinutes: input.idleTerminateMinutes ?? null,
+        ...keyLimitsOf(input),
       });
       return { account, key, token };
     });

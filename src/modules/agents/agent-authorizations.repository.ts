@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import type { KeyLimits } from '../keys/key-limits.js';
 import { AgentAuthorization } from './agent-authorization.entity.js';
 
 // The only code that reads or writes `agent_authorizations` rows: the sessions agents open and
@@ -6,18 +7,32 @@ import { AgentAuthorization } from './agent-authorization.entity.js';
 // the services hash them and keep every rule about status and expiry.
 
 /** The limits and the approving owner a session takes on when it is approved. */
-export type Approval = Pick<
-  AgentAuthorization,
-  | 'accountId'
-  | 'approvedByKeyId'
-  | 'name'
-  | 'maxPerRentalMinor'
-  | 'budgetLimitMinor'
-  | 'maxConcurrentDeployments'
-  | 'maxRentalSeconds'
-  | 'idleTerminateMinutes'
-  | 'approvedAt'
->;
+export interface Approval extends KeyLimits {
+  accountId: string;
+  approvedByKeyId: string | null;
+  name: string;
+  approvedAt: Date;
+}
+
+/** The limits of a session nobody approved yet: none, until its owner sets them. */
+export const NO_LIMITS_YET = {
+  maxPerRentalMinor: null,
+  budgetLimitMinor: null,
+  maxConcurrentDeployments: null,
+  maxRentalSeconds: null,
+  idleTerminateMinutes: null,
+} as const satisfies Record<keyof KeyLimits, null>;
+
+/** The limits an approved session or a minted setup code carries: set when it was approved or minted. */
+export function approvedLimits(row: AgentAuthorization): KeyLimits {
+  return {
+    maxPerRentalMinor: row.maxPerRentalMinor!,
+    budgetLimitMinor: row.budgetLimitMinor!,
+    maxConcurrentDeployments: row.maxConcurrentDeployments!,
+    maxRentalSeconds: row.maxRentalSeconds,
+    idleTerminateMinutes: row.idleTerminateMinutes,
+  };
+}
 
 /** A new row's fields; a setup code an owner mints has no requested name, and leaves it to the column's default. */
 export type NewAuthorization = Omit<AgentAuthorization, 'requestedName'> &

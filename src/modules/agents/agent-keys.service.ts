@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { revokedKeyRentalsNote } from '../../../clients/sdk/src/hints.js';
+import { revokedKeyRentalsNote } from '../../vocabulary/rental-hints.js';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
@@ -9,7 +9,7 @@ import { assertNotFrozen as refuseIfFrozen } from '../accounts/billing-eligibili
 import { toKeyDto } from '../accounts/accounts.service.js';
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
-import { exceedsOwnRentalLength } from '../keys/key-limits.js';
+import { keyLimitsOf, limitsBeyond, type KeyLimits } from '../keys/key-limits.js';
 import { keyName } from '../keys/key-name.js';
 import {
   agentKeyOfAccount,
@@ -23,14 +23,7 @@ import {
 import type { KeysService } from '../keys/keys.service.js';
 import type { RentalsService } from '../rentals/rentals.service.js';
 import { lockUnexchangedApprovalsOf, markAuthorizationsRevoked } from './agent-authorizations.repository.js';
-import type {
-  AgentKeyIssued,
-  AgentLimits,
-  IssueAgentKeyRequest,
-  KeyRental,
-  RevokedKey,
-  RevokedOwnerKey,
-} from './agents.dto.js';
+import type { AgentKeyIssued, IssueAgentKeyRequest, KeyRental, RevokedKey, RevokedOwnerKey } from './agents.dto.js';
 import { unfinishedRentalsOfKeys } from '../rentals/rentals.repository.js';
 
 /** How a revocation treats the revoked keys' unfinished rentals. */
@@ -71,14 +64,15 @@ export class AgentKeysService {
         'FORBIDDEN',
         `An agent key's scopes must be a subset of yours; this key lacks: ${beyond.join(', ')}.`,
       );
-    assertWithinOwnLimits(principal, body);
+    const limits = keyLimitsOf(body);
+    assertWithinOwnLimits(principal, limits);
     // No limit sent as null or left out is one request: both replay the same key.
     const input = {
       ...body,
       name: keyName(body.name),
       scopes: [...scopes].sort(),
-      maxRentalSeconds: body.maxRentalSeconds ?? undefined,
-      idleTerminateMinutes: body.idleTerminateMinutes ?? undefined,
+      maxRentalSeconds: limits.maxRentalSeconds ?? undefined,
+      idleTerminateMinutes: limits.idleTerminateMinutes ?? undefined,
     };
     const request = idempotentRequest(`agent-keys:${principal.accountId}`, idemKey, input);
     // Checked before the transaction: a plain read inside it would fix the snapshot ahead of the
@@ -97,11 +91,7 @@ export class AgentKeysService {
             scopes: input.scopes,
             origin: 'owner-issued',
             issuedByKeyId: principal.keyId,
-            maxPerRentalMinor: body.maxPerRentalMinor,
-            budgetLimitMinor: body.budgetLimitMinor,
-            maxConcurrentDeployments: body.maxConcurrentDeployments,
-            maxRentalSeconds: input.maxRentalSeconds,
-            idleTerminateMinutes: input.idleTerminateMinutes,
+            ...limits,
           });
           return { resourceId: key.id, result: { keyId: key.id, token } };
         },
@@ -130,9 +120,7 @@ export class AgentKeysService {
    * keys (404). Answers with the key's unfinished rentals, terminated with it on request.
    */
   async revokeAgentKey(accountId: string, keyId: string, opts: RevokeOptions = {}): Promise<RevokedKey> {
-    const key = /^[0-9a-f-]{36}$/i.test(keyId)
-      ? await agentKeyOfAccount(this.ds, accountId, keyId.toLowerCase())
-      : null;
+    const key = await agentKeyOfAccount(this.ds, accountId, keyId);
     if (!key) throw new AppError('NOT_FOUND', 'No agent key with this id on this account.');
     await this.keys.revoke(accountId, key.id);
     const after = await getKey(this.ds, key.id);
@@ -197,14 +185,12 @@ export class AgentKeysService {
    * every process. Rentals already running keep running. Repeatable: a revoked key keeps its
    * revocation time, and anything it let in since is revoked again.
    */
-  async revokeOwnerKey(accountId: string, keyId: string, opts: RevokeOptions = {}): Promise<RevokedOwnerKey> {
-    const id = /^[0-9a-f-]{36}$/i.test(keyId) ? keyId.toLowerCase() : null;
+  async revokeOwnerKey(accountId: string, id: string, opts: RevokeOptions = {}): Promise<RevokedOwnerKey> {
     const out = await inTransaction(this.ds, async (m) => {
       // Account row first, then keys, then sessions: the order issuing and approving take them in
       // (KeysService.lockActingKey), so each waits for the other instead of missing it.
-      const key = id ? await lockAccountAndKeyKind(m, accountId, id) : undefined;
-      if (!id || !key || key.kind !== 'OWNER')
-        throw new AppError('NOT_FOUND', 'No owner key with this id on this account.');
+      const key = await lockAccountAndKeyKind(m, accountId, id);
+      if (!key || key.kind !== 'OWNER') throw new AppError('NOT_FOUND', 'No owner key with this id on this account.');
       const now = this.clock.now();
       const revokedAt = key.revokedAt ?? now;
       if (!key.revokedAt) await markKeyRevoked(m, id, now);
@@ -245,19 +231,17 @@ export class AgentKeysService {
 }
 
 /**
- * An owner key hands out no more than it holds: each of an agent key's limits is at most the
- * issuing key's own, or 403 KEY_LIMIT_EXCEEDED (the code for a key's limits; the request is
- * well-formed, so not a 422). An issuing key with a longest rental hands out keys with one no
- * longer (none at all would be longer). Owners in the Telegram bot hold no key and are not bound by one.
+ * An owner key hands out no more than it holds ({@link limitsBeyond}), or 403 KEY_LIMIT_EXCEEDED
+ * (the code for a key's limits; the request is well-formed, so not a 422). Owners in the Telegram
+ * bot hold no key and are not bound by one.
  */
-export function assertWithinOwnLimits(principal: Principal, limits: AgentLimits): void {
+export function assertWithinOwnLimits(principal: Principal, limits: KeyLimits): void {
   const own = principal.key;
-  const over = (['maxPerRentalMinor', 'budgetLimitMinor', 'maxConcurrentDeployments'] as const)
-    .filter((f) => limits[f] > own[f])
-    .map((f) => `${f} ${limits[f]} > ${own[f]}`);
-  if (exceedsOwnRentalLength(limits.maxRentalSeconds, own.maxRentalSeconds)) {
-    over.push(`maxRentalSeconds ${limits.maxRentalSeconds ?? 'null (no limit)'} > ${own.maxRentalSeconds}`);
-  }
+  const over = limitsBeyond(limits, own).map((f) =>
+    f === 'maxRentalSeconds'
+      ? `maxRentalSeconds ${limits.maxRentalSeconds ?? 'null (no limit)'} > ${own.maxRentalSeconds}`
+      : `${f} ${limits[f]} > ${own[f]}`,
+  );
   if (over.length)
     throw new AppError(
       'KEY_LIMIT_EXCEEDED',

@@ -18,8 +18,10 @@ import {
 import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
+import { lookupId } from '../../ids.js';
 import type { AgentKeysService } from './agent-keys.service.js';
 import type { AgentsService } from './agents.service.js';
+import { keyLimitsOf } from '../keys/key-limits.js';
 import { principalOf } from '../keys/principal.js';
 import { addressBucket, clientAddress as trustedAddress } from '../../http/client-address.js';
 import type { KeyDto } from '../accounts/accounts.dto.js';
@@ -96,8 +98,10 @@ export class AgentsController extends BaseController {
     @Request() req: ExRequest,
     @Body() body: ApproveAuthorizationRequest,
   ): Promise<Envelope<ApproveAuthorizationResponse>> {
-    const { approvalCode, ...limits } = body;
-    return this.ok(req, await this.agents.approveWithKey(principalOf(req), approvalCode, limits));
+    return this.ok(
+      req,
+      await this.agents.approveWithKey(principalOf(req), body.approvalCode, keyLimitsOf(body), body.name),
+    );
   }
 
   /**
@@ -182,7 +186,7 @@ export class AgentsController extends BaseController {
     @Path() id: string,
     @Query() terminateRentals?: boolean,
   ): Promise<Envelope<RevokedKey>> {
-    return this.ok(req, await this.agentKeys.revokeAgentKeyFor(principalOf(req), id, { terminateRentals }));
+    return this.ok(req, await this.agentKeys.revokeAgentKeyFor(principalOf(req), lookupId(id), { terminateRentals }));
   }
 
   /** The account's OWNER keys, revoked ones included, with limits and usage (never secrets). Owner keys only. */
@@ -219,6 +223,6 @@ export class AgentsController extends BaseController {
     @Path() id: string,
     @Query() terminateRentals?: boolean,
   ): Promise<Envelope<RevokedOwnerKey>> {
-    return this.ok(req, await this.agentKeys.revokeOwnerKeyFor(principalOf(req), id, { terminateRentals }));
+    return this.ok(req, await this.agentKeys.revokeOwnerKeyFor(principalOf(req), lookupId(id), { terminateRentals }));
   }
 }

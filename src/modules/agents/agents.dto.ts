@@ -2,19 +2,6 @@ import type { KeyDto } from '../accounts/accounts.dto.js';
 import type { Scope } from '../keys/api-key.entity.js';
 import type { RentalStatus } from '../rentals/rental-status.js';
 
-/** Limits an owner puts on an agent key. */
-export interface AgentLimits {
-  maxPerRentalMinor: number;
-  budgetLimitMinor: number;
-  maxConcurrentDeployments: number;
-  /** The longest any of the key's rentals may run, in seconds; null or absent: no such limit. */
-  maxRentalSeconds?: number | null;
-  /** Minutes of idle GPUs after which the key's rentals are warned, then ended; null or absent: never. */
-  idleTerminateMinutes?: number | null;
-  /** Label of the key; a default is chosen when absent. */
-  name?: string;
-}
-
 /** Optional body of POST /api/v1/agent-authorizations; the call may also be sent without a body. */
 export interface BeginAuthorizationRequest {
   /**

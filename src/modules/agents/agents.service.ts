@@ -7,28 +7,24 @@ import type { Principal } from '../keys/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import type { Scope } from '../keys/api-key.entity.js';
 import { agentName, keyName } from '../keys/key-name.js';
-import {
-  APPROVAL_LIMITS,
-  idleTerminateMinutesProblem,
-  maxRentalSecondsProblem,
-  type KeyLimits,
-} from '../keys/key-limits.js';
+import { APPROVAL_LIMITS, parseKeyLimits, type KeyLimits, type KeyLimitsInput } from '../keys/key-limits.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { APPROVAL_CODE_TAG, mintCode, SETUP_CODE_TAG, sha256 } from '../keys/tokens.js';
 import type { AgentAuthorization } from './agent-authorization.entity.js';
 import {
+  approvedLimits,
   authorizationByApprovalCode,
   insertAuthorization,
   lockByApprovalCode,
   lockBySetupCode,
   markApproved,
   markExchanged,
+  NO_LIMITS_YET,
   type Approval,
 } from './agent-authorizations.repository.js';
 import { assertNotFrozen, assertWithinOwnLimits, type AgentKeysService } from './agent-keys.service.js';
 import type {
   AgentKeyIssued,
-  AgentLimits,
   ApproveAuthorizationResponse,
   BeginAuthorizationRequest,
   BeginAuthorizationResponse,
@@ -38,6 +34,12 @@ import type {
 export const AUTHORIZATION_TTL_MS = 10 * 60 * 1000;
 /** Agent keys obtained through a setup code never carry `billing`. */
 export const SETUP_SCOPES: Scope[] = ['read', 'rent', 'manage'];
+
+/** An agent key's limits and, optionally, its name, as the Telegram bot gives them (checked here). */
+export type AgentLimits = KeyLimitsInput & {
+  /** Label of the key; a default is chosen when absent. */
+  name?: string;
+};
 
 /** The owner acting: the account, and the OWNER key it acts with (null through the Telegram bot). */
 export interface OwnerRef {
@@ -123,11 +125,7 @@ export class AgentsService {
       approvedByKeyId: null,
       name: null,
       requestedName,
-      maxPerRentalMinor: null,
-      budgetLimitMinor: null,
-      maxConcurrentDeployments: null,
-      maxRentalSeconds: null,
-      idleTerminateMinutes: null,
+      ...NO_LIMITS_YET,
       issuedKeyId: null,
       expiresAt: new Date(now.getTime() + AUTHORIZATION_TTL_MS),
       approvedAt: null,
@@ -163,11 +161,15 @@ export class AgentsService {
     return row.expiresAt.getTime() <= this.clock.now().getTime() ? 'EXPIRED' : row.status;
   }
 
-  /** The HTTP approve route: an OWNER key holding read, rent and manage approves for its account. */
+  /**
+   * The HTTP approve route and the approval page: an OWNER key holding read, rent and manage
+   * approves for its account, with limits its door checked already (the API's schema, the form).
+   */
   async approveWithKey(
     principal: Principal,
     approvalCode: string,
-    limits: AgentLimits,
+    limits: KeyLimits,
+    name?: string,
   ): Promise<ApproveAuthorizationResponse> {
     if (principal.kind !== 'OWNER')
       throw new AppError('FORBIDDEN', 'Only owner keys may approve agent authorizations.');
@@ -178,7 +180,16 @@ export class AgentsService {
         `Approving needs an owner key with scopes read, rent and manage (missing: ${missing.join(', ')}).`,
       );
     assertWithinOwnLimits(principal, limits);
-    return this.approveAuthorization({ accountId: principal.accountId, keyId: principal.keyId }, approvalCode, limits);
+    return this.approve({ accountId: principal.accountId, keyId: principal.keyId }, approvalCode, limits, name);
+  }
+
+  /** The Telegram bot's approval: the owner holds no key, and the limits are checked here. */
+  async approveAuthorization(
+    owner: OwnerRef,
+    approvalCode: string,
+    given: AgentLimits,
+  ): Promise<ApproveAuthorizationResponse> {
+    return this.approve(owner, approvalCode, parseKeyLimits(given, APPROVAL_LIMITS), given.name);
   }
 
   /**
@@ -187,12 +198,13 @@ export class AgentsService {
    * those 10 minutes. A second approval, or one after the session expired, is 409
    * AGENT_SETUP_INVALID; an unknown code is 404.
    */
-  async approveAuthorization(
+  private async approve(
     owner: OwnerRef,
     approvalCode: string,
-    given: AgentLimits,
+    limits: KeyLimits,
+    givenName: string | undefined,
   ): Promise<ApproveAuthorizationResponse> {
-    const limits = checkLimits(given, APPROVAL_LIMITS);
+    const name = storedName(givenName);
     await assertNotFrozen(this.ds.manager, owner.accountId);
     return inTransaction(this.ds, async (m) => {
       // A revocation of the approving key either committed already (401 here) or waits for this
@@ -211,12 +223,8 @@ export class AgentsService {
       const approval: Approval = {
         accountId: owner.accountId,
         approvedByKeyId: owner.keyId,
-        name: limits.name ?? row.requestedName ?? 'approved agent',
-        maxPerRentalMinor: limits.maxPerRentalMinor,
-        budgetLimitMinor: limits.budgetLimitMinor,
-        maxConcurrentDeployments: limits.maxConcurrentDeployments,
-        maxRentalSeconds: limits.maxRentalSeconds ?? null,
-        idleTerminateMinutes: limits.idleTerminateMinutes ?? null,
+        name: name ?? row.requestedName ?? 'approved agent',
+        ...limits,
         approvedAt: now,
       };
       await markApproved(m, row.id, approval);
@@ -224,11 +232,7 @@ export class AgentsService {
         authorizationId: row.id,
         status: 'APPROVED' as const,
         exchangeBefore: row.expiresAt.toISOString(),
-        maxPerRentalMinor: limits.maxPerRentalMinor,
-        budgetLimitMinor: limits.budgetLimitMinor,
-        maxConcurrentDeployments: limits.maxConcurrentDeployments,
-        maxRentalSeconds: limits.maxRentalSeconds ?? null,
-        idleTerminateMinutes: limits.idleTerminateMinutes ?? null,
+        ...limits,
       };
     });
   }
@@ -236,7 +240,8 @@ export class AgentsService {
   /** An owner mints a setup code (Telegram): usable once, within 10 minutes, with these limits. */
   async mintSetupCode(owner: OwnerRef, given: AgentLimits): Promise<{ setupCode: string; expiresAt: Date }> {
     this.assertEnabled();
-    const limits = checkLimits(given, APPROVAL_LIMITS);
+    const limits = parseKeyLimits(given, APPROVAL_LIMITS);
+    const name = storedName(given.name);
     await assertNotFrozen(this.ds.manager, owner.accountId);
     const setup = mintCode(SETUP_CODE_TAG);
     const now = this.clock.now();
@@ -249,12 +254,8 @@ export class AgentsService {
       approvalCodeHash: null,
       accountId: owner.accountId,
       approvedByKeyId: owner.keyId,
-      name: limits.name ?? 'telegram agent',
-      maxPerRentalMinor: limits.maxPerRentalMinor,
-      budgetLimitMinor: limits.budgetLimitMinor,
-      maxConcurrentDeployments: limits.maxConcurrentDeployments,
-      maxRentalSeconds: limits.maxRentalSeconds ?? null,
-      idleTerminateMinutes: limits.idleTerminateMinutes ?? null,
+      name: name ?? 'telegram agent',
+      ...limits,
       issuedKeyId: null,
       expiresAt,
       approvedAt: now,
@@ -293,11 +294,7 @@ export class AgentsService {
         scopes: SETUP_SCOPES,
         origin: row.origin === 'TELEGRAM' ? 'telegram-setup' : 'authorization',
         issuedByKeyId: row.approvedByKeyId,
-        maxPerRentalMinor: row.maxPerRentalMinor!,
-        budgetLimitMinor: row.budgetLimitMinor!,
-        maxConcurrentDeployments: row.maxConcurrentDeployments!,
-        maxRentalSeconds: row.maxRentalSeconds,
-        idleTerminateMinutes: row.idleTerminateMinutes,
+        ...approvedLimits(row),
       });
       await markExchanged(m, row.id, key.id, now);
       return { keyId: key.id, token };
@@ -317,22 +314,7 @@ export function pollIntervalSeconds(ratePerMinute: number): number {
   return ratePerMinute <= 2 ? 60 : Math.ceil(60 / (ratePerMinute - 1));
 }
 
-/**
- * Limits given outside the HTTP schema (Telegram) are checked here with the same minimums; the
- * name, through whatever door it came, by the one rule for key names. Returns them with the name
- * as it will be stored.
- */
-function checkLimits(limits: AgentLimits, bounds: { minimums: KeyLimits; maximums: KeyLimits }): AgentLimits {
-  const bad: string[] = [];
-  for (const f of ['maxPerRentalMinor', 'budgetLimitMinor', 'maxConcurrentDeployments'] as const) {
-    const v = limits[f];
-    const [min, max] = [bounds.minimums[f], bounds.maximums[f]];
-    if (!Number.isSafeInteger(v) || v < min || v > max) bad.push(`${f} must be an integer from ${min} to ${max}`);
-  }
-  const rentalLength = maxRentalSecondsProblem(limits.maxRentalSeconds);
-  if (rentalLength) bad.push(rentalLength);
-  const idle = idleTerminateMinutesProblem(limits.idleTerminateMinutes);
-  if (idle) bad.push(idle);
-  if (bad.length) throw new AppError('VALIDATION_FAILED', `Invalid limits: ${bad.join('; ')}.`);
-  return limits.name === undefined ? limits : { ...limits, name: keyName(limits.name) };
+/** A key name given through whatever door, as it will be stored (the one rule for key names); undefined when none was given. */
+function storedName(name: string | undefined): string | undefined {
+  return name === undefined ? undefined : keyName(name);
 }

@@ -1,17 +1,19 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { formatUsd, parseUsd, usdDecimal } from '../billing/money.js';
+import { DOLLARS_HINT, formatUsd, parseUsd, usdDecimal } from '../../vocabulary/money.js';
 import { escapeHtml } from '../billing/payment-pages.html.js';
 import {
+  amountWithin,
   APPROVAL_LIMITS,
-  exceedsOwnRentalLength,
   IDLE_TERMINATE_MINUTES,
   idleTerminateMinutesProblem,
+  limitsBeyond,
   MAX_RENTAL_SECONDS,
   maxRentalSecondsProblem,
+  type KeyAmounts,
+  type KeyLimits,
 } from '../keys/key-limits.js';
 import { describeRentalLength, parseRentalLength } from '../keys/rental-length.js';
-import type { AgentLimits } from './agents.dto.js';
 
 /**
  * The "Approve with an owner key" form of the approval page and its CSRF defence.
@@ -83,7 +85,7 @@ function usdField(raw: unknown): number | null {
   return typeof raw === 'string' ? parseUsd(raw) : null;
 }
 
-type LimitField = 'maxPerRentalMinor' | 'budgetLimitMinor' | 'maxConcurrentDeployments';
+type LimitField = keyof KeyAmounts;
 
 /** How the form names each limit to the person filling it in. */
 const FORM_NAMES: Record<LimitField, string> = {
@@ -127,12 +129,12 @@ function idleMinutesField(raw: unknown): { value: number | null } | { error: str
 }
 
 /**
- * The limits from the form, in the API's units. The bounds are the API's own (APPROVAL_LIMITS and
- * MAX_RENTAL_SECONDS, which AgentsService checks again when it approves), told here in dollars
- * and hours: the API's own message speaks in cents and seconds to programs, not to the owner at
- * this form.
+ * The limits from the form, in the API's units, checked here once (the page's door): against the
+ * API's own bounds (APPROVAL_LIMITS, MAX_RENTAL_SECONDS, IDLE_TERMINATE_MINUTES), told in dollars
+ * and hours, as the API's own message speaks in cents and seconds to programs, not to the owner
+ * at this form.
  */
-export function limitsFromForm(body: Record<string, unknown> | undefined): { limits: AgentLimits } | { error: string } {
+export function limitsFromForm(body: Record<string, unknown> | undefined): { limits: KeyLimits } | { error: string } {
   const perRental = usdField(body?.perRentalUsd);
   const total = usdField(body?.totalUsd);
   const concurrentRaw = typeof body?.concurrent === 'string' ? body.concurrent.trim() : '';
@@ -140,16 +142,16 @@ export function limitsFromForm(body: Record<string, unknown> | undefined): { lim
   const bad: string[] = [];
   const { minimums: min, maximums: max } = APPROVAL_LIMITS;
   const range = (f: LimitField) => `from ${shown(f, min[f])} to ${shown(f, max[f])}`;
-  const check = (f: LimitField, v: number | null, example: string) => {
+  const check = (f: LimitField, v: number | null) => {
     if (v === null)
       bad.push(
-        `${FORM_NAMES[f]} must be ${f === 'maxConcurrentDeployments' ? 'a whole number' : `an amount in US dollars, e.g. ${example}`}`,
+        `${FORM_NAMES[f]} must be ${f === 'maxConcurrentDeployments' ? 'a whole number' : `an amount in US dollars (${DOLLARS_HINT})`}`,
       );
-    else if (v < min[f] || v > max[f]) bad.push(`${FORM_NAMES[f]} must be ${range(f)}`);
+    else if (!amountWithin(f, v, APPROVAL_LIMITS)) bad.push(`${FORM_NAMES[f]} must be ${range(f)}`);
   };
-  check('maxPerRentalMinor', perRental, '20 or 12.50');
-  check('budgetLimitMinor', total, '100');
-  check('maxConcurrentDeployments', concurrent, '1');
+  check('maxPerRentalMinor', perRental);
+  check('budgetLimitMinor', total);
+  check('maxConcurrentDeployments', concurrent);
   const rentalLength = rentalLengthField(body?.maxRental);
   if ('error' in rentalLength) bad.push(rentalLength.error);
   const idle = idleMinutesField(body?.idleMinutes);
@@ -171,18 +173,13 @@ export function limitsFromForm(body: Record<string, unknown> | undefined): { lim
  * The form's words for a refusal because the limits asked exceed the approving key's own
  * (KEY_LIMIT_EXCEEDED, decided by AgentsService), in dollars and hours.
  */
-export function overOwnLimitsMessage(
-  limits: AgentLimits,
-  own: Record<LimitField, number> & { maxRentalSeconds: number | null },
-): string {
-  const over = (Object.keys(FORM_NAMES) as LimitField[]).filter((f) => limits[f] > own[f]);
-  const parts = over.map(
-    (f) => `${FORM_NAMES[f]} is ${shown(f, limits[f])}, your key allows at most ${shown(f, own[f])}`,
-  );
-  if (exceedsOwnRentalLength(limits.maxRentalSeconds, own.maxRentalSeconds)) {
-    const asked = limits.maxRentalSeconds == null ? 'unlimited' : describeRentalLength(limits.maxRentalSeconds);
-    parts.push(`the longest rental is ${asked}, your key allows at most ${describeRentalLength(own.maxRentalSeconds)}`);
-  }
+export function overOwnLimitsMessage(limits: KeyLimits, own: KeyLimits): string {
+  const parts = limitsBeyond(limits, own).map((f) => {
+    if (f !== 'maxRentalSeconds')
+      return `${FORM_NAMES[f]} is ${shown(f, limits[f])}, your key allows at most ${shown(f, own[f])}`;
+    const asked = limits.maxRentalSeconds === null ? 'unlimited' : describeRentalLength(limits.maxRentalSeconds);
+    return `the longest rental is ${asked}, your key allows at most ${describeRentalLength(own.maxRentalSeconds)}`;
+  });
   return `An agent's limits may not exceed your owner key's own: ${parts.join('; ')}. Lower them, or approve with a key that allows more.`;
 }
 

@@ -4,7 +4,7 @@ import type { Config } from '../../config.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
 import { escapeHtml, failurePage, PAGE_HEADERS, renderPage } from '../billing/payment-pages.html.js';
-import { formatUsd } from '../billing/money.js';
+import { formatUsd } from '../../vocabulary/money.js';
 import { APPROVAL_LIMITS, MAX_RENTAL_SECONDS } from '../keys/key-limits.js';
 import { describeRentalLength } from '../keys/rental-length.js';
 import type { KeysService } from '../keys/keys.service.js';
@@ -45,7 +45,7 @@ export function approvalPageRouter(services: {
     config,
     clock,
     log: logger.child({ component: 'approval-page' }),
-    csrf: new ApprovalCsrf(config.secretsKey, config.publicBaseUrl),
+    csrf: new ApprovalCsrf(config.secrets.key, config.http.publicBaseUrl),
   };
   const page = (handler: PageHandler) => (req: Request, res: Response) => guarded(deps, handler, req, res);
   const router = Router();
@@ -76,14 +76,14 @@ async function requestPage({ agents, config, clock, csrf }: ApprovalPageDeps, re
   const session = await agents.describeAuthorization(code);
   if (closed(res, session) || !session) return;
   const minutes = Math.max(1, Math.ceil((session.expiresAt.getTime() - clock.now().getTime()) / 60_000));
-  const base = config.publicBaseUrl.replace(/\/+$/, '');
+  const base = config.http.publicBaseUrl.replace(/\/+$/, '');
   const curl = [
     `curl -X POST ${base}/api/v1/agent-authorizations/approve \\`,
     `  -H "Authorization: Bearer $OWNER_KEY" -H 'Content-Type: application/json' \\`,
     `  -d '{"approvalCode": "${code}", "maxPerRentalMinor": 2000, "budgetLimitMinor": 10000, "maxConcurrentDeployments": 1}'`,
   ].join('\n');
-  const telegram = config.telegramBotUsername
-    ? `<p class="actions"><a href="https://t.me/${encodeURIComponent(config.telegramBotUsername)}?start=approve_${encodeURIComponent(code)}" style="display:inline-block;padding:.75rem 1.5rem;border-radius:6px;background:var(--accent);color:var(--card);font-weight:600;text-decoration:none">Approve in Telegram</a></p>
+  const telegram = config.telegram.botUsername
+    ? `<p class="actions"><a href="https://t.me/${encodeURIComponent(config.telegram.botUsername)}?start=approve_${encodeURIComponent(code)}" style="display:inline-block;padding:.75rem 1.5rem;border-radius:6px;background:var(--accent);color:var(--card);font-weight:600;text-decoration:none">Approve in Telegram</a></p>
 <p class="muted">The bot asks you for the limits, then approves.</p>`
     : '<p class="muted">The Telegram bot is not configured on this service; approve with the API call below.</p>';
   const who = session.requestedName
@@ -147,7 +147,12 @@ async function approveFromForm({ agents, keys, config, csrf }: ApprovalPageDeps,
           : err.message;
     return retry(err.status, message);
   }
-  return send(res, 200, 'Agent approved', approvedBody(approved, pollIntervalSeconds(config.agentSetupRatePerMinute)));
+  return send(
+    res,
+    200,
+    'Agent approved',
+    approvedBody(approved, pollIntervalSeconds(config.agents.setupRatePerMinute)),
+  );
 }
 
 /** The approved page: when the agent picks up its key (within `waitSeconds`), and the limits it got. */

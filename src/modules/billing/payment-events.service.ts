@@ -4,6 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
+import { normaliseId } from '../../ids.js';
 import type { Logger } from '../../logger.js';
 import { recordAccountEvent } from './account-events.js';
 import type { WebhookAck } from './billing.dto.js';
@@ -340,7 +341,7 @@ export class PaymentEventsService {
 
 function checkoutIdOf(session: CheckoutSessionInfo): string | null {
   const id = session.metadata.checkout_id ?? session.clientReferenceId;
-  return typeof id === 'string' && /^[0-9a-f-]{36}$/.test(id) ? id : null;
+  return typeof id === 'string' ? normaliseId(id) : null;
 }
 
 /** Why a paid session cannot be applied to this checkout, or null when it matches. */

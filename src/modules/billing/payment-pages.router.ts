@@ -2,16 +2,15 @@ import { Router, type Request, type Response } from 'express';
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { AppError } from '../../errors/app-error.js';
+import { normaliseId } from '../../ids.js';
 import type { Logger } from '../../logger.js';
 import { isPayable } from './card-orders.js';
 import type { Checkout } from './checkout.entity.js';
 import { findCheckout } from './checkouts.repository.js';
 import { LocalPaymentProvider } from './local-payment-provider.js';
-import { formatUsd } from './money.js';
+import { formatUsd } from '../../vocabulary/money.js';
 import { escapeHtml, failurePage, PAGE_HEADERS, renderPage } from './payment-pages.html.js';
 import type { Payments } from './payments.js';
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** What the payment pages read and act with. */
 interface PageDeps {
@@ -246,8 +245,8 @@ function closedOrderPage(res: Response): void {
 
 /** The checkout a page's URL names, or null when its id is not one. */
 async function loadCheckout(ds: DataSource, req: Request): Promise<Checkout | null> {
-  const id = String(req.params.checkoutId ?? '').toLowerCase();
-  return UUID_RE.test(id) ? findCheckout(ds, id) : null;
+  const id = normaliseId(String(req.params.checkoutId ?? ''));
+  return id ? findCheckout(ds, id) : null;
 }
 
 /** The development provider when it is the one configured: only it has a payment page here. */

@@ -12,21 +12,21 @@ import { StripePaymentProvider } from './stripe-payment-provider.js';
  * so anyone could sign a payment with it).
  */
 export function createPaymentProvider(config: Config, clock: Clock, logger: Logger): PaymentProvider | null {
-  if (config.nodeEnv === 'production' && config.stripeWebhookSecretGenerated) {
+  if (config.nodeEnv === 'production' && config.stripe.webhookSecretGenerated) {
     logger.error('STRIPE_WEBHOOK_SECRET is not set: top-ups and card checkout are unavailable');
     return null;
   }
-  if (config.stripeSecretKey) {
+  if (config.stripe.secretKey) {
     // config.ts refuses a Stripe key without its webhook secret.
-    return new StripePaymentProvider({ secretKey: config.stripeSecretKey, apiUrl: config.stripeApiUrl });
+    return new StripePaymentProvider({ secretKey: config.stripe.secretKey, apiUrl: config.stripe.apiUrl });
   }
   if (config.nodeEnv === 'production') {
     logger.warn('STRIPE_SECRET_KEY is not set: top-ups and card checkout are unavailable');
     return null;
   }
   return new LocalPaymentProvider({
-    publicBaseUrl: config.publicBaseUrl,
-    webhookSecret: config.stripeWebhookSecret,
+    publicBaseUrl: config.http.publicBaseUrl,
+    webhookSecret: config.stripe.webhookSecret,
     clock,
   });
 }

@@ -48,14 +48,14 @@ export function createPayments({
 }: PaymentsDeps): Payments {
   const log = logger.child({ component: 'payments' });
   const chosen = provider === undefined ? createPaymentProvider(config, clock, log) : provider;
-  const sessions = new CheckoutSessionsService(ds, clock, log, chosen, config.publicBaseUrl, cardOrders);
+  const sessions = new CheckoutSessionsService(ds, clock, log, chosen, config.http.publicBaseUrl, cardOrders);
   return {
     provider: chosen,
     sessions,
     topups: new TopupsService(ds, clock, sessions),
     events: new PaymentEventsService(ds, clock, log, ledger, sessions, {
       webhookSecret:
-        config.nodeEnv === 'production' && config.stripeWebhookSecretGenerated ? null : config.stripeWebhookSecret,
+        config.nodeEnv === 'production' && config.stripe.webhookSecretGenerated ? null : config.stripe.webhookSecret,
       cardOrders,
       rentalHandoff,
     }),

@@ -7,7 +7,7 @@ import type { Principal } from '../keys/principal.js';
 import type { TopupDto, TopupRequest } from './billing.dto.js';
 import type { Checkout } from './checkout.entity.js';
 import { getCheckout, visibleTopup } from './checkouts.repository.js';
-import { formatUsdAmount } from './money.js';
+import { formatUsdAmount } from '../../vocabulary/money.js';
 import type { CheckoutDescription, CheckoutSessionsService } from './checkout-sessions.service.js';
 
 export interface TopupResult {

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
-import { revealNotActiveMessage, revealRetryAfterSeconds, STARTING_STATUSES } from '../../../clients/sdk/src/hints.js';
+import { revealNotActiveMessage, revealRetryAfterSeconds } from '../../vocabulary/rental-hints.js';
+import { isOneOf, STARTING_STATUSES } from '../../vocabulary/statuses.js';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
@@ -28,7 +29,6 @@ export class CredentialsService {
    * while it is not ACTIVE, with `Retry-After` while it is still starting.
    */
   async reveal(principal: Principal, id: string, requestId: string): Promise<CredentialsDto> {
-    const asked = id.toLowerCase();
     let result:
       | { dto: CredentialsDto }
       | { refusal: 'NOT_FOUND' }
@@ -36,7 +36,7 @@ export class CredentialsService {
     try {
       result = await inTransaction(this.ds, async (m) => {
         // The row lock holds the status until the audit row commits: termination cannot slip between.
-        const d = await lockDeploymentOrRentalFor(m, principal, asked);
+        const d = await lockDeploymentOrRentalFor(m, principal, id);
         if (!d) return { refusal: 'NOT_FOUND' as const };
         if (d.status !== 'ACTIVE' || !d.sshPrivateKeyEnc || !d.sshKeyKid || !d.sshHost || !d.sshPort || !d.sshUser) {
           return {
@@ -72,17 +72,17 @@ export class CredentialsService {
         };
       });
     } catch (err) {
-      await this.recordRefusal(principal, asked, requestId, 'ERROR');
+      await this.recordRefusal(principal, id, requestId, 'ERROR');
       throw err;
     }
     if ('dto' in result) return result.dto;
     if (result.refusal === 'NOT_FOUND') {
-      await this.recordRefusal(principal, asked, requestId, 'NOT_FOUND');
+      await this.recordRefusal(principal, id, requestId, 'NOT_FOUND');
       throw new AppError('NOT_FOUND', 'No such deployment or rental for this key.');
     }
     await this.recordRefusal(principal, result.deploymentId, requestId, 'NOT_ACTIVE');
     // Found, but not now: 404 would tell an agent the id is wrong. Retry-After only where waiting helps.
-    const retryAfter = STARTING_STATUSES.includes(result.status) ? revealRetryAfterSeconds(result.phase) : undefined;
+    const retryAfter = isOneOf(STARTING_STATUSES, result.status) ? revealRetryAfterSeconds(result.phase) : undefined;
     const retry: Record<string, string> = retryAfter === undefined ? {} : { 'Retry-After': String(retryAfter) };
     throw new AppError(
       'DEPLOYMENT_NOT_ACTIVE',
@@ -105,7 +105,7 @@ export class CredentialsService {
     const now = this.clock.now();
     const window = new Date(Math.floor(now.getTime() / 60_000) * 60_000);
     await countRefusedReveal(this.ds, {
-      deploymentId: deploymentId.toLowerCase().slice(0, 64),
+      deploymentId: deploymentId.slice(0, 64),
       accountId: principal.accountId,
       keyId: principal.keyId,
       requestId: requestId.slice(0, 128),

@@ -20,13 +20,12 @@ export class SecretBox {
 
   /** SECRETS_KEY seals; it and the keys of earlier rotations (SECRETS_KEY_PREVIOUS) open. */
   static fromConfig(config: {
-    secretsKey: Buffer;
-    secretsKeyId: string;
-    secretsKeysPrevious?: readonly { id: string; key: Buffer }[];
+    secrets: { key: Buffer; keyId: string; previous?: readonly { id: string; key: Buffer }[] };
   }): SecretBox {
-    const keys = new Map((config.secretsKeysPrevious ?? []).map((k) => [k.id, k.key] as const));
-    keys.set(config.secretsKeyId, config.secretsKey);
-    return new SecretBox(keys, config.secretsKeyId);
+    const { key, keyId, previous } = config.secrets;
+    const keys = new Map((previous ?? []).map((k) => [k.id, k.key] as const));
+    keys.set(keyId, key);
+    return new SecretBox(keys, keyId);
   }
 
   /** Whether `keyId` is the key that seals now, so a secret under it needs no resealing. */

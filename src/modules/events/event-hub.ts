@@ -3,7 +3,8 @@ import type { Config } from '../../config.js';
 import { pushLimits, type PushLimits } from '../../http/push-limits.js';
 import type { Logger } from '../../logger.js';
 import { revokedAmong } from '../keys/keys.repository.js';
-import { allEventsAfter, latestEventId, type StoredEvent } from './events.repository.js';
+import { EventTail, MemoryCursor } from './event-tail.js';
+import { latestEventId, type StoredEvent } from './events.repository.js';
 
 /** Events read per query of the tail; a fuller answer is followed at once by the next. */
 const TAIL_BATCH = 500;
@@ -39,7 +40,10 @@ export interface SubscribeOptions {
  * Closed when its reader stops it, when it falls too far behind, or when the hub stops.
  */
 export class Subscription {
-  /** Every event with a greater id (committed after it) reaches this subscription. */
+  /**
+   * Every event with a greater id reaches this subscription, and so may one below it that commits
+   * late (event-tail.ts): a reader drops what it already has (a stream, by its account number).
+   */
   since = '0';
   private readonly queue: StoredEvent[] = [];
   private wake: (() => void) | undefined;
@@ -96,13 +100,12 @@ export class Subscription {
 }
 
 /**
- * The in-process fan-out of the durable event log: while anyone listens, ONE query loop per
- * process tails `events` (every `tailMs`, the events after the newest it has seen) and hands each
- * new event to the subscriptions, so a thousand waiting readers cost the database what one does.
+ * The in-process fan-out of the durable event log: while anyone listens, ONE tail per process
+ * (event-tail.ts, with its cursor in memory) reads `events` every `tailMs` and hands each new
+ * event to the subscriptions, so a thousand waiting readers cost the database what one does.
  * Idle, it holds no timer and forgets its place (the next listener starts from the newest event).
- *
- * Ids are handed out when rows are inserted, so a transaction that commits after a later one's
- * event has been tailed is not seen here; it stays in the log, where a resumed stream finds it.
+ * An event that commits after a later one was read is handed out when it appears, as the tail's
+ * late-commit rule has it.
  *
  * Each tick also asks, in one query per few hundred keys, which of the listening keys have been
  * revoked (by any process), and ends their subscriptions: no listener queries on its own.
@@ -111,7 +114,8 @@ export class EventHub {
   private readonly subscriptions = new Set<Subscription>();
   /** The subscriptions of each listening key; a key leaves the map with its last subscription. */
   private readonly byKey = new Map<string, Set<Subscription>>();
-  private cursor: string | null = null;
+  private readonly cursor = new MemoryCursor();
+  private readonly tail: EventTail<void>;
   private starting: Promise<string> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private tick: Promise<void> | undefined;
@@ -125,6 +129,7 @@ export class EventHub {
     private readonly logger?: Logger,
   ) {
     this.limits = options.push && pushLimits(options.push, logger);
+    this.tail = new EventTail(ds, this.cursor, { name: 'event-hub', batch: TAIL_BATCH, logger });
   }
 
   /** How many subscriptions are listening (for tests and metrics). */
@@ -196,16 +201,17 @@ export class EventHub {
     // The last listener left: no timer outlives it, and the next one starts from the newest event.
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.cursor = null;
+    this.cursor.forget();
   }
 
   /** The newest event id the hub has seen; read from the log when it was idle. */
   private position(): Promise<string> {
-    if (this.cursor !== null) return Promise.resolve(this.cursor);
+    const at = this.cursor.position;
+    if (at !== null) return Promise.resolve(at.lastId);
     this.starting ??= latestEventId(this.ds).then(
       (id) => {
         this.starting = undefined;
-        this.cursor = id;
+        this.cursor.begin(id);
         this.schedule();
         return id;
       },
@@ -218,9 +224,9 @@ export class EventHub {
   }
 
   private schedule(): void {
-    if (this.timer || this.tick || this.stopped || this.cursor === null) return;
+    if (this.timer || this.tick || this.stopped || this.cursor.position === null) return;
     if (!this.subscriptions.size) {
-      this.cursor = null;
+      this.cursor.forget();
       return;
     }
     this.timer = setTimeout(() => {
@@ -229,17 +235,15 @@ export class EventHub {
     }, this.options.tailMs);
   }
 
+  /** Hands each event of a batch to every subscription, once the cursor has moved past it. */
+  private readonly fanOut = async (events: readonly StoredEvent[]) => async () => () => {
+    for (const e of events) for (const sub of [...this.subscriptions]) sub.offer(e);
+  };
+
   private async read(): Promise<void> {
     try {
-      for (;;) {
-        if (!this.subscriptions.size || this.cursor === null) break;
-        const events = await allEventsAfter(this.ds, this.cursor, TAIL_BATCH);
-        for (const e of events) {
-          this.cursor = e.id;
-          for (const sub of [...this.subscriptions]) sub.offer(e);
-        }
-        if (events.length < TAIL_BATCH) break;
-      }
+      // The last listener leaving forgets the cursor, which ends the pass.
+      if (this.subscriptions.size) await this.tail.drain(this.fanOut);
     } catch (err) {
       this.logger?.warn({ err }, 'reading the event log tail failed; trying again at the next interval');
     }

@@ -152,10 +152,35 @@ export function visibleEvent(viewer: Viewer, e: Pick<StoredEvent, 'accountId' | 
   return keyId === undefined || e.keyId === keyId || (e.keyId === null && AGENT_ACCOUNT_EVENTS.includes(e.type));
 }
 
-/** Every event after `afterId`, oldest first, at most `limit` (the in-process fan-out reads these). */
-export async function allEventsAfter(ds: DataSource, afterId: string, limit: number): Promise<StoredEvent[]> {
-  const rows: EventRow[] = await ds.query(`SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?`, [afterId, limit]);
+// The tail's reads (event-tail.ts): the events after a position, and those of the ids below it
+// it has not seen yet. One statement, so one snapshot: an account's events are numbered in the
+// order they commit, so when one of them is read, every earlier one of its account is read too.
+const TAIL = 'SELECT * FROM events WHERE id > ? ORDER BY id LIMIT ?';
+const TAIL_AND_UNSEEN = 'SELECT * FROM events WHERE id > ? OR id IN (?) ORDER BY id LIMIT ?';
+
+/**
+ * Every event after `afterId` or among `unseen` (ids at or below it that a reader passed before
+ * they committed), oldest first, at most `limit`: the service's own readers' one read of the log.
+ */
+export async function tailEvents(
+  ds: DataSource,
+  afterId: string,
+  unseen: readonly string[],
+  limit: number,
+): Promise<StoredEvent[]> {
+  const rows: EventRow[] = unseen.length
+    ? await ds.query(TAIL_AND_UNSEEN, [afterId, unseen, limit])
+    : await ds.query(TAIL, [afterId, limit]);
   return rows.map(toEvent);
+}
+
+/** The newest log-wide id of an event written before `at`, or '0': where a reader that looks back that far starts. */
+export async function lastEventIdBefore(ds: DataSource, at: Date): Promise<string> {
+  // From the newest backwards: the scan stops at the first row old enough.
+  const [row] = (await ds.query(`SELECT id FROM events WHERE created_at < ? ORDER BY id DESC LIMIT 1`, [at])) as {
+    id: string | number;
+  }[];
+  return row ? String(row.id) : '0';
 }
 
 /** The newest log-wide id, or '0' when there is none: where the service's own readers start. */

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { IDEMPOTENCY_KEY_HINT } from '../../../clients/sdk/src/hints.js';
+import { IDEMPOTENCY_KEY_HINT } from '../../vocabulary/access-hints.js';
 import type { Clock } from '../../clock.js';
 import type { Sql } from '../../db/sql.js';
 import { AppError } from '../../errors/app-error.js';
+import { isUuid } from '../../ids.js';
 import { findIdempotencyRecord, insertIdempotencyRecord, setIdempotencyResource } from './idempotency.repository.js';
 
 /*
@@ -14,8 +15,6 @@ import { findIdempotencyRecord, insertIdempotencyRecord, setIdempotencyResource 
  * (or claims the key itself after a rollback). So no request ever finds a key claimed and its
  * work unfinished: there is no "in progress" answer, only a wait.
  */
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** One use of an Idempotency-Key: where the key lives, the key, and the hash of what was asked. */
 export interface IdempotentRequest {
@@ -36,7 +35,7 @@ export function requireIdempotencyKey(value: string | undefined, opts: { uuid?: 
   if (value === undefined || value === '')
     throw new AppError('INVALID_REQUEST', `The Idempotency-Key header is required. ${IDEMPOTENCY_KEY_HINT}`);
   if (opts.uuid) {
-    if (!UUID_RE.test(value))
+    if (!isUuid(value))
       throw new AppError('INVALID_REQUEST', `The Idempotency-Key header must be a UUID here. ${IDEMPOTENCY_KEY_HINT}`);
   } else if (value.length > 128 || /[\x00-\x1f\x7f]/.test(value)) {
     // Node has already refused what HTTP forbids in a header; control characters are all that is left to rule out.

@@ -136,6 +136,8 @@ export const GPU_FAMILIES: readonly GpuFamily[] = [
 const VENDOR_WORDS = new Set(['nvidia', 'geforce', 'tesla', 'quadro', 'amd', 'radeon', 'instinct', 'intel']);
 
 export interface ParsedGpuName {
+  /** The name without a GPU count written into it, spacing tidied ("2x H100 SXM" is "H100 SXM"). */
+  name: string;
   /** Significant tokens, lower-case, without vendor words, instance-count and VRAM tokens. */
   tokens: string[];
   /** The tokens joined: the lookup key ("h100sxm", "a100pcie"). */
@@ -196,12 +198,11 @@ export function parseGpuName(name: string): ParsedGpuName {
     }
     tokens.push(t);
   }
-  return { tokens, key: tokens.join(''), vramGb, count };
+  return { name: rest, tokens, key: tokens.join(''), vramGb, count };
 }
 
-/** The slug of a name the catalog does not know: its tokens, VRAM included, hyphenated. */
-export function unknownGpuSlug(name: string): string {
-  const p = parseGpuName(name);
+/** The slug of a parsed name the catalog does not know: its tokens, VRAM included, hyphenated. */
+export function unknownSlugOf(p: ParsedGpuName): string {
   return [...p.tokens, ...(p.vramGb === null ? [] : [`${p.vramGb}gb`])].join('-').slice(0, 100);
 }
 

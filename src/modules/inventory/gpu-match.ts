@@ -1,4 +1,4 @@
-import { GPU_COUNT_IN_NAME } from '../../../clients/sdk/src/hints.js';
+import { GPU_COUNT_IN_NAME } from '../../vocabulary/machine-hints.js';
 import { AppError } from '../../errors/app-error.js';
 import {
   closestInVram,
@@ -9,10 +9,10 @@ import {
   MODELS_BY_KEY,
   MODELS_BY_SLUG,
   parseGpuName,
-  splitGpuCount,
-  unknownGpuSlug,
+  unknownSlugOf,
   type GpuCategory,
   type GpuModel,
+  type ParsedGpuName,
 } from './gpu-catalog.js';
 
 /** Where a provider's GPU name landed in the catalog. */
@@ -41,7 +41,7 @@ export function resolveProviderGpu(name: string, offerVramGb: number | null): Re
     const g = closestInVram(candidates, vram);
     return { slug: g.slug, name: g.name, family: g.family, category: g.category, vramGb: g.vramGb, known: true };
   }
-  const slug = unknownGpuSlug(name) || 'unknown';
+  const slug = unknownSlugOf(p) || 'unknown';
   return { slug, name: name.trim().slice(0, 100), family: slug, category: null, vramGb: offerVramGb, known: false };
 }
 
@@ -67,30 +67,44 @@ export interface GpuMatch {
  * either ("A100 80GB": the SXM4 and PCIe 80 GB parts).
  */
 export function matchGpuQuery(query: string): GpuMatch {
-  const p = parseGpuName(query);
+  return matchParsed(parseGpuName(query));
+}
+
+function matchParsed(p: ParsedGpuName): GpuMatch {
   const compact = [...p.tokens, ...(p.vramGb === null ? [] : [`${p.vramGb}gb`])].join('');
   const named = MODELS_BY_KEY.get(p.key) ?? [];
   // A spelling shared by models of several families ("RTX 6000": Ada and Quadro) means them all.
   const family = new Set(named.map((g) => g.family)).size > 1 ? undefined : FAMILIES_BY_KEY.get(p.key);
   const all = family ? familyModels(family.id) : named;
   const models = p.vramGb === null ? all : all.filter((g) => g.vramGb === p.vramGb);
-  if (models.length === 0) return { key: unknownGpuSlug(query), slugs: [], known: false, compact };
+  if (models.length === 0) return { key: unknownSlugOf(p), slugs: [], known: false, compact };
   let key: string;
   if (models.length === 1) key = models[0].slug;
   else if (family && p.vramGb === null) key = family.id;
-  else key = unknownGpuSlug(query);
+  else key = unknownSlugOf(p);
   return { key, slugs: models.map((g) => g.slug), known: true, compact };
 }
 
-/**
- * The GPU name of a rental request without a count written into it ("2x H100" is "H100"). A
- * stated count is read, never dropped: it must be the request's gpuCount, else the request is
- * refused (422) with the two fields and the body that would do what was probably meant.
- */
-export function gpuIntentName(gpuModel: string, gpuCount: number): string {
-  const { name, count } = splitGpuCount(gpuModel);
-  if (count === null) return gpuModel.trim();
-  if (count === gpuCount && name !== '') return name;
+/** A rental's `gpuModel`, parsed once for its admission and its order. */
+export interface GpuIntentName {
+  /** The name as matched: without a count written into it ("2x H100" is "H100"), trimmed. */
+  name: string;
+  /** What the name stands for in the catalog. */
+  match: GpuMatch;
+  /**
+   * A count stated in the name that is not the request's gpuCount: a 422 with the two fields and
+   * the body that would do what was probably meant (a stated count is read, never dropped).
+   */
+  refusal: AppError | null;
+}
+
+/** Parses a rental's `gpuModel` once: the name without its count, its catalog match, and whether the count agrees. */
+export function gpuIntentName(gpuModel: string, gpuCount: number): GpuIntentName {
+  const p = parseGpuName(gpuModel);
+  const match = matchParsed(p);
+  const { name, count } = p;
+  if (count === null) return { name: gpuModel.trim(), match, refusal: null };
+  if (count === gpuCount && name !== '') return { name, match, refusal: null };
   const named = name || 'H100';
   const says = Number.isNaN(count)
     ? 'states more than one GPU count'
@@ -98,11 +112,12 @@ export function gpuIntentName(gpuModel: string, gpuCount: number): string {
   const meant = Number.isNaN(count)
     ? ''
     : `{"gpuModel": ${JSON.stringify(named)}, "gpuCount": ${count}} for ${count}, or `;
-  throw new AppError(
+  const refusal = new AppError(
     'VALIDATION_FAILED',
     `Invalid request: gpuModel ${JSON.stringify(gpuModel.trim())} ${says} but gpuCount is ${gpuCount}. ${GPU_COUNT_IN_NAME} ` +
       `Next: send ${meant}{"gpuModel": ${JSON.stringify(named)}, "gpuCount": ${gpuCount}} for ${gpuCount}.`,
   );
+  return { name: gpuModel.trim(), match, refusal };
 }
 
 /** How a rental's GPU was chosen: the exact offer asked for, one model (or its VRAM variants), or any model of a family. */
@@ -111,43 +126,87 @@ export type GpuMatchedBy = 'offer' | 'model' | 'family';
 const MODELS_BY_NAME: ReadonlyMap<string, GpuModel> = new Map(GPU_MODELS.map((g) => [g.name, g]));
 
 /**
- * Why a rental runs the GPU it runs, for its 201 and GET: `gpuModel` is what the request named
- * (null for an offerId rental), `chosenName` the display name of the offer rented (or tried first).
- * A family names every model of it, so the note says which one the cheapest offer was and how to
- * name another ("A100" may be the 40 GB part: "A100 80GB" names the 80 GB ones).
+ * How a rental's GPU was chosen, from what its request named (`gpuModel`; null for an offerId
+ * rental) and, when the caller has it, what that name matched.
+ */
+export function gpuMatchedBy(gpuModel: string | null, match?: GpuMatch): GpuMatchedBy {
+  if (gpuModel === null) return 'offer';
+  match ??= matchGpuQuery(gpuModel);
+  return match.known && match.slugs.length > 1 && FAMILIES_BY_KEY.get(match.key)?.id === match.key ? 'family' : 'model';
+}
+
+/**
+ * Why a rental runs the GPU it runs, for its 201 and every read: `gpuModel` is what the request
+ * named (null for an offerId rental), `chosenName` the display name of the offer rented (or tried
+ * first; null while it waits for capacity). A family names every model of it, so the note says
+ * which one the cheapest offer was and how to name another, suggesting only models in `onSale`:
+ * the slugs of the family's models that had an offer the request could rent at admission (its
+ * gpuCount, ceiling and machine settings), so each spelling suggested, sent as gpuModel, was
+ * admissible. Without `onSale` (a rental admitted before notes were kept) no model is suggested.
+ * `parsed` is `gpuModel`'s match when the caller has it (admission), so the name is not parsed again.
  */
 export function describeGpuChoice(
   gpuModel: string | null,
   chosenName: string | null,
+  onSale?: readonly string[],
+  parsed?: GpuMatch,
 ): { matchedBy: GpuMatchedBy; note: string } {
   if (gpuModel === null)
     return { matchedBy: 'offer', note: 'The offer named by offerId, as asked; it is never substituted.' };
+  const match = parsed ?? matchGpuQuery(gpuModel);
+  const matchedBy = gpuMatchedBy(gpuModel, match);
   const asked = JSON.stringify(gpuModel);
-  const match = matchGpuQuery(gpuModel);
-  const family = FAMILIES_BY_KEY.get(match.key);
   const chosen = chosenName === null ? undefined : MODELS_BY_NAME.get(chosenName);
   const cheapest =
     chosenName === null ? '' : ` The cheapest offer was ${chosenName}${chosen ? ` (${chosen.vramGb} GB)` : ''}.`;
   if (!match.known)
     return {
-      matchedBy: 'model',
+      matchedBy,
       note: `${asked} is not in the catalog; offers of a GPU named the same way were matched.${cheapest}`,
     };
-  if (family && family.id === match.key && match.slugs.length > 1) {
-    const models = familyModels(family.id);
-    const others = models.filter((g) => g.slug !== chosen?.slug).map((g) => g.name);
-    const otherVram = [...new Set(models.map((g) => g.vramGb))].filter((v) => v !== chosen?.vramGb);
-    const byVram = otherVram.length ? `"${family.name} ${otherVram[0]}GB" for ${otherVram[0]} GB, or ` : '';
+  if (matchedBy === 'family') {
+    const family = FAMILIES_BY_KEY.get(match.key)!;
+    const taken = chosenName === null ? 'is taken' : 'was taken';
+    const advice = familyAdvice(family, chosenName === null, chosen, onSale);
     return {
-      matchedBy: 'family',
-      note: `${asked} names the family ${family.name}, so the cheapest offer of any of its models was taken.${cheapest} To choose, name the model: ${byVram}${others.join(', ')}.`,
+      matchedBy,
+      note: `${asked} names the family ${family.name}, so the cheapest offer of any of its models ${taken}.${cheapest} ${advice}`,
     };
   }
   const names = match.slugs.map((slug) => MODELS_BY_SLUG.get(slug)?.name ?? slug);
   return {
-    matchedBy: 'model',
+    matchedBy,
     note: `${asked} names ${names.length === 1 ? 'the model' : 'the models'} ${names.join(', ')}.${cheapest}`,
   };
+}
+
+/** The request's shape, in the words of its own fields: what an offer had to fit to be on sale for it. */
+const FOR_THIS_REQUEST = 'at admission for this gpuCount, price ceiling and machine settings';
+const NARROWS = 'naming a model narrows the choice to that model alone.';
+
+/**
+ * How to choose within a family once its cheapest offer was taken (`taken`, when the catalog knows
+ * its name) or while none is (`waiting`): the other models on sale, by spellings that name them,
+ * or that there were none.
+ */
+function familyAdvice(
+  family: { id: string; name: string },
+  waiting: boolean,
+  taken: GpuModel | undefined,
+  onSale: readonly string[] | undefined,
+): string {
+  if (onSale === undefined)
+    return `To choose, name one of its models; GET /api/v1/offers?gpu=${family.id} lists those on sale now.`;
+  if (waiting) return `None was on sale ${FOR_THIS_REQUEST}, so the rental waits for one; ${NARROWS}`;
+  const others = onSale
+    .map((slug) => MODELS_BY_SLUG.get(slug))
+    .filter((g): g is GpuModel => g !== undefined && g.family === family.id && g.slug !== taken?.slug);
+  if (others.length === 0) return `No other model of ${family.name} was on sale ${FOR_THIS_REQUEST}; ${NARROWS}`;
+  // A size spelt on the family ("A100 80GB") names every model of that size, and some of them were on sale.
+  const byVram = [...new Set(others.map((g) => g.vramGb))]
+    .filter((v) => v !== taken?.vramGb)
+    .map((v) => `"${family.name} ${v}GB" for ${v} GB, or `);
+  return `To choose, name a model on sale ${FOR_THIS_REQUEST}: ${byVram.join('')}${others.map((g) => `"${g.name}"`).join(', ')}.`;
 }
 
 /** Hyphens and case aside, do these name the same thing? (Unknown GPUs are compared this way.) */

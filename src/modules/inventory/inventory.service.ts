@@ -206,7 +206,11 @@ export class InventoryService {
       slugOf,
       offersByMatch: new Map(),
       offersByQuery: new Map(),
-      live: { ofMatch: (match) => matchingOffers(s, match), slugs: () => bySlug.keys() },
+      live: {
+        ofMatch: (match) => matchingOffers(s, match),
+        slugs: () => bySlug.keys(),
+        slugOf: (offer) => slugOf.get(offer.id)!,
+      },
       offerById: new Map(),
       modelBySlug: new Map(),
       allOffers,

@@ -1,9 +1,9 @@
-import { WAIT_FOR_CAPACITY_NEXT } from '../../../clients/sdk/src/hints.js';
+import { WAIT_FOR_CAPACITY_NEXT } from '../../vocabulary/machine-hints.js';
 import { AppError } from '../../errors/app-error.js';
-import type { MachineCapabilities } from '../../providers/provider.js';
+import type { MachineCapabilities, MachineSettings } from '../../providers/provider.js';
 import { closestGpuSlugs, compactSlug, matchGpuQuery, type GpuMatch } from './gpu-match.js';
 import type { OfferDto } from './inventory.dto.js';
-import { formatUsd } from '../billing/money.js';
+import { formatUsd } from '../../vocabulary/money.js';
 
 /** What a rental's machine settings ask of an offer's capabilities. */
 export interface MachineNeeds {
@@ -17,9 +17,39 @@ export interface MachineNeeds {
   diskGb: number | null;
 }
 
+/** What a rental's machine settings ask of an offer (variables ask nothing: every offer takes them). */
+export function needsOf(m: Pick<MachineSettings, 'image' | 'startupScript' | 'ports' | 'diskGb'>): MachineNeeds {
+  return {
+    customImage: m.image !== null,
+    startupScript: m.startupScript !== null,
+    ports: m.ports.length,
+    diskGb: m.diskGb,
+  };
+}
+
 /** Whether `needs` asks anything of an offer at all. */
 export function needsAnything(needs: MachineNeeds | undefined): needs is MachineNeeds {
   return !!needs && (needs.customImage || needs.startupScript || needs.ports > 0 || needs.diskGb !== null);
+}
+
+/** A capability that machine settings may need and an offer may lack, as refusals name them, in this order. */
+export type UnmetNeed = 'customImage' | 'startupScript' | 'ports' | 'diskGb';
+
+const NEED_RULES: readonly (readonly [UnmetNeed, (caps: MachineCapabilities, needs: MachineNeeds) => boolean])[] = [
+  ['customImage', (c, n) => n.customImage && !c.customImage],
+  ['startupScript', (c, n) => n.startupScript && !c.startupScript],
+  ['ports', (c, n) => n.ports > c.ports],
+  // An offer whose maxDiskGb is null cannot choose its disk at all.
+  ['diskGb', (c, n) => n.diskGb !== null && (c.maxDiskGb === null || n.diskGb > c.maxDiskGb)],
+];
+
+/**
+ * THE capability rule: what of `needs` an offer with `caps` cannot honour, in the order refusals
+ * name them; none when it honours them all. Admission (an explicit offer, a GPU intent's
+ * candidates), the capacity wait and each create attempt decide by it.
+ */
+export function unmetNeeds(caps: MachineCapabilities, needs: MachineNeeds): UnmetNeed[] {
+  return NEED_RULES.filter(([, unmet]) => unmet(caps, needs)).map(([need]) => need);
 }
 
 // How a GPU intent is matched to offers: pure functions over the live offers of the in-memory
@@ -32,13 +62,9 @@ export function slugMatches(match: GpuMatch, slug: string): boolean {
   return match.known ? match.slugs.includes(slug) : match.compact !== '' && compactSlug(slug) === match.compact;
 }
 
-/**
- * The cached offers of one model match, as slugs for `IN (...)`: what a GPU-intent order stores
- * (`GpuMatch.key`) turned back into the catalog models it stands for.
- */
-export function slugsOfGpuKey(key: string): string[] {
-  const match = matchGpuQuery(key);
-  return match.known ? match.slugs : [key];
+/** The offers table's slugs a match stands for, for `IN (...)`: its catalog models, or its own key for a GPU the catalog does not know. */
+export function slugsOfMatch(match: GpuMatch): string[] {
+  return match.known ? match.slugs : [match.key];
 }
 
 export interface IntentQuery {
@@ -54,6 +80,12 @@ export interface IntentCandidates {
   slug: string;
   /** Live offers of that model and exact count at or under the ceiling, cheapest first (then by id). */
   candidates: OfferDto[];
+  /**
+   * Every model of the match (slugs) with a live offer the intent could rent, as a candidate is
+   * chosen (count, ceiling and `needs`), ordered by its cheapest such offer: the models a family's
+   * match note may suggest (describeGpuChoice).
+   */
+  modelsOnSale: string[];
 }
 
 /** The live offers intent matching reads (the snapshot's). */
@@ -65,17 +97,13 @@ export interface LiveOffers {
   ofMatch(match: GpuMatch): readonly OfferDto[];
   /** Every model slug that has a live offer. */
   slugs(): Iterable<string>;
+  /** The model slug of one of these offers. */
+  slugOf(offer: OfferDto): string;
 }
 
-/** Whether an offer's machine can be given what `needs` asks (nothing asked: any offer). */
+/** Whether an offer's machine can be given what `needs` asks (nothing asked: any offer), by {@link unmetNeeds}' rule. */
 export function honoursNeeds(caps: MachineCapabilities, needs: MachineNeeds | undefined): boolean {
-  if (!needs) return true;
-  return (
-    (!needs.customImage || caps.customImage) &&
-    (!needs.startupScript || caps.startupScript) &&
-    caps.ports >= needs.ports &&
-    (needs.diskGb === null || (caps.maxDiskGb !== null && caps.maxDiskGb >= needs.diskGb))
-  );
+  return !needs || NEED_RULES.every(([, unmet]) => !unmet(caps, needs));
 }
 
 /** Whether an offer of the match has the intent's exact GPU count at or under its ceiling. */
@@ -99,12 +127,16 @@ export function findIntentCandidates(
   const match = q.match ?? matchGpuQuery(q.gpuModel);
   const offers = live.ofMatch(match);
   const candidates: OfferDto[] = [];
+  const modelsOnSale = new Set<string>();
   // The match's list is ordered by price, GPU count and id; within one count that is price, then id.
   for (const o of offers) {
-    if (candidates.length >= limit) break;
-    if (fitsShape(o, q) && honoursNeeds(o.capabilities, needs)) candidates.push(o);
+    // Once the candidates are chosen, the rest is read only for models not yet seen on sale.
+    if (candidates.length >= limit && match.known && modelsOnSale.size === match.slugs.length) break;
+    if (!fitsShape(o, q) || !honoursNeeds(o.capabilities, needs)) continue;
+    if (candidates.length < limit) candidates.push(o);
+    modelsOnSale.add(live.slugOf(o));
   }
-  if (candidates.length > 0) return { slug: match.key, candidates };
+  if (candidates.length > 0) return { slug: match.key, candidates, modelsOnSale: [...modelsOnSale] };
   throw noMatchingOffer(live, q, match, offers, needs);
 }
 
@@ -156,7 +188,7 @@ function noMatchingOffer(
 /** Names the machine settings none of the offers of the shape can honour (or says no one offer honours them all). */
 function unhonouredNeeds(q: IntentQuery, shaped: readonly OfferDto[], needs: MachineNeeds): AppError | undefined {
   if (shaped.length === 0) return undefined;
-  const best = {
+  const best: MachineCapabilities = {
     customImage: shaped.some((o) => o.capabilities.customImage),
     startupScript: shaped.some((o) => o.capabilities.startupScript),
     ports: Math.max(...shaped.map((o) => o.capabilities.ports)),
@@ -167,16 +199,19 @@ function unhonouredNeeds(q: IntentQuery, shaped: readonly OfferDto[], needs: Mac
   };
   const what = `${q.gpuCount} x ${q.gpuModel.trim()}`;
   const where = `See each offer's capabilities on GET /api/v1/offers?gpu=${encodeURIComponent(q.gpuModel.trim())}.`;
-  const missing: string[] = [];
-  if (needs.customImage && !best.customImage) missing.push('machine.image (none runs a custom image)');
-  if (needs.startupScript && !best.startupScript) missing.push('machine.startupScript (none runs a startup script)');
-  if (needs.ports > best.ports)
-    missing.push(`${needs.ports} machine.ports (${best.ports === 0 ? 'none exposes ports' : `at most ${best.ports}`})`);
-  if (needs.diskGb !== null && (best.maxDiskGb === null || needs.diskGb > best.maxDiskGb)) {
-    missing.push(
-      `machine.diskGb of ${needs.diskGb} (${best.maxDiskGb === null ? 'none lets the disk be chosen' : `at most ${best.maxDiskGb} GB`})`,
-    );
-  }
+  // What the best of the offers cannot honour, no offer can.
+  const missing = unmetNeeds(best, needs).map((need) => {
+    switch (need) {
+      case 'customImage':
+        return 'machine.image (none runs a custom image)';
+      case 'startupScript':
+        return 'machine.startupScript (none runs a startup script)';
+      case 'ports':
+        return `${needs.ports} machine.ports (${best.ports === 0 ? 'none exposes ports' : `at most ${best.ports}`})`;
+      case 'diskGb':
+        return `machine.diskGb of ${needs.diskGb} (${best.maxDiskGb === null ? 'none lets the disk be chosen' : `at most ${best.maxDiskGb} GB`})`;
+    }
+  });
   const shapeText = `of ${what} at or under ${q.maxHourlyPriceMinor} cents per hour`;
   if (missing.length > 0) {
     const subject =

@@ -1,14 +1,40 @@
+import { AppError } from '../../errors/app-error.js';
+
 /**
- * Every bound on an API key's rental limits (docs/api.md, Limits). The request schemas (JSDoc
- * `@minimum`/`@maximum` in accounts.dto.ts and agents.dto.ts) repeat these numbers for the
- * OpenAPI document, and test/api/openapi-limits.test.ts holds them equal; the Telegram bot, the
- * approval page and the owner CLI import them from here.
+ * An API key's rental limits as one value ({@link KeyLimits}), and every bound on them
+ * (docs/api.md, Limits). Limits are checked once, where they come in: the API by its request
+ * schemas (JSDoc `@minimum`/`@maximum` in accounts.dto.ts and agents.dto.ts repeat these numbers
+ * for the OpenAPI document, and test/api/openapi-limits.test.ts holds them equal); the approval
+ * form, the Telegram bot and the owner CLI against the same bounds, in their own words; what the
+ * bot hands AgentsService by {@link parseKeyLimits}. Past that, code receives a KeyLimits and
+ * checks nothing again.
  */
 
-export interface KeyLimits {
+/** The three amounts of a key's limits; the bounds of each door are given in them. */
+export interface KeyAmounts {
   maxPerRentalMinor: number;
   budgetLimitMinor: number;
   maxConcurrentDeployments: number;
+}
+
+/** The amounts, in the order every message lists them. */
+export const KEY_AMOUNT_FIELDS = ['maxPerRentalMinor', 'budgetLimitMinor', 'maxConcurrentDeployments'] as const;
+
+/** The five limits an API key carries. */
+export interface KeyLimits extends KeyAmounts {
+  /** The longest any rental of the key may run, in seconds; null: no such limit. */
+  maxRentalSeconds: number | null;
+  /** Minutes of idle GPUs after which the key's rentals are warned, then ended; null: never. */
+  idleTerminateMinutes: number | null;
+}
+
+/** Limits as a request gives them: the longest rental and the idle minutes may be left out (none). */
+export type KeyLimitsInput = KeyAmounts & Partial<Pick<KeyLimits, 'maxRentalSeconds' | 'idleTerminateMinutes'>>;
+
+/** The smallest and the largest amounts a door takes. */
+export interface KeyLimitBounds {
+  minimums: KeyAmounts;
+  maximums: KeyAmounts;
 }
 
 /** The largest limits a key may carry when the caller sets them through the API (signup, owner-issued agent keys). */
@@ -16,14 +42,14 @@ export const KEY_LIMIT_MAXIMUMS = {
   maxPerRentalMinor: 100_000_000,
   budgetLimitMinor: 1_000_000_000,
   maxConcurrentDeployments: 1000,
-} as const satisfies KeyLimits;
+} as const satisfies KeyAmounts;
 
 /** Headless signup: the limits an omitted field gets, and the bounds of a given one. */
 export const SIGNUP_LIMITS = {
   defaults: { maxPerRentalMinor: 500, budgetLimitMinor: 50_000, maxConcurrentDeployments: 1 },
   minimums: { maxPerRentalMinor: 500, budgetLimitMinor: 500, maxConcurrentDeployments: 1 },
   maximums: KEY_LIMIT_MAXIMUMS,
-} as const satisfies Record<string, KeyLimits>;
+} as const satisfies KeyLimitBounds & { defaults: KeyAmounts };
 
 /**
  * Limits an owner sets when approving an agent or minting a setup code: the same bounds through
@@ -33,20 +59,36 @@ export const SIGNUP_LIMITS = {
 export const APPROVAL_LIMITS = {
   minimums: { maxPerRentalMinor: 500, budgetLimitMinor: 500, maxConcurrentDeployments: 1 },
   maximums: { maxPerRentalMinor: 10_000_000, budgetLimitMinor: 10_000_000, maxConcurrentDeployments: 100 },
-} as const satisfies Record<string, KeyLimits>;
+} as const satisfies KeyLimitBounds;
 
 /** Keys an owner issues directly through the agent-keys endpoint. */
 export const AGENT_KEY_LIMITS = {
   minimums: { maxPerRentalMinor: 1, budgetLimitMinor: 1, maxConcurrentDeployments: 1 },
   maximums: KEY_LIMIT_MAXIMUMS,
-} as const satisfies Record<string, KeyLimits>;
+} as const satisfies KeyLimitBounds;
 
 /** Rental limits of owner keys: the owner spends its own credits, so only runaway loops are capped. */
 export const OWNER_KEY_LIMITS = {
   maxPerRentalMinor: 1_000_000,
   budgetLimitMinor: 100_000_000,
   maxConcurrentDeployments: 50,
+  maxRentalSeconds: null,
+  idleTerminateMinutes: null,
 } as const satisfies KeyLimits;
+
+/**
+ * The amounts an operator may give an owner key (`owner create`): from the approval minimums, as
+ * an owner key below them could not approve any agent, to the API's maximums.
+ */
+export const OWNER_KEY_BOUNDS = {
+  minimums: APPROVAL_LIMITS.minimums,
+  maximums: KEY_LIMIT_MAXIMUMS,
+} as const satisfies KeyLimitBounds;
+
+/** Whether `value` is an amount `field` may take within `bounds`: a whole number from its minimum to its maximum. */
+export function amountWithin(field: keyof KeyAmounts, value: number, bounds: KeyLimitBounds): boolean {
+  return Number.isSafeInteger(value) && value >= bounds.minimums[field] && value <= bounds.maximums[field];
+}
 
 /**
  * The longest any rental of a key may run, when the key has such a limit (null or absent: none).
@@ -79,9 +121,48 @@ export function idleTerminateMinutesProblem(value: unknown): string | null {
 }
 
 /**
- * Whether a longest rental asked for an agent key (null or absent: none) is longer than the
- * issuing key's own: a key with a longest rental hands out none longer, and none without one.
+ * The five limits of whatever carries them (a checked request, a key, an approved session), a
+ * longest rental or idle minutes left out as none. It converts; it does not check.
  */
-export function exceedsOwnRentalLength(asked: number | null | undefined, own: number | null): boolean {
-  return own !== null && (asked === null || asked === undefined || asked > own);
+export function keyLimitsOf(source: KeyLimitsInput): KeyLimits {
+  return {
+    maxPerRentalMinor: source.maxPerRentalMinor,
+    budgetLimitMinor: source.budgetLimitMinor,
+    maxConcurrentDeployments: source.maxConcurrentDeployments,
+    maxRentalSeconds: source.maxRentalSeconds ?? null,
+    idleTerminateMinutes: source.idleTerminateMinutes ?? null,
+  };
+}
+
+/**
+ * Limits that came in without the API's schema (the Telegram bot), as a KeyLimits once every one
+ * is within `bounds` and the longest rental's and idle minutes' own; otherwise 422
+ * VALIDATION_FAILED naming every field out of bounds, in the API's units.
+ */
+export function parseKeyLimits(given: KeyLimitsInput, bounds: KeyLimitBounds): KeyLimits {
+  const bad: string[] = KEY_AMOUNT_FIELDS.filter((f) => !amountWithin(f, given[f], bounds)).map(
+    (f) => `${f} must be an integer from ${bounds.minimums[f]} to ${bounds.maximums[f]}`,
+  );
+  const rentalLength = maxRentalSecondsProblem(given.maxRentalSeconds);
+  if (rentalLength) bad.push(rentalLength);
+  const idle = idleTerminateMinutesProblem(given.idleTerminateMinutes);
+  if (idle) bad.push(idle);
+  if (bad.length) throw new AppError('VALIDATION_FAILED', `Invalid limits: ${bad.join('; ')}.`);
+  return keyLimitsOf(given);
+}
+
+/** A limit an agent key may not have above its issuer's. */
+export type IssuedLimit = keyof KeyAmounts | 'maxRentalSeconds';
+
+/**
+ * The limits asked for an agent key that exceed the issuing key's own: each amount may be at most
+ * the issuer's, and an issuer with a longest rental hands out none longer (none at all would be).
+ * Idle minutes are the agent key's own affair.
+ */
+export function limitsBeyond(asked: KeyLimits, own: KeyLimits): IssuedLimit[] {
+  const over: IssuedLimit[] = KEY_AMOUNT_FIELDS.filter((f) => asked[f] > own[f]);
+  const ownLength = own.maxRentalSeconds;
+  if (ownLength !== null && (asked.maxRentalSeconds === null || asked.maxRentalSeconds > ownLength))
+    over.push('maxRentalSeconds');
+  return over;
 }

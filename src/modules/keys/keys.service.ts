@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
-import { AUTH_HINT } from '../../../clients/sdk/src/hints.js';
+import { AUTH_HINT } from '../../vocabulary/access-hints.js';
 import type { Clock } from '../../clock.js';
 import { readMinor } from '../../db/columns.js';
 import type { Sql } from '../../db/sql.js';
@@ -8,11 +8,12 @@ import { AppError } from '../../errors/app-error.js';
 import type { Principal } from './principal.js';
 import { lockAccountAndKey, lockAccountWithKey, type LockedAccount } from '../accounts/accounts.repository.js';
 import { ApiKey, type KeyKind, type Scope } from './api-key.entity.js';
-import type { KeyLimits } from './key-limits.js';
+import { keyLimitsOf, type KeyLimitsInput } from './key-limits.js';
 import { insertKey, keyByPrefix, keyCounters, revokeKey, touchKey } from './keys.repository.js';
 import { hashesEqual, mintApiKey, parseApiKey } from './tokens.js';
 
-export interface NewKey extends KeyLimits {
+/** A key to create: who holds it and what it may do; its limits as given, a longest rental or idle minutes left out as none. */
+export interface NewKey extends KeyLimitsInput {
   accountId: string;
   kind: KeyKind;
   name: string;
@@ -21,10 +22,6 @@ export interface NewKey extends KeyLimits {
   isAdmin?: boolean;
   /** The OWNER key issuing it (see ApiKey.issuedByKeyId); revoking that key revokes this one. */
   issuedByKeyId?: string | null;
-  /** The longest any of its rentals may run, in seconds; null or absent: no such limit. */
-  maxRentalSeconds?: number | null;
-  /** Minutes of idle GPUs after which its rentals are warned, then ended; null or absent: never. */
-  idleTerminateMinutes?: number | null;
 }
 
 export type { LockedAccount };
@@ -85,11 +82,7 @@ export class KeysService {
       prefix: minted.prefix,
       secretHash: minted.secretHash,
       scopes: input.scopes,
-      maxPerRentalMinor: input.maxPerRentalMinor,
-      budgetLimitMinor: input.budgetLimitMinor,
-      maxConcurrentDeployments: input.maxConcurrentDeployments,
-      maxRentalSeconds: input.maxRentalSeconds ?? null,
-      idleTerminateMinutes: input.idleTerminateMinutes ?? null,
+      ...keyLimitsOf(input),
       isAdmin: input.isAdmin ?? false,
       origin: input.origin,
       issuedByKeyId: input.issuedByKeyId ?? null,

@@ -1,47 +1,17 @@
 import type { DataSource } from 'typeorm';
 import type { Sql } from '../../db/sql.js';
-import type { EventType } from '../events/event-types.js';
-import { RentalsRepository } from '../rentals/rentals.repository.js';
-import { NOTIFIED_STATUSES, type RentalStatus } from '../rentals/rental-status.js';
 
-// The only code that reads or writes `telegram_notifications` and `telegram_cursors`, and the
-// scans that notifications are derived from (the event log's account and rental events, rentals'
-// changes).
+// The only code that reads or writes `telegram_notifications`, and what notifications read besides
+// the events they are made of (owners' chats, the keys that started rentals).
 
-/** An account event (topup.paid, credits.low) of an account whose owner has a Telegram chat. */
-export interface AccountEventRow {
-  id: string | number;
-  type: EventType;
-  account_id: string;
-  chat_id: number | string;
-  data: string | object;
-}
-
-/** A rental event (rental.expiring, rental.idle_warning) of an account whose owner has a Telegram chat. */
-export interface RentalEventRow {
-  id: string | number;
-  type: EventType;
-  account_id: string;
-  chat_id: number | string;
-  data: string | object;
-  created_at: Date;
-}
-
-/** A deployment whose status changed to one owners are told about. */
-export interface RentalChange {
-  id: string;
-  order_id: string;
-  status: RentalStatus;
-  account_id: string;
-  chat_id: number | string;
-  key_name: string | null;
-  key_prefix: string | null;
-  key_kind: string | null;
-  offer_name: string | null;
-  gpu_model: string | null;
-  failure_reason: string | null;
-  reversal_status: string | null;
-  hourly_price_minor: number | string;
+/** What a rental status message says besides its event: who started the rental, and how its charge stands now. */
+export interface RentalFacts {
+  /** The GPU model an intent asked for, which names the machine while no offer does. */
+  gpuModel: string | null;
+  reversalStatus: string | null;
+  keyName: string | null;
+  keyPrefix: string | null;
+  keyKind: string | null;
 }
 
 /** A notification to record: one per cause, `key` naming the cause. */
@@ -64,60 +34,44 @@ export interface PendingNotification {
 export class NotificationsRepository {
   constructor(private readonly ds: DataSource) {}
 
-  /** How far the scans have got under `name`, or null before the first. */
-  async cursor(name: string): Promise<Date | null> {
-    const rows: { position: Date }[] = await this.ds.query('SELECT position FROM telegram_cursors WHERE name = ?', [
-      name,
-    ]);
-    return rows[0] ? new Date(rows[0].position) : null;
+  /** The Telegram chat of each of `accountIds` whose owner has one. */
+  async chatsOf(accountIds: readonly string[]): Promise<Map<string, number>> {
+    if (accountIds.length === 0) return new Map();
+    const rows: { id: string; chat_id: number | string }[] = await this.ds.query(
+      'SELECT id, telegram_chat_id AS chat_id FROM accounts WHERE id IN (?) AND telegram_chat_id IS NOT NULL',
+      [[...new Set(accountIds)]],
+    );
+    return new Map(rows.map((r) => [r.id, Number(r.chat_id)]));
   }
 
-  /** Moves the cursor to `position`, never back (two scans may overlap). */
-  async advanceCursor(name: string, position: Date): Promise<void> {
-    await this.ds.query(
-      'INSERT INTO telegram_cursors (name, position) VALUES (?, ?) ON DUPLICATE KEY UPDATE position = GREATEST(position, VALUES(position))',
-      [name, position],
+  /** The {@link RentalFacts} of each of `rentalIds` (order ids), read as they stand now. */
+  async rentalFacts(rentalIds: readonly string[]): Promise<Map<string, RentalFacts>> {
+    if (rentalIds.length === 0) return new Map();
+    const rows: {
+      id: string;
+      gpu_model: string | null;
+      reversal_status: string | null;
+      key_name: string | null;
+      key_prefix: string | null;
+      key_kind: string | null;
+    }[] = await this.ds.query(
+      `SELECT o.id, o.gpu_model, o.reversal_status, k.name AS key_name, k.prefix AS key_prefix, k.kind AS key_kind
+         FROM orders o LEFT JOIN api_keys k ON k.id = o.key_id
+        WHERE o.id IN (?)`,
+      [[...new Set(rentalIds)]],
     );
-  }
-
-  /** The account events of `types` written since `since`, for accounts whose owner has a chat. */
-  async accountEvents(since: Date, types: readonly EventType[]): Promise<AccountEventRow[]> {
-    return this.ds.query(
-      `SELECT e.id, e.type, e.account_id, a.telegram_chat_id AS chat_id, e.data
-         FROM events e JOIN accounts a ON a.id = e.account_id
-        WHERE e.created_at >= ? AND e.key_id IS NULL AND e.type IN (?) AND a.telegram_chat_id IS NOT NULL
-        ORDER BY e.id`,
-      [since, types],
+    return new Map(
+      rows.map((r) => [
+        r.id,
+        {
+          gpuModel: r.gpu_model,
+          reversalStatus: r.reversal_status,
+          keyName: r.key_name,
+          keyPrefix: r.key_prefix,
+          keyKind: r.key_kind,
+        },
+      ]),
     );
-  }
-
-  /** The rental events of `types` written since `since`, for accounts whose owner has a chat. */
-  async rentalEvents(since: Date, types: readonly EventType[]): Promise<RentalEventRow[]> {
-    return this.ds.query(
-      `SELECT e.id, e.type, e.account_id, a.telegram_chat_id AS chat_id, e.data, e.created_at
-         FROM events e JOIN accounts a ON a.id = e.account_id
-        WHERE e.created_at >= ? AND e.rental_id IS NOT NULL AND e.type IN (?) AND a.telegram_chat_id IS NOT NULL
-        ORDER BY e.id`,
-      [since, types],
-    );
-  }
-
-  /** Each change names its machine as the API does (the rentals repository's one rule). */
-  async rentalChanges(since: Date): Promise<RentalChange[]> {
-    const rows: Omit<RentalChange, 'offer_name'>[] = await this.ds.query(
-      `SELECT d.id, d.order_id, d.status, d.account_id, a.telegram_chat_id AS chat_id, d.hourly_price_minor,
-              k.name AS key_name, k.prefix AS key_prefix, k.kind AS key_kind,
-              o.gpu_model, o.failure_reason, o.reversal_status
-         FROM deployments d
-         JOIN accounts a ON a.id = d.account_id
-         LEFT JOIN api_keys k ON k.id = d.key_id
-         LEFT JOIN orders o ON o.id = d.order_id
-        WHERE (d.status_changed_at >= ? OR (d.status_changed_at IS NULL AND d.updated_at >= ?))
-          AND d.status IN (?) AND a.telegram_chat_id IS NOT NULL`,
-      [since, since, NOTIFIED_STATUSES],
-    );
-    const machines = await new RentalsRepository(this.ds).machinesOfDeployments(rows.map((r) => r.id));
-    return rows.map((r) => ({ ...r, offer_name: machines.get(r.id)?.gpuName ?? null }));
   }
 
   /**
@@ -136,11 +90,11 @@ export class NotificationsRepository {
   }
 
   /**
-   * Records `n` as not to be sent (its chat turned its type off with /notify), so a later scan
-   * over the same cause, after the owner turns the type back on, does not send it late.
+   * Records `n` as not to be sent (its chat turned its type off with /notify), in the caller's
+   * transaction, so the same cause met again (after the owner turns the type back on) is not sent late.
    */
-  async recordSkipped(n: NewNotification, now: Date): Promise<void> {
-    await this.ds.query(
+  async recordSkipped(m: Sql, n: NewNotification, now: Date): Promise<void> {
+    await m.query(
       `INSERT INTO telegram_notifications (notify_key, account_id, chat_id, kind, text, created_at, attempts, failed_at, last_error)
        VALUES (?, ?, ?, ?, ?, ?, 0, ?, 'turned off with /notify') ON DUPLICATE KEY UPDATE notify_key = notify_key`,
       [n.key, n.accountId, n.chatId, n.kind, n.text, now, now],

@@ -1,3 +1,4 @@
+import { describeGpuChoice } from '../inventory/gpu-match.js';
 import type { Deployment } from './deployment.entity.js';
 import type { Order } from './order.entity.js';
 import type { MachineColumns } from './machine-secrets.js';
@@ -16,14 +17,23 @@ export interface NewRental {
   now: Date;
 }
 
+/** What a GPU intent was matched to at admission (see `IntentCandidates` in offer-candidates.ts). */
+export interface IntentMatch {
+  /** The order's stored match (`GpuMatch.key`). */
+  slug: string;
+  /** The match's models with an offer the intent could rent then; none while it waits for capacity. */
+  modelsOnSale: readonly string[];
+}
+
 /**
  * The order row of a new rental. A card order waits for its payment (AWAITING_PAYMENT); a
- * credit-funded one is PENDING provisioning. `slug` is the GPU intent's stored match (null for an offer).
+ * credit-funded one is PENDING provisioning. `match` is the GPU intent's (null for an offer): its
+ * match note is decided here, once, from the models then on sale.
  */
 export function newOrder(
   rental: NewRental,
   intent: RentalIntent,
-  slug: string | null,
+  match: IntentMatch | null,
   terms: AdmissionTerms,
   machine: MachineColumns,
 ): Order {
@@ -42,9 +52,11 @@ export function newOrder(
     offerId: gpu ? null : (first?.id ?? null),
     candidateOfferIds: terms.candidates.map((o) => o.id),
     gpuModel: gpu ? gpu.gpuModel : null,
-    gpuSlug: slug,
+    gpuSlug: match?.slug ?? null,
+    gpuMatch: gpu ? gpu.match : null,
     gpuCount: gpu ? gpu.gpuCount : null,
     maxHourlyPriceMinor: gpu ? gpu.maxHourlyPriceMinor : null,
+    matchNote: gpu ? describeGpuChoice(gpu.gpuModel, first?.name ?? null, match?.modelsOnSale, gpu.match).note : null,
     budgetMinor: intent.budgetMinor,
     hourlyPriceMinor: terms.hourlyPriceMinor,
     durationSeconds: terms.durationSeconds,

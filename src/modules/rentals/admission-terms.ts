@@ -1,8 +1,8 @@
-import { budgetOverKeyCapMessage, budgetTooSmallMessage } from '../../../clients/sdk/src/hints.js';
+import { budgetOverKeyCapMessage, budgetTooSmallMessage } from '../../vocabulary/budget-hints.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Account } from '../accounts/account.entity.js';
 import { accountBalanceEligible, assertNotFrozen } from '../accounts/billing-eligibility.js';
-import { formatUsd } from '../billing/money.js';
+import { formatUsd } from '../../vocabulary/money.js';
 import { topUpAdvice } from '../billing/top-up-advice.js';
 import type { Offer } from '../inventory/offer.entity.js';
 import type { Principal } from '../keys/principal.js';
@@ -47,6 +47,15 @@ export type PayingAccount = Pick<Account, 'billingModel' | 'frozen' | 'balanceMi
 
 /** The caller's side of admission: its key's limits and its scopes. */
 export type AdmittingKey = Pick<Principal, 'key' | 'scopes'>;
+
+/**
+ * The one budget floor of every rental, credit-funded or card-funded, whatever the billing model:
+ * a smaller cap stops the machine minutes after it starts.
+ */
+function assertBudgetOverFloor(budgetMinor: number, first: Pick<AdmissionOffer, 'pricePerHourMinor'>): void {
+  if (budgetMinor < MIN_BUDGET_MINOR)
+    throw new AppError('BUDGET_TOO_SMALL', budgetTooSmallMessage(budgetMinor, first.pricePerHourMinor));
+}
 
 /** Whole purchased hours (docs/rentals-and-money.md): never more than the budget or the offer allows. */
 export function purchasedHours(
@@ -138,10 +147,7 @@ export function creditTerms(
       `This account's credits are negative (${account.balanceMinor} cents); it cannot start rentals. ${topUpAdvice(caller.scopes)}`,
     );
   }
-  // One floor for every billing model: a smaller cap stops the machine minutes after it starts.
-  if (budget !== null && budget < MIN_BUDGET_MINOR) {
-    throw new AppError('BUDGET_TOO_SMALL', budgetTooSmallMessage(budget, candidates[0].pricePerHourMinor));
-  }
+  if (budget !== null) assertBudgetOverFloor(budget, candidates[0]);
   if (accountBalanceEligible(account)) {
     // A budget the key cannot honour is refused, not silently lowered to the key's cap.
     if (budget !== null && budget > caller.key.maxPerRentalMinor) {
@@ -212,6 +218,7 @@ export function waitingTerms(account: PayingAccount, caller: AdmittingKey, inten
  * the key's budget are asked): whole hours of the offer, up to its whole maximum duration.
  */
 export function cardTerms(offer: AdmissionOffer, budgetMinor: number, caller: AdmittingKey): AdmissionTerms {
+  assertBudgetOverFloor(budgetMinor, offer);
   const max = maxCheckoutBudget(offer);
   if (budgetMinor > max) {
     throw new AppError(

@@ -49,7 +49,7 @@ export class CardCheckoutController extends BaseController {
   )
   @Response<ErrorEnvelope>(
     422,
-    'VALIDATION_FAILED (including an offerId not currently offered and budgetMinor above the offer maximum), BUDGET_TOO_SMALL, EMAIL_REQUIRED',
+    'VALIDATION_FAILED (including an offerId not currently offered and budgetMinor above the offer maximum), BUDGET_TOO_SMALL (budgetMinor under 500, or buying no whole hour), EMAIL_REQUIRED',
   )
   @Response<ErrorEnvelope>(503, 'UNAVAILABLE (payment provider unreachable; retry with the same key)')
   async checkout(

@@ -5,12 +5,11 @@ export interface CardCheckoutRequest {
    */
   offerId: string;
   /**
-   * USD cents for the whole rental: at least 500 and at most floor(pricePerHourMinor *
-   * maximumDurationSeconds / 3600) for the offer. Whole hours are bought: the card is charged
-   * hours * pricePerHourMinor, where hours = min(floor(budgetMinor / pricePerHourMinor),
-   * floor(maximumDurationSeconds / 3600)).
+   * USD cents for the whole rental (500 = $5.00): at least 500, as for every rental (422
+   * BUDGET_TOO_SMALL below), and at most floor(pricePerHourMinor * maximumDurationSeconds / 3600)
+   * for the offer. Whole hours are bought: the card is charged hours * pricePerHourMinor, where
+   * hours = min(floor(budgetMinor / pricePerHourMinor), floor(maximumDurationSeconds / 3600)).
    * @isInt
-   * @minimum 500
    * @maximum 1000000000
    */
   budgetMinor: number;

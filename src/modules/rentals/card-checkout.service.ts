@@ -3,10 +3,11 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
+import { lookupId } from '../../ids.js';
 import { getAccount } from '../accounts/accounts.repository.js';
 import type { Checkout } from '../billing/checkout.entity.js';
 import type { CheckoutDescription, CheckoutSessionsService } from '../billing/checkout-sessions.service.js';
-import { formatUsdAmount } from '../billing/money.js';
+import { formatUsdAmount } from '../../vocabulary/money.js';
 import { claimOrReplay, idempotentRequest, priorUse, requireIdempotencyKey } from '../idempotency/idempotency.js';
 import type { InventoryService } from '../inventory/inventory.service.js';
 import type { KeysService } from '../keys/keys.service.js';
@@ -43,7 +44,7 @@ export class CardCheckoutService {
     const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
     this.sessions.requireProvider();
     const request = idempotentRequest(`checkout:${principal.accountId}`, idemKey, {
-      offerId: body.offerId.toLowerCase(),
+      offerId: lookupId(body.offerId),
       budgetMinor: body.budgetMinor,
     });
 
@@ -120,7 +121,7 @@ export class CardCheckoutService {
         'Card checkout needs an e-mail on the account for the receipt. Set it with PUT /api/v1/me/email.',
       );
     }
-    const offer = await this.inventory.findCached(body.offerId.toLowerCase());
+    const offer = await this.inventory.findCached(lookupId(body.offerId));
     if (!offer || !offer.available) {
       // A 422 on the field, not 404: this route's contract declares only 401 and 422 as errors.
       throw new AppError(

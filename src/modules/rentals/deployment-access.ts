@@ -1,4 +1,4 @@
-import { terminateMessage } from '../../../clients/sdk/src/hints.js';
+import { terminateMessage } from '../../vocabulary/rental-hints.js';
 import type { Viewer } from '../keys/visibility.js';
 import type { Deployment } from './deployment.entity.js';
 import type { TerminateAccepted } from './rentals.dto.js';

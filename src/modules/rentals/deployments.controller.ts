@@ -16,6 +16,7 @@ import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { assertBodyless } from '../../http/bodyless.js';
 import { BaseController } from '../../http/controller-base.js';
+import { lookupId } from '../../ids.js';
 import { parseWait, type RentalReadsService } from './rental-reads.service.js';
 import type { RentalsService } from './rentals.service.js';
 import type { CredentialsService } from '../credentials/credentials.service.js';
@@ -73,7 +74,10 @@ export class DeploymentsController extends BaseController {
     @Query() waitFor?: string,
     @Query() waitSeconds?: number,
   ): Promise<Envelope<DeploymentDto>> {
-    return this.ok(req, await this.reads.getDeployment(principalOf(req), id, parseWait(waitFor, waitSeconds)));
+    return this.ok(
+      req,
+      await this.reads.getDeployment(principalOf(req), lookupId(id), parseWait(waitFor, waitSeconds)),
+    );
   }
 
   /**
@@ -96,7 +100,7 @@ export class DeploymentsController extends BaseController {
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   async terminate(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<TerminateAccepted>> {
     assertBodyless(req);
-    return this.ok(req, await this.rentals.terminate(principalOf(req), id), 202);
+    return this.ok(req, await this.rentals.terminate(principalOf(req), lookupId(id)), 202);
   }
 
   /**
@@ -125,10 +129,10 @@ export class DeploymentsController extends BaseController {
     try {
       assertBodyless(req);
     } catch (err) {
-      await this.credentials.recordRefusal(principalOf(req), id, req.requestId, 'JSON_BODY');
+      await this.credentials.recordRefusal(principalOf(req), lookupId(id), req.requestId, 'JSON_BODY');
       throw err;
     }
     this.setHeader('Cache-Control', 'no-store');
-    return this.ok(req, await this.credentials.reveal(principalOf(req), id, req.requestId));
+    return this.ok(req, await this.credentials.reveal(principalOf(req), lookupId(id), req.requestId));
   }
 }

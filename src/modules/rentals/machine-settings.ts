@@ -4,12 +4,11 @@ import {
   MAX_ENV_TOTAL_BYTES,
   MAX_ENV_VALUE_BYTES,
   MAX_ENV_VARIABLES,
-  MAX_EXPOSED_PORTS,
   MAX_STARTUP_SCRIPT_BYTES,
-  MIN_LEASE_SECONDS,
-} from '../../../clients/sdk/src/machine-limits.js';
+} from '../../vocabulary/limits.js';
 import { AppError } from '../../errors/app-error.js';
 import { DEFAULT_MACHINE_SETTINGS, type MachineCapabilities, type MachineSettings } from '../../providers/provider.js';
+import { needsOf, unmetNeeds } from '../inventory/offer-candidates.js';
 import { describeRentalLength } from '../keys/rental-length.js';
 import { scriptSha256 } from './machine-secrets.js';
 import type { MachineSettingsRequest } from './machine-settings.dto.js';
@@ -17,6 +16,8 @@ import type { MachineSettingsRequest } from './machine-settings.dto.js';
 // The rules of a rental's machine settings and of its lease, as plain functions: no database,
 // so each rule is decided once and tested without one. Admission parses the request with these,
 // checks each candidate offer's capabilities and fixes the lease before anything is written.
+// The request reaches them checked against its schema (docs/architecture.md, Requests): names,
+// types and declared bounds are the validator's; these are the rules no schema states.
 
 /** What the operator allows of any machine (MACHINE_IMAGE_ALLOWLIST, MACHINE_MAX_DISK_GB). */
 export interface MachinePolicy {
@@ -28,7 +29,6 @@ export interface MachinePolicy {
 /** SSH's port, which every machine already serves; exposing it over HTTP would shadow it. */
 const SSH_PORT = 22;
 
-const SETTINGS: readonly (keyof MachineSettingsRequest)[] = ['image', 'env', 'startupScript', 'ports', 'diskGb'];
 const ENV_NAME = ENV_NAME_PATTERN;
 
 /**
@@ -70,19 +70,12 @@ function globMatches(pattern: string, value: string): boolean {
   return new RegExp(`^${source}$`).test(value);
 }
 
-/** A request's `machine` as the settings a provider receives; refuses, naming the setting, what cannot be honoured anywhere. */
+/**
+ * A request's `machine`, as its schema admits it, as the settings a provider receives; refuses,
+ * naming the setting, what cannot be honoured anywhere.
+ */
 export function parseMachineSettings(req: MachineSettingsRequest | undefined, policy: MachinePolicy): MachineSettings {
-  if (req === undefined || req === null) return { ...DEFAULT_MACHINE_SETTINGS, env: {}, ports: [] };
-  if (typeof req !== 'object' || Array.isArray(req))
-    throw invalid('machine', `must be an object with any of ${SETTINGS.join(', ')}.`);
-  const unknown = Object.keys(req).filter((k) => !(SETTINGS as readonly string[]).includes(k));
-  if (unknown.length > 0) {
-    const names = unknown.slice(0, 5).map((k) => JSON.stringify(k.length > 40 ? `${k.slice(0, 40)}…` : k));
-    throw invalid(
-      'machine',
-      `unknown ${unknown.length === 1 ? 'property' : 'properties'} ${names.join(', ')}; machine accepts ${SETTINGS.join(', ')}.`,
-    );
-  }
+  if (req === undefined) return { ...DEFAULT_MACHINE_SETTINGS, env: {}, ports: [] };
   return {
     image: parseImage(req.image, policy.imageAllowlist),
     env: parseEnv(req.env),
@@ -92,13 +85,8 @@ export function parseMachineSettings(req: MachineSettingsRequest | undefined, po
   };
 }
 
-function parseImage(image: unknown, allowlist: readonly string[]): string | null {
-  if (image === undefined || image === null) return null;
-  if (typeof image !== 'string')
-    throw invalid(
-      'machine.image',
-      'must be a string, a container image reference such as "pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime".',
-    );
+function parseImage(image: string | undefined, allowlist: readonly string[]): string | null {
+  if (image === undefined) return null;
   const match = IMAGE_REFERENCE.exec(image);
   if (!match || match[1].length > MAX_IMAGE_NAME_CHARS) {
     throw invalid(
@@ -116,11 +104,9 @@ function parseImage(image: unknown, allowlist: readonly string[]): string | null
   return image;
 }
 
-function parseEnv(env: unknown): Record<string, string> {
-  if (env === undefined || env === null) return {};
-  if (typeof env !== 'object' || Array.isArray(env))
-    throw invalid('machine.env', 'must be an object of variable names to string values, e.g. {"HF_TOKEN": "…"}.');
-  const entries = Object.entries(env as Record<string, unknown>);
+function parseEnv(env: Record<string, string> | undefined): Record<string, string> {
+  if (env === undefined) return {};
+  const entries = Object.entries(env);
   if (entries.length > MAX_ENV_VARIABLES) {
     throw invalid(
       'machine.env',
@@ -146,8 +132,6 @@ function parseEnv(env: unknown): Record<string, string> {
       );
     }
     // Never quote the value back: it is the agent's secret.
-    if (typeof value !== 'string')
-      throw invalid(setting, 'must be a string; send numbers and flags as text, e.g. "1".');
     if (value.includes('\0'))
       throw invalid(setting, 'contains a NUL character, which no environment variable can hold; remove it.');
     if (LONE_SURROGATE.test(value))
@@ -181,9 +165,8 @@ function suggestedName(name: string): string {
   return ENV_NAME.test(valid) && valid.length <= 40 ? valid : 'MY_VARIABLE';
 }
 
-function parseScript(script: unknown): string | null {
-  if (script === undefined || script === null) return null;
-  if (typeof script !== 'string') throw invalid('machine.startupScript', 'must be a string holding the script.');
+function parseScript(script: string | undefined): string | null {
+  if (script === undefined) return null;
   if (script.trim() === '')
     throw invalid(
       'machine.startupScript',
@@ -204,22 +187,10 @@ function parseScript(script: unknown): string | null {
   return script;
 }
 
-function parsePorts(ports: unknown): number[] {
-  if (ports === undefined || ports === null) return [];
-  if (!Array.isArray(ports)) throw invalid('machine.ports', 'must be an array of TCP port numbers, e.g. [8000].');
-  if (ports.length > MAX_EXPOSED_PORTS)
-    throw invalid(
-      'machine.ports',
-      `${ports.length} ports; at most ${MAX_EXPOSED_PORTS}. Serve the rest behind one port.`,
-    );
+function parsePorts(ports: readonly number[] | undefined): number[] {
+  if (ports === undefined) return [];
   const seen = new Set<number>();
-  for (const port of ports as unknown[]) {
-    if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
-      throw invalid(
-        'machine.ports',
-        `${JSON.stringify(port)} is not a TCP port; each must be a whole number from 1 to 65535.`,
-      );
-    }
+  for (const port of ports) {
     if (port === SSH_PORT)
       throw invalid(
         'machine.ports',
@@ -232,14 +203,8 @@ function parsePorts(ports: unknown): number[] {
   return [...seen].sort((a, b) => a - b);
 }
 
-function parseDisk(diskGb: unknown, maxDiskGb: number): number | null {
-  if (diskGb === undefined || diskGb === null) return null;
-  if (typeof diskGb !== 'number' || !Number.isInteger(diskGb) || diskGb < 1) {
-    throw invalid(
-      'machine.diskGb',
-      "must be a whole number of GB, at least 1; or leave it out for the offer's default disk.",
-    );
-  }
+function parseDisk(diskGb: number | undefined, maxDiskGb: number): number | null {
+  if (diskGb === undefined) return null;
   if (diskGb > maxDiskGb)
     throw invalid('machine.diskGb', `${diskGb} GB is more than this service allows; ask for at most ${maxDiskGb}.`);
   return diskGb;
@@ -276,39 +241,41 @@ export function offerLabel(name: string, provider: string): string {
 }
 
 /**
- * The first setting of `s` the offer cannot honour, as a message naming it (`offerName` as
- * {@link offerLabel} writes it), or null when it can honour them all. Variables never count:
- * every provider sets them.
+ * The first setting of `s` the offer cannot honour (by the one capability rule, `unmetNeeds`), as
+ * a message naming it (`offerName` as {@link offerLabel} writes it), or null when it can honour
+ * them all. Variables never count: every provider sets them.
  */
 export function unmetSetting(s: MachineSettings, caps: MachineCapabilities, offerName: string): string | null {
   const offer = `offer ${offerName}`;
-  if (s.image !== null && !caps.customImage) {
-    return `machine.image: ${offer} cannot run a custom image; rent an offer whose capabilities.customImage is true, or leave out machine.image for its default image.`;
+  switch (unmetNeeds(caps, needsOf(s))[0]) {
+    case undefined:
+      return null;
+    case 'customImage':
+      return `machine.image: ${offer} cannot run a custom image; rent an offer whose capabilities.customImage is true, or leave out machine.image for its default image.`;
+    case 'startupScript':
+      return `machine.startupScript: ${offer} cannot run a startup script; rent an offer whose capabilities.startupScript is true, or run the script over SSH once the rental is ACTIVE.`;
+    case 'ports': {
+      const can =
+        caps.ports === 0
+          ? 'cannot expose ports'
+          : `exposes at most ${caps.ports} port${caps.ports === 1 ? '' : 's'}, not ${s.ports.length}`;
+      return `machine.ports: ${offer} ${can}; rent an offer whose capabilities.ports is at least ${s.ports.length}, or reach the ports through an SSH tunnel.`;
+    }
+    case 'diskGb': {
+      const can =
+        caps.maxDiskGb === null
+          ? 'cannot choose its disk'
+          : `offers at most ${caps.maxDiskGb} GB of disk, not ${s.diskGb}`;
+      return `machine.diskGb: ${offer} ${can}; rent an offer whose capabilities.maxDiskGb is at least ${s.diskGb}, or leave out machine.diskGb for its default disk.`;
+    }
   }
-  if (s.startupScript !== null && !caps.startupScript) {
-    return `machine.startupScript: ${offer} cannot run a startup script; rent an offer whose capabilities.startupScript is true, or run the script over SSH once the rental is ACTIVE.`;
-  }
-  if (s.ports.length > caps.ports) {
-    const can =
-      caps.ports === 0
-        ? 'cannot expose ports'
-        : `exposes at most ${caps.ports} port${caps.ports === 1 ? '' : 's'}, not ${s.ports.length}`;
-    return `machine.ports: ${offer} ${can}; rent an offer whose capabilities.ports is at least ${s.ports.length}, or reach the ports through an SSH tunnel.`;
-  }
-  if (s.diskGb !== null && (caps.maxDiskGb === null || s.diskGb > caps.maxDiskGb)) {
-    const can =
-      caps.maxDiskGb === null
-        ? 'cannot choose its disk'
-        : `offers at most ${caps.maxDiskGb} GB of disk, not ${s.diskGb}`;
-    return `machine.diskGb: ${offer} ${can}; rent an offer whose capabilities.maxDiskGb is at least ${s.diskGb}, or leave out machine.diskGb for its default disk.`;
-  }
-  return null;
 }
 
 /**
  * The lease in force: how long after it starts the rental is terminated. The rental's own
- * `terminateAfterSeconds` is refused (never shortened) when the offer or the key cannot grant it;
- * without it the key's longest rental (within the offer's maximum) applies; null: no lease.
+ * `terminateAfterSeconds` (whole seconds within its schema's bounds) is refused (never shortened)
+ * when the offer or the key cannot grant it; without it the key's longest rental (within the
+ * offer's maximum) applies; null: no lease.
  */
 export function leaseSeconds(args: {
   terminateAfterSeconds: number | null;
@@ -317,12 +284,6 @@ export function leaseSeconds(args: {
 }): number | null {
   const { terminateAfterSeconds: asked, keyMaxRentalSeconds: keyMax, offerMaximumDurationSeconds: offerMax } = args;
   if (asked === null) return keyMax === null ? null : Math.min(keyMax, offerMax);
-  if (!Number.isInteger(asked) || asked < MIN_LEASE_SECONDS) {
-    throw invalid(
-      'terminateAfterSeconds',
-      `must be a whole number of seconds, at least ${MIN_LEASE_SECONDS} (a machine needs minutes to boot); send ${MIN_LEASE_SECONDS} or more.`,
-    );
-  }
   // The tighter of the two limits is the one worth naming.
   const keyBinds = keyMax !== null && asked > keyMax && keyMax <= offerMax;
   if (!keyBinds && asked > offerMax) {

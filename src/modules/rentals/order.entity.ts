@@ -1,5 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { minorUnits } from '../../db/columns.js';
+import type { GpuMatch } from '../inventory/gpu-match.js';
 
 import type { DeploymentBillingModel, FailureCode, RentalStatus, ReversalStatus } from './rental-status.js';
 
@@ -38,11 +39,27 @@ export class Order {
   @Column({ name: 'gpu_slug', type: 'varchar', length: 100, nullable: true })
   gpuSlug: string | null;
 
+  /**
+   * GPU intent: what `gpuModel` matched in the catalog at admission (its `key` is `gpuSlug`), so
+   * provisioning looks for offers without parsing the name again. Null for an explicit offer and
+   * for intents admitted before it was kept (see `orderGpuMatch`).
+   */
+  @Column({ name: 'gpu_match', type: 'json', nullable: true })
+  gpuMatch: GpuMatch | null;
+
   @Column({ name: 'gpu_count', type: 'int', nullable: true })
   gpuCount: number | null;
 
   @Column({ name: 'max_hourly_price_minor', type: 'bigint', nullable: true, transformer: minorUnits })
   maxHourlyPriceMinor: number | null;
+
+  /**
+   * GPU intent: the rental's `matchNote`, decided at admission from the offers then on sale, so
+   * every read of the rental says the same. Null for an explicit offer (its note never varies) and
+   * for intents admitted before notes were kept (reads then suggest no model).
+   */
+  @Column({ name: 'match_note', type: 'varchar', length: 2000, nullable: true })
+  matchNote: string | null;
 
   /**
    * Cached offer ids chosen at admission, cheapest first (one for an explicit offer, at most three

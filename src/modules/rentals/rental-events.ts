@@ -1,26 +1,17 @@
 import type { EntityManager } from 'typeorm';
+import type { Sql } from '../../db/sql.js';
 import type { EventType } from '../events/event-types.js';
 import { recordEvent } from '../events/events.repository.js';
-import { deploymentIn } from './deployments.repository.js';
-import { orderIn } from './orders.repository.js';
 import { toRentalDto } from './rental-views.js';
-import { RentalsRepository } from './rentals.repository.js';
+import { readRentalRows, type RentalRead } from './rental-state.repository.js';
 
 /**
  * Writes a rental's event in the caller's transaction, carrying the rental as a read of it returns
- * it at this moment (the rows as the transaction has just written them).
+ * it at this moment, built from `rental` as the transaction has it (a transition's read, with the
+ * changes it wrote): no statement but the event's own.
  */
-export async function recordRentalEvent(
-  m: EntityManager,
-  deploymentId: string,
-  type: EventType,
-  at: Date,
-): Promise<void> {
-  const deployment = await deploymentIn(m, deploymentId);
-  const order = await orderIn(m, deployment.orderId);
-  // Read on the transaction's own connection: a second pooled connection, taken while this one holds
-  // locks, could wait for ever on a pool every transaction is holding the same way.
-  const [machine] = await new RentalsRepository(m).machines([{ order, deployment }]);
+export async function recordRentalSnapshot(m: Sql, rental: RentalRead, type: EventType, at: Date): Promise<void> {
+  const { order, deployment, machine } = rental;
   await recordEvent(m, {
     type,
     accountId: order.accountId,
@@ -29,4 +20,21 @@ export async function recordRentalEvent(
     data: toRentalDto(order, deployment, machine),
     at,
   });
+}
+
+/**
+ * Writes a rental's event for a writer that holds only the deployment's id (the expiring notice,
+ * the idle warning): the rental is read in one statement, on the transaction's own connection (a
+ * second pooled connection, taken while this one holds locks, could wait for ever on a pool every
+ * transaction is holding the same way).
+ */
+export async function recordRentalEvent(
+  m: EntityManager,
+  deploymentId: string,
+  type: EventType,
+  at: Date,
+): Promise<void> {
+  const rental = await readRentalRows(m, deploymentId, false);
+  if (!rental) throw new Error(`deployment ${deploymentId} not found for its ${type} event`);
+  await recordRentalSnapshot(m, rental, type, at);
 }

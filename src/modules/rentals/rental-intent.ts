@@ -1,11 +1,14 @@
 import { AppError } from '../../errors/app-error.js';
+import { lookupId } from '../../ids.js';
 import { gpuIntentName, matchGpuQuery, type GpuMatch } from '../inventory/gpu-match.js';
 import type { MachineSettings } from '../../providers/provider.js';
 import { machineIntentValue, parseMachineSettings, type MachinePolicy } from './machine-settings.js';
+import type { Order } from './order.entity.js';
 import type { CreateRentalRequest } from './rentals.dto.js';
 
-// A rental request as one value, parsed once: admission's first line turns the body into this,
-// and everything after it (the idempotency hash, the inventory, the terms) receives it.
+// A rental request as one value, parsed once: the controller turns the body its schema admitted
+// into this, and admission (the idempotency hash, the inventory, the terms, the order row) and
+// provisioning receive it or what the order keeps of it.
 
 /** What both shapes of a rental may ask beyond the machine's model: its settings and a lease. */
 interface IntentExtras {
@@ -27,7 +30,10 @@ export interface GpuIntent extends IntentExtras {
   kind: 'INTENT';
   /** The name as matched: a count written into it is gpuCount's, so it is taken out. */
   gpuModel: string;
-  /** What the name stands for in the catalog (its `compact` form is the idempotency value). */
+  /**
+   * What the name stands for in the catalog (its `compact` form is the idempotency value), kept on
+   * the order (`gpuMatch`) for provisioning.
+   */
   match: GpuMatch;
   gpuCount: number;
   maxHourlyPriceMinor: number;
@@ -45,9 +51,10 @@ export interface GpuIntent extends IntentExtras {
 export type RentalIntent = OfferIntent | GpuIntent;
 
 /**
- * The request body as an intent. Malformed machine settings are refused here (422, before the
- * Idempotency-Key is looked at, like any malformed body); any other refusal is carried, for
- * admission to raise in order.
+ * The request body, as its schema admitted it (names, types and bounds), as an intent: the rules
+ * no schema states are applied here, once. Machine settings that no offer could honour are
+ * refused here (422, like any malformed body); any other refusal is carried, for admission to
+ * raise once the Idempotency-Key is known to be unused.
  */
 export function rentalIntent(body: CreateRentalRequest, policy: MachinePolicy): RentalIntent {
   const budgetMinor = body.budgetMinor ?? null;
@@ -55,24 +62,15 @@ export function rentalIntent(body: CreateRentalRequest, policy: MachinePolicy): 
     machine: parseMachineSettings(body.machine, policy),
     terminateAfterSeconds: body.terminateAfterSeconds ?? null,
   };
-  if ('offerId' in body) return { kind: 'OFFER', offerId: body.offerId.toLowerCase(), budgetMinor, ...extras };
-  let gpuModel = body.gpuModel.trim();
-  let refusal: AppError | null = null;
-  try {
-    gpuModel = gpuIntentName(body.gpuModel, body.gpuCount);
-  } catch (err) {
-    if (!(err instanceof AppError)) throw err;
-    refusal = err;
-  }
-  // The count is split off the name before matching, so the raw name and the name as matched
-  // stand for the same models.
-  const match = matchGpuQuery(body.gpuModel);
+  if ('offerId' in body) return { kind: 'OFFER', offerId: lookupId(body.offerId), budgetMinor, ...extras };
+  // One parse of the name: the count split off it, and the match of what is left.
+  const { name: gpuModel, match, refusal } = gpuIntentName(body.gpuModel, body.gpuCount);
   const waitForCapacitySeconds = body.waitForCapacitySeconds ?? null;
   return {
     kind: 'INTENT',
     gpuModel,
     match,
-    gpuCount: Number(body.gpuCount),
+    gpuCount: body.gpuCount,
     maxHourlyPriceMinor: body.maxHourlyPriceMinor,
     budgetMinor,
     refusal,
@@ -111,4 +109,13 @@ export function intentRequestValue(intent: RentalIntent): Record<string, unknown
     budgetMinor: intent.budgetMinor,
     ...extras,
   };
+}
+
+/**
+ * The GPU match a GPU-intent order was admitted with, as provisioning uses it: the one kept on the
+ * order, or, for an order admitted before the match was kept, its stored key matched again
+ * (`matchGpuQuery(key)` gives back the match of the key). Null for an explicit offer.
+ */
+export function orderGpuMatch(order: Pick<Order, 'gpuMatch' | 'gpuSlug'>): GpuMatch | null {
+  return order.gpuMatch ?? (order.gpuSlug === null ? null : matchGpuQuery(order.gpuSlug));
 }

@@ -30,10 +30,9 @@ export class RentalReadsService {
    * `wait`, answered once its status is one of `wait.statuses`, or when the wait ends (as it is then).
    */
   async get(principal: Principal, id: string, wait?: Wait): Promise<RentalDto> {
-    const asked = id.toLowerCase();
     const read = async () => {
       const found =
-        (await this.repo.visibleRental(principal, asked)) ?? (await this.repo.visibleDeployment(principal, asked));
+        (await this.repo.visibleRental(principal, id)) ?? (await this.repo.visibleDeployment(principal, id));
       if (!found) throw notFound('rental');
       return (await this.describe([found]))[0];
     };
@@ -70,7 +69,7 @@ export class RentalReadsService {
   /** One deployment, waiting as {@link get} does when `wait` is given. */
   async getDeployment(principal: Principal, deploymentId: string, wait?: Wait): Promise<DeploymentDto> {
     const read = async () => {
-      const found = await this.repo.visibleDeployment(principal, deploymentId.toLowerCase());
+      const found = await this.repo.visibleDeployment(principal, deploymentId);
       if (!found) throw notFound('deployment');
       return (await this.describeDeployments([found]))[0];
     };

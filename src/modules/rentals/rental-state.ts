@@ -3,13 +3,13 @@ import type { Sql } from '../../db/sql.js';
 import type { Deployment } from './deployment.entity.js';
 import type { Order } from './order.entity.js';
 import { EVENT_OF_STATUS } from '../events/event-types.js';
-import { recordRentalEvent } from './rental-events.js';
+import { recordRentalSnapshot } from './rental-events.js';
 import {
   adjustActiveDeployments,
   insertDeploymentRow,
   mirrorOntoOrder,
   moveDeployment,
-  readForTransition,
+  readRentalRows,
   stampTerminationRequest,
 } from './rental-state.repository.js';
 import {
@@ -55,16 +55,23 @@ export async function transition(
   const activeFrom = from.filter(holdsSlot);
   // A set mixing slot-holding and finished statuses needs the row's own status, read under lock.
   const mixed = activeFrom.length > 0 && activeFrom.length < from.length;
-  const d = await readForTransition(m, ref, mixed);
-  if (!d) return false;
-  if (!(await moveDeployment(m, d.id, from, { ...extra.deployment, status: to, statusChangedAt: at, updatedAt: at })))
-    return false;
-  await mirrorOntoOrder(m, d.orderId, { ...extra.order, status: to, updatedAt: at });
+  const read = await readRentalRows(m, ref, mixed);
+  if (!read) return false;
+  const d = read.deployment;
+  const deployment = { ...extra.deployment, status: to, statusChangedAt: at, updatedAt: at };
+  if (!(await moveDeployment(m, d.id, from, deployment))) return false;
+  const order = { ...extra.order, status: to, updatedAt: at };
+  await mirrorOntoOrder(m, d.orderId, order);
   const wasActive = mixed ? holdsSlot(d.status) : activeFrom.length > 0;
   await adjustActiveDeployments(m, d.keyId, Number(holdsSlot(to)) - Number(wasActive));
   // The event is written with the change it reports: it exists exactly when the change committed.
+  // Its snapshot is the rows read above with what was just written to them, so nothing is read
+  // again while the updates hold the rental's rows.
   const event = EVENT_OF_STATUS[to];
-  if (event) await recordRentalEvent(m, d.id, event, at);
+  if (event) {
+    const after = { deployment: { ...d, ...deployment }, order: { ...read.order, ...order }, machine: read.machine };
+    await recordRentalSnapshot(m, after, event, at);
+  }
   return true;
 }
 

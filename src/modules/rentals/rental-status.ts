@@ -1,42 +1,24 @@
 /**
- * The rental state machine's vocabulary: statuses, the status sets, billing models, failure and
- * termination reasons. Every status set is declared here and imported where needed; the entities
- * import their column types from here, and the transitions (rental-state.ts) import both, so the
- * vocabulary depends on nothing.
+ * The rental state machine's vocabulary: statuses and their sets (declared once in
+ * src/vocabulary/statuses.ts, which the clients share, and passed on from here for the rentals
+ * module), billing models, failure and termination reasons. The entities import their column
+ * types from here, and the transitions (rental-state.ts) import both, so the vocabulary depends on
+ * nothing of the module.
  */
 
-export const RENTAL_STATUSES = [
-  'AWAITING_PAYMENT',
-  'PENDING',
-  'PROVISIONING',
-  'ACTIVE',
-  'TERMINATING',
-  'TERMINATED',
-  'FAILED',
-] as const;
-export type RentalStatus = (typeof RENTAL_STATUSES)[number];
-
-/** Finished for good: nothing runs, nothing is billed, nothing counts against a key. */
-export const TERMINAL_STATUSES = ['TERMINATED', 'FAILED'] as const satisfies readonly RentalStatus[];
-/** May own a provider instance: the reconciler keeps instances whose label belongs to one of these. */
-export const LIVE_STATUSES = [
-  'PENDING',
-  'PROVISIONING',
-  'ACTIVE',
-  'TERMINATING',
-] as const satisfies readonly RentalStatus[];
-/** A metered rental in these may still accrue or settle usage, so it holds a credit reservation (credit-reservation.ts). */
-export const RESERVING_STATUSES = LIVE_STATUSES;
-/** A terminate request moves these to TERMINATING (AWAITING_PAYMENT only records the request). */
-export const TERMINABLE_STATUSES = ['PENDING', 'PROVISIONING', 'ACTIVE'] as const satisfies readonly RentalStatus[];
-/** The provision job works on these. */
-export const PROVISIONING_STATUSES = ['PENDING', 'PROVISIONING'] as const satisfies readonly RentalStatus[];
-/** A job owns these; left unchanged past the bound, the reconciler re-drives them. */
-export const DRIVEN_STATUSES = ['PENDING', 'PROVISIONING', 'TERMINATING'] as const satisfies readonly RentalStatus[];
-/** Metered usage accrues in these (up to the termination request). */
-export const METERED_STATUSES = ['ACTIVE', 'TERMINATING'] as const satisfies readonly RentalStatus[];
-/** Owners are told when a deployment reaches one of these. */
-export const NOTIFIED_STATUSES = ['ACTIVE', 'FAILED', 'TERMINATED'] as const satisfies readonly RentalStatus[];
+export {
+  DRIVEN_STATUSES,
+  isOneOf,
+  LIVE_STATUSES,
+  METERED_STATUSES,
+  NOTIFIED_STATUSES,
+  PROVISIONING_STATUSES,
+  RENTAL_STATUSES,
+  type RentalStatus,
+  RESERVING_STATUSES,
+  TERMINABLE_STATUSES,
+  TERMINAL_STATUSES,
+} from '../../vocabulary/statuses.js';
 
 export type DeploymentBillingModel = 'LEGACY_PREPAID' | 'ACCOUNT_BALANCE' | 'MAX_SPEND_METERED';
 /** Billing models whose usage the metering sweep posts; their rentals hold a credit reservation while they run. */
@@ -44,10 +26,6 @@ export const METERED_BILLING_MODELS = [
   'ACCOUNT_BALANCE',
   'MAX_SPEND_METERED',
 ] as const satisfies readonly DeploymentBillingModel[];
-
-export function isOneOf<T extends string>(set: readonly T[], status: string | null | undefined): status is T {
-  return status != null && (set as readonly string[]).includes(status);
-}
 
 /** Why a rental FAILED; shown to the customer with a customer-safe `failureReason`. */
 export const FAILURE_CODES = [

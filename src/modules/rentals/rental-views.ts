@@ -1,6 +1,7 @@
 import { AppError } from '../../errors/app-error.js';
-import { formatUsd } from '../billing/money.js';
-import { describeGpuChoice } from '../inventory/gpu-match.js';
+import { normaliseId } from '../../ids.js';
+import { formatUsd } from '../../vocabulary/money.js';
+import { describeGpuChoice, gpuMatchedBy } from '../inventory/gpu-match.js';
 import type { Deployment } from './deployment.entity.js';
 import type { Order } from './order.entity.js';
 import { apiTerminationReason, isOneOf, PROVISIONING_STATUSES, type MachinePhase } from './rental-status.js';
@@ -29,7 +30,12 @@ export function decodeCursor(cursor: string): RentalPosition {
   if (!Array.isArray(parsed) || parsed.length !== 2 || typeof parsed[0] !== 'string' || typeof parsed[1] !== 'string')
     throw invalid();
   const createdAt = new Date(parsed[0]);
-  if (Number.isNaN(createdAt.getTime()) || createdAt.toISOString() !== parsed[0] || !/^[0-9a-f-]{36}$/.test(parsed[1]))
+  // An id this API handed out is in its stored form already.
+  if (
+    Number.isNaN(createdAt.getTime()) ||
+    createdAt.toISOString() !== parsed[0] ||
+    normaliseId(parsed[1]) !== parsed[1]
+  )
     throw invalid();
   return { createdAt, id: parsed[1] };
 }
@@ -100,7 +106,12 @@ export function toDeploymentDto(
 export function toRentalDto(o: Order, d: Deployment | null, machine: MachineFacts = NO_MACHINE): RentalDto {
   const metered = o.billingModel !== 'LEGACY_PREPAID';
   const failed = (d?.status ?? o.status) === 'FAILED';
-  const choice = describeGpuChoice(o.requestKind === 'INTENT' ? o.gpuModel : null, machine.gpuName);
+  const gpuModel = o.requestKind === 'INTENT' ? o.gpuModel : null;
+  // The note admission decided, when it kept one; else one that suggests no model (see describeGpuChoice).
+  const choice =
+    o.matchNote === null
+      ? describeGpuChoice(gpuModel, machine.gpuName)
+      : { matchedBy: gpuMatchedBy(gpuModel), note: o.matchNote };
   return {
     rentalId: o.id,
     orderId: o.id,

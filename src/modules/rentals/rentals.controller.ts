@@ -17,9 +17,13 @@ import {
 import type { Request as ExRequest } from 'express';
 import { API_VERSION, type Envelope, type ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
+import { lookupId } from '../../ids.js';
 import { parseWait, type RentalReadsService } from './rental-reads.service.js';
-import type { RentalsService } from './rentals.service.js';
+import type { CreateResult, RentalsService } from './rentals.service.js';
 import { principalOf } from '../keys/principal.js';
+import { requireIdempotencyKey } from '../idempotency/idempotency.js';
+import type { MachinePolicy } from './machine-settings.js';
+import { rentalIntent } from './rental-intent.js';
 import type { CreateRentalRequest, RentalDto, RentalPage } from './rentals.dto.js';
 import { RENTAL_PAGE } from './rental-views.js';
 import { countAdmission } from '../../metrics/outcomes.js';
@@ -30,6 +34,8 @@ export class RentalsController extends BaseController {
   constructor(
     private readonly rentals: RentalsService,
     private readonly reads: RentalReadsService,
+    /** What the operator allows of any machine: a rental's settings are parsed against it here, once. */
+    private readonly machinePolicy: MachinePolicy,
   ) {
     super();
   }
@@ -76,8 +82,19 @@ export class RentalsController extends BaseController {
     @Header('Idempotency-Key') idempotencyKey: string,
     @Body() body: CreateRentalRequest,
   ): Promise<Envelope<RentalDto>> {
-    const { status, rental } = await countAdmission(this.rentals.create(principalOf(req), idempotencyKey, body));
+    const { status, rental } = await countAdmission(this.admit(req, idempotencyKey, body));
     return this.ok(req, rental, status);
+  }
+
+  /**
+   * The body as tsoa admitted it becomes its domain value here, once (admission checks no shape
+   * again); a refusal of the key or the settings is counted like admission's own.
+   */
+  private async admit(req: ExRequest, idempotencyKey: string, body: CreateRentalRequest): Promise<CreateResult> {
+    const principal = principalOf(req);
+    const key = requireIdempotencyKey(idempotencyKey);
+    const intent = rentalIntent(body, this.machinePolicy);
+    return this.rentals.create(principal, key, intent);
   }
 
   /**
@@ -137,6 +154,6 @@ export class RentalsController extends BaseController {
     @Query() waitFor?: string,
     @Query() waitSeconds?: number,
   ): Promise<Envelope<RentalDto>> {
-    return this.ok(req, await this.reads.get(principalOf(req), id, parseWait(waitFor, waitSeconds)));
+    return this.ok(req, await this.reads.get(principalOf(req), lookupId(id), parseWait(waitFor, waitSeconds)));
   }
 }

@@ -8,19 +8,19 @@ import type { Principal } from '../keys/principal.js';
 import { RENTAL_JOBS, type JobQueue } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import type { LedgerService } from '../billing/ledger.service.js';
-import { claimIdempotencyKey, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
+import { claimIdempotencyKey, idempotentRequest } from '../idempotency/idempotency.js';
 import type { KeysService, LockedAccount } from '../keys/keys.service.js';
 import type { InventoryService } from '../inventory/inventory.service.js';
 import { creditTerms, waitingTerms, type AdmissionOffer, type AdmissionTerms } from './admission-terms.js';
-import { newDeployment, newOrder, rentalDebitTerms } from './admission-rows.js';
+import { newDeployment, newOrder, rentalDebitTerms, type IntentMatch } from './admission-rows.js';
 import { assertCreditLimits, assertFailedAfterUseUnderLimit, assertMeteringCaughtUp } from './admission-guards.js';
-import { intentRequestValue, rentalIntent, type RentalIntent } from './rental-intent.js';
+import { intentRequestValue, type RentalIntent } from './rental-intent.js';
 import type { SecretBox } from '../credentials/secret-box.js';
 import { offerCapabilities, type Offer } from '../inventory/offer.entity.js';
 import type { OfferDto } from '../inventory/inventory.dto.js';
-import type { MachineSettings } from '../../providers/provider.js';
 import { machineColumns, type MachineColumns } from './machine-secrets.js';
-import { offerLabel, unmetSetting, type MachinePolicy } from './machine-settings.js';
+import { offerLabel, unmetSetting } from './machine-settings.js';
+import { needsOf } from '../inventory/offer-candidates.js';
 import type { Deployment } from './deployment.entity.js';
 import { reservedOf } from './credit-reservation.js';
 import { deploymentIn, failedAfterUse, reservingRentals } from './deployments.repository.js';
@@ -33,24 +33,14 @@ import { isOneOf, TERMINAL_STATUSES } from './rental-status.js';
 import { insertDeployment, requestTermination } from './rental-state.js';
 import { notFound, type RentalReadsService } from './rental-reads.service.js';
 import { toRentalDto } from './rental-views.js';
-import type { CreateRentalRequest, RentalDto, TerminateAccepted } from './rentals.dto.js';
+import type { RentalDto, TerminateAccepted } from './rentals.dto.js';
 
 /** The offers an intent stands for, cheapest first, and (GPU intent) the match its order stores. */
 interface Resolved {
   candidates: AdmissionOffer[];
-  slug: string | null;
+  match: IntentMatch | null;
   /** No eligible offer is on sale, and the intent asked to wait for one. */
   waiting: boolean;
-}
-
-/** What a rental's machine settings ask of an offer's capabilities (none: the statement of a plain intent). */
-function needsOf(m: MachineSettings) {
-  return {
-    customImage: m.image !== null,
-    startupScript: m.startupScript !== null,
-    ports: m.ports.length,
-    diskGb: m.diskGb,
-  };
 }
 
 export interface CreateResult {
@@ -77,7 +67,6 @@ export class RentalsService {
     private readonly inventory: Pick<InventoryService, 'liveOffer' | 'findCached' | 'intentCandidates'>,
     private readonly reads: Pick<RentalReadsService, 'rental'>,
     private readonly box: Pick<SecretBox, 'seal'>,
-    private readonly machinePolicy: MachinePolicy,
     /** The metering period (METERING_EVERY_MS): how stale the account's credits may be before admission waits for metering. */
     private readonly metering: { meteringEveryMs: number },
   ) {}
@@ -86,16 +75,12 @@ export class RentalsService {
    * Admission: one transaction of a handful of statements. The offer comes from the in-memory
    * inventory snapshot; the account row lock and the key's counters are one read; the
    * idempotency claim is written with the rental's id; the provision job row is written with
-   * the rental (an outbox), so no rental is admitted without its job.
+   * the rental (an outbox), so no rental is admitted without its job. `idemKey` is the checked
+   * Idempotency-Key and `intent` the parsed body (the controller's `rentalIntent`): nothing here
+   * checks the request's shape again.
    */
-  async create(
-    principal: Principal,
-    idempotencyKeyHeader: string | undefined,
-    body: CreateRentalRequest,
-  ): Promise<CreateResult> {
-    const idemKey = requireIdempotencyKey(idempotencyKeyHeader);
+  async create(principal: Principal, idemKey: string, intent: RentalIntent): Promise<CreateResult> {
     // The key is part of the intent: one key's request is never answered with another key's rental.
-    const intent = rentalIntent(body, this.machinePolicy);
     const request = idempotentRequest(`rental:${principal.accountId}`, idemKey, {
       ...intentRequestValue(intent),
       keyId: principal.keyId,
@@ -190,13 +175,17 @@ export class RentalsService {
       const caps = 'capabilities' in offer ? offer.capabilities : offerCapabilities(offer);
       const unmet = unmetSetting(intent.machine, caps, offerLabel(offer.name, offer.provider));
       if (unmet) throw new AppError('VALIDATION_FAILED', `Invalid request: ${unmet}`);
-      return { candidates: [offer], slug: null, waiting: false };
+      return { candidates: [offer], match: null, waiting: false };
     }
     if (intent.refusal) throw intent.refusal;
     try {
       // Legacy rentals drop candidates that cannot run the purchased hours, so fetch spares.
-      const { slug, candidates } = await this.inventory.intentCandidates(intent, 20, needsOf(intent.machine));
-      return { candidates, slug, waiting: false };
+      const { slug, candidates, modelsOnSale } = await this.inventory.intentCandidates(
+        intent,
+        20,
+        needsOf(intent.machine),
+      );
+      return { candidates, match: { slug, modelsOnSale }, waiting: false };
     } catch (err) {
       // A model nobody knows is refused even so: no offer of it will ever appear.
       if (
@@ -206,7 +195,7 @@ export class RentalsService {
         !intent.match.known
       )
         throw err;
-      return { candidates: [], slug: intent.match.key, waiting: true };
+      return { candidates: [], match: { slug: intent.match.key, modelsOnSale: [] }, waiting: true };
     }
   }
 
@@ -231,7 +220,7 @@ export class RentalsService {
       funding: 'CREDITS' as const,
       now: this.clock.now(),
     };
-    const order = newOrder(rental, intent, resolved.slug, terms, machine);
+    const order = newOrder(rental, intent, resolved.match, terms, machine);
     const deployment = newDeployment(randomUUID(), order, terms);
     const writes: Promise<unknown>[] = [insertOrder(m, order), insertDeployment(m, deployment)];
     const debit = rentalDebitTerms(order, terms);
@@ -276,9 +265,8 @@ export class RentalsService {
    * rental id, resolved to its deployment under the same access rules.
    */
   async terminate(principal: DeploymentActor, deploymentId: string): Promise<TerminateAccepted> {
-    const id = deploymentId.toLowerCase();
     const { enqueue, after } = await inTransaction(this.ds, async (m) => {
-      const d = await lockDeploymentOrRentalFor(m, principal, id);
+      const d = await lockDeploymentOrRentalFor(m, principal, deploymentId);
       if (!d) throw notFound('deployment');
       if (isOneOf(TERMINAL_STATUSES, d.status)) return { enqueue: null, after: d };
       await requestTermination(m, d.id, 'REQUESTED', this.clock.now());

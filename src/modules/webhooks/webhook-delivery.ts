@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import type { JobQueue, JobWakeUp } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import type { SecretBox } from '../credentials/secret-box.js';
-import { allEventsAfter, latestEventId, visibleEvent, type StoredEvent } from '../events/events.repository.js';
+import { DurableCursor, EventTail, type BatchWrites } from '../events/event-tail.js';
+import { latestEventId, visibleEvent, type StoredEvent } from '../events/events.repository.js';
 import { shownEventId, toEventDto } from '../events/events.service.js';
 import {
   DestinationRefused,
@@ -30,12 +31,7 @@ import {
   type StoredEndpoint,
   type TryOutcome,
 } from './webhooks.repository.js';
-import {
-  advanceDispatchCursor,
-  dispatchCursor,
-  earliestEndpointStart,
-  eventsWithDeliveries,
-} from './webhook-dispatch.repository.js';
+import { earliestEndpointStart } from './webhook-dispatch.repository.js';
 
 const CURSOR = 'webhooks';
 /** Events fanned out per read. */
@@ -62,9 +58,6 @@ export interface WebhookDeliveryOptions {
   resolve?: Resolver;
 }
 
-/** Ids before the cursor looked at again for events that committed late. */
-const LOOKBACK = 200n;
-
 /** The endpoints that receive `event`: made before it, asking for its type, and allowed to see it. */
 function targetsOf(endpoints: StoredEndpoint[], event: StoredEvent): StoredEndpoint[] {
   return endpoints.filter(
@@ -75,15 +68,22 @@ function targetsOf(endpoints: StoredEndpoint[], event: StoredEvent): StoredEndpo
   );
 }
 
-const accountsOf = (events: StoredEvent[]): string[] => [...new Set(events.map((e) => e.accountId))];
+const accountsOf = (events: readonly StoredEvent[]): string[] => [...new Set(events.map((e) => e.accountId))];
+
+/** One dispatch pass: the deliveries it made, and the jobs each account may still be given in it. */
+interface DispatchPass {
+  made: number;
+  jobsLeft: Map<string, number>;
+}
 
 /** What one run of a delivery job did; `deferred`: its account had every slot in flight, so it waits its turn. */
 export type DeliveryRun = 'succeeded' | 'retrying' | 'failed' | 'skipped' | 'deferred';
 
 /**
  * Sending events to webhook endpoints, as jobs of the worker role: `dispatch` (repeating) fans
- * each new event out to the endpoints that may see it and asked for its type, writing one
- * delivery per endpoint in one transaction with the cursor, and a `webhooks.deliver` job for
+ * each new event out to the endpoints that may see it and asked for its type, as a consumer of the
+ * event log (events/event-tail.ts, cursor `webhooks`), writing one delivery per endpoint in the
+ * transaction that moves the cursor past its batch, and a `webhooks.deliver` job for
  * as many of each account's as it may have in flight; `deliver` makes one signed try, schedules
  * the next after a failure, and hands its account's slot to the account's next waiting delivery.
  * Every try of a delivery carries the event id as `webhook-id`, so a receiver can drop what it
@@ -94,6 +94,7 @@ export class WebhookDeliveries {
   private readonly resolve: Resolver;
   /** Where the next revival pass starts in account order, so each pass looks at other accounts. */
   private reviveAfter = '';
+  private readonly tail: EventTail<EntityManager>;
 
   constructor(
     private readonly ds: DataSource,
@@ -105,88 +106,56 @@ export class WebhookDeliveries {
   ) {
     this.limits = opts.limits ?? POST_LIMITS;
     this.resolve = opts.resolve ?? systemResolver;
+    // A first pass starts before the oldest endpoint's first event, or from now.
+    const start = async () => (await earliestEndpointStart(ds)) ?? (await latestEventId(ds));
+    this.tail = new EventTail(ds, new DurableCursor(ds, CURSOR, start), { name: CURSOR, batch: BATCH, logger });
   }
 
   /**
-   * Fans out every event after the cursor, and those of the last {@link LOOKBACK} ids before it
-   * that no delivery was made for (ids are taken at insert, so an event can commit after a later
-   * one was fanned out); revives overdue deliveries. Reads only the endpoints of the accounts
-   * whose events it fans out. Answers how many deliveries it made.
+   * Fans out every event after the cursor (and those that committed late below it, by the tail's
+   * rule); revives overdue deliveries first. Reads only the endpoints of the accounts whose events
+   * it fans out. Answers how many deliveries it made.
    */
   async dispatch(): Promise<number> {
     await this.revive();
-    let cursor =
-      (await dispatchCursor(this.ds, CURSOR)) ??
-      (await earliestEndpointStart(this.ds)) ??
-      (await latestEventId(this.ds));
-    // Jobs each account may still be given in this pass; its other deliveries wait for its slots.
-    const jobsLeft = new Map<string, number>();
-    let made = await this.catchUp(cursor, jobsLeft);
-    for (;;) {
-      const events = await allEventsAfter(this.ds, cursor, BATCH);
-      if (events.length === 0) return made;
-      // Read after the events: an endpoint made since starts after every one of them.
-      const endpoints = await receivingEndpoints(this.ds, accountsOf(events));
-      for (const event of events) made += await this.fanOut(event, targetsOf(endpoints, event), true, jobsLeft);
-      cursor = events[events.length - 1].id;
-      await advanceDispatchCursor(this.ds, CURSOR, cursor);
-    }
-  }
-
-  /** Deliveries missing for events at or before the cursor that committed late (events with no delivery at all). */
-  private async catchUp(cursor: string, jobsLeft: Map<string, number>): Promise<number> {
-    const from = BigInt(cursor) > LOOKBACK ? String(BigInt(cursor) - LOOKBACK) : '0';
-    const recent = (await allEventsAfter(this.ds, from, Number(LOOKBACK))).filter(
-      (e) => BigInt(e.id) <= BigInt(cursor),
-    );
-    if (recent.length === 0) return 0;
-    const fannedOut = await eventsWithDeliveries(this.ds, from, cursor);
-    const events = recent.filter((e) => !fannedOut.has(e.id));
-    if (events.length === 0) return 0;
-    const endpoints = await receivingEndpoints(this.ds, accountsOf(events));
-    let count = 0;
-    for (const event of events) count += await this.fanOut(event, targetsOf(endpoints, event), false, jobsLeft);
-    return count;
+    const pass: DispatchPass = { made: 0, jobsLeft: new Map() };
+    await this.tail.drain((events) => this.fanOut(events, pass));
+    return pass.made;
   }
 
   /**
-   * One delivery per target, and a job for each while its account has jobs left in this pass, in
-   * one transaction (with the cursor, when it moves). A delivery without a job is due and waits
+   * One delivery per target of each event, and a job for each while its account has jobs left in
+   * this pass, in the transaction that moves the cursor. A delivery without a job is due and waits
    * for its account's next free slot (see {@link deliver}).
    */
-  private async fanOut(
-    event: StoredEvent,
-    targets: StoredEndpoint[],
-    moveCursor: boolean,
-    jobsLeft: Map<string, number>,
-  ): Promise<number> {
-    if (targets.length === 0) return 0;
-    const { count, wakes } = await inTransaction(this.ds, async (m) => {
-      const out: JobWakeUp[] = [];
-      let n = 0;
-      const left = jobsLeft.get(event.accountId) ?? TRIES_IN_FLIGHT_PER_ACCOUNT;
-      for (const endpoint of targets) {
-        const id = randomUUID();
-        if (
-          await recordDelivery(m, {
-            id,
-            endpointId: endpoint.id,
-            accountId: endpoint.accountId,
-            eventId: event.id,
-            at: this.clock.now(),
-          })
-        ) {
-          n++;
-          if (out.length < left)
-            out.push(await this.jobs.nowIn(m, 'webhooks.deliver', { deliveryId: id }, { uniqueKey: id }));
+  private async fanOut(events: readonly StoredEvent[], pass: DispatchPass): Promise<BatchWrites<EntityManager>> {
+    // Read after the events: an endpoint made since starts after every one of them.
+    const endpoints = await receivingEndpoints(this.ds, accountsOf(events));
+    return async (m) => {
+      // Counted on a copy: a transaction run again (a deadlock victim) starts from the same counts.
+      const jobsLeft = new Map(pass.jobsLeft);
+      const wakes: JobWakeUp[] = [];
+      let made = 0;
+      for (const event of events) {
+        let left = jobsLeft.get(event.accountId) ?? TRIES_IN_FLIGHT_PER_ACCOUNT;
+        for (const endpoint of targetsOf(endpoints, event)) {
+          const id = randomUUID();
+          const delivery = { id, endpointId: endpoint.id, accountId: endpoint.accountId, eventId: event.id };
+          if (!(await recordDelivery(m, { ...delivery, at: this.clock.now() }))) continue;
+          made++;
+          if (left > 0) {
+            left--;
+            wakes.push(await this.jobs.nowIn(m, 'webhooks.deliver', { deliveryId: id }, { uniqueKey: id }));
+          }
         }
+        jobsLeft.set(event.accountId, left);
       }
-      if (moveCursor) await advanceDispatchCursor(m, CURSOR, event.id);
-      return { count: n, wakes: out };
-    });
-    jobsLeft.set(event.accountId, (jobsLeft.get(event.accountId) ?? TRIES_IN_FLIGHT_PER_ACCOUNT) - wakes.length);
-    for (const wake of wakes) await wake();
-    return count;
+      return async () => {
+        pass.made += made;
+        pass.jobsLeft = jobsLeft;
+        for (const wake of wakes) await wake();
+      };
+    };
   }
 
   /**

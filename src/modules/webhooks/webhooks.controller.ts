@@ -16,6 +16,7 @@ import {
 import type { Request as ExRequest } from 'express';
 import type { Envelope, ErrorEnvelope } from '../../errors/envelope.js';
 import { BaseController } from '../../http/controller-base.js';
+import { lookupId } from '../../ids.js';
 import { principalOf } from '../keys/principal.js';
 import type {
   CreateWebhookEndpointRequest,
@@ -90,7 +91,7 @@ export class WebhookEndpointsController extends BaseController {
   @Response<ErrorEnvelope>(403, 'FORBIDDEN (no manage scope)')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   async delete(@Request() req: ExRequest, @Path() id: string): Promise<void> {
-    await this.webhooks.delete(principalOf(req), id);
+    await this.webhooks.delete(principalOf(req), lookupId(id));
     this.setStatus(204);
   }
 
@@ -101,7 +102,7 @@ export class WebhookEndpointsController extends BaseController {
   @Response<ErrorEnvelope>(401, 'UNAUTHENTICATED')
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   async deliveries(@Request() req: ExRequest, @Path() id: string): Promise<Envelope<WebhookDeliveryDto[]>> {
-    return this.ok(req, await this.webhooks.deliveries(principalOf(req), id));
+    return this.ok(req, await this.webhooks.deliveries(principalOf(req), lookupId(id)));
   }
 
   /**
@@ -118,7 +119,7 @@ export class WebhookEndpointsController extends BaseController {
   @Response<ErrorEnvelope>(404, 'NOT_FOUND')
   @Response<ErrorEnvelope>(429, 'RATE_LIMITED (per delivery and per key; see Retry-After)')
   async redeliver(@Request() req: ExRequest, @Path() id: string, @Path() deliveryId: string): Promise<void> {
-    await this.webhooks.redeliver(principalOf(req), id, deliveryId);
+    await this.webhooks.redeliver(principalOf(req), lookupId(id), lookupId(deliveryId));
     this.setStatus(202);
   }
 }

@@ -45,8 +45,6 @@ export const REDELIVERY_LIMITS = {
   perKey: { limit: 100, windowSeconds: 3600 },
 } as const;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** The viewer an endpoint receives as: its agent key, or the account holder. */
 export function viewerOfEndpoint(e: Pick<StoredEndpoint, 'accountId' | 'keyId'>): Viewer {
   return e.keyId === null
@@ -186,7 +184,7 @@ export class WebhooksService {
    */
   async redeliver(principal: Principal, id: string, deliveryId: string): Promise<void> {
     const endpoint = await this.endpoint(principal, id);
-    const delivery = UUID.test(deliveryId) ? await deliveryOf(this.ds, endpoint.id, deliveryId.toLowerCase()) : null;
+    const delivery = await deliveryOf(this.ds, endpoint.id, deliveryId);
     if (!delivery) throw new AppError('NOT_FOUND', 'No delivery with this id on this endpoint.');
     const { perKey, perDelivery } = REDELIVERY_LIMITS;
     await this.rateLimiter.hit(
@@ -207,7 +205,7 @@ export class WebhooksService {
   }
 
   private async endpoint(viewer: Viewer, id: string): Promise<ListedEndpoint> {
-    const endpoint = UUID.test(id) ? await visibleEndpoint(this.ds, viewer, id.toLowerCase()) : null;
+    const endpoint = await visibleEndpoint(this.ds, viewer, id);
     if (!endpoint) throw new AppError('NOT_FOUND', 'No webhook endpoint with this id for this key.');
     return endpoint;
   }

@@ -1,22 +1,28 @@
+import {
+  ConfigError,
+  readBoolean,
+  readChoice,
+  readInteger,
+  readList,
+  readText,
+  readUrl,
+  type TextRule,
+} from '../../config-values.js';
+
 /**
  * The one parser for `<ID>_PROVIDER_<NAME>` options. A plugin declares its options (name, kind,
  * default, limits) and gets a `validateOptions` that refuses unknown names, names the variable in
- * every message and never echoes a secret's value.
+ * every message and never echoes a secret's value. Each kind is read by the same value reader as
+ * the service's own variables (src/config-values.ts): one set of spellings, one refusal format.
  */
 
-/** A free-form string option. */
-export interface StringOption {
+const WEB = ['http:', 'https:'];
+
+/** A free-form string option: `required`, `secret`, `noSpaces`, `maxLength` and `hint` as for any text value. */
+export interface StringOption extends Omit<TextRule, 'minLength'> {
   kind: 'string';
-  /** Refuse an empty value (after trimming) instead of using `default`. */
-  required?: boolean;
+  /** The value of an unset option that is not `required`. */
   default?: string;
-  /** The value is a secret (an API key): messages never quote it. */
-  secret?: boolean;
-  /** A single token: whitespace inside the value is refused. */
-  noSpaces?: boolean;
-  maxLength?: number;
-  /** Shown after "is required" to tell the operator where to get the value. */
-  hint?: string;
 }
 
 /** A whole number within `[min, max]`. */
@@ -42,7 +48,7 @@ export interface EnumOption<V extends string = string> {
   default: V;
 }
 
-/** A comma-separated list; absent means `null` (no restriction). */
+/** A comma-separated list; unset means `null` (no restriction). */
 export interface ListOption {
   kind: 'list';
   /** Every item must match. */
@@ -51,7 +57,7 @@ export interface ListOption {
   itemHelp: string;
 }
 
-/** A boolean written as true/false, 1/0 or yes/no; absent means false. */
+/** A boolean in any of the service's spellings (`BOOLEAN_SPELLINGS`: true/false, 1/0, yes/no, on/off); unset means false. */
 export interface FlagOption {
   kind: 'flag';
 }
@@ -92,77 +98,22 @@ export function optionVariable(providerId: string, name: string): string {
 }
 
 function parseOne(variable: string, spec: OptionSpec, raw: string | undefined): unknown {
-  const given = raw !== undefined && raw.trim() !== '';
-  const value = raw?.trim() ?? '';
-  // Values are quoted in messages except a secret's: a key pasted into the wrong variable must not reach the log.
-  const got = (s: OptionSpec) => ('secret' in s && s.secret ? '' : `, got "${raw}"`);
   switch (spec.kind) {
-    case 'string': {
-      if (!given) {
-        if (spec.required) throw new Error(`${variable} is required${spec.hint ? ` (${spec.hint})` : ''}`);
-        return spec.default;
-      }
-      if (spec.noSpaces && /\s/.test(value))
-        throw new Error(`${variable} must be a single token without spaces${got(spec)}`);
-      if (spec.maxLength !== undefined && value.length > spec.maxLength)
-        throw new Error(`${variable} must be at most ${spec.maxLength} characters`);
-      return value;
-    }
-    case 'integer': {
-      if (!given) return spec.default;
-      const n = /^\d+$/.test(value) ? Number(value) : NaN;
-      if (!Number.isSafeInteger(n) || n < spec.min || n > spec.max)
-        throw new Error(`${variable} must be a whole number from ${spec.min} to ${spec.max}${got(spec)}`);
-      return n;
-    }
-    case 'origin': {
-      if (!given) return new URL(spec.default).origin;
-      let url: URL;
-      try {
-        url = new URL(value);
-      } catch {
-        throw new Error(`${variable} must be an http(s) origin such as ${spec.default}${got(spec)}`);
-      }
-      if (
-        !['http:', 'https:'].includes(url.protocol) ||
-        (url.pathname !== '/' && url.pathname !== '') ||
-        url.search ||
-        url.hash ||
-        url.username ||
-        url.password
-      ) {
-        throw new Error(
-          `${variable} must be an http(s) origin without a path such as ${spec.default} (the plugin appends ${spec.appends})${got(spec)}`,
-        );
-      }
-      return url.origin;
-    }
-    case 'enum': {
-      if (!given) return spec.default;
-      const hit = spec.values.find((v) => v.toLowerCase() === value.toLowerCase());
-      if (hit === undefined)
-        throw new Error(
-          `${variable} must be ${spec.values.slice(0, -1).join(', ')}${spec.values.length > 1 ? ' or ' : ''}${spec.values.at(-1)}${got(spec)}`,
-        );
-      return hit;
-    }
-    case 'list': {
-      if (raw === undefined) return null;
-      const items = raw
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean);
-      if (items.length === 0 || items.some((s) => !spec.item.test(s)))
-        throw new Error(`${variable} must be a comma-separated list of ${spec.itemHelp}${got(spec)}`);
-      return items;
-    }
-    case 'flag': {
-      if (!given) return false;
-      const v = value.toLowerCase();
-      if (['true', '1', 'yes'].includes(v)) return true;
-      if (['false', '0', 'no'].includes(v)) return false;
-      throw new Error(`${variable} must be true or false${got(spec)}`);
-    }
+    case 'string':
+      return readText(variable, raw, spec) ?? spec.default;
+    case 'integer':
+      return readInteger(variable, raw, spec.min, spec.max) ?? spec.default;
+    case 'origin':
+      return (
+        readUrl(variable, raw, { protocols: WEB, origin: { example: spec.default, appends: spec.appends } }) ??
+        new URL(spec.default).origin
+      );
+    case 'enum':
+      return readChoice(variable, raw, spec.values) ?? spec.default;
+    case 'list':
+      return readList(variable, raw, { item: spec.item, help: spec.itemHelp }) ?? null;
+    case 'flag':
+      return readBoolean(variable, raw) ?? false;
   }
 }
 
@@ -179,7 +130,7 @@ export function parseOptions<D extends Record<string, OptionSpec>>(
   const v = (name: string) => optionVariable(decl.providerId, name);
   for (const k of Object.keys(raw)) {
     if (!known.includes(k))
-      throw new Error(
+      throw new ConfigError(
         `${v(k)} is not an option of the ${decl.providerId} provider (known: ${known.map(v).join(', ')})`,
       );
   }

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { dropDatabase } from '../../../src/db/data-source.js';
 import type { LocalInventoryOffer } from '../../../plugins/local/inventory.js';
 import { childDatabaseUrl } from '../../helpers/db.js';
-import { freePort, spawnService, waitFor, type Spawned } from '../../helpers/process.js';
+import { freePort, spawnService, type Spawned } from '../../helpers/process.js';
+import { settledWithin, waitFor } from '../../helpers/wait.js';
 
 /** The GPU name the client tests rent by: an exact model name of the inventory below. */
 export const TEST_GPU = process.env.GPR_TEST_GPU ?? 'H100 SXM';
@@ -72,9 +73,10 @@ export async function startService(env: Record<string, string> = {}): Promise<Ru
   });
   const stop = async () => {
     svc.child.kill('SIGTERM');
-    const killer = setTimeout(() => svc.child.kill('SIGKILL'), 15_000);
-    await svc.exited;
-    clearTimeout(killer);
+    if (!(await settledWithin(svc.exited, 15_000))) {
+      svc.child.kill('SIGKILL');
+      await svc.exited;
+    }
     await dropDatabase(databaseUrl);
   };
   try {
@@ -83,8 +85,7 @@ export async function startService(env: Record<string, string> = {}): Promise<Ru
         const r = (await (await fetch(`${baseUrl}/api/v1/offers`)).json()) as { data?: unknown[] };
         return (r.data?.length ?? 0) >= CLIENT_TEST_OFFERS.length;
       },
-      45_000,
-      `the service at ${baseUrl} (${svc.stderr().slice(-500)})`,
+      { timeoutMs: 45_000, what: () => `the service at ${baseUrl} (${svc.stderr().slice(-500)})` },
     );
   } catch (err) {
     await stop();

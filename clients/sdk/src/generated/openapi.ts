@@ -868,10 +868,10 @@ export interface components {
     CardCheckoutRequest: {
       /**
        * Format: int32
-       * @description USD cents for the whole rental: at least 500 and at most floor(pricePerHourMinor *
-       *     maximumDurationSeconds / 3600) for the offer. Whole hours are bought: the card is charged
-       *     hours * pricePerHourMinor, where hours = min(floor(budgetMinor / pricePerHourMinor),
-       *     floor(maximumDurationSeconds / 3600)).
+       * @description USD cents for the whole rental (500 = $5.00): at least 500, as for every rental (422
+       *     BUDGET_TOO_SMALL below), and at most floor(pricePerHourMinor * maximumDurationSeconds / 3600)
+       *     for the offer. Whole hours are bought: the card is charged hours * pricePerHourMinor, where
+       *     hours = min(floor(budgetMinor / pricePerHourMinor), floor(maximumDurationSeconds / 3600)).
        */
       budgetMinor: number;
       /** @description The exact offer to rent; never substituted. */
@@ -4343,7 +4343,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
-      /** @description VALIDATION_FAILED (including an offerId not currently offered and budgetMinor above the offer maximum), BUDGET_TOO_SMALL, EMAIL_REQUIRED */
+      /** @description VALIDATION_FAILED (including an offerId not currently offered and budgetMinor above the offer maximum), BUDGET_TOO_SMALL (budgetMinor under 500, or buying no whole hour), EMAIL_REQUIRED */
       422: {
         headers: {
           /** @description The request id (also in the body); quote it when reporting a problem. */

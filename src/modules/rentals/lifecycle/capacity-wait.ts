@@ -1,11 +1,13 @@
 import { inTransaction } from '../../../db/transaction.js';
 import { AppError } from '../../../errors/app-error.js';
 import type { OfferDto } from '../../inventory/inventory.dto.js';
+import { needsOf } from '../../inventory/offer-candidates.js';
 import type { Deployment } from '../deployment.entity.js';
 import { assignFirstCandidate } from '../deployments.repository.js';
 import type { Order } from '../order.entity.js';
 import { assignCandidates } from '../orders.repository.js';
 import { MAX_CANDIDATES } from '../rental-limits.js';
+import { orderGpuMatch } from '../rental-intent.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import type { Reversal } from './reversal.js';
 
@@ -14,14 +16,14 @@ export function waitsForCapacity(order: Pick<Order, 'waitForCapacityUntil' | 'ca
   return order.waitForCapacityUntil !== null && (order.candidateOfferIds ?? []).length === 0;
 }
 
-/** What the order's machine settings ask of an offer (the same needs admission matched with). */
+/** What the order's machine settings ask of an offer (the same needs admission matched with; the script by its hash). */
 function needsOfOrder(o: Order) {
-  return {
-    customImage: o.machineImage !== null,
-    startupScript: o.startupScriptSha256 !== null,
-    ports: (o.machinePorts ?? []).length,
+  return needsOf({
+    image: o.machineImage,
+    startupScript: o.startupScriptSha256,
+    ports: o.machinePorts ?? [],
     diskGb: o.machineDiskGb,
-  };
+  });
 }
 
 /**
@@ -74,6 +76,8 @@ export class CapacityWait {
     try {
       const q = {
         gpuModel: order.gpuModel!,
+        // As admitted: the name is not parsed again.
+        match: orderGpuMatch(order) ?? undefined,
         gpuCount: order.gpuCount!,
         maxHourlyPriceMinor: order.maxHourlyPriceMinor!,
       };

@@ -2,9 +2,10 @@ import { inTransaction } from '../../../db/transaction.js';
 import type { Provider } from '../../../providers/provider.js';
 import { cheapestOffersOfShape, offersByIds } from '../../inventory/offers.repository.js';
 import { recordProviderError } from '../../inventory/provider-status.repository.js';
-import { slugsOfGpuKey } from '../../inventory/offer-candidates.js';
+import { slugsOfMatch } from '../../inventory/offer-candidates.js';
 import { offerCapabilities, type Offer } from '../../inventory/offer.entity.js';
 import { offerLabel, unmetSetting } from '../machine-settings.js';
+import { orderGpuMatch } from '../rental-intent.js';
 import { MAX_CANDIDATES } from '../rental-limits.js';
 import type { Deployment } from '../deployment.entity.js';
 import { DeploymentAttempt, type AttemptOutcome } from '../deployment-attempt.entity.js';
@@ -51,11 +52,13 @@ export class CreateAttempts {
   private async candidates(order: Order, d: Deployment): Promise<Offer[]> {
     const { ds } = this.deps;
     let ids = order.candidateOfferIds ?? (order.offerId ? [order.offerId] : null);
-    if (!ids && order.requestKind === 'INTENT' && order.gpuSlug) {
+    // Only an intent admitted before its candidates were kept has none: its stored match finds them.
+    const match = !ids && order.requestKind === 'INTENT' ? orderGpuMatch(order) : null;
+    if (match) {
       const rows = await cheapestOffersOfShape(
         ds,
         {
-          slugs: slugsOfGpuKey(order.gpuSlug),
+          slugs: slugsOfMatch(match),
           gpuCount: order.gpuCount,
           maxHourlyPriceMinor: order.maxHourlyPriceMinor,
         },
@@ -196,7 +199,8 @@ export class CreateAttempts {
     provider: Provider,
   ): Promise<RunOutcome> {
     const settings = machineSettingsOf(this.deps.box, order);
-    // Capabilities may have changed since admission: a plugin never receives a setting its offer does not declare.
+    // Capabilities may have changed since admission (the same rule, asked again of the offer as it is
+    // now): a plugin never receives a setting its offer does not declare.
     const unmet = unmetSetting(settings, offerCapabilities(offer), offerLabel(offer.name, offer.provider));
     if (unmet) {
       await this.markAttempt(a, 'UNAVAILABLE', unmet);

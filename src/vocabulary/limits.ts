@@ -1,7 +1,7 @@
 /**
- * The limits of a rental's machine settings, lease and wait, as the service enforces them. The
- * service imports these (src/modules/rentals/machine-settings.ts) and the hints word them, so a
- * limit changes in one place for the API, the clients and the texts agents read.
+ * The limits the service enforces and the texts word: a rental's machine settings, its lease, its
+ * wait for capacity and its budget. The service checks against these (rentals/machine-settings.ts,
+ * admission) and the hints and clients quote them, so a limit changes in one place.
  */
 
 /** Names of environment variables: upper-case letters, digits and _, not starting with a digit. */
@@ -17,6 +17,12 @@ export const MIN_LEASE_SECONDS = 60;
 /** How long a GPU intent may wait for capacity. */
 export const MIN_WAIT_FOR_CAPACITY_SECONDS = 60;
 export const MAX_WAIT_FOR_CAPACITY_SECONDS = 86_400;
+
+/**
+ * The smallest `budgetMinor` the service accepts on any rental, whatever the account's billing
+ * model: below it a machine is stopped by its spending cap minutes after it starts.
+ */
+export const MIN_BUDGET_MINOR = 500;
 
 /** A limit as the texts write it: 4,096. */
 export const limitText = (n: number): string => n.toLocaleString('en-US');
