@@ -21,10 +21,10 @@ import { AgentKeysService } from './modules/agents/agent-keys.service.js';
 import { AgentsService } from './modules/agents/agents.service.js';
 import { CredentialsService } from './modules/credentials/credentials.service.js';
 import { SecretBox } from './modules/credentials/secret-box.js';
-import { RentalReadsService } from './modules/rentals/rental-reads.service.js';
-import { RentalsService } from './modules/rentals/rentals.service.js';
-import { CardCheckoutService } from './modules/rentals/card-checkout.service.js';
-import { CardOrdersService } from './modules/rentals/card-orders.service.js';
+import { RentalReadsService } from './modules/rentals/reads/rental-reads.service.js';
+import { RentalsService } from './modules/rentals/admission/rental-requests.service.js';
+import { CardCheckoutService } from './modules/rentals/admission/card-checkout.service.js';
+import { CardOrdersService } from './modules/rentals/admission/card-payment-outcomes.service.js';
 import { CardRentalHandoff } from './modules/rentals/lifecycle/rental-handoff.service.js';
 import { IDLE_SWEEP_EVERY_MS } from './modules/rentals/lifecycle/idle.js';
 import {

@@ -4,13 +4,13 @@ import { AccountsController } from './modules/accounts/accounts.controller.js';
 import { AgentsController } from './modules/agents/agents.controller.js';
 import { AccountEmailController } from './modules/billing/account-email.controller.js';
 import { BillingController } from './modules/billing/billing.controller.js';
-import { CardCheckoutController } from './modules/rentals/card-checkout.controller.js';
+import { CardCheckoutController } from './modules/rentals/api/card-checkout.controller.js';
 import { StripeWebhookController } from './modules/billing/stripe-webhook.controller.js';
 import { InventoryController } from './modules/inventory/inventory.controller.js';
 import { ProvidersController } from './modules/inventory/providers.controller.js';
-import { DeploymentsController } from './modules/rentals/deployments.controller.js';
+import { DeploymentsController } from './modules/rentals/api/deployments.controller.js';
 import { EventsController } from './modules/events/events.controller.js';
-import { RentalsController } from './modules/rentals/rentals.controller.js';
+import { RentalsController } from './modules/rentals/api/rentals.controller.js';
 import { WebhookEndpointsController } from './modules/webhooks/webhooks.controller.js';
 
 /**

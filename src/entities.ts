@@ -8,10 +8,10 @@ import { IdempotencyRecord } from './modules/idempotency/idempotency-record.enti
 import { Offer } from './modules/inventory/offer.entity.js';
 import { ProviderStatus } from './modules/inventory/provider-status.entity.js';
 import { ApiKey } from './modules/keys/api-key.entity.js';
-import { CredentialReveal } from './modules/rentals/credential-reveal.entity.js';
-import { DeploymentAttempt } from './modules/rentals/deployment-attempt.entity.js';
-import { Deployment } from './modules/rentals/deployment.entity.js';
-import { Order } from './modules/rentals/order.entity.js';
+import { CredentialReveal } from './modules/rentals/store/credential-reveal.entity.js';
+import { DeploymentAttempt } from './modules/rentals/store/deployment-attempt.entity.js';
+import { Deployment } from './modules/rentals/store/deployment.entity.js';
+import { Order } from './modules/rentals/store/order.entity.js';
 
 /**
  * Every TypeORM entity of the service, handed to createDataSource by whoever opens the database.

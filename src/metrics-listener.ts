@@ -5,7 +5,7 @@ import type { Services } from './container.js';
 import { envelope } from './errors/envelope.js';
 import { requestId } from './http/request-id.js';
 import { metricsEndpoint } from './metrics/metrics-endpoint.js';
-import { unfinishedRentalCounts } from './modules/rentals/rental-counts.repository.js';
+import { unfinishedRentalCounts } from './modules/rentals/store/rental-counts.repository.js';
 import { readinessProbe, readinessRoute, type Readiness } from './readiness.js';
 
 /** `GET /metrics` of this process's services, behind `token` when one is given. */

@@ -2,8 +2,12 @@ import { Composer, InlineKeyboard } from 'grammy';
 import { readMinor } from '../../src/db/columns.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { UUID_PATTERN } from '../../src/ids.js';
-import { deploymentOfAccount, recentRentalsOf, type OwnerRentalRow } from '../../src/modules/rentals/owner-rentals.js';
-import { isOneOf, TERMINABLE_STATUSES } from '../../src/modules/rentals/rental-status.js';
+import {
+  deploymentOfAccount,
+  recentRentalsOf,
+  type OwnerRentalRow,
+} from '../../src/modules/rentals/reads/owner-rental-list.js';
+import { isOneOf, TERMINABLE_STATUSES } from '../../src/modules/rentals/state/rental-status.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, utc } from '../format.js';
 import { formatUsd } from '../../src/vocabulary/money.js';

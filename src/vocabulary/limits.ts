@@ -1,6 +1,6 @@
 /**
  * The limits the service enforces and the texts word: a rental's machine settings, its lease, its
- * wait for capacity and its budget. The service checks against these (rentals/machine-settings.ts,
+ * wait for capacity and its budget. The service checks against these (rentals/admission/machine-settings.ts,
  * admission) and the hints and clients quote them, so a limit changes in one place.
  */
 

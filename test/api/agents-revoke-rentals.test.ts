@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
-import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
+import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
 import { credit, makeActive, offerIds, queuedJobs, rent, setStatus } from '../helpers/rentals.js';

@@ -10,8 +10,8 @@ import { LocalPaymentProvider } from '../../src/modules/billing/local-payment-pr
 import { PaymentEvent } from '../../src/modules/billing/payment-event.entity.js';
 import { reconcilePayments } from '../../src/modules/billing/payments.js';
 import { Offer } from '../../src/modules/inventory/offer.entity.js';
-import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
-import { Order } from '../../src/modules/rentals/order.entity.js';
+import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
+import { Order } from '../../src/modules/rentals/store/order.entity.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { Account } from '../../src/modules/accounts/account.entity.js';
-import { outstandingReservationMinor, RESERVATION_MINUTES } from '../../src/modules/rentals/credit-reservation.js';
-import { MIN_BUDGET_MINOR } from '../../src/modules/rentals/rental-limits.js';
-import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
+import {
+  outstandingReservationMinor,
+  RESERVATION_MINUTES,
+} from '../../src/modules/rentals/admission/credit-reservation.js';
+import { MIN_BUDGET_MINOR } from '../../src/modules/rentals/admission/rental-limits.js';
+import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
 import { lifecycleDepsOf } from '../../src/container.js';
 import { createRentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';

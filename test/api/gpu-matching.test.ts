@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
-import { Order } from '../../src/modules/rentals/order.entity.js';
+import { Order } from '../../src/modules/rentals/store/order.entity.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { account, discardQueuedRentalJobs, offerIds, rent } from '../helpers/rentals.js';
 

@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
-import { Order } from '../../src/modules/rentals/order.entity.js';
+import { Order } from '../../src/modules/rentals/store/order.entity.js';
 import { signup, type SignedUp } from '../helpers/factories.js';
 import { createStripeContext, createTopup, type StripeTestContext } from '../helpers/payments.js';
 import { credit, offerIds, rent } from '../helpers/rentals.js';

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { Account } from '../../src/modules/accounts/account.entity.js';
 import { Offer } from '../../src/modules/inventory/offer.entity.js';
-import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
+import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
 import { inTransaction } from '../../src/db/transaction.js';
-import { transition } from '../../src/modules/rentals/rental-state.js';
+import { transition } from '../../src/modules/rentals/state/rental-state.js';
 import { addKey, credit, rentOk } from '../helpers/rentals.js';
 import { createBotHarness, telegramId, type BotHarness } from './harness.js';
 

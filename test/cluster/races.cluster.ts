@@ -7,7 +7,7 @@ import { migrations } from '../../migrations/index.js';
 import { createAgenda } from '../../src/jobs/agenda.js';
 import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
 import { FakeStripeServer } from '../fakes/stripe-server.js';
-import { outstandingReservationMinor } from '../../src/modules/rentals/credit-reservation.js';
+import { outstandingReservationMinor } from '../../src/modules/rentals/admission/credit-reservation.js';
 import { assertLedgerConsistent } from '../helpers/ledger.js';
 import { STRIPE_KEY, WEBHOOK_SECRET } from '../helpers/payments.js';
 import { transactionKinds } from '../helpers/transaction-kinds.js';

@@ -100,6 +100,39 @@ async function databasesStartingWith(prefix: string): Promise<string[]> {
   }
 }
 
+/**
+ * Connections one run may hold at its peak (two workers, each with contexts, pools and the services
+ * it spawns), with room for a second run beside it: MariaDB's default of 151 is about one run's peak.
+ */
+export const RUN_CONNECTIONS = 300;
+
+/**
+ * Raises the test server's `max_connections` to leave every run beside this one its
+ * {@link RUN_CONNECTIONS}, when it is lower (never lowers it); says so in one line. A server that
+ * refuses (no privilege) is told in one line naming the statement, and the run goes on.
+ */
+export async function ensureConnectionHeadroom(log: (line: string) => void = console.error): Promise<void> {
+  const t = parseDatabaseUrl(testDatabaseUrl);
+  const conn = await mysql.createConnection({ host: t.host, port: t.port, user: t.user, password: t.password });
+  try {
+    const want = 2 * RUN_CONNECTIONS;
+    const [rows] = await conn.query('SELECT @@GLOBAL.max_connections AS n');
+    const now = Number((rows as { n: number | string }[])[0].n);
+    if (now >= want) return;
+    try {
+      await conn.query('SET GLOBAL max_connections = ?', [want]);
+      log(`test setup: raised the test server's max_connections from ${now} to ${want}, for two runs side by side`);
+    } catch (err) {
+      log(
+        `test setup: max_connections is ${now}, below ${want} for two runs side by side, and could not be raised ` +
+          `(${(err as { code?: string }).code ?? err}); run SET GLOBAL max_connections = ${want} as an administrator`,
+      );
+    }
+  } finally {
+    await conn.end();
+  }
+}
+
 /** Drops every database of the run family `family` (all the workers' of a parallel run), and their children. */
 export async function dropRunFamily(family: string): Promise<void> {
   if (process.env.KEEP_TEST_DATABASE) return;

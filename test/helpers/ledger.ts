@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { DataSource } from 'typeorm';
 import { KEY_SPEND_KINDS } from '../../src/modules/billing/ledger.service.js';
-import { TERMINAL_STATUSES } from '../../src/modules/rentals/rental-status.js';
+import { TERMINAL_STATUSES } from '../../src/modules/rentals/state/rental-status.js';
 
 /**
  * The money invariants: every account's ledger entries sum to its balance plus its unposted usage

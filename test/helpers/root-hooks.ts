@@ -1,7 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
-import { closeTestDatabase, dropRunFamily, RUN_FAMILY_VARIABLE, runCleanups, testDataSource } from './db.js';
+import {
+  closeTestDatabase,
+  dropRunFamily,
+  ensureConnectionHeadroom,
+  RUN_FAMILY_VARIABLE,
+  runCleanups,
+  testDataSource,
+} from './db.js';
 import { assertLedgerConsistent } from './ledger.js';
 import { newRunUidSlot, RUN_UID_SLOT_VARIABLE } from './sandbox-uids.js';
 
@@ -38,9 +45,10 @@ const inWorker = process.env.MOCHA_WORKER_ID !== undefined;
  * their removal at its end. Always a new prefix: a mocha a test starts inherits this process's
  * environment, and its own teardown must not drop the databases of the run that started it.
  */
-export function mochaGlobalSetup(): void {
+export async function mochaGlobalSetup(): Promise<void> {
   process.env[RUN_FAMILY_VARIABLE] = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
   process.env[RUN_UID_SLOT_VARIABLE] = newRunUidSlot();
+  await ensureConnectionHeadroom();
 }
 
 export async function mochaGlobalTeardown(): Promise<void> {

@@ -613,9 +613,13 @@ for (const claim of JOB_CLAIM_MODES) {
         await repo.getNextJobToRun('t.abandoned', new Date(), ago(60_000), undefined, { lastModifiedBy: 'dead' });
         await agenda.start();
         await waitFor(async () => ranBy.length === 1, { timeoutMs: 10_000, what: 'takeover' });
+        // The run's finish is written after its handler returns.
+        await waitFor(async () => (await rows('t.abandoned'))[0].last_finished_at instanceof Date, {
+          what: 'the taken-over run to be recorded as finished',
+        });
         const [r] = await rows('t.abandoned');
         assert.equal(r.locked_at, null);
-        assert.ok(r.last_finished_at instanceof Date);
+        assert.deepEqual(ranBy, ['second']);
       });
 
       it('drains on stop: running jobs finish, claimed but unstarted jobs are released', async () => {

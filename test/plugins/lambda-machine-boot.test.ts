@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { wrapStartupScript } from '../../src/modules/rentals/machine-secrets.js';
+import { wrapStartupScript } from '../../src/modules/rentals/store/machine-secrets.js';
 import { DEFAULT_MACHINE_SETTINGS, STARTUP_MARKER_PATH, type MachineSettings } from '../../src/providers/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { AWKWARD_ENV, makeLambdaHarness, parseEnv0, pick } from './lambda-harness.js';

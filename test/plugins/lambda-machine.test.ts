@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { LAMBDA_ENV_FILE, lambdaUserData, MAX_USER_DATA_BYTES } from '../../plugins/lambda/machine.js';
 import { LABEL_TAG_KEY } from '../../plugins/lambda/provider.js';
-import { wrapStartupScript } from '../../src/modules/rentals/machine-secrets.js';
+import { wrapStartupScript } from '../../src/modules/rentals/store/machine-secrets.js';
 import { DEFAULT_MACHINE_SETTINGS, type CreateResult, type MachineSettings } from '../../src/providers/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { USER_DATA_MAX_BYTES } from '../fakes/lambda-wire.js';

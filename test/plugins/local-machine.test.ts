@@ -9,7 +9,7 @@ import { DEFAULT_LOCAL_IMAGE } from '../../plugins/local/machine.js';
 import { sandboxDirFor } from '../../plugins/local/sandbox.js';
 import { ManualClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
-import { wrapStartupScript } from '../../src/modules/rentals/machine-secrets.js';
+import { wrapStartupScript } from '../../src/modules/rentals/store/machine-secrets.js';
 import {
   DEFAULT_MACHINE_SETTINGS,
   STARTUP_MARKER_PATH,

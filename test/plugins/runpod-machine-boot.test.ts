@@ -13,7 +13,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BOOT_ARGS, BOOT_VARIABLE, bootScript, type BootPaths } from '../../plugins/runpod/machine.js';
-import { wrapStartupScript } from '../../src/modules/rentals/machine-secrets.js';
+import { wrapStartupScript } from '../../src/modules/rentals/store/machine-secrets.js';
 import { DEFAULT_MACHINE_SETTINGS, STARTUP_MARKER_PATH, type MachineSettings } from '../../src/providers/provider.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -8,7 +8,7 @@ import {
   RUNPOD_MAX_PORTS,
 } from '../../plugins/runpod/machine.js';
 import { RUNPOD_DEFAULTS } from '../../plugins/runpod/options.js';
-import { wrapStartupScript } from '../../src/modules/rentals/machine-secrets.js';
+import { wrapStartupScript } from '../../src/modules/rentals/store/machine-secrets.js';
 import { DEFAULT_MACHINE_SETTINGS, type MachineSettings } from '../../src/providers/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import type { FakePodStatus } from '../fakes/runpod-api.js';

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { VastProvider } from '../../plugins/vast/provider.js';
 import { createLogger } from '../../src/logger.js';
-import { wrapStartupScript } from '../../src/modules/rentals/machine-secrets.js';
+import { wrapStartupScript } from '../../src/modules/rentals/store/machine-secrets.js';
 import { DEFAULT_MACHINE_SETTINGS, type MachineSettings } from '../../src/providers/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec, type SshTarget } from '../../src/providers/ssh-probe.js';

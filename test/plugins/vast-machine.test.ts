@@ -14,7 +14,7 @@ import {
   withoutEnvValues,
 } from '../../plugins/vast/machine.js';
 import { readVastState } from '../../plugins/vast/states.js';
-import { wrapStartupScript } from '../../src/modules/rentals/machine-secrets.js';
+import { wrapStartupScript } from '../../src/modules/rentals/store/machine-secrets.js';
 import { DEFAULT_MACHINE_SETTINGS, type MachineSettings } from '../../src/providers/provider.js';
 import { fixtureJson } from '../fakes/recorded.js';
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { lifecycleDepsOf } from '../../src/container.js';
-import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
-import { Order } from '../../src/modules/rentals/order.entity.js';
+import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
+import { Order } from '../../src/modules/rentals/store/order.entity.js';
 import { CapacityWait } from '../../src/modules/rentals/lifecycle/capacity-wait.js';
 import { CheckSlots } from '../../src/modules/rentals/lifecycle/check-slots.js';
 import { Expiring } from '../../src/modules/rentals/lifecycle/expiring.js';

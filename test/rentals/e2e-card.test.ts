@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Checkout } from '../../src/modules/billing/checkout.entity.js';
-import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
+import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
 import { Offer } from '../../src/modules/inventory/offer.entity.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { signup } from '../helpers/factories.js';

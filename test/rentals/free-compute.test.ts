@@ -3,15 +3,15 @@ import { lifecycleDepsOf } from '../../src/container.js';
 import { Account } from '../../src/modules/accounts/account.entity.js';
 import { LedgerEntry } from '../../src/modules/billing/ledger-entry.entity.js';
 import { SecretBox } from '../../src/modules/credentials/secret-box.js';
-import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
-import { Order } from '../../src/modules/rentals/order.entity.js';
+import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
+import { Order } from '../../src/modules/rentals/store/order.entity.js';
 import { createRentalLifecycle, type RentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
 import {
   answered,
   runsRentersSettings,
   timeBeforeActive,
 } from '../../src/modules/rentals/lifecycle/time-before-active.js';
-import { FAILED_AFTER_USE_WINDOW_MS } from '../../src/modules/rentals/rental-limits.js';
+import { FAILED_AFTER_USE_WINDOW_MS } from '../../src/modules/rentals/admission/rental-limits.js';
 import { STARTUP_MARKER_PATH } from '../../src/providers/provider.js';
 import { sshExec } from '../../src/providers/ssh-probe.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { lifecycleDepsOf } from '../../src/container.js';
 import { LedgerEntry } from '../../src/modules/billing/ledger-entry.entity.js';
 import { Account } from '../../src/modules/accounts/account.entity.js';
-import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
+import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
 import { createRentalLifecycle, type RentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
 import { usageRef } from '../../src/modules/rentals/lifecycle/labels.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { ApiKey } from '../../src/modules/keys/api-key.entity.js';
-import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
+import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
 import { CHECKS_PER_ACCOUNT } from '../../src/modules/rentals/lifecycle/check-slots.js';
 import { SWEEP_WAIT_MS } from '../../src/modules/rentals/lifecycle/idle.js';
 import { fingerprintOfKey } from '../../src/providers/ssh-probe.js';

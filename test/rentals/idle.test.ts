@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { UTILIZATION_FILE } from '../../plugins/local/nvidia-smi-script.js';
 import { ApiKey } from '../../src/modules/keys/api-key.entity.js';
-import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
+import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
 import { sshExec, type SshTarget } from '../../src/providers/ssh-probe.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';

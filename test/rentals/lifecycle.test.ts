@@ -3,9 +3,9 @@ import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec, sshProbe } from '../../src/providers/ssh-probe.js';
 import { SecretBox } from '../../src/modules/credentials/secret-box.js';
 import { LedgerEntry } from '../../src/modules/billing/ledger-entry.entity.js';
-import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
-import { DeploymentAttempt } from '../../src/modules/rentals/deployment-attempt.entity.js';
-import { Order } from '../../src/modules/rentals/order.entity.js';
+import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
+import { DeploymentAttempt } from '../../src/modules/rentals/store/deployment-attempt.entity.js';
+import { Order } from '../../src/modules/rentals/store/order.entity.js';
 import { Account } from '../../src/modules/accounts/account.entity.js';
 import {
   createRentalLifecycle,

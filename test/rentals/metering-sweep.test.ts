@@ -3,7 +3,7 @@ import { lifecycleDepsOf } from '../../src/container.js';
 import type { Clock } from '../../src/clock.js';
 import { accrual, chunksByAccount } from '../../src/modules/rentals/lifecycle/metering.js';
 import { createRentalLifecycle, type RentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
-import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
+import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { seedMeteredRentals } from '../helpers/metered-seed.js';

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { inTransaction } from '../../src/db/transaction.js';
-import type { RentalStatus } from '../../src/modules/rentals/rental-status.js';
-import { transition, type TransitionExtra } from '../../src/modules/rentals/rental-state.js';
+import type { RentalStatus } from '../../src/modules/rentals/state/rental-status.js';
+import { transition, type TransitionExtra } from '../../src/modules/rentals/state/rental-state.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { account, offerIds, rentOk } from '../helpers/rentals.js';
 import { sentRequests } from '../helpers/sql-requests.js';

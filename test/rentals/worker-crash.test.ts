@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
+import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
 import { createRentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
 import { lifecycleDepsOf } from '../../src/container.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';

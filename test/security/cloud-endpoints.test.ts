@@ -3,7 +3,7 @@ import { createProviderRegistry } from '../../src/providers/provider-registry.js
 import { sshEndpointProblem } from '../../src/providers/ssh-endpoint.js';
 import { createRentalLifecycle } from '../../src/modules/rentals/lifecycle/rental-lifecycle.js';
 import { lifecycleDepsOf } from '../../src/container.js';
-import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
+import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { account, offerIds, rentOk } from '../helpers/rentals.js';
 

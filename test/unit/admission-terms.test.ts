@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { getMetadataArgsStorage } from 'typeorm';
 import { AppError } from '../../src/errors/app-error.js';
-import { Deployment } from '../../src/modules/rentals/deployment.entity.js';
-import { Order } from '../../src/modules/rentals/order.entity.js';
+import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
+import { Order } from '../../src/modules/rentals/store/order.entity.js';
 import type { ApiKey } from '../../src/modules/keys/api-key.entity.js';
 import {
   cardTerms,
@@ -13,17 +13,17 @@ import {
   type AdmissionOffer,
   type AdmittingKey,
   type PayingAccount,
-} from '../../src/modules/rentals/admission-terms.js';
-import { newDeployment, newOrder, rentalDebitTerms } from '../../src/modules/rentals/admission-rows.js';
-import { toRentalDto } from '../../src/modules/rentals/rental-views.js';
-import { assertCreditLimits } from '../../src/modules/rentals/admission-guards.js';
-import { NO_MACHINE_COLUMNS } from '../../src/modules/rentals/machine-secrets.js';
+} from '../../src/modules/rentals/admission/admission-terms.js';
+import { newDeployment, newOrder, rentalDebitTerms } from '../../src/modules/rentals/admission/admission-rows.js';
+import { toRentalDto } from '../../src/modules/rentals/wire/rental-dto.js';
+import { assertCreditLimits } from '../../src/modules/rentals/admission/admission-guards.js';
+import { NO_MACHINE_COLUMNS } from '../../src/modules/rentals/store/machine-secrets.js';
 import {
   intentRequestValue,
   rentalIntent as parseIntent,
   type GpuIntent,
-} from '../../src/modules/rentals/rental-intent.js';
-import type { CreateRentalRequest } from '../../src/modules/rentals/rentals.dto.js';
+} from '../../src/modules/rentals/admission/rental-intent.js';
+import type { CreateRentalRequest } from '../../src/modules/rentals/wire/rentals.dto.js';
 import { DEFAULT_MACHINE_SETTINGS } from '../../src/providers/provider.js';
 
 const POLICY = { imageAllowlist: [], maxDiskGb: 1000 };

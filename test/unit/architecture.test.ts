@@ -181,8 +181,8 @@ describe('architecture', () => {
       !writesStatus(`await m.update(Order, { id: o.id, reversalStatus: 'PENDING' }, { reversalStatus: 'SUCCEEDED' });`),
     );
     const stateModule = new Set([
-      'src/modules/rentals/rental-state.ts',
-      'src/modules/rentals/rental-state.repository.ts',
+      'src/modules/rentals/state/rental-state.ts',
+      'src/modules/rentals/state/rental-state.repository.ts',
     ]);
     const offenders = [...sources('src'), ...sources('bot')].filter(
       (f) => !stateModule.has(f.path) && writesStatus(f.text),
@@ -330,6 +330,17 @@ describe('architecture', () => {
         .filter((i) => normalize(join(dirname(f.path), i)).startsWith('src/modules/rentals/'))
         .map((i) => `${f.path} -> ${i}`),
     );
+    assert.deepEqual(offenders, []);
+  });
+
+  it("imports the rentals module's controllers (rentals/api/) only from the composition root", () => {
+    const offenders = [...sources('src'), ...sources('bot')]
+      .filter((f) => !f.path.startsWith('src/modules/rentals/api/') && !COMPOSITION_ROOT.has(f.path))
+      .flatMap((f) =>
+        imports(f.text)
+          .filter((i) => normalize(join(dirname(f.path), i)).startsWith('src/modules/rentals/api/'))
+          .map((i) => `${f.path} -> ${i}`),
+      );
     assert.deepEqual(offenders, []);
   });
 

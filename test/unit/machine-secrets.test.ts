@@ -11,7 +11,7 @@ import {
   machineSettingsOf,
   scriptSha256,
   wrapStartupScript,
-} from '../../src/modules/rentals/machine-secrets.js';
+} from '../../src/modules/rentals/store/machine-secrets.js';
 import { DEFAULT_MACHINE_SETTINGS, STARTUP_MARKER_PATH, type MachineSettings } from '../../src/providers/provider.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -14,8 +14,8 @@ import {
   parseMachineSettings,
   unmetSetting,
   type MachinePolicy,
-} from '../../src/modules/rentals/machine-settings.js';
-import type { MachineSettingsRequest } from '../../src/modules/rentals/machine-settings.dto.js';
+} from '../../src/modules/rentals/admission/machine-settings.js';
+import type { MachineSettingsRequest } from '../../src/modules/rentals/wire/machine-settings.dto.js';
 import { honoursNeeds, needsOf } from '../../src/modules/inventory/offer-candidates.js';
 
 const ANY: MachinePolicy = { imageAllowlist: [], maxDiskGb: 1000 };

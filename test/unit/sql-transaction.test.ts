@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { hydrate, insertEntity } from '../../src/db/entity-rows.js';
 import { inOpenTransaction, inPipelinedTransaction, sqlQuery, type SqlTransaction } from '../../src/db/sql.js';
-import { Order } from '../../src/modules/rentals/order.entity.js';
+import { Order } from '../../src/modules/rentals/store/order.entity.js';
 import { ApiKey } from '../../src/modules/keys/api-key.entity.js';
 import { createTestContext } from '../helpers/context.js';
 import { testDataSource } from '../helpers/db.js';

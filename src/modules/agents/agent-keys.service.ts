@@ -21,10 +21,10 @@ import {
   markKeysRevoked,
 } from '../keys/keys.repository.js';
 import type { KeysService } from '../keys/keys.service.js';
-import type { RentalsService } from '../rentals/rentals.service.js';
+import type { RentalsService } from '../rentals/admission/rental-requests.service.js';
 import { lockUnexchangedApprovalsOf, markAuthorizationsRevoked } from './agent-authorizations.repository.js';
 import type { AgentKeyIssued, IssueAgentKeyRequest, KeyRental, RevokedKey, RevokedOwnerKey } from './agents.dto.js';
-import { unfinishedRentalsOfKeys } from '../rentals/rentals.repository.js';
+import { unfinishedRentalsOfKeys } from '../rentals/store/rental-reads.repository.js';
 
 /** How a revocation treats the revoked keys' unfinished rentals. */
 export interface RevokeOptions {

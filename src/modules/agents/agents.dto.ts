@@ -1,6 +1,6 @@
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import type { Scope } from '../keys/api-key.entity.js';
-import type { RentalStatus } from '../rentals/rental-status.js';
+import type { RentalStatus } from '../rentals/state/rental-status.js';
 
 /** Optional body of POST /api/v1/agent-authorizations; the call may also be sent without a body. */
 export interface BeginAuthorizationRequest {

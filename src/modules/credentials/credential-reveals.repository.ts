@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { CredentialReveal, type RevealRefusal } from '../rentals/credential-reveal.entity.js';
+import { CredentialReveal, type RevealRefusal } from '../rentals/store/credential-reveal.entity.js';
 
 // The only code that writes `credential_reveals`, the audit of every call for a deployment's
 // SSH access: one row per reveal, and one row per key, reason and minute for refusals.

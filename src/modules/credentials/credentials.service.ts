@@ -5,9 +5,9 @@ import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
-import type { RevealRefusal } from '../rentals/credential-reveal.entity.js';
-import { lockDeploymentOrRentalFor } from '../rentals/deployment-access.js';
-import type { CredentialsDto } from '../rentals/rentals.dto.js';
+import type { RevealRefusal } from '../rentals/store/credential-reveal.entity.js';
+import { lockDeploymentOrRentalFor } from '../rentals/reads/deployment-access.js';
+import type { CredentialsDto } from '../rentals/wire/rentals.dto.js';
 import { countRefusedReveal, insertReveal } from './credential-reveals.repository.js';
 import type { SecretBox } from './secret-box.js';
 

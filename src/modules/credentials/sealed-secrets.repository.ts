@@ -40,7 +40,7 @@ export const SEALED_SECRET_KINDS: readonly SealedSecretKind[] = [
       'SELECT ssh_key_kid AS keyId, COUNT(*) AS n FROM deployments WHERE ssh_private_key_enc IS NOT NULL GROUP BY ssh_key_kid',
   },
   {
-    // Sealed at admission (rentals/machine-secrets.ts), bound to the order's id.
+    // Sealed at admission (rentals/store/machine-secrets.ts), bound to the order's id.
     name: 'machine variables and startup scripts',
     binding: (id) => id,
     select:

@@ -1,4 +1,4 @@
-import type { RentalStatus } from '../rentals/rental-status.js';
+import type { RentalStatus } from '../rentals/state/rental-status.js';
 
 /**
  * Every event an agent or owner may be told of. Rental events carry the rental as

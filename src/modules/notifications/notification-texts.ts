@@ -1,7 +1,7 @@
 import { formatUsd } from '../../vocabulary/money.js';
 import { EVENT_OF_STATUS, type EventType } from '../events/event-types.js';
 import type { StoredEvent } from '../events/events.repository.js';
-import { NOTIFIED_STATUSES, type RentalStatus } from '../rentals/rental-status.js';
+import { NOTIFIED_STATUSES, type RentalStatus } from '../rentals/state/rental-status.js';
 import type { NewNotification, RentalFacts } from './notifications.repository.js';
 
 // What the bot tells an owner of each event, worded from what the event carries (the same events
@@ -21,7 +21,7 @@ export function isStatusEvent(type: EventType): boolean {
   return STATUS_OF_EVENT.has(type);
 }
 
-/** What the messages use of a rental event's data: the rental as a read returns it (rentals/rental-events.ts). */
+/** What the messages use of a rental event's data: the rental as a read returns it (rentals/state/rental-events.ts). */
 interface RentalEventData {
   rentalId: string;
   deploymentId: string | null;

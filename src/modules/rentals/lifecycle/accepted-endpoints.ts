@@ -1,8 +1,8 @@
 import type { Logger } from '../../../logger.js';
 import type { InstanceInfo } from '../../../providers/provider.js';
 import { describeUntrustedEndpoint, sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
-import type { Deployment } from '../deployment.entity.js';
-import type { Order } from '../order.entity.js';
+import type { Deployment } from '../store/deployment.entity.js';
+import type { Order } from '../store/order.entity.js';
 
 /**
  * The endpoints the provider reported for ports the rental asked for, when they are plain

@@ -2,12 +2,12 @@ import { inTransaction } from '../../../db/transaction.js';
 import { AppError } from '../../../errors/app-error.js';
 import type { OfferDto } from '../../inventory/inventory.dto.js';
 import { needsOf } from '../../inventory/offer-candidates.js';
-import type { Deployment } from '../deployment.entity.js';
-import { assignFirstCandidate } from '../deployments.repository.js';
-import type { Order } from '../order.entity.js';
-import { assignCandidates } from '../orders.repository.js';
-import { MAX_CANDIDATES } from '../rental-limits.js';
-import { orderGpuMatch } from '../rental-intent.js';
+import type { Deployment } from '../store/deployment.entity.js';
+import { assignFirstCandidate } from '../store/deployments.repository.js';
+import type { Order } from '../store/order.entity.js';
+import { assignCandidates } from '../store/orders.repository.js';
+import { MAX_CANDIDATES } from '../admission/rental-limits.js';
+import { orderGpuMatch } from '../admission/rental-intent.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import type { Reversal } from './reversal.js';
 

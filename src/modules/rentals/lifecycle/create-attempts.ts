@@ -4,12 +4,12 @@ import { cheapestOffersOfShape, offersByIds } from '../../inventory/offers.repos
 import { recordProviderError } from '../../inventory/provider-status.repository.js';
 import { slugsOfMatch } from '../../inventory/offer-candidates.js';
 import { offerCapabilities, type Offer } from '../../inventory/offer.entity.js';
-import { offerLabel, unmetSetting } from '../machine-settings.js';
-import { orderGpuMatch } from '../rental-intent.js';
-import { MAX_CANDIDATES } from '../rental-limits.js';
-import type { Deployment } from '../deployment.entity.js';
-import { DeploymentAttempt, type AttemptOutcome } from '../deployment-attempt.entity.js';
-import type { Order } from '../order.entity.js';
+import { offerLabel, unmetSetting } from '../admission/machine-settings.js';
+import { orderGpuMatch } from '../admission/rental-intent.js';
+import { MAX_CANDIDATES } from '../admission/rental-limits.js';
+import type { Deployment } from '../store/deployment.entity.js';
+import { DeploymentAttempt, type AttemptOutcome } from '../store/deployment-attempt.entity.js';
+import type { Order } from '../store/order.entity.js';
 import { decideCreateStep, NOTHING_CREATED } from './create-step.js';
 import {
   assignAttempt,
@@ -20,11 +20,11 @@ import {
   recordInstance,
   setPhase,
   type AttemptAssignment,
-} from '../deployments.repository.js';
-import { machineSettingsOf, wrapStartupScript } from '../machine-secrets.js';
+} from '../store/deployments.repository.js';
+import { machineSettingsOf, wrapStartupScript } from '../store/machine-secrets.js';
 import { instanceLabel } from './labels.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
-import { setOrderHourlyPrice } from '../orders.repository.js';
+import { setOrderHourlyPrice } from '../store/orders.repository.js';
 import type { Reversal } from './reversal.js';
 
 type RunOutcome = 'done' | 'created' | 'asked';

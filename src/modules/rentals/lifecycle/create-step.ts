@@ -1,5 +1,5 @@
-import type { AttemptOutcome } from '../deployment-attempt.entity.js';
-import type { FailureCode } from '../rental-status.js';
+import type { AttemptOutcome } from '../store/deployment-attempt.entity.js';
+import type { FailureCode } from '../state/rental-status.js';
 
 /** What the create loop knows when it decides its next step. */
 export interface CreateStepInput {

@@ -1,7 +1,7 @@
 import { inTransaction } from '../../../db/transaction.js';
-import { findDeployment } from '../deployments.repository.js';
-import { claimExpiringNotice, endingWithoutNotice } from '../idle-watches.repository.js';
-import { recordRentalEvent } from '../rental-events.js';
+import { findDeployment } from '../store/deployments.repository.js';
+import { claimExpiringNotice, endingWithoutNotice } from '../store/idle-watches.repository.js';
+import { recordRentalEvent } from '../state/rental-events.js';
 import { enqueueFor, type LifecycleDeps } from './lifecycle-deps.js';
 
 /** How long before its end a rental says it is about to end (or half its whole run, when that is shorter). */

@@ -1,15 +1,15 @@
 import { inTransaction } from '../../../db/transaction.js';
 import { SshLoginError, sshExec, type SshOptions } from '../../../providers/ssh-probe.js';
-import { lockDeployment, pinHostKey } from '../deployments.repository.js';
+import { lockDeployment, pinHostKey } from '../store/deployments.repository.js';
 import {
   forgetFinishedWatches,
   saveIdleWatch,
   watchedRentals,
   type IdleWatchState,
   type WatchedRental,
-} from '../idle-watches.repository.js';
-import { recordRentalEvent } from '../rental-events.js';
-import type { TerminationReason } from '../rental-status.js';
+} from '../store/idle-watches.repository.js';
+import { recordRentalEvent } from '../state/rental-events.js';
+import type { TerminationReason } from '../state/rental-status.js';
 import type { LifecycleDeps, LifecycleTiming } from './lifecycle-deps.js';
 import { CHECKS_PER_ACCOUNT, CheckSlots } from './check-slots.js';
 

@@ -1,8 +1,8 @@
 import { STARTUP_MARKER_PATH } from '../../../providers/provider.js';
 import { SshLoginError, sshExec, type SshCut, type SshOptions, type SshTarget } from '../../../providers/ssh-probe.js';
-import type { MachinePhase } from '../rental-status.js';
-import type { Deployment } from '../deployment.entity.js';
-import { pinHostKey } from '../deployments.repository.js';
+import type { MachinePhase } from '../state/rental-status.js';
+import type { Deployment } from '../store/deployment.entity.js';
+import { pinHostKey } from '../store/deployments.repository.js';
 import { CheckSlots } from './check-slots.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 

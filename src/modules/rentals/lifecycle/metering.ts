@@ -3,9 +3,9 @@ import { inPipelinedTransaction } from '../../../db/sql.js';
 import { sweepTimer } from '../../../metrics/outcomes.js';
 import { lockAccountBalances } from '../../accounts/accounts.repository.js';
 import type { Posting, UsageAccrual } from '../../billing/ledger.service.js';
-import type { Deployment } from '../deployment.entity.js';
-import { isOneOf, METERED_BILLING_MODELS, METERED_STATUSES, type TerminationReason } from '../rental-status.js';
-import { overdueDeployments, setMeteredUsage } from '../deployments.repository.js';
+import type { Deployment } from '../store/deployment.entity.js';
+import { isOneOf, METERED_BILLING_MODELS, METERED_STATUSES, type TerminationReason } from '../state/rental-status.js';
+import { overdueDeployments, setMeteredUsage } from '../store/deployments.repository.js';
 import {
   activeMeteredLimits,
   chargeUsage,
@@ -14,7 +14,7 @@ import {
   type MeteredLimits,
   type MeteringState,
   type SweptDeployment,
-} from '../metering.repository.js';
+} from '../store/metering.repository.js';
 import { usageRef } from './labels.js';
 import type { LifecycleDeps, LifecycleTiming } from './lifecycle-deps.js';
 

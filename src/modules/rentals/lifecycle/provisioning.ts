@@ -3,10 +3,10 @@ import type { InstanceInfo } from '../../../providers/provider.js';
 import { offersByIds } from '../../inventory/offers.repository.js';
 import { generateDeploymentKeyPair } from '../../../providers/ssh-keys.js';
 import { type Offer } from '../../inventory/offer.entity.js';
-import type { Deployment } from '../deployment.entity.js';
-import type { Order } from '../order.entity.js';
-import { isOneOf, PROVISIONING_STATUSES, type MachinePhase } from '../rental-status.js';
-import { transition } from '../rental-state.js';
+import type { Deployment } from '../store/deployment.entity.js';
+import type { Order } from '../store/order.entity.js';
+import { isOneOf, PROVISIONING_STATUSES, type MachinePhase } from '../state/rental-status.js';
+import { transition } from '../state/rental-state.js';
 import {
   clearInstance,
   findDeployment,
@@ -15,12 +15,12 @@ import {
   recordSshAddress,
   setPhase,
   storeSshKey,
-} from '../deployments.repository.js';
+} from '../store/deployments.repository.js';
 import { acceptedEndpoint, acceptedEndpoints } from './accepted-endpoints.js';
 import { CreateAttempts } from './create-attempts.js';
 import { MachineChecker, type MachineCheck } from './machine-check.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
-import { getOrder } from '../orders.repository.js';
+import { getOrder } from '../store/orders.repository.js';
 import type { Reversal } from './reversal.js';
 import { waitsForCapacity, type CapacityWait } from './capacity-wait.js';
 import type { Expiring } from './expiring.js';

@@ -1,6 +1,6 @@
 import type { InstanceInfo } from '../../../providers/provider.js';
 import { ProviderFailureLog } from '../../../providers/provider-failures.js';
-import { DRIVEN_STATUSES, LIVE_STATUSES, type TerminationReason } from '../rental-status.js';
+import { DRIVEN_STATUSES, LIVE_STATUSES, type TerminationReason } from '../state/rental-status.js';
 import {
   deploymentsUnchangedSince,
   failedWithReversalPending,
@@ -8,7 +8,7 @@ import {
   overdueDeployments,
   setLastCheckDetail,
   terminatedWithDetailPrefix,
-} from '../deployments.repository.js';
+} from '../store/deployments.repository.js';
 import { LABEL_PREFIX } from './labels.js';
 import { CLEANUP_PENDING, releaseAfterDestroyed } from './termination.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';

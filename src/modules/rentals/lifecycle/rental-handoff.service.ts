@@ -1,8 +1,8 @@
 import type { DataSource } from 'typeorm';
 import { RENTAL_JOBS, type JobQueue } from '../../../jobs/job-queue.js';
 import type { RentalHandoff } from '../../billing/rental-handoff.js';
-import { isOneOf, PROVISIONING_STATUSES } from '../rental-status.js';
-import { deploymentOfOrder } from '../deployments.repository.js';
+import { isOneOf, PROVISIONING_STATUSES } from '../state/rental-status.js';
+import { deploymentOfOrder } from '../store/deployments.repository.js';
 
 /** A paid card order enters the same provisioning path as a credits rental. */
 export class CardRentalHandoff implements RentalHandoff {

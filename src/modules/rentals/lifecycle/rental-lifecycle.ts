@@ -1,5 +1,5 @@
 import { DestructionVerifier } from '../../../providers/destruction-verifier.js';
-import type { FailureCode, TerminationReason } from '../rental-status.js';
+import type { FailureCode, TerminationReason } from '../state/rental-status.js';
 import { CapacityWait } from './capacity-wait.js';
 import { DEFAULT_TIMING, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import { Expiring } from './expiring.js';

@@ -1,13 +1,13 @@
 import { inTransaction } from '../../../db/transaction.js';
 import { entryByRef } from '../../billing/ledger.repository.js';
-import type { Deployment } from '../deployment.entity.js';
-import { isOneOf, METERED_BILLING_MODELS, PROVISIONING_STATUSES, type FailureCode } from '../rental-status.js';
-import { transition } from '../rental-state.js';
-import { findDeployment, lockDeployment, setMeteredUsage } from '../deployments.repository.js';
+import type { Deployment } from '../store/deployment.entity.js';
+import { isOneOf, METERED_BILLING_MODELS, PROVISIONING_STATUSES, type FailureCode } from '../state/rental-status.js';
+import { transition } from '../state/rental-state.js';
+import { findDeployment, lockDeployment, setMeteredUsage } from '../store/deployments.repository.js';
 import { chargeTimeBeforeActive, timeBeforeActive } from './time-before-active.js';
 import { rentalDebitRef, reversalRef } from './labels.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
-import { getOrder, markReversalSettled } from '../orders.repository.js';
+import { getOrder, markReversalSettled } from '../store/orders.repository.js';
 
 /**
  * Failing a rental and giving back what it took: FAILED with a customer-safe reason and the

@@ -2,9 +2,9 @@ import { inTransaction } from '../../../db/transaction.js';
 import type { DestructionVerifier } from '../../../providers/destruction-verifier.js';
 import type { InstanceInfo, Provider } from '../../../providers/provider.js';
 import type { SshTarget } from '../../../providers/ssh-probe.js';
-import type { Deployment } from '../deployment.entity.js';
-import { isOneOf, METERED_BILLING_MODELS, TERMINAL_STATUSES, type TerminationReason } from '../rental-status.js';
-import { requestTermination, transition } from '../rental-state.js';
+import type { Deployment } from '../store/deployment.entity.js';
+import { isOneOf, METERED_BILLING_MODELS, TERMINAL_STATUSES, type TerminationReason } from '../state/rental-status.js';
+import { requestTermination, transition } from '../state/rental-state.js';
 import type { Reversal } from './reversal.js';
 import { sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
 import {
@@ -15,11 +15,11 @@ import {
   recordInstance,
   recordSshAddress,
   setLastCheckDetail,
-} from '../deployments.repository.js';
+} from '../store/deployments.repository.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import type { Metering } from './metering.js';
 import { chargeTimeBeforeActive } from './time-before-active.js';
-import { getOrder } from '../orders.repository.js';
+import { getOrder } from '../store/orders.repository.js';
 
 /** `last_check_detail` of a TERMINATED deployment whose plugin clean-up must be retried (the reconciler does). */
 export const CLEANUP_PENDING = 'provider clean-up pending: ';

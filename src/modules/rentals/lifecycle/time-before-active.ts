@@ -1,8 +1,8 @@
 import type { EntityManager } from 'typeorm';
 import type { LedgerService } from '../../billing/ledger.service.js';
-import type { Deployment } from '../deployment.entity.js';
-import type { Order } from '../order.entity.js';
-import { setMeteredUsage } from '../deployments.repository.js';
+import type { Deployment } from '../store/deployment.entity.js';
+import type { Order } from '../store/order.entity.js';
+import { setMeteredUsage } from '../store/deployments.repository.js';
 import type { MachineCheck } from './machine-check.js';
 import { accrual, usagePosting, type UsagePost } from './metering.js';
 
