@@ -4,7 +4,8 @@ import { APPROVAL_CODE_TAG } from '../../src/modules/keys/tokens.js';
 import type { Conversation } from '../../src/modules/telegram/conversation-store.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, minutesLeft, utc } from '../format.js';
-import { describeLimits, limitsOf, startLimitsDialogue } from '../limits-dialogue.js';
+import { limitsOf, startLimitsDialogue } from '../limits-dialogue.js';
+import { describeLimits } from '../limit-args.js';
 import type { KeyLimits } from '../../src/modules/keys/key-limits.js';
 
 const APPROVE_PAYLOAD = new RegExp(`^approve_(${APPROVAL_CODE_TAG}_[A-Za-z0-9_-]{43})$`);

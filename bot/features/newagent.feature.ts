@@ -2,7 +2,8 @@ import { Composer } from 'grammy';
 import type { Conversation } from '../../src/modules/telegram/conversation-store.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, minutesLeft, utc } from '../format.js';
-import { describeLimits, parseLimitArgs, startLimitsDialogue } from '../limits-dialogue.js';
+import { startLimitsDialogue } from '../limits-dialogue.js';
+import { describeLimits, parseLimitArgs } from '../limit-args.js';
 import type { KeyLimits } from '../../src/modules/keys/key-limits.js';
 
 /** How long an unanswered /newagent dialogue stays open. */

@@ -7,8 +7,8 @@ import {
   checkRentalLength,
   describeIdleMinutes,
   parseIdleMinutes,
-  parseLimitArgs,
 } from '../../bot/limits-dialogue.js';
+import { parseLimitArgs } from '../../bot/limit-args.js';
 import { parseRentalLength } from '../../src/modules/keys/rental-length.js';
 
 describe('bot limit parsing', () => {
