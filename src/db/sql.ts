@@ -2,7 +2,7 @@ import type { Pool, PoolConnection } from 'mysql2';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { MysqlDriver } from 'typeorm/driver/mysql/MysqlDriver.js';
 import { statementText } from './statement-text.js';
-import { retryingTransaction } from './transaction.js';
+import { isRetryableTxError, retryingTransaction } from './transaction.js';
 
 interface Queued {
   sql: string;
@@ -153,6 +153,9 @@ export function inPipelinedTransaction<T>(
         result = await fn(tx);
         await started;
       } catch (err) {
+        if (tx.active && isDatabaseError(err) && !isRetryableTxError(err) && (await transactionLost(conn))) {
+          throw new TransactionLostError(err);
+        }
         if (tx.active) {
           await tx.end('ROLLBACK').catch(() => {
             broken = true;
@@ -171,4 +174,44 @@ export function inPipelinedTransaction<T>(
       else conn.release();
     }
   }, attempts);
+}
+
+function isDatabaseError(err: unknown): boolean {
+  return typeof (err as { errno?: unknown })?.errno === 'number';
+}
+
+/**
+ * A transaction the server ended under us. On a multi-primary cluster a transaction can lose to a
+ * replicated one between two statements of a batch (a brute-force abort): the server rolls it back,
+ * and the statements after run on their own, so the error they report (a foreign key whose parent
+ * row was rolled back, say) is not the transaction's. Its work is all undone, so it is retried like
+ * a deadlock victim; its code says so to the retry rule.
+ */
+export class TransactionLostError extends Error {
+  readonly code = 'ER_LOCK_DEADLOCK';
+  constructor(readonly reported: unknown) {
+    super(`the transaction was rolled back by the server (${(reported as Error)?.message ?? String(reported)})`);
+  }
+}
+
+/**
+ * True when the connection is no longer in the transaction it began. `@@in_transaction` answers on
+ * MariaDB; MySQL 8 lacks it and is asked through INNODB_TRX (which needs the PROCESS privilege). When
+ * neither answers, the error stands as reported.
+ */
+async function transactionLost(conn: Pick<PoolConnection, 'query'>): Promise<boolean> {
+  try {
+    const [row] = await run<{ t: number | string }[]>(conn, 'SELECT @@in_transaction AS t');
+    return Number(row.t) === 0;
+  } catch {
+    try {
+      const [row] = await run<{ n: number | string }[]>(
+        conn,
+        'SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = CONNECTION_ID()',
+      );
+      return Number(row.n) === 0;
+    } catch {
+      return false;
+    }
+  }
 }

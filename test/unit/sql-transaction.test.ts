@@ -121,6 +121,35 @@ describe('SqlTransaction (plain mysql2 transactions of the hot paths)', () => {
     assert.deepEqual(await rows(), ['10:ay', '11:bx']);
   });
 
+  it('runs again a transaction the server rolled back under it, whatever error its next statement got', async () => {
+    let runs = 0;
+    await inPipelinedTransaction(ds, async (tx) => {
+      runs++;
+      await tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [20, 'kept']);
+      if (runs === 1) {
+        // What a cluster's brute-force abort leaves: the transaction gone, the next statement on its own.
+        await tx.query('ROLLBACK');
+        await tx.query(`SELECT * FROM ${table}_missing`);
+      }
+    });
+    assert.equal(runs, 2);
+    assert.deepEqual(await rows(), ['20:kept']);
+  });
+
+  it('does not run again a transaction whose own statement failed', async () => {
+    let runs = 0;
+    await assert.rejects(
+      inPipelinedTransaction(ds, async (tx) => {
+        runs++;
+        await tx.query(`INSERT INTO ${table} (id, v) VALUES (?, ?)`, [21, 'gone']);
+        await tx.query(`SELECT * FROM ${table}_missing`);
+      }),
+      (err: { code?: string }) => err.code === 'ER_NO_SUCH_TABLE',
+    );
+    assert.equal(runs, 1);
+    assert.deepEqual(await rows(), []);
+  });
+
   it('writes and reads entity rows as TypeORM does', async () => {
     const ctx = await createTestContext();
     try {
