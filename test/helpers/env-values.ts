@@ -1,7 +1,7 @@
 /**
  * The spellings one kind of environment value is accepted or refused in, for every door that
- * reads one: the service's variables (test/api/config.test.ts, through loadConfig) and the
- * provider plugins' options (test/providers/kit-options.test.ts, through the kit's parser). Both
+ * reads one: the service's variables (test/unit/service-config.test.ts, through loadConfig) and the
+ * provider plugins' options (test/unit/kit-options.test.ts, through the kit's parser). Both
  * run the same tables, so a spelling one accepts and the other refuses fails one of them.
  */
 

@@ -7,6 +7,7 @@ import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import { claimOrReplay, idempotentRequest, priorUse, requireIdempotencyKey } from '../idempotency/idempotency.js';
+import { MysqlIdempotencyRepository } from '../idempotency/idempotency.repository.js';
 import { SIGNUP_ORIGIN } from '../keys/account-holder.js';
 import type { ApiKey, Scope } from '../keys/api-key.entity.js';
 import { keyLimitsOf, OWNER_KEY_LIMITS, SIGNUP_LIMITS, type KeyLimitsInput } from '../keys/key-limits.js';
@@ -100,11 +101,11 @@ export class AccountsService {
     const limits = { ...SIGNUP_LIMITS.defaults, ...stripUndefined(given) };
     const request = idempotentRequest('signup', idemKey, name === undefined ? limits : { ...limits, name });
     // A retry of a finished signup is answered without spending the global rate budget.
-    if ((await priorUse(this.ds, request)) !== null) throw signupCompleted();
+    if ((await priorUse(new MysqlIdempotencyRepository(this.ds), request)) !== null) throw signupCompleted();
     await this.rateLimiter.hit('signup', this.options.signupRatePerMinute, 60, 'signups');
 
     const token = await inTransaction(this.ds, (m) =>
-      claimOrReplay(m, this.clock, request, {
+      claimOrReplay(new MysqlIdempotencyRepository(m), this.clock, request, {
         replay: () => {
           throw signupCompleted();
         },

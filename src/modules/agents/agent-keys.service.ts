@@ -9,6 +9,7 @@ import { assertNotFrozen as refuseIfFrozen } from '../accounts/billing-eligibili
 import { toKeyDto } from '../accounts/accounts.service.js';
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
+import { MysqlIdempotencyRepository } from '../idempotency/idempotency.repository.js';
 import { keyLimitsOf, limitsBeyond, type KeyLimits } from '../keys/key-limits.js';
 import { keyName } from '../keys/key-name.js';
 import {
@@ -81,21 +82,26 @@ export class AgentKeysService {
     const result = await inTransaction(this.ds, async (m) => {
       // As in approval: a concurrent revocation of the issuing key sees this key or refuses it.
       await this.keys.lockActingKey(m, principal.accountId, principal.keyId);
-      return claimOrReplay<{ keyId: string; token: string | null }>(m, this.clock, request, {
-        replay: (keyId) => ({ keyId, token: null }),
-        create: async () => {
-          const { key, token } = await this.keys.create(m, {
-            accountId: principal.accountId,
-            kind: 'AGENT',
-            name: input.name,
-            scopes: input.scopes,
-            origin: 'owner-issued',
-            issuedByKeyId: principal.keyId,
-            ...limits,
-          });
-          return { resourceId: key.id, result: { keyId: key.id, token } };
+      return claimOrReplay<{ keyId: string; token: string | null }>(
+        new MysqlIdempotencyRepository(m),
+        this.clock,
+        request,
+        {
+          replay: (keyId) => ({ keyId, token: null }),
+          create: async () => {
+            const { key, token } = await this.keys.create(m, {
+              accountId: principal.accountId,
+              kind: 'AGENT',
+              name: input.name,
+              scopes: input.scopes,
+              origin: 'owner-issued',
+              issuedByKeyId: principal.keyId,
+              ...limits,
+            });
+            return { resourceId: key.id, result: { keyId: key.id, token } };
+          },
         },
-      });
+      );
     });
     return {
       issued: { key: await this.describeKey(result.keyId), token: result.token },

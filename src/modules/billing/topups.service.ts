@@ -3,6 +3,7 @@ import type { Clock } from '../../clock.js';
 import { inTransaction } from '../../db/transaction.js';
 import { AppError } from '../../errors/app-error.js';
 import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
+import { MysqlIdempotencyRepository } from '../idempotency/idempotency.repository.js';
 import type { Principal } from '../keys/principal.js';
 import type { TopupDto, TopupRequest } from './billing.dto.js';
 import type { Checkout } from './checkout.entity.js';
@@ -41,7 +42,7 @@ export class TopupsService {
     const scope = principal.keyId === null ? `topup-bot:${principal.accountId}` : `topup:${principal.accountId}`;
     const request = idempotentRequest(scope, idemKey, { amountMinor: body.amountMinor });
     const claimed = await inTransaction(this.ds, (m) =>
-      claimOrReplay(m, this.clock, request, {
+      claimOrReplay(new MysqlIdempotencyRepository(m), this.clock, request, {
         replay: async (checkoutId) => ({ checkout: await getCheckout(m, checkoutId), created: false }),
         create: async () => {
           const checkout = await this.sessions.insert(m, {

@@ -1,11 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { DataSource } from 'typeorm';
 import { IDEMPOTENCY_KEY_HINT } from '../../vocabulary/access-hints.js';
 import type { Clock } from '../../clock.js';
-import type { Sql } from '../../db/sql.js';
 import { AppError } from '../../errors/app-error.js';
 import { isUuid } from '../../ids.js';
-import { findIdempotencyRecord, insertIdempotencyRecord, setIdempotencyResource } from './idempotency.repository.js';
+import type { IdempotencyRepository } from './idempotency.repository.js';
 
 /*
  * The Idempotency-Key protocol, the same for every create (signup, top-ups, card checkout, agent
@@ -94,16 +92,21 @@ function resourceOf(record: { scope: string; idemKey: string; resourceId: string
  * round trip; other creates use {@link claimOrReplay}.
  */
 export async function claimIdempotencyKey(
-  sql: Sql,
+  records: IdempotencyRepository,
   clock: Clock,
   request: IdempotentRequest,
   resourceId: string,
 ): Promise<Claim> {
-  return claim(sql, clock, request, resourceId);
+  return claim(records, clock, request, resourceId);
 }
 
-async function claim(sql: Sql, clock: Clock, request: IdempotentRequest, resourceId: string | null): Promise<Claim> {
-  const inserted = await insertIdempotencyRecord(sql, {
+async function claim(
+  records: IdempotencyRepository,
+  clock: Clock,
+  request: IdempotentRequest,
+  resourceId: string | null,
+): Promise<Claim> {
+  const inserted = await records.insert({
     scope: request.scope,
     idemKey: request.key,
     requestHash: request.hash,
@@ -111,7 +114,7 @@ async function claim(sql: Sql, clock: Clock, request: IdempotentRequest, resourc
     createdAt: clock.now(),
   });
   if (inserted) return { kind: 'new', recordId: inserted.id };
-  const record = await findIdempotencyRecord(sql, request.scope, request.key);
+  const record = await records.find(request.scope, request.key);
   if (!record) throw new Error(`idempotency record ${request.scope}/${request.key} was neither inserted nor found`);
   if (record.requestHash !== request.hash) throw conflict();
   return { kind: 'replay', resourceId: resourceOf(record) };
@@ -130,15 +133,15 @@ export interface IdempotentSteps<T> {
  * gets the created resource's id before the transaction commits) or replays.
  */
 export async function claimOrReplay<T>(
-  sql: Sql,
+  records: IdempotencyRepository,
   clock: Clock,
   request: IdempotentRequest,
   steps: IdempotentSteps<T>,
 ): Promise<T> {
-  const claimed = await claim(sql, clock, request, null);
+  const claimed = await claim(records, clock, request, null);
   if (claimed.kind === 'replay') return steps.replay(claimed.resourceId);
   const created = await steps.create();
-  await setIdempotencyResource(sql, claimed.recordId, created.resourceId);
+  await records.setResource(claimed.recordId, created.resourceId);
   return created.result;
 }
 
@@ -147,8 +150,8 @@ export async function claimOrReplay<T>(
  * or null when the key is unused. A different body is IDEMPOTENCY_CONFLICT. For checks that a
  * replay must skip (admission of a card order, the signup rate limit); the claim decides again.
  */
-export async function priorUse(ds: DataSource, request: IdempotentRequest): Promise<string | null> {
-  const record = await findIdempotencyRecord(ds, request.scope, request.key);
+export async function priorUse(records: IdempotencyRepository, request: IdempotentRequest): Promise<string | null> {
+  const record = await records.find(request.scope, request.key);
   if (!record) return null;
   if (record.requestHash !== request.hash) throw conflict();
   return resourceOf(record);

@@ -9,6 +9,7 @@ import type { SecretBox } from '../credentials/secret-box.js';
 import { EVENT_TYPES, type EventType } from '../events/event-types.js';
 import { accountSeqsOf, latestEventId } from '../events/events.repository.js';
 import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
+import { MysqlIdempotencyRepository } from '../idempotency/idempotency.repository.js';
 import type { Principal } from '../keys/principal.js';
 import type { Viewer } from '../keys/visibility.js';
 import { DestinationRefused, systemResolver, urlProblem, vettedAddress, type Resolver } from './destination.js';
@@ -104,33 +105,38 @@ export class WebhooksService {
     const request = idempotentRequest(`webhook-endpoints:${principal.keyId}`, idemKey, { url, eventTypes });
     const after = await latestEventId(this.ds);
     const { endpointId, secret } = await inTransaction(this.ds, (m) =>
-      claimOrReplay<{ endpointId: string; secret: string | null }>(m, this.clock, request, {
-        replay: (id) => ({ endpointId: id, secret: null }),
-        create: async () => {
-          if ((await lockEndpointsMadeBy(m, principal.keyId)) >= ENDPOINTS_PER_KEY) {
-            throw new AppError(
-              'VALIDATION_FAILED',
-              `Invalid request: this key already has ${ENDPOINTS_PER_KEY} webhook endpoints, the most one key may have: delete one first (DELETE /api/v1/webhook-endpoints/{id}).`,
-            );
-          }
-          const id = randomUUID();
-          const secret = newSigningSecret();
-          const sealed = this.box.seal(secret, secretBinding(id));
-          await insertEndpoint(m, {
-            id,
-            accountId: principal.accountId,
-            keyId: principal.kind === 'AGENT' ? principal.keyId : null,
-            makerKeyId: principal.keyId,
-            url,
-            eventTypes,
-            secretSealed: sealed.ciphertext,
-            secretKeyId: sealed.keyId,
-            afterEventId: after,
-            createdAt: this.clock.now(),
-          });
-          return { resourceId: id, result: { endpointId: id, secret } };
+      claimOrReplay<{ endpointId: string; secret: string | null }>(
+        new MysqlIdempotencyRepository(m),
+        this.clock,
+        request,
+        {
+          replay: (id) => ({ endpointId: id, secret: null }),
+          create: async () => {
+            if ((await lockEndpointsMadeBy(m, principal.keyId)) >= ENDPOINTS_PER_KEY) {
+              throw new AppError(
+                'VALIDATION_FAILED',
+                `Invalid request: this key already has ${ENDPOINTS_PER_KEY} webhook endpoints, the most one key may have: delete one first (DELETE /api/v1/webhook-endpoints/{id}).`,
+              );
+            }
+            const id = randomUUID();
+            const secret = newSigningSecret();
+            const sealed = this.box.seal(secret, secretBinding(id));
+            await insertEndpoint(m, {
+              id,
+              accountId: principal.accountId,
+              keyId: principal.kind === 'AGENT' ? principal.keyId : null,
+              makerKeyId: principal.keyId,
+              url,
+              eventTypes,
+              secretSealed: sealed.ciphertext,
+              secretKeyId: sealed.keyId,
+              afterEventId: after,
+              createdAt: this.clock.now(),
+            });
+            return { resourceId: id, result: { endpointId: id, secret } };
+          },
         },
-      }),
+      ),
     );
     const stored = await visibleEndpoint(this.ds, principal, endpointId);
     if (!stored) throw new AppError('NOT_FOUND', 'This endpoint was deleted.');

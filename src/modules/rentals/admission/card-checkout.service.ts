@@ -9,6 +9,7 @@ import type { Checkout } from '../../billing/checkout.entity.js';
 import type { CheckoutDescription, CheckoutSessionsService } from '../../billing/checkout-sessions.service.js';
 import { formatUsdAmount } from '../../../vocabulary/money.js';
 import { claimOrReplay, idempotentRequest, priorUse, requireIdempotencyKey } from '../../idempotency/idempotency.js';
+import { MysqlIdempotencyRepository } from '../../idempotency/idempotency.repository.js';
 import type { InventoryService } from '../../inventory/inventory.service.js';
 import type { KeysService } from '../../keys/keys.service.js';
 import type { Principal } from '../../keys/principal.js';
@@ -49,10 +50,13 @@ export class CardCheckoutService {
     });
 
     // A retry answers with the order it made even if the offer has since changed or vanished.
-    const admitted = (await priorUse(this.ds, request)) === null ? await this.admit(principal, body) : null;
+    const admitted =
+      (await priorUse(new MysqlIdempotencyRepository(this.ds), request)) === null
+        ? await this.admit(principal, body)
+        : null;
 
     const claimed = await inTransaction(this.ds, (m) =>
-      claimOrReplay(m, this.clock, request, {
+      claimOrReplay(new MysqlIdempotencyRepository(m), this.clock, request, {
         replay: (orderId) => this.sessions.checkoutOfOrder(m, orderId),
         // A key with no record before the transaction was admitted above; records are never deleted.
         create: async () => this.createOrder(m, principal, body, admitted ?? (await this.admit(principal, body))),

@@ -9,6 +9,7 @@ import { RENTAL_JOBS, type JobQueue } from '../../../jobs/job-queue.js';
 import type { Logger } from '../../../logger.js';
 import type { LedgerService } from '../../billing/ledger.service.js';
 import { claimIdempotencyKey, idempotentRequest } from '../../idempotency/idempotency.js';
+import { MysqlIdempotencyRepository } from '../../idempotency/idempotency.repository.js';
 import type { KeysService, LockedAccount } from '../../keys/keys.service.js';
 import type { InventoryService } from '../../inventory/inventory.service.js';
 import { creditTerms, waitingTerms, type AdmissionOffer, type AdmissionTerms } from './admission-terms.js';
@@ -108,7 +109,7 @@ export class RentalsService {
       const now = this.clock.now();
       const [{ account, usage }, claim, reserving, failedAfterUseAt] = await Promise.all([
         this.keys.lockAccountWithUsage(m, principal.key),
-        claimIdempotencyKey(m, this.clock, request, rentalId),
+        claimIdempotencyKey(new MysqlIdempotencyRepository(m), this.clock, request, rentalId),
         reservingRentals(m, principal.accountId),
         failedAfterUse(
           m,

@@ -115,7 +115,7 @@ describe('kit: option parser', () => {
     );
   });
 
-  describe('reads each kind as the service reads its own variables (the tables test/api/config.test.ts runs too)', () => {
+  describe('reads each kind as the service reads its own variables (the tables test/unit/service-config.test.ts runs too)', () => {
     const one = (name: string, value: string) => parse({ API_KEY: 'k', [name]: value }) as Record<string, unknown>;
     const refusal = (name: string, value: string, message: string) =>
       assert.throws(

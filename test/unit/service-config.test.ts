@@ -86,7 +86,7 @@ describe('loadConfig', () => {
     ]);
   });
 
-  describe('reads each kind as the plugin kit reads options (the tables test/providers/kit-options.test.ts runs too)', () => {
+  describe('reads each kind as the plugin kit reads options (the tables test/unit/kit-options.test.ts runs too)', () => {
     const refusal = (env: Record<string, string>, message: string) =>
       assert.throws(
         () => loadConfig(env),
