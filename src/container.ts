@@ -40,6 +40,7 @@ import type { ProviderRegistry } from './providers/provider-registry.js';
 import { WebhookDeliveries } from './modules/webhooks/webhook-delivery.js';
 import { WebhooksService } from './modules/webhooks/webhooks.service.js';
 import { countWebhookDelivery } from './metrics/outcomes.js';
+import { createStore, type AppStore } from './repositories.js';
 
 /** How often the event hub reads the log's tail while anyone listens: a waiting read answers within this of a commit. */
 const EVENT_TAIL_MS = 250;
@@ -48,6 +49,8 @@ const EVENT_TAIL_MS = 250;
 export interface Services {
   config: Config;
   ds: DataSource;
+  /** The database as the services see it: one repository per aggregate (src/repositories.ts). */
+  store: AppStore;
   clock: Clock;
   logger: Logger;
   providers: ProviderRegistry;
@@ -93,6 +96,7 @@ export interface ServiceDeps {
 
 /** The composition root: builds every service and every job handler once, in dependency order. */
 export function createServices({ config, ds, clock, logger, providers, rentalHandoff }: ServiceDeps): Services {
+  const store = createStore(ds);
   const rateLimiter = new RateLimiter(ds, clock);
   const ledger = new LedgerService(ds, clock, { lowCreditsMinor: config.billing.lowCreditsMinor });
   const keys = new KeysService(ds, clock);
@@ -233,6 +237,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   return {
     config,
     ds,
+    store,
     clock,
     logger,
     providers,
