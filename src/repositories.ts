@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { MysqlStore, type Executor } from './db/mysql-store.js';
 import type { Store } from './db/store.js';
+import { MysqlJobOutboxRepository, type JobOutboxRepository } from './jobs/job-outbox.repository.js';
 import {
   MysqlIdempotencyRepository,
   type IdempotencyRepository,
@@ -13,6 +14,8 @@ import {
  */
 export interface Repositories {
   idempotency: IdempotencyRepository;
+  /** The job outbox: jobs written with the state they act on. */
+  jobs: JobOutboxRepository;
 }
 
 /** The store every service of a process shares. */
@@ -29,6 +32,11 @@ class MysqlRepositories implements Repositories {
 
   get idempotency(): IdempotencyRepository {
     return (this.idem ??= new MysqlIdempotencyRepository(this.sql));
+  }
+
+  private outbox?: JobOutboxRepository;
+  get jobs(): JobOutboxRepository {
+    return (this.outbox ??= new MysqlJobOutboxRepository(this.sql));
   }
 }
 

@@ -98,7 +98,8 @@ export function dataSourceOf(sql: Sql | DataSource): DataSource {
 }
 
 /** True when `sql` is inside an open transaction (writes that must commit together check it). */
-export function inOpenTransaction(sql: Sql): boolean {
+export function inOpenTransaction(sql: Sql | DataSource): boolean {
+  if (sql instanceof DataSource) return false;
   return sql instanceof SqlTransaction ? sql.active : Boolean(sql.queryRunner?.isTransactionActive);
 }
 

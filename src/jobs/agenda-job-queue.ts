@@ -1,5 +1,5 @@
 import type { Agenda, JobId } from 'agenda';
-import type { Sql } from '../db/sql.js';
+import type { JobOutboxRepository } from './job-outbox.repository.js';
 import type { EnqueueOptions, JobQueue, JobWakeUp } from './job-queue.js';
 import type { MysqlBackend } from './mysql-backend.js';
 
@@ -34,14 +34,10 @@ export class AgendaJobQueue implements JobQueue {
     if (job._id) await this.wake(job._id, name, job.nextRunAt ?? when, priority);
   }
 
-  async nowIn(manager: Sql, name: string, data: object, options?: EnqueueOptions): Promise<JobWakeUp> {
+  async nowIn(outbox: JobOutboxRepository, name: string, data: object, options?: EnqueueOptions): Promise<JobWakeUp> {
     const priority = this.agenda.definitions[name]?.priority ?? 0;
     const nextRunAt = new Date();
-    const id = await this.backend.repository.insertIn(
-      manager,
-      { name, data, priority, nextRunAt, type: 'normal' },
-      options?.uniqueKey ?? null,
-    );
+    const id = await outbox.insert({ name, data, priority, nextRunAt, type: 'normal' }, options?.uniqueKey ?? null);
     return () => this.wake(id, name, nextRunAt, priority);
   }
 

@@ -1,4 +1,4 @@
-import type { Sql } from '../db/sql.js';
+import type { JobOutboxRepository } from './job-outbox.repository.js';
 import { timedJobRun } from '../metrics/outcomes.js';
 
 /**
@@ -79,13 +79,18 @@ export interface JobQueue {
   /** Run `name` with `data` at `when` (or at once if `when` is past). Same `uniqueKey` rule. */
   schedule<N extends JobName>(when: Date, name: N, data: JobPayloads[N], options?: EnqueueOptions): Promise<void>;
   /**
-   * Writes a job due now as one row in the caller's transaction (an outbox: the job exists
+   * Writes a job due now as one row in the caller's transaction, through its outbox (`repos.jobs`; an outbox: the job exists
    * exactly when the state it acts on commits). No other row is read or locked, so the caller
    * must know no job with the same `uniqueKey` is waiting (a row it has just created, say).
    * Call the returned wake-up after commit: it starts this process's worker at once (a no-op
    * elsewhere; a worker in another process finds the row at its next poll, `processEvery`).
    */
-  nowIn<N extends JobName>(manager: Sql, name: N, data: JobPayloads[N], options?: EnqueueOptions): Promise<JobWakeUp>;
+  nowIn<N extends JobName>(
+    outbox: JobOutboxRepository,
+    name: N,
+    data: JobPayloads[N],
+    options?: EnqueueOptions,
+  ): Promise<JobWakeUp>;
 }
 
 /** Wakes this process's job processor for a job written in a transaction, once that has committed. */

@@ -12,7 +12,6 @@ import {
 import type { DataSource } from 'typeorm';
 import { systemClock, type Clock } from '../clock.js';
 import type { JobClaimMode } from '../config.js';
-import { inOpenTransaction, type Sql } from '../db/sql.js';
 import { JobDashboardQueries } from './dashboard-queries.repository.js';
 import { JobClaims } from './job-claims.repository.js';
 import {
@@ -197,15 +196,6 @@ export class MysqlJobRepository implements JobRepository {
   /** See {@link enqueueUnique}. */
   enqueueUnique(job: JobParameters, uniqueKey: string): Promise<EnqueueUniqueResult> {
     return enqueueUnique(this.ds, job, uniqueKey);
-  }
-
-  /**
-   * Inserts one job row with the caller's EntityManager, so it commits or rolls back with the
-   * caller's transaction (see `JobQueue.nowIn`). A plain insert: no row is read or locked.
-   */
-  async insertIn(tx: Sql, job: JobParameters, uniqueKey: string | null): Promise<JobId> {
-    if (!inOpenTransaction(tx)) throw new Error('insertIn must run inside a transaction');
-    return toJobId(String(await insertJob(tx, job, null, null, uniqueKey)));
   }
 
   /** See {@link JobClaims.stop}. */

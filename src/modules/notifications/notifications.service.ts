@@ -1,3 +1,4 @@
+import { MysqlJobOutboxRepository } from '../../jobs/job-outbox.repository.js';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import type { JobQueue, JobWakeUp } from '../../jobs/job-queue.js';
@@ -112,7 +113,14 @@ export class NotificationsService {
         }
         const id = await this.repo.record(m, f.n, now);
         if (id !== null)
-          wakes.push(await this.jobs.nowIn(m, 'notifications.deliver', { notificationId: id }, { uniqueKey: id }));
+          wakes.push(
+            await this.jobs.nowIn(
+              new MysqlJobOutboxRepository(m),
+              'notifications.deliver',
+              { notificationId: id },
+              { uniqueKey: id },
+            ),
+          );
       }
       return async () => {
         pass.created += wakes.length;

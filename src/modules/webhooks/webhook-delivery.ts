@@ -1,3 +1,4 @@
+import { MysqlJobOutboxRepository } from '../../jobs/job-outbox.repository.js';
 import { randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
@@ -145,7 +146,14 @@ export class WebhookDeliveries {
           made++;
           if (left > 0) {
             left--;
-            wakes.push(await this.jobs.nowIn(m, 'webhooks.deliver', { deliveryId: id }, { uniqueKey: id }));
+            wakes.push(
+              await this.jobs.nowIn(
+                new MysqlJobOutboxRepository(m),
+                'webhooks.deliver',
+                { deliveryId: id },
+                { uniqueKey: id },
+              ),
+            );
           }
         }
         jobsLeft.set(event.accountId, left);

@@ -1,5 +1,6 @@
 import type { AppStore, Repositories } from '../../../src/repositories.js';
 import { MemoryIdempotencyRepository } from './idempotency.js';
+import { MemoryJobOutbox } from './job-queue.js';
 import { MemoryStore, type MemoryTables } from './memory-store.js';
 
 /** Every aggregate's memory repository over one set of tables (see memory-store.ts). */
@@ -8,6 +9,10 @@ class MemoryRepositories implements Repositories {
 
   get idempotency() {
     return new MemoryIdempotencyRepository(this.tables);
+  }
+
+  get jobs() {
+    return new MemoryJobOutbox(this.tables);
   }
 }
 

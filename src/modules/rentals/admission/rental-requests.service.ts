@@ -1,3 +1,4 @@
+import { MysqlJobOutboxRepository } from '../../../jobs/job-outbox.repository.js';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../../../clock.js';
@@ -135,7 +136,7 @@ export class RentalsService {
       // The rental's rows and its job row, issued together again (one request to the server).
       const created = this.insertRental(m, rentalId, account, principal, intent, resolved, terms, machine);
       const wake = this.jobs.nowIn(
-        m,
+        new MysqlJobOutboxRepository(m),
         RENTAL_JOBS.provision,
         { deploymentId: created.deployment.id },
         { uniqueKey: created.deployment.id },
