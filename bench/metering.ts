@@ -20,6 +20,7 @@ import type { Clock } from '../src/clock.js';
 import { createDataSource } from '../src/db/data-source.js';
 import { entities } from '../src/entities.js';
 import { LedgerService } from '../src/modules/billing/ledger.service.js';
+import { createStore } from '../src/repositories.js';
 import { Metering } from '../src/modules/rentals/lifecycle/metering.js';
 import { DEFAULT_TIMING } from '../src/modules/rentals/lifecycle/lifecycle-deps.js';
 import { seedMeteredRentals } from '../test/helpers/metered-seed.js';
@@ -77,7 +78,7 @@ async function usageCharged(ds: ReturnType<typeof createDataSource>): Promise<{ 
 
 /** The sweep as the worker runs it (limits never trip here: every account has ample credit). */
 function metering(ds: ReturnType<typeof createDataSource>, clock: Clock): Metering {
-  return new Metering({ ds, clock, ledger: new LedgerService(ds, clock) }, async () => {}, DEFAULT_TIMING);
+  return new Metering({ ds, clock, ledger: new LedgerService(createStore(ds), clock) }, async () => {}, DEFAULT_TIMING);
 }
 
 /** Child mode: sweeps back to back until told to stop, reporting each sweep's time. */

@@ -22,6 +22,7 @@ import { AgentsService } from './modules/agents/agents.service.js';
 import { CredentialsService } from './modules/credentials/credentials.service.js';
 import { SecretBox } from './modules/credentials/secret-box.js';
 import { RentalReadsService } from './modules/rentals/reads/rental-reads.service.js';
+import { unfinishedRentalsOfKeys } from './modules/rentals/store/rental-reads.repository.js';
 import { RentalsService } from './modules/rentals/admission/rental-requests.service.js';
 import { CardCheckoutService } from './modules/rentals/admission/card-checkout.service.js';
 import { CardOrdersService } from './modules/rentals/admission/card-payment-outcomes.service.js';
@@ -38,6 +39,7 @@ import { EventHub } from './modules/events/event-hub.js';
 import { NotificationsService, type NotificationSender } from './modules/notifications/notifications.service.js';
 import type { ProviderRegistry } from './providers/provider-registry.js';
 import { WebhookDeliveries } from './modules/webhooks/webhook-delivery.js';
+import { MysqlWebhookEventLog } from './modules/webhooks/webhook-dispatch.repository.js';
 import { WebhooksService } from './modules/webhooks/webhooks.service.js';
 import { countWebhookDelivery } from './metrics/outcomes.js';
 import { createStore, type AppStore } from './repositories.js';
@@ -97,16 +99,16 @@ export interface ServiceDeps {
 /** The composition root: builds every service and every job handler once, in dependency order. */
 export function createServices({ config, ds, clock, logger, providers, rentalHandoff }: ServiceDeps): Services {
   const store = createStore(ds);
-  const rateLimiter = new RateLimiter(ds, clock);
-  const ledger = new LedgerService(ds, clock, { lowCreditsMinor: config.billing.lowCreditsMinor });
-  const keys = new KeysService(ds, clock);
-  const accounts = new AccountsService(ds, clock, keys, rateLimiter, {
+  const rateLimiter = new RateLimiter(store, clock);
+  const ledger = new LedgerService(store, clock, { lowCreditsMinor: config.billing.lowCreditsMinor });
+  const keys = new KeysService(store, clock);
+  const accounts = new AccountsService(store, clock, keys, rateLimiter, {
     agentV1Enabled: config.agents.v1Enabled,
     signupRatePerMinute: config.signup.ratePerMinute,
     defaultBillingModel: config.billing.defaultModel,
   });
-  const billing = new BillingService(ds, keys);
-  const inventory = new InventoryService(ds, providers, clock, logger, {
+  const billing = new BillingService(store, keys);
+  const inventory = new InventoryService(store, providers, clock, logger, {
     publicBaseUrl: config.http.publicBaseUrl,
     offerMaxAgeSeconds: config.inventory.offerMaxAgeSeconds,
   });
@@ -115,7 +117,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   const handoff = rentalHandoff === undefined ? new CardRentalHandoff(ds, jobs) : (rentalHandoff ?? undefined);
   const payments = createPayments({
     config,
-    ds,
+    store,
     clock,
     logger,
     ledger,
@@ -129,10 +131,12 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     meteringEveryMs: config.rentals.meteringEveryMs,
   });
   const cardCheckout = new CardCheckoutService(ds, clock, inventory, payments.sessions, keys);
-  const credentials = new CredentialsService(ds, clock, box);
-  const agentKeys = new AgentKeysService(ds, clock, keys, rentals);
+  const credentials = new CredentialsService(store, clock, box);
+  const unfinishedRentals = (accountId: string, keyIds: readonly string[]) =>
+    unfinishedRentalsOfKeys(ds, accountId, keyIds);
+  const agentKeys = new AgentKeysService(store, clock, keys, unfinishedRentals, rentals);
   const agents = new AgentsService(
-    ds,
+    store,
     clock,
     keys,
     rateLimiter,
@@ -155,10 +159,12 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     inventory,
   };
   const lifecycle = createRentalLifecycle(lifecycleDeps, lifecycleTiming(config));
-  const webhooks = new WebhooksService(ds, clock, box, jobs, rateLimiter, {
+  const webhookLogger = logger.child({ component: 'webhooks' });
+  const webhookEvents = new MysqlWebhookEventLog(ds, webhookLogger);
+  const webhooks = new WebhooksService(store, webhookEvents, clock, box, jobs, rateLimiter, {
     allowPrivateDestinations: config.webhooks.allowPrivateDestinations,
   });
-  const webhookDeliveries = new WebhookDeliveries(ds, clock, logger.child({ component: 'webhooks' }), jobs, box, {
+  const webhookDeliveries = new WebhookDeliveries(store, webhookEvents, clock, webhookLogger, jobs, box, {
     allowPrivateDestinations: config.webhooks.allowPrivateDestinations,
     firstRetryMs: config.webhooks.firstRetryMs,
   });

@@ -8,7 +8,7 @@ import { IdempotencyRecord } from './modules/idempotency/idempotency-record.enti
 import { Offer } from './modules/inventory/offer.entity.js';
 import { ProviderStatus } from './modules/inventory/provider-status.entity.js';
 import { ApiKey } from './modules/keys/api-key.entity.js';
-import { CredentialReveal } from './modules/rentals/store/credential-reveal.entity.js';
+import { CredentialReveal } from './modules/credentials/credential-reveal.entity.js';
 import { DeploymentAttempt } from './modules/rentals/store/deployment-attempt.entity.js';
 import { Deployment } from './modules/rentals/store/deployment.entity.js';
 import { Order } from './modules/rentals/store/order.entity.js';

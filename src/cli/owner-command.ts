@@ -24,7 +24,6 @@ import {
 } from '../modules/keys/key-limits.js';
 import { normalizeEmail } from '../modules/accounts/email.js';
 import { ALL_SCOPES, type Scope } from '../modules/keys/api-key.entity.js';
-import { ownerKey } from '../modules/keys/keys.repository.js';
 import { KeysService } from '../modules/keys/keys.service.js';
 import { keyName } from '../modules/keys/key-name.js';
 import { AgentKeysService } from '../modules/agents/agent-keys.service.js';
@@ -32,6 +31,8 @@ import { AppError } from '../errors/app-error.js';
 import type { DataSource } from 'typeorm';
 import { SecretBox } from '../modules/credentials/secret-box.js';
 import { resealSecrets } from '../modules/credentials/reseal-secrets.js';
+import { createStore, type AppStore } from '../repositories.js';
+import { unfinishedRentalsOfKeys } from '../modules/rentals/store/rental-reads.repository.js';
 
 export const OWNER_USAGE = `Usage: owner create --name <name> [options]
        owner keys --account <account id> [--json]
@@ -241,15 +242,18 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
   try {
     await migrate(ds);
     if ('reseal' in input) return await resealStoredSecrets(ds, config, input.json, io);
-    const keys = new KeysService(ds, systemClock);
-    const limiter = new RateLimiter(ds, systemClock);
+    const store = createStore(ds);
+    const keys = new KeysService(store, systemClock);
+    const limiter = new RateLimiter(store, systemClock);
     if ('id' in input) {
-      const agentKeys = new AgentKeysService(ds, systemClock, keys);
+      const agentKeys = new AgentKeysService(store, systemClock, keys, (accountId, keyIds) =>
+        unfinishedRentalsOfKeys(ds, accountId, keyIds),
+      );
       return sub === 'keys'
         ? await listOwnerKeys(agentKeys, input, io)
-        : await revokeOwnerKey(ds, agentKeys, input, io);
+        : await revokeOwnerKey(store, agentKeys, input, io);
     }
-    const accounts = new AccountsService(ds, systemClock, keys, limiter, {
+    const accounts = new AccountsService(store, systemClock, keys, limiter, {
       agentV1Enabled: config.agents.v1Enabled,
       signupRatePerMinute: config.signup.ratePerMinute,
       defaultBillingModel: config.billing.defaultModel,
@@ -300,7 +304,7 @@ async function resealStoredSecrets(ds: DataSource, config: Config, json: boolean
   const box = SecretBox.fromConfig(config);
   let outcomes;
   try {
-    outcomes = await resealSecrets(ds, box);
+    outcomes = await resealSecrets(createStore(ds), box);
   } catch (err) {
     io.err(`${(err as Error).message}\n`);
     return 1;
@@ -357,12 +361,12 @@ async function listOwnerKeys(
 }
 
 async function revokeOwnerKey(
-  ds: DataSource,
+  store: AppStore,
   agentKeys: AgentKeysService,
   input: { id: string; json: boolean },
   io: CommandIo,
 ): Promise<number> {
-  const key = await ownerKey(ds, input.id);
+  const key = await store.read((r) => r.accounts.keys.ownerKey(input.id));
   if (!key) {
     io.err(`No OWNER key has id ${input.id}.\n`);
     return 1;

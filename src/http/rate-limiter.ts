@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { DataSource } from 'typeorm';
 import type { Clock } from '../clock.js';
+import type { Store } from '../db/store.js';
 import { AppError } from '../errors/app-error.js';
-import { countHit, dropWindowsBefore, hitsInWindow } from './rate-limits.repository.js';
+import type { RateLimitsRepository } from './rate-limits.repository.js';
 
 /** Width of `rate_limit_counters.bucket`. */
 const BUCKET_COLUMN_CHARS = 128;
@@ -20,11 +20,11 @@ export function bucketKey(name: string): string {
 
 /**
  * Fixed-window counters kept in MySQL, so the limit holds across every api process; each
- * request sees its own exact position in the window (see {@link countHit}).
+ * request sees its own exact position in the window (see {@link RateLimitsRepository.countHit}).
  */
 export class RateLimiter {
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<{ rateLimits: RateLimitsRepository }>,
     private readonly clock: Clock,
   ) {}
 
@@ -33,7 +33,7 @@ export class RateLimiter {
     const nowMs = this.clock.now().getTime();
     const windowMs = windowSeconds * 1000;
     const start = new Date(Math.floor(nowMs / windowMs) * windowMs);
-    const count = await countHit(this.ds, bucket, start);
+    const count = await this.store.transaction((r) => r.rateLimits.countHit(bucket, start));
     if (count > limit) {
       const retryAfter = Math.max(1, Math.ceil((start.getTime() + windowMs - nowMs) / 1000));
       throw new AppError('RATE_LIMITED', `Too many ${what}; try again in ${retryAfter} s.`, {
@@ -50,7 +50,7 @@ export class RateLimiter {
     const nowMs = this.clock.now().getTime();
     const windowMs = windowSeconds * 1000;
     const start = new Date(Math.floor(nowMs / windowMs) * windowMs);
-    const hits = await hitsInWindow(this.ds, bucketKey(name), start);
+    const hits = await this.store.read((r) => r.rateLimits.hitsInWindow(bucketKey(name), start));
     if (hits !== null && hits >= limit) {
       const retryAfter = Math.max(1, Math.ceil((start.getTime() + windowMs - nowMs) / 1000));
       throw new AppError('RATE_LIMITED', `Too many ${what}; try again in ${retryAfter} s.`, {
@@ -61,6 +61,7 @@ export class RateLimiter {
 
   /** Drops windows that ended long ago; called by housekeeping. */
   async prune(olderThanSeconds = 3600): Promise<void> {
-    await dropWindowsBefore(this.ds, new Date(this.clock.now().getTime() - olderThanSeconds * 1000));
+    const before = new Date(this.clock.now().getTime() - olderThanSeconds * 1000);
+    await this.store.read((r) => r.rateLimits.dropWindowsBefore(before));
   }
 }

@@ -43,7 +43,7 @@ describe('events: account events (topup.paid, credits.low)', function () {
     externalRef: `test:debit:${randomUUID()}`,
     description: 'test debit',
   });
-  const post = (p: Posting) => ctx.services.ds.transaction((m) => ctx.services.ledger.post(m, p));
+  const post = (p: Posting) => ctx.services.store.transaction((r) => ctx.services.ledger.post(r, p));
 
   it('writes topup.paid with the credit, carrying the balance and billing as /me shows them, for owner keys only', async () => {
     const owner = await account(ctx, { kind: 'OWNER', scopes: ['read', 'billing'] });

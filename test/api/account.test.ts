@@ -32,16 +32,16 @@ describe('GET /api/v1/me and /api/v1/billing/balance', () => {
 
   it('computes remaining budget as lifetime budget minus net rental debits', async () => {
     const a = await signup(ctx, { budgetLimitMinor: 5000 });
-    const { ledger, ds } = ctx.services;
-    await ds.transaction(async (m) => {
-      await ledger.post(m, {
+    const { ledger, store } = ctx.services;
+    await store.transaction(async (r) => {
+      await ledger.post(r, {
         accountId: a.accountId,
         kind: 'TOPUP',
         amountMinor: 10_000,
         externalRef: `test-topup:${a.keyId}`,
         description: 'test top-up',
       });
-      await ledger.post(m, {
+      await ledger.post(r, {
         accountId: a.accountId,
         keyId: a.keyId,
         kind: 'RENTAL_DEBIT',
@@ -49,7 +49,7 @@ describe('GET /api/v1/me and /api/v1/billing/balance', () => {
         externalRef: `test-debit:${a.keyId}`,
         description: 'rental',
       });
-      await ledger.post(m, {
+      await ledger.post(r, {
         accountId: a.accountId,
         keyId: a.keyId,
         kind: 'REVERSAL',
@@ -78,8 +78,8 @@ describe('GET /api/v1/me and /api/v1/billing/balance', () => {
       ],
     );
     // Usage settled after a stop can go past the budget: the remainder says so rather than hiding it at 0.
-    await ds.transaction((m) =>
-      ledger.post(m, {
+    await store.transaction((r) =>
+      ledger.post(r, {
         accountId: a.accountId,
         keyId: a.keyId,
         kind: 'USAGE',

@@ -132,8 +132,8 @@ describe('revoking an owner key', () => {
     const second = await anotherOwnerKey(o.accountId);
     const agent = await issue(o);
     const stranger = await ownerAccount();
-    const { key: narrowKey, token } = await ctx.services.ds.transaction((m) =>
-      ctx.services.keys.create(m, {
+    const { key: narrowKey, token } = await ctx.services.store.transaction((r) =>
+      ctx.services.keys.create(r.accounts, {
         accountId: o.accountId,
         kind: 'OWNER',
         name: 'read only',

@@ -26,8 +26,8 @@ describe("a key's longest rental through the API", () => {
     const { key, token } =
       maxRentalSeconds === undefined
         ? await ctx.services.accounts.issueOwnerKey(account.id)
-        : await ctx.services.ds.transaction((m) =>
-            ctx.services.keys.create(m, {
+        : await ctx.services.store.transaction((r) =>
+            ctx.services.keys.create(r.accounts, {
               accountId: account.id,
               kind: 'OWNER',
               name: 'short leases',

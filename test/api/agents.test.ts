@@ -19,8 +19,8 @@ interface Owner {
 async function owner(ctx: TestContext, scopes?: Scope[]): Promise<Owner> {
   const account = await ctx.services.accounts.findOrCreateTelegramOwner(Math.floor(Math.random() * 1e12), 42);
   if (scopes) {
-    const { key, token } = await ctx.services.ds.transaction((m) =>
-      ctx.services.keys.create(m, {
+    const { key, token } = await ctx.services.store.transaction((r) =>
+      ctx.services.keys.create(r.accounts, {
         accountId: account.id,
         kind: 'OWNER',
         name: 'narrow',

@@ -102,8 +102,8 @@ describe('POST /api/v1/orders/checkout', () => {
 
     it('refuses keys that are neither owner keys nor billing-scoped (403), and malformed addresses (422)', async () => {
       const who = await signup(ctx);
-      const { token } = await ctx.services.ds.transaction((m) =>
-        ctx.services.keys.create(m, {
+      const { token } = await ctx.services.store.transaction((r) =>
+        ctx.services.keys.create(r.accounts, {
           accountId: who.accountId,
           kind: 'AGENT',
           name: 'setup-code agent',

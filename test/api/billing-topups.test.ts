@@ -134,8 +134,8 @@ describe('POST /api/v1/billing/topups (Stripe)', () => {
 
   it('needs the billing scope (403) and a valid key (401)', async () => {
     const a = await signup(ctx);
-    const { token } = await ctx.services.ds.transaction((m) =>
-      ctx.services.keys.create(m, {
+    const { token } = await ctx.services.store.transaction((r) =>
+      ctx.services.keys.create(r.accounts, {
         accountId: a.accountId,
         kind: 'AGENT',
         name: 'no billing',

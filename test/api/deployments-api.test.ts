@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import ssh2 from 'ssh2';
-import { CredentialReveal } from '../../src/modules/rentals/store/credential-reveal.entity.js';
+import { CredentialReveal } from '../../src/modules/credentials/credential-reveal.entity.js';
 import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
 import { Order } from '../../src/modules/rentals/store/order.entity.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';

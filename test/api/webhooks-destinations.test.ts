@@ -4,7 +4,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { recordEvent } from '../../src/modules/events/events.repository.js';
 import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
-import { recordDelivery } from '../../src/modules/webhooks/webhooks.repository.js';
 import { AppError } from '../../src/errors/app-error.js';
 import { SecretBox } from '../../src/modules/credentials/secret-box.js';
 import type { Principal } from '../../src/modules/keys/principal.js';
@@ -15,6 +14,7 @@ import {
   type Resolver,
 } from '../../src/modules/webhooks/destination.js';
 import { WebhookDeliveries } from '../../src/modules/webhooks/webhook-delivery.js';
+import { MysqlWebhookEventLog } from '../../src/modules/webhooks/webhook-dispatch.repository.js';
 import { WebhooksService } from '../../src/modules/webhooks/webhooks.service.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
@@ -371,7 +371,9 @@ describe('webhooks: where deliveries may go', function () {
       return a.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
     };
     const s = prod.services;
-    const service = new WebhooksService(s.ds, prod.clock, SecretBox.fromConfig(prod.config), s.jobs, s.rateLimiter, {
+    const box = SecretBox.fromConfig(prod.config);
+    const events = new MysqlWebhookEventLog(s.ds, s.logger);
+    const service = new WebhooksService(s.store, events, prod.clock, box, s.jobs, s.rateLimiter, {
       allowPrivateDestinations: false,
       resolve,
     });
@@ -399,7 +401,7 @@ describe('webhooks: where deliveries may go', function () {
 
     // At a try: the same words in the delivery's log whether the name stopped resolving or now resolves privately.
     // The retry is an hour away, and the endpoint is gone before it: no worker looks these names up for real.
-    const deliveries = new WebhookDeliveries(s.ds, prod.clock, s.logger, s.jobs, SecretBox.fromConfig(prod.config), {
+    const deliveries = new WebhookDeliveries(s.store, events, prod.clock, s.logger, s.jobs, box, {
       allowPrivateDestinations: false,
       firstRetryMs: 3600_000,
       resolve,
@@ -423,13 +425,15 @@ describe('webhooks: where deliveries may go', function () {
       // Written without a job of its own, so only this test tries it.
       const deliveryId = randomUUID();
       assert.ok(
-        await recordDelivery(s.ds, {
-          id: deliveryId,
-          endpointId: made.body.data.id,
-          accountId: owner.accountId,
-          eventId: String(eventId),
-          at: new Date(),
-        }),
+        await s.store.read((r) =>
+          r.webhooks.deliveries.record({
+            id: deliveryId,
+            endpointId: made.body.data.id,
+            accountId: owner.accountId,
+            eventId: String(eventId),
+            at: new Date(),
+          }),
+        ),
       );
       try {
         assert.equal(await deliveries.deliver(deliveryId), 'retrying');

@@ -4,7 +4,6 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebhookMakersAndSlots1763800019600 } from '../../migrations/1763800019600-WebhookMakersAndSlots.js';
 import { accountSeqsOf, recordEvent } from '../../src/modules/events/events.repository.js';
-import { recordDelivery } from '../../src/modules/webhooks/webhooks.repository.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import type { SignedUp } from '../helpers/factories.js';
 import { startTestWorker } from '../helpers/jobs.js';
@@ -100,13 +99,15 @@ describe('webhooks: an endpoint stops with the key that made it', function () {
       assert.equal(kept.status, 201);
       const pendingId = randomUUID();
       assert.ok(
-        await recordDelivery(ctx.services.ds, {
-          id: pendingId,
-          endpointId,
-          accountId: first.accountId,
-          eventId: before,
-          at: new Date(),
-        }),
+        await ctx.services.store.read((r) =>
+          r.webhooks.deliveries.record({
+            id: pendingId,
+            endpointId,
+            accountId: first.accountId,
+            eventId: before,
+            at: new Date(),
+          }),
+        ),
       );
 
       const revoked = await ctx.api.delete(`/api/v1/owner-keys/${o1.keyId}`).set(o2.auth);

@@ -29,14 +29,14 @@ describe(NotificationsService.name, () => {
   /** An owner account bound to a Telegram chat, as /start leaves it. */
   async function telegramAccount(): Promise<Account> {
     const id = telegramId();
-    return inTransaction(h.ctx.services.ds, (m) =>
-      h.ctx.services.accounts.createAccount(m, { telegramUserId: id, telegramChatId: id }),
+    return h.ctx.services.store.transaction((r) =>
+      h.ctx.services.accounts.createAccount(r.accounts, { telegramUserId: id, telegramChatId: id }),
     );
   }
 
   async function agentKey(accountId: string, name = 'research-bot'): Promise<ApiKey> {
-    return inTransaction(h.ctx.services.ds, async (m) => {
-      const { key } = await h.ctx.services.keys.create(m, {
+    return h.ctx.services.store.transaction(async (r) => {
+      const { key } = await h.ctx.services.keys.create(r.accounts, {
         accountId,
         kind: 'AGENT',
         name,
@@ -134,8 +134,8 @@ describe(NotificationsService.name, () => {
   }
 
   async function debit(accountId: string, amountMinor: number): Promise<void> {
-    await inTransaction(h.ctx.services.ds, (m) =>
-      h.ctx.services.ledger.post(m, {
+    await h.ctx.services.store.transaction((r) =>
+      h.ctx.services.ledger.post(r, {
         accountId,
         kind: 'USAGE',
         amountMinor: -amountMinor,
@@ -298,7 +298,7 @@ describe(NotificationsService.name, () => {
   });
 
   it('does not message accounts without a Telegram chat', async () => {
-    const plain = await inTransaction(h.ctx.services.ds, (m) => h.ctx.services.accounts.createAccount(m));
+    const plain = await h.ctx.services.store.transaction((r) => h.ctx.services.accounts.createAccount(r.accounts));
     const mark = h.fake.mark();
     const { topup } = await h.ctx.services.payments.topups.create({ accountId: plain.id, keyId: null }, randomUUID(), {
       amountMinor: 600,

@@ -37,8 +37,8 @@ export async function account(
 
 /** Another key on an existing account (test setup; the agent-key endpoints are another module's). */
 export async function addKey(ctx: TestContext, accountId: string, opts: KeyOptions = {}): Promise<SignedUp> {
-  const { key, token } = await ctx.services.ds.transaction((m) =>
-    ctx.services.keys.create(m, {
+  const { key, token } = await ctx.services.store.transaction((r) =>
+    ctx.services.keys.create(r.accounts, {
       accountId,
       kind: opts.kind ?? 'AGENT',
       name: 'test key',
@@ -59,8 +59,8 @@ export async function credit(
   amountMinor: number,
   kind: 'TOPUP' | 'ADJUSTMENT' = 'TOPUP',
 ): Promise<void> {
-  await ctx.services.ds.transaction((m) =>
-    ctx.services.ledger.post(m, {
+  await ctx.services.store.transaction((r) =>
+    ctx.services.ledger.post(r, {
       accountId,
       kind,
       amountMinor,
@@ -78,8 +78,8 @@ export async function postForKey(
   amountMinor: number,
   rentalId: string | null = null,
 ): Promise<void> {
-  await ctx.services.ds.transaction((m) =>
-    ctx.services.ledger.post(m, {
+  await ctx.services.store.transaction((r) =>
+    ctx.services.ledger.post(r, {
       accountId: who.accountId,
       kind,
       amountMinor,

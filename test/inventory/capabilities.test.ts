@@ -10,6 +10,7 @@ import { Offer, offerCapabilities } from '../../src/modules/inventory/offer.enti
 import { cheapestOffersOfShape, inventoryVersion } from '../../src/modules/inventory/offers.repository.js';
 import type { MachineCapabilities } from '../../src/providers/provider.js';
 import { ProviderRegistry } from '../../src/providers/provider-registry.js';
+import { createStore } from '../../src/repositories.js';
 import { testDataSource } from '../helpers/db.js';
 import { addScriptedCloud, cloudOffer } from './scripted-provider.js';
 
@@ -28,7 +29,7 @@ describe('offer capabilities in the cache and among candidates', () => {
   const clock = new ManualClock();
   let ds: DataSource;
   const refresh = async () =>
-    (await new InventoryRefresher(ds, registry, clock, createLogger('silent'), 600).refreshAll())[0];
+    (await new InventoryRefresher(createStore(ds), registry, clock, createLogger('silent'), 600).refreshAll())[0];
   const row = (key: string) =>
     ds.getRepository(Offer).findOneByOrFail({ provider: 'caps-cloud', providerOfferKey: key, available: true });
 
@@ -127,7 +128,7 @@ describe('offer capabilities in the cache and among candidates', () => {
       );
       await refresh();
       for (const key of Object.keys(offers)) keyOf.set((await row(key)).id, key);
-      inventory = new InventoryService(ds, registry, clock, createLogger('silent'), {
+      inventory = new InventoryService(createStore(ds), registry, clock, createLogger('silent'), {
         publicBaseUrl: 'http://localhost',
         offerMaxAgeSeconds: 600,
       });

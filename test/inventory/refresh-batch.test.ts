@@ -5,6 +5,7 @@ import { InventoryRefresher } from '../../src/modules/inventory/inventory-refres
 import { UPSERT_BATCH_ROWS } from '../../src/modules/inventory/offers.repository.js';
 import { Offer } from '../../src/modules/inventory/offer.entity.js';
 import { ProviderRegistry } from '../../src/providers/provider-registry.js';
+import { createStore } from '../../src/repositories.js';
 import { testDataSource } from '../helpers/db.js';
 import { addScriptedCloud, cloudOffer } from './scripted-provider.js';
 
@@ -16,7 +17,13 @@ describe('inventory refresh in batches', () => {
 
   after(async () => {
     bulk.offers = [];
-    await new InventoryRefresher(await testDataSource(), registry, clock, createLogger('silent'), 600).refreshAll();
+    await new InventoryRefresher(
+      createStore(await testDataSource()),
+      registry,
+      clock,
+      createLogger('silent'),
+      600,
+    ).refreshAll();
   });
 
   /** The SQL statements the refresh sends, as the DataSource's query runners report them. */
@@ -38,7 +45,7 @@ describe('inventory refresh in batches', () => {
 
   it(`writes ${N} offers in a bounded number of statements, and takes vanished ones off the same way`, async () => {
     const ds = await testDataSource();
-    const sut = new InventoryRefresher(ds, registry, clock, createLogger('silent'), 600);
+    const sut = new InventoryRefresher(createStore(ds), registry, clock, createLogger('silent'), 600);
     bulk.offers = Array.from({ length: N }, (_, i) =>
       cloudOffer({ key: `bulk-${i}`, pricePerHourMinor: 100 + i, region: `r-${i % 5}` }),
     );

@@ -5,6 +5,7 @@ import { createLogger } from '../../src/logger.js';
 import { InventoryRefresher } from '../../src/modules/inventory/inventory-refresh.js';
 import { Offer } from '../../src/modules/inventory/offer.entity.js';
 import { ProviderRegistry } from '../../src/providers/provider-registry.js';
+import { createStore } from '../../src/repositories.js';
 import { testDataSource } from '../helpers/db.js';
 import { addScriptedCloud, cloudOffer, ScriptedCloud } from './scripted-provider.js';
 
@@ -33,7 +34,7 @@ describe(InventoryRefresher.name, () => {
     // Take this suite's offers off the shared cache.
     fine.offers = [];
     const { logger } = recordingLogger();
-    await new InventoryRefresher(await testDataSource(), registry, clock, logger, 600).refreshAll();
+    await new InventoryRefresher(createStore(await testDataSource()), registry, clock, logger, 600).refreshAll();
   });
 
   it('gives up on a provider that never answers, as a timeout, without holding back the others', async () => {
@@ -45,7 +46,7 @@ describe(InventoryRefresher.name, () => {
     ]);
     fine.offers = [cloudOffer({ key: 'f-1' })];
     const { logger } = recordingLogger();
-    const sut = new InventoryRefresher(await testDataSource(), withHanging, clock, logger, 600, 50);
+    const sut = new InventoryRefresher(createStore(await testDataSource()), withHanging, clock, logger, 600, 50);
     const results = await sut.refreshAll();
     assert.deepEqual(
       results.map((r) => [r.provider, r.ok, r.errorClass]),
@@ -69,10 +70,10 @@ describe(InventoryRefresher.name, () => {
       ...registry.registered(),
       { id: 'retired-cloud', description: 'soon gone', markupPercent: 0, provider: retired },
     ]);
-    await new InventoryRefresher(ds, before, clock, logger, 600).refreshAll();
+    await new InventoryRefresher(createStore(ds), before, clock, logger, 600).refreshAll();
     assert.equal((await ds.getRepository(Offer).findBy({ provider: 'retired-cloud', available: true })).length, 1);
     // The next refresh runs with PROVIDERS no longer naming it: its fresh rows stop being for sale.
-    await new InventoryRefresher(ds, registry, clock, logger, 600).refreshAll();
+    await new InventoryRefresher(createStore(ds), registry, clock, logger, 600).refreshAll();
     assert.equal((await ds.getRepository(Offer).findBy({ provider: 'retired-cloud', available: true })).length, 0);
   });
 
@@ -82,7 +83,7 @@ describe(InventoryRefresher.name, () => {
       cloudOffer({ key: 'z-2', name: 'Zeta Accelerator 7', gpuCount: 2 }),
     ];
     const { logger, lines } = recordingLogger();
-    const sut = new InventoryRefresher(await testDataSource(), registry, clock, logger, 600);
+    const sut = new InventoryRefresher(createStore(await testDataSource()), registry, clock, logger, 600);
     await sut.refreshAll();
     await sut.refreshAll();
     const warned = lines.filter((l) => l.gpuName === 'Zeta Accelerator 7');

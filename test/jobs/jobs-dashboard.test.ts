@@ -78,17 +78,19 @@ describe('jobs: Agendash at /admin/jobs', () => {
 
     async function key(kind: KeyKind, isAdmin: boolean): Promise<string> {
       const { accountId } = await signup(ctx);
-      const { token } = await ctx.services.keys.create(ctx.services.ds.manager, {
-        accountId,
-        kind,
-        name: 'ops',
-        scopes: ['read'],
-        origin: 'signup',
-        isAdmin,
-        maxPerRentalMinor: 0,
-        budgetLimitMinor: 0,
-        maxConcurrentDeployments: 0,
-      });
+      const { token } = await ctx.services.store.read((r) =>
+        ctx.services.keys.create(r.accounts, {
+          accountId,
+          kind,
+          name: 'ops',
+          scopes: ['read'],
+          origin: 'signup',
+          isAdmin,
+          maxPerRentalMinor: 0,
+          budgetLimitMinor: 0,
+          maxConcurrentDeployments: 0,
+        }),
+      );
       return token;
     }
 

@@ -1,9 +1,15 @@
-import type { DataSource, EntityManager } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { readMinor } from '../../db/columns.js';
 import { hydrate } from '../../db/entity-rows.js';
+import type { Executor } from '../../db/mysql-store.js';
 import { SqlTransaction, type Sql } from '../../db/sql.js';
 import type { BillingModel } from '../../config.js';
+import {
+  MysqlAgentAuthorizationsRepository,
+  type AgentAuthorizationsRepository,
+} from '../agents/agent-authorizations.repository.js';
 import type { KeyKind } from '../keys/api-key.entity.js';
+import { MysqlKeysRepository, type KeysRepository } from '../keys/keys.repository.js';
 import { Account } from './account.entity.js';
 
 // The only code that reads or writes `accounts` rows, the balance postings of the ledger
@@ -40,9 +46,9 @@ export type LockedAccount = Pick<Account, 'id' | 'billingModel' | 'balanceMinor'
 /** The account row locked together with the counters and revocation of one of its keys. */
 export interface AccountWithKeyRow {
   account: LockedAccount;
-  /** The key's `net_spent_minor` and `active_deployments` counters, as read. */
-  netSpent: string | number;
-  activeDeployments: string | number;
+  /** The key's `net_spent_minor` and `active_deployments` counters (BIGINTs, read as numbers). */
+  netSpentMinor: number;
+  activeDeployments: number;
   revokedAt: Date | null;
 }
 
@@ -112,8 +118,8 @@ export async function lockAccountWithKey(
       balanceMinor: readMinor(r.balance_minor),
       frozen: Boolean(Number(r.frozen)),
     },
-    netSpent: r.net_spent_minor,
-    activeDeployments: r.active_deployments,
+    netSpentMinor: readMinor(r.net_spent_minor),
+    activeDeployments: readMinor(r.active_deployments),
     revokedAt: r.revoked_at,
   };
 }
@@ -170,16 +176,144 @@ export async function insertAccount(manager: EntityManager, account: Account): P
 }
 
 /** The account bound to a Telegram user, if any. */
-export function accountOfTelegramUser(ds: DataSource, telegramUserId: number): Promise<Account | null> {
+export function accountOfTelegramUser(ds: DataSource | EntityManager, telegramUserId: number): Promise<Account | null> {
   return ds.getRepository(Account).findOneBy({ telegramUserId });
 }
 
 /** Sets the chat the account's Telegram notifications go to. */
-export async function setTelegramChat(ds: DataSource, id: string, telegramChatId: number): Promise<void> {
+export async function setTelegramChat(
+  ds: DataSource | EntityManager,
+  id: string,
+  telegramChatId: number,
+): Promise<void> {
   await ds.getRepository(Account).update({ id }, { telegramChatId });
 }
 
 /** Sets the account's e-mail (already normalized by the caller). */
-export async function setAccountEmail(ds: DataSource, id: string, email: string): Promise<void> {
+export async function setAccountEmail(ds: DataSource | EntityManager, id: string, email: string): Promise<void> {
   await ds.getRepository(Account).update({ id }, { email });
+}
+
+/**
+ * The accounts aggregate: `accounts` rows, their keys (`api_keys`) and the agent authorizations
+ * that lead to keys, with every lock that starts a money decision about an account. Locks take
+ * the account row before any key row (the order that keeps postings, admissions and revocations
+ * from deadlocking each other) and run only inside a transaction.
+ */
+export interface AccountsRepository {
+  /** The account's keys. */
+  readonly keys: KeysRepository;
+  /** The agent authorization sessions and setup codes. */
+  readonly authorizations: AgentAuthorizationsRepository;
+  /** Account `id` without a lock, as last committed (or as the caller's transaction sees it); null when there is none. */
+  find(id: string): Promise<Account | null>;
+  /** Account `id` as {@link find} reads it; rejects when there is none. */
+  get(id: string): Promise<Account>;
+  /** The account bound to a Telegram user; null when there is none. */
+  ofTelegramUser(telegramUserId: number): Promise<Account | null>;
+  /**
+   * Writes a new account row (an unposted usage left out is 0). A Telegram user already bound to
+   * an account is refused with an error whose `code` is ER_DUP_ENTRY, and nothing is written.
+   */
+  insert(account: Account): Promise<void>;
+  /** Sets the chat the account's Telegram notifications go to. Stands alone. */
+  setTelegramChat(id: string, telegramChatId: number): Promise<void>;
+  /** Sets the account's e-mail, already normalized. Stands alone. */
+  setEmail(id: string, email: string): Promise<void>;
+  /** Locks account `id` FOR UPDATE and reads it whole; null when there is none. In a transaction only. */
+  lockAccount(id: string): Promise<Account | null>;
+  /**
+   * Locks the accounts given in id order (two batches never deadlock each other) and reads their
+   * balances and unposted usage; accounts that do not exist are left out. In a transaction only.
+   */
+  lockAccountBalances(ids: readonly string[]): Promise<Map<string, AccountMoney>>;
+  /**
+   * Writes and locks account `accountId`, then locks its key `keyId`, reading what admission needs
+   * of both; null when the key is not one of the account's. In a transaction only; in a pipelined
+   * one its statements travel with whatever the caller issues in the same tick.
+   */
+  lockAccountWithKey(accountId: string, keyId: string): Promise<AccountWithKeyRow | null>;
+  /** Writes and locks the account, then its key, reading the key's revocation; `undefined` when the key is not the account's. In a transaction only. */
+  lockAccountAndKey(accountId: string, keyId: string): Promise<{ revokedAt: Date | null } | undefined>;
+  /** As {@link lockAccountAndKey}, reading the key's kind too. In a transaction only. */
+  lockAccountAndKeyKind(
+    accountId: string,
+    keyId: string,
+  ): Promise<{ kind: KeyKind; revokedAt: Date | null } | undefined>;
+}
+
+/** TypeORM's entity calls run on the DataSource or a transaction's manager, not in a pipelined transaction. */
+function managerOf(sql: Executor): EntityManager {
+  if (sql instanceof DataSource) return sql.manager;
+  if (sql instanceof EntityManager) return sql;
+  throw new Error('accounts entity reads and writes do not run in a pipelined transaction');
+}
+
+/** A lock outside a transaction would end with its statement. */
+function transactionOf(sql: Executor): Sql {
+  if (sql instanceof DataSource) throw new Error('an account is locked only inside a transaction');
+  return sql;
+}
+
+/** The accounts aggregate on MySQL; the keys and authorizations halves are made on first use. */
+export class MysqlAccountsRepository implements AccountsRepository {
+  private keyRows?: KeysRepository;
+  private authorizationRows?: AgentAuthorizationsRepository;
+
+  constructor(private readonly sql: Executor) {}
+
+  get keys(): KeysRepository {
+    return (this.keyRows ??= new MysqlKeysRepository(this.sql));
+  }
+
+  get authorizations(): AgentAuthorizationsRepository {
+    return (this.authorizationRows ??= new MysqlAgentAuthorizationsRepository(this.sql));
+  }
+
+  find(id: string): Promise<Account | null> {
+    return findAccount(managerOf(this.sql), id);
+  }
+
+  get(id: string): Promise<Account> {
+    return getAccount(managerOf(this.sql), id);
+  }
+
+  ofTelegramUser(telegramUserId: number): Promise<Account | null> {
+    return accountOfTelegramUser(managerOf(this.sql), telegramUserId);
+  }
+
+  insert(account: Account): Promise<void> {
+    return insertAccount(managerOf(this.sql), account);
+  }
+
+  setTelegramChat(id: string, telegramChatId: number): Promise<void> {
+    return setTelegramChat(managerOf(this.sql), id, telegramChatId);
+  }
+
+  setEmail(id: string, email: string): Promise<void> {
+    return setAccountEmail(managerOf(this.sql), id, email);
+  }
+
+  lockAccount(id: string): Promise<Account | null> {
+    return lockAccount(transactionOf(this.sql), id);
+  }
+
+  lockAccountBalances(ids: readonly string[]): Promise<Map<string, AccountMoney>> {
+    return lockAccountBalances(transactionOf(this.sql), ids);
+  }
+
+  lockAccountWithKey(accountId: string, keyId: string): Promise<AccountWithKeyRow | null> {
+    return lockAccountWithKey(transactionOf(this.sql), accountId, keyId);
+  }
+
+  lockAccountAndKey(accountId: string, keyId: string): Promise<{ revokedAt: Date | null } | undefined> {
+    return lockAccountAndKey(transactionOf(this.sql), accountId, keyId);
+  }
+
+  lockAccountAndKeyKind(
+    accountId: string,
+    keyId: string,
+  ): Promise<{ kind: KeyKind; revokedAt: Date | null } | undefined> {
+    return lockAccountAndKeyKind(transactionOf(this.sql), accountId, keyId);
+  }
 }

@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import type { BillingModel } from '../../config.js';
-import { inTransaction } from '../../db/transaction.js';
+import type { Store } from '../../db/store.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import { claimOrReplay, idempotentRequest, priorUse, requireIdempotencyKey } from '../idempotency/idempotency.js';
-import { MysqlIdempotencyRepository } from '../idempotency/idempotency.repository.js';
+import type { IdempotencyRepository } from '../idempotency/idempotency.repository.js';
 import { SIGNUP_ORIGIN } from '../keys/account-holder.js';
 import type { ApiKey, Scope } from '../keys/api-key.entity.js';
 import { keyLimitsOf, OWNER_KEY_LIMITS, SIGNUP_LIMITS, type KeyLimitsInput } from '../keys/key-limits.js';
@@ -15,7 +14,7 @@ import { agentName } from '../keys/key-name.js';
 import { API_KEY_TAG } from '../keys/tokens.js';
 import type { KeysService, KeyUsage } from '../keys/keys.service.js';
 import { Account } from './account.entity.js';
-import { accountOfTelegramUser, getAccount, insertAccount, setTelegramChat } from './accounts.repository.js';
+import type { AccountsRepository } from './accounts.repository.js';
 import type { AccountDto, KeyDto, SignupRequest, SignupResponse } from './accounts.dto.js';
 import { accountBalanceEligible } from './billing-eligibility.js';
 
@@ -53,7 +52,7 @@ export function toKeyDto(key: ApiKey, usage: KeyUsage): KeyDto {
 
 export class AccountsService {
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<{ accounts: AccountsRepository; idempotency: IdempotencyRepository }>,
     private readonly clock: Clock,
     private readonly keys: KeysService,
     private readonly rateLimiter: RateLimiter,
@@ -65,11 +64,12 @@ export class AccountsService {
       throw new AppError('AGENTS_DISABLED', 'Agent creation is switched off on this service.');
   }
 
+  /** A new account with no credits, written in the caller's transaction (`accounts` is its repository). */
   async createAccount(
-    manager: EntityManager,
+    accounts: AccountsRepository,
     fields: Partial<Pick<Account, 'email' | 'telegramUserId' | 'telegramChatId'>> = {},
   ): Promise<Account> {
-    const account = manager.create(Account, {
+    const account = Object.assign(new Account(), {
       id: randomUUID(),
       billingModel: this.options.defaultBillingModel,
       balanceMinor: 0,
@@ -79,7 +79,7 @@ export class AccountsService {
       telegramChatId: fields.telegramChatId ?? null,
       createdAt: this.clock.now(),
     });
-    await insertAccount(manager, account);
+    await accounts.insert(account);
     return account;
   }
 
@@ -101,17 +101,17 @@ export class AccountsService {
     const limits = { ...SIGNUP_LIMITS.defaults, ...stripUndefined(given) };
     const request = idempotentRequest('signup', idemKey, name === undefined ? limits : { ...limits, name });
     // A retry of a finished signup is answered without spending the global rate budget.
-    if ((await priorUse(new MysqlIdempotencyRepository(this.ds), request)) !== null) throw signupCompleted();
+    if ((await this.store.read((r) => priorUse(r.idempotency, request))) !== null) throw signupCompleted();
     await this.rateLimiter.hit('signup', this.options.signupRatePerMinute, 60, 'signups');
 
-    const token = await inTransaction(this.ds, (m) =>
-      claimOrReplay(new MysqlIdempotencyRepository(m), this.clock, request, {
+    const token = await this.store.transaction((r) =>
+      claimOrReplay(r.idempotency, this.clock, request, {
         replay: () => {
           throw signupCompleted();
         },
         create: async () => {
-          const account = await this.createAccount(m);
-          const { token } = await this.keys.create(m, {
+          const account = await this.createAccount(r.accounts);
+          const { token } = await this.keys.create(r.accounts, {
             accountId: account.id,
             kind: 'AGENT',
             name: name ?? 'signup',
@@ -133,20 +133,22 @@ export class AccountsService {
    * current so notifications reach the chat the owner last used.
    */
   async findOrCreateTelegramOwner(telegramUserId: number, chatId: number): Promise<Account> {
-    const existing = await accountOfTelegramUser(this.ds, telegramUserId);
+    const existing = await this.store.read((r) => r.accounts.ofTelegramUser(telegramUserId));
     if (existing) {
       if (existing.telegramChatId !== chatId) {
-        await setTelegramChat(this.ds, existing.id, chatId);
+        await this.store.read((r) => r.accounts.setTelegramChat(existing.id, chatId));
         existing.telegramChatId = chatId;
       }
       return existing;
     }
     try {
-      return await inTransaction(this.ds, (m) => this.createAccount(m, { telegramUserId, telegramChatId: chatId }));
+      return await this.store.transaction((r) =>
+        this.createAccount(r.accounts, { telegramUserId, telegramChatId: chatId }),
+      );
     } catch (err) {
       if ((err as { code?: string }).code !== 'ER_DUP_ENTRY') throw err;
       // The concurrent first message that won the unique key made the account.
-      const winner = await accountOfTelegramUser(this.ds, telegramUserId);
+      const winner = await this.store.read((r) => r.accounts.ofTelegramUser(telegramUserId));
       if (!winner) throw err;
       return winner;
     }
@@ -157,8 +159,8 @@ export class AccountsService {
    * keys; their own rental limits are generous because the owner is the one paying.
    */
   async issueOwnerKey(accountId: string, name = 'owner key'): Promise<{ key: ApiKey; token: string }> {
-    return inTransaction(this.ds, (m) =>
-      this.keys.create(m, {
+    return this.store.transaction((r) =>
+      this.keys.create(r.accounts, {
         accountId,
         kind: 'OWNER',
         name,
@@ -174,9 +176,9 @@ export class AccountsService {
    * (`owner create`): for owners who do not use Telegram. The token exists only in the result.
    */
   async createOwner(input: NewOwner): Promise<{ account: Account; key: ApiKey; token: string }> {
-    return inTransaction(this.ds, async (m) => {
-      const account = await this.createAccount(m, { email: input.email ?? null });
-      const { key, token } = await this.keys.create(m, {
+    return this.store.transaction(async (r) => {
+      const account = await this.createAccount(r.accounts, { email: input.email ?? null });
+      const { key, token } = await this.keys.create(r.accounts, {
         accountId: account.id,
         kind: 'OWNER',
         name: input.name,
@@ -190,7 +192,7 @@ export class AccountsService {
   }
 
   async describe(principal: Principal): Promise<AccountDto> {
-    const account = await getAccount(this.ds, principal.accountId);
+    const account = await this.store.read((r) => r.accounts.get(principal.accountId));
     const usage = (await this.keys.usage([principal.key])).get(principal.keyId)!;
     return {
       user: {

@@ -1,4 +1,5 @@
-import type { DataSource, EntityManager } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import type { Executor } from '../../db/mysql-store.js';
 import type { KeyLimits } from '../keys/key-limits.js';
 import { AgentAuthorization } from './agent-authorization.entity.js';
 
@@ -39,7 +40,10 @@ export type NewAuthorization = Omit<AgentAuthorization, 'requestedName'> &
   Partial<Pick<AgentAuthorization, 'requestedName'>>;
 
 /** Writes a new session or setup code and answers the row as written. */
-export async function insertAuthorization(ds: DataSource, fields: NewAuthorization): Promise<AgentAuthorization> {
+export async function insertAuthorization(
+  ds: DataSource | EntityManager,
+  fields: NewAuthorization,
+): Promise<AgentAuthorization> {
   const repo = ds.getRepository(AgentAuthorization);
   const row = repo.create(fields);
   await repo.insert(row);
@@ -48,7 +52,7 @@ export async function insertAuthorization(ds: DataSource, fields: NewAuthorizati
 
 /** The session with this approval code hash, read without a lock; null when there is none. */
 export function authorizationByApprovalCode(
-  ds: DataSource,
+  ds: DataSource | EntityManager,
   approvalCodeHash: Buffer,
 ): Promise<AgentAuthorization | null> {
   return ds.getRepository(AgentAuthorization).findOneBy({ approvalCodeHash });
@@ -89,7 +93,7 @@ export async function markExchanged(m: EntityManager, id: string, issuedKeyId: s
  * Locks FOR UPDATE what OWNER key `keyId` approved or minted that is not exchanged yet (status
  * APPROVED), and answers their ids.
  */
-export async function lockUnexchangedApprovalsOf(m: EntityManager, keyId: string): Promise<string[]> {
+export async function lockUnexchangedApprovalsOf(m: Executor, keyId: string): Promise<string[]> {
   const rows: { id: string }[] = await m.query(
     `SELECT id FROM agent_authorizations WHERE approved_by_key_id = ? AND status = 'APPROVED' FOR UPDATE`,
     [keyId],
@@ -98,6 +102,82 @@ export async function lockUnexchangedApprovalsOf(m: EntityManager, keyId: string
 }
 
 /** Marks the sessions and setup codes given REVOKED: their setup codes stop working. */
-export async function markAuthorizationsRevoked(m: EntityManager, ids: readonly string[]): Promise<void> {
+export async function markAuthorizationsRevoked(m: Executor, ids: readonly string[]): Promise<void> {
   if (ids.length) await m.query(`UPDATE agent_authorizations SET status = 'REVOKED' WHERE id IN (?)`, [ids]);
+}
+
+/**
+ * The rows of `agent_authorizations`: part of the accounts aggregate
+ * (AccountsRepository.authorizations). Codes are given as their SHA-256 hashes; the rules about
+ * status and expiry are the services'.
+ */
+export interface AgentAuthorizationsRepository {
+  /** Writes a new session or setup code and answers the row as written (no requested name: null). Stands alone. */
+  insert(fields: NewAuthorization): Promise<AgentAuthorization>;
+  /** The session with this approval code hash, as last committed; null when there is none. */
+  byApprovalCode(approvalCodeHash: Buffer): Promise<AgentAuthorization | null>;
+  /** Locks FOR UPDATE the session with this approval code hash; null when there is none. In a transaction only. */
+  lockByApprovalCode(approvalCodeHash: Buffer): Promise<AgentAuthorization | null>;
+  /** Locks FOR UPDATE the session or setup code with this setup code hash; null when there is none. In a transaction only. */
+  lockBySetupCode(setupCodeHash: Buffer): Promise<AgentAuthorization | null>;
+  /** Records session `id` APPROVED with the approval's owner and limits; in the transaction that locked it. */
+  markApproved(id: string, approval: Approval): Promise<void>;
+  /** Records `id` EXCHANGED for key `issuedKeyId` at `at`; in the transaction that locked it and made the key. */
+  markExchanged(id: string, issuedKeyId: string, at: Date): Promise<void>;
+  /**
+   * Locks FOR UPDATE what OWNER key `keyId` approved or minted that is not exchanged yet (status
+   * APPROVED) and answers their ids; in a transaction, after the account and key locks.
+   */
+  lockUnexchangedApprovalsOf(keyId: string): Promise<string[]>;
+  /** Marks the rows given REVOKED (none: nothing): their setup codes stop working. */
+  markRevoked(ids: readonly string[]): Promise<void>;
+}
+
+/** TypeORM's entity calls run on the DataSource or a transaction's manager, not in a pipelined transaction. */
+function managerOf(sql: Executor): EntityManager {
+  if (sql instanceof DataSource) return sql.manager;
+  if (sql instanceof EntityManager) return sql;
+  throw new Error('agent authorizations are not read or written in a pipelined transaction');
+}
+
+/** The FOR UPDATE reads need a transaction's manager. */
+function transactionOf(sql: Executor): EntityManager {
+  if (sql instanceof EntityManager) return sql;
+  throw new Error('an agent authorization is locked only inside a transaction');
+}
+
+export class MysqlAgentAuthorizationsRepository implements AgentAuthorizationsRepository {
+  constructor(private readonly sql: Executor) {}
+
+  insert(fields: NewAuthorization): Promise<AgentAuthorization> {
+    return insertAuthorization(managerOf(this.sql), fields);
+  }
+
+  byApprovalCode(approvalCodeHash: Buffer): Promise<AgentAuthorization | null> {
+    return authorizationByApprovalCode(managerOf(this.sql), approvalCodeHash);
+  }
+
+  lockByApprovalCode(approvalCodeHash: Buffer): Promise<AgentAuthorization | null> {
+    return lockByApprovalCode(transactionOf(this.sql), approvalCodeHash);
+  }
+
+  lockBySetupCode(setupCodeHash: Buffer): Promise<AgentAuthorization | null> {
+    return lockBySetupCode(transactionOf(this.sql), setupCodeHash);
+  }
+
+  markApproved(id: string, approval: Approval): Promise<void> {
+    return markApproved(managerOf(this.sql), id, approval);
+  }
+
+  markExchanged(id: string, issuedKeyId: string, at: Date): Promise<void> {
+    return markExchanged(managerOf(this.sql), id, issuedKeyId, at);
+  }
+
+  lockUnexchangedApprovalsOf(keyId: string): Promise<string[]> {
+    return lockUnexchangedApprovalsOf(this.sql, keyId);
+  }
+
+  markRevoked(ids: readonly string[]): Promise<void> {
+    return markAuthorizationsRevoked(this.sql, ids);
+  }
 }

@@ -1,31 +1,20 @@
-import type { DataSource, EntityManager } from 'typeorm';
 import { revokedKeyRentalsNote } from '../../vocabulary/rental-hints.js';
 import type { Clock } from '../../clock.js';
-import { inTransaction } from '../../db/transaction.js';
+import type { Store } from '../../db/store.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
-import { findAccount, lockAccountAndKeyKind } from '../accounts/accounts.repository.js';
+import type { AccountsRepository } from '../accounts/accounts.repository.js';
 import { assertNotFrozen as refuseIfFrozen } from '../accounts/billing-eligibility.js';
 import { toKeyDto } from '../accounts/accounts.service.js';
 import type { KeyDto } from '../accounts/accounts.dto.js';
 import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
-import { MysqlIdempotencyRepository } from '../idempotency/idempotency.repository.js';
+import type { IdempotencyRepository } from '../idempotency/idempotency.repository.js';
 import { keyLimitsOf, limitsBeyond, type KeyLimits } from '../keys/key-limits.js';
 import { keyName } from '../keys/key-name.js';
-import {
-  agentKeyOfAccount,
-  getKey,
-  keysIssuedBy,
-  keysOfAccount,
-  lockLiveKeysIssuedBy,
-  markKeyRevoked,
-  markKeysRevoked,
-} from '../keys/keys.repository.js';
 import type { KeysService } from '../keys/keys.service.js';
 import type { RentalsService } from '../rentals/admission/rental-requests.service.js';
-import { lockUnexchangedApprovalsOf, markAuthorizationsRevoked } from './agent-authorizations.repository.js';
 import type { AgentKeyIssued, IssueAgentKeyRequest, KeyRental, RevokedKey, RevokedOwnerKey } from './agents.dto.js';
-import { unfinishedRentalsOfKeys } from '../rentals/store/rental-reads.repository.js';
+import type { KeyRentalRow } from '../rentals/store/rental-reads.repository.js';
 
 /** How a revocation treats the revoked keys' unfinished rentals. */
 export interface RevokeOptions {
@@ -34,15 +23,22 @@ export interface RevokeOptions {
 }
 
 /**
+ * The unfinished rentals of the keys given, oldest first: the rentals aggregate's read, given by
+ * the composition root until that aggregate is on the store.
+ */
+export type UnfinishedRentalsOfKeys = (accountId: string, keyIds: readonly string[]) => Promise<KeyRentalRow[]>;
+
+/**
  * The agent keys an owner holds directly: issuing them from an OWNER key, listing agent and owner
  * keys, and revoking either, an owner key together with everything it let in. Revocations answer
  * with the revoked keys' unfinished rentals and terminate them on request.
  */
 export class AgentKeysService {
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<{ accounts: AccountsRepository; idempotency: IdempotencyRepository }>,
     private readonly clock: Clock,
     private readonly keys: KeysService,
+    private readonly unfinishedRentals: UnfinishedRentalsOfKeys,
     /** Terminates revoked keys' rentals on request; a process built without it cannot. */
     private readonly rentals?: Pick<RentalsService, 'terminate'>,
   ) {}
@@ -78,30 +74,25 @@ export class AgentKeysService {
     const request = idempotentRequest(`agent-keys:${principal.accountId}`, idemKey, input);
     // Checked before the transaction: a plain read inside it would fix the snapshot ahead of the
     // idempotency claim, hiding a concurrent twin's committed key from the replay path.
-    await assertNotFrozen(this.ds.manager, principal.accountId);
-    const result = await inTransaction(this.ds, async (m) => {
+    await this.store.read((r) => assertNotFrozen(r.accounts, principal.accountId));
+    const result = await this.store.transaction(async (r) => {
       // As in approval: a concurrent revocation of the issuing key sees this key or refuses it.
-      await this.keys.lockActingKey(m, principal.accountId, principal.keyId);
-      return claimOrReplay<{ keyId: string; token: string | null }>(
-        new MysqlIdempotencyRepository(m),
-        this.clock,
-        request,
-        {
-          replay: (keyId) => ({ keyId, token: null }),
-          create: async () => {
-            const { key, token } = await this.keys.create(m, {
-              accountId: principal.accountId,
-              kind: 'AGENT',
-              name: input.name,
-              scopes: input.scopes,
-              origin: 'owner-issued',
-              issuedByKeyId: principal.keyId,
-              ...limits,
-            });
-            return { resourceId: key.id, result: { keyId: key.id, token } };
-          },
+      await this.keys.lockActingKey(r.accounts, principal.accountId, principal.keyId);
+      return claimOrReplay<{ keyId: string; token: string | null }>(r.idempotency, this.clock, request, {
+        replay: (keyId) => ({ keyId, token: null }),
+        create: async () => {
+          const { key, token } = await this.keys.create(r.accounts, {
+            accountId: principal.accountId,
+            kind: 'AGENT',
+            name: input.name,
+            scopes: input.scopes,
+            origin: 'owner-issued',
+            issuedByKeyId: principal.keyId,
+            ...limits,
+          });
+          return { resourceId: key.id, result: { keyId: key.id, token } };
         },
-      );
+      });
     });
     return {
       issued: { key: await this.describeKey(result.keyId), token: result.token },
@@ -111,7 +102,7 @@ export class AgentKeysService {
 
   /** The account's agent keys, newest first, with limits and usage; never secrets. */
   async listAgentKeys(accountId: string): Promise<KeyDto[]> {
-    const keys = await keysOfAccount(this.ds, accountId, 'AGENT');
+    const keys = await this.store.read((r) => r.accounts.keys.ofAccount(accountId, 'AGENT'));
     const usage = await this.keys.usage(keys);
     return keys.map((k) => toKeyDto(k, usage.get(k.id)!));
   }
@@ -126,10 +117,10 @@ export class AgentKeysService {
    * keys (404). Answers with the key's unfinished rentals, terminated with it on request.
    */
   async revokeAgentKey(accountId: string, keyId: string, opts: RevokeOptions = {}): Promise<RevokedKey> {
-    const key = await agentKeyOfAccount(this.ds, accountId, keyId);
+    const key = await this.store.read((r) => r.accounts.keys.agentKeyOfAccount(accountId, keyId));
     if (!key) throw new AppError('NOT_FOUND', 'No agent key with this id on this account.');
     await this.keys.revoke(accountId, key.id);
-    const after = await getKey(this.ds, key.id);
+    const after = await this.store.read((r) => r.accounts.keys.get(key.id));
     return {
       id: key.id,
       revokedAt: after.revokedAt!.toISOString(),
@@ -152,7 +143,7 @@ export class AgentKeysService {
     keyIds: string[],
     opts: RevokeOptions,
   ): Promise<Pick<RevokedKey, 'liveRentals' | 'rentalsTerminated' | 'rentalsNote'>> {
-    const rows = await unfinishedRentalsOfKeys(this.ds, accountId, keyIds);
+    const rows = await this.unfinishedRentals(accountId, keyIds);
     const terminate = opts.terminateRentals === true;
     if (terminate && rows.length && !this.rentals)
       throw new Error('AgentKeysService was built without the rentals service, so it cannot terminate rentals');
@@ -173,7 +164,7 @@ export class AgentKeysService {
 
   /** The account's OWNER keys, newest first, revoked ones included; never secrets. */
   async listOwnerKeys(accountId: string): Promise<KeyDto[]> {
-    const keys = await keysOfAccount(this.ds, accountId, 'OWNER');
+    const keys = await this.store.read((r) => r.accounts.keys.ofAccount(accountId, 'OWNER'));
     const usage = await this.keys.usage(keys);
     return keys.map((k) => toKeyDto(k, usage.get(k.id)!));
   }
@@ -192,20 +183,20 @@ export class AgentKeysService {
    * revocation time, and anything it let in since is revoked again.
    */
   async revokeOwnerKey(accountId: string, id: string, opts: RevokeOptions = {}): Promise<RevokedOwnerKey> {
-    const out = await inTransaction(this.ds, async (m) => {
+    const out = await this.store.transaction(async ({ accounts }) => {
       // Account row first, then keys, then sessions: the order issuing and approving take them in
       // (KeysService.lockActingKey), so each waits for the other instead of missing it.
-      const key = await lockAccountAndKeyKind(m, accountId, id);
+      const key = await accounts.lockAccountAndKeyKind(accountId, id);
       if (!key || key.kind !== 'OWNER') throw new AppError('NOT_FOUND', 'No owner key with this id on this account.');
       const now = this.clock.now();
       const revokedAt = key.revokedAt ?? now;
-      if (!key.revokedAt) await markKeyRevoked(m, id, now);
-      const sessions = await lockUnexchangedApprovalsOf(m, id);
-      await markAuthorizationsRevoked(m, sessions);
-      const issued = await lockLiveKeysIssuedBy(m, id);
-      await markKeysRevoked(m, issued, now);
+      if (!key.revokedAt) await accounts.keys.markRevoked(id, now);
+      const sessions = await accounts.authorizations.lockUnexchangedApprovalsOf(id);
+      await accounts.authorizations.markRevoked(sessions);
+      const issued = await accounts.keys.lockLiveIssuedBy(id);
+      await accounts.keys.markManyRevoked(issued, now);
       // Every key it let in, revoked now or by an earlier call: a repeat still lists (and may end) their rentals.
-      const letIn = await keysIssuedBy(m, id);
+      const letIn = await accounts.keys.issuedBy(id);
       return {
         id,
         revokedAt: revokedAt.toISOString(),
@@ -228,10 +219,10 @@ export class AgentKeysService {
     if (principal.kind !== 'OWNER') throw new AppError('FORBIDDEN', `Only owner keys may ${what}.`);
   }
 
-  /** A key as the API shows it, with its usage; read through `manager` inside a transaction. */
-  async describeKey(keyId: string, manager: EntityManager = this.ds.manager): Promise<KeyDto> {
-    const key = await getKey(manager, keyId);
-    const usage = await this.keys.usage([key], manager);
+  /** A key as the API shows it, with its usage, as last committed. */
+  async describeKey(keyId: string): Promise<KeyDto> {
+    const key = await this.store.read((r) => r.accounts.keys.get(keyId));
+    const usage = await this.keys.usage([key]);
     return toKeyDto(key, usage.get(key.id)!);
   }
 }
@@ -255,9 +246,9 @@ export function assertWithinOwnLimits(principal: Principal, limits: KeyLimits): 
     );
 }
 
-/** A frozen account may not bring new agents in: 402 ACCOUNT_FROZEN. */
-export async function assertNotFrozen(m: EntityManager, accountId: string): Promise<void> {
-  const account = await findAccount(m, accountId);
+/** A frozen account may not bring new agents in: 402 ACCOUNT_FROZEN. `accounts` reads without a lock. */
+export async function assertNotFrozen(accounts: AccountsRepository, accountId: string): Promise<void> {
+  const account = await accounts.find(accountId);
   if (!account) throw new AppError('NOT_FOUND', 'This account no longer exists.');
   refuseIfFrozen(account, 'authorize new agents');
 }

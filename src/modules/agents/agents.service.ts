@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
-import { inTransaction } from '../../db/transaction.js';
+import type { Store } from '../../db/store.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
@@ -10,17 +9,13 @@ import { agentName, keyName } from '../keys/key-name.js';
 import { APPROVAL_LIMITS, parseKeyLimits, type KeyLimits, type KeyLimitsInput } from '../keys/key-limits.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { APPROVAL_CODE_TAG, mintCode, SETUP_CODE_TAG, sha256 } from '../keys/tokens.js';
+import type { AccountsRepository } from '../accounts/accounts.repository.js';
 import type { AgentAuthorization } from './agent-authorization.entity.js';
 import {
   approvedLimits,
-  authorizationByApprovalCode,
-  insertAuthorization,
-  lockByApprovalCode,
-  lockBySetupCode,
-  markApproved,
-  markExchanged,
   NO_LIMITS_YET,
   type Approval,
+  type NewAuthorization,
 } from './agent-authorizations.repository.js';
 import { assertNotFrozen, assertWithinOwnLimits, type AgentKeysService } from './agent-keys.service.js';
 import type {
@@ -71,7 +66,7 @@ export interface AgentsOptions {
  */
 export class AgentsService {
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<{ accounts: AccountsRepository }>,
     private readonly clock: Clock,
     private readonly keys: KeysService,
     private readonly rateLimiter: RateLimiter,
@@ -115,23 +110,25 @@ export class AgentsService {
     const setup = mintCode(SETUP_CODE_TAG);
     const approval = mintCode(APPROVAL_CODE_TAG);
     const now = this.clock.now();
-    const row = await insertAuthorization(this.ds, {
-      id: randomUUID(),
-      origin: 'SESSION',
-      status: 'PENDING',
-      setupCodeHash: setup.hash,
-      approvalCodeHash: approval.hash,
-      accountId: null,
-      approvedByKeyId: null,
-      name: null,
-      requestedName,
-      ...NO_LIMITS_YET,
-      issuedKeyId: null,
-      expiresAt: new Date(now.getTime() + AUTHORIZATION_TTL_MS),
-      approvedAt: null,
-      exchangedAt: null,
-      createdAt: now,
-    });
+    const row = await this.store.read((r) =>
+      r.accounts.authorizations.insert({
+        id: randomUUID(),
+        origin: 'SESSION',
+        status: 'PENDING',
+        setupCodeHash: setup.hash,
+        approvalCodeHash: approval.hash,
+        accountId: null,
+        approvedByKeyId: null,
+        name: null,
+        requestedName,
+        ...NO_LIMITS_YET,
+        issuedKeyId: null,
+        expiresAt: new Date(now.getTime() + AUTHORIZATION_TTL_MS),
+        approvedAt: null,
+        exchangedAt: null,
+        createdAt: now,
+      }),
+    );
     return {
       authorizationId: row.id,
       name: requestedName,
@@ -145,7 +142,8 @@ export class AgentsService {
   /** What the approval page and the bot show for a public approval code; null when unknown. */
   async describeAuthorization(approvalCode: string): Promise<AuthorizationDescription | null> {
     if (!/^gpa_[A-Za-z0-9_-]{43}$/.test(approvalCode)) return null;
-    const row = await authorizationByApprovalCode(this.ds, sha256(approvalCode));
+    const hash = sha256(approvalCode);
+    const row = await this.store.read((r) => r.accounts.authorizations.byApprovalCode(hash));
     if (!row) return null;
     return {
       authorizationId: row.id,
@@ -205,12 +203,12 @@ export class AgentsService {
     givenName: string | undefined,
   ): Promise<ApproveAuthorizationResponse> {
     const name = storedName(givenName);
-    await assertNotFrozen(this.ds.manager, owner.accountId);
-    return inTransaction(this.ds, async (m) => {
+    await this.store.read((r) => assertNotFrozen(r.accounts, owner.accountId));
+    return this.store.transaction(async (r) => {
       // A revocation of the approving key either committed already (401 here) or waits for this
       // approval and then revokes the session with it.
-      if (owner.keyId) await this.keys.lockActingKey(m, owner.accountId, owner.keyId);
-      const row = await lockByApprovalCode(m, sha256(approvalCode));
+      if (owner.keyId) await this.keys.lockActingKey(r.accounts, owner.accountId, owner.keyId);
+      const row = await r.accounts.authorizations.lockByApprovalCode(sha256(approvalCode));
       if (!row) throw new AppError('NOT_FOUND', 'No agent authorization has this approval code.');
       const now = this.clock.now();
       if (row.status !== 'PENDING')
@@ -227,7 +225,7 @@ export class AgentsService {
         ...limits,
         approvedAt: now,
       };
-      await markApproved(m, row.id, approval);
+      await r.accounts.authorizations.markApproved(row.id, approval);
       return {
         authorizationId: row.id,
         status: 'APPROVED' as const,
@@ -242,11 +240,11 @@ export class AgentsService {
     this.assertEnabled();
     const limits = parseKeyLimits(given, APPROVAL_LIMITS);
     const name = storedName(given.name);
-    await assertNotFrozen(this.ds.manager, owner.accountId);
+    await this.store.read((r) => assertNotFrozen(r.accounts, owner.accountId));
     const setup = mintCode(SETUP_CODE_TAG);
     const now = this.clock.now();
     const expiresAt = new Date(now.getTime() + AUTHORIZATION_TTL_MS);
-    await insertAuthorization(this.ds, {
+    const row: NewAuthorization = {
       id: randomUUID(),
       origin: 'TELEGRAM',
       status: 'APPROVED',
@@ -261,7 +259,8 @@ export class AgentsService {
       approvedAt: now,
       exchangedAt: null,
       createdAt: now,
-    });
+    };
+    await this.store.read((r) => r.accounts.authorizations.insert(row));
     return { setupCode: setup.code, expiresAt };
   }
 
@@ -274,8 +273,8 @@ export class AgentsService {
     this.assertEnabled();
     await this.limitAddress('exchange', clientAddress);
     const invalid = () => new AppError('AGENT_SETUP_INVALID', 'This setup code is invalid, expired or already used.');
-    const { keyId, token } = await inTransaction(this.ds, async (m) => {
-      const row = await lockBySetupCode(m, sha256(setupCode));
+    const { keyId, token } = await this.store.transaction(async (r) => {
+      const row = await r.accounts.authorizations.lockBySetupCode(sha256(setupCode));
       if (!row || row.status === 'EXCHANGED' || row.status === 'REVOKED') throw invalid();
       const now = this.clock.now();
       if (row.expiresAt.getTime() <= now.getTime()) throw invalid();
@@ -287,7 +286,7 @@ export class AgentsService {
           { 'Retry-After': String(wait) },
         );
       }
-      const { key, token } = await this.keys.create(m, {
+      const { key, token } = await this.keys.create(r.accounts, {
         accountId: row.accountId!,
         kind: 'AGENT',
         name: row.name ?? 'agent',
@@ -296,7 +295,7 @@ export class AgentsService {
         issuedByKeyId: row.approvedByKeyId,
         ...approvedLimits(row),
       });
-      await markExchanged(m, row.id, key.id, now);
+      await r.accounts.authorizations.markExchanged(row.id, key.id, now);
       return { keyId: key.id, token };
     });
     return { key: await this.agentKeys.describeKey(keyId), token };

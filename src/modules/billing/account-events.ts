@@ -1,9 +1,8 @@
-import type { Sql } from '../../db/sql.js';
 import type { Account } from '../accounts/account.entity.js';
-import { lockAccount } from '../accounts/accounts.repository.js';
+import type { AccountsRepository } from '../accounts/accounts.repository.js';
 import { accountBalanceEligible } from '../accounts/billing-eligibility.js';
 import type { EventType } from '../events/event-types.js';
-import { recordEvent } from '../events/events.repository.js';
+import type { LedgerRepository } from './ledger.repository.js';
 
 /** The low-credits threshold when none is configured (LOW_CREDITS_MINOR), in cents. */
 export const DEFAULT_LOW_CREDITS_MINOR = 500;
@@ -24,21 +23,29 @@ export function accountEventData(account: Pick<Account, 'billingModel' | 'balanc
   };
 }
 
+/** The repositories of the transaction an account event joins. */
+export interface AccountEventRepos {
+  accounts: Pick<AccountsRepository, 'lockAccount'>;
+  /** The event is written through the ledger, in whose transactions every account event is written. */
+  ledger: Pick<LedgerRepository, 'appendEvent'>;
+}
+
 /**
  * Writes an account event (no key: owners see it, agents only those meant for them) in the caller's
- * transaction, which holds the account's lock and has just moved its balance: the row is read
- * again as that transaction left it. `extra` joins the account view (what the event is about).
+ * transaction (`repos` are its repositories), which holds the account's lock and has just moved its
+ * balance: the row is read again as that transaction left it. `extra` joins the account view (what
+ * the event is about).
  */
 export async function recordAccountEvent(
-  m: Sql,
+  repos: AccountEventRepos,
   type: EventType,
   accountId: string,
   at: Date,
   extra: Record<string, unknown> = {},
 ): Promise<void> {
-  const account = await lockAccount(m, accountId);
+  const account = await repos.accounts.lockAccount(accountId);
   if (!account) throw new Error(`account ${accountId} vanished inside its own transaction`);
-  await recordEvent(m, {
+  await repos.ledger.appendEvent({
     type,
     accountId,
     keyId: null,

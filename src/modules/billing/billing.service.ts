@@ -1,17 +1,17 @@
-import type { DataSource } from 'typeorm';
 import { readMinor } from '../../db/columns.js';
+import type { Store } from '../../db/store.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
-import { getAccount, setAccountEmail } from '../accounts/accounts.repository.js';
+import type { AccountsRepository } from '../accounts/accounts.repository.js';
 import { normalizeEmail } from '../accounts/email.js';
 import { mayManageAccount } from '../keys/account-holder.js';
-import { visibleEntries } from './ledger.repository.js';
+import type { LedgerRepository } from './ledger.repository.js';
 import type { KeysService } from '../keys/keys.service.js';
 import type { BalanceResponse, EmailResponse } from './billing.dto.js';
 
 export class BillingService {
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<{ accounts: AccountsRepository; ledger: LedgerRepository }>,
     private readonly keys: KeysService,
   ) {}
 
@@ -20,9 +20,10 @@ export class BillingService {
    * the entries it caused (its rentals, its top-ups); an owner key sees the whole account's.
    */
   async balance(principal: Principal, limit = 50, before?: number): Promise<BalanceResponse> {
-    const [account, entries, usage] = await Promise.all([
-      getAccount(this.ds, principal.accountId),
-      visibleEntries(this.ds, principal, limit + 1, before),
+    const [[account, entries], usage] = await Promise.all([
+      this.store.read((r) =>
+        Promise.all([r.accounts.get(principal.accountId), r.ledger.visible(principal, limit + 1, before)]),
+      ),
       this.keys.usage([principal.key]),
     ]);
     const page = entries.slice(0, limit);
@@ -60,7 +61,7 @@ export class BillingService {
     }
     const clean = normalizeEmail(email);
     if (clean === null) throw new AppError('VALIDATION_FAILED', 'Invalid request: email: must be an e-mail address.');
-    await setAccountEmail(this.ds, principal.accountId, clean);
+    await this.store.read((r) => r.accounts.setEmail(principal.accountId, clean));
     return { email: clean };
   }
 }

@@ -1,4 +1,12 @@
-import type { EntityManager } from 'typeorm';
+import type { CheckoutsRepository } from './checkouts.repository.js';
+
+/**
+ * The billing transaction a card order's change joins: its repositories. The rentals module moves
+ * the order in that same transaction, so a payment and its order commit together.
+ */
+export interface PaymentTransaction {
+  checkouts: CheckoutsRepository;
+}
 
 /** Where a card order stands as far as its payment is concerned. */
 export interface CardOrderState {
@@ -23,18 +31,18 @@ export function isPayable(order: CardOrderState | null): boolean {
  */
 export interface CardOrders {
   /** The order's payment state; `lock` holds its row for the caller's decision (needs a transaction). */
-  state(m: EntityManager, orderId: string, opts: { lock: boolean }): Promise<CardOrderState | null>;
+  state(tx: PaymentTransaction, orderId: string, opts: { lock: boolean }): Promise<CardOrderState | null>;
   /** The payment arrived while the order was payable: it goes on to provisioning. */
-  paid(m: EntityManager, orderId: string, at: Date): Promise<void>;
+  paid(tx: PaymentTransaction, orderId: string, at: Date): Promise<void>;
   /**
    * The payment arrived for an order that can no longer run (`state` as read under lock): it ends,
    * or stays ended, without starting, and its reversal (the refund billing makes) is pending.
    */
-  paidTooLate(m: EntityManager, orderId: string, state: CardOrderState | null, at: Date): Promise<void>;
+  paidTooLate(tx: PaymentTransaction, orderId: string, state: CardOrderState | null, at: Date): Promise<void>;
   /** The checkout closed unpaid: the order fails with a customer-safe reason, or ends as its owner asked. */
-  closedUnpaid(m: EntityManager, orderId: string, why: 'EXPIRED' | 'FAILED', at: Date): Promise<void>;
+  closedUnpaid(tx: PaymentTransaction, orderId: string, why: 'EXPIRED' | 'FAILED', at: Date): Promise<void>;
   /** The order's payment went back to the card: its reversal is complete. */
-  refunded(m: EntityManager, orderId: string, at: Date): Promise<void>;
+  refunded(tx: PaymentTransaction, orderId: string, at: Date): Promise<void>;
   /** Whether the order was released to provisioning (and so its hand-off is due). */
   released(orderId: string): Promise<boolean>;
   /** Unpaid orders their owners cancelled, oldest request first; `orderId` limits it to that one. */

@@ -1,25 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
-import { inTransaction } from '../../db/transaction.js';
+import type { Store } from '../../db/store.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
-import type { CardOrders } from './card-orders.js';
+import type { CardOrders, CardOrderState, PaymentTransaction } from './card-orders.js';
 import { Checkout, type CheckoutPurpose } from './checkout.entity.js';
-import {
-  checkoutOfOrder,
-  countRefundAttempt,
-  findCheckout,
-  getCheckout,
-  insertCheckout,
-  lockCheckout,
-  markRefundPending,
-  markRefunded,
-  paidCheckoutOfOrder,
-  refundsDue,
-  setCheckoutStatus,
-  storeSession,
-} from './checkouts.repository.js';
+import type { CheckoutsRepository } from './checkouts.repository.js';
 import type { PaymentProvider } from './payment-provider.js';
 
 /** Failed refund attempts after which each further failure logs at error: a person should look. */
@@ -49,7 +35,7 @@ export interface CheckoutDescription {
  */
 export class CheckoutSessionsService {
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<PaymentTransaction>,
     private readonly clock: Clock,
     private readonly logger: Logger,
     readonly provider: PaymentProvider | null,
@@ -62,10 +48,10 @@ export class CheckoutSessionsService {
     return this.provider;
   }
 
-  /** Inserts a CREATING checkout in the caller's transaction. */
-  async insert(manager: EntityManager, input: NewCheckout): Promise<Checkout> {
+  /** Inserts a CREATING checkout in the caller's transaction (`checkouts` is its repository). */
+  async insert(checkouts: CheckoutsRepository, input: NewCheckout): Promise<Checkout> {
     const now = this.clock.now();
-    const checkout = manager.create(Checkout, {
+    const checkout = Object.assign(new Checkout(), {
       id: randomUUID(),
       purpose: input.purpose,
       accountId: input.accountId,
@@ -88,7 +74,7 @@ export class CheckoutSessionsService {
       createdAt: now,
       updatedAt: now,
     });
-    await insertCheckout(manager, checkout);
+    await checkouts.insert(checkout);
     return checkout;
   }
 
@@ -140,14 +126,17 @@ export class CheckoutSessionsService {
     }
     // Concurrent openers got the same session (same idempotency key); whichever stores first wins
     // and the others read the stored row.
-    await storeSession(this.ds, checkout.id, {
-      status: session.status === 'expired' ? 'EXPIRED' : 'OPEN',
+    const stored = {
+      status: session.status === 'expired' ? ('EXPIRED' as const) : ('OPEN' as const),
       sessionId: session.id,
       checkoutUrl: session.url,
       expiresAt: session.expiresAt,
       updatedAt: this.clock.now(),
+    };
+    return this.store.read(async (r) => {
+      await r.checkouts.storeSession(checkout.id, stored);
+      return r.checkouts.get(checkout.id);
     });
-    return getCheckout(this.ds, checkout.id);
   }
 
   /**
@@ -157,18 +146,28 @@ export class CheckoutSessionsService {
   async expireIfDue(checkout: Checkout): Promise<Checkout> {
     if (checkout.status !== 'OPEN' || !checkout.expiresAt || checkout.expiresAt.getTime() > this.clock.now().getTime())
       return checkout;
-    await inTransaction(this.ds, (m) => this.closeUnpaid(m, checkout.id, 'EXPIRED'));
-    return getCheckout(this.ds, checkout.id);
+    await this.store.transaction((r) => this.closeUnpaid(r, checkout.id, 'EXPIRED'));
+    return this.store.read((r) => r.checkouts.get(checkout.id));
   }
 
-  /** The checkout of a card order, in the caller's transaction; it must exist. */
-  checkoutOfOrder(manager: EntityManager, orderId: string): Promise<Checkout> {
-    return checkoutOfOrder(manager, orderId);
+  /** Checkout `id` as last committed, or null (the payment pages' read). */
+  find(checkoutId: string): Promise<Checkout | null> {
+    return this.store.read((r) => r.checkouts.find(checkoutId));
+  }
+
+  /** A card order's payment state as last committed, read without a lock (the payment pages' read). */
+  orderState(orderId: string): Promise<CardOrderState | null> {
+    return this.store.read((r) => this.cardOrders.state(r, orderId, { lock: false }));
+  }
+
+  /** The checkout of a card order, in the caller's transaction (`checkouts` is its repository); it must exist. */
+  checkoutOfOrder(checkouts: CheckoutsRepository, orderId: string): Promise<Checkout> {
+    return checkouts.ofOrder(orderId);
   }
 
   /** Locks a checkout row for a decision about it; null when there is no such checkout. */
-  async lock(manager: EntityManager, checkoutId: string): Promise<Checkout | null> {
-    return lockCheckout(manager, checkoutId);
+  async lock(checkouts: CheckoutsRepository, checkoutId: string): Promise<Checkout | null> {
+    return checkouts.lock(checkoutId);
   }
 
   /**
@@ -178,17 +177,17 @@ export class CheckoutSessionsService {
    * already paid or closed.
    */
   async closeUnpaid(
-    manager: EntityManager,
+    tx: PaymentTransaction,
     checkoutId: string,
     status: 'EXPIRED' | 'FAILED',
     sessionId?: string,
   ): Promise<boolean> {
-    const checkout = await this.lock(manager, checkoutId);
+    const checkout = await this.lock(tx.checkouts, checkoutId);
     if (!checkout || (checkout.status !== 'CREATING' && checkout.status !== 'OPEN')) return false;
     const now = this.clock.now();
-    await setCheckoutStatus(manager, checkout.id, status, checkout.sessionId ?? sessionId ?? null, now);
+    await tx.checkouts.setStatus(checkout.id, status, checkout.sessionId ?? sessionId ?? null, now);
     if (checkout.purpose === 'ORDER' && checkout.orderId)
-      await this.cardOrders.closedUnpaid(manager, checkout.orderId, status, now);
+      await this.cardOrders.closedUnpaid(tx, checkout.orderId, status, now);
     return true;
   }
 
@@ -197,19 +196,19 @@ export class CheckoutSessionsService {
    * 'NOTHING_PAID' when the order has no paid checkout. Throws when the provider cannot refund now.
    */
   async refundOrder(orderId: string): Promise<'REFUNDED' | 'NOTHING_PAID'> {
-    const checkout = await paidCheckoutOfOrder(this.ds, orderId);
+    const checkout = await this.store.read((r) => r.checkouts.paidOfOrder(orderId));
     if (!checkout) return 'NOTHING_PAID';
     if (checkout.refundStatus === null) {
-      await this.markRefundDue(this.ds.manager, checkout.id);
+      await this.store.read((r) => this.markRefundDue(r.checkouts, checkout.id));
     }
     return (await this.settleRefund(checkout.id)) === 'REFUNDED' ? 'REFUNDED' : 'NOTHING_PAID';
   }
 
   /** See `CardRefunds.markOrderRefundDue`: a card order whose payment must go back to the card. */
-  async markOrderRefundDue(manager: EntityManager, orderId: string): Promise<boolean> {
-    const checkout = await paidCheckoutOfOrder(manager, orderId);
+  async markOrderRefundDue(checkouts: CheckoutsRepository, orderId: string): Promise<boolean> {
+    const checkout = await checkouts.paidOfOrder(orderId);
     if (!checkout) return false;
-    await this.markRefundDue(manager, checkout.id);
+    await this.markRefundDue(checkouts, checkout.id);
     return true;
   }
 
@@ -217,8 +216,8 @@ export class CheckoutSessionsService {
    * Records, in the caller's transaction, that a paid checkout's payment is owed back. Only the
    * first call counts; the refund itself is made by {@link settleRefund} after the commit.
    */
-  async markRefundDue(manager: EntityManager, checkoutId: string): Promise<void> {
-    await markRefundPending(manager, checkoutId, this.clock.now());
+  async markRefundDue(checkouts: CheckoutsRepository, checkoutId: string): Promise<void> {
+    await checkouts.markRefundPending(checkoutId, this.clock.now());
   }
 
   /**
@@ -230,7 +229,7 @@ export class CheckoutSessionsService {
    * refund now; the payments job calls again.
    */
   async settleRefund(checkoutId: string): Promise<'REFUNDED' | 'NOT_DUE'> {
-    const checkout = await findCheckout(this.ds, checkoutId);
+    const checkout = await this.store.read((r) => r.checkouts.find(checkoutId));
     if (!checkout || checkout.status !== 'PAID' || checkout.refundStatus === null) return 'NOT_DUE';
     if (checkout.refundStatus === 'SUCCEEDED') return 'REFUNDED';
     const context = {
@@ -258,16 +257,16 @@ export class CheckoutSessionsService {
         throw new Error(`refund ${refund.id} is ${refund.status}`);
     } catch (err) {
       const attempts = checkout.refundAttempts + 1;
-      await countRefundAttempt(this.ds, checkout.id, this.clock.now());
+      await this.store.read((r) => r.checkouts.countRefundAttempt(checkout.id, this.clock.now()));
       const level = attempts >= REFUND_ALERT_AFTER ? 'error' : 'warn';
       this.logger[level]({ err, ...context, attempts }, 'refund did not go through; the payments job retries');
       throw err;
     }
     const now = this.clock.now();
-    await inTransaction(this.ds, async (m) => {
-      const settled = await markRefunded(m, checkout.id, refund.id, now);
+    await this.store.transaction(async (r) => {
+      const settled = await r.checkouts.markRefunded(checkout.id, refund.id, now);
       // A card order's whole reversal is this refund: its money never became credits.
-      if (settled && checkout.orderId) await this.cardOrders.refunded(m, checkout.orderId, now);
+      if (settled && checkout.orderId) await this.cardOrders.refunded(r, checkout.orderId, now);
     });
     this.logger.warn({ ...context, refundId: refund.id, status: refund.status }, 'payment refunded to the card');
     return 'REFUNDED';
@@ -276,7 +275,7 @@ export class CheckoutSessionsService {
   /** The payments job's retry of refunds still owed, oldest first. Returns how many it made. */
   async settleDueRefunds(limit = 50): Promise<number> {
     let refunded = 0;
-    for (const id of await refundsDue(this.ds, limit)) {
+    for (const id of await this.store.read((r) => r.checkouts.refundsDue(limit))) {
       try {
         if ((await this.settleRefund(id)) === 'REFUNDED') refunded++;
       } catch {

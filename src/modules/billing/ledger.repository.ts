@@ -1,7 +1,10 @@
-import { LessThan, type DataSource } from 'typeorm';
+import { DataSource, EntityManager, LessThan } from 'typeorm';
 import { derivedTable } from '../../db/derived-table.js';
 import { hydrate, insertEntity } from '../../db/entity-rows.js';
-import type { Sql } from '../../db/sql.js';
+import type { Executor } from '../../db/mysql-store.js';
+import { inOpenTransaction, type Sql } from '../../db/sql.js';
+import { MysqlAccountsRepository } from '../accounts/accounts.repository.js';
+import { recordEvent, type NewEvent } from '../events/events.repository.js';
 import { visibleRows, type Viewer } from '../keys/visibility.js';
 import { LedgerEntry } from './ledger-entry.entity.js';
 
@@ -20,7 +23,11 @@ export async function entryByRef(sql: Sql, externalRef: string): Promise<LedgerE
   const found: Record<string, unknown>[] = await sql.query(`SELECT * FROM ledger_entries WHERE external_ref = ?`, [
     externalRef,
   ]);
-  return found.length > 0 ? hydrate(sql, LedgerEntry, found[0]) : null;
+  if (found.length === 0) return null;
+  // A BIGINT id comes back as a number when it fits; the entity's ids are strings, as insertEntry answers them.
+  const entry = hydrate(sql, LedgerEntry, found[0]);
+  entry.id = String(entry.id);
+  return entry;
 }
 
 /** Writes one entry; answers it with its new id. */
@@ -90,11 +97,113 @@ export async function addKeySpends(sql: Sql, spentByKey: ReadonlyMap<string, num
  * `beforeId` (from the newest without it).
  */
 export function visibleEntries(
-  ds: DataSource,
+  ds: DataSource | EntityManager,
   viewer: Viewer,
   limit: number,
   beforeId?: number,
 ): Promise<LedgerEntry[]> {
   const where = { ...visibleRows(viewer), ...(beforeId === undefined ? {} : { id: LessThan(String(beforeId)) }) };
   return ds.getRepository(LedgerEntry).find({ where, order: { id: 'DESC' }, take: limit });
+}
+
+/**
+ * The ledger aggregate: `ledger_entries` (append-only, one entry per unique cause reference) and
+ * the cached figures that move with it, `accounts.balance_minor`, `accounts.unposted_usage_minor`
+ * and `api_keys.net_spent_minor`. The account locks a posting takes first are the accounts
+ * repository's. Every write runs inside a transaction and issues its one statement at the call,
+ * before it awaits anything, so writes called together travel together in a pipelined transaction.
+ */
+export interface LedgerRepository {
+  /** The entry posted under `externalRef`, or null: a plain read, no lock. */
+  entryByRef(externalRef: string): Promise<LedgerEntry | null>;
+  /**
+   * Appends one entry and answers it with its new id (a decimal string). A reference already
+   * posted is refused with an error whose `code` is ER_DUP_ENTRY, and nothing is written.
+   */
+  insert(entry: NewLedgerEntry): Promise<LedgerEntry>;
+  /** Appends many entries in one statement (none for an empty list), refused whole as {@link insert} is. */
+  insertMany(entries: readonly NewLedgerEntry[]): Promise<void>;
+  /** Sets an account's cached balance. */
+  setBalance(accountId: string, balanceMinor: number): Promise<void>;
+  /** Sets the balances and unposted usage of many accounts in one statement (none for an empty map). */
+  setBalances(money: ReadonlyMap<string, { balanceMinor: number; unpostedUsageMinor: number }>): Promise<void>;
+  /** Adds `spentMinor` (negative for a reversal) to a key's net spend. */
+  addKeySpend(keyId: string, spentMinor: number): Promise<void>;
+  /** Adds to the net spend of many keys in one statement (none for an empty map). */
+  addKeySpends(spentByKey: ReadonlyMap<string, number>): Promise<void>;
+  /**
+   * The entries `viewer` sees (keys/visibility.ts: an agent key its own, the holder the whole
+   * account's), newest first, at most `limit` of them below entry `beforeId`. A plain read, not in
+   * a pipelined transaction.
+   */
+  visible(viewer: Viewer, limit: number, beforeId?: number): Promise<LedgerEntry[]>;
+  /**
+   * Writes one event to the account's event log in this transaction: how a posting's account
+   * event (`credits.low`, `topup.paid`) commits with it. The statements are the event log's.
+   */
+  appendEvent(event: NewEvent): Promise<void>;
+}
+
+/** A posting's writes outside a transaction would commit one by one, apart from the balance they move. */
+function transactionOf(sql: Executor): Sql {
+  if (!inOpenTransaction(sql)) throw new Error('ledger postings are written only inside a transaction');
+  return sql as Sql;
+}
+
+/** TypeORM's entity reads run on the DataSource or a transaction's manager, not in a pipelined transaction. */
+function managerOf(sql: Executor): DataSource | EntityManager {
+  if (sql instanceof DataSource || sql instanceof EntityManager) return sql;
+  throw new Error('ledger entity reads do not run in a pipelined transaction');
+}
+
+/**
+ * The ledger aggregate on MySQL: the statements above, on one executor. Its methods are async, so
+ * a refusal rejects as a failed statement does; each still issues its statement at the call.
+ */
+export class MysqlLedgerRepository implements LedgerRepository {
+  constructor(private readonly sql: Executor) {}
+
+  async entryByRef(externalRef: string): Promise<LedgerEntry | null> {
+    return entryByRef(this.sql instanceof DataSource ? this.sql.manager : this.sql, externalRef);
+  }
+
+  async insert(entry: NewLedgerEntry): Promise<LedgerEntry> {
+    return insertEntry(transactionOf(this.sql), entry);
+  }
+
+  async insertMany(entries: readonly NewLedgerEntry[]): Promise<void> {
+    return insertEntries(transactionOf(this.sql), entries);
+  }
+
+  async setBalance(accountId: string, balanceMinor: number): Promise<void> {
+    return setBalance(transactionOf(this.sql), accountId, balanceMinor);
+  }
+
+  async setBalances(money: ReadonlyMap<string, { balanceMinor: number; unpostedUsageMinor: number }>): Promise<void> {
+    return setBalances(transactionOf(this.sql), money);
+  }
+
+  async addKeySpend(keyId: string, spentMinor: number): Promise<void> {
+    return addKeySpend(transactionOf(this.sql), keyId, spentMinor);
+  }
+
+  async addKeySpends(spentByKey: ReadonlyMap<string, number>): Promise<void> {
+    return addKeySpends(transactionOf(this.sql), spentByKey);
+  }
+
+  async visible(viewer: Viewer, limit: number, beforeId?: number): Promise<LedgerEntry[]> {
+    return visibleEntries(managerOf(this.sql), viewer, limit, beforeId);
+  }
+
+  async appendEvent(event: NewEvent): Promise<void> {
+    return recordEvent(transactionOf(this.sql), event);
+  }
+}
+
+/**
+ * The ledger and accounts repositories of a transaction of code not on the store yet (rentals):
+ * what LedgerService's postings take, bound to that transaction's executor.
+ */
+export function ledgerReposOf(sql: Sql): { ledger: MysqlLedgerRepository; accounts: MysqlAccountsRepository } {
+  return { ledger: new MysqlLedgerRepository(sql), accounts: new MysqlAccountsRepository(sql) };
 }

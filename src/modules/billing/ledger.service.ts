@@ -1,23 +1,21 @@
-import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
-import { inOpenTransaction, type Sql } from '../../db/sql.js';
+import type { Store } from '../../db/store.js';
 import { AppError } from '../../errors/app-error.js';
 import { countCredits } from '../../metrics/outcomes.js';
 import type { Account } from '../accounts/account.entity.js';
+import type { AccountMoney, AccountsRepository } from '../accounts/accounts.repository.js';
 import { crossesLow, DEFAULT_LOW_CREDITS_MINOR, recordAccountEvent } from './account-events.js';
-import { lockAccount, lockAccountBalances, type AccountMoney } from '../accounts/accounts.repository.js';
 import type { LedgerEntry, LedgerKind } from './ledger-entry.entity.js';
-import {
-  addKeySpend,
-  addKeySpends,
-  entryByRef,
-  insertEntries,
-  insertEntry,
-  setBalance,
-  setBalances,
-  visibleEntries,
-  type NewLedgerEntry,
-} from './ledger.repository.js';
+import type { LedgerRepository, NewLedgerEntry } from './ledger.repository.js';
+
+/**
+ * The repositories of the transaction a posting joins: the ledger's, and the accounts' for the
+ * account locks every money decision starts with.
+ */
+export interface LedgerRepos {
+  ledger: LedgerRepository;
+  accounts: Pick<AccountsRepository, 'lockAccount' | 'lockAccountBalances'>;
+}
 
 export interface Posting {
   accountId: string;
@@ -74,53 +72,54 @@ export class LedgerService {
   readonly lowCreditsMinor: number;
 
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<{ ledger: LedgerRepository }>,
     private readonly clock: Clock,
     options: LedgerOptions = {},
   ) {
     this.lowCreditsMinor = options.lowCreditsMinor ?? DEFAULT_LOW_CREDITS_MINOR;
   }
 
-  /** Locks the account row; every money decision about an account starts here. */
-  async lockAccount(manager: Sql, accountId: string): Promise<Account> {
-    const account = await lockAccount(manager, accountId);
+  /** Locks the account row; every money decision about an account starts here. In a transaction only. */
+  async lockAccount(repos: Pick<LedgerRepos, 'accounts'>, accountId: string): Promise<Account> {
+    const account = await repos.accounts.lockAccount(accountId);
     if (!account) throw new AppError('NOT_FOUND', 'Account not found.');
     return account;
   }
 
   /**
-   * Appends one entry and moves the cached balance in the caller's transaction. Must run inside
-   * a transaction; takes the account row lock itself unless the caller passes the row it has
-   * just read under that lock (`locked`, updated here as the balance moves).
+   * Appends one entry and moves the cached balance in the caller's transaction (`repos` are its
+   * repositories). Must run inside a transaction; takes the account row lock itself unless the
+   * caller passes the row it has just read under that lock (`locked`, updated here as the balance
+   * moves). With `locked`, its first statement is issued before it awaits anything.
    */
   async post(
-    manager: Sql,
+    repos: LedgerRepos,
     p: Posting,
     locked?: Pick<Account, 'id' | 'balanceMinor'> & Partial<Pick<Account, 'unpostedUsageMinor'>>,
   ): Promise<PostResult> {
-    checkPostings(manager, [p]);
+    checkPostings([p]);
     if (locked && locked.id !== p.accountId) throw new Error("the locked account is not the posting's account");
-    const account = locked ?? (await this.lockAccount(manager, p.accountId));
-    const existing = await entryByRef(manager, p.externalRef);
+    const account = locked ?? (await this.lockAccount(repos, p.accountId));
+    const { ledger } = repos;
+    const existing = await ledger.entryByRef(p.externalRef);
     if (existing) {
       assertSameTerms(existing, p);
       return { entry: existing, posted: false };
     }
     const balanceAfter = safeBalance(account.balanceMinor + p.amountMinor);
-    const entry = await insertEntry(
-      manager,
+    const entry = await ledger.insert(
       this.entryOf(
         p,
         postedBalanceMinor({ balanceMinor: balanceAfter, unpostedUsageMinor: account.unpostedUsageMinor ?? 0 }),
       ),
     );
-    await setBalance(manager, p.accountId, balanceAfter);
+    await ledger.setBalance(p.accountId, balanceAfter);
     countCredits(p.kind, p.amountMinor);
     const spent = keySpendOf(p);
-    if (spent !== 0) await addKeySpend(manager, p.keyId!, spent);
+    if (spent !== 0) await ledger.addKeySpend(p.keyId!, spent);
     const before = account.balanceMinor;
     account.balanceMinor = balanceAfter;
-    if (crossesLow(before, balanceAfter, this.lowCreditsMinor)) await this.creditsLow(manager, p.accountId);
+    if (crossesLow(before, balanceAfter, this.lowCreditsMinor)) await this.creditsLow(repos, p.accountId);
     return { entry, posted: true };
   }
 
@@ -141,19 +140,15 @@ export class LedgerService {
    * balances move.
    */
   async accrueUsage(
-    sql: Sql,
+    repos: LedgerRepos,
     accruals: readonly UsageAccrual[],
     postings: readonly Posting[],
     locked?: Map<string, AccountMoney>,
   ): Promise<number> {
     if (accruals.length === 0 && postings.length === 0) return 0;
-    checkPostings(sql, [...accruals.map((a) => ({ amountMinor: a.amountMinor })), ...postings]);
+    checkPostings([...accruals.map((a) => ({ amountMinor: a.amountMinor })), ...postings]);
     const money =
-      locked ??
-      (await lockAccountBalances(
-        sql,
-        [...accruals, ...postings].map((x) => x.accountId),
-      ));
+      locked ?? (await repos.accounts.lockAccountBalances([...accruals, ...postings].map((x) => x.accountId)));
     const before = new Map([...money].map(([id, m]) => [id, m.balanceMinor]));
     const of = (accountId: string) => {
       const m = money.get(accountId);
@@ -177,16 +172,17 @@ export class LedgerService {
       if (m.unpostedUsageMinor < 0) throw new Error(`account ${p.accountId} would post more usage than it has accrued`);
       entries.push(this.entryOf(p, postedBalanceMinor(m)));
     }
-    await Promise.all([setBalances(sql, money), addKeySpends(sql, spentByKey), insertEntries(sql, entries)]);
+    const { ledger } = repos;
+    await Promise.all([ledger.setBalances(money), ledger.addKeySpends(spentByKey), ledger.insertMany(entries)]);
     for (const e of entries) countCredits(e.kind, e.amountMinor);
     for (const [id, m] of [...money].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      if (crossesLow(before.get(id)!, m.balanceMinor, this.lowCreditsMinor)) await this.creditsLow(sql, id);
+      if (crossesLow(before.get(id)!, m.balanceMinor, this.lowCreditsMinor)) await this.creditsLow(repos, id);
     }
     return entries.length;
   }
 
-  private creditsLow(manager: Sql, accountId: string): Promise<void> {
-    return recordAccountEvent(manager, 'credits.low', accountId, this.clock.now(), {
+  private creditsLow(repos: LedgerRepos, accountId: string): Promise<void> {
+    return recordAccountEvent(repos, 'credits.low', accountId, this.clock.now(), {
       thresholdMinor: this.lowCreditsMinor,
     });
   }
@@ -207,7 +203,7 @@ export class LedgerService {
 
   /** Newest first; `beforeId` continues below a previously read entry. */
   async recent(accountId: string, limit = 50, beforeId?: number): Promise<LedgerEntry[]> {
-    return visibleEntries(this.ds, { kind: 'OWNER', accountId }, limit, beforeId);
+    return this.store.read((r) => r.ledger.visible({ kind: 'OWNER', accountId }, limit, beforeId));
   }
 }
 
@@ -216,11 +212,11 @@ function keySpendOf(p: Posting): number {
   return p.keyId && KEY_SPEND_KINDS.includes(p.kind) ? -p.amountMinor : 0;
 }
 
-function checkPostings(manager: Sql, postings: readonly Pick<Posting, 'amountMinor'>[]): void {
+// Entry and cached balance must commit or roll back together: the MySQL repository's writes refuse
+// to run outside a transaction.
+function checkPostings(postings: readonly Pick<Posting, 'amountMinor'>[]): void {
   for (const p of postings)
     if (!Number.isSafeInteger(p.amountMinor)) throw new Error(`ledger amount ${p.amountMinor} is not a safe integer`);
-  // Entry and cached balance must commit or roll back together.
-  if (!inOpenTransaction(manager)) throw new Error('LedgerService postings must run inside a transaction');
 }
 
 function assertSameTerms(existing: LedgerEntry, p: Posting): void {

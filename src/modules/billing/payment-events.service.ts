@@ -1,20 +1,20 @@
 import type Stripe from 'stripe';
 import { loadStripe } from './stripe-sdk.js';
-import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
-import { inTransaction } from '../../db/transaction.js';
+import type { Store } from '../../db/store.js';
 import { AppError } from '../../errors/app-error.js';
 import { normaliseId } from '../../ids.js';
 import type { Logger } from '../../logger.js';
+import type { AccountsRepository } from '../accounts/accounts.repository.js';
 import { recordAccountEvent } from './account-events.js';
 import type { WebhookAck } from './billing.dto.js';
 import { isPayable, type CardOrders } from './card-orders.js';
 import type { Checkout } from './checkout.entity.js';
-import { markPaid, staleOpenCheckouts, unpaidCheckoutsOfOrders } from './checkouts.repository.js';
+import type { CheckoutsRepository } from './checkouts.repository.js';
 import type { CheckoutSessionsService } from './checkout-sessions.service.js';
+import type { LedgerRepository } from './ledger.repository.js';
 import type { LedgerService } from './ledger.service.js';
 import type { PaymentEventOutcome } from './payment-event.entity.js';
-import { recordPaymentEvent } from './payment-events.repository.js';
 import type { CheckoutSessionInfo } from './payment-provider.js';
 import type { RentalHandoff } from './rental-handoff.js';
 import { toInfo } from './stripe-payment-provider.js';
@@ -24,6 +24,13 @@ export const WEBHOOK_TOLERANCE_SECONDS = 300;
 
 /** How long past a session's expiry reconciliation waits for the provider's own event. */
 const RECONCILE_GRACE_MS = 10 * 60 * 1000;
+
+/** The repositories a payment decision's transaction uses: the checkout, the ledger it credits, the account locks. */
+export interface PaymentRepos {
+  checkouts: CheckoutsRepository;
+  ledger: LedgerRepository;
+  accounts: AccountsRepository;
+}
 
 interface Applied {
   outcome: PaymentEventOutcome;
@@ -47,7 +54,7 @@ export interface PaymentEventsOptions {
  */
 export class PaymentEventsService {
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<PaymentRepos>,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly ledger: LedgerService,
@@ -118,13 +125,13 @@ export class PaymentEventsService {
    */
   async applyPaid(session: CheckoutSessionInfo, eventId: string, eventType: string): Promise<Applied> {
     const checkoutId = checkoutIdOf(session);
-    return inTransaction(this.ds, async (m) => {
-      const checkout = checkoutId ? await this.sessions.lock(m, checkoutId) : null;
+    return this.store.transaction(async (r) => {
+      const checkout = checkoutId ? await this.sessions.lock(r.checkouts, checkoutId) : null;
       if (!checkout) {
         this.logger.warn({ eventId, sessionId: session.id }, 'paid session names no checkout of ours');
-        return this.insertEvent(m, eventId, eventType, null, 'UNKNOWN_CHECKOUT');
+        return this.insertEvent(r, eventId, eventType, null, 'UNKNOWN_CHECKOUT');
       }
-      if (checkout.status === 'PAID') return this.insertEvent(m, eventId, eventType, checkout, 'ALREADY_PAID');
+      if (checkout.status === 'PAID') return this.insertEvent(r, eventId, eventType, checkout, 'ALREADY_PAID');
       const problem = mismatch(checkout, session);
       if (problem) {
         // Money may have moved at the provider; this needs a person, not an automatic credit.
@@ -132,7 +139,7 @@ export class PaymentEventsService {
           { eventId, checkoutId: checkout.id, sessionId: session.id, problem },
           'paid session does not match its checkout; not applied',
         );
-        return this.insertEvent(m, eventId, eventType, checkout, 'MISMATCH');
+        return this.insertEvent(r, eventId, eventType, checkout, 'MISMATCH');
       }
       const now = this.clock.now();
       let outcome: PaymentEventOutcome;
@@ -145,7 +152,7 @@ export class PaymentEventsService {
             'late payment of a closed top-up credited',
           );
         }
-        const credit = await this.ledger.post(m, {
+        const credit = await this.ledger.post(r, {
           accountId: checkout.accountId,
           kind: 'TOPUP',
           amountMinor: checkout.amountMinor,
@@ -155,17 +162,17 @@ export class PaymentEventsService {
         });
         // An account event (no key): the top-up is the account's, whichever key asked for the link.
         if (credit.posted)
-          await recordAccountEvent(m, 'topup.paid', checkout.accountId, now, { amountMinor: checkout.amountMinor });
+          await recordAccountEvent(r, 'topup.paid', checkout.accountId, now, { amountMinor: checkout.amountMinor });
         outcome = 'CREDITED';
       } else {
         outcome = checkout.orderId
-          ? await this.applyOrderPayment(m, checkout, checkout.orderId, eventId)
+          ? await this.applyOrderPayment(r, checkout, checkout.orderId, eventId)
           : 'REFUND_DUE';
-        if (outcome === 'REFUND_DUE') await this.sessions.markRefundDue(m, checkout.id);
+        if (outcome === 'REFUND_DUE') await this.sessions.markRefundDue(r.checkouts, checkout.id);
       }
-      await markPaid(m, checkout.id, eventId, checkout.sessionId ?? session.id, now);
+      await r.checkouts.markPaid(checkout.id, eventId, checkout.sessionId ?? session.id, now);
       checkout.status = 'PAID';
-      return this.insertEvent(m, eventId, eventType, checkout, outcome);
+      return this.insertEvent(r, eventId, eventType, checkout, outcome);
     });
   }
 
@@ -175,18 +182,18 @@ export class PaymentEventsService {
    * the order ends without starting and the caller records the refund as due.
    */
   private async applyOrderPayment(
-    m: EntityManager,
+    r: PaymentRepos,
     checkout: Checkout,
     orderId: string,
     eventId: string,
   ): Promise<PaymentEventOutcome> {
     const now = this.clock.now();
-    const order = await this.options.cardOrders.state(m, orderId, { lock: true });
+    const order = await this.options.cardOrders.state(r, orderId, { lock: true });
     if (isPayable(order)) {
-      await this.options.cardOrders.paid(m, orderId, now);
+      await this.options.cardOrders.paid(r, orderId, now);
       return 'ORDER_PAID';
     }
-    await this.options.cardOrders.paidTooLate(m, orderId, order, now);
+    await this.options.cardOrders.paidTooLate(r, orderId, order, now);
     this.logger.warn(
       {
         eventId,
@@ -209,13 +216,13 @@ export class PaymentEventsService {
     eventType: string,
   ): Promise<Applied> {
     const checkoutId = checkoutIdOf(session);
-    return inTransaction(this.ds, async (m) => {
-      const checkout = checkoutId ? await this.sessions.lock(m, checkoutId) : null;
-      if (!checkout) return this.insertEvent(m, eventId, eventType, null, 'UNKNOWN_CHECKOUT');
+    return this.store.transaction(async (r) => {
+      const checkout = checkoutId ? await this.sessions.lock(r.checkouts, checkoutId) : null;
+      if (!checkout) return this.insertEvent(r, eventId, eventType, null, 'UNKNOWN_CHECKOUT');
       if (checkout.sessionId && checkout.sessionId !== session.id)
-        return this.insertEvent(m, eventId, eventType, checkout, 'MISMATCH');
-      const closed = await this.sessions.closeUnpaid(m, checkout.id, status, session.id);
-      return this.insertEvent(m, eventId, eventType, checkout, closed ? status : 'IGNORED');
+        return this.insertEvent(r, eventId, eventType, checkout, 'MISMATCH');
+      const closed = await this.sessions.closeUnpaid(r, checkout.id, status, session.id);
+      return this.insertEvent(r, eventId, eventType, checkout, closed ? status : 'IGNORED');
     });
   }
 
@@ -225,19 +232,19 @@ export class PaymentEventsService {
     checkoutId: string | null,
     outcome: PaymentEventOutcome,
   ): Promise<Applied> {
-    return inTransaction(this.ds, (m) => this.insertEvent(m, eventId, eventType, null, outcome, checkoutId));
+    return this.store.transaction((r) => this.insertEvent(r, eventId, eventType, null, outcome, checkoutId));
   }
 
   /** One audit row per event id; a redelivery keeps the first delivery's outcome. */
   private async insertEvent(
-    m: EntityManager,
+    r: Pick<PaymentRepos, 'checkouts'>,
     eventId: string,
     type: string,
     checkout: Checkout | null,
     outcome: PaymentEventOutcome,
     checkoutId: string | null = checkout?.id ?? null,
   ): Promise<Applied> {
-    await recordPaymentEvent(m, { eventId, type, checkoutId, outcome, at: this.clock.now() });
+    await r.checkouts.paymentEvents.record({ eventId, type, checkoutId, outcome, at: this.clock.now() });
     return { outcome, checkout };
   }
 
@@ -278,7 +285,7 @@ export class PaymentEventsService {
       limit: opts.limit ?? 50,
       ...(opts.orderId ? { orderId: opts.orderId } : {}),
     });
-    const rows = await unpaidCheckoutsOfOrders(this.ds, orderIds);
+    const rows = await this.store.read((r) => r.checkouts.unpaidOfOrders(orderIds));
     let closed = 0;
     for (const r of rows) {
       if (r.sessionId && provider && provider.id === r.provider) {
@@ -294,7 +301,7 @@ export class PaymentEventsService {
         }
         if (session && session.status !== 'expired') continue;
       }
-      if (await inTransaction(this.ds, (m) => this.sessions.closeUnpaid(m, r.id, 'EXPIRED'))) closed++;
+      if (await this.store.transaction((tx) => this.sessions.closeUnpaid(tx, r.id, 'EXPIRED'))) closed++;
     }
     return closed;
   }
@@ -309,7 +316,7 @@ export class PaymentEventsService {
   async reconcile(limit = 50): Promise<number> {
     const provider = this.sessions.provider;
     const cutoff = new Date(this.clock.now().getTime() - RECONCILE_GRACE_MS);
-    const stale = await staleOpenCheckouts(this.ds, cutoff, limit);
+    const stale = await this.store.read((r) => r.checkouts.staleOpen(cutoff, limit));
     let settled = 0;
     for (const checkout of stale) {
       const session =

@@ -1,12 +1,10 @@
 import { Router, type Request, type Response } from 'express';
-import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { AppError } from '../../errors/app-error.js';
 import { normaliseId } from '../../ids.js';
 import type { Logger } from '../../logger.js';
 import { isPayable } from './card-orders.js';
 import type { Checkout } from './checkout.entity.js';
-import { findCheckout } from './checkouts.repository.js';
 import { LocalPaymentProvider } from './local-payment-provider.js';
 import { formatUsd } from '../../vocabulary/money.js';
 import { escapeHtml, failurePage, PAGE_HEADERS, renderPage } from './payment-pages.html.js';
@@ -15,7 +13,6 @@ import type { Payments } from './payments.js';
 /** What the payment pages read and act with. */
 interface PageDeps {
   payments: Payments;
-  ds: DataSource;
   clock: Clock;
   log: Logger;
 }
@@ -26,14 +23,9 @@ type PageHandler = (deps: PageDeps, req: Request, res: Response) => Promise<void
  * Pages a human sees around a card payment: the return pages after the provider's hosted
  * checkout (success, cancelled) and, without a Stripe key, the development payment page itself.
  */
-export function paymentPagesRouter(services: {
-  payments: Payments;
-  ds: DataSource;
-  clock: Clock;
-  logger: Logger;
-}): Router {
-  const { payments, ds, clock, logger } = services;
-  const deps: PageDeps = { payments, ds, clock, log: logger.child({ component: 'payment-pages' }) };
+export function paymentPagesRouter(services: { payments: Payments; clock: Clock; logger: Logger }): Router {
+  const { payments, clock, logger } = services;
+  const deps: PageDeps = { payments, clock, log: logger.child({ component: 'payment-pages' }) };
   const router = Router();
   const page = (handler: PageHandler) => (req: Request, res: Response) => guarded(deps, handler, req, res);
   // The development checkout: stands in for Stripe's hosted page when no Stripe key is set.
@@ -63,7 +55,7 @@ async function guarded(deps: PageDeps, handler: PageHandler, req: Request, res: 
 /** GET /pay/{id}: the development payment page, or why this checkout cannot be paid. */
 async function devCheckoutPage(deps: PageDeps, req: Request, res: Response): Promise<void> {
   const provider = localProvider(deps.payments);
-  const c = await loadCheckout(deps.ds, req);
+  const c = await loadCheckout(deps.payments, req);
   if (!provider || !c || c.provider !== 'local') return notFound(res);
   const what = escapeHtml(await subject(deps.payments, c));
   const amount = formatUsd(c.amountMinor);
@@ -105,7 +97,7 @@ ${c.expiresAt ? `<dt>Link valid until</dt><dd>${escapeHtml(c.expiresAt.toISOStri
 /** POST /pay/{id}: the development payment, delivered as the provider's signed paid event. */
 async function devCheckoutPayment(deps: PageDeps, req: Request, res: Response): Promise<void> {
   const provider = localProvider(deps.payments);
-  const c = await loadCheckout(deps.ds, req);
+  const c = await loadCheckout(deps.payments, req);
   if (!provider || !c || c.provider !== 'local') return notFound(res);
   if (c.status === 'PAID') return void res.redirect(303, `/checkout/${c.id}/success`);
   if (c.status !== 'OPEN' || isExpired(c, deps.clock)) return expiredLinkPage(res);
@@ -134,7 +126,7 @@ async function devCheckoutPayment(deps: PageDeps, req: Request, res: Response): 
 
 /** GET /checkout/{id}/success: where the hosted checkout returns after a payment. */
 async function returnedPage(deps: PageDeps, req: Request, res: Response): Promise<void> {
-  const c = await loadCheckout(deps.ds, req);
+  const c = await loadCheckout(deps.payments, req);
   if (!c) return notFound(res);
   const amount = formatUsd(c.amountMinor);
   if (c.status === 'PAID' && c.refundStatus !== null) {
@@ -178,7 +170,7 @@ async function returnedPage(deps: PageDeps, req: Request, res: Response): Promis
 
 /** GET /checkout/{id}/cancel: where the hosted checkout returns when the payer cancels. */
 async function cancelledPage(deps: PageDeps, req: Request, res: Response): Promise<void> {
-  const c = await loadCheckout(deps.ds, req);
+  const c = await loadCheckout(deps.payments, req);
   if (!c) return notFound(res);
   if (c.status === 'PAID') {
     return send(
@@ -244,9 +236,9 @@ function closedOrderPage(res: Response): void {
 }
 
 /** The checkout a page's URL names, or null when its id is not one. */
-async function loadCheckout(ds: DataSource, req: Request): Promise<Checkout | null> {
+async function loadCheckout(payments: Payments, req: Request): Promise<Checkout | null> {
   const id = normaliseId(String(req.params.checkoutId ?? ''));
-  return id ? findCheckout(ds, id) : null;
+  return id ? payments.sessions.find(id) : null;
 }
 
 /** The development provider when it is the one configured: only it has a payment page here. */
@@ -263,11 +255,7 @@ function isExpired(c: Checkout, clock: Clock): boolean {
 
 /** A card order cancelled (or otherwise ended) before payment takes no payment on this page. */
 async function orderClosed(deps: PageDeps, c: Checkout): Promise<boolean> {
-  return (
-    c.purpose === 'ORDER' &&
-    c.orderId !== null &&
-    !isPayable(await deps.payments.cardOrders.state(deps.ds.manager, c.orderId, { lock: false }))
-  );
+  return c.purpose === 'ORDER' && c.orderId !== null && !isPayable(await deps.payments.sessions.orderState(c.orderId));
 }
 
 /** What is being bought, in words. */

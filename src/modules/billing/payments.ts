@@ -1,11 +1,12 @@
-import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
+import type { Store } from '../../db/store.js';
 import type { Logger } from '../../logger.js';
+import type { IdempotencyRepository } from '../idempotency/idempotency.repository.js';
 import type { CardOrders } from './card-orders.js';
 import { CheckoutSessionsService } from './checkout-sessions.service.js';
 import type { LedgerService } from './ledger.service.js';
-import { PaymentEventsService } from './payment-events.service.js';
+import { PaymentEventsService, type PaymentRepos } from './payment-events.service.js';
 import { createPaymentProvider } from './payment-provider-factory.js';
 import type { PaymentProvider } from './payment-provider.js';
 import type { RentalHandoff } from './rental-handoff.js';
@@ -24,7 +25,8 @@ export interface Payments {
 
 export interface PaymentsDeps {
   config: Config;
-  ds: DataSource;
+  /** The store of the checkouts, the ledger and the account locks, and the top-ups' Idempotency-Keys. */
+  store: Store<PaymentRepos & { idempotency: IdempotencyRepository }>;
   clock: Clock;
   logger: Logger;
   ledger: LedgerService;
@@ -38,7 +40,7 @@ export interface PaymentsDeps {
 
 export function createPayments({
   config,
-  ds,
+  store,
   clock,
   logger,
   ledger,
@@ -48,12 +50,12 @@ export function createPayments({
 }: PaymentsDeps): Payments {
   const log = logger.child({ component: 'payments' });
   const chosen = provider === undefined ? createPaymentProvider(config, clock, log) : provider;
-  const sessions = new CheckoutSessionsService(ds, clock, log, chosen, config.http.publicBaseUrl, cardOrders);
+  const sessions = new CheckoutSessionsService(store, clock, log, chosen, config.http.publicBaseUrl, cardOrders);
   return {
     provider: chosen,
     sessions,
-    topups: new TopupsService(ds, clock, sessions),
-    events: new PaymentEventsService(ds, clock, log, ledger, sessions, {
+    topups: new TopupsService(store, clock, sessions),
+    events: new PaymentEventsService(store, clock, log, ledger, sessions, {
       webhookSecret:
         config.nodeEnv === 'production' && config.stripe.webhookSecretGenerated ? null : config.stripe.webhookSecret,
       cardOrders,

@@ -1,13 +1,12 @@
-import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
-import { inTransaction } from '../../db/transaction.js';
+import type { Store } from '../../db/store.js';
 import { AppError } from '../../errors/app-error.js';
 import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
-import { MysqlIdempotencyRepository } from '../idempotency/idempotency.repository.js';
+import type { IdempotencyRepository } from '../idempotency/idempotency.repository.js';
 import type { Principal } from '../keys/principal.js';
 import type { TopupDto, TopupRequest } from './billing.dto.js';
 import type { Checkout } from './checkout.entity.js';
-import { getCheckout, visibleTopup } from './checkouts.repository.js';
+import type { CheckoutsRepository } from './checkouts.repository.js';
 import { formatUsdAmount } from '../../vocabulary/money.js';
 import type { CheckoutDescription, CheckoutSessionsService } from './checkout-sessions.service.js';
 
@@ -20,7 +19,7 @@ export interface TopupResult {
 /** Hosted top-ups: a link a human pays once; only the verified payment event credits. */
 export class TopupsService {
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<{ idempotency: IdempotencyRepository; checkouts: CheckoutsRepository }>,
     private readonly clock: Clock,
     private readonly sessions: CheckoutSessionsService,
   ) {}
@@ -41,11 +40,11 @@ export class TopupsService {
     // request reaches, so no key of the account can claim one of them in advance.
     const scope = principal.keyId === null ? `topup-bot:${principal.accountId}` : `topup:${principal.accountId}`;
     const request = idempotentRequest(scope, idemKey, { amountMinor: body.amountMinor });
-    const claimed = await inTransaction(this.ds, (m) =>
-      claimOrReplay(new MysqlIdempotencyRepository(m), this.clock, request, {
-        replay: async (checkoutId) => ({ checkout: await getCheckout(m, checkoutId), created: false }),
+    const claimed = await this.store.transaction((r) =>
+      claimOrReplay(r.idempotency, this.clock, request, {
+        replay: async (checkoutId) => ({ checkout: await r.checkouts.get(checkoutId), created: false }),
         create: async () => {
-          const checkout = await this.sessions.insert(m, {
+          const checkout = await this.sessions.insert(r.checkouts, {
             purpose: 'TOPUP',
             accountId: principal.accountId,
             keyId: principal.keyId,
@@ -70,7 +69,7 @@ export class TopupsService {
   }
 
   async get(principal: Principal, topupId: string): Promise<TopupDto> {
-    const checkout = await visibleTopup(this.ds, principal, topupId);
+    const checkout = await this.store.read((r) => r.checkouts.visibleTopup(principal, topupId));
     if (!checkout) throw new AppError('NOT_FOUND', 'No such top-up on this account.');
     return toTopupDto(await this.sessions.expireIfDue(checkout));
   }

@@ -1,14 +1,12 @@
-import type { DataSource } from 'typeorm';
 import { revealNotActiveMessage, revealRetryAfterSeconds } from '../../vocabulary/rental-hints.js';
 import { isOneOf, STARTING_STATUSES } from '../../vocabulary/statuses.js';
 import type { Clock } from '../../clock.js';
-import { inTransaction } from '../../db/transaction.js';
+import type { Store } from '../../db/store.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from '../keys/principal.js';
-import type { RevealRefusal } from '../rentals/store/credential-reveal.entity.js';
-import { lockDeploymentOrRentalFor } from '../rentals/reads/deployment-access.js';
 import type { CredentialsDto } from '../rentals/wire/rentals.dto.js';
-import { countRefusedReveal, insertReveal } from './credential-reveals.repository.js';
+import type { RevealRefusal } from './credential-reveal.entity.js';
+import type { CredentialsRepository } from './credentials.repository.js';
 import type { SecretBox } from './secret-box.js';
 
 /**
@@ -18,7 +16,7 @@ import type { SecretBox } from './secret-box.js';
  */
 export class CredentialsService {
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<{ credentials: CredentialsRepository }>,
     private readonly clock: Clock,
     private readonly box: SecretBox,
   ) {}
@@ -34,9 +32,9 @@ export class CredentialsService {
       | { refusal: 'NOT_FOUND' }
       | { refusal: 'NOT_ACTIVE'; status: string; deploymentId: string; rentalId: string; phase: string | null };
     try {
-      result = await inTransaction(this.ds, async (m) => {
+      result = await this.store.transaction(async ({ credentials: { reveals } }) => {
         // The row lock holds the status until the audit row commits: termination cannot slip between.
-        const d = await lockDeploymentOrRentalFor(m, principal, id);
+        const d = await reveals.lockDeploymentFor(principal, id);
         if (!d) return { refusal: 'NOT_FOUND' as const };
         if (d.status !== 'ACTIVE' || !d.sshPrivateKeyEnc || !d.sshKeyKid || !d.sshHost || !d.sshPort || !d.sshUser) {
           return {
@@ -49,7 +47,7 @@ export class CredentialsService {
         }
         const privateKey = this.box.open(d.sshPrivateKeyEnc, d.sshKeyKid, d.id);
         const now = this.clock.now();
-        await insertReveal(m, {
+        await reveals.insertReveal({
           deploymentId: d.id,
           accountId: principal.accountId,
           keyId: principal.keyId,
@@ -104,7 +102,7 @@ export class CredentialsService {
   ): Promise<void> {
     const now = this.clock.now();
     const window = new Date(Math.floor(now.getTime() / 60_000) * 60_000);
-    await countRefusedReveal(this.ds, {
+    const refused = {
       deploymentId: deploymentId.slice(0, 64),
       accountId: principal.accountId,
       keyId: principal.keyId,
@@ -112,7 +110,8 @@ export class CredentialsService {
       refusal,
       window,
       at: now,
-    }).catch(() => undefined);
+    };
+    await this.store.read((r) => r.credentials.reveals.countRefused(refused)).catch(() => undefined);
   }
 }
 

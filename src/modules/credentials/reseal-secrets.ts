@@ -1,11 +1,7 @@
-import type { DataSource } from 'typeorm';
+import type { Store } from '../../db/store.js';
+import type { CredentialsRepository } from './credentials.repository.js';
 import type { SecretBox } from './secret-box.js';
-import {
-  replaceSealed,
-  SEALED_SECRET_KINDS,
-  sealedCountsByKey,
-  sealedUnderOtherKeys,
-} from './sealed-secrets.repository.js';
+import { SEALED_SECRET_KINDS } from './sealed-secrets.repository.js';
 
 /** What re-sealing did to one kind of secret. */
 export interface ResealOutcome {
@@ -27,14 +23,17 @@ const BATCH = 200;
  * after an interruption) carries on where the first stopped. Throws, naming the key, when a
  * secret was sealed under a key `box` does not hold: nothing that run had not reached is touched.
  */
-export async function resealSecrets(ds: DataSource, box: SecretBox): Promise<ResealOutcome[]> {
+export async function resealSecrets(
+  store: Store<{ credentials: CredentialsRepository }>,
+  box: SecretBox,
+): Promise<ResealOutcome[]> {
   const out: ResealOutcome[] = [];
   for (const kind of SEALED_SECRET_KINDS) {
     let resealed = 0;
     let skipped = 0;
     let after = '';
     for (;;) {
-      const rows = await sealedUnderOtherKeys(ds, kind, box.currentKeyId, after, BATCH);
+      const rows = await store.read((r) => r.credentials.sealed.underOtherKeys(kind, box.currentKeyId, after, BATCH));
       for (const row of rows) {
         let plaintext: string;
         try {
@@ -45,13 +44,19 @@ export async function resealSecrets(ds: DataSource, box: SecretBox): Promise<Res
           );
         }
         const next = box.seal(plaintext, kind.binding(row.id));
-        if (await replaceSealed(ds, kind, row, { sealed: next.ciphertext, keyId: next.keyId })) resealed += 1;
+        const written = { sealed: next.ciphertext, keyId: next.keyId };
+        if (await store.read((r) => r.credentials.sealed.replace(kind, row, written))) resealed += 1;
         else skipped += 1;
       }
       if (rows.length < BATCH) break;
       after = rows.at(-1)!.id;
     }
-    out.push({ kind: kind.name, resealed, skipped, byKey: await sealedCountsByKey(ds, kind) });
+    out.push({
+      kind: kind.name,
+      resealed,
+      skipped,
+      byKey: await store.read((r) => r.credentials.sealed.countsByKey(kind)),
+    });
   }
   return out;
 }

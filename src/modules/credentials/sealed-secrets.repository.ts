@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { Executor } from '../../db/mysql-store.js';
 import { secretBinding } from '../webhooks/webhooks.service.js';
 
 // Every column that holds a SecretBox ciphertext, with the key id stored beside it: the one list
@@ -62,41 +62,57 @@ export const SEALED_SECRET_KINDS: readonly SealedSecretKind[] = [
   },
 ];
 
-/** Up to `limit` secrets of `kind` not sealed under `currentKeyId`, with ids after `afterId`, in id order. */
-export async function sealedUnderOtherKeys(
-  ds: DataSource,
-  kind: SealedSecretKind,
-  currentKeyId: string,
-  afterId: string,
-  limit: number,
-): Promise<SealedSecret[]> {
-  const rows: { id: string; sealed: Buffer; keyId: string }[] = await ds.query(kind.select, [
-    currentKeyId,
-    afterId,
-    limit,
-  ]);
-  return rows.map((r) => ({ id: r.id, sealed: Buffer.from(r.sealed), keyId: r.keyId }));
+/**
+ * The sealed secrets of every kind, as re-sealing walks them. Each call stands alone (no
+ * transaction): a row is replaced only while it still holds what was read, so services that seal
+ * and open meanwhile are never overwritten.
+ */
+export interface SealedSecretsRepository {
+  /**
+   * Up to `limit` secrets of `kind` not sealed under `currentKeyId`, with ids after `afterId`
+   * (every id is after ''), in id order.
+   */
+  underOtherKeys(kind: SealedSecretKind, currentKeyId: string, afterId: string, limit: number): Promise<SealedSecret[]>;
+  /** Stores `next` in place of `previous`; false, writing nothing, when the row no longer holds `previous`. */
+  replace(kind: SealedSecretKind, previous: SealedSecret, next: { sealed: Buffer; keyId: string }): Promise<boolean>;
+  /** How many stored secrets of `kind` each key id holds (key ids holding none are absent). */
+  countsByKey(kind: SealedSecretKind): Promise<Record<string, number>>;
 }
 
-/** Stores `next` in place of `previous`; false when the row changed since it was read. */
-export async function replaceSealed(
-  ds: DataSource,
-  kind: SealedSecretKind,
-  previous: SealedSecret,
-  next: { sealed: Buffer; keyId: string },
-): Promise<boolean> {
-  const res: { affectedRows: number } = await ds.query(kind.update, [
-    next.sealed,
-    next.keyId,
-    previous.id,
-    previous.keyId,
-    previous.sealed,
-  ]);
-  return res.affectedRows === 1;
-}
+export class MysqlSealedSecretsRepository implements SealedSecretsRepository {
+  constructor(private readonly sql: Executor) {}
 
-/** How many secrets of `kind` each key id holds. */
-export async function sealedCountsByKey(ds: DataSource, kind: SealedSecretKind): Promise<Record<string, number>> {
-  const rows: { keyId: string; n: number | string }[] = await ds.query(kind.count);
-  return Object.fromEntries(rows.map((r) => [r.keyId, Number(r.n)]));
+  async underOtherKeys(
+    kind: SealedSecretKind,
+    currentKeyId: string,
+    afterId: string,
+    limit: number,
+  ): Promise<SealedSecret[]> {
+    const rows: { id: string; sealed: Buffer; keyId: string }[] = await this.sql.query(kind.select, [
+      currentKeyId,
+      afterId,
+      limit,
+    ]);
+    return rows.map((r) => ({ id: r.id, sealed: Buffer.from(r.sealed), keyId: r.keyId }));
+  }
+
+  async replace(
+    kind: SealedSecretKind,
+    previous: SealedSecret,
+    next: { sealed: Buffer; keyId: string },
+  ): Promise<boolean> {
+    const res: { affectedRows: number } = await this.sql.query(kind.update, [
+      next.sealed,
+      next.keyId,
+      previous.id,
+      previous.keyId,
+      previous.sealed,
+    ]);
+    return res.affectedRows === 1;
+  }
+
+  async countsByKey(kind: SealedSecretKind): Promise<Record<string, number>> {
+    const rows: { keyId: string; n: number | string }[] = await this.sql.query(kind.count);
+    return Object.fromEntries(rows.map((r) => [r.keyId, Number(r.n)]));
+  }
 }

@@ -1,7 +1,6 @@
-import type { DataSource } from 'typeorm';
 import { v5 as uuidv5 } from 'uuid';
 import type { Clock } from '../../clock.js';
-import { inTransaction } from '../../db/transaction.js';
+import type { Store } from '../../db/store.js';
 import type { Logger } from '../../logger.js';
 import { customerPriceMinor } from '../../providers/pricing.js';
 import {
@@ -14,20 +13,11 @@ import { errorClassOf, ProviderApiError } from '../../providers/provider-http.js
 import { ProviderFailureLog } from '../../providers/provider-failures.js';
 import type { ProviderRegistry, RegisteredProvider } from '../../providers/provider-registry.js';
 import { resolveProviderGpu } from './gpu-match.js';
-import {
-  lockInventoryVersion,
-  markInventoryRefreshed,
-  offerStatesOf,
-  upsertListedOffers,
-  withdrawOffers,
-  withdrawOffersNotOf,
-  withdrawStaleOffers,
-  type CachedOfferState,
-  type ListedOffer,
-} from './offers.repository.js';
-import { recordRefreshFailure, recordRefreshSuccess } from './provider-status.repository.js';
+import type { InventoryRepository } from './inventory.repository.js';
+import type { CachedOfferState, ListedOffer } from './offers.repository.js';
 
-// The refresh's batch size, which its tests size their listings by.
+/** What the inventory's services stand on: the inventory aggregate alone. */
+export type InventoryStore = Store<{ inventory: InventoryRepository }>;
 
 /** Namespace for offer ids; changing it would change every offer id. */
 const OFFER_NAMESPACE = '5f6b1c7e-3f0e-4a53-9d3e-2c8f0b7a9e11';
@@ -92,10 +82,10 @@ export function declaredCapabilities(o: ProviderOffer): MachineCapabilities {
 /** Whether the cache's row says other than the listing about the offer's machine. */
 function capabilitiesChanged(before: CachedOfferState, now: MachineCapabilities): boolean {
   return (
-    Number(before.capCustomImage) !== Number(now.customImage) ||
-    Number(before.capStartupScript) !== Number(now.startupScript) ||
-    Number(before.capPorts) !== now.ports ||
-    (before.capMaxDiskGb === null ? null : Number(before.capMaxDiskGb)) !== now.maxDiskGb
+    before.capCustomImage !== now.customImage ||
+    before.capStartupScript !== now.startupScript ||
+    before.capPorts !== now.ports ||
+    before.capMaxDiskGb !== now.maxDiskGb
   );
 }
 
@@ -108,19 +98,19 @@ export const LIST_OFFERS_TIMEOUT_MS = 120_000;
 /** GPU names the catalog did not know, logged once per process each. */
 const reportedUnknown = new Set<string>();
 
+/** How a failed refresh is named in the log. */
+const REFRESH_ACTION = 'inventory refresh (cached offers kept until they are stale)';
+
 /**
  * Pulls every provider's offers into the cache, each provider on its own: one that fails (down,
  * bad key, 429) leaves the others' offers live and keeps its own until their `stale_at`.
  */
-/** How a failed refresh is named in the log. */
-const REFRESH_ACTION = 'inventory refresh (cached offers kept until they are stale)';
-
 export class InventoryRefresher {
   /** Each failing provider's refreshes: a stack the first time, then one line a refresh. */
   private readonly failures: ProviderFailureLog;
 
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: InventoryStore,
     private readonly providers: ProviderRegistry,
     private readonly clock: Clock,
     private readonly logger: Logger,
@@ -156,7 +146,9 @@ export class InventoryRefresher {
     outcome: { offers?: ProviderOffer[]; err?: unknown },
   ): Promise<RefreshResult> {
     try {
-      return outcome.offers ? await this.store(entry, outcome.offers) : await this.recordFailure(entry.id, outcome.err);
+      return outcome.offers
+        ? await this.storeListing(entry, outcome.offers)
+        : await this.recordFailure(entry.id, outcome.err);
     } catch (err) {
       // A bad answer we could not store (or a database hiccup) is this provider's failure alone.
       this.logger.error({ provider: entry.id, err }, 'inventory refresh could not be stored');
@@ -172,10 +164,10 @@ export class InventoryRefresher {
     const configured = this.providers.registered().map((e) => e.id);
     if (configured.length === 0) return;
     const now = this.clock.now();
-    await inTransaction(this.ds, async (m) => {
-      await lockInventoryVersion(m);
-      const retired = await withdrawOffersNotOf(m, configured);
-      await markInventoryRefreshed(m, now, retired > 0);
+    await this.store.transaction(async ({ inventory: { offers } }) => {
+      await offers.lockVersion();
+      const retired = await offers.withdrawNotOf(configured);
+      await offers.markRefreshed(now, retired > 0);
     });
   }
 
@@ -199,13 +191,13 @@ export class InventoryRefresher {
     return new Date(now.getTime() + this.offerMaxAgeSeconds * 1000);
   }
 
-  private async store(entry: RegisteredProvider, offers: ProviderOffer[]): Promise<RefreshResult> {
+  private async storeListing(entry: RegisteredProvider, offers: ProviderOffer[]): Promise<RefreshResult> {
     const now = this.clock.now();
     const provider = entry.id;
-    return inTransaction(this.ds, async (m) => {
+    return this.store.transaction(async ({ inventory }) => {
       // Serialises concurrent refreshes (several workers) on the version row.
-      await lockInventoryVersion(m);
-      const existing = await offerStatesOf(m, provider);
+      await inventory.offers.lockVersion();
+      const existing = await inventory.offers.statesOf(provider);
       const was = new Map(existing.map((r) => [r.id, r]));
       const seen = new Set<string>();
       let changed = 0;
@@ -228,7 +220,7 @@ export class InventoryRefresher {
         const before = was.get(id);
         if (
           !before ||
-          Number(before.available) !== 1 ||
+          !before.available ||
           before.slug !== row.slug ||
           before.name !== row.name ||
           before.category !== row.category ||
@@ -262,11 +254,11 @@ export class InventoryRefresher {
           capMaxDiskGb: caps.maxDiskGb,
         });
       }
-      await upsertListedOffers(m, rows);
-      const gone = existing.filter((r) => Number(r.available) === 1 && !seen.has(r.id)).map((r) => r.id);
-      await withdrawOffers(m, gone);
-      await markInventoryRefreshed(m, now, changed > 0 || gone.length > 0);
-      await recordRefreshSuccess(m, provider, now, seen.size);
+      await inventory.offers.upsertListed(rows);
+      const gone = existing.filter((r) => r.available && !seen.has(r.id)).map((r) => r.id);
+      await inventory.offers.withdraw(gone);
+      await inventory.offers.markRefreshed(now, changed > 0 || gone.length > 0);
+      await inventory.providerStatus.recordRefreshSuccess(provider, now, seen.size);
       this.failures.succeeded(provider, REFRESH_ACTION);
       return { provider, ok: true, offers: seen.size, added: changed, removed: gone.length };
     });
@@ -278,11 +270,11 @@ export class InventoryRefresher {
     const errorClass = errorClassOf(err);
     const message = err instanceof Error ? err.message : String(err);
     this.failures.failed(provider, REFRESH_ACTION, err);
-    const removed = await inTransaction(this.ds, async (m) => {
-      await lockInventoryVersion(m);
-      const expired = await withdrawStaleOffers(m, provider, now);
-      await markInventoryRefreshed(m, now, expired > 0);
-      await recordRefreshFailure(m, provider, now, errorClass);
+    const removed = await this.store.transaction(async ({ inventory }) => {
+      await inventory.offers.lockVersion();
+      const expired = await inventory.offers.withdrawStale(provider, now);
+      await inventory.offers.markRefreshed(now, expired > 0);
+      await inventory.providerStatus.recordRefreshFailure(provider, now, errorClass);
       return expired;
     });
     if (removed > 0) this.logger.warn({ provider, removed }, 'provider offers are stale and no longer offered');

@@ -1,4 +1,3 @@
-import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
@@ -6,7 +5,7 @@ import type { ProviderRegistry } from '../../providers/provider-registry.js';
 import { MODELS_BY_SLUG } from './gpu-catalog.js';
 import { closestGpuSlugs, familyOfSlug, matchGpuQuery, type GpuMatch } from './gpu-match.js';
 import { EnvelopeWire } from './envelope-wire.js';
-import { CURRENCY, InventoryRefresher, type RefreshResult } from './inventory-refresh.js';
+import { CURRENCY, InventoryRefresher, type InventoryStore, type RefreshResult } from './inventory-refresh.js';
 import type { GpuModelDetailDto, GpuModelDto, GpuSummaryDto, OfferDto, ProviderStatusDto } from './inventory.dto.js';
 import {
   findIntentCandidates,
@@ -17,14 +16,7 @@ import {
   type MachineNeeds,
 } from './offer-candidates.js';
 import { offerCapabilities, type Offer } from './offer.entity.js';
-import {
-  cachedOffer,
-  inventoryStamp,
-  listedOffersPastAge,
-  liveOffersByPrice,
-  liveUntil,
-  type InventoryStamp,
-} from './offers.repository.js';
+import { liveUntil, type InventoryStamp } from './offers.repository.js';
 import { providerStatuses } from './provider-status.js';
 
 export type { RefreshResult } from './inventory-refresh.js';
@@ -121,13 +113,13 @@ export class InventoryService {
   private readonly refresher: InventoryRefresher;
 
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: InventoryStore,
     private readonly providers: ProviderRegistry,
     private readonly clock: Clock,
     logger: Logger,
     private readonly options: InventoryOptions,
   ) {
-    this.refresher = new InventoryRefresher(ds, providers, clock, logger, options.offerMaxAgeSeconds);
+    this.refresher = new InventoryRefresher(store, providers, clock, logger, options.offerMaxAgeSeconds);
   }
 
   /** Pulls every provider's offers into the cache, each provider independently of the others. */
@@ -149,7 +141,7 @@ export class InventoryService {
     if (ready) return ready;
     this.loading ??= (async () => {
       try {
-        const stamp = await inventoryStamp(this.ds);
+        const stamp = await this.store.read((r) => r.inventory.offers.stamp());
         if (mustReload(this.snapshot, stamp, this.clock.now().getTime())) this.snapshot = await this.load(stamp);
         this.checkedAt = Date.now();
         return this.snapshot!;
@@ -169,8 +161,8 @@ export class InventoryService {
   private async load(stamp: InventoryStamp): Promise<Snapshot> {
     const now = this.clock.now();
     // Asked before the offers: a refresh landing in between makes one reload too many, never one too few.
-    const agedOut = await listedOffersPastAge(this.ds, now);
-    const rows = await liveOffersByPrice(this.ds, now);
+    const agedOut = await this.store.read((r) => r.inventory.offers.listedPastAge(now));
+    const rows = await this.store.read((r) => r.inventory.offers.liveByPrice(now));
     const offers = rows.map(toDto);
     const bySlug = new Map<string, OfferDto[]>();
     const slugOf = new Map<string, string>();
@@ -337,13 +329,8 @@ export class InventoryService {
     const s = await this.current();
     const live = new Map<string, number>();
     for (const o of s.offers) live.set(o.provider, (live.get(o.provider) ?? 0) + 1);
-    return providerStatuses(
-      this.ds,
-      this.providers.registered(),
-      live,
-      this.clock.now(),
-      this.options.offerMaxAgeSeconds,
-    );
+    const rows = await this.store.read((r) => r.inventory.providerStatus.all());
+    return providerStatuses(rows, this.providers.registered(), live, this.clock.now(), this.options.offerMaxAgeSeconds);
   }
 
   /**
@@ -362,7 +349,7 @@ export class InventoryService {
 
   /** Any offer the cache has ever held, available or not (admission needs the distinction). */
   async findCached(id: string): Promise<Offer | null> {
-    return cachedOffer(this.ds, id);
+    return this.store.read((r) => r.inventory.offers.cached(id));
   }
 }
 

@@ -1,11 +1,9 @@
-import type { DataSource } from 'typeorm';
 import { providerFailureCause } from '../../providers/provider-failures.js';
 import type { RegisteredProvider } from '../../providers/provider-registry.js';
 import type { ProviderHealth, ProviderStatusDto } from './inventory.dto.js';
 import type { ProviderStatus } from './provider-status.entity.js';
-import { allProviderStatuses } from './provider-status.repository.js';
 
-// Provisioning records the errors a provider answers outside the refresh through here.
+// What GET /api/v1/providers and readiness say of each provider, from its recorded refresh outcomes.
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
@@ -19,15 +17,17 @@ export function providerHealth(row: ProviderStatus | undefined, now: Date, offer
   return row.lastRefreshOk ? 'ok' : 'degraded';
 }
 
-/** The configured providers, in configuration order, with their recorded refresh outcomes. */
-export async function providerStatuses(
-  ds: DataSource,
-  registered: RegisteredProvider[],
-  liveOffers: Map<string, number>,
+/**
+ * The configured providers, in configuration order, with their recorded refresh outcomes (`rows`,
+ * every provider's, configured or not) and their live offers counted in `liveOffers`.
+ */
+export function providerStatuses(
+  rows: readonly ProviderStatus[],
+  registered: readonly RegisteredProvider[],
+  liveOffers: ReadonlyMap<string, number>,
   now: Date,
   offerMaxAgeSeconds: number,
-): Promise<ProviderStatusDto[]> {
-  const rows = await allProviderStatuses(ds);
+): ProviderStatusDto[] {
   const byId = new Map(rows.map((r) => [r.providerId, r]));
   return registered.map((p) => {
     const row = byId.get(p.id);

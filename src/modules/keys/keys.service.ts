@@ -1,15 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { DataSource, EntityManager } from 'typeorm';
 import { AUTH_HINT } from '../../vocabulary/access-hints.js';
 import type { Clock } from '../../clock.js';
-import { readMinor } from '../../db/columns.js';
-import type { Sql } from '../../db/sql.js';
+import type { Store } from '../../db/store.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Principal } from './principal.js';
-import { lockAccountAndKey, lockAccountWithKey, type LockedAccount } from '../accounts/accounts.repository.js';
+import type { AccountsRepository, LockedAccount } from '../accounts/accounts.repository.js';
 import { ApiKey, type KeyKind, type Scope } from './api-key.entity.js';
 import { keyLimitsOf, type KeyLimitsInput } from './key-limits.js';
-import { insertKey, keyByPrefix, keyCounters, revokeKey, touchKey } from './keys.repository.js';
 import { hashesEqual, mintApiKey, parseApiKey } from './tokens.js';
 
 /** A key to create: who holds it and what it may do; its limits as given, a longest rental or idle minutes left out as none. */
@@ -33,9 +30,8 @@ export interface KeyUsage {
   activeDeployments: number;
 }
 
-function usageOf(key: ApiKey, netSpent: string | number, active: string | number): KeyUsage {
-  const net = readMinor(netSpent);
-  return { netSpentMinor: net, remainingBudgetMinor: key.budgetLimitMinor - net, activeDeployments: readMinor(active) };
+function usageOf(key: ApiKey, netSpentMinor: number, activeDeployments: number): KeyUsage {
+  return { netSpentMinor, remainingBudgetMinor: key.budgetLimitMinor - netSpentMinor, activeDeployments };
 }
 
 /**
@@ -67,14 +63,17 @@ export class KeysService {
   private readonly recent = new Map<string, { key: ApiKey; readAt: number }>();
 
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<{ accounts: AccountsRepository }>,
     private readonly clock: Clock,
   ) {}
 
-  /** Creates a key and returns the raw token, which exists only in this return value. */
-  async create(manager: EntityManager, input: NewKey): Promise<{ key: ApiKey; token: string }> {
+  /**
+   * Creates a key in the caller's transaction (`accounts` is its repository) and returns the raw
+   * token, which exists only in this return value.
+   */
+  async create(accounts: AccountsRepository, input: NewKey): Promise<{ key: ApiKey; token: string }> {
     const minted = mintApiKey();
-    const key = manager.create(ApiKey, {
+    const key = Object.assign(new ApiKey(), {
       id: randomUUID(),
       accountId: input.accountId,
       kind: input.kind,
@@ -90,7 +89,7 @@ export class KeysService {
       revokedAt: null,
       lastUsedAt: null,
     });
-    await insertKey(manager, key);
+    await accounts.keys.insert(key);
     return { key, token: minted.token };
   }
 
@@ -107,7 +106,7 @@ export class KeysService {
     }
     // Otherwise the key is read afresh (one indexed statement), so a revoked key is refused on
     // its very next request in every process.
-    const key = await keyByPrefix(this.ds, parsed.prefix);
+    const key = await this.store.read((r) => r.accounts.keys.byPrefix(parsed.prefix));
     if (!key || !hashesEqual(key.secretHash, parsed.secretHash) || key.revokedAt) {
       this.recent.delete(parsed.prefix);
       throw unauthenticated();
@@ -115,7 +114,7 @@ export class KeysService {
     this.remember(key, now.getTime());
     if (!key.lastUsedAt || now.getTime() - key.lastUsedAt.getTime() > LAST_USED_GRANULARITY_MS) {
       // Best effort and coarse, so authentication does not become a write on every request.
-      await touchKey(this.ds, key.id, now);
+      await this.store.read((r) => r.accounts.keys.touch(key.id, now));
     }
     return principalOf(key);
   }
@@ -138,19 +137,18 @@ export class KeysService {
 
   /**
    * Each key's spend and slots from its counters (migrations/1763800009000-KeyCounters.ts), kept
-   * in step by LedgerService and rental-state: one indexed read whatever the ledger's size. Read
-   * under the account row lock (admission), the counts cannot grow until the caller commits.
+   * in step by LedgerService and rental-state: one indexed read whatever the ledger's size, as last
+   * committed. A decision that needs them to hold reads them under the account lock instead
+   * ({@link lockAccountWithUsage}).
    */
-  async usage(keys: ApiKey[], manager: EntityManager = this.ds.manager): Promise<Map<string, KeyUsage>> {
+  async usage(keys: ApiKey[]): Promise<Map<string, KeyUsage>> {
     const out = new Map<string, KeyUsage>();
     if (keys.length === 0) return out;
-    const byId = await keyCounters(
-      manager,
-      keys.map((k) => k.id),
-    );
+    const ids = keys.map((k) => k.id);
+    const byId = await this.store.read((r) => r.accounts.keys.counters(ids));
     for (const k of keys) {
       const r = byId.get(k.id);
-      out.set(k.id, usageOf(k, r?.netSpent ?? 0, r?.activeDeployments ?? 0));
+      out.set(k.id, usageOf(k, r?.netSpentMinor ?? 0, r?.activeDeployments ?? 0));
     }
     return out;
   }
@@ -159,27 +157,33 @@ export class KeysService {
    * Locks the key's account row (where every money decision about an account starts) and reads
    * the key's counters in the same statement: admission's and card checkout's first read. Under
    * that lock the counters cannot grow until the caller commits. STRAIGHT_JOIN takes the locks
-   * account first, then key, the order every ledger posting takes them in.
+   * account first, then key, the order every ledger posting takes them in. `accounts` is the
+   * caller's transaction's; its statements are issued before this awaits anything, so in a
+   * pipelined transaction they travel with whatever the caller issues in the same tick.
    */
-  async lockAccountWithUsage(m: Sql, key: ApiKey): Promise<{ account: LockedAccount; usage: KeyUsage }> {
-    const r = await lockAccountWithKey(m, key.accountId, key.id);
+  async lockAccountWithUsage(
+    accounts: AccountsRepository,
+    key: ApiKey,
+  ): Promise<{ account: LockedAccount; usage: KeyUsage }> {
+    const r = await accounts.lockAccountWithKey(key.accountId, key.id);
     if (!r) throw new AppError('NOT_FOUND', 'Account not found.');
     // The revocation check of a request authenticated with a recently read key (AuthenticateOptions).
     if (r.revokedAt !== null) {
       this.forget(key.id);
       throw unauthenticated();
     }
-    return { account: r.account, usage: usageOf(key, r.netSpent, r.activeDeployments) };
+    return { account: r.account, usage: usageOf(key, r.netSpentMinor, r.activeDeployments) };
   }
 
   /**
    * Locks the account row, then the row of the key acting on it (the order admission and every
    * ledger posting take them in), and refuses a key revoked since the request was authenticated
    * with the uniform 401. Whatever the key issues or approves in the caller's transaction is then
-   * seen by a concurrent revocation of it, which waits for that transaction to end.
+   * seen by a concurrent revocation of it, which waits for that transaction to end. `accounts` is
+   * the caller's transaction's.
    */
-  async lockActingKey(m: Sql, accountId: string, keyId: string): Promise<void> {
-    const row = await lockAccountAndKey(m, accountId, keyId);
+  async lockActingKey(accounts: AccountsRepository, accountId: string, keyId: string): Promise<void> {
+    const row = await accounts.lockAccountAndKey(accountId, keyId);
     if (row && row.revokedAt === null) return;
     this.forget(keyId);
     throw unauthenticated();
@@ -187,7 +191,8 @@ export class KeysService {
 
   async revoke(accountId: string, keyId: string): Promise<void> {
     this.forget(keyId);
-    if (!(await revokeKey(this.ds, accountId, keyId, this.clock.now())))
+    const at = this.clock.now();
+    if (!(await this.store.read((r) => r.accounts.keys.revoke(accountId, keyId, at))))
       throw new AppError('NOT_FOUND', 'No such key on this account.');
   }
 }

@@ -1,13 +1,10 @@
-import { MysqlJobOutboxRepository } from '../../jobs/job-outbox.repository.js';
 import { randomUUID } from 'node:crypto';
-import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
-import { inTransaction } from '../../db/transaction.js';
+import type { Store } from '../../db/store.js';
 import type { JobQueue, JobWakeUp } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
 import type { SecretBox } from '../credentials/secret-box.js';
-import { DurableCursor, EventTail, type BatchWrites } from '../events/event-tail.js';
-import { latestEventId, visibleEvent, type StoredEvent } from '../events/events.repository.js';
+import { visibleEvent, type StoredEvent } from '../events/events.repository.js';
 import { shownEventId, toEventDto } from '../events/events.service.js';
 import {
   DestinationRefused,
@@ -17,25 +14,13 @@ import {
   type PostLimits,
   type Resolver,
 } from './destination.js';
+import type { FanOutRepositories, WebhookEventLog } from './webhook-events.js';
 import { signedHeaders } from './webhook-signing.js';
-import { heldSlots, takeTry } from './webhook-slots.repository.js';
+import type { TakeResult, TryToTake } from './webhook-slots.repository.js';
 import { secretBinding, viewerOfEndpoint } from './webhooks.service.js';
-import {
-  accountsWithOverdue,
-  closeDelivery,
-  deliveryToSend,
-  dueDeliveriesOf,
-  pendingDeliveryAccount,
-  receivingEndpoints,
-  recordDelivery,
-  recordTry,
-  type StoredEndpoint,
-  type TryOutcome,
-} from './webhooks.repository.js';
-import { earliestEndpointStart } from './webhook-dispatch.repository.js';
+import type { StoredEndpoint, TryOutcome } from './webhooks.repository.js';
 
-const CURSOR = 'webhooks';
-/** Events fanned out per read. */
+/** Accounts a revival pass looks at. */
 const BATCH = 200;
 const HOUR_MS = 3600_000;
 /** Retries stop this long after the first try. */
@@ -57,6 +42,8 @@ export interface WebhookDeliveryOptions {
   limits?: PostLimits;
   /** How hosts are resolved (tests answer from a table; the system resolver otherwise). */
   resolve?: Resolver;
+  /** How a try is sent (the unit tier records them; {@link postPinned} otherwise). */
+  post?: typeof postPinned;
 }
 
 /** The endpoints that receive `event`: made before it, asking for its type, and allowed to see it. */
@@ -95,10 +82,12 @@ export class WebhookDeliveries {
   private readonly resolve: Resolver;
   /** Where the next revival pass starts in account order, so each pass looks at other accounts. */
   private reviveAfter = '';
-  private readonly tail: EventTail<EntityManager>;
+  private readonly post: typeof postPinned;
 
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<FanOutRepositories>,
+    /** The event log: its events, and the dispatcher's cursor in it. */
+    private readonly events: WebhookEventLog,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly jobs: JobQueue,
@@ -107,9 +96,7 @@ export class WebhookDeliveries {
   ) {
     this.limits = opts.limits ?? POST_LIMITS;
     this.resolve = opts.resolve ?? systemResolver;
-    // A first pass starts before the oldest endpoint's first event, or from now.
-    const start = async () => (await earliestEndpointStart(ds)) ?? (await latestEventId(ds));
-    this.tail = new EventTail(ds, new DurableCursor(ds, CURSOR, start), { name: CURSOR, batch: BATCH, logger });
+    this.post = opts.post ?? postPinned;
   }
 
   /**
@@ -120,7 +107,7 @@ export class WebhookDeliveries {
   async dispatch(): Promise<number> {
     await this.revive();
     const pass: DispatchPass = { made: 0, jobsLeft: new Map() };
-    await this.tail.drain((events) => this.fanOut(events, pass));
+    await this.events.drainDispatch((events) => this.fanOut(events, pass));
     return pass.made;
   }
 
@@ -129,10 +116,10 @@ export class WebhookDeliveries {
    * this pass, in the transaction that moves the cursor. A delivery without a job is due and waits
    * for its account's next free slot (see {@link deliver}).
    */
-  private async fanOut(events: readonly StoredEvent[], pass: DispatchPass): Promise<BatchWrites<EntityManager>> {
+  private async fanOut(events: readonly StoredEvent[], pass: DispatchPass) {
     // Read after the events: an endpoint made since starts after every one of them.
-    const endpoints = await receivingEndpoints(this.ds, accountsOf(events));
-    return async (m) => {
+    const endpoints = await this.store.read((r) => r.webhooks.endpoints.receiving(accountsOf(events)));
+    return async (r: FanOutRepositories) => {
       // Counted on a copy: a transaction run again (a deadlock victim) starts from the same counts.
       const jobsLeft = new Map(pass.jobsLeft);
       const wakes: JobWakeUp[] = [];
@@ -142,18 +129,11 @@ export class WebhookDeliveries {
         for (const endpoint of targetsOf(endpoints, event)) {
           const id = randomUUID();
           const delivery = { id, endpointId: endpoint.id, accountId: endpoint.accountId, eventId: event.id };
-          if (!(await recordDelivery(m, { ...delivery, at: this.clock.now() }))) continue;
+          if (!(await r.webhooks.deliveries.record({ ...delivery, at: this.clock.now() }))) continue;
           made++;
           if (left > 0) {
             left--;
-            wakes.push(
-              await this.jobs.nowIn(
-                new MysqlJobOutboxRepository(m),
-                'webhooks.deliver',
-                { deliveryId: id },
-                { uniqueKey: id },
-              ),
-            );
+            wakes.push(await this.jobs.nowIn(r.jobs, 'webhooks.deliver', { deliveryId: id }, { uniqueKey: id }));
           }
         }
         jobsLeft.set(event.accountId, left);
@@ -174,9 +154,10 @@ export class WebhookDeliveries {
    */
   async revive(): Promise<number> {
     const dueBefore = new Date(this.clock.now().getTime() - OVERDUE_MS);
-    let accounts = await accountsWithOverdue(this.ds, dueBefore, this.reviveAfter, BATCH);
-    if (accounts.length === 0 && this.reviveAfter !== '')
-      accounts = await accountsWithOverdue(this.ds, dueBefore, '', BATCH);
+    const overdue = (after: string) =>
+      this.store.read((r) => r.webhooks.deliveries.accountsWithOverdue(dueBefore, after, BATCH));
+    let accounts = await overdue(this.reviveAfter);
+    if (accounts.length === 0 && this.reviveAfter !== '') accounts = await overdue('');
     this.reviveAfter = accounts.length < BATCH ? '' : accounts[accounts.length - 1];
     let count = 0;
     for (const accountId of accounts) count += await this.wake(accountId, dueBefore);
@@ -186,21 +167,22 @@ export class WebhookDeliveries {
   /** Enqueues the account's longest-waiting deliveries due by `dueBy`, as many as it has slots free. */
   private async wake(accountId: string, dueBy: Date): Promise<number> {
     const wallNow = new Date();
-    const free = TRIES_IN_FLIGHT_PER_ACCOUNT - (await heldSlots(this.ds, accountId, wallNow));
-    if (free <= 0) return 0;
-    const ids = await dueDeliveriesOf(this.ds, accountId, dueBy, wallNow, free);
+    const ids = await this.store.read(async (r) => {
+      const free = TRIES_IN_FLIGHT_PER_ACCOUNT - (await r.webhooks.slots.held(accountId, wallNow));
+      return free <= 0 ? [] : r.webhooks.deliveries.dueOf(accountId, dueBy, wallNow, free);
+    });
     for (const id of ids) await this.jobs.now('webhooks.deliver', { deliveryId: id }, { uniqueKey: id });
     return ids.length;
   }
 
   /** One try of delivery `id` (the deliver job's handler); safe to run twice. */
   async deliver(id: string): Promise<DeliveryRun> {
-    const accountId = await pendingDeliveryAccount(this.ds, id);
+    const accountId = await this.store.read((r) => r.webhooks.deliveries.pendingAccount(id));
     if (accountId === null) return 'skipped';
     const wallNow = Date.now();
     // Held past the try's own time limit, so two runs of its job never send at once.
     const until = new Date(wallNow + this.limits.totalMs + 30_000);
-    const taken = await takeTry(this.ds, {
+    const taken = await this.takeTry({
       deliveryId: id,
       accountId,
       slots: TRIES_IN_FLIGHT_PER_ACCOUNT,
@@ -218,14 +200,27 @@ export class WebhookDeliveries {
     }
   }
 
+  /**
+   * Takes a slot of the account and the delivery's claim together; the account's first tries (or
+   * a raised count) find no slot rows, which are made, and taken in a second round whoever made them.
+   */
+  private async takeTry(t: TryToTake): Promise<TakeResult> {
+    for (let round = 0; ; round++) {
+      const got = await this.store.transaction((r) => r.webhooks.slots.take(t));
+      if (got !== 'no-slot' || round > 0) return got;
+      await this.store.read((r) => r.webhooks.slots.make(t.accountId, t.slots));
+    }
+  }
+
   /** The try itself, with the slot and the claim held; recording it frees the slot (should it throw first, both lapse at their `until`). */
   private async tryOnce(id: string, accountId: string): Promise<DeliveryRun> {
-    const found = await deliveryToSend(this.ds, id);
-    if (!found || !found.receiving || !visibleEvent(viewerOfEndpoint(found.endpoint), found.event)) {
-      await inTransaction(this.ds, (m) => closeDelivery(m, { id, accountId }, this.clock.now()));
+    const found = await this.store.read((r) => r.webhooks.deliveries.target(id));
+    const event = found && (await this.events.eventById(found.delivery.eventId));
+    if (!found || !event || !found.receiving || !visibleEvent(viewerOfEndpoint(found.endpoint), event)) {
+      await this.store.transaction((r) => r.webhooks.deliveries.close({ id, accountId }, this.clock.now()));
       return 'skipped';
     }
-    const { delivery, endpoint, event } = found;
+    const { delivery, endpoint } = found;
     const secret = this.box.open(endpoint.secretSealed, endpoint.secretKeyId, secretBinding(endpoint.id));
     const body = JSON.stringify(toEventDto(event));
     const started = this.clock.now();
@@ -234,7 +229,7 @@ export class WebhookDeliveries {
     let error: string | null = null;
     const t0 = Date.now();
     try {
-      statusCode = await postPinned(
+      statusCode = await this.post(
         new URL(endpoint.url),
         body,
         { ...headers, 'user-agent': 'gpu-rental-webhooks/1' },
@@ -257,7 +252,7 @@ export class WebhookDeliveries {
       status: outcome.status,
       nextAttemptAt: outcome.nextAttemptAt,
     };
-    await inTransaction(this.ds, (m) => recordTry(m, { id, accountId }, attempt));
+    await this.store.transaction((r) => r.webhooks.deliveries.recordTry({ id, accountId }, attempt));
     if (outcome.status === 'PENDING') {
       // Agenda runs on the wall clock.
       await this.jobs.schedule(

@@ -1,15 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
-import { inTransaction } from '../../db/transaction.js';
+import type { Store } from '../../db/store.js';
 import { AppError } from '../../errors/app-error.js';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import type { JobQueue } from '../../jobs/job-queue.js';
 import type { SecretBox } from '../credentials/secret-box.js';
 import { EVENT_TYPES, type EventType } from '../events/event-types.js';
-import { accountSeqsOf, latestEventId } from '../events/events.repository.js';
 import { claimOrReplay, idempotentRequest, requireIdempotencyKey } from '../idempotency/idempotency.js';
-import { MysqlIdempotencyRepository } from '../idempotency/idempotency.repository.js';
+import type { IdempotencyRepository } from '../idempotency/idempotency.repository.js';
 import type { Principal } from '../keys/principal.js';
 import type { Viewer } from '../keys/visibility.js';
 import { DestinationRefused, systemResolver, urlProblem, vettedAddress, type Resolver } from './destination.js';
@@ -19,20 +17,9 @@ import type {
   WebhookEndpointCreated,
   WebhookEndpointDto,
 } from './webhooks.dto.js';
+import type { WebhookEventLog } from './webhook-events.js';
 import { newSigningSecret } from './webhook-signing.js';
-import {
-  attemptsOf,
-  deliveriesOf,
-  deliveryOf,
-  insertEndpoint,
-  lockEndpointsMadeBy,
-  markEndpointDeleted,
-  reopenDelivery,
-  visibleEndpoint,
-  visibleEndpoints,
-  type ListedEndpoint,
-  type StoredEndpoint,
-} from './webhooks.repository.js';
+import type { ListedEndpoint, StoredEndpoint, WebhooksRepository } from './webhooks.repository.js';
 
 /** Deliveries an endpoint's listing shows, newest first. */
 const DELIVERIES_LISTED = 100;
@@ -69,14 +56,18 @@ export function toEndpointDto(e: ListedEndpoint): WebhookEndpointDto {
 /** The seal's additional data: a sealed secret copied onto another endpoint fails to open. */
 export const secretBinding = (endpointId: string): string => `webhook-endpoint:${endpointId}`;
 
+/** What the endpoints' service reads and writes: the webhooks and the Idempotency-Key records of their creates. */
+export type WebhooksStore = Store<{ webhooks: WebhooksRepository; idempotency: IdempotencyRepository }>;
+
 /** Webhook endpoints: made, listed and deleted by keys, each seeing what the one visibility rule lets it. */
 export class WebhooksService {
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: WebhooksStore,
+    private readonly events: Pick<WebhookEventLog, 'latestEventId' | 'accountSeqsOf'>,
     private readonly clock: Clock,
     private readonly box: SecretBox,
     private readonly jobs: JobQueue,
-    private readonly rateLimiter: RateLimiter,
+    private readonly rateLimiter: Pick<RateLimiter, 'hit'>,
     private readonly opts: { allowPrivateDestinations: boolean; resolve?: Resolver },
   ) {}
 
@@ -103,69 +94,60 @@ export class WebhooksService {
     const url = await this.destination(body.url);
     // A key belongs to one account, so its id alone keeps keys (and accounts) apart.
     const request = idempotentRequest(`webhook-endpoints:${principal.keyId}`, idemKey, { url, eventTypes });
-    const after = await latestEventId(this.ds);
-    const { endpointId, secret } = await inTransaction(this.ds, (m) =>
-      claimOrReplay<{ endpointId: string; secret: string | null }>(
-        new MysqlIdempotencyRepository(m),
-        this.clock,
-        request,
-        {
-          replay: (id) => ({ endpointId: id, secret: null }),
-          create: async () => {
-            if ((await lockEndpointsMadeBy(m, principal.keyId)) >= ENDPOINTS_PER_KEY) {
-              throw new AppError(
-                'VALIDATION_FAILED',
-                `Invalid request: this key already has ${ENDPOINTS_PER_KEY} webhook endpoints, the most one key may have: delete one first (DELETE /api/v1/webhook-endpoints/{id}).`,
-              );
-            }
-            const id = randomUUID();
-            const secret = newSigningSecret();
-            const sealed = this.box.seal(secret, secretBinding(id));
-            await insertEndpoint(m, {
-              id,
-              accountId: principal.accountId,
-              keyId: principal.kind === 'AGENT' ? principal.keyId : null,
-              makerKeyId: principal.keyId,
-              url,
-              eventTypes,
-              secretSealed: sealed.ciphertext,
-              secretKeyId: sealed.keyId,
-              afterEventId: after,
-              createdAt: this.clock.now(),
-            });
-            return { resourceId: id, result: { endpointId: id, secret } };
-          },
+    const after = await this.events.latestEventId();
+    const { endpointId, secret } = await this.store.transaction((r) =>
+      claimOrReplay<{ endpointId: string; secret: string | null }>(r.idempotency, this.clock, request, {
+        replay: (id) => ({ endpointId: id, secret: null }),
+        create: async () => {
+          if ((await r.webhooks.endpoints.lockMadeBy(principal.keyId)) >= ENDPOINTS_PER_KEY) {
+            throw new AppError(
+              'VALIDATION_FAILED',
+              `Invalid request: this key already has ${ENDPOINTS_PER_KEY} webhook endpoints, the most one key may have: delete one first (DELETE /api/v1/webhook-endpoints/{id}).`,
+            );
+          }
+          const id = randomUUID();
+          const secret = newSigningSecret();
+          const sealed = this.box.seal(secret, secretBinding(id));
+          await r.webhooks.endpoints.insert({
+            id,
+            accountId: principal.accountId,
+            keyId: principal.kind === 'AGENT' ? principal.keyId : null,
+            makerKeyId: principal.keyId,
+            url,
+            eventTypes,
+            secretSealed: sealed.ciphertext,
+            secretKeyId: sealed.keyId,
+            afterEventId: after,
+            createdAt: this.clock.now(),
+          });
+          return { resourceId: id, result: { endpointId: id, secret } };
         },
-      ),
+      }),
     );
-    const stored = await visibleEndpoint(this.ds, principal, endpointId);
+    const stored = await this.store.read((r) => r.webhooks.endpoints.visibleOne(principal, endpointId));
     if (!stored) throw new AppError('NOT_FOUND', 'This endpoint was deleted.');
     return { endpoint: { ...toEndpointDto(stored), secret }, created: secret !== null };
   }
 
   async list(viewer: Viewer): Promise<WebhookEndpointDto[]> {
-    return (await visibleEndpoints(this.ds, viewer)).map(toEndpointDto);
+    return (await this.store.read((r) => r.webhooks.endpoints.visible(viewer))).map(toEndpointDto);
   }
 
   /** Deletes an endpoint: nothing more is sent to it, pending retries included. */
   async delete(viewer: Viewer, id: string): Promise<void> {
     const endpoint = await this.endpoint(viewer, id);
-    await markEndpointDeleted(this.ds, endpoint.id, this.clock.now());
+    await this.store.read((r) => r.webhooks.endpoints.markDeleted(endpoint.id, this.clock.now()));
   }
 
   /** The endpoint's deliveries, newest event first, each with its tries. */
   async deliveries(viewer: Viewer, id: string): Promise<WebhookDeliveryDto[]> {
     const endpoint = await this.endpoint(viewer, id);
-    const deliveries = await deliveriesOf(this.ds, endpoint.id, DELIVERIES_LISTED);
-    const attempts = await attemptsOf(
-      this.ds,
-      deliveries.map((d) => d.id),
-    );
+    const { deliveries, attempts } = await this.store.read(async (r) => {
+      const deliveries = await r.webhooks.deliveries.ofEndpoint(endpoint.id, DELIVERIES_LISTED);
+      return { deliveries, attempts: await r.webhooks.deliveries.attemptsOf(deliveries.map((d) => d.id)) };
+    });
     // Shown as the deliveries carry them: the account's own event numbers.
-    const shown = await accountSeqsOf(
-      this.ds,
-      deliveries.map((d) => d.eventId),
-    );
+    const shown = await this.events.accountSeqsOf(deliveries.map((d) => d.eventId));
     return deliveries.map((d) => ({
       id: d.id,
       eventId: shown.get(d.eventId) ?? d.eventId,
@@ -190,7 +172,7 @@ export class WebhooksService {
    */
   async redeliver(principal: Principal, id: string, deliveryId: string): Promise<void> {
     const endpoint = await this.endpoint(principal, id);
-    const delivery = await deliveryOf(this.ds, endpoint.id, deliveryId);
+    const delivery = await this.store.read((r) => r.webhooks.deliveries.one(endpoint.id, deliveryId));
     if (!delivery) throw new AppError('NOT_FOUND', 'No delivery with this id on this endpoint.');
     const { perKey, perDelivery } = REDELIVERY_LIMITS;
     await this.rateLimiter.hit(
@@ -205,13 +187,13 @@ export class WebhooksService {
       perDelivery.windowSeconds,
       `redeliveries of this delivery (${perDelivery.limit} an hour)`,
     );
-    await reopenDelivery(this.ds, delivery.id, this.clock.now());
+    await this.store.read((r) => r.webhooks.deliveries.reopen(delivery.id, this.clock.now()));
     // The same unique key as its retries: a retry waiting is moved to now rather than doubled.
     await this.jobs.now('webhooks.deliver', { deliveryId: delivery.id }, { uniqueKey: delivery.id });
   }
 
   private async endpoint(viewer: Viewer, id: string): Promise<ListedEndpoint> {
-    const endpoint = await visibleEndpoint(this.ds, viewer, id);
+    const endpoint = await this.store.read((r) => r.webhooks.endpoints.visibleOne(viewer, id));
     if (!endpoint) throw new AppError('NOT_FOUND', 'No webhook endpoint with this id for this key.');
     return endpoint;
   }

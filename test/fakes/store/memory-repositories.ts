@@ -1,7 +1,14 @@
 import type { AppStore, Repositories } from '../../../src/repositories.js';
+import { MemoryAccountsRepository } from './accounts.js';
+import { MemoryRateLimitsRepository } from './rate-limits.js';
+import { MemoryCredentialsRepository } from './credentials.js';
 import { MemoryIdempotencyRepository } from './idempotency.js';
+import { MemoryInventoryRepository } from './inventory.js';
 import { MemoryJobOutbox } from './job-queue.js';
 import { MemoryStore, type MemoryTables } from './memory-store.js';
+import { MemoryWebhooksRepository } from './webhooks.js';
+import { MemoryLedgerRepository } from './ledger.js';
+import { MemoryCheckoutsRepository } from './checkouts.js';
 
 /** Every aggregate's memory repository over one set of tables (see memory-store.ts). */
 class MemoryRepositories implements Repositories {
@@ -11,8 +18,36 @@ class MemoryRepositories implements Repositories {
     return new MemoryIdempotencyRepository(this.tables);
   }
 
+  get accounts() {
+    return new MemoryAccountsRepository(this.tables);
+  }
+
+  get rateLimits() {
+    return new MemoryRateLimitsRepository(this.tables);
+  }
+
   get jobs() {
     return new MemoryJobOutbox(this.tables);
+  }
+
+  get inventory() {
+    return new MemoryInventoryRepository(this.tables);
+  }
+
+  get credentials() {
+    return new MemoryCredentialsRepository(this.tables);
+  }
+
+  get webhooks() {
+    return new MemoryWebhooksRepository(this.tables);
+  }
+
+  get ledger() {
+    return new MemoryLedgerRepository(this.tables);
+  }
+
+  get checkouts() {
+    return new MemoryCheckoutsRepository(this.tables);
   }
 }
 

@@ -7,6 +7,7 @@ import { lookupId } from '../../../ids.js';
 import { getAccount } from '../../accounts/accounts.repository.js';
 import type { Checkout } from '../../billing/checkout.entity.js';
 import type { CheckoutDescription, CheckoutSessionsService } from '../../billing/checkout-sessions.service.js';
+import { MysqlCheckoutsRepository } from '../../billing/checkouts.repository.js';
 import { formatUsdAmount } from '../../../vocabulary/money.js';
 import { claimOrReplay, idempotentRequest, priorUse, requireIdempotencyKey } from '../../idempotency/idempotency.js';
 import { MysqlIdempotencyRepository } from '../../idempotency/idempotency.repository.js';
@@ -57,7 +58,7 @@ export class CardCheckoutService {
 
     const claimed = await inTransaction(this.ds, (m) =>
       claimOrReplay(new MysqlIdempotencyRepository(m), this.clock, request, {
-        replay: (orderId) => this.sessions.checkoutOfOrder(m, orderId),
+        replay: (orderId) => this.sessions.checkoutOfOrder(new MysqlCheckoutsRepository(m), orderId),
         // A key with no record before the transaction was admitted above; records are never deleted.
         create: async () => this.createOrder(m, principal, body, admitted ?? (await this.admit(principal, body))),
       }),
@@ -106,7 +107,7 @@ export class CardCheckoutService {
     const order = newOrder(rental, intent, null, terms, NO_MACHINE_COLUMNS);
     await insertOrder(m, order);
     await insertDeployment(m, newDeployment(randomUUID(), order, terms));
-    const checkout = await this.sessions.insert(m, {
+    const checkout = await this.sessions.insert(new MysqlCheckoutsRepository(m), {
       purpose: 'ORDER',
       accountId: principal.accountId,
       keyId: principal.keyId,

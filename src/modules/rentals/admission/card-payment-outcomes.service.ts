@@ -1,5 +1,6 @@
-import type { DataSource, EntityManager } from 'typeorm';
-import type { CardOrders, CardOrderState } from '../../billing/card-orders.js';
+import type { DataSource } from 'typeorm';
+import type { CardOrders, CardOrderState, PaymentTransaction } from '../../billing/card-orders.js';
+import { entityManagerOf } from '../../billing/checkouts.repository.js';
 import { cancelledUnpaidOrders, readCardOrder } from '../store/deployments.repository.js';
 import { markReversalPending, markReversalSettled, orderTerms } from '../store/orders.repository.js';
 import type { FailureCode } from '../state/rental-status.js';
@@ -11,16 +12,17 @@ const ONLY_UNPAID = ['AWAITING_PAYMENT'] as const;
 export class CardOrdersService implements CardOrders {
   constructor(private readonly ds: DataSource) {}
 
-  async state(m: EntityManager, orderId: string, opts: { lock: boolean }): Promise<CardOrderState | null> {
-    const row = await readCardOrder(m, orderId, opts.lock);
+  async state(tx: PaymentTransaction, orderId: string, opts: { lock: boolean }): Promise<CardOrderState | null> {
+    const row = await readCardOrder(entityManagerOf(tx.checkouts), orderId, opts.lock);
     return row && { awaitingPayment: row.status === 'AWAITING_PAYMENT', cancelled: row.cancelled, status: row.status };
   }
 
-  async paid(m: EntityManager, orderId: string, at: Date): Promise<void> {
-    await transition(m, { orderId }, ONLY_UNPAID, 'PENDING', { at });
+  async paid(tx: PaymentTransaction, orderId: string, at: Date): Promise<void> {
+    await transition(entityManagerOf(tx.checkouts), { orderId }, ONLY_UNPAID, 'PENDING', { at });
   }
 
-  async paidTooLate(m: EntityManager, orderId: string, state: CardOrderState | null, at: Date): Promise<void> {
+  async paidTooLate(tx: PaymentTransaction, orderId: string, state: CardOrderState | null, at: Date): Promise<void> {
+    const m = entityManagerOf(tx.checkouts);
     if (state?.awaitingPayment) {
       // Cancelled by its owner before paying: it ends as they asked, and the payment goes back.
       await transition(m, { orderId }, ONLY_UNPAID, 'TERMINATED', {
@@ -40,7 +42,8 @@ export class CardOrdersService implements CardOrders {
     }
   }
 
-  async closedUnpaid(m: EntityManager, orderId: string, why: 'EXPIRED' | 'FAILED', at: Date): Promise<void> {
+  async closedUnpaid(tx: PaymentTransaction, orderId: string, why: 'EXPIRED' | 'FAILED', at: Date): Promise<void> {
+    const m = entityManagerOf(tx.checkouts);
     const order = await readCardOrder(m, orderId, true);
     if (order?.cancelled) {
       await transition(m, { orderId }, ONLY_UNPAID, 'TERMINATED', { at, deployment: { endedAt: null } });
@@ -57,8 +60,8 @@ export class CardOrdersService implements CardOrders {
     });
   }
 
-  async refunded(m: EntityManager, orderId: string, at: Date): Promise<void> {
-    await markReversalSettled(m, orderId, at);
+  async refunded(tx: PaymentTransaction, orderId: string, at: Date): Promise<void> {
+    await markReversalSettled(entityManagerOf(tx.checkouts), orderId, at);
   }
 
   async released(orderId: string): Promise<boolean> {

@@ -2,6 +2,7 @@ import type { EntityManager } from 'typeorm';
 import { AppError } from '../../../errors/app-error.js';
 import type { Principal } from '../../keys/principal.js';
 import type { KeysService, KeyUsage } from '../../keys/keys.service.js';
+import { MysqlAccountsRepository } from '../../accounts/accounts.repository.js';
 
 /**
  * A new deployment needs a free slot of the key's `maxConcurrentDeployments`: every deployment
@@ -20,5 +21,5 @@ export function assertFreeSlot(principal: Pick<Principal, 'key'>, usage: Pick<Ke
 
 /** Locks the account row first, so parallel requests of one account are counted one after another. */
 export async function assertConcurrencySlot(m: EntityManager, principal: Principal, keys: KeysService): Promise<void> {
-  assertFreeSlot(principal, (await keys.lockAccountWithUsage(m, principal.key)).usage);
+  assertFreeSlot(principal, (await keys.lockAccountWithUsage(new MysqlAccountsRepository(m), principal.key)).usage);
 }

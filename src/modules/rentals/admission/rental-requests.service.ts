@@ -9,8 +9,10 @@ import type { Principal } from '../../keys/principal.js';
 import { RENTAL_JOBS, type JobQueue } from '../../../jobs/job-queue.js';
 import type { Logger } from '../../../logger.js';
 import type { LedgerService } from '../../billing/ledger.service.js';
+import { ledgerReposOf } from '../../billing/ledger.repository.js';
 import { claimIdempotencyKey, idempotentRequest } from '../../idempotency/idempotency.js';
 import { MysqlIdempotencyRepository } from '../../idempotency/idempotency.repository.js';
+import { MysqlAccountsRepository } from '../../accounts/accounts.repository.js';
 import type { KeysService, LockedAccount } from '../../keys/keys.service.js';
 import type { InventoryService } from '../../inventory/inventory.service.js';
 import { creditTerms, waitingTerms, type AdmissionOffer, type AdmissionTerms } from './admission-terms.js';
@@ -109,7 +111,7 @@ export class RentalsService {
       // rentals that failed after their machines worked for it.
       const now = this.clock.now();
       const [{ account, usage }, claim, reserving, failedAfterUseAt] = await Promise.all([
-        this.keys.lockAccountWithUsage(m, principal.key),
+        this.keys.lockAccountWithUsage(new MysqlAccountsRepository(m), principal.key),
         claimIdempotencyKey(new MysqlIdempotencyRepository(m), this.clock, request, rentalId),
         reservingRentals(m, principal.accountId),
         failedAfterUse(
@@ -235,7 +237,7 @@ export class RentalsService {
         keyId: principal.keyId,
         rentalId,
       };
-      writes.push(this.ledger.post(m, entry, account));
+      writes.push(this.ledger.post(ledgerReposOf(m), entry, account));
     }
     return { order, deployment, first: terms.candidates[0], written: Promise.all(writes) };
   }

@@ -1,8 +1,9 @@
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import type { Clock } from '../../../clock.js';
 import type { JobQueue } from '../../../jobs/job-queue.js';
 import type { Logger } from '../../../logger.js';
 import type { ProviderRegistry } from '../../../providers/provider-registry.js';
+import type { CheckoutsRepository } from '../../billing/checkouts.repository.js';
 import type { LedgerService } from '../../billing/ledger.service.js';
 import type { SecretBox } from '../../credentials/secret-box.js';
 import type { InventoryService } from '../../inventory/inventory.service.js';
@@ -59,7 +60,7 @@ export interface CardRefunds {
    * is retried by the payments job even if this process stops before making it. False when the
    * order has no paid checkout.
    */
-  markOrderRefundDue(manager: EntityManager, orderId: string): Promise<boolean>;
+  markOrderRefundDue(checkouts: CheckoutsRepository, orderId: string): Promise<boolean>;
 }
 
 /** Everything any lifecycle part may use; each part takes the subset it needs. */

@@ -3,6 +3,7 @@ import { inPipelinedTransaction } from '../../../db/sql.js';
 import { sweepTimer } from '../../../metrics/outcomes.js';
 import { lockAccountBalances } from '../../accounts/accounts.repository.js';
 import type { Posting, UsageAccrual } from '../../billing/ledger.service.js';
+import { ledgerReposOf } from '../../billing/ledger.repository.js';
 import type { Deployment } from '../store/deployment.entity.js';
 import { isOneOf, METERED_BILLING_MODELS, METERED_STATUSES, type TerminationReason } from '../state/rental-status.js';
 import { overdueDeployments, setMeteredUsage } from '../store/deployments.repository.js';
@@ -137,7 +138,11 @@ export class Metering {
     if (!moved && owed === 0) return 0;
     const post =
       owed > 0 ? usagePosting(d, { amount: owed, fromMs: (d.postedUntil ?? d.startedAt!).getTime(), toMs }) : null;
-    await this.deps.ledger.accrueUsage(m, amount > 0 ? [usageAccrual(d, amount)] : [], post ? [post] : []);
+    await this.deps.ledger.accrueUsage(
+      ledgerReposOf(m),
+      amount > 0 ? [usageAccrual(d, amount)] : [],
+      post ? [post] : [],
+    );
     await setMeteredUsage(
       m,
       d.id,
@@ -223,7 +228,7 @@ export class Metering {
         })),
       );
       const posting = this.deps.ledger.accrueUsage(
-        tx,
+        ledgerReposOf(tx),
         due.filter((x) => x.amount > 0).map((x) => usageAccrual(x.d, x.amount)),
         due.filter((x) => x.post && x.post.amount > 0).map((x) => usagePosting(x.d, x.post!)),
         money,

@@ -1,5 +1,5 @@
 import { inTransaction } from '../../../db/transaction.js';
-import { entryByRef } from '../../billing/ledger.repository.js';
+import { entryByRef, ledgerReposOf } from '../../billing/ledger.repository.js';
 import type { Deployment } from '../store/deployment.entity.js';
 import { isOneOf, METERED_BILLING_MODELS, PROVISIONING_STATUSES, type FailureCode } from '../state/rental-status.js';
 import { transition } from '../state/rental-state.js';
@@ -79,7 +79,7 @@ export class Reversal {
         const worked = locked && !locked.startedAt ? timeBeforeActive(locked, failedAtMs) : null;
         const kept = Math.min(-debit.amountMinor, worked?.amount ?? 0);
         if (kept < -debit.amountMinor) {
-          await ledger.post(m, {
+          await ledger.post(ledgerReposOf(m), {
             accountId: order.accountId,
             kind: 'REVERSAL',
             amountMinor: -debit.amountMinor - kept,

@@ -20,6 +20,7 @@ import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycl
 import type { Metering } from './metering.js';
 import { chargeTimeBeforeActive } from './time-before-active.js';
 import { getOrder } from '../store/orders.repository.js';
+import { MysqlCheckoutsRepository } from '../../billing/checkouts.repository.js';
 
 /** `last_check_detail` of a TERMINATED deployment whose plugin clean-up must be retried (the reconciler does). */
 export const CLEANUP_PENDING = 'provider clean-up pending: ';
@@ -190,7 +191,9 @@ export class Termination {
       // A card order ended before its machine ever ran was paid for nothing: the payment goes back,
       // recorded with the transition so the payments job retries it if this process stops here.
       const refund =
-        order.funding === 'CARD' && !locked.startedAt && (await this.deps.refunds.markOrderRefundDue(m, order.id));
+        order.funding === 'CARD' &&
+        !locked.startedAt &&
+        (await this.deps.refunds.markOrderRefundDue(new MysqlCheckoutsRepository(m), order.id));
       await transition(m, d.id, ['TERMINATING'], 'TERMINATED', {
         at: verifiedAt,
         deployment: locked.endedAt ? {} : { endedAt },

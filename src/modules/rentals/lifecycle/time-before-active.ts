@@ -1,5 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import type { LedgerService } from '../../billing/ledger.service.js';
+import { ledgerReposOf } from '../../billing/ledger.repository.js';
 import type { Deployment } from '../store/deployment.entity.js';
 import type { Order } from '../store/order.entity.js';
 import { setMeteredUsage } from '../store/deployments.repository.js';
@@ -70,7 +71,8 @@ export async function postTimeBeforeActive(
   untilMs: number,
 ): Promise<UsagePost | null> {
   const post = timeBeforeActive(d, untilMs);
-  if (post && post.amount > 0) await ledger.post(m, usagePosting(d, post, "before it passed the service's check"));
+  if (post && post.amount > 0)
+    await ledger.post(ledgerReposOf(m), usagePosting(d, post, "before it passed the service's check"));
   return post;
 }
 
