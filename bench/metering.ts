@@ -78,7 +78,8 @@ async function usageCharged(ds: ReturnType<typeof createDataSource>): Promise<{ 
 
 /** The sweep as the worker runs it (limits never trip here: every account has ample credit). */
 function metering(ds: ReturnType<typeof createDataSource>, clock: Clock): Metering {
-  return new Metering({ ds, clock, ledger: new LedgerService(createStore(ds), clock) }, async () => {}, DEFAULT_TIMING);
+  const store = createStore(ds);
+  return new Metering({ store, clock, ledger: new LedgerService(store, clock) }, async () => {}, DEFAULT_TIMING);
 }
 
 /** Child mode: sweeps back to back until told to stop, reporting each sweep's time. */

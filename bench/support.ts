@@ -22,8 +22,6 @@ import { createDatabaseIfMissing, createDataSource, dropDatabase, migrate } from
 import { entities } from '../src/entities.js';
 import { createLogger } from '../src/logger.js';
 import { Account } from '../src/modules/accounts/account.entity.js';
-import { MysqlAccountsRepository } from '../src/modules/accounts/accounts.repository.js';
-import { ledgerReposOf } from '../src/modules/billing/ledger.repository.js';
 import { Offer } from '../src/modules/inventory/offer.entity.js';
 import { createProviderRegistry, type ProviderRegistry } from '../src/providers/provider-registry.js';
 
@@ -369,15 +367,15 @@ export async function makeClients(
       const { data } = (await res.json()) as { data: { account: { user: { id: string } } } };
       const accountId = data.account.user.id;
       await services.ds.getRepository(Account).update({ id: accountId }, { billingModel });
-      const { key, token } = await services.ds.transaction(async (m) => {
-        await services.ledger.post(ledgerReposOf(m), {
+      const { key, token } = await services.store.transaction(async (r) => {
+        await services.ledger.post(r, {
           accountId,
           kind: 'TOPUP',
           amountMinor: 100_000_000,
           externalRef: `bench:${accountId}`,
           description: 'bench credit',
         });
-        return services.keys.create(new MysqlAccountsRepository(m), {
+        return services.keys.create(r.accounts, {
           accountId,
           kind: 'AGENT',
           name: 'bench',

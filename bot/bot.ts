@@ -42,7 +42,7 @@ export function createBot(deps: BotDeps): Bot<BotContext> {
     botInfo: deps.botInfo,
     client: { ...(deps.apiRoot ? { apiRoot: deps.apiRoot } : {}) },
   });
-  const conversations = new ConversationStore(services.ds, services.clock);
+  const conversations = new ConversationStore(services.store, services.clock);
 
   bot.use(async (ctx, next) => {
     ctx.services = services;

@@ -152,7 +152,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
 
   app.use(...bodies);
   // The stream of GET /api/v1/events (Accept: text/event-stream); the generated route answers JSON.
-  app.use(eventStreamRoute(services.ds, services.eventHub, { ...EVENT_STREAM, ...options.eventStream }));
+  app.use(eventStreamRoute(services.store, services.eventHub, { ...EVENT_STREAM, ...options.eventStream }));
   // A waiting read holds a place of its client address before its key is read (the hub holds the key's).
   const push = services.eventHub.limits;
   if (push) app.get(WAITING_READ_ROUTES, pushPlaces(push, isWaitingRead));

@@ -22,7 +22,6 @@ import { AgentsService } from './modules/agents/agents.service.js';
 import { CredentialsService } from './modules/credentials/credentials.service.js';
 import { SecretBox } from './modules/credentials/secret-box.js';
 import { RentalReadsService } from './modules/rentals/reads/rental-reads.service.js';
-import { unfinishedRentalsOfKeys } from './modules/rentals/store/rental-reads.repository.js';
 import { RentalsService } from './modules/rentals/admission/rental-requests.service.js';
 import { CardCheckoutService } from './modules/rentals/admission/card-checkout.service.js';
 import { CardOrdersService } from './modules/rentals/admission/card-payment-outcomes.service.js';
@@ -114,26 +113,26 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   });
   // Every process gets an Agenda: enqueuing needs no processing, and only the worker role starts it.
   const { queue: jobs } = createAgenda(ds, config);
-  const handoff = rentalHandoff === undefined ? new CardRentalHandoff(ds, jobs) : (rentalHandoff ?? undefined);
+  const handoff = rentalHandoff === undefined ? new CardRentalHandoff(store, jobs) : (rentalHandoff ?? undefined);
   const payments = createPayments({
     config,
     store,
     clock,
     logger,
     ledger,
-    cardOrders: new CardOrdersService(ds),
+    cardOrders: new CardOrdersService(store),
     rentalHandoff: handoff,
   });
-  const eventHub = new EventHub(ds, { tailMs: EVENT_TAIL_MS, push: config.push }, logger);
-  const rentalReads = new RentalReadsService(ds, eventHub);
+  const eventHub = new EventHub(store, { tailMs: EVENT_TAIL_MS, push: config.push }, logger);
+  const rentalReads = new RentalReadsService(store, eventHub);
   const box = SecretBox.fromConfig(config);
-  const rentals = new RentalsService(ds, clock, logger, ledger, keys, jobs, inventory, rentalReads, box, {
+  const rentals = new RentalsService(store, clock, logger, ledger, keys, jobs, inventory, rentalReads, box, {
     meteringEveryMs: config.rentals.meteringEveryMs,
   });
-  const cardCheckout = new CardCheckoutService(ds, clock, inventory, payments.sessions, keys);
+  const cardCheckout = new CardCheckoutService(store, clock, inventory, payments.sessions, keys);
   const credentials = new CredentialsService(store, clock, box);
   const unfinishedRentals = (accountId: string, keyIds: readonly string[]) =>
-    unfinishedRentalsOfKeys(ds, accountId, keyIds);
+    store.read((r) => r.rentals.reads.unfinishedOfKeys(accountId, keyIds));
   const agentKeys = new AgentKeysService(store, clock, keys, unfinishedRentals, rentals);
   const agents = new AgentsService(
     store,
@@ -148,7 +147,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     agentKeys,
   );
   const lifecycleDeps: LifecycleDeps = {
-    ds,
+    store,
     clock,
     logger,
     providers,
@@ -160,7 +159,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   };
   const lifecycle = createRentalLifecycle(lifecycleDeps, lifecycleTiming(config));
   const webhookLogger = logger.child({ component: 'webhooks' });
-  const webhookEvents = new MysqlWebhookEventLog(ds, webhookLogger);
+  const webhookEvents = new MysqlWebhookEventLog(store, webhookLogger);
   const webhooks = new WebhooksService(store, webhookEvents, clock, box, jobs, rateLimiter, {
     allowPrivateDestinations: config.webhooks.allowPrivateDestinations,
   });
@@ -261,7 +260,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     jobs,
     agents,
     agentKeys,
-    events: new EventsService(ds),
+    events: new EventsService(store),
     eventHub,
     webhooks,
     webhookDeliveries,
@@ -293,7 +292,7 @@ export function createBotJobs(
 ): BotJobs {
   const { queue } = createAgenda(s.ds, s.config);
   const logger = s.logger.child({ component: 'telegram-bot' });
-  const notifications = new NotificationsService(s.ds, s.clock, logger, queue, {
+  const notifications = new NotificationsService(s.store, s.clock, logger, queue, {
     ...(timing.retryAfterMs === undefined ? {} : { retryAfterMs: timing.retryAfterMs }),
     idleGraceMs: s.config.rentals.idleGraceSeconds * 1000,
   });
@@ -330,7 +329,7 @@ export function lifecycleTiming(config: Pick<Config, 'rentals' | 'inventory'>): 
 /** What the lifecycle parts are built from, for building another lifecycle (tests with their own timing). */
 export function lifecycleDepsOf(s: Services): LifecycleDeps {
   return {
-    ds: s.ds,
+    store: s.store,
     clock: s.clock,
     logger: s.logger,
     providers: s.providers,

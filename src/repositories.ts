@@ -1,5 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { MysqlStore, type Executor } from './db/mysql-store.js';
+import { createDataSource, migrate } from './db/data-source.js';
+import { entities } from './entities.js';
 import type { Store } from './db/store.js';
 import { MysqlJobOutboxRepository, type JobOutboxRepository } from './jobs/job-outbox.repository.js';
 import { MysqlRateLimitsRepository, type RateLimitsRepository } from './http/rate-limits.repository.js';
@@ -16,6 +18,9 @@ import {
 import { MysqlWebhooksRepository, type WebhooksRepository } from './modules/webhooks/webhooks.repository.js';
 import { MysqlLedgerRepository, type LedgerRepository } from './modules/billing/ledger.repository.js';
 import { MysqlCheckoutsRepository, type CheckoutsRepository } from './modules/billing/checkouts.repository.js';
+import { MysqlRentalsRepository, type RentalsRepository } from './modules/rentals/store/rentals.repository.js';
+import { MysqlEventsRepository, type EventsRepository } from './modules/events/events.repository.js';
+import { MysqlTelegramRepository, type TelegramRepository } from './modules/telegram/telegram.repository.js';
 
 /**
  * Every aggregate's repository, as one transaction (or a read) hands them out. Each is the only
@@ -32,7 +37,7 @@ export interface Repositories {
   jobs: JobOutboxRepository;
   /** The offer cache, its version and the providers' refresh outcomes. */
   inventory: InventoryRepository;
-  /** The credential reveal audit and the sealed secrets re-sealing walks. */
+  /** The credential reveal audit. */
   credentials: CredentialsRepository;
   /** Webhook endpoints, their deliveries and tries, and each account's tries in flight. */
   webhooks: WebhooksRepository;
@@ -40,6 +45,12 @@ export interface Repositories {
   ledger: LedgerRepository;
   /** Top-up and card checkouts, and the payment events that settled them. */
   checkouts: CheckoutsRepository;
+  /** Orders, their deployments, create attempts and idle watches, and the rental state machine's statements. */
+  rentals: RentalsRepository;
+  /** The event log, each account's numbering of it, and the cursors of the log's consumers. */
+  events: EventsRepository;
+  /** The owner bot's dialogues, the owners' notifications and what each chat chose to be told of. */
+  telegram: TelegramRepository;
 }
 
 /** The store every service of a process shares. */
@@ -97,9 +108,48 @@ class MysqlRepositories implements Repositories {
   get checkouts(): CheckoutsRepository {
     return (this.payments ??= new MysqlCheckoutsRepository(this.sql));
   }
+
+  private rentalRows?: RentalsRepository;
+  get rentals(): RentalsRepository {
+    return (this.rentalRows ??= new MysqlRentalsRepository(this.sql));
+  }
+
+  private log?: EventsRepository;
+  get events(): EventsRepository {
+    return (this.log ??= new MysqlEventsRepository(this.sql));
+  }
+
+  private bot?: TelegramRepository;
+  get telegram(): TelegramRepository {
+    return (this.bot ??= new MysqlTelegramRepository(this.sql));
+  }
 }
 
 /** The MySQL store of the DataSource: the one way the services reach the database. */
 export function createStore(ds: DataSource): AppStore {
   return new MysqlStore(ds, (sql) => new MysqlRepositories(sql));
+}
+
+/** A store that holds its own connections: a command's, closed when the command ends. */
+export interface OwnedStore {
+  readonly store: AppStore;
+  /** Ends the store's connections; nothing runs on the store afterwards. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the database at `databaseUrl` with `poolSize` connections and migrates it (as every process
+ * does before it works), for a command that runs once and ends (the owner command): the DataSource
+ * is opened and closed here and handed to nobody. A failed migration closes it before rejecting.
+ */
+export async function openStore(databaseUrl: string, poolSize: number): Promise<OwnedStore> {
+  const ds = createDataSource(databaseUrl, poolSize, entities);
+  await ds.initialize();
+  try {
+    await migrate(ds);
+  } catch (err) {
+    await ds.destroy();
+    throw err;
+  }
+  return { store: createStore(ds), close: () => ds.destroy() };
 }

@@ -17,7 +17,7 @@ function keyboard(on: readonly EventType[]): InlineKeyboard {
   return kb;
 }
 
-const preferencesOf = (ctx: BotContext) => new NotifyPreferences(ctx.services.ds, ctx.services.clock);
+const preferencesOf = (ctx: BotContext) => new NotifyPreferences(ctx.services.store, ctx.services.clock);
 
 /** /notify: which events this owner's chat is told about, one toggle button per event type. */
 export function notifyFeature(): Composer<BotContext> {

@@ -16,7 +16,7 @@ const LISTED = 10;
 
 /** The account's most recent rentals, newest first, with what the owner needs to recognise them. */
 export function recentRentals(ctx: BotContext, accountId: string, limit = LISTED): Promise<OwnerRentalRow[]> {
-  return recentRentalsOf(ctx.services.ds, accountId, limit);
+  return recentRentalsOf(ctx.services.store, accountId, limit);
 }
 
 /** /rentals: recent rentals, each with its state, machine, price and which key started it. */
@@ -53,7 +53,7 @@ export function rentalsFeature(): Composer<BotContext> {
 
   composer.callbackQuery(new RegExp(`^tm:(${UUID_PATTERN})$`), async (ctx) => {
     const id = ctx.match[1];
-    const d = await deploymentOfAccount(ctx.services.ds, id, ownerOf(ctx).id);
+    const d = await deploymentOfAccount(ctx.services.store, id, ownerOf(ctx).id);
     if (!d) {
       await ctx.answerCallbackQuery({ text: 'That rental is not on your account.', show_alert: true });
       return;

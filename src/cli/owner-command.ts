@@ -1,14 +1,7 @@
 import { parseArgs } from 'node:util';
 import { systemClock } from '../clock.js';
 import type { Config } from '../config.js';
-import {
-  createDatabaseIfMissing,
-  createDataSource,
-  describeTarget,
-  migrate,
-  parseDatabaseUrl,
-} from '../db/data-source.js';
-import { entities } from '../entities.js';
+import { createDatabaseIfMissing, describeTarget, parseDatabaseUrl } from '../db/data-source.js';
 import { normaliseId } from '../ids.js';
 import { RateLimiter } from '../http/rate-limiter.js';
 import { AccountsService, type NewOwner } from '../modules/accounts/accounts.service.js';
@@ -28,11 +21,9 @@ import { KeysService } from '../modules/keys/keys.service.js';
 import { keyName } from '../modules/keys/key-name.js';
 import { AgentKeysService } from '../modules/agents/agent-keys.service.js';
 import { AppError } from '../errors/app-error.js';
-import type { DataSource } from 'typeorm';
 import { SecretBox } from '../modules/credentials/secret-box.js';
 import { resealSecrets } from '../modules/credentials/reseal-secrets.js';
-import { createStore, type AppStore } from '../repositories.js';
-import { unfinishedRentalsOfKeys } from '../modules/rentals/store/rental-reads.repository.js';
+import { openStore, type AppStore } from '../repositories.js';
 
 export const OWNER_USAGE = `Usage: owner create --name <name> [options]
        owner keys --account <account id> [--json]
@@ -237,17 +228,14 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
     );
     return 1;
   }
-  const ds = createDataSource(config.db.url, 2, entities);
-  await ds.initialize();
+  const { store, close } = await openStore(config.db.url, 2);
   try {
-    await migrate(ds);
-    if ('reseal' in input) return await resealStoredSecrets(ds, config, input.json, io);
-    const store = createStore(ds);
+    if ('reseal' in input) return await resealStoredSecrets(store, config, input.json, io);
     const keys = new KeysService(store, systemClock);
     const limiter = new RateLimiter(store, systemClock);
     if ('id' in input) {
       const agentKeys = new AgentKeysService(store, systemClock, keys, (accountId, keyIds) =>
-        unfinishedRentalsOfKeys(ds, accountId, keyIds),
+        store.read((r) => r.rentals.reads.unfinishedOfKeys(accountId, keyIds)),
       );
       return sub === 'keys'
         ? await listOwnerKeys(agentKeys, input, io)
@@ -281,7 +269,7 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
     }
     return 0;
   } finally {
-    await ds.destroy();
+    await close();
   }
 }
 
@@ -300,11 +288,11 @@ function parseResealSecrets(argv: string[]): { reseal: true; json: boolean } {
   }
 }
 
-async function resealStoredSecrets(ds: DataSource, config: Config, json: boolean, io: CommandIo): Promise<number> {
+async function resealStoredSecrets(store: AppStore, config: Config, json: boolean, io: CommandIo): Promise<number> {
   const box = SecretBox.fromConfig(config);
   let outcomes;
   try {
-    outcomes = await resealSecrets(createStore(ds), box);
+    outcomes = await resealSecrets(store, box);
   } catch (err) {
     io.err(`${(err as Error).message}\n`);
     return 1;

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { KeyIssuer1763800010200 } from '../../migrations/1763800010200-KeyIssuer.js';
 import { AppError } from '../../src/errors/app-error.js';
-import { keyName } from '../../src/modules/keys/key-name.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { databaseBefore } from '../helpers/migrated-before.js';
 
@@ -86,11 +85,6 @@ describe('agent and key names', () => {
       .set(owner.auth)
       .send({ approvalCode, ...LIMITS, name: 'trainer ❤️ 🤖' });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
-  });
-
-  it('keeps ordinary names, scripts and emoji (with their variation selectors) as given', () => {
-    for (const name of ['nightly <trainer>', 'Ada Lovelace', 'متدرب', '训练器', 'trainer ❤️', 'Zoë — v2'])
-      assert.equal(keyName(` ${name} `), name);
   });
 
   it('cleans names stored before the rule, so no page or chat can show one', async function () {

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { DataSource, EntityManager } from 'typeorm';
+import type { DataSource } from 'typeorm';
 import { EventCursors1763800020100 } from '../../migrations/1763800020100-EventCursors.js';
 import { createDataSource } from '../../src/db/data-source.js';
 import { entities } from '../../src/entities.js';
 import type { Logger } from '../../src/logger.js';
+import { createStore, type Repositories } from '../../src/repositories.js';
 import { EventHub } from '../../src/modules/events/event-hub.js';
 import {
   DurableCursor,
@@ -46,14 +47,19 @@ describe('event tail: the one consumer of the event log', function () {
     options: Partial<EventTailOptions> = {},
     on: DataSource = ds,
     name = `test-${randomUUID()}`,
-  ): Promise<{ tail: EventTail<EntityManager>; name: string }> {
+  ): Promise<{ tail: EventTail<Repositories>; name: string }> {
     const start = await latestEventId(ds);
-    const tail = new EventTail(on, new DurableCursor(on, name, async () => start), { name, batch: 50, ...options });
+    const store = createStore(on);
+    const tail = new EventTail(store, new DurableCursor(store, name, async () => start), {
+      name,
+      batch: 50,
+      ...options,
+    });
     return { tail, name };
   }
 
   /** A handler that records, once their writes commit, the events of `accounts` it is given. */
-  function recorder(accounts: Set<string>, seen: StoredEvent[]): EventHandler<EntityManager> {
+  function recorder(accounts: Set<string>, seen: StoredEvent[]): EventHandler<Repositories> {
     return async (events) => async () => () => void seen.push(...events.filter((e) => accounts.has(e.accountId)));
   }
 
@@ -119,7 +125,7 @@ describe('event tail: the one consumer of the event log', function () {
     await write(who);
     await write(who);
     let calls = 0;
-    const failing: EventHandler<EntityManager> = async (events) => {
+    const failing: EventHandler<Repositories> = async (events) => {
       calls++;
       if (events.some((e) => e.accountId === who)) throw new Error('the handler failed');
       return ok(events);
@@ -130,8 +136,8 @@ describe('event tail: the one consumer of the event log', function () {
     assert.equal(await tail.drain(ok), 0, 'nothing is read during the wait');
     now += 500;
     // A write step that fails rolls back with the cursor's move.
-    const failingWrites: EventHandler<EntityManager> = async () => async (m) => {
-      await m.query('SELECT 1');
+    const failingWrites: EventHandler<Repositories> = async () => async (r) => {
+      await r.events.latestId();
       throw new Error('the writes failed');
     };
     await tail.drain(failingWrites);
@@ -157,7 +163,7 @@ describe('event tail: the one consumer of the event log', function () {
     await write(who);
     const poisonId = await lastIdOf(who);
     await write(who);
-    const handler: EventHandler<EntityManager> = async (events) => {
+    const handler: EventHandler<Repositories> = async (events) => {
       if (events.some((e) => e.id === poisonId)) throw new Error('this event cannot be handled');
       return ok(events);
     };
@@ -181,10 +187,10 @@ describe('event tail: the one consumer of the event log', function () {
       const accounts = new Set<string>([who]);
       // Each handler works in the transaction that moves the cursor, as webhooks and notifications write in it.
       const handler =
-        (seen: StoredEvent[]): EventHandler<EntityManager> =>
+        (seen: StoredEvent[]): EventHandler<Repositories> =>
         async (events) =>
-        async (m) => {
-          await m.query('SELECT 1');
+        async (r) => {
+          await r.events.latestId();
           return () => void seen.push(...events.filter((e) => accounts.has(e.accountId)));
         };
       const n = 40;
@@ -193,7 +199,7 @@ describe('event tail: the one consumer of the event log', function () {
         for (; written < n; written++) await write(who);
       })();
       const deadline = Date.now() + 30_000;
-      const consume = async (tail: EventTail<EntityManager>, seen: StoredEvent[]) => {
+      const consume = async (tail: EventTail<Repositories>, seen: StoredEvent[]) => {
         while ((written < n || byA.length + byB.length < n) && Date.now() < deadline) {
           await tail.drain(handler(seen));
           if (byA.length + byB.length > n) break;
@@ -209,7 +215,7 @@ describe('event tail: the one consumer of the event log', function () {
   });
 
   it('gives the push hub an event that commits after a later one was handed out', async () => {
-    const hub = new EventHub(ds, { tailMs: 20 });
+    const hub = new EventHub(createStore(ds), { tailMs: 20 });
     try {
       const late = randomUUID();
       const other = randomUUID();

@@ -372,7 +372,7 @@ describe('webhooks: where deliveries may go', function () {
     };
     const s = prod.services;
     const box = SecretBox.fromConfig(prod.config);
-    const events = new MysqlWebhookEventLog(s.ds, s.logger);
+    const events = new MysqlWebhookEventLog(s.store, s.logger);
     const service = new WebhooksService(s.store, events, prod.clock, box, s.jobs, s.rateLimiter, {
       allowPrivateDestinations: false,
       resolve,

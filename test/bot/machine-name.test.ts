@@ -3,7 +3,6 @@ import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { Account } from '../../src/modules/accounts/account.entity.js';
 import { Offer } from '../../src/modules/inventory/offer.entity.js';
 import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
-import { inTransaction } from '../../src/db/transaction.js';
 import { transition } from '../../src/modules/rentals/state/rental-state.js';
 import { addKey, credit, rentOk } from '../helpers/rentals.js';
 import { createBotHarness, telegramId, type BotHarness } from './harness.js';
@@ -40,11 +39,11 @@ describe('the machine a rental runs on is named alike by the API, the bot and it
     await h.ctx.services.ds.getRepository(Deployment).update({ id: moved.deploymentId }, { offerId: candidates[1] });
     // Moved as the lifecycle moves them, so each move writes the event the owner is told of.
     const at = h.ctx.clock.now();
-    await inTransaction(h.ctx.services.ds, (m) => transition(m, moved.deploymentId, ['PENDING'], 'ACTIVE', { at }));
+    await h.ctx.services.store.transaction((r) => transition(r, moved.deploymentId, ['PENDING'], 'ACTIVE', { at }));
     // This one failed before any offer was tried: its machine is the first candidate admission chose.
     await h.ctx.services.ds.getRepository(Deployment).update({ id: unplaced.deploymentId }, { offerId: null });
-    await inTransaction(h.ctx.services.ds, (m) =>
-      transition(m, unplaced.deploymentId, ['PENDING'], 'FAILED', {
+    await h.ctx.services.store.transaction((r) =>
+      transition(r, unplaced.deploymentId, ['PENDING'], 'FAILED', {
         at,
         order: { failureReason: 'no machine', failureCode: 'PROVISIONING_FAILED', reversalStatus: 'SUCCEEDED' },
       }),

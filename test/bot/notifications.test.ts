@@ -4,7 +4,6 @@ import { randomUUID } from 'node:crypto';
 import { NotificationDeliverJobs1763800011400 } from '../../migrations/1763800011400-NotificationDeliverJobs.js';
 import { MysqlJobRepository } from '../../src/jobs/mysql-jobs.repository.js';
 import { databaseBefore } from '../helpers/migrated-before.js';
-import { inTransaction } from '../../src/db/transaction.js';
 import type { Account } from '../../src/modules/accounts/account.entity.js';
 import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
 import { Order } from '../../src/modules/rentals/store/order.entity.js';
@@ -127,7 +126,7 @@ describe(NotificationsService.name, () => {
     const order = failureReason
       ? { failureReason, failureCode: 'PROVISIONING_FAILED' as const, reversalStatus: 'SUCCEEDED' as const }
       : {};
-    const moved = await inTransaction(h.ctx.services.ds, (m) => transition(m, d.id, [d.status], status, { at, order }));
+    const moved = await h.ctx.services.store.transaction((r) => transition(r, d.id, [d.status], status, { at, order }));
     assert.ok(moved, `${d.status} -> ${status}`);
     d.status = status;
     await recountKeySlots(h.ctx.services.ds, d.keyId);
@@ -219,7 +218,7 @@ describe(NotificationsService.name, () => {
     await h.ctx.services.ds
       .getRepository(Deployment)
       .update({ id: d.id }, { startedAt: new Date(now.getTime() - 50 * 60_000), endsAt, leaseSeconds: 3600 });
-    await inTransaction(h.ctx.services.ds, (m) => recordRentalEvent(m, d.id, type, now));
+    await h.ctx.services.store.transaction((r) => recordRentalEvent(r, d.id, type, now));
     return { account, d, endsAt };
   }
 
@@ -260,7 +259,7 @@ describe(NotificationsService.name, () => {
       await h.ctx.services.ds
         .getRepository(Deployment)
         .update({ id: d.id }, { startedAt: h.ctx.clock.now(), endsAt: new Date(h.ctx.clock.now().getTime() + 60_000) });
-      await inTransaction(h.ctx.services.ds, (m) => recordRentalEvent(m, d.id, type, h.ctx.clock.now()));
+      await h.ctx.services.store.transaction((r) => recordRentalEvent(r, d.id, type, h.ctx.clock.now()));
       await h.runNotifications();
       const sent = messagesTo(account.telegramChatId!);
       assert.deepEqual(

@@ -173,6 +173,40 @@ export function accountsContract(kind: string, makeFixture: () => Promise<Accoun
       });
     });
 
+    describe('the cached money figures', () => {
+      it("sets balances and unposted usage, one account or many at once, and adds to keys' net spend", async () => {
+        const [a, b, c] = [await account(), await account(), await account()];
+        for (const x of [a, b, c]) await fx.setMoney(x.id, 0, 0);
+        const [k1, k2] = [await key(a.id), await key(b.id)];
+        for (const k of [k1, k2]) await fx.setKeyCounters(k.id, { netSpentMinor: 100, activeDeployments: 0 });
+        await store.transaction(async (r) => {
+          await r.accounts.money.setBalance(a.id, 250);
+          await r.accounts.money.setBalances(
+            new Map([
+              [b.id, { balanceMinor: -40, unpostedUsageMinor: 7 }],
+              [c.id, { balanceMinor: 9, unpostedUsageMinor: 0 }],
+            ]),
+          );
+          await r.accounts.money.setBalances(new Map());
+          await r.accounts.money.addKeySpend(k1.id, -30);
+          await r.accounts.money.addKeySpends(
+            new Map([
+              [k1.id, 5],
+              [k2.id, 50],
+            ]),
+          );
+          await r.accounts.money.addKeySpends(new Map());
+        });
+        const money = await store.transaction((r) => r.accounts.lockAccountBalances([a.id, b.id, c.id]));
+        assert.deepEqual(money.get(a.id), { balanceMinor: 250, unpostedUsageMinor: 0 });
+        assert.deepEqual(money.get(b.id), { balanceMinor: -40, unpostedUsageMinor: 7 });
+        assert.deepEqual(money.get(c.id), { balanceMinor: 9, unpostedUsageMinor: 0 });
+        const counters = await store.read((r) => r.accounts.keys.counters([k1.id, k2.id]));
+        assert.deepEqual(counters.get(k1.id), { netSpentMinor: 75, activeDeployments: 0 });
+        assert.deepEqual(counters.get(k2.id), { netSpentMinor: 150, activeDeployments: 0 });
+      });
+    });
+
     describe('the account and key locks', () => {
       it("reads what admission needs of the account and the key's counters, as numbers", async () => {
         const a = await account({ billingModel: 'LEGACY_PREPAID' });
@@ -262,6 +296,19 @@ export function accountsContract(kind: string, makeFixture: () => Promise<Accoun
         assert.deepEqual(counters.get(k.id), { netSpentMinor: 4321, activeDeployments: 3 });
         assert.deepEqual(counters.get(fresh.id), { netSpentMinor: 0, activeDeployments: 0 });
         assert.equal((await store.read((r) => r.accounts.keys.counters([]))).size, 0);
+      });
+
+      it("moves a key's count of rentals holding a slot by a delta in a transaction, writing nothing for 0", async () => {
+        const a = await account();
+        const [k, other] = [await key(a.id), await key(a.id)];
+        await fx.setKeyCounters(k.id, { netSpentMinor: 0, activeDeployments: 1 });
+        await fx.setKeyCounters(other.id, { netSpentMinor: 0, activeDeployments: 0 });
+        await store.transaction((r) => r.accounts.keys.adjustActiveDeployments(k.id, 2));
+        await store.transaction((r) => r.accounts.keys.adjustActiveDeployments(k.id, -1));
+        await store.transaction((r) => r.accounts.keys.adjustActiveDeployments(k.id, 0));
+        const counters = await store.read((r) => r.accounts.keys.counters([k.id, other.id]));
+        assert.deepEqual(counters.get(k.id), { netSpentMinor: 0, activeDeployments: 2 });
+        assert.deepEqual(counters.get(other.id), { netSpentMinor: 0, activeDeployments: 0 });
       });
 
       it('revokes a key of the account once: a repeat keeps the first time; another account cannot', async () => {

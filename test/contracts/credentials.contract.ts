@@ -2,10 +2,15 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Store } from '../../src/db/store.js';
 import type { CredentialsRepository } from '../../src/modules/credentials/credentials.repository.js';
-import { SEALED_SECRET_KINDS, type SealedSecretKind } from '../../src/modules/credentials/sealed-secrets.repository.js';
+import {
+  SEALED_SECRET_KINDS,
+  type SealedColumnRepositories,
+  type SealedSecretKind,
+} from '../../src/modules/credentials/sealed-secrets.js';
 import type { RentalStatus } from '../../src/vocabulary/statuses.js';
 
-type CredentialsStore = Store<{ credentials: CredentialsRepository }>;
+/** The credentials aggregate, and the sealed columns of the aggregates whose rows hold secrets. */
+type CredentialsStore = Store<{ credentials: CredentialsRepository } & SealedColumnRepositories>;
 
 /** A ciphertext and the id of the key that sealed it, as a row stores them. */
 export interface SealedValue {
@@ -215,7 +220,7 @@ export function credentialsContract(
             const { rows } = await seedKind(kind, old, 3, prefix);
             await seedKind(kind, current, 2, prefix);
             const page = (after: string, limit: number) =>
-              store.read((r) => r.credentials.sealed.underOtherKeys(kind, current, after, limit));
+              store.read((r) => kind.column(r).underOtherKeys(current, after, limit));
             const first = await page(prefix, 2);
             assert.deepEqual(first, rows.slice(0, 2));
             assert.ok(first.every((s) => Buffer.isBuffer(s.sealed)));
@@ -230,18 +235,18 @@ export function credentialsContract(
             const next = keyIdOf();
             const { prefix, rows } = await seedKind(kind, old, 2);
             const counts = async () => {
-              const byKey = await store.read((r) => r.credentials.sealed.countsByKey(kind));
+              const byKey = await store.read((r) => kind.column(r).countsByKey());
               return [byKey[old] ?? 0, byKey[next] ?? 0];
             };
             assert.deepEqual(await counts(), [2, 0]);
             const fresh = { sealed: sealedBytes(), keyId: next };
-            assert.equal(await store.read((r) => r.credentials.sealed.replace(kind, rows[0], fresh)), true);
+            assert.equal(await store.read((r) => kind.column(r).replace(rows[0], fresh)), true);
             // Read before that write: the row no longer holds it.
-            assert.equal(await store.read((r) => r.credentials.sealed.replace(kind, rows[0], fresh)), false);
+            assert.equal(await store.read((r) => kind.column(r).replace(rows[0], fresh)), false);
             const otherBytes = { ...rows[1], sealed: sealedBytes() };
-            assert.equal(await store.read((r) => r.credentials.sealed.replace(kind, otherBytes, fresh)), false);
+            assert.equal(await store.read((r) => kind.column(r).replace(otherBytes, fresh)), false);
             assert.deepEqual(await counts(), [1, 1]);
-            const under = await store.read((r) => r.credentials.sealed.underOtherKeys(kind, old, prefix, 1));
+            const under = await store.read((r) => kind.column(r).underOtherKeys(old, prefix, 1));
             assert.deepEqual(under[0], { id: rows[0].id, ...fresh });
           });
         });

@@ -11,7 +11,6 @@ import {
 import { DISCOVERY_STEP, MACHINE_EXAMPLE, QUICKSTART_STEPS, curlOf } from '../../src/http/quickstart.js';
 import type { Json } from '../../src/http/openapi.js';
 import { ROUTE_FACTS, specRoutes } from '../../src/http/route-facts.js';
-import { checksRevocationInTransaction } from '../../src/http/authentication.js';
 import { newSigningSecret, signedHeaders } from '../../src/modules/webhooks/webhook-signing.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 
@@ -339,23 +338,6 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
         [],
         `${method} ${path}`,
       );
-  });
-
-  it('lets only admission, which re-reads the revocation under its account lock, use a key read moments ago', () => {
-    const stating = specRoutes().filter((r) => r.operation[ROUTE_FACTS.revocationCheckedInTransaction] === true);
-    assert.deepEqual(
-      stating.map((r) => `${r.method.toUpperCase()} ${r.path}`),
-      ['POST /api/v1/rentals'],
-    );
-    assert.ok(checksRevocationInTransaction('POST /api/v1/rentals'));
-    for (const route of [
-      'GET /api/v1/rentals',
-      'GET /api/v1/rentals/:id',
-      'POST /api/v1/deployments/:id/terminate',
-      'POST /api/v1/orders/checkout',
-    ]) {
-      assert.ok(!checksRevocationInTransaction(route), route);
-    }
   });
 
   it('lists the error codes as an enum equal to the error table, and the tags in the order of the journey', () => {

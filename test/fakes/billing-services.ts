@@ -110,7 +110,7 @@ export class RecordingCardOrders implements CardOrders {
   readonly calls: string[] = [];
 
   /** An order waiting for its payment. */
-  add(orderId = randomUUID(), o: Partial<FakeOrder> = {}): string {
+  add(orderId: string = randomUUID(), o: Partial<FakeOrder> = {}): string {
     this.orders.set(orderId, { awaitingPayment: true, cancelled: false, status: 'AWAITING_PAYMENT', hours: 2, ...o });
     return orderId;
   }

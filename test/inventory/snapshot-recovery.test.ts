@@ -3,7 +3,7 @@ import supertest from 'supertest';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import { createApp } from '../../src/app.js';
 import { Offer } from '../../src/modules/inventory/offer.entity.js';
-import { inventoryVersion, liveUntil } from '../../src/modules/inventory/offers.repository.js';
+import { inventoryVersion } from '../../src/modules/inventory/offers.repository.js';
 import { READINESS_REUSE_MS, readinessProbe } from '../../src/readiness.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { waitFor } from '../helpers/wait.js';
@@ -176,14 +176,5 @@ describe('offer snapshot recovery after the worker was away', function () {
       });
       assert.deepEqual(await offerKeys(), ['1x150', '1x300', '1x320', '8x2400']);
     });
-  });
-
-  it('holds no copy, an empty one included, past OFFER_MAX_AGE_SECONDS from its loading', () => {
-    const loadedAt = new Date('2030-01-01T00:00:00Z');
-    assert.equal(liveUntil([], loadedAt, 600), loadedAt.getTime() + 600_000);
-    assert.equal(
-      liveUntil([{ staleAt: new Date(loadedAt.getTime() + 5_000) }], loadedAt, 600),
-      loadedAt.getTime() + 5_000,
-    );
   });
 });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { JOB_CLAIM_MODES, loadConfig } from '../../src/config.js';
+import { JOB_CLAIM_MODES } from '../../src/config.js';
 import { agendaQueueOf } from '../../src/jobs/agenda.js';
 import { AGENDA_JOBS_TABLE } from '../../src/jobs/mysql-jobs.repository.js';
 import { createTestContext } from '../helpers/context.js';
@@ -8,12 +8,6 @@ import { waitFor } from '../helpers/wait.js';
 import { sentRequests } from '../helpers/sql-requests.js';
 
 describe('jobs: JOBS_CLAIM', () => {
-  it('is skip-locked unless set, takes update in any case, and refuses anything else at start', () => {
-    assert.equal(loadConfig({}).jobs.claim, 'skip-locked');
-    assert.equal(loadConfig({ JOBS_CLAIM: ' UPDATE ' }).jobs.claim, 'update');
-    assert.throws(() => loadConfig({ JOBS_CLAIM: 'nowait' }), /JOBS_CLAIM must be skip-locked or update, got "nowait"/);
-  });
-
   for (const claim of JOB_CLAIM_MODES) {
     it(`reaches the service's worker: with ${claim}, claims are ${claim === 'update' ? 'conditional updates and no statement says SKIP LOCKED' : 'SELECT … FOR UPDATE SKIP LOCKED'}`, async () => {
       const ctx = await createTestContext({ env: { JOBS_CLAIM: claim } });

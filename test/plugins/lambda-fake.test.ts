@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import lambdaPlugin from '../../plugins/lambda/index.js';
-import { loadPlugin } from '../../src/providers/provider-registry.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { FakeLambdaApi } from '../fakes/lambda-api.js';
 
@@ -102,12 +100,5 @@ describe(FakeLambdaApi.name, () => {
     assert.deepEqual([dup.status, dup.json.error?.code], [400, 'global/invalid-parameters']);
     assert.equal((await call('DELETE', `/ssh-keys/${gen.json.data.id}`)).status, 200);
     assert.deepEqual(fake.sshKeys(), []);
-  });
-
-  it('is what PROVIDERS=lambda loads', async () => {
-    const loaded = await loadPlugin('lambda');
-    assert.equal(loaded.id, lambdaPlugin.id);
-    assert.equal(loaded.description, lambdaPlugin.description);
-    assert.throws(() => loaded.validateOptions({}), /LAMBDA_PROVIDER_API_KEY is required/);
   });
 });

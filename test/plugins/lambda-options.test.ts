@@ -1,59 +1,9 @@
 import assert from 'node:assert/strict';
-import lambdaPlugin from '../../plugins/lambda/index.js';
 import type { LambdaTuning } from '../../plugins/lambda/options.js';
 import { errorClassOf, ProviderApiError } from '../../src/providers/provider-http.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { makeLambdaHarness, type LambdaHarness } from './lambda-harness.js';
 import { waitForRunning } from './provider-contract.js';
-
-describe('Lambda plugin options', () => {
-  it('has the documented defaults', () => {
-    const o = lambdaPlugin.validateOptions({ API_KEY: 'secret_abc' });
-    assert.equal(o.apiUrl, 'https://cloud.lambda.ai');
-    assert.equal(o.sshPort, 22);
-    assert.equal(o.maximumDurationSeconds, 7 * 86400);
-    assert.equal(o.regions, null);
-    const all = lambdaPlugin.validateOptions({
-      API_KEY: 'k',
-      API_URL: 'http://127.0.0.1:9/',
-      SSH_PORT: '2222',
-      MAX_DURATION_SECONDS: '86400',
-      REGIONS: 'us-east-1, us-west-1',
-    });
-    assert.deepEqual(
-      [all.apiUrl, all.sshPort, all.maximumDurationSeconds, all.regions],
-      ['http://127.0.0.1:9', 2222, 86400, ['us-east-1', 'us-west-1']],
-    );
-  });
-
-  const bad: [Record<string, string>, RegExp][] = [
-    [{ API_KEY: 'k', APIKEY: 'x' }, /LAMBDA_PROVIDER_APIKEY is not an option/],
-    [{ API_KEY: 'k', MARKUP_PERCENT: '10' }, /LAMBDA_PROVIDER_MARKUP_PERCENT is not an option/],
-    [{}, /LAMBDA_PROVIDER_API_KEY is required/],
-    [{ API_KEY: '  ' }, /LAMBDA_PROVIDER_API_KEY is required/],
-    [{ API_KEY: 'k', SSH_PORT: 'ssh' }, /LAMBDA_PROVIDER_SSH_PORT must be a whole number/],
-    [{ API_KEY: 'k', SSH_PORT: '70000' }, /LAMBDA_PROVIDER_SSH_PORT must be a whole number from 1 to 65535/],
-    [{ API_KEY: 'k', MAX_DURATION_SECONDS: '0' }, /LAMBDA_PROVIDER_MAX_DURATION_SECONDS/],
-    [{ API_KEY: 'k', API_URL: 'cloud.lambda.ai' }, /LAMBDA_PROVIDER_API_URL/],
-    [
-      { API_KEY: 'k', API_URL: 'https://cloud.lambda.ai/api/v1' },
-      /LAMBDA_PROVIDER_API_URL must be an http\(s\) origin without a path/,
-    ],
-    [{ API_KEY: 'k', REGIONS: 'Virginia' }, /LAMBDA_PROVIDER_REGIONS/],
-  ];
-  for (const [raw, message] of bad) {
-    it(`refuses ${JSON.stringify(raw)} naming the variable`, () => {
-      assert.throws(() => lambdaPlugin.validateOptions(raw), message);
-    });
-  }
-
-  it('never puts the API key in an error message', () => {
-    assert.throws(
-      () => lambdaPlugin.validateOptions({ API_KEY: 'secret_visible', SSH_PORT: 'x' }),
-      (err: Error) => !err.message.includes('secret_visible'),
-    );
-  });
-});
 
 describe('Lambda rate limits', () => {
   let h: LambdaHarness;

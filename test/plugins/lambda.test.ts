@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { LambdaProvider, LABEL_TAG_KEY, matchLabel } from '../../plugins/lambda/provider.js';
-import type { LambdaInstance } from '../../plugins/lambda/types.js';
+import { LambdaProvider, LABEL_TAG_KEY } from '../../plugins/lambda/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { sshExec, sshProbe, type SshTarget } from '../../src/providers/ssh-probe.js';
 import { FAST_TUNING, H100_OFFER_KEY, makeLambdaHarness, type LambdaHarness } from './lambda-harness.js';
@@ -213,20 +212,6 @@ describe(LambdaProvider.name, () => {
           [b.instanceId, b.label],
         ].sort(),
       );
-    });
-
-    it('falls back on the name only for an instance without our tag', () => {
-      const inst = (id: string, name: string, tag?: string): LambdaInstance => ({
-        id,
-        name,
-        status: 'active',
-        tags: tag ? [{ key: LABEL_TAG_KEY, value: tag }] : [],
-      });
-      const list = [inst('1', 'gpr-a', 'gpr-b'), inst('2', 'gpr-a'), inst('3', 'x', 'gpr-c')];
-      assert.equal(matchLabel(list, 'gpr-a')?.id, '2');
-      assert.equal(matchLabel(list, 'gpr-b')?.id, '1');
-      assert.equal(matchLabel([inst('1', 'gpr-a', 'gpr-b')], 'gpr-a'), undefined);
-      assert.equal(matchLabel([{ ...inst('4', 'x', 'gpr-d'), status: 'terminated' }], 'gpr-d'), undefined);
     });
 
     it('another process finds, reads and cleans up what this one launched', async () => {

@@ -3,7 +3,6 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { NodeSSH } from 'node-ssh';
 import localPlugin from '../../plugins/local/index.js';
-import { parseInventory } from '../../plugins/local/inventory.js';
 import { LocalProvider } from '../../plugins/local/local-provider.js';
 import { sandboxDirFor } from '../../plugins/local/sandbox.js';
 import { ManualClock } from '../../src/clock.js';
@@ -491,32 +490,6 @@ describe(LocalProvider.name, () => {
       );
       assert.ok(allowed instanceof LocalProvider);
       await allowed.close?.();
-    });
-
-    it('rejects unknown options and bad destroy modes with messages naming them', () => {
-      assert.throws(() => localPlugin.validateOptions({ INVENTROY: 'x' }), /LOCAL_PROVIDER_INVENTROY/);
-      assert.throws(
-        () => parseInventory({ offers: [{ ...TEST_OFFERS[0], destroy: 'maybe' }] }, 'inv.json'),
-        /offers\[0\].*"destroy" must be one of ok, ignore, ghost/,
-      );
-      assert.equal(parseInventory({ offers: [TEST_OFFERS[0]] }, 'inv.json').offers[0].destroy, 'ok');
-    });
-
-    it('takes a block of sandbox uids above the accounts of a distribution, the default 200000-299999, and refuses one it cannot use', () => {
-      assert.deepEqual(localPlugin.validateOptions({}).sandboxUids, { first: 200_000, last: 299_999 });
-      assert.deepEqual(
-        localPlugin.validateOptions({ SANDBOX_UID_FIRST: '400000', SANDBOX_UID_COUNT: '500' }).sandboxUids,
-        { first: 400_000, last: 400_499 },
-      );
-      assert.throws(
-        () => localPlugin.validateOptions({ SANDBOX_UID_FIRST: '1000' }),
-        /LOCAL_PROVIDER_SANDBOX_UID_FIRST/,
-      );
-      assert.throws(() => localPlugin.validateOptions({ SANDBOX_UID_COUNT: '0' }), /LOCAL_PROVIDER_SANDBOX_UID_COUNT/);
-      assert.throws(
-        () => localPlugin.validateOptions({ SANDBOX_UID_FIRST: '4294967290', SANDBOX_UID_COUNT: '10' }),
-        /runs past uid 4294967294/,
-      );
     });
 
     it('refuses to start on an inventory file it cannot read or parse, naming LOCAL_PROVIDER_INVENTORY', async () => {

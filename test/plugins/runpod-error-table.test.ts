@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { ERROR_TABLE } from '../../plugins/runpod/errors.js';
 import { ProviderApiError } from '../../src/providers/provider-http.js';
 import type { ProviderErrorClass } from '../../src/providers/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
@@ -184,12 +183,6 @@ describe('RunPod error table', () => {
   });
   afterEach(async () => {
     await h.cleanup();
-  });
-
-  it('covers every documented status', () => {
-    const statuses = ERROR_TABLE.map((r) => r.match.status);
-    for (const s of [400, 401, 402, 403, 404, 422, 429, '5xx', '4xx'])
-      assert.ok(statuses.includes(s as never), `rule for ${s}`);
   });
 
   for (const c of CREATE_CASES) {

@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import runpodPlugin from '../../plugins/runpod/index.js';
-import { cudaConstraintFor, imageCudaVersion } from '../../plugins/runpod/options.js';
 import type { CreatePodBody } from '../../plugins/runpod/client.js';
 import { PRODUCT_USER_AGENT } from '../../src/providers/kit/user-agent.js';
 import { ProviderApiError } from '../../src/providers/provider-http.js';
@@ -162,33 +160,6 @@ describe('RunPod plugin against recorded live behaviour', function () {
   });
 
   describe('CUDA on the host', () => {
-    it('reads the CUDA version from the image tag, and RUNPOD_PROVIDER_CUDA_VERSIONS overrides it', () => {
-      assert.equal(imageCudaVersion('runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04'), '12.4');
-      assert.equal(imageCudaVersion('nvidia/cuda:12.8.1-cudnn-devel-ubuntu22.04'), null);
-      assert.equal(imageCudaVersion('runpod/base:0.6.2-cuda-12.6.2'), '12.6');
-      assert.equal(
-        imageCudaVersion('registry.example:5000/cuda11/img:latest'),
-        null,
-        'only the tag counts, not the path',
-      );
-      assert.deepEqual(cudaConstraintFor(null, 'runpod/pytorch:2.8.0-py3.11-cuda12.8.1'), { minCudaVersion: '12.8' });
-      assert.equal(cudaConstraintFor(null, 'ubuntu:22.04'), null);
-      assert.deepEqual(cudaConstraintFor(['12.8', '12.6', '12.8'], 'x-cuda12.4.1'), {
-        allowedCudaVersions: ['12.8', '12.6'],
-      });
-      assert.deepEqual(cudaConstraintFor(['12.6+'], 'x'), { minCudaVersion: '12.6' });
-      assert.equal(cudaConstraintFor(['ANY'], 'x-cuda12.4.1'), null);
-      const parse = (v: string) => runpodPlugin.validateOptions({ API_KEY: 'k', CUDA_VERSIONS: v });
-      assert.deepEqual(parse('12.4,12.8').cuda, { allowedCudaVersions: ['12.4', '12.8'] });
-      assert.deepEqual(
-        runpodPlugin.validateOptions({ API_KEY: 'k' }).cuda,
-        { minCudaVersion: '12.4' },
-        'the default image names 12.4',
-      );
-      for (const bad of ['12', '12.4,12.8+', 'any,12.4', 'cuda12.4'])
-        assert.throws(() => parse(bad), /RUNPOD_PROVIDER_CUDA_VERSIONS/, bad);
-    });
-
     it("a GeForce pod gets ssh.direct because the create carries the image's CUDA floor", async () => {
       h = await makeRunpodHarness({ fake: { behaviour: 'recorded' } });
       const res = await h.provider.create(h.label(), h.offer(RTX4090), keys.publicKey);

@@ -569,7 +569,7 @@ describe('rental lifecycle (job handlers)', function () {
     const { who, deploymentId, rentalId } = await legacy({ offerId: ids['lc-a'] });
     await ctx.services.ds.query(`DELETE FROM agenda_jobs WHERE unique_key = ?`, [deploymentId]);
     await ctx.services.ds.getRepository(Order).update({ id: rentalId }, { funding: 'CARD' });
-    const handoff = new CardRentalHandoff(ctx.services.ds, ctx.services.jobs);
+    const handoff = new CardRentalHandoff(ctx.services.store, ctx.services.jobs);
     await handoff.cardOrderPaid(rentalId);
     await handoff.cardOrderPaid(rentalId);
     assert.deepEqual(await queuedJobs(ctx, deploymentId), [{ name: 'rental.provision', deploymentId }]);

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
-import { inTransaction } from '../../src/db/transaction.js';
 import type { RentalStatus } from '../../src/modules/rentals/state/rental-status.js';
 import { transition, type TransitionExtra } from '../../src/modules/rentals/state/rental-state.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
@@ -40,8 +39,8 @@ describe('rental events: the snapshot of a status change', function () {
     const move = async (from: RentalStatus, to: RentalStatus, extra: Omit<TransitionExtra, 'at'> = {}) => {
       ctx.clock.advance(1000);
       const { result: moved, sent } = await sentRequests(() =>
-        inTransaction(ctx.services.ds, (m) =>
-          transition(m, deploymentId, [from], to, { at: ctx.clock.now(), ...extra }),
+        ctx.services.store.transaction((r) =>
+          transition(r, deploymentId, [from], to, { at: ctx.clock.now(), ...extra }),
         ),
       );
       assert.ok(moved, `${from} -> ${to}`);

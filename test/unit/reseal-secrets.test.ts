@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Store } from '../../src/db/store.js';
-import type { CredentialsRepository } from '../../src/modules/credentials/credentials.repository.js';
 import { resealSecrets } from '../../src/modules/credentials/reseal-secrets.js';
 import { SecretBox } from '../../src/modules/credentials/secret-box.js';
-import { SEALED_SECRET_KINDS } from '../../src/modules/credentials/sealed-secrets.repository.js';
+import { SEALED_SECRET_KINDS, type SealedColumnRepositories } from '../../src/modules/credentials/sealed-secrets.js';
 import { memoryCredentialsSeed } from '../fakes/store/credentials.js';
 import { memoryStore } from '../fakes/store/memory-repositories.js';
 
@@ -58,7 +57,7 @@ describe('resealSecrets (memory store)', () => {
 
   /** Every stored secret of a kind, opened with `box`. */
   async function opened(box: SecretBox, kind = SSH): Promise<string[]> {
-    const rows = await store.read((r) => r.credentials.sealed.underOtherKeys(kind, 'none', '', 10_000));
+    const rows = await store.read((r) => kind.column(r).underOtherKeys('none', '', 10_000));
     return rows.map((s) => box.open(s.sealed, s.keyId, kind.binding(s.id))).sort();
   }
 
@@ -77,14 +76,14 @@ describe('resealSecrets (memory store)', () => {
 
   it('finds nothing to do on a second run, and leaves secrets already under the current key as they are', async () => {
     await sealedRental(during);
-    const stored = await store.read((r) => r.credentials.sealed.underOtherKeys(SSH, 'none', '', 10));
+    const stored = await store.read((r) => SSH.column(r).underOtherKeys('none', '', 10));
     await resealSecrets(store, during);
     const again = await resealSecrets(store, during);
     assert.deepEqual(
       again.map((o) => [o.resealed, o.skipped, o.byKey]),
       SEALED_SECRET_KINDS.map(() => [0, 0, { k2: 1 }]),
     );
-    assert.deepEqual(await store.read((r) => r.credentials.sealed.underOtherKeys(SSH, 'none', '', 10)), stored);
+    assert.deepEqual(await store.read((r) => SSH.column(r).underOtherKeys('none', '', 10)), stored);
   });
 
   it('stops at a secret under a key it does not hold, naming the kind, the row and the key, before touching it', async () => {
@@ -93,7 +92,7 @@ describe('resealSecrets (memory store)', () => {
       resealSecrets(store, after),
       new RegExp(`cannot open ${SSH.name} row ${ids.deploymentId} sealed under key "k1".*SECRETS_KEY_PREVIOUS`),
     );
-    const counts = await store.read((r) => r.credentials.sealed.countsByKey(MACHINE));
+    const counts = await store.read((r) => MACHINE.column(r).countsByKey());
     assert.deepEqual(counts, { k1: 1 }, 'kinds after it are not reached');
   });
 
@@ -120,22 +119,25 @@ describe('resealSecrets (memory store)', () => {
     const fresh = during.seal('sealed meanwhile', SSH.binding(ids.deploymentId));
     // A store whose first replacement finds the row already rewritten, as by a service running meanwhile.
     let raced = false;
-    const racing: Store<{ credentials: CredentialsRepository }> = {
+    const racing: Store<SealedColumnRepositories> = {
       read: (fn) =>
         store.read((repos) => {
-          const sealed = repos.credentials.sealed;
+          const ssh = repos.rentals.sealed.sshKeys;
           return fn({
-            credentials: {
-              reveals: repos.credentials.reveals,
+            webhooks: repos.webhooks,
+            rentals: {
               sealed: {
-                underOtherKeys: (...a) => sealed.underOtherKeys(...a),
-                countsByKey: (kind) => sealed.countsByKey(kind),
-                async replace(kind, previous, next) {
-                  if (!raced && kind === SSH) {
-                    raced = true;
-                    await sealed.replace(kind, previous, { sealed: fresh.ciphertext, keyId: fresh.keyId });
-                  }
-                  return sealed.replace(kind, previous, next);
+                machineSecrets: repos.rentals.sealed.machineSecrets,
+                sshKeys: {
+                  underOtherKeys: (...a) => ssh.underOtherKeys(...a),
+                  countsByKey: () => ssh.countsByKey(),
+                  async replace(previous, next) {
+                    if (!raced) {
+                      raced = true;
+                      await ssh.replace(previous, { sealed: fresh.ciphertext, keyId: fresh.keyId });
+                    }
+                    return ssh.replace(previous, next);
+                  },
                 },
               },
             },
@@ -153,7 +155,7 @@ describe('resealSecrets (memory store)', () => {
   it('binds each kind to its own row: a secret copied onto another row does not open', async () => {
     const a = await sealedRental(before);
     const b = await sealedRental(before);
-    const [first] = await store.read((r) => r.credentials.sealed.underOtherKeys(WEBHOOK, 'none', '', 10));
+    const [first] = await store.read((r) => WEBHOOK.column(r).underOtherKeys('none', '', 10));
     const other = first.id === a.ids.endpointId ? b.ids.endpointId : a.ids.endpointId;
     assert.throws(() => before.open(first.sealed, first.keyId, WEBHOOK.binding(other)));
     assert.notEqual(WEBHOOK.binding(first.id), first.id, 'webhook secrets are bound to more than the bare id');

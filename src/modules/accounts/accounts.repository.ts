@@ -11,9 +11,10 @@ import {
 import type { KeyKind } from '../keys/api-key.entity.js';
 import { MysqlKeysRepository, type KeysRepository } from '../keys/keys.repository.js';
 import { Account } from './account.entity.js';
+import { MysqlAccountMoneyRepository, type AccountMoneyRepository } from './account-money.repository.js';
 
-// The only code that reads or writes `accounts` rows, the balance postings of the ledger
-// repository aside. Every lock of an account row is here: every money decision about an account
+// The only code that reads or writes `accounts` rows, but for the cached balances the ledger's
+// postings move (account-money.repository.ts). Every lock of an account row is here: every money decision about an account
 // starts with one of them, and each takes the account row before any key row, the order that
 // keeps concurrent postings, admissions and revocations from deadlocking each other. The
 // statements of admission's first round trip (lockAccountWithKey) are pinned by
@@ -205,6 +206,8 @@ export interface AccountsRepository {
   readonly keys: KeysRepository;
   /** The agent authorization sessions and setup codes. */
   readonly authorizations: AgentAuthorizationsRepository;
+  /** The cached balances, unposted usage and key spend that the ledger's postings move. */
+  readonly money: AccountMoneyRepository;
   /** Account `id` without a lock, as last committed (or as the caller's transaction sees it); null when there is none. */
   find(id: string): Promise<Account | null>;
   /** Account `id` as {@link find} reads it; rejects when there is none. */
@@ -240,6 +243,18 @@ export interface AccountsRepository {
     accountId: string,
     keyId: string,
   ): Promise<{ kind: KeyKind; revokedAt: Date | null } | undefined>;
+  // What owners' Telegram notifications read of accounts and keys (notifications.service.ts).
+  /** The Telegram chat of each of `accountIds` whose owner has one; the others are left out. */
+  telegramChatsOf(accountIds: readonly string[]): Promise<Map<string, number>>;
+  /** The name, prefix and kind of each of `keyIds` that exists, revoked or not. */
+  keyLabelsOf(keyIds: readonly string[]): Promise<Map<string, KeyLabel>>;
+}
+
+/** How a key is named to its owner: its name, its prefix and its kind. */
+export interface KeyLabel {
+  name: string;
+  prefix: string;
+  kind: KeyKind;
 }
 
 /** TypeORM's entity calls run on the DataSource or a transaction's manager, not in a pipelined transaction. */
@@ -259,6 +274,7 @@ function transactionOf(sql: Executor): Sql {
 export class MysqlAccountsRepository implements AccountsRepository {
   private keyRows?: KeysRepository;
   private authorizationRows?: AgentAuthorizationsRepository;
+  private cachedMoney?: AccountMoneyRepository;
 
   constructor(private readonly sql: Executor) {}
 
@@ -268,6 +284,10 @@ export class MysqlAccountsRepository implements AccountsRepository {
 
   get authorizations(): AgentAuthorizationsRepository {
     return (this.authorizationRows ??= new MysqlAgentAuthorizationsRepository(this.sql));
+  }
+
+  get money(): AccountMoneyRepository {
+    return (this.cachedMoney ??= new MysqlAccountMoneyRepository(this.sql));
   }
 
   find(id: string): Promise<Account | null> {
@@ -315,5 +335,23 @@ export class MysqlAccountsRepository implements AccountsRepository {
     keyId: string,
   ): Promise<{ kind: KeyKind; revokedAt: Date | null } | undefined> {
     return lockAccountAndKeyKind(transactionOf(this.sql), accountId, keyId);
+  }
+
+  async telegramChatsOf(accountIds: readonly string[]): Promise<Map<string, number>> {
+    if (accountIds.length === 0) return new Map();
+    const rows: { id: string; chat_id: number | string }[] = await this.sql.query(
+      'SELECT id, telegram_chat_id AS chat_id FROM accounts WHERE id IN (?) AND telegram_chat_id IS NOT NULL',
+      [[...new Set(accountIds)]],
+    );
+    return new Map(rows.map((r) => [r.id, Number(r.chat_id)]));
+  }
+
+  async keyLabelsOf(keyIds: readonly string[]): Promise<Map<string, KeyLabel>> {
+    if (keyIds.length === 0) return new Map();
+    const rows: { id: string; name: string; prefix: string; kind: KeyKind }[] = await this.sql.query(
+      'SELECT id, name, prefix, kind FROM api_keys WHERE id IN (?)',
+      [[...new Set(keyIds)]],
+    );
+    return new Map(rows.map((r) => [r.id, { name: r.name, prefix: r.prefix, kind: r.kind }]));
   }
 }

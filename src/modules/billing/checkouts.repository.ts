@@ -217,11 +217,6 @@ export class MysqlCheckoutsRepository implements CheckoutsRepository {
     return (this.events ??= new MysqlPaymentEventsRepository(this.sql));
   }
 
-  /** @internal The manager this repository runs on (see {@link entityManagerOf}). */
-  get manager(): EntityManager {
-    return managerOf(this.sql);
-  }
-
   insert(checkout: Checkout): Promise<void> {
     return insertCheckout(managerOf(this.sql), checkout);
   }
@@ -285,14 +280,4 @@ export class MysqlCheckoutsRepository implements CheckoutsRepository {
   unpaidOfOrders(orderIds: readonly string[]): Promise<UnpaidOrderCheckout[]> {
     return unpaidCheckoutsOfOrders(managerOf(this.sql), orderIds);
   }
-}
-
-/**
- * The TypeORM manager a MySQL checkouts repository runs on (the DataSource's own outside a
- * transaction): how the rentals module, not on the store yet, joins billing's transaction to move
- * a card order with its payment (billing/card-orders.ts). Refuses any other repository.
- */
-export function entityManagerOf(checkouts: CheckoutsRepository): EntityManager {
-  if (checkouts instanceof MysqlCheckoutsRepository) return checkouts.manager;
-  throw new Error('a card order joins only a transaction of the MySQL store');
 }

@@ -1,19 +1,19 @@
 import { DataSource, EntityManager, LessThan } from 'typeorm';
-import { derivedTable } from '../../db/derived-table.js';
 import { hydrate, insertEntity } from '../../db/entity-rows.js';
 import type { Executor } from '../../db/mysql-store.js';
 import { inOpenTransaction, type Sql } from '../../db/sql.js';
-import { MysqlAccountsRepository } from '../accounts/accounts.repository.js';
+import { MysqlAccountMoneyRepository, type AccountMoneyRepository } from '../accounts/account-money.repository.js';
 import { recordEvent, type NewEvent } from '../events/events.repository.js';
 import { visibleRows, type Viewer } from '../keys/visibility.js';
 import { LedgerEntry } from './ledger-entry.entity.js';
 
-// The only code that reads or writes `ledger_entries`, and the only writer of the cached
-// `accounts.balance_minor`, `accounts.unposted_usage_minor` and `api_keys.net_spent_minor` that
-// move with them and with metered usage. The rules (when a
-// posting may be written, what it adds to a key's spend) are LedgerService's; the account locks
-// it takes first are in accounts.repository.ts. A posting of admission travels in admission's
-// second round trip (test/api/rentals-admission.test.ts): keep the statements' text as it is.
+// The only code that reads or writes `ledger_entries`, and the only caller of the writes of the
+// cached `accounts.balance_minor`, `accounts.unposted_usage_minor` and `api_keys.net_spent_minor`
+// that move with them and with metered usage (their statements are the accounts aggregate's:
+// accounts/account-money.repository.ts). The rules (when a posting may be written, what it adds
+// to a key's spend) are LedgerService's; the account locks it takes first are in
+// accounts.repository.ts. A posting of admission travels in admission's second round trip
+// (test/api/rentals-admission.test.ts): keep the statements' text as it is.
 
 /** The fields of an entry as a posting writes it. */
 export type NewLedgerEntry = Omit<LedgerEntry, 'id'>;
@@ -56,42 +56,6 @@ export async function insertEntries(sql: Sql, entries: readonly NewLedgerEntry[]
   );
 }
 
-/** Sets an account's cached balance. */
-export async function setBalance(sql: Sql, accountId: string, balanceMinor: number): Promise<void> {
-  await sql.query(`UPDATE accounts SET balance_minor = ? WHERE id = ?`, [balanceMinor, accountId]);
-}
-
-/** Sets the balances and unposted usage of many accounts in one statement. */
-export async function setBalances(
-  sql: Sql,
-  money: ReadonlyMap<string, { balanceMinor: number; unpostedUsageMinor: number }>,
-): Promise<void> {
-  if (money.size === 0) return;
-  const t = derivedTable(
-    ['id', 'b', 'u'],
-    [...money.entries()].map(([id, m]) => [id, m.balanceMinor, m.unpostedUsageMinor]),
-  );
-  await sql.query(
-    `UPDATE accounts a JOIN (${t.sql}) v ON v.id = a.id SET a.balance_minor = v.b, a.unposted_usage_minor = v.u`,
-    t.params,
-  );
-}
-
-/** Adds `spentMinor` to a key's net spend. */
-export async function addKeySpend(sql: Sql, keyId: string, spentMinor: number): Promise<void> {
-  await sql.query(`UPDATE api_keys SET net_spent_minor = net_spent_minor + ? WHERE id = ?`, [spentMinor, keyId]);
-}
-
-/** Adds to the net spend of many keys in one statement. */
-export async function addKeySpends(sql: Sql, spentByKey: ReadonlyMap<string, number>): Promise<void> {
-  if (spentByKey.size === 0) return;
-  const t = derivedTable(['id', 'v'], [...spentByKey.entries()]);
-  await sql.query(
-    `UPDATE api_keys k JOIN (${t.sql}) v ON v.id = k.id SET k.net_spent_minor = k.net_spent_minor + v.v`,
-    t.params,
-  );
-}
-
 /**
  * The entries `viewer` sees (keys/visibility.ts), newest first, `limit` of them below entry
  * `beforeId` (from the newest without it).
@@ -109,7 +73,8 @@ export function visibleEntries(
 /**
  * The ledger aggregate: `ledger_entries` (append-only, one entry per unique cause reference) and
  * the cached figures that move with it, `accounts.balance_minor`, `accounts.unposted_usage_minor`
- * and `api_keys.net_spent_minor`. The account locks a posting takes first are the accounts
+ * and `api_keys.net_spent_minor`, written through the accounts aggregate (AccountsRepository.money)
+ * in the posting's transaction. The account locks a posting takes first are the accounts
  * repository's. Every write runs inside a transaction and issues its one statement at the call,
  * before it awaits anything, so writes called together travel together in a pipelined transaction.
  */
@@ -161,7 +126,14 @@ function managerOf(sql: Executor): DataSource | EntityManager {
  * a refusal rejects as a failed statement does; each still issues its statement at the call.
  */
 export class MysqlLedgerRepository implements LedgerRepository {
+  private cached?: AccountMoneyRepository;
+
   constructor(private readonly sql: Executor) {}
+
+  /** The accounts aggregate's cached figures, on this executor: a posting's writes stay in its transaction. */
+  private get money(): AccountMoneyRepository {
+    return (this.cached ??= new MysqlAccountMoneyRepository(this.sql));
+  }
 
   async entryByRef(externalRef: string): Promise<LedgerEntry | null> {
     return entryByRef(this.sql instanceof DataSource ? this.sql.manager : this.sql, externalRef);
@@ -176,19 +148,23 @@ export class MysqlLedgerRepository implements LedgerRepository {
   }
 
   async setBalance(accountId: string, balanceMinor: number): Promise<void> {
-    return setBalance(transactionOf(this.sql), accountId, balanceMinor);
+    transactionOf(this.sql);
+    return this.money.setBalance(accountId, balanceMinor);
   }
 
   async setBalances(money: ReadonlyMap<string, { balanceMinor: number; unpostedUsageMinor: number }>): Promise<void> {
-    return setBalances(transactionOf(this.sql), money);
+    transactionOf(this.sql);
+    return this.money.setBalances(money);
   }
 
   async addKeySpend(keyId: string, spentMinor: number): Promise<void> {
-    return addKeySpend(transactionOf(this.sql), keyId, spentMinor);
+    transactionOf(this.sql);
+    return this.money.addKeySpend(keyId, spentMinor);
   }
 
   async addKeySpends(spentByKey: ReadonlyMap<string, number>): Promise<void> {
-    return addKeySpends(transactionOf(this.sql), spentByKey);
+    transactionOf(this.sql);
+    return this.money.addKeySpends(spentByKey);
   }
 
   async visible(viewer: Viewer, limit: number, beforeId?: number): Promise<LedgerEntry[]> {
@@ -198,12 +174,4 @@ export class MysqlLedgerRepository implements LedgerRepository {
   async appendEvent(event: NewEvent): Promise<void> {
     return recordEvent(transactionOf(this.sql), event);
   }
-}
-
-/**
- * The ledger and accounts repositories of a transaction of code not on the store yet (rentals):
- * what LedgerService's postings take, bound to that transaction's executor.
- */
-export function ledgerReposOf(sql: Sql): { ledger: MysqlLedgerRepository; accounts: MysqlAccountsRepository } {
-  return { ledger: new MysqlLedgerRepository(sql), accounts: new MysqlAccountsRepository(sql) };
 }

@@ -1,7 +1,6 @@
 import type { Store } from '../../db/store.js';
-import type { CredentialsRepository } from './credentials.repository.js';
 import type { SecretBox } from './secret-box.js';
-import { SEALED_SECRET_KINDS } from './sealed-secrets.repository.js';
+import { SEALED_SECRET_KINDS, type SealedColumnRepositories } from './sealed-secrets.js';
 
 /** What re-sealing did to one kind of secret. */
 export interface ResealOutcome {
@@ -23,17 +22,14 @@ const BATCH = 200;
  * after an interruption) carries on where the first stopped. Throws, naming the key, when a
  * secret was sealed under a key `box` does not hold: nothing that run had not reached is touched.
  */
-export async function resealSecrets(
-  store: Store<{ credentials: CredentialsRepository }>,
-  box: SecretBox,
-): Promise<ResealOutcome[]> {
+export async function resealSecrets(store: Store<SealedColumnRepositories>, box: SecretBox): Promise<ResealOutcome[]> {
   const out: ResealOutcome[] = [];
   for (const kind of SEALED_SECRET_KINDS) {
     let resealed = 0;
     let skipped = 0;
     let after = '';
     for (;;) {
-      const rows = await store.read((r) => r.credentials.sealed.underOtherKeys(kind, box.currentKeyId, after, BATCH));
+      const rows = await store.read((r) => kind.column(r).underOtherKeys(box.currentKeyId, after, BATCH));
       for (const row of rows) {
         let plaintext: string;
         try {
@@ -45,7 +41,7 @@ export async function resealSecrets(
         }
         const next = box.seal(plaintext, kind.binding(row.id));
         const written = { sealed: next.ciphertext, keyId: next.keyId };
-        if (await store.read((r) => r.credentials.sealed.replace(kind, row, written))) resealed += 1;
+        if (await store.read((r) => kind.column(r).replace(row, written))) resealed += 1;
         else skipped += 1;
       }
       if (rows.length < BATCH) break;
@@ -55,7 +51,7 @@ export async function resealSecrets(
       kind: kind.name,
       resealed,
       skipped,
-      byKey: await store.read((r) => r.credentials.sealed.countsByKey(kind)),
+      byKey: await store.read((r) => kind.column(r).countsByKey()),
     });
   }
   return out;

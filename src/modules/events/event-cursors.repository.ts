@@ -1,10 +1,10 @@
-import type { DataSource } from 'typeorm';
+import type { Executor } from '../../db/mysql-store.js';
 import type { Sql } from '../../db/sql.js';
 
 // The only code that reads or writes `event_cursors`: where each named consumer of the event log
-// stands (event-tail.ts holds the rule).
+// stands (event-tail.ts holds the rule). The events aggregate's repository (events.repository.ts) carries them.
 
-type Db = Sql | DataSource;
+type Db = Executor;
 
 /** A consumer's place in the log: the newest id it was given, and the ids below it it has not seen. */
 export interface TailPosition {

@@ -1,10 +1,10 @@
-import type { DataSource } from 'typeorm';
 import type { Config } from '../../config.js';
+import type { Store } from '../../db/store.js';
 import { pushLimits, type PushLimits } from '../../http/push-limits.js';
 import type { Logger } from '../../logger.js';
-import { revokedAmong } from '../keys/keys.repository.js';
+import type { AccountsRepository } from '../accounts/accounts.repository.js';
 import { EventTail, MemoryCursor } from './event-tail.js';
-import { latestEventId, type StoredEvent } from './events.repository.js';
+import type { EventsRepository, StoredEvent } from './events.repository.js';
 
 /** Events read per query of the tail; a fuller answer is followed at once by the next. */
 const TAIL_BATCH = 500;
@@ -12,6 +12,12 @@ const TAIL_BATCH = 500;
 const MAX_QUEUED = 10_000;
 /** Keys per query of the revocation check. */
 const REVOCATION_BATCH = 500;
+
+/** What the hub reads: the event log, and the listening keys' revocation. */
+export interface EventHubRepositories {
+  events: EventsRepository;
+  accounts: AccountsRepository;
+}
 
 export interface EventHubOptions {
   /** Milliseconds between reads of the tail (and checks of the listening keys' revocation) while anyone listens. */
@@ -124,12 +130,12 @@ export class EventHub {
   readonly limits: PushLimits | undefined;
 
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<EventHubRepositories>,
     private readonly options: EventHubOptions,
     private readonly logger?: Logger,
   ) {
     this.limits = options.push && pushLimits(options.push, logger);
-    this.tail = new EventTail(ds, this.cursor, { name: 'event-hub', batch: TAIL_BATCH, logger });
+    this.tail = new EventTail(store, this.cursor, { name: 'event-hub', batch: TAIL_BATCH, logger });
   }
 
   /** How many subscriptions are listening (for tests and metrics). */
@@ -208,18 +214,20 @@ export class EventHub {
   private position(): Promise<string> {
     const at = this.cursor.position;
     if (at !== null) return Promise.resolve(at.lastId);
-    this.starting ??= latestEventId(this.ds).then(
-      (id) => {
-        this.starting = undefined;
-        this.cursor.begin(id);
-        this.schedule();
-        return id;
-      },
-      (err: unknown) => {
-        this.starting = undefined;
-        throw err;
-      },
-    );
+    this.starting ??= this.store
+      .read((r) => r.events.latestId())
+      .then(
+        (id) => {
+          this.starting = undefined;
+          this.cursor.begin(id);
+          this.schedule();
+          return id;
+        },
+        (err: unknown) => {
+          this.starting = undefined;
+          throw err;
+        },
+      );
     return this.starting;
   }
 
@@ -264,7 +272,8 @@ export class EventHub {
   private async endRevoked(): Promise<void> {
     const keys = [...this.byKey.keys()];
     for (let i = 0; i < keys.length; i += REVOCATION_BATCH) {
-      for (const keyId of await revokedAmong(this.ds, keys.slice(i, i + REVOCATION_BATCH))) {
+      const batch = keys.slice(i, i + REVOCATION_BATCH);
+      for (const keyId of await this.store.read((r) => r.accounts.keys.revokedAmong(batch))) {
         for (const sub of [...(this.byKey.get(keyId) ?? [])]) sub.stop('revoked');
       }
     }

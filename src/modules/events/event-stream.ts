@@ -1,11 +1,11 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import type { DataSource } from 'typeorm';
+import type { Store } from '../../db/store.js';
 import { expressAuthentication } from '../../http/authentication.js';
 import { enterFrom } from '../../http/push-limits.js';
 import { principalOf } from '../keys/principal.js';
 import type { Viewer } from '../keys/visibility.js';
 import type { EventHub } from './event-hub.js';
-import { eventsAfter, isNumbered, visibleEvent, type NumberedEvent } from './events.repository.js';
+import { isNumbered, visibleEvent, type EventsRepository, type NumberedEvent } from './events.repository.js';
 import { EVENT_PAGE, parseAfter, toAccountEventDto } from './events.service.js';
 
 export interface EventStreamOptions {
@@ -41,7 +41,11 @@ export function wantsEventStream(req: Request): boolean {
  * bound it is refused with 429. Open, it costs no query of its own: the heartbeat is a comment,
  * and the hub ends the streams of a revoked key within one tail period.
  */
-export function eventStreamRoute(ds: DataSource, hub: EventHub, options: EventStreamOptions): RequestHandler {
+export function eventStreamRoute(
+  store: Store<{ events: EventsRepository }>,
+  hub: EventHub,
+  options: EventStreamOptions,
+): RequestHandler {
   return (req: Request, res: Response, next: NextFunction) => {
     if (!wantsEventStream(req)) return next();
     let release = () => {};
@@ -51,7 +55,7 @@ export function eventStreamRoute(ds: DataSource, hub: EventHub, options: EventSt
       return next(err);
     }
     res.once('close', release);
-    stream(ds, hub, options, req, res).catch((err: unknown) => {
+    stream(store, hub, options, req, res).catch((err: unknown) => {
       if (!res.headersSent) next(err);
       else res.end();
     });
@@ -59,7 +63,7 @@ export function eventStreamRoute(ds: DataSource, hub: EventHub, options: EventSt
 }
 
 async function stream(
-  ds: DataSource,
+  store: Store<{ events: EventsRepository }>,
   hub: EventHub,
   options: EventStreamOptions,
   req: Request,
@@ -85,7 +89,7 @@ async function stream(
   let sent = after;
   let replay: NumberedEvent[];
   try {
-    replay = after === null ? [] : await eventsAfter(ds, viewer, after, EVENT_PAGE.max);
+    replay = after === null ? [] : await store.read((r) => r.events.after(viewer, after, EVENT_PAGE.max));
   } catch (err) {
     sub.stop();
     throw err;
@@ -128,7 +132,8 @@ async function stream(
   while (!sub.closed) {
     replay.forEach(send);
     if (replay.length < EVENT_PAGE.max) break;
-    replay = await eventsAfter(ds, viewer, sent!, EVENT_PAGE.max);
+    const from = sent!;
+    replay = await store.read((r) => r.events.after(viewer, from, EVENT_PAGE.max));
   }
   while (!sub.closed) {
     const e = await sub.next(options.maxMs);

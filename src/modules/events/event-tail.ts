@@ -1,17 +1,15 @@
-import type { DataSource, EntityManager } from 'typeorm';
 import { isConnectionError } from '../../db/connection-errors.js';
-import { inTransaction } from '../../db/transaction.js';
+import type { Store } from '../../db/store.js';
 import type { Logger } from '../../logger.js';
-import {
-  claimCursor,
-  createCursor,
-  readCursor,
-  type StoredPosition,
-  type TailPosition,
-} from './event-cursors.repository.js';
-import { tailEvents, type StoredEvent } from './events.repository.js';
+import type { StoredPosition, TailPosition } from './event-cursors.repository.js';
+import type { EventsRepository, StoredEvent } from './events.repository.js';
 
-export type { TailPosition } from './event-cursors.repository.js';
+export type { StoredPosition, TailPosition } from './event-cursors.repository.js';
+
+/** What a tail reads the log and a durable cursor through: the events aggregate. */
+export interface EventLogRepositories {
+  events: EventsRepository;
+}
 
 // The one way the service's own readers consume the event log: webhook fan-out and owner
 // notifications with a durable cursor each, the push hub with one in memory.
@@ -78,29 +76,31 @@ export function nextPosition(at: TailPosition, events: readonly StoredEvent[]): 
 
 /**
  * A named cursor in `event_cursors`, one row per consumer. A batch's writes are made in the
- * transaction that moves it, after the cursor's row is claimed at the version read: two processes
- * tailing the same name take turns on that row, and the one that finds it moved reads again, so
- * each event is handled once whichever process runs it.
+ * transaction that moves it, after the cursor's row is claimed at the version read, with that
+ * transaction's repositories: two processes tailing the same name take turns on that row, and the
+ * one that finds it moved reads again, so each event is handled once whichever process runs it.
+ * A transaction run again (a deadlock victim) claims and writes again from the start.
  */
-export class DurableCursor implements CursorStore<EntityManager> {
+export class DurableCursor<R extends EventLogRepositories> implements CursorStore<R> {
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<R>,
     readonly name: string,
     /** Where the consumer starts on its first pass: the id after which it takes every event. */
     private readonly start: () => Promise<string>,
   ) {}
 
   async load(): Promise<StoredPosition> {
-    const found = await readCursor(this.ds, this.name);
+    const found = await this.store.read((r) => r.events.readCursor(this.name));
     if (found) return found;
-    await createCursor(this.ds, this.name, await this.start());
-    return (await readCursor(this.ds, this.name))!;
+    const lastId = await this.start();
+    await this.store.read((r) => r.events.createCursor(this.name, lastId));
+    return (await this.store.read((r) => r.events.readCursor(this.name)))!;
   }
 
-  move(from: StoredPosition, to: TailPosition, writes: BatchWrites<EntityManager>): Promise<AfterCommit | false> {
-    return inTransaction(this.ds, async (m) => {
-      if (!(await claimCursor(m, this.name, from.version, to))) return false;
-      return (await writes(m)) ?? nothing;
+  move(from: StoredPosition, to: TailPosition, writes: BatchWrites<R>): Promise<AfterCommit | false> {
+    return this.store.transaction(async (r) => {
+      if (!(await r.events.claimCursor(this.name, from.version, to))) return false;
+      return (await writes(r)) ?? nothing;
     });
   }
 }
@@ -172,7 +172,8 @@ export class EventTail<Tx> {
   private retryAt = 0;
 
   constructor(
-    private readonly ds: DataSource,
+    /** Where the log is read (each read on its own, outside any transaction). */
+    private readonly log: Store<EventLogRepositories>,
     private readonly store: CursorStore<Tx>,
     private readonly options: EventTailOptions,
   ) {
@@ -192,7 +193,7 @@ export class EventTail<Tx> {
       const from = await this.store.load();
       if (!from) return handled;
       const limit = this.singlyUntil === null ? this.options.batch : 1;
-      const events = await tailEvents(this.ds, from.position.lastId, from.position.unseen, limit);
+      const events = await this.log.read((r) => r.events.tail(from.position.lastId, from.position.unseen, limit));
       if (events.length === 0) {
         this.singlyUntil = null;
         return handled;

@@ -1,9 +1,16 @@
-import type { DataSource } from 'typeorm';
-import { SqlTransaction, type Sql } from '../../db/sql.js';
+import type { Executor } from '../../db/mysql-store.js';
+import { inOpenTransaction, SqlTransaction, type Sql } from '../../db/sql.js';
 import { visibleRows, type Viewer } from '../keys/visibility.js';
+import {
+  claimCursor,
+  createCursor,
+  readCursor,
+  type StoredPosition,
+  type TailPosition,
+} from './event-cursors.repository.js';
 import { AGENT_ACCOUNT_EVENTS, type EventType } from './event-types.js';
 
-// The only code that reads or writes `events` and `event_sequences`.
+// With event-cursors.repository.ts, the only code that reads or writes `events` and `event_sequences`.
 //
 // Each event has two numbers. `id`, global, orders the whole log for the readers inside the
 // service (the hub's tail, webhook dispatch, notifications). `seq`, its account's own count, is
@@ -94,7 +101,7 @@ const toEvent = (r: EventRow): StoredEvent => ({
  * events meant for agents ({@link AGENT_ACCOUNT_EVENTS}) besides.
  */
 export async function eventsAfter(
-  ds: DataSource,
+  ds: Executor,
   viewer: Viewer,
   afterSeq: string,
   limit: number,
@@ -103,7 +110,7 @@ export async function eventsAfter(
 }
 
 /** The viewer's newest `limit` events (by the same rule as {@link eventsAfter}), oldest first. */
-export async function latestEvents(ds: DataSource, viewer: Viewer, limit: number): Promise<NumberedEvent[]> {
+export async function latestEvents(ds: Executor, viewer: Viewer, limit: number): Promise<NumberedEvent[]> {
   return (await visibleEvents(ds, viewer, { newest: true }, limit)).reverse();
 }
 
@@ -118,7 +125,7 @@ const KEY_NEWEST =
   'SELECT * FROM events WHERE account_id = ? AND seq IS NOT NULL AND (key_id = ? OR (key_id IS NULL AND type IN (?))) ORDER BY seq DESC LIMIT ?';
 
 async function visibleEvents(
-  ds: DataSource,
+  ds: Executor,
   viewer: Viewer,
   from: { afterSeq: string } | { newest: true },
   limit: number,
@@ -138,7 +145,7 @@ async function visibleEvents(
 }
 
 /** The newest number of the account's events, or '0' when it has none: where its reader without an id starts. */
-export async function latestAccountSeq(ds: DataSource, accountId: string): Promise<string> {
+export async function latestAccountSeq(ds: Executor, accountId: string): Promise<string> {
   const [row] = (await ds.query(`SELECT MAX(seq) AS seq FROM events WHERE account_id = ?`, [accountId])) as {
     seq: string | number | null;
   }[];
@@ -163,7 +170,7 @@ const TAIL_AND_UNSEEN = 'SELECT * FROM events WHERE id > ? OR id IN (?) ORDER BY
  * they committed), oldest first, at most `limit`: the service's own readers' one read of the log.
  */
 export async function tailEvents(
-  ds: DataSource,
+  ds: Executor,
   afterId: string,
   unseen: readonly string[],
   limit: number,
@@ -175,7 +182,7 @@ export async function tailEvents(
 }
 
 /** The newest log-wide id of an event written before `at`, or '0': where a reader that looks back that far starts. */
-export async function lastEventIdBefore(ds: DataSource, at: Date): Promise<string> {
+export async function lastEventIdBefore(ds: Executor, at: Date): Promise<string> {
   // From the newest backwards: the scan stops at the first row old enough.
   const [row] = (await ds.query(`SELECT id FROM events WHERE created_at < ? ORDER BY id DESC LIMIT 1`, [at])) as {
     id: string | number;
@@ -184,13 +191,13 @@ export async function lastEventIdBefore(ds: DataSource, at: Date): Promise<strin
 }
 
 /** The newest log-wide id, or '0' when there is none: where the service's own readers start. */
-export async function latestEventId(ds: DataSource): Promise<string> {
+export async function latestEventId(ds: Executor): Promise<string> {
   const [row] = (await ds.query(`SELECT MAX(id) AS id FROM events`)) as { id: string | number | null }[];
   return row?.id === null || row?.id === undefined ? '0' : String(row.id);
 }
 
 /** The account numbers of events by log-wide id (absent for an unnumbered event). */
-export async function accountSeqsOf(ds: DataSource, ids: readonly string[]): Promise<Map<string, string>> {
+export async function accountSeqsOf(ds: Executor, ids: readonly string[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map();
   const rows = (await ds.query(`SELECT id, seq FROM events WHERE id IN (?) AND seq IS NOT NULL`, [ids])) as {
     id: string | number;
@@ -200,7 +207,115 @@ export async function accountSeqsOf(ds: DataSource, ids: readonly string[]): Pro
 }
 
 /** One event by id, or null. */
-export async function eventById(m: Sql | DataSource, id: string): Promise<StoredEvent | null> {
+export async function eventById(m: Executor, id: string): Promise<StoredEvent | null> {
   const [row] = (await m.query(`SELECT * FROM events WHERE id = ?`, [id])) as EventRow[];
   return row ? toEvent(row) : null;
+}
+
+/**
+ * The events aggregate: the durable event log (`events`), each account's numbering of its events
+ * (`event_sequences`) and where each named consumer of the log stands (`event_cursors`). Events are
+ * appended in the transaction of the change they report; the log is read two ways, by account
+ * number under the one visibility rule (agents' and owners' pages and streams) and by log-wide id
+ * (the service's own readers, through event-tail.ts). Writes issue their statements at the call,
+ * before awaiting anything, so a write called with others travels with them in a pipelined
+ * transaction.
+ */
+export interface EventsRepository {
+  /**
+   * Appends one event, numbered in its account, in this transaction (only inside one): the
+   * account's counter row stays locked until commit, so take it after the change's other locks.
+   */
+  append(event: NewEvent): Promise<void>;
+  /**
+   * The viewer's events after number `afterSeq` of its account (exclusive), oldest first, at most
+   * `limit`: the rentals' events it may see and the account events meant for agents.
+   */
+  after(viewer: Viewer, afterSeq: string, limit: number): Promise<NumberedEvent[]>;
+  /** The viewer's newest `limit` events (by the rule of {@link after}), oldest first. */
+  latest(viewer: Viewer, limit: number): Promise<NumberedEvent[]>;
+  /** The newest number of the account's events, or '0' when it has none. */
+  latestAccountSeq(accountId: string): Promise<string>;
+  /**
+   * Every event after log-wide id `afterId` or among `unseen`, oldest first, at most `limit`, in
+   * one snapshot: the service's own readers' one read of the log (event-tail.ts).
+   */
+  tail(afterId: string, unseen: readonly string[], limit: number): Promise<StoredEvent[]>;
+  /** The newest log-wide id of an event written before `at`, or '0'. */
+  lastIdBefore(at: Date): Promise<string>;
+  /** The newest log-wide id, or '0' when the log is empty. */
+  latestId(): Promise<string>;
+  /** The account numbers of events by log-wide id (absent for an unnumbered or unknown event). */
+  accountSeqsOf(ids: readonly string[]): Promise<Map<string, string>>;
+  /** One event by log-wide id, or null. */
+  byId(id: string): Promise<StoredEvent | null>;
+  /** Where consumer `name` stands, with the version its next move must match; null before its first pass. */
+  readCursor(name: string): Promise<StoredPosition | null>;
+  /** Starts consumer `name` after `lastId`, unless it has started already (nothing changes then). */
+  createCursor(name: string, lastId: string): Promise<void>;
+  /**
+   * Moves consumer `name` to `to` if it is still at `version`, in this transaction (only inside
+   * one); false, with nothing changed, when another consumer of the name moved it first. The row
+   * stays locked until commit, so two consumers of one name take turns.
+   */
+  claimCursor(name: string, version: string, to: TailPosition): Promise<boolean>;
+}
+
+/** Writes that must commit with the change they go with refuse to run on their own. */
+function transactionOf(sql: Executor, what: string): Sql {
+  if (!inOpenTransaction(sql)) throw new Error(`${what} are written only inside a transaction`);
+  return sql as Sql;
+}
+
+/** The events aggregate on MySQL: the statements above, on one executor. */
+export class MysqlEventsRepository implements EventsRepository {
+  constructor(private readonly sql: Executor) {}
+
+  async append(event: NewEvent): Promise<void> {
+    return recordEvent(transactionOf(this.sql, 'events'), event);
+  }
+
+  after(viewer: Viewer, afterSeq: string, limit: number): Promise<NumberedEvent[]> {
+    return eventsAfter(this.sql, viewer, afterSeq, limit);
+  }
+
+  latest(viewer: Viewer, limit: number): Promise<NumberedEvent[]> {
+    return latestEvents(this.sql, viewer, limit);
+  }
+
+  latestAccountSeq(accountId: string): Promise<string> {
+    return latestAccountSeq(this.sql, accountId);
+  }
+
+  tail(afterId: string, unseen: readonly string[], limit: number): Promise<StoredEvent[]> {
+    return tailEvents(this.sql, afterId, unseen, limit);
+  }
+
+  lastIdBefore(at: Date): Promise<string> {
+    return lastEventIdBefore(this.sql, at);
+  }
+
+  latestId(): Promise<string> {
+    return latestEventId(this.sql);
+  }
+
+  accountSeqsOf(ids: readonly string[]): Promise<Map<string, string>> {
+    return accountSeqsOf(this.sql, ids);
+  }
+
+  byId(id: string): Promise<StoredEvent | null> {
+    return eventById(this.sql, id);
+  }
+
+  readCursor(name: string): Promise<StoredPosition | null> {
+    return readCursor(this.sql, name);
+  }
+
+  createCursor(name: string, lastId: string): Promise<void> {
+    return createCursor(this.sql, name, lastId);
+  }
+
+  async claimCursor(name: string, version: string, to: TailPosition): Promise<boolean> {
+    return claimCursor(transactionOf(this.sql, 'cursor moves'), name, version, to);
+  }
 }

@@ -1,14 +1,8 @@
-import type { DataSource } from 'typeorm';
+import type { Store } from '../../db/store.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Viewer } from '../keys/visibility.js';
 import type { EventDto } from './events.dto.js';
-import {
-  eventsAfter,
-  latestAccountSeq,
-  latestEvents,
-  type NumberedEvent,
-  type StoredEvent,
-} from './events.repository.js';
+import type { EventsRepository, NumberedEvent, StoredEvent } from './events.repository.js';
 
 /** Page size bounds of GET /api/v1/events. */
 export const EVENT_PAGE = { default: 50, max: 100 };
@@ -53,7 +47,7 @@ export function parseAfter(after: string | undefined): string | null {
 
 /** Reads of the durable event log, each caller seeing only what the one visibility rule lets it. */
 export class EventsService {
-  constructor(private readonly ds: DataSource) {}
+  constructor(private readonly store: Store<{ events: EventsRepository }>) {}
 
   /**
    * The viewer's events after `after`, oldest first; none given: the newest `limit` of its
@@ -67,11 +61,12 @@ export class EventsService {
     limit: number,
   ): Promise<{ events: EventDto[]; nextAfter: string }> {
     const from = parseAfter(after);
-    const events =
-      from === null ? await latestEvents(this.ds, viewer, limit) : await eventsAfter(this.ds, viewer, from, limit);
+    const events = await this.store.read((r) =>
+      from === null ? r.events.latest(viewer, limit) : r.events.after(viewer, from, limit),
+    );
     const last = events.length
       ? events[events.length - 1].seq
-      : (from ?? (await latestAccountSeq(this.ds, viewer.accountId)));
+      : (from ?? (await this.store.read((r) => r.events.latestAccountSeq(viewer.accountId))));
     return { events: events.map(toAccountEventDto), nextAfter: last };
   }
 }

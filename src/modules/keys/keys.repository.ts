@@ -5,10 +5,10 @@ import type { Executor } from '../../db/mysql-store.js';
 import { sqlQuery } from '../../db/sql.js';
 import { ApiKey, type KeyKind } from './api-key.entity.js';
 
-// The only code that reads or writes `api_keys` rows, but for the counters the ledger and the
-// rental states move and the key lock read with its account (accounts.repository.ts). The
-// prefix read and the last-used stamp run on every authenticated request: they take a pooled
-// connection directly, one statement each.
+// The only code that reads or writes `api_keys` rows, but for the net spend the ledger's postings
+// move (accounts/account-money.repository.ts) and the key lock read with its account
+// (accounts.repository.ts). The prefix read and the last-used stamp run on every authenticated
+// request: they take a pooled connection directly, one statement each.
 
 /** A key's `net_spent_minor` and `active_deployments` counters (BIGINTs, read as numbers). */
 export interface KeyCounterRow {
@@ -125,6 +125,16 @@ export async function keyRevoked(ds: Executor, id: string): Promise<boolean> {
   return !row || row.revoked_at !== null;
 }
 
+/**
+ * Moves the key's `active_deployments` counter (migrations/1763800009000-KeyCounters.ts) by `delta`
+ * in the caller's transaction: how the rental states count a key's rentals holding a slot. Issued
+ * at the call (admission's pipelined transaction carries it); no statement for a delta of 0.
+ */
+export async function adjustActiveDeployments(m: Executor, keyId: string, delta: number): Promise<void> {
+  if (delta === 0) return;
+  await m.query(`UPDATE api_keys SET active_deployments = active_deployments + ? WHERE id = ?`, [delta, keyId]);
+}
+
 /** Which of the keys given are revoked now: the event hub's one check, each tail period, of every key listening. */
 export async function revokedAmong(ds: Executor, ids: readonly string[]): Promise<string[]> {
   if (ids.length === 0) return [];
@@ -136,8 +146,9 @@ export async function revokedAmong(ds: Executor, ids: readonly string[]): Promis
 
 /**
  * The rows of `api_keys`: part of the accounts aggregate (AccountsRepository.keys), whose account
- * row lock comes before any key's. Counters are moved by the ledger and the rental states; this
- * only reads them.
+ * row lock comes before any key's. The net spend is moved by the ledger's postings
+ * (AccountsRepository.money), the count of rentals holding a slot by the rental state changes
+ * ({@link adjustActiveDeployments}).
  */
 export interface KeysRepository {
   /** Writes a new key row. A prefix already taken is refused with an error whose `code` is ER_DUP_ENTRY. */
@@ -173,6 +184,11 @@ export interface KeysRepository {
   isRevoked(id: string): Promise<boolean>;
   /** Which of the keys given are revoked now (none given: none). */
   revokedAmong(ids: readonly string[]): Promise<string[]>;
+  /**
+   * Moves the key's count of rentals holding a slot by `delta` (none for 0), in the rental state
+   * change's transaction; issued at the call, so it travels with the statements issued with it.
+   */
+  adjustActiveDeployments(keyId: string, delta: number): Promise<void>;
 }
 
 /** TypeORM's entity calls run on the DataSource or a transaction's manager; admission's pipelined transaction needs none. */
@@ -243,5 +259,9 @@ export class MysqlKeysRepository implements KeysRepository {
 
   revokedAmong(ids: readonly string[]): Promise<string[]> {
     return revokedAmong(this.sql, ids);
+  }
+
+  adjustActiveDeployments(keyId: string, delta: number): Promise<void> {
+    return adjustActiveDeployments(this.sql, keyId, delta);
   }
 }

@@ -1,12 +1,15 @@
-import { MysqlJobOutboxRepository } from '../../jobs/job-outbox.repository.js';
-import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../clock.js';
+import type { Store } from '../../db/store.js';
+import type { JobOutboxRepository } from '../../jobs/job-outbox.repository.js';
 import type { JobQueue, JobWakeUp } from '../../jobs/job-queue.js';
 import type { Logger } from '../../logger.js';
-import { DurableCursor, EventTail, type BatchWrites } from '../events/event-tail.js';
-import { lastEventIdBefore, type StoredEvent } from '../events/events.repository.js';
+import type { AccountsRepository } from '../accounts/accounts.repository.js';
+import { DurableCursor, EventTail, type BatchWrites, type EventLogRepositories } from '../events/event-tail.js';
+import type { StoredEvent } from '../events/events.repository.js';
+import type { RentalsRepository } from '../rentals/store/rentals.repository.js';
+import type { TelegramRepository } from '../telegram/telegram.repository.js';
 import { isStatusEvent, notificationOf, type Found } from './notification-texts.js';
-import { NotificationsRepository } from './notifications.repository.js';
+import type { RentalFacts } from './notifications.repository.js';
 import { NOTIFIABLE_EVENT_TYPES, NotifyPreferences } from './notify-preferences.js';
 
 /** Delivers one message to a Telegram chat (the bot role's Bot API client, in production). */
@@ -36,6 +39,18 @@ export interface NotificationsOptions {
  */
 export type DeliveryOutcome = 'sent' | 'undeliverable' | 'given-up' | 'done-before';
 
+/**
+ * What notifications read and write: the event log and its cursor, the owners' chats and the keys
+ * that started rentals (accounts), the rentals' orders, the notifications and /notify choices
+ * (Telegram), and the deliver jobs written with them.
+ */
+export interface NotificationsRepositories extends EventLogRepositories {
+  accounts: AccountsRepository;
+  rentals: RentalsRepository;
+  telegram: TelegramRepository;
+  jobs: JobOutboxRepository;
+}
+
 const CURSOR = 'owner-notifications';
 /** Events read per batch. */
 const BATCH = 200;
@@ -53,13 +68,12 @@ const BATCH = 200;
  */
 export class NotificationsService {
   private readonly opts: Required<NotificationsOptions>;
-  private readonly repo: NotificationsRepository;
-  private readonly tail: EventTail<EntityManager>;
+  private readonly tail: EventTail<NotificationsRepositories>;
   /** What each owner's chat chose to be told about (/notify). */
   readonly preferences: NotifyPreferences;
 
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<NotificationsRepositories>,
     private readonly clock: Clock,
     private readonly logger: Logger,
     /** Where deliver jobs are enqueued: the bot role's own queue, so its processor wakes at once. */
@@ -73,10 +87,10 @@ export class NotificationsService {
       idleGraceMs: 600_000,
       ...options,
     };
-    this.repo = new NotificationsRepository(ds);
-    this.preferences = new NotifyPreferences(ds, clock);
-    const start = () => lastEventIdBefore(ds, new Date(clock.now().getTime() - this.opts.initialLookbackMs));
-    this.tail = new EventTail(ds, new DurableCursor(ds, CURSOR, start), { name: CURSOR, batch: BATCH, logger });
+    this.preferences = new NotifyPreferences(store, clock);
+    const start = () =>
+      store.read((r) => r.events.lastIdBefore(new Date(clock.now().getTime() - this.opts.initialLookbackMs)));
+    this.tail = new EventTail(store, new DurableCursor(store, CURSOR, start), { name: CURSOR, batch: BATCH, logger });
   }
 
   /** How the deliver job retries a send that failed and may pass: the one setting of both. */
@@ -92,35 +106,31 @@ export class NotificationsService {
   }
 
   /** The notifications of a batch: read with no lock held, recorded with the cursor's move. */
-  private async notify(events: readonly StoredEvent[], pass: { created: number }): Promise<BatchWrites<EntityManager>> {
+  private async notify(
+    events: readonly StoredEvent[],
+    pass: { created: number },
+  ): Promise<BatchWrites<NotificationsRepositories>> {
     const now = this.clock.now();
     const told = events.filter((e) => NOTIFIABLE_EVENT_TYPES.includes(e.type));
-    const chats = await this.repo.chatsOf(told.map((e) => e.accountId));
+    const chats = await this.store.read((r) => r.accounts.telegramChatsOf(told.map((e) => e.accountId)));
     const owned = told.filter((e) => chats.has(e.accountId));
-    const facts = await this.repo.rentalFacts(
+    const facts = await this.rentalFacts(
       owned.filter((e) => isStatusEvent(e.type) && e.rentalId !== null).map((e) => e.rentalId!),
     );
     const found = owned
       .map((e) => notificationOf(e, chats.get(e.accountId)!, facts.get(e.rentalId ?? ''), now, this.opts.idleGraceMs))
       .filter((f): f is Found => f !== null);
     const chosen = await this.preferences.ofChats([...new Set(found.map((f) => f.n.chatId))]);
-    return async (m) => {
+    return async (r) => {
       const wakes: JobWakeUp[] = [];
       for (const f of found) {
         if (!chosen.get(f.n.chatId)!.includes(f.type)) {
-          await this.repo.recordSkipped(m, f.n, now);
+          await r.telegram.notifications.recordSkipped(f.n, now);
           continue;
         }
-        const id = await this.repo.record(m, f.n, now);
+        const id = await r.telegram.notifications.record(f.n, now);
         if (id !== null)
-          wakes.push(
-            await this.jobs.nowIn(
-              new MysqlJobOutboxRepository(m),
-              'notifications.deliver',
-              { notificationId: id },
-              { uniqueKey: id },
-            ),
-          );
+          wakes.push(await this.jobs.nowIn(r.jobs, 'notifications.deliver', { notificationId: id }, { uniqueKey: id }));
       }
       return async () => {
         pass.created += wakes.length;
@@ -130,27 +140,54 @@ export class NotificationsService {
   }
 
   /**
+   * The {@link RentalFacts} of each of `rentalIds` as they stand now: the orders, then the keys that
+   * started them, two reads for a whole batch.
+   */
+  private async rentalFacts(rentalIds: readonly string[]): Promise<Map<string, RentalFacts>> {
+    if (rentalIds.length === 0) return new Map();
+    const orders = await this.store.read((r) => r.rentals.notificationFacts(rentalIds));
+    const keyIds = [...orders.values()].flatMap((o) => (o.keyId === null ? [] : [o.keyId]));
+    const keys = await this.store.read((r) => r.accounts.keyLabelsOf(keyIds));
+    return new Map(
+      [...orders].map(([id, o]) => {
+        const key = o.keyId === null ? undefined : keys.get(o.keyId);
+        return [
+          id,
+          {
+            gpuModel: o.gpuModel,
+            reversalStatus: o.reversalStatus,
+            keyName: key?.name ?? null,
+            keyPrefix: key?.prefix ?? null,
+            keyKind: key?.kind ?? null,
+          },
+        ];
+      }),
+    );
+  }
+
+  /**
    * Sends notification `id` (the deliver job's handler). Safe to run again: a row already sent or
    * given up on is left alone. A failure that may pass is recorded and thrown while tries remain.
    */
   async deliver(id: string, sender: NotificationSender): Promise<DeliveryOutcome> {
-    const n = await this.repo.pending(id);
+    const n = await this.store.read((r) => r.telegram.notifications.pending(id));
     if (!n) return 'done-before';
     const now = this.clock.now();
     const attempt = n.attempts + 1;
-    await this.repo.startAttempt(id, now);
+    await this.store.read((r) => r.telegram.notifications.startAttempt(id, now));
     let outcome: 'sent' | 'undeliverable';
     try {
       outcome = await sender.send(n.chatId, n.text);
     } catch (err) {
       const giveUp = attempt >= this.opts.maxAttempts;
-      await this.repo.markFailedAttempt(id, String((err as Error)?.message ?? err), giveUp ? now : null);
+      const error = String((err as Error)?.message ?? err);
+      await this.store.read((r) => r.telegram.notifications.markFailedAttempt(id, error, giveUp ? now : null));
       this.logger.warn({ notificationId: id, attempt, giveUp }, 'telegram notification not delivered');
       if (giveUp) return 'given-up';
       throw err;
     }
-    if (outcome === 'sent') await this.repo.markSent(id, now);
-    else await this.repo.markFailedAttempt(id, 'chat unreachable', now);
+    if (outcome === 'sent') await this.store.read((r) => r.telegram.notifications.markSent(id, now));
+    else await this.store.read((r) => r.telegram.notifications.markFailedAttempt(id, 'chat unreachable', now));
     return outcome;
   }
 }

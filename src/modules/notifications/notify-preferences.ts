@@ -1,7 +1,8 @@
-import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
+import type { Store } from '../../db/store.js';
 import type { EventType } from '../events/event-types.js';
-import { chosenEventTypes, saveEventTypes, type StoredChoice } from './notify-preferences.repository.js';
+import type { TelegramRepository } from '../telegram/telegram.repository.js';
+import type { StoredChoice } from './notify-preferences.repository.js';
 
 /**
  * The events the bot can tell an owner of, in the order /notify lists them; all are on until the
@@ -51,7 +52,7 @@ function onUnder(choice: StoredChoice): EventType[] {
 /** Which event types each owner's Telegram chat is told about (/notify). */
 export class NotifyPreferences {
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<{ telegram: TelegramRepository }>,
     private readonly clock: Clock,
   ) {}
 
@@ -62,7 +63,7 @@ export class NotifyPreferences {
 
   /** The types each chat is told about, the default set for a chat that never chose. */
   async ofChats(chatIds: readonly number[]): Promise<Map<number, EventType[]>> {
-    const chosen = await chosenEventTypes(this.ds, chatIds);
+    const chosen = await this.store.read((r) => r.telegram.preferences.chosen(chatIds));
     return new Map(
       chatIds.map((id) => {
         const choice = chosen.get(id);
@@ -76,12 +77,8 @@ export class NotifyPreferences {
     if (!NOTIFIABLE_EVENT_TYPES.includes(type)) throw new Error(`${type} is not an event the bot tells owners of`);
     const now = await this.of(chatId);
     const next = NOTIFIABLE_EVENT_TYPES.filter((t) => (t === type ? !now.includes(t) : now.includes(t)));
-    await saveEventTypes(
-      this.ds,
-      chatId,
-      { on: next, off: NOTIFIABLE_EVENT_TYPES.filter((t) => !next.includes(t)) },
-      this.clock.now(),
-    );
+    const choice = { on: next, off: NOTIFIABLE_EVENT_TYPES.filter((t) => !next.includes(t)) };
+    await this.store.read((r) => r.telegram.preferences.save(chatId, choice, this.clock.now()));
     return next;
   }
 }

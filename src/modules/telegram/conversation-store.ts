@@ -1,15 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { DataSource } from 'typeorm';
 import type { Clock } from '../../clock.js';
-import {
-  advanceConversation,
-  deleteConversation,
-  saveConversation,
-  storedConversation,
-  takeConversation,
-  type Conversation,
-  type LimitStep,
-} from './conversations.repository.js';
+import type { Store } from '../../db/store.js';
+import type { Conversation, LimitStep } from './conversations.repository.js';
+import type { TelegramRepository } from './telegram.repository.js';
 
 export type { Conversation, ConversationData, ConversationKind, LimitStep } from './conversations.repository.js';
 
@@ -19,7 +12,7 @@ export type { Conversation, ConversationData, ConversationKind, LimitStep } from
  */
 export class ConversationStore {
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<{ telegram: TelegramRepository }>,
     private readonly clock: Clock,
   ) {}
 
@@ -29,7 +22,7 @@ export class ConversationStore {
 
   /** The chat's open dialogue, or null when there is none or it has expired. */
   async get(chatId: number): Promise<Conversation | null> {
-    const c = await storedConversation(this.ds, chatId);
+    const c = await this.store.read((r) => r.telegram.conversations.get(chatId));
     if (!c) return null;
     if (c.expiresAt.getTime() <= this.clock.now().getTime()) {
       await this.clear(chatId);
@@ -40,7 +33,7 @@ export class ConversationStore {
 
   /** Starts or replaces the chat's dialogue. */
   async save(c: Conversation): Promise<void> {
-    await saveConversation(this.ds, c, this.clock.now());
+    await this.store.read((r) => r.telegram.conversations.save(c, this.clock.now()));
   }
 
   /**
@@ -48,15 +41,15 @@ export class ConversationStore {
    * (or two webhook processes racing) advance it once. False when someone else got there first.
    */
   async advance(c: Conversation, fromStep: LimitStep): Promise<boolean> {
-    return advanceConversation(this.ds, c, fromStep, this.clock.now());
+    return this.store.read((r) => r.telegram.conversations.advance(c, fromStep, this.clock.now()));
   }
 
   /** Ends the dialogue if it is still at `step`; true for exactly one caller. */
   async take(c: Conversation, step: LimitStep): Promise<boolean> {
-    return takeConversation(this.ds, c, step, this.clock.now());
+    return this.store.read((r) => r.telegram.conversations.take(c, step, this.clock.now()));
   }
 
   async clear(chatId: number): Promise<void> {
-    await deleteConversation(this.ds, chatId);
+    await this.store.read((r) => r.telegram.conversations.delete(chatId));
   }
 }

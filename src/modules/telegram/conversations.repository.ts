@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { Executor } from '../../db/mysql-store.js';
 
 // The only code that reads or writes `telegram_conversations`: the owner bot's one open dialogue
 // per chat, its data kept as JSON.
@@ -32,7 +32,7 @@ export interface Conversation {
 }
 
 /** The chat's stored dialogue, expired or not; null when there is none. */
-export async function storedConversation(ds: DataSource, chatId: number): Promise<Conversation | null> {
+export async function storedConversation(ds: Executor, chatId: number): Promise<Conversation | null> {
   const rows: { account_id: string; kind: ConversationKind; step: LimitStep; data: string; expires_at: Date }[] =
     await ds.query('SELECT account_id, kind, step, data, expires_at FROM telegram_conversations WHERE chat_id = ?', [
       chatId,
@@ -50,7 +50,7 @@ export async function storedConversation(ds: DataSource, chatId: number): Promis
 }
 
 /** Writes the chat's dialogue, replacing any it had. */
-export async function saveConversation(ds: DataSource, c: Conversation, now: Date): Promise<void> {
+export async function saveConversation(ds: Executor, c: Conversation, now: Date): Promise<void> {
   await ds.query(
     `INSERT INTO telegram_conversations (chat_id, account_id, kind, step, data, expires_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -65,7 +65,7 @@ export async function saveConversation(ds: DataSource, c: Conversation, now: Dat
  * `fromStep` and unexpired at `now`; false when it was not.
  */
 export async function advanceConversation(
-  ds: DataSource,
+  ds: Executor,
   c: Conversation,
   fromStep: LimitStep,
   now: Date,
@@ -79,7 +79,7 @@ export async function advanceConversation(
 }
 
 /** Deletes the chat's dialogue only while it is still `c` (its nonce), at `step` and unexpired at `now`; false when it was not. */
-export async function takeConversation(ds: DataSource, c: Conversation, step: LimitStep, now: Date): Promise<boolean> {
+export async function takeConversation(ds: Executor, c: Conversation, step: LimitStep, now: Date): Promise<boolean> {
   const res = await ds.query(
     `DELETE FROM telegram_conversations WHERE chat_id = ? AND step = ? AND JSON_VALUE(data, '$.nonce') = ? AND expires_at > ?`,
     [c.chatId, step, c.data.nonce, now],
@@ -88,6 +88,51 @@ export async function takeConversation(ds: DataSource, c: Conversation, step: Li
 }
 
 /** Deletes the chat's dialogue, whatever its state. */
-export async function deleteConversation(ds: DataSource, chatId: number): Promise<void> {
+export async function deleteConversation(ds: Executor, chatId: number): Promise<void> {
   await ds.query('DELETE FROM telegram_conversations WHERE chat_id = ?', [chatId]);
+}
+
+/**
+ * The owner bot's open dialogues (`telegram_conversations`): one per chat, with the step it is at,
+ * what it gathered so far and when it expires. Each call is one statement standing alone; the
+ * conditional ones are how two presses of a button, or two processes, settle who moves it on.
+ */
+export interface ConversationsRepository {
+  /** The chat's stored dialogue, expired or not; null when there is none. */
+  get(chatId: number): Promise<Conversation | null>;
+  /** Writes the chat's dialogue, replacing any it had. */
+  save(c: Conversation, now: Date): Promise<void>;
+  /**
+   * Writes `c` over the chat's dialogue only while that is still the same dialogue (its nonce),
+   * at `fromStep` and unexpired at `now`; false, with nothing changed, when it was not.
+   */
+  advance(c: Conversation, fromStep: LimitStep, now: Date): Promise<boolean>;
+  /** Deletes the chat's dialogue only while it is still `c` (its nonce), at `step` and unexpired at `now`; false when not. */
+  take(c: Conversation, step: LimitStep, now: Date): Promise<boolean>;
+  /** Deletes the chat's dialogue, whatever its state. */
+  delete(chatId: number): Promise<void>;
+}
+
+export class MysqlConversationsRepository implements ConversationsRepository {
+  constructor(private readonly sql: Executor) {}
+
+  get(chatId: number): Promise<Conversation | null> {
+    return storedConversation(this.sql, chatId);
+  }
+
+  save(c: Conversation, now: Date): Promise<void> {
+    return saveConversation(this.sql, c, now);
+  }
+
+  advance(c: Conversation, fromStep: LimitStep, now: Date): Promise<boolean> {
+    return advanceConversation(this.sql, c, fromStep, now);
+  }
+
+  take(c: Conversation, step: LimitStep, now: Date): Promise<boolean> {
+    return takeConversation(this.sql, c, step, now);
+  }
+
+  delete(chatId: number): Promise<void> {
+    return deleteConversation(this.sql, chatId);
+  }
 }

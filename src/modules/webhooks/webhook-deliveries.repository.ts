@@ -1,8 +1,9 @@
 import type { Executor } from '../../db/mysql-store.js';
 import { inOpenTransaction } from '../../db/sql.js';
+import { MysqlKeysRepository } from '../keys/keys.repository.js';
 import {
-  MAKER_JOIN,
-  RECEIVING,
+  makerRevoked,
+  revokedMakers,
   toEndpoint,
   type EndpointRow,
   type StoredEndpoint,
@@ -153,12 +154,16 @@ export class MysqlWebhookDeliveriesRepository implements WebhookDeliveriesReposi
   async target(id: string): Promise<DeliveryTarget | null> {
     const [d] = (await this.sql.query(`SELECT * FROM webhook_deliveries WHERE id = ?`, [id])) as DeliveryRow[];
     if (!d) return null;
-    const [e] = (await this.sql.query(
-      `SELECT e.*, ${RECEIVING} AS receiving FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.id = ?`,
-      [d.endpoint_id],
-    )) as (EndpointRow & { receiving: number | string })[];
+    const [e] = (await this.sql.query(`SELECT e.* FROM webhook_endpoints e WHERE e.id = ?`, [
+      d.endpoint_id,
+    ])) as EndpointRow[];
     if (!e) return null;
-    return { delivery: toDelivery(d), endpoint: toEndpoint(e), receiving: Number(e.receiving) === 1 };
+    const endpoint = toEndpoint(e);
+    // A deleted endpoint receives nothing whoever made it: its maker's key is not read.
+    const receiving =
+      e.deleted_at === null &&
+      !makerRevoked(endpoint, await revokedMakers(new MysqlKeysRepository(this.sql), [endpoint]));
+    return { delivery: toDelivery(d), endpoint, receiving };
   }
 
   async recordTry(d: DeliveryOfAccount, t: TryOutcome): Promise<void> {

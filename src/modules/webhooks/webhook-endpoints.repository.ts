@@ -1,9 +1,23 @@
 import type { Executor } from '../../db/mysql-store.js';
+import type { SealedColumnStatements } from '../../db/sealed-column.js';
 import type { EventType } from '../events/event-types.js';
+import { MysqlKeysRepository, type KeysRepository } from '../keys/keys.repository.js';
 import { visibleRows, type Viewer } from '../keys/visibility.js';
 
 // The only code that reads or writes `webhook_endpoints` on MySQL (its deliveries read their
 // endpoint with the same rule: webhook-deliveries.repository.ts).
+
+/**
+ * @internal The endpoints' sealed signing secrets (`secret_sealed`, key id `secret_key_id`), as
+ * re-sealing walks them (WebhooksRepository.sealed), deleted endpoints' too.
+ */
+export const SIGNING_SECRETS: SealedColumnStatements = {
+  select:
+    'SELECT id, secret_sealed AS sealed, secret_key_id AS keyId FROM webhook_endpoints WHERE secret_key_id <> ? AND id > ? ORDER BY id LIMIT ?',
+  update:
+    'UPDATE webhook_endpoints SET secret_sealed = ?, secret_key_id = ? WHERE id = ? AND secret_key_id = ? AND secret_sealed = ?',
+  count: 'SELECT secret_key_id AS keyId, COUNT(*) AS n FROM webhook_endpoints GROUP BY secret_key_id',
+};
 
 /** An endpoint as stored: where to send, what, and its sealed signing secret. */
 export interface StoredEndpoint {
@@ -42,6 +56,7 @@ export interface EndpointRow {
   secret_key_id: string;
   after_event_id: string | number;
   created_at: Date;
+  deleted_at: Date | null;
 }
 
 /** @internal */
@@ -61,18 +76,34 @@ export const toEndpoint = (r: EndpointRow): StoredEndpoint => ({
 /*
  * The one rule of an endpoint's life: it receives events while it is not deleted and the key that
  * made it is not revoked (an agent key's endpoint: that key; a row without a maker: the key it
- * belongs to, if any). The endpoint table is always `e`, joined to its maker as `mk`.
+ * belongs to, if any; a maker no key row holds: not revoked). Keys are the accounts aggregate's:
+ * their revocation is read there, once for all the endpoints a read answers, never per endpoint.
  */
-/** @internal */
-export const MAKER_JOIN = 'LEFT JOIN api_keys mk ON mk.id = COALESCE(e.maker_key_id, e.key_id)';
-const MAKER_REVOKED = '(mk.revoked_at IS NOT NULL)';
-/** @internal */
-export const RECEIVING = '(e.deleted_at IS NULL AND mk.revoked_at IS NULL)';
 
-const toListed = (r: EndpointRow & { maker_revoked: number | string }): ListedEndpoint => ({
-  ...toEndpoint(r),
-  makerRevoked: Number(r.maker_revoked) === 1,
-});
+/** The key whose revocation stops the endpoint, or null when none does. */
+const makerOf = (e: Pick<StoredEndpoint, 'makerKeyId' | 'keyId'>): string | null => e.makerKeyId ?? e.keyId;
+
+/**
+ * @internal The makers of `endpoints` that are revoked: one read of the keys (none when no
+ * endpoint has a maker).
+ */
+export async function revokedMakers(keys: KeysRepository, endpoints: readonly StoredEndpoint[]): Promise<Set<string>> {
+  const makers = [...new Set(endpoints.map(makerOf).filter((id): id is string => id !== null))];
+  return new Set(await keys.revokedAmong(makers));
+}
+
+/** @internal Whether `e`'s maker is among the `revoked`. */
+export const makerRevoked = (e: StoredEndpoint, revoked: ReadonlySet<string>): boolean => {
+  const maker = makerOf(e);
+  return maker !== null && revoked.has(maker);
+};
+
+/** Live endpoints as their listings show them: stopped ones marked. */
+async function listed(keys: KeysRepository, rows: readonly EndpointRow[]): Promise<ListedEndpoint[]> {
+  const endpoints = rows.map(toEndpoint);
+  const revoked = await revokedMakers(keys, endpoints);
+  return endpoints.map((e) => ({ ...e, makerRevoked: makerRevoked(e, revoked) }));
+}
 
 /**
  * The endpoints of the webhooks aggregate. An endpoint row is never removed: deleting marks it,
@@ -103,7 +134,14 @@ export interface WebhookEndpointsRepository {
 }
 
 export class MysqlWebhookEndpointsRepository implements WebhookEndpointsRepository {
+  private keyRows?: KeysRepository;
+
   constructor(private readonly sql: Executor) {}
+
+  /** The accounts aggregate's keys, on this executor: whose revocation stops an endpoint. */
+  private get keys(): KeysRepository {
+    return (this.keyRows ??= new MysqlKeysRepository(this.sql));
+  }
 
   async insert(e: StoredEndpoint): Promise<void> {
     await this.sql.query(
@@ -133,32 +171,32 @@ export class MysqlWebhookEndpointsRepository implements WebhookEndpointsReposito
 
   async visible(viewer: Viewer): Promise<ListedEndpoint[]> {
     const { accountId, keyId } = visibleRows(viewer);
-    const rows: (EndpointRow & { maker_revoked: number })[] =
+    const rows: EndpointRow[] =
       keyId === undefined
         ? await this.sql.query(
-            `SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.account_id = ? AND e.deleted_at IS NULL ORDER BY e.created_at DESC, e.id`,
+            `SELECT e.* FROM webhook_endpoints e WHERE e.account_id = ? AND e.deleted_at IS NULL ORDER BY e.created_at DESC, e.id`,
             [accountId],
           )
         : await this.sql.query(
-            `SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.account_id = ? AND e.key_id = ? AND e.deleted_at IS NULL ORDER BY e.created_at DESC, e.id`,
+            `SELECT e.* FROM webhook_endpoints e WHERE e.account_id = ? AND e.key_id = ? AND e.deleted_at IS NULL ORDER BY e.created_at DESC, e.id`,
             [accountId, keyId],
           );
-    return rows.map(toListed);
+    return listed(this.keys, rows);
   }
 
   async visibleOne(viewer: Viewer, id: string): Promise<ListedEndpoint | null> {
     const { accountId, keyId } = visibleRows(viewer);
-    const rows: (EndpointRow & { maker_revoked: number })[] =
+    const rows: EndpointRow[] =
       keyId === undefined
         ? await this.sql.query(
-            `SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.id = ? AND e.account_id = ? AND e.deleted_at IS NULL`,
+            `SELECT e.* FROM webhook_endpoints e WHERE e.id = ? AND e.account_id = ? AND e.deleted_at IS NULL`,
             [id, accountId],
           )
         : await this.sql.query(
-            `SELECT e.*, ${MAKER_REVOKED} AS maker_revoked FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.id = ? AND e.account_id = ? AND e.key_id = ? AND e.deleted_at IS NULL`,
+            `SELECT e.* FROM webhook_endpoints e WHERE e.id = ? AND e.account_id = ? AND e.key_id = ? AND e.deleted_at IS NULL`,
             [id, accountId, keyId],
           );
-    return rows[0] ? toListed(rows[0]) : null;
+    return rows[0] ? (await listed(this.keys, rows.slice(0, 1)))[0] : null;
   }
 
   async markDeleted(id: string, at: Date): Promise<void> {
@@ -167,11 +205,13 @@ export class MysqlWebhookEndpointsRepository implements WebhookEndpointsReposito
 
   async receiving(accountIds: readonly string[]): Promise<StoredEndpoint[]> {
     if (accountIds.length === 0) return [];
-    const rows: EndpointRow[] = await this.sql.query(
-      `SELECT e.* FROM webhook_endpoints e ${MAKER_JOIN} WHERE e.account_id IN (?) AND ${RECEIVING}`,
-      [accountIds],
-    );
-    return rows.map(toEndpoint);
+    const live = (
+      (await this.sql.query(`SELECT e.* FROM webhook_endpoints e WHERE e.account_id IN (?) AND e.deleted_at IS NULL`, [
+        accountIds,
+      ])) as EndpointRow[]
+    ).map(toEndpoint);
+    const revoked = await revokedMakers(this.keys, live);
+    return live.filter((e) => !makerRevoked(e, revoked));
   }
 
   async earliestStart(): Promise<string | null> {

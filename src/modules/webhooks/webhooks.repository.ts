@@ -1,6 +1,11 @@
 import type { Executor } from '../../db/mysql-store.js';
+import { MysqlSealedColumn, type SealedColumn } from '../../db/sealed-column.js';
 import { MysqlWebhookDeliveriesRepository, type WebhookDeliveriesRepository } from './webhook-deliveries.repository.js';
-import { MysqlWebhookEndpointsRepository, type WebhookEndpointsRepository } from './webhook-endpoints.repository.js';
+import {
+  MysqlWebhookEndpointsRepository,
+  SIGNING_SECRETS,
+  type WebhookEndpointsRepository,
+} from './webhook-endpoints.repository.js';
 import { MysqlWebhookSlotsRepository, type WebhookSlotsRepository } from './webhook-slots.repository.js';
 
 export type { ListedEndpoint, StoredEndpoint } from './webhook-endpoints.repository.js';
@@ -22,6 +27,14 @@ export interface WebhooksRepository {
   readonly endpoints: WebhookEndpointsRepository;
   readonly deliveries: WebhookDeliveriesRepository;
   readonly slots: WebhookSlotsRepository;
+  /** The endpoints' sealed column, as re-sealing after a SECRETS_KEY rotation walks it. */
+  readonly sealed: WebhookSealedColumnsRepository;
+}
+
+/** The webhooks aggregate's sealed columns. Each call stands alone. */
+export interface WebhookSealedColumnsRepository {
+  /** The endpoints' signing secrets, deleted endpoints' included, bound by `secretBinding` (webhooks.service.ts). */
+  readonly signingSecrets: SealedColumn;
 }
 
 /** The webhooks aggregate on MySQL; each part is made on first use. */
@@ -29,6 +42,7 @@ export class MysqlWebhooksRepository implements WebhooksRepository {
   private ends?: WebhookEndpointsRepository;
   private sent?: WebhookDeliveriesRepository;
   private held?: WebhookSlotsRepository;
+  private secrets?: WebhookSealedColumnsRepository;
 
   constructor(private readonly sql: Executor) {}
 
@@ -42,5 +56,9 @@ export class MysqlWebhooksRepository implements WebhooksRepository {
 
   get slots(): WebhookSlotsRepository {
     return (this.held ??= new MysqlWebhookSlotsRepository(this.sql));
+  }
+
+  get sealed(): WebhookSealedColumnsRepository {
+    return (this.secrets ??= { signingSecrets: new MysqlSealedColumn(this.sql, SIGNING_SECRETS) });
   }
 }

@@ -3,6 +3,7 @@ import type {
   AccountMoney,
   AccountsRepository,
   AccountWithKeyRow,
+  KeyLabel,
 } from '../../../src/modules/accounts/accounts.repository.js';
 import { AgentAuthorization } from '../../../src/modules/agents/agent-authorization.entity.js';
 import type {
@@ -12,6 +13,7 @@ import type {
 } from '../../../src/modules/agents/agent-authorizations.repository.js';
 import { ApiKey, type KeyKind } from '../../../src/modules/keys/api-key.entity.js';
 import type { KeyCounterRow, KeysRepository } from '../../../src/modules/keys/keys.repository.js';
+import type { AccountMoneyRepository } from '../../../src/modules/accounts/account-money.repository.js';
 import type { MemoryTables } from './memory-store.js';
 
 /*
@@ -134,6 +136,11 @@ export class MemoryKeysRepository implements KeysRepository {
     const wanted = new Set(ids);
     return this.rows.keysWhere((r) => wanted.has(r.id) && r.revokedAt !== null);
   }
+
+  async adjustActiveDeployments(keyId: string, delta: number): Promise<void> {
+    const row = this.rows.get(keyId);
+    if (row && delta !== 0) this.rows.update(keyId, { activeDeployments: row.activeDeployments + delta });
+  }
 }
 
 function toAuthorization(row: AgentAuthorization): AgentAuthorization {
@@ -197,6 +204,33 @@ export class MemoryAgentAuthorizationsRepository implements AgentAuthorizationsR
   }
 }
 
+/** The cached balances and key spend of the accounts' and keys' rows, as the ledger's postings move them. */
+export class MemoryAccountMoneyRepository implements AccountMoneyRepository {
+  constructor(private readonly tables: MemoryTables) {}
+
+  private get accounts() {
+    return this.tables.table<Account>('accounts');
+  }
+
+  async setBalance(accountId: string, balanceMinor: number): Promise<void> {
+    this.accounts.update(accountId, { balanceMinor });
+  }
+
+  async setBalances(money: ReadonlyMap<string, { balanceMinor: number; unpostedUsageMinor: number }>): Promise<void> {
+    for (const [id, m] of money)
+      this.accounts.update(id, { balanceMinor: m.balanceMinor, unpostedUsageMinor: m.unpostedUsageMinor });
+  }
+
+  async addKeySpend(keyId: string, spentMinor: number): Promise<void> {
+    const key = keysOf(this.tables).get(keyId);
+    if (key) keysOf(this.tables).update(keyId, { netSpentMinor: key.netSpentMinor + spentMinor });
+  }
+
+  async addKeySpends(spentByKey: ReadonlyMap<string, number>): Promise<void> {
+    for (const [keyId, spent] of spentByKey) await this.addKeySpend(keyId, spent);
+  }
+}
+
 export class MemoryAccountsRepository implements AccountsRepository {
   constructor(private readonly tables: MemoryTables) {}
 
@@ -206,6 +240,10 @@ export class MemoryAccountsRepository implements AccountsRepository {
 
   get authorizations(): AgentAuthorizationsRepository {
     return new MemoryAgentAuthorizationsRepository(this.tables);
+  }
+
+  get money(): AccountMoneyRepository {
+    return new MemoryAccountMoneyRepository(this.tables);
   }
 
   private get rows() {
@@ -287,5 +325,23 @@ export class MemoryAccountsRepository implements AccountsRepository {
     const key = keysOf(this.tables).get(keyId);
     if (!this.rows.has(accountId) || !key || key.accountId !== accountId) return undefined;
     return { kind: key.kind, revokedAt: key.revokedAt };
+  }
+
+  async telegramChatsOf(accountIds: readonly string[]): Promise<Map<string, number>> {
+    const wanted = new Set(accountIds);
+    return new Map(
+      this.rows
+        .where((r) => wanted.has(r.id) && r.telegramChatId !== null && r.telegramChatId !== undefined)
+        .map((r) => [r.id, Number(r.telegramChatId)] as const),
+    );
+  }
+
+  async keyLabelsOf(keyIds: readonly string[]): Promise<Map<string, KeyLabel>> {
+    const wanted = new Set(keyIds);
+    return new Map(
+      keysOf(this.tables)
+        .where((k) => wanted.has(k.id))
+        .map((k) => [k.id, { name: k.name, prefix: k.prefix, kind: k.kind }] as const),
+    );
   }
 }

@@ -5,86 +5,13 @@ import type {
   RevealRow,
 } from '../../../src/modules/credentials/credential-reveals.repository.js';
 import type { CredentialsRepository } from '../../../src/modules/credentials/credentials.repository.js';
-import type {
-  SealedSecret,
-  SealedSecretKind,
-  SealedSecretsRepository,
-} from '../../../src/modules/credentials/sealed-secrets.repository.js';
 import type { Viewer } from '../../../src/modules/keys/visibility.js';
 import { Deployment } from '../../../src/modules/rentals/store/deployment.entity.js';
 import { Order } from '../../../src/modules/rentals/store/order.entity.js';
 import type { RentalStatus } from '../../../src/vocabulary/statuses.js';
 import type { MemoryTables } from './memory-store.js';
 
-/**
- * Where each kind of sealed secret lives in the memory tables: the table of the aggregate that
- * owns the row, and the entity properties of the ciphertext and its key id. Rows are looked up by
- * their `id`, whatever key their own aggregate stores them under.
- */
-export const SEALED_PLACES: Readonly<Record<string, { table: string; sealed: string; keyId: string }>> = {
-  'deployment SSH private keys': { table: 'deployments', sealed: 'sshPrivateKeyEnc', keyId: 'sshKeyKid' },
-  'machine variables and startup scripts': { table: 'orders', sealed: 'machineSecretsEnc', keyId: 'machineSecretsKid' },
-  'webhook signing secrets': { table: 'webhook_endpoints', sealed: 'secretSealed', keyId: 'secretKeyId' },
-};
-
 type Row = Record<string, unknown> & { id: string };
-
-/** A stored ciphertext as a Buffer (a memory row's copy holds a plain Uint8Array). */
-const bytes = (v: unknown): Buffer | null => (v instanceof Uint8Array ? Buffer.from(v) : null);
-
-/** Ids in the byte order of the utf8mb4_bin collation (code order for ASCII ids). */
-const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-
-/** The sealed columns of other aggregates' rows, in memory. */
-export class MemorySealedSecrets implements SealedSecretsRepository {
-  constructor(private readonly tables: MemoryTables) {}
-
-  private place(kind: SealedSecretKind) {
-    const place = SEALED_PLACES[kind.name];
-    if (!place) throw new Error(`the memory store does not know where "${kind.name}" are kept (SEALED_PLACES)`);
-    return { ...place, rows: this.tables.table<Row>(place.table) };
-  }
-
-  /** The secrets of `kind` as stored: rows with a ciphertext and a key id. */
-  private stored(kind: SealedSecretKind): SealedSecret[] {
-    const { rows, sealed, keyId } = this.place(kind);
-    return rows.all().flatMap((r) => {
-      const ciphertext = bytes(r[sealed]);
-      return ciphertext && typeof r[keyId] === 'string' ? [{ id: r.id, sealed: ciphertext, keyId: r[keyId] }] : [];
-    });
-  }
-
-  async underOtherKeys(
-    kind: SealedSecretKind,
-    currentKeyId: string,
-    afterId: string,
-    limit: number,
-  ): Promise<SealedSecret[]> {
-    return this.stored(kind)
-      .filter((s) => s.keyId !== currentKeyId && s.id > afterId)
-      .sort(byId)
-      .slice(0, limit);
-  }
-
-  async replace(
-    kind: SealedSecretKind,
-    previous: SealedSecret,
-    next: { sealed: Buffer; keyId: string },
-  ): Promise<boolean> {
-    const { rows, sealed, keyId } = this.place(kind);
-    const keys = rows.keysWhere(
-      (r) => r.id === previous.id && r[keyId] === previous.keyId && !!bytes(r[sealed])?.equals(previous.sealed),
-    );
-    for (const k of keys) rows.update(k, { [sealed]: next.sealed, [keyId]: next.keyId });
-    return keys.length === 1;
-  }
-
-  async countsByKey(kind: SealedSecretKind): Promise<Record<string, number>> {
-    const counts: Record<string, number> = {};
-    for (const s of this.stored(kind)) counts[s.keyId] = (counts[s.keyId] ?? 0) + 1;
-    return counts;
-  }
-}
 
 /** `credential_reveals` in memory, with the unique (key, refusal, window) of refused calls. */
 export class MemoryCredentialReveals implements CredentialRevealsRepository {
@@ -159,11 +86,9 @@ export class MemoryCredentialReveals implements CredentialRevealsRepository {
 /** The credentials aggregate in memory. */
 export class MemoryCredentialsRepository implements CredentialsRepository {
   readonly reveals: CredentialRevealsRepository;
-  readonly sealed: SealedSecretsRepository;
 
   constructor(tables: MemoryTables) {
     this.reveals = new MemoryCredentialReveals(tables);
-    this.sealed = new MemorySealedSecrets(tables);
   }
 }
 

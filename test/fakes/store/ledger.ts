@@ -3,13 +3,13 @@ import { LedgerEntry } from '../../../src/modules/billing/ledger-entry.entity.js
 import type { LedgerRepository, NewLedgerEntry } from '../../../src/modules/billing/ledger.repository.js';
 import type { NewEvent, StoredEvent } from '../../../src/modules/events/events.repository.js';
 import type { Viewer } from '../../../src/modules/keys/visibility.js';
-import { DuplicateEntry, type MemoryKeyRow } from './accounts.js';
+import { DuplicateEntry, MemoryAccountMoneyRepository } from './accounts.js';
 import type { MemoryTables } from './memory-store.js';
 
 /*
  * The ledger aggregate in memory: `ledger_entries` keyed by id with its unique cause reference and
- * its account's foreign key, and the cached balances and key spend it moves in the accounts
- * aggregate's rows (`accounts`, `api_keys`), as the SQL moves those columns.
+ * its account's foreign key. The cached balances and key spend it moves are the accounts
+ * aggregate's (MemoryAccountMoneyRepository), as on MySQL.
  */
 
 /** The refusal of an entry whose account does not exist, with the server's code. */
@@ -34,8 +34,9 @@ export class MemoryLedgerRepository implements LedgerRepository {
     return this.tables.table<Account>('accounts');
   }
 
-  private get keys() {
-    return this.tables.table<MemoryKeyRow>('api_keys');
+  /** The cached figures are the accounts aggregate's, as on MySQL. */
+  private get money() {
+    return new MemoryAccountMoneyRepository(this.tables);
   }
 
   async entryByRef(externalRef: string): Promise<LedgerEntry | null> {
@@ -69,21 +70,19 @@ export class MemoryLedgerRepository implements LedgerRepository {
   }
 
   async setBalance(accountId: string, balanceMinor: number): Promise<void> {
-    this.accounts.update(accountId, { balanceMinor });
+    return this.money.setBalance(accountId, balanceMinor);
   }
 
   async setBalances(money: ReadonlyMap<string, { balanceMinor: number; unpostedUsageMinor: number }>): Promise<void> {
-    for (const [id, m] of money)
-      this.accounts.update(id, { balanceMinor: m.balanceMinor, unpostedUsageMinor: m.unpostedUsageMinor });
+    return this.money.setBalances(money);
   }
 
   async addKeySpend(keyId: string, spentMinor: number): Promise<void> {
-    const key = this.keys.get(keyId);
-    if (key) this.keys.update(keyId, { netSpentMinor: key.netSpentMinor + spentMinor });
+    return this.money.addKeySpend(keyId, spentMinor);
   }
 
   async addKeySpends(spentByKey: ReadonlyMap<string, number>): Promise<void> {
-    for (const [keyId, spent] of spentByKey) await this.addKeySpend(keyId, spent);
+    return this.money.addKeySpends(spentByKey);
   }
 
   async visible(viewer: Viewer, limit: number, beforeId?: number): Promise<LedgerEntry[]> {

@@ -1,4 +1,7 @@
-import type { AppStore, Repositories } from '../../../src/repositories.js';
+import type { Store } from '../../../src/db/store.js';
+import type { Repositories } from '../../../src/repositories.js';
+import type { RentalsRepository } from '../../../src/modules/rentals/store/rentals.repository.js';
+import { MemoryRentalSealedColumns } from './rentals.js';
 import { MemoryAccountsRepository } from './accounts.js';
 import { MemoryRateLimitsRepository } from './rate-limits.js';
 import { MemoryCredentialsRepository } from './credentials.js';
@@ -9,9 +12,18 @@ import { MemoryStore, type MemoryTables } from './memory-store.js';
 import { MemoryWebhooksRepository } from './webhooks.js';
 import { MemoryLedgerRepository } from './ledger.js';
 import { MemoryCheckoutsRepository } from './checkouts.js';
+import { MemoryEventsRepository } from './events.js';
+import { MemoryTelegramRepository } from './telegram.js';
 
-/** Every aggregate's memory repository over one set of tables (see memory-store.ts). */
-class MemoryRepositories implements Repositories {
+/**
+ * The aggregates that have a memory twin: all but rentals, whose services (admission, the state
+ * machine, the lifecycle) are tested on MariaDB until its twin is written; of rentals, only the
+ * sealed columns that re-sealing walks.
+ */
+export type UnitRepositories = Omit<Repositories, 'rentals'> & { rentals: Pick<RentalsRepository, 'sealed'> };
+
+/** Every memory repository over one set of tables (see memory-store.ts). */
+class MemoryRepositories implements UnitRepositories {
   constructor(private readonly tables: MemoryTables) {}
 
   get idempotency() {
@@ -49,9 +61,21 @@ class MemoryRepositories implements Repositories {
   get checkouts() {
     return new MemoryCheckoutsRepository(this.tables);
   }
+
+  get events() {
+    return new MemoryEventsRepository(this.tables);
+  }
+
+  get telegram() {
+    return new MemoryTelegramRepository(this.tables);
+  }
+
+  get rentals() {
+    return { sealed: new MemoryRentalSealedColumns(this.tables) };
+  }
 }
 
-/** A fresh in-memory store of every repository: what the unit tier builds services on. */
-export function memoryStore(): MemoryStore<Repositories> & AppStore {
+/** A fresh in-memory store of every memory repository: what the unit tier builds services on. */
+export function memoryStore(): MemoryStore<UnitRepositories> & Store<UnitRepositories> {
   return new MemoryStore((tables) => new MemoryRepositories(tables));
 }

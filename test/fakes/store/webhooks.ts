@@ -21,14 +21,19 @@ import {
   type TryToTake,
   type WebhookSlotsRepository,
 } from '../../../src/modules/webhooks/webhook-slots.repository.js';
-import type { WebhooksRepository } from '../../../src/modules/webhooks/webhooks.repository.js';
+import type {
+  WebhookSealedColumnsRepository,
+  WebhooksRepository,
+} from '../../../src/modules/webhooks/webhooks.repository.js';
 import type { MemoryTables } from './memory-store.js';
+import { MemorySealedColumn } from './sealed-column.js';
 
 /*
  * The webhooks aggregate in memory, with what its SQL does: one delivery per endpoint and event,
  * the conditional updates of tries, claims and slots, and the orders of the listings. Rows are
  * keyed by id (a slot by account and number). An endpoint's maker is looked up among the
- * `api_keys` rows by id, as the MySQL side joins it: a key with `revokedAt` set stops it.
+ * `api_keys` rows by id, as the MySQL side reads it from the accounts aggregate: a key with
+ * `revokedAt` set stops it.
  */
 
 type EndpointRow = StoredEndpoint & { deletedAt: Date | null };
@@ -304,11 +309,19 @@ export class MemoryWebhooksRepository implements WebhooksRepository {
   readonly endpoints: MemoryWebhookEndpoints;
   readonly deliveries: WebhookDeliveriesRepository;
   readonly slots: MemoryWebhookSlots;
+  readonly sealed: WebhookSealedColumnsRepository;
 
   constructor(tables: MemoryTables) {
     this.endpoints = new MemoryWebhookEndpoints(tables);
     this.slots = new MemoryWebhookSlots(tables);
     this.deliveries = new MemoryWebhookDeliveries(tables, this.endpoints, this.slots);
+    this.sealed = {
+      signingSecrets: new MemorySealedColumn(tables, {
+        table: 'webhook_endpoints',
+        sealed: 'secretSealed',
+        keyId: 'secretKeyId',
+      }),
+    };
   }
 }
 

@@ -1,28 +1,27 @@
 import { randomUUID } from 'node:crypto';
-import type { DataSource, EntityManager } from 'typeorm';
 import type { Clock } from '../../../clock.js';
-import { inTransaction } from '../../../db/transaction.js';
+import type { Store } from '../../../db/store.js';
 import { AppError } from '../../../errors/app-error.js';
 import { lookupId } from '../../../ids.js';
-import { getAccount } from '../../accounts/accounts.repository.js';
 import type { Checkout } from '../../billing/checkout.entity.js';
 import type { CheckoutDescription, CheckoutSessionsService } from '../../billing/checkout-sessions.service.js';
-import { MysqlCheckoutsRepository } from '../../billing/checkouts.repository.js';
 import { formatUsdAmount } from '../../../vocabulary/money.js';
 import { claimOrReplay, idempotentRequest, priorUse, requireIdempotencyKey } from '../../idempotency/idempotency.js';
-import { MysqlIdempotencyRepository } from '../../idempotency/idempotency.repository.js';
 import type { InventoryService } from '../../inventory/inventory.service.js';
 import type { KeysService } from '../../keys/keys.service.js';
 import type { Principal } from '../../keys/principal.js';
 import { cardTerms, type AdmissionTerms } from './admission-terms.js';
 import { newDeployment, newOrder } from './admission-rows.js';
 import type { CardCheckoutRequest, CardCheckoutResponse } from '../wire/card-checkout.dto.js';
-import { getOrder, insertOrder } from '../store/orders.repository.js';
 import { assertConcurrencySlot } from './concurrency-slot.js';
 import type { Order } from '../store/order.entity.js';
 import { insertDeployment } from '../state/rental-state.js';
 import { NO_MACHINE_COLUMNS } from '../store/machine-secrets.js';
 import { DEFAULT_MACHINE_SETTINGS } from '../../../providers/provider.js';
+import type { Repositories } from '../../../repositories.js';
+
+/** The repositories card admission reads and writes. */
+export type CardCheckoutRepos = Pick<Repositories, 'idempotency' | 'checkouts' | 'accounts' | 'rentals'>;
 
 /**
  * Card admission, the human card path: a LEGACY_PREPAID rental paid by card through a hosted checkout. It never
@@ -31,7 +30,7 @@ import { DEFAULT_MACHINE_SETTINGS } from '../../../providers/provider.js';
  */
 export class CardCheckoutService {
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<CardCheckoutRepos>,
     private readonly clock: Clock,
     private readonly inventory: InventoryService,
     private readonly sessions: CheckoutSessionsService,
@@ -52,19 +51,19 @@ export class CardCheckoutService {
 
     // A retry answers with the order it made even if the offer has since changed or vanished.
     const admitted =
-      (await priorUse(new MysqlIdempotencyRepository(this.ds), request)) === null
+      (await this.store.read((r) => priorUse(r.idempotency, request))) === null
         ? await this.admit(principal, body)
         : null;
 
-    const claimed = await inTransaction(this.ds, (m) =>
-      claimOrReplay(new MysqlIdempotencyRepository(m), this.clock, request, {
-        replay: (orderId) => this.sessions.checkoutOfOrder(new MysqlCheckoutsRepository(m), orderId),
+    const claimed = await this.store.transaction((r) =>
+      claimOrReplay(r.idempotency, this.clock, request, {
+        replay: (orderId) => this.sessions.checkoutOfOrder(r.checkouts, orderId),
         // A key with no record before the transaction was admitted above; records are never deleted.
-        create: async () => this.createOrder(m, principal, body, admitted ?? (await this.admit(principal, body))),
+        create: async () => this.createOrder(r, principal, body, admitted ?? (await this.admit(principal, body))),
       }),
     );
 
-    const order = await getOrder(this.ds, claimed.orderId!);
+    const order = await this.store.read((r) => r.rentals.orders.get(claimed.orderId!));
     let checkout = await this.sessions.open(claimed, await this.describe(order));
     checkout = await this.sessions.expireIfDue(checkout);
     if (!checkout.checkoutUrl)
@@ -84,12 +83,12 @@ export class CardCheckoutService {
 
   /** The unpaid order, its deployment and its CREATING checkout, in the caller's transaction. */
   private async createOrder(
-    m: EntityManager,
+    r: CardCheckoutRepos,
     principal: Principal,
     body: CardCheckoutRequest,
     terms: AdmissionTerms,
   ): Promise<{ resourceId: string; result: Checkout }> {
-    await assertConcurrencySlot(m, principal, this.keys);
+    await assertConcurrencySlot(r, principal, this.keys);
     const rental = {
       id: randomUUID(),
       accountId: principal.accountId,
@@ -105,9 +104,9 @@ export class CardCheckoutService {
       terminateAfterSeconds: null,
     };
     const order = newOrder(rental, intent, null, terms, NO_MACHINE_COLUMNS);
-    await insertOrder(m, order);
-    await insertDeployment(m, newDeployment(randomUUID(), order, terms));
-    const checkout = await this.sessions.insert(new MysqlCheckoutsRepository(m), {
+    await r.rentals.orders.insert(order);
+    await insertDeployment(r, newDeployment(randomUUID(), order, terms));
+    const checkout = await this.sessions.insert(r.checkouts, {
       purpose: 'ORDER',
       accountId: principal.accountId,
       keyId: principal.keyId,
@@ -119,7 +118,7 @@ export class CardCheckoutService {
 
   /** The checks a new card order must pass before its Idempotency-Key is claimed. */
   private async admit(principal: Principal, body: CardCheckoutRequest): Promise<AdmissionTerms> {
-    const account = await getAccount(this.ds, principal.accountId);
+    const account = await this.store.read((r) => r.accounts.get(principal.accountId));
     if (!account.email) {
       throw new AppError(
         'EMAIL_REQUIRED',
@@ -140,7 +139,7 @@ export class CardCheckoutService {
   private async describe(order: Order): Promise<CheckoutDescription> {
     const [offer, account] = await Promise.all([
       order.offerId ? this.inventory.findCached(order.offerId) : null,
-      getAccount(this.ds, order.accountId),
+      this.store.read((r) => r.accounts.get(order.accountId)),
     ]);
     const hours = (order.durationSeconds ?? 0) / 3600;
     return {

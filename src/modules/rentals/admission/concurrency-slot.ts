@@ -1,8 +1,7 @@
-import type { EntityManager } from 'typeorm';
 import { AppError } from '../../../errors/app-error.js';
 import type { Principal } from '../../keys/principal.js';
 import type { KeysService, KeyUsage } from '../../keys/keys.service.js';
-import { MysqlAccountsRepository } from '../../accounts/accounts.repository.js';
+import type { Repositories } from '../../../repositories.js';
 
 /**
  * A new deployment needs a free slot of the key's `maxConcurrentDeployments`: every deployment
@@ -20,6 +19,10 @@ export function assertFreeSlot(principal: Pick<Principal, 'key'>, usage: Pick<Ke
 }
 
 /** Locks the account row first, so parallel requests of one account are counted one after another. */
-export async function assertConcurrencySlot(m: EntityManager, principal: Principal, keys: KeysService): Promise<void> {
-  assertFreeSlot(principal, (await keys.lockAccountWithUsage(new MysqlAccountsRepository(m), principal.key)).usage);
+export async function assertConcurrencySlot(
+  r: Pick<Repositories, 'accounts'>,
+  principal: Principal,
+  keys: KeysService,
+): Promise<void> {
+  assertFreeSlot(principal, (await keys.lockAccountWithUsage(r.accounts, principal.key)).usage);
 }

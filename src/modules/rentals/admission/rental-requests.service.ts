@@ -1,18 +1,13 @@
-import { MysqlJobOutboxRepository } from '../../../jobs/job-outbox.repository.js';
 import { randomUUID } from 'node:crypto';
-import type { DataSource } from 'typeorm';
 import type { Clock } from '../../../clock.js';
-import { inPipelinedTransaction, type Sql } from '../../../db/sql.js';
-import { inTransaction } from '../../../db/transaction.js';
+import type { Store } from '../../../db/store.js';
+import type { Repositories } from '../../../repositories.js';
 import { AppError } from '../../../errors/app-error.js';
 import type { Principal } from '../../keys/principal.js';
 import { RENTAL_JOBS, type JobQueue } from '../../../jobs/job-queue.js';
 import type { Logger } from '../../../logger.js';
 import type { LedgerService } from '../../billing/ledger.service.js';
-import { ledgerReposOf } from '../../billing/ledger.repository.js';
 import { claimIdempotencyKey, idempotentRequest } from '../../idempotency/idempotency.js';
-import { MysqlIdempotencyRepository } from '../../idempotency/idempotency.repository.js';
-import { MysqlAccountsRepository } from '../../accounts/accounts.repository.js';
 import type { KeysService, LockedAccount } from '../../keys/keys.service.js';
 import type { InventoryService } from '../../inventory/inventory.service.js';
 import { creditTerms, waitingTerms, type AdmissionOffer, type AdmissionTerms } from './admission-terms.js';
@@ -27,10 +22,8 @@ import { offerLabel, unmetSetting } from './machine-settings.js';
 import { needsOf } from '../../inventory/offer-candidates.js';
 import type { Deployment } from '../store/deployment.entity.js';
 import { reservedOf } from './credit-reservation.js';
-import { deploymentIn, failedAfterUse, reservingRentals } from '../store/deployments.repository.js';
 import { FAILED_AFTER_USE_LIMIT, FAILED_AFTER_USE_WINDOW_MS } from './rental-limits.js';
-import { insertOrder } from '../store/orders.repository.js';
-import { lockDeploymentOrRentalFor, terminateAnswer, type DeploymentActor } from '../reads/deployment-access.js';
+import { terminateAnswer, type DeploymentActor } from '../reads/deployment-access.js';
 import { rentalDebitRef } from '../lifecycle/labels.js';
 import type { Order } from '../store/order.entity.js';
 import { isOneOf, TERMINAL_STATUSES } from '../state/rental-status.js';
@@ -38,6 +31,12 @@ import { insertDeployment, requestTermination } from '../state/rental-state.js';
 import { notFound, type RentalReadsService } from '../reads/rental-reads.service.js';
 import { toRentalDto } from '../wire/rental-dto.js';
 import type { RentalDto, TerminateAccepted } from '../wire/rentals.dto.js';
+
+/** The repositories admission and termination requests read and write. */
+export type RentalRequestsRepos = Pick<
+  Repositories,
+  'accounts' | 'idempotency' | 'rentals' | 'events' | 'jobs' | 'ledger'
+>;
 
 /** The offers an intent stands for, cheapest first, and (GPU intent) the match its order stores. */
 interface Resolved {
@@ -62,7 +61,7 @@ export interface CreateResult {
  */
 export class RentalsService {
   constructor(
-    private readonly ds: DataSource,
+    private readonly store: Store<RentalRequestsRepos>,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly ledger: LedgerService,
@@ -103,7 +102,7 @@ export class RentalsService {
     const rentalId = randomUUID();
     // Sealed before the lock is taken: the secrets are bound to the rental's id, known already.
     const machine = machineColumns(this.box, rentalId, intent.machine);
-    const outcome = await inPipelinedTransaction(this.ds, async (m) => {
+    const outcome = await this.store.pipelined(async (r, tx) => {
       // Issued together, so they reach the server as one request (a pipelined transaction) and run there
       // in this order: the account lock first, then the claim under it (a concurrent twin waits
       // on the lock and then sees a replay), then the account's reservations, which cannot
@@ -111,11 +110,10 @@ export class RentalsService {
       // rentals that failed after their machines worked for it.
       const now = this.clock.now();
       const [{ account, usage }, claim, reserving, failedAfterUseAt] = await Promise.all([
-        this.keys.lockAccountWithUsage(new MysqlAccountsRepository(m), principal.key),
-        claimIdempotencyKey(new MysqlIdempotencyRepository(m), this.clock, request, rentalId),
-        reservingRentals(m, principal.accountId),
-        failedAfterUse(
-          m,
+        this.keys.lockAccountWithUsage(r.accounts, principal.key),
+        claimIdempotencyKey(r.idempotency, this.clock, request, rentalId),
+        r.rentals.deployments.reserving(principal.accountId),
+        r.rentals.deployments.failedAfterUse(
           principal.keyId,
           new Date(now.getTime() - FAILED_AFTER_USE_WINDOW_MS),
           FAILED_AFTER_USE_LIMIT,
@@ -123,7 +121,7 @@ export class RentalsService {
       ]);
       if (claim.kind === 'replay') {
         // Nothing changes: rolled back, the lock's write leaves nothing for a cluster to certify.
-        m.rollBackAtEnd();
+        tx.rollBackAtEnd();
         return { replayOf: claim.resourceId, created: null, wake: null };
       }
       if (resolved instanceof AppError) throw resolved;
@@ -136,9 +134,9 @@ export class RentalsService {
       assertMeteringCaughtUp(reserving, now, this.metering.meteringEveryMs);
       assertCreditLimits(account, principal, usage, reservedOf(reserving, principal.keyId), terms);
       // The rental's rows and its job row, issued together again (one request to the server).
-      const created = this.insertRental(m, rentalId, account, principal, intent, resolved, terms, machine);
+      const created = this.insertRental(r, rentalId, account, principal, intent, resolved, terms, machine);
       const wake = this.jobs.nowIn(
-        new MysqlJobOutboxRepository(m),
+        r.jobs,
         RENTAL_JOBS.provision,
         { deploymentId: created.deployment.id },
         { uniqueKey: created.deployment.id },
@@ -208,7 +206,7 @@ export class RentalsService {
    * them, so the caller can send its own with them; `written` settles when they are done.
    */
   private insertRental(
-    m: Sql,
+    r: RentalRequestsRepos,
     rentalId: string,
     account: LockedAccount,
     principal: Principal,
@@ -226,7 +224,7 @@ export class RentalsService {
     };
     const order = newOrder(rental, intent, resolved.match, terms, machine);
     const deployment = newDeployment(randomUUID(), order, terms);
-    const writes: Promise<unknown>[] = [insertOrder(m, order), insertDeployment(m, deployment)];
+    const writes: Promise<unknown>[] = [r.rentals.orders.insert(order), insertDeployment(r, deployment)];
     const debit = rentalDebitTerms(order, terms);
     if (debit) {
       const entry = {
@@ -237,7 +235,7 @@ export class RentalsService {
         keyId: principal.keyId,
         rentalId,
       };
-      writes.push(this.ledger.post(ledgerReposOf(m), entry, account));
+      writes.push(this.ledger.post(r, entry, account));
     }
     return { order, deployment, first: terms.candidates[0], written: Promise.all(writes) };
   }
@@ -269,12 +267,12 @@ export class RentalsService {
    * rental id, resolved to its deployment under the same access rules.
    */
   async terminate(principal: DeploymentActor, deploymentId: string): Promise<TerminateAccepted> {
-    const { enqueue, after } = await inTransaction(this.ds, async (m) => {
-      const d = await lockDeploymentOrRentalFor(m, principal, deploymentId);
+    const { enqueue, after } = await this.store.transaction(async (r) => {
+      const d = await r.rentals.reads.lockDeploymentOrRental(principal, deploymentId);
       if (!d) throw notFound('deployment');
       if (isOneOf(TERMINAL_STATUSES, d.status)) return { enqueue: null, after: d };
-      await requestTermination(m, d.id, 'REQUESTED', this.clock.now());
-      const after = await deploymentIn(m, d.id);
+      await requestTermination(r, d.id, 'REQUESTED', this.clock.now());
+      const after = await r.rentals.deployments.get(d.id);
       // AWAITING_PAYMENT keeps its status (the card payment path owns it) but carries the request.
       return { enqueue: d.status !== 'AWAITING_PAYMENT' ? d.id : null, after };
     });

@@ -1,11 +1,8 @@
-import { inTransaction } from '../../../db/transaction.js';
 import { AppError } from '../../../errors/app-error.js';
 import type { OfferDto } from '../../inventory/inventory.dto.js';
 import { needsOf } from '../../inventory/offer-candidates.js';
 import type { Deployment } from '../store/deployment.entity.js';
-import { assignFirstCandidate } from '../store/deployments.repository.js';
 import type { Order } from '../store/order.entity.js';
-import { assignCandidates } from '../store/orders.repository.js';
 import { MAX_CANDIDATES } from '../admission/rental-limits.js';
 import { orderGpuMatch } from '../admission/rental-intent.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
@@ -35,27 +32,26 @@ function needsOfOrder(o: Order) {
  */
 export class CapacityWait {
   constructor(
-    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'jobs' | 'logger' | 'inventory'>,
+    private readonly deps: Pick<LifecycleDeps, 'store' | 'clock' | 'jobs' | 'logger' | 'inventory'>,
     private readonly timing: LifecycleTiming,
     private readonly reversal: Reversal,
   ) {}
 
   /** True when candidates were assigned (provisioning may go on); false when the rental waits on, or failed. */
   async look(d: Deployment, order: Order): Promise<boolean> {
-    const { ds, clock } = this.deps;
+    const { store, clock } = this.deps;
     const now = clock.now();
     const left = order.waitForCapacityUntil!.getTime() - now.getTime();
     const found = await this.eligible(order, d.leaseSeconds);
     if (found.length > 0) {
-      await inTransaction(ds, async (m) => {
-        await assignCandidates(
-          m,
+      await store.transaction(async (r) => {
+        await r.rentals.orders.assignCandidates(
           order.id,
           found.map((o) => o.id),
           found[0].pricePerHourMinor,
           now,
         );
-        await assignFirstCandidate(m, d.id, found[0], now);
+        await r.rentals.deployments.assignFirstCandidate(d.id, found[0], now);
       });
       this.deps.logger.info({ deploymentId: d.id, offerId: found[0].id }, 'capacity appeared for a waiting rental');
       return true;

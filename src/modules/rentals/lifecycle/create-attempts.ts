@@ -1,7 +1,4 @@
-import { inTransaction } from '../../../db/transaction.js';
 import type { Provider } from '../../../providers/provider.js';
-import { cheapestOffersOfShape, offersByIds } from '../../inventory/offers.repository.js';
-import { recordProviderError } from '../../inventory/provider-status.repository.js';
 import { slugsOfMatch } from '../../inventory/offer-candidates.js';
 import { offerCapabilities, type Offer } from '../../inventory/offer.entity.js';
 import { offerLabel, unmetSetting } from '../admission/machine-settings.js';
@@ -11,20 +8,10 @@ import type { Deployment } from '../store/deployment.entity.js';
 import { DeploymentAttempt, type AttemptOutcome } from '../store/deployment-attempt.entity.js';
 import type { Order } from '../store/order.entity.js';
 import { decideCreateStep, NOTHING_CREATED } from './create-step.js';
-import {
-  assignAttempt,
-  findDeployment,
-  insertAttempt,
-  lastAttempt,
-  recordAttemptOutcome,
-  recordInstance,
-  setPhase,
-  type AttemptAssignment,
-} from '../store/deployments.repository.js';
+import type { AttemptAssignment } from '../store/rentals.repository.js';
 import { machineSettingsOf, wrapStartupScript } from '../store/machine-secrets.js';
 import { instanceLabel } from './labels.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
-import { setOrderHourlyPrice } from '../store/orders.repository.js';
 import type { Reversal } from './reversal.js';
 
 type RunOutcome = 'done' | 'created' | 'asked';
@@ -35,7 +22,7 @@ type RunOutcome = 'done' | 'created' | 'asked';
  */
 export class CreateAttempts {
   constructor(
-    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box'>,
+    private readonly deps: Pick<LifecycleDeps, 'store' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box'>,
     private readonly timing: LifecycleTiming,
     private readonly reversal: Reversal,
   ) {}
@@ -48,26 +35,32 @@ export class CreateAttempts {
     return enqueueFor(this.deps.jobs, 'rental.provision', deploymentId, delayMs);
   }
 
+  private lastAttempt(deploymentId: string): Promise<DeploymentAttempt | null> {
+    return this.deps.store.read((r) => r.rentals.attempts.last(deploymentId));
+  }
+
+  private find(deploymentId: string): Promise<Deployment | null> {
+    return this.deps.store.read((r) => r.rentals.deployments.find(deploymentId));
+  }
+
   /** The create candidates, cheapest first, from the order (never a live provider search). */
   private async candidates(order: Order, d: Deployment): Promise<Offer[]> {
-    const { ds } = this.deps;
+    const { store } = this.deps;
     let ids = order.candidateOfferIds ?? (order.offerId ? [order.offerId] : null);
     // Only an intent admitted before its candidates were kept has none: its stored match finds them.
     const match = !ids && order.requestKind === 'INTENT' ? orderGpuMatch(order) : null;
     if (match) {
-      const rows = await cheapestOffersOfShape(
-        ds,
-        {
-          slugs: slugsOfMatch(match),
-          gpuCount: order.gpuCount,
-          maxHourlyPriceMinor: order.maxHourlyPriceMinor,
-        },
-        MAX_CANDIDATES,
-      );
+      const shape = {
+        slugs: slugsOfMatch(match),
+        gpuCount: order.gpuCount,
+        maxHourlyPriceMinor: order.maxHourlyPriceMinor,
+      };
+      const rows = await store.read((r) => r.inventory.offers.cheapestOfShape(shape, MAX_CANDIDATES));
       ids = rows.map((o) => o.id);
     }
     if (!ids && d.offerId) ids = [d.offerId];
-    const found = await offersByIds(ds, ids ?? []);
+    const wanted = ids ?? [];
+    const found = await store.read((r) => r.inventory.offers.byIds(wanted));
     const byId = new Map(found.map((o) => [o.id, o]));
     const limit = order.requestKind === 'OFFER' ? 1 : MAX_CANDIDATES;
     return (ids ?? [])
@@ -82,26 +75,27 @@ export class CreateAttempts {
     detail: string | null,
     patch: Partial<DeploymentAttempt> = {},
   ): Promise<void> {
-    await recordAttemptOutcome(this.deps.ds, a.id, {
+    const fields = {
       instanceId: null,
       ...patch,
       outcome,
       detail: detail?.slice(0, 512) ?? null,
       updatedAt: this.now(),
-    });
+    };
+    await this.deps.store.read((r) => r.rentals.attempts.recordOutcome(a.id, fields));
   }
 
   private async adopt(d: Deployment, a: DeploymentAttempt, instanceId: string, outcome: AttemptOutcome): Promise<void> {
     await this.markAttempt(a, outcome, null, { instanceId });
     // Written whatever the status: a termination requested meanwhile must find the instance to destroy.
-    await recordInstance(this.deps.ds, d.id, instanceId, this.now());
+    await this.deps.store.read((r) => r.rentals.deployments.recordInstance(d.id, instanceId, this.now()));
   }
 
   /** Runs the create attempts as {@link decideCreateStep} directs; 'done' when this run has nothing further to do. */
   async run(d: Deployment, order: Order): Promise<'done' | 'created'> {
     const candidates = await this.candidates(order, d);
     for (;;) {
-      const prev = await lastAttempt(this.deps.ds, d.id);
+      const prev = await this.lastAttempt(d.id);
       const provider = prev ? this.deps.providers.get(prev.providerId) : null;
       // A re-run first asks for the label: the previous run may have created the instance and crashed.
       const found =
@@ -140,7 +134,7 @@ export class CreateAttempts {
         outcome = await this.callCreate(d, order, prev!, offer, provider!);
       } else {
         // Re-read: a termination may have come in between attempts.
-        const fresh = (await findDeployment(this.deps.ds, d.id))!;
+        const fresh = (await this.find(d.id))!;
         if (fresh.terminateRequestedAt || fresh.status !== 'PROVISIONING') {
           await enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
           return 'done';
@@ -150,7 +144,7 @@ export class CreateAttempts {
         outcome = await this.callCreate(fresh, order, attempt, offer, this.deps.providers.get(offer.provider));
       }
       if (outcome !== 'asked') return outcome;
-      d = (await findDeployment(this.deps.ds, d.id))!;
+      d = (await this.find(d.id))!;
     }
   }
 
@@ -181,12 +175,12 @@ export class CreateAttempts {
     // Metered rentals pay the price of the offer that runs; legacy keeps the quoted price.
     const metered = d.billingModel !== 'LEGACY_PREPAID';
     if (metered) patch.hourlyPriceMinor = offer.pricePerHourMinor;
-    await inTransaction(this.deps.ds, async (m) => {
-      await insertAttempt(m, attempt);
-      await assignAttempt(m, d.id, patch);
-      if (metered) await setOrderHourlyPrice(m, d.orderId, offer.pricePerHourMinor);
+    await this.deps.store.transaction(async (r) => {
+      await r.rentals.attempts.insert(attempt);
+      await r.rentals.deployments.assignAttempt(d.id, patch);
+      if (metered) await r.rentals.orders.setHourlyPrice(d.orderId, offer.pricePerHourMinor);
     });
-    await setPhase(this.deps.ds, d.id, 'creating', now);
+    await this.deps.store.read((r) => r.rentals.deployments.setPhase(d.id, 'creating', now));
     return attempt;
   }
 
@@ -230,16 +224,18 @@ export class CreateAttempts {
       case 'unavailable':
         await this.markAttempt(a, 'UNAVAILABLE', result.reason);
         return 'asked';
-      case 'rejected':
+      case 'rejected': {
         // Our request or configuration is wrong: the operator must hear of it, in the log and on
         // GET /api/v1/providers; the customer gets a safe reason.
         this.deps.logger.error(
           { deploymentId: d.id, provider: provider.id, label: a.label, reason: result.reason },
           'provider rejected the create request',
         );
-        await recordProviderError(this.deps.ds, provider.id, result.errorClass ?? 'request', this.now());
+        const errorClass = result.errorClass ?? 'request';
+        await this.deps.store.read((r) => r.inventory.providerStatus.recordError(provider.id, errorClass, this.now()));
         await this.markAttempt(a, 'REJECTED', result.reason);
         return 'asked';
+      }
       case 'throttled': {
         const delayMs = Math.max(result.retryAfterMs, this.timing.pollMs);
         await this.markAttempt(a, 'THROTTLED', result.reason, { retryAt: new Date(this.now().getTime() + delayMs) });

@@ -1,6 +1,3 @@
-import { inTransaction } from '../../../db/transaction.js';
-import { findDeployment } from '../store/deployments.repository.js';
-import { claimExpiringNotice, endingWithoutNotice } from '../store/idle-watches.repository.js';
 import { recordRentalEvent } from '../state/rental-events.js';
 import { enqueueFor, type LifecycleDeps } from './lifecycle-deps.js';
 
@@ -19,7 +16,7 @@ export function expiringAt(startedAt: Date, endsAt: Date): Date {
  * backstop for a job lost to a crash.
  */
 export class Expiring {
-  constructor(private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'jobs'>) {}
+  constructor(private readonly deps: Pick<LifecycleDeps, 'store' | 'clock' | 'jobs'>) {}
 
   /** Queues the notice of a rental that has just become ACTIVE with an end. */
   schedule(deploymentId: string, startedAt: Date, endsAt: Date): Promise<void> {
@@ -33,22 +30,23 @@ export class Expiring {
 
   /** The job: writes the notice when due (once, while ACTIVE and before the end); early, it waits again. */
   async notice(deploymentId: string): Promise<void> {
-    const d = await findDeployment(this.deps.ds, deploymentId);
+    const d = await this.deps.store.read((r) => r.rentals.deployments.find(deploymentId));
     if (!d || d.status !== 'ACTIVE' || !d.endsAt || !d.startedAt) return;
     const now = this.deps.clock.now();
     if (now.getTime() >= d.endsAt.getTime()) return;
     const due = expiringAt(d.startedAt, d.endsAt).getTime() - now.getTime();
     if (due > 0) return enqueueFor(this.deps.jobs, 'rental.expiring', deploymentId, due);
-    await inTransaction(this.deps.ds, async (m) => {
-      if (await claimExpiringNotice(m, deploymentId, now))
-        await recordRentalEvent(m, deploymentId, 'rental.expiring', now);
+    await this.deps.store.transaction(async (r) => {
+      if (await r.rentals.expiring.claim(deploymentId, now))
+        await recordRentalEvent(r, deploymentId, 'rental.expiring', now);
     });
   }
 
   /** The backstop: every rental whose notice is due and missing gets it. */
   async backstop(): Promise<string[]> {
     const now = this.deps.clock.now();
-    const rows = await endingWithoutNotice(this.deps.ds, now, new Date(now.getTime() + EXPIRING_LEAD_MS));
+    const horizon = new Date(now.getTime() + EXPIRING_LEAD_MS);
+    const rows = await this.deps.store.read((r) => r.rentals.expiring.unnoticed(now, horizon));
     const due = rows.filter((r) => expiringAt(r.startedAt, r.endsAt).getTime() <= now.getTime()).map((r) => r.id);
     for (const id of due) await this.notice(id);
     return due;

@@ -1,13 +1,5 @@
-import { inTransaction } from '../../../db/transaction.js';
 import { SshLoginError, sshExec, type SshOptions } from '../../../providers/ssh-probe.js';
-import { lockDeployment, pinHostKey } from '../store/deployments.repository.js';
-import {
-  forgetFinishedWatches,
-  saveIdleWatch,
-  watchedRentals,
-  type IdleWatchState,
-  type WatchedRental,
-} from '../store/idle-watches.repository.js';
+import type { IdleWatchState, WatchedRental } from '../store/rentals.repository.js';
 import { recordRentalEvent } from '../state/rental-events.js';
 import type { TerminationReason } from '../state/rental-status.js';
 import type { LifecycleDeps, LifecycleTiming } from './lifecycle-deps.js';
@@ -117,7 +109,7 @@ export class IdleWatch {
   private readonly hostKeyWarned = new Set<string>();
 
   constructor(
-    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'box'>,
+    private readonly deps: Pick<LifecycleDeps, 'store' | 'clock' | 'logger' | 'box'>,
     private readonly timing: Pick<LifecycleTiming, 'sshTimeoutMs' | 'idleGraceMs'>,
     private readonly requestTermination: (deploymentId: string, reason: TerminationReason) => Promise<void>,
     options: IdleWatchOptions = {},
@@ -137,10 +129,10 @@ export class IdleWatch {
    * share of slots in use, is left for a later sweep. Answers the rentals this sweep sampled.
    */
   async sweep(): Promise<string[]> {
-    const { ds, clock } = this.deps;
-    await forgetFinishedWatches(ds);
+    const { store, clock } = this.deps;
+    await store.read((repos) => repos.rentals.idleWatches.forgetFinished());
     const now = clock.now().getTime();
-    const queue = (await watchedRentals(ds))
+    const queue = (await store.read((repos) => repos.rentals.idleWatches.watched()))
       .filter(
         (r) =>
           !this.inFlight.has(r.id) && (!r.watch || now - r.watch.sampledAt.getTime() >= sampleEveryMs(windowMs(r))),
@@ -194,10 +186,10 @@ export class IdleWatch {
     const sample = await this.sample(r);
     const now = this.deps.clock.now();
     const step = idleStep(r.watch, sample, now, windowMs(r), this.timing.idleGraceMs);
-    const stored = await inTransaction(this.deps.ds, async (m) => {
-      if (step.action === 'warn' && (await lockDeployment(m, r.id))?.status !== 'ACTIVE') return false;
-      if (!(await saveIdleWatch(m, r.id, r.watch?.sampledAt ?? null, step.watch))) return false;
-      if (step.action === 'warn') await recordRentalEvent(m, r.id, 'rental.idle_warning', now);
+    const stored = await this.deps.store.transaction(async (repos) => {
+      if (step.action === 'warn' && (await repos.rentals.deployments.lock(r.id))?.status !== 'ACTIVE') return false;
+      if (!(await repos.rentals.idleWatches.save(r.id, r.watch?.sampledAt ?? null, step.watch))) return false;
+      if (step.action === 'warn') await recordRentalEvent(repos, r.id, 'rental.idle_warning', now);
       return true;
     });
     if (stored && step.action === 'end') {
@@ -211,12 +203,12 @@ export class IdleWatch {
 
   /** One utilisation sample within its bounds, to the pinned host key (pinning the first one seen); `unknown` when the machine cannot be asked or misbehaves. */
   private async sample(r: WatchedRental): Promise<IdleSample> {
-    const { ds, logger } = this.deps;
+    const { store, logger } = this.deps;
     try {
       const privateKey = this.deps.box.open(r.sshPrivateKeyEnc, r.sshKeyKid, r.id);
       const target = { host: r.sshHost, port: r.sshPort, user: r.sshUser, privateKey, hostKey: r.sshHostKey };
       const res = await sshExec(target, UTILIZATION_COMMAND, { timeoutMs: this.timing.sshTimeoutMs, ...this.bounds });
-      if (!r.sshHostKey) await pinHostKey(ds, r.id, res.hostKey);
+      if (!r.sshHostKey) await store.read((repos) => repos.rentals.deployments.pinHostKey(r.id, res.hostKey));
       if (res.cut) {
         logger.debug(
           { deploymentId: r.id, cut: res.cut },

@@ -1,8 +1,9 @@
-import type { DataSource } from 'typeorm';
 import type { Clock } from '../../../clock.js';
+import type { Store } from '../../../db/store.js';
 import type { JobQueue } from '../../../jobs/job-queue.js';
 import type { Logger } from '../../../logger.js';
 import type { ProviderRegistry } from '../../../providers/provider-registry.js';
+import type { Repositories } from '../../../repositories.js';
 import type { CheckoutsRepository } from '../../billing/checkouts.repository.js';
 import type { LedgerService } from '../../billing/ledger.service.js';
 import type { SecretBox } from '../../credentials/secret-box.js';
@@ -63,9 +64,19 @@ export interface CardRefunds {
   markOrderRefundDue(checkouts: CheckoutsRepository, orderId: string): Promise<boolean>;
 }
 
+/**
+ * The aggregates the lifecycle reads and writes: the rentals and the events their state changes
+ * write, the ledger and account locks of the usage and reversals it posts, the card checkouts a
+ * refund is owed on, and the offer cache and provider errors of provisioning.
+ */
+export type LifecycleRepos = Pick<
+  Repositories,
+  'rentals' | 'events' | 'ledger' | 'accounts' | 'checkouts' | 'inventory'
+>;
+
 /** Everything any lifecycle part may use; each part takes the subset it needs. */
 export interface LifecycleDeps {
-  ds: DataSource;
+  store: Store<LifecycleRepos>;
   clock: Clock;
   logger: Logger;
   providers: ProviderRegistry;

@@ -2,7 +2,6 @@ import { STARTUP_MARKER_PATH } from '../../../providers/provider.js';
 import { SshLoginError, sshExec, type SshCut, type SshOptions, type SshTarget } from '../../../providers/ssh-probe.js';
 import type { MachinePhase } from '../state/rental-status.js';
 import type { Deployment } from '../store/deployment.entity.js';
-import { pinHostKey } from '../store/deployments.repository.js';
 import { CheckSlots } from './check-slots.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
 
@@ -104,7 +103,7 @@ export async function checkMachine(
 }
 
 /** What a {@link MachineChecker} needs. */
-export type MachineCheckerDeps = Pick<LifecycleDeps, 'ds' | 'logger' | 'box'>;
+export type MachineCheckerDeps = Pick<LifecycleDeps, 'store' | 'logger' | 'box'>;
 
 /**
  * Provisioning's checks of its rentals' machines, with what holds them: the slots a check takes
@@ -136,9 +135,9 @@ export class MachineChecker {
     const release = this.slots.tryTake(d.accountId);
     if (!release) return null;
     try {
-      const { ds, logger } = this.deps;
+      const { store, logger } = this.deps;
       const pinned = d.sshHostKey ?? reported ?? null;
-      if (!d.sshHostKey && reported) await pinHostKey(ds, d.id, reported);
+      if (!d.sshHostKey && reported) await store.read((r) => r.rentals.deployments.pinHostKey(d.id, reported));
       const privateKey = this.deps.box.open(d.sshPrivateKeyEnc!, d.sshKeyKid!, d.id);
       const check = await checkMachine(
         { ...ssh, privateKey, hostKey: pinned },
@@ -146,7 +145,8 @@ export class MachineChecker {
         this.connectTimeoutMs,
         this.bounds,
       );
-      if (!pinned && check.hostKey) await pinHostKey(ds, d.id, check.hostKey);
+      const seen = check.hostKey;
+      if (!pinned && seen) await store.read((r) => r.rentals.deployments.pinHostKey(d.id, seen));
       if (check.kind === 'host_key_changed' && !this.hostKeyWarned.has(d.id)) {
         this.hostKeyWarned.add(d.id);
         logger.warn(

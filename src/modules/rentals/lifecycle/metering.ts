@@ -1,23 +1,13 @@
-import type { EntityManager } from 'typeorm';
-import { inPipelinedTransaction } from '../../../db/sql.js';
 import { sweepTimer } from '../../../metrics/outcomes.js';
-import { lockAccountBalances } from '../../accounts/accounts.repository.js';
 import type { Posting, UsageAccrual } from '../../billing/ledger.service.js';
-import { ledgerReposOf } from '../../billing/ledger.repository.js';
 import type { Deployment } from '../store/deployment.entity.js';
 import { isOneOf, METERED_BILLING_MODELS, METERED_STATUSES, type TerminationReason } from '../state/rental-status.js';
-import { overdueDeployments, setMeteredUsage } from '../store/deployments.repository.js';
-import {
-  activeMeteredLimits,
-  chargeUsage,
-  lockMeteringStates,
-  meteredDeployments,
-  type MeteredLimits,
-  type MeteringState,
-  type SweptDeployment,
-} from '../store/metering.repository.js';
+import type { MeteredLimits, MeteringState, SweptDeployment } from '../store/rentals.repository.js';
 import { usageRef } from './labels.js';
-import type { LifecycleDeps, LifecycleTiming } from './lifecycle-deps.js';
+import type { LifecycleDeps, LifecycleRepos, LifecycleTiming } from './lifecycle-deps.js';
+
+/** What charging usage in a transaction writes through: the rental's row, the ledger and the account locks. */
+export type UsageRepos = Pick<LifecycleRepos, 'rentals' | 'ledger' | 'accounts'>;
 
 /** What accrual needs of a deployment. */
 type Accruing = Pick<
@@ -117,7 +107,7 @@ export interface SweepResult {
  */
 export class Metering {
   constructor(
-    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'ledger'>,
+    private readonly deps: Pick<LifecycleDeps, 'store' | 'clock' | 'ledger'>,
     /** Starts termination for a limit reached (the termination part's `request`). */
     private readonly requestTermination: (deploymentId: string, reason: TerminationReason) => Promise<void>,
     private readonly timing: Pick<LifecycleTiming, 'meterChunkRentals' | 'meterConcurrency'>,
@@ -128,7 +118,7 @@ export class Metering {
    * ledger does not hold yet in one entry, in the caller's transaction, which holds the
    * deployment's lock. Returns the usage charged now.
    */
-  async settleUsage(m: EntityManager, d: Deployment, until: Date): Promise<number> {
+  async settleUsage(r: UsageRepos, d: Deployment, until: Date): Promise<number> {
     const x = accrual(d, until.getTime());
     const moved = x.untilMs > d.meteredUntil!.getTime();
     const amount = moved ? x.amount : 0;
@@ -138,13 +128,8 @@ export class Metering {
     if (!moved && owed === 0) return 0;
     const post =
       owed > 0 ? usagePosting(d, { amount: owed, fromMs: (d.postedUntil ?? d.startedAt!).getTime(), toMs }) : null;
-    await this.deps.ledger.accrueUsage(
-      ledgerReposOf(m),
-      amount > 0 ? [usageAccrual(d, amount)] : [],
-      post ? [post] : [],
-    );
-    await setMeteredUsage(
-      m,
+    await this.deps.ledger.accrueUsage(r, amount > 0 ? [usageAccrual(d, amount)] : [], post ? [post] : []);
+    await r.rentals.deployments.setMeteredUsage(
       d.id,
       { usageMinor: usage, meteredUntil: new Date(toMs), postedUsageMinor: usage, postedUntil: new Date(toMs) },
       this.deps.clock.now(),
@@ -162,7 +147,9 @@ export class Metering {
   async meter(): Promise<SweepResult> {
     const sweep = sweepTimer();
     const nowMs = this.deps.clock.now().getTime();
-    const rows = await meteredDeployments(this.deps.ds, METERED_BILLING_MODELS, METERED_STATUSES);
+    const rows = await this.deps.store.read((r) =>
+      r.rentals.metering.deployments(METERED_BILLING_MODELS, METERED_STATUSES),
+    );
     const out: SweepResult = { charged: 0, posted: 0 };
     const chunks = chunksByAccount(rows, this.timing.meterChunkRentals);
     let failed: { err: unknown } | null = null;
@@ -196,17 +183,11 @@ export class Metering {
    * reference is the last guard.
    */
   private meterChunk(chunk: SweptDeployment[], nowMs: number): Promise<SweepResult> {
-    return inPipelinedTransaction(this.deps.ds, async (tx) => {
+    return this.deps.store.pipelined(async (r) => {
       // Issued in one tick: one request, deployments locked before accounts (termination's order too).
       const [fresh, money] = await Promise.all([
-        lockMeteringStates(
-          tx,
-          chunk.map((d) => d.id),
-        ),
-        lockAccountBalances(
-          tx,
-          chunk.map((d) => d.accountId),
-        ),
+        r.rentals.metering.lock(chunk.map((d) => d.id)),
+        r.accounts.lockAccountBalances(chunk.map((d) => d.accountId)),
       ]);
       const due: { d: MeteringState; amount: number; untilMs: number; post: UsagePost | null }[] = [];
       for (const d of fresh) {
@@ -216,8 +197,7 @@ export class Metering {
       }
       if (due.length === 0) return { charged: 0, posted: 0 };
       // Not awaited before the ledger's writes are issued: all of them travel in one request.
-      const charging = chargeUsage(
-        tx,
+      const charging = r.rentals.metering.charge(
         due.map(({ d, amount, untilMs, post }) => ({
           id: d.id,
           prevUntil: d.meteredUntil!,
@@ -228,7 +208,7 @@ export class Metering {
         })),
       );
       const posting = this.deps.ledger.accrueUsage(
-        ledgerReposOf(tx),
+        r,
         due.filter((x) => x.amount > 0).map((x) => usageAccrual(x.d, x.amount)),
         due.filter((x) => x.post && x.post.amount > 0).map((x) => usagePosting(x.d, x.post!)),
         money,
@@ -246,15 +226,15 @@ export class Metering {
    * account's balance, each a single column kept in step by LedgerService, whatever the ledger's size.
    */
   private async enforceLimits(): Promise<void> {
-    const rows = await activeMeteredLimits(this.deps.ds, METERED_BILLING_MODELS);
+    const rows = await this.deps.store.read((r) => r.rentals.metering.activeLimits(METERED_BILLING_MODELS));
     for (const r of rows) {
       const reason = limitReached(r);
       if (reason) await this.requestTermination(r.id, reason);
     }
     // Rentals past their end (a lease on any billing model, a prepaid purchase) end within one
     // metering period even if their own expiry job was lost.
-    for (const id of await overdueDeployments(this.deps.ds, this.deps.clock.now()))
-      await this.requestTermination(id, 'EXPIRED');
+    const overdue = await this.deps.store.read((r) => r.rentals.deployments.overdue(this.deps.clock.now()));
+    for (const id of overdue) await this.requestTermination(id, 'EXPIRED');
   }
 }
 

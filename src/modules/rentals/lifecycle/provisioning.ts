@@ -1,26 +1,14 @@
-import { inTransaction } from '../../../db/transaction.js';
 import type { InstanceInfo } from '../../../providers/provider.js';
-import { offersByIds } from '../../inventory/offers.repository.js';
 import { generateDeploymentKeyPair } from '../../../providers/ssh-keys.js';
 import { type Offer } from '../../inventory/offer.entity.js';
 import type { Deployment } from '../store/deployment.entity.js';
 import type { Order } from '../store/order.entity.js';
 import { isOneOf, PROVISIONING_STATUSES, type MachinePhase } from '../state/rental-status.js';
 import { transition } from '../state/rental-state.js';
-import {
-  clearInstance,
-  findDeployment,
-  recordUsable,
-  lastAttempt,
-  recordSshAddress,
-  setPhase,
-  storeSshKey,
-} from '../store/deployments.repository.js';
 import { acceptedEndpoint, acceptedEndpoints } from './accepted-endpoints.js';
 import { CreateAttempts } from './create-attempts.js';
 import { MachineChecker, type MachineCheck } from './machine-check.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
-import { getOrder } from '../store/orders.repository.js';
 import type { Reversal } from './reversal.js';
 import { waitsForCapacity, type CapacityWait } from './capacity-wait.js';
 import type { Expiring } from './expiring.js';
@@ -38,7 +26,7 @@ import {
  */
 export class Provisioning {
   constructor(
-    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box' | 'ledger'>,
+    private readonly deps: Pick<LifecycleDeps, 'store' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box' | 'ledger'>,
     private readonly timing: LifecycleTiming,
     private readonly reversal: Reversal,
     private readonly capacity: CapacityWait,
@@ -56,38 +44,42 @@ export class Provisioning {
     return enqueueFor(this.deps.jobs, 'rental.provision', deploymentId, delayMs);
   }
 
+  private find(deploymentId: string): Promise<Deployment | null> {
+    return this.deps.store.read((r) => r.rentals.deployments.find(deploymentId));
+  }
+
+  private order(orderId: string): Promise<Order> {
+    return this.deps.store.read((r) => r.rentals.orders.get(orderId));
+  }
+
   async provision(deploymentId: string): Promise<void> {
-    const { ds } = this.deps;
-    let d = await findDeployment(ds, deploymentId);
+    const { store } = this.deps;
+    let d = await this.find(deploymentId);
     if (!d) return;
     if (d.status === 'FAILED') return this.reversal.settle(d);
     if (!isOneOf(PROVISIONING_STATUSES, d.status)) return;
     if (d.terminateRequestedAt) return enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
-    let order = await getOrder(ds, d.orderId);
+    let order = await this.order(d.orderId);
     if (d.status === 'PENDING' && waitsForCapacity(order)) {
       if (!(await this.capacity.look(d, order))) return;
-      [d, order] = [(await findDeployment(ds, deploymentId))!, await getOrder(ds, d.orderId)];
+      [d, order] = [(await this.find(deploymentId))!, await this.order(d.orderId)];
     }
 
     // The key exists (sealed) before any create call, so the instance is never reachable with a key we lost.
     if (!d.sshPrivateKeyEnc) {
       const pair = generateDeploymentKeyPair(`gpu-rental-${d.id}`);
       const sealed = this.deps.box.seal(pair.privateKey, d.id);
-      await storeSshKey(
-        ds,
-        d.id,
-        { sshPublicKey: pair.publicKey, sshPrivateKeyEnc: sealed.ciphertext, sshKeyKid: sealed.keyId },
-        this.now(),
-      );
+      const key = { sshPublicKey: pair.publicKey, sshPrivateKeyEnc: sealed.ciphertext, sshKeyKid: sealed.keyId };
+      await store.read((r) => r.rentals.deployments.storeSshKey(deploymentId, key, this.now()));
     }
     if (d.status === 'PENDING')
-      await inTransaction(ds, (m) => transition(m, deploymentId, ['PENDING'], 'PROVISIONING', { at: this.now() }));
-    d = (await findDeployment(ds, deploymentId))!;
+      await store.transaction((r) => transition(r, deploymentId, ['PENDING'], 'PROVISIONING', { at: this.now() }));
+    d = (await this.find(deploymentId))!;
     if (d.status !== 'PROVISIONING') return;
 
     if (!d.instanceId) {
       if ((await this.creates.run(d, order)) === 'done') return;
-      d = (await findDeployment(ds, deploymentId))!;
+      d = (await this.find(deploymentId))!;
       if (!d.instanceId) return;
       if (d.status !== 'PROVISIONING') return enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
     }
@@ -101,7 +93,7 @@ export class Provisioning {
    * candidate is tried.
    */
   private async pollUntilActive(d: Deployment, order: Order): Promise<void> {
-    const { ds, clock, logger } = this.deps;
+    const { store, clock, logger } = this.deps;
     const provider = this.deps.providers.get(d.providerId!);
     let info: InstanceInfo;
     try {
@@ -120,10 +112,11 @@ export class Provisioning {
     const ssh = info.state === 'running' ? acceptedEndpoint(this.deps.logger, d, info) : undefined;
     if (ssh && (ssh.host !== d.sshHost || ssh.port !== d.sshPort)) {
       // Recorded as soon as known: a termination before ACTIVE must probe this address.
-      await recordSshAddress(ds, d.id, ssh);
+      await store.read((r) => r.rentals.deployments.recordSshAddress(d.id, ssh));
     }
     // Judged before a check (none starts past the bound) and again after it (its time counts).
-    const since = (await lastAttempt(this.deps.ds, d.id))?.createdAt ?? d.statusChangedAt ?? d.createdAt;
+    const last = await store.read((r) => r.rentals.attempts.last(d.id));
+    const since = last?.createdAt ?? d.statusChangedAt ?? d.createdAt;
     const pastBound = () => clock.now().getTime() - since.getTime() > this.timing.activeBoundMs;
     let phase: MachinePhase | null = info.startupPhase ?? 'booting';
     if (ssh) {
@@ -138,11 +131,14 @@ export class Provisioning {
       if (check?.kind === 'gpu_mismatch' && !d.usableAt) return this.gpuMismatch(d, check);
       // From its first answer a machine running the rental's settings works for its renter (time-before-active.ts).
       if (check && answered(check) && runsRentersSettings(order))
-        d.usableAt ??= await recordUsable(ds, d.id, clock.now());
+        d.usableAt ??= await store.read((r) => r.rentals.deployments.recordUsable(d.id, clock.now()));
       // Not checked (past the bound, or the account's checks fill its slots): the phase stays.
       phase = check?.kind === 'gpu_mismatch' ? 'checking_gpus' : (check?.phase ?? null);
     }
-    if (phase) await setPhase(ds, d.id, phase, clock.now());
+    if (phase) {
+      const shown = phase;
+      await store.read((r) => r.rentals.deployments.setPhase(d.id, shown, clock.now()));
+    }
     if (pastBound()) {
       const reason = d.usableAt
         ? WORKED_BUT_UNCHECKED_REASON.timeout
@@ -154,7 +150,8 @@ export class Provisioning {
 
   /** The cached offer of the deployment's current attempt (rows of the cache are never deleted). */
   private async offerOf(d: Deployment): Promise<Offer | null> {
-    return d.offerId ? ((await offersByIds(this.deps.ds, [d.offerId]))[0] ?? null) : null;
+    const { offerId } = d;
+    return offerId ? ((await this.deps.store.read((r) => r.inventory.offers.byIds([offerId])))[0] ?? null) : null;
   }
 
   /**
@@ -163,7 +160,7 @@ export class Provisioning {
    * GPU intent, else the rental fails as GPU_MISMATCH.
    */
   private async gpuMismatch(d: Deployment, check: Extract<MachineCheck, { kind: 'gpu_mismatch' }>): Promise<void> {
-    const { ds, logger, providers } = this.deps;
+    const { store, logger, providers } = this.deps;
     logger.warn(
       {
         deploymentId: d.id,
@@ -182,7 +179,7 @@ export class Provisioning {
         'destroying a machine with too few GPUs failed; the reconciler destroys it',
       );
     }
-    const attempt = await lastAttempt(ds, d.id);
+    const attempt = await store.read((r) => r.rentals.attempts.last(d.id));
     if (attempt)
       await this.creates.markAttempt(
         attempt,
@@ -190,7 +187,7 @@ export class Provisioning {
         `nvidia-smi -L listed ${check.listed} of ${check.promised} GPUs`,
         { instanceId: d.instanceId },
       );
-    await clearInstance(ds, d.id, this.now());
+    await store.read((r) => r.rentals.deployments.clearInstance(d.id, this.now()));
     await this.provision(d.id);
   }
 
@@ -210,8 +207,8 @@ export class Provisioning {
     // a purchase's hours run from then; a metered rental pays that time in an entry of its own.
     const from = legacy && d.usableAt ? d.usableAt : started;
     const endsAt = ends.length ? new Date(from.getTime() + Math.min(...ends) * 1000) : null;
-    const moved = await inTransaction(this.deps.ds, async (m) => {
-      const ok = await transition(m, d.id, ['PROVISIONING'], 'ACTIVE', {
+    const moved = await this.deps.store.transaction(async (r) => {
+      const ok = await transition(r, d.id, ['PROVISIONING'], 'ACTIVE', {
         at: started,
         deployment: {
           startedAt: started,
@@ -225,14 +222,14 @@ export class Provisioning {
           phaseSince: null,
         },
       });
-      if (ok && !legacy) await postTimeBeforeActive(this.deps.ledger, m, d, started.getTime());
+      if (ok && !legacy) await postTimeBeforeActive(this.deps.ledger, r, d, started.getTime());
       return ok;
     });
     if (moved && endsAt) {
       await enqueueFor(this.deps.jobs, 'rental.expire', d.id, endsAt.getTime() - started.getTime());
       await this.expiring.schedule(d.id, started, endsAt);
     }
-    if (!moved && (await findDeployment(this.deps.ds, d.id))?.status === 'TERMINATING')
+    if (!moved && (await this.find(d.id))?.status === 'TERMINATING')
       await enqueueFor(this.deps.jobs, 'rental.terminate', d.id);
   }
 }

@@ -1,14 +1,6 @@
 import type { InstanceInfo } from '../../../providers/provider.js';
 import { ProviderFailureLog } from '../../../providers/provider-failures.js';
 import { DRIVEN_STATUSES, LIVE_STATUSES, type TerminationReason } from '../state/rental-status.js';
-import {
-  deploymentsUnchangedSince,
-  failedWithReversalPending,
-  labelsOfDeploymentsIn,
-  overdueDeployments,
-  setLastCheckDetail,
-  terminatedWithDetailPrefix,
-} from '../store/deployments.repository.js';
 import { LABEL_PREFIX } from './labels.js';
 import { CLEANUP_PENDING, releaseAfterDestroyed } from './termination.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
@@ -22,7 +14,7 @@ export class Reconciler {
   private readonly listFailures: ProviderFailureLog;
 
   constructor(
-    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'jobs'>,
+    private readonly deps: Pick<LifecycleDeps, 'store' | 'clock' | 'logger' | 'providers' | 'jobs'>,
     private readonly timing: LifecycleTiming,
     private readonly requestTermination: (deploymentId: string, reason: TerminationReason) => Promise<void>,
   ) {
@@ -31,18 +23,18 @@ export class Reconciler {
 
   async reconcile(): Promise<{ destroyed: string[]; redriven: string[] }> {
     const destroyed = await this.destroyOrphans();
-    const { ds, clock, jobs } = this.deps;
+    const { store, clock, jobs } = this.deps;
     const cutoff = new Date(clock.now().getTime() - this.timing.stuckAfterMs);
-    const stuck = await deploymentsUnchangedSince(ds, DRIVEN_STATUSES, cutoff);
+    const stuck = await store.read((r) => r.rentals.deployments.unchangedSince(DRIVEN_STATUSES, cutoff));
     for (const d of stuck)
       await enqueueFor(jobs, d.status === 'TERMINATING' ? 'rental.terminate' : 'rental.provision', d.id);
     // A reversal left PENDING (a refund the payment provider refused for the moment) is retried;
     // the provision job of a FAILED deployment only settles its reversal.
-    const unsettled = await failedWithReversalPending(ds, cutoff);
+    const unsettled = await store.read((r) => r.rentals.deployments.failedWithReversalPending(cutoff));
     for (const id of unsettled) await enqueueFor(jobs, 'rental.provision', id);
     // Backstop for the one-off expiry job: if it was lost (a crash between ACTIVE and scheduling
     // it), a rental would otherwise run past what was bought or past its lease.
-    const overdue = await overdueDeployments(ds, clock.now());
+    const overdue = await store.read((r) => r.rentals.deployments.overdue(clock.now()));
     for (const id of overdue) await this.requestTermination(id, 'EXPIRED');
     await this.retryCleanups();
     return { destroyed, redriven: [...stuck.map((d) => d.id), ...unsettled, ...overdue] };
@@ -50,18 +42,21 @@ export class Reconciler {
 
   /** Plugin clean-up that failed after a verified destruction, called again until it succeeds. */
   private async retryCleanups(): Promise<void> {
-    const { ds, logger, providers } = this.deps;
-    const pending = await terminatedWithDetailPrefix(ds, CLEANUP_PENDING);
+    const { store, logger, providers } = this.deps;
+    const pending = await store.read((r) => r.rentals.deployments.terminatedWithDetailPrefix(CLEANUP_PENDING));
     for (const d of pending) {
       const provider = providers.all().find((p) => p.id === d.providerId);
       if (!provider) continue;
       const failed = await releaseAfterDestroyed(logger, provider, d.id, d.label);
-      if (!failed) await setLastCheckDetail(ds, d.id, 'provider clean-up done after a verified destruction');
+      if (!failed)
+        await store.read((r) =>
+          r.rentals.deployments.setLastCheckDetail(d.id, 'provider clean-up done after a verified destruction'),
+        );
     }
   }
 
   private async destroyOrphans(): Promise<string[]> {
-    const { ds, logger, providers } = this.deps;
+    const { store, logger, providers } = this.deps;
     const destroyed: string[] = [];
     for (const provider of providers.all()) {
       if (!provider.capabilities.listInstances) continue;
@@ -75,10 +70,11 @@ export class Reconciler {
       this.listFailures.succeeded(provider.id, 'reconciler listing instances');
       const ours = instances.filter((i) => i.label.startsWith(LABEL_PREFIX));
       if (ours.length === 0) continue;
-      const keep = await labelsOfDeploymentsIn(
-        ds,
-        ours.map((i) => i.label),
-        LIVE_STATUSES,
+      const keep = await store.read((r) =>
+        r.rentals.attempts.labelsIn(
+          ours.map((i) => i.label),
+          LIVE_STATUSES,
+        ),
       );
       for (const i of ours) {
         if (keep.has(i.label)) continue;

@@ -1,13 +1,9 @@
-import { inTransaction } from '../../../db/transaction.js';
-import { entryByRef, ledgerReposOf } from '../../billing/ledger.repository.js';
 import type { Deployment } from '../store/deployment.entity.js';
 import { isOneOf, METERED_BILLING_MODELS, PROVISIONING_STATUSES, type FailureCode } from '../state/rental-status.js';
 import { transition } from '../state/rental-state.js';
-import { findDeployment, lockDeployment, setMeteredUsage } from '../store/deployments.repository.js';
 import { chargeTimeBeforeActive, timeBeforeActive } from './time-before-active.js';
 import { rentalDebitRef, reversalRef } from './labels.js';
 import type { LifecycleDeps } from './lifecycle-deps.js';
-import { getOrder, markReversalSettled } from '../store/orders.repository.js';
 
 /**
  * Failing a rental and giving back what it took: FAILED with a customer-safe reason and the
@@ -15,7 +11,7 @@ import { getOrder, markReversalSettled } from '../store/orders.repository.js';
  */
 export class Reversal {
   constructor(
-    private readonly deps: Pick<LifecycleDeps, 'ds' | 'clock' | 'logger' | 'providers' | 'ledger' | 'refunds'>,
+    private readonly deps: Pick<LifecycleDeps, 'store' | 'clock' | 'logger' | 'providers' | 'ledger' | 'refunds'>,
   ) {}
 
   /**
@@ -25,15 +21,15 @@ export class Reversal {
    * FAILED deployment only has its reversal settled, any other status is left alone.
    */
   async fail(deploymentId: string, code: FailureCode, reason: string): Promise<void> {
-    const { ds, clock, logger, providers } = this.deps;
-    await inTransaction(ds, (m) =>
-      transition(m, deploymentId, PROVISIONING_STATUSES, 'FAILED', {
+    const { store, clock, logger, providers } = this.deps;
+    await store.transaction((r) =>
+      transition(r, deploymentId, PROVISIONING_STATUSES, 'FAILED', {
         at: clock.now(),
         deployment: { endedAt: null },
         order: { failureCode: code, failureReason: reason, reversalStatus: 'PENDING' },
       }),
     );
-    const fresh = await findDeployment(ds, deploymentId);
+    const fresh = await store.read((r) => r.rentals.deployments.find(deploymentId));
     if (!fresh || fresh.status !== 'FAILED') return;
     if (fresh.instanceId && fresh.providerId) {
       try {
@@ -56,8 +52,8 @@ export class Reversal {
    * debit that time did not use. Either way the rental's `usageMinor` shows what it cost.
    */
   async settle(d: Deployment): Promise<void> {
-    const { ds, clock, logger, ledger, refunds } = this.deps;
-    const order = await getOrder(ds, d.orderId);
+    const { store, clock, logger, ledger, refunds } = this.deps;
+    const order = await store.read((r) => r.rentals.orders.get(d.orderId));
     if (order.reversalStatus !== 'PENDING') return;
     if (order.funding === 'CARD') {
       try {
@@ -70,16 +66,16 @@ export class Reversal {
         return;
       }
     }
-    await inTransaction(ds, async (m) => {
+    await store.transaction(async (r) => {
       // Locked before the account (which the ledger locks), as termination and metering lock them.
-      const locked = order.funding === 'CREDITS' ? await lockDeployment(m, d.id) : null;
+      const locked = order.funding === 'CREDITS' ? await r.rentals.deployments.lock(d.id) : null;
       const failedAtMs = (locked?.statusChangedAt ?? clock.now()).getTime();
-      const debit = await entryByRef(m, rentalDebitRef(order.id));
+      const debit = await r.ledger.entryByRef(rentalDebitRef(order.id));
       if (debit && debit.amountMinor < 0) {
         const worked = locked && !locked.startedAt ? timeBeforeActive(locked, failedAtMs) : null;
         const kept = Math.min(-debit.amountMinor, worked?.amount ?? 0);
         if (kept < -debit.amountMinor) {
-          await ledger.post(ledgerReposOf(m), {
+          await ledger.post(r, {
             accountId: order.accountId,
             kind: 'REVERSAL',
             amountMinor: -debit.amountMinor - kept,
@@ -94,23 +90,22 @@ export class Reversal {
         }
         if (worked && kept > 0) {
           const until = new Date(worked.toMs);
-          await setMeteredUsage(
-            m,
+          await r.rentals.deployments.setMeteredUsage(
             d.id,
             { usageMinor: kept, meteredUntil: until, postedUsageMinor: kept, postedUntil: until },
             clock.now(),
           );
         }
       } else if (locked && isOneOf(METERED_BILLING_MODELS, locked.billingModel)) {
-        await chargeTimeBeforeActive(ledger, m, locked, failedAtMs, clock.now());
+        await chargeTimeBeforeActive(ledger, r, locked, failedAtMs, clock.now());
       }
-      await markReversalSettled(m, order.id, clock.now());
+      await r.rentals.orders.markReversalSettled(order.id, clock.now());
     });
   }
 
   /** The provision job of a FAILED deployment, or a sweep: fail if still starting, else settle. */
   async failOrSettle(deploymentId: string, code: FailureCode, reason: string): Promise<void> {
-    const d = await findDeployment(this.deps.ds, deploymentId);
+    const d = await this.deps.store.read((r) => r.rentals.deployments.find(deploymentId));
     if (!d) return;
     if (d.status === 'FAILED') return this.settle(d);
     await this.fail(deploymentId, code, reason);

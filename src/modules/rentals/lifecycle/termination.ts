@@ -1,4 +1,3 @@
-import { inTransaction } from '../../../db/transaction.js';
 import type { DestructionVerifier } from '../../../providers/destruction-verifier.js';
 import type { InstanceInfo, Provider } from '../../../providers/provider.js';
 import type { SshTarget } from '../../../providers/ssh-probe.js';
@@ -7,20 +6,9 @@ import { isOneOf, METERED_BILLING_MODELS, TERMINAL_STATUSES, type TerminationRea
 import { requestTermination, transition } from '../state/rental-state.js';
 import type { Reversal } from './reversal.js';
 import { sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
-import {
-  findDeployment,
-  lastAttempt,
-  lockDeployment,
-  recordFailedVerification,
-  recordInstance,
-  recordSshAddress,
-  setLastCheckDetail,
-} from '../store/deployments.repository.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import type { Metering } from './metering.js';
 import { chargeTimeBeforeActive } from './time-before-active.js';
-import { getOrder } from '../store/orders.repository.js';
-import { MysqlCheckoutsRepository } from '../../billing/checkouts.repository.js';
 
 /** `last_check_detail` of a TERMINATED deployment whose plugin clean-up must be retried (the reconciler does). */
 export const CLEANUP_PENDING = 'provider clean-up pending: ';
@@ -58,7 +46,7 @@ export class Termination {
   constructor(
     private readonly deps: Pick<
       LifecycleDeps,
-      'ds' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box' | 'refunds' | 'ledger'
+      'store' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box' | 'refunds' | 'ledger'
     >,
     private readonly timing: LifecycleTiming,
     private readonly verifier: DestructionVerifier,
@@ -70,15 +58,19 @@ export class Termination {
     return this.deps.clock.now();
   }
 
+  private find(deploymentId: string): Promise<Deployment | null> {
+    return this.deps.store.read((r) => r.rentals.deployments.find(deploymentId));
+  }
+
   /** Starts termination for `reason` (idempotent) and queues the terminate job. */
   async request(deploymentId: string, reason: TerminationReason): Promise<void> {
-    await inTransaction(this.deps.ds, (m) => requestTermination(m, deploymentId, reason, this.now()));
+    await this.deps.store.transaction((r) => requestTermination(r, deploymentId, reason, this.now()));
     await enqueueFor(this.deps.jobs, 'rental.terminate', deploymentId);
   }
 
   /** Rentals with an end (a prepaid purchase, or a lease on any billing model) end themselves at endsAt. */
   async expire(deploymentId: string): Promise<void> {
-    const d = await findDeployment(this.deps.ds, deploymentId);
+    const d = await this.find(deploymentId);
     if (!d || d.status !== 'ACTIVE' || !d.endsAt) return;
     const left = d.endsAt.getTime() - this.now().getTime();
     if (left > 0) return enqueueFor(this.deps.jobs, 'rental.expire', deploymentId, left);
@@ -86,24 +78,24 @@ export class Termination {
   }
 
   async terminate(deploymentId: string): Promise<void> {
-    const { ds, providers } = this.deps;
-    let d = await findDeployment(ds, deploymentId);
+    const { store, providers } = this.deps;
+    let d = await this.find(deploymentId);
     if (!d || isOneOf(TERMINAL_STATUSES, d.status)) return;
     if (d.status !== 'TERMINATING') {
       if (!d.terminateRequestedAt) return;
       await this.request(d.id, d.terminationReason ?? 'REQUESTED');
-      d = (await findDeployment(ds, d.id))!;
+      d = (await this.find(d.id))!;
       if (d.status !== 'TERMINATING') return;
     }
     let instanceId = d.instanceId;
     const provider: Provider | null = d.providerId ? providers.get(d.providerId) : null;
     if (!instanceId && d.label && provider) {
       // A create may have happened without its answer being recorded.
-      const a = await lastAttempt(ds, d.id);
+      const a = await store.read((r) => r.rentals.attempts.last(deploymentId));
       const found = await providers.get(a?.providerId ?? d.providerId!).findByLabel(d.label);
       if (found) {
         instanceId = found.instanceId;
-        await recordInstance(ds, d.id, instanceId, this.now());
+        await store.read((r) => r.rentals.deployments.recordInstance(deploymentId, found.instanceId, this.now()));
       } else if (a?.outcome === 'STARTED') {
         // The provision job is (or was) mid-call; look again shortly rather than miss its instance.
         return this.retryVerify(d, 'create call of the last attempt has no recorded outcome yet');
@@ -123,7 +115,8 @@ export class Termination {
       }
       // An endpoint no agent could have been given is nobody's way in; the provider's word decides.
       if (info.ssh && !sshEndpointProblem(info.ssh)) {
-        await recordSshAddress(ds, d.id, info.ssh);
+        const ssh = info.ssh;
+        await store.read((r) => r.rentals.deployments.recordSshAddress(deploymentId, ssh));
         target = this.target(d, info.ssh);
       }
     }
@@ -141,7 +134,8 @@ export class Termination {
         };
     if (!check.verified) return this.retryVerify(d, check.detail);
     const cleanup = await releaseAfterDestroyed(this.deps.logger, provider, d.id, d.label);
-    await setLastCheckDetail(ds, d.id, (cleanup ?? check.detail).slice(0, 512));
+    const detail = (cleanup ?? check.detail).slice(0, 512);
+    await store.read((r) => r.rentals.deployments.setLastCheckDetail(deploymentId, detail));
     await this.markTerminated(d);
   }
 
@@ -160,7 +154,9 @@ export class Termination {
 
   private async retryVerify(d: Deployment, detail: string): Promise<void> {
     const n = d.verifyAttempts + 1;
-    await recordFailedVerification(this.deps.ds, d.id, n, detail.slice(0, 512), this.now());
+    await this.deps.store.read((r) =>
+      r.rentals.deployments.recordFailedVerification(d.id, n, detail.slice(0, 512), this.now()),
+    );
     if (n >= this.timing.verifyAlertAfter) {
       this.deps.logger.error(
         { deploymentId: d.id, verifyAttempts: n, detail },
@@ -177,24 +173,25 @@ export class Termination {
    * rental ended before ACTIVE whose machine worked for its renter, that machine's time.
    */
   private async markTerminated(d: Deployment): Promise<void> {
-    const order = await getOrder(this.deps.ds, d.orderId);
+    const { store } = this.deps;
+    const order = await store.read((r) => r.rentals.orders.get(d.orderId));
     const verifiedAt = this.now();
     const endedAt = order.funding === 'CARD' && d.billingModel === 'LEGACY_PREPAID' ? null : verifiedAt;
-    const refundDue = await inTransaction(this.deps.ds, async (m) => {
-      const locked = await lockDeployment(m, d.id);
+    const refundDue = await store.transaction(async (r) => {
+      const locked = await r.rentals.deployments.lock(d.id);
       if (!locked || locked.status !== 'TERMINATING') return false;
       if (isOneOf(METERED_BILLING_MODELS, locked.billingModel) && locked.meteredUntil && locked.startedAt) {
-        await this.metering.settleUsage(m, locked, locked.terminateRequestedAt ?? verifiedAt);
+        await this.metering.settleUsage(r, locked, locked.terminateRequestedAt ?? verifiedAt);
       } else if (isOneOf(METERED_BILLING_MODELS, locked.billingModel) && !locked.startedAt && locked.usableAt) {
-        await chargeTimeBeforeActive(this.deps.ledger, m, locked, verifiedAt.getTime(), verifiedAt);
+        await chargeTimeBeforeActive(this.deps.ledger, r, locked, verifiedAt.getTime(), verifiedAt);
       }
       // A card order ended before its machine ever ran was paid for nothing: the payment goes back,
       // recorded with the transition so the payments job retries it if this process stops here.
       const refund =
         order.funding === 'CARD' &&
         !locked.startedAt &&
-        (await this.deps.refunds.markOrderRefundDue(new MysqlCheckoutsRepository(m), order.id));
-      await transition(m, d.id, ['TERMINATING'], 'TERMINATED', {
+        (await this.deps.refunds.markOrderRefundDue(r.checkouts, order.id));
+      await transition(r, d.id, ['TERMINATING'], 'TERMINATED', {
         at: verifiedAt,
         deployment: locked.endedAt ? {} : { endedAt },
         ...(refund ? { order: { reversalStatus: 'PENDING' as const } } : {}),
@@ -203,7 +200,7 @@ export class Termination {
     });
     if (refundDue) {
       this.deps.logger.warn({ rentalId: order.id }, 'a card order ended before its machine ran; refunding its payment');
-      await this.reversal.settle((await findDeployment(this.deps.ds, d.id))!);
+      await this.reversal.settle((await this.find(d.id))!);
     }
   }
 }

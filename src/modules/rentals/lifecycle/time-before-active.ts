@@ -1,11 +1,8 @@
-import type { EntityManager } from 'typeorm';
 import type { LedgerService } from '../../billing/ledger.service.js';
-import { ledgerReposOf } from '../../billing/ledger.repository.js';
 import type { Deployment } from '../store/deployment.entity.js';
 import type { Order } from '../store/order.entity.js';
-import { setMeteredUsage } from '../store/deployments.repository.js';
 import type { MachineCheck } from './machine-check.js';
-import { accrual, usagePosting, type UsagePost } from './metering.js';
+import { accrual, usagePosting, type UsagePost, type UsageRepos } from './metering.js';
 
 // A machine's time before ACTIVE (docs/rentals-and-money.md, Time before ACTIVE). The check that
 // makes a rental ACTIVE runs on a machine its renter controls: a startup script running as root
@@ -66,13 +63,12 @@ export function timeBeforeActive(
  */
 export async function postTimeBeforeActive(
   ledger: LedgerService,
-  m: EntityManager,
+  r: Pick<UsageRepos, 'ledger' | 'accounts'>,
   d: Deployment,
   untilMs: number,
 ): Promise<UsagePost | null> {
   const post = timeBeforeActive(d, untilMs);
-  if (post && post.amount > 0)
-    await ledger.post(ledgerReposOf(m), usagePosting(d, post, "before it passed the service's check"));
+  if (post && post.amount > 0) await ledger.post(r, usagePosting(d, post, "before it passed the service's check"));
   return post;
 }
 
@@ -84,17 +80,16 @@ export async function postTimeBeforeActive(
  */
 export async function chargeTimeBeforeActive(
   ledger: LedgerService,
-  m: EntityManager,
+  r: UsageRepos,
   d: Deployment,
   untilMs: number,
   at: Date,
 ): Promise<number> {
   if (d.startedAt || d.postedUsageMinor > 0) return 0;
-  const post = await postTimeBeforeActive(ledger, m, d, untilMs);
+  const post = await postTimeBeforeActive(ledger, r, d, untilMs);
   if (!post) return 0;
   const until = new Date(post.toMs);
-  await setMeteredUsage(
-    m,
+  await r.rentals.deployments.setMeteredUsage(
     d.id,
     { usageMinor: post.amount, meteredUntil: until, postedUsageMinor: post.amount, postedUntil: until },
     at,

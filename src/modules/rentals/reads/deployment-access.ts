@@ -6,8 +6,6 @@ import type { TerminateAccepted } from '../wire/rentals.dto.js';
 /** Who acts on a deployment: an agent key its own deployments, the account holder the whole account's. */
 export type DeploymentActor = Viewer;
 
-export { lockDeploymentFor, lockDeploymentOrRentalFor } from '../store/rental-reads.repository.js';
-
 /** What a terminate request answers, first or repeated: the deployment as it stands after it. */
 export function terminateAnswer(d: Deployment): TerminateAccepted {
   return {

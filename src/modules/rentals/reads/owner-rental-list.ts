@@ -1,6 +1,9 @@
-import type { DataSource } from 'typeorm';
-import { RentalsRepository } from '../store/rental-reads.repository.js';
+import type { Store } from '../../../db/store.js';
+import type { Repositories } from '../../../repositories.js';
 import type { RentalStatus } from '../state/rental-status.js';
+
+/** What the owner's reads of rentals run on. */
+export type OwnerRentalStore = Store<Pick<Repositories, 'rentals'>>;
 
 /** One line of an owner's rentals list (the Telegram bot's /rentals). */
 export interface OwnerRentalRow {
@@ -21,10 +24,16 @@ export interface OwnerRentalRow {
  * The account's most recent rentals, newest first, with what the owner needs to recognise them:
  * the page the API lists for an owner key, the machine named by the one rule.
  */
-export async function recentRentalsOf(ds: DataSource, accountId: string, limit: number): Promise<OwnerRentalRow[]> {
-  const repo = new RentalsRepository(ds);
-  const { rows } = await repo.page({ kind: 'OWNER', accountId }, limit);
-  const [machines, keys] = await Promise.all([repo.machines(rows), repo.keyLabels(rows.map((r) => r.order.keyId))]);
+export async function recentRentalsOf(
+  store: OwnerRentalStore,
+  accountId: string,
+  limit: number,
+): Promise<OwnerRentalRow[]> {
+  const { rows, machines, keys } = await store.read(async ({ rentals: { reads } }) => {
+    const { rows } = await reads.page({ kind: 'OWNER', accountId }, limit);
+    const [machines, keys] = await Promise.all([reads.machines(rows), reads.keyLabels(rows.map((r) => r.order.keyId))]);
+    return { rows, machines, keys };
+  });
   return rows.map(({ order: o, deployment: d }, i) => ({
     id: o.id,
     status: o.status,
@@ -42,10 +51,10 @@ export async function recentRentalsOf(ds: DataSource, accountId: string, limit: 
 
 /** A deployment's status and rental id, if it belongs to the account. */
 export async function deploymentOfAccount(
-  ds: DataSource,
+  store: OwnerRentalStore,
   deploymentId: string,
   accountId: string,
 ): Promise<{ status: RentalStatus; order_id: string } | null> {
-  const found = await new RentalsRepository(ds).visibleDeployment({ kind: 'OWNER', accountId }, deploymentId);
+  const found = await store.read((r) => r.rentals.reads.visibleDeployment({ kind: 'OWNER', accountId }, deploymentId));
   return found ? { status: found.deployment!.status, order_id: found.order.id } : null;
 }

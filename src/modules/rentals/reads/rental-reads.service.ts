@@ -1,4 +1,5 @@
-import type { DataSource } from 'typeorm';
+import type { Store } from '../../../db/store.js';
+import type { Repositories } from '../../../repositories.js';
 import { AppError } from '../../../errors/app-error.js';
 import type { EventHub } from '../../events/event-hub.js';
 import type { StoredEvent } from '../../events/events.repository.js';
@@ -7,7 +8,7 @@ import type { Principal } from '../../keys/principal.js';
 import { RENTAL_STATUSES, type RentalStatus } from '../state/rental-status.js';
 import { decodeCursor, encodeCursor, toDeploymentDto, toRentalDto } from '../wire/rental-dto.js';
 import type { DeploymentDto, RentalDto } from '../wire/rentals.dto.js';
-import { RentalsRepository, type RentalRows } from '../store/rental-reads.repository.js';
+import type { RentalReadsRepository, RentalRows } from '../store/rentals.repository.js';
 
 /**
  * The customer's reads of rentals and deployments, apart from admission so that neither grows
@@ -15,13 +16,14 @@ import { RentalsRepository, type RentalRows } from '../store/rental-reads.reposi
  * rules (rental-reads.repository.ts), shared with the owner bot and its notifications.
  */
 export class RentalReadsService {
-  private readonly repo: RentalsRepository;
-
   constructor(
-    ds: DataSource,
+    private readonly store: Store<Pick<Repositories, 'rentals'>>,
     private readonly hub?: EventHub,
-  ) {
-    this.repo = new RentalsRepository(ds);
+  ) {}
+
+  /** The reads, outside any transaction. */
+  private reads<T>(fn: (reads: RentalReadsRepository) => Promise<T>): Promise<T> {
+    return this.store.read((r) => fn(r.rentals.reads));
   }
 
   /**
@@ -31,8 +33,9 @@ export class RentalReadsService {
    */
   async get(principal: Principal, id: string, wait?: Wait): Promise<RentalDto> {
     const read = async () => {
-      const found =
-        (await this.repo.visibleRental(principal, id)) ?? (await this.repo.visibleDeployment(principal, id));
+      const found = await this.reads(
+        async (reads) => (await reads.visibleRental(principal, id)) ?? (await reads.visibleDeployment(principal, id)),
+      );
       if (!found) throw notFound('rental');
       return (await this.describe([found]))[0];
     };
@@ -45,11 +48,8 @@ export class RentalReadsService {
     limit: number,
     cursor: string | undefined,
   ): Promise<{ rentals: RentalDto[]; nextCursor: string | null }> {
-    const { rows, more } = await this.repo.page(
-      principal,
-      limit,
-      cursor === undefined ? undefined : decodeCursor(cursor),
-    );
+    const after = cursor === undefined ? undefined : decodeCursor(cursor);
+    const { rows, more } = await this.reads((reads) => reads.page(principal, limit, after));
     return { rentals: await this.describe(rows), nextCursor: more ? encodeCursor(rows[rows.length - 1].order) : null };
   }
 
@@ -58,18 +58,18 @@ export class RentalReadsService {
    * created it (the idempotency record already tied it to the caller's key).
    */
   async rental(rentalId: string): Promise<RentalDto> {
-    return (await this.describe([await this.repo.rental(rentalId)]))[0];
+    return (await this.describe([await this.reads((reads) => reads.rental(rentalId))]))[0];
   }
 
   /** The caller's deployments, newest first. */
   async listDeployments(principal: Principal, limit: number): Promise<DeploymentDto[]> {
-    return this.describeDeployments(await this.repo.visibleDeployments(principal, limit));
+    return this.describeDeployments(await this.reads((reads) => reads.visibleDeployments(principal, limit)));
   }
 
   /** One deployment, waiting as {@link get} does when `wait` is given. */
   async getDeployment(principal: Principal, deploymentId: string, wait?: Wait): Promise<DeploymentDto> {
     const read = async () => {
-      const found = await this.repo.visibleDeployment(principal, deploymentId);
+      const found = await this.reads((reads) => reads.visibleDeployment(principal, deploymentId));
       if (!found) throw notFound('deployment');
       return (await this.describeDeployments([found]))[0];
     };
@@ -110,13 +110,13 @@ export class RentalReadsService {
   }
 
   private async describe(rentals: RentalRows[]): Promise<RentalDto[]> {
-    const machines = await this.repo.machines(rentals);
+    const machines = await this.reads((reads) => reads.machines(rentals));
     return rentals.map((r, i) => toRentalDto(r.order, r.deployment, machines[i]));
   }
 
   /** Deployments as the API shows them: funding from their orders, the machine by the one rule. */
   private async describeDeployments(rentals: RentalRows[]): Promise<DeploymentDto[]> {
-    const machines = await this.repo.machines(rentals);
+    const machines = await this.reads((reads) => reads.machines(rentals));
     return rentals.map((r, i) => toDeploymentDto(r.deployment!, r.order.funding, machines[i]));
   }
 }

@@ -1,18 +1,24 @@
-import type { EntityManager } from 'typeorm';
-import type { Sql } from '../../../db/sql.js';
 import type { EventType } from '../../events/event-types.js';
-import { recordEvent } from '../../events/events.repository.js';
+import type { Repositories } from '../../../repositories.js';
 import { toRentalDto } from '../wire/rental-dto.js';
-import { readRentalRows, type RentalRead } from './rental-state.repository.js';
+import type { RentalRead } from './rental-state.repository.js';
+
+/** What a rental's event is written with: the rentals aggregate and the event log, of one transaction. */
+export type RentalEventRepos = Pick<Repositories, 'rentals' | 'events'>;
 
 /**
  * Writes a rental's event in the caller's transaction, carrying the rental as a read of it returns
  * it at this moment, built from `rental` as the transaction has it (a transition's read, with the
  * changes it wrote): no statement but the event's own.
  */
-export async function recordRentalSnapshot(m: Sql, rental: RentalRead, type: EventType, at: Date): Promise<void> {
+export async function recordRentalSnapshot(
+  r: Pick<Repositories, 'events'>,
+  rental: RentalRead,
+  type: EventType,
+  at: Date,
+): Promise<void> {
   const { order, deployment, machine } = rental;
-  await recordEvent(m, {
+  await r.events.append({
     type,
     accountId: order.accountId,
     keyId: order.keyId,
@@ -29,12 +35,12 @@ export async function recordRentalSnapshot(m: Sql, rental: RentalRead, type: Eve
  * transaction is holding the same way).
  */
 export async function recordRentalEvent(
-  m: EntityManager,
+  r: RentalEventRepos,
   deploymentId: string,
   type: EventType,
   at: Date,
 ): Promise<void> {
-  const rental = await readRentalRows(m, deploymentId, false);
+  const rental = await r.rentals.state.read(deploymentId, false);
   if (!rental) throw new Error(`deployment ${deploymentId} not found for its ${type} event`);
-  await recordRentalSnapshot(m, rental, type, at);
+  await recordRentalSnapshot(r, rental, type, at);
 }

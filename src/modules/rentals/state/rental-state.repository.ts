@@ -2,13 +2,15 @@ import { In, type EntityManager } from 'typeorm';
 import { insertEntity } from '../../../db/entity-rows.js';
 import type { Sql } from '../../../db/sql.js';
 import { Offer } from '../../inventory/offer.entity.js';
+import { adjustActiveDeployments as adjustKeyActiveDeployments } from '../../keys/keys.repository.js';
 import { Deployment } from '../store/deployment.entity.js';
 import { Order } from '../store/order.entity.js';
 import type { RentalStatus, TerminationReason } from './rental-status.js';
-import { machineOfferId, NO_MACHINE, RentalsRepository, type MachineFacts } from '../store/rental-reads.repository.js';
+import { machineOfferId, NO_MACHINE, RentalReads, type MachineFacts } from '../store/rental-reads.repository.js';
 
 // The statements of the rental state machine (rental-state.ts holds its rules): the only code
-// that writes a deployment's or an order's status, and the key's live-deployment counter.
+// that writes a deployment's or an order's status, and the only caller of the key's
+// live-deployment counter's write (the accounts aggregate's statement).
 
 /** Every offer that may name a rental's machine; {@link machineOfferId} chooses among them. */
 const OFFERS_OF_RENTAL = "f.id IN (d.offer_id, o.offer_id, JSON_UNQUOTE(JSON_EXTRACT(o.candidate_offer_ids, '$[0]')))";
@@ -55,7 +57,7 @@ export async function readRentalRows(
   if (!row) return null;
   const { order, offers, ...deployment } = row;
   const rental = { order, deployment: deployment as Deployment };
-  if (!offers) return { ...rental, machine: (await new RentalsRepository(m).machines([rental]))[0] };
+  if (!offers) return { ...rental, machine: (await new RentalReads(m).machines([rental]))[0] };
   const offer = offers.find((f) => f.id === machineOfferId(order, rental.deployment));
   return {
     ...rental,
@@ -83,10 +85,13 @@ export async function mirrorOntoOrder(
   await m.update(Order, { id: orderId }, patch);
 }
 
-/** Moves the key's `active_deployments` counter (migrations/1763800009000-KeyCounters.ts) in the caller's transaction. */
-export async function adjustActiveDeployments(m: Sql, keyId: string, delta: number): Promise<void> {
-  if (delta === 0) return;
-  await m.query(`UPDATE api_keys SET active_deployments = active_deployments + ? WHERE id = ?`, [delta, keyId]);
+/**
+ * Moves the key's `active_deployments` counter in the caller's transaction. The counter is a column
+ * of the accounts aggregate's key row: its statement is theirs (keys.repository.ts), issued at the
+ * call as before, so it still travels with the transition's other statements.
+ */
+export function adjustActiveDeployments(m: Sql, keyId: string, delta: number): Promise<void> {
+  return adjustKeyActiveDeployments(m, keyId, delta);
 }
 
 /** Writes a new deployment row. */

@@ -1,17 +1,8 @@
-import type { EntityManager } from 'typeorm';
-import type { Sql } from '../../../db/sql.js';
+import type { Repositories } from '../../../repositories.js';
 import type { Deployment } from '../store/deployment.entity.js';
 import type { Order } from '../store/order.entity.js';
 import { EVENT_OF_STATUS } from '../../events/event-types.js';
-import { recordRentalSnapshot } from './rental-events.js';
-import {
-  adjustActiveDeployments,
-  insertDeploymentRow,
-  mirrorOntoOrder,
-  moveDeployment,
-  readRentalRows,
-  stampTerminationRequest,
-} from './rental-state.repository.js';
+import { recordRentalSnapshot, type RentalEventRepos } from './rental-events.js';
 import {
   isOneOf,
   TERMINABLE_STATUSES,
@@ -26,6 +17,12 @@ import {
  * forgotten and every change an agent is told of writes its event in the same transaction. The
  * statuses and their sets are in rental-status.ts.
  */
+
+/**
+ * What a transition runs on: the rentals aggregate and the event log of the caller's transaction
+ * (`store.transaction` or `store.pipelined`).
+ */
+export type RentalStateRepos = RentalEventRepos;
 
 /** Identifies the rental to move: its deployment, or (card payments) its order. */
 export type RentalRef = string | { orderId: string };
@@ -45,7 +42,7 @@ export interface TransitionExtra {
  * status onto its order in the same transaction. Returns whether this call made the move.
  */
 export async function transition(
-  m: EntityManager,
+  r: RentalStateRepos,
   ref: RentalRef,
   from: readonly RentalStatus[],
   to: RentalStatus,
@@ -55,22 +52,22 @@ export async function transition(
   const activeFrom = from.filter(holdsSlot);
   // A set mixing slot-holding and finished statuses needs the row's own status, read under lock.
   const mixed = activeFrom.length > 0 && activeFrom.length < from.length;
-  const read = await readRentalRows(m, ref, mixed);
+  const read = await r.rentals.state.read(ref, mixed);
   if (!read) return false;
   const d = read.deployment;
   const deployment = { ...extra.deployment, status: to, statusChangedAt: at, updatedAt: at };
-  if (!(await moveDeployment(m, d.id, from, deployment))) return false;
+  if (!(await r.rentals.state.move(d.id, from, deployment))) return false;
   const order = { ...extra.order, status: to, updatedAt: at };
-  await mirrorOntoOrder(m, d.orderId, order);
+  await r.rentals.state.mirrorOntoOrder(d.orderId, order);
   const wasActive = mixed ? holdsSlot(d.status) : activeFrom.length > 0;
-  await adjustActiveDeployments(m, d.keyId, Number(holdsSlot(to)) - Number(wasActive));
+  await r.rentals.state.adjustActiveDeployments(d.keyId, Number(holdsSlot(to)) - Number(wasActive));
   // The event is written with the change it reports: it exists exactly when the change committed.
   // Its snapshot is the rows read above with what was just written to them, so nothing is read
   // again while the updates hold the rental's rows.
   const event = EVENT_OF_STATUS[to];
   if (event) {
     const after = { deployment: { ...d, ...deployment }, order: { ...read.order, ...order }, machine: read.machine };
-    await recordRentalSnapshot(m, after, event, at);
+    await recordRentalSnapshot(r, after, event, at);
   }
   return true;
 }
@@ -82,11 +79,14 @@ export function holdsSlot(status: RentalStatus): boolean {
 
 /** Writes a new deployment row and counts it against its key's slots, in the caller's transaction. */
 export async function insertDeployment(
-  m: Sql,
+  r: Pick<Repositories, 'rentals'>,
   d: Pick<Deployment, 'keyId' | 'status'> & Partial<Deployment>,
 ): Promise<void> {
   // Issued together: one request to the server in a pipelined transaction, in order on any connection.
-  await Promise.all([insertDeploymentRow(m, d), adjustActiveDeployments(m, d.keyId, Number(holdsSlot(d.status)))]);
+  await Promise.all([
+    r.rentals.state.insertDeployment(d),
+    r.rentals.state.adjustActiveDeployments(d.keyId, Number(holdsSlot(d.status))),
+  ]);
 }
 
 /**
@@ -95,12 +95,12 @@ export async function insertDeployment(
  * the status moved.
  */
 export async function requestTermination(
-  m: EntityManager,
+  r: RentalStateRepos,
   deploymentId: string,
   reason: TerminationReason,
   at: Date,
 ): Promise<boolean> {
-  const moved = await transition(m, deploymentId, TERMINABLE_STATUSES, 'TERMINATING', { at });
-  await stampTerminationRequest(m, deploymentId, reason, at);
+  const moved = await transition(r, deploymentId, TERMINABLE_STATUSES, 'TERMINATING', { at });
+  await r.rentals.state.stampTerminationRequest(deploymentId, reason, at);
   return moved;
 }

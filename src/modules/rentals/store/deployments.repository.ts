@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import type { Executor } from '../../../db/mysql-store.js';
 import { readMinor } from '../../../db/columns.js';
 import { Deployment } from './deployment.entity.js';
 import { DeploymentAttempt } from './deployment-attempt.entity.js';
@@ -17,12 +18,12 @@ import {
 // passed in as a set of rental-status.ts. (The customer's reads are rental-reads.repository.ts.)
 
 /** Deployment `id`, or null. */
-export function findDeployment(ds: DataSource, id: string): Promise<Deployment | null> {
+export function findDeployment(ds: DataSource | EntityManager, id: string): Promise<Deployment | null> {
   return ds.getRepository(Deployment).findOneBy({ id });
 }
 
 /** The deployment of order `orderId`, or null (a card order not yet admitted has none). */
-export function deploymentOfOrder(ds: DataSource, orderId: string): Promise<Deployment | null> {
+export function deploymentOfOrder(ds: DataSource | EntityManager, orderId: string): Promise<Deployment | null> {
   return ds.getRepository(Deployment).findOneBy({ orderId });
 }
 
@@ -38,7 +39,7 @@ export function lockDeployment(m: EntityManager, id: string): Promise<Deployment
 
 /** Stores the deployment's SSH key pair (private half sealed) unless one is stored already: the first key written stays. */
 export async function storeSshKey(
-  ds: DataSource,
+  ds: DataSource | EntityManager,
   id: string,
   key: Pick<Deployment, 'sshPublicKey' | 'sshPrivateKeyEnc' | 'sshKeyKid'>,
   at: Date,
@@ -58,7 +59,7 @@ export async function storeSshKey(
 
 /** Where the instance answers SSH, kept as soon as the provider says: termination probes it. */
 export async function recordSshAddress(
-  ds: DataSource,
+  ds: DataSource | EntityManager,
   deploymentId: string,
   ssh: { host: string; port: number; user: string },
 ): Promise<void> {
@@ -71,7 +72,7 @@ export async function recordSshAddress(
  * Pins the machine's host key fingerprint unless one is pinned already (the first one stays:
  * a machine showing another later is not the machine we know). True when this call pinned it.
  */
-export async function pinHostKey(ds: DataSource, deploymentId: string, fingerprint: string): Promise<boolean> {
+export async function pinHostKey(ds: Executor, deploymentId: string, fingerprint: string): Promise<boolean> {
   const res: { affectedRows: number } = await ds.query(
     `UPDATE deployments SET ssh_host_key = ? WHERE id = ? AND ssh_host_key IS NULL`,
     [fingerprint, deploymentId],
@@ -80,7 +81,7 @@ export async function pinHostKey(ds: DataSource, deploymentId: string, fingerpri
 }
 
 /** The first moment a machine running the rental's settings let the check in (the first one stays), while it is provisioning. */
-export async function recordUsable(ds: DataSource, deploymentId: string, at: Date): Promise<Date> {
+export async function recordUsable(ds: Executor, deploymentId: string, at: Date): Promise<Date> {
   await ds.query(`UPDATE deployments SET usable_at = ? WHERE id = ? AND usable_at IS NULL AND status IN (?)`, [
     at,
     deploymentId,
@@ -104,7 +105,7 @@ export async function failedAfterUse(m: Sql, keyId: string, since: Date, limit: 
 
 /** The provider instance that runs (or ran) the deployment. */
 export async function recordInstance(
-  ds: DataSource,
+  ds: DataSource | EntityManager,
   deploymentId: string,
   instanceId: string,
   at: Date,
@@ -114,7 +115,7 @@ export async function recordInstance(
 
 /** One more destruction check that did not verify, and why. */
 export async function recordFailedVerification(
-  ds: DataSource,
+  ds: DataSource | EntityManager,
   deploymentId: string,
   verifyAttempts: number,
   detail: string,
@@ -126,7 +127,11 @@ export async function recordFailedVerification(
 }
 
 /** The outcome of the last destruction check or clean-up, as shown to the operator (and read back by the reconciler). */
-export async function setLastCheckDetail(ds: DataSource, deploymentId: string, detail: string): Promise<void> {
+export async function setLastCheckDetail(
+  ds: DataSource | EntityManager,
+  deploymentId: string,
+  detail: string,
+): Promise<void> {
   await ds.getRepository(Deployment).update({ id: deploymentId }, { lastCheckDetail: detail });
 }
 
@@ -140,7 +145,7 @@ export async function assignAttempt(m: EntityManager, deploymentId: string, patc
 }
 
 /** The newest attempt on record; the attempts table is written before each create call. */
-export function lastAttempt(ds: DataSource, deploymentId: string): Promise<DeploymentAttempt | null> {
+export function lastAttempt(ds: DataSource | EntityManager, deploymentId: string): Promise<DeploymentAttempt | null> {
   return ds.getRepository(DeploymentAttempt).findOne({ where: { deploymentId }, order: { attempt: 'DESC' } });
 }
 
@@ -151,7 +156,7 @@ export async function insertAttempt(m: EntityManager, attempt: DeploymentAttempt
 
 /** Records what came of attempt `id` (outcome, detail, instance, retry time). */
 export async function recordAttemptOutcome(
-  ds: DataSource,
+  ds: DataSource | EntityManager,
   id: string,
   fields: Partial<DeploymentAttempt>,
 ): Promise<void> {
@@ -170,7 +175,7 @@ export async function setMeteredUsage(
 
 /** The deployments in `statuses` whose status has not changed since before `cutoff` (an unstamped change counts from the last update). */
 export function deploymentsUnchangedSince(
-  ds: DataSource,
+  ds: Executor,
   statuses: readonly RentalStatus[],
   cutoff: Date,
 ): Promise<{ id: string; status: RentalStatus }[]> {
@@ -181,7 +186,7 @@ export function deploymentsUnchangedSince(
 }
 
 /** FAILED deployments whose order's reversal is still PENDING, failed before `cutoff`. */
-export async function failedWithReversalPending(ds: DataSource, cutoff: Date): Promise<string[]> {
+export async function failedWithReversalPending(ds: Executor, cutoff: Date): Promise<string[]> {
   const rows: { id: string }[] = await ds.query(
     `SELECT d.id FROM deployments d JOIN orders o ON o.id = d.order_id
         WHERE d.status = 'FAILED' AND o.reversal_status = 'PENDING' AND COALESCE(d.status_changed_at, d.updated_at) < ?`,
@@ -191,7 +196,7 @@ export async function failedWithReversalPending(ds: DataSource, cutoff: Date): P
 }
 
 /** ACTIVE deployments (any billing model: a purchase's end or a lease's) whose end is at or before `now`. */
-export async function overdueDeployments(ds: DataSource, now: Date): Promise<string[]> {
+export async function overdueDeployments(ds: Executor, now: Date): Promise<string[]> {
   const rows: { id: string }[] = await ds.query(
     `SELECT id FROM deployments WHERE status = 'ACTIVE' AND ends_at IS NOT NULL AND ends_at <= ?`,
     [now],
@@ -201,7 +206,7 @@ export async function overdueDeployments(ds: DataSource, now: Date): Promise<str
 
 /** TERMINATED deployments whose last check detail starts with `detailPrefix`, with the label and provider of their instance. */
 export async function terminatedWithDetailPrefix(
-  ds: DataSource,
+  ds: Executor,
   detailPrefix: string,
 ): Promise<{ id: string; label: string | null; providerId: string | null }[]> {
   const rows: { id: string; label: string | null; provider_id: string | null }[] = await ds.query(
@@ -213,7 +218,7 @@ export async function terminatedWithDetailPrefix(
 
 /** Those of `labels` carried by an attempt of a deployment in one of `statuses`. */
 export async function labelsOfDeploymentsIn(
-  ds: DataSource,
+  ds: Executor,
   labels: readonly string[],
   statuses: readonly RentalStatus[],
 ): Promise<Set<string>> {
@@ -282,7 +287,7 @@ export interface CardOrderRow {
  * transaction). The rentals module records a terminate request on an unpaid order without
  * changing its status, so the request is read here too.
  */
-export async function readCardOrder(m: EntityManager, orderId: string, lock: boolean): Promise<CardOrderRow | null> {
+export async function readCardOrder(m: Executor, orderId: string, lock: boolean): Promise<CardOrderRow | null> {
   const rows: { status: RentalStatus; terminate_requested_at: Date | null }[] = await m.query(
     lock
       ? `SELECT status, terminate_requested_at FROM deployments WHERE order_id = ? FOR UPDATE`
@@ -293,7 +298,7 @@ export async function readCardOrder(m: EntityManager, orderId: string, lock: boo
 }
 
 /** Unpaid card orders whose owners asked to terminate them, oldest request first. */
-export async function cancelledUnpaidOrders(ds: DataSource, limit: number, orderId: string | null): Promise<string[]> {
+export async function cancelledUnpaidOrders(ds: Executor, limit: number, orderId: string | null): Promise<string[]> {
   const rows: { order_id: string }[] = await ds.query(
     `SELECT order_id FROM deployments
       WHERE status = 'AWAITING_PAYMENT' AND terminate_requested_at IS NOT NULL AND (? IS NULL OR order_id = ?)
@@ -306,7 +311,7 @@ export async function cancelledUnpaidOrders(ds: DataSource, limit: number, order
 // Provisioning's progress, shown to the customer.
 
 /** Puts the deployment in `phase`; `phase_since` moves only when the phase changes (assigned first, so it compares the old phase). */
-export async function setPhase(ds: DataSource, id: string, phase: string, at: Date): Promise<void> {
+export async function setPhase(ds: Executor, id: string, phase: string, at: Date): Promise<void> {
   await ds.query(
     `UPDATE deployments SET phase_since = CASE WHEN phase <=> ? THEN phase_since ELSE ? END, phase = ? WHERE id = ?`,
     [phase, at, phase, id],
@@ -314,7 +319,7 @@ export async function setPhase(ds: DataSource, id: string, phase: string, at: Da
 }
 
 /** Forgets the instance of an attempt given up on (destroyed), so the next attempt starts clean (its machine's host key too). */
-export async function clearInstance(ds: DataSource, id: string, at: Date): Promise<void> {
+export async function clearInstance(ds: DataSource | EntityManager, id: string, at: Date): Promise<void> {
   await ds.getRepository(Deployment).update(
     { id },
     {

@@ -1,4 +1,6 @@
-import type { DataSource, EntityManager } from 'typeorm';
+import type { Executor } from '../../../db/mysql-store.js';
+import { KEY_IDLE_MINUTES, KEY_OF_ROW } from '../../accounts/account-joins.repository.js';
+import type { Sql } from '../../../db/sql.js';
 
 // The reads and writes of idle watching (`idle_watches`: per rental, how its GPU samples stand)
 // and of the one `rental.expiring` moment of a rental with an end (`deployments.expiring_event_at`).
@@ -44,15 +46,18 @@ interface WatchedRow {
   warned_at: Date | null;
 }
 
-/** ACTIVE rentals not being ended whose key carries `idle_terminate_minutes` and whose machine has an SSH address. */
-export async function watchedRentals(ds: DataSource): Promise<WatchedRental[]> {
+/**
+ * ACTIVE rentals not being ended whose key carries `idle_terminate_minutes` and whose machine has
+ * an SSH address, in one statement: the key's part is the accounts aggregate's (account-joins.repository.ts).
+ */
+export async function watchedRentals(ds: Executor): Promise<WatchedRental[]> {
   const rows: WatchedRow[] = await ds.query(
-    `SELECT d.id, d.account_id, k.idle_terminate_minutes, d.ssh_host, d.ssh_port, d.ssh_user, d.ssh_private_key_enc, d.ssh_key_kid, d.ssh_host_key,
+    `SELECT d.id, d.account_id, ${KEY_IDLE_MINUTES}, d.ssh_host, d.ssh_port, d.ssh_user, d.ssh_private_key_enc, d.ssh_key_kid, d.ssh_host_key,
             w.sampled_at, w.idle_since, w.idle_samples, w.warned_at
        FROM deployments d
-       JOIN api_keys k ON k.id = d.key_id
+       ${KEY_OF_ROW}
        LEFT JOIN idle_watches w ON w.deployment_id = d.id
-      WHERE d.status = 'ACTIVE' AND d.terminate_requested_at IS NULL AND k.idle_terminate_minutes IS NOT NULL
+      WHERE d.status = 'ACTIVE' AND d.terminate_requested_at IS NULL AND ${KEY_IDLE_MINUTES} IS NOT NULL
         AND d.ssh_host IS NOT NULL AND d.ssh_private_key_enc IS NOT NULL
       ORDER BY d.id`,
   );
@@ -84,7 +89,7 @@ export async function watchedRentals(ds: DataSource): Promise<WatchedRental[]> {
  * sample is dropped. True when stored.
  */
 export async function saveIdleWatch(
-  m: EntityManager,
+  m: Executor,
   deploymentId: string,
   prevSampledAt: Date | null,
   next: IdleWatchState,
@@ -105,7 +110,7 @@ export async function saveIdleWatch(
 }
 
 /** Drops the watches of rentals no longer ACTIVE (ended, or never to be sampled again). */
-export async function forgetFinishedWatches(ds: DataSource): Promise<void> {
+export async function forgetFinishedWatches(ds: Executor): Promise<void> {
   await ds.query(
     `DELETE w FROM idle_watches w JOIN deployments d ON d.id = w.deployment_id WHERE d.status <> 'ACTIVE'`,
   );
@@ -119,7 +124,7 @@ export interface EndingRental {
 }
 
 /** ACTIVE rentals without their `rental.expiring` whose end lies after `now` and at or before `horizon`. */
-export async function endingWithoutNotice(ds: DataSource, now: Date, horizon: Date): Promise<EndingRental[]> {
+export async function endingWithoutNotice(ds: Executor, now: Date, horizon: Date): Promise<EndingRental[]> {
   const rows: { id: string; started_at: Date; ends_at: Date }[] = await ds.query(
     `SELECT id, started_at, ends_at FROM deployments
       WHERE status = 'ACTIVE' AND ends_at IS NOT NULL AND started_at IS NOT NULL AND expiring_event_at IS NULL AND ends_at > ? AND ends_at <= ?`,
@@ -132,7 +137,7 @@ export async function endingWithoutNotice(ds: DataSource, now: Date, horizon: Da
  * Claims the rental's one `rental.expiring` in the caller's transaction: true only for the first
  * caller while the rental is ACTIVE (the row stays locked until the event is written with it).
  */
-export async function claimExpiringNotice(m: EntityManager, deploymentId: string, at: Date): Promise<boolean> {
+export async function claimExpiringNotice(m: Sql, deploymentId: string, at: Date): Promise<boolean> {
   const res: { affectedRows: number } = await m.query(
     // `status IN (...)`: this statement only reads the status (rental-state.ts alone writes it).
     `UPDATE deployments SET expiring_event_at = ? WHERE id = ? AND status IN ('ACTIVE') AND expiring_event_at IS NULL`,

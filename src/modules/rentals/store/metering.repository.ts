@@ -1,4 +1,5 @@
-import type { DataSource } from 'typeorm';
+import type { Executor } from '../../../db/mysql-store.js';
+import { ACCOUNT_OF_ROW, KEY_AND_ACCOUNT_LIMITS, KEY_OF_ROW } from '../../accounts/account-joins.repository.js';
 import { readMinor } from '../../../db/columns.js';
 import { derivedTable } from '../../../db/derived-table.js';
 import type { Sql } from '../../../db/sql.js';
@@ -20,7 +21,7 @@ export type SweptDeployment = Pick<Deployment, 'id' | 'accountId'>;
  * and an index holding it would be rewritten for every rental at every sweep; it is read under lock.
  */
 export async function meteredDeployments(
-  ds: DataSource,
+  ds: Executor,
   billingModels: readonly DeploymentBillingModel[],
   statuses: readonly RentalStatus[],
 ): Promise<SweptDeployment[]> {
@@ -146,10 +147,11 @@ export interface MeteredLimits {
 
 /**
  * The ACTIVE deployments of `billingModels` with their limits' counters: the key's net spend and
- * the account's balance, each a single column kept in step by LedgerService. A plain read, no locks.
+ * the account's balance, each a single column kept in step by LedgerService. A plain read, no locks,
+ * in one statement: the key's and account's part is the accounts aggregate's (account-joins.repository.ts).
  */
 export async function activeMeteredLimits(
-  ds: DataSource,
+  ds: Executor,
   billingModels: readonly DeploymentBillingModel[],
 ): Promise<MeteredLimits[]> {
   const rows: {
@@ -160,8 +162,8 @@ export async function activeMeteredLimits(
     net_spent_minor: string | number;
     balance_minor: string | number;
   }[] = await ds.query(
-    `SELECT d.id, d.spend_cap_minor, d.usage_minor, k.budget_limit_minor, k.net_spent_minor, a.balance_minor
-         FROM deployments d JOIN api_keys k ON k.id = d.key_id JOIN accounts a ON a.id = d.account_id
+    `SELECT d.id, d.spend_cap_minor, d.usage_minor, ${KEY_AND_ACCOUNT_LIMITS}
+         FROM deployments d ${KEY_OF_ROW} ${ACCOUNT_OF_ROW}
         WHERE d.status = 'ACTIVE' AND d.billing_model IN (?)`,
     [billingModels],
   );

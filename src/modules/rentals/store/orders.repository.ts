@@ -1,5 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { insertEntity } from '../../../db/entity-rows.js';
+import type { Executor } from '../../../db/mysql-store.js';
 import type { Sql } from '../../../db/sql.js';
 import { Order } from './order.entity.js';
 
@@ -12,7 +13,7 @@ export async function insertOrder(m: Sql, order: Partial<Order>): Promise<void> 
 }
 
 /** Order `id`; throws when there is none (every deployment has its order). */
-export function getOrder(ds: DataSource, id: string): Promise<Order> {
+export function getOrder(ds: DataSource | EntityManager, id: string): Promise<Order> {
   return ds.getRepository(Order).findOneByOrFail({ id });
 }
 
@@ -43,7 +44,10 @@ export async function markReversalPending(
 }
 
 /** The order's status and purchased seconds, or null when there is no such order. */
-export function orderTerms(ds: DataSource, orderId: string): Promise<Pick<Order, 'status' | 'durationSeconds'> | null> {
+export function orderTerms(
+  ds: DataSource | EntityManager,
+  orderId: string,
+): Promise<Pick<Order, 'status' | 'durationSeconds'> | null> {
   return ds.getRepository(Order).findOne({ select: { status: true, durationSeconds: true }, where: { id: orderId } });
 }
 
@@ -61,4 +65,26 @@ export async function assignCandidates(
 /** The order as it stands in the caller's transaction; it must exist. */
 export function orderIn(m: EntityManager, id: string): Promise<Order> {
   return m.getRepository(Order).findOneByOrFail({ id });
+}
+
+/** What an owner's notification of a rental reads of its order: the GPU model asked for, the charge's reversal, the key that started it. */
+export interface OrderNotificationFacts {
+  gpuModel: string | null;
+  reversalStatus: string | null;
+  keyId: string | null;
+}
+
+/** The {@link OrderNotificationFacts} of each of `orderIds` that exists, read as they stand now. */
+export async function orderNotificationFacts(
+  ds: Executor,
+  orderIds: readonly string[],
+): Promise<Map<string, OrderNotificationFacts>> {
+  if (orderIds.length === 0) return new Map();
+  const rows: { id: string; gpu_model: string | null; reversal_status: string | null; key_id: string | null }[] =
+    await ds.query(`SELECT o.id, o.gpu_model, o.reversal_status, o.key_id FROM orders o WHERE o.id IN (?)`, [
+      [...new Set(orderIds)],
+    ]);
+  return new Map(
+    rows.map((r) => [r.id, { gpuModel: r.gpu_model, reversalStatus: r.reversal_status, keyId: r.key_id }]),
+  );
 }

@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { Executor } from '../../../db/mysql-store.js';
 import { readMinor } from '../../../db/columns.js';
 import { RENTAL_STATUSES, TERMINAL_STATUSES, isOneOf } from '../state/rental-status.js';
 
@@ -10,7 +10,7 @@ export const UNFINISHED_STATUSES = RENTAL_STATUSES.filter((s) => !isOneOf(TERMIN
  * scrape. One grouped query over a range of `ix_deployments_status`: finished rentals, which grow
  * without end, are never read.
  */
-export async function unfinishedRentalCounts(ds: DataSource): Promise<Record<string, number>> {
+export async function unfinishedRentalCounts(ds: Executor): Promise<Record<string, number>> {
   const rows: { status: string; n: number | string }[] = await ds.query(
     `SELECT status, COUNT(*) AS n FROM deployments WHERE status IN (${UNFINISHED_STATUSES.map(() => '?').join(', ')}) GROUP BY status`,
     UNFINISHED_STATUSES,

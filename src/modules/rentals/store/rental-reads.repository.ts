@@ -1,4 +1,5 @@
 import { In, type DataSource, type EntityManager } from 'typeorm';
+import type { Executor } from '../../../db/mysql-store.js';
 import { ApiKey } from '../../keys/api-key.entity.js';
 import { visibleRows, type Viewer } from '../../keys/visibility.js';
 import { Offer } from '../../inventory/offer.entity.js';
@@ -44,7 +45,8 @@ export interface RentalPosition {
   id: string;
 }
 
-export class RentalsRepository {
+/** The rentals' reads on one DataSource or manager; the rentals aggregate's `reads` part runs them (rental-state-reads.repository.ts). */
+export class RentalReads {
   /** On a DataSource, or on a transaction's manager (reads inside it must not wait for a second pooled connection). */
   constructor(private readonly ds: DataSource | EntityManager) {}
 
@@ -183,7 +185,7 @@ export interface KeyRentalRow {
 
 /** The deployments of account `accountId` that the keys given started and that have not ended (terminated or failed), oldest first. */
 export async function unfinishedRentalsOfKeys(
-  ds: DataSource,
+  ds: Executor,
   accountId: string,
   keyIds: readonly string[],
 ): Promise<KeyRentalRow[]> {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   ACTIVE_MEANS,
   LEASE_RULE,
@@ -8,8 +9,8 @@ import {
   PHASES_RULE,
   WAIT_FOR_CAPACITY_RULE,
 } from '../../src/vocabulary/machine-hints.js';
-import { ROOT } from './helpers/build.js';
 
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SKILL_DIR = join(ROOT, 'clients/skill/gpu-rental');
 const ALLOWED_KEYS = new Set(['name', 'description', 'license', 'compatibility', 'metadata', 'allowed-tools']);
 
