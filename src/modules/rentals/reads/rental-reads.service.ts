@@ -127,12 +127,12 @@ export interface Wait {
   seconds: number;
 }
 
-/** Bounds of `waitSeconds`; a waiting read without it waits the default. */
-export const WAIT_SECONDS = { min: 1, max: 30, default: 25 };
+/** How long a waiting read without `waitSeconds` waits (its bounds, 1 to 30, are the routes'). */
+export const WAIT_SECONDS = { default: 25 };
 
 /**
- * `waitFor` and `waitSeconds` as given: no wait when neither is, else the statuses (a comma list
- * of known ones) and the seconds. 422 VALIDATION_FAILED names the one that is wrong.
+ * `waitFor` and `waitSeconds` as the route took them: no wait when neither is given, else the
+ * statuses (a comma list of known ones) and the seconds. 422 VALIDATION_FAILED names what is wrong.
  */
 export function parseWait(waitFor: string | undefined, waitSeconds: number | undefined): Wait | undefined {
   if (waitFor === undefined) {
@@ -151,14 +151,8 @@ export function parseWait(waitFor: string | undefined, waitSeconds: number | und
       `Invalid request: waitFor is a comma list of statuses among ${RENTAL_STATUSES.join(', ')}${unknown.length && waitFor.trim() ? `; unknown: ${unknown.join(', ')}` : ''}.`,
     );
   }
-  const seconds = waitSeconds ?? WAIT_SECONDS.default;
-  if (!Number.isInteger(seconds) || seconds < WAIT_SECONDS.min || seconds > WAIT_SECONDS.max) {
-    throw new AppError(
-      'VALIDATION_FAILED',
-      `Invalid request: waitSeconds is a whole number from ${WAIT_SECONDS.min} to ${WAIT_SECONDS.max}.`,
-    );
-  }
-  return { statuses: statuses as RentalStatus[], seconds };
+  // waitSeconds's bounds are the route's (@isInt, @minimum, @maximum), checked once where the query is read.
+  return { statuses: statuses as RentalStatus[], seconds: waitSeconds ?? WAIT_SECONDS.default };
 }
 
 /** Whether a rental event may bring a status the waiter wants (one without a status may: read again). */
