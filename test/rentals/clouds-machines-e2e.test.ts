@@ -57,7 +57,7 @@ const machine = (port: number | null, extra: object = {}) => ({
  * script still make a usable machine). The whole service runs: API, worker, the real plugins.
  */
 describe('machine settings on Vast.ai, RunPod and Lambda (API + worker + cloud fakes)', function () {
-  this.timeout(60_000);
+  this.timeout(90_000);
   let vast: FakeVastApi;
   let runpod: FakeRunpodApi;
   let lambda: FakeLambdaApi;
@@ -142,7 +142,9 @@ describe('machine settings on Vast.ai, RunPod and Lambda (API + worker + cloud f
           return undefined;
         }
       },
-      { timeoutMs: 10_000, what: 'the port answers' },
+      // The machine's server starts with its startup script, after the rental is ACTIVE: on a loaded
+      // machine (another suite beside this one) that has taken over 10 s.
+      { timeoutMs: 30_000, what: 'the port answers' },
     );
   }
 
