@@ -141,9 +141,17 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
 
   it('an instance repriced over its quote is destroyed and the next candidate is used', async () => {
     const who = await agent.fundedAgent();
-    const { deploymentId } = await agent.rent(who, { gpuModel: 'A100', gpuCount: 1, maxHourlyPriceMinor: 1000 });
+    const { deploymentId, rentalId } = await agent.rent(who, {
+      gpuModel: 'A100',
+      gpuCount: 1,
+      maxHourlyPriceMinor: 1000,
+    });
     const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
-    assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
+    if (active.status !== 'ACTIVE') {
+      // Says why it failed (the rental's failure and every attempt), which the deployment alone does not.
+      const rental = (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data;
+      assert.fail(`not ACTIVE: ${JSON.stringify({ rental, attempts: await attempts(deploymentId) })}`);
+    }
     const tried = await attempts(deploymentId);
     assert.deepEqual(
       tried.map((a) => a.outcome),
