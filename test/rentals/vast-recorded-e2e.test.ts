@@ -105,8 +105,19 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
         assert.equal(res.status, 200);
       }
       await agent.terminate(who, deploymentId);
-      const statuses = deletesOf(instanceId).map((c) => c.status);
-      assert.deepEqual(statuses, gone ? [200, Number(gone)] : [200], `${gone}/${after}`);
+      // The first destroy takes the instance (the test's own, when its answer was "lost"). A check
+      // that cannot conclude (a probe timing out on a loaded machine) destroys again until one does:
+      // each later destroy meets the instance already gone, in a recorded form (the one set, or
+      // each in turn when none is).
+      const [first, ...later] = deletesOf(instanceId).map((c) => c.status);
+      assert.equal(first, 200, `${gone}/${after}`);
+      if (gone) assert.ok(later.length >= 1, `${gone}/${after}: the service destroyed it too`);
+      const goneForms = gone ? [Number(gone)] : [404, 200];
+      assert.deepEqual(
+        later.filter((s) => !goneForms.includes(s)),
+        [],
+        `${gone}/${after}: ${JSON.stringify(later)}`,
+      );
     }
     assert.equal(vast.instances().length, 0);
   });
