@@ -49,7 +49,8 @@ function script(port: number): string {
 
 /** From outside, on the local provider: settings, endpoints, leases, GPU checks and waiting for capacity. */
 describe('machines agents can work with (API + worker + local provider)', function () {
-  this.timeout(60_000);
+  // Bounds, not waits: a loaded machine takes seconds to start the processes a machine runs.
+  this.timeout(150_000);
   let ctx: TestContext;
   let worker: TestWorker;
   let ids: Record<string, string>;
@@ -76,7 +77,7 @@ describe('machines agents can work with (API + worker + local provider)', functi
         last = (await ctx.api.get(`/api/v1/rentals/${rentalId}`).set(who.auth)).body.data;
         return done(last);
       },
-      { timeoutMs: 30_000, what: what },
+      { timeoutMs: 60_000, what },
     );
     return last;
   }
@@ -144,7 +145,7 @@ describe('machines agents can work with (API + worker + local provider)', functi
           return undefined;
         }
       },
-      { timeoutMs: 10_000, what: 'the endpoint answers' },
+      { timeoutMs: 30_000, what: 'the endpoint answers' },
     );
     assert.equal(body, `hello ${SECRET.length}`);
 
