@@ -36,6 +36,9 @@ import { MachineSecretsMedium1763800019950 } from './1763800019950-MachineSecret
 import { EventCursors1763800020100 } from './1763800020100-EventCursors.js';
 import { MatchNotes1763800020500 } from './1763800020500-MatchNotes.js';
 import { OrderGpuMatch1763800020700 } from './1763800020700-OrderGpuMatch.js';
+import { TrafficBilling1763800021000 } from './1763800021000-TrafficBilling.js';
+import { TeardownReceipts1763800023000 } from './1763800023000-TeardownReceipts.js';
+import { ProviderDrift1763800023400 } from './1763800023400-ProviderDrift.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -77,4 +80,7 @@ export const migrations = [
   EventCursors1763800020100,
   MatchNotes1763800020500,
   OrderGpuMatch1763800020700,
+  TrafficBilling1763800021000,
+  TeardownReceipts1763800023000,
+  ProviderDrift1763800023400,
 ];

@@ -80,7 +80,8 @@ if [ "${#packages[@]}" -gt 0 ]; then
   else
     say "installing ${packages[*]} with apt-get"
     log=$(mktemp)
-    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"; } >"$log" 2>&1; then
+    # Another run installing at the same time holds the lock: wait for it rather than fail.
+    if ! { apt-get -o DPkg::Lock::Timeout=600 update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${packages[@]}"; } >"$log" 2>&1; then
       fail "apt-get install ${packages[*]} failed; its output is in $log"
     fi
     rm -f "$log"

@@ -18,6 +18,7 @@ import { eventStreamRoute, type EventStreamOptions } from './modules/events/even
 import { RegisterRoutes } from './generated/routes.js';
 import { approvalPageRouter } from './modules/agents/approval-page.router.js';
 import { paymentPagesRouter } from './modules/billing/payment-pages.router.js';
+import { receiptKeysRouter } from './modules/receipts/receipt-keys.router.js';
 import { jobsDashboard } from './jobs/jobs-dashboard.js';
 import { releasesRouter } from './http/releases.router.js';
 import { httpMetrics } from './metrics/http-metrics.js';
@@ -142,6 +143,8 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   if (services.config.metrics.token) app.get('/metrics', metricsRoute(services, services.config.metrics.token));
 
   app.use(discoveryRouter(services.config.http.publicBaseUrl, services.config.releases.url));
+  // The keys teardown receipts are checked against: public, cacheable, no envelope (a JWK Set).
+  app.use(receiptKeysRouter(services.receipts));
 
   app.use(paymentPagesRouter(services));
   app.use(approvalPageRouter(services));

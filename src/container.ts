@@ -21,6 +21,7 @@ import { AgentKeysService } from './modules/agents/agent-keys.service.js';
 import { AgentsService } from './modules/agents/agents.service.js';
 import { CredentialsService } from './modules/credentials/credentials.service.js';
 import { SecretBox } from './modules/credentials/secret-box.js';
+import { ReceiptsService } from './modules/receipts/receipts.service.js';
 import { RentalReadsService } from './modules/rentals/reads/rental-reads.service.js';
 import { RentalsService } from './modules/rentals/admission/rental-requests.service.js';
 import { CardCheckoutService } from './modules/rentals/admission/card-checkout.service.js';
@@ -79,6 +80,8 @@ export interface Services {
   eventHub: EventHub;
   /** Provisioning, termination, metering and reconciliation of rentals (run by its jobs). */
   lifecycle: RentalLifecycle;
+  /** Teardown receipts: signed at a verified destruction, served with the rental, their keys published. */
+  receipts: ReceiptsService;
   /** Background work: enqueue here; the worker role (src/worker.ts) runs it. */
   jobs: JobQueue;
   /** Every job this process defined on `jobs`, handlers bound; the worker schedules the repeating ones. */
@@ -98,6 +101,8 @@ export interface ServiceDeps {
 /** The composition root: builds every service and every job handler once, in dependency order. */
 export function createServices({ config, ds, clock, logger, providers, rentalHandoff }: ServiceDeps): Services {
   const store = createStore(ds);
+  // The plugins' drift report is written to the store from now on, in the background.
+  providers.drift.attach((batch, max) => store.read((r) => r.providerDrift.record(batch, max)));
   const rateLimiter = new RateLimiter(store, clock);
   const ledger = new LedgerService(store, clock, { lowCreditsMinor: config.billing.lowCreditsMinor });
   const keys = new KeysService(store, clock);
@@ -131,6 +136,9 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
   });
   const cardCheckout = new CardCheckoutService(store, clock, inventory, payments.sessions, keys);
   const credentials = new CredentialsService(store, clock, box);
+  const receipts = new ReceiptsService(store, clock, box, (principal, id) => rentalReads.get(principal, id), {
+    issuer: config.http.publicBaseUrl,
+  });
   const unfinishedRentals = (accountId: string, keyIds: readonly string[]) =>
     store.read((r) => r.rentals.reads.unfinishedOfKeys(accountId, keyIds));
   const agentKeys = new AgentKeysService(store, clock, keys, unfinishedRentals, rentals);
@@ -156,6 +164,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     box,
     refunds: payments.sessions,
     inventory,
+    receipts,
   };
   const lifecycle = createRentalLifecycle(lifecycleDeps, lifecycleTiming(config));
   const webhookLogger = logger.child({ component: 'webhooks' });
@@ -265,6 +274,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     webhooks,
     webhookDeliveries,
     lifecycle,
+    receipts,
     jobDefinitions: definitions,
   };
 }
@@ -338,5 +348,6 @@ export function lifecycleDepsOf(s: Services): LifecycleDeps {
     box: SecretBox.fromConfig(s.config),
     refunds: s.payments.sessions,
     inventory: s.inventory,
+    receipts: s.receipts,
   };
 }

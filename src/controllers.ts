@@ -11,6 +11,7 @@ import { ProvidersController } from './modules/inventory/providers.controller.js
 import { DeploymentsController } from './modules/rentals/api/deployments.controller.js';
 import { EventsController } from './modules/events/events.controller.js';
 import { RentalsController } from './modules/rentals/api/rentals.controller.js';
+import { ReceiptsController } from './modules/receipts/receipts.controller.js';
 import { WebhookEndpointsController } from './modules/webhooks/webhooks.controller.js';
 
 /**
@@ -30,5 +31,6 @@ export function controllerFactories(s: Services): ControllerFactories {
     .add(DeploymentsController, () => new DeploymentsController(s.rentals, s.rentalReads, s.credentials))
     .add(AgentsController, () => new AgentsController(s.agents, s.agentKeys))
     .add(EventsController, () => new EventsController(s.events))
-    .add(WebhookEndpointsController, () => new WebhookEndpointsController(s.webhooks));
+    .add(WebhookEndpointsController, () => new WebhookEndpointsController(s.webhooks))
+    .add(ReceiptsController, () => new ReceiptsController(s.receipts));
 }

@@ -12,6 +12,8 @@ import { CredentialReveal } from './modules/credentials/credential-reveal.entity
 import { DeploymentAttempt } from './modules/rentals/store/deployment-attempt.entity.js';
 import { Deployment } from './modules/rentals/store/deployment.entity.js';
 import { Order } from './modules/rentals/store/order.entity.js';
+import { ReceiptSigningKey } from './modules/receipts/receipt-signing-key.entity.js';
+import { TeardownReceipt } from './modules/receipts/teardown-receipt.entity.js';
 
 /**
  * Every TypeORM entity of the service, handed to createDataSource by whoever opens the database.
@@ -32,4 +34,6 @@ export const entities: EntityList = [
   CredentialReveal,
   AgentAuthorization,
   ProviderStatus,
+  ReceiptSigningKey,
+  TeardownReceipt,
 ];

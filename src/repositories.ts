@@ -21,6 +21,11 @@ import { MysqlCheckoutsRepository, type CheckoutsRepository } from './modules/bi
 import { MysqlRentalsRepository, type RentalsRepository } from './modules/rentals/store/rentals.repository.js';
 import { MysqlEventsRepository, type EventsRepository } from './modules/events/events.repository.js';
 import { MysqlTelegramRepository, type TelegramRepository } from './modules/telegram/telegram.repository.js';
+import {
+  MysqlProviderDriftRepository,
+  type ProviderDriftRepository,
+} from './modules/inventory/provider-drift.repository.js';
+import { MysqlReceiptsRepository, type ReceiptsRepository } from './modules/receipts/receipts.repository.js';
 
 /**
  * Every aggregate's repository, as one transaction (or a read) hands them out. Each is the only
@@ -51,6 +56,10 @@ export interface Repositories {
   events: EventsRepository;
   /** The owner bot's dialogues, the owners' notifications and what each chat chose to be told of. */
   telegram: TelegramRepository;
+  /** The drift report: each shape of a provider's answer its plugin could not fully read. */
+  providerDrift: ProviderDriftRepository;
+  /** The keys that sign teardown receipts, and the receipts they signed. */
+  receipts: ReceiptsRepository;
 }
 
 /** The store every service of a process shares. */
@@ -122,6 +131,16 @@ class MysqlRepositories implements Repositories {
   private bot?: TelegramRepository;
   get telegram(): TelegramRepository {
     return (this.bot ??= new MysqlTelegramRepository(this.sql));
+  }
+
+  private drift?: ProviderDriftRepository;
+  get providerDrift(): ProviderDriftRepository {
+    return (this.drift ??= new MysqlProviderDriftRepository(this.sql));
+  }
+
+  private signed?: ReceiptsRepository;
+  get receipts(): ReceiptsRepository {
+    return (this.signed ??= new MysqlReceiptsRepository(this.sql));
   }
 }
 

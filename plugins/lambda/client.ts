@@ -1,8 +1,10 @@
 import type { Logger } from '../../src/logger.js';
-import { createProviderClient } from '../../src/providers/kit/client.js';
+import { createProviderClient, type ErrorReading } from '../../src/providers/kit/client.js';
+import type { DriftRecorder } from '../../src/providers/kit/drift.js';
 import { readErrorOf, type ErrorRule } from '../../src/providers/kit/error-table.js';
+import { ProviderDrift } from '../../src/providers/kit/provider-drift.js';
 import type { HttpResponse, ProviderApiError, ProviderHttpClient } from '../../src/providers/provider-http.js';
-import { classifyLambdaError, EDGE_PAGE, settingToFix } from './errors.js';
+import { classifyLambdaError, EDGE_PAGE, LAMBDA_ERROR_TABLE, settingToFix } from './errors.js';
 import type { LambdaTuning } from './options.js';
 
 /** Lambda's documented limits: about one request a second per account, launches one per 12 s. */
@@ -30,6 +32,32 @@ interface ErrorBody {
   error?: { code?: unknown; message?: unknown; suggestion?: unknown };
 }
 
+/** Lambda's success: a 2xx whose body carries `data`. Anything else is a failure the error table reads. */
+function isSuccess(res: HttpResponse): boolean {
+  const json = res.json as { data?: unknown } | null;
+  return res.status >= 200 && res.status < 300 && !!json && typeof json === 'object' && 'data' in json;
+}
+
+/** `error` of Lambda's failure body, when the body is one. */
+const errorOf = (res: HttpResponse) =>
+  res.json && typeof res.json === 'object' ? (res.json as ErrorBody).error : undefined;
+
+/** What the table matches: Lambda's code, and its message (the raw body when it sent none, e.g. an edge page). */
+function errorAnswer(res: HttpResponse): { status: number; code?: string; text: string } {
+  const err = errorOf(res);
+  return {
+    status: res.status,
+    code: typeof err?.code === 'string' ? err.code : undefined,
+    text: typeof err?.message === 'string' ? err.message : res.text,
+  };
+}
+
+/** The table for the kit's client, which reports to the drift report every failure only a catch-all row takes. */
+export const LAMBDA_ERROR_READING: ErrorReading = {
+  table: LAMBDA_ERROR_TABLE,
+  answerOf: (res) => (isSuccess(res) ? null : errorAnswer(res)),
+};
+
 /**
  * Lambda Cloud's `{data}` / `{error:{code,message,suggestion}}` envelope over the shared provider
  * HTTP client. Answers are returned, not thrown; only a call that got no answer throws (a
@@ -37,15 +65,20 @@ interface ErrorBody {
  */
 export class LambdaClient {
   private readonly http: ProviderHttpClient;
+  /** Where answers this plugin cannot fully read are reported (failures only a catch-all row takes: by `http` itself). */
+  readonly drift: ProviderDrift;
 
-  constructor(opts: { apiUrl: string; apiKey: string; logger: Logger; tuning: LambdaTuning }) {
+  constructor(opts: { apiUrl: string; apiKey: string; logger: Logger; drift: DriftRecorder; tuning: LambdaTuning }) {
     const t = opts.tuning;
+    this.drift = new ProviderDrift(opts.drift, 'lambda');
     this.http = createProviderClient({
       providerId: 'lambda',
       apiUrl: opts.apiUrl,
       apiKey: opts.apiKey,
       logger: opts.logger,
       intervalsMs: { api: LAMBDA_LIMITS.apiIntervalMs, launch: LAMBDA_LIMITS.launchIntervalMs },
+      drift: opts.drift,
+      errors: LAMBDA_ERROR_READING,
       tuning: {
         timeoutMs: t.timeoutMs,
         backoffMs: t.backoffMs,
@@ -67,33 +100,19 @@ export class LambdaClient {
   }
 
   private static read<T>(res: HttpResponse): LambdaResult<T> {
-    const json = res.json as ({ data?: T } & ErrorBody) | null;
-    if (res.status >= 200 && res.status < 300 && json && typeof json === 'object' && 'data' in json)
-      return { ok: true, data: json.data as T };
-    const err = json && typeof json === 'object' ? json.error : undefined;
-    const code = typeof err?.code === 'string' ? err.code : undefined;
+    if (isSuccess(res)) return { ok: true, data: (res.json as { data: T }).data };
+    const err = errorOf(res);
+    const { code, text } = errorAnswer(res);
     const suggestion = typeof err?.suggestion === 'string' ? err.suggestion : undefined;
-    if (typeof err?.message === 'string') {
-      return {
-        ok: false,
-        status: res.status,
-        code,
-        message: err.message,
-        suggestion,
-        rule: classifyLambdaError(res.status, code, err.message),
-        retryAfterMs: res.retryAfterMs,
-      };
-    }
-    // Not Lambda's envelope: the raw body decides (an edge's HTML page), and only a short, readable
-    // form of it reaches the logs.
-    const rule = classifyLambdaError(res.status, code, res.text);
     return {
       ok: false,
       status: res.status,
       code,
-      message: bodySummary(res),
+      // Not Lambda's envelope: the raw body decided (an edge's HTML page); only a short, readable
+      // form of it reaches the logs.
+      message: typeof err?.message === 'string' ? err.message : bodySummary(res),
       suggestion,
-      rule,
+      rule: classifyLambdaError(res.status, code, text),
       retryAfterMs: res.retryAfterMs,
     };
   }

@@ -152,12 +152,14 @@ export const LAMBDA_ERROR_TABLE: readonly ErrorRule[] = [
     read: 'auth',
     note: 'credentials refused without a known code',
     log: 'error',
+    catchAll: true,
   },
   {
     match: { status: '2xx' },
     create: 'ambiguous',
     read: 'bad_response',
     note: 'a success without the documented data',
+    catchAll: true,
   },
   { match: {}, create: 'rejected', read: 'request', note: 'any other refusal', log: 'error' },
 ];

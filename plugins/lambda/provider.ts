@@ -92,6 +92,7 @@ export class LambdaProvider implements Provider {
       apiUrl: options.apiUrl,
       apiKey: options.apiKey,
       logger: this.log,
+      drift: deps.drift,
       tuning: options.tuning,
     });
     this.keys = new LambdaSshKeys(this.client, this.log);
@@ -101,14 +102,25 @@ export class LambdaProvider implements Provider {
       t.listTtlMs ?? t.apiIntervalMs ?? LAMBDA_LIMITS.apiIntervalMs,
       t.now,
     );
-    this.watch = new StateWatch({ providerId: 'lambda', logger: this.log, now: t.now, boundMs: t.unknownStateBoundMs });
+    this.watch = new StateWatch({
+      providerId: 'lambda',
+      logger: this.log,
+      drift: deps.drift,
+      where: 'instance status',
+      now: t.now,
+      boundMs: t.unknownStateBoundMs,
+    });
   }
 
   async listOffers(): Promise<ProviderOffer[]> {
     const r = await this.client.call<LambdaInstanceTypes>('api', 'GET', '/instance-types');
     if (!r.ok) throw failureError('GET /instance-types', r);
     if (!r.data || typeof r.data !== 'object')
-      throw new ProviderApiError('bad_response', 'lambda GET /instance-types: data is not an object');
+      throw this.client.drift.badResponse(
+        'GET /api/v1/instance-types data',
+        r.data,
+        'lambda GET /instance-types: data is not an object',
+      );
     return offersFromInstanceTypes(r.data, {
       regions: this.options.regions,
       maximumDurationSeconds: this.options.maximumDurationSeconds,
@@ -186,8 +198,10 @@ export class LambdaProvider implements Provider {
     if (r.ok) {
       const ids = r.data?.instance_ids;
       const id = Array.isArray(ids) ? ids[0] : undefined;
-      if (typeof id !== 'string' || id === '')
+      if (typeof id !== 'string' || id === '') {
+        this.client.drift.unknownFieldShape('POST /api/v1/instance-operations/launch data', r.data);
         return { kind: 'ambiguous', reason: 'launch answered without an instance id' };
+      }
       // Variable names are not secret (rentals show them); values and the script never reach a log.
       const settings =
         userData === null
@@ -266,7 +280,7 @@ export class LambdaProvider implements Provider {
     if (r.ok) return this.info(r.data);
     if (r.rule.read === 'gone') {
       this.watch.forget(instanceId);
-      return { instanceId, label: '', state: 'gone', providerState: 'not found' };
+      return { instanceId, label: '', state: 'gone', providerState: 'not found', httpStatus: r.status };
     }
     throw failureError(`GET /instances/${instanceId}`, r);
   }
@@ -328,7 +342,12 @@ export class LambdaProvider implements Provider {
   private async fetchInstances(): Promise<LambdaInstance[]> {
     const r = await this.client.call<LambdaInstance[]>('api', 'GET', '/instances');
     if (!r.ok) throw failureError('GET /instances', r);
-    if (!Array.isArray(r.data)) throw new ProviderApiError('bad_response', 'lambda GET /instances: data is not a list');
+    if (!Array.isArray(r.data))
+      throw this.client.drift.badResponse(
+        'GET /api/v1/instances data',
+        r.data,
+        'lambda GET /instances: data is not a list',
+      );
     return r.data;
   }
 

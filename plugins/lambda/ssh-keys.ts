@@ -1,5 +1,4 @@
 import type { Logger } from '../../src/logger.js';
-import { ProviderApiError } from '../../src/providers/provider-http.js';
 import { describeFailure, failureError, type LambdaClient, type LambdaFailure } from './client.js';
 import type { LambdaSshKey } from './types.js';
 
@@ -19,7 +18,12 @@ export class LambdaSshKeys {
   async list(): Promise<LambdaSshKey[]> {
     const r = await this.client.call<LambdaSshKey[]>('api', 'GET', '/ssh-keys');
     if (!r.ok) throw failureError('GET /ssh-keys', r);
-    if (!Array.isArray(r.data)) throw new ProviderApiError('bad_response', 'lambda GET /ssh-keys: data is not a list');
+    if (!Array.isArray(r.data))
+      throw this.client.drift.badResponse(
+        'GET /api/v1/ssh-keys data',
+        r.data,
+        'lambda GET /ssh-keys: data is not a list',
+      );
     return r.data;
   }
 

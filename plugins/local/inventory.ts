@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { MachineCapabilities } from '../../src/providers/provider.js';
+import type { MachineCapabilities, TrafficPrice } from '../../src/providers/provider.js';
 
 /** How the simulated provider answers a create call for an offer. */
 export type CreateMode = 'ok' | 'unavailable' | 'ambiguous-created' | 'ambiguous-none' | 'fail';
@@ -43,6 +43,8 @@ export interface LocalInventoryOffer {
   capabilities?: Partial<MachineCapabilities>;
   /** GPUs its machines really have, which `nvidia-smi` lists; default `gpuCount`. Fewer than promised simulates a short machine. */
   actualGpuCount?: number;
+  /** Per-GB traffic prices the offer bills (the offer's `trafficPrice`); default: traffic is free. */
+  trafficPrice?: TrafficPrice;
 }
 
 /**

@@ -141,6 +141,7 @@ export class LocalProvider implements Provider {
         pricePerHourMinor: o.pricePerHourMinor,
         maximumDurationSeconds: o.maximumDurationSeconds,
         capabilities: offerCapabilities(o),
+        ...(o.trafficPrice ? { trafficPrice: o.trafficPrice } : {}),
       }));
   }
 

@@ -1,13 +1,10 @@
 import type { Logger } from '../../src/logger.js';
 import { createProviderClient } from '../../src/providers/kit/client.js';
+import type { DriftRecorder } from '../../src/providers/kit/drift.js';
 import { listAllPages, readCursor } from '../../src/providers/kit/paging.js';
-import {
-  ProviderApiError,
-  type EndpointLimit,
-  type HttpResponse,
-  type ProviderHttpClient,
-} from '../../src/providers/provider-http.js';
-import { apiErrorFor } from './errors.js';
+import { ProviderDrift } from '../../src/providers/kit/provider-drift.js';
+import type { EndpointLimit, HttpResponse, ProviderHttpClient } from '../../src/providers/provider-http.js';
+import { apiErrorFor, RUNPOD_ERROR_READING } from './errors.js';
 import type { RunpodOptions } from './options.js';
 
 /** One way into a pod over SSH (`PodSshEndpoint`). */
@@ -95,9 +92,11 @@ export function isPod(v: unknown): v is RunpodPod {
 /** The v2 endpoints the plugin uses, over the shared provider HTTP client. */
 export class RunpodClient {
   readonly http: ProviderHttpClient;
+  /** Where answers this plugin cannot fully read are reported (failures only a catch-all row takes: by `http` itself). */
+  readonly drift: ProviderDrift;
   private readonly createTimeoutMs?: number;
 
-  constructor(options: RunpodOptions, logger: Logger, hooks: RunpodClientHooks = {}) {
+  constructor(options: RunpodOptions, logger: Logger, drift: DriftRecorder, hooks: RunpodClientHooks = {}) {
     const limits = hooks.limits ?? RUNPOD_LIMITS;
     this.http = createProviderClient({
       providerId: 'runpod',
@@ -105,8 +104,11 @@ export class RunpodClient {
       apiKey: options.apiKey,
       logger,
       intervalsMs: Object.fromEntries(Object.entries(limits).map(([bucket, l]) => [bucket, l.minIntervalMs])),
+      drift,
+      errors: RUNPOD_ERROR_READING,
       tuning: { timeoutMs: hooks.timeoutMs, now: hooks.now, sleep: hooks.sleep },
     });
+    this.drift = new ProviderDrift(drift, 'runpod');
     this.createTimeoutMs = hooks.createTimeoutMs;
   }
 
@@ -121,16 +123,14 @@ export class RunpodClient {
     });
     if (res.status !== 200) this.fail('GET /v2/catalog/gpus', res);
     const gpus = (res.json as { gpus?: unknown } | null)?.gpus;
+    const where = 'GET /v2/catalog/gpus';
     if (!Array.isArray(gpus))
-      throw new ProviderApiError(
-        'bad_response',
-        'runpod GET /v2/catalog/gpus: no "gpus" array in the answer',
-        res.status,
-      );
-    return gpus.filter(
-      (g): g is RunpodGpuType =>
-        !!g && typeof g.id === 'string' && typeof g.name === 'string' && !!g.price && !!g.maxCount,
-    );
+      throw this.drift.badResponse(where, res.json, `runpod ${where}: no "gpus" array in the answer`, res.status);
+    const readable = (g: RunpodGpuType | null): g is RunpodGpuType =>
+      !!g && typeof g.id === 'string' && typeof g.name === 'string' && !!g.price && !!g.maxCount;
+    // A type left out for its shape is reported, not only dropped: RunPod may have changed the catalog.
+    for (const g of gpus) if (!readable(g)) this.drift.unknownFieldShape(`${where} gpus[]`, g);
+    return gpus.filter(readable);
   }
 
   /** `POST /v2/pods`: the raw answer, for the create error table. */
@@ -152,14 +152,18 @@ export class RunpodClient {
         if (res.status !== 200) this.fail('GET /v2/pods', res);
         const body = res.json as { pods?: unknown; pagination?: { nextCursor?: unknown } | null } | null;
         const pods = body?.pods;
+        const where = 'GET /v2/pods';
         if (!Array.isArray(pods))
-          throw new ProviderApiError('bad_response', `${what}: no "pods" array in the answer`, res.status);
+          throw this.drift.badPage(where, res.json, `${what}: no "pods" array in the answer`, res.status);
         if (!pods.every(isPod))
-          throw new ProviderApiError('bad_response', `${what}: a pod without id, name or status`, res.status);
+          throw this.drift.badPage(where, res.json, `${what}: a pod without id, name or status`, res.status);
         const pagination = body?.pagination;
         if (pagination !== undefined && pagination !== null && typeof pagination !== 'object')
-          throw new ProviderApiError('bad_response', `${what}: "pagination" is not an object`, res.status);
-        return { items: pods, next: readCursor(pagination?.nextCursor, what) };
+          throw this.drift.badPage(where, res.json, `${what}: "pagination" is not an object`, res.status);
+        return {
+          items: pods,
+          next: readCursor(pagination?.nextCursor, what, { drift: this.drift, where, page: res.json }),
+        };
       },
     });
     return list.items;
@@ -170,7 +174,8 @@ export class RunpodClient {
     const res = await this.http.request('pods.read', 'GET', `/v2/pods/${encodeURIComponent(id)}`);
     if (res.status === 404) return null;
     if (res.status !== 200) this.fail('GET /v2/pods/{id}', res);
-    if (!isPod(res.json)) throw new ProviderApiError('bad_response', 'runpod GET /v2/pods/{id}: not a pod', res.status);
+    if (!isPod(res.json))
+      throw this.drift.badResponse('GET /v2/pods/{id}', res.json, 'runpod GET /v2/pods/{id}: not a pod', res.status);
     return res.json;
   }
 

@@ -1,3 +1,4 @@
+import type { ErrorReading } from '../../src/providers/kit/client.js';
 import { createVerdictOf, matchErrorRule, readErrorOf, type ErrorRule } from '../../src/providers/kit/error-table.js';
 import type { HttpResponse, ProviderApiError } from '../../src/providers/provider-http.js';
 import type { CreateResult, ProviderErrorClass } from '../../src/providers/provider.js';
@@ -90,7 +91,14 @@ export const ERROR_TABLE: readonly ErrorRule[] = [
   // Not one of the texts above: a placement rule this GPU/count breaks (count above this cloud's
   // maximum, an unknown GPU type). RunPod says to try the next candidate; the provider logs the
   // detail so a rule every candidate breaks is seen.
-  { match: { status: 400 }, create: 'unavailable', read: 'request', log: 'warn', note: 'request refused for this GPU' },
+  {
+    match: { status: 400 },
+    create: 'unavailable',
+    read: 'request',
+    log: 'warn',
+    note: 'request refused for this GPU',
+    catchAll: true,
+  },
   {
     match: { status: 401 },
     create: 'rejected',
@@ -121,6 +129,15 @@ export const ERROR_TABLE: readonly ErrorRule[] = [
     log: 'warn',
     note: 'GPU type or resource not found',
   },
+  // RunPod's answer on a path it has retired (REST v1, GraphQL next): our request is what is
+  // wrong, never "nothing there".
+  {
+    match: { status: 410 },
+    create: 'rejected',
+    read: 'request',
+    log: 'error',
+    note: 'RunPod has retired this API path (410 Gone, what REST v1 answers since its retirement): the plugin calls a path RunPod no longer serves',
+  },
   {
     match: { status: 422 },
     create: 'rejected',
@@ -130,7 +147,14 @@ export const ERROR_TABLE: readonly ErrorRule[] = [
   },
   { match: { status: 429 }, create: 'throttled', read: 'rate_limited', log: 'info', note: 'rate limited' },
   { match: { status: '5xx' }, create: 'ambiguous', read: 'unavailable', log: 'warn', note: 'RunPod server error' },
-  { match: { status: '4xx' }, create: 'rejected', read: 'request', log: 'error', note: 'unexpected client error' },
+  {
+    match: { status: '4xx' },
+    create: 'rejected',
+    read: 'request',
+    log: 'error',
+    note: 'unexpected client error',
+    catchAll: true,
+  },
   // Anything outside 4xx/5xx (a 3xx, an unexpected 2xx shape) is an answer we cannot read.
   { match: {}, create: 'ambiguous', read: 'bad_response', log: 'warn', note: 'unexpected answer' },
 ];
@@ -190,6 +214,16 @@ function withoutSecrets<T extends Pick<HttpResponse, 'json' | 'text'>>(res: T, s
 export function errorRule(status: number, text: string | undefined): ErrorRule {
   return matchErrorRule(ERROR_TABLE, { status, text });
 }
+
+/**
+ * The table for the kit's client, which reports to the drift report every failure only a catch-all
+ * row takes: a failure is any answer outside 2xx, read by its text as {@link errorRule} reads it.
+ */
+export const RUNPOD_ERROR_READING: ErrorReading = {
+  table: ERROR_TABLE,
+  answerOf: (res) =>
+    res.status < 300 && res.status >= 200 ? null : { status: res.status, text: answerText(res.json, res.text) },
+};
 
 /** Reads a problem document's `detail` (or the raw text, an HTML page's title) for messages; never contains our key. */
 export function problemDetail(json: unknown, text: string): string {

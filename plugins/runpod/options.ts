@@ -1,4 +1,4 @@
-import { given } from '../../src/config-values.js';
+import { ConfigError, given } from '../../src/config-values.js';
 import { declareOptions, optionVariable, parseOptions } from '../../src/providers/kit/options.js';
 
 /**
@@ -123,9 +123,32 @@ export function cudaConstraintOf(
   return cudaConstraintFor(null, image) ?? options.cuda;
 }
 
+/**
+ * What to add to the kit's "origin without a path" refusal when `API_URL`'s path names an API
+ * version (`https://rest.runpod.io/v1`, `https://api.runpod.io/v2`), the two ways an operator
+ * following RunPod's own base URLs goes wrong; null otherwise.
+ */
+function apiUrlVersionHint(value: string | undefined): string | null {
+  const v = given(value);
+  if (v === undefined || !URL.canParse(v)) return null;
+  const version = /(?:^|\/)(v[12])(?:\/|$)/i.exec(new URL(v).pathname)?.[1].toLowerCase();
+  if (version === 'v1')
+    return 'RunPod retired REST v1 on 2026-11-15 and the plugin speaks REST v2 only: give the origin only';
+  if (version === 'v2') return 'the plugin puts /v2 in front of every path itself: give the origin only';
+  return null;
+}
+
 /** Turns raw variables (names without the prefix) into options; messages name the variable. */
 export function parseRunpodOptions(raw: Record<string, string>): RunpodOptions {
-  const o = parseOptions(RUNPOD_OPTIONS, raw);
+  let o;
+  try {
+    o = parseOptions(RUNPOD_OPTIONS, raw);
+  } catch (err) {
+    const hint = apiUrlVersionHint(raw.API_URL);
+    if (hint && err instanceof ConfigError && err.message.startsWith(`${optionVariable('runpod', 'API_URL')} `))
+      throw new ConfigError(`${err.message}; ${hint}`);
+    throw err;
+  }
   // The default disk is always one a rental may ask for: a ceiling set below it is a mistake, an
   // unset one rises to it.
   const maxDiskSet = given(raw.MAX_DISK_GB) !== undefined;

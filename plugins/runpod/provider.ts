@@ -54,11 +54,18 @@ export class RunpodProvider implements Provider {
     private readonly deps: ProviderDeps,
     hooks: RunpodProviderHooks = {},
   ) {
-    this.client = new RunpodClient(options, deps.logger, hooks);
+    this.client = new RunpodClient(options, deps.logger, deps.drift, hooks);
     const now = hooks.now ?? Date.now;
     this.polls = new SharedRead(() => this.client.listPods(), hooks.pollTtlMs ?? DEFAULT_POLL_TTL_MS, now);
     this.fresh = new SharedRead(() => this.client.listPods(), 0, now);
-    this.states = new StateWatch({ providerId: this.id, logger: deps.logger, now, boundMs: hooks.unknownStateBoundMs });
+    this.states = new StateWatch({
+      providerId: this.id,
+      logger: deps.logger,
+      drift: deps.drift,
+      where: 'pod status',
+      now,
+      boundMs: hooks.unknownStateBoundMs,
+    });
     if (!options.cuda && imageCudaVersion(options.image) === null) {
       deps.logger.warn(
         { provider: this.id, image: options.image },
@@ -144,6 +151,7 @@ export class RunpodProvider implements Provider {
     }
     if (res.status === 201 || res.status === 200) {
       if (isPod(res.json)) return { kind: 'created', instanceId: res.json.id };
+      this.client.drift.unknownFieldShape('POST /v2/pods', res.json);
       return { kind: 'ambiguous', reason: `RunPod ${res.status} without a pod in the answer` };
     }
     const { result, log } = createResultFor(res, {

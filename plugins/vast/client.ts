@@ -1,8 +1,10 @@
 import type { Logger } from '../../src/logger.js';
 import { createProviderClient, type ClientTuning } from '../../src/providers/kit/client.js';
+import type { DriftRecorder } from '../../src/providers/kit/drift.js';
 import { listAllPages, readCursor } from '../../src/providers/kit/paging.js';
-import { ProviderApiError, type ProviderHttpClient, type HttpResponse } from '../../src/providers/provider-http.js';
-import { classifyVastError, readError } from './errors.js';
+import { ProviderDrift } from '../../src/providers/kit/provider-drift.js';
+import type { ProviderHttpClient, HttpResponse } from '../../src/providers/provider-http.js';
+import { classifyVastError, readError, VAST_ERROR_READING } from './errors.js';
 import type { VastOffer } from './offers.js';
 
 /** The fields of a Vast instance (v0 show, v1 list) this plugin reads. */
@@ -21,6 +23,9 @@ export interface VastInstance {
   /** USD per GB of internet traffic up / down, billed apart from `dph_total`. */
   inet_up_cost?: number | null;
   inet_down_cost?: number | null;
+  /** Cumulative billed traffic up / down in KiB (`vastTraffic` in machine.ts); numbers, null, or at times their text. */
+  inet_up_billed?: unknown;
+  inet_down_billed?: unknown;
   /** GB of disk the instance was created with. */
   disk_space?: number | null;
   /** USD per hour its disk costs, part of `dph_total`. */
@@ -54,6 +59,8 @@ export interface VastClientOptions extends ClientTuning {
   apiUrl: string;
   apiKey: string;
   logger: Logger;
+  /** The host's drift recorder (`ProviderDeps.drift`). */
+  drift: DriftRecorder;
   intervalsMs?: Partial<Record<VastBucket, number>>;
 }
 
@@ -66,6 +73,8 @@ function isInstance(v: unknown): v is VastInstance {
 /** The Vast endpoints this plugin uses, over the shared provider HTTP client. */
 export class VastClient {
   readonly http: ProviderHttpClient;
+  /** Where answers this plugin cannot fully read are reported (failures only a catch-all row takes: by `http` itself). */
+  readonly drift: ProviderDrift;
 
   constructor(opts: VastClientOptions) {
     this.http = createProviderClient({
@@ -74,8 +83,11 @@ export class VastClient {
       apiKey: opts.apiKey,
       logger: opts.logger,
       intervalsMs: VAST_MIN_INTERVALS_MS,
+      drift: opts.drift,
+      errors: VAST_ERROR_READING,
       tuning: opts,
     });
+    this.drift = new ProviderDrift(opts.drift, 'vast');
   }
 
   async searchOffers(body: Record<string, unknown>): Promise<VastOffer[]> {
@@ -84,7 +96,12 @@ export class VastClient {
     if (res.status !== 200) throw readError(`vast POST ${path}`, res);
     const offers = (res.json as { offers?: unknown } | null)?.offers;
     if (!Array.isArray(offers))
-      throw new ProviderApiError('bad_response', `vast POST ${path}: no offers array in the answer`, res.status);
+      throw this.drift.badResponse(
+        `POST ${path}`,
+        res.json,
+        `vast POST ${path}: no offers array in the answer`,
+        res.status,
+      );
     return offers.filter(isObject) as unknown as VastOffer[];
   }
 
@@ -113,14 +130,15 @@ export class VastClient {
       if (classifyVastError(res).read === 'gone') return null;
       throw readError(`vast GET ${path}`, res);
     }
+    const where = 'GET /api/v0/instances/{id}/';
     if (!isObject(res.json) || !('instances' in res.json))
-      throw new ProviderApiError('bad_response', `vast GET ${path}: no "instances" in the answer`, 200);
+      throw this.drift.badResponse(where, res.json, `vast GET ${path}: no "instances" in the answer`, 200);
     const inst = res.json.instances;
     if (Array.isArray(inst))
       return inst.find((i): i is VastInstance => isInstance(i) && String(i.id) === instanceId) ?? null;
     if (!isObject(inst)) return null;
     if (!isInstance(inst))
-      throw new ProviderApiError('bad_response', `vast GET ${path}: "instances" is not an instance`, 200);
+      throw this.drift.badResponse(where, res.json, `vast GET ${path}: "instances" is not an instance`, 200);
     return inst;
   }
 
@@ -145,9 +163,10 @@ export class VastClient {
         if (res.status !== 200) throw readError(what, res);
         const body = res.json as { instances?: unknown; next_token?: unknown } | null;
         if (!body || !Array.isArray(body.instances) || !body.instances.every(isInstance)) {
-          throw new ProviderApiError('bad_response', `${what}: no instances array in the answer`, 200);
+          throw this.drift.badPage(`GET ${path}`, res.json, `${what}: no instances array in the answer`, 200);
         }
-        return { items: body.instances, next: readCursor(body.next_token, what) };
+        const origin = { drift: this.drift, where: `GET ${path}`, page: res.json };
+        return { items: body.instances, next: readCursor(body.next_token, what, origin) };
       },
     });
     return list.items;

@@ -1,3 +1,4 @@
+import type { ErrorReading } from '../../src/providers/kit/client.js';
 import { createVerdictOf, matchErrorRule, readErrorOf, type ErrorRule } from '../../src/providers/kit/error-table.js';
 import { optionVariable } from '../../src/providers/kit/options.js';
 import type { ProviderApiError, HttpResponse } from '../../src/providers/provider-http.js';
@@ -69,7 +70,7 @@ export const VAST_ERROR_TABLE: readonly ErrorRule[] = [
     read: 'request',
     note: 'a retired endpoint: never read as "nothing there"',
   },
-  { match: { status: 400 }, create: 'rejected', read: 'request', note: 'any other bad request' },
+  { match: { status: 400 }, create: 'rejected', read: 'request', note: 'any other bad request', catchAll: true },
   { match: { status: 401 }, create: 'rejected', read: 'auth', note: 'missing or invalid API key' },
   {
     match: { status: 403 },
@@ -77,8 +78,14 @@ export const VAST_ERROR_TABLE: readonly ErrorRule[] = [
     read: 'auth',
     note: 'the key may not do this (e.g. an ask of our own machine)',
   },
-  { match: { status: 404 }, create: 'unavailable', read: 'bad_response', note: 'an unknown 404: nothing was rented' },
-  { match: { status: 410 }, create: 'unavailable', read: 'request', note: 'any other 410' },
+  {
+    match: { status: 404 },
+    create: 'unavailable',
+    read: 'bad_response',
+    note: 'an unknown 404: nothing was rented',
+    catchAll: true,
+  },
+  { match: { status: 410 }, create: 'unavailable', read: 'request', note: 'any other 410', catchAll: true },
   {
     match: { status: 429 },
     create: 'throttled',
@@ -91,6 +98,7 @@ export const VAST_ERROR_TABLE: readonly ErrorRule[] = [
     create: 'rejected',
     read: 'request',
     note: 'any other refusal (e.g. 402 credit): nothing was created',
+    catchAll: true,
   },
   { match: {}, create: 'ambiguous', read: 'bad_response', note: 'an answer Vast does not document' },
 ];
@@ -108,10 +116,30 @@ export function vastErrorCode(res: Pick<HttpResponse, 'json' | 'text'>): string 
   return undefined;
 }
 
+/** An answer as the table reads it: its status, Vast's code and its text. */
+const answerOf = (res: Pick<HttpResponse, 'status' | 'json' | 'text'>) => ({
+  status: res.status,
+  code: vastErrorCode(res),
+  text: res.text,
+});
+
 /** The table row for a non-success answer. */
 export function classifyVastError(res: Pick<HttpResponse, 'status' | 'json' | 'text'>): ErrorRule {
-  return matchErrorRule(VAST_ERROR_TABLE, { status: res.status, code: vastErrorCode(res), text: res.text });
+  return matchErrorRule(VAST_ERROR_TABLE, answerOf(res));
 }
+
+/**
+ * The table for the kit's client, which reports to the drift report every failure only a catch-all
+ * row takes: a failure is any answer but a 200 (Vast answers every success with 200), and a 200
+ * whose body says `success: false`.
+ */
+export const VAST_ERROR_READING: ErrorReading = {
+  table: VAST_ERROR_TABLE,
+  answerOf(res) {
+    const refused = (res.json as { success?: unknown } | null)?.success === false;
+    return res.status === 200 && !refused ? null : answerOf(res);
+  },
+};
 
 /** A short, secret-free description of an answer for logs and reasons. */
 export function describeAnswer(what: string, res: Pick<HttpResponse, 'status' | 'json' | 'text'>): string {

@@ -19,10 +19,18 @@ import {
   vastEndpoints,
   vastMachineFields,
   vastStartupPhase,
+  vastTraffic,
   withoutEnvValues,
   type VastMachineFields,
 } from './machine.js';
-import { extraDiskUsdPerHour, mapVastOffer, offerSearchBody, vastCostMinor } from './offers.js';
+import {
+  extraDiskUsdPerHour,
+  isVastOfferDrop,
+  mapVastOffer,
+  offerSearchBody,
+  vastOverQuote,
+  type VastQuote,
+} from './offers.js';
 import type { VastOptions } from './options.js';
 import { describeVastStatus, isFinalVastStatus, readVastState } from './states.js';
 
@@ -76,8 +84,8 @@ export class VastProvider implements Provider {
   private readonly creating = new LabelLock();
   /** Bounds states the table does not know: logged once, pending for a while, then failed. */
   private readonly states: StateWatch;
-  /** instance id → quoted cost (cents/h) still to compare, when the price could not be read at create. */
-  private readonly quotes = new Map<string, number>();
+  /** instance id → the quote still to compare, when the price could not be read at create. */
+  private readonly quotes = new Map<string, VastQuote>();
   /** Instances billing more than they were quoted at that could not be destroyed at create: they read as failed. */
   private readonly repriced = new Map<string, string>();
   /** Instances whose start failure (and its `status_msg`) has been logged. */
@@ -88,12 +96,20 @@ export class VastProvider implements Provider {
     private readonly deps: ProviderDeps,
     tuning: VastTuning = {},
   ) {
-    this.client = new VastClient({ apiUrl: options.apiUrl, apiKey: options.apiKey, logger: deps.logger, ...tuning });
+    this.client = new VastClient({
+      apiUrl: options.apiUrl,
+      apiKey: options.apiKey,
+      logger: deps.logger,
+      drift: deps.drift,
+      ...tuning,
+    });
     const ttl = tuning.listTtlMs ?? tuning.intervalsMs?.list ?? VAST_MIN_INTERVALS_MS.list;
     this.all = new SharedRead(() => this.client.listInstances(), ttl);
     this.states = new StateWatch({
       providerId: this.id,
       logger: deps.logger,
+      drift: deps.drift,
+      where: 'instance actual_status',
       now: () => deps.clock.now().getTime(),
       boundMs: tuning.unknownStateBoundMs,
     });
@@ -104,9 +120,12 @@ export class VastProvider implements Provider {
     const out: ProviderOffer[] = [];
     const seen = new Set<string>();
     for (const o of raw) {
-      const mapped = mapVastOffer(o, this.options.diskGb, this.options.bandwidthGbPerHour);
-      if (typeof mapped === 'string') {
-        this.deps.logger.debug({ provider: this.id, ask: o.id, why: mapped }, 'vast offer skipped');
+      const mapped = mapVastOffer(o, this.options.diskGb, this.options);
+      if (isVastOfferDrop(mapped)) {
+        this.deps.logger.debug(
+          { provider: this.id, ask: o.id, reason: mapped.drop, why: mapped.detail },
+          'vast offer skipped',
+        );
       } else if (!seen.has(mapped.key)) {
         seen.add(mapped.key);
         out.push(mapped);
@@ -180,6 +199,7 @@ export class VastProvider implements Provider {
     }
     // A refusal is logged once, by the host, with the reason naming the variable to fix.
     if (res.status === 200 && body?.success !== false) {
+      this.client.drift.unknownFieldShape('PUT /api/v0/asks/{id}/', res.json);
       return {
         kind: 'ambiguous',
         reason: fields.sent.secrets
@@ -191,28 +211,28 @@ export class VastProvider implements Provider {
   }
 
   /**
-   * Cents per hour an instance bills us now, priced as its offer was (with the plugin's disk: a
-   * larger disk the rental asked for is Vast's storage price, not a repricing); null when Vast did
-   * not say.
+   * Why an instance bills more than its quote ({@link vastOverQuote}), priced as its offer was:
+   * with the plugin's disk, since a larger disk the rental asked for is Vast's storage price, not
+   * a repricing. Undefined when Vast did not say its price yet.
    */
-  private costMinorOf(inst: VastInstance): number | null {
+  private overQuote(inst: VastInstance, quote: VastQuote): string | null | undefined {
     const dph = inst.dph_total;
     const atOfferDisk = typeof dph === 'number' ? dph - extraDiskUsdPerHour(inst, this.options.diskGb) : dph;
-    return vastCostMinor({ ...inst, dph_total: atOfferDisk }, this.options.bandwidthGbPerHour);
+    return vastOverQuote({ ...inst, dph_total: atOfferDisk }, quote);
   }
 
   /**
-   * Reads the new instance's price (`dph_total`) and compares it with what its offer was quoted
-   * at. A host can reprice an ask after accept; renting on would lose money every hour, so an
-   * instance over the quote is destroyed and the attempt answered `unavailable`, and the host
-   * tries its next candidate. When the price cannot be read now, the quote is kept and compared
+   * Reads the new instance's price (`dph_total`, and its per-GB traffic prices) and compares it
+   * with what its offer was quoted at. A host can reprice an ask after accept; renting on would
+   * lose money every hour (or every gigabyte), so an instance over the quote is destroyed and the
+   * attempt answered `unavailable`, and the host tries its next candidate. When the price cannot be read now, the quote is kept and compared
    * on the next poll instead; an instance over it then reads as failed. When the destroy fails,
    * the instance is answered `created` and reads as failed, so the host destroys it: answering
    * `unavailable` would leave a billing machine under a label the host no longer watches.
    */
   private async checkPrice(instanceId: string, label: string, offer: OfferRef): Promise<CreateResult | null> {
-    const quoted = offer.costPerHourMinor;
-    if (quoted === undefined) return null;
+    if (offer.costPerHourMinor === undefined) return null;
+    const quote: VastQuote = { costPerHourMinor: offer.costPerHourMinor, trafficPrice: offer.trafficPrice };
     let inst: VastInstance | null;
     try {
       inst = await this.client.showInstance(instanceId);
@@ -223,13 +243,13 @@ export class VastProvider implements Provider {
       );
       inst = null;
     }
-    const cost = inst ? this.costMinorOf(inst) : null;
-    if (cost === null) {
-      this.quotes.set(instanceId, quoted);
+    const over = inst ? this.overQuote(inst, quote) : undefined;
+    if (over === undefined) {
+      this.quotes.set(instanceId, quote);
       return null;
     }
-    if (cost <= quoted) return null;
-    const reason = `vast ask ${offer.key}: the instance bills ${cost} cents/h, over the ${quoted} cents/h the offer was quoted at`;
+    if (over === null) return null;
+    const reason = `vast ask ${offer.key}: ${over}`;
     try {
       await this.client.destroyInstance(instanceId);
       this.all.invalidate();
@@ -305,13 +325,12 @@ export class VastProvider implements Provider {
   /** Compares a quote kept at create with the price Vast now states, once it states one. */
   private recheckPrice(inst: VastInstance): void {
     const instanceId = String(inst.id);
-    const quoted = this.quotes.get(instanceId);
-    if (quoted === undefined) return;
-    const cost = this.costMinorOf(inst);
-    if (cost === null) return;
+    const quote = this.quotes.get(instanceId);
+    if (quote === undefined) return;
+    const reason = this.overQuote(inst, quote);
+    if (reason === undefined) return;
     this.quotes.delete(instanceId);
-    if (cost > quoted) {
-      const reason = `the instance bills ${cost} cents/h, over the ${quoted} cents/h its offer was quoted at`;
+    if (reason !== null) {
       this.repriced.set(instanceId, reason);
       this.deps.logger.warn(
         { provider: this.id, instanceId, label: inst.label, reason },
@@ -348,9 +367,11 @@ export class VastProvider implements Provider {
     const label = inst.label ?? '';
     this.recheckPrice(inst);
     const { state, providerState } = this.stateOf(inst);
+    // Vast's billed counters, on every answer that carries them: a destroyed instance's last ones too.
+    const traffic = vastTraffic(inst);
     if (state === 'gone') {
       this.forget(instanceId);
-      return { instanceId, label, state, providerState };
+      return { instanceId, label, state, providerState, ...(traffic ? { traffic } : {}) };
     }
     if (label && state !== 'failed') await this.ensureKey(instanceId, label);
     // A refusal found by this very attachment turns the instance failed now, not on the next poll.
@@ -364,6 +385,7 @@ export class VastProvider implements Provider {
     if (endpoints) out.endpoints = endpoints;
     const phase = out.state === 'pending' ? vastStartupPhase(inst) : undefined;
     if (phase) out.startupPhase = phase;
+    if (traffic) out.traffic = traffic;
     return out;
   }
 

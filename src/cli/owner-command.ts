@@ -200,6 +200,8 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
     io.out(`${OWNER_USAGE}\n`);
     return sub === undefined ? 2 : 0;
   }
+  // The `owner providers <sub>` family (drift, check, canary) has its own file and usage text.
+  if (sub === 'providers') return (await import('./owner-providers.js')).runOwnerProviders(rest, config, io);
   if (sub !== 'create' && sub !== 'keys' && sub !== 'revoke-key' && sub !== 'reseal-secrets') {
     io.err(`Unknown owner command "${sub}".\n\n${OWNER_USAGE}\n`);
     return 2;

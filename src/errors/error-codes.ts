@@ -51,7 +51,7 @@ export const ERROR_DESCRIPTIONS: Record<ErrorCode, string> = {
   KEY_LIMIT_EXCEEDED:
     "The request is well-formed but goes beyond a key's limits: a prepaid debit above the key's per-rental cap, a rental that needs more than the key's remaining lifetime budget, or an agent key with limits larger than the owner key issuing or approving it.",
   NOT_FOUND:
-    "Nothing the calling key may see has this id (other accounts' and other agents' resources are not found either), or no route has this path.",
+    "Nothing the calling key may see has this id (other accounts' and other agents' resources are not found either), or no route has this path. Also a rental's teardown receipt that does not exist (yet): the message says why, and for a rental still running or ending that it is issued when the rental becomes TERMINATED.",
   OFFER_NOT_FOUND:
     'A rental named an offer id the inventory never had. An offer that was listed but has since gone is admitted and then fails in provisioning with `failureCode: OFFER_NOT_FOUND` on the rental.',
   IDEMPOTENCY_CONFLICT:

@@ -4,6 +4,7 @@ import express, { Router, type Request, type Response } from 'express';
 import { envelope } from '../errors/envelope.js';
 import { openApiDocument } from './openapi.js';
 import { releasesManifestUrl, renderLlmsTxt } from './quickstart.js';
+import { RECEIPT_KEYS_PATH } from '../vocabulary/receipts.js';
 
 /** Where an agent that knows only the base URL goes next. */
 export interface ApiIndex {
@@ -11,7 +12,7 @@ export interface ApiIndex {
   description: string;
   apiVersion: string;
   links: Record<
-    'openapi' | 'docs' | 'llms' | 'gpus' | 'offers' | 'signup' | 'providers' | 'health' | 'releases',
+    'openapi' | 'docs' | 'llms' | 'gpus' | 'offers' | 'signup' | 'providers' | 'health' | 'releases' | 'receiptKeys',
     string
   >;
 }
@@ -31,6 +32,7 @@ export function apiIndex(base: string, releasesUrl: string): ApiIndex {
       providers: `${base}/api/v1/providers`,
       health: `${base}/healthz`,
       releases: releasesManifestUrl(releasesUrl),
+      receiptKeys: `${base}${RECEIPT_KEYS_PATH}`,
     },
   };
 }

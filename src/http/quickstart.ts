@@ -11,6 +11,7 @@ import {
 } from '../vocabulary/machine-hints.js';
 import { MONEY_MEANING } from '../vocabulary/money.js';
 import { WEBHOOK_VERIFY_RULE, WEBHOOK_VERIFY_SNIPPET } from '../vocabulary/webhooks.js';
+import { RECEIPT_KEYS_PATH } from '../vocabulary/receipts.js';
 import { MANIFEST_FILE } from './releases.router.js';
 
 /**
@@ -249,6 +250,7 @@ export function renderLlmsTxt(base: string, releasesUrl: string): string {
     `- Readable reference: ${base}/docs`,
     `- Index of links: ${base}/api/v1`,
     `- Client releases: ${manifest}`,
+    `- Teardown receipt keys (JWK Set; check a rental's \`GET /api/v1/rentals/{id}/receipt\` against them, e.g. \`gpr receipt verify <rental id>\`): ${base}${RECEIPT_KEYS_PATH}`,
     '',
   ].join('\n');
 }

@@ -1,6 +1,33 @@
 import type { Logger } from '../logger.js';
-import type { Provider } from './provider.js';
-import { sshProbe, type SshTarget } from './ssh-probe.js';
+import type { InstanceInfo, Provider } from './provider.js';
+import { sshProbe, type SshLoginFailure, type SshTarget } from './ssh-probe.js';
+
+/**
+ * How the login with the rental's own key failed after the provider said gone: `refused` (nothing
+ * listening, connection reset), `key_rejected` (a server answered and turned the key down),
+ * `timed_out` (no login within the bound), `host_key_changed` (another machine answers at the
+ * address), `unreachable` (any other network failure), or `no_address` (the provider never gave the
+ * machine an SSH address, so nobody had one to log in with, and none was tried).
+ */
+export type SshEvidenceOutcome =
+  'refused' | 'key_rejected' | 'timed_out' | 'host_key_changed' | 'unreachable' | 'no_address';
+
+/** The probe's failure in the evidence's words. */
+const SSH_OUTCOMES: Record<SshLoginFailure, SshEvidenceOutcome> = {
+  refused: 'refused',
+  auth: 'key_rejected',
+  timeout: 'timed_out',
+  host_key: 'host_key_changed',
+  error: 'unreachable',
+};
+
+/** What a verified destruction rests on, as a teardown receipt records it: no address, no key material. */
+export interface DestructionEvidence {
+  /** The provider's final read of the instance. */
+  provider: { state: 'gone'; providerState: string | null; httpStatus: number | null; checkedAt: Date };
+  /** How the login with the deployment's key failed, and when (null when none was tried: `no_address`). */
+  ssh: { outcome: SshEvidenceOutcome; checkedAt: Date | null };
+}
 
 /** What one verification found. */
 export interface DestructionCheck {
@@ -12,6 +39,8 @@ export interface DestructionCheck {
   sshRefused: boolean;
   /** Human-readable account for logs and the deployment record; never contains key material. */
   detail: string;
+  /** On a verified check only: what the provider and the login answered, and when. */
+  evidence?: DestructionEvidence;
 }
 
 export interface DestructionVerifierOptions {
@@ -19,10 +48,17 @@ export interface DestructionVerifierOptions {
   sshTimeoutMs?: number;
 }
 
-/** Who asks, for the log line of a changed host key. */
+/** Who asks, for the log line of a changed host key, and the clock the evidence is timed by. */
 export interface VerifyContext {
   logger: Pick<Logger, 'warn'>;
   deploymentId: string;
+  /** The caller's clock (the wall clock without one). */
+  now?: () => Date;
+}
+
+/** The provider's answer as evidence: only a `gone` one is ever recorded. */
+function providerAnswer(info: InstanceInfo, checkedAt: Date): DestructionEvidence['provider'] {
+  return { state: 'gone', providerState: info.providerState ?? null, httpStatus: info.httpStatus ?? null, checkedAt };
 }
 
 /**
@@ -47,9 +83,11 @@ export class DestructionVerifier {
     ssh: SshTarget,
     context?: VerifyContext,
   ): Promise<DestructionCheck> {
-    let providerState: string;
+    const now = context?.now ?? (() => new Date());
+    const askedAt = now();
+    let info: InstanceInfo;
     try {
-      providerState = (await provider.get(instanceId)).state;
+      info = await provider.get(instanceId);
     } catch (err) {
       return {
         verified: false,
@@ -58,6 +96,7 @@ export class DestructionVerifier {
         detail: `provider ${provider.id} get failed: ${(err as Error).message}`,
       };
     }
+    const providerState: string = info.state;
     // Until the provider says gone the answer is no anyway; skipping the probe keeps polling cheap.
     if (providerState !== 'gone') {
       return {
@@ -67,6 +106,7 @@ export class DestructionVerifier {
         detail: `provider ${provider.id} reports ${providerState}; SSH not probed`,
       };
     }
+    const probedAt = now();
     const probe = await sshProbe(ssh, { timeoutMs: this.options.sshTimeoutMs ?? 3000 });
     const where = `${ssh.user}@${ssh.host}:${ssh.port}`;
     if (probe.ok) {
@@ -77,19 +117,62 @@ export class DestructionVerifier {
         detail: `provider ${provider.id} reports gone but SSH login to ${where} still succeeds`,
       };
     }
+    const evidence: DestructionEvidence = {
+      provider: providerAnswer(info, askedAt),
+      ssh: { outcome: SSH_OUTCOMES[probe.reason], checkedAt: probedAt },
+    };
     if (probe.reason === 'host_key') {
       const detail = `provider ${provider.id} reports gone; ${where} answers with host key ${probe.hostKey}, not the pinned ${ssh.hostKey}: another machine has the address`;
       context?.logger.warn(
         { deploymentId: context.deploymentId, provider: provider.id, pinned: ssh.hostKey, seen: probe.hostKey },
         "a destroyed machine's SSH address answers with another host key; counted as our key no longer getting in",
       );
-      return { verified: true, providerState, sshRefused: true, detail };
+      return { verified: true, providerState, sshRefused: true, detail, evidence };
     }
     return {
       verified: true,
       providerState,
       sshRefused: true,
       detail: `provider ${provider.id} reports gone; SSH to ${where} failed (${probe.reason}: ${probe.detail})`,
+      evidence,
+    };
+  }
+
+  /**
+   * The check of an instance the provider never gave an SSH address: nobody could have logged in,
+   * so the provider's `gone` is the whole check (evidence `no_address`). Only reads.
+   */
+  async verifyWithoutAddress(
+    provider: Provider,
+    instanceId: string,
+    context?: VerifyContext,
+  ): Promise<DestructionCheck> {
+    const askedAt = (context?.now ?? (() => new Date()))();
+    let info: InstanceInfo;
+    try {
+      info = await provider.get(instanceId);
+    } catch (err) {
+      return {
+        verified: false,
+        providerState: 'unknown',
+        sshRefused: false,
+        detail: `provider ${provider.id} get failed: ${(err as Error).message}`,
+      };
+    }
+    if (info.state !== 'gone') {
+      return {
+        verified: false,
+        providerState: info.state,
+        sshRefused: false,
+        detail: `provider ${provider.id} reports ${info.state}; it never reported an SSH address`,
+      };
+    }
+    return {
+      verified: true,
+      providerState: info.state,
+      sshRefused: false,
+      detail: 'provider reports gone; it never reported an SSH address',
+      evidence: { provider: providerAnswer(info, askedAt), ssh: { outcome: 'no_address', checkedAt: null } },
     };
   }
 }

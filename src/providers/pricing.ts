@@ -1,3 +1,5 @@
+import type { TrafficCounters, TrafficPrice } from './provider.js';
+
 /**
  * Provider prices arrive as floating USD (Vast `dph_total`, RunPod per-GPU `price`) or as cents
  * (Lambda). Float noise must not cost a customer a cent (0.35 * 100 is 35.000000000000004), so
@@ -23,4 +25,33 @@ export function customerPriceMinor(costCents: number, markupPercent: number): nu
   const factor = 10_000 + markupHundredths(markupPercent);
   const numerator = costCents * factor;
   return Math.floor((numerator + 9_999) / 10_000);
+}
+
+/** USD (a per-GB traffic price) as whole millionths of a dollar, the unit of `TrafficPrice`. */
+export function usdToMicro(usd: number): number {
+  if (!Number.isFinite(usd) || usd < 0) throw new RangeError(`not a price in USD: ${usd}`);
+  return Math.round(usd * 1_000_000);
+}
+
+/** The customer's per-GB traffic prices: each of the provider's by {@link customerPriceMinor}, the one markup formula. */
+export function customerTrafficPrice(cost: TrafficPrice, markupPercent: number): TrafficPrice {
+  return {
+    upMicroUsdPerGb: customerPriceMinor(cost.upMicroUsdPerGb, markupPercent),
+    downMicroUsdPerGb: customerPriceMinor(cost.downMicroUsdPerGb, markupPercent),
+  };
+}
+
+const BYTES_PER_GB = 1n << 30n;
+const MICRO_USD_PER_CENT = 10_000n;
+
+/**
+ * THE traffic charge: what `counters` cost at `price`, in whole cents, rounded down (a fraction of
+ * a cent not yet reached is not charged). Computed on the cumulative counters, so charging the
+ * growth between readings never drifts by rounding. BigInt: bytes times millionths exceed 2^53.
+ */
+export function trafficCostMinor(counters: TrafficCounters, price: TrafficPrice): number {
+  const micro =
+    BigInt(Math.trunc(counters.upBytes)) * BigInt(price.upMicroUsdPerGb) +
+    BigInt(Math.trunc(counters.downBytes)) * BigInt(price.downMicroUsdPerGb);
+  return Number(micro / (BYTES_PER_GB * MICRO_USD_PER_CENT));
 }

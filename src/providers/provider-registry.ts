@@ -1,4 +1,5 @@
 import type { ProviderConfig } from '../config.js';
+import { DriftLog } from './drift-log.js';
 import { meteredProvider } from './metered-provider.js';
 import type { Provider, ProviderDeps, ProviderPlugin } from './provider.js';
 
@@ -11,11 +12,21 @@ export interface RegisteredProvider {
   provider: Provider;
 }
 
+/** What the host gives the plugins, with the drift recorder it is: the registry writes it to the store. */
+export type HostedProviderDeps = ProviderDeps & { drift: DriftLog };
+
 /** The configured providers, by id, in configuration order. */
 export class ProviderRegistry {
   private readonly entries = new Map<string, RegisteredProvider>();
 
-  constructor(entries: Iterable<RegisteredProvider> = []) {
+  /**
+   * @param drift Where the plugins' drift is recorded (the one their `ProviderDeps.drift` is); the
+   *   composition root attaches the store to it. A registry given none keeps its own, which only counts.
+   */
+  constructor(
+    entries: Iterable<RegisteredProvider> = [],
+    readonly drift: DriftLog = new DriftLog(),
+  ) {
     for (const e of entries) this.register(e);
   }
 
@@ -41,8 +52,10 @@ export class ProviderRegistry {
     return [...this.entries.values()];
   }
 
+  /** Closes every provider, then writes the drift still held. */
   async close(): Promise<void> {
     await Promise.all(this.all().map((p) => p.close?.()));
+    await this.drift.close();
   }
 }
 
@@ -65,8 +78,17 @@ export async function loadPlugin(id: string): Promise<ProviderPlugin> {
   return plugin;
 }
 
-export async function createProviderRegistry(configs: ProviderConfig[], deps: ProviderDeps): Promise<ProviderRegistry> {
-  const registry = new ProviderRegistry();
+/**
+ * Loads and creates each configured plugin. Every plugin records its drift into one `DriftLog`:
+ * `deps.drift` when given (a test's), else one made here on the host's clock and logger.
+ */
+export async function createProviderRegistry(
+  configs: ProviderConfig[],
+  deps: Omit<ProviderDeps, 'drift'> & { drift?: DriftLog },
+): Promise<ProviderRegistry> {
+  const drift = deps.drift ?? new DriftLog({ logger: deps.logger, now: () => deps.clock.now() });
+  const hosted: HostedProviderDeps = { ...deps, drift };
+  const registry = new ProviderRegistry([], drift);
   for (const c of configs) {
     const plugin = await loadPlugin(c.id);
     const options = plugin.validateOptions(c.options);
@@ -74,7 +96,7 @@ export async function createProviderRegistry(configs: ProviderConfig[], deps: Pr
       id: c.id,
       description: plugin.description,
       markupPercent: c.markupPercent,
-      provider: await plugin.create(options, deps),
+      provider: await plugin.create(options, hosted),
     });
   }
   return registry;

@@ -31,6 +31,29 @@ export interface ProviderOffer {
    * `create` really honours: the host refuses or skips an offer on these alone.
    */
   capabilities?: MachineCapabilities;
+  /**
+   * What the provider charges us per GB of internet traffic the machine moves, on top of the
+   * hourly price (Vast hosts that bill traffic). Absent: traffic is free. The host adds the
+   * markup and charges the traffic the instance's counters ({@link InstanceInfo.traffic}) show.
+   */
+  trafficPrice?: TrafficPrice;
+}
+
+/** Per-GB traffic prices, in millionths of a USD (integers, so sub-cent prices stay exact). */
+export interface TrafficPrice {
+  /** Per GB the machine sends (upload). */
+  upMicroUsdPerGb: number;
+  /** Per GB the machine receives (download). */
+  downMicroUsdPerGb: number;
+}
+
+/**
+ * Traffic an instance has moved since it started, as its cloud bills it: cumulative, in bytes
+ * (1 GB = 2^30 bytes). The host charges the growth between readings and keeps the highest reading.
+ */
+export interface TrafficCounters {
+  upBytes: number;
+  downBytes: number;
 }
 
 /** What an offer's machine can be given beyond the defaults. */
@@ -102,6 +125,12 @@ export interface OfferRef {
    * know it (offers cached before costs were kept, or a call from outside a rental).
    */
   costPerHourMinor?: number;
+  /**
+   * What the cached offer said the provider charges us per GB of traffic
+   * (`ProviderOffer.trafficPrice`), when it bills traffic: a plugin that reads the machine's own
+   * per-GB prices after create compares them with this.
+   */
+  trafficPrice?: TrafficPrice;
 }
 
 /**
@@ -157,8 +186,19 @@ export interface InstanceInfo {
    * `pulling_image` (the image is downloading) or `booting`. The host shows it as the rental's phase.
    */
   startupPhase?: 'pulling_image' | 'booting';
-  /** Provider's own state name, for logs only. */
+  /** Provider's own state name, for logs and the teardown receipt of a verified destruction. */
   providerState?: string;
+  /**
+   * The HTTP status of the cloud's answer this was read from (e.g. 404 for an instance the cloud no
+   * longer knows), when the plugin knows it: a teardown receipt records the one of the final read.
+   */
+  httpStatus?: number;
+  /**
+   * The instance's billed traffic counters, when its offer has a {@link ProviderOffer.trafficPrice}
+   * and the cloud's answer carries them. The host reads them with its status polls and before
+   * destruction.
+   */
+  traffic?: TrafficCounters;
 }
 
 export interface ProviderCapabilities {
@@ -206,6 +246,15 @@ export interface Provider {
    * Idempotent; optional.
    */
   afterDestroyed?(label: string): Promise<void>;
+  /**
+   * Whether the configured account can be used, learned through READ-ONLY calls only (never a
+   * create, destroy, registration or deletion): credentials, balance where the cloud tells it,
+   * one inventory read with its drops by reason, SSH key registration where a launch needs it,
+   * each call's time, and the User-Agent the edge accepted (`owner providers check`). Optional:
+   * the host reports a provider without it as "check not supported". Never throws for a cloud's
+   * answer; a failed call is a result.
+   */
+  check?(): Promise<import('./provider-check.js').ProviderCheck>;
   /** Releases sockets, servers and timers. */
   close?(): Promise<void>;
 }
@@ -220,6 +269,13 @@ export interface ProviderDeps {
   production: boolean;
   /** Prefix every label this service uses starts with. */
   labelPrefix: string;
+  /**
+   * Where the plugin reports every answer it could not fully read (an unknown state, field shape,
+   * error body or page shape), for the operator's drift report. The kit records most of it when
+   * handed this: `StateWatch`, `createProviderClient` with the error table, `readCursor`, and
+   * `ProviderDrift` for the rest (`docs/plugins.md`, "Reporting drift").
+   */
+  drift: import('./kit/drift.js').DriftRecorder;
 }
 
 /**

@@ -149,3 +149,24 @@ function dollarsMeant(sent: unknown, range: { min?: number; max?: number }): num
   if (range.min === undefined || whole >= range.min) return undefined;
   return read.cents >= range.min && (range.max === undefined || read.cents <= range.max) ? read.cents : undefined;
 }
+
+/** A per-GB traffic price as people type it: USD with at most six decimals ("0.05", "$0.00456"). */
+const USD_PER_GB = /^(\d{1,4})(?:\.(\d{1,6}))?$/;
+
+/**
+ * A per-GB price typed in USD, in millionths of a dollar (the unit of the offers'
+ * `trafficPricePerGb`): "0.05" is 50000. Null for anything else (a sign, more than six decimals,
+ * more than four digits of dollars). Read exactly, never through a float.
+ */
+export function parseUsdPerGb(input: string): number | null {
+  const m = USD_PER_GB.exec(input.trim().replace(/^\$/, ''));
+  if (!m) return null;
+  return Number(m[1]) * 1_000_000 + Number((m[2] ?? '').padEnd(6, '0'));
+}
+
+/** Millionths of a USD per GB for people: 33000 -> "$0.033/GB", 0 -> "free". */
+export function formatUsdPerGb(micro: number): string {
+  if (micro === 0) return 'free';
+  const text = (micro / 1_000_000).toFixed(6).replace(/0+$/, '').replace(/\.$/, '');
+  return `$${text}/GB`;
+}

@@ -124,6 +124,7 @@ describe('provider refresh isolation and GET /api/v1/providers', () => {
     assert.equal(a.lastSuccessAt, new Date(ctx.clock.now().getTime() - 60_000).toISOString());
     assert.deepEqual(Object.keys(a).sort(), [
       'description',
+      'drift',
       'id',
       'lastErrorAt',
       'lastErrorClass',

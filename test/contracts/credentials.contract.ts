@@ -42,6 +42,8 @@ export interface SeededEndpoint extends SealedValue {
 export interface CredentialsSeed {
   rental(r: SeededRental): Promise<void>;
   webhookEndpoint(e: SeededEndpoint): Promise<void>;
+  /** A receipt signing key's row with its sealed private half (active under no SECRETS_KEY id, so no service signs with it). */
+  receiptSigningKey(id: string, value: SealedValue): Promise<void>;
 }
 
 /** Where the contract seeds a secret of each kind, by the kind's name. */
@@ -51,6 +53,7 @@ const SEEDERS: Record<string, (seed: CredentialsSeed, id: string, value: SealedV
   'machine variables and startup scripts': (seed, id, machineSecrets) =>
     seed.rental({ ...newRental(), orderId: id, status: 'TERMINATED', machineSecrets }),
   'webhook signing secrets': (seed, id, value) => seed.webhookEndpoint({ id, accountId: randomUUID(), ...value }),
+  'receipt signing keys': (seed, id, value) => seed.receiptSigningKey(id, value),
 };
 
 function newRental(): Omit<SeededRental, 'status'> {

@@ -37,6 +37,10 @@ function listed(provider: string, o: Partial<ListedOffer> = {}): ListedOffer {
     capStartupScript: false,
     capPorts: 0,
     capMaxDiskGb: null,
+    trafficUpCostMicro: null,
+    trafficDownCostMicro: null,
+    trafficUpPriceMicro: null,
+    trafficDownPriceMicro: null,
     ...o,
   };
 }

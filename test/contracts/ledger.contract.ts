@@ -5,7 +5,7 @@ import type { Store } from '../../src/db/store.js';
 import type { AccountsRepository } from '../../src/modules/accounts/accounts.repository.js';
 import type { LedgerKind } from '../../src/modules/billing/ledger-entry.entity.js';
 import type { LedgerRepository, NewLedgerEntry } from '../../src/modules/billing/ledger.repository.js';
-import { LedgerService, type Posting } from '../../src/modules/billing/ledger.service.js';
+import { LedgerService, rentalSpentMinor, type Posting } from '../../src/modules/billing/ledger.service.js';
 import { newAccount, newKey } from './accounts.contract.js';
 
 export type LedgerStore = Store<{ ledger: LedgerRepository; accounts: AccountsRepository }>;
@@ -219,6 +219,31 @@ export function ledgerContract(kind: string, makeFixture: () => Promise<LedgerFi
         );
         await store.transaction((r) => r.ledger.addKeySpends(new Map()));
         assert.deepEqual([await spent(k1), await spent(k2), await spent(k3)], [205, 40, 0]);
+      });
+
+      it("sums a rental's entries of the kinds asked for, a transaction seeing its own (rentalSpentMinor)", async () => {
+        const a = await account();
+        const rental = randomUUID();
+        const of = (kind: LedgerKind, amountMinor: number, rentalId: string | null = rental) =>
+          entry(a, { kind, amountMinor, rentalId });
+        await store.transaction((r) =>
+          r.ledger.insertMany([
+            of('RENTAL_DEBIT', -700),
+            of('USAGE', -120),
+            of('REVERSAL', 300),
+            of('TOPUP', 5000),
+            of('USAGE', -9, randomUUID()),
+            of('USAGE', -11, null),
+          ]),
+        );
+        assert.equal(await store.read((r) => r.ledger.sumOfRental(rental, ['RENTAL_DEBIT', 'USAGE'])), -820);
+        assert.equal(await store.read((r) => rentalSpentMinor(r.ledger, rental)), 520);
+        assert.equal(await store.read((r) => rentalSpentMinor(r.ledger, randomUUID())), 0);
+        const inside = await store.transaction(async (r) => {
+          await r.ledger.insert(of('USAGE', -30));
+          return rentalSpentMinor(r.ledger, rental);
+        });
+        assert.equal(inside, 550);
       });
 
       it('writes an account event in the transaction, and a rolled-back one writes none', async () => {

@@ -35,6 +35,7 @@ const OPERATION_IDS: Record<string, string> = {
   'POST /api/v1/rentals': 'createRental',
   'GET /api/v1/rentals': 'listRentals',
   'GET /api/v1/rentals/{id}': 'getRental',
+  'GET /api/v1/rentals/{id}/receipt': 'getRentalReceipt',
   'POST /api/v1/orders/checkout': 'createCheckout',
   'GET /api/v1/deployments': 'listDeployments',
   'GET /api/v1/deployments/{id}': 'getDeployment',

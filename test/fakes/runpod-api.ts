@@ -21,6 +21,7 @@ import {
   RUNPOD_QUIRKS,
   type RunpodQuirks,
 } from './runpod-recorded.js';
+import { retiredPathAnswer } from './runpod-retired.js';
 import { portsRefusal, validateCreatePod } from './runpod-validation.js';
 import { afterSimulatedLatency } from './simulated-latency.js';
 
@@ -122,7 +123,8 @@ const TITLES: Record<number, string> = {
  * `instances()`. A start command that runs a boot script from a variable is not run here; the
  * machine gets what that boot delivers (see `runpod-boot.ts`): the pod's variables in every SSH
  * session and its startup script run once as the container starts. Exposed HTTP ports are served
- * inside the machine only: RunPod's proxy URLs cannot be reached from a test. With
+ * inside the machine only: RunPod's proxy URLs cannot be reached from a test. Any `/v1/...` path
+ * answers 410 Gone as the retired REST v1 does, and `/graphql` is not served (`runpod-retired.ts`). With
  * `behaviour: 'recorded'` (or single `quirks`) it answers as the live API was recorded instead:
  * see {@link RunpodQuirks}.
  */
@@ -339,6 +341,8 @@ export class FakeRunpodApi {
       res.end(cloudflare1010Body());
       return;
     }
+    const retired = retiredPathAnswer(url.pathname);
+    if (retired) return this.problem(res, retired.status, retired.detail, { title: retired.title });
     if (req.headers.authorization !== `Bearer ${this.apiKey}`) {
       this.problem(
         res,

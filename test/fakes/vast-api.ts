@@ -2,14 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
-import { FakeMachine } from './fake-machine.js';
+import { FakeMachine, type MachineTraffic } from './fake-machine.js';
 import { envOf, portsOf, refuseMachineFields, runOnstart, type OnstartRun } from './vast-machine.js';
 import { resolveQuirks, VariantCycle, type FakeBehaviour } from './recorded.js';
 import { afterSimulatedLatency } from './simulated-latency.js';
 import { FAKE_VAST_OFFERS, type FakeVastOffer } from './vast-fixtures.js';
 import {
   afterDestroyBody,
-  BANDWIDTH_BILLED_OFFER,
   bandwidthFields,
   destroyedView,
   goneInstanceReply,
@@ -17,6 +16,7 @@ import {
   repricedDph,
   startFailureSteps,
   takenAskBody,
+  TRAFFIC_BILLED_OFFERS,
   VAST_QUIRKS,
   vastRecorded,
   type VastQuirks,
@@ -29,6 +29,8 @@ export {
   BANDWIDTH_BILLED_OFFER,
   recordedVastOffer,
   REPRICED_OFFER,
+  SUB_CENT_TRAFFIC_OFFER,
+  TRAFFIC_BILLED_OFFERS,
   type VastQuirks,
   type VastStartFailure,
 } from './vast-recorded.js';
@@ -53,6 +55,15 @@ export interface FakeVastInstance {
   dph_total: number;
   /** USD per hour of the disk, part of `dph_total` (only when the offer states `storage_cost`). */
   storage_total_cost?: number;
+  /** USD per GB the instance's traffic bills, up / down: its ask's (0 when it states none), or what `repriceTraffic` set. */
+  inet_up_cost: number;
+  inet_down_cost: number;
+  /**
+   * KiB the machine has sent / received, as Vast bills them (SOURCES.md, "Traffic counters"), to a
+   * tenth as recorded: what its SSH port moved plus `moveTraffic`. Filled in each answer, not kept.
+   */
+  inet_up_billed?: number;
+  inet_down_billed?: number;
   geolocation: string | null;
   start_date: number;
   /** The create's env as Vast keeps it: `[name, value]` pairs, ports as `["-p 8000:8000", "1"]`. */
@@ -76,7 +87,12 @@ interface FakeRecord {
   createBody: Record<string, unknown>;
   /** Each container start's `onstart`, finished or not. */
   onstartRuns: Promise<OnstartRun | Error>[];
+  /** Traffic added by `moveTraffic`, on top of what the machine's SSH port moved. */
+  extraTraffic: MachineTraffic;
 }
+
+/** Bytes as Vast's billed counters state them: KiB, cut to the tenth the recorded instance shows. */
+const billedKib = (bytes: number): number => Math.floor((bytes / 1024) * 10) / 10;
 
 export interface FakeVastOptions {
   /** The one API key accepted (random by default). */
@@ -206,6 +222,7 @@ export class FakeVastApi {
   private readonly destroyed = new Map<number, FakeVastInstance>();
   private readonly startFailures = new Map<string, VastStartFailure>();
   private readonly repricing = new Map<string, number>();
+  private readonly trafficRepricing = new Map<string, { up: number; down: number }>();
   private readonly cycles = {
     takenAsk: new VariantCycle<'msg' | 'error-field'>(['msg', 'error-field']),
     goneInstance: new VariantCycle<'404' | '200'>(['404', '200']),
@@ -228,7 +245,7 @@ export class FakeVastApi {
     vastRecorded();
     const server = createServer();
     const fake = new FakeVastApi(server, opts.apiKey ?? `vast-${randomBytes(16).toString('hex')}`, opts);
-    if (fake.quirks.bandwidthCost) fake.offers.push({ ...BANDWIDTH_BILLED_OFFER });
+    if (fake.quirks.bandwidthCost) fake.offers.push(...TRAFFIC_BILLED_OFFERS.map((o) => ({ ...o })));
     if (fake.quirks.repriced) {
       fake.offers.push({ ...REPRICED_OFFER });
       fake.repricing.set(String(REPRICED_OFFER.id), repricedDph(REPRICED_OFFER.dph_total));
@@ -305,6 +322,37 @@ export class FakeVastApi {
   reprice(askIdOrGpuName: string, dphTotal: number | null): void {
     if (dphTotal === null) this.repricing.delete(askIdOrGpuName);
     else this.repricing.set(askIdOrGpuName, dphTotal);
+  }
+
+  /**
+   * Instances created from this ask id or GPU name bill these per-GB traffic prices (USD, up and
+   * down) instead of the ask's; `null` undoes it.
+   */
+  repriceTraffic(askIdOrGpuName: string, prices: { up: number; down: number } | null): void {
+    if (prices === null) this.trafficRepricing.delete(askIdOrGpuName);
+    else this.trafficRepricing.set(askIdOrGpuName, prices);
+  }
+
+  /**
+   * Counts traffic the machine moved other than over SSH (an image pull, a data set from the
+   * internet) into its billed counters: `sentBytes` more up, `receivedBytes` more down.
+   */
+  moveTraffic(instanceId: string, bytes: Partial<MachineTraffic>): void {
+    const r = this.records.get(Number(instanceId));
+    if (!r) throw new Error(`no instance ${instanceId}`);
+    r.extraTraffic.sentBytes += bytes.sentBytes ?? 0;
+    r.extraTraffic.receivedBytes += bytes.receivedBytes ?? 0;
+  }
+
+  /** The bytes an instance has moved as its billed counters count them (SSH and `moveTraffic`). */
+  trafficOf(instanceId: string): MachineTraffic {
+    const r = this.records.get(Number(instanceId));
+    if (!r) throw new Error(`no instance ${instanceId}`);
+    const ssh = r.machine.traffic();
+    return {
+      sentBytes: ssh.sentBytes + r.extraTraffic.sentBytes,
+      receivedBytes: ssh.receivedBytes + r.extraTraffic.receivedBytes,
+    };
   }
 
   /** Sets an instance's `actual_status` as its host would report it (e.g. `exited`, `offline`). */
@@ -538,6 +586,8 @@ export class FakeVastApi {
       );
     const id = this.nextId++;
     const disk = typeof b.disk === 'number' ? b.disk : 10;
+    const traffic = this.trafficRepricing.get(String(askId)) ??
+      this.trafficRepricing.get(ask.gpu_name) ?? { up: ask.inet_up_cost ?? 0, down: ask.inet_down_cost ?? 0 };
     const storage = this.storagePrice(ask, disk);
     // Vast installs no key of ours at create: the machine's first key is one whose private half only
     // the fake keeps (Vast's own way in, to run `onstart`), so nobody gets in until a key is attached.
@@ -574,12 +624,22 @@ export class FakeVastApi {
       dph_total:
         (this.repricing.get(String(askId)) ?? this.repricing.get(ask.gpu_name) ?? ask.dph_total) + storage.extra,
       ...(storage.total === undefined ? {} : { storage_total_cost: storage.total }),
+      inet_up_cost: traffic.up,
+      inet_down_cost: traffic.down,
       geolocation: ask.geolocation,
       start_date: Date.now() / 1000,
       extra_env: Object.entries(envOf(b)),
       onstart: typeof b.onstart === 'string' ? b.onstart : null,
     };
-    const rec: FakeRecord = { inst, machine, hostKey: throwaway.privateKey, keys: [], createBody: b, onstartRuns: [] };
+    const rec: FakeRecord = {
+      inst,
+      machine,
+      hostKey: throwaway.privateKey,
+      keys: [],
+      createBody: b,
+      onstartRuns: [],
+      extraTraffic: { sentBytes: 0, receivedBytes: 0 },
+    };
     this.records.set(id, rec);
     const failure =
       this.startFailures.get(String(askId)) ?? this.startFailures.get(ask.gpu_name) ?? this.startFailures.get(b.image);
@@ -620,7 +680,8 @@ export class FakeVastApi {
     if (!onstart) return;
     const env = Object.fromEntries(rec.inst.extra_env);
     rec.onstartRuns.push(
-      runOnstart({ host: rec.machine.host, port: rec.machine.port }, rec.hostKey, env, onstart).catch(
+      // Vast's own agent, inside the container: none of its bytes are the instance's traffic.
+      runOnstart({ host: rec.machine.host, port: rec.machine.controlPort }, rec.hostKey, env, onstart).catch(
         (err: Error) => err,
       ),
     );
@@ -668,7 +729,7 @@ export class FakeVastApi {
     let all: FakeVastInstance[];
     try {
       all = [...this.records.values()]
-        .map((r) => r.inst)
+        .map((r) => this.view(r))
         .filter((i) =>
           Object.entries(filters).every(([k, c]) => matches((i as unknown as Record<string, unknown>)[k], c)),
         );
@@ -703,16 +764,17 @@ export class FakeVastApi {
       return vastError(404, 'not_found', 'Instance not found');
     }
     clearTimeout(rec.timer);
+    // As it was at the end, its last counters included.
+    this.destroyed.set(id, this.view(rec));
     this.records.delete(id);
-    this.destroyed.set(id, { ...rec.inst });
     await rec.machine.close();
     return json(200, { success: true, msg: 'Instance destroyed successfully' });
   }
 
   /** Show-instance: the instance, or `null` once it is gone (documented); recorded forms after a destroy. */
   private show(id: number): Reply {
-    const inst = this.records.get(id)?.inst;
-    if (inst) return json(200, { instances: inst });
+    const rec = this.records.get(id);
+    if (rec) return json(200, { instances: this.view(rec) });
     const was = this.destroyed.get(id);
     if (was && this.quirks.afterDestroy) {
       // show-instance-null-after-destroy.json, show-instance-empty-array-after-destroy.json, show-instance-destroyed.json
@@ -720,6 +782,19 @@ export class FakeVastApi {
       return json(200, form === 'destroyed' ? { instances: destroyedView(was) } : afterDestroyBody(form));
     }
     return json(200, { instances: null });
+  }
+
+  /**
+   * The instance as an answer shows it: its fields with the billed counters read now. They are in
+   * no Vast document, but every recorded instance answer carries them (SOURCES.md).
+   */
+  private view(rec: FakeRecord): FakeVastInstance {
+    const moved = this.trafficOf(String(rec.inst.id));
+    return {
+      ...rec.inst,
+      inet_up_billed: billedKib(moved.sentBytes),
+      inet_down_billed: billedKib(moved.receivedBytes),
+    };
   }
 
   /** A taken ask: the documented answer, or the recorded 400 (create-400-no-such-ask*.json). */

@@ -26,8 +26,9 @@ export interface VastQuirks {
    */
   afterDestroy: QuirkSetting<'null' | 'empty-array' | 'destroyed'>;
   /**
-   * Offers carry the bandwidth prices of `search-offers-raw-rtx4090.json` (0.0 there, as on most
-   * hosts), and the inventory gains an RTX 3090 that bills bandwidth ({@link BANDWIDTH_BILLED_OFFER}).
+   * Offers carry the traffic prices of `search-offers-raw-rtx4090.json` (0.0 there), and the
+   * inventory gains the asks that bill traffic per GB ({@link TRAFFIC_BILLED_OFFERS}: the recorded
+   * 0.03 USD/GB each way, and the document's sub-cent prices).
    */
   bandwidthCost: QuirkSetting;
   /** The inventory gains an A100 SXM4 whose instance costs more than its offer ({@link REPRICED_OFFER}). */
@@ -151,18 +152,54 @@ export function recordedVastOffer(): FakeVastOffer {
 }
 
 /**
- * Not recorded: no live offer with a non-zero bandwidth price was found (SOURCES.md), so these
- * prices are the fake's. Cheaper per hour than the plain RTX 3090, so pricing `dph_total` alone
- * picks the host that bills every gigabyte.
+ * The recorded ask that bills traffic (`search-offer-traffic-billed-rtx3090.json`): its price,
+ * traffic prices, share of the machine, disk and place, under an id of the fake's. Cheaper per
+ * hour than the plain RTX 3090 (0.3512), so `dph_total` alone would pick the host that bills every
+ * gigabyte. The per-TB prices are 1024 times the per-GB ones, as in the recorded instance.
  */
-export const BANDWIDTH_BILLED_OFFER: Readonly<FakeVastOffer> = offer(7100009, 'RTX 3090', 1, 24_576, 0.29, {
+export const BANDWIDTH_BILLED_OFFER: Readonly<FakeVastOffer> = offer(
+  7100009,
+  'RTX 3090',
+  1,
+  24_576,
+  0.322777777777778,
+  {
+    hosting_type: 0,
+    geolocation: 'Norway',
+    cpu_cores_effective: 4,
+    cpu_ram: 128_556,
+    gpu_frac: 0.25,
+    disk_space: 49.75,
+    duration: 688_168.011926413,
+    reliability2: 0.9993718,
+    storage_cost: 0.2,
+    inet_up_cost: 0.03,
+    inet_down_cost: 0.03,
+    internet_up_cost_per_tb: 30.72,
+    internet_down_cost_per_tb: 30.72,
+  },
+);
+
+/**
+ * An ask with the sub-cent per-GB prices of the search document's example offer (0.00456 USD/GB
+ * up, 0.00123 down; vendor document, not a capture: SOURCES.md, "Traffic"), on a GPU no other ask
+ * of the fake has, so every rental that picks it means to.
+ */
+export const SUB_CENT_TRAFFIC_OFFER: Readonly<FakeVastOffer> = offer(7100010, 'RTX A5000', 4, 24_576, 0.234567, {
   hosting_type: 0,
-  geolocation: 'Ohio, US',
-  inet_up_cost: 0.05,
-  inet_down_cost: 0.02,
-  internet_up_cost_per_tb: 50,
-  internet_down_cost_per_tb: 20,
+  geolocation: 'Utah, US',
+  gpu_frac: 0.75,
+  inet_up_cost: 0.00456,
+  inet_down_cost: 0.00123,
+  internet_up_cost_per_tb: 4.66944,
+  internet_down_cost_per_tb: 1.25952,
 });
+
+/** The asks that bill traffic per GB, which the recorded inventory carries ({@link VastQuirks.bandwidthCost}). */
+export const TRAFFIC_BILLED_OFFERS: readonly Readonly<FakeVastOffer>[] = [
+  BANDWIDTH_BILLED_OFFER,
+  SUB_CENT_TRAFFIC_OFFER,
+];
 
 /** An ask whose instance is repriced after accept: cheaper than the default inventory's A100 (1.20), dearer once running. */
 export const REPRICED_OFFER: Readonly<FakeVastOffer> = offer(7100008, 'A100 SXM4', 1, 81_920, 0.99, {

@@ -84,7 +84,7 @@ export function cloudService(
         const { plugin, provider } = await build[c.id](c.options);
         entries.push({ id: c.id, description: plugin.description, markupPercent: c.markupPercent, provider });
       }
-      return new ProviderRegistry(entries);
+      return new ProviderRegistry(entries, deps.drift);
     },
   };
 }

@@ -10,8 +10,12 @@ import { ManualClock } from '../../src/clock.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createServices, type Services } from '../../src/container.js';
 import { createLogger } from '../../src/logger.js';
-import { createProviderRegistry, type ProviderRegistry } from '../../src/providers/provider-registry.js';
-import type { ProviderDeps } from '../../src/providers/provider.js';
+import { DriftLog } from '../../src/providers/drift-log.js';
+import {
+  createProviderRegistry,
+  type HostedProviderDeps,
+  type ProviderRegistry,
+} from '../../src/providers/provider-registry.js';
 import { defaultInventory } from '../../plugins/local/default-inventory.js';
 import type { LocalInventoryOffer } from '../../plugins/local/inventory.js';
 import type { DataSource } from 'typeorm';
@@ -38,7 +42,7 @@ export interface ContextOptions {
    * Builds the provider registry from the parsed provider configs instead of loading the plugins
    * with their production timings (cloud plugins against fakes need short rate-limit intervals).
    */
-  registry?: (configs: Config['providers'], deps: ProviderDeps) => Promise<ProviderRegistry>;
+  registry?: (configs: Config['providers'], deps: HostedProviderDeps) => Promise<ProviderRegistry>;
   /** Replaces the hand-off of paid card orders to rentals; null drops them. */
   rentalHandoff?: RentalHandoff | null;
   /** A migrated DataSource on another server (and its URL), instead of the run's shared test database. */
@@ -75,7 +79,16 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
       })
     : createLogger(config.logLevel);
   const clock = new ManualClock();
-  const deps: ProviderDeps = { logger, clock, dataSource: ds, production: false, labelPrefix: LABEL_PREFIX };
+  // One drift log for every plugin of the context: a registry a test builds takes it (`deps.drift`).
+  const drift = new DriftLog({ logger, now: () => clock.now() });
+  const deps: HostedProviderDeps = {
+    logger,
+    clock,
+    dataSource: ds,
+    production: false,
+    labelPrefix: LABEL_PREFIX,
+    drift,
+  };
   const providers = opts.registry
     ? await opts.registry(config.providers, deps)
     : await createProviderRegistry(config.providers, deps);

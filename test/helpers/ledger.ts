@@ -5,7 +5,7 @@ import { TERMINAL_STATUSES } from '../../src/modules/rentals/state/rental-status
 
 /**
  * The money invariants: every account's ledger entries sum to its balance plus its unposted usage
- * (metered usage taken from the balance that no entry holds yet), and that unposted usage is what
+ * (metered usage and traffic taken from the balance that no entry holds yet), and that unposted usage is what
  * its deployments have charged beyond what they posted; every key's net spend is the sum of its
  * rental debits, usage and reversals in the ledger plus its rentals' unposted usage, and its
  * active deployments the count of its deployments not finished.
@@ -20,7 +20,7 @@ export async function assertLedgerConsistent(ds: DataSource): Promise<void> {
   }[] = await ds.query(
     `SELECT a.id, a.balance_minor, a.unposted_usage_minor,
               (SELECT SUM(amount_minor) FROM ledger_entries e WHERE e.account_id = a.id) AS total,
-              (SELECT SUM(usage_minor - posted_usage_minor) FROM deployments d WHERE d.account_id = a.id) AS unposted
+              (SELECT SUM(usage_minor - posted_usage_minor + traffic_minor - posted_traffic_minor) FROM deployments d WHERE d.account_id = a.id) AS unposted
          FROM accounts a`,
   );
   const bad = rows.filter((r) => Number(r.balance_minor) + Number(r.unposted_usage_minor) !== Number(r.total ?? 0));
@@ -37,7 +37,7 @@ export async function assertLedgerConsistent(ds: DataSource): Promise<void> {
   }[] = await ds.query(
     `SELECT k.id, k.net_spent_minor, k.active_deployments,
               (SELECT -SUM(amount_minor) FROM ledger_entries e WHERE e.key_id = k.id AND e.kind IN (?)) AS spent,
-              (SELECT SUM(usage_minor - posted_usage_minor) FROM deployments d WHERE d.key_id = k.id) AS unposted,
+              (SELECT SUM(usage_minor - posted_usage_minor + traffic_minor - posted_traffic_minor) FROM deployments d WHERE d.key_id = k.id) AS unposted,
               (SELECT COUNT(*) FROM deployments d WHERE d.key_id = k.id AND d.status NOT IN (?)) AS active
          FROM api_keys k`,
     [KEY_SPEND_KINDS, TERMINAL_STATUSES],
@@ -49,7 +49,7 @@ export async function assertLedgerConsistent(ds: DataSource): Promise<void> {
   );
   assert.deepEqual(off, [], 'keys whose counters differ from their ledger entries, unposted usage and deployments');
   const finished: { id: string }[] = await ds.query(
-    `SELECT id FROM deployments WHERE status IN (?) AND usage_minor <> posted_usage_minor`,
+    `SELECT id FROM deployments WHERE status IN (?) AND (usage_minor <> posted_usage_minor OR traffic_minor <> posted_traffic_minor)`,
     [TERMINAL_STATUSES],
   );
   assert.deepEqual(finished, [], 'finished deployments with usage never posted to the ledger');

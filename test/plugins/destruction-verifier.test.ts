@@ -69,6 +69,42 @@ describe(DestructionVerifier.name, () => {
     assert.equal(check.sshRefused, true);
     assert.match(check.detail, /refused/);
     assert.doesNotMatch(check.detail, /PRIVATE KEY/);
+    // What a teardown receipt records: the provider's final answer and how the login failed, each timed.
+    assert.equal(check.evidence?.provider.state, 'gone');
+    assert.equal(check.evidence?.ssh.outcome, 'refused');
+    assert.ok(check.evidence!.ssh.checkedAt! >= check.evidence!.provider.checkedAt);
+  });
+
+  it("times the evidence by the caller's clock and keeps the plugin's own state and HTTP status", async () => {
+    const gone = fakeProvider(async (id) => ({
+      instanceId: id,
+      label: 'x',
+      state: 'gone',
+      providerState: 'not found',
+      httpStatus: 404,
+    }));
+    const at = new Date('2026-05-01T00:00:00.000Z');
+    const check = await sut.verify(
+      gone,
+      'i-1',
+      { host: '127.0.0.1', port: 1, user: 'gpu', privateKey: keys.privateKey },
+      { logger: { warn: () => undefined }, deploymentId: 'd', now: () => at },
+    );
+    assert.deepEqual(check.evidence, {
+      provider: { state: 'gone', providerState: 'not found', httpStatus: 404, checkedAt: at },
+      ssh: { outcome: 'refused', checkedAt: at },
+    });
+    const without = await sut.verifyWithoutAddress(gone, 'i-1', {
+      logger: { warn: () => undefined },
+      deploymentId: 'd',
+      now: () => at,
+    });
+    assert.equal(without.verified, true);
+    assert.deepEqual(without.evidence?.ssh, { outcome: 'no_address', checkedAt: null });
+    const running = fakeProvider(async (id) => ({ instanceId: id, label: 'x', state: 'running' }));
+    const notYet = await sut.verifyWithoutAddress(running, 'i-1');
+    assert.deepEqual([notYet.verified, notYet.evidence], [false, undefined]);
+    assert.match(notYet.detail, /reports running; it never reported an SSH address/);
   });
 
   it('does not verify a running instance, and does not bother probing it', async () => {
@@ -114,6 +150,7 @@ describe(DestructionVerifier.name, () => {
     const check = await sut.verify(gone, instanceId, { ...target, privateKey: stranger.privateKey });
     assert.equal(check.verified, true);
     assert.match(check.detail, /auth/);
+    assert.equal(check.evidence?.ssh.outcome, 'key_rejected');
   });
 
   it('verifies when the provider says gone and the endpoint never completes a handshake', async () => {
@@ -130,6 +167,7 @@ describe(DestructionVerifier.name, () => {
       assert.equal(check.verified, true);
       assert.match(check.detail, /timeout/);
       assert.ok(Date.now() - started < 3000);
+      assert.equal(check.evidence?.ssh.outcome, 'timed_out');
     } finally {
       await silent.close();
     }

@@ -12,6 +12,7 @@ import { createLogger } from '../../src/logger.js';
 import type { OfferRef, ProviderDeps } from '../../src/providers/provider.js';
 import { FakeLambdaApi, type FakeLambdaOptions } from '../fakes/lambda-api.js';
 import { testDataSource } from '../helpers/db.js';
+import { IGNORE_DRIFT } from '../../src/providers/kit/drift.js';
 
 /** The offer every test launches unless it says otherwise. */
 export const H100_OFFER_KEY = 'gpu_1x_h100_sxm5@us-east-1';
@@ -62,6 +63,7 @@ export async function makeLambdaHarness(
     dataSource: await testDataSource(),
     production: false,
     labelPrefix,
+    drift: IGNORE_DRIFT,
   };
   const providers: LambdaProvider[] = [];
   let aheadMs = 0;

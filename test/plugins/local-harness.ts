@@ -11,6 +11,7 @@ import { createLogger } from '../../src/logger.js';
 import type { OfferRef, ProviderDeps } from '../../src/providers/provider.js';
 import { testDataSource } from '../helpers/db.js';
 import { sandboxUidOptions } from '../helpers/sandbox-uids.js';
+import { IGNORE_DRIFT } from '../../src/providers/kit/drift.js';
 
 const common = {
   category: 'datacenter',
@@ -70,6 +71,7 @@ export async function makeLocalHarness(
     dataSource: ds,
     production: false,
     labelPrefix,
+    drift: IGNORE_DRIFT,
   };
   const options = localPlugin.validateOptions({ INVENTORY: inventoryPath, ...sandboxUidOptions() });
   const providers: LocalProvider[] = [];

@@ -14,6 +14,7 @@ import { makeLocalHarness, TEST_OFFERS, type LocalHarness } from './local-harnes
 import { runProviderContract, waitForRunning } from './provider-contract.js';
 import { waitFor } from '../helpers/wait.js';
 import { sandboxUidOptions } from '../helpers/sandbox-uids.js';
+import { IGNORE_DRIFT } from '../../src/providers/kit/drift.js';
 
 runProviderContract('local', async () => {
   const h = await makeLocalHarness();
@@ -479,6 +480,7 @@ describe(LocalProvider.name, () => {
         dataSource: await testDataSource(),
         production: true,
         labelPrefix: 'x-',
+        drift: IGNORE_DRIFT,
       };
       await assert.rejects(
         async () => localPlugin.create(localPlugin.validateOptions({ ...sandboxUidOptions() }), deps),
@@ -499,6 +501,7 @@ describe(LocalProvider.name, () => {
         dataSource: await testDataSource(),
         production: false,
         labelPrefix: 'x-',
+        drift: IGNORE_DRIFT,
       };
       await assert.rejects(
         async () =>

@@ -10,6 +10,7 @@ import { systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import type { ProviderDeps } from '../../src/providers/provider.js';
 import { testDataSource } from '../helpers/db.js';
+import { IGNORE_DRIFT } from '../../src/providers/kit/drift.js';
 
 // Another service's process: it claims a block with the plugin's own code, then holds it until its stdin closes.
 const HOLDER = `import { claimSandboxUids } from ${JSON.stringify(resolve('plugins/local/uid-claims.ts'))};
@@ -149,6 +150,7 @@ describe('local provider: sandbox uid claims', () => {
       dataSource: ds,
       production: false,
       labelPrefix: 'x-',
+      drift: IGNORE_DRIFT,
     };
     const options = localPlugin.validateOptions({
       SANDBOX_UID_FIRST: '500000',

@@ -7,6 +7,7 @@ import { createLogger } from '../../src/logger.js';
 import type { OfferRef, ProviderDeps } from '../../src/providers/provider.js';
 import { FakeRunpodApi, type FakeRunpodOptions } from '../fakes/runpod-api.js';
 import { testDataSource } from '../helpers/db.js';
+import { IGNORE_DRIFT } from '../../src/providers/kit/drift.js';
 
 export const H100 = 'NVIDIA H100 80GB HBM3';
 
@@ -44,6 +45,7 @@ export async function makeRunpodHarness(
     dataSource: await testDataSource(),
     production: false,
     labelPrefix,
+    drift: IGNORE_DRIFT,
   };
   const newProvider = async (hooks: RunpodProviderHooks = {}, raw: Record<string, string> = {}) => {
     const options = runpodPlugin.validateOptions({ API_KEY: fake.apiKey, API_URL: fake.url, ...opts.raw, ...raw });

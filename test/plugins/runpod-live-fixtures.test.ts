@@ -14,6 +14,7 @@ import { ProviderApiError } from '../../src/providers/provider-http.js';
 import type { ProviderDeps } from '../../src/providers/provider.js';
 import { testDataSource } from '../helpers/db.js';
 import { NO_LIMITS } from './runpod-harness.js';
+import { IGNORE_DRIFT } from '../../src/providers/kit/drift.js';
 
 const DIR = new URL('../fixtures/providers/runpod/', import.meta.url);
 const text = (file: string) => readFileSync(new URL(file, DIR), 'utf8');
@@ -52,6 +53,7 @@ async function providerAt(url: string): Promise<RunpodProvider> {
     dataSource: await testDataSource(),
     production: false,
     labelPrefix: 'py',
+    drift: IGNORE_DRIFT,
   };
   return new RunpodProvider(runpodPlugin.validateOptions({ API_KEY: 'rpa_fixture', API_URL: url }), deps, {
     limits: NO_LIMITS,

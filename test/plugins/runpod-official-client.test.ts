@@ -12,6 +12,7 @@ import { sshExec } from '../../src/providers/ssh-probe.js';
 import { FakeRunpodApi, NO_INSTANCES_DETAIL } from '../fakes/runpod-api.js';
 import { testDataSource } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
+import { IGNORE_DRIFT } from '../../src/providers/kit/drift.js';
 
 const H100 = 'NVIDIA H100 80GB HBM3';
 
@@ -167,6 +168,7 @@ describe('RunPod fake vs. the official @runpod/mcp-server', function () {
       dataSource: await testDataSource(),
       production: false,
       labelPrefix: 'mcp-',
+      drift: IGNORE_DRIFT,
     };
     const provider = await runpodPlugin.create(
       runpodPlugin.validateOptions({ API_KEY: fake.apiKey, API_URL: fake.url }),

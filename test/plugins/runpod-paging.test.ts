@@ -10,6 +10,7 @@ import { ProviderApiError } from '../../src/providers/provider-http.js';
 import type { ProviderDeps } from '../../src/providers/provider.js';
 import { testDataSource } from '../helpers/db.js';
 import { NO_LIMITS } from './runpod-harness.js';
+import { IGNORE_DRIFT } from '../../src/providers/kit/drift.js';
 
 const pod = (id: string, name: string) => ({ id, name, status: 'RUNNING', createdAt: '2026-01-01T00:00:00Z' });
 
@@ -53,6 +54,7 @@ describe('RunPod: lists that page', () => {
       dataSource: await testDataSource(),
       production: false,
       labelPrefix: 'gpr-',
+      drift: IGNORE_DRIFT,
     };
     return new RunpodProvider(runpodPlugin.validateOptions({ API_KEY: 'k', API_URL: api.url }), deps, {
       limits: NO_LIMITS,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { BANDWIDTH_BILLED_OFFER, FakeVastApi, recordedVastOffer, REPRICED_OFFER } from '../fakes/vast-api.js';
+import { FakeVastApi, recordedVastOffer, REPRICED_OFFER, TRAFFIC_BILLED_OFFERS } from '../fakes/vast-api.js';
 import { waitFor } from '../helpers/wait.js';
 
 const fixture = (file: string): unknown =>
@@ -185,22 +185,30 @@ describe('FakeVastApi recorded mode', () => {
     assert.equal((await status(ids.oci)).actual_status, 'created', 'created is for good');
   });
 
-  it('lists offers with bandwidth prices: the recorded zeros on most, per-GB charges on one', async () => {
+  it('lists offers with traffic prices: the recorded zeros on most, per-GB charges on the recorded ask and the document example', async () => {
     fake = await FakeVastApi.start({ behaviour: 'recorded' });
     const recorded = (fixture('search-offers-raw-rtx4090.json') as Record<string, number>[])[0];
     const { json } = await call('POST', '/api/v0/bundles/', { limit: 100 });
     const offers = json.offers as Record<string, number>[];
     const fields = ['inet_up_cost', 'inet_down_cost', 'internet_up_cost_per_tb', 'internet_down_cost_per_tb'];
     for (const o of offers) for (const f of fields) assert.equal(typeof o[f], 'number', `${o.id} ${f}`);
-    const billed = offers.find((o) => o.id === BANDWIDTH_BILLED_OFFER.id)!;
-    assert.ok(billed.inet_up_cost > 0 && billed.inet_down_cost > 0);
+    const billed = TRAFFIC_BILLED_OFFERS.map((t) => offers.find((o) => o.id === t.id)!);
+    assert.deepEqual(
+      billed.map((o) => [o.inet_up_cost, o.inet_down_cost]),
+      [
+        [0.03, 0.03],
+        [0.00456, 0.00123],
+      ],
+    );
+    // Vast's per-TB price is 1024 times its per-GB one (show-instance-running-traffic-billed.json).
+    for (const o of billed) assert.ok(Math.abs(o.internet_up_cost_per_tb - o.inet_up_cost * 1024) < 1e-9, `${o.id}`);
     const plain = offers.find((o) => o.id === 7100001)!;
     for (const f of fields) assert.equal(plain[f], recorded[f]);
     // Documented mode has neither the fields nor the extra offer.
     await fake.close();
     fake = await FakeVastApi.start();
     const doc = (await call('POST', '/api/v0/bundles/', { limit: 100 })).json.offers as Record<string, number>[];
-    assert.ok(doc.every((o) => o.inet_up_cost === undefined && o.id !== BANDWIDTH_BILLED_OFFER.id));
+    assert.ok(doc.every((o) => o.inet_up_cost === undefined && !TRAFFIC_BILLED_OFFERS.some((t) => t.id === o.id)));
   });
 
   it('serves the recorded offer as printed and finds it with the default search filters', async () => {

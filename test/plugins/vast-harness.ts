@@ -7,6 +7,7 @@ import { createLogger } from '../../src/logger.js';
 import type { OfferRef, ProviderDeps } from '../../src/providers/provider.js';
 import { FakeVastApi, type FakeVastOptions } from '../fakes/vast-api.js';
 import { testDataSource } from '../helpers/db.js';
+import { IGNORE_DRIFT } from '../../src/providers/kit/drift.js';
 
 /** No spacing, short timeouts: the fake does not enforce limits unless a test asks it to. */
 export const FAST_TUNING: VastTuning = {
@@ -43,6 +44,7 @@ export async function makeVastHarness(
     dataSource: await testDataSource(),
     production: false,
     labelPrefix,
+    drift: IGNORE_DRIFT,
   };
   const providers: VastProvider[] = [];
   const newProvider = (p: { raw?: Record<string, string>; tuning?: VastTuning } = {}) => {

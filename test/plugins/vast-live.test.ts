@@ -184,21 +184,15 @@ describe('vast plugin on live answers (recorded fake)', () => {
   });
 
   describe('money', () => {
-    it('leaves out offers that bill internet traffic by default', async () => {
+    it('lists offers that bill internet traffic, with their per-GB prices (more in vast-traffic.test.ts)', async () => {
       const offers = await h.provider.listOffers();
       assert.ok(
         offers.some((o) => o.key === '7100005'),
         'the plain RTX 3090 is listed',
       );
-      assert.ok(!offers.some((o) => o.key === String(BANDWIDTH_BILLED_OFFER.id)), 'the one billing bandwidth is not');
-    });
-
-    it('with VAST_PROVIDER_BANDWIDTH_GB_PER_HOUR, prices that many GB each way into the hour instead', async () => {
-      const p = h.newProvider({ raw: { BANDWIDTH_GB_PER_HOUR: '10' } });
-      const offer = (await p.listOffers()).find((o) => o.key === String(BANDWIDTH_BILLED_OFFER.id));
-      // 0.29 USD/h + 10 GB x 0.05 up + 10 GB x 0.02 down = 0.99 USD/h.
-      assert.equal(offer?.pricePerHourMinor, usdToCentsCeil(0.29 + 10 * 0.05 + 10 * 0.02));
-      assert.equal(offer?.pricePerHourMinor, 99);
+      const billed = offers.find((o) => o.key === String(BANDWIDTH_BILLED_OFFER.id));
+      assert.deepEqual(billed?.trafficPrice, { upMicroUsdPerGb: 30_000, downMicroUsdPerGb: 30_000 });
+      assert.equal(billed?.pricePerHourMinor, usdToCentsCeil(BANDWIDTH_BILLED_OFFER.dph_total), 'no assumed volume');
     });
 
     it('an instance repriced over its quote is destroyed and the attempt is unavailable', async () => {

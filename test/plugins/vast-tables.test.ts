@@ -5,6 +5,7 @@ import { systemClock } from '../../src/clock.js';
 import { createLogger } from '../../src/logger.js';
 import { createProviderRegistry, loadPlugin } from '../../src/providers/provider-registry.js';
 import { testDataSource } from '../helpers/db.js';
+import { IGNORE_DRIFT } from '../../src/providers/kit/drift.js';
 
 // The state table and the option checks are unit tests (test/unit/vast-tables.test.ts); these build the provider, whose deps hold a DataSource.
 describe('vast options: the plugin and the registry', () => {
@@ -15,6 +16,7 @@ describe('vast options: the plugin and the registry', () => {
       dataSource: await testDataSource(),
       production: true,
       labelPrefix: 'x-',
+      drift: IGNORE_DRIFT,
     };
     const p = await vastPlugin.create(vastPlugin.validateOptions({ API_KEY: 'k' }), deps);
     assert.ok(p instanceof VastProvider);

@@ -189,6 +189,7 @@ describe('ssh bounds (a machine its renter controls)', function () {
       assert.equal(check.verified, true);
       assert.equal(check.sshRefused, true);
       assert.match(check.detail, /another machine has the address/);
+      assert.equal(check.evidence?.ssh.outcome, 'host_key_changed');
       assert.deepEqual(
         warned.map((w) => [w.deploymentId, w.pinned, w.seen]),
         [['d-1', pinned, s.hostKeyFingerprint]],

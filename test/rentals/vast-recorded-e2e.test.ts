@@ -222,4 +222,42 @@ describe('Vast rentals against live answers (API + worker + recorded Vast fake)'
     );
     assert.equal((await providerStatus()).lastErrorClass, 'request');
   });
+  it('a rental whose instance moved N GB is charged N x the per-GB price x the markup, in TRAFFIC entries, within its budget', async () => {
+    const listed = (await ctx.api.get('/api/v1/offers')).body.data as {
+      id: string;
+      provider: string;
+      pricePerHourMinor: number;
+      trafficPricePerGb?: { upMicroUsd: number; downMicroUsd: number };
+    }[];
+    // The recorded ask billing 0.03 $/GB each way: 0.033 with the 10 % markup.
+    const billed = listed.find((o) => o.provider === 'vast' && o.trafficPricePerGb?.upMicroUsd === 33_000)!;
+    assert.ok(billed, 'the traffic-billing ask is listed');
+    assert.deepEqual(billed.trafficPricePerGb, { upMicroUsd: 33_000, downMicroUsd: 33_000 });
+    const who = await agent.fundedAgent();
+    const { deploymentId, rentalId } = await agent.rent(who, { offerId: billed.id, budgetMinor: 5000 });
+    const active = await agent.deployment(who, deploymentId, ['ACTIVE', 'FAILED']);
+    assert.equal(active.status, 'ACTIVE', JSON.stringify(active));
+    const instanceId = await instanceOf(deploymentId);
+    // 10 GiB pulled and 10 GiB pushed, beside the few KB of the service's own SSH checks: 20 x 3.3 = 66 cents.
+    vast.moveTraffic(instanceId, { sentBytes: 10 * 2 ** 30, receivedBytes: 10 * 2 ** 30 });
+    await ctx.services.jobs.now('rental.reconcile', {});
+    await waitFor(
+      async () => {
+        const d = (await ctx.api.get(`/api/v1/deployments/${deploymentId}`).set(who.auth)).body.data;
+        return d.traffic?.sentBytes >= 10 * 2 ** 30;
+      },
+      { what: 'the status poll records the counters' },
+    );
+    const done = await agent.terminate(who, deploymentId);
+    const traffic = done.traffic as { sentBytes: number; receivedBytes: number; chargedMinor: number };
+    assert.equal(traffic.chargedMinor, 66);
+    assert.ok(traffic.sentBytes >= 10 * 2 ** 30 && traffic.sentBytes < 10 * 2 ** 30 + 2 ** 24);
+    const entries: { amount: string }[] = await ctx.services.ds.query(
+      `SELECT amount_minor AS amount FROM ledger_entries WHERE rental_id = ? AND kind = 'TRAFFIC'`,
+      [rentalId],
+    );
+    assert.equal(-entries.reduce((n, e) => n + Number(e.amount), 0), 66);
+    assert.ok((done.usageMinor as number) + traffic.chargedMinor <= 5000, 'within the budget');
+    assert.ok(!vast.instances().some((i) => i.id === instanceId && i.status !== 'destroyed'), 'the instance is gone');
+  });
 });

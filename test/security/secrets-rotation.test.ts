@@ -6,6 +6,7 @@ import { SecretBox } from '../../src/modules/credentials/secret-box.js';
 import { Deployment } from '../../src/modules/rentals/store/deployment.entity.js';
 import { machineSettingsOf } from '../../src/modules/rentals/store/machine-secrets.js';
 import { Order } from '../../src/modules/rentals/store/order.entity.js';
+import { signingKeyBinding } from '../../src/modules/receipts/receipt-keys.js';
 import { secretBinding } from '../../src/modules/webhooks/webhooks.service.js';
 import { createTestContext, type TestContext } from '../helpers/context.js';
 import { account, makeActive, offerIds, rentOk } from '../helpers/rentals.js';
@@ -79,7 +80,7 @@ describe('SECRETS_KEY rotation', function () {
       await db?.drop();
     });
 
-    it('seals SSH keys, machine secrets and webhook secrets again under the new key, each still opening to what it was', async () => {
+    it('seals SSH keys, machine secrets, webhook secrets and receipt signing keys again under the new key, each still opening to what it was', async () => {
       // Secrets sealed under k1 by the service's own paths: admission (machine variables), the
       // provisioning seal (makeActive), webhook endpoint creation.
       const who = await account(ctx, { creditsMinor: 100_000 });
@@ -94,6 +95,8 @@ describe('SECRETS_KEY rotation', function () {
         .send({ url: 'http://127.0.0.1:9/hook', eventTypes: ['rental.active'] });
       assert.equal(made.status, 201, JSON.stringify(made.body));
       const { id: endpointId, secret } = made.body.data as { id: string; secret: string };
+      // The receipt signing key, made under k1 by the first signing.
+      const signingKeyId = (await ctx.services.receipts.signer()).keyId;
 
       // Without the old key the command stops, naming it, and changes nothing.
       const refused = await reseal(db.url, { SECRETS_KEY: NEW, SECRETS_KEY_ID: 'k2' });
@@ -113,6 +116,7 @@ describe('SECRETS_KEY rotation', function () {
           [1, { k2: 1 }],
           [1, { k2: 1 }],
           [1, { k2: 1 }],
+          [1, { k2: 1 }],
         ],
       );
 
@@ -128,13 +132,19 @@ describe('SECRETS_KEY rotation', function () {
       ])) as { secret_sealed: Buffer; secret_key_id: string }[];
       assert.equal(endpoint.secret_key_id, 'k2');
       assert.equal(box.open(endpoint.secret_sealed, 'k2', secretBinding(endpointId)), secret);
+      const [signing] = (await db.ds.query(
+        'SELECT private_key_sealed, private_key_kid FROM receipt_signing_keys WHERE id = ?',
+        [signingKeyId],
+      )) as { private_key_sealed: Buffer; private_key_kid: string }[];
+      assert.equal(signing.private_key_kid, 'k2');
+      assert.match(box.open(signing.private_key_sealed, 'k2', signingKeyBinding(signingKeyId)), /^[A-Za-z0-9_-]{43}$/);
 
       // A second run finds nothing to do.
       const again = await reseal(db.url, { SECRETS_KEY: NEW, SECRETS_KEY_ID: 'k2', SECRETS_KEY_PREVIOUS: `k1:${OLD}` });
       assert.equal(again.status, 0);
       assert.deepEqual(
         again.json.kinds.map((k: { resealed: number }) => k.resealed),
-        [0, 0, 0],
+        [0, 0, 0, 0],
       );
     });
   });

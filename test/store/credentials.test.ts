@@ -63,6 +63,13 @@ function mariaDbSeed(ds: DataSource): CredentialsSeed {
         [e.id, e.accountId, e.sealed, e.keyId, at, at],
       );
     },
+    async receiptSigningKey(id, value) {
+      await ds.query(
+        `INSERT INTO receipt_signing_keys (id, public_key, private_key_sealed, private_key_kid, active_for_kid, created_at)
+         VALUES (?, ?, ?, ?, NULL, ?)`,
+        [id, Buffer.alloc(32), value.sealed, value.keyId, new Date()],
+      );
+    },
   };
 }
 

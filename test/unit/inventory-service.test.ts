@@ -162,6 +162,28 @@ describe('InventoryService (memory store)', () => {
     assert.deepEqual(await sut.servableOffers(), { live: 4, agedOut: false });
   });
 
+  it('lists each configured provider with its status and its shapes in the drift report', async () => {
+    await refreshed();
+    const at = new Date('2026-05-01T00:00:00Z');
+    const tally = {
+      kind: 'unknown_state' as const,
+      where: 'pod status',
+      shapeHash: 'h'.repeat(64),
+      firstSeenAt: at,
+      lastSeenAt: at,
+    };
+    await store.read((r) =>
+      r.providerDrift.record([{ ...tally, provider: 'cloud-b', shape: { state: 'NEW' }, seen: 3 }], 200),
+    );
+    assert.deepEqual(
+      (await sut.providerListing()).map((p) => [p.id, p.status, p.drift]),
+      [
+        ['cloud-a', 'ok', { shapes: 0, seen: 0 }],
+        ['cloud-b', 'ok', { shapes: 1, seen: 3 }],
+      ],
+    );
+  });
+
   it("reports each configured provider's health, live offers and last error, in configuration order", async () => {
     await refreshed();
     b.failure = new ProviderApiError('rate_limited', 'slow down');

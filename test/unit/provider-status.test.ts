@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { ProviderStatus } from '../../src/modules/inventory/provider-status.entity.js';
-import { providerAdvice, providerHealth, providerStatuses } from '../../src/modules/inventory/provider-status.js';
+import {
+  providerAdvice,
+  providerHealth,
+  providerStatuses,
+  withDriftCounts,
+} from '../../src/modules/inventory/provider-status.js';
 import type { RegisteredProvider } from '../../src/providers/provider-registry.js';
 import { ScriptedCloud } from '../inventory/scripted-provider.js';
 
@@ -71,6 +76,21 @@ describe('provider status', () => {
         lastErrorAt: null,
       },
     ]);
+  });
+
+  it("adds each provider's shapes in the drift report for the listing, and none for one without", () => {
+    const drift = new Map([
+      ['a', { shapes: 2, seen: 9 }],
+      ['gone', { shapes: 1, seen: 1 }],
+    ]);
+    const out = withDriftCounts(providerStatuses([], registered('a', 'b'), new Map(), NOW, MAX_AGE_S), drift);
+    assert.deepEqual(
+      out.map((s) => [s.id, s.status, s.drift]),
+      [
+        ['a', 'down', { shapes: 2, seen: 9 }],
+        ['b', 'down', { shapes: 0, seen: 0 }],
+      ],
+    );
   });
 
   it('counts the offers the process serves, not those the last refresh listed', () => {

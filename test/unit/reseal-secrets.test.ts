@@ -19,7 +19,7 @@ const during = new SecretBox(
 );
 const after = new SecretBox(new Map([['k2', NEW]]), 'k2');
 
-const [SSH, MACHINE, WEBHOOK] = SEALED_SECRET_KINDS;
+const [SSH, MACHINE, WEBHOOK, RECEIPT_KEYS] = SEALED_SECRET_KINDS;
 
 describe('resealSecrets (memory store)', () => {
   let store: ReturnType<typeof memoryStore>;
@@ -30,10 +30,23 @@ describe('resealSecrets (memory store)', () => {
     seed = memoryCredentialsSeed(store.tables);
   });
 
-  /** A rental whose SSH key and machine secrets `box` sealed, and a webhook endpoint's secret; their plaintexts. */
+  /**
+   * A rental whose SSH key and machine secrets `box` sealed, a webhook endpoint's secret and a
+   * receipt signing key's private half; their plaintexts.
+   */
   async function sealedRental(box: SecretBox) {
-    const ids = { deploymentId: randomUUID(), orderId: randomUUID(), endpointId: randomUUID() };
-    const plain = { ssh: `ssh-${randomUUID()}`, machine: `env-${randomUUID()}`, webhook: `whsec-${randomUUID()}` };
+    const ids = {
+      deploymentId: randomUUID(),
+      orderId: randomUUID(),
+      endpointId: randomUUID(),
+      signingKeyId: `rk_${randomUUID()}`,
+    };
+    const plain = {
+      ssh: `ssh-${randomUUID()}`,
+      machine: `env-${randomUUID()}`,
+      webhook: `whsec-${randomUUID()}`,
+      signing: `d-${randomUUID()}`,
+    };
     const ssh = box.seal(plain.ssh, SSH.binding(ids.deploymentId));
     const machine = box.seal(plain.machine, MACHINE.binding(ids.orderId));
     const webhook = box.seal(plain.webhook, WEBHOOK.binding(ids.endpointId));
@@ -51,6 +64,17 @@ describe('resealSecrets (memory store)', () => {
       accountId: randomUUID(),
       sealed: webhook.ciphertext,
       keyId: webhook.keyId,
+    });
+    // As the receipts service stores a pair (receipts.repository.ts), each under a SECRETS_KEY id of its own.
+    const signing = box.seal(plain.signing, RECEIPT_KEYS.binding(ids.signingKeyId));
+    store.tables.table('receipt_signing_keys').insert(ids.signingKeyId, {
+      id: ids.signingKeyId,
+      publicKey: Buffer.alloc(32),
+      privateKeySealed: signing.ciphertext,
+      privateKeyKid: signing.keyId,
+      activeForKid: `made-under-${ids.signingKeyId}`,
+      createdAt: new Date(),
+      retiredAt: null,
     });
     return { ids, plain };
   }
@@ -72,6 +96,7 @@ describe('resealSecrets (memory store)', () => {
     assert.deepEqual(await opened(after, SSH), [a.plain.ssh, b.plain.ssh].sort());
     assert.deepEqual(await opened(after, MACHINE), [a.plain.machine, b.plain.machine].sort());
     assert.deepEqual(await opened(after, WEBHOOK), [a.plain.webhook, b.plain.webhook].sort());
+    assert.deepEqual(await opened(after, RECEIPT_KEYS), [a.plain.signing, b.plain.signing].sort());
   });
 
   it('finds nothing to do on a second run, and leaves secrets already under the current key as they are', async () => {
@@ -125,6 +150,7 @@ describe('resealSecrets (memory store)', () => {
           const ssh = repos.rentals.sealed.sshKeys;
           return fn({
             webhooks: repos.webhooks,
+            receipts: repos.receipts,
             rentals: {
               sealed: {
                 machineSecrets: repos.rentals.sealed.machineSecrets,

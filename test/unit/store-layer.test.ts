@@ -78,6 +78,7 @@ const OWNERS: Record<string, RegExp> = {
   payment_events: CHECKOUTS,
   offers: INVENTORY,
   provider_status: INVENTORY,
+  provider_drift: /^src\/modules\/inventory\/provider-drift\.repository\.ts$/,
   inventory_state: INVENTORY,
   events: EVENTS,
   event_sequences: EVENTS,
@@ -93,6 +94,8 @@ const OWNERS: Record<string, RegExp> = {
   telegram_conversations: TELEGRAM,
   telegram_notifications: TELEGRAM,
   telegram_notify_prefs: TELEGRAM,
+  receipt_signing_keys: repositoryOf('src/modules/receipts'),
+  teardown_receipts: repositoryOf('src/modules/receipts'),
   agenda_jobs: /^src\/jobs\/[^/]+\.repository\.ts$/,
   local_provider_instances: /^plugins\/local\/local-instance-store\.ts$/,
 };

@@ -1,12 +1,22 @@
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { classifyVastError, createFailure } from '../../plugins/vast/errors.js';
-import { mapVastOffer, vastCostMinor, type VastOffer } from '../../plugins/vast/offers.js';
+import { vastTraffic } from '../../plugins/vast/machine.js';
+import {
+  isVastOfferDrop,
+  mapVastOffer,
+  vastCostMinor,
+  vastOverQuote,
+  vastTrafficPrice,
+  type VastOffer,
+} from '../../plugins/vast/offers.js';
 import { vastSsh } from '../../plugins/vast/provider.js';
 import { readVastState } from '../../plugins/vast/states.js';
 import type { VastInstance } from '../../plugins/vast/client.js';
 import { usdToCentsCeil } from '../../src/providers/pricing.js';
+import type { ProviderOffer } from '../../src/providers/provider.js';
 import type { HttpResponse } from '../../src/providers/provider-http.js';
+import { BANDWIDTH_BILLED_OFFER } from '../fakes/vast-recorded.js';
 
 const DIR = new URL('../fixtures/providers/vast/', import.meta.url);
 const text = (file: string) => readFileSync(new URL(file, DIR), 'utf8');
@@ -24,6 +34,12 @@ function answer(status: number, body: string): HttpResponse {
   return { status, json: parsed, text: body, headers: new Headers() };
 }
 
+/** The offer an ask maps to, failing with the drop's reason when it was left out. */
+function offered(m: ReturnType<typeof mapVastOffer>): ProviderOffer {
+  assert.ok(!isVastOfferDrop(m), isVastOfferDrop(m) ? `${m.drop}: ${m.detail}` : '');
+  return m;
+}
+
 /**
  * The contract over every recorded Vast answer in test/fixtures/providers/vast/: what the plugin's
  * parsers and decisions (state, error verdict, price, SSH endpoint) make of each, as the live API
@@ -34,11 +50,11 @@ describe('vast plugin over the recorded live answers', () => {
   const CASES: Record<string, () => void | Promise<void>> = {
     'search-offers-raw-rtx4090.json': () => {
       const [raw] = json('search-offers-raw-rtx4090.json') as VastOffer[];
-      const offer = mapVastOffer(raw, 32);
-      assert.ok(typeof offer === 'object', String(offer));
-      // Price: dph_total (bandwidth is 0.0 on this host) in cents, rounded up.
+      const offer = offered(mapVastOffer(raw, 32));
+      // Price: dph_total in cents, rounded up; traffic is 0.0 on this host, so no traffic price.
       assert.equal(offer.pricePerHourMinor, usdToCentsCeil(raw.dph_total));
       assert.equal(offer.pricePerHourMinor, 25);
+      assert.equal(offer.trafficPrice, undefined);
       assert.deepEqual(
         [
           offer.key,
@@ -52,13 +68,10 @@ describe('vast plugin over the recorded live answers', () => {
         ],
         ['11684738', 'RTX 4090', 'consumer', 24, 1, 24, 15, 'Guangxi, CN'],
       );
-      // The same host billing traffic is left out unless bandwidth is priced, then priced with it.
-      const billed = { ...raw, inet_up_cost: 0.05, inet_down_cost: 0.02 };
-      assert.match(String(mapVastOffer(billed, 32)), /bills internet traffic/);
-      assert.equal(
-        (mapVastOffer(billed, 32, 10) as { pricePerHourMinor: number }).pricePerHourMinor,
-        usdToCentsCeil(raw.dph_total + 0.7),
-      );
+      // The same host billing traffic is offered at the same hourly price, its traffic priced apart.
+      const billed = offered(mapVastOffer({ ...raw, inet_up_cost: 0.05, inet_down_cost: 0.02 }, 32));
+      assert.equal(billed.pricePerHourMinor, 25);
+      assert.deepEqual(billed.trafficPrice, { upMicroUsdPerGb: 50_000, downMicroUsdPerGb: 20_000 });
     },
     'create-400-no-such-ask.json': () => {
       const res = answer(400, text('create-400-no-such-ask.json'));
@@ -94,7 +107,8 @@ describe('vast plugin over the recorded live answers', () => {
         why: 'Error: container failed to start: OCI runtime create failed',
       });
       assert.equal(vastSsh(inst), undefined);
-      assert.equal(vastCostMinor(inst, 0), null, 'no price stated: nothing to compare');
+      assert.equal(vastCostMinor(inst), null, 'no price stated: nothing to compare');
+      assert.equal(vastTraffic(inst), undefined, 'no counters stated: no traffic');
     },
     'show-instance-created-manifest-not-found.json': () => {
       const inst = json('show-instance-created-manifest-not-found.json') as VastInstance;
@@ -125,26 +139,76 @@ describe('vast plugin over the recorded live answers', () => {
     'show-instance-empty-array-after-destroy.json': () =>
       assert.deepEqual(json('show-instance-empty-array-after-destroy.json'), { instances: [] }),
     'pending-price-increases.json': () => {
-      // A host raising a contract's GPU price: the instance then bills more than its offer was quoted at.
+      // A host raising a contract's GPU price: the instance then bills more than the offer was quoted at.
       const [raise] = json('pending-price-increases.json').pending_price_increases;
       const offerDph = 0.99;
       const quoted = usdToCentsCeil(offerDph);
-      const now = vastCostMinor(
-        { dph_total: offerDph + (raise.new_gpu_costpersec - raise.old_gpu_costpersec) * 3600 },
-        0,
-      )!;
+      const now = vastCostMinor({
+        dph_total: offerDph + (raise.new_gpu_costpersec - raise.old_gpu_costpersec) * 3600,
+      })!;
       assert.ok(now > quoted, `${now} > ${quoted}`);
       assert.equal(now, 135);
-      // Its bandwidth raise counts once bandwidth is priced.
-      assert.ok(
-        vastCostMinor(
-          { dph_total: offerDph, inet_up_cost: raise.new_bwu_cost, inet_down_cost: raise.new_bwd_cost },
-          10,
-        )! >
-          vastCostMinor(
-            { dph_total: offerDph, inet_up_cost: raise.old_bwu_cost, inet_down_cost: raise.old_bwd_cost },
-            10,
-          )!,
+      // Its traffic raise is a repricing of its own, whatever the hourly price does.
+      const quote = {
+        costPerHourMinor: quoted,
+        trafficPrice: vastTrafficPrice({ inet_up_cost: raise.old_bwu_cost, inet_down_cost: raise.old_bwd_cost }),
+      };
+      assert.ok(quote.trafficPrice !== 'unreadable');
+      const raised = { dph_total: offerDph, inet_up_cost: raise.new_bwu_cost, inet_down_cost: raise.new_bwd_cost };
+      assert.equal(
+        vastOverQuote(raised, { ...quote, trafficPrice: quote.trafficPrice }),
+        'the instance bills 0.02 USD/GB up and 0.02 USD/GB down, over the 0.01 USD/GB up and 0.01 USD/GB down the offer was quoted at',
+      );
+      assert.equal(
+        vastOverQuote(
+          { ...raised, inet_up_cost: raise.old_bwu_cost, inet_down_cost: raise.old_bwd_cost },
+          {
+            ...quote,
+            trafficPrice: quote.trafficPrice,
+          },
+        ),
+        null,
+      );
+    },
+    'search-offer-traffic-billed-rtx3090.json': () => {
+      const raw = json('search-offer-traffic-billed-rtx3090.json') as VastOffer;
+      const offer = offered(mapVastOffer(raw, 32));
+      // Offered, not left out: the hour at dph_total, each GB at 0.03 USD either way.
+      assert.deepEqual(
+        [offer.key, offer.name, offer.pricePerHourMinor, offer.memoryGb, offer.region],
+        ['5006600', 'RTX 3090', 33, 31, 'Norway'],
+      );
+      assert.deepEqual(offer.trafficPrice, { upMicroUsdPerGb: 30_000, downMicroUsdPerGb: 30_000 });
+      // The operator's limit is met at 0.03 and exceeded under it, with the reason's stable code.
+      assert.ok(!isVastOfferDrop(mapVastOffer(raw, 32, { maxTrafficMicroUsdPerGb: 30_000 })));
+      const dropped = mapVastOffer(raw, 32, { maxTrafficMicroUsdPerGb: 29_999 });
+      assert.ok(isVastOfferDrop(dropped));
+      assert.equal(dropped.drop, 'traffic_price_above_limit');
+      assert.match(
+        dropped.detail,
+        /0\.03 USD\/GB up .* over VAST_PROVIDER_MAX_TRAFFIC_PRICE_PER_GB \(0\.029999 USD\/GB\)/,
+      );
+      // The fake's traffic-billing ask serves exactly this ask's prices.
+      assert.deepEqual(
+        [BANDWIDTH_BILLED_OFFER.dph_total, BANDWIDTH_BILLED_OFFER.inet_up_cost, BANDWIDTH_BILLED_OFFER.inet_down_cost],
+        [raw.dph_total, raw.inet_up_cost, raw.inet_down_cost],
+      );
+    },
+    'show-instance-running-traffic-billed.json': () => {
+      const inst = json('show-instance-running-traffic-billed.json');
+      assert.deepEqual(readVastState(inst), { kind: 'known', state: 'running' });
+      assert.deepEqual(vastSsh(inst), { host: '41.193.204.66', port: 43486, user: 'root' });
+      // The billed counters, KiB with a tenth: 15.3 up and 278.0 down.
+      assert.deepEqual(vastTraffic(inst), { upBytes: 15_667, downBytes: 284_672 });
+      assert.deepEqual(vastTrafficPrice(inst), { upMicroUsdPerGb: 1302, downMicroUsdPerGb: 1302 });
+      // Vast's TB is 1024 of its GB (the per-TB price is the per-GB one times 1024), so its units are binary.
+      assert.ok(Math.abs(inst.internet_up_cost_per_tb - inst.inet_up_cost * 1024) < 1e-9);
+      // At the price it states, quoted as it stands, it is not repriced.
+      const quote = { costPerHourMinor: 268, trafficPrice: { upMicroUsdPerGb: 1302, downMicroUsdPerGb: 1302 } };
+      assert.equal(vastOverQuote(inst, quote), null);
+      assert.match(
+        vastOverQuote(inst, { ...quote, trafficPrice: undefined })!,
+        /^the instance bills 0\.001302 USD\/GB up and 0\.001302 USD\/GB down, over the 0 USD\/GB up and 0 USD\/GB down/,
       );
     },
     'accept-price-increase-404-no-pending.json': () => {
@@ -169,6 +233,8 @@ describe('vast plugin over the recorded live answers', () => {
     'show-instance-null-after-destroy.json': 'recorded by a client',
     'show-instance-empty-array-after-destroy.json': 'recorded by a client',
     'pending-price-increases.json': 'vendor test data',
+    'search-offer-traffic-billed-rtx3090.json': 'live capture',
+    'show-instance-running-traffic-billed.json': 'live capture',
     'accept-price-increase-404-no-pending.json': 'vendor test data',
   };
 

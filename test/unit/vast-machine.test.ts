@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { mapVastOffer, type VastOffer } from '../../plugins/vast/offers.js';
+import { isVastOfferDrop, mapVastOffer, type VastOffer } from '../../plugins/vast/offers.js';
 import {
   VAST_ENV_ENTRY_MAX,
   VAST_ENV_TOTAL_MAX,
@@ -119,18 +119,18 @@ describe('vast machine settings: offers and instances', () => {
   it('offers a custom image, a startup script, five ports and the disk the ask has free, up to the disk its price covers', () => {
     const raw = fixtureJson<VastOffer[]>('vast', 'search-offers-raw-rtx4090.json')[0];
     const mapped = mapVastOffer(raw, 32);
-    assert.deepEqual(typeof mapped === 'object' && mapped.capabilities, {
+    assert.deepEqual(!isVastOfferDrop(mapped) && mapped.capabilities, {
       customImage: true,
       startupScript: true,
       ports: 5,
       maxDiskGb: 32,
     });
     const priced = mapVastOffer(raw, 5000);
-    assert.equal(typeof priced === 'object' && priced.capabilities?.maxDiskGb, 1607, 'the ask has only 1607 GB free');
+    assert.equal(!isVastOfferDrop(priced) && priced.capabilities?.maxDiskGb, 1607, 'the ask has only 1607 GB free');
     const small = mapVastOffer({ ...raw, disk_space: 7.5 }, 32);
-    assert.equal(typeof small === 'object' && small.capabilities?.maxDiskGb, null);
+    assert.equal(!isVastOfferDrop(small) && small.capabilities?.maxDiskGb, null);
     const unknown = mapVastOffer({ ...raw, disk_space: null }, 32);
-    assert.equal(typeof unknown === 'object' && unknown.capabilities?.maxDiskGb, null);
+    assert.equal(!isVastOfferDrop(unknown) && unknown.capabilities?.maxDiskGb, null);
   });
 
   it('reports an endpoint for each requested port Vast mapped, on the public address', () => {

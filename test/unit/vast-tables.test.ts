@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { classifyVastError, VAST_ERROR_TABLE } from '../../plugins/vast/errors.js';
 import { validateVastOptions, VAST_DEFAULT_IMAGE } from '../../plugins/vast/options.js';
-import { vastCategory } from '../../plugins/vast/offers.js';
+import { ConfigError } from '../../src/config-values.js';
+import { vastTraffic } from '../../plugins/vast/machine.js';
+import {
+  isVastOfferDrop,
+  mapVastOffer,
+  vastCategory,
+  vastTrafficPrice,
+  VAST_DROP_REASONS,
+  type VastOffer,
+} from '../../plugins/vast/offers.js';
 import { readVastState, VAST_STATE_TABLE } from '../../plugins/vast/states.js';
 import { vastSsh } from '../../plugins/vast/provider.js';
 
@@ -115,8 +124,35 @@ describe('vast options', () => {
       image: VAST_DEFAULT_IMAGE,
       diskGb: 32,
       maxOffers: 64,
-      bandwidthGbPerHour: 0,
+      maxTrafficMicroUsdPerGb: null,
     });
+  });
+
+  it('stops the start when the removed VAST_PROVIDER_BANDWIDTH_GB_PER_HOUR is set, saying traffic is billed as used', () => {
+    for (const value of ['0', '10']) {
+      assert.throws(
+        () => validateVastOptions({ API_KEY: 'k', BANDWIDTH_GB_PER_HOUR: value }),
+        (e: Error) =>
+          e instanceof ConfigError &&
+          /^VAST_PROVIDER_BANDWIDTH_GB_PER_HOUR was removed: traffic is now billed as used/.test(e.message) &&
+          /remove it/.test(e.message),
+      );
+    }
+    // Blank is unset, as for every variable.
+    assert.equal(validateVastOptions({ API_KEY: 'k', BANDWIDTH_GB_PER_HOUR: ' ' }).apiKey, 'k');
+  });
+
+  it('reads VAST_PROVIDER_MAX_TRAFFIC_PRICE_PER_GB as exact millionths of a USD per GB', () => {
+    const max = (v: string) =>
+      validateVastOptions({ API_KEY: 'k', MAX_TRAFFIC_PRICE_PER_GB: v }).maxTrafficMicroUsdPerGb;
+    assert.equal(max('0.05'), 50_000);
+    assert.equal(max('0.03'), 30_000);
+    assert.equal(max('0.000001'), 1);
+    assert.equal(max('1.5'), 1_500_000);
+    assert.equal(max('0'), 0, 'only asks whose traffic is free');
+    for (const bad of ['-0.05', '0.0000001', '1e-2', '0,05', '$0.05', '.05', 'free', '10000']) {
+      assert.throws(() => max(bad), /VAST_PROVIDER_MAX_TRAFFIC_PRICE_PER_GB must be USD per GB/, bad);
+    }
   });
 
   it('rejects unknown names and bad values, naming the variable and never echoing the key', () => {
@@ -130,11 +166,6 @@ describe('vast options', () => {
     );
     assert.throws(() => validateVastOptions({ API_KEY: 'k', DISK_GB: '32.5' }), /VAST_PROVIDER_DISK_GB/);
     assert.throws(() => validateVastOptions({ API_KEY: 'k', MAX_OFFERS: '0' }), /VAST_PROVIDER_MAX_OFFERS/);
-    assert.throws(
-      () => validateVastOptions({ API_KEY: 'k', BANDWIDTH_GB_PER_HOUR: '-1' }),
-      /VAST_PROVIDER_BANDWIDTH_GB_PER_HOUR/,
-    );
-    assert.equal(validateVastOptions({ API_KEY: 'k', BANDWIDTH_GB_PER_HOUR: '5' }).bandwidthGbPerHour, 5);
     assert.throws(
       () => validateVastOptions({ API_KEY: 'k', API_URL: 'https://console.vast.ai/api/v0' }),
       /VAST_PROVIDER_API_URL must be an http\(s\) origin without a path/,
@@ -165,5 +196,65 @@ describe('vast error table', () => {
     assert.deepEqual(VAST_ERROR_TABLE.at(-1)!.match, {});
     assert.equal(classifyVastError({ status: 418, json: null, text: '' }).create, 'rejected');
     assert.equal(classifyVastError({ status: 302, json: null, text: '' }).create, 'ambiguous');
+  });
+});
+
+describe('vast traffic readings', () => {
+  const ask: VastOffer = { id: 1, gpu_name: 'RTX 3090', num_gpus: 1, dph_total: 0.3, duration: 86_400 };
+
+  it('reads the billed counters as KiB, from numbers or their plain text; anything else is no reading', () => {
+    assert.deepEqual(vastTraffic({ inet_up_billed: 15.3, inet_down_billed: 278 }), {
+      upBytes: 15_667,
+      downBytes: 284_672,
+    });
+    assert.deepEqual(vastTraffic({ inet_up_billed: '0.5', inet_down_billed: ' 2 ' }), {
+      upBytes: 512,
+      downBytes: 2048,
+    });
+    assert.deepEqual(vastTraffic({ inet_up_billed: 0, inet_down_billed: 0 }), { upBytes: 0, downBytes: 0 });
+    for (const bad of [null, undefined, -1, NaN, Infinity, '', '1e3', '-2', 'lots', {}, 1e300]) {
+      assert.equal(vastTraffic({ inet_up_billed: bad, inet_down_billed: 1 }), undefined, String(bad));
+      assert.equal(vastTraffic({ inet_up_billed: 1, inet_down_billed: bad }), undefined, String(bad));
+    }
+  });
+
+  it('prices traffic in exact millionths per GB, absent as free, and leaves out an ask whose price is unreadable', () => {
+    assert.deepEqual(vastTrafficPrice({ inet_up_cost: 0.00456, inet_down_cost: 0.00123 }), {
+      upMicroUsdPerGb: 4_560,
+      downMicroUsdPerGb: 1_230,
+    });
+    assert.deepEqual(vastTrafficPrice({}), { upMicroUsdPerGb: 0, downMicroUsdPerGb: 0 });
+    assert.deepEqual(vastTrafficPrice({ inet_up_cost: null, inet_down_cost: 0 }), {
+      upMicroUsdPerGb: 0,
+      downMicroUsdPerGb: 0,
+    });
+    const free = mapVastOffer({ ...ask, inet_up_cost: 0, inet_down_cost: 0 }, 32);
+    assert.ok(!isVastOfferDrop(free) && !('trafficPrice' in free));
+    for (const bad of [-0.01, NaN, '0.03']) {
+      const m = mapVastOffer({ ...ask, inet_down_cost: bad as number }, 32);
+      assert.ok(isVastOfferDrop(m) && m.drop === 'traffic_price_unreadable', String(bad));
+    }
+  });
+
+  it('gives every drop a stable code of the published list', () => {
+    const cases: [Partial<VastOffer>, string][] = [
+      [{ id: 0 }, 'no_ask_id'],
+      [{ gpu_name: ' ' }, 'no_gpu_name'],
+      [{ num_gpus: 0 }, 'no_num_gpus'],
+      [{ dph_total: 0 }, 'no_dph_total'],
+      [{ duration: 3_599 }, 'duration_under_an_hour'],
+      [{ inet_up_cost: -1 }, 'traffic_price_unreadable'],
+      [{ inet_up_cost: 0.02 }, 'traffic_price_above_limit'],
+    ];
+    for (const [change, code] of cases) {
+      const m = mapVastOffer({ ...ask, ...change }, 32, { maxTrafficMicroUsdPerGb: 10_000 });
+      assert.ok(isVastOfferDrop(m), code);
+      assert.equal(m.drop, code);
+      assert.ok(m.detail.length > 0);
+    }
+    assert.deepEqual(
+      cases.map(([, code]) => code),
+      [...VAST_DROP_REASONS],
+    );
   });
 });

@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { accountCommands } from './commands/account.js';
 import { eventCommands } from './commands/events.js';
 import { inventoryCommands } from './commands/inventory.js';
+import { receiptCommands } from './commands/receipts.js';
 import { rentalCommands } from './commands/rentals.js';
 import { credentialCommands } from './commands/ssh.js';
 import { Ctx, FALLBACK_BASE_URL_TEXT, VERSION } from './context.js';
@@ -26,6 +27,7 @@ inventoryCommands(program, ctx);
 rentalCommands(program, ctx);
 credentialCommands(program, ctx);
 eventCommands(program, ctx);
+receiptCommands(program, ctx);
 for (const c of program.commands) c.exitOverride().showHelpAfterError();
 
 try {

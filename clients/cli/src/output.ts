@@ -13,7 +13,17 @@ import {
 } from '@gpu-rental/sdk';
 
 /** Exit codes, documented in docs/clients.md and `gpr --help`. */
-export const EXIT = { OK: 0, API: 1, USAGE: 2, AUTH: 3, PAYMENT: 4, TIMEOUT: 5, NETWORK: 6, RATE_LIMITED: 7 } as const;
+export const EXIT = {
+  OK: 0,
+  API: 1,
+  USAGE: 2,
+  AUTH: 3,
+  PAYMENT: 4,
+  TIMEOUT: 5,
+  NETWORK: 6,
+  RATE_LIMITED: 7,
+  RECEIPT_INVALID: 8,
+} as const;
 
 export const EXIT_HELP = `Exit codes:
   0  success
@@ -23,7 +33,8 @@ export const EXIT_HELP = `Exit codes:
   4  payment required (not enough credits, frozen account)
   5  timed out waiting (the operation may still complete: check with gpr status)
   6  network error (service unreachable)
-  7  rate limited (wait the number of seconds shown, then retry)`;
+  7  rate limited (wait the number of seconds shown, then retry)
+  8  a teardown receipt did not verify (gpr receipt verify: the line says why)`;
 
 /** A usage problem found before any request: exit 2. */
 export class UsageError extends Error {

@@ -63,6 +63,12 @@ export const offer = z.looseObject({
     })
     .optional()
     .describe("what create_rental's machine may set on this offer beyond env (which every offer takes)"),
+  trafficPricePerGb: z
+    .looseObject({ upMicroUsd: z.number().int(), downMicroUsd: z.number().int() })
+    .optional()
+    .describe(
+      'per-GB price of the internet traffic the machine sends (up) and receives (down), millionths of a USD, charged as used on top of the hourly price; absent: traffic is free',
+    ),
 });
 
 export const gpuModel = z.looseObject({

@@ -3,6 +3,8 @@ import type { components, paths } from './generated/openapi.js';
 import { GprApiError, GprRentalStateError, GprTimeoutError } from './errors.js';
 import { type EventPage, eventStream, type GprEvent, type StreamOptions } from './events.js';
 import { retryingFetch, type RetryPolicy } from './transport.js';
+import type { SignedReceipt } from './receipts.js';
+import { RECEIPT_KEYS_PATH, type ReceiptKeySet } from '../../../src/vocabulary/receipts.js';
 import {
   ENDING_STATUSES,
   isOneOf,
@@ -342,6 +344,21 @@ export class GprClient {
     return unwrap(
       await this.api.POST('/api/v1/deployments/{id}/terminate', { params: { path: { id: deploymentId } } }),
     );
+  }
+
+  /**
+   * The rental's teardown receipt (a rental or deployment id): issued once it is TERMINATED after a
+   * verified destruction; a 404 before that says when. Check it with {@link verifyReceipt}.
+   */
+  async getReceipt(id: string): Promise<SignedReceipt> {
+    return unwrap(await this.api.GET('/api/v1/rentals/{id}/receipt', { params: { path: { id } } }));
+  }
+
+  /** The keys this service signs receipts with, active and retired (public, no token needed). */
+  async receiptKeys(): Promise<ReceiptKeySet> {
+    const res = await this.fetch(`${this.baseUrl}${RECEIPT_KEYS_PATH}`, { headers: this.headers });
+    if (!res.ok) throw await GprApiError.fromResponse(res);
+    return (await res.json()) as ReceiptKeySet;
   }
 
   /** The rental of a rental id or a deployment id, whether or not it has a deployment yet. */

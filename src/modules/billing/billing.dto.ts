@@ -4,7 +4,7 @@ import type { LedgerKind } from './ledger-entry.entity.js';
 export interface LedgerEntryDto {
   /** @isLong */
   id: number;
-  /** Why money moved: TOPUP, RENTAL_DEBIT, USAGE, REVERSAL or ADJUSTMENT. */
+  /** Why money moved: TOPUP, RENTAL_DEBIT, USAGE, TRAFFIC (a rental's internet traffic, per GB as used), REVERSAL or ADJUSTMENT. */
   kind: LedgerKind;
   /**
    * Signed cents: credits positive, debits negative.

@@ -2,7 +2,8 @@ import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
 import { minorUnits } from '../../db/columns.js';
 
 /** Why money moved. RENTAL_DEBIT, USAGE and REVERSAL count towards a key's net spend. */
-export type LedgerKind = 'TOPUP' | 'RENTAL_DEBIT' | 'USAGE' | 'REVERSAL' | 'ADJUSTMENT';
+/** TRAFFIC: a metered rental's internet traffic, billed per GB as used, posted like USAGE. */
+export type LedgerKind = 'TOPUP' | 'RENTAL_DEBIT' | 'USAGE' | 'TRAFFIC' | 'REVERSAL' | 'ADJUSTMENT';
 
 /** Append-only: rows are inserted, never updated or deleted. */
 @Entity({ name: 'ledger_entries' })

@@ -1,11 +1,12 @@
 import { DataSource, EntityManager, LessThan } from 'typeorm';
 import { hydrate, insertEntity } from '../../db/entity-rows.js';
+import { readMinor } from '../../db/columns.js';
 import type { Executor } from '../../db/mysql-store.js';
 import { inOpenTransaction, type Sql } from '../../db/sql.js';
 import { MysqlAccountMoneyRepository, type AccountMoneyRepository } from '../accounts/account-money.repository.js';
 import { recordEvent, type NewEvent } from '../events/events.repository.js';
 import { visibleRows, type Viewer } from '../keys/visibility.js';
-import { LedgerEntry } from './ledger-entry.entity.js';
+import { LedgerEntry, type LedgerKind } from './ledger-entry.entity.js';
 
 // The only code that reads or writes `ledger_entries`, and the only caller of the writes of the
 // cached `accounts.balance_minor`, `accounts.unposted_usage_minor` and `api_keys.net_spent_minor`
@@ -102,6 +103,8 @@ export interface LedgerRepository {
    * a pipelined transaction.
    */
   visible(viewer: Viewer, limit: number, beforeId?: number): Promise<LedgerEntry[]>;
+  /** The sum of the amounts of rental `rentalId`'s entries of `kinds` (0 without any), in this executor's view. */
+  sumOfRental(rentalId: string, kinds: readonly LedgerKind[]): Promise<number>;
   /**
    * Writes one event to the account's event log in this transaction: how a posting's account
    * event (`credits.low`, `topup.paid`) commits with it. The statements are the event log's.
@@ -169,6 +172,14 @@ export class MysqlLedgerRepository implements LedgerRepository {
 
   async visible(viewer: Viewer, limit: number, beforeId?: number): Promise<LedgerEntry[]> {
     return visibleEntries(managerOf(this.sql), viewer, limit, beforeId);
+  }
+
+  async sumOfRental(rentalId: string, kinds: readonly LedgerKind[]): Promise<number> {
+    const [row]: { total: string | number | null }[] = await this.sql.query(
+      'SELECT SUM(amount_minor) AS total FROM ledger_entries WHERE rental_id = ? AND kind IN (?)',
+      [rentalId, kinds],
+    );
+    return row?.total === null || row?.total === undefined ? 0 : readMinor(row.total);
   }
 
   async appendEvent(event: NewEvent): Promise<void> {

@@ -54,7 +54,22 @@ export interface PostResult {
 }
 
 /** Ledger kinds that count as a key's spending: rentals' debits and usage, minus their reversals. */
-export const KEY_SPEND_KINDS: readonly LedgerKind[] = ['RENTAL_DEBIT', 'USAGE', 'REVERSAL'];
+export const KEY_SPEND_KINDS: readonly LedgerKind[] = ['RENTAL_DEBIT', 'USAGE', 'TRAFFIC', 'REVERSAL'];
+
+/** Kinds of accrued money a posting moves out of the unposted counter into the ledger (`accrueUsage`). */
+export const ACCRUED_KINDS: readonly LedgerKind[] = ['USAGE', 'TRAFFIC'];
+
+/**
+ * What a rental has cost its account so far, in cents: the net of its entries that count as its
+ * key's spending ({@link KEY_SPEND_KINDS}), as the ledger holds them in `ledger`'s view (a
+ * transaction sees its own postings).
+ */
+export async function rentalSpentMinor(
+  ledger: Pick<LedgerRepository, 'sumOfRental'>,
+  rentalId: string,
+): Promise<number> {
+  return 0 - (await ledger.sumOfRental(rentalId, KEY_SPEND_KINDS));
+}
 
 export interface LedgerOptions {
   /** A debit taking an account's credits from at or above this (cents) to under it writes `credits.low`. */
@@ -165,8 +180,8 @@ export class LedgerService {
     }
     const entries: NewLedgerEntry[] = [];
     for (const p of postings) {
-      if (p.kind !== 'USAGE' || p.amountMinor > 0)
-        throw new Error('only accrued usage (a USAGE debit) posts from the unposted counter');
+      if (!ACCRUED_KINDS.includes(p.kind) || p.amountMinor > 0)
+        throw new Error('only accrued usage (a USAGE or TRAFFIC debit) posts from the unposted counter');
       const m = of(p.accountId);
       m.unpostedUsageMinor += p.amountMinor;
       if (m.unpostedUsageMinor < 0) throw new Error(`account ${p.accountId} would post more usage than it has accrued`);

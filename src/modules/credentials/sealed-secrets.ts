@@ -1,4 +1,6 @@
 import type { SealedColumn } from '../../db/sealed-column.js';
+import { signingKeyBinding } from '../receipts/receipt-keys.js';
+import type { ReceiptsRepository } from '../receipts/receipts.repository.js';
 import type { RentalsRepository } from '../rentals/store/rentals.repository.js';
 import type { WebhooksRepository } from '../webhooks/webhooks.repository.js';
 import { secretBinding } from '../webhooks/webhooks.service.js';
@@ -14,6 +16,7 @@ export type { SealedSecret } from '../../db/sealed-column.js';
 export interface SealedColumnRepositories {
   rentals: Pick<RentalsRepository, 'sealed'>;
   webhooks: Pick<WebhooksRepository, 'sealed'>;
+  receipts: Pick<ReceiptsRepository, 'sealed'>;
 }
 
 /** One kind of sealed secret: what its ciphertext is bound to and where it is stored. */
@@ -43,5 +46,12 @@ export const SEALED_SECRET_KINDS: readonly SealedSecretKind[] = [
     name: 'webhook signing secrets',
     binding: secretBinding,
     column: (r) => r.webhooks.sealed.signingSecrets,
+  },
+  {
+    // Sealed when a pair is made (receipts/receipts.service.ts), bound to the key's id. Re-sealing
+    // keeps an active pair's private half openable; retiring a pair erases it.
+    name: 'receipt signing keys',
+    binding: signingKeyBinding,
+    column: (r) => r.receipts.sealed.signingKeys,
   },
 ];

@@ -2,12 +2,13 @@ import { v5 as uuidv5 } from 'uuid';
 import type { Clock } from '../../clock.js';
 import type { Store } from '../../db/store.js';
 import type { Logger } from '../../logger.js';
-import { customerPriceMinor } from '../../providers/pricing.js';
+import { customerPriceMinor, customerTrafficPrice } from '../../providers/pricing.js';
 import {
   NO_MACHINE_CAPABILITIES,
   type MachineCapabilities,
   type ProviderErrorClass,
   type ProviderOffer,
+  type TrafficPrice,
 } from '../../providers/provider.js';
 import { errorClassOf, ProviderApiError } from '../../providers/provider-http.js';
 import { ProviderFailureLog } from '../../providers/provider-failures.js';
@@ -40,7 +41,12 @@ export interface RefreshResult {
  * a new markup or cost is a new offer, as a new price always was. The capabilities are not part of
  * it: a provider that learns to run images keeps its offers' ids (the change still moves the version).
  */
-export function offerId(provider: string, o: ProviderOffer, customerPrice: number): string {
+export function offerId(
+  provider: string,
+  o: ProviderOffer,
+  customerPrice: number,
+  customerTraffic: TrafficPrice | null = null,
+): string {
   const shape = [
     provider,
     o.key,
@@ -54,6 +60,8 @@ export function offerId(provider: string, o: ProviderOffer, customerPrice: numbe
     o.maximumDurationSeconds,
   ];
   if (o.region) shape.push(o.region);
+  // Traffic terms are part of what is bought: a changed per-GB price is another offer.
+  if (customerTraffic) shape.push(`traffic:${customerTraffic.upMicroUsdPerGb}/${customerTraffic.downMicroUsdPerGb}`);
   return uuidv5(shape.join('\u001f'), OFFER_NAMESPACE);
 }
 
@@ -205,7 +213,8 @@ export class InventoryRefresher {
       const staleAt = this.staleAt(now);
       for (const o of offers) {
         const price = customerPriceMinor(o.pricePerHourMinor, entry.markupPercent);
-        const id = offerId(provider, o, price);
+        const traffic = o.trafficPrice ? customerTrafficPrice(o.trafficPrice, entry.markupPercent) : null;
+        const id = offerId(provider, o, price, traffic);
         if (seen.has(id)) continue;
         seen.add(id);
         const gpu = resolveProviderGpu(o.name, o.vramGb);
@@ -252,6 +261,10 @@ export class InventoryRefresher {
           capStartupScript: caps.startupScript,
           capPorts: caps.ports,
           capMaxDiskGb: caps.maxDiskGb,
+          trafficUpCostMicro: o.trafficPrice?.upMicroUsdPerGb ?? null,
+          trafficDownCostMicro: o.trafficPrice?.downMicroUsdPerGb ?? null,
+          trafficUpPriceMicro: traffic?.upMicroUsdPerGb ?? null,
+          trafficDownPriceMicro: traffic?.downMicroUsdPerGb ?? null,
         });
       }
       await inventory.offers.upsertListed(rows);

@@ -16,12 +16,20 @@ export class InventoryController extends BaseController {
    * Every available offer, cheapest first. The canonical source of inventory and prices;
    * no credential needed, readable cross-origin, and ETag'd (send If-None-Match for a 304).
    * @param gpu Only offers of this GPU family ("H100", "4090": every model of it) or model (a slug from /gpus such as "h100-sxm", or any spelling: "NVIDIA H100 SXM", "A100 80GB").
+   * @param maxTrafficMicroUsdPerGb Only offers whose internet traffic costs at most this per GB, each way, in millionths of a USD (`trafficPricePerGb`); 0: only offers with free traffic.
+   * @isInt maxTrafficMicroUsdPerGb
+   * @minimum maxTrafficMicroUsdPerGb 0
+   * @maximum maxTrafficMicroUsdPerGb 1000000000
    */
   @Get('offers')
   @OperationId('listOffers')
   @Extension('x-etagged', true)
-  async offers(@Request() req: ExRequest, @Query() gpu?: string): Promise<Envelope<OfferDto[]>> {
-    return this.cached(req, await this.inventory.listOffers(gpu).wait());
+  async offers(
+    @Request() req: ExRequest,
+    @Query() gpu?: string,
+    @Query() maxTrafficMicroUsdPerGb?: number,
+  ): Promise<Envelope<OfferDto[]>> {
+    return this.cached(req, await this.inventory.listOffers(gpu, maxTrafficMicroUsdPerGb).wait());
   }
 
   /**

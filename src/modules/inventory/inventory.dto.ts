@@ -40,6 +40,27 @@ export interface OfferDto {
    * matched only to offers that can honour its `machine`.
    */
   capabilities: OfferCapabilitiesDto;
+  /**
+   * What the internet traffic the machine moves costs, charged as used on top of the hourly
+   * price (the host bills it per GB; markup included). Absent: traffic is free.
+   */
+  trafficPricePerGb?: TrafficPriceDto;
+}
+
+/** Per-GB traffic prices, in millionths of a USD (10000 = one cent per GB). */
+export interface TrafficPriceDto {
+  /**
+   * Per GB the machine sends.
+   * @isInt
+   * @example 34500
+   */
+  upMicroUsd: number;
+  /**
+   * Per GB the machine receives.
+   * @isInt
+   * @example 34500
+   */
+  downMicroUsd: number;
 }
 
 /** What an offer's machine can be given beyond the defaults. */
@@ -149,4 +170,28 @@ export interface ProviderStatusDto {
   lastErrorClass: string | null;
   /** @format date-time */
   lastErrorAt: string | null;
+}
+
+/** One configured GPU provider as `GET /api/v1/providers` lists it: its refreshes and its drift. */
+export interface ProviderDto extends ProviderStatusDto {
+  /**
+   * What the drift report holds of this provider: answers its plugin could not fully read (a state,
+   * field shape, error body or page shape it does not know), recorded once per shape. The operator
+   * lists them with `owner providers drift`.
+   */
+  drift: ProviderDriftDto;
+}
+
+/** A provider's shapes in the drift report. */
+export interface ProviderDriftDto {
+  /**
+   * Distinct shapes recorded.
+   * @isInt
+   */
+  shapes: number;
+  /**
+   * Times they were seen, in all.
+   * @isInt
+   */
+  seen: number;
 }

@@ -5,7 +5,7 @@ import type { ProviderRegistry } from '../../providers/provider-registry.js';
 import { MODELS_BY_SLUG } from './gpu-catalog.js';
 import { closestGpuSlugs, familyOfSlug, matchGpuQuery, type GpuMatch } from './gpu-match.js';
 import { EnvelopeWire } from './envelope-wire.js';
-import { CURRENCY, InventoryRefresher, type InventoryStore, type RefreshResult } from './inventory-refresh.js';
+import { CURRENCY, InventoryRefresher, type RefreshResult } from './inventory-refresh.js';
 import type { GpuModelDetailDto, GpuModelDto, GpuSummaryDto, OfferDto, ProviderStatusDto } from './inventory.dto.js';
 import {
   findIntentCandidates,
@@ -17,7 +17,7 @@ import {
 } from './offer-candidates.js';
 import { offerCapabilities, type Offer } from './offer.entity.js';
 import { liveUntil, type InventoryStamp } from './offers.repository.js';
-import { providerStatuses } from './provider-status.js';
+import { readProviderStatuses, withDriftCounts, type ProviderStatusStore } from './provider-status.js';
 
 export type { RefreshResult } from './inventory-refresh.js';
 
@@ -98,7 +98,15 @@ function toDto(o: Offer): OfferDto {
   if (o.memoryGb !== null) dto.memoryGb = o.memoryGb;
   if (o.storageGb !== null) dto.storageGb = o.storageGb;
   if (o.region !== null) dto.region = o.region;
+  if (o.trafficUpPriceMicro !== null || o.trafficDownPriceMicro !== null)
+    dto.trafficPricePerGb = { upMicroUsd: o.trafficUpPriceMicro ?? 0, downMicroUsd: o.trafficDownPriceMicro ?? 0 };
   return dto;
+}
+
+/** THE traffic filter of the offers list: an offer's dearer per-GB price is at most `max` (free traffic is 0). */
+export function trafficWithin(o: Pick<OfferDto, 'trafficPricePerGb'>, max: number): boolean {
+  const t = o.trafficPricePerGb;
+  return !t || Math.max(t.upMicroUsd, t.downMicroUsd) <= max;
 }
 
 /**
@@ -113,7 +121,7 @@ export class InventoryService {
   private readonly refresher: InventoryRefresher;
 
   constructor(
-    private readonly store: InventoryStore,
+    private readonly store: ProviderStatusStore,
     private readonly providers: ProviderRegistry,
     private readonly clock: Clock,
     logger: Logger,
@@ -246,19 +254,27 @@ export class InventoryService {
     };
   }
 
-  /** Every live offer, or those of a GPU family or model (`?gpu=`), cheapest first. */
-  listOffers(gpu?: string): CachedRead<OfferDto[]> {
-    return this.read((s) => this.offersOf(s, gpu));
+  /**
+   * Every live offer, or those of a GPU family or model (`?gpu=`), cheapest first; with
+   * `maxTrafficMicroUsdPerGb`, only those whose traffic costs at most that per GB.
+   */
+  listOffers(gpu?: string, maxTrafficMicroUsdPerGb?: number): CachedRead<OfferDto[]> {
+    return this.read((s) => this.offersOf(s, gpu, maxTrafficMicroUsdPerGb));
   }
 
-  private offersOf(s: Snapshot, gpu: string | undefined): Cached<OfferDto[]> {
-    if (gpu === undefined) return s.allOffers;
-    const match = matchGpuQuery(gpu);
-    let hit = s.offersByQuery.get(match.key);
+  private offersOf(s: Snapshot, gpu: string | undefined, maxTraffic?: number): Cached<OfferDto[]> {
+    if (gpu === undefined && maxTraffic === undefined) return s.allOffers;
+    const match = gpu === undefined ? undefined : matchGpuQuery(gpu);
+    const key = `${match?.key ?? '*'}|${maxTraffic ?? ''}`;
+    let hit = s.offersByQuery.get(key);
     if (!hit) {
-      hit = cached(`offers:${match.key}`, matchingOffers(s, match));
+      const offers = match ? matchingOffers(s, match) : s.offers;
+      hit = cached(
+        `offers:${key}`,
+        maxTraffic === undefined ? offers : offers.filter((o) => trafficWithin(o, maxTraffic)),
+      );
       if (s.offersByQuery.size >= MAX_MEMOIZED_QUERIES) s.offersByQuery.clear();
-      s.offersByQuery.set(match.key, hit);
+      s.offersByQuery.set(key, hit);
     }
     return hit;
   }
@@ -324,13 +340,15 @@ export class InventoryService {
     return { live: s.offers.length, agedOut: s.agedOut };
   }
 
-  /** Each configured provider with the outcome of its refreshes (GET /api/v1/providers). */
+  /** Each configured provider with the outcome of its refreshes (readiness: one query). */
   async providerStatuses(): Promise<ProviderStatusDto[]> {
     const s = await this.current();
-    const live = new Map<string, number>();
-    for (const o of s.offers) live.set(o.provider, (live.get(o.provider) ?? 0) + 1);
-    const rows = await this.store.read((r) => r.inventory.providerStatus.all());
-    return providerStatuses(rows, this.providers.registered(), live, this.clock.now(), this.options.offerMaxAgeSeconds);
+    return readProviderStatuses(this.store, s.offers, this.providers, this.clock.now(), this.options);
+  }
+
+  /** GET /api/v1/providers: {@link providerStatuses} with each provider's drift counts (`ProviderDto`). */
+  async providerListing() {
+    return withDriftCounts(await this.providerStatuses(), await this.store.read((r) => r.providerDrift.counts()));
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { minorUnits } from '../../db/columns.js';
-import type { MachineCapabilities } from '../../providers/provider.js';
+import type { MachineCapabilities, TrafficPrice } from '../../providers/provider.js';
 
 /** One cached provider offer. Rows are never deleted: vanished offers are marked unavailable. */
 @Entity({ name: 'offers' })
@@ -89,6 +89,20 @@ export class Offer {
   /** Largest disk a rental may ask for, in GB; null: the disk cannot be chosen. */
   @Column({ name: 'cap_max_disk_gb', type: 'int', nullable: true })
   capMaxDiskGb: number | null;
+
+  /** What the provider charges us per GB sent / received, millionths of a USD; null: traffic is free. */
+  @Column({ name: 'traffic_up_cost_micro', type: 'int', nullable: true })
+  trafficUpCostMicro: number | null;
+
+  @Column({ name: 'traffic_down_cost_micro', type: 'int', nullable: true })
+  trafficDownCostMicro: number | null;
+
+  /** The customer's per-GB prices: the costs with the markup (src/providers/pricing.ts); null: free. */
+  @Column({ name: 'traffic_up_price_micro', type: 'int', nullable: true })
+  trafficUpPriceMicro: number | null;
+
+  @Column({ name: 'traffic_down_price_micro', type: 'int', nullable: true })
+  trafficDownPriceMicro: number | null;
 }
 
 /** What a cached offer's machine can be given, as its provider last declared it. */
@@ -99,4 +113,10 @@ export function offerCapabilities(o: Offer): MachineCapabilities {
     ports: o.capPorts,
     maxDiskGb: o.capMaxDiskGb,
   };
+}
+
+/** What the provider charges us per GB of a cached offer's traffic; undefined when its traffic is free. */
+export function offerTrafficCost(o: Offer): TrafficPrice | undefined {
+  if (o.trafficUpCostMicro === null && o.trafficDownCostMicro === null) return undefined;
+  return { upMicroUsdPerGb: o.trafficUpCostMicro ?? 0, downMicroUsdPerGb: o.trafficDownCostMicro ?? 0 };
 }

@@ -86,6 +86,10 @@ export type ListedOffer = Pick<
   | 'capStartupScript'
   | 'capPorts'
   | 'capMaxDiskGb'
+  | 'trafficUpCostMicro'
+  | 'trafficDownCostMicro'
+  | 'trafficUpPriceMicro'
+  | 'trafficDownPriceMicro'
 > & { seenAt: Date };
 
 /** What a GPU-intent order asks of an offer. */
@@ -163,7 +167,8 @@ export function entityReader(sql: Executor): DataSource | EntityManager {
 
 const OFFER_COLUMNS = `id, provider, provider_offer_key, name, slug, category, vram_gb, gpu_count, cpu_cores, memory_gb, storage_gb,
   price_per_hour_minor, cost_per_hour_minor, region, currency, maximum_duration_seconds, available, first_seen_at, last_seen_at, stale_at,
-  cap_custom_image, cap_startup_script, cap_ports, cap_max_disk_gb`;
+  cap_custom_image, cap_startup_script, cap_ports, cap_max_disk_gb,
+  traffic_up_cost_micro, traffic_down_cost_micro, traffic_up_price_micro, traffic_down_price_micro`;
 
 export class MysqlOfferCacheRepository implements OfferCacheRepository {
   constructor(private readonly sql: Executor) {}
@@ -276,6 +281,10 @@ export class MysqlOfferCacheRepository implements OfferCacheRepository {
       o.capStartupScript,
       o.capPorts,
       o.capMaxDiskGb,
+      o.trafficUpCostMicro,
+      o.trafficDownCostMicro,
+      o.trafficUpPriceMicro,
+      o.trafficDownPriceMicro,
     ]);
     for (let i = 0; i < rows.length; i += UPSERT_BATCH_ROWS) {
       await this.sql.query(
@@ -283,7 +292,8 @@ export class MysqlOfferCacheRepository implements OfferCacheRepository {
      ON DUPLICATE KEY UPDATE available = 1, name = VALUES(name), slug = VALUES(slug), category = VALUES(category),
        region = VALUES(region), cost_per_hour_minor = VALUES(cost_per_hour_minor), last_seen_at = VALUES(last_seen_at), stale_at = VALUES(stale_at),
        cap_custom_image = VALUES(cap_custom_image), cap_startup_script = VALUES(cap_startup_script), cap_ports = VALUES(cap_ports),
-       cap_max_disk_gb = VALUES(cap_max_disk_gb)`,
+       cap_max_disk_gb = VALUES(cap_max_disk_gb), traffic_up_cost_micro = VALUES(traffic_up_cost_micro),
+       traffic_down_cost_micro = VALUES(traffic_down_cost_micro)`,
         [rows.slice(i, i + UPSERT_BATCH_ROWS)],
       );
     }

@@ -34,6 +34,12 @@ export interface ErrorRule {
   note: string;
   /** How loudly a create with this answer is logged; `error` means an operator must act. Default `warn`. */
   log?: 'error' | 'warn' | 'info';
+  /**
+   * This row takes answers the table has no meaning for ("any other 400", "an unknown 404"): the
+   * kit records their shape in the drift report (`unmatched_error`). The last row, `match: {}`,
+   * is one whether or not it says so.
+   */
+  catchAll?: boolean;
 }
 
 /** A failed answer as the matcher sees it. */
@@ -83,6 +89,12 @@ export function matchErrorRule(rules: readonly ErrorRule[], answer: ErrorAnswer)
       `error table has no rule for HTTP ${answer.status}${answer.code ? ` ${answer.code}` : ''}; it must end with a catch-all`,
     );
   return hit;
+}
+
+/** Whether `rule` is a catch-all: marked `catchAll`, or matching on nothing (`match: {}`). */
+export function isCatchAll(rule: ErrorRule): boolean {
+  const m = rule.match;
+  return rule.catchAll === true || (m.status === undefined && m.codes === undefined && m.text === undefined);
 }
 
 /** The create outcome a rule gives; a throttle waits `retryAfterMs` (the client's back-off) or 1 s. */

@@ -1,4 +1,5 @@
 import { ProviderApiError } from '../provider-http.js';
+import type { ProviderDrift } from './provider-drift.js';
 
 /**
  * One page as a plugin read it: its items and the cursor of the next page, or `null` when the
@@ -20,14 +21,25 @@ export interface CompleteList<T> {
 /** Default ceiling of pages per listing: a server repeating or inventing cursors must not loop us forever. */
 export const DEFAULT_MAX_PAGES = 400;
 
+/** The page a cursor came from, so an unreadable one is reported with the page's shape. */
+export interface PageOrigin {
+  drift: ProviderDrift;
+  /** The listing call, as a template (`GET /v2/pods`). */
+  where: string;
+  /** The whole page as it was answered. */
+  page: unknown;
+}
+
 /**
  * A page's next cursor: `null` when the value says "no more" (absent, null or empty), the string
  * otherwise. Anything else is a malformed page and throws `bad_response`, since reading it as
- * "no more" would end the listing early and make instances past it look absent.
+ * "no more" would end the listing early and make instances past it look absent; with `origin`,
+ * the page's shape goes to the drift report first (`unknown_page_shape`).
  */
-export function readCursor(value: unknown, what: string): string | null {
+export function readCursor(value: unknown, what: string, origin?: PageOrigin): string | null {
   if (value === undefined || value === null || value === '') return null;
   if (typeof value === 'string') return value;
+  origin?.drift.unknownPageShape(origin.where, origin.page);
   throw new ProviderApiError('bad_response', `${what}: the next-page cursor is not a string`, 200);
 }
 

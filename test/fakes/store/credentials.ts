@@ -139,5 +139,16 @@ export function memoryCredentialsSeed(tables: MemoryTables) {
         .table<Row>('webhook_endpoints')
         .put(e.id, { id: e.id, accountId: e.accountId, keyId: null, secretSealed: e.sealed, secretKeyId: e.keyId });
     },
+    async receiptSigningKey(id: string, value: { sealed: Buffer; keyId: string }): Promise<void> {
+      tables.table<Row>('receipt_signing_keys').put(id, {
+        id,
+        publicKey: Buffer.alloc(32),
+        privateKeySealed: value.sealed,
+        privateKeyKid: value.keyId,
+        activeForKid: null,
+        createdAt: new Date(),
+        retiredAt: null,
+      });
+    },
   };
 }

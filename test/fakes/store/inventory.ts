@@ -114,6 +114,8 @@ export class MemoryOfferCache implements OfferCacheRepository {
         capStartupScript: o.capStartupScript,
         capPorts: o.capPorts,
         capMaxDiskGb: o.capMaxDiskGb,
+        trafficUpCostMicro: o.trafficUpCostMicro,
+        trafficDownCostMicro: o.trafficDownCostMicro,
       };
       if (!this.offers.update(o.id, renewed))
         this.offers.insert(o.id, Object.assign(new Offer(), o, renewed, { firstSeenAt: seenAt }));

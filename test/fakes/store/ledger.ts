@@ -1,5 +1,5 @@
 import type { Account } from '../../../src/modules/accounts/account.entity.js';
-import { LedgerEntry } from '../../../src/modules/billing/ledger-entry.entity.js';
+import { LedgerEntry, type LedgerKind } from '../../../src/modules/billing/ledger-entry.entity.js';
 import type { LedgerRepository, NewLedgerEntry } from '../../../src/modules/billing/ledger.repository.js';
 import type { NewEvent, StoredEvent } from '../../../src/modules/events/events.repository.js';
 import type { Viewer } from '../../../src/modules/keys/visibility.js';
@@ -95,6 +95,12 @@ export class MemoryLedgerRepository implements LedgerRepository {
       )
       .sort(byIdDesc)
       .slice(0, limit);
+  }
+
+  async sumOfRental(rentalId: string, kinds: readonly LedgerKind[]): Promise<number> {
+    return this.entries
+      .where((e) => e.rentalId === rentalId && kinds.includes(e.kind))
+      .reduce((sum, e) => sum + e.amountMinor, 0);
   }
 
   async appendEvent(e: NewEvent): Promise<void> {

@@ -14,6 +14,8 @@ import { MemoryLedgerRepository } from './ledger.js';
 import { MemoryCheckoutsRepository } from './checkouts.js';
 import { MemoryEventsRepository } from './events.js';
 import { MemoryTelegramRepository } from './telegram.js';
+import { MemoryProviderDriftRepository } from './provider-drift.js';
+import { MemoryReceiptsRepository } from './receipts.js';
 
 /**
  * The aggregates that have a memory twin: all but rentals, whose services (admission, the state
@@ -68,6 +70,14 @@ class MemoryRepositories implements UnitRepositories {
 
   get telegram() {
     return new MemoryTelegramRepository(this.tables);
+  }
+
+  get providerDrift() {
+    return new MemoryProviderDriftRepository(this.tables);
+  }
+
+  get receipts() {
+    return new MemoryReceiptsRepository(this.tables);
   }
 
   get rentals() {

@@ -1,4 +1,4 @@
-import { dollarsToCents, formatCents, type Offer } from '@gpu-rental/sdk';
+import { dollarsToCents, formatCents, formatUsdPerGb, parseUsdPerGb, type Offer } from '@gpu-rental/sdk';
 import type { Command } from 'commander';
 import type { Ctx } from '../context.js';
 import { table, warnIfCents } from '../output.js';
@@ -52,25 +52,38 @@ export function inventoryCommands(program: Command, ctx: Ctx): void {
     .option('--gpu <name>', 'only GPUs whose name contains this (e.g. H100)')
     .option('--max-price <usd>', 'only offers at or below this price per hour')
     .option('--count <n>', 'only offers with this many GPUs')
-    .action(async (o: { gpu?: string; maxPrice?: string; count?: string }) => {
+    .option(
+      '--max-traffic-price <usd>',
+      'only offers whose internet traffic costs at most this per GB each way (0: free traffic only)',
+    )
+    .action(async (o: { gpu?: string; maxPrice?: string; count?: string; maxTrafficPrice?: string }) => {
       if (o.maxPrice !== undefined) warnIfCents('--max-price', o.maxPrice);
       const max = o.maxPrice === undefined ? undefined : dollarsToCents(o.maxPrice);
+      const maxTraffic = o.maxTrafficPrice === undefined ? undefined : parseUsdPerGb(o.maxTrafficPrice);
+      if (maxTraffic === null)
+        throw new RangeError(`--max-traffic-price must be USD per GB such as 0.05, got "${o.maxTrafficPrice}".`);
+      const trafficOf = (x: Offer) =>
+        Math.max(x.trafficPricePerGb?.upMicroUsd ?? 0, x.trafficPricePerGb?.downMicroUsd ?? 0);
       const offers = (await ctx.publicClient().offers())
         .filter((x: Offer) => (o.gpu ? gpuMatches(x.name, o.gpu) : true))
         .filter((x) => (max === undefined ? true : x.pricePerHourMinor <= max))
+        .filter((x) => (maxTraffic === undefined ? true : trafficOf(x) <= maxTraffic))
         .filter((x) => (o.count ? x.gpuCount === Number(o.count) : true))
         .sort((a, b) => a.pricePerHourMinor - b.pricePerHourMinor);
       ctx.out(offers, () =>
         offers.length === 0
           ? 'No offer matches.\n'
           : table(
-              ['id', 'gpu', 'count', 'vram', 'price/h', 'max hours', 'machine'],
+              ['id', 'gpu', 'count', 'vram', 'price/h', 'traffic up/down', 'max hours', 'machine'],
               offers.map((x) => [
                 x.id,
                 x.name,
                 x.gpuCount,
                 x.vramGb === null ? null : `${x.vramGb} GB`,
                 formatCents(x.pricePerHourMinor),
+                x.trafficPricePerGb
+                  ? `${formatUsdPerGb(x.trafficPricePerGb.upMicroUsd)} / ${formatUsdPerGb(x.trafficPricePerGb.downMicroUsd)}`
+                  : 'free',
                 Math.floor(x.maximumDurationSeconds / 3600),
                 capabilitiesText(x),
               ]),

@@ -490,8 +490,8 @@ export interface paths {
     };
     /**
      * @description The GPU providers this service rents from, each with the outcome of its inventory refreshes:
-     *     when it last answered, how many of its offers are listed, and the class of its latest failure.
-     *     No credential needed.
+     *     when it last answered, how many of its offers are listed, the class of its latest failure, and
+     *     how many answers its plugin could not fully read (the drift report). No credential needed.
      */
     get: operations['listProviders'];
     put?: never;
@@ -555,6 +555,31 @@ export interface paths {
      *     give it (200 either way: compare `status`). Use it instead of polling.
      */
     get: operations['getRental'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/api/v1/rentals/{id}/receipt': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * @description The rental's teardown receipt: what the service verified when it destroyed the machine
+     *     (provider, instance, the provider's final answer, how a login with the rental's key failed,
+     *     what the rental was charged), signed with Ed25519. Keep `data` as it is: anyone can check it
+     *     offline against the keys at `/.well-known/gpr-receipt-keys.json` (`gpr receipt verify`; the
+     *     format and the canonical form are in docs/teardown-receipts.md). Issued once, when a rental
+     *     paid from credits becomes TERMINATED after a verified destruction; whoever can read the rental
+     *     can read it.
+     */
+    get: operations['getRentalReceipt'];
     put?: never;
     post?: never;
     delete?: never;
@@ -1011,6 +1036,12 @@ export interface components {
        */
       terminationReason: components['schemas']['ApiTerminationReason'] | null;
       /**
+       * @description The internet traffic the machine moved and what it cost, when its offer bills traffic per GB
+       *     (`trafficPricePerGb` on the offer); null: its traffic is free. Charged as used, beside
+       *     `usageMinor`, as TRAFFIC ledger entries; time and traffic together stay within `spendCapMinor`.
+       */
+      traffic: components['schemas']['RentalTrafficDto'] | null;
+      /**
        * Format: double
        * @description Usage charged so far, in cents: a metered rental's ACTIVE time; for any rental that failed or
        *     ended before ACTIVE after its machine ran its script or image and let the check in, that time.
@@ -1110,8 +1141,8 @@ export interface components {
       meta: components['schemas']['Meta'];
     };
     /** @description Success envelope. */
-    'Envelope_ProviderStatusDto-Array_': {
-      data: components['schemas']['ProviderStatusDto'][];
+    'Envelope_ProviderDto-Array_': {
+      data: components['schemas']['ProviderDto'][];
       meta: components['schemas']['Meta'];
     };
     /** @description Success envelope. */
@@ -1127,6 +1158,11 @@ export interface components {
     /** @description Success envelope. */
     Envelope_RevokedOwnerKey_: {
       data: components['schemas']['RevokedOwnerKey'];
+      meta: components['schemas']['Meta'];
+    };
+    /** @description Success envelope. */
+    Envelope_SignedReceiptDto_: {
+      data: components['schemas']['SignedReceiptDto'];
       meta: components['schemas']['Meta'];
     };
     /** @description Success envelope. */
@@ -1507,7 +1543,7 @@ export interface components {
       /** Format: int64 */
       id: number;
       keyId: string | null;
-      /** @description Why money moved: TOPUP, RENTAL_DEBIT, USAGE, REVERSAL or ADJUSTMENT. */
+      /** @description Why money moved: TOPUP, RENTAL_DEBIT, USAGE, TRAFFIC (a rental's internet traffic, per GB as used), REVERSAL or ADJUSTMENT. */
       kind: components['schemas']['LedgerKind'];
       /** @description The unique cause of this entry, e.g. `topup:<topupId>`; one entry per cause, ever. */
       reference: string;
@@ -1515,10 +1551,10 @@ export interface components {
       rentalId: string | null;
     };
     /**
-     * @description Why money moved. RENTAL_DEBIT, USAGE and REVERSAL count towards a key's net spend.
+     * @description TRAFFIC: a metered rental's internet traffic, billed per GB as used, posted like USAGE.
      * @enum {string}
      */
-    LedgerKind: 'TOPUP' | 'RENTAL_DEBIT' | 'USAGE' | 'REVERSAL' | 'ADJUSTMENT';
+    LedgerKind: 'TOPUP' | 'RENTAL_DEBIT' | 'USAGE' | 'TRAFFIC' | 'REVERSAL' | 'ADJUSTMENT';
     /** @description What runs on a rental's machine, as asked; environment values and the script are never shown. */
     MachineDto: {
       /**
@@ -1671,6 +1707,11 @@ export interface components {
       /** Format: int32 */
       storageGb?: number;
       /**
+       * @description What the internet traffic the machine moves costs, charged as used on top of the hourly
+       *     price (the host bills it per GB; markup included). Absent: traffic is free.
+       */
+      trafficPricePerGb?: components['schemas']['TrafficPriceDto'];
+      /**
        * Format: int32
        * @description VRAM per GPU.
        */
@@ -1706,11 +1747,28 @@ export interface components {
        */
       terminateAfterSeconds?: number;
     };
-    /** @enum {string} */
-    ProviderHealth: 'ok' | 'degraded' | 'down';
-    /** @description One configured GPU provider and how its inventory refreshes are going. */
-    ProviderStatusDto: {
+    /** @description A provider's shapes in the drift report. */
+    ProviderDriftDto: {
+      /**
+       * Format: int32
+       * @description Times they were seen, in all.
+       */
+      seen: number;
+      /**
+       * Format: int32
+       * @description Distinct shapes recorded.
+       */
+      shapes: number;
+    };
+    /** @description One configured GPU provider as `GET /api/v1/providers` lists it: its refreshes and its drift. */
+    ProviderDto: {
       description: string;
+      /**
+       * @description What the drift report holds of this provider: answers its plugin could not fully read (a state,
+       *     field shape, error body or page shape it does not know), recorded once per shape. The operator
+       *     lists them with `owner providers drift`.
+       */
+      drift: components['schemas']['ProviderDriftDto'];
       id: string;
       /** Format: date-time */
       lastErrorAt: string | null;
@@ -1732,6 +1790,8 @@ export interface components {
        */
       status: components['schemas']['ProviderHealth'];
     };
+    /** @enum {string} */
+    ProviderHealth: 'ok' | 'degraded' | 'down';
     QuoteDto: {
       /**
        * @description How the rental is paid: `PREPAID` (totalMinor debited at admission for durationSeconds) or
@@ -1757,6 +1817,68 @@ export interface components {
        * @description What LEGACY_PREPAID debited at admission; 0 for metered rentals (usage is charged as it accrues).
        */
       totalMinor: number;
+    };
+    /** @description What the rental was charged, from the ledger, as of the receipt. */
+    ReceiptChargeDto: {
+      currency: string;
+      /**
+       * Format: int32
+       * @description The rental's net charge in cents: its debits and usage less what was given back, as its key's
+       *     spend counts them.
+       * @example 598
+       */
+      totalMinor: number;
+    };
+    /** @description What the provider's last read said about the instance, as the verified destruction saw it. */
+    ReceiptProviderAnswerDto: {
+      /**
+       * Format: date-time
+       * @description When the provider was asked.
+       */
+      checkedAt: string;
+      /**
+       * Format: int32
+       * @description The HTTP status of that read (e.g. 404), when the plugin knows it; null otherwise.
+       * @example 404
+       */
+      httpStatus: number | null;
+      /**
+       * @description The cloud's own word for it (e.g. `destroyed`, `not found`), when the plugin gave one; null otherwise.
+       * @example not found
+       */
+      providerState: string | null;
+      /**
+       * @description Our state for the instance: always `gone` on a receipt (a destruction is verified only then).
+       * @enum {string}
+       */
+      state: 'gone';
+    };
+    /** @description How the receipt was signed. */
+    ReceiptSignatureDto: {
+      /**
+       * @description Always `Ed25519`.
+       * @enum {string}
+       */
+      alg: 'Ed25519';
+      /**
+       * @description The key, among those at `/.well-known/gpr-receipt-keys.json`.
+       * @example rk_uqgekfn5j3bokvqe
+       */
+      keyId: string;
+      /**
+       * @description The Ed25519 signature of the receipt's canonical form (keys sorted, no whitespace, UTF-8), unpadded base64url.
+       * @example cv47aYl0xHVe1k2bwBlTJRxL5s6fkukEbbgdch0H-W7_dEfz61YVRxstH4vk3ok34j4Vv_E7RFagjzz5Dw6WBg
+       */
+      value: string;
+    };
+    /** @description The SSH evidence of the verified destruction. */
+    ReceiptSshEvidenceDto: {
+      /**
+       * Format: date-time
+       * @description When the login was tried; null for `no_address`.
+       */
+      checkedAt: string | null;
+      outcome: components['schemas']['SshEvidenceOutcome'];
     };
     RentalDto: {
       billingModel: components['schemas']['DeploymentBillingModel'];
@@ -1859,6 +1981,38 @@ export interface components {
     };
     /** @enum {string} */
     RentalStatus: 'AWAITING_PAYMENT' | 'PENDING' | 'PROVISIONING' | 'ACTIVE' | 'TERMINATING' | 'TERMINATED' | 'FAILED';
+    /** @description A rental's internet traffic, as its instance's billed counters last showed it. */
+    RentalTrafficDto: {
+      /**
+       * Format: int32
+       * @description Traffic charged so far, in cents (taken from the credits at each metering sweep, posted to the ledger hourly).
+       */
+      chargedMinor: number;
+      /** @description The rental's per-GB prices, in millionths of a USD (markup included). */
+      pricePerGb: components['schemas']['RentalTrafficPriceDto'];
+      /**
+       * Format: date-time
+       * @description When the counters were last read from the provider; null: not yet.
+       */
+      readAt: string | null;
+      /**
+       * Format: int32
+       * @description Bytes the machine has received, in all.
+       */
+      receivedBytes: number;
+      /**
+       * Format: int32
+       * @description Bytes the machine has sent, in all (1 GB = 2^30 bytes).
+       */
+      sentBytes: number;
+    };
+    /** @description Per-GB traffic prices, in millionths of a USD. */
+    RentalTrafficPriceDto: {
+      /** Format: int32 */
+      downMicroUsd: number;
+      /** Format: int32 */
+      upMicroUsd: number;
+    };
     /** @enum {string} */
     ReversalStatus: 'PENDING' | 'SUCCEEDED';
     /** @description A key revoked, and what became of the rentals it had started. */
@@ -1900,6 +2054,11 @@ export interface components {
     };
     /** @enum {string} */
     Scope: 'read' | 'rent' | 'manage' | 'billing';
+    /** @description A teardown receipt and its signature: save `data` as it is to show or verify it later. */
+    SignedReceiptDto: {
+      receipt: components['schemas']['TeardownReceiptDto'];
+      signature: components['schemas']['ReceiptSignatureDto'];
+    };
     SignupRequest: {
       /**
        * Format: int32
@@ -1929,6 +2088,75 @@ export interface components {
       account: components['schemas']['AccountDto'];
       /** @description The raw API key. Shown once; the server keeps only a hash. */
       token: string;
+    };
+    /**
+     * @description How the login with the rental's own key failed after the provider said gone: `refused` (nothing
+     *     listening, connection reset), `key_rejected` (a server answered and turned the key down),
+     *     `timed_out` (no login within the bound), `host_key_changed` (another machine answers at the
+     *     address), `unreachable` (any other network failure), or `no_address` (the provider never gave the
+     *     machine an SSH address, so nobody had one to log in with, and none was tried).
+     * @enum {string}
+     */
+    SshEvidenceOutcome: 'refused' | 'key_rejected' | 'timed_out' | 'host_key_changed' | 'unreachable' | 'no_address';
+    /** @description The signed facts of one verified teardown (format version 1, docs/teardown-receipts.md). */
+    TeardownReceiptDto: {
+      charged: components['schemas']['ReceiptChargeDto'];
+      deploymentId: string;
+      /**
+       * Format: date-time
+       * @description The verified destruction time (the rental's `endedAt`).
+       */
+      endedAt: string;
+      /**
+       * @description The provider's id of the machine.
+       * @example 0920582c7ff041399e34823a0be62549
+       */
+      instanceId: string;
+      /**
+       * Format: date-time
+       * @description When the receipt was signed.
+       */
+      issuedAt: string;
+      /**
+       * Format: uri
+       * @description The service that signed it (its public address); its keys are at `/.well-known/gpr-receipt-keys.json` there.
+       * @example https://gpu.example.com
+       */
+      issuer: string;
+      /**
+       * @description The signing key's id, the same as `signature.keyId`.
+       * @example rk_uqgekfn5j3bokvqe
+       */
+      keyId: string;
+      /**
+       * @description The label the service gave the machine at the provider; null when it had none.
+       * @example gpr-3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42-1
+       */
+      label: string | null;
+      provider: components['schemas']['ReceiptProviderAnswerDto'];
+      /**
+       * @description The provider plugin that ran the machine.
+       * @example lambda
+       */
+      providerId: string;
+      rentalId: string;
+      ssh: components['schemas']['ReceiptSshEvidenceDto'];
+      /**
+       * Format: date-time
+       * @description When the rental became ACTIVE; null when it ended before.
+       */
+      startedAt: string | null;
+      /**
+       * @description Always `gpr.teardown-receipt`.
+       * @enum {string}
+       */
+      type: 'gpr.teardown-receipt';
+      /**
+       * Format: int32
+       * @description The receipt format: 1.
+       * @example 1
+       */
+      version: number;
     };
     /** @description The answer to a terminate request, first or repeated: where the deployment stands now. */
     TerminateAccepted: {
@@ -1981,6 +2209,21 @@ export interface components {
        * @description Credits to buy, in USD cents; the card is charged exactly this.
        */
       amountMinor: number;
+    };
+    /** @description Per-GB traffic prices, in millionths of a USD (10000 = one cent per GB). */
+    TrafficPriceDto: {
+      /**
+       * Format: int32
+       * @description Per GB the machine receives.
+       * @example 34500
+       */
+      downMicroUsd: number;
+      /**
+       * Format: int32
+       * @description Per GB the machine sends.
+       * @example 34500
+       */
+      upMicroUsd: number;
     };
     UserDto: {
       /** Format: date-time */
@@ -3237,6 +3480,16 @@ export interface operations {
            *           "hourlyPriceMinor": 500,
            *           "spendCapMinor": 500,
            *           "usageMinor": 500,
+           *           "traffic": {
+           *             "sentBytes": 500,
+           *             "receivedBytes": 500,
+           *             "pricePerGb": {
+           *               "upMicroUsd": 500,
+           *               "downMicroUsd": 500
+           *             },
+           *             "chargedMinor": 500,
+           *             "readAt": "2026-01-15T12:00:00.000Z"
+           *           },
            *           "offerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
            *           "providerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
            *           "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
@@ -3366,6 +3619,16 @@ export interface operations {
            *         "hourlyPriceMinor": 500,
            *         "spendCapMinor": 500,
            *         "usageMinor": 500,
+           *         "traffic": {
+           *           "sentBytes": 500,
+           *           "receivedBytes": 500,
+           *           "pricePerGb": {
+           *             "upMicroUsd": 500,
+           *             "downMicroUsd": 500
+           *           },
+           *           "chargedMinor": 500,
+           *           "readAt": "2026-01-15T12:00:00.000Z"
+           *         },
            *         "offerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
            *         "providerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
            *         "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
@@ -3850,6 +4113,10 @@ export interface operations {
            *               "startupScript": true,
            *               "ports": 5,
            *               "maxDiskGb": 500
+           *             },
+           *             "trafficPricePerGb": {
+           *               "upMicroUsd": 34500,
+           *               "downMicroUsd": 34500
            *             }
            *           }
            *         ]
@@ -4104,6 +4371,8 @@ export interface operations {
       query?: {
         /** @description Only offers of this GPU family ("H100", "4090": every model of it) or model (a slug from /gpus such as "h100-sxm", or any spelling: "NVIDIA H100 SXM", "A100 80GB"). */
         gpu?: string;
+        /** @description Only offers whose internet traffic costs at most this per GB, each way, in millionths of a USD (`trafficPricePerGb`); 0: only offers with free traffic. */
+        maxTrafficMicroUsdPerGb?: number;
       };
       header?: never;
       path?: never;
@@ -4143,6 +4412,10 @@ export interface operations {
            *             "startupScript": true,
            *             "ports": 5,
            *             "maxDiskGb": 500
+           *           },
+           *           "trafficPricePerGb": {
+           *             "upMicroUsd": 34500,
+           *             "downMicroUsd": 34500
            *           }
            *         }
            *       ],
@@ -4210,6 +4483,10 @@ export interface operations {
            *           "startupScript": true,
            *           "ports": 5,
            *           "maxDiskGb": 500
+           *         },
+           *         "trafficPricePerGb": {
+           *           "upMicroUsd": 34500,
+           *           "downMicroUsd": 34500
            *         }
            *       },
            *       "meta": {
@@ -4571,7 +4848,11 @@ export interface operations {
            *           "lastSuccessAt": "2026-01-15T12:00:00.000Z",
            *           "offerCount": 500,
            *           "lastErrorClass": "example",
-           *           "lastErrorAt": "2026-01-15T12:00:00.000Z"
+           *           "lastErrorAt": "2026-01-15T12:00:00.000Z",
+           *           "drift": {
+           *             "shapes": 500,
+           *             "seen": 500
+           *           }
            *         }
            *       ],
            *       "meta": {
@@ -4580,7 +4861,7 @@ export interface operations {
            *       }
            *     }
            */
-          'application/json': components['schemas']['Envelope_ProviderStatusDto-Array_'];
+          'application/json': components['schemas']['Envelope_ProviderDto-Array_'];
         };
       };
     };
@@ -4678,6 +4959,16 @@ export interface operations {
            *             "hourlyPriceMinor": 500,
            *             "spendCapMinor": 500,
            *             "usageMinor": 500,
+           *             "traffic": {
+           *               "sentBytes": 500,
+           *               "receivedBytes": 500,
+           *               "pricePerGb": {
+           *                 "upMicroUsd": 500,
+           *                 "downMicroUsd": 500
+           *               },
+           *               "chargedMinor": 500,
+           *               "readAt": "2026-01-15T12:00:00.000Z"
+           *             },
            *             "offerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
            *             "providerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
            *             "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
@@ -4912,6 +5203,16 @@ export interface operations {
            *           "hourlyPriceMinor": 500,
            *           "spendCapMinor": 500,
            *           "usageMinor": 500,
+           *           "traffic": {
+           *             "sentBytes": 500,
+           *             "receivedBytes": 500,
+           *             "pricePerGb": {
+           *               "upMicroUsd": 500,
+           *               "downMicroUsd": 500
+           *             },
+           *             "chargedMinor": 500,
+           *             "readAt": "2026-01-15T12:00:00.000Z"
+           *           },
            *           "offerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
            *           "providerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
            *           "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
@@ -5073,6 +5374,16 @@ export interface operations {
            *           "hourlyPriceMinor": 500,
            *           "spendCapMinor": 500,
            *           "usageMinor": 500,
+           *           "traffic": {
+           *             "sentBytes": 500,
+           *             "receivedBytes": 500,
+           *             "pricePerGb": {
+           *               "upMicroUsd": 500,
+           *               "downMicroUsd": 500
+           *             },
+           *             "chargedMinor": 500,
+           *             "readAt": "2026-01-15T12:00:00.000Z"
+           *           },
            *           "offerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
            *           "providerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
            *           "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
@@ -5358,6 +5669,16 @@ export interface operations {
            *           "hourlyPriceMinor": 500,
            *           "spendCapMinor": 500,
            *           "usageMinor": 500,
+           *           "traffic": {
+           *             "sentBytes": 500,
+           *             "receivedBytes": 500,
+           *             "pricePerGb": {
+           *               "upMicroUsd": 500,
+           *               "downMicroUsd": 500
+           *             },
+           *             "chargedMinor": 500,
+           *             "readAt": "2026-01-15T12:00:00.000Z"
+           *           },
            *           "offerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
            *           "providerId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
            *           "terminateRequestedAt": "2026-01-15T12:00:00.000Z",
@@ -5500,6 +5821,109 @@ export interface operations {
       };
       /** @description VALIDATION_FAILED (waitFor names an unknown status, waitSeconds out of range); any id is accepted, and one that names no rental of the caller is 404 NOT_FOUND. */
       422: {
+        headers: {
+          /** @description The request id (also in the body); quote it when reporting a problem. */
+          'X-Request-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+    };
+  };
+  getRentalReceipt: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description The rental (order) id, or its deployment's id. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Ok */
+      200: {
+        headers: {
+          /** @description The request id (also in the body); quote it when reporting a problem. */
+          'X-Request-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "receipt": {
+           *           "version": 1,
+           *           "type": "gpr.teardown-receipt",
+           *           "issuer": "https://gpu.example.com",
+           *           "rentalId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+           *           "deploymentId": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+           *           "providerId": "lambda",
+           *           "instanceId": "0920582c7ff041399e34823a0be62549",
+           *           "label": "gpr-3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42-1",
+           *           "startedAt": "2026-01-15T12:00:00.000Z",
+           *           "endedAt": "2026-01-15T12:00:00.000Z",
+           *           "provider": {
+           *             "state": "gone",
+           *             "providerState": "not found",
+           *             "httpStatus": 404,
+           *             "checkedAt": "2026-01-15T12:00:00.000Z"
+           *           },
+           *           "ssh": {
+           *             "outcome": "refused",
+           *             "checkedAt": "2026-01-15T12:00:00.000Z"
+           *           },
+           *           "charged": {
+           *             "totalMinor": 598,
+           *             "currency": "USD"
+           *           },
+           *           "issuedAt": "2026-01-15T12:00:00.000Z",
+           *           "keyId": "rk_uqgekfn5j3bokvqe"
+           *         },
+           *         "signature": {
+           *           "alg": "Ed25519",
+           *           "keyId": "rk_uqgekfn5j3bokvqe",
+           *           "value": "cv47aYl0xHVe1k2bwBlTJRxL5s6fkukEbbgdch0H-W7_dEfz61YVRxstH4vk3ok34j4Vv_E7RFagjzz5Dw6WBg"
+           *         }
+           *       },
+           *       "meta": {
+           *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+           *         "apiVersion": "v1"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Envelope_SignedReceiptDto_'];
+        };
+      };
+      /** @description UNAUTHENTICATED */
+      401: {
+        headers: {
+          /** @description Always `Bearer`, whatever the cause. */
+          'WWW-Authenticate'?: 'Bearer';
+          /** @description The request id (also in the body); quote it when reporting a problem. */
+          'X-Request-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description FORBIDDEN (no read scope) */
+      403: {
+        headers: {
+          /** @description The request id (also in the body); quote it when reporting a problem. */
+          'X-Request-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description NOT_FOUND: no rental of the caller has this id, or the rental has no receipt; the message says why and, for a rental still running or ending, that one is issued when it becomes TERMINATED. */
+      404: {
         headers: {
           /** @description The request id (also in the body); quote it when reporting a problem. */
           'X-Request-Id'?: string;

@@ -1,6 +1,6 @@
 import type { Provider } from '../../../providers/provider.js';
 import { slugsOfMatch } from '../../inventory/offer-candidates.js';
-import { offerCapabilities, type Offer } from '../../inventory/offer.entity.js';
+import { offerCapabilities, offerTrafficCost, type Offer } from '../../inventory/offer.entity.js';
 import { offerLabel, unmetSetting } from '../admission/machine-settings.js';
 import { orderGpuMatch } from '../admission/rental-intent.js';
 import { MAX_CANDIDATES } from '../admission/rental-limits.js';
@@ -174,7 +174,12 @@ export class CreateAttempts {
     };
     // Metered rentals pay the price of the offer that runs; legacy keeps the quoted price.
     const metered = d.billingModel !== 'LEGACY_PREPAID';
-    if (metered) patch.hourlyPriceMinor = offer.pricePerHourMinor;
+    if (metered) {
+      patch.hourlyPriceMinor = offer.pricePerHourMinor;
+      // The traffic terms of the offer that runs, like its hourly price.
+      patch.trafficUpPriceMicro = offer.trafficUpPriceMicro;
+      patch.trafficDownPriceMicro = offer.trafficDownPriceMicro;
+    }
     await this.deps.store.transaction(async (r) => {
       await r.rentals.attempts.insert(attempt);
       await r.rentals.deployments.assignAttempt(d.id, patch);
@@ -200,6 +205,15 @@ export class CreateAttempts {
       await this.markAttempt(a, 'UNAVAILABLE', unmet);
       return 'asked';
     }
+    // Traffic is charged as used; a purchase paid in whole hours up front has nothing to charge it to.
+    if (d.billingModel === 'LEGACY_PREPAID' && offerTrafficCost(offer)) {
+      await this.markAttempt(
+        a,
+        'UNAVAILABLE',
+        'the offer bills internet traffic per GB, which a prepaid purchase cannot pay',
+      );
+      return 'asked';
+    }
     const machine =
       settings.startupScript === null
         ? settings
@@ -212,6 +226,7 @@ export class CreateAttempts {
         name: offer.name,
         gpuCount: offer.gpuCount,
         costPerHourMinor: offer.costPerHourMinor ?? undefined,
+        trafficPrice: offerTrafficCost(offer),
       };
       result = await provider.create(a.label, ref, d.sshPublicKey!, machine);
     } catch (err) {

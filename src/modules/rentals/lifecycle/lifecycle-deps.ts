@@ -8,6 +8,7 @@ import type { CheckoutsRepository } from '../../billing/checkouts.repository.js'
 import type { LedgerService } from '../../billing/ledger.service.js';
 import type { SecretBox } from '../../credentials/secret-box.js';
 import type { InventoryService } from '../../inventory/inventory.service.js';
+import type { TeardownReceipts } from '../../receipts/teardown-receipts.js';
 
 /** Timing of the lifecycle; tests shorten it. */
 export interface LifecycleTiming {
@@ -71,7 +72,7 @@ export interface CardRefunds {
  */
 export type LifecycleRepos = Pick<
   Repositories,
-  'rentals' | 'events' | 'ledger' | 'accounts' | 'checkouts' | 'inventory'
+  'rentals' | 'events' | 'ledger' | 'accounts' | 'checkouts' | 'inventory' | 'receipts'
 >;
 
 /** Everything any lifecycle part may use; each part takes the subset it needs. */
@@ -86,6 +87,8 @@ export interface LifecycleDeps {
   refunds: CardRefunds;
   /** The offer snapshot a rental waiting for capacity is matched from, as admission matches. */
   inventory: Pick<InventoryService, 'intentCandidates'>;
+  /** Signs a verified destruction's teardown receipt with its TERMINATED; without it, none is issued. */
+  receipts?: TeardownReceipts;
 }
 
 /** Queues a deployment job now or after `delayMs`, deduplicated by deployment. */

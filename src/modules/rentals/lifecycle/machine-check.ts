@@ -42,12 +42,17 @@ const STARTED = '__gpr_started=';
 /** One login with the rental's own key runs every check: `nvidia-smi -L` (bounded where `timeout` exists), then the startup marker. */
 export const CHECK_COMMAND = `if command -v timeout >/dev/null 2>&1; then timeout 30 nvidia-smi -L; else nvidia-smi -L; fi 2>/dev/null; echo "${SMI_EXIT}$?"; if [ -f "$HOME/${STARTUP_MARKER_PATH}" ]; then echo "${STARTED}1"; else echo "${STARTED}0"; fi`;
 
+/** The GPUs a `nvidia-smi -L` listing names, one line each (`GPU 0: NVIDIA H100 … (UUID: …)`). */
+export function listedGpus(stdout: string): string[] {
+  return stdout.split('\n').filter((l) => /^GPU \d+:/.test(l));
+}
+
 /**
  * Reads the output of {@link CHECK_COMMAND}. A listing with some GPUs but fewer than promised is a
  * mismatch at once; no listing at all (drivers still loading, `nvidia-smi` failing) is not yet.
  */
 export function readCheck(stdout: string, want: UsableWhen): MachineCheck {
-  const listed = stdout.split('\n').filter((l) => /^GPU \d+:/.test(l)).length;
+  const listed = listedGpus(stdout).length;
   const smiExit = /__gpr_smi_exit=(\d+)/.exec(stdout)?.[1];
   if (want.gpus > 0) {
     if (listed > 0 && listed < want.gpus) return { kind: 'gpu_mismatch', listed, promised: want.gpus };

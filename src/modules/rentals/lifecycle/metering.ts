@@ -4,16 +4,18 @@ import type { Deployment } from '../store/deployment.entity.js';
 import { isOneOf, METERED_BILLING_MODELS, METERED_STATUSES, type TerminationReason } from '../state/rental-status.js';
 import type { MeteredLimits, MeteringState, SweptDeployment } from '../store/rentals.repository.js';
 import { usageRef } from './labels.js';
+import { trafficAccrual, trafficPosting } from './traffic.js';
 import type { LifecycleDeps, LifecycleRepos, LifecycleTiming } from './lifecycle-deps.js';
 
 /** What charging usage in a transaction writes through: the rental's row, the ledger and the account locks. */
 export type UsageRepos = Pick<LifecycleRepos, 'rentals' | 'ledger' | 'accounts'>;
 
-/** What accrual needs of a deployment. */
+/** What accrual needs of a deployment; its traffic charged so far (`trafficMinor`) takes its share of the cap. */
 type Accruing = Pick<
   Deployment,
   'startedAt' | 'hourlyPriceMinor' | 'spendCapMinor' | 'usageMinor' | 'meteredUntil' | 'endsAt' | 'terminateRequestedAt'
->;
+> &
+  Partial<Pick<Deployment, 'trafficMinor'>>;
 
 /**
  * THE end of what a rental is charged for, as of `untilMs`: never past its termination request,
@@ -32,7 +34,7 @@ export function accrual(d: Accruing, untilMs: number): { amount: number; untilMs
   const secs = Math.max(0, Math.floor((chargeEnd(d, untilMs) - start) / 1000));
   const end = start + secs * 1000;
   let total = Math.floor((secs * d.hourlyPriceMinor) / 3600);
-  if (d.spendCapMinor !== null) total = Math.min(total, d.spendCapMinor);
+  if (d.spendCapMinor !== null) total = Math.min(total, Math.max(0, d.spendCapMinor - (d.trafficMinor ?? 0)));
   return { amount: Math.max(0, total - d.usageMinor), untilMs: Math.max(end, d.meteredUntil!.getTime()) };
 }
 
@@ -125,16 +127,32 @@ export class Metering {
     const usage = d.usageMinor + amount;
     const toMs = moved ? x.untilMs : d.meteredUntil!.getTime();
     const owed = usage - d.postedUsageMinor;
-    if (!moved && owed === 0) return 0;
-    const post =
-      owed > 0 ? usagePosting(d, { amount: owed, fromMs: (d.postedUntil ?? d.startedAt!).getTime(), toMs }) : null;
-    await this.deps.ledger.accrueUsage(r, amount > 0 ? [usageAccrual(d, amount)] : [], post ? [post] : []);
+    const traffic = trafficAccrual(d, usage);
+    const trafficTotal = d.trafficMinor + traffic;
+    const trafficOwed = trafficTotal - d.postedTrafficMinor;
+    if (!moved && owed === 0 && trafficOwed === 0) return 0;
+    const posts = [
+      ...(owed > 0 ? [usagePosting(d, { amount: owed, fromMs: (d.postedUntil ?? d.startedAt!).getTime(), toMs })] : []),
+      ...(trafficOwed > 0 ? [trafficPosting(d, trafficOwed, toMs)] : []),
+    ];
+    const accruals = [
+      ...(amount > 0 ? [usageAccrual(d, amount)] : []),
+      ...(traffic > 0 ? [usageAccrual(d, traffic)] : []),
+    ];
+    await this.deps.ledger.accrueUsage(r, accruals, posts);
     await r.rentals.deployments.setMeteredUsage(
       d.id,
-      { usageMinor: usage, meteredUntil: new Date(toMs), postedUsageMinor: usage, postedUntil: new Date(toMs) },
+      {
+        usageMinor: usage,
+        meteredUntil: new Date(toMs),
+        postedUsageMinor: usage,
+        postedUntil: new Date(toMs),
+        trafficMinor: trafficTotal,
+        postedTrafficMinor: trafficTotal,
+      },
       this.deps.clock.now(),
     );
-    return amount;
+    return amount + traffic;
   }
 
   /**
@@ -189,28 +207,49 @@ export class Metering {
         r.rentals.metering.lock(chunk.map((d) => d.id)),
         r.accounts.lockAccountBalances(chunk.map((d) => d.accountId)),
       ]);
-      const due: { d: MeteringState; amount: number; untilMs: number; post: UsagePost | null }[] = [];
+      const due: {
+        d: MeteringState;
+        amount: number;
+        untilMs: number;
+        post: UsagePost | null;
+        traffic: number;
+        /** Traffic posted with this sweep's hourly entry: all the rental's traffic charged by then. */
+        trafficPost: number;
+      }[] = [];
       for (const d of fresh) {
         if (!isOneOf(METERED_STATUSES, d.status) || !d.meteredUntil || !d.startedAt) continue;
         const x = accrual(d, nowMs);
-        if (x.untilMs > d.meteredUntil.getTime()) due.push({ d, ...x, post: hourlyPost(d, x.untilMs) });
+        // Traffic read since the last sweep is charged even when no time has passed.
+        const moved = x.untilMs > d.meteredUntil.getTime();
+        const amount = moved ? x.amount : 0;
+        const traffic = trafficAccrual(d, d.usageMinor + amount);
+        if (!moved && traffic === 0) continue;
+        const untilMs = moved ? x.untilMs : d.meteredUntil.getTime();
+        const post = moved ? hourlyPost(d, untilMs) : null;
+        const trafficPost = post ? d.trafficMinor + traffic - d.postedTrafficMinor : 0;
+        due.push({ d, amount, untilMs, post, traffic, trafficPost });
       }
       if (due.length === 0) return { charged: 0, posted: 0 };
       // Not awaited before the ledger's writes are issued: all of them travel in one request.
       const charging = r.rentals.metering.charge(
-        due.map(({ d, amount, untilMs, post }) => ({
+        due.map(({ d, amount, untilMs, post, traffic, trafficPost }) => ({
           id: d.id,
           prevUntil: d.meteredUntil!,
           amount,
           newUntil: new Date(untilMs),
           postedUsage: d.postedUsageMinor + (post?.amount ?? 0),
           postedUntil: post ? new Date(post.toMs) : d.postedUntil,
+          traffic,
+          postedTraffic: d.postedTrafficMinor + trafficPost,
         })),
       );
       const posting = this.deps.ledger.accrueUsage(
         r,
-        due.filter((x) => x.amount > 0).map((x) => usageAccrual(x.d, x.amount)),
-        due.filter((x) => x.post && x.post.amount > 0).map((x) => usagePosting(x.d, x.post!)),
+        due.filter((x) => x.amount + x.traffic > 0).map((x) => usageAccrual(x.d, x.amount + x.traffic)),
+        [
+          ...due.filter((x) => x.post && x.post.amount > 0).map((x) => usagePosting(x.d, x.post!)),
+          ...due.filter((x) => x.trafficPost > 0).map((x) => trafficPosting(x.d, x.trafficPost, x.post!.toMs)),
+        ],
         money,
       );
       const [charged, posted] = await Promise.all([charging, posting]);
@@ -240,7 +279,7 @@ export class Metering {
 
 /** THE metered limits, in the order they are reported: the rental's cap, its key's budget, the account's credits. */
 function limitReached(r: MeteredLimits): TerminationReason | null {
-  if (r.spendCapMinor !== null && r.usageMinor >= r.spendCapMinor) return 'SPEND_CAP';
+  if (r.spendCapMinor !== null && r.usageMinor + r.trafficMinor >= r.spendCapMinor) return 'SPEND_CAP';
   if (r.budgetLimitMinor <= r.netSpentMinor) return 'KEY_BUDGET';
   if (r.balanceMinor <= 0) return 'CREDITS';
   return null;

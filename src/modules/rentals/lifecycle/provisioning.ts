@@ -12,6 +12,7 @@ import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycl
 import type { Reversal } from './reversal.js';
 import { waitsForCapacity, type CapacityWait } from './capacity-wait.js';
 import type { Expiring } from './expiring.js';
+import { trafficPriceOf } from './traffic.js';
 import {
   answered,
   postTimeBeforeActive,
@@ -108,6 +109,11 @@ export class Provisioning {
         'PROVISIONING_FAILED',
         d.usableAt ? WORKED_BUT_UNCHECKED_REASON.stopped : 'The machine failed to start; your rental was not started.',
       );
+    }
+    // An image pull moves traffic too: the counters are kept from the first poll that shows them.
+    if (info.traffic && d.label && trafficPriceOf(d)) {
+      const reading = { label: d.label, ...info.traffic };
+      await store.read((r) => r.rentals.metering.recordTraffic([reading], clock.now()));
     }
     const ssh = info.state === 'running' ? acceptedEndpoint(this.deps.logger, d, info) : undefined;
     if (ssh && (ssh.host !== d.sshHost || ssh.port !== d.sshPort)) {

@@ -76,6 +76,12 @@ export class Reconciler {
           LIVE_STATUSES,
         ),
       );
+      // The listing is the status poll of every running instance: it carries their traffic counters.
+      const readings = ours
+        .filter((i) => keep.has(i.label) && i.traffic)
+        .map((i) => ({ label: i.label, upBytes: i.traffic!.upBytes, downBytes: i.traffic!.downBytes }));
+      if (readings.length > 0)
+        await store.read((r) => r.rentals.metering.recordTraffic(readings, this.deps.clock.now()));
       for (const i of ours) {
         if (keep.has(i.label)) continue;
         try {

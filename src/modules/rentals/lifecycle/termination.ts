@@ -1,4 +1,4 @@
-import type { DestructionVerifier } from '../../../providers/destruction-verifier.js';
+import type { DestructionEvidence, DestructionVerifier } from '../../../providers/destruction-verifier.js';
 import type { InstanceInfo, Provider } from '../../../providers/provider.js';
 import type { SshTarget } from '../../../providers/ssh-probe.js';
 import type { Deployment } from '../store/deployment.entity.js';
@@ -9,6 +9,7 @@ import { sshEndpointProblem } from '../../../providers/ssh-endpoint.js';
 import { enqueueFor, type LifecycleDeps, type LifecycleTiming } from './lifecycle-deps.js';
 import type { Metering } from './metering.js';
 import { chargeTimeBeforeActive } from './time-before-active.js';
+import { trafficPriceOf } from './traffic.js';
 
 /** `last_check_detail` of a TERMINATED deployment whose plugin clean-up must be retried (the reconciler does). */
 export const CLEANUP_PENDING = 'provider clean-up pending: ';
@@ -46,7 +47,7 @@ export class Termination {
   constructor(
     private readonly deps: Pick<
       LifecycleDeps,
-      'store' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box' | 'refunds' | 'ledger'
+      'store' | 'clock' | 'logger' | 'providers' | 'jobs' | 'box' | 'refunds' | 'ledger' | 'receipts'
     >,
     private readonly timing: LifecycleTiming,
     private readonly verifier: DestructionVerifier,
@@ -104,15 +105,30 @@ export class Termination {
     if (!instanceId || !provider) return this.markTerminated(d);
 
     let target = this.target(d);
-    if (!target && d.sshPrivateKeyEnc) {
-      // Ended before ACTIVE: ask for the address while the instance still exists, so the probe
-      // after the destroy knocks on the door the machine really had.
-      let info: InstanceInfo;
+    // Ended before ACTIVE: ask for the address while the instance still exists, so the probe after
+    // the destroy knocks on the door the machine really had.
+    const needsAddress = !target && Boolean(d.sshPrivateKeyEnc);
+    // A rental that pays its traffic takes a last reading of the counters before they are gone.
+    const readsTraffic = trafficPriceOf(d) !== null && d.label !== null;
+    let info: InstanceInfo | null = null;
+    if (needsAddress || readsTraffic) {
       try {
         info = await provider.get(instanceId);
       } catch (err) {
-        return this.retryVerify(d, `reading the instance before destroying it failed: ${(err as Error).message}`);
+        if (needsAddress)
+          return this.retryVerify(d, `reading the instance before destroying it failed: ${(err as Error).message}`);
+        // A prompt destroy is worth more than the last reading: the latest status poll's stands.
+        this.deps.logger.warn(
+          { deploymentId, err: (err as Error).message },
+          'could not read traffic counters before destroying; the last poll reading is charged',
+        );
       }
+    }
+    if (readsTraffic && info?.traffic) {
+      const reading = { label: d.label!, ...info.traffic };
+      await store.read((r) => r.rentals.metering.recordTraffic([reading], this.now()));
+    }
+    if (needsAddress && info) {
       // An endpoint no agent could have been given is nobody's way in; the provider's word decides.
       if (info.ssh && !sshEndpointProblem(info.ssh)) {
         const ssh = info.ssh;
@@ -125,18 +141,16 @@ export class Termination {
     } catch (err) {
       return this.retryVerify(d, `destroy failed: ${(err as Error).message}`);
     }
+    const asking = { logger: this.deps.logger, deploymentId: d.id, now: () => this.now() };
     // Without an address the provider never gave one: nobody could have got in, so its word is the check.
     const check = target
-      ? await this.verifier.verify(provider, instanceId, target, { logger: this.deps.logger, deploymentId: d.id })
-      : {
-          verified: (await provider.get(instanceId)).state === 'gone',
-          detail: 'provider reports gone; it never reported an SSH address',
-        };
+      ? await this.verifier.verify(provider, instanceId, target, asking)
+      : await this.verifier.verifyWithoutAddress(provider, instanceId, asking);
     if (!check.verified) return this.retryVerify(d, check.detail);
     const cleanup = await releaseAfterDestroyed(this.deps.logger, provider, d.id, d.label);
     const detail = (cleanup ?? check.detail).slice(0, 512);
     await store.read((r) => r.rentals.deployments.setLastCheckDetail(deploymentId, detail));
-    await this.markTerminated(d);
+    await this.markTerminated(d, check.evidence);
   }
 
   private target(d: Deployment, ssh?: { host: string; port: number; user: string }): SshTarget | null {
@@ -170,11 +184,14 @@ export class Termination {
   /**
    * TERMINATED at the verified time (written once), settling the last metered usage in the same
    * transaction: up to the termination request, never past `endsAt` (see `chargeEnd`), or, for a
-   * rental ended before ACTIVE whose machine worked for its renter, that machine's time.
+   * rental ended before ACTIVE whose machine worked for its renter, that machine's time. With the
+   * `evidence` of a verified destruction, its teardown receipt is signed in the same transaction,
+   * after every charge, so it exists exactly when this TERMINATED commits.
    */
-  private async markTerminated(d: Deployment): Promise<void> {
+  private async markTerminated(d: Deployment, evidence?: DestructionEvidence): Promise<void> {
     const { store } = this.deps;
     const order = await store.read((r) => r.rentals.orders.get(d.orderId));
+    const receipt = evidence && this.deps.receipts ? await this.deps.receipts.issuerFor(order, evidence) : null;
     const verifiedAt = this.now();
     const endedAt = order.funding === 'CARD' && d.billingModel === 'LEGACY_PREPAID' ? null : verifiedAt;
     const refundDue = await store.transaction(async (r) => {
@@ -196,6 +213,7 @@ export class Termination {
         deployment: locked.endedAt ? {} : { endedAt },
         ...(refund ? { order: { reversalStatus: 'PENDING' as const } } : {}),
       });
+      await receipt?.(r, locked, locked.endedAt ?? verifiedAt);
       return refund;
     });
     if (refundDue) {

@@ -109,6 +109,35 @@ export class Deployment {
   @Column({ name: 'posted_until', type: 'datetime', precision: 3, nullable: true })
   postedUntil: Date | null;
 
+  /**
+   * The customer's per-GB traffic prices of the offer being run (millionths of a USD, markup
+   * included); null: its traffic is free and no counters are read.
+   */
+  @Column({ name: 'traffic_up_price_micro', type: 'int', nullable: true })
+  trafficUpPriceMicro: number | null;
+
+  @Column({ name: 'traffic_down_price_micro', type: 'int', nullable: true })
+  trafficDownPriceMicro: number | null;
+
+  /** The highest cumulative traffic counters read from the instance, in bytes. */
+  @Column({ name: 'traffic_up_bytes', type: 'bigint', transformer: minorUnits, default: 0 })
+  trafficUpBytes: number;
+
+  @Column({ name: 'traffic_down_bytes', type: 'bigint', transformer: minorUnits, default: 0 })
+  trafficDownBytes: number;
+
+  /** When the counters were last read; null: never. */
+  @Column({ name: 'traffic_read_at', type: 'datetime', precision: 3, nullable: true })
+  trafficReadAt: Date | null;
+
+  /** Traffic charged so far, in cents: taken from the balance, posted to the ledger or not yet. */
+  @Column({ name: 'traffic_minor', type: 'bigint', transformer: minorUnits, default: 0 })
+  trafficMinor: number;
+
+  /** The part of `trafficMinor` posted to the ledger (TRAFFIC entries, hourly and at the end), in cents. */
+  @Column({ name: 'posted_traffic_minor', type: 'bigint', transformer: minorUnits, default: 0 })
+  postedTrafficMinor: number;
+
   @Column({ name: 'terminate_requested_at', type: 'datetime', precision: 3, nullable: true })
   terminateRequestedAt: Date | null;
 

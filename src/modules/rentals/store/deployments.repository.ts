@@ -137,7 +137,7 @@ export async function setLastCheckDetail(
 
 /** What a deployment records of the create attempt it is on. */
 export type AttemptAssignment = Pick<Deployment, 'attempt' | 'label' | 'offerId' | 'providerId' | 'updatedAt'> &
-  Partial<Pick<Deployment, 'hourlyPriceMinor'>>;
+  Partial<Pick<Deployment, 'hourlyPriceMinor' | 'trafficUpPriceMicro' | 'trafficDownPriceMicro'>>;
 
 /** Points the deployment at its newest attempt (and, metered, the price of the offer it tries), in the caller's transaction. */
 export async function assignAttempt(m: EntityManager, deploymentId: string, patch: AttemptAssignment): Promise<void> {
@@ -167,7 +167,8 @@ export async function recordAttemptOutcome(
 export async function setMeteredUsage(
   m: EntityManager,
   deploymentId: string,
-  usage: Pick<Deployment, 'usageMinor' | 'meteredUntil' | 'postedUsageMinor' | 'postedUntil'>,
+  usage: Pick<Deployment, 'usageMinor' | 'meteredUntil' | 'postedUsageMinor' | 'postedUntil'> &
+    Partial<Pick<Deployment, 'trafficMinor' | 'postedTrafficMinor'>>,
   at: Date,
 ): Promise<void> {
   await m.update(Deployment, { id: deploymentId }, { ...usage, updatedAt: at });

@@ -4,7 +4,7 @@ import { readMinor } from '../../../db/columns.js';
 import { derivedTable } from '../../../db/derived-table.js';
 import type { Sql } from '../../../db/sql.js';
 import type { Deployment } from './deployment.entity.js';
-import type { DeploymentBillingModel, RentalStatus } from '../state/rental-status.js';
+import { LIVE_STATUSES, type DeploymentBillingModel, type RentalStatus } from '../state/rental-status.js';
 
 // The metering sweep's statements on `deployments`: the one read of every metered rental, the
 // chunk's lock read and its set-based charge, and the limits' read. A chunk's statements travel
@@ -51,6 +51,12 @@ export type MeteringState = Pick<
   | 'postedUntil'
   | 'terminateRequestedAt'
   | 'endsAt'
+  | 'trafficUpPriceMicro'
+  | 'trafficDownPriceMicro'
+  | 'trafficUpBytes'
+  | 'trafficDownBytes'
+  | 'trafficMinor'
+  | 'postedTrafficMinor'
 >;
 
 interface MeteringRow {
@@ -68,6 +74,12 @@ interface MeteringRow {
   posted_until: Date | null;
   terminate_requested_at: Date | null;
   ends_at: Date | null;
+  traffic_up_price_micro: number | null;
+  traffic_down_price_micro: number | null;
+  traffic_up_bytes: string | number;
+  traffic_down_bytes: string | number;
+  traffic_minor: string | number;
+  posted_traffic_minor: string | number;
 }
 
 /**
@@ -78,7 +90,8 @@ interface MeteringRow {
 export async function lockMeteringStates(sql: Sql, ids: readonly string[]): Promise<MeteringState[]> {
   const rows: MeteringRow[] = await sql.query(
     `SELECT id, status, account_id, key_id, order_id, hourly_price_minor, spend_cap_minor, usage_minor, started_at, metered_until, posted_usage_minor,
-            posted_until, terminate_requested_at, ends_at
+            posted_until, terminate_requested_at, ends_at, traffic_up_price_micro, traffic_down_price_micro, traffic_up_bytes,
+            traffic_down_bytes, traffic_minor, posted_traffic_minor
        FROM deployments WHERE id IN (?) ORDER BY id FOR UPDATE`,
     [ids],
   );
@@ -97,6 +110,12 @@ export async function lockMeteringStates(sql: Sql, ids: readonly string[]): Prom
     postedUntil: r.posted_until,
     terminateRequestedAt: r.terminate_requested_at,
     endsAt: r.ends_at,
+    trafficUpPriceMicro: r.traffic_up_price_micro === null ? null : Number(r.traffic_up_price_micro),
+    trafficDownPriceMicro: r.traffic_down_price_micro === null ? null : Number(r.traffic_down_price_micro),
+    trafficUpBytes: readMinor(r.traffic_up_bytes),
+    trafficDownBytes: readMinor(r.traffic_down_bytes),
+    trafficMinor: readMinor(r.traffic_minor),
+    postedTrafficMinor: readMinor(r.posted_traffic_minor),
   }));
 }
 
@@ -109,6 +128,9 @@ export interface UsageCharge {
   /** The deployment's posted usage and the moment it runs to, as the charge leaves them. */
   postedUsage: number;
   postedUntil: Date | null;
+  /** Traffic to add, and the deployment's posted traffic as the charge leaves it. */
+  traffic: number;
+  postedTraffic: number;
 }
 
 /**
@@ -120,13 +142,23 @@ export interface UsageCharge {
  */
 export async function chargeUsage(sql: Sql, charges: readonly UsageCharge[]): Promise<number> {
   const t = derivedTable(
-    ['id', 'prev_until', 'amount', 'new_until', 'posted', 'posted_until'],
-    charges.map((c) => [c.id, c.prevUntil, c.amount, c.newUntil, c.postedUsage, c.postedUntil]),
+    ['id', 'prev_until', 'amount', 'new_until', 'posted', 'posted_until', 'traffic', 'posted_traffic'],
+    charges.map((c) => [
+      c.id,
+      c.prevUntil,
+      c.amount,
+      c.newUntil,
+      c.postedUsage,
+      c.postedUntil,
+      c.traffic,
+      c.postedTraffic,
+    ]),
   );
   const res: { affectedRows: number } = await sql.query(
     `UPDATE deployments d JOIN (${t.sql}) v ON v.id = d.id
             SET d.usage_minor = d.usage_minor + v.amount, d.metered_until = CAST(v.new_until AS DATETIME(3)),
-                d.posted_usage_minor = v.posted, d.posted_until = CAST(v.posted_until AS DATETIME(3))
+                d.posted_usage_minor = v.posted, d.posted_until = CAST(v.posted_until AS DATETIME(3)),
+                d.traffic_minor = d.traffic_minor + v.traffic, d.posted_traffic_minor = v.posted_traffic
           WHERE d.metered_until = CAST(v.prev_until AS DATETIME(3))`,
     t.params,
   );
@@ -138,6 +170,7 @@ export interface MeteredLimits {
   id: string;
   spendCapMinor: number | null;
   usageMinor: number;
+  trafficMinor: number;
   /** Of the key that started the rental. */
   budgetLimitMinor: number;
   netSpentMinor: number;
@@ -158,11 +191,12 @@ export async function activeMeteredLimits(
     id: string;
     spend_cap_minor: string | number | null;
     usage_minor: string | number;
+    traffic_minor: string | number;
     budget_limit_minor: string | number;
     net_spent_minor: string | number;
     balance_minor: string | number;
   }[] = await ds.query(
-    `SELECT d.id, d.spend_cap_minor, d.usage_minor, ${KEY_AND_ACCOUNT_LIMITS}
+    `SELECT d.id, d.spend_cap_minor, d.usage_minor, d.traffic_minor, ${KEY_AND_ACCOUNT_LIMITS}
          FROM deployments d ${KEY_OF_ROW} ${ACCOUNT_OF_ROW}
         WHERE d.status = 'ACTIVE' AND d.billing_model IN (?)`,
     [billingModels],
@@ -171,8 +205,43 @@ export async function activeMeteredLimits(
     id: r.id,
     spendCapMinor: r.spend_cap_minor === null ? null : readMinor(r.spend_cap_minor),
     usageMinor: readMinor(r.usage_minor),
+    trafficMinor: readMinor(r.traffic_minor),
     budgetLimitMinor: readMinor(r.budget_limit_minor),
     netSpentMinor: readMinor(r.net_spent_minor),
     balanceMinor: readMinor(r.balance_minor),
   }));
+}
+
+/** One instance's traffic counters as a status poll read them, by the label of the attempt that made it. */
+export interface TrafficReading {
+  label: string;
+  upBytes: number;
+  downBytes: number;
+}
+
+/**
+ * Records traffic counters read from instances, in one statement: each deployment keeps the
+ * highest reading of each counter (a counter that went back, an instance that restarted its
+ * count, never charges twice), and only a deployment still running whose offer bills traffic, at
+ * its current attempt's label, takes one. Answers how many deployments took a reading. No money
+ * moves here: the metering sweep charges the growth.
+ */
+export async function recordTrafficReadings(
+  sql: Executor,
+  readings: readonly TrafficReading[],
+  at: Date,
+): Promise<number> {
+  if (readings.length === 0) return 0;
+  const t = derivedTable(
+    ['label', 'up_bytes', 'down_bytes'],
+    readings.map((x) => [x.label, Math.trunc(x.upBytes), Math.trunc(x.downBytes)]),
+  );
+  const res: { affectedRows: number } = await sql.query(
+    `UPDATE deployments d JOIN (${t.sql}) v ON v.label = d.label
+        SET d.traffic_up_bytes = GREATEST(d.traffic_up_bytes, v.up_bytes),
+            d.traffic_down_bytes = GREATEST(d.traffic_down_bytes, v.down_bytes), d.traffic_read_at = ?
+      WHERE d.traffic_up_price_micro IS NOT NULL AND d.status IN (?)`,
+    [...t.params, at, LIVE_STATUSES],
+  );
+  return res.affectedRows;
 }

@@ -75,7 +75,8 @@ export interface DeploymentsRepository {
   /** The usage charged so far and the moment it runs to, and how much of it is posted up to when. Entity write. */
   setMeteredUsage(
     id: string,
-    usage: Pick<Deployment, 'usageMinor' | 'meteredUntil' | 'postedUsageMinor' | 'postedUntil'>,
+    usage: Pick<Deployment, 'usageMinor' | 'meteredUntil' | 'postedUsageMinor' | 'postedUntil'> &
+      Partial<Pick<Deployment, 'trafficMinor' | 'postedTrafficMinor'>>,
     at: Date,
   ): Promise<void>;
   /** The deployments in `statuses` whose status has not changed since before `cutoff`. */
@@ -179,7 +180,8 @@ export class MysqlDeploymentsRepository implements DeploymentsRepository {
 
   async setMeteredUsage(
     id: string,
-    usage: Pick<Deployment, 'usageMinor' | 'meteredUntil' | 'postedUsageMinor' | 'postedUntil'>,
+    usage: Pick<Deployment, 'usageMinor' | 'meteredUntil' | 'postedUsageMinor' | 'postedUntil'> &
+      Partial<Pick<Deployment, 'trafficMinor' | 'postedTrafficMinor'>>,
     at: Date,
   ): Promise<void> {
     return setMeteredUsage(managerOf(this.sql), id, usage, at);

@@ -15,6 +15,8 @@ import {
   chargeUsage,
   lockMeteringStates,
   meteredDeployments,
+  recordTrafficReadings,
+  type TrafficReading,
   type MeteredLimits,
   type MeteringState,
   type SweptDeployment,
@@ -85,6 +87,11 @@ export interface MeteringRepository {
   charge(charges: readonly UsageCharge[]): Promise<number>;
   /** The ACTIVE deployments of `billingModels` with their limits' counters. A plain read, no locks. */
   activeLimits(billingModels: readonly DeploymentBillingModel[]): Promise<MeteredLimits[]>;
+  /**
+   * Keeps the highest traffic counters read from instances, by label, for running deployments whose
+   * offer bills traffic; answers how many took a reading. One statement; no money moves.
+   */
+  recordTraffic(readings: readonly TrafficReading[], at: Date): Promise<number>;
 }
 
 /** The metrics scrape's counts. */
@@ -173,6 +180,10 @@ export class MysqlMeteringRepository implements MeteringRepository {
 
   async activeLimits(billingModels: readonly DeploymentBillingModel[]): Promise<MeteredLimits[]> {
     return activeMeteredLimits(this.sql, billingModels);
+  }
+
+  async recordTraffic(readings: readonly TrafficReading[], at: Date): Promise<number> {
+    return recordTrafficReadings(this.sql, readings, at);
   }
 }
 

@@ -5,8 +5,9 @@ import { describeGpuChoice, gpuMatchedBy } from '../../inventory/gpu-match.js';
 import type { Deployment } from '../store/deployment.entity.js';
 import type { Order } from '../store/order.entity.js';
 import { apiTerminationReason, isOneOf, PROVISIONING_STATUSES, type MachinePhase } from '../state/rental-status.js';
-import type { DeploymentDto, EndpointDto, MachineDto, RentalDto } from './rentals.dto.js';
+import type { DeploymentDto, EndpointDto, MachineDto, RentalDto, RentalTrafficDto } from './rentals.dto.js';
 import { NO_MACHINE, type MachineFacts, type RentalPosition } from '../store/rental-reads.repository.js';
+import { trafficPriceOf } from '../lifecycle/traffic.js';
 
 /** Page size bounds of GET /api/v1/rentals. */
 export const RENTAL_PAGE = { default: 20, max: 100 };
@@ -69,6 +70,19 @@ function machineOf(o: Order): MachineDto {
   };
 }
 
+/** A deployment's traffic as reads show it; null when its offer's traffic is free. */
+function trafficOf(d: Deployment): RentalTrafficDto | null {
+  const price = trafficPriceOf(d);
+  if (!price) return null;
+  return {
+    sentBytes: d.trafficUpBytes,
+    receivedBytes: d.trafficDownBytes,
+    pricePerGb: { upMicroUsd: price.upMicroUsdPerGb, downMicroUsd: price.downMicroUsdPerGb },
+    chargedMinor: d.trafficMinor,
+    readAt: iso(d.trafficReadAt),
+  };
+}
+
 /** A deployment as the API shows it. */
 export function toDeploymentDto(
   d: Deployment,
@@ -95,6 +109,7 @@ export function toDeploymentDto(
     hourlyPriceMinor: d.hourlyPriceMinor,
     spendCapMinor: d.spendCapMinor,
     usageMinor: d.usageMinor,
+    traffic: trafficOf(d),
     offerId: d.offerId,
     providerId: d.providerId,
     terminateRequestedAt: iso(d.terminateRequestedAt),

@@ -213,6 +213,12 @@ export interface DeploymentDto {
    * ended before ACTIVE after its machine ran its script or image and let the check in, that time.
    */
   usageMinor: number;
+  /**
+   * The internet traffic the machine moved and what it cost, when its offer bills traffic per GB
+   * (`trafficPricePerGb` on the offer); null: its traffic is free. Charged as used, beside
+   * `usageMinor`, as TRAFFIC ledger entries; time and traffic together stay within `spendCapMinor`.
+   */
+  traffic: RentalTrafficDto | null;
   /** The cached offer of the current (or last) create attempt. */
   offerId: string | null;
   providerId: string | null;
@@ -220,6 +226,42 @@ export interface DeploymentDto {
   terminateRequestedAt: string | null;
   /** @format date-time */
   createdAt: string;
+}
+
+/** A rental's internet traffic, as its instance's billed counters last showed it. */
+export interface RentalTrafficDto {
+  /**
+   * Bytes the machine has sent, in all (1 GB = 2^30 bytes).
+   * @isInt
+   */
+  sentBytes: number;
+  /**
+   * Bytes the machine has received, in all.
+   * @isInt
+   */
+  receivedBytes: number;
+  /**
+   * The rental's per-GB prices, in millionths of a USD (markup included).
+   */
+  pricePerGb: RentalTrafficPriceDto;
+  /**
+   * Traffic charged so far, in cents (taken from the credits at each metering sweep, posted to the ledger hourly).
+   * @isInt
+   */
+  chargedMinor: number;
+  /**
+   * When the counters were last read from the provider; null: not yet.
+   * @format date-time
+   */
+  readAt: string | null;
+}
+
+/** Per-GB traffic prices, in millionths of a USD. */
+export interface RentalTrafficPriceDto {
+  /** @isInt */
+  upMicroUsd: number;
+  /** @isInt */
+  downMicroUsd: number;
 }
 
 export interface RentalDto {
