@@ -29,6 +29,7 @@ export const OWNER_USAGE = `Usage: owner create --name <name> [options]
        owner keys --account <account id> [--json]
        owner revoke-key --key <key id> [--json]
        owner reseal-secrets [--json]
+       owner providers <drift|check|canary> ...  (the clouds: owner providers help)
 
 create: creates an owner account and its first OWNER key, and prints the key once.
 keys: lists the account's OWNER keys (id, prefix, name, scopes, revoked or not).

@@ -94,6 +94,10 @@ export function inventoryContract(kind: string, makeStore: () => Promise<Invento
           capMaxDiskGb: 200,
           cpuCores: null,
           region: null,
+          trafficUpCostMicro: 4560,
+          trafficDownCostMicro: 0,
+          trafficUpPriceMicro: 5016,
+          trafficDownPriceMicro: 0,
         });
         await upsert([o]);
         const { seenAt, ...fields } = o;

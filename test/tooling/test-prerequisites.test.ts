@@ -107,11 +107,15 @@ describe('scripts/test-prerequisites.sh', function () {
     const calls = join(dir, 'apt-calls');
     stub(
       'apt-get',
-      `echo "$*" >> ${calls}\nif [ "$1" = install ]; then mkdir -p ${root}/usr/bin && printf '#!/bin/sh\\n' > ${root}/usr/bin/chromium && chmod +x ${root}/usr/bin/chromium; fi`,
+      `echo "$*" >> ${calls}\ncase " $* " in *" install "*) mkdir -p ${root}/usr/bin && printf '#!/bin/sh\\n' > ${root}/usr/bin/chromium && chmod +x ${root}/usr/bin/chromium;; esac`,
     );
     symlinkSync('/bin/chmod', join(bin, 'chmod'));
     assert.deepEqual(run(), { status: 0, lines: ['test prerequisites: installing chromium with apt-get'] });
-    assert.deepEqual(readFileSync(calls, 'utf8').trim().split('\n'), ['update -qq', 'install -y -qq chromium']);
+    // Each call waits for a lock another run holds rather than failing on it.
+    assert.deepEqual(readFileSync(calls, 'utf8').trim().split('\n'), [
+      '-o DPkg::Lock::Timeout=600 update -qq',
+      '-o DPkg::Lock::Timeout=600 install -y -qq chromium',
+    ]);
     // Installed: the next run is silent.
     assert.deepEqual(run(), { status: 0, lines: [] });
   });

@@ -6,9 +6,11 @@ import {
   dollarsToCents,
   formatUsd,
   formatUsdAmount,
+  formatUsdPerGb,
   formatUsdShort,
   notDollarsMessage,
   parseUsd,
+  parseUsdPerGb,
   usdDecimal,
 } from '../../src/vocabulary/money.js';
 import { formatCents, dollarsToCents as sdkDollarsToCents } from '../../clients/sdk/src/index.js';
@@ -153,5 +155,18 @@ describe('money (one module formats and parses dollars for the service, the bot 
       if (/toFixed\(2\)|\/ 100\b(?!0)|\* 100 \+/.test(text)) offenders.push(file);
     }
     assert.deepEqual(offenders, []);
+  });
+});
+
+describe('per-GB traffic prices typed by people', () => {
+  it('reads USD per GB with up to six decimals as whole millionths, and writes them back', () => {
+    assert.equal(parseUsdPerGb('0.05'), 50_000);
+    assert.equal(parseUsdPerGb(' $0.00456 '), 4560);
+    assert.equal(parseUsdPerGb('0'), 0);
+    for (const bad of ['-1', '0.0000001', '1e-2', '0,05', '.05', 'free', '10000'])
+      assert.equal(parseUsdPerGb(bad), null, bad);
+    assert.equal(formatUsdPerGb(33_000), '$0.033/GB');
+    assert.equal(formatUsdPerGb(1_500_000), '$1.5/GB');
+    assert.equal(formatUsdPerGb(0), 'free');
   });
 });

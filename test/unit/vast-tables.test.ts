@@ -150,7 +150,8 @@ describe('vast options', () => {
     assert.equal(max('0.000001'), 1);
     assert.equal(max('1.5'), 1_500_000);
     assert.equal(max('0'), 0, 'only asks whose traffic is free');
-    for (const bad of ['-0.05', '0.0000001', '1e-2', '0,05', '$0.05', '.05', 'free', '10000']) {
+    assert.equal(max('$0.05'), 50_000, 'read by the one rule for per-GB prices people type (gpr reads it too)');
+    for (const bad of ['-0.05', '0.0000001', '1e-2', '0,05', '.05', 'free', '10000']) {
       assert.throws(() => max(bad), /VAST_PROVIDER_MAX_TRAFFIC_PRICE_PER_GB must be USD per GB/, bad);
     }
   });
