@@ -16,6 +16,7 @@ import {
 } from './modules/billing/payments.js';
 import type { RentalHandoff } from './modules/billing/rental-handoff.js';
 import { InventoryService } from './modules/inventory/inventory.service.js';
+import { ProviderChecksService } from './modules/inventory/provider-checks.service.js';
 import { KeysService } from './modules/keys/keys.service.js';
 import { AgentKeysService } from './modules/agents/agent-keys.service.js';
 import { AgentsService } from './modules/agents/agents.service.js';
@@ -62,6 +63,8 @@ export interface Services {
   accounts: AccountsService;
   billing: BillingService;
   inventory: InventoryService;
+  /** The providers' read-only checks, for operators (`GET /api/v1/providers/check`). */
+  providerChecks: ProviderChecksService;
   payments: Payments;
   rentals: RentalsService;
   /** Card admission: a rental paid by card through a hosted checkout. */
@@ -261,6 +264,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     accounts,
     billing,
     inventory,
+    providerChecks: new ProviderChecksService(providers, rateLimiter, clock),
     payments,
     rentals,
     cardCheckout,

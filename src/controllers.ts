@@ -8,6 +8,7 @@ import { CardCheckoutController } from './modules/rentals/api/card-checkout.cont
 import { StripeWebhookController } from './modules/billing/stripe-webhook.controller.js';
 import { InventoryController } from './modules/inventory/inventory.controller.js';
 import { ProvidersController } from './modules/inventory/providers.controller.js';
+import { ProviderChecksController } from './modules/inventory/provider-checks.controller.js';
 import { DeploymentsController } from './modules/rentals/api/deployments.controller.js';
 import { EventsController } from './modules/events/events.controller.js';
 import { RentalsController } from './modules/rentals/api/rentals.controller.js';
@@ -22,6 +23,7 @@ export function controllerFactories(s: Services): ControllerFactories {
   return new ControllerFactories()
     .add(InventoryController, () => new InventoryController(s.inventory))
     .add(ProvidersController, () => new ProvidersController(s.inventory))
+    .add(ProviderChecksController, () => new ProviderChecksController(s.providerChecks))
     .add(AccountsController, () => new AccountsController(s.accounts))
     .add(AccountEmailController, () => new AccountEmailController(s.billing))
     .add(BillingController, () => new BillingController(s.billing, s.payments.topups))

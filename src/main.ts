@@ -167,8 +167,9 @@ async function main(): Promise<void> {
   }
   if (process.argv[2] === 'owner') {
     const io = { out: (t: string) => void process.stdout.write(t), err: (t: string) => void process.stderr.write(t) };
-    process.exitCode = await runOwnerCommand(process.argv.slice(3), config, io);
-    return;
+    // An owner command is done when it returns: a timer a library leaves behind (Agenda keeps one per
+    // job the canary's worker ran, for up to a minute) must not hold the process after its report.
+    process.exit(await runOwnerCommand(process.argv.slice(3), config, io));
   }
   const logger = createLogger(config.logLevel);
   // Signals are taken from the start: one that arrives while the roles are still starting stops

@@ -25,24 +25,61 @@ export function vramFromDescription(description: string): number | null {
 const positiveOrNull = (v: unknown) => (Number.isSafeInteger(v) && (v as number) > 0 ? (v as number) : null);
 
 /**
+ * Every reason an instance type (or one of its regions) is not offered, each a stable code (the
+ * providers check counts them): no `instance_type`, no price, no GPUs, no region with capacity,
+ * a region without a name, a region `LAMBDA_PROVIDER_REGIONS` leaves out.
+ */
+export const LAMBDA_DROP_REASONS = [
+  'no_instance_type',
+  'no_price',
+  'no_gpus',
+  'no_capacity',
+  'no_region_name',
+  'region_not_configured',
+] as const;
+export type LambdaDropReason = (typeof LAMBDA_DROP_REASONS)[number];
+
+/**
  * One offer per instance type and region with capacity. The name is the instance type name
  * (`gpu_1x_h100_sxm5`), which the host's GPU catalog resolves; Lambda prices in whole cents per
  * hour for the whole instance already, which is exactly our cost figure. Every offer takes the
- * same machine settings ({@link LAMBDA_MACHINE_CAPABILITIES}).
+ * same machine settings ({@link LAMBDA_MACHINE_CAPABILITIES}). `onDrop` hears why each type or
+ * region left out is.
  */
 export function offersFromInstanceTypes(
   data: LambdaInstanceTypes,
-  opts: { regions: string[] | null; maximumDurationSeconds: number },
+  opts: { regions: string[] | null; maximumDurationSeconds: number; onDrop?: (reason: LambdaDropReason) => void },
 ): ProviderOffer[] {
   const offers: ProviderOffer[] = [];
+  const drop = (reason: LambdaDropReason) => opts.onDrop?.(reason);
   for (const [name, item] of Object.entries(data ?? {})) {
     const t = item?.instance_type;
     const price = t?.price_cents_per_hour;
     const gpus = t?.specs?.gpus;
     // A type without GPUs or a price is not something we rent out; a malformed row must not hide the others.
-    if (!t || !Number.isSafeInteger(price) || price <= 0 || !Number.isSafeInteger(gpus) || gpus <= 0) continue;
-    for (const region of item.regions_with_capacity_available ?? []) {
-      if (!region?.name || (opts.regions && !opts.regions.includes(region.name))) continue;
+    const why: LambdaDropReason | null = !t
+      ? 'no_instance_type'
+      : !Number.isSafeInteger(price) || price <= 0
+        ? 'no_price'
+        : !Number.isSafeInteger(gpus) || gpus <= 0
+          ? 'no_gpus'
+          : null;
+    if (why) {
+      drop(why);
+      continue;
+    }
+    const regions = item.regions_with_capacity_available ?? [];
+    if (regions.length === 0) drop('no_capacity');
+    for (const region of regions) {
+      const skip = !region?.name
+        ? 'no_region_name'
+        : opts.regions && !opts.regions.includes(region.name)
+          ? 'region_not_configured'
+          : null;
+      if (skip) {
+        drop(skip);
+        continue;
+      }
       offers.push({
         key: offerKey(t.name || name, region.name),
         name: t.name || name,

@@ -14,6 +14,8 @@ import {
   type ProviderDeps,
   type ProviderOffer,
 } from '../../src/providers/provider.js';
+import type { ProviderCheck } from '../../src/providers/provider-check.js';
+import { checkLambda } from './check.js';
 import {
   describeFailure,
   failureError,
@@ -333,6 +335,11 @@ export class LambdaProvider implements Provider {
 
   async afterDestroyed(label: string): Promise<void> {
     await this.keys.release(label);
+  }
+
+  /** Read-only: the instance types (the key, the offers by drop reason), the SSH keys and the instance list (`check.ts`). */
+  check(): Promise<ProviderCheck> {
+    return checkLambda(this.client, this.options);
   }
 
   async close(): Promise<void> {

@@ -14,6 +14,8 @@ import {
 } from '../../src/providers/provider.js';
 import { generateDeploymentKeyPair } from '../../src/providers/ssh-keys.js';
 import { fingerprintOfKey } from '../../src/providers/ssh-probe.js';
+import type { ProviderCheck } from '../../src/providers/provider-check.js';
+import { checkLocal } from './check.js';
 import { defaultInventory } from './default-inventory.js';
 import { offerCapabilities, readInventoryFile, type DestroyMode, type LocalInventory } from './inventory.js';
 import { LocalInstanceStore, type LocalInstanceRow } from './local-instance-store.js';
@@ -267,6 +269,11 @@ export class LocalProvider implements Provider {
   }
 
   /** Stops every SSH server of this process; the instances themselves live on in the table. */
+  /** Trivially usable: nothing to sign in to; the check reads the inventory (`check.ts`). */
+  check(): Promise<ProviderCheck> {
+    return checkLocal(this);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     for (const t of this.timers.values()) clearTimeout(t);

@@ -116,8 +116,15 @@ export class RunpodClient {
     throw apiErrorFor(`runpod ${what}`, res);
   }
 
-  /** `GET /v2/catalog/gpus` with pod availability for `count` GPUs in `cloud`. */
-  async gpuTypes(cloud: 'SECURE' | 'COMMUNITY', count: number): Promise<RunpodGpuType[]> {
+  /**
+   * `GET /v2/catalog/gpus` with pod availability for `count` GPUs in `cloud`; `onUnreadable` hears
+   * of each entry left out for its shape (the providers check counts them).
+   */
+  async gpuTypes(
+    cloud: 'SECURE' | 'COMMUNITY',
+    count: number,
+    onUnreadable?: (entry: unknown) => void,
+  ): Promise<RunpodGpuType[]> {
     const res = await this.http.request('catalog', 'GET', '/v2/catalog/gpus', {
       query: { include: 'AVAILABILITY', product: 'POD', cloud, count },
     });
@@ -129,7 +136,11 @@ export class RunpodClient {
     const readable = (g: RunpodGpuType | null): g is RunpodGpuType =>
       !!g && typeof g.id === 'string' && typeof g.name === 'string' && !!g.price && !!g.maxCount;
     // A type left out for its shape is reported, not only dropped: RunPod may have changed the catalog.
-    for (const g of gpus) if (!readable(g)) this.drift.unknownFieldShape(`${where} gpus[]`, g);
+    for (const g of gpus)
+      if (!readable(g)) {
+        this.drift.unknownFieldShape(`${where} gpus[]`, g);
+        onUnreadable?.(g);
+      }
     return gpus.filter(readable);
   }
 

@@ -25,20 +25,36 @@ export function runpodCategory(gpu: Pick<RunpodGpuType, 'id'>): string {
   return 'datacenter';
 }
 
+/** Every reason a catalog GPU type at a count is not offered, each a stable code (the providers check counts them). */
+export const RUNPOD_DROP_REASONS = ['not_in_cloud', 'count_above_max', 'no_stock', 'no_price'] as const;
+export type RunpodDropReason = (typeof RUNPOD_DROP_REASONS)[number];
+
 /**
- * One catalog GPU type read for `count` GPUs as our offer, or null when it cannot be rented in the
- * configured cloud (not offered there, fewer than `count` per pod, no stock, no price).
+ * Why a catalog GPU type cannot be rented for `count` GPUs in the configured cloud, or null when it
+ * can: not offered in that cloud, fewer than `count` per pod, no stock, no price.
  */
+export function runpodGpuDrop(
+  gpu: RunpodGpuType,
+  count: number,
+  options: Pick<RunpodOptions, 'cloud'>,
+): RunpodDropReason | null {
+  const side = options.cloud === 'SECURE' ? 'secure' : 'community';
+  const price = gpu.price[side];
+  if (gpu[side] === false) return 'not_in_cloud';
+  if ((gpu.maxCount[side] ?? 0) < count) return 'count_above_max';
+  if (!gpu.availability || gpu.availability === 'NONE') return 'no_stock';
+  if (typeof price !== 'number' || !(price > 0)) return 'no_price';
+  return null;
+}
+
+/** One catalog GPU type read for `count` GPUs as our offer, or null when {@link runpodGpuDrop} names a reason. */
 export function mapRunpodGpu(
   gpu: RunpodGpuType,
   count: number,
   options: Pick<RunpodOptions, 'cloud' | 'diskGb' | 'maxDiskGb' | 'maxDurationSeconds'>,
 ): ProviderOffer | null {
-  const side = options.cloud === 'SECURE' ? 'secure' : 'community';
-  const price = gpu.price[side];
-  if (gpu[side] === false || (gpu.maxCount[side] ?? 0) < count) return null;
-  if (!gpu.availability || gpu.availability === 'NONE') return null;
-  if (typeof price !== 'number' || !(price > 0)) return null;
+  if (runpodGpuDrop(gpu, count, options)) return null;
+  const price = gpu.price[options.cloud === 'SECURE' ? 'secure' : 'community'] as number;
   return {
     key: offerKey(gpu.id, count),
     name: gpu.name,

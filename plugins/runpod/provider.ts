@@ -12,6 +12,8 @@ import type {
   ProviderDeps,
   ProviderOffer,
 } from '../../src/providers/provider.js';
+import type { ProviderCheck } from '../../src/providers/provider-check.js';
+import { checkRunpod } from './check.js';
 import { isPod, RunpodClient, type RunpodClientHooks, type RunpodPod } from './client.js';
 import { createResultFor } from './errors.js';
 import { podEndpoints, podMachineFields, podStartupPhase, refusedSettings, secretsOf } from './machine.js';
@@ -229,5 +231,10 @@ export class RunpodProvider implements Provider {
     return pods
       .filter((p) => p.name.startsWith(this.deps.labelPrefix) && p.status !== 'TERMINATED')
       .map((p) => this.info(p));
+  }
+
+  /** Read-only: the pod list's first page (the key, the edge) and the catalog counted by drop reason (`check.ts`). */
+  check(): Promise<ProviderCheck> {
+    return checkRunpod(this.client, this.options);
   }
 }

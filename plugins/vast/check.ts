@@ -45,7 +45,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 /** A Vast answer as a check reads it: a 200 without `success: false` is read by `value`; the rest by the error table. */
 function readVast<T>(name: string, res: HttpResponse, value: (json: unknown) => CheckReading<T>): CheckReading<T> {
   if (res.status === 200 && !(isObject(res.json) && res.json.success === false)) return value(res.json);
-  if (isEdgeRefusal(res)) return { ok: false, errorClass: 'user_agent', detail: `vast ${name}: HTTP 403 from the edge` };
+  if (isEdgeRefusal(res))
+    return { ok: false, errorClass: 'user_agent', detail: `vast ${name}: HTTP 403 from the edge` };
   const rule = classifyVastError(res);
   const errorClass = rule.read === 'gone' ? 'request' : rule.read;
   const code = vastErrorCode(res);
@@ -73,7 +74,7 @@ function creditOf(json: unknown): CheckReading<ProviderCheckBalance> {
       currency: 'USD',
       detail: 'the credit of the account (Vast is prepaid)',
       ...(amountMinor <= 0
-        ? { fix: 'add credit at https://cloud.vast.ai/billing/: Vast refuses every create without it' }
+        ? { fix: 'add credit in the Vast console (console.vast.ai, Billing): Vast refuses every create without it' }
         : {}),
     },
     detail: 'the key was accepted',
@@ -131,9 +132,11 @@ export async function checkVast(client: VastClient, options: VastOptions): Promi
       (res) =>
         readVast(`POST ${SEARCH_PATH}`, res, (json): CheckReading<VastOffer[]> => {
           const asks = isObject(json) ? json.offers : undefined;
-          if (!Array.isArray(asks)) return { ok: false, errorClass: 'bad_response', detail: 'no offers array in the answer' };
+          if (!Array.isArray(asks))
+            return { ok: false, errorClass: 'bad_response', detail: 'no offers array in the answer' };
           return { ok: true, value: asks.filter(isObject) as unknown as VastOffer[], detail: `${asks.length} asks` };
         }),
+      client.http.waitMs('offers'),
     );
     offers = search.ok
       ? countVastAsks(search.value, options)

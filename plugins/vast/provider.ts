@@ -13,6 +13,8 @@ import {
   type ProviderDeps,
   type ProviderOffer,
 } from '../../src/providers/provider.js';
+import type { ProviderCheck } from '../../src/providers/provider-check.js';
+import { checkVast } from './check.js';
 import { VastClient, VAST_MIN_INTERVALS_MS, type VastBucket, type VastInstance } from './client.js';
 import { classifyVastError, createFailure, describeAnswer, vastErrorCode } from './errors.js';
 import {
@@ -452,6 +454,11 @@ export class VastProvider implements Provider {
 
   async afterDestroyed(label: string): Promise<void> {
     this.pendingKeys.delete(label);
+  }
+
+  /** Read-only: the key, the account's credit, and one offer search counted by drop reason (`check.ts`). */
+  check(): Promise<ProviderCheck> {
+    return checkVast(this.client, this.options);
   }
 
   async close(): Promise<void> {

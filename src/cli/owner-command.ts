@@ -51,7 +51,8 @@ Options of create:
                                   (default: no limit); agent keys it issues or approves get one no longer
   --idle-terminate-minutes <m>    minutes a rental of the key may keep every GPU idle before it is warned,
                                   then ended, ${IDLE_TERMINATE_MINUTES.minimum} to ${IDLE_TERMINATE_MINUTES.maximum} (default: never); agent keys set their own
-  --admin                         the key may also open the operator pages (jobs dashboard)
+  --admin                         the key may also open the operator pages (jobs dashboard) and
+                                  GET /api/v1/providers/check
   --json                          print {"accountId","keyId","token"} as JSON instead of text
                                   (keys: the list; revoke-key: what was revoked)
 

@@ -4,6 +4,8 @@ import { createDatabaseIfMissing, describeTarget, parseDatabaseUrl } from '../db
 import type { DriftRecord } from '../modules/inventory/provider-drift.repository.js';
 import { compactShape, MAX_DRIFT_SHAPES_PER_PROVIDER } from '../providers/kit/drift.js';
 import { openStore, type AppStore } from '../repositories.js';
+import { CANARY_ABOUT, CANARY_SYNOPSIS, runCanaryCommand } from './owner-canary.js';
+import { CHECK_ABOUT, CHECK_SYNOPSIS, runProvidersCheck } from './owner-providers-check.js';
 
 /**
  * Where a subcommand writes: the owner command's `CommandIo`, by shape (this file may not import
@@ -112,6 +114,8 @@ export const DRIFT_SUBCOMMAND: ProvidersSubcommand = {
 /** Every `owner providers` subcommand, by name: a new one (`check`, `canary`) is one entry here. */
 export const PROVIDERS_SUBCOMMANDS: Readonly<Record<string, ProvidersSubcommand>> = {
   drift: DRIFT_SUBCOMMAND,
+  check: { synopsis: CHECK_SYNOPSIS, about: CHECK_ABOUT, run: runProvidersCheck },
+  canary: { synopsis: CANARY_SYNOPSIS, about: CANARY_ABOUT, run: runCanaryCommand },
 };
 
 /** The usage text of the family, from each subcommand's own. */

@@ -17,7 +17,11 @@ function sameSecret(a: string, b: string): boolean {
 /** What the dashboard needs: its credentials, key authentication, and the process's queue. */
 export interface DashboardDeps {
   config: Pick<Config, 'jobs'>;
-  keys: { authenticate(header: string): Promise<{ kind: string; key: { isAdmin: boolean } }> };
+  keys: {
+    authenticate(header: string): Promise<{ kind: string; key: { isAdmin: boolean } }>;
+    /** The one operator rule, the keys module's. */
+    isOperator(principal: { kind: string; key: { isAdmin: boolean } }): boolean;
+  };
   jobs: JobQueue;
   rateLimiter: Pick<RateLimiter, 'check' | 'hit'>;
 }
@@ -120,7 +124,7 @@ export function jobsDashboard(services: DashboardDeps): RequestHandler[] | undef
     }
     if (/^Bearer /i.test(header)) {
       services.keys.authenticate(header).then(
-        (principal) => (principal.kind === 'OWNER' && principal.key.isAdmin ? next() : deny(req, res, 403)),
+        (principal) => (services.keys.isOperator(principal) ? next() : deny(req, res, 403)),
         () => deny(req, res, 401),
       );
       return;

@@ -26,6 +26,7 @@ const OPERATION_IDS: Record<string, string> = {
   'GET /api/v1/gpus': 'listGpus',
   'GET /api/v1/gpus/{slug}': 'getGpu',
   'GET /api/v1/providers': 'listProviders',
+  'GET /api/v1/providers/check': 'checkProviders',
   'POST /api/v1/signup': 'signup',
   'GET /api/v1/me': 'getAccount',
   'PUT /api/v1/me/email': 'setAccountEmail',
@@ -66,6 +67,8 @@ const OWNER_ONLY = [
   'DELETE /api/v1/agent-keys/{id}',
   'GET /api/v1/owner-keys',
   'DELETE /api/v1/owner-keys/{id}',
+  // Owner keys with admin only: the operator's.
+  'GET /api/v1/providers/check',
 ];
 
 function operations(doc: Json): { method: string; path: string; op: Json }[] {

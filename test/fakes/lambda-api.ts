@@ -100,6 +100,7 @@ export class FakeLambdaApi {
   private readonly soldOut = new Set<string>();
   private rateLimited: { on: boolean; retryAfterSeconds?: number } = { on: false };
   private hangAfterCreate = false;
+  private edgeRefuses?: RegExp;
   private readonly lastAccepted = { api: -Infinity, launch: -Infinity };
   private bootMs: number;
   private readonly terminateMs: number;
@@ -208,6 +209,14 @@ export class FakeLambdaApi {
     this.mustGet(instanceId).name = name;
   }
 
+  /**
+   * The edge also refuses every User-Agent `pattern` matches, ours included, with its HTML 403 page
+   * (`edgeHtml403` takes only runtimes' defaults). Null lifts it.
+   */
+  refuseUserAgents(pattern: RegExp | null): void {
+    this.edgeRefuses = pattern ?? undefined;
+  }
+
   /** Turns one recorded deviation on, off, or to a setting while the fake runs. */
   setQuirk<K extends keyof LambdaQuirks & string>(name: K, setting: LambdaQuirks[K]): void {
     this.quirks[name] = setting;
@@ -260,7 +269,8 @@ export class FakeLambdaApi {
     for await (const chunk of req) raw += chunk;
     if (this.closed) return void res.socket?.destroy();
     const endpoint = endpointOf(method, path);
-    if (this.quirks.edgeHtml403 && isRuntimeUserAgent(req.headers['user-agent'])) {
+    const agent = req.headers['user-agent'];
+    if ((this.quirks.edgeHtml403 && isRuntimeUserAgent(agent)) || this.edgeRefuses?.test(agent ?? '')) {
       res.writeHead(403, { 'Content-Type': 'text/html; charset=UTF-8' }).end(EDGE_403_HTML);
       return;
     }

@@ -146,6 +146,7 @@ export class FakeRunpodApi {
   private bootMs: number;
   private directSshDelayMs: number;
   private allLimited = false;
+  private edgeRefuses?: RegExp;
   private hangCreates = false;
   private retryAfterSeconds: number;
   private readonly window = { start: Date.now(), used: 0, quota: 100_000 };
@@ -257,6 +258,15 @@ export class FakeRunpodApi {
     if (p) p.forced = status;
   }
 
+  /**
+   * The edge also refuses every User-Agent `pattern` matches, ours included, with the recorded 1010
+   * page (`userAgentGate` takes only runtimes' defaults): a bot rule that came to take our product's
+   * signature. Null lifts it.
+   */
+  refuseUserAgents(pattern: RegExp | null): void {
+    this.edgeRefuses = pattern ?? undefined;
+  }
+
   /** Turns one recorded deviation on, off, or to a setting while the fake runs. */
   setQuirk<K extends keyof RunpodQuirks & string>(name: K, setting: RunpodQuirks[K]): void {
     this.quirks[name] = setting;
@@ -335,7 +345,8 @@ export class FakeRunpodApi {
     this.calls.push({ method, path: url.pathname, query: url.search, body, userAgent: req.headers['user-agent'] });
 
     const route = this.route(method, url.pathname);
-    if (this.quirks.userAgentGate && isRuntimeUserAgent(req.headers['user-agent'])) {
+    const agent = req.headers['user-agent'];
+    if ((this.quirks.userAgentGate && isRuntimeUserAgent(agent)) || this.edgeRefuses?.test(agent ?? '')) {
       // The edge answers before the API sees the request: no problem document, no RateLimit headers.
       res.writeHead(403, { 'Content-Type': 'text/plain; charset=UTF-8', Server: 'cloudflare' });
       res.end(cloudflare1010Body());

@@ -74,7 +74,7 @@ export interface FakeVastInstance {
 }
 
 /** The call a fake endpoint serves, for `failNext`. */
-export type VastEndpoint = 'create' | 'get' | 'list' | 'destroy' | 'offers' | 'attach';
+export type VastEndpoint = 'create' | 'get' | 'list' | 'destroy' | 'offers' | 'attach' | 'user';
 export type VastFailure = '5xx' | 'hang' | '429' | 'drop';
 
 interface FakeRecord {
@@ -127,7 +127,15 @@ const tooFrequent = (threshold: number): Reply => ({
   text: `API requests too frequent endpoint threshold=${threshold}`,
   contentType: 'text/plain',
 });
-const THRESHOLDS: Record<VastEndpoint, number> = { create: 4.5, get: 2, list: 1, destroy: 3, offers: 6, attach: 2 };
+const THRESHOLDS: Record<VastEndpoint, number> = {
+  create: 4.5,
+  get: 2,
+  list: 1,
+  destroy: 3,
+  offers: 6,
+  attach: 2,
+  user: 1,
+};
 const FILTERABLE = new Set([
   'id',
   'label',
@@ -216,6 +224,7 @@ export class FakeVastApi {
   private pricedStorageGb = 8;
   private bootMs = 100;
   private limitAll = false;
+  private credit = 25;
   private hangAfterCreate = false;
   private closed = false;
   /** Instances destroyed through the API, as they were: what show-instance answers for them in recorded forms. */
@@ -369,6 +378,11 @@ export class FakeVastApi {
     this.limitAll = on;
   }
 
+  /** The account's credit in USD, as the current user's answer states it (default 25). */
+  setCredit(usd: number): void {
+    this.credit = usd;
+  }
+
   /**
    * The next call to `endpoint` fails this way (queued, one per call). Endpoints are Vast's:
    * `get` is `GET /api/v0/instances/{id}/`, `list` is `GET /api/v1/instances/` (which serves the
@@ -518,6 +532,7 @@ export class FakeVastApi {
   ): { endpoint: VastEndpoint; serve: (body: unknown, q: URLSearchParams) => Promise<Reply | 'hang'> | Reply } | null {
     let m: RegExpMatchArray | null;
     if (method === 'POST' && path === '/api/v0/bundles/') return { endpoint: 'offers', serve: (b) => this.search(b) };
+    if (method === 'GET' && path === '/api/v0/users/current/') return { endpoint: 'user', serve: () => this.user() };
     if (method === 'GET' && path === '/api/v1/instances/') return { endpoint: 'list', serve: (_b, q) => this.list(q) };
     if (method === 'PUT' && (m = path.match(/^\/api\/v0\/asks\/(\d+)\/$/)))
       return { endpoint: 'create', serve: (b) => this.create(Number(m![1]), b) };
@@ -528,6 +543,31 @@ export class FakeVastApi {
     if (method === 'DELETE' && (m = path.match(/^\/api\/v0\/instances\/(\d+)\/$/)))
       return { endpoint: 'destroy', serve: () => this.destroy(Number(m![1])) };
     return null;
+  }
+
+  /**
+   * The current user, as Vast's show-user document and CLI read it (vast-cli `show__user`, see
+   * SOURCES.md): `credit` is the account's prepaid credit in USD. The answer carries the API key
+   * itself (the CLI drops `api_key` before it prints), so a client quoting it would leak it.
+   */
+  private user(): Reply {
+    return json(200, {
+      id: 4_200_001,
+      username: 'fake-operator',
+      email: 'operator@example.test',
+      fullname: 'Fake Operator',
+      credit: this.credit,
+      balance: 0,
+      balance_threshold: 0,
+      balance_threshold_enabled: false,
+      billed_expected: 0,
+      billed_verified: 0,
+      can_pay: true,
+      has_billing: true,
+      ssh_key: null,
+      sid: 'fake-sid',
+      api_key: this.apiKey,
+    });
   }
 
   private search(body: unknown): Reply {

@@ -84,6 +84,7 @@ describe('RunPod: REST v2 only, against the fake', function () {
     const [a, b, c, d] = [h.label(), h.label(), h.label(), h.label()];
     const { sent } = await requestsOf(async () => {
       assert.ok((await drive('listOffers', p.listOffers())).length > 0, 'no offers');
+      assert.equal((await drive('check', p.check!())).credentials.accepted, true, 'the check reads with the key');
       const created = await drive('create', p.create(a, h.offer(), keys.publicKey));
       assert.equal(created.kind, 'created', JSON.stringify(created));
       const id = (created as { instanceId: string }).instanceId;

@@ -3,7 +3,7 @@ import { AUTH_HINT } from '../../vocabulary/access-hints.js';
 import type { Clock } from '../../clock.js';
 import type { Store } from '../../db/store.js';
 import { AppError } from '../../errors/app-error.js';
-import type { Principal } from './principal.js';
+import { isOperator, type Principal } from './principal.js';
 import type { AccountsRepository, LockedAccount } from '../accounts/accounts.repository.js';
 import { ApiKey, type KeyKind, type Scope } from './api-key.entity.js';
 import { keyLimitsOf, type KeyLimitsInput } from './key-limits.js';
@@ -91,6 +91,11 @@ export class KeysService {
     });
     await accounts.keys.insert(key);
     return { key, token: minted.token };
+  }
+
+  /** Whether `principal` is an operator's key ({@link isOperator}): for the layers that may not import the rule. */
+  isOperator(principal: Parameters<typeof isOperator>[0]): boolean {
+    return isOperator(principal);
   }
 
   async authenticate(header: string | undefined, options: AuthenticateOptions = {}): Promise<Principal> {

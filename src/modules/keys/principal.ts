@@ -17,3 +17,12 @@ export interface Principal {
 export function principalOf(req: Request): Principal {
   return req.user as Principal;
 }
+
+/**
+ * THE operator rule: an OWNER key made with admin (`owner create --admin`) may open the operator
+ * pages (the jobs dashboard) and the providers' checks. The jobs dashboard asks it through
+ * `KeysService.isOperator`, since src/jobs may not import a module.
+ */
+export function isOperator(principal: { kind: string; key: { isAdmin: boolean } }): boolean {
+  return principal.kind === 'OWNER' && principal.key.isAdmin;
+}

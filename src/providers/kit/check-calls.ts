@@ -33,39 +33,54 @@ export function isEdgeRefusal(res: Pick<HttpResponse, 'status' | 'json' | 'text'
 export class CheckCalls {
   readonly calls: ProviderCheckCall[] = [];
 
-  /** One call whose answer the plugin reads itself (`read` classifies it, with the plugin's error table). */
-  async answer<T>(
+  /**
+   * One call, timed: `fn` makes it and reads its answer; a throw is a call that got no usable
+   * answer. `queuedMs` is how long the client's own spacing of calls (the cloud's rate limit)
+   * holds the call back before sending it (`ProviderHttpClient.waitMs`): not the cloud's time, so
+   * not counted.
+   */
+  async timed<T>(name: string, fn: () => Promise<CheckOutcome<T>>, queuedMs = 0): Promise<CheckOutcome<T>> {
+    const start = performance.now() + queuedMs;
+    let outcome: CheckOutcome<T>;
+    try {
+      outcome = await fn();
+    } catch (err) {
+      return this.failed(name, start, err);
+    }
+    this.record(name, start, outcome, outcome.status);
+    return outcome;
+  }
+
+  /** One call whose raw answer the plugin reads itself (`read` classifies it, with the plugin's error table). */
+  answer<T>(
     name: string,
     send: () => Promise<HttpResponse>,
     read: (res: HttpResponse) => CheckReading<T>,
+    queuedMs = 0,
   ): Promise<CheckOutcome<T>> {
-    const start = performance.now();
-    let res: HttpResponse;
-    try {
-      res = await send();
-    } catch (err) {
-      return this.failed(name, start, err);
-    }
-    const reading = read(res);
-    this.record(name, start, reading, res.status);
-    return { ...reading, status: res.status };
+    return this.timed(
+      name,
+      async () => {
+        const res = await send();
+        return { ...read(res), status: res.status };
+      },
+      queuedMs,
+    );
   }
 
   /**
-   * One call through a plugin method that throws a `ProviderApiError` when the cloud refused
-   * (its status and class are recorded) and returns the value otherwise.
+   * One call through a plugin method that throws a `ProviderApiError` when the cloud refused (its
+   * status and class are recorded) and returns the value otherwise.
    */
-  async run<T>(name: string, fn: () => Promise<T>, describe: (value: T) => string): Promise<CheckOutcome<T>> {
-    const start = performance.now();
-    let value: T;
-    try {
-      value = await fn();
-    } catch (err) {
-      return this.failed(name, start, err);
-    }
-    const reading: CheckReading<T> = { ok: true, value, detail: describe(value) };
-    this.record(name, start, reading, 200);
-    return { ...reading, status: 200 };
+  run<T>(name: string, fn: () => Promise<T>, describe: (value: T) => string, queuedMs = 0): Promise<CheckOutcome<T>> {
+    return this.timed(
+      name,
+      async () => {
+        const value = await fn();
+        return { ok: true, value, detail: describe(value) };
+      },
+      queuedMs,
+    );
   }
 
   private failed(name: string, start: number, err: unknown): CheckOutcome<never> {
@@ -73,7 +88,7 @@ export class CheckCalls {
     const reading = {
       ok: false as const,
       errorClass: api?.errorClass ?? ('internal' as const),
-      detail: (err as Error).message,
+      detail: err instanceof Error ? err.message : String(err),
     };
     this.record(name, start, reading, api?.status);
     return { ...reading, status: api?.status };
@@ -83,7 +98,7 @@ export class CheckCalls {
     const call: ProviderCheckCall = {
       name,
       ok: reading.ok,
-      ms: Math.round(performance.now() - start),
+      ms: Math.max(0, Math.round(performance.now() - start)),
       ...(status === undefined ? {} : { status }),
       detail: reading.detail,
     };
@@ -112,7 +127,12 @@ export function credentialsOf(o: CheckOutcome<unknown>, authFix: string): Provid
       errorClass: 'user_agent',
       detail: 'not checked: the edge refused the request before the API read the key',
     };
-  return { accepted: false, errorClass: o.errorClass, detail: o.detail, ...(o.errorClass === 'auth' ? { fix: authFix } : {}) };
+  return {
+    accepted: false,
+    errorClass: o.errorClass,
+    detail: o.detail,
+    ...(o.errorClass === 'auth' ? { fix: o.fix ?? authFix } : o.fix ? { fix: o.fix } : {}),
+  };
 }
 
 /**
@@ -130,7 +150,7 @@ export function userAgentOf(calls: readonly ProviderCheckCall[]): ProviderCheckU
       detail: `${refused.name} was answered by the edge, not the API (HTTP ${refused.status ?? '?'})`,
       fix: `the edge in front of the API refuses the User-Agent "${sent}" by its signature; ask the cloud to let it through, or report it: the plugin's client sends no other`,
     };
-  if (calls.some((c) => c.status !== undefined))
+  if (calls.some((c) => c.ok || c.status !== undefined))
     return { sent, accepted: true, detail: 'the API itself answered' };
   return { sent, accepted: false, detail: 'no answer came, so the edge could not be seen' };
 }

@@ -502,6 +502,34 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/api/v1/providers/check': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * @description **Owner keys only**: an agent key is refused with 403 FORBIDDEN.
+     *
+     *     Whether each configured cloud is usable, learned through read-only calls only (nothing is
+     *     created, registered or deleted): credentials accepted or the exact refusal, the account's
+     *     balance where the cloud tells it, offers listed and asks dropped per reason, SSH key
+     *     registration where a launch needs it, each call's time, and whether the edge accepted the
+     *     plugin's User-Agent; then one line per problem saying what to change. The same report as
+     *     `owner providers check --json` on the server. For the operator: an OWNER key with admin.
+     *     The report of one run is reused for a short while (`checkedAt` says when it ran), and each key
+     *     may ask a few times a minute (429 past that).
+     */
+    get: operations['checkProviders'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/api/v1/rentals': {
     parameters: {
       query?: never;
@@ -1141,6 +1169,11 @@ export interface components {
       meta: components['schemas']['Meta'];
     };
     /** @description Success envelope. */
+    Envelope_ProviderCheckReportDto_: {
+      data: components['schemas']['ProviderCheckReportDto'];
+      meta: components['schemas']['Meta'];
+    };
+    /** @description Success envelope. */
     'Envelope_ProviderDto-Array_': {
       data: components['schemas']['ProviderDto'][];
       meta: components['schemas']['Meta'];
@@ -1746,6 +1779,136 @@ export interface components {
        *     `maxRentalSeconds` is the lease. Shown as `endsAt` once ACTIVE.
        */
       terminateAfterSeconds?: number;
+    };
+    /** @description The account's balance or credit at the cloud. */
+    ProviderCheckBalanceDto: {
+      /**
+       * Format: int32
+       * @description Minor units (cents) of `currency`, rounded down; null when the answer did not carry it.
+       */
+      amountMinor: number | null;
+      currency: string | null;
+      detail: string;
+      fix?: string;
+    };
+    /** @description One read-only call a provider's check made. */
+    ProviderCheckCallDto: {
+      /** @description What the answer said, without secrets. */
+      detail: string;
+      errorClass?: components['schemas']['ProviderCheckErrorClassDto'];
+      /** @description What to change, when the plugin can say. */
+      fix?: string;
+      /**
+       * Format: int32
+       * @description Milliseconds from sending to the whole answer (the client's own spacing of calls left out).
+       */
+      ms: number;
+      /** @description The call, as a template: `GET /api/v0/users/current/`. */
+      name: string;
+      ok: boolean;
+      /**
+       * Format: int32
+       * @description The HTTP status, when an answer came.
+       */
+      status?: number;
+    };
+    /** @description Whether the cloud took the configured credentials. */
+    ProviderCheckCredentialsDto: {
+      accepted: boolean;
+      detail: string;
+      /** @description The exact class of the refusal, when not accepted. */
+      errorClass?: components['schemas']['ProviderCheckErrorClassDto'];
+      fix?: string;
+    };
+    /** @description What one provider's check found. */
+    ProviderCheckDto: {
+      /** @description Absent: the cloud tells no balance through a read-only call. */
+      balance?: components['schemas']['ProviderCheckBalanceDto'];
+      calls: components['schemas']['ProviderCheckCallDto'][];
+      credentials: components['schemas']['ProviderCheckCredentialsDto'];
+      offers: components['schemas']['ProviderCheckOffersDto'];
+      /** @description Only for clouds whose launches need a registered SSH key (Lambda). */
+      sshKeys?: components['schemas']['ProviderCheckSshKeysDto'];
+      userAgent: components['schemas']['ProviderCheckUserAgentDto'];
+    };
+    /** @description One configured provider's check, and what it means. */
+    ProviderCheckEntryDto: {
+      /** @description Null when the plugin has no check, or it timed out or failed. */
+      check: components['schemas']['ProviderCheckDto'] | null;
+      description: string;
+      /** @description The provider's id, as on GET /api/v1/providers. */
+      id: string;
+      /**
+       * Format: int32
+       * @description Milliseconds the whole check took.
+       */
+      ms: number;
+      /** @description One line each: `<id>: what is wrong: what to change`. */
+      problems: string[];
+      /** @description False for a plugin without a check: nothing is known of it, and that is no problem. */
+      supported: boolean;
+      /** @description True when nothing stops a rental on it (`problems` is empty). */
+      usable: boolean;
+      /** @description One line each: what leaves part of the market out without stopping rentals. */
+      warnings: string[];
+    };
+    /**
+     * @description Why a call failed: `auth` (the key was refused), `user_agent` (the edge in front of the API
+     *     refused the request by its signature before the API read the key), `rate_limited`,
+     *     `unavailable` (no answer), `timeout`, `bad_response` (an answer the plugin cannot read),
+     *     `request` (a request the cloud refused), `internal` (the plugin failed).
+     * @enum {string}
+     */
+    ProviderCheckErrorClassDto:
+      'auth' | 'user_agent' | 'rate_limited' | 'unavailable' | 'timeout' | 'bad_response' | 'request' | 'internal';
+    /** @description One inventory read: asks that became offers, and why the others did not. */
+    ProviderCheckOffersDto: {
+      /**
+       * Format: int32
+       * @description Asks (or catalog entries) the cloud answered with.
+       */
+      considered: number;
+      detail?: string;
+      /** @description Asks left out, per stable reason code of the plugin (`traffic_price_above_limit`: 700). */
+      dropped: {
+        [key: string]: number;
+      };
+      /** @description What each reason means, or what to change. */
+      hints: {
+        [key: string]: string;
+      };
+      /**
+       * Format: int32
+       * @description Of those, how many became offers.
+       */
+      parsed: number;
+    };
+    /** @description The check of every configured provider. */
+    ProviderCheckReportDto: {
+      /**
+       * Format: date-time
+       * @description When the checks ran: the report is reused for a short while.
+       */
+      checkedAt: string;
+      problems: string[];
+      providers: components['schemas']['ProviderCheckEntryDto'][];
+      /** @description True only when every configured provider is usable. */
+      usable: boolean;
+      warnings: string[];
+    };
+    /** @description Whether registering an SSH key (which a launch needs) would be possible, proved read-only. */
+    ProviderCheckSshKeysDto: {
+      detail: string;
+      fix?: string;
+      possible: boolean;
+    };
+    /** @description The User-Agent the plugin sends and whether the edge let it through. */
+    ProviderCheckUserAgentDto: {
+      accepted: boolean;
+      detail: string;
+      fix?: string;
+      /** @description Null for a plugin that makes no HTTP calls. */
+      sent: string | null;
     };
     /** @description A provider's shapes in the drift report. */
     ProviderDriftDto: {
@@ -4862,6 +5025,141 @@ export interface operations {
            *     }
            */
           'application/json': components['schemas']['Envelope_ProviderDto-Array_'];
+        };
+      };
+    };
+  };
+  checkProviders: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Ok */
+      200: {
+        headers: {
+          /** @description The request id (also in the body); quote it when reporting a problem. */
+          'X-Request-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "data": {
+           *         "checkedAt": "2026-01-15T12:00:00.000Z",
+           *         "usable": false,
+           *         "providers": [
+           *           {
+           *             "id": "3f6c2a9e-8d41-4b7a-9c2e-5d1f0a7b6e42",
+           *             "description": "example",
+           *             "supported": false,
+           *             "usable": false,
+           *             "ms": 500,
+           *             "check": {
+           *               "calls": [
+           *                 {
+           *                   "name": "NVIDIA H100 SXM",
+           *                   "ok": false,
+           *                   "ms": 500,
+           *                   "status": 500,
+           *                   "errorClass": "auth",
+           *                   "detail": "example",
+           *                   "fix": "example"
+           *                 }
+           *               ],
+           *               "credentials": {
+           *                 "accepted": true,
+           *                 "errorClass": "auth",
+           *                 "detail": "example",
+           *                 "fix": "example"
+           *               },
+           *               "balance": {
+           *                 "amountMinor": 500,
+           *                 "currency": "USD",
+           *                 "detail": "example",
+           *                 "fix": "example"
+           *               },
+           *               "offers": {
+           *                 "considered": 500,
+           *                 "parsed": 500,
+           *                 "dropped": {},
+           *                 "hints": {},
+           *                 "detail": "example"
+           *               },
+           *               "sshKeys": {
+           *                 "possible": false,
+           *                 "detail": "example",
+           *                 "fix": "example"
+           *               },
+           *               "userAgent": {
+           *                 "sent": "example",
+           *                 "accepted": true,
+           *                 "detail": "example",
+           *                 "fix": "example"
+           *               }
+           *             },
+           *             "problems": [
+           *               "example"
+           *             ],
+           *             "warnings": [
+           *               "example"
+           *             ]
+           *           }
+           *         ],
+           *         "problems": [
+           *           "example"
+           *         ],
+           *         "warnings": [
+           *           "example"
+           *         ]
+           *       },
+           *       "meta": {
+           *         "requestId": "req_5b0e7d3c-2a19-4f8e-b6d4-0c9a1e2f3b47",
+           *         "apiVersion": "v1"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['Envelope_ProviderCheckReportDto_'];
+        };
+      };
+      /** @description UNAUTHENTICATED */
+      401: {
+        headers: {
+          /** @description Always `Bearer`, whatever the cause. */
+          'WWW-Authenticate'?: 'Bearer';
+          /** @description The request id (also in the body); quote it when reporting a problem. */
+          'X-Request-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description FORBIDDEN (not an OWNER key with admin, or missing read) */
+      403: {
+        headers: {
+          /** @description The request id (also in the body); quote it when reporting a problem. */
+          'X-Request-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
+        };
+      };
+      /** @description RATE_LIMITED (per key; see Retry-After) */
+      429: {
+        headers: {
+          /** @description Seconds to wait before asking again. */
+          'Retry-After'?: number;
+          /** @description The request id (also in the body); quote it when reporting a problem. */
+          'X-Request-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ErrorEnvelope'];
         };
       };
     };
