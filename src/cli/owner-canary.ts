@@ -2,13 +2,7 @@ import { parseArgs } from 'node:util';
 import { systemClock } from '../clock.js';
 import type { Config } from '../config.js';
 import { createServices } from '../container.js';
-import {
-  createDatabaseIfMissing,
-  createDataSource,
-  describeTarget,
-  migrate,
-  parseDatabaseUrl,
-} from '../db/data-source.js';
+import { createDataSource, migrate } from '../db/data-source.js';
 import { entities } from '../entities.js';
 import { startJobWorker } from '../jobs/agenda.js';
 import { createLogger } from '../logger.js';
@@ -21,6 +15,7 @@ import { LABEL_PREFIX } from '../modules/rentals/lifecycle/labels.js';
 import { createProviderRegistry } from '../providers/provider-registry.js';
 import { MIN_BUDGET_MINOR } from '../vocabulary/limits.js';
 import { formatUsd, notDollarsMessage, parseUsd } from '../vocabulary/money.js';
+import { reachDatabase } from './database-reach.js';
 
 /** The canary's time bound when --timeout-minutes is not given: a slow cloud boots and pulls its image in well under it. */
 export const CANARY_TIMEOUT_MINUTES = { default: 30, minimum: 1, maximum: 1440 } as const;
@@ -201,14 +196,7 @@ export async function runCanaryCommand(
     );
     return 2;
   }
-  try {
-    await createDatabaseIfMissing(config.db.url);
-  } catch (err) {
-    io.err(
-      `Cannot reach MySQL at ${describeTarget(parseDatabaseUrl(config.db.url))} (${(err as { code?: string }).code ?? (err as Error).message}).\n`,
-    );
-    return 1;
-  }
+  if (!(await reachDatabase(config, io.err))) return 1;
   // The phases are the command's own lines; the service's log shows only what went wrong, unless asked for more.
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, { write: (line) => io.err(line) });
   const ds = createDataSource(config.db.url, 5, entities);

@@ -1,7 +1,6 @@
 import { parseArgs } from 'node:util';
 import { systemClock } from '../clock.js';
 import type { Config } from '../config.js';
-import { createDatabaseIfMissing, describeTarget, parseDatabaseUrl } from '../db/data-source.js';
 import { normaliseId } from '../ids.js';
 import { RateLimiter } from '../http/rate-limiter.js';
 import { AccountsService, type NewOwner } from '../modules/accounts/accounts.service.js';
@@ -24,6 +23,7 @@ import { AppError } from '../errors/app-error.js';
 import { SecretBox } from '../modules/credentials/secret-box.js';
 import { resealSecrets } from '../modules/credentials/reseal-secrets.js';
 import { openStore, type AppStore } from '../repositories.js';
+import { reachDatabase } from './database-reach.js';
 
 export const OWNER_USAGE = `Usage: owner create --name <name> [options]
        owner keys --account <account id> [--json]
@@ -224,14 +224,7 @@ export async function runOwnerCommand(argv: string[], config: Config, io: Comman
     io.err(`${err.message}\n\n${OWNER_USAGE}\n`);
     return 2;
   }
-  try {
-    await createDatabaseIfMissing(config.db.url);
-  } catch (err) {
-    io.err(
-      `Cannot reach MySQL at ${describeTarget(parseDatabaseUrl(config.db.url))} (${(err as { code?: string }).code ?? (err as Error).message}).\n`,
-    );
-    return 1;
-  }
+  if (!(await reachDatabase(config, io.err))) return 1;
   const { store, close } = await openStore(config.db.url, 2);
   try {
     if ('reseal' in input) return await resealStoredSecrets(store, config, input.json, io);

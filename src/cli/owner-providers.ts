@@ -1,11 +1,11 @@
 import { parseArgs } from 'node:util';
 import type { Config } from '../config.js';
-import { createDatabaseIfMissing, describeTarget, parseDatabaseUrl } from '../db/data-source.js';
 import type { DriftRecord } from '../modules/inventory/provider-drift.repository.js';
 import { compactShape, MAX_DRIFT_SHAPES_PER_PROVIDER } from '../providers/kit/drift.js';
 import { openStore, type AppStore } from '../repositories.js';
 import { CANARY_ABOUT, CANARY_SYNOPSIS, runCanaryCommand } from './owner-canary.js';
 import { CHECK_ABOUT, CHECK_SYNOPSIS, runProvidersCheck } from './owner-providers-check.js';
+import { reachDatabase } from './database-reach.js';
 
 /**
  * Where a subcommand writes: the owner command's `CommandIo`, by shape (this file may not import
@@ -46,14 +46,7 @@ export async function withProvidersStore(
   io: ProvidersIo,
   fn: (store: AppStore) => Promise<number>,
 ): Promise<number> {
-  try {
-    await createDatabaseIfMissing(config.db.url);
-  } catch (err) {
-    io.err(
-      `Cannot reach MySQL at ${describeTarget(parseDatabaseUrl(config.db.url))} (${(err as { code?: string }).code ?? (err as Error).message}).\n`,
-    );
-    return 1;
-  }
+  if (!(await reachDatabase(config, io.err))) return 1;
   const { store, close } = await openStore(config.db.url, 2);
   try {
     return await fn(store);

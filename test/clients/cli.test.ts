@@ -95,6 +95,15 @@ describe('gpr command line (built binary against the running service)', function
       [249],
     );
     assert.doesNotMatch(cheapRun.stderr, /Warning/);
+    // Traffic prices: shown beside the hourly price, and a filter on them.
+    assert.match((await gpr(xdg, ['offers', '--gpu', 'L4'])).stdout, /\$0\.03\/GB \/ \$0\.00456\/GB/);
+    const names = async (max: string) =>
+      json(await gpr(xdg, ['--json', 'offers', '--max-traffic-price', max])).map((o: { name: string }) => o.name);
+    assert.ok(!(await names('0')).includes('L4'), 'free traffic only');
+    assert.ok((await names('0.03')).includes('L4'));
+    const badTraffic = await gpr(xdg, ['offers', '--max-traffic-price', 'cheap']);
+    assert.notEqual(badTraffic.code, 0);
+    assert.match(badTraffic.stderr, /--max-traffic-price must be USD per GB/);
     // A price typed in cents is named as dollars, with what to type instead; the call still runs as typed.
     const centsRun = await gpr(xdg, ['--json', 'offers', '--gpu', 'H100', '--max-price', '350']);
     assert.equal(json(centsRun).length, 2);

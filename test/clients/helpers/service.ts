@@ -40,6 +40,8 @@ export const CLIENT_TEST_OFFERS: LocalInventoryOffer[] = [
     pricePerHourMinor: 48,
     maximumDurationSeconds: 86400,
     provisionSeconds: 1,
+    // An offer that bills internet traffic per GB, as many Vast hosts do.
+    trafficPrice: { upMicroUsdPerGb: 30_000, downMicroUsdPerGb: 4560 },
   },
 ];
 

@@ -2,6 +2,7 @@ import {
   capacityLine,
   dollarsToCents,
   formatCents,
+  formatUsdPerGb,
   formatDuration,
   type GprClient,
   leaseLine,
@@ -46,6 +47,8 @@ export function rentalFields(r: Rental): string {
     ['billing', r.billingModel],
     ['price/h', formatCents(r.quote.hourlyPriceMinor)],
     ['prepaid', r.quote.totalMinor ? formatCents(r.quote.totalMinor) : null],
+    ['charged', r.deployment?.usageMinor ? formatCents(r.deployment.usageMinor) : null],
+    ['traffic', trafficText(r.deployment?.traffic)],
     ['image', m?.image],
     ['env', m?.envNames?.length ? m.envNames.join(', ') : null],
     ['script sha256', m?.startupScriptSha256],
@@ -60,6 +63,13 @@ export function rentalFields(r: Rental): string {
     ['credit reversal', r.reversalStatus],
   ];
   return fields(rows.filter(([k, v]) => (v !== null && v !== undefined) || k === 'status'));
+}
+
+/** A rental's traffic for people: what it moved each way, its per-GB prices and what it cost. */
+function trafficText(t: NonNullable<Rental['deployment']>['traffic'] | undefined): string | null {
+  if (!t) return null;
+  const gb = (bytes: number) => `${(bytes / 2 ** 30).toFixed(2)} GB`;
+  return `${gb(t.sentBytes)} sent at ${formatUsdPerGb(t.pricePerGb.upMicroUsd)}, ${gb(t.receivedBytes)} received at ${formatUsdPerGb(t.pricePerGb.downMicroUsd)}: ${formatCents(t.chargedMinor)}`;
 }
 
 /** What to run next after showing a rental. */
