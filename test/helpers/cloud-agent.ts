@@ -102,12 +102,15 @@ export function cloudAgent(ctx: TestContext) {
     return who;
   }
 
-  /** Polls the deployment, moving the test clock on, until it is in one of `statuses`. */
+  /**
+   * Polls the deployment, moving the test clock on, until it is in one of `statuses`. The bound is
+   * what a loaded machine needs to boot a fake machine and pass the SSH checks, not a wait.
+   */
   async function deployment(
     who: SignedUp,
     id: string,
     statuses: string[],
-    ms = 60_000,
+    ms = 120_000,
   ): Promise<Record<string, unknown>> {
     let last: Record<string, unknown> | undefined;
     await waitFor(

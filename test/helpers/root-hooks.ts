@@ -18,7 +18,24 @@ import { newRunUidSlot, RUN_UID_SLOT_VARIABLE } from './sandbox-uids.js';
  * belong to a worker still draining and are left to it.
  */
 export async function clearLeftoverJobs(ds: DataSource): Promise<void> {
-  await ds.query(`DELETE FROM ${AGENDA_JOBS_TABLE} WHERE type = 'normal' AND locked_at IS NULL`);
+  await deleteJobs(ds, `DELETE FROM ${AGENDA_JOBS_TABLE} WHERE type = 'normal' AND locked_at IS NULL`);
+}
+
+/**
+ * Runs a clean-up DELETE of jobs, again when InnoDB chose it as a deadlock's victim: a worker of
+ * the file before may still be writing its last rows on a loaded machine, and the deadlock leaves
+ * nothing done, so running it again is the answer InnoDB asks for.
+ */
+async function deleteJobs(ds: DataSource, sql: string): Promise<void> {
+  for (let tries = 1; ; tries++) {
+    try {
+      await ds.query(sql);
+      return;
+    } catch (err) {
+      const e = err as { code?: string; driverError?: { code?: string } };
+      if (tries >= 5 || (e.code ?? e.driverError?.code) !== 'ER_LOCK_DEADLOCK') throw err;
+    }
+  }
 }
 
 /**
@@ -27,7 +44,7 @@ export async function clearLeftoverJobs(ds: DataSource): Promise<void> {
  * clock intervals (an idle sweep of its own beside the one its test drives, say).
  */
 async function clearRepeatingJobs(ds: DataSource): Promise<void> {
-  await ds.query(`DELETE FROM ${AGENDA_JOBS_TABLE} WHERE type = 'single' AND locked_at IS NULL`);
+  await deleteJobs(ds, `DELETE FROM ${AGENDA_JOBS_TABLE} WHERE type = 'single' AND locked_at IS NULL`);
 }
 
 let currentFile: string | undefined;

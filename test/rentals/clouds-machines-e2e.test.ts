@@ -57,7 +57,7 @@ const machine = (port: number | null, extra: object = {}) => ({
  * script still make a usable machine). The whole service runs: API, worker, the real plugins.
  */
 describe('machine settings on Vast.ai, RunPod and Lambda (API + worker + cloud fakes)', function () {
-  this.timeout(90_000);
+  this.timeout(300_000);
   let vast: FakeVastApi;
   let runpod: FakeRunpodApi;
   let lambda: FakeLambdaApi;

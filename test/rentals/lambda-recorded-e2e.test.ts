@@ -14,7 +14,7 @@ import { cloudAgent, cloudService, type CloudAgent } from '../helpers/cloud-agen
  * terminate of an instance already terminating answers `global/unknown`.
  */
 describe('rentals on Lambda as it really answers (API + worker + recorded fake)', function () {
-  this.timeout(120_000);
+  this.timeout(300_000);
   let lambda: FakeLambdaApi;
   let ctx: TestContext;
   let worker: TestWorker;

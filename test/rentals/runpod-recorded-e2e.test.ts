@@ -26,7 +26,7 @@ const RTX4090 = 'NVIDIA GeForce RTX 4090';
  * `ssh` until their endpoint exists, and GeForce hosts whose old driver cannot start a newer image.
  */
 describe('rentals on RunPod as it really answers (API + worker + recorded fake)', function () {
-  this.timeout(120_000);
+  this.timeout(300_000);
   let runpod: FakeRunpodApi;
   let ctx: TestContext;
   let worker: TestWorker;

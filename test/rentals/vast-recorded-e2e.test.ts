@@ -17,7 +17,7 @@ const SECOND_H100 = offer(7100021, 'H100 SXM', 1, 81_559, 2.3, { geolocation: 'N
  * instances repriced after accept), and the service must rent, fall back and end regardless.
  */
 describe('Vast rentals against live answers (API + worker + recorded Vast fake)', function () {
-  this.timeout(120_000);
+  this.timeout(300_000);
   let vast: FakeVastApi;
   let ctx: TestContext;
   let worker: TestWorker;
