@@ -75,15 +75,24 @@ export class RentalReads {
   /** Rental `id` with its deployment, if `viewer` may see it. */
   async visibleRental(viewer: Viewer, id: string): Promise<RentalRows | null> {
     const order = await this.ds.getRepository(Order).findOneBy({ ...visibleRows(viewer), id });
-    return order
-      ? { order, deployment: await this.ds.getRepository(Deployment).findOneBy({ orderId: order.id }) }
-      : null;
+    return order ? this.withDeployment(order) : null;
   }
 
   /** Rental `id` with its deployment, whoever asks: for a replay the idempotency record already tied to its key. */
   async rental(id: string): Promise<RentalRows> {
-    const order = await this.ds.getRepository(Order).findOneByOrFail({ id });
-    return { order, deployment: await this.ds.getRepository(Deployment).findOneBy({ orderId: id }) };
+    return this.withDeployment(await this.ds.getRepository(Order).findOneByOrFail({ id }));
+  }
+
+  /**
+   * `order` with its deployment, on one side of any status change. A transition mirrors the
+   * deployment's status onto its order in one transaction, but these are two reads: an order read
+   * before its commit and a deployment read after it disagree (FAILED with no failure code, say),
+   * so the order is read again when they do.
+   */
+  private async withDeployment(order: Order): Promise<RentalRows> {
+    const deployment = await this.ds.getRepository(Deployment).findOneBy({ orderId: order.id });
+    if (!deployment || deployment.status === order.status) return { order, deployment };
+    return { order: (await this.ds.getRepository(Order).findOneBy({ id: order.id })) ?? order, deployment };
   }
 
   /**
