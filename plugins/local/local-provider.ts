@@ -268,12 +268,12 @@ export class LocalProvider implements Provider {
     return Promise.all(rows.map((r) => this.info(r)));
   }
 
-  /** Stops every SSH server of this process; the instances themselves live on in the table. */
   /** Trivially usable: nothing to sign in to; the check reads the inventory (`check.ts`). */
   check(): Promise<ProviderCheck> {
     return checkLocal(this);
   }
 
+  /** Stops every SSH server of this process; the instances themselves live on in the table. */
   async close(): Promise<void> {
     this.closed = true;
     for (const t of this.timers.values()) clearTimeout(t);

@@ -84,28 +84,11 @@ export class DestructionVerifier {
     context?: VerifyContext,
   ): Promise<DestructionCheck> {
     const now = context?.now ?? (() => new Date());
-    const askedAt = now();
-    let info: InstanceInfo;
-    try {
-      info = await provider.get(instanceId);
-    } catch (err) {
-      return {
-        verified: false,
-        providerState: 'unknown',
-        sshRefused: false,
-        detail: `provider ${provider.id} get failed: ${(err as Error).message}`,
-      };
-    }
-    const providerState: string = info.state;
     // Until the provider says gone the answer is no anyway; skipping the probe keeps polling cheap.
-    if (providerState !== 'gone') {
-      return {
-        verified: false,
-        providerState,
-        sshRefused: false,
-        detail: `provider ${provider.id} reports ${providerState}; SSH not probed`,
-      };
-    }
+    const asked = await this.askProvider(provider, instanceId, now, 'SSH not probed');
+    if ('verified' in asked) return asked;
+    const { info, askedAt } = asked;
+    const providerState: string = info.state;
     const probedAt = now();
     const probe = await sshProbe(ssh, { timeoutMs: this.options.sshTimeoutMs ?? 3000 });
     const where = `${ssh.user}@${ssh.host}:${ssh.port}`;
@@ -147,7 +130,30 @@ export class DestructionVerifier {
     instanceId: string,
     context?: VerifyContext,
   ): Promise<DestructionCheck> {
-    const askedAt = (context?.now ?? (() => new Date()))();
+    const now = context?.now ?? (() => new Date());
+    const asked = await this.askProvider(provider, instanceId, now, 'it never reported an SSH address');
+    if ('verified' in asked) return asked;
+    const { info, askedAt } = asked;
+    return {
+      verified: true,
+      providerState: info.state,
+      sshRefused: false,
+      detail: 'provider reports gone; it never reported an SSH address',
+      evidence: { provider: providerAnswer(info, askedAt), ssh: { outcome: 'no_address', checkedAt: null } },
+    };
+  }
+
+  /**
+   * The provider's answer about the instance and when it was asked, or the failed check when it
+   * could not answer or does not say `gone` (`notGone` ends that check's detail).
+   */
+  private async askProvider(
+    provider: Provider,
+    instanceId: string,
+    now: () => Date,
+    notGone: string,
+  ): Promise<{ info: InstanceInfo; askedAt: Date } | DestructionCheck> {
+    const askedAt = now();
     let info: InstanceInfo;
     try {
       info = await provider.get(instanceId);
@@ -159,20 +165,13 @@ export class DestructionVerifier {
         detail: `provider ${provider.id} get failed: ${(err as Error).message}`,
       };
     }
-    if (info.state !== 'gone') {
+    if (info.state !== 'gone')
       return {
         verified: false,
         providerState: info.state,
         sshRefused: false,
-        detail: `provider ${provider.id} reports ${info.state}; it never reported an SSH address`,
+        detail: `provider ${provider.id} reports ${info.state}; ${notGone}`,
       };
-    }
-    return {
-      verified: true,
-      providerState: info.state,
-      sshRefused: false,
-      detail: 'provider reports gone; it never reported an SSH address',
-      evidence: { provider: providerAnswer(info, askedAt), ssh: { outcome: 'no_address', checkedAt: null } },
-    };
+    return { info, askedAt };
   }
 }

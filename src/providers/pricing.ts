@@ -41,6 +41,15 @@ export function customerTrafficPrice(cost: TrafficPrice, markupPercent: number):
   };
 }
 
+/**
+ * A per-GB price pair as rows keep it, two nullable columns (up, down), as a {@link TrafficPrice}:
+ * null when both are null (traffic is free), a missing side reading as free.
+ */
+export function trafficPriceOfColumns(up: number | null, down: number | null): TrafficPrice | null {
+  if (up === null && down === null) return null;
+  return { upMicroUsdPerGb: up ?? 0, downMicroUsdPerGb: down ?? 0 };
+}
+
 const BYTES_PER_GB = 1n << 30n;
 const MICRO_USD_PER_CENT = 10_000n;
 

@@ -1,4 +1,4 @@
-import type { ProviderErrorClass } from './provider.js';
+import type { ProviderErrorClass } from './error-class.js';
 
 /**
  * Why a check's call failed: a {@link ProviderErrorClass}, or `user_agent` when the edge in front

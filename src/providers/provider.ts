@@ -1,6 +1,9 @@
 import type { DataSource } from 'typeorm';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
+import type { ProviderErrorClass } from './error-class.js';
+import type { DriftRecorder } from './kit/drift.js';
+import type { ProviderCheck } from './provider-check.js';
 
 /** One rentable shape a provider currently offers, as the provider prices it to customers. */
 export interface ProviderOffer {
@@ -194,9 +197,9 @@ export interface InstanceInfo {
    */
   httpStatus?: number;
   /**
-   * The instance's billed traffic counters, when its offer has a {@link ProviderOffer.trafficPrice}
-   * and the cloud's answer carries them. The host reads them with its status polls and before
-   * destruction.
+   * The instance's billed traffic counters, whenever the cloud's answer carries them. The host
+   * reads them with its status polls and before destruction, and charges them to rentals whose
+   * offer has a {@link ProviderOffer.trafficPrice}.
    */
   traffic?: TrafficCounters;
 }
@@ -254,7 +257,7 @@ export interface Provider {
    * the host reports a provider without it as "check not supported". Never throws for a cloud's
    * answer; a failed call is a result.
    */
-  check?(): Promise<import('./provider-check.js').ProviderCheck>;
+  check?(): Promise<ProviderCheck>;
   /** Releases sockets, servers and timers. */
   close?(): Promise<void>;
 }
@@ -275,16 +278,10 @@ export interface ProviderDeps {
    * handed this: `StateWatch`, `createProviderClient` with the error table, `readCursor`, and
    * `ProviderDrift` for the rest (`docs/plugins.md`, "Reporting drift").
    */
-  drift: import('./kit/drift.js').DriftRecorder;
+  drift: DriftRecorder;
 }
 
-/**
- * What a plugin's methods throw when its cloud could not answer (see `ProviderApiError` in
- * `src/providers/provider-http.ts`). The host reads `errorClass` for `/api/v1/providers` and
- * its logs; any other thrown error counts as `internal`.
- */
-export type ProviderErrorClass =
-  'auth' | 'rate_limited' | 'unavailable' | 'timeout' | 'bad_response' | 'request' | 'internal';
+export type { ProviderErrorClass } from './error-class.js';
 
 /** What `plugins/<id>/index.ts` exports as default. */
 export interface ProviderPlugin<Options = unknown> {

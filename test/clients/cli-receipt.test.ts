@@ -1,39 +1,29 @@
 import assert from 'node:assert/strict';
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { publishedKey, receiptKeyId, receiptSigner } from '../../src/modules/receipts/receipt-keys.js';
-import type { SignedReceiptDto, TeardownReceiptDto } from '../../src/modules/receipts/receipts.dto.js';
+import type { SignedReceiptDto } from '../../src/modules/receipts/receipts.dto.js';
+import { receiptKeyPair, sampleReceipt } from '../helpers/receipts.js';
 import { buildClients, GPR_BIN, run, type Run } from './helpers/build.js';
 import { closedPortUrl, payTopup, startService, TEST_GPU, type RunningService } from './helpers/service.js';
 
 /** A key of the service's kind and a receipt it signed, as `gpr receipt get` saves one. */
 function signedByNewKey(): { signed: SignedReceiptDto; keys: { keys: unknown[] } } {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-  const x = Buffer.from(publicKey.export({ format: 'jwk' }).x!, 'base64url');
-  const id = receiptKeyId(x);
-  const receipt: TeardownReceiptDto = {
-    version: 1,
-    type: 'gpr.teardown-receipt',
-    issuer: 'https://gpu.example.com',
-    rentalId: randomUUID(),
-    deploymentId: randomUUID(),
+  const k = receiptKeyPair();
+  const receipt = sampleReceipt(k.id, {
     providerId: 'lambda',
     instanceId: '0920582c7ff041399e34823a0be62549',
     label: 'gpr-0920-1',
-    startedAt: '2026-05-01T10:00:00.000Z',
     endedAt: '2026-05-01T12:00:00.000Z',
     provider: { state: 'gone', providerState: 'not found', httpStatus: 404, checkedAt: '2026-05-01T11:59:58.000Z' },
     ssh: { outcome: 'refused', checkedAt: '2026-05-01T11:59:59.000Z' },
     charged: { totalMinor: 598, currency: 'USD' },
     issuedAt: '2026-05-01T12:00:00.000Z',
-    keyId: id,
-  };
-  const signer = receiptSigner(id, x, privateKey.export({ format: 'jwk' }).d!);
+  });
   return {
-    signed: { receipt, signature: { alg: 'Ed25519', keyId: id, value: signer.sign(receipt) } },
-    keys: { keys: [publishedKey({ id, publicKey: x, createdAt: new Date(), retiredAt: null })] },
+    signed: { receipt, signature: { alg: 'Ed25519', keyId: k.id, value: k.signer.sign(receipt) } },
+    keys: { keys: [k.key] },
   };
 }
 

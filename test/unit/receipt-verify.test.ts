@@ -1,43 +1,11 @@
 import assert from 'node:assert/strict';
-import { generateKeyPairSync, randomUUID, sign } from 'node:crypto';
+import { sign } from 'node:crypto';
 import { verifyReceipt } from '../../clients/sdk/src/receipts.js';
-import { publishedKey, receiptKeyId, receiptSigner } from '../../src/modules/receipts/receipt-keys.js';
-import type { TeardownReceiptDto } from '../../src/modules/receipts/receipts.dto.js';
 import { canonicalJson, signedReceiptProblem } from '../../src/vocabulary/receipts.js';
+import { receiptKeyPair, sampleReceipt } from '../helpers/receipts.js';
 
-/** A pair of the service's kind, its published key and a signer. */
-function pair() {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-  const x = Buffer.from(publicKey.export({ format: 'jwk' }).x!, 'base64url');
-  const id = receiptKeyId(x);
-  const at = new Date('2026-05-01T00:00:00.000Z');
-  return {
-    id,
-    privateKey,
-    key: publishedKey({ id, publicKey: x, createdAt: at, retiredAt: null }),
-    signer: receiptSigner(id, x, privateKey.export({ format: 'jwk' }).d!),
-  };
-}
-
-function receipt(keyId: string): TeardownReceiptDto {
-  return {
-    version: 1,
-    type: 'gpr.teardown-receipt',
-    issuer: 'https://gpu.example.com',
-    rentalId: randomUUID(),
-    deploymentId: randomUUID(),
-    providerId: 'runpod',
-    instanceId: 'pod-ab12',
-    label: 'gpr-0123-1',
-    startedAt: '2026-05-01T10:00:00.000Z',
-    endedAt: '2026-05-01T11:00:00.000Z',
-    provider: { state: 'gone', providerState: 'not found', httpStatus: 404, checkedAt: '2026-05-01T10:59:58.000Z' },
-    ssh: { outcome: 'timed_out', checkedAt: '2026-05-01T10:59:59.000Z' },
-    charged: { totalMinor: 299, currency: 'USD' },
-    issuedAt: '2026-05-01T11:00:00.000Z',
-    keyId,
-  };
-}
+const pair = receiptKeyPair;
+const receipt = (keyId: string) => sampleReceipt(keyId);
 
 describe('teardown receipts: canonical form and offline verification', () => {
   it('writes the canonical form: keys sorted at every depth, no whitespace, arrays in order, JSON escapes', () => {

@@ -1,6 +1,7 @@
 import type { Clock } from '../../clock.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
+import { trafficPriceOfColumns } from '../../providers/pricing.js';
 import type { ProviderRegistry } from '../../providers/provider-registry.js';
 import { MODELS_BY_SLUG } from './gpu-catalog.js';
 import { closestGpuSlugs, familyOfSlug, matchGpuQuery, type GpuMatch } from './gpu-match.js';
@@ -98,8 +99,8 @@ function toDto(o: Offer): OfferDto {
   if (o.memoryGb !== null) dto.memoryGb = o.memoryGb;
   if (o.storageGb !== null) dto.storageGb = o.storageGb;
   if (o.region !== null) dto.region = o.region;
-  if (o.trafficUpPriceMicro !== null || o.trafficDownPriceMicro !== null)
-    dto.trafficPricePerGb = { upMicroUsd: o.trafficUpPriceMicro ?? 0, downMicroUsd: o.trafficDownPriceMicro ?? 0 };
+  const traffic = trafficPriceOfColumns(o.trafficUpPriceMicro, o.trafficDownPriceMicro);
+  if (traffic) dto.trafficPricePerGb = { upMicroUsd: traffic.upMicroUsdPerGb, downMicroUsd: traffic.downMicroUsdPerGb };
   return dto;
 }
 

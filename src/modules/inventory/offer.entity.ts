@@ -1,5 +1,6 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 import { minorUnits } from '../../db/columns.js';
+import { trafficPriceOfColumns } from '../../providers/pricing.js';
 import type { MachineCapabilities, TrafficPrice } from '../../providers/provider.js';
 
 /** One cached provider offer. Rows are never deleted: vanished offers are marked unavailable. */
@@ -117,6 +118,5 @@ export function offerCapabilities(o: Offer): MachineCapabilities {
 
 /** What the provider charges us per GB of a cached offer's traffic; undefined when its traffic is free. */
 export function offerTrafficCost(o: Offer): TrafficPrice | undefined {
-  if (o.trafficUpCostMicro === null && o.trafficDownCostMicro === null) return undefined;
-  return { upMicroUsdPerGb: o.trafficUpCostMicro ?? 0, downMicroUsdPerGb: o.trafficDownCostMicro ?? 0 };
+  return trafficPriceOfColumns(o.trafficUpCostMicro, o.trafficDownCostMicro) ?? undefined;
 }

@@ -1,5 +1,5 @@
 import type { Posting } from '../../billing/ledger.service.js';
-import { trafficCostMinor } from '../../../providers/pricing.js';
+import { trafficCostMinor, trafficPriceOfColumns } from '../../../providers/pricing.js';
 import type { TrafficPrice } from '../../../providers/provider.js';
 import type { Deployment } from '../store/deployment.entity.js';
 
@@ -18,8 +18,7 @@ export type Trafficked = Pick<
 export function trafficPriceOf(
   d: Pick<Deployment, 'trafficUpPriceMicro' | 'trafficDownPriceMicro'>,
 ): TrafficPrice | null {
-  if (d.trafficUpPriceMicro === null && d.trafficDownPriceMicro === null) return null;
-  return { upMicroUsdPerGb: d.trafficUpPriceMicro ?? 0, downMicroUsdPerGb: d.trafficDownPriceMicro ?? 0 };
+  return trafficPriceOfColumns(d.trafficUpPriceMicro, d.trafficDownPriceMicro);
 }
 
 /**
