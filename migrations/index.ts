@@ -39,6 +39,7 @@ import { OrderGpuMatch1763800020700 } from './1763800020700-OrderGpuMatch.js';
 import { TrafficBilling1763800021000 } from './1763800021000-TrafficBilling.js';
 import { TeardownReceipts1763800023000 } from './1763800023000-TeardownReceipts.js';
 import { ProviderDrift1763800023400 } from './1763800023400-ProviderDrift.js';
+import { OAuthRecords1763800024000 } from './1763800024000-OAuthRecords.js';
 
 /** Every migration, oldest first. Register a new migration here. */
 export const migrations = [
@@ -83,4 +84,5 @@ export const migrations = [
   TrafficBilling1763800021000,
   TeardownReceipts1763800023000,
   ProviderDrift1763800023400,
+  OAuthRecords1763800024000,
 ];

@@ -17,6 +17,10 @@ import { fastInventoryRoutes } from './modules/inventory/inventory-fast-route.js
 import { eventStreamRoute, type EventStreamOptions } from './modules/events/event-stream.js';
 import { RegisterRoutes } from './generated/routes.js';
 import { approvalPageRouter } from './modules/agents/approval-page.router.js';
+import { consentRouter } from './modules/oauth/consent.router.js';
+import { oauthRouter } from './modules/oauth/oauth.router.js';
+import { remoteMcpRouter } from './modules/mcp/remote-mcp.router.js';
+import { readVersion } from './providers/kit/user-agent.js';
 import { paymentPagesRouter } from './modules/billing/payment-pages.router.js';
 import { receiptKeysRouter } from './modules/receipts/receipt-keys.router.js';
 import { jobsDashboard } from './jobs/jobs-dashboard.js';
@@ -148,6 +152,18 @@ export function createApp(services: Services, options: AppOptions = {}): Express
 
   app.use(paymentPagesRouter(services));
   app.use(approvalPageRouter(services));
+  // Remote MCP and its OAuth: before the JSON body parser, since each reads its own bodies.
+  app.use(consentRouter(services));
+  app.use(oauthRouter(services.oauth, services.rateLimiter));
+  app.use(
+    remoteMcpRouter({
+      oauth: services.oauth,
+      publicBaseUrl: services.config.http.publicBaseUrl,
+      logger: services.logger,
+      app: () => app,
+      version: readVersion(),
+    }),
+  );
   app.use(releasesRouter(services.config, services.logger));
   const dashboard = jobsDashboard(services);
   if (dashboard) app.use('/admin/jobs', ...dashboard);
@@ -180,5 +196,6 @@ export function redactUrl(url: string): string {
     // A malformed escape is refused with 400 anyway; judge the raw text.
   }
   if (/^\/+approve(\/|$)/i.test(decoded)) return '/approve/[redacted]';
+  if (/^\/+oauth\/+consent(\/|$)/i.test(decoded)) return '/oauth/consent/[redacted]';
   return path;
 }

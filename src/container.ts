@@ -22,6 +22,9 @@ import { AgentKeysService } from './modules/agents/agent-keys.service.js';
 import { AgentsService } from './modules/agents/agents.service.js';
 import { CredentialsService } from './modules/credentials/credentials.service.js';
 import { SecretBox } from './modules/credentials/secret-box.js';
+import type { AuthorizationServer } from './modules/oauth/authorization-server.js';
+import { createAuthorizationServer } from './modules/oauth/oauth-services.js';
+import { consentUrl } from './modules/oauth/consent.router.js';
 import { ReceiptsService } from './modules/receipts/receipts.service.js';
 import { RentalReadsService } from './modules/rentals/reads/rental-reads.service.js';
 import { RentalsService } from './modules/rentals/admission/rental-requests.service.js';
@@ -85,6 +88,10 @@ export interface Services {
   lifecycle: RentalLifecycle;
   /** Teardown receipts: signed at a verified destruction, served with the rental, their keys published. */
   receipts: ReceiptsService;
+  /** Remote MCP's OAuth authorization server, whose consent is an agent authorization session. */
+  oauth: AuthorizationServer;
+  /** Where a remote MCP client's approved session continues (its consent page). */
+  clientContinueUrl: (interactionUid: string) => string;
   /** Background work: enqueue here; the worker role (src/worker.ts) runs it. */
   jobs: JobQueue;
   /** Every job this process defined on `jobs`, handlers bound; the worker schedules the repeating ones. */
@@ -279,6 +286,8 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     webhookDeliveries,
     lifecycle,
     receipts,
+    oauth: createAuthorizationServer({ config, store, box, clock, keys, logger }),
+    clientContinueUrl: consentUrl,
     jobDefinitions: definitions,
   };
 }

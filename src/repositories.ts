@@ -26,6 +26,7 @@ import {
   type ProviderDriftRepository,
 } from './modules/inventory/provider-drift.repository.js';
 import { MysqlReceiptsRepository, type ReceiptsRepository } from './modules/receipts/receipts.repository.js';
+import { MysqlOAuthRecordsRepository, type OAuthRecordsRepository } from './modules/oauth/oauth-records.repository.js';
 
 /**
  * Every aggregate's repository, as one transaction (or a read) hands them out. Each is the only
@@ -60,6 +61,8 @@ export interface Repositories {
   providerDrift: ProviderDriftRepository;
   /** The keys that sign teardown receipts, and the receipts they signed. */
   receipts: ReceiptsRepository;
+  /** The authorization server's records: clients, interactions, codes, tokens, grants. */
+  oauth: OAuthRecordsRepository;
 }
 
 /** The store every service of a process shares. */
@@ -141,6 +144,11 @@ class MysqlRepositories implements Repositories {
   private signed?: ReceiptsRepository;
   get receipts(): ReceiptsRepository {
     return (this.signed ??= new MysqlReceiptsRepository(this.sql));
+  }
+
+  private oauthRecords?: OAuthRecordsRepository;
+  get oauth(): OAuthRecordsRepository {
+    return (this.oauthRecords ??= new MysqlOAuthRecordsRepository(this.sql));
   }
 }
 

@@ -14,6 +14,24 @@ export interface Caller {
  */
 export interface KeyAuthenticator {
   authenticate(header: string | undefined, options: { revocationCheckedInTransaction: boolean }): Promise<Caller>;
+  /** The caller AGENT key `keyId` is, read afresh; 401 UNAUTHENTICATED once it is revoked. */
+  authenticateAgent(keyId: string): Promise<Caller>;
+}
+
+/**
+ * The mark of a request made inside this process on behalf of an agent key (the remote MCP
+ * endpoint calling the API for the key its OAuth token acts as). A symbol on the request
+ * object: nothing that arrives over the network can carry one.
+ */
+const IN_PROCESS_CALLER = Symbol('in-process caller');
+
+/** Marks `req`, made in this process and never read from a socket, as made by AGENT key `keyId`. */
+export function markInProcessCaller(req: object, keyId: string): void {
+  (req as { [IN_PROCESS_CALLER]?: string })[IN_PROCESS_CALLER] = keyId;
+}
+
+function inProcessCallerOf(req: object): string | undefined {
+  return (req as { [IN_PROCESS_CALLER]?: string })[IN_PROCESS_CALLER];
 }
 
 /** Gives an app the authenticator its `@Security('bearer')` routes use (one per app, so tests may run several). */
@@ -42,9 +60,12 @@ export async function expressAuthentication(
   const keys = req.app.locals.authenticator as KeyAuthenticator;
   // Express has matched the route by now (this runs in its handler stack), so `req.route` names it.
   const route = `${req.method} ${(req.route as { path?: string } | undefined)?.path ?? ''}`;
-  const caller = await keys.authenticate(req.header('authorization'), {
-    revocationCheckedInTransaction: checksRevocationInTransaction(route),
-  });
+  const inProcess = inProcessCallerOf(req);
+  const caller = inProcess
+    ? await keys.authenticateAgent(inProcess)
+    : await keys.authenticate(req.header('authorization'), {
+        revocationCheckedInTransaction: checksRevocationInTransaction(route),
+      });
   const missing = scopes.filter((s) => !caller.scopes.includes(s));
   if (missing.length) {
     throw new AppError(

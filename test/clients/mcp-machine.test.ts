@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { buildClients, GPR_MCP_BIN } from './helpers/build.js';
 import { RENTAL_ID, RentalService } from './helpers/rental-service.js';
 
@@ -55,8 +55,9 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
       stderr: 'pipe',
     });
     transport.stderr?.on('data', (d) => (stderr += d));
-    client = new Client({ name: 'gpr-mcp-machine-test', version: '1.0.0' });
+    client = new Client({ name: 'gpr-mcp-machine-test', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
     await client.connect(transport);
+    assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
     // The SDK's client hands a notification to its handler a microtask later, but an answer at
     // once: a last progress notification read in the same chunk as the call's answer reaches no
     // handler. What the server sent is read here, ahead of that.
@@ -223,7 +224,6 @@ describe('gpr-mcp: machine settings, leases and phases (stdio, official MCP clie
     progressWritten.length = 0;
     const res = (await client.callTool(
       { name: 'get_rental', arguments: { rentalId: RENTAL_ID, waitFor: ['ACTIVE', 'FAILED'], waitSeconds: 20 } },
-      undefined,
       { onprogress: (p) => progress.push(p) },
     )) as ToolResult;
     seen.push(JSON.stringify(res));

@@ -5,8 +5,9 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Client, type ClientOptions } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { serverInstructions } from '../../clients/mcp/src/instructions.js';
 import { GprClient } from '../../clients/sdk/src/index.js';
 import { sshExec } from '../../src/providers/ssh-probe.js';
 import { buildClients, GPR_MCP_BIN } from './helpers/build.js';
@@ -37,7 +38,13 @@ const EXPECTED_ANNOTATIONS: Record<
   terminate_deployment: { readOnlyHint: false, destructiveHint: true, idempotentHint: true },
 };
 
-/** gpr-mcp over stdio, driven by the official MCP client. */
+/** How a client opens: the 2026-07-28 protocol (negotiated with server/discover) or the 2025 initialize handshake. */
+type Era = 'modern' | 'legacy';
+
+/** What a URL elicitation showed the human. */
+type Elicited = { mode?: string; url?: string; message?: string };
+
+/** gpr-mcp over stdio, driven by the official MCP client (v2). */
 describe('gpr-mcp tool server (stdio, official MCP client)', function () {
   this.timeout(120_000);
   let service: RunningService;
@@ -58,7 +65,14 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       assert.ok(!text.includes(token), 'the token leaked');
   });
 
-  async function connect(env: Record<string, string> = {}) {
+  /**
+   * A gpr-mcp process and a client of it. `era` picks the opening (modern by default); `onElicit`
+   * makes a client that declared URL elicitation, answering each with what it returns.
+   */
+  async function connect(
+    env: Record<string, string> = {},
+    opts: { era?: Era; onElicit?: (p: Elicited) => Promise<'accept' | 'decline'> } = {},
+  ) {
     const xdg = env.XDG_CONFIG_HOME ?? mkdtempSync(join(tmpdir(), 'gpr-mcp-'));
     const transport = new StdioClientTransport({
       command: process.execPath,
@@ -74,8 +88,18 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     });
     let stderr = '';
     transport.stderr?.on('data', (d) => (stderr += d));
-    const client = new Client({ name: 'gpr-mcp-test', version: '1.0.0' });
+    const options: ClientOptions = {
+      ...((opts.era ?? 'modern') === 'modern' ? { versionNegotiation: { mode: 'auto' } } : {}),
+      ...(opts.onElicit ? { capabilities: { elicitation: { url: {} } } } : {}),
+    };
+    const client = new Client({ name: 'gpr-mcp-test', version: '1.0.0' }, options);
+    const onElicit = opts.onElicit;
+    if (onElicit)
+      client.setRequestHandler('elicitation/create', async (req) => ({
+        action: await onElicit(req.params as Elicited),
+      }));
     await client.connect(transport);
+    assert.equal(client.getProtocolEra(), opts.era ?? 'modern');
     clients.push({ client, stderr: () => stderr });
     const call = async (name: string, args: Record<string, unknown> = {}): Promise<ToolResult> => {
       const res = (await client.callTool({ name, arguments: args })) as ToolResult;
@@ -125,6 +149,7 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
     assert.match(instructions, /terminate_deployment/);
     assert.match(instructions, /GPR_MCP_ALLOW_SPEND=1/);
     assert.match(instructions, /GPR_MCP_ALLOW_SECRETS=1/);
+    assert.equal(instructions, serverInstructions('stdio'), "a stdio server's own instructions");
     const reveal = tools.find((t) => t.name === 'reveal_ssh_credentials')!;
     assert.match(reveal.description!, /keyFile/);
     assert.match(reveal.description!, /GPR_MCP_ALLOW_SPEND=1/);
@@ -137,6 +162,19 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       tools.find((t) => t.name === 'terminate_deployment')!.description!,
       /GPR_MCP_ALLOW_SPEND=1.*gpr terminate/,
     );
+  });
+
+  it('serves the 2025 initialize handshake and the 2026-07-28 protocol alike', async () => {
+    const modern = await connect();
+    const legacy = await connect({}, { era: 'legacy' });
+    assert.equal(modern.client.getNegotiatedProtocolVersion(), '2026-07-28');
+    assert.match(legacy.client.getNegotiatedProtocolVersion() ?? '', /^2025-/);
+    assert.deepEqual((await legacy.client.listTools()).tools, (await modern.client.listTools()).tools);
+    assert.equal(legacy.client.getInstructions(), modern.client.getInstructions());
+    for (const { call } of [modern, legacy]) {
+      const gpus = await call('list_gpus');
+      assert.equal(gpus.structuredContent.models.length, 3, JSON.stringify(gpus));
+    }
   });
 
   it('is read-only by default: create_rental and create_topup_link refuse and nothing is rented; secrets in input are refused', async () => {
@@ -409,6 +447,90 @@ describe('gpr-mcp tool server (stdio, official MCP client)', function () {
       assert.equal(latest.structuredContent.nextAfter, page.structuredContent.nextAfter);
       const after = await call('list_events', { after: latest.structuredContent.nextAfter });
       assert.deepEqual(after.structuredContent.events, [], 'nothing after the newest');
+    });
+  });
+
+  describe('create_rental refused for credits', () => {
+    const RENT = { gpuModel: TEST_GPU, gpuCount: 1, maxHourlyPriceMinor: 300, budgetMinor: 500 };
+    /** A new account of its own, with no credits, and a spending server calling with its key. */
+    async function unfunded(opts: Parameters<typeof connect>[1] = {}) {
+      const own = (await new GprClient({ baseUrl: service.baseUrl }).signup()).token;
+      const api = new GprClient({ baseUrl: service.baseUrl, token: own });
+      return { api, ...(await connect({ GPR_TOKEN: own, GPR_MCP_ALLOW_SPEND: '1' }, opts)) };
+    }
+    /** Waits for the rental to run and terminates it, as a model that got one would. */
+    async function endRental(call: Awaited<ReturnType<typeof connect>>['call'], id: string) {
+      const active = await call('get_rental', { rentalId: id, waitFor: ['ACTIVE', 'FAILED'], waitSeconds: 60 });
+      assert.equal(active.structuredContent.rental.status, 'ACTIVE', JSON.stringify(active));
+      const ended = await call('terminate_deployment', { rentalId: id, waitSeconds: 60 });
+      assert.equal(ended.structuredContent.rental.status, 'TERMINATED', JSON.stringify(ended));
+    }
+    /** The top-up behind one of the service's checkout links, read by the account's own key. */
+    async function topupOf(api: GprClient, url: string) {
+      const id = new RegExp(`^${service.baseUrl}/pay/([^/?#]+)$`).exec(url)?.[1];
+      assert.ok(id, `${url} is a checkout link of the service`);
+      const topup = await api.getTopup(id);
+      assert.equal(topup.paymentUrl, url);
+      return topup;
+    }
+
+    it('asks a client that declared URL elicitation to show the checkout link; once the human has paid, the rental starts in the same call', async () => {
+      const elicited: Elicited[] = [];
+      const { api, call } = await unfunded({
+        onElicit: async (p) => {
+          elicited.push(p);
+          await payTopup(p.url!);
+          return 'accept';
+        },
+      });
+      const res = await call('create_rental', RENT);
+      assert.equal(res.isError, undefined, JSON.stringify(res));
+      assert.equal(elicited.length, 1);
+      assert.equal(elicited[0].mode, 'url');
+      assert.match(elicited[0].message!, /Paying \$5\.00 on the service's payment page adds them/);
+      const topup = await topupOf(api, elicited[0].url!);
+      assert.equal(topup.status, 'PAID');
+      assert.equal(topup.amountMinor, 500, 'what the rental lacked, at least one link');
+      await endRental(call, res.structuredContent.rental.rentalId);
+    });
+
+    it('a 2025-era client that declared URL elicitation gets it too; a human who declines leaves the link and the key to retry with, and nothing rented', async () => {
+      const elicited: Elicited[] = [];
+      const { api, call } = await unfunded({
+        era: 'legacy',
+        onElicit: async (p) => {
+          elicited.push(p);
+          return 'decline';
+        },
+      });
+      const res = await call('create_rental', RENT);
+      assert.equal(res.isError, true);
+      assert.equal(elicited.length, 1);
+      assert.equal(elicited[0].mode, 'url');
+      assert.equal(res.structuredContent.topupUrl, elicited[0].url, 'the link shown is the one in the result');
+      assert.equal((await topupOf(api, elicited[0].url!)).status, 'OPEN');
+      assert.match(
+        res.content[0].text!,
+        /^INSUFFICIENT_CREDITS \(HTTP 402\): .*The human was shown this link and declined it/,
+      );
+      assert.deepEqual(await api.listDeployments(), []);
+    });
+
+    it('gives any other client the checkout link in the result; paid, the same idempotencyKey rents', async () => {
+      const { api, call } = await unfunded();
+      const res = await call('create_rental', RENT);
+      assert.equal(res.isError, true);
+      const { topupUrl, next, idempotencyKey, code } = res.structuredContent;
+      assert.equal(code, 'INSUFFICIENT_CREDITS');
+      assert.equal((await topupOf(api, topupUrl)).amountMinor, 500);
+      assert.ok(res.content[0].text!.includes(topupUrl), 'in the text for hosts that show text only');
+      assert.match(next, new RegExp(`call create_rental again with idempotencyKey ${idempotencyKey}`));
+      assert.deepEqual(await api.listDeployments(), []);
+      await payTopup(topupUrl);
+      const paid = await call('create_rental', { ...RENT, idempotencyKey });
+      assert.equal(paid.isError, undefined, JSON.stringify(paid));
+      assert.equal(paid.structuredContent.idempotencyKey, idempotencyKey);
+      await endRental(call, paid.structuredContent.rental.rentalId);
     });
   });
 });

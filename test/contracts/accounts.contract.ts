@@ -83,6 +83,7 @@ export function newAuthorization(o: Partial<AgentAuthorization> = {}): AgentAuth
     approvedAt: null,
     exchangedAt: null,
     createdAt: T0,
+    oauthInteractionUid: null,
     ...o,
   });
 }

@@ -79,6 +79,7 @@ const OWNERS: Record<string, RegExp> = {
   offers: INVENTORY,
   provider_status: INVENTORY,
   provider_drift: /^src\/modules\/inventory\/provider-drift\.repository\.ts$/,
+  oauth_records: /^src\/modules\/oauth\/oauth-records\.repository\.ts$/,
   inventory_state: INVENTORY,
   events: EVENTS,
   event_sequences: EVENTS,

@@ -1,7 +1,8 @@
+import type { Topup } from '@gpu-rental/sdk';
 import { z } from 'zod';
 import { refusal, success } from './guard.js';
 import * as s from './schemas.js';
-import { defineTool } from './tool.js';
+import { defineTool, type ToolDeps } from './tool.js';
 
 // The account's tools: its credits and limits, a first key for a server without one, top-ups, and the key's events.
 
@@ -44,6 +45,11 @@ export const signup = defineTool({
   outputSchema: { account: s.account, configPath: z.string(), next: z.string() },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   run: async (a, deps) => {
+    if (!deps.adoptToken) {
+      return refusal(
+        'REFUSED: this connection already acts as an agent key its owner approved; get_account shows its credits and limits. Nothing was sent.',
+      );
+    }
     if (deps.token) {
       return refusal(
         'REFUSED: this server already has an API key; a signup would make a second, empty account. Nothing was done. ' +
@@ -58,6 +64,14 @@ export const signup = defineTool({
   },
 });
 
+/** The amounts one top-up link may ask for, in cents, as the service takes them. */
+export const TOPUP_MIN_MINOR = 500;
+export const TOPUP_MAX_MINOR = 50000;
+
+/** A hosted card payment link for a human: what create_topup_link makes, and create_rental when refused for credits. */
+export const openTopup = (deps: ToolDeps, amountMinor: number, idempotencyKey: string): Promise<Topup> =>
+  deps.client().createTopup(amountMinor, idempotencyKey);
+
 export const createTopupLink = defineTool({
   name: 'create_topup_link',
   title: 'Create a top-up payment link',
@@ -65,7 +79,7 @@ export const createTopupLink = defineTool({
     'Creates a hosted card payment link for a HUMAN to add credits (amountMinor 500-50000 cents). Only their payment credits the account. ' +
     'Spending tool: needs a server started with GPR_MCP_ALLOW_SPEND=1; when refused, ask a human to run `gpr topup <usd>`.',
   inputSchema: {
-    amountMinor: z.number().int().min(500).max(50000).describe('USD cents'),
+    amountMinor: z.number().int().min(TOPUP_MIN_MINOR).max(TOPUP_MAX_MINOR).describe('USD cents'),
     idempotencyKey: z
       .string()
       .min(1)
@@ -78,7 +92,7 @@ export const createTopupLink = defineTool({
   guarded: 'spends',
   run: async (a, deps) => {
     const key = a.idempotencyKey ?? crypto.randomUUID();
-    return success({ topup: await deps.client().createTopup(a.amountMinor, key), idempotencyKey: key });
+    return success({ topup: await openTopup(deps, a.amountMinor, key), idempotencyKey: key });
   },
 });
 

@@ -10,7 +10,7 @@ import {
   notFoundNext,
   rentalRefusalNext,
 } from '@gpu-rental/sdk';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/server';
 
 /** PEM / OpenSSH / PuTTY private keys and this service's own API tokens. */
 const SECRET_SHAPES = [
@@ -55,11 +55,17 @@ export function guardRefusal(tool: string, what: Guarded): CallToolResult {
   );
 }
 
-/** includePrivateKey on a server without GPR_MCP_ALLOW_SECRETS=1. */
-export const keyRefusal = (): CallToolResult =>
+/**
+ * includePrivateKey on a server without GPR_MCP_ALLOW_SECRETS=1. `savesKeyFiles`: whether this
+ * server saves the key to a file itself (stdio), which the model can use instead.
+ */
+export const keyRefusal = (savesKeyFiles = true): CallToolResult =>
   refusal(
-    'REFUSED: includePrivateKey needs a server started with GPR_MCP_ALLOW_SECRETS=1, so the private key stays out of the conversation. Nothing was revealed. ' +
-      'Next: call reveal_ssh_credentials without includePrivateKey and use keyFile (a 0600 file) and sshCommand.',
+    savesKeyFiles
+      ? 'REFUSED: includePrivateKey needs a server started with GPR_MCP_ALLOW_SECRETS=1, so the private key stays out of the conversation. Nothing was revealed. ' +
+          'Next: call reveal_ssh_credentials without includePrivateKey and use keyFile (a 0600 file) and sshCommand.'
+      : 'REFUSED: this connection does not pass private keys into the conversation, and it has no disk to save one on. Nothing was revealed. ' +
+          'Next: ask a human to connect with `gpr ssh <rentalId>`.',
   );
 
 /** A result that carries a private key or a token where none was asked for. */
@@ -106,6 +112,10 @@ const FAILURE_HOW = {
   waitForCapacity: 'waitForCapacitySeconds and a gpuModel',
 };
 
+/** A refusal of the service as the model reads it: code, status, message, request id and what to do next. */
+export const apiFailureText = (err: GprApiError, next: string): string =>
+  `${err.code} (HTTP ${err.status}): ${err.message} (request id ${err.requestId ?? 'none'}). Next: ${next}`;
+
 /** Every failure as one tool error: code, message, request id and what to do next. 429 becomes "wait N s". */
 export function failure(err: unknown): CallToolResult {
   if (err instanceof GprApiError) {
@@ -125,9 +135,7 @@ export function failure(err: unknown): CallToolResult {
           (err.status >= 500
             ? 'The service is unavailable for now: retry in a minute.'
             : 'Fix the arguments and retry.'));
-    return refusal(
-      `${err.code} (HTTP ${err.status}): ${err.message} (request id ${err.requestId ?? 'none'}). Next: ${next}`,
-    );
+    return refusal(apiFailureText(err, next));
   }
   if (err instanceof GprUnsafeValueError) {
     return refusal(
@@ -158,7 +166,7 @@ const MIN_SECRET_CHARS = 6;
  * Belt and braces: the token, and the secrets a call sent (variable values, a script), are never
  * part of a result, whatever the API returned.
  */
-export function redact(result: CallToolResult, secrets: readonly string[]): CallToolResult {
+export function redact<R extends object>(result: R, secrets: readonly string[]): R | CallToolResult {
   let text = JSON.stringify(result);
   const before = text;
   for (const secret of secrets) {
@@ -170,7 +178,7 @@ export function redact(result: CallToolResult, secrets: readonly string[]): Call
   }
   if (text === before) return result;
   try {
-    return JSON.parse(text) as CallToolResult;
+    return JSON.parse(text) as R;
   } catch {
     // A secret cut through an escape sequence: show nothing rather than a part of it.
     return refusal(

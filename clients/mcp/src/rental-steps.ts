@@ -1,13 +1,49 @@
 import { failureNext, type Rental } from '@gpu-rental/sdk';
-import type { CallToolResult, ServerNotification } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  type CallToolResult,
+  type ClientCapabilities,
+  type ServerContext,
+  type ServerNotification,
+} from '@modelcontextprotocol/server';
 import { refusal } from './guard.js';
 
 // What the rental tools tell the model to do next, and how they report a wait's progress.
 
-/** What a tool call carries besides its arguments: the client's progress token, and a way to notify it. */
+/**
+ * What a tool call carries besides its arguments, whatever the protocol era: the client's
+ * progress token and a way to notify it, what the client can be asked, and what it answered to
+ * an earlier round of the same call.
+ */
 export interface CallExtra {
   _meta?: { progressToken?: string | number };
   sendNotification: (n: ServerNotification) => Promise<void>;
+  /** The client declared URL-mode elicitation (`capabilities.elicitation.url`): it can show a human a link to open. */
+  urlElicitation: boolean;
+  /** The client's answers to the input an earlier round of this call asked for, by key; untrusted. */
+  inputResponses?: Record<string, unknown>;
+  /** The state an earlier round of this call returned, as the client sent it back; untrusted. */
+  requestState?: string;
+}
+
+/**
+ * The one place the SDK's handler context becomes a {@link CallExtra}. A 2026-07-28 request
+ * carries the client's capabilities itself; a 2025-era connection declared them once, at
+ * `initialize`, which `connectionCapabilities` reads.
+ */
+export function callExtra(ctx: ServerContext, connectionCapabilities: () => ClientCapabilities | undefined): CallExtra {
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  const capabilities =
+    (envelope?.[CLIENT_CAPABILITIES_META_KEY] as ClientCapabilities | undefined) ?? connectionCapabilities();
+  const progressToken = ctx.mcpReq._meta?.progressToken;
+  const state = ctx.mcpReq.requestState();
+  return {
+    ...(progressToken === undefined ? {} : { _meta: { progressToken } }),
+    sendNotification: (n) => ctx.mcpReq.notify(n),
+    urlElicitation: capabilities?.elicitation?.url !== undefined,
+    ...(ctx.mcpReq.inputResponses ? { inputResponses: ctx.mcpReq.inputResponses } : {}),
+    ...(typeof state === 'string' ? { requestState: state } : {}),
+  };
 }
 
 /**

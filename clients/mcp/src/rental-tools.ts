@@ -1,5 +1,6 @@
-import { ACTIVE_MEANS, type MachineSettings, type RentalStatus } from '@gpu-rental/sdk';
+import { ACTIVE_MEANS, type GprApiError, type MachineSettings, type RentalStatus } from '@gpu-rental/sdk';
 import { z } from 'zod';
+import { creditRefusal, fundingState, topupAnswer, topupFor } from './funding.js';
 import { refusal, success } from './guard.js';
 import { nextStep, progressReporter, type RentalTarget, targetId, targetRefusal } from './rental-steps.js';
 import * as s from './schemas.js';
@@ -77,7 +78,7 @@ export const createRental = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   guarded: 'spends',
   secretsIn: rentalSecrets,
-  run: async (a: CreateRentalArgs, deps) => {
+  run: async (a: CreateRentalArgs, deps, extra) => {
     if (Boolean(a.offerId) === Boolean(a.gpuModel))
       return refusal('Give exactly one of offerId or gpuModel (with gpuCount and maxHourlyPriceMinor).');
     if (a.gpuModel && (!a.gpuCount || !a.maxHourlyPriceMinor))
@@ -86,22 +87,30 @@ export const createRental = defineTool({
       return refusal(
         'waitForCapacitySeconds needs gpuModel: an exact offer cannot wait for capacity. Rent by gpuModel to wait, or leave it out.',
       );
-    const key = a.idempotencyKey ?? crypto.randomUUID();
-    const extra = {
+    // A call run again after the human saw a top-up link keeps the first round's key.
+    const key =
+      a.idempotencyKey ?? (topupAnswer(extra) ? fundingState(extra)?.idempotencyKey : undefined) ?? crypto.randomUUID();
+    const settings = {
       ...(a.budgetMinor === undefined ? {} : { budgetMinor: a.budgetMinor }),
       ...(a.machine ? { machine: a.machine } : {}),
       ...(a.terminateAfterSeconds === undefined ? {} : { terminateAfterSeconds: a.terminateAfterSeconds }),
     };
     const body = a.offerId
-      ? { offerId: a.offerId, ...extra }
+      ? { offerId: a.offerId, ...settings }
       : {
           gpuModel: a.gpuModel!,
           gpuCount: a.gpuCount!,
           maxHourlyPriceMinor: a.maxHourlyPriceMinor!,
-          ...extra,
+          ...settings,
           ...(a.waitForCapacitySeconds === undefined ? {} : { waitForCapacitySeconds: a.waitForCapacitySeconds }),
         };
-    return success({ rental: await deps.client().createRental(body, key), idempotencyKey: key });
+    try {
+      return success({ rental: await deps.client().createRental(body, key), idempotencyKey: key });
+    } catch (err) {
+      const amountMinor = topupFor(err);
+      if (amountMinor === null) throw err;
+      return creditRefusal(err as GprApiError, amountMinor, key, deps, extra);
+    }
   },
 });
 

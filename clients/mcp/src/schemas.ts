@@ -147,7 +147,11 @@ export const topup = z.looseObject({
   expiresAt: z.string().nullable(),
 });
 
-/** SSH access as reveal_ssh_credentials returns it: every field checked, the key in a file. */
+/**
+ * SSH access as reveal_ssh_credentials returns it: every field checked, the key in a file. A
+ * server without a disk of the caller's (remote) saves no file: `keyFileSaved` is then false and
+ * `keyFile` names where `sshCommand` reads the key, which the caller saves there.
+ */
 export const credentials = z.object({
   deploymentId: z.string(),
   host: z.string(),
@@ -155,6 +159,12 @@ export const credentials = z.object({
   user: z.string(),
   keyFile: z.string().describe('path of the private key, saved with mode 0600; pass it to ssh -i'),
   knownHostsFile: z.string().describe('known_hosts file of this deployment alone'),
+  keyFileSaved: z
+    .boolean()
+    .optional()
+    .describe(
+      'false: this server has no disk of yours and saved nothing; save privateKey to keyFile with mode 0600 before running sshCommand',
+    ),
   sshCommand: z.string().describe('ready to run in a shell; append a remote command to run one'),
   privateKey: z
     .string()

@@ -1,7 +1,9 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { McpServer } from '@modelcontextprotocol/server';
+import { z } from 'zod';
 import { createTopupLink, getAccount, listEvents, signup } from './account-tools.js';
 import { revealSshCredentials } from './access-tools.js';
 import { listGpus, listOffers } from './catalog-tools.js';
+import { callExtra } from './rental-steps.js';
 import { createRental, getRental, listRentals, terminateDeployment } from './rental-tools.js';
 import { callTool, type ToolDefinition, type ToolDeps } from './tool.js';
 
@@ -28,10 +30,15 @@ export const TOOLS: readonly ToolDefinition[] = [
  * carrying a private key is withheld unless the call asked for it on a server allowed to.
  */
 export function registerTools(server: McpServer, deps: ToolDeps): void {
+  // Deprecated for the 2026-07-28 era, whose requests carry their own capabilities; a 2025-era
+  // connection declared them once, at initialize, and this is where the SDK keeps them.
+  const declared = () => server.server.getClientCapabilities();
   for (const tool of TOOLS) {
-    const { name, title, description, inputSchema, outputSchema, annotations } = tool;
-    server.registerTool(name, { title, description, inputSchema, outputSchema, annotations }, (args, extra) =>
-      callTool(tool, deps, args, extra),
+    const { name, title, description, annotations } = tool;
+    const inputSchema = z.object(tool.inputSchema);
+    const outputSchema = z.object(tool.outputSchema);
+    server.registerTool(name, { title, description, inputSchema, outputSchema, annotations }, (args, ctx) =>
+      callTool(tool, deps, args, callExtra(ctx, declared)),
     );
   }
 }

@@ -73,4 +73,8 @@ export class AgentAuthorization {
   /** Minutes of idle GPUs after which the issued key's rentals are warned, then ended; null: never. */
   @Column({ name: 'idle_terminate_minutes', type: 'int', nullable: true })
   idleTerminateMinutes: number | null;
+
+  /** The OAuth interaction (a remote MCP client's /authorize) this session answers; null for the API's sessions. */
+  @Column({ name: 'oauth_interaction_uid', type: 'varchar', length: 64, nullable: true })
+  oauthInteractionUid: string | null;
 }

@@ -35,9 +35,12 @@ export function approvedLimits(row: AgentAuthorization): KeyLimits {
   };
 }
 
-/** A new row's fields; a setup code an owner mints has no requested name, and leaves it to the column's default. */
-export type NewAuthorization = Omit<AgentAuthorization, 'requestedName'> &
-  Partial<Pick<AgentAuthorization, 'requestedName'>>;
+/**
+ * A new row's fields; a setup code an owner mints has no requested name, and only a remote MCP
+ * client's session an OAuth interaction: they leave those to the columns' default (null).
+ */
+export type NewAuthorization = Omit<AgentAuthorization, 'requestedName' | 'oauthInteractionUid'> &
+  Partial<Pick<AgentAuthorization, 'requestedName' | 'oauthInteractionUid'>>;
 
 /** Writes a new session or setup code and answers the row as written. */
 export async function insertAuthorization(
@@ -75,6 +78,16 @@ export function lockBySetupCode(m: EntityManager, setupCodeHash: Buffer): Promis
     .createQueryBuilder('a')
     .setLock('pessimistic_write')
     .where('a.setup_code_hash = :h', { h: setupCodeHash })
+    .getOne();
+}
+
+/** Locks FOR UPDATE the session answering OAuth interaction `uid`, for the decision to issue its key. */
+export function lockByOAuthInteraction(m: EntityManager, uid: string): Promise<AgentAuthorization | null> {
+  return m
+    .getRepository(AgentAuthorization)
+    .createQueryBuilder('a')
+    .setLock('pessimistic_write')
+    .where('a.oauth_interaction_uid = :uid', { uid })
     .getOne();
 }
 
@@ -120,6 +133,10 @@ export interface AgentAuthorizationsRepository {
   lockByApprovalCode(approvalCodeHash: Buffer): Promise<AgentAuthorization | null>;
   /** Locks FOR UPDATE the session or setup code with this setup code hash; null when there is none. In a transaction only. */
   lockBySetupCode(setupCodeHash: Buffer): Promise<AgentAuthorization | null>;
+  /** The session answering OAuth interaction `uid`, as last committed; null when there is none. */
+  byOAuthInteraction(uid: string): Promise<AgentAuthorization | null>;
+  /** Locks FOR UPDATE the session answering OAuth interaction `uid`; null when there is none. In a transaction only. */
+  lockByOAuthInteraction(uid: string): Promise<AgentAuthorization | null>;
   /** Records session `id` APPROVED with the approval's owner and limits; in the transaction that locked it. */
   markApproved(id: string, approval: Approval): Promise<void>;
   /** Records `id` EXCHANGED for key `issuedKeyId` at `at`; in the transaction that locked it and made the key. */
@@ -163,6 +180,14 @@ export class MysqlAgentAuthorizationsRepository implements AgentAuthorizationsRe
 
   lockBySetupCode(setupCodeHash: Buffer): Promise<AgentAuthorization | null> {
     return lockBySetupCode(transactionOf(this.sql), setupCodeHash);
+  }
+
+  byOAuthInteraction(uid: string): Promise<AgentAuthorization | null> {
+    return managerOf(this.sql).getRepository(AgentAuthorization).findOneBy({ oauthInteractionUid: uid });
+  }
+
+  lockByOAuthInteraction(uid: string): Promise<AgentAuthorization | null> {
+    return lockByOAuthInteraction(transactionOf(this.sql), uid);
   }
 
   markApproved(id: string, approval: Approval): Promise<void> {

@@ -51,6 +51,14 @@ export interface AuthorizationDescription {
   approvalUrl: string;
   /** The name the agent gave itself, if any: untrusted text, escape it. */
   requestedName: string | null;
+  /** The OAuth interaction of the remote MCP client that opened the session; null for the API's sessions. */
+  clientInteraction: string | null;
+}
+
+/** A session a remote MCP client's /authorize opens: its OAuth interaction, and the approval code derived for it. */
+export interface OAuthClientSession {
+  interactionUid: string;
+  approvalCode: string;
 }
 
 export interface AgentsOptions {
@@ -103,12 +111,15 @@ export class AgentsService {
   async beginAuthorization(
     clientAddress = 'internal',
     request: BeginAuthorizationRequest = {},
+    client?: OAuthClientSession,
   ): Promise<BeginAuthorizationResponse> {
     this.assertEnabled();
     const requestedName = agentName(request.name);
     await this.limitAddress('begin', clientAddress);
     const setup = mintCode(SETUP_CODE_TAG);
-    const approval = mintCode(APPROVAL_CODE_TAG);
+    const approval = client
+      ? { code: client.approvalCode, hash: sha256(client.approvalCode) }
+      : mintCode(APPROVAL_CODE_TAG);
     const now = this.clock.now();
     const row = await this.store.read((r) =>
       r.accounts.authorizations.insert({
@@ -127,6 +138,7 @@ export class AgentsService {
         approvedAt: null,
         exchangedAt: null,
         createdAt: now,
+        oauthInteractionUid: client?.interactionUid ?? null,
       }),
     );
     return {
@@ -151,6 +163,7 @@ export class AgentsService {
       expiresAt: row.expiresAt,
       approvalUrl: this.approvalUrl(approvalCode),
       requestedName: row.requestedName,
+      clientInteraction: row.oauthInteractionUid,
     };
   }
 
@@ -286,19 +299,60 @@ export class AgentsService {
           { 'Retry-After': String(wait) },
         );
       }
-      const { key, token } = await this.keys.create(r.accounts, {
-        accountId: row.accountId!,
-        kind: 'AGENT',
-        name: row.name ?? 'agent',
-        scopes: SETUP_SCOPES,
-        origin: row.origin === 'TELEGRAM' ? 'telegram-setup' : 'authorization',
-        issuedByKeyId: row.approvedByKeyId,
-        ...approvedLimits(row),
-      });
-      await r.accounts.authorizations.markExchanged(row.id, key.id, now);
-      return { keyId: key.id, token };
+      return this.issueKey(r.accounts, row, now);
     });
     return { key: await this.agentKeys.describeKey(keyId), token };
+  }
+
+  /** The AGENT key an approved session or setup code `row` (locked) is exchanged for, in the caller's transaction. */
+  private async issueKey(
+    accounts: AccountsRepository,
+    row: AgentAuthorization,
+    now: Date,
+  ): Promise<{ keyId: string; token: string }> {
+    const { key, token } = await this.keys.create(accounts, {
+      accountId: row.accountId!,
+      kind: 'AGENT',
+      name: row.name ?? 'agent',
+      scopes: SETUP_SCOPES,
+      origin: row.origin === 'TELEGRAM' ? 'telegram-setup' : row.oauthInteractionUid ? 'oauth' : 'authorization',
+      issuedByKeyId: row.approvedByKeyId,
+      ...approvedLimits(row),
+    });
+    await accounts.authorizations.markExchanged(row.id, key.id, now);
+    return { keyId: key.id, token };
+  }
+
+  /** Where the session of OAuth interaction `uid` stands; null when the interaction opened none yet. */
+  async clientSession(uid: string): Promise<AuthorizationView | null> {
+    const row = await this.store.read((r) => r.accounts.authorizations.byOAuthInteraction(uid));
+    return row ? this.view(row) : null;
+  }
+
+  /**
+   * The AGENT key the owner's approval of OAuth interaction `uid` issues, once: the session is
+   * exchanged here, by the service, since its client holds no setup code (its tokens act as the
+   * key). Answers the key's id when the session is approved (or was exchanged by an earlier call,
+   * a page loaded twice), and otherwise where it stands.
+   */
+  async issueForClient(uid: string): Promise<{ status: AuthorizationView; keyId: string | null }> {
+    return this.store.transaction(async (r) => {
+      const row = await r.accounts.authorizations.lockByOAuthInteraction(uid);
+      if (!row) throw new AppError('NOT_FOUND', 'No agent authorization answers this OAuth interaction.');
+      const status = this.view(row);
+      if (status === 'EXCHANGED') return { status, keyId: row.issuedKeyId };
+      if (status !== 'APPROVED') return { status, keyId: null };
+      const { keyId } = await this.issueKey(r.accounts, row, this.clock.now());
+      return { status: 'EXCHANGED' as const, keyId };
+    });
+  }
+
+  /** The owner refused OAuth interaction `uid` on its page: the session can no longer be approved (in the bot either). */
+  async refuseClient(uid: string): Promise<void> {
+    await this.store.transaction(async (r) => {
+      const row = await r.accounts.authorizations.lockByOAuthInteraction(uid);
+      if (row && row.status === 'PENDING') await r.accounts.authorizations.markRevoked([row.id]);
+    });
   }
 }
 

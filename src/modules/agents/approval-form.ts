@@ -34,7 +34,12 @@ export class ApprovalCsrf {
   private readonly origin: string;
   private readonly secure: boolean;
 
-  constructor(secretsKey: Buffer, publicBaseUrl: string) {
+  /** @param cookiePath the pages whose forms it guards (the approval page's; the OAuth consent page's). */
+  constructor(
+    secretsKey: Buffer,
+    publicBaseUrl: string,
+    private readonly cookiePath = '/approve',
+  ) {
     this.secret = createHmac('sha256', secretsKey).update('approval-page-csrf').digest();
     const base = new URL(publicBaseUrl);
     this.origin = base.origin;
@@ -50,7 +55,7 @@ export class ApprovalCsrf {
     const nonce = randomBytes(18).toString('base64url');
     res.append(
       'Set-Cookie',
-      `${CSRF_COOKIE}=${nonce}; Path=/approve; Max-Age=1800; HttpOnly; SameSite=Strict${this.secure ? '; Secure' : ''}`,
+      `${CSRF_COOKIE}=${nonce}; Path=${this.cookiePath}; Max-Age=1800; HttpOnly; SameSite=Strict${this.secure ? '; Secure' : ''}`,
     );
     return this.tokenFor(code, nonce);
   }

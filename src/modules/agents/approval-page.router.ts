@@ -19,6 +19,8 @@ interface ApprovalPageDeps {
   clock: Clock;
   log: Logger;
   csrf: ApprovalCsrf;
+  /** Where a remote MCP client's session continues once approved (its consent page). */
+  clientContinueUrl: (interactionUid: string) => string;
 }
 
 type Session = Awaited<ReturnType<AgentsService['describeAuthorization']>>;
@@ -37,8 +39,9 @@ export function approvalPageRouter(services: {
   config: Config;
   clock: Clock;
   logger: Logger;
+  clientContinueUrl: (interactionUid: string) => string;
 }): Router {
-  const { agents, keys, config, clock, logger } = services;
+  const { agents, keys, config, clock, logger, clientContinueUrl } = services;
   const deps: ApprovalPageDeps = {
     agents,
     keys,
@@ -46,6 +49,7 @@ export function approvalPageRouter(services: {
     clock,
     log: logger.child({ component: 'approval-page' }),
     csrf: new ApprovalCsrf(config.secrets.key, config.http.publicBaseUrl),
+    clientContinueUrl,
   };
   const page = (handler: PageHandler) => (req: Request, res: Response) => guarded(deps, handler, req, res);
   const router = Router();
@@ -108,7 +112,11 @@ ${approvalFormHtml(code, csrf.issue(res, code))}
 }
 
 /** POST /approve/{code}: the form's approval with an owner key, or the form again with what to fix. */
-async function approveFromForm({ agents, keys, config, csrf }: ApprovalPageDeps, req: Request, res: Response) {
+async function approveFromForm(
+  { agents, keys, config, csrf, clientContinueUrl }: ApprovalPageDeps,
+  req: Request,
+  res: Response,
+) {
   const code = String(req.params.code ?? '');
   if (!csrf.verify(req, code)) {
     return send(
@@ -146,6 +154,23 @@ async function approveFromForm({ agents, keys, config, csrf }: ApprovalPageDeps,
           ? overOwnLimitsMessage(parsed.limits, principal.key)
           : err.message;
     return retry(err.status, message);
+  }
+  if (session.clientInteraction) {
+    // A GET navigation, not a redirect of this POST: the client's redirect URI is another site,
+    // which the page's form-action policy would refuse to follow.
+    const next = clientContinueUrl(session.clientInteraction);
+    return res
+      .status(200)
+      .set(PAGE_HEADERS)
+      .type('html')
+      .send(
+        renderPage({
+          title: 'Agent approved',
+          refreshSeconds: 1,
+          refreshUrl: next,
+          body: `<p>Approved. Returning you to the app that asked…</p><p><a href="${escapeHtml(next)}">Continue</a></p>`,
+        }),
+      );
   }
   return send(
     res,

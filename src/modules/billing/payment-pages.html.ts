@@ -10,6 +10,8 @@ export interface PageOptions {
   devBanner?: boolean;
   /** Reload after this many seconds (while a payment is being confirmed). */
   refreshSeconds?: number;
+  /** Where the refresh goes (a same-site path); the page itself when absent. */
+  refreshUrl?: string;
 }
 
 const CSS = `
@@ -43,7 +45,7 @@ export function renderPage(o: PageOptions): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
-${o.refreshSeconds ? `<meta http-equiv="refresh" content="${o.refreshSeconds}">\n` : ''}<title>${escapeHtml(o.title)}</title>
+${o.refreshSeconds ? `<meta http-equiv="refresh" content="${o.refreshSeconds}${o.refreshUrl ? `; url=${escapeHtml(o.refreshUrl)}` : ''}">\n` : ''}<title>${escapeHtml(o.title)}</title>
 <style>${CSS}</style>
 </head>
 <body>

@@ -93,6 +93,28 @@ export class KeysService {
     return { key, token: minted.token };
   }
 
+  /**
+   * The AGENT key `keyId` as its principal, read afresh, while it acts (not revoked); null
+   * otherwise. What an OAuth access token and a remote MCP call resolve to, on every request, so
+   * a revoked key stops its tokens at once.
+   */
+  async agentPrincipal(keyId: string): Promise<Principal | null> {
+    let key: ApiKey;
+    try {
+      key = await this.store.read((r) => r.accounts.keys.get(keyId));
+    } catch {
+      return null;
+    }
+    return key.kind === 'AGENT' && !key.revokedAt ? principalOf(key) : null;
+  }
+
+  /** {@link agentPrincipal}, or the uniform 401 UNAUTHENTICATED when the key no longer acts. */
+  async authenticateAgent(keyId: string): Promise<Principal> {
+    const principal = await this.agentPrincipal(keyId);
+    if (!principal) throw unauthenticated();
+    return principal;
+  }
+
   /** Whether `principal` is an operator's key ({@link isOperator}): for the layers that may not import the rule. */
   isOperator(principal: Parameters<typeof isOperator>[0]): boolean {
     return isOperator(principal);

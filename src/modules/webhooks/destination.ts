@@ -213,6 +213,24 @@ export interface PostLimits {
 
 export const POST_LIMITS: PostLimits = { connectMs: 5000, totalMs: 10_000, maxBodyBytes: 64 * 1024 };
 
+/** How a request to a vetted address is made: its method, body and headers, and the trust store TLS checks against. */
+export interface PinnedRequest {
+  method: 'GET' | 'POST';
+  /** Sent as JSON when given. */
+  body?: string;
+  headers: Record<string, string>;
+  /** Certificates TLS trusts instead of the system's (a test's own authority); the name is still checked. */
+  ca?: string | Buffer;
+}
+
+/** What a pinned request answered: its status, headers and the body up to the cap (`truncated` when it went on). */
+export interface PinnedAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  truncated: boolean;
+}
+
 /** POSTs `body` to `url` at its vetted address; answers the status code, throws on refusal, network failure or timeout. */
 export async function postPinned(
   url: URL,
@@ -222,6 +240,21 @@ export async function postPinned(
   limits: PostLimits = POST_LIMITS,
   resolve: Resolver = systemResolver,
 ): Promise<number> {
+  return (await requestPinned(url, { method: 'POST', body, headers }, allowPrivate, limits, resolve)).status;
+}
+
+/**
+ * One request to `url` at its vetted address, within the limits: a webhook's POST, a client
+ * metadata document's GET. Redirects are not followed. Throws {@link DestinationRefused} on a
+ * refused destination, and on a network failure or a timeout.
+ */
+export async function requestPinned(
+  url: URL,
+  request: PinnedRequest,
+  allowPrivate: boolean,
+  limits: PostLimits = POST_LIMITS,
+  resolve: Resolver = systemResolver,
+): Promise<PinnedAnswer> {
   const { address, family } = await vettedAddress(url, allowPrivate, resolve);
   const lookup: LookupFunction = (_host, options, callback) => {
     if (options.all)
@@ -229,26 +262,35 @@ export async function postPinned(
     else callback(null, address, family);
   };
   const client = url.protocol === 'https:' ? https : http;
-  return new Promise<number>((resolve, reject) => {
+  const { body } = request;
+  const headers: Record<string, string> = { ...request.headers };
+  if (body !== undefined) {
+    headers['content-type'] = 'application/json';
+    headers['content-length'] = String(Buffer.byteLength(body));
+  }
+  return new Promise<PinnedAnswer>((resolve, reject) => {
     const req = client.request(
       url,
-      {
-        method: 'POST',
-        lookup,
-        agent: false,
-        headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
-      },
+      { method: request.method, lookup, agent: false, headers, ...(request.ca ? { ca: request.ca } : {}) },
       (res) => {
+        const chunks: Buffer[] = [];
         let read = 0;
+        const answer = (truncated: boolean): PinnedAnswer => ({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).subarray(0, limits.maxBodyBytes),
+          truncated,
+        });
         res.on('data', (chunk: Buffer) => {
           read += chunk.length;
+          if (read <= limits.maxBodyBytes + chunk.length) chunks.push(chunk);
           if (read > limits.maxBodyBytes) {
-            // Enough to know it answered; the rest is not ours to hold.
+            // Enough to know what it answered; the rest is not ours to hold.
             res.destroy();
-            finish(null, res.statusCode ?? 0);
+            finish(null, answer(true));
           }
         });
-        res.on('end', () => finish(null, res.statusCode ?? 0));
+        res.on('end', () => finish(null, answer(false)));
         res.on('error', (err) => finish(err));
       },
     );
@@ -264,13 +306,13 @@ export async function postPinned(
     req.on('socket', (socket) => {
       socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => clearTimeout(connect));
     });
-    function finish(err: Error | null, status?: number): void {
+    function finish(err: Error | null, result?: PinnedAnswer): void {
       if (done) return;
       done = true;
       clearTimeout(total);
       clearTimeout(connect);
       if (err) reject(err);
-      else resolve(status!);
+      else resolve(result!);
     }
     req.on('error', (err) => finish(err));
     req.end(body);

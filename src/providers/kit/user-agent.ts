@@ -10,7 +10,7 @@ export const PRODUCT_NAME = 'gpu-rental';
  * up from here in the source tree and in the build, so the nearest package.json of this product is
  * taken; "unknown" when none is found (a User-Agent without a version still passes an edge gate).
  */
-function readVersion(): string {
+export function readVersion(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 6; i++) {
     try {

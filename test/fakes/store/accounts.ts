@@ -162,13 +162,19 @@ export class MemoryAgentAuthorizationsRepository implements AgentAuthorizationsR
     if (this.rows.has(row.id)) throw new DuplicateEntry(`agent_authorizations.PRIMARY ${row.id}`);
     if (this.rows.first((r) => sameBytes(r.setupCodeHash, row.setupCodeHash)))
       throw new DuplicateEntry('uq_agent_auth_setup');
+    const uid = row.oauthInteractionUid ?? null;
+    if (uid !== null && this.rows.first((r) => r.oauthInteractionUid === uid))
+      throw new DuplicateEntry('agent_authorizations_oauth_interaction');
     const approval = row.approvalCodeHash;
     if (approval !== null && this.rows.first((r) => sameBytes(r.approvalCodeHash, approval)))
       throw new DuplicateEntry('uq_agent_auth_approval');
     // The column's default, as the server fills it.
     this.rows.insert(
       row.id,
-      Object.assign(new AgentAuthorization(), row, { requestedName: row.requestedName ?? null }),
+      Object.assign(new AgentAuthorization(), row, {
+        requestedName: row.requestedName ?? null,
+        oauthInteractionUid: row.oauthInteractionUid ?? null,
+      }),
     );
     return row;
   }
@@ -185,6 +191,15 @@ export class MemoryAgentAuthorizationsRepository implements AgentAuthorizationsR
   async lockBySetupCode(setupCodeHash: Buffer): Promise<AgentAuthorization | null> {
     const row = this.rows.first((r) => sameBytes(r.setupCodeHash, setupCodeHash));
     return row ? toAuthorization(row) : null;
+  }
+
+  async byOAuthInteraction(uid: string): Promise<AgentAuthorization | null> {
+    const row = this.rows.first((r) => r.oauthInteractionUid === uid);
+    return row ? toAuthorization(row) : null;
+  }
+
+  lockByOAuthInteraction(uid: string): Promise<AgentAuthorization | null> {
+    return this.byOAuthInteraction(uid);
   }
 
   async markApproved(id: string, approval: Approval): Promise<void> {

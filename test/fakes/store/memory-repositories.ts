@@ -16,6 +16,7 @@ import { MemoryEventsRepository } from './events.js';
 import { MemoryTelegramRepository } from './telegram.js';
 import { MemoryProviderDriftRepository } from './provider-drift.js';
 import { MemoryReceiptsRepository } from './receipts.js';
+import { MemoryOAuthRecordsRepository } from './oauth-records.js';
 
 /**
  * The aggregates that have a memory twin: all but rentals, whose services (admission, the state
@@ -78,6 +79,10 @@ class MemoryRepositories implements UnitRepositories {
 
   get receipts() {
     return new MemoryReceiptsRepository(this.tables);
+  }
+
+  get oauth() {
+    return new MemoryOAuthRecordsRepository(this.tables);
   }
 
   get rentals() {
