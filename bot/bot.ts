@@ -6,7 +6,7 @@ import { ConversationStore } from '../src/modules/telegram/conversation-store.js
 import type { BotContext } from './context.js';
 import { agentsFeature } from './features/agents.feature.js';
 import { approveFeature, completeApproval } from './features/approve.feature.js';
-import { balanceFeature } from './features/balance.feature.js';
+import { balanceFeature, topupLinkFeature } from './features/balance.feature.js';
 import { completeNewAgent, newAgentFeature } from './features/newagent.feature.js';
 import { notifyFeature } from './features/notify.feature.js';
 import { ownerKeyFeature } from './features/ownerkey.feature.js';
@@ -57,6 +57,7 @@ export function createBot(deps: BotDeps): Bot<BotContext> {
     privateChatsFeature(),
     ownerMiddleware(),
     approveFeature(),
+    topupLinkFeature(),
     startFeature(),
     newAgentFeature(),
     agentsFeature(),

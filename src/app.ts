@@ -162,6 +162,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
       logger: services.logger,
       app: () => app,
       version: readVersion(),
+      botUsername: services.config.telegram.botUsername,
     }),
   );
   app.use(releasesRouter(services.config, services.logger));

@@ -106,10 +106,20 @@ export interface ServiceDeps {
   providers: ProviderRegistry;
   /** Replaces the rentals module's hand-off of paid card orders (tests); null drops them. */
   rentalHandoff?: RentalHandoff | null;
+  /** Certificates TLS trusts for client metadata documents instead of the system's (a test's own authority). */
+  clientMetadataCa?: string;
 }
 
 /** The composition root: builds every service and every job handler once, in dependency order. */
-export function createServices({ config, ds, clock, logger, providers, rentalHandoff }: ServiceDeps): Services {
+export function createServices({
+  config,
+  ds,
+  clock,
+  logger,
+  providers,
+  rentalHandoff,
+  clientMetadataCa,
+}: ServiceDeps): Services {
   const store = createStore(ds);
   // The plugins' drift report is written to the store from now on, in the background.
   providers.drift.attach((batch, max) => store.read((r) => r.providerDrift.record(batch, max)));
@@ -286,7 +296,7 @@ export function createServices({ config, ds, clock, logger, providers, rentalHan
     webhookDeliveries,
     lifecycle,
     receipts,
-    oauth: createAuthorizationServer({ config, store, box, clock, keys, logger }),
+    oauth: createAuthorizationServer({ config, store, box, clock, keys, logger, metadataCa: clientMetadataCa }),
     clientContinueUrl: consentUrl,
     jobDefinitions: definitions,
   };

@@ -2,6 +2,7 @@ import { Composer, InlineKeyboard } from 'grammy';
 import { AppError } from '../../src/errors/app-error.js';
 import { TOPUP_LIMITS } from '../../src/modules/billing/topup-limits.js';
 import { getAccount } from '../../src/modules/accounts/accounts.repository.js';
+import { TOPUP_PAYLOAD } from '../../src/modules/telegram/deep-links.js';
 import { ownerOf, type BotContext } from '../context.js';
 import { html, utc } from '../format.js';
 import { formatUsd, formatUsdShort, notDollarsMessage, parseUsd } from '../../src/vocabulary/money.js';
@@ -9,6 +10,26 @@ import { formatUsd, formatUsdShort, notDollarsMessage, parseUsd } from '../../sr
 const { minimumMinor: TOPUP_MIN, maximumMinor: TOPUP_MAX } = TOPUP_LIMITS;
 const RANGE = `any amount from ${formatUsdShort(TOPUP_MIN)} to ${formatUsdShort(TOPUP_MAX)}`;
 const PRESETS = [1000, 2500, 5000, 10000];
+
+/**
+ * The deep link `/start topup_<cents>` an agent hands its owner when a rental is refused for
+ * credits (the agent's key cannot add any): the same card payment link /topup gives.
+ */
+export function topupLinkFeature(): Composer<BotContext> {
+  const composer = new Composer<BotContext>();
+  composer.command('start', async (ctx, next) => {
+    if (!ctx.match.startsWith('topup_')) return next();
+    const m = TOPUP_PAYLOAD.exec(ctx.match);
+    const amount = m ? Number(m[1]) : NaN;
+    if (!(amount >= TOPUP_MIN && amount <= TOPUP_MAX)) {
+      await ctx.reply(`This top-up link is not valid. Send /topup with ${RANGE}, e.g. /topup 20.`);
+      return;
+    }
+    await ctx.reply(`Your agent asks for ${formatUsd(amount)} of compute credits to start a rental.`);
+    await sendTopupLink(ctx, amount);
+  });
+  return composer;
+}
 
 /** /balance and /topup <usd>. */
 export function balanceFeature(): Composer<BotContext> {

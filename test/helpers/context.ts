@@ -49,6 +49,8 @@ export interface ContextOptions {
   database?: { ds: DataSource; url: string };
   /** Receives every log line at debug level (tests that look for what must never be logged). */
   logTo?: (line: string) => void;
+  /** The authority a test's https client metadata documents are signed by. */
+  clientMetadataCa?: string;
 }
 
 /** The same wiring as main.ts, on the run's test database, with a movable clock. */
@@ -92,7 +94,15 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
   const providers = opts.registry
     ? await opts.registry(config.providers, deps)
     : await createProviderRegistry(config.providers, deps);
-  const services = createServices({ config, ds, clock, logger, providers, rentalHandoff: opts.rentalHandoff });
+  const services = createServices({
+    config,
+    ds,
+    clock,
+    logger,
+    providers,
+    rentalHandoff: opts.rentalHandoff,
+    clientMetadataCa: opts.clientMetadataCa,
+  });
   const app = createApp(services, opts.app);
   const ctx: TestContext = {
     config,

@@ -21,7 +21,8 @@ const TOPUP_INPUT = 'topup';
 /** What a round of create_rental leaves for the next one: the rental's key and the link it offered. */
 interface FundingState {
   idempotencyKey: string;
-  topupId: string;
+  /** Absent when the link was the owner's (the key makes no top-up links of its own). */
+  topupId?: string;
 }
 
 /**
@@ -68,7 +69,9 @@ export function fundingState(extra: CallExtra | undefined): FundingState | null 
     const s = JSON.parse(extra.requestState) as Partial<FundingState>;
     const printable = (v: unknown, max: number) =>
       typeof v === 'string' && v.length >= 1 && v.length <= max && !/[\x00-\x1f\x7f]/.test(v);
-    if (printable(s.idempotencyKey, 128) && printable(s.topupId, 100) && /^[A-Za-z0-9_-]+$/.test(s.topupId!))
+    if (!printable(s.idempotencyKey, 128)) return null;
+    if (s.topupId === undefined) return { idempotencyKey: s.idempotencyKey! };
+    if (printable(s.topupId, 100) && /^[A-Za-z0-9_-]+$/.test(s.topupId!))
       return { idempotencyKey: s.idempotencyKey!, topupId: s.topupId! };
   } catch {
     // Not ours: the call goes on as a first round would.
@@ -96,6 +99,8 @@ export async function creditRefusal(
   try {
     topup = await linkFor(deps, amountMinor, offered);
   } catch (linkErr) {
+    const owners = linkErr instanceof GprApiError && linkErr.code === 'FORBIDDEN' && deps.ownerTopupUrl?.(amountMinor);
+    if (owners) return ownerFunding(err, amountMinor, owners, idempotencyKey, deps, extra, answer);
     const why = linkErr instanceof GprApiError ? `${linkErr.code}: ${linkErr.message}` : (linkErr as Error).message;
     return {
       isError: true,
@@ -148,6 +153,45 @@ export async function creditRefusal(
       idempotencyKey,
       next,
     },
+  };
+}
+
+/**
+ * The answer for a key that makes no top-up links (no `billing` scope, as every agent key an owner
+ * approved): the owner's own way to add credits, by URL, asked for as a top-up link would be.
+ */
+function ownerFunding(
+  err: GprApiError,
+  amountMinor: number,
+  url: string,
+  idempotencyKey: string,
+  deps: ToolDeps,
+  extra: CallExtra | undefined,
+  answer: ReturnType<typeof topupAnswer>,
+): CallToolResult | InputRequiredResult {
+  const price = formatCents(amountMinor);
+  if (extra?.urlElicitation && !answer) {
+    deps.log(`create_rental: ${err.code}: asking the owner to add credits`);
+    return inputRequired({
+      inputRequests: {
+        [TOPUP_INPUT]: inputRequired.elicitUrl({
+          message: `This GPU rental needs more credits, which only the account owner can add: this link asks the owner's Telegram bot for a ${price} card payment link.`,
+          url,
+        }),
+      },
+      requestState: JSON.stringify({ idempotencyKey } satisfies FundingState),
+    });
+  }
+  const shown = answer
+    ? `The human was shown this link and ${answer === 'accept' ? 'opened it; credits have not arrived yet' : 'did not open it'}. `
+    : '';
+  const next =
+    `${shown}This key cannot add credits; the account owner can: give ${url} to the owner (it asks their Telegram bot for a ${price} card payment link; only that payment adds credits). ` +
+    `Once they have paid, call create_rental again with idempotencyKey ${idempotencyKey}.`;
+  return {
+    isError: true,
+    content: [{ type: 'text', text: apiFailureText(err, next) }],
+    structuredContent: { code: err.code, topupUrl: url, idempotencyKey, next },
   };
 }
 

@@ -46,6 +46,12 @@ export interface ToolDeps {
    * for an agent key its owner approved). Absent: `stdio` when `adoptToken` is given, else `remote`.
    */
   instructions?: InstructionsVariant;
+  /**
+   * Where the account's owner adds `amountMinor` cents of credits by URL (the owner's Telegram
+   * bot), for a key that cannot make top-up links itself (no `billing` scope): what a credit
+   * refusal then asks for. Absent, or null: such a refusal says to ask the owner.
+   */
+  ownerTopupUrl?: (amountMinor: number) => string | null;
   log: (line: string) => void;
 }
 

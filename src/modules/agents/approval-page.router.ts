@@ -10,6 +10,7 @@ import { describeRentalLength } from '../keys/rental-length.js';
 import type { KeysService } from '../keys/keys.service.js';
 import { ApprovalCsrf, approvalFormHtml, limitsFromForm, overOwnLimitsMessage } from './approval-form.js';
 import { pollIntervalSeconds, type AgentsService } from './agents.service.js';
+import { approvePayload, deepLink } from '../telegram/deep-links.js';
 
 /** What the approval page reads and acts with. */
 interface ApprovalPageDeps {
@@ -87,7 +88,7 @@ async function requestPage({ agents, config, clock, csrf }: ApprovalPageDeps, re
     `  -d '{"approvalCode": "${code}", "maxPerRentalMinor": 2000, "budgetLimitMinor": 10000, "maxConcurrentDeployments": 1}'`,
   ].join('\n');
   const telegram = config.telegram.botUsername
-    ? `<p class="actions"><a href="https://t.me/${encodeURIComponent(config.telegram.botUsername)}?start=approve_${encodeURIComponent(code)}" style="display:inline-block;padding:.75rem 1.5rem;border-radius:6px;background:var(--accent);color:var(--card);font-weight:600;text-decoration:none">Approve in Telegram</a></p>
+    ? `<p class="actions"><a href="${escapeHtml(deepLink(config.telegram.botUsername, approvePayload(code)))}" style="display:inline-block;padding:.75rem 1.5rem;border-radius:6px;background:var(--accent);color:var(--card);font-weight:600;text-decoration:none">Approve in Telegram</a></p>
 <p class="muted">The bot asks you for the limits, then approves.</p>`
     : '<p class="muted">The Telegram bot is not configured on this service; approve with the API call below.</p>';
   const who = session.requestedName

@@ -10,6 +10,7 @@ import type { Logger } from '../../logger.js';
 import { MCP_PATH, TokenRefused, type AuthorizationServer } from '../oauth/authorization-server.js';
 import { PROTECTED_RESOURCE_METADATA_PATH } from '../oauth/oauth.router.js';
 import { inProcessFetch } from './in-process-fetch.js';
+import { deepLink, topupPayload } from '../telegram/deep-links.js';
 
 /** The largest JSON-RPC body /mcp reads: a create_rental with machine settings fits many times over. */
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -27,6 +28,8 @@ export interface RemoteMcpDeps {
   /** This process's app, which the tools call in-process for the token's key. */
   app: () => (req: IncomingMessage, res: ServerResponse) => void;
   version: string;
+  /** The owner bot's username (TELEGRAM_BOT_USERNAME): where an agent key's owner adds credits by URL. */
+  botUsername?: string;
 }
 
 /**
@@ -57,6 +60,9 @@ export function remoteMcpRouter(deps: RemoteMcpDeps): Router {
             })),
           allowSpend: true,
           allowSecrets: true,
+          // The token's key never holds `billing`: credits are asked of its owner, in the bot.
+          ownerTopupUrl: (amountMinor) =>
+            deps.botUsername ? deepLink(deps.botUsername, topupPayload(amountMinor)) : null,
           log: (line) => log.debug({ keyId: caller.keyId }, line),
         },
         { version: deps.version },

@@ -8,6 +8,7 @@ import { ApprovalCsrf, approvalFormHtml } from '../agents/approval-form.js';
 import { SETUP_SCOPES, type AgentsService, type AuthorizationView } from '../agents/agents.service.js';
 import { APPROVAL_CODE_TAG } from '../keys/tokens.js';
 import { agentName } from '../keys/key-name.js';
+import { approvePayload, deepLink } from '../telegram/deep-links.js';
 import { CONSENT_PATH, type AuthorizationServer } from './authorization-server.js';
 
 interface ConsentDeps {
@@ -178,7 +179,7 @@ async function consentPage(deps: ConsentDeps, req: Request, res: Response) {
       ? `<p>Its description is published at <code>${escapeHtml(c.clientId)}</code>, which this service fetched: the app is run from <strong>${escapeHtml(new URL(c.clientId).host)}</strong>.</p>`
       : `<p>It registered itself with this service a moment ago${c.clientUri ? `, saying it comes from <code>${escapeHtml(c.clientUri)}</code>` : ''}: <strong>unverified</strong>. Approve only a connection you started yourself.</p>`;
     const telegram = config.telegram.botUsername
-      ? `<p class="actions"><a href="https://t.me/${encodeURIComponent(config.telegram.botUsername)}?start=approve_${encodeURIComponent(code)}" style="display:inline-block;padding:.75rem 1.5rem;border-radius:6px;background:var(--accent);color:var(--card);font-weight:600;text-decoration:none">Approve in Telegram</a></p>
+      ? `<p class="actions"><a href="${escapeHtml(deepLink(config.telegram.botUsername, approvePayload(code)))}" style="display:inline-block;padding:.75rem 1.5rem;border-radius:6px;background:var(--accent);color:var(--card);font-weight:600;text-decoration:none">Approve in Telegram</a></p>
 <p class="muted">The bot asks you for the limits, then approves; this page continues by itself.</p>`
       : '';
     return `<p>${who} asks to act as an AI agent on your account: to rent GPU machines paid from your compute credits, within limits you set now. It never sees your own credentials, never adds credits, and you can revoke it at any time (/agents in the Telegram bot, or GET /api/v1/agent-keys).</p>

@@ -15,6 +15,8 @@ export function createAuthorizationServer(deps: {
   clock: Clock;
   keys: KeysService;
   logger: Logger;
+  /** Certificates TLS trusts for client metadata documents instead of the system's (tests). */
+  metadataCa?: string;
 }): AuthorizationServer {
   const { config, keys } = deps;
   return new AuthorizationServer({
@@ -31,6 +33,10 @@ export function createAuthorizationServer(deps: {
     publicBaseUrl: config.http.publicBaseUrl,
     secretsKey: config.secrets.key,
     behindProxy: config.http.trustProxy !== false,
-    metadata: { allowPrivate: config.webhooks.allowPrivateDestinations, limits: METADATA_LIMITS },
+    metadata: {
+      allowPrivate: config.webhooks.allowPrivateDestinations,
+      limits: METADATA_LIMITS,
+      ...(deps.metadataCa ? { ca: deps.metadataCa } : {}),
+    },
   });
 }
