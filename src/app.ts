@@ -154,7 +154,7 @@ export function createApp(services: Services, options: AppOptions = {}): Express
   app.use(approvalPageRouter(services));
   // Remote MCP and its OAuth: before the JSON body parser, since each reads its own bodies.
   app.use(consentRouter(services));
-  app.use(oauthRouter(services.oauth, services.rateLimiter));
+  app.use(oauthRouter(services.oauth, services.rateLimiter, services.config.agents.oauthRatePerMinute));
   app.use(
     remoteMcpRouter({
       oauth: services.oauth,

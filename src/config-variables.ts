@@ -173,6 +173,13 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
       'Per client address and minute: agent authorizations begun plus setup-code exchanges. An agent polling the exchange at its `Retry-After` pace, ceil(60 / (rate − 1)) seconds, never meets it.',
   },
   {
+    name: 'OAUTH_RATE_PER_MINUTE',
+    section: 'Agents and rate limits',
+    default: '30',
+    meaning:
+      'Per client address and minute: OAuth client registrations plus authorization requests of remote MCP clients (each may open a consent session and fetch a client metadata document).',
+  },
+  {
     name: 'PUSH_MAX_PER_KEY',
     section: 'Agents and rate limits',
     default: '20',

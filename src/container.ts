@@ -24,6 +24,7 @@ import { CredentialsService } from './modules/credentials/credentials.service.js
 import { SecretBox } from './modules/credentials/secret-box.js';
 import type { AuthorizationServer } from './modules/oauth/authorization-server.js';
 import { createAuthorizationServer } from './modules/oauth/oauth-services.js';
+import { OAUTH_PURGE_EVERY_MS } from './modules/oauth/authorization-server.js';
 import { consentUrl } from './modules/oauth/consent.router.js';
 import { ReceiptsService } from './modules/receipts/receipts.service.js';
 import { RentalReadsService } from './modules/rentals/reads/rental-reads.service.js';
@@ -198,6 +199,7 @@ export function createServices({
   });
   // Every lock lifetime is stated (at most MAX_JOB_LOCK_LIFETIME_MS, docs/operations.md): longer
   // than a run can take, short enough that a dead worker's lock does not stop the job for long.
+  const oauth = createAuthorizationServer({ config, store, box, clock, keys, logger, metadataCa: clientMetadataCa });
   const definitions = jobDefinitions({
     // A run: provider calls (30 s each at most) and one machine check (its SSH bounds, under 40 s).
     'rental.provision': {
@@ -242,6 +244,13 @@ export function createServices({
       // Providers are asked in parallel, each call cut at 30 s: a hanging one cannot hold the sweep long.
       lockLifetimeMs: 120_000,
       concurrency: 1,
+    },
+    // The authorization server's expired records (codes, interactions, tokens): a few deletes.
+    'oauth.purge': {
+      handler: async () => void (await oauth.purgeExpired()),
+      everyMs: OAUTH_PURGE_EVERY_MS,
+      concurrency: 1,
+      lockLifetimeMs: 60_000,
     },
     'payments.reconcile': {
       handler: async () => void (await reconcilePayments({ payments, logger })),
@@ -296,7 +305,7 @@ export function createServices({
     webhookDeliveries,
     lifecycle,
     receipts,
-    oauth: createAuthorizationServer({ config, store, box, clock, keys, logger, metadataCa: clientMetadataCa }),
+    oauth,
     clientContinueUrl: consentUrl,
     jobDefinitions: definitions,
   };

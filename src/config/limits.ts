@@ -6,6 +6,8 @@ export interface AgentsConfig {
   v1Enabled: boolean;
   /** Per client address: agent authorizations begun plus setup-code exchanges per minute. */
   setupRatePerMinute: number;
+  /** Per client address: OAuth client registrations plus authorization requests (remote MCP) per minute. */
+  oauthRatePerMinute: number;
 }
 
 /** Headless signup's rates. */
@@ -26,11 +28,12 @@ export interface PushConfig {
   open: number | undefined;
 }
 
-/** AGENT_V1_ENABLED and AGENT_SETUP_RATE_PER_MINUTE. */
+/** AGENT_V1_ENABLED, AGENT_SETUP_RATE_PER_MINUTE and OAUTH_RATE_PER_MINUTE. */
 export function readAgents(env: Env): AgentsConfig {
   return {
     v1Enabled: bool(env, 'AGENT_V1_ENABLED', true),
     setupRatePerMinute: int(env, 'AGENT_SETUP_RATE_PER_MINUTE', 60, 1, 1_000_000),
+    oauthRatePerMinute: int(env, 'OAUTH_RATE_PER_MINUTE', 30, 1, 1_000_000),
   };
 }
 

@@ -17,6 +17,7 @@ export interface JobPayloads {
   'rental.reconcile': NoPayload;
   'inventory.refresh': NoPayload;
   'payments.reconcile': NoPayload;
+  'oauth.purge': NoPayload;
   'notifications.collect': NoPayload;
   'notifications.deliver': NotificationJob;
   'webhooks.dispatch': NoPayload;

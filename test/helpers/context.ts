@@ -69,6 +69,7 @@ export async function createTestContext(opts: ContextOptions = {}): Promise<Test
     SIGNUP_RATE_PER_ADDRESS_PER_MINUTE: '1000000',
     // Every test client is 127.0.0.1, on the real clock; tests of this limit set their own.
     AGENT_SETUP_RATE_PER_MINUTE: '1000000',
+    OAUTH_RATE_PER_MINUTE: '1000000',
     ...opts.env,
   });
   const logger = opts.logTo

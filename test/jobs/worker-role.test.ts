@@ -65,6 +65,7 @@ describe('jobs: the worker role', function () {
         rows.map((r) => [r.name, r.type, r.repeat_interval, r.locked_at]),
         [
           ['inventory.refresh', 'single', '1000', null],
+          ['oauth.purge', 'single', String(10 * 60 * 1000), null],
           ['payments.reconcile', 'single', String(5 * 60 * 1000), null],
           ['rental.idle', 'single', '10000', null],
           ['rental.meter', 'single', '15000', null],

@@ -24,6 +24,9 @@ export const CONSENT_PATH = `${OAUTH_PATH}/consent`;
 /** Access tokens live a quarter of an hour; a client refreshes, and each refresh rotates the refresh token. */
 export const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
 export const REFRESH_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
+/** How often expired records are deleted, and how many at most per statement. */
+export const OAUTH_PURGE_EVERY_MS = 10 * 60_000;
+const PURGE_BATCH = 1000;
 /**
  * An interaction outlives the agent authorization session it opens by a minute, so a session
  * that expired unapproved can still send the client its error rather than leave it waiting.
@@ -197,6 +200,21 @@ export class AuthorizationServer {
   /** The Node handler for everything below {@link OAUTH_PATH} (mounted there, the path stripped). */
   handler(): (req: IncomingMessage, res: ServerResponse) => void {
     return this.provider.callback();
+  }
+
+  /**
+   * Deletes the records that expired (a minute ago, so a request at the edge still finds its
+   * own), a batch at a time; answers how many. A record is refused once expired anyway: this
+   * only keeps the table to what can still be used.
+   */
+  async purgeExpired(): Promise<number> {
+    const before = new Date(this.deps.clock.now().getTime() - 60_000);
+    let purged = 0;
+    for (;;) {
+      const n = await this.deps.store.read((r) => r.oauth.purgeExpired(before, PURGE_BATCH));
+      purged += n;
+      if (n < PURGE_BATCH) return purged;
+    }
   }
 
   /**

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import express, { Router, type Request, type Response } from 'express';
 import type { Config } from '../../config.js';
+import { AppError } from '../../errors/app-error.js';
 import { clientAddress } from '../../http/client-address.js';
 import type { Logger } from '../../logger.js';
 import { escapeHtml, failurePage, PAGE_HEADERS, renderPage } from '../billing/payment-pages.html.js';
@@ -112,10 +113,16 @@ const gone = (res: Response) =>
     '<p>This connection request has ended (it was completed, refused or expired), or it was opened in another browser. Nothing more can be approved here: start the connection again from your app.</p>',
   );
 
+/** The OAuth error of a session the service would not open, by the refusal's code. */
+const NOT_OPENED: Record<string, string> = {
+  AGENTS_DISABLED: 'access_denied',
+  RATE_LIMITED: 'temporarily_unavailable',
+};
+
 /** What the OAuth error of a session that ended without approval says. */
 const ENDED: Partial<Record<AuthorizationView, string>> = {
   EXPIRED: 'The account owner did not approve the connection within 10 minutes.',
-  REVOKED: 'The account owner refused the connection.',
+  REVOKED: 'The account owner refused the connection (or revoked the key that approved it).',
 };
 
 /** GET: opens the session on the first visit, shows it while pending, and finishes the interaction once it is decided. */
@@ -130,11 +137,23 @@ async function consentPage(deps: ConsentDeps, req: Request, res: Response) {
   const approvalCode = approvalCodeFor(deps.approvalSecret, uid);
   let status = await agents.clientSession(uid);
   if (status === null) {
-    await agents.beginAuthorization(
-      clientAddress(req),
-      { name: displayName(client.clientName) ?? undefined },
-      { interactionUid: uid, approvalCode },
-    );
+    try {
+      await agents.beginAuthorization(
+        clientAddress(req),
+        { name: displayName(client.clientName) ?? undefined },
+        { interactionUid: uid, approvalCode },
+      );
+    } catch (err) {
+      // What the service refuses to open (agents switched off, too many requests from this
+      // address) the client hears as the OAuth error it can act on.
+      if (!(err instanceof AppError) || !(err.code in NOT_OPENED)) throw err;
+      return oauth.provider.interactionFinished(
+        req,
+        res,
+        { error: NOT_OPENED[err.code], error_description: err.message },
+        { mergeWithLastSubmission: false },
+      );
+    }
     status = 'PENDING';
   }
   if (status === 'APPROVED' || status === 'EXCHANGED') {

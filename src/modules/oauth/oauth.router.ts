@@ -1,4 +1,4 @@
-import { Router, type Request, type Response } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import { addressBucket, clientAddress } from '../../http/client-address.js';
 import { SETUP_SCOPES } from '../agents/agents.service.js';
@@ -9,16 +9,13 @@ export const PROTECTED_RESOURCE_METADATA_PATH = `/.well-known/oauth-protected-re
 /** Where RFC 8414 puts the metadata of an issuer with a path: the well-known prefix before it. */
 export const AUTHORIZATION_SERVER_METADATA_PATH = `/.well-known/oauth-authorization-server${OAUTH_PATH}`;
 
-/** Dynamic registrations one client address may make a minute: a registration is a row kept for a month. */
-const REGISTRATIONS_PER_MINUTE = 10;
-
 /**
  * The authorization server's HTTP face: the resource's metadata (RFC 9728), the server's
  * metadata (RFC 8414, and OpenID discovery below the issuer, both the library's document), and
  * the library's endpoints below {@link OAUTH_PATH}. Mounted before the JSON body parser: the
  * library reads its own bodies.
  */
-export function oauthRouter(oauth: AuthorizationServer, rateLimiter: RateLimiter): Router {
+export function oauthRouter(oauth: AuthorizationServer, rateLimiter: RateLimiter, ratePerMinute: number): Router {
   const router = Router();
   const handler = oauth.handler();
   const resourceMetadata = {
@@ -40,19 +37,26 @@ export function oauthRouter(oauth: AuthorizationServer, rateLimiter: RateLimiter
     req.url = '/.well-known/openid-configuration';
     handler(req, res);
   });
-  router.post(`${OAUTH_PATH}/register`, async (req, _res, next) => {
-    try {
-      await rateLimiter.hit(
-        `oauth-register:${addressBucket(clientAddress(req))}`,
-        REGISTRATIONS_PER_MINUTE,
-        60,
-        'client registrations from this address',
-      );
-      next();
-    } catch (err) {
-      next(err);
-    }
-  });
+  // A registration is a row kept, and each authorization request may open a consent session and
+  // fetch a client's metadata document: both are counted per client address (one budget,
+  // OAUTH_RATE_PER_MINUTE) before the library sees them.
+  const limit =
+    (what: string): RequestHandler =>
+    async (req, _res, next) => {
+      try {
+        await rateLimiter.hit(
+          `oauth:${addressBucket(clientAddress(req))}`,
+          ratePerMinute,
+          60,
+          `OAuth ${what} requests from this address`,
+        );
+        next();
+      } catch (err) {
+        next(err);
+      }
+    };
+  router.post(`${OAUTH_PATH}/register`, limit('registration'));
+  router.get(`${OAUTH_PATH}/authorize`, limit('authorization'));
   router.use(OAUTH_PATH, (req, res) => handler(req, res));
   return router;
 }

@@ -3,6 +3,8 @@ import type { MemoryTables } from './memory-store.js';
 
 const keyOf = (model: string, idHash: string) => `${model}\u0000${idHash}`;
 const live = (r: OAuthRecord, now: Date) => r.expiresAt === null || r.expiresAt.getTime() > now.getTime();
+/** A row as read: the tables' copies turn a Buffer into a plain byte array, as a driver would not. */
+const asRead = (r: OAuthRecord): OAuthRecord => ({ ...r, payload: Buffer.from(r.payload) });
 
 /** `oauth_records` in memory, keyed as its primary key is. */
 export class MemoryOAuthRecordsRepository implements OAuthRecordsRepository {
@@ -19,17 +21,17 @@ export class MemoryOAuthRecordsRepository implements OAuthRecordsRepository {
 
   async find(model: string, idHash: string, now: Date): Promise<OAuthRecord | null> {
     const row = this.rows.get(keyOf(model, idHash));
-    return row && live(row, now) ? { ...row } : null;
+    return row && live(row, now) ? asRead(row) : null;
   }
 
   async findByUid(model: string, uidHash: string, now: Date): Promise<OAuthRecord | null> {
     const row = this.rows.first((r) => r.model === model && r.uidHash === uidHash && live(r, now));
-    return row ? { ...row } : null;
+    return row ? asRead(row) : null;
   }
 
   async findByUserCode(model: string, userCodeHash: string, now: Date): Promise<OAuthRecord | null> {
     const row = this.rows.first((r) => r.model === model && r.userCodeHash === userCodeHash && live(r, now));
-    return row ? { ...row } : null;
+    return row ? asRead(row) : null;
   }
 
   async consume(model: string, idHash: string, at: Date): Promise<void> {
