@@ -25,10 +25,12 @@ COPY migrations ./migrations
 COPY plugins ./plugins
 COPY bot ./bot
 COPY src ./src
-# build.mjs generates the tsoa routes and compiles src, bot, plugins and migrations to dist/, so
-# the running service needs neither tsx nor TypeScript; release builds the clients and packs the
-# releases the service serves at /releases.
-RUN npm run build && npm run release
+# release builds the clients (the SDK to clients/sdk/dist among them) and packs the releases the
+# service serves at /releases; then build.mjs generates the tsoa routes and compiles src, bot,
+# plugins and migrations to dist/, so the running service needs neither tsx nor TypeScript. The
+# clients come first: the remote MCP endpoint imports the SDK, whose types the compile reads from
+# its build.
+RUN npm run release && npm run build
 
 # ---- runtime: production dependencies and dist/ only ----
 FROM ${NODE_IMAGE} AS runtime
@@ -43,6 +45,9 @@ COPY clients/cli/package.json clients/cli/
 COPY clients/mcp/package.json clients/mcp/
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# The api imports @gpu-rental/sdk (remote MCP's tools call the API through it): npm ci links the
+# workspace, and its package.json points into this build.
+COPY --from=build /app/clients/sdk/dist ./clients/sdk/dist
 COPY --from=build /app/releases ./releases
 COPY deploy/container/healthcheck.mjs ./deploy/container/healthcheck.mjs
 # Files stay root's and read-only to the service, which writes nothing to its own directory.

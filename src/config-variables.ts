@@ -1,7 +1,4 @@
-/**
- * The declarations of the environment variables src/config.ts reads, kept apart from the parsing
- * so neither file grows past reading. The documentation is generated from them.
- */
+/** The environment variables src/config.ts reads, apart from the parsing; the documentation is generated from them. */
 
 /** A heading of docs/configuration.md; variables are listed under the heading they name. */
 export type ConfigSection =
@@ -176,8 +173,7 @@ export const CONFIG_VARIABLES: readonly ConfigVariable[] = [
     name: 'OAUTH_RATE_PER_MINUTE',
     section: 'Agents and rate limits',
     default: '30',
-    meaning:
-      'Per client address and minute: OAuth client registrations plus authorization requests of remote MCP clients (each may open a consent session and fetch a client metadata document).',
+    meaning: "Per client address and minute: remote MCP's OAuth client registrations plus authorization requests.",
   },
   {
     name: 'PUSH_MAX_PER_KEY',

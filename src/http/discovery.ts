@@ -4,15 +4,32 @@ import express, { Router, type Request, type Response } from 'express';
 import { envelope } from '../errors/envelope.js';
 import { openApiDocument } from './openapi.js';
 import { releasesManifestUrl, renderLlmsTxt } from './quickstart.js';
+import {
+  AUTHORIZATION_SERVER_METADATA_PATH,
+  MCP_PATH,
+  PROTECTED_RESOURCE_METADATA_PATH,
+} from '../vocabulary/remote-mcp.js';
 import { RECEIPT_KEYS_PATH } from '../vocabulary/receipts.js';
 
-/** Where an agent that knows only the base URL goes next. */
+/** Where an agent that knows only the base URL goes next (a hosted agent: to `links.mcp`). */
 export interface ApiIndex {
   name: string;
   description: string;
   apiVersion: string;
   links: Record<
-    'openapi' | 'docs' | 'llms' | 'gpus' | 'offers' | 'signup' | 'providers' | 'health' | 'releases' | 'receiptKeys',
+    | 'openapi'
+    | 'docs'
+    | 'llms'
+    | 'gpus'
+    | 'offers'
+    | 'signup'
+    | 'providers'
+    | 'health'
+    | 'releases'
+    | 'receiptKeys'
+    | 'mcp'
+    | 'mcpResourceMetadata'
+    | 'oauthAuthorizationServer',
     string
   >;
 }
@@ -20,7 +37,8 @@ export interface ApiIndex {
 export function apiIndex(base: string, releasesUrl: string): ApiIndex {
   return {
     name: 'GPU Rental API',
-    description: 'Rent GPU machines by the hour over HTTP. Start with llms (a quickstart) or openapi (the contract).',
+    description:
+      'Rent GPU machines by the hour over HTTP. Start with llms (a quickstart) or openapi (the contract); an agent host that adds MCP servers by URL connects to mcp.',
     apiVersion: 'v1',
     links: {
       openapi: `${base}/api/openapi.json`,
@@ -33,6 +51,10 @@ export function apiIndex(base: string, releasesUrl: string): ApiIndex {
       health: `${base}/healthz`,
       releases: releasesManifestUrl(releasesUrl),
       receiptKeys: `${base}${RECEIPT_KEYS_PATH}`,
+      // Remote MCP for hosted agents: the endpoint, and where its OAuth is described.
+      mcp: `${base}${MCP_PATH}`,
+      mcpResourceMetadata: `${base}${PROTECTED_RESOURCE_METADATA_PATH}`,
+      oauthAuthorizationServer: `${base}${AUTHORIZATION_SERVER_METADATA_PATH}`,
     },
   };
 }

@@ -1,3 +1,8 @@
+import {
+  AUTHORIZATION_SERVER_METADATA_PATH,
+  MCP_PATH,
+  PROTECTED_RESOURCE_METADATA_PATH,
+} from '../vocabulary/remote-mcp.js';
 import { AUTH_HINT, IDEMPOTENCY_KEY_HINT, UUID_SHELL } from '../vocabulary/access-hints.js';
 import { BUDGET_RULE } from '../vocabulary/budget-hints.js';
 import {
@@ -184,6 +189,23 @@ function renderSteps(base: string): string[] {
   return out;
 }
 
+/** `/llms.txt`'s section on connecting by URL, for an agent run by a host rather than on a machine of its own. */
+function remoteMcpSection(base: string): string[] {
+  return [
+    '## Remote MCP (hosted agents)',
+    '',
+    `An agent host that adds MCP servers by URL connects to ${base}${MCP_PATH} (Streamable HTTP); no key is configured. ` +
+      'It signs in with OAuth: the first call answers 401 naming the resource metadata, the host registers itself and opens an authorization page, ' +
+      "and the account owner approves there (in Telegram, or with an owner key), setting the agent's limits. " +
+      'The tools then act as the AGENT key that approval issued (scopes read, rent and manage, never billing), which the owner lists and revokes with the other agent keys; ' +
+      "credits are the owner's to add (a rental refused for them says how, usually with a link to hand the owner). There is no signup over this connection, and `reveal_ssh_credentials` returns the private key only when called with `includePrivateKey`.",
+    '',
+    `- Protected resource metadata: ${base}${PROTECTED_RESOURCE_METADATA_PATH}`,
+    `- Authorization server metadata: ${base}${AUTHORIZATION_SERVER_METADATA_PATH}`,
+    '',
+  ];
+}
+
 /** Where the client releases are listed (`{releases_url}/latest.json`). */
 export function releasesManifestUrl(releasesUrl: string): string {
   return `${releasesUrl.replace(/\/+$/, '')}/${MANIFEST_FILE}`;
@@ -244,11 +266,13 @@ export function renderLlmsTxt(base: string, releasesUrl: string): string {
     `npm install -g "$(curl -s ${manifest} | node -p 'JSON.parse(require("fs").readFileSync(0)).artifacts.cli.url')"`,
     '```',
     '',
+    ...remoteMcpSection(base),
     '## Reference',
     '',
     `- OpenAPI document: ${base}/api/openapi.json`,
     `- Readable reference: ${base}/docs`,
     `- Index of links: ${base}/api/v1`,
+    `- Remote MCP endpoint (OAuth): ${base}${MCP_PATH}`,
     `- Client releases: ${manifest}`,
     `- Teardown receipt keys (JWK Set; check a rental's \`GET /api/v1/rentals/{id}/receipt\` against them, e.g. \`gpr receipt verify <rental id>\`): ${base}${RECEIPT_KEYS_PATH}`,
     '',

@@ -9,6 +9,7 @@ import {
   WAIT_FOR_CAPACITY_RULE,
 } from '../../src/vocabulary/machine-hints.js';
 import { DISCOVERY_STEP, MACHINE_EXAMPLE, QUICKSTART_STEPS, curlOf } from '../../src/http/quickstart.js';
+import { OAUTH_PATH } from '../../src/vocabulary/remote-mcp.js';
 import type { Json } from '../../src/http/openapi.js';
 import { ROUTE_FACTS, specRoutes } from '../../src/http/route-facts.js';
 import { newSigningSecret, signedHeaders } from '../../src/modules/webhooks/webhook-signing.js';
@@ -122,6 +123,43 @@ describe('discovery: index, llms.txt and the OpenAPI document', () => {
       'llms.txt shows how to install gpr from this service',
     );
     assert.match(llms, /^- Client releases: http:\/\/gpu\.test\/releases\/latest\.json$/m);
+  });
+
+  it('links remote MCP from / and /llms.txt, at the addresses the endpoint and its OAuth metadata answer', async () => {
+    const links = (await ctx.api.get('/')).body.data.links;
+    assert.deepEqual(
+      { mcp: links.mcp, resource: links.mcpResourceMetadata, server: links.oauthAuthorizationServer },
+      {
+        mcp: 'http://gpu.test/mcp',
+        resource: 'http://gpu.test/.well-known/oauth-protected-resource/mcp',
+        server: 'http://gpu.test/.well-known/oauth-authorization-server/oauth',
+      },
+    );
+    const path = (url: string) => new URL(url).pathname;
+    const unauthorized = await ctx.api
+      .post(path(links.mcp))
+      .set('Host', 'gpu.test')
+      .set('Accept', 'application/json, text/event-stream')
+      .send({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    assert.equal(unauthorized.status, 401, unauthorized.text);
+    assert.ok(
+      unauthorized.headers['www-authenticate'].includes(`resource_metadata="${links.mcpResourceMetadata}"`),
+      unauthorized.headers['www-authenticate'],
+    );
+    const resource = (await ctx.api.get(path(links.mcpResourceMetadata))).body;
+    assert.equal(resource.resource, links.mcp);
+    assert.deepEqual(resource.authorization_servers, [`http://gpu.test${OAUTH_PATH}`]);
+    const server = await ctx.api.get(path(links.oauthAuthorizationServer));
+    assert.equal(server.status, 200);
+    assert.equal(server.body.issuer, resource.authorization_servers[0]);
+
+    const llms = (await ctx.api.get('/llms.txt')).text;
+    assert.match(llms, /^## Remote MCP \(hosted agents\)$/m);
+    assert.ok(llms.includes('connects to http://gpu.test/mcp (Streamable HTTP)'), 'the URL to add');
+    assert.match(llms, /never billing/);
+    assert.match(llms, /^- Remote MCP endpoint \(OAuth\): http:\/\/gpu\.test\/mcp$/m);
+    for (const url of [links.mcpResourceMetadata, links.oauthAuthorizationServer])
+      assert.ok(llms.includes(`: ${url}\n`), url);
   });
 
   it('/llms.txt says how to verify a webhook delivery, and its code accepts what the service signs and nothing else', async () => {

@@ -337,6 +337,55 @@ describe('gpr-mcp tool server (createToolServer, in process)', () => {
       });
     }
 
+    it("a key without billing asks its owner: by the owner's URL when there is one (elicited), in words otherwise", async () => {
+      const service = new FakeService();
+      service.rentals = [
+        () => {
+          throw SHORT;
+        },
+        () => {
+          throw SHORT;
+        },
+      ];
+      service.topupFails = new GprApiError(403, 'FORBIDDEN', 'This key lacks the billing scope.', null);
+      const elicited: { mode?: string; url?: string }[] = [];
+      const withBot = await connect(
+        remoteDeps(service, { ownerTopupUrl: (cents) => `https://t.me/owner_bot?start=topup_${cents}` }),
+        'modern',
+        { capabilities: { elicitation: { url: {} } } },
+      );
+      withBot.client.setRequestHandler('elicitation/create', async (req) => {
+        elicited.push(req.params as { mode?: string; url?: string });
+        return { action: 'decline' as const };
+      });
+      try {
+        const res = await withBot.call('create_rental', INTENT);
+        assert.equal(res.isError, true);
+        assert.deepEqual(
+          elicited.map((e) => [e.mode, e.url]),
+          [['url', 'https://t.me/owner_bot?start=topup_1200']],
+        );
+        assert.match(res.content[0].text!, /give https:\/\/t\.me\/owner_bot\?start=topup_1200 to the owner/);
+      } finally {
+        await withBot.close();
+      }
+      service.rentals = [
+        () => {
+          throw SHORT;
+        },
+      ];
+      const plain = await connect(remoteDeps(service, { ownerTopupUrl: () => null }), 'modern');
+      try {
+        const res = await plain.call('create_rental', INTENT);
+        assert.match(
+          res.content[0].text!,
+          /^INSUFFICIENT_CREDITS .*This key cannot add credits; the account owner can .*Ask them to add \$12\.00, then call create_rental again with idempotencyKey /,
+        );
+      } finally {
+        await plain.close();
+      }
+    });
+
     it('without a link it says to call create_topup_link; a refusal of another kind is left as it was', async () => {
       const service = new FakeService();
       service.rentals = [
@@ -344,7 +393,7 @@ describe('gpr-mcp tool server (createToolServer, in process)', () => {
           throw SHORT;
         },
       ];
-      service.topupFails = new GprApiError(403, 'FORBIDDEN', 'This key lacks the billing scope.', null);
+      service.topupFails = new GprApiError(503, 'UNAVAILABLE', 'Payments are not reachable.', null);
       const { call, close } = await connect(stdioDeps(service), 'modern', {
         capabilities: { elicitation: { url: {} } },
       });
@@ -353,7 +402,7 @@ describe('gpr-mcp tool server (createToolServer, in process)', () => {
         assert.equal(res.isError, true);
         assert.match(
           res.content[0].text!,
-          /^INSUFFICIENT_CREDITS .*No top-up link could be made here \(FORBIDDEN: .*\)\. Call create_topup_link with amountMinor 1200/,
+          /^INSUFFICIENT_CREDITS .*No top-up link could be made here \(UNAVAILABLE: .*\)\. Call create_topup_link with amountMinor 1200/,
         );
         service.rentals = [
           () => {

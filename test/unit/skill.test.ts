@@ -70,6 +70,11 @@ describe('gpu-rental agent skill', () => {
       assert.ok(body.includes(topic), `covers ${topic}`);
     }
     assert.doesNotMatch(body, /gpr-mcp|MCP server/, 'does not require the MCP server');
+    assert.match(fields.description, /remote MCP endpoint/, 'says it works as a remote MCP connection too');
+    const remote = /^- \*\*Remote MCP\*\*[^\n]*(?:\n {2}[^\n]*)*/m.exec(body)?.[0] ?? '';
+    assert.ok(remote.includes('`{base_url}/mcp`'), 'names the URL to add, filled in when served');
+    for (const point of ['OAuth', 'owner', 'includePrivateKey'])
+      assert.ok(remote.includes(point), `the remote MCP way says ${point}`);
     const links = [...body.matchAll(/\]\(([^)]+)\)/g)].map((m) => m[1]).filter((l) => !/^https?:/.test(l));
     assert.ok(links.length >= 3);
     for (const link of links) assert.ok(existsSync(join(SKILL_DIR, link)), `${link} exists`);

@@ -99,8 +99,14 @@ export async function creditRefusal(
   try {
     topup = await linkFor(deps, amountMinor, offered);
   } catch (linkErr) {
-    const owners = linkErr instanceof GprApiError && linkErr.code === 'FORBIDDEN' && deps.ownerTopupUrl?.(amountMinor);
+    const noBilling = linkErr instanceof GprApiError && linkErr.code === 'FORBIDDEN';
+    const owners = noBilling ? deps.ownerTopupUrl?.(amountMinor) : null;
     if (owners) return ownerFunding(err, amountMinor, owners, idempotencyKey, deps, extra, answer);
+    if (noBilling) {
+      // No link of the owner's to send (no bot): only the owner can add credits; say how.
+      const next = `This key cannot add credits; the account owner can (POST /api/v1/billing/topups with an owner key, then paying the link). Ask them to add ${formatCents(amountMinor)}, then call create_rental again with idempotencyKey ${idempotencyKey}.`;
+      return { isError: true, content: [{ type: 'text', text: apiFailureText(err, next) }] };
+    }
     const why = linkErr instanceof GprApiError ? `${linkErr.code}: ${linkErr.message}` : (linkErr as Error).message;
     return {
       isError: true,

@@ -7,8 +7,8 @@ import { Router } from 'express';
 import { createToolServer } from '../../../clients/mcp/src/server.js';
 import { clientAddress } from '../../http/client-address.js';
 import type { Logger } from '../../logger.js';
-import { MCP_PATH, TokenRefused, type AuthorizationServer } from '../oauth/authorization-server.js';
-import { PROTECTED_RESOURCE_METADATA_PATH } from '../oauth/oauth.router.js';
+import { TokenRefused, type AuthorizationServer } from '../oauth/authorization-server.js';
+import { MCP_PATH, PROTECTED_RESOURCE_METADATA_PATH } from '../../vocabulary/remote-mcp.js';
 import { inProcessFetch } from './in-process-fetch.js';
 import { deepLink, topupPayload } from '../telegram/deep-links.js';
 

@@ -13,11 +13,8 @@ import { OAuthAdapter, type OAuthStore } from './oauth-adapter.js';
 import type { Clock } from '../../clock.js';
 import type { SecretBox } from '../credentials/secret-box.js';
 import { fetchClientMetadata, type MetadataFetchOptions } from './client-metadata.js';
+import { MCP_PATH, OAUTH_PATH } from '../../vocabulary/remote-mcp.js';
 
-/** Where the authorization server answers (its issuer is the base URL with this path). */
-export const OAUTH_PATH = '/oauth';
-/** The protected resource: the remote MCP endpoint, the one audience our tokens carry. */
-export const MCP_PATH = '/mcp';
 /** The consent page an authorization request is sent to (below {@link OAUTH_PATH}). */
 export const CONSENT_PATH = `${OAUTH_PATH}/consent`;
 
@@ -164,7 +161,11 @@ export class AuthorizationServer {
         userinfo: { enabled: false },
         introspection: { enabled: false },
         rpInitiatedLogout: { enabled: false },
-        revocation: { enabled: true },
+        revocation: {
+          enabled: true,
+          // A client revokes its own tokens only (RFC 7009 §2.1); another's is left as it is.
+          allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId,
+        },
         registration: { enabled: true },
         resourceIndicators: {
           enabled: true,

@@ -49,7 +49,14 @@ export class OAuthAdapter implements Adapter {
 
   private open(record: Awaited<ReturnType<OAuthRecordsRepository['find']>>): AdapterPayload | undefined {
     if (!record) return undefined;
-    const payload = JSON.parse(this.box.open(record.payload, record.keyId, this.aad(record.idHash))) as AdapterPayload;
+    let payload: AdapterPayload;
+    try {
+      payload = JSON.parse(this.box.open(record.payload, record.keyId, this.aad(record.idHash))) as AdapterPayload;
+    } catch {
+      // Sealed under a key no longer configured (or altered): as good as absent, so its client
+      // authorizes again rather than meeting a server error.
+      return undefined;
+    }
     if (record.consumedAt) payload.consumed = Math.floor(record.consumedAt.getTime() / 1000);
     return payload;
   }

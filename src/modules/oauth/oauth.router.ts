@@ -2,12 +2,12 @@ import { Router, type Request, type RequestHandler, type Response } from 'expres
 import type { RateLimiter } from '../../http/rate-limiter.js';
 import { addressBucket, clientAddress } from '../../http/client-address.js';
 import { SETUP_SCOPES } from '../agents/agents.service.js';
-import { MCP_PATH, OAUTH_PATH, type AuthorizationServer } from './authorization-server.js';
-
-/** Where RFC 9728 puts the resource's metadata: the well-known prefix before the resource's path. */
-export const PROTECTED_RESOURCE_METADATA_PATH = `/.well-known/oauth-protected-resource${MCP_PATH}`;
-/** Where RFC 8414 puts the metadata of an issuer with a path: the well-known prefix before it. */
-export const AUTHORIZATION_SERVER_METADATA_PATH = `/.well-known/oauth-authorization-server${OAUTH_PATH}`;
+import type { AuthorizationServer } from './authorization-server.js';
+import {
+  AUTHORIZATION_SERVER_METADATA_PATH,
+  OAUTH_PATH,
+  PROTECTED_RESOURCE_METADATA_PATH,
+} from '../../vocabulary/remote-mcp.js';
 
 /**
  * The authorization server's HTTP face: the resource's metadata (RFC 9728), the server's
