@@ -47,7 +47,10 @@ describe('A hosted agent over remote MCP, approved by its owner in Telegram', fu
   });
 
   it('connects from the base URL, the owner approves with limits in Telegram, and the agent rents, reads and terminates', async () => {
-    const mcpUrl = new URL(`${base}/mcp`);
+    // All the app is given is the base URL: the index names the endpoint.
+    const index = (await (await fetch(`${base}/`)).json()) as { data: { links: { mcp: string } } };
+    const mcpUrl = new URL(index.data.links.mcp);
+    assert.equal(mcpUrl.href, `${base}/mcp`);
     const oauth = new MemoryOAuthClient('http://127.0.0.1:9/callback', 'Hosted Assistant');
     const first = new Client({ name: 'hosted-app', version: '1.0.0' });
     await assert.rejects(

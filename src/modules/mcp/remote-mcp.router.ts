@@ -74,7 +74,8 @@ export function remoteMcpRouter(deps: RemoteMcpDeps): Router {
   const router = Router();
   router.all(
     MCP_PATH,
-    hostHeaderValidation([base.hostname.includes(':') ? `[${base.hostname}]` : base.hostname]),
+    // URL writes an IPv6 host in brackets, as the middleware expects it.
+    hostHeaderValidation([base.hostname]),
     (req, res, next) => {
       (req as { mcpCallerAddress?: string }).mcpCallerAddress = clientAddress(req);
       next();
@@ -106,7 +107,12 @@ export function remoteMcpRouter(deps: RemoteMcpDeps): Router {
       const keyId = String(auth.extra?.keyId);
       const remoteAddress = (req as { mcpCallerAddress?: string }).mcpCallerAddress ?? 'unknown';
       req.auth = { ...auth, extra: { ...auth.extra, caller: { keyId, remoteAddress } satisfies RemoteCaller } };
-      void serve(req, res);
+      serve(req, res).catch((err: unknown) => {
+        log.error({ err }, 'remote mcp request failed');
+        if (!res.headersSent)
+          res.status(500).json({ jsonrpc: '2.0', id: null, error: { code: -32603, message: 'Internal error' } });
+        else res.end();
+      });
     },
   );
   return router;

@@ -110,7 +110,7 @@ const gone = (res: Response) =>
     res,
     410,
     'This authorization is no longer open',
-    '<p>This connection request has ended (it was completed, refused or expired), or it was opened in another browser. Nothing more can be approved here: start the connection again from your app.</p>',
+    '<p>This connection request has ended here: it was completed, refused or expired, or it was opened in another browser. If you approved it from another device, the page where it started carries on by itself. Otherwise start the connection again from your app.</p>',
   );
 
 /** The OAuth error of a session the service would not open, by the refusal's code. */
