@@ -1,12 +1,7 @@
 import { createPrivateKey, hkdfSync } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import Provider, {
-  errors,
-  interactionPolicy,
-  type Configuration,
-  type JWK,
-  type KoaContextWithOIDC,
-} from 'oidc-provider';
+import type { Configuration, JWK, KoaContextWithOIDC, default as OidcProvider } from 'oidc-provider';
+import { errors, interactionPolicy, Provider } from './oidc-provider.js';
 import type { Logger } from '../../logger.js';
 import { AUTHORIZATION_TTL_MS, SETUP_SCOPES } from '../agents/agents.service.js';
 import { OAuthAdapter, type OAuthStore } from './oauth-adapter.js';
@@ -90,7 +85,7 @@ function signingKey(secretsKey: Buffer): JWK {
 export class AuthorizationServer {
   readonly issuer: string;
   readonly resource: string;
-  readonly provider: Provider;
+  readonly provider: OidcProvider;
 
   constructor(private readonly deps: AuthorizationServerDeps) {
     const base = deps.publicBaseUrl.replace(/\/+$/, '');
