@@ -36,6 +36,8 @@ export async function startWorker(services: Services): Promise<Worker> {
       // The start-up refresh is drained like a job: its writes end before the pool closes.
       await Promise.all([jobs.stop({ timeoutMs: DRAIN_TIMEOUT_MS }), Promise.race([warmUp, drainBound])]);
       clearTimeout(timer);
+      // The machines see the idle sweep's kept connections end with a goodbye, not a reset.
+      services.lifecycle.idleSessions.close();
     },
   };
 }

@@ -223,6 +223,41 @@ export async function sshProbe(target: SshTarget, opts: SshOptions = {}): Promis
  */
 export async function sshExec(target: SshTarget, command: string, opts: SshOptions = {}): Promise<SshExecResult> {
   const session = await connect(target, opts.timeoutMs ?? SSH_CONNECT_TIMEOUT_MS);
+  try {
+    const res = await runCommand(session, command, opts);
+    // A cut command's machine is not waited on for a goodbye.
+    dispose(session, res.cut !== null);
+    return res;
+  } catch (err) {
+    dispose(session, true);
+    throw err;
+  }
+}
+
+/** A logged-in connection that may run more commands ({@link runCommand}); end it with {@link closeSession}. */
+export interface SshSession {
+  readonly client: Client;
+  readonly sock: Socket;
+  /** The host key the server showed at login. */
+  readonly hostKey: string;
+}
+
+/** Logs in within `timeoutMs` (default {@link SSH_CONNECT_TIMEOUT_MS}) or rejects with an {@link SshLoginError}. */
+export function openSession(target: SshTarget, timeoutMs = SSH_CONNECT_TIMEOUT_MS): Promise<SshSession> {
+  return connect(target, timeoutMs);
+}
+
+/** Ends a session: at once (`now`, for a machine that misbehaved) or after a moment's goodbye. */
+export function closeSession(session: SshSession, now = false): void {
+  dispose(session, now);
+}
+
+/**
+ * Runs one command on a logged-in session within the bounds of `opts` (channel open included),
+ * leaving the session open: the caller closes it, at once when the command was cut. Throws an
+ * Error when the command could not be started (the session is then unfit for another).
+ */
+export function runCommand(session: SshSession, command: string, opts: SshOptions = {}): Promise<SshExecResult> {
   const { client, hostKey } = session;
   const cap = opts.maxOutputBytes ?? SSH_OUTPUT_CAP_BYTES;
   const commandTimeoutMs = opts.commandTimeoutMs ?? SSH_COMMAND_TIMEOUT_MS;
@@ -234,10 +269,18 @@ export async function sshExec(target: SshTarget, command: string, opts: SshOptio
     let signal: string | null = null;
     let channel: ClientChannel | undefined;
     let settled = false;
+    const onError = () => finish('connection_lost');
+    // After the channel's own close had its turn: a server that hangs up right after the exit
+    // status ended the command, it did not cut it.
+    const onClose = () => setImmediate(() => finish(code !== null || signal !== null ? null : 'connection_lost'));
     const finish = (cut: SshCut | null, failure?: Error) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      // The session outlives this command: its listeners go with it (the login's stay, so an
+      // error is always heard).
+      client.removeListener('error', onError);
+      client.removeListener('close', onClose);
       if (cut && channel) {
         try {
           channel.close();
@@ -245,8 +288,6 @@ export async function sshExec(target: SshTarget, command: string, opts: SshOptio
           // The connection is going anyway.
         }
       }
-      // A cut command's machine is not waited on for a goodbye.
-      dispose(session, cut !== null);
       if (failure) return reject(failure);
       const text = (chunks: Buffer[]) => Buffer.concat(chunks).toString('utf8');
       resolve({
@@ -270,10 +311,8 @@ export async function sshExec(target: SshTarget, command: string, opts: SshOptio
       into.push(chunk);
       bytes += chunk.length;
     };
-    client.on('error', () => finish('connection_lost'));
-    // After the channel's own close had its turn: a server that hangs up right after the exit
-    // status ended the command, it did not cut it.
-    client.on('close', () => setImmediate(() => finish(code !== null || signal !== null ? null : 'connection_lost')));
+    client.on('error', onError);
+    client.on('close', onClose);
     try {
       client.exec(command, (e, stream) => {
         if (e) return finish(null, new Error(`the command could not be started: ${e.message}`));

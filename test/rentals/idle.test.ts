@@ -163,7 +163,14 @@ describe('idle rentals and rentals about to end', function () {
     // Nothing answers at the recorded address any more: every sample fails and starts the window over.
     const { sshPort } = await ctx.services.ds.getRepository(Deployment).findOneByOrFail({ id: r.deploymentId });
     await ctx.services.ds.getRepository(Deployment).update({ id: r.deploymentId }, { sshPort: 1 });
-    for (let i = 0; i < 10; i++) await sweepAfter(15_000);
+    // Never left unwatched either: every sweep asks it again, each time a fresh login (its kept
+    // connection was for the old address), and each unanswered sample starts its window over.
+    for (let i = 0; i < 10; i++) assert.deepEqual(await sweepAfter(15_000), [r.deploymentId]);
+    assert.equal(
+      ctx.services.lifecycle.idleSessions.size,
+      0,
+      'no connection is kept to an address that does not answer',
+    );
     assert.deepEqual(
       (await events(r.who, r.start, r.rentalId)).map((e) => e.type),
       ['rental.provisioning', 'rental.active'],

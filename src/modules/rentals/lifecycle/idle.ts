@@ -1,4 +1,5 @@
-import { SshLoginError, sshExec, type SshOptions } from '../../../providers/ssh-probe.js';
+import { SshLoginError, type SshOptions } from '../../../providers/ssh-probe.js';
+import { SshSessions } from '../../../providers/ssh-sessions.js';
 import type { IdleWatchState, WatchedRental } from '../store/rentals.repository.js';
 import { recordRentalEvent } from '../state/rental-events.js';
 import type { TerminationReason } from '../state/rental-status.js';
@@ -87,6 +88,8 @@ export interface IdleWatchOptions {
   sweepWaitMs?: number;
   /** Default: {@link SAMPLE_COMMAND_TIMEOUT_MS}, a 16 KiB output cap. */
   bounds?: Pick<SshOptions, 'commandTimeoutMs' | 'maxOutputBytes'>;
+  /** The connections kept between a rental's samples (default: this watch's own). */
+  sessions?: SshSessions;
 }
 
 /**
@@ -107,6 +110,13 @@ export class IdleWatch {
   private readonly inFlight = new Set<string>();
   /** Rentals whose changed host key was logged already. */
   private readonly hostKeyWarned = new Set<string>();
+  /**
+   * Each watched rental's SSH connection, kept between its samples: a sample is then a command
+   * on a connection already logged in, not a key exchange and a signature (docs/architecture.md,
+   * "Machine checks"). A connection that breaks or misbehaves is dropped, and the next sample
+   * logs in again.
+   */
+  readonly sessions: SshSessions;
 
   constructor(
     private readonly deps: Pick<LifecycleDeps, 'store' | 'clock' | 'logger' | 'box'>,
@@ -116,6 +126,7 @@ export class IdleWatch {
   ) {
     this.slots = options.slots ?? new CheckSlots({ perAccount: CHECKS_PER_ACCOUNT, total: PARALLEL_SAMPLES });
     this.sweepWaitMs = options.sweepWaitMs ?? SWEEP_WAIT_MS;
+    this.sessions = options.sessions ?? new SshSessions();
     this.bounds = {
       commandTimeoutMs: SAMPLE_COMMAND_TIMEOUT_MS,
       maxOutputBytes: SAMPLE_OUTPUT_CAP_BYTES,
@@ -132,7 +143,10 @@ export class IdleWatch {
     const { store, clock } = this.deps;
     await store.read((repos) => repos.rentals.idleWatches.forgetFinished());
     const now = clock.now().getTime();
-    const queue = (await store.read((repos) => repos.rentals.idleWatches.watched()))
+    const watched = await store.read((repos) => repos.rentals.idleWatches.watched());
+    // A rental no longer watched (ended, or its key's watch removed) keeps no connection.
+    this.sessions.retain(new Set(watched.map((r) => r.id)));
+    const queue = watched
       .filter(
         (r) =>
           !this.inFlight.has(r.id) && (!r.watch || now - r.watch.sampledAt.getTime() >= sampleEveryMs(windowMs(r))),
@@ -207,7 +221,10 @@ export class IdleWatch {
     try {
       const privateKey = this.deps.box.open(r.sshPrivateKeyEnc, r.sshKeyKid, r.id);
       const target = { host: r.sshHost, port: r.sshPort, user: r.sshUser, privateKey, hostKey: r.sshHostKey };
-      const res = await sshExec(target, UTILIZATION_COMMAND, { timeoutMs: this.timing.sshTimeoutMs, ...this.bounds });
+      const res = await this.sessions.exec(r.id, target, UTILIZATION_COMMAND, {
+        timeoutMs: this.timing.sshTimeoutMs,
+        ...this.bounds,
+      });
       if (!r.sshHostKey) await store.read((repos) => repos.rentals.deployments.pinHostKey(r.id, res.hostKey));
       if (res.cut) {
         logger.debug(

@@ -1,3 +1,4 @@
+import type { SshSessions } from '../../../providers/ssh-sessions.js';
 import { DestructionVerifier } from '../../../providers/destruction-verifier.js';
 import type { FailureCode, TerminationReason } from '../state/rental-status.js';
 import { CapacityWait } from './capacity-wait.js';
@@ -32,6 +33,8 @@ export interface RentalLifecycle {
   noticeExpiring(deploymentId: string): Promise<void>;
   /** One idle sweep: samples the watched rentals' GPUs, warns and ends idle ones; answers the rentals sampled. */
   watchIdle(): Promise<string[]>;
+  /** The SSH connections the idle sweep keeps between a rental's samples (their sockets keep no process up). */
+  readonly idleSessions: SshSessions;
 }
 
 export function createRentalLifecycle(deps: LifecycleDeps, timing: Partial<LifecycleTiming> = {}): RentalLifecycle {
@@ -66,5 +69,6 @@ export function createRentalLifecycle(deps: LifecycleDeps, timing: Partial<Lifec
     },
     noticeExpiring: (id) => expiring.notice(id),
     watchIdle: () => idle.sweep(),
+    idleSessions: idle.sessions,
   };
 }
