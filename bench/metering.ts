@@ -22,7 +22,7 @@ import { entities } from '../src/entities.js';
 import { LedgerService } from '../src/modules/billing/ledger.service.js';
 import { createStore } from '../src/repositories.js';
 import { Metering } from '../src/modules/rentals/lifecycle/metering.js';
-import { DEFAULT_TIMING } from '../src/modules/rentals/lifecycle/lifecycle-deps.js';
+import { DEFAULT_TIMING, METER_BUDGET_SHARE } from '../src/modules/rentals/lifecycle/lifecycle-deps.js';
 import { seedMeteredRentals } from '../test/helpers/metered-seed.js';
 import { exited, exitWithParent, ownChild, runBench } from './processes.js';
 import {
@@ -77,9 +77,12 @@ async function usageCharged(ds: ReturnType<typeof createDataSource>): Promise<{ 
 }
 
 /** The sweep as the worker runs it (limits never trip here: every account has ample credit). */
-function metering(ds: ReturnType<typeof createDataSource>, clock: Clock): Metering {
+function metering(ds: ReturnType<typeof createDataSource>, clock: Clock, paced: boolean): Metering {
   const store = createStore(ds);
-  return new Metering({ store, clock, ledger: new LedgerService(store, clock) }, async () => {}, DEFAULT_TIMING);
+  // The sweeps measured alone run back to back (their figures are the work); the worker's sweeps
+  // during admissions are paced as the service paces them.
+  const timing = paced ? DEFAULT_TIMING : { ...DEFAULT_TIMING, meterBusyShare: 1 };
+  return new Metering({ store, clock, ledger: new LedgerService(store, clock) }, async () => {}, timing);
 }
 
 /** Child mode: sweeps back to back until told to stop, reporting each sweep's time. */
@@ -88,7 +91,7 @@ async function sweeper(databaseUrl: string): Promise<void> {
   const ds = createDataSource(databaseUrl, 4, entities);
   await ds.initialize();
   const clock = sweepClock(24 * 3600_000);
-  const m = metering(ds, clock);
+  const m = metering(ds, clock, true);
   let stop = false;
   process.on('message', (msg) => {
     if (msg === 'stop') stop = true;
@@ -108,7 +111,7 @@ async function main(): Promise<void> {
   const app = await startBenchApp();
   const { ds } = app.services;
   const clock = sweepClock(0);
-  const m = metering(ds, clock);
+  const m = metering(ds, clock, false);
   try {
     console.log(
       `metering sweep: ${PER_ACCOUNT} metered rentals per account, chunks of ~${DEFAULT_TIMING.meterChunkRentals} rentals, ${DEFAULT_TIMING.meterConcurrency} in flight, ${REPS} repetitions, MariaDB`,
@@ -267,10 +270,10 @@ async function main(): Promise<void> {
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const ratio = (a: Phase[], b: Phase[]) => (median(b.map((r) => r.p99)) / median(a.map((r) => r.p99))).toFixed(2);
     console.log(
-      `  p99 during / without sweeps (medians): saturated ${ratio(without, during)}×, at ${RATE}/s ${ratio(withoutPaced, duringPaced)}× (goal: at most 1.2×)`,
+      `  p99 during / without sweeps (medians): saturated ${ratio(without, during)}×, at ${RATE}/s ${ratio(withoutPaced, duringPaced)}× (goal at ${RATE}/s: at most 1.3×)`,
     );
     console.log(
-      `  sweeps of ${seeded} rentals in the worker process meanwhile: ${sweeps.length}, ${sweeps.length ? spread(sweeps, 3, ' s') : 'none finished'}`,
+      `  paced sweeps of ${seeded} rentals in the worker process meanwhile (${DEFAULT_TIMING.meterBusyShare * 100} % busy, within ${METER_BUDGET_SHARE * 100} % of the ${DEFAULT_TIMING.meterPeriodMs / 1000} s period): ${sweeps.length}, ${sweeps.length ? spread(sweeps, 3, ' s') : 'none finished'} (goal: within the period)`,
     );
   } finally {
     await app.close();

@@ -365,6 +365,7 @@ export function lifecycleTiming(config: Pick<Config, 'rentals' | 'inventory'>): 
     verifyBaseDelayMs: config.rentals.pollMs,
     capacityPollMs: Math.min(15_000, config.inventory.refreshSeconds * 1000),
     idleGraceMs: config.rentals.idleGraceSeconds * 1000,
+    meterPeriodMs: config.rentals.meteringEveryMs,
   };
 }
 

@@ -35,6 +35,14 @@ export interface LifecycleTiming {
    * writes run in the database while the next chunk is read and priced here.
    */
   meterConcurrency: number;
+  /** The metering sweep's period (METERING_EVERY_MS): a sweep ends within {@link METER_BUDGET_SHARE} of it. */
+  meterPeriodMs: number;
+  /**
+   * The share of a sweep's time its chunks may take (1: back to back). The sweep pauses after
+   * each chunk so the rest of the time is left to admissions, as long as it still ends within its
+   * budget of the period at the pace seen so far.
+   */
+  meterBusyShare: number;
   /** How long a rental warned as idle may stay idle before it ends (IDLE_GRACE_SECONDS). */
   idleGraceMs: number;
 }
@@ -51,8 +59,40 @@ export const DEFAULT_TIMING: LifecycleTiming = {
   sshTimeoutMs: 3000,
   meterChunkRentals: 300,
   meterConcurrency: 2,
+  meterPeriodMs: 15_000,
+  meterBusyShare: 0.25,
   idleGraceMs: 600_000,
 };
+
+/** The share of its period a paced metering sweep may last, so it has ended before the next is due. */
+export const METER_BUDGET_SHARE = 0.7;
+
+/**
+ * The pause after a metering chunk: enough that chunks take `busyShare` of the sweep's time, cut
+ * to what keeps the sweep within `budgetMs` at the pace seen so far (`busyMs` of chunk work for
+ * `done` of `total` rentals, `lanes` chunks at a time). Nothing after the last chunk, nothing when
+ * `busyShare` is 1.
+ */
+export function meterPauseMs(p: {
+  chunkMs: number;
+  busyShare: number;
+  elapsedMs: number;
+  busyMs: number;
+  done: number;
+  total: number;
+  budgetMs: number;
+  lanes: number;
+  chunkRentals: number;
+}): number {
+  if (p.busyShare >= 1 || p.done >= p.total || p.done <= 0) return 0;
+  const wanted = p.chunkMs * (1 / p.busyShare - 1);
+  const left = p.total - p.done;
+  // Wall time the remaining chunks take at the pace seen, and the pauses between them left to share.
+  const workLeftMs = ((p.busyMs / p.done) * left) / p.lanes;
+  const pausesLeft = Math.max(1, Math.ceil(left / p.chunkRentals / p.lanes));
+  const slack = p.budgetMs - p.elapsedMs - workLeftMs;
+  return Math.max(0, Math.min(wanted, slack / pausesLeft));
+}
 
 /** Refunds a card-funded order's payment (billing's checkout sessions do it). */
 export interface CardRefunds {

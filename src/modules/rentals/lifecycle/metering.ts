@@ -5,7 +5,13 @@ import { isOneOf, METERED_BILLING_MODELS, METERED_STATUSES, type TerminationReas
 import type { MeteredLimits, MeteringState, SweptDeployment } from '../store/rentals.repository.js';
 import { usageRef } from './labels.js';
 import { trafficAccrual, trafficPosting } from './traffic.js';
-import type { LifecycleDeps, LifecycleRepos, LifecycleTiming } from './lifecycle-deps.js';
+import {
+  METER_BUDGET_SHARE,
+  meterPauseMs,
+  type LifecycleDeps,
+  type LifecycleRepos,
+  type LifecycleTiming,
+} from './lifecycle-deps.js';
 
 /** What charging usage in a transaction writes through: the rental's row, the ledger and the account locks. */
 export type UsageRepos = Pick<LifecycleRepos, 'rentals' | 'ledger' | 'accounts'>;
@@ -112,7 +118,10 @@ export class Metering {
     private readonly deps: Pick<LifecycleDeps, 'store' | 'clock' | 'ledger'>,
     /** Starts termination for a limit reached (the termination part's `request`). */
     private readonly requestTermination: (deploymentId: string, reason: TerminationReason) => Promise<void>,
-    private readonly timing: Pick<LifecycleTiming, 'meterChunkRentals' | 'meterConcurrency'>,
+    private readonly timing: Pick<
+      LifecycleTiming,
+      'meterChunkRentals' | 'meterConcurrency' | 'meterPeriodMs' | 'meterBusyShare'
+    >,
   ) {}
 
   /**
@@ -171,8 +180,13 @@ export class Metering {
     const out: SweepResult = { charged: 0, posted: 0 };
     const chunks = chunksByAccount(rows, this.timing.meterChunkRentals);
     let failed: { err: unknown } | null = null;
+    const lanes = Math.max(1, this.timing.meterConcurrency);
+    const started = performance.now();
+    let busyMs = 0;
+    let done = 0;
     const lane = async () => {
       for (let next = chunks.next(); !next.done && !failed; next = chunks.next()) {
+        const t0 = performance.now();
         try {
           const r = await this.meterChunk(next.value, nowMs);
           out.charged += r.charged;
@@ -180,9 +194,25 @@ export class Metering {
         } catch (err) {
           failed ??= { err };
         }
+        // Paced: the machine it shares with admissions is left to them between chunks.
+        const chunkMs = performance.now() - t0;
+        busyMs += chunkMs;
+        done += next.value.length;
+        const pause = meterPauseMs({
+          chunkMs,
+          busyShare: this.timing.meterBusyShare,
+          elapsedMs: performance.now() - started,
+          busyMs,
+          done,
+          total: rows.length,
+          budgetMs: this.timing.meterPeriodMs * METER_BUDGET_SHARE,
+          lanes,
+          chunkRentals: this.timing.meterChunkRentals,
+        });
+        if (pause >= 1 && !failed) await new Promise((resolve) => setTimeout(resolve, pause));
       }
     };
-    await Promise.all(Array.from({ length: Math.max(1, this.timing.meterConcurrency) }, lane));
+    await Promise.all(Array.from({ length: lanes }, lane));
     if (failed) throw (failed as { err: unknown }).err;
     await this.enforceLimits();
     sweep(rows.length);
