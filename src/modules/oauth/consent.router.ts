@@ -144,6 +144,8 @@ async function consentPage(deps: ConsentDeps, req: Request, res: Response) {
         { interactionUid: uid, approvalCode },
       );
     } catch (err) {
+      // The same page loaded twice at once: the other load opened it (the uid is unique).
+      if (!(err instanceof AppError) && (await agents.clientSession(uid)) !== null) return consentPage(deps, req, res);
       // What the service refuses to open (agents switched off, too many requests from this
       // address) the client hears as the OAuth error it can act on.
       if (!(err instanceof AppError) || !(err.code in NOT_OPENED)) throw err;
