@@ -3,6 +3,7 @@
 # and by .ci/run:
 #   chromium            /usr/bin/chromium, the browser the browser tests drive
 #   openssh-client      `ssh`, which the CLI's `gpr ssh` tests exec
+#   openssl             `openssl`, which makes the TLS certificate of the client metadata document tests
 #   util-linux          `unshare` and `setpriv`, the local provider's sandbox
 #   mariadb-server      `mariadb-install-db` and /usr/sbin/mariadbd (tests start private servers)
 #   a MariaDB answering at TEST_DATABASE_URL's host and port (default 127.0.0.1:3306)
@@ -56,6 +57,7 @@ need_readable() { [ -r "${ROOT}$1" ] || missing+=("$2"); }
 
 need_file /usr/bin/chromium chromium
 need_command ssh openssh-client
+need_command openssl openssl
 need_command unshare util-linux
 need_command setpriv util-linux
 need_command mariadb-install-db mariadb-server
