@@ -59,7 +59,7 @@ describe('scripts/test-prerequisites.sh', function () {
       symlinkSync(found!, join(bin, tool));
     }
     // A complete machine; each test takes away what it is about.
-    for (const tool of ['ssh', 'unshare', 'setpriv', 'mariadb-install-db']) stub(tool);
+    for (const tool of ['ssh', 'openssl', 'unshare', 'setpriv', 'mariadb-install-db']) stub(tool);
     file('/usr/bin/chromium');
     file('/usr/sbin/mariadbd');
   });
