@@ -20,7 +20,7 @@ export function agentsFeature(): Composer<BotContext> {
     const shown = keys.slice(0, MAX_LISTED_KEYS);
     const lines = shown.map(
       (k, i) =>
-        `${i + 1}. <b>${html(k.name)}</b> <code>${html(k.prefix)}</code>\n` +
+        `${i + 1}. <b>${html(k.name)}</b> <code>${html(k.prefix)}</code>${k.origin === 'oauth' ? ' (connected by URL: remote MCP)' : ''}\n` +
         `   limits: ${formatUsd(k.maxPerRentalMinor)} per rental, ${formatUsd(k.budgetLimitMinor)} total, ${k.maxConcurrentDeployments} at a time` +
         `${k.maxRentalSeconds === null ? '' : `, rentals up to ${describeRentalLength(k.maxRentalSeconds)}`}` +
         `${k.idleTerminateMinutes === null ? '' : `, stops after ${describeIdleMinutes(k.idleTerminateMinutes)} idle`}\n` +

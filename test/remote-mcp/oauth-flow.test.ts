@@ -172,6 +172,7 @@ describe('Remote MCP authorization (OAuth 2.1, the official v2 client)', functio
     assert.equal(account.structuredContent.account.key.maxPerRentalMinor, LIMITS.maxPerRentalMinor);
     const key = (await agentKeys()).find((k) => k.name === 'test agent app');
     assert.ok(key, "the key is listed with the owner's agent keys");
+    assert.equal(key.origin, 'oauth');
     assert.deepEqual([...key.scopes].sort(), ['manage', 'read', 'rent']);
     await client.close();
   });

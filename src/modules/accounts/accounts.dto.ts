@@ -51,6 +51,12 @@ export interface KeyDto {
   name: string;
   /** Public part of the token, shown in listings. */
   prefix: string;
+  /**
+   * How the key came to be: `signup`, `authorization` (an agent authorization session its owner
+   * approved), `telegram-setup` (a setup code), `oauth` (a remote MCP client its owner approved;
+   * its OAuth tokens act as this key), `owner-issued`, `owner` (an owner's own key), `operator`.
+   */
+  origin: string;
   scopes: Scope[];
   maxPerRentalMinor: number;
   budgetLimitMinor: number;

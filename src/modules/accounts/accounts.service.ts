@@ -40,6 +40,7 @@ export function toKeyDto(key: ApiKey, usage: KeyUsage): KeyDto {
     kind: key.kind,
     name: key.name,
     prefix: key.prefix,
+    origin: key.origin,
     scopes: key.scopes,
     ...keyLimitsOf(key),
     netSpentMinor: usage.netSpentMinor,

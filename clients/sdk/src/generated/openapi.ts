@@ -1540,6 +1540,12 @@ export interface components {
        * @description Rental debits and usage minus reversals, in cents, over the key's life.
        */
       netSpentMinor: number;
+      /**
+       * @description How the key came to be: `signup`, `authorization` (an agent authorization session its owner
+       *     approved), `telegram-setup` (a setup code), `oauth` (a remote MCP client its owner approved;
+       *     its OAuth tokens act as this key), `owner-issued`, `owner` (an owner's own key), `operator`.
+       */
+      origin: string;
       /** @description Public part of the token, shown in listings. */
       prefix: string;
       /**
@@ -2741,6 +2747,7 @@ export interface operations {
            *           "kind": "OWNER",
            *           "name": "NVIDIA H100 SXM",
            *           "prefix": "Ab3dE5gH",
+           *           "origin": "example",
            *           "scopes": [
            *             "read"
            *           ],
@@ -2836,6 +2843,7 @@ export interface operations {
            *           "kind": "OWNER",
            *           "name": "NVIDIA H100 SXM",
            *           "prefix": "Ab3dE5gH",
+           *           "origin": "example",
            *           "scopes": [
            *             "read"
            *           ],
@@ -2877,6 +2885,7 @@ export interface operations {
            *           "kind": "OWNER",
            *           "name": "NVIDIA H100 SXM",
            *           "prefix": "Ab3dE5gH",
+           *           "origin": "example",
            *           "scopes": [
            *             "read"
            *           ],
@@ -3112,6 +3121,7 @@ export interface operations {
            *           "kind": "OWNER",
            *           "name": "NVIDIA H100 SXM",
            *           "prefix": "Ab3dE5gH",
+           *           "origin": "example",
            *           "scopes": [
            *             "read"
            *           ],
@@ -4348,6 +4358,7 @@ export interface operations {
            *           "kind": "OWNER",
            *           "name": "NVIDIA H100 SXM",
            *           "prefix": "Ab3dE5gH",
+           *           "origin": "example",
            *           "scopes": [
            *             "read"
            *           ],
@@ -4832,6 +4843,7 @@ export interface operations {
            *           "kind": "OWNER",
            *           "name": "NVIDIA H100 SXM",
            *           "prefix": "Ab3dE5gH",
+           *           "origin": "example",
            *           "scopes": [
            *             "read"
            *           ],
@@ -6281,6 +6293,7 @@ export interface operations {
            *             "kind": "OWNER",
            *             "name": "NVIDIA H100 SXM",
            *             "prefix": "Ab3dE5gH",
+           *             "origin": "example",
            *             "scopes": [
            *               "read"
            *             ],
