@@ -83,10 +83,7 @@ describe('A hosted agent over remote MCP, approved by its owner in Telegram', fu
     await new StreamableHTTPClientTransport(mcpUrl, { authProvider: oauth }).finishAuth(callback.searchParams);
 
     // The owner sees the connection with the other agents, and can revoke it there.
-    assert.match(
-      await owner.say('/agents'),
-      /1\. Hosted Assistant [A-Za-z0-9]{8} \(connected by URL: remote MCP\)/,
-    );
+    assert.match(await owner.say('/agents'), /1\. Hosted Assistant [A-Za-z0-9]{8} \(connected by URL: remote MCP\)/);
 
     const client = new Client({ name: 'hosted-app', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(mcpUrl, { authProvider: oauth }));
