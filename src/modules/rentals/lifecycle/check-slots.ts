@@ -21,6 +21,11 @@ export class CheckSlots {
 
   constructor(private readonly limits: CheckSlotLimits = { perAccount: CHECKS_PER_ACCOUNT }) {}
 
+  /** True when every slot of the process is taken: no account could take one now. */
+  get full(): boolean {
+    return this.limits.total !== undefined && this.all >= this.limits.total;
+  }
+
   /** True when `accountId` could take a slot now. */
   free(accountId: string): boolean {
     return (

@@ -164,7 +164,9 @@ export class IdleWatch {
       const timer = setTimeout(end, this.sweepWaitMs);
       const pump = () => {
         if (over) return;
-        for (let i = 0; i < queue.length;) {
+        // Once every slot is taken no rental of the queue can start: the scan stops there, so a
+        // finished sample costs the same whatever the number of rentals waiting.
+        for (let i = 0; i < queue.length && !this.slots.full;) {
           const r = queue[i];
           const release = this.slots.tryTake(r.accountId);
           if (!release) {
