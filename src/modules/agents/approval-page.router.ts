@@ -3,7 +3,7 @@ import type { Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import { AppError } from '../../errors/app-error.js';
 import type { Logger } from '../../logger.js';
-import { escapeHtml, failurePage, PAGE_HEADERS, renderPage } from '../billing/payment-pages.html.js';
+import { continuePage, escapeHtml, failurePage, PAGE_HEADERS, renderPage } from '../billing/payment-pages.html.js';
 import { formatUsd } from '../../vocabulary/money.js';
 import { APPROVAL_LIMITS, MAX_RENTAL_SECONDS } from '../keys/key-limits.js';
 import { describeRentalLength } from '../keys/rental-length.js';
@@ -157,21 +157,12 @@ async function approveFromForm(
     return retry(err.status, message);
   }
   if (session.clientInteraction) {
-    // A GET navigation, not a redirect of this POST: the client's redirect URI is another site,
-    // which the page's form-action policy would refuse to follow.
     const next = clientContinueUrl(session.clientInteraction);
     return res
       .status(200)
       .set(PAGE_HEADERS)
       .type('html')
-      .send(
-        renderPage({
-          title: 'Agent approved',
-          refreshSeconds: 1,
-          refreshUrl: next,
-          body: `<p>Approved. Returning you to the app that asked…</p><p><a href="${escapeHtml(next)}">Continue</a></p>`,
-        }),
-      );
+      .send(continuePage('Agent approved', 'Approved.', next));
   }
   return send(
     res,

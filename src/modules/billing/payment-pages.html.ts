@@ -57,6 +57,20 @@ ${o.body}
 </html>`;
 }
 
+/**
+ * A page that carries the browser on to `next` (a same-site path) by itself, after a form's POST:
+ * a GET navigation rather than a redirect of the POST, since what follows may redirect to another
+ * site, which the pages' form-action policy would refuse to follow.
+ */
+export function continuePage(title: string, said: string, next: string): string {
+  return renderPage({
+    title,
+    refreshSeconds: 1,
+    refreshUrl: next,
+    body: `<p>${said} Returning you to the app that asked…</p><p><a href="${escapeHtml(next)}">Continue</a></p>`,
+  });
+}
+
 /** Headers for every payment page: no framing, no caching, no referrer, nothing but inline styles. */
 export const PAGE_HEADERS: Record<string, string> = {
   'Content-Security-Policy':

@@ -4,7 +4,7 @@ import type { Config } from '../../config.js';
 import { AppError } from '../../errors/app-error.js';
 import { clientAddress } from '../../http/client-address.js';
 import type { Logger } from '../../logger.js';
-import { escapeHtml, failurePage, PAGE_HEADERS, renderPage } from '../billing/payment-pages.html.js';
+import { continuePage, escapeHtml, failurePage, PAGE_HEADERS, renderPage } from '../billing/payment-pages.html.js';
 import { ApprovalCsrf, approvalFormHtml } from '../agents/approval-form.js';
 import { SETUP_SCOPES, type AgentsService, type AuthorizationView } from '../agents/agents.service.js';
 import { APPROVAL_CODE_TAG } from '../keys/tokens.js';
@@ -231,14 +231,7 @@ async function refuse(deps: ConsentDeps, req: Request, res: Response) {
     .status(200)
     .set(PAGE_HEADERS)
     .type('html')
-    .send(
-      renderPage({
-        title: 'Connection refused',
-        refreshSeconds: 1,
-        refreshUrl: consentUrl(uid),
-        body: `<p>Refused: nothing was authorized. Returning you to the app that asked…</p><p><a href="${escapeHtml(consentUrl(uid))}">Continue</a></p>`,
-      }),
-    );
+    .send(continuePage('Connection refused', 'Refused: nothing was authorized.', consentUrl(uid)));
 }
 
 /** A client's self-given name as shown and stored: the rule for agent names, or none when it breaks it. */
